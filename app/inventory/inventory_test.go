@@ -1,0 +1,365 @@
+package inventory_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+type bundle struct {
+	pool *pgxpool.Pool
+}
+
+type setupOpts struct {
+	coalesce bool
+}
+
+func setup(t *testing.T, opts *setupOpts) (*inventory.Service, *bundle) {
+	t.Helper()
+	if opts == nil {
+		opts = &setupOpts{}
+	}
+	pool := dbtest.New(t)
+	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	svc := inventory.New(pool, inserter, nil, inventory.Config{
+		Coalesce: opts.coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
+	})
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	return svc, &bundle{pool: pool}
+}
+
+func stockIn(t *testing.T, svc *inventory.Service, sku string, n int64) {
+	t.Helper()
+	_, err := svc.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Reason: "test stock", Actor: "test"})
+	require.NoError(t, err)
+}
+
+func pool(t *testing.T, svc *inventory.Service, sku, name string) inventory.Pool {
+	t.Helper()
+	st, err := svc.GetStock(context.Background(), sku)
+	require.NoError(t, err)
+	for _, p := range st.Pools {
+		if p.Pool == name {
+			return p
+		}
+	}
+	t.Fatalf("no pool %s for %s", name, sku)
+	return inventory.Pool{}
+}
+
+func holdReq(key string, items ...inventory.Item) inventory.HoldRequest {
+	return inventory.HoldRequest{Client: "shop-a", IdempotencyKey: key, OrderRef: "o-" + key, Items: items}
+}
+
+func item(sku string, q int64) inventory.Item { return inventory.Item{SKU: sku, Quantity: q} }
+
+var shop = inventory.Caller{Name: "shop-a"}
+
+func code(err error) inventory.Code {
+	var e *inventory.Error
+	if ok := asError(err, &e); ok {
+		return e.Code
+	}
+	return ""
+}
+
+func asError(err error, target **inventory.Error) bool {
+	e, ok := err.(*inventory.Error)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+func TestHoldConfirmRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := setup(t, nil)
+	stockIn(t, svc, "A1", 10)
+
+	r, replayed, err := svc.Hold(ctx, holdReq("k1", item("A1", 2), item("A1", 1)))
+	require.NoError(t, err)
+	require.False(t, replayed)
+	require.Equal(t, inventory.StatusHeld, r.Status)
+	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "main", Quantity: 3}}, r.Items, "two lines of one SKU are summed")
+	p := pool(t, svc, "A1", "main")
+	require.Equal(t, int64(7), p.Available)
+	require.Equal(t, int64(3), p.Reserved)
+
+	c, err := svc.Confirm(ctx, r.ID, shop)
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusConfirmed, c.Status)
+	again, err := svc.Confirm(ctx, r.ID, shop)
+	require.NoError(t, err, "confirming twice succeeds")
+	require.Equal(t, c, again)
+	p = pool(t, svc, "A1", "main")
+	require.Equal(t, int64(3), p.Sold)
+	require.Zero(t, p.Reserved)
+
+	_, err = svc.Cancel(ctx, r.ID, shop, "")
+	require.Equal(t, inventory.CodeNotHeld, code(err), "a confirmed hold cannot be released")
+
+	r2, _, err := svc.Hold(ctx, holdReq("k2", item("A1", 4)))
+	require.NoError(t, err)
+	rel, err := svc.Cancel(ctx, r2.ID, shop, "customer changed mind")
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusReleased, rel.Status)
+	require.Equal(t, "customer changed mind", *rel.ReleaseReason)
+	rel2, err := svc.Cancel(ctx, r2.ID, shop, "")
+	require.NoError(t, err, "releasing twice answers the same")
+	require.Equal(t, inventory.StatusReleased, rel2.Status)
+	_, err = svc.Confirm(ctx, r2.ID, shop)
+	require.Equal(t, inventory.CodeNotHeld, code(err))
+	require.Equal(t, int64(7), pool(t, svc, "A1", "main").Available)
+
+	_, err = svc.Get(ctx, r2.ID, inventory.Caller{Name: "shop-b"})
+	require.Equal(t, inventory.CodeNotFound, code(err), "another shop cannot see the hold")
+}
+
+func TestHoldFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	stockIn(t, svc, "A1", 5)
+	stockIn(t, svc, "B1", 5)
+
+	_, _, err := svc.Hold(ctx, holdReq("k1", item("A1", 1), item("B1", 6)))
+	require.Equal(t, inventory.CodeOutOfStock, code(err))
+	require.Equal(t, "B1", err.(*inventory.Error).SKU)
+	require.Equal(t, int64(5), pool(t, svc, "A1", "main").Available, "all or nothing: A1 untouched")
+
+	_, _, err = svc.Hold(ctx, holdReq("k2", item("A1", 1), item("ZZ", 1)))
+	require.Equal(t, inventory.CodeUnknownSKU, code(err))
+
+	_, err = svc.Pause(ctx, inventory.Switch{SKU: "B1", Reason: "count", Actor: "ops"})
+	require.NoError(t, err)
+	_, _, err = svc.Hold(ctx, holdReq("k3", item("B1", 1)))
+	require.Equal(t, inventory.CodeSKUPaused, code(err))
+	_, err = svc.Resume(ctx, inventory.Switch{SKU: "B1", Reason: "counted", Actor: "ops"})
+	require.NoError(t, err)
+
+	// The failed keys left no trace, so they can be used again.
+	_, _, err = svc.Hold(ctx, holdReq("k1", item("A1", 1), item("B1", 1)))
+	require.NoError(t, err)
+
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM reservations").Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+func testConcurrentHolds(t *testing.T, coalesce bool) {
+	ctx := context.Background()
+	svc, b := setup(t, &setupOpts{coalesce: coalesce})
+	stockIn(t, svc, "HOT", 100)
+
+	var ok, out atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 1000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := svc.Hold(ctx, holdReq(fmt.Sprint("k", i), item("HOT", 1)))
+			switch code(err) {
+			case "":
+				require.NoError(t, err)
+				ok.Add(1)
+			case inventory.CodeOutOfStock:
+				out.Add(1)
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int64(100), ok.Load())
+	require.Equal(t, int64(900), out.Load())
+	p := pool(t, svc, "HOT", "main")
+	require.Zero(t, p.Available)
+	require.Equal(t, int64(100), p.Reserved)
+	var jobs int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'release_hold'").Scan(&jobs))
+	require.Equal(t, 100, jobs, "one release job per hold")
+}
+
+func TestConcurrentHoldsPlain(t *testing.T) {
+	t.Parallel()
+	testConcurrentHolds(t, false)
+}
+
+func TestConcurrentHoldsCoalesced(t *testing.T) {
+	t.Parallel()
+	testConcurrentHolds(t, true)
+}
+
+func TestIdempotentHold(t *testing.T) {
+	t.Parallel()
+	for _, coalesce := range []bool{false, true} {
+		t.Run(fmt.Sprint("coalesce=", coalesce), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			svc, b := setup(t, &setupOpts{coalesce: coalesce})
+			stockIn(t, svc, "A1", 100)
+
+			results := make([]inventory.Reservation, 50)
+			var wg sync.WaitGroup
+			for i := range results {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r, _, err := svc.Hold(ctx, holdReq("same", item("A1", 2)))
+					require.NoError(t, err)
+					results[i] = r
+				}()
+			}
+			wg.Wait()
+			for _, r := range results {
+				require.Equal(t, results[0], r)
+			}
+			var n int
+			require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM reservations").Scan(&n))
+			require.Equal(t, 1, n)
+			require.Equal(t, int64(98), pool(t, svc, "A1", "main").Available)
+
+			_, _, err := svc.Hold(ctx, holdReq("same", item("A1", 3)))
+			require.Equal(t, inventory.CodeIdempotencyReused, code(err))
+		})
+	}
+}
+
+func TestMultiSKUNoDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := setup(t, nil)
+	skus := []string{"S1", "S2", "S3", "S4", "S5"}
+	for _, s := range skus {
+		stockIn(t, svc, s, 1000)
+	}
+	var wg sync.WaitGroup
+	var held atomic.Int64
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			order := rand.Perm(len(skus))
+			var items []inventory.Item
+			for _, j := range order[:3] {
+				items = append(items, item(skus[j], 1))
+			}
+			r, _, err := svc.Hold(ctx, holdReq(fmt.Sprint("m", i), items...))
+			require.NoError(t, err)
+			held.Add(1)
+			if i%2 == 0 {
+				_, err = svc.Cancel(ctx, r.ID, shop, "")
+			} else {
+				_, err = svc.Confirm(ctx, r.ID, shop)
+			}
+			require.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int64(200), held.Load())
+}
+
+func TestConfirmReleaseRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := setup(t, nil)
+	stockIn(t, svc, "A1", 100)
+	for i := range 50 {
+		r, _, err := svc.Hold(ctx, holdReq(fmt.Sprint("r", i), item("A1", 1)))
+		require.NoError(t, err)
+		var confirmErr, releaseErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); _, confirmErr = svc.Confirm(ctx, r.ID, shop) }()
+		go func() { defer wg.Done(); _, releaseErr = svc.Cancel(ctx, r.ID, shop, "") }()
+		wg.Wait()
+		require.True(t, (confirmErr == nil) != (releaseErr == nil), "exactly one wins: confirm=%v release=%v", confirmErr, releaseErr)
+		loser := confirmErr
+		if loser == nil {
+			loser = releaseErr
+		}
+		require.Equal(t, inventory.CodeNotHeld, code(loser))
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	stockIn(t, svc, "A1", 10)
+	req := holdReq("exp", item("A1", 4))
+	req.TTLSeconds = 1
+	r, _, err := svc.Hold(ctx, req)
+	require.NoError(t, err)
+
+	released, err := svc.Expire(ctx, r.ID)
+	var early *inventory.ErrNotYetExpired
+	require.ErrorAs(t, err, &early, "not before its time")
+	require.False(t, released)
+
+	time.Sleep(1100 * time.Millisecond)
+	_, err = svc.Confirm(ctx, r.ID, shop)
+	require.Equal(t, inventory.CodeNotHeld, code(err), "a confirm after expiry is refused")
+	require.Equal(t, inventory.StatusExpired, err.(*inventory.Error).Status)
+	require.Equal(t, int64(10), pool(t, svc, "A1", "main").Available)
+
+	released, err = svc.Expire(ctx, r.ID)
+	require.NoError(t, err)
+	require.False(t, released, "the job finds it already expired")
+
+	// A hold whose job is gone is caught by the sweeper, once.
+	r2, _, err := svc.Hold(ctx, req2(1))
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, "DELETE FROM river_job WHERE args->>'reservation_id' = $1", r2.ID.String())
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond)
+	n, err := svc.SweepExpired(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = svc.SweepExpired(ctx, 0)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	got, err := svc.Get(ctx, r2.ID, shop)
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusExpired, got.Status)
+}
+
+func req2(ttl int64) inventory.HoldRequest {
+	r := holdReq("exp2", item("A1", 2))
+	r.TTLSeconds = ttl
+	return r
+}
+
+func TestReleaseTxSkipsEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	stockIn(t, svc, "A1", 10)
+	r, _, err := svc.Hold(ctx, holdReq("x", item("A1", 1)))
+	require.NoError(t, err)
+	how := inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "test"}
+	for range 3 {
+		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			_, err := inventory.ReleaseTx(ctx, tx, []uuid.UUID{r.ID, uuid.New()}, how)
+			return err
+		})
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(10), pool(t, svc, "A1", "main").Available)
+}

@@ -1,0 +1,289 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+)
+
+// Stock row statuses.
+const (
+	StockOnSale = "on_sale"
+	StockPaused = "paused"
+)
+
+// Pool is the counters of one (sku, pool).
+type Pool struct {
+	Pool         string    `json:"pool"`
+	Total        int64     `json:"total"`
+	Available    int64     `json:"available"`
+	Reserved     int64     `json:"reserved"`
+	Sold         int64     `json:"sold"`
+	Status       string    `json:"status"`
+	PausedReason *string   `json:"paused_reason"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// Stock is every pool of one SKU.
+type Stock struct {
+	SKU   string `json:"sku"`
+	Pools []Pool `json:"pools"`
+}
+
+func newPool(r db.Stock) Pool {
+	return Pool{
+		Pool: r.Pool, Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
+		Status: r.Status, PausedReason: r.PausedReason, UpdatedAt: r.UpdatedAt.UTC(),
+	}
+}
+
+// GetStock returns the pools of sku.
+func (s *Service) GetStock(ctx context.Context, sku string) (Stock, error) {
+	if err := ValidName("sku", sku); err != nil {
+		return Stock{}, err
+	}
+	return stockOf(ctx, db.New(s.pool), sku)
+}
+
+func stockOf(ctx context.Context, q *db.Queries, sku string) (Stock, error) {
+	rows, err := q.StockListBySKU(ctx, sku)
+	if err != nil {
+		return Stock{}, err
+	}
+	if len(rows) == 0 {
+		return Stock{}, &Error{Code: CodeUnknownSKU, SKU: sku, Detail: fmt.Sprintf("SKU %q has no stock", sku)}
+	}
+	st := Stock{SKU: sku, Pools: make([]Pool, len(rows))}
+	for i, r := range rows {
+		st.Pools[i] = newPool(r)
+	}
+	return st, nil
+}
+
+// Adjustment changes a pool's stock from outside: a restock, a count
+// correction, a write-off.
+type Adjustment struct {
+	SKU    string
+	Pool   string
+	Delta  int64
+	Reason string
+	Ref    string
+	Actor  string
+}
+
+// Validate checks the adjustment's fields.
+func (a Adjustment) Validate() error {
+	if err := ValidName("sku", a.SKU); err != nil {
+		return err
+	}
+	if err := ValidName("pool", a.Pool); err != nil {
+		return err
+	}
+	if a.Delta == 0 || a.Delta > MaxAdjustment || a.Delta < -MaxAdjustment {
+		return Invalid("delta must be a non-zero whole number from -%d to %d", MaxAdjustment, MaxAdjustment)
+	}
+	if err := ValidText("reason", a.Reason, MaxTextLength); err != nil {
+		return err
+	}
+	return ValidText("ref", a.Ref, MaxTextLength)
+}
+
+// Adjust adds Delta to a pool's total and available. The first positive
+// delta for a SKU creates its main row; a negative delta takes only from
+// available, never from units held or sold.
+func (s *Service) Adjust(ctx context.Context, a Adjustment) (Stock, error) {
+	var out Stock
+	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
+		out, err = AdjustTx(ctx, tx, a)
+		return err
+	})
+	return out, err
+}
+
+// AdjustTx is Adjust inside the caller's transaction.
+func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
+	if a.Pool == "" {
+		a.Pool = MainPool
+	}
+	if err := a.Validate(); err != nil {
+		return Stock{}, err
+	}
+	q := db.New(tx)
+	var (
+		row  db.Stock
+		err  error
+		kind = "adjust"
+	)
+	switch {
+	case a.Delta > 0 && a.Pool == MainPool:
+		kind = "stock_in"
+		row, err = q.StockAdjust(ctx, a.SKU, a.Pool, a.Delta)
+	case a.Delta > 0:
+		kind = "stock_in"
+		row, err = q.StockMove(ctx, db.StockMoveParams{Sku: a.SKU, Pool: a.Pool, DeltaTotal: a.Delta, DeltaAvailable: a.Delta})
+	default:
+		row, err = q.StockTake(ctx, -a.Delta, a.SKU, a.Pool)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, gerr := q.StockGet(ctx, a.SKU, a.Pool); gerr == nil {
+			return Stock{}, &Error{Code: CodeInsufficientAvailable, SKU: a.SKU, Pool: a.Pool,
+				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available", a.SKU, a.Pool, -a.Delta)}
+		}
+		return Stock{}, &Error{Code: CodeUnknownSKU, SKU: a.SKU, Pool: a.Pool,
+			Detail: fmt.Sprintf("SKU %q has no %s pool", a.SKU, a.Pool)}
+	}
+	if err != nil {
+		return Stock{}, fmt.Errorf("adjust %s/%s: %w", a.SKU, a.Pool, err)
+	}
+	err = q.LedgerAppend(ctx, db.LedgerAppendParams{
+		Sku: a.SKU, Pool: a.Pool, Kind: kind, DeltaTotal: a.Delta, DeltaAvailable: a.Delta,
+		StockVersion: row.Version, Actor: a.Actor, Reason: optional(a.Reason), Ref: optional(a.Ref),
+	})
+	if err != nil {
+		return Stock{}, fmt.Errorf("append ledger: %w", err)
+	}
+	return stockOf(ctx, q, a.SKU)
+}
+
+// Switch flips the protection switch of one (sku, pool).
+type Switch struct {
+	SKU    string
+	Pool   string
+	Reason string
+	Actor  string
+}
+
+func (w Switch) validate() error {
+	if err := ValidName("sku", w.SKU); err != nil {
+		return err
+	}
+	if err := ValidName("pool", w.Pool); err != nil {
+		return err
+	}
+	if w.Reason == "" {
+		return Invalid("reason is required")
+	}
+	return ValidText("reason", w.Reason, MaxTextLength)
+}
+
+// Pause stops new holds on a pool; confirms and releases keep working. It
+// is recorded in the ledger with who did it and why.
+func (s *Service) Pause(ctx context.Context, w Switch) (Stock, error) {
+	return s.setStatus(ctx, w, StockPaused)
+}
+
+// Resume lets a paused pool take holds again. Only a person lifts the
+// switch, so a reason is required; the pool of a campaign that is not active
+// stays paused.
+func (s *Service) Resume(ctx context.Context, w Switch) (Stock, error) {
+	return s.setStatus(ctx, w, StockOnSale)
+}
+
+// PauseTx pauses a pool inside the caller's transaction: reconciliation and
+// campaign end use it.
+func PauseTx(ctx context.Context, tx pgx.Tx, w Switch) error {
+	return setStatusTx(ctx, db.New(tx), w, StockPaused)
+}
+
+func (s *Service) setStatus(ctx context.Context, w Switch, status string) (Stock, error) {
+	if w.Pool == "" {
+		w.Pool = MainPool
+	}
+	if err := w.validate(); err != nil {
+		return Stock{}, err
+	}
+	var out Stock
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		if status == StockOnSale && w.Pool != MainPool {
+			terms, err := q.CampaignHoldTerms(ctx, w.Pool)
+			if err == nil && !terms.Open {
+				return &Error{Code: CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
+					Detail: fmt.Sprintf("campaign %q is %s: its pool stays paused", w.Pool, terms.Status)}
+			}
+		}
+		if err := setStatusTx(ctx, q, w, status); err != nil {
+			return err
+		}
+		var err error
+		out, err = stockOf(ctx, q, w.SKU)
+		return err
+	})
+	return out, err
+}
+
+func setStatusTx(ctx context.Context, q *db.Queries, w Switch, status string) error {
+	var reason *string
+	kind := "resume"
+	if status == StockPaused {
+		reason, kind = &w.Reason, "pause"
+	}
+	row, err := q.StockSetStatus(ctx, db.StockSetStatusParams{Status: status, PausedReason: reason, Sku: w.SKU, Pool: w.Pool})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &Error{Code: CodeUnknownSKU, SKU: w.SKU, Pool: w.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", w.SKU, w.Pool)}
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s/%s: %w", kind, w.SKU, w.Pool, err)
+	}
+	return q.LedgerAppend(ctx, db.LedgerAppendParams{
+		Sku: w.SKU, Pool: w.Pool, Kind: kind, StockVersion: row.Version, Actor: w.Actor, Reason: &w.Reason,
+	})
+}
+
+// Movement is one ledger row.
+type Movement struct {
+	ID             int64     `json:"id"`
+	At             time.Time `json:"at"`
+	SKU            string    `json:"sku"`
+	Pool           string    `json:"pool"`
+	Kind           string    `json:"kind"`
+	DeltaTotal     int64     `json:"delta_total"`
+	DeltaAvailable int64     `json:"delta_available"`
+	DeltaReserved  int64     `json:"delta_reserved"`
+	DeltaSold      int64     `json:"delta_sold"`
+	ReservationID  *string   `json:"reservation_id"`
+	Actor          string    `json:"actor"`
+	Reason         *string   `json:"reason"`
+	Ref            *string   `json:"ref"`
+}
+
+// MaxLedgerPage bounds one page of ledger rows.
+const MaxLedgerPage = 1000
+
+// Ledger returns the newest limit movements of sku's pools.
+func (s *Service) Ledger(ctx context.Context, sku string, limit int) ([]Movement, error) {
+	if err := ValidName("sku", sku); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > MaxLedgerPage {
+		return nil, Invalid("limit must be from 1 to %d", MaxLedgerPage)
+	}
+	q := db.New(s.pool)
+	rows, err := q.LedgerListBySKU(ctx, sku, int32(limit))
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		if _, err := stockOf(ctx, q, sku); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Movement, len(rows))
+	for i, r := range rows {
+		out[i] = Movement{
+			ID: r.ID, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
+			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
+			Actor: r.Actor, Reason: r.Reason, Ref: r.Ref,
+		}
+		if r.ReservationID != nil {
+			id := r.ReservationID.String()
+			out[i].ReservationID = &id
+		}
+	}
+	return out, nil
+}

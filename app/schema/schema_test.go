@@ -1,0 +1,51 @@
+package schema_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/schema"
+)
+
+// TestMigrationsRoundTrip proves every migration, River's included, can be
+// rolled back and applied again, and that the test template is current.
+func TestMigrationsRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+
+	m, err := schema.New(pool, nil)
+	require.NoError(t, err)
+	defer m.Close()
+
+	current, latest, err := m.Versions(ctx)
+	require.NoError(t, err)
+	require.Equal(t, latest, current, "the test template is migrated to the newest version")
+	require.GreaterOrEqual(t, latest, int64(9))
+
+	for v := current; v > 0; v-- {
+		res, err := m.Down(ctx)
+		require.NoError(t, err, "down from %d", v)
+		require.Equal(t, v, res.Source.Version)
+	}
+	current, _, err = m.Versions(ctx)
+	require.NoError(t, err)
+	require.Zero(t, current)
+
+	var tables int
+	require.NoError(t, pool.QueryRow(ctx,
+		`SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'goose_db_version'`).Scan(&tables))
+	require.Zero(t, tables, "down migrations leave no tables behind")
+
+	res, err := m.Up(ctx)
+	require.NoError(t, err)
+	require.Len(t, res, int(latest))
+
+	// River's own bookkeeping agrees with the schema goose applied.
+	var riverVersion int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT max(version) FROM river_migration WHERE line = 'main'`).Scan(&riverVersion))
+	require.Equal(t, 8, riverVersion)
+}

@@ -1,0 +1,28 @@
+-- name: InvariantViolations :many
+-- InvariantViolations lists every breach of DESIGN.md's invariants 1, 2, 3
+-- and 5 (and the "released twice" half of 4), one row each; empty means the
+-- books balance. Tests call it after every change to stock.
+SELECT 'stock ' || sku || '/' || pool AS subject,
+       concat_ws('; ',
+         CASE WHEN NOT counters_ok THEN format('counters: total %s != available %s + reserved %s + sold %s (or negative)', total, available, reserved, sold) END,
+         CASE WHEN NOT lines_ok THEN format('lines: reserved %s vs held lines %s, sold %s vs confirmed lines %s', reserved, lines_held, sold, lines_confirmed) END,
+         CASE WHEN NOT ledger_ok THEN format('ledger: counters %s/%s/%s/%s vs ledger %s/%s/%s/%s', total, available, reserved, sold, ledger_total, ledger_available, ledger_reserved, ledger_sold) END
+       )::text AS problem
+FROM stock_health
+WHERE NOT ok
+UNION ALL
+SELECT 'idempotency key ' || client || '/' || idempotency_key, format('%s holds', count(*))
+FROM reservations
+GROUP BY client, idempotency_key
+HAVING count(*) > 1
+UNION ALL
+SELECT 'reservation ' || reservation_id::text, format('%s ledger rows hand back %s/%s', count(*), sku, pool)
+FROM ledger
+WHERE kind IN ('release', 'expire', 'rollback', 'confirm') AND reservation_id IS NOT NULL
+GROUP BY reservation_id, sku, pool
+HAVING count(*) > 1
+UNION ALL
+SELECT 'reservation ' || r.id::text, 'status ' || r.status || ' but no matching ledger row'
+FROM reservations r
+WHERE r.status <> 'held' AND NOT EXISTS (
+    SELECT 1 FROM ledger g WHERE g.reservation_id = r.id AND g.kind IN ('release', 'expire', 'rollback', 'confirm'));
