@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // combiner coalesces single-SKU holds on one (sku, pool). Many transactions
@@ -126,6 +127,7 @@ func (c *combiner) run(batch []*waiter) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	metrics.HoldBatch.Observe(float64(len(live)))
 	results, err := c.s.holdBatch(ctx, live)
 	if err != nil {
 		c.s.log.Warn("coalesced hold batch failed, retrying each hold alone", "size", len(live), "err", err)

@@ -1,0 +1,56 @@
+# stockhold's vocabulary. Without DATABASE_URL, run/test/bench bring up a
+# private PostgreSQL cluster for this checkout (cmd/devdb) and use it.
+
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+
+SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+# Exports DATABASE_URL, starting the dev cluster when it is not set.
+WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
+
+.PHONY: run test generate check-generate bench lint build db-stop
+
+## run: migrate, print dev API keys, and serve on :8080 (STOCKHOLD_ADDR)
+run: build
+	@set -eo pipefail; $(WITH_DB); \
+	bin/stockhold migrate up; \
+	shop=$$(bin/stockhold apikey create --name dev-shop --role shop | tail -n 1); \
+	ops=$$(bin/stockhold apikey create --name dev-ops --role ops | tail -n 1); \
+	echo; \
+	echo "stockhold dev instance"; \
+	echo "  DATABASE_URL=$$DATABASE_URL"; \
+	echo "  shop key: $$shop"; \
+	echo "  ops key:  $$ops"; \
+	echo "  try:      curl -s -H 'Authorization: Bearer $$ops' localhost$${STOCKHOLD_ADDR:-:8080}/v1/skus/A1"; \
+	echo; \
+	exec bin/stockhold serve
+
+## test: the whole suite against real PostgreSQL and River, with the race detector
+test:
+	@set -eo pipefail; $(WITH_DB); \
+	go test -race -count=1 -timeout 30m ./...
+
+## bench: the hot-SKU hold benchmark, coalesced against the plain path
+bench:
+	@set -eo pipefail; $(WITH_DB); \
+	go test -run '^$$' -bench . -benchtime 3s ./app/inventory/
+
+## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc
+generate:
+	$(SQLC) generate
+
+## check-generate: fail when app/db is stale
+check-generate:
+	@$(SQLC) diff || { echo "app/db is stale: run 'make generate' and commit the result" >&2; exit 1; }
+
+## lint: what CI checks besides the tests
+lint:
+	go vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:" $$out >&2; exit 1; fi
+
+build:
+	go build -o bin/stockhold ./cmd/stockhold
+
+## db-stop: stop the private dev cluster
+db-stop:
+	go run ./cmd/devdb stop

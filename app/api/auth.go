@@ -1,0 +1,85 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+const keyContext = "stockhold.key"
+
+// authenticate lets a request through if its bearer token belongs to a key
+// with one of roles: no or unknown token is 401, another role 403.
+func (s *server) authenticate(roles ...auth.Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			token, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
+			if !ok {
+				return newProblem(http.StatusUnauthorized, "unauthorized", "send an API key as `Authorization: Bearer <token>`")
+			}
+			return s.admit(c, next, token, roles)
+		}
+	}
+}
+
+// authenticateOps guards browser pages: an ops bearer token, or HTTP Basic
+// auth with the ops token as the password (any user name).
+func (s *server) authenticateOps() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			token, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
+			if !ok {
+				_, password, basic := c.Request().BasicAuth()
+				if !basic {
+					c.Response().Header().Set("WWW-Authenticate", `Basic realm="stockhold ops"`)
+					return newProblem(http.StatusUnauthorized, "unauthorized", "sign in with the ops API key as the password")
+				}
+				token = password
+			}
+			return s.admit(c, next, token, []auth.Role{auth.RoleOps})
+		}
+	}
+}
+
+func (s *server) admit(c echo.Context, next echo.HandlerFunc, token string, roles []auth.Role) error {
+	key, err := s.Auth.Authenticate(c.Request().Context(), token)
+	if errors.Is(err, auth.ErrUnknownKey) {
+		return newProblem(http.StatusUnauthorized, "unauthorized", "the API key is unknown or revoked")
+	}
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(roles, key.Role) {
+		return newProblem(http.StatusForbidden, "forbidden", "this route needs an "+string(roles[len(roles)-1])+" key")
+	}
+	c.Set(keyContext, key)
+	return next(c)
+}
+
+func bearer(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// caller is the authenticated key of the request.
+func caller(c echo.Context) auth.Key {
+	k, _ := c.Get(keyContext).(auth.Key)
+	return k
+}
+
+// asCaller is the key as the inventory sees it: ops act on any client's
+// holds, shops only on their own.
+func asCaller(c echo.Context) inventory.Caller {
+	k := caller(c)
+	return inventory.Caller{Name: k.Name, Ops: k.Role == auth.RoleOps}
+}

@@ -1,0 +1,113 @@
+package api_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBadInputChangesNothing sends every kind of bad request we could think
+// of and requires a 4xx problem+json answer that changed nothing.
+func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	id := e.hold("seed", line("A1", 1)).json(t)["id"].(string)
+
+	items := func(qty string) string { return `{"items":[{"sku":"A1","quantity":` + qty + `}]}` }
+	manyLines := make([]string, 101)
+	for i := range manyLines {
+		manyLines[i] = `{"sku":"A1","quantity":1}`
+	}
+	huge := `{"items":[{"sku":"A1","quantity":1}],"order_ref":"` + strings.Repeat("x", 70_000) + `"}`
+
+	type req struct {
+		name, method, path, token, body string
+		headers                         []string
+		status                          int
+		code                            string
+	}
+	key := []string{"Idempotency-Key", "bad-1"}
+	cases := []req{
+		{"malformed JSON", "POST", "/v1/reservations", e.shop, `{"items": [`, key, 400, "invalid_request"},
+		{"not JSON", "POST", "/v1/reservations", e.shop, `hello`, key, 400, "invalid_request"},
+		{"array body", "POST", "/v1/reservations", e.shop, `[]`, key, 400, "invalid_request"},
+		{"empty body", "POST", "/v1/reservations", e.shop, ``, key, 400, "invalid_request"},
+		{"trailing data", "POST", "/v1/reservations", e.shop, items("1") + ` {}`, key, 400, "invalid_request"},
+		{"unknown field", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"price":3}`, key, 400, "invalid_request"},
+		{"unknown item field", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1,"qty":2}]}`, key, 400, "invalid_request"},
+		{"zero quantity", "POST", "/v1/reservations", e.shop, items("0"), key, 422, "invalid_request"},
+		{"negative quantity", "POST", "/v1/reservations", e.shop, items("-1"), key, 422, "invalid_request"},
+		{"fractional quantity", "POST", "/v1/reservations", e.shop, items("1.5"), key, 400, "invalid_request"},
+		{"string quantity", "POST", "/v1/reservations", e.shop, items(`"2"`), key, 400, "invalid_request"},
+		{"huge quantity", "POST", "/v1/reservations", e.shop, items("1e30"), key, 400, "invalid_request"},
+		{"over the line limit", "POST", "/v1/reservations", e.shop, items("1000001"), key, 422, "invalid_request"},
+		{"int64 overflow", "POST", "/v1/reservations", e.shop, items("9223372036854775808"), key, 400, "invalid_request"},
+		{"null quantity", "POST", "/v1/reservations", e.shop, items("null"), key, 422, "invalid_request"},
+		{"no items", "POST", "/v1/reservations", e.shop, `{"items":[]}`, key, 422, "invalid_request"},
+		{"items missing", "POST", "/v1/reservations", e.shop, `{"order_ref":"x"}`, key, 422, "invalid_request"},
+		{"101 lines", "POST", "/v1/reservations", e.shop, `{"items":[` + strings.Join(manyLines, ",") + `]}`, key, 422, "invalid_request"},
+		{"empty sku", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"","quantity":1}]}`, key, 422, "invalid_request"},
+		{"over-long sku", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"` + strings.Repeat("S", 65) + `","quantity":1}]}`, key, 422, "invalid_request"},
+		{"control character sku", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A\u0001","quantity":1}]}`, key, 422, "invalid_request"},
+		{"newline sku", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A\n1","quantity":1}]}`, key, 422, "invalid_request"},
+		{"zero ttl", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"ttl_seconds":0}`, key, 422, "invalid_request"},
+		{"ttl over a week", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"ttl_seconds":604801}`, key, 422, "invalid_request"},
+		{"empty campaign", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"campaign":""}`, key, 422, "invalid_request"},
+		{"control character order_ref", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"order_ref":"a\u0007"}`, key, 422, "invalid_request"},
+		{"oversized body", "POST", "/v1/reservations", e.shop, huge, key, 413, "body_too_large"},
+		{"missing idempotency key", "POST", "/v1/reservations", e.shop, items("1"), nil, 400, "idempotency_key_missing"},
+		{"empty idempotency key", "POST", "/v1/reservations", e.shop, items("1"), []string{"Idempotency-Key", ""}, 400, "idempotency_key_invalid"},
+		{"over-long idempotency key", "POST", "/v1/reservations", e.shop, items("1"), []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "idempotency_key_invalid"},
+		{"non-ASCII idempotency key", "POST", "/v1/reservations", e.shop, items("1"), []string{"Idempotency-Key", "clé"}, 400, "idempotency_key_invalid"},
+		{"no token", "POST", "/v1/reservations", "", items("1"), key, 401, "unauthorized"},
+		{"unknown token", "POST", "/v1/reservations", "sh_nope", items("1"), key, 401, "unauthorized"},
+		{"bad uuid", "GET", "/v1/reservations/not-a-uuid", e.shop, ``, nil, 400, "invalid_request"},
+		{"bad uuid confirm", "POST", "/v1/reservations/1234/confirm", e.shop, ``, nil, 400, "invalid_request"},
+		{"bad uuid release", "POST", "/v1/reservations/" + id + "x/release", e.shop, ``, nil, 400, "invalid_request"},
+		{"unknown reservation", "POST", "/v1/reservations/6f1d3c3e-0000-4000-8000-000000000000/confirm", e.shop, ``, nil, 404, "not_found"},
+		{"release with unknown field", "POST", "/v1/reservations/" + id + "/release", e.shop, `{"why":"x"}`, nil, 400, "invalid_request"},
+		{"release with a long reason", "POST", "/v1/reservations/" + id + "/release", e.shop, `{"reason":"` + strings.Repeat("r", 501) + `"}`, nil, 422, "invalid_request"},
+		{"confirm with a body", "POST", "/v1/reservations/" + id + "/confirm", e.shop, `{"paid":true}`, nil, 400, "invalid_request"},
+		{"adjust by shop", "POST", "/v1/skus/A1/adjustments", e.shop, `{"delta":5}`, key, 403, "forbidden"},
+		{"adjust zero", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":0}`, key, 422, "invalid_request"},
+		{"adjust string", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":"5"}`, key, 400, "invalid_request"},
+		{"adjust too much", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1000000001}`, key, 422, "invalid_request"},
+		{"adjust below available", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":-10}`, key, 409, "insufficient_available"},
+		{"adjust unknown sku down", "POST", "/v1/skus/ZZ/adjustments", e.ops, `{"delta":-1}`, key, 404, "unknown_sku"},
+		{"adjust without key", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1}`, nil, 400, "idempotency_key_missing"},
+		{"adjust control sku", "POST", "/v1/skus/A%01/adjustments", e.ops, `{"delta":1}`, key, 422, "invalid_request"},
+		{"adjust slash sku", "POST", "/v1/skus/A%2F1/adjustments", e.ops, `{"delta":1}`, key, 422, "invalid_request"},
+		{"adjust long sku", "POST", "/v1/skus/" + strings.Repeat("S", 65) + "/adjustments", e.ops, `{"delta":1}`, key, 422, "invalid_request"},
+		{"adjust bad pool", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1,"pool":""}`, key, 0, ""},
+		{"pause without reason", "POST", "/v1/skus/A1/pause", e.ops, `{"pool":"main"}`, nil, 422, "invalid_request"},
+		{"pause unknown pool", "POST", "/v1/skus/A1/pause", e.ops, `{"pool":"nope","reason":"x"}`, nil, 404, "unknown_sku"},
+		{"pause by shop", "POST", "/v1/skus/A1/pause", e.shop, `{"reason":"x"}`, nil, 403, "forbidden"},
+		{"unknown sku", "GET", "/v1/skus/NOPE", e.shop, ``, nil, 404, "unknown_sku"},
+		{"ledger limit", "GET", "/v1/skus/A1/ledger?limit=0", e.ops, ``, nil, 422, "invalid_request"},
+		{"ledger limit text", "GET", "/v1/skus/A1/ledger?limit=ten", e.ops, ``, nil, 400, "invalid_request"},
+		{"unknown route", "GET", "/v1/nothing", e.shop, ``, nil, 404, "not_found"},
+		{"wrong method", "DELETE", "/v1/reservations/" + id, e.shop, ``, nil, 405, "method_not_allowed"},
+	}
+	before := e.counts()
+	for i, c := range cases {
+		if c.status == 0 {
+			continue // documented as accepted: an empty pool means main
+		}
+		t.Run(c.name, func(t *testing.T) {
+			headers := c.headers
+			if len(headers) == 2 && headers[0] == "Idempotency-Key" && headers[1] == "bad-1" {
+				headers = []string{"Idempotency-Key", fmt.Sprint("bad-", i)}
+			}
+			var body any
+			if c.body != "" {
+				body = c.body
+			}
+			r := e.do(c.method, c.path, c.token, body, headers...)
+			requireProblem(t, r, c.status, c.code)
+			require.Equal(t, before, e.counts(), "bad input changed nothing")
+		})
+	}
+}

@@ -1,0 +1,155 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+)
+
+// MaxBody is the largest request body accepted.
+const MaxBody = 64 << 10
+
+// decode reads the body as exactly one JSON object into v, refusing unknown
+// fields and trailing data. Every failure is a 400 (or 413) that says what
+// is wrong.
+func decode(c echo.Context, v any) error {
+	return decodeBody(c, v, false)
+}
+
+// decodeOptional is decode for routes whose body may be empty.
+func decodeOptional(c echo.Context, v any) error {
+	return decodeBody(c, v, true)
+}
+
+func decodeBody(c echo.Context, v any, optional bool) error {
+	// The BodyLimit middleware caps what this reads at MaxBody.
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he
+		}
+		return badRequest("could not read the request body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return nil
+		}
+		return badRequest("the request body is empty; send a JSON object")
+	}
+	return decodeJSON(body, v)
+}
+
+// decodeJSON is the pure part of decoding, shared with the fuzz test.
+func decodeJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("the request body has data after its JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		return badRequest(fmt.Sprintf("malformed JSON at byte %d: %s", syntax.Offset, syntax.Error()))
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return badRequest("the request body must be a JSON object")
+		}
+		return badRequest(fmt.Sprintf("field %s must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("the JSON body ends too early")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return badRequest("unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return badRequest("malformed JSON: " + err.Error())
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int32", "int64":
+		return "a whole number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	}
+	return goKind
+}
+
+// idempotencyKey returns the request's Idempotency-Key: 1 to 255 printable
+// ASCII characters.
+func idempotencyKey(c echo.Context) (string, error) {
+	values := c.Request().Header.Values("Idempotency-Key")
+	if len(values) == 0 {
+		return "", newProblem(http.StatusBadRequest, "idempotency_key_missing",
+			"this request creates something: send an Idempotency-Key header (1-255 printable ASCII characters) so it is safe to retry")
+	}
+	key := values[0]
+	if err := checkIdempotencyKey(key); err != "" || len(values) > 1 {
+		if len(values) > 1 {
+			err = "send a single Idempotency-Key header"
+		}
+		return "", newProblem(http.StatusBadRequest, "idempotency_key_invalid", err)
+	}
+	return key, nil
+}
+
+func checkIdempotencyKey(key string) string {
+	if key == "" || len(key) > 255 {
+		return "the Idempotency-Key must be 1 to 255 characters long"
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return "the Idempotency-Key must be printable ASCII"
+		}
+	}
+	return ""
+}
+
+// pathParam returns a path parameter, unescaped where the client escaped it.
+func pathParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", badRequest(fmt.Sprintf("path parameter %s is not properly escaped", name))
+	}
+	return u, nil
+}
+
+// uuidParam returns a path parameter that must be a UUID.
+func uuidParam(c echo.Context, name string) (uuid.UUID, error) {
+	v, err := pathParam(c, name)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	id, err := uuid.Parse(v)
+	if err != nil || len(v) != 36 {
+		return uuid.Nil, badRequest(fmt.Sprintf("%s must be a UUID such as 0b7e9c1e-5a8f-4f63-9a55-2f1f6a1d9c3e", name))
+	}
+	return id, nil
+}

@@ -1,0 +1,143 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/metrics"
+)
+
+type holdBody struct {
+	OrderRef   string     `json:"order_ref"`
+	Items      []holdItem `json:"items"`
+	TTLSeconds *int64     `json:"ttl_seconds"`
+	Campaign   *string    `json:"campaign"`
+}
+
+type holdItem struct {
+	SKU      string `json:"sku"`
+	Quantity int64  `json:"quantity"`
+}
+
+// holdRequest turns a decoded body into the domain's request.
+func (b holdBody) holdRequest(client, key string) (inventory.HoldRequest, error) {
+	req := inventory.HoldRequest{Client: client, IdempotencyKey: key, OrderRef: b.OrderRef}
+	if b.TTLSeconds != nil {
+		if *b.TTLSeconds < 1 || *b.TTLSeconds > inventory.MaxTTLSeconds {
+			return req, inventory.Invalid("ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)
+		}
+		req.TTLSeconds = *b.TTLSeconds
+	}
+	if b.Campaign != nil {
+		if *b.Campaign == "" {
+			return req, inventory.Invalid("campaign is empty: leave it out for regular stock")
+		}
+		req.Campaign = *b.Campaign
+	}
+	req.Items = make([]inventory.Item, len(b.Items))
+	for i, it := range b.Items {
+		req.Items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity}
+	}
+	return req, req.Validate()
+}
+
+func (s *server) createReservation(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	var body holdBody
+	if err := decode(c, &body); err != nil {
+		metrics.Holds.WithLabelValues("invalid_request").Inc()
+		return err
+	}
+	req, err := body.holdRequest(caller(c).Name, key)
+	if err != nil {
+		metrics.Holds.WithLabelValues("invalid_request").Inc()
+		return err
+	}
+	r, replayed, err := s.Inventory.Hold(c.Request().Context(), req)
+	if err != nil {
+		var de *inventory.Error
+		if errors.As(err, &de) {
+			metrics.Holds.WithLabelValues(string(de.Code)).Inc()
+			s.log.InfoContext(c.Request().Context(), "hold refused", "code", de.Code, "sku", de.SKU, "detail", de.Detail)
+			if de.Code == inventory.CodeUnknownSKU || de.Code == inventory.CodeUnknownCampaign {
+				// Named in the body, not the path: the request is unprocessable.
+				return fromDomain(de, http.StatusUnprocessableEntity)
+			}
+		}
+		return err
+	}
+	if replayed {
+		metrics.Holds.WithLabelValues("replayed").Inc()
+		c.Response().Header().Set("Idempotent-Replayed", "true")
+	} else {
+		metrics.Holds.WithLabelValues("held").Inc()
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/v1/reservations/"+r.ID.String())
+	return c.JSON(http.StatusCreated, r)
+}
+
+func (s *server) getReservation(c echo.Context) error {
+	id, err := uuidParam(c, "id")
+	if err != nil {
+		return err
+	}
+	r, err := s.Inventory.Get(c.Request().Context(), id, asCaller(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+func (s *server) confirmReservation(c echo.Context) error {
+	id, err := uuidParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := decodeOptional(c, &struct{}{}); err != nil {
+		return err
+	}
+	r, err := s.Inventory.Confirm(c.Request().Context(), id, asCaller(c))
+	metrics.Transitions.WithLabelValues("confirm", outcome(err)).Inc()
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+type releaseBody struct {
+	Reason string `json:"reason"`
+}
+
+func (s *server) releaseReservation(c echo.Context) error {
+	id, err := uuidParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var body releaseBody
+	if err := decodeOptional(c, &body); err != nil {
+		return err
+	}
+	r, err := s.Inventory.Cancel(c.Request().Context(), id, asCaller(c), body.Reason)
+	metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+func outcome(err error) string {
+	var de *inventory.Error
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &de):
+		return string(de.Code)
+	}
+	return "error"
+}

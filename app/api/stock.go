@@ -1,0 +1,133 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+type adjustmentBody struct {
+	Delta  int64  `json:"delta"`
+	Pool   string `json:"pool"`
+	Reason string `json:"reason"`
+	Ref    string `json:"ref"`
+}
+
+func (s *server) adjustStock(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	sku, err := pathParam(c, "sku")
+	if err != nil {
+		return err
+	}
+	var body adjustmentBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	a := inventory.Adjustment{SKU: sku, Pool: body.Pool, Delta: body.Delta, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
+	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
+		st, err := inventory.AdjustTx(ctx, tx, a)
+		return http.StatusOK, st, err
+	})
+}
+
+// once runs create at most once per Idempotency-Key: its answer is stored in
+// create's own transaction and replayed, with Idempotent-Replayed: true, to
+// a retry with the same body. The same key with another body is a 422.
+func (s *server) once(c echo.Context, key string, body any, create func(context.Context, pgx.Tx) (int, any, error)) error {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	r := c.Request()
+	hash := idempotency.Hash([]byte(r.Method), []byte(r.URL.Path), raw)
+	ctx := r.Context()
+	ans, replayed, err := idempotency.Do(ctx, s.Pool, caller(c).Name, key, hash, func(tx pgx.Tx) (idempotency.Answer, error) {
+		status, v, err := create(ctx, tx)
+		if err != nil {
+			return idempotency.Answer{}, err
+		}
+		b, err := json.Marshal(v)
+		return idempotency.Answer{Status: status, Body: b}, err
+	})
+	if err != nil {
+		return err
+	}
+	if replayed {
+		c.Response().Header().Set("Idempotent-Replayed", "true")
+	}
+	return c.JSONBlob(ans.Status, ans.Body)
+}
+
+func (s *server) getStock(c echo.Context) error {
+	sku, err := pathParam(c, "sku")
+	if err != nil {
+		return err
+	}
+	st, err := s.Inventory.GetStock(c.Request().Context(), sku)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+type switchBody struct {
+	Pool   string `json:"pool"`
+	Reason string `json:"reason"`
+}
+
+func (s *server) pauseStock(c echo.Context) error {
+	return s.flipSwitch(c, s.Inventory.Pause)
+}
+
+func (s *server) resumeStock(c echo.Context) error {
+	return s.flipSwitch(c, s.Inventory.Resume)
+}
+
+func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory.Switch) (inventory.Stock, error)) error {
+	sku, err := pathParam(c, "sku")
+	if err != nil {
+		return err
+	}
+	var body switchBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	st, err := flip(c.Request().Context(), inventory.Switch{SKU: sku, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+type ledgerPage struct {
+	SKU       string               `json:"sku"`
+	Movements []inventory.Movement `json:"movements"`
+}
+
+func (s *server) getLedger(c echo.Context) error {
+	sku, err := pathParam(c, "sku")
+	if err != nil {
+		return err
+	}
+	limit := 100
+	if v := c.QueryParam("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil {
+			return badRequest("limit must be a whole number from 1 to 1000")
+		}
+	}
+	moves, err := s.Inventory.Ledger(c.Request().Context(), sku, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ledgerPage{SKU: sku, Movements: moves})
+}

@@ -1,0 +1,155 @@
+// Package app wires stockhold together: it connects to PostgreSQL, builds
+// the domain services, the River clients and the HTTP API, and runs them
+// until told to stop.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/riverqueue/river"
+
+	"github.com/stockhold/stockhold/app/api"
+	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/schema"
+	"github.com/stockhold/stockhold/jobs"
+)
+
+// App is a wired stockhold process.
+type App struct {
+	Config    config.Config
+	Pool      *pgxpool.Pool
+	Inventory *inventory.Service
+	// Inserter enqueues jobs inside domain transactions.
+	Inserter *river.Client[pgx.Tx]
+	// Worker works jobs; Serve starts it.
+	Worker *river.Client[pgx.Tx]
+	HTTP   *echo.Echo
+
+	log      *slog.Logger
+	migrator *schema.Migrator
+}
+
+// Connect opens a pool on url, checked with a ping.
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if cfg.MaxConns < 20 {
+		cfg.MaxConns = 20
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	return pool, nil
+}
+
+// New wires an App on pool; it starts nothing.
+func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
+	inserter, err := jobs.NewInserter(pool)
+	if err != nil {
+		return nil, fmt.Errorf("river inserter: %w", err)
+	}
+	inv := inventory.New(pool, inserter, log, inventory.Config{
+		Coalesce: cfg.Coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
+	})
+	worker, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv}, jobs.Config{
+		Workers:       cfg.Workers,
+		SweepInterval: cfg.SweepInterval,
+		SweepGrace:    cfg.SweepGrace,
+		RetryBase:     cfg.RetryBase,
+		Log:           log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	migrator, err := schema.New(pool, nil)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{
+		Config: cfg, Pool: pool, Inventory: inv, Inserter: inserter, Worker: worker,
+		log: log, migrator: migrator,
+	}
+	a.HTTP = api.New(api.Deps{
+		Pool:      pool,
+		Inventory: inv,
+		Auth:      auth.NewAuthenticator(pool, 10*time.Second),
+		Ready:     a.ready,
+		Log:       log,
+	})
+	return a, nil
+}
+
+// ready reports whether the database answers and its schema is the one this
+// binary carries.
+func (a *App) ready(ctx context.Context) error {
+	current, latest, err := a.migrator.Versions(ctx)
+	if err != nil {
+		return fmt.Errorf("database unreachable: %w", err)
+	}
+	if current != latest {
+		return fmt.Errorf("schema at version %d, this binary needs %d: run `stockhold migrate up`", current, latest)
+	}
+	return nil
+}
+
+// Serve works jobs and answers HTTP on the configured address until ctx is
+// cancelled, then stops both gracefully.
+func (a *App) Serve(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("STOCKHOLD_ADDR %s: %w", a.Config.Addr, err)
+	}
+	return a.ServeListener(ctx, ln)
+}
+
+// ServeListener is Serve on an existing listener.
+func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
+	if err := a.Worker.Start(ctx); err != nil {
+		return fmt.Errorf("start River: %w", err)
+	}
+	srv := &http.Server{Handler: a.HTTP, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.log.Info("stockhold serving", "addr", ln.Addr().String())
+
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
+		err = serr
+	}
+	if werr := a.Worker.Stop(shutdownCtx); werr != nil && err == nil {
+		err = werr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Close releases the App's resources (not the pool, which the caller owns).
+func (a *App) Close() error { return a.migrator.Close() }

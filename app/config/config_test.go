@@ -1,0 +1,34 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x"}))
+	require.NoError(t, err)
+	require.Equal(t, ":8080", c.Addr)
+	require.True(t, c.Coalesce)
+	require.Equal(t, 100*time.Millisecond, c.RollbackPause)
+	require.Empty(t, c.AlertWebhook)
+}
+
+func TestErrorsNameTheVariable(t *testing.T) {
+	for name, value := range map[string]string{
+		"STOCKHOLD_ALERT_WEBHOOK":  "ftp://x",
+		"STOCKHOLD_WORKERS":        "0",
+		"STOCKHOLD_ROLLBACK_PAUSE": "soon",
+		"STOCKHOLD_COALESCE":       "maybe",
+		"STOCKHOLD_LOG_LEVEL":      "loud",
+	} {
+		_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x", name: value}))
+		require.ErrorContains(t, err, name)
+	}
+	_, err := Load(env(nil))
+	require.ErrorContains(t, err, "DATABASE_URL")
+}

@@ -1,0 +1,88 @@
+// Command stockhold is the inventory reservation service: its HTTP API and
+// job workers (serve), its migrations, and the operator commands.
+//
+//	stockhold serve                      HTTP API + job workers
+//	stockhold migrate up|down|status     goose migrations, River's included
+//	stockhold apikey create --name N --role shop|ops
+//
+// Configuration comes from the environment; see the README.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// usage is printed for -h and for an unknown command.
+const usage = `usage: stockhold <command> [flags]
+
+commands:
+  serve                                  run the HTTP API and the job workers
+  migrate up|down|status                 apply, roll back one, or list migrations
+  apikey create --name N --role shop|ops create an API key; prints the token on the last line
+
+environment: DATABASE_URL (required), STOCKHOLD_ADDR (default :8080), STOCKHOLD_ALERT_WEBHOOK, ...
+(see README.md for every variable)
+`
+
+// errUsage marks an error whose fix is to read the usage.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command and returns the process exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, getenv, stderr)
+	case "migrate":
+		err = migrate(ctx, args[1:], getenv, stdout, stderr)
+	case "apikey":
+		err = apikey(ctx, args[1:], getenv, stdout)
+	default:
+		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+	var exit exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return int(exit)
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "stockhold: %v\n\n%s", err, usage)
+		return 2
+	}
+	fmt.Fprintf(stderr, "stockhold: %v\n", err)
+	return 1
+}
+
+// exitError ends the process with a code after the command said its piece.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/schema"
+)
+
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) != 1 {
+		return fmt.Errorf("%w: migrate takes one of up, down, status", errUsage)
+	}
+	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
+		m, err := schema.New(pool, nil)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		switch args[0] {
+		case "up":
+			res, err := m.Up(ctx)
+			for _, r := range res {
+				fmt.Fprintf(stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(1e6))
+			}
+			if err != nil {
+				return err
+			}
+			if len(res) == 0 {
+				fmt.Fprintln(stdout, "schema is current")
+			}
+			return nil
+		case "down":
+			r, err := m.Down(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "rolled back %s\n", r.Source.Path)
+			return nil
+		case "status":
+			statuses, err := m.Status(ctx)
+			if err != nil {
+				return err
+			}
+			for _, s := range statuses {
+				at := "pending"
+				if !s.AppliedAt.IsZero() {
+					at = "applied " + s.AppliedAt.UTC().Format("2006-01-02 15:04:05Z")
+				}
+				fmt.Fprintf(stdout, "%-60s %s\n", s.Source.Path, at)
+			}
+			return nil
+		}
+		return fmt.Errorf("%w: migrate takes one of up, down, status, not %q", errUsage, args[0])
+	})
+}
+
+// withPool runs fn with a pool on DATABASE_URL.
+func withPool(ctx context.Context, getenv func(string) string, fn func(*pgxpool.Pool) error) error {
+	url := getenv("DATABASE_URL")
+	if url == "" {
+		_, err := config.Load(getenv) // names the missing variable
+		return err
+	}
+	pool, err := app.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return fn(pool)
+}

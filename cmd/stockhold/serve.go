@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/config"
+)
+
+func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.LogLevel, stderr)
+	pool, err := app.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	a, err := app.New(cfg, pool, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Serve(ctx)
+}

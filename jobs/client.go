@@ -1,0 +1,115 @@
+// Package jobs runs stockhold's background work on River, in the same
+// database as the data it changes: the workers, their periodic schedules,
+// the retry policy and the River client that ties them together. Workers
+// are thin: each decodes its args and calls into the domain packages.
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// MaxAttempts is every job kind's attempt budget: a job that fails its third
+// attempt is discarded, and a discarded job always raises an alert.
+const MaxAttempts = 3
+
+// Deps are the domain services the workers call.
+type Deps struct {
+	Inventory *inventory.Service
+}
+
+// Config tunes the client and the periodic jobs.
+type Config struct {
+	Workers       int
+	SweepInterval time.Duration
+	SweepGrace    time.Duration
+	// RetryBase is the wait before the second attempt; the third waits four
+	// times as long.
+	RetryBase time.Duration
+	// Test shortens River's own intervals for tests.
+	Test bool
+	Log  *slog.Logger
+}
+
+// NewInserter returns an insert-only River client: the domain packages use
+// it to enqueue jobs inside their own transactions, independent of whether
+// this process works jobs.
+func NewInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: MaxAttempts})
+}
+
+// NewClient returns the River client that works every stockhold job kind
+// and schedules the periodic ones. Start it to begin working.
+func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx], error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &releaseHoldWorker{inv: deps.Inventory})
+	river.AddWorker(workers, &sweepExpiredWorker{inv: deps.Inventory, grace: cfg.SweepGrace})
+
+	periodic := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(orDefault(cfg.SweepInterval, 30*time.Second)),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepExpiredArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "sweep_expired", RunOnStart: true}),
+	}
+
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
+		Workers:      workers,
+		PeriodicJobs: periodic,
+		MaxAttempts:  MaxAttempts,
+		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
+		ErrorHandler: &errorHandler{log: cfg.Log},
+		JobTimeout:   5 * time.Minute,
+		Logger:       cfg.Log,
+		TestOnly:     cfg.Test,
+	})
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// retryPolicy waits base before the second attempt and base*4 before the
+// third: short enough that a transient fault (a restart, a lock timeout)
+// heals within seconds, long enough not to hammer a database in trouble.
+type retryPolicy struct{ base time.Duration }
+
+func (p *retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	wait := p.base
+	for i := 1; i < job.Attempt; i++ {
+		wait *= 4
+	}
+	return time.Now().Add(wait)
+}
+
+// errorHandler logs every failed attempt with its job. Discarded jobs are
+// turned into alerts by the watch_discarded job, which reads river_job and
+// so also sees jobs discarded by River's rescuer.
+type errorHandler struct{ log *slog.Logger }
+
+func (h *errorHandler) HandleError(ctx context.Context, job *rivertype.JobRow, err error) *river.ErrorHandlerResult {
+	h.log.WarnContext(ctx, "job attempt failed", "kind", job.Kind, "job_id", job.ID,
+		"attempt", job.Attempt, "max_attempts", job.MaxAttempts, "err", err)
+	return nil
+}
+
+func (h *errorHandler) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
+	h.log.ErrorContext(ctx, "job attempt panicked", "kind", job.Kind, "job_id", job.ID,
+		"attempt", job.Attempt, "panic", fmt.Sprint(panicVal), "trace", trace)
+	return nil
+}

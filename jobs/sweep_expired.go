@@ -1,0 +1,36 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// SweepExpiredArgs is the periodic backstop for holds whose expiry job was
+// lost, discarded or never ran.
+type SweepExpiredArgs struct{}
+
+// Kind names the job in river_job.
+func (SweepExpiredArgs) Kind() string { return "sweep_expired" }
+
+// InsertOpts keeps one sweep queued at a time.
+func (SweepExpiredArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: MaxAttempts, UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+	}}}
+}
+
+type sweepExpiredWorker struct {
+	river.WorkerDefaults[SweepExpiredArgs]
+	inv   *inventory.Service
+	grace time.Duration
+}
+
+func (w *sweepExpiredWorker) Work(ctx context.Context, job *river.Job[SweepExpiredArgs]) error {
+	_, err := w.inv.SweepExpired(ctx, w.grace)
+	return err
+}
