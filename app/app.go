@@ -17,10 +17,12 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
 
+	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/api"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -71,10 +73,14 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	inv := inventory.New(pool, inserter, log, inventory.Config{
 		Coalesce: cfg.Coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
 	})
-	worker, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv}, jobs.Config{
+	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "")
+	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
+	worker, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc}, jobs.Config{
 		Workers:       cfg.Workers,
 		SweepInterval: cfg.SweepInterval,
 		SweepGrace:    cfg.SweepGrace,
+		WatchInterval: cfg.WatchInterval,
+		AlertWebhook:  cfg.AlertWebhook,
 		RetryBase:     cfg.RetryBase,
 		Log:           log,
 	})

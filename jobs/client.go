@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,7 +17,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
 // MaxAttempts is every job kind's attempt budget: a job that fails its third
@@ -26,6 +29,8 @@ const MaxAttempts = 3
 // Deps are the domain services the workers call.
 type Deps struct {
 	Inventory *inventory.Service
+	Alerts    *alerts.Service
+	Rollbacks *rollbacks.Service
 }
 
 // Config tunes the client and the periodic jobs.
@@ -33,11 +38,17 @@ type Config struct {
 	Workers       int
 	SweepInterval time.Duration
 	SweepGrace    time.Duration
+	// WatchInterval is how often discarded jobs become alerts.
+	WatchInterval time.Duration
+	// AlertWebhook receives new alerts; empty cancels deliveries.
+	AlertWebhook string
 	// RetryBase is the wait before the second attempt; the third waits four
 	// times as long.
 	RetryBase time.Duration
 	// Test shortens River's own intervals for tests.
 	Test bool
+	// ExtraWorkers registers more workers (tests use it for failing ones).
+	ExtraWorkers func(*river.Workers)
 	Log  *slog.Logger
 }
 
@@ -57,11 +68,21 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &releaseHoldWorker{inv: deps.Inventory})
 	river.AddWorker(workers, &sweepExpiredWorker{inv: deps.Inventory, grace: cfg.SweepGrace})
+	river.AddWorker(workers, &deliverAlertWorker{alerts: deps.Alerts, webhook: cfg.AlertWebhook, client: &http.Client{Timeout: 20 * time.Second}})
+	river.AddWorker(workers, &watchDiscardedWorker{alerts: deps.Alerts})
+	river.AddWorker(workers, &manualRollbackWorker{pool: pool, rollbacks: deps.Rollbacks, alerts: deps.Alerts})
+	river.AddWorker(workers, &rollbackBatchWorker{pool: pool, rollbacks: deps.Rollbacks})
+	if cfg.ExtraWorkers != nil {
+		cfg.ExtraWorkers(workers)
+	}
 
 	periodic := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(orDefault(cfg.SweepInterval, 30*time.Second)),
 			func() (river.JobArgs, *river.InsertOpts) { return SweepExpiredArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "sweep_expired", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(orDefault(cfg.WatchInterval, 15*time.Second)),
+			func() (river.JobArgs, *river.InsertOpts) { return WatchDiscardedArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "watch_discarded", RunOnStart: true}),
 	}
 
 	return river.NewClient(riverpgxv5.New(pool), &river.Config{

@@ -12,22 +12,31 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/jobs"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
 
 type bundle struct {
-	pool   *pgxpool.Pool
-	inv    *inventory.Service
-	client *river.Client[pgx.Tx]
+	pool      *pgxpool.Pool
+	inv       *inventory.Service
+	alerts    *alerts.Service
+	rollbacks *rollbacks.Service
+	inserter  *river.Client[pgx.Tx]
+	client    *river.Client[pgx.Tx]
 }
 
 type setupOpts struct {
 	sweepInterval time.Duration
 	sweepGrace    time.Duration
+	webhook       string
+	rollbackPause time.Duration
+	// workers adds test-only workers to the client's bundle.
+	workers func(*river.Workers)
 }
 
 // setup returns a started River client working every stockhold job kind
@@ -41,9 +50,12 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
 	inv := inventory.New(pool, inserter, quiet, inventory.Config{})
-	client, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv}, jobs.Config{
+	alertSvc := alerts.New(pool, inserter, opts.webhook != "")
+	rollbackSvc := rollbacks.New(pool, inserter, opts.rollbackPause)
+	client, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc}, jobs.Config{
 		Workers: 10, SweepInterval: opts.sweepInterval, SweepGrace: opts.sweepGrace,
-		RetryBase: 10 * time.Millisecond, Test: true, Log: quiet,
+		WatchInterval: 200 * time.Millisecond, AlertWebhook: opts.webhook,
+		RetryBase: 10 * time.Millisecond, Test: true, Log: quiet, ExtraWorkers: opts.workers,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,7 +67,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 		cancel()
 		dbtest.RequireInvariants(t, pool)
 	})
-	return &bundle{pool: pool, inv: inv, client: client}
+	return &bundle{pool: pool, inv: inv, alerts: alertSvc, rollbacks: rollbackSvc, inserter: inserter, client: client}
 }
 
 func (b *bundle) stockIn(t *testing.T, sku string, n int64) {

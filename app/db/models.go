@@ -61,6 +61,26 @@ func (ns NullRiverJobState) Value() (driver.Value, error) {
 	return string(ns.RiverJobState), nil
 }
 
+// Things a person must look at. A repeat of an open alert bumps occurrences and last_seen_at.
+type Alert struct {
+	ID              int64
+	Level           string
+	Kind            string
+	Subject         string
+	Sku             *string
+	Pool            *string
+	Details         []byte
+	SuggestedAction string
+	Status          string
+	FirstSeenAt     time.Time
+	LastSeenAt      time.Time
+	Occurrences     int32
+	AckedBy         *string
+	AckedAt         *time.Time
+	ResolvedAt      *time.Time
+	DeliveredAt     *time.Time
+}
+
 // Bearer tokens, stored only as SHA-256. name is the owner: idempotency keys and holds are scoped to it.
 type ApiKey struct {
 	ID          int64
@@ -94,6 +114,14 @@ type CampaignAllotment struct {
 	Quantity int64
 }
 
+type DiscardedJob struct {
+	JobID       int64
+	FinalizedAt time.Time
+	Kind        string
+	AlertID     *int64
+	SeenAt      time.Time
+}
+
 type IdempotencyKey struct {
 	Client      string
 	Key         string
@@ -119,6 +147,46 @@ type Ledger struct {
 	Actor          string
 	Reason         *string
 	Ref            *string
+}
+
+type LedgerCheckpoint struct {
+	Sku          string
+	Pool         string
+	StockVersion int64
+	Total        int64
+	Available    int64
+	Reserved     int64
+	Sold         int64
+	CheckedAt    time.Time
+}
+
+type ReconcileFinding struct {
+	ID            int64
+	RunID         int64
+	Class         string
+	Kind          string
+	Sku           *string
+	Pool          *string
+	ReservationID *uuid.UUID
+	JobID         *int64
+	Details       []byte
+	Action        string
+	CreatedAt     time.Time
+}
+
+type ReconcileRun struct {
+	ID          int64
+	Trigger     string
+	Skus        []string
+	Status      string
+	RowsChecked int32
+	AutoFixed   int32
+	Retried     int32
+	HighRisk    int32
+	Error       *string
+	CreatedAt   time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
 }
 
 // One row per hold: held -> confirmed | released | expired, never back.
@@ -193,6 +261,28 @@ type RiverQueue struct {
 	Metadata  []byte
 	PausedAt  *time.Time
 	UpdatedAt time.Time
+}
+
+// Who asked to roll back which holds, why, and how far it got. The ledger rows it wrote carry the operator as actor.
+type RollbackRequest struct {
+	ID            int64
+	Operator      string
+	Reason        string
+	Scope         []byte
+	DryRun        bool
+	Status        string
+	Source        string
+	ReleasedCount int32
+	ReleasedUnits int64
+	MatchedCount  *int32
+	MatchedUnits  *int64
+	Batches       int32
+	JobID         *int64
+	Error         *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	StartedAt     *time.Time
+	FinishedAt    *time.Time
 }
 
 // One row per (sku, pool); pool is main or a campaign id. total = available + reserved + sold, always.

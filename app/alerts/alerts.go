@@ -1,0 +1,189 @@
+// Package alerts records what a person must look at, at most one open alert
+// per kind and subject, and hands new ones to the webhook through the
+// deliver_alert job, enqueued in the same transaction as the alert.
+package alerts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// Levels of alerts.
+const (
+	Info     = "info"
+	Warning  = "warning"
+	Critical = "critical"
+)
+
+// Alert statuses.
+const (
+	StatusOpen     = "open"
+	StatusAcked    = "acked"
+	StatusResolved = "resolved"
+)
+
+// JobInserter enqueues jobs inside a caller's transaction.
+type JobInserter interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
+// Service raises, lists and acknowledges alerts.
+type Service struct {
+	pool *pgxpool.Pool
+	jobs JobInserter
+	// deliver is whether a webhook is configured to receive new alerts.
+	deliver bool
+}
+
+// New returns a Service; deliver says whether new alerts go to the webhook.
+func New(pool *pgxpool.Pool, jobs JobInserter, deliver bool) *Service {
+	return &Service{pool: pool, jobs: jobs, deliver: deliver}
+}
+
+// Alert is an alert as operators see it.
+type Alert struct {
+	ID              int64           `json:"id"`
+	Level           string          `json:"level"`
+	Kind            string          `json:"kind"`
+	Subject         string          `json:"subject"`
+	SKU             *string         `json:"sku"`
+	Pool            *string         `json:"pool"`
+	Details         json.RawMessage `json:"details"`
+	SuggestedAction string          `json:"suggested_action"`
+	Status          string          `json:"status"`
+	FirstSeenAt     time.Time       `json:"first_seen_at"`
+	LastSeenAt      time.Time       `json:"last_seen_at"`
+	Occurrences     int32           `json:"occurrences"`
+	AckedBy         *string         `json:"acked_by"`
+	AckedAt         *time.Time      `json:"acked_at"`
+	DeliveredAt     *time.Time      `json:"delivered_at,omitempty"`
+}
+
+func newAlert(a db.Alert) Alert {
+	return Alert{
+		ID: a.ID, Level: a.Level, Kind: a.Kind, Subject: a.Subject, SKU: a.Sku, Pool: a.Pool,
+		Details: a.Details, SuggestedAction: a.SuggestedAction, Status: a.Status,
+		FirstSeenAt: a.FirstSeenAt.UTC(), LastSeenAt: a.LastSeenAt.UTC(), Occurrences: a.Occurrences,
+		AckedBy: a.AckedBy, AckedAt: a.AckedAt, DeliveredAt: a.DeliveredAt,
+	}
+}
+
+// Raise describes an alert to open (or repeat).
+type Raise struct {
+	Level   string
+	Kind    string
+	Subject string
+	SKU     string
+	Pool    string
+	Details map[string]any
+	Action  string
+}
+
+// RaiseTx opens the alert inside the caller's transaction, or counts another
+// occurrence of the open one with the same kind and subject. A new alert is
+// queued for the webhook in the same transaction.
+func (s *Service) RaiseTx(ctx context.Context, tx pgx.Tx, r Raise) (Alert, error) {
+	details, err := json.Marshal(r.Details)
+	if err != nil {
+		return Alert{}, fmt.Errorf("alert details: %w", err)
+	}
+	if r.Details == nil {
+		details = []byte("{}")
+	}
+	row, err := db.New(tx).AlertRaise(ctx, db.AlertRaiseParams{
+		Level: r.Level, Kind: r.Kind, Subject: r.Subject, Sku: optional(r.SKU), Pool: optional(r.Pool),
+		Details: details, SuggestedAction: r.Action,
+	})
+	if err != nil {
+		return Alert{}, fmt.Errorf("raise %s alert: %w", r.Kind, err)
+	}
+	if row.Occurrences == 1 && s.deliver {
+		if _, err := s.jobs.InsertTx(ctx, tx, DeliverAlertArgs{AlertID: row.ID}, nil); err != nil {
+			return Alert{}, fmt.Errorf("enqueue deliver_alert: %w", err)
+		}
+	}
+	return newAlert(row), nil
+}
+
+// Raise is RaiseTx in a transaction of its own.
+func (s *Service) Raise(ctx context.Context, r Raise) (Alert, error) {
+	var a Alert
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		a, err = s.RaiseTx(ctx, tx, r)
+		return err
+	})
+	return a, err
+}
+
+// MaxList bounds one listing.
+const MaxList = 500
+
+// List returns the newest alerts, all of them or those in status.
+func (s *Service) List(ctx context.Context, status string, limit int) ([]Alert, error) {
+	var st *string
+	switch status {
+	case "":
+	case StatusOpen, StatusAcked, StatusResolved:
+		st = &status
+	default:
+		return nil, inventory.Invalid("status must be open, acked or resolved")
+	}
+	if limit < 1 || limit > MaxList {
+		return nil, inventory.Invalid("limit must be from 1 to %d", MaxList)
+	}
+	rows, err := db.New(s.pool).AlertList(ctx, st, int32(limit))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Alert, len(rows))
+	for i, r := range rows {
+		out[i] = newAlert(r)
+	}
+	return out, nil
+}
+
+// Get returns alert id.
+func (s *Service) Get(ctx context.Context, id int64) (Alert, error) {
+	row, err := db.New(s.pool).AlertGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Alert{}, inventory.ErrNotFound("alert")
+	}
+	if err != nil {
+		return Alert{}, err
+	}
+	return newAlert(row), nil
+}
+
+// Ack records that operator is on it. Acknowledging again answers the alert
+// as it is. A later occurrence opens a new alert.
+func (s *Service) Ack(ctx context.Context, id int64, operator string) (Alert, error) {
+	if err := inventory.ValidName("operator", operator); err != nil {
+		return Alert{}, err
+	}
+	row, err := db.New(s.pool).AlertAck(ctx, &operator, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.Get(ctx, id)
+	}
+	if err != nil {
+		return Alert{}, err
+	}
+	return newAlert(row), nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,30 @@
+// Package reconcile proves the books balance: per (sku, pool), the counters
+// against the lines of live holds and against the ledger (summed from
+// per-row checkpoints), and holds stuck past their expiry. It classes what
+// it finds as auto-fix, retry or high risk and acts on each class.
+package reconcile
+
+import "github.com/riverqueue/river"
+
+// Triggers of a reconciliation run.
+const (
+	TriggerPeriodic    = "periodic"
+	TriggerHTTP        = "http"
+	TriggerCLI         = "cli"
+	TriggerCampaignEnd = "campaign_end"
+)
+
+// ReconcileArgs runs one reconciliation. RunID names a run recorded when it
+// was asked for (POST /v1/reconciliations); zero means the job records its
+// own. SKUs limits the run to some SKUs (a campaign's, at its end).
+type ReconcileArgs struct {
+	RunID   int64    `json:"run_id,omitempty"`
+	SKUs    []string `json:"skus,omitempty"`
+	Trigger string   `json:"trigger"`
+}
+
+// Kind names the job in river_job.
+func (ReconcileArgs) Kind() string { return "reconcile" }
+
+// InsertOpts gives the job three attempts.
+func (ReconcileArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }

@@ -1,0 +1,55 @@
+-- name: AlertRaise :one
+-- AlertRaise opens an alert, or bumps the open one of the same kind and
+-- subject: occurrences = 1 means this call opened it. A repeat may raise the
+-- level, never lower it.
+INSERT INTO alerts (level, kind, subject, sku, pool, details, suggested_action)
+VALUES (@level, @kind, @subject, sqlc.narg('sku'), sqlc.narg('pool'), @details, @suggested_action)
+ON CONFLICT (kind, subject) WHERE status = 'open' DO UPDATE
+SET last_seen_at = now(),
+    occurrences = alerts.occurrences + 1,
+    details = excluded.details,
+    suggested_action = excluded.suggested_action,
+    level = CASE
+        WHEN alerts.level = 'critical' OR excluded.level = 'critical' THEN 'critical'
+        WHEN alerts.level = 'warning' OR excluded.level = 'warning' THEN 'warning'
+        ELSE 'info' END
+RETURNING *;
+
+-- name: AlertGet :one
+SELECT * FROM alerts WHERE id = @id;
+
+-- name: AlertList :many
+SELECT * FROM alerts
+WHERE sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text
+ORDER BY last_seen_at DESC, id DESC
+LIMIT @lim;
+
+-- name: AlertAck :one
+UPDATE alerts
+SET status = 'acked', acked_by = @operator, acked_at = now()
+WHERE id = @id AND status = 'open'
+RETURNING *;
+
+-- name: AlertDelivered :exec
+UPDATE alerts SET delivered_at = now() WHERE id = @id;
+
+-- name: DiscardedJobsClaim :many
+-- DiscardedJobsClaim records the discarded River jobs not seen before and
+-- returns them with their last error. It reads river_job itself, so jobs
+-- discarded by River's rescuer (a worker killed mid-job) are caught too.
+WITH fresh AS (
+    INSERT INTO discarded_jobs (job_id, finalized_at, kind)
+    SELECT id, finalized_at, kind
+    FROM river_job
+    WHERE state = 'discarded' AND finalized_at > now() - interval '30 days'
+    ON CONFLICT DO NOTHING
+    RETURNING job_id
+)
+SELECT j.id, j.kind, j.args, j.attempt, j.max_attempts, j.finalized_at,
+       coalesce(j.errors[array_length(j.errors, 1)]::text, '')::text AS last_error
+FROM river_job j
+JOIN fresh f ON f.job_id = j.id
+ORDER BY j.kind, j.id;
+
+-- name: DiscardedJobsLink :exec
+UPDATE discarded_jobs SET alert_id = @alert_id WHERE job_id = ANY(@job_ids::bigint[]) AND alert_id IS NULL;
