@@ -49,7 +49,7 @@ type Config struct {
 	Test bool
 	// ExtraWorkers registers more workers (tests use it for failing ones).
 	ExtraWorkers func(*river.Workers)
-	Log  *slog.Logger
+	Log          *slog.Logger
 }
 
 // NewInserter returns an insert-only River client: the domain packages use
