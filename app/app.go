@@ -20,6 +20,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/api"
 	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -75,7 +76,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	})
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "")
 	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
-	worker, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc}, jobs.Config{
+	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
+	worker, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaignSvc}, jobs.Config{
 		Workers:       cfg.Workers,
 		SweepInterval: cfg.SweepInterval,
 		SweepGrace:    cfg.SweepGrace,

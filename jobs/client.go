@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
@@ -31,6 +32,7 @@ type Deps struct {
 	Inventory *inventory.Service
 	Alerts    *alerts.Service
 	Rollbacks *rollbacks.Service
+	Campaigns *campaigns.Service
 }
 
 // Config tunes the client and the periodic jobs.
@@ -47,6 +49,9 @@ type Config struct {
 	RetryBase time.Duration
 	// Test shortens River's own intervals for tests.
 	Test bool
+	// RescueAfter is when a job still running is presumed lost (its
+	// worker died) and run again; every job is idempotent. 0 means 30 min.
+	RescueAfter time.Duration
 	// ExtraWorkers registers more workers (tests use it for failing ones).
 	ExtraWorkers func(*river.Workers)
 	Log          *slog.Logger
@@ -71,7 +76,11 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	river.AddWorker(workers, &deliverAlertWorker{alerts: deps.Alerts, webhook: cfg.AlertWebhook, client: &http.Client{Timeout: 20 * time.Second}})
 	river.AddWorker(workers, &watchDiscardedWorker{alerts: deps.Alerts})
 	river.AddWorker(workers, &manualRollbackWorker{pool: pool, rollbacks: deps.Rollbacks, alerts: deps.Alerts})
-	river.AddWorker(workers, &rollbackBatchWorker{pool: pool, rollbacks: deps.Rollbacks})
+	river.AddWorker(workers, &rollbackBatchWorker{pool: pool, rollbacks: deps.Rollbacks, finish: func(ctx context.Context, tx pgx.Tx, r rollbacks.Rollback) error {
+		return deps.Campaigns.FinishTx(ctx, tx, r.Scope.Campaign, r.Operator)
+	}})
+	river.AddWorker(workers, &campaignStartWorker{campaigns: deps.Campaigns})
+	river.AddWorker(workers, &campaignEndWorker{campaigns: deps.Campaigns})
 	if cfg.ExtraWorkers != nil {
 		cfg.ExtraWorkers(workers)
 	}
@@ -86,15 +95,16 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	}
 
 	return river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
-		Workers:      workers,
-		PeriodicJobs: periodic,
-		MaxAttempts:  MaxAttempts,
-		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
-		ErrorHandler: &errorHandler{log: cfg.Log},
-		JobTimeout:   5 * time.Minute,
-		Logger:       cfg.Log,
-		TestOnly:     cfg.Test,
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
+		Workers:              workers,
+		PeriodicJobs:         periodic,
+		MaxAttempts:          MaxAttempts,
+		RetryPolicy:          &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
+		ErrorHandler:         &errorHandler{log: cfg.Log},
+		JobTimeout:           5 * time.Minute,
+		RescueStuckJobsAfter: orDefault(cfg.RescueAfter, 30*time.Minute),
+		Logger:               cfg.Log,
+		TestOnly:             cfg.Test,
 	})
 }
 

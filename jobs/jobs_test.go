@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -26,6 +27,7 @@ type bundle struct {
 	inv       *inventory.Service
 	alerts    *alerts.Service
 	rollbacks *rollbacks.Service
+	campaigns *campaigns.Service
 	inserter  *river.Client[pgx.Tx]
 	client    *river.Client[pgx.Tx]
 }
@@ -52,7 +54,8 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	inv := inventory.New(pool, inserter, quiet, inventory.Config{})
 	alertSvc := alerts.New(pool, inserter, opts.webhook != "")
 	rollbackSvc := rollbacks.New(pool, inserter, opts.rollbackPause)
-	client, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc}, jobs.Config{
+	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
+	client, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaignSvc}, jobs.Config{
 		Workers: 10, SweepInterval: opts.sweepInterval, SweepGrace: opts.sweepGrace,
 		WatchInterval: 200 * time.Millisecond, AlertWebhook: opts.webhook,
 		RetryBase: 10 * time.Millisecond, Test: true, Log: quiet, ExtraWorkers: opts.workers,
@@ -67,7 +70,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 		cancel()
 		dbtest.RequireInvariants(t, pool)
 	})
-	return &bundle{pool: pool, inv: inv, alerts: alertSvc, rollbacks: rollbackSvc, inserter: inserter, client: client}
+	return &bundle{pool: pool, inv: inv, alerts: alertSvc, rollbacks: rollbackSvc, campaigns: campaignSvc, inserter: inserter, client: client}
 }
 
 func (b *bundle) stockIn(t *testing.T, sku string, n int64) {

@@ -9,3 +9,39 @@ SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, fa
        extract(epoch FROM hold_ttl)::bigint AS hold_ttl_seconds
 FROM campaigns
 WHERE id = @id;
+
+-- name: CampaignCreate :one
+INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by)
+VALUES (@id, @starts_at, @ends_at, interval '1 second' * @hold_ttl_seconds::bigint, @created_by)
+ON CONFLICT (id) DO NOTHING
+RETURNING *;
+
+-- name: CampaignAllotmentsInsert :exec
+INSERT INTO campaign_allotments (campaign, sku, quantity)
+SELECT @campaign, unnest(@skus::text[]), unnest(@quantities::bigint[]);
+
+-- name: CampaignAllotments :many
+SELECT * FROM campaign_allotments WHERE campaign = @campaign ORDER BY sku;
+
+-- name: CampaignLock :one
+SELECT * FROM campaigns WHERE id = @id FOR UPDATE;
+
+-- name: CampaignSetStatus :one
+-- CampaignSetStatus moves a campaign along scheduled -> active -> ended ->
+-- rolled_back, stamping the time of each step.
+UPDATE campaigns
+SET status = @status,
+    started_at = CASE WHEN @status = 'active' THEN now() ELSE started_at END,
+    ended_at = CASE WHEN @status = 'ended' THEN now() ELSE ended_at END,
+    ended_by = CASE WHEN @status = 'ended' THEN sqlc.narg('ended_by') ELSE ended_by END,
+    end_reason = CASE WHEN @status = 'ended' THEN sqlc.narg('end_reason') ELSE end_reason END,
+    rolled_back_at = CASE WHEN @status = 'rolled_back' THEN now() ELSE rolled_back_at END,
+    updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: CampaignPools :many
+SELECT * FROM stock WHERE pool = @campaign ORDER BY sku;
+
+-- name: CampaignHeldCount :one
+SELECT count(*)::int AS holds FROM reservations WHERE campaign = @campaign AND status = 'held';

@@ -7,7 +7,84 @@ package db
 
 import (
 	"context"
+	"time"
 )
+
+const campaignAllotments = `-- name: CampaignAllotments :many
+SELECT campaign, sku, quantity FROM campaign_allotments WHERE campaign = $1 ORDER BY sku
+`
+
+func (q *Queries) CampaignAllotments(ctx context.Context, campaign string) ([]CampaignAllotment, error) {
+	rows, err := q.db.Query(ctx, campaignAllotments, campaign)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CampaignAllotment
+	for rows.Next() {
+		var i CampaignAllotment
+		if err := rows.Scan(&i.Campaign, &i.Sku, &i.Quantity); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const campaignAllotmentsInsert = `-- name: CampaignAllotmentsInsert :exec
+INSERT INTO campaign_allotments (campaign, sku, quantity)
+SELECT $1, unnest($2::text[]), unnest($3::bigint[])
+`
+
+func (q *Queries) CampaignAllotmentsInsert(ctx context.Context, campaign string, skus []string, quantities []int64) error {
+	_, err := q.db.Exec(ctx, campaignAllotmentsInsert, campaign, skus, quantities)
+	return err
+}
+
+const campaignCreate = `-- name: CampaignCreate :one
+INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by)
+VALUES ($1, $2, $3, interval '1 second' * $4::bigint, $5)
+ON CONFLICT (id) DO NOTHING
+RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at
+`
+
+type CampaignCreateParams struct {
+	ID             string
+	StartsAt       time.Time
+	EndsAt         time.Time
+	HoldTtlSeconds int64
+	CreatedBy      string
+}
+
+func (q *Queries) CampaignCreate(ctx context.Context, arg CampaignCreateParams) (Campaign, error) {
+	row := q.db.QueryRow(ctx, campaignCreate,
+		arg.ID,
+		arg.StartsAt,
+		arg.EndsAt,
+		arg.HoldTtlSeconds,
+		arg.CreatedBy,
+	)
+	var i Campaign
+	err := row.Scan(
+		&i.ID,
+		&i.Status,
+		&i.StartsAt,
+		&i.EndsAt,
+		&i.HoldTtl,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.EndedAt,
+		&i.EndedBy,
+		&i.EndReason,
+		&i.RolledBackAt,
+	)
+	return i, err
+}
 
 const campaignGet = `-- name: CampaignGet :one
 SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at FROM campaigns WHERE id = $1
@@ -34,6 +111,17 @@ func (q *Queries) CampaignGet(ctx context.Context, id string) (Campaign, error) 
 	return i, err
 }
 
+const campaignHeldCount = `-- name: CampaignHeldCount :one
+SELECT count(*)::int AS holds FROM reservations WHERE campaign = $1 AND status = 'held'
+`
+
+func (q *Queries) CampaignHeldCount(ctx context.Context, campaign *string) (int32, error) {
+	row := q.db.QueryRow(ctx, campaignHeldCount, campaign)
+	var holds int32
+	err := row.Scan(&holds)
+	return holds, err
+}
+
 const campaignHoldTerms = `-- name: CampaignHoldTerms :one
 SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, false)::boolean AS open,
        status,
@@ -54,5 +142,114 @@ func (q *Queries) CampaignHoldTerms(ctx context.Context, id string) (CampaignHol
 	row := q.db.QueryRow(ctx, campaignHoldTerms, id)
 	var i CampaignHoldTermsRow
 	err := row.Scan(&i.Open, &i.Status, &i.HoldTtlSeconds)
+	return i, err
+}
+
+const campaignLock = `-- name: CampaignLock :one
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at FROM campaigns WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error) {
+	row := q.db.QueryRow(ctx, campaignLock, id)
+	var i Campaign
+	err := row.Scan(
+		&i.ID,
+		&i.Status,
+		&i.StartsAt,
+		&i.EndsAt,
+		&i.HoldTtl,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.EndedAt,
+		&i.EndedBy,
+		&i.EndReason,
+		&i.RolledBackAt,
+	)
+	return i, err
+}
+
+const campaignPools = `-- name: CampaignPools :many
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE pool = $1 ORDER BY sku
+`
+
+func (q *Queries) CampaignPools(ctx context.Context, campaign string) ([]Stock, error) {
+	rows, err := q.db.Query(ctx, campaignPools, campaign)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Stock
+	for rows.Next() {
+		var i Stock
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Pool,
+			&i.Total,
+			&i.Available,
+			&i.Reserved,
+			&i.Sold,
+			&i.Status,
+			&i.PausedReason,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const campaignSetStatus = `-- name: CampaignSetStatus :one
+UPDATE campaigns
+SET status = $1,
+    started_at = CASE WHEN $1 = 'active' THEN now() ELSE started_at END,
+    ended_at = CASE WHEN $1 = 'ended' THEN now() ELSE ended_at END,
+    ended_by = CASE WHEN $1 = 'ended' THEN $2 ELSE ended_by END,
+    end_reason = CASE WHEN $1 = 'ended' THEN $3 ELSE end_reason END,
+    rolled_back_at = CASE WHEN $1 = 'rolled_back' THEN now() ELSE rolled_back_at END,
+    updated_at = now()
+WHERE id = $4
+RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at
+`
+
+type CampaignSetStatusParams struct {
+	Status    string
+	EndedBy   *string
+	EndReason *string
+	ID        string
+}
+
+// CampaignSetStatus moves a campaign along scheduled -> active -> ended ->
+// rolled_back, stamping the time of each step.
+func (q *Queries) CampaignSetStatus(ctx context.Context, arg CampaignSetStatusParams) (Campaign, error) {
+	row := q.db.QueryRow(ctx, campaignSetStatus,
+		arg.Status,
+		arg.EndedBy,
+		arg.EndReason,
+		arg.ID,
+	)
+	var i Campaign
+	err := row.Scan(
+		&i.ID,
+		&i.Status,
+		&i.StartsAt,
+		&i.EndsAt,
+		&i.HoldTtl,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.EndedAt,
+		&i.EndedBy,
+		&i.EndReason,
+		&i.RolledBackAt,
+	)
 	return i, err
 }

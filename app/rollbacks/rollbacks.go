@@ -172,6 +172,9 @@ type Rollback struct {
 	FinishedAt    *time.Time `json:"finished_at"`
 }
 
+// View turns a rollback_requests row into its Rollback.
+func View(r db.RollbackRequest) (Rollback, error) { return newRollback(r) }
+
 func newRollback(r db.RollbackRequest) (Rollback, error) {
 	var scope Scope
 	if err := json.Unmarshal(r.Scope, &scope); err != nil {
@@ -268,6 +271,9 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, req Request) (Created,
 	}
 	jobID, err := s.enqueueBatch(ctx, tx, row.ID, time.Time{})
 	if err != nil {
+		return Created{}, err
+	}
+	if err := db.New(tx).RollbackSetJob(ctx, &jobID, row.ID); err != nil {
 		return Created{}, err
 	}
 	return Created{RollbackID: row.ID, JobID: jobID}, nil

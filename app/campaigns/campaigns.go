@@ -1,0 +1,425 @@
+// Package campaigns runs flash sales. A campaign has its own stock pool per
+// SKU: at its start the allotments move out of main into the pool (a pair
+// of transfer ledger rows each), holds that name the campaign draw only from
+// it, and at its end the campaign stops taking holds at once, its unpaid
+// holds are rolled back in batches (package rollbacks), what is left moves
+// back to main and the campaign's SKUs are reconciled.
+package campaigns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/rollbacks"
+)
+
+// Campaign statuses.
+const (
+	StatusScheduled  = "scheduled"
+	StatusActive     = "active"
+	StatusEnded      = "ended"
+	StatusRolledBack = "rolled_back"
+)
+
+// MaxAllotments bounds the SKUs of one campaign.
+const MaxAllotments = 1000
+
+// JobInserter enqueues jobs inside a caller's transaction.
+type JobInserter interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
+// Service creates, starts and ends campaigns.
+type Service struct {
+	pool      *pgxpool.Pool
+	jobs      JobInserter
+	rollbacks *rollbacks.Service
+	alerts    *alerts.Service
+}
+
+// New returns a Service.
+func New(pool *pgxpool.Pool, jobs JobInserter, rb *rollbacks.Service, al *alerts.Service) *Service {
+	return &Service{pool: pool, jobs: jobs, rollbacks: rb, alerts: al}
+}
+
+// CampaignStartArgs starts a campaign at its starts_at.
+type CampaignStartArgs struct {
+	Campaign string `json:"campaign" river:"unique"`
+}
+
+// Kind names the job in river_job.
+func (CampaignStartArgs) Kind() string { return "campaign_start" }
+
+// InsertOpts makes the job unique per campaign, with three attempts.
+func (CampaignStartArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// CampaignEndArgs ends a campaign at its ends_at.
+type CampaignEndArgs struct {
+	Campaign string `json:"campaign" river:"unique"`
+}
+
+// Kind names the job in river_job.
+func (CampaignEndArgs) Kind() string { return "campaign_end" }
+
+// InsertOpts makes the job unique per campaign, with three attempts.
+func (CampaignEndArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// Allotment is how much of a SKU a campaign takes from main.
+type Allotment struct {
+	SKU      string `json:"sku"`
+	Quantity int64  `json:"quantity"`
+}
+
+// Create asks for a new campaign.
+type Create struct {
+	ID             string
+	StartsAt       time.Time
+	EndsAt         time.Time
+	HoldTTLSeconds int64
+	Allotments     []Allotment
+	Actor          string
+}
+
+// Validate checks the campaign against the contract's limits.
+func (c Create) Validate() error {
+	if err := inventory.ValidName("id", c.ID); err != nil {
+		return err
+	}
+	if c.ID == inventory.MainPool {
+		return inventory.Invalid("id %q is the name of the regular pool", c.ID)
+	}
+	if c.StartsAt.IsZero() || c.EndsAt.IsZero() {
+		return inventory.Invalid("starts_at and ends_at are required (RFC 3339)")
+	}
+	if !c.EndsAt.After(c.StartsAt) {
+		return inventory.Invalid("ends_at must be after starts_at")
+	}
+	if !c.EndsAt.After(time.Now()) {
+		return inventory.Invalid("ends_at is in the past")
+	}
+	if c.HoldTTLSeconds < 1 || c.HoldTTLSeconds > inventory.MaxTTLSeconds {
+		return inventory.Invalid("hold_ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)
+	}
+	if len(c.Allotments) == 0 || len(c.Allotments) > MaxAllotments {
+		return inventory.Invalid("allotments must have 1 to %d SKUs", MaxAllotments)
+	}
+	seen := map[string]bool{}
+	for i, a := range c.Allotments {
+		if err := inventory.ValidName(fmt.Sprintf("allotments[%d].sku", i), a.SKU); err != nil {
+			return err
+		}
+		if seen[a.SKU] {
+			return inventory.Invalid("allotments name SKU %q twice", a.SKU)
+		}
+		seen[a.SKU] = true
+		if a.Quantity < 1 || a.Quantity > inventory.MaxAdjustment {
+			return inventory.Invalid("allotments[%d].quantity must be from 1 to %d", i, inventory.MaxAdjustment)
+		}
+	}
+	return nil
+}
+
+// Pool is a campaign's stock for one SKU.
+type Pool struct {
+	SKU       string `json:"sku"`
+	Total     int64  `json:"total"`
+	Available int64  `json:"available"`
+	Reserved  int64  `json:"reserved"`
+	Sold      int64  `json:"sold"`
+	Status    string `json:"status"`
+}
+
+// Progress is how far a campaign's end rollback got.
+type Progress struct {
+	rollbacks.Rollback
+	// HeldRemaining is how many of the campaign's holds are still held.
+	HeldRemaining int32 `json:"held_remaining"`
+}
+
+// Campaign is a campaign as operators see it.
+type Campaign struct {
+	ID             string      `json:"id"`
+	Status         string      `json:"status"`
+	StartsAt       time.Time   `json:"starts_at"`
+	EndsAt         time.Time   `json:"ends_at"`
+	HoldTTLSeconds int64       `json:"hold_ttl_seconds"`
+	CreatedBy      string      `json:"created_by"`
+	CreatedAt      time.Time   `json:"created_at"`
+	StartedAt      *time.Time  `json:"started_at"`
+	EndedAt        *time.Time  `json:"ended_at"`
+	EndedBy        *string     `json:"ended_by"`
+	EndReason      *string     `json:"end_reason"`
+	RolledBackAt   *time.Time  `json:"rolled_back_at"`
+	Allotments     []Allotment `json:"allotments"`
+	Pools          []Pool      `json:"pools"`
+	Rollback       *Progress   `json:"rollback"`
+}
+
+// CreateTx records a campaign with its allotments and schedules its start
+// and end jobs, inside the caller's transaction.
+func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Create) (Campaign, error) {
+	if err := c.Validate(); err != nil {
+		return Campaign{}, err
+	}
+	q := db.New(tx)
+	_, err := q.CampaignCreate(ctx, db.CampaignCreateParams{
+		ID: c.ID, StartsAt: c.StartsAt, EndsAt: c.EndsAt, HoldTtlSeconds: c.HoldTTLSeconds, CreatedBy: c.Actor,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Campaign{}, &inventory.Error{Code: inventory.CodeConflict, Detail: fmt.Sprintf("campaign %q already exists", c.ID)}
+	}
+	if err != nil {
+		return Campaign{}, fmt.Errorf("create campaign: %w", err)
+	}
+	allot := slices.Clone(c.Allotments)
+	slices.SortFunc(allot, func(a, b Allotment) int { return strings.Compare(a.SKU, b.SKU) })
+	skus := make([]string, len(allot))
+	qty := make([]int64, len(allot))
+	for i, a := range allot {
+		skus[i], qty[i] = a.SKU, a.Quantity
+	}
+	if err := q.CampaignAllotmentsInsert(ctx, c.ID, skus, qty); err != nil {
+		return Campaign{}, fmt.Errorf("record allotments: %w", err)
+	}
+	if _, err := s.jobs.InsertTx(ctx, tx, CampaignStartArgs{Campaign: c.ID}, &river.InsertOpts{ScheduledAt: c.StartsAt}); err != nil {
+		return Campaign{}, fmt.Errorf("schedule campaign_start: %w", err)
+	}
+	if _, err := s.jobs.InsertTx(ctx, tx, CampaignEndArgs{Campaign: c.ID}, &river.InsertOpts{ScheduledAt: c.EndsAt}); err != nil {
+		return Campaign{}, fmt.Errorf("schedule campaign_end: %w", err)
+	}
+	return view(ctx, q, c.ID)
+}
+
+// Get returns campaign id with its pools and rollback progress.
+func (s *Service) Get(ctx context.Context, id string) (Campaign, error) {
+	if err := inventory.ValidName("campaign id", id); err != nil {
+		return Campaign{}, err
+	}
+	return view(ctx, db.New(s.pool), id)
+}
+
+func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
+	c, err := q.CampaignGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Campaign{}, inventory.ErrNotFound("campaign")
+	}
+	if err != nil {
+		return Campaign{}, err
+	}
+	out := Campaign{
+		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt.UTC(), EndsAt: c.EndsAt.UTC(),
+		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(),
+		StartedAt: c.StartedAt, EndedAt: c.EndedAt, EndedBy: c.EndedBy, EndReason: c.EndReason, RolledBackAt: c.RolledBackAt,
+		Allotments: []Allotment{}, Pools: []Pool{},
+	}
+	allot, err := q.CampaignAllotments(ctx, id)
+	if err != nil {
+		return Campaign{}, err
+	}
+	for _, a := range allot {
+		out.Allotments = append(out.Allotments, Allotment{SKU: a.Sku, Quantity: a.Quantity})
+	}
+	pools, err := q.CampaignPools(ctx, id)
+	if err != nil {
+		return Campaign{}, err
+	}
+	for _, p := range pools {
+		out.Pools = append(out.Pools, Pool{SKU: p.Sku, Total: p.Total, Available: p.Available, Reserved: p.Reserved, Sold: p.Sold, Status: p.Status})
+	}
+	rb, err := q.RollbackLatestForCampaign(ctx, id)
+	if err == nil {
+		r, err := rollbacks.View(rb)
+		if err != nil {
+			return Campaign{}, err
+		}
+		held, err := q.CampaignHeldCount(ctx, &id)
+		if err != nil {
+			return Campaign{}, err
+		}
+		out.Rollback = &Progress{Rollback: r, HeldRemaining: held}
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return Campaign{}, err
+	}
+	return out, nil
+}
+
+// StartTx moves every allotment from main into the campaign's pool and
+// opens the campaign, inside the caller's transaction. All or nothing: when
+// main lacks stock for any SKU it returns insufficient_available naming
+// every short SKU, and moves nothing. A campaign past scheduled is left alone.
+func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, id string) error {
+	q := db.New(tx)
+	c, err := q.CampaignLock(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // deleted by hand: nothing to start
+	}
+	if err != nil {
+		return err
+	}
+	if c.Status != StatusScheduled {
+		return nil
+	}
+	allot, err := q.CampaignAllotments(ctx, id)
+	if err != nil {
+		return err
+	}
+	var short []string
+	for _, a := range allot {
+		err := inventory.TransferTx(ctx, tx, inventory.Transfer{
+			SKU: a.Sku, From: inventory.MainPool, To: id, Quantity: a.Quantity,
+			Actor: "system:campaign_start", Reason: "campaign " + id + " starts", Ref: id,
+		})
+		var de *inventory.Error
+		if errors.As(err, &de) && de.Code == inventory.CodeInsufficientAvailable {
+			short = append(short, fmt.Sprintf("%s needs %d", a.Sku, a.Quantity))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(short) > 0 {
+		return &inventory.Error{Code: inventory.CodeInsufficientAvailable,
+			Detail: fmt.Sprintf("campaign %q cannot start: main lacks stock (%s)", id, strings.Join(short, ", "))}
+	}
+	_, err = q.CampaignSetStatus(ctx, db.CampaignSetStatusParams{Status: StatusActive, ID: id})
+	return err
+}
+
+// Start runs StartTx in its own transaction. When main lacks the stock, it
+// raises a critical alert (in a transaction of its own, since the start's
+// is rolled back) and returns the error, so the job retries.
+func (s *Service) Start(ctx context.Context, id string) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.StartTx(ctx, tx, id) })
+	var de *inventory.Error
+	if !errors.As(err, &de) {
+		return err
+	}
+	_, aerr := s.alerts.Raise(ctx, alerts.Raise{
+		Level: alerts.Critical, Kind: "campaign_start_failed", Subject: "campaign:" + id,
+		Details: map[string]any{"campaign": id, "error": de.Detail},
+		Action:  "Add stock to main (POST /v1/skus/{sku}/adjustments) or lower the allotments; the start is retried, and the campaign takes no holds until it starts.",
+	})
+	return errors.Join(err, aerr)
+}
+
+// EndTx closes a campaign at once, inside the caller's transaction: it
+// stops taking holds (its pools are paused in this same transaction, so a
+// hold either committed before or is refused), and its unpaid holds start
+// rolling back. Ending an ended campaign answers its existing rollback.
+func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason string) (rollbacks.Created, error) {
+	if operator == "" {
+		operator = "system:campaign_end"
+	}
+	if reason == "" {
+		reason = "campaign " + id + " ended"
+	}
+	q := db.New(tx)
+	c, err := q.CampaignLock(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rollbacks.Created{}, inventory.ErrNotFound("campaign")
+	}
+	if err != nil {
+		return rollbacks.Created{}, err
+	}
+	if c.Status == StatusEnded || c.Status == StatusRolledBack {
+		rb, err := q.RollbackLatestForCampaign(ctx, id)
+		if err != nil {
+			return rollbacks.Created{}, fmt.Errorf("campaign %s ended without a rollback: %w", id, err)
+		}
+		return rollbacks.Created{RollbackID: rb.ID, JobID: deref(rb.JobID)}, nil
+	}
+	if _, err := q.CampaignSetStatus(ctx, db.CampaignSetStatusParams{Status: StatusEnded, EndedBy: &operator, EndReason: &reason, ID: id}); err != nil {
+		return rollbacks.Created{}, err
+	}
+	pools, err := q.CampaignPools(ctx, id)
+	if err != nil {
+		return rollbacks.Created{}, err
+	}
+	for _, p := range pools {
+		err := inventory.PauseTx(ctx, tx, inventory.Switch{SKU: p.Sku, Pool: id, Actor: operator, Reason: "campaign " + id + " ended"})
+		if err != nil {
+			return rollbacks.Created{}, err
+		}
+	}
+	return s.rollbacks.StartTx(ctx, tx, rollbacks.Request{
+		Operator: operator, Reason: reason, Scope: rollbacks.Scope{Campaign: id}, Source: rollbacks.SourceCampaignEnd,
+	})
+}
+
+// End is EndTx in its own transaction.
+func (s *Service) End(ctx context.Context, id, operator, reason string) (rollbacks.Created, error) {
+	var out rollbacks.Created
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		out, err = s.EndTx(ctx, tx, id, operator, reason)
+		return err
+	})
+	return out, err
+}
+
+// FinishTx completes a campaign whose unpaid holds are all rolled back,
+// inside the last rollback batch's transaction: what is left in its pools
+// moves back to main, the campaign becomes rolled_back, and a
+// reconciliation of its SKUs is enqueued. Units sold stay in the pool, as
+// the record of the sale.
+func (s *Service) FinishTx(ctx context.Context, tx pgx.Tx, id, actor string) error {
+	q := db.New(tx)
+	c, err := q.CampaignLock(ctx, id)
+	if err != nil {
+		return fmt.Errorf("lock campaign %s: %w", id, err)
+	}
+	if c.Status != StatusEnded {
+		return nil
+	}
+	pools, err := q.CampaignPools(ctx, id)
+	if err != nil {
+		return err
+	}
+	skus := make([]string, 0, len(pools))
+	for _, p := range pools {
+		skus = append(skus, p.Sku)
+		if p.Available == 0 {
+			continue
+		}
+		err := inventory.TransferTx(ctx, tx, inventory.Transfer{
+			SKU: p.Sku, From: id, To: inventory.MainPool, Quantity: p.Available,
+			Actor: actor, Reason: "campaign " + id + " ended: remainder back to main", Ref: id,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := q.CampaignSetStatus(ctx, db.CampaignSetStatusParams{Status: StatusRolledBack, ID: id}); err != nil {
+		return err
+	}
+	if len(skus) > 0 {
+		if _, err := s.jobs.InsertTx(ctx, tx, reconcile.ReconcileArgs{SKUs: skus, Trigger: reconcile.TriggerCampaignEnd}, nil); err != nil {
+			return fmt.Errorf("enqueue reconcile: %w", err)
+		}
+	}
+	return nil
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
