@@ -284,4 +284,3 @@ func requireCode(t *testing.T, err error, code inventory.Code) {
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, code, de.Code, de.Detail)
 }
-
