@@ -33,7 +33,7 @@ test:
 ## bench: the hot-SKU hold benchmark, coalesced against the plain path
 bench:
 	@set -eo pipefail; $(WITH_DB); \
-	go test -run '^$$' -bench . -benchtime 3s ./app/inventory/
+	go test -run '^$$' -bench HotSKU -benchtime 3x ./app/inventory/
 
 ## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc
 generate:

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
+	"riverqueue.com/riverui"
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/api"
@@ -41,6 +42,7 @@ type App struct {
 
 	log      *slog.Logger
 	migrator *schema.Migrator
+	jobsUI   *riverui.Handler
 }
 
 // Connect opens a pool on url, checked with a ping.
@@ -97,11 +99,24 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Config: cfg, Pool: pool, Inventory: inv, Inserter: inserter, Worker: worker,
 		log: log, migrator: migrator,
 	}
+	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
+		Endpoints: riverui.NewEndpoints(worker, nil),
+		Logger:    log,
+		Prefix:    "/ops/jobs",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job dashboard: %w", err)
+	}
+	a.jobsUI = jobsUI
 	a.HTTP = api.New(api.Deps{
 		Pool:      pool,
 		Inventory: inv,
+		Campaigns: campaignSvc,
+		Rollbacks: rollbackSvc,
+		Alerts:    alertSvc,
 		Auth:      auth.NewAuthenticator(pool, 10*time.Second),
 		Ready:     a.ready,
+		JobsUI:    jobsUI,
 		Log:       log,
 	})
 	return a, nil
@@ -134,6 +149,9 @@ func (a *App) Serve(ctx context.Context) error {
 func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	if err := a.Worker.Start(ctx); err != nil {
 		return fmt.Errorf("start River: %w", err)
+	}
+	if err := a.jobsUI.Start(ctx); err != nil {
+		return fmt.Errorf("start job dashboard: %w", err)
 	}
 	srv := &http.Server{Handler: a.HTTP, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -14,15 +14,21 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/metrics"
+	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
 // Deps are what the HTTP layer calls into.
 type Deps struct {
 	Pool      *pgxpool.Pool
 	Inventory *inventory.Service
+	Campaigns *campaigns.Service
+	Rollbacks *rollbacks.Service
+	Alerts    *alerts.Service
 	Auth      *auth.Authenticator
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current).
@@ -77,6 +83,14 @@ func New(d Deps) *echo.Echo {
 	e.GET("/v1/reservations/:id", s.getReservation, shop)
 	e.POST("/v1/reservations/:id/confirm", s.confirmReservation, shop)
 	e.POST("/v1/reservations/:id/release", s.releaseReservation, shop)
+
+	e.POST("/v1/campaigns", s.createCampaign, ops)
+	e.GET("/v1/campaigns/:id", s.getCampaign, ops)
+	e.POST("/v1/campaigns/:id/end", s.endCampaign, ops)
+	e.POST("/v1/rollbacks", s.createRollback, ops)
+	e.GET("/v1/rollbacks/:id", s.getRollback, ops)
+	e.GET("/v1/alerts", s.listAlerts, ops)
+	e.POST("/v1/alerts/:id/ack", s.ackAlert, ops)
 
 	if d.JobsUI != nil {
 		jobsUI := echo.WrapHandler(d.JobsUI)

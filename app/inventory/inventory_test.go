@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,8 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
+var quietLog = slog.New(slog.DiscardHandler)
+
 type bundle struct {
 	pool *pgxpool.Pool
 }
@@ -36,7 +39,7 @@ func setup(t *testing.T, opts *setupOpts) (*inventory.Service, *bundle) {
 	pool := dbtest.New(t)
 	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	svc := inventory.New(pool, inserter, nil, inventory.Config{
+	svc := inventory.New(pool, inserter, quietLog, inventory.Config{
 		Coalesce: opts.coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
 	})
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })

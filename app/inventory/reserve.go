@@ -120,6 +120,10 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, h.hash); rerr == nil && replayed {
 				return r, true, nil
 			}
+			var de *Error
+			if errors.As(err, &de) && de.Code == CodeCampaignNotActive {
+				de.SKU = req.lines(req.Campaign)[0].SKU // the contract names a line
+			}
 			return Reservation{}, false, err
 		}
 		h.ttl = ttl

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/campaigns"
+)
+
+type campaignBody struct {
+	ID             string                `json:"id"`
+	StartsAt       time.Time             `json:"starts_at"`
+	EndsAt         time.Time             `json:"ends_at"`
+	HoldTTLSeconds int64                 `json:"hold_ttl_seconds"`
+	Allotments     []campaigns.Allotment `json:"allotments"`
+}
+
+func (s *server) createCampaign(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	var body campaignBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	create := campaigns.Create{
+		ID: body.ID, StartsAt: body.StartsAt, EndsAt: body.EndsAt, HoldTTLSeconds: body.HoldTTLSeconds,
+		Allotments: body.Allotments, Actor: caller(c).Name,
+	}
+	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
+		out, err := s.Campaigns.CreateTx(ctx, tx, create)
+		return http.StatusCreated, out, err
+	})
+}
+
+func (s *server) getCampaign(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	out, err := s.Campaigns.Get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+type endBody struct {
+	Operator string `json:"operator"`
+	Reason   string `json:"reason"`
+}
+
+func (s *server) endCampaign(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var body endBody
+	if err := decodeOptional(c, &body); err != nil {
+		return err
+	}
+	if body.Operator == "" {
+		body.Operator = caller(c).Name
+	}
+	out, err := s.Campaigns.End(c.Request().Context(), id, body.Operator, body.Reason)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, out)
+}

@@ -1,0 +1,139 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/alerts"
+)
+
+// These run without workers: they check what the API records and enqueues;
+// jobs/ tests run the work itself.
+
+func TestCampaignsAPI(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("FLASH", 50)
+	body := map[string]any{
+		"id": "bf", "starts_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"ends_at": time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339), "hold_ttl_seconds": 120,
+		"allotments": []any{map[string]any{"sku": "FLASH", "quantity": 20}},
+	}
+	r := e.do("POST", "/v1/campaigns", e.ops, body, "Idempotency-Key", "camp-1")
+	require.Equal(t, 201, r.status, "%s", r.body)
+	c := r.json(t)
+	require.Equal(t, "scheduled", c["status"])
+	require.EqualValues(t, 120, c["hold_ttl_seconds"])
+	again := e.do("POST", "/v1/campaigns", e.ops, body, "Idempotency-Key", "camp-1")
+	require.Equal(t, 201, again.status)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, string(r.body), string(again.body))
+	requireProblem(t, e.do("POST", "/v1/campaigns", e.ops, body, "Idempotency-Key", "camp-2"), 409, "conflict")
+
+	var jobs int
+	require.NoError(t, e.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind IN ('campaign_start', 'campaign_end') AND args->>'campaign' = 'bf'`).Scan(&jobs))
+	require.Equal(t, 2, jobs, "start and end are scheduled with the campaign")
+
+	p := requireProblem(t, e.do("POST", "/v1/reservations", e.shop, map[string]any{"campaign": "bf", "items": []any{line("FLASH", 1)}}, "Idempotency-Key", "h1"), 409, "campaign_not_active")
+	require.Equal(t, "FLASH", p["sku"])
+
+	end := e.do("POST", "/v1/campaigns/bf/end", e.ops, map[string]any{"operator": "alice", "reason": "cancelled"})
+	require.Equal(t, 202, end.status, "%s", end.body)
+	require.Positive(t, end.json(t)["rollback_id"])
+	require.Positive(t, end.json(t)["job_id"])
+	got := e.do("GET", "/v1/campaigns/bf", e.ops, nil).json(t)
+	require.Equal(t, "ended", got["status"])
+	require.Equal(t, "alice", got["ended_by"])
+	require.Equal(t, "campaign_end", got["rollback"].(map[string]any)["source"])
+
+	requireProblem(t, e.do("GET", "/v1/campaigns/nope", e.ops, nil), 404, "not_found")
+	requireProblem(t, e.do("POST", "/v1/campaigns/nope/end", e.ops, nil), 404, "not_found")
+	bad := map[string]any{"id": "x", "starts_at": "2030-01-01T00:00:00Z", "ends_at": "2029-01-01T00:00:00Z", "hold_ttl_seconds": 60,
+		"allotments": []any{map[string]any{"sku": "FLASH", "quantity": 1}}}
+	requireProblem(t, e.do("POST", "/v1/campaigns", e.ops, bad, "Idempotency-Key", "camp-3"), 422, "invalid_request")
+	requireProblem(t, e.do("POST", "/v1/campaigns", e.shop, body, "Idempotency-Key", "camp-4"), 403, "forbidden")
+}
+
+func TestRollbacksAPI(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	id := e.hold("h", line("A1", 1)).json(t)["id"].(string)
+
+	body := map[string]any{"operator": "alice", "reason": "fraud", "reservation_ids": []string{id}}
+	r := e.do("POST", "/v1/rollbacks", e.ops, body, "Idempotency-Key", "rb-1")
+	require.Equal(t, 202, r.status, "%s", r.body)
+	created := r.json(t)
+	rid := fmt.Sprint(created["rollback_id"])
+	got := e.do("GET", "/v1/rollbacks/"+rid, e.ops, nil)
+	require.Equal(t, 200, got.status)
+	g := got.json(t)
+	require.Equal(t, "pending", g["status"])
+	require.Equal(t, "alice", g["operator"])
+	require.Equal(t, "fraud", g["reason"])
+	require.Equal(t, "http", g["source"])
+	require.Equal(t, created["job_id"], g["job_id"])
+	require.Equal(t, []any{id}, g["scope"].(map[string]any)["reservation_ids"])
+
+	var kind string
+	require.NoError(t, e.pool.QueryRow(context.Background(), `SELECT kind FROM river_job WHERE id = $1`, created["job_id"]).Scan(&kind))
+	require.Equal(t, "manual_rollback", kind)
+
+	replay := e.do("POST", "/v1/rollbacks", e.ops, body, "Idempotency-Key", "rb-1")
+	require.Equal(t, 202, replay.status)
+	require.JSONEq(t, string(r.body), string(replay.body))
+
+	before := e.counts()
+	for name, b := range map[string]map[string]any{
+		"no operator": {"reason": "x", "campaign": "c1"},
+		"no reason":   {"operator": "alice", "campaign": "c1"},
+		"no scope":    {"operator": "alice", "reason": "x"},
+		"two scopes":  {"operator": "alice", "reason": "x", "campaign": "c1", "sku": "A1"},
+		"pool alone":  {"operator": "alice", "reason": "x", "pool": "main"},
+	} {
+		p := requireProblem(t, e.do("POST", "/v1/rollbacks", e.ops, b, "Idempotency-Key", "rb-"+name), 422, "invalid_request")
+		require.NotEmpty(t, p["detail"], name)
+	}
+	requireProblem(t, e.do("POST", "/v1/rollbacks", e.ops, map[string]any{"operator": "a", "reason": "b", "reservation_ids": []string{"nope"}}, "Idempotency-Key", "rb-x"), 400, "invalid_request")
+	require.Equal(t, before, e.counts())
+	requireProblem(t, e.do("GET", "/v1/rollbacks/999999", e.ops, nil), 404, "not_found")
+	requireProblem(t, e.do("GET", "/v1/rollbacks/abc", e.ops, nil), 400, "invalid_request")
+}
+
+func TestAlertsAPI(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	raise := alerts.Raise{Level: alerts.Critical, Kind: "books_out_of_balance", Subject: "sku:A1/main", SKU: "A1", Pool: "main",
+		Details: map[string]any{"reserved": 3}, Action: "look"}
+	first, err := e.alerts.Raise(ctx, raise)
+	require.NoError(t, err)
+	second, err := e.alerts.Raise(ctx, raise)
+	require.NoError(t, err)
+	require.Equal(t, first.ID, second.ID, "one open alert per kind and subject")
+	require.EqualValues(t, 2, second.Occurrences)
+
+	list := e.do("GET", "/v1/alerts?status=open", e.ops, nil)
+	require.Equal(t, 200, list.status)
+	items := list.json(t)["alerts"].([]any)
+	require.Len(t, items, 1)
+	require.Equal(t, "critical", items[0].(map[string]any)["level"])
+	require.Equal(t, "A1", items[0].(map[string]any)["sku"])
+
+	ack := e.do("POST", fmt.Sprintf("/v1/alerts/%d/ack", first.ID), e.ops, map[string]any{"operator": "alice"})
+	require.Equal(t, 200, ack.status, "%s", ack.body)
+	require.Equal(t, "acked", ack.json(t)["status"])
+	require.Equal(t, "alice", ack.json(t)["acked_by"])
+	require.Empty(t, e.do("GET", "/v1/alerts?status=open", e.ops, nil).json(t)["alerts"])
+	third, err := e.alerts.Raise(ctx, raise)
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID, third.ID, "after an ack, a new occurrence opens a new alert")
+
+	requireProblem(t, e.do("GET", "/v1/alerts?status=closed", e.ops, nil), 422, "invalid_request")
+	requireProblem(t, e.do("POST", "/v1/alerts/999999/ack", e.ops, map[string]any{"operator": "alice"}), 404, "not_found")
+	requireProblem(t, e.do("GET", "/v1/alerts", e.shop, nil), 403, "forbidden")
+}

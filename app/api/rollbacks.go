@@ -1,0 +1,67 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/rollbacks"
+)
+
+// rollbackBody is POST /v1/rollbacks, and also the args of a manual_rollback
+// job inserted with plain SQL.
+type rollbackBody struct {
+	Operator       string      `json:"operator"`
+	Reason         string      `json:"reason"`
+	DryRun         bool        `json:"dry_run"`
+	ReservationIDs []uuid.UUID `json:"reservation_ids"`
+	Campaign       string      `json:"campaign"`
+	SKU            string      `json:"sku"`
+	Pool           string      `json:"pool"`
+	HeldBefore     *time.Time  `json:"held_before"`
+}
+
+func (s *server) createRollback(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	var body rollbackBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	req := rollbacks.Request{
+		Operator: body.Operator, Reason: body.Reason, DryRun: body.DryRun, Source: rollbacks.SourceHTTP,
+		Scope: rollbacks.Scope{ReservationIDs: body.ReservationIDs, Campaign: body.Campaign, SKU: body.SKU, Pool: body.Pool, HeldBefore: body.HeldBefore},
+	}
+	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
+		out, err := s.Rollbacks.CreateTx(ctx, tx, req)
+		return http.StatusAccepted, out, err
+	})
+}
+
+func (s *server) getRollback(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	out, err := s.Rollbacks.Get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// int64Param returns a path parameter that must be a positive integer id.
+func int64Param(c echo.Context, name string) (int64, error) {
+	n, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || n < 1 {
+		return 0, badRequest(name + " must be a positive whole number")
+	}
+	return n, nil
+}

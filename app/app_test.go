@@ -1,0 +1,82 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/dbtest"
+)
+
+// TestServe runs the wired service, workers and all, and checks the routes
+// that need the whole of it: health, readiness, metrics, the OpenAPI
+// document and the job dashboard behind ops auth.
+func TestServe(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	pool := dbtest.New(t)
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"DATABASE_URL": "postgres://unused", "STOCKHOLD_ADDR": "127.0.0.1:0"}[k]
+	})
+	require.NoError(t, err)
+	a, err := app.New(cfg, pool, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.ServeListener(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		require.NoError(t, a.Close())
+	})
+	base := "http://" + ln.Addr().String()
+	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
+	require.NoError(t, err)
+	shop, err := auth.Create(ctx, pool, "shop", auth.RoleShop)
+	require.NoError(t, err)
+
+	get := func(path string, set func(*http.Request)) (int, string, http.Header) {
+		req, err := http.NewRequest("GET", base+path, nil)
+		require.NoError(t, err)
+		if set != nil {
+			set(req)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(b), res.Header
+	}
+	require.Eventually(t, func() bool { s, _, _ := get("/healthz", nil); return s == 200 }, 5*time.Second, 20*time.Millisecond)
+	status, body, _ := get("/readyz", nil)
+	require.Equal(t, 200, status, body)
+	status, body, _ = get("/metrics", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, body, "stockhold_http_request_duration_seconds")
+	status, body, _ = get("/openapi.json", nil)
+	require.Equal(t, 200, status)
+	require.Contains(t, body, `"openapi"`)
+
+	status, _, hdr := get("/ops/jobs/", nil)
+	require.Equal(t, 401, status)
+	require.Contains(t, hdr.Get("WWW-Authenticate"), "Basic")
+	status, _, _ = get("/ops/jobs/", func(r *http.Request) { r.SetBasicAuth("alice", shop) })
+	require.Equal(t, 403, status, "a shop key does not open the dashboard")
+	status, body, _ = get("/ops/jobs/", func(r *http.Request) { r.SetBasicAuth("alice", ops) })
+	require.Equal(t, 200, status)
+	require.True(t, strings.Contains(strings.ToLower(body), "<html"), "the dashboard page")
+	status, body, _ = get("/ops/jobs/api/jobs?state=available", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+ops) })
+	require.Equal(t, 200, status, body)
+}
