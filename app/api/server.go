@@ -78,6 +78,8 @@ func New(d Deps) *echo.Echo {
 	e.POST("/v1/reservations/:id/confirm", s.confirmReservation, shop)
 	e.POST("/v1/reservations/:id/release", s.releaseReservation, shop)
 
+	e.GET("/v1/stats", s.getStats, ops)
+
 	if d.JobsUI != nil {
 		jobsUI := echo.WrapHandler(d.JobsUI)
 		guard := s.authenticateOps()
