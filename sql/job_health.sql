@@ -96,3 +96,7 @@ FROM river_leader;
 
 \echo '== 5. Paused queues =='
 SELECT name, paused_at FROM river_queue WHERE paused_at IS NOT NULL ORDER BY name;
+
+-- Forget the values, so that the next \i of this file in the same session
+-- starts from the defaults again.
+\unset errors_per_kind

@@ -70,3 +70,7 @@ LEFT JOIN LATERAL (
 ) g ON true
 WHERE r.id = :'id'
 ORDER BY l.sku, l.pool;
+
+-- Forget the values, so that the next \i of this file in the same session
+-- starts from the defaults again.
+\unset id

@@ -14,7 +14,8 @@
 -- what it would release (matched_count, matched_units).
 --
 -- Either edit the values in the EDIT HERE block below, or leave the file
--- alone and pass the same names on the command line (they win):
+-- alone and give the same names on the command line or, inside psql, with
+-- \set before \i sql/manual_rollback.sql (given values win):
 --
 --   psql "$DATABASE_URL" -X -v ON_ERROR_STOP=1 -f sql/manual_rollback.sql
 --   psql "$DATABASE_URL" -X -v ON_ERROR_STOP=1 \
@@ -27,7 +28,8 @@
 --        -f sql/manual_rollback.sql                     (for real, by ids)
 --
 -- The values (the fields of POST /v1/rollbacks):
---   operator         who asks (required, 1-64 characters): a person, not a role.
+--   operator         who asks (required, 1-64 characters): a person, not a
+--                    role (default: your database user name; put yours).
 --   reason           why (required, at most 500 characters).
 --   dry_run          true: only count what would be released. false: release.
 --   Exactly one scope:
@@ -49,6 +51,8 @@
 --   which is empty until a worker picks the job up (normally within a
 --   second). Follow it with the query it prints, or with
 --     psql -v job_id=<job_id> -f sql/rollback_requests.sql
+--   (inside psql the job's id stays in :job_id, so a plain
+--   \i sql/rollback_requests.sql right after shows just this request).
 --   status succeeded: done (released_count / released_units, or for a dry
 --   run matched_count / matched_units). Still no row and the job stays
 --   `available`: no worker is running (job_health.sql). The job `cancelled`
@@ -69,16 +73,12 @@
 -- ============================ END EDIT HERE ============================
 
 -- Check the values here rather than let the worker refuse the job with a
--- critical alert.
+-- critical alert; with bad values nothing is enqueued.
 SELECT :'operator' <> '' AND :'reason' <> ''
        AND num_nonnulls(nullif(:'reservation_ids', ''), nullif(:'campaign', ''), nullif(:'sku', '')) <= 1
        AND (:'sku' <> '' OR (:'pool' = '' AND :'held_before' = ''))
        AS values_ok \gset
 \if :values_ok
-\else
-  \warn 'manual_rollback.sql: nothing enqueued. Give an operator and a reason, at most one scope (reservation_ids, campaign or sku), and pool or held_before only with sku.'
-  \quit
-\endif
 
 BEGIN;
 
@@ -112,3 +112,19 @@ FROM river_job WHERE id = :job_id;
 SELECT id, status, operator, reason, scope::text AS scope, dry_run,
        released_count, released_units, matched_count, matched_units, error
 FROM rollback_requests WHERE job_id = :job_id;
+
+\else
+\warn 'manual_rollback.sql: nothing enqueued. Give an operator and a reason, at most one scope (reservation_ids, campaign or sku), and pool or held_before only with sku.'
+\endif
+
+-- Forget the values, so that the next \i of this file in the same session
+-- starts from the EDIT HERE block again.
+\unset operator
+\unset reason
+\unset dry_run
+\unset reservation_ids
+\unset campaign
+\unset sku
+\unset pool
+\unset held_before
+\unset values_ok

@@ -49,3 +49,7 @@ FROM alerts
 WHERE status = 'open'
 ORDER BY CASE level WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, last_seen_at DESC, id DESC
 LIMIT :limit;
+
+-- Forget the values, so that the next \i of this file in the same session
+-- starts from the defaults again.
+\unset limit

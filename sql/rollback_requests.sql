@@ -73,3 +73,8 @@ WHERE j.kind = 'manual_rollback'
   AND (:'job_id' = '' OR j.id = nullif(:'job_id', '')::bigint)
 ORDER BY j.id DESC
 LIMIT :limit;
+
+-- Forget the values, so that the next \i of this file in the same session
+-- starts from the defaults again.
+\unset limit
+\unset job_id

@@ -184,6 +184,36 @@ func checkManualRollback(t *testing.T, f *fixture, p *psql, out string) {
 		`SELECT count(*) FROM river_job WHERE kind = 'rollback_batch' AND (args->>'rollback_id')::bigint = $1`, r.ID).Scan(&batches))
 	require.Equal(t, 1, batches, "the first batch is enqueued")
 
+	// Inside one psql session: \set then \i, and again; the second run
+	// starts from the defaults, and rollback_requests.sql right after shows
+	// only the job just enqueued (no worker has made it a request yet).
+	dir := t.TempDir()
+	abs := func(name string) string {
+		a, err := filepath.Abs(name)
+		require.NoError(t, err)
+		return a
+	}
+	session := filepath.Join(dir, "session.sql")
+	require.NoError(t, os.WriteFile(session, []byte(fmt.Sprintf(
+		"\\set operator frank\n\\set reason 'in a session'\n\\set campaign c2\n\\i %[1]s\n\\i %[1]s\n\\i %[2]s\n",
+		abs("manual_rollback.sql"), abs("rollback_requests.sql"))), 0o600))
+	mark := lastManualRollback(t, f.pool).id
+	out = p.run(t, session)
+	var sessionArgs []string
+	rows, err := f.pool.Query(ctx, `SELECT args->>'operator' || ':' || coalesce(args->>'campaign', '-') FROM river_job
+		WHERE kind = 'manual_rollback' AND id > $1 ORDER BY id`, mark)
+	require.NoError(t, err)
+	for rows.Next() {
+		var a string
+		require.NoError(t, rows.Scan(&a))
+		sessionArgs = append(sessionArgs, a)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"frank:c2", p.user() + ":-"}, sessionArgs)
+	waiting := out[strings.LastIndex(out, "== 2. manual_rollback jobs without a request"):]
+	require.Contains(t, waiting, "dry run from sql/manual_rollback.sql", "the job just enqueued")
+	require.NotContains(t, waiting, "in a session", "only the job just enqueued")
+
 	// Bad values enqueue nothing and say why.
 	for _, vars := range [][]string{
 		{"sku=A1", "campaign=c1"},

@@ -59,3 +59,8 @@ JOIN stock s ON s.sku = h.sku AND s.pool = h.pool
 WHERE :'sku' = '' OR h.sku = :'sku'
 ORDER BY h.ok, h.status = 'on_sale', h.sku, h.pool
 LIMIT :limit;
+
+-- Forget the values, so that the next \i of this file in the same session
+-- starts from the defaults again.
+\unset sku
+\unset limit

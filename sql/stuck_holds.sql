@@ -72,3 +72,7 @@ SELECT s.id, s.client, s.order_ref, s.campaign,
 FROM stuck s
 LEFT JOIN release_jobs j ON j.reservation_id = s.id::text
 ORDER BY s.expires_at, s.id;
+
+-- Forget the values, so that the next \i of this file in the same session
+-- starts from the defaults again.
+\unset limit
