@@ -91,6 +91,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/v1/rollbacks/:id", s.getRollback, ops)
 	e.GET("/v1/alerts", s.listAlerts, ops)
 	e.POST("/v1/alerts/:id/ack", s.ackAlert, ops)
+	e.GET("/v1/stats", s.getStats, ops)
 
 	if d.JobsUI != nil {
 		jobsUI := echo.WrapHandler(d.JobsUI)

@@ -4,9 +4,18 @@
 package metrics
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	dto "github.com/prometheus/client_model/go"
 )
+
+// Started is when this process's counters started counting from zero.
+// Counters are per process: they restart with it and each instance of the
+// service has its own.
+var Started = time.Now().UTC()
 
 var (
 	// Holds counts hold requests by outcome: held, replayed, or the problem
@@ -36,3 +45,29 @@ var (
 		Buckets: prometheus.DefBuckets,
 	}, []string{"method", "route", "status"})
 )
+
+// HoldOutcomes reads Holds: this process's hold requests since Started, by
+// outcome. It reads the counter itself rather than keeping a second count,
+// so it always agrees with /metrics.
+func HoldOutcomes() (map[string]int64, error) {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		Holds.Collect(ch)
+		close(ch)
+	}()
+	out := map[string]int64{}
+	var err error
+	for m := range ch {
+		var d dto.Metric
+		if werr := m.Write(&d); werr != nil {
+			err = fmt.Errorf("read %s: %w", m.Desc(), werr)
+			continue // drain the channel so the collector can finish
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "outcome" {
+				out[l.GetValue()] = int64(d.GetCounter().GetValue())
+			}
+		}
+	}
+	return out, err
+}

@@ -1,0 +1,31 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// getStats answers how holds are faring: over the window (a Go duration,
+// default 24h) from the database, and since this process started from its
+// hold counter; inventory.Stats documents which figure is which.
+func (s *server) getStats(c echo.Context) error {
+	window := inventory.DefaultStatsWindow
+	if v := c.QueryParam("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < inventory.MinStatsWindow || d > inventory.MaxStatsWindow {
+			return badRequest(fmt.Sprintf("window must be a duration from %s to %s, like 1h or 24h",
+				inventory.MinStatsWindow, inventory.MaxStatsWindow))
+		}
+		window = d
+	}
+	st, err := s.Inventory.Stats(c.Request().Context(), window)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}

@@ -1,0 +1,48 @@
+package inventory_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+func TestNewHoldRequests(t *testing.T) {
+	t.Parallel()
+	since := time.Date(2026, 5, 1, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600))
+
+	h := inventory.NewHoldRequests(map[string]int64{
+		"held": 6, "replayed": 5, "out_of_stock": 1, "sku_paused": 1, "invalid_request": 1,
+	}, since)
+	require.EqualValues(t, 6, h.Held)
+	require.EqualValues(t, 3, h.Refused)
+	require.EqualValues(t, 5, h.Replayed, "replays are not attempts")
+	require.EqualValues(t, 9, h.Attempts)
+	require.NotNil(t, h.SuccessRate)
+	require.Equal(t, 0.6667, *h.SuccessRate)
+	require.Equal(t, time.UTC, h.Since.Location())
+
+	h = inventory.NewHoldRequests(nil, since)
+	require.Nil(t, h.SuccessRate, "no requests, no rate")
+	require.NotNil(t, h.Outcomes, "an empty object, not null")
+
+	h = inventory.NewHoldRequests(map[string]int64{"replayed": 3}, since)
+	require.Nil(t, h.SuccessRate, "only replays: no attempts")
+}
+
+func TestStatsWindowBounds(t *testing.T) {
+	t.Parallel()
+	inv, _ := setup(t, nil)
+	for _, w := range []time.Duration{0, -time.Hour, time.Millisecond, inventory.MaxStatsWindow + time.Second} {
+		_, err := inv.Stats(context.Background(), w)
+		var de *inventory.Error
+		require.ErrorAs(t, err, &de, "%s", w)
+		require.Equal(t, inventory.CodeInvalid, de.Code)
+	}
+	st, err := inv.Stats(context.Background(), inventory.MaxStatsWindow)
+	require.NoError(t, err)
+	require.Equal(t, int64(720*3600), st.Window.Seconds)
+}
