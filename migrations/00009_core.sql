@@ -57,6 +57,9 @@ COMMENT ON TABLE reservations IS 'One row per hold: held -> confirmed | released
 
 -- The sweeper and reconciliation look for held holds past their expiry.
 CREATE INDEX reservations_held_expires_at ON reservations (expires_at) WHERE status = 'held';
+-- Stats count holds by creation time; rows arrive in time order, so a BRIN
+-- index is small and nearly free on insert.
+CREATE INDEX reservations_created_at ON reservations USING brin (created_at);
 -- Campaign end releases a campaign's unpaid holds.
 CREATE INDEX reservations_held_campaign ON reservations (campaign, id) WHERE status = 'held' AND campaign IS NOT NULL;
 

@@ -1,7 +1,7 @@
 -- name: StatsHoldsCreated :one
 -- StatsHoldsCreated counts the holds created in the last window_seconds by
--- the status they have now. reservations has no index on created_at, so
--- this reads the table; the endpoint that calls it is for operators.
+-- the status they have now (the BRIN index on created_at keeps the scan to
+-- the window).
 SELECT count(*)::bigint                                     AS created,
        count(*) FILTER (WHERE status = 'held')::bigint      AS held,
        count(*) FILTER (WHERE status = 'confirmed')::bigint AS confirmed,

@@ -29,8 +29,8 @@ type StatsHoldsCreatedRow struct {
 }
 
 // StatsHoldsCreated counts the holds created in the last window_seconds by
-// the status they have now. reservations has no index on created_at, so
-// this reads the table; the endpoint that calls it is for operators.
+// the status they have now (the BRIN index on created_at keeps the scan to
+// the window).
 func (q *Queries) StatsHoldsCreated(ctx context.Context, windowSeconds float64) (StatsHoldsCreatedRow, error) {
 	row := q.db.QueryRow(ctx, statsHoldsCreated, windowSeconds)
 	var i StatsHoldsCreatedRow
