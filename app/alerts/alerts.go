@@ -75,7 +75,7 @@ func newAlert(a db.Alert) Alert {
 		ID: a.ID, Level: a.Level, Kind: a.Kind, Subject: a.Subject, SKU: a.Sku, Pool: a.Pool,
 		Details: a.Details, SuggestedAction: a.SuggestedAction, Status: a.Status,
 		FirstSeenAt: a.FirstSeenAt.UTC(), LastSeenAt: a.LastSeenAt.UTC(), Occurrences: a.Occurrences,
-		AckedBy: a.AckedBy, AckedAt: a.AckedAt, DeliveredAt: a.DeliveredAt,
+		AckedBy: a.AckedBy, AckedAt: inventory.UTC(a.AckedAt), DeliveredAt: inventory.UTC(a.DeliveredAt),
 	}
 }
 

@@ -171,7 +171,8 @@ func (s *server) handleError(err error, c echo.Context) {
 		s.log.ErrorContext(c.Request().Context(), "request failed", "method", c.Request().Method,
 			"path", c.Request().URL.Path, "status", p.Status, "err", err)
 	}
-	if p.Status == http.StatusUnauthorized {
+	if p.Status == http.StatusUnauthorized && c.Response().Header().Get("WWW-Authenticate") == "" {
+		// Browser pages under /ops/ set their own Basic challenge.
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="stockhold"`)
 	}
 	body, merr := json.Marshal(p)

@@ -226,7 +226,8 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 	out := Campaign{
 		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt.UTC(), EndsAt: c.EndsAt.UTC(),
 		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(),
-		StartedAt: c.StartedAt, EndedAt: c.EndedAt, EndedBy: c.EndedBy, EndReason: c.EndReason, RolledBackAt: c.RolledBackAt,
+		StartedAt: inventory.UTC(c.StartedAt), EndedAt: inventory.UTC(c.EndedAt), EndedBy: c.EndedBy, EndReason: c.EndReason,
+		RolledBackAt: inventory.UTC(c.RolledBackAt),
 		Allotments: []Allotment{}, Pools: []Pool{},
 	}
 	allot, err := q.CampaignAllotments(ctx, id)
@@ -327,9 +328,13 @@ func (s *Service) Start(ctx context.Context, id string) error {
 func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason string) (rollbacks.Created, error) {
 	if operator == "" {
 		operator = "system:campaign_end"
+	} else if err := inventory.ValidName("operator", operator); err != nil {
+		return rollbacks.Created{}, err
 	}
 	if reason == "" {
 		reason = "campaign " + id + " ended"
+	} else if err := inventory.ValidText("reason", reason, inventory.MaxTextLength); err != nil {
+		return rollbacks.Created{}, err
 	}
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)

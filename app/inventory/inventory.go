@@ -120,8 +120,8 @@ func newReservation(r db.Reservation, lines []Line) Reservation {
 		Campaign:      r.Campaign,
 		ExpiresAt:     r.ExpiresAt.UTC(),
 		CreatedAt:     r.CreatedAt.UTC(),
-		ConfirmedAt:   utc(r.ConfirmedAt),
-		ReleasedAt:    utc(r.ReleasedAt),
+		ConfirmedAt:   UTC(r.ConfirmedAt),
+		ReleasedAt:    UTC(r.ReleasedAt),
 		Items:         lines,
 		ReleaseReason: r.ReleaseReason,
 		ReleasedBy:    r.ReleasedBy,
@@ -137,7 +137,9 @@ func (r Reservation) firstAnswer() Reservation {
 	return r
 }
 
-func utc(t *time.Time) *time.Time {
+// UTC returns t in UTC (nil stays nil): the API answers in UTC whatever
+// the server's time zone.
+func UTC(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}

@@ -67,6 +67,9 @@ func (r HoldRequest) Validate() error {
 // hash identifies the request's content, so a replayed key can tell the same
 // request from a different one.
 func (r HoldRequest) hash() string {
+	if r.TTLSeconds == 0 {
+		r.TTLSeconds = int64(DefaultTTL.Seconds()) // leaving it out means the default
+	}
 	b, _ := json.Marshal(struct {
 		OrderRef string `json:"order_ref"`
 		Campaign string `json:"campaign"`

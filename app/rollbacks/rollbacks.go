@@ -184,7 +184,7 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 		ID: r.ID, Status: r.Status, Operator: r.Operator, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
 		Source: r.Source, ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
 		MatchedCount: r.MatchedCount, MatchedUnits: r.MatchedUnits, Batches: r.Batches, JobID: r.JobID,
-		Error: r.Error, CreatedAt: r.CreatedAt.UTC(), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Error: r.Error, CreatedAt: r.CreatedAt.UTC(), StartedAt: inventory.UTC(r.StartedAt), FinishedAt: inventory.UTC(r.FinishedAt),
 	}, nil
 }
 

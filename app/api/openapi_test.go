@@ -1,0 +1,262 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// documentedAhead are operations openapi.json describes before their routes
+// are registered: reconciliation and stats are being added to server.go.
+// They may be missing from the router, and only from the router; once
+// registered they are checked like every other route, and this list should
+// shrink.
+var documentedAhead = map[string]bool{
+	"POST /v1/reconciliations":       true,
+	"GET /v1/reconciliations/latest": true,
+	"GET /v1/reconciliations/{id}":   true,
+}
+
+// jobsPath is the one documented path for River's dashboard, which New
+// mounts with e.Any on /ops/jobs and /ops/jobs/*.
+const jobsPath = "/ops/jobs/"
+
+// openapiMethods are the operations an OpenAPI 3.1 path item can hold.
+var openapiMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+func loadOpenAPI(t *testing.T) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(openapiDoc, &doc); err != nil {
+		t.Fatalf("openapi.json is not valid JSON: %v", err)
+	}
+	return doc
+}
+
+// operations returns the document's operations as "METHOD /path" keys.
+func operations(t *testing.T, doc map[string]any) map[string]map[string]any {
+	t.Helper()
+	paths, ok := doc["paths"].(map[string]any)
+	if !ok || len(paths) == 0 {
+		t.Fatal("openapi.json has no paths")
+	}
+	ops := map[string]map[string]any{}
+	for path, item := range paths {
+		pi, ok := item.(map[string]any)
+		if !ok {
+			t.Fatalf("path %s is not an object", path)
+		}
+		for _, m := range openapiMethods {
+			if op, ok := pi[m].(map[string]any); ok {
+				ops[strings.ToUpper(m)+" "+path] = op
+			}
+		}
+	}
+	return ops
+}
+
+var (
+	echoParam   = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+	pathParamRE = regexp.MustCompile(`\{[^}]+\}`)
+)
+
+// documentedPath turns an echo route path into its OpenAPI path.
+func documentedPath(p string) string {
+	if p == "/ops/jobs" || strings.HasPrefix(p, "/ops/jobs/") {
+		return jobsPath
+	}
+	return echoParam.ReplaceAllString(p, "{$1}")
+}
+
+func TestOpenAPIVersion(t *testing.T) {
+	doc := loadOpenAPI(t)
+	if doc["openapi"] != "3.1.0" {
+		t.Fatalf("openapi is %v, want 3.1.0", doc["openapi"])
+	}
+	info, _ := doc["info"].(map[string]any)
+	if info["title"] != "stockhold" || info["version"] == nil {
+		t.Errorf("info = %v, want title stockhold and a version", info)
+	}
+}
+
+func TestOpenAPIRoutes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	ops := operations(t, doc)
+	e := New(Deps{JobsUI: http.NotFoundHandler()})
+
+	registered := map[string]bool{}
+	jobsMethods := map[string]bool{}
+	for _, r := range e.Routes() {
+		if strings.HasPrefix(r.Method, "echo_") { // echo's own (RouteNotFound)
+			continue
+		}
+		path := documentedPath(r.Path)
+		if path == jobsPath {
+			jobsMethods[r.Method] = true
+			continue
+		}
+		key := r.Method + " " + path
+		registered[key] = true
+		if !slices.Contains(openapiMethods, strings.ToLower(r.Method)) {
+			t.Errorf("route %s %s uses a method OpenAPI 3.1 cannot describe", r.Method, r.Path)
+			continue
+		}
+		if _, ok := ops[key]; !ok {
+			t.Errorf("route %s %s is registered but not in openapi.json (as %s)", r.Method, r.Path, key)
+		}
+	}
+
+	// River's dashboard takes every method (e.Any); the document lists the
+	// ones River UI uses. Each documented one must be routed, GET at least.
+	if len(jobsMethods) > 0 {
+		if _, ok := ops["GET "+jobsPath]; !ok {
+			t.Errorf("the job dashboard is routed but GET %s is not documented", jobsPath)
+		}
+	}
+	for key := range ops {
+		method, path, _ := strings.Cut(key, " ")
+		if path == jobsPath {
+			if !jobsMethods[method] {
+				t.Errorf("openapi.json documents %s but the router does not route it", key)
+			}
+			continue
+		}
+		if registered[key] {
+			if documentedAhead[key] {
+				t.Logf("%s is registered now: it can leave documentedAhead", key)
+			}
+			continue
+		}
+		if !documentedAhead[key] {
+			t.Errorf("openapi.json documents %s but no such route is registered", key)
+		}
+	}
+	for key := range documentedAhead {
+		if _, ok := ops[key]; !ok {
+			t.Errorf("documentedAhead lists %s, which openapi.json does not document", key)
+		}
+	}
+}
+
+// TestOpenAPIRefs checks that every $ref points into the document at
+// something that exists.
+func TestOpenAPIRefs(t *testing.T) {
+	doc := loadOpenAPI(t)
+	var root any = doc
+	n := 0
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				n++
+				if _, err := resolvePointer(root, ref); err != "" {
+					t.Errorf("%s: $ref %q: %s", at, ref, err)
+				}
+			}
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(v[k], at+"/"+k)
+			}
+		case []any:
+			for i, x := range v {
+				walk(x, at+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(doc, "#")
+	if n == 0 {
+		t.Fatal("openapi.json has no $ref at all")
+	}
+}
+
+func resolvePointer(root any, ref string) (any, string) {
+	if !strings.HasPrefix(ref, "#/") {
+		return nil, "not a local reference"
+	}
+	cur := root
+	for _, tok := range strings.Split(ref[2:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			next, ok := c[tok]
+			if !ok {
+				return nil, "no member " + strconv.Quote(tok)
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, "no index " + tok
+			}
+			cur = c[i]
+		default:
+			return nil, "cannot descend into " + strconv.Quote(tok)
+		}
+	}
+	return cur, ""
+}
+
+// TestOpenAPISecurity checks each operation's declared security against the
+// router: an operation with `security: []` answers without a token, every
+// other one is 401 without one and names its role in x-role.
+func TestOpenAPISecurity(t *testing.T) {
+	doc := loadOpenAPI(t)
+	ops := operations(t, doc)
+	h := New(Deps{JobsUI: http.NotFoundHandler()})
+	ids := map[string]string{}
+	for key, op := range ops {
+		id, _ := op["operationId"].(string)
+		if id == "" {
+			t.Errorf("%s has no operationId", key)
+		} else if other, dup := ids[id]; dup {
+			t.Errorf("%s and %s share operationId %s", key, other, id)
+		}
+		ids[id] = key
+
+		sec, ok := op["security"].([]any)
+		if !ok {
+			t.Errorf("%s does not declare its security", key)
+			continue
+		}
+		open := len(sec) == 0
+		role, _ := op["x-role"].(string)
+		switch {
+		case open && role != "":
+			t.Errorf("%s is unauthenticated but has x-role %q", key, role)
+		case !open && role != "shop" && role != "ops":
+			t.Errorf("%s needs auth but its x-role is %q, want shop or ops", key, role)
+		}
+		if documentedAhead[key] {
+			continue // may not be routed yet; checked once it is
+		}
+
+		method, path, _ := strings.Cut(key, " ")
+		url := pathParamRE.ReplaceAllString(path, "1")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, url, nil))
+		switch {
+		case open && rec.Code == http.StatusUnauthorized:
+			t.Errorf("%s is documented as unauthenticated but answers 401", key)
+		case open && rec.Code == http.StatusNotFound:
+			t.Errorf("%s is documented but answers 404", key)
+		case !open && rec.Code != http.StatusUnauthorized:
+			t.Errorf("%s is documented as needing auth but answers %d without a token", key, rec.Code)
+		case !open && rec.Header().Get("Content-Type") != "application/problem+json":
+			t.Errorf("%s: a 401 is %q, want application/problem+json", key, rec.Header().Get("Content-Type"))
+		}
+		if key == "GET /openapi.json" && rec.Body.String() != string(openapiDoc) {
+			t.Errorf("GET /openapi.json does not serve the embedded document")
+		}
+	}
+}
