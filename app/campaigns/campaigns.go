@@ -228,7 +228,7 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(),
 		StartedAt: inventory.UTC(c.StartedAt), EndedAt: inventory.UTC(c.EndedAt), EndedBy: c.EndedBy, EndReason: c.EndReason,
 		RolledBackAt: inventory.UTC(c.RolledBackAt),
-		Allotments: []Allotment{}, Pools: []Pool{},
+		Allotments:   []Allotment{}, Pools: []Pool{},
 	}
 	allot, err := q.CampaignAllotments(ctx, id)
 	if err != nil {
