@@ -16,10 +16,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/api"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -32,6 +34,7 @@ type env struct {
 	url    string
 	pool   *pgxpool.Pool
 	inv    *inventory.Service
+	rec    *reconcile.Service
 	shop   string
 	ops    string
 	client *http.Client
@@ -51,8 +54,9 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
 	inv := inventory.New(pool, inserter, quiet, inventory.Config{Coalesce: opts.coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64})
+	rec := reconcile.New(pool, inserter, alerts.New(pool, inserter, false), reconcile.Config{RepairLimit: 100, StuckGrace: time.Minute, Log: quiet})
 	srv := httptest.NewServer(api.New(api.Deps{
-		Pool: pool, Inventory: inv, Auth: auth.NewAuthenticator(pool, time.Minute),
+		Pool: pool, Inventory: inv, Reconcile: rec, Auth: auth.NewAuthenticator(pool, time.Minute),
 		Ready: func(context.Context) error { return nil },
 		Log:   quiet,
 	}))
@@ -61,7 +65,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	require.NoError(t, err)
 	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
 	require.NoError(t, err)
-	e := &env{t: t, url: srv.URL, pool: pool, inv: inv, shop: shop, ops: ops,
+	e := &env{t: t, url: srv.URL, pool: pool, inv: inv, rec: rec, shop: shop, ops: ops,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200}}}
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return e

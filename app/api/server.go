@@ -17,12 +17,14 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/metrics"
+	"github.com/stockhold/stockhold/app/reconcile"
 )
 
 // Deps are what the HTTP layer calls into.
 type Deps struct {
 	Pool      *pgxpool.Pool
 	Inventory *inventory.Service
+	Reconcile *reconcile.Service
 	Auth      *auth.Authenticator
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current).
@@ -77,6 +79,10 @@ func New(d Deps) *echo.Echo {
 	e.GET("/v1/reservations/:id", s.getReservation, shop)
 	e.POST("/v1/reservations/:id/confirm", s.confirmReservation, shop)
 	e.POST("/v1/reservations/:id/release", s.releaseReservation, shop)
+
+	e.POST("/v1/reconciliations", s.createReconciliation, ops)
+	e.GET("/v1/reconciliations/latest", s.getLatestReconciliation, ops)
+	e.GET("/v1/reconciliations/:id", s.getReconciliation, ops)
 
 	if d.JobsUI != nil {
 		jobsUI := echo.WrapHandler(d.JobsUI)

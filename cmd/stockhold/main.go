@@ -4,6 +4,7 @@
 //	stockhold serve                      HTTP API + job workers
 //	stockhold migrate up|down|status     goose migrations, River's included
 //	stockhold apikey create --name N --role shop|ops
+//	stockhold reconcile [--sku S]...     check the books now; exit 1 on high risk
 //
 // Configuration comes from the environment; see the README.
 package main
@@ -26,6 +27,8 @@ commands:
   serve                                  run the HTTP API and the job workers
   migrate up|down|status                 apply, roll back one, or list migrations
   apikey create --name N --role shop|ops create an API key; prints the token on the last line
+  reconcile [--sku S]...                 check the books now and print the findings;
+                                         exits 1 when a pool is out of balance (high risk)
 
 environment: DATABASE_URL (required), STOCKHOLD_ADDR (default :8080), STOCKHOLD_ALERT_WEBHOOK, ...
 (see README.md for every variable)
@@ -59,6 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = migrate(ctx, args[1:], getenv, stdout, stderr)
 	case "apikey":
 		err = apikey(ctx, args[1:], getenv, stdout)
+	case "reconcile":
+		err = reconcileCmd(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
