@@ -24,6 +24,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
 	"github.com/stockhold/stockhold/jobs"
@@ -34,6 +35,7 @@ type App struct {
 	Config    config.Config
 	Pool      *pgxpool.Pool
 	Inventory *inventory.Service
+	Reconcile *reconcile.Service
 	// Inserter enqueues jobs inside domain transactions.
 	Inserter *river.Client[pgx.Tx]
 	// Worker works jobs; Serve starts it.
@@ -79,14 +81,23 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "")
 	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
 	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
-	worker, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaignSvc}, jobs.Config{
-		Workers:       cfg.Workers,
-		SweepInterval: cfg.SweepInterval,
-		SweepGrace:    cfg.SweepGrace,
-		WatchInterval: cfg.WatchInterval,
-		AlertWebhook:  cfg.AlertWebhook,
-		RetryBase:     cfg.RetryBase,
-		Log:           log,
+	reconcileSvc := reconcile.New(pool, inserter, alertSvc, reconcile.Config{
+		RepairLimit: cfg.ReconcileRepairLimit,
+		// A hold is stuck once the sweeper has had a full interval past its
+		// own grace to release it.
+		StuckGrace: max(cfg.SweepGrace+cfg.SweepInterval, time.Minute),
+		Log:        log,
+	})
+	deps := jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaignSvc, Reconcile: reconcileSvc}
+	worker, err := jobs.NewClient(pool, deps, jobs.Config{
+		Workers:           cfg.Workers,
+		SweepInterval:     cfg.SweepInterval,
+		SweepGrace:        cfg.SweepGrace,
+		WatchInterval:     cfg.WatchInterval,
+		ReconcileInterval: cfg.ReconcileInterval,
+		AlertWebhook:      cfg.AlertWebhook,
+		RetryBase:         cfg.RetryBase,
+		Log:               log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
@@ -96,7 +107,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		return nil, err
 	}
 	a := &App{
-		Config: cfg, Pool: pool, Inventory: inv, Inserter: inserter, Worker: worker,
+		Config: cfg, Pool: pool, Inventory: inv, Reconcile: reconcileSvc, Inserter: inserter, Worker: worker,
 		log: log, migrator: migrator,
 	}
 	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
@@ -114,6 +125,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Campaigns: campaignSvc,
 		Rollbacks: rollbackSvc,
 		Alerts:    alertSvc,
+		Reconcile: reconcileSvc,
 		Auth:      auth.NewAuthenticator(pool, 10*time.Second),
 		Ready:     a.ready,
 		JobsUI:    jobsUI,

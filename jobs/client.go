@@ -20,6 +20,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -33,6 +34,9 @@ type Deps struct {
 	Alerts    *alerts.Service
 	Rollbacks *rollbacks.Service
 	Campaigns *campaigns.Service
+	// Reconcile runs reconciliations; nil leaves the reconcile worker and
+	// its periodic job out.
+	Reconcile *reconcile.Service
 }
 
 // Config tunes the client and the periodic jobs.
@@ -42,6 +46,8 @@ type Config struct {
 	SweepGrace    time.Duration
 	// WatchInterval is how often discarded jobs become alerts.
 	WatchInterval time.Duration
+	// ReconcileInterval is how often reconciliation runs.
+	ReconcileInterval time.Duration
 	// AlertWebhook receives new alerts; empty cancels deliveries.
 	AlertWebhook string
 	// RetryBase is the wait before the second attempt; the third waits four
@@ -92,6 +98,14 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		river.NewPeriodicJob(river.PeriodicInterval(orDefault(cfg.WatchInterval, 15*time.Second)),
 			func() (river.JobArgs, *river.InsertOpts) { return WatchDiscardedArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "watch_discarded", RunOnStart: true}),
+	}
+	if deps.Reconcile != nil {
+		river.AddWorker(workers, &reconcileWorker{svc: deps.Reconcile})
+		// Not on start: a restart (or a deploy of several instances) need
+		// not check the books at once.
+		periodic = append(periodic, river.NewPeriodicJob(
+			river.PeriodicInterval(orDefault(cfg.ReconcileInterval, 5*time.Minute)), periodicReconcile,
+			&river.PeriodicJobOpts{ID: "reconcile"}))
 	}
 
 	return river.NewClient(riverpgxv5.New(pool), &river.Config{

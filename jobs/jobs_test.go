@@ -16,6 +16,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -28,6 +29,7 @@ type bundle struct {
 	alerts    *alerts.Service
 	rollbacks *rollbacks.Service
 	campaigns *campaigns.Service
+	reconcile *reconcile.Service
 	inserter  *river.Client[pgx.Tx]
 	client    *river.Client[pgx.Tx]
 }
@@ -37,6 +39,9 @@ type setupOpts struct {
 	sweepGrace    time.Duration
 	webhook       string
 	rollbackPause time.Duration
+	// reconcile works reconcile jobs, periodic ones every reconcileInterval.
+	reconcile         bool
+	reconcileInterval time.Duration
 	// workers adds test-only workers to the client's bundle.
 	workers func(*river.Workers)
 }
@@ -55,9 +60,13 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	alertSvc := alerts.New(pool, inserter, opts.webhook != "")
 	rollbackSvc := rollbacks.New(pool, inserter, opts.rollbackPause)
 	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
-	client, err := jobs.NewClient(pool, jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaignSvc}, jobs.Config{
+	deps := jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaignSvc}
+	if opts.reconcile {
+		deps.Reconcile = reconcile.New(pool, inserter, alertSvc, reconcile.Config{RepairLimit: 100, StuckGrace: time.Minute, Log: quiet})
+	}
+	client, err := jobs.NewClient(pool, deps, jobs.Config{
 		Workers: 10, SweepInterval: opts.sweepInterval, SweepGrace: opts.sweepGrace,
-		WatchInterval: 200 * time.Millisecond, AlertWebhook: opts.webhook,
+		WatchInterval: 200 * time.Millisecond, ReconcileInterval: opts.reconcileInterval, AlertWebhook: opts.webhook,
 		RetryBase: 10 * time.Millisecond, Test: true, Log: quiet, ExtraWorkers: opts.workers,
 	})
 	require.NoError(t, err)
@@ -70,7 +79,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 		cancel()
 		dbtest.RequireInvariants(t, pool)
 	})
-	return &bundle{pool: pool, inv: inv, alerts: alertSvc, rollbacks: rollbackSvc, campaigns: campaignSvc, inserter: inserter, client: client}
+	return &bundle{pool: pool, inv: inv, alerts: alertSvc, rollbacks: rollbackSvc, campaigns: campaignSvc, reconcile: deps.Reconcile, inserter: inserter, client: client}
 }
 
 func (b *bundle) stockIn(t *testing.T, sku string, n int64) {

@@ -88,3 +88,10 @@ UPDATE rollback_requests
 SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = @id
 RETURNING *;
+
+-- name: RollbackReopen :execrows
+-- RollbackReopen sets a failed request back to running, for a retry of its
+-- discarded batch job (a finished request's batches do nothing).
+UPDATE rollback_requests
+SET status = 'running', error = NULL, finished_at = NULL, updated_at = now()
+WHERE id = @id AND status = 'failed';

@@ -22,6 +22,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -36,6 +37,7 @@ type env struct {
 	pool   *pgxpool.Pool
 	inv    *inventory.Service
 	alerts *alerts.Service
+	rec    *reconcile.Service
 	shop   string
 	ops    string
 	client *http.Client
@@ -57,8 +59,9 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	inv := inventory.New(pool, inserter, quiet, inventory.Config{Coalesce: opts.coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64})
 	alertSvc := alerts.New(pool, inserter, false)
 	rollbackSvc := rollbacks.New(pool, inserter, 0)
+	rec := reconcile.New(pool, inserter, alertSvc, reconcile.Config{RepairLimit: 100, StuckGrace: time.Minute, Log: quiet})
 	srv := httptest.NewServer(api.New(api.Deps{
-		Pool: pool, Inventory: inv, Auth: auth.NewAuthenticator(pool, time.Minute),
+		Pool: pool, Inventory: inv, Reconcile: rec, Auth: auth.NewAuthenticator(pool, time.Minute),
 		Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaigns.New(pool, inserter, rollbackSvc, alertSvc),
 		Ready: func(context.Context) error { return nil },
 		Log:   quiet,
@@ -68,7 +71,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	require.NoError(t, err)
 	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
 	require.NoError(t, err)
-	e := &env{t: t, url: srv.URL, pool: pool, inv: inv, alerts: alertSvc, shop: shop, ops: ops,
+	e := &env{t: t, url: srv.URL, pool: pool, inv: inv, alerts: alertSvc, rec: rec, shop: shop, ops: ops,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200}}}
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return e

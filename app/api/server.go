@@ -19,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/metrics"
+	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -29,6 +30,7 @@ type Deps struct {
 	Campaigns *campaigns.Service
 	Rollbacks *rollbacks.Service
 	Alerts    *alerts.Service
+	Reconcile *reconcile.Service
 	Auth      *auth.Authenticator
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current).
@@ -92,6 +94,9 @@ func New(d Deps) *echo.Echo {
 	e.GET("/v1/alerts", s.listAlerts, ops)
 	e.POST("/v1/alerts/:id/ack", s.ackAlert, ops)
 	e.GET("/v1/stats", s.getStats, ops)
+	e.POST("/v1/reconciliations", s.createReconciliation, ops)
+	e.GET("/v1/reconciliations/latest", s.getLatestReconciliation, ops)
+	e.GET("/v1/reconciliations/:id", s.getReconciliation, ops)
 
 	if d.JobsUI != nil {
 		jobsUI := echo.WrapHandler(d.JobsUI)

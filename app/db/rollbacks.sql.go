@@ -408,6 +408,22 @@ func (q *Queries) RollbackProgress(ctx context.Context, released int32, units in
 	return i, err
 }
 
+const rollbackReopen = `-- name: RollbackReopen :execrows
+UPDATE rollback_requests
+SET status = 'running', error = NULL, finished_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'failed'
+`
+
+// RollbackReopen sets a failed request back to running, for a retry of its
+// discarded batch job (a finished request's batches do nothing).
+func (q *Queries) RollbackReopen(ctx context.Context, id int64) (int64, error) {
+	result, err := q.db.Exec(ctx, rollbackReopen, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const rollbackScopeCount = `-- name: RollbackScopeCount :one
 SELECT count(DISTINCT r.id)::int AS holds, coalesce(sum(l.quantity), 0)::bigint AS units
 FROM reservations r

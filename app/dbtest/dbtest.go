@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -205,4 +206,18 @@ func RequireInvariants(t testing.TB, pool *pgxpool.Pool) {
 		}
 		t.Fatalf("invariants broken:%s", b.String())
 	}
+}
+
+// URL returns a connection string for pool's database, for code under test
+// that connects by itself (the command line).
+func URL(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	server := serverURL(t)
+	name := pool.Config().ConnConfig.Database
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return server + " dbname=" + name // keyword/value form: the last dbname wins
+	}
+	u.Path = "/" + name
+	return u.String()
 }

@@ -484,3 +484,15 @@ func FailTx(ctx context.Context, tx pgx.Tx, id int64, why string) error {
 	_, err := db.New(tx).RollbackFinish(ctx, db.RollbackFinishParams{Status: StatusFailed, Error: &why, ID: id})
 	return err
 }
+
+// ReopenTx sets failed rollback request id back to running, inside the
+// caller's transaction, and reports whether it was failed. Reconciliation
+// calls it when it retries the request's discarded batch job: a batch of a
+// finished request does nothing, so without it the retry would be empty.
+func ReopenTx(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
+	n, err := db.New(tx).RollbackReopen(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("reopen rollback %d: %w", id, err)
+	}
+	return n == 1, nil
+}

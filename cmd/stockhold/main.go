@@ -5,6 +5,7 @@
 //	stockhold migrate up|down|status     goose migrations, River's included
 //	stockhold apikey create --name N --role shop|ops
 //	stockhold rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P]) [--dry-run]
+//	stockhold reconcile [--sku S]...     check the books now; exit 1 on high risk
 //
 // Configuration comes from the environment; see the README.
 package main
@@ -29,6 +30,8 @@ commands:
   apikey create --name N --role shop|ops create an API key; prints the token on the last line
   rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--dry-run]
                                          enqueue a manual rollback; prints its request id on the last line
+  reconcile [--sku S]...                 check the books now and print the findings;
+                                         exits 1 when a pool is out of balance (high risk)
 
 environment: DATABASE_URL (required), STOCKHOLD_ADDR (default :8080), STOCKHOLD_ALERT_WEBHOOK, ...
 (see README.md for every variable)
@@ -64,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = apikey(ctx, args[1:], getenv, stdout)
 	case "rollback":
 		err = rollback(ctx, args[1:], getenv, stdout)
+	case "reconcile":
+		err = reconcileCmd(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}

@@ -1,0 +1,54 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/reconcile"
+)
+
+// reconciliationBody is the optional body of POST /v1/reconciliations: no
+// body, or no skus, checks every SKU.
+type reconciliationBody struct {
+	SKUs []string `json:"skus"`
+}
+
+// createReconciliation records a pending run and enqueues its job in one
+// transaction, and answers 202 with the run's id to poll.
+func (s *server) createReconciliation(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	var body reconciliationBody
+	if err := decodeOptional(c, &body); err != nil {
+		return err
+	}
+	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
+		req, err := s.Reconcile.RequestTx(ctx, tx, reconcile.TriggerHTTP, body.SKUs)
+		return http.StatusAccepted, req, err
+	})
+}
+
+func (s *server) getLatestReconciliation(c echo.Context) error {
+	run, err := s.Reconcile.Latest(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, run)
+}
+
+func (s *server) getReconciliation(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	run, err := s.Reconcile.Get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, run)
+}

@@ -1,0 +1,345 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/rollbacks"
+)
+
+// stockKey names one stock row.
+type stockKey struct{ sku, pool string }
+
+// risk is one stock row out of balance, with what each check saw.
+type risk struct {
+	stockKey
+	lines  *db.StockLinesMismatchRow
+	ledger *db.StockLedgerMismatchRow
+}
+
+// risks pairs the two checks' rows by stock row, in (sku, pool) order.
+func risks(snap snapshot) []*risk {
+	byKey := map[stockKey]*risk{}
+	var out []*risk
+	get := func(k stockKey) *risk {
+		r, ok := byKey[k]
+		if !ok {
+			r = &risk{stockKey: k}
+			byKey[k] = r
+			out = append(out, r)
+		}
+		return r
+	}
+	for i := range snap.lines {
+		l := &snap.lines[i]
+		get(stockKey{l.Sku, l.Pool}).lines = l
+	}
+	for i := range snap.ledger {
+		l := &snap.ledger[i]
+		get(stockKey{l.Sku, l.Pool}).ledger = l
+	}
+	slices.SortFunc(out, func(a, b *risk) int {
+		return strings.Compare(a.sku+"\x00"+a.pool, b.sku+"\x00"+b.pool)
+	})
+	return out
+}
+
+func (r *risk) linesDetails() map[string]any {
+	l := r.lines
+	return map[string]any{
+		"counters": map[string]int64{"reserved": l.Reserved, "sold": l.Sold},
+		"lines":    map[string]int64{"held": l.LinesHeld, "confirmed": l.LinesConfirmed},
+	}
+}
+
+func (r *risk) ledgerDetails() map[string]any {
+	l := r.ledger
+	return map[string]any{
+		"stock_version":      l.Version,
+		"checkpoint_version": l.CheckpointVersion,
+		"counters":           map[string]int64{"total": l.Total, "available": l.Available, "reserved": l.Reserved, "sold": l.Sold},
+		"ledger":             map[string]int64{"total": l.LedgerTotal, "available": l.LedgerAvailable, "reserved": l.LedgerReserved, "sold": l.LedgerSold},
+	}
+}
+
+// pauseHighRisk pauses every stock row whose counters disagree with its
+// lines or its ledger, raises a critical alert for it and records its
+// findings, one transaction per row. It moves no stock. It returns the
+// rows it found, so that no stuck hold on them is released.
+func (s *Service) pauseHighRisk(ctx context.Context, runID int64, snap snapshot) (map[stockKey]bool, error) {
+	found := map[stockKey]bool{}
+	for _, r := range risks(snap) {
+		found[r.stockKey] = true
+		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.pauseTx(ctx, tx, runID, r) }); err != nil {
+			return nil, fmt.Errorf("high risk %s/%s: %w", r.sku, r.pool, err)
+		}
+	}
+	return found, nil
+}
+
+func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) error {
+	q := db.New(tx)
+	st, err := q.StockLock(ctx, r.sku, r.pool)
+	if err != nil {
+		return fmt.Errorf("lock stock row: %w", err)
+	}
+	var checks []string
+	details := map[string]any{"run_id": runID}
+	if r.lines != nil {
+		checks = append(checks, "counters vs lines")
+		details["lines"] = r.linesDetails()
+	}
+	if r.ledger != nil {
+		checks = append(checks, "counters vs ledger")
+		details["ledger"] = r.ledgerDetails()
+	}
+	action := "left paused (" + deref(st.PausedReason) + "); no stock moved"
+	if st.Status == inventory.StockOnSale {
+		reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
+		if err := inventory.PauseTx(ctx, tx, inventory.Switch{SKU: r.sku, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
+			return err
+		}
+		action = "paused; no stock moved"
+	}
+	_, err = s.alerts.RaiseTx(ctx, tx, alerts.Raise{
+		Level:   alerts.Critical,
+		Kind:    "books_out_of_balance",
+		Subject: "sku:" + r.sku + "/" + r.pool,
+		SKU:     r.sku,
+		Pool:    r.pool,
+		Details: details,
+		Action: fmt.Sprintf("Reconciliation run %d found the counters of %s (pool %s) out of balance (%s) and paused the pool: "+
+			"no new holds, confirms and releases still work, no stock was moved. Compare the counters with the lines and the ledger "+
+			"(the stock_health view; the alert's details have both sides), correct the cause, then resume the pool with a reason.",
+			runID, r.sku, r.pool, strings.Join(checks, ", ")),
+	})
+	if err != nil {
+		return err
+	}
+	if r.lines != nil {
+		if err := addFinding(ctx, q, runID, ClassHighRisk, KindCountersVsLines, finding{sku: r.sku, pool: r.pool, details: r.linesDetails()}, action); err != nil {
+			return err
+		}
+	}
+	if r.ledger != nil {
+		if err := addFinding(ctx, q, runID, ClassHighRisk, KindCountersVsLedger, finding{sku: r.sku, pool: r.pool, details: r.ledgerDetails()}, action); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// releaseStuck releases the stuck holds within the repair bound through the
+// one release path, in transactions of releaseBatch holds each recording
+// its findings. Holds with a line on a high-risk row are left alone: this
+// run moves no stock there. Per SKU, the stuck holds it did not try to
+// release get one finding that waits for a person, and a warning alert.
+func (s *Service) releaseStuck(ctx context.Context, runID int64, snap snapshot, risky map[stockKey]bool) error {
+	var (
+		ids       []uuid.UUID
+		skusOf    = map[uuid.UUID][]string{}
+		attempted = map[string]int64{}
+		onRisky   = map[string]int64{}
+	)
+	for _, h := range snap.stuck {
+		skus := slices.Compact(slices.Clone(h.Skus)) // sorted by the query
+		skip := false
+		for i := range h.Skus {
+			skip = skip || risky[stockKey{h.Skus[i], h.Pools[i]}]
+		}
+		if skip {
+			for _, sku := range skus {
+				onRisky[sku]++
+			}
+			continue
+		}
+		ids = append(ids, h.ReservationID)
+		skusOf[h.ReservationID] = skus
+		for _, sku := range skus {
+			attempted[sku]++
+		}
+	}
+
+	how := inventory.Release{
+		Status: inventory.StatusExpired, Kind: "expire", Actor: Actor,
+		Reason: fmt.Sprintf("hold stuck past its expiry (reconciliation run %d)", runID),
+	}
+	released := map[string]int64{}
+	for batch := range slices.Chunk(ids, releaseBatch) {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			done, err := inventory.ReleaseTx(ctx, tx, batch, how)
+			if err != nil || len(done) == 0 {
+				return err
+			}
+			for _, id := range done {
+				for _, sku := range skusOf[id] {
+					released[sku]++
+				}
+			}
+			return db.New(tx).ReconcileFindingsAddReleased(ctx, runID, "released as expired (ledger kind expire, actor "+Actor+")", done)
+		})
+		if err != nil {
+			return fmt.Errorf("release stuck holds: %w", err)
+		}
+	}
+
+	for _, c := range snap.stuckPerSKU {
+		waiting := c.Holds - attempted[c.Sku]
+		if waiting <= 0 {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			details := map[string]any{
+				"stuck": c.Holds, "released": released[c.Sku], "waiting": waiting,
+				"on_high_risk_pool": onRisky[c.Sku], "repair_limit": s.cfg.RepairLimit,
+				"grace_seconds": s.cfg.StuckGrace.Seconds(),
+			}
+			action := fmt.Sprintf("waiting for a person: %d stuck holds not released (at most %d per SKU per run, none on a high-risk pool)",
+				waiting, s.cfg.RepairLimit)
+			if err := addFinding(ctx, db.New(tx), runID, ClassAutoFix, KindStuckHoldsWaiting, finding{sku: c.Sku, details: details}, action); err != nil {
+				return err
+			}
+			_, err := s.alerts.RaiseTx(ctx, tx, alerts.Raise{
+				Level:   alerts.Warning,
+				Kind:    "stuck_holds_waiting",
+				Subject: "sku:" + c.Sku,
+				SKU:     c.Sku,
+				Details: details,
+				Action: fmt.Sprintf("SKU %s has %d holds held well past their expiry: neither their expiry jobs nor the sweeper released them. "+
+					"Reconciliation releases at most %d per SKU per run (STOCKHOLD_RECONCILE_REPAIR_LIMIT) and none on a paused, out-of-balance pool. "+
+					"Find out why expiry is not working (job dashboard, worker logs); the next runs release the rest within the same bound.",
+					c.Sku, c.Holds, s.cfg.RepairLimit),
+			})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("record stuck holds of %s: %w", c.Sku, err)
+		}
+	}
+	return nil
+}
+
+// retryJobs re-enqueues the discarded jobs whose work is still needed, at
+// most MaxRetries times each, with an alert; a rollback request marked
+// failed is set back to running so that its batch has work to do. Each job
+// takes one transaction, which first checks that the job is still
+// discarded (nobody retried or removed it since the snapshot).
+func (s *Service) retryJobs(ctx context.Context, runID int64, jobs []db.JobsDiscardedNeededRow) error {
+	for _, j := range jobs {
+		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.retryTx(ctx, tx, runID, j) }); err != nil {
+			return fmt.Errorf("retry job %d (%s): %w", j.ID, j.Kind, err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) retryTx(ctx context.Context, tx pgx.Tx, runID int64, j db.JobsDiscardedNeededRow) error {
+	q := db.New(tx)
+	locked, err := q.JobDiscardedLock(ctx, j.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lock job: %w", err)
+	}
+	retries := max(int(locked.MaxAttempts)-jobAttempts, 0)
+	details := map[string]any{
+		"job_kind": j.Kind, "attempt": locked.Attempt, "max_attempts": locked.MaxAttempts,
+		"retries_before": retries, "finalized_at": j.FinalizedAt,
+		"last_error": rawOrNull(j.LastError), "args": rawOrNull(string(j.Args)),
+	}
+	if j.RollbackID != 0 {
+		details["rollback_id"], details["rollback_status"] = j.RollbackID, j.RollbackStatus
+	}
+	subject := fmt.Sprintf("job:%d", j.ID)
+	if retries >= MaxRetries {
+		action := fmt.Sprintf("waiting for a person: reconciliation retried it %d times already", retries)
+		if err := addFinding(ctx, q, runID, ClassRetry, KindJobRetriesExhausted, finding{jobID: j.ID, details: details}, action); err != nil {
+			return err
+		}
+		_, err := s.alerts.RaiseTx(ctx, tx, alerts.Raise{
+			Level: alerts.Critical, Kind: "job_retries_exhausted", Subject: subject, Details: details,
+			Action: fmt.Sprintf("The %s job %d keeps failing: reconciliation retried it %d times and leaves it to you. "+
+				"Read its errors in the job dashboard (/ops/jobs/) or river_job, fix the cause, then retry it from the dashboard.",
+				j.Kind, j.ID, retries),
+		})
+		return err
+	}
+
+	action := fmt.Sprintf("re-enqueued (retry %d of %d)", retries+1, MaxRetries)
+	if j.Kind == "rollback_batch" && j.RollbackStatus == rollbacks.StatusFailed {
+		reopened, err := rollbacks.ReopenTx(ctx, tx, j.RollbackID)
+		if err != nil {
+			return err
+		}
+		if reopened {
+			action += fmt.Sprintf("; rollback request %d set back to running", j.RollbackID)
+		}
+	}
+	if _, err := s.jobs.JobRetryTx(ctx, tx, j.ID); err != nil {
+		return fmt.Errorf("re-enqueue: %w", err)
+	}
+	if err := addFinding(ctx, q, runID, ClassRetry, KindJobRetried, finding{jobID: j.ID, details: details}, action); err != nil {
+		return err
+	}
+	_, err = s.alerts.RaiseTx(ctx, tx, alerts.Raise{
+		Level: alerts.Warning, Kind: "job_retried", Subject: subject, Details: details,
+		Action: fmt.Sprintf("Reconciliation run %d re-enqueued the discarded %s job %d (retry %d of %d), since its work is still needed. "+
+			"Check in the job dashboard (/ops/jobs/) that it completes; if it fails again, fix the cause from its errors.",
+			runID, j.Kind, j.ID, retries+1, MaxRetries),
+	})
+	return err
+}
+
+// finding is what one finding is about.
+type finding struct {
+	sku, pool string
+	jobID     int64
+	details   map[string]any
+}
+
+func addFinding(ctx context.Context, q *db.Queries, runID int64, class, kind string, f finding, action string) error {
+	details, err := json.Marshal(f.details)
+	if err != nil {
+		return fmt.Errorf("finding details: %w", err)
+	}
+	p := db.ReconcileFindingAddParams{RunID: runID, Class: class, Kind: kind, Details: details, Action: action}
+	if f.sku != "" {
+		p.Sku = &f.sku
+	}
+	if f.pool != "" {
+		p.Pool = &f.pool
+	}
+	if f.jobID != 0 {
+		p.JobID = &f.jobID
+	}
+	if err := q.ReconcileFindingAdd(ctx, p); err != nil {
+		return fmt.Errorf("record %s finding: %w", kind, err)
+	}
+	return nil
+}
+
+// rawOrNull passes JSON text through as is, and anything else as null.
+func rawOrNull(s string) json.RawMessage {
+	if s == "" || !json.Valid([]byte(s)) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(s)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

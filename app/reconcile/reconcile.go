@@ -1,0 +1,269 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// Statuses of a run.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
+// Classes of findings, each with its own action.
+const (
+	// ClassAutoFix is a stuck hold: released through the normal path.
+	ClassAutoFix = "auto_fix"
+	// ClassRetry is a failed job whose work is still needed: re-enqueued.
+	ClassRetry = "retry"
+	// ClassHighRisk is a pool whose counters disagree with its lines or its
+	// ledger: paused, and nothing moved.
+	ClassHighRisk = "high_risk"
+)
+
+// Kinds of findings. The kind says what was found and what became of it.
+const (
+	KindStuckHold           = "stuck_hold"            // auto_fix: released
+	KindStuckHoldsWaiting   = "stuck_holds_waiting"   // auto_fix: left for a person
+	KindJobRetried          = "job_retried"           // retry: re-enqueued
+	KindJobRetriesExhausted = "job_retries_exhausted" // retry: left for a person
+	KindCountersVsLines     = "counters_vs_lines"     // high_risk
+	KindCountersVsLedger    = "counters_vs_ledger"    // high_risk
+)
+
+// Actor is who reconciliation's releases and pauses are recorded as.
+const Actor = "system:reconcile"
+
+// MaxRetries is how many times reconciliation re-enqueues one discarded
+// job. River adds an attempt to a job each time it is retried after using
+// up its attempts, so a job's max_attempts beyond jobAttempts counts its
+// retries (a retry from the job dashboard counts too).
+const MaxRetries = 2
+
+// jobAttempts is every job kind's attempt budget (jobs.MaxAttempts, which
+// this package cannot import: jobs calls into it).
+const jobAttempts = 3
+
+// releaseBatch is how many stuck holds one transaction releases.
+const releaseBatch = inventory.SweepBatch
+
+// Jobs is what reconciliation needs of River, inside a caller's
+// transaction: enqueue a requested run, and retry discarded jobs. A
+// *river.Client[pgx.Tx] is one; an insert-only client, never started, is
+// enough, so the CLI can run a reconciliation without working jobs.
+type Jobs interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	JobRetryTx(ctx context.Context, tx pgx.Tx, id int64) (*rivertype.JobRow, error)
+}
+
+// Config tunes reconciliation.
+type Config struct {
+	// RepairLimit bounds the stuck holds one run releases per SKU; past it
+	// the rest wait for a person, with a finding and a warning alert (many
+	// stuck holds mean something is broken, and releasing them all at once
+	// would hide it). Zero releases none.
+	RepairLimit int
+	// StuckGrace is how long past its expiry a hold must still be held before
+	// reconciliation calls it stuck. Its expiry job and then the sweeper
+	// should have released it by then.
+	StuckGrace time.Duration
+	Log        *slog.Logger
+}
+
+// Service runs reconciliations and reports on them.
+type Service struct {
+	pool   *pgxpool.Pool
+	jobs   Jobs
+	alerts *alerts.Service
+	cfg    Config
+	log    *slog.Logger
+}
+
+// New returns a Service on pool that raises its alerts through alertSvc.
+func New(pool *pgxpool.Pool, jobs Jobs, alertSvc *alerts.Service, cfg Config) *Service {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{pool: pool, jobs: jobs, alerts: alertSvc, cfg: cfg, log: log}
+}
+
+// Run runs one reconciliation now and returns it with its findings.
+// args.RunID names a run recorded when it was asked for (RequestTx), which
+// keeps the trigger and SKUs recorded then; zero records a new run with
+// args.Trigger and args.SKUs (none: every SKU). A run that already
+// succeeded is returned as it is, so a duplicated job checks nothing twice.
+//
+// One run checks at a time (an advisory lock); a second waits for the first
+// to finish, then checks the books as they are by then. The checks read one
+// REPEATABLE READ snapshot, exact since every change to a stock row commits
+// together with its lines and ledger rows; the actions (pauses, releases,
+// retries, alerts, findings) each take a short READ COMMITTED transaction
+// of their own, so they never fail on a snapshot older than the rows they
+// write. A run that fails is marked failed with its error.
+func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
+	q := db.New(s.pool)
+	id := args.RunID
+	if id == 0 {
+		if err := validTrigger(args.Trigger); err != nil {
+			return Run{}, err
+		}
+		skus, err := normalizeSKUs(args.SKUs)
+		if err != nil {
+			return Run{}, err
+		}
+		row, err := q.ReconcileRunCreate(ctx, args.Trigger, skus)
+		if err != nil {
+			return Run{}, fmt.Errorf("record reconciliation run: %w", err)
+		}
+		id = row.ID
+	}
+	var (
+		row    db.ReconcileRun
+		runErr error
+	)
+	err := pgx.BeginFunc(ctx, s.pool, func(lock pgx.Tx) error {
+		if err := db.New(lock).ReconcileLock(ctx); err != nil {
+			return fmt.Errorf("wait for the reconciliation lock: %w", err)
+		}
+		started, err := q.ReconcileRunStart(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			row, err = q.ReconcileRunGet(ctx, id)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return inventory.ErrNotFound(fmt.Sprintf("reconciliation run %d", id))
+			}
+			return err // nil: it succeeded before
+		}
+		if err != nil {
+			return fmt.Errorf("start reconciliation run %d: %w", id, err)
+		}
+		row, runErr = s.check(ctx, started)
+		return nil
+	})
+	if err != nil && args.RunID == 0 && row.ID == 0 {
+		// Never started (the wait for the lock failed): a run of our own
+		// making says so; a requested one stays pending for its job's retry.
+		msg := err.Error()
+		_, ferr := q.ReconcileRunFinish(context.WithoutCancel(ctx), db.ReconcileRunFinishParams{ID: id, Status: StatusFailed, Error: &msg})
+		err = errors.Join(err, ferr)
+	}
+	if err == nil {
+		err = runErr
+	}
+	if err != nil {
+		return Run{}, err
+	}
+	return s.withFindings(ctx, q, row)
+}
+
+// check runs the checks and their actions for a started run, then records
+// how it ended.
+func (s *Service) check(ctx context.Context, run db.ReconcileRun) (db.ReconcileRun, error) {
+	start := time.Now()
+	snap, err := s.read(ctx, run.Skus)
+	if err == nil {
+		err = s.act(ctx, run, snap)
+	}
+	finish := db.ReconcileRunFinishParams{ID: run.ID, Status: StatusSucceeded, RowsChecked: snap.rows}
+	if err != nil {
+		msg := err.Error()
+		finish.Status, finish.Error = StatusFailed, &msg
+	}
+	// Record the end even when ctx is what failed.
+	done, ferr := db.New(s.pool).ReconcileRunFinish(context.WithoutCancel(ctx), finish)
+	if err != nil {
+		s.log.ErrorContext(ctx, "reconciliation failed", "run_id", run.ID, "err", err)
+		return done, errors.Join(fmt.Errorf("reconciliation run %d: %w", run.ID, err), ferr)
+	}
+	if ferr != nil {
+		return done, fmt.Errorf("finish reconciliation run %d: %w", run.ID, ferr)
+	}
+	s.log.InfoContext(ctx, "reconciliation finished", "run_id", run.ID, "rows_checked", done.RowsChecked,
+		"auto_fixed", done.AutoFixed, "retried", done.Retried, "high_risk", done.HighRisk,
+		"took", time.Since(start).Round(time.Millisecond))
+	return done, nil
+}
+
+// snapshot is what one run read from the books.
+type snapshot struct {
+	rows   int32
+	lines  []db.StockLinesMismatchRow
+	ledger []db.StockLedgerMismatchRow
+	// stuck are the stuck holds within the repair bound; stuckPerSKU counts
+	// all of them.
+	stuck       []db.ReservationsStuckRow
+	stuckPerSKU []db.ReservationsStuckCountRow
+	jobs        []db.JobsDiscardedNeededRow
+}
+
+// read runs every check in one REPEATABLE READ snapshot. It also moves the
+// ledger checkpoints of the rows that balanced, in the same snapshot: only
+// the holder of the reconciliation lock writes them, so this transaction
+// cannot meet a concurrent write to them.
+func (s *Service) read(ctx context.Context, skus []string) (snapshot, error) {
+	var snap snapshot
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		var err error
+		if snap.rows, err = q.StockCount(ctx, skus); err != nil {
+			return fmt.Errorf("count stock rows: %w", err)
+		}
+		if snap.lines, err = q.StockLinesMismatch(ctx, skus); err != nil {
+			return fmt.Errorf("check counters against lines: %w", err)
+		}
+		if snap.ledger, err = q.StockLedgerMismatch(ctx, skus); err != nil {
+			return fmt.Errorf("check counters against the ledger: %w", err)
+		}
+		grace := s.cfg.StuckGrace.Seconds()
+		if snap.stuck, err = q.ReservationsStuck(ctx, int64(s.cfg.RepairLimit), grace, skus); err != nil {
+			return fmt.Errorf("find stuck holds: %w", err)
+		}
+		if snap.stuckPerSKU, err = q.ReservationsStuckCount(ctx, grace, skus); err != nil {
+			return fmt.Errorf("count stuck holds: %w", err)
+		}
+		// Jobs are not per SKU: only a run over every SKU retries them.
+		if skus == nil {
+			if snap.jobs, err = q.JobsDiscardedNeeded(ctx); err != nil {
+				return fmt.Errorf("find discarded jobs: %w", err)
+			}
+		}
+		return nil
+	})
+	return snap, err
+}
+
+// act takes each class's action: high risk first, so that the pools are
+// paused as soon as possible and no stuck hold on them is released.
+func (s *Service) act(ctx context.Context, run db.ReconcileRun, snap snapshot) error {
+	risky, err := s.pauseHighRisk(ctx, run.ID, snap)
+	if err != nil {
+		return err
+	}
+	if err := s.releaseStuck(ctx, run.ID, snap, risky); err != nil {
+		return err
+	}
+	return s.retryJobs(ctx, run.ID, snap.jobs)
+}
+
+func validTrigger(t string) error {
+	switch t {
+	case TriggerPeriodic, TriggerHTTP, TriggerCLI, TriggerCampaignEnd:
+		return nil
+	}
+	return inventory.Invalid("trigger must be periodic, http, cli or campaign_end, not %q", t)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/reconcile"
+)
+
+// reconcileCmd runs a reconciliation in this process (no worker needed),
+// prints what it found and did, and exits 1 when it found high-risk pools.
+func reconcileCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var skus []string
+	fs.Func("sku", "limit the run to this SKU (repeatable); none means every SKU", func(v string) error {
+		skus = append(skus, v)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: reconcile takes no arguments, only --sku flags", errUsage)
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
+		a, err := app.New(cfg, pool, newLogger(cfg.LogLevel, stderr))
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		run, err := a.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, SKUs: skus})
+		if err != nil {
+			return err
+		}
+		printRun(stdout, run)
+		if run.HighRisk > 0 {
+			return exitError(1)
+		}
+		return nil
+	})
+}
+
+// printRun writes a run and its findings for a person at a terminal.
+func printRun(w io.Writer, run reconcile.Run) {
+	scope := "every SKU"
+	if run.SKUs != nil {
+		scope = "SKUs " + strings.Join(run.SKUs, ", ")
+	}
+	fmt.Fprintf(w, "reconciliation run %d %s: %d stock rows checked (%s)\n", run.ID, run.Status, run.RowsChecked, scope)
+	fmt.Fprintf(w, "  high risk: %d   holds released: %d   jobs retried: %d\n", run.HighRisk, run.AutoFixed, run.Retried)
+	sections := []struct {
+		title    string
+		findings []reconcile.Finding
+	}{
+		{"HIGH RISK (pool paused, no stock moved)", run.Findings.HighRisk},
+		{"AUTO-FIX (stuck holds)", run.Findings.AutoFix},
+		{"RETRY (failed jobs)", run.Findings.Retry},
+	}
+	for _, sec := range sections {
+		if len(sec.findings) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s\n", sec.title)
+		for _, f := range sec.findings {
+			fmt.Fprintf(w, "  %-22s %s\n", f.Kind, subject(f))
+			fmt.Fprintf(w, "  %-22s -> %s\n", "", f.Action)
+			fmt.Fprintf(w, "  %-22s    %s\n", "", f.Details)
+		}
+	}
+	if len(run.Findings.All()) == 0 {
+		fmt.Fprintln(w, "\nthe books balance; nothing to do")
+	}
+}
+
+func subject(f reconcile.Finding) string {
+	var parts []string
+	if f.SKU != nil {
+		s := "sku " + *f.SKU
+		if f.Pool != nil {
+			s += "/" + *f.Pool
+		}
+		parts = append(parts, s)
+	}
+	if f.ReservationID != nil {
+		parts = append(parts, "hold "+f.ReservationID.String())
+	}
+	if f.JobID != nil {
+		parts = append(parts, fmt.Sprintf("job %d", *f.JobID))
+	}
+	return strings.Join(parts, " ")
+}

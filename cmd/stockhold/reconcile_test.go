@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/jobs"
+)
+
+func TestReconcileCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "STOCKHOLD_LOG_LEVEL": "error"}
+	getenv := func(k string) string { return env[k] }
+	inserter, err := jobs.NewInserter(pool)
+	require.NoError(t, err)
+	inv := inventory.New(pool, inserter, nil, inventory.Config{})
+	for _, sku := range []string{"A1", "B1"} {
+		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
+		require.NoError(t, err)
+	}
+
+	reconcile := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append([]string{"reconcile"}, args...), getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	code, out, errs := reconcile()
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "2 stock rows checked (every SKU)")
+	require.Contains(t, out, "the books balance")
+
+	_, err = pool.Exec(ctx, `UPDATE stock SET available = available - 1, sold = sold + 1 WHERE sku = 'A1'`)
+	require.NoError(t, err)
+	code, out, errs = reconcile()
+	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "high risk: 2")
+	require.Contains(t, out, "HIGH RISK")
+	require.Contains(t, out, "counters_vs_lines")
+	require.Contains(t, out, "counters_vs_ledger")
+	require.Contains(t, out, "sku A1/main")
+	require.Contains(t, out, "paused; no stock moved")
+	t.Logf("stockhold reconcile printed:\n%s", out)
+
+	code, out, errs = reconcile("--sku", "B1")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "1 stock rows checked (SKUs B1)")
+
+	code, _, errs = reconcile("now")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "usage")
+	code, _, errs = reconcile("--sku", "a/b")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "contains a slash")
+}

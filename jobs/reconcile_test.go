@@ -1,0 +1,89 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/rollbacks"
+)
+
+// TestReconcileJobRetriesDiscardedRollback has a requested reconcile job
+// find a rollback whose batch job was discarded, retry it, and the retried
+// batch finish the rollback.
+func TestReconcileJobRetriesDiscardedRollback(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &setupOpts{reconcile: true, reconcileInterval: time.Hour, sweepInterval: time.Hour, sweepGrace: time.Hour})
+	ctx := context.Background()
+	b.stockIn(t, "A1", 10)
+	var ids []uuid.UUID
+	for i := range 3 {
+		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint("k", i), Items: []inventory.Item{{SKU: "A1", Quantity: 2}}})
+		require.NoError(t, err)
+		ids = append(ids, r.ID)
+	}
+
+	// A rollback whose batch job failed its last attempt, as the batch
+	// worker leaves it; one transaction, so no worker ever sees the job.
+	var created rollbacks.Created
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+		created, err = b.rollbacks.StartTx(ctx, tx, rollbacks.Request{
+			Operator: "alice", Reason: "test", Source: rollbacks.SourceCLI, Scope: rollbacks.Scope{ReservationIDs: ids},
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE river_job SET state = 'discarded', attempt = max_attempts, attempted_at = now(), finalized_at = now()
+			WHERE id = $1`, created.JobID); err != nil {
+			return err
+		}
+		return rollbacks.FailTx(ctx, tx, created.RollbackID, "database restarted")
+	}))
+
+	var req reconcile.Requested
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+		req, err = b.reconcile.RequestTx(ctx, tx, reconcile.TriggerHTTP, nil)
+		return err
+	}))
+	var run reconcile.Run
+	require.Eventually(t, func() bool {
+		var err error
+		run, err = b.reconcile.Get(ctx, req.RunID)
+		require.NoError(t, err)
+		return run.Status == reconcile.StatusSucceeded
+	}, 20*time.Second, 50*time.Millisecond)
+	require.EqualValues(t, 1, run.Retried)
+	require.Equal(t, created.JobID, *run.Findings.Retry[0].JobID)
+
+	require.Eventually(t, func() bool {
+		rb, err := b.rollbacks.Get(ctx, created.RollbackID)
+		require.NoError(t, err)
+		return rb.Status == rollbacks.StatusSucceeded
+	}, 20*time.Second, 50*time.Millisecond)
+	for _, id := range ids {
+		require.Equal(t, inventory.StatusReleased, b.status(t, id))
+	}
+}
+
+func TestReconcileRunsPeriodically(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &setupOpts{reconcile: true, reconcileInterval: 300 * time.Millisecond})
+	b.stockIn(t, "A1", 10)
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		r, err := b.reconcile.Latest(ctx)
+		return err == nil && r.Trigger == reconcile.TriggerPeriodic && r.Status == reconcile.StatusSucceeded
+	}, 20*time.Second, 50*time.Millisecond)
+	r, err := b.reconcile.Latest(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.RowsChecked)
+	require.Empty(t, r.Findings.All())
+}

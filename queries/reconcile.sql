@@ -1,0 +1,267 @@
+-- Reconciliation: the runs and their findings, the set-based checks of the
+-- books (one statement each, whatever the number of SKUs) and the lock that
+-- lets one run check at a time.
+
+-- name: ReconcileRunCreate :one
+-- ReconcileRunCreate records a run asked for; it is pending until a worker
+-- (or the CLI) holds the reconciliation lock and starts it.
+INSERT INTO reconcile_runs (trigger, skus)
+VALUES (@trigger, sqlc.narg('skus')::text[])
+RETURNING *;
+
+-- name: ReconcileRunGet :one
+SELECT * FROM reconcile_runs WHERE id = @id;
+
+-- name: ReconcileRunLatest :one
+SELECT * FROM reconcile_runs ORDER BY id DESC LIMIT 1;
+
+-- name: ReconcileRunStart :one
+-- ReconcileRunStart marks a run running. A run that already succeeded is
+-- left alone (no row): a duplicated or retried job does not check again.
+UPDATE reconcile_runs
+SET status = 'running', started_at = coalesce(started_at, now()), error = NULL, finished_at = NULL
+WHERE id = @id AND status <> 'succeeded'
+RETURNING *;
+
+-- name: ReconcileRunFinish :one
+-- ReconcileRunFinish ends a run, counting its findings: holds released,
+-- jobs re-enqueued and high-risk findings.
+UPDATE reconcile_runs r
+SET status = @status,
+    error = sqlc.narg('error'),
+    rows_checked = @rows_checked,
+    auto_fixed = f.auto_fixed,
+    retried = f.retried,
+    high_risk = f.high_risk,
+    finished_at = now()
+FROM (
+    SELECT count(*) FILTER (WHERE kind = 'stuck_hold')::int  AS auto_fixed,
+           count(*) FILTER (WHERE kind = 'job_retried')::int AS retried,
+           count(*) FILTER (WHERE class = 'high_risk')::int  AS high_risk
+    FROM reconcile_findings
+    WHERE run_id = @id
+) f
+WHERE r.id = @id
+RETURNING r.*;
+
+-- name: ReconcileLock :exec
+-- ReconcileLock waits for the lock that lets one reconciliation check (and
+-- move ledger checkpoints) at a time. It is held until the end of the
+-- caller's transaction, and released if its connection dies.
+SELECT pg_advisory_xact_lock(hashtext('stockhold.reconcile'));
+
+-- name: StockCount :one
+-- StockCount counts the stock rows of skus, or all of them when skus is null.
+SELECT count(*)::int AS rows
+FROM stock
+WHERE sqlc.narg('skus')::text[] IS NULL OR sku = ANY(sqlc.narg('skus')::text[]);
+
+-- name: StockLinesMismatch :many
+-- StockLinesMismatch lists the stock rows (of skus, or all when null) whose
+-- reserved is not the sum of the lines of held reservations, or whose sold
+-- is not the sum of the lines of confirmed ones (invariant 2).
+WITH lines AS (
+    SELECT l.sku, l.pool,
+           coalesce(sum(l.quantity) FILTER (WHERE r.status = 'held'), 0)::bigint      AS held,
+           coalesce(sum(l.quantity) FILTER (WHERE r.status = 'confirmed'), 0)::bigint AS confirmed
+    FROM reservation_lines l
+    JOIN reservations r ON r.id = l.reservation_id
+    WHERE r.status IN ('held', 'confirmed')
+      AND (sqlc.narg('skus')::text[] IS NULL OR l.sku = ANY(sqlc.narg('skus')::text[]))
+    GROUP BY l.sku, l.pool
+)
+SELECT s.sku, s.pool, s.reserved, s.sold,
+       coalesce(l.held, 0)::bigint      AS lines_held,
+       coalesce(l.confirmed, 0)::bigint AS lines_confirmed
+FROM stock s
+LEFT JOIN lines l ON l.sku = s.sku AND l.pool = s.pool
+WHERE (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
+  AND (s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0))
+ORDER BY s.sku, s.pool;
+
+-- name: StockLedgerMismatch :many
+-- StockLedgerMismatch compares each stock row (of skus, or all when null)
+-- with its ledger summed from the row's checkpoint: the checkpoint's
+-- counters plus the deltas of the ledger rows with a later stock_version
+-- (invariant 3). In the same statement it moves the checkpoint of every row
+-- that balanced up to the row's version and counters, so the next run sums
+-- only the rows that came after and the cost does not grow with history.
+-- It returns the rows that did not balance.
+--
+-- Read in one REPEATABLE READ snapshot this is exact: a stock row's new
+-- version and the ledger rows carrying it commit together, and the changes
+-- to one row commit in version order. Only the holder of ReconcileLock may
+-- run it, since it writes the checkpoints.
+WITH checked AS (
+    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+           c.stock_version                       AS checkpoint_version,
+           coalesce(c.total, 0) + m.total         AS ledger_total,
+           coalesce(c.available, 0) + m.available AS ledger_available,
+           coalesce(c.reserved, 0) + m.reserved   AS ledger_reserved,
+           coalesce(c.sold, 0) + m.sold           AS ledger_sold
+    FROM stock s
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    CROSS JOIN LATERAL (
+        -- A range on ledger_sku_pool_version: only the rows after the checkpoint.
+        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
+               coalesce(sum(g.delta_available), 0)::bigint AS available,
+               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+        FROM ledger g
+        WHERE g.sku = s.sku AND g.pool = s.pool
+          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+    ) m
+    WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
+), advanced AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    FROM checked ch
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+    ON CONFLICT (sku, pool) DO UPDATE
+    SET stock_version = excluded.stock_version,
+        total = excluded.total,
+        available = excluded.available,
+        reserved = excluded.reserved,
+        sold = excluded.sold,
+        checked_at = now()
+    WHERE lc.stock_version < excluded.stock_version
+    RETURNING lc.sku
+)
+SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+       ch.checkpoint_version,
+       ch.ledger_total::bigint     AS ledger_total,
+       ch.ledger_available::bigint AS ledger_available,
+       ch.ledger_reserved::bigint  AS ledger_reserved,
+       ch.ledger_sold::bigint      AS ledger_sold
+FROM checked ch
+WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+ORDER BY ch.sku, ch.pool;
+
+-- name: LedgerCheckpointGet :one
+SELECT * FROM ledger_checkpoints WHERE sku = @sku AND pool = @pool;
+
+-- name: ReservationsStuck :many
+-- ReservationsStuck lists the holds still held more than grace_seconds past
+-- their expiry (those with a line on one of skus, or all when null) that one
+-- run may release: per SKU, the lim that expired first. A hold with lines on
+-- several SKUs must be within the bound of each.
+WITH stuck AS (
+    SELECT r.id, r.expires_at
+    FROM reservations r
+    WHERE r.status = 'held'
+      AND r.expires_at < now() - interval '1 second' * @grace_seconds::float8
+      AND (sqlc.narg('skus')::text[] IS NULL OR EXISTS (
+            SELECT 1 FROM reservation_lines x
+            WHERE x.reservation_id = r.id AND x.sku = ANY(sqlc.narg('skus')::text[])))
+), ranked AS (
+    SELECT l.reservation_id, l.sku, l.pool,
+           dense_rank() OVER (PARTITION BY l.sku ORDER BY s.expires_at, s.id) AS rank
+    FROM stuck s
+    JOIN reservation_lines l ON l.reservation_id = s.id
+)
+SELECT reservation_id,
+       array_agg(sku ORDER BY sku, pool)::text[]  AS skus,
+       array_agg(pool ORDER BY sku, pool)::text[] AS pools
+FROM ranked
+GROUP BY reservation_id
+HAVING max(rank) <= @lim::bigint
+ORDER BY reservation_id;
+
+-- name: ReservationsStuckCount :many
+-- ReservationsStuckCount counts, per SKU (of skus, or all when null), the
+-- holds still held more than grace_seconds past their expiry.
+SELECT l.sku, count(DISTINCT r.id)::bigint AS holds
+FROM reservations r
+JOIN reservation_lines l ON l.reservation_id = r.id
+WHERE r.status = 'held'
+  AND r.expires_at < now() - interval '1 second' * @grace_seconds::float8
+  AND (sqlc.narg('skus')::text[] IS NULL OR l.sku = ANY(sqlc.narg('skus')::text[]))
+GROUP BY l.sku
+ORDER BY l.sku;
+
+-- name: JobsDiscardedNeeded :many
+-- JobsDiscardedNeeded lists the discarded River jobs whose work is still
+-- needed: a rollback_batch whose request has not succeeded, a
+-- manual_rollback whose request was never accepted, a campaign_start whose
+-- campaign is still scheduled, a campaign_end whose campaign is not rolled
+-- back yet (the campaign jobs are found by kind name and by the campaign
+-- their args name; one whose campaign cannot be found is retried too).
+SELECT j.id, j.kind, j.args, j.attempt, j.max_attempts, j.finalized_at,
+       coalesce(j.errors[array_length(j.errors, 1)]::text, '')::text AS last_error,
+       coalesce(rr.id, 0)::bigint    AS rollback_id,
+       coalesce(rr.status, '')::text AS rollback_status
+FROM river_job j
+LEFT JOIN LATERAL (
+    SELECT q.id, q.status
+    FROM rollback_requests q
+    WHERE j.kind IN ('rollback_batch', 'manual_rollback')
+      AND (q.id = CASE WHEN j.args->>'rollback_id' ~ '^[0-9]{1,18}$' THEN (j.args->>'rollback_id')::bigint END
+           OR (j.kind = 'manual_rollback' AND q.job_id = j.id))
+    ORDER BY q.id
+    LIMIT 1
+) rr ON true
+LEFT JOIN campaigns c
+       ON j.kind IN ('campaign_start', 'campaign_end')
+      AND c.id = coalesce(j.args->>'campaign', j.args->>'campaign_id')
+WHERE j.state = 'discarded'
+  AND CASE j.kind
+        WHEN 'rollback_batch'  THEN rr.status IN ('pending', 'running', 'failed')
+        WHEN 'manual_rollback' THEN rr.id IS NULL OR rr.status = 'pending'
+        WHEN 'campaign_start'  THEN c.id IS NULL OR c.status = 'scheduled'
+        WHEN 'campaign_end'    THEN c.id IS NULL OR c.status IN ('active', 'ended')
+        ELSE false
+      END
+ORDER BY j.id;
+
+-- name: JobDiscardedLock :one
+-- JobDiscardedLock locks a River job that is still discarded; no row means
+-- someone retried or removed it meanwhile.
+SELECT id, kind, attempt, max_attempts
+FROM river_job
+WHERE id = @id AND state = 'discarded'
+FOR UPDATE;
+
+-- name: ReconcileFindingAdd :exec
+INSERT INTO reconcile_findings (run_id, class, kind, sku, pool, reservation_id, job_id, details, action)
+VALUES (@run_id, @class, @kind, sqlc.narg('sku'), sqlc.narg('pool'), sqlc.narg('reservation_id'),
+        sqlc.narg('job_id'), @details, @action);
+
+-- name: ReconcileFindingsAddReleased :exec
+-- ReconcileFindingsAddReleased records one auto_fix finding per hold among
+-- ids, with its lines, expiry and release time; sku and pool are set when
+-- the hold has one line.
+INSERT INTO reconcile_findings (run_id, class, kind, sku, pool, reservation_id, details, action)
+SELECT @run_id::bigint, 'auto_fix', 'stuck_hold',
+       CASE WHEN x.n = 1 THEN x.sku END, CASE WHEN x.n = 1 THEN x.pool END, r.id,
+       jsonb_build_object(
+           'status', r.status,
+           'expires_at', r.expires_at,
+           'released_at', r.released_at,
+           'overdue_seconds', floor(extract(epoch FROM coalesce(r.released_at, now()) - r.expires_at)),
+           'lines', x.lines),
+       @action::text
+FROM reservations r
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n, min(l.sku) AS sku, min(l.pool) AS pool,
+           jsonb_agg(jsonb_build_object('sku', l.sku, 'pool', l.pool, 'quantity', l.quantity) ORDER BY l.sku, l.pool) AS lines
+    FROM reservation_lines l
+    WHERE l.reservation_id = r.id
+) x
+WHERE r.id = ANY(@ids::uuid[])
+ORDER BY r.id;
+
+-- name: ReconcileFindingsList :many
+-- ReconcileFindingsList returns a run's findings, at most lim per class,
+-- oldest first.
+SELECT id, run_id, class, kind, sku, pool, reservation_id, job_id, details, action, created_at
+FROM (
+    SELECT f.id, f.run_id, f.class, f.kind, f.sku, f.pool, f.reservation_id, f.job_id, f.details, f.action, f.created_at,
+           row_number() OVER (PARTITION BY f.class ORDER BY f.id) AS n
+    FROM reconcile_findings f
+    WHERE f.run_id = @run_id
+) x
+WHERE x.n <= @lim::bigint
+ORDER BY x.class, x.id;
