@@ -69,26 +69,37 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// Services builds the domain services on pool, configured by cfg; they
+// enqueue their jobs with inserter inside their own transactions. The
+// workers call the same services, so this is also what jobs.NewClient takes.
+func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.Tx], log *slog.Logger) jobs.Deps {
+	inv := inventory.New(pool, inserter, log, inventory.Config{
+		Coalesce: cfg.Coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
+	})
+	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "")
+	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
+	return jobs.Deps{
+		Inventory: inv,
+		Alerts:    alertSvc,
+		Rollbacks: rollbackSvc,
+		Campaigns: campaigns.New(pool, inserter, rollbackSvc, alertSvc),
+		Reconcile: reconcile.New(pool, inserter, alertSvc, reconcile.Config{
+			RepairLimit: cfg.ReconcileRepairLimit,
+			// A hold is stuck once the sweeper has had a full interval past
+			// its own grace to release it.
+			StuckGrace: max(cfg.SweepGrace+cfg.SweepInterval, time.Minute),
+			Log:        log,
+		}),
+	}
+}
+
 // New wires an App on pool; it starts nothing.
 func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	inserter, err := jobs.NewInserter(pool)
 	if err != nil {
 		return nil, fmt.Errorf("river inserter: %w", err)
 	}
-	inv := inventory.New(pool, inserter, log, inventory.Config{
-		Coalesce: cfg.Coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
-	})
-	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "")
-	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
-	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
-	reconcileSvc := reconcile.New(pool, inserter, alertSvc, reconcile.Config{
-		RepairLimit: cfg.ReconcileRepairLimit,
-		// A hold is stuck once the sweeper has had a full interval past its
-		// own grace to release it.
-		StuckGrace: max(cfg.SweepGrace+cfg.SweepInterval, time.Minute),
-		Log:        log,
-	})
-	deps := jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaignSvc, Reconcile: reconcileSvc}
+	deps := Services(cfg, pool, inserter, log)
 	worker, err := jobs.NewClient(pool, deps, jobs.Config{
 		Workers:           cfg.Workers,
 		SweepInterval:     cfg.SweepInterval,
@@ -107,7 +118,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		return nil, err
 	}
 	a := &App{
-		Config: cfg, Pool: pool, Inventory: inv, Reconcile: reconcileSvc, Inserter: inserter, Worker: worker,
+		Config: cfg, Pool: pool, Inventory: deps.Inventory, Reconcile: deps.Reconcile, Inserter: inserter, Worker: worker,
 		log: log, migrator: migrator,
 	}
 	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
@@ -121,11 +132,11 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	a.jobsUI = jobsUI
 	a.HTTP = api.New(api.Deps{
 		Pool:      pool,
-		Inventory: inv,
-		Campaigns: campaignSvc,
-		Rollbacks: rollbackSvc,
-		Alerts:    alertSvc,
-		Reconcile: reconcileSvc,
+		Inventory: deps.Inventory,
+		Campaigns: deps.Campaigns,
+		Rollbacks: deps.Rollbacks,
+		Alerts:    deps.Alerts,
+		Reconcile: deps.Reconcile,
 		Auth:      auth.NewAuthenticator(pool, 10*time.Second),
 		Ready:     a.ready,
 		JobsUI:    jobsUI,

@@ -12,8 +12,10 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
@@ -56,13 +58,11 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	pool := dbtest.New(t)
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	inv := inventory.New(pool, inserter, quiet, inventory.Config{})
-	alertSvc := alerts.New(pool, inserter, opts.webhook != "")
-	rollbackSvc := rollbacks.New(pool, inserter, opts.rollbackPause)
-	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
-	deps := jobs.Deps{Inventory: inv, Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaignSvc}
-	if opts.reconcile {
-		deps.Reconcile = reconcile.New(pool, inserter, alertSvc, reconcile.Config{RepairLimit: 100, StuckGrace: time.Minute, Log: quiet})
+	deps := app.Services(config.Config{
+		AlertWebhook: opts.webhook, RollbackPause: opts.rollbackPause, ReconcileRepairLimit: 100,
+	}, pool, inserter, quiet)
+	if !opts.reconcile {
+		deps.Reconcile = nil // leaves the reconcile worker and its schedule out
 	}
 	client, err := jobs.NewClient(pool, deps, jobs.Config{
 		Workers: 10, SweepInterval: opts.sweepInterval, SweepGrace: opts.sweepGrace,
@@ -79,7 +79,8 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 		cancel()
 		dbtest.RequireInvariants(t, pool)
 	})
-	return &bundle{pool: pool, inv: inv, alerts: alertSvc, rollbacks: rollbackSvc, campaigns: campaignSvc, reconcile: deps.Reconcile, inserter: inserter, client: client}
+	return &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, campaigns: deps.Campaigns,
+		reconcile: deps.Reconcile, inserter: inserter, client: client}
 }
 
 func (b *bundle) stockIn(t *testing.T, sku string, n int64) {

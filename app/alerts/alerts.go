@@ -12,8 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -33,21 +31,16 @@ const (
 	StatusResolved = "resolved"
 )
 
-// JobInserter enqueues jobs inside a caller's transaction.
-type JobInserter interface {
-	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
-}
-
 // Service raises, lists and acknowledges alerts.
 type Service struct {
 	pool *pgxpool.Pool
-	jobs JobInserter
+	jobs inventory.JobInserter
 	// deliver is whether a webhook is configured to receive new alerts.
 	deliver bool
 }
 
 // New returns a Service; deliver says whether new alerts go to the webhook.
-func New(pool *pgxpool.Pool, jobs JobInserter, deliver bool) *Service {
+func New(pool *pgxpool.Pool, jobs inventory.JobInserter, deliver bool) *Service {
 	return &Service{pool: pool, jobs: jobs, deliver: deliver}
 }
 

@@ -16,14 +16,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/api"
 	"github.com/stockhold/stockhold/app/auth"
-	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
-	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -56,13 +56,10 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	pool := dbtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 40 })
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	inv := inventory.New(pool, inserter, quiet, inventory.Config{Coalesce: opts.coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64})
-	alertSvc := alerts.New(pool, inserter, false)
-	rollbackSvc := rollbacks.New(pool, inserter, 0)
-	rec := reconcile.New(pool, inserter, alertSvc, reconcile.Config{RepairLimit: 100, StuckGrace: time.Minute, Log: quiet})
+	deps := app.Services(config.Config{Coalesce: opts.coalesce, ReconcileRepairLimit: 100}, pool, inserter, quiet)
 	srv := httptest.NewServer(api.New(api.Deps{
-		Pool: pool, Inventory: inv, Reconcile: rec, Auth: auth.NewAuthenticator(pool, time.Minute),
-		Alerts: alertSvc, Rollbacks: rollbackSvc, Campaigns: campaigns.New(pool, inserter, rollbackSvc, alertSvc),
+		Pool: pool, Inventory: deps.Inventory, Reconcile: deps.Reconcile, Alerts: deps.Alerts,
+		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Auth: auth.NewAuthenticator(pool, time.Minute),
 		Ready: func(context.Context) error { return nil },
 		Log:   quiet,
 	}))
@@ -71,7 +68,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	require.NoError(t, err)
 	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
 	require.NoError(t, err)
-	e := &env{t: t, url: srv.URL, pool: pool, inv: inv, alerts: alertSvc, rec: rec, shop: shop, ops: ops,
+	e := &env{t: t, url: srv.URL, pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rec: deps.Reconcile, shop: shop, ops: ops,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200}}}
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return e

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
@@ -37,21 +36,16 @@ const (
 // MaxAllotments bounds the SKUs of one campaign.
 const MaxAllotments = 1000
 
-// JobInserter enqueues jobs inside a caller's transaction.
-type JobInserter interface {
-	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
-}
-
 // Service creates, starts and ends campaigns.
 type Service struct {
 	pool      *pgxpool.Pool
-	jobs      JobInserter
+	jobs      inventory.JobInserter
 	rollbacks *rollbacks.Service
 	alerts    *alerts.Service
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, jobs JobInserter, rb *rollbacks.Service, al *alerts.Service) *Service {
+func New(pool *pgxpool.Pool, jobs inventory.JobInserter, rb *rollbacks.Service, al *alerts.Service) *Service {
 	return &Service{pool: pool, jobs: jobs, rollbacks: rb, alerts: al}
 }
 

@@ -17,7 +17,9 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -51,13 +53,8 @@ func setup(t *testing.T, opts *setupOpts) (*reconcile.Service, *bundle) {
 	pool := dbtest.New(t)
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	b := &bundle{
-		pool:      pool,
-		inv:       inventory.New(pool, inserter, quiet, inventory.Config{}),
-		alerts:    alerts.New(pool, inserter, false),
-		rollbacks: rollbacks.New(pool, inserter, 0),
-		inserter:  inserter,
-	}
+	deps := app.Services(config.Config{}, pool, inserter, quiet)
+	b := &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, inserter: inserter}
 	svc := reconcile.New(pool, inserter, b.alerts, reconcile.Config{RepairLimit: opts.repairLimit, StuckGrace: opts.grace, Log: quiet})
 	return svc, b
 }

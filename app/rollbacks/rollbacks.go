@@ -20,7 +20,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -48,20 +47,15 @@ const (
 	StatusFailed    = "failed"
 )
 
-// JobInserter enqueues jobs inside a caller's transaction.
-type JobInserter interface {
-	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
-}
-
 // Service creates and runs rollbacks.
 type Service struct {
 	pool  *pgxpool.Pool
-	jobs  JobInserter
+	jobs  inventory.JobInserter
 	pause time.Duration
 }
 
 // New returns a Service whose batches are pause apart.
-func New(pool *pgxpool.Pool, jobs JobInserter, pause time.Duration) *Service {
+func New(pool *pgxpool.Pool, jobs inventory.JobInserter, pause time.Duration) *Service {
 	return &Service{pool: pool, jobs: jobs, pause: pause}
 }
 
@@ -236,44 +230,44 @@ type Created struct {
 // CreateTx records a manual rollback request and enqueues its
 // manual_rollback job inside the caller's transaction.
 func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, req Request) (Created, error) {
-	if err := req.Validate(); err != nil {
-		return Created{}, err
-	}
-	req.Scope = req.Scope.normalized(time.Now())
-	row, err := insert(ctx, db.New(tx), req, nil)
-	if err != nil {
-		return Created{}, err
-	}
-	res, err := s.jobs.InsertTx(ctx, tx, ManualRollbackArgs{
-		RollbackID: row.ID, Operator: req.Operator, Reason: req.Reason, DryRun: req.DryRun,
-		ReservationIDs: req.Scope.ReservationIDs, Campaign: req.Scope.Campaign,
-		SKU: req.Scope.SKU, Pool: req.Scope.Pool, HeldBefore: req.Scope.HeldBefore,
-	}, nil)
-	if err != nil {
-		return Created{}, fmt.Errorf("enqueue manual_rollback: %w", err)
-	}
-	if err := db.New(tx).RollbackSetJob(ctx, &res.Job.ID, row.ID); err != nil {
-		return Created{}, err
-	}
-	return Created{RollbackID: row.ID, JobID: res.Job.ID}, nil
+	return s.record(ctx, tx, req, func(id int64) (int64, error) {
+		res, err := s.jobs.InsertTx(ctx, tx, ManualRollbackArgs{
+			RollbackID: id, Operator: req.Operator, Reason: req.Reason, DryRun: req.DryRun,
+			ReservationIDs: req.Scope.ReservationIDs, Campaign: req.Scope.Campaign,
+			SKU: req.Scope.SKU, Pool: req.Scope.Pool, HeldBefore: req.Scope.HeldBefore,
+		}, nil)
+		if err != nil {
+			return 0, fmt.Errorf("enqueue manual_rollback: %w", err)
+		}
+		return res.Job.ID, nil
+	})
 }
 
 // StartTx records a rollback that starts at once (a campaign's end) and
 // enqueues its first batch inside the caller's transaction.
 func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, req Request) (Created, error) {
+	return s.record(ctx, tx, req, func(id int64) (int64, error) {
+		return s.enqueueBatch(ctx, tx, id, time.Time{})
+	})
+}
+
+// record validates req, records it, and enqueues the job that starts it,
+// whose id the request keeps.
+func (s *Service) record(ctx context.Context, tx pgx.Tx, req Request, enqueue func(id int64) (int64, error)) (Created, error) {
 	if err := req.Validate(); err != nil {
 		return Created{}, err
 	}
 	req.Scope = req.Scope.normalized(time.Now())
-	row, err := insert(ctx, db.New(tx), req, nil)
+	q := db.New(tx)
+	row, err := insert(ctx, q, req, nil)
 	if err != nil {
 		return Created{}, err
 	}
-	jobID, err := s.enqueueBatch(ctx, tx, row.ID, time.Time{})
+	jobID, err := enqueue(row.ID)
 	if err != nil {
 		return Created{}, err
 	}
-	if err := db.New(tx).RollbackSetJob(ctx, &jobID, row.ID); err != nil {
+	if err := q.RollbackSetJob(ctx, &jobID, row.ID); err != nil {
 		return Created{}, err
 	}
 	return Created{RollbackID: row.ID, JobID: jobID}, nil
