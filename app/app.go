@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,8 +54,10 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	if cfg.MaxConns < 20 {
-		cfg.MaxConns = 20
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx's default (4 on a small machine) starves the job workers
+		// and the HTTP handlers of each other; pool_max_conns overrides.
+		cfg.MaxConns = 40
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
