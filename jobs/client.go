@@ -117,7 +117,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		ErrorHandler:         &errorHandler{log: cfg.Log},
 		JobTimeout:           5 * time.Minute,
 		RescueStuckJobsAfter: orDefault(cfg.RescueAfter, 30*time.Minute),
-		Logger:               cfg.Log,
+		Logger:               riverLogger(cfg.Log),
 		TestOnly:             cfg.Test,
 	})
 }
