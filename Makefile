@@ -5,6 +5,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 
 SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Exports DATABASE_URL, starting the dev cluster when it is not set.
 WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 
@@ -46,6 +47,7 @@ check-generate:
 ## lint: what CI checks besides the tests
 lint:
 	go vet ./...
+	$(STATICCHECK) ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:" $$out >&2; exit 1; fi
 
 build:
