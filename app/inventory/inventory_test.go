@@ -366,3 +366,45 @@ func TestReleaseTxSkipsEnded(t *testing.T) {
 	}
 	require.Equal(t, int64(10), pool(t, svc, "A1", "main").Available)
 }
+
+// TestPausedPoolStillConfirmsAndReleases is the protection switch: a paused
+// pool refuses new holds, while holds already made can still be paid for or
+// cancelled.
+func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, _ := setup(t, nil)
+	stockIn(t, svc, "A1", 10)
+	paid, _, err := svc.Hold(ctx, holdReq("paid", item("A1", 2)))
+	require.NoError(t, err)
+	cancelled, _, err := svc.Hold(ctx, holdReq("cancelled", item("A1", 3)))
+	require.NoError(t, err)
+
+	_, err = svc.Pause(ctx, inventory.Switch{SKU: "A1", Reason: "counts disagree", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = svc.Hold(ctx, holdReq("new", item("A1", 1)))
+	require.Equal(t, inventory.CodeSKUPaused, code(err))
+
+	c, err := svc.Confirm(ctx, paid.ID, shop)
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusConfirmed, c.Status)
+	r, err := svc.Cancel(ctx, cancelled.ID, shop, "")
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusReleased, r.Status)
+
+	p := pool(t, svc, "A1", "main")
+	require.Equal(t, inventory.StockPaused, p.Status)
+	require.Equal(t, "counts disagree", *p.PausedReason)
+	require.Equal(t, int64(8), p.Available)
+	require.Equal(t, int64(2), p.Sold)
+
+	_, err = svc.Resume(ctx, inventory.Switch{SKU: "A1", Actor: "alice"})
+	require.Equal(t, inventory.CodeInvalid, code(err), "lifting the switch needs a reason")
+	_, err = svc.Resume(ctx, inventory.Switch{SKU: "A1", Reason: "recounted", Actor: "alice"})
+	require.NoError(t, err)
+	moves, err := svc.Ledger(ctx, "A1", 10)
+	require.NoError(t, err)
+	require.Equal(t, "resume", moves[0].Kind)
+	require.Equal(t, "alice", moves[0].Actor)
+	require.Equal(t, "recounted", *moves[0].Reason)
+}
