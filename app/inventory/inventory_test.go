@@ -2,6 +2,7 @@ package inventory_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -75,18 +76,10 @@ var shop = inventory.Caller{Name: "shop-a"}
 
 func code(err error) inventory.Code {
 	var e *inventory.Error
-	if ok := asError(err, &e); ok {
+	if errors.As(err, &e) {
 		return e.Code
 	}
 	return ""
-}
-
-func asError(err error, target **inventory.Error) bool {
-	e, ok := err.(*inventory.Error)
-	if ok {
-		*target = e
-	}
-	return ok
 }
 
 func TestHoldConfirmRelease(t *testing.T) {

@@ -117,30 +117,29 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 	}
 	pool := MainPool
 	if req.Campaign != "" {
-		ttl, err := s.campaignTerms(ctx, req.Campaign)
+		pool = req.Campaign
+	}
+	h.lines = req.lines(pool)
+	if req.Campaign != "" {
+		ttl, err := s.campaignTerms(ctx, req.Campaign, h.lines[0].SKU)
 		if err != nil {
 			// A replay must not fail because the campaign has since ended.
 			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, h.hash); rerr == nil && replayed {
 				return r, true, nil
 			}
-			var de *Error
-			if errors.As(err, &de) && de.Code == CodeCampaignNotActive {
-				de.SKU = req.lines(req.Campaign)[0].SKU // the contract names a line
-			}
 			return Reservation{}, false, err
 		}
 		h.ttl = ttl
-		pool = req.Campaign
 	}
-	h.lines = req.lines(pool)
 	if s.combiner != nil && len(h.lines) == 1 {
 		return s.combiner.hold(ctx, h)
 	}
 	return s.holdOne(ctx, h)
 }
 
-// campaignTerms checks that a campaign takes holds now and returns its TTL.
-func (s *Service) campaignTerms(ctx context.Context, id string) (int64, error) {
+// campaignTerms checks that a campaign takes holds now and returns its TTL;
+// a refusal names sku, the hold's first line, as the contract asks.
+func (s *Service) campaignTerms(ctx context.Context, id, sku string) (int64, error) {
 	terms, err := db.New(s.pool).CampaignHoldTerms(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, &Error{Code: CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", id)}
@@ -149,7 +148,7 @@ func (s *Service) campaignTerms(ctx context.Context, id string) (int64, error) {
 		return 0, err
 	}
 	if !terms.Open {
-		return 0, &Error{Code: CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), Pool: id}
+		return 0, &Error{Code: CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), SKU: sku, Pool: id}
 	}
 	return terms.HoldTtlSeconds, nil
 }
