@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,10 +35,14 @@ import (
 
 // App is a wired stockhold process.
 type App struct {
-	Config    config.Config
-	Pool      *pgxpool.Pool
-	Inventory *inventory.Service
-	Reconcile *reconcile.Service
+	Config config.Config
+	// Pool is River's and the workers' pool; readiness checks use it too.
+	Pool *pgxpool.Pool
+	// RequestPool is the HTTP requests' pool, with its own size and
+	// session timeouts (see requestPool).
+	RequestPool *pgxpool.Pool
+	Inventory   *inventory.Service
+	Reconcile   *reconcile.Service
 	// Inserter enqueues jobs inside domain transactions.
 	Inserter *river.Client[pgx.Tx]
 	// Worker works jobs; Serve starts it.
@@ -46,18 +52,41 @@ type App struct {
 	log      *slog.Logger
 	migrator *schema.Migrator
 	jobsUI   *riverui.Handler
+	draining atomic.Bool
 }
 
-// Connect opens a pool on url, checked with a ping.
+// jobPoolSpare is what River's pool holds beyond one connection per
+// worker: River's own services (the LISTEN connection, leader election,
+// fetching, completing, maintenance) and readiness checks.
+const jobPoolSpare = 8
+
+// Connect opens a pool on url, checked with a ping. Unless url says
+// otherwise, it holds up to 40 connections and gives up opening one
+// after 5 seconds.
 func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return connect(ctx, url, 40, 5*time.Second)
+}
+
+// Open is Connect for serve: the pool River and the workers use, sized
+// one connection per worker plus River's own, unless DATABASE_URL sets
+// pool_max_conns. HTTP requests get a pool of their own (see New).
+func Open(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	return connect(ctx, cfg.DatabaseURL, int32(cfg.Workers+jobPoolSpare), cfg.ConnectTimeout)
+}
+
+func connect(ctx context.Context, url string, maxConns int32, connectTimeout time.Duration) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
-		// pgx's default (4 on a small machine) starves the job workers
-		// and the HTTP handlers of each other; pool_max_conns overrides.
-		cfg.MaxConns = 40
+		// pgx's default (4 on a small machine) would starve the workers.
+		cfg.MaxConns = maxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Without one, a database that stops answering (no reset) holds
+		// a new connection, and the request waiting on it, for minutes.
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -72,6 +101,64 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// requestPool derives the HTTP requests' pool from pool's configuration.
+// Its sessions give up waiting for a lock after cfg.LockTimeout and on a
+// statement after cfg.StatementTimeout (set once per connection, in the
+// startup message, so they cost no round trip), and a request waits at
+// most cfg.AcquireTimeout for a free connection. So a row held locked by
+// someone else (a DBA's SELECT ... FOR UPDATE left open) costs the requests
+// for it a fraction of a second each, answered 503 busy, and cannot take
+// every connection; River and the workers, on their own pool, are not
+// bounded this way (a job may wait on a lock; River's job timeout bounds it)
+// and cannot take the requests' connections either.
+func requestPool(pool *pgxpool.Pool, cfg config.Config) (*pgxpool.Pool, error) {
+	c := pool.Config()
+	if cfg.HTTPDBConns > 0 {
+		c.MaxConns = int32(cfg.HTTPDBConns)
+	}
+	c.MinConns, c.MinIdleConns = 0, 0
+	params := c.ConnConfig.RuntimeParams
+	if cfg.LockTimeout > 0 {
+		params["lock_timeout"] = strconv.FormatInt(cfg.LockTimeout.Milliseconds(), 10) + "ms"
+	}
+	if cfg.StatementTimeout > 0 {
+		params["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10) + "ms"
+	}
+	if cfg.AcquireTimeout > 0 && c.ConnConfig.Tracer == nil {
+		c.ConnConfig.Tracer = acquireTimeout(cfg.AcquireTimeout)
+	}
+	return pgxpool.NewWithConfig(context.Background(), c)
+}
+
+// acquireTimeout bounds how long pgxpool's Acquire waits for a connection:
+// pgxpool uses the context its acquire tracer returns for the rest of the
+// acquisition. The caller's context still bounds everything else. An
+// acquisition that times out returns context.DeadlineExceeded while the
+// request's own context is live, which the HTTP layer answers 503
+// unavailable.
+type acquireTimeout time.Duration
+
+type acquireCancelKey struct{}
+
+func (d acquireTimeout) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(d))
+	return context.WithValue(ctx, acquireCancelKey{}, cancel)
+}
+
+func (acquireTimeout) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireEndData) {
+	if cancel, ok := ctx.Value(acquireCancelKey{}).(context.CancelFunc); ok {
+		cancel()
+	}
+}
+
+// TraceQueryStart and TraceQueryEnd make acquireTimeout a pgx.QueryTracer,
+// which is what pgx.ConnConfig holds; they do nothing.
+func (acquireTimeout) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (acquireTimeout) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
 // Services builds the domain services on pool, configured by cfg; they
 // enqueue their jobs with inserter inside their own transactions. The
 // workers call the same services, so this is also what jobs.NewClient takes.
@@ -79,7 +166,7 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 	inv := inventory.New(pool, inserter, log, inventory.Config{
 		Coalesce: cfg.Coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
 	})
-	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "")
+	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
 	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
 	return jobs.Deps{
 		Inventory: inv,
@@ -96,11 +183,17 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 	}
 }
 
-// New wires an App on pool; it starts nothing.
+// New wires an App on pool, which River and the workers use; HTTP requests
+// get a pool of their own derived from it (requestPool), which Close
+// closes. New starts nothing.
 func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	inserter, err := jobs.NewInserter(pool)
 	if err != nil {
 		return nil, fmt.Errorf("river inserter: %w", err)
+	}
+	reqPool, err := requestPool(pool, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("request pool: %w", err)
 	}
 	deps := Services(cfg, pool, inserter, log)
 	worker, err := jobs.NewClient(pool, deps, jobs.Config{
@@ -114,15 +207,18 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Log:               log,
 	})
 	if err != nil {
+		reqPool.Close()
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	migrator, err := schema.New(pool, nil)
 	if err != nil {
+		reqPool.Close()
 		return nil, err
 	}
+	web := Services(cfg, reqPool, inserter, log)
 	a := &App{
-		Config: cfg, Pool: pool, Inventory: deps.Inventory, Reconcile: deps.Reconcile, Inserter: inserter, Worker: worker,
-		log: log, migrator: migrator,
+		Config: cfg, Pool: pool, RequestPool: reqPool, Inventory: web.Inventory, Reconcile: web.Reconcile,
+		Inserter: inserter, Worker: worker, log: log, migrator: migrator,
 	}
 	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints: riverui.NewEndpoints(worker, nil),
@@ -130,33 +226,46 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Prefix:    "/ops/jobs",
 	})
 	if err != nil {
+		_ = a.Close()
 		return nil, fmt.Errorf("job dashboard: %w", err)
 	}
 	a.jobsUI = jobsUI
 	a.HTTP = api.New(api.Deps{
-		Pool:      pool,
-		Inventory: deps.Inventory,
-		Campaigns: deps.Campaigns,
-		Rollbacks: deps.Rollbacks,
-		Alerts:    deps.Alerts,
-		Reconcile: deps.Reconcile,
-		Auth:      auth.NewAuthenticator(pool, 10*time.Second),
-		Ready:     a.ready,
-		JobsUI:    jobsUI,
-		Log:       log,
+		Pool:                  reqPool,
+		Inventory:             web.Inventory,
+		Campaigns:             web.Campaigns,
+		Rollbacks:             web.Rollbacks,
+		Alerts:                web.Alerts,
+		Reconcile:             web.Reconcile,
+		Auth:                  auth.NewAuthenticator(reqPool, 10*time.Second),
+		Ready:                 a.ready,
+		JobsUI:                jobsUI,
+		Log:                   log,
+		RequestTimeout:        cfg.RequestTimeout,
+		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,
+		TrustedProxies:        cfg.TrustedProxies,
 	})
 	return a, nil
 }
 
-// ready reports whether the database answers and its schema is the one this
-// binary carries.
+// ready reports whether this instance should get traffic: not shutting
+// down, the database answering within 2 seconds, and its schema the one
+// this binary carries. It asks on River's pool, so a burst that fills the
+// requests' pool (answered 503 by the requests themselves) does not take
+// every instance out of the load balancer at once.
 func (a *App) ready(ctx context.Context) error {
+	if a.draining.Load() {
+		return &api.NotReady{Reason: "shutting down"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	current, latest, err := a.migrator.Versions(ctx)
 	if err != nil {
-		return fmt.Errorf("database unreachable: %w", err)
+		return &api.NotReady{Reason: "database unreachable", Err: err}
 	}
 	if current != latest {
-		return fmt.Errorf("schema at version %d, this binary needs %d: run `stockhold migrate up`", current, latest)
+		return &api.NotReady{Reason: "schema not current",
+			Err: fmt.Errorf("schema at version %d, this binary needs %d: run `stockhold migrate up`", current, latest)}
 	}
 	return nil
 }
@@ -171,17 +280,36 @@ func (a *App) Serve(ctx context.Context) error {
 	return a.ServeListener(ctx, ln)
 }
 
-// ServeListener is Serve on an existing listener.
+// ServeListener is Serve on an existing listener. When ctx ends (SIGTERM):
+// /readyz answers 503 at once and keep-alive ends, for DrainDelay, so load
+// balancers move away while requests are still served; then the listener
+// closes and in-flight requests get ShutdownTimeout to finish (connections
+// still open after it, such as a client too slow to read its answer, are
+// closed). Meanwhile running jobs get JobStopTimeout to finish before their
+// contexts are cancelled. A stop that goes this way is not an error.
 func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
-	if err := a.Worker.Start(ctx); err != nil {
+	// Neither River nor the dashboard stops when ctx ends: cancelling
+	// River's start context would cancel running jobs at once.
+	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	if err := a.Worker.Start(bg); err != nil {
 		return fmt.Errorf("start River: %w", err)
 	}
-	if err := a.jobsUI.Start(ctx); err != nil {
+	if err := a.jobsUI.Start(bg); err != nil {
 		return fmt.Errorf("start job dashboard: %w", err)
 	}
-	srv := &http.Server{Handler: a.HTTP, ReadHeaderTimeout: 10 * time.Second}
+	limited := api.NewListener(ln, a.Config.MaxConns)
+	srv := &http.Server{
+		Handler:           a.HTTP,
+		ReadHeaderTimeout: min(a.Config.ReadTimeout, 10*time.Second),
+		ReadTimeout:       a.Config.ReadTimeout,
+		WriteTimeout:      a.Config.WriteTimeout,
+		IdleTimeout:       a.Config.IdleTimeout,
+		ConnState:         limited.ConnState,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(limited) }()
 	a.log.Info("stockhold serving", "addr", ln.Addr().String())
 
 	var err error
@@ -189,19 +317,56 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	case err = <-errc:
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	a.log.Info("stopping: draining", "drain_delay", a.Config.DrainDelay)
+	a.draining.Store(true)
+	srv.SetKeepAlivesEnabled(false)
+	jobsStopped := make(chan struct{})
+	go func() {
+		defer close(jobsStopped)
+		a.stopJobs(bg)
+	}()
+	if err == nil {
+		select {
+		case err = <-errc:
+		case <-time.After(a.Config.DrainDelay):
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(bg, a.Config.ShutdownTimeout)
 	defer cancel()
-	if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
-		err = serr
+	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+		a.log.Warn("closing connections still open after the shutdown timeout",
+			"open", limited.Open(), "shutdown_timeout", a.Config.ShutdownTimeout)
+		_ = srv.Close()
 	}
-	if werr := a.Worker.Stop(shutdownCtx); werr != nil && err == nil {
-		err = werr
-	}
+	<-jobsStopped
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	a.log.Info("stopped")
 	return err
 }
 
-// Close releases the App's resources (not the pool, which the caller owns).
-func (a *App) Close() error { return a.migrator.Close() }
+// stopJobs stops River softly: running jobs get JobStopTimeout to finish,
+// then their contexts are cancelled (they are retried later, as after a
+// crash) and River gets 10 more seconds.
+func (a *App) stopJobs(ctx context.Context) {
+	soft, cancel := context.WithTimeout(ctx, a.Config.JobStopTimeout)
+	defer cancel()
+	err := a.Worker.Stop(soft)
+	if errors.Is(err, context.DeadlineExceeded) {
+		a.log.Warn("jobs still running after the soft-stop window; cancelling them", "job_stop_timeout", a.Config.JobStopTimeout)
+		hard, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		err = a.Worker.StopAndCancel(hard)
+	}
+	if err != nil {
+		a.log.Warn("River did not stop cleanly", "err", err)
+	}
+}
+
+// Close releases the App's resources: the requests' pool and the
+// migrator (not River's pool, which the caller owns).
+func (a *App) Close() error {
+	a.RequestPool.Close()
+	return a.migrator.Close()
+}

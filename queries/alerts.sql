@@ -1,12 +1,20 @@
 -- name: AlertRaise :one
 -- AlertRaise opens an alert, or bumps the open one of the same kind and
 -- subject: occurrences = 1 means this call opened it. A repeat may raise the
--- level, never lower it.
+-- level, never lower it. A repeat more than repage_after_ms after the
+-- alert last paged (0: never) pages again: this call must page when
+-- paged_occurrences = occurrences in the returned row.
 INSERT INTO alerts (level, kind, subject, sku, pool, details, suggested_action)
 VALUES (@level, @kind, @subject, sqlc.narg('sku'), sqlc.narg('pool'), @details, @suggested_action)
 ON CONFLICT (kind, subject) WHERE status = 'open' DO UPDATE
 SET last_seen_at = now(),
     occurrences = alerts.occurrences + 1,
+    paged_at = CASE
+        WHEN sqlc.arg('repage_after_ms')::bigint > 0 AND alerts.paged_at <= now() - sqlc.arg('repage_after_ms')::bigint * interval '1 millisecond'
+        THEN now() ELSE alerts.paged_at END,
+    paged_occurrences = CASE
+        WHEN sqlc.arg('repage_after_ms')::bigint > 0 AND alerts.paged_at <= now() - sqlc.arg('repage_after_ms')::bigint * interval '1 millisecond'
+        THEN alerts.occurrences + 1 ELSE alerts.paged_occurrences END,
     details = excluded.details,
     suggested_action = excluded.suggested_action,
     level = CASE

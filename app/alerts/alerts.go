@@ -37,11 +37,24 @@ type Service struct {
 	jobs inventory.JobInserter
 	// deliver is whether a webhook is configured to receive new alerts.
 	deliver bool
+	// repageAfter is how long an open alert stays quiet before a repeat
+	// pages again; 0 never re-pages.
+	repageAfter time.Duration
 }
 
 // New returns a Service; deliver says whether new alerts go to the webhook.
+// An open alert that repeats pages only once, unless WithRepageAfter is set.
 func New(pool *pgxpool.Pool, jobs inventory.JobInserter, deliver bool) *Service {
 	return &Service{pool: pool, jobs: jobs, deliver: deliver}
+}
+
+// WithRepageAfter makes a repeat of an open alert page again (its webhook
+// delivery enqueued once more) when the alert last paged at least d ago:
+// a failure that comes back after a quiet hour is news, one that repeats
+// every minute pages once an hour. 0 never re-pages. Call it while wiring.
+func (s *Service) WithRepageAfter(d time.Duration) *Service {
+	s.repageAfter = d
+	return s
 }
 
 // Alert is an alert as operators see it.
@@ -84,8 +97,9 @@ type Raise struct {
 }
 
 // RaiseTx opens the alert inside the caller's transaction, or counts another
-// occurrence of the open one with the same kind and subject. A new alert is
-// queued for the webhook in the same transaction.
+// occurrence of the open one with the same kind and subject. A new alert,
+// and a repeat after the re-page interval, is queued for the webhook in the
+// same transaction.
 func (s *Service) RaiseTx(ctx context.Context, tx pgx.Tx, r Raise) (Alert, error) {
 	details, err := json.Marshal(r.Details)
 	if err != nil {
@@ -96,12 +110,13 @@ func (s *Service) RaiseTx(ctx context.Context, tx pgx.Tx, r Raise) (Alert, error
 	}
 	row, err := db.New(tx).AlertRaise(ctx, db.AlertRaiseParams{
 		Level: r.Level, Kind: r.Kind, Subject: r.Subject, Sku: optional(r.SKU), Pool: optional(r.Pool),
-		Details: details, SuggestedAction: r.Action,
+		Details: details, SuggestedAction: r.Action, RepageAfterMs: s.repageAfter.Milliseconds(),
 	})
 	if err != nil {
 		return Alert{}, fmt.Errorf("raise %s alert: %w", r.Kind, err)
 	}
-	if row.Occurrences == 1 && s.deliver {
+	// A new alert, or a repeat that re-pages: see AlertRaise.
+	if row.PagedOccurrences == row.Occurrences && s.deliver {
 		if _, err := s.jobs.InsertTx(ctx, tx, DeliverAlertArgs{AlertID: row.ID}, nil); err != nil {
 			return Alert{}, fmt.Errorf("enqueue deliver_alert: %w", err)
 		}

@@ -39,7 +39,7 @@ func (s *server) createCampaign(c echo.Context) error {
 }
 
 func (s *server) getCampaign(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, err := nameParam(c, "id", "campaign id")
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ type endBody struct {
 }
 
 func (s *server) endCampaign(c echo.Context) error {
-	id, err := pathParam(c, "id")
+	id, err := nameParam(c, "id", "campaign id")
 	if err != nil {
 		return err
 	}

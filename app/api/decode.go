@@ -9,9 +9,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/inventory"
 )
 
 // MaxBody is the largest request body accepted.
@@ -128,17 +132,43 @@ func checkIdempotencyKey(key string) string {
 	return ""
 }
 
-// pathParam returns a path parameter, unescaped where the client escaped it.
+// maxPathParam bounds any path parameter; names and ids are far shorter.
+const maxPathParam = 255
+
+// pathParam returns a path parameter, unescaped where the client escaped
+// it, and checked before it can reach a query: valid UTF-8 (400), at most
+// 255 bytes and no control characters such as NUL (422).
 func pathParam(c echo.Context, name string) (string, error) {
 	v := c.Param(name)
-	if c.Request().URL.RawPath == "" {
-		return v, nil
+	if c.Request().URL.RawPath != "" {
+		u, err := url.PathUnescape(v)
+		if err != nil {
+			return "", badRequest(fmt.Sprintf("path parameter %s is not properly escaped", name))
+		}
+		v = u
 	}
-	u, err := url.PathUnescape(v)
+	switch {
+	case !utf8.ValidString(v):
+		return "", badRequest(fmt.Sprintf("path parameter %s is not valid UTF-8", name))
+	case len(v) > maxPathParam:
+		return "", inventory.Invalid("path parameter %s is longer than %d bytes", name, maxPathParam)
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		return "", inventory.Invalid("path parameter %s contains a control character", name)
+	}
+	return v, nil
+}
+
+// nameParam returns a path parameter that names a SKU or a campaign,
+// checked as inventory.ValidName does (422 otherwise).
+func nameParam(c echo.Context, name, what string) (string, error) {
+	v, err := pathParam(c, name)
 	if err != nil {
-		return "", badRequest(fmt.Sprintf("path parameter %s is not properly escaped", name))
+		return "", err
 	}
-	return u, nil
+	if err := inventory.ValidName(what, v); err != nil {
+		return "", err
+	}
+	return v, nil
 }
 
 // uuidParam returns a path parameter that must be a UUID.

@@ -2,6 +2,7 @@ package api
 
 import (
 	_ "embed"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -15,13 +16,42 @@ func (s *server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-func (s *server) readyz(c echo.Context) error {
-	if s.Ready != nil {
-		if err := s.Ready(c.Request().Context()); err != nil {
-			return newProblem(http.StatusServiceUnavailable, "unavailable", err.Error())
-		}
+// NotReady is why the service cannot take traffic: Reason is the short,
+// fixed phrase /readyz answers with ("shutting down", "database
+// unreachable"); Err, which may name hosts and sockets, is only logged.
+type NotReady struct {
+	Reason string
+	Err    error
+}
+
+func (e *NotReady) Error() string {
+	if e.Err == nil {
+		return e.Reason
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	return e.Reason + ": " + e.Err.Error()
+}
+
+func (e *NotReady) Unwrap() error { return e.Err }
+
+// readyz answers 200, or 503 with a short reason and nothing else: it is
+// unauthenticated, so the error behind the reason goes to the log only.
+func (s *server) readyz(c echo.Context) error {
+	if s.Ready == nil {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	}
+	err := s.Ready(c.Request().Context())
+	if err == nil {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	}
+	reason := "not ready"
+	var nr *NotReady
+	if errors.As(err, &nr) {
+		reason = nr.Reason
+	}
+	s.overload.note(c.Request().Context(), "not_ready", reason, err)
+	p := newProblem(http.StatusServiceUnavailable, "unavailable", reason)
+	p.RetryAfter = retryUnavailable
+	return p
 }
 
 func (s *server) openapi(c echo.Context) error {

@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/idempotency"
@@ -20,6 +25,9 @@ type problem struct {
 	Title  string
 	Detail string
 	Extra  map[string]any
+	// RetryAfter, in seconds, is sent as the Retry-After header when above
+	// zero: the answers to overload say when to come back.
+	RetryAfter int
 }
 
 func (p *problem) Error() string { return p.Code + ": " + p.Detail }
@@ -61,7 +69,9 @@ var titles = map[string]string{
 	"body_too_large":          "Request body too large",
 	"conflict":                "Conflict",
 	"timeout":                 "The request took too long",
+	"busy":                    "The data is locked by another transaction",
 	"unavailable":             "Service unavailable",
+	"too_many_requests":       "Too many failed authentications",
 	"internal_error":          "Internal error",
 }
 
@@ -78,7 +88,19 @@ var statuses = map[inventory.Code]int{
 	inventory.CodeInsufficientAvailable: http.StatusConflict,
 	inventory.CodeIdempotencyReused:     http.StatusUnprocessableEntity,
 	inventory.CodeConflict:              http.StatusConflict,
+	inventory.CodeBusy:                  http.StatusServiceUnavailable,
 }
+
+// Retry-After values, in seconds: a lock or a full pool clears in moments,
+// a database that went away takes longer.
+const (
+	retryBusy        = 1
+	retryUnavailable = 2
+)
+
+// statusClientClosed is what a request whose client went away is logged
+// and counted as (nginx's 499); no one reads the answer.
+const statusClientClosed = 499
 
 func newProblem(status int, code, detail string) *problem {
 	return &problem{Status: status, Code: code, Title: titles[code], Detail: detail}
@@ -98,6 +120,9 @@ func fromDomain(e *inventory.Error, status int) *problem {
 		status = http.StatusConflict
 	}
 	p := newProblem(status, string(e.Code), e.Detail)
+	if e.Code == inventory.CodeBusy {
+		p.RetryAfter = retryBusy
+	}
 	p.Extra = map[string]any{}
 	if e.SKU != "" {
 		p.Extra["sku"] = e.SKU
@@ -112,8 +137,10 @@ func fromDomain(e *inventory.Error, status int) *problem {
 	return p
 }
 
-// problemOf classifies any error a handler returned.
-func problemOf(err error) *problem {
+// problemOf classifies any error a handler returned. ctx is the request's:
+// it tells a client that went away, or a request out of time, from the
+// database's own refusals.
+func problemOf(ctx context.Context, err error) *problem {
 	var (
 		p  *problem
 		de *inventory.Error
@@ -129,10 +156,55 @@ func problemOf(err error) *problem {
 			"this Idempotency-Key was used before with a different request")
 	case errors.As(err, &he):
 		return fromHTTPError(he)
-	case errors.Is(err, context.DeadlineExceeded):
-		return newProblem(http.StatusServiceUnavailable, "timeout", "the request did not finish in time; it is safe to retry with the same Idempotency-Key")
+	case errors.Is(ctx.Err(), context.Canceled):
+		return newProblem(statusClientClosed, "client_closed_request", "the client closed the request before its answer")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return timeout()
+	}
+	if p := databaseProblem(err); p != nil {
+		return p
 	}
 	return newProblem(http.StatusInternalServerError, "internal_error", "something went wrong on our side; it has been logged")
+}
+
+func timeout() *problem {
+	p := newProblem(http.StatusServiceUnavailable, "timeout", "the request did not finish in time; it is safe to retry with the same Idempotency-Key")
+	p.RetryAfter = retryBusy
+	return p
+}
+
+// databaseProblem turns PostgreSQL's refusals under pressure into 503s: a
+// lock or statement timeout is `busy`, a database that cannot be reached
+// (or no pool connection free in time) is `unavailable`. Anything else is
+// nil. It runs after the request's own context was checked, so a deadline
+// seen here is an inner one: the pool's acquire timeout or connect_timeout.
+func databaseProblem(err error) *problem {
+	busy := &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: titles["busy"], RetryAfter: retryBusy,
+		Detail: "the rows this request needs are locked by another transaction; retry in a moment (with the same Idempotency-Key)"}
+	unavailable := &problem{Status: http.StatusServiceUnavailable, Code: "unavailable", Title: titles["unavailable"], RetryAfter: retryUnavailable,
+		Detail: "the database cannot be reached right now; retry in a moment (with the same Idempotency-Key)"}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch code := pgErr.Code; {
+		case code == "55P03", // lock_not_available: lock_timeout
+			code == "57014": // query_canceled: statement_timeout
+			return busy
+		case code == "57P01", code == "57P02", code == "57P03", // admin or crash shutdown, cannot connect now
+			code == "53300",               // too_many_connections
+			strings.HasPrefix(code, "08"): // connection exceptions
+			return unavailable
+		}
+		return nil
+	}
+	var (
+		connectErr *pgconn.ConnectError
+		netErr     net.Error
+	)
+	if errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.Timeout(err) {
+		return unavailable
+	}
+	return nil
 }
 
 func fromHTTPError(he *echo.HTTPError) *problem {
@@ -152,7 +224,9 @@ func fromHTTPError(he *echo.HTTPError) *problem {
 	case http.StatusForbidden:
 		return newProblem(he.Code, "forbidden", detail)
 	case http.StatusServiceUnavailable:
-		return newProblem(he.Code, "timeout", "the request did not finish in time; it is safe to retry with the same Idempotency-Key")
+		return timeout()
+	case http.StatusTooManyRequests:
+		return newProblem(he.Code, "too_many_requests", detail)
 	}
 	if he.Code >= 500 {
 		return newProblem(he.Code, "internal_error", detail)
@@ -161,27 +235,44 @@ func fromHTTPError(he *echo.HTTPError) *problem {
 }
 
 // handleError is echo's one HTTPErrorHandler: every error becomes
-// application/problem+json, and a 500 is logged, since it is a bug.
+// application/problem+json. A 500 is logged, since it is a bug; overload
+// answers (503) are logged once per interval, not once per request; a client
+// that went away is neither answered nor logged as an error.
 func (s *server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	p := problemOf(err)
-	if p.Status >= 500 {
-		s.log.ErrorContext(c.Request().Context(), "request failed", "method", c.Request().Method,
-			"path", c.Request().URL.Path, "status", p.Status, "err", err)
+	req := c.Request()
+	p := problemOf(req.Context(), err)
+	switch {
+	case p.Status == http.StatusInternalServerError:
+		s.log.ErrorContext(req.Context(), "request failed", "method", req.Method,
+			"path", req.URL.Path, "status", p.Status, "err", err)
+	case p.Status == http.StatusServiceUnavailable:
+		s.overload.note(req.Context(), p.Code, req.Method+" "+req.URL.Path, err)
+	case p.Status == statusClientClosed:
+		c.Response().WriteHeader(p.Status) // for the request log and metrics only
+		return
 	}
 	if p.Status == http.StatusUnauthorized && c.Response().Header().Get("WWW-Authenticate") == "" {
 		// Browser pages under /ops/ set their own Basic challenge.
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="stockhold"`)
 	}
+	if p.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
+	writeProblem(c.Response(), req.Method, p)
+}
+
+// writeProblem writes p as the answer.
+func writeProblem(w http.ResponseWriter, method string, p *problem) {
 	body, merr := json.Marshal(p)
 	if merr != nil {
 		body = []byte(`{"type":"/problems/internal_error","status":500,"code":"internal_error"}`)
 	}
-	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
-	c.Response().WriteHeader(p.Status)
-	if c.Request().Method != http.MethodHead {
-		_, _ = c.Response().Write(body)
+	w.Header().Set(echo.HeaderContentType, "application/problem+json")
+	w.WriteHeader(p.Status)
+	if method != http.MethodHead {
+		_, _ = w.Write(body)
 	}
 }

@@ -6,6 +6,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,32 +39,48 @@ type Deps struct {
 	// JobsUI serves River's job dashboard under /ops/jobs/; nil leaves it out.
 	JobsUI http.Handler
 	Log    *slog.Logger
-	// RequestTimeout bounds one request; 0 means 30 seconds.
+	// RequestTimeout bounds one request; 0 means 10 seconds.
 	RequestTimeout time.Duration
+	// AuthFailuresPerMinute limits failed authentications per client IP
+	// (429 past it); 0 means no limit.
+	AuthFailuresPerMinute int
+	// TrustedProxies are the networks whose X-Forwarded-For names the
+	// client; with none, the peer address is the client.
+	TrustedProxies []*net.IPNet
 }
 
 type server struct {
 	Deps
-	log *slog.Logger
+	log      *slog.Logger
+	overload *throttle
+	failures *failureLimiter
 }
 
 // New returns the HTTP handler with every route of the API.
 func New(d Deps) *echo.Echo {
-	s := &server{Deps: d, log: d.Log}
+	s := &server{Deps: d, log: d.Log, failures: newFailureLimiter(d.AuthFailuresPerMinute)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.overload = newThrottle(s.log, 10*time.Second)
 	if d.RequestTimeout == 0 {
-		d.RequestTimeout = 30 * time.Second
+		d.RequestTimeout = 10 * time.Second
 	}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = ipExtractor(d.TrustedProxies)
 	e.Use(middleware.Recover())
 	e.Use(s.requestLogger())
+	e.Use(browserHeaders())
 	e.Use(middleware.BodyLimit("64K"))
-	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: d.RequestTimeout}))
+	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
+		Timeout: d.RequestTimeout,
+		// Errors pass through as they are: handleError tells the request's
+		// own deadline from the pool's and the database's.
+		ErrorHandler: func(err error, _ echo.Context) error { return err },
+	}))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -101,10 +118,23 @@ func New(d Deps) *echo.Echo {
 	if d.JobsUI != nil {
 		jobsUI := echo.WrapHandler(d.JobsUI)
 		guard := s.authenticateOps()
-		e.Any("/ops/jobs", jobsUI, guard)
-		e.Any("/ops/jobs/*", jobsUI, guard)
+		e.Any("/ops/jobs", jobsUI, guard, sameOrigin())
+		e.Any("/ops/jobs/*", jobsUI, guard, sameOrigin())
 	}
 	return e
+}
+
+// ipExtractor reads the client's IP from X-Forwarded-For when the peer is
+// one of trusted, and from the peer address otherwise.
+func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range trusted {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // requestLogger logs each request once with slog and records its latency.
@@ -114,8 +144,10 @@ func (s *server) requestLogger() echo.MiddlewareFunc {
 		HandleError: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			metrics.HTTPDuration.WithLabelValues(v.Method, v.RoutePath, strconv.Itoa(v.Status)).Observe(v.Latency.Seconds())
+			// A 500 is a bug; a 503 is an overload answer, logged once per
+			// interval by handleError; 499 is a client that went away.
 			level := slog.LevelDebug
-			if v.Status >= 500 {
+			if v.Status >= 500 && v.Status != http.StatusServiceUnavailable {
 				level = slog.LevelError
 			}
 			s.log.LogAttrs(c.Request().Context(), level, "request",

@@ -25,7 +25,7 @@ func (s *server) adjustStock(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sku, err := pathParam(c, "sku")
+	sku, err := nameParam(c, "sku", "sku")
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (s *server) once(c echo.Context, key string, body any, create func(context.
 }
 
 func (s *server) getStock(c echo.Context) error {
-	sku, err := pathParam(c, "sku")
+	sku, err := nameParam(c, "sku", "sku")
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (s *server) resumeStock(c echo.Context) error {
 }
 
 func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory.Switch) (inventory.Stock, error)) error {
-	sku, err := pathParam(c, "sku")
+	sku, err := nameParam(c, "sku", "sku")
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ type ledgerPage struct {
 }
 
 func (s *server) getLedger(c echo.Context) error {
-	sku, err := pathParam(c, "sku")
+	sku, err := nameParam(c, "sku", "sku")
 	if err != nil {
 		return err
 	}

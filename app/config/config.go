@@ -5,8 +5,10 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -43,6 +45,60 @@ type Config struct {
 	RetryBase time.Duration
 	// LogLevel is debug, info, warn or error (STOCKHOLD_LOG_LEVEL).
 	LogLevel string
+
+	// AlertRepageAfter is how long an open alert stays quiet before a new
+	// occurrence sends it to the webhook again; 0 never re-pages
+	// (STOCKHOLD_ALERT_REPAGE_AFTER).
+	AlertRepageAfter time.Duration
+
+	// RequestTimeout bounds one HTTP request's work (STOCKHOLD_REQUEST_TIMEOUT).
+	RequestTimeout time.Duration
+	// ReadTimeout bounds reading one request, headers and body, so a client
+	// that dribbles its body is cut off (STOCKHOLD_HTTP_READ_TIMEOUT).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from its headers to the end of its
+	// answer; it must exceed RequestTimeout (STOCKHOLD_HTTP_WRITE_TIMEOUT).
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long
+	// (STOCKHOLD_HTTP_IDLE_TIMEOUT).
+	IdleTimeout time.Duration
+	// MaxConns caps the open HTTP connections; at the cap the longest-idle
+	// keep-alive connection is closed to make room (STOCKHOLD_HTTP_MAX_CONNS).
+	MaxConns int
+	// DrainDelay is how long /readyz answers 503 on SIGTERM before the
+	// listener closes, so load balancers stop sending (STOCKHOLD_DRAIN_DELAY).
+	DrainDelay time.Duration
+	// ShutdownTimeout bounds waiting for in-flight requests on SIGTERM;
+	// connections still open then are closed (STOCKHOLD_SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
+	// JobStopTimeout is the soft-stop window running jobs get on SIGTERM
+	// before their contexts are cancelled (STOCKHOLD_JOB_STOP_TIMEOUT).
+	JobStopTimeout time.Duration
+	// AuthFailuresPerMinute is how many failed authentications one client
+	// IP may make per minute (and at once) before it gets 429; 0 means no
+	// limit (STOCKHOLD_AUTH_FAILURES_PER_MINUTE).
+	AuthFailuresPerMinute int
+	// TrustedProxies are the CIDRs whose X-Forwarded-For names the client
+	// IP (STOCKHOLD_TRUSTED_PROXIES, comma-separated); otherwise the peer
+	// address is the client.
+	TrustedProxies []*net.IPNet
+
+	// HTTPDBConns is the size of the pool that HTTP requests use
+	// (STOCKHOLD_HTTP_DB_CONNS); River and the workers have their own.
+	HTTPDBConns int
+	// LockTimeout is PostgreSQL's lock_timeout on HTTP requests' sessions:
+	// a request waiting longer for a row lock answers 503 busy
+	// (STOCKHOLD_DB_LOCK_TIMEOUT).
+	LockTimeout time.Duration
+	// StatementTimeout is PostgreSQL's statement_timeout on HTTP requests'
+	// sessions (STOCKHOLD_DB_STATEMENT_TIMEOUT).
+	StatementTimeout time.Duration
+	// AcquireTimeout bounds an HTTP request's wait for a free connection;
+	// past it the answer is 503 unavailable (STOCKHOLD_DB_ACQUIRE_TIMEOUT).
+	AcquireTimeout time.Duration
+	// ConnectTimeout bounds opening one database connection, unless
+	// DATABASE_URL sets connect_timeout (STOCKHOLD_DB_CONNECT_TIMEOUT).
+	ConnectTimeout time.Duration
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -62,6 +118,28 @@ func Load(getenv func(string) string) (Config, error) {
 		WatchInterval:        r.duration("STOCKHOLD_WATCH_INTERVAL", 15*time.Second),
 		RetryBase:            r.duration("STOCKHOLD_RETRY_BASE", 5*time.Second),
 		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER", time.Hour),
+
+		RequestTimeout:        r.positive("STOCKHOLD_REQUEST_TIMEOUT", 10*time.Second),
+		ReadTimeout:           r.positive("STOCKHOLD_HTTP_READ_TIMEOUT", 10*time.Second),
+		WriteTimeout:          r.positive("STOCKHOLD_HTTP_WRITE_TIMEOUT", 15*time.Second),
+		IdleTimeout:           r.positive("STOCKHOLD_HTTP_IDLE_TIMEOUT", 60*time.Second),
+		MaxConns:              r.integer("STOCKHOLD_HTTP_MAX_CONNS", 4096, 16, 1_000_000),
+		DrainDelay:            r.duration("STOCKHOLD_DRAIN_DELAY", 5*time.Second),
+		ShutdownTimeout:       r.positive("STOCKHOLD_SHUTDOWN_TIMEOUT", 20*time.Second),
+		JobStopTimeout:        r.positive("STOCKHOLD_JOB_STOP_TIMEOUT", 20*time.Second),
+		AuthFailuresPerMinute: r.integer("STOCKHOLD_AUTH_FAILURES_PER_MINUTE", 20, 0, 1_000_000),
+		TrustedProxies:        r.cidrs("STOCKHOLD_TRUSTED_PROXIES"),
+
+		HTTPDBConns:      r.integer("STOCKHOLD_HTTP_DB_CONNS", 20, 1, 1000),
+		LockTimeout:      r.positive("STOCKHOLD_DB_LOCK_TIMEOUT", 250*time.Millisecond),
+		StatementTimeout: r.positive("STOCKHOLD_DB_STATEMENT_TIMEOUT", 5*time.Second),
+		AcquireTimeout:   r.positive("STOCKHOLD_DB_ACQUIRE_TIMEOUT", time.Second),
+		ConnectTimeout:   r.positive("STOCKHOLD_DB_CONNECT_TIMEOUT", 5*time.Second),
+	}
+	if r.err == nil && c.WriteTimeout <= c.RequestTimeout {
+		r.fail("STOCKHOLD_HTTP_WRITE_TIMEOUT", c.WriteTimeout.String(),
+			"must be longer than STOCKHOLD_REQUEST_TIMEOUT ("+c.RequestTimeout.String()+"), or answers of slow requests are cut")
 	}
 	if r.err == nil && c.DatabaseURL == "" {
 		r.err = fmt.Errorf("DATABASE_URL is not set (with `make run` the Makefile starts a private PostgreSQL and sets it)")
@@ -134,6 +212,32 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 		r.fail(name, v, "want a duration such as 500ms, 30s or 5m")
 	}
 	return d
+}
+
+// positive is duration for settings where zero makes no sense.
+func (r *reader) positive(name string, def time.Duration) time.Duration {
+	d := r.duration(name, def)
+	if d == 0 {
+		r.fail(name, r.getenv(name), "want a duration above zero")
+	}
+	return d
+}
+
+func (r *reader) cidrs(name string) []*net.IPNet {
+	v := r.getenv(name)
+	if v == "" {
+		return nil
+	}
+	var out []*net.IPNet
+	for _, part := range strings.Split(v, ",") {
+		_, n, err := net.ParseCIDR(strings.TrimSpace(part))
+		if err != nil {
+			r.fail(name, v, "want comma-separated CIDRs such as 10.0.0.0/8")
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func (r *reader) oneOf(name, def string, allowed ...string) string {

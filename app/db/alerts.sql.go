@@ -14,7 +14,7 @@ const alertAck = `-- name: AlertAck :one
 UPDATE alerts
 SET status = 'acked', acked_by = $1, acked_at = now()
 WHERE id = $2 AND status = 'open'
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences
 `
 
 func (q *Queries) AlertAck(ctx context.Context, operator *string, iD int64) (Alert, error) {
@@ -37,6 +37,8 @@ func (q *Queries) AlertAck(ctx context.Context, operator *string, iD int64) (Ale
 		&i.AckedAt,
 		&i.ResolvedAt,
 		&i.DeliveredAt,
+		&i.PagedAt,
+		&i.PagedOccurrences,
 	)
 	return i, err
 }
@@ -51,7 +53,7 @@ func (q *Queries) AlertDelivered(ctx context.Context, id int64) error {
 }
 
 const alertGet = `-- name: AlertGet :one
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at FROM alerts WHERE id = $1
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences FROM alerts WHERE id = $1
 `
 
 func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
@@ -74,12 +76,14 @@ func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
 		&i.AckedAt,
 		&i.ResolvedAt,
 		&i.DeliveredAt,
+		&i.PagedAt,
+		&i.PagedOccurrences,
 	)
 	return i, err
 }
 
 const alertList = `-- name: AlertList :many
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at FROM alerts
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences FROM alerts
 WHERE $1::text IS NULL OR status = $1::text
 ORDER BY last_seen_at DESC, id DESC
 LIMIT $2
@@ -111,6 +115,8 @@ func (q *Queries) AlertList(ctx context.Context, status *string, lim int32) ([]A
 			&i.AckedAt,
 			&i.ResolvedAt,
 			&i.DeliveredAt,
+			&i.PagedAt,
+			&i.PagedOccurrences,
 		); err != nil {
 			return nil, err
 		}
@@ -128,13 +134,19 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (kind, subject) WHERE status = 'open' DO UPDATE
 SET last_seen_at = now(),
     occurrences = alerts.occurrences + 1,
+    paged_at = CASE
+        WHEN $8::bigint > 0 AND alerts.paged_at <= now() - $8::bigint * interval '1 millisecond'
+        THEN now() ELSE alerts.paged_at END,
+    paged_occurrences = CASE
+        WHEN $8::bigint > 0 AND alerts.paged_at <= now() - $8::bigint * interval '1 millisecond'
+        THEN alerts.occurrences + 1 ELSE alerts.paged_occurrences END,
     details = excluded.details,
     suggested_action = excluded.suggested_action,
     level = CASE
         WHEN alerts.level = 'critical' OR excluded.level = 'critical' THEN 'critical'
         WHEN alerts.level = 'warning' OR excluded.level = 'warning' THEN 'warning'
         ELSE 'info' END
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences
 `
 
 type AlertRaiseParams struct {
@@ -145,11 +157,14 @@ type AlertRaiseParams struct {
 	Pool            *string
 	Details         []byte
 	SuggestedAction string
+	RepageAfterMs   int64
 }
 
 // AlertRaise opens an alert, or bumps the open one of the same kind and
 // subject: occurrences = 1 means this call opened it. A repeat may raise the
-// level, never lower it.
+// level, never lower it. A repeat more than repage_after_ms after the
+// alert last paged (0: never) pages again: this call must page when
+// paged_occurrences = occurrences in the returned row.
 func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, error) {
 	row := q.db.QueryRow(ctx, alertRaise,
 		arg.Level,
@@ -159,6 +174,7 @@ func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, 
 		arg.Pool,
 		arg.Details,
 		arg.SuggestedAction,
+		arg.RepageAfterMs,
 	)
 	var i Alert
 	err := row.Scan(
@@ -178,6 +194,8 @@ func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, 
 		&i.AckedAt,
 		&i.ResolvedAt,
 		&i.DeliveredAt,
+		&i.PagedAt,
+		&i.PagedOccurrences,
 	)
 	return i, err
 }

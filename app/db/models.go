@@ -63,22 +63,24 @@ func (ns NullRiverJobState) Value() (driver.Value, error) {
 
 // Things a person must look at. A repeat of an open alert bumps occurrences and last_seen_at.
 type Alert struct {
-	ID              int64
-	Level           string
-	Kind            string
-	Subject         string
-	Sku             *string
-	Pool            *string
-	Details         []byte
-	SuggestedAction string
-	Status          string
-	FirstSeenAt     time.Time
-	LastSeenAt      time.Time
-	Occurrences     int32
-	AckedBy         *string
-	AckedAt         *time.Time
-	ResolvedAt      *time.Time
-	DeliveredAt     *time.Time
+	ID               int64
+	Level            string
+	Kind             string
+	Subject          string
+	Sku              *string
+	Pool             *string
+	Details          []byte
+	SuggestedAction  string
+	Status           string
+	FirstSeenAt      time.Time
+	LastSeenAt       time.Time
+	Occurrences      int32
+	AckedBy          *string
+	AckedAt          *time.Time
+	ResolvedAt       *time.Time
+	DeliveredAt      *time.Time
+	PagedAt          time.Time
+	PagedOccurrences int32
 }
 
 // Bearer tokens, stored only as SHA-256. name is the owner: idempotency keys and holds are scoped to it.

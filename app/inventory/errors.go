@@ -23,6 +23,10 @@ const (
 	CodeInsufficientAvailable Code = "insufficient_available"
 	CodeIdempotencyReused     Code = "idempotency_key_reused"
 	CodeConflict              Code = "conflict"
+	// CodeBusy refuses a request whose rows stayed locked past the lock
+	// timeout (a long transaction holds them); the HTTP answer is 503 with
+	// Retry-After, and a retry soon is likely to succeed.
+	CodeBusy Code = "busy"
 )
 
 // Error is a failure the caller can act on: bad input, or a state that

@@ -14,7 +14,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	log := newLogger(cfg.LogLevel, stderr)
-	pool, err := app.Connect(ctx, cfg.DatabaseURL)
+	pool, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
