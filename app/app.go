@@ -346,20 +346,9 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// stopJobs stops River softly: running jobs get JobStopTimeout to finish,
-// then their contexts are cancelled (they are retried later, as after a
-// crash) and River gets 10 more seconds.
+// stopJobs stops River softly (see jobs.Stop).
 func (a *App) stopJobs(ctx context.Context) {
-	soft, cancel := context.WithTimeout(ctx, a.Config.JobStopTimeout)
-	defer cancel()
-	err := a.Worker.Stop(soft)
-	if errors.Is(err, context.DeadlineExceeded) {
-		a.log.Warn("jobs still running after the soft-stop window; cancelling them", "job_stop_timeout", a.Config.JobStopTimeout)
-		hard, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		err = a.Worker.StopAndCancel(hard)
-	}
-	if err != nil {
+	if err := jobs.Stop(ctx, a.Worker, a.Config.JobStopTimeout, a.log); err != nil {
 		a.log.Warn("River did not stop cleanly", "err", err)
 	}
 }

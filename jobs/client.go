@@ -6,6 +6,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -179,5 +180,29 @@ func (h *errorHandler) HandleError(ctx context.Context, job *rivertype.JobRow, e
 func (h *errorHandler) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
 	h.log.ErrorContext(ctx, "job attempt panicked", "kind", job.Kind, "job_id", job.ID,
 		"attempt", job.Attempt, "panic", fmt.Sprint(panicVal), "trace", trace)
+	return nil
+}
+
+// hardStopTimeout is how long Stop waits for jobs after cancelling them.
+const hardStopTimeout = 10 * time.Second
+
+// Stop stops client softly, as on SIGTERM: it fetches no more jobs and
+// gives running ones soft to finish, so a job near its end does not lose
+// an attempt; then it cancels their contexts (River retries them later, as
+// after a crash) and waits up to 10 more seconds. It returns nil once
+// River has stopped, whichever way.
+func Stop(ctx context.Context, client *river.Client[pgx.Tx], soft time.Duration, log *slog.Logger) error {
+	softCtx, cancel := context.WithTimeout(ctx, soft)
+	defer cancel()
+	err := client.Stop(softCtx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	log.WarnContext(ctx, "jobs still running after the soft-stop window; cancelling them", "soft_stop", soft)
+	hardCtx, cancel := context.WithTimeout(ctx, hardStopTimeout)
+	defer cancel()
+	if err := client.StopAndCancel(hardCtx); err != nil {
+		return fmt.Errorf("stop River: %w", err)
+	}
 	return nil
 }
