@@ -158,6 +158,21 @@ func pathParam(c echo.Context, name string) (string, error) {
 	return v, nil
 }
 
+// cleanPath refuses, with 400, a path that is not valid UTF-8 or holds
+// control characters, before a handler that does not check its own path
+// (River UI's file server answers such paths 500) sees it.
+func cleanPath() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			p := c.Request().URL.Path
+			if !utf8.ValidString(p) || strings.IndexFunc(p, unicode.IsControl) >= 0 {
+				return badRequest("the path must be valid UTF-8 without control characters")
+			}
+			return next(c)
+		}
+	}
+}
+
 // nameParam returns a path parameter that names a SKU or a campaign,
 // checked as inventory.ValidName does (422 otherwise).
 func nameParam(c echo.Context, name, what string) (string, error) {

@@ -119,7 +119,7 @@ func New(d Deps) *echo.Echo {
 		jobsUI := echo.WrapHandler(d.JobsUI)
 		guard := s.authenticateOps()
 		e.Any("/ops/jobs", jobsUI, guard, sameOrigin())
-		e.Any("/ops/jobs/*", jobsUI, guard, sameOrigin())
+		e.Any("/ops/jobs/*", jobsUI, guard, sameOrigin(), cleanPath())
 	}
 	return e
 }
