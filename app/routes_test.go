@@ -93,7 +93,7 @@ func TestBadEscapeIsProblemJSON(t *testing.T) {
 	in := start(t, nil)
 	for _, req := range []string{
 		"GET /v1/skus/%ZZ HTTP/1.1\r\nHost: x\r\n\r\n",
-		"GET /v1/skus/A1 HTTP/1.1\r\n\r\n",                          // no Host
+		"GET /v1/skus/A1 HTTP/1.1\r\n\r\n",                             // no Host
 		"GET /v1/skus/A1 HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n", // malformed header
 	} {
 		a, err := raw(in.addr, req)
