@@ -28,6 +28,8 @@ type problem struct {
 	// RetryAfter, in seconds, is sent as the Retry-After header when above
 	// zero: the answers to overload say when to come back.
 	RetryAfter int
+	// cause is the error the problem was made from, for the log.
+	cause error
 }
 
 func (p *problem) Error() string { return p.Code + ": " + p.Detail }
@@ -141,14 +143,21 @@ func fromDomain(e *inventory.Error, status int) *problem {
 // it tells a client that went away, or a request out of time, from the
 // database's own refusals.
 func problemOf(ctx context.Context, err error) *problem {
+	var p *problem
+	if errors.As(err, &p) {
+		return p
+	}
+	p = classify(ctx, err)
+	p.cause = err
+	return p
+}
+
+func classify(ctx context.Context, err error) *problem {
 	var (
-		p  *problem
 		de *inventory.Error
 		he *echo.HTTPError
 	)
 	switch {
-	case errors.As(err, &p):
-		return p
 	case errors.As(err, &de):
 		return fromDomain(de, 0)
 	case errors.Is(err, idempotency.ErrReused):
@@ -244,6 +253,9 @@ func (s *server) handleError(err error, c echo.Context) {
 	}
 	req := c.Request()
 	p := problemOf(req.Context(), err)
+	if p.cause != nil {
+		err = p.cause
+	}
 	switch {
 	case p.Status == http.StatusInternalServerError:
 		s.log.ErrorContext(req.Context(), "request failed", "method", req.Method,

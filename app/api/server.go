@@ -77,9 +77,10 @@ func New(d Deps) *echo.Echo {
 	e.Use(middleware.BodyLimit("64K"))
 	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
 		Timeout: d.RequestTimeout,
-		// Errors pass through as they are: handleError tells the request's
-		// own deadline from the pool's and the database's.
-		ErrorHandler: func(err error, _ echo.Context) error { return err },
+		// Errors are classified here, while the request's context is
+		// still its own (the middleware cancels it on return): a client
+		// gone, the request's deadline, or the pool's and the database's.
+		ErrorHandler: func(err error, c echo.Context) error { return problemOf(c.Request().Context(), err) },
 	}))
 
 	e.GET("/healthz", s.healthz)

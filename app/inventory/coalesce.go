@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
 	"github.com/stockhold/stockhold/app/db"
@@ -129,6 +130,15 @@ func (c *combiner) run(batch []*waiter) {
 	defer cancel()
 	metrics.HoldBatch.Observe(float64(len(live)))
 	results, err := c.s.holdBatch(ctx, live)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		// lock_timeout: the row is locked by someone else, and each hold
+		// alone would wait for it all over again. The caller answers busy.
+		for _, w := range live {
+			w.done <- holdResult{err: err}
+		}
+		return
+	}
 	if err != nil {
 		c.s.log.Warn("coalesced hold batch failed, retrying each hold alone", "size", len(live), "err", err)
 		var wg sync.WaitGroup
