@@ -117,6 +117,9 @@ func requestPool(pool *pgxpool.Pool, cfg config.Config) (*pgxpool.Pool, error) {
 		c.MaxConns = int32(cfg.HTTPDBConns)
 	}
 	c.MinConns, c.MinIdleConns = 0, 0
+	if c.ConnConfig.RuntimeParams == nil {
+		c.ConnConfig.RuntimeParams = map[string]string{}
+	}
 	params := c.ConnConfig.RuntimeParams
 	if cfg.LockTimeout > 0 {
 		params["lock_timeout"] = strconv.FormatInt(cfg.LockTimeout.Milliseconds(), 10) + "ms"

@@ -26,7 +26,7 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	pool := dbtest.New(t)
 	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"DATABASE_URL": "postgres://unused", "STOCKHOLD_ADDR": "127.0.0.1:0"}[k]
+		return map[string]string{"DATABASE_URL": "postgres://unused", "STOCKHOLD_ADDR": "127.0.0.1:0", "STOCKHOLD_DRAIN_DELAY": "0s"}[k]
 	})
 	require.NoError(t, err)
 	a, err := app.New(cfg, pool, slog.New(slog.DiscardHandler))

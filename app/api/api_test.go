@@ -62,6 +62,9 @@ func setup(t *testing.T, opts *setupOpts) *env {
 		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Auth: auth.NewAuthenticator(pool, time.Minute),
 		Ready: func(context.Context) error { return nil },
 		Log:   quiet,
+		// The plain path under -race with 1,000 clients on one row takes
+		// longer than the 10 s default.
+		RequestTimeout: 30 * time.Second,
 	}))
 	t.Cleanup(srv.Close)
 	shop, err := auth.Create(ctx, pool, "shop-a", auth.RoleShop)

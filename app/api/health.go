@@ -48,9 +48,9 @@ func (s *server) readyz(c echo.Context) error {
 	if errors.As(err, &nr) {
 		reason = nr.Reason
 	}
-	s.overload.note(c.Request().Context(), "not_ready", reason, err)
 	p := newProblem(http.StatusServiceUnavailable, "unavailable", reason)
 	p.RetryAfter = retryUnavailable
+	p.cause = err // logged once per interval by handleError
 	return p
 }
 

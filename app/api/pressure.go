@@ -48,7 +48,7 @@ func (t *throttle) note(ctx context.Context, code, what string, err error) {
 	t.mu.Unlock()
 
 	level := slog.LevelWarn
-	if code == "unavailable" || code == "not_ready" {
+	if code == "unavailable" {
 		level = slog.LevelError
 	}
 	t.log.Log(ctx, level, "requests refused under pressure (logged once per interval)",

@@ -28,10 +28,14 @@ func TestMigrationsRoundTrip(t *testing.T) {
 	require.Equal(t, latest, current, "the test template is migrated to the newest version")
 	require.GreaterOrEqual(t, latest, int64(9))
 
-	for v := current; v > 0; v-- {
+	applied := 0
+	for v := current; v > 0; applied++ {
 		res, err := m.Down(ctx)
 		require.NoError(t, err, "down from %d", v)
 		require.Equal(t, v, res.Source.Version)
+		// Versions may have gaps: the next one down is whatever is current.
+		v, _, err = m.Versions(ctx)
+		require.NoError(t, err)
 	}
 	current, _, err = m.Versions(ctx)
 	require.NoError(t, err)
@@ -44,7 +48,7 @@ func TestMigrationsRoundTrip(t *testing.T) {
 
 	res, err := m.Up(ctx)
 	require.NoError(t, err)
-	require.Len(t, res, int(latest))
+	require.Len(t, res, applied, "up applies every migration down removed")
 
 	// River's own bookkeeping agrees with the schema goose applied.
 	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
