@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"riverqueue.com/riverui"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -24,7 +26,10 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/console"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/logging"
+	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
@@ -42,6 +47,9 @@ type App struct {
 	// Worker works jobs; Serve starts it.
 	Worker *river.Client[pgx.Tx]
 	HTTP   *echo.Echo
+	// DBMetrics serves the gauges read from the database; Serve refreshes
+	// them every few seconds.
+	DBMetrics *metrics.Database
 
 	log      *slog.Logger
 	migrator *schema.Migrator
@@ -59,6 +67,8 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		// and the HTTP handlers of each other; pool_max_conns overrides.
 		cfg.MaxConns = 40
 	}
+	// Times the statements on stock rows: the row-lock wait metric.
+	cfg.ConnConfig.Tracer = metrics.Tracer{}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -111,6 +121,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		ReconcileInterval: cfg.ReconcileInterval,
 		AlertWebhook:      cfg.AlertWebhook,
 		RetryBase:         cfg.RetryBase,
+		Middleware:        []rivertype.Middleware{river.WorkerMiddlewareFunc(jobLogContext)},
 		Log:               log,
 	})
 	if err != nil {
@@ -122,7 +133,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	}
 	a := &App{
 		Config: cfg, Pool: pool, Inventory: deps.Inventory, Reconcile: deps.Reconcile, Inserter: inserter, Worker: worker,
-		log: log, migrator: migrator,
+		log: log, migrator: migrator, DBMetrics: metrics.NewDatabase(pool, inventory.StuckAfter),
 	}
 	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints: riverui.NewEndpoints(worker, nil),
@@ -133,19 +144,48 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		return nil, fmt.Errorf("job dashboard: %w", err)
 	}
 	a.jobsUI = jobsUI
+	authn := auth.NewAuthenticator(pool, 10*time.Second)
+	ops, err := console.New(console.Deps{
+		Pool: pool, Inventory: deps.Inventory, Campaigns: deps.Campaigns, Rollbacks: deps.Rollbacks,
+		Alerts: deps.Alerts, Reconcile: deps.Reconcile, Auth: authn, Log: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
 	a.HTTP = api.New(api.Deps{
-		Pool:      pool,
-		Inventory: deps.Inventory,
-		Campaigns: deps.Campaigns,
-		Rollbacks: deps.Rollbacks,
-		Alerts:    deps.Alerts,
-		Reconcile: deps.Reconcile,
-		Auth:      auth.NewAuthenticator(pool, 10*time.Second),
-		Ready:     a.ready,
-		JobsUI:    jobsUI,
-		Log:       log,
+		Pool:       pool,
+		Inventory:  deps.Inventory,
+		Campaigns:  deps.Campaigns,
+		Rollbacks:  deps.Rollbacks,
+		Alerts:     deps.Alerts,
+		Reconcile:  deps.Reconcile,
+		Auth:       authn,
+		Ready:      a.ready,
+		JobsUI:     jobsUI,
+		Console:    ops,
+		OpsSession: ops.SessionKey,
+		Log:        log,
 	})
 	return a, nil
+}
+
+// jobLogContext puts the job's id and kind, and the hold or SKU its args
+// name, in the log context of everything the job's work logs.
+func jobLogContext(ctx context.Context, job *rivertype.JobRow, work func(context.Context) error) error {
+	attrs := []slog.Attr{slog.Int64("job_id", job.ID), slog.String("job_kind", job.Kind)}
+	var args struct {
+		ReservationID string `json:"reservation_id"`
+		SKU           string `json:"sku"`
+	}
+	if json.Unmarshal(job.EncodedArgs, &args) == nil {
+		if args.ReservationID != "" {
+			attrs = append(attrs, slog.String("hold_id", args.ReservationID))
+		}
+		if args.SKU != "" {
+			attrs = append(attrs, slog.String("sku", args.SKU))
+		}
+	}
+	return work(logging.With(ctx, attrs...))
 }
 
 // ready reports whether the database answers and its schema is the one this
@@ -173,6 +213,12 @@ func (a *App) Serve(ctx context.Context) error {
 
 // ServeListener is Serve on an existing listener.
 func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
+	events, unsubscribe := a.Worker.Subscribe(metrics.JobEvents...)
+	defer unsubscribe()
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	go metrics.CountJobs(metricsCtx, events)
+	go a.DBMetrics.Run(metricsCtx, a.log)
 	if err := a.Worker.Start(ctx); err != nil {
 		return fmt.Errorf("start River: %w", err)
 	}

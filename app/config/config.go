@@ -43,6 +43,9 @@ type Config struct {
 	RetryBase time.Duration
 	// LogLevel is debug, info, warn or error (STOCKHOLD_LOG_LEVEL).
 	LogLevel string
+	// LogFormat is json (the default, for log collectors) or text (for a
+	// person at a terminal; make run uses it) (STOCKHOLD_LOG_FORMAT).
+	LogFormat string
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -62,6 +65,7 @@ func Load(getenv func(string) string) (Config, error) {
 		WatchInterval:        r.duration("STOCKHOLD_WATCH_INTERVAL", 15*time.Second),
 		RetryBase:            r.duration("STOCKHOLD_RETRY_BASE", 5*time.Second),
 		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "json", "text"),
 	}
 	if r.err == nil && c.DatabaseURL == "" {
 		r.err = fmt.Errorf("DATABASE_URL is not set (with `make run` the Makefile starts a private PostgreSQL and sets it)")
