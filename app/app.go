@@ -67,8 +67,7 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		// and the HTTP handlers of each other; pool_max_conns overrides.
 		cfg.MaxConns = 40
 	}
-	// Times the statements on stock rows: the row-lock wait metric.
-	cfg.ConnConfig.Tracer = metrics.Tracer{}
+	Instrument(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -81,6 +80,10 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	return pool, nil
 }
+
+// Instrument makes a pool report to /metrics: it times the statements on
+// stock rows, which is how long they waited for the row locks.
+func Instrument(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = metrics.Tracer{} }
 
 // Services builds the domain services on pool, configured by cfg; they
 // enqueue their jobs with inserter inside their own transactions. The
