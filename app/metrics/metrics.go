@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -112,3 +113,30 @@ func HoldOutcomes() (map[string]int64, error) {
 	}
 	return out, err
 }
+
+// Names returns the name of every stockhold_ metric the binary exports
+// (a histogram by its base name), whether or not it has a value yet: the
+// deploy/ rules and dashboard are checked against it.
+func Names() []string {
+	all := []prometheus.Collector{
+		Holds, Transitions, Releases, HoldBatch, HTTPDuration, JobsFinished, JobRunDuration, StockStatements,
+		DBRefreshErrors, collector{},
+	}
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range all {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// fqName finds a metric's name in its Desc's description.
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
