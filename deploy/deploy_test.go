@@ -142,7 +142,9 @@ type installError struct {
 	out  []byte
 }
 
-func (e *installError) Error() string { return "apt-get " + e.step + ": " + e.err.Error() + "\n" + string(e.out) }
+func (e *installError) Error() string {
+	return "apt-get " + e.step + ": " + e.err.Error() + "\n" + string(e.out)
+}
 
 // TestPromtool checks the rules with Prometheus's own parser and runs
 // their unit tests (alerts fire when they should, with these summaries).
