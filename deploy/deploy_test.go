@@ -5,6 +5,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stockhold/stockhold/app/metrics"
+	"github.com/stockhold/stockhold/internal/debian"
 )
 
 const (
@@ -111,39 +113,16 @@ var (
 )
 
 // promtool finds Prometheus's promtool, installing Debian's prometheus
-// package with apt-get when it is missing and the tests run as root (CI).
-// Elsewhere the test is skipped; the checks above still run.
+// package when it is missing and the tests run as root (CI); elsewhere the
+// test is skipped and the checks above still run.
 func promtool(t *testing.T) string {
 	t.Helper()
-	promtoolOnce.Do(func() {
-		if promtoolPath, promtoolErr = exec.LookPath("promtool"); promtoolErr == nil || os.Geteuid() != 0 {
-			return
-		}
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "prometheus"}} {
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				promtoolErr = &installError{args[0], err, out}
-				return
-			}
-		}
-		promtoolPath, promtoolErr = exec.LookPath("promtool")
-	})
-	if promtoolErr != nil && os.Geteuid() != 0 {
-		t.Skipf("no promtool (apt-get install -y prometheus): %v", promtoolErr)
+	promtoolOnce.Do(func() { promtoolPath, promtoolErr = debian.Ensure("promtool", "prometheus") })
+	if errors.Is(promtoolErr, debian.ErrNotRoot) {
+		t.Skip(promtoolErr)
 	}
-	require.NoError(t, promtoolErr)
+	require.NoError(t, promtoolErr, "install promtool")
 	return promtoolPath
-}
-
-type installError struct {
-	step string
-	err  error
-	out  []byte
-}
-
-func (e *installError) Error() string {
-	return "apt-get " + e.step + ": " + e.err.Error() + "\n" + string(e.out)
 }
 
 // TestPromtool checks the rules with Prometheus's own parser and runs

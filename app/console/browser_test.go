@@ -2,9 +2,9 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/internal/debian"
 )
 
 var (
@@ -25,31 +26,13 @@ var (
 	chromiumErr  error
 )
 
-// chromium finds Debian's headless-capable Chromium, installing it with
-// apt-get when it is missing and the tests run as root (as CI does), the
-// way cmd/devdb installs PostgreSQL. Elsewhere the test is skipped with
-// the command that installs it.
+// chromium finds Debian's Chromium, installing it when it is missing and
+// the tests run as root (CI); elsewhere the test is skipped.
 func chromium(t *testing.T) string {
 	t.Helper()
-	chromiumOnce.Do(func() {
-		if chromiumPath, chromiumErr = exec.LookPath("chromium"); chromiumErr == nil {
-			return
-		}
-		if os.Geteuid() != 0 {
-			return
-		}
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "chromium"}} {
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				chromiumErr = fmt.Errorf("apt-get %s: %w\n%s", args[0], err, out)
-				return
-			}
-		}
-		chromiumPath, chromiumErr = exec.LookPath("chromium")
-	})
-	if chromiumErr != nil && os.Geteuid() != 0 {
-		t.Skipf("no chromium (install it with `apt-get install -y chromium`): %v", chromiumErr)
+	chromiumOnce.Do(func() { chromiumPath, chromiumErr = debian.Ensure("chromium", "chromium") })
+	if errors.Is(chromiumErr, debian.ErrNotRoot) {
+		t.Skip(chromiumErr)
 	}
 	require.NoError(t, chromiumErr, "install chromium")
 	return chromiumPath

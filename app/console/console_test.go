@@ -11,9 +11,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
@@ -300,4 +302,84 @@ func TestCrossSiteFormPostsAreRefused(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Equal(t, "paused", e.scalar(`SELECT status FROM stock WHERE sku = 'A1'`))
 	require.Equal(t, "alice", e.scalar(`SELECT actor FROM ledger WHERE sku = 'A1' AND kind = 'pause'`))
+}
+
+// TestEveryPageRendersWithData fills the database with a bit of everything
+// (a campaign ended from the console, a dry run, a reconciliation with a
+// finding, alerts) and checks every page renders whole, since a template
+// that fails halfway would still answer 200.
+func TestEveryPageRendersWithData(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	e.stockIn("A1", 50)
+	e.stockIn("B_2%", 5) // LIKE's wildcards are matched literally
+	held := e.hold("k1", "order-1", "A1", 2)
+	stuck := e.hold("k2", "order-2", "A1", 1)
+	_, err := e.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 hour' WHERE id = $1`, stuck)
+	require.NoError(t, err)
+
+	b := newBrowser(t, e.base)
+	b.signIn(e.ops)
+	api := func(path, key, body string) int {
+		return b.do("POST", path, nil, func(r *http.Request) {
+			r.Header.Set("Authorization", "Bearer "+e.ops)
+			r.Header.Set("Idempotency-Key", key)
+			r.Body = io.NopCloser(strings.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}).status
+	}
+	start, end := time.Now().Add(-time.Second).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	require.Equal(t, http.StatusCreated, api("/v1/campaigns", "c1",
+		`{"id": "flash", "starts_at": "`+start+`", "ends_at": "`+end+`", "hold_ttl_seconds": 60, "allotments": [{"sku": "A1", "quantity": 10}]}`))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, "active", e.scalar(`SELECT status FROM campaigns WHERE id = 'flash'`))
+	}, 20*time.Second, 50*time.Millisecond)
+	_, _, err = e.app.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: "k3", Campaign: "flash",
+		Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
+	require.NoError(t, err)
+
+	// End the campaign from its page.
+	token := b.csrf("/ops/campaigns/flash")
+	a := b.do("POST", "/ops/campaigns/flash/end", url.Values{"csrf": {token}, "reason": {"sold out early"}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "alice sold out early", e.scalar(`SELECT ended_by || ' ' || end_reason FROM campaigns WHERE id = 'flash'`))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, "rolled_back", e.scalar(`SELECT status FROM campaigns WHERE id = 'flash'`))
+	}, 20*time.Second, 50*time.Millisecond)
+
+	// Reconcile now, from the console: it releases the stuck hold.
+	page := b.do("GET", "/ops/reconciliations", nil, nil)
+	nonce := regexp.MustCompile(`name="nonce" value="([^"]+)"`).FindStringSubmatch(page.body)[1]
+	form := url.Values{"csrf": {csrfField.FindStringSubmatch(page.body)[1]}, "nonce": {nonce}}
+	a = b.do("POST", "/ops/reconciliations", form, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	runPage := a.header.Get("Location")
+	again := b.do("POST", "/ops/reconciliations", form, b.sameSite)
+	require.Equal(t, runPage, again.header.Get("Location"), "the same form sent twice requests one run")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, "expired", e.scalar(`SELECT status FROM reservations WHERE id = $1`, stuck))
+	}, 20*time.Second, 50*time.Millisecond)
+	require.Equal(t, "1", e.scalar(`SELECT count(*)::text FROM reconcile_runs WHERE trigger = 'http'`))
+
+	for _, path := range []string{
+		"/ops/", "/ops/skus?q=A", "/ops/skus?q=B_2%25", "/ops/skus/A1", "/ops/skus/A1?before=3", "/ops/skus/B_2%25",
+		"/ops/holds", "/ops/holds?order_ref=order-1", "/ops/holds/" + held.String(), "/ops/holds/" + stuck.String(),
+		"/ops/campaigns", "/ops/campaigns/flash", "/ops/rollbacks", "/ops/rollbacks/1",
+		"/ops/alerts", "/ops/alerts?status=all", "/ops/reconciliations", runPage,
+	} {
+		a := b.do("GET", path, nil, nil)
+		require.Equal(t, http.StatusOK, a.status, path)
+		require.True(t, strings.HasSuffix(strings.TrimSpace(a.body), "</html>"), "%s is cut short:\n%s", path, a.body)
+	}
+	require.Contains(t, b.do("GET", "/ops/skus?q=B_2%25", nil, nil).body, `href="/ops/skus/B_2%25"`)
+	require.NotContains(t, b.do("GET", "/ops/skus?q=B_", nil, nil).body, `href="/ops/skus/A1"`)
+	require.Contains(t, b.do("GET", runPage, nil, nil).body, "stuck_hold")
+	for path, want := range map[string]int{
+		"/ops/holds/not-a-uuid": http.StatusNotFound, "/ops/holds/" + uuid.NewString(): http.StatusNotFound,
+		"/ops/skus/NOPE": http.StatusNotFound, "/ops/campaigns/nope": http.StatusNotFound, "/ops/rollbacks/999": http.StatusNotFound,
+		"/ops/skus/A1?before=x": http.StatusBadRequest,
+	} {
+		require.Equal(t, want, b.do("GET", path, nil, nil).status, path)
+	}
 }
