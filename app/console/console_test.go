@@ -194,6 +194,7 @@ func TestSignInAndSecurityHeaders(t *testing.T) {
 
 	// The session opens River's dashboard; without it, Basic auth does.
 	require.Equal(t, http.StatusOK, b.do("GET", "/ops/jobs/", nil, nil).status)
+	require.Equal(t, http.StatusOK, b.do("GET", "/ops/jobs/api/jobs?state=available", nil, nil).status, "River UI's own API too")
 	anon := newBrowser(t, e.base)
 	require.Equal(t, http.StatusUnauthorized, anon.do("GET", "/ops/jobs/", nil, nil).status)
 	require.Equal(t, http.StatusOK, anon.do("GET", "/ops/jobs/", nil, func(r *http.Request) { r.SetBasicAuth("x", e.ops) }).status)
