@@ -11,7 +11,7 @@ WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 
 .PHONY: run test generate check-generate bench lint build db-stop
 
-## run: migrate, print dev API keys, and serve on :8080 (STOCKHOLD_ADDR)
+## run: migrate, print dev API keys, and serve on :8080 (STOCKHOLD_ADDR), logging text lines
 run: build
 	@set -eo pipefail; $(WITH_DB); \
 	bin/stockhold migrate up; \
@@ -24,7 +24,7 @@ run: build
 	echo "  ops key:  $$ops"; \
 	echo "  try:      curl -s -H 'Authorization: Bearer $$ops' localhost$${STOCKHOLD_ADDR:-:8080}/v1/skus/A1"; \
 	echo; \
-	exec bin/stockhold serve
+	STOCKHOLD_LOG_FORMAT=$${STOCKHOLD_LOG_FORMAT:-text} exec bin/stockhold serve
 
 ## test: the whole suite against real PostgreSQL and River, with the race detector
 test:

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"riverqueue.com/riverui"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -26,7 +28,10 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/console"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/logging"
+	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
@@ -48,6 +53,9 @@ type App struct {
 	// Worker works jobs; Serve starts it.
 	Worker *river.Client[pgx.Tx]
 	HTTP   *echo.Echo
+	// DBMetrics serves the gauges read from the database; Serve refreshes
+	// them every few seconds.
+	DBMetrics *metrics.Database
 
 	log      *slog.Logger
 	migrator *schema.Migrator
@@ -88,6 +96,7 @@ func connect(ctx context.Context, url string, maxConns int32, connectTimeout tim
 		// a new connection, and the request waiting on it, for minutes.
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
+	Instrument(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -127,8 +136,8 @@ func requestPool(pool *pgxpool.Pool, cfg config.Config) (*pgxpool.Pool, error) {
 	if cfg.StatementTimeout > 0 {
 		params["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10) + "ms"
 	}
-	if cfg.AcquireTimeout > 0 && c.ConnConfig.Tracer == nil {
-		c.ConnConfig.Tracer = acquireTimeout(cfg.AcquireTimeout)
+	if cfg.AcquireTimeout > 0 {
+		c.ConnConfig.Tracer = acquireTimeout{wait: cfg.AcquireTimeout, QueryTracer: c.ConnConfig.Tracer}
 	}
 	return pgxpool.NewWithConfig(context.Background(), c)
 }
@@ -139,12 +148,17 @@ func requestPool(pool *pgxpool.Pool, cfg config.Config) (*pgxpool.Pool, error) {
 // acquisition that times out returns context.DeadlineExceeded while the
 // request's own context is live, which the HTTP layer answers 503
 // unavailable.
-type acquireTimeout time.Duration
+type acquireTimeout struct {
+	wait time.Duration
+	// QueryTracer is the pool's own tracer (the metrics'), if any, which
+	// still sees every statement.
+	pgx.QueryTracer
+}
 
 type acquireCancelKey struct{}
 
 func (d acquireTimeout) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(d))
+	ctx, cancel := context.WithTimeout(ctx, d.wait)
 	return context.WithValue(ctx, acquireCancelKey{}, cancel)
 }
 
@@ -154,13 +168,24 @@ func (acquireTimeout) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, _ pg
 	}
 }
 
-// TraceQueryStart and TraceQueryEnd make acquireTimeout a pgx.QueryTracer,
-// which is what pgx.ConnConfig holds; they do nothing.
-func (acquireTimeout) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
+// TraceQueryStart and TraceQueryEnd pass statements on to the pool's own
+// tracer; pgx.ConnConfig holds a pgx.QueryTracer, so acquireTimeout is one.
+func (d acquireTimeout) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if d.QueryTracer == nil {
+		return ctx
+	}
+	return d.QueryTracer.TraceQueryStart(ctx, conn, data)
 }
 
-func (acquireTimeout) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (d acquireTimeout) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryEndData) {
+	if d.QueryTracer != nil {
+		d.QueryTracer.TraceQueryEnd(ctx, conn, data)
+	}
+}
+
+// Instrument makes a pool report to /metrics: it times the statements on
+// stock rows, which is how long they waited for the row locks.
+func Instrument(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = metrics.Tracer{} }
 
 // Services builds the domain services on pool, configured by cfg; they
 // enqueue their jobs with inserter inside their own transactions. The
@@ -207,6 +232,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		ReconcileInterval: cfg.ReconcileInterval,
 		AlertWebhook:      cfg.AlertWebhook,
 		RetryBase:         cfg.RetryBase,
+		Middleware:        []rivertype.Middleware{river.WorkerMiddlewareFunc(jobLogContext)},
 		Log:               log,
 	})
 	if err != nil {
@@ -222,6 +248,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	a := &App{
 		Config: cfg, Pool: pool, RequestPool: reqPool, Inventory: web.Inventory, Reconcile: web.Reconcile,
 		Inserter: inserter, Worker: worker, log: log, migrator: migrator,
+		DBMetrics: metrics.NewDatabase(pool, inventory.StuckAfter),
 	}
 	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints: riverui.NewEndpoints(worker, nil),
@@ -233,6 +260,15 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		return nil, fmt.Errorf("job dashboard: %w", err)
 	}
 	a.jobsUI = jobsUI
+	authn := auth.NewAuthenticator(reqPool, 10*time.Second)
+	ops, err := console.New(console.Deps{
+		Pool: reqPool, Inventory: web.Inventory, Campaigns: web.Campaigns, Rollbacks: web.Rollbacks,
+		Alerts: web.Alerts, Reconcile: web.Reconcile, Auth: authn, Log: log,
+	})
+	if err != nil {
+		_ = a.Close()
+		return nil, fmt.Errorf("console: %w", err)
+	}
 	a.HTTP = api.New(api.Deps{
 		Pool:                  reqPool,
 		Inventory:             web.Inventory,
@@ -240,15 +276,36 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Rollbacks:             web.Rollbacks,
 		Alerts:                web.Alerts,
 		Reconcile:             web.Reconcile,
-		Auth:                  auth.NewAuthenticator(reqPool, 10*time.Second),
+		Auth:                  authn,
 		Ready:                 a.ready,
 		JobsUI:                jobsUI,
+		Console:               ops,
+		OpsSession:            ops.SessionKey,
 		Log:                   log,
 		RequestTimeout:        cfg.RequestTimeout,
 		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,
 		TrustedProxies:        cfg.TrustedProxies,
 	})
 	return a, nil
+}
+
+// jobLogContext puts the job's id and kind, and the hold or SKU its args
+// name, in the log context of everything the job's work logs.
+func jobLogContext(ctx context.Context, job *rivertype.JobRow, work func(context.Context) error) error {
+	attrs := []slog.Attr{slog.Int64("job_id", job.ID), slog.String("job_kind", job.Kind)}
+	var args struct {
+		ReservationID string `json:"reservation_id"`
+		SKU           string `json:"sku"`
+	}
+	if json.Unmarshal(job.EncodedArgs, &args) == nil {
+		if args.ReservationID != "" {
+			attrs = append(attrs, slog.String("hold_id", args.ReservationID))
+		}
+		if args.SKU != "" {
+			attrs = append(attrs, slog.String("sku", args.SKU))
+		}
+	}
+	return work(logging.With(ctx, attrs...))
 }
 
 // ready reports whether this instance should get traffic: not shutting
@@ -291,6 +348,12 @@ func (a *App) Serve(ctx context.Context) error {
 // closed). Meanwhile running jobs get JobStopTimeout to finish before their
 // contexts are cancelled. A stop that goes this way is not an error.
 func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
+	events, unsubscribe := a.Worker.Subscribe(metrics.JobEvents...)
+	defer unsubscribe()
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	go metrics.CountJobs(metricsCtx, events)
+	go a.DBMetrics.Run(metricsCtx, a.log)
 	// Neither River nor the dashboard stops when ctx ends: cancelling
 	// River's start context would cancel running jobs at once.
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))

@@ -76,7 +76,9 @@ func TestEveryRouteOddPathParams(t *testing.T) {
 			require.NoError(t, err, "%s %s (%s)", r.Method, r.Path, name)
 			tried++
 			require.Less(t, a.status, 500, "%s %s with %s: %d %s", r.Method, r.Path, name, a.status, a.body)
-			if a.status >= 400 && (!strings.HasPrefix(r.Path, "/ops/jobs") || seg == "%ZZ") {
+			// Pages under /ops/ (River's dashboard, the console) answer
+			// their own way; only a path net/http cannot parse is ours.
+			if a.status >= 400 && (!strings.HasPrefix(r.Path, "/ops") || seg == "%ZZ") {
 				p := a.problem(t)
 				require.EqualValues(t, a.status, p["status"])
 			}

@@ -61,7 +61,10 @@ type Config struct {
 	RescueAfter time.Duration
 	// ExtraWorkers registers more workers (tests use it for failing ones).
 	ExtraWorkers func(*river.Workers)
-	Log          *slog.Logger
+	// Middleware wraps every job's work (the app uses it to put the job's
+	// id and kind in its log context).
+	Middleware []rivertype.Middleware
+	Log        *slog.Logger
 }
 
 // NewInserter returns an insert-only River client: the domain packages use
@@ -119,6 +122,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		JobTimeout:           5 * time.Minute,
 		RescueStuckJobsAfter: orDefault(cfg.RescueAfter, 30*time.Minute),
 		Logger:               riverLogger(cfg.Log),
+		Middleware:           cfg.Middleware,
 		TestOnly:             cfg.Test,
 	})
 }

@@ -31,14 +31,26 @@ func (s *server) authenticate(roles ...auth.Role) echo.MiddlewareFunc {
 	}
 }
 
-// authenticateOps guards browser pages: an ops bearer token, or HTTP Basic
-// auth with the ops token as the password (any user name).
+// authenticateOps guards browser pages: an ops bearer token, HTTP Basic
+// auth with the ops token as the password (any user name), or a console
+// session (Deps.OpsSession).
 func (s *server) authenticateOps() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			token, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
 			if !ok {
 				_, password, basic := c.Request().BasicAuth()
+				if !basic && s.OpsSession != nil {
+					// The console's session cookie (HttpOnly, SameSite=Strict).
+					key, ok, err := s.OpsSession(c.Request())
+					if err != nil {
+						return err
+					}
+					if ok {
+						c.Set(keyContext, key)
+						return next(c)
+					}
+				}
 				if !basic {
 					c.Response().Header().Set("WWW-Authenticate", `Basic realm="stockhold ops"`)
 					return newProblem(http.StatusUnauthorized, "unauthorized", "sign in with the ops API key as the password")

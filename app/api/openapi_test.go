@@ -55,6 +55,13 @@ var (
 	pathParamRE = regexp.MustCompile(`\{[^}]+\}`)
 )
 
+// isConsole reports whether an echo route is the operator console's: its
+// HTML pages (/ops and /ops/*, minus River's dashboard) are for people,
+// not API clients, and are documented in the README instead.
+func isConsole(p string) bool {
+	return p == "/ops" || p == "/ops/*"
+}
+
 // documentedPath turns an echo route path into its OpenAPI path.
 func documentedPath(p string) string {
 	if p == "/ops/jobs" || strings.HasPrefix(p, "/ops/jobs/") {
@@ -77,12 +84,17 @@ func TestOpenAPIVersion(t *testing.T) {
 func TestOpenAPIRoutes(t *testing.T) {
 	doc := loadOpenAPI(t)
 	ops := operations(t, doc)
-	e := New(Deps{JobsUI: http.NotFoundHandler()})
+	e := New(Deps{JobsUI: http.NotFoundHandler(), Console: http.NotFoundHandler()})
 
 	registered := map[string]bool{}
 	jobsMethods := map[string]bool{}
+	consoleRouted := false
 	for _, r := range e.Routes() {
 		if strings.HasPrefix(r.Method, "echo_") { // echo's own (RouteNotFound)
+			continue
+		}
+		if isConsole(r.Path) {
+			consoleRouted = true
 			continue
 		}
 		path := documentedPath(r.Path)
@@ -98,6 +110,15 @@ func TestOpenAPIRoutes(t *testing.T) {
 		}
 		if _, ok := ops[key]; !ok {
 			t.Errorf("route %s %s is registered but not in openapi.json (as %s)", r.Method, r.Path, key)
+		}
+	}
+
+	if !consoleRouted {
+		t.Error("the console is not routed under /ops/")
+	}
+	for key := range ops {
+		if _, path, _ := strings.Cut(key, " "); strings.HasPrefix(path, "/ops/") && path != jobsPath {
+			t.Errorf("openapi.json documents console page %s: the console is HTML, documented in the README", key)
 		}
 	}
 
@@ -191,7 +212,7 @@ func resolvePointer(root any, ref string) (any, string) {
 func TestOpenAPISecurity(t *testing.T) {
 	doc := loadOpenAPI(t)
 	ops := operations(t, doc)
-	h := New(Deps{JobsUI: http.NotFoundHandler()})
+	h := New(Deps{JobsUI: http.NotFoundHandler(), Console: http.NotFoundHandler()})
 	ids := map[string]string{}
 	for key, op := range ops {
 		id, _ := op["operationId"].(string)

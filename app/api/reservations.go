@@ -1,12 +1,16 @@
 package api
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
 )
 
@@ -59,12 +63,13 @@ func (s *server) createReservation(c echo.Context) error {
 		metrics.Holds.WithLabelValues("invalid_request").Inc()
 		return err
 	}
+	logSKUs(c.Request().Context(), req.Items)
 	r, replayed, err := s.Inventory.Hold(c.Request().Context(), req)
 	if err != nil {
 		var de *inventory.Error
 		if errors.As(err, &de) {
 			metrics.Holds.WithLabelValues(string(de.Code)).Inc()
-			s.log.InfoContext(c.Request().Context(), "hold refused", "code", de.Code, "sku", de.SKU, "detail", de.Detail)
+			s.log.InfoContext(c.Request().Context(), "hold refused", "code", de.Code, "refused_sku", de.SKU, "detail", de.Detail)
 			if de.Code == inventory.CodeUnknownSKU || de.Code == inventory.CodeUnknownCampaign {
 				// Named in the body, not the path: the request is unprocessable.
 				return fromDomain(de, http.StatusUnprocessableEntity)
@@ -72,6 +77,7 @@ func (s *server) createReservation(c echo.Context) error {
 		}
 		return err
 	}
+	logging.Add(c.Request().Context(), slog.String("hold_id", r.ID.String()))
 	if replayed {
 		metrics.Holds.WithLabelValues("replayed").Inc()
 		c.Response().Header().Set("Idempotent-Replayed", "true")
@@ -129,6 +135,22 @@ func (s *server) releaseReservation(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, r)
+}
+
+// logSKUs puts a hold's SKUs in the request's log lines: "sku" for one,
+// "skus" for several.
+func logSKUs(ctx context.Context, items []inventory.Item) {
+	skus := make([]string, 0, len(items))
+	for _, it := range items {
+		if !slices.Contains(skus, it.SKU) {
+			skus = append(skus, it.SKU)
+		}
+	}
+	if len(skus) == 1 {
+		logging.Add(ctx, slog.String("sku", skus[0]))
+	} else if len(skus) > 1 {
+		logging.Add(ctx, slog.Any("skus", skus))
+	}
 }
 
 func outcome(err error) string {

@@ -5,10 +5,13 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,6 +22,7 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -38,7 +42,13 @@ type Deps struct {
 	Ready func(context.Context) error
 	// JobsUI serves River's job dashboard under /ops/jobs/; nil leaves it out.
 	JobsUI http.Handler
-	Log    *slog.Logger
+	// Console serves the operator console, every other path under /ops/;
+	// nil leaves it out.
+	Console http.Handler
+	// OpsSession returns the ops key of a request's console session, so
+	// the console's sign-in also opens /ops/jobs/; nil means none.
+	OpsSession func(*http.Request) (auth.Key, bool, error)
+	Log        *slog.Logger
 	// RequestTimeout bounds one request; 0 means 10 seconds.
 	RequestTimeout time.Duration
 	// AuthFailuresPerMinute limits failed authentications per client IP
@@ -72,6 +82,7 @@ func New(d Deps) *echo.Echo {
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.TrustedProxies)
 	e.Use(middleware.Recover())
+	e.Use(requestID())
 	e.Use(s.requestLogger())
 	e.Use(browserHeaders())
 	e.Use(middleware.BodyLimit("64K"))
@@ -122,6 +133,11 @@ func New(d Deps) *echo.Echo {
 		e.Any("/ops/jobs", jobsUI, guard, sameOrigin())
 		e.Any("/ops/jobs/*", jobsUI, guard, sameOrigin(), cleanPath())
 	}
+	if d.Console != nil {
+		console := echo.WrapHandler(d.Console)
+		e.Any("/ops", console)
+		e.Any("/ops/*", console)
+	}
 	return e
 }
 
@@ -138,6 +154,38 @@ func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
 	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
+// requestID gives every request an id: the caller's X-Request-Id when it
+// is a plain token of at most 128 characters, else a new one. It is echoed
+// in X-Request-Id and carried by every log line of the request.
+func requestID() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			id := c.Request().Header.Get(echo.HeaderXRequestID)
+			if !plainToken(id) {
+				b := make([]byte, 12)
+				_, _ = rand.Read(b)
+				id = hex.EncodeToString(b)
+			}
+			c.Response().Header().Set(echo.HeaderXRequestID, id)
+			ctx := logging.With(c.Request().Context(), slog.String("request_id", id))
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
+		}
+	}
+}
+
+func plainToken(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
 // requestLogger logs each request once with slog and records its latency.
 func (s *server) requestLogger() echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
@@ -151,9 +199,16 @@ func (s *server) requestLogger() echo.MiddlewareFunc {
 			if v.Status >= 500 && v.Status != http.StatusServiceUnavailable {
 				level = slog.LevelError
 			}
-			s.log.LogAttrs(c.Request().Context(), level, "request",
-				slog.String("method", v.Method), slog.String("uri", v.URI), slog.Int("status", v.Status),
-				slog.Duration("latency", v.Latency))
+			ctx := c.Request().Context()
+			if sku := c.Param("sku"); sku != "" {
+				logging.Add(ctx, slog.String("sku", sku))
+			}
+			if strings.HasPrefix(v.RoutePath, "/v1/reservations/:id") {
+				logging.Add(ctx, slog.String("hold_id", c.Param("id")))
+			}
+			s.log.LogAttrs(ctx, level, "request",
+				slog.String("method", v.Method), slog.String("uri", v.URI), slog.String("route", v.RoutePath),
+				slog.Int("status", v.Status), slog.Duration("latency", v.Latency))
 			return nil
 		},
 	})

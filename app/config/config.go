@@ -99,6 +99,10 @@ type Config struct {
 	// ConnectTimeout bounds opening one database connection, unless
 	// DATABASE_URL sets connect_timeout (STOCKHOLD_DB_CONNECT_TIMEOUT).
 	ConnectTimeout time.Duration
+
+	// LogFormat is json (the default, for log collectors) or text (for a
+	// person at a terminal; make run uses it) (STOCKHOLD_LOG_FORMAT).
+	LogFormat string
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -118,6 +122,7 @@ func Load(getenv func(string) string) (Config, error) {
 		WatchInterval:        r.duration("STOCKHOLD_WATCH_INTERVAL", 15*time.Second),
 		RetryBase:            r.duration("STOCKHOLD_RETRY_BASE", 5*time.Second),
 		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "json", "text"),
 		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER", time.Hour),
 
 		RequestTimeout:        r.positive("STOCKHOLD_REQUEST_TIMEOUT", 10*time.Second),

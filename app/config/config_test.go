@@ -16,6 +16,7 @@ func TestDefaults(t *testing.T) {
 	require.True(t, c.Coalesce)
 	require.Equal(t, 100*time.Millisecond, c.RollbackPause)
 	require.Empty(t, c.AlertWebhook)
+	require.Equal(t, "json", c.LogFormat)
 }
 
 func TestErrorsNameTheVariable(t *testing.T) {
@@ -25,6 +26,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"STOCKHOLD_ROLLBACK_PAUSE": "soon",
 		"STOCKHOLD_COALESCE":       "maybe",
 		"STOCKHOLD_LOG_LEVEL":      "loud",
+		"STOCKHOLD_LOG_FORMAT":     "xml",
 	} {
 		_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x", name: value}))
 		require.ErrorContains(t, err, name)

@@ -162,6 +162,15 @@ type LedgerCheckpoint struct {
 	CheckedAt    time.Time
 }
 
+// Operator console sessions: SHA-256 of the cookie token, the ops key it acts as, its CSRF token.
+type OpsSession struct {
+	TokenSha256 []byte
+	ApiKeyID    int64
+	CsrfToken   string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
 type ReconcileFinding struct {
 	ID            int64
 	RunID         int64

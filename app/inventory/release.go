@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // Release says how and why holds end when they are handed back.
@@ -73,6 +74,7 @@ func ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Release) ([]
 	if err := appendLedger(ctx, q, released, rows, versions, m); err != nil {
 		return nil, err
 	}
+	metrics.Released(how.Status, how.Kind, how.Actor, len(released))
 	return released, nil
 }
 

@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +26,19 @@ var (
 		Help: "Hold requests by outcome (held, replayed, or the refusing problem code).",
 	}, []string{"outcome"})
 
-	// Transitions counts confirms and releases by outcome.
+	// Transitions counts confirm and release requests (API and console) by
+	// result: ok, or the problem code that refused them.
 	Transitions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "stockhold_transitions_total",
-		Help: "Confirm and release requests by action and outcome.",
+		Help: "Confirm and release requests by action and outcome (ok, or the refusing problem code).",
 	}, []string{"action", "outcome"})
+
+	// Releases counts holds handed back, by their final status (released
+	// or expired) and why; expirations are status="expired". See Released.
+	Releases = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "stockhold_releases_total",
+		Help: "Holds handed back, by final status (released, expired) and reason (cancel, rollback, expiry_job, sweeper, late_confirm, reconcile).",
+	}, []string{"status", "reason"})
 
 	// HoldBatch observes how many holds one coalesced transaction carried.
 	HoldBatch = promauto.NewHistogram(prometheus.HistogramOpts{
@@ -45,6 +54,39 @@ var (
 		Buckets: prometheus.DefBuckets,
 	}, []string{"method", "route", "status"})
 )
+
+// Released counts n holds handed back by one release, described as
+// inventory.Release describes it. It is called where the release is
+// written, inside the release's transaction: a transaction that fails
+// after it (rare: an error in a later statement of the same transaction)
+// is counted all the same.
+func Released(status, kind, actor string, n int) {
+	if n > 0 {
+		Releases.WithLabelValues(status, releaseReason(kind, actor)).Add(float64(n))
+	}
+}
+
+// releaseReason names why holds were handed back, from the ledger kind and
+// actor of the release: the system's actors are fixed names, a person's
+// release is a cancel (kind release) or a rollback (kind rollback, which
+// includes a campaign's end).
+func releaseReason(kind, actor string) string {
+	switch {
+	case kind == "release":
+		return "cancel"
+	case kind == "rollback":
+		return "rollback"
+	case actor == "system:release_hold":
+		return "expiry_job"
+	case actor == "system:sweep_expired":
+		return "sweeper"
+	case actor == "system:confirm":
+		return "late_confirm"
+	case actor == "system:reconcile":
+		return "reconcile"
+	}
+	return "other"
+}
 
 // HoldOutcomes reads Holds: this process's hold requests since Started, by
 // outcome. It reads the counter itself rather than keeping a second count,
@@ -71,3 +113,30 @@ func HoldOutcomes() (map[string]int64, error) {
 	}
 	return out, err
 }
+
+// Names returns the name of every stockhold_ metric the binary exports
+// (a histogram by its base name), whether or not it has a value yet: the
+// deploy/ rules and dashboard are checked against it.
+func Names() []string {
+	all := []prometheus.Collector{
+		Holds, Transitions, Releases, HoldBatch, HTTPDuration, JobsFinished, JobRunDuration, StockStatements,
+		DBRefreshErrors, collector{},
+	}
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range all {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// fqName finds a metric's name in its Desc's description.
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)

@@ -19,6 +19,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/logging"
 )
 
 // usage is printed for -h and for an unknown command.
@@ -91,8 +94,12 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
-func newLogger(level string, w io.Writer) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+// newLogger is the process logger as cfg says (STOCKHOLD_LOG_FORMAT and
+// STOCKHOLD_LOG_LEVEL, both already validated by config.Load).
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	log, err := logging.New(cfg.LogFormat, cfg.LogLevel, w)
+	if err != nil {
+		return slog.New(logging.Handler{Handler: slog.NewJSONHandler(w, nil)})
+	}
+	return log
 }

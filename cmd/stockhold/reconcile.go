@@ -35,7 +35,7 @@ func reconcileCmd(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
-		a, err := app.New(cfg, pool, newLogger(cfg.LogLevel, stderr))
+		a, err := app.New(cfg, pool, newLogger(cfg, stderr))
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel, stderr)
+	log := newLogger(cfg, stderr)
 	pool, err := app.Open(ctx, cfg)
 	if err != nil {
 		return err

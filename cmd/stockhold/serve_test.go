@@ -54,7 +54,7 @@ func (c *child) logs() string {
 	return c.log.String()
 }
 
-var servingAddr = regexp.MustCompile(`msg="stockhold serving" addr=(\S+)`)
+var servingAddr = regexp.MustCompile(`msg="stockhold serving" addr=(\S+)|"msg":"stockhold serving","addr":"([^"]+)"`)
 
 func startChild(t *testing.T, env ...string) *child {
 	t.Helper()
@@ -73,7 +73,7 @@ func startChild(t *testing.T, env ...string) *child {
 			c.log.WriteString(s.Text() + "\n")
 			c.mu.Unlock()
 			if m := servingAddr.FindStringSubmatch(s.Text()); m != nil {
-				addr <- m[1]
+				addr <- m[1] + m[2]
 			}
 		}
 	}()

@@ -1,0 +1,210 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/internal/debian"
+)
+
+var (
+	chromiumOnce sync.Once
+	chromiumPath string
+	chromiumErr  error
+)
+
+// chromium finds Debian's Chromium, installing it when it is missing and
+// the tests run as root (CI); elsewhere the test is skipped.
+func chromium(t *testing.T) string {
+	t.Helper()
+	chromiumOnce.Do(func() { chromiumPath, chromiumErr = debian.Ensure("chromium", "chromium") })
+	if errors.Is(chromiumErr, debian.ErrNotRoot) {
+		t.Skip(chromiumErr)
+	}
+	require.NoError(t, chromiumErr, "install chromium")
+	return chromiumPath
+}
+
+// tab starts a fresh headless Chromium at phone size and returns a context
+// to drive its tab.
+func tab(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(412, 915),
+		chromedp.Flag("hide-scrollbars", true),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(412, 915)))
+	return ctx
+}
+
+// screenshot saves the page as docs/screenshots/name.png when
+// UPDATE_SCREENSHOTS=1, so the README's pictures are of the real console
+// and CI never dirties the tree.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("UPDATE_SCREENSHOTS") != "1" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	dir := filepath.Join("..", "..", "docs", "screenshots")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+// TestBrowserOperatorFlow drives the console in headless Chromium the way
+// an operator would: sign in, find a SKU, pause and resume it, find a hold
+// by its order reference and release it, dry-run a rollback then run it,
+// acknowledge an alert, and open the job dashboard. Each action is checked
+// in the database, with the signed-in key's name as the actor.
+func TestBrowserOperatorFlow(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	e := setup(t)
+	bg := context.Background()
+	e.stockIn("BLUE-MUG", 120)
+	e.stockIn("RED-MUG", 40)
+	hold := e.hold("k1", "order-7", "BLUE-MUG", 2)
+	e.hold("k2", "order-8", "BLUE-MUG", 1)
+	red1 := e.hold("k3", "order-9", "RED-MUG", 1)
+	red2 := e.hold("k4", "order-10", "RED-MUG", 2)
+	alert, err := alerts.New(e.pool, e.app.Inserter, false).Raise(bg, alerts.Raise{
+		Level: alerts.Warning, Kind: "stuck_holds_waiting", Subject: "sku:BLUE-MUG/main", SKU: "BLUE-MUG", Pool: "main",
+		Details: map[string]any{"held": 3}, Action: "Look at the SKU's stuck holds.",
+	})
+	require.NoError(t, err)
+	_, err = e.app.Reconcile.Run(bg, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI})
+	require.NoError(t, err)
+	status := func(sql string, args ...any) func() string {
+		return func() string { return e.scalar(sql, args...) }
+	}
+	eventually := func(want string, got func() string, msg string) {
+		t.Helper()
+		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Equal(c, want, got()) }, 20*time.Second, 50*time.Millisecond, msg)
+	}
+
+	// Sign in: the console sends a browser without a session to the form.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/"),
+		chromedp.WaitVisible(`input[name=key]`),
+		chromedp.SendKeys(`input[name=key]`, e.ops),
+		chromedp.Click(`form[action="/ops/signin"] button`),
+		chromedp.WaitVisible(`.tiles`),
+	))
+	title, err := chromedp.Run(ctx, chromedp.Title())
+	require.NoError(t, err)
+	require.Equal(t, "Overview · stockhold ops", title)
+	screenshot(t, ctx, "overview")
+
+	// Find a SKU by the start of its name, open it.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/skus"),
+		chromedp.SendKeys(`input[name=q]`, "BLUE"),
+		chromedp.Click(`form.search button`),
+		chromedp.WaitVisible(`a[href="/ops/skus/BLUE-MUG"]`),
+		chromedp.Click(`a[href="/ops/skus/BLUE-MUG"]`),
+		chromedp.WaitVisible(`form[action$="/pause"]`),
+	))
+	screenshot(t, ctx, "sku")
+
+	// Pause it, then resume it, each with a reason.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(`form[action$="/pause"] input[name=reason]`, "count in progress"),
+		chromedp.Click(`form[action$="/pause"] button`),
+		chromedp.WaitVisible(`form[action$="/resume"]`),
+	))
+	require.Equal(t, "paused", e.scalar(`SELECT status FROM stock WHERE sku = 'BLUE-MUG'`))
+	require.Equal(t, "alice count in progress",
+		e.scalar(`SELECT actor || ' ' || reason FROM ledger WHERE sku = 'BLUE-MUG' AND kind = 'pause'`))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(`form[action$="/resume"] input[name=reason]`, "count done"),
+		chromedp.Click(`form[action$="/resume"] button`),
+		chromedp.WaitVisible(`form[action$="/pause"]`),
+	))
+	require.Equal(t, "on_sale", e.scalar(`SELECT status FROM stock WHERE sku = 'BLUE-MUG'`))
+	require.Equal(t, "alice", e.scalar(`SELECT actor FROM ledger WHERE sku = 'BLUE-MUG' AND kind = 'resume'`))
+
+	// Look a hold up by its order reference and release it.
+	holdLink := fmt.Sprintf(`a[href="/ops/holds/%s"]`, hold)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/holds"),
+		chromedp.SendKeys(`input[name=order_ref]`, "order-7"),
+		chromedp.Click(`form.search button`),
+		chromedp.WaitVisible(holdLink),
+		chromedp.Click(holdLink),
+		chromedp.WaitVisible(`form[action$="/release"]`),
+		chromedp.SendKeys(`form[action$="/release"] input[name=reason]`, "customer called"),
+		chromedp.Click(`form[action$="/release"] button`),
+		chromedp.WaitVisible(`.flash`),
+	))
+	require.Equal(t, "released alice customer called",
+		e.scalar(`SELECT status || ' ' || released_by || ' ' || release_reason FROM reservations WHERE id = $1`, hold))
+
+	// A rollback starts as a dry run, whose page shows the count before it
+	// offers the real rollback.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/rollbacks"),
+		chromedp.SendKeys(`input[name=sku]`, "RED-MUG"),
+		chromedp.SendKeys(`form[action="/ops/rollbacks"] input[name=reason]`, "payment provider outage"),
+		chromedp.Click(`form[action="/ops/rollbacks"] button`),
+		chromedp.WaitVisible(`form[action$="/run"] button`),
+	))
+	count, err := chromedp.Run(ctx, chromedp.Text(`#dry-run-count`))
+	require.NoError(t, err)
+	require.Equal(t, "Would release 2 holds (3 units).", strings.TrimSpace(count))
+	require.Equal(t, "held held", e.scalar(`SELECT string_agg(status, ' ') FROM reservations WHERE id IN ($1, $2)`, red1, red2),
+		"a dry run changes nothing")
+	screenshot(t, ctx, "rollback")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(`form[action$="/run"] button`)))
+	eventually("released released", status(`SELECT string_agg(status, ' ') FROM reservations WHERE id IN ($1, $2)`, red1, red2),
+		"the real rollback releases both holds")
+	require.Equal(t, "alice payment provider outage", e.scalar(
+		`SELECT operator || ' ' || reason FROM rollback_requests WHERE NOT dry_run`))
+	require.Equal(t, "2", e.scalar(`SELECT count(*)::text FROM ledger WHERE sku = 'RED-MUG' AND kind = 'rollback' AND actor = 'alice'`))
+
+	// Acknowledge the alert.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/alerts"),
+		chromedp.Click(fmt.Sprintf(`#alert-%d form button`, alert.ID)),
+		chromedp.WaitVisible(`.flash`),
+	))
+	require.Equal(t, "acked alice", e.scalar(`SELECT status || ' ' || acked_by FROM alerts WHERE id = $1`, alert.ID))
+
+	// The session opens River's dashboard, linked from every page: no
+	// second sign-in.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.WaitVisible(`nav a[href="/ops/jobs/"]`),
+		chromedp.Navigate(e.base+"/ops/jobs/"),
+		chromedp.Poll[chromedp.Void](`document.title === "River" && document.querySelector("#root") !== null && document.querySelector("#root").childElementCount > 0`),
+	))
+	title, err = chromedp.Run(ctx, chromedp.Title())
+	require.NoError(t, err)
+	require.Equal(t, "River", title)
+}

@@ -1,0 +1,49 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/db"
+)
+
+// campaignList shows campaigns, running and rolling-back ones first.
+func (c *Console) campaignList(w http.ResponseWriter, r *http.Request, op who) error {
+	list, err := db.New(c.Pool).CampaignList(r.Context(), 100)
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, op, "campaigns", view{Title: "Campaigns", Nav: "campaigns", Data: list})
+}
+
+// campaign shows a campaign's allotments, pools and rollback progress, and
+// the form that ends it now.
+func (c *Console) campaign(w http.ResponseWriter, r *http.Request, op who) error {
+	cp, err := c.Campaigns.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	v := view{Title: "Campaign " + cp.ID, Nav: "campaigns", Data: cp}
+	if cp.Status == campaigns.StatusEnded {
+		v.Refresh = 3 // rolling back: watch it go
+	}
+	return c.render(w, r, op, "campaign", v)
+}
+
+// endCampaign ends a campaign at once, as the operator: it stops taking
+// holds and its unpaid holds start rolling back.
+func (c *Console) endCampaign(w http.ResponseWriter, r *http.Request, op who) error {
+	id := r.PathValue("id")
+	back := "/ops/campaigns/" + url.PathEscape(id)
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	if reason == "" {
+		return c.done(w, r, back, true, "Say why the campaign ends early.")
+	}
+	out, err := c.Campaigns.End(r.Context(), id, op.Key.Name, reason)
+	if err != nil {
+		return c.refused(w, r, back, err)
+	}
+	return c.done(w, r, back, false, "Campaign %s ended; rollback #%d releases its unpaid holds.", id, out.RollbackID)
+}

@@ -1,0 +1,131 @@
+package console
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/logging"
+	"github.com/stockhold/stockhold/app/metrics"
+)
+
+type holdsData struct {
+	OrderRef string
+	ID       string
+	Searched bool
+	Holds    []holdRow
+}
+
+// holdRow is a hold in a list: the row and its lines.
+type holdRow struct {
+	db.Reservation
+	Lines []db.ReservationLine
+}
+
+// holds finds holds by the shop's order reference, or goes to one by id.
+func (c *Console) holds(w http.ResponseWriter, r *http.Request, op who) error {
+	ref := strings.TrimSpace(r.URL.Query().Get("order_ref"))
+	idText := strings.TrimSpace(r.URL.Query().Get("id"))
+	d := holdsData{OrderRef: ref, ID: idText}
+	if idText != "" {
+		id, err := uuid.Parse(idText)
+		if err != nil {
+			return c.done(w, r, "/ops/holds", true, "%q is not a hold id (a UUID)", idText)
+		}
+		http.Redirect(w, r, "/ops/holds/"+id.String(), http.StatusSeeOther)
+		return nil
+	}
+	if ref != "" {
+		d.Searched = true
+		q := db.New(c.Pool)
+		rows, err := q.ReservationsByOrderRef(r.Context(), &ref, searchLimit)
+		if err != nil {
+			return err
+		}
+		ids := make([]uuid.UUID, len(rows))
+		for i, row := range rows {
+			ids[i] = row.ID
+		}
+		lines, err := q.ReservationLinesGet(r.Context(), ids)
+		if err != nil {
+			return err
+		}
+		byID := map[uuid.UUID][]db.ReservationLine{}
+		for _, l := range lines {
+			byID[l.ReservationID] = append(byID[l.ReservationID], l)
+		}
+		for _, row := range rows {
+			d.Holds = append(d.Holds, holdRow{Reservation: row, Lines: byID[row.ID]})
+		}
+	}
+	return c.render(w, r, op, "holds", view{Title: "Holds", Nav: "holds", Data: d})
+}
+
+type holdData struct {
+	Hold    inventory.Reservation
+	Client  string
+	History []inventory.Movement
+}
+
+// hold shows one hold: its lines, its history from the ledger, and the
+// release form while it is held.
+func (c *Console) hold(w http.ResponseWriter, r *http.Request, op who) error {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		return inventory.ErrNotFound("hold")
+	}
+	logging.Add(r.Context(), slog.String("hold_id", id.String()))
+	h, err := c.Inventory.Get(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true})
+	if err != nil {
+		return err
+	}
+	q := db.New(c.Pool)
+	row, err := q.ReservationGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	ledger, err := q.LedgerListByReservation(r.Context(), &id)
+	if err != nil {
+		return err
+	}
+	d := holdData{Hold: h, Client: row.Client, History: movements(ledger)}
+	return c.render(w, r, op, "hold", view{Title: "Hold " + id.String()[:8], Nav: "holds", Data: d})
+}
+
+// release hands a held hold's stock back, as the operator, with a reason.
+func (c *Console) release(w http.ResponseWriter, r *http.Request, op who) error {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		return inventory.ErrNotFound("hold")
+	}
+	logging.Add(r.Context(), slog.String("hold_id", id.String()))
+	back := "/ops/holds/" + id.String()
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	if reason == "" {
+		return c.done(w, r, back, true, "Say why the hold is released.")
+	}
+	h, err := c.Inventory.Cancel(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true}, reason)
+	metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
+	if err != nil {
+		return c.refused(w, r, back, err)
+	}
+	return c.done(w, r, back, false, "Hold %s is %s.", id, h.Status)
+}
+
+// outcome is the transitions metric's label for a result, as the API
+// counts it.
+func outcome(err error) string {
+	var de *inventory.Error
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &de):
+		return string(de.Code)
+	}
+	return "error"
+}

@@ -1,0 +1,125 @@
+package console
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/logging"
+)
+
+// Page sizes of the console's lists.
+const (
+	searchLimit = 50
+	ledgerPage  = 50
+)
+
+type skusData struct {
+	Query   string
+	Results []db.StockSearchRow
+	More    bool
+}
+
+// skus finds SKUs by the start of their name.
+func (c *Console) skus(w http.ResponseWriter, r *http.Request, op who) error {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	d := skusData{Query: q}
+	if q != "" {
+		rows, err := db.New(c.Pool).StockSearch(r.Context(), likePrefix(q), searchLimit+1)
+		if err != nil {
+			return err
+		}
+		d.More = len(rows) > searchLimit
+		d.Results = rows[:min(len(rows), searchLimit)]
+	}
+	return c.render(w, r, op, "skus", view{Title: "SKUs", Nav: "skus", Data: d})
+}
+
+// likePrefix escapes s for LIKE and makes it a prefix pattern.
+func likePrefix(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s) + "%"
+}
+
+type skuData struct {
+	Stock inventory.Stock
+	// Ledger is a page of movements, newest first; Older is the id to page
+	// on from (0: this is the last page).
+	Ledger []inventory.Movement
+	Before int64
+	Older  int64
+}
+
+// sku shows a SKU's pools with their switches, and its ledger paged newest
+// first (?before=ID shows the movements older than ID).
+func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
+	sku := r.PathValue("sku")
+	logging.Add(r.Context(), slog.String("sku", sku))
+	st, err := c.Inventory.GetStock(r.Context(), sku)
+	if err != nil {
+		return err
+	}
+	d := skuData{Stock: st}
+	var before *int64
+	if v := r.URL.Query().Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return inventory.Invalid("before must be a ledger id")
+		}
+		before, d.Before = &n, n
+	}
+	rows, err := db.New(c.Pool).LedgerPageBySKU(r.Context(), sku, before, ledgerPage+1)
+	if err != nil {
+		return err
+	}
+	if len(rows) > ledgerPage {
+		rows = rows[:ledgerPage]
+		d.Older = rows[len(rows)-1].ID
+	}
+	d.Ledger = movements(rows)
+	return c.render(w, r, op, "sku", view{Title: sku, Nav: "skus", Data: d})
+}
+
+func movements(rows []db.Ledger) []inventory.Movement {
+	out := make([]inventory.Movement, len(rows))
+	for i, r := range rows {
+		out[i] = inventory.Movement{
+			ID: r.ID, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
+			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
+			Actor: r.Actor, Reason: r.Reason, Ref: r.Ref,
+		}
+		if r.ReservationID != nil {
+			id := r.ReservationID.String()
+			out[i].ReservationID = &id
+		}
+	}
+	return out
+}
+
+func (c *Console) pause(w http.ResponseWriter, r *http.Request, op who) error {
+	return c.flip(w, r, op, "paused", c.Inventory.Pause)
+}
+
+func (c *Console) resume(w http.ResponseWriter, r *http.Request, op who) error {
+	return c.flip(w, r, op, "resumed", c.Inventory.Resume)
+}
+
+// flip pauses or resumes one pool of a SKU, with the operator's reason.
+func (c *Console) flip(w http.ResponseWriter, r *http.Request, op who, done string,
+	fn func(context.Context, inventory.Switch) (inventory.Stock, error)) error {
+	sku := r.PathValue("sku")
+	logging.Add(r.Context(), slog.String("sku", sku))
+	back := "/ops/skus/" + url.PathEscape(sku)
+	pool := r.PostForm.Get("pool")
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	_, err := fn(r.Context(), inventory.Switch{SKU: sku, Pool: pool, Reason: reason, Actor: op.Key.Name})
+	if err != nil {
+		return c.refused(w, r, back, err)
+	}
+	return c.done(w, r, back, false, "Pool %s of %s %s: %s", pool, sku, done, reason)
+}

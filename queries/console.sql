@@ -1,0 +1,64 @@
+-- name: OpsSessionCreate :exec
+INSERT INTO ops_sessions (token_sha256, api_key_id, csrf_token, expires_at)
+VALUES (@token_sha256, @api_key_id, @csrf_token, now() + interval '1 second' * @ttl_seconds::bigint);
+
+-- name: OpsSessionGet :one
+-- OpsSessionGet returns a live session with the key it acts as: an expired
+-- session, or one whose key was revoked, is no session.
+SELECT k.id AS api_key_id, k.name, k.role, s.csrf_token, s.expires_at
+FROM ops_sessions s
+JOIN api_keys k ON k.id = s.api_key_id
+WHERE s.token_sha256 = @token_sha256 AND s.expires_at > now() AND k.revoked_at IS NULL;
+
+-- name: OpsSessionDelete :exec
+DELETE FROM ops_sessions WHERE token_sha256 = @token_sha256;
+
+-- name: OpsSessionsDeleteExpired :exec
+DELETE FROM ops_sessions WHERE expires_at <= now();
+
+-- name: StockSearch :many
+-- StockSearch lists the SKUs whose name starts with prefix (LIKE-escaped by
+-- the caller), each with its pools summed.
+SELECT sku,
+       count(*)::int AS pools,
+       sum(total)::bigint AS total,
+       sum(available)::bigint AS available,
+       sum(reserved)::bigint AS reserved,
+       sum(sold)::bigint AS sold,
+       count(*) FILTER (WHERE status = 'paused')::int AS paused
+FROM stock
+WHERE sku LIKE @pattern::text
+GROUP BY sku
+ORDER BY sku
+LIMIT @lim;
+
+-- name: LedgerPageBySKU :many
+-- LedgerPageBySKU returns a SKU's movements newest first, older than
+-- before_id when it is given.
+SELECT * FROM ledger
+WHERE sku = @sku AND (sqlc.narg('before_id')::bigint IS NULL OR id < sqlc.narg('before_id')::bigint)
+ORDER BY id DESC
+LIMIT @lim;
+
+-- name: LedgerListByReservation :many
+SELECT * FROM ledger WHERE reservation_id = @reservation_id ORDER BY id;
+
+-- name: ReservationsByOrderRef :many
+SELECT * FROM reservations WHERE order_ref = @order_ref ORDER BY created_at DESC LIMIT @lim;
+
+-- name: CampaignList :many
+-- CampaignList returns campaigns, those still running or rolling back
+-- first, then the newest.
+SELECT * FROM campaigns
+ORDER BY status IN ('active', 'ended') DESC, starts_at DESC
+LIMIT @lim;
+
+-- name: RollbackList :many
+-- RollbackList returns rollback requests, unfinished ones first, then the
+-- newest.
+SELECT * FROM rollback_requests
+ORDER BY status IN ('pending', 'running') DESC, id DESC
+LIMIT @lim;
+
+-- name: ReconcileRunList :many
+SELECT * FROM reconcile_runs ORDER BY id DESC LIMIT @lim;
