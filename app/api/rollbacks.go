@@ -57,6 +57,32 @@ func (s *server) getRollback(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+type resumeBody struct {
+	Operator string `json:"operator"`
+}
+
+// resumeRollback gives a rollback whose chain of jobs was stranded
+// (cancelled, deleted, discarded) a job again. It is idempotent: a request
+// that has a live job, or is finished, is answered as it is.
+func (s *server) resumeRollback(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	var body resumeBody
+	if err := decodeOptional(c, &body); err != nil {
+		return err
+	}
+	if body.Operator == "" {
+		body.Operator = caller(c).Name
+	}
+	out, err := s.Rollbacks.Resume(c.Request().Context(), id, body.Operator)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, out)
+}
+
 // int64Param returns a path parameter that must be a positive integer id.
 func int64Param(c echo.Context, name string) (int64, error) {
 	n, err := strconv.ParseInt(c.Param(name), 10, 64)
