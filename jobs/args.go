@@ -51,20 +51,23 @@ func DecodeArgs[T any](raw []byte) (T, error) {
 			return args, fmt.Errorf("unknown field %q (the fields are %s)", name, fieldList(fields))
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&args); err != nil {
-		return args, errors.New(strings.TrimPrefix(err.Error(), "json: "))
-	}
-	v := reflect.ValueOf(args)
+	t := reflect.TypeOf(args)
 	for _, name := range names {
+		// One field at a time, so that the error names the field.
 		f := fields[name]
 		if bytes.Equal(bytes.TrimSpace(given[name]), []byte("null")) && !f.nullable {
 			return args, fmt.Errorf("field %q is null: give a value or leave the field out", name)
 		}
-		if f.omitted(v.FieldByIndex(f.index)) {
+		v := reflect.New(t.FieldByIndex(f.index).Type)
+		if err := json.Unmarshal(given[name], v.Interface()); err != nil {
+			return args, fmt.Errorf("field %q: %s", name, strings.TrimPrefix(err.Error(), "json: "))
+		}
+		if f.omitted(v.Elem()) {
 			return args, fmt.Errorf("field %q is given empty (%s): leave the field out instead", name, given[name])
 		}
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return args, errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if a, ok := any(args).(interface{ Validate() error }); ok {
 		if err := a.Validate(); err != nil {

@@ -93,6 +93,10 @@ type Config struct {
 	// worker died) and run again, unless its kind's timeout is longer;
 	// every job is idempotent. 0 means RescueAfter.
 	RescueAfter time.Duration
+	// NotLeader keeps the client out of leader election: it works jobs but
+	// never runs River's maintenance (rescuer, scheduler, periodic jobs).
+	// Tests use it to choose which client rescues.
+	NotLeader bool
 	// ExtraWorkers registers more workers (tests use it for failing ones).
 	ExtraWorkers func(*river.Workers)
 	Log          *slog.Logger
@@ -148,17 +152,24 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			&river.PeriodicJobOpts{ID: "reconcile"}))
 	}
 
+	if cfg.NotLeader {
+		periodic = nil // only a leader enqueues them
+	}
+	rescueAfter := orDefault(cfg.RescueAfter, RescueAfter)
 	return river.NewClient(driver, &river.Config{
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
-		Workers:              workers,
-		PeriodicJobs:         periodic,
-		MaxAttempts:          MaxAttempts,
-		RetryPolicy:          &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
-		ErrorHandler:         &errorHandler{log: cfg.Log},
-		JobTimeout:           TimeoutChain,
-		RescueStuckJobsAfter: orDefault(cfg.RescueAfter, RescueAfter),
-		Logger:               riverLogger(cfg.Log),
-		TestOnly:             cfg.Test,
+		Queues:                 map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
+		Workers:                workers,
+		PeriodicJobs:           periodic,
+		MaxAttempts:            MaxAttempts,
+		RetryPolicy:            &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
+		ErrorHandler:           &errorHandler{log: cfg.Log},
+		// Only for kinds registered without register (ExtraWorkers); River
+		// wants it no longer than RescueStuckJobsAfter.
+		JobTimeout:             rescueAfter,
+		RescueStuckJobsAfter:   rescueAfter,
+		Logger:                 riverLogger(cfg.Log),
+		TestOnly:               cfg.Test,
+		LeaderElectionDisabled: cfg.NotLeader,
 	})
 }
 

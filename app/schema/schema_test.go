@@ -28,14 +28,15 @@ func TestMigrationsRoundTrip(t *testing.T) {
 	require.Equal(t, latest, current, "the test template is migrated to the newest version")
 	require.GreaterOrEqual(t, latest, int64(9))
 
-	for v := current; v > 0; v-- {
+	// Versions may have gaps (ranges are handed out to parallel work).
+	applied := 0
+	for v := current; v > 0; applied++ {
 		res, err := m.Down(ctx)
 		require.NoError(t, err, "down from %d", v)
 		require.Equal(t, v, res.Source.Version)
+		v, _, err = m.Versions(ctx)
+		require.NoError(t, err)
 	}
-	current, _, err = m.Versions(ctx)
-	require.NoError(t, err)
-	require.Zero(t, current)
 
 	var tables int
 	require.NoError(t, pool.QueryRow(ctx,
@@ -44,7 +45,7 @@ func TestMigrationsRoundTrip(t *testing.T) {
 
 	res, err := m.Up(ctx)
 	require.NoError(t, err)
-	require.Len(t, res, int(latest))
+	require.Len(t, res, applied)
 
 	// River's own bookkeeping agrees with the schema goose applied.
 	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
