@@ -157,12 +157,12 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	}
 	rescueAfter := orDefault(cfg.RescueAfter, RescueAfter)
 	return river.NewClient(driver, &river.Config{
-		Queues:                 map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
-		Workers:                workers,
-		PeriodicJobs:           periodic,
-		MaxAttempts:            MaxAttempts,
-		RetryPolicy:            &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
-		ErrorHandler:           &errorHandler{log: cfg.Log},
+		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
+		Workers:      workers,
+		PeriodicJobs: periodic,
+		MaxAttempts:  MaxAttempts,
+		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
+		ErrorHandler: &errorHandler{log: cfg.Log},
 		// Only for kinds registered without register (ExtraWorkers); River
 		// wants it no longer than RescueStuckJobsAfter.
 		JobTimeout:             rescueAfter,
