@@ -96,6 +96,8 @@ func TestRollbacksAPI(t *testing.T) {
 		"pool alone":  {"operator": "alice", "reason": "x", "pool": "main"},
 		"no ids":      {"operator": "alice", "reason": "x", "reservation_ids": []string{}},
 		"ids and sku": {"operator": "alice", "reason": "x", "reservation_ids": []string{}, "sku": "A1"},
+		"no campaign": {"operator": "alice", "reason": "x", "campaign": "", "sku": "A1"},
+		"no pool":     {"operator": "alice", "reason": "x", "sku": "A1", "pool": ""},
 		"the future":  {"operator": "alice", "reason": "x", "sku": "A1", "held_before": "2100-01-01T00:00:00Z"},
 		"an hour on":  {"operator": "alice", "reason": "x", "sku": "A1", "held_before": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
 	} {
