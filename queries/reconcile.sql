@@ -275,11 +275,12 @@ WHERE x.n <= @lim::bigint
 ORDER BY x.class, x.id;
 
 -- name: RollbacksStranded :many
--- RollbacksStranded lists the unfinished rollback requests (pending,
--- running or failed) whose chain has no job left to run: every job of it
--- was cancelled, deleted or completed without a successor. Requests whose
--- newest job was discarded are left to JobsDiscardedNeeded, which retries
--- them within its budget.
+-- RollbacksStranded lists the pending or running rollback requests whose
+-- chain has no job left to run: every job of it was cancelled, deleted or
+-- completed without a successor. Requests whose newest job was discarded
+-- are left to JobsDiscardedNeeded, which retries them within its budget;
+-- failed ones (their batch gave up) wait for that retry or a person, even
+-- once River's cleaner has deleted their discarded job.
 SELECT r.id, r.status, r.source,
        coalesce(last.id, 0)::bigint         AS last_job_id,
        coalesce(last.kind, '')::text        AS last_job_kind,
@@ -293,7 +294,7 @@ LEFT JOIN LATERAL (
     ORDER BY j.id DESC
     LIMIT 1
 ) last ON true
-WHERE r.status IN ('pending', 'running', 'failed')
+WHERE r.status IN ('pending', 'running')
   AND coalesce(last.state::text, '') <> 'discarded'
   AND NOT EXISTS (
         SELECT 1 FROM river_job j

@@ -598,7 +598,7 @@ LEFT JOIN LATERAL (
     ORDER BY j.id DESC
     LIMIT 1
 ) last ON true
-WHERE r.status IN ('pending', 'running', 'failed')
+WHERE r.status IN ('pending', 'running')
   AND coalesce(last.state::text, '') <> 'discarded'
   AND NOT EXISTS (
         SELECT 1 FROM river_job j
@@ -617,11 +617,12 @@ type RollbacksStrandedRow struct {
 	LastJobState string
 }
 
-// RollbacksStranded lists the unfinished rollback requests (pending,
-// running or failed) whose chain has no job left to run: every job of it
-// was cancelled, deleted or completed without a successor. Requests whose
-// newest job was discarded are left to JobsDiscardedNeeded, which retries
-// them within its budget.
+// RollbacksStranded lists the pending or running rollback requests whose
+// chain has no job left to run: every job of it was cancelled, deleted or
+// completed without a successor. Requests whose newest job was discarded
+// are left to JobsDiscardedNeeded, which retries them within its budget;
+// failed ones (their batch gave up) wait for that retry or a person, even
+// once River's cleaner has deleted their discarded job.
 func (q *Queries) RollbacksStranded(ctx context.Context) ([]RollbacksStrandedRow, error) {
 	rows, err := q.db.Query(ctx, rollbacksStranded)
 	if err != nil {
