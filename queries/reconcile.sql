@@ -190,8 +190,10 @@ ORDER BY l.sku;
 -- campaign is still scheduled, a campaign_end whose campaign is not rolled
 -- back yet (the campaign jobs are found by kind name and by the campaign
 -- their args name; one whose campaign cannot be found is retried too). A
--- rollback job is left out when its request's chain has a live job again
--- (it was resumed meanwhile): retrying it would only start a second chain.
+-- rollback job is left out unless it is the newest of its request's chain
+-- and nothing of the chain is live: a chain that went on (resumed) needs no
+-- second one, and one whose newest job was cancelled or deleted is
+-- RollbacksStranded's.
 SELECT j.id, j.kind, j.args, j.attempt, j.max_attempts, j.finalized_at,
        coalesce(j.errors[array_length(j.errors, 1)]::text, '')::text AS last_error,
        coalesce(rr.id, 0)::bigint    AS rollback_id,
@@ -219,7 +221,7 @@ WHERE j.state = 'discarded'
       END
   AND (rr.id IS NULL OR NOT EXISTS (
         SELECT 1 FROM river_job x
-        WHERE x.state IN ('available', 'pending', 'running', 'retryable', 'scheduled')
+        WHERE (x.id > j.id OR x.state IN ('available', 'pending', 'running', 'retryable', 'scheduled'))
           AND x.kind IN ('rollback_batch', 'manual_rollback')
           AND x.args @> jsonb_build_object('rollback_id', rr.id)))
 ORDER BY j.id;
