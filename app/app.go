@@ -196,16 +196,19 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 	})
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
 	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
+	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
 	return jobs.Deps{
 		Inventory: inv,
 		Alerts:    alertSvc,
 		Rollbacks: rollbackSvc,
-		Campaigns: campaigns.New(pool, inserter, rollbackSvc, alertSvc),
+		Campaigns: campaignSvc,
 		Reconcile: reconcile.New(pool, inserter, alertSvc, reconcile.Config{
 			RepairLimit: cfg.ReconcileRepairLimit,
 			// A hold is stuck once the sweeper has had a full interval past
 			// its own grace to release it.
 			StuckGrace: max(cfg.SweepGrace+cfg.SweepInterval, time.Minute),
+			Rollbacks:  rollbackSvc,
+			Campaigns:  campaignSvc,
 			Log:        log,
 		}),
 	}

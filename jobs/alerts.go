@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -25,11 +24,6 @@ func (w *deliverAlertWorker) Work(ctx context.Context, job *river.Job[alerts.Del
 		return river.JobCancel(errors.New("STOCKHOLD_ALERT_WEBHOOK is not set"))
 	}
 	return w.alerts.Deliver(ctx, w.client, w.webhook, job.Args.AlertID)
-}
-
-// Timeout bounds one delivery attempt.
-func (w *deliverAlertWorker) Timeout(*river.Job[alerts.DeliverAlertArgs]) time.Duration {
-	return 30 * time.Second
 }
 
 // WatchDiscardedArgs is the periodic job that turns discarded jobs into

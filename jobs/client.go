@@ -29,6 +29,40 @@ import (
 // attempt is discarded, and a discarded job always raises an alert.
 const MaxAttempts = 3
 
+// RescueAfter is how long a job may run before River's rescuer (on the
+// leader, every 30 s) presumes its instance died and schedules it again,
+// unless its kind's timeout is longer: the rescuer leaves a running job
+// alone until its own timeout has passed too. Every job is idempotent, so a
+// rescued job that was merely slow changes nothing the second time.
+//
+// With 10 s, a rollback or campaign start whose instance was killed runs
+// again within about 50 s at worst (10 s, the rescuer's next pass, the
+// retry's wait and River's scheduler), and within about 20 s when the
+// instance restarts (its lease as leader runs out first).
+const RescueAfter = 10 * time.Second
+
+// Timeouts bound one attempt of each kind. A job past its timeout is
+// cancelled (and retried); one whose instance died is rescued after its
+// timeout or RescueAfter, whichever is longer.
+const (
+	// TimeoutChain is the kinds that move a rollback or campaign along
+	// (manual_rollback, rollback_batch, campaign_start, campaign_end): each
+	// job is one short transaction, and a crash must not stall them.
+	TimeoutChain = RescueAfter
+	// TimeoutReleaseHold is one hold's expiry.
+	TimeoutReleaseHold = 30 * time.Second
+	// TimeoutSweepExpired is one sweep of expired holds.
+	TimeoutSweepExpired = 2 * time.Minute
+	// TimeoutDeliverAlert is one webhook delivery.
+	TimeoutDeliverAlert = 30 * time.Second
+	// TimeoutWatchDiscarded is one pass over discarded jobs.
+	TimeoutWatchDiscarded = time.Minute
+	// TimeoutReconcile gives a run over every SKU time to finish (a second
+	// run waits for the first, which counts against its own timeout); a
+	// reconciliation is never rescued while it is running within it.
+	TimeoutReconcile = 10 * time.Minute
+)
+
 // Deps are the domain services the workers call.
 type Deps struct {
 	Inventory *inventory.Service
@@ -57,8 +91,13 @@ type Config struct {
 	// Test shortens River's own intervals for tests.
 	Test bool
 	// RescueAfter is when a job still running is presumed lost (its
-	// worker died) and run again; every job is idempotent. 0 means 30 min.
+	// worker died) and run again, unless its kind's timeout is longer;
+	// every job is idempotent. 0 means RescueAfter.
 	RescueAfter time.Duration
+	// NotLeader keeps the client out of leader election: it works jobs but
+	// never runs River's maintenance (rescuer, scheduler, periodic jobs).
+	// Tests use it to choose which client rescues.
+	NotLeader bool
 	// ExtraWorkers registers more workers (tests use it for failing ones).
 	ExtraWorkers func(*river.Workers)
 	// Middleware wraps every job's work (the app uses it to put the job's
@@ -80,17 +119,22 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	driver := riverpgxv5.New(pool)
+	al := deps.Alerts
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &releaseHoldWorker{inv: deps.Inventory})
-	river.AddWorker(workers, &sweepExpiredWorker{inv: deps.Inventory, grace: cfg.SweepGrace})
-	river.AddWorker(workers, &deliverAlertWorker{alerts: deps.Alerts, webhook: cfg.AlertWebhook, client: &http.Client{Timeout: 20 * time.Second}})
-	river.AddWorker(workers, &watchDiscardedWorker{alerts: deps.Alerts})
-	river.AddWorker(workers, &manualRollbackWorker{pool: pool, rollbacks: deps.Rollbacks, alerts: deps.Alerts})
-	river.AddWorker(workers, &rollbackBatchWorker{pool: pool, rollbacks: deps.Rollbacks, finish: func(ctx context.Context, tx pgx.Tx, r rollbacks.Rollback) error {
-		return deps.Campaigns.FinishTx(ctx, tx, r.Scope.Campaign, r.Operator)
-	}})
-	river.AddWorker(workers, &campaignStartWorker{campaigns: deps.Campaigns})
-	river.AddWorker(workers, &campaignEndWorker{campaigns: deps.Campaigns})
+	register(workers, &releaseHoldWorker{inv: deps.Inventory}, TimeoutReleaseHold, al)
+	register(workers, &sweepExpiredWorker{inv: deps.Inventory, grace: cfg.SweepGrace}, TimeoutSweepExpired, al)
+	register(workers, &deliverAlertWorker{alerts: deps.Alerts, webhook: cfg.AlertWebhook, client: &http.Client{Timeout: 20 * time.Second}}, TimeoutDeliverAlert, al)
+	register(workers, &watchDiscardedWorker{alerts: deps.Alerts}, TimeoutWatchDiscarded, al)
+	register(workers, &manualRollbackWorker{pool: pool, rollbacks: deps.Rollbacks, alerts: deps.Alerts}, TimeoutChain, al)
+	register(workers, &rollbackBatchWorker{
+		pool: pool, rollbacks: deps.Rollbacks, wake: &waker{exec: driver.GetExecutor(), log: cfg.Log},
+		finish: func(ctx context.Context, tx pgx.Tx, r rollbacks.Rollback) error {
+			return deps.Campaigns.FinishTx(ctx, tx, r.Scope.Campaign, r.Operator)
+		},
+	}, TimeoutChain, al)
+	register(workers, &campaignStartWorker{campaigns: deps.Campaigns}, TimeoutChain, al)
+	register(workers, &campaignEndWorker{campaigns: deps.Campaigns}, TimeoutChain, al)
 	if cfg.ExtraWorkers != nil {
 		cfg.ExtraWorkers(workers)
 	}
@@ -104,7 +148,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			&river.PeriodicJobOpts{ID: "watch_discarded", RunOnStart: true}),
 	}
 	if deps.Reconcile != nil {
-		river.AddWorker(workers, &reconcileWorker{svc: deps.Reconcile})
+		register(workers, &reconcileWorker{svc: deps.Reconcile}, TimeoutReconcile, al)
 		// Not on start: a restart (or a deploy of several instances) need
 		// not check the books at once.
 		periodic = append(periodic, river.NewPeriodicJob(
@@ -112,18 +156,25 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			&river.PeriodicJobOpts{ID: "reconcile"}))
 	}
 
-	return river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
-		Workers:              workers,
-		PeriodicJobs:         periodic,
-		MaxAttempts:          MaxAttempts,
-		RetryPolicy:          &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
-		ErrorHandler:         &errorHandler{log: cfg.Log},
-		JobTimeout:           5 * time.Minute,
-		RescueStuckJobsAfter: orDefault(cfg.RescueAfter, 30*time.Minute),
-		Logger:               riverLogger(cfg.Log),
-		Middleware:           cfg.Middleware,
-		TestOnly:             cfg.Test,
+	if cfg.NotLeader {
+		periodic = nil // only a leader enqueues them
+	}
+	rescueAfter := orDefault(cfg.RescueAfter, RescueAfter)
+	return river.NewClient(driver, &river.Config{
+		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
+		Workers:      workers,
+		PeriodicJobs: periodic,
+		MaxAttempts:  MaxAttempts,
+		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
+		ErrorHandler: &errorHandler{log: cfg.Log},
+		// Only for kinds registered without register (ExtraWorkers); River
+		// wants it no longer than RescueStuckJobsAfter.
+		JobTimeout:             rescueAfter,
+		RescueStuckJobsAfter:   rescueAfter,
+		Logger:                 riverLogger(cfg.Log),
+		Middleware:             cfg.Middleware,
+		TestOnly:               cfg.Test,
+		LeaderElectionDisabled: cfg.NotLeader,
 	})
 }
 

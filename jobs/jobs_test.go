@@ -46,6 +46,8 @@ type setupOpts struct {
 	reconcileInterval time.Duration
 	// workers adds test-only workers to the client's bundle.
 	workers func(*river.Workers)
+	// stopped leaves the client unstarted: the test starts it (b.start).
+	stopped bool
 }
 
 // setup returns a started River client working every stockhold job kind
@@ -61,6 +63,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	deps := app.Services(config.Config{
 		AlertWebhook: opts.webhook, RollbackPause: opts.rollbackPause, ReconcileRepairLimit: 100,
 	}, pool, inserter, quiet)
+	reconciler := deps.Reconcile
 	if !opts.reconcile {
 		deps.Reconcile = nil // leaves the reconcile worker and its schedule out
 	}
@@ -70,6 +73,38 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 		RetryBase: 10 * time.Millisecond, Test: true, Log: quiet, ExtraWorkers: opts.workers,
 	})
 	require.NoError(t, err)
+	b := &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, campaigns: deps.Campaigns,
+		reconcile: reconciler, inserter: inserter, client: client}
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	if !opts.stopped {
+		b.start(t)
+	}
+	return b
+}
+
+// jobsConfig is what newClient's clients may differ in.
+type jobsConfig struct {
+	notLeader   bool
+	rescueAfter time.Duration
+}
+
+// newClient returns another client on the bundle's database and services,
+// as a second instance of stockhold would have.
+func (b *bundle) newClient(t *testing.T, workers func(*river.Workers), c jobsConfig) *river.Client[pgx.Tx] {
+	t.Helper()
+	client, err := jobs.NewClient(b.pool, jobs.Deps{
+		Inventory: b.inv, Alerts: b.alerts, Rollbacks: b.rollbacks, Campaigns: b.campaigns, Reconcile: b.reconcile,
+	}, jobs.Config{
+		Workers: 10, WatchInterval: time.Hour, ReconcileInterval: time.Hour, RetryBase: 10 * time.Millisecond,
+		Test: true, Log: quiet, ExtraWorkers: workers, NotLeader: c.notLeader, RescueAfter: c.rescueAfter,
+	})
+	require.NoError(t, err)
+	return client
+}
+
+// startClient starts client, stopped when the test ends.
+func startClient(t *testing.T, client *river.Client[pgx.Tx]) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, client.Start(ctx))
 	t.Cleanup(func() {
@@ -77,10 +112,13 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 		defer stop()
 		require.NoError(t, client.Stop(stopCtx))
 		cancel()
-		dbtest.RequireInvariants(t, pool)
 	})
-	return &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, campaigns: deps.Campaigns,
-		reconcile: deps.Reconcile, inserter: inserter, client: client}
+}
+
+// start starts the bundle's client, stopped when the test ends.
+func (b *bundle) start(t *testing.T) {
+	t.Helper()
+	startClient(t, b.client)
 }
 
 func (b *bundle) stockIn(t *testing.T, sku string, n int64) {

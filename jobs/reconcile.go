@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/riverqueue/river"
 
@@ -26,12 +25,6 @@ func (w *reconcileWorker) Work(ctx context.Context, job *river.Job[reconcile.Rec
 		return river.JobCancel(err)
 	}
 	return err
-}
-
-// Timeout gives a run over every SKU time to finish; a second run waits for
-// the first, which counts against its own timeout too.
-func (w *reconcileWorker) Timeout(*river.Job[reconcile.ReconcileArgs]) time.Duration {
-	return 10 * time.Minute
 }
 
 // periodicReconcile is the periodic run's job; while one is queued, another

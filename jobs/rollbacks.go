@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -27,47 +28,32 @@ type manualRollbackWorker struct {
 
 func (w *manualRollbackWorker) Work(ctx context.Context, job *river.Job[rollbacks.ManualRollbackArgs]) error {
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		_, err := w.rollbacks.AcceptTx(ctx, tx, job.ID, job.Args)
+		_, err := w.rollbacks.AcceptTx(ctx, tx, job.ID, job.CreatedAt, job.Args)
 		return err
 	})
-	if !errors.Is(err, rollbacks.ErrRefused) {
-		return err
+	if errors.Is(err, rollbacks.ErrRefused) {
+		return refuseJob(ctx, w.alerts, job.JobRow, err)
 	}
-	args, _ := json.Marshal(job.Args)
-	_, aerr := w.alerts.Raise(ctx, alerts.Raise{
-		Level:   alerts.Critical,
-		Kind:    "manual_rollback_refused",
-		Subject: fmt.Sprintf("job:%d", job.ID),
-		Details: map[string]any{"job_id": job.ID, "error": err.Error(), "args": json.RawMessage(args)},
-		Action:  "A manual rollback job was refused and nothing was released. Enqueue it again with an operator, a reason and exactly one scope (see sql/manual_rollback.sql).",
-	})
-	if aerr != nil {
-		return aerr // retry: the refusal must be seen
-	}
-	return river.JobCancel(err)
+	return err
 }
 
 // rollbackBatchWorker runs one batch of a rollback; after the last batch of
-// a campaign's end it hands the campaign to finish.
+// a campaign's end it hands the campaign to finish. It never waits: the
+// next batch is a job of its own, due after the pause, and wake tells the
+// workers when it is due.
 type rollbackBatchWorker struct {
 	river.WorkerDefaults[rollbacks.RollbackBatchArgs]
 	pool      *pgxpool.Pool
 	rollbacks *rollbacks.Service
+	wake      *waker
 	// finish runs in the last batch's transaction of a campaign-end rollback.
 	finish func(ctx context.Context, tx pgx.Tx, r rollbacks.Rollback) error
 }
 
 func (w *rollbackBatchWorker) Work(ctx context.Context, job *river.Job[rollbacks.RollbackBatchArgs]) error {
-	// The pause between batches: regular holds get the row locks meanwhile.
-	if wait := time.Until(job.Args.NotBefore); wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		b, err := w.rollbacks.BatchTx(ctx, tx, job.Args.RollbackID)
+	var b rollbacks.Batch
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) (err error) {
+		b, err = w.rollbacks.BatchTx(ctx, tx, job.Args.RollbackID, job.ID)
 		if err != nil {
 			return err
 		}
@@ -76,7 +62,13 @@ func (w *rollbackBatchWorker) Work(ctx context.Context, job *river.Job[rollbacks
 		}
 		return nil
 	})
-	if err != nil && job.Attempt >= job.MaxAttempts {
+	if err == nil {
+		if b.Next != nil {
+			w.wake.at(b.Next.ScheduledAt, b.Next.Queue)
+		}
+		return nil
+	}
+	if job.Attempt >= job.MaxAttempts {
 		// Out of attempts: say so on the request; the discarded job raises
 		// an alert and reconciliation retries it.
 		ferr := pgx.BeginFunc(context.WithoutCancel(ctx), w.pool, func(tx pgx.Tx) error {
@@ -85,4 +77,32 @@ func (w *rollbackBatchWorker) Work(ctx context.Context, job *river.Job[rollbacks
 		return errors.Join(err, ferr)
 	}
 	return err
+}
+
+// waker tells the workers of every instance that a job inserted available
+// with a future scheduled_at (a rollback's next batch) is due, with the
+// notification River sends when a job is inserted. Without it the job would
+// wait for a worker's next poll for jobs (every second), on top of the
+// pause. The wake-up is a timer in this process, not a sleeping job: if the
+// process dies meanwhile, the job is still found by the next poll of any
+// instance.
+type waker struct {
+	exec riverdriver.Executor
+	log  *slog.Logger
+}
+
+func (w *waker) at(due time.Time, queue string) {
+	if w == nil {
+		return
+	}
+	time.AfterFunc(time.Until(due), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		payload, _ := json.Marshal(map[string]string{"queue": queue})
+		err := w.exec.NotifyMany(ctx, &riverdriver.NotifyManyParams{Topic: "river_insert", Payload: []string{string(payload)}})
+		if err != nil {
+			// The workers' poll finds the job anyway.
+			w.log.Debug("wake the workers for a due job", "queue", queue, "err", err)
+		}
+	})
 }

@@ -45,3 +45,15 @@ SELECT * FROM stock WHERE pool = @campaign ORDER BY sku;
 
 -- name: CampaignHeldCount :one
 SELECT count(*)::int AS holds FROM reservations WHERE campaign = @campaign AND status = 'held';
+
+-- name: CampaignLiveJob :one
+-- CampaignLiveJob returns the newest job of kind (campaign_start or
+-- campaign_end) for the campaign that is still to run or running; no row
+-- means its next step has no job.
+SELECT j.id
+FROM river_job j
+WHERE j.kind = @kind
+  AND j.args @> jsonb_build_object('campaign', @campaign::text)
+  AND j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled')
+ORDER BY j.id DESC
+LIMIT 1;

@@ -25,7 +25,8 @@ RETURNING *;
 
 -- name: ReconcileRunFinish :one
 -- ReconcileRunFinish ends a run, counting its findings: holds released,
--- jobs re-enqueued and high-risk findings.
+-- jobs re-enqueued (retried or stranded chains resumed) and high-risk
+-- findings.
 UPDATE reconcile_runs r
 SET status = @status,
     error = sqlc.narg('error'),
@@ -36,7 +37,7 @@ SET status = @status,
     finished_at = now()
 FROM (
     SELECT count(*) FILTER (WHERE kind = 'stuck_hold')::int  AS auto_fixed,
-           count(*) FILTER (WHERE kind = 'job_retried')::int AS retried,
+           count(*) FILTER (WHERE kind IN ('job_retried', 'chain_resumed'))::int AS retried,
            count(*) FILTER (WHERE class = 'high_risk')::int  AS high_risk
     FROM reconcile_findings
     WHERE run_id = @id
@@ -188,7 +189,11 @@ ORDER BY l.sku;
 -- manual_rollback whose request was never accepted, a campaign_start whose
 -- campaign is still scheduled, a campaign_end whose campaign is not rolled
 -- back yet (the campaign jobs are found by kind name and by the campaign
--- their args name; one whose campaign cannot be found is retried too).
+-- their args name; one whose campaign cannot be found is retried too). A
+-- rollback job is left out unless it is the newest of its request's chain
+-- and nothing of the chain is live: a chain that went on (resumed) needs no
+-- second one, and one whose newest job was cancelled or deleted is
+-- RollbacksStranded's.
 SELECT j.id, j.kind, j.args, j.attempt, j.max_attempts, j.finalized_at,
        coalesce(j.errors[array_length(j.errors, 1)]::text, '')::text AS last_error,
        coalesce(rr.id, 0)::bigint    AS rollback_id,
@@ -214,6 +219,11 @@ WHERE j.state = 'discarded'
         WHEN 'campaign_end'    THEN c.id IS NULL OR c.status IN ('active', 'ended')
         ELSE false
       END
+  AND (rr.id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM river_job x
+        WHERE (x.id > j.id OR x.state IN ('available', 'pending', 'running', 'retryable', 'scheduled'))
+          AND x.kind IN ('rollback_batch', 'manual_rollback')
+          AND x.args @> jsonb_build_object('rollback_id', rr.id)))
 ORDER BY j.id;
 
 -- name: JobDiscardedLock :one
@@ -265,3 +275,68 @@ FROM (
 ) x
 WHERE x.n <= @lim::bigint
 ORDER BY x.class, x.id;
+
+-- name: RollbacksStranded :many
+-- RollbacksStranded lists the pending or running rollback requests whose
+-- chain has no job left to run: every job of it was cancelled, deleted or
+-- completed without a successor. Requests whose newest job was discarded
+-- are left to JobsDiscardedNeeded, which retries them within its budget;
+-- failed ones (their batch gave up) wait for that retry or a person, even
+-- once River's cleaner has deleted their discarded job.
+SELECT r.id, r.status, r.source,
+       coalesce(last.id, 0)::bigint         AS last_job_id,
+       coalesce(last.kind, '')::text        AS last_job_kind,
+       coalesce(last.state::text, '')::text AS last_job_state
+FROM rollback_requests r
+LEFT JOIN LATERAL (
+    SELECT j.id, j.kind, j.state
+    FROM river_job j
+    WHERE j.id = r.job_id
+       OR (j.kind IN ('rollback_batch', 'manual_rollback') AND j.args @> jsonb_build_object('rollback_id', r.id))
+    ORDER BY j.id DESC
+    LIMIT 1
+) last ON true
+WHERE r.status IN ('pending', 'running')
+  AND coalesce(last.state::text, '') <> 'discarded'
+  AND NOT EXISTS (
+        SELECT 1 FROM river_job j
+        WHERE j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled')
+          AND (j.id = r.job_id
+               OR (j.kind IN ('rollback_batch', 'manual_rollback') AND j.args @> jsonb_build_object('rollback_id', r.id))))
+ORDER BY r.id;
+
+-- name: CampaignsStranded :many
+-- CampaignsStranded lists the campaigns whose next step has no job to run
+-- it: a scheduled campaign without a campaign_start job, an active one
+-- without a campaign_end job (those whose newest such job was discarded are
+-- JobsDiscardedNeeded's), and an ended one whose rollback succeeded but
+-- which was never finished (its remainder still in its pools). An ended
+-- campaign whose rollback is unfinished is RollbacksStranded's.
+WITH next AS (
+    SELECT c.id, c.status,
+           CASE c.status WHEN 'scheduled' THEN 'campaign_start' ELSE 'campaign_end' END AS kind
+    FROM campaigns c
+    WHERE c.status IN ('scheduled', 'active')
+)
+SELECT n.id, n.status, n.kind::text AS next_kind
+FROM next n
+WHERE NOT EXISTS (
+        SELECT 1 FROM river_job j
+        WHERE j.kind = n.kind AND j.args @> jsonb_build_object('campaign', n.id)
+          AND j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled'))
+  AND coalesce((
+        SELECT j.state::text FROM river_job j
+        WHERE j.kind = n.kind AND j.args @> jsonb_build_object('campaign', n.id)
+        ORDER BY j.id DESC
+        LIMIT 1), '') <> 'discarded'
+UNION ALL
+SELECT c.id, c.status, 'finish'::text AS next_kind
+FROM campaigns c
+JOIN LATERAL (
+    SELECT q.status FROM rollback_requests q
+    WHERE q.scope->>'campaign' = c.id AND q.source = 'campaign_end'
+    ORDER BY q.id DESC
+    LIMIT 1
+) rb ON true
+WHERE c.status = 'ended' AND rb.status = 'succeeded'
+ORDER BY id;

@@ -1,6 +1,9 @@
 -- name: RollbackCreate :one
-INSERT INTO rollback_requests (operator, reason, scope, dry_run, source, job_id)
-VALUES (@operator, @reason, @scope, @dry_run, @source, sqlc.narg('job_id'))
+-- RollbackCreate records a request; requested_at defaults to now (the
+-- transaction's start), which is when an API or CLI request is made.
+INSERT INTO rollback_requests (operator, reason, scope, dry_run, source, job_id, requested_at)
+VALUES (@operator, @reason, @scope, @dry_run, @source, sqlc.narg('job_id'),
+        coalesce(sqlc.narg('requested_at')::timestamptz, now()))
 RETURNING *;
 
 -- name: RollbackGet :one
@@ -23,12 +26,14 @@ LIMIT 1;
 
 -- name: RollbackProgress :one
 -- RollbackProgress records one batch: what it released, and that the
--- request is running.
+-- request is running (again, for a failed one whose batch was retried).
 UPDATE rollback_requests
 SET released_count = released_count + @released,
     released_units = released_units + @units,
     batches = batches + 1,
     status = 'running',
+    error = NULL,
+    finished_at = NULL,
     started_at = coalesce(started_at, now()),
     updated_at = now()
 WHERE id = @id
@@ -47,24 +52,25 @@ WHERE id = @id
 RETURNING *;
 
 -- name: ReservationsHeldByIDs :many
--- The next batch of a rollback by ids: held ones only, skipping rows a
--- confirm or release is working on (the next batch gets them if they stay held).
+-- The next batch of a rollback by ids: held ones created before the cut-off
+-- only, skipping rows a confirm or release is working on (the next batch
+-- gets them if they stay held).
 SELECT id FROM reservations
-WHERE id = ANY(@ids::uuid[]) AND status = 'held'
+WHERE id = ANY(@ids::uuid[]) AND status = 'held' AND created_at < @cutoff
 ORDER BY id
 LIMIT @lim
 FOR UPDATE SKIP LOCKED;
 
 -- name: ReservationsHeldByCampaign :many
 SELECT id FROM reservations
-WHERE campaign = @campaign AND status = 'held'
+WHERE campaign = @campaign AND status = 'held' AND created_at < @cutoff
 ORDER BY id
 LIMIT @lim
 FOR UPDATE SKIP LOCKED;
 
 -- name: ReservationsHeldBySKU :many
 SELECT r.id FROM reservations r
-WHERE r.status = 'held' AND r.created_at < @held_before
+WHERE r.status = 'held' AND r.created_at < @cutoff
   AND EXISTS (SELECT 1 FROM reservation_lines l WHERE l.reservation_id = r.id AND l.sku = @sku AND l.pool = @pool)
 ORDER BY r.id
 LIMIT @lim
@@ -72,20 +78,23 @@ FOR UPDATE OF r SKIP LOCKED;
 
 -- name: RollbackScopeCount :one
 -- RollbackScopeCount says how many holds (and units, all lines) in a scope
--- are still held, locked or not: a dry run's answer, and how a rollback
--- knows it is done. Exactly one scope's parameters are set.
+-- created before the cut-off are still held, locked or not: a dry run's
+-- answer, and how a rollback knows it is done. Exactly one scope's
+-- parameters are set.
 SELECT count(DISTINCT r.id)::int AS holds, coalesce(sum(l.quantity), 0)::bigint AS units
 FROM reservations r
 JOIN reservation_lines l ON l.reservation_id = r.id
 WHERE r.status = 'held'
+  AND r.created_at < @cutoff
   AND (sqlc.narg('ids')::uuid[] IS NULL OR r.id = ANY(sqlc.narg('ids')::uuid[]))
   AND (sqlc.narg('campaign')::text IS NULL OR r.campaign = sqlc.narg('campaign')::text)
-  AND (sqlc.narg('sku')::text IS NULL OR (r.created_at < sqlc.narg('held_before')::timestamptz AND EXISTS (
-        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = sqlc.narg('sku')::text AND x.pool = sqlc.narg('pool')::text)));
+  AND (sqlc.narg('sku')::text IS NULL OR EXISTS (
+        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = sqlc.narg('sku')::text AND x.pool = sqlc.narg('pool')::text));
 
 -- name: RollbackMarkRunning :one
+-- RollbackMarkRunning starts a pending request, or reopens a failed one.
 UPDATE rollback_requests
-SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+SET status = 'running', error = NULL, finished_at = NULL, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = @id
 RETURNING *;
 
@@ -95,3 +104,33 @@ RETURNING *;
 UPDATE rollback_requests
 SET status = 'running', error = NULL, finished_at = NULL, updated_at = now()
 WHERE id = @id AND status = 'failed';
+
+-- name: RollbackLiveJob :one
+-- RollbackLiveJob returns the newest job of rollback id's chain that is
+-- still to run (or running, with include_running), other than
+-- except_job_id: the job that started the request (job_id: its
+-- manual_rollback job, or the first batch of a campaign's end) or any
+-- manual_rollback or rollback_batch job naming it. No row: the request is
+-- finished, or its chain is stranded.
+--
+-- A batch asks without include_running: River marks a job completed a
+-- little after its transaction commits, so the batch before it may still
+-- read running, though it will never enqueue anything again.
+SELECT j.id, j.kind, j.state::text AS state
+FROM river_job j
+WHERE j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled')
+  AND (j.state <> 'running' OR @include_running::boolean)
+  AND j.id <> @except_job_id::bigint
+  AND (j.id = sqlc.narg('job_id')::bigint
+       OR (j.kind IN ('rollback_batch', 'manual_rollback')
+           AND j.args @> jsonb_build_object('rollback_id', @rollback_id::bigint)))
+ORDER BY j.id DESC
+LIMIT 1;
+
+-- name: RollbackResumed :one
+-- RollbackResumed records that the request's stranded chain was given a
+-- new job, and by whom.
+UPDATE rollback_requests
+SET resumes = resumes + 1, resumed_at = now(), resumed_by = @resumed_by::text, updated_at = now()
+WHERE id = @id
+RETURNING *;

@@ -36,8 +36,13 @@
 --   reservation_ids  comma-separated hold ids (at most 10,000), or
 --   campaign         a campaign id: its held holds, or
 --   sku              a SKU's held holds in `pool` (default main) created
---                    before `held_before` (RFC 3339; default: when the job runs).
--- Leave the scopes you do not use empty ('').
+--                    before `held_before` (RFC 3339; default: now; a time
+--                    later than now is refused).
+-- Leave the scopes you do not use empty (''): they are left out of the job.
+-- Whatever the scope, the rollback never touches a hold created after the
+-- job was inserted (its cut-off). The worker reads the job strictly: a
+-- misspelt field or a value of the wrong type (say "dry_run": "true") gets
+-- the job cancelled with a critical alert, and nothing is released.
 --
 -- The statement, written out, is simply:
 --   INSERT INTO river_job (kind, args, max_attempts)
@@ -57,7 +62,8 @@
 --   run matched_count / matched_units). Still no row and the job stays
 --   `available`: no worker is running (job_health.sql). The job `cancelled`
 --   and still no row: the worker refused it (operator, reason or scope
---   missing or invalid) and raised a critical alert; see the job's error
+--   missing or invalid, a field misspelt or of the wrong type, held_before
+--   after the insert) and raised a critical alert; see the job's error
 --   in rollback_requests.sql section 2, fix the values and run this again.
 --   To run a dry run for real, run the file again with dry_run false.
 
@@ -77,6 +83,7 @@
 SELECT :'operator' <> '' AND :'reason' <> ''
        AND num_nonnulls(nullif(:'reservation_ids', ''), nullif(:'campaign', ''), nullif(:'sku', '')) <= 1
        AND (:'sku' <> '' OR (:'pool' = '' AND :'held_before' = ''))
+       AND coalesce(nullif(:'held_before', '')::timestamptz <= now(), true)
        AS values_ok \gset
 \if :values_ok
 
@@ -114,7 +121,7 @@ SELECT id, status, operator, reason, scope::text AS scope, dry_run,
 FROM rollback_requests WHERE job_id = :job_id;
 
 \else
-\warn 'manual_rollback.sql: nothing enqueued. Give an operator and a reason, at most one scope (reservation_ids, campaign or sku), and pool or held_before only with sku.'
+\warn 'manual_rollback.sql: nothing enqueued. Give an operator and a reason, at most one scope (reservation_ids, campaign or sku), pool or held_before only with sku, and held_before no later than now.'
 \endif
 
 -- Forget the values, so that the next \i of this file in the same session

@@ -14,6 +14,10 @@
 --                            reason on every `rollback` row it wrote).
 --      scope                 reservation_ids, campaign, or sku + pool +
 --                            held_before, as stored.
+--      requested_at          the cut-off: holds created at or after it are
+--                            never touched, whatever the scope.
+--      resumes, resumed_by   how often its stranded chain of jobs was
+--                            resumed, last by whom.
 --      status                pending (its job has not run yet), running,
 --                            succeeded, failed (see error).
 --      released_*, batches   progress so far: holds and units handed back,
@@ -31,9 +35,13 @@
 -- What to do next:
 --   - running for long with a batch job `scheduled`/`available`: the
 --     workers are behind or down (job_health.sql).
---   - failed, or a batch job discarded: read error / batch_last_error, fix
---     the cause, then enqueue the same rollback again (manual_rollback.sql or
---     POST /v1/rollbacks): holds already released are skipped.
+--   - failed, or a batch job discarded or cancelled: read error /
+--     batch_last_error, fix the cause, then resume it:
+--     `stockhold rollback resume ID` or POST /v1/rollbacks/{id}/resume (or
+--     retry its job from the dashboard). Holds already released are skipped,
+--     and holds made after the request (requested_at) are never touched.
+--     Reconciliation resumes a running request whose jobs were all cancelled
+--     or deleted on its own, with a chain_resumed alert.
 --   - A dry run succeeded and the matched holds are the right ones: enqueue
 --     the same scope again with dry_run false.
 
@@ -43,6 +51,7 @@
 \echo '== 1. Rollback requests, newest first =='
 SELECT r.id, date_trunc('second', r.created_at) AS created_at, r.operator, r.reason, r.source,
        r.scope::text AS scope, r.dry_run, r.status,
+       date_trunc('second', r.requested_at) AS requested_at, r.resumes, r.resumed_by,
        r.released_count, r.released_units, r.batches, r.matched_count, r.matched_units,
        date_trunc('second', coalesce(r.finished_at, now()) - r.started_at) AS took,
        r.error,

@@ -8,7 +8,6 @@ package runbook_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -149,7 +148,7 @@ func checkManualRollback(t *testing.T, f *fixture, p *psql, out string) {
 
 	// A dry run by SKU, with every field of that scope.
 	p.run(t, "manual_rollback.sql", "operator=dave", "reason=what if: A1's old holds", "sku=A1", "pool=main",
-		"held_before="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+		"held_before="+time.Now().UTC().Format(time.RFC3339Nano))
 	job = lastManualRollback(t, f.pool)
 	args = job.strictArgs(t)
 	require.Equal(t, "dave", args.Operator)
@@ -220,6 +219,7 @@ func checkManualRollback(t *testing.T, f *fixture, p *psql, out string) {
 		{"operator="},
 		{"reason="},
 		{"pool=main"},
+		{"sku=A1", "held_before=2100-01-01T00:00:00Z"},
 	} {
 		before := lastManualRollback(t, f.pool).id
 		stdout, stderr, err := p.exec(t, "manual_rollback.sql", vars...)
@@ -340,16 +340,15 @@ type manualJob struct {
 	state       string
 	maxAttempts int16
 	args        []byte
+	createdAt   time.Time
 }
 
-// strictArgs decodes the job's args as the worker does, refusing fields
-// that ManualRollbackArgs does not have.
+// strictArgs decodes the job's args as the worker does (jobs.DecodeArgs),
+// refusing fields that ManualRollbackArgs does not have.
 func (j manualJob) strictArgs(t *testing.T) rollbacks.ManualRollbackArgs {
 	t.Helper()
-	var a rollbacks.ManualRollbackArgs
-	dec := json.NewDecoder(bytes.NewReader(j.args))
-	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&a), "args: %s", j.args)
+	a, err := jobs.DecodeArgs[rollbacks.ManualRollbackArgs](j.args)
+	require.NoError(t, err, "args: %s", j.args)
 	return a
 }
 
@@ -357,9 +356,9 @@ func lastManualRollback(t *testing.T, pool *pgxpool.Pool) manualJob {
 	t.Helper()
 	var j manualJob
 	err := pool.QueryRow(context.Background(), `
-		SELECT id, kind, queue, state::text, max_attempts, args FROM river_job
+		SELECT id, kind, queue, state::text, max_attempts, args, created_at FROM river_job
 		WHERE kind = 'manual_rollback' ORDER BY id DESC LIMIT 1`).
-		Scan(&j.id, &j.kind, &j.queue, &j.state, &j.maxAttempts, &j.args)
+		Scan(&j.id, &j.kind, &j.queue, &j.state, &j.maxAttempts, &j.args, &j.createdAt)
 	require.NoError(t, err)
 	return j
 }
@@ -371,7 +370,7 @@ func accept(t *testing.T, f *fixture, j manualJob) rollbacks.Rollback {
 	ctx := context.Background()
 	var r rollbacks.Rollback
 	require.NoError(t, pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) (err error) {
-		r, err = f.rollbacks.AcceptTx(ctx, tx, j.id, j.strictArgs(t))
+		r, err = f.rollbacks.AcceptTx(ctx, tx, j.id, j.createdAt, j.strictArgs(t))
 		return err
 	}))
 	return r

@@ -94,6 +94,12 @@ func TestRollbacksAPI(t *testing.T) {
 		"no scope":    {"operator": "alice", "reason": "x"},
 		"two scopes":  {"operator": "alice", "reason": "x", "campaign": "c1", "sku": "A1"},
 		"pool alone":  {"operator": "alice", "reason": "x", "pool": "main"},
+		"no ids":      {"operator": "alice", "reason": "x", "reservation_ids": []string{}},
+		"ids and sku": {"operator": "alice", "reason": "x", "reservation_ids": []string{}, "sku": "A1"},
+		"no campaign": {"operator": "alice", "reason": "x", "campaign": "", "sku": "A1"},
+		"no pool":     {"operator": "alice", "reason": "x", "sku": "A1", "pool": ""},
+		"the future":  {"operator": "alice", "reason": "x", "sku": "A1", "held_before": "2100-01-01T00:00:00Z"},
+		"an hour on":  {"operator": "alice", "reason": "x", "sku": "A1", "held_before": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
 	} {
 		p := requireProblem(t, e.do("POST", "/v1/rollbacks", e.ops, b, "Idempotency-Key", "rb-"+name), 422, "invalid_request")
 		require.NotEmpty(t, p["detail"], name)
@@ -102,6 +108,53 @@ func TestRollbacksAPI(t *testing.T) {
 	require.Equal(t, before, e.counts())
 	requireProblem(t, e.do("GET", "/v1/rollbacks/999999", e.ops, nil), 404, "not_found")
 	requireProblem(t, e.do("GET", "/v1/rollbacks/abc", e.ops, nil), 400, "invalid_request")
+}
+
+func TestResumeRollbackAPI(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	e.stockIn("A1", 10)
+	id := e.hold("h", line("A1", 1)).json(t)["id"].(string)
+	created := e.do("POST", "/v1/rollbacks", e.ops, map[string]any{"operator": "alice", "reason": "fraud", "reservation_ids": []string{id}},
+		"Idempotency-Key", "rb-1").json(t)
+	path := fmt.Sprintf("/v1/rollbacks/%v/resume", created["rollback_id"])
+
+	// Its manual_rollback job is still to run: nothing to resume.
+	r := e.do("POST", path, e.ops, nil)
+	require.Equal(t, 202, r.status, "%s", r.body)
+	require.Equal(t, false, r.json(t)["resumed"])
+	require.Equal(t, created["job_id"], r.json(t)["job_id"])
+	require.Equal(t, "pending", r.json(t)["status"])
+
+	// Its job is cancelled from the dashboard: the request is stranded.
+	_, err := e.pool.Exec(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now() WHERE id = $1`, created["job_id"])
+	require.NoError(t, err)
+	r = e.do("POST", path, e.ops, map[string]any{"operator": "bob"})
+	require.Equal(t, 202, r.status, "%s", r.body)
+	resumed := r.json(t)
+	require.Equal(t, true, resumed["resumed"])
+	require.Equal(t, "running", resumed["status"])
+	require.NotEqual(t, created["job_id"], resumed["job_id"])
+	var kind, state string
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT kind, state FROM river_job WHERE id = $1`, resumed["job_id"]).Scan(&kind, &state))
+	require.Equal(t, []string{"rollback_batch", "available"}, []string{kind, state})
+
+	// Again: idempotent, the same job carries it on.
+	again := e.do("POST", path, e.ops, nil)
+	require.Equal(t, 202, again.status)
+	require.Equal(t, false, again.json(t)["resumed"])
+	require.Equal(t, resumed["job_id"], again.json(t)["job_id"])
+	got := e.do("GET", fmt.Sprintf("/v1/rollbacks/%v", created["rollback_id"]), e.ops, nil).json(t)
+	require.EqualValues(t, 1, got["resumes"])
+	require.Equal(t, "bob", got["resumed_by"])
+	require.NotEmpty(t, got["requested_at"])
+
+	requireProblem(t, e.do("POST", "/v1/rollbacks/999999/resume", e.ops, nil), 404, "not_found")
+	requireProblem(t, e.do("POST", "/v1/rollbacks/abc/resume", e.ops, nil), 400, "invalid_request")
+	requireProblem(t, e.do("POST", path, e.ops, map[string]any{"operator": "a/b"}), 422, "invalid_request")
+	requireProblem(t, e.do("POST", path, e.ops, map[string]any{"who": "bob"}), 400, "invalid_request")
+	requireProblem(t, e.do("POST", path, e.shop, nil), 403, "forbidden")
 }
 
 func TestAlertsAPI(t *testing.T) {

@@ -10,20 +10,42 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
 // rollbackBody is POST /v1/rollbacks, and also the args of a manual_rollback
-// job inserted with plain SQL.
+// job inserted with plain SQL. The optional names are pointers so that one
+// given empty ("campaign": "" next to "sku") is refused, as the job's
+// strict decoding refuses it, rather than read as absent.
 type rollbackBody struct {
 	Operator       string      `json:"operator"`
 	Reason         string      `json:"reason"`
 	DryRun         bool        `json:"dry_run"`
 	ReservationIDs []uuid.UUID `json:"reservation_ids"`
-	Campaign       string      `json:"campaign"`
-	SKU            string      `json:"sku"`
-	Pool           string      `json:"pool"`
+	Campaign       *string     `json:"campaign"`
+	SKU            *string     `json:"sku"`
+	Pool           *string     `json:"pool"`
 	HeldBefore     *time.Time  `json:"held_before"`
+}
+
+// scope returns the body's scope; a name given empty is refused.
+func (b rollbackBody) scope() (rollbacks.Scope, error) {
+	s := rollbacks.Scope{ReservationIDs: b.ReservationIDs, HeldBefore: b.HeldBefore}
+	for _, f := range []struct {
+		name string
+		from *string
+		to   *string
+	}{{"campaign", b.Campaign, &s.Campaign}, {"sku", b.SKU, &s.SKU}, {"pool", b.Pool, &s.Pool}} {
+		if f.from == nil {
+			continue
+		}
+		if *f.from == "" {
+			return s, inventory.Invalid("%s is empty: leave it out", f.name)
+		}
+		*f.to = *f.from
+	}
+	return s, nil
 }
 
 func (s *server) createRollback(c echo.Context) error {
@@ -35,9 +57,12 @@ func (s *server) createRollback(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
+	scope, err := body.scope()
+	if err != nil {
+		return err
+	}
 	req := rollbacks.Request{
-		Operator: body.Operator, Reason: body.Reason, DryRun: body.DryRun, Source: rollbacks.SourceHTTP,
-		Scope: rollbacks.Scope{ReservationIDs: body.ReservationIDs, Campaign: body.Campaign, SKU: body.SKU, Pool: body.Pool, HeldBefore: body.HeldBefore},
+		Operator: body.Operator, Reason: body.Reason, DryRun: body.DryRun, Source: rollbacks.SourceHTTP, Scope: scope,
 	}
 	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
 		out, err := s.Rollbacks.CreateTx(ctx, tx, req)
@@ -55,6 +80,32 @@ func (s *server) getRollback(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+type resumeBody struct {
+	Operator string `json:"operator"`
+}
+
+// resumeRollback gives a rollback whose chain of jobs was stranded
+// (cancelled, deleted, discarded) a job again. It is idempotent: a request
+// that has a live job, or is finished, is answered as it is.
+func (s *server) resumeRollback(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	var body resumeBody
+	if err := decodeOptional(c, &body); err != nil {
+		return err
+	}
+	if body.Operator == "" {
+		body.Operator = caller(c).Name
+	}
+	out, err := s.Rollbacks.Resume(c.Request().Context(), id, body.Operator)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, out)
 }
 
 // int64Param returns a path parameter that must be a positive integer id.

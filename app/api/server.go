@@ -120,6 +120,7 @@ func New(d Deps) *echo.Echo {
 	e.POST("/v1/campaigns/:id/end", s.endCampaign, ops)
 	e.POST("/v1/rollbacks", s.createRollback, ops)
 	e.GET("/v1/rollbacks/:id", s.getRollback, ops)
+	e.POST("/v1/rollbacks/:id/resume", s.resumeRollback, ops)
 	e.GET("/v1/alerts", s.listAlerts, ops)
 	e.POST("/v1/alerts/:id/ack", s.ackAlert, ops)
 	e.GET("/v1/stats", s.getStats, ops)

@@ -62,6 +62,9 @@ func (CampaignStartArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
+// Validate checks that the job names a campaign.
+func (a CampaignStartArgs) Validate() error { return inventory.ValidName("campaign", a.Campaign) }
+
 // CampaignEndArgs ends a campaign at its ends_at.
 type CampaignEndArgs struct {
 	Campaign string `json:"campaign" river:"unique"`
@@ -74,6 +77,9 @@ func (CampaignEndArgs) Kind() string { return "campaign_end" }
 func (CampaignEndArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
+
+// Validate checks that the job names a campaign.
+func (a CampaignEndArgs) Validate() error { return inventory.ValidName("campaign", a.Campaign) }
 
 // Allotment is how much of a SKU a campaign takes from main.
 type Allotment struct {
@@ -318,7 +324,8 @@ func (s *Service) Start(ctx context.Context, id string) error {
 // EndTx closes a campaign at once, inside the caller's transaction: it
 // stops taking holds (its pools are paused in this same transaction, so a
 // hold either committed before or is refused), and its unpaid holds start
-// rolling back. Ending an ended campaign answers its existing rollback.
+// rolling back. Ending an ended campaign answers its existing rollback, and
+// resumes its end if that was stranded (see ResumeTx).
 func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason string) (rollbacks.Created, error) {
 	if operator == "" {
 		operator = "system:campaign_end"
@@ -342,6 +349,13 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 		rb, err := q.RollbackLatestForCampaign(ctx, id)
 		if err != nil {
 			return rollbacks.Created{}, fmt.Errorf("campaign %s ended without a rollback: %w", id, err)
+		}
+		if c.Status == StatusEnded {
+			// Ending again (or a retried campaign_end job) carries a
+			// stranded end on: its rollback, or the finish.
+			if _, _, err := s.carryOnEndTx(ctx, tx, id, rb, operator); err != nil {
+				return rollbacks.Created{}, err
+			}
 		}
 		return rollbacks.Created{RollbackID: rb.ID, JobID: deref(rb.JobID)}, nil
 	}
@@ -421,4 +435,78 @@ func deref(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+// ResumeTx gives campaign id's next step a job when it has none, inside the
+// caller's transaction: a scheduled campaign gets a campaign_start job (due
+// at its start), an active one a campaign_end job (due at its end), and an
+// ended one has its rollback resumed (rollbacks.Service.ResumeTx) or, when
+// that succeeded but the campaign was never finished, is finished now (its
+// remainder back to main). A campaign whose step has a live job, or that is
+// rolled back, is left alone. It returns what it did in words (empty when
+// nothing) and the job that carries the campaign on, if any. by says who
+// resumes it.
+func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id, by string) (string, *int64, error) {
+	q := db.New(tx)
+	c, err := q.CampaignLock(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, inventory.ErrNotFound("campaign")
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("lock campaign %s: %w", id, err)
+	}
+	switch c.Status {
+	case StatusScheduled:
+		return s.scheduleStepTx(ctx, tx, id, CampaignStartArgs{Campaign: id}, c.StartsAt)
+	case StatusActive:
+		return s.scheduleStepTx(ctx, tx, id, CampaignEndArgs{Campaign: id}, c.EndsAt)
+	case StatusEnded:
+		rb, err := q.RollbackLatestForCampaign(ctx, id)
+		if err != nil {
+			return "", nil, fmt.Errorf("campaign %s ended without a rollback: %w", id, err)
+		}
+		return s.carryOnEndTx(ctx, tx, id, rb, by)
+	}
+	return "", nil, nil
+}
+
+// scheduleStepTx enqueues args (a campaign_start or campaign_end job), due
+// at at, unless the campaign already has a live job of that kind.
+func (s *Service) scheduleStepTx(ctx context.Context, tx pgx.Tx, id string, args river.JobArgs, at time.Time) (string, *int64, error) {
+	live, err := db.New(tx).CampaignLiveJob(ctx, args.Kind(), id)
+	if err == nil {
+		return "", &live, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, fmt.Errorf("find the live %s job of campaign %s: %w", args.Kind(), id, err)
+	}
+	var opts *river.InsertOpts
+	if at.After(time.Now()) {
+		opts = &river.InsertOpts{ScheduledAt: at}
+	}
+	res, err := s.jobs.InsertTx(ctx, tx, args, opts)
+	if err != nil {
+		return "", nil, fmt.Errorf("enqueue %s: %w", args.Kind(), err)
+	}
+	if res.UniqueSkippedAsDuplicate {
+		return "", nil, fmt.Errorf("campaign %s: %s job %d (%s) stands in the way of a new one; delete it, then resume again",
+			id, args.Kind(), res.Job.ID, res.Job.State)
+	}
+	return fmt.Sprintf("%s job %d enqueued, due %s", args.Kind(), res.Job.ID, res.Job.ScheduledAt.UTC().Format(time.RFC3339)), &res.Job.ID, nil
+}
+
+// carryOnEndTx carries an ended campaign on: its rollback rb is resumed
+// when stranded, or, once it succeeded, the campaign is finished.
+func (s *Service) carryOnEndTx(ctx context.Context, tx pgx.Tx, id string, rb db.RollbackRequest, by string) (string, *int64, error) {
+	if rb.Status != rollbacks.StatusSucceeded {
+		r, err := s.rollbacks.ResumeTx(ctx, tx, rb.ID, by)
+		if err != nil || !r.Resumed {
+			return "", r.JobID, err
+		}
+		return fmt.Sprintf("rollback %d resumed (%s)", rb.ID, r.Status), r.JobID, nil
+	}
+	if err := s.FinishTx(ctx, tx, id, by); err != nil {
+		return "", nil, err
+	}
+	return "finished: its remainder moved back to main", nil, nil
 }

@@ -145,6 +145,26 @@ func (q *Queries) CampaignHoldTerms(ctx context.Context, id string) (CampaignHol
 	return i, err
 }
 
+const campaignLiveJob = `-- name: CampaignLiveJob :one
+SELECT j.id
+FROM river_job j
+WHERE j.kind = $1
+  AND j.args @> jsonb_build_object('campaign', $2::text)
+  AND j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled')
+ORDER BY j.id DESC
+LIMIT 1
+`
+
+// CampaignLiveJob returns the newest job of kind (campaign_start or
+// campaign_end) for the campaign that is still to run or running; no row
+// means its next step has no job.
+func (q *Queries) CampaignLiveJob(ctx context.Context, kind string, campaign string) (int64, error) {
+	row := q.db.QueryRow(ctx, campaignLiveJob, kind, campaign)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const campaignLock = `-- name: CampaignLock :one
 SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at FROM campaigns WHERE id = $1 FOR UPDATE
 `

@@ -294,6 +294,12 @@ type RollbackRequest struct {
 	UpdatedAt     time.Time
 	StartedAt     *time.Time
 	FinishedAt    *time.Time
+	// When the rollback was asked for (a plain SQL job: when it was inserted). Holds created at or after it are never touched.
+	RequestedAt time.Time
+	// How many times the request's stranded chain of jobs was resumed (by reconciliation or POST /v1/rollbacks/{id}/resume).
+	Resumes   int32
+	ResumedAt *time.Time
+	ResumedBy *string
 }
 
 // One row per (sku, pool); pool is main or a campaign id. total = available + reserved + sold, always.

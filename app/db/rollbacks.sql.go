@@ -14,14 +14,14 @@ import (
 
 const reservationsHeldByCampaign = `-- name: ReservationsHeldByCampaign :many
 SELECT id FROM reservations
-WHERE campaign = $1 AND status = 'held'
+WHERE campaign = $1 AND status = 'held' AND created_at < $2
 ORDER BY id
-LIMIT $2
+LIMIT $3
 FOR UPDATE SKIP LOCKED
 `
 
-func (q *Queries) ReservationsHeldByCampaign(ctx context.Context, campaign *string, lim int32) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, reservationsHeldByCampaign, campaign, lim)
+func (q *Queries) ReservationsHeldByCampaign(ctx context.Context, campaign *string, cutoff time.Time, lim int32) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, reservationsHeldByCampaign, campaign, cutoff, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -42,16 +42,17 @@ func (q *Queries) ReservationsHeldByCampaign(ctx context.Context, campaign *stri
 
 const reservationsHeldByIDs = `-- name: ReservationsHeldByIDs :many
 SELECT id FROM reservations
-WHERE id = ANY($1::uuid[]) AND status = 'held'
+WHERE id = ANY($1::uuid[]) AND status = 'held' AND created_at < $2
 ORDER BY id
-LIMIT $2
+LIMIT $3
 FOR UPDATE SKIP LOCKED
 `
 
-// The next batch of a rollback by ids: held ones only, skipping rows a
-// confirm or release is working on (the next batch gets them if they stay held).
-func (q *Queries) ReservationsHeldByIDs(ctx context.Context, ids []uuid.UUID, lim int32) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, reservationsHeldByIDs, ids, lim)
+// The next batch of a rollback by ids: held ones created before the cut-off
+// only, skipping rows a confirm or release is working on (the next batch
+// gets them if they stay held).
+func (q *Queries) ReservationsHeldByIDs(ctx context.Context, ids []uuid.UUID, cutoff time.Time, lim int32) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, reservationsHeldByIDs, ids, cutoff, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -80,15 +81,15 @@ FOR UPDATE OF r SKIP LOCKED
 `
 
 type ReservationsHeldBySKUParams struct {
-	HeldBefore time.Time
-	Sku        string
-	Pool       string
-	Lim        int32
+	Cutoff time.Time
+	Sku    string
+	Pool   string
+	Lim    int32
 }
 
 func (q *Queries) ReservationsHeldBySKU(ctx context.Context, arg ReservationsHeldBySKUParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, reservationsHeldBySKU,
-		arg.HeldBefore,
+		arg.Cutoff,
 		arg.Sku,
 		arg.Pool,
 		arg.Lim,
@@ -112,20 +113,24 @@ func (q *Queries) ReservationsHeldBySKU(ctx context.Context, arg ReservationsHel
 }
 
 const rollbackCreate = `-- name: RollbackCreate :one
-INSERT INTO rollback_requests (operator, reason, scope, dry_run, source, job_id)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at
+INSERT INTO rollback_requests (operator, reason, scope, dry_run, source, job_id, requested_at)
+VALUES ($1, $2, $3, $4, $5, $6,
+        coalesce($7::timestamptz, now()))
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
 `
 
 type RollbackCreateParams struct {
-	Operator string
-	Reason   string
-	Scope    []byte
-	DryRun   bool
-	Source   string
-	JobID    *int64
+	Operator    string
+	Reason      string
+	Scope       []byte
+	DryRun      bool
+	Source      string
+	JobID       *int64
+	RequestedAt *time.Time
 }
 
+// RollbackCreate records a request; requested_at defaults to now (the
+// transaction's start), which is when an API or CLI request is made.
 func (q *Queries) RollbackCreate(ctx context.Context, arg RollbackCreateParams) (RollbackRequest, error) {
 	row := q.db.QueryRow(ctx, rollbackCreate,
 		arg.Operator,
@@ -134,6 +139,7 @@ func (q *Queries) RollbackCreate(ctx context.Context, arg RollbackCreateParams) 
 		arg.DryRun,
 		arg.Source,
 		arg.JobID,
+		arg.RequestedAt,
 	)
 	var i RollbackRequest
 	err := row.Scan(
@@ -155,6 +161,10 @@ func (q *Queries) RollbackCreate(ctx context.Context, arg RollbackCreateParams) 
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
 	)
 	return i, err
 }
@@ -169,7 +179,7 @@ SET status = $1,
     finished_at = now(),
     updated_at = now()
 WHERE id = $5
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
 `
 
 type RollbackFinishParams struct {
@@ -208,12 +218,16 @@ func (q *Queries) RollbackFinish(ctx context.Context, arg RollbackFinishParams) 
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
 	)
 	return i, err
 }
 
 const rollbackGet = `-- name: RollbackGet :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at FROM rollback_requests WHERE id = $1
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests WHERE id = $1
 `
 
 func (q *Queries) RollbackGet(ctx context.Context, id int64) (RollbackRequest, error) {
@@ -238,12 +252,16 @@ func (q *Queries) RollbackGet(ctx context.Context, id int64) (RollbackRequest, e
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
 	)
 	return i, err
 }
 
 const rollbackGetByJob = `-- name: RollbackGetByJob :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at FROM rollback_requests WHERE job_id = $1
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests WHERE job_id = $1
 `
 
 func (q *Queries) RollbackGetByJob(ctx context.Context, jobID *int64) (RollbackRequest, error) {
@@ -268,12 +286,16 @@ func (q *Queries) RollbackGetByJob(ctx context.Context, jobID *int64) (RollbackR
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
 	)
 	return i, err
 }
 
 const rollbackLatestForCampaign = `-- name: RollbackLatestForCampaign :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at FROM rollback_requests
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests
 WHERE scope->>'campaign' = $1::text AND source = 'campaign_end'
 ORDER BY id DESC
 LIMIT 1
@@ -301,12 +323,64 @@ func (q *Queries) RollbackLatestForCampaign(ctx context.Context, campaign string
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
 	)
 	return i, err
 }
 
+const rollbackLiveJob = `-- name: RollbackLiveJob :one
+SELECT j.id, j.kind, j.state::text AS state
+FROM river_job j
+WHERE j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled')
+  AND (j.state <> 'running' OR $1::boolean)
+  AND j.id <> $2::bigint
+  AND (j.id = $3::bigint
+       OR (j.kind IN ('rollback_batch', 'manual_rollback')
+           AND j.args @> jsonb_build_object('rollback_id', $4::bigint)))
+ORDER BY j.id DESC
+LIMIT 1
+`
+
+type RollbackLiveJobParams struct {
+	IncludeRunning bool
+	ExceptJobID    int64
+	JobID          *int64
+	RollbackID     int64
+}
+
+type RollbackLiveJobRow struct {
+	ID    int64
+	Kind  string
+	State string
+}
+
+// RollbackLiveJob returns the newest job of rollback id's chain that is
+// still to run (or running, with include_running), other than
+// except_job_id: the job that started the request (job_id: its
+// manual_rollback job, or the first batch of a campaign's end) or any
+// manual_rollback or rollback_batch job naming it. No row: the request is
+// finished, or its chain is stranded.
+//
+// A batch asks without include_running: River marks a job completed a
+// little after its transaction commits, so the batch before it may still
+// read running, though it will never enqueue anything again.
+func (q *Queries) RollbackLiveJob(ctx context.Context, arg RollbackLiveJobParams) (RollbackLiveJobRow, error) {
+	row := q.db.QueryRow(ctx, rollbackLiveJob,
+		arg.IncludeRunning,
+		arg.ExceptJobID,
+		arg.JobID,
+		arg.RollbackID,
+	)
+	var i RollbackLiveJobRow
+	err := row.Scan(&i.ID, &i.Kind, &i.State)
+	return i, err
+}
+
 const rollbackLock = `-- name: RollbackLock :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at FROM rollback_requests WHERE id = $1 FOR UPDATE
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) RollbackLock(ctx context.Context, id int64) (RollbackRequest, error) {
@@ -331,17 +405,22 @@ func (q *Queries) RollbackLock(ctx context.Context, id int64) (RollbackRequest, 
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
 	)
 	return i, err
 }
 
 const rollbackMarkRunning = `-- name: RollbackMarkRunning :one
 UPDATE rollback_requests
-SET status = 'running', started_at = coalesce(started_at, now()), updated_at = now()
+SET status = 'running', error = NULL, finished_at = NULL, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $1
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
 `
 
+// RollbackMarkRunning starts a pending request, or reopens a failed one.
 func (q *Queries) RollbackMarkRunning(ctx context.Context, id int64) (RollbackRequest, error) {
 	row := q.db.QueryRow(ctx, rollbackMarkRunning, id)
 	var i RollbackRequest
@@ -364,6 +443,10 @@ func (q *Queries) RollbackMarkRunning(ctx context.Context, id int64) (RollbackRe
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
 	)
 	return i, err
 }
@@ -374,14 +457,16 @@ SET released_count = released_count + $1,
     released_units = released_units + $2,
     batches = batches + 1,
     status = 'running',
+    error = NULL,
+    finished_at = NULL,
     started_at = coalesce(started_at, now()),
     updated_at = now()
 WHERE id = $3
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
 `
 
 // RollbackProgress records one batch: what it released, and that the
-// request is running.
+// request is running (again, for a failed one whose batch was retried).
 func (q *Queries) RollbackProgress(ctx context.Context, released int32, units int64, iD int64) (RollbackRequest, error) {
 	row := q.db.QueryRow(ctx, rollbackProgress, released, units, iD)
 	var i RollbackRequest
@@ -404,6 +489,10 @@ func (q *Queries) RollbackProgress(ctx context.Context, released int32, units in
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
 	)
 	return i, err
 }
@@ -424,23 +513,63 @@ func (q *Queries) RollbackReopen(ctx context.Context, id int64) (int64, error) {
 	return result.RowsAffected(), nil
 }
 
+const rollbackResumed = `-- name: RollbackResumed :one
+UPDATE rollback_requests
+SET resumes = resumes + 1, resumed_at = now(), resumed_by = $1::text, updated_at = now()
+WHERE id = $2
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
+`
+
+// RollbackResumed records that the request's stranded chain was given a
+// new job, and by whom.
+func (q *Queries) RollbackResumed(ctx context.Context, resumedBy string, iD int64) (RollbackRequest, error) {
+	row := q.db.QueryRow(ctx, rollbackResumed, resumedBy, iD)
+	var i RollbackRequest
+	err := row.Scan(
+		&i.ID,
+		&i.Operator,
+		&i.Reason,
+		&i.Scope,
+		&i.DryRun,
+		&i.Status,
+		&i.Source,
+		&i.ReleasedCount,
+		&i.ReleasedUnits,
+		&i.MatchedCount,
+		&i.MatchedUnits,
+		&i.Batches,
+		&i.JobID,
+		&i.Error,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.FinishedAt,
+		&i.RequestedAt,
+		&i.Resumes,
+		&i.ResumedAt,
+		&i.ResumedBy,
+	)
+	return i, err
+}
+
 const rollbackScopeCount = `-- name: RollbackScopeCount :one
 SELECT count(DISTINCT r.id)::int AS holds, coalesce(sum(l.quantity), 0)::bigint AS units
 FROM reservations r
 JOIN reservation_lines l ON l.reservation_id = r.id
 WHERE r.status = 'held'
-  AND ($1::uuid[] IS NULL OR r.id = ANY($1::uuid[]))
-  AND ($2::text IS NULL OR r.campaign = $2::text)
-  AND ($3::text IS NULL OR (r.created_at < $4::timestamptz AND EXISTS (
-        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = $3::text AND x.pool = $5::text)))
+  AND r.created_at < $1
+  AND ($2::uuid[] IS NULL OR r.id = ANY($2::uuid[]))
+  AND ($3::text IS NULL OR r.campaign = $3::text)
+  AND ($4::text IS NULL OR EXISTS (
+        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = $4::text AND x.pool = $5::text))
 `
 
 type RollbackScopeCountParams struct {
-	Ids        []uuid.UUID
-	Campaign   *string
-	Sku        *string
-	HeldBefore *time.Time
-	Pool       *string
+	Cutoff   time.Time
+	Ids      []uuid.UUID
+	Campaign *string
+	Sku      *string
+	Pool     *string
 }
 
 type RollbackScopeCountRow struct {
@@ -449,14 +578,15 @@ type RollbackScopeCountRow struct {
 }
 
 // RollbackScopeCount says how many holds (and units, all lines) in a scope
-// are still held, locked or not: a dry run's answer, and how a rollback
-// knows it is done. Exactly one scope's parameters are set.
+// created before the cut-off are still held, locked or not: a dry run's
+// answer, and how a rollback knows it is done. Exactly one scope's
+// parameters are set.
 func (q *Queries) RollbackScopeCount(ctx context.Context, arg RollbackScopeCountParams) (RollbackScopeCountRow, error) {
 	row := q.db.QueryRow(ctx, rollbackScopeCount,
+		arg.Cutoff,
 		arg.Ids,
 		arg.Campaign,
 		arg.Sku,
-		arg.HeldBefore,
 		arg.Pool,
 	)
 	var i RollbackScopeCountRow

@@ -4,7 +4,11 @@
 // it finds as auto-fix, retry or high risk and acts on each class.
 package reconcile
 
-import "github.com/riverqueue/river"
+import (
+	"github.com/riverqueue/river"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
 
 // Triggers of a reconciliation run.
 const (
@@ -28,3 +32,20 @@ func (ReconcileArgs) Kind() string { return "reconcile" }
 
 // InsertOpts gives the job three attempts.
 func (ReconcileArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
+
+// Validate checks what no retry could mend: a requested run is named by a
+// positive id (it keeps the trigger and SKUs recorded when it was asked
+// for); any other run needs a known trigger and valid SKUs.
+func (a ReconcileArgs) Validate() error {
+	switch {
+	case a.RunID < 0:
+		return inventory.Invalid("run_id must be positive")
+	case a.RunID > 0:
+		return nil
+	}
+	if err := validTrigger(a.Trigger); err != nil {
+		return err
+	}
+	_, err := normalizeSKUs(a.SKUs)
+	return err
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
 // Statuses of a run.
@@ -42,6 +43,7 @@ const (
 	KindStuckHoldsWaiting   = "stuck_holds_waiting"   // auto_fix: left for a person
 	KindJobRetried          = "job_retried"           // retry: re-enqueued
 	KindJobRetriesExhausted = "job_retries_exhausted" // retry: left for a person
+	KindChainResumed        = "chain_resumed"         // retry: a stranded rollback or campaign given a job
 	KindCountersVsLines     = "counters_vs_lines"     // high_risk
 	KindCountersVsLedger    = "counters_vs_ledger"    // high_risk
 )
@@ -82,7 +84,11 @@ type Config struct {
 	// reconciliation calls it stuck. Its expiry job and then the sweeper
 	// should have released it by then.
 	StuckGrace time.Duration
-	Log        *slog.Logger
+	// Rollbacks and Campaigns resume stranded chains: rollback requests and
+	// campaigns with no job left to carry them on. Both nil: not looked for.
+	Rollbacks *rollbacks.Service
+	Campaigns CampaignResumer
+	Log       *slog.Logger
 }
 
 // Service runs reconciliations and reports on them.
@@ -209,6 +215,9 @@ type snapshot struct {
 	stuck       []db.ReservationsStuckRow
 	stuckPerSKU []db.ReservationsStuckCountRow
 	jobs        []db.JobsDiscardedNeededRow
+	// Chains with no job left to run.
+	strandedRollbacks []db.RollbacksStrandedRow
+	strandedCampaigns []db.CampaignsStrandedRow
 }
 
 // read runs every check in one REPEATABLE READ snapshot. It also moves the
@@ -236,10 +245,22 @@ func (s *Service) read(ctx context.Context, skus []string) (snapshot, error) {
 		if snap.stuckPerSKU, err = q.ReservationsStuckCount(ctx, grace, skus); err != nil {
 			return fmt.Errorf("count stuck holds: %w", err)
 		}
-		// Jobs are not per SKU: only a run over every SKU retries them.
-		if skus == nil {
-			if snap.jobs, err = q.JobsDiscardedNeeded(ctx); err != nil {
-				return fmt.Errorf("find discarded jobs: %w", err)
+		// Jobs are not per SKU: only a run over every SKU retries them and
+		// resumes stranded chains.
+		if skus != nil {
+			return nil
+		}
+		if snap.jobs, err = q.JobsDiscardedNeeded(ctx); err != nil {
+			return fmt.Errorf("find discarded jobs: %w", err)
+		}
+		if s.cfg.Rollbacks != nil {
+			if snap.strandedRollbacks, err = q.RollbacksStranded(ctx); err != nil {
+				return fmt.Errorf("find stranded rollbacks: %w", err)
+			}
+		}
+		if s.cfg.Campaigns != nil {
+			if snap.strandedCampaigns, err = q.CampaignsStranded(ctx); err != nil {
+				return fmt.Errorf("find stranded campaigns: %w", err)
 			}
 		}
 		return nil
@@ -257,7 +278,10 @@ func (s *Service) act(ctx context.Context, run db.ReconcileRun, snap snapshot) e
 	if err := s.releaseStuck(ctx, run.ID, snap, risky); err != nil {
 		return err
 	}
-	return s.retryJobs(ctx, run.ID, snap.jobs)
+	if err := s.retryJobs(ctx, run.ID, snap.jobs); err != nil {
+		return err
+	}
+	return s.resumeChains(ctx, run.ID, snap)
 }
 
 func validTrigger(t string) error {

@@ -648,3 +648,45 @@ func TestSecondRunWaitsForTheLock(t *testing.T) {
 	require.Equal(t, reconcile.StatusSucceeded, waited.Status)
 	require.EqualValues(t, 1, waited.RowsChecked)
 }
+
+// TestStrandedAndDiscardedChainsTakeOnePath checks how the two retry paths
+// share a rollback's chain: a discarded batch is job_retried's (within its
+// budget), a chain with nothing left to run is chain_resumed's, and one
+// that was resumed meanwhile is left alone by both.
+func TestStrandedAndDiscardedChainsTakeOnePath(t *testing.T) {
+	t.Parallel()
+	_, b := setup(t, nil)
+	ctx := context.Background()
+	svc := app.Services(config.Config{}, b.pool, b.inserter, quiet).Reconcile
+	b.stockIn(t, "A1", 10)
+	rollbackID, discarded := discardBatch(t, b, []uuid.UUID{b.hold(t, "k", "A1", 1)})
+
+	// An operator resumed it: a new batch is queued, so neither path acts.
+	res, err := b.rollbacks.Resume(ctx, rollbackID, "alice")
+	require.NoError(t, err)
+	require.True(t, res.Resumed)
+	require.Equal(t, rollbacks.StatusRunning, res.Status)
+	r := run(t, svc)
+	require.Empty(t, r.Findings.Retry)
+	state, _ := jobState(t, b, discarded)
+	require.Equal(t, "discarded", state, "the old batch is not retried: a second chain")
+
+	// Its new batch is cancelled: nothing left to run, chain_resumed.
+	_, err = b.pool.Exec(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now() WHERE id = $1`, *res.JobID)
+	require.NoError(t, err)
+	r = run(t, svc)
+	require.Len(t, r.Findings.Retry, 1)
+	require.Equal(t, reconcile.KindChainResumed, r.Findings.Retry[0].Kind)
+	require.NotEqual(t, *res.JobID, *r.Findings.Retry[0].JobID)
+	_, ok := b.openAlert(t, "chain_resumed", fmt.Sprintf("rollback:%d", rollbackID))
+	require.True(t, ok)
+
+	// That one is discarded after its attempts: job_retried's, not ours.
+	discard(t, b, *r.Findings.Retry[0].JobID)
+	r = run(t, svc)
+	require.Len(t, r.Findings.Retry, 1)
+	require.Equal(t, reconcile.KindJobRetried, r.Findings.Retry[0].Kind)
+	rb, err := b.rollbacks.Get(ctx, rollbackID)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, rb.Resumes, "once by alice, once by reconciliation")
+}

@@ -1,12 +1,16 @@
 // Package rollbacks hands held stock back in bulk, for operators (manual
 // rollback by hold ids, by campaign, or by a SKU's pool held before a time)
 // and for the end of a campaign. Every request is a rollback_requests row
-// saying who asked, why, what, and how far it got; the work is done by a
-// chain of rollback_batch jobs of at most BatchSize holds each, with a pause
-// between them so regular traffic still gets the row locks. Each batch is one
-// transaction that also enqueues the next, so a crash anywhere resumes where
-// the rows say it stopped, and the release being conditional, nothing is
-// released twice.
+// saying who asked, why, what, when, and how far it got; the work is done by
+// a chain of rollback_batch jobs of at most BatchSize holds each, with a
+// pause between them so regular traffic still gets the row locks. Each batch
+// is one transaction that also enqueues the next, due after the pause, so a
+// crash anywhere resumes where the rows say it stopped, and the release
+// being conditional, nothing is released twice.
+//
+// A rollback never touches a hold created at or after the instant it was
+// requested (requested_at), whatever its scope: its chain ends once nothing
+// held before that instant is left, however many holds arrive meanwhile.
 package rollbacks
 
 import (
@@ -19,7 +23,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -60,7 +63,8 @@ func New(pool *pgxpool.Pool, jobs inventory.JobInserter, pause time.Duration) *S
 }
 
 // Scope says which holds a rollback releases: exactly one of hold ids, a
-// campaign, or a SKU's pool held before a time.
+// campaign, or a SKU's pool held before a time. Whatever the scope, only
+// holds created before the request are released.
 type Scope struct {
 	ReservationIDs []uuid.UUID `json:"reservation_ids,omitempty"`
 	Campaign       string      `json:"campaign,omitempty"`
@@ -69,11 +73,17 @@ type Scope struct {
 	HeldBefore     *time.Time  `json:"held_before,omitempty"`
 }
 
-// Validate checks that exactly one scope is set, and well formed.
+// Validate checks that exactly one scope is set, and well formed. A list of
+// ids that is given counts as a scope even when empty (and is refused), so
+// that `"reservation_ids": []` next to a SKU is ambiguous rather than
+// silently ignored.
 func (s Scope) Validate() error {
 	n := 0
-	if len(s.ReservationIDs) > 0 {
+	if s.ReservationIDs != nil {
 		n++
+		if len(s.ReservationIDs) == 0 {
+			return inventory.Invalid("reservation_ids is empty: give at least one hold id")
+		}
 		if len(s.ReservationIDs) > MaxIDs {
 			return inventory.Invalid("reservation_ids has %d ids, at most %d are allowed", len(s.ReservationIDs), MaxIDs)
 		}
@@ -104,17 +114,20 @@ func (s Scope) Validate() error {
 	return nil
 }
 
-// normalized fills the defaults of a SKU scope (pool main, held before now)
-// so that running the request later, or again, releases the same holds.
-func (s Scope) normalized(now time.Time) Scope {
-	if s.SKU != "" {
-		if s.Pool == "" {
-			s.Pool = inventory.MainPool
-		}
-		if s.HeldBefore == nil {
-			t := now.UTC()
-			s.HeldBefore = &t
-		}
+// validAt checks that held_before is not later than the instant the
+// rollback is requested: a rollback never reaches holds made after it.
+func (s Scope) validAt(requested time.Time) error {
+	if s.HeldBefore != nil && s.HeldBefore.After(requested) {
+		return inventory.Invalid("held_before %s is later than now (%s): a rollback never touches holds made after it was requested",
+			s.HeldBefore.UTC().Format(time.RFC3339Nano), requested.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// normalized fills the pool of a SKU scope (main by default).
+func (s Scope) normalized() Scope {
+	if s.SKU != "" && s.Pool == "" {
+		s.Pool = inventory.MainPool
 	}
 	return s
 }
@@ -147,23 +160,29 @@ func (r Request) Validate() error {
 
 // Rollback is a rollback request as operators see it.
 type Rollback struct {
-	ID            int64      `json:"id"`
-	Status        string     `json:"status"`
-	Operator      string     `json:"operator"`
-	Reason        string     `json:"reason"`
-	Scope         Scope      `json:"scope"`
-	DryRun        bool       `json:"dry_run"`
-	Source        string     `json:"source"`
-	ReleasedCount int32      `json:"released_count"`
-	ReleasedUnits int64      `json:"released_units"`
-	MatchedCount  *int32     `json:"matched_count,omitempty"`
-	MatchedUnits  *int64     `json:"matched_units,omitempty"`
-	Batches       int32      `json:"batches"`
-	JobID         *int64     `json:"job_id"`
-	Error         *string    `json:"error"`
-	CreatedAt     time.Time  `json:"created_at"`
-	StartedAt     *time.Time `json:"started_at"`
-	FinishedAt    *time.Time `json:"finished_at"`
+	ID       int64  `json:"id"`
+	Status   string `json:"status"`
+	Operator string `json:"operator"`
+	Reason   string `json:"reason"`
+	Scope    Scope  `json:"scope"`
+	DryRun   bool   `json:"dry_run"`
+	Source   string `json:"source"`
+	// RequestedAt is the cut-off: no hold created at or after it is touched.
+	RequestedAt   time.Time `json:"requested_at"`
+	ReleasedCount int32     `json:"released_count"`
+	ReleasedUnits int64     `json:"released_units"`
+	MatchedCount  *int32    `json:"matched_count,omitempty"`
+	MatchedUnits  *int64    `json:"matched_units,omitempty"`
+	Batches       int32     `json:"batches"`
+	JobID         *int64    `json:"job_id"`
+	Error         *string   `json:"error"`
+	// Resumes counts the times its stranded chain of jobs was resumed.
+	Resumes    int32      `json:"resumes"`
+	ResumedAt  *time.Time `json:"resumed_at"`
+	ResumedBy  *string    `json:"resumed_by"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
 }
 
 // View turns a rollback_requests row into its Rollback.
@@ -176,50 +195,24 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 	}
 	return Rollback{
 		ID: r.ID, Status: r.Status, Operator: r.Operator, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
-		Source: r.Source, ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
+		Source: r.Source, RequestedAt: r.RequestedAt.UTC(), ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
 		MatchedCount: r.MatchedCount, MatchedUnits: r.MatchedUnits, Batches: r.Batches, JobID: r.JobID,
-		Error: r.Error, CreatedAt: r.CreatedAt.UTC(), StartedAt: inventory.UTC(r.StartedAt), FinishedAt: inventory.UTC(r.FinishedAt),
+		Error: r.Error, Resumes: r.Resumes, ResumedAt: inventory.UTC(r.ResumedAt), ResumedBy: r.ResumedBy,
+		CreatedAt: r.CreatedAt.UTC(), StartedAt: inventory.UTC(r.StartedAt), FinishedAt: inventory.UTC(r.FinishedAt),
 	}, nil
 }
 
 // Done reports whether the request has finished, either way.
 func (r Rollback) Done() bool { return r.Status == StatusSucceeded || r.Status == StatusFailed }
 
-// ManualRollbackArgs is the job an operator enqueues: through the API or
-// the CLI (which also create the request row and set RollbackID), or with a
-// plain SQL insert into river_job carrying the same fields as the body of
-// POST /v1/rollbacks (the worker creates the row).
-type ManualRollbackArgs struct {
-	RollbackID     int64       `json:"rollback_id,omitempty"`
-	Operator       string      `json:"operator"`
-	Reason         string      `json:"reason"`
-	DryRun         bool        `json:"dry_run"`
-	ReservationIDs []uuid.UUID `json:"reservation_ids,omitempty"`
-	Campaign       string      `json:"campaign,omitempty"`
-	SKU            string      `json:"sku,omitempty"`
-	Pool           string      `json:"pool,omitempty"`
-	HeldBefore     *time.Time  `json:"held_before,omitempty"`
+// Cutoff is the instant before which a hold must have been created to be in
+// the rollback's reach: when it was requested, or its held_before if earlier.
+func (r Rollback) Cutoff() time.Time {
+	if r.Scope.HeldBefore != nil && r.Scope.HeldBefore.Before(r.RequestedAt) {
+		return *r.Scope.HeldBefore
+	}
+	return r.RequestedAt
 }
-
-// Kind names the job in river_job.
-func (ManualRollbackArgs) Kind() string { return "manual_rollback" }
-
-// InsertOpts gives the job three attempts.
-func (ManualRollbackArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
-
-// RollbackBatchArgs is one link of a rollback's chain of batches.
-type RollbackBatchArgs struct {
-	RollbackID int64 `json:"rollback_id"`
-	// NotBefore is when the batch may start: the pause after the previous
-	// batch, which gives regular traffic the row locks in between.
-	NotBefore time.Time `json:"not_before"`
-}
-
-// Kind names the job in river_job.
-func (RollbackBatchArgs) Kind() string { return "rollback_batch" }
-
-// InsertOpts gives the job three attempts.
-func (RollbackBatchArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
 
 // Created is what creating a rollback answers.
 type Created struct {
@@ -247,19 +240,23 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, req Request) (Created
 // enqueues its first batch inside the caller's transaction.
 func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, req Request) (Created, error) {
 	return s.record(ctx, tx, req, func(id int64) (int64, error) {
-		return s.enqueueBatch(ctx, tx, id, time.Time{})
+		job, err := s.enqueueBatch(ctx, tx, id, 0)
+		return job.ID, err
 	})
 }
 
-// record validates req, records it, and enqueues the job that starts it,
-// whose id the request keeps.
+// record validates req, records it (requested now: the transaction's start),
+// and enqueues the job that starts it, whose id the request keeps.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, req Request, enqueue func(id int64) (int64, error)) (Created, error) {
 	if err := req.Validate(); err != nil {
 		return Created{}, err
 	}
-	req.Scope = req.Scope.normalized(time.Now())
+	if err := req.Scope.validAt(time.Now()); err != nil {
+		return Created{}, err
+	}
+	req.Scope = req.Scope.normalized()
 	q := db.New(tx)
-	row, err := insert(ctx, q, req, nil)
+	row, err := insert(ctx, q, req, nil, nil)
 	if err != nil {
 		return Created{}, err
 	}
@@ -273,26 +270,20 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, req Request, enqueue fu
 	return Created{RollbackID: row.ID, JobID: jobID}, nil
 }
 
-func insert(ctx context.Context, q *db.Queries, req Request, jobID *int64) (db.RollbackRequest, error) {
+// insert records req; requestedAt nil means now.
+func insert(ctx context.Context, q *db.Queries, req Request, jobID *int64, requestedAt *time.Time) (db.RollbackRequest, error) {
 	scope, err := json.Marshal(req.Scope)
 	if err != nil {
 		return db.RollbackRequest{}, err
 	}
 	row, err := q.RollbackCreate(ctx, db.RollbackCreateParams{
-		Operator: req.Operator, Reason: req.Reason, Scope: scope, DryRun: req.DryRun, Source: req.Source, JobID: jobID,
+		Operator: req.Operator, Reason: req.Reason, Scope: scope, DryRun: req.DryRun, Source: req.Source,
+		JobID: jobID, RequestedAt: requestedAt,
 	})
 	if err != nil {
 		return db.RollbackRequest{}, fmt.Errorf("record rollback request: %w", err)
 	}
 	return row, nil
-}
-
-func (s *Service) enqueueBatch(ctx context.Context, tx pgx.Tx, id int64, notBefore time.Time) (int64, error) {
-	res, err := s.jobs.InsertTx(ctx, tx, RollbackBatchArgs{RollbackID: id, NotBefore: notBefore}, nil)
-	if err != nil {
-		return 0, fmt.Errorf("enqueue rollback_batch: %w", err)
-	}
-	return res.Job.ID, nil
 }
 
 // Get returns rollback request id.
@@ -308,15 +299,20 @@ func (s *Service) Get(ctx context.Context, id int64) (Rollback, error) {
 }
 
 // ErrRefused marks a manual_rollback job that can never succeed (no
-// operator, no reason, no valid scope): the worker cancels it with an alert
-// instead of retrying.
+// operator, no reason, no valid scope, a held_before after the job was
+// enqueued): the worker cancels it with an alert instead of retrying.
 var ErrRefused = errors.New("manual rollback refused")
 
-// AcceptTx is the manual_rollback job's first step, inside the job's
+// AcceptTx is the manual_rollback job's step, inside the job's
 // transaction: it finds (or, for a job inserted with plain SQL, records) the
 // request, then runs a dry run to completion or enqueues the first batch.
+// jobID and enqueuedAt are the job's id and creation time; for a plain SQL
+// job, enqueuedAt is the instant the rollback was requested (its cut-off).
 // A job that cannot be accepted returns an error wrapping ErrRefused.
-func (s *Service) AcceptTx(ctx context.Context, tx pgx.Tx, jobID int64, args ManualRollbackArgs) (Rollback, error) {
+//
+// A request accepted before (the job retried, from the dashboard say) is
+// carried on: if its chain of batches was stranded, a new batch is enqueued.
+func (s *Service) AcceptTx(ctx context.Context, tx pgx.Tx, jobID int64, enqueuedAt time.Time, args ManualRollbackArgs) (Rollback, error) {
 	q := db.New(tx)
 	var (
 		row db.RollbackRequest
@@ -331,146 +327,61 @@ func (s *Service) AcceptTx(ctx context.Context, tx pgx.Tx, jobID int64, args Man
 	default:
 		row, err = q.RollbackGetByJob(ctx, &jobID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			req := Request{
-				Operator: args.Operator, Reason: args.Reason, DryRun: args.DryRun, Source: SourceSQL,
-				Scope: Scope{ReservationIDs: args.ReservationIDs, Campaign: args.Campaign, SKU: args.SKU, Pool: args.Pool, HeldBefore: args.HeldBefore},
-			}
+			req := args.request()
 			if verr := req.Validate(); verr != nil {
 				return Rollback{}, fmt.Errorf("%w: %v", ErrRefused, verr)
 			}
-			req.Scope = req.Scope.normalized(time.Now())
-			row, err = insert(ctx, q, req, &jobID)
+			if verr := req.Scope.validAt(enqueuedAt); verr != nil {
+				return Rollback{}, fmt.Errorf("%w: %v", ErrRefused, verr)
+			}
+			req.Scope = req.Scope.normalized()
+			row, err = insert(ctx, q, req, &jobID, &enqueuedAt)
 		}
 	}
 	if err != nil {
 		return Rollback{}, err
 	}
-	if row.Status != StatusPending {
-		return newRollback(row) // accepted before: a retried job
-	}
-	if row.DryRun {
-		return s.dryRunTx(ctx, q, row)
-	}
-	if _, err := s.enqueueBatch(ctx, tx, row.ID, time.Time{}); err != nil {
-		return Rollback{}, err
-	}
-	row, err = q.RollbackMarkRunning(ctx, row.ID)
+	accepted := row.Status != StatusPending
+	row, _, resumed, err := s.carryOnTx(ctx, tx, row, jobID)
 	if err != nil {
 		return Rollback{}, err
+	}
+	if accepted && resumed {
+		if row, err = q.RollbackResumed(ctx, "system:manual_rollback", row.ID); err != nil {
+			return Rollback{}, err
+		}
 	}
 	return newRollback(row)
 }
 
 // dryRunTx counts what the rollback would release and finishes it without
 // touching stock.
-func (s *Service) dryRunTx(ctx context.Context, q *db.Queries, row db.RollbackRequest) (Rollback, error) {
+func dryRunTx(ctx context.Context, q *db.Queries, row db.RollbackRequest) (db.RollbackRequest, error) {
 	r, err := newRollback(row)
 	if err != nil {
-		return Rollback{}, err
+		return db.RollbackRequest{}, err
 	}
-	n, err := count(ctx, q, r.Scope)
+	n, err := count(ctx, q, r)
 	if err != nil {
-		return Rollback{}, err
+		return db.RollbackRequest{}, err
 	}
-	row, err = q.RollbackFinish(ctx, db.RollbackFinishParams{
+	return q.RollbackFinish(ctx, db.RollbackFinishParams{
 		Status: StatusSucceeded, ID: row.ID, MatchedCount: &n.Holds, MatchedUnits: &n.Units,
 	})
-	if err != nil {
-		return Rollback{}, err
-	}
-	return newRollback(row)
 }
 
-func count(ctx context.Context, q *db.Queries, s Scope) (db.RollbackScopeCountRow, error) {
-	p := db.RollbackScopeCountParams{Ids: s.ReservationIDs}
+// count says how many holds in r's scope, created before its cut-off, are
+// still held.
+func count(ctx context.Context, q *db.Queries, r Rollback) (db.RollbackScopeCountRow, error) {
+	s := r.Scope
+	p := db.RollbackScopeCountParams{Cutoff: r.Cutoff(), Ids: s.ReservationIDs}
 	if s.Campaign != "" {
 		p.Campaign = &s.Campaign
 	}
 	if s.SKU != "" {
-		p.Sku, p.Pool, p.HeldBefore = &s.SKU, &s.Pool, s.HeldBefore
+		p.Sku, p.Pool = &s.SKU, &s.Pool
 	}
 	return q.RollbackScopeCount(ctx, p)
-}
-
-// Batch is what one rollback_batch did.
-type Batch struct {
-	Rollback Rollback
-	Released int
-	// Finished means this batch found nothing in scope held any more and
-	// marked the request succeeded. A batch of a request that had already
-	// finished does nothing and reports false.
-	Finished bool
-}
-
-// BatchTx releases the next BatchSize holds of rollback id inside the
-// caller's transaction, records the progress, and either enqueues the next
-// batch (pause from now) or, when nothing in scope is held any more, marks
-// the request succeeded. A finished request is left alone, so a retried or
-// duplicated batch job changes nothing.
-func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id int64) (Batch, error) {
-	q := db.New(tx)
-	row, err := q.RollbackLock(ctx, id)
-	if err != nil {
-		return Batch{}, fmt.Errorf("lock rollback %d: %w", id, err)
-	}
-	r, err := newRollback(row)
-	if err != nil || r.Done() {
-		return Batch{Rollback: r}, err
-	}
-	ids, err := nextBatch(ctx, q, r.Scope)
-	if err != nil {
-		return Batch{}, err
-	}
-	how := inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: r.Operator, Reason: r.Reason}
-	released, err := inventory.ReleaseTx(ctx, tx, ids, how)
-	if err != nil {
-		return Batch{}, err
-	}
-	var units int64
-	if len(released) > 0 {
-		sums, err := q.ReservationLinesSummed(ctx, released)
-		if err != nil {
-			return Batch{}, err
-		}
-		for _, s := range sums {
-			units += s.Quantity
-		}
-	}
-	row, err = q.RollbackProgress(ctx, int32(len(released)), units, id)
-	if err != nil {
-		return Batch{}, err
-	}
-	left, err := count(ctx, q, r.Scope)
-	if err != nil {
-		return Batch{}, err
-	}
-	done := left.Holds == 0
-	if done {
-		row, err = q.RollbackFinish(ctx, db.RollbackFinishParams{Status: StatusSucceeded, ID: id})
-	} else {
-		// Some left: a full batch, or holds a confirm or release had
-		// locked. Either way, the next batch (after the pause) sees them.
-		_, err = s.enqueueBatch(ctx, tx, id, time.Now().Add(s.pause))
-	}
-	if err != nil {
-		return Batch{}, err
-	}
-	r, err = newRollback(row)
-	return Batch{Rollback: r, Released: len(released), Finished: done}, err
-}
-
-func nextBatch(ctx context.Context, q *db.Queries, s Scope) ([]uuid.UUID, error) {
-	switch {
-	case len(s.ReservationIDs) > 0:
-		return q.ReservationsHeldByIDs(ctx, s.ReservationIDs, BatchSize)
-	case s.Campaign != "":
-		return q.ReservationsHeldByCampaign(ctx, &s.Campaign, BatchSize)
-	case s.SKU != "":
-		return q.ReservationsHeldBySKU(ctx, db.ReservationsHeldBySKUParams{
-			HeldBefore: *s.HeldBefore, Sku: s.SKU, Pool: s.Pool, Lim: BatchSize,
-		})
-	}
-	return nil, fmt.Errorf("rollback scope is empty")
 }
 
 // FailTx marks a rollback request failed with why (its job was given up).
@@ -481,8 +392,7 @@ func FailTx(ctx context.Context, tx pgx.Tx, id int64, why string) error {
 
 // ReopenTx sets failed rollback request id back to running, inside the
 // caller's transaction, and reports whether it was failed. Reconciliation
-// calls it when it retries the request's discarded batch job: a batch of a
-// finished request does nothing, so without it the retry would be empty.
+// calls it when it retries the request's discarded batch job.
 func ReopenTx(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
 	n, err := db.New(tx).RollbackReopen(ctx, id)
 	if err != nil {

@@ -28,6 +28,7 @@ func TestMigrationsRoundTrip(t *testing.T) {
 	require.Equal(t, latest, current, "the test template is migrated to the newest version")
 	require.GreaterOrEqual(t, latest, int64(9))
 
+	// Versions may have gaps (ranges are handed out to parallel work).
 	applied := 0
 	for v := current; v > 0; applied++ {
 		res, err := m.Down(ctx)
@@ -37,9 +38,6 @@ func TestMigrationsRoundTrip(t *testing.T) {
 		v, _, err = m.Versions(ctx)
 		require.NoError(t, err)
 	}
-	current, _, err = m.Versions(ctx)
-	require.NoError(t, err)
-	require.Zero(t, current)
 
 	var tables int
 	require.NoError(t, pool.QueryRow(ctx,

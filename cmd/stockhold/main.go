@@ -5,6 +5,7 @@
 //	stockhold migrate up|down|status     goose migrations, River's included
 //	stockhold apikey create --name N --role shop|ops
 //	stockhold rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P]) [--dry-run]
+//	stockhold rollback resume ID [--operator O]
 //	stockhold reconcile [--sku S]...     check the books now; exit 1 on high risk
 //
 // Configuration comes from the environment; see the README.
@@ -33,6 +34,8 @@ commands:
   apikey create --name N --role shop|ops create an API key; prints the token on the last line
   rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--dry-run]
                                          enqueue a manual rollback; prints its request id on the last line
+  rollback resume ID [--operator O]      give a rollback whose jobs were cancelled, deleted or discarded
+                                         a job again (idempotent)
   reconcile [--sku S]...                 check the books now and print the findings;
                                          exits 1 when a pool is out of balance (high risk)
 

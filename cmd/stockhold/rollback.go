@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,6 +21,9 @@ import (
 // prints the request id on the last line. The serving process's workers
 // pick it up; follow it with GET /v1/rollbacks/{id}.
 func rollback(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "resume" {
+		return rollbackResume(ctx, args[1:], getenv, stdout)
+	}
 	fs := flag.NewFlagSet("rollback", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
@@ -51,6 +56,9 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return fmt.Errorf("%w: --held-before: %v", errUsage, err)
 		}
+		if t.After(time.Now()) {
+			return fmt.Errorf("%w: --held-before %s is later than now: a rollback never touches holds made after it was requested", errUsage, heldBefore)
+		}
 		req.Scope.HeldBefore = &t
 	}
 	if err := req.Validate(); err != nil {
@@ -75,6 +83,59 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		fmt.Fprintf(stdout, "queued %s request %d as job %d; follow it with GET /v1/rollbacks/%d or sql/rollback_requests.sql\n%d\n",
 			what, created.RollbackID, created.JobID, created.RollbackID, created.RollbackID)
+		return nil
+	})
+}
+
+// rollbackResume gives a rollback whose chain of jobs was stranded
+// (cancelled, deleted, discarded) a job again, and says what it did. It is
+// idempotent: a request with a live job, or a finished one, is left alone.
+func rollbackResume(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("rollback resume", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	operator := fs.String("operator", getenv("USER"), "who resumes it (default: $USER)")
+	// The id comes first (stockhold rollback resume 7 --operator alice);
+	// flags may come before it too.
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	rest := fs.Args()
+	if id == "" && len(rest) > 0 {
+		id, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, rest[0])
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n < 1 {
+		return fmt.Errorf("%w: rollback resume needs the request's id, a positive whole number (got %q)", errUsage, id)
+	}
+	if *operator == "" {
+		*operator = "cli"
+	}
+	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
+		inserter, err := jobs.NewInserter(pool)
+		if err != nil {
+			return err
+		}
+		out, err := rollbacks.New(pool, inserter, 0).Resume(ctx, n, *operator)
+		if err != nil {
+			return err
+		}
+		switch {
+		case out.Resumed && out.JobID != nil:
+			fmt.Fprintf(stdout, "rollback %d resumed: batch job %d enqueued (status %s)\n", n, *out.JobID, out.Status)
+		case out.Resumed:
+			fmt.Fprintf(stdout, "rollback %d resumed: the dry run was counted (status %s)\n", n, out.Status)
+		case out.JobID != nil:
+			fmt.Fprintf(stdout, "rollback %d has a job to run (job %d, status %s): nothing to resume\n", n, *out.JobID, out.Status)
+		default:
+			fmt.Fprintf(stdout, "rollback %d is %s: nothing to resume\n", n, out.Status)
+		}
 		return nil
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"regexp"
 	"strings"
 	"sync"
@@ -26,18 +25,6 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/jobs"
 )
-
-// TestMain lets a test run this very binary as `stockhold serve` in a child
-// process (STOCKHOLD_TEST_SERVE=1), to send it real signals.
-func TestMain(m *testing.M) {
-	if os.Getenv("STOCKHOLD_TEST_SERVE") == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, []string{"serve"}, os.Getenv, os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
-	os.Exit(m.Run())
-}
 
 // child is a `stockhold serve` process.
 type child struct {
@@ -59,7 +46,7 @@ var servingAddr = regexp.MustCompile(`msg="stockhold serving" addr=(\S+)|"msg":"
 func startChild(t *testing.T, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"STOCKHOLD_TEST_SERVE=1", "STOCKHOLD_ADDR=127.0.0.1:0"}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{childEnv + "=serve", "STOCKHOLD_ADDR=127.0.0.1:0"}, env...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

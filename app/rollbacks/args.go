@@ -1,0 +1,97 @@
+package rollbacks
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// ManualRollbackArgs is the job an operator enqueues: through the API or
+// the CLI (which also create the request row and set RollbackID), or with a
+// plain SQL insert into river_job carrying the same fields as the body of
+// POST /v1/rollbacks (the worker creates the row). The worker decodes it
+// strictly: a misspelt field or a value of the wrong type cancels the job
+// with an alert rather than falling back to a default.
+type ManualRollbackArgs struct {
+	RollbackID     int64       `json:"rollback_id,omitempty"`
+	Operator       string      `json:"operator"`
+	Reason         string      `json:"reason"`
+	DryRun         bool        `json:"dry_run"`
+	ReservationIDs []uuid.UUID `json:"reservation_ids,omitempty"`
+	Campaign       string      `json:"campaign,omitempty"`
+	SKU            string      `json:"sku,omitempty"`
+	Pool           string      `json:"pool,omitempty"`
+	HeldBefore     *time.Time  `json:"held_before,omitempty"`
+}
+
+// Kind names the job in river_job.
+func (ManualRollbackArgs) Kind() string { return "manual_rollback" }
+
+// InsertOpts gives the job three attempts.
+func (ManualRollbackArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
+
+// Validate checks what no retry could mend: who, why and exactly one scope.
+// Whether held_before lies after the job was enqueued is checked when the
+// job is accepted (AcceptTx), which knows when that was.
+func (a ManualRollbackArgs) Validate() error {
+	if a.RollbackID < 0 {
+		return inventory.Invalid("rollback_id must be positive")
+	}
+	return a.request().Validate()
+}
+
+// request is the rollback the args ask for, as a plain SQL job does.
+func (a ManualRollbackArgs) request() Request {
+	return Request{
+		Operator: a.Operator, Reason: a.Reason, DryRun: a.DryRun, Source: SourceSQL,
+		Scope: Scope{ReservationIDs: a.ReservationIDs, Campaign: a.Campaign, SKU: a.SKU, Pool: a.Pool, HeldBefore: a.HeldBefore},
+	}
+}
+
+// RollbackBatchArgs is one link of a rollback's chain of batches.
+type RollbackBatchArgs struct {
+	RollbackID int64 `json:"rollback_id"`
+	// NotBefore is ignored. Batches enqueued by earlier versions carry it
+	// (they slept until then inside the job); a batch is now a job due
+	// after the pause, and is accepted with or without it.
+	NotBefore *time.Time `json:"not_before,omitempty"`
+}
+
+// Kind names the job in river_job.
+func (RollbackBatchArgs) Kind() string { return "rollback_batch" }
+
+// InsertOpts gives the job three attempts.
+func (RollbackBatchArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
+
+// Validate checks that the batch names a request.
+func (a RollbackBatchArgs) Validate() error {
+	if a.RollbackID < 1 {
+		return inventory.Invalid("rollback_id must be positive")
+	}
+	return nil
+}
+
+// Hooks makes a batch due after the pause available at once, with its
+// future scheduled_at (see availableWhenDue).
+func (RollbackBatchArgs) Hooks() []rivertype.Hook { return []rivertype.Hook{&availableWhenDue{}} }
+
+// availableWhenDue inserts a job scheduled for later as available, keeping
+// its scheduled_at. River's fetch query skips an available job until its
+// scheduled_at, so it still waits the pause; but a job inserted scheduled
+// waits for River's scheduler, which promotes scheduled jobs only every 5
+// seconds, and a 100 ms pause between batches would become up to 5 s.
+// River does the same for its own short snoozes. The workers are told when
+// the job is due (jobs wakes them with River's insert notification).
+type availableWhenDue struct{ river.HookDefaults }
+
+func (*availableWhenDue) InsertBegin(_ context.Context, p *rivertype.JobInsertParams) error {
+	if p.State == rivertype.JobStateScheduled {
+		p.State = rivertype.JobStateAvailable
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package jobs_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/jobs"
+)
+
+// decodeAs decodes raw strictly as the args of kind, the way the worker of
+// that kind does.
+func decodeAs(kind string, raw []byte) error {
+	var err error
+	switch kind {
+	case "manual_rollback":
+		_, err = jobs.DecodeArgs[rollbacks.ManualRollbackArgs](raw)
+	case "rollback_batch":
+		_, err = jobs.DecodeArgs[rollbacks.RollbackBatchArgs](raw)
+	case "campaign_start":
+		_, err = jobs.DecodeArgs[campaigns.CampaignStartArgs](raw)
+	case "campaign_end":
+		_, err = jobs.DecodeArgs[campaigns.CampaignEndArgs](raw)
+	case "reconcile":
+		_, err = jobs.DecodeArgs[reconcile.ReconcileArgs](raw)
+	case "release_hold":
+		_, err = jobs.DecodeArgs[inventory.ReleaseHoldArgs](raw)
+	case "deliver_alert":
+		_, err = jobs.DecodeArgs[alerts.DeliverAlertArgs](raw)
+	case "sweep_expired":
+		_, err = jobs.DecodeArgs[jobs.SweepExpiredArgs](raw)
+	case "watch_discarded":
+		_, err = jobs.DecodeArgs[jobs.WatchDiscardedArgs](raw)
+	default:
+		panic("no such kind: " + kind)
+	}
+	return err
+}
+
+// TestArgsMarshalledByGoDecode checks that what stockhold itself enqueues
+// (args marshalled from Go, with and without their optional fields) passes
+// the strict decoding of its worker.
+func TestArgsMarshalledByGoDecode(t *testing.T) {
+	t.Parallel()
+	past := time.Now().Add(-time.Hour).UTC()
+	for _, args := range []river.JobArgs{
+		rollbacks.ManualRollbackArgs{RollbackID: 7, Operator: "alice", Reason: "r", ReservationIDs: []uuid.UUID{uuid.New()}},
+		rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "r", DryRun: true, SKU: "A1", Pool: "main", HeldBefore: &past},
+		rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "r", Campaign: "bf"},
+		rollbacks.RollbackBatchArgs{RollbackID: 1},
+		campaigns.CampaignStartArgs{Campaign: "bf"},
+		campaigns.CampaignEndArgs{Campaign: "bf"},
+		reconcile.ReconcileArgs{Trigger: reconcile.TriggerPeriodic},
+		reconcile.ReconcileArgs{RunID: 3, Trigger: reconcile.TriggerHTTP, SKUs: []string{"A1"}},
+		reconcile.ReconcileArgs{Trigger: reconcile.TriggerCampaignEnd, SKUs: []string{"A1", "B1"}},
+		inventory.ReleaseHoldArgs{ReservationID: uuid.New()},
+		alerts.DeliverAlertArgs{AlertID: 1},
+		jobs.SweepExpiredArgs{},
+		jobs.WatchDiscardedArgs{},
+	} {
+		raw, err := json.Marshal(args)
+		require.NoError(t, err)
+		require.NoError(t, decodeAs(args.Kind(), raw), "%s %s", args.Kind(), raw)
+	}
+	// Batches enqueued by earlier versions carried not_before.
+	require.NoError(t, decodeAs("rollback_batch", []byte(`{"rollback_id": 4, "not_before": "0001-01-01T00:00:00Z"}`)))
+}
+
+// TestArgsRefused is the table of args a worker refuses, with what the
+// refusal must name. The manual_rollback rows are the reproductions of
+// issue 7: each was run as a real rollback (or retried three times) before.
+func TestArgsRefused(t *testing.T) {
+	t.Parallel()
+	id := uuid.New().String()
+	for _, c := range []struct{ kind, args, want string }{
+		// A misspelt field silently fell back to its default.
+		{"manual_rollback", `{"operator":"alice","reason":"count only","dryrun":true,"sku":"R1"}`, `unknown field "dryrun"`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","pol":"c1"}`, `unknown field "pol"`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","held_befor":"2020-01-01T00:00:00Z"}`, `unknown field "held_befor"`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","Dry_Run":true}`, `unknown field "Dry_Run"`},
+		// A wrong type was an error on every attempt, then discarded.
+		{"manual_rollback", `{"operator":"alice","reason":"r","dry_run":"true","sku":"R1"}`, `field "dry_run": cannot unmarshal string into Go value of type bool`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","reservation_ids":"` + id + `"}`, `field "reservation_ids": cannot unmarshal string`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","held_before":"yesterday"}`, `field "held_before": parsing time "yesterday"`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","dry_run":null,"sku":"R1"}`, `field "dry_run" is null`},
+		// A scope can be neither empty nor ambiguous.
+		{"manual_rollback", `{"operator":"alice","reason":"r","reservation_ids":[],"sku":"R1"}`, `field "reservation_ids" is given empty`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","campaign":"","sku":"R1"}`, `field "campaign" is given empty`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","pool":""}`, `field "pool" is given empty`},
+		{"manual_rollback", `{"operator":"alice","reason":"r"}`, `exactly one scope`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","campaign":"c1"}`, `exactly one scope`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","campaign":"c1","held_before":"2020-01-01T00:00:00Z"}`, `pool and held_before go with sku`},
+		{"manual_rollback", `{"reason":"r","sku":"R1"}`, `operator is required`},
+		{"manual_rollback", `["alice"]`, `JSON object`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","rollback_id":-1}`, `rollback_id must be positive`},
+		// Every other kind too.
+		{"rollback_batch", `{"rollback_id":"5"}`, `field "rollback_id": cannot unmarshal string`},
+		{"rollback_batch", `{"rollback_id":5,"pause":1}`, `unknown field "pause"`},
+		{"rollback_batch", `{"rollback_id":0}`, `rollback_id must be positive`},
+		{"rollback_batch", `{}`, `rollback_id must be positive`},
+		{"campaign_start", `{"campaign":5}`, `field "campaign": cannot unmarshal number`},
+		{"campaign_start", `{"campaign_id":"bf"}`, `unknown field "campaign_id"`},
+		{"campaign_end", `{"campaign":""}`, `campaign is empty`},
+		{"reconcile", `{"trigger":"periodic","sku":["A1"]}`, `unknown field "sku"`},
+		{"reconcile", `{"trigger":"whenever"}`, `trigger must be`},
+		{"reconcile", `{"trigger":"cli","skus":["a/b"]}`, `contains a slash`},
+		{"reconcile", `{"trigger":"cli","run_id":1.5}`, `field "run_id": cannot unmarshal number 1.5`},
+		{"release_hold", `{"reservation_id":"nope"}`, `field "reservation_id": invalid UUID`},
+		{"release_hold", `{"reservation_id":"` + id + `","reason":"x"}`, `unknown field "reason"`},
+		{"deliver_alert", `{"alert_id":"1"}`, `field "alert_id": cannot unmarshal string`},
+		{"sweep_expired", `{"grace":"1h"}`, `unknown field "grace" (the fields are none: give {})`},
+		{"watch_discarded", `null`, `JSON object`},
+	} {
+		err := decodeAs(c.kind, []byte(c.args))
+		require.Error(t, err, "%s %s", c.kind, c.args)
+		require.Contains(t, err.Error(), c.want, "%s %s", c.kind, c.args)
+	}
+}
