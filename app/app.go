@@ -76,10 +76,17 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // enqueue their jobs with inserter inside their own transactions. The
 // workers call the same services, so this is also what jobs.NewClient takes.
 func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.Tx], log *slog.Logger) jobs.Deps {
-	inv := inventory.New(pool, inserter, log, inventory.Config{
-		Coalesce: cfg.Coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
-	})
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "")
+	inv := inventory.New(pool, inserter, log, inventory.Config{
+		Coalesce: cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
+		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick,
+		Alert: func(ctx context.Context, a inventory.Alert) {
+			_, err := alertSvc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: a.Kind, Subject: a.Subject, Details: a.Details, Action: a.Summary})
+			if err != nil {
+				log.ErrorContext(ctx, "raise alert", "kind", a.Kind, "err", err)
+			}
+		},
+	})
 	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
 	return jobs.Deps{
 		Inventory: inv,

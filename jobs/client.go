@@ -24,6 +24,50 @@ import (
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
+// The queues. Each kind of work has its own queue and its own workers, so
+// that a backlog of one kind never starves another: a campaign start due
+// while thousands of holds expire, or while a reconciliation checks a
+// million rows, starts on time. Jobs are routed by kind when inserted (see
+// routeQueues), wherever they are inserted from.
+const (
+	// QueueDefault keeps manual_rollback, which operators insert with plain
+	// SQL into River's default queue (sql/manual_rollback.sql), and the
+	// alert jobs.
+	QueueDefault = river.QueueDefault
+	// QueueExpiry: expire_holds, sweep_expired and release_hold.
+	QueueExpiry = "expiry"
+	// QueueCampaigns: campaign_start and campaign_end, polled often so
+	// that a campaign opens and closes on time.
+	QueueCampaigns = "campaigns"
+	// QueueRollbacks: rollback_batch chains.
+	QueueRollbacks = "rollbacks"
+	// QueueReconcile: reconcile.
+	QueueReconcile = "reconcile"
+)
+
+// queueOfKind is where each kind goes; kinds not listed stay in default.
+var queueOfKind = map[string]string{
+	"expire_holds":   QueueExpiry,
+	"sweep_expired":  QueueExpiry,
+	"release_hold":   QueueExpiry,
+	"campaign_start": QueueCampaigns,
+	"campaign_end":   QueueCampaigns,
+	"rollback_batch": QueueRollbacks,
+	"reconcile":      QueueReconcile,
+}
+
+// routeQueues moves every job inserted into the default queue to its
+// kind's queue. A job whose inserter chose a queue keeps it.
+var routeQueues = river.JobInsertMiddlewareFunc(func(ctx context.Context, params []*rivertype.JobInsertParams,
+	doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	for _, p := range params {
+		if q, ok := queueOfKind[p.Kind]; ok && (p.Queue == "" || p.Queue == QueueDefault) {
+			p.Queue = q
+		}
+	}
+	return doInner(ctx)
+})
+
 // MaxAttempts is every job kind's attempt budget: a job that fails its third
 // attempt is discarded, and a discarded job always raises an alert.
 const MaxAttempts = 3
@@ -58,6 +102,10 @@ type Config struct {
 	// RescueAfter is when a job still running is presumed lost (its
 	// worker died) and run again; every job is idempotent. 0 means 30 min.
 	RescueAfter time.Duration
+	// ExpirySpan is how long one expire_holds run loops before the next
+	// takes over; 0 means 5 s. Negative leaves the expiry loop out (tests
+	// of the sweeper).
+	ExpirySpan time.Duration
 	// ExtraWorkers registers more workers (tests use it for failing ones).
 	ExtraWorkers func(*river.Workers)
 	Log          *slog.Logger
@@ -67,7 +115,7 @@ type Config struct {
 // it to enqueue jobs inside their own transactions, independent of whether
 // this process works jobs.
 func NewInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
-	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: MaxAttempts})
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: MaxAttempts, Middleware: []rivertype.Middleware{routeQueues}})
 }
 
 // NewClient returns the River client that works every stockhold job kind
@@ -99,6 +147,13 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			func() (river.JobArgs, *river.InsertOpts) { return WatchDiscardedArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "watch_discarded", RunOnStart: true}),
 	}
+	if cfg.ExpirySpan >= 0 {
+		span := orDefault(cfg.ExpirySpan, 5*time.Second)
+		river.AddWorker(workers, &expireHoldsWorker{inv: deps.Inventory, span: span})
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(span),
+			func() (river.JobArgs, *river.InsertOpts) { return ExpireHoldsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "expire_holds", RunOnStart: true}))
+	}
 	if deps.Reconcile != nil {
 		river.AddWorker(workers, &reconcileWorker{svc: deps.Reconcile})
 		// Not on start: a restart (or a deploy of several instances) need
@@ -109,7 +164,14 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	}
 
 	return river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
+		Queues: map[string]river.QueueConfig{
+			QueueDefault:   {MaxWorkers: max(cfg.Workers, 1)},
+			QueueExpiry:    {MaxWorkers: 3},
+			QueueCampaigns: {MaxWorkers: 2, FetchPollInterval: 100 * time.Millisecond},
+			QueueRollbacks: {MaxWorkers: 4},
+			QueueReconcile: {MaxWorkers: 1},
+		},
+		Middleware:           []rivertype.Middleware{routeQueues},
 		Workers:              workers,
 		PeriodicJobs:         periodic,
 		MaxAttempts:          MaxAttempts,

@@ -62,6 +62,7 @@ var titles = map[string]string{
 	"conflict":                "Conflict",
 	"timeout":                 "The request took too long",
 	"unavailable":             "Service unavailable",
+	"busy":                    "A row this request needs is locked; retry in a moment",
 	"internal_error":          "Internal error",
 }
 
@@ -78,6 +79,7 @@ var statuses = map[inventory.Code]int{
 	inventory.CodeInsufficientAvailable: http.StatusConflict,
 	inventory.CodeIdempotencyReused:     http.StatusUnprocessableEntity,
 	inventory.CodeConflict:              http.StatusConflict,
+	inventory.CodeBusy:                  http.StatusServiceUnavailable,
 }
 
 func newProblem(status int, code, detail string) *problem {
@@ -178,6 +180,9 @@ func (s *server) handleError(err error, c echo.Context) {
 	body, merr := json.Marshal(p)
 	if merr != nil {
 		body = []byte(`{"type":"/problems/internal_error","status":500,"code":"internal_error"}`)
+	}
+	if p.Status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", "1")
 	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)

@@ -19,8 +19,21 @@ type Config struct {
 	// AlertWebhook receives every new alert as a JSON POST
 	// (STOCKHOLD_ALERT_WEBHOOK); empty means alerts are only stored.
 	AlertWebhook string
-	// Coalesce batches single-SKU holds per stock row (STOCKHOLD_COALESCE).
+	// Coalesce lets one transaction carry many holds, confirms or releases
+	// (STOCKHOLD_COALESCE); off, each has a transaction of its own.
 	Coalesce bool
+	// BatchSize bounds the requests one batch transaction carries
+	// (STOCKHOLD_BATCH_SIZE).
+	BatchSize int
+	// BatchFlights is how many hold batches, and how many confirm/release
+	// batches, run at once (STOCKHOLD_BATCH_FLIGHTS).
+	BatchFlights int
+	// LockTimeout bounds how long a request's batch waits for a row lock
+	// before the requests needing that row answer busy (STOCKHOLD_LOCK_TIMEOUT).
+	LockTimeout time.Duration
+	// ExpiryTick is the longest the expiry loop sleeps between passes
+	// (STOCKHOLD_EXPIRY_TICK).
+	ExpiryTick time.Duration
 	// Workers is how many River jobs run at once (STOCKHOLD_WORKERS).
 	Workers int
 	// SweepInterval is how often the expiry sweeper runs (STOCKHOLD_SWEEP_INTERVAL).
@@ -53,6 +66,10 @@ func Load(getenv func(string) string) (Config, error) {
 		Addr:                 r.str("STOCKHOLD_ADDR", ":8080"),
 		AlertWebhook:         r.url("STOCKHOLD_ALERT_WEBHOOK"),
 		Coalesce:             r.boolean("STOCKHOLD_COALESCE", true),
+		BatchSize:            r.integer("STOCKHOLD_BATCH_SIZE", 128, 1, 10_000),
+		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", 4, 1, 64),
+		LockTimeout:          r.positive("STOCKHOLD_LOCK_TIMEOUT", 500*time.Millisecond),
+		ExpiryTick:           r.positive("STOCKHOLD_EXPIRY_TICK", 200*time.Millisecond),
 		Workers:              r.integer("STOCKHOLD_WORKERS", 20, 1, 1000),
 		SweepInterval:        r.duration("STOCKHOLD_SWEEP_INTERVAL", 30*time.Second),
 		SweepGrace:           r.duration("STOCKHOLD_SWEEP_GRACE", time.Minute),
@@ -132,6 +149,15 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
 		r.fail(name, v, "want a duration such as 500ms, 30s or 5m")
+	}
+	return d
+}
+
+// positive is duration, refusing zero.
+func (r *reader) positive(name string, def time.Duration) time.Duration {
+	d := r.duration(name, def)
+	if d == 0 {
+		r.fail(name, r.getenv(name), "want a positive duration such as 200ms")
 	}
 	return d
 }

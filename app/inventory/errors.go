@@ -23,6 +23,9 @@ const (
 	CodeInsufficientAvailable Code = "insufficient_available"
 	CodeIdempotencyReused     Code = "idempotency_key_reused"
 	CodeConflict              Code = "conflict"
+	// CodeBusy: a row the request needs is locked by another transaction
+	// for longer than the lock timeout. Retrying later is safe.
+	CodeBusy Code = "busy"
 )
 
 // Error is a failure the caller can act on: bad input, or a state that
