@@ -93,6 +93,8 @@ type Service struct {
 	lockTimeout string
 	holds       *batcher[*holdCall]
 	changes     *batcher[*changeCall]
+	// beforeGrant, set by tests only, sees each hold a batch decides.
+	beforeGrant func(HoldRequest)
 }
 
 // New returns a Service on pool. jobs is no longer used by the service

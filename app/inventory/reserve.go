@@ -443,6 +443,9 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 			replays = append(replays, c)
 			continue
 		}
+		if s.beforeGrant != nil {
+			s.beforeGrant(c.h.req)
+		}
 		if c.gone() {
 			// Its caller left before anything was decided: hold nothing.
 			left = append(left, c)
