@@ -191,6 +191,18 @@ func (b *batcher[R]) block(keys []string) {
 	b.mu.Unlock()
 }
 
+// anyBlocked reports whether a request of batch needs a row found locked.
+func (b *batcher[R]) anyBlocked(batch []R) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range batch {
+		if b.blockedLocked(r) {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *batcher[R]) unblock(batch []R) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -114,11 +115,21 @@ func (s *Service) SweepExpired(ctx context.Context, grace time.Duration) (int, e
 
 // expireDue releases the holds more than grace past their expiry on conn,
 // ExpiryBatch per transaction, until none is left but those with a line on
-// a row in skip. A row another transaction keeps locked past the lock
-// timeout joins skip, so that its holds wait for a later pass without
-// holding up the others.
+// a row in skip. A row another transaction keeps locked past the (short)
+// expiry lock timeout joins skip, so that its holds wait for a later pass
+// without holding up the others; rows in skip are looked at again, without
+// waiting, at the start of every call.
 func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, skip map[string]Line) (int, error) {
 	total, unexplained := 0, 0
+	if len(skip) > 0 {
+		// Rows skipped before may be free by now.
+		locked, err := s.lockedStock(ctx, skip)
+		if err != nil {
+			return 0, err
+		}
+		clear(skip)
+		maps.Copy(skip, locked)
+	}
 	for {
 		n, ids, err := s.expirePass(ctx, conn, how, grace, skip)
 		total += n
@@ -161,7 +172,7 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, g
 	p := newPipe(conn)
 	q := db.New(p)
 	p.begin()
-	timeout := q.LockTimeoutSet(ctx, []string{s.lockTimeout})
+	timeout := q.LockTimeoutSet(ctx, []string{s.expiryLockTimeout})
 	picking := q.ReservationsDue(ctx, []db.ReservationsDueParams{due})
 	p.send(ctx)
 	_ = done(timeout.Exec)

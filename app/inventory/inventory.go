@@ -91,6 +91,9 @@ type Service struct {
 	log         *slog.Logger
 	cfg         Config
 	lockTimeout string
+	// expiryLockTimeout is shorter: expiry must never keep a row locked
+	// long enough, waiting for another, to make a request time out.
+	expiryLockTimeout string
 	holds       *batcher[*holdCall]
 	changes     *batcher[*changeCall]
 	// beforeGrant, set by tests only, sees each hold a batch decides.
@@ -119,7 +122,10 @@ func New(pool *pgxpool.Pool, _ JobInserter, log *slog.Logger, cfg Config) *Servi
 	if cfg.ExpiryTick <= 0 {
 		cfg.ExpiryTick = DefaultExpiryTick
 	}
-	s := &Service{pool: pool, log: log, cfg: cfg, lockTimeout: fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds(), 1))}
+	s := &Service{pool: pool, log: log, cfg: cfg,
+		lockTimeout:       fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds(), 1)),
+		expiryLockTimeout: fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds()/5, 1)),
+	}
 	s.holds = newBatcher("hold", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runHolds, s.panicked)
 	s.changes = newBatcher("confirm/release", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runChanges, s.panicked)
 	return s

@@ -262,9 +262,38 @@ func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, e
 	}
 }
 
-// runHolds runs one hold batch and answers its callers.
+// runHolds runs one hold batch and answers its callers. A batch of
+// requests on rows found locked before looks first, without waiting: while
+// the rows are still locked their requests answer busy at once.
 func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
 	metrics.HoldBatch.Observe(float64(len(calls)))
+	if s.holds.anyBlocked(calls) {
+		rows := map[string]Line{}
+		for _, c := range calls {
+			for _, l := range c.h.lines {
+				rows[rowKey(l.SKU, l.Pool)] = l
+			}
+		}
+		locked, err := s.lockedStock(ctx, rows)
+		if err != nil {
+			for _, c := range calls {
+				c.answer(err)
+			}
+			return nil
+		}
+		var rest []*holdCall
+		for _, c := range calls {
+			if l, ok := firstLocked(c.h.lines, locked); ok {
+				c.answer(errBusy(l))
+			} else {
+				rest = append(rest, c)
+			}
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+		calls = rest
+	}
 	return s.holdAttempt(ctx, calls)
 }
 
@@ -292,22 +321,32 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 		if perr != nil {
 			s.log.Warn("hold batch hit its lock timeout; finding the locked rows failed", "err", perr)
 		}
-		var rest []*holdCall
+		// Requests on a row still locked go again in a batch of their
+		// own, which looks before it waits: they answer busy at once if
+		// the row is still locked then, or go through if the lock was only
+		// another batch waiting its turn. The others go again now.
+		var rest, later []*holdCall
 		for _, c := range calls {
 			c.timeouts++
-			if l, ok := firstLocked(c.h.lines, locked); ok {
+			_, onLocked := firstLocked(c.h.lines, locked)
+			switch {
+			case c.timeouts > maxLockTimeouts:
+				l, _ := firstLocked(c.h.lines, locked)
+				if l.SKU == "" {
+					l = c.h.lines[0]
+				}
 				c.answer(errBusy(l))
-			} else if c.timeouts >= maxLockTimeouts {
-				c.answer(errBusy(c.h.lines[0]))
-			} else {
+			case onLocked:
+				later = append(later, c)
+			default:
 				rest = append(rest, c)
 			}
 		}
 		s.holds.block(slicesKeys(locked))
-		if len(rest) == 0 {
-			return nil
+		if len(rest) > 0 {
+			later = append(later, s.holdAttempt(ctx, rest)...)
 		}
-		return s.holdAttempt(ctx, rest)
+		return later
 	case failRetry:
 		if calls[0].timeouts < maxLockTimeouts {
 			for _, c := range calls {
