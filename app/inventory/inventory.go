@@ -94,8 +94,8 @@ type Service struct {
 	// expiryLockTimeout is shorter: expiry must never keep a row locked
 	// long enough, waiting for another, to make a request time out.
 	expiryLockTimeout string
-	holds       *batcher[*holdCall]
-	changes     *batcher[*changeCall]
+	holds             *batcher[*holdCall]
+	changes           *batcher[*changeCall]
 	// beforeGrant, set by tests only, sees each hold a batch decides.
 	beforeGrant func(HoldRequest)
 }
