@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,7 +52,9 @@ type Config struct {
 	// MaxBatch bounds the requests one transaction carries (default 128).
 	MaxBatch int
 	// Flights is how many batches of each kind (holds, confirms and
-	// releases) run at once, each on its own connection (default 4).
+	// releases) run at once, each on its own connection (default: the
+	// number of CPUs, at least 2). More flights mean smaller batches:
+	// measured on two cores, two flights beat four by a third.
 	Flights int
 	// LockTimeout bounds how long a batch waits for a row lock before the
 	// requests that need that row answer busy (default 500 ms).
@@ -76,7 +79,6 @@ type Alert struct {
 // Defaults of Config.
 const (
 	DefaultMaxBatch    = 128
-	DefaultFlights     = 4
 	DefaultLockTimeout = 500 * time.Millisecond
 	DefaultExpiryTick  = 200 * time.Millisecond
 	// batchTimeout bounds one batch transaction, whatever its callers' own
@@ -84,6 +86,9 @@ const (
 	batchTimeout    = 30 * time.Second
 	rollbackTimeout = 5 * time.Second
 )
+
+// DefaultFlights is the number of CPUs, at least 2.
+func DefaultFlights() int { return max(2, runtime.NumCPU()) }
 
 // Service holds stock for orders and hands it back.
 type Service struct {
@@ -114,7 +119,7 @@ func New(pool *pgxpool.Pool, _ JobInserter, log *slog.Logger, cfg Config) *Servi
 		cfg.MaxBatch = 1
 	}
 	if cfg.Flights <= 0 {
-		cfg.Flights = DefaultFlights
+		cfg.Flights = DefaultFlights()
 	}
 	if cfg.LockTimeout <= 0 {
 		cfg.LockTimeout = DefaultLockTimeout
