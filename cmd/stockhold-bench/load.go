@@ -249,8 +249,12 @@ func printTable(w io.Writer, results []*result) {
 		if r.ExpiryLagP99 > 0 || r.ExpiryLagP50 > 0 {
 			lag = fmt.Sprintf("%.0f / %.0f", r.ExpiryLagP50, r.ExpiryLagP99)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%s\t%s\t%s\t\n",
-			r.Scenario, r.Clients, r.Rate, r.P50, r.P95, r.P99, r.Errors, r.RSS, base, ratio, lag)
+		clients := "open"
+		if r.Clients > 0 {
+			clients = fmt.Sprint(r.Clients)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%s\t%s\t%s\t\n",
+			r.Scenario, clients, r.Rate, r.P50, r.P95, r.P99, r.Errors, r.RSS, base, ratio, lag)
 	}
 	tw.Flush()
 	for _, r := range results {

@@ -293,7 +293,7 @@ func (b *bench) expiry(ctx context.Context) ([]*result, error) {
 	if c.StartedAt != nil {
 		started = fmt.Sprintf("started %d ms after its starts_at", c.StartedAt.Sub(startsAt).Milliseconds())
 	}
-	r.Note = fmt.Sprintf("%d holds made in %.1f s, then expired: %s; a campaign due at the burst's end %s", len(ids), el.Seconds(), note, started)
+	r.Note = fmt.Sprintf("%d holds made in %.1f s, then expired: %s; a campaign due while they expired %s", len(ids), el.Seconds(), note, started)
 	return []*result{r}, nil
 }
 
@@ -483,7 +483,7 @@ func (b *bench) expiryLag(ctx context.Context, ids []string, settle time.Duratio
 	}
 	p50, _, p99, mx := percentiles(got)
 	out = [3]float64{p50, p99, mx}
-	note := fmt.Sprintf("%d expired, %d late by at most %.0f ms", len(got), len(got), mx)
+	note := fmt.Sprintf("%d expired, the latest %.0f ms after its expires_at", len(got), mx)
 	if still > 0 {
 		note += fmt.Sprintf(", %d NOT expired %s after their expiry", still, settle)
 	}
