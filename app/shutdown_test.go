@@ -10,9 +10,11 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -47,6 +49,16 @@ func TestShutdownAnswersQueuedHolds(t *testing.T) {
 	_, err = a.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "S", Delta: 50, Actor: "test"})
 	require.NoError(t, err)
 
+	// Counts the holds the server has read and is handling.
+	var handling atomic.Int64
+	a.HTTP.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Request().URL.Path == "/v1/reservations" {
+				handling.Add(1)
+			}
+			return next(c)
+		}
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan error, 1)
@@ -101,6 +113,8 @@ func TestShutdownAnswersQueuedHolds(t *testing.T) {
 		}()
 	}
 	written.Wait()
+	require.Eventually(t, func() bool { return handling.Load() == n }, 10*time.Second, 5*time.Millisecond,
+		"the server is handling every hold")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var waiting int
 		assert.NoError(c, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
