@@ -569,3 +569,101 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 		return n
 	}())
 }
+
+// TestChangeBatchAnswersEachCaller puts confirms and releases of the same
+// holds into one batch: each is answered as if it ran alone, in arrival
+// order.
+func TestChangeBatchAnswersEachCaller(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Coalesce: true, Flights: 1, LockTimeout: 10 * time.Second}})
+	stockIn(t, svc, "A1", 100)
+	h := make([]inventory.Reservation, 6)
+	for i := range h {
+		req := holdReq(fmt.Sprint("h", i), item("A1", int64(i+1)))
+		if i == 5 {
+			req.Client = "shop-b"
+		}
+		var err error
+		h[i], _, err = svc.Hold(ctx, req)
+		require.NoError(t, err)
+	}
+	_, err := b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1`, h[3].ID)
+	require.NoError(t, err)
+
+	// Keep the first batch (a confirm of h0) waiting on h0's row.
+	lock, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer lock.Rollback(ctx)
+	_, err = lock.Exec(ctx, `SELECT 1 FROM reservations WHERE id = $1 FOR UPDATE`, h[0].ID)
+	require.NoError(t, err)
+	type answer struct {
+		r   inventory.Reservation
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		r, err := svc.Confirm(ctx, h[0].ID, shop)
+		first <- answer{r, err}
+	}()
+	waitLockWait(t, b.pool)
+	var queued []chan answer
+	queue := func(f func() (inventory.Reservation, error)) {
+		ch := make(chan answer, 1)
+		go func() {
+			r, err := f()
+			ch <- answer{r, err}
+		}()
+		queued = append(queued, ch)
+		require.Eventually(t, func() bool { return inventory.PendingChanges(svc) == len(queued) }, 10*time.Second, time.Millisecond)
+	}
+	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[1].ID, shop) })
+	queue(func() (inventory.Reservation, error) { return svc.Cancel(ctx, h[1].ID, shop, "") })
+	queue(func() (inventory.Reservation, error) { return svc.Cancel(ctx, h[2].ID, shop, "found it cheaper") })
+	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[2].ID, shop) })
+	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[3].ID, shop) })
+	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[4].ID, shop) })
+	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[4].ID, shop) })
+	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[5].ID, shop) })
+	queue(func() (inventory.Reservation, error) { return svc.Cancel(ctx, uuid.New(), shop, "") })
+	require.NoError(t, lock.Commit(ctx))
+
+	a := <-first
+	require.NoError(t, a.err)
+	require.Equal(t, inventory.StatusConfirmed, a.r.Status)
+	got := make([]answer, len(queued))
+	for i, ch := range queued {
+		got[i] = <-ch
+	}
+	require.NoError(t, got[0].err)
+	require.Equal(t, inventory.StatusConfirmed, got[0].r.Status)
+	require.NotNil(t, got[0].r.ConfirmedAt)
+	require.Equal(t, inventory.CodeNotHeld, code(got[1].err), "released after it was confirmed in the same batch")
+	require.Equal(t, inventory.StatusConfirmed, got[1].err.(*inventory.Error).Status)
+	require.NoError(t, got[2].err)
+	require.Equal(t, inventory.StatusReleased, got[2].r.Status)
+	require.Equal(t, "found it cheaper", *got[2].r.ReleaseReason)
+	require.Equal(t, inventory.CodeNotHeld, code(got[3].err))
+	require.Equal(t, inventory.StatusReleased, got[3].err.(*inventory.Error).Status)
+	require.Equal(t, inventory.CodeNotHeld, code(got[4].err), "past its expiry")
+	require.Equal(t, inventory.StatusExpired, got[4].err.(*inventory.Error).Status)
+	require.NoError(t, got[5].err)
+	require.NoError(t, got[6].err)
+	require.Equal(t, got[5].r, got[6].r, "confirming twice answers the same")
+	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "main", Quantity: 5}}, got[6].r.Items)
+	require.Equal(t, inventory.CodeNotFound, code(got[7].err), "another shop's hold")
+	require.Equal(t, inventory.CodeNotFound, code(got[8].err))
+
+	p := pool(t, svc, "A1", "main")
+	require.Equal(t, int64(1+2+5), p.Sold)
+	require.Equal(t, int64(6), p.Reserved, "only shop-b's hold is left")
+	moves, err := svc.Ledger(ctx, "A1", 100)
+	require.NoError(t, err)
+	kinds := map[string]int{}
+	for _, m := range moves {
+		kinds[m.Kind+"/"+m.Actor]++
+	}
+	require.Equal(t, 3, kinds["confirm/shop-a"])
+	require.Equal(t, 1, kinds["release/shop-a"])
+	require.Equal(t, 1, kinds["expire/system:confirm"])
+}

@@ -10,3 +10,10 @@ func PendingHolds(s *Service) int {
 	defer s.holds.mu.Unlock()
 	return len(s.holds.pending)
 }
+
+// PendingChanges is how many confirms and releases wait for a batch.
+func PendingChanges(s *Service) int {
+	s.changes.mu.Lock()
+	defer s.changes.mu.Unlock()
+	return len(s.changes.pending)
+}

@@ -140,14 +140,19 @@ func (s *Service) runChanges(ctx context.Context, calls []*changeCall) []*change
 		if perr != nil {
 			s.log.Warn("confirm/release batch hit its lock timeout; finding the locked rows failed", "err", perr)
 		}
+		// The first time, everyone goes again: a request may only have
+		// queued behind another batch that waited. The second time, those
+		// whose rows are still locked answer busy.
 		var rest []*changeCall
 		for _, c := range calls {
 			c.timeouts++
-			if why, ok := locked[c.id]; ok {
+			why, onLocked := locked[c.id]
+			switch {
+			case onLocked && c.timeouts >= maxLockTimeouts:
 				c.answer(why)
-			} else if c.timeouts >= maxLockTimeouts {
+			case c.timeouts > maxLockTimeouts:
 				c.answer(&Error{Code: CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", c.id)})
-			} else {
+			default:
 				rest = append(rest, c)
 			}
 		}
@@ -295,49 +300,47 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 
 // lockedHolds returns, for the holds among ids that another transaction
 // has locked (the hold itself or a stock row of its lines), the busy answer
-// its confirm or release gets.
+// its confirm or release gets. It looks without waiting.
 func (s *Service) lockedHolds(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]error, error) {
-	out := map[uuid.UUID]error{}
-	var free []uuid.UUID
-	var rows []db.StockRowsOfReservationsRow
+	var (
+		free  []uuid.UUID
+		lines []db.ReservationLine
+	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		var err error
 		if free, err = q.ReservationsFree(ctx, ids); err != nil {
 			return err
 		}
-		rows, err = q.StockRowsOfReservations(ctx, ids)
+		lines, err = q.ReservationLinesGet(ctx, ids)
 		return err
 	})
 	if err != nil {
-		return out, fmt.Errorf("look for locked holds: %w", err)
+		return nil, fmt.Errorf("look for locked holds: %w", err)
 	}
+	out := map[uuid.UUID]error{}
 	for _, id := range ids {
 		out[id] = &Error{Code: CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", id)}
 	}
 	for _, id := range free {
 		delete(out, id)
 	}
-	want := map[string]Line{}
-	for _, r := range rows {
-		want[rowKey(r.Sku, r.Pool)] = Line{SKU: r.Sku, Pool: r.Pool}
+	rows := map[string]Line{}
+	for _, l := range lines {
+		rows[rowKey(l.Sku, l.Pool)] = Line{SKU: l.Sku, Pool: l.Pool}
 	}
-	locked, err := s.lockedStock(ctx, want)
-	if err != nil || len(locked) == 0 {
+	locked, err := s.lockedStock(ctx, rows)
+	if err != nil {
 		return out, err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		lines, err := db.New(tx).ReservationLinesGet(ctx, ids)
-		for _, l := range lines {
-			if row, ok := locked[rowKey(l.Sku, l.Pool)]; ok {
-				if _, already := out[l.ReservationID]; !already {
-					out[l.ReservationID] = errBusy(row)
-				}
+	for _, l := range lines {
+		if row, ok := locked[rowKey(l.Sku, l.Pool)]; ok {
+			if _, already := out[l.ReservationID]; !already {
+				out[l.ReservationID] = errBusy(row)
 			}
 		}
-		return err
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // ErrNotYetExpired is returned by Expire for a hold whose time has not come;

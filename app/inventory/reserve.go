@@ -328,11 +328,10 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 		var rest, later []*holdCall
 		for _, c := range calls {
 			c.timeouts++
-			_, onLocked := firstLocked(c.h.lines, locked)
+			l, onLocked := firstLocked(c.h.lines, locked)
 			switch {
 			case c.timeouts > maxLockTimeouts:
-				l, _ := firstLocked(c.h.lines, locked)
-				if l.SKU == "" {
+				if !onLocked {
 					l = c.h.lines[0]
 				}
 				c.answer(errBusy(l))
