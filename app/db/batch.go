@@ -17,35 +17,40 @@ var (
 	ErrBatchAlreadyClosed = errors.New("batch already closed")
 )
 
-const lockTimeoutSet = `-- name: LockTimeoutSet :batchexec
+const batchSettingsSet = `-- name: BatchSettingsSet :batchexec
 
-SELECT set_config('lock_timeout', $1::text, true)
+SELECT set_config('lock_timeout', $1::text, true),
+       set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
-type LockTimeoutSetBatchResults struct {
+type BatchSettingsSetBatchResults struct {
 	br     pgx.BatchResults
 	tot    int
 	closed bool
 }
 
 // Session settings and advisory locks.
-// LockTimeoutSet bounds, for the rest of the transaction, how long any
-// statement waits for a row lock: past it the statement fails with
+// BatchSettingsSet sets up a batch transaction. lock_timeout bounds how
+// long any statement waits for a row lock: past it the statement fails with
 // lock_not_available, and the request that needed the row answers busy
-// instead of queueing behind a lock someone left open.
-func (q *Queries) LockTimeoutSet(ctx context.Context, timeout []string) *LockTimeoutSetBatchResults {
+// instead of queueing behind a lock someone left open. Generic plans: the
+// batch statements take arrays, and PostgreSQL otherwise plans them afresh
+// on every execution (custom plans for each array's length), which costs
+// more than running them (measured: 0.3 to 0.8 ms of planning against
+// 0.2 to 0.4 ms of execution); the generic plans are the same index scans.
+func (q *Queries) BatchSettingsSet(ctx context.Context, timeout []string) *BatchSettingsSetBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range timeout {
 		vals := []interface{}{
 			a,
 		}
-		batch.Queue(lockTimeoutSet, vals...)
+		batch.Queue(batchSettingsSet, vals...)
 	}
 	br := q.db.SendBatch(ctx, batch)
-	return &LockTimeoutSetBatchResults{br, len(timeout), false}
+	return &BatchSettingsSetBatchResults{br, len(timeout), false}
 }
 
-func (b *LockTimeoutSetBatchResults) Exec(f func(int, error)) {
+func (b *BatchSettingsSetBatchResults) Exec(f func(int, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
 		if b.closed {
@@ -61,7 +66,7 @@ func (b *LockTimeoutSetBatchResults) Exec(f func(int, error)) {
 	}
 }
 
-func (b *LockTimeoutSetBatchResults) Close() error {
+func (b *BatchSettingsSetBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }

@@ -172,7 +172,7 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, g
 	p := newPipe(conn)
 	q := db.New(p)
 	p.begin()
-	timeout := q.LockTimeoutSet(ctx, []string{s.expiryLockTimeout})
+	timeout := q.BatchSettingsSet(ctx, []string{s.expiryLockTimeout})
 	picking := q.ReservationsDue(ctx, []db.ReservationsDueParams{due})
 	p.send(ctx)
 	_ = done(timeout.Exec)

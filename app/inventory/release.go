@@ -204,7 +204,7 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 	p := newPipe(conn)
 	q := db.New(p)
 	p.begin()
-	timeout := q.LockTimeoutSet(ctx, []string{s.lockTimeout})
+	timeout := q.BatchSettingsSet(ctx, []string{s.lockTimeout})
 	locking := q.ReservationsLockMany(ctx, [][]uuid.UUID{ids})
 	reading := q.ReservationLinesGetMany(ctx, [][]uuid.UUID{ids})
 	p.send(ctx)

@@ -439,7 +439,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	p := newPipe(conn)
 	q := db.New(p)
 	p.begin()
-	timeout := q.LockTimeoutSet(ctx, []string{s.lockTimeout})
+	timeout := q.BatchSettingsSet(ctx, []string{s.lockTimeout})
 	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
 	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
 	p.send(ctx)
