@@ -60,12 +60,26 @@ func newBatcher[R request](name string, maxBatch, flights int, timeout time.Dura
 	return b
 }
 
-// submit queues r; a free flight takes it at once.
+// submit queues r. When a flight is free, the caller's own goroutine flies
+// the next batch (with r in it, unless r is behind a full batch or a busy
+// row), which saves a lone request the hand-over to another goroutine; the
+// rest go on goroutines of their own.
 func (b *batcher[R]) submit(r R) {
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
+	if b.flying >= b.flights {
+		b.mu.Unlock()
+		return
+	}
+	batch := b.takeLocked()
+	if len(batch) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.flying++
 	b.launchLocked()
 	b.mu.Unlock()
+	b.fly(batch)
 }
 
 // launchLocked starts flights while some are free and requests can go.
