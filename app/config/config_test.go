@@ -16,6 +16,9 @@ func TestDefaults(t *testing.T) {
 	require.True(t, c.Coalesce)
 	require.Equal(t, 100*time.Millisecond, c.RollbackPause)
 	require.Empty(t, c.AlertWebhook)
+	require.Equal(t, 500*time.Millisecond, c.LockTimeout)
+	require.Equal(t, 128, c.BatchSize)
+	require.GreaterOrEqual(t, c.BatchFlights, 2)
 }
 
 func TestErrorsNameTheVariable(t *testing.T) {
@@ -25,6 +28,10 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"STOCKHOLD_ROLLBACK_PAUSE": "soon",
 		"STOCKHOLD_COALESCE":       "maybe",
 		"STOCKHOLD_LOG_LEVEL":      "loud",
+		"STOCKHOLD_LOCK_TIMEOUT":   "0s",
+		"STOCKHOLD_EXPIRY_TICK":    "-1s",
+		"STOCKHOLD_BATCH_SIZE":     "0",
+		"STOCKHOLD_BATCH_FLIGHTS":  "1000",
 	} {
 		_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x", name: value}))
 		require.ErrorContains(t, err, name)

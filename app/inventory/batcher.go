@@ -47,17 +47,14 @@ type batcher[R request] struct {
 	flying  int
 	busy    map[string]int  // keys of the requests in flight
 	blocked map[string]bool // keys found locked by another transaction
-	drained *sync.Cond      // signalled whenever a flight lands
 }
 
 func newBatcher[R request](name string, maxBatch, flights int, timeout time.Duration,
 	run func(context.Context, []R) []R, panicked func(string, any, []byte)) *batcher[R] {
-	b := &batcher[R]{
+	return &batcher[R]{
 		name: name, maxBatch: max(maxBatch, 1), flights: max(flights, 1), timeout: timeout,
 		run: run, panicked: panicked, busy: map[string]int{}, blocked: map[string]bool{},
 	}
-	b.drained = sync.NewCond(&b.mu)
-	return b
 }
 
 // submit queues r. When a flight is free, the caller's own goroutine flies
@@ -171,7 +168,6 @@ func (b *batcher[R]) fly(batch []R) {
 	}
 	b.flying--
 	b.launchLocked()
-	b.drained.Broadcast()
 	b.mu.Unlock()
 }
 
@@ -205,6 +201,14 @@ func (b *batcher[R]) block(keys []string) {
 	b.mu.Unlock()
 }
 
+func (b *batcher[R]) unblock(keys []string) {
+	b.mu.Lock()
+	for _, k := range keys {
+		delete(b.blocked, k)
+	}
+	b.mu.Unlock()
+}
+
 // anyBlocked reports whether a request of batch needs a row found locked.
 func (b *batcher[R]) anyBlocked(batch []R) bool {
 	b.mu.Lock()
@@ -215,36 +219,4 @@ func (b *batcher[R]) anyBlocked(batch []R) bool {
 		}
 	}
 	return false
-}
-
-func (b *batcher[R]) unblock(batch []R) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.blocked) == 0 {
-		return
-	}
-	for _, r := range batch {
-		for _, k := range r.keys() {
-			delete(b.blocked, k)
-		}
-	}
-}
-
-// wait blocks until no request is queued or in flight, or ctx ends.
-func (b *batcher[R]) wait(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		b.drained.Broadcast()
-		b.mu.Unlock()
-	})
-	defer stop()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.flying > 0 || len(b.pending) > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b.drained.Wait()
-	}
-	return nil
 }

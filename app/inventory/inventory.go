@@ -136,16 +136,6 @@ func New(pool *pgxpool.Pool, _ JobInserter, log *slog.Logger, cfg Config) *Servi
 	return s
 }
 
-// Wait blocks until every hold, confirm and release queued or running has
-// been answered, or ctx ends: what a shutdown waits for before it closes
-// the pool.
-func (s *Service) Wait(ctx context.Context) error {
-	if err := s.holds.wait(ctx); err != nil {
-		return err
-	}
-	return s.changes.wait(ctx)
-}
-
 // panicked reports a batch that panicked: logged with its stack, and
 // alerted through Config.Alert.
 func (s *Service) panicked(name string, v any, stack []byte) {

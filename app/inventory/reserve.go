@@ -289,6 +289,10 @@ func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
 				rest = append(rest, c)
 			}
 		}
+		for k := range locked {
+			delete(rows, k)
+		}
+		s.holds.unblock(slicesKeys(rows)) // free again
 		if len(rest) == 0 {
 			return nil
 		}
@@ -306,7 +310,6 @@ func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
 func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCall {
 	again, err := s.holdBatch(ctx, calls)
 	if err == nil {
-		s.holds.unblock(calls)
 		return again
 	}
 	switch classify(ctx, err) {
