@@ -31,6 +31,9 @@ const (
 	// failStatement: the database refused a statement, possibly because of
 	// one request in the batch.
 	failStatement
+	// failSlow: a statement ran past statement_timeout; every request in
+	// the batch answers busy.
+	failSlow
 )
 
 func classify(ctx context.Context, err error) failure {
@@ -42,6 +45,8 @@ func classify(ctx context.Context, err error) failure {
 		return failLock
 	case pe.Code == "40P01" || pe.Code == "40001": // deadlock, serialization failure
 		return failRetry
+	case pe.Code == "57014": // query_canceled, the batch's own context being live: statement_timeout
+		return failSlow
 	case pe.Code[:2] == "57" || pe.Code[:2] == "53" || pe.Code[:2] == "08":
 		// Cancelled, shutting down, out of resources, connection trouble:
 		// not any one request's fault.
@@ -49,6 +54,10 @@ func classify(ctx context.Context, err error) failure {
 	}
 	return failStatement
 }
+
+// errSlow is the answer of the requests of a batch that ran past the
+// statement timeout.
+var errSlow = &Error{Code: CodeBusy, Detail: "the database is too slow to answer in time; retry in a moment"}
 
 // errBusy is the answer of a request that needs row l while another
 // transaction keeps it locked.

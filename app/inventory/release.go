@@ -167,6 +167,8 @@ func (s *Service) runChanges(ctx context.Context, calls []*changeCall) []*change
 			}
 			return s.runChanges(ctx, calls)
 		}
+	case failSlow:
+		err = errSlow
 	case failStatement:
 		if len(calls) > 1 {
 			half := len(calls) / 2

@@ -356,6 +356,8 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 			}
 			return s.holdAttempt(ctx, calls)
 		}
+	case failSlow:
+		err = errSlow
 	case failStatement:
 		if len(calls) > 1 {
 			half := len(calls) / 2
