@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -194,28 +193,7 @@ func (a answer) json(v any) error { return json.Unmarshal(a.body, v) }
 
 // do sends one request and reads the whole answer.
 func (b *bench) do(method, path, token, key string, body []byte) (answer, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, b.base+path, rd)
-	if err != nil {
-		return answer{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	res, err := b.http.Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer res.Body.Close()
-	out, err := io.ReadAll(res.Body)
-	return answer{res.StatusCode, out}, err
+	return b.client.do(method, path, token, key, body)
 }
 
 // call sends one request, and turns an answer whose status is not one of

@@ -133,7 +133,7 @@ type bench struct {
 	dbURL  string // the bench database
 	pool   *pgxpool.Pool
 	base   string // http://127.0.0.1:port
-	http   *http.Client
+	client *client
 	shop   string
 	ops    string
 	cmd    *exec.Cmd
@@ -217,21 +217,12 @@ func (b *bench) startServer(ctx context.Context) error {
 	b.exited = make(chan error, 1)
 	go func() { b.exited <- b.cmd.Wait() }()
 	b.rss = newRSSSampler(b.cmd.Process.Pid)
-	b.http = &http.Client{
-		Timeout: 60 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000, IdleConnTimeout: time.Minute, DisableCompression: true,
-		},
-	}
+	b.client = newClient(addr)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		res, err := b.http.Get(b.base + "/readyz")
-		if err == nil {
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
+		a, err := b.do("GET", "/readyz", "", "", nil)
+		if err == nil && a.status == http.StatusOK {
+			return nil
 		}
 		select {
 		case err := <-b.exited:
