@@ -39,7 +39,8 @@ const (
 	// QueueCampaigns: campaign_start and campaign_end, polled often so
 	// that a campaign opens and closes on time.
 	QueueCampaigns = "campaigns"
-	// QueueRollbacks: rollback_batch chains.
+	// QueueRollbacks: rollback_batch chains, polled often so that a batch
+	// starts when its pause is over.
 	QueueRollbacks = "rollbacks"
 	// QueueReconcile: reconcile.
 	QueueReconcile = "reconcile"
@@ -56,13 +57,26 @@ var queueOfKind = map[string]string{
 	"reconcile":      QueueReconcile,
 }
 
+// schedulerTick is how often River's scheduler makes scheduled jobs
+// available (an internal constant of River, 5 s), looking that far ahead.
+const schedulerTick = 5 * time.Second
+
 // routeQueues moves every job inserted into the default queue to its
-// kind's queue. A job whose inserter chose a queue keeps it.
+// kind's queue (a job whose inserter chose a queue keeps it). A job
+// scheduled less than a scheduler tick ahead is inserted available rather
+// than scheduled: producers take an available job only once its
+// scheduled_at has passed, at their next poll, whereas a scheduled one
+// waits for the scheduler's tick and could start up to 5 s late (a campaign
+// created a few seconds before its start, a rollback batch after its
+// pause). River does the same for short snoozes and retries.
 var routeQueues = river.JobInsertMiddlewareFunc(func(ctx context.Context, params []*rivertype.JobInsertParams,
 	doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
 	for _, p := range params {
 		if q, ok := queueOfKind[p.Kind]; ok && (p.Queue == "" || p.Queue == QueueDefault) {
 			p.Queue = q
+		}
+		if p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil && time.Until(*p.ScheduledAt) < schedulerTick {
+			p.State = rivertype.JobStateAvailable
 		}
 	}
 	return doInner(ctx)
@@ -168,7 +182,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			QueueDefault:   {MaxWorkers: max(cfg.Workers, 1)},
 			QueueExpiry:    {MaxWorkers: 3},
 			QueueCampaigns: {MaxWorkers: 2, FetchPollInterval: 100 * time.Millisecond},
-			QueueRollbacks: {MaxWorkers: 4},
+			QueueRollbacks: {MaxWorkers: 4, FetchPollInterval: 100 * time.Millisecond},
 			QueueReconcile: {MaxWorkers: 1},
 		},
 		Middleware:           []rivertype.Middleware{routeQueues},

@@ -10,11 +10,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/jobs"
 )
 
 // TestExpiryBurst makes a few thousand holds with a one-second TTL; a DBA
@@ -126,4 +131,41 @@ func lockStock(t *testing.T, b *bundle, sku string) (unlock func()) {
 	unlock = func() { once.Do(func() { require.NoError(t, tx.Commit(ctx)) }) }
 	t.Cleanup(unlock)
 	return unlock
+}
+
+// TestQueueLayout: each kind lands in its own queue wherever it is inserted
+// from, and a job due in less than River's scheduler tick is inserted
+// available (taken at the first poll after it is due) instead of waiting
+// for the scheduler.
+func TestQueueLayout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	inserter, err := jobs.NewInserter(pool)
+	require.NoError(t, err)
+	soon, later := time.Now().Add(2*time.Second), time.Now().Add(time.Hour)
+	for _, p := range []struct {
+		args river.JobArgs
+		at   time.Time
+	}{
+		{campaigns.CampaignStartArgs{Campaign: "soon"}, soon},
+		{campaigns.CampaignStartArgs{Campaign: "later"}, later},
+		{reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI}, time.Time{}},
+		{rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "test", SKU: "A1"}, time.Time{}},
+		{jobs.ExpireHoldsArgs{}, time.Time{}},
+	} {
+		_, err := inserter.Insert(ctx, p.args, &river.InsertOpts{ScheduledAt: p.at})
+		require.NoError(t, err)
+	}
+	rows, err := pool.Query(ctx, `SELECT kind || ':' || coalesce(args->>'campaign', '') || ':' || queue || ':' || state FROM river_job ORDER BY id`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"campaign_start:soon:campaigns:available",
+		"campaign_start:later:campaigns:scheduled",
+		"reconcile::reconcile:available",
+		"manual_rollback::default:available",
+		"expire_holds::expiry:available",
+	}, got)
 }
