@@ -31,10 +31,12 @@ test:
 	@set -eo pipefail; $(WITH_DB); \
 	go test -race -count=1 -timeout 30m ./...
 
-## bench: the hot-SKU hold benchmark, coalesced against the plain path
-bench:
+## bench: a real server on the dev database driven over HTTP, scenario by
+## scenario, against the bare-SQL hold at the same concurrency (BENCH_FLAGS: -json, -duration, -scenarios...)
+bench: build
 	@set -eo pipefail; $(WITH_DB); \
-	go test -run '^$$' -bench HotSKU -benchtime 3x ./app/inventory/
+	go build -o bin/stockhold-bench ./cmd/stockhold-bench; \
+	bin/stockhold-bench -server bin/stockhold $(BENCH_FLAGS)
 
 ## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc
 generate:

@@ -183,6 +183,27 @@ func (d acquireTimeout) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, data 
 	}
 }
 
+// TraceBatchStart, TraceBatchQuery and TraceBatchEnd pass batches on to the
+// pool's own tracer when it traces them (the hold batches are pgx batches).
+func (d acquireTimeout) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	if bt, ok := d.QueryTracer.(pgx.BatchTracer); ok {
+		return bt.TraceBatchStart(ctx, conn, data)
+	}
+	return ctx
+}
+
+func (d acquireTimeout) TraceBatchQuery(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchQueryData) {
+	if bt, ok := d.QueryTracer.(pgx.BatchTracer); ok {
+		bt.TraceBatchQuery(ctx, conn, data)
+	}
+}
+
+func (d acquireTimeout) TraceBatchEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchEndData) {
+	if bt, ok := d.QueryTracer.(pgx.BatchTracer); ok {
+		bt.TraceBatchEnd(ctx, conn, data)
+	}
+}
+
 // Instrument makes a pool report to /metrics: it times the statements on
 // stock rows, which is how long they waited for the row locks.
 func Instrument(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = metrics.Tracer{} }
@@ -191,10 +212,17 @@ func Instrument(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = metrics.Tracer{} 
 // enqueue their jobs with inserter inside their own transactions. The
 // workers call the same services, so this is also what jobs.NewClient takes.
 func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.Tx], log *slog.Logger) jobs.Deps {
-	inv := inventory.New(pool, inserter, log, inventory.Config{
-		Coalesce: cfg.Coalesce, CoalesceWindow: time.Millisecond, CoalesceMaxBatch: 64,
-	})
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
+	inv := inventory.New(pool, inserter, log, inventory.Config{
+		Coalesce: cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
+		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick,
+		Alert: func(ctx context.Context, a inventory.Alert) {
+			_, err := alertSvc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: a.Kind, Subject: a.Subject, Details: a.Details, Action: a.Summary})
+			if err != nil {
+				log.ErrorContext(ctx, "raise alert", "kind", a.Kind, "err", err)
+			}
+		},
+	})
 	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
 	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
 	return jobs.Deps{

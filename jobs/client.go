@@ -25,6 +25,64 @@ import (
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
+// The queues. Each kind of work has its own queue and its own workers, so
+// that a backlog of one kind never starves another: a campaign start due
+// while thousands of holds expire, or while a reconciliation checks a
+// million rows, starts on time. Jobs are routed by kind when inserted (see
+// routeQueues), wherever they are inserted from.
+const (
+	// QueueDefault keeps manual_rollback, which operators insert with plain
+	// SQL into River's default queue (sql/manual_rollback.sql), and the
+	// alert jobs.
+	QueueDefault = river.QueueDefault
+	// QueueExpiry: expire_holds, sweep_expired and release_hold.
+	QueueExpiry = "expiry"
+	// QueueCampaigns: campaign_start and campaign_end, polled often so
+	// that a campaign opens and closes on time.
+	QueueCampaigns = "campaigns"
+	// QueueRollbacks: rollback_batch chains, polled often so that a batch
+	// starts when its pause is over.
+	QueueRollbacks = "rollbacks"
+	// QueueReconcile: reconcile.
+	QueueReconcile = "reconcile"
+)
+
+// queueOfKind is where each kind goes; kinds not listed stay in default.
+var queueOfKind = map[string]string{
+	"expire_holds":   QueueExpiry,
+	"sweep_expired":  QueueExpiry,
+	"release_hold":   QueueExpiry,
+	"campaign_start": QueueCampaigns,
+	"campaign_end":   QueueCampaigns,
+	"rollback_batch": QueueRollbacks,
+	"reconcile":      QueueReconcile,
+}
+
+// schedulerTick is how often River's scheduler makes scheduled jobs
+// available (an internal constant of River, 5 s), looking that far ahead.
+const schedulerTick = 5 * time.Second
+
+// routeQueues moves every job inserted into the default queue to its
+// kind's queue (a job whose inserter chose a queue keeps it). A job
+// scheduled less than a scheduler tick ahead is inserted available rather
+// than scheduled: producers take an available job only once its
+// scheduled_at has passed, at their next poll, whereas a scheduled one
+// waits for the scheduler's tick and could start up to 5 s late (a campaign
+// created a few seconds before its start, a rollback batch after its
+// pause). River does the same for short snoozes and retries.
+var routeQueues = river.JobInsertMiddlewareFunc(func(ctx context.Context, params []*rivertype.JobInsertParams,
+	doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	for _, p := range params {
+		if q, ok := queueOfKind[p.Kind]; ok && (p.Queue == "" || p.Queue == QueueDefault) {
+			p.Queue = q
+		}
+		if p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil && time.Until(*p.ScheduledAt) < schedulerTick {
+			p.State = rivertype.JobStateAvailable
+		}
+	}
+	return doInner(ctx)
+})
+
 // MaxAttempts is every job kind's attempt budget: a job that fails its third
 // attempt is discarded, and a discarded job always raises an alert.
 const MaxAttempts = 3
@@ -98,6 +156,10 @@ type Config struct {
 	// never runs River's maintenance (rescuer, scheduler, periodic jobs).
 	// Tests use it to choose which client rescues.
 	NotLeader bool
+	// ExpirySpan is how long one expire_holds run loops before the next
+	// takes over; 0 means 5 s. Negative leaves the expiry loop out (tests
+	// of the sweeper).
+	ExpirySpan time.Duration
 	// ExtraWorkers registers more workers (tests use it for failing ones).
 	ExtraWorkers func(*river.Workers)
 	// Middleware wraps every job's work (the app uses it to put the job's
@@ -110,7 +172,7 @@ type Config struct {
 // it to enqueue jobs inside their own transactions, independent of whether
 // this process works jobs.
 func NewInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
-	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: MaxAttempts})
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: MaxAttempts, Middleware: []rivertype.Middleware{routeQueues}})
 }
 
 // NewClient returns the River client that works every stockhold job kind
@@ -147,6 +209,14 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			func() (river.JobArgs, *river.InsertOpts) { return WatchDiscardedArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "watch_discarded", RunOnStart: true}),
 	}
+	if cfg.ExpirySpan >= 0 {
+		span := orDefault(cfg.ExpirySpan, 5*time.Second)
+		// A run may outlast its span, waiting for the previous run to hand over.
+		register(workers, &expireHoldsWorker{inv: deps.Inventory, span: span}, 2*span+time.Minute, al)
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(span),
+			func() (river.JobArgs, *river.InsertOpts) { return ExpireHoldsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "expire_holds", RunOnStart: true}))
+	}
 	if deps.Reconcile != nil {
 		register(workers, &reconcileWorker{svc: deps.Reconcile}, TimeoutReconcile, al)
 		// Not on start: a restart (or a deploy of several instances) need
@@ -161,7 +231,13 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	}
 	rescueAfter := orDefault(cfg.RescueAfter, RescueAfter)
 	return river.NewClient(driver, &river.Config{
-		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(cfg.Workers, 1)}},
+		Queues: map[string]river.QueueConfig{
+			QueueDefault:   {MaxWorkers: max(cfg.Workers, 1)},
+			QueueExpiry:    {MaxWorkers: 3},
+			QueueCampaigns: {MaxWorkers: 2, FetchPollInterval: 100 * time.Millisecond},
+			QueueRollbacks: {MaxWorkers: 4, FetchPollInterval: 100 * time.Millisecond},
+			QueueReconcile: {MaxWorkers: 1},
+		},
 		Workers:      workers,
 		PeriodicJobs: periodic,
 		MaxAttempts:  MaxAttempts,
@@ -172,7 +248,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		JobTimeout:             rescueAfter,
 		RescueStuckJobsAfter:   rescueAfter,
 		Logger:                 riverLogger(cfg.Log),
-		Middleware:             cfg.Middleware,
+		Middleware:             append([]rivertype.Middleware{routeQueues}, cfg.Middleware...),
 		TestOnly:               cfg.Test,
 		LeaderElectionDisabled: cfg.NotLeader,
 	})

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
@@ -41,6 +43,9 @@ type setupOpts struct {
 	sweepGrace    time.Duration
 	webhook       string
 	rollbackPause time.Duration
+	// expirySpan is jobs.Config.ExpirySpan: negative leaves the expiry
+	// loop out.
+	expirySpan time.Duration
 	// reconcile works reconcile jobs, periodic ones every reconcileInterval.
 	reconcile         bool
 	reconcileInterval time.Duration
@@ -70,7 +75,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	client, err := jobs.NewClient(pool, deps, jobs.Config{
 		Workers: 10, SweepInterval: opts.sweepInterval, SweepGrace: opts.sweepGrace,
 		WatchInterval: 200 * time.Millisecond, ReconcileInterval: opts.reconcileInterval, AlertWebhook: opts.webhook,
-		RetryBase: 10 * time.Millisecond, Test: true, Log: quiet, ExtraWorkers: opts.workers,
+		RetryBase: 10 * time.Millisecond, Test: true, Log: quiet, ExtraWorkers: opts.workers, ExpirySpan: opts.expirySpan,
 	})
 	require.NoError(t, err)
 	b := &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, campaigns: deps.Campaigns,
@@ -143,7 +148,7 @@ func (b *bundle) releases(t *testing.T, id uuid.UUID) int {
 	return n
 }
 
-func TestHoldExpiresByItsJob(t *testing.T) {
+func TestHoldExpiresOnTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{sweepInterval: time.Hour, sweepGrace: time.Hour})
 	b.stockIn(t, "A1", 10)
@@ -152,47 +157,72 @@ func TestHoldExpiresByItsJob(t *testing.T) {
 	})
 	require.NoError(t, err)
 	start := time.Now()
-	require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 50*time.Millisecond)
 	t.Logf("expired %s after the hold was made (TTL 1 s)", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 1, b.releases(t, r.ID))
 
 	var actor string
 	require.NoError(t, b.pool.QueryRow(context.Background(),
 		`SELECT actor FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID).Scan(&actor))
-	require.Equal(t, "system:release_hold", actor)
+	require.Equal(t, "system:expire_holds", actor)
+
+	// DBAs see the expiry work in river_job: one expire_holds row per
+	// span, on the expiry queue, its output saying what it released.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var released int
+		err := b.pool.QueryRow(context.Background(), `SELECT coalesce(sum((metadata->'output'->>'released')::int), 0)
+			FROM river_job WHERE kind = 'expire_holds' AND queue = 'expiry' AND state = 'completed'`).Scan(&released)
+		assert.NoError(c, err)
+		assert.Equal(c, 1, released)
+	}, 30*time.Second, 100*time.Millisecond)
 }
 
-func TestSweeperCatchesLostJobs(t *testing.T) {
+func TestSweeperIsTheBackstop(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &setupOpts{sweepInterval: 500 * time.Millisecond, sweepGrace: time.Millisecond})
-	b.stockIn(t, "A1", 10)
 	ctx := context.Background()
-	r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
-		Client: "shop", IdempotencyKey: "lost", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 2}},
+	t.Run("without the expiry loop", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, &setupOpts{sweepInterval: 500 * time.Millisecond, sweepGrace: time.Millisecond, expirySpan: -1})
+		b.stockIn(t, "A1", 10)
+		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
+			Client: "shop", IdempotencyKey: "lost", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 2}},
+		})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 100*time.Millisecond)
+		var actor string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT actor FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID).Scan(&actor))
+		require.Equal(t, "system:sweep_expired", actor)
+		require.Equal(t, 1, b.releases(t, r.ID))
 	})
-	require.NoError(t, err)
-	// The job is gone (a DBA deleted it, a restore lost it...).
-	tag, err := b.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = 'release_hold' AND args->>'reservation_id' = $1`, r.ID.String())
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
-
-	require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 100*time.Millisecond)
-	var actor string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT actor FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID).Scan(&actor))
-	require.Equal(t, "system:sweep_expired", actor)
-
-	// Job and sweeper both had their chance at a second hold: one release.
-	r2, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
-		Client: "shop", IdempotencyKey: "both", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 1}},
+	t.Run("with it", func(t *testing.T) {
+		t.Parallel()
+		// Loop and sweeper both have their chance at every hold: one
+		// release each.
+		b := setup(t, &setupOpts{sweepInterval: 200 * time.Millisecond, sweepGrace: time.Millisecond})
+		b.stockIn(t, "A1", 100)
+		var ids []uuid.UUID
+		for i := range 50 {
+			r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
+				Client: "shop", IdempotencyKey: fmt.Sprint("both-", i), TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 1}},
+			})
+			require.NoError(t, err)
+			ids = append(ids, r.ID)
+		}
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var held int
+			assert.NoError(c, b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE status = 'held'`).Scan(&held))
+			assert.Zero(c, held)
+		}, 20*time.Second, 100*time.Millisecond)
+		// Sweeps run again meanwhile, and find nothing left to do.
+		sweeps := func() int {
+			var n int
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'sweep_expired' AND state = 'completed'`).Scan(&n))
+			return n
+		}
+		after := sweeps()
+		require.Eventually(t, func() bool { return sweeps() >= after+2 }, 20*time.Second, 50*time.Millisecond)
+		for _, id := range ids {
+			require.Equal(t, 1, b.releases(t, id))
+		}
 	})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return b.status(t, r2.ID) == inventory.StatusExpired }, 20*time.Second, 100*time.Millisecond)
-	// Whichever of job and sweeper came second must have found nothing to do.
-	require.Eventually(t, func() bool {
-		var jobState string
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT state FROM river_job WHERE kind = 'release_hold' AND args->>'reservation_id' = $1`, r2.ID.String()).Scan(&jobState))
-		return jobState == "completed"
-	}, 30*time.Second, 100*time.Millisecond, "the hold's own job runs too")
-	time.Sleep(time.Second) // and the sweeper runs again meanwhile
-	require.Equal(t, 1, b.releases(t, r2.ID))
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
-// releaseHoldWorker expires one hold at its expires_at. The hold may have
-// been confirmed or released since; then there is nothing to do.
+// releaseHoldWorker works the release_hold jobs that earlier versions
+// enqueued, one per hold, at its expires_at. The expiry loop has usually
+// expired the hold already; then there is nothing to do.
 type releaseHoldWorker struct {
 	river.WorkerDefaults[inventory.ReleaseHoldArgs]
 	inv *inventory.Service

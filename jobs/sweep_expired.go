@@ -9,8 +9,8 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
-// SweepExpiredArgs is the periodic backstop for holds whose expiry job was
-// lost, discarded or never ran.
+// SweepExpiredArgs is the periodic backstop for holds the expiry loop did
+// not release: it was not running, or a row they need was locked.
 type SweepExpiredArgs struct{}
 
 // Kind names the job in river_job.

@@ -21,7 +21,8 @@ INSERT INTO campaign_allotments (campaign, sku, quantity)
 SELECT @campaign, unnest(@skus::text[]), unnest(@quantities::bigint[]);
 
 -- name: CampaignAllotments :many
-SELECT * FROM campaign_allotments WHERE campaign = @campaign ORDER BY sku;
+-- In sku byte order: campaign start locks the stock rows of each in turn.
+SELECT * FROM campaign_allotments WHERE campaign = @campaign ORDER BY sku COLLATE "C";
 
 -- name: CampaignLock :one
 SELECT * FROM campaigns WHERE id = @id FOR UPDATE;
@@ -41,7 +42,8 @@ WHERE id = @id
 RETURNING *;
 
 -- name: CampaignPools :many
-SELECT * FROM stock WHERE pool = @campaign ORDER BY sku;
+-- In sku byte order: campaign end and finish lock each row in turn.
+SELECT * FROM stock WHERE pool = @campaign ORDER BY sku COLLATE "C";
 
 -- name: CampaignHeldCount :one
 SELECT count(*)::int AS holds FROM reservations WHERE campaign = @campaign AND status = 'held';

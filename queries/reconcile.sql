@@ -78,7 +78,7 @@ FROM stock s
 LEFT JOIN lines l ON l.sku = s.sku AND l.pool = s.pool
 WHERE (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
   AND (s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0))
-ORDER BY s.sku, s.pool;
+ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
 
 -- name: StockLedgerMismatch :many
 -- StockLedgerMismatch compares each stock row (of skus, or all when null)
@@ -139,7 +139,7 @@ SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
 FROM checked ch
 WHERE (ch.total, ch.available, ch.reserved, ch.sold)
       <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-ORDER BY ch.sku, ch.pool;
+ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
 
 -- name: LedgerCheckpointGet :one
 SELECT * FROM ledger_checkpoints WHERE sku = @sku AND pool = @pool;
@@ -164,8 +164,8 @@ WITH stuck AS (
     JOIN reservation_lines l ON l.reservation_id = s.id
 )
 SELECT reservation_id,
-       array_agg(sku ORDER BY sku, pool)::text[]  AS skus,
-       array_agg(pool ORDER BY sku, pool)::text[] AS pools
+       array_agg(sku ORDER BY sku COLLATE "C", pool COLLATE "C")::text[]  AS skus,
+       array_agg(pool ORDER BY sku COLLATE "C", pool COLLATE "C")::text[] AS pools
 FROM ranked
 GROUP BY reservation_id
 HAVING max(rank) <= @lim::bigint
@@ -181,7 +181,7 @@ WHERE r.status = 'held'
   AND r.expires_at < now() - interval '1 second' * @grace_seconds::float8
   AND (sqlc.narg('skus')::text[] IS NULL OR l.sku = ANY(sqlc.narg('skus')::text[]))
 GROUP BY l.sku
-ORDER BY l.sku;
+ORDER BY l.sku COLLATE "C";
 
 -- name: JobsDiscardedNeeded :many
 -- JobsDiscardedNeeded lists the discarded River jobs whose work is still
@@ -256,7 +256,7 @@ SELECT @run_id::bigint, 'auto_fix', 'stuck_hold',
 FROM reservations r
 CROSS JOIN LATERAL (
     SELECT count(*) AS n, min(l.sku) AS sku, min(l.pool) AS pool,
-           jsonb_agg(jsonb_build_object('sku', l.sku, 'pool', l.pool, 'quantity', l.quantity) ORDER BY l.sku, l.pool) AS lines
+           jsonb_agg(jsonb_build_object('sku', l.sku, 'pool', l.pool, 'quantity', l.quantity) ORDER BY l.sku COLLATE "C", l.pool COLLATE "C") AS lines
     FROM reservation_lines l
     WHERE l.reservation_id = r.id
 ) x

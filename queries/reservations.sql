@@ -7,20 +7,41 @@ VALUES (@id, @client, @idempotency_key, @request_hash, sqlc.narg('order_ref'), s
 ON CONFLICT (client, idempotency_key) DO NOTHING
 RETURNING *;
 
--- name: ReservationInsertMany :many
--- ReservationInsertMany is ReservationInsert for a coalesced batch; the ids
--- it does not return lost to an earlier use of their idempotency key.
+-- name: ReservationsInsertMany :batchmany
+-- ReservationsInsertMany inserts the holds of a batch in the order given:
+-- callers sort them by client and key, so two batches that share keys wait
+-- on each other in one order and never deadlock. A hold whose key was used
+-- before is left out of the result (ON CONFLICT waits for a concurrent
+-- insert of the same key to commit, then skips it).
 INSERT INTO reservations (id, client, idempotency_key, request_hash, order_ref, campaign, expires_at)
-SELECT unnest(@ids::uuid[]), unnest(@clients::text[]), unnest(@idempotency_keys::text[]),
-       unnest(@request_hashes::text[]), nullif(unnest(@order_refs::text[]), ''),
-       nullif(unnest(@campaigns::text[]), ''), now() + interval '1 second' * unnest(@ttl_seconds::bigint[])
+SELECT h.id, h.client, h.idempotency_key, h.request_hash, h.order_ref, h.campaign,
+       now() + interval '1 second' * h.ttl_seconds
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@clients::text[]) AS client,
+             unnest(@idempotency_keys::text[]) AS idempotency_key, unnest(@request_hashes::text[]) AS request_hash,
+             nullif(unnest(@order_refs::text[]), '') AS order_ref, nullif(unnest(@campaigns::text[]), '') AS campaign,
+             unnest(@ttl_seconds::bigint[]) AS ttl_seconds, generate_series(1, cardinality(@ids::uuid[])) AS n) h
+ORDER BY h.n
 ON CONFLICT (client, idempotency_key) DO NOTHING
 RETURNING *;
 
--- name: ReservationsDelete :exec
--- ReservationsDelete removes rows a failing batch inserted in its own
--- transaction; committed reservations are never deleted.
+-- name: ReservationsDelete :batchexec
+-- ReservationsDelete removes the holds a batch refused, which it inserted in
+-- its own transaction; committed reservations are never deleted.
 DELETE FROM reservations WHERE id = ANY(@ids::uuid[]);
+
+-- name: ReservationsGetByKeys :batchmany
+-- ReservationsGetByKeys returns the holds made with the given (client, key)
+-- pairs: what a replayed request answers.
+SELECT r.* FROM reservations r
+JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
+  ON r.client = k.client AND r.idempotency_key = k.idempotency_key;
+
+-- name: ReservationLinesGetByKeys :batchmany
+SELECT l.* FROM reservation_lines l
+JOIN reservations r ON r.id = l.reservation_id
+JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
+  ON r.client = k.client AND r.idempotency_key = k.idempotency_key
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C";
 
 -- name: ReservationGet :one
 SELECT * FROM reservations WHERE id = @id;
@@ -31,22 +52,6 @@ SELECT * FROM reservations WHERE client = @client AND idempotency_key = @idempot
 -- name: ReservationLock :one
 SELECT * FROM reservations WHERE id = @id FOR UPDATE;
 
--- name: ReservationsLockHeld :many
--- ReservationsLockHeld locks the held ones among ids, in id order so that
--- two releases of overlapping sets cannot deadlock.
-SELECT id FROM reservations
-WHERE id = ANY(@ids::uuid[]) AND status = 'held'
-ORDER BY id
-FOR UPDATE;
-
--- name: ReservationConfirm :one
--- ReservationConfirm sells a hold that is held and not past its expiry; no
--- row means it is not (any more).
-UPDATE reservations
-SET status = 'confirmed', confirmed_at = now(), updated_at = now()
-WHERE id = @id AND status = 'held' AND expires_at > now()
-RETURNING *;
-
 -- name: ReservationExpiry :one
 -- ReservationExpiry locks a reservation and says how many seconds it has
 -- left before it expires (zero or less: it is due).
@@ -55,31 +60,13 @@ FROM reservations
 WHERE id = @id
 FOR UPDATE;
 
--- name: ReservationsRelease :many
--- ReservationsRelease ends the held ones among ids as released or expired;
--- a reservation that is no longer held is left alone, so no path can hand
--- its stock back twice.
-UPDATE reservations
-SET status = @status, released_at = now(), updated_at = now(),
-    release_reason = sqlc.narg('reason'), released_by = @actor
-WHERE id = ANY(@ids::uuid[]) AND status = 'held'
-RETURNING id;
-
--- name: ReservationsExpiredHeld :many
--- ReservationsExpiredHeld picks up to lim held reservations that expired
--- more than grace_seconds ago, skipping rows another transaction is working on.
-SELECT id FROM reservations
-WHERE status = 'held' AND expires_at < now() - interval '1 second' * @grace_seconds::float8
-ORDER BY id
-LIMIT @lim
-FOR UPDATE SKIP LOCKED;
-
 -- name: ReservationLinesInsert :exec
 INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
 SELECT unnest(@reservation_ids::uuid[]), unnest(@skus::text[]), unnest(@pools::text[]), unnest(@quantities::bigint[]);
 
 -- name: ReservationLinesGet :many
-SELECT * FROM reservation_lines WHERE reservation_id = ANY(@reservation_ids::uuid[]) ORDER BY reservation_id, sku, pool;
+SELECT * FROM reservation_lines WHERE reservation_id = ANY(@reservation_ids::uuid[])
+ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C";
 
 -- name: ReservationLinesSummed :many
 -- ReservationLinesSummed totals the lines of reservations per stock row, in
@@ -88,4 +75,116 @@ SELECT sku, pool, sum(quantity)::bigint AS quantity
 FROM reservation_lines
 WHERE reservation_id = ANY(@reservation_ids::uuid[])
 GROUP BY sku, pool
-ORDER BY sku, pool;
+ORDER BY sku COLLATE "C", pool COLLATE "C";
+
+-- name: ReservationsLockMany :batchmany
+-- ReservationsLockMany locks the reservations ids in id order, the order
+-- every path locks holds in, and says which are past their expiry.
+SELECT sqlc.embed(r), (r.expires_at <= now())::boolean AS due
+FROM reservations r
+WHERE r.id = ANY(@ids::uuid[])
+ORDER BY r.id
+FOR UPDATE;
+
+-- name: ReservationLinesGetMany :batchmany
+SELECT * FROM reservation_lines WHERE reservation_id = ANY(@reservation_ids::uuid[])
+ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C";
+
+-- name: ReservationsGetMany :batchmany
+SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
+
+-- name: ReservationsChange :batchmany
+-- ReservationsChange sells or ends held reservations and moves their stock,
+-- in one statement whatever their number: each id gets its own new status
+-- (confirmed, released or expired), ledger kind, actor and reason. It locks
+-- the holds in id order, then their stock rows in (sku, pool) byte order,
+-- the lock order of every path; a hold that is no longer held is left alone,
+-- so nothing is sold or handed back twice. Every changed line gets a ledger
+-- row carrying the version its stock row reached. It returns the ids it
+-- changed.
+WITH change AS (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@statuses::text[]) AS status, unnest(@kinds::text[]) AS kind,
+           unnest(@actors::text[]) AS actor, nullif(unnest(@reasons::text[]), '') AS reason
+), held AS MATERIALIZED (
+    SELECT r.id FROM reservations r
+    WHERE r.id = ANY(@ids::uuid[]) AND r.status = 'held'
+    ORDER BY r.id
+    FOR UPDATE
+), changed AS (
+    UPDATE reservations r
+    SET status = c.status,
+        confirmed_at = CASE WHEN c.status = 'confirmed' THEN now() END,
+        released_at = CASE WHEN c.status <> 'confirmed' THEN now() END,
+        release_reason = CASE WHEN c.status <> 'confirmed' THEN c.reason END,
+        released_by = CASE WHEN c.status <> 'confirmed' THEN c.actor END,
+        updated_at = now()
+    FROM held h
+    JOIN change c ON c.id = h.id
+    WHERE r.id = h.id AND r.status = 'held'
+    RETURNING r.id, c.kind, c.actor, c.reason
+), moves AS (
+    SELECT l.reservation_id, l.sku, l.pool, c.kind, c.actor, c.reason,
+           CASE WHEN c.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
+           -l.quantity AS d_reserved,
+           CASE WHEN c.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
+    FROM reservation_lines l
+    JOIN changed c ON c.id = l.reservation_id
+), sums AS (
+    SELECT m.sku, m.pool, sum(m.d_available)::bigint AS d_available,
+           sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold
+    FROM moves m
+    GROUP BY m.sku, m.pool
+), locked AS MATERIALIZED (
+    SELECT s.sku, s.pool FROM stock s
+    JOIN sums m ON m.sku = s.sku AND m.pool = s.pool
+    ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+    FOR NO KEY UPDATE OF s
+), moved AS (
+    -- Joined with locked, so every row it updates is already locked.
+    UPDATE stock s
+    SET available = s.available + m.d_available,
+        reserved = s.reserved + m.d_reserved,
+        sold = s.sold + m.d_sold,
+        version = s.version + 1,
+        updated_at = now()
+    FROM sums m
+    JOIN locked k ON k.sku = m.sku AND k.pool = m.pool
+    WHERE s.sku = m.sku AND s.pool = m.pool
+    RETURNING s.sku, s.pool, s.version
+), ledger AS (
+    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+                        stock_version, reservation_id, actor, reason)
+    SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason
+    FROM moves m
+    JOIN moved v ON v.sku = m.sku AND v.pool = m.pool
+    ORDER BY m.reservation_id, m.sku COLLATE "C", m.pool COLLATE "C"
+)
+SELECT changed.id FROM changed ORDER BY changed.id;
+
+-- name: ReservationsDue :batchmany
+-- ReservationsDue locks up to lim held reservations that expired
+-- grace_seconds ago or earlier, the longest overdue first. It skips rows
+-- another transaction is working on, and holds with a line on one of the
+-- stock rows given (rows found locked by someone else: their holds wait for
+-- a later pass rather than hold up everyone else's).
+SELECT r.id FROM reservations r
+WHERE r.status = 'held'
+  AND r.expires_at <= now() - interval '1 second' * @grace_seconds::float8
+  AND NOT EXISTS (
+        SELECT 1 FROM reservation_lines l
+        JOIN (SELECT unnest(@skip_skus::text[]) AS sku, unnest(@skip_pools::text[]) AS pool) x
+          ON x.sku = l.sku AND x.pool = l.pool
+        WHERE l.reservation_id = r.id)
+ORDER BY r.expires_at, r.id
+LIMIT @lim
+FOR UPDATE OF r SKIP LOCKED;
+
+-- name: ReservationsFree :many
+-- ReservationsFree returns which of the reservations ids no other
+-- transaction has locked right now, without waiting (it locks them until
+-- the caller's transaction ends). A batch that ran into its lock timeout
+-- asks it to tell the holds someone else is working on from the rest.
+SELECT r.id FROM reservations r
+WHERE r.id = ANY(@ids::uuid[])
+ORDER BY r.id
+FOR UPDATE SKIP LOCKED;

@@ -2,7 +2,7 @@
 SELECT * FROM stock WHERE sku = @sku AND pool = @pool;
 
 -- name: StockListBySKU :many
-SELECT * FROM stock WHERE sku = @sku ORDER BY pool = 'main' DESC, pool;
+SELECT * FROM stock WHERE sku = @sku ORDER BY pool = 'main' DESC, pool COLLATE "C";
 
 -- name: StockReserve :one
 -- StockReserve takes quantity from available into reserved, only while the
@@ -69,3 +69,69 @@ RETURNING *;
 -- StockLock locks one stock row for the rest of the transaction; the hold
 -- combiner grants a whole batch against what it reads.
 SELECT * FROM stock WHERE sku = @sku AND pool = @pool FOR UPDATE;
+
+-- name: StockLockMany :batchmany
+-- StockLockMany locks stock rows in (sku, pool) byte order, the one order
+-- every path locks stock rows in whatever the database's collation, and
+-- returns what a hold batch decides its grants on.
+SELECT s.sku, s.pool, s.available, s.status, s.paused_reason
+FROM stock s
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
+  ON k.sku = s.sku AND k.pool = s.pool
+ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+FOR NO KEY UPDATE OF s;
+
+-- name: StockHoldsApply :batchexec
+-- StockHoldsApply writes the grants of a hold batch whose stock rows
+-- StockLockMany locked: each row's counters move by the sum of its granted
+-- lines (row_* arrays), the lines are inserted (line_* arrays), and each
+-- line gets a reserve ledger row carrying the version its stock row reached.
+WITH moved AS (
+    UPDATE stock s
+    SET available = s.available - g.quantity,
+        reserved = s.reserved + g.quantity,
+        version = s.version + 1,
+        updated_at = now()
+    FROM (SELECT unnest(@row_skus::text[]) AS sku, unnest(@row_pools::text[]) AS pool,
+                 unnest(@row_quantities::bigint[]) AS quantity) g
+    WHERE s.sku = g.sku AND s.pool = g.pool
+    RETURNING s.sku, s.pool, s.version
+), granted AS (
+    SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
+           unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
+           unnest(@line_actors::text[]) AS actor, generate_series(1, cardinality(@line_ids::uuid[])) AS n
+), lines AS (
+    INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
+    SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
+)
+INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+                    stock_version, reservation_id, actor)
+SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor
+FROM granted g
+JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
+ORDER BY g.n;
+
+-- name: StockFree :many
+-- StockFree returns which of the given stock rows no other transaction has
+-- locked right now, without waiting (it locks them until the caller's
+-- transaction ends). A batch that ran into its lock timeout asks it to tell
+-- the rows someone else holds from the rest.
+SELECT s.sku, s.pool
+FROM stock s
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
+  ON k.sku = s.sku AND k.pool = s.pool
+ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+FOR NO KEY UPDATE OF s SKIP LOCKED;
+
+-- name: StockRowsOfReservations :many
+-- StockRowsOfReservations lists the stock rows the lines of reservations
+-- ids draw on.
+SELECT DISTINCT l.sku, l.pool FROM reservation_lines l
+WHERE l.reservation_id = ANY(@ids::uuid[]);
+
+-- name: StockExisting :many
+-- StockExisting returns which of the given stock rows exist.
+SELECT s.sku, s.pool
+FROM stock s
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
+  ON k.sku = s.sku AND k.pool = s.pool;

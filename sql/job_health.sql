@@ -10,8 +10,9 @@
 --   1. Jobs by kind and state. A healthy system has mostly `completed`;
 --      `discarded` jobs failed all 3 attempts (each raised a critical alert,
 --      see open_alerts.sql); `last_completed` is the newest completed job of
---      the kind still in the table: for the periodic kinds (sweep_expired
---      every 30 s, watch_discarded every 15 s) it should be recent.
+--      the kind still in the table: for the periodic kinds (expire_holds
+--      every 5 s, sweep_expired every 30 s, watch_discarded every 15 s) it
+--      should be recent.
 --   2. Lag: for jobs that are due (scheduled_at <= now()), how long the oldest
 --      has been waiting. `available_lag` above a few seconds means no worker
 --      takes jobs (no `stockhold serve` running, the queue paused, or workers
@@ -25,13 +26,18 @@
 --      the watch_discarded job has turned a discarded job into an alert yet.
 --   4. River's leader (it runs the periodic jobs and the scheduler): an
 --      empty result or an `expires_at` in the past means no leader.
---   5. Paused queues: a paused `default` queue works nothing.
+--   5. Paused queues: a paused queue works nothing. Each kind of work has
+--      its own queue: `expiry` (expire_holds, sweep_expired, release_hold),
+--      `campaigns`, `rollbacks`, `reconcile`, and `default` (manual_rollback
+--      and the alert jobs).
 --
 -- What to do next:
 --   - Lag growing: check that `stockhold serve` runs and can reach the
 --     database; resume a paused queue from the dashboard (/ops/jobs/).
---   - Discarded release_hold: nothing to do for the stock, the sweeper
---     releases the hold anyway (stuck_holds.sql shows it); read the error.
+--   - Discarded expire_holds, sweep_expired or release_hold (left from
+--     versions that enqueued one per hold): nothing to do for the stock,
+--     the next run, the sweeper or reconciliation releases the holds
+--     (stuck_holds.sql shows them); read the error.
 --   - Discarded manual_rollback / rollback_batch: see rollback_requests.sql;
 --     fix the cause, then retry the job from the dashboard (/ops/jobs/) or
 --     enqueue the rollback again (it skips holds already released).

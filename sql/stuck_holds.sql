@@ -12,20 +12,23 @@
 --      than the sweeper's grace (STOCKHOLD_SWEEP_GRACE, default 1 minute),
 --      and the units they keep reserved.
 --   2. The holds (most overdue first, `limit` rows, default 200): who holds
---      them, how long past expiry, their SKU lines (sku/pool x quantity), and
---      their release_hold job: its state, attempts and last error.
---      A hold a few seconds overdue is normal (its job runs at expires_at,
---      River's scheduler polls every few seconds). Past the grace, the
---      sweep_expired job (every 30 s) should release it.
---      `release_job_state` empty: no job row. River deletes completed jobs
---      after a day, so an old hold whose job completed has none; a young
---      one without a job lost it (the sweeper is the backstop).
---      `discarded`: the job failed three times (see its last_error and
---      job_health.sql); `scheduled` long past its time: no River leader.
+--      them, how long past expiry, their SKU lines (sku/pool x quantity),
+--      and whether another session holds a lock on one of their stock
+--      rows right now (`locked_rows`): the expiry loop skips such holds
+--      rather than wait, and takes them once the lock goes.
+--      A hold less than a second overdue is normal: the expiry loop (the
+--      expire_holds job) releases due holds every STOCKHOLD_EXPIRY_TICK
+--      (200 ms). Past the grace, the sweep_expired job (every 30 s) should.
+--   3. The expiry loop's last runs (one expire_holds job per 5 s span):
+--      when each ran and what it released. No run in the last minute: no
+--      worker works the `expiry` queue, or no River leader enqueues the
+--      runs (job_health.sql).
 --
 -- What to do next:
 --   - Many overdue by more than the grace: the workers or the sweeper are
---     not running; run job_health.sql (lag, leader, sweep_expired's last run).
+--     not running; run job_health.sql (lag, leader, the expiry queue).
+--   - `locked_rows` set: find the session holding the lock
+--     (pg_stat_activity, `idle in transaction`) and end it.
 --   - The sweep runs but these stay: its errors are in job_health.sql
 --     section 3, and a reconciliation (`stockhold reconcile`) lists them as
 --     auto-fix findings and releases them through the normal path.
@@ -44,34 +47,36 @@ LEFT JOIN LATERAL (SELECT sum(quantity) AS units FROM reservation_lines WHERE re
 WHERE r.status = 'held' AND r.expires_at < now();
 
 \echo '== 2. Stuck holds, most overdue first =='
--- The holds first, then one pass over the release_hold jobs for all of them
--- (river_job has no index on args).
 WITH stuck AS MATERIALIZED (
     SELECT id, client, order_ref, campaign, expires_at
     FROM reservations
     WHERE status = 'held' AND expires_at < now()
     ORDER BY expires_at, id
     LIMIT :limit
-), release_jobs AS (
-    SELECT DISTINCT ON (args ->> 'reservation_id') args ->> 'reservation_id' AS reservation_id,
-           id, state, attempt, max_attempts, scheduled_at, errors
-    FROM river_job
-    WHERE kind = 'release_hold' AND args ->> 'reservation_id' IN (SELECT id::text FROM stuck)
-    ORDER BY args ->> 'reservation_id', id DESC
 )
 SELECT s.id, s.client, s.order_ref, s.campaign,
        date_trunc('second', s.expires_at)               AS expires_at,
        date_trunc('second', now() - s.expires_at)       AS overdue,
-       (SELECT string_agg(l.sku || '/' || l.pool || ' x ' || l.quantity, ', ' ORDER BY l.sku, l.pool)
+       (SELECT string_agg(l.sku || '/' || l.pool || ' x ' || l.quantity, ', ' ORDER BY l.sku COLLATE "C", l.pool COLLATE "C")
         FROM reservation_lines l WHERE l.reservation_id = s.id) AS lines,
-       j.id                                             AS release_job_id,
-       j.state                                          AS release_job_state,
-       j.attempt || '/' || j.max_attempts               AS attempts,
-       date_trunc('second', j.scheduled_at)             AS job_scheduled_at,
-       left(j.errors[array_upper(j.errors, 1)] ->> 'error', 200) AS last_error
+       (SELECT string_agg(l.sku || '/' || l.pool, ', ' ORDER BY l.sku COLLATE "C", l.pool COLLATE "C")
+        FROM reservation_lines l
+        JOIN stock st ON st.sku = l.sku AND st.pool = l.pool
+        JOIN pg_locks k ON k.locktype = 'transactionid' AND k.granted
+                       AND k.transactionid::text = st.xmax::text AND st.xmax::text <> '0'
+        WHERE l.reservation_id = s.id)                  AS locked_rows
 FROM stuck s
-LEFT JOIN release_jobs j ON j.reservation_id = s.id::text
 ORDER BY s.expires_at, s.id;
+
+\echo '== 3. The expiry loop, last runs =='
+SELECT id, state, date_trunc('second', attempted_at) AS started, date_trunc('second', finalized_at) AS finished,
+       (metadata -> 'output' ->> 'released')::int AS released,
+       (metadata -> 'output' ->> 'passes')::int   AS passes,
+       left(errors[array_upper(errors, 1)] ->> 'error', 200) AS last_error
+FROM river_job
+WHERE kind = 'expire_holds'
+ORDER BY id DESC
+LIMIT 5;
 
 -- Forget the values, so that the next \i of this file in the same session
 -- starts from the defaults again.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +22,18 @@ type Config struct {
 	// AlertWebhook receives every new alert as a JSON POST
 	// (STOCKHOLD_ALERT_WEBHOOK); empty means alerts are only stored.
 	AlertWebhook string
-	// Coalesce batches single-SKU holds per stock row (STOCKHOLD_COALESCE).
+	// Coalesce lets one transaction carry many holds, confirms or releases
+	// (STOCKHOLD_COALESCE); off, each has a transaction of its own.
 	Coalesce bool
+	// BatchSize bounds the requests one batch transaction carries
+	// (STOCKHOLD_BATCH_SIZE).
+	BatchSize int
+	// BatchFlights is how many hold batches, and how many confirm/release
+	// batches, run at once (STOCKHOLD_BATCH_FLIGHTS).
+	BatchFlights int
+	// ExpiryTick is the longest the expiry loop sleeps between passes
+	// (STOCKHOLD_EXPIRY_TICK).
+	ExpiryTick time.Duration
 	// Workers is how many River jobs run at once (STOCKHOLD_WORKERS).
 	Workers int
 	// SweepInterval is how often the expiry sweeper runs (STOCKHOLD_SWEEP_INTERVAL).
@@ -86,9 +97,9 @@ type Config struct {
 	// HTTPDBConns is the size of the pool that HTTP requests use
 	// (STOCKHOLD_HTTP_DB_CONNS); River and the workers have their own.
 	HTTPDBConns int
-	// LockTimeout is PostgreSQL's lock_timeout on HTTP requests' sessions:
-	// a request waiting longer for a row lock answers 503 busy
-	// (STOCKHOLD_DB_LOCK_TIMEOUT).
+	// LockTimeout is PostgreSQL's lock_timeout on HTTP requests' sessions
+	// and inside hold, confirm and release batches: a request waiting
+	// longer for a row lock answers 503 busy (STOCKHOLD_DB_LOCK_TIMEOUT).
 	LockTimeout time.Duration
 	// StatementTimeout is PostgreSQL's statement_timeout on HTTP requests'
 	// sessions (STOCKHOLD_DB_STATEMENT_TIMEOUT).
@@ -113,6 +124,9 @@ func Load(getenv func(string) string) (Config, error) {
 		Addr:                 r.str("STOCKHOLD_ADDR", ":8080"),
 		AlertWebhook:         r.url("STOCKHOLD_ALERT_WEBHOOK"),
 		Coalesce:             r.boolean("STOCKHOLD_COALESCE", true),
+		BatchSize:            r.integer("STOCKHOLD_BATCH_SIZE", 128, 1, 10_000),
+		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", max(2, runtime.NumCPU()), 1, 64),
+		ExpiryTick:           r.positive("STOCKHOLD_EXPIRY_TICK", 200*time.Millisecond),
 		Workers:              r.integer("STOCKHOLD_WORKERS", 20, 1, 1000),
 		SweepInterval:        r.duration("STOCKHOLD_SWEEP_INTERVAL", 30*time.Second),
 		SweepGrace:           r.duration("STOCKHOLD_SWEEP_GRACE", time.Minute),

@@ -17,16 +17,23 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 100*time.Millisecond, c.RollbackPause)
 	require.Empty(t, c.AlertWebhook)
 	require.Equal(t, "json", c.LogFormat)
+	require.Equal(t, 250*time.Millisecond, c.LockTimeout)
+	require.Equal(t, 128, c.BatchSize)
+	require.GreaterOrEqual(t, c.BatchFlights, 2)
 }
 
 func TestErrorsNameTheVariable(t *testing.T) {
 	for name, value := range map[string]string{
-		"STOCKHOLD_ALERT_WEBHOOK":  "ftp://x",
-		"STOCKHOLD_WORKERS":        "0",
-		"STOCKHOLD_ROLLBACK_PAUSE": "soon",
-		"STOCKHOLD_COALESCE":       "maybe",
-		"STOCKHOLD_LOG_LEVEL":      "loud",
-		"STOCKHOLD_LOG_FORMAT":     "xml",
+		"STOCKHOLD_ALERT_WEBHOOK":   "ftp://x",
+		"STOCKHOLD_WORKERS":         "0",
+		"STOCKHOLD_ROLLBACK_PAUSE":  "soon",
+		"STOCKHOLD_COALESCE":        "maybe",
+		"STOCKHOLD_LOG_LEVEL":       "loud",
+		"STOCKHOLD_LOG_FORMAT":      "xml",
+		"STOCKHOLD_DB_LOCK_TIMEOUT": "0s",
+		"STOCKHOLD_EXPIRY_TICK":     "-1s",
+		"STOCKHOLD_BATCH_SIZE":      "0",
+		"STOCKHOLD_BATCH_FLIGHTS":   "1000",
 	} {
 		_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x", name: value}))
 		require.ErrorContains(t, err, name)

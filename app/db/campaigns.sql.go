@@ -11,9 +11,10 @@ import (
 )
 
 const campaignAllotments = `-- name: CampaignAllotments :many
-SELECT campaign, sku, quantity FROM campaign_allotments WHERE campaign = $1 ORDER BY sku
+SELECT campaign, sku, quantity FROM campaign_allotments WHERE campaign = $1 ORDER BY sku COLLATE "C"
 `
 
+// In sku byte order: campaign start locks the stock rows of each in turn.
 func (q *Queries) CampaignAllotments(ctx context.Context, campaign string) ([]CampaignAllotment, error) {
 	rows, err := q.db.Query(ctx, campaignAllotments, campaign)
 	if err != nil {
@@ -191,9 +192,10 @@ func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error)
 }
 
 const campaignPools = `-- name: CampaignPools :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE pool = $1 ORDER BY sku
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C"
 `
 
+// In sku byte order: campaign end and finish lock each row in turn.
 func (q *Queries) CampaignPools(ctx context.Context, campaign string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, campaignPools, campaign)
 	if err != nil {

@@ -11,37 +11,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const reservationConfirm = `-- name: ReservationConfirm :one
-UPDATE reservations
-SET status = 'confirmed', confirmed_at = now(), updated_at = now()
-WHERE id = $1 AND status = 'held' AND expires_at > now()
-RETURNING id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by
-`
-
-// ReservationConfirm sells a hold that is held and not past its expiry; no
-// row means it is not (any more).
-func (q *Queries) ReservationConfirm(ctx context.Context, id uuid.UUID) (Reservation, error) {
-	row := q.db.QueryRow(ctx, reservationConfirm, id)
-	var i Reservation
-	err := row.Scan(
-		&i.ID,
-		&i.Client,
-		&i.IdempotencyKey,
-		&i.RequestHash,
-		&i.OrderRef,
-		&i.Campaign,
-		&i.Status,
-		&i.ExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.ConfirmedAt,
-		&i.ReleasedAt,
-		&i.ReleaseReason,
-		&i.ReleasedBy,
-	)
-	return i, err
-}
-
 const reservationExpiry = `-- name: ReservationExpiry :one
 SELECT status, extract(epoch FROM expires_at - now())::float8 AS remaining_seconds
 FROM reservations
@@ -165,72 +134,9 @@ func (q *Queries) ReservationInsert(ctx context.Context, arg ReservationInsertPa
 	return i, err
 }
 
-const reservationInsertMany = `-- name: ReservationInsertMany :many
-INSERT INTO reservations (id, client, idempotency_key, request_hash, order_ref, campaign, expires_at)
-SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]),
-       unnest($4::text[]), nullif(unnest($5::text[]), ''),
-       nullif(unnest($6::text[]), ''), now() + interval '1 second' * unnest($7::bigint[])
-ON CONFLICT (client, idempotency_key) DO NOTHING
-RETURNING id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by
-`
-
-type ReservationInsertManyParams struct {
-	Ids             []uuid.UUID
-	Clients         []string
-	IdempotencyKeys []string
-	RequestHashes   []string
-	OrderRefs       []string
-	Campaigns       []string
-	TtlSeconds      []int64
-}
-
-// ReservationInsertMany is ReservationInsert for a coalesced batch; the ids
-// it does not return lost to an earlier use of their idempotency key.
-func (q *Queries) ReservationInsertMany(ctx context.Context, arg ReservationInsertManyParams) ([]Reservation, error) {
-	rows, err := q.db.Query(ctx, reservationInsertMany,
-		arg.Ids,
-		arg.Clients,
-		arg.IdempotencyKeys,
-		arg.RequestHashes,
-		arg.OrderRefs,
-		arg.Campaigns,
-		arg.TtlSeconds,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Reservation
-	for rows.Next() {
-		var i Reservation
-		if err := rows.Scan(
-			&i.ID,
-			&i.Client,
-			&i.IdempotencyKey,
-			&i.RequestHash,
-			&i.OrderRef,
-			&i.Campaign,
-			&i.Status,
-			&i.ExpiresAt,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.ConfirmedAt,
-			&i.ReleasedAt,
-			&i.ReleaseReason,
-			&i.ReleasedBy,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const reservationLinesGet = `-- name: ReservationLinesGet :many
-SELECT reservation_id, sku, pool, quantity FROM reservation_lines WHERE reservation_id = ANY($1::uuid[]) ORDER BY reservation_id, sku, pool
+SELECT reservation_id, sku, pool, quantity FROM reservation_lines WHERE reservation_id = ANY($1::uuid[])
+ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C"
 `
 
 func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid.UUID) ([]ReservationLine, error) {
@@ -285,7 +191,7 @@ SELECT sku, pool, sum(quantity)::bigint AS quantity
 FROM reservation_lines
 WHERE reservation_id = ANY($1::uuid[])
 GROUP BY sku, pool
-ORDER BY sku, pool
+ORDER BY sku COLLATE "C", pool COLLATE "C"
 `
 
 type ReservationLinesSummedRow struct {
@@ -342,101 +248,19 @@ func (q *Queries) ReservationLock(ctx context.Context, id uuid.UUID) (Reservatio
 	return i, err
 }
 
-const reservationsDelete = `-- name: ReservationsDelete :exec
-DELETE FROM reservations WHERE id = ANY($1::uuid[])
-`
-
-// ReservationsDelete removes rows a failing batch inserted in its own
-// transaction; committed reservations are never deleted.
-func (q *Queries) ReservationsDelete(ctx context.Context, ids []uuid.UUID) error {
-	_, err := q.db.Exec(ctx, reservationsDelete, ids)
-	return err
-}
-
-const reservationsExpiredHeld = `-- name: ReservationsExpiredHeld :many
-SELECT id FROM reservations
-WHERE status = 'held' AND expires_at < now() - interval '1 second' * $1::float8
-ORDER BY id
-LIMIT $2
+const reservationsFree = `-- name: ReservationsFree :many
+SELECT r.id FROM reservations r
+WHERE r.id = ANY($1::uuid[])
+ORDER BY r.id
 FOR UPDATE SKIP LOCKED
 `
 
-// ReservationsExpiredHeld picks up to lim held reservations that expired
-// more than grace_seconds ago, skipping rows another transaction is working on.
-func (q *Queries) ReservationsExpiredHeld(ctx context.Context, graceSeconds float64, lim int32) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, reservationsExpiredHeld, graceSeconds, lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []uuid.UUID
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const reservationsLockHeld = `-- name: ReservationsLockHeld :many
-SELECT id FROM reservations
-WHERE id = ANY($1::uuid[]) AND status = 'held'
-ORDER BY id
-FOR UPDATE
-`
-
-// ReservationsLockHeld locks the held ones among ids, in id order so that
-// two releases of overlapping sets cannot deadlock.
-func (q *Queries) ReservationsLockHeld(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, reservationsLockHeld, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []uuid.UUID
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const reservationsRelease = `-- name: ReservationsRelease :many
-UPDATE reservations
-SET status = $1, released_at = now(), updated_at = now(),
-    release_reason = $2, released_by = $3
-WHERE id = ANY($4::uuid[]) AND status = 'held'
-RETURNING id
-`
-
-type ReservationsReleaseParams struct {
-	Status string
-	Reason *string
-	Actor  *string
-	Ids    []uuid.UUID
-}
-
-// ReservationsRelease ends the held ones among ids as released or expired;
-// a reservation that is no longer held is left alone, so no path can hand
-// its stock back twice.
-func (q *Queries) ReservationsRelease(ctx context.Context, arg ReservationsReleaseParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, reservationsRelease,
-		arg.Status,
-		arg.Reason,
-		arg.Actor,
-		arg.Ids,
-	)
+// ReservationsFree returns which of the reservations ids no other
+// transaction has locked right now, without waiting (it locks them until
+// the caller's transaction ends). A batch that ran into its lock timeout
+// asks it to tell the holds someone else is working on from the rest.
+func (q *Queries) ReservationsFree(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, reservationsFree, ids)
 	if err != nil {
 		return nil, err
 	}

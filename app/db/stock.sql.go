@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	"github.com/google/uuid"
 )
 
 const stockAdjust = `-- name: StockAdjust :one
@@ -67,6 +69,77 @@ func (q *Queries) StockCreate(ctx context.Context, sku string, pool string) (Sto
 	return i, err
 }
 
+const stockExisting = `-- name: StockExisting :many
+SELECT s.sku, s.pool
+FROM stock s
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k
+  ON k.sku = s.sku AND k.pool = s.pool
+`
+
+type StockExistingRow struct {
+	Sku  string
+	Pool string
+}
+
+// StockExisting returns which of the given stock rows exist.
+func (q *Queries) StockExisting(ctx context.Context, skus []string, pools []string) ([]StockExistingRow, error) {
+	rows, err := q.db.Query(ctx, stockExisting, skus, pools)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockExistingRow
+	for rows.Next() {
+		var i StockExistingRow
+		if err := rows.Scan(&i.Sku, &i.Pool); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockFree = `-- name: StockFree :many
+SELECT s.sku, s.pool
+FROM stock s
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k
+  ON k.sku = s.sku AND k.pool = s.pool
+ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+FOR NO KEY UPDATE OF s SKIP LOCKED
+`
+
+type StockFreeRow struct {
+	Sku  string
+	Pool string
+}
+
+// StockFree returns which of the given stock rows no other transaction has
+// locked right now, without waiting (it locks them until the caller's
+// transaction ends). A batch that ran into its lock timeout asks it to tell
+// the rows someone else holds from the rest.
+func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string) ([]StockFreeRow, error) {
+	rows, err := q.db.Query(ctx, stockFree, skus, pools)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockFreeRow
+	for rows.Next() {
+		var i StockFreeRow
+		if err := rows.Scan(&i.Sku, &i.Pool); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stockGet = `-- name: StockGet :one
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE sku = $1 AND pool = $2
 `
@@ -91,7 +164,7 @@ func (q *Queries) StockGet(ctx context.Context, sku string, pool string) (Stock,
 }
 
 const stockListBySKU = `-- name: StockListBySKU :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE sku = $1 ORDER BY pool = 'main' DESC, pool
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE sku = $1 ORDER BY pool = 'main' DESC, pool COLLATE "C"
 `
 
 func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, error) {
@@ -217,6 +290,38 @@ func (q *Queries) StockReserve(ctx context.Context, quantity int64, sku string, 
 	var version int64
 	err := row.Scan(&version)
 	return version, err
+}
+
+const stockRowsOfReservations = `-- name: StockRowsOfReservations :many
+SELECT DISTINCT l.sku, l.pool FROM reservation_lines l
+WHERE l.reservation_id = ANY($1::uuid[])
+`
+
+type StockRowsOfReservationsRow struct {
+	Sku  string
+	Pool string
+}
+
+// StockRowsOfReservations lists the stock rows the lines of reservations
+// ids draw on.
+func (q *Queries) StockRowsOfReservations(ctx context.Context, ids []uuid.UUID) ([]StockRowsOfReservationsRow, error) {
+	rows, err := q.db.Query(ctx, stockRowsOfReservations, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockRowsOfReservationsRow
+	for rows.Next() {
+		var i StockRowsOfReservationsRow
+		if err := rows.Scan(&i.Sku, &i.Pool); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const stockSetStatus = `-- name: StockSetStatus :one

@@ -30,11 +30,33 @@ import (
 	"github.com/stockhold/stockhold/migrations"
 )
 
+// templates are the migrated template databases, one per collation.
 var (
-	templateOnce sync.Once
-	templateName string
-	templateErr  error
+	templatesMu sync.Mutex
+	templates   = map[string]*template{}
 )
+
+type template struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// CollationEnv names the variable that makes every test database use an
+// ICU collation by default (for example STOCKHOLD_TEST_ICU_LOCALE=en-US),
+// to run the whole suite once the way a database created with a non-C
+// collation behaves: text sorts by language rules there, so any path that
+// locks rows in the database's ORDER BY rather than byte order shows up.
+const CollationEnv = "STOCKHOLD_TEST_ICU_LOCALE"
+
+// Options adjust a test database.
+type Options struct {
+	// ICULocale, when set, gives the database an ICU default collation
+	// for that locale (en-US, say) instead of the server's C collation.
+	ICULocale string
+	// Configure adjusts the pool's configuration.
+	Configure func(*pgxpool.Config)
+}
 
 // serverURL is the connection string of the server tests run against.
 func serverURL(t testing.TB) string {
@@ -55,9 +77,31 @@ func New(t testing.TB) *pgxpool.Pool {
 // NewWithConfig is New with a hook to adjust the pool's configuration.
 func NewWithConfig(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
+	return NewWithOptions(t, &Options{Configure: configure})
+}
+
+// NewWithOptions is New with options.
+func NewWithOptions(t testing.TB, opts *Options) *pgxpool.Pool {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	locale := opts.ICULocale
+	if locale == "" {
+		locale = os.Getenv(CollationEnv)
+	}
 	url := serverURL(t)
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(url) })
-	require.NoError(t, templateErr, "prepare the migrated template database")
+	templatesMu.Lock()
+	tpl, ok := templates[locale]
+	if !ok {
+		tpl = &template{}
+		templates[locale] = tpl
+	}
+	templatesMu.Unlock()
+	tpl.once.Do(func() { tpl.name, tpl.err = ensureTemplate(url, locale) })
+	require.NoError(t, tpl.err, "prepare the migrated template database")
+	templateName := tpl.name
+	configure := opts.Configure
 
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, url)
@@ -98,7 +142,7 @@ func NewWithConfig(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool 
 // the current schema, named after a hash of the migration files so a changed
 // migration gets a fresh template. An advisory lock serialises test binaries
 // that start together.
-func ensureTemplate(url string) (string, error) {
+func ensureTemplate(url, icuLocale string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -117,6 +161,7 @@ func ensureTemplate(url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	fmt.Fprintf(h, "icu:%s", icuLocale)
 	name := "stockhold_template_" + hex.EncodeToString(h.Sum(nil))[:12]
 
 	admin, err := pgx.Connect(ctx, url)
@@ -137,9 +182,11 @@ func ensureTemplate(url string) (string, error) {
 		return name, nil
 	}
 
-	// Drop templates of older schemas, then build this one under a
-	// temporary name so a crash midway never leaves a half-migrated template.
-	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'stockhold_template_%'")
+	// Drop templates of older schemas (of the same collation), then build
+	// this one under a temporary name so a crash midway never leaves a
+	// half-migrated template.
+	rows, err := admin.Query(ctx, `SELECT datname FROM pg_database
+		WHERE datname LIKE 'stockhold_template_%' AND (datlocprovider = 'i') = ($1 <> '')`, icuLocale)
 	if err != nil {
 		return "", err
 	}
@@ -153,7 +200,11 @@ func ensureTemplate(url string) (string, error) {
 		}
 	}
 	building := "stockhold_building_" + randomHex(4)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+	create := "CREATE DATABASE " + building
+	if icuLocale != "" {
+		create += " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE " + quoteLiteral(icuLocale)
+	}
+	if _, err := admin.Exec(ctx, create); err != nil {
 		return "", err
 	}
 	if err := migrate(ctx, url, building); err != nil {
@@ -185,6 +236,10 @@ func migrate(ctx context.Context, url, name string) error {
 	_, err = m.Up(ctx)
 	return err
 }
+
+// quoteLiteral quotes s as an SQL string literal (CREATE DATABASE takes no
+// parameters).
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

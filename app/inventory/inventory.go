@@ -6,7 +6,9 @@ package inventory
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,38 +46,117 @@ type JobInserter interface {
 
 // Config tunes the service.
 type Config struct {
-	// Coalesce turns on the per-row combiner for single-SKU holds. Off, every
-	// hold takes the plain path.
+	// Coalesce lets a batch carry many requests. Off, every hold, confirm
+	// and release still goes through the batch path, one per transaction.
 	Coalesce bool
-	// CoalesceWindow is how long the combiner waits for company when a
-	// batch would hold a single request.
-	CoalesceWindow time.Duration
-	// CoalesceMaxBatch bounds the holds one transaction grants.
-	CoalesceMaxBatch int
+	// MaxBatch bounds the requests one transaction carries (default 128).
+	MaxBatch int
+	// Flights is how many batches of each kind (holds, confirms and
+	// releases) run at once, each on its own connection (default: the
+	// number of CPUs, at least 2). More flights mean smaller batches:
+	// measured on two cores, two flights beat four by a third.
+	Flights int
+	// LockTimeout bounds how long a batch waits for a row lock before the
+	// requests that need that row answer busy (default 500 ms).
+	LockTimeout time.Duration
+	// ExpiryTick is the longest the expiry loop sleeps between passes
+	// (default 200 ms): a hold expires at most about this late.
+	ExpiryTick time.Duration
+	// Alert, when set, is told about what a person must look at: a batch
+	// that panicked. The wiring raises an alert with it.
+	Alert func(ctx context.Context, a Alert)
 }
+
+// Alert is a problem the service reports through Config.Alert.
+type Alert struct {
+	Kind string
+	// Subject is what it is about; one alert stays open per kind and subject.
+	Subject string
+	Summary string
+	Details map[string]any
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBatch    = 128
+	DefaultLockTimeout = 500 * time.Millisecond
+	DefaultExpiryTick  = 200 * time.Millisecond
+	// batchTimeout bounds one batch transaction, whatever its callers' own
+	// deadlines (they stop waiting sooner; the batch finishes regardless).
+	batchTimeout    = 30 * time.Second
+	rollbackTimeout = 5 * time.Second
+)
+
+// DefaultFlights is the number of CPUs, at least 2.
+func DefaultFlights() int { return max(2, runtime.NumCPU()) }
 
 // Service holds stock for orders and hands it back.
 type Service struct {
-	pool     *pgxpool.Pool
-	jobs     JobInserter
-	log      *slog.Logger
-	combiner *combiner
+	pool        *pgxpool.Pool
+	log         *slog.Logger
+	cfg         Config
+	lockTimeout string
+	// expiryLockTimeout is shorter: expiry must never keep a row locked
+	// long enough, waiting for another, to make a request time out.
+	expiryLockTimeout string
+	holds             *batcher[*holdCall]
+	changes           *batcher[*changeCall]
+	// beforeGrant, set by tests only, sees each hold a batch decides.
+	beforeGrant func(HoldRequest)
 }
 
-// New returns a Service on pool that inserts its jobs with jobs.
-func New(pool *pgxpool.Pool, jobs JobInserter, log *slog.Logger, cfg Config) *Service {
+// New returns a Service on pool. jobs is no longer used by the service
+// itself (expiry is the expire_holds job's loop, not a job per hold); it
+// stays in the signature for the wiring that passes it.
+func New(pool *pgxpool.Pool, _ JobInserter, log *slog.Logger, cfg Config) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Service{pool: pool, jobs: jobs, log: log}
-	if cfg.Coalesce {
-		s.combiner = newCombiner(s, cfg.CoalesceWindow, cfg.CoalesceMaxBatch)
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
 	}
+	if !cfg.Coalesce {
+		cfg.MaxBatch = 1
+	}
+	if cfg.Flights <= 0 {
+		cfg.Flights = DefaultFlights()
+	}
+	if cfg.LockTimeout <= 0 {
+		cfg.LockTimeout = DefaultLockTimeout
+	}
+	if cfg.ExpiryTick <= 0 {
+		cfg.ExpiryTick = DefaultExpiryTick
+	}
+	s := &Service{pool: pool, log: log, cfg: cfg,
+		lockTimeout:       fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds(), 1)),
+		expiryLockTimeout: fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds()/5, 1)),
+	}
+	s.holds = newBatcher("hold", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runHolds, s.panicked)
+	s.changes = newBatcher("confirm/release", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runChanges, s.panicked)
 	return s
 }
 
-// ReleaseHoldArgs is the job that expires one hold at its expires_at. It is
-// unique per hold, and harmless when the hold has already ended.
+// panicked reports a batch that panicked: logged with its stack, and
+// alerted through Config.Alert.
+func (s *Service) panicked(name string, v any, stack []byte) {
+	s.log.Error("batch panicked", "batch", name, "panic", fmt.Sprint(v), "stack", string(stack))
+	if s.cfg.Alert == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.cfg.Alert(ctx, Alert{
+		Kind:    "batch_panicked",
+		Subject: "batch:" + name,
+		Summary: fmt.Sprintf("A %s batch panicked; its callers got 500 internal_error and the process went on. This is a bug: report it with the stack in the details and the log.", name),
+		Details: map[string]any{"batch": name, "panic": fmt.Sprint(v), "stack": string(stack)},
+	})
+}
+
+// ReleaseHoldArgs is the job that expired one hold at its expires_at in
+// earlier versions of stockhold, which enqueued one per hold. Holds now
+// expire through the expire_holds loop; the kind stays so that jobs already
+// in river_job are still worked (harmlessly, if the loop got there first).
 type ReleaseHoldArgs struct {
 	ReservationID uuid.UUID `json:"reservation_id" river:"unique"`
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // Item is one line of a hold request.
@@ -80,8 +80,9 @@ func (r HoldRequest) hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// lines sums the request's quantities per (sku, pool) and sorts them, the
-// order in which stock rows are locked, so concurrent holds never deadlock.
+// lines sums the request's quantities per (sku, pool) and sorts them byte
+// by byte, the order in which stock rows are locked everywhere (and the
+// order a hold's refusal picks its failing line in).
 func (r HoldRequest) lines(pool string) []Line {
 	sum := map[string]int64{}
 	for _, it := range r.Items {
@@ -131,10 +132,7 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 		}
 		h.ttl = ttl
 	}
-	if s.combiner != nil && len(h.lines) == 1 {
-		return s.combiner.hold(ctx, h)
-	}
-	return s.holdOne(ctx, h)
+	return s.holdBatched(ctx, h)
 }
 
 // campaignTerms checks that a campaign takes holds now and returns its TTL;
@@ -151,74 +149,6 @@ func (s *Service) campaignTerms(ctx context.Context, id, sku string) (int64, err
 		return 0, &Error{Code: CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), SKU: sku, Pool: id}
 	}
 	return terms.HoldTtlSeconds, nil
-}
-
-// holdOne is the plain path: one transaction for one hold.
-func (s *Service) holdOne(ctx context.Context, h hold) (Reservation, bool, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	q := db.New(tx)
-
-	row, err := q.ReservationInsert(ctx, db.ReservationInsertParams{
-		ID:             h.id,
-		Client:         h.req.Client,
-		IdempotencyKey: h.req.IdempotencyKey,
-		RequestHash:    h.hash,
-		OrderRef:       optional(h.req.OrderRef),
-		Campaign:       optional(h.req.Campaign),
-		TtlSeconds:     h.ttl,
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		_ = tx.Rollback(ctx)
-		return s.replayOrFail(ctx, h)
-	}
-	if err != nil {
-		return Reservation{}, false, fmt.Errorf("insert reservation: %w", err)
-	}
-
-	versions := make([]int64, len(h.lines))
-	for i, l := range h.lines {
-		v, err := q.StockReserve(ctx, l.Quantity, l.SKU, l.Pool)
-		if errors.Is(err, pgx.ErrNoRows) {
-			_ = tx.Rollback(ctx)
-			return Reservation{}, false, s.whyNot(ctx, l)
-		}
-		if err != nil {
-			return Reservation{}, false, fmt.Errorf("reserve %s/%s: %w", l.SKU, l.Pool, err)
-		}
-		versions[i] = v
-	}
-	ids := []uuid.UUID{h.id}
-	if err := insertLines(ctx, q, ids, [][]Line{h.lines}); err != nil {
-		return Reservation{}, false, err
-	}
-	if err := appendLedger(ctx, q, ids, h.lines, versions, movement{kind: "reserve", available: -1, reserved: +1}); err != nil {
-		return Reservation{}, false, err
-	}
-	if _, err := s.jobs.InsertTx(ctx, tx, ReleaseHoldArgs{ReservationID: h.id}, &river.InsertOpts{ScheduledAt: row.ExpiresAt}); err != nil {
-		return Reservation{}, false, fmt.Errorf("enqueue release_hold: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return Reservation{}, false, fmt.Errorf("commit hold: %w", err)
-	}
-	return newReservation(row, h.lines), false, nil
-}
-
-// replayOrFail answers a request whose idempotency key already has a hold.
-func (s *Service) replayOrFail(ctx context.Context, h hold) (Reservation, bool, error) {
-	r, replayed, err := s.replay(ctx, h.req.Client, h.req.IdempotencyKey, h.hash)
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	if !replayed {
-		// The key's hold vanished between the insert and the read: that
-		// cannot happen, since committed reservations are never deleted.
-		return Reservation{}, false, fmt.Errorf("idempotency key %q conflicted but has no reservation", h.req.IdempotencyKey)
-	}
-	return r, true, nil
 }
 
 // replay looks up the hold made with key. It reports false when there is
@@ -271,49 +201,6 @@ func (s *Service) whyNot(ctx context.Context, l Line) error {
 	}
 }
 
-// insertLines writes the lines of several reservations in one statement.
-func insertLines(ctx context.Context, q *db.Queries, ids []uuid.UUID, lines [][]Line) error {
-	var p db.ReservationLinesInsertParams
-	for i, id := range ids {
-		for _, l := range lines[i] {
-			p.ReservationIds = append(p.ReservationIds, id)
-			p.Skus = append(p.Skus, l.SKU)
-			p.Pools = append(p.Pools, l.Pool)
-			p.Quantities = append(p.Quantities, l.Quantity)
-		}
-	}
-	if err := q.ReservationLinesInsert(ctx, p); err != nil {
-		return fmt.Errorf("insert reservation lines: %w", err)
-	}
-	return nil
-}
-
-// movement describes how the lines of reservations move stock: the per-unit
-// factor on each counter, and who did it why.
-type movement struct {
-	kind                      string
-	available, reserved, sold int64
-	actor                     *string // nil: each reservation's client
-	reason                    *string
-}
-
-// appendLedger writes one ledger row per line of the reservations ids; rows
-// gives the stock rows they touched and versions what each row reached.
-func appendLedger(ctx context.Context, q *db.Queries, ids []uuid.UUID, rows []Line, versions []int64, m movement) error {
-	p := db.LedgerAppendLinesParams{
-		Kind: m.kind, PerAvailable: m.available, PerReserved: m.reserved, PerSold: m.sold,
-		Actor: m.actor, Reason: m.reason, Versions: versions, ReservationIds: ids,
-	}
-	for _, r := range rows {
-		p.Vskus = append(p.Vskus, r.SKU)
-		p.Vpools = append(p.Vpools, r.Pool)
-	}
-	if err := q.LedgerAppendLines(ctx, p); err != nil {
-		return fmt.Errorf("append %s ledger rows: %w", m.kind, err)
-	}
-	return nil
-}
-
 func optional(s string) *string {
 	if s == "" {
 		return nil
@@ -326,4 +213,435 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// holdCall is one caller's hold waiting for its batch.
+type holdCall struct {
+	ctx  context.Context
+	h    hold
+	rows []string // keys of the stock rows its lines draw on
+	done chan holdResult
+	// timeouts counts the lock timeouts its batches ran into.
+	timeouts int
+}
+
+type holdResult struct {
+	r        Reservation
+	replayed bool
+	err      error
+}
+
+func (c *holdCall) keys() []string   { return c.rows }
+func (c *holdCall) gone() bool       { return c.ctx.Err() != nil }
+func (c *holdCall) answer(err error) { c.reply(holdResult{err: err}) }
+
+func (c *holdCall) reply(r holdResult) {
+	select {
+	case c.done <- r:
+	default: // answered already
+	}
+}
+
+func rowKey(sku, pool string) string { return sku + "\x00" + pool }
+
+// holdBatched queues h for the next hold batch and waits for its answer. A
+// caller that stops waiting gets ctx's error; its hold may still commit,
+// as a hold whose caller vanished mid-transaction may on any path, and a
+// retry with the same Idempotency-Key finds it.
+func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, error) {
+	c := &holdCall{ctx: ctx, h: h, done: make(chan holdResult, 1)}
+	for _, l := range h.lines {
+		c.rows = append(c.rows, rowKey(l.SKU, l.Pool))
+	}
+	s.holds.submit(c)
+	select {
+	case res := <-c.done:
+		return res.r, res.replayed, res.err
+	case <-ctx.Done():
+		return Reservation{}, false, ctx.Err()
+	}
+}
+
+// runHolds runs one hold batch and answers its callers. A batch of
+// requests on rows found locked before looks first, without waiting: while
+// the rows are still locked their requests answer busy at once.
+func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
+	metrics.HoldBatch.Observe(float64(len(calls)))
+	if s.holds.anyBlocked(calls) {
+		rows := map[string]Line{}
+		for _, c := range calls {
+			for _, l := range c.h.lines {
+				rows[rowKey(l.SKU, l.Pool)] = l
+			}
+		}
+		locked, err := s.lockedStock(ctx, rows)
+		if err != nil {
+			for _, c := range calls {
+				c.answer(err)
+			}
+			return nil
+		}
+		var rest []*holdCall
+		for _, c := range calls {
+			if l, ok := firstLocked(c.h.lines, locked); ok {
+				c.answer(errBusy(l))
+			} else {
+				rest = append(rest, c)
+			}
+		}
+		for k := range locked {
+			delete(rows, k)
+		}
+		s.holds.unblock(slicesKeys(rows)) // free again
+		if len(rest) == 0 {
+			return nil
+		}
+		calls = rest
+	}
+	return s.holdAttempt(ctx, calls)
+}
+
+// holdAttempt runs calls as one transaction and answers them. When the
+// transaction fails as a whole it finds out why and answers each caller as
+// a transaction of its own would have been answered: requests on a row
+// another transaction keeps locked answer busy while the rest go again; a
+// statement that fails because of one request is narrowed down to that
+// request by halves; a deadlock is retried.
+func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCall {
+	again, err := s.holdBatch(ctx, calls)
+	if err == nil {
+		return again
+	}
+	switch classify(ctx, err) {
+	case failLock:
+		rows := map[string]Line{}
+		for _, c := range calls {
+			for _, l := range c.h.lines {
+				rows[rowKey(l.SKU, l.Pool)] = l
+			}
+		}
+		locked, perr := s.lockedStock(ctx, rows)
+		if perr != nil {
+			s.log.Warn("hold batch hit its lock timeout; finding the locked rows failed", "err", perr)
+		}
+		// Requests on a row still locked go again in a batch of their
+		// own, which looks before it waits: they answer busy at once if
+		// the row is still locked then, or go through if the lock was only
+		// another batch waiting its turn. The others go again now.
+		var rest, later []*holdCall
+		for _, c := range calls {
+			c.timeouts++
+			l, onLocked := firstLocked(c.h.lines, locked)
+			switch {
+			case c.timeouts > maxLockTimeouts:
+				if !onLocked {
+					l = c.h.lines[0]
+				}
+				c.answer(errBusy(l))
+			case onLocked:
+				later = append(later, c)
+			default:
+				rest = append(rest, c)
+			}
+		}
+		s.holds.block(slicesKeys(locked))
+		if len(rest) > 0 {
+			later = append(later, s.holdAttempt(ctx, rest)...)
+		}
+		return later
+	case failRetry:
+		if calls[0].timeouts < maxLockTimeouts {
+			for _, c := range calls {
+				c.timeouts++
+			}
+			return s.holdAttempt(ctx, calls)
+		}
+	case failSlow:
+		err = errSlow
+	case failStatement:
+		if len(calls) > 1 {
+			half := len(calls) / 2
+			return append(s.holdAttempt(ctx, calls[:half]), s.holdAttempt(ctx, calls[half:])...)
+		}
+	}
+	if len(calls) > 1 {
+		s.log.Warn("hold batch failed", "size", len(calls), "err", err)
+	}
+	for _, c := range calls {
+		c.answer(err)
+	}
+	return nil
+}
+
+// holdBatch is one transaction for many holds, in two round trips:
+//
+//  1. begin; set the lock timeout; insert every hold's reservation (a key
+//     used before is skipped); lock the stock rows of every line, in
+//     (sku, pool) byte order.
+//  2. decided in Go, in arrival order, a hold all of whose lines fit is
+//     granted and takes its units from what is left of each row; then
+//     delete the refused holds' rows; move the counters, insert the lines
+//     and the ledger rows of the granted ones in one statement; read the
+//     holds the replayed keys made; commit.
+//
+// A request whose key another request of the batch uses too goes again
+// with the next batch, once the first one's fate is committed.
+func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall, error) {
+	var (
+		leaders []*holdCall
+		again   []*holdCall
+		seen    = map[[2]string]bool{}
+	)
+	for _, c := range calls {
+		k := [2]string{c.h.req.Client, c.h.req.IdempotencyKey}
+		if seen[k] {
+			again = append(again, c)
+			continue
+		}
+		seen[k] = true
+		leaders = append(leaders, c)
+	}
+
+	// Insert in (client, key) order; decide in arrival order.
+	byKey := slices.Clone(leaders)
+	slices.SortFunc(byKey, func(a, b *holdCall) int {
+		if d := strings.Compare(a.h.req.Client, b.h.req.Client); d != 0 {
+			return d
+		}
+		return strings.Compare(a.h.req.IdempotencyKey, b.h.req.IdempotencyKey)
+	})
+	var ins db.ReservationsInsertManyParams
+	for _, c := range byKey {
+		h := c.h
+		ins.Ids = append(ins.Ids, h.id)
+		ins.Clients = append(ins.Clients, h.req.Client)
+		ins.IdempotencyKeys = append(ins.IdempotencyKeys, h.req.IdempotencyKey)
+		ins.RequestHashes = append(ins.RequestHashes, h.hash)
+		ins.OrderRefs = append(ins.OrderRefs, h.req.OrderRef)
+		ins.Campaigns = append(ins.Campaigns, h.req.Campaign)
+		ins.TtlSeconds = append(ins.TtlSeconds, h.ttl)
+	}
+	var lock db.StockLockManyParams
+	rowSeen := map[string]bool{}
+	for _, c := range leaders {
+		for _, l := range c.h.lines {
+			if k := rowKey(l.SKU, l.Pool); !rowSeen[k] {
+				rowSeen[k] = true
+				lock.Skus = append(lock.Skus, l.SKU)
+				lock.Pools = append(lock.Pools, l.Pool)
+			}
+		}
+	}
+
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	defer rollback(conn)
+
+	p := newPipe(conn)
+	q := db.New(p)
+	p.begin()
+	timeout := q.BatchSettingsSet(ctx, []string{s.lockTimeout})
+	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
+	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
+	p.send(ctx)
+	_ = done(timeout.Exec)
+	inserted, _ := collect(inserting.Query)
+	stock, _ := collect(locking.Query)
+	if err := p.close(); err != nil {
+		return nil, wrapf(err, "insert and lock")
+	}
+
+	rows := make(map[string]db.StockLockManyRow, len(stock))
+	avail := make(map[string]int64, len(stock))
+	for _, r := range stock {
+		k := rowKey(r.Sku, r.Pool)
+		rows[k], avail[k] = r, r.Available
+	}
+	made := make(map[uuid.UUID]db.Reservation, len(inserted))
+	for _, r := range inserted {
+		made[r.ID] = r
+	}
+
+	type refusal struct {
+		c    *holdCall
+		line Line
+		why  Code
+		left int64
+	}
+	var (
+		granted  []*holdCall
+		refused  []refusal
+		replays  []*holdCall
+		left     []*holdCall // callers that stopped waiting
+		drop     []uuid.UUID
+		apply    db.StockHoldsApplyParams
+		reserved = map[string]int64{}
+	)
+	for _, c := range leaders {
+		if _, ok := made[c.h.id]; !ok {
+			replays = append(replays, c)
+			continue
+		}
+		if s.beforeGrant != nil {
+			s.beforeGrant(c.h.req)
+		}
+		if c.gone() {
+			// Its caller left before anything was decided: hold nothing.
+			left = append(left, c)
+			drop = append(drop, c.h.id)
+			continue
+		}
+		fail := refusal{c: c}
+		for _, l := range c.h.lines {
+			k := rowKey(l.SKU, l.Pool)
+			r, ok := rows[k]
+			switch {
+			case !ok:
+				fail.line, fail.why = l, CodeUnknownSKU
+			case r.Status != StockOnSale:
+				fail.line, fail.why = l, CodeSKUPaused
+			case avail[k] < l.Quantity:
+				fail.line, fail.why, fail.left = l, CodeOutOfStock, avail[k]
+			default:
+				continue
+			}
+			break
+		}
+		if fail.why != "" {
+			refused = append(refused, fail)
+			drop = append(drop, c.h.id)
+			continue
+		}
+		granted = append(granted, c)
+		for _, l := range c.h.lines {
+			k := rowKey(l.SKU, l.Pool)
+			avail[k] -= l.Quantity
+			reserved[k] += l.Quantity
+			apply.LineIds = append(apply.LineIds, c.h.id)
+			apply.LineSkus = append(apply.LineSkus, l.SKU)
+			apply.LinePools = append(apply.LinePools, l.Pool)
+			apply.LineQuantities = append(apply.LineQuantities, l.Quantity)
+			apply.LineActors = append(apply.LineActors, c.h.req.Client)
+		}
+	}
+	for i, sku := range lock.Skus {
+		if q := reserved[rowKey(sku, lock.Pools[i])]; q > 0 {
+			apply.RowSkus = append(apply.RowSkus, sku)
+			apply.RowPools = append(apply.RowPools, lock.Pools[i])
+			apply.RowQuantities = append(apply.RowQuantities, q)
+		}
+	}
+	var byKeys db.ReservationsGetByKeysParams
+	for _, c := range replays {
+		byKeys.Clients = append(byKeys.Clients, c.h.req.Client)
+		byKeys.IdempotencyKeys = append(byKeys.IdempotencyKeys, c.h.req.IdempotencyKey)
+	}
+
+	p = newPipe(conn)
+	q = db.New(p)
+	var (
+		deleting *db.ReservationsDeleteBatchResults
+		applying *db.StockHoldsApplyBatchResults
+		replayed *db.ReservationsGetByKeysBatchResults
+		lines    *db.ReservationLinesGetByKeysBatchResults
+	)
+	if len(drop) > 0 {
+		deleting = q.ReservationsDelete(ctx, [][]uuid.UUID{drop})
+	}
+	if len(granted) > 0 {
+		applying = q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{apply})
+	}
+	if len(replays) > 0 {
+		replayed = q.ReservationsGetByKeys(ctx, []db.ReservationsGetByKeysParams{byKeys})
+		lines = q.ReservationLinesGetByKeys(ctx, []db.ReservationLinesGetByKeysParams{{
+			Clients: byKeys.Clients, IdempotencyKeys: byKeys.IdempotencyKeys}})
+	}
+	p.commit()
+	p.send(ctx)
+	var (
+		firsts    []db.Reservation
+		firstsOf  []db.ReservationLine
+		readError error
+	)
+	if deleting != nil {
+		readError = done(deleting.Exec)
+	}
+	if applying != nil {
+		readError = errors.Join(readError, done(applying.Exec))
+	}
+	if replayed != nil {
+		var e1, e2 error
+		firsts, e1 = collect(replayed.Query)
+		firstsOf, e2 = collect(lines.Query)
+		readError = errors.Join(readError, e1, e2)
+	}
+	if err := p.close(); err != nil {
+		return nil, wrapf(err, "grant and commit")
+	}
+	if readError != nil {
+		return nil, readError
+	}
+
+	// Committed: answer.
+	for _, c := range granted {
+		c.reply(holdResult{r: newReservation(made[c.h.id], c.h.lines)})
+	}
+	for _, c := range left {
+		c.answer(c.ctx.Err())
+	}
+	for _, f := range refused {
+		f.c.answer(s.refusal(ctx, f.line, f.why, f.left))
+	}
+	if len(replays) > 0 {
+		s.answerReplays(replays, firsts, firstsOf)
+	}
+	return again, nil
+}
+
+// refusal explains why line could not be held: what the batch saw.
+func (s *Service) refusal(ctx context.Context, l Line, why Code, left int64) error {
+	if l.Pool != MainPool && why != CodeOutOfStock {
+		// A campaign's pool that is missing or paused: the campaign may
+		// have ended meanwhile, which is what the caller must hear.
+		return s.whyNot(ctx, l)
+	}
+	switch why {
+	case CodeUnknownSKU:
+		return &Error{Code: CodeUnknownSKU, SKU: l.SKU, Pool: l.Pool, Detail: fmt.Sprintf("SKU %q has no stock", l.SKU)}
+	case CodeSKUPaused:
+		return s.whyNot(ctx, l)
+	}
+	return &Error{Code: CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+		Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, left, l.Quantity)}
+}
+
+// answerReplays answers the requests whose key was used before, from the
+// holds those keys made.
+func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, lines []db.ReservationLine) {
+	byKey := make(map[[2]string]db.Reservation, len(firsts))
+	for _, r := range firsts {
+		byKey[[2]string{r.Client, r.IdempotencyKey}] = r
+	}
+	linesOf := map[uuid.UUID][]Line{}
+	for _, l := range lines {
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity})
+	}
+	for _, c := range calls {
+		r, ok := byKey[[2]string{c.h.req.Client, c.h.req.IdempotencyKey}]
+		switch {
+		case !ok:
+			// Committed reservations are never deleted, and ON CONFLICT
+			// only skips a committed one: this cannot happen.
+			c.answer(fmt.Errorf("idempotency key %q conflicted but has no reservation", c.h.req.IdempotencyKey))
+		case r.RequestHash != c.h.hash:
+			c.answer(&Error{Code: CodeIdempotencyReused,
+				Detail: fmt.Sprintf("Idempotency-Key %q was used for a different request (reservation %s)", c.h.req.IdempotencyKey, r.ID)})
+		default:
+			c.reply(holdResult{r: newReservation(r, linesOf[r.ID]).firstAnswer(), replayed: true})
+		}
+	}
 }

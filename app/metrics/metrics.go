@@ -37,7 +37,7 @@ var (
 	// or expired) and why; expirations are status="expired". See Released.
 	Releases = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "stockhold_releases_total",
-		Help: "Holds handed back, by final status (released, expired) and reason (cancel, rollback, expiry_job, sweeper, late_confirm, reconcile).",
+		Help: "Holds handed back, by final status (released, expired) and reason (cancel, rollback, expiry, expiry_job, sweeper, late_confirm, reconcile).",
 	}, []string{"status", "reason"})
 
 	// HoldBatch observes how many holds one coalesced transaction carried.
@@ -76,6 +76,8 @@ func releaseReason(kind, actor string) string {
 		return "cancel"
 	case kind == "rollback":
 		return "rollback"
+	case actor == "system:expire_holds":
+		return "expiry"
 	case actor == "system:release_hold":
 		return "expiry_job"
 	case actor == "system:sweep_expired":

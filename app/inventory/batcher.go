@@ -1,0 +1,222 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// request is what a batcher gathers: one caller's hold, confirm or release.
+type request interface {
+	// keys names the rows the request locks. Two requests that share a key
+	// are never in two batches at once: the second waits for the first's
+	// batch to end, then goes with the next one, which is what it would
+	// have done anyway, queued on the row lock, but with company.
+	keys() []string
+	// gone reports that the caller stopped waiting.
+	gone() bool
+	// answer gives the caller its answer; only the first one counts.
+	answer(error)
+}
+
+// batcher is group commit: it gathers the requests that arrive while
+// earlier batches run and runs them together, one transaction per batch,
+// up to flights batches at once, each on its own connection. A request
+// that finds a flight free goes at once, alone if need be, so a lone
+// request never waits for company; under load, batches grow by themselves
+// to what arrived during the previous round trip. Requests wait in arrival
+// order, and a request whose rows an in-flight batch holds waits for that
+// batch (see request.keys).
+type batcher[R request] struct {
+	name     string
+	maxBatch int
+	flights  int
+	// run runs one batch and answers each of its requests; it returns the
+	// requests that must go again with a later batch.
+	run func(ctx context.Context, batch []R) (again []R)
+	// timeout bounds one batch.
+	timeout time.Duration
+	// panicked is told when a batch panics (the batch's callers get an
+	// error, the process goes on).
+	panicked func(name string, v any, stack []byte)
+
+	mu      sync.Mutex
+	pending []R
+	flying  int
+	busy    map[string]int  // keys of the requests in flight
+	blocked map[string]bool // keys found locked by another transaction
+}
+
+func newBatcher[R request](name string, maxBatch, flights int, timeout time.Duration,
+	run func(context.Context, []R) []R, panicked func(string, any, []byte)) *batcher[R] {
+	return &batcher[R]{
+		name: name, maxBatch: max(maxBatch, 1), flights: max(flights, 1), timeout: timeout,
+		run: run, panicked: panicked, busy: map[string]int{}, blocked: map[string]bool{},
+	}
+}
+
+// submit queues r. When a flight is free, the caller's own goroutine flies
+// the next batch (with r in it, unless r is behind a full batch or a busy
+// row), which saves a lone request the hand-over to another goroutine; the
+// rest go on goroutines of their own.
+func (b *batcher[R]) submit(r R) {
+	b.mu.Lock()
+	b.pending = append(b.pending, r)
+	if b.flying >= b.flights {
+		b.mu.Unlock()
+		return
+	}
+	batch := b.takeLocked()
+	if len(batch) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.flying++
+	b.launchLocked()
+	b.mu.Unlock()
+	b.fly(batch)
+}
+
+// launchLocked starts flights while some are free and requests can go.
+func (b *batcher[R]) launchLocked() {
+	for b.flying < b.flights {
+		batch := b.takeLocked()
+		if len(batch) == 0 {
+			return
+		}
+		b.flying++
+		go b.fly(batch)
+	}
+}
+
+// takeLocked picks the next batch: pending requests in arrival order whose
+// rows no flight holds, up to maxBatch. Requests on rows found locked by
+// another transaction go in batches of their own, so that they do not make
+// everyone else wait out the lock timeout with them.
+func (b *batcher[R]) takeLocked() []R {
+	var (
+		batch []R
+		rest  = b.pending[:0]
+		kind  = -1 // 0: ordinary batch, 1: batch of requests on blocked rows
+	)
+	for _, r := range b.pending {
+		if r.gone() {
+			r.answer(context.Canceled)
+			continue
+		}
+		if len(batch) == b.maxBatch || b.busyLocked(r) {
+			rest = append(rest, r)
+			continue
+		}
+		k := 0
+		if b.blockedLocked(r) {
+			k = 1
+		}
+		if kind >= 0 && k != kind {
+			rest = append(rest, r)
+			continue
+		}
+		kind = k
+		batch = append(batch, r)
+	}
+	clear(b.pending[len(rest):])
+	b.pending = rest
+	for _, r := range batch {
+		for _, k := range r.keys() {
+			b.busy[k]++
+		}
+	}
+	return batch
+}
+
+func (b *batcher[R]) busyLocked(r R) bool {
+	for _, k := range r.keys() {
+		if b.busy[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *batcher[R]) blockedLocked(r R) bool {
+	if len(b.blocked) == 0 {
+		return false
+	}
+	for _, k := range r.keys() {
+		if b.blocked[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// fly runs one batch, then lets the next ones go.
+func (b *batcher[R]) fly(batch []R) {
+	again := b.runSafely(batch)
+	b.mu.Lock()
+	for _, r := range batch {
+		for _, k := range r.keys() {
+			if b.busy[k]--; b.busy[k] <= 0 {
+				delete(b.busy, k)
+			}
+		}
+	}
+	if len(again) > 0 {
+		b.pending = append(again, b.pending...)
+	}
+	b.flying--
+	b.launchLocked()
+	b.mu.Unlock()
+}
+
+// runSafely runs a batch; a panic becomes an error answer for each of its
+// callers and a report, never a crashed process.
+func (b *batcher[R]) runSafely(batch []R) (again []R) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			err := fmt.Errorf("%s batch of %d panicked: %v", b.name, len(batch), v)
+			for _, r := range batch {
+				r.answer(err)
+			}
+			again = nil
+			if b.panicked != nil {
+				b.panicked(b.name, v, stack)
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	return b.run(ctx, batch)
+}
+
+// block marks keys as locked by another transaction; unblock clears them.
+func (b *batcher[R]) block(keys []string) {
+	b.mu.Lock()
+	for _, k := range keys {
+		b.blocked[k] = true
+	}
+	b.mu.Unlock()
+}
+
+func (b *batcher[R]) unblock(keys []string) {
+	b.mu.Lock()
+	for _, k := range keys {
+		delete(b.blocked, k)
+	}
+	b.mu.Unlock()
+}
+
+// anyBlocked reports whether a request of batch needs a row found locked.
+func (b *batcher[R]) anyBlocked(batch []R) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range batch {
+		if b.blockedLocked(r) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,112 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stockhold/stockhold/app/db"
+)
+
+// maxLockTimeouts is how many lock timeouts a request sits through before
+// it answers busy even though the rows it needs were free when looked at.
+const maxLockTimeouts = 2
+
+// failure classifies why a batch transaction failed as a whole.
+type failure int
+
+const (
+	// failOther: the database or the connection failed; every request in
+	// the batch gets the error.
+	failOther failure = iota
+	// failLock: a statement waited longer than the lock timeout.
+	failLock
+	// failRetry: a deadlock or serialization failure; running the batch
+	// again settles it.
+	failRetry
+	// failStatement: the database refused a statement, possibly because of
+	// one request in the batch.
+	failStatement
+	// failSlow: a statement ran past statement_timeout; every request in
+	// the batch answers busy.
+	failSlow
+)
+
+func classify(ctx context.Context, err error) failure {
+	var pe *pgconn.PgError
+	switch {
+	case ctx.Err() != nil || !errors.As(err, &pe):
+		return failOther
+	case pe.Code == "55P03": // lock_not_available: the lock timeout
+		return failLock
+	case pe.Code == "40P01" || pe.Code == "40001": // deadlock, serialization failure
+		return failRetry
+	case pe.Code == "57014": // query_canceled, the batch's own context being live: statement_timeout
+		return failSlow
+	case pe.Code[:2] == "57" || pe.Code[:2] == "53" || pe.Code[:2] == "08":
+		// Cancelled, shutting down, out of resources, connection trouble:
+		// not any one request's fault.
+		return failOther
+	}
+	return failStatement
+}
+
+// errSlow is the answer of the requests of a batch that ran past the
+// statement timeout.
+var errSlow = &Error{Code: CodeBusy, Detail: "the database is too slow to answer in time; retry in a moment"}
+
+// errBusy is the answer of a request that needs row l while another
+// transaction keeps it locked.
+func errBusy(l Line) error {
+	return &Error{Code: CodeBusy, SKU: l.SKU, Pool: l.Pool,
+		Detail: fmt.Sprintf("SKU %q (pool %s) is locked by another transaction; retry in a moment", l.SKU, l.Pool)}
+}
+
+// lockedStock returns which of rows another transaction has locked right
+// now, looking without waiting.
+func (s *Service) lockedStock(ctx context.Context, rows map[string]Line) (map[string]Line, error) {
+	var skus, pools []string
+	for _, l := range rows {
+		skus = append(skus, l.SKU)
+		pools = append(pools, l.Pool)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	q := db.New(tx)
+	existing, err := q.StockExisting(ctx, skus, pools)
+	if err != nil {
+		return nil, fmt.Errorf("look for locked stock rows: %w", err)
+	}
+	free, err := q.StockFree(ctx, skus, pools)
+	if err != nil {
+		return nil, fmt.Errorf("look for locked stock rows: %w", err)
+	}
+	locked := map[string]Line{}
+	for _, e := range existing {
+		k := rowKey(e.Sku, e.Pool)
+		locked[k] = rows[k]
+	}
+	for _, f := range free {
+		delete(locked, rowKey(f.Sku, f.Pool))
+	}
+	return locked, nil
+}
+
+// firstLocked returns the first of lines whose row is among locked.
+func firstLocked(lines []Line, locked map[string]Line) (Line, bool) {
+	for _, l := range lines {
+		if _, ok := locked[rowKey(l.SKU, l.Pool)]; ok {
+			return l, true
+		}
+	}
+	return Line{}, false
+}
+
+func slicesKeys(m map[string]Line) []string { return slices.Collect(maps.Keys(m)) }

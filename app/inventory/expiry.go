@@ -1,0 +1,229 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/metrics"
+)
+
+// ExpiryBatch is how many holds one expiry transaction releases.
+const ExpiryBatch = 1000
+
+// SweepBatch is how many holds a bulk repair (reconciliation) releases per
+// transaction.
+const SweepBatch = 100
+
+// ExpiryRun is what one run of the expiry loop did; the expire_holds job
+// records it as its output, so DBAs see it in river_job.
+type ExpiryRun struct {
+	Released int `json:"released"`
+	Passes   int `json:"passes"`
+	// Waited is how long the run waited for the previous one to hand over.
+	Waited string `json:"waited,omitempty"`
+	// Skipped means another runner kept the expiry lock all along.
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// ExpireLoop releases holds as they expire until the time until (or ctx
+// ends): one set-based pass over every due hold (in transactions of
+// ExpiryBatch), then a sleep of at most ExpiryTick, and again. One loop
+// runs at a time across every instance, under an advisory lock held by its
+// connection's session; a loop that finds the lock taken waits for it
+// until until, so the next run takes over where the previous one stops.
+// A hold thus expires at most about ExpiryTick late however many expire
+// together, where a job per hold would wait its turn in the job queue.
+func (s *Service) ExpireLoop(ctx context.Context, until time.Time) (ExpiryRun, error) {
+	var run ExpiryRun
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return run, err
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	q := db.New(conn)
+
+	start := time.Now()
+	for {
+		ok, err := q.ExpiryLockTry(ctx)
+		if err != nil {
+			return run, fmt.Errorf("take the expiry lock: %w", err)
+		}
+		if ok {
+			break
+		}
+		if !time.Now().Before(until) {
+			run.Skipped = true
+			return run, nil
+		}
+		if !sleep(ctx, min(50*time.Millisecond, time.Until(until))) {
+			return run, nil
+		}
+	}
+	if waited := time.Since(start); waited > 10*time.Millisecond {
+		run.Waited = waited.Round(time.Millisecond).String()
+	}
+	defer func() {
+		rollback(conn)
+		if conn.IsClosed() {
+			return // the lock went with the session
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+		defer cancel()
+		if _, err := q.ExpiryUnlock(ctx); err != nil {
+			_ = conn.Close(ctx) // never hand the pool a connection holding the lock
+		}
+	}()
+
+	skip := map[string]Line{}
+	for {
+		n, err := s.expireDue(ctx, conn, releaseByExpiry, 0, skip)
+		run.Released += n
+		run.Passes++
+		if ctx.Err() != nil {
+			return run, nil // shutting down: the next run goes on
+		}
+		if err != nil {
+			return run, err
+		}
+		wait := time.Until(until)
+		if wait <= 0 {
+			return run, nil
+		}
+		if !sleep(ctx, min(s.cfg.ExpiryTick, wait)) {
+			return run, nil
+		}
+	}
+}
+
+// SweepExpired releases every hold more than grace past its expiry and
+// returns how many it released: the backstop for holds the expiry loop did
+// not get to (it was not running, or a row they need was locked).
+func (s *Service) SweepExpired(ctx context.Context, grace time.Duration) (int, error) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer pc.Release()
+	return s.expireDue(ctx, pc.Conn(), releaseBySweeper, grace, map[string]Line{})
+}
+
+// expireDue releases the holds more than grace past their expiry on conn,
+// ExpiryBatch per transaction, until none is left but those with a line on
+// a row in skip. A row another transaction keeps locked past the (short)
+// expiry lock timeout joins skip, so that its holds wait for a later pass
+// without holding up the others; rows in skip are looked at again, without
+// waiting, at the start of every call.
+func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, skip map[string]Line) (int, error) {
+	total, unexplained := 0, 0
+	if len(skip) > 0 {
+		// Rows skipped before may be free by now.
+		locked, err := s.lockedStock(ctx, skip)
+		if err != nil {
+			return 0, err
+		}
+		clear(skip)
+		maps.Copy(skip, locked)
+	}
+	for {
+		n, ids, err := s.expirePass(ctx, conn, how, grace, skip)
+		total += n
+		switch {
+		case err != nil && classify(ctx, err) == failLock:
+			locked, perr := s.lockedOf(ctx, ids)
+			if perr != nil {
+				return total, perr
+			}
+			if len(locked) == 0 {
+				if unexplained++; unexplained > maxLockTimeouts {
+					return total, err
+				}
+				continue // it went away meanwhile
+			}
+			for k, l := range locked {
+				skip[k] = l
+			}
+			s.log.Warn("expiry skips holds on stock rows locked by another transaction", "rows", len(locked))
+			continue
+		case err != nil:
+			return total, err
+		case n < ExpiryBatch:
+			return total, nil
+		}
+	}
+}
+
+// expirePass is one expiry transaction in two round trips: lock up to
+// ExpiryBatch due holds, skipping any another transaction is working on,
+// then release them in one statement and commit. It returns how many it
+// released, or on failure the holds it had picked.
+func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, skip map[string]Line) (int, []uuid.UUID, error) {
+	defer rollback(conn)
+	due := db.ReservationsDueParams{GraceSeconds: grace.Seconds(), Lim: ExpiryBatch}
+	for _, l := range skip {
+		due.SkipSkus = append(due.SkipSkus, l.SKU)
+		due.SkipPools = append(due.SkipPools, l.Pool)
+	}
+	p := newPipe(conn)
+	q := db.New(p)
+	p.begin()
+	timeout := q.BatchSettingsSet(ctx, []string{s.expiryLockTimeout})
+	picking := q.ReservationsDue(ctx, []db.ReservationsDueParams{due})
+	p.send(ctx)
+	_ = done(timeout.Exec)
+	ids, _ := collect(picking.Query)
+	if err := p.close(); err != nil {
+		return 0, nil, wrapf(err, "pick due holds")
+	}
+	if len(ids) == 0 {
+		return 0, nil, nil // rollback (deferred) ends the transaction
+	}
+	var ch change
+	for _, id := range ids {
+		ch.add(id, how.Status, how.Kind, how.Actor, how.Reason)
+	}
+	p = newPipe(conn)
+	q = db.New(p)
+	changing := q.ReservationsChange(ctx, []db.ReservationsChangeParams{ch.ReservationsChangeParams})
+	p.commit()
+	p.send(ctx)
+	released, _ := collect(changing.Query)
+	if err := p.close(); err != nil {
+		return 0, ids, wrapf(err, "release due holds")
+	}
+	metrics.Released(how.Status, how.Kind, how.Actor, len(released))
+	return len(released), nil, nil
+}
+
+// lockedOf returns the stock rows of holds ids that another transaction
+// keeps locked.
+func (s *Service) lockedOf(ctx context.Context, ids []uuid.UUID) (map[string]Line, error) {
+	rows, err := db.New(s.pool).StockRowsOfReservations(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string]Line, len(rows))
+	for _, r := range rows {
+		want[rowKey(r.Sku, r.Pool)] = Line{SKU: r.Sku, Pool: r.Pool}
+	}
+	return s.lockedStock(ctx, want)
+}
+
+// sleep waits d, or less if ctx ends first; it reports whether ctx is
+// still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

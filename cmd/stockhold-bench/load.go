@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+// result is one line of the table.
+type result struct {
+	Scenario string  `json:"scenario"`
+	Clients  int     `json:"clients"`
+	Holds    int64   `json:"holds"`
+	Seconds  float64 `json:"seconds"`
+	// Rate is holds made per second (requests answered per second for
+	// flash, whose point is the refusals).
+	Rate   float64 `json:"holds_per_second"`
+	P50    float64 `json:"p50_ms"`
+	P95    float64 `json:"p95_ms"`
+	P99    float64 `json:"p99_ms"`
+	Max    float64 `json:"max_ms"`
+	Errors int64   `json:"errors"`
+	// RSS is the server's peak resident memory during the scenario.
+	RSS float64 `json:"server_rss_mb"`
+	// Baseline is the bare-SQL transaction's rate at the same concurrency.
+	Baseline    float64 `json:"baseline_tx_per_second,omitempty"`
+	BaselineP99 float64 `json:"baseline_p99_ms,omitempty"`
+	Ratio       float64 `json:"ratio,omitempty"`
+	// ExpiryLag is how late holds expired (released_at - expires_at).
+	ExpiryLagP50 float64 `json:"expiry_lag_p50_ms,omitempty"`
+	ExpiryLagP99 float64 `json:"expiry_lag_p99_ms,omitempty"`
+	ExpiryLagMax float64 `json:"expiry_lag_max_ms,omitempty"`
+	Note         string  `json:"note,omitempty"`
+}
+
+// tally collects what the requests of a run did.
+type tally struct {
+	ok, errs atomic.Int64
+	mu       sync.Mutex
+	lat      []time.Duration
+	firstErr atomic.Value
+}
+
+func (t *tally) add(lats []time.Duration) {
+	t.mu.Lock()
+	t.lat = append(t.lat, lats...)
+	t.mu.Unlock()
+}
+
+func (t *tally) fail(err error) {
+	t.errs.Add(1)
+	t.firstErr.CompareAndSwap(nil, err.Error())
+}
+
+// fill puts the tally's figures into r.
+func (t *tally) fill(r *result, elapsed time.Duration) {
+	r.Holds = t.ok.Load()
+	r.Seconds = elapsed.Seconds()
+	r.Rate = float64(r.Holds) / elapsed.Seconds()
+	r.Errors = t.errs.Load()
+	r.P50, r.P95, r.P99, r.Max = percentiles(t.lat)
+	if e, ok := t.firstErr.Load().(string); ok && r.Note == "" {
+		r.Note = "first error: " + e
+	}
+}
+
+func percentiles(lat []time.Duration) (p50, p95, p99, mx float64) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	at := func(q float64) float64 {
+		i := int(q * float64(len(lat)-1))
+		return float64(lat[i].Microseconds()) / 1000
+	}
+	return at(0.50), at(0.95), at(0.99), at(1)
+}
+
+// closedLoop runs clients workers, each doing one request after another
+// until d has passed; do returns whether the request made a hold.
+func (b *bench) closedLoop(ctx context.Context, name string, clients int, d time.Duration, t *tally,
+	do func(worker, i int) (bool, error)) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	stop := b.progress(name, t)
+	defer stop()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lats []time.Duration
+			for i := 0; ctx.Err() == nil; i++ {
+				s := time.Now()
+				ok, err := do(w, i)
+				lats = append(lats, time.Since(s))
+				switch {
+				case err != nil:
+					t.fail(err)
+				case ok:
+					t.ok.Add(1)
+				}
+			}
+			t.add(lats)
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// openLoop sends rate requests a second for d, each from its own goroutine
+// (up to limit at once), and measures each from when it was due, so that a
+// slow answer shows as latency instead of a lower rate.
+func (b *bench) openLoop(ctx context.Context, name string, rate float64, d time.Duration, t *tally,
+	do func(i int) (bool, error)) time.Duration {
+	stop := b.progress(name, t)
+	defer stop()
+	const limit = 512
+	slots := make(chan struct{}, limit)
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var lats []time.Duration
+	for i := 0; ; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if due.Sub(start) >= d || ctx.Err() != nil {
+			break
+		}
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			ok, err := do(i)
+			l := time.Since(due)
+			mu.Lock()
+			lats = append(lats, l)
+			mu.Unlock()
+			switch {
+			case err != nil:
+				t.fail(err)
+			case ok:
+				t.ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	t.add(lats)
+	return time.Since(start)
+}
+
+// progress prints the run's count every second until stopped.
+func (b *bench) progress(name string, t *tally) (stop func()) {
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				el := time.Since(start)
+				n := t.ok.Load()
+				fmt.Fprintf(b.log, "  %-22s %4.0fs %9d holds %9.0f/s %6d errors\n", name, el.Seconds(), n, float64(n)/el.Seconds(), t.errs.Load())
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// answer is an HTTP answer.
+type answer struct {
+	status int
+	body   []byte
+}
+
+func (a answer) json(v any) error { return json.Unmarshal(a.body, v) }
+
+// do sends one request and reads the whole answer.
+func (b *bench) do(method, path, token, key string, body []byte) (answer, error) {
+	return b.client.do(method, path, token, key, body)
+}
+
+// call sends one request, and turns an answer whose status is not one of
+// statuses into an error.
+func (b *bench) call(method, path, token, key string, body []byte, statuses ...int) (answer, error) {
+	a, err := b.do(method, path, token, key, body)
+	if err != nil {
+		return a, err
+	}
+	if !slices.Contains(statuses, a.status) {
+		return a, fmt.Errorf("HTTP %d: %s", a.status, strings.TrimSpace(string(a.body)))
+	}
+	return a, nil
+}
+
+// hold asks for one hold and reports whether it was made (201).
+func (b *bench) hold(key string, body []byte) (bool, error) {
+	a, err := b.call("POST", "/v1/reservations", b.shop, key, body, http.StatusCreated)
+	return err == nil && a.status == http.StatusCreated, err
+}
+
+func printTable(w io.Writer, results []*result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tclients\tholds/s\tp50 ms\tp95 ms\tp99 ms\terrors\tserver RSS MB\tbaseline tx/s\tratio\texpiry lag p50/p99 ms\t")
+	for _, r := range results {
+		base, ratio, lag := "-", "-", "-"
+		if r.Baseline > 0 {
+			base = fmt.Sprintf("%.0f", r.Baseline)
+			ratio = fmt.Sprintf("%.2fx", r.Ratio)
+		}
+		if r.ExpiryLagP99 > 0 || r.ExpiryLagP50 > 0 {
+			lag = fmt.Sprintf("%.0f / %.0f", r.ExpiryLagP50, r.ExpiryLagP99)
+		}
+		clients := "open"
+		if r.Clients > 0 {
+			clients = fmt.Sprint(r.Clients)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%s\t%s\t%s\t\n",
+			r.Scenario, clients, r.Rate, r.P50, r.P95, r.P99, r.Errors, r.RSS, base, ratio, lag)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.Note != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Scenario, r.Note)
+		}
+	}
+}

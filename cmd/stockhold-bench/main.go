@@ -1,0 +1,337 @@
+// Command stockhold-bench measures stockhold over HTTP: it creates a fresh
+// database on the server DATABASE_URL names (the dev database with `make
+// bench`), starts a real `stockhold serve` on it as a child process, drives
+// it with concurrent clients through a series of scenarios, and prints one
+// table. For the hot and spread scenarios it also runs, in the same run and
+// at the same concurrency, the bare transaction a naive implementation
+// would run per hold (BEGIN; UPDATE stock ... WHERE available >= 1; INSERT
+// reservation; COMMIT) straight through pgx, and reports the ratio.
+// Timings on a shared machine are noisy; the ratios are the numbers to
+// compare.
+//
+//	stockhold-bench [-server bin/stockhold] [-duration 5s] [-clients 64]
+//	                [-scenarios hot,spread,...] [-json] [-keep]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/schema"
+)
+
+// scenarioNames are the scenarios in the order they run.
+var scenarioNames = []string{"hot", "spread", "half", "multi", "flash", "mixed", "expiry", "campaign-end"}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "stockhold-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	server    string
+	duration  time.Duration
+	clients   int
+	scenarios []string
+	json      bool
+	keep      bool
+	database  string
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("stockhold-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var scenarios string
+	fs.StringVar(&o.server, "server", "bin/stockhold", "the stockhold binary to run")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each timed scenario runs")
+	fs.IntVar(&o.clients, "clients", 64, "concurrent clients")
+	fs.StringVar(&scenarios, "scenarios", strings.Join(scenarioNames, ","), "scenarios to run, in order")
+	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of a table")
+	fs.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
+	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, s := range strings.Split(scenarios, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !contains(scenarioNames, s) {
+			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(scenarioNames, ", "))
+		}
+		o.scenarios = append(o.scenarios, s)
+	}
+	server := os.Getenv("DATABASE_URL")
+	if server == "" {
+		return errors.New("DATABASE_URL is not set (`make bench` starts the dev database and sets it)")
+	}
+
+	b, err := setUp(ctx, o, server, stderr)
+	if err != nil {
+		return err
+	}
+	defer b.tearDown()
+
+	var results []*result
+	for _, name := range o.scenarios {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fmt.Fprintf(stderr, "%s:\n", name)
+		r, err := b.scenario(ctx, name)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", name, err)
+		}
+		results = append(results, r...)
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report{Command: "stockhold-bench " + strings.Join(args, " "), Clients: o.clients,
+			Duration: o.duration.String(), Results: results})
+	}
+	printTable(stdout, results)
+	return nil
+}
+
+type report struct {
+	Command  string    `json:"command"`
+	Clients  int       `json:"clients"`
+	Duration string    `json:"duration"`
+	Results  []*result `json:"results"`
+}
+
+// bench is a running server on a fresh database, and what talks to it.
+type bench struct {
+	o      options
+	log    io.Writer
+	admin  string // DATABASE_URL
+	dbURL  string // the bench database
+	pool   *pgxpool.Pool
+	base   string // http://127.0.0.1:port
+	client *client
+	shop   string
+	ops    string
+	cmd    *exec.Cmd
+	exited chan error
+	rss    *rssSampler
+	// spreadRate is the spread scenario's rate, which half runs at half of.
+	spreadRate float64
+	run        string // distinguishes this run's keys and SKUs
+}
+
+func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench, error) {
+	b := &bench{o: o, log: log, admin: server, run: strconv.FormatInt(time.Now().Unix()%100000, 36)}
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return nil, fmt.Errorf("connect to DATABASE_URL: %w", err)
+	}
+	defer admin.Close(ctx)
+	name := pgx.Identifier{o.database}.Sanitize()
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		return nil, err
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, err
+	}
+	if b.dbURL, err = withDatabase(server, o.database); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(b.dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = int32(o.clients) + 4
+	if b.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, err
+	}
+	m, err := schema.New(b.pool, nil)
+	if err != nil {
+		return nil, err
+	}
+	_, err = m.Up(ctx)
+	m.Close()
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if b.shop, err = auth.Create(ctx, b.pool, "bench-shop", auth.RoleShop); err != nil {
+		return nil, err
+	}
+	if b.ops, err = auth.Create(ctx, b.pool, "bench-ops", auth.RoleOps); err != nil {
+		return nil, err
+	}
+	if err := b.startServer(ctx); err != nil {
+		b.tearDown()
+		return nil, err
+	}
+	return b, nil
+}
+
+// startServer runs `stockhold serve` on the bench database and waits until
+// it is ready.
+func (b *bench) startServer(ctx context.Context) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	b.base = "http://" + addr
+	b.cmd = exec.Command(b.o.server, "serve")
+	b.cmd.Env = append(os.Environ(),
+		"DATABASE_URL="+b.dbURL,
+		"STOCKHOLD_ADDR="+addr,
+		"STOCKHOLD_LOG_LEVEL=warn",
+		// The baseline writes stock rows without ledger rows: keep
+		// reconciliation from pausing them mid-run.
+		"STOCKHOLD_RECONCILE_INTERVAL=24h",
+	)
+	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
+	if err := b.cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", b.o.server, err)
+	}
+	b.exited = make(chan error, 1)
+	go func() { b.exited <- b.cmd.Wait() }()
+	b.rss = newRSSSampler(b.cmd.Process.Pid)
+	b.client = newClient(addr)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, err := b.do("GET", "/readyz", "", "", nil)
+		if err == nil && a.status == http.StatusOK {
+			return nil
+		}
+		select {
+		case err := <-b.exited:
+			return fmt.Errorf("the server exited: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the server did not become ready in 30 s")
+		}
+	}
+}
+
+func (b *bench) tearDown() {
+	if b.cmd != nil && b.cmd.Process != nil {
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-b.exited:
+		case <-time.After(20 * time.Second):
+			_ = b.cmd.Process.Kill()
+			<-b.exited
+		}
+	}
+	if b.rss != nil {
+		b.rss.stop()
+	}
+	if b.pool != nil {
+		b.pool.Close()
+	}
+	if b.o.keep || b.dbURL == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if admin, err := pgx.Connect(ctx, b.admin); err == nil {
+		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{b.o.database}.Sanitize()+" WITH (FORCE)")
+		admin.Close(ctx)
+	}
+}
+
+// withDatabase returns url with its database replaced by name.
+func withDatabase(server, name string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return server + " dbname=" + name, nil // keyword/value form: the last dbname wins
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// rssSampler follows a process's resident memory.
+type rssSampler struct {
+	mu   sync.Mutex
+	peak int64 // kB since the last reset
+	done chan struct{}
+}
+
+func newRSSSampler(pid int) *rssSampler {
+	s := &rssSampler{done: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+			if kb := readRSS(pid); kb > 0 {
+				s.mu.Lock()
+				s.peak = max(s.peak, kb)
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return s
+}
+
+// reset starts a new window and returns the peak of the previous one in MB.
+func (s *rssSampler) reset() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.peak
+	s.peak = 0
+	return float64(p) / 1024
+}
+
+func (s *rssSampler) stop() { close(s.done) }
+
+func readRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
