@@ -22,7 +22,9 @@ run: build
 	echo "  DATABASE_URL=$$DATABASE_URL"; \
 	echo "  shop key: $$shop"; \
 	echo "  ops key:  $$ops"; \
-	echo "  try:      curl -s -H 'Authorization: Bearer $$ops' localhost$${STOCKHOLD_ADDR:-:8080}/v1/skus/A1"; \
+	addr=$${STOCKHOLD_ADDR:-:8080}; host=$${addr%:*}; \
+	case "$$host" in ""|0.0.0.0|"[::]") host=localhost;; esac; \
+	echo "  try:      curl -sg -H 'Authorization: Bearer $$ops' $$host:$${addr##*:}/v1/skus/A1"; \
 	echo; \
 	STOCKHOLD_LOG_FORMAT=$${STOCKHOLD_LOG_FORMAT:-text} exec bin/stockhold serve
 
