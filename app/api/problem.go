@@ -132,6 +132,9 @@ func fromDomain(e *inventory.Error, status int) *problem {
 	if e.Pool != "" {
 		p.Extra["pool"] = e.Pool
 	}
+	if e.Line != nil {
+		p.Extra["line"] = *e.Line
+	}
 	if e.Status != "" {
 		// RFC 9457 reserves "status" for the HTTP status.
 		p.Extra["reservation_status"] = e.Status
