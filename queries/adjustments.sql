@@ -67,3 +67,27 @@ SELECT * FROM stock
 WHERE (sku, pool) > (@after_sku::text, @after_pool::text)
 ORDER BY sku, pool
 LIMIT @lim;
+
+-- name: StockImportChunkAdd :exec
+-- StockImportChunkAdd records a committed chunk of a CSV import, in the
+-- chunk's own transaction.
+INSERT INTO stock_import_chunks (prefix_sha256, file_sha256, file_name, first_row, last_row, changed, actor)
+VALUES (@prefix_sha256, @file_sha256, @file_name, @first_row, @last_row, @changed, @actor);
+
+-- name: StockImportChunksFind :many
+-- StockImportChunksFind returns the recorded chunks among the given
+-- content prefixes.
+SELECT * FROM stock_import_chunks WHERE prefix_sha256 = ANY(@prefixes::bytea[]);
+
+-- name: StockImportLock :one
+-- StockImportLock takes the session lock that lets one CSV import run at a
+-- time (false: another holds it). Imports that overlap must not apply the
+-- same rows at once; the lock goes with the connection.
+SELECT pg_try_advisory_lock(hashtext('stockhold.stock_import'));
+
+-- name: StockImportWait :exec
+-- StockImportWait waits for the import lock.
+SELECT pg_advisory_lock(hashtext('stockhold.stock_import'));
+
+-- name: StockImportUnlock :exec
+SELECT pg_advisory_unlock(hashtext('stockhold.stock_import'));

@@ -140,6 +140,104 @@ func (q *Queries) StockExportPage(ctx context.Context, afterSku string, afterPoo
 	return items, nil
 }
 
+const stockImportChunkAdd = `-- name: StockImportChunkAdd :exec
+INSERT INTO stock_import_chunks (prefix_sha256, file_sha256, file_name, first_row, last_row, changed, actor)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+`
+
+type StockImportChunkAddParams struct {
+	PrefixSha256 []byte
+	FileSha256   []byte
+	FileName     string
+	FirstRow     int32
+	LastRow      int32
+	Changed      int32
+	Actor        string
+}
+
+// StockImportChunkAdd records a committed chunk of a CSV import, in the
+// chunk's own transaction.
+func (q *Queries) StockImportChunkAdd(ctx context.Context, arg StockImportChunkAddParams) error {
+	_, err := q.db.Exec(ctx, stockImportChunkAdd,
+		arg.PrefixSha256,
+		arg.FileSha256,
+		arg.FileName,
+		arg.FirstRow,
+		arg.LastRow,
+		arg.Changed,
+		arg.Actor,
+	)
+	return err
+}
+
+const stockImportChunksFind = `-- name: StockImportChunksFind :many
+SELECT prefix_sha256, file_sha256, file_name, first_row, last_row, changed, actor, committed_at FROM stock_import_chunks WHERE prefix_sha256 = ANY($1::bytea[])
+`
+
+// StockImportChunksFind returns the recorded chunks among the given
+// content prefixes.
+func (q *Queries) StockImportChunksFind(ctx context.Context, prefixes [][]byte) ([]StockImportChunk, error) {
+	rows, err := q.db.Query(ctx, stockImportChunksFind, prefixes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockImportChunk
+	for rows.Next() {
+		var i StockImportChunk
+		if err := rows.Scan(
+			&i.PrefixSha256,
+			&i.FileSha256,
+			&i.FileName,
+			&i.FirstRow,
+			&i.LastRow,
+			&i.Changed,
+			&i.Actor,
+			&i.CommittedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockImportLock = `-- name: StockImportLock :one
+SELECT pg_try_advisory_lock(hashtext('stockhold.stock_import'))
+`
+
+// StockImportLock takes the session lock that lets one CSV import run at a
+// time (false: another holds it). Imports that overlap must not apply the
+// same rows at once; the lock goes with the connection.
+func (q *Queries) StockImportLock(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, stockImportLock)
+	var pg_try_advisory_lock bool
+	err := row.Scan(&pg_try_advisory_lock)
+	return pg_try_advisory_lock, err
+}
+
+const stockImportUnlock = `-- name: StockImportUnlock :exec
+SELECT pg_advisory_unlock(hashtext('stockhold.stock_import'))
+`
+
+func (q *Queries) StockImportUnlock(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, stockImportUnlock)
+	return err
+}
+
+const stockImportWait = `-- name: StockImportWait :exec
+SELECT pg_advisory_lock(hashtext('stockhold.stock_import'))
+`
+
+// StockImportWait waits for the import lock.
+func (q *Queries) StockImportWait(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, stockImportWait)
+	return err
+}
+
 const stockListBySKUs = `-- name: StockListBySKUs :many
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock
 WHERE sku = ANY($1::text[])

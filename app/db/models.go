@@ -336,3 +336,15 @@ type StockHealth struct {
 	LedgerOk        *bool
 	Ok              *bool
 }
+
+// Committed chunks of CSV stock imports, by the SHA-256 of the file's content through the chunk: a rerun skips what they cover.
+type StockImportChunk struct {
+	PrefixSha256 []byte
+	FileSha256   []byte
+	FileName     string
+	FirstRow     int32
+	LastRow      int32
+	Changed      int32
+	Actor        string
+	CommittedAt  time.Time
+}

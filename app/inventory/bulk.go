@@ -43,6 +43,8 @@ type BulkAdjustment struct {
 type BulkResult struct {
 	SKUs    []Stock
 	Changed int
+	// UnitsIn and UnitsOut total the positive and negative changes.
+	UnitsIn, UnitsOut int64
 }
 
 // lineError is a problem with line i of a bulk adjustment.
@@ -143,6 +145,7 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 	for _, r := range rows {
 		locked[[2]string{r.Sku, r.Pool}] = r
 	}
+	var out BulkResult
 	p := db.StockAdjustManyParams{Actor: b.Actor}
 	if b.Reason != "" {
 		p.Reason = &b.Reason
@@ -168,8 +171,13 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 			return BulkResult{}, lineError(i, CodeInsufficientAvailable, l,
 				"SKU %q (pool %s) has %d available, %d to take", l.SKU, l.Pool, r.Available, -delta)
 		}
-		if delta == 0 {
+		switch {
+		case delta == 0:
 			continue
+		case delta > 0:
+			out.UnitsIn += delta
+		default:
+			out.UnitsOut -= delta
 		}
 		p.Skus, p.Pools, p.Deltas, p.Refs = append(p.Skus, l.SKU), append(p.Pools, l.Pool), append(p.Deltas, delta), append(p.Refs, l.Ref)
 	}
@@ -187,7 +195,7 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 	if err != nil {
 		return BulkResult{}, fmt.Errorf("read stock: %w", err)
 	}
-	out := BulkResult{SKUs: make([]Stock, 0, len(names)), Changed: len(p.Skus)}
+	out.SKUs, out.Changed = make([]Stock, 0, len(names)), len(p.Skus)
 	for _, r := range all {
 		if n := len(out.SKUs); n == 0 || out.SKUs[n-1].SKU != r.Sku {
 			out.SKUs = append(out.SKUs, Stock{SKU: r.Sku})
