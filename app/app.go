@@ -263,7 +263,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		return nil, fmt.Errorf("job dashboard: %w", err)
 	}
 	a.jobsUI = jobsUI
-	authn := auth.NewAuthenticator(reqPool, 10*time.Second)
+	authn := auth.NewAuthenticator(reqPool, auth.CacheTTL)
 	ops, err := console.New(console.Deps{
 		Pool: reqPool, Inventory: web.Inventory, Campaigns: web.Campaigns, Rollbacks: web.Rollbacks,
 		Alerts: web.Alerts, Reconcile: web.Reconcile, Auth: authn, Log: log,

@@ -90,7 +90,8 @@ type ApiKey struct {
 	Role        string
 	TokenSha256 []byte
 	CreatedAt   time.Time
-	RevokedAt   *time.Time
+	// When the key stops working; null while it is in use. A time to come is a rotated key's grace period. Live names are unique.
+	RevokedAt *time.Time
 }
 
 // Flash sales: scheduled -> active -> ended -> rolled_back. Holds naming a campaign draw only from its pool.

@@ -4,6 +4,7 @@
 //	stockhold serve                      HTTP API + job workers
 //	stockhold migrate up|down|status     goose migrations, River's included
 //	stockhold apikey create --name N --role shop|ops
+//	stockhold apikey list | revoke --name N | rotate --name N [--role R] [--grace D]
 //	stockhold rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P]) [--dry-run]
 //	stockhold rollback resume ID [--operator O]
 //	stockhold reconcile [--sku S]...     check the books now; exit 1 on high risk
@@ -34,6 +35,13 @@ commands:
   serve                                  run the HTTP API and the job workers
   migrate up|down|status                 apply, roll back one, or list migrations
   apikey create --name N --role shop|ops create an API key; prints the token on the last line
+                                         (a name in use by another key is refused: rotate it)
+  apikey list                            every key: id, name, role, created, in use or revoked
+  apikey revoke --name N                 stop the key named N now and end its console sessions;
+                                         every instance refuses it within 3 s
+  apikey rotate --name N [--role R] [--grace D]
+                                         a new token for N (created when there is none; the role
+                                         defaults to the old key's); the old one stops after D (default 0)
   rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--dry-run]
                                          enqueue a manual rollback; prints its request id on the last line
   rollback resume ID [--operator O]      give a rollback whose jobs were cancelled, deleted or discarded
