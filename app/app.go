@@ -33,6 +33,7 @@ import (
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
 	"github.com/stockhold/stockhold/jobs"
@@ -197,7 +198,12 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
 	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
 	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
+	var keep *retention.Service
+	if cfg.Retention > 0 {
+		keep = retention.New(pool, retention.Config{After: cfg.Retention, Budget: jobs.RetentionBudget, Log: log})
+	}
 	return jobs.Deps{
+		Retention: keep,
 		Inventory: inv,
 		Alerts:    alertSvc,
 		Rollbacks: rollbackSvc,
