@@ -19,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/api"
+	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -72,7 +73,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
 	require.NoError(t, err)
 	e := &env{t: t, url: srv.URL, pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rec: deps.Reconcile, shop: shop, ops: ops,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200}}}
+		client: &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200})}}
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return e
 }
