@@ -11,18 +11,20 @@ WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 
 .PHONY: run test generate check-generate bench lint build db-stop
 
-## run: migrate, print dev API keys, and serve on :8080 (STOCKHOLD_ADDR), logging text lines
+## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines
 run: build
 	@set -eo pipefail; $(WITH_DB); \
 	bin/stockhold migrate up; \
-	shop=$$(bin/stockhold apikey create --name dev-shop --role shop | tail -n 1); \
-	ops=$$(bin/stockhold apikey create --name dev-ops --role ops | tail -n 1); \
+	shop=$$(bin/stockhold apikey rotate --name dev-shop --role shop | tail -n 1); \
+	ops=$$(bin/stockhold apikey rotate --name dev-ops --role ops | tail -n 1); \
 	echo; \
 	echo "stockhold dev instance"; \
 	echo "  DATABASE_URL=$$DATABASE_URL"; \
 	echo "  shop key: $$shop"; \
 	echo "  ops key:  $$ops"; \
-	echo "  try:      curl -s -H 'Authorization: Bearer $$ops' localhost$${STOCKHOLD_ADDR:-:8080}/v1/skus/A1"; \
+	addr=$${STOCKHOLD_ADDR:-:8080}; host=$${addr%:*}; \
+	case "$$host" in ""|0.0.0.0|"[::]") host=localhost;; esac; \
+	echo "  try:      curl -sg -H 'Authorization: Bearer $$ops' $$host:$${addr##*:}/v1/skus/A1"; \
 	echo; \
 	STOCKHOLD_LOG_FORMAT=$${STOCKHOLD_LOG_FORMAT:-text} exec bin/stockhold serve
 

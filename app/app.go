@@ -33,6 +33,7 @@ import (
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
 	"github.com/stockhold/stockhold/jobs"
@@ -225,7 +226,12 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 	})
 	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
 	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
+	var keep *retention.Service
+	if cfg.Retention > 0 {
+		keep = retention.New(pool, retention.Config{After: cfg.Retention, Budget: jobs.RetentionBudget, Log: log})
+	}
 	return jobs.Deps{
+		Retention: keep,
 		Inventory: inv,
 		Alerts:    alertSvc,
 		Rollbacks: rollbackSvc,
@@ -291,7 +297,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		return nil, fmt.Errorf("job dashboard: %w", err)
 	}
 	a.jobsUI = jobsUI
-	authn := auth.NewAuthenticator(reqPool, 10*time.Second)
+	authn := auth.NewAuthenticator(reqPool, auth.CacheTTL)
 	ops, err := console.New(console.Deps{
 		Pool: reqPool, Inventory: web.Inventory, Campaigns: web.Campaigns, Rollbacks: web.Rollbacks,
 		Alerts: web.Alerts, Reconcile: web.Reconcile, Auth: authn, Log: log,

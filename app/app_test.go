@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -52,7 +53,7 @@ func TestServe(t *testing.T) {
 		if set != nil {
 			set(req)
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := (&http.Client{Transport: apitest.Transport(t, nil)}).Do(req)
 		require.NoError(t, err)
 		defer res.Body.Close()
 		b, err := io.ReadAll(res.Body)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -117,7 +118,7 @@ func start(t *testing.T, opts *instanceOpts) *instance {
 	require.NoError(t, err)
 	in := &instance{t: t, app: a, pool: pool, base: "http://" + ln.Addr().String(), addr: ln.Addr().String(),
 		ops: ops, shop: shop, logs: logs,
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100}, Timeout: 30 * time.Second}}
+		http: &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 100}), Timeout: 30 * time.Second}}
 	t.Cleanup(in.http.CloseIdleConnections)
 	return in
 }
@@ -189,8 +190,25 @@ func (in *instance) hold(key, sku string) (answer, error) {
 
 // raw sends request text as is on a new connection (so paths a client
 // library would escape or refuse reach the server untouched) and reads
-// one answer.
-func raw(addr, request string) (answer, error) {
+// one answer, which is checked against the OpenAPI document as the
+// instance's client checks every other.
+func (in *instance) raw(request string) (answer, error) {
+	a, err := rawRequest(in.addr, request)
+	if err != nil {
+		return a, err
+	}
+	v, err := apitest.Load()
+	if err != nil {
+		return a, err
+	}
+	if err := v.CheckRaw([]byte(request), a.status, a.header, a.body); err != nil {
+		line, _, _ := strings.Cut(request, "\r\n")
+		in.t.Errorf("OpenAPI: %s -> %d: %v\n  answer: %s", line, a.status, err, a.body)
+	}
+	return a, nil
+}
+
+func rawRequest(addr, request string) (answer, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return answer{}, err

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -83,7 +84,7 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 		if requestID != "" {
 			req.Header.Set("X-Request-Id", requestID)
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := (&http.Client{Transport: apitest.Transport(t, nil)}).Do(req)
 		require.NoError(t, err)
 		defer res.Body.Close()
 		var out map[string]any

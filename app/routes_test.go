@@ -72,7 +72,7 @@ func TestEveryRouteOddPathParams(t *testing.T) {
 			req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nIdempotency-Key: odd-%d\r\n"+
 				"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 				r.Method, path, in.addr, in.ops, tried, len(body), body)
-			a, err := raw(in.addr, req)
+			a, err := in.raw(req)
 			require.NoError(t, err, "%s %s (%s)", r.Method, r.Path, name)
 			tried++
 			require.Less(t, a.status, 500, "%s %s with %s: %d %s", r.Method, r.Path, name, a.status, a.body)
@@ -98,7 +98,7 @@ func TestBadEscapeIsProblemJSON(t *testing.T) {
 		"GET /v1/skus/A1 HTTP/1.1\r\n\r\n",                             // no Host
 		"GET /v1/skus/A1 HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n", // malformed header
 	} {
-		a, err := raw(in.addr, req)
+		a, err := in.raw(req)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, a.status, "%q", req)
 		p := a.problem(t)

@@ -40,6 +40,8 @@ func decodeAs(kind string, raw []byte) error {
 		_, err = jobs.DecodeArgs[jobs.SweepExpiredArgs](raw)
 	case "watch_discarded":
 		_, err = jobs.DecodeArgs[jobs.WatchDiscardedArgs](raw)
+	case "retention":
+		_, err = jobs.DecodeArgs[jobs.RetentionArgs](raw)
 	default:
 		panic("no such kind: " + kind)
 	}
@@ -66,6 +68,7 @@ func TestArgsMarshalledByGoDecode(t *testing.T) {
 		alerts.DeliverAlertArgs{AlertID: 1},
 		jobs.SweepExpiredArgs{},
 		jobs.WatchDiscardedArgs{},
+		jobs.RetentionArgs{},
 	} {
 		raw, err := json.Marshal(args)
 		require.NoError(t, err)
@@ -119,6 +122,7 @@ func TestArgsRefused(t *testing.T) {
 		{"deliver_alert", `{"alert_id":"1"}`, `field "alert_id": cannot unmarshal string`},
 		{"sweep_expired", `{"grace":"1h"}`, `unknown field "grace" (the fields are none: give {})`},
 		{"watch_discarded", `null`, `JSON object`},
+		{"retention", `{"older_than":"1h"}`, `unknown field "older_than" (the fields are none: give {})`},
 	} {
 		err := decodeAs(c.kind, []byte(c.args))
 		require.Error(t, err, "%s %s", c.kind, c.args)

@@ -22,6 +22,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -119,7 +120,14 @@ const (
 	// run waits for the first, which counts against its own timeout); a
 	// reconciliation is never rescued while it is running within it.
 	TimeoutReconcile = 10 * time.Minute
+	// TimeoutRetention bounds one retention run, which stops deleting at
+	// RetentionBudget and leaves the rest to the next.
+	TimeoutRetention = 2 * time.Minute
 )
+
+// RetentionBudget is how long one retention run deletes before it leaves
+// the rest to the next run.
+const RetentionBudget = time.Minute
 
 // Deps are the domain services the workers call.
 type Deps struct {
@@ -130,6 +138,9 @@ type Deps struct {
 	// Reconcile runs reconciliations; nil leaves the reconcile worker and
 	// its periodic job out.
 	Reconcile *reconcile.Service
+	// Retention deletes old rows; nil (STOCKHOLD_RETENTION=0) leaves the
+	// retention worker and its periodic job out.
+	Retention *retention.Service
 }
 
 // Config tunes the client and the periodic jobs.
@@ -141,6 +152,8 @@ type Config struct {
 	WatchInterval time.Duration
 	// ReconcileInterval is how often reconciliation runs.
 	ReconcileInterval time.Duration
+	// RetentionInterval is how often the retention job runs; 0 means hourly.
+	RetentionInterval time.Duration
 	// AlertWebhook receives new alerts; empty cancels deliveries.
 	AlertWebhook string
 	// RetryBase is the wait before the second attempt; the third waits four
@@ -224,6 +237,14 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		periodic = append(periodic, river.NewPeriodicJob(
 			river.PeriodicInterval(orDefault(cfg.ReconcileInterval, 5*time.Minute)), periodicReconcile,
 			&river.PeriodicJobOpts{ID: "reconcile"}))
+	}
+
+	if deps.Retention != nil {
+		register(workers, &retentionWorker{svc: deps.Retention}, TimeoutRetention, al)
+		periodic = append(periodic, river.NewPeriodicJob(
+			river.PeriodicInterval(orDefault(cfg.RetentionInterval, time.Hour)),
+			func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "retention"}))
 	}
 
 	if cfg.NotLeader {

@@ -53,6 +53,9 @@ type setupOpts struct {
 	workers func(*river.Workers)
 	// stopped leaves the client unstarted: the test starts it (b.start).
 	stopped bool
+	// retention turns on the retention job, run every retentionInterval.
+	retention         time.Duration
+	retentionInterval time.Duration
 }
 
 // setup returns a started River client working every stockhold job kind
@@ -66,7 +69,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
 	deps := app.Services(config.Config{
-		AlertWebhook: opts.webhook, RollbackPause: opts.rollbackPause, ReconcileRepairLimit: 100,
+		AlertWebhook: opts.webhook, RollbackPause: opts.rollbackPause, ReconcileRepairLimit: 100, Retention: opts.retention,
 	}, pool, inserter, quiet)
 	reconciler := deps.Reconcile
 	if !opts.reconcile {
@@ -75,7 +78,8 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	client, err := jobs.NewClient(pool, deps, jobs.Config{
 		Workers: 10, SweepInterval: opts.sweepInterval, SweepGrace: opts.sweepGrace,
 		WatchInterval: 200 * time.Millisecond, ReconcileInterval: opts.reconcileInterval, AlertWebhook: opts.webhook,
-		RetryBase: 10 * time.Millisecond, Test: true, Log: quiet, ExtraWorkers: opts.workers, ExpirySpan: opts.expirySpan,
+		RetentionInterval: opts.retentionInterval,
+		RetryBase:         10 * time.Millisecond, Test: true, Log: quiet, ExtraWorkers: opts.workers, ExpirySpan: opts.expirySpan,
 	})
 	require.NoError(t, err)
 	b := &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, campaigns: deps.Campaigns,

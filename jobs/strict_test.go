@@ -96,7 +96,7 @@ func TestMisspeltManualRollbackIsRefused(t *testing.T) {
 // worker never runs.
 func TestMalformedJobsOfEveryKindAreRefused(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &setupOpts{reconcile: true, reconcileInterval: time.Hour})
+	b := setup(t, &setupOpts{reconcile: true, reconcileInterval: time.Hour, retention: time.Hour, retentionInterval: time.Hour})
 	ctx := context.Background()
 	b.stockIn(t, "A1", 10)
 	r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "k", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
@@ -111,6 +111,7 @@ func TestMalformedJobsOfEveryKindAreRefused(t *testing.T) {
 		{"deliver_alert", `{"alert_id": 1.5}`},
 		{"sweep_expired", `{"grace": "0s"}`},
 		{"watch_discarded", `[]`},
+		{"retention", `{"after": "1h"}`},
 	} {
 		id := insertRawJob(t, b, c.kind, c.args)
 		a := requireRefused(t, b, id, jobs.AlertJobArgsInvalid)

@@ -4,11 +4,13 @@ VALUES (@token_sha256, @api_key_id, @csrf_token, now() + interval '1 second' * @
 
 -- name: OpsSessionGet :one
 -- OpsSessionGet returns a live session with the key it acts as: an expired
--- session, or one whose key was revoked, is no session.
+-- session, or one whose key was revoked (its grace period over), is no
+-- session. It is read on every request, so a revocation ends a session at
+-- once on every instance.
 SELECT k.id AS api_key_id, k.name, k.role, s.csrf_token, s.expires_at
 FROM ops_sessions s
 JOIN api_keys k ON k.id = s.api_key_id
-WHERE s.token_sha256 = @token_sha256 AND s.expires_at > now() AND k.revoked_at IS NULL;
+WHERE s.token_sha256 = @token_sha256 AND s.expires_at > now() AND (k.revoked_at IS NULL OR k.revoked_at > now());
 
 -- name: OpsSessionDelete :exec
 DELETE FROM ops_sessions WHERE token_sha256 = @token_sha256;

@@ -21,6 +21,3 @@ JOIN (SELECT unnest(@vskus::text[]) AS sku, unnest(@vpools::text[]) AS pool, unn
   ON v.sku = l.sku AND v.pool = l.pool
 WHERE l.reservation_id = ANY(@reservation_ids::uuid[])
 ORDER BY l.reservation_id, l.sku, l.pool;
-
--- name: LedgerListBySKU :many
-SELECT * FROM ledger WHERE sku = @sku ORDER BY id DESC LIMIT @lim;

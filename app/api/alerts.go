@@ -30,7 +30,9 @@ func (s *server) listAlerts(c echo.Context) error {
 }
 
 type ackBody struct {
-	Operator string `json:"operator"`
+	// Operator is nil when left out (the key's name is used); given, it
+	// must be a name, as the document says.
+	Operator *string `json:"operator"`
 }
 
 func (s *server) ackAlert(c echo.Context) error {
@@ -42,10 +44,11 @@ func (s *server) ackAlert(c echo.Context) error {
 	if err := decodeOptional(c, &body); err != nil {
 		return err
 	}
-	if body.Operator == "" {
-		body.Operator = caller(c).Name
+	operator, err := operatorOr(body.Operator, caller(c).Name)
+	if err != nil {
+		return err
 	}
-	a, err := s.Alerts.Ack(c.Request().Context(), id, body.Operator)
+	a, err := s.Alerts.Ack(c.Request().Context(), id, operator)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/api"
+	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -72,7 +73,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
 	require.NoError(t, err)
 	e := &env{t: t, url: srv.URL, pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rec: deps.Reconcile, shop: shop, ops: ops,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200}}}
+		client: &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200})}}
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return e
 }
@@ -94,6 +95,13 @@ func (r resp) json(t testing.TB) map[string]any {
 // as JSON); headers are pairs.
 func (e *env) do(method, path, token string, body any, headers ...string) resp {
 	e.t.Helper()
+	r, err := e.send(method, path, token, body, headers...)
+	require.NoError(e.t, err)
+	return r
+}
+
+// send is do for goroutines: it returns errors instead of failing.
+func (e *env) send(method, path, token string, body any, headers ...string) (resp, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -103,11 +111,15 @@ func (e *env) do(method, path, token string, body any, headers ...string) resp {
 		rd = bytes.NewReader(b)
 	default:
 		raw, err := json.Marshal(b)
-		require.NoError(e.t, err)
+		if err != nil {
+			return resp{}, err
+		}
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, e.url+path, rd)
-	require.NoError(e.t, err)
+	if err != nil {
+		return resp{}, err
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -118,11 +130,12 @@ func (e *env) do(method, path, token string, body any, headers ...string) resp {
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	res, err := e.client.Do(req)
-	require.NoError(e.t, err)
+	if err != nil {
+		return resp{}, err
+	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	require.NoError(e.t, err)
-	return resp{status: res.StatusCode, header: res.Header, body: b}
+	return resp{status: res.StatusCode, header: res.Header, body: b}, err
 }
 
 func (e *env) stockIn(sku string, n int) {

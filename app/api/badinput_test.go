@@ -88,6 +88,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"unknown sku", "GET", "/v1/skus/NOPE", e.shop, ``, nil, 404, "unknown_sku"},
 		{"ledger limit", "GET", "/v1/skus/A1/ledger?limit=0", e.ops, ``, nil, 422, "invalid_request"},
 		{"ledger limit text", "GET", "/v1/skus/A1/ledger?limit=ten", e.ops, ``, nil, 400, "invalid_request"},
+		{"ack with an empty operator", "POST", "/v1/alerts/1/ack", e.ops, `{"operator":""}`, nil, 422, "invalid_request"},
+		{"end with an empty operator", "POST", "/v1/campaigns/c1/end", e.ops, `{"operator":""}`, nil, 422, "invalid_request"},
+		{"resume with an empty operator", "POST", "/v1/rollbacks/1/resume", e.ops, `{"operator":""}`, nil, 422, "invalid_request"},
+		{"reconcile no skus", "POST", "/v1/reconciliations", e.ops, `{"skus":[]}`, key, 422, "invalid_request"},
 		{"unknown route", "GET", "/v1/nothing", e.shop, ``, nil, 404, "not_found"},
 		{"wrong method", "DELETE", "/v1/reservations/" + id, e.shop, ``, nil, 405, "method_not_allowed"},
 	}

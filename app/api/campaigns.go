@@ -51,8 +51,8 @@ func (s *server) getCampaign(c echo.Context) error {
 }
 
 type endBody struct {
-	Operator string `json:"operator"`
-	Reason   string `json:"reason"`
+	Operator *string `json:"operator"`
+	Reason   string  `json:"reason"`
 }
 
 func (s *server) endCampaign(c echo.Context) error {
@@ -64,10 +64,11 @@ func (s *server) endCampaign(c echo.Context) error {
 	if err := decodeOptional(c, &body); err != nil {
 		return err
 	}
-	if body.Operator == "" {
-		body.Operator = caller(c).Name
+	operator, err := operatorOr(body.Operator, caller(c).Name)
+	if err != nil {
+		return err
 	}
-	out, err := s.Campaigns.End(c.Request().Context(), id, body.Operator, body.Reason)
+	out, err := s.Campaigns.End(c.Request().Context(), id, operator, body.Reason)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"net/http"
@@ -59,3 +60,6 @@ func (s *server) openapi(c echo.Context) error {
 }
 
 func metricsHandler() http.Handler { return promhttp.Handler() }
+
+// OpenAPI returns the OpenAPI document served at /openapi.json (a copy).
+func OpenAPI() []byte { return bytes.Clone(openapiDoc) }

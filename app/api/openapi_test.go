@@ -2,14 +2,20 @@ package api
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stockhold/stockhold/app/inventory"
 )
 
 // jobsPath is the one documented path for River's dashboard, which New
@@ -254,4 +260,153 @@ func TestOpenAPISecurity(t *testing.T) {
 			t.Errorf("GET /openapi.json does not serve the embedded document")
 		}
 	}
+}
+
+// TestProblemCodes checks the document's problem codes against what the
+// server can send. The source of truth is problem.go's titles: every code
+// the server sends has one (a code without would answer an empty title).
+// So: every code the HTTP layer's source passes to newProblem or sets as a
+// problem's Code, and every domain code (inventory.Code constants), has a
+// title; the Problem schema's code enum is exactly the titled codes; and
+// each response's own enum names only those.
+func TestProblemCodes(t *testing.T) {
+	sent := map[string]string{} // code -> where
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "newProblem" && len(n.Args) > 1 {
+					if lit, ok := n.Args[1].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						sent[unquote(t, lit.Value)] = fset.Position(lit.Pos()).String()
+					} else if conv, ok := n.Args[1].(*ast.CallExpr); ok && isIdent(conv.Fun, "string") {
+						// string(e.Code): a domain code, checked below.
+					} else {
+						t.Errorf("%s: newProblem's code is not a literal: add it to the check", fset.Position(n.Pos()))
+					}
+				}
+			case *ast.KeyValueExpr:
+				if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Code" {
+					if lit, ok := n.Value.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						sent[unquote(t, lit.Value)] = fset.Position(lit.Pos()).String()
+					}
+				}
+			}
+			return true
+		})
+	}
+	// The domain's codes, declared as constants of type Code.
+	f, err := parser.ParseFile(fset, filepath.Join("..", "inventory", "errors.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	domain := 0
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if typ, ok := vs.Type.(*ast.Ident); !ok || typ.Name != "Code" {
+				continue
+			}
+			for i, v := range vs.Values {
+				code := unquote(t, v.(*ast.BasicLit).Value)
+				sent[code] = fset.Position(vs.Names[i].Pos()).String()
+				domain++
+				if _, ok := statuses[inventory.Code(code)]; !ok {
+					t.Errorf("domain code %s has no HTTP status in problem.go's statuses", code)
+				}
+			}
+		}
+	}
+	if domain < 10 || len(sent) < 20 {
+		t.Fatalf("found %d codes (%d domain): the source scan is broken", len(sent), domain)
+	}
+	// A client that went away gets no answer at all (handleError writes
+	// only the status, for the log): its code is never sent.
+	delete(sent, "client_closed_request")
+	for code, where := range sent {
+		if _, ok := titles[code]; !ok {
+			t.Errorf("%s: code %s has no title in problem.go", where, code)
+		}
+	}
+	for code := range titles {
+		if _, ok := sent[code]; !ok {
+			t.Errorf("problem.go titles %s, which nothing sends", code)
+		}
+	}
+
+	doc := loadOpenAPI(t)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	enum := schemas["Problem"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
+	documented := map[string]bool{}
+	for _, c := range enum {
+		documented[c.(string)] = true
+	}
+	for code := range titles {
+		if !documented[code] {
+			t.Errorf("the server can send %s, which the Problem schema's code enum leaves out", code)
+		}
+	}
+	for code := range documented {
+		if _, ok := titles[code]; !ok {
+			t.Errorf("the Problem schema's code enum has %s, which the server never sends", code)
+		}
+	}
+	// Every enum or const of a response's code names a titled code.
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if props, ok := v["properties"].(map[string]any); ok {
+				if code, ok := props["code"].(map[string]any); ok {
+					vals, _ := code["enum"].([]any)
+					if c, ok := code["const"]; ok {
+						vals = append(vals, c)
+					}
+					for _, c := range vals {
+						if _, ok := titles[c.(string)]; !ok {
+							t.Errorf("%s names code %v, which the server never sends", at, c)
+						}
+					}
+				}
+			}
+			for k, x := range v {
+				walk(x, at+"/"+k)
+			}
+		case []any:
+			for i, x := range v {
+				walk(x, at+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(doc["paths"], "#/paths")
+	walk(doc["components"], "#/components")
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
+}
+
+func unquote(t *testing.T, s string) string {
+	t.Helper()
+	u, err := strconv.Unquote(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -132,6 +132,9 @@ func fromDomain(e *inventory.Error, status int) *problem {
 	if e.Pool != "" {
 		p.Extra["pool"] = e.Pool
 	}
+	if e.Line != nil {
+		p.Extra["line"] = *e.Line
+	}
 	if e.Status != "" {
 		// RFC 9457 reserves "status" for the HTTP status.
 		p.Extra["reservation_status"] = e.Status
@@ -158,6 +161,9 @@ func classify(ctx context.Context, err error) *problem {
 		he *echo.HTTPError
 	)
 	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		// Whatever the answer would have been, no one is there to read it.
+		return newProblem(statusClientClosed, "client_closed_request", "the client closed the request before its answer")
 	case errors.As(err, &de):
 		return fromDomain(de, 0)
 	case errors.Is(err, idempotency.ErrReused):
@@ -165,8 +171,6 @@ func classify(ctx context.Context, err error) *problem {
 			"this Idempotency-Key was used before with a different request")
 	case errors.As(err, &he):
 		return fromHTTPError(he)
-	case errors.Is(ctx.Err(), context.Canceled):
-		return newProblem(statusClientClosed, "client_closed_request", "the client closed the request before its answer")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return timeout()
 	}

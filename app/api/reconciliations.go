@@ -7,11 +7,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
 
 // reconciliationBody is the optional body of POST /v1/reconciliations: no
-// body, or no skus, checks every SKU.
+// body, or no skus field, checks every SKU; "skus": [] is refused (422),
+// since a client that sends an empty list most likely meant some SKUs.
 type reconciliationBody struct {
 	SKUs []string `json:"skus"`
 }
@@ -26,6 +28,9 @@ func (s *server) createReconciliation(c echo.Context) error {
 	var body reconciliationBody
 	if err := decodeOptional(c, &body); err != nil {
 		return err
+	}
+	if body.SKUs != nil && len(body.SKUs) == 0 {
+		return inventory.Invalid("skus is empty: leave it out to check every SKU")
 	}
 	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
 		req, err := s.Reconcile.RequestTx(ctx, tx, reconcile.TriggerHTTP, body.SKUs)

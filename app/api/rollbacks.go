@@ -83,7 +83,7 @@ func (s *server) getRollback(c echo.Context) error {
 }
 
 type resumeBody struct {
-	Operator string `json:"operator"`
+	Operator *string `json:"operator"`
 }
 
 // resumeRollback gives a rollback whose chain of jobs was stranded
@@ -98,14 +98,29 @@ func (s *server) resumeRollback(c echo.Context) error {
 	if err := decodeOptional(c, &body); err != nil {
 		return err
 	}
-	if body.Operator == "" {
-		body.Operator = caller(c).Name
+	operator, err := operatorOr(body.Operator, caller(c).Name)
+	if err != nil {
+		return err
 	}
-	out, err := s.Rollbacks.Resume(c.Request().Context(), id, body.Operator)
+	out, err := s.Rollbacks.Resume(c.Request().Context(), id, operator)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, out)
+}
+
+// operatorOr is the operator a body names, or def when it names none. An
+// operator given empty is refused (422) rather than taken for absent: the
+// document requires a name, and a client that sends "" most likely lost
+// the value it meant to send.
+func operatorOr(given *string, def string) (string, error) {
+	if given == nil {
+		return def, nil
+	}
+	if err := inventory.ValidName("operator", *given); err != nil {
+		return "", err
+	}
+	return *given, nil
 }
 
 // int64Param returns a path parameter that must be a positive integer id.

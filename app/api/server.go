@@ -109,6 +109,7 @@ func New(d Deps) *echo.Echo {
 	e.POST("/v1/skus/:sku/pause", s.pauseStock, ops)
 	e.POST("/v1/skus/:sku/resume", s.resumeStock, ops)
 	e.GET("/v1/skus/:sku/ledger", s.getLedger, ops)
+	e.POST("/v1/stock/adjustments", s.adjustStockInBulk, ops)
 
 	e.POST("/v1/reservations", s.createReservation, shop)
 	e.GET("/v1/reservations/:id", s.getReservation, shop)

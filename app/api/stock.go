@@ -112,6 +112,9 @@ func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory
 type ledgerPage struct {
 	SKU       string               `json:"sku"`
 	Movements []inventory.Movement `json:"movements"`
+	// NextBeforeID is the before_id of the next (older) page; null on the
+	// oldest page.
+	NextBeforeID *int64 `json:"next_before_id"`
 }
 
 func (s *server) getLedger(c echo.Context) error {
@@ -119,15 +122,34 @@ func (s *server) getLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit := 100
-	if v := c.QueryParam("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil {
-			return badRequest("limit must be a whole number from 1 to 1000")
-		}
-	}
-	moves, err := s.Inventory.Ledger(c.Request().Context(), sku, limit)
+	limit, err := intQuery(c, "limit", 100)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ledgerPage{SKU: sku, Movements: moves})
+	before, err := intQuery(c, "before_id", 0)
+	if err != nil {
+		return err
+	}
+	if c.QueryParam("before_id") != "" && before < 1 {
+		return inventory.Invalid("before_id must be a ledger id (a positive whole number)")
+	}
+	page, err := s.Inventory.Ledger(c.Request().Context(), sku, int(limit), before)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ledgerPage{SKU: sku, Movements: page.Movements, NextBeforeID: page.NextBeforeID})
+}
+
+// intQuery returns query parameter name as a whole number, def when it is
+// absent or empty; text that is not a whole number is a 400.
+func intQuery(c echo.Context, name string, def int64) (int64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, badRequest(name + " must be a whole number")
+	}
+	return n, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
@@ -50,32 +51,73 @@ var ErrUnknownKey = errors.New("unknown or revoked API key")
 // secret scanners.
 const tokenPrefix = "sh_"
 
-// Create issues a key and returns its token, which is shown only this once.
-func Create(ctx context.Context, pool *pgxpool.Pool, name string, role Role) (string, error) {
+// ErrNameTaken means a key in use already has the name: names are owners,
+// unique among live keys. Rotate that key, or revoke it first.
+var ErrNameTaken = errors.New("a key in use already has this name")
+
+// ErrNoKey means no key in use has the name.
+var ErrNoKey = errors.New("no key in use has this name")
+
+func newToken() (token string, sum [32]byte, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", sum, err
+	}
+	token = tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return token, sha256.Sum256([]byte(token)), nil
+}
+
+func validName(name string) error {
 	if name == "" || len(name) > 64 {
-		return "", errors.New("name must be 1 to 64 bytes")
+		return errors.New("name must be 1 to 64 bytes")
+	}
+	return nil
+}
+
+// Create issues a key and returns its token, which is shown only this once.
+// A name already in use by a live key is ErrNameTaken.
+func Create(ctx context.Context, pool *pgxpool.Pool, name string, role Role) (string, error) {
+	if err := validName(name); err != nil {
+		return "", err
 	}
 	if _, err := ParseRole(string(role)); err != nil {
 		return "", err
 	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	token, sum, err := newToken()
+	if err != nil {
 		return "", err
 	}
-	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-	sum := sha256.Sum256([]byte(token))
 	if _, err := db.New(pool).APIKeyCreate(ctx, name, string(role), sum[:]); err != nil {
+		if isNameTaken(err) {
+			return "", fmt.Errorf("%q: %w", name, ErrNameTaken)
+		}
 		return "", fmt.Errorf("store API key: %w", err)
 	}
 	return token, nil
 }
 
-// Authenticator looks tokens up, remembering answers for a short while so a
-// busy shop does not cost a query per request. A revoked key stops working
-// within the cache's TTL.
+func isNameTaken(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "api_keys_live_name"
+}
+
+// CacheTTL is how long an Authenticator trusts a lookup: a key revoked on
+// any instance (or in psql) is refused by every instance within it, and a
+// busy shop costs one query per instance per CacheTTL instead of one per
+// request.
+const CacheTTL = 3 * time.Second
+
+// MaxCacheTTL bounds the TTL an Authenticator accepts: revocation must
+// take effect everywhere within 5 seconds, lookup included.
+const MaxCacheTTL = 4 * time.Second
+
+// Authenticator looks tokens up, remembering answers for a short while. A
+// revoked key stops working within the cache's TTL; a key whose revocation
+// time is nearer than that is trusted only until then.
 type Authenticator struct {
 	pool *pgxpool.Pool
 	ttl  time.Duration
+	now  func() time.Time
 
 	mu    sync.Mutex
 	cache map[[32]byte]cached
@@ -87,9 +129,10 @@ type cached struct {
 	expires time.Time
 }
 
-// NewAuthenticator returns an Authenticator that caches lookups for ttl.
+// NewAuthenticator returns an Authenticator that caches lookups for ttl,
+// at most MaxCacheTTL.
 func NewAuthenticator(pool *pgxpool.Pool, ttl time.Duration) *Authenticator {
-	return &Authenticator{pool: pool, ttl: ttl, cache: map[[32]byte]cached{}}
+	return &Authenticator{pool: pool, ttl: min(ttl, MaxCacheTTL), now: time.Now, cache: map[[32]byte]cached{}}
 }
 
 // maxCached bounds the cache, so a flood of random tokens cannot grow it.
@@ -98,7 +141,7 @@ const maxCached = 10_000
 // Authenticate returns the key for token, or ErrUnknownKey.
 func (a *Authenticator) Authenticate(ctx context.Context, token string) (Key, error) {
 	sum := sha256.Sum256([]byte(token))
-	now := time.Now()
+	now := a.now()
 	a.mu.Lock()
 	c, ok := a.cache[sum]
 	a.mu.Unlock()
@@ -107,6 +150,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Key, er
 	}
 
 	var key Key
+	expires := now.Add(a.ttl)
 	row, err := db.New(a.pool).APIKeyGetByHash(ctx, sum[:])
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -115,13 +159,17 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Key, er
 		return Key{}, fmt.Errorf("look up API key: %w", err)
 	default:
 		key = Key{ID: row.ID, Name: row.Name, Role: Role(row.Role)}
+		if row.RevokedAt != nil && row.RevokedAt.Before(expires) {
+			// A rotated key in its grace period: trusted until it ends.
+			expires = *row.RevokedAt
+		}
 	}
 
 	a.mu.Lock()
 	if len(a.cache) >= maxCached {
 		clear(a.cache)
 	}
-	a.cache[sum] = cached{key: key, err: err, expires: now.Add(a.ttl)}
+	a.cache[sum] = cached{key: key, err: err, expires: expires}
 	a.mu.Unlock()
 	return key, err
 }

@@ -111,6 +111,12 @@ type Config struct {
 	// DATABASE_URL sets connect_timeout (STOCKHOLD_DB_CONNECT_TIMEOUT).
 	ConnectTimeout time.Duration
 
+	// Retention is how long ended holds (released or expired) and the
+	// stored answers of creating POSTs are kept before the retention job
+	// deletes them; 0 keeps them for ever (STOCKHOLD_RETENTION: a Go
+	// duration or a number of days such as 30d).
+	Retention time.Duration
+
 	// LogFormat is json (the default, for log collectors) or text (for a
 	// person at a terminal; make run uses it) (STOCKHOLD_LOG_FORMAT).
 	LogFormat string
@@ -138,6 +144,7 @@ func Load(getenv func(string) string) (Config, error) {
 		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "json", "text"),
 		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER", time.Hour),
+		Retention:            r.retention("STOCKHOLD_RETENTION", 30*24*time.Hour),
 
 		RequestTimeout:        r.positive("STOCKHOLD_REQUEST_TIMEOUT", 10*time.Second),
 		ReadTimeout:           r.positive("STOCKHOLD_HTTP_READ_TIMEOUT", 10*time.Second),
@@ -238,6 +245,31 @@ func (r *reader) positive(name string, def time.Duration) time.Duration {
 	d := r.duration(name, def)
 	if d == 0 {
 		r.fail(name, r.getenv(name), "want a duration above zero")
+	}
+	return d
+}
+
+// MinRetention is the shortest retention period: idempotency records must
+// outlive any client's retries, and a hold's expiry work its expiry.
+const MinRetention = time.Hour
+
+// retention reads a retention period: a Go duration (720h) or whole days
+// (30d); 0 means keep for ever.
+func (r *reader) retention(name string, def time.Duration) time.Duration {
+	v := r.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, derr := strconv.Atoi(days)
+		d, err = time.Duration(n)*24*time.Hour, derr
+		if n > 100_000 {
+			err = fmt.Errorf("too long")
+		}
+	}
+	if err != nil || d < 0 || (d > 0 && d < MinRetention) {
+		r.fail(name, v, "want 0 (keep for ever) or a duration of at least 1h, such as 720h or 30d")
 	}
 	return d
 }

@@ -41,3 +41,18 @@ func TestErrorsNameTheVariable(t *testing.T) {
 	_, err := Load(env(nil))
 	require.ErrorContains(t, err, "DATABASE_URL")
 }
+
+func TestRetention(t *testing.T) {
+	c, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x"}))
+	require.NoError(t, err)
+	require.Equal(t, 30*24*time.Hour, c.Retention, "30 days by default")
+	for value, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "36h": 36 * time.Hour, "1h": time.Hour, "0": 0, "0d": 0} {
+		c, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x", "STOCKHOLD_RETENTION": value}))
+		require.NoError(t, err, value)
+		require.Equal(t, want, c.Retention, value)
+	}
+	for _, value := range []string{"59m", "-1d", "1.5d", "d", "30 days", "200000d"} {
+		_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x", "STOCKHOLD_RETENTION": value}))
+		require.ErrorContains(t, err, "STOCKHOLD_RETENTION", value)
+	}
+}

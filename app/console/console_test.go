@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -101,6 +102,7 @@ func newBrowser(t *testing.T, base string) *browser {
 	require.NoError(t, err)
 	return &browser{t: t, base: base, client: &http.Client{
 		Jar:           jar,
+		Transport:     apitest.Transport(t, nil),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }

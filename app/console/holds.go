@@ -70,6 +70,10 @@ type holdData struct {
 	Hold    inventory.Reservation
 	Client  string
 	History []inventory.Movement
+	// Deleted is a hold the retention job deleted (it ended longer ago than
+	// STOCKHOLD_RETENTION): only its history in the ledger is left.
+	Deleted bool
+	ID      uuid.UUID
 }
 
 // hold shows one hold: its lines, its history from the ledger, and the
@@ -80,20 +84,27 @@ func (c *Console) hold(w http.ResponseWriter, r *http.Request, op who) error {
 		return inventory.ErrNotFound("hold")
 	}
 	logging.Add(r.Context(), slog.String("hold_id", id.String()))
-	h, err := c.Inventory.Get(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true})
-	if err != nil {
-		return err
-	}
 	q := db.New(c.Pool)
-	row, err := q.ReservationGet(r.Context(), id)
-	if err != nil {
-		return err
-	}
 	ledger, err := q.LedgerListByReservation(r.Context(), &id)
 	if err != nil {
 		return err
 	}
-	d := holdData{Hold: h, Client: row.Client, History: movements(ledger)}
+	d := holdData{ID: id, History: movements(ledger)}
+	h, err := c.Inventory.Get(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true})
+	var de *inventory.Error
+	switch {
+	case errors.As(err, &de) && de.Code == inventory.CodeNotFound && len(ledger) > 0:
+		// Deleted by retention: the ledger still tells its story.
+		d.Deleted, d.Client = true, ledger[0].Actor
+	case err != nil:
+		return err
+	default:
+		row, err := q.ReservationGet(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		d.Hold, d.Client = h, row.Client
+	}
 	return c.render(w, r, op, "hold", view{Title: "Hold " + id.String()[:8], Nav: "holds", Data: d})
 }
 

@@ -35,18 +35,138 @@ func (q *Queries) APIKeyCreate(ctx context.Context, name string, role string, to
 }
 
 const aPIKeyGetByHash = `-- name: APIKeyGetByHash :one
-SELECT id, name, role FROM api_keys WHERE token_sha256 = $1 AND revoked_at IS NULL
+SELECT id, name, role, revoked_at FROM api_keys
+WHERE token_sha256 = $1 AND (revoked_at IS NULL OR revoked_at > now())
 `
 
 type APIKeyGetByHashRow struct {
-	ID   int64
-	Name string
-	Role string
+	ID        int64
+	Name      string
+	Role      string
+	RevokedAt *time.Time
 }
 
+// APIKeyGetByHash returns the key of a token while it works: not revoked,
+// or revoked at a time still to come (a rotated key's grace period).
 func (q *Queries) APIKeyGetByHash(ctx context.Context, tokenSha256 []byte) (APIKeyGetByHashRow, error) {
 	row := q.db.QueryRow(ctx, aPIKeyGetByHash, tokenSha256)
 	var i APIKeyGetByHashRow
-	err := row.Scan(&i.ID, &i.Name, &i.Role)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Role,
+		&i.RevokedAt,
+	)
 	return i, err
+}
+
+const aPIKeyList = `-- name: APIKeyList :many
+SELECT id, name, role, created_at, revoked_at FROM api_keys ORDER BY name, id
+`
+
+type APIKeyListRow struct {
+	ID        int64
+	Name      string
+	Role      string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
+	rows, err := q.db.Query(ctx, aPIKeyList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []APIKeyListRow
+	for rows.Next() {
+		var i APIKeyListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Role,
+			&i.CreatedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const aPIKeyLockLive = `-- name: APIKeyLockLive :one
+SELECT id, name, role, created_at, revoked_at FROM api_keys
+WHERE name = $1 AND revoked_at IS NULL
+FOR UPDATE
+`
+
+type APIKeyLockLiveRow struct {
+	ID        int64
+	Name      string
+	Role      string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// APIKeyLockLive locks the key in use under a name, for a rotation.
+func (q *Queries) APIKeyLockLive(ctx context.Context, name string) (APIKeyLockLiveRow, error) {
+	row := q.db.QueryRow(ctx, aPIKeyLockLive, name)
+	var i APIKeyLockLiveRow
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Role,
+		&i.CreatedAt,
+		&i.RevokedAt,
+	)
+	return i, err
+}
+
+const aPIKeysRevoke = `-- name: APIKeysRevoke :many
+UPDATE api_keys
+SET revoked_at = now() + make_interval(secs => $1::double precision)
+WHERE name = $2
+  AND (revoked_at IS NULL OR revoked_at > now() + make_interval(secs => $1::double precision))
+RETURNING id, revoked_at
+`
+
+type APIKeysRevokeRow struct {
+	ID        int64
+	RevokedAt *time.Time
+}
+
+// APIKeysRevoke makes every key named name stop working at now() + grace:
+// the key in use, and any still in a grace period that would end later.
+func (q *Queries) APIKeysRevoke(ctx context.Context, graceSeconds float64, name string) ([]APIKeysRevokeRow, error) {
+	rows, err := q.db.Query(ctx, aPIKeysRevoke, graceSeconds, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []APIKeysRevokeRow
+	for rows.Next() {
+		var i APIKeysRevokeRow
+		if err := rows.Scan(&i.ID, &i.RevokedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const opsSessionsDeleteForKeys = `-- name: OpsSessionsDeleteForKeys :exec
+DELETE FROM ops_sessions WHERE api_key_id = ANY($1::bigint[])
+`
+
+// OpsSessionsDeleteForKeys ends the console sessions of revoked keys.
+func (q *Queries) OpsSessionsDeleteForKeys(ctx context.Context, keyIds []int64) error {
+	_, err := q.db.Exec(ctx, opsSessionsDeleteForKeys, keyIds)
+	return err
 }

@@ -172,7 +172,7 @@ const opsSessionGet = `-- name: OpsSessionGet :one
 SELECT k.id AS api_key_id, k.name, k.role, s.csrf_token, s.expires_at
 FROM ops_sessions s
 JOIN api_keys k ON k.id = s.api_key_id
-WHERE s.token_sha256 = $1 AND s.expires_at > now() AND k.revoked_at IS NULL
+WHERE s.token_sha256 = $1 AND s.expires_at > now() AND (k.revoked_at IS NULL OR k.revoked_at > now())
 `
 
 type OpsSessionGetRow struct {
@@ -184,7 +184,9 @@ type OpsSessionGetRow struct {
 }
 
 // OpsSessionGet returns a live session with the key it acts as: an expired
-// session, or one whose key was revoked, is no session.
+// session, or one whose key was revoked (its grace period over), is no
+// session. It is read on every request, so a revocation ends a session at
+// once on every instance.
 func (q *Queries) OpsSessionGet(ctx context.Context, tokenSha256 []byte) (OpsSessionGetRow, error) {
 	row := q.db.QueryRow(ctx, opsSessionGet, tokenSha256)
 	var i OpsSessionGetRow

@@ -90,7 +90,8 @@ type ApiKey struct {
 	Role        string
 	TokenSha256 []byte
 	CreatedAt   time.Time
-	RevokedAt   *time.Time
+	// When the key stops working; null while it is in use. A time to come is a rotated key's grace period. Live names are unique.
+	RevokedAt *time.Time
 }
 
 // Flash sales: scheduled -> active -> ended -> rolled_back. Holds naming a campaign draw only from its pool.
@@ -335,4 +336,16 @@ type StockHealth struct {
 	LinesOk         *bool
 	LedgerOk        *bool
 	Ok              *bool
+}
+
+// Committed chunks of CSV stock imports, by the SHA-256 of the file's content through the chunk: a rerun skips what they cover.
+type StockImportChunk struct {
+	PrefixSha256 []byte
+	FileSha256   []byte
+	FileName     string
+	FirstRow     int32
+	LastRow      int32
+	Changed      int32
+	Actor        string
+	CommittedAt  time.Time
 }

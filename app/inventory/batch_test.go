@@ -657,10 +657,10 @@ func TestChangeBatchAnswersEachCaller(t *testing.T) {
 	p := pool(t, svc, "A1", "main")
 	require.Equal(t, int64(1+2+5), p.Sold)
 	require.Equal(t, int64(6), p.Reserved, "only shop-b's hold is left")
-	moves, err := svc.Ledger(ctx, "A1", 100)
+	page, err := svc.Ledger(ctx, "A1", 100, 0)
 	require.NoError(t, err)
 	kinds := map[string]int{}
-	for _, m := range moves {
+	for _, m := range page.Movements {
 		kinds[m.Kind+"/"+m.Actor]++
 	}
 	require.Equal(t, 3, kinds["confirm/shop-a"])

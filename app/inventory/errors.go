@@ -40,6 +40,8 @@ type Error struct {
 	SKU    string
 	Pool   string
 	Status string
+	// Line is the index of the failing line of a bulk adjustment.
+	Line *int
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Detail) }

@@ -411,8 +411,9 @@ func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	require.Equal(t, inventory.CodeInvalid, code(err), "lifting the switch needs a reason")
 	_, err = svc.Resume(ctx, inventory.Switch{SKU: "A1", Reason: "recounted", Actor: "alice"})
 	require.NoError(t, err)
-	moves, err := svc.Ledger(ctx, "A1", 10)
+	page, err := svc.Ledger(ctx, "A1", 10, 0)
 	require.NoError(t, err)
+	moves := page.Movements
 	require.Equal(t, "resume", moves[0].Kind)
 	require.Equal(t, "alice", moves[0].Actor)
 	require.Equal(t, "recounted", *moves[0].Reason)

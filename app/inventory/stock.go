@@ -255,35 +255,60 @@ type Movement struct {
 // MaxLedgerPage bounds one page of ledger rows.
 const MaxLedgerPage = 1000
 
-// Ledger returns the newest limit movements of sku's pools.
-func (s *Service) Ledger(ctx context.Context, sku string, limit int) ([]Movement, error) {
+// LedgerPage is a page of a SKU's movements, newest first. NextBeforeID,
+// when not nil, asks for the page after it (older movements); nil means
+// this page holds the oldest.
+type LedgerPage struct {
+	Movements    []Movement
+	NextBeforeID *int64
+}
+
+// Ledger returns up to limit movements of sku's pools, newest first, older
+// than beforeID when it is above zero. Pages are by id (a keyset), so a
+// client walking back from the newest page sees every movement once, even
+// while new ones are appended.
+func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID int64) (LedgerPage, error) {
 	if err := ValidName("sku", sku); err != nil {
-		return nil, err
+		return LedgerPage{}, err
 	}
 	if limit < 1 || limit > MaxLedgerPage {
-		return nil, Invalid("limit must be from 1 to %d", MaxLedgerPage)
+		return LedgerPage{}, Invalid("limit must be from 1 to %d", MaxLedgerPage)
+	}
+	if beforeID < 0 {
+		return LedgerPage{}, Invalid("before_id must be a ledger id (a positive whole number)")
+	}
+	var before *int64
+	if beforeID > 0 {
+		before = &beforeID
 	}
 	q := db.New(s.pool)
-	rows, err := q.LedgerListBySKU(ctx, sku, int32(limit))
+	// One more than asked says whether an older page exists.
+	rows, err := q.LedgerPageBySKU(ctx, sku, before, int32(limit+1))
 	if err != nil {
-		return nil, err
+		return LedgerPage{}, err
 	}
 	if len(rows) == 0 {
 		if _, err := stockOf(ctx, q, sku); err != nil {
-			return nil, err
+			return LedgerPage{}, err
 		}
 	}
-	out := make([]Movement, len(rows))
+	var page LedgerPage
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next := rows[limit-1].ID
+		page.NextBeforeID = &next
+	}
+	page.Movements = make([]Movement, len(rows))
 	for i, r := range rows {
-		out[i] = Movement{
+		page.Movements[i] = Movement{
 			ID: r.ID, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
 			Actor: r.Actor, Reason: r.Reason, Ref: r.Ref,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()
-			out[i].ReservationID = &id
+			page.Movements[i].ReservationID = &id
 		}
 	}
-	return out, nil
+	return page, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -36,7 +37,7 @@ import (
 // sorted) to its value; a histogram gives its _count and _sum.
 func scrape(t testing.TB, base string) map[string]float64 {
 	t.Helper()
-	res, err := http.Get(base + "/metrics")
+	res, err := (&http.Client{Transport: apitest.Transport(t, nil)}).Get(base + "/metrics")
 	require.NoError(t, err)
 	defer res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
@@ -88,7 +89,7 @@ func (s *service) post(token, path, key, body string) (int, map[string]any) {
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := (&http.Client{Transport: apitest.Transport(s.t, nil)}).Do(req)
 	require.NoError(s.t, err)
 	defer res.Body.Close()
 	var out map[string]any

@@ -2,39 +2,133 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/auth"
 )
 
+// apikey runs the apikey subcommands: create, list, revoke and rotate.
 func apikey(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return fmt.Errorf("%w: apikey takes the subcommand create", errUsage)
+	if len(args) == 0 {
+		return fmt.Errorf("%w: apikey takes the subcommand create, list, revoke or rotate", errUsage)
 	}
-	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
+	fs := flag.NewFlagSet("apikey "+args[0], flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	name := fs.String("name", "", "the key's owner: holds and idempotency keys are scoped to it")
-	role := fs.String("role", "", "shop (holds and reads) or ops (everything)")
+	var (
+		name, role string
+		grace      time.Duration
+	)
+	switch args[0] {
+	case "create", "revoke", "rotate":
+		fs.StringVar(&name, "name", "", "the key's owner: holds and idempotency keys are scoped to it")
+	case "list":
+	default:
+		return fmt.Errorf("%w: unknown apikey subcommand %q", errUsage, args[0])
+	}
+	if args[0] == "create" || args[0] == "rotate" {
+		fs.StringVar(&role, "role", "", "shop (holds and reads) or ops (everything)")
+	}
+	if args[0] == "rotate" {
+		fs.DurationVar(&grace, "grace", 0, "how long the old token keeps working (default: it stops at once)")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if *name == "" {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if args[0] != "list" && name == "" {
 		return fmt.Errorf("%w: --name is required", errUsage)
 	}
-	r, err := auth.ParseRole(*role)
-	if err != nil {
-		return fmt.Errorf("%w: --role: %v", errUsage, err)
+	var r auth.Role
+	if role != "" || args[0] == "create" {
+		var err error
+		if r, err = auth.ParseRole(role); err != nil {
+			return fmt.Errorf("%w: --role: %v", errUsage, err)
+		}
+	}
+	if grace < 0 {
+		return fmt.Errorf("%w: --grace must not be negative", errUsage)
 	}
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
-		token, err := auth.Create(ctx, pool, *name, r)
-		if err != nil {
-			return err
+		switch args[0] {
+		case "create":
+			token, err := auth.Create(ctx, pool, name, r)
+			if errors.Is(err, auth.ErrNameTaken) {
+				return fmt.Errorf("%w: rotate it (apikey rotate --name %s) or revoke it first", err, name)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "created %s key %q; the token is shown only once:\n%s\n", r, name, token)
+		case "list":
+			return listKeys(ctx, pool, stdout)
+		case "revoke":
+			rev, err := auth.Revoke(ctx, pool, name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "revoked %s named %q (%s) and ended their console sessions; "+
+				"every instance refuses them within %s\n", plural(len(rev.IDs), "key"), name, ids(rev.IDs), auth.CacheTTL)
+		case "rotate":
+			rot, err := auth.Rotate(ctx, pool, name, r, grace)
+			if err != nil {
+				return err
+			}
+			switch {
+			case rot.Old == nil:
+				fmt.Fprintf(stdout, "no key was named %q: created a %s key;", name, rot.Role)
+			case grace == 0:
+				fmt.Fprintf(stdout, "rotated %s key %q: the old token (%s) stopped working;", rot.Role, name, ids(rot.Old.IDs))
+			default:
+				fmt.Fprintf(stdout, "rotated %s key %q: the old token (%s) works until %s;", rot.Role, name, ids(rot.Old.IDs),
+					rot.Old.At.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(stdout, " the new token is shown only once:\n%s\n", rot.Token)
 		}
-		fmt.Fprintf(stdout, "created %s key %q; the token is shown only once:\n%s\n", r, *name, token)
 		return nil
 	})
+}
+
+// ids names keys by id: "id 3", "ids 1, 3".
+func ids(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	if len(ids) == 1 {
+		return "id " + s[0]
+	}
+	return "ids " + strings.Join(s, ", ")
+}
+
+// listKeys prints every key, revoked ones included, never a token.
+func listKeys(ctx context.Context, pool *pgxpool.Pool, stdout io.Writer) error {
+	keys, err := auth.List(ctx, pool)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tNAME\tROLE\tCREATED\tSTATUS")
+	for _, k := range keys {
+		status := "in use"
+		switch {
+		case k.RevokedAt != nil && k.RevokedAt.After(now):
+			status = "works until " + k.RevokedAt.UTC().Format(time.RFC3339) + " (rotated)"
+		case k.RevokedAt != nil:
+			status = "revoked " + k.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, k.CreatedAt.UTC().Format(time.RFC3339), status)
+	}
+	return w.Flush()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -106,7 +107,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	// A fresh connection per request: the only transport errors are then
 	// the listener's (refused, or reset in its backlog), never a race on a
 	// reused keep-alive connection.
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{DisableKeepAlives: true}), Timeout: 30 * time.Second}
 
 	stop := make(chan struct{})
 	outcomes := make(chan outcome, 100_000)

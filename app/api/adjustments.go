@@ -1,0 +1,68 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+type bulkBody struct {
+	Reason string         `json:"reason"`
+	Ref    string         `json:"ref"`
+	Lines  []bulkLineBody `json:"lines"`
+}
+
+type bulkLineBody struct {
+	SKU      string `json:"sku"`
+	Pool     string `json:"pool"`
+	Delta    *int64 `json:"delta"`
+	SetTotal *int64 `json:"set_total"`
+}
+
+type bulkAnswer struct {
+	SKUs []inventory.Stock `json:"skus"`
+}
+
+// adjustStockInBulk applies up to 1,000 adjustment lines in one
+// transaction, all or nothing, once per Idempotency-Key.
+func (s *server) adjustStockInBulk(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	var body bulkBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	b := inventory.BulkAdjustment{Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name, Lines: make([]inventory.BulkLine, len(body.Lines))}
+	for i, l := range body.Lines {
+		b.Lines[i] = inventory.BulkLine{SKU: l.SKU, Pool: l.Pool, SetTotal: l.SetTotal}
+		if l.Delta != nil {
+			b.Lines[i].Delta = *l.Delta
+		}
+		if (l.Delta == nil) == (l.SetTotal == nil) || l.Delta != nil && *l.Delta == 0 {
+			n := i
+			return &inventory.Error{Code: inventory.CodeInvalid, Line: &n, SKU: l.SKU, Pool: l.Pool,
+				Detail: fmt.Sprintf("lines[%d]: give either a non-zero delta or set_total", i)}
+		}
+	}
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	err = s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
+		res, err := inventory.AdjustManyTx(ctx, tx, b)
+		return http.StatusOK, bulkAnswer{SKUs: res.SKUs}, err
+	})
+	var de *inventory.Error
+	if errors.As(err, &de) && de.Code == inventory.CodeUnknownSKU {
+		// Named in the body, not the path: the request is unprocessable.
+		return fromDomain(de, http.StatusUnprocessableEntity)
+	}
+	return err
+}

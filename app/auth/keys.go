@@ -1,0 +1,145 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stockhold/stockhold/app/db"
+)
+
+// Listed is a key as `stockhold apikey list` shows it: never its token.
+type Listed struct {
+	ID        int64
+	Name      string
+	Role      Role
+	CreatedAt time.Time
+	// RevokedAt is nil while the key is in use; a time to come is the
+	// grace period of a rotated key.
+	RevokedAt *time.Time
+}
+
+// List returns every key, revoked ones included, by name.
+func List(ctx context.Context, pool *pgxpool.Pool) ([]Listed, error) {
+	rows, err := db.New(pool).APIKeyList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list API keys: %w", err)
+	}
+	out := make([]Listed, len(rows))
+	for i, r := range rows {
+		out[i] = Listed{ID: r.ID, Name: r.Name, Role: Role(r.Role), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
+	}
+	return out, nil
+}
+
+// Revoked is what a revocation did.
+type Revoked struct {
+	IDs []int64
+	// At is when the keys stop working (now, or the end of a grace period).
+	At time.Time
+}
+
+// Revoke stops every key named name, at once: the key in use, and a rotated
+// one still in its grace period. Their console sessions end in the same
+// transaction. Every instance refuses the keys within CacheTTL (each caches
+// lookups that long). No such key is ErrNoKey.
+func Revoke(ctx context.Context, pool *pgxpool.Pool, name string) (Revoked, error) {
+	var out Revoked
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = revokeTx(ctx, db.New(tx), name, 0)
+		if err != nil {
+			return err
+		}
+		if len(out.IDs) == 0 {
+			return fmt.Errorf("%q: %w", name, ErrNoKey)
+		}
+		return db.New(tx).OpsSessionsDeleteForKeys(ctx, out.IDs)
+	})
+	return out, err
+}
+
+func revokeTx(ctx context.Context, q *db.Queries, name string, grace time.Duration) (Revoked, error) {
+	rows, err := q.APIKeysRevoke(ctx, grace.Seconds(), name)
+	if err != nil {
+		return Revoked{}, fmt.Errorf("revoke API key %q: %w", name, err)
+	}
+	var out Revoked
+	for _, r := range rows {
+		out.IDs = append(out.IDs, r.ID)
+		if r.RevokedAt != nil {
+			out.At = *r.RevokedAt
+		}
+	}
+	return out, nil
+}
+
+// Rotated is a rotation's new token and what happened to the old key.
+type Rotated struct {
+	Token string
+	Role  Role
+	// Old is the key the new one replaces (none on a first rotation).
+	Old *Revoked
+}
+
+// Rotate issues a new token for name in one transaction: the key in use
+// under that name stops working after grace (0: at once), so a shop can
+// deploy the new token before the old one goes, and a new key with the same
+// name (the same owner: its holds and idempotency keys carry over) takes
+// its place. role may be empty to keep the old key's; with no key named
+// name, Rotate creates one and role is required.
+func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, grace time.Duration) (Rotated, error) {
+	if err := validName(name); err != nil {
+		return Rotated{}, err
+	}
+	if role != "" {
+		if _, err := ParseRole(string(role)); err != nil {
+			return Rotated{}, err
+		}
+	}
+	if grace < 0 {
+		return Rotated{}, fmt.Errorf("grace must not be negative")
+	}
+	var out Rotated
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		old, err := q.APIKeyLockLive(ctx, name)
+		switch {
+		case err == nil:
+			if role == "" {
+				role = Role(old.Role)
+			}
+			rev, err := revokeTx(ctx, q, name, grace)
+			if err != nil {
+				return err
+			}
+			out.Old = &rev
+			if grace == 0 {
+				if err := q.OpsSessionsDeleteForKeys(ctx, rev.IDs); err != nil {
+					return err
+				}
+			}
+		case errors.Is(err, pgx.ErrNoRows) && role == "":
+			return fmt.Errorf("%q: %w: give a role to create it", name, ErrNoKey)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("look up API key %q: %w", name, err)
+		}
+		token, sum, err := newToken()
+		if err != nil {
+			return err
+		}
+		if _, err := q.APIKeyCreate(ctx, name, string(role), sum[:]); err != nil {
+			if isNameTaken(err) {
+				return fmt.Errorf("%q: %w", name, ErrNameTaken)
+			}
+			return fmt.Errorf("store API key: %w", err)
+		}
+		out.Token, out.Role = token, role
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,207 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+)
+
+// MaxBulkLines bounds the lines of one bulk adjustment (and of one chunk of
+// a CSV import): one transaction locks at most this many stock rows.
+const MaxBulkLines = 1000
+
+// BulkLine is one line of a bulk adjustment: it adds Delta to a pool's
+// total and available, or, with SetTotal, sets the total (the difference
+// goes to available).
+type BulkLine struct {
+	SKU  string
+	Pool string
+	// Delta is non-zero unless SetTotal is given.
+	Delta    int64
+	SetTotal *int64
+	// Ref, when not empty, is this line's ledger ref instead of the
+	// adjustment's (the CSV import names the file and line).
+	Ref string
+}
+
+// BulkAdjustment changes many pools at once, all or nothing.
+type BulkAdjustment struct {
+	Lines  []BulkLine
+	Reason string
+	Ref    string
+	Actor  string
+}
+
+// BulkResult is what a bulk adjustment did: the stock of every SKU it
+// named, by SKU (byte-wise), and how many lines changed a pool (a SetTotal
+// equal to the total changes nothing and writes no ledger row).
+type BulkResult struct {
+	SKUs    []Stock
+	Changed int
+	// UnitsIn and UnitsOut total the positive and negative changes.
+	UnitsIn, UnitsOut int64
+}
+
+// lineError is a problem with line i of a bulk adjustment.
+func lineError(i int, code Code, l BulkLine, format string, args ...any) *Error {
+	n := i
+	return &Error{Code: code, SKU: l.SKU, Pool: l.Pool, Line: &n,
+		Detail: fmt.Sprintf("lines[%d]: ", i) + fmt.Sprintf(format, args...)}
+}
+
+// Validate checks the lines and the text, naming the first bad line. Two
+// lines may not name the same (sku, pool): which would apply first is
+// ambiguous for set_total, and a file that repeats a row is most likely a
+// mistake.
+func (b *BulkAdjustment) Validate() error {
+	switch {
+	case len(b.Lines) == 0:
+		return Invalid("lines is empty: give 1 to %d lines", MaxBulkLines)
+	case len(b.Lines) > MaxBulkLines:
+		return Invalid("lines has %d lines: at most %d in one adjustment", len(b.Lines), MaxBulkLines)
+	}
+	if err := ValidText("reason", b.Reason, MaxTextLength); err != nil {
+		return err
+	}
+	if err := ValidText("ref", b.Ref, MaxTextLength); err != nil {
+		return err
+	}
+	seen := make(map[[2]string]int, len(b.Lines))
+	for i := range b.Lines {
+		l := &b.Lines[i]
+		if l.Pool == "" {
+			l.Pool = MainPool
+		}
+		for _, check := range []error{ValidName("sku", l.SKU), ValidName("pool", l.Pool), ValidText("ref", l.Ref, MaxTextLength)} {
+			if e, ok := check.(*Error); ok {
+				return lineError(i, CodeInvalid, *l, "%s", e.Detail)
+			}
+		}
+		switch {
+		case l.SetTotal != nil && l.Delta != 0:
+			return lineError(i, CodeInvalid, *l, "give delta or set_total, not both")
+		case l.SetTotal != nil && (*l.SetTotal < 0 || *l.SetTotal > MaxAdjustment):
+			return lineError(i, CodeInvalid, *l, "set_total must be a whole number from 0 to %d", MaxAdjustment)
+		case l.SetTotal == nil && (l.Delta == 0 || l.Delta > MaxAdjustment || l.Delta < -MaxAdjustment):
+			return lineError(i, CodeInvalid, *l, "delta must be a non-zero whole number from -%d to %d (or give set_total)", MaxAdjustment, MaxAdjustment)
+		}
+		k := [2]string{l.SKU, l.Pool}
+		if j, dup := seen[k]; dup {
+			return lineError(i, CodeInvalid, *l, "SKU %q pool %s is already lines[%d]: give each pool once", l.SKU, l.Pool, j)
+		}
+		seen[k] = i
+	}
+	return nil
+}
+
+// AdjustMany applies a bulk adjustment in one transaction.
+func (s *Service) AdjustMany(ctx context.Context, b BulkAdjustment) (BulkResult, error) {
+	var out BulkResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		out, err = AdjustManyTx(ctx, tx, b)
+		return err
+	})
+	return out, err
+}
+
+// AdjustManyTx applies a bulk adjustment inside the caller's transaction,
+// all or nothing, in a handful of statements whatever the number of lines:
+// create the main rows a positive line needs (as a single adjustment
+// would), lock every named row in the global order ((sku, pool) byte-wise,
+// as holds do, so neither deadlocks the other), check every line against
+// the locked counters, then update the rows and append one ledger row per
+// changed line in one statement. A line that would take more than is
+// available is 409 insufficient_available, a pool that does not exist 422
+// unknown_sku; either way nothing changes and the error names the line.
+func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult, error) {
+	if err := b.Validate(); err != nil {
+		return BulkResult{}, err
+	}
+	q := db.New(tx)
+	var create []string
+	skus := make([]string, len(b.Lines))
+	pools := make([]string, len(b.Lines))
+	for i, l := range b.Lines {
+		skus[i], pools[i] = l.SKU, l.Pool
+		if l.Pool == MainPool && (l.Delta > 0 || l.SetTotal != nil && *l.SetTotal > 0) {
+			create = append(create, l.SKU)
+		}
+	}
+	if len(create) > 0 {
+		if err := q.StockCreateMainMany(ctx, create); err != nil {
+			return BulkResult{}, fmt.Errorf("create main rows: %w", err)
+		}
+	}
+	rows, err := q.StockLockForAdjust(ctx, skus, pools)
+	if err != nil {
+		return BulkResult{}, fmt.Errorf("lock stock rows: %w", err)
+	}
+	locked := make(map[[2]string]db.Stock, len(rows))
+	for _, r := range rows {
+		locked[[2]string{r.Sku, r.Pool}] = r
+	}
+	var out BulkResult
+	p := db.StockAdjustManyParams{Actor: b.Actor}
+	if b.Reason != "" {
+		p.Reason = &b.Reason
+	}
+	if b.Ref != "" {
+		p.Ref = &b.Ref
+	}
+	for i, l := range b.Lines {
+		r, ok := locked[[2]string{l.SKU, l.Pool}]
+		if !ok {
+			return BulkResult{}, lineError(i, CodeUnknownSKU, l, "SKU %q has no %s pool", l.SKU, l.Pool)
+		}
+		delta := l.Delta
+		if l.SetTotal != nil {
+			delta = *l.SetTotal - r.Total
+		}
+		if delta < 0 && r.Available < -delta {
+			if l.SetTotal != nil {
+				return BulkResult{}, lineError(i, CodeInsufficientAvailable, l,
+					"SKU %q (pool %s) cannot go to a total of %d: %d of its %d are held or sold", l.SKU, l.Pool,
+					*l.SetTotal, r.Reserved+r.Sold, r.Total)
+			}
+			return BulkResult{}, lineError(i, CodeInsufficientAvailable, l,
+				"SKU %q (pool %s) has %d available, %d to take", l.SKU, l.Pool, r.Available, -delta)
+		}
+		switch {
+		case delta == 0:
+			continue
+		case delta > 0:
+			out.UnitsIn += delta
+		default:
+			out.UnitsOut -= delta
+		}
+		p.Skus, p.Pools, p.Deltas, p.Refs = append(p.Skus, l.SKU), append(p.Pools, l.Pool), append(p.Deltas, delta), append(p.Refs, l.Ref)
+	}
+	if len(p.Skus) > 0 {
+		ids, err := q.StockAdjustMany(ctx, p)
+		if err != nil {
+			return BulkResult{}, fmt.Errorf("adjust %d stock rows: %w", len(p.Skus), err)
+		}
+		if len(ids) != len(p.Skus) {
+			return BulkResult{}, fmt.Errorf("adjust %d stock rows: %d changed", len(p.Skus), len(ids))
+		}
+	}
+	names := slices.Compact(slices.SortedFunc(slices.Values(skus), strings.Compare))
+	all, err := q.StockListBySKUs(ctx, names)
+	if err != nil {
+		return BulkResult{}, fmt.Errorf("read stock: %w", err)
+	}
+	out.SKUs, out.Changed = make([]Stock, 0, len(names)), len(p.Skus)
+	for _, r := range all {
+		if n := len(out.SKUs); n == 0 || out.SKUs[n-1].SKU != r.Sku {
+			out.SKUs = append(out.SKUs, Stock{SKU: r.Sku})
+		}
+		st := &out.SKUs[len(out.SKUs)-1]
+		st.Pools = append(st.Pools, newPool(r))
+	}
+	return out, nil
+}

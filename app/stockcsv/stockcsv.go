@@ -1,0 +1,196 @@
+// Package stockcsv moves stock in and out as CSV files: the import, which
+// applies a file of adjustments (sku,pool,delta) or counts
+// (sku,pool,set_total) in transactions of 1,000 rows and resumes after a
+// failure where the last run stopped, and the export, whose file the
+// import reads back.
+package stockcsv
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// Column layouts of an import file: the header's first three columns.
+const (
+	// FormatDelta files add or take units: sku,pool,delta.
+	FormatDelta = "delta"
+	// FormatSetTotal files set each pool's total: sku,pool,set_total. An
+	// export is one.
+	FormatSetTotal = "set_total"
+)
+
+// Row is one data row of an import file.
+type Row struct {
+	// Line is the row's line in the file (the header is line 1).
+	Line int
+	SKU  string
+	Pool string
+	// Value is the delta or the total, as the file's format says.
+	Value int64
+}
+
+// File is a parsed, validated import file. Prefixes[i] is the SHA-256 of
+// the file's content through Rows[i] (see prefix hashing in Parse).
+type File struct {
+	Name   string
+	Format string
+	Rows   []Row
+	// Ignored names the header's columns after the first three, which the
+	// import reads past (an export's available, reserved, ... columns).
+	Ignored []string
+	// SHA256 is the hash of the file's bytes.
+	SHA256   [32]byte
+	Prefixes [][32]byte
+}
+
+// Problems is why a file cannot be imported: one entry per bad line, at
+// most maxProblems of them, and how many more there were.
+type Problems struct {
+	List []string
+	More int
+}
+
+const maxProblems = 20
+
+func (p *Problems) add(format string, args ...any) {
+	if len(p.List) < maxProblems {
+		p.List = append(p.List, fmt.Sprintf(format, args...))
+	} else {
+		p.More++
+	}
+}
+
+func (p *Problems) Error() string {
+	s := strings.Join(p.List, "\n")
+	if p.More > 0 {
+		s += fmt.Sprintf("\n... and %d more", p.More)
+	}
+	return s
+}
+
+// Parse reads and validates a whole import file, so that a file with a bad
+// line changes nothing: the header must start with sku,pool,delta or
+// sku,pool,set_total (any case; further columns are ignored), every row
+// must hold a valid SKU, a pool (empty means main) and a whole number (a
+// non-zero delta, or a total of at least zero, up to 1,000,000,000), and
+// no (sku, pool) may appear twice. A *Problems lists what is wrong.
+//
+// Each row's prefix hash covers the format and the sku, pool and value of
+// every row up to it, each field length-prefixed: not the bytes, so a file
+// saved with other line endings or quoting, or with a final newline added,
+// has the same prefixes.
+func Parse(name string, data []byte) (*File, error) {
+	f := &File{Name: name, SHA256: sha256.Sum256(data)}
+	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
+	header, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, &Problems{List: []string{"the file is empty: want a header sku,pool,delta or sku,pool,set_total"}}
+	}
+	if err != nil {
+		return nil, &Problems{List: []string{err.Error()}}
+	}
+	cols := make([]string, len(header))
+	for i, h := range header {
+		cols[i] = strings.ToLower(strings.TrimSpace(h))
+	}
+	if len(cols) < 3 || cols[0] != "sku" || cols[1] != "pool" || (cols[2] != FormatDelta && cols[2] != FormatSetTotal) {
+		return nil, &Problems{List: []string{fmt.Sprintf("line 1: the header is %q: want sku,pool,delta or sku,pool,set_total (more columns may follow)",
+			strings.Join(header, ","))}}
+	}
+	f.Format, f.Ignored = cols[2], cols[3:]
+
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(f.Format)
+
+	problems := &Problems{}
+	seen := map[[2]string]int{}
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			// A malformed record (a bare quote, a wrong number of fields):
+			// csv tells where, and reading on may resynchronise.
+			problems.add("%v", err)
+			var pe *csv.ParseError
+			if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
+				continue
+			}
+			break
+		}
+		line, _ := r.FieldPos(0)
+		row := Row{Line: line, SKU: rec[0], Pool: rec[1]}
+		if row.Pool == "" {
+			row.Pool = inventory.MainPool
+		}
+		if msg := rowProblem(&row, f.Format, rec[2]); msg != "" {
+			problems.add("line %d: %s", line, msg)
+			continue
+		}
+		k := [2]string{row.SKU, row.Pool}
+		if first, dup := seen[k]; dup {
+			problems.add("line %d: SKU %q pool %s is already on line %d: give each pool once", line, row.SKU, row.Pool, first)
+			continue
+		}
+		seen[k] = line
+		field(row.SKU)
+		field(row.Pool)
+		field(strconv.FormatInt(row.Value, 10))
+		var sum [32]byte
+		h.Sum(sum[:0])
+		f.Rows = append(f.Rows, row)
+		f.Prefixes = append(f.Prefixes, sum)
+	}
+	if len(problems.List) > 0 {
+		return nil, problems
+	}
+	if len(f.Rows) == 0 {
+		return nil, &Problems{List: []string{"the file has a header but no rows"}}
+	}
+	return f, nil
+}
+
+// rowProblem checks a row and sets its value; "" means it is fine.
+func rowProblem(row *Row, format, value string) string {
+	if err := inventory.ValidName("sku", row.SKU); err != nil {
+		return detail(err)
+	}
+	if err := inventory.ValidName("pool", row.Pool); err != nil {
+		return detail(err)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s %q is not a whole number", format, value)
+	case format == FormatDelta && (v == 0 || v > inventory.MaxAdjustment || v < -inventory.MaxAdjustment):
+		return fmt.Sprintf("delta %d: want a non-zero whole number from -%d to %d", v, inventory.MaxAdjustment, inventory.MaxAdjustment)
+	case format == FormatSetTotal && (v < 0 || v > inventory.MaxAdjustment):
+		return fmt.Sprintf("set_total %d: want a whole number from 0 to %d", v, inventory.MaxAdjustment)
+	}
+	row.Value = v
+	return ""
+}
+
+func detail(err error) string {
+	var de *inventory.Error
+	if errors.As(err, &de) {
+		return de.Detail
+	}
+	return err.Error()
+}

@@ -1,0 +1,349 @@
+package stockcsv_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stockcsv"
+	"github.com/stockhold/stockhold/jobs"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	f, err := stockcsv.Parse("a.csv", []byte("SKU, Pool ,Delta,note\nA1,main,5,restock\n\"B,2\",,-3,\"x\"\n"))
+	require.NoError(t, err)
+	require.Equal(t, stockcsv.FormatDelta, f.Format)
+	require.Equal(t, []string{"note"}, f.Ignored)
+	require.Equal(t, []stockcsv.Row{{Line: 2, SKU: "A1", Pool: "main", Value: 5}, {Line: 3, SKU: "B,2", Pool: "main", Value: -3}}, f.Rows)
+	require.Len(t, f.Prefixes, 2)
+
+	// Prefixes follow the content: line endings, quoting, a byte-order
+	// mark and a final newline do not change them; a value does.
+	same := []string{
+		"sku,pool,delta\r\nA1,main,5\r\n\"B,2\",main,-3",
+		"\ufeffsku,pool,delta,other\nA1,,5,x\n\"B,2\",\"main\",-3,y\n",
+	}
+	for _, s := range same {
+		g, err := stockcsv.Parse("b.csv", []byte(s))
+		require.NoError(t, err, s)
+		require.Equal(t, f.Prefixes, g.Prefixes, "%q", s)
+		require.NotEqual(t, f.SHA256, g.SHA256)
+	}
+	_, err = stockcsv.Parse("c.csv", []byte("sku,pool,delta\nA1,main,5\nB,2,main,-4\n"))
+	require.Error(t, err, "a row with too many fields")
+	g, err := stockcsv.Parse("c.csv", []byte("sku,pool,delta\nA1,main,5\n\"B,2\",main,-4\n"))
+	require.NoError(t, err)
+	require.Equal(t, f.Prefixes[0], g.Prefixes[0])
+	require.NotEqual(t, f.Prefixes[1], g.Prefixes[1])
+	s, err := stockcsv.Parse("s.csv", []byte("sku,pool,set_total\nA1,main,5\n\"B,2\",main,3\n"))
+	require.NoError(t, err)
+	require.NotEqual(t, f.Prefixes[0], s.Prefixes[0], "a total is not a delta")
+
+	bad := map[string][]string{
+		"":                        {"the file is empty"},
+		"sku,pool\nA1,main\n":     {"line 1: the header"},
+		"sku,qty,delta\nA1,1,2\n": {"line 1: the header"},
+		"sku,pool,delta\n":        {"no rows"},
+		"sku,pool,delta\nA1,main,0\nA/2,main,1\nA3,main,x\nA4,main,1.5\nA5,main,1000000001\n": {
+			"line 2: delta 0", "line 3: sku contains a slash", `line 4: delta "x" is not a whole number`,
+			`line 5: delta "1.5"`, "line 6: delta 1000000001"},
+		"sku,pool,set_total\nA1,main,-1\nA2, main,1\n":  {"line 2: set_total -1", "line 3: pool has leading or trailing white space"},
+		"sku,pool,delta\nA1,main,1\nA1,,2\nA1,c1,3\n":   {`line 3: SKU "A1" pool main is already on line 2`},
+		"sku,pool,delta\nA1,main,1\nA2,main\nA3,main,1": {"wrong number of fields"},
+	}
+	for in, want := range bad {
+		_, err := stockcsv.Parse("bad.csv", []byte(in))
+		var p *stockcsv.Problems
+		require.True(t, errors.As(err, &p), "%q: %v", in, err)
+		require.Len(t, p.List, len(want), "%q: %v", in, p)
+		for i, w := range want {
+			require.Contains(t, p.List[i], w, "%q", in)
+		}
+	}
+	var many strings.Builder
+	many.WriteString("sku,pool,delta\n")
+	for i := range 30 {
+		fmt.Fprintf(&many, "S%d,main,0\n", i)
+	}
+	_, err = stockcsv.Parse("many.csv", []byte(many.String()))
+	var p *stockcsv.Problems
+	require.True(t, errors.As(err, &p))
+	require.Len(t, p.List, 20)
+	require.Equal(t, 10, p.More)
+	require.Contains(t, p.Error(), "... and 10 more")
+}
+
+type bundle struct {
+	pool *pgxpool.Pool
+	inv  *inventory.Service
+	deps jobs.Deps
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	pool := dbtest.New(t)
+	inserter, err := jobs.NewInserter(pool)
+	require.NoError(t, err)
+	deps := app.Services(config.Config{}, pool, inserter, nil)
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	return bundle{pool: pool, inv: deps.Inventory, deps: deps}
+}
+
+// deltaFile is a delta import of n rows: SKU Dxxxx gets +i (odd rows) or
+// -1 (even rows, from stock put there first).
+func deltaFile(n int, edit func(i int) string) []byte {
+	var b bytes.Buffer
+	b.WriteString("sku,pool,delta\n")
+	for i := range n {
+		row := fmt.Sprintf("D%04d,main,%d\n", i, delta(i))
+		if edit != nil {
+			if r := edit(i); r != "" {
+				row = r
+			}
+		}
+		b.WriteString(row)
+	}
+	return b.Bytes()
+}
+
+func delta(i int) int {
+	if i%2 == 1 {
+		return i
+	}
+	return -1
+}
+
+// seed puts 1 unit into every even SKU of an n-row delta file, so the
+// file's -1 rows can apply.
+func (b bundle) seed(t *testing.T, n int) {
+	t.Helper()
+	var lines []inventory.BulkLine
+	for i := 0; i < n; i += 2 {
+		lines = append(lines, inventory.BulkLine{SKU: fmt.Sprintf("D%04d", i), Delta: 1})
+		if len(lines) == inventory.MaxBulkLines || i+2 >= n {
+			_, err := b.inv.AdjustMany(t.Context(), inventory.BulkAdjustment{Lines: lines, Actor: "seed"})
+			require.NoError(t, err)
+			lines = nil
+		}
+	}
+}
+
+// requireApplied checks that rows [0, n) of an n-row delta file are
+// applied exactly once and rows [n, total) not at all, by the stock and by
+// the ledger rows the import wrote.
+func (b bundle) requireApplied(t *testing.T, name string, n, total int) {
+	t.Helper()
+	ctx := t.Context()
+	var rows, once int
+	require.NoError(t, b.pool.QueryRow(ctx, `
+		SELECT count(*), count(DISTINCT ref) FROM ledger WHERE actor = 'importer' AND ref LIKE $1 || ':%'`, name).Scan(&rows, &once))
+	require.Equal(t, n, rows, "one ledger row per applied row")
+	require.Equal(t, n, once, "no row applied twice")
+	for _, i := range []int{0, 1, n - 2, n - 1, n, n + 1, total - 1} {
+		if i < 0 || i >= total {
+			continue
+		}
+		want := 0
+		if i%2 == 0 {
+			want = 1 // seeded
+		}
+		if i < n {
+			want += delta(i)
+		}
+		st, err := b.inv.GetStock(ctx, fmt.Sprintf("D%04d", i))
+		if want == 0 && i%2 == 1 {
+			require.Error(t, err, "row %d not applied: no stock", i)
+			continue
+		}
+		require.NoError(t, err)
+		require.EqualValues(t, want, st.Pools[0].Total, "row %d", i)
+	}
+}
+
+// TestImportResumesAfterFailure injects a failure into the second of three
+// chunks (the context ends after the first commits, as when the process is
+// stopped) and runs the import again: it skips the committed chunk and
+// applies the rest, each row once.
+func TestImportResumesAfterFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 2500
+	b.seed(t, n)
+	f, err := stockcsv.Parse("stop.csv", deltaFile(n, nil))
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var seen []stockcsv.Progress
+	im := &stockcsv.Importer{Pool: b.pool, Actor: "importer", Reason: "test", Progress: func(p stockcsv.Progress) {
+		seen = append(seen, p)
+		cancel() // the next chunk fails
+	}}
+	sum, err := im.Import(ctx, f)
+	var ce *stockcsv.ChunkError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 2, ce.Chunk)
+	require.Equal(t, 1002, ce.FirstLine)
+	require.Equal(t, 2001, ce.LastLine)
+	require.Equal(t, stockcsv.Summary{Rows: n, Applied: 1000, Chunks: 1, Changed: 1000, UnitsIn: 250_000, UnitsOut: 500}, withoutTook(sum))
+	require.Equal(t, []stockcsv.Progress{{Done: 1000, Rows: n, Chunk: 1, Chunks: 3, FirstLine: 2, LastLine: 1001, Changed: 1000}}, seen)
+	b.requireApplied(t, "stop.csv", 1000, n)
+
+	seen = nil
+	im.Progress = func(p stockcsv.Progress) { seen = append(seen, p) }
+	sum, err = im.Import(t.Context(), f)
+	require.NoError(t, err)
+	require.Equal(t, 1000, sum.Skipped)
+	require.NotNil(t, sum.Previous)
+	require.Equal(t, "importer", sum.Previous.Actor)
+	require.EqualValues(t, 1000, sum.Previous.LastRow)
+	require.Equal(t, 1500, sum.Applied)
+	require.Equal(t, 2, sum.Chunks)
+	require.Equal(t, []stockcsv.Progress{
+		{Done: 1000, Rows: n, Chunks: 2},
+		{Done: 2000, Rows: n, Chunk: 1, Chunks: 2, FirstLine: 1002, LastLine: 2001, Changed: 1000},
+		{Done: 2500, Rows: n, Chunk: 2, Chunks: 2, FirstLine: 2002, LastLine: 2501, Changed: 500},
+	}, seen)
+	b.requireApplied(t, "stop.csv", n, n)
+
+	// Once more, or the same rows saved with CRLF line endings: nothing.
+	crlf, err := stockcsv.Parse("stop-crlf.csv", bytes.ReplaceAll(deltaFile(n, nil), []byte("\n"), []byte("\r\n")))
+	require.NoError(t, err)
+	for _, file := range []*stockcsv.File{f, crlf} {
+		sum, err = im.Import(t.Context(), file)
+		require.NoError(t, err)
+		require.Equal(t, n, sum.Skipped)
+		require.Zero(t, sum.Applied)
+	}
+	b.requireApplied(t, "stop.csv", n, n)
+}
+
+func withoutTook(s stockcsv.Summary) stockcsv.Summary {
+	s.Took = 0
+	return s
+}
+
+// TestImportFixedFileResumes fails an import on a row that would take more
+// than is available: the chunk is rolled back and names the line. The file
+// fixed at that row resumes after the committed chunk, the same file with
+// rows appended applies only those, and a file changed before the resume
+// point is a new import from where its content first differs.
+func TestImportFixedFileResumes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 2500
+	b.seed(t, n)
+	broken := func(i int) string {
+		if i == 1700 {
+			return "D1700,main,-5\n" // 1 available
+		}
+		return ""
+	}
+	f, err := stockcsv.Parse("fix.csv", deltaFile(n, broken))
+	require.NoError(t, err)
+	im := &stockcsv.Importer{Pool: b.pool, Actor: "importer", Reason: "test"}
+	sum, err := im.Import(t.Context(), f)
+	var ce *stockcsv.ChunkError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.Equal(t, 1702, ce.Line, "the file line of row 1,700")
+	require.Contains(t, ce.Error(), "line 1702: SKU \"D1700\" (pool main) has 1 available, 5 to take")
+	var de *inventory.Error
+	require.True(t, errors.As(err, &de))
+	require.Equal(t, inventory.CodeInsufficientAvailable, de.Code)
+	require.Equal(t, 1000, sum.Applied)
+	b.requireApplied(t, "fix.csv", 1000, n)
+
+	fixed, err := stockcsv.Parse("fix.csv", deltaFile(n, nil))
+	require.NoError(t, err)
+	sum, err = im.Import(t.Context(), fixed)
+	require.NoError(t, err)
+	require.Equal(t, 1000, sum.Skipped)
+	require.Equal(t, 1500, sum.Applied)
+	b.requireApplied(t, "fix.csv", n, n)
+
+	longer := append(deltaFile(n, nil), []byte("E1,main,7\nE2,main,8\n")...)
+	g, err := stockcsv.Parse("fix.csv", longer)
+	require.NoError(t, err)
+	sum, err = im.Import(t.Context(), g)
+	require.NoError(t, err)
+	require.Equal(t, n, sum.Skipped)
+	require.Equal(t, 2, sum.Applied)
+	st, err := b.inv.GetStock(t.Context(), "E2")
+	require.NoError(t, err)
+	require.EqualValues(t, 8, st.Pools[0].Total)
+}
+
+// TestExportRoundTrip exports a database with holds, sales, a paused pool
+// and a campaign pool, imports the export into a fresh database (its main
+// pools) and into the same database after the stock changed: the totals come
+// back.
+func TestExportRoundTrip(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := t.Context()
+	for i, sku := range []string{"X1", "X2", "x3", "Y,4"} {
+		_, err := a.inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: int64(10 * (i + 1)), Actor: "seed"})
+		require.NoError(t, err)
+	}
+	r, _, err := a.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h1",
+		Items: []inventory.Item{{SKU: "X1", Quantity: 3}, {SKU: "X2", Quantity: 4}}})
+	require.NoError(t, err)
+	_, err = a.inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
+	require.NoError(t, err)
+	_, _, err = a.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h2", Items: []inventory.Item{{SKU: "x3", Quantity: 5}}})
+	require.NoError(t, err)
+	_, err = a.inv.Pause(ctx, inventory.Switch{SKU: "X2", Reason: "count", Actor: "alice"})
+	require.NoError(t, err)
+
+	var first bytes.Buffer
+	n, err := stockcsv.Export(ctx, a.pool, &first)
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.Equal(t, "sku,pool,set_total,available,reserved,sold,status\n"+
+		"X1,main,10,7,0,3,on_sale\n"+
+		"X2,main,20,16,0,4,paused\n"+
+		"\"Y,4\",main,40,40,0,0,on_sale\n"+
+		"x3,main,30,25,5,0,on_sale\n", first.String())
+
+	// Into a fresh database: the same totals, all available.
+	fresh := setup(t)
+	f, err := stockcsv.Parse("export.csv", first.Bytes())
+	require.NoError(t, err)
+	require.Equal(t, []string{"available", "reserved", "sold", "status"}, f.Ignored)
+	sum, err := (&stockcsv.Importer{Pool: fresh.pool, Actor: "importer"}).Import(ctx, f)
+	require.NoError(t, err)
+	require.Equal(t, 4, sum.Applied)
+	var second bytes.Buffer
+	_, err = stockcsv.Export(ctx, fresh.pool, &second)
+	require.NoError(t, err)
+	require.Equal(t, "sku,pool,set_total,available,reserved,sold,status\n"+
+		"X1,main,10,10,0,0,on_sale\n"+
+		"X2,main,20,20,0,0,on_sale\n"+
+		"\"Y,4\",main,40,40,0,0,on_sale\n"+
+		"x3,main,30,30,0,0,on_sale\n", second.String())
+
+	// Into the same database after the stock moved: back to the exported
+	// totals (the import is not skipped: this content was never imported
+	// here).
+	_, err = a.inv.AdjustMany(ctx, inventory.BulkAdjustment{Actor: "alice", Lines: []inventory.BulkLine{
+		{SKU: "X1", Delta: 5}, {SKU: "x3", Delta: -20}, {SKU: "Y,4", Delta: 1}}})
+	require.NoError(t, err)
+	sum, err = (&stockcsv.Importer{Pool: a.pool, Actor: "importer"}).Import(ctx, f)
+	require.NoError(t, err)
+	require.Equal(t, 3, sum.Changed, "X2 was already at its total")
+	var third bytes.Buffer
+	_, err = stockcsv.Export(ctx, a.pool, &third)
+	require.NoError(t, err)
+	require.Equal(t, first.String(), third.String())
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/dbtest"
+)
+
+// TestAPIKeyCommands runs what `make run` does twice (rotate the dev keys:
+// the first run creates them, the second replaces them), then create,
+// list and revoke, checking each token against the database.
+func TestAPIKeyCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool)}
+	getenv := func(k string) string { return env[k] }
+	cmd := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append([]string{"apikey"}, args...), getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	lastLine := func(s string) string {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		return lines[len(lines)-1]
+	}
+	works := func(token string) bool {
+		_, err := auth.NewAuthenticator(pool, 0).Authenticate(ctx, token)
+		return err == nil
+	}
+
+	code, out, errs := cmd("rotate", "--name", "dev-shop", "--role", "shop")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, `no key was named "dev-shop": created a shop key`)
+	first := lastLine(out)
+	code, out, errs = cmd("rotate", "--name", "dev-shop", "--role", "shop")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, `rotated shop key "dev-shop": the old token`)
+	second := lastLine(out)
+	require.False(t, works(first), "make run's previous key stops")
+	require.True(t, works(second))
+
+	code, out, errs = cmd("rotate", "--name", "dev-shop", "--grace", "1h")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "works until")
+	third := lastLine(out)
+	require.True(t, works(second), "in its grace period")
+	require.True(t, works(third))
+
+	code, _, errs = cmd("create", "--name", "dev-shop", "--role", "ops")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "a key in use already has this name: rotate it")
+	code, out, errs = cmd("create", "--name", "alice", "--role", "ops")
+	require.Equal(t, 0, code, errs)
+	require.True(t, works(lastLine(out)))
+
+	code, out, errs = cmd("list")
+	require.Equal(t, 0, code, errs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 5)
+	require.Regexp(t, `^ID\s+NAME\s+ROLE\s+CREATED\s+STATUS$`, lines[0])
+	require.Regexp(t, `^\d+\s+alice\s+ops\s+\S+\s+in use$`, lines[1])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+\S+\s+revoked \S+$`, lines[2])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+\S+\s+works until \S+ \(rotated\)$`, lines[3])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+\S+\s+in use$`, lines[4])
+	for _, tok := range []string{first, second, third} {
+		require.NotContains(t, out, tok, "list never shows a token")
+	}
+
+	code, out, errs = cmd("revoke", "--name", "dev-shop")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, `revoked 2 keys named "dev-shop" (ids `)
+	require.False(t, works(second), "the key in its grace period stops too")
+	require.False(t, works(third))
+	code, _, errs = cmd("revoke", "--name", "dev-shop")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "no key in use has this name")
+
+	for _, args := range [][]string{{}, {"delete"}, {"revoke"}, {"create", "--name", "x"}, {"rotate", "--name", "x", "--role", "admin"},
+		{"rotate", "--name", "x", "--grace", "-1s"}, {"list", "extra"}} {
+		code, _, _ := cmd(args...)
+		require.Equal(t, 2, code, "%v", args)
+	}
+}

@@ -1,0 +1,93 @@
+-- Stock adjustments in bulk (POST /v1/stock/adjustments and `stockhold
+-- stock import`): set-based statements over parallel arrays, one per step
+-- whatever the number of lines, and the record of imported CSV chunks.
+
+-- name: StockCreateMainMany :exec
+-- StockCreateMainMany creates the main rows that do not exist yet, empty,
+-- in the global lock order (byte-wise by SKU), so two bulk adjustments
+-- creating the same SKUs wait on each other in one order instead of
+-- deadlocking. It changes nothing for rows that exist.
+INSERT INTO stock (sku, pool)
+SELECT sku, 'main'
+FROM unnest(@skus::text[]) AS sku
+ORDER BY sku COLLATE "C"
+ON CONFLICT (sku, pool) DO NOTHING;
+
+-- name: StockLockForAdjust :many
+-- StockLockForAdjust locks the stock rows named by the parallel arrays skus and
+-- pools in the global lock order, (sku, pool) byte-wise, and returns them.
+-- Rows that do not exist are left out.
+SELECT s.*
+FROM stock s
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k ON s.sku = k.sku AND s.pool = k.pool
+ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+FOR UPDATE OF s;
+
+-- name: StockAdjustMany :many
+-- StockAdjustMany adds each delta to its row's total and available and
+-- writes one ledger row per change (kind stock_in for a positive delta,
+-- adjust for a negative one) with the version it produced, in one
+-- statement. The caller has locked the rows and checked that available
+-- covers every negative delta; the CHECK constraints refuse the statement
+-- otherwise. refs holds each line's own ref ('' for none: the ref given).
+WITH d AS (
+    SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool,
+           unnest(@deltas::bigint[]) AS delta, unnest(@refs::text[]) AS ref
+), moved AS (
+    UPDATE stock s
+    SET total = s.total + d.delta,
+        available = s.available + d.delta,
+        version = s.version + 1,
+        updated_at = now()
+    FROM d
+    WHERE s.sku = d.sku AND s.pool = d.pool
+    RETURNING s.sku, s.pool, s.version, d.delta, d.ref
+)
+INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+                    stock_version, actor, reason, ref)
+SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
+       m.delta, m.delta, 0, 0, m.version, @actor::text, sqlc.narg('reason')::text,
+       coalesce(nullif(m.ref, ''), sqlc.narg('ref')::text)
+FROM moved m
+ORDER BY m.sku COLLATE "C", m.pool COLLATE "C"
+RETURNING id;
+
+-- name: StockListBySKUs :many
+-- StockListBySKUs returns every pool of the given SKUs, by SKU (byte-wise),
+-- main first.
+SELECT * FROM stock
+WHERE sku = ANY(@skus::text[])
+ORDER BY sku COLLATE "C", pool = 'main' DESC, pool COLLATE "C";
+
+-- name: StockExportPage :many
+-- StockExportPage returns up to lim stock rows after (after_sku,
+-- after_pool) in the primary key's order: a keyset page that walks the
+-- index, however many rows there are.
+SELECT * FROM stock
+WHERE (sku, pool) > (@after_sku::text, @after_pool::text)
+ORDER BY sku, pool
+LIMIT @lim;
+
+-- name: StockImportChunkAdd :exec
+-- StockImportChunkAdd records a committed chunk of a CSV import, in the
+-- chunk's own transaction.
+INSERT INTO stock_import_chunks (prefix_sha256, file_sha256, file_name, first_row, last_row, changed, actor)
+VALUES (@prefix_sha256, @file_sha256, @file_name, @first_row, @last_row, @changed, @actor);
+
+-- name: StockImportChunksFind :many
+-- StockImportChunksFind returns the recorded chunks among the given
+-- content prefixes.
+SELECT * FROM stock_import_chunks WHERE prefix_sha256 = ANY(@prefixes::bytea[]);
+
+-- name: StockImportLock :one
+-- StockImportLock takes the session lock that lets one CSV import run at a
+-- time (false: another holds it). Imports that overlap must not apply the
+-- same rows at once; the lock goes with the connection.
+SELECT pg_try_advisory_lock(hashtext('stockhold.stock_import'));
+
+-- name: StockImportWait :exec
+-- StockImportWait waits for the import lock.
+SELECT pg_advisory_lock(hashtext('stockhold.stock_import'));
+
+-- name: StockImportUnlock :exec
+SELECT pg_advisory_unlock(hashtext('stockhold.stock_import'));
