@@ -30,7 +30,7 @@ func (s *server) getEvents(c echo.Context) error {
 	after := events.Start
 	if v := c.QueryParam("after"); v != "" {
 		if after, err = events.ParsePosition(v); err != nil {
-			return err
+			return badRequest("after must be an event id (the next of a previous page), such as 7412-1039-0")
 		}
 	}
 	page, err := events.Read(c.Request().Context(), db.New(s.Pool), after, int(limit))
