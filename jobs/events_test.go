@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/events"
+	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/stockcsv"
@@ -234,7 +234,7 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 		}
 	}
 	require.Len(t, all, r.seen)
-	requireFeedMatchesLedger(t, b, all)
+	eventstest.RequireMatchesLedger(t, b.pool, all)
 }
 
 // lastChanged returns the newest stock.changed of (sku, pool) in the feed.
@@ -249,49 +249,4 @@ func (r *feedReader) lastChanged(t *testing.T, sku, pool string) events.Event {
 	}
 	require.NotNil(t, last, "no stock.changed for %s/%s", sku, pool)
 	return *last
-}
-
-// requireFeedMatchesLedger checks the feed against the ledger: every
-// ledger row of a hold is one hold.* event (and every hold.* event one
-// row), and per (sku, pool) the stock.changed events, in feed order, walk
-// the counters from zero by their deltas, one per stock version with a
-// movement, in version order, ending at the row's counters now.
-func requireFeedMatchesLedger(t testing.TB, b *bundle, all []events.Event) {
-	t.Helper()
-	ctx := context.Background()
-	var holdRows, versions int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE reservation_id IS NOT NULL),
-		count(DISTINCT (sku, pool, stock_version)) FILTER (WHERE delta_total <> 0 OR delta_available <> 0 OR delta_reserved <> 0 OR delta_sold <> 0)
-		FROM ledger`).Scan(&holdRows, &versions))
-	type key struct{ sku, pool string }
-	walked := map[key]events.Counters{}
-	lastVersion := map[key]int64{}
-	var holdEvents, changed int
-	for _, e := range all {
-		k := key{e.SKU, e.Pool}
-		switch e.Type {
-		case events.HoldCreated, events.HoldConfirmed, events.HoldReleased, events.HoldExpired:
-			holdEvents++
-		case events.StockChanged:
-			changed++
-			d := e.Data["delta"].(events.Counters)
-			c := walked[k]
-			c = events.Counters{Total: c.Total + d.Total, Available: c.Available + d.Available, Reserved: c.Reserved + d.Reserved, Sold: c.Sold + d.Sold}
-			walked[k] = c
-			require.Equal(t, fmt.Sprint(c), fmt.Sprint(events.Counters{
-				Total: e.Data["total"].(int64), Available: e.Data["available"].(int64),
-				Reserved: e.Data["reserved"].(int64), Sold: e.Data["sold"].(int64)}), "%s/%s counters at %s", e.SKU, e.Pool, e.ID)
-			v := e.Data["version"].(int64)
-			require.Greater(t, v, lastVersion[k], "%s/%s versions in order", e.SKU, e.Pool)
-			lastVersion[k] = v
-		}
-	}
-	require.Equal(t, holdRows, holdEvents, "one hold event per ledger row of a hold")
-	require.Equal(t, versions, changed, "one stock.changed per stock version with a movement")
-	rows, err := db.New(b.pool).StockExportPage(ctx, "", "", 10_000)
-	require.NoError(t, err)
-	for _, s := range rows {
-		require.Equal(t, events.Counters{Total: s.Total, Available: s.Available, Reserved: s.Reserved, Sold: s.Sold},
-			walked[key{s.Sku, s.Pool}], "%s/%s: the feed's counters end where the row is", s.Sku, s.Pool)
-	}
 }
