@@ -4,9 +4,13 @@ package eventstest
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/db"
@@ -108,4 +112,27 @@ func RequireMatchesLedger(t testing.TB, pool *pgxpool.Pool, all []events.Event) 
 		require.Equal(t, events.Counters{Total: s.Total, Available: s.Available, Reserved: s.Reserved, Sold: s.Sold},
 			walked[key{s.Sku, s.Pool}], "%s/%s: the feed's counters end where the stock row is", s.Sku, s.Pool)
 	}
+}
+
+// WaitServed waits until the feed serves every ledger row committed so far
+// (the feed's horizon is the oldest transaction running on the whole
+// server, so other tests' transactions hold it back for a moment).
+func WaitServed(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	var (
+		xid uint64
+		id  int64
+	)
+	err := pool.QueryRow(ctx, `SELECT feed_xid::text::bigint, id FROM ledger WHERE feed_xid IS NOT NULL
+		ORDER BY feed_xid DESC, id DESC LIMIT 1`).Scan(&xid, &id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return
+	}
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		rows, err := db.New(pool).EventRowsAfter(ctx, xid, id, 1)
+		assert.NoError(c, err)
+		assert.Len(c, rows, 1, "the newest ledger row is served")
+	}, 30*time.Second, 5*time.Millisecond)
 }
