@@ -142,6 +142,7 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 	require.Equal(t, "o-h1", *got[0].Data["order_ref"].(*string))
 	require.Equal(t, "shop", *got[0].Data["client"].(*string))
 	requireCounters(got[1], stockOf("A1", "main"))
+	require.Nil(t, got[1].ReservationID, "a pool's change is no one hold's")
 	_, err = b.inv.Confirm(ctx, h1.ID, shop)
 	require.NoError(t, err)
 	got = r.expect(t, "confirm", "hold.confirmed A1/main", "stock.changed A1/main", "hold.confirmed B2/main", "stock.changed B2/main")

@@ -140,8 +140,12 @@ func expand(r db.EventRowsAfterRow) []Event {
 	}
 	at := func(n int, typ string, data map[string]any) Event {
 		p := Position{Xid: *r.FeedXid, ID: r.ID, N: n}
-		return Event{ID: p.String(), Type: typ, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool,
-			ReservationID: r.ReservationID, Data: data, Position: p}
+		e := Event{ID: p.String(), Type: typ, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool, Data: data, Position: p}
+		if n == slotOwn {
+			// A change of a pool is no one hold's, even when a hold made it.
+			e.ReservationID = r.ReservationID
+		}
+		return e
 	}
 	var out []Event
 	if typ := ownType(r.Kind); typ != "" {
@@ -258,6 +262,7 @@ func StartNow(ctx context.Context, q *db.Queries) (Position, error) {
 	if err != nil {
 		return Position{}, fmt.Errorf("read the feed's start: %w", err)
 	}
-	// Every row not served yet has feed_xid >= xmin.
-	return Position{Xid: xmin - 1, ID: 1<<63 - 1, N: slotLow}, nil
+	// Every row not served yet has feed_xid >= xmin, and ledger ids
+	// start at 1: they all come after (xmin, 0, 0).
+	return Position{Xid: xmin}, nil
 }
