@@ -157,7 +157,7 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 				what = fmt.Sprintf("campaign %q's hold TTL of %d s", *r.Campaign, row.MaxTtlSeconds)
 			}
 			return Invalid("ttl_seconds %d would keep the hold until %s, past %s from its creation: it can last until %s at most (ttl_seconds %d from now)",
-				ttlSeconds, want.UTC().Format(time.RFC3339), what, limit.UTC().Format(time.RFC3339), max(int64(limit.Sub(row.Now)/time.Second), 0))
+				ttlSeconds, stamp(want), what, stamp(limit), max(int64(limit.Sub(row.Now)/time.Second), 0))
 		}
 		if !want.After(r.ExpiresAt) {
 			out = newReservation(r, lines) // already lasts that long
@@ -174,6 +174,11 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 		err = errNotHeld(id, StatusExpired)
 	}
 	return out, err
+}
+
+// stamp is t as the API writes times, to the millisecond.
+func stamp(t time.Time) string {
+	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 }
 
 // ReleaseItems hands back some units of a held hold: for each item, that
