@@ -304,7 +304,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	authn := auth.NewAuthenticator(reqPool, auth.CacheTTL)
 	ops, err := console.New(console.Deps{
 		Pool: reqPool, Inventory: web.Inventory, Campaigns: web.Campaigns, Rollbacks: web.Rollbacks,
-		Alerts: web.Alerts, Reconcile: web.Reconcile, Auth: authn, Log: log,
+		Alerts: web.Alerts, Reconcile: web.Reconcile, Webhooks: web.Webhooks, Auth: authn, Log: log,
 	})
 	if err != nil {
 		_ = a.Close()
