@@ -36,6 +36,7 @@ import (
 	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
+	"github.com/stockhold/stockhold/app/webhooks"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -231,6 +232,9 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 		keep = retention.New(pool, retention.Config{After: cfg.Retention, Budget: jobs.RetentionBudget, Log: log})
 	}
 	return jobs.Deps{
+		Webhooks: webhooks.New(pool, inserter, alertSvc, webhooks.Config{
+			AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.RetryBase, Log: log,
+		}),
 		Retention: keep,
 		Inventory: inv,
 		Alerts:    alertSvc,
@@ -300,7 +304,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	authn := auth.NewAuthenticator(reqPool, auth.CacheTTL)
 	ops, err := console.New(console.Deps{
 		Pool: reqPool, Inventory: web.Inventory, Campaigns: web.Campaigns, Rollbacks: web.Rollbacks,
-		Alerts: web.Alerts, Reconcile: web.Reconcile, Auth: authn, Log: log,
+		Alerts: web.Alerts, Reconcile: web.Reconcile, Webhooks: web.Webhooks, Auth: authn, Log: log,
 	})
 	if err != nil {
 		_ = a.Close()
@@ -313,6 +317,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Rollbacks:             web.Rollbacks,
 		Alerts:                web.Alerts,
 		Reconcile:             web.Reconcile,
+		Webhooks:              web.Webhooks,
 		Auth:                  authn,
 		Ready:                 a.ready,
 		JobsUI:                jobsUI,

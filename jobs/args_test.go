@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/webhooks"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -42,6 +43,10 @@ func decodeAs(kind string, raw []byte) error {
 		_, err = jobs.DecodeArgs[jobs.WatchDiscardedArgs](raw)
 	case "retention":
 		_, err = jobs.DecodeArgs[jobs.RetentionArgs](raw)
+	case "webhook_deliver":
+		_, err = jobs.DecodeArgs[webhooks.DeliverArgs](raw)
+	case "webhook_dispatch":
+		_, err = jobs.DecodeArgs[webhooks.DispatchArgs](raw)
 	default:
 		panic("no such kind: " + kind)
 	}
@@ -69,6 +74,8 @@ func TestArgsMarshalledByGoDecode(t *testing.T) {
 		jobs.SweepExpiredArgs{},
 		jobs.WatchDiscardedArgs{},
 		jobs.RetentionArgs{},
+		webhooks.DeliverArgs{WebhookID: 3},
+		webhooks.DispatchArgs{},
 	} {
 		raw, err := json.Marshal(args)
 		require.NoError(t, err)
@@ -123,6 +130,10 @@ func TestArgsRefused(t *testing.T) {
 		{"sweep_expired", `{"grace":"1h"}`, `unknown field "grace" (the fields are none: give {})`},
 		{"watch_discarded", `null`, `JSON object`},
 		{"retention", `{"older_than":"1h"}`, `unknown field "older_than" (the fields are none: give {})`},
+		{"webhook_deliver", `{"webhook_id":"3"}`, `field "webhook_id": cannot unmarshal string`},
+		{"webhook_deliver", `{"webhook_id":0}`, `webhook_id must be`},
+		{"webhook_deliver", `{"webhook":3}`, `unknown field "webhook"`},
+		{"webhook_dispatch", `{"span":"5s"}`, `unknown field "span" (the fields are none: give {})`},
 	} {
 		err := decodeAs(c.kind, []byte(c.args))
 		require.Error(t, err, "%s %s", c.kind, c.args)

@@ -24,6 +24,7 @@ import (
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/webhooks"
 )
 
 // The queues. Each kind of work has its own queue and its own workers, so
@@ -46,17 +47,22 @@ const (
 	QueueRollbacks = "rollbacks"
 	// QueueReconcile: reconcile.
 	QueueReconcile = "reconcile"
+	// QueueWebhooks: webhook_dispatch and webhook_deliver, polled often so
+	// that events reach receivers soon after they happen.
+	QueueWebhooks = "webhooks"
 )
 
 // queueOfKind is where each kind goes; kinds not listed stay in default.
 var queueOfKind = map[string]string{
-	"expire_holds":   QueueExpiry,
-	"sweep_expired":  QueueExpiry,
-	"release_hold":   QueueExpiry,
-	"campaign_start": QueueCampaigns,
-	"campaign_end":   QueueCampaigns,
-	"rollback_batch": QueueRollbacks,
-	"reconcile":      QueueReconcile,
+	"expire_holds":     QueueExpiry,
+	"sweep_expired":    QueueExpiry,
+	"release_hold":     QueueExpiry,
+	"campaign_start":   QueueCampaigns,
+	"campaign_end":     QueueCampaigns,
+	"rollback_batch":   QueueRollbacks,
+	"reconcile":        QueueReconcile,
+	"webhook_dispatch": QueueWebhooks,
+	"webhook_deliver":  QueueWebhooks,
 }
 
 // schedulerTick is how often River's scheduler makes scheduled jobs
@@ -141,6 +147,9 @@ type Deps struct {
 	// Retention deletes old rows; nil (STOCKHOLD_RETENTION=0) leaves the
 	// retention worker and its periodic job out.
 	Retention *retention.Service
+	// Webhooks delivers the event feed; nil leaves its workers and the
+	// dispatcher out.
+	Webhooks *webhooks.Service
 }
 
 // Config tunes the client and the periodic jobs.
@@ -247,6 +256,15 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			&river.PeriodicJobOpts{ID: "retention"}))
 	}
 
+	if deps.Webhooks != nil {
+		register(workers, &webhookDeliverWorker{svc: deps.Webhooks}, TimeoutDeliverWebhook, al)
+		// A run may outlast its span, waiting for the previous run to hand over.
+		register(workers, &webhookDispatchWorker{svc: deps.Webhooks, span: dispatchSpan}, 2*dispatchSpan+time.Minute, al)
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(dispatchSpan),
+			func() (river.JobArgs, *river.InsertOpts) { return webhooks.DispatchArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "webhook_dispatch", RunOnStart: true}))
+	}
+
 	if cfg.NotLeader {
 		periodic = nil // only a leader enqueues them
 	}
@@ -258,6 +276,8 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			QueueCampaigns: {MaxWorkers: 2, FetchPollInterval: 100 * time.Millisecond},
 			QueueRollbacks: {MaxWorkers: 4, FetchPollInterval: 100 * time.Millisecond},
 			QueueReconcile: {MaxWorkers: 1},
+			// The dispatcher and up to 9 deliveries at once.
+			QueueWebhooks: {MaxWorkers: 10, FetchPollInterval: 100 * time.Millisecond},
 		},
 		Workers:      workers,
 		PeriodicJobs: periodic,

@@ -22,6 +22,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/webhooks"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -34,6 +35,7 @@ type bundle struct {
 	rollbacks *rollbacks.Service
 	campaigns *campaigns.Service
 	reconcile *reconcile.Service
+	webhooks  *webhooks.Service
 	inserter  *river.Client[pgx.Tx]
 	client    *river.Client[pgx.Tx]
 }
@@ -56,6 +58,8 @@ type setupOpts struct {
 	// retention turns on the retention job, run every retentionInterval.
 	retention         time.Duration
 	retentionInterval time.Duration
+	// allowPrivate lets webhooks reach the tests' receivers on loopback.
+	allowPrivate bool
 }
 
 // setup returns a started River client working every stockhold job kind
@@ -70,6 +74,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	require.NoError(t, err)
 	deps := app.Services(config.Config{
 		AlertWebhook: opts.webhook, RollbackPause: opts.rollbackPause, ReconcileRepairLimit: 100, Retention: opts.retention,
+		WebhookAllowPrivate: opts.allowPrivate, RetryBase: 20 * time.Millisecond,
 	}, pool, inserter, quiet)
 	reconciler := deps.Reconcile
 	if !opts.reconcile {
@@ -83,7 +88,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	})
 	require.NoError(t, err)
 	b := &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, campaigns: deps.Campaigns,
-		reconcile: reconciler, inserter: inserter, client: client}
+		reconcile: reconciler, webhooks: deps.Webhooks, inserter: inserter, client: client}
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	if !opts.stopped {
 		b.start(t)

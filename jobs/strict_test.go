@@ -112,6 +112,8 @@ func TestMalformedJobsOfEveryKindAreRefused(t *testing.T) {
 		{"sweep_expired", `{"grace": "0s"}`},
 		{"watch_discarded", `[]`},
 		{"retention", `{"after": "1h"}`},
+		{"webhook_deliver", `{"webhook_id": -1}`},
+		{"webhook_dispatch", `{"tick": "250ms"}`},
 	} {
 		id := insertRawJob(t, b, c.kind, c.args)
 		a := requireRefused(t, b, id, jobs.AlertJobArgsInvalid)

@@ -26,7 +26,8 @@ FOR UPDATE OF s;
 -- name: StockAdjustMany :many
 -- StockAdjustMany adds each delta to its row's total and available and
 -- writes one ledger row per change (kind stock_in for a positive delta,
--- adjust for a negative one) with the version it produced, in one
+-- adjust for a negative one) with the version it produced and the counters
+-- and event feed position after it, in one
 -- statement. The caller has locked the rows and checked that available
 -- covers every negative delta; the CHECK constraints refuse the statement
 -- otherwise. refs holds each line's own ref ('' for none: the ref given).
@@ -38,16 +39,19 @@ WITH d AS (
     SET total = s.total + d.delta,
         available = s.available + d.delta,
         version = s.version + 1,
+        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM d
     WHERE s.sku = d.sku AND s.pool = d.pool
-    RETURNING s.sku, s.pool, s.version, d.delta, d.ref
+    RETURNING s.sku, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold
 )
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, actor, reason, ref)
+                    stock_version, actor, reason, ref,
+                    feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
        m.delta, m.delta, 0, 0, m.version, @actor::text, sqlc.narg('reason')::text,
-       coalesce(nullif(m.ref, ''), sqlc.narg('ref')::text)
+       coalesce(nullif(m.ref, ''), sqlc.narg('ref')::text),
+       m.feed_xid, m.total, m.available, m.reserved, m.sold
 FROM moved m
 ORDER BY m.sku COLLATE "C", m.pool COLLATE "C"
 RETURNING id;

@@ -61,3 +61,10 @@ ORDER BY j.kind, j.id;
 
 -- name: DiscardedJobsLink :exec
 UPDATE discarded_jobs SET alert_id = @alert_id WHERE job_id = ANY(@job_ids::bigint[]) AND alert_id IS NULL;
+
+-- name: AlertResolve :execrows
+-- AlertResolve closes the open or acknowledged alert of kind about subject
+-- once what it reported went away by itself (a webhook delivering again).
+UPDATE alerts
+SET status = 'resolved', resolved_at = now()
+WHERE kind = @kind AND subject = @subject AND status IN ('open', 'acked');

@@ -2,17 +2,19 @@
 SELECT * FROM campaigns WHERE id = @id;
 
 -- name: CampaignHoldTerms :one
--- CampaignHoldTerms tells a hold whether the campaign takes holds now, and
--- for how long they last.
+-- CampaignHoldTerms tells a hold whether the campaign takes holds now, for
+-- how long they last and how many units of one SKU one hold may take.
 SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, false)::boolean AS open,
        status,
-       extract(epoch FROM hold_ttl)::bigint AS hold_ttl_seconds
+       extract(epoch FROM hold_ttl)::bigint AS hold_ttl_seconds,
+       max_per_order
 FROM campaigns
 WHERE id = @id;
 
 -- name: CampaignCreate :one
-INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by)
-VALUES (@id, @starts_at, @ends_at, interval '1 second' * @hold_ttl_seconds::bigint, @created_by)
+INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by, max_per_order)
+VALUES (@id, @starts_at, @ends_at, interval '1 second' * @hold_ttl_seconds::bigint, @created_by,
+        sqlc.narg('max_per_order')::bigint)
 ON CONFLICT (id) DO NOTHING
 RETURNING *;
 

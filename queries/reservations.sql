@@ -100,8 +100,8 @@ SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- the holds in id order, then their stock rows in (sku, pool) byte order,
 -- the lock order of every path; a hold that is no longer held is left alone,
 -- so nothing is sold or handed back twice. Every changed line gets a ledger
--- row carrying the version its stock row reached. It returns the ids it
--- changed.
+-- row carrying the version its stock row reached, with its counters and
+-- event feed position after the change. It returns the ids it changed.
 WITH change AS (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@statuses::text[]) AS status, unnest(@kinds::text[]) AS kind,
            unnest(@actors::text[]) AS actor, nullif(unnest(@reasons::text[]), '') AS reason
@@ -146,15 +146,18 @@ WITH change AS (
         reserved = s.reserved + m.d_reserved,
         sold = s.sold + m.d_sold,
         version = s.version + 1,
+        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM sums m
     JOIN locked k ON k.sku = m.sku AND k.pool = m.pool
     WHERE s.sku = m.sku AND s.pool = m.pool
-    RETURNING s.sku, s.pool, s.version
+    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, reason)
-    SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason
+                        stock_version, reservation_id, actor, reason,
+                        feed_xid, total_after, available_after, reserved_after, sold_after)
+    SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason,
+           v.feed_xid, v.total, v.available, v.reserved, v.sold
     FROM moves m
     JOIN moved v ON v.sku = m.sku AND v.pool = m.pool
     ORDER BY m.reservation_id, m.sku COLLATE "C", m.pool COLLATE "C"

@@ -24,6 +24,7 @@ SET total = total + @delta_total,
     reserved = reserved + @delta_reserved,
     sold = sold + @delta_sold,
     version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = @sku AND pool = @pool
 RETURNING *;
@@ -31,13 +32,14 @@ RETURNING *;
 -- name: StockAdjust :one
 -- StockAdjust adds delta to total and available, creating the row on the
 -- first positive delta; a negative delta takes only what is available.
-INSERT INTO stock AS s (sku, pool, total, available, version)
-SELECT @sku, @pool, @delta::bigint, @delta::bigint, 1
+INSERT INTO stock AS s (sku, pool, total, available, version, feed_xid)
+SELECT @sku, @pool, @delta::bigint, @delta::bigint, 1, pg_current_xact_id()
 WHERE @delta::bigint > 0
 ON CONFLICT (sku, pool) DO UPDATE
 SET total = s.total + excluded.total,
     available = s.available + excluded.available,
     version = s.version + 1,
+    feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
 RETURNING *;
 
@@ -47,6 +49,7 @@ UPDATE stock
 SET total = total - @quantity,
     available = available - @quantity,
     version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = @sku AND pool = @pool AND available >= @quantity
 RETURNING *;
@@ -56,6 +59,7 @@ UPDATE stock
 SET status = @status,
     paused_reason = sqlc.narg('paused_reason'),
     version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = @sku AND pool = @pool
 RETURNING *;
@@ -85,17 +89,19 @@ FOR NO KEY UPDATE OF s;
 -- StockHoldsApply writes the grants of a hold batch whose stock rows
 -- StockLockMany locked: each row's counters move by the sum of its granted
 -- lines (row_* arrays), the lines are inserted (line_* arrays), and each
--- line gets a reserve ledger row carrying the version its stock row reached.
+-- line gets a reserve ledger row carrying the version its stock row reached,
+-- its counters after the change and its event feed position (feed_xid).
 WITH moved AS (
     UPDATE stock s
     SET available = s.available - g.quantity,
         reserved = s.reserved + g.quantity,
         version = s.version + 1,
+        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM (SELECT unnest(@row_skus::text[]) AS sku, unnest(@row_pools::text[]) AS pool,
                  unnest(@row_quantities::bigint[]) AS quantity) g
     WHERE s.sku = g.sku AND s.pool = g.pool
-    RETURNING s.sku, s.pool, s.version
+    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
 ), granted AS (
     SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
            unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
@@ -105,8 +111,10 @@ WITH moved AS (
     SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
 )
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor)
-SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor
+                    stock_version, reservation_id, actor,
+                    feed_xid, total_after, available_after, reserved_after, sold_after)
+SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor,
+       m.feed_xid, m.total, m.available, m.reserved, m.sold
 FROM granted g
 JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
 ORDER BY g.n;

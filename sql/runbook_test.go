@@ -86,6 +86,13 @@ var cases = map[string]check{
 		require.NotContains(t, out, "long gone", "a resolved alert is not open")
 		p.run(t, "open_alerts.sql", "limit=1")
 	},
+	"webhooks.sql": func(t *testing.T, f *fixture, p *psql, out string) {
+		require.Contains(t, out, "== 1. The feed horizon")
+		require.Contains(t, out, "https://hooks.example/stock")
+		require.Contains(t, out, "the receiver answered 503")
+		require.Contains(t, out, "scheduled (job ", "its delivery job, waiting to retry")
+		require.Contains(t, out, "hold.confirmed,stock.low")
+	},
 	"manual_rollback.sql": checkManualRollback,
 	"ledger_for_hold.sql": checkLedgerForHold,
 }
@@ -311,6 +318,17 @@ func setup(t *testing.T) *fixture {
 		f.rollbackJob = c.JobID
 		return err
 	}))
+
+	// A webhook whose receiver fails, its delivery job waiting to retry.
+	var webhook int64
+	require.NoError(t, pool.QueryRow(ctx, `
+		INSERT INTO webhooks (url, events, secret, created_by, cursor_xid, cursor_id, cursor_n, failures, failing_since, last_error)
+		VALUES ('https://hooks.example/stock', '{hold.confirmed,stock.low}', 'whsec_test', 'test', '1', 0, 0, 3, now(),
+		        'post 12 events: the receiver answered 503 Service Unavailable')
+		RETURNING id`).Scan(&webhook))
+	_, err = pool.Exec(ctx, `INSERT INTO river_job (kind, queue, args, max_attempts, state, scheduled_at)
+		VALUES ('webhook_deliver', 'webhooks', jsonb_build_object('webhook_id', $1::bigint), 3, 'scheduled', now() + interval '80 seconds')`, webhook)
+	require.NoError(t, err)
 
 	// Jobs that failed: one out of attempts, one to be retried.
 	require.NoError(t, pool.QueryRow(ctx, `

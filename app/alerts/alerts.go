@@ -195,3 +195,13 @@ func optional(s string) *string {
 	}
 	return &s
 }
+
+// Resolve closes the open or acknowledged alert of kind about subject, when
+// what it reported went away by itself; it reports whether there was one.
+func (s *Service) Resolve(ctx context.Context, kind, subject string) (bool, error) {
+	n, err := db.New(s.pool).AlertResolve(ctx, kind, subject)
+	if err != nil {
+		return false, fmt.Errorf("resolve %s alert: %w", kind, err)
+	}
+	return n > 0, nil
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/stockhold/stockhold/app/api"
 	"github.com/stockhold/stockhold/app/api/apitest"
 	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -39,6 +40,7 @@ type env struct {
 	inv    *inventory.Service
 	alerts *alerts.Service
 	rec    *reconcile.Service
+	camps  *campaigns.Service
 	shop   string
 	ops    string
 	client *http.Client
@@ -60,7 +62,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	deps := app.Services(config.Config{Coalesce: opts.coalesce, ReconcileRepairLimit: 100}, pool, inserter, quiet)
 	srv := httptest.NewServer(api.New(api.Deps{
 		Pool: pool, Inventory: deps.Inventory, Reconcile: deps.Reconcile, Alerts: deps.Alerts,
-		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Auth: auth.NewAuthenticator(pool, time.Minute),
+		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Webhooks: deps.Webhooks, Auth: auth.NewAuthenticator(pool, time.Minute),
 		Ready: func(context.Context) error { return nil },
 		Log:   quiet,
 		// The plain path under -race with 1,000 clients on one row takes
@@ -72,7 +74,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	require.NoError(t, err)
 	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
 	require.NoError(t, err)
-	e := &env{t: t, url: srv.URL, pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rec: deps.Reconcile, shop: shop, ops: ops,
+	e := &env{t: t, url: srv.URL, pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rec: deps.Reconcile, camps: deps.Campaigns, shop: shop, ops: ops,
 		client: &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200})}}
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return e

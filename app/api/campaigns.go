@@ -16,6 +16,7 @@ type campaignBody struct {
 	StartsAt       time.Time             `json:"starts_at"`
 	EndsAt         time.Time             `json:"ends_at"`
 	HoldTTLSeconds int64                 `json:"hold_ttl_seconds"`
+	MaxPerOrder    *int64                `json:"max_per_order"`
 	Allotments     []campaigns.Allotment `json:"allotments"`
 }
 
@@ -30,7 +31,7 @@ func (s *server) createCampaign(c echo.Context) error {
 	}
 	create := campaigns.Create{
 		ID: body.ID, StartsAt: body.StartsAt, EndsAt: body.EndsAt, HoldTTLSeconds: body.HoldTTLSeconds,
-		Allotments: body.Allotments, Actor: caller(c).Name,
+		MaxPerOrder: body.MaxPerOrder, Allotments: body.Allotments, Actor: caller(c).Name,
 	}
 	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
 		out, err := s.Campaigns.CreateTx(ctx, tx, create)

@@ -70,6 +70,7 @@ var titles = map[string]string{
 	"method_not_allowed":      "Method not allowed",
 	"body_too_large":          "Request body too large",
 	"conflict":                "Conflict",
+	"limit_exceeded":          "Limit exceeded",
 	"timeout":                 "The request took too long",
 	"busy":                    "The data is locked by another transaction",
 	"unavailable":             "Service unavailable",
@@ -90,6 +91,7 @@ var statuses = map[inventory.Code]int{
 	inventory.CodeInsufficientAvailable: http.StatusConflict,
 	inventory.CodeIdempotencyReused:     http.StatusUnprocessableEntity,
 	inventory.CodeConflict:              http.StatusConflict,
+	inventory.CodeLimitExceeded:         http.StatusUnprocessableEntity,
 	inventory.CodeBusy:                  http.StatusServiceUnavailable,
 }
 

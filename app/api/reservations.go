@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/inventory"
@@ -118,8 +120,14 @@ func (s *server) confirmReservation(c echo.Context) error {
 
 type releaseBody struct {
 	Reason string `json:"reason"`
+	// Items, when given, releases only these units; the hold stays held
+	// with the rest.
+	Items []holdItem `json:"items"`
 }
 
+// releaseReservation releases a hold whole, or with items some of its
+// units. A partial release is not idempotent by nature (each one hands back
+// more), so it honours an Idempotency-Key when the request carries one.
 func (s *server) releaseReservation(c echo.Context) error {
 	id, err := uuidParam(c, "id")
 	if err != nil {
@@ -129,12 +137,84 @@ func (s *server) releaseReservation(c echo.Context) error {
 	if err := decodeOptional(c, &body); err != nil {
 		return err
 	}
-	r, err := s.Inventory.Cancel(c.Request().Context(), id, asCaller(c), body.Reason)
+	if body.Items == nil {
+		r, err := s.Inventory.Cancel(c.Request().Context(), id, asCaller(c), body.Reason)
+		metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, r)
+	}
+	items := make([]inventory.Item, len(body.Items))
+	for i, it := range body.Items {
+		items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity}
+	}
+	by := asCaller(c)
+	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
+		key, err := idempotencyKey(c)
+		if err != nil {
+			return err
+		}
+		err = s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
+			r, err := inventory.ReleaseItemsTx(ctx, tx, id, by, body.Reason, items)
+			return http.StatusOK, r, err
+		})
+		metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
+		return err
+	}
+	r, err := s.Inventory.ReleaseItems(c.Request().Context(), id, by, body.Reason, items)
 	metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, r)
+}
+
+type extendBody struct {
+	TTLSeconds *int64 `json:"ttl_seconds"`
+}
+
+// extendReservation moves a held hold's expiry (see inventory.Extend).
+func (s *server) extendReservation(c echo.Context) error {
+	id, err := uuidParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var body extendBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	if body.TTLSeconds == nil {
+		return inventory.Invalid("ttl_seconds is required: how long from now the hold should last")
+	}
+	r, err := s.Inventory.Extend(c.Request().Context(), id, asCaller(c), *body.TTLSeconds)
+	metrics.Transitions.WithLabelValues("extend", outcome(err)).Inc()
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+// listReservations pages through the holds the caller may see, newest
+// first, filtered by order_ref, status and sku.
+func (s *server) listReservations(c echo.Context) error {
+	limit, err := intQuery(c, "limit", 100)
+	if err != nil {
+		return err
+	}
+	lq := inventory.ListQuery{OrderRef: c.QueryParam("order_ref"), Status: c.QueryParam("status"), SKU: c.QueryParam("sku"), Limit: int(limit)}
+	if cur := c.QueryParam("cursor"); cur != "" {
+		id, err := uuid.Parse(cur)
+		if err != nil || len(cur) != 36 {
+			return badRequest("cursor must be the next_cursor of a previous page (a reservation id)")
+		}
+		lq.Before = &id
+	}
+	page, err := s.Inventory.List(c.Request().Context(), lq, asCaller(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
 }
 
 // logSKUs puts a hold's SKUs in the request's log lines: "sku" for one,

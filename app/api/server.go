@@ -26,6 +26,7 @@ import (
 	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/webhooks"
 )
 
 // Deps are what the HTTP layer calls into.
@@ -36,6 +37,7 @@ type Deps struct {
 	Rollbacks *rollbacks.Service
 	Alerts    *alerts.Service
 	Reconcile *reconcile.Service
+	Webhooks  *webhooks.Service
 	Auth      *auth.Authenticator
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current).
@@ -109,12 +111,21 @@ func New(d Deps) *echo.Echo {
 	e.POST("/v1/skus/:sku/pause", s.pauseStock, ops)
 	e.POST("/v1/skus/:sku/resume", s.resumeStock, ops)
 	e.GET("/v1/skus/:sku/ledger", s.getLedger, ops)
+	e.PUT("/v1/skus/:sku/threshold", s.setThreshold, ops)
 	e.POST("/v1/stock/adjustments", s.adjustStockInBulk, ops)
 
 	e.POST("/v1/reservations", s.createReservation, shop)
+	e.GET("/v1/reservations", s.listReservations, shop)
 	e.GET("/v1/reservations/:id", s.getReservation, shop)
 	e.POST("/v1/reservations/:id/confirm", s.confirmReservation, shop)
 	e.POST("/v1/reservations/:id/release", s.releaseReservation, shop)
+	e.POST("/v1/reservations/:id/extend", s.extendReservation, shop)
+
+	e.GET("/v1/events", s.getEvents, ops)
+	e.POST("/v1/webhooks", s.createWebhook, ops)
+	e.GET("/v1/webhooks", s.listWebhooks, ops)
+	e.GET("/v1/webhooks/:id", s.getWebhook, ops)
+	e.DELETE("/v1/webhooks/:id", s.deleteWebhook, ops)
 
 	e.POST("/v1/campaigns", s.createCampaign, ops)
 	e.GET("/v1/campaigns/:id", s.getCampaign, ops)

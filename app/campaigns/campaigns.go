@@ -93,8 +93,11 @@ type Create struct {
 	StartsAt       time.Time
 	EndsAt         time.Time
 	HoldTTLSeconds int64
-	Allotments     []Allotment
-	Actor          string
+	// MaxPerOrder, when set, caps the units of one SKU a hold may take
+	// from the campaign (refused with limit_exceeded).
+	MaxPerOrder *int64
+	Allotments  []Allotment
+	Actor       string
 }
 
 // Validate checks the campaign against the contract's limits.
@@ -116,6 +119,9 @@ func (c Create) Validate() error {
 	}
 	if c.HoldTTLSeconds < 1 || c.HoldTTLSeconds > inventory.MaxTTLSeconds {
 		return inventory.Invalid("hold_ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)
+	}
+	if c.MaxPerOrder != nil && (*c.MaxPerOrder < 1 || *c.MaxPerOrder > inventory.MaxPerOrder) {
+		return inventory.Invalid("max_per_order must be from 1 to %d (leave it out for no cap)", inventory.MaxPerOrder)
 	}
 	if len(c.Allotments) == 0 || len(c.Allotments) > MaxAllotments {
 		return inventory.Invalid("allotments must have 1 to %d SKUs", MaxAllotments)
@@ -160,6 +166,7 @@ type Campaign struct {
 	StartsAt       time.Time   `json:"starts_at"`
 	EndsAt         time.Time   `json:"ends_at"`
 	HoldTTLSeconds int64       `json:"hold_ttl_seconds"`
+	MaxPerOrder    *int64      `json:"max_per_order"`
 	CreatedBy      string      `json:"created_by"`
 	CreatedAt      time.Time   `json:"created_at"`
 	StartedAt      *time.Time  `json:"started_at"`
@@ -181,6 +188,7 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Create) (Campaign, 
 	q := db.New(tx)
 	_, err := q.CampaignCreate(ctx, db.CampaignCreateParams{
 		ID: c.ID, StartsAt: c.StartsAt, EndsAt: c.EndsAt, HoldTtlSeconds: c.HoldTTLSeconds, CreatedBy: c.Actor,
+		MaxPerOrder: c.MaxPerOrder,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Campaign{}, &inventory.Error{Code: inventory.CodeConflict, Detail: fmt.Sprintf("campaign %q already exists", c.ID)}
@@ -225,7 +233,7 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 	}
 	out := Campaign{
 		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt.UTC(), EndsAt: c.EndsAt.UTC(),
-		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(),
+		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, MaxPerOrder: c.MaxPerOrder, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(),
 		StartedAt: inventory.UTC(c.StartedAt), EndedAt: inventory.UTC(c.EndedAt), EndedBy: c.EndedBy, EndReason: c.EndReason,
 		RolledBackAt: inventory.UTC(c.RolledBackAt),
 		Allotments:   []Allotment{}, Pools: []Pool{},

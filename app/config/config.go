@@ -120,6 +120,11 @@ type Config struct {
 	// LogFormat is json (the default, for log collectors) or text (for a
 	// person at a terminal; make run uses it) (STOCKHOLD_LOG_FORMAT).
 	LogFormat string
+
+	// WebhookAllowPrivate lets webhooks reach loopback and private
+	// addresses (STOCKHOLD_WEBHOOK_ALLOW_PRIVATE); off, they are refused at
+	// registration and when each delivery connects.
+	WebhookAllowPrivate bool
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -145,6 +150,7 @@ func Load(getenv func(string) string) (Config, error) {
 		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "json", "text"),
 		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER", time.Hour),
 		Retention:            r.retention("STOCKHOLD_RETENTION", 30*24*time.Hour),
+		WebhookAllowPrivate:  r.boolean("STOCKHOLD_WEBHOOK_ALLOW_PRIVATE", false),
 
 		RequestTimeout:        r.positive("STOCKHOLD_REQUEST_TIMEOUT", 10*time.Second),
 		ReadTimeout:           r.positive("STOCKHOLD_HTTP_READ_TIMEOUT", 10*time.Second),

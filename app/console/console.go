@@ -36,6 +36,7 @@ import (
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/webhooks"
 )
 
 //go:embed templates/*.html static/*
@@ -49,8 +50,10 @@ type Deps struct {
 	Rollbacks *rollbacks.Service
 	Alerts    *alerts.Service
 	Reconcile *reconcile.Service
-	Auth      *auth.Authenticator
-	Log       *slog.Logger
+	// Webhooks, when set, lists the webhooks and their lag on the overview.
+	Webhooks *webhooks.Service
+	Auth     *auth.Authenticator
+	Log      *slog.Logger
 }
 
 // Console serves /ops/ (but not /ops/jobs/, River's dashboard).

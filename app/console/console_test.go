@@ -371,6 +371,14 @@ func TestEveryPageRendersWithData(t *testing.T) {
 		WHERE trigger = 'http'`, other)
 	require.NoError(t, err)
 
+	// A webhook (its cursor past every event, so nothing is sent to it).
+	_, err = e.pool.Exec(ctx, `INSERT INTO webhooks (url, events, secret, created_by, cursor_xid, cursor_id, cursor_n, failures, last_error)
+		VALUES ('https://hooks.example/stockhold', '{stock.low}', 'whsec_x', 'alice', '9223372036854775807', 0, 0, 2, 'answered 503')`)
+	require.NoError(t, err)
+	overview := b.do("GET", "/ops/", nil, nil).body
+	require.Contains(t, overview, "https://hooks.example/stockhold")
+	require.Contains(t, overview, `title="answered 503"`)
+
 	for _, path := range []string{
 		"/ops/", "/ops/skus?q=A", "/ops/skus?q=B_2%25", "/ops/skus/A1", "/ops/skus/A1?before=3", "/ops/skus/B_2%25",
 		"/ops/holds", "/ops/holds?order_ref=order-1", "/ops/holds/" + held.String(), "/ops/holds/" + other.String(),

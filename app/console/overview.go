@@ -12,6 +12,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/webhooks"
 )
 
 // overviewAlerts is how many open alerts the overview lists.
@@ -25,11 +26,13 @@ type overviewData struct {
 	Campaigns      []campaigns.Campaign
 	Reconciliation *reconcile.Run
 	Backlog        []db.MetricsJobBacklogRow
+	Webhooks       []webhooks.Webhook
 }
 
 // overview answers the 2 a.m. questions on one page: open alerts, holds
 // stuck past expiry, rollbacks and campaigns in progress, the latest
-// reconciliation, the last hour's hold outcomes and River's backlog.
+// reconciliation, the last hour's hold outcomes, River's backlog and the
+// webhooks' lag.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error {
 	ctx := r.Context()
 	var d overviewData
@@ -81,6 +84,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 	}
 	if d.Backlog, err = q.MetricsJobBacklog(ctx); err != nil {
 		return err
+	}
+	if c.Webhooks != nil {
+		if d.Webhooks, err = c.Webhooks.List(ctx); err != nil {
+			return err
+		}
 	}
 	slices.SortFunc(d.Backlog, func(a, b db.MetricsJobBacklogRow) int {
 		if a.Kind != b.Kind {

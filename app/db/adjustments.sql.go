@@ -18,16 +18,19 @@ WITH d AS (
     SET total = s.total + d.delta,
         available = s.available + d.delta,
         version = s.version + 1,
+        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM d
     WHERE s.sku = d.sku AND s.pool = d.pool
-    RETURNING s.sku, s.pool, s.version, d.delta, d.ref
+    RETURNING s.sku, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold
 )
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, actor, reason, ref)
+                    stock_version, actor, reason, ref,
+                    feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
        m.delta, m.delta, 0, 0, m.version, $1::text, $2::text,
-       coalesce(nullif(m.ref, ''), $3::text)
+       coalesce(nullif(m.ref, ''), $3::text),
+       m.feed_xid, m.total, m.available, m.reserved, m.sold
 FROM moved m
 ORDER BY m.sku COLLATE "C", m.pool COLLATE "C"
 RETURNING id
@@ -45,7 +48,8 @@ type StockAdjustManyParams struct {
 
 // StockAdjustMany adds each delta to its row's total and available and
 // writes one ledger row per change (kind stock_in for a positive delta,
-// adjust for a negative one) with the version it produced, in one
+// adjust for a negative one) with the version it produced and the counters
+// and event feed position after it, in one
 // statement. The caller has locked the rows and checked that available
 // covers every negative delta; the CHECK constraints refuse the statement
 // otherwise. refs holds each line's own ref (” for none: the ref given).
@@ -99,7 +103,7 @@ func (q *Queries) StockCreateMainMany(ctx context.Context, skus []string) error 
 }
 
 const stockExportPage = `-- name: StockExportPage :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock
 WHERE (sku, pool) > ($1::text, $2::text)
 ORDER BY sku, pool
 LIMIT $3
@@ -129,6 +133,8 @@ func (q *Queries) StockExportPage(ctx context.Context, afterSku string, afterPoo
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FeedXid,
+			&i.LowThreshold,
 		); err != nil {
 			return nil, err
 		}
@@ -239,7 +245,7 @@ func (q *Queries) StockImportWait(ctx context.Context) error {
 }
 
 const stockListBySKUs = `-- name: StockListBySKUs :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock
 WHERE sku = ANY($1::text[])
 ORDER BY sku COLLATE "C", pool = 'main' DESC, pool COLLATE "C"
 `
@@ -267,6 +273,8 @@ func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, 
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FeedXid,
+			&i.LowThreshold,
 		); err != nil {
 			return nil, err
 		}
@@ -279,7 +287,7 @@ func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, 
 }
 
 const stockLockForAdjust = `-- name: StockLockForAdjust :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k ON s.sku = k.sku AND s.pool = k.pool
 ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
@@ -310,6 +318,8 @@ func (q *Queries) StockLockForAdjust(ctx context.Context, skus []string, pools [
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FeedXid,
+			&i.LowThreshold,
 		); err != nil {
 			return nil, err
 		}

@@ -200,6 +200,22 @@ func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, 
 	return i, err
 }
 
+const alertResolve = `-- name: AlertResolve :execrows
+UPDATE alerts
+SET status = 'resolved', resolved_at = now()
+WHERE kind = $1 AND subject = $2 AND status IN ('open', 'acked')
+`
+
+// AlertResolve closes the open or acknowledged alert of kind about subject
+// once what it reported went away by itself (a webhook delivering again).
+func (q *Queries) AlertResolve(ctx context.Context, kind string, subject string) (int64, error) {
+	result, err := q.db.Exec(ctx, alertResolve, kind, subject)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const discardedJobsClaim = `-- name: DiscardedJobsClaim :many
 WITH fresh AS (
     INSERT INTO discarded_jobs (job_id, finalized_at, kind)

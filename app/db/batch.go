@@ -253,15 +253,18 @@ WITH change AS (
         reserved = s.reserved + m.d_reserved,
         sold = s.sold + m.d_sold,
         version = s.version + 1,
+        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM sums m
     JOIN locked k ON k.sku = m.sku AND k.pool = m.pool
     WHERE s.sku = m.sku AND s.pool = m.pool
-    RETURNING s.sku, s.pool, s.version
+    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, reason)
-    SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason
+                        stock_version, reservation_id, actor, reason,
+                        feed_xid, total_after, available_after, reserved_after, sold_after)
+    SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason,
+           v.feed_xid, v.total, v.available, v.reserved, v.sold
     FROM moves m
     JOIN moved v ON v.sku = m.sku AND v.pool = m.pool
     ORDER BY m.reservation_id, m.sku COLLATE "C", m.pool COLLATE "C"
@@ -289,8 +292,8 @@ type ReservationsChangeParams struct {
 // the holds in id order, then their stock rows in (sku, pool) byte order,
 // the lock order of every path; a hold that is no longer held is left alone,
 // so nothing is sold or handed back twice. Every changed line gets a ledger
-// row carrying the version its stock row reached. It returns the ids it
-// changed.
+// row carrying the version its stock row reached, with its counters and
+// event feed position after the change. It returns the ids it changed.
 func (q *Queries) ReservationsChange(ctx context.Context, arg []ReservationsChangeParams) *ReservationsChangeBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -821,11 +824,12 @@ WITH moved AS (
     SET available = s.available - g.quantity,
         reserved = s.reserved + g.quantity,
         version = s.version + 1,
+        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool,
                  unnest($3::bigint[]) AS quantity) g
     WHERE s.sku = g.sku AND s.pool = g.pool
-    RETURNING s.sku, s.pool, s.version
+    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
 ), granted AS (
     SELECT unnest($4::uuid[]) AS reservation_id, unnest($5::text[]) AS sku,
            unnest($6::text[]) AS pool, unnest($7::bigint[]) AS quantity,
@@ -835,8 +839,10 @@ WITH moved AS (
     SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
 )
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor)
-SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor
+                    stock_version, reservation_id, actor,
+                    feed_xid, total_after, available_after, reserved_after, sold_after)
+SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor,
+       m.feed_xid, m.total, m.available, m.reserved, m.sold
 FROM granted g
 JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
 ORDER BY g.n
@@ -862,7 +868,8 @@ type StockHoldsApplyParams struct {
 // StockHoldsApply writes the grants of a hold batch whose stock rows
 // StockLockMany locked: each row's counters move by the sum of its granted
 // lines (row_* arrays), the lines are inserted (line_* arrays), and each
-// line gets a reserve ledger row carrying the version its stock row reached.
+// line gets a reserve ledger row carrying the version its stock row reached,
+// its counters after the change and its event feed position (feed_xid).
 func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyParams) *StockHoldsApplyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {

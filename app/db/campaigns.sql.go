@@ -46,10 +46,11 @@ func (q *Queries) CampaignAllotmentsInsert(ctx context.Context, campaign string,
 }
 
 const campaignCreate = `-- name: CampaignCreate :one
-INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by)
-VALUES ($1, $2, $3, interval '1 second' * $4::bigint, $5)
+INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by, max_per_order)
+VALUES ($1, $2, $3, interval '1 second' * $4::bigint, $5,
+        $6::bigint)
 ON CONFLICT (id) DO NOTHING
-RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at
+RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order
 `
 
 type CampaignCreateParams struct {
@@ -58,6 +59,7 @@ type CampaignCreateParams struct {
 	EndsAt         time.Time
 	HoldTtlSeconds int64
 	CreatedBy      string
+	MaxPerOrder    *int64
 }
 
 func (q *Queries) CampaignCreate(ctx context.Context, arg CampaignCreateParams) (Campaign, error) {
@@ -67,6 +69,7 @@ func (q *Queries) CampaignCreate(ctx context.Context, arg CampaignCreateParams) 
 		arg.EndsAt,
 		arg.HoldTtlSeconds,
 		arg.CreatedBy,
+		arg.MaxPerOrder,
 	)
 	var i Campaign
 	err := row.Scan(
@@ -83,12 +86,13 @@ func (q *Queries) CampaignCreate(ctx context.Context, arg CampaignCreateParams) 
 		&i.EndedBy,
 		&i.EndReason,
 		&i.RolledBackAt,
+		&i.MaxPerOrder,
 	)
 	return i, err
 }
 
 const campaignGet = `-- name: CampaignGet :one
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at FROM campaigns WHERE id = $1
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order FROM campaigns WHERE id = $1
 `
 
 func (q *Queries) CampaignGet(ctx context.Context, id string) (Campaign, error) {
@@ -108,6 +112,7 @@ func (q *Queries) CampaignGet(ctx context.Context, id string) (Campaign, error) 
 		&i.EndedBy,
 		&i.EndReason,
 		&i.RolledBackAt,
+		&i.MaxPerOrder,
 	)
 	return i, err
 }
@@ -126,7 +131,8 @@ func (q *Queries) CampaignHeldCount(ctx context.Context, campaign *string) (int3
 const campaignHoldTerms = `-- name: CampaignHoldTerms :one
 SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, false)::boolean AS open,
        status,
-       extract(epoch FROM hold_ttl)::bigint AS hold_ttl_seconds
+       extract(epoch FROM hold_ttl)::bigint AS hold_ttl_seconds,
+       max_per_order
 FROM campaigns
 WHERE id = $1
 `
@@ -135,14 +141,20 @@ type CampaignHoldTermsRow struct {
 	Open           bool
 	Status         string
 	HoldTtlSeconds int64
+	MaxPerOrder    *int64
 }
 
-// CampaignHoldTerms tells a hold whether the campaign takes holds now, and
-// for how long they last.
+// CampaignHoldTerms tells a hold whether the campaign takes holds now, for
+// how long they last and how many units of one SKU one hold may take.
 func (q *Queries) CampaignHoldTerms(ctx context.Context, id string) (CampaignHoldTermsRow, error) {
 	row := q.db.QueryRow(ctx, campaignHoldTerms, id)
 	var i CampaignHoldTermsRow
-	err := row.Scan(&i.Open, &i.Status, &i.HoldTtlSeconds)
+	err := row.Scan(
+		&i.Open,
+		&i.Status,
+		&i.HoldTtlSeconds,
+		&i.MaxPerOrder,
+	)
 	return i, err
 }
 
@@ -167,7 +179,7 @@ func (q *Queries) CampaignLiveJob(ctx context.Context, kind string, campaign str
 }
 
 const campaignLock = `-- name: CampaignLock :one
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at FROM campaigns WHERE id = $1 FOR UPDATE
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order FROM campaigns WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error) {
@@ -187,12 +199,13 @@ func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error)
 		&i.EndedBy,
 		&i.EndReason,
 		&i.RolledBackAt,
+		&i.MaxPerOrder,
 	)
 	return i, err
 }
 
 const campaignPools = `-- name: CampaignPools :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C"
 `
 
 // In sku byte order: campaign end and finish lock each row in turn.
@@ -217,6 +230,8 @@ func (q *Queries) CampaignPools(ctx context.Context, campaign string) ([]Stock, 
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FeedXid,
+			&i.LowThreshold,
 		); err != nil {
 			return nil, err
 		}
@@ -238,7 +253,7 @@ SET status = $1,
     rolled_back_at = CASE WHEN $1 = 'rolled_back' THEN now() ELSE rolled_back_at END,
     updated_at = now()
 WHERE id = $4
-RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at
+RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order
 `
 
 type CampaignSetStatusParams struct {
@@ -272,6 +287,7 @@ func (q *Queries) CampaignSetStatus(ctx context.Context, arg CampaignSetStatusPa
 		&i.EndedBy,
 		&i.EndReason,
 		&i.RolledBackAt,
+		&i.MaxPerOrder,
 	)
 	return i, err
 }

@@ -13,7 +13,7 @@ import (
 )
 
 const campaignList = `-- name: CampaignList :many
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at FROM campaigns
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order FROM campaigns
 ORDER BY status IN ('active', 'ended') DESC, starts_at DESC
 LIMIT $1
 `
@@ -43,6 +43,7 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 			&i.EndedBy,
 			&i.EndReason,
 			&i.RolledBackAt,
+			&i.MaxPerOrder,
 		); err != nil {
 			return nil, err
 		}
@@ -55,7 +56,7 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 }
 
 const ledgerListByReservation = `-- name: LedgerListByReservation :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref FROM ledger WHERE reservation_id = $1 ORDER BY id
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after FROM ledger WHERE reservation_id = $1 ORDER BY id
 `
 
 func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uuid.UUID) ([]Ledger, error) {
@@ -82,6 +83,11 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 			&i.Actor,
 			&i.Reason,
 			&i.Ref,
+			&i.FeedXid,
+			&i.TotalAfter,
+			&i.AvailableAfter,
+			&i.ReservedAfter,
+			&i.SoldAfter,
 		); err != nil {
 			return nil, err
 		}
@@ -94,7 +100,7 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 }
 
 const ledgerPageBySKU = `-- name: LedgerPageBySKU :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref FROM ledger
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after FROM ledger
 WHERE sku = $1 AND ($2::bigint IS NULL OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
@@ -126,6 +132,11 @@ func (q *Queries) LedgerPageBySKU(ctx context.Context, sku string, beforeID *int
 			&i.Actor,
 			&i.Reason,
 			&i.Ref,
+			&i.FeedXid,
+			&i.TotalAfter,
+			&i.AvailableAfter,
+			&i.ReservedAfter,
+			&i.SoldAfter,
 		); err != nil {
 			return nil, err
 		}

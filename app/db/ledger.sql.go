@@ -11,90 +11,50 @@ import (
 	"github.com/google/uuid"
 )
 
-const ledgerAppend = `-- name: LedgerAppend :exec
+const ledgerAppend = `-- name: LedgerAppend :execrows
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor, reason, ref)
-VALUES ($1, $2, $3, $4, $5, $6, $7,
-        $8, $9, $10, $11, $12)
+                    stock_version, reservation_id, actor, reason, ref,
+                    feed_xid, total_after, available_after, reserved_after, sold_after)
+SELECT s.sku, s.pool, $1::text, $2::bigint, $3::bigint, $4::bigint,
+       $5::bigint, s.version, $6::uuid, $7::text, $8::text,
+       $9::text, s.feed_xid, s.total, s.available, s.reserved, s.sold
+FROM stock s
+WHERE s.sku = $10 AND s.pool = $11
 `
 
 type LedgerAppendParams struct {
-	Sku            string
-	Pool           string
 	Kind           string
 	DeltaTotal     int64
 	DeltaAvailable int64
 	DeltaReserved  int64
 	DeltaSold      int64
-	StockVersion   int64
 	ReservationID  *uuid.UUID
 	Actor          string
 	Reason         *string
 	Ref            *string
+	Sku            string
+	Pool           string
 }
 
-func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) error {
-	_, err := q.db.Exec(ctx, ledgerAppend,
-		arg.Sku,
-		arg.Pool,
+// LedgerAppend records a change the caller just made to a stock row in its
+// transaction: the row as it is now gives the version the change produced,
+// the counters after it and its event feed position.
+func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int64, error) {
+	result, err := q.db.Exec(ctx, ledgerAppend,
 		arg.Kind,
 		arg.DeltaTotal,
 		arg.DeltaAvailable,
 		arg.DeltaReserved,
 		arg.DeltaSold,
-		arg.StockVersion,
 		arg.ReservationID,
 		arg.Actor,
 		arg.Reason,
 		arg.Ref,
+		arg.Sku,
+		arg.Pool,
 	)
-	return err
-}
-
-const ledgerAppendLines = `-- name: LedgerAppendLines :exec
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor, reason)
-SELECT l.sku, l.pool, $1::text,
-       0, l.quantity * $2::bigint, l.quantity * $3::bigint, l.quantity * $4::bigint,
-       v.version, l.reservation_id, coalesce($5::text, r.client), $6::text
-FROM reservation_lines l
-JOIN reservations r ON r.id = l.reservation_id
-JOIN (SELECT unnest($7::text[]) AS sku, unnest($8::text[]) AS pool, unnest($9::bigint[]) AS version) v
-  ON v.sku = l.sku AND v.pool = l.pool
-WHERE l.reservation_id = ANY($10::uuid[])
-ORDER BY l.reservation_id, l.sku, l.pool
-`
-
-type LedgerAppendLinesParams struct {
-	Kind           string
-	PerAvailable   int64
-	PerReserved    int64
-	PerSold        int64
-	Actor          *string
-	Reason         *string
-	Vskus          []string
-	Vpools         []string
-	Versions       []int64
-	ReservationIds []uuid.UUID
-}
-
-// LedgerAppendLines writes one ledger row per line of the given
-// reservations: each delta is the line's quantity times its per-unit factor,
-// and each row carries the version its stock row reached (versions are given
-// per sku and pool, as the parallel arrays vskus, vpools, versions). A null
-// actor means each reservation's own client.
-func (q *Queries) LedgerAppendLines(ctx context.Context, arg LedgerAppendLinesParams) error {
-	_, err := q.db.Exec(ctx, ledgerAppendLines,
-		arg.Kind,
-		arg.PerAvailable,
-		arg.PerReserved,
-		arg.PerSold,
-		arg.Actor,
-		arg.Reason,
-		arg.Vskus,
-		arg.Vpools,
-		arg.Versions,
-		arg.ReservationIds,
-	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

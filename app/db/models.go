@@ -109,6 +109,7 @@ type Campaign struct {
 	EndedBy      *string
 	EndReason    *string
 	RolledBackAt *time.Time
+	MaxPerOrder  *int64
 }
 
 type CampaignAllotment struct {
@@ -150,6 +151,13 @@ type Ledger struct {
 	Actor          string
 	Reason         *string
 	Ref            *string
+	// Event feed position (feed_xid, id): the stock row's feed_xid after this change. Null for movements recorded before events existed (they are not in the feed).
+	FeedXid *uint64
+	// The stock row's total after the statement that wrote this row; likewise available_after, reserved_after, sold_after.
+	TotalAfter     *int64
+	AvailableAfter *int64
+	ReservedAfter  *int64
+	SoldAfter      *int64
 }
 
 type LedgerCheckpoint struct {
@@ -316,6 +324,9 @@ type Stock struct {
 	Version      int64
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// The greatest transaction id that changed this row: the event feed position of its next ledger rows (see ledger.feed_xid).
+	FeedXid      *uint64
+	LowThreshold *int64
 }
 
 type StockHealth struct {
@@ -348,4 +359,32 @@ type StockImportChunk struct {
 	Changed      int32
 	Actor        string
 	CommittedAt  time.Time
+}
+
+// Low-stock thresholds of each (sku, pool) over time: the one with the greatest from_version <= a ledger row's stock_version applied to it.
+type StockThreshold struct {
+	Sku         string
+	Pool        string
+	FromVersion int64
+	Threshold   *int64
+	SetBy       string
+	SetAt       time.Time
+}
+
+// Webhook subscriptions to the event feed: where events go, which types, and the last event each receiver acknowledged.
+type Webhook struct {
+	ID              int64
+	Url             string
+	Events          []string
+	Secret          string
+	CreatedBy       string
+	CreatedAt       time.Time
+	CursorXid       uint64
+	CursorID        int64
+	CursorN         int32
+	DeliveredAt     *time.Time
+	DeliveredEvents int64
+	Failures        int32
+	FailingSince    *time.Time
+	LastError       *string
 }

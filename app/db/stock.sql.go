@@ -12,15 +12,16 @@ import (
 )
 
 const stockAdjust = `-- name: StockAdjust :one
-INSERT INTO stock AS s (sku, pool, total, available, version)
-SELECT $1, $2, $3::bigint, $3::bigint, 1
+INSERT INTO stock AS s (sku, pool, total, available, version, feed_xid)
+SELECT $1, $2, $3::bigint, $3::bigint, 1, pg_current_xact_id()
 WHERE $3::bigint > 0
 ON CONFLICT (sku, pool) DO UPDATE
 SET total = s.total + excluded.total,
     available = s.available + excluded.available,
     version = s.version + 1,
+    feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
 `
 
 // StockAdjust adds delta to total and available, creating the row on the
@@ -40,6 +41,8 @@ func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delt
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FeedXid,
+		&i.LowThreshold,
 	)
 	return i, err
 }
@@ -47,7 +50,7 @@ func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delt
 const stockCreate = `-- name: StockCreate :one
 INSERT INTO stock (sku, pool) VALUES ($1, $2)
 ON CONFLICT (sku, pool) DO NOTHING
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
 `
 
 func (q *Queries) StockCreate(ctx context.Context, sku string, pool string) (Stock, error) {
@@ -65,6 +68,8 @@ func (q *Queries) StockCreate(ctx context.Context, sku string, pool string) (Sto
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FeedXid,
+		&i.LowThreshold,
 	)
 	return i, err
 }
@@ -141,7 +146,7 @@ func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string) 
 }
 
 const stockGet = `-- name: StockGet :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE sku = $1 AND pool = $2
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock WHERE sku = $1 AND pool = $2
 `
 
 func (q *Queries) StockGet(ctx context.Context, sku string, pool string) (Stock, error) {
@@ -159,12 +164,14 @@ func (q *Queries) StockGet(ctx context.Context, sku string, pool string) (Stock,
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FeedXid,
+		&i.LowThreshold,
 	)
 	return i, err
 }
 
 const stockListBySKU = `-- name: StockListBySKU :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE sku = $1 ORDER BY pool = 'main' DESC, pool COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock WHERE sku = $1 ORDER BY pool = 'main' DESC, pool COLLATE "C"
 `
 
 func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, error) {
@@ -188,6 +195,8 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FeedXid,
+			&i.LowThreshold,
 		); err != nil {
 			return nil, err
 		}
@@ -200,7 +209,7 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 }
 
 const stockLock = `-- name: StockLock :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at FROM stock WHERE sku = $1 AND pool = $2 FOR UPDATE
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock WHERE sku = $1 AND pool = $2 FOR UPDATE
 `
 
 // StockLock locks one stock row for the rest of the transaction; the hold
@@ -220,6 +229,8 @@ func (q *Queries) StockLock(ctx context.Context, sku string, pool string) (Stock
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FeedXid,
+		&i.LowThreshold,
 	)
 	return i, err
 }
@@ -231,9 +242,10 @@ SET total = total + $1,
     reserved = reserved + $3,
     sold = sold + $4,
     version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $5 AND pool = $6
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
 `
 
 type StockMoveParams struct {
@@ -269,6 +281,8 @@ func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, er
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FeedXid,
+		&i.LowThreshold,
 	)
 	return i, err
 }
@@ -329,9 +343,10 @@ UPDATE stock
 SET status = $1,
     paused_reason = $2,
     version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $3 AND pool = $4
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
 `
 
 type StockSetStatusParams struct {
@@ -361,6 +376,8 @@ func (q *Queries) StockSetStatus(ctx context.Context, arg StockSetStatusParams) 
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FeedXid,
+		&i.LowThreshold,
 	)
 	return i, err
 }
@@ -370,9 +387,10 @@ UPDATE stock
 SET total = total - $1,
     available = available - $1,
     version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $2 AND pool = $3 AND available >= $1
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
 `
 
 // StockTake removes quantity from total and available if available has it.
@@ -391,6 +409,8 @@ func (q *Queries) StockTake(ctx context.Context, quantity int64, sku string, poo
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FeedXid,
+		&i.LowThreshold,
 	)
 	return i, err
 }

@@ -23,6 +23,9 @@ const (
 	CodeInsufficientAvailable Code = "insufficient_available"
 	CodeIdempotencyReused     Code = "idempotency_key_reused"
 	CodeConflict              Code = "conflict"
+	// CodeLimitExceeded refuses a hold that takes more units of one SKU
+	// than its campaign allows in one order (max_per_order).
+	CodeLimitExceeded Code = "limit_exceeded"
 	// CodeBusy refuses a request whose rows stayed locked past the lock
 	// timeout (a long transaction holds them); the HTTP answer is 503 with
 	// Retry-After, and a retry soon is likely to succeed.

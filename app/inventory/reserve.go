@@ -112,7 +112,7 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 	if err := req.Validate(); err != nil {
 		return Reservation{}, false, err
 	}
-	h := hold{req: req, id: uuid.New(), hash: req.hash(), ttl: req.TTLSeconds}
+	h := hold{req: req, id: newHoldID(), hash: req.hash(), ttl: req.TTLSeconds}
 	if h.ttl == 0 {
 		h.ttl = int64(DefaultTTL.Seconds())
 	}
@@ -122,7 +122,10 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 	}
 	h.lines = req.lines(pool)
 	if req.Campaign != "" {
-		ttl, err := s.campaignTerms(ctx, req.Campaign, h.lines[0].SKU)
+		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.lines[0].SKU)
+		if err == nil {
+			err = overCap(h.lines, req.Campaign, maxPerOrder)
+		}
 		if err != nil {
 			// A replay must not fail because the campaign has since ended.
 			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, h.hash); rerr == nil && replayed {
@@ -135,20 +138,21 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 	return s.holdBatched(ctx, h)
 }
 
-// campaignTerms checks that a campaign takes holds now and returns its TTL;
-// a refusal names sku, the hold's first line, as the contract asks.
-func (s *Service) campaignTerms(ctx context.Context, id, sku string) (int64, error) {
+// campaignTerms checks that a campaign takes holds now and returns its TTL
+// and its cap per order (nil: none); a refusal names sku, the hold's first
+// line, as the contract asks.
+func (s *Service) campaignTerms(ctx context.Context, id, sku string) (int64, *int64, error) {
 	terms, err := db.New(s.pool).CampaignHoldTerms(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, &Error{Code: CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", id)}
+		return 0, nil, &Error{Code: CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", id)}
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if !terms.Open {
-		return 0, &Error{Code: CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), SKU: sku, Pool: id}
+		return 0, nil, &Error{Code: CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), SKU: sku, Pool: id}
 	}
-	return terms.HoldTtlSeconds, nil
+	return terms.HoldTtlSeconds, terms.MaxPerOrder, nil
 }
 
 // replay looks up the hold made with key. It reports false when there is

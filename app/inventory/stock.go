@@ -19,13 +19,16 @@ const (
 
 // Pool is the counters of one (sku, pool).
 type Pool struct {
-	Pool         string    `json:"pool"`
-	Total        int64     `json:"total"`
-	Available    int64     `json:"available"`
-	Reserved     int64     `json:"reserved"`
-	Sold         int64     `json:"sold"`
-	Status       string    `json:"status"`
-	PausedReason *string   `json:"paused_reason"`
+	Pool         string  `json:"pool"`
+	Total        int64   `json:"total"`
+	Available    int64   `json:"available"`
+	Reserved     int64   `json:"reserved"`
+	Sold         int64   `json:"sold"`
+	Status       string  `json:"status"`
+	PausedReason *string `json:"paused_reason"`
+	// LowThreshold is the pool's low-stock threshold (nil: none): a change
+	// that takes available from above it to at or below it sends stock.low.
+	LowThreshold *int64    `json:"low_threshold"`
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
@@ -38,7 +41,7 @@ type Stock struct {
 func newPool(r db.Stock) Pool {
 	return Pool{
 		Pool: r.Pool, Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
-		Status: r.Status, PausedReason: r.PausedReason, UpdatedAt: r.UpdatedAt.UTC(),
+		Status: r.Status, PausedReason: r.PausedReason, LowThreshold: r.LowThreshold, UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
 
@@ -115,19 +118,18 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	}
 	q := db.New(tx)
 	var (
-		row  db.Stock
 		err  error
 		kind = "adjust"
 	)
 	switch {
 	case a.Delta > 0 && a.Pool == MainPool:
 		kind = "stock_in"
-		row, err = q.StockAdjust(ctx, a.SKU, a.Pool, a.Delta)
+		_, err = q.StockAdjust(ctx, a.SKU, a.Pool, a.Delta)
 	case a.Delta > 0:
 		kind = "stock_in"
-		row, err = q.StockMove(ctx, db.StockMoveParams{Sku: a.SKU, Pool: a.Pool, DeltaTotal: a.Delta, DeltaAvailable: a.Delta})
+		_, err = q.StockMove(ctx, db.StockMoveParams{Sku: a.SKU, Pool: a.Pool, DeltaTotal: a.Delta, DeltaAvailable: a.Delta})
 	default:
-		row, err = q.StockTake(ctx, -a.Delta, a.SKU, a.Pool)
+		_, err = q.StockTake(ctx, -a.Delta, a.SKU, a.Pool)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, gerr := q.StockGet(ctx, a.SKU, a.Pool); gerr == nil {
@@ -140,12 +142,12 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	if err != nil {
 		return Stock{}, fmt.Errorf("adjust %s/%s: %w", a.SKU, a.Pool, err)
 	}
-	err = q.LedgerAppend(ctx, db.LedgerAppendParams{
+	err = appendLedger(ctx, q, db.LedgerAppendParams{
 		Sku: a.SKU, Pool: a.Pool, Kind: kind, DeltaTotal: a.Delta, DeltaAvailable: a.Delta,
-		StockVersion: row.Version, Actor: a.Actor, Reason: optional(a.Reason), Ref: optional(a.Ref),
+		Actor: a.Actor, Reason: optional(a.Reason), Ref: optional(a.Ref),
 	})
 	if err != nil {
-		return Stock{}, fmt.Errorf("append ledger: %w", err)
+		return Stock{}, err
 	}
 	return stockOf(ctx, q, a.SKU)
 }
@@ -223,16 +225,28 @@ func setStatusTx(ctx context.Context, q *db.Queries, w Switch, status string) er
 	if status == StockPaused {
 		reason, kind = &w.Reason, "pause"
 	}
-	row, err := q.StockSetStatus(ctx, db.StockSetStatusParams{Status: status, PausedReason: reason, Sku: w.SKU, Pool: w.Pool})
+	_, err := q.StockSetStatus(ctx, db.StockSetStatusParams{Status: status, PausedReason: reason, Sku: w.SKU, Pool: w.Pool})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return &Error{Code: CodeUnknownSKU, SKU: w.SKU, Pool: w.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", w.SKU, w.Pool)}
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: %w", kind, w.SKU, w.Pool, err)
 	}
-	return q.LedgerAppend(ctx, db.LedgerAppendParams{
-		Sku: w.SKU, Pool: w.Pool, Kind: kind, StockVersion: row.Version, Actor: w.Actor, Reason: &w.Reason,
-	})
+	return appendLedger(ctx, q, db.LedgerAppendParams{Sku: w.SKU, Pool: w.Pool, Kind: kind, Actor: w.Actor, Reason: &w.Reason})
+}
+
+// appendLedger records the change just made to a stock row in the same
+// transaction (LedgerAppend reads the row for its version, counters and
+// feed position).
+func appendLedger(ctx context.Context, q *db.Queries, p db.LedgerAppendParams) error {
+	n, err := q.LedgerAppend(ctx, p)
+	if err == nil && n != 1 {
+		err = fmt.Errorf("no stock row %s/%s", p.Sku, p.Pool)
+	}
+	if err != nil {
+		return fmt.Errorf("append %s to the ledger: %w", p.Kind, err)
+	}
+	return nil
 }
 
 // Movement is one ledger row.

@@ -37,7 +37,7 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 		return fmt.Errorf("create %s/%s: %w", t.SKU, t.To, err)
 	}
 	take := func() error {
-		row, err := q.StockTake(ctx, t.Quantity, t.SKU, t.From)
+		_, err := q.StockTake(ctx, t.Quantity, t.SKU, t.From)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return &Error{Code: CodeInsufficientAvailable, SKU: t.SKU, Pool: t.From,
 				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available to transfer to %s", t.SKU, t.From, t.Quantity, t.To)}
@@ -45,14 +45,14 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 		if err != nil {
 			return fmt.Errorf("take %s/%s: %w", t.SKU, t.From, err)
 		}
-		return appendTransfer(ctx, q, t, t.From, -t.Quantity, row.Version)
+		return appendTransfer(ctx, q, t, t.From, -t.Quantity)
 	}
 	give := func() error {
-		row, err := q.StockMove(ctx, db.StockMoveParams{Sku: t.SKU, Pool: t.To, DeltaTotal: t.Quantity, DeltaAvailable: t.Quantity})
+		_, err := q.StockMove(ctx, db.StockMoveParams{Sku: t.SKU, Pool: t.To, DeltaTotal: t.Quantity, DeltaAvailable: t.Quantity})
 		if err != nil {
 			return fmt.Errorf("give %s/%s: %w", t.SKU, t.To, err)
 		}
-		return appendTransfer(ctx, q, t, t.To, t.Quantity, row.Version)
+		return appendTransfer(ctx, q, t, t.To, t.Quantity)
 	}
 	first, second := take, give
 	if t.To < t.From {
@@ -64,9 +64,9 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 	return second()
 }
 
-func appendTransfer(ctx context.Context, q *db.Queries, t Transfer, pool string, delta, version int64) error {
-	return q.LedgerAppend(ctx, db.LedgerAppendParams{
+func appendTransfer(ctx context.Context, q *db.Queries, t Transfer, pool string, delta int64) error {
+	return appendLedger(ctx, q, db.LedgerAppendParams{
 		Sku: t.SKU, Pool: pool, Kind: "transfer", DeltaTotal: delta, DeltaAvailable: delta,
-		StockVersion: version, Actor: t.Actor, Reason: optional(t.Reason), Ref: optional(t.Ref),
+		Actor: t.Actor, Reason: optional(t.Reason), Ref: optional(t.Ref),
 	})
 }

@@ -26,18 +26,18 @@ var (
 		Help: "Hold requests by outcome (held, replayed, or the refusing problem code).",
 	}, []string{"outcome"})
 
-	// Transitions counts confirm and release requests (API and console) by
-	// result: ok, or the problem code that refused them.
+	// Transitions counts confirm, release and extend requests (API and
+	// console) by result: ok, or the problem code that refused them.
 	Transitions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "stockhold_transitions_total",
-		Help: "Confirm and release requests by action and outcome (ok, or the refusing problem code).",
+		Help: "Confirm, release and extend requests by action and outcome (ok, or the refusing problem code).",
 	}, []string{"action", "outcome"})
 
 	// Releases counts holds handed back, by their final status (released
 	// or expired) and why; expirations are status="expired". See Released.
 	Releases = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "stockhold_releases_total",
-		Help: "Holds handed back, by final status (released, expired) and reason (cancel, rollback, expiry, expiry_job, sweeper, late_confirm, reconcile).",
+		Help: "Holds handed back, by final status (released, expired) and reason (cancel, rollback, expiry, expiry_job, sweeper, late_confirm, late_extend, reconcile).",
 	}, []string{"status", "reason"})
 
 	// HoldBatch observes how many holds one coalesced transaction carried.
@@ -45,6 +45,19 @@ var (
 		Name:    "stockhold_hold_batch_size",
 		Help:    "Holds per coalesced hold transaction.",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	})
+
+	// WebhookDeliveries counts POSTs of event batches to webhook receivers
+	// by outcome: ok (a 2xx answer) or failed.
+	WebhookDeliveries = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "stockhold_webhook_deliveries_total",
+		Help: "Event batches POSTed to webhook receivers, by outcome (ok: a 2xx answer; failed).",
+	}, []string{"outcome"})
+
+	// WebhookEvents counts events webhook receivers acknowledged.
+	WebhookEvents = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "stockhold_webhook_events_total",
+		Help: "Events delivered to webhook receivers and acknowledged with a 2xx answer.",
 	})
 
 	// HTTPDuration observes request latency by route and status.
@@ -84,6 +97,8 @@ func releaseReason(kind, actor string) string {
 		return "sweeper"
 	case actor == "system:confirm":
 		return "late_confirm"
+	case actor == "system:extend":
+		return "late_extend"
 	case actor == "system:reconcile":
 		return "reconcile"
 	}

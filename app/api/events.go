@@ -1,0 +1,134 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/events"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/webhooks"
+)
+
+type eventsPage struct {
+	Events []events.Event `json:"events"`
+	// Next is the after of the next read: the id of the page's last event,
+	// or the given after when the page is empty (caught up).
+	Next string `json:"next"`
+}
+
+// getEvents reads the event feed after a cursor (an event id).
+func (s *server) getEvents(c echo.Context) error {
+	limit, err := intQuery(c, "limit", 100)
+	if err != nil {
+		return err
+	}
+	after := events.Start
+	if v := c.QueryParam("after"); v != "" {
+		if after, err = events.ParsePosition(v); err != nil {
+			return badRequest("after must be an event id (the next of a previous page), such as 7412-1039-0")
+		}
+	}
+	page, err := events.Read(c.Request().Context(), db.New(s.Pool), after, int(limit))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, eventsPage{Events: page.Events, Next: page.Next.String()})
+}
+
+type thresholdBody struct {
+	Pool string `json:"pool"`
+	// Threshold is required; null removes the threshold.
+	Threshold json.RawMessage `json:"threshold"`
+}
+
+// setThreshold sets or removes a pool's low-stock threshold.
+func (s *server) setThreshold(c echo.Context) error {
+	sku, err := nameParam(c, "sku", "sku")
+	if err != nil {
+		return err
+	}
+	var body thresholdBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	t := inventory.Threshold{SKU: sku, Pool: body.Pool, Actor: caller(c).Name}
+	switch string(body.Threshold) {
+	case "":
+		return inventory.Invalid("threshold is required: a whole number, or null to remove the threshold")
+	case "null":
+	default:
+		var n int64
+		if err := decodeJSON(body.Threshold, &n); err != nil {
+			return badRequest("threshold must be a whole number or null")
+		}
+		t.Threshold = &n
+	}
+	st, err := s.Inventory.SetThreshold(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+type webhookBody struct {
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+}
+
+// createWebhook registers a webhook, once per Idempotency-Key; the answer
+// (and only it, and its replays) carries the secret.
+func (s *server) createWebhook(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	var body webhookBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	r := webhooks.Register{URL: body.URL, Events: body.Events, Actor: caller(c).Name}
+	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
+		out, err := s.Webhooks.CreateTx(ctx, tx, r)
+		return http.StatusCreated, out, err
+	})
+}
+
+type webhookList struct {
+	Webhooks []webhooks.Webhook `json:"webhooks"`
+}
+
+func (s *server) listWebhooks(c echo.Context) error {
+	out, err := s.Webhooks.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, webhookList{Webhooks: out})
+}
+
+func (s *server) getWebhook(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	w, err := s.Webhooks.Get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, w)
+}
+
+func (s *server) deleteWebhook(c echo.Context) error {
+	id, err := int64Param(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.Webhooks.Delete(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,268 @@
+// Package events turns the ledger into a feed of events (stock.changed,
+// hold.created, hold.confirmed, hold.released, hold.expired, stock.low,
+// stock.paused, stock.resumed) that a reader pulls from a cursor, and that
+// webhooks push. The ledger is the outbox: every flow already writes its
+// ledger rows in the transaction that changes stock, so an event exists if
+// and only if its change committed, and there is no second table to keep in
+// step.
+//
+// The feed's order is (feed_xid, ledger id), where feed_xid is the greatest
+// transaction id that had changed the row's (sku, pool) when the row was
+// written (see migrations/00060_events.sql). Rows are served only once
+// their feed_xid is older than every transaction still running, so a
+// transaction that commits late can never add a row before a position
+// already served, and along one (sku, pool) the order is the order of its
+// changes. A position therefore survives restarts: it is the ledger row and
+// the event within it.
+package events
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// Event types.
+const (
+	StockChanged  = "stock.changed"
+	StockLow      = "stock.low"
+	StockPaused   = "stock.paused"
+	StockResumed  = "stock.resumed"
+	HoldCreated   = "hold.created"
+	HoldConfirmed = "hold.confirmed"
+	HoldReleased  = "hold.released"
+	HoldExpired   = "hold.expired"
+)
+
+// Types lists every event type.
+var Types = []string{StockChanged, StockLow, StockPaused, StockResumed, HoldCreated, HoldConfirmed, HoldReleased, HoldExpired}
+
+// Known reports whether t is an event type.
+func Known(t string) bool {
+	for _, k := range Types {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Position is a place in the feed: the ledger row (its feed_xid and id) and
+// the event within it (a row gives at most three: its own, then the
+// stock.changed and stock.low of the stock version it ends). Its string
+// form, "<xid>-<id>-<n>", is an event's id and a reader's cursor.
+type Position struct {
+	Xid uint64
+	ID  int64
+	N   int
+}
+
+// Start is the position before every event.
+var Start = Position{}
+
+// Slots of the events one ledger row gives, in order.
+const (
+	slotOwn     = 0 // hold.* or stock.paused / stock.resumed
+	slotChanged = 1 // stock.changed, on the last row of a stock version
+	slotLow     = 2 // stock.low, likewise
+)
+
+func (p Position) String() string { return fmt.Sprintf("%d-%d-%d", p.Xid, p.ID, p.N) }
+
+// After reports whether p comes after q in the feed.
+func (p Position) After(q Position) bool {
+	if p.Xid != q.Xid {
+		return p.Xid > q.Xid
+	}
+	if p.ID != q.ID {
+		return p.ID > q.ID
+	}
+	return p.N > q.N
+}
+
+// ParsePosition reads an event id (a cursor).
+func ParsePosition(s string) (Position, error) {
+	parts := strings.Split(s, "-")
+	bad := inventory.Invalid("cursor %q is not an event id (such as 7412-1039-0)", s)
+	if len(parts) != 3 || len(s) > 64 {
+		return Position{}, bad
+	}
+	xid, err1 := strconv.ParseUint(parts[0], 10, 64)
+	id, err2 := strconv.ParseInt(parts[1], 10, 64)
+	n, err3 := strconv.Atoi(parts[2])
+	if err1 != nil || err2 != nil || err3 != nil || id < 0 || n < 0 || n > slotLow {
+		return Position{}, bad
+	}
+	return Position{Xid: xid, ID: id, N: n}, nil
+}
+
+// Event is one event of the feed. ReservationID is null for stock events.
+// Data depends on the type (see the README and openapi.json):
+//   - hold.*: quantity, order_ref, client (null once retention deleted the
+//     hold), actor, reason, ledger_kind; hold.released also partial (some
+//     units of a hold that stays held);
+//   - stock.changed: the pool's counters after the change (total,
+//     available, reserved, sold), the change itself (delta) and the stock
+//     row's version;
+//   - stock.low: threshold, available, version;
+//   - stock.paused, stock.resumed: actor, reason.
+type Event struct {
+	ID            string         `json:"id"`
+	Type          string         `json:"type"`
+	At            time.Time      `json:"at"`
+	SKU           string         `json:"sku"`
+	Pool          string         `json:"pool"`
+	ReservationID *uuid.UUID     `json:"reservation_id"`
+	Data          map[string]any `json:"data"`
+
+	Position Position `json:"-"`
+}
+
+// Counters are a pool's counters, or a change to them.
+type Counters struct {
+	Total     int64 `json:"total"`
+	Available int64 `json:"available"`
+	Reserved  int64 `json:"reserved"`
+	Sold      int64 `json:"sold"`
+}
+
+// expand returns the events of one ledger row, in order.
+func expand(r db.EventRowsAfterRow) []Event {
+	if r.FeedXid == nil {
+		return nil
+	}
+	at := func(n int, typ string, data map[string]any) Event {
+		p := Position{Xid: *r.FeedXid, ID: r.ID, N: n}
+		e := Event{ID: p.String(), Type: typ, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool, Data: data, Position: p}
+		if n == slotOwn {
+			// A change of a pool is no one hold's, even when a hold made it.
+			e.ReservationID = r.ReservationID
+		}
+		return e
+	}
+	var out []Event
+	if typ := ownType(r.Kind); typ != "" {
+		var data map[string]any
+		if r.ReservationID != nil {
+			q := r.DeltaReserved
+			if q < 0 {
+				q = -q
+			}
+			data = map[string]any{"quantity": q, "order_ref": r.OrderRef, "client": r.Client,
+				"actor": r.Actor, "reason": r.Reason, "ledger_kind": r.Kind}
+			if typ == HoldReleased {
+				data["partial"] = r.Kind == "release_partial"
+			}
+		} else {
+			data = map[string]any{"actor": r.Actor, "reason": r.Reason}
+		}
+		out = append(out, at(slotOwn, typ, data))
+	}
+	if !r.LastOfVersion || len(r.VersionDeltas) != 4 || r.TotalAfter == nil || r.AvailableAfter == nil ||
+		r.ReservedAfter == nil || r.SoldAfter == nil {
+		return out
+	}
+	delta := Counters{Total: r.VersionDeltas[0], Available: r.VersionDeltas[1], Reserved: r.VersionDeltas[2], Sold: r.VersionDeltas[3]}
+	if delta == (Counters{}) {
+		return out // a pause or resume: the counters did not move
+	}
+	after := Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter}
+	out = append(out, at(slotChanged, StockChanged, map[string]any{
+		"total": after.Total, "available": after.Available, "reserved": after.Reserved, "sold": after.Sold,
+		"delta": delta, "version": r.StockVersion,
+	}))
+	// Once per crossing: from above the threshold to at or below it.
+	if t := r.Threshold; t >= 0 && after.Available-delta.Available > t && after.Available <= t {
+		out = append(out, at(slotLow, StockLow, map[string]any{
+			"threshold": t, "available": after.Available, "version": r.StockVersion,
+		}))
+	}
+	return out
+}
+
+// ownType is the event a ledger row of kind gives by itself, if any.
+func ownType(kind string) string {
+	switch kind {
+	case "reserve":
+		return HoldCreated
+	case "confirm":
+		return HoldConfirmed
+	case "release", "release_partial", "rollback":
+		return HoldReleased
+	case "expire":
+		return HoldExpired
+	case "pause":
+		return StockPaused
+	case "resume":
+		return StockResumed
+	}
+	return ""
+}
+
+// MaxPage bounds one page of the feed.
+const MaxPage = 1000
+
+// Page is a page of the feed and where to continue: Next is the id of its
+// last event, or the position read from when it is empty (the reader is
+// caught up).
+type Page struct {
+	Events []Event
+	Next   Position
+}
+
+// Read returns up to limit events after position after, in feed order. An
+// empty page means no event after it can be served yet.
+func Read(ctx context.Context, q *db.Queries, after Position, limit int) (Page, error) {
+	if limit < 1 || limit > MaxPage {
+		return Page{}, inventory.Invalid("limit must be from 1 to %d", MaxPage)
+	}
+	page := Page{Events: []Event{}, Next: after}
+	from := after
+	for {
+		// One row more than events wanted: the first row may give only
+		// events at or before after.
+		rows, err := q.EventRowsAfter(ctx, from.Xid, from.ID, int32(limit+1))
+		if err != nil {
+			return Page{}, fmt.Errorf("read the event feed: %w", err)
+		}
+		for _, r := range rows {
+			for _, e := range expand(r) {
+				if !e.Position.After(after) {
+					continue
+				}
+				page.Events = append(page.Events, e)
+				page.Next = e.Position
+				if len(page.Events) == limit {
+					return page, nil
+				}
+			}
+		}
+		if len(rows) <= limit {
+			return page, nil // every row there is was read
+		}
+		// Rows that gave no event (written by hand, without counters):
+		// read on from the last one.
+		last := rows[len(rows)-1]
+		from = Position{Xid: *last.FeedXid, ID: last.ID + 1}
+	}
+}
+
+// StartNow returns the position from which every event still to be served
+// is after: a new subscription starts there, so it gets what happens from
+// now on rather than the whole history.
+func StartNow(ctx context.Context, q *db.Queries) (Position, error) {
+	xmin, err := q.EventFeedStart(ctx)
+	if err != nil {
+		return Position{}, fmt.Errorf("read the feed's start: %w", err)
+	}
+	// Every row not served yet has feed_xid >= xmin, and ledger ids
+	// start at 1: they all come after (xmin, 0, 0).
+	return Position{Xid: xmin}, nil
+}

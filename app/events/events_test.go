@@ -1,0 +1,287 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/events"
+	"github.com/stockhold/stockhold/app/events/eventstest"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/jobs"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func setup(t *testing.T) (*pgxpool.Pool, *inventory.Service) {
+	t.Helper()
+	pool := dbtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 30 })
+	inserter, err := jobs.NewInserter(pool)
+	require.NoError(t, err)
+	deps := app.Services(config.Config{Coalesce: true}, pool, inserter, quiet)
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	return pool, deps.Inventory
+}
+
+func adjustTx(t *testing.T, tx pgx.Tx, sku string, delta int64) {
+	t.Helper()
+	_, err := inventory.AdjustTx(context.Background(), tx, inventory.Adjustment{SKU: sku, Delta: delta, Actor: "test"})
+	require.NoError(t, err)
+}
+
+// readN waits until n events after after can be served (other tests'
+// transactions on the same server hold the feed back for a moment: its
+// horizon is the server's oldest running transaction) and returns them.
+func readN(t *testing.T, pool *pgxpool.Pool, after events.Position, n int) []events.Event {
+	t.Helper()
+	var got []events.Event
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		if len(got) > 0 {
+			after = got[len(got)-1].Position
+		}
+		got = append(got, eventstest.ReadAll(t, pool, after)...)
+		assert.Len(c, got, n)
+	}, 30*time.Second, 5*time.Millisecond)
+	return got
+}
+
+func changesOf(evs []events.Event, sku string) []events.Event {
+	var out []events.Event
+	for _, e := range evs {
+		if e.SKU == sku && e.Type == events.StockChanged {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestFeedWaitsForOlderTransactions is the out-of-order commit: a
+// transaction that wrote its ledger row first (the smaller id) commits
+// after a younger one. A reader going by id would serve the younger row,
+// move its cursor past it, and never see the older one. The feed serves
+// neither until the older transaction has ended, then both, in order.
+func TestFeedWaitsForOlderTransactions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, inv := setup(t)
+	for _, sku := range []string{"A1", "B1"} {
+		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
+		require.NoError(t, err)
+	}
+	start := readN(t, pool, events.Start, 2)
+	cursor := start[1].Position
+
+	older, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = older.Rollback(ctx) }()
+	adjustTx(t, older, "A1", 1) // the smaller ledger id, not committed
+	younger, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	adjustTx(t, younger, "B1", 1)
+	require.NoError(t, younger.Commit(ctx))
+	var olderID, youngerID int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT max(id) FROM ledger`).Scan(&youngerID))
+	require.NoError(t, older.QueryRow(ctx, `SELECT max(id) FROM ledger WHERE sku = 'A1'`).Scan(&olderID))
+	require.Less(t, olderID, youngerID, "the open transaction holds the smaller id")
+
+	require.Empty(t, eventstest.ReadAll(t, pool, cursor), "nothing is served while an older transaction may still commit")
+
+	require.NoError(t, older.Commit(ctx))
+	got := readN(t, pool, cursor, 2)
+	require.Equal(t, []string{"A1", "B1"}, []string{got[0].SKU, got[1].SKU}, "both, the older first")
+	all := append(start, got...)
+	eventstest.RequireMatchesLedger(t, pool, all)
+}
+
+// TestFeedKeepsEachPoolInOrderOfItsChanges is the other half: a
+// transaction that got its id first (it wrote elsewhere) changes a stock
+// row after a younger transaction changed it. In transaction-id order its
+// change would come first; the feed keeps the row's own order.
+func TestFeedKeepsEachPoolInOrderOfItsChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, inv := setup(t)
+	for _, sku := range []string{"A1", "C1"} {
+		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
+		require.NoError(t, err)
+	}
+	older, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = older.Rollback(ctx) }()
+	adjustTx(t, older, "C1", 1) // takes its transaction id
+	younger, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	adjustTx(t, younger, "A1", 5)
+	require.NoError(t, younger.Commit(ctx))
+	adjustTx(t, older, "A1", -3) // after the younger one's change
+	require.NoError(t, older.Commit(ctx))
+
+	all := readN(t, pool, events.Start, 5)
+	a1 := changesOf(all, "A1")
+	require.Len(t, a1, 3)
+	var avail []any
+	for _, e := range a1 {
+		avail = append(avail, e.Data["available"])
+	}
+	require.Equal(t, []any{int64(10), int64(15), int64(12)}, avail, "A1's changes in the order they happened")
+	eventstest.RequireMatchesLedger(t, pool, all)
+}
+
+// TestFeedUnderConcurrentWriters runs holds, confirms, partial and whole
+// releases and adjustments from many goroutines over a few SKUs (group
+// commit puts many in one transaction, several transactions run at once
+// and commit in any order) while a reader pulls small pages. The reader
+// sees every event exactly once, each (sku, pool) in the order of its
+// changes, and the counters it walks end where the rows are.
+func TestFeedUnderConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, inv := setup(t)
+	skus := []string{"A1", "B2", "C3", "D4"}
+	for _, sku := range skus {
+		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 1000, Actor: "test"})
+		require.NoError(t, err)
+	}
+
+	stop := make(chan struct{})
+	var (
+		seen    []events.Event
+		readErr error
+		reader  sync.WaitGroup
+	)
+	reader.Add(1)
+	go func() {
+		defer reader.Done()
+		after := events.Start
+		q := db.New(pool)
+		for {
+			page, err := events.Read(ctx, q, after, 1+rand.IntN(7))
+			if err != nil {
+				readErr = err
+				return
+			}
+			seen = append(seen, page.Events...)
+			after = page.Next
+			if len(page.Events) == 0 {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
+	}()
+
+	errs := make(chan error, 64)
+	var writers sync.WaitGroup
+	for w := range 12 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			by := inventory.Caller{Name: "shop"}
+			for i := range 40 {
+				a, b := skus[r.IntN(len(skus))], skus[r.IntN(len(skus))]
+				items := []inventory.Item{{SKU: a, Quantity: 1 + int64(r.IntN(3))}, {SKU: b, Quantity: 1}}
+				h, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint(w, "-", i), Items: items})
+				if err != nil {
+					errs <- err
+					return
+				}
+				switch r.IntN(5) {
+				case 0:
+					_, err = inv.Confirm(ctx, h.ID, by)
+				case 1:
+					_, err = inv.Cancel(ctx, h.ID, by, "")
+				case 2:
+					_, err = inv.ReleaseItems(ctx, h.ID, by, "", []inventory.Item{{SKU: h.Items[0].SKU, Quantity: 1}})
+				case 3:
+					_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: a, Delta: 2, Actor: "restock"})
+				}
+				if err != nil {
+					errs <- fmt.Errorf("after hold %s: %w", h.ID, err)
+					return
+				}
+			}
+		}()
+	}
+	writers.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	// Writers are done: the reader drains what is left, then stops.
+	close(stop)
+	reader.Wait()
+	require.NoError(t, readErr)
+	var want int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM ledger`).Scan(&want))
+	all := append(seen, readAtLeast(t, pool, lastPosition(seen), func(got []events.Event) bool {
+		return countRows(append(seen, got...)) == want
+	})...)
+	eventstest.RequireMatchesLedger(t, pool, all)
+	var rows int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM ledger`).Scan(&rows))
+	t.Logf("%d events from %d ledger rows, read in small pages while written", len(all), rows)
+}
+
+// readAtLeast reads on from after until done says what it read (with
+// what came before) is complete.
+func readAtLeast(t *testing.T, pool *pgxpool.Pool, after events.Position, done func([]events.Event) bool) []events.Event {
+	t.Helper()
+	var got []events.Event
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		from := after
+		if len(got) > 0 {
+			from = got[len(got)-1].Position
+		}
+		got = append(got, eventstest.ReadAll(t, pool, from)...)
+		assert.True(c, done(got), "every ledger row read")
+	}, 30*time.Second, 5*time.Millisecond)
+	return got
+}
+
+// countRows counts the ledger rows events came from.
+func countRows(evs []events.Event) int {
+	rows := map[[2]uint64]bool{}
+	for _, e := range evs {
+		rows[[2]uint64{e.Position.Xid, uint64(e.Position.ID)}] = true
+	}
+	return len(rows)
+}
+
+func lastPosition(evs []events.Event) events.Position {
+	if len(evs) == 0 {
+		return events.Start
+	}
+	return evs[len(evs)-1].Position
+}
+
+func TestPositionRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, p := range []events.Position{events.Start, {Xid: 1 << 40, ID: 9_000_000_000, N: 2}, {Xid: 7, ID: 3, N: 1}} {
+		got, err := events.ParsePosition(p.String())
+		require.NoError(t, err)
+		require.Equal(t, p, got)
+	}
+	for _, bad := range []string{"", "1-2", "1-2-3", "a-1-0", "1--1-0", "-1-2-0", "1-2-0-0", "18446744073709551616-1-0"} {
+		_, err := events.ParsePosition(bad)
+		require.Error(t, err, "%q", bad)
+	}
+	require.True(t, events.Position{Xid: 2}.After(events.Position{Xid: 1, ID: 99, N: 2}))
+	require.True(t, events.Position{Xid: 1, ID: 2}.After(events.Position{Xid: 1, ID: 1, N: 2}))
+	require.False(t, events.Position{Xid: 1, ID: 1, N: 1}.After(events.Position{Xid: 1, ID: 1, N: 1}))
+}

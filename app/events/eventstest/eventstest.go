@@ -1,0 +1,138 @@
+// Package eventstest checks what a reader of the event feed saw against
+// the ledger: for tests only; the binary never imports it.
+package eventstest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/events"
+)
+
+// ReadAll reads every event after after that can be served now.
+func ReadAll(t testing.TB, pool *pgxpool.Pool, after events.Position) []events.Event {
+	t.Helper()
+	var out []events.Event
+	for {
+		page, err := events.Read(context.Background(), db.New(pool), after, events.MaxPage)
+		require.NoError(t, err)
+		if len(page.Events) == 0 {
+			return out
+		}
+		out = append(out, page.Events...)
+		after = page.Next
+	}
+}
+
+// Counters reads an event's counters: a stock.changed's data, as Read
+// makes it or as JSON decodes it.
+func Counters(t testing.TB, data map[string]any) (after, delta events.Counters, version int64) {
+	t.Helper()
+	num := func(v any) int64 {
+		switch n := v.(type) {
+		case int64:
+			return n
+		case float64:
+			return int64(n)
+		}
+		t.Fatalf("%v (%T) is not a number", v, v)
+		return 0
+	}
+	switch d := data["delta"].(type) {
+	case events.Counters:
+		delta = d
+	case map[string]any:
+		delta = events.Counters{Total: num(d["total"]), Available: num(d["available"]), Reserved: num(d["reserved"]), Sold: num(d["sold"])}
+	default:
+		t.Fatalf("delta is %T", data["delta"])
+	}
+	after = events.Counters{Total: num(data["total"]), Available: num(data["available"]), Reserved: num(data["reserved"]), Sold: num(data["sold"])}
+	return after, delta, num(data["version"])
+}
+
+// RequireMatchesLedger checks all, the events a reader saw from the start
+// of the feed (those of the database's whole life), against the ledger:
+//   - each event once, ids in increasing feed order;
+//   - one hold.* event per ledger row of a hold;
+//   - per (sku, pool), one stock.changed per stock version that moved a
+//     counter, in version order, whose deltas walk the counters from zero
+//     through each event's counters to the stock row's counters now.
+func RequireMatchesLedger(t testing.TB, pool *pgxpool.Pool, all []events.Event) {
+	t.Helper()
+	ctx := context.Background()
+	seen := make(map[string]bool, len(all))
+	for i, e := range all {
+		require.False(t, seen[e.ID], "event %s seen twice", e.ID)
+		seen[e.ID] = true
+		p, err := events.ParsePosition(e.ID)
+		require.NoError(t, err)
+		if i > 0 {
+			prev, _ := events.ParsePosition(all[i-1].ID)
+			require.True(t, p.After(prev), "event %s after %s", p, prev)
+		}
+	}
+	var holdRows, versions int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE reservation_id IS NOT NULL),
+		count(DISTINCT (sku, pool, stock_version)) FILTER (WHERE delta_total <> 0 OR delta_available <> 0 OR delta_reserved <> 0 OR delta_sold <> 0)
+		FROM ledger WHERE feed_xid IS NOT NULL`).Scan(&holdRows, &versions))
+	type key struct{ sku, pool string }
+	walked := map[key]events.Counters{}
+	lastVersion := map[key]int64{}
+	var holdEvents, changed int
+	for _, e := range all {
+		k := key{e.SKU, e.Pool}
+		switch e.Type {
+		case events.HoldCreated, events.HoldConfirmed, events.HoldReleased, events.HoldExpired:
+			holdEvents++
+			require.NotNil(t, e.ReservationID, "%s %s has its hold", e.Type, e.ID)
+		case events.StockChanged:
+			changed++
+			after, d, v := Counters(t, e.Data)
+			c := walked[k]
+			c = events.Counters{Total: c.Total + d.Total, Available: c.Available + d.Available, Reserved: c.Reserved + d.Reserved, Sold: c.Sold + d.Sold}
+			walked[k] = c
+			require.Equal(t, c, after, "%s/%s: the counters of %s are those before it plus its delta", e.SKU, e.Pool, e.ID)
+			require.Greater(t, v, lastVersion[k], "%s/%s: stock.changed %s in the order of the row's versions", e.SKU, e.Pool, e.ID)
+			lastVersion[k] = v
+		}
+	}
+	require.Equal(t, holdRows, holdEvents, "one hold event per ledger row of a hold")
+	require.Equal(t, versions, changed, "one stock.changed per stock version that moved a counter")
+	rows, err := db.New(pool).StockExportPage(ctx, "", "", 1_000_000)
+	require.NoError(t, err)
+	for _, s := range rows {
+		require.Equal(t, events.Counters{Total: s.Total, Available: s.Available, Reserved: s.Reserved, Sold: s.Sold},
+			walked[key{s.Sku, s.Pool}], "%s/%s: the feed's counters end where the stock row is", s.Sku, s.Pool)
+	}
+}
+
+// WaitServed waits until the feed serves every ledger row committed so far
+// (the feed's horizon is the oldest transaction running on the whole
+// server, so other tests' transactions hold it back for a moment).
+func WaitServed(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	var (
+		xid uint64
+		id  int64
+	)
+	err := pool.QueryRow(ctx, `SELECT feed_xid::text::bigint, id FROM ledger WHERE feed_xid IS NOT NULL
+		ORDER BY feed_xid DESC, id DESC LIMIT 1`).Scan(&xid, &id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return
+	}
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		rows, err := db.New(pool).EventRowsAfter(ctx, xid, id, 1)
+		assert.NoError(c, err)
+		assert.Len(c, rows, 1, "the newest ledger row is served")
+	}, 30*time.Second, 5*time.Millisecond)
+}

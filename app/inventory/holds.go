@@ -1,0 +1,297 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+)
+
+// MaxListPage bounds one page of a hold listing.
+const MaxListPage = 1000
+
+// ListQuery filters a listing of holds; empty fields match everything.
+type ListQuery struct {
+	OrderRef string
+	Status   string
+	SKU      string
+	Limit    int
+	// Before, when set, asks for the holds older than it: the previous
+	// page's NextCursor.
+	Before *uuid.UUID
+}
+
+// ListPage is a page of holds, newest first. NextCursor, when not nil, asks
+// for the next (older) page.
+type ListPage struct {
+	Reservations []Reservation `json:"reservations"`
+	NextCursor   *string       `json:"next_cursor"`
+}
+
+// List returns the holds the caller may see that match lq, newest first, a
+// page at a time: a shop sees its own, ops every client's. Pages are a
+// keyset on the hold's id (a UUIDv7, so in creation order; holds made
+// before ids were time-ordered sort among themselves by their random ids),
+// so walking the pages sees every hold once even while new ones arrive.
+func (s *Service) List(ctx context.Context, lq ListQuery, by Caller) (ListPage, error) {
+	if lq.Limit < 1 || lq.Limit > MaxListPage {
+		return ListPage{}, Invalid("limit must be from 1 to %d", MaxListPage)
+	}
+	p := db.ReservationsListParams{BeforeID: lq.Before, Lim: int32(lq.Limit + 1)}
+	if !by.Ops {
+		p.Client = &by.Name
+	}
+	if lq.OrderRef != "" {
+		if err := ValidText("order_ref", lq.OrderRef, MaxOrderRefSize); err != nil {
+			return ListPage{}, err
+		}
+		p.OrderRef = &lq.OrderRef
+	}
+	switch lq.Status {
+	case "":
+	case StatusHeld, StatusConfirmed, StatusReleased, StatusExpired:
+		p.Status = &lq.Status
+	default:
+		return ListPage{}, Invalid("status must be held, confirmed, released or expired")
+	}
+	if lq.SKU != "" {
+		if err := ValidName("sku", lq.SKU); err != nil {
+			return ListPage{}, err
+		}
+		p.Sku = &lq.SKU
+	}
+	q := db.New(s.pool)
+	rows, err := q.ReservationsList(ctx, p)
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list holds: %w", err)
+	}
+	page := ListPage{Reservations: make([]Reservation, 0, len(rows))}
+	if len(rows) > lq.Limit {
+		rows = rows[:lq.Limit]
+		next := rows[lq.Limit-1].ID.String()
+		page.NextCursor = &next
+	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	lines, err := q.ReservationLinesGet(ctx, ids)
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list holds' lines: %w", err)
+	}
+	linesOf := make(map[uuid.UUID][]Line, len(rows))
+	for _, l := range lines {
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity})
+	}
+	for _, r := range rows {
+		page.Reservations = append(page.Reservations, newReservation(r, linesOf[r.ID]))
+	}
+	return page, nil
+}
+
+// Releases of the system's own making, when an extension or a partial
+// release finds the hold past its expiry.
+var releaseOnExtend = Release{Status: StatusExpired, Kind: "expire", Actor: "system:extend", Reason: "hold expired before it was extended"}
+
+// lockHold locks hold id for a change outside the batches, in its own
+// transaction: the hold first, then (in the statements that follow) its
+// stock rows in (sku, pool) byte order, the lock order of every path. So
+// the expiry loop, which locks due holds with SKIP LOCKED, either expired
+// it before (the change sees it expired) or skips it until the change
+// commits (and sees its new expiry).
+func lockHold(ctx context.Context, q *db.Queries, id uuid.UUID, by Caller) (db.ReservationLockForChangeRow, []Line, error) {
+	row, err := q.ReservationLockForChange(ctx, MaxTTLSeconds, id)
+	if err != nil {
+		return row, nil, notFound(err, "reservation")
+	}
+	if !by.maySee(row.Reservation.Client) {
+		return row, nil, ErrNotFound("reservation")
+	}
+	lines, err := linesOf(ctx, q, id)
+	return row, lines, err
+}
+
+// Extend moves a held hold's expiry to ttlSeconds from now. It never
+// shortens a hold (an expiry already later stays), and never lets a hold
+// last past its maximum TTL counted from its creation: its campaign's hold
+// TTL for a campaign's hold, MaxTTLSeconds (7 days) otherwise; asking for
+// more is 422. A hold that is confirmed, released or expired is 409
+// reservation_not_held; one found past its expiry is expired now (as a
+// late confirm does) and answered the same way.
+func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSeconds int64) (Reservation, error) {
+	if ttlSeconds < 1 || ttlSeconds > MaxTTLSeconds {
+		return Reservation{}, Invalid("ttl_seconds must be from 1 to %d", MaxTTLSeconds)
+	}
+	var (
+		out     Reservation
+		expired bool
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		row, lines, err := lockHold(ctx, q, id, by)
+		if err != nil {
+			return err
+		}
+		r := row.Reservation
+		switch {
+		case r.Status != StatusHeld:
+			return errNotHeld(id, r.Status)
+		case row.Due:
+			if _, err := ReleaseTx(ctx, tx, []uuid.UUID{id}, releaseOnExtend); err != nil {
+				return err
+			}
+			expired = true
+			return nil // commit the expiry, then refuse
+		}
+		want := row.Now.Add(time.Duration(ttlSeconds) * time.Second)
+		limit := r.CreatedAt.Add(time.Duration(row.MaxTtlSeconds) * time.Second)
+		if want.After(limit) {
+			what := "the service's maximum of 7 days"
+			if r.Campaign != nil {
+				what = fmt.Sprintf("campaign %q's hold TTL of %d s", *r.Campaign, row.MaxTtlSeconds)
+			}
+			return Invalid("ttl_seconds %d would keep the hold until %s, past %s from its creation: it can last until %s at most (ttl_seconds %d from now)",
+				ttlSeconds, stamp(want), what, stamp(limit), max(int64(limit.Sub(row.Now)/time.Second), 0))
+		}
+		if !want.After(r.ExpiresAt) {
+			out = newReservation(r, lines) // already lasts that long
+			return nil
+		}
+		r, err = q.ReservationExtend(ctx, want, id)
+		if err != nil {
+			return fmt.Errorf("extend hold %s: %w", id, err)
+		}
+		out = newReservation(r, lines)
+		return nil
+	})
+	if err == nil && expired {
+		err = errNotHeld(id, StatusExpired)
+	}
+	return out, err
+}
+
+// stamp is t as the API writes times, to the millisecond.
+func stamp(t time.Time) string {
+	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+}
+
+// ReleaseItems hands back some units of a held hold: for each item, that
+// many units of the SKU's line (the hold's pool). The hold stays held with
+// what is left; items that cover all of it release it whole, as Cancel
+// does, through the one release path. Each changed line gets a
+// release_partial ledger row. A confirmed hold is 409 reservation_not_held;
+// a released or expired one is answered as it is (its units are back
+// already), as Cancel answers it. An item naming a SKU the hold does not
+// have, or more units than it holds, is 422 and changes nothing.
+func (s *Service) ReleaseItems(ctx context.Context, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
+	var out Reservation
+	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
+		out, err = ReleaseItemsTx(ctx, tx, id, by, reason, items)
+		return err
+	})
+	return out, err
+}
+
+// ReleaseItemsTx is ReleaseItems inside the caller's transaction (the HTTP
+// layer's, when the request carries an Idempotency-Key).
+func ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
+	if err := ValidText("reason", reason, MaxTextLength); err != nil {
+		return Reservation{}, err
+	}
+	if reason == "" {
+		reason = "cancelled"
+	}
+	if len(items) == 0 || len(items) > MaxLines {
+		return Reservation{}, Invalid("items must have 1 to %d lines (leave it out to release the whole hold)", MaxLines)
+	}
+	want := map[string]int64{}
+	for i, it := range items {
+		if err := ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
+			return Reservation{}, err
+		}
+		if it.Quantity < 1 || it.Quantity > MaxQuantity {
+			return Reservation{}, Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
+		}
+		want[it.SKU] += it.Quantity
+	}
+	q := db.New(tx)
+	row, lines, err := lockHold(ctx, q, id, by)
+	if err != nil {
+		return Reservation{}, err
+	}
+	switch row.Reservation.Status {
+	case StatusConfirmed:
+		return Reservation{}, errNotHeld(id, StatusConfirmed)
+	case StatusReleased, StatusExpired:
+		return newReservation(row.Reservation, lines), nil
+	}
+	give, left, err := partOf(lines, want)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if left == 0 {
+		if _, err := ReleaseTx(ctx, tx, []uuid.UUID{id}, Release{Status: StatusReleased, Kind: "release", Actor: by.Name, Reason: reason}); err != nil {
+			return Reservation{}, err
+		}
+	} else {
+		p := db.ReservationLinesReleaseParams{ID: id, Actor: by.Name, Reason: &reason}
+		for _, l := range give {
+			p.Skus, p.Pools, p.Quantities = append(p.Skus, l.SKU), append(p.Pools, l.Pool), append(p.Quantities, l.Quantity)
+		}
+		moved, err := q.ReservationLinesRelease(ctx, p)
+		if err != nil {
+			return Reservation{}, fmt.Errorf("release part of hold %s: %w", id, err)
+		}
+		if len(moved) != len(give) {
+			return Reservation{}, fmt.Errorf("release part of hold %s: %d of %d lines moved", id, len(moved), len(give))
+		}
+	}
+	r, err := q.ReservationGet(ctx, id)
+	if err != nil {
+		return Reservation{}, err
+	}
+	rest, err := linesOf(ctx, q, id)
+	if err != nil {
+		return Reservation{}, err
+	}
+	return newReservation(r, rest), nil
+}
+
+// partOf checks want (units per SKU) against a hold's lines and returns
+// the lines to give back, in lock order, and how many units the hold keeps.
+func partOf(lines []Line, want map[string]int64) ([]Line, int64, error) {
+	var (
+		give []Line
+		left int64
+	)
+	has := map[string]Line{}
+	for _, l := range lines {
+		has[l.SKU] = l
+		left += l.Quantity
+	}
+	skus := slices.SortedFunc(func(yield func(string) bool) {
+		for k := range want {
+			if !yield(k) {
+				return
+			}
+		}
+	}, strings.Compare)
+	for _, sku := range skus {
+		l, ok := has[sku]
+		switch {
+		case !ok:
+			return nil, 0, Invalid("items name SKU %q, which this hold does not hold", sku)
+		case want[sku] > l.Quantity:
+			return nil, 0, Invalid("items release %d of SKU %q, this hold holds %d", want[sku], sku, l.Quantity)
+		}
+		give = append(give, Line{SKU: sku, Pool: l.Pool, Quantity: want[sku]})
+		left -= want[sku]
+	}
+	return give, left, nil
+}

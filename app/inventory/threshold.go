@@ -1,0 +1,55 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+)
+
+// Threshold sets a pool's low-stock threshold.
+type Threshold struct {
+	SKU  string
+	Pool string
+	// Threshold is the level at or below which available is low; nil
+	// removes the threshold.
+	Threshold *int64
+	Actor     string
+}
+
+// SetThreshold sets (or removes) a pool's low-stock threshold and returns
+// the SKU's stock. From the pool's next change on, a change that takes
+// available from above the threshold to at or below it sends one stock.low
+// event; available must rise above it again before the next. Setting a
+// threshold a pool is already under sends nothing until then.
+func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) {
+	if t.Pool == "" {
+		t.Pool = MainPool
+	}
+	if err := ValidName("sku", t.SKU); err != nil {
+		return Stock{}, err
+	}
+	if err := ValidName("pool", t.Pool); err != nil {
+		return Stock{}, err
+	}
+	if t.Threshold != nil && (*t.Threshold < 0 || *t.Threshold > MaxAdjustment) {
+		return Stock{}, Invalid("threshold must be a whole number from 0 to %d, or null to remove it", MaxAdjustment)
+	}
+	var out Stock
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		_, err := q.StockThresholdSet(ctx, db.StockThresholdSetParams{Threshold: t.Threshold, SetBy: t.Actor, Sku: t.SKU, Pool: t.Pool})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &Error{Code: CodeUnknownSKU, SKU: t.SKU, Pool: t.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", t.SKU, t.Pool)}
+		}
+		if err != nil {
+			return fmt.Errorf("set the threshold of %s/%s: %w", t.SKU, t.Pool, err)
+		}
+		out, err = stockOf(ctx, q, t.SKU)
+		return err
+	})
+	return out, err
+}

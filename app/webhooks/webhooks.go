@@ -1,0 +1,272 @@
+// Package webhooks pushes the event feed (package events) to receivers that
+// operators register: each subscription names a URL and the event types it
+// wants, and a River job per subscription POSTs its events in feed order,
+// signed with the subscription's secret, at least once, resuming after the
+// last event the receiver acknowledged.
+package webhooks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/events"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// AllEvents subscribes to every event type, those added later included.
+const AllEvents = "*"
+
+// MaxURLLength bounds a webhook's URL.
+const MaxURLLength = 2048
+
+// Config tunes the service.
+type Config struct {
+	// AllowPrivate lets webhooks reach loopback and private addresses
+	// (STOCKHOLD_WEBHOOK_ALLOW_PRIVATE): tests and a receiver on the same
+	// private network. Off, such addresses are refused when a webhook is
+	// registered and again when each delivery connects, so a name that
+	// resolves elsewhere later (DNS rebinding) cannot reach them.
+	AllowPrivate bool
+	// RetryBase is the wait after a failed delivery; the next waits four
+	// times as long, and after the third failure (and the alert) retries
+	// come every 16 times RetryBase. 0 means 5 s.
+	RetryBase time.Duration
+	// Tick is how often the dispatcher looks for subscriptions with events
+	// to deliver; 0 means 250 ms.
+	Tick time.Duration
+	Log  *slog.Logger
+}
+
+// Service registers webhooks and delivers the feed to them.
+type Service struct {
+	pool     *pgxpool.Pool
+	jobs     inventory.JobInserter
+	alerts   *alerts.Service
+	cfg      Config
+	client   *http.Client
+	resolver *net.Resolver
+}
+
+// New returns a Service. jobs enqueues the delivery jobs the dispatcher
+// starts.
+func New(pool *pgxpool.Pool, jobs inventory.JobInserter, al *alerts.Service, cfg Config) *Service {
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 5 * time.Second
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 250 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Service{pool: pool, jobs: jobs, alerts: al, cfg: cfg, client: newClient(cfg.AllowPrivate), resolver: net.DefaultResolver}
+}
+
+// Webhook is a subscription as operators see it; its secret is shown only
+// when it is made.
+type Webhook struct {
+	ID        int64     `json:"id"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	// LastEventID is the last event the receiver acknowledged (or that was
+	// skipped as a type it did not ask for): delivery resumes after it.
+	LastEventID     string     `json:"last_event_id"`
+	DeliveredAt     *time.Time `json:"delivered_at"`
+	DeliveredEvents int64      `json:"delivered_events"`
+	// Failures counts failed attempts at the batch now due; 3 raises a
+	// critical webhook_failing alert.
+	Failures     int32      `json:"failures"`
+	FailingSince *time.Time `json:"failing_since"`
+	LastError    *string    `json:"last_error"`
+	// OldestPendingAt is when the oldest event not yet acknowledged
+	// happened: the subscription's lag. Null when it is caught up.
+	OldestPendingAt *time.Time `json:"oldest_pending_at"`
+}
+
+// Created is a new subscription with its secret, shown this once.
+type Created struct {
+	Webhook
+	Secret string `json:"secret"`
+}
+
+// Register asks for a new subscription.
+type Register struct {
+	URL    string
+	Events []string
+	Actor  string
+}
+
+func cursorOf(w db.Webhook) events.Position {
+	return events.Position{Xid: w.CursorXid, ID: w.CursorID, N: int(w.CursorN)}
+}
+
+func view(ctx context.Context, q *db.Queries, w db.Webhook) (Webhook, error) {
+	out := Webhook{
+		ID: w.ID, URL: w.Url, Events: w.Events, CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt.UTC(),
+		LastEventID: cursorOf(w).String(), DeliveredAt: inventory.UTC(w.DeliveredAt), DeliveredEvents: w.DeliveredEvents,
+		Failures: w.Failures, FailingSince: inventory.UTC(w.FailingSince), LastError: w.LastError,
+	}
+	at, err := q.WebhookOldestPending(ctx, w.CursorXid, w.CursorID)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return Webhook{}, fmt.Errorf("read webhook %d's lag: %w", w.ID, err)
+	default:
+		out.OldestPendingAt = inventory.UTC(&at)
+	}
+	return out, nil
+}
+
+// validEvents checks a subscription's event types: ["*"] alone, or known
+// types, each once.
+func validEvents(types []string) error {
+	if len(types) == 0 {
+		return inventory.Invalid(`events is empty: name event types, or ["*"] for all`)
+	}
+	if len(types) > len(events.Types) {
+		return inventory.Invalid("events names %d types; there are %d", len(types), len(events.Types))
+	}
+	for i, t := range types {
+		switch {
+		case t == AllEvents && len(types) > 1:
+			return inventory.Invalid(`events: "*" means every type: give it alone`)
+		case t != AllEvents && !events.Known(t):
+			return inventory.Invalid("events[%d] %q is not an event type (%v, or \"*\")", i, t, events.Types)
+		case slices.Index(types, t) != i:
+			return inventory.Invalid("events names %q twice", t)
+		}
+	}
+	return nil
+}
+
+// CreateTx registers a webhook inside the caller's transaction. The URL must
+// be absolute http(s) without credentials, and (unless AllowPrivate) its
+// host must resolve only to public addresses. The subscription starts at
+// the feed's present: it gets the events that happen from now on.
+func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, r Register) (Created, error) {
+	if err := validEvents(r.Events); err != nil {
+		return Created{}, err
+	}
+	if err := s.checkURL(ctx, r.URL); err != nil {
+		return Created{}, err
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return Created{}, fmt.Errorf("webhook secret: %w", err)
+	}
+	q := db.New(tx)
+	start, err := events.StartNow(ctx, q)
+	if err != nil {
+		return Created{}, err
+	}
+	row, err := q.WebhookCreate(ctx, db.WebhookCreateParams{
+		Url: r.URL, Events: r.Events, Secret: "whsec_" + hex.EncodeToString(secret), CreatedBy: r.Actor,
+		CursorXid: start.Xid, CursorID: start.ID, CursorN: int32(start.N),
+	})
+	if err != nil {
+		return Created{}, fmt.Errorf("register webhook: %w", err)
+	}
+	w, err := view(ctx, q, row)
+	return Created{Webhook: w, Secret: row.Secret}, err
+}
+
+// Get returns webhook id.
+func (s *Service) Get(ctx context.Context, id int64) (Webhook, error) {
+	q := db.New(s.pool)
+	row, err := q.WebhookGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Webhook{}, inventory.ErrNotFound("webhook")
+	}
+	if err != nil {
+		return Webhook{}, err
+	}
+	return view(ctx, q, row)
+}
+
+// List returns every webhook, oldest first.
+func (s *Service) List(ctx context.Context) ([]Webhook, error) {
+	q := db.New(s.pool)
+	rows, err := q.WebhookList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	out := make([]Webhook, 0, len(rows))
+	for _, r := range rows {
+		w, err := view(ctx, q, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// Delete removes webhook id: nothing more is sent to it (a delivery in
+// flight finishes, and its job ends).
+func (s *Service) Delete(ctx context.Context, id int64) error {
+	n, err := db.New(s.pool).WebhookDelete(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete webhook %d: %w", id, err)
+	}
+	if n == 0 {
+		return inventory.ErrNotFound("webhook")
+	}
+	return nil
+}
+
+// DeliverArgs is the job that delivers one subscription's pending events.
+// At most one is queued or running per subscription; it snoozes between
+// retries rather than failing, so River's attempts are left for crashes.
+type DeliverArgs struct {
+	WebhookID int64 `json:"webhook_id" river:"unique"`
+}
+
+// Kind names the job in river_job.
+func (DeliverArgs) Kind() string { return "webhook_deliver" }
+
+// liveStates are the job states in which a delivery job counts as queued.
+var liveStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+}
+
+// InsertOpts keeps one delivery job per subscription, with three attempts.
+func (DeliverArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+}
+
+// Validate checks that the job names a webhook.
+func (a DeliverArgs) Validate() error {
+	if a.WebhookID < 1 {
+		return errors.New("webhook_id must be a webhook's id")
+	}
+	return nil
+}
+
+// DispatchArgs is the dispatcher's loop: each run, for one span, enqueues
+// a delivery job for every subscription with events waiting, then hands
+// over to the next run (one job row per span, like expire_holds).
+type DispatchArgs struct{}
+
+// Kind names the job in river_job.
+func (DispatchArgs) Kind() string { return "webhook_dispatch" }
+
+// InsertOpts gives the job three attempts, like every kind.
+func (DispatchArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }

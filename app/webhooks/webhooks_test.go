@@ -1,0 +1,144 @@
+package webhooks_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/events/eventstest"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/webhooks"
+	"github.com/stockhold/stockhold/jobs"
+)
+
+func services(t *testing.T, allowPrivate bool) (*pgxpool.Pool, *webhooks.Service, *inventory.Service) {
+	t.Helper()
+	pool := dbtest.New(t)
+	inserter, err := jobs.NewInserter(pool)
+	require.NoError(t, err)
+	deps := app.Services(config.Config{WebhookAllowPrivate: allowPrivate, RetryBase: 10 * time.Millisecond}, pool, inserter, nil)
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	return pool, deps.Webhooks, deps.Inventory
+}
+
+func create(ctx context.Context, pool *pgxpool.Pool, svc *webhooks.Service, url string, types ...string) (webhooks.Created, error) {
+	var w webhooks.Created
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+		w, err = svc.CreateTx(ctx, tx, webhooks.Register{URL: url, Events: types, Actor: "alice"})
+		return err
+	})
+	return w, err
+}
+
+func TestSign(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"events":[]}`)
+	mac := hmac.New(sha256.New, []byte("whsec_k"))
+	mac.Write([]byte("1700000000." + string(body)))
+	require.Equal(t, "t=1700000000,v1="+hex.EncodeToString(mac.Sum(nil)), webhooks.Sign("whsec_k", at, body))
+}
+
+// TestRegistrationRefusesWhatItMustNotReach: without
+// STOCKHOLD_WEBHOOK_ALLOW_PRIVATE, loopback, private, link-local (cloud
+// metadata) and other non-public addresses are refused, by literal address
+// or by a name that resolves to one; so are URLs that are not plain
+// http(s), and bad event types. Nothing is registered.
+func TestRegistrationRefusesWhatItMustNotReach(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, svc, _ := services(t, false)
+	for _, url := range []string{
+		"http://127.0.0.1/hook", "http://127.1.2.3:8080/x", "http://localhost/hook", "http://[::1]/hook",
+		"http://10.0.0.5/hook", "https://172.16.3.4/hook", "http://192.168.1.1/hook", "http://169.254.169.254/latest/meta-data",
+		"http://[fe80::1%25eth0]/hook", "http://100.64.0.1/hook", "http://0.0.0.0/hook", "http://[::ffff:127.0.0.1]/hook",
+		"http://[fd00::1]/hook", "http://[64:ff9b::a00:1]/hook",
+		"ftp://93.184.216.34/hook", "93.184.216.34/hook", "https://user:pw@93.184.216.34/hook", "https://93.184.216.34/hook#x",
+		"", "https://",
+	} {
+		_, err := create(ctx, pool, svc, url, "*")
+		var de *inventory.Error
+		require.True(t, errors.As(err, &de), "%q: %v", url, err)
+		require.Equal(t, inventory.CodeInvalid, de.Code, "%q", url)
+	}
+	for _, types := range [][]string{nil, {}, {"stock.changd"}, {"*", "stock.low"}, {"stock.low", "stock.low"}} {
+		_, err := create(ctx, pool, svc, "https://93.184.216.34/hook", types...)
+		var de *inventory.Error
+		require.True(t, errors.As(err, &de), "%v: %v", types, err)
+	}
+	list, err := svc.List(ctx)
+	require.NoError(t, err)
+	require.Empty(t, list)
+
+	// A public address is fine (nothing is sent until there are events).
+	w, err := create(ctx, pool, svc, "https://93.184.216.34/hook", "stock.low", "hold.confirmed")
+	require.NoError(t, err)
+	got, err := svc.Get(ctx, w.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"stock.low", "hold.confirmed"}, got.Events)
+	require.NoError(t, svc.Delete(ctx, w.ID))
+	_, err = svc.Get(ctx, w.ID)
+	require.Error(t, err)
+	require.Error(t, svc.Delete(ctx, w.ID), "deleted already")
+}
+
+// TestDeliveryRefusesPrivateAddressesWhenItConnects: a webhook whose URL
+// names a loopback address (registered while private addresses were
+// allowed, or a name that resolved elsewhere then: DNS rebinding) is
+// refused when the delivery connects, and the receiver never sees a
+// request. Redirects are not followed either: a 3xx is a failure.
+func TestDeliveryRefusesPrivateAddressesWhenItConnects(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, "http://93.184.216.34/elsewhere", http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+
+	pool, allowing, inv := services(t, true)
+	w, err := create(ctx, pool, allowing, srv.URL, "*")
+	require.NoError(t, err)
+	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 5, Actor: "test"})
+	require.NoError(t, err)
+	eventstest.WaitServed(t, pool)
+
+	// The same database, a service that does not allow private addresses.
+	inserter, err := jobs.NewInserter(pool)
+	require.NoError(t, err)
+	strict := app.Services(config.Config{RetryBase: 10 * time.Millisecond}, pool, inserter, nil).Webhooks
+	res, err := strict.Deliver(ctx, w.ID)
+	require.NoError(t, err)
+	require.Contains(t, res.Failed, "refused")
+	require.Positive(t, res.Again)
+	require.Zero(t, hits.Load(), "no request reached the loopback receiver")
+	got, err := strict.Get(ctx, w.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got.Failures)
+	require.Contains(t, *got.LastError, "loopback or private")
+
+	// Allowed, it connects; the receiver's redirect is a failed delivery.
+	res, err = allowing.Deliver(ctx, w.ID)
+	require.NoError(t, err)
+	require.Contains(t, res.Failed, "302")
+	require.EqualValues(t, 1, hits.Load(), "the redirect was not followed")
+	got, err = allowing.Get(ctx, w.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, got.Failures)
+	require.Equal(t, w.LastEventID, got.LastEventID, "nothing acknowledged")
+}

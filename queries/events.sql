@@ -1,0 +1,48 @@
+-- The event feed: ledger rows in feed order, (feed_xid, id), each with what
+-- its events need. See migrations/00060_events.sql for why that order never
+-- skips a row and keeps each (sku, pool) in order.
+
+-- name: EventRowsAfter :many
+-- EventRowsAfter returns up to lim ledger rows of the feed at or after the
+-- position (after_xid, after_id), in feed order, among those whose feed_xid
+-- is older than every transaction still running: no row can appear later
+-- before them. For the last row of each stock version (the rows one
+-- statement wrote for one stock row share it) it adds the version's summed
+-- deltas and the low-stock threshold that applied to it (-1: none); for a
+-- hold's rows, the hold's order reference and client (null once retention
+-- deleted the hold).
+SELECT f.id, f.feed_xid, f.at, f.sku, f.pool, f.kind, f.delta_reserved, f.stock_version, f.reservation_id,
+       f.actor, f.reason, f.total_after, f.available_after, f.reserved_after, f.sold_after, f.last_of_version,
+       CASE WHEN f.last_of_version THEN (
+           SELECT ARRAY[sum(n.delta_total), sum(n.delta_available), sum(n.delta_reserved), sum(n.delta_sold)]::bigint[]
+           FROM ledger n
+           WHERE n.sku = f.sku AND n.pool = f.pool AND n.stock_version = f.stock_version)
+       END::bigint[] AS version_deltas,
+       coalesce(CASE WHEN f.last_of_version THEN (
+           SELECT h.threshold FROM stock_thresholds h
+           WHERE h.sku = f.sku AND h.pool = f.pool AND h.from_version <= f.stock_version
+           ORDER BY h.from_version DESC
+           LIMIT 1)
+       END, -1)::bigint AS threshold,
+       r.order_ref, r.client
+FROM (
+    SELECT l.id, l.feed_xid, l.at, l.sku, l.pool, l.kind, l.delta_reserved, l.stock_version, l.reservation_id,
+           l.actor, l.reason,
+           l.total_after, l.available_after, l.reserved_after, l.sold_after,
+           NOT EXISTS (SELECT 1 FROM ledger n
+                       WHERE n.sku = l.sku AND n.pool = l.pool AND n.stock_version = l.stock_version
+                         AND n.id > l.id) AS last_of_version
+    FROM ledger l
+    WHERE l.feed_xid < pg_snapshot_xmin(pg_current_snapshot())
+      AND (l.feed_xid, l.id) >= (@after_xid::xid8, @after_id::bigint)
+    ORDER BY l.feed_xid, l.id
+    LIMIT @lim
+) f
+LEFT JOIN reservations r ON r.id = f.reservation_id
+ORDER BY f.feed_xid, f.id;
+
+-- name: EventFeedStart :one
+-- EventFeedStart is the feed position "now": every row served from now on
+-- has a feed_xid at or above the oldest transaction still running. A new
+-- webhook starts there.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::xid8 AS xmin;
