@@ -120,6 +120,11 @@ type Config struct {
 	// LogFormat is json (the default, for log collectors) or text (for a
 	// person at a terminal; make run uses it) (STOCKHOLD_LOG_FORMAT).
 	LogFormat string
+
+	// PprofAddr, when set, serves Go's profiler (net/http/pprof) on this
+	// address, apart from the API and without authentication, so bind it
+	// to loopback (STOCKHOLD_PPROF_ADDR); empty, the default, serves none.
+	PprofAddr string
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -143,6 +148,7 @@ func Load(getenv func(string) string) (Config, error) {
 		RetryBase:            r.duration("STOCKHOLD_RETRY_BASE", 5*time.Second),
 		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "json", "text"),
+		PprofAddr:            r.str("STOCKHOLD_PPROF_ADDR", ""),
 		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER", time.Hour),
 		Retention:            r.retention("STOCKHOLD_RETENTION", 30*24*time.Hour),
 
@@ -166,6 +172,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if r.err == nil && c.WriteTimeout <= c.RequestTimeout {
 		r.fail("STOCKHOLD_HTTP_WRITE_TIMEOUT", c.WriteTimeout.String(),
 			"must be longer than STOCKHOLD_REQUEST_TIMEOUT ("+c.RequestTimeout.String()+"), or answers of slow requests are cut")
+	}
+	if _, _, err := net.SplitHostPort(c.PprofAddr); r.err == nil && c.PprofAddr != "" && err != nil {
+		r.fail("STOCKHOLD_PPROF_ADDR", c.PprofAddr, "must be host:port, such as 127.0.0.1:6060")
 	}
 	if r.err == nil && c.DatabaseURL == "" {
 		r.err = fmt.Errorf("DATABASE_URL is not set (with `make run` the Makefile starts a private PostgreSQL and sets it)")
