@@ -99,6 +99,7 @@ func connect(ctx context.Context, url string, maxConns int32, connectTimeout tim
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	Instrument(cfg)
+	cfg.AfterConnect = registerTypes
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
