@@ -34,6 +34,9 @@ type result struct {
 	// while the scenario's requests ran (user and system, from /proc):
 	// what a request costs the server, whatever else shares the machine.
 	ServerCPU float64 `json:"server_cpu_us_per_request,omitempty"`
+	// DatabaseCPU is the same for the PostgreSQL backends serving the
+	// bench database, when they run on this machine.
+	DatabaseCPU float64 `json:"database_cpu_us_per_request,omitempty"`
 	// Baseline is the bare-SQL transaction's rate at the same concurrency.
 	Baseline    float64 `json:"baseline_tx_per_second,omitempty"`
 	BaselineP99 float64 `json:"baseline_p99_ms,omitempty"`
@@ -51,8 +54,9 @@ type tally struct {
 	mu       sync.Mutex
 	lat      []time.Duration
 	firstErr atomic.Value
-	// cpu is the server's CPU time while the requests ran.
-	cpu time.Duration
+	// cpu and dbCPU are the server's and the database backends' CPU time
+	// while the requests ran.
+	cpu, dbCPU time.Duration
 }
 
 func (t *tally) add(lats []time.Duration) {
@@ -72,8 +76,9 @@ func (t *tally) fill(r *result, elapsed time.Duration) {
 	r.Seconds = elapsed.Seconds()
 	r.Rate = float64(r.Holds) / elapsed.Seconds()
 	r.Errors = t.errs.Load()
-	if len(t.lat) > 0 && t.cpu > 0 {
+	if len(t.lat) > 0 {
 		r.ServerCPU = float64(t.cpu.Microseconds()) / float64(len(t.lat))
+		r.DatabaseCPU = float64(t.dbCPU.Microseconds()) / float64(len(t.lat))
 	}
 	r.P50, r.P95, r.P99, r.Max = percentiles(t.lat)
 	if e, ok := t.firstErr.Load().(string); ok && r.Note == "" {
@@ -101,8 +106,7 @@ func (b *bench) closedLoop(ctx context.Context, name string, clients int, d time
 	defer cancel()
 	stop := b.progress(name, t)
 	defer stop()
-	cpu := b.serverCPU()
-	defer func() { t.cpu = b.serverCPU() - cpu }()
+	defer b.measureCPU(ctx, t)()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range clients {
@@ -142,8 +146,7 @@ func (b *bench) openLoop(ctx context.Context, name string, rate float64, d time.
 	do func(i int) (bool, error)) (time.Duration, pacing) {
 	stop := b.progress(name, t)
 	defer stop()
-	cpu := b.serverCPU()
-	defer func() { t.cpu = b.serverCPU() - cpu }()
+	defer b.measureCPU(ctx, t)()
 	const limit = 512
 	slots := make(chan struct{}, limit)
 	interval := time.Duration(float64(time.Second) / rate)
@@ -216,6 +219,19 @@ func percentile(lat []time.Duration, q float64) float64 {
 	return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000
 }
 
+// measureCPU starts measuring the CPU time of the server and of the
+// database backends serving the bench database; the function it returns
+// stops and puts the figures in t.
+func (b *bench) measureCPU(ctx context.Context, t *tally) (stop func()) {
+	cpu, db := b.serverCPU(), b.backendsCPU(ctx)
+	return func() {
+		t.cpu = b.serverCPU() - cpu
+		for pid, c := range b.backendsCPU(context.WithoutCancel(ctx)) {
+			t.dbCPU += c - db[pid] // a backend that is new started from zero
+		}
+	}
+}
+
 // progress prints the run's count every second until stopped.
 func (b *bench) progress(name string, t *tally) (stop func()) {
 	done := make(chan struct{})
@@ -271,7 +287,7 @@ func (b *bench) hold(key string, body []byte) (bool, error) {
 
 func printTable(w io.Writer, results []*result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tclients\tholds/s\tp50 ms\tp95 ms\tp99 ms\terrors\tserver RSS MB\tserver CPU µs/req\tbaseline tx/s\tratio\texpiry lag p50/p99 ms\t")
+	fmt.Fprintln(tw, "scenario\tclients\tholds/s\tp50 ms\tp95 ms\tp99 ms\terrors\tserver RSS MB\tCPU µs/req server+db\tbaseline tx/s\tratio\texpiry lag p50/p99 ms\t")
 	for _, r := range results {
 		base, ratio, lag := "-", "-", "-"
 		if r.Baseline > 0 {
@@ -286,8 +302,8 @@ func printTable(w io.Writer, results []*result) {
 			clients = fmt.Sprint(r.Clients)
 		}
 		cpu := "-"
-		if r.ServerCPU > 0 {
-			cpu = fmt.Sprintf("%.0f", r.ServerCPU)
+		if r.ServerCPU > 0 || r.DatabaseCPU > 0 {
+			cpu = fmt.Sprintf("%.0f + %.0f", r.ServerCPU, r.DatabaseCPU)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n",
 			r.Scenario, clients, r.Rate, r.P50, r.P95, r.P99, r.Errors, r.RSS, cpu, base, ratio, lag)

@@ -340,6 +340,27 @@ func (b *bench) serverCPU() time.Duration {
 	return readCPU(b.cmd.Process.Pid)
 }
 
+// backendsCPU is the CPU time of each PostgreSQL backend connected to the
+// bench database, by process id; empty when PostgreSQL runs elsewhere (its
+// processes are not in this machine's /proc).
+func (b *bench) backendsCPU(ctx context.Context) map[int]time.Duration {
+	rows, err := b.pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	if err != nil {
+		return nil
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil
+	}
+	out := make(map[int]time.Duration, len(pids))
+	for _, pid := range pids {
+		if c := readCPU(int(pid)); c > 0 {
+			out[int(pid)] = c
+		}
+	}
+	return out
+}
+
 // readCPU reads a process's user and system time from /proc/PID/stat.
 func readCPU(pid int) time.Duration {
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
