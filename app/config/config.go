@@ -136,7 +136,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AlertWebhook:         r.url("STOCKHOLD_ALERT_WEBHOOK"),
 		Coalesce:             r.boolean("STOCKHOLD_COALESCE", true),
 		BatchSize:            r.integer("STOCKHOLD_BATCH_SIZE", 128, 1, 10_000),
-		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", max(2, runtime.NumCPU()), 1, 64),
+		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", max(4, runtime.NumCPU()), 1, 64),
 		ExpiryTick:           r.positive("STOCKHOLD_EXPIRY_TICK", 200*time.Millisecond),
 		Workers:              r.integer("STOCKHOLD_WORKERS", 20, 1, 1000),
 		SweepInterval:        r.duration("STOCKHOLD_SWEEP_INTERVAL", 30*time.Second),
