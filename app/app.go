@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -99,6 +100,7 @@ func connect(ctx context.Context, url string, maxConns int32, connectTimeout tim
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	Instrument(cfg)
+	cfg.AfterConnect = registerTypes
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -406,6 +408,13 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	if err := a.jobsUI.Start(bg); err != nil {
 		return fmt.Errorf("start job dashboard: %w", err)
 	}
+	if a.Config.PprofAddr != "" {
+		stopProfiler, err := serveProfiler(a.Config.PprofAddr, a.log)
+		if err != nil {
+			return err
+		}
+		defer stopProfiler()
+	}
 	limited := api.NewListener(ln, a.Config.MaxConns)
 	srv := &http.Server{
 		Handler:           a.HTTP,
@@ -452,6 +461,26 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	}
 	a.log.Info("stopped")
 	return err
+}
+
+// serveProfiler serves net/http/pprof on addr (STOCKHOLD_PPROF_ADDR), on a
+// listener of its own, apart from the API's routes, middleware and
+// connection cap; stop closes it.
+func serveProfiler(addr string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("STOCKHOLD_PPROF_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Warn("serving the profiler without authentication", "pprof_addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }
 
 // stopJobs stops River softly (see jobs.Stop).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
@@ -80,4 +81,35 @@ func TestServe(t *testing.T) {
 	require.True(t, strings.Contains(strings.ToLower(body), "<html"), "the dashboard page")
 	status, body, _ = get("/ops/jobs/api/jobs?state=available", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+ops) })
 	require.Equal(t, 200, status, body)
+}
+
+// TestProfiler serves Go's profiler on STOCKHOLD_PPROF_ADDR only: never on
+// the API's address, and not at all unless asked for.
+func TestProfiler(t *testing.T) {
+	t.Parallel()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := free.Addr().String()
+	require.NoError(t, free.Close())
+	in := start(t, &instanceOpts{env: map[string]string{"STOCKHOLD_PPROF_ADDR": addr}})
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		res, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+		if !assert.NoError(c, err) {
+			return
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		assert.NoError(c, err)
+		assert.Equal(c, http.StatusOK, res.StatusCode)
+		assert.Contains(c, string(b), "goroutine profile:")
+	}, 5*time.Second, 50*time.Millisecond)
+
+	a := in.must("GET", "/debug/pprof/", "", "")
+	require.Equal(t, http.StatusNotFound, a.status, "the API does not serve the profiler")
+
+	plain := start(t, nil)
+	a = plain.must("GET", "/debug/pprof/", "", "")
+	require.Equal(t, http.StatusNotFound, a.status)
+	require.Empty(t, plain.app.Config.PprofAddr)
 }

@@ -205,7 +205,7 @@ func TestBulkAdjustmentsRaceHolds(t *testing.T) {
 					deltas[skus[j]] = d
 					lines = append(lines, bulkLine(skus[j], d))
 				}
-				r, err := e.send("POST", "/v1/stock/adjustments", e.ops, map[string]any{"lines": lines},
+				r, err := e.sendRetryingBusy("POST", "/v1/stock/adjustments", e.ops, map[string]any{"lines": lines},
 					"Idempotency-Key", fmt.Sprintf("bulk-%d-%d", w, n))
 				bulks <- outcome{status: r.status, deltas: deltas, err: err}
 			}
@@ -220,7 +220,7 @@ func TestBulkAdjustmentsRaceHolds(t *testing.T) {
 				for _, j := range rand.Perm(nSKU)[:1+rand.IntN(3)] {
 					items = append(items, line(skus[j], 1+rand.IntN(3)))
 				}
-				r, err := e.send("POST", "/v1/reservations", e.shop, map[string]any{"items": items},
+				r, err := e.sendRetryingBusy("POST", "/v1/reservations", e.shop, map[string]any{"items": items},
 					"Idempotency-Key", fmt.Sprintf("hold-%d-%d", w, n))
 				if err != nil {
 					errs <- err
@@ -237,7 +237,7 @@ func TestBulkAdjustmentsRaceHolds(t *testing.T) {
 				}
 				id := held.ID
 				action := []string{"confirm", "release"}[rand.IntN(2)]
-				fin, err := e.send("POST", fmt.Sprintf("/v1/reservations/%s/%s", id, action), e.shop, nil)
+				fin, err := e.sendRetryingBusy("POST", fmt.Sprintf("/v1/reservations/%s/%s", id, action), e.shop, nil)
 				if err != nil {
 					errs <- err
 				} else if fin.status != 200 {

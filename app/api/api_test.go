@@ -140,6 +140,20 @@ func (e *env) send(method, path, token string, body any, headers ...string) (res
 	return resp{status: res.StatusCode, header: res.Header, body: b}, err
 }
 
+// sendRetryingBusy is send for a client that retries, with the same
+// Idempotency-Key, when a request is turned away as busy (503 "busy": a lock
+// wait ran out under contention), as the API asks clients to.
+func (e *env) sendRetryingBusy(method, path, token string, body any, headers ...string) (resp, error) {
+	for attempt := 1; ; attempt++ {
+		r, err := e.send(method, path, token, body, headers...)
+		if err != nil || r.status != http.StatusServiceUnavailable || attempt == 50 ||
+			!bytes.Contains(r.body, []byte(`"busy"`)) {
+			return r, err
+		}
+		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+	}
+}
+
 func (e *env) stockIn(sku string, n int) {
 	e.t.Helper()
 	r := e.do("POST", "/v1/skus/"+sku+"/adjustments", e.ops, map[string]any{"delta": n, "reason": "restock"},

@@ -125,6 +125,11 @@ type Config struct {
 	// addresses (STOCKHOLD_WEBHOOK_ALLOW_PRIVATE); off, they are refused at
 	// registration and when each delivery connects.
 	WebhookAllowPrivate bool
+
+	// PprofAddr, when set, serves Go's profiler (net/http/pprof) on this
+	// address, apart from the API and without authentication, so bind it
+	// to loopback (STOCKHOLD_PPROF_ADDR); empty, the default, serves none.
+	PprofAddr string
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -136,7 +141,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AlertWebhook:         r.url("STOCKHOLD_ALERT_WEBHOOK"),
 		Coalesce:             r.boolean("STOCKHOLD_COALESCE", true),
 		BatchSize:            r.integer("STOCKHOLD_BATCH_SIZE", 128, 1, 10_000),
-		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", max(2, runtime.NumCPU()), 1, 64),
+		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", max(4, runtime.NumCPU()), 1, 64),
 		ExpiryTick:           r.positive("STOCKHOLD_EXPIRY_TICK", 200*time.Millisecond),
 		Workers:              r.integer("STOCKHOLD_WORKERS", 20, 1, 1000),
 		SweepInterval:        r.duration("STOCKHOLD_SWEEP_INTERVAL", 30*time.Second),
@@ -148,6 +153,7 @@ func Load(getenv func(string) string) (Config, error) {
 		RetryBase:            r.duration("STOCKHOLD_RETRY_BASE", 5*time.Second),
 		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "json", "text"),
+		PprofAddr:            r.str("STOCKHOLD_PPROF_ADDR", ""),
 		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER", time.Hour),
 		Retention:            r.retention("STOCKHOLD_RETENTION", 30*24*time.Hour),
 		WebhookAllowPrivate:  r.boolean("STOCKHOLD_WEBHOOK_ALLOW_PRIVATE", false),
@@ -172,6 +178,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if r.err == nil && c.WriteTimeout <= c.RequestTimeout {
 		r.fail("STOCKHOLD_HTTP_WRITE_TIMEOUT", c.WriteTimeout.String(),
 			"must be longer than STOCKHOLD_REQUEST_TIMEOUT ("+c.RequestTimeout.String()+"), or answers of slow requests are cut")
+	}
+	if _, _, err := net.SplitHostPort(c.PprofAddr); r.err == nil && c.PprofAddr != "" && err != nil {
+		r.fail("STOCKHOLD_PPROF_ADDR", c.PprofAddr, "must be host:port, such as 127.0.0.1:6060")
 	}
 	if r.err == nil && c.DatabaseURL == "" {
 		r.err = fmt.Errorf("DATABASE_URL is not set (with `make run` the Makefile starts a private PostgreSQL and sets it)")

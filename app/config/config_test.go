@@ -20,6 +20,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 250*time.Millisecond, c.LockTimeout)
 	require.Equal(t, 128, c.BatchSize)
 	require.GreaterOrEqual(t, c.BatchFlights, 2)
+	require.Empty(t, c.PprofAddr, "the profiler is off unless asked for")
 }
 
 func TestErrorsNameTheVariable(t *testing.T) {
@@ -34,6 +35,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"STOCKHOLD_EXPIRY_TICK":     "-1s",
 		"STOCKHOLD_BATCH_SIZE":      "0",
 		"STOCKHOLD_BATCH_FLIGHTS":   "1000",
+		"STOCKHOLD_PPROF_ADDR":      "6060",
 	} {
 		_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x", name: value}))
 		require.ErrorContains(t, err, name)

@@ -52,9 +52,12 @@ type Config struct {
 	// MaxBatch bounds the requests one transaction carries (default 128).
 	MaxBatch int
 	// Flights is how many batches of each kind (holds, confirms and
-	// releases) run at once, each on its own connection (default: the
-	// number of CPUs, at least 2). More flights mean smaller batches:
-	// measured on two cores, two flights beat four by a third.
+	// releases) may run at once, each on its own connection (default: the
+	// number of CPUs, at least 4). Flights beyond the first go only when
+	// requests are waiting in company or a flight is slow (see batcher),
+	// so more flights do not make small batches: measured on two cores,
+	// four gave spread 4,694 holds/s (median of five runs) against 4,319
+	// with two.
 	Flights int
 	// LockTimeout bounds how long a batch waits for a row lock before the
 	// requests that need that row answer busy (default 500 ms).
@@ -87,8 +90,8 @@ const (
 	rollbackTimeout = 5 * time.Second
 )
 
-// DefaultFlights is the number of CPUs, at least 2.
-func DefaultFlights() int { return max(2, runtime.NumCPU()) }
+// DefaultFlights is the number of CPUs, at least 4.
+func DefaultFlights() int { return max(4, runtime.NumCPU()) }
 
 // Service holds stock for orders and hands it back.
 type Service struct {

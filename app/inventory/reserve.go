@@ -46,8 +46,8 @@ func (r HoldRequest) Validate() error {
 		return Invalid("items has %d lines, at most %d are allowed", len(r.Items), MaxLines)
 	}
 	for i, it := range r.Items {
-		if err := ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
-			return err
+		if ValidName("sku", it.SKU) != nil { // named only when it fails: this runs on every hold
+			return ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU)
 		}
 		if it.Quantity < 1 || it.Quantity > MaxQuantity {
 			return Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,9 @@ type options struct {
 	json      bool
 	keep      bool
 	database  string
+	// halfRate, when set, is the rate of the half scenario instead of
+	// half of spread's.
+	halfRate float64
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,6 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&scenarios, "scenarios", strings.Join(scenarioNames, ","), "scenarios to run, in order")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of a table")
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
+	fs.Float64Var(&o.halfRate, "half-rate", 0, "holds/s of the half scenario (default: half of spread's rate)")
 	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -326,6 +331,59 @@ func readRSS(pid int) int64 {
 	}
 	return 0
 }
+
+// serverCPU is the CPU time the server process has used so far.
+func (b *bench) serverCPU() time.Duration {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return 0
+	}
+	return readCPU(b.cmd.Process.Pid)
+}
+
+// backendsCPU is the CPU time of each PostgreSQL backend connected to the
+// bench database, by process id; empty when PostgreSQL runs elsewhere (its
+// processes are not in this machine's /proc).
+func (b *bench) backendsCPU(ctx context.Context) map[int]time.Duration {
+	rows, err := b.pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	if err != nil {
+		return nil
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil
+	}
+	out := make(map[int]time.Duration, len(pids))
+	for _, pid := range pids {
+		if c := readCPU(int(pid)); c > 0 {
+			out[int(pid)] = c
+		}
+	}
+	return out
+}
+
+// readCPU reads a process's user and system time from /proc/PID/stat.
+func readCPU(pid int) time.Duration {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	i := bytes.LastIndexByte(st, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(st[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on Linux
+// everywhere but a few old architectures.
+const clockTicks = 100
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

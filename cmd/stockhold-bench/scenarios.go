@@ -89,21 +89,26 @@ func (b *bench) spread(ctx context.Context) ([]*result, error) {
 // half: spread at half the rate spread reached, open loop: the latency of
 // a hold when the service is not at its limit.
 func (b *bench) half(ctx context.Context) ([]*result, error) {
-	if b.spreadRate == 0 {
-		return nil, fmt.Errorf("half runs at half of spread's rate: run spread first")
+	rate, of := b.spreadRate/2, "half of spread's rate"
+	if b.o.halfRate > 0 {
+		rate, of = b.o.halfRate, "set by -half-rate"
+	}
+	if rate == 0 {
+		return nil, fmt.Errorf("half runs at half of spread's rate: run spread first, or set -half-rate")
 	}
 	if err := b.spreadStock(ctx); err != nil {
 		return nil, err
 	}
 	bodies := spreadBodies(0)
-	rate := b.spreadRate / 2
-	r := &result{Scenario: "half", Note: fmt.Sprintf("open loop at %.0f holds/s, half of spread's rate; latency from when each request was due", rate)}
+	r := &result{Scenario: "half", Note: fmt.Sprintf("open loop at %.0f holds/s, %s", rate, of)}
 	t := &tally{}
-	el := b.openLoop(ctx, "half", rate, b.o.duration, t, func(i int) (bool, error) {
+	el, pace := b.openLoop(ctx, "half", rate, b.o.duration, t, func(i int) (bool, error) {
 		return b.hold(fmt.Sprintf("half-%s-%d", b.run, i), bodies[rand.IntN(spreadSKUs)])
 	})
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
+	r.Note += fmt.Sprintf("; latency from when each request was sent (the pacer's timer woke %.1f ms late at p50, %.1f ms at p99), or from when it was due for the %d the server held back",
+		pace.P50, pace.P99, pace.Held)
 	return []*result{r}, nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"runtime/debug"
 
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/config"
@@ -13,6 +14,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	tuneGC(getenv)
 	log := newLogger(cfg, stderr)
 	pool, err := app.Open(ctx, cfg)
 	if err != nil {
@@ -25,4 +27,26 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	defer a.Close()
 	return a.Serve(ctx)
+}
+
+// Garbage collector settings of serve, unless GOGC or GOMEMLIMIT say
+// otherwise. Under load the live heap is about 6 MB and Go's default
+// (GOGC=100) collected it about ten times a second; profiled, marking and
+// sweeping took a tenth of the server's CPU, on a machine whose two cores
+// it shares with PostgreSQL. A heap allowed to grow to five times what is
+// live collects a fifth as often, and the soft limit makes the collector
+// work harder instead of letting a burst (a thousand connections at once)
+// grow the heap past it.
+const (
+	gcPercent   = 400
+	memoryLimit = 100 << 20
+)
+
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
 }
