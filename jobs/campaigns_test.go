@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -132,16 +133,16 @@ func TestCampaignEndRacingConfirms(t *testing.T) {
 				mu.Unlock()
 				return
 			}
-			var de *inventory.Error
+			var de *domain.Error
 			require.ErrorAs(t, err, &de)
-			require.Equal(t, inventory.CodeNotHeld, de.Code, "a confirm loses only to the rollback")
+			require.Equal(t, domain.CodeNotHeld, de.Code, "a confirm loses only to the rollback")
 		}()
 	}
 	created, err := b.campaigns.End(ctx, "bf", "alice", "sold out early")
 	require.NoError(t, err)
 	require.Positive(t, created.RollbackID)
 	_, _, err = b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "late", Campaign: "bf", Items: []inventory.Item{{SKU: "FLASH", Quantity: 1}}})
-	requireCode(t, err, inventory.CodeCampaignNotActive)
+	requireCode(t, err, domain.CodeCampaignNotActive)
 	wg.Wait()
 
 	c := b.waitRolledBack(t, "bf")
@@ -241,7 +242,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 		return err
 	})
 	require.NoError(t, err)
-	requireCode(t, hold("later"), inventory.CodeCampaignNotActive)
+	requireCode(t, hold("later"), domain.CodeCampaignNotActive)
 
 	// Main lacks the stock: the start fails loudly and moves nothing.
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -260,7 +261,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 	c, err := b.campaigns.Get(ctx, "greedy")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusScheduled, c.Status)
-	requireCode(t, hold("greedy"), inventory.CodeCampaignNotActive)
+	requireCode(t, hold("greedy"), domain.CodeCampaignNotActive)
 	st, err := b.inv.GetStock(ctx, "FLASH")
 	require.NoError(t, err)
 	require.Len(t, st.Pools, 1)
@@ -270,7 +271,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 	_, err = b.campaigns.End(ctx, "later", "alice", "cancelled")
 	require.NoError(t, err)
 	b.waitRolledBack(t, "later")
-	requireCode(t, hold("later"), inventory.CodeCampaignNotActive)
+	requireCode(t, hold("later"), domain.CodeCampaignNotActive)
 	again, err := b.campaigns.End(ctx, "later", "bob", "twice")
 	require.NoError(t, err, "ending again answers the same rollback")
 	c, err = b.campaigns.Get(ctx, "later")
@@ -278,9 +279,9 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 	require.Equal(t, c.Rollback.ID, again.RollbackID)
 }
 
-func requireCode(t *testing.T, err error, code inventory.Code) {
+func requireCode(t *testing.T, err error, code domain.Code) {
 	t.Helper()
-	var de *inventory.Error
+	var de *domain.Error
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, code, de.Code, de.Detail)
 }

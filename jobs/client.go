@@ -20,6 +20,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/retention"
@@ -89,10 +90,6 @@ var routeQueues = river.JobInsertMiddlewareFunc(func(ctx context.Context, params
 	}
 	return doInner(ctx)
 })
-
-// MaxAttempts is every job kind's attempt budget: a job that fails its third
-// attempt is discarded, and a discarded job always raises an alert.
-const MaxAttempts = 3
 
 // RescueAfter is how long a job may run before River's rescuer (on the
 // leader, every 30 s) presumes its instance died and schedules it again,
@@ -194,7 +191,7 @@ type Config struct {
 // it to enqueue jobs inside their own transactions, independent of whether
 // this process works jobs.
 func NewInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
-	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: MaxAttempts, Middleware: []rivertype.Middleware{routeQueues}})
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: domain.MaxAttempts, Middleware: []rivertype.Middleware{routeQueues}})
 }
 
 // NewClient returns the River client that works every stockhold job kind
@@ -210,12 +207,9 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	register(workers, &sweepExpiredWorker{inv: deps.Inventory, grace: cfg.SweepGrace}, TimeoutSweepExpired, al)
 	register(workers, &deliverAlertWorker{alerts: deps.Alerts, webhook: cfg.AlertWebhook, client: &http.Client{Timeout: 20 * time.Second}}, TimeoutDeliverAlert, al)
 	register(workers, &watchDiscardedWorker{alerts: deps.Alerts}, TimeoutWatchDiscarded, al)
-	register(workers, &manualRollbackWorker{pool: pool, rollbacks: deps.Rollbacks, alerts: deps.Alerts}, TimeoutChain, al)
+	register(workers, &manualRollbackWorker{rollbacks: deps.Rollbacks, alerts: deps.Alerts}, TimeoutChain, al)
 	register(workers, &rollbackBatchWorker{
-		pool: pool, rollbacks: deps.Rollbacks, wake: &waker{exec: driver.GetExecutor(), log: cfg.Log},
-		finish: func(ctx context.Context, tx pgx.Tx, r rollbacks.Rollback) error {
-			return deps.Campaigns.FinishTx(ctx, tx, r.Scope.Campaign, r.Operator)
-		},
+		campaigns: deps.Campaigns, rollbacks: deps.Rollbacks, wake: &waker{exec: driver.GetExecutor(), log: cfg.Log},
 	}, TimeoutChain, al)
 	register(workers, &campaignStartWorker{campaigns: deps.Campaigns}, TimeoutChain, al)
 	register(workers, &campaignEndWorker{campaigns: deps.Campaigns}, TimeoutChain, al)
@@ -281,7 +275,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		},
 		Workers:      workers,
 		PeriodicJobs: periodic,
-		MaxAttempts:  MaxAttempts,
+		MaxAttempts:  domain.MaxAttempts,
 		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
 		ErrorHandler: &errorHandler{log: cfg.Log},
 		// Only for kinds registered without register (ExtraWorkers); River

@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/idempotency"
 )
 
 type campaignBody struct {
@@ -33,9 +33,8 @@ func (s *server) createCampaign(c echo.Context) error {
 		ID: body.ID, StartsAt: body.StartsAt, EndsAt: body.EndsAt, HoldTTLSeconds: body.HoldTTLSeconds,
 		MaxPerOrder: body.MaxPerOrder, Allotments: body.Allotments, Actor: caller(c).Name,
 	}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		out, err := s.Campaigns.CreateTx(ctx, tx, create)
-		return http.StatusCreated, out, err
+	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (campaigns.Campaign, bool, error) {
+		return s.Campaigns.CreateOnce(ctx, k, create)
 	})
 }
 

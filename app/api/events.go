@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/webhooks"
 )
@@ -33,7 +33,7 @@ func (s *server) getEvents(c echo.Context) error {
 			return badRequest("after must be an event id (the next of a previous page), such as 7412-1039-0")
 		}
 	}
-	page, err := events.Read(c.Request().Context(), db.New(s.Pool), after, int(limit))
+	page, err := s.Events.Read(c.Request().Context(), after, int(limit))
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (s *server) setThreshold(c echo.Context) error {
 	t := inventory.Threshold{SKU: sku, Pool: body.Pool, Actor: caller(c).Name}
 	switch string(body.Threshold) {
 	case "":
-		return inventory.Invalid("threshold is required: a whole number, or null to remove the threshold")
+		return domain.Invalid("threshold is required: a whole number, or null to remove the threshold")
 	case "null":
 	default:
 		var n int64
@@ -92,9 +92,8 @@ func (s *server) createWebhook(c echo.Context) error {
 		return err
 	}
 	r := webhooks.Register{URL: body.URL, Events: body.Events, Actor: caller(c).Name}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		out, err := s.Webhooks.CreateTx(ctx, tx, r)
-		return http.StatusCreated, out, err
+	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (webhooks.Created, bool, error) {
+		return s.Webhooks.CreateOnce(ctx, k, r)
 	})
 }
 

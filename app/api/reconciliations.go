@@ -4,10 +4,10 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
 
@@ -30,11 +30,10 @@ func (s *server) createReconciliation(c echo.Context) error {
 		return err
 	}
 	if body.SKUs != nil && len(body.SKUs) == 0 {
-		return inventory.Invalid("skus is empty: leave it out to check every SKU")
+		return domain.Invalid("skus is empty: leave it out to check every SKU")
 	}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		req, err := s.Reconcile.RequestTx(ctx, tx, reconcile.TriggerHTTP, body.SKUs)
-		return http.StatusAccepted, req, err
+	return once(c, key, body, http.StatusAccepted, func(ctx context.Context, k idempotency.Key) (reconcile.Requested, bool, error) {
+		return s.Reconcile.RequestOnce(ctx, k, reconcile.TriggerHTTP, body.SKUs)
 	})
 }
 

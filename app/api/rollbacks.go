@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -41,7 +41,7 @@ func (b rollbackBody) scope() (rollbacks.Scope, error) {
 			continue
 		}
 		if *f.from == "" {
-			return s, inventory.Invalid("%s is empty: leave it out", f.name)
+			return s, domain.Invalid("%s is empty: leave it out", f.name)
 		}
 		*f.to = *f.from
 	}
@@ -64,9 +64,8 @@ func (s *server) createRollback(c echo.Context) error {
 	req := rollbacks.Request{
 		Operator: body.Operator, Reason: body.Reason, DryRun: body.DryRun, Source: rollbacks.SourceHTTP, Scope: scope,
 	}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		out, err := s.Rollbacks.CreateTx(ctx, tx, req)
-		return http.StatusAccepted, out, err
+	return once(c, key, body, http.StatusAccepted, func(ctx context.Context, k idempotency.Key) (rollbacks.Created, bool, error) {
+		return s.Rollbacks.CreateOnce(ctx, k, req)
 	})
 }
 
@@ -117,7 +116,7 @@ func operatorOr(given *string, def string) (string, error) {
 	if given == nil {
 		return def, nil
 	}
-	if err := inventory.ValidName("operator", *given); err != nil {
+	if err := domain.ValidName("operator", *given); err != nil {
 		return "", err
 	}
 	return *given, nil

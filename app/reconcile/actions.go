@@ -13,6 +13,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
@@ -103,7 +104,7 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 		checks = append(checks, "counters vs ledger")
 		details["ledger"] = r.ledgerDetails()
 	}
-	action := "left paused (" + deref(st.PausedReason) + "); no stock moved"
+	action := "left paused (" + domain.Value(st.PausedReason) + "); no stock moved"
 	if st.Status == inventory.StockOnSale {
 		reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
 		if err := inventory.PauseTx(ctx, tx, inventory.Switch{SKU: r.sku, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
@@ -252,7 +253,7 @@ func (s *Service) retryTx(ctx context.Context, tx pgx.Tx, runID int64, j db.Jobs
 	if err != nil {
 		return fmt.Errorf("lock job: %w", err)
 	}
-	retries := max(int(locked.MaxAttempts)-jobAttempts, 0)
+	retries := max(int(locked.MaxAttempts)-domain.MaxAttempts, 0)
 	details := map[string]any{
 		"job_kind": j.Kind, "attempt": locked.Attempt, "max_attempts": locked.MaxAttempts,
 		"retries_before": retries, "finalized_at": j.FinalizedAt,
@@ -335,11 +336,4 @@ func rawOrNull(s string) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return json.RawMessage(s)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

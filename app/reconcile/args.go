@@ -5,9 +5,7 @@
 package reconcile
 
 import (
-	"github.com/riverqueue/river"
-
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Triggers of a reconciliation run.
@@ -30,16 +28,13 @@ type ReconcileArgs struct {
 // Kind names the job in river_job.
 func (ReconcileArgs) Kind() string { return "reconcile" }
 
-// InsertOpts gives the job three attempts.
-func (ReconcileArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
-
 // Validate checks what no retry could mend: a requested run is named by a
 // positive id (it keeps the trigger and SKUs recorded when it was asked
 // for); any other run needs a known trigger and valid SKUs.
 func (a ReconcileArgs) Validate() error {
 	switch {
 	case a.RunID < 0:
-		return inventory.Invalid("run_id must be positive")
+		return domain.Invalid("run_id must be positive")
 	case a.RunID > 0:
 		return nil
 	}

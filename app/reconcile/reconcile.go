@@ -14,6 +14,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
@@ -53,13 +54,9 @@ const Actor = "system:reconcile"
 
 // MaxRetries is how many times reconciliation re-enqueues one discarded
 // job. River adds an attempt to a job each time it is retried after using
-// up its attempts, so a job's max_attempts beyond jobAttempts counts its
-// retries (a retry from the job dashboard counts too).
+// up its attempts, so a job's max_attempts beyond domain.MaxAttempts counts
+// its retries (a retry from the job dashboard counts too).
 const MaxRetries = 2
-
-// jobAttempts is every job kind's attempt budget (jobs.MaxAttempts, which
-// this package cannot import: jobs calls into it).
-const jobAttempts = 3
 
 // releaseBatch is how many stuck holds one transaction releases.
 const releaseBatch = inventory.SweepBatch
@@ -150,10 +147,7 @@ func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
 		started, err := q.ReconcileRunStart(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			row, err = q.ReconcileRunGet(ctx, id)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return inventory.ErrNotFound(fmt.Sprintf("reconciliation run %d", id))
-			}
-			return err // nil: it succeeded before
+			return domain.NotFound(err, fmt.Sprintf("reconciliation run %d", id)) // nil: it succeeded before
 		}
 		if err != nil {
 			return fmt.Errorf("start reconciliation run %d: %w", id, err)
@@ -289,5 +283,5 @@ func validTrigger(t string) error {
 	case TriggerPeriodic, TriggerHTTP, TriggerCLI, TriggerCampaignEnd:
 		return nil
 	}
-	return inventory.Invalid("trigger must be periodic, http, cli or campaign_end, not %q", t)
+	return domain.Invalid("trigger must be periodic, http, cli or campaign_end, not %q", t)
 }

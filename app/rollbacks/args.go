@@ -1,14 +1,9 @@
 package rollbacks
 
 import (
-	"context"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
-
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // ManualRollbackArgs is the job an operator enqueues: through the API or
@@ -18,29 +13,23 @@ import (
 // strictly: a misspelt field or a value of the wrong type cancels the job
 // with an alert rather than falling back to a default.
 type ManualRollbackArgs struct {
-	RollbackID     int64       `json:"rollback_id,omitempty"`
-	Operator       string      `json:"operator"`
-	Reason         string      `json:"reason"`
-	DryRun         bool        `json:"dry_run"`
-	ReservationIDs []uuid.UUID `json:"reservation_ids,omitempty"`
-	Campaign       string      `json:"campaign,omitempty"`
-	SKU            string      `json:"sku,omitempty"`
-	Pool           string      `json:"pool,omitempty"`
-	HeldBefore     *time.Time  `json:"held_before,omitempty"`
+	RollbackID int64  `json:"rollback_id,omitempty"`
+	Operator   string `json:"operator"`
+	Reason     string `json:"reason"`
+	DryRun     bool   `json:"dry_run"`
+	// Scope's fields sit beside the others in the JSON.
+	Scope
 }
 
 // Kind names the job in river_job.
 func (ManualRollbackArgs) Kind() string { return "manual_rollback" }
-
-// InsertOpts gives the job three attempts.
-func (ManualRollbackArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
 
 // Validate checks what no retry could mend: who, why and exactly one scope.
 // Whether held_before lies after the job was enqueued is checked when the
 // job is accepted (AcceptTx), which knows when that was.
 func (a ManualRollbackArgs) Validate() error {
 	if a.RollbackID < 0 {
-		return inventory.Invalid("rollback_id must be positive")
+		return domain.Invalid("rollback_id must be positive")
 	}
 	return a.request().Validate()
 }
@@ -49,7 +38,7 @@ func (a ManualRollbackArgs) Validate() error {
 func (a ManualRollbackArgs) request() Request {
 	return Request{
 		Operator: a.Operator, Reason: a.Reason, DryRun: a.DryRun, Source: SourceSQL,
-		Scope: Scope{ReservationIDs: a.ReservationIDs, Campaign: a.Campaign, SKU: a.SKU, Pool: a.Pool, HeldBefore: a.HeldBefore},
+		Scope: a.Scope,
 	}
 }
 
@@ -65,33 +54,10 @@ type RollbackBatchArgs struct {
 // Kind names the job in river_job.
 func (RollbackBatchArgs) Kind() string { return "rollback_batch" }
 
-// InsertOpts gives the job three attempts.
-func (RollbackBatchArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
-
 // Validate checks that the batch names a request.
 func (a RollbackBatchArgs) Validate() error {
 	if a.RollbackID < 1 {
-		return inventory.Invalid("rollback_id must be positive")
-	}
-	return nil
-}
-
-// Hooks makes a batch due after the pause available at once, with its
-// future scheduled_at (see availableWhenDue).
-func (RollbackBatchArgs) Hooks() []rivertype.Hook { return []rivertype.Hook{&availableWhenDue{}} }
-
-// availableWhenDue inserts a job scheduled for later as available, keeping
-// its scheduled_at. River's fetch query skips an available job until its
-// scheduled_at, so it still waits the pause; but a job inserted scheduled
-// waits for River's scheduler, which promotes scheduled jobs only every 5
-// seconds, and a 100 ms pause between batches would become up to 5 s.
-// River does the same for its own short snoozes. The workers are told when
-// the job is due (jobs wakes them with River's insert notification).
-type availableWhenDue struct{ river.HookDefaults }
-
-func (*availableWhenDue) InsertBegin(_ context.Context, p *rivertype.JobInsertParams) error {
-	if p.State == rivertype.JobStateScheduled {
-		p.State = rivertype.JobStateAvailable
+		return domain.Invalid("rollback_id must be positive")
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -53,12 +55,12 @@ const (
 // Service creates and runs rollbacks.
 type Service struct {
 	pool  *pgxpool.Pool
-	jobs  inventory.JobInserter
+	jobs  domain.JobInserter
 	pause time.Duration
 }
 
 // New returns a Service whose batches are pause apart.
-func New(pool *pgxpool.Pool, jobs inventory.JobInserter, pause time.Duration) *Service {
+func New(pool *pgxpool.Pool, jobs domain.JobInserter, pause time.Duration) *Service {
 	return &Service{pool: pool, jobs: jobs, pause: pause}
 }
 
@@ -82,34 +84,34 @@ func (s Scope) Validate() error {
 	if s.ReservationIDs != nil {
 		n++
 		if len(s.ReservationIDs) == 0 {
-			return inventory.Invalid("reservation_ids is empty: give at least one hold id")
+			return domain.Invalid("reservation_ids is empty: give at least one hold id")
 		}
 		if len(s.ReservationIDs) > MaxIDs {
-			return inventory.Invalid("reservation_ids has %d ids, at most %d are allowed", len(s.ReservationIDs), MaxIDs)
+			return domain.Invalid("reservation_ids has %d ids, at most %d are allowed", len(s.ReservationIDs), MaxIDs)
 		}
 	}
 	if s.Campaign != "" {
 		n++
-		if err := inventory.ValidName("campaign", s.Campaign); err != nil {
+		if err := domain.ValidName("campaign", s.Campaign); err != nil {
 			return err
 		}
 	}
 	if s.SKU != "" {
 		n++
-		if err := inventory.ValidName("sku", s.SKU); err != nil {
+		if err := domain.ValidName("sku", s.SKU); err != nil {
 			return err
 		}
 	}
 	if s.SKU == "" && (s.Pool != "" || s.HeldBefore != nil) {
-		return inventory.Invalid("pool and held_before go with sku")
+		return domain.Invalid("pool and held_before go with sku")
 	}
 	if s.Pool != "" {
-		if err := inventory.ValidName("pool", s.Pool); err != nil {
+		if err := domain.ValidName("pool", s.Pool); err != nil {
 			return err
 		}
 	}
 	if n != 1 {
-		return inventory.Invalid("give exactly one scope: reservation_ids, campaign, or sku (with optional pool and held_before)")
+		return domain.Invalid("give exactly one scope: reservation_ids, campaign, or sku (with optional pool and held_before)")
 	}
 	return nil
 }
@@ -118,7 +120,7 @@ func (s Scope) Validate() error {
 // rollback is requested: a rollback never reaches holds made after it.
 func (s Scope) validAt(requested time.Time) error {
 	if s.HeldBefore != nil && s.HeldBefore.After(requested) {
-		return inventory.Invalid("held_before %s is later than now (%s): a rollback never touches holds made after it was requested",
+		return domain.Invalid("held_before %s is later than now (%s): a rollback never touches holds made after it was requested",
 			s.HeldBefore.UTC().Format(time.RFC3339Nano), requested.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
@@ -144,15 +146,15 @@ type Request struct {
 // Validate checks who, why and what.
 func (r Request) Validate() error {
 	if r.Operator == "" {
-		return inventory.Invalid("operator is required: who asks for this rollback")
+		return domain.Invalid("operator is required: who asks for this rollback")
 	}
-	if err := inventory.ValidName("operator", r.Operator); err != nil {
+	if err := domain.ValidName("operator", r.Operator); err != nil {
 		return err
 	}
 	if r.Reason == "" {
-		return inventory.Invalid("reason is required: why these holds are rolled back")
+		return domain.Invalid("reason is required: why these holds are rolled back")
 	}
-	if err := inventory.ValidText("reason", r.Reason, inventory.MaxTextLength); err != nil {
+	if err := domain.ValidText("reason", r.Reason, domain.MaxTextLength); err != nil {
 		return err
 	}
 	return r.Scope.Validate()
@@ -195,10 +197,10 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 	}
 	return Rollback{
 		ID: r.ID, Status: r.Status, Operator: r.Operator, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
-		Source: r.Source, RequestedAt: r.RequestedAt.UTC(), ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
+		Source: r.Source, RequestedAt: r.RequestedAt, ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
 		MatchedCount: r.MatchedCount, MatchedUnits: r.MatchedUnits, Batches: r.Batches, JobID: r.JobID,
-		Error: r.Error, Resumes: r.Resumes, ResumedAt: inventory.UTC(r.ResumedAt), ResumedBy: r.ResumedBy,
-		CreatedAt: r.CreatedAt.UTC(), StartedAt: inventory.UTC(r.StartedAt), FinishedAt: inventory.UTC(r.FinishedAt),
+		Error: r.Error, Resumes: r.Resumes, ResumedAt: r.ResumedAt, ResumedBy: r.ResumedBy,
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 	}, nil
 }
 
@@ -220,14 +222,27 @@ type Created struct {
 	JobID      int64 `json:"job_id"`
 }
 
+// Create is CreateTx in a transaction of its own.
+func (s *Service) Create(ctx context.Context, req Request) (out Created, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out, err = s.CreateTx(ctx, tx, req)
+		return err
+	})
+	return out, err
+}
+
+// CreateOnce is CreateTx in a transaction of its own, at most once per key
+// (see idempotency.Do).
+func (s *Service) CreateOnce(ctx context.Context, key idempotency.Key, req Request) (out Created, replayed bool, err error) {
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Created, error) { return s.CreateTx(ctx, tx, req) })
+}
+
 // CreateTx records a manual rollback request and enqueues its
 // manual_rollback job inside the caller's transaction.
 func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, req Request) (Created, error) {
 	return s.record(ctx, tx, req, func(id int64) (int64, error) {
 		res, err := s.jobs.InsertTx(ctx, tx, ManualRollbackArgs{
-			RollbackID: id, Operator: req.Operator, Reason: req.Reason, DryRun: req.DryRun,
-			ReservationIDs: req.Scope.ReservationIDs, Campaign: req.Scope.Campaign,
-			SKU: req.Scope.SKU, Pool: req.Scope.Pool, HeldBefore: req.Scope.HeldBefore,
+			RollbackID: id, Operator: req.Operator, Reason: req.Reason, DryRun: req.DryRun, Scope: req.Scope,
 		}, nil)
 		if err != nil {
 			return 0, fmt.Errorf("enqueue manual_rollback: %w", err)
@@ -289,11 +304,8 @@ func insert(ctx context.Context, q *db.Queries, req Request, jobID *int64, reque
 // Get returns rollback request id.
 func (s *Service) Get(ctx context.Context, id int64) (Rollback, error) {
 	row, err := db.New(s.pool).RollbackGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Rollback{}, inventory.ErrNotFound("rollback")
-	}
 	if err != nil {
-		return Rollback{}, err
+		return Rollback{}, domain.NotFound(err, "rollback")
 	}
 	return newRollback(row)
 }
@@ -302,6 +314,16 @@ func (s *Service) Get(ctx context.Context, id int64) (Rollback, error) {
 // operator, no reason, no valid scope, a held_before after the job was
 // enqueued): the worker cancels it with an alert instead of retrying.
 var ErrRefused = errors.New("manual rollback refused")
+
+// Accept is AcceptTx in a transaction of its own: what the
+// manual_rollback job does.
+func (s *Service) Accept(ctx context.Context, jobID int64, enqueuedAt time.Time, args ManualRollbackArgs) (out Rollback, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out, err = s.AcceptTx(ctx, tx, jobID, enqueuedAt, args)
+		return err
+	})
+	return out, err
+}
 
 // AcceptTx is the manual_rollback job's step, inside the job's
 // transaction: it finds (or, for a job inserted with plain SQL, records) the
@@ -388,6 +410,11 @@ func count(ctx context.Context, q *db.Queries, r Rollback) (db.RollbackScopeCoun
 func FailTx(ctx context.Context, tx pgx.Tx, id int64, why string) error {
 	_, err := db.New(tx).RollbackFinish(ctx, db.RollbackFinishParams{Status: StatusFailed, Error: &why, ID: id})
 	return err
+}
+
+// Fail is FailTx in a transaction of its own.
+func (s *Service) Fail(ctx context.Context, id int64, why string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return FailTx(ctx, tx, id, why) })
 }
 
 // ReopenTx sets failed rollback request id back to running, inside the

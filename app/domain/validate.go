@@ -1,9 +1,17 @@
-package inventory
+package domain
 
 import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+)
+
+// Limits on names and free text, in bytes, from the API contract.
+const (
+	// MaxNameLength bounds a SKU, pool, campaign id or operator.
+	MaxNameLength = 64
+	// MaxTextLength bounds a reason or a ref.
+	MaxTextLength = 500
 )
 
 // ValidName checks a SKU, pool or campaign id: 1 to 64 bytes of UTF-8 with
