@@ -148,6 +148,24 @@ func (b *bundle) status(t *testing.T, id uuid.UUID) string {
 	return r.Status
 }
 
+// waitStatus waits until the hold has the status want.
+func (b *bundle) waitStatus(t *testing.T, id uuid.UUID, want string, within time.Duration) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
+		assert.NoError(c, err)
+		assert.Equal(c, want, r.Status)
+	}, within, 50*time.Millisecond)
+}
+
+// count runs a query answering one integer, reporting an error to t, which
+// may be an Eventually condition's CollectT.
+func (b *bundle) count(t assert.TestingT, sql string, args ...any) int {
+	var n int
+	assert.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
 // releases counts the ledger rows that handed the hold's stock back.
 func (b *bundle) releases(t *testing.T, id uuid.UUID) int {
 	t.Helper()
@@ -166,7 +184,7 @@ func TestHoldExpiresOnTime(t *testing.T) {
 	})
 	require.NoError(t, err)
 	start := time.Now()
-	require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 50*time.Millisecond)
+	b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 	t.Logf("expired %s after the hold was made (TTL 1 s)", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 1, b.releases(t, r.ID))
 
@@ -197,7 +215,7 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 			Client: "shop", IdempotencyKey: "lost", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 2}},
 		})
 		require.NoError(t, err)
-		require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 100*time.Millisecond)
+		b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 		var actor string
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT actor FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID).Scan(&actor))
 		require.Equal(t, "system:sweep_expired", actor)
@@ -223,13 +241,11 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 			assert.Zero(c, held)
 		}, 20*time.Second, 100*time.Millisecond)
 		// Sweeps run again meanwhile, and find nothing left to do.
-		sweeps := func() int {
-			var n int
-			require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'sweep_expired' AND state = 'completed'`).Scan(&n))
-			return n
-		}
-		after := sweeps()
-		require.Eventually(t, func() bool { return sweeps() >= after+2 }, 20*time.Second, 50*time.Millisecond)
+		const sweeps = `SELECT count(*) FROM river_job WHERE kind = 'sweep_expired' AND state = 'completed'`
+		after := b.count(t, sweeps)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.GreaterOrEqual(c, b.count(c, sweeps), after+2)
+		}, 20*time.Second, 50*time.Millisecond)
 		for _, id := range ids {
 			require.Equal(t, 1, b.releases(t, id))
 		}

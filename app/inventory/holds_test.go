@@ -2,7 +2,6 @@ package inventory_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/inventory"
@@ -70,7 +70,7 @@ func TestExtend(t *testing.T) {
 	_, err = svc.Extend(ctx, r.ID, shop, 60)
 	require.Equal(t, inventory.CodeNotHeld, code(err))
 	var e *inventory.Error
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.Equal(t, inventory.StatusConfirmed, e.Status)
 	r2, _, err := svc.Hold(ctx, holdReq("k2", item("A1", 1)))
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestExtend(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svc.Extend(ctx, r3.ID, shop, 60)
 	require.Equal(t, inventory.CodeNotHeld, code(err))
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.Equal(t, inventory.StatusExpired, e.Status)
 	after, err := svc.Get(ctx, r3.ID, shop)
 	require.NoError(t, err)
@@ -137,10 +137,10 @@ func TestExtendRacesTheExpiryLoop(t *testing.T) {
 	}
 	wg.Wait()
 	// Give the loop time to expire whatever is due, then stop it.
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var due int
-		_ = b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE status = 'held' AND expires_at <= now()`).Scan(&due)
-		return due == 0
+		assert.NoError(c, b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE status = 'held' AND expires_at <= now()`).Scan(&due))
+		assert.Zero(c, due)
 	}, 10*time.Second, 10*time.Millisecond)
 	stopLoop()
 	require.NoError(t, <-loopDone)
