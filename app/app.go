@@ -30,6 +30,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/console"
+	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
@@ -313,13 +314,13 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	a.HTTP = api.New(api.Deps{
-		Pool:                  reqPool,
 		Inventory:             web.Inventory,
 		Campaigns:             web.Campaigns,
 		Rollbacks:             web.Rollbacks,
 		Alerts:                web.Alerts,
 		Reconcile:             web.Reconcile,
 		Webhooks:              web.Webhooks,
+		Events:                events.NewFeed(reqPool),
 		Auth:                  authn,
 		Ready:                 a.ready,
 		JobsUI:                jobsUI,

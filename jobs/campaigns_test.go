@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -145,10 +146,10 @@ func TestCampaignEndRacingConfirms(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, created.RollbackID)
 	_, _, err = b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "late", Campaign: "bf", Items: []inventory.Item{{SKU: "FLASH", Quantity: 1}}})
-	requireCode(t, err, inventory.CodeCampaignNotActive)
+	requireCode(t, err, domain.CodeCampaignNotActive)
 	wg.Wait()
 	for _, err := range refused {
-		requireCode(t, err, inventory.CodeNotHeld) // a confirm loses only to the rollback
+		requireCode(t, err, domain.CodeNotHeld) // a confirm loses only to the rollback
 	}
 
 	c := b.waitRolledBack(t, "bf")
@@ -248,7 +249,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 		return err
 	})
 	require.NoError(t, err)
-	requireCode(t, hold("later"), inventory.CodeCampaignNotActive)
+	requireCode(t, hold("later"), domain.CodeCampaignNotActive)
 
 	// Main lacks the stock: the start fails loudly and moves nothing.
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -265,7 +266,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 	c, err := b.campaigns.Get(ctx, "greedy")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusScheduled, c.Status)
-	requireCode(t, hold("greedy"), inventory.CodeCampaignNotActive)
+	requireCode(t, hold("greedy"), domain.CodeCampaignNotActive)
 	st, err := b.inv.GetStock(ctx, "FLASH")
 	require.NoError(t, err)
 	require.Len(t, st.Pools, 1)
@@ -275,7 +276,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 	_, err = b.campaigns.End(ctx, "later", "alice", "cancelled")
 	require.NoError(t, err)
 	b.waitRolledBack(t, "later")
-	requireCode(t, hold("later"), inventory.CodeCampaignNotActive)
+	requireCode(t, hold("later"), domain.CodeCampaignNotActive)
 	again, err := b.campaigns.End(ctx, "later", "bob", "twice")
 	require.NoError(t, err, "ending again answers the same rollback")
 	c, err = b.campaigns.Get(ctx, "later")
@@ -283,9 +284,9 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 	require.Equal(t, c.Rollback.ID, again.RollbackID)
 }
 
-func requireCode(t *testing.T, err error, code inventory.Code) {
+func requireCode(t *testing.T, err error, code domain.Code) {
 	t.Helper()
-	var de *inventory.Error
+	var de *domain.Error
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, code, de.Code, de.Detail)
 }

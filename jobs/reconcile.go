@@ -6,7 +6,7 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
 
@@ -19,7 +19,7 @@ type reconcileWorker struct {
 
 func (w *reconcileWorker) Work(ctx context.Context, job *river.Job[reconcile.ReconcileArgs]) error {
 	_, err := w.svc.Run(ctx, job.Args)
-	var de *inventory.Error
+	var de *domain.Error
 	if errors.As(err, &de) {
 		// A run that does not exist, bad SKUs or trigger: no retry mends it.
 		return river.JobCancel(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Levels of alerts.
@@ -34,7 +34,7 @@ const (
 // Service raises, lists and acknowledges alerts.
 type Service struct {
 	pool *pgxpool.Pool
-	jobs inventory.JobInserter
+	jobs domain.JobInserter
 	// deliver is whether a webhook is configured to receive new alerts.
 	deliver bool
 	// repageAfter is how long an open alert stays quiet before a repeat
@@ -44,7 +44,7 @@ type Service struct {
 
 // New returns a Service; deliver says whether new alerts go to the webhook.
 // An open alert that repeats pages only once, unless WithRepageAfter is set.
-func New(pool *pgxpool.Pool, jobs inventory.JobInserter, deliver bool) *Service {
+func New(pool *pgxpool.Pool, jobs domain.JobInserter, deliver bool) *Service {
 	return &Service{pool: pool, jobs: jobs, deliver: deliver}
 }
 
@@ -81,7 +81,7 @@ func newAlert(a db.Alert) Alert {
 		ID: a.ID, Level: a.Level, Kind: a.Kind, Subject: a.Subject, SKU: a.Sku, Pool: a.Pool,
 		Details: a.Details, SuggestedAction: a.SuggestedAction, Status: a.Status,
 		FirstSeenAt: a.FirstSeenAt.UTC(), LastSeenAt: a.LastSeenAt.UTC(), Occurrences: a.Occurrences,
-		AckedBy: a.AckedBy, AckedAt: inventory.UTC(a.AckedAt), DeliveredAt: inventory.UTC(a.DeliveredAt),
+		AckedBy: a.AckedBy, AckedAt: domain.UTC(a.AckedAt), DeliveredAt: domain.UTC(a.DeliveredAt),
 	}
 }
 
@@ -145,10 +145,10 @@ func (s *Service) List(ctx context.Context, status string, limit int) ([]Alert, 
 	case StatusOpen, StatusAcked, StatusResolved:
 		st = &status
 	default:
-		return nil, inventory.Invalid("status must be open, acked or resolved")
+		return nil, domain.Invalid("status must be open, acked or resolved")
 	}
 	if limit < 1 || limit > MaxList {
-		return nil, inventory.Invalid("limit must be from 1 to %d", MaxList)
+		return nil, domain.Invalid("limit must be from 1 to %d", MaxList)
 	}
 	rows, err := db.New(s.pool).AlertList(ctx, st, int32(limit))
 	if err != nil {
@@ -164,11 +164,8 @@ func (s *Service) List(ctx context.Context, status string, limit int) ([]Alert, 
 // Get returns alert id.
 func (s *Service) Get(ctx context.Context, id int64) (Alert, error) {
 	row, err := db.New(s.pool).AlertGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Alert{}, inventory.ErrNotFound("alert")
-	}
 	if err != nil {
-		return Alert{}, err
+		return Alert{}, domain.NotFound(err, "alert")
 	}
 	return newAlert(row), nil
 }
@@ -176,7 +173,7 @@ func (s *Service) Get(ctx context.Context, id int64) (Alert, error) {
 // Ack records that operator is on it. Acknowledging again answers the alert
 // as it is. A later occurrence opens a new alert.
 func (s *Service) Ack(ctx context.Context, id int64, operator string) (Alert, error) {
-	if err := inventory.ValidName("operator", operator); err != nil {
+	if err := domain.ValidName("operator", operator); err != nil {
 		return Alert{}, err
 	}
 	row, err := db.New(s.pool).AlertAck(ctx, &operator, id)

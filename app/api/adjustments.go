@@ -1,14 +1,12 @@
 package api
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -48,21 +46,20 @@ func (s *server) adjustStockInBulk(c echo.Context) error {
 		}
 		if (l.Delta == nil) == (l.SetTotal == nil) || l.Delta != nil && *l.Delta == 0 {
 			n := i
-			return &inventory.Error{Code: inventory.CodeInvalid, Line: &n, SKU: l.SKU, Pool: l.Pool,
+			return &domain.Error{Code: domain.CodeInvalid, Line: &n, SKU: l.SKU, Pool: l.Pool,
 				Detail: fmt.Sprintf("lines[%d]: give either a non-zero delta or set_total", i)}
 		}
 	}
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	err = s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		res, err := inventory.AdjustManyTx(ctx, tx, b)
-		return http.StatusOK, bulkAnswer{SKUs: res.SKUs}, err
-	})
-	var de *inventory.Error
-	if errors.As(err, &de) && de.Code == inventory.CodeUnknownSKU {
-		// Named in the body, not the path: the request is unprocessable.
-		return fromDomain(de, http.StatusUnprocessableEntity)
+	once, err := onceKey(c, key, body)
+	if err != nil {
+		return err
 	}
-	return err
+	res, replayed, err := s.Inventory.AdjustManyOnce(c.Request().Context(), once, b)
+	if err != nil {
+		return err
+	}
+	return answerOnce(c, http.StatusOK, bulkAnswer{SKUs: res.SKUs}, replayed)
 }

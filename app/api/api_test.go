@@ -24,6 +24,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/jobs"
@@ -61,7 +62,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	require.NoError(t, err)
 	deps := app.Services(config.Config{Coalesce: opts.coalesce, ReconcileRepairLimit: 100}, pool, inserter, quiet)
 	srv := httptest.NewServer(api.New(api.Deps{
-		Pool: pool, Inventory: deps.Inventory, Reconcile: deps.Reconcile, Alerts: deps.Alerts,
+		Events: events.NewFeed(pool), Inventory: deps.Inventory, Reconcile: deps.Reconcile, Alerts: deps.Alerts,
 		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Webhooks: deps.Webhooks, Auth: auth.NewAuthenticator(pool, time.Minute),
 		Ready: func(context.Context) error { return nil },
 		Log:   quiet,

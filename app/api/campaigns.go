@@ -1,11 +1,9 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/campaigns"
@@ -33,10 +31,15 @@ func (s *server) createCampaign(c echo.Context) error {
 		ID: body.ID, StartsAt: body.StartsAt, EndsAt: body.EndsAt, HoldTTLSeconds: body.HoldTTLSeconds,
 		MaxPerOrder: body.MaxPerOrder, Allotments: body.Allotments, Actor: caller(c).Name,
 	}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		out, err := s.Campaigns.CreateTx(ctx, tx, create)
-		return http.StatusCreated, out, err
-	})
+	once, err := onceKey(c, key, body)
+	if err != nil {
+		return err
+	}
+	out, replayed, err := s.Campaigns.CreateOnce(c.Request().Context(), once, create)
+	if err != nil {
+		return err
+	}
+	return answerOnce(c, http.StatusCreated, out, replayed)
 }
 
 func (s *server) getCampaign(c echo.Context) error {

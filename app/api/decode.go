@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // MaxBody is the largest request body accepted.
@@ -151,9 +151,9 @@ func pathParam(c echo.Context, name string) (string, error) {
 	case !utf8.ValidString(v):
 		return "", badRequest(fmt.Sprintf("path parameter %s is not valid UTF-8", name))
 	case len(v) > maxPathParam:
-		return "", inventory.Invalid("path parameter %s is longer than %d bytes", name, maxPathParam)
+		return "", domain.Invalid("path parameter %s is longer than %d bytes", name, maxPathParam)
 	case strings.IndexFunc(v, unicode.IsControl) >= 0:
-		return "", inventory.Invalid("path parameter %s contains a control character", name)
+		return "", domain.Invalid("path parameter %s contains a control character", name)
 	}
 	return v, nil
 }
@@ -180,7 +180,7 @@ func nameParam(c echo.Context, name, what string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := inventory.ValidName(what, v); err != nil {
+	if err := domain.ValidName(what, v); err != nil {
 		return "", err
 	}
 	return v, nil

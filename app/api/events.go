@@ -1,14 +1,12 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/webhooks"
@@ -33,7 +31,7 @@ func (s *server) getEvents(c echo.Context) error {
 			return badRequest("after must be an event id (the next of a previous page), such as 7412-1039-0")
 		}
 	}
-	page, err := events.Read(c.Request().Context(), db.New(s.Pool), after, int(limit))
+	page, err := s.Events.Read(c.Request().Context(), after, int(limit))
 	if err != nil {
 		return err
 	}
@@ -59,7 +57,7 @@ func (s *server) setThreshold(c echo.Context) error {
 	t := inventory.Threshold{SKU: sku, Pool: body.Pool, Actor: caller(c).Name}
 	switch string(body.Threshold) {
 	case "":
-		return inventory.Invalid("threshold is required: a whole number, or null to remove the threshold")
+		return domain.Invalid("threshold is required: a whole number, or null to remove the threshold")
 	case "null":
 	default:
 		var n int64
@@ -92,10 +90,15 @@ func (s *server) createWebhook(c echo.Context) error {
 		return err
 	}
 	r := webhooks.Register{URL: body.URL, Events: body.Events, Actor: caller(c).Name}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		out, err := s.Webhooks.CreateTx(ctx, tx, r)
-		return http.StatusCreated, out, err
-	})
+	once, err := onceKey(c, key, body)
+	if err != nil {
+		return err
+	}
+	out, replayed, err := s.Webhooks.CreateOnce(c.Request().Context(), once, r)
+	if err != nil {
+		return err
+	}
+	return answerOnce(c, http.StatusCreated, out, replayed)
 }
 
 type webhookList struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -39,8 +40,8 @@ func FuzzHoldRequest(f *testing.F) {
 		}
 		req, err := b.holdRequest("shop", "key")
 		if err != nil {
-			var de *inventory.Error
-			if !errors.As(err, &de) || de.Code != inventory.CodeInvalid {
+			var de *domain.Error
+			if !errors.As(err, &de) || de.Code != domain.CodeInvalid {
 				t.Fatalf("validation error is not invalid_request: %v", err)
 			}
 			return
@@ -52,7 +53,7 @@ func FuzzHoldRequest(f *testing.F) {
 			if it.Quantity < 1 || it.Quantity > inventory.MaxQuantity {
 				t.Fatalf("accepted quantity %d", it.Quantity)
 			}
-			if inventory.ValidName("sku", it.SKU) != nil {
+			if domain.ValidName("sku", it.SKU) != nil {
 				t.Fatalf("accepted sku %q", it.SKU)
 			}
 		}

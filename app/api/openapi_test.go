@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // jobsPath is the one documented path for River's dashboard, which New
@@ -266,7 +266,7 @@ func TestOpenAPISecurity(t *testing.T) {
 // server can send. The source of truth is problem.go's titles: every code
 // the server sends has one (a code without would answer an empty title).
 // So: every code the HTTP layer's source passes to newProblem or sets as a
-// problem's Code, and every domain code (inventory.Code constants), has a
+// problem's Code, and every domain code (domain.Code constants), has a
 // title; the Problem schema's code enum is exactly the titled codes; and
 // each response's own enum names only those.
 func TestProblemCodes(t *testing.T) {
@@ -307,11 +307,11 @@ func TestProblemCodes(t *testing.T) {
 		})
 	}
 	// The domain's codes, declared as constants of type Code.
-	f, err := parser.ParseFile(fset, filepath.Join("..", "inventory", "errors.go"), nil, 0)
+	f, err := parser.ParseFile(fset, filepath.Join("..", "domain", "errors.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	domain := 0
+	domainCodes := 0
 	for _, decl := range f.Decls {
 		gd, ok := decl.(*ast.GenDecl)
 		if !ok || gd.Tok != token.CONST {
@@ -325,15 +325,15 @@ func TestProblemCodes(t *testing.T) {
 			for i, v := range vs.Values {
 				code := unquote(t, v.(*ast.BasicLit).Value)
 				sent[code] = fset.Position(vs.Names[i].Pos()).String()
-				domain++
-				if _, ok := statuses[inventory.Code(code)]; !ok {
+				domainCodes++
+				if _, ok := statuses[domain.Code(code)]; !ok {
 					t.Errorf("domain code %s has no HTTP status in problem.go's statuses", code)
 				}
 			}
 		}
 	}
-	if domain < 10 || len(sent) < 20 {
-		t.Fatalf("found %d codes (%d domain): the source scan is broken", len(sent), domain)
+	if domainCodes < 10 || len(sent) < 20 {
+		t.Fatalf("found %d codes (%d domain): the source scan is broken", len(sent), domainCodes)
 	}
 	// A client that went away gets no answer at all (handleError writes
 	// only the status, for the log): its code is never sent.

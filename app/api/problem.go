@@ -4,17 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // problem is an RFC 9457 problem detail. Extra members (sku, status, ...)
@@ -78,21 +73,22 @@ var titles = map[string]string{
 	"internal_error":          "Internal error",
 }
 
-// statuses maps domain codes to HTTP statuses: the one place that does.
-var statuses = map[inventory.Code]int{
-	inventory.CodeInvalid:               http.StatusUnprocessableEntity,
-	inventory.CodeNotFound:              http.StatusNotFound,
-	inventory.CodeUnknownSKU:            http.StatusNotFound,
-	inventory.CodeUnknownCampaign:       http.StatusNotFound,
-	inventory.CodeOutOfStock:            http.StatusConflict,
-	inventory.CodeSKUPaused:             http.StatusConflict,
-	inventory.CodeCampaignNotActive:     http.StatusConflict,
-	inventory.CodeNotHeld:               http.StatusConflict,
-	inventory.CodeInsufficientAvailable: http.StatusConflict,
-	inventory.CodeIdempotencyReused:     http.StatusUnprocessableEntity,
-	inventory.CodeConflict:              http.StatusConflict,
-	inventory.CodeLimitExceeded:         http.StatusUnprocessableEntity,
-	inventory.CodeBusy:                  http.StatusServiceUnavailable,
+// statuses maps domain codes to HTTP statuses: the one place that does
+// (fromDomain turns a not found the request refers to into a 422).
+var statuses = map[domain.Code]int{
+	domain.CodeInvalid:               http.StatusUnprocessableEntity,
+	domain.CodeNotFound:              http.StatusNotFound,
+	domain.CodeUnknownSKU:            http.StatusNotFound,
+	domain.CodeUnknownCampaign:       http.StatusNotFound,
+	domain.CodeOutOfStock:            http.StatusConflict,
+	domain.CodeSKUPaused:             http.StatusConflict,
+	domain.CodeCampaignNotActive:     http.StatusConflict,
+	domain.CodeNotHeld:               http.StatusConflict,
+	domain.CodeInsufficientAvailable: http.StatusConflict,
+	domain.CodeKeyReused:             http.StatusUnprocessableEntity,
+	domain.CodeConflict:              http.StatusConflict,
+	domain.CodeLimitExceeded:         http.StatusUnprocessableEntity,
+	domain.CodeBusy:                  http.StatusServiceUnavailable,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,
@@ -114,17 +110,18 @@ func badRequest(detail string) *problem {
 	return newProblem(http.StatusBadRequest, "invalid_request", detail)
 }
 
-// fromDomain turns a domain error into its problem; status 0 means the
-// code's usual status.
-func fromDomain(e *inventory.Error, status int) *problem {
-	if status == 0 {
-		status = statuses[e.Code]
-	}
-	if status == 0 {
+// fromDomain turns a domain error into its problem.
+func fromDomain(e *domain.Error) *problem {
+	status := statuses[e.Code]
+	switch {
+	case status == 0:
 		status = http.StatusConflict
+	case status == http.StatusNotFound && e.Reference:
+		// Named in the body, not the path: the request is unprocessable.
+		status = http.StatusUnprocessableEntity
 	}
 	p := newProblem(status, string(e.Code), e.Detail)
-	if e.Code == inventory.CodeBusy {
+	if e.Code == domain.CodeBusy {
 		p.RetryAfter = retryBusy
 	}
 	p.Extra = map[string]any{}
@@ -159,7 +156,7 @@ func problemOf(ctx context.Context, err error) *problem {
 
 func classify(ctx context.Context, err error) *problem {
 	var (
-		de *inventory.Error
+		de *domain.Error
 		he *echo.HTTPError
 	)
 	switch {
@@ -167,10 +164,7 @@ func classify(ctx context.Context, err error) *problem {
 		// Whatever the answer would have been, no one is there to read it.
 		return newProblem(statusClientClosed, "client_closed_request", "the client closed the request before its answer")
 	case errors.As(err, &de):
-		return fromDomain(de, 0)
-	case errors.Is(err, idempotency.ErrReused):
-		return newProblem(http.StatusUnprocessableEntity, "idempotency_key_reused",
-			"this Idempotency-Key was used before with a different request")
+		return fromDomain(de)
 	case errors.As(err, &he):
 		return fromHTTPError(he)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -194,30 +188,13 @@ func timeout() *problem {
 // nil. It runs after the request's own context was checked, so a deadline
 // seen here is an inner one: the pool's acquire timeout or connect_timeout.
 func databaseProblem(err error) *problem {
-	busy := &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: titles["busy"], RetryAfter: retryBusy,
-		Detail: "the rows this request needs are locked by another transaction; retry in a moment (with the same Idempotency-Key)"}
-	unavailable := &problem{Status: http.StatusServiceUnavailable, Code: "unavailable", Title: titles["unavailable"], RetryAfter: retryUnavailable,
-		Detail: "the database cannot be reached right now; retry in a moment (with the same Idempotency-Key)"}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch code := pgErr.Code; {
-		case code == "55P03", // lock_not_available: lock_timeout
-			code == "57014": // query_canceled: statement_timeout
-			return busy
-		case code == "57P01", code == "57P02", code == "57P03", // admin or crash shutdown, cannot connect now
-			code == "53300",               // too_many_connections
-			strings.HasPrefix(code, "08"): // connection exceptions
-			return unavailable
-		}
-		return nil
-	}
-	var (
-		connectErr *pgconn.ConnectError
-		netErr     net.Error
-	)
-	if errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.Timeout(err) {
-		return unavailable
+	switch domain.OverloadOf(err) {
+	case domain.Busy:
+		return &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: titles["busy"], RetryAfter: retryBusy,
+			Detail: "the rows this request needs are locked by another transaction; retry in a moment (with the same Idempotency-Key)"}
+	case domain.Unavailable:
+		return &problem{Status: http.StatusServiceUnavailable, Code: "unavailable", Title: titles["unavailable"], RetryAfter: retryUnavailable,
+			Detail: "the database cannot be reached right now; retry in a moment (with the same Idempotency-Key)"}
 	}
 	return nil
 }

@@ -1,13 +1,11 @@
 package api
 
 import (
-	"context"
 	"net/http"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
 
@@ -30,12 +28,17 @@ func (s *server) createReconciliation(c echo.Context) error {
 		return err
 	}
 	if body.SKUs != nil && len(body.SKUs) == 0 {
-		return inventory.Invalid("skus is empty: leave it out to check every SKU")
+		return domain.Invalid("skus is empty: leave it out to check every SKU")
 	}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		req, err := s.Reconcile.RequestTx(ctx, tx, reconcile.TriggerHTTP, body.SKUs)
-		return http.StatusAccepted, req, err
-	})
+	once, err := onceKey(c, key, body)
+	if err != nil {
+		return err
+	}
+	req, replayed, err := s.Reconcile.RequestOnce(c.Request().Context(), once, reconcile.TriggerHTTP, body.SKUs)
+	if err != nil {
+		return err
+	}
+	return answerOnce(c, http.StatusAccepted, req, replayed)
 }
 
 func (s *server) getLatestReconciliation(c echo.Context) error {

@@ -8,9 +8,9 @@ import (
 	"slices"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
@@ -33,13 +33,13 @@ func (b holdBody) holdRequest(client, key string) (inventory.HoldRequest, error)
 	req := inventory.HoldRequest{Client: client, IdempotencyKey: key, OrderRef: b.OrderRef}
 	if b.TTLSeconds != nil {
 		if *b.TTLSeconds < 1 || *b.TTLSeconds > inventory.MaxTTLSeconds {
-			return req, inventory.Invalid("ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)
+			return req, domain.Invalid("ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)
 		}
 		req.TTLSeconds = *b.TTLSeconds
 	}
 	if b.Campaign != nil {
 		if *b.Campaign == "" {
-			return req, inventory.Invalid("campaign is empty: leave it out for regular stock")
+			return req, domain.Invalid("campaign is empty: leave it out for regular stock")
 		}
 		req.Campaign = *b.Campaign
 	}
@@ -68,14 +68,10 @@ func (s *server) createReservation(c echo.Context) error {
 	logSKUs(c.Request().Context(), req.Items)
 	r, replayed, err := s.Inventory.Hold(c.Request().Context(), req)
 	if err != nil {
-		var de *inventory.Error
+		var de *domain.Error
 		if errors.As(err, &de) {
 			metrics.Holds.WithLabelValues(string(de.Code)).Inc()
 			s.log.InfoContext(c.Request().Context(), "hold refused", "code", de.Code, "refused_sku", de.SKU, "detail", de.Detail)
-			if de.Code == inventory.CodeUnknownSKU || de.Code == inventory.CodeUnknownCampaign {
-				// Named in the body, not the path: the request is unprocessable.
-				return fromDomain(de, http.StatusUnprocessableEntity)
-			}
 		}
 		return err
 	}
@@ -155,12 +151,16 @@ func (s *server) releaseReservation(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		err = s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-			r, err := inventory.ReleaseItemsTx(ctx, tx, id, by, body.Reason, items)
-			return http.StatusOK, r, err
-		})
+		once, err := onceKey(c, key, body)
+		if err != nil {
+			return err
+		}
+		r, replayed, err := s.Inventory.ReleaseItemsOnce(c.Request().Context(), once, id, by, body.Reason, items)
 		metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
-		return err
+		if err != nil {
+			return err
+		}
+		return answerOnce(c, http.StatusOK, r, replayed)
 	}
 	r, err := s.Inventory.ReleaseItems(c.Request().Context(), id, by, body.Reason, items)
 	metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
@@ -185,7 +185,7 @@ func (s *server) extendReservation(c echo.Context) error {
 		return err
 	}
 	if body.TTLSeconds == nil {
-		return inventory.Invalid("ttl_seconds is required: how long from now the hold should last")
+		return domain.Invalid("ttl_seconds is required: how long from now the hold should last")
 	}
 	r, err := s.Inventory.Extend(c.Request().Context(), id, asCaller(c), *body.TTLSeconds)
 	metrics.Transitions.WithLabelValues("extend", outcome(err)).Inc()
@@ -234,7 +234,7 @@ func logSKUs(ctx context.Context, items []inventory.Item) {
 }
 
 func outcome(err error) string {
-	var de *inventory.Error
+	var de *domain.Error
 	switch {
 	case err == nil:
 		return "ok"

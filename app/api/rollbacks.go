@@ -1,16 +1,14 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -41,7 +39,7 @@ func (b rollbackBody) scope() (rollbacks.Scope, error) {
 			continue
 		}
 		if *f.from == "" {
-			return s, inventory.Invalid("%s is empty: leave it out", f.name)
+			return s, domain.Invalid("%s is empty: leave it out", f.name)
 		}
 		*f.to = *f.from
 	}
@@ -64,10 +62,15 @@ func (s *server) createRollback(c echo.Context) error {
 	req := rollbacks.Request{
 		Operator: body.Operator, Reason: body.Reason, DryRun: body.DryRun, Source: rollbacks.SourceHTTP, Scope: scope,
 	}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		out, err := s.Rollbacks.CreateTx(ctx, tx, req)
-		return http.StatusAccepted, out, err
-	})
+	once, err := onceKey(c, key, body)
+	if err != nil {
+		return err
+	}
+	out, replayed, err := s.Rollbacks.CreateOnce(c.Request().Context(), once, req)
+	if err != nil {
+		return err
+	}
+	return answerOnce(c, http.StatusAccepted, out, replayed)
 }
 
 func (s *server) getRollback(c echo.Context) error {
@@ -117,7 +120,7 @@ func operatorOr(given *string, def string) (string, error) {
 	if given == nil {
 		return def, nil
 	}
-	if err := inventory.ValidName("operator", *given); err != nil {
+	if err := domain.ValidName("operator", *given); err != nil {
 		return "", err
 	}
 	return *given, nil

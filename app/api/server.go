@@ -14,13 +14,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
@@ -31,13 +31,13 @@ import (
 
 // Deps are what the HTTP layer calls into.
 type Deps struct {
-	Pool      *pgxpool.Pool
 	Inventory *inventory.Service
 	Campaigns *campaigns.Service
 	Rollbacks *rollbacks.Service
 	Alerts    *alerts.Service
 	Reconcile *reconcile.Service
 	Webhooks  *webhooks.Service
+	Events    *events.Feed
 	Auth      *auth.Authenticator
 	// Ready reports whether the service can take traffic (database reachable,
 	// schema current).

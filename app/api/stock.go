@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -34,38 +34,36 @@ func (s *server) adjustStock(c echo.Context) error {
 		return err
 	}
 	a := inventory.Adjustment{SKU: sku, Pool: body.Pool, Delta: body.Delta, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
-	return s.once(c, key, body, func(ctx context.Context, tx pgx.Tx) (int, any, error) {
-		st, err := inventory.AdjustTx(ctx, tx, a)
-		return http.StatusOK, st, err
-	})
+	once, err := onceKey(c, key, body)
+	if err != nil {
+		return err
+	}
+	st, replayed, err := s.Inventory.AdjustOnce(c.Request().Context(), once, a)
+	if err != nil {
+		return err
+	}
+	return answerOnce(c, http.StatusOK, st, replayed)
 }
 
-// once runs create at most once per Idempotency-Key: its answer is stored in
-// create's own transaction and replayed, with Idempotent-Replayed: true, to
-// a retry with the same body. The same key with another body is a 422.
-func (s *server) once(c echo.Context, key string, body any, create func(context.Context, pgx.Tx) (int, any, error)) error {
+// onceKey is the idempotency key of a request: the caller, the
+// Idempotency-Key, and the method, path and decoded body, so that the same
+// key with another body is refused (422) rather than replayed.
+func onceKey(c echo.Context, key string, body any) (idempotency.Key, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
-		return err
+		return idempotency.Key{}, err
 	}
 	r := c.Request()
-	hash := idempotency.Hash([]byte(r.Method), []byte(r.URL.Path), raw)
-	ctx := r.Context()
-	ans, replayed, err := idempotency.Do(ctx, s.Pool, caller(c).Name, key, hash, func(tx pgx.Tx) (idempotency.Answer, error) {
-		status, v, err := create(ctx, tx)
-		if err != nil {
-			return idempotency.Answer{}, err
-		}
-		b, err := json.Marshal(v)
-		return idempotency.Answer{Status: status, Body: b}, err
-	})
-	if err != nil {
-		return err
-	}
+	return idempotency.NewKey(caller(c).Name, key, []byte(r.Method), []byte(r.URL.Path), raw), nil
+}
+
+// answerOnce answers an idempotent request, first or replayed (with
+// Idempotent-Replayed: true).
+func answerOnce(c echo.Context, status int, v any, replayed bool) error {
 	if replayed {
 		c.Response().Header().Set("Idempotent-Replayed", "true")
 	}
-	return c.JSONBlob(ans.Status, ans.Body)
+	return c.JSON(status, v)
 }
 
 func (s *server) getStock(c echo.Context) error {
@@ -131,7 +129,7 @@ func (s *server) getLedger(c echo.Context) error {
 		return err
 	}
 	if c.QueryParam("before_id") != "" && before < 1 {
-		return inventory.Invalid("before_id must be a ledger id (a positive whole number)")
+		return domain.Invalid("before_id must be a ledger id (a positive whole number)")
 	}
 	page, err := s.Inventory.Ledger(c.Request().Context(), sku, int(limit), before)
 	if err != nil {

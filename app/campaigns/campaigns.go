@@ -20,6 +20,8 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -39,13 +41,13 @@ const MaxAllotments = 1000
 // Service creates, starts and ends campaigns.
 type Service struct {
 	pool      *pgxpool.Pool
-	jobs      inventory.JobInserter
+	jobs      domain.JobInserter
 	rollbacks *rollbacks.Service
 	alerts    *alerts.Service
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, jobs inventory.JobInserter, rb *rollbacks.Service, al *alerts.Service) *Service {
+func New(pool *pgxpool.Pool, jobs domain.JobInserter, rb *rollbacks.Service, al *alerts.Service) *Service {
 	return &Service{pool: pool, jobs: jobs, rollbacks: rb, alerts: al}
 }
 
@@ -63,7 +65,7 @@ func (CampaignStartArgs) InsertOpts() river.InsertOpts {
 }
 
 // Validate checks that the job names a campaign.
-func (a CampaignStartArgs) Validate() error { return inventory.ValidName("campaign", a.Campaign) }
+func (a CampaignStartArgs) Validate() error { return domain.ValidName("campaign", a.Campaign) }
 
 // CampaignEndArgs ends a campaign at its ends_at.
 type CampaignEndArgs struct {
@@ -79,7 +81,7 @@ func (CampaignEndArgs) InsertOpts() river.InsertOpts {
 }
 
 // Validate checks that the job names a campaign.
-func (a CampaignEndArgs) Validate() error { return inventory.ValidName("campaign", a.Campaign) }
+func (a CampaignEndArgs) Validate() error { return domain.ValidName("campaign", a.Campaign) }
 
 // Allotment is how much of a SKU a campaign takes from main.
 type Allotment struct {
@@ -102,41 +104,41 @@ type Create struct {
 
 // Validate checks the campaign against the contract's limits.
 func (c Create) Validate() error {
-	if err := inventory.ValidName("id", c.ID); err != nil {
+	if err := domain.ValidName("id", c.ID); err != nil {
 		return err
 	}
 	if c.ID == inventory.MainPool {
-		return inventory.Invalid("id %q is the name of the regular pool", c.ID)
+		return domain.Invalid("id %q is the name of the regular pool", c.ID)
 	}
 	if c.StartsAt.IsZero() || c.EndsAt.IsZero() {
-		return inventory.Invalid("starts_at and ends_at are required (RFC 3339)")
+		return domain.Invalid("starts_at and ends_at are required (RFC 3339)")
 	}
 	if !c.EndsAt.After(c.StartsAt) {
-		return inventory.Invalid("ends_at must be after starts_at")
+		return domain.Invalid("ends_at must be after starts_at")
 	}
 	if !c.EndsAt.After(time.Now()) {
-		return inventory.Invalid("ends_at is in the past")
+		return domain.Invalid("ends_at is in the past")
 	}
 	if c.HoldTTLSeconds < 1 || c.HoldTTLSeconds > inventory.MaxTTLSeconds {
-		return inventory.Invalid("hold_ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)
+		return domain.Invalid("hold_ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)
 	}
 	if c.MaxPerOrder != nil && (*c.MaxPerOrder < 1 || *c.MaxPerOrder > inventory.MaxPerOrder) {
-		return inventory.Invalid("max_per_order must be from 1 to %d (leave it out for no cap)", inventory.MaxPerOrder)
+		return domain.Invalid("max_per_order must be from 1 to %d (leave it out for no cap)", inventory.MaxPerOrder)
 	}
 	if len(c.Allotments) == 0 || len(c.Allotments) > MaxAllotments {
-		return inventory.Invalid("allotments must have 1 to %d SKUs", MaxAllotments)
+		return domain.Invalid("allotments must have 1 to %d SKUs", MaxAllotments)
 	}
 	seen := map[string]bool{}
 	for i, a := range c.Allotments {
-		if err := inventory.ValidName(fmt.Sprintf("allotments[%d].sku", i), a.SKU); err != nil {
+		if err := domain.ValidName(fmt.Sprintf("allotments[%d].sku", i), a.SKU); err != nil {
 			return err
 		}
 		if seen[a.SKU] {
-			return inventory.Invalid("allotments name SKU %q twice", a.SKU)
+			return domain.Invalid("allotments name SKU %q twice", a.SKU)
 		}
 		seen[a.SKU] = true
 		if a.Quantity < 1 || a.Quantity > inventory.MaxAdjustment {
-			return inventory.Invalid("allotments[%d].quantity must be from 1 to %d", i, inventory.MaxAdjustment)
+			return domain.Invalid("allotments[%d].quantity must be from 1 to %d", i, inventory.MaxAdjustment)
 		}
 	}
 	return nil
@@ -179,6 +181,12 @@ type Campaign struct {
 	Rollback       *Progress   `json:"rollback"`
 }
 
+// CreateOnce is CreateTx in a transaction of its own, at most once per key
+// (see idempotency.Do).
+func (s *Service) CreateOnce(ctx context.Context, key idempotency.Key, c Create) (out Campaign, replayed bool, err error) {
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Campaign, error) { return s.CreateTx(ctx, tx, c) })
+}
+
 // CreateTx records a campaign with its allotments and schedules its start
 // and end jobs, inside the caller's transaction.
 func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Create) (Campaign, error) {
@@ -191,7 +199,7 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Create) (Campaign, 
 		MaxPerOrder: c.MaxPerOrder,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Campaign{}, &inventory.Error{Code: inventory.CodeConflict, Detail: fmt.Sprintf("campaign %q already exists", c.ID)}
+		return Campaign{}, &domain.Error{Code: domain.CodeConflict, Detail: fmt.Sprintf("campaign %q already exists", c.ID)}
 	}
 	if err != nil {
 		return Campaign{}, fmt.Errorf("create campaign: %w", err)
@@ -217,7 +225,7 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Create) (Campaign, 
 
 // Get returns campaign id with its pools and rollback progress.
 func (s *Service) Get(ctx context.Context, id string) (Campaign, error) {
-	if err := inventory.ValidName("campaign id", id); err != nil {
+	if err := domain.ValidName("campaign id", id); err != nil {
 		return Campaign{}, err
 	}
 	return view(ctx, db.New(s.pool), id)
@@ -225,17 +233,14 @@ func (s *Service) Get(ctx context.Context, id string) (Campaign, error) {
 
 func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 	c, err := q.CampaignGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Campaign{}, inventory.ErrNotFound("campaign")
-	}
 	if err != nil {
-		return Campaign{}, err
+		return Campaign{}, domain.NotFound(err, "campaign")
 	}
 	out := Campaign{
 		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt.UTC(), EndsAt: c.EndsAt.UTC(),
 		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, MaxPerOrder: c.MaxPerOrder, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(),
-		StartedAt: inventory.UTC(c.StartedAt), EndedAt: inventory.UTC(c.EndedAt), EndedBy: c.EndedBy, EndReason: c.EndReason,
-		RolledBackAt: inventory.UTC(c.RolledBackAt),
+		StartedAt: domain.UTC(c.StartedAt), EndedAt: domain.UTC(c.EndedAt), EndedBy: c.EndedBy, EndReason: c.EndReason,
+		RolledBackAt: domain.UTC(c.RolledBackAt),
 		Allotments:   []Allotment{}, Pools: []Pool{},
 	}
 	allot, err := q.CampaignAllotments(ctx, id)
@@ -295,8 +300,8 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, id string) error {
 			SKU: a.Sku, From: inventory.MainPool, To: id, Quantity: a.Quantity,
 			Actor: "system:campaign_start", Reason: "campaign " + id + " starts", Ref: id,
 		})
-		var de *inventory.Error
-		if errors.As(err, &de) && de.Code == inventory.CodeInsufficientAvailable {
+		var de *domain.Error
+		if errors.As(err, &de) && de.Code == domain.CodeInsufficientAvailable {
 			short = append(short, fmt.Sprintf("%s needs %d", a.Sku, a.Quantity))
 			continue
 		}
@@ -305,7 +310,7 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, id string) error {
 		}
 	}
 	if len(short) > 0 {
-		return &inventory.Error{Code: inventory.CodeInsufficientAvailable,
+		return &domain.Error{Code: domain.CodeInsufficientAvailable,
 			Detail: fmt.Sprintf("campaign %q cannot start: main lacks stock (%s)", id, strings.Join(short, ", "))}
 	}
 	_, err = q.CampaignSetStatus(ctx, db.CampaignSetStatusParams{Status: StatusActive, ID: id})
@@ -317,7 +322,7 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, id string) error {
 // is rolled back) and returns the error, so the job retries.
 func (s *Service) Start(ctx context.Context, id string) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.StartTx(ctx, tx, id) })
-	var de *inventory.Error
+	var de *domain.Error
 	if !errors.As(err, &de) {
 		return err
 	}
@@ -337,21 +342,18 @@ func (s *Service) Start(ctx context.Context, id string) error {
 func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason string) (rollbacks.Created, error) {
 	if operator == "" {
 		operator = "system:campaign_end"
-	} else if err := inventory.ValidName("operator", operator); err != nil {
+	} else if err := domain.ValidName("operator", operator); err != nil {
 		return rollbacks.Created{}, err
 	}
 	if reason == "" {
 		reason = "campaign " + id + " ended"
-	} else if err := inventory.ValidText("reason", reason, inventory.MaxTextLength); err != nil {
+	} else if err := domain.ValidText("reason", reason, domain.MaxTextLength); err != nil {
 		return rollbacks.Created{}, err
 	}
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return rollbacks.Created{}, inventory.ErrNotFound("campaign")
-	}
 	if err != nil {
-		return rollbacks.Created{}, err
+		return rollbacks.Created{}, domain.NotFound(err, "campaign")
 	}
 	if c.Status == StatusEnded || c.Status == StatusRolledBack {
 		rb, err := q.RollbackLatestForCampaign(ctx, id)
@@ -457,10 +459,7 @@ func deref(p *int64) int64 {
 func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id, by string) (string, *int64, error) {
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil, inventory.ErrNotFound("campaign")
-	}
-	if err != nil {
+	if err := domain.NotFound(err, "campaign"); err != nil {
 		return "", nil, fmt.Errorf("lock campaign %s: %w", id, err)
 	}
 	switch c.Status {

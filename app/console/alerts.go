@@ -9,7 +9,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
 
@@ -40,7 +40,7 @@ func (c *Console) alertList(w http.ResponseWriter, r *http.Request, op who) erro
 func (c *Console) ack(w http.ResponseWriter, r *http.Request, op who) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		return inventory.ErrNotFound("alert")
+		return domain.Missing("alert")
 	}
 	a, err := c.Alerts.Ack(r.Context(), id, op.Key.Name)
 	if err != nil {
@@ -68,7 +68,7 @@ func (c *Console) reconciliationList(w http.ResponseWriter, r *http.Request, op 
 func (c *Console) reconciliation(w http.ResponseWriter, r *http.Request, op who) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		return inventory.ErrNotFound("reconciliation run")
+		return domain.Missing("reconciliation run")
 	}
 	run, err := c.Reconcile.Get(r.Context(), id)
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/reconcile"
@@ -303,7 +304,7 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, to string, failed
 // refused ends an action the domain refused (bad input, wrong state): the
 // operator sees why on the page they came from.
 func (c *Console) refused(w http.ResponseWriter, r *http.Request, to string, err error) error {
-	var de *inventory.Error
+	var de *domain.Error
 	if errors.As(err, &de) {
 		return c.done(w, r, to, true, "%s", de.Detail)
 	}
@@ -322,10 +323,10 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 // fail answers an error a handler returned: a domain "not found" is a 404,
 // bad input a 400, anything else a 500 that is logged.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var de *inventory.Error
+	var de *domain.Error
 	if errors.As(err, &de) {
 		switch de.Code {
-		case inventory.CodeNotFound, inventory.CodeUnknownSKU, inventory.CodeUnknownCampaign:
+		case domain.CodeNotFound, domain.CodeUnknownSKU, domain.CodeUnknownCampaign:
 			c.status(w, r, who{}, http.StatusNotFound, de.Detail)
 		default:
 			c.status(w, r, who{}, http.StatusBadRequest, de.Detail)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
@@ -81,7 +82,7 @@ type holdData struct {
 func (c *Console) hold(w http.ResponseWriter, r *http.Request, op who) error {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		return inventory.ErrNotFound("hold")
+		return domain.Missing("hold")
 	}
 	logging.Add(r.Context(), slog.String("hold_id", id.String()))
 	q := db.New(c.Pool)
@@ -91,9 +92,9 @@ func (c *Console) hold(w http.ResponseWriter, r *http.Request, op who) error {
 	}
 	d := holdData{ID: id, History: movements(ledger)}
 	h, err := c.Inventory.Get(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true})
-	var de *inventory.Error
+	var de *domain.Error
 	switch {
-	case errors.As(err, &de) && de.Code == inventory.CodeNotFound && len(ledger) > 0:
+	case errors.As(err, &de) && de.Code == domain.CodeNotFound && len(ledger) > 0:
 		// Deleted by retention: the ledger still tells its story.
 		d.Deleted, d.Client = true, ledger[0].Actor
 	case err != nil:
@@ -112,7 +113,7 @@ func (c *Console) hold(w http.ResponseWriter, r *http.Request, op who) error {
 func (c *Console) release(w http.ResponseWriter, r *http.Request, op who) error {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		return inventory.ErrNotFound("hold")
+		return domain.Missing("hold")
 	}
 	logging.Add(r.Context(), slog.String("hold_id", id.String()))
 	back := "/ops/holds/" + id.String()
@@ -131,7 +132,7 @@ func (c *Console) release(w http.ResponseWriter, r *http.Request, op who) error 
 // outcome is the transitions metric's label for a result, as the API
 // counts it.
 func outcome(err error) string {
-	var de *inventory.Error
+	var de *domain.Error
 	switch {
 	case err == nil:
 		return "ok"

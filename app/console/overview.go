@@ -9,6 +9,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -75,11 +76,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 		d.Campaigns = append(d.Campaigns, full)
 	}
 	run, err := c.Reconcile.Latest(ctx)
-	var de *inventory.Error
+	var de *domain.Error
 	switch {
 	case err == nil:
 		d.Reconciliation = &run
-	case !errors.As(err, &de) || de.Code != inventory.CodeNotFound:
+	case !errors.As(err, &de) || de.Code != domain.CodeNotFound:
 		return err
 	}
 	if d.Backlog, err = q.MetricsJobBacklog(ctx); err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -57,14 +57,14 @@ func rollbackForm(form url.Values, operator string) (rollbacks.Request, error) {
 	if v := strings.TrimSpace(form.Get("held_before")); v != "" {
 		t, err := parseTime(v)
 		if err != nil {
-			return req, inventory.Invalid("held_before %q is not a time such as 2026-11-29T14:00 (UTC)", v)
+			return req, domain.Invalid("held_before %q is not a time such as 2026-11-29T14:00 (UTC)", v)
 		}
 		req.Scope.HeldBefore = &t
 	}
 	for _, f := range strings.Fields(strings.NewReplacer(",", " ").Replace(form.Get("reservation_ids"))) {
 		id, err := uuid.Parse(f)
 		if err != nil {
-			return req, inventory.Invalid("%q is not a hold id", f)
+			return req, domain.Invalid("%q is not a hold id", f)
 		}
 		req.Scope.ReservationIDs = append(req.Scope.ReservationIDs, id)
 	}
@@ -112,7 +112,7 @@ type rollbackData struct {
 func (c *Console) rollback(w http.ResponseWriter, r *http.Request, op who) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		return inventory.ErrNotFound("rollback")
+		return domain.Missing("rollback")
 	}
 	rb, err := c.Rollbacks.Get(r.Context(), id)
 	if err != nil {
@@ -136,7 +136,7 @@ func canRun(rb rollbacks.Rollback) bool {
 func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, op who) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		return inventory.ErrNotFound("rollback")
+		return domain.Missing("rollback")
 	}
 	back := "/ops/rollbacks/" + r.PathValue("id")
 	dry, err := c.Rollbacks.Get(r.Context(), id)
@@ -163,26 +163,25 @@ func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, op who) er
 func (c *Console) once(ctx context.Context, op who, key string, body, out any,
 	create func(context.Context, pgx.Tx) (any, error)) error {
 	if len(key) > 200 {
-		return inventory.Invalid("the form's nonce is too long")
+		return domain.Invalid("the form's nonce is too long")
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	ans, _, err := idempotency.Do(ctx, c.Pool, op.Key.Name, "console:"+key, idempotency.Hash(raw),
-		func(tx pgx.Tx) (idempotency.Answer, error) {
-			v, err := create(ctx, tx)
-			if err != nil {
-				return idempotency.Answer{}, err
-			}
-			b, err := json.Marshal(v)
-			return idempotency.Answer{Status: http.StatusOK, Body: b}, err
-		})
-	if errors.Is(err, idempotency.ErrReused) {
-		return inventory.Invalid("this form was already sent with other values; reload the page")
+	k := idempotency.NewKey(op.Key.Name, "console:"+key, raw)
+	ans, _, err := idempotency.Do(ctx, c.Pool, k, func(tx pgx.Tx) (json.RawMessage, error) {
+		v, err := create(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(v)
+	})
+	if errors.Is(err, domain.ErrKeyReused) {
+		return domain.Invalid("this form was already sent with other values; reload the page")
 	}
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(ans.Body, out)
+	return json.Unmarshal(ans, out)
 }

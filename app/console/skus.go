@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 )
@@ -69,7 +70,7 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	if v := r.URL.Query().Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			return inventory.Invalid("before must be a ledger id")
+			return domain.Invalid("before must be a ledger id")
 		}
 		before, d.Before = &n, n
 	}

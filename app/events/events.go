@@ -24,9 +24,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Event types.
@@ -90,7 +91,7 @@ func (p Position) After(q Position) bool {
 // ParsePosition reads an event id (a cursor).
 func ParsePosition(s string) (Position, error) {
 	parts := strings.Split(s, "-")
-	bad := inventory.Invalid("cursor %q is not an event id (such as 7412-1039-0)", s)
+	bad := domain.Invalid("cursor %q is not an event id (such as 7412-1039-0)", s)
 	if len(parts) != 3 || len(s) > 64 {
 		return Position{}, bad
 	}
@@ -221,7 +222,7 @@ type Page struct {
 // empty page means no event after it can be served yet.
 func Read(ctx context.Context, q *db.Queries, after Position, limit int) (Page, error) {
 	if limit < 1 || limit > MaxPage {
-		return Page{}, inventory.Invalid("limit must be from 1 to %d", MaxPage)
+		return Page{}, domain.Invalid("limit must be from 1 to %d", MaxPage)
 	}
 	page := Page{Events: []Event{}, Next: after}
 	from := after
@@ -265,4 +266,15 @@ func StartNow(ctx context.Context, q *db.Queries) (Position, error) {
 	// Every row not served yet has feed_xid >= xmin, and ledger ids
 	// start at 1: they all come after (xmin, 0, 0).
 	return Position{Xid: xmin}, nil
+}
+
+// Feed reads the feed on a pool of its own: what GET /v1/events serves.
+type Feed struct{ pool *pgxpool.Pool }
+
+// NewFeed returns the feed read on pool.
+func NewFeed(pool *pgxpool.Pool) *Feed { return &Feed{pool: pool} }
+
+// Read returns up to limit events after a position (see the function Read).
+func (f *Feed) Read(ctx context.Context, after Position, limit int) (Page, error) {
+	return Read(ctx, db.New(f.pool), after, limit)
 }

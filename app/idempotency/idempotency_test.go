@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 )
 
@@ -33,17 +34,26 @@ func setup(t *testing.T) *bundle {
 	return &bundle{pool: pool}
 }
 
+// made is what a change answers, as a domain service's result would be.
+type made struct {
+	ID   int64
+	What string
+	At   time.Time
+}
+
 // change is an fn for Do: it records what in effects, in Do's transaction,
-// and answers 201 with the row's id.
-func (b *bundle) change(what string) func(pgx.Tx) (idempotency.Answer, error) {
-	return func(tx pgx.Tx) (idempotency.Answer, error) {
+// and answers the row.
+func (b *bundle) change(what string) func(pgx.Tx) (made, error) {
+	return func(tx pgx.Tx) (made, error) {
 		b.runs.Add(1)
-		var id int64
-		if err := tx.QueryRow(context.Background(), `INSERT INTO effects (what) VALUES ($1) RETURNING id`, what).Scan(&id); err != nil {
-			return idempotency.Answer{}, err
-		}
-		return idempotency.Answer{Status: 201, Body: fmt.Appendf(nil, `{"id": %d, "what": %q}`, id, what)}, nil
+		m := made{What: what}
+		err := tx.QueryRow(context.Background(), `INSERT INTO effects (what) VALUES ($1) RETURNING id, now()`, what).Scan(&m.ID, &m.At)
+		return m, err
 	}
+}
+
+func key(client, k string, hash string) idempotency.Key {
+	return idempotency.Key{Client: client, Key: k, Hash: hash}
 }
 
 func (b *bundle) effects(t *testing.T) []string {
@@ -61,27 +71,29 @@ func TestDoRunsOnceAndReplays(t *testing.T) {
 	b := setup(t)
 	hash := idempotency.Hash([]byte("POST /things"), []byte(`{"n": 1}`))
 
-	first, replayed, err := idempotency.Do(ctx, b.pool, "shop-a", "k1", hash, b.change("first"))
+	first, replayed, err := idempotency.Do(ctx, b.pool, key("shop-a", "k1", hash), b.change("first"))
 	require.NoError(t, err)
 	require.False(t, replayed)
-	require.Equal(t, 201, first.Status)
+	require.Equal(t, "first", first.What)
 
-	again, replayed, err := idempotency.Do(ctx, b.pool, "shop-a", "k1", hash, b.change("second"))
+	again, replayed, err := idempotency.Do(ctx, b.pool, key("shop-a", "k1", hash), b.change("second"))
 	require.NoError(t, err)
 	require.True(t, replayed)
-	require.Equal(t, first, again, "the stored answer, byte for byte")
+	require.Equal(t, first.ID, again.ID)
+	require.Equal(t, first.What, again.What, "the stored answer, not the second change's")
+	require.True(t, first.At.Equal(again.At), "decoded from its JSON")
 	require.EqualValues(t, 1, b.runs.Load(), "a replay does not run the change")
 
 	// Another body under the same key is refused and changes nothing.
 	other := idempotency.Hash([]byte("POST /things"), []byte(`{"n": 2}`))
-	_, _, err = idempotency.Do(ctx, b.pool, "shop-a", "k1", other, b.change("third"))
-	require.ErrorIs(t, err, idempotency.ErrReused)
+	_, _, err = idempotency.Do(ctx, b.pool, key("shop-a", "k1", other), b.change("third"))
+	require.ErrorIs(t, err, domain.ErrKeyReused)
 
 	// Keys belong to their client: another client's k1 is a new request.
-	theirs, replayed, err := idempotency.Do(ctx, b.pool, "shop-b", "k1", hash, b.change("theirs"))
+	theirs, replayed, err := idempotency.Do(ctx, b.pool, key("shop-b", "k1", hash), b.change("theirs"))
 	require.NoError(t, err)
 	require.False(t, replayed)
-	require.NotEqual(t, first.Body, theirs.Body)
+	require.NotEqual(t, first.ID, theirs.ID)
 
 	require.Equal(t, []string{"first", "theirs"}, b.effects(t))
 	require.EqualValues(t, 2, b.runs.Load())
@@ -97,11 +109,11 @@ func TestDoStoresNothingWhenTheChangeFails(t *testing.T) {
 	hash := idempotency.Hash([]byte("x"))
 	boom := errors.New("warehouse says no")
 
-	_, _, err := idempotency.Do(ctx, b.pool, "shop-a", "k", hash, func(tx pgx.Tx) (idempotency.Answer, error) {
+	_, _, err := idempotency.Do(ctx, b.pool, key("shop-a", "k", hash), func(tx pgx.Tx) (made, error) {
 		if _, err := b.change("doomed")(tx); err != nil {
-			return idempotency.Answer{}, err
+			return made{}, err
 		}
-		return idempotency.Answer{}, boom // after the change: it must roll back
+		return made{}, boom // after the change: it must roll back
 	})
 	require.ErrorIs(t, err, boom)
 	require.Empty(t, b.effects(t), "the failed change rolled back")
@@ -109,10 +121,10 @@ func TestDoStoresNothingWhenTheChangeFails(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&keys))
 	require.Zero(t, keys, "no answer stored")
 
-	ans, replayed, err := idempotency.Do(ctx, b.pool, "shop-a", "k", hash, b.change("retried"))
+	ans, replayed, err := idempotency.Do(ctx, b.pool, key("shop-a", "k", hash), b.change("retried"))
 	require.NoError(t, err)
 	require.False(t, replayed, "the retry ran the change")
-	require.Equal(t, 201, ans.Status)
+	require.Equal(t, "retried", ans.What)
 	require.Equal(t, []string{"retried"}, b.effects(t))
 }
 
@@ -130,7 +142,7 @@ func TestConcurrentCallsWaitForTheFirst(t *testing.T) {
 			hash := idempotency.Hash([]byte("storm"))
 
 			type result struct {
-				ans      idempotency.Answer
+				ans      made
 				replayed bool
 				err      error
 			}
@@ -138,12 +150,12 @@ func TestConcurrentCallsWaitForTheFirst(t *testing.T) {
 			firstDone := make(chan result, 1)
 			boom := errors.New("first attempt fails")
 			go func() {
-				ans, replayed, err := idempotency.Do(ctx, b.pool, "shop", "k", hash, func(tx pgx.Tx) (idempotency.Answer, error) {
+				ans, replayed, err := idempotency.Do(ctx, b.pool, key("shop", "k", hash), func(tx pgx.Tx) (made, error) {
 					ans, err := b.change("first")(tx)
 					close(started)
 					<-release
 					if firstFails {
-						return idempotency.Answer{}, boom
+						return made{}, boom
 					}
 					return ans, err
 				})
@@ -158,7 +170,7 @@ func TestConcurrentCallsWaitForTheFirst(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ans, replayed, err := idempotency.Do(ctx, b.pool, "shop", "k", hash, b.change(fmt.Sprint("twin-", i)))
+					ans, replayed, err := idempotency.Do(ctx, b.pool, key("shop", "k", hash), b.change(fmt.Sprint("twin-", i)))
 					results <- result{ans, replayed, err}
 				}()
 			}
@@ -175,7 +187,7 @@ func TestConcurrentCallsWaitForTheFirst(t *testing.T) {
 			first := <-firstDone
 
 			fresh := 0
-			var answers []idempotency.Answer
+			var answers []made
 			for r := range results {
 				require.NoError(t, r.err)
 				if !r.replayed {
@@ -193,7 +205,8 @@ func TestConcurrentCallsWaitForTheFirst(t *testing.T) {
 				answers = append(answers, first.ans)
 			}
 			for _, a := range answers {
-				require.Equal(t, answers[0], a, "every caller got the same answer")
+				require.Equal(t, answers[0].ID, a.ID, "every caller got the same answer")
+				require.Equal(t, answers[0].What, a.What)
 			}
 			require.Len(t, b.effects(t), 1, "the change committed once")
 		})
@@ -207,4 +220,5 @@ func TestHashSeparatesParts(t *testing.T) {
 	require.NotEqual(t, ab, idempotency.Hash([]byte("a"), []byte("bc")), "parts are not merely concatenated")
 	require.NotEqual(t, ab, idempotency.Hash([]byte("abc")))
 	require.Len(t, ab, 64, "hex SHA-256")
+	require.Equal(t, idempotency.Key{Client: "c", Key: "k", Hash: ab}, idempotency.NewKey("c", "k", []byte("ab"), []byte("c")))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -130,11 +131,11 @@ func TestBatchAnswersEachCaller(t *testing.T) {
 	require.NoError(t, o.err)
 	require.Equal(t, inventory.StatusHeld, o.r.Status)
 	o = <-short
-	require.Equal(t, inventory.CodeOutOfStock, code(o.err))
-	require.Equal(t, "B", o.err.(*inventory.Error).SKU)
+	require.Equal(t, domain.CodeOutOfStock, code(o.err))
+	require.Equal(t, "B", o.err.(*domain.Error).SKU)
 	o = <-poisoned
 	require.Error(t, o.err)
-	var de *inventory.Error
+	var de *domain.Error
 	require.NotErrorAs(t, o.err, &de, "the database's refusal is not the caller's fault: %v", o.err)
 	f := <-first
 	require.NoError(t, f.err)
@@ -144,17 +145,17 @@ func TestBatchAnswersEachCaller(t *testing.T) {
 	require.True(t, o.replayed)
 	require.Equal(t, f.r, o.r)
 	o = <-reused
-	require.Equal(t, inventory.CodeIdempotencyReused, code(o.err))
+	require.Equal(t, domain.CodeKeyReused, code(o.err))
 	o = <-multi
 	require.NoError(t, o.err)
 	require.Equal(t, []inventory.Line{{SKU: "A", Pool: "main", Quantity: 1}, {SKU: "B", Pool: "main", Quantity: 5}}, o.r.Items)
 	o = <-unknown
-	require.Equal(t, inventory.CodeUnknownSKU, code(o.err))
-	require.Equal(t, "ZZ", o.err.(*inventory.Error).SKU)
+	require.Equal(t, domain.CodeUnknownSKU, code(o.err))
+	require.Equal(t, "ZZ", o.err.(*domain.Error).SKU)
 	o = <-rest
 	require.NoError(t, o.err, "A: 10 - 3 - 1 - 1 = 5 left")
 	o = <-late
-	require.Equal(t, inventory.CodeOutOfStock, code(o.err))
+	require.Equal(t, domain.CodeOutOfStock, code(o.err))
 
 	var keys []string
 	rows, err := b.pool.Query(ctx, `SELECT idempotency_key FROM reservations WHERE idempotency_key <> 'gate' ORDER BY 1`)
@@ -214,9 +215,9 @@ func TestLockedRowAnswersBusy(t *testing.T) {
 	busy, held := 0, 0
 	for r := range results {
 		if r.locked {
-			require.Equal(t, inventory.CodeBusy, code(r.err), "%v", r.err)
+			require.Equal(t, domain.CodeBusy, code(r.err), "%v", r.err)
 			busy++
-			var e *inventory.Error
+			var e *domain.Error
 			if errors.As(r.err, &e) && e.SKU != "" {
 				require.Equal(t, "LOCKED", e.SKU)
 			}
@@ -259,7 +260,7 @@ func TestBatchPanicIsAnError(t *testing.T) {
 	req.OrderRef = "boom"
 	_, _, err := svc.Hold(ctx, req)
 	require.ErrorContains(t, err, "panicked: boom")
-	var de *inventory.Error
+	var de *domain.Error
 	require.NotErrorAs(t, err, &de, "an internal error (500), not the caller's fault")
 	a := <-alerts
 	require.Equal(t, "batch_panicked", a.Kind)
@@ -301,7 +302,7 @@ func TestFlashAcrossInstances(t *testing.T) {
 					return
 				}
 				held.Add(1)
-			case inventory.CodeOutOfStock:
+			case domain.CodeOutOfStock:
 				out.Add(1)
 			default:
 				errs <- err
@@ -410,7 +411,7 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 		key, body string
 		id        uuid.UUID
 		replayed  bool
-		code      inventory.Code
+		code      domain.Code
 		items     []inventory.Line
 	}
 	type hold struct {
@@ -520,10 +521,10 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 					require.Equal(t, prev, a.body, "key %s answered holds for two bodies", a.key)
 				}
 				firstBody[a.key] = a.body
-			case inventory.CodeIdempotencyReused:
+			case domain.CodeKeyReused:
 				_, ok := byKey[a.key]
 				require.True(t, ok, "key %s refused as reused but has no hold", a.key)
-			case inventory.CodeOutOfStock:
+			case domain.CodeOutOfStock:
 			default:
 				t.Fatalf("unexpected refusal %s for key %s", a.code, a.key)
 			}
@@ -531,7 +532,7 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 	}
 	for c := range clients {
 		for _, a := range answers[c] {
-			if a.code == inventory.CodeIdempotencyReused {
+			if a.code == domain.CodeKeyReused {
 				require.NotEqual(t, firstBody[a.key], a.body, "key %s refused for its own body", a.key)
 			}
 		}
@@ -642,21 +643,21 @@ func TestChangeBatchAnswersEachCaller(t *testing.T) {
 	require.NoError(t, got[0].err)
 	require.Equal(t, inventory.StatusConfirmed, got[0].r.Status)
 	require.NotNil(t, got[0].r.ConfirmedAt)
-	require.Equal(t, inventory.CodeNotHeld, code(got[1].err), "released after it was confirmed in the same batch")
-	require.Equal(t, inventory.StatusConfirmed, got[1].err.(*inventory.Error).Status)
+	require.Equal(t, domain.CodeNotHeld, code(got[1].err), "released after it was confirmed in the same batch")
+	require.Equal(t, inventory.StatusConfirmed, got[1].err.(*domain.Error).Status)
 	require.NoError(t, got[2].err)
 	require.Equal(t, inventory.StatusReleased, got[2].r.Status)
 	require.Equal(t, "found it cheaper", *got[2].r.ReleaseReason)
-	require.Equal(t, inventory.CodeNotHeld, code(got[3].err))
-	require.Equal(t, inventory.StatusReleased, got[3].err.(*inventory.Error).Status)
-	require.Equal(t, inventory.CodeNotHeld, code(got[4].err), "past its expiry")
-	require.Equal(t, inventory.StatusExpired, got[4].err.(*inventory.Error).Status)
+	require.Equal(t, domain.CodeNotHeld, code(got[3].err))
+	require.Equal(t, inventory.StatusReleased, got[3].err.(*domain.Error).Status)
+	require.Equal(t, domain.CodeNotHeld, code(got[4].err), "past its expiry")
+	require.Equal(t, inventory.StatusExpired, got[4].err.(*domain.Error).Status)
 	require.NoError(t, got[5].err)
 	require.NoError(t, got[6].err)
 	require.Equal(t, got[5].r, got[6].r, "confirming twice answers the same")
 	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "main", Quantity: 5}}, got[6].r.Items)
-	require.Equal(t, inventory.CodeNotFound, code(got[7].err), "another shop's hold")
-	require.Equal(t, inventory.CodeNotFound, code(got[8].err))
+	require.Equal(t, domain.CodeNotFound, code(got[7].err), "another shop's hold")
+	require.Equal(t, domain.CodeNotFound, code(got[8].err))
 
 	p := pool(t, svc, "A1", "main")
 	require.Equal(t, int64(1+2+5), p.Sold)

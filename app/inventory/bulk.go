@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 )
 
 // MaxBulkLines bounds the lines of one bulk adjustment (and of one chunk of
@@ -41,16 +43,17 @@ type BulkAdjustment struct {
 // named, by SKU (byte-wise), and how many lines changed a pool (a SetTotal
 // equal to the total changes nothing and writes no ledger row).
 type BulkResult struct {
-	SKUs    []Stock
-	Changed int
+	SKUs    []Stock `json:"skus"`
+	Changed int     `json:"changed"`
 	// UnitsIn and UnitsOut total the positive and negative changes.
-	UnitsIn, UnitsOut int64
+	UnitsIn  int64 `json:"units_in"`
+	UnitsOut int64 `json:"units_out"`
 }
 
 // lineError is a problem with line i of a bulk adjustment.
-func lineError(i int, code Code, l BulkLine, format string, args ...any) *Error {
+func lineError(i int, code domain.Code, l BulkLine, format string, args ...any) *domain.Error {
 	n := i
-	return &Error{Code: code, SKU: l.SKU, Pool: l.Pool, Line: &n,
+	return &domain.Error{Code: code, SKU: l.SKU, Pool: l.Pool, Line: &n,
 		Detail: fmt.Sprintf("lines[%d]: ", i) + fmt.Sprintf(format, args...)}
 }
 
@@ -61,14 +64,14 @@ func lineError(i int, code Code, l BulkLine, format string, args ...any) *Error 
 func (b *BulkAdjustment) Validate() error {
 	switch {
 	case len(b.Lines) == 0:
-		return Invalid("lines is empty: give 1 to %d lines", MaxBulkLines)
+		return domain.Invalid("lines is empty: give 1 to %d lines", MaxBulkLines)
 	case len(b.Lines) > MaxBulkLines:
-		return Invalid("lines has %d lines: at most %d in one adjustment", len(b.Lines), MaxBulkLines)
+		return domain.Invalid("lines has %d lines: at most %d in one adjustment", len(b.Lines), MaxBulkLines)
 	}
-	if err := ValidText("reason", b.Reason, MaxTextLength); err != nil {
+	if err := domain.ValidText("reason", b.Reason, domain.MaxTextLength); err != nil {
 		return err
 	}
-	if err := ValidText("ref", b.Ref, MaxTextLength); err != nil {
+	if err := domain.ValidText("ref", b.Ref, domain.MaxTextLength); err != nil {
 		return err
 	}
 	seen := make(map[[2]string]int, len(b.Lines))
@@ -77,22 +80,22 @@ func (b *BulkAdjustment) Validate() error {
 		if l.Pool == "" {
 			l.Pool = MainPool
 		}
-		for _, check := range []error{ValidName("sku", l.SKU), ValidName("pool", l.Pool), ValidText("ref", l.Ref, MaxTextLength)} {
-			if e, ok := check.(*Error); ok {
-				return lineError(i, CodeInvalid, *l, "%s", e.Detail)
+		for _, check := range []error{domain.ValidName("sku", l.SKU), domain.ValidName("pool", l.Pool), domain.ValidText("ref", l.Ref, domain.MaxTextLength)} {
+			if e, ok := check.(*domain.Error); ok {
+				return lineError(i, domain.CodeInvalid, *l, "%s", e.Detail)
 			}
 		}
 		switch {
 		case l.SetTotal != nil && l.Delta != 0:
-			return lineError(i, CodeInvalid, *l, "give delta or set_total, not both")
+			return lineError(i, domain.CodeInvalid, *l, "give delta or set_total, not both")
 		case l.SetTotal != nil && (*l.SetTotal < 0 || *l.SetTotal > MaxAdjustment):
-			return lineError(i, CodeInvalid, *l, "set_total must be a whole number from 0 to %d", MaxAdjustment)
+			return lineError(i, domain.CodeInvalid, *l, "set_total must be a whole number from 0 to %d", MaxAdjustment)
 		case l.SetTotal == nil && (l.Delta == 0 || l.Delta > MaxAdjustment || l.Delta < -MaxAdjustment):
-			return lineError(i, CodeInvalid, *l, "delta must be a non-zero whole number from -%d to %d (or give set_total)", MaxAdjustment, MaxAdjustment)
+			return lineError(i, domain.CodeInvalid, *l, "delta must be a non-zero whole number from -%d to %d (or give set_total)", MaxAdjustment, MaxAdjustment)
 		}
 		k := [2]string{l.SKU, l.Pool}
 		if j, dup := seen[k]; dup {
-			return lineError(i, CodeInvalid, *l, "SKU %q pool %s is already lines[%d]: give each pool once", l.SKU, l.Pool, j)
+			return lineError(i, domain.CodeInvalid, *l, "SKU %q pool %s is already lines[%d]: give each pool once", l.SKU, l.Pool, j)
 		}
 		seen[k] = i
 	}
@@ -107,6 +110,12 @@ func (s *Service) AdjustMany(ctx context.Context, b BulkAdjustment) (BulkResult,
 		return err
 	})
 	return out, err
+}
+
+// AdjustManyOnce is AdjustMany at most once per key (see
+// idempotency.Do).
+func (s *Service) AdjustManyOnce(ctx context.Context, key idempotency.Key, b BulkAdjustment) (out BulkResult, replayed bool, err error) {
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (BulkResult, error) { return AdjustManyTx(ctx, tx, b) })
 }
 
 // AdjustManyTx applies a bulk adjustment inside the caller's transaction,
@@ -156,7 +165,9 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 	for i, l := range b.Lines {
 		r, ok := locked[[2]string{l.SKU, l.Pool}]
 		if !ok {
-			return BulkResult{}, lineError(i, CodeUnknownSKU, l, "SKU %q has no %s pool", l.SKU, l.Pool)
+			e := lineError(i, domain.CodeUnknownSKU, l, "SKU %q has no %s pool", l.SKU, l.Pool)
+			e.Reference = true
+			return BulkResult{}, e
 		}
 		delta := l.Delta
 		if l.SetTotal != nil {
@@ -164,11 +175,11 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		}
 		if delta < 0 && r.Available < -delta {
 			if l.SetTotal != nil {
-				return BulkResult{}, lineError(i, CodeInsufficientAvailable, l,
+				return BulkResult{}, lineError(i, domain.CodeInsufficientAvailable, l,
 					"SKU %q (pool %s) cannot go to a total of %d: %d of its %d are held or sold", l.SKU, l.Pool,
 					*l.SetTotal, r.Reserved+r.Sold, r.Total)
 			}
-			return BulkResult{}, lineError(i, CodeInsufficientAvailable, l,
+			return BulkResult{}, lineError(i, domain.CodeInsufficientAvailable, l,
 				"SKU %q (pool %s) has %d available, %d to take", l.SKU, l.Pool, r.Available, -delta)
 		}
 		switch {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -91,9 +92,9 @@ func TestBulkAdjustmentSetTotal(t *testing.T) {
 
 	three, seven := int64(3), int64(7)
 	_, err = adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "t", Lines: []inventory.BulkLine{{SKU: "A1", SetTotal: &three}}})
-	var de *inventory.Error
+	var de *domain.Error
 	require.ErrorAs(t, err, &de)
-	require.Equal(t, inventory.CodeInsufficientAvailable, de.Code)
+	require.Equal(t, domain.CodeInsufficientAvailable, de.Code)
 	require.Equal(t, 0, *de.Line)
 	require.Contains(t, de.Detail, "cannot go to a total of 3: 4 of its 10 are held or sold")
 

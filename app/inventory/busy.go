@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // maxLockTimeouts is how many lock timeouts a request sits through before
@@ -57,12 +58,12 @@ func classify(ctx context.Context, err error) failure {
 
 // errSlow is the answer of the requests of a batch that ran past the
 // statement timeout.
-var errSlow = &Error{Code: CodeBusy, Detail: "the database is too slow to answer in time; retry in a moment"}
+var errSlow = &domain.Error{Code: domain.CodeBusy, Detail: "the database is too slow to answer in time; retry in a moment"}
 
 // errBusy is the answer of a request that needs row l while another
 // transaction keeps it locked.
 func errBusy(l Line) error {
-	return &Error{Code: CodeBusy, SKU: l.SKU, Pool: l.Pool,
+	return &domain.Error{Code: domain.CodeBusy, SKU: l.SKU, Pool: l.Pool,
 		Detail: fmt.Sprintf("SKU %q (pool %s) is locked by another transaction; retry in a moment", l.SKU, l.Pool)}
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // MaxPerOrder bounds a campaign's max_per_order.
@@ -18,7 +20,7 @@ func overCap(lines []Line, campaign string, maxPerOrder *int64) error {
 	}
 	for _, l := range lines {
 		if l.Quantity > *maxPerOrder {
-			return &Error{Code: CodeLimitExceeded, SKU: l.SKU, Pool: l.Pool,
+			return &domain.Error{Code: domain.CodeLimitExceeded, SKU: l.SKU, Pool: l.Pool,
 				Detail: fmt.Sprintf("campaign %q allows at most %d of SKU %q in one hold, %d requested", campaign, *maxPerOrder, l.SKU, l.Quantity)}
 		}
 	}

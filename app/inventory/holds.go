@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 )
 
 // MaxListPage bounds one page of a hold listing.
@@ -41,14 +43,14 @@ type ListPage struct {
 // so walking the pages sees every hold once even while new ones arrive.
 func (s *Service) List(ctx context.Context, lq ListQuery, by Caller) (ListPage, error) {
 	if lq.Limit < 1 || lq.Limit > MaxListPage {
-		return ListPage{}, Invalid("limit must be from 1 to %d", MaxListPage)
+		return ListPage{}, domain.Invalid("limit must be from 1 to %d", MaxListPage)
 	}
 	p := db.ReservationsListParams{BeforeID: lq.Before, Lim: int32(lq.Limit + 1)}
 	if !by.Ops {
 		p.Client = &by.Name
 	}
 	if lq.OrderRef != "" {
-		if err := ValidText("order_ref", lq.OrderRef, MaxOrderRefSize); err != nil {
+		if err := domain.ValidText("order_ref", lq.OrderRef, MaxOrderRefSize); err != nil {
 			return ListPage{}, err
 		}
 		p.OrderRef = &lq.OrderRef
@@ -58,10 +60,10 @@ func (s *Service) List(ctx context.Context, lq ListQuery, by Caller) (ListPage, 
 	case StatusHeld, StatusConfirmed, StatusReleased, StatusExpired:
 		p.Status = &lq.Status
 	default:
-		return ListPage{}, Invalid("status must be held, confirmed, released or expired")
+		return ListPage{}, domain.Invalid("status must be held, confirmed, released or expired")
 	}
 	if lq.SKU != "" {
-		if err := ValidName("sku", lq.SKU); err != nil {
+		if err := domain.ValidName("sku", lq.SKU); err != nil {
 			return ListPage{}, err
 		}
 		p.Sku = &lq.SKU
@@ -108,10 +110,10 @@ var releaseOnExtend = Release{Status: StatusExpired, Kind: "expire", Actor: "sys
 func lockHold(ctx context.Context, q *db.Queries, id uuid.UUID, by Caller) (db.ReservationLockForChangeRow, []Line, error) {
 	row, err := q.ReservationLockForChange(ctx, MaxTTLSeconds, id)
 	if err != nil {
-		return row, nil, notFound(err, "reservation")
+		return row, nil, domain.NotFound(err, "reservation")
 	}
 	if !by.maySee(row.Reservation.Client) {
-		return row, nil, ErrNotFound("reservation")
+		return row, nil, domain.Missing("reservation")
 	}
 	lines, err := linesOf(ctx, q, id)
 	return row, lines, err
@@ -126,7 +128,7 @@ func lockHold(ctx context.Context, q *db.Queries, id uuid.UUID, by Caller) (db.R
 // late confirm does) and answered the same way.
 func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSeconds int64) (Reservation, error) {
 	if ttlSeconds < 1 || ttlSeconds > MaxTTLSeconds {
-		return Reservation{}, Invalid("ttl_seconds must be from 1 to %d", MaxTTLSeconds)
+		return Reservation{}, domain.Invalid("ttl_seconds must be from 1 to %d", MaxTTLSeconds)
 	}
 	var (
 		out     Reservation
@@ -156,7 +158,7 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 			if r.Campaign != nil {
 				what = fmt.Sprintf("campaign %q's hold TTL of %d s", *r.Campaign, row.MaxTtlSeconds)
 			}
-			return Invalid("ttl_seconds %d would keep the hold until %s, past %s from its creation: it can last until %s at most (ttl_seconds %d from now)",
+			return domain.Invalid("ttl_seconds %d would keep the hold until %s, past %s from its creation: it can last until %s at most (ttl_seconds %d from now)",
 				ttlSeconds, stamp(want), what, stamp(limit), max(int64(limit.Sub(row.Now)/time.Second), 0))
 		}
 		if !want.After(r.ExpiresAt) {
@@ -198,25 +200,33 @@ func (s *Service) ReleaseItems(ctx context.Context, id uuid.UUID, by Caller, rea
 	return out, err
 }
 
-// ReleaseItemsTx is ReleaseItems inside the caller's transaction (the HTTP
-// layer's, when the request carries an Idempotency-Key).
+// ReleaseItemsOnce is ReleaseItems at most once per key (see
+// idempotency.Do): a partial release is not idempotent by nature, each one
+// handing back more.
+func (s *Service) ReleaseItemsOnce(ctx context.Context, key idempotency.Key, id uuid.UUID, by Caller, reason string, items []Item) (out Reservation, replayed bool, err error) {
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Reservation, error) {
+		return ReleaseItemsTx(ctx, tx, id, by, reason, items)
+	})
+}
+
+// ReleaseItemsTx is ReleaseItems inside the caller's transaction.
 func ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
-	if err := ValidText("reason", reason, MaxTextLength); err != nil {
+	if err := domain.ValidText("reason", reason, domain.MaxTextLength); err != nil {
 		return Reservation{}, err
 	}
 	if reason == "" {
 		reason = "cancelled"
 	}
 	if len(items) == 0 || len(items) > MaxLines {
-		return Reservation{}, Invalid("items must have 1 to %d lines (leave it out to release the whole hold)", MaxLines)
+		return Reservation{}, domain.Invalid("items must have 1 to %d lines (leave it out to release the whole hold)", MaxLines)
 	}
 	want := map[string]int64{}
 	for i, it := range items {
-		if err := ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
+		if err := domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
 			return Reservation{}, err
 		}
 		if it.Quantity < 1 || it.Quantity > MaxQuantity {
-			return Reservation{}, Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
+			return Reservation{}, domain.Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
 		}
 		want[it.SKU] += it.Quantity
 	}
@@ -286,9 +296,9 @@ func partOf(lines []Line, want map[string]int64) ([]Line, int64, error) {
 		l, ok := has[sku]
 		switch {
 		case !ok:
-			return nil, 0, Invalid("items name SKU %q, which this hold does not hold", sku)
+			return nil, 0, domain.Invalid("items name SKU %q, which this hold does not hold", sku)
 		case want[sku] > l.Quantity:
-			return nil, 0, Invalid("items release %d of SKU %q, this hold holds %d", want[sku], sku, l.Quantity)
+			return nil, 0, domain.Invalid("items release %d of SKU %q, this hold holds %d", want[sku], sku, l.Quantity)
 		}
 		give = append(give, Line{SKU: sku, Pool: l.Pool, Quantity: want[sku]})
 		left -= want[sku]

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -49,16 +50,16 @@ func TestExtend(t *testing.T) {
 	require.Equal(t, got.ExpiresAt, same.ExpiresAt, "never shortened")
 
 	_, err = svc.Extend(ctx, r.ID, shop, inventory.MaxTTLSeconds)
-	require.Equal(t, inventory.CodeInvalid, code(err), "7 days from now is past 7 days from its creation")
+	require.Equal(t, domain.CodeInvalid, code(err), "7 days from now is past 7 days from its creation")
 	require.ErrorContains(t, err, "at most")
 	for _, ttl := range []int64{0, -1, inventory.MaxTTLSeconds + 1} {
 		_, err = svc.Extend(ctx, r.ID, shop, ttl)
-		require.Equal(t, inventory.CodeInvalid, code(err), "ttl %d", ttl)
+		require.Equal(t, domain.CodeInvalid, code(err), "ttl %d", ttl)
 	}
 	_, err = svc.Extend(ctx, r.ID, inventory.Caller{Name: "shop-b"}, 60)
-	require.Equal(t, inventory.CodeNotFound, code(err), "another shop's hold")
+	require.Equal(t, domain.CodeNotFound, code(err), "another shop's hold")
 	_, err = svc.Extend(ctx, uuid.New(), shop, 60)
-	require.Equal(t, inventory.CodeNotFound, code(err))
+	require.Equal(t, domain.CodeNotFound, code(err))
 
 	var expires time.Time
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT expires_at FROM reservations WHERE id = $1`, r.ID).Scan(&expires))
@@ -68,8 +69,8 @@ func TestExtend(t *testing.T) {
 	_, err = svc.Confirm(ctx, r.ID, shop)
 	require.NoError(t, err)
 	_, err = svc.Extend(ctx, r.ID, shop, 60)
-	require.Equal(t, inventory.CodeNotHeld, code(err))
-	var e *inventory.Error
+	require.Equal(t, domain.CodeNotHeld, code(err))
+	var e *domain.Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, inventory.StatusConfirmed, e.Status)
 	r2, _, err := svc.Hold(ctx, holdReq("k2", item("A1", 1)))
@@ -77,7 +78,7 @@ func TestExtend(t *testing.T) {
 	_, err = svc.Cancel(ctx, r2.ID, shop, "")
 	require.NoError(t, err)
 	_, err = svc.Extend(ctx, r2.ID, shop, 60)
-	require.Equal(t, inventory.CodeNotHeld, code(err))
+	require.Equal(t, domain.CodeNotHeld, code(err))
 
 	// A hold past its expiry that the loop has not reached yet is expired
 	// by the extension, which is refused.
@@ -86,7 +87,7 @@ func TestExtend(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1`, r3.ID)
 	require.NoError(t, err)
 	_, err = svc.Extend(ctx, r3.ID, shop, 60)
-	require.Equal(t, inventory.CodeNotHeld, code(err))
+	require.Equal(t, domain.CodeNotHeld, code(err))
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, inventory.StatusExpired, e.Status)
 	after, err := svc.Get(ctx, r3.ID, shop)
@@ -161,7 +162,7 @@ func TestExtendRacesTheExpiryLoop(t *testing.T) {
 			require.Equal(t, inventory.StatusHeld, status, "an extended hold is not expired by the loop")
 			require.Greater(t, left, 3000.0)
 			require.Zero(t, ends)
-		case code(err) == inventory.CodeNotHeld:
+		case code(err) == domain.CodeNotHeld:
 			expired++
 			require.Equal(t, inventory.StatusExpired, status)
 			require.Equal(t, 1, ends, "expired once")
@@ -192,10 +193,10 @@ func TestReleaseItems(t *testing.T) {
 	// Bad items change nothing.
 	for _, items := range [][]inventory.Item{{item("C3", 1)}, {item("A1", 3)}, {item("A1", 1), item("A1", 2)}, {item("A1", 0)}, {}} {
 		_, err := svc.ReleaseItems(ctx, r.ID, shop, "", items)
-		require.Equal(t, inventory.CodeInvalid, code(err), "%v", items)
+		require.Equal(t, domain.CodeInvalid, code(err), "%v", items)
 	}
 	_, err = svc.ReleaseItems(ctx, r.ID, inventory.Caller{Name: "shop-b"}, "", []inventory.Item{item("A1", 1)})
-	require.Equal(t, inventory.CodeNotFound, code(err))
+	require.Equal(t, domain.CodeNotFound, code(err))
 
 	// A line released whole leaves the hold.
 	got, err = svc.ReleaseItems(ctx, r.ID, shop, "", []inventory.Item{item("B2", 2)})
@@ -221,7 +222,7 @@ func TestReleaseItems(t *testing.T) {
 	_, err = svc.Confirm(ctx, r2.ID, shop)
 	require.NoError(t, err)
 	_, err = svc.ReleaseItems(ctx, r2.ID, shop, "", []inventory.Item{item("A1", 1)})
-	require.Equal(t, inventory.CodeNotHeld, code(err))
+	require.Equal(t, domain.CodeNotHeld, code(err))
 	require.Equal(t, int64(2), pool(t, svc, "A1", "main").Sold)
 }
 
@@ -271,7 +272,7 @@ func TestReleaseItemsRacesConfirmsAndExpiry(t *testing.T) {
 				case 2:
 					_, err = svc.Cancel(ctx, id, shop, "")
 				}
-				if err != nil && code(err) != inventory.CodeNotHeld {
+				if err != nil && code(err) != domain.CodeNotHeld {
 					errs <- fmt.Errorf("hold %s: %w", id, err)
 				}
 			}()

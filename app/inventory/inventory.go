@@ -12,12 +12,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // MainPool is the pool of regular stock; campaign pools are named after
@@ -31,18 +30,8 @@ const (
 	MaxAdjustment   = 1_000_000_000
 	MaxTTLSeconds   = 604_800
 	DefaultTTL      = 900 * time.Second
-	MaxNameLength   = 64
-	MaxTextLength   = 500
 	MaxOrderRefSize = 255
 )
-
-// JobInserter inserts River jobs inside a caller's transaction. A
-// *river.Client[pgx.Tx] is one; an insert-only client (no queues, never
-// started) is enough.
-type JobInserter interface {
-	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
-	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
-}
 
 // Config tunes the service.
 type Config struct {
@@ -111,7 +100,7 @@ type Service struct {
 // New returns a Service on pool. jobs is no longer used by the service
 // itself (expiry is the expire_holds job's loop, not a job per hold); it
 // stays in the signature for the wiring that passes it.
-func New(pool *pgxpool.Pool, _ JobInserter, log *slog.Logger, cfg Config) *Service {
+func New(pool *pgxpool.Pool, _ domain.JobInserter, log *slog.Logger, cfg Config) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -204,8 +193,8 @@ func newReservation(r db.Reservation, lines []Line) Reservation {
 		Campaign:      r.Campaign,
 		ExpiresAt:     r.ExpiresAt.UTC(),
 		CreatedAt:     r.CreatedAt.UTC(),
-		ConfirmedAt:   UTC(r.ConfirmedAt),
-		ReleasedAt:    UTC(r.ReleasedAt),
+		ConfirmedAt:   domain.UTC(r.ConfirmedAt),
+		ReleasedAt:    domain.UTC(r.ReleasedAt),
 		Items:         lines,
 		ReleaseReason: r.ReleaseReason,
 		ReleasedBy:    r.ReleasedBy,
@@ -219,16 +208,6 @@ func (r Reservation) firstAnswer() Reservation {
 	r.Status = StatusHeld
 	r.ConfirmedAt, r.ReleasedAt, r.ReleaseReason, r.ReleasedBy = nil, nil, nil, nil
 	return r
-}
-
-// UTC returns t in UTC (nil stays nil): the API answers in UTC whatever
-// the server's time zone.
-func UTC(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 // Reservation statuses.
@@ -253,10 +232,10 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID, by Caller) (Reservation
 	q := db.New(s.pool)
 	r, err := q.ReservationGet(ctx, id)
 	if err != nil {
-		return Reservation{}, notFound(err, "reservation")
+		return Reservation{}, domain.NotFound(err, "reservation")
 	}
 	if !by.maySee(r.Client) {
-		return Reservation{}, ErrNotFound("reservation")
+		return Reservation{}, domain.Missing("reservation")
 	}
 	lines, err := linesOf(ctx, q, r.ID)
 	if err != nil {

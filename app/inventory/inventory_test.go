@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -97,8 +98,8 @@ func item(sku string, q int64) inventory.Item { return inventory.Item{SKU: sku, 
 
 var shop = inventory.Caller{Name: "shop-a"}
 
-func code(err error) inventory.Code {
-	var e *inventory.Error
+func code(err error) domain.Code {
+	var e *domain.Error
 	if errors.As(err, &e) {
 		return e.Code
 	}
@@ -131,7 +132,7 @@ func TestHoldConfirmRelease(t *testing.T) {
 	require.Zero(t, p.Reserved)
 
 	_, err = svc.Cancel(ctx, r.ID, shop, "")
-	require.Equal(t, inventory.CodeNotHeld, code(err), "a confirmed hold cannot be released")
+	require.Equal(t, domain.CodeNotHeld, code(err), "a confirmed hold cannot be released")
 
 	r2, _, err := svc.Hold(ctx, holdReq("k2", item("A1", 4)))
 	require.NoError(t, err)
@@ -143,11 +144,11 @@ func TestHoldConfirmRelease(t *testing.T) {
 	require.NoError(t, err, "releasing twice answers the same")
 	require.Equal(t, inventory.StatusReleased, rel2.Status)
 	_, err = svc.Confirm(ctx, r2.ID, shop)
-	require.Equal(t, inventory.CodeNotHeld, code(err))
+	require.Equal(t, domain.CodeNotHeld, code(err))
 	require.Equal(t, int64(7), pool(t, svc, "A1", "main").Available)
 
 	_, err = svc.Get(ctx, r2.ID, inventory.Caller{Name: "shop-b"})
-	require.Equal(t, inventory.CodeNotFound, code(err), "another shop cannot see the hold")
+	require.Equal(t, domain.CodeNotFound, code(err), "another shop cannot see the hold")
 }
 
 func TestHoldFailures(t *testing.T) {
@@ -158,17 +159,17 @@ func TestHoldFailures(t *testing.T) {
 	stockIn(t, svc, "B1", 5)
 
 	_, _, err := svc.Hold(ctx, holdReq("k1", item("A1", 1), item("B1", 6)))
-	require.Equal(t, inventory.CodeOutOfStock, code(err))
-	require.Equal(t, "B1", err.(*inventory.Error).SKU)
+	require.Equal(t, domain.CodeOutOfStock, code(err))
+	require.Equal(t, "B1", err.(*domain.Error).SKU)
 	require.Equal(t, int64(5), pool(t, svc, "A1", "main").Available, "all or nothing: A1 untouched")
 
 	_, _, err = svc.Hold(ctx, holdReq("k2", item("A1", 1), item("ZZ", 1)))
-	require.Equal(t, inventory.CodeUnknownSKU, code(err))
+	require.Equal(t, domain.CodeUnknownSKU, code(err))
 
 	_, err = svc.Pause(ctx, inventory.Switch{SKU: "B1", Reason: "count", Actor: "ops"})
 	require.NoError(t, err)
 	_, _, err = svc.Hold(ctx, holdReq("k3", item("B1", 1)))
-	require.Equal(t, inventory.CodeSKUPaused, code(err))
+	require.Equal(t, domain.CodeSKUPaused, code(err))
 	_, err = svc.Resume(ctx, inventory.Switch{SKU: "B1", Reason: "counted", Actor: "ops"})
 	require.NoError(t, err)
 
@@ -202,7 +203,7 @@ func testConcurrentHolds(t *testing.T, coalesce bool) {
 			ok++
 			continue
 		}
-		require.Equal(t, inventory.CodeOutOfStock, code(err), "unexpected: %v", err)
+		require.Equal(t, domain.CodeOutOfStock, code(err), "unexpected: %v", err)
 		out++
 	}
 	require.Equal(t, 100, ok)
@@ -255,7 +256,7 @@ func TestIdempotentHold(t *testing.T) {
 			require.Equal(t, int64(98), pool(t, svc, "A1", "main").Available)
 
 			_, _, err := svc.Hold(ctx, holdReq("same", item("A1", 3)))
-			require.Equal(t, inventory.CodeIdempotencyReused, code(err))
+			require.Equal(t, domain.CodeKeyReused, code(err))
 		})
 	}
 }
@@ -325,7 +326,7 @@ func TestConfirmReleaseRace(t *testing.T) {
 		if loser == nil {
 			loser = releaseErr
 		}
-		require.Equal(t, inventory.CodeNotHeld, code(loser))
+		require.Equal(t, domain.CodeNotHeld, code(loser))
 	}
 }
 
@@ -346,8 +347,8 @@ func TestExpiry(t *testing.T) {
 
 	pastExpiry(t, b.pool, r.ID)
 	_, err = svc.Confirm(ctx, r.ID, shop)
-	require.Equal(t, inventory.CodeNotHeld, code(err), "a confirm after expiry is refused")
-	require.Equal(t, inventory.StatusExpired, err.(*inventory.Error).Status)
+	require.Equal(t, domain.CodeNotHeld, code(err), "a confirm after expiry is refused")
+	require.Equal(t, inventory.StatusExpired, err.(*domain.Error).Status)
 	require.Equal(t, int64(10), pool(t, svc, "A1", "main").Available)
 
 	released, err = svc.Expire(ctx, r.ID)
@@ -414,7 +415,7 @@ func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	_, err = svc.Pause(ctx, inventory.Switch{SKU: "A1", Reason: "counts disagree", Actor: "alice"})
 	require.NoError(t, err)
 	_, _, err = svc.Hold(ctx, holdReq("new", item("A1", 1)))
-	require.Equal(t, inventory.CodeSKUPaused, code(err))
+	require.Equal(t, domain.CodeSKUPaused, code(err))
 
 	c, err := svc.Confirm(ctx, paid.ID, shop)
 	require.NoError(t, err)
@@ -430,7 +431,7 @@ func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	require.Equal(t, int64(2), p.Sold)
 
 	_, err = svc.Resume(ctx, inventory.Switch{SKU: "A1", Actor: "alice"})
-	require.Equal(t, inventory.CodeInvalid, code(err), "lifting the switch needs a reason")
+	require.Equal(t, domain.CodeInvalid, code(err), "lifting the switch needs a reason")
 	_, err = svc.Resume(ctx, inventory.Switch{SKU: "A1", Reason: "recounted", Actor: "alice"})
 	require.NoError(t, err)
 	page, err := svc.Ledger(ctx, "A1", 10, 0)

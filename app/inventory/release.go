@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/metrics"
 )
 
@@ -87,7 +88,7 @@ func (s *Service) Confirm(ctx context.Context, id uuid.UUID, by Caller) (Reserva
 // again answers the same; a confirmed hold is refused with its status; one
 // that expired meanwhile is answered as it is, since its stock is back.
 func (s *Service) Cancel(ctx context.Context, id uuid.UUID, by Caller, reason string) (Reservation, error) {
-	if err := ValidText("reason", reason, MaxTextLength); err != nil {
+	if err := domain.ValidText("reason", reason, domain.MaxTextLength); err != nil {
 		return Reservation{}, err
 	}
 	if reason == "" {
@@ -162,7 +163,7 @@ func (s *Service) runChanges(ctx context.Context, calls []*changeCall) []*change
 			case onLocked && c.timeouts >= maxLockTimeouts:
 				c.answer(why)
 			case c.timeouts > maxLockTimeouts:
-				c.answer(&Error{Code: CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", c.id)})
+				c.answer(&domain.Error{Code: domain.CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", c.id)})
 			default:
 				rest = append(rest, c)
 			}
@@ -248,7 +249,7 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 	for i, c := range calls {
 		st, ok := states[c.id]
 		if !ok || !c.by.maySee(st.row.Client) {
-			errs[i] = ErrNotFound("reservation")
+			errs[i] = domain.Missing("reservation")
 			continue
 		}
 		status := st.row.Status
@@ -334,7 +335,7 @@ func (s *Service) lockedHolds(ctx context.Context, ids []uuid.UUID) (map[uuid.UU
 	}
 	out := map[uuid.UUID]error{}
 	for _, id := range ids {
-		out[id] = &Error{Code: CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", id)}
+		out[id] = &domain.Error{Code: domain.CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", id)}
 	}
 	for _, id := range free {
 		delete(out, id)

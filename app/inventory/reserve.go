@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/metrics"
 )
 
@@ -40,28 +41,28 @@ type HoldRequest struct {
 // Validate checks the request against the API contract's limits.
 func (r HoldRequest) Validate() error {
 	if len(r.Items) == 0 {
-		return Invalid("items is empty: a hold needs at least one line")
+		return domain.Invalid("items is empty: a hold needs at least one line")
 	}
 	if len(r.Items) > MaxLines {
-		return Invalid("items has %d lines, at most %d are allowed", len(r.Items), MaxLines)
+		return domain.Invalid("items has %d lines, at most %d are allowed", len(r.Items), MaxLines)
 	}
 	for i, it := range r.Items {
-		if ValidName("sku", it.SKU) != nil { // named only when it fails: this runs on every hold
-			return ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU)
+		if domain.ValidName("sku", it.SKU) != nil { // named only when it fails: this runs on every hold
+			return domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU)
 		}
 		if it.Quantity < 1 || it.Quantity > MaxQuantity {
-			return Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
+			return domain.Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
 		}
 	}
 	if r.TTLSeconds < 0 || r.TTLSeconds > MaxTTLSeconds {
-		return Invalid("ttl_seconds must be from 1 to %d", MaxTTLSeconds)
+		return domain.Invalid("ttl_seconds must be from 1 to %d", MaxTTLSeconds)
 	}
 	if r.Campaign != "" {
-		if err := ValidName("campaign", r.Campaign); err != nil {
+		if err := domain.ValidName("campaign", r.Campaign); err != nil {
 			return err
 		}
 	}
-	return ValidText("order_ref", r.OrderRef, MaxOrderRefSize)
+	return domain.ValidText("order_ref", r.OrderRef, MaxOrderRefSize)
 }
 
 // hash identifies the request's content, so a replayed key can tell the same
@@ -144,13 +145,13 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 func (s *Service) campaignTerms(ctx context.Context, id, sku string) (int64, *int64, error) {
 	terms, err := db.New(s.pool).CampaignHoldTerms(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil, &Error{Code: CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", id)}
+		return 0, nil, &domain.Error{Code: domain.CodeUnknownCampaign, Reference: true, Detail: fmt.Sprintf("campaign %q does not exist", id)}
 	}
 	if err != nil {
 		return 0, nil, err
 	}
 	if !terms.Open {
-		return 0, nil, &Error{Code: CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), SKU: sku, Pool: id}
+		return 0, nil, &domain.Error{Code: domain.CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), SKU: sku, Pool: id}
 	}
 	return terms.HoldTtlSeconds, terms.MaxPerOrder, nil
 }
@@ -167,8 +168,7 @@ func (s *Service) replay(ctx context.Context, client, key, hash string) (Reserva
 		return Reservation{}, false, err
 	}
 	if row.RequestHash != hash {
-		return Reservation{}, false, &Error{Code: CodeIdempotencyReused,
-			Detail: fmt.Sprintf("Idempotency-Key %q was used for a different request (reservation %s)", key, row.ID)}
+		return Reservation{}, false, errKeyReused(key, row.ID)
 	}
 	lines, err := linesOf(ctx, q, row.ID)
 	if err != nil {
@@ -182,7 +182,7 @@ func (s *Service) whyNot(ctx context.Context, l Line) error {
 	q := db.New(s.pool)
 	if l.Pool != MainPool {
 		if terms, err := q.CampaignHoldTerms(ctx, l.Pool); err == nil && !terms.Open {
-			return &Error{Code: CodeCampaignNotActive, SKU: l.SKU, Pool: l.Pool,
+			return &domain.Error{Code: domain.CodeCampaignNotActive, SKU: l.SKU, Pool: l.Pool,
 				Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", l.Pool, terms.Status)}
 		}
 	}
@@ -193,14 +193,14 @@ func (s *Service) whyNot(ctx context.Context, l Line) error {
 		if l.Pool != MainPool {
 			detail = fmt.Sprintf("SKU %q is not part of campaign %q", l.SKU, l.Pool)
 		}
-		return &Error{Code: CodeUnknownSKU, SKU: l.SKU, Pool: l.Pool, Detail: detail}
+		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: l.SKU, Pool: l.Pool, Detail: detail}
 	case err != nil:
 		return err
 	case row.Status == StockPaused:
-		return &Error{Code: CodeSKUPaused, SKU: l.SKU, Pool: l.Pool,
+		return &domain.Error{Code: domain.CodeSKUPaused, SKU: l.SKU, Pool: l.Pool,
 			Detail: fmt.Sprintf("SKU %q (pool %s) is paused: %s", l.SKU, l.Pool, deref(row.PausedReason))}
 	default:
-		return &Error{Code: CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
 			Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, row.Available, l.Quantity)}
 	}
 }
@@ -473,7 +473,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	type refusal struct {
 		c    *holdCall
 		line Line
-		why  Code
+		why  domain.Code
 		left int64
 	}
 	var (
@@ -505,11 +505,11 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 			r, ok := rows[k]
 			switch {
 			case !ok:
-				fail.line, fail.why = l, CodeUnknownSKU
+				fail.line, fail.why = l, domain.CodeUnknownSKU
 			case r.Status != StockOnSale:
-				fail.line, fail.why = l, CodeSKUPaused
+				fail.line, fail.why = l, domain.CodeSKUPaused
 			case avail[k] < l.Quantity:
-				fail.line, fail.why, fail.left = l, CodeOutOfStock, avail[k]
+				fail.line, fail.why, fail.left = l, domain.CodeOutOfStock, avail[k]
 			default:
 				continue
 			}
@@ -607,19 +607,19 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 }
 
 // refusal explains why line could not be held: what the batch saw.
-func (s *Service) refusal(ctx context.Context, l Line, why Code, left int64) error {
-	if l.Pool != MainPool && why != CodeOutOfStock {
+func (s *Service) refusal(ctx context.Context, l Line, why domain.Code, left int64) error {
+	if l.Pool != MainPool && why != domain.CodeOutOfStock {
 		// A campaign's pool that is missing or paused: the campaign may
 		// have ended meanwhile, which is what the caller must hear.
 		return s.whyNot(ctx, l)
 	}
 	switch why {
-	case CodeUnknownSKU:
-		return &Error{Code: CodeUnknownSKU, SKU: l.SKU, Pool: l.Pool, Detail: fmt.Sprintf("SKU %q has no stock", l.SKU)}
-	case CodeSKUPaused:
+	case domain.CodeUnknownSKU:
+		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: l.SKU, Pool: l.Pool, Detail: fmt.Sprintf("SKU %q has no stock", l.SKU)}
+	case domain.CodeSKUPaused:
 		return s.whyNot(ctx, l)
 	}
-	return &Error{Code: CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+	return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
 		Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, left, l.Quantity)}
 }
 
@@ -642,8 +642,7 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 			// only skips a committed one: this cannot happen.
 			c.answer(fmt.Errorf("idempotency key %q conflicted but has no reservation", c.h.req.IdempotencyKey))
 		case r.RequestHash != c.h.hash:
-			c.answer(&Error{Code: CodeIdempotencyReused,
-				Detail: fmt.Sprintf("Idempotency-Key %q was used for a different request (reservation %s)", c.h.req.IdempotencyKey, r.ID)})
+			c.answer(errKeyReused(c.h.req.IdempotencyKey, r.ID))
 		default:
 			c.reply(holdResult{r: newReservation(r, linesOf[r.ID]).firstAnswer(), replayed: true})
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/metrics"
 )
 
@@ -109,7 +110,7 @@ func NewHoldRequests(outcomes map[string]int64, since time.Time) HoldRequests {
 // figures come from one snapshot.
 func (s *Service) Stats(ctx context.Context, window time.Duration) (Stats, error) {
 	if window < MinStatsWindow || window > MaxStatsWindow {
-		return Stats{}, Invalid("window must be from %s to %s", MinStatsWindow, MaxStatsWindow)
+		return Stats{}, domain.Invalid("window must be from %s to %s", MinStatsWindow, MaxStatsWindow)
 	}
 	var (
 		created db.StatsHoldsCreatedRow

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -38,9 +39,9 @@ func TestStatsWindowBounds(t *testing.T) {
 	inv, _ := setup(t, nil)
 	for _, w := range []time.Duration{0, -time.Hour, time.Millisecond, inventory.MaxStatsWindow + time.Second} {
 		_, err := inv.Stats(context.Background(), w)
-		var de *inventory.Error
+		var de *domain.Error
 		require.ErrorAs(t, err, &de, "%s", w)
-		require.Equal(t, inventory.CodeInvalid, de.Code)
+		require.Equal(t, domain.CodeInvalid, de.Code)
 	}
 	st, err := inv.Stats(context.Background(), inventory.MaxStatsWindow)
 	require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 )
 
 // Stock row statuses.
@@ -47,7 +49,7 @@ func newPool(r db.Stock) Pool {
 
 // GetStock returns the pools of sku.
 func (s *Service) GetStock(ctx context.Context, sku string) (Stock, error) {
-	if err := ValidName("sku", sku); err != nil {
+	if err := domain.ValidName("sku", sku); err != nil {
 		return Stock{}, err
 	}
 	return stockOf(ctx, db.New(s.pool), sku)
@@ -59,7 +61,7 @@ func stockOf(ctx context.Context, q *db.Queries, sku string) (Stock, error) {
 		return Stock{}, err
 	}
 	if len(rows) == 0 {
-		return Stock{}, &Error{Code: CodeUnknownSKU, SKU: sku, Detail: fmt.Sprintf("SKU %q has no stock", sku)}
+		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: sku, Detail: fmt.Sprintf("SKU %q has no stock", sku)}
 	}
 	st := Stock{SKU: sku, Pools: make([]Pool, len(rows))}
 	for i, r := range rows {
@@ -81,19 +83,19 @@ type Adjustment struct {
 
 // Validate checks the adjustment's fields.
 func (a Adjustment) Validate() error {
-	if err := ValidName("sku", a.SKU); err != nil {
+	if err := domain.ValidName("sku", a.SKU); err != nil {
 		return err
 	}
-	if err := ValidName("pool", a.Pool); err != nil {
+	if err := domain.ValidName("pool", a.Pool); err != nil {
 		return err
 	}
 	if a.Delta == 0 || a.Delta > MaxAdjustment || a.Delta < -MaxAdjustment {
-		return Invalid("delta must be a non-zero whole number from -%d to %d", MaxAdjustment, MaxAdjustment)
+		return domain.Invalid("delta must be a non-zero whole number from -%d to %d", MaxAdjustment, MaxAdjustment)
 	}
-	if err := ValidText("reason", a.Reason, MaxTextLength); err != nil {
+	if err := domain.ValidText("reason", a.Reason, domain.MaxTextLength); err != nil {
 		return err
 	}
-	return ValidText("ref", a.Ref, MaxTextLength)
+	return domain.ValidText("ref", a.Ref, domain.MaxTextLength)
 }
 
 // Adjust adds Delta to a pool's total and available. The first positive
@@ -106,6 +108,13 @@ func (s *Service) Adjust(ctx context.Context, a Adjustment) (Stock, error) {
 		return err
 	})
 	return out, err
+}
+
+// AdjustOnce is Adjust at most once per key: a retry with the same key
+// and request gets the first answer, with replayed true (see
+// idempotency.Do).
+func (s *Service) AdjustOnce(ctx context.Context, key idempotency.Key, a Adjustment) (out Stock, replayed bool, err error) {
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return AdjustTx(ctx, tx, a) })
 }
 
 // AdjustTx is Adjust inside the caller's transaction.
@@ -133,10 +142,10 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, gerr := q.StockGet(ctx, a.SKU, a.Pool); gerr == nil {
-			return Stock{}, &Error{Code: CodeInsufficientAvailable, SKU: a.SKU, Pool: a.Pool,
+			return Stock{}, &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: a.SKU, Pool: a.Pool,
 				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available", a.SKU, a.Pool, -a.Delta)}
 		}
-		return Stock{}, &Error{Code: CodeUnknownSKU, SKU: a.SKU, Pool: a.Pool,
+		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: a.SKU, Pool: a.Pool,
 			Detail: fmt.Sprintf("SKU %q has no %s pool", a.SKU, a.Pool)}
 	}
 	if err != nil {
@@ -161,16 +170,16 @@ type Switch struct {
 }
 
 func (w Switch) validate() error {
-	if err := ValidName("sku", w.SKU); err != nil {
+	if err := domain.ValidName("sku", w.SKU); err != nil {
 		return err
 	}
-	if err := ValidName("pool", w.Pool); err != nil {
+	if err := domain.ValidName("pool", w.Pool); err != nil {
 		return err
 	}
 	if w.Reason == "" {
-		return Invalid("reason is required")
+		return domain.Invalid("reason is required")
 	}
-	return ValidText("reason", w.Reason, MaxTextLength)
+	return domain.ValidText("reason", w.Reason, domain.MaxTextLength)
 }
 
 // Pause stops new holds on a pool; confirms and releases keep working. It
@@ -205,7 +214,7 @@ func (s *Service) setStatus(ctx context.Context, w Switch, status string) (Stock
 		if status == StockOnSale && w.Pool != MainPool {
 			terms, err := q.CampaignHoldTerms(ctx, w.Pool)
 			if err == nil && !terms.Open {
-				return &Error{Code: CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
+				return &domain.Error{Code: domain.CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
 					Detail: fmt.Sprintf("campaign %q is %s: its pool stays paused", w.Pool, terms.Status)}
 			}
 		}
@@ -227,7 +236,7 @@ func setStatusTx(ctx context.Context, q *db.Queries, w Switch, status string) er
 	}
 	_, err := q.StockSetStatus(ctx, db.StockSetStatusParams{Status: status, PausedReason: reason, Sku: w.SKU, Pool: w.Pool})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return &Error{Code: CodeUnknownSKU, SKU: w.SKU, Pool: w.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", w.SKU, w.Pool)}
+		return &domain.Error{Code: domain.CodeUnknownSKU, SKU: w.SKU, Pool: w.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", w.SKU, w.Pool)}
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: %w", kind, w.SKU, w.Pool, err)
@@ -282,14 +291,14 @@ type LedgerPage struct {
 // client walking back from the newest page sees every movement once, even
 // while new ones are appended.
 func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID int64) (LedgerPage, error) {
-	if err := ValidName("sku", sku); err != nil {
+	if err := domain.ValidName("sku", sku); err != nil {
 		return LedgerPage{}, err
 	}
 	if limit < 1 || limit > MaxLedgerPage {
-		return LedgerPage{}, Invalid("limit must be from 1 to %d", MaxLedgerPage)
+		return LedgerPage{}, domain.Invalid("limit must be from 1 to %d", MaxLedgerPage)
 	}
 	if beforeID < 0 {
-		return LedgerPage{}, Invalid("before_id must be a ledger id (a positive whole number)")
+		return LedgerPage{}, domain.Invalid("before_id must be a ledger id (a positive whole number)")
 	}
 	var before *int64
 	if beforeID > 0 {

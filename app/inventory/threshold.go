@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Threshold sets a pool's low-stock threshold.
@@ -29,21 +30,21 @@ func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) 
 	if t.Pool == "" {
 		t.Pool = MainPool
 	}
-	if err := ValidName("sku", t.SKU); err != nil {
+	if err := domain.ValidName("sku", t.SKU); err != nil {
 		return Stock{}, err
 	}
-	if err := ValidName("pool", t.Pool); err != nil {
+	if err := domain.ValidName("pool", t.Pool); err != nil {
 		return Stock{}, err
 	}
 	if t.Threshold != nil && (*t.Threshold < 0 || *t.Threshold > MaxAdjustment) {
-		return Stock{}, Invalid("threshold must be a whole number from 0 to %d, or null to remove it", MaxAdjustment)
+		return Stock{}, domain.Invalid("threshold must be a whole number from 0 to %d, or null to remove it", MaxAdjustment)
 	}
 	var out Stock
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		_, err := q.StockThresholdSet(ctx, db.StockThresholdSetParams{Threshold: t.Threshold, SetBy: t.Actor, Sku: t.SKU, Pool: t.Pool})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &Error{Code: CodeUnknownSKU, SKU: t.SKU, Pool: t.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", t.SKU, t.Pool)}
+			return &domain.Error{Code: domain.CodeUnknownSKU, SKU: t.SKU, Pool: t.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", t.SKU, t.Pool)}
 		}
 		if err != nil {
 			return fmt.Errorf("set the threshold of %s/%s: %w", t.SKU, t.Pool, err)

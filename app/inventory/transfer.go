@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Transfer moves available units of one SKU between two pools, such as main
@@ -30,7 +31,7 @@ type Transfer struct {
 // the source lacks the units.
 func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 	if t.Quantity <= 0 {
-		return Invalid("transfer quantity must be positive")
+		return domain.Invalid("transfer quantity must be positive")
 	}
 	q := db.New(tx)
 	if _, err := q.StockCreate(ctx, t.SKU, t.To); err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -39,7 +40,7 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 	take := func() error {
 		_, err := q.StockTake(ctx, t.Quantity, t.SKU, t.From)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &Error{Code: CodeInsufficientAvailable, SKU: t.SKU, Pool: t.From,
+			return &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: t.SKU, Pool: t.From,
 				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available to transfer to %s", t.SKU, t.From, t.Quantity, t.To)}
 		}
 		if err != nil {

@@ -7,7 +7,7 @@ package reconcile
 import (
 	"github.com/riverqueue/river"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Triggers of a reconciliation run.
@@ -39,7 +39,7 @@ func (ReconcileArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Max
 func (a ReconcileArgs) Validate() error {
 	switch {
 	case a.RunID < 0:
-		return inventory.Invalid("run_id must be positive")
+		return domain.Invalid("run_id must be positive")
 	case a.RunID > 0:
 		return nil
 	}

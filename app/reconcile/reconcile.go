@@ -14,6 +14,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
@@ -151,7 +152,7 @@ func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
 		if errors.Is(err, pgx.ErrNoRows) {
 			row, err = q.ReconcileRunGet(ctx, id)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return inventory.ErrNotFound(fmt.Sprintf("reconciliation run %d", id))
+				return domain.Missing(fmt.Sprintf("reconciliation run %d", id))
 			}
 			return err // nil: it succeeded before
 		}
@@ -289,5 +290,5 @@ func validTrigger(t string) error {
 	case TriggerPeriodic, TriggerHTTP, TriggerCLI, TriggerCampaignEnd:
 		return nil
 	}
-	return inventory.Invalid("trigger must be periodic, http, cli or campaign_end, not %q", t)
+	return domain.Invalid("trigger must be periodic, http, cli or campaign_end, not %q", t)
 }

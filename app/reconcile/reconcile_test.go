@@ -23,6 +23,7 @@ import (
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -381,9 +382,9 @@ func TestRunLimitedToSKUs(t *testing.T) {
 	require.Equal(t, inventory.StockPaused, b.stock(t, "A1", "main").Status)
 
 	_, err = svc.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, SKUs: []string{"a/b"}})
-	var de *inventory.Error
+	var de *domain.Error
 	require.ErrorAs(t, err, &de)
-	require.Equal(t, inventory.CodeInvalid, de.Code)
+	require.Equal(t, domain.CodeInvalid, de.Code)
 }
 
 // discardBatch records a rollback of ids whose first batch job was
@@ -501,9 +502,9 @@ func TestRequestedRunIsRunOnce(t *testing.T) {
 	svc, b := setup(t, nil)
 	ctx := context.Background()
 	_, err := svc.Latest(ctx)
-	var de *inventory.Error
+	var de *domain.Error
 	require.ErrorAs(t, err, &de)
-	require.Equal(t, inventory.CodeNotFound, de.Code)
+	require.Equal(t, domain.CodeNotFound, de.Code)
 
 	var req reconcile.Requested
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
@@ -530,7 +531,7 @@ func TestRequestedRunIsRunOnce(t *testing.T) {
 
 	_, err = svc.Run(ctx, reconcile.ReconcileArgs{RunID: req.RunID + 100})
 	require.ErrorAs(t, err, &de)
-	require.Equal(t, inventory.CodeNotFound, de.Code)
+	require.Equal(t, domain.CodeNotFound, de.Code)
 	_, err = svc.Get(ctx, req.RunID+100)
 	require.ErrorAs(t, err, &de)
 }

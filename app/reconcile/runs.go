@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -12,7 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 )
 
 // MaxSKUs bounds the SKUs one run is limited to.
@@ -104,11 +104,8 @@ func utc(t *time.Time) *time.Time {
 func (s *Service) Get(ctx context.Context, id int64) (Run, error) {
 	q := db.New(s.pool)
 	row, err := q.ReconcileRunGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, inventory.ErrNotFound("reconciliation run")
-	}
 	if err != nil {
-		return Run{}, err
+		return Run{}, domain.NotFound(err, "reconciliation run")
 	}
 	return s.withFindings(ctx, q, row)
 }
@@ -117,11 +114,8 @@ func (s *Service) Get(ctx context.Context, id int64) (Run, error) {
 func (s *Service) Latest(ctx context.Context) (Run, error) {
 	q := db.New(s.pool)
 	row, err := q.ReconcileRunLatest(ctx)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, inventory.ErrNotFound("reconciliation run")
-	}
 	if err != nil {
-		return Run{}, err
+		return Run{}, domain.NotFound(err, "reconciliation run")
 	}
 	return s.withFindings(ctx, q, row)
 }
@@ -138,6 +132,12 @@ func (s *Service) withFindings(ctx context.Context, q *db.Queries, row db.Reconc
 type Requested struct {
 	RunID int64 `json:"run_id"`
 	JobID int64 `json:"job_id"`
+}
+
+// RequestOnce is RequestTx in a transaction of its own, at most once per
+// key (see idempotency.Do).
+func (s *Service) RequestOnce(ctx context.Context, key idempotency.Key, trigger string, skus []string) (out Requested, replayed bool, err error) {
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Requested, error) { return s.RequestTx(ctx, tx, trigger, skus) })
 }
 
 // RequestTx records a pending run and enqueues its reconcile job inside the
@@ -169,10 +169,10 @@ func normalizeSKUs(skus []string) ([]string, error) {
 		return nil, nil
 	}
 	if len(skus) > MaxSKUs {
-		return nil, inventory.Invalid("skus has %d SKUs, at most %d are allowed", len(skus), MaxSKUs)
+		return nil, domain.Invalid("skus has %d SKUs, at most %d are allowed", len(skus), MaxSKUs)
 	}
 	for _, sku := range skus {
-		if err := inventory.ValidName("sku", sku); err != nil {
+		if err := domain.ValidName("sku", sku); err != nil {
 			return nil, err
 		}
 	}

@@ -122,9 +122,8 @@ func TestRetentionDeletesOnlyWhatIsOld(t *testing.T) {
 	kept = append(kept, early)
 
 	for i := range 4 {
-		_, _, err := idempotency.Do(ctx, b.pool, "alice", fmt.Sprint("k", i), "h", func(pgx.Tx) (idempotency.Answer, error) {
-			return idempotency.Answer{Status: 200, Body: []byte("{}")}, nil
-		})
+		key := idempotency.Key{Client: "alice", Key: fmt.Sprint("k", i), Hash: "h"}
+		_, _, err := idempotency.Do(ctx, b.pool, key, func(pgx.Tx) (struct{}, error) { return struct{}{}, nil })
 		require.NoError(t, err)
 	}
 	_, err = b.pool.Exec(ctx, `UPDATE idempotency_keys SET created_at = created_at - $1::interval WHERE key IN ('k0', 'k1', 'k2')`, month)

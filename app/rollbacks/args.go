@@ -8,7 +8,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // ManualRollbackArgs is the job an operator enqueues: through the API or
@@ -40,7 +40,7 @@ func (ManualRollbackArgs) InsertOpts() river.InsertOpts { return river.InsertOpt
 // job is accepted (AcceptTx), which knows when that was.
 func (a ManualRollbackArgs) Validate() error {
 	if a.RollbackID < 0 {
-		return inventory.Invalid("rollback_id must be positive")
+		return domain.Invalid("rollback_id must be positive")
 	}
 	return a.request().Validate()
 }
@@ -71,7 +71,7 @@ func (RollbackBatchArgs) InsertOpts() river.InsertOpts { return river.InsertOpts
 // Validate checks that the batch names a request.
 func (a RollbackBatchArgs) Validate() error {
 	if a.RollbackID < 1 {
-		return inventory.Invalid("rollback_id must be positive")
+		return domain.Invalid("rollback_id must be positive")
 	}
 	return nil
 }

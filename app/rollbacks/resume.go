@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Resumed is what resuming a rollback did.
@@ -31,15 +31,12 @@ type Resumed struct {
 // it is, so resuming is idempotent. by says who resumes (an operator's name
 // or system:reconcile).
 func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id int64, by string) (Resumed, error) {
-	if err := inventory.ValidName("operator", by); err != nil {
+	if err := domain.ValidName("operator", by); err != nil {
 		return Resumed{}, err
 	}
 	q := db.New(tx)
 	row, err := q.RollbackLock(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Resumed{}, inventory.ErrNotFound("rollback")
-	}
-	if err != nil {
+	if err := domain.NotFound(err, "rollback"); err != nil {
 		return Resumed{}, fmt.Errorf("lock rollback %d: %w", id, err)
 	}
 	row, jobID, resumed, err := s.carryOnTx(ctx, tx, row, 0)

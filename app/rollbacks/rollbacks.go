@@ -25,6 +25,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -53,12 +55,12 @@ const (
 // Service creates and runs rollbacks.
 type Service struct {
 	pool  *pgxpool.Pool
-	jobs  inventory.JobInserter
+	jobs  domain.JobInserter
 	pause time.Duration
 }
 
 // New returns a Service whose batches are pause apart.
-func New(pool *pgxpool.Pool, jobs inventory.JobInserter, pause time.Duration) *Service {
+func New(pool *pgxpool.Pool, jobs domain.JobInserter, pause time.Duration) *Service {
 	return &Service{pool: pool, jobs: jobs, pause: pause}
 }
 
@@ -82,34 +84,34 @@ func (s Scope) Validate() error {
 	if s.ReservationIDs != nil {
 		n++
 		if len(s.ReservationIDs) == 0 {
-			return inventory.Invalid("reservation_ids is empty: give at least one hold id")
+			return domain.Invalid("reservation_ids is empty: give at least one hold id")
 		}
 		if len(s.ReservationIDs) > MaxIDs {
-			return inventory.Invalid("reservation_ids has %d ids, at most %d are allowed", len(s.ReservationIDs), MaxIDs)
+			return domain.Invalid("reservation_ids has %d ids, at most %d are allowed", len(s.ReservationIDs), MaxIDs)
 		}
 	}
 	if s.Campaign != "" {
 		n++
-		if err := inventory.ValidName("campaign", s.Campaign); err != nil {
+		if err := domain.ValidName("campaign", s.Campaign); err != nil {
 			return err
 		}
 	}
 	if s.SKU != "" {
 		n++
-		if err := inventory.ValidName("sku", s.SKU); err != nil {
+		if err := domain.ValidName("sku", s.SKU); err != nil {
 			return err
 		}
 	}
 	if s.SKU == "" && (s.Pool != "" || s.HeldBefore != nil) {
-		return inventory.Invalid("pool and held_before go with sku")
+		return domain.Invalid("pool and held_before go with sku")
 	}
 	if s.Pool != "" {
-		if err := inventory.ValidName("pool", s.Pool); err != nil {
+		if err := domain.ValidName("pool", s.Pool); err != nil {
 			return err
 		}
 	}
 	if n != 1 {
-		return inventory.Invalid("give exactly one scope: reservation_ids, campaign, or sku (with optional pool and held_before)")
+		return domain.Invalid("give exactly one scope: reservation_ids, campaign, or sku (with optional pool and held_before)")
 	}
 	return nil
 }
@@ -118,7 +120,7 @@ func (s Scope) Validate() error {
 // rollback is requested: a rollback never reaches holds made after it.
 func (s Scope) validAt(requested time.Time) error {
 	if s.HeldBefore != nil && s.HeldBefore.After(requested) {
-		return inventory.Invalid("held_before %s is later than now (%s): a rollback never touches holds made after it was requested",
+		return domain.Invalid("held_before %s is later than now (%s): a rollback never touches holds made after it was requested",
 			s.HeldBefore.UTC().Format(time.RFC3339Nano), requested.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
@@ -144,15 +146,15 @@ type Request struct {
 // Validate checks who, why and what.
 func (r Request) Validate() error {
 	if r.Operator == "" {
-		return inventory.Invalid("operator is required: who asks for this rollback")
+		return domain.Invalid("operator is required: who asks for this rollback")
 	}
-	if err := inventory.ValidName("operator", r.Operator); err != nil {
+	if err := domain.ValidName("operator", r.Operator); err != nil {
 		return err
 	}
 	if r.Reason == "" {
-		return inventory.Invalid("reason is required: why these holds are rolled back")
+		return domain.Invalid("reason is required: why these holds are rolled back")
 	}
-	if err := inventory.ValidText("reason", r.Reason, inventory.MaxTextLength); err != nil {
+	if err := domain.ValidText("reason", r.Reason, domain.MaxTextLength); err != nil {
 		return err
 	}
 	return r.Scope.Validate()
@@ -197,8 +199,8 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 		ID: r.ID, Status: r.Status, Operator: r.Operator, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
 		Source: r.Source, RequestedAt: r.RequestedAt.UTC(), ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
 		MatchedCount: r.MatchedCount, MatchedUnits: r.MatchedUnits, Batches: r.Batches, JobID: r.JobID,
-		Error: r.Error, Resumes: r.Resumes, ResumedAt: inventory.UTC(r.ResumedAt), ResumedBy: r.ResumedBy,
-		CreatedAt: r.CreatedAt.UTC(), StartedAt: inventory.UTC(r.StartedAt), FinishedAt: inventory.UTC(r.FinishedAt),
+		Error: r.Error, Resumes: r.Resumes, ResumedAt: domain.UTC(r.ResumedAt), ResumedBy: r.ResumedBy,
+		CreatedAt: r.CreatedAt.UTC(), StartedAt: domain.UTC(r.StartedAt), FinishedAt: domain.UTC(r.FinishedAt),
 	}, nil
 }
 
@@ -218,6 +220,12 @@ func (r Rollback) Cutoff() time.Time {
 type Created struct {
 	RollbackID int64 `json:"rollback_id"`
 	JobID      int64 `json:"job_id"`
+}
+
+// CreateOnce is CreateTx in a transaction of its own, at most once per key
+// (see idempotency.Do).
+func (s *Service) CreateOnce(ctx context.Context, key idempotency.Key, req Request) (out Created, replayed bool, err error) {
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Created, error) { return s.CreateTx(ctx, tx, req) })
 }
 
 // CreateTx records a manual rollback request and enqueues its
@@ -289,11 +297,8 @@ func insert(ctx context.Context, q *db.Queries, req Request, jobID *int64, reque
 // Get returns rollback request id.
 func (s *Service) Get(ctx context.Context, id int64) (Rollback, error) {
 	row, err := db.New(s.pool).RollbackGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Rollback{}, inventory.ErrNotFound("rollback")
-	}
 	if err != nil {
-		return Rollback{}, err
+		return Rollback{}, domain.NotFound(err, "rollback")
 	}
 	return newRollback(row)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
@@ -112,9 +113,9 @@ func create(t *testing.T, svc *rollbacks.Service, pool *pgxpool.Pool, req rollba
 
 func invalid(t *testing.T, err error, contains string) {
 	t.Helper()
-	var de *inventory.Error
+	var de *domain.Error
 	require.ErrorAs(t, err, &de)
-	require.Equal(t, inventory.CodeInvalid, de.Code, de.Detail)
+	require.Equal(t, domain.CodeInvalid, de.Code, de.Detail)
 	require.Contains(t, de.Detail, contains)
 }
 
@@ -190,9 +191,7 @@ func TestCreateIsOneTransaction(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job`))
 
 	_, err = svc.Get(ctx, created.RollbackID+1)
-	var de *inventory.Error
-	require.ErrorAs(t, err, &de)
-	require.Equal(t, inventory.CodeNotFound, de.Code)
+	require.ErrorIs(t, err, domain.ErrNotFound)
 }
 
 // TestBatchesReleaseOnlyWhatWasHeldBefore runs a SKU's rollback batch by
@@ -426,9 +425,7 @@ func TestResumeGivesAStrandedRequestAJob(t *testing.T) {
 	require.Equal(t, rollbacks.StatusSucceeded, fin.Status)
 
 	_, err = svc.Resume(ctx, started.RollbackID+1, "bob")
-	var de *inventory.Error
-	require.ErrorAs(t, err, &de)
-	require.Equal(t, inventory.CodeNotFound, de.Code)
+	require.ErrorIs(t, err, domain.ErrNotFound)
 	_, err = svc.Resume(ctx, started.RollbackID, "")
 	require.Error(t, err, "resuming needs a name")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -75,7 +76,7 @@ type ChunkError struct {
 
 func (e *ChunkError) Error() string {
 	where := fmt.Sprintf("chunk %d (lines %d-%d) was rolled back", e.Chunk, e.FirstLine, e.LastLine)
-	var de *inventory.Error
+	var de *domain.Error
 	if e.Line > 0 && errors.As(e.Err, &de) {
 		// The detail names the line of the chunk's bulk adjustment; the
 		// file's line is what a person can find.
@@ -135,7 +136,7 @@ func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
 		changed, in, out, err := im.chunk(ctx, conn, f, lo, hi)
 		if err != nil {
 			ce := &ChunkError{Chunk: c + 1, FirstLine: f.Rows[lo].Line, LastLine: f.Rows[hi-1].Line, Err: err}
-			var de *inventory.Error
+			var de *domain.Error
 			if errors.As(err, &de) && de.Line != nil {
 				ce.Line = f.Rows[lo+*de.Line].Line
 			}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -168,10 +169,10 @@ func Parse(name string, data []byte) (*File, error) {
 
 // rowProblem checks a row and sets its value; "" means it is fine.
 func rowProblem(row *Row, format, value string) string {
-	if err := inventory.ValidName("sku", row.SKU); err != nil {
+	if err := domain.ValidName("sku", row.SKU); err != nil {
 		return detail(err)
 	}
-	if err := inventory.ValidName("pool", row.Pool); err != nil {
+	if err := domain.ValidName("pool", row.Pool); err != nil {
 		return detail(err)
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
@@ -188,7 +189,7 @@ func rowProblem(row *Row, format, value string) string {
 }
 
 func detail(err error) string {
-	var de *inventory.Error
+	var de *domain.Error
 	if errors.As(err, &de) {
 		return de.Detail
 	}

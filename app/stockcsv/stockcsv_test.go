@@ -13,6 +13,7 @@ import (
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/stockcsv"
 	"github.com/stockhold/stockhold/jobs"
@@ -257,9 +258,9 @@ func TestImportFixedFileResumes(t *testing.T) {
 	require.ErrorAs(t, err, &ce, "%v", err)
 	require.Equal(t, 1702, ce.Line, "the file line of row 1,700")
 	require.Contains(t, ce.Error(), "line 1702: SKU \"D1700\" (pool main) has 1 available, 5 to take")
-	var de *inventory.Error
+	var de *domain.Error
 	require.ErrorAs(t, err, &de)
-	require.Equal(t, inventory.CodeInsufficientAvailable, de.Code)
+	require.Equal(t, domain.CodeInsufficientAvailable, de.Code)
 	require.Equal(t, 1000, sum.Applied)
 	b.requireApplied(t, "fix.csv", 1000, n)
 

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // notPublic are address ranges a webhook may not reach unless AllowPrivate,
@@ -96,21 +96,21 @@ func newClient(allowPrivate bool) *http.Client {
 // only to) public addresses.
 func (s *Service) checkURL(ctx context.Context, raw string) error {
 	if raw == "" || len(raw) > MaxURLLength {
-		return inventory.Invalid("url must be 1 to %d bytes", MaxURLLength)
+		return domain.Invalid("url must be 1 to %d bytes", MaxURLLength)
 	}
-	if err := inventory.ValidText("url", raw, MaxURLLength); err != nil {
+	if err := domain.ValidText("url", raw, MaxURLLength); err != nil {
 		return err
 	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return inventory.Invalid("url is not a URL: %v", err)
+		return domain.Invalid("url is not a URL: %v", err)
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "":
-		return inventory.Invalid("url must be an absolute http:// or https:// URL")
+		return domain.Invalid("url must be an absolute http:// or https:// URL")
 	case u.User != nil:
-		return inventory.Invalid("url must not carry credentials")
+		return domain.Invalid("url must not carry credentials")
 	case u.Fragment != "" || u.RawFragment != "":
-		return inventory.Invalid("url must not have a fragment")
+		return domain.Invalid("url must not have a fragment")
 	}
 	if s.cfg.AllowPrivate {
 		return nil
@@ -118,7 +118,7 @@ func (s *Service) checkURL(ctx context.Context, raw string) error {
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if private(ip) {
-			return inventory.Invalid("url's address %s is loopback or private: refused (STOCKHOLD_WEBHOOK_ALLOW_PRIVATE is off)", ip)
+			return domain.Invalid("url's address %s is loopback or private: refused (STOCKHOLD_WEBHOOK_ALLOW_PRIVATE is off)", ip)
 		}
 		return nil
 	}
@@ -126,11 +126,11 @@ func (s *Service) checkURL(ctx context.Context, raw string) error {
 	defer cancel()
 	addrs, err := s.resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
-		return inventory.Invalid("url's host %q does not resolve: %v", host, err)
+		return domain.Invalid("url's host %q does not resolve: %v", host, err)
 	}
 	for _, ip := range addrs {
 		if private(ip) {
-			return inventory.Invalid("url's host %q resolves to %s, a loopback or private address: refused (STOCKHOLD_WEBHOOK_ALLOW_PRIVATE is off)", host, ip)
+			return domain.Invalid("url's host %q resolves to %s, a loopback or private address: refused (STOCKHOLD_WEBHOOK_ALLOW_PRIVATE is off)", host, ip)
 		}
 	}
 	return nil

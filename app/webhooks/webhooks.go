@@ -24,8 +24,9 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/idempotency"
 )
 
 // AllEvents subscribes to every event type, those added later included.
@@ -55,7 +56,7 @@ type Config struct {
 // Service registers webhooks and delivers the feed to them.
 type Service struct {
 	pool     *pgxpool.Pool
-	jobs     inventory.JobInserter
+	jobs     domain.JobInserter
 	alerts   *alerts.Service
 	cfg      Config
 	client   *http.Client
@@ -64,7 +65,7 @@ type Service struct {
 
 // New returns a Service. jobs enqueues the delivery jobs the dispatcher
 // starts.
-func New(pool *pgxpool.Pool, jobs inventory.JobInserter, al *alerts.Service, cfg Config) *Service {
+func New(pool *pgxpool.Pool, jobs domain.JobInserter, al *alerts.Service, cfg Config) *Service {
 	if cfg.RetryBase <= 0 {
 		cfg.RetryBase = 5 * time.Second
 	}
@@ -120,8 +121,8 @@ func cursorOf(w db.Webhook) events.Position {
 func view(ctx context.Context, q *db.Queries, w db.Webhook) (Webhook, error) {
 	out := Webhook{
 		ID: w.ID, URL: w.Url, Events: w.Events, CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt.UTC(),
-		LastEventID: cursorOf(w).String(), DeliveredAt: inventory.UTC(w.DeliveredAt), DeliveredEvents: w.DeliveredEvents,
-		Failures: w.Failures, FailingSince: inventory.UTC(w.FailingSince), LastError: w.LastError,
+		LastEventID: cursorOf(w).String(), DeliveredAt: domain.UTC(w.DeliveredAt), DeliveredEvents: w.DeliveredEvents,
+		Failures: w.Failures, FailingSince: domain.UTC(w.FailingSince), LastError: w.LastError,
 	}
 	at, err := q.WebhookOldestPending(ctx, w.CursorXid, w.CursorID)
 	switch {
@@ -129,7 +130,7 @@ func view(ctx context.Context, q *db.Queries, w db.Webhook) (Webhook, error) {
 	case err != nil:
 		return Webhook{}, fmt.Errorf("read webhook %d's lag: %w", w.ID, err)
 	default:
-		out.OldestPendingAt = inventory.UTC(&at)
+		out.OldestPendingAt = domain.UTC(&at)
 	}
 	return out, nil
 }
@@ -138,19 +139,19 @@ func view(ctx context.Context, q *db.Queries, w db.Webhook) (Webhook, error) {
 // types, each once.
 func validEvents(types []string) error {
 	if len(types) == 0 {
-		return inventory.Invalid(`events is empty: name event types, or ["*"] for all`)
+		return domain.Invalid(`events is empty: name event types, or ["*"] for all`)
 	}
 	if len(types) > len(events.Types) {
-		return inventory.Invalid("events names %d types; there are %d", len(types), len(events.Types))
+		return domain.Invalid("events names %d types; there are %d", len(types), len(events.Types))
 	}
 	for i, t := range types {
 		switch {
 		case t == AllEvents && len(types) > 1:
-			return inventory.Invalid(`events: "*" means every type: give it alone`)
+			return domain.Invalid(`events: "*" means every type: give it alone`)
 		case t != AllEvents && !events.Known(t):
-			return inventory.Invalid("events[%d] %q is not an event type (%v, or \"*\")", i, t, events.Types)
+			return domain.Invalid("events[%d] %q is not an event type (%v, or \"*\")", i, t, events.Types)
 		case slices.Index(types, t) != i:
-			return inventory.Invalid("events names %q twice", t)
+			return domain.Invalid("events names %q twice", t)
 		}
 	}
 	return nil
@@ -187,15 +188,18 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, r Register) (Created,
 	return Created{Webhook: w, Secret: row.Secret}, err
 }
 
+// CreateOnce is CreateTx in a transaction of its own, at most once per key
+// (see idempotency.Do): a retry gets the same secret.
+func (s *Service) CreateOnce(ctx context.Context, key idempotency.Key, r Register) (out Created, replayed bool, err error) {
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Created, error) { return s.CreateTx(ctx, tx, r) })
+}
+
 // Get returns webhook id.
 func (s *Service) Get(ctx context.Context, id int64) (Webhook, error) {
 	q := db.New(s.pool)
 	row, err := q.WebhookGet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Webhook{}, inventory.ErrNotFound("webhook")
-	}
 	if err != nil {
-		return Webhook{}, err
+		return Webhook{}, domain.NotFound(err, "webhook")
 	}
 	return view(ctx, q, row)
 }
@@ -226,7 +230,7 @@ func (s *Service) Delete(ctx context.Context, id int64) error {
 		return fmt.Errorf("delete webhook %d: %w", id, err)
 	}
 	if n == 0 {
-		return inventory.ErrNotFound("webhook")
+		return domain.Missing("webhook")
 	}
 	return nil
 }

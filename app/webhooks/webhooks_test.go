@@ -18,6 +18,7 @@ import (
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/webhooks"
@@ -70,13 +71,13 @@ func TestRegistrationRefusesWhatItMustNotReach(t *testing.T) {
 		"", "https://",
 	} {
 		_, err := create(ctx, pool, svc, url, "*")
-		var de *inventory.Error
+		var de *domain.Error
 		require.ErrorAs(t, err, &de, "%q: %v", url, err)
-		require.Equal(t, inventory.CodeInvalid, de.Code, "%q", url)
+		require.Equal(t, domain.CodeInvalid, de.Code, "%q", url)
 	}
 	for _, types := range [][]string{nil, {}, {"stock.changd"}, {"*", "stock.low"}, {"stock.low", "stock.low"}} {
 		_, err := create(ctx, pool, svc, "https://93.184.216.34/hook", types...)
-		var de *inventory.Error
+		var de *domain.Error
 		require.ErrorAs(t, err, &de, "%v: %v", types, err)
 	}
 	list, err := svc.List(ctx)

@@ -1,9 +1,18 @@
-package inventory
+package domain
 
 import (
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
+)
+
+// Limits on names and free text, in bytes, from the API contract.
+const (
+	// MaxNameLength bounds a SKU, pool, campaign id or operator.
+	MaxNameLength = 64
+	// MaxTextLength bounds a reason or a ref.
+	MaxTextLength = 500
 )
 
 // ValidName checks a SKU, pool or campaign id: 1 to 64 bytes of UTF-8 with
@@ -39,4 +48,14 @@ func ValidText(what, s string, max int) error {
 		return Invalid("%s contains a control character", what)
 	}
 	return nil
+}
+
+// UTC returns t in UTC (nil stays nil): the API answers in UTC whatever
+// the server's time zone.
+func UTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

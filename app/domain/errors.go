@@ -1,0 +1,102 @@
+// Package domain holds what every domain package shares and none owns: the
+// errors a caller can act on (each with the code the API contract names),
+// the one mapping of "no row" to not found, the classification of
+// PostgreSQL's refusals under pressure, and the validation of names and
+// free text. It imports nothing of stockhold's, so every domain package, the
+// workers and the HTTP layer can use it; the HTTP layer maps each code to
+// its status in one place (app/api/problem.go).
+package domain
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Code names a problem the way the API contract does.
+type Code string
+
+// The codes of the API contract, and a few of stockhold's own.
+const (
+	CodeInvalid               Code = "invalid_request"
+	CodeNotFound              Code = "not_found"
+	CodeUnknownSKU            Code = "unknown_sku"
+	CodeUnknownCampaign       Code = "unknown_campaign"
+	CodeOutOfStock            Code = "out_of_stock"
+	CodeSKUPaused             Code = "sku_paused"
+	CodeCampaignNotActive     Code = "campaign_not_active"
+	CodeNotHeld               Code = "reservation_not_held"
+	CodeInsufficientAvailable Code = "insufficient_available"
+	CodeKeyReused             Code = "idempotency_key_reused"
+	CodeConflict              Code = "conflict"
+	// CodeLimitExceeded refuses a hold that takes more units of one SKU
+	// than its campaign allows in one order (max_per_order).
+	CodeLimitExceeded Code = "limit_exceeded"
+	// CodeBusy refuses a request whose rows stayed locked past the lock
+	// timeout (a long transaction holds them); the HTTP answer is 503 with
+	// Retry-After, and a retry soon is likely to succeed.
+	CodeBusy Code = "busy"
+)
+
+// Error is a failure the caller can act on: bad input, or a state that
+// refuses the request. Anything that is not an *Error is a bug or an
+// outage (500, or 503 when the database is overloaded).
+type Error struct {
+	Code   Code
+	Detail string
+	// SKU, Pool and Status add context where the contract asks for it:
+	// which line of a hold failed, what state a reservation is in.
+	SKU    string
+	Pool   string
+	Status string
+	// Line is the index of the failing line of a bulk adjustment.
+	Line *int
+	// Reference marks an unknown thing that the request names as part of
+	// what it asks for (a hold's SKU or campaign, a bulk line's SKU),
+	// rather than the thing it addresses (the SKU of GET /v1/skus/{sku}):
+	// the request is unprocessable as it stands (HTTP 422), where a missing
+	// addressed thing is not found (404).
+	Reference bool
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Detail) }
+
+// Is makes every code a sentinel: an *Error matches any other *Error of
+// the same code, whatever its detail, so errors.Is(err, ErrNotFound) holds
+// for "rollback not found" as for "webhook not found".
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels, for errors.Is (see Error.Is); each is also a complete error
+// to return as it is.
+var (
+	// ErrNotFound: no such thing, or none the caller may see.
+	ErrNotFound = &Error{Code: CodeNotFound, Detail: "not found"}
+	// ErrKeyReused: an Idempotency-Key used before with a different
+	// request.
+	ErrKeyReused = &Error{Code: CodeKeyReused, Detail: "this Idempotency-Key was used before with a different request"}
+)
+
+// Invalid reports bad input.
+func Invalid(format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Missing reports that what does not exist, or not for the caller: an
+// ErrNotFound that says what.
+func Missing(what string) *Error {
+	return &Error{Code: CodeNotFound, Detail: what + " not found"}
+}
+
+// NotFound turns pgx.ErrNoRows into Missing(what); any other error, nil
+// included, passes through. It is the one place a read by id that found no
+// row becomes a not found.
+func NotFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Missing(what)
+	}
+	return err
+}

@@ -1,0 +1,63 @@
+package domain_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/domain"
+)
+
+func TestErrorIsMatchesByCode(t *testing.T) {
+	t.Parallel()
+	wrapped := fmt.Errorf("get rollback 7: %w", domain.Missing("rollback"))
+	require.ErrorIs(t, wrapped, domain.ErrNotFound)
+	require.NotErrorIs(t, wrapped, domain.ErrKeyReused)
+
+	reused := &domain.Error{Code: domain.CodeKeyReused, Detail: "key k made reservation r"}
+	require.ErrorIs(t, reused, domain.ErrKeyReused)
+	require.NotErrorIs(t, reused, domain.ErrNotFound)
+	require.NotErrorIs(t, domain.Invalid("x"), domain.ErrNotFound)
+	require.NotErrorIs(t, errors.New("not_found: plain"), domain.ErrNotFound)
+}
+
+func TestNotFound(t *testing.T) {
+	t.Parallel()
+	err := domain.NotFound(fmt.Errorf("scan: %w", pgx.ErrNoRows), "webhook")
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, domain.CodeNotFound, de.Code)
+	require.Equal(t, "webhook not found", de.Detail)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	other := errors.New("connection reset")
+	require.Same(t, other, domain.NotFound(other, "webhook"))
+	require.NoError(t, domain.NotFound(nil, "webhook"))
+}
+
+func TestValidName(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"A1", "bf-2026", "日本", strings.Repeat("x", domain.MaxNameLength)} {
+		require.NoError(t, domain.ValidName("sku", ok), ok)
+	}
+	for name, bad := range map[string]string{
+		"empty": "", "long": strings.Repeat("x", domain.MaxNameLength+1), "invalid UTF-8": "a\xffb",
+		"space": " A1", "slash": "A/1", "control": "A\x001",
+	} {
+		err := domain.ValidName("sku", bad)
+		require.ErrorIs(t, err, &domain.Error{Code: domain.CodeInvalid}, name)
+		require.Contains(t, err.Error(), "sku ", name)
+	}
+}
+
+func TestValidText(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, domain.ValidText("reason", "two\tlines\nof text", 20))
+	require.Error(t, domain.ValidText("reason", "too long", 3))
+	require.Error(t, domain.ValidText("reason", "bell\a", 20))
+	require.Error(t, domain.ValidText("reason", "\xff", 20))
+}
