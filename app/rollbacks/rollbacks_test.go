@@ -17,6 +17,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
@@ -430,3 +431,25 @@ func TestResumeGivesAStrandedRequestAJob(t *testing.T) {
 	require.Error(t, err, "resuming needs a name")
 }
 
+
+// TestCreateOnceReplays: the same key and request answer the same
+// rollback without recording another; the key with another request is
+// refused.
+func TestCreateOnceReplays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	req := rollbacks.Request{Operator: "alice", Reason: "outage", Scope: rollbacks.Scope{SKU: "A1"}, Source: rollbacks.SourceHTTP}
+	key := idempotency.NewKey("alice", "k", []byte(`{"sku": "A1"}`))
+	first, replayed, err := svc.CreateOnce(ctx, key, req)
+	require.NoError(t, err)
+	require.False(t, replayed)
+	again, replayed, err := svc.CreateOnce(ctx, key, req)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, first, again)
+	_, _, err = svc.CreateOnce(ctx, idempotency.NewKey("alice", "k", []byte(`{"sku": "B1"}`)), req)
+	require.ErrorIs(t, err, domain.ErrKeyReused)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM rollback_requests`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job`))
+}
