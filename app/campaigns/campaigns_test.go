@@ -437,4 +437,3 @@ func TestResumeGivesEachStepAJob(t *testing.T) {
 	}))
 	require.ErrorIs(t, missing, domain.ErrNotFound)
 }
-

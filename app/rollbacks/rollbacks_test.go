@@ -431,7 +431,6 @@ func TestResumeGivesAStrandedRequestAJob(t *testing.T) {
 	require.Error(t, err, "resuming needs a name")
 }
 
-
 // TestCreateOnceReplays: the same key and request answer the same
 // rollback without recording another; the key with another request is
 // refused.
