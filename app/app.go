@@ -13,11 +13,11 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
@@ -87,13 +87,9 @@ func Open(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 }
 
 func connect(ctx context.Context, url string, maxConns int32, connectTimeout time.Duration) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := poolConfig(url, maxConns)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	if !strings.Contains(url, "pool_max_conns") {
-		// pgx's default (4 on a small machine) would starve the workers.
-		cfg.MaxConns = maxConns
+		return nil, err
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		// Without one, a database that stops answering (no reset) holds
@@ -113,6 +109,27 @@ func connect(ctx context.Context, url string, maxConns int32, connectTimeout tim
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	return pool, nil
+}
+
+// poolConfig parses url, a URL or key=value string, into a pool's
+// configuration holding up to maxConns connections unless url sets
+// pool_max_conns: pgx's default (4 on a small machine) would starve the
+// workers. pgxpool consumes the setting while it parses, so the settings
+// are read first as pgconn parses them (unknown ones are runtime
+// parameters).
+func poolConfig(url string, maxConns int32) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	settings, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if _, given := settings.RuntimeParams["pool_max_conns"]; !given {
+		cfg.MaxConns = maxConns
+	}
+	return cfg, nil
 }
 
 // requestPool derives the HTTP requests' pool from pool's configuration.
@@ -253,6 +270,17 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 			Log:        log,
 		}),
 	}
+}
+
+// Standalone builds the domain services on pool with an insert-only River
+// client of its own: what a command needs to act through the domain (a
+// rollback, a reconciliation) without workers, HTTP or the job dashboard.
+func Standalone(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (jobs.Deps, error) {
+	inserter, err := jobs.NewInserter(pool)
+	if err != nil {
+		return jobs.Deps{}, fmt.Errorf("river inserter: %w", err)
+	}
+	return Services(cfg, pool, inserter, log), nil
 }
 
 // New wires an App on pool, which River and the workers use; HTTP requests

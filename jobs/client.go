@@ -210,12 +210,9 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	register(workers, &sweepExpiredWorker{inv: deps.Inventory, grace: cfg.SweepGrace}, TimeoutSweepExpired, al)
 	register(workers, &deliverAlertWorker{alerts: deps.Alerts, webhook: cfg.AlertWebhook, client: &http.Client{Timeout: 20 * time.Second}}, TimeoutDeliverAlert, al)
 	register(workers, &watchDiscardedWorker{alerts: deps.Alerts}, TimeoutWatchDiscarded, al)
-	register(workers, &manualRollbackWorker{pool: pool, rollbacks: deps.Rollbacks, alerts: deps.Alerts}, TimeoutChain, al)
+	register(workers, &manualRollbackWorker{rollbacks: deps.Rollbacks, alerts: deps.Alerts}, TimeoutChain, al)
 	register(workers, &rollbackBatchWorker{
-		pool: pool, rollbacks: deps.Rollbacks, wake: &waker{exec: driver.GetExecutor(), log: cfg.Log},
-		finish: func(ctx context.Context, tx pgx.Tx, r rollbacks.Rollback) error {
-			return deps.Campaigns.FinishTx(ctx, tx, r.Scope.Campaign, r.Operator)
-		},
+		campaigns: deps.Campaigns, rollbacks: deps.Rollbacks, wake: &waker{exec: driver.GetExecutor(), log: cfg.Log},
 	}, TimeoutChain, al)
 	register(workers, &campaignStartWorker{campaigns: deps.Campaigns}, TimeoutChain, al)
 	register(workers, &campaignEndWorker{campaigns: deps.Campaigns}, TimeoutChain, al)

@@ -7,12 +7,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -21,47 +20,32 @@ import (
 // reason or scope, runs a dry run, or starts the chain of batches.
 type manualRollbackWorker struct {
 	river.WorkerDefaults[rollbacks.ManualRollbackArgs]
-	pool      *pgxpool.Pool
 	rollbacks *rollbacks.Service
 	alerts    *alerts.Service
 }
 
 func (w *manualRollbackWorker) Work(ctx context.Context, job *river.Job[rollbacks.ManualRollbackArgs]) error {
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		_, err := w.rollbacks.AcceptTx(ctx, tx, job.ID, job.CreatedAt, job.Args)
-		return err
-	})
+	_, err := w.rollbacks.Accept(ctx, job.ID, job.CreatedAt, job.Args)
 	if errors.Is(err, rollbacks.ErrRefused) {
 		return refuseJob(ctx, w.alerts, job.JobRow, err)
 	}
 	return err
 }
 
-// rollbackBatchWorker runs one batch of a rollback; after the last batch of
-// a campaign's end it hands the campaign to finish. It never waits: the
-// next batch is a job of its own, due after the pause, and wake tells the
-// workers when it is due.
+// rollbackBatchWorker runs one batch of a rollback, through campaigns,
+// whose last batch of a campaign's end finishes the campaign (see
+// campaigns.Service.RollbackBatch). It never waits: the next batch is a job
+// of its own, due after the pause, and wake tells the workers when it is
+// due.
 type rollbackBatchWorker struct {
 	river.WorkerDefaults[rollbacks.RollbackBatchArgs]
-	pool      *pgxpool.Pool
+	campaigns *campaigns.Service
 	rollbacks *rollbacks.Service
 	wake      *waker
-	// finish runs in the last batch's transaction of a campaign-end rollback.
-	finish func(ctx context.Context, tx pgx.Tx, r rollbacks.Rollback) error
 }
 
 func (w *rollbackBatchWorker) Work(ctx context.Context, job *river.Job[rollbacks.RollbackBatchArgs]) error {
-	var b rollbacks.Batch
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) (err error) {
-		b, err = w.rollbacks.BatchTx(ctx, tx, job.Args.RollbackID, job.ID)
-		if err != nil {
-			return err
-		}
-		if b.Finished && b.Rollback.Source == rollbacks.SourceCampaignEnd && w.finish != nil {
-			return w.finish(ctx, tx, b.Rollback)
-		}
-		return nil
-	})
+	b, err := w.campaigns.RollbackBatch(ctx, job.Args.RollbackID, job.ID)
 	if err == nil {
 		if b.Next != nil {
 			w.wake.at(b.Next.ScheduledAt, b.Next.Queue)
@@ -71,9 +55,7 @@ func (w *rollbackBatchWorker) Work(ctx context.Context, job *river.Job[rollbacks
 	if job.Attempt >= job.MaxAttempts {
 		// Out of attempts: say so on the request; the discarded job raises
 		// an alert and reconciliation retries it.
-		ferr := pgx.BeginFunc(context.WithoutCancel(ctx), w.pool, func(tx pgx.Tx) error {
-			return rollbacks.FailTx(ctx, tx, job.Args.RollbackID, err.Error())
-		})
+		ferr := w.rollbacks.Fail(context.WithoutCancel(ctx), job.Args.RollbackID, err.Error())
 		return errors.Join(err, ferr)
 	}
 	return err

@@ -397,6 +397,24 @@ func (s *Service) End(ctx context.Context, id, operator, reason string) (rollbac
 	return out, err
 }
 
+// RollbackBatch runs one batch of rollback id (the rollback_batch job
+// jobID) in a transaction of its own, whatever the rollback's source. The
+// last batch of a campaign's end also finishes the campaign (FinishTx), in
+// that same transaction: a campaign is rolled_back if and only if its last
+// unpaid hold was released.
+func (s *Service) RollbackBatch(ctx context.Context, id, jobID int64) (b rollbacks.Batch, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if b, err = s.rollbacks.BatchTx(ctx, tx, id, jobID); err != nil {
+			return err
+		}
+		if b.Finished && b.Rollback.Source == rollbacks.SourceCampaignEnd {
+			return s.FinishTx(ctx, tx, b.Rollback.Scope.Campaign, b.Rollback.Operator)
+		}
+		return nil
+	})
+	return b, err
+}
+
 // FinishTx completes a campaign whose unpaid holds are all rolled back,
 // inside the last rollback batch's transaction: what is left in its pools
 // moves back to main, the campaign becomes rolled_back, and a

@@ -1,12 +1,10 @@
 package rollbacks
 
 import (
-	"context"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/stockhold/stockhold/app/domain"
 )
@@ -72,26 +70,6 @@ func (RollbackBatchArgs) InsertOpts() river.InsertOpts { return river.InsertOpts
 func (a RollbackBatchArgs) Validate() error {
 	if a.RollbackID < 1 {
 		return domain.Invalid("rollback_id must be positive")
-	}
-	return nil
-}
-
-// Hooks makes a batch due after the pause available at once, with its
-// future scheduled_at (see availableWhenDue).
-func (RollbackBatchArgs) Hooks() []rivertype.Hook { return []rivertype.Hook{&availableWhenDue{}} }
-
-// availableWhenDue inserts a job scheduled for later as available, keeping
-// its scheduled_at. River's fetch query skips an available job until its
-// scheduled_at, so it still waits the pause; but a job inserted scheduled
-// waits for River's scheduler, which promotes scheduled jobs only every 5
-// seconds, and a 100 ms pause between batches would become up to 5 s.
-// River does the same for its own short snoozes. The workers are told when
-// the job is due (jobs wakes them with River's insert notification).
-type availableWhenDue struct{ river.HookDefaults }
-
-func (*availableWhenDue) InsertBegin(_ context.Context, p *rivertype.JobInsertParams) error {
-	if p.State == rivertype.JobStateScheduled {
-		p.State = rivertype.JobStateAvailable
 	}
 	return nil
 }

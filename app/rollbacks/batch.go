@@ -115,6 +115,9 @@ func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id, jobID int64) (Batc
 }
 
 // enqueueBatch enqueues the next batch of rollback id, due after pause.
+// The inserter's middleware (jobs.routeQueues) inserts a batch due sooner
+// than River's scheduler tick as available, with its future scheduled_at,
+// so that a pause of 100 ms does not become up to 5 s.
 func (s *Service) enqueueBatch(ctx context.Context, tx pgx.Tx, id int64, pause time.Duration) (*rivertype.JobRow, error) {
 	var opts *river.InsertOpts
 	if pause > 0 {

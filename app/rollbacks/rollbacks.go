@@ -222,6 +222,15 @@ type Created struct {
 	JobID      int64 `json:"job_id"`
 }
 
+// Create is CreateTx in a transaction of its own.
+func (s *Service) Create(ctx context.Context, req Request) (out Created, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out, err = s.CreateTx(ctx, tx, req)
+		return err
+	})
+	return out, err
+}
+
 // CreateOnce is CreateTx in a transaction of its own, at most once per key
 // (see idempotency.Do).
 func (s *Service) CreateOnce(ctx context.Context, key idempotency.Key, req Request) (out Created, replayed bool, err error) {
@@ -308,6 +317,16 @@ func (s *Service) Get(ctx context.Context, id int64) (Rollback, error) {
 // enqueued): the worker cancels it with an alert instead of retrying.
 var ErrRefused = errors.New("manual rollback refused")
 
+// Accept is AcceptTx in a transaction of its own: what the
+// manual_rollback job does.
+func (s *Service) Accept(ctx context.Context, jobID int64, enqueuedAt time.Time, args ManualRollbackArgs) (out Rollback, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out, err = s.AcceptTx(ctx, tx, jobID, enqueuedAt, args)
+		return err
+	})
+	return out, err
+}
+
 // AcceptTx is the manual_rollback job's step, inside the job's
 // transaction: it finds (or, for a job inserted with plain SQL, records) the
 // request, then runs a dry run to completion or enqueues the first batch.
@@ -393,6 +412,11 @@ func count(ctx context.Context, q *db.Queries, r Rollback) (db.RollbackScopeCoun
 func FailTx(ctx context.Context, tx pgx.Tx, id int64, why string) error {
 	_, err := db.New(tx).RollbackFinish(ctx, db.RollbackFinishParams{Status: StatusFailed, Error: &why, ID: id})
 	return err
+}
+
+// Fail is FailTx in a transaction of its own.
+func (s *Service) Fail(ctx context.Context, id int64, why string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return FailTx(ctx, tx, id, why) })
 }
 
 // ReopenTx sets failed rollback request id back to running, inside the

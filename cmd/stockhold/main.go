@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "apikey":
 		err = apikey(ctx, args[1:], getenv, stdout)
 	case "rollback":
-		err = rollback(ctx, args[1:], getenv, stdout)
+		err = rollback(ctx, args[1:], getenv, stdout, stderr)
 	case "reconcile":
 		err = reconcileCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "stock":

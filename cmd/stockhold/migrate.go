@@ -10,6 +10,7 @@ import (
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/schema"
+	"github.com/stockhold/stockhold/jobs"
 )
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -61,6 +62,22 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 // withPool runs fn with a pool on DATABASE_URL.
+// withServices runs fn with the domain services on a pool of its own (see
+// app.Standalone), configured and logging as serve would.
+func withServices(ctx context.Context, getenv func(string) string, stderr io.Writer, fn func(jobs.Deps) error) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
+		svc, err := app.Standalone(cfg, pool, newLogger(cfg, stderr))
+		if err != nil {
+			return err
+		}
+		return fn(svc)
+	})
+}
+
 func withPool(ctx context.Context, getenv func(string) string, fn func(*pgxpool.Pool) error) error {
 	url := getenv("DATABASE_URL")
 	if url == "" {

@@ -7,11 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/stockhold/stockhold/app"
-	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/jobs"
 )
 
 // reconcileCmd runs a reconciliation in this process (no worker needed),
@@ -30,17 +27,8 @@ func reconcileCmd(ctx context.Context, args []string, getenv func(string) string
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: reconcile takes no arguments, only --sku flags", errUsage)
 	}
-	cfg, err := config.Load(getenv)
-	if err != nil {
-		return err
-	}
-	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
-		a, err := app.New(cfg, pool, newLogger(cfg, stderr))
-		if err != nil {
-			return err
-		}
-		defer a.Close()
-		run, err := a.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, SKUs: skus})
+	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+		run, err := svc.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, SKUs: skus})
 		if err != nil {
 			return err
 		}

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/jobs"
@@ -20,9 +18,9 @@ import (
 // rollback enqueues a manual rollback job, recorded with who and why, and
 // prints the request id on the last line. The serving process's workers
 // pick it up; follow it with GET /v1/rollbacks/{id}.
-func rollback(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func rollback(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "resume" {
-		return rollbackResume(ctx, args[1:], getenv, stdout)
+		return rollbackResume(ctx, args[1:], getenv, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("rollback", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -64,16 +62,8 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
-		inserter, err := jobs.NewInserter(pool)
-		if err != nil {
-			return err
-		}
-		var created rollbacks.Created
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-			created, err = rollbacks.New(pool, inserter, 0).CreateTx(ctx, tx, req)
-			return err
-		})
+	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+		created, err := svc.Rollbacks.Create(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -90,7 +80,7 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 // rollbackResume gives a rollback whose chain of jobs was stranded
 // (cancelled, deleted, discarded) a job again, and says what it did. It is
 // idempotent: a request with a live job, or a finished one, is left alone.
-func rollbackResume(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func rollbackResume(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rollback resume", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	operator := fs.String("operator", getenv("USER"), "who resumes it (default: $USER)")
@@ -117,12 +107,8 @@ func rollbackResume(ctx context.Context, args []string, getenv func(string) stri
 	if *operator == "" {
 		*operator = "cli"
 	}
-	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
-		inserter, err := jobs.NewInserter(pool)
-		if err != nil {
-			return err
-		}
-		out, err := rollbacks.New(pool, inserter, 0).Resume(ctx, n, *operator)
+	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+		out, err := svc.Rollbacks.Resume(ctx, n, *operator)
 		if err != nil {
 			return err
 		}
