@@ -199,7 +199,7 @@ func TestRollbackBatchWorkerGivesUpOnItsLastAttempt(t *testing.T) {
 		return status, why
 	}
 
-	w := testWorker(t, &rollbackBatchWorker{pool: b.pool, rollbacks: b.rollbacks})
+	w := testWorker(t, &rollbackBatchWorker{campaigns: b.campaigns, rollbacks: b.rollbacks})
 	tx := b.tx(t)
 	job, err := w.Work(ctx, t, tx, rollbacks.RollbackBatchArgs{RollbackID: created.RollbackID}, nil)
 	require.Error(t, err)
@@ -321,7 +321,7 @@ func TestManualRollbackWorkerRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := workerSetup(t)
-	w := testWorker(t, &manualRollbackWorker{pool: b.pool, rollbacks: b.rollbacks, alerts: b.alerts})
+	w := testWorker(t, &manualRollbackWorker{rollbacks: b.rollbacks, alerts: b.alerts})
 	res, err := w.Work(ctx, t, b.tx(t), rollbacks.ManualRollbackArgs{Operator: "bob", SKU: "A1"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCancelled, res.EventKind)

@@ -297,23 +297,18 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 	require.Equal(t, rollbacks.Scope{Campaign: "bf"}, c.Rollback.Scope)
 	require.EqualValues(t, 100, c.Rollback.HeldRemaining)
 
-	// Play the rollback's chain, then the finish its last batch runs.
+	// Play the rollback's chain: its last batch finishes the campaign.
 	job := created.JobID
 	for range 5 {
-		var batch rollbacks.Batch
-		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
-			if batch, err = b.rollbacks.BatchTx(ctx, tx, created.RollbackID, job); err != nil {
-				return err
-			}
-			if batch.Finished {
-				return svc.FinishTx(ctx, tx, "bf", "system:campaign_end")
-			}
-			return nil
-		}))
+		batch, err := svc.RollbackBatch(ctx, created.RollbackID, job)
+		require.NoError(t, err)
 		if batch.Finished {
 			break
 		}
 		require.NotNil(t, batch.Next)
+		c, err := svc.Get(ctx, "bf")
+		require.NoError(t, err)
+		require.Equal(t, campaigns.StatusEnded, c.Status, "not finished while holds are left")
 		job = batch.Next.ID
 	}
 	c, err = svc.Get(ctx, "bf")
@@ -361,13 +356,8 @@ func TestEndBeforeStart(t *testing.T) {
 	require.Empty(t, got.Pools)
 	require.EqualValues(t, 10, b.stock(t, "A1", "main").Available, "nothing moved")
 
-	var batch rollbacks.Batch
-	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
-		if batch, err = b.rollbacks.BatchTx(ctx, tx, created.RollbackID, created.JobID); err != nil {
-			return err
-		}
-		return svc.FinishTx(ctx, tx, "later", "system:campaign_end")
-	}))
+	batch, err := svc.RollbackBatch(ctx, created.RollbackID, created.JobID)
+	require.NoError(t, err)
 	require.True(t, batch.Finished, "nothing was held")
 	require.Zero(t, batch.Released)
 	got, err = svc.Get(ctx, "later")
@@ -436,4 +426,37 @@ func TestResumeGivesEachStepAJob(t *testing.T) {
 		return nil
 	}))
 	require.ErrorIs(t, missing, domain.ErrNotFound)
+}
+
+// TestRollbackBatchFinishesOnlyACampaignEnd: an operator's rollback scoped
+// to an active campaign releases its holds through the same batches, but
+// only a campaign's end finishes the campaign.
+func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 10)
+	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5}))
+	require.NoError(t, svc.Start(ctx, "bf"))
+	_, err := b.hold("bf", "A1", 2)
+	require.NoError(t, err)
+	created, err := b.rollbacks.Create(ctx, rollbacks.Request{
+		Operator: "alice", Reason: "bad batch of orders", Scope: rollbacks.Scope{Campaign: "bf"}, Source: rollbacks.SourceCLI,
+	})
+	require.NoError(t, err)
+	accepted, err := b.rollbacks.Accept(ctx, created.JobID, time.Now(), rollbacks.ManualRollbackArgs{RollbackID: created.RollbackID})
+	require.NoError(t, err)
+	require.NotNil(t, accepted.JobID)
+	var job int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = 'rollback_batch'`).Scan(&job))
+
+	batch, err := svc.RollbackBatch(ctx, created.RollbackID, job)
+	require.NoError(t, err)
+	require.True(t, batch.Finished)
+	require.Equal(t, 1, batch.Released)
+	c, err := svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusActive, c.Status, "still on sale")
+	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"}}, c.Pools)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
 }
