@@ -148,6 +148,15 @@ func (b *bundle) status(t *testing.T, id uuid.UUID) string {
 	return r.Status
 }
 
+// pastExpiry moves the holds' expiry a second into the past, as if their
+// time had run out.
+func (b *bundle) pastExpiry(t *testing.T, ids ...uuid.UUID) {
+	t.Helper()
+	tag, err := b.pool.Exec(context.Background(), `UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = ANY($1)`, ids)
+	require.NoError(t, err)
+	require.EqualValues(t, len(ids), tag.RowsAffected())
+}
+
 // waitStatus waits until the hold has the status want.
 func (b *bundle) waitStatus(t *testing.T, id uuid.UUID, want string, within time.Duration) {
 	t.Helper()
@@ -212,9 +221,10 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 		b := setup(t, &setupOpts{sweepInterval: 500 * time.Millisecond, sweepGrace: time.Millisecond, expirySpan: -1})
 		b.stockIn(t, "A1", 10)
 		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
-			Client: "shop", IdempotencyKey: "lost", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 2}},
+			Client: "shop", IdempotencyKey: "lost", TTLSeconds: 600, Items: []inventory.Item{{SKU: "A1", Quantity: 2}},
 		})
 		require.NoError(t, err)
+		b.pastExpiry(t, r.ID)
 		b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 		var actor string
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT actor FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID).Scan(&actor))
@@ -230,11 +240,12 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 		var ids []uuid.UUID
 		for i := range 50 {
 			r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
-				Client: "shop", IdempotencyKey: fmt.Sprint("both-", i), TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 1}},
+				Client: "shop", IdempotencyKey: fmt.Sprint("both-", i), TTLSeconds: 600, Items: []inventory.Item{{SKU: "A1", Quantity: 1}},
 			})
 			require.NoError(t, err)
 			ids = append(ids, r.ID)
 		}
+		b.pastExpiry(t, ids...)
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			var held int
 			assert.NoError(c, b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE status = 'held'`).Scan(&held))

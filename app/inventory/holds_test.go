@@ -262,7 +262,7 @@ func TestReleaseItemsRacesConfirmsAndExpiry(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
+				time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond) // around the expiry of a third of them
 				var err error
 				switch (i + k) % 3 {
 				case 0:
