@@ -11,6 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,10 +29,12 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/webhooks"
 )
 
 var quietLog = slog.New(slog.DiscardHandler)
@@ -329,4 +334,58 @@ func TestManualRollbackWorkerRefuses(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM alerts WHERE kind = $1 AND subject = 'job:' || $2::bigint AND level = 'critical'`,
 		AlertManualRollbackRefused, res.Job.ID))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM rollback_requests`))
+}
+
+// TestWebhookDeliverWorkerSnoozesOnAFailingReceiver: a receiver that
+// fails is the subscription's business, so the delivery job snoozes until
+// its retry (not an attempt of its own) rather than fail; once the
+// receiver takes the batch the job completes with what it delivered as its
+// output.
+func TestWebhookDeliverWorkerSnoozesOnAFailingReceiver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := workerSetup(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	inserter, err := NewInserter(b.pool)
+	require.NoError(t, err)
+	svc := webhooks.New(b.pool, inserter, b.alerts, webhooks.Config{AllowPrivate: true, RetryBase: time.Minute, Log: quietLog})
+	var hook webhooks.Created
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+		hook, err = svc.CreateTx(ctx, tx, webhooks.Register{URL: receiver.URL, Events: []string{"*"}, Actor: "alice"})
+		return err
+	}))
+	b.stockIn(t, "A1", 5)
+	eventstest.WaitServed(t, b.pool)
+	w := testWorker(t, &webhookDeliverWorker{svc: svc})
+	tx := b.tx(t)
+
+	res, err := w.Work(ctx, t, tx, webhooks.DeliverArgs{WebhookID: hook.ID}, nil)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
+	require.WithinDuration(t, time.Now().Add(time.Minute), res.Job.ScheduledAt, 10*time.Second, "due when the retry is")
+	require.Zero(t, res.Job.Attempt, "a snooze gives its attempt back")
+	got, err := svc.Get(ctx, hook.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got.Failures)
+
+	failing.Store(false)
+	res, err = w.Work(ctx, t, tx, webhooks.DeliverArgs{WebhookID: hook.ID}, nil)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+	var out webhooks.Result
+	require.NoError(t, json.Unmarshal(res.Job.Output(), &out), "output: %s", res.Job.Output())
+	require.Equal(t, 1, out.Delivered, "the restock's stock.changed")
+	require.Equal(t, 1, out.Batches)
+	got, err = svc.Get(ctx, hook.ID)
+	require.NoError(t, err)
+	require.Zero(t, got.Failures)
 }
