@@ -35,7 +35,7 @@ func (WatchDiscardedArgs) Kind() string { return "watch_discarded" }
 
 // InsertOpts keeps one watch queued at a time.
 func (WatchDiscardedArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: MaxAttempts, UniqueOpts: river.UniqueOpts{ByState: notFinished}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByState: notFinished}}
 }
 
 // notFinished are the job states in which a periodic job counts as queued.

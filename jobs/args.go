@@ -111,7 +111,9 @@ func (f jsonField) omitted(v reflect.Value) bool {
 }
 
 // jsonFields maps the JSON names of struct type t's exported fields to them.
-// Args types are flat: embedded structs are not looked into.
+// The fields of an embedded struct without a JSON name are t's own, as
+// encoding/json promotes them (rollbacks.ManualRollbackArgs embeds its
+// Scope).
 func jsonFields(t reflect.Type) map[string]jsonField {
 	out := map[string]jsonField{}
 	if t == nil || t.Kind() != reflect.Struct {
@@ -119,11 +121,15 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 	}
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		if !sf.IsExported() {
+		tag := sf.Tag.Get("json")
+		if sf.Anonymous && sf.Type.Kind() == reflect.Struct && tag == "" {
+			for name, f := range jsonFields(sf.Type) {
+				f.index = append([]int{i}, f.index...)
+				out[name] = f
+			}
 			continue
 		}
-		tag := sf.Tag.Get("json")
-		if tag == "-" {
+		if !sf.IsExported() || tag == "-" {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")

@@ -60,9 +60,9 @@ func TestArgsMarshalledByGoDecode(t *testing.T) {
 	t.Parallel()
 	past := time.Now().Add(-time.Hour).UTC()
 	for _, args := range []river.JobArgs{
-		rollbacks.ManualRollbackArgs{RollbackID: 7, Operator: "alice", Reason: "r", ReservationIDs: []uuid.UUID{uuid.New()}},
-		rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "r", DryRun: true, SKU: "A1", Pool: "main", HeldBefore: &past},
-		rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "r", Campaign: "bf"},
+		rollbacks.ManualRollbackArgs{RollbackID: 7, Operator: "alice", Reason: "r", Scope: rollbacks.Scope{ReservationIDs: []uuid.UUID{uuid.New()}}},
+		rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "r", DryRun: true, Scope: rollbacks.Scope{SKU: "A1", Pool: "main", HeldBefore: &past}},
+		rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "r", Scope: rollbacks.Scope{Campaign: "bf"}},
 		rollbacks.RollbackBatchArgs{RollbackID: 1},
 		campaigns.CampaignStartArgs{Campaign: "bf"},
 		campaigns.CampaignEndArgs{Campaign: "bf"},

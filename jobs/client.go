@@ -20,6 +20,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/retention"
@@ -89,10 +90,6 @@ var routeQueues = river.JobInsertMiddlewareFunc(func(ctx context.Context, params
 	}
 	return doInner(ctx)
 })
-
-// MaxAttempts is every job kind's attempt budget: a job that fails its third
-// attempt is discarded, and a discarded job always raises an alert.
-const MaxAttempts = 3
 
 // RescueAfter is how long a job may run before River's rescuer (on the
 // leader, every 30 s) presumes its instance died and schedules it again,
@@ -194,7 +191,7 @@ type Config struct {
 // it to enqueue jobs inside their own transactions, independent of whether
 // this process works jobs.
 func NewInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
-	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: MaxAttempts, Middleware: []rivertype.Middleware{routeQueues}})
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: domain.MaxAttempts, Middleware: []rivertype.Middleware{routeQueues}})
 }
 
 // NewClient returns the River client that works every stockhold job kind
@@ -278,7 +275,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		},
 		Workers:      workers,
 		PeriodicJobs: periodic,
-		MaxAttempts:  MaxAttempts,
+		MaxAttempts:  domain.MaxAttempts,
 		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
 		ErrorHandler: &errorHandler{log: cfg.Log},
 		// Only for kinds registered without register (ExtraWorkers); River

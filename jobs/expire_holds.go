@@ -19,11 +19,6 @@ type ExpireHoldsArgs struct{}
 // Kind names the job in river_job.
 func (ExpireHoldsArgs) Kind() string { return "expire_holds" }
 
-// InsertOpts gives the job three attempts, like every kind.
-func (ExpireHoldsArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: MaxAttempts}
-}
-
 type expireHoldsWorker struct {
 	river.WorkerDefaults[ExpireHoldsArgs]
 	inv  *inventory.Service

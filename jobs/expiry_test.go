@@ -150,7 +150,7 @@ func TestQueueLayout(t *testing.T) {
 		{campaigns.CampaignStartArgs{Campaign: "soon"}, soon},
 		{campaigns.CampaignStartArgs{Campaign: "later"}, later},
 		{reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI}, time.Time{}},
-		{rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "test", SKU: "A1"}, time.Time{}},
+		{rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "test", Scope: rollbacks.Scope{SKU: "A1"}}, time.Time{}},
 		{jobs.ExpireHoldsArgs{}, time.Time{}},
 	} {
 		_, err := inserter.Insert(ctx, p.args, &river.InsertOpts{ScheduledAt: p.at})

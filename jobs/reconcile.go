@@ -31,7 +31,6 @@ func (w *reconcileWorker) Work(ctx context.Context, job *river.Job[reconcile.Rec
 // is not added (requested runs differ by run id, so they are never merged).
 func periodicReconcile() (river.JobArgs, *river.InsertOpts) {
 	return reconcile.ReconcileArgs{Trigger: reconcile.TriggerPeriodic}, &river.InsertOpts{
-		MaxAttempts: MaxAttempts,
-		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByState: notFinished},
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: notFinished},
 	}
 }

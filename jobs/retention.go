@@ -17,7 +17,7 @@ func (RetentionArgs) Kind() string { return "retention" }
 
 // InsertOpts keeps one run queued at a time.
 func (RetentionArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: MaxAttempts, UniqueOpts: river.UniqueOpts{ByState: notFinished}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByState: notFinished}}
 }
 
 type retentionWorker struct {

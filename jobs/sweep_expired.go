@@ -18,7 +18,7 @@ func (SweepExpiredArgs) Kind() string { return "sweep_expired" }
 
 // InsertOpts keeps one sweep queued at a time.
 func (SweepExpiredArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: MaxAttempts, UniqueOpts: river.UniqueOpts{ByState: notFinished}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByState: notFinished}}
 }
 
 type sweepExpiredWorker struct {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/riverqueue/river"
-
 	"github.com/stockhold/stockhold/app/db"
 )
 
@@ -20,9 +18,6 @@ type DeliverAlertArgs struct {
 
 // Kind names the job in river_job.
 func (DeliverAlertArgs) Kind() string { return "deliver_alert" }
-
-// InsertOpts gives delivery three attempts, like every job.
-func (DeliverAlertArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
 
 // Webhook is the body POSTed for each alert.
 type Webhook struct {

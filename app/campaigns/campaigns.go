@@ -59,9 +59,9 @@ type CampaignStartArgs struct {
 // Kind names the job in river_job.
 func (CampaignStartArgs) Kind() string { return "campaign_start" }
 
-// InsertOpts makes the job unique per campaign, with three attempts.
+// InsertOpts makes the job unique per campaign.
 func (CampaignStartArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 // Validate checks that the job names a campaign.
@@ -75,9 +75,9 @@ type CampaignEndArgs struct {
 // Kind names the job in river_job.
 func (CampaignEndArgs) Kind() string { return "campaign_end" }
 
-// InsertOpts makes the job unique per campaign, with three attempts.
+// InsertOpts makes the job unique per campaign.
 func (CampaignEndArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 // Validate checks that the job names a campaign.

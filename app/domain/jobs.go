@@ -8,6 +8,12 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
+// MaxAttempts is every job kind's attempt budget. River's clients
+// (jobs.NewInserter, jobs.NewClient) give it to every job they insert, so
+// no args type repeats it; a job that fails its third attempt is discarded,
+// and a discarded job always raises an alert.
+const MaxAttempts = 3
+
 // JobInserter inserts River jobs inside a caller's transaction, so that a
 // job exists if and only if the change that needs it committed. A
 // *river.Client[pgx.Tx] is one; an insert-only client (no queues, never

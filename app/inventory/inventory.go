@@ -156,9 +156,9 @@ type ReleaseHoldArgs struct {
 // Kind names the job in river_job.
 func (ReleaseHoldArgs) Kind() string { return "release_hold" }
 
-// InsertOpts makes the job unique per hold with at most three attempts.
+// InsertOpts makes the job unique per hold.
 func (ReleaseHoldArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 // Line is one (sku, pool) of a reservation, quantities summed.

@@ -5,8 +5,6 @@
 package reconcile
 
 import (
-	"github.com/riverqueue/river"
-
 	"github.com/stockhold/stockhold/app/domain"
 )
 
@@ -29,9 +27,6 @@ type ReconcileArgs struct {
 
 // Kind names the job in river_job.
 func (ReconcileArgs) Kind() string { return "reconcile" }
-
-// InsertOpts gives the job three attempts.
-func (ReconcileArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
 
 // Validate checks what no retry could mend: a requested run is named by a
 // positive id (it keeps the trigger and SKUs recorded when it was asked

@@ -54,13 +54,9 @@ const Actor = "system:reconcile"
 
 // MaxRetries is how many times reconciliation re-enqueues one discarded
 // job. River adds an attempt to a job each time it is retried after using
-// up its attempts, so a job's max_attempts beyond jobAttempts counts its
-// retries (a retry from the job dashboard counts too).
+// up its attempts, so a job's max_attempts beyond domain.MaxAttempts counts
+// its retries (a retry from the job dashboard counts too).
 const MaxRetries = 2
-
-// jobAttempts is every job kind's attempt budget (jobs.MaxAttempts, which
-// this package cannot import: jobs calls into it).
-const jobAttempts = 3
 
 // releaseBatch is how many stuck holds one transaction releases.
 const releaseBatch = inventory.SweepBatch

@@ -3,9 +3,6 @@ package rollbacks
 import (
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/riverqueue/river"
-
 	"github.com/stockhold/stockhold/app/domain"
 )
 
@@ -16,22 +13,16 @@ import (
 // strictly: a misspelt field or a value of the wrong type cancels the job
 // with an alert rather than falling back to a default.
 type ManualRollbackArgs struct {
-	RollbackID     int64       `json:"rollback_id,omitempty"`
-	Operator       string      `json:"operator"`
-	Reason         string      `json:"reason"`
-	DryRun         bool        `json:"dry_run"`
-	ReservationIDs []uuid.UUID `json:"reservation_ids,omitempty"`
-	Campaign       string      `json:"campaign,omitempty"`
-	SKU            string      `json:"sku,omitempty"`
-	Pool           string      `json:"pool,omitempty"`
-	HeldBefore     *time.Time  `json:"held_before,omitempty"`
+	RollbackID int64  `json:"rollback_id,omitempty"`
+	Operator   string `json:"operator"`
+	Reason     string `json:"reason"`
+	DryRun     bool   `json:"dry_run"`
+	// Scope's fields sit beside the others in the JSON.
+	Scope
 }
 
 // Kind names the job in river_job.
 func (ManualRollbackArgs) Kind() string { return "manual_rollback" }
-
-// InsertOpts gives the job three attempts.
-func (ManualRollbackArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
 
 // Validate checks what no retry could mend: who, why and exactly one scope.
 // Whether held_before lies after the job was enqueued is checked when the
@@ -47,7 +38,7 @@ func (a ManualRollbackArgs) Validate() error {
 func (a ManualRollbackArgs) request() Request {
 	return Request{
 		Operator: a.Operator, Reason: a.Reason, DryRun: a.DryRun, Source: SourceSQL,
-		Scope: Scope{ReservationIDs: a.ReservationIDs, Campaign: a.Campaign, SKU: a.SKU, Pool: a.Pool, HeldBefore: a.HeldBefore},
+		Scope: a.Scope,
 	}
 }
 
@@ -62,9 +53,6 @@ type RollbackBatchArgs struct {
 
 // Kind names the job in river_job.
 func (RollbackBatchArgs) Kind() string { return "rollback_batch" }
-
-// InsertOpts gives the job three attempts.
-func (RollbackBatchArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
 
 // Validate checks that the batch names a request.
 func (a RollbackBatchArgs) Validate() error {

@@ -242,9 +242,7 @@ func (s *Service) CreateOnce(ctx context.Context, key idempotency.Key, req Reque
 func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, req Request) (Created, error) {
 	return s.record(ctx, tx, req, func(id int64) (int64, error) {
 		res, err := s.jobs.InsertTx(ctx, tx, ManualRollbackArgs{
-			RollbackID: id, Operator: req.Operator, Reason: req.Reason, DryRun: req.DryRun,
-			ReservationIDs: req.Scope.ReservationIDs, Campaign: req.Scope.Campaign,
-			SKU: req.Scope.SKU, Pool: req.Scope.Pool, HeldBefore: req.Scope.HeldBefore,
+			RollbackID: id, Operator: req.Operator, Reason: req.Reason, DryRun: req.DryRun, Scope: req.Scope,
 		}, nil)
 		if err != nil {
 			return 0, fmt.Errorf("enqueue manual_rollback: %w", err)

@@ -251,9 +251,9 @@ var liveStates = []rivertype.JobState{
 	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
 }
 
-// InsertOpts keeps one delivery job per subscription, with three attempts.
+// InsertOpts keeps one delivery job per subscription.
 func (DeliverArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
 }
 
 // Validate checks that the job names a webhook.
@@ -271,6 +271,3 @@ type DispatchArgs struct{}
 
 // Kind names the job in river_job.
 func (DispatchArgs) Kind() string { return "webhook_dispatch" }
-
-// InsertOpts gives the job three attempts, like every kind.
-func (DispatchArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
