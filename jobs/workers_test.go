@@ -29,6 +29,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -74,7 +75,7 @@ func (b *workerBundle) tx(t *testing.T) pgx.Tx {
 
 func testWorker[T river.JobArgs](t *testing.T, w river.Worker[T]) *rivertest.Worker[T, pgx.Tx] {
 	t.Helper()
-	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{MaxAttempts: MaxAttempts, Logger: quietLog}, w)
+	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{MaxAttempts: domain.MaxAttempts, Logger: quietLog}, w)
 }
 
 // lastError is the error the job's last attempt recorded (a cancelled or
@@ -327,7 +328,7 @@ func TestManualRollbackWorkerRefuses(t *testing.T) {
 	ctx := context.Background()
 	b := workerSetup(t)
 	w := testWorker(t, &manualRollbackWorker{rollbacks: b.rollbacks, alerts: b.alerts})
-	res, err := w.Work(ctx, t, b.tx(t), rollbacks.ManualRollbackArgs{Operator: "bob", SKU: "A1"}, nil)
+	res, err := w.Work(ctx, t, b.tx(t), rollbacks.ManualRollbackArgs{Operator: "bob", Scope: rollbacks.Scope{SKU: "A1"}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCancelled, res.EventKind)
 	require.Contains(t, lastError(t, res.Job), "reason is required")

@@ -346,7 +346,7 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 		})
 		return out, err
 	}
-	dry, err := accept(1001, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "what if", SKU: "A1", DryRun: true})
+	dry, err := accept(1001, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "what if", DryRun: true, Scope: rollbacks.Scope{SKU: "A1"}})
 	require.NoError(t, err)
 	require.Equal(t, rollbacks.StatusSucceeded, dry.Status)
 	require.Equal(t, rollbacks.SourceSQL, dry.Source)
@@ -358,21 +358,21 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job`), "nor enqueues a batch")
 
 	// The same job accepted again (retried) finds its request.
-	again, err := accept(1001, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "what if", SKU: "A1", DryRun: true})
+	again, err := accept(1001, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "what if", DryRun: true, Scope: rollbacks.Scope{SKU: "A1"}})
 	require.NoError(t, err)
 	require.Equal(t, dry.ID, again.ID)
 
-	real, err := accept(1002, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "for real", SKU: "A1"})
+	real, err := accept(1002, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "for real", Scope: rollbacks.Scope{SKU: "A1"}})
 	require.NoError(t, err)
 	require.Equal(t, rollbacks.StatusRunning, real.Status)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'rollback_batch'`), "its first batch")
 
 	for _, args := range []rollbacks.ManualRollbackArgs{
-		{Reason: "no operator", SKU: "A1"},
-		{Operator: "bob", SKU: "A1"},
+		{Reason: "no operator", Scope: rollbacks.Scope{SKU: "A1"}},
+		{Operator: "bob", Scope: rollbacks.Scope{SKU: "A1"}},
 		{Operator: "bob", Reason: "no scope"},
-		{Operator: "bob", Reason: "later", SKU: "A1", HeldBefore: new(enqueued.Add(time.Minute))},
-		{RollbackID: 424242, Operator: "bob", Reason: "gone", SKU: "A1"},
+		{Operator: "bob", Reason: "later", Scope: rollbacks.Scope{SKU: "A1", HeldBefore: new(enqueued.Add(time.Minute))}},
+		{RollbackID: 424242, Operator: "bob", Reason: "gone", Scope: rollbacks.Scope{SKU: "A1"}},
 	} {
 		_, err := accept(2000, args)
 		require.ErrorIs(t, err, rollbacks.ErrRefused, "%+v", args)
