@@ -109,7 +109,7 @@ func (s *Service) RaiseTx(ctx context.Context, tx pgx.Tx, r Raise) (Alert, error
 		details = []byte("{}")
 	}
 	row, err := db.New(tx).AlertRaise(ctx, db.AlertRaiseParams{
-		Level: r.Level, Kind: r.Kind, Subject: r.Subject, Sku: optional(r.SKU), Pool: optional(r.Pool),
+		Level: r.Level, Kind: r.Kind, Subject: r.Subject, Sku: domain.Optional(r.SKU), Pool: domain.Optional(r.Pool),
 		Details: details, SuggestedAction: r.Action, RepageAfterMs: s.repageAfter.Milliseconds(),
 	})
 	if err != nil {
@@ -184,13 +184,6 @@ func (s *Service) Ack(ctx context.Context, id int64, operator string) (Alert, er
 		return Alert{}, err
 	}
 	return newAlert(row), nil
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // Resolve closes the open or acknowledged alert of kind about subject, when

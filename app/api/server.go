@@ -83,7 +83,6 @@ func New(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.TrustedProxies)
-	e.Use(middleware.Recover())
 	e.Use(requestID())
 	e.Use(s.requestLogger())
 	e.Use(browserHeaders())
@@ -95,6 +94,11 @@ func New(d Deps) *echo.Echo {
 		// gone, the request's deadline, or the pool's and the database's.
 		ErrorHandler: func(err error, c echo.Context) error { return problemOf(c.Request().Context(), err) },
 	}))
+	// Innermost: a panic is answered while the request's context is live
+	// (the timeout middleware cancels it on the way out, which would read
+	// as a client gone), and still gets its request log line and its
+	// latency, as a 500.
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic}))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -197,6 +201,14 @@ func plainToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// logPanic logs a handler's panic with its stack; the error handler then
+// answers 500, as for any bug.
+func (s *server) logPanic(c echo.Context, err error, stack []byte) error {
+	s.log.ErrorContext(c.Request().Context(), "handler panicked", "method", c.Request().Method,
+		"path", c.Request().URL.Path, "panic", err.Error(), "stack", string(stack))
+	return err
 }
 
 // requestLogger logs each request once with slog and records its latency.

@@ -367,7 +367,7 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 				return rollbacks.Created{}, err
 			}
 		}
-		return rollbacks.Created{RollbackID: rb.ID, JobID: deref(rb.JobID)}, nil
+		return rollbacks.Created{RollbackID: rb.ID, JobID: domain.Value(rb.JobID)}, nil
 	}
 	if _, err := q.CampaignSetStatus(ctx, db.CampaignSetStatusParams{Status: StatusEnded, EndedBy: &operator, EndReason: &reason, ID: id}); err != nil {
 		return rollbacks.Created{}, err
@@ -456,13 +456,6 @@ func (s *Service) FinishTx(ctx context.Context, tx pgx.Tx, id, actor string) err
 		}
 	}
 	return nil
-}
-
-func deref(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // ResumeTx gives campaign id's next step a job when it has none, inside the

@@ -2,7 +2,6 @@ package domain
 
 import (
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -48,14 +47,4 @@ func ValidText(what, s string, max int) error {
 		return Invalid("%s contains a control character", what)
 	}
 	return nil
-}
-
-// UTC returns t in UTC (nil stays nil): the API answers in UTC whatever
-// the server's time zone.
-func UTC(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

@@ -198,25 +198,11 @@ func (s *Service) whyNot(ctx context.Context, l Line) error {
 		return err
 	case row.Status == StockPaused:
 		return &domain.Error{Code: domain.CodeSKUPaused, SKU: l.SKU, Pool: l.Pool,
-			Detail: fmt.Sprintf("SKU %q (pool %s) is paused: %s", l.SKU, l.Pool, deref(row.PausedReason))}
+			Detail: fmt.Sprintf("SKU %q (pool %s) is paused: %s", l.SKU, l.Pool, domain.Value(row.PausedReason))}
 	default:
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
 			Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, row.Available, l.Quantity)}
 	}
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // holdCall is one caller's hold waiting for its batch.

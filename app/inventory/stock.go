@@ -153,7 +153,7 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	}
 	err = appendLedger(ctx, q, db.LedgerAppendParams{
 		Sku: a.SKU, Pool: a.Pool, Kind: kind, DeltaTotal: a.Delta, DeltaAvailable: a.Delta,
-		Actor: a.Actor, Reason: optional(a.Reason), Ref: optional(a.Ref),
+		Actor: a.Actor, Reason: domain.Optional(a.Reason), Ref: domain.Optional(a.Ref),
 	})
 	if err != nil {
 		return Stock{}, err

@@ -68,6 +68,6 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 func appendTransfer(ctx context.Context, q *db.Queries, t Transfer, pool string, delta int64) error {
 	return appendLedger(ctx, q, db.LedgerAppendParams{
 		Sku: t.SKU, Pool: pool, Kind: "transfer", DeltaTotal: delta, DeltaAvailable: delta,
-		Actor: t.Actor, Reason: optional(t.Reason), Ref: optional(t.Ref),
+		Actor: t.Actor, Reason: domain.Optional(t.Reason), Ref: domain.Optional(t.Ref),
 	})
 }

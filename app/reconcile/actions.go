@@ -104,7 +104,7 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 		checks = append(checks, "counters vs ledger")
 		details["ledger"] = r.ledgerDetails()
 	}
-	action := "left paused (" + deref(st.PausedReason) + "); no stock moved"
+	action := "left paused (" + domain.Value(st.PausedReason) + "); no stock moved"
 	if st.Status == inventory.StockOnSale {
 		reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
 		if err := inventory.PauseTx(ctx, tx, inventory.Switch{SKU: r.sku, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
@@ -336,11 +336,4 @@ func rawOrNull(s string) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return json.RawMessage(s)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

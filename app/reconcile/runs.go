@@ -72,7 +72,7 @@ func newRun(r db.ReconcileRun, findings []db.ReconcileFinding) Run {
 	out := Run{
 		ID: r.ID, Status: r.Status, Trigger: r.Trigger, SKUs: r.Skus, RowsChecked: r.RowsChecked,
 		AutoFixed: r.AutoFixed, Retried: r.Retried, HighRisk: r.HighRisk, Error: r.Error,
-		CreatedAt: r.CreatedAt.UTC(), StartedAt: utc(r.StartedAt), FinishedAt: utc(r.FinishedAt),
+		CreatedAt: r.CreatedAt.UTC(), StartedAt: domain.UTC(r.StartedAt), FinishedAt: domain.UTC(r.FinishedAt),
 		Findings: Findings{AutoFix: []Finding{}, Retry: []Finding{}, HighRisk: []Finding{}},
 	}
 	for _, f := range findings {
@@ -90,14 +90,6 @@ func newRun(r db.ReconcileRun, findings []db.ReconcileFinding) Run {
 		}
 	}
 	return out
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 // Get returns run id with its findings.
