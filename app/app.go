@@ -30,6 +30,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/console"
+	"github.com/stockhold/stockhold/app/dbtypes"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
@@ -97,7 +98,7 @@ func connect(ctx context.Context, url string, maxConns int32, connectTimeout tim
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	Instrument(cfg)
-	cfg.AfterConnect = registerTypes
+	cfg.AfterConnect = dbtypes.Register
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

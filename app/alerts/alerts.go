@@ -80,8 +80,8 @@ func newAlert(a db.Alert) Alert {
 	return Alert{
 		ID: a.ID, Level: a.Level, Kind: a.Kind, Subject: a.Subject, SKU: a.Sku, Pool: a.Pool,
 		Details: a.Details, SuggestedAction: a.SuggestedAction, Status: a.Status,
-		FirstSeenAt: a.FirstSeenAt.UTC(), LastSeenAt: a.LastSeenAt.UTC(), Occurrences: a.Occurrences,
-		AckedBy: a.AckedBy, AckedAt: domain.UTC(a.AckedAt), DeliveredAt: domain.UTC(a.DeliveredAt),
+		FirstSeenAt: a.FirstSeenAt, LastSeenAt: a.LastSeenAt, Occurrences: a.Occurrences,
+		AckedBy: a.AckedBy, AckedAt: a.AckedAt, DeliveredAt: a.DeliveredAt,
 	}
 }
 

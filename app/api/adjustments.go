@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -53,13 +55,8 @@ func (s *server) adjustStockInBulk(c echo.Context) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
-	once, err := onceKey(c, key, body)
-	if err != nil {
-		return err
-	}
-	res, replayed, err := s.Inventory.AdjustManyOnce(c.Request().Context(), once, b)
-	if err != nil {
-		return err
-	}
-	return answerOnce(c, http.StatusOK, bulkAnswer{SKUs: res.SKUs}, replayed)
+	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (bulkAnswer, bool, error) {
+		res, replayed, err := s.Inventory.AdjustManyOnce(ctx, k, b)
+		return bulkAnswer{SKUs: res.SKUs}, replayed, err
+	})
 }

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/idempotency"
 )
 
 type campaignBody struct {
@@ -31,15 +33,9 @@ func (s *server) createCampaign(c echo.Context) error {
 		ID: body.ID, StartsAt: body.StartsAt, EndsAt: body.EndsAt, HoldTTLSeconds: body.HoldTTLSeconds,
 		MaxPerOrder: body.MaxPerOrder, Allotments: body.Allotments, Actor: caller(c).Name,
 	}
-	once, err := onceKey(c, key, body)
-	if err != nil {
-		return err
-	}
-	out, replayed, err := s.Campaigns.CreateOnce(c.Request().Context(), once, create)
-	if err != nil {
-		return err
-	}
-	return answerOnce(c, http.StatusCreated, out, replayed)
+	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (campaigns.Campaign, bool, error) {
+		return s.Campaigns.CreateOnce(ctx, k, create)
+	})
 }
 
 func (s *server) getCampaign(c echo.Context) error {

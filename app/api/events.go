@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/webhooks"
 )
@@ -90,15 +92,9 @@ func (s *server) createWebhook(c echo.Context) error {
 		return err
 	}
 	r := webhooks.Register{URL: body.URL, Events: body.Events, Actor: caller(c).Name}
-	once, err := onceKey(c, key, body)
-	if err != nil {
-		return err
-	}
-	out, replayed, err := s.Webhooks.CreateOnce(c.Request().Context(), once, r)
-	if err != nil {
-		return err
-	}
-	return answerOnce(c, http.StatusCreated, out, replayed)
+	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (webhooks.Created, bool, error) {
+		return s.Webhooks.CreateOnce(ctx, k, r)
+	})
 }
 
 type webhookList struct {

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
 
@@ -30,15 +32,9 @@ func (s *server) createReconciliation(c echo.Context) error {
 	if body.SKUs != nil && len(body.SKUs) == 0 {
 		return domain.Invalid("skus is empty: leave it out to check every SKU")
 	}
-	once, err := onceKey(c, key, body)
-	if err != nil {
-		return err
-	}
-	req, replayed, err := s.Reconcile.RequestOnce(c.Request().Context(), once, reconcile.TriggerHTTP, body.SKUs)
-	if err != nil {
-		return err
-	}
-	return answerOnce(c, http.StatusAccepted, req, replayed)
+	return once(c, key, body, http.StatusAccepted, func(ctx context.Context, k idempotency.Key) (reconcile.Requested, bool, error) {
+		return s.Reconcile.RequestOnce(ctx, k, reconcile.TriggerHTTP, body.SKUs)
+	})
 }
 
 func (s *server) getLatestReconciliation(c echo.Context) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
@@ -151,16 +152,11 @@ func (s *server) releaseReservation(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		once, err := onceKey(c, key, body)
-		if err != nil {
-			return err
-		}
-		r, replayed, err := s.Inventory.ReleaseItemsOnce(c.Request().Context(), once, id, by, body.Reason, items)
+		err = once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Reservation, bool, error) {
+			return s.Inventory.ReleaseItemsOnce(ctx, k, id, by, body.Reason, items)
+		})
 		metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
-		if err != nil {
-			return err
-		}
-		return answerOnce(c, http.StatusOK, r, replayed)
+		return err
 	}
 	r, err := s.Inventory.ReleaseItems(c.Request().Context(), id, by, body.Reason, items)
 	metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()

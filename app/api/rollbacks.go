@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -62,15 +64,9 @@ func (s *server) createRollback(c echo.Context) error {
 	req := rollbacks.Request{
 		Operator: body.Operator, Reason: body.Reason, DryRun: body.DryRun, Source: rollbacks.SourceHTTP, Scope: scope,
 	}
-	once, err := onceKey(c, key, body)
-	if err != nil {
-		return err
-	}
-	out, replayed, err := s.Rollbacks.CreateOnce(c.Request().Context(), once, req)
-	if err != nil {
-		return err
-	}
-	return answerOnce(c, http.StatusAccepted, out, replayed)
+	return once(c, key, body, http.StatusAccepted, func(ctx context.Context, k idempotency.Key) (rollbacks.Created, bool, error) {
+		return s.Rollbacks.CreateOnce(ctx, k, req)
+	})
 }
 
 func (s *server) getRollback(c echo.Context) error {

@@ -34,36 +34,32 @@ func (s *server) adjustStock(c echo.Context) error {
 		return err
 	}
 	a := inventory.Adjustment{SKU: sku, Pool: body.Pool, Delta: body.Delta, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
-	once, err := onceKey(c, key, body)
-	if err != nil {
-		return err
-	}
-	st, replayed, err := s.Inventory.AdjustOnce(c.Request().Context(), once, a)
-	if err != nil {
-		return err
-	}
-	return answerOnce(c, http.StatusOK, st, replayed)
+	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Stock, bool, error) {
+		return s.Inventory.AdjustOnce(ctx, k, a)
+	})
 }
 
-// onceKey is the idempotency key of a request: the caller, the
-// Idempotency-Key, and the method, path and decoded body, so that the same
-// key with another body is refused (422) rather than replayed.
-func onceKey(c echo.Context, key string, body any) (idempotency.Key, error) {
+// once answers an idempotent request: call runs with the request's
+// idempotency key (the caller, the Idempotency-Key, and the method, path
+// and decoded body, so that the same key with another body is a 422), and
+// its result is answered with status, first or replayed (then with
+// Idempotent-Replayed: true).
+func once[T any](c echo.Context, key string, body any, status int,
+	call func(context.Context, idempotency.Key) (T, bool, error)) error {
 	raw, err := json.Marshal(body)
 	if err != nil {
-		return idempotency.Key{}, err
+		return err
 	}
 	r := c.Request()
-	return idempotency.NewKey(caller(c).Name, key, []byte(r.Method), []byte(r.URL.Path), raw), nil
-}
-
-// answerOnce answers an idempotent request, first or replayed (with
-// Idempotent-Replayed: true).
-func answerOnce(c echo.Context, status int, v any, replayed bool) error {
+	k := idempotency.NewKey(caller(c).Name, key, []byte(r.Method), []byte(r.URL.Path), raw)
+	out, replayed, err := call(r.Context(), k)
+	if err != nil {
+		return err
+	}
 	if replayed {
 		c.Response().Header().Set("Idempotent-Replayed", "true")
 	}
-	return c.JSON(status, v)
+	return c.JSON(status, out)
 }
 
 func (s *server) getStock(c echo.Context) error {

@@ -237,10 +237,10 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 		return Campaign{}, domain.NotFound(err, "campaign")
 	}
 	out := Campaign{
-		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt.UTC(), EndsAt: c.EndsAt.UTC(),
-		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, MaxPerOrder: c.MaxPerOrder, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt.UTC(),
-		StartedAt: domain.UTC(c.StartedAt), EndedAt: domain.UTC(c.EndedAt), EndedBy: c.EndedBy, EndReason: c.EndReason,
-		RolledBackAt: domain.UTC(c.RolledBackAt),
+		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt, EndsAt: c.EndsAt,
+		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, MaxPerOrder: c.MaxPerOrder, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt,
+		StartedAt: c.StartedAt, EndedAt: c.EndedAt, EndedBy: c.EndedBy, EndReason: c.EndReason,
+		RolledBackAt: c.RolledBackAt,
 		Allotments:   []Allotment{}, Pools: []Pool{},
 	}
 	allot, err := q.CampaignAllotments(ctx, id)

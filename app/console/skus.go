@@ -90,7 +90,7 @@ func movements(rows []db.Ledger) []inventory.Movement {
 	out := make([]inventory.Movement, len(rows))
 	for i, r := range rows {
 		out[i] = inventory.Movement{
-			ID: r.ID, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
+			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
 			Actor: r.Actor, Reason: r.Reason, Ref: r.Ref,
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dbtypes"
 	"github.com/stockhold/stockhold/app/schema"
 	"github.com/stockhold/stockhold/migrations"
 )
@@ -116,6 +117,7 @@ func NewWithOptions(t testing.TB, opts *Options) *pgxpool.Pool {
 	require.NoError(t, err)
 	cfg.ConnConfig.Database = name
 	cfg.MaxConns = 20
+	cfg.AfterConnect = dbtypes.Register // as the app's pools
 	if configure != nil {
 		configure(cfg)
 	}

@@ -1,7 +1,5 @@
 package domain
 
-import "time"
-
 // sqlc scans a nullable column into a pointer; these convert at that edge.
 
 // Optional returns s, or nil when it is empty: optional text as a nullable
@@ -20,14 +18,4 @@ func Value[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-// UTC returns t in UTC (nil stays nil): the API answers in UTC whatever
-// the server's time zone.
-func UTC(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

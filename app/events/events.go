@@ -141,7 +141,7 @@ func expand(r db.EventRowsAfterRow) []Event {
 	}
 	at := func(n int, typ string, data map[string]any) Event {
 		p := Position{Xid: *r.FeedXid, ID: r.ID, N: n}
-		e := Event{ID: p.String(), Type: typ, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool, Data: data, Position: p}
+		e := Event{ID: p.String(), Type: typ, At: r.At, SKU: r.Sku, Pool: r.Pool, Data: data, Position: p}
 		if n == slotOwn {
 			// A change of a pool is no one hold's, even when a hold made it.
 			e.ReservationID = r.ReservationID

@@ -132,7 +132,7 @@ func (s *Service) Stats(ctx context.Context, window time.Duration) (Stats, error
 	if err != nil {
 		return Stats{}, err
 	}
-	asOf := open.AsOf.UTC()
+	asOf := open.AsOf
 	return Stats{
 		AsOf: asOf,
 		Window: StatsWindow{

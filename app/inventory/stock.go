@@ -43,7 +43,7 @@ type Stock struct {
 func newPool(r db.Stock) Pool {
 	return Pool{
 		Pool: r.Pool, Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
-		Status: r.Status, PausedReason: r.PausedReason, LowThreshold: r.LowThreshold, UpdatedAt: r.UpdatedAt.UTC(),
+		Status: r.Status, PausedReason: r.PausedReason, LowThreshold: r.LowThreshold, UpdatedAt: r.UpdatedAt,
 	}
 }
 
@@ -324,7 +324,7 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 	page.Movements = make([]Movement, len(rows))
 	for i, r := range rows {
 		page.Movements[i] = Movement{
-			ID: r.ID, At: r.At.UTC(), SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
+			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
 			Actor: r.Actor, Reason: r.Reason, Ref: r.Ref,
 		}

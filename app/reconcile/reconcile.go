@@ -147,10 +147,7 @@ func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
 		started, err := q.ReconcileRunStart(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			row, err = q.ReconcileRunGet(ctx, id)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return domain.Missing(fmt.Sprintf("reconciliation run %d", id))
-			}
-			return err // nil: it succeeded before
+			return domain.NotFound(err, fmt.Sprintf("reconciliation run %d", id)) // nil: it succeeded before
 		}
 		if err != nil {
 			return fmt.Errorf("start reconciliation run %d: %w", id, err)

@@ -72,13 +72,13 @@ func newRun(r db.ReconcileRun, findings []db.ReconcileFinding) Run {
 	out := Run{
 		ID: r.ID, Status: r.Status, Trigger: r.Trigger, SKUs: r.Skus, RowsChecked: r.RowsChecked,
 		AutoFixed: r.AutoFixed, Retried: r.Retried, HighRisk: r.HighRisk, Error: r.Error,
-		CreatedAt: r.CreatedAt.UTC(), StartedAt: domain.UTC(r.StartedAt), FinishedAt: domain.UTC(r.FinishedAt),
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Findings: Findings{AutoFix: []Finding{}, Retry: []Finding{}, HighRisk: []Finding{}},
 	}
 	for _, f := range findings {
 		x := Finding{
 			ID: f.ID, Class: f.Class, Kind: f.Kind, SKU: f.Sku, Pool: f.Pool, ReservationID: f.ReservationID,
-			JobID: f.JobID, Details: f.Details, Action: f.Action, CreatedAt: f.CreatedAt.UTC(),
+			JobID: f.JobID, Details: f.Details, Action: f.Action, CreatedAt: f.CreatedAt,
 		}
 		switch f.Class {
 		case ClassAutoFix:

@@ -197,10 +197,10 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 	}
 	return Rollback{
 		ID: r.ID, Status: r.Status, Operator: r.Operator, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
-		Source: r.Source, RequestedAt: r.RequestedAt.UTC(), ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
+		Source: r.Source, RequestedAt: r.RequestedAt, ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
 		MatchedCount: r.MatchedCount, MatchedUnits: r.MatchedUnits, Batches: r.Batches, JobID: r.JobID,
-		Error: r.Error, Resumes: r.Resumes, ResumedAt: domain.UTC(r.ResumedAt), ResumedBy: r.ResumedBy,
-		CreatedAt: r.CreatedAt.UTC(), StartedAt: domain.UTC(r.StartedAt), FinishedAt: domain.UTC(r.FinishedAt),
+		Error: r.Error, Resumes: r.Resumes, ResumedAt: r.ResumedAt, ResumedBy: r.ResumedBy,
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 	}, nil
 }
 

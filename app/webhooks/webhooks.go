@@ -120,9 +120,9 @@ func cursorOf(w db.Webhook) events.Position {
 
 func view(ctx context.Context, q *db.Queries, w db.Webhook) (Webhook, error) {
 	out := Webhook{
-		ID: w.ID, URL: w.Url, Events: w.Events, CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt.UTC(),
-		LastEventID: cursorOf(w).String(), DeliveredAt: domain.UTC(w.DeliveredAt), DeliveredEvents: w.DeliveredEvents,
-		Failures: w.Failures, FailingSince: domain.UTC(w.FailingSince), LastError: w.LastError,
+		ID: w.ID, URL: w.Url, Events: w.Events, CreatedBy: w.CreatedBy, CreatedAt: w.CreatedAt,
+		LastEventID: cursorOf(w).String(), DeliveredAt: w.DeliveredAt, DeliveredEvents: w.DeliveredEvents,
+		Failures: w.Failures, FailingSince: w.FailingSince, LastError: w.LastError,
 	}
 	at, err := q.WebhookOldestPending(ctx, w.CursorXid, w.CursorID)
 	switch {
@@ -130,7 +130,7 @@ func view(ctx context.Context, q *db.Queries, w db.Webhook) (Webhook, error) {
 	case err != nil:
 		return Webhook{}, fmt.Errorf("read webhook %d's lag: %w", w.ID, err)
 	default:
-		out.OldestPendingAt = domain.UTC(&at)
+		out.OldestPendingAt = &at
 	}
 	return out, nil
 }

@@ -1,0 +1,4 @@
+package dbtypes
+
+// EncodeUUID is encodeUUID, for the external tests.
+type EncodeUUID = encodeUUID
