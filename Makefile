@@ -6,6 +6,9 @@ export PATH := $(PATH):/usr/local/go/bin
 
 SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# testifylint with its default checkers: among them go-require (no require
+# off the test goroutine), error-is-as, float-compare, expected-actual.
+TESTIFYLINT := go run github.com/Antonboom/testifylint@v1.6.4
 # Exports DATABASE_URL, starting the dev cluster when it is not set.
 WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 
@@ -52,6 +55,7 @@ check-generate:
 lint:
 	go vet ./...
 	$(STATICCHECK) ./...
+	$(TESTIFYLINT) ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:" $$out >&2; exit 1; fi
 
 build:

@@ -61,7 +61,13 @@ func TestServe(t *testing.T) {
 		require.NoError(t, err)
 		return res.StatusCode, string(b), res.Header
 	}
-	require.Eventually(t, func() bool { s, _, _ := get("/healthz", nil); return s == 200 }, 5*time.Second, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		res, err := http.Get(base + "/healthz")
+		if assert.NoError(c, err) {
+			res.Body.Close()
+			assert.Equal(c, 200, res.StatusCode)
+		}
+	}, 5*time.Second, 20*time.Millisecond)
 	status, body, _ := get("/readyz", nil)
 	require.Equal(t, 200, status, body)
 	status, body, _ = get("/metrics", nil)
@@ -78,7 +84,7 @@ func TestServe(t *testing.T) {
 	require.Equal(t, 403, status, "a shop key does not open the dashboard")
 	status, body, _ = get("/ops/jobs/", func(r *http.Request) { r.SetBasicAuth("alice", ops) })
 	require.Equal(t, 200, status)
-	require.True(t, strings.Contains(strings.ToLower(body), "<html"), "the dashboard page")
+	require.Contains(t, strings.ToLower(body), "<html", "the dashboard page")
 	status, body, _ = get("/ops/jobs/api/jobs?state=available", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+ops) })
 	require.Equal(t, 200, status, body)
 }

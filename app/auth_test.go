@@ -73,7 +73,8 @@ func TestClientGoneIsNotAnError(t *testing.T) {
 	require.NoError(t, conn.Close())
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		m := in.must("GET", "/metrics", "", "")
+		m, err := in.do("GET", "/metrics", "", "")
+		assert.NoError(c, err)
 		assert.Contains(c, string(m.body), `stockhold_http_request_duration_seconds_count{method="POST",route="/v1/reservations",status="499"}`)
 	}, 10*time.Second, 50*time.Millisecond)
 	for _, l := range in.logs.lines(t, slog.LevelError) {

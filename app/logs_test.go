@@ -35,7 +35,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 
 // lines returns the JSON log lines so far.
-func (s *syncBuffer) lines(t testing.TB) []map[string]any {
+func (s *syncBuffer) lines() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []map[string]any
@@ -101,7 +101,7 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 	require.Len(t, generated, 24, "an unusable caller id is replaced")
 
 	request := func(id string) map[string]any {
-		for _, l := range sink.lines(t) {
+		for _, l := range sink.lines() {
 			if l["msg"] == "request" && l["request_id"] == id {
 				return l
 			}
@@ -121,7 +121,7 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 
 	// The reconciliation job logs its result with its job's id and kind.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		for _, l := range sink.lines(t) {
+		for _, l := range sink.lines() {
 			if l["msg"] == "reconciliation finished" {
 				assert.Equal(c, "reconcile", l["job_kind"])
 				assert.NotNil(c, l["job_id"])

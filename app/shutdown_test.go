@@ -114,8 +114,9 @@ func TestShutdownAnswersQueuedHolds(t *testing.T) {
 		}()
 	}
 	written.Wait()
-	require.Eventually(t, func() bool { return handling.Load() == n }, 10*time.Second, 5*time.Millisecond,
-		"the server is handling every hold")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.EqualValues(c, n, handling.Load(), "the server is handling every hold")
+	}, 10*time.Second, 5*time.Millisecond)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var waiting int
 		assert.NoError(c, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -68,9 +69,9 @@ func TestFailingJobRaisesOneCriticalAlert(t *testing.T) {
 	ctx := context.Background()
 	res, err := b.client.Insert(ctx, alwaysFailArgs{}, nil)
 	require.NoError(t, err)
-	require.EqualValues(t, 3, res.Job.MaxAttempts, "every job kind has three attempts")
+	require.Equal(t, 3, res.Job.MaxAttempts, "every job kind has three attempts")
 
-	require.Eventually(t, func() bool { return len(hook.received()) > 0 }, 30*time.Second, 100*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NotEmpty(c, hook.received()) }, 30*time.Second, 100*time.Millisecond)
 	require.EqualValues(t, 3, attempts.Load(), "exactly three attempts")
 	var state string
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT state FROM river_job WHERE id = $1", res.Job.ID).Scan(&state))
@@ -83,7 +84,13 @@ func TestFailingJobRaisesOneCriticalAlert(t *testing.T) {
 	require.Equal(t, "job:always_fail", got.Alert.Subject)
 	require.Contains(t, string(got.Alert.Details), "the warehouse system is down")
 
-	time.Sleep(time.Second) // more watches run; they must not alert again
+	// More watches run after the one that raised the alert; they must not
+	// alert again.
+	const watches = `SELECT count(*) FROM river_job WHERE kind = 'watch_discarded' AND state = 'completed'`
+	after := b.count(t, watches)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, b.count(c, watches), after+3)
+	}, 30*time.Second, 50*time.Millisecond)
 	open, err := b.alerts.List(ctx, alerts.StatusOpen, 100)
 	require.NoError(t, err)
 	require.Len(t, open, 1)

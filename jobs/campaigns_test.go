@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/campaigns"
@@ -31,10 +32,10 @@ func createCampaign(t *testing.T, b *bundle, id string, allot ...campaigns.Allot
 	})
 	require.NoError(t, err)
 	var c campaigns.Campaign
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		c, err = b.campaigns.Get(ctx, id)
-		require.NoError(t, err)
-		return c.Status == campaigns.StatusActive
+		assert.NoError(ct, err)
+		assert.Equal(ct, campaigns.StatusActive, c.Status)
 	}, 15*time.Second, 50*time.Millisecond)
 	return c
 }
@@ -42,11 +43,11 @@ func createCampaign(t *testing.T, b *bundle, id string, allot ...campaigns.Allot
 func (b *bundle) waitRolledBack(t *testing.T, id string) campaigns.Campaign {
 	t.Helper()
 	var c campaigns.Campaign
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		var err error
 		c, err = b.campaigns.Get(context.Background(), id)
-		require.NoError(t, err)
-		return c.Status == campaigns.StatusRolledBack
+		assert.NoError(ct, err)
+		assert.Equal(ct, campaigns.StatusRolledBack, c.Status)
 	}, 60*time.Second, 100*time.Millisecond)
 	return c
 }
@@ -54,6 +55,7 @@ func (b *bundle) waitRolledBack(t *testing.T, id string) campaigns.Campaign {
 func (b *bundle) campaignHolds(t *testing.T, campaign string, n int) []uuid.UUID {
 	t.Helper()
 	ids := make([]uuid.UUID, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Add(1)
@@ -63,11 +65,13 @@ func (b *bundle) campaignHolds(t *testing.T, campaign string, n int) []uuid.UUID
 				Client: "shop", IdempotencyKey: fmt.Sprintf("%s-%d", campaign, i), Campaign: campaign,
 				Items: []inventory.Item{{SKU: "FLASH", Quantity: 1}},
 			})
-			require.NoError(t, err)
-			ids[i] = r.ID
+			ids[i], errs[i] = r.ID, err
 		}()
 	}
 	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
 	return ids
 }
 
@@ -117,6 +121,7 @@ func TestCampaignEndRacingConfirms(t *testing.T) {
 		wg        sync.WaitGroup
 		mu        sync.Mutex
 		confirmed = map[uuid.UUID]bool{}
+		refused   = map[uuid.UUID]error{}
 	)
 	for _, id := range ids {
 		if rand.IntN(3) != 0 {
@@ -125,17 +130,16 @@ func TestCampaignEndRacingConfirms(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Spread the confirms over the campaign's end.
 			time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
 			_, err := b.inv.Confirm(ctx, id, inventory.Caller{Name: "shop"})
+			mu.Lock()
+			defer mu.Unlock()
 			if err == nil {
-				mu.Lock()
 				confirmed[id] = true
-				mu.Unlock()
-				return
+			} else {
+				refused[id] = err
 			}
-			var de *domain.Error
-			require.ErrorAs(t, err, &de)
-			require.Equal(t, domain.CodeNotHeld, de.Code, "a confirm loses only to the rollback")
 		}()
 	}
 	created, err := b.campaigns.End(ctx, "bf", "alice", "sold out early")
@@ -144,6 +148,9 @@ func TestCampaignEndRacingConfirms(t *testing.T) {
 	_, _, err = b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "late", Campaign: "bf", Items: []inventory.Item{{SKU: "FLASH", Quantity: 1}}})
 	requireCode(t, err, domain.CodeCampaignNotActive)
 	wg.Wait()
+	for _, err := range refused {
+		requireCode(t, err, domain.CodeNotHeld) // a confirm loses only to the rollback
+	}
 
 	c := b.waitRolledBack(t, "bf")
 	nConfirmed, nReleased := requireReleasedOnce(t, b, ids)
@@ -184,10 +191,10 @@ func TestCampaignEndResumesAfterCrash(t *testing.T) {
 
 	created, err := b.campaigns.End(ctx, "crash", "alice", "test crash")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		r, err := b.rollbacks.Get(ctx, created.RollbackID)
-		require.NoError(t, err)
-		return r.Batches >= 3
+		assert.NoError(c, err)
+		assert.GreaterOrEqual(c, r.Batches, int32(3))
 	}, 30*time.Second, 10*time.Millisecond)
 
 	// Kill the worker mid-rollback: running jobs are cancelled mid-pause or
@@ -253,10 +260,8 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 		return err
 	})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM alerts WHERE kind = 'campaign_start_failed' AND subject = 'campaign:greedy' AND level = 'critical'`).Scan(&n))
-		return n == 1
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, 1, b.count(c, `SELECT count(*) FROM alerts WHERE kind = 'campaign_start_failed' AND subject = 'campaign:greedy' AND level = 'critical'`))
 	}, 15*time.Second, 50*time.Millisecond)
 	c, err := b.campaigns.Get(ctx, "greedy")
 	require.NoError(t, err)

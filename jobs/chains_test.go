@@ -83,14 +83,12 @@ func (b *bundle) statuses(t *testing.T, ids []uuid.UUID) map[string]int {
 }
 
 // liveJobs counts the jobs of rollback id's chain still to run or running.
-func (b *bundle) liveJobs(t *testing.T, id int64) int {
-	t.Helper()
-	var n int
-	require.NoError(t, b.pool.QueryRow(context.Background(), `
+// t may be an Eventually condition's CollectT.
+func (b *bundle) liveJobs(t assert.TestingT, id int64) int {
+	return b.count(t, `
 		SELECT count(*) FROM river_job
 		WHERE kind IN ('rollback_batch', 'manual_rollback') AND args @> jsonb_build_object('rollback_id', $1::bigint)
-		  AND state IN ('available', 'pending', 'running', 'retryable', 'scheduled')`, id).Scan(&n))
-	return n
+		  AND state IN ('available', 'pending', 'running', 'retryable', 'scheduled')`, id)
 }
 
 func (b *bundle) reconcileNow(t *testing.T) reconcile.Run {
@@ -256,7 +254,7 @@ func TestCancelledChainIsResumedByReconciliation(t *testing.T) {
 			_, err := b.client.JobCancel(ctx, id)
 			assert.NoError(c, err)
 		}
-		assert.Zero(c, b.liveJobs(t, created.RollbackID))
+		assert.Zero(c, b.liveJobs(c, created.RollbackID))
 	}, 15*time.Second, 5*time.Millisecond)
 	stranded, err := b.rollbacks.Get(ctx, created.RollbackID)
 	require.NoError(t, err)

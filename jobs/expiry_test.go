@@ -87,22 +87,21 @@ func TestExpiryBurst(t *testing.T) {
 		})
 		return err
 	}))
-	held := func(ids []uuid.UUID) int {
-		var n int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE id = ANY($1) AND status = 'held'`, ids).Scan(&n))
-		return n
+	held := func(t assert.TestingT, ids []uuid.UUID) int {
+		return b.count(t, `SELECT count(*) FROM reservations WHERE id = ANY($1) AND status = 'held'`, ids)
 	}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cp, err := b.campaigns.Get(ctx, "c1")
 		assert.NoError(c, err)
 		assert.Equal(c, campaigns.StatusActive, cp.Status)
 	}, 30*time.Second, 20*time.Millisecond)
-	require.Equal(t, stuck, held(stuckIDs), "the campaign opened while the locked row's holds still waited")
-	require.Eventually(t, func() bool { return held(all) == stuck }, 60*time.Second, 50*time.Millisecond,
-		"every hold not on the locked row expired meanwhile")
+	require.Equal(t, stuck, held(t, stuckIDs), "the campaign opened while the locked row's holds still waited")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, stuck, held(c, all), "every hold not on the locked row expired meanwhile")
+	}, 60*time.Second, 50*time.Millisecond)
 
 	unlock()
-	require.Eventually(t, func() bool { return held(all) == 0 }, 60*time.Second, 50*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Zero(c, held(c, all)) }, 60*time.Second, 50*time.Millisecond)
 	var once, jobs int
 	var lag float64
 	require.NoError(t, b.pool.QueryRow(ctx, `

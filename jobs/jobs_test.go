@@ -148,6 +148,33 @@ func (b *bundle) status(t *testing.T, id uuid.UUID) string {
 	return r.Status
 }
 
+// pastExpiry moves the holds' expiry a second into the past, as if their
+// time had run out.
+func (b *bundle) pastExpiry(t *testing.T, ids ...uuid.UUID) {
+	t.Helper()
+	tag, err := b.pool.Exec(context.Background(), `UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = ANY($1)`, ids)
+	require.NoError(t, err)
+	require.EqualValues(t, len(ids), tag.RowsAffected())
+}
+
+// waitStatus waits until the hold has the status want.
+func (b *bundle) waitStatus(t *testing.T, id uuid.UUID, want string, within time.Duration) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
+		assert.NoError(c, err)
+		assert.Equal(c, want, r.Status)
+	}, within, 50*time.Millisecond)
+}
+
+// count runs a query answering one integer, reporting an error to t, which
+// may be an Eventually condition's CollectT.
+func (b *bundle) count(t assert.TestingT, sql string, args ...any) int {
+	var n int
+	assert.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
 // releases counts the ledger rows that handed the hold's stock back.
 func (b *bundle) releases(t *testing.T, id uuid.UUID) int {
 	t.Helper()
@@ -166,7 +193,7 @@ func TestHoldExpiresOnTime(t *testing.T) {
 	})
 	require.NoError(t, err)
 	start := time.Now()
-	require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 50*time.Millisecond)
+	b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 	t.Logf("expired %s after the hold was made (TTL 1 s)", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 1, b.releases(t, r.ID))
 
@@ -194,10 +221,11 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 		b := setup(t, &setupOpts{sweepInterval: 500 * time.Millisecond, sweepGrace: time.Millisecond, expirySpan: -1})
 		b.stockIn(t, "A1", 10)
 		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
-			Client: "shop", IdempotencyKey: "lost", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 2}},
+			Client: "shop", IdempotencyKey: "lost", TTLSeconds: 600, Items: []inventory.Item{{SKU: "A1", Quantity: 2}},
 		})
 		require.NoError(t, err)
-		require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 100*time.Millisecond)
+		b.pastExpiry(t, r.ID)
+		b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 		var actor string
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT actor FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID).Scan(&actor))
 		require.Equal(t, "system:sweep_expired", actor)
@@ -212,24 +240,23 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 		var ids []uuid.UUID
 		for i := range 50 {
 			r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
-				Client: "shop", IdempotencyKey: fmt.Sprint("both-", i), TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 1}},
+				Client: "shop", IdempotencyKey: fmt.Sprint("both-", i), TTLSeconds: 600, Items: []inventory.Item{{SKU: "A1", Quantity: 1}},
 			})
 			require.NoError(t, err)
 			ids = append(ids, r.ID)
 		}
+		b.pastExpiry(t, ids...)
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			var held int
 			assert.NoError(c, b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE status = 'held'`).Scan(&held))
 			assert.Zero(c, held)
 		}, 20*time.Second, 100*time.Millisecond)
 		// Sweeps run again meanwhile, and find nothing left to do.
-		sweeps := func() int {
-			var n int
-			require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'sweep_expired' AND state = 'completed'`).Scan(&n))
-			return n
-		}
-		after := sweeps()
-		require.Eventually(t, func() bool { return sweeps() >= after+2 }, 20*time.Second, 50*time.Millisecond)
+		const sweeps = `SELECT count(*) FROM river_job WHERE kind = 'sweep_expired' AND state = 'completed'`
+		after := b.count(t, sweeps)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.GreaterOrEqual(c, b.count(c, sweeps), after+2)
+		}, 20*time.Second, 50*time.Millisecond)
 		for _, id := range ids {
 			require.Equal(t, 1, b.releases(t, id))
 		}

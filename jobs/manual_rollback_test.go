@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -43,9 +44,10 @@ func TestManualRollbackBySQL(t *testing.T) {
 	start := time.Now()
 	var status string
 	var released int
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		err := b.pool.QueryRow(ctx, `SELECT status, released_count FROM rollback_requests WHERE job_id = $1`, jobID).Scan(&status, &released)
-		return err == nil && status == "succeeded"
+		assert.NoError(c, err)
+		assert.Equal(c, "succeeded", status)
 	}, 10*time.Second, 50*time.Millisecond)
 	t.Logf("plain-SQL rollback done in %s", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 2, released)
@@ -79,10 +81,10 @@ func TestManualRollbackWithoutOperatorIsRefused(t *testing.T) {
 		`{"operator": "bob", "reason": "no scope"}`,
 	} {
 		jobID := insertRawRollback(t, b, args)
-		require.Eventually(t, func() bool {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			var state string
-			require.NoError(t, b.pool.QueryRow(ctx, `SELECT state FROM river_job WHERE id = $1`, jobID).Scan(&state))
-			return state == "cancelled"
+			assert.NoError(c, b.pool.QueryRow(ctx, `SELECT state FROM river_job WHERE id = $1`, jobID).Scan(&state))
+			assert.Equal(c, "cancelled", state)
 		}, 10*time.Second, 50*time.Millisecond, args)
 		a, err := b.alerts.List(ctx, alerts.StatusOpen, 100)
 		require.NoError(t, err)
@@ -114,9 +116,10 @@ func TestManualRollbackDryRunAndSKUScope(t *testing.T) {
 	dry := insertRawRollback(t, b, `{"operator": "carol", "reason": "what if", "sku": "A1", "dry_run": true}`)
 	var status string
 	var matched, units int64
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		err := b.pool.QueryRow(ctx, `SELECT status, coalesce(matched_count, -1), coalesce(matched_units, -1) FROM rollback_requests WHERE job_id = $1`, dry).Scan(&status, &matched, &units)
-		return err == nil && status == "succeeded"
+		assert.NoError(c, err)
+		assert.Equal(c, "succeeded", status)
 	}, 10*time.Second, 50*time.Millisecond)
 	require.EqualValues(t, 250, matched)
 	require.EqualValues(t, 500, units)
@@ -126,9 +129,10 @@ func TestManualRollbackDryRunAndSKUScope(t *testing.T) {
 
 	real := insertRawRollback(t, b, `{"operator": "carol", "reason": "clear A1", "sku": "A1", "pool": "main"}`)
 	var released, batches int
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		err := b.pool.QueryRow(ctx, `SELECT status, released_count, batches FROM rollback_requests WHERE job_id = $1`, real).Scan(&status, &released, &batches)
-		return err == nil && status == "succeeded"
+		assert.NoError(c, err)
+		assert.Equal(c, "succeeded", status)
 	}, 20*time.Second, 50*time.Millisecond)
 	require.Equal(t, 250, released)
 	require.Equal(t, 3, batches, "100 + 100 + 50")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/inventory"
@@ -54,19 +55,19 @@ func TestReconcileJobRetriesDiscardedRollback(t *testing.T) {
 		return err
 	}))
 	var run reconcile.Run
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var err error
 		run, err = b.reconcile.Get(ctx, req.RunID)
-		require.NoError(t, err)
-		return run.Status == reconcile.StatusSucceeded
+		assert.NoError(c, err)
+		assert.Equal(c, reconcile.StatusSucceeded, run.Status)
 	}, 20*time.Second, 50*time.Millisecond)
 	require.EqualValues(t, 1, run.Retried)
 	require.Equal(t, created.JobID, *run.Findings.Retry[0].JobID)
 
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		rb, err := b.rollbacks.Get(ctx, created.RollbackID)
-		require.NoError(t, err)
-		return rb.Status == rollbacks.StatusSucceeded
+		assert.NoError(c, err)
+		assert.Equal(c, rollbacks.StatusSucceeded, rb.Status)
 	}, 20*time.Second, 50*time.Millisecond)
 	for _, id := range ids {
 		require.Equal(t, inventory.StatusReleased, b.status(t, id))
@@ -78,9 +79,11 @@ func TestReconcileRunsPeriodically(t *testing.T) {
 	b := setup(t, &setupOpts{reconcile: true, reconcileInterval: 300 * time.Millisecond})
 	b.stockIn(t, "A1", 10)
 	ctx := context.Background()
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		r, err := b.reconcile.Latest(ctx)
-		return err == nil && r.Trigger == reconcile.TriggerPeriodic && r.Status == reconcile.StatusSucceeded
+		assert.NoError(c, err)
+		assert.Equal(c, reconcile.TriggerPeriodic, r.Trigger)
+		assert.Equal(c, reconcile.StatusSucceeded, r.Status)
 	}, 20*time.Second, 50*time.Millisecond)
 	r, err := b.reconcile.Latest(ctx)
 	require.NoError(t, err)

@@ -123,7 +123,7 @@ func TestMalformedJobsOfEveryKindAreRefused(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_runs`).Scan(&runs))
 	require.Zero(t, runs, "the malformed reconcile job did not run")
 	// The hold expired by its own job, not the malformed one's.
-	require.Eventually(t, func() bool { return b.status(t, r.ID) == inventory.StatusExpired }, 20*time.Second, 50*time.Millisecond)
+	b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 	require.Equal(t, 1, b.releases(t, r.ID))
 }
 

@@ -55,7 +55,8 @@ func TestBulkAdjustments(t *testing.T) {
 	for i, s := range skus {
 		p := pools(t, s)["main"]
 		w := want[names[i]]
-		require.Equal(t, w, [4]float64{p["total"].(float64), p["available"].(float64), p["reserved"].(float64), p["sold"].(float64)}, names[i])
+		got := [4]float64{p["total"].(float64), p["available"].(float64), p["reserved"].(float64), p["sold"].(float64)}
+		require.Equal(t, w, got, names[i])
 	}
 
 	// One ledger row per line, with the body's reason and ref.
@@ -152,7 +153,7 @@ func TestBulkAdjustmentBadLineChangesNothing(t *testing.T) {
 			}
 			p := requireProblem(t, r, c.status, c.code)
 			if c.line >= 0 {
-				require.Equal(t, c.line, p["line"], "%s", r.body)
+				require.EqualValues(t, int(c.line), p["line"], "%s", r.body)
 				require.Contains(t, p["detail"], fmt.Sprintf("lines[%d]", int(c.line)))
 				if c.sku != "" {
 					require.Equal(t, c.sku, p["sku"])
@@ -309,7 +310,7 @@ func TestLedgerPaging(t *testing.T) {
 			break
 		}
 		require.Len(t, body["movements"], 10)
-		require.Equal(t, seen[len(seen)-1], next)
+		require.EqualValues(t, int64(seen[len(seen)-1]), next, "the next page starts before the last movement seen")
 		e.stockIn("L1", 1) // newer movements do not shift older pages
 		path = fmt.Sprintf("/v1/skus/L1/ledger?limit=10&before_id=%.0f", next)
 	}

@@ -167,6 +167,11 @@ func (e *env) hold(key string, items ...any) resp {
 	return e.do("POST", "/v1/reservations", e.shop, map[string]any{"order_ref": "o-" + key, "items": items}, "Idempotency-Key", key)
 }
 
+// sendHold is hold for goroutines: it returns errors instead of failing.
+func (e *env) sendHold(key string, items ...any) (resp, error) {
+	return e.send("POST", "/v1/reservations", e.shop, map[string]any{"order_ref": "o-" + key, "items": items}, "Idempotency-Key", key)
+}
+
 func line(sku string, q int) map[string]any { return map[string]any{"sku": sku, "quantity": q} }
 
 // counts is what bad input must leave untouched.

@@ -43,7 +43,7 @@ func TestReconciliations(t *testing.T) {
 	latest := e.do("GET", "/v1/reconciliations/latest", e.ops, nil)
 	require.Equal(t, 200, latest.status, "%s", latest.body)
 	m := latest.json(t)
-	require.Equal(t, runID, m["id"])
+	require.EqualValues(t, int64(runID), m["id"])
 	require.Equal(t, "pending", m["status"])
 	require.Equal(t, "http", m["trigger"])
 	require.Equal(t, map[string]any{"auto_fix": []any{}, "retry": []any{}, "high_risk": []any{}}, m["findings"])

@@ -107,26 +107,27 @@ func TestThousandConcurrentHolds(t *testing.T) {
 			e := setup(t, &setupOpts{coalesce: coalesce})
 			e.stockIn("HOT", 100)
 
-			statuses := make([]int, 1000)
-			codes := make([]string, 1000)
+			answers := make([]resp, 1000)
+			errs := make([]error, 1000)
 			var wg sync.WaitGroup
-			for i := range statuses {
+			for i := range answers {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r := e.hold(fmt.Sprint("c", i), line("HOT", 1))
-					statuses[i] = r.status
-					if r.status != 201 {
-						codes[i], _ = r.json(t)["code"].(string)
-					}
+					// Under load a lock wait may run out (503 busy): the
+					// client retries with its key, as the API asks.
+					key := fmt.Sprint("c", i)
+					answers[i], errs[i] = e.sendRetryingBusy("POST", "/v1/reservations", e.shop,
+						map[string]any{"order_ref": "o-" + key, "items": []any{line("HOT", 1)}}, "Idempotency-Key", key)
 				}()
 			}
 			wg.Wait()
 			count := map[int]int{}
-			for i, s := range statuses {
-				count[s]++
-				if s == 409 {
-					require.Equal(t, "out_of_stock", codes[i])
+			for i, r := range answers {
+				require.NoError(t, errs[i])
+				count[r.status]++
+				if r.status == 409 {
+					require.Equal(t, "out_of_stock", r.json(t)["code"], "%s", r.body)
 				}
 			}
 			require.Equal(t, map[int]int{201: 100, 409: 900}, count)
@@ -144,18 +145,20 @@ func TestIdempotencyKeyStorm(t *testing.T) {
 	bodies := make([]string, 50)
 	statuses := make([]int, 50)
 	replays := make([]string, 50)
+	errs := make([]error, 50)
 	var wg sync.WaitGroup
 	for i := range bodies {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := e.hold("storm", line("A1", 3))
-			bodies[i], statuses[i], replays[i] = string(r.body), r.status, r.header.Get("Idempotent-Replayed")
+			r, err := e.sendHold("storm", line("A1", 3))
+			bodies[i], statuses[i], replays[i], errs[i] = string(r.body), r.status, r.header.Get("Idempotent-Replayed"), err
 		}()
 	}
 	wg.Wait()
 	fresh := 0
 	for i := range bodies {
+		require.NoError(t, errs[i])
 		require.Equal(t, 201, statuses[i])
 		require.Equal(t, bodies[0], bodies[i], "every answer is the same")
 		if replays[i] == "" {
@@ -183,6 +186,7 @@ func TestMultiSKUHoldsInRandomOrder(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	statuses := make([]int, 120)
+	errs := make([]error, 120)
 	for i := range statuses {
 		wg.Add(1)
 		go func() {
@@ -193,12 +197,15 @@ func TestMultiSKUHoldsInRandomOrder(t *testing.T) {
 			}
 			// Repeat a SKU so the summing path runs under contention too.
 			items = append(items, line(skus[i%len(skus)], 1))
-			statuses[i] = e.hold(fmt.Sprint("m", i), items...).status
+			var r resp
+			r, errs[i] = e.sendHold(fmt.Sprint("m", i), items...)
+			statuses[i] = r.status
 		}()
 	}
 	wg.Wait()
 	count := map[int]int{}
-	for _, s := range statuses {
+	for i, s := range statuses {
+		require.NoError(t, errs[i])
 		count[s]++
 	}
 	// Each hold takes 5 units across 4 SKUs of 60; no deadlock (a 500) and
@@ -217,12 +224,15 @@ func TestConfirmReleaseRaceHTTP(t *testing.T) {
 	for i := range 30 {
 		id := e.hold(fmt.Sprint("r", i), line("A1", 1)).json(t)["id"].(string)
 		var c, r resp
+		var cErr, rErr error
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); c = e.do("POST", "/v1/reservations/"+id+"/confirm", e.shop, nil) }()
-		go func() { defer wg.Done(); r = e.do("POST", "/v1/reservations/"+id+"/release", e.shop, nil) }()
+		go func() { defer wg.Done(); c, cErr = e.send("POST", "/v1/reservations/"+id+"/confirm", e.shop, nil) }()
+		go func() { defer wg.Done(); r, rErr = e.send("POST", "/v1/reservations/"+id+"/release", e.shop, nil) }()
 		wg.Wait()
-		require.True(t, (c.status == 200) != (r.status == 200), "exactly one wins: confirm %d, release %d", c.status, r.status)
+		require.NoError(t, cErr)
+		require.NoError(t, rErr)
+		require.NotEqual(t, c.status == 200, r.status == 200, "exactly one wins: confirm %d, release %d", c.status, r.status)
 		loser := c
 		if c.status == 200 {
 			loser = r
@@ -235,10 +245,13 @@ func TestConfirmAfterExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
 	e.stockIn("A1", 5)
-	r := e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{line("A1", 2)}, "ttl_seconds": 1}, "Idempotency-Key", "ttl")
+	r := e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{line("A1", 2)}, "ttl_seconds": 60}, "Idempotency-Key", "ttl")
 	require.Equal(t, 201, r.status, "%s", r.body)
 	id := r.json(t)["id"].(string)
-	time.Sleep(1200 * time.Millisecond)
+	// Its time runs out: move the expiry into the past rather than wait.
+	tag, err := e.pool.Exec(t.Context(), "UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1", id)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
 	p := requireProblem(t, e.do("POST", "/v1/reservations/"+id+"/confirm", e.shop, nil), 409, "reservation_not_held")
 	require.Equal(t, "expired", p["reservation_status"])
 	pool := e.do("GET", "/v1/skus/A1", e.shop, nil).json(t)["pools"].([]any)[0].(map[string]any)

@@ -102,12 +102,12 @@ func TestBrowserOperatorFlow(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.app.Reconcile.Run(bg, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI})
 	require.NoError(t, err)
-	status := func(sql string, args ...any) func() string {
-		return func() string { return e.scalar(sql, args...) }
+	status := func(sql string, args ...any) func(c *assert.CollectT) string {
+		return func(c *assert.CollectT) string { return e.scalarFor(c, sql, args...) }
 	}
-	eventually := func(want string, got func() string, msg string) {
+	eventually := func(want string, got func(*assert.CollectT) string, msg string) {
 		t.Helper()
-		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Equal(c, want, got()) }, 20*time.Second, 50*time.Millisecond, msg)
+		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Equal(c, want, got(c)) }, 20*time.Second, 50*time.Millisecond, msg)
 	}
 
 	// Sign in: the console sends a browser without a session to the form.

@@ -89,6 +89,14 @@ func (e *env) scalar(sql string, args ...any) string {
 	return s
 }
 
+// scalarFor is scalar for an Eventually condition: it reports an error to
+// c, the condition's CollectT.
+func (e *env) scalarFor(c assert.TestingT, sql string, args ...any) string {
+	var s string
+	assert.NoError(c, e.pool.QueryRow(context.Background(), sql, args...).Scan(&s))
+	return s
+}
+
 // browser is a cookie-keeping HTTP client that does not follow redirects,
 // so each answer can be checked.
 type browser struct {
@@ -334,7 +342,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	require.Equal(t, http.StatusCreated, api("/v1/campaigns", "c1",
 		`{"id": "flash", "starts_at": "`+start+`", "ends_at": "`+end+`", "hold_ttl_seconds": 60, "allotments": [{"sku": "A1", "quantity": 10}]}`))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Equal(c, "active", e.scalar(`SELECT status FROM campaigns WHERE id = 'flash'`))
+		assert.Equal(c, "active", e.scalarFor(c, `SELECT status FROM campaigns WHERE id = 'flash'`))
 	}, 20*time.Second, 50*time.Millisecond)
 	_, _, err := e.app.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: "k3", Campaign: "flash",
 		Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
@@ -346,7 +354,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Equal(t, "alice sold out early", e.scalar(`SELECT ended_by || ' ' || end_reason FROM campaigns WHERE id = 'flash'`))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Equal(c, "rolled_back", e.scalar(`SELECT status FROM campaigns WHERE id = 'flash'`))
+		assert.Equal(c, "rolled_back", e.scalarFor(c, `SELECT status FROM campaigns WHERE id = 'flash'`))
 	}, 20*time.Second, 50*time.Millisecond)
 
 	// Reconcile now, from the console.

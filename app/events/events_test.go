@@ -52,7 +52,7 @@ func readN(t *testing.T, pool *pgxpool.Pool, after events.Position, n int) []eve
 		if len(got) > 0 {
 			after = got[len(got)-1].Position
 		}
-		got = append(got, eventstest.ReadAll(t, pool, after)...)
+		got = append(got, eventstest.ReadAll(c, pool, after)...)
 		assert.Len(c, got, n)
 	}, 30*time.Second, 5*time.Millisecond)
 	return got
@@ -248,7 +248,7 @@ func readAtLeast(t *testing.T, pool *pgxpool.Pool, after events.Position, done f
 		if len(got) > 0 {
 			from = got[len(got)-1].Position
 		}
-		got = append(got, eventstest.ReadAll(t, pool, from)...)
+		got = append(got, eventstest.ReadAll(c, pool, from)...)
 		assert.True(c, done(got), "every ledger row read")
 	}, 30*time.Second, 5*time.Millisecond)
 	return got

@@ -77,7 +77,9 @@ func gatedBatch(t *testing.T, svc *inventory.Service, pool *pgxpool.Pool, send f
 			ch <- outcome{r, replayed, err}
 		}()
 		queued++
-		require.Eventually(t, func() bool { return inventory.PendingHolds(svc) == queued }, 10*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, queued, inventory.PendingHolds(svc), "requests waiting for the next batch")
+		}, 10*time.Second, time.Millisecond)
 		return ch
 	})
 	unlock()
@@ -134,7 +136,7 @@ func TestBatchAnswersEachCaller(t *testing.T) {
 	o = <-poisoned
 	require.Error(t, o.err)
 	var de *domain.Error
-	require.False(t, errors.As(o.err, &de), "the database's refusal is not the caller's fault: %v", o.err)
+	require.NotErrorAs(t, o.err, &de, "the database's refusal is not the caller's fault: %v", o.err)
 	f := <-first
 	require.NoError(t, f.err)
 	require.False(t, f.replayed)
@@ -259,7 +261,7 @@ func TestBatchPanicIsAnError(t *testing.T) {
 	_, _, err := svc.Hold(ctx, req)
 	require.ErrorContains(t, err, "panicked: boom")
 	var de *domain.Error
-	require.False(t, errors.As(err, &de), "an internal error (500), not the caller's fault")
+	require.NotErrorAs(t, err, &de, "an internal error (500), not the caller's fault")
 	a := <-alerts
 	require.Equal(t, "batch_panicked", a.Kind)
 	require.Equal(t, "boom", a.Details["panic"])
@@ -616,7 +618,9 @@ func TestChangeBatchAnswersEachCaller(t *testing.T) {
 			ch <- answer{r, err}
 		}()
 		queued = append(queued, ch)
-		require.Eventually(t, func() bool { return inventory.PendingChanges(svc) == len(queued) }, 10*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, len(queued), inventory.PendingChanges(svc), "changes waiting for the next batch")
+		}, 10*time.Second, time.Millisecond)
 	}
 	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[1].ID, shop) })
 	queue(func() (inventory.Reservation, error) { return svc.Cancel(ctx, h[1].ID, shop, "") })

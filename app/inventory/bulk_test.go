@@ -2,7 +2,6 @@ package inventory_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -94,7 +93,7 @@ func TestBulkAdjustmentSetTotal(t *testing.T) {
 	three, seven := int64(3), int64(7)
 	_, err = adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "t", Lines: []inventory.BulkLine{{SKU: "A1", SetTotal: &three}}})
 	var de *domain.Error
-	require.True(t, errors.As(err, &de), "%v", err)
+	require.ErrorAs(t, err, &de)
 	require.Equal(t, domain.CodeInsufficientAvailable, de.Code)
 	require.Equal(t, 0, *de.Line)
 	require.Contains(t, de.Detail, "cannot go to a total of 3: 4 of its 10 are held or sold")

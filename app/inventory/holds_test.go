@@ -2,7 +2,6 @@ package inventory_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/domain"
@@ -71,7 +71,7 @@ func TestExtend(t *testing.T) {
 	_, err = svc.Extend(ctx, r.ID, shop, 60)
 	require.Equal(t, domain.CodeNotHeld, code(err))
 	var e *domain.Error
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.Equal(t, inventory.StatusConfirmed, e.Status)
 	r2, _, err := svc.Hold(ctx, holdReq("k2", item("A1", 1)))
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestExtend(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svc.Extend(ctx, r3.ID, shop, 60)
 	require.Equal(t, domain.CodeNotHeld, code(err))
-	require.True(t, errors.As(err, &e))
+	require.ErrorAs(t, err, &e)
 	require.Equal(t, inventory.StatusExpired, e.Status)
 	after, err := svc.Get(ctx, r3.ID, shop)
 	require.NoError(t, err)
@@ -138,10 +138,10 @@ func TestExtendRacesTheExpiryLoop(t *testing.T) {
 	}
 	wg.Wait()
 	// Give the loop time to expire whatever is due, then stop it.
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var due int
-		_ = b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE status = 'held' AND expires_at <= now()`).Scan(&due)
-		return due == 0
+		assert.NoError(c, b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE status = 'held' AND expires_at <= now()`).Scan(&due))
+		assert.Zero(c, due)
 	}, 10*time.Second, 10*time.Millisecond)
 	stopLoop()
 	require.NoError(t, <-loopDone)
@@ -262,7 +262,7 @@ func TestReleaseItemsRacesConfirmsAndExpiry(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
+				time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond) // around the expiry of a third of them
 				var err error
 				switch (i + k) % 3 {
 				case 0:

@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -81,6 +79,15 @@ func pool(t *testing.T, svc *inventory.Service, sku, name string) inventory.Pool
 	}
 	t.Fatalf("no pool %s for %s", name, sku)
 	return inventory.Pool{}
+}
+
+// pastExpiry moves a hold's expiry a second into the past, as if its time
+// had run out, so expiry tests need not wait for a TTL.
+func pastExpiry(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) {
+	t.Helper()
+	tag, err := pool.Exec(context.Background(), "UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1", id)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
 }
 
 func holdReq(key string, items ...inventory.Item) inventory.HoldRequest {
@@ -180,27 +187,27 @@ func testConcurrentHolds(t *testing.T, coalesce bool) {
 	svc, b := setup(t, &setupOpts{coalesce: coalesce})
 	stockIn(t, svc, "HOT", 100)
 
-	var ok, out atomic.Int64
+	errs := make([]error, 1000)
 	var wg sync.WaitGroup
-	for i := range 1000 {
+	for i := range errs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := svc.Hold(ctx, holdReq(fmt.Sprint("k", i), item("HOT", 1)))
-			switch code(err) {
-			case "":
-				require.NoError(t, err)
-				ok.Add(1)
-			case domain.CodeOutOfStock:
-				out.Add(1)
-			default:
-				t.Errorf("unexpected: %v", err)
-			}
+			_, _, errs[i] = svc.Hold(ctx, holdReq(fmt.Sprint("k", i), item("HOT", 1)))
 		}()
 	}
 	wg.Wait()
-	require.Equal(t, int64(100), ok.Load())
-	require.Equal(t, int64(900), out.Load())
+	var ok, out int
+	for _, err := range errs {
+		if err == nil {
+			ok++
+			continue
+		}
+		require.Equal(t, domain.CodeOutOfStock, code(err), "unexpected: %v", err)
+		out++
+	}
+	require.Equal(t, 100, ok)
+	require.Equal(t, 900, out)
 	p := pool(t, svc, "HOT", "main")
 	require.Zero(t, p.Available)
 	require.Equal(t, int64(100), p.Reserved)
@@ -229,18 +236,18 @@ func TestIdempotentHold(t *testing.T) {
 			stockIn(t, svc, "A1", 100)
 
 			results := make([]inventory.Reservation, 50)
+			errs := make([]error, 50)
 			var wg sync.WaitGroup
 			for i := range results {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r, _, err := svc.Hold(ctx, holdReq("same", item("A1", 2)))
-					require.NoError(t, err)
-					results[i] = r
+					results[i], _, errs[i] = svc.Hold(ctx, holdReq("same", item("A1", 2)))
 				}()
 			}
 			wg.Wait()
-			for _, r := range results {
+			for i, r := range results {
+				require.NoError(t, errs[i])
 				require.Equal(t, results[0], r)
 			}
 			var n int
@@ -263,7 +270,7 @@ func TestMultiSKUNoDeadlock(t *testing.T) {
 		stockIn(t, svc, s, 1000)
 	}
 	var wg sync.WaitGroup
-	var held atomic.Int64
+	errs := make(chan error, 200)
 	for i := range 200 {
 		wg.Add(1)
 		go func() {
@@ -274,18 +281,30 @@ func TestMultiSKUNoDeadlock(t *testing.T) {
 				items = append(items, item(skus[j], 1))
 			}
 			r, _, err := svc.Hold(ctx, holdReq(fmt.Sprint("m", i), items...))
-			require.NoError(t, err)
-			held.Add(1)
+			if err != nil {
+				errs <- fmt.Errorf("hold %d: %w", i, err)
+				return
+			}
 			if i%2 == 0 {
 				_, err = svc.Cancel(ctx, r.ID, shop, "")
 			} else {
 				_, err = svc.Confirm(ctx, r.ID, shop)
 			}
-			require.NoError(t, err)
+			if err != nil {
+				errs <- fmt.Errorf("settle %d: %w", i, err)
+			}
 		}()
 	}
 	wg.Wait()
-	require.Equal(t, int64(200), held.Load())
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for _, s := range skus {
+		p := pool(t, svc, s, "main")
+		require.Zero(t, p.Reserved, "every hold was settled")
+		require.Equal(t, int64(1000), p.Available+p.Sold)
+	}
 }
 
 func TestConfirmReleaseRace(t *testing.T) {
@@ -302,7 +321,7 @@ func TestConfirmReleaseRace(t *testing.T) {
 		go func() { defer wg.Done(); _, confirmErr = svc.Confirm(ctx, r.ID, shop) }()
 		go func() { defer wg.Done(); _, releaseErr = svc.Cancel(ctx, r.ID, shop, "") }()
 		wg.Wait()
-		require.True(t, (confirmErr == nil) != (releaseErr == nil), "exactly one wins: confirm=%v release=%v", confirmErr, releaseErr)
+		require.NotEqual(t, confirmErr == nil, releaseErr == nil, "exactly one wins: confirm=%v release=%v", confirmErr, releaseErr)
 		loser := confirmErr
 		if loser == nil {
 			loser = releaseErr
@@ -317,7 +336,7 @@ func TestExpiry(t *testing.T) {
 	svc, b := setup(t, nil)
 	stockIn(t, svc, "A1", 10)
 	req := holdReq("exp", item("A1", 4))
-	req.TTLSeconds = 1
+	req.TTLSeconds = 60
 	r, _, err := svc.Hold(ctx, req)
 	require.NoError(t, err)
 
@@ -326,7 +345,7 @@ func TestExpiry(t *testing.T) {
 	require.ErrorAs(t, err, &early, "not before its time")
 	require.False(t, released)
 
-	time.Sleep(1100 * time.Millisecond)
+	pastExpiry(t, b.pool, r.ID)
 	_, err = svc.Confirm(ctx, r.ID, shop)
 	require.Equal(t, domain.CodeNotHeld, code(err), "a confirm after expiry is refused")
 	require.Equal(t, inventory.StatusExpired, err.(*domain.Error).Status)
@@ -337,12 +356,15 @@ func TestExpiry(t *testing.T) {
 	require.False(t, released, "the job finds it already expired")
 
 	// A hold whose job is gone is caught by the sweeper, once.
-	r2, _, err := svc.Hold(ctx, req2(1))
+	r2, _, err := svc.Hold(ctx, req2(60))
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, "DELETE FROM river_job WHERE args->>'reservation_id' = $1", r2.ID.String())
 	require.NoError(t, err)
-	time.Sleep(1100 * time.Millisecond)
 	n, err := svc.SweepExpired(ctx, 0)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing is due yet")
+	pastExpiry(t, b.pool, r2.ID)
+	n, err = svc.SweepExpired(ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	n, err = svc.SweepExpired(ctx, 0)

@@ -23,7 +23,7 @@ func TestNewHoldRequests(t *testing.T) {
 	require.EqualValues(t, 5, h.Replayed, "replays are not attempts")
 	require.EqualValues(t, 9, h.Attempts)
 	require.NotNil(t, h.SuccessRate)
-	require.Equal(t, 0.6667, *h.SuccessRate)
+	require.InDelta(t, 0.6667, *h.SuccessRate, 1e-9)
 	require.Equal(t, time.UTC, h.Since.Location())
 
 	h = inventory.NewHoldRequests(nil, since)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
@@ -155,7 +156,7 @@ func TestCleanBooksFindNothingAndCheckpointsAdvance(t *testing.T) {
 	require.NoError(t, err)
 	a1 := b.stock(t, "A1", "main")
 	require.Equal(t, a1.Version, cp.StockVersion, "a clean row's checkpoint moves to its version")
-	require.Equal(t, counters(a1), [4]int64{cp.Total, cp.Available, cp.Reserved, cp.Sold})
+	require.Equal(t, [4]int64{cp.Total, cp.Available, cp.Reserved, cp.Sold}, counters(a1))
 
 	// More movements: the next run sums only the ledger rows after the
 	// checkpoint, and still balances.
@@ -169,7 +170,7 @@ func TestCleanBooksFindNothingAndCheckpointsAdvance(t *testing.T) {
 	a1 = b.stock(t, "A1", "main")
 	require.Greater(t, cp2.StockVersion, cp.StockVersion)
 	require.Equal(t, a1.Version, cp2.StockVersion)
-	require.Equal(t, counters(a1), [4]int64{cp2.Total, cp2.Available, cp2.Reserved, cp2.Sold})
+	require.Equal(t, [4]int64{cp2.Total, cp2.Available, cp2.Reserved, cp2.Sold}, counters(a1))
 	dbtest.RequireInvariants(t, b.pool)
 }
 
@@ -640,9 +641,11 @@ func TestSecondRunWaitsForTheLock(t *testing.T) {
 		waited, err = svc.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerPeriodic})
 		done <- err
 	}()
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		r, err := svc.Latest(ctx)
-		return err == nil && r.ID != gaveUp.ID && r.Status == reconcile.StatusPending
+		assert.NoError(c, err)
+		assert.NotEqual(c, gaveUp.ID, r.ID)
+		assert.Equal(c, reconcile.StatusPending, r.Status)
 	}, 10*time.Second, 20*time.Millisecond, "the second run waits, pending")
 	require.NoError(t, holder.Rollback(ctx))
 	require.NoError(t, <-done)

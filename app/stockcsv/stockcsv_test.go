@@ -3,7 +3,6 @@ package stockcsv_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -66,7 +65,7 @@ func TestParse(t *testing.T) {
 	for in, want := range bad {
 		_, err := stockcsv.Parse("bad.csv", []byte(in))
 		var p *stockcsv.Problems
-		require.True(t, errors.As(err, &p), "%q: %v", in, err)
+		require.ErrorAs(t, err, &p, "%q: %v", in, err)
 		require.Len(t, p.List, len(want), "%q: %v", in, p)
 		for i, w := range want {
 			require.Contains(t, p.List[i], w, "%q", in)
@@ -79,7 +78,7 @@ func TestParse(t *testing.T) {
 	}
 	_, err = stockcsv.Parse("many.csv", []byte(many.String()))
 	var p *stockcsv.Problems
-	require.True(t, errors.As(err, &p))
+	require.ErrorAs(t, err, &p)
 	require.Len(t, p.List, 20)
 	require.Equal(t, 10, p.More)
 	require.Contains(t, p.Error(), "... and 10 more")
@@ -192,7 +191,7 @@ func TestImportResumesAfterFailure(t *testing.T) {
 	}}
 	sum, err := im.Import(ctx, f)
 	var ce *stockcsv.ChunkError
-	require.True(t, errors.As(err, &ce), "%v", err)
+	require.ErrorAs(t, err, &ce, "%v", err)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 2, ce.Chunk)
 	require.Equal(t, 1002, ce.FirstLine)
@@ -256,11 +255,11 @@ func TestImportFixedFileResumes(t *testing.T) {
 	im := &stockcsv.Importer{Pool: b.pool, Actor: "importer", Reason: "test"}
 	sum, err := im.Import(t.Context(), f)
 	var ce *stockcsv.ChunkError
-	require.True(t, errors.As(err, &ce), "%v", err)
+	require.ErrorAs(t, err, &ce, "%v", err)
 	require.Equal(t, 1702, ce.Line, "the file line of row 1,700")
 	require.Contains(t, ce.Error(), "line 1702: SKU \"D1700\" (pool main) has 1 available, 5 to take")
 	var de *domain.Error
-	require.True(t, errors.As(err, &de))
+	require.ErrorAs(t, err, &de)
 	require.Equal(t, domain.CodeInsufficientAvailable, de.Code)
 	require.Equal(t, 1000, sum.Applied)
 	b.requireApplied(t, "fix.csv", 1000, n)

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -73,13 +72,13 @@ func TestRegistrationRefusesWhatItMustNotReach(t *testing.T) {
 	} {
 		_, err := create(ctx, pool, svc, url, "*")
 		var de *domain.Error
-		require.True(t, errors.As(err, &de), "%q: %v", url, err)
+		require.ErrorAs(t, err, &de, "%q: %v", url, err)
 		require.Equal(t, domain.CodeInvalid, de.Code, "%q", url)
 	}
 	for _, types := range [][]string{nil, {}, {"stock.changd"}, {"*", "stock.low"}, {"stock.low", "stock.low"}} {
 		_, err := create(ctx, pool, svc, "https://93.184.216.34/hook", types...)
 		var de *domain.Error
-		require.True(t, errors.As(err, &de), "%v: %v", types, err)
+		require.ErrorAs(t, err, &de, "%v: %v", types, err)
 	}
 	list, err := svc.List(ctx)
 	require.NoError(t, err)

@@ -202,7 +202,16 @@ func TestEventConsumerAcrossServerKills(t *testing.T) {
 		progress(300)
 		require.NoError(t, server.cmd.Process.Kill())
 		_ = server.cmd.Wait()
-		time.Sleep(200 * time.Millisecond) // the writers go on meanwhile
+		// The writers go on meanwhile: wait until they have written more.
+		ledger := func(t assert.TestingT) int {
+			var n int
+			assert.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM ledger`).Scan(&n))
+			return n
+		}
+		down := ledger(t)
+		require.EventuallyWithT(t, func(col *assert.CollectT) {
+			assert.GreaterOrEqual(col, ledger(col), down+100)
+		}, 60*time.Second, 10*time.Millisecond, "the writers go on while the server is down")
 		server = startChild(t, env...)
 		c.addr.Store(server.addr)
 		t.Logf("killed server %d; the next serves on %s", kill+1, server.addr)

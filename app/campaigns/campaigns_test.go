@@ -1,0 +1,462 @@
+package campaigns_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/rollbacks"
+)
+
+// The tests here drive campaigns without River's workers: jobs are only
+// inserted, and a test plays the worker by calling the step a job would
+// (Start, End, the rollback's batches, FinishTx).
+
+type bundle struct {
+	pool      *pgxpool.Pool
+	inv       *inventory.Service
+	rollbacks *rollbacks.Service
+}
+
+func setup(t *testing.T) (*campaigns.Service, *bundle) {
+	t.Helper()
+	pool := dbtest.New(t)
+	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	inv := inventory.New(pool, inserter, slog.New(slog.DiscardHandler), inventory.Config{})
+	rb := rollbacks.New(pool, inserter, 0)
+	svc := campaigns.New(pool, inserter, rb, alerts.New(pool, inserter, false))
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	return svc, &bundle{pool: pool, inv: inv, rollbacks: rb}
+}
+
+func (b *bundle) stockIn(t *testing.T, sku string, n int64) {
+	t.Helper()
+	_, err := b.inv.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Reason: "test stock", Actor: "test"})
+	require.NoError(t, err)
+}
+
+func (b *bundle) stock(t *testing.T, sku, pool string) inventory.Pool {
+	t.Helper()
+	st, err := b.inv.GetStock(context.Background(), sku)
+	require.NoError(t, err)
+	for _, p := range st.Pools {
+		if p.Pool == pool {
+			return p
+		}
+	}
+	t.Fatalf("no pool %s for %s", pool, sku)
+	return inventory.Pool{}
+}
+
+func (b *bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+func (b *bundle) hold(campaign, sku string, n int64) (inventory.Reservation, error) {
+	r, _, err := b.inv.Hold(context.Background(), inventory.HoldRequest{
+		Client: "shop", IdempotencyKey: uuid.NewString(), Campaign: campaign, Items: []inventory.Item{{SKU: sku, Quantity: n}},
+	})
+	return r, err
+}
+
+func spec(id string, allot ...campaigns.Allotment) campaigns.Create {
+	return campaigns.Create{
+		ID: id, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 600, Allotments: allot, Actor: "alice",
+	}
+}
+
+func create(t *testing.T, svc *campaigns.Service, c campaigns.Create) campaigns.Campaign {
+	t.Helper()
+	out, replayed, err := svc.CreateOnce(context.Background(), idempotency.NewKey("alice", "create-"+c.ID), c)
+	require.NoError(t, err)
+	require.False(t, replayed)
+	return out
+}
+
+func requireCode(t *testing.T, err error, code domain.Code) *domain.Error {
+	t.Helper()
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, code, de.Code, de.Detail)
+	return de
+}
+
+func TestCreateValidate(t *testing.T) {
+	t.Parallel()
+	ok := spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5})
+	require.NoError(t, ok.Validate())
+	zero, big := int64(0), int64(inventory.MaxPerOrder+1)
+	for _, c := range []struct {
+		name     string
+		change   func(*campaigns.Create)
+		contains string
+	}{
+		{"no id", func(c *campaigns.Create) { c.ID = "" }, "id"},
+		{"named main", func(c *campaigns.Create) { c.ID = inventory.MainPool }, "regular pool"},
+		{"no start", func(c *campaigns.Create) { c.StartsAt = time.Time{} }, "required"},
+		{"ends before it starts", func(c *campaigns.Create) { c.EndsAt = c.StartsAt.Add(-time.Second) }, "after starts_at"},
+		{"ended already", func(c *campaigns.Create) {
+			c.StartsAt, c.EndsAt = time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)
+		}, "in the past"},
+		{"no TTL", func(c *campaigns.Create) { c.HoldTTLSeconds = 0 }, "hold_ttl_seconds"},
+		{"TTL too long", func(c *campaigns.Create) { c.HoldTTLSeconds = inventory.MaxTTLSeconds + 1 }, "hold_ttl_seconds"},
+		{"zero cap", func(c *campaigns.Create) { c.MaxPerOrder = &zero }, "max_per_order"},
+		{"cap too big", func(c *campaigns.Create) { c.MaxPerOrder = &big }, "max_per_order"},
+		{"no allotments", func(c *campaigns.Create) { c.Allotments = nil }, "allotments"},
+		{"too many allotments", func(c *campaigns.Create) {
+			c.Allotments = make([]campaigns.Allotment, campaigns.MaxAllotments+1)
+		}, "allotments"},
+		{"a SKU twice", func(c *campaigns.Create) {
+			c.Allotments = []campaigns.Allotment{{SKU: "A1", Quantity: 1}, {SKU: "A1", Quantity: 2}}
+		}, "twice"},
+		{"zero quantity", func(c *campaigns.Create) { c.Allotments[0].Quantity = 0 }, "quantity"},
+	} {
+		c2 := ok
+		c2.Allotments = append([]campaigns.Allotment(nil), ok.Allotments...)
+		c.change(&c2)
+		de := requireCode(t, c2.Validate(), domain.CodeInvalid)
+		require.Contains(t, de.Detail, c.contains, c.name)
+	}
+}
+
+// TestCreateSchedulesItsStartAndEnd: a campaign is recorded with its
+// campaign_start and campaign_end jobs, due at its start and end, in one
+// transaction; an id in use is a conflict; a replayed create answers the
+// same campaign and records nothing more.
+func TestCreateSchedulesItsStartAndEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	c := spec("bf", campaigns.Allotment{SKU: "B2", Quantity: 3}, campaigns.Allotment{SKU: "A1", Quantity: 5})
+	c.StartsAt = time.Now().Add(time.Hour)
+	c.EndsAt = c.StartsAt.Add(time.Hour)
+
+	// The caller's transaction fails after the create: nothing is left.
+	boom := errors.New("the caller's next step fails")
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		_, err := svc.CreateTx(ctx, tx, c)
+		require.NoError(t, err)
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM campaigns`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job`))
+
+	key := idempotency.NewKey("alice", "k1", []byte("bf"))
+	got, replayed, err := svc.CreateOnce(ctx, key, c)
+	require.NoError(t, err)
+	require.False(t, replayed)
+	require.Equal(t, campaigns.StatusScheduled, got.Status)
+	require.Equal(t, []campaigns.Allotment{{SKU: "A1", Quantity: 5}, {SKU: "B2", Quantity: 3}}, got.Allotments, "by SKU")
+	require.Empty(t, got.Pools, "no stock moves before the start")
+	require.Equal(t, "alice", got.CreatedBy)
+	require.EqualValues(t, 600, got.HoldTTLSeconds)
+
+	rows, err := b.pool.Query(ctx, `SELECT kind, args->>'campaign', scheduled_at FROM river_job ORDER BY scheduled_at`)
+	require.NoError(t, err)
+	type job struct {
+		kind, campaign string
+		at             time.Time
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
+		var j job
+		return j, r.Scan(&j.kind, &j.campaign, &j.at)
+	})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	require.Equal(t, "campaign_start", jobs[0].kind)
+	require.Equal(t, "bf", jobs[0].campaign)
+	require.WithinDuration(t, c.StartsAt, jobs[0].at, time.Millisecond)
+	require.Equal(t, "campaign_end", jobs[1].kind)
+	require.WithinDuration(t, c.EndsAt, jobs[1].at, time.Millisecond)
+
+	again, replayed, err := svc.CreateOnce(ctx, key, c)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, got.ID, again.ID)
+	require.True(t, got.CreatedAt.Equal(again.CreatedAt))
+
+	_, _, err = svc.CreateOnce(ctx, idempotency.NewKey("alice", "k2", []byte("bf again")), c)
+	requireCode(t, err, domain.CodeConflict)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM campaigns`))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM river_job`))
+
+	_, err = svc.Get(ctx, "nope")
+	require.ErrorIs(t, err, domain.ErrNotFound)
+}
+
+// TestStartIsAllOrNothing: a start that main lacks stock for moves
+// nothing, takes no holds, and raises a critical alert; once main has the
+// stock it moves every allotment and opens; starting again changes nothing.
+func TestStartIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 10)
+	b.stockIn(t, "B2", 3)
+	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5}, campaigns.Allotment{SKU: "B2", Quantity: 4}))
+	_, err := b.hold("bf", "A1", 1)
+	requireCode(t, err, domain.CodeCampaignNotActive)
+
+	err = svc.Start(ctx, "bf")
+	de := requireCode(t, err, domain.CodeInsufficientAvailable)
+	require.Contains(t, de.Detail, "B2 needs 4")
+	require.NotContains(t, de.Detail, "A1", "only the short SKU is named")
+	require.EqualValues(t, 10, b.stock(t, "A1", "main").Available, "nothing moved")
+	c, err := svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusScheduled, c.Status)
+	require.Empty(t, c.Pools)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM alerts WHERE kind = 'campaign_start_failed' AND subject = 'campaign:bf' AND level = 'critical'`))
+	_, err = b.hold("bf", "A1", 1)
+	requireCode(t, err, domain.CodeCampaignNotActive)
+
+	b.stockIn(t, "B2", 1)
+	require.NoError(t, svc.Start(ctx, "bf"))
+	require.NoError(t, svc.Start(ctx, "bf"), "a second start (a retried job) is a no-op")
+	c, err = svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusActive, c.Status)
+	require.NotNil(t, c.StartedAt)
+	require.Equal(t, []campaigns.Pool{
+		{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"},
+		{SKU: "B2", Total: 4, Available: 4, Status: "on_sale"},
+	}, c.Pools)
+	require.EqualValues(t, 5, b.stock(t, "A1", "main").Available)
+	require.Zero(t, b.stock(t, "B2", "main").Available)
+	r, err := b.hold("bf", "A1", 2)
+	require.NoError(t, err)
+	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "bf", Quantity: 2}}, r.Items, "held from the campaign's pool")
+}
+
+// TestEndRollsBackAndFinishes ends an active campaign: it takes no more
+// holds, its unpaid holds are rolled back by a campaign_end rollback (run
+// here batch by batch), and its finish moves the remainder back to main
+// and enqueues a reconciliation of its SKUs, while what was sold stays.
+func TestEndRollsBackAndFinishes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 200)
+	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 150}))
+	require.NoError(t, svc.Start(ctx, "bf"))
+	var held []uuid.UUID
+	for range 120 {
+		r, err := b.hold("bf", "A1", 1)
+		require.NoError(t, err)
+		held = append(held, r.ID)
+	}
+	for _, id := range held[:20] {
+		_, err := b.inv.Confirm(ctx, id, inventory.Caller{Name: "shop"})
+		require.NoError(t, err)
+	}
+	regular, err := b.hold("", "A1", 3)
+	require.NoError(t, err)
+
+	_, err = svc.End(ctx, "bf", "", strings.Repeat("x", domain.MaxTextLength+1))
+	requireCode(t, err, domain.CodeInvalid)
+	_, err = svc.End(ctx, "nope", "alice", "x")
+	require.ErrorIs(t, err, domain.ErrNotFound)
+
+	created, err := svc.End(ctx, "bf", "alice", "sold out")
+	require.NoError(t, err)
+	_, err = b.hold("bf", "A1", 1)
+	requireCode(t, err, domain.CodeCampaignNotActive)
+	again, err := svc.End(ctx, "bf", "bob", "twice")
+	require.NoError(t, err)
+	require.Equal(t, created, again, "ending again answers the same rollback")
+
+	c, err := svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusEnded, c.Status)
+	require.Equal(t, "alice", *c.EndedBy)
+	require.Equal(t, "sold out", *c.EndReason)
+	require.Equal(t, "paused", c.Pools[0].Status)
+	require.NotNil(t, c.Rollback)
+	require.Equal(t, rollbacks.SourceCampaignEnd, c.Rollback.Source)
+	require.Equal(t, rollbacks.Scope{Campaign: "bf"}, c.Rollback.Scope)
+	require.EqualValues(t, 100, c.Rollback.HeldRemaining)
+
+	// Play the rollback's chain: its last batch finishes the campaign.
+	job := created.JobID
+	for range 5 {
+		batch, err := svc.RollbackBatch(ctx, created.RollbackID, job)
+		require.NoError(t, err)
+		if batch.Finished {
+			break
+		}
+		require.NotNil(t, batch.Next)
+		c, err := svc.Get(ctx, "bf")
+		require.NoError(t, err)
+		require.Equal(t, campaigns.StatusEnded, c.Status, "not finished while holds are left")
+		job = batch.Next.ID
+	}
+	c, err = svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusRolledBack, c.Status)
+	require.Equal(t, "succeeded", c.Rollback.Status)
+	require.EqualValues(t, 100, c.Rollback.ReleasedCount)
+	require.Zero(t, c.Rollback.HeldRemaining)
+	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 20, Available: 0, Sold: 20, Status: "paused"}}, c.Pools,
+		"the sold units stay in the pool as the record of the sale")
+	main := b.stock(t, "A1", "main")
+	require.EqualValues(t, 180, main.Total)
+	require.EqualValues(t, 3, main.Reserved, "the regular hold is untouched")
+	require.EqualValues(t, 177, main.Available)
+	r, err := b.inv.Get(ctx, regular.ID, inventory.Caller{Ops: true})
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusHeld, r.Status)
+	var skus []string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array(SELECT jsonb_array_elements_text(args->'skus')) FROM river_job WHERE kind = 'reconcile'`).Scan(&skus))
+	require.Equal(t, []string{"A1"}, skus)
+
+	// Finishing again (a duplicated last batch) changes nothing.
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { return svc.FinishTx(ctx, tx, "bf", "x") }))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
+	require.EqualValues(t, 177, b.stock(t, "A1", "main").Available)
+}
+
+// TestEndBeforeStart: a campaign ended before it started has nothing to
+// roll back; its start job, run afterwards, leaves it alone.
+func TestEndBeforeStart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 10)
+	c := spec("later", campaigns.Allotment{SKU: "A1", Quantity: 5})
+	c.StartsAt, c.EndsAt = time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)
+	create(t, svc, c)
+
+	created, err := svc.End(ctx, "later", "alice", "cancelled")
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(ctx, "later"), "the start job finds it ended")
+	got, err := svc.Get(ctx, "later")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusEnded, got.Status)
+	require.Empty(t, got.Pools)
+	require.EqualValues(t, 10, b.stock(t, "A1", "main").Available, "nothing moved")
+
+	batch, err := svc.RollbackBatch(ctx, created.RollbackID, created.JobID)
+	require.NoError(t, err)
+	require.True(t, batch.Finished, "nothing was held")
+	require.Zero(t, batch.Released)
+	got, err = svc.Get(ctx, "later")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusRolledBack, got.Status)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`), "no SKU to reconcile")
+}
+
+// TestResumeGivesEachStepAJob: a campaign whose next step lost its job
+// gets one (its start, its end), once; a live job is left as it is.
+func TestResumeGivesEachStepAJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 10)
+	c := spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5})
+	c.StartsAt = time.Now().Add(time.Hour)
+	c.EndsAt = c.StartsAt.Add(time.Hour)
+	create(t, svc, c)
+	resume := func() (string, *int64) {
+		t.Helper()
+		var did string
+		var job *int64
+		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+			did, job, err = svc.ResumeTx(ctx, tx, "bf", "bob")
+			return err
+		}))
+		return did, job
+	}
+	liveJob := func(kind string) int64 {
+		t.Helper()
+		var id int64
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = $1 AND state IN ('available', 'scheduled')`, kind).Scan(&id))
+		return id
+	}
+
+	did, job := resume()
+	require.Empty(t, did, "its start job is live")
+	require.Equal(t, liveJob("campaign_start"), *job)
+
+	_, err := b.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = 'campaign_start'`)
+	require.NoError(t, err)
+	did, job = resume()
+	require.Contains(t, did, "campaign_start job")
+	require.Equal(t, liveJob("campaign_start"), *job)
+	var at time.Time
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT scheduled_at FROM river_job WHERE id = $1`, *job).Scan(&at))
+	require.WithinDuration(t, c.StartsAt, at, time.Millisecond, "due at its start")
+	did, _ = resume()
+	require.Empty(t, did, "resuming again does nothing")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'campaign_start'`))
+
+	// Started, with its end job gone.
+	_, err = b.pool.Exec(ctx, `UPDATE campaigns SET starts_at = now() - interval '1 minute' WHERE id = 'bf'`)
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(ctx, "bf"))
+	_, err = b.pool.Exec(ctx, `DELETE FROM river_job`)
+	require.NoError(t, err)
+	did, job = resume()
+	require.Contains(t, did, "campaign_end job")
+	require.Equal(t, liveJob("campaign_end"), *job)
+
+	var missing error
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		_, _, missing = svc.ResumeTx(ctx, tx, "nope", "bob")
+		return nil
+	}))
+	require.ErrorIs(t, missing, domain.ErrNotFound)
+}
+
+// TestRollbackBatchFinishesOnlyACampaignEnd: an operator's rollback scoped
+// to an active campaign releases its holds through the same batches, but
+// only a campaign's end finishes the campaign.
+func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 10)
+	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5}))
+	require.NoError(t, svc.Start(ctx, "bf"))
+	_, err := b.hold("bf", "A1", 2)
+	require.NoError(t, err)
+	created, err := b.rollbacks.Create(ctx, rollbacks.Request{
+		Operator: "alice", Reason: "bad batch of orders", Scope: rollbacks.Scope{Campaign: "bf"}, Source: rollbacks.SourceCLI,
+	})
+	require.NoError(t, err)
+	accepted, err := b.rollbacks.Accept(ctx, created.JobID, time.Now(), rollbacks.ManualRollbackArgs{RollbackID: created.RollbackID})
+	require.NoError(t, err)
+	require.NotNil(t, accepted.JobID)
+	var job int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = 'rollback_batch'`).Scan(&job))
+
+	batch, err := svc.RollbackBatch(ctx, created.RollbackID, job)
+	require.NoError(t, err)
+	require.True(t, batch.Finished)
+	require.Equal(t, 1, batch.Released)
+	c, err := svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusActive, c.Status, "still on sale")
+	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"}}, c.Pools)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
+}

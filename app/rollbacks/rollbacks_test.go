@@ -1,0 +1,454 @@
+package rollbacks_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/rollbacks"
+)
+
+// The tests here drive rollbacks without River's workers: jobs are only
+// inserted, and a test plays the worker by calling the service's steps
+// (BatchTx, AcceptTx) with the job ids it finds in river_job.
+
+type bundle struct {
+	pool *pgxpool.Pool
+	inv  *inventory.Service
+}
+
+func setup(t *testing.T) (*rollbacks.Service, *bundle) {
+	t.Helper()
+	pool := dbtest.New(t)
+	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	inv := inventory.New(pool, inserter, slog.New(slog.DiscardHandler), inventory.Config{})
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	return rollbacks.New(pool, inserter, 0), &bundle{pool: pool, inv: inv}
+}
+
+func (b *bundle) stockIn(t *testing.T, sku string, n int64) {
+	t.Helper()
+	_, err := b.inv.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Reason: "test stock", Actor: "test"})
+	require.NoError(t, err)
+}
+
+// holds makes n holds of one unit of sku.
+func (b *bundle) holds(t *testing.T, sku string, n int) []uuid.UUID {
+	t.Helper()
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		r, _, err := b.inv.Hold(context.Background(), inventory.HoldRequest{
+			Client: "shop", IdempotencyKey: uuid.NewString(), Items: []inventory.Item{{SKU: sku, Quantity: 1}},
+		})
+		require.NoError(t, err)
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func (b *bundle) status(t *testing.T, id uuid.UUID) string {
+	t.Helper()
+	r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
+	require.NoError(t, err)
+	return r.Status
+}
+
+func (b *bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+// liveBatch is the id of rollback id's batch job still to run.
+func (b *bundle) liveBatch(t *testing.T, id int64) int64 {
+	t.Helper()
+	var job int64
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+		SELECT j.id FROM river_job j
+		WHERE j.kind = 'rollback_batch' AND (j.args->>'rollback_id')::bigint = $1 AND j.state IN ('available', 'scheduled')`, id).Scan(&job))
+	return job
+}
+
+// work plays the worker: it runs batch job of rollback id in a transaction
+// of its own, and finishes the job as River would.
+func (b *bundle) work(t *testing.T, svc *rollbacks.Service, id, job int64) rollbacks.Batch {
+	t.Helper()
+	ctx := context.Background()
+	var out rollbacks.Batch
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+		out, err = svc.BatchTx(ctx, tx, id, job)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, job)
+		return err
+	}))
+	return out
+}
+
+func create(t *testing.T, svc *rollbacks.Service, pool *pgxpool.Pool, req rollbacks.Request) (rollbacks.Created, error) {
+	t.Helper()
+	var out rollbacks.Created
+	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) (err error) {
+		out, err = svc.CreateTx(context.Background(), tx, req)
+		return err
+	})
+	return out, err
+}
+
+func invalid(t *testing.T, err error, contains string) {
+	t.Helper()
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, domain.CodeInvalid, de.Code, de.Detail)
+	require.Contains(t, de.Detail, contains)
+}
+
+func TestRequestValidate(t *testing.T) {
+	t.Parallel()
+	id := uuid.New()
+	later := time.Now().Add(time.Hour)
+	ok := rollbacks.Request{Operator: "alice", Reason: "outage", Scope: rollbacks.Scope{SKU: "A1"}}
+	require.NoError(t, ok.Validate())
+	for _, c := range []struct {
+		name     string
+		change   func(*rollbacks.Request)
+		contains string
+	}{
+		{"no operator", func(r *rollbacks.Request) { r.Operator = "" }, "operator is required"},
+		{"no reason", func(r *rollbacks.Request) { r.Reason = "" }, "reason is required"},
+		{"no scope", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{} }, "exactly one scope"},
+		{"two scopes", func(r *rollbacks.Request) { r.Scope.Campaign = "bf" }, "exactly one scope"},
+		{"empty ids", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{ReservationIDs: []uuid.UUID{}} }, "reservation_ids is empty"},
+		{"ids and a SKU", func(r *rollbacks.Request) { r.Scope.ReservationIDs = []uuid.UUID{id} }, "exactly one scope"},
+		{"too many ids", func(r *rollbacks.Request) {
+			r.Scope = rollbacks.Scope{ReservationIDs: make([]uuid.UUID, rollbacks.MaxIDs+1)}
+		}, "at most"},
+		{"pool without SKU", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{Campaign: "bf", Pool: "bf"} }, "go with sku"},
+		{"held_before without SKU", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{Campaign: "bf", HeldBefore: &later} }, "go with sku"},
+	} {
+		req := ok
+		c.change(&req)
+		invalid(t, req.Validate(), c.contains)
+	}
+}
+
+// TestCreateIsOneTransaction: a request is recorded pending with its
+// manual_rollback job in the caller's transaction, or not at all.
+func TestCreateIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	req := rollbacks.Request{Operator: "alice", Reason: "outage", Scope: rollbacks.Scope{SKU: "A1"}, Source: rollbacks.SourceCLI}
+
+	boom := errors.New("the caller's next step fails")
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		_, err := svc.CreateTx(ctx, tx, req)
+		require.NoError(t, err)
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM rollback_requests`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job`))
+
+	created, err := create(t, svc, b.pool, req)
+	require.NoError(t, err)
+	r, err := svc.Get(ctx, created.RollbackID)
+	require.NoError(t, err)
+	require.Equal(t, rollbacks.StatusPending, r.Status)
+	require.Equal(t, "main", r.Scope.Pool, "a SKU's pool is main unless given")
+	require.Equal(t, rollbacks.SourceCLI, r.Source)
+	require.NotNil(t, r.JobID)
+	require.Equal(t, created.JobID, *r.JobID)
+	var kind string
+	var rollbackID int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT kind, (args->>'rollback_id')::bigint FROM river_job WHERE id = $1`, created.JobID).Scan(&kind, &rollbackID))
+	require.Equal(t, "manual_rollback", kind)
+	require.Equal(t, created.RollbackID, rollbackID)
+
+	// Bad requests record nothing.
+	later := time.Now().Add(time.Hour)
+	_, err = create(t, svc, b.pool, rollbacks.Request{Operator: "alice", Reason: "x", Scope: rollbacks.Scope{SKU: "A1", HeldBefore: &later}})
+	invalid(t, err, "later than now")
+	_, err = create(t, svc, b.pool, rollbacks.Request{Operator: "alice", Scope: rollbacks.Scope{SKU: "A1"}})
+	invalid(t, err, "reason is required")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM rollback_requests`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job`))
+
+	_, err = svc.Get(ctx, created.RollbackID+1)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+}
+
+// TestBatchesReleaseOnlyWhatWasHeldBefore runs a SKU's rollback batch by
+// batch: at most BatchSize holds each, only holds of its SKU and pool made
+// before it was requested, then it succeeds; a duplicated batch changes
+// nothing.
+func TestBatchesReleaseOnlyWhatWasHeldBefore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 300)
+	b.stockIn(t, "B1", 10)
+	before := b.holds(t, "A1", 250)
+	other := b.holds(t, "B1", 3)
+
+	var started rollbacks.Created
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+		started, err = svc.StartTx(ctx, tx, rollbacks.Request{
+			Operator: "alice", Reason: "clear A1", Scope: rollbacks.Scope{SKU: "A1"}, Source: rollbacks.SourceCLI,
+		})
+		return err
+	}))
+	after := b.holds(t, "A1", 5) // made after the request: out of reach
+
+	job := started.JobID
+	var batches []rollbacks.Batch
+	for range 10 {
+		batch := b.work(t, svc, started.RollbackID, job)
+		batches = append(batches, batch)
+		if batch.Finished {
+			require.Nil(t, batch.Next)
+			break
+		}
+		require.NotNil(t, batch.Next, "an unfinished batch enqueues the next")
+		require.Equal(t, b.liveBatch(t, started.RollbackID), batch.Next.ID)
+		job = batch.Next.ID
+	}
+	var released []int
+	for _, batch := range batches {
+		released = append(released, batch.Released)
+	}
+	require.Equal(t, []int{100, 100, 50}, released)
+	last := batches[len(batches)-1].Rollback
+	require.Equal(t, rollbacks.StatusSucceeded, last.Status)
+	require.EqualValues(t, 250, last.ReleasedCount)
+	require.EqualValues(t, 250, last.ReleasedUnits)
+	require.EqualValues(t, 3, last.Batches)
+	require.NotNil(t, last.FinishedAt)
+
+	for _, id := range before {
+		require.Equal(t, inventory.StatusReleased, b.status(t, id))
+	}
+	for _, id := range append(after, other...) {
+		require.Equal(t, inventory.StatusHeld, b.status(t, id), "out of scope or made after the request")
+	}
+	require.Equal(t, 250, b.count(t, `SELECT count(*) FROM ledger WHERE kind = 'rollback' AND actor = 'alice' AND reason = 'clear A1'`))
+
+	// The last batch again (River ran it twice): nothing more.
+	again := b.work(t, svc, started.RollbackID, job)
+	require.Zero(t, again.Released)
+	require.False(t, again.Finished)
+	require.Nil(t, again.Next)
+	require.Equal(t, 250, b.count(t, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`))
+}
+
+// TestDuplicateBatchesRaceReleaseOnce runs two copies of every batch at
+// once, as two workers would after a rescue: each hold is released exactly
+// once and the chain stays one chain.
+func TestDuplicateBatchesRaceReleaseOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 300)
+	ids := b.holds(t, "A1", 230)
+	var started rollbacks.Created
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+		started, err = svc.StartTx(ctx, tx, rollbacks.Request{
+			Operator: "alice", Reason: "race", Scope: rollbacks.Scope{ReservationIDs: ids}, Source: rollbacks.SourceHTTP,
+		})
+		return err
+	}))
+
+	job := started.JobID
+	for round := 0; ; round++ {
+		require.Less(t, round, 10)
+		type result struct {
+			batch rollbacks.Batch
+			err   error
+		}
+		results := make(chan result, 2)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var out rollbacks.Batch
+				err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+					out, err = svc.BatchTx(ctx, tx, started.RollbackID, job)
+					return err
+				})
+				results <- result{out, err}
+			}()
+		}
+		wg.Wait()
+		close(results)
+		var nexts []int64
+		finished := false
+		for r := range results {
+			require.NoError(t, r.err)
+			if r.batch.Next != nil {
+				nexts = append(nexts, r.batch.Next.ID)
+			}
+			finished = finished || r.batch.Finished
+		}
+		if finished {
+			require.Empty(t, nexts)
+			break
+		}
+		require.Len(t, nexts, 1, "the twin that ran second sees the next batch queued and adds none")
+		_, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, job)
+		require.NoError(t, err)
+		job = nexts[0]
+	}
+	r, err := svc.Get(ctx, started.RollbackID)
+	require.NoError(t, err)
+	require.Equal(t, rollbacks.StatusSucceeded, r.Status)
+	require.EqualValues(t, 230, r.ReleasedCount)
+	require.Equal(t, 230, b.count(t, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM (SELECT reservation_id FROM ledger WHERE kind = 'rollback'
+		GROUP BY reservation_id HAVING count(*) > 1) twice`), "no hold released twice")
+}
+
+// TestAcceptPlainSQLJobAndDryRun: a manual_rollback job inserted with
+// plain SQL (no request row) is recorded when accepted, with the job's
+// enqueue time as its cut-off; a dry run only counts; bad args are refused
+// as such, never retried.
+func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 100)
+	b.holds(t, "A1", 7)
+	enqueued := time.Now()
+	b.holds(t, "A1", 2) // after the job was enqueued
+
+	accept := func(jobID int64, args rollbacks.ManualRollbackArgs) (rollbacks.Rollback, error) {
+		var out rollbacks.Rollback
+		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+			out, err = svc.AcceptTx(ctx, tx, jobID, enqueued, args)
+			return err
+		})
+		return out, err
+	}
+	dry, err := accept(1001, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "what if", DryRun: true, Scope: rollbacks.Scope{SKU: "A1"}})
+	require.NoError(t, err)
+	require.Equal(t, rollbacks.StatusSucceeded, dry.Status)
+	require.Equal(t, rollbacks.SourceSQL, dry.Source)
+	require.NotNil(t, dry.MatchedCount)
+	require.EqualValues(t, 7, *dry.MatchedCount, "holds made after the job was enqueued are out of reach")
+	require.EqualValues(t, 7, *dry.MatchedUnits)
+	require.WithinDuration(t, enqueued, dry.RequestedAt, time.Millisecond)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`), "a dry run releases nothing")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job`), "nor enqueues a batch")
+
+	// The same job accepted again (retried) finds its request.
+	again, err := accept(1001, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "what if", DryRun: true, Scope: rollbacks.Scope{SKU: "A1"}})
+	require.NoError(t, err)
+	require.Equal(t, dry.ID, again.ID)
+
+	real, err := accept(1002, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "for real", Scope: rollbacks.Scope{SKU: "A1"}})
+	require.NoError(t, err)
+	require.Equal(t, rollbacks.StatusRunning, real.Status)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'rollback_batch'`), "its first batch")
+
+	for _, args := range []rollbacks.ManualRollbackArgs{
+		{Reason: "no operator", Scope: rollbacks.Scope{SKU: "A1"}},
+		{Operator: "bob", Scope: rollbacks.Scope{SKU: "A1"}},
+		{Operator: "bob", Reason: "no scope"},
+		{Operator: "bob", Reason: "later", Scope: rollbacks.Scope{SKU: "A1", HeldBefore: new(enqueued.Add(time.Minute))}},
+		{RollbackID: 424242, Operator: "bob", Reason: "gone", Scope: rollbacks.Scope{SKU: "A1"}},
+	} {
+		_, err := accept(2000, args)
+		require.ErrorIs(t, err, rollbacks.ErrRefused, "%+v", args)
+	}
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM rollback_requests`))
+}
+
+// TestResumeGivesAStrandedRequestAJob: a running request whose chain of
+// jobs was deleted gets a new batch, once; one with a live job, or a
+// finished one, is left alone.
+func TestResumeGivesAStrandedRequestAJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 10)
+	b.holds(t, "A1", 3)
+	var started rollbacks.Created
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+		started, err = svc.StartTx(ctx, tx, rollbacks.Request{Operator: "alice", Reason: "x", Scope: rollbacks.Scope{SKU: "A1"}, Source: rollbacks.SourceCLI})
+		return err
+	}))
+
+	r, err := svc.Resume(ctx, started.RollbackID, "bob")
+	require.NoError(t, err)
+	require.False(t, r.Resumed, "its first batch is live")
+	require.Equal(t, &started.JobID, r.JobID)
+
+	_, err = b.pool.Exec(ctx, `DELETE FROM river_job`)
+	require.NoError(t, err)
+	r, err = svc.Resume(ctx, started.RollbackID, "bob")
+	require.NoError(t, err)
+	require.True(t, r.Resumed)
+	require.NotNil(t, r.JobID)
+	require.Equal(t, b.liveBatch(t, started.RollbackID), *r.JobID)
+	got, err := svc.Get(ctx, started.RollbackID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got.Resumes)
+	require.Equal(t, "bob", *got.ResumedBy)
+
+	again, err := svc.Resume(ctx, started.RollbackID, "bob")
+	require.NoError(t, err)
+	require.False(t, again.Resumed, "resuming is idempotent")
+	require.Equal(t, r.JobID, again.JobID)
+
+	done := b.work(t, svc, started.RollbackID, *r.JobID)
+	require.True(t, done.Finished)
+	fin, err := svc.Resume(ctx, started.RollbackID, "bob")
+	require.NoError(t, err)
+	require.False(t, fin.Resumed)
+	require.Nil(t, fin.JobID, "a finished request needs no job")
+	require.Equal(t, rollbacks.StatusSucceeded, fin.Status)
+
+	_, err = svc.Resume(ctx, started.RollbackID+1, "bob")
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, err = svc.Resume(ctx, started.RollbackID, "")
+	require.Error(t, err, "resuming needs a name")
+}
+
+// TestCreateOnceReplays: the same key and request answer the same
+// rollback without recording another; the key with another request is
+// refused.
+func TestCreateOnceReplays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	req := rollbacks.Request{Operator: "alice", Reason: "outage", Scope: rollbacks.Scope{SKU: "A1"}, Source: rollbacks.SourceHTTP}
+	key := idempotency.NewKey("alice", "k", []byte(`{"sku": "A1"}`))
+	first, replayed, err := svc.CreateOnce(ctx, key, req)
+	require.NoError(t, err)
+	require.False(t, replayed)
+	again, replayed, err := svc.CreateOnce(ctx, key, req)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, first, again)
+	_, _, err = svc.CreateOnce(ctx, idempotency.NewKey("alice", "k", []byte(`{"sku": "B1"}`)), req)
+	require.ErrorIs(t, err, domain.ErrKeyReused)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM rollback_requests`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job`))
+}
