@@ -46,14 +46,18 @@ func TestExpiryBurst(t *testing.T) {
 		})
 		return r.ID, err
 	}
-	// The holds of the row that is about to be locked come first.
+	// The holds of the row that is about to be locked come first, due once
+	// the row is locked (made with a long TTL and moved due in SQL, so that
+	// none can expire before the lock is taken however slow the machine).
 	var stuckIDs []uuid.UUID
 	for i := range stuck {
-		id, err := hold(fmt.Sprint("s", i), "STUCK", 2)
+		id, err := hold(fmt.Sprint("s", i), "STUCK", 3600)
 		require.NoError(t, err)
 		stuckIDs = append(stuckIDs, id)
 	}
 	unlock := lockStock(t, b, "STUCK")
+	_, err := b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() + interval '1 second' WHERE id = ANY($1)`, stuckIDs)
+	require.NoError(t, err)
 
 	type made struct {
 		id  uuid.UUID
