@@ -61,7 +61,6 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	})
 }
 
-// withPool runs fn with a pool on DATABASE_URL.
 // withServices runs fn with the domain services on a pool of its own (see
 // app.Standalone), configured and logging as serve would.
 func withServices(ctx context.Context, getenv func(string) string, stderr io.Writer, fn func(jobs.Deps) error) error {
@@ -78,6 +77,8 @@ func withServices(ctx context.Context, getenv func(string) string, stderr io.Wri
 	})
 }
 
+// withPool runs fn with a pool on DATABASE_URL; migrate, apikey and stock,
+// which need no services, use it directly.
 func withPool(ctx context.Context, getenv func(string) string, fn func(*pgxpool.Pool) error) error {
 	url := getenv("DATABASE_URL")
 	if url == "" {
