@@ -27,7 +27,9 @@ run: build
 	echo "  ops key:  $$ops"; \
 	addr=$${STOCKHOLD_ADDR:-:8080}; host=$${addr%:*}; \
 	case "$$host" in ""|0.0.0.0|"[::]") host=localhost;; esac; \
-	echo "  try:      curl -sg -H 'Authorization: Bearer $$ops' $$host:$${addr##*:}/v1/skus/A1"; \
+	base=$$host:$${addr##*:}; \
+	echo "  try:      curl -sg -H 'Authorization: Bearer $$ops' -H 'Idempotency-Key: try-1' -H 'Content-Type: application/json' -d '{\"delta\": 10, \"reason\": \"first stock\"}' $$base/v1/skus/A1/adjustments"; \
+	echo "  then:     curl -sg -H 'Authorization: Bearer $$shop' $$base/v1/skus/A1"; \
 	echo; \
 	STOCKHOLD_LOG_FORMAT=$${STOCKHOLD_LOG_FORMAT:-text} exec bin/stockhold serve
 
