@@ -5,11 +5,10 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
 
@@ -83,10 +82,9 @@ func (c *Console) reconciliation(w http.ResponseWriter, r *http.Request, op who)
 
 // reconcileNow asks for a reconciliation of every SKU.
 func (c *Console) reconcileNow(w http.ResponseWriter, r *http.Request, op who) error {
-	var out reconcile.Requested
-	err := c.once(r.Context(), op, "reconcile:"+r.PostForm.Get("nonce"), "all", &out,
-		func(ctx context.Context, tx pgx.Tx) (any, error) {
-			return c.Reconcile.RequestTx(ctx, tx, reconcile.TriggerHTTP, nil)
+	out, err := once(r.Context(), op, "reconcile:"+r.PostForm.Get("nonce"), "all",
+		func(ctx context.Context, k idempotency.Key) (reconcile.Requested, bool, error) {
+			return c.Reconcile.RequestOnce(ctx, k, reconcile.TriggerHTTP, nil)
 		})
 	if err != nil {
 		return c.refused(w, r, "/ops/reconciliations", err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
@@ -90,9 +89,10 @@ func (c *Console) dryRun(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return c.refused(w, r, "/ops/rollbacks", err)
 	}
-	var out rollbacks.Created
-	err = c.once(r.Context(), op, "rollback-dry-run:"+r.PostForm.Get("nonce"), req, &out,
-		func(ctx context.Context, tx pgx.Tx) (any, error) { return c.Rollbacks.CreateTx(ctx, tx, req) })
+	out, err := once(r.Context(), op, "rollback-dry-run:"+r.PostForm.Get("nonce"), req,
+		func(ctx context.Context, k idempotency.Key) (rollbacks.Created, bool, error) {
+			return c.Rollbacks.CreateOnce(ctx, k, req)
+		})
 	if err != nil {
 		return c.refused(w, r, "/ops/rollbacks", err)
 	}
@@ -147,9 +147,10 @@ func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, op who) er
 		return c.done(w, r, back, true, "Only a finished dry run that found holds can be run.")
 	}
 	req := rollbacks.Request{Operator: op.Key.Name, Reason: dry.Reason, Scope: dry.Scope, Source: rollbacks.SourceHTTP}
-	var out rollbacks.Created
-	err = c.once(r.Context(), op, "rollback-run:"+r.PathValue("id"), req, &out,
-		func(ctx context.Context, tx pgx.Tx) (any, error) { return c.Rollbacks.CreateTx(ctx, tx, req) })
+	out, err := once(r.Context(), op, "rollback-run:"+r.PathValue("id"), req,
+		func(ctx context.Context, k idempotency.Key) (rollbacks.Created, bool, error) {
+			return c.Rollbacks.CreateOnce(ctx, k, req)
+		})
 	if err != nil {
 		return c.refused(w, r, back, err)
 	}
@@ -157,31 +158,22 @@ func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, op who) er
 		"Rollback #%d started from dry run #%d, which counted %d holds.", out.RollbackID, id, *dry.MatchedCount)
 }
 
-// once runs create at most once per operator and key, as the API's
-// Idempotency-Key does: a form sent twice gets the first answer, decoded
-// into out. body identifies the request.
-func (c *Console) once(ctx context.Context, op who, key string, body, out any,
-	create func(context.Context, pgx.Tx) (any, error)) error {
+// once runs create, a service's idempotent call, at most once per
+// operator and form key, as the API's Idempotency-Key does: a form sent
+// twice gets the first answer. body identifies the request.
+func once[T any](ctx context.Context, op who, key string, body any,
+	create func(context.Context, idempotency.Key) (T, bool, error)) (T, error) {
+	var zero T
 	if len(key) > 200 {
-		return domain.Invalid("the form's nonce is too long")
+		return zero, domain.Invalid("the form's nonce is too long")
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
-		return err
+		return zero, err
 	}
-	k := idempotency.NewKey(op.Key.Name, "console:"+key, raw)
-	ans, _, err := idempotency.Do(ctx, c.Pool, k, func(tx pgx.Tx) (json.RawMessage, error) {
-		v, err := create(ctx, tx)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(v)
-	})
+	out, _, err := create(ctx, idempotency.NewKey(op.Key.Name, "console:"+key, raw))
 	if errors.Is(err, domain.ErrKeyReused) {
-		return domain.Invalid("this form was already sent with other values; reload the page")
+		return zero, domain.Invalid("this form was already sent with other values; reload the page")
 	}
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(ans, out)
+	return out, err
 }
