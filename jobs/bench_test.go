@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app"
@@ -60,6 +61,7 @@ func BenchmarkRollbackChain(b *testing.B) {
 		wg.Wait()
 		client, err := jobs.NewClient(pool, deps, jobs.Config{Workers: 10, Log: quiet, SweepInterval: time.Hour, WatchInterval: time.Hour})
 		require.NoError(b, err)
+		completed, unsubscribe := client.Subscribe(river.EventKindJobCompleted)
 		require.NoError(b, client.Start(ctx))
 
 		b.StartTimer()
@@ -71,14 +73,21 @@ func BenchmarkRollbackChain(b *testing.B) {
 			})
 			return err
 		}))
+		// The last batch marks the request succeeded in its transaction:
+		// look after each job that completes.
 		var r rollbacks.Rollback
 		for r.Status != rollbacks.StatusSucceeded {
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-completed:
+			case <-time.After(time.Minute):
+				b.Fatalf("rollback #%d still %s: no job completed for a minute", created.RollbackID, r.Status)
+			}
 			r, err = deps.Rollbacks.Get(ctx, created.RollbackID)
 			require.NoError(b, err)
 		}
 		took := time.Since(start)
 		b.StopTimer()
+		unsubscribe()
 
 		require.EqualValues(b, holds, r.ReleasedCount)
 		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -143,7 +143,8 @@ func (e *env) send(method, path, token string, body any, headers ...string) (res
 
 // sendRetryingBusy is send for a client that retries, with the same
 // Idempotency-Key, when a request is turned away as busy (503 "busy": a lock
-// wait ran out under contention), as the API asks clients to.
+// wait ran out under contention), as the API asks clients to. It retries at
+// once: the retry itself waits on the lock, up to the lock timeout.
 func (e *env) sendRetryingBusy(method, path, token string, body any, headers ...string) (resp, error) {
 	for attempt := 1; ; attempt++ {
 		r, err := e.send(method, path, token, body, headers...)
@@ -151,7 +152,6 @@ func (e *env) sendRetryingBusy(method, path, token string, body any, headers ...
 			!bytes.Contains(r.body, []byte(`"busy"`)) {
 			return r, err
 		}
-		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
 	}
 }
 

@@ -3,7 +3,6 @@ package inventory_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -116,8 +115,9 @@ func TestExtendRacesTheExpiryLoop(t *testing.T) {
 		require.NoError(t, err)
 		ids[i] = r.ID
 	}
-	// Due in 400 ms, all of them.
-	_, err := b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() + interval '400 milliseconds'`)
+	// Due around the moment the extensions arrive: a few already, the rest
+	// within the next 550 ms, while the extensions are being decided.
+	_, err := b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() + (random() * 600 - 50) * interval '1 millisecond'`)
 	require.NoError(t, err)
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	loopDone := make(chan error, 1)
@@ -132,7 +132,6 @@ func TestExtendRacesTheExpiryLoop(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(200+rand.IntN(400)) * time.Millisecond) // around the expiry
 			_, results[i] = svc.Extend(ctx, ids[i], shop, 3600)
 		}()
 	}
@@ -249,7 +248,10 @@ func TestReleaseItemsRacesConfirmsAndExpiry(t *testing.T) {
 		require.NoError(t, err)
 		ids[i] = r.ID
 	}
-	_, err := b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() + interval '150 milliseconds' WHERE id = ANY($1)`, ids[:n/3])
+	// A third of them due around the moment the callers arrive: some
+	// already, the rest within the next 100 ms.
+	_, err := b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() + (random() * 150 - 50) * interval '1 millisecond'
+		WHERE id = ANY($1)`, ids[:n/3])
 	require.NoError(t, err)
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
@@ -262,7 +264,6 @@ func TestReleaseItemsRacesConfirmsAndExpiry(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond) // around the expiry of a third of them
 				var err error
 				switch (i + k) % 3 {
 				case 0:

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,12 +28,33 @@ import (
 type consumer struct {
 	client *http.Client
 	token  string
-	addr   atomic.Value // string: the server to ask now
+
+	serverMu sync.Mutex
+	addr     string        // the server to ask now
+	moved    chan struct{} // closed when addr changes
 
 	mu     sync.Mutex
 	cursor string
 	got    []events.Event
 	errors int // requests that failed (the server was down)
+}
+
+// serve points the consumer (and the test's writers) at the server on addr.
+func (c *consumer) serve(addr string) {
+	c.serverMu.Lock()
+	defer c.serverMu.Unlock()
+	if c.moved != nil {
+		close(c.moved)
+	}
+	c.addr, c.moved = addr, make(chan struct{})
+}
+
+// server is the server to ask now, and a channel closed once another
+// replaces it.
+func (c *consumer) server() (string, <-chan struct{}) {
+	c.serverMu.Lock()
+	defer c.serverMu.Unlock()
+	return c.addr, c.moved
 }
 
 func (c *consumer) run(ctx context.Context) {
@@ -59,7 +79,7 @@ func (c *consumer) pull(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	cursor := c.cursor
 	c.mu.Unlock()
-	addr, _ := c.addr.Load().(string)
+	addr, _ := c.server()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/events?limit="+fmt.Sprint(1+rand.IntN(40))+"&after="+cursor, nil)
 	if err != nil {
 		return 0, err
@@ -128,7 +148,7 @@ func TestEventConsumerAcrossServerKills(t *testing.T) {
 	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{}), Timeout: 10 * time.Second}
 	c := &consumer{client: client, token: ops}
 	server := startChild(t, env...)
-	c.addr.Store(server.addr)
+	c.serve(server.addr)
 	consumeCtx, stopConsumer := context.WithCancel(ctx)
 	consumed := make(chan struct{})
 	go func() { defer close(consumed); c.run(consumeCtx) }()
@@ -174,14 +194,17 @@ func TestEventConsumerAcrossServerKills(t *testing.T) {
 		go func() {
 			defer writers.Done()
 			for i := 0; writeCtx.Err() == nil; i++ {
-				addr, _ := c.addr.Load().(string)
+				addr, moved := c.server()
 				req, _ := http.NewRequestWithContext(writeCtx, http.MethodPost, "http://"+addr+"/v1/reservations",
 					strings.NewReader(fmt.Sprintf(`{"items": [{"sku": %q, "quantity": 1}]}`, skus[i%3])))
 				req.Header.Set("Authorization", "Bearer "+shop)
 				req.Header.Set("Idempotency-Key", fmt.Sprint("http", w, "-", i))
 				res, err := client.Do(req)
 				if err != nil {
-					time.Sleep(10 * time.Millisecond) // the server is gone
+					select { // the server is gone: wait for the next one
+					case <-moved:
+					case <-writeCtx.Done():
+					}
 					continue
 				}
 				_, _ = io.Copy(io.Discard, res.Body)
@@ -213,7 +236,7 @@ func TestEventConsumerAcrossServerKills(t *testing.T) {
 			assert.GreaterOrEqual(col, ledger(col), down+100)
 		}, 60*time.Second, 10*time.Millisecond, "the writers go on while the server is down")
 		server = startChild(t, env...)
-		c.addr.Store(server.addr)
+		c.serve(server.addr)
 		t.Logf("killed server %d; the next serves on %s", kill+1, server.addr)
 	}
 	progress(300)
