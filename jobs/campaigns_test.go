@@ -123,34 +123,57 @@ func TestCampaignEndRacingConfirms(t *testing.T) {
 		confirmed = map[uuid.UUID]bool{}
 		refused   = map[uuid.UUID]error{}
 	)
-	for _, id := range ids {
-		if rand.IntN(3) != 0 {
-			continue
+	confirm := func(ids []uuid.UUID) {
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := b.inv.Confirm(ctx, id, inventory.Caller{Name: "shop"})
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					confirmed[id] = true
+				} else {
+					refused[id] = err
+				}
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Spread the confirms over the campaign's end.
-			time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
-			_, err := b.inv.Confirm(ctx, id, inventory.Caller{Name: "shop"})
-			mu.Lock()
-			defer mu.Unlock()
-			if err == nil {
-				confirmed[id] = true
-			} else {
-				refused[id] = err
-			}
-		}()
 	}
+	// A third of the holds get a confirm, in four waves spread over the
+	// campaign's end: before it, as it ends, once the rollback has released
+	// its first holds, and once it has released 300.
+	var picked []uuid.UUID
+	for _, id := range ids {
+		if rand.IntN(3) == 0 {
+			picked = append(picked, id)
+		}
+	}
+	wave := func(i int) []uuid.UUID { return picked[i*len(picked)/4 : (i+1)*len(picked)/4] }
+	released := func(atLeast int32) {
+		t.Helper()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			c, err := b.campaigns.Get(ctx, "bf")
+			if assert.NoError(ct, err) && assert.NotNil(ct, c.Rollback) {
+				assert.GreaterOrEqual(ct, c.Rollback.ReleasedCount, atLeast)
+			}
+		}, 60*time.Second, 5*time.Millisecond)
+	}
+	confirm(wave(0))
 	created, err := b.campaigns.End(ctx, "bf", "alice", "sold out early")
 	require.NoError(t, err)
 	require.Positive(t, created.RollbackID)
+	confirm(wave(1))
 	_, _, err = b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "late", Campaign: "bf", Items: []inventory.Item{{SKU: "FLASH", Quantity: 1}}})
 	requireCode(t, err, domain.CodeCampaignNotActive)
+	released(1)
+	confirm(wave(2))
+	released(300)
+	confirm(wave(3))
 	wg.Wait()
 	for _, err := range refused {
 		requireCode(t, err, domain.CodeNotHeld) // a confirm loses only to the rollback
 	}
+	t.Logf("%d confirms won, %d lost to the rollback", len(confirmed), len(refused))
 
 	c := b.waitRolledBack(t, "bf")
 	nConfirmed, nReleased := requireReleasedOnce(t, b, ids)
