@@ -108,7 +108,7 @@ func (s *server) confirmReservation(c echo.Context) error {
 		return err
 	}
 	r, err := s.Inventory.Confirm(c.Request().Context(), id, asCaller(c))
-	metrics.Transitions.WithLabelValues("confirm", outcome(err)).Inc()
+	metrics.CountTransition("confirm", err)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (s *server) releaseReservation(c echo.Context) error {
 	}
 	if body.Items == nil {
 		r, err := s.Inventory.Cancel(c.Request().Context(), id, asCaller(c), body.Reason)
-		metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
+		metrics.CountTransition("release", err)
 		if err != nil {
 			return err
 		}
@@ -155,11 +155,11 @@ func (s *server) releaseReservation(c echo.Context) error {
 		err = once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Reservation, bool, error) {
 			return s.Inventory.ReleaseItemsOnce(ctx, k, id, by, body.Reason, items)
 		})
-		metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
+		metrics.CountTransition("release", err)
 		return err
 	}
 	r, err := s.Inventory.ReleaseItems(c.Request().Context(), id, by, body.Reason, items)
-	metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
+	metrics.CountTransition("release", err)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *server) extendReservation(c echo.Context) error {
 		return domain.Invalid("ttl_seconds is required: how long from now the hold should last")
 	}
 	r, err := s.Inventory.Extend(c.Request().Context(), id, asCaller(c), *body.TTLSeconds)
-	metrics.Transitions.WithLabelValues("extend", outcome(err)).Inc()
+	metrics.CountTransition("extend", err)
 	if err != nil {
 		return err
 	}
@@ -227,15 +227,4 @@ func logSKUs(ctx context.Context, items []inventory.Item) {
 	} else if len(skus) > 1 {
 		logging.Add(ctx, slog.Any("skus", skus))
 	}
-}
-
-func outcome(err error) string {
-	var de *domain.Error
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.As(err, &de):
-		return string(de.Code)
-	}
-	return "error"
 }

@@ -122,22 +122,9 @@ func (c *Console) release(w http.ResponseWriter, r *http.Request, op who) error 
 		return c.done(w, r, back, true, "Say why the hold is released.")
 	}
 	h, err := c.Inventory.Cancel(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true}, reason)
-	metrics.Transitions.WithLabelValues("release", outcome(err)).Inc()
+	metrics.CountTransition("release", err)
 	if err != nil {
 		return c.refused(w, r, back, err)
 	}
 	return c.done(w, r, back, false, "Hold %s is %s.", id, h.Status)
-}
-
-// outcome is the transitions metric's label for a result, as the API
-// counts it.
-func outcome(err error) string {
-	var de *domain.Error
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.As(err, &de):
-		return string(de.Code)
-	}
-	return "error"
 }

@@ -4,13 +4,16 @@
 package metrics
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Started is when this process's counters started counting from zero.
@@ -157,3 +160,18 @@ func Names() []string {
 
 // fqName finds a metric's name in its Desc's description.
 var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// CountTransition counts one confirm, release or extend request (action)
+// in Transitions by its result: ok, the code of the domain error that
+// refused it, or error.
+func CountTransition(action string, err error) {
+	outcome := "error"
+	var de *domain.Error
+	switch {
+	case err == nil:
+		outcome = "ok"
+	case errors.As(err, &de):
+		outcome = string(de.Code)
+	}
+	Transitions.WithLabelValues(action, outcome).Inc()
+}
