@@ -105,7 +105,7 @@ func (b *BulkAdjustment) Validate() error {
 // AdjustMany applies a bulk adjustment in one transaction.
 func (s *Service) AdjustMany(ctx context.Context, b BulkAdjustment) (BulkResult, error) {
 	var out BulkResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
 		out, err = AdjustManyTx(ctx, tx, b)
 		return err
 	})

@@ -321,7 +321,7 @@ func (s *Service) lockedHolds(ctx context.Context, ids []uuid.UUID) (map[uuid.UU
 		free  []uuid.UUID
 		lines []db.ReservationLine
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		var err error
 		if free, err = q.ReservationsFree(ctx, ids); err != nil {
