@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/leader"
 	"github.com/stockhold/stockhold/app/metrics"
 )
 
@@ -48,58 +48,18 @@ func (s *Service) ExpireLoop(ctx context.Context, until time.Time) (ExpiryRun, e
 	defer pc.Release()
 	conn := pc.Conn()
 	q := db.New(conn)
-
-	start := time.Now()
-	for {
-		ok, err := q.ExpiryLockTry(ctx)
-		if err != nil {
-			return run, fmt.Errorf("take the expiry lock: %w", err)
-		}
-		if ok {
-			break
-		}
-		if !time.Now().Before(until) {
-			run.Skipped = true
-			return run, nil
-		}
-		if !sleep(ctx, min(50*time.Millisecond, time.Until(until))) {
-			return run, nil
-		}
-	}
-	if waited := time.Since(start); waited > 10*time.Millisecond {
-		run.Waited = waited.Round(time.Millisecond).String()
-	}
-	defer func() {
-		rollback(conn)
-		if conn.IsClosed() {
-			return // the lock went with the session
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
-		defer cancel()
-		if _, err := q.ExpiryUnlock(ctx); err != nil {
-			_ = conn.Close(ctx) // never hand the pool a connection holding the lock
-		}
-	}()
-
+	lock := leader.Lock{Name: "expiry", Try: q.ExpiryLockTry, Unlock: q.ExpiryUnlock}
 	skip := map[string]Line{}
-	for {
+	lr, err := leader.Loop(ctx, conn, lock, until, s.cfg.ExpiryTick, func(ctx context.Context) error {
 		n, err := s.expireDue(ctx, conn, releaseByExpiry, 0, skip)
 		run.Released += n
-		run.Passes++
-		if ctx.Err() != nil {
-			return run, nil // shutting down: the next run goes on
-		}
-		if err != nil {
-			return run, err
-		}
-		wait := time.Until(until)
-		if wait <= 0 {
-			return run, nil
-		}
-		if !sleep(ctx, min(s.cfg.ExpiryTick, wait)) {
-			return run, nil
-		}
+		return err
+	})
+	run.Passes, run.Skipped = lr.Passes, lr.Skipped
+	if lr.Waited > 10*time.Millisecond {
+		run.Waited = lr.Waited.Round(time.Millisecond).String()
 	}
+	return run, err
 }
 
 // SweepExpired releases every hold more than grace past its expiry and
@@ -213,17 +173,4 @@ func (s *Service) lockedOf(ctx context.Context, ids []uuid.UUID) (map[string]Lin
 		want[rowKey(r.Sku, r.Pool)] = Line{SKU: r.Sku, Pool: r.Pool}
 	}
 	return s.lockedStock(ctx, want)
-}
-
-// sleep waits d, or less if ctx ends first; it reports whether ctx is
-// still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

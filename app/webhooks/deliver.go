@@ -21,6 +21,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/events"
+	"github.com/stockhold/stockhold/app/leader"
 	"github.com/stockhold/stockhold/app/metrics"
 )
 
@@ -263,49 +264,15 @@ func (s *Service) DispatchLoop(ctx context.Context, until time.Time) (DispatchRu
 		return run, err
 	}
 	defer pc.Release()
-	conn := pc.Conn()
-	q := db.New(conn)
-	for {
-		ok, err := q.WebhookDispatchLockTry(ctx)
-		if err != nil {
-			return run, fmt.Errorf("take the dispatch lock: %w", err)
-		}
-		if ok {
-			break
-		}
-		if !time.Now().Before(until) {
-			run.Skipped = true
-			return run, nil
-		}
-		if !sleep(ctx, min(50*time.Millisecond, time.Until(until))) {
-			return run, nil
-		}
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := q.WebhookDispatchUnlock(ctx); err != nil {
-			_ = conn.Close(ctx) // never hand the pool a connection holding the lock
-		}
-	}()
-	for {
+	q := db.New(pc.Conn())
+	lock := leader.Lock{Name: "dispatch", Try: q.WebhookDispatchLockTry, Unlock: q.WebhookDispatchUnlock}
+	lr, err := leader.Loop(ctx, pc.Conn(), lock, until, s.cfg.Tick, func(ctx context.Context) error {
 		n, err := s.dispatch(ctx, q)
 		run.Enqueued += n
-		run.Passes++
-		if ctx.Err() != nil {
-			return run, nil // shutting down: the next run goes on
-		}
-		if err != nil {
-			return run, err
-		}
-		wait := time.Until(until)
-		if wait <= 0 {
-			return run, nil
-		}
-		if !sleep(ctx, min(s.cfg.Tick, wait)) {
-			return run, nil
-		}
-	}
+		return err
+	})
+	run.Passes, run.Skipped = lr.Passes, lr.Skipped
+	return run, err
 }
 
 // dispatch is one pass of the dispatcher.
@@ -326,15 +293,4 @@ func (s *Service) dispatch(ctx context.Context, q *db.Queries) (int, error) {
 		return 0, fmt.Errorf("enqueue webhook deliveries: %w", err)
 	}
 	return len(ids), nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
