@@ -96,6 +96,8 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 	res, hold := post("/v1/reservations", "hold-1", `{"items": [{"sku": "A1", "quantity": 1}]}`)
 	require.Equal(t, http.StatusCreated, res.StatusCode)
 	require.Equal(t, "hold-1", res.Header.Get("X-Request-Id"))
+	res, _ = post("/v1/reservations", "hold-2", `{"items": [{"sku": "A1", "quantity": 100}]}`)
+	require.Equal(t, http.StatusConflict, res.StatusCode)
 	res, _ = post("/v1/reconciliations", "bad id with spaces", "")
 	generated := res.Header.Get("X-Request-Id")
 	require.Len(t, generated, 24, "an unusable caller id is replaced")
@@ -115,9 +117,23 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 			assert.Equal(c, "A1", line["sku"])
 			assert.Equal(c, "/v1/reservations", line["route"])
 		}
+		// A refusal is told on its request's line (at debug), not on a
+		// line of its own.
+		refused := request("hold-2")
+		if assert.NotNil(c, refused) {
+			assert.Equal(c, "out_of_stock", refused["code"])
+			assert.Equal(c, "A1", refused["refused_sku"])
+			assert.EqualValues(c, 409, refused["status"])
+		}
 		assert.Equal(c, "A1", request("restock-1")["sku"])
 		assert.NotNil(c, request(generated))
 	}, 5*time.Second, 20*time.Millisecond)
+
+	for _, l := range sink.lines() {
+		if l["request_id"] == "hold-2" {
+			require.Equal(t, "request", l["msg"], "an ordinary refusal gets no line of its own: %v", l)
+		}
+	}
 
 	// The reconciliation job logs its result with its job's id and kind.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
