@@ -287,11 +287,12 @@ func (b *bench) hold(key string, body []byte) (bool, error) {
 
 func printTable(w io.Writer, results []*result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tclients\tholds/s\tp50 ms\tp95 ms\tp99 ms\terrors\tserver RSS MB\tCPU µs/req server+db\tbaseline tx/s\tratio\texpiry lag p50/p99 ms\t")
+	fmt.Fprintln(tw, "scenario\tclients\tholds/s\tp50 ms\tp95 ms\tp99 ms\terrors\tserver RSS MB\tCPU µs/req server+db\tbaseline tx/s\tbaseline p99 ms\tratio\texpiry lag p50/p99 ms\t")
 	for _, r := range results {
-		base, ratio, lag := "-", "-", "-"
+		base, baseP99, ratio, lag := "-", "-", "-", "-"
 		if r.Baseline > 0 {
 			base = fmt.Sprintf("%.0f", r.Baseline)
+			baseP99 = fmt.Sprintf("%.1f", r.BaselineP99)
 			ratio = fmt.Sprintf("%.2fx", r.Ratio)
 		}
 		if r.ExpiryLagP99 > 0 || r.ExpiryLagP50 > 0 {
@@ -305,8 +306,8 @@ func printTable(w io.Writer, results []*result) {
 		if r.ServerCPU > 0 || r.DatabaseCPU > 0 {
 			cpu = fmt.Sprintf("%.0f + %.0f", r.ServerCPU, r.DatabaseCPU)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n",
-			r.Scenario, clients, r.Rate, r.P50, r.P95, r.P99, r.Errors, r.RSS, cpu, base, ratio, lag)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, clients, r.Rate, r.P50, r.P95, r.P99, r.Errors, r.RSS, cpu, base, baseP99, ratio, lag)
 	}
 	tw.Flush()
 	for _, r := range results {
