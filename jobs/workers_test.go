@@ -108,13 +108,6 @@ func (b *workerBundle) hold(t *testing.T, sku string, n int64, ttl int64) invent
 	return r
 }
 
-func (b *workerBundle) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
-	return n
-}
-
 // TestReleaseHoldWorkerSnoozesUntilDue: a release_hold job (enqueued by
 // earlier versions, one per hold) that comes early snoozes until the
 // hold's expiry instead of failing; when due it expires the hold, once.
@@ -146,7 +139,7 @@ func TestReleaseHoldWorkerSnoozesUntilDue(t *testing.T) {
 	got, err = b.inv.Get(ctx, r.ID, inventory.Caller{Ops: true})
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusExpired, got.Status)
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID))
 }
 
 // TestExpireHoldsWorkerRecordsItsRun: a run picked up after its span has
@@ -174,7 +167,7 @@ func TestExpireHoldsWorkerRecordsItsRun(t *testing.T) {
 	var out inventory.ExpiryRun
 	require.NoError(t, json.Unmarshal(res.Job.Output(), &out), "output: %s", res.Job.Output())
 	require.Equal(t, inventory.ExpiryRun{Released: 3, Passes: 1}, out)
-	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM reservations WHERE id = ANY($1) AND status = 'expired'`, due))
+	require.Equal(t, 3, dbtest.Count(t, b.pool, `SELECT count(*) FROM reservations WHERE id = ANY($1) AND status = 'expired'`, due))
 	got, err := b.inv.Get(ctx, later.ID, inventory.Caller{Ops: true})
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusHeld, got.Status, "not due yet")
@@ -286,7 +279,7 @@ func TestCampaignWorkers(t *testing.T) {
 	require.ErrorContains(t, err, "main lacks stock")
 	requireRetried(t, res)
 	require.Equal(t, campaigns.StatusScheduled, status("c2").Status)
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM alerts WHERE kind = 'campaign_start_failed' AND subject = 'campaign:c2'`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM alerts WHERE kind = 'campaign_start_failed' AND subject = 'campaign:c2'`))
 
 	res, err = end.Work(ctx, t, tx, campaigns.CampaignEndArgs{Campaign: "c1"}, nil)
 	require.NoError(t, err)
@@ -332,9 +325,9 @@ func TestManualRollbackWorkerRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCancelled, res.EventKind)
 	require.Contains(t, lastError(t, res.Job), "reason is required")
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM alerts WHERE kind = $1 AND subject = 'job:' || $2::bigint AND level = 'critical'`,
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM alerts WHERE kind = $1 AND subject = 'job:' || $2::bigint AND level = 'critical'`,
 		AlertManualRollbackRefused, res.Job.ID))
-	require.Zero(t, b.count(t, `SELECT count(*) FROM rollback_requests`))
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
 }
 
 // TestWebhookDeliverWorkerSnoozesOnAFailingReceiver: a receiver that

@@ -30,13 +30,6 @@ func setup(t *testing.T, deliver bool) (*alerts.Service, *pgxpool.Pool) {
 	return alerts.New(pool, inserter, deliver), pool
 }
 
-func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n))
-	return n
-}
-
 // TestAlertLifecycle: one open alert per kind and subject, repeats counted
 // (and its level raised, never lowered); acknowledged, it stays as it is
 // and a new occurrence opens a new alert; resolved, it leaves the open list.
@@ -62,7 +55,7 @@ func TestAlertLifecycle(t *testing.T) {
 	require.JSONEq(t, `{"available": 2}`, string(again.Details), "the latest details")
 	lower := raise(alerts.Warning, nil)
 	require.Equal(t, alerts.Critical, lower.Level, "a repeat never lowers the level")
-	require.Zero(t, count(t, pool, `SELECT count(*) FROM river_job`), "no webhook: nothing to deliver")
+	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM river_job`), "no webhook: nothing to deliver")
 
 	_, err := svc.Ack(ctx, first.ID, "")
 	require.ErrorIs(t, err, errInvalid)
@@ -137,12 +130,12 @@ func TestDeliver(t *testing.T) {
 		return context.Canceled
 	})
 	require.ErrorIs(t, err, context.Canceled)
-	require.Zero(t, count(t, pool, `SELECT count(*) FROM alerts`))
-	require.Zero(t, count(t, pool, `SELECT count(*) FROM river_job`))
+	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM alerts`))
+	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM river_job`))
 
 	a, err := svc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: "k", Subject: "s", Details: map[string]any{"n": 1}, Action: "a"})
 	require.NoError(t, err)
-	require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'deliver_alert' AND (args->>'alert_id')::bigint = $1`, a.ID))
+	require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'deliver_alert' AND (args->>'alert_id')::bigint = $1`, a.ID))
 
 	mu.Lock()
 	status = http.StatusBadGateway

@@ -65,13 +65,6 @@ func (b *bundle) stock(t *testing.T, sku, pool string) inventory.Pool {
 	return inventory.Pool{}
 }
 
-func (b *bundle) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
-	return n
-}
-
 func (b *bundle) hold(campaign, sku string, n int64) (inventory.Reservation, error) {
 	r, _, err := b.inv.Hold(context.Background(), inventory.HoldRequest{
 		Client: "shop", IdempotencyKey: uuid.NewString(), Campaign: campaign, Items: []inventory.Item{{SKU: sku, Quantity: n}},
@@ -159,8 +152,8 @@ func TestCreateSchedulesItsStartAndEnd(t *testing.T) {
 		return boom
 	})
 	require.ErrorIs(t, err, boom)
-	require.Zero(t, b.count(t, `SELECT count(*) FROM campaigns`))
-	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job`))
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM campaigns`))
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
 
 	key := idempotency.NewKey("alice", "k1", []byte("bf"))
 	got, replayed, err := svc.CreateOnce(ctx, key, c)
@@ -198,8 +191,8 @@ func TestCreateSchedulesItsStartAndEnd(t *testing.T) {
 
 	_, _, err = svc.CreateOnce(ctx, idempotency.NewKey("alice", "k2", []byte("bf again")), c)
 	requireCode(t, err, domain.CodeConflict)
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM campaigns`))
-	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM river_job`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM campaigns`))
+	require.Equal(t, 2, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
 
 	_, err = svc.Get(ctx, "nope")
 	require.ErrorIs(t, err, domain.ErrNotFound)
@@ -227,7 +220,7 @@ func TestStartIsAllOrNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusScheduled, c.Status)
 	require.Empty(t, c.Pools)
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM alerts WHERE kind = 'campaign_start_failed' AND subject = 'campaign:bf' AND level = 'critical'`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM alerts WHERE kind = 'campaign_start_failed' AND subject = 'campaign:bf' AND level = 'critical'`))
 	_, err = b.hold("bf", "A1", 1)
 	requireCode(t, err, domain.CodeCampaignNotActive)
 
@@ -332,7 +325,7 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 
 	// Finishing again (a duplicated last batch) changes nothing.
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { return svc.FinishTx(ctx, tx, "bf", "x") }))
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
 	require.EqualValues(t, 177, b.stock(t, "A1", "main").Available)
 }
 
@@ -363,7 +356,7 @@ func TestEndBeforeStart(t *testing.T) {
 	got, err = svc.Get(ctx, "later")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusRolledBack, got.Status)
-	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`), "no SKU to reconcile")
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`), "no SKU to reconcile")
 }
 
 // TestResumeGivesEachStepAJob: a campaign whose next step lost its job
@@ -408,7 +401,7 @@ func TestResumeGivesEachStepAJob(t *testing.T) {
 	require.WithinDuration(t, c.StartsAt, at, time.Millisecond, "due at its start")
 	did, _ = resume()
 	require.Empty(t, did, "resuming again does nothing")
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'campaign_start'`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'campaign_start'`))
 
 	// Started, with its end job gone.
 	_, err = b.pool.Exec(ctx, `UPDATE campaigns SET starts_at = now() - interval '1 minute' WHERE id = 'bf'`)
@@ -458,5 +451,5 @@ func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusActive, c.Status, "still on sale")
 	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"}}, c.Pools)
-	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
 }

@@ -278,3 +278,11 @@ func URL(t testing.TB, pool *pgxpool.Pool) string {
 	u.Path = "/" + name
 	return u.String()
 }
+
+// Count runs a query that answers one integer (a count) on pool.
+func Count(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}

@@ -68,13 +68,6 @@ func (b *bundle) status(t *testing.T, id uuid.UUID) string {
 	return r.Status
 }
 
-func (b *bundle) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, b.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
-	return n
-}
-
 // liveBatch is the id of rollback id's batch job still to run.
 func (b *bundle) liveBatch(t *testing.T, id int64) int64 {
 	t.Helper()
@@ -164,8 +157,8 @@ func TestCreateIsOneTransaction(t *testing.T) {
 		return boom
 	})
 	require.ErrorIs(t, err, boom)
-	require.Zero(t, b.count(t, `SELECT count(*) FROM rollback_requests`))
-	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job`))
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
 
 	created, err := create(t, svc, b.pool, req)
 	require.NoError(t, err)
@@ -188,8 +181,8 @@ func TestCreateIsOneTransaction(t *testing.T) {
 	invalid(t, err, "later than now")
 	_, err = create(t, svc, b.pool, rollbacks.Request{Operator: "alice", Scope: rollbacks.Scope{SKU: "A1"}})
 	invalid(t, err, "reason is required")
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM rollback_requests`))
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
 
 	_, err = svc.Get(ctx, created.RollbackID+1)
 	require.ErrorIs(t, err, domain.ErrNotFound)
@@ -248,14 +241,14 @@ func TestBatchesReleaseOnlyWhatWasHeldBefore(t *testing.T) {
 	for _, id := range append(after, other...) {
 		require.Equal(t, inventory.StatusHeld, b.status(t, id), "out of scope or made after the request")
 	}
-	require.Equal(t, 250, b.count(t, `SELECT count(*) FROM ledger WHERE kind = 'rollback' AND actor = 'alice' AND reason = 'clear A1'`))
+	require.Equal(t, 250, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'rollback' AND actor = 'alice' AND reason = 'clear A1'`))
 
 	// The last batch again (River ran it twice): nothing more.
 	again := b.work(t, svc, started.RollbackID, job)
 	require.Zero(t, again.Released)
 	require.False(t, again.Finished)
 	require.Nil(t, again.Next)
-	require.Equal(t, 250, b.count(t, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`))
+	require.Equal(t, 250, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`))
 }
 
 // TestDuplicateBatchesRaceReleaseOnce runs two copies of every batch at
@@ -320,8 +313,8 @@ func TestDuplicateBatchesRaceReleaseOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rollbacks.StatusSucceeded, r.Status)
 	require.EqualValues(t, 230, r.ReleasedCount)
-	require.Equal(t, 230, b.count(t, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`))
-	require.Zero(t, b.count(t, `SELECT count(*) FROM (SELECT reservation_id FROM ledger WHERE kind = 'rollback'
+	require.Equal(t, 230, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`))
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM (SELECT reservation_id FROM ledger WHERE kind = 'rollback'
 		GROUP BY reservation_id HAVING count(*) > 1) twice`), "no hold released twice")
 }
 
@@ -354,8 +347,8 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 	require.EqualValues(t, 7, *dry.MatchedCount, "holds made after the job was enqueued are out of reach")
 	require.EqualValues(t, 7, *dry.MatchedUnits)
 	require.WithinDuration(t, enqueued, dry.RequestedAt, time.Millisecond)
-	require.Zero(t, b.count(t, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`), "a dry run releases nothing")
-	require.Zero(t, b.count(t, `SELECT count(*) FROM river_job`), "nor enqueues a batch")
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`), "a dry run releases nothing")
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`), "nor enqueues a batch")
 
 	// The same job accepted again (retried) finds its request.
 	again, err := accept(1001, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "what if", DryRun: true, Scope: rollbacks.Scope{SKU: "A1"}})
@@ -365,7 +358,7 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 	real, err := accept(1002, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "for real", Scope: rollbacks.Scope{SKU: "A1"}})
 	require.NoError(t, err)
 	require.Equal(t, rollbacks.StatusRunning, real.Status)
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'rollback_batch'`), "its first batch")
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'rollback_batch'`), "its first batch")
 
 	for _, args := range []rollbacks.ManualRollbackArgs{
 		{Reason: "no operator", Scope: rollbacks.Scope{SKU: "A1"}},
@@ -377,7 +370,7 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 		_, err := accept(2000, args)
 		require.ErrorIs(t, err, rollbacks.ErrRefused, "%+v", args)
 	}
-	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM rollback_requests`))
+	require.Equal(t, 2, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
 }
 
 // TestResumeGivesAStrandedRequestAJob: a running request whose chain of
@@ -449,6 +442,6 @@ func TestCreateOnceReplays(t *testing.T) {
 	require.Equal(t, first, again)
 	_, _, err = svc.CreateOnce(ctx, idempotency.NewKey("alice", "k", []byte(`{"sku": "B1"}`)), req)
 	require.ErrorIs(t, err, domain.ErrKeyReused)
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM rollback_requests`))
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
 }
