@@ -93,46 +93,52 @@ ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C";
 -- name: ReservationsGetMany :batchmany
 SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 
--- name: ReservationsChange :batchmany
--- ReservationsChange sells or ends held reservations and moves their stock,
--- in one statement whatever their number: each id gets its own new status
--- (confirmed, released or expired), ledger kind, actor and reason. It locks
--- the holds in id order, then their stock rows in (sku, pool) byte order,
--- the lock order of every path; a hold that is no longer held is left alone,
--- so nothing is sold or handed back twice. Every changed line gets a ledger
--- row carrying the version its stock row reached, with its counters and
--- event feed position after the change. It returns the ids it changed.
-WITH change AS (
-    SELECT unnest(@ids::uuid[]) AS id, unnest(@statuses::text[]) AS status, unnest(@kinds::text[]) AS kind,
+-- name: ReservationsChange :batchexec
+-- ReservationsChange writes what was decided for holds that this
+-- transaction locked (ReservationsLockMany) before it read their lines
+-- (ReservationLinesGetMany, a later statement, so the lines are as the last
+-- committed change left them). Each hold in ids gets its status (confirmed,
+-- released or expired; held for a partial release, which only touches it);
+-- each line given moves its units out of reserved (into sold for kind
+-- confirm, into available otherwise) and gets a ledger row carrying the
+-- version, counters and feed position its stock row reached; the lines of a
+-- partial release (kind release_partial) shrink, or go when released
+-- whole. Stock rows are locked in (sku, pool) byte order, the lock order of
+-- every path, and their UPDATE is conditional on holding the units it
+-- moves. Then the statement checks that the database agrees with the
+-- decision, and fails with SQLSTATE SH001 (stockhold_check) otherwise: every
+-- hold was held, every stock row had the units, every line moved is the
+-- hold's line as read (a partial release: at most it), and a hold that
+-- ends has every one of its lines moved.
+WITH hold AS (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@statuses::text[]) AS status,
            unnest(@actors::text[]) AS actor, nullif(unnest(@reasons::text[]), '') AS reason
-), held AS MATERIALIZED (
-    SELECT r.id FROM reservations r
-    WHERE r.id = ANY(@ids::uuid[]) AND r.status = 'held'
-    ORDER BY r.id
-    FOR UPDATE
 ), changed AS (
     UPDATE reservations r
-    SET status = c.status,
-        confirmed_at = CASE WHEN c.status = 'confirmed' THEN now() END,
-        released_at = CASE WHEN c.status <> 'confirmed' THEN now() END,
-        release_reason = CASE WHEN c.status <> 'confirmed' THEN c.reason END,
-        released_by = CASE WHEN c.status <> 'confirmed' THEN c.actor END,
+    SET status = h.status,
+        confirmed_at = CASE WHEN h.status = 'confirmed' THEN now() END,
+        released_at = CASE WHEN h.status IN ('released', 'expired') THEN now() END,
+        release_reason = CASE WHEN h.status IN ('released', 'expired') THEN h.reason END,
+        released_by = CASE WHEN h.status IN ('released', 'expired') THEN h.actor END,
         updated_at = now()
-    FROM held h
-    JOIN change c ON c.id = h.id
+    FROM hold h
     WHERE r.id = h.id AND r.status = 'held'
-    RETURNING r.id, c.kind, c.actor, c.reason
-), moves AS (
-    SELECT l.reservation_id, l.sku, l.pool, c.kind, c.actor, c.reason,
-           CASE WHEN c.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
+    RETURNING r.id
+), line AS (
+    SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
+           unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
+           unnest(@line_kinds::text[]) AS kind, generate_series(1, cardinality(@line_ids::uuid[])) AS n
+), move AS (
+    SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.kind, l.n, h.actor, h.reason,
+           CASE WHEN l.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
            -l.quantity AS d_reserved,
-           CASE WHEN c.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
-    FROM reservation_lines l
-    JOIN changed c ON c.id = l.reservation_id
+           CASE WHEN l.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
+    FROM line l
+    JOIN hold h ON h.id = l.reservation_id
 ), sums AS (
     SELECT m.sku, m.pool, sum(m.d_available)::bigint AS d_available,
            sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold
-    FROM moves m
+    FROM move m
     GROUP BY m.sku, m.pool
 ), locked AS MATERIALIZED (
     SELECT s.sku, s.pool FROM stock s
@@ -140,7 +146,8 @@ WITH change AS (
     ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
     FOR NO KEY UPDATE OF s
 ), moved AS (
-    -- Joined with locked, so every row it updates is already locked.
+    -- Joined with locked, so every row it updates is already locked; only
+    -- a row that holds the units moves.
     UPDATE stock s
     SET available = s.available + m.d_available,
         reserved = s.reserved + m.d_reserved,
@@ -150,19 +157,48 @@ WITH change AS (
         updated_at = now()
     FROM sums m
     JOIN locked k ON k.sku = m.sku AND k.pool = m.pool
-    WHERE s.sku = m.sku AND s.pool = m.pool
+    WHERE s.sku = m.sku AND s.pool = m.pool AND s.reserved >= -m.d_reserved
     RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+), shrunk AS (
+    UPDATE reservation_lines l
+    SET quantity = l.quantity - m.quantity
+    FROM move m
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
+      AND l.quantity > m.quantity
+    RETURNING l.reservation_id
+), dropped AS (
+    DELETE FROM reservation_lines l
+    USING move m
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
+      AND l.quantity = m.quantity
+    RETURNING l.reservation_id
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, reason,
                         feed_xid, total_after, available_after, reserved_after, sold_after)
     SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason,
            v.feed_xid, v.total, v.available, v.reserved, v.sold
-    FROM moves m
+    FROM move m
     JOIN moved v ON v.sku = m.sku AND v.pool = m.pool
-    ORDER BY m.reservation_id, m.sku COLLATE "C", m.pool COLLATE "C"
+    ORDER BY m.n
 )
-SELECT changed.id FROM changed ORDER BY changed.id;
+SELECT stockhold_check(concat_ws('; ',
+    (SELECT 'holds not held: ' || string_agg(h.id::text, ', ')
+     FROM hold h WHERE NOT EXISTS (SELECT 1 FROM changed c WHERE c.id = h.id)),
+    (SELECT 'stock rows without the units to move: ' || string_agg(m.sku || '/' || m.pool, ', ')
+     FROM sums m WHERE NOT EXISTS (SELECT 1 FROM moved v WHERE v.sku = m.sku AND v.pool = m.pool)),
+    (SELECT 'lines not as read: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.pool, ', ')
+     FROM move m
+     LEFT JOIN reservation_lines l ON l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
+     WHERE l.quantity IS NULL OR m.quantity < 1
+        OR (m.kind = 'release_partial' AND l.quantity < m.quantity)
+        OR (m.kind <> 'release_partial' AND l.quantity <> m.quantity)),
+    (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.pool, ', ')
+     FROM hold h
+     JOIN reservation_lines l ON l.reservation_id = h.id
+     WHERE h.status <> 'held'
+       AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku AND m.pool = l.pool))
+));
 
 -- name: ReservationsDue :batchmany
 -- ReservationsDue locks up to lim held reservations that expired

@@ -90,17 +90,23 @@ FOR NO KEY UPDATE OF s;
 -- StockLockMany locked: each row's counters move by the sum of its granted
 -- lines (row_* arrays), the lines are inserted (line_* arrays), and each
 -- line gets a reserve ledger row carrying the version its stock row reached,
--- its counters after the change and its event feed position (feed_xid).
-WITH moved AS (
+-- its counters after the change and its event feed position (feed_xid). The
+-- UPDATE is conditional: a row moves only while it is on sale and has the
+-- units granted, so the database re-checks every grant the batch decided,
+-- and the statement fails with SQLSTATE SH001 (stockhold_check) when a row
+-- did not move, rather than commit a grant it refused.
+WITH wanted AS (
+    SELECT unnest(@row_skus::text[]) AS sku, unnest(@row_pools::text[]) AS pool,
+           unnest(@row_quantities::bigint[]) AS quantity
+), moved AS (
     UPDATE stock s
     SET available = s.available - g.quantity,
         reserved = s.reserved + g.quantity,
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
-    FROM (SELECT unnest(@row_skus::text[]) AS sku, unnest(@row_pools::text[]) AS pool,
-                 unnest(@row_quantities::bigint[]) AS quantity) g
-    WHERE s.sku = g.sku AND s.pool = g.pool
+    FROM wanted g
+    WHERE s.sku = g.sku AND s.pool = g.pool AND s.status = 'on_sale' AND s.available >= g.quantity
     RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
 ), granted AS (
     SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
@@ -109,15 +115,19 @@ WITH moved AS (
 ), lines AS (
     INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
     SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
+), ledger AS (
+    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+                        stock_version, reservation_id, actor,
+                        feed_xid, total_after, available_after, reserved_after, sold_after)
+    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor,
+           m.feed_xid, m.total, m.available, m.reserved, m.sold
+    FROM granted g
+    JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
+    ORDER BY g.n
 )
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor,
-                    feed_xid, total_after, available_after, reserved_after, sold_after)
-SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor,
-       m.feed_xid, m.total, m.available, m.reserved, m.sold
-FROM granted g
-JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
-ORDER BY g.n;
+SELECT stockhold_check(
+    (SELECT 'stock rows not on sale or without the units granted: ' || string_agg(g.sku || '/' || g.pool, ', ')
+     FROM wanted g WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.pool = g.pool)));
 
 -- name: StockFree :many
 -- StockFree returns which of the given stock rows no other transaction has

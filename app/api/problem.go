@@ -71,6 +71,7 @@ var titles = map[string]string{
 	"unavailable":             "Service unavailable",
 	"too_many_requests":       "Too many failed authentications",
 	"internal_error":          "Internal error",
+	"books_unbalanced":        "The stock's books do not balance",
 }
 
 // statuses maps domain codes to HTTP statuses: the one place that does
@@ -89,6 +90,7 @@ var statuses = map[domain.Code]int{
 	domain.CodeConflict:              http.StatusConflict,
 	domain.CodeLimitExceeded:         http.StatusUnprocessableEntity,
 	domain.CodeBusy:                  http.StatusServiceUnavailable,
+	domain.CodeBooksUnbalanced:       http.StatusConflict,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,

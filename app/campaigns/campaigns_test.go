@@ -453,3 +453,59 @@ func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
 	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"}}, c.Pools)
 	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
 }
+
+// TestAManualRollbackOfAnEndedCampaignDoesNotFinishIt: only the campaign
+// end's own rollback finishes a campaign. A manual rollback of the same
+// campaign with an earlier cut-off finishes first, while the end's
+// rollback still has holds to release; had it finished the campaign, the
+// remainder would have gone back to main and the holds released after
+// would have left their units stranded in the campaign's pool.
+func TestAManualRollbackOfAnEndedCampaignDoesNotFinishIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 10)
+	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5}))
+	require.NoError(t, svc.Start(ctx, "bf"))
+	_, err := b.hold("bf", "A1", 1)
+	require.NoError(t, err)
+	manual, err := b.rollbacks.Create(ctx, rollbacks.Request{
+		Operator: "alice", Reason: "bad batch of orders", Scope: rollbacks.Scope{Campaign: "bf"}, Source: rollbacks.SourceCLI,
+	})
+	require.NoError(t, err)
+	late, err := b.hold("bf", "A1", 2) // after the manual rollback's cut-off
+	require.NoError(t, err)
+	ended, err := svc.End(ctx, "bf", "bob", "sold out")
+	require.NoError(t, err)
+
+	_, err = b.rollbacks.Accept(ctx, manual.JobID, time.Now(), rollbacks.ManualRollbackArgs{RollbackID: manual.RollbackID})
+	require.NoError(t, err)
+	var job int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = 'rollback_batch' AND (args->>'rollback_id')::bigint = $1`,
+		manual.RollbackID).Scan(&job))
+	batch, err := svc.RollbackBatch(ctx, manual.RollbackID, job)
+	require.NoError(t, err)
+	require.True(t, batch.Finished)
+	require.Equal(t, 1, batch.Released)
+	c, err := svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusEnded, c.Status, "the manual rollback does not finish the campaign")
+	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 3, Reserved: 2, Status: "paused"}}, c.Pools)
+	require.Equal(t, inventory.StatusHeld, mustStatus(t, b, late.ID))
+
+	// The end's own rollback releases the late hold and finishes.
+	batch, err = svc.RollbackBatch(ctx, ended.RollbackID, ended.JobID)
+	require.NoError(t, err)
+	require.True(t, batch.Finished)
+	c, err = svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusRolledBack, c.Status)
+	require.EqualValues(t, 10, b.stock(t, "A1", "main").Available, "every unit back in main")
+}
+
+func mustStatus(t *testing.T, b *bundle, id uuid.UUID) string {
+	t.Helper()
+	r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
+	require.NoError(t, err)
+	return r.Status
+}

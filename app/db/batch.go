@@ -208,38 +208,36 @@ func (b *ReservationLinesGetManyBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const reservationsChange = `-- name: ReservationsChange :batchmany
-WITH change AS (
-    SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS status, unnest($3::text[]) AS kind,
-           unnest($4::text[]) AS actor, nullif(unnest($5::text[]), '') AS reason
-), held AS MATERIALIZED (
-    SELECT r.id FROM reservations r
-    WHERE r.id = ANY($1::uuid[]) AND r.status = 'held'
-    ORDER BY r.id
-    FOR UPDATE
+const reservationsChange = `-- name: ReservationsChange :batchexec
+WITH hold AS (
+    SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS status,
+           unnest($3::text[]) AS actor, nullif(unnest($4::text[]), '') AS reason
 ), changed AS (
     UPDATE reservations r
-    SET status = c.status,
-        confirmed_at = CASE WHEN c.status = 'confirmed' THEN now() END,
-        released_at = CASE WHEN c.status <> 'confirmed' THEN now() END,
-        release_reason = CASE WHEN c.status <> 'confirmed' THEN c.reason END,
-        released_by = CASE WHEN c.status <> 'confirmed' THEN c.actor END,
+    SET status = h.status,
+        confirmed_at = CASE WHEN h.status = 'confirmed' THEN now() END,
+        released_at = CASE WHEN h.status IN ('released', 'expired') THEN now() END,
+        release_reason = CASE WHEN h.status IN ('released', 'expired') THEN h.reason END,
+        released_by = CASE WHEN h.status IN ('released', 'expired') THEN h.actor END,
         updated_at = now()
-    FROM held h
-    JOIN change c ON c.id = h.id
+    FROM hold h
     WHERE r.id = h.id AND r.status = 'held'
-    RETURNING r.id, c.kind, c.actor, c.reason
-), moves AS (
-    SELECT l.reservation_id, l.sku, l.pool, c.kind, c.actor, c.reason,
-           CASE WHEN c.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
+    RETURNING r.id
+), line AS (
+    SELECT unnest($5::uuid[]) AS reservation_id, unnest($6::text[]) AS sku,
+           unnest($7::text[]) AS pool, unnest($8::bigint[]) AS quantity,
+           unnest($9::text[]) AS kind, generate_series(1, cardinality($5::uuid[])) AS n
+), move AS (
+    SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.kind, l.n, h.actor, h.reason,
+           CASE WHEN l.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
            -l.quantity AS d_reserved,
-           CASE WHEN c.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
-    FROM reservation_lines l
-    JOIN changed c ON c.id = l.reservation_id
+           CASE WHEN l.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
+    FROM line l
+    JOIN hold h ON h.id = l.reservation_id
 ), sums AS (
     SELECT m.sku, m.pool, sum(m.d_available)::bigint AS d_available,
            sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold
-    FROM moves m
+    FROM move m
     GROUP BY m.sku, m.pool
 ), locked AS MATERIALIZED (
     SELECT s.sku, s.pool FROM stock s
@@ -247,7 +245,8 @@ WITH change AS (
     ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
     FOR NO KEY UPDATE OF s
 ), moved AS (
-    -- Joined with locked, so every row it updates is already locked.
+    -- Joined with locked, so every row it updates is already locked; only
+    -- a row that holds the units moves.
     UPDATE stock s
     SET available = s.available + m.d_available,
         reserved = s.reserved + m.d_reserved,
@@ -257,19 +256,48 @@ WITH change AS (
         updated_at = now()
     FROM sums m
     JOIN locked k ON k.sku = m.sku AND k.pool = m.pool
-    WHERE s.sku = m.sku AND s.pool = m.pool
+    WHERE s.sku = m.sku AND s.pool = m.pool AND s.reserved >= -m.d_reserved
     RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+), shrunk AS (
+    UPDATE reservation_lines l
+    SET quantity = l.quantity - m.quantity
+    FROM move m
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
+      AND l.quantity > m.quantity
+    RETURNING l.reservation_id
+), dropped AS (
+    DELETE FROM reservation_lines l
+    USING move m
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
+      AND l.quantity = m.quantity
+    RETURNING l.reservation_id
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, reason,
                         feed_xid, total_after, available_after, reserved_after, sold_after)
     SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason,
            v.feed_xid, v.total, v.available, v.reserved, v.sold
-    FROM moves m
+    FROM move m
     JOIN moved v ON v.sku = m.sku AND v.pool = m.pool
-    ORDER BY m.reservation_id, m.sku COLLATE "C", m.pool COLLATE "C"
+    ORDER BY m.n
 )
-SELECT changed.id FROM changed ORDER BY changed.id
+SELECT stockhold_check(concat_ws('; ',
+    (SELECT 'holds not held: ' || string_agg(h.id::text, ', ')
+     FROM hold h WHERE NOT EXISTS (SELECT 1 FROM changed c WHERE c.id = h.id)),
+    (SELECT 'stock rows without the units to move: ' || string_agg(m.sku || '/' || m.pool, ', ')
+     FROM sums m WHERE NOT EXISTS (SELECT 1 FROM moved v WHERE v.sku = m.sku AND v.pool = m.pool)),
+    (SELECT 'lines not as read: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.pool, ', ')
+     FROM move m
+     LEFT JOIN reservation_lines l ON l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
+     WHERE l.quantity IS NULL OR m.quantity < 1
+        OR (m.kind = 'release_partial' AND l.quantity < m.quantity)
+        OR (m.kind <> 'release_partial' AND l.quantity <> m.quantity)),
+    (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.pool, ', ')
+     FROM hold h
+     JOIN reservation_lines l ON l.reservation_id = h.id
+     WHERE h.status <> 'held'
+       AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku AND m.pool = l.pool))
+))
 `
 
 type ReservationsChangeBatchResults struct {
@@ -279,30 +307,46 @@ type ReservationsChangeBatchResults struct {
 }
 
 type ReservationsChangeParams struct {
-	Ids      []uuid.UUID
-	Statuses []string
-	Kinds    []string
-	Actors   []string
-	Reasons  []string
+	Ids            []uuid.UUID
+	Statuses       []string
+	Actors         []string
+	Reasons        []string
+	LineIds        []uuid.UUID
+	LineSkus       []string
+	LinePools      []string
+	LineQuantities []int64
+	LineKinds      []string
 }
 
-// ReservationsChange sells or ends held reservations and moves their stock,
-// in one statement whatever their number: each id gets its own new status
-// (confirmed, released or expired), ledger kind, actor and reason. It locks
-// the holds in id order, then their stock rows in (sku, pool) byte order,
-// the lock order of every path; a hold that is no longer held is left alone,
-// so nothing is sold or handed back twice. Every changed line gets a ledger
-// row carrying the version its stock row reached, with its counters and
-// event feed position after the change. It returns the ids it changed.
+// ReservationsChange writes what was decided for holds that this
+// transaction locked (ReservationsLockMany) before it read their lines
+// (ReservationLinesGetMany, a later statement, so the lines are as the last
+// committed change left them). Each hold in ids gets its status (confirmed,
+// released or expired; held for a partial release, which only touches it);
+// each line given moves its units out of reserved (into sold for kind
+// confirm, into available otherwise) and gets a ledger row carrying the
+// version, counters and feed position its stock row reached; the lines of a
+// partial release (kind release_partial) shrink, or go when released
+// whole. Stock rows are locked in (sku, pool) byte order, the lock order of
+// every path, and their UPDATE is conditional on holding the units it
+// moves. Then the statement checks that the database agrees with the
+// decision, and fails with SQLSTATE SH001 (stockhold_check) otherwise: every
+// hold was held, every stock row had the units, every line moved is the
+// hold's line as read (a partial release: at most it), and a hold that
+// ends has every one of its lines moved.
 func (q *Queries) ReservationsChange(ctx context.Context, arg []ReservationsChangeParams) *ReservationsChangeBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
 			a.Ids,
 			a.Statuses,
-			a.Kinds,
 			a.Actors,
 			a.Reasons,
+			a.LineIds,
+			a.LineSkus,
+			a.LinePools,
+			a.LineQuantities,
+			a.LineKinds,
 		}
 		batch.Queue(reservationsChange, vals...)
 	}
@@ -310,33 +354,18 @@ func (q *Queries) ReservationsChange(ctx context.Context, arg []ReservationsChan
 	return &ReservationsChangeBatchResults{br, len(arg), false}
 }
 
-func (b *ReservationsChangeBatchResults) Query(f func(int, []uuid.UUID, error)) {
+func (b *ReservationsChangeBatchResults) Exec(f func(int, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var items []uuid.UUID
 		if b.closed {
 			if f != nil {
-				f(t, items, ErrBatchAlreadyClosed)
+				f(t, ErrBatchAlreadyClosed)
 			}
 			continue
 		}
-		err := func() error {
-			rows, err := b.br.Query()
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id uuid.UUID
-				if err := rows.Scan(&id); err != nil {
-					return err
-				}
-				items = append(items, id)
-			}
-			return rows.Err()
-		}()
+		_, err := b.br.Exec()
 		if f != nil {
-			f(t, items, err)
+			f(t, err)
 		}
 	}
 }
@@ -819,16 +848,18 @@ func (b *ReservationsLockManyBatchResults) Close() error {
 }
 
 const stockHoldsApply = `-- name: StockHoldsApply :batchexec
-WITH moved AS (
+WITH wanted AS (
+    SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool,
+           unnest($3::bigint[]) AS quantity
+), moved AS (
     UPDATE stock s
     SET available = s.available - g.quantity,
         reserved = s.reserved + g.quantity,
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
-    FROM (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool,
-                 unnest($3::bigint[]) AS quantity) g
-    WHERE s.sku = g.sku AND s.pool = g.pool
+    FROM wanted g
+    WHERE s.sku = g.sku AND s.pool = g.pool AND s.status = 'on_sale' AND s.available >= g.quantity
     RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
 ), granted AS (
     SELECT unnest($4::uuid[]) AS reservation_id, unnest($5::text[]) AS sku,
@@ -837,15 +868,19 @@ WITH moved AS (
 ), lines AS (
     INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
     SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
+), ledger AS (
+    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+                        stock_version, reservation_id, actor,
+                        feed_xid, total_after, available_after, reserved_after, sold_after)
+    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor,
+           m.feed_xid, m.total, m.available, m.reserved, m.sold
+    FROM granted g
+    JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
+    ORDER BY g.n
 )
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor,
-                    feed_xid, total_after, available_after, reserved_after, sold_after)
-SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor,
-       m.feed_xid, m.total, m.available, m.reserved, m.sold
-FROM granted g
-JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
-ORDER BY g.n
+SELECT stockhold_check(
+    (SELECT 'stock rows not on sale or without the units granted: ' || string_agg(g.sku || '/' || g.pool, ', ')
+     FROM wanted g WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.pool = g.pool)))
 `
 
 type StockHoldsApplyBatchResults struct {
@@ -869,7 +904,11 @@ type StockHoldsApplyParams struct {
 // StockLockMany locked: each row's counters move by the sum of its granted
 // lines (row_* arrays), the lines are inserted (line_* arrays), and each
 // line gets a reserve ledger row carrying the version its stock row reached,
-// its counters after the change and its event feed position (feed_xid).
+// its counters after the change and its event feed position (feed_xid). The
+// UPDATE is conditional: a row moves only while it is on sale and has the
+// units granted, so the database re-checks every grant the batch decided,
+// and the statement fails with SQLSTATE SH001 (stockhold_check) when a row
+// did not move, rather than commit a grant it refused.
 func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyParams) *StockHoldsApplyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {

@@ -43,135 +43,26 @@ func (q *Queries) ReservationExtend(ctx context.Context, expiresAt time.Time, iD
 	return i, err
 }
 
-const reservationLinesRelease = `-- name: ReservationLinesRelease :many
-WITH give AS (
-    SELECT unnest($4::text[]) AS sku, unnest($5::text[]) AS pool, unnest($6::bigint[]) AS quantity
-), locked AS MATERIALIZED (
-    SELECT s.sku, s.pool FROM stock s
-    JOIN give g ON g.sku = s.sku AND g.pool = s.pool
-    ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
-    FOR NO KEY UPDATE OF s
-), moved AS (
-    UPDATE stock s
-    SET available = s.available + g.quantity,
-        reserved = s.reserved - g.quantity,
-        version = s.version + 1,
-        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
-        updated_at = now()
-    FROM give g
-    JOIN locked k ON k.sku = g.sku AND k.pool = g.pool
-    WHERE s.sku = g.sku AND s.pool = g.pool
-    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
-), shrunk AS (
-    UPDATE reservation_lines l
-    SET quantity = l.quantity - g.quantity
-    FROM give g
-    WHERE l.reservation_id = $1::uuid AND l.sku = g.sku AND l.pool = g.pool AND l.quantity > g.quantity
-    RETURNING l.sku
-), dropped AS (
-    DELETE FROM reservation_lines l
-    USING give g
-    WHERE l.reservation_id = $1::uuid AND l.sku = g.sku AND l.pool = g.pool AND l.quantity = g.quantity
-    RETURNING l.sku
-), touched AS (
-    UPDATE reservations SET updated_at = now() WHERE id = $1::uuid AND status = 'held'
-)
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor, reason,
-                    feed_xid, total_after, available_after, reserved_after, sold_after)
-SELECT g.sku, g.pool, 'release_partial', 0, g.quantity, -g.quantity, 0, m.version, $1::uuid, $2::text,
-       $3::text, m.feed_xid, m.total, m.available, m.reserved, m.sold
-FROM give g
-JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
-ORDER BY g.sku COLLATE "C", g.pool COLLATE "C"
-RETURNING id
-`
-
-type ReservationLinesReleaseParams struct {
-	ID         uuid.UUID
-	Actor      string
-	Reason     *string
-	Skus       []string
-	Pools      []string
-	Quantities []int64
-}
-
-// ReservationLinesRelease hands back some units of a held hold whose row
-// the caller has locked: the given lines shrink (a line released whole is
-// deleted), their stock rows are locked in (sku, pool) byte order and move
-// the units from reserved to available, and each gets a release_partial
-// ledger row with the version, counters and feed position it produced. The
-// caller checked that every quantity is at most its line's. It returns the
-// ledger ids.
-func (q *Queries) ReservationLinesRelease(ctx context.Context, arg ReservationLinesReleaseParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, reservationLinesRelease,
-		arg.ID,
-		arg.Actor,
-		arg.Reason,
-		arg.Skus,
-		arg.Pools,
-		arg.Quantities,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const reservationLockForChange = `-- name: ReservationLockForChange :one
-SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, (r.expires_at <= now())::boolean AS due, now()::timestamptz AS now,
+const reservationExtendTerms = `-- name: ReservationExtendTerms :one
+SELECT now()::timestamptz AS now,
        coalesce(extract(epoch FROM c.hold_ttl)::bigint, $1::bigint)::bigint AS max_ttl_seconds
 FROM reservations r
 LEFT JOIN campaigns c ON c.id = r.campaign
 WHERE r.id = $2
-FOR UPDATE OF r
 `
 
-type ReservationLockForChangeRow struct {
-	Reservation   Reservation
-	Due           bool
+type ReservationExtendTermsRow struct {
 	Now           time.Time
 	MaxTtlSeconds int64
 }
 
-// ReservationLockForChange locks one hold for an extension or a partial
-// release and returns what they decide on: whether it is past its expiry,
-// the database's clock, and the longest a hold may last (its campaign's
-// hold TTL, or the service's maximum).
-func (q *Queries) ReservationLockForChange(ctx context.Context, maxTtlSeconds int64, iD uuid.UUID) (ReservationLockForChangeRow, error) {
-	row := q.db.QueryRow(ctx, reservationLockForChange, maxTtlSeconds, iD)
-	var i ReservationLockForChangeRow
-	err := row.Scan(
-		&i.Reservation.ID,
-		&i.Reservation.Client,
-		&i.Reservation.IdempotencyKey,
-		&i.Reservation.RequestHash,
-		&i.Reservation.OrderRef,
-		&i.Reservation.Campaign,
-		&i.Reservation.Status,
-		&i.Reservation.ExpiresAt,
-		&i.Reservation.CreatedAt,
-		&i.Reservation.UpdatedAt,
-		&i.Reservation.ConfirmedAt,
-		&i.Reservation.ReleasedAt,
-		&i.Reservation.ReleaseReason,
-		&i.Reservation.ReleasedBy,
-		&i.Due,
-		&i.Now,
-		&i.MaxTtlSeconds,
-	)
+// ReservationExtendTerms is what an extension of a hold the caller has
+// locked decides on: the database's clock, and the longest the hold may
+// last (its campaign's hold TTL, or the service's maximum).
+func (q *Queries) ReservationExtendTerms(ctx context.Context, maxTtlSeconds int64, iD uuid.UUID) (ReservationExtendTermsRow, error) {
+	row := q.db.QueryRow(ctx, reservationExtendTerms, maxTtlSeconds, iD)
+	var i ReservationExtendTermsRow
+	err := row.Scan(&i.Now, &i.MaxTtlSeconds)
 	return i, err
 }
 
@@ -197,10 +88,9 @@ type ReservationsListParams struct {
 	Lim      int32
 }
 
-// Holds beyond hold, confirm and release: listing them, extending one,
-// releasing some of its units. These are rare next to holds, so they are
-// plain transactions outside the batches; they lock in the same order
-// (the hold, then its stock rows in (sku, pool) byte order).
+// Holds beyond hold, confirm and release: listing them, extending one.
+// Extensions are rare next to holds, so they are plain transactions outside
+// the batches; they lock the hold first, as every change to a hold does.
 // ReservationsList returns up to lim holds, newest first (ids are
 // time-ordered UUIDs, so id order is creation order), older than before_id
 // when it is given, filtered by whichever of client, order_ref, status and

@@ -37,6 +37,10 @@ const (
 	// timeout (a long transaction holds them); the HTTP answer is 503 with
 	// Retry-After, and a retry soon is likely to succeed.
 	CodeBusy Code = "busy"
+	// CodeBooksUnbalanced refuses a change the database would not write
+	// because a stock row's counters, a hold or its lines are not what the
+	// service decided on: the books of that pool need a person.
+	CodeBooksUnbalanced Code = "books_unbalanced"
 )
 
 // Error is a failure the caller can act on: bad input, or a state that

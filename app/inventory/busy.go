@@ -56,6 +56,23 @@ func classify(ctx context.Context, err error) failure {
 	return failStatement
 }
 
+// sqlstateRefused is what stockhold_check raises when a change statement
+// finds the database disagreeing with what the service decided (see
+// change.go): nothing was written.
+const sqlstateRefused = "SH001"
+
+// refused turns the database's refusal of a decided change into the
+// caller's books_unbalanced, and reports whether err was one. Any other
+// error comes back as it is.
+func refused(err error) (error, bool) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != sqlstateRefused {
+		return err, false
+	}
+	return &domain.Error{Code: domain.CodeBooksUnbalanced,
+		Detail: pe.Message + "; nothing was changed: reconcile the pool and repair its books before retrying"}, true
+}
+
 // errSlow is the answer of the requests of a batch that ran past the
 // statement timeout.
 var errSlow = &domain.Error{Code: domain.CodeBusy, Detail: "the database is too slow to answer in time; retry in a moment"}

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/leader"
-	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // ExpiryBatch is how many holds one expiry transaction releases.
@@ -119,10 +119,11 @@ func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Release, gr
 	}
 }
 
-// expirePass is one expiry transaction in two round trips: lock up to
-// ExpiryBatch due holds, skipping any another transaction is working on,
-// then release them in one statement and commit. It returns how many it
-// released, or on failure the holds it had picked.
+// expirePass is one expiry transaction in three round trips: pick and lock
+// up to ExpiryBatch due holds, skipping any another transaction is working
+// on; read their lines (the rule of every change to a hold, see change.go);
+// then expire them in one statement and commit. It returns how many it
+// expired, or on failure the holds it had picked.
 func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, skip map[string]Line) (int, []uuid.UUID, error) {
 	defer rollback(conn)
 	due := db.ReservationsDueParams{GraceSeconds: grace.Seconds(), Lim: ExpiryBatch}
@@ -136,29 +137,48 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, g
 	timeout := q.BatchSettingsSet(ctx, []string{s.expiryLockTimeout})
 	picking := q.ReservationsDue(ctx, []db.ReservationsDueParams{due})
 	p.send(ctx)
-	_ = done(timeout.Exec)
-	ids, _ := collect(picking.Query)
-	if err := p.close(); err != nil {
+	err := done(timeout.Exec)
+	ids, perr := collect(picking.Query)
+	if err = errors.Join(err, perr, p.close()); err != nil {
 		return 0, nil, wrapf(err, "pick due holds")
 	}
 	if len(ids) == 0 {
 		return 0, nil, nil // rollback (deferred) ends the transaction
 	}
-	var ch change
+
+	p = newPipe(conn)
+	lock := queueLock(ctx, db.New(p), ids) // locked already: this reads them, and their lines after
+	p.send(ctx)
+	holds, err := lock.read()
+	if err = errors.Join(err, p.close()); err != nil {
+		return 0, ids, wrapf(err, "read due holds")
+	}
+	var ch changes
 	for _, id := range ids {
-		ch.add(id, how.Status, how.Kind, how.Actor, how.Reason)
+		h, ok := holds[id]
+		if !ok {
+			continue
+		}
+		change, err := how.decide(h)
+		if err != nil {
+			return 0, ids, err
+		}
+		if change != nil {
+			ch.add(change)
+		}
 	}
 	p = newPipe(conn)
-	q = db.New(p)
-	changing := q.ReservationsChange(ctx, []db.ReservationsChangeParams{ch.ReservationsChangeParams})
+	writing := ch.queue(ctx, db.New(p))
 	p.commit()
 	p.send(ctx)
-	released, _ := collect(changing.Query)
-	if err := p.close(); err != nil {
-		return 0, ids, wrapf(err, "release due holds")
+	if writing != nil {
+		err = done(writing.Exec)
 	}
-	metrics.Released(how.Status, how.Kind, how.Actor, len(released))
-	return len(released), nil, nil
+	if err = errors.Join(err, p.close()); err != nil {
+		return 0, ids, wrapf(err, "expire due holds")
+	}
+	ch.count()
+	return len(ch.list), nil, nil
 }
 
 // lockedOf returns the stock rows of holds ids that another transaction

@@ -97,28 +97,6 @@ func (s *Service) List(ctx context.Context, lq ListQuery, by Caller) (ListPage, 
 	return page, nil
 }
 
-// Releases of the system's own making, when an extension or a partial
-// release finds the hold past its expiry.
-var releaseOnExtend = Release{Status: StatusExpired, Kind: "expire", Actor: "system:extend", Reason: "hold expired before it was extended"}
-
-// lockHold locks hold id for a change outside the batches, in its own
-// transaction: the hold first, then (in the statements that follow) its
-// stock rows in (sku, pool) byte order, the lock order of every path. So
-// the expiry loop, which locks due holds with SKIP LOCKED, either expired
-// it before (the change sees it expired) or skips it until the change
-// commits (and sees its new expiry).
-func lockHold(ctx context.Context, q *db.Queries, id uuid.UUID, by Caller) (db.ReservationLockForChangeRow, []Line, error) {
-	row, err := q.ReservationLockForChange(ctx, MaxTTLSeconds, id)
-	if err != nil {
-		return row, nil, domain.NotFound(err, "reservation")
-	}
-	if !by.maySee(row.Reservation.Client) {
-		return row, nil, domain.Missing("reservation")
-	}
-	lines, err := linesOf(ctx, q, id)
-	return row, lines, err
-}
-
 // Extend moves a held hold's expiry to ttlSeconds from now. It never
 // shortens a hold (an expiry already later stays), and never lets a hold
 // last past its maximum TTL counted from its creation: its campaign's hold
@@ -135,41 +113,53 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 		expired bool
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		row, lines, err := lockHold(ctx, q, id, by)
+		// The rule of every change to a hold (see change.go): lock, read
+		// the lines, decide. The only change that moves stock here is the
+		// expiry of an overdue hold.
+		holds, ch, err := changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
+			if !by.maySee(h.row.Client) || !h.due {
+				return nil, nil
+			}
+			return Release{Kind: "extend"}.decide(h)
+		})
 		if err != nil {
 			return err
 		}
-		r := row.Reservation
+		h, ok := holds[id]
 		switch {
-		case r.Status != StatusHeld:
-			return errNotHeld(id, r.Status)
-		case row.Due:
-			if _, err := ReleaseTx(ctx, tx, []uuid.UUID{id}, releaseOnExtend); err != nil {
-				return err
-			}
+		case !ok || !by.maySee(h.row.Client):
+			return domain.Missing("reservation")
+		case len(ch.list) > 0:
 			expired = true
 			return nil // commit the expiry, then refuse
+		case h.row.Status != StatusHeld:
+			return errNotHeld(id, h.row.Status)
 		}
-		want := row.Now.Add(time.Duration(ttlSeconds) * time.Second)
-		limit := r.CreatedAt.Add(time.Duration(row.MaxTtlSeconds) * time.Second)
+		q := db.New(tx)
+		terms, err := q.ReservationExtendTerms(ctx, MaxTTLSeconds, id)
+		if err != nil {
+			return fmt.Errorf("extend hold %s: %w", id, err)
+		}
+		r := h.row
+		want := terms.Now.Add(time.Duration(ttlSeconds) * time.Second)
+		limit := r.CreatedAt.Add(time.Duration(terms.MaxTtlSeconds) * time.Second)
 		if want.After(limit) {
 			what := "the service's maximum of 7 days"
 			if r.Campaign != nil {
-				what = fmt.Sprintf("campaign %q's hold TTL of %d s", *r.Campaign, row.MaxTtlSeconds)
+				what = fmt.Sprintf("campaign %q's hold TTL of %d s", *r.Campaign, terms.MaxTtlSeconds)
 			}
 			return domain.Invalid("ttl_seconds %d would keep the hold until %s, past %s from its creation: it can last until %s at most (ttl_seconds %d from now)",
-				ttlSeconds, stamp(want), what, stamp(limit), max(int64(limit.Sub(row.Now)/time.Second), 0))
+				ttlSeconds, stamp(want), what, stamp(limit), max(int64(limit.Sub(terms.Now)/time.Second), 0))
 		}
 		if !want.After(r.ExpiresAt) {
-			out = newReservation(r, lines) // already lasts that long
+			out = newReservation(r, h.lines) // already lasts that long
 			return nil
 		}
 		r, err = q.ReservationExtend(ctx, want, id)
 		if err != nil {
 			return fmt.Errorf("extend hold %s: %w", id, err)
 		}
-		out = newReservation(r, lines)
+		out = newReservation(r, h.lines)
 		return nil
 	})
 	if err == nil && expired {
@@ -209,7 +199,10 @@ func (s *Service) ReleaseItemsOnce(ctx context.Context, key idempotency.Key, id 
 	})
 }
 
-// ReleaseItemsTx is ReleaseItems inside the caller's transaction.
+// ReleaseItemsTx is ReleaseItems inside the caller's transaction. It
+// follows the rule of every change to a hold (see change.go): the hold is
+// locked and its lines read before the items are checked against them; a
+// hold found past its expiry is expired instead, and answered as it is.
 func ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
 	if err := domain.ValidText("reason", reason, domain.MaxTextLength); err != nil {
 		return Reservation{}, err
@@ -230,38 +223,23 @@ func ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, by Caller, rea
 		}
 		want[it.SKU] += it.Quantity
 	}
+	how := Release{Kind: "release", Actor: by.Name, Reason: reason, give: want}
+	holds, _, err := changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
+		switch {
+		case !by.maySee(h.row.Client):
+			return nil, domain.Missing("reservation")
+		case h.row.Status == StatusConfirmed:
+			return nil, errNotHeld(id, StatusConfirmed)
+		}
+		return how.decide(h)
+	})
+	if err != nil {
+		return Reservation{}, err
+	}
+	if _, ok := holds[id]; !ok {
+		return Reservation{}, domain.Missing("reservation")
+	}
 	q := db.New(tx)
-	row, lines, err := lockHold(ctx, q, id, by)
-	if err != nil {
-		return Reservation{}, err
-	}
-	switch row.Reservation.Status {
-	case StatusConfirmed:
-		return Reservation{}, errNotHeld(id, StatusConfirmed)
-	case StatusReleased, StatusExpired:
-		return newReservation(row.Reservation, lines), nil
-	}
-	give, left, err := partOf(lines, want)
-	if err != nil {
-		return Reservation{}, err
-	}
-	if left == 0 {
-		if _, err := ReleaseTx(ctx, tx, []uuid.UUID{id}, Release{Status: StatusReleased, Kind: "release", Actor: by.Name, Reason: reason}); err != nil {
-			return Reservation{}, err
-		}
-	} else {
-		p := db.ReservationLinesReleaseParams{ID: id, Actor: by.Name, Reason: &reason}
-		for _, l := range give {
-			p.Skus, p.Pools, p.Quantities = append(p.Skus, l.SKU), append(p.Pools, l.Pool), append(p.Quantities, l.Quantity)
-		}
-		moved, err := q.ReservationLinesRelease(ctx, p)
-		if err != nil {
-			return Reservation{}, fmt.Errorf("release part of hold %s: %w", id, err)
-		}
-		if len(moved) != len(give) {
-			return Reservation{}, fmt.Errorf("release part of hold %s: %d of %d lines moved", id, len(moved), len(give))
-		}
-	}
 	r, err := q.ReservationGet(ctx, id)
 	if err != nil {
 		return Reservation{}, err

@@ -145,6 +145,24 @@ func (s *Service) panicked(name string, v any, stack []byte) {
 	})
 }
 
+// refusedByDatabase reports a change the database refused to write
+// (SQLSTATE SH001): the counters, a hold or its lines were not what the
+// service decided on, so either the books of a pool are out of balance or
+// the service decided wrong. Nothing was written; a person must look.
+func (s *Service) refusedByDatabase(ctx context.Context, batch, subject string, err error) {
+	s.log.Error("the database refused a decided change", "batch", batch, "subject", subject, "err", err)
+	if s.cfg.Alert == nil {
+		return
+	}
+	s.cfg.Alert(ctx, Alert{
+		Kind:    "change_refused",
+		Subject: batch + ":" + subject,
+		Summary: fmt.Sprintf("The database refused a %s the service had decided, and nothing was written: %v. "+
+			"Either the pool's counters disagree with its holds (reconcile it; the reconciliation pauses it and says how) or this is a bug to report.", batch, err),
+		Details: map[string]any{"batch": batch, "subject": subject, "error": err.Error()},
+	})
+}
+
 // ReleaseHoldArgs is the job that expired one hold at its expires_at in
 // earlier versions of stockhold, which enqueued one per hold. Holds now
 // expire through the expire_holds loop; the kind stays so that jobs already

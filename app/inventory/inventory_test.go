@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -440,4 +441,27 @@ func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	require.Equal(t, "resume", moves[0].Kind)
 	require.Equal(t, "alice", moves[0].Actor)
 	require.Equal(t, "recounted", *moves[0].Reason)
+}
+
+// TestSweepLeavesHoldsWithinTheGrace: the sweeper is the expiry loop's
+// backstop, so it leaves a hold alone until the hold is more than the grace
+// past its expiry, and releases it then.
+func TestSweepLeavesHoldsWithinTheGrace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	stockIn(t, svc, "A1", 10)
+	recent, _, err := svc.Hold(ctx, holdReq("recent", item("A1", 1)))
+	require.NoError(t, err)
+	old, _, err := svc.Hold(ctx, holdReq("old", item("A1", 2)))
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - CASE WHEN id = $1 THEN interval '30 seconds' ELSE interval '90 seconds' END`, recent.ID)
+	require.NoError(t, err)
+
+	n, err := svc.SweepExpired(ctx, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, inventory.StatusHeld, mustGet(t, svc, recent.ID).Status, "30 s past expiry is within the grace")
+	require.Equal(t, inventory.StatusExpired, mustGet(t, svc, old.ID).Status)
+	require.EqualValues(t, 1, pool(t, svc, "A1", "main").Reserved)
 }

@@ -11,69 +11,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/metrics"
 )
-
-// Release says how and why holds end when they are handed back.
-type Release struct {
-	// Status is StatusReleased or StatusExpired.
-	Status string
-	// Kind is the ledger kind: "release", "expire" or "rollback".
-	Kind   string
-	Actor  string
-	Reason string
-}
-
-// Releases of the system's own making.
-var (
-	releaseByExpiry    = Release{Status: StatusExpired, Kind: "expire", Actor: "system:expire_holds", Reason: "hold expired"}
-	releaseByExpiryJob = Release{Status: StatusExpired, Kind: "expire", Actor: "system:release_hold", Reason: "hold expired"}
-	releaseBySweeper   = Release{Status: StatusExpired, Kind: "expire", Actor: "system:sweep_expired", Reason: "hold expired (sweeper)"}
-	releaseOnConfirm   = Release{Status: StatusExpired, Kind: "expire", Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}
-)
-
-// change is what ReservationsChange does to a set of holds, one entry each.
-type change struct{ db.ReservationsChangeParams }
-
-func (c *change) add(id uuid.UUID, status, kind, actor, reason string) {
-	c.Ids = append(c.Ids, id)
-	c.Statuses = append(c.Statuses, status)
-	c.Kinds = append(c.Kinds, kind)
-	c.Actors = append(c.Actors, actor)
-	c.Reasons = append(c.Reasons, reason)
-}
-
-// countReleases counts, once committed, the holds the change handed back.
-func (c *change) countReleases() {
-	for i, status := range c.Statuses {
-		if status != StatusConfirmed {
-			metrics.Released(status, c.Kinds[i], c.Actors[i], 1)
-		}
-	}
-}
-
-// ReleaseTx hands back the stock of every hold among ids that is still held,
-// inside the caller's transaction, and returns the ids it released. It is the
-// one release every path goes through (cancel, expiry, sweeper, campaign
-// end, manual rollback): a hold that is no longer held is skipped, so no
-// path can hand stock back twice. It is one statement whatever the number
-// of holds; it locks them in id order and their stock rows in (sku, pool)
-// byte order, the order every other writer uses.
-func ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Release) ([]uuid.UUID, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var c change
-	for _, id := range ids {
-		c.add(id, how.Status, how.Kind, how.Actor, how.Reason)
-	}
-	released, err := collect(db.New(tx).ReservationsChange(ctx, []db.ReservationsChangeParams{c.ReservationsChangeParams}).Query)
-	if err != nil {
-		return nil, fmt.Errorf("release holds: %w", err)
-	}
-	metrics.Released(how.Status, how.Kind, how.Actor, len(released))
-	return released, nil
-}
 
 // Confirm turns a held reservation into a sale. Confirming a confirmed hold
 // again succeeds with the same answer; a hold that was released or expired
@@ -86,7 +24,9 @@ func (s *Service) Confirm(ctx context.Context, id uuid.UUID, by Caller) (Reserva
 
 // Cancel releases a held reservation at the shop's request. Releasing it
 // again answers the same; a confirmed hold is refused with its status; one
-// that expired meanwhile is answered as it is, since its stock is back.
+// that expired meanwhile is answered as it is, since its stock is back, and
+// one found past its expiry is expired rather than released (a change to
+// an overdue hold expires it, whatever was asked).
 func (s *Service) Cancel(ctx context.Context, id uuid.UUID, by Caller, reason string) (Reservation, error) {
 	if err := domain.ValidText("reason", reason, domain.MaxTextLength); err != nil {
 		return Reservation{}, err
@@ -186,6 +126,10 @@ func (s *Service) runChanges(ctx context.Context, calls []*changeCall) []*change
 			half := len(calls) / 2
 			return append(s.runChanges(ctx, calls[:half]), s.runChanges(ctx, calls[half:])...)
 		}
+		if refusal, ok := refused(err); ok {
+			s.refusedByDatabase(ctx, "confirm/release", calls[0].id.String(), err)
+			err = refusal
+		}
 	}
 	for _, c := range calls {
 		c.answer(err)
@@ -194,10 +138,12 @@ func (s *Service) runChanges(ctx context.Context, calls []*changeCall) []*change
 }
 
 // changeBatch is one transaction for many confirms and releases, in two
-// round trips: lock the holds (id order) and read their lines; then,
-// decided in Go in arrival order, as one after the other would have been,
-// sell or end the held ones, move their stock and write their ledger rows
-// in one statement, read them back, and commit.
+// round trips, following the rule of every change to a hold (see
+// change.go): lock the holds (id order) and read their lines; then, decided
+// in Go in arrival order, as one after the other would have been, sell or
+// end the held ones (expiring those found past their expiry), move their
+// stock and write their ledger rows in one statement, read them back, and
+// commit.
 func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 	ids := make([]uuid.UUID, 0, len(calls))
 	seen := map[uuid.UUID]bool{}
@@ -219,96 +165,72 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 	q := db.New(p)
 	p.begin()
 	timeout := q.BatchSettingsSet(ctx, []string{s.lockTimeout})
-	locking := q.ReservationsLockMany(ctx, [][]uuid.UUID{ids})
-	reading := q.ReservationLinesGetMany(ctx, [][]uuid.UUID{ids})
+	lock := queueLock(ctx, q, ids)
 	p.send(ctx)
-	_ = done(timeout.Exec)
-	holds, _ := collect(locking.Query)
-	lines, _ := collect(reading.Query)
-	if err := p.close(); err != nil {
+	err = done(timeout.Exec)
+	holds, lerr := lock.read()
+	if err = errors.Join(err, lerr, p.close()); err != nil {
 		return wrapf(err, "lock holds")
 	}
 
-	type state struct {
-		row   db.Reservation
-		due   bool
-		lines []Line
-	}
-	states := make(map[uuid.UUID]*state, len(holds))
-	for _, h := range holds {
-		states[h.Reservation.ID] = &state{row: h.Reservation, due: h.Due}
-	}
-	for _, l := range lines {
-		if st := states[l.ReservationID]; st != nil {
-			st.lines = append(st.lines, Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity})
-		}
-	}
-	// Each call's outcome: an error, or the hold's row as it ends up.
+	// Each call's outcome: an error, or the hold as it ends up.
 	errs := make([]error, len(calls))
-	var ch change
+	var ch changes
 	for i, c := range calls {
-		st, ok := states[c.id]
-		if !ok || !c.by.maySee(st.row.Client) {
+		h, ok := holds[c.id]
+		if !ok || !c.by.maySee(h.row.Client) {
 			errs[i] = domain.Missing("reservation")
 			continue
 		}
-		status := st.row.Status
-		switch {
-		case c.confirm && status == StatusHeld && st.due:
-			// Held but past its expiry: its stock belongs to others again,
-			// whether or not the expiry loop got to it yet. Expire it now.
-			ch.add(c.id, StatusExpired, releaseOnConfirm.Kind, releaseOnConfirm.Actor, releaseOnConfirm.Reason)
-			st.row.Status = StatusExpired
-			errs[i] = errNotHeld(c.id, StatusExpired)
-		case c.confirm && status == StatusHeld:
-			ch.add(c.id, StatusConfirmed, "confirm", c.by.Name, "")
-			st.row.Status = StatusConfirmed
-		case c.confirm && status != StatusConfirmed:
+		how := Release{Status: StatusReleased, Kind: "release", Actor: c.by.Name, Reason: c.reason}
+		if c.confirm {
+			how = Release{Status: StatusConfirmed, Kind: "confirm", Actor: c.by.Name}
+		}
+		change, err := how.decide(h)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if change != nil {
+			ch.add(change)
+			h.row.Status = change.how.Status
+		}
+		switch status := h.row.Status; {
+		case c.confirm && status != StatusConfirmed, !c.confirm && status == StatusConfirmed:
 			errs[i] = errNotHeld(c.id, status)
-		case !c.confirm && status == StatusConfirmed:
-			errs[i] = errNotHeld(c.id, status)
-		case !c.confirm && status == StatusHeld:
-			ch.add(c.id, StatusReleased, "release", c.by.Name, c.reason)
-			st.row.Status = StatusReleased
 		}
 	}
 
 	p = newPipe(conn)
 	q = db.New(p)
-	var changing *db.ReservationsChangeBatchResults
+	writing := ch.queue(ctx, q)
 	var rereading *db.ReservationsGetManyBatchResults
-	if len(ch.Ids) > 0 {
-		changing = q.ReservationsChange(ctx, []db.ReservationsChangeParams{ch.ReservationsChangeParams})
-		rereading = q.ReservationsGetMany(ctx, [][]uuid.UUID{ch.Ids})
+	if writing != nil {
+		rereading = q.ReservationsGetMany(ctx, [][]uuid.UUID{ch.p.Ids})
 	}
 	p.commit()
 	p.send(ctx)
-	var (
-		changed []uuid.UUID
-		after   []db.Reservation
-	)
-	if changing != nil {
-		changed, _ = collect(changing.Query)
-		after, _ = collect(rereading.Query)
+	var after []db.Reservation
+	if writing != nil {
+		err = done(writing.Exec)
+		var rerr error
+		after, rerr = collect(rereading.Query)
+		err = errors.Join(err, rerr)
 	}
-	if err := p.close(); err != nil {
+	if err = errors.Join(err, p.close()); err != nil {
 		return wrapf(err, "change holds")
 	}
-	ch.countReleases()
-	if len(changed) != len(ch.Ids) {
-		// Every hold changed was held and locked by this transaction.
-		return fmt.Errorf("changed %d of %d locked holds", len(changed), len(ch.Ids))
-	}
+	ch.count()
 	for _, r := range after {
-		states[r.ID].row = r
+		holds[r.ID].row = r
 	}
 	for i, c := range calls {
 		if errs[i] != nil {
 			c.answer(errs[i])
 			continue
 		}
-		st := states[c.id]
-		c.reply(changeResult{r: newReservation(st.row, st.lines)})
+		h := holds[c.id]
+		c.reply(changeResult{r: newReservation(h.row, h.lines)})
 	}
 	return nil
 }

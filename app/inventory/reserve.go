@@ -353,6 +353,11 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 			half := len(calls) / 2
 			return append(s.holdAttempt(ctx, calls[:half]), s.holdAttempt(ctx, calls[half:])...)
 		}
+		if _, ok := refused(err); ok {
+			// The batch granted what the locked rows did not have: a bug,
+			// which the database caught. The caller gets a 500.
+			s.refusedByDatabase(ctx, "hold", calls[0].h.req.IdempotencyKey, err)
+		}
 	}
 	if len(calls) > 1 {
 		s.log.Warn("hold batch failed", "size", len(calls), "err", err)

@@ -694,3 +694,29 @@ func TestStrandedAndDiscardedChainsTakeOnePath(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, rb.Resumes, "once by alice, once by reconciliation")
 }
+
+// TestMultiLineStuckHoldOnAHighRiskPoolIsNotReleased: a stuck hold with
+// one line on a pool whose books disagree is left alone, whichever of its
+// lines that is (here the first: A1 sorts before Z9), since the run moves
+// no stock on a high-risk pool.
+func TestMultiLineStuckHoldOnAHighRiskPoolIsNotReleased(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	ctx := context.Background()
+	b.stockIn(t, "A1", 10)
+	b.stockIn(t, "Z9", 10)
+	r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "multi",
+		Items: []inventory.Item{{SKU: "Z9", Quantity: 1}, {SKU: "A1", Quantity: 2}}})
+	require.NoError(t, err)
+	b.strand(t, r.ID, time.Hour)
+	_, err = b.pool.Exec(ctx, `UPDATE stock SET available = available - 1, sold = sold + 1 WHERE sku = 'A1' AND pool = 'main'`)
+	require.NoError(t, err)
+	a1, z9 := counters(b.stock(t, "A1", "main")), counters(b.stock(t, "Z9", "main"))
+
+	run := run(t, svc)
+	require.EqualValues(t, 2, run.HighRisk)
+	require.Zero(t, run.AutoFixed)
+	require.Equal(t, inventory.StatusHeld, b.status(t, r.ID), "not released: one of its lines is on a high-risk pool")
+	require.Equal(t, a1, counters(b.stock(t, "A1", "main")))
+	require.Equal(t, z9, counters(b.stock(t, "Z9", "main")), "not even its line on the clean pool")
+}

@@ -1,0 +1,277 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/metrics"
+)
+
+// How a hold changes.
+//
+// Every path that changes a hold (confirm, release, partial release,
+// extend, the expiry loop, the sweeper, reconciliation's repair of a stuck
+// hold, rollback batches and so a campaign's end) follows one rule, in the
+// steps below and through them only:
+//
+//  1. lock the holds, in id order (queueLock);
+//  2. read their lines in a later statement (queueLock too), so that they
+//     are the lines as the last committed change left them: a statement
+//     that locks a hold and reads its lines under one snapshot can read
+//     lines a partial release changed while it waited for the lock, and
+//     hand the same units back twice;
+//  3. decide in Go from what was locked and read (Release.decide): a hold
+//     that is no longer held is left alone, and any change to a hold found
+//     past its expiry expires it instead;
+//  4. write the decision in one statement (changes.queue), whose stock
+//     UPDATE is conditional on the counters it expects and which fails
+//     with SQLSTATE SH001, writing nothing, when the database does not
+//     agree with the decision (queries/reservations.sql, ReservationsChange).
+//
+// The confirm and release batches and the expiry loop run these steps on a
+// pipe that also carries the transaction's begin and commit; every other
+// path runs them inside its own transaction through changeTx.
+
+// lockedHold is a hold this transaction has locked, with its lines as read
+// after the lock.
+type lockedHold struct {
+	row db.Reservation
+	// due: past its expiry when the transaction started.
+	due   bool
+	lines []Line
+}
+
+// lockStep is steps 1 and 2, queued on a pipe.
+type lockStep struct {
+	locking *db.ReservationsLockManyBatchResults
+	reading *db.ReservationLinesGetManyBatchResults
+}
+
+// queueLock queues the lock of holds ids (in id order) and, in a later
+// statement, the read of their lines.
+func queueLock(ctx context.Context, q *db.Queries, ids []uuid.UUID) lockStep {
+	return lockStep{
+		locking: q.ReservationsLockMany(ctx, [][]uuid.UUID{ids}),
+		reading: q.ReservationLinesGetMany(ctx, [][]uuid.UUID{ids}),
+	}
+}
+
+// read returns the holds locked, by id: an id that names no hold is absent.
+func (l lockStep) read() (map[uuid.UUID]*lockedHold, error) {
+	rows, err := collect(l.locking.Query)
+	lines, lerr := collect(l.reading.Query)
+	if err = errors.Join(err, lerr); err != nil {
+		return nil, err
+	}
+	holds := make(map[uuid.UUID]*lockedHold, len(rows))
+	for _, r := range rows {
+		holds[r.Reservation.ID] = &lockedHold{row: r.Reservation, due: r.Due}
+	}
+	for _, l := range lines {
+		if h := holds[l.ReservationID]; h != nil {
+			h.lines = append(h.lines, Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity})
+		}
+	}
+	return holds, nil
+}
+
+// Release says how and why holds end when they are handed back, or sold.
+type Release struct {
+	// Status is StatusReleased or StatusExpired (StatusConfirmed for a
+	// confirm).
+	Status string
+	// Kind is the ledger kind: "release", "expire" or "rollback" ("confirm").
+	Kind   string
+	Actor  string
+	Reason string
+	// DueOnly ends a hold only if it is past its expiry: reconciliation's
+	// repair of a stuck hold, which must not end a hold that is not stuck.
+	DueOnly bool
+	// give, when set, hands back only these units (per SKU) and keeps the
+	// hold held with the rest: a partial release.
+	give map[string]int64
+}
+
+// Releases of the system's own making.
+var (
+	releaseByExpiry    = Release{Status: StatusExpired, Kind: "expire", Actor: "system:expire_holds", Reason: "hold expired", DueOnly: true}
+	releaseByExpiryJob = Release{Status: StatusExpired, Kind: "expire", Actor: "system:release_hold", Reason: "hold expired", DueOnly: true}
+	releaseBySweeper   = Release{Status: StatusExpired, Kind: "expire", Actor: "system:sweep_expired", Reason: "hold expired (sweeper)", DueOnly: true}
+)
+
+// expiredInstead is what a change becomes when it finds its hold past its
+// expiry: whatever was asked, the hold expires (its stock belongs to
+// others again, whether or not the expiry loop got to it yet).
+func (how Release) expiredInstead() Release {
+	what := "released"
+	switch {
+	case how.Kind == "confirm":
+		return Release{Status: StatusExpired, Kind: "expire", Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}
+	case how.Kind == "extend":
+		return Release{Status: StatusExpired, Kind: "expire", Actor: "system:extend", Reason: "hold expired before it was extended"}
+	case how.Kind == "rollback":
+		return Release{Status: StatusExpired, Kind: "expire", Actor: "system:rollback", Reason: "hold expired before it was rolled back"}
+	case how.give != nil:
+		what = "partly released"
+	}
+	return Release{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was " + what}
+}
+
+// holdChange is one decided change to a hold: its new status (held for a
+// partial release) and the units that move, per line.
+type holdChange struct {
+	id    uuid.UUID
+	how   Release
+	lines []Line
+}
+
+// decide is step 3: the change how makes to hold h, or nil when it makes
+// none. A hold that is not held is left alone; a hold past its expiry is
+// expired, whatever was asked; a partial release that covers all a hold
+// has releases it whole.
+func (how Release) decide(h *lockedHold) (*holdChange, error) {
+	switch {
+	case h.row.Status != StatusHeld:
+		return nil, nil
+	case h.due && how.Status != StatusExpired:
+		return &holdChange{id: h.row.ID, how: how.expiredInstead(), lines: h.lines}, nil
+	case how.DueOnly && !h.due:
+		return nil, nil
+	case how.give != nil:
+		give, left, err := partOf(h.lines, how.give)
+		if err != nil {
+			return nil, err
+		}
+		whole := Release{Status: StatusReleased, Kind: "release", Actor: how.Actor, Reason: how.Reason}
+		if left == 0 {
+			return &holdChange{id: h.row.ID, how: whole, lines: h.lines}, nil
+		}
+		whole.Status, whole.Kind = StatusHeld, "release_partial"
+		return &holdChange{id: h.row.ID, how: whole, lines: give}, nil
+	}
+	return &holdChange{id: h.row.ID, how: how, lines: h.lines}, nil
+}
+
+// changes is step 4: the changes decided in one transaction, written by
+// one statement.
+type changes struct {
+	p    db.ReservationsChangeParams
+	list []*holdChange
+}
+
+func (c *changes) add(ch *holdChange) {
+	p := &c.p
+	p.Ids = append(p.Ids, ch.id)
+	p.Statuses = append(p.Statuses, ch.how.Status)
+	p.Actors = append(p.Actors, ch.how.Actor)
+	p.Reasons = append(p.Reasons, ch.how.Reason)
+	for _, l := range ch.lines {
+		p.LineIds = append(p.LineIds, ch.id)
+		p.LineSkus = append(p.LineSkus, l.SKU)
+		p.LinePools = append(p.LinePools, l.Pool)
+		p.LineQuantities = append(p.LineQuantities, l.Quantity)
+		p.LineKinds = append(p.LineKinds, ch.how.Kind)
+	}
+	c.list = append(c.list, ch)
+}
+
+// queue queues the statement that writes the changes; nil when there are
+// none.
+func (c *changes) queue(ctx context.Context, q *db.Queries) *db.ReservationsChangeBatchResults {
+	if len(c.list) == 0 {
+		return nil
+	}
+	return q.ReservationsChange(ctx, []db.ReservationsChangeParams{c.p})
+}
+
+// ended returns the ids of the holds the changes ended (released or
+// expired), in the order they were decided.
+func (c *changes) ended() []uuid.UUID {
+	var ids []uuid.UUID
+	for _, ch := range c.list {
+		if ch.how.Status == StatusReleased || ch.how.Status == StatusExpired {
+			ids = append(ids, ch.id)
+		}
+	}
+	return ids
+}
+
+// count counts, once written, the holds the changes handed back.
+func (c *changes) count() {
+	for _, ch := range c.list {
+		if ch.how.Status == StatusReleased || ch.how.Status == StatusExpired {
+			metrics.Released(ch.how.Status, ch.how.Kind, ch.how.Actor, 1)
+		}
+	}
+}
+
+// changeTx runs the rule inside the caller's transaction: it locks holds
+// ids and reads their lines, lets decide choose each hold's change (in id
+// order; nil: none), and writes them. It returns the holds as locked and
+// the changes written.
+func changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, decide func(*lockedHold) (*holdChange, error)) (map[uuid.UUID]*lockedHold, *changes, error) {
+	ids = slices.Clone(ids)
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	ids = slices.Compact(ids)
+
+	p := newPipe(tx.Conn())
+	lock := queueLock(ctx, db.New(p), ids)
+	p.send(ctx)
+	holds, err := lock.read()
+	if err = errors.Join(err, p.close()); err != nil {
+		return nil, nil, fmt.Errorf("lock holds: %w", err)
+	}
+	var c changes
+	for _, id := range ids {
+		h, ok := holds[id]
+		if !ok {
+			continue
+		}
+		ch, err := decide(h)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ch != nil {
+			c.add(ch)
+		}
+	}
+	if len(c.list) == 0 {
+		return holds, &c, nil
+	}
+	p = newPipe(tx.Conn())
+	writing := c.queue(ctx, db.New(p))
+	p.send(ctx)
+	err = done(writing.Exec)
+	if err = errors.Join(err, p.close()); err != nil {
+		if refusal, ok := refused(err); ok {
+			return nil, nil, refusal
+		}
+		return nil, nil, fmt.Errorf("change holds: %w", err)
+	}
+	c.count()
+	return holds, &c, nil
+}
+
+// ReleaseTx hands back the stock of every hold among ids that is still held,
+// inside the caller's transaction, and returns the ids it ended. It is the
+// one release of the paths that end holds in bulk (rollback batches, a
+// campaign's end, reconciliation's repair), and follows the rule every
+// change to a hold follows (see changeTx): a hold that is no longer held is
+// skipped, so nothing is handed back twice, and one found past its expiry
+// is expired rather than released.
+func ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Release) ([]uuid.UUID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	_, c, err := changeTx(ctx, tx, ids, how.decide)
+	if err != nil {
+		return nil, fmt.Errorf("release holds: %w", err)
+	}
+	return c.ended(), nil
+}
