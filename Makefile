@@ -12,7 +12,7 @@ TESTIFYLINT := go run github.com/Antonboom/testifylint@v1.6.4
 # Exports DATABASE_URL, starting the dev cluster when it is not set.
 WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 
-.PHONY: run test generate check-generate bench lint build db-stop
+.PHONY: run test torture generate check-generate bench lint build db-stop
 
 ## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines
 run: build
@@ -37,6 +37,12 @@ run: build
 test:
 	@set -eo pipefail; $(WITH_DB); \
 	go test -race -count=1 -timeout 30m ./...
+
+## torture: every write path against every other for TORTURE_DURATION (default 2m; TORTURE_SEED reruns a seed)
+torture:
+	@set -eo pipefail; $(WITH_DB); \
+	d=$${TORTURE_DURATION:-2m}; \
+	TORTURE_DURATION=$$d go test -race -count=1 -v -run '^TestTorture$$' -timeout 2h ./app/torture/
 
 ## bench: a real server on the dev database driven over HTTP, scenario by
 ## scenario, against the bare-SQL hold at the same concurrency (BENCH_FLAGS: -json, -duration, -scenarios...)

@@ -166,6 +166,7 @@ func TestExpireHoldsWorkerRecordsItsRun(t *testing.T) {
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
 	var out inventory.ExpiryRun
 	require.NoError(t, json.Unmarshal(res.Job.Output(), &out), "output: %s", res.Job.Output())
+	out.Waited = "" // how long taking the expiry lock took: more than 10 ms is recorded, which a busy machine can take
 	require.Equal(t, inventory.ExpiryRun{Released: 3, Passes: 1}, out)
 	require.Equal(t, 3, dbtest.Count(t, b.pool, `SELECT count(*) FROM reservations WHERE id = ANY($1) AND status = 'expired'`, due))
 	got, err := b.inv.Get(ctx, later.ID, inventory.Caller{Ops: true})

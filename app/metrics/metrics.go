@@ -102,6 +102,10 @@ func releaseReason(kind, actor string) string {
 		return "late_confirm"
 	case actor == "system:extend":
 		return "late_extend"
+	case actor == "system:release":
+		return "late_release"
+	case actor == "system:rollback":
+		return "late_rollback"
 	case actor == "system:reconcile":
 		return "reconcile"
 	}

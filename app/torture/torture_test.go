@@ -1,0 +1,801 @@
+package torture_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/api/apitest"
+	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/stockcsv"
+)
+
+// The torture test drives every write path of stockhold at once against a
+// handful of SKUs, through a real server with its River workers:
+//
+//   - shoppers hold (one line or several, from main or a campaign's pool
+//     with a cap per order), retry with the same key, confirm, release,
+//     release part of a hold, extend;
+//   - holds are made overdue in SQL, by seconds to minutes, so that the
+//     expiry loop, the sweeper (with a grace) and reconciliation's repair
+//     race each other and the shoppers for them;
+//   - reconciliations are requested all the time;
+//   - rollbacks by SKU (with held_before), by hold ids and by campaign,
+//     some of them dry runs;
+//   - campaigns are created, start, take holds and end;
+//   - single and bulk adjustments (with set_total), pause and resume, CSV
+//     imports;
+//   - a slow transaction keeps a random stock row locked now and then,
+//     past the short lock timeout, so requests queue, time out and retry.
+//
+// At checkpoints while it runs and once everything has settled, it checks
+// DESIGN.md's invariants (every stock row balances; reserved and sold are
+// the lines of held and confirmed holds; the ledger agrees; no hold is
+// released twice), that per hold and line no more units came back or were
+// sold than were reserved, that every acknowledged answer is in the
+// database, that no rollback touched a hold made after its cut-off, that
+// no reconciliation ever found books out of balance, and that a last
+// reconciliation finds nothing.
+//
+// TORTURE_DURATION (a Go duration, default 1m) and TORTURE_SEED (default:
+// random, printed) set the run; the seed fixes every choice the actors
+// make, though not how their requests interleave.
+
+var skus = []string{"T1", "T2", "T3", "T4", "T5", "T6"}
+
+func TestTorture(t *testing.T) {
+	duration := time.Minute
+	if v := os.Getenv("TORTURE_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "TORTURE_DURATION")
+		duration = d
+	}
+	seed := rand.Uint64()
+	if v := os.Getenv("TORTURE_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "TORTURE_SEED")
+		seed = s
+	}
+	t.Logf("torture: seed %d, duration %s (TORTURE_SEED=%d TORTURE_DURATION=%s to run it again)", seed, duration, seed, duration)
+
+	tr := start(t, seed)
+	for _, sku := range skus {
+		tr.mustStatus(200, "POST", "/v1/skus/"+sku+"/adjustments", tr.ops,
+			map[string]any{"delta": 200, "reason": "torture stock", "ref": "start-" + sku}, "Idempotency-Key", "start-"+sku)
+	}
+
+	ctx, stop := context.WithTimeout(context.Background(), duration)
+	defer stop()
+	actors := []struct {
+		name string
+		n    int
+		run  func(context.Context, *rand.Rand)
+	}{
+		{"shopper", 8, tr.shopper},
+		{"overdue", 1, tr.overdue},
+		{"reconciler", 1, tr.reconciler},
+		{"rollbacker", 1, tr.rollbacker},
+		{"campaigner", 1, tr.campaigner},
+		{"stocker", 1, tr.stocker},
+		{"switcher", 1, tr.switcher},
+		{"importer", 1, tr.importer},
+		{"slow", 1, tr.slowTransaction},
+	}
+	var wg sync.WaitGroup
+	for i, a := range actors {
+		for k := range a.n {
+			r := rand.New(rand.NewPCG(seed, uint64(i*1000+k)))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.run(ctx, r)
+			}()
+		}
+	}
+	checkpoints := 0
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+running:
+	for {
+		select {
+		case <-ctx.Done():
+			break running
+		case <-tick.C:
+			tr.check(t, "checkpoint")
+			checkpoints++
+		}
+	}
+	wg.Wait()
+	t.Logf("torture: %d checkpoints while running", checkpoints)
+
+	tr.settle(t)
+	tr.check(t, "settled")
+	tr.checkAcknowledged(t)
+	tr.checkRollbackCutoffs(t)
+	tr.finalReconciliation(t)
+	dbtest.RequireInvariants(t, tr.pool)
+	tr.report(t)
+}
+
+// torture is one run: a server, its database, and what it acknowledged.
+type torture struct {
+	t         *testing.T
+	seed      uint64
+	pool      *pgxpool.Pool
+	base      string
+	http      *http.Client
+	ops, shop string
+
+	mu sync.Mutex
+	// outcomes counts answers by operation and status.
+	outcomes map[string]int
+	// What the server acknowledged.
+	holds     map[uuid.UUID]bool   // 201
+	confirmed map[uuid.UUID]bool   // confirm 200
+	ended     map[uuid.UUID]string // release 200 with status released or expired
+	partials  map[uuid.UUID]int    // partial releases answered 200, hold still held
+	refs      []string             // adjustments: a ledger row carries each ref
+	imports   map[string]int       // CSV imports: ledger rows with ref name:line
+	rollbacks []int64
+	recent    []uuid.UUID // the latest holds, for rollbacks by ids
+	// Campaigns by state, as the campaigner made them.
+	active         []campaign
+	endedCampaigns []string
+	n              int // a counter for unique names
+}
+
+type campaign struct {
+	id    string
+	skus  []string
+	begun time.Time
+}
+
+// start serves a wired App on a fresh database, with timeouts short
+// enough that races happen and background work often enough that it
+// races the requests.
+func start(t *testing.T, seed uint64) *torture {
+	t.Helper()
+	env := map[string]string{
+		"DATABASE_URL":                       "postgres://unused",
+		"STOCKHOLD_DRAIN_DELAY":              "0s",
+		"STOCKHOLD_SHUTDOWN_TIMEOUT":         "10s",
+		"STOCKHOLD_JOB_STOP_TIMEOUT":         "10s",
+		"STOCKHOLD_DB_LOCK_TIMEOUT":          "100ms",
+		"STOCKHOLD_EXPIRY_TICK":              "500ms",
+		"STOCKHOLD_SWEEP_INTERVAL":           "1s",
+		"STOCKHOLD_SWEEP_GRACE":              "20s",
+		"STOCKHOLD_RECONCILE_INTERVAL":       "3s",
+		"STOCKHOLD_ROLLBACK_PAUSE":           "20ms",
+		"STOCKHOLD_RETRY_BASE":               "200ms",
+		"STOCKHOLD_AUTH_FAILURES_PER_MINUTE": "0",
+		"STOCKHOLD_LOG_LEVEL":                "warn",
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	pool := dbtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 60 })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.New(cfg, pool, log)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.ServeListener(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		require.NoError(t, a.Close())
+	})
+	ops, err := auth.Create(ctx, pool, "torture-ops", auth.RoleOps)
+	require.NoError(t, err)
+	shop, err := auth.Create(ctx, pool, "torture-shop", auth.RoleShop)
+	require.NoError(t, err)
+	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 64}), Timeout: 60 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	return &torture{
+		t: t, seed: seed, pool: pool, base: "http://" + ln.Addr().String(), http: client, ops: ops, shop: shop,
+		outcomes: map[string]int{}, holds: map[uuid.UUID]bool{}, confirmed: map[uuid.UUID]bool{},
+		ended: map[uuid.UUID]string{}, partials: map[uuid.UUID]int{}, imports: map[string]int{},
+	}
+}
+
+// do sends one request and counts its answer under op. An answer the
+// contract rules out (a 5xx other than 503, or a 400: a body this test got
+// wrong) fails the test; a transport error does too.
+func (tr *torture) do(op, method, path, token string, body any, headers ...string) (int, []byte) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			tr.t.Errorf("%s: %v", op, err)
+			return 0, nil
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, tr.base+path, rd)
+	if err != nil {
+		tr.t.Errorf("%s: %v", op, err)
+		return 0, nil
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := tr.http.Do(req)
+	if err != nil {
+		tr.t.Errorf("%s %s %s: %v", op, method, path, err)
+		return 0, nil
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		tr.t.Errorf("%s %s %s: %v", op, method, path, err)
+	}
+	tr.mu.Lock()
+	tr.outcomes[fmt.Sprintf("%s %d", op, res.StatusCode)]++
+	tr.mu.Unlock()
+	if res.StatusCode == 400 || res.StatusCode >= 500 && res.StatusCode != 503 {
+		tr.t.Errorf("%s %s %s: %d %s", op, method, path, res.StatusCode, b)
+	}
+	return res.StatusCode, b
+}
+
+// mustStatus is do on the test goroutine, requiring status.
+func (tr *torture) mustStatus(status int, method, path, token string, body any, headers ...string) []byte {
+	tr.t.Helper()
+	got, b := tr.do("setup", method, path, token, body, headers...)
+	require.Equal(tr.t, status, got, "%s %s: %s", method, path, b)
+	return b
+}
+
+// pace waits up to max between an actor's steps, or until ctx ends; it
+// reports whether the actor goes on.
+func pace(ctx context.Context, r *rand.Rand, max time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Duration(r.Int64N(int64(max)))):
+		return true
+	}
+}
+
+func (tr *torture) name(prefix string) string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.n++
+	return fmt.Sprintf("%s-%d-%d", prefix, tr.seed%100000, tr.n)
+}
+
+type reservation struct {
+	ID     uuid.UUID `json:"id"`
+	Status string    `json:"status"`
+	Items  []struct {
+		SKU      string `json:"sku"`
+		Quantity int64  `json:"quantity"`
+	} `json:"items"`
+}
+
+// shopper holds and then does one thing with the hold, like a checkout.
+func (tr *torture) shopper(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 30*time.Millisecond) {
+		body := map[string]any{"order_ref": tr.name("o"), "ttl_seconds": 1 + r.IntN(5)}
+		choices := skus
+		if c, ok := tr.someCampaign(r); ok && r.IntN(3) == 0 {
+			body["campaign"], choices = c.id, c.skus
+		}
+		var items []map[string]any
+		for _, i := range r.Perm(len(choices))[:1+r.IntN(min(3, len(choices)))] {
+			items = append(items, map[string]any{"sku": choices[i], "quantity": 1 + r.IntN(3)})
+		}
+		body["items"] = items
+		key := tr.name("hold")
+		status, b := tr.do("hold", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", key)
+		if status != 201 {
+			continue
+		}
+		var h reservation
+		if err := json.Unmarshal(b, &h); err != nil {
+			tr.t.Errorf("hold answer: %v: %s", err, b)
+			continue
+		}
+		tr.mu.Lock()
+		tr.holds[h.ID] = true
+		tr.recent = append(tr.recent, h.ID)
+		if len(tr.recent) > 200 {
+			tr.recent = tr.recent[100:]
+		}
+		tr.mu.Unlock()
+		if r.IntN(20) == 0 {
+			// A retry after a lost answer: the same hold again.
+			status, b := tr.do("hold replay", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", key)
+			var again reservation
+			if status == 201 && json.Unmarshal(b, &again) == nil && again.ID != h.ID {
+				tr.t.Errorf("replay of %s made another hold %s", h.ID, again.ID)
+			}
+		}
+		if !pace(ctx, r, 200*time.Millisecond) {
+			return
+		}
+		path := "/v1/reservations/" + h.ID.String()
+		switch p := r.IntN(100); {
+		case p < 35:
+			if status, _ := tr.do("confirm", "POST", path+"/confirm", tr.shop, nil); status == 200 {
+				tr.mu.Lock()
+				tr.confirmed[h.ID] = true
+				tr.mu.Unlock()
+			}
+		case p < 55:
+			tr.release(path, h.ID, map[string]any{"reason": "cancelled"}, "release")
+		case p < 75:
+			l := h.Items[r.IntN(len(h.Items))]
+			give := map[string]any{"sku": l.SKU, "quantity": 1 + r.Int64N(l.Quantity)}
+			tr.release(path, h.ID, map[string]any{"items": []any{give}}, "partial release", "Idempotency-Key", tr.name("part"))
+		case p < 85:
+			tr.do("extend", "POST", path+"/extend", tr.shop, map[string]any{"ttl_seconds": 1 + r.IntN(10)})
+		}
+	}
+}
+
+// release records an acknowledged release: whole, or part of a hold.
+func (tr *torture) release(path string, id uuid.UUID, body any, op string, headers ...string) {
+	status, b := tr.do(op, "POST", path+"/release", tr.shop, body, headers...)
+	if status != 200 {
+		return
+	}
+	var h reservation
+	if err := json.Unmarshal(b, &h); err != nil {
+		tr.t.Errorf("%s answer: %v: %s", op, err, b)
+		return
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if h.Status == "held" {
+		tr.partials[id]++
+	} else {
+		tr.ended[id] = h.Status
+	}
+}
+
+func (tr *torture) someCampaign(r *rand.Rand) (campaign, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.active) == 0 {
+		return campaign{}, false
+	}
+	return tr.active[r.IntN(len(tr.active))], true
+}
+
+// overdue moves the expiry of a few held holds into the past, by up to
+// five minutes: past the sweeper's grace and reconciliation's too, for
+// some.
+func (tr *torture) overdue(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 300*time.Millisecond) {
+		tx, err := tr.pool.Begin(ctx)
+		if err != nil {
+			continue
+		}
+		_, err = tx.Exec(ctx, `SET LOCAL lock_timeout = '100ms'`)
+		if err == nil {
+			_, err = tx.Exec(ctx, `UPDATE reservations SET expires_at = now() - make_interval(secs => $1)
+				WHERE id IN (SELECT id FROM reservations WHERE status = 'held' ORDER BY random() LIMIT $2)`,
+				r.Float64()*300, 1+r.IntN(4))
+		}
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		if err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "lock timeout") && !strings.Contains(err.Error(), "55P03") {
+			tr.t.Errorf("overdue: %v", err)
+		}
+	}
+}
+
+func (tr *torture) reconciler(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 700*time.Millisecond) {
+		tr.do("reconcile", "POST", "/v1/reconciliations", tr.ops, nil, "Idempotency-Key", tr.name("rec"))
+	}
+}
+
+func (tr *torture) rollbacker(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, time.Second) {
+		body := map[string]any{"operator": tr.name("op"), "reason": "torture", "dry_run": r.IntN(8) == 0}
+		tr.mu.Lock()
+		recent, ended := slices.Clone(tr.recent), slices.Clone(tr.endedCampaigns)
+		tr.mu.Unlock()
+		c, active := tr.someCampaign(r)
+		switch p := r.IntN(3); {
+		case p == 0 && len(recent) > 0:
+			var ids []uuid.UUID
+			for range 1 + r.IntN(5) {
+				ids = append(ids, recent[r.IntN(len(recent))])
+			}
+			body["reservation_ids"] = ids
+		case p == 1 && (active || len(ended) > 0):
+			id := c.id
+			if !active || len(ended) > 0 && r.IntN(2) == 0 {
+				id = ended[r.IntN(len(ended))]
+			}
+			body["campaign"] = id
+		default:
+			body["sku"] = skus[r.IntN(len(skus))]
+			body["held_before"] = time.Now().Add(-time.Duration(r.IntN(3000)) * time.Millisecond).UTC().Format(time.RFC3339Nano)
+		}
+		status, b := tr.do("rollback", "POST", "/v1/rollbacks", tr.ops, body, "Idempotency-Key", tr.name("rb"))
+		if status != 202 {
+			continue
+		}
+		var created struct {
+			RollbackID int64 `json:"rollback_id"`
+		}
+		if err := json.Unmarshal(b, &created); err != nil {
+			tr.t.Errorf("rollback answer: %v: %s", err, b)
+			continue
+		}
+		tr.mu.Lock()
+		tr.rollbacks = append(tr.rollbacks, created.RollbackID)
+		tr.mu.Unlock()
+	}
+}
+
+// campaigner keeps one or two flash sales going: each starts at once,
+// takes holds for a few seconds, and ends.
+func (tr *torture) campaigner(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 1500*time.Millisecond) {
+		tr.mu.Lock()
+		var old *campaign
+		if len(tr.active) > 0 && time.Since(tr.active[0].begun) > 3*time.Second {
+			old = &tr.active[0]
+		}
+		n := len(tr.active)
+		tr.mu.Unlock()
+		if old != nil {
+			status, _ := tr.do("campaign end", "POST", "/v1/campaigns/"+old.id+"/end", tr.ops,
+				map[string]any{"operator": tr.name("op-end"), "reason": "over"})
+			if status == 202 {
+				tr.mu.Lock()
+				tr.active = slices.DeleteFunc(tr.active, func(c campaign) bool { return c.id == old.id })
+				tr.endedCampaigns = append(tr.endedCampaigns, old.id)
+				tr.mu.Unlock()
+			}
+			continue
+		}
+		if n >= 2 {
+			continue
+		}
+		c := campaign{id: tr.name("c"), begun: time.Now()}
+		var allot []map[string]any
+		for _, i := range r.Perm(len(skus))[:1+r.IntN(2)] {
+			c.skus = append(c.skus, skus[i])
+			allot = append(allot, map[string]any{"sku": skus[i], "quantity": 5 + r.IntN(15)})
+		}
+		now := time.Now().UTC()
+		status, _ := tr.do("campaign create", "POST", "/v1/campaigns", tr.ops, map[string]any{
+			"id": c.id, "starts_at": now.Format(time.RFC3339Nano), "ends_at": now.Add(time.Hour).Format(time.RFC3339Nano),
+			"hold_ttl_seconds": 2 + r.IntN(4), "max_per_order": 3, "allotments": allot,
+		}, "Idempotency-Key", c.id)
+		if status == 201 {
+			tr.mu.Lock()
+			tr.active = append(tr.active, c)
+			tr.mu.Unlock()
+		}
+	}
+}
+
+// stocker adjusts stock, one pool at a time or in bulk with counts.
+func (tr *torture) stocker(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 200*time.Millisecond) {
+		ref := tr.name("adj")
+		sku := skus[r.IntN(len(skus))]
+		var status int
+		if r.IntN(2) == 0 {
+			delta := 1 + r.IntN(10)
+			if r.IntN(3) == 0 {
+				delta = -1 - r.IntN(4)
+			}
+			status, _ = tr.do("adjust", "POST", "/v1/skus/"+sku+"/adjustments", tr.ops,
+				map[string]any{"delta": delta, "reason": "torture", "ref": ref}, "Idempotency-Key", ref)
+		} else {
+			other := skus[r.IntN(len(skus))]
+			lines := []map[string]any{{"sku": sku, "delta": 1 + r.IntN(5)}}
+			if other != sku {
+				lines = append(lines, map[string]any{"sku": other, "set_total": 100 + r.IntN(150)})
+			}
+			status, _ = tr.do("bulk adjust", "POST", "/v1/stock/adjustments", tr.ops,
+				map[string]any{"reason": "torture count", "ref": ref, "lines": lines}, "Idempotency-Key", ref)
+		}
+		if status == 200 {
+			tr.mu.Lock()
+			tr.refs = append(tr.refs, ref)
+			tr.mu.Unlock()
+		}
+	}
+}
+
+// switcher pauses a pool for a moment and resumes it.
+func (tr *torture) switcher(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 500*time.Millisecond) {
+		sku := skus[r.IntN(len(skus))]
+		body := map[string]any{"pool": "main", "reason": "torture switch"}
+		if status, _ := tr.do("pause", "POST", "/v1/skus/"+sku+"/pause", tr.ops, body); status != 200 {
+			continue
+		}
+		pace(ctx, r, 300*time.Millisecond)
+		for range 20 {
+			if status, _ := tr.do("resume", "POST", "/v1/skus/"+sku+"/resume", tr.ops, body); status != 503 {
+				break
+			}
+		}
+	}
+}
+
+// importer applies small CSV files of deltas.
+func (tr *torture) importer(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 2*time.Second) {
+		name := tr.name("import") + ".csv"
+		var b strings.Builder
+		b.WriteString("sku,pool,delta\n")
+		rows := 2 + r.IntN(4)
+		for _, i := range r.Perm(len(skus))[:rows] {
+			fmt.Fprintf(&b, "%s,main,%d\n", skus[i], 1+r.IntN(20))
+		}
+		f, err := stockcsv.Parse(name, []byte(b.String()))
+		if err != nil {
+			tr.t.Errorf("import %s: %v", name, err)
+			continue
+		}
+		im := &stockcsv.Importer{Pool: tr.pool, Actor: "torture-import", Reason: "torture import"}
+		sum, err := im.Import(context.WithoutCancel(ctx), f)
+		tr.mu.Lock()
+		tr.outcomes[fmt.Sprintf("import ok=%t", err == nil)]++
+		if err == nil && sum.Skipped == 0 {
+			tr.imports[name] = rows
+		}
+		tr.mu.Unlock()
+	}
+}
+
+// slowTransaction keeps a stock row locked for up to 400 ms, longer than
+// the server's lock timeout, now and then: a DBA's psql, a slow report.
+func (tr *torture) slowTransaction(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 800*time.Millisecond) {
+		tx, err := tr.pool.Begin(ctx)
+		if err != nil {
+			continue
+		}
+		_, err = tx.Exec(ctx, `SELECT 1 FROM stock WHERE sku = $1 AND pool = 'main' FOR UPDATE`, skus[r.IntN(len(skus))])
+		if err == nil {
+			pace(ctx, r, 400*time.Millisecond)
+		}
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+	}
+}
+
+// check proves the books balance now, in single statements (each sees one
+// snapshot, so traffic may go on meanwhile).
+func (tr *torture) check(t *testing.T, when string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.New(tr.pool).InvariantViolations(ctx)
+	require.NoError(t, err)
+	for _, r := range rows {
+		t.Errorf("%s: invariant broken: %s: %s", when, r.Subject, r.Problem)
+	}
+	type bad struct {
+		hold        uuid.UUID
+		sku, pool   string
+		in, out, sd int64
+	}
+	over, err := tr.pool.Query(ctx, `
+		SELECT reservation_id, sku, pool,
+		       coalesce(sum(delta_reserved) FILTER (WHERE delta_reserved > 0), 0) AS reserved,
+		       coalesce(-sum(delta_reserved) FILTER (WHERE delta_reserved < 0), 0) AS back_or_sold,
+		       coalesce(sum(delta_sold), 0) AS sold
+		FROM ledger WHERE reservation_id IS NOT NULL
+		GROUP BY reservation_id, sku, pool
+		HAVING coalesce(-sum(delta_reserved) FILTER (WHERE delta_reserved < 0), 0) > coalesce(sum(delta_reserved) FILTER (WHERE delta_reserved > 0), 0)`)
+	require.NoError(t, err)
+	for over.Next() {
+		var b bad
+		require.NoError(t, over.Scan(&b.hold, &b.sku, &b.pool, &b.in, &b.out, &b.sd))
+		t.Errorf("%s: hold %s line %s/%s: %d units reserved, %d handed back or sold (%d sold)", when, b.hold, b.sku, b.pool, b.in, b.out, b.sd)
+	}
+	require.NoError(t, over.Err())
+	for what, query := range map[string]string{
+		"high-risk reconciliation findings": `SELECT count(*) FROM reconcile_findings WHERE class = 'high_risk'`,
+		"pools paused by reconciliation":    `SELECT count(*) FROM stock WHERE paused_reason LIKE 'reconciliation run%'`,
+		"alerts of books out of balance or a refused change": `SELECT count(*) FROM alerts
+			WHERE kind IN ('books_out_of_balance', 'change_refused', 'batch_panicked')`,
+	} {
+		if n := dbtest.Count(t, tr.pool, query); n > 0 {
+			t.Errorf("%s: %d %s", when, n, what)
+		}
+	}
+}
+
+// settle ends every campaign and waits for every rollback and campaign
+// end to finish, with no new traffic.
+func (tr *torture) settle(t *testing.T) {
+	t.Helper()
+	for _, c := range tr.active {
+		status, b := tr.do("campaign end", "POST", "/v1/campaigns/"+c.id+"/end", tr.ops, map[string]any{"operator": tr.name("op-end"), "reason": "settle"})
+		require.Equal(t, 202, status, "%s", b)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for what, query := range map[string]string{
+			"rollbacks still going":  `SELECT count(*) FROM rollback_requests WHERE status IN ('pending', 'running')`,
+			"campaigns not finished": `SELECT count(*) FROM campaigns WHERE status IN ('scheduled', 'active', 'ended')`,
+			// A campaign ended early keeps its campaign_end job, due at
+			// ends_at, which will find nothing to do.
+			"jobs to run": `SELECT count(*) FROM river_job WHERE kind IN ('manual_rollback', 'rollback_batch', 'campaign_start', 'campaign_end')
+				AND (state IN ('available', 'pending', 'running', 'retryable')
+				     OR state = 'scheduled' AND kind IN ('manual_rollback', 'rollback_batch'))`,
+		} {
+			var n int
+			assert.NoError(c, tr.pool.QueryRow(context.Background(), query).Scan(&n))
+			assert.Zero(c, n, what)
+		}
+	}, 3*time.Minute, 100*time.Millisecond)
+	if n := dbtest.Count(t, tr.pool, `SELECT count(*) FROM rollback_requests WHERE status = 'failed'`); n > 0 {
+		t.Errorf("%d rollbacks failed", n)
+	}
+}
+
+// checkAcknowledged: every answer the server acknowledged is in the
+// database, as it was acknowledged.
+func (tr *torture) checkAcknowledged(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	status := map[uuid.UUID]string{}
+	rows, err := tr.pool.Query(ctx, `SELECT id, status FROM reservations`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var (
+			id uuid.UUID
+			s  string
+		)
+		require.NoError(t, rows.Scan(&id, &s))
+		status[id] = s
+	}
+	require.NoError(t, rows.Err())
+	for id := range tr.holds {
+		if _, ok := status[id]; !ok {
+			t.Errorf("acknowledged hold %s is missing", id)
+		}
+	}
+	for id := range tr.confirmed {
+		if status[id] != "confirmed" {
+			t.Errorf("hold %s was confirmed (200) but is %s", id, status[id])
+		}
+	}
+	for id, s := range tr.ended {
+		if status[id] != s {
+			t.Errorf("hold %s was answered %s but is %s", id, s, status[id])
+		}
+	}
+	for id, n := range tr.partials {
+		if got := dbtest.Count(t, tr.pool, `SELECT count(*) FROM ledger WHERE reservation_id = $1 AND kind = 'release_partial'`, id); got < n {
+			t.Errorf("hold %s: %d partial releases answered, %d in the ledger", id, n, got)
+		}
+	}
+	for _, ref := range tr.refs {
+		if dbtest.Count(t, tr.pool, `SELECT count(*) FROM ledger WHERE ref = $1`, ref) == 0 {
+			t.Errorf("adjustment %s was acknowledged but is not in the ledger", ref)
+		}
+	}
+	for name, n := range tr.imports {
+		if got := dbtest.Count(t, tr.pool, `SELECT count(*) FROM ledger WHERE ref LIKE $1 || ':%'`, name); got != n {
+			t.Errorf("import %s: %d rows, %d ledger rows", name, n, got)
+		}
+	}
+}
+
+// checkRollbackCutoffs: no rollback handed back a hold made at or after
+// its cut-off, and a dry run handed back none.
+func (tr *torture) checkRollbackCutoffs(t *testing.T) {
+	t.Helper()
+	rows, err := tr.pool.Query(context.Background(), `
+		SELECT q.id, q.dry_run, count(g.id)
+		FROM rollback_requests q
+		JOIN ledger g ON g.kind = 'rollback' AND g.actor = q.operator
+		JOIN reservations r ON r.id = g.reservation_id
+		WHERE q.dry_run
+		   OR r.created_at >= least(q.requested_at, coalesce((q.scope->>'held_before')::timestamptz, q.requested_at))
+		GROUP BY q.id, q.dry_run`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var (
+			id  int64
+			dry bool
+			n   int
+		)
+		require.NoError(t, rows.Scan(&id, &dry, &n))
+		t.Errorf("rollback %d (dry run %t) handed back %d lines of holds it must not touch", id, dry, n)
+	}
+	require.NoError(t, rows.Err())
+}
+
+// finalReconciliation asks for a reconciliation once everything settled
+// and requires that it finds nothing out of balance.
+func (tr *torture) finalReconciliation(t *testing.T) {
+	t.Helper()
+	b := tr.mustStatus(202, "POST", "/v1/reconciliations", tr.ops, nil, "Idempotency-Key", tr.name("final"))
+	var created struct {
+		RunID int64 `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal(b, &created))
+	var run struct {
+		Status   string `json:"status"`
+		HighRisk int    `json:"high_risk"`
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, tr.pool.QueryRow(context.Background(), `SELECT status, high_risk FROM reconcile_runs WHERE id = $1`,
+			created.RunID).Scan(&run.Status, &run.HighRisk))
+		assert.Equal(c, "succeeded", run.Status)
+	}, time.Minute, 50*time.Millisecond)
+	require.Zero(t, run.HighRisk, "the last reconciliation finds the books out of balance")
+}
+
+// report logs what the run did, and fails it if a write path never ran:
+// a torture test that did not torture is no proof.
+func (tr *torture) report(t *testing.T) {
+	t.Helper()
+	keys := make([]string, 0, len(tr.outcomes))
+	for k := range tr.outcomes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %-28s %d", k, tr.outcomes[k])
+	}
+	t.Logf("torture: answers by operation and status:%s", b.String())
+	rows, err := tr.pool.Query(context.Background(), `
+		SELECT kind || ' by ' || CASE WHEN actor LIKE 'op-%' THEN 'operators' ELSE actor END, count(*)
+		FROM ledger GROUP BY 1 ORDER BY 1`)
+	require.NoError(t, err)
+	ledger := map[string]int{}
+	b.Reset()
+	for rows.Next() {
+		var (
+			what string
+			n    int
+		)
+		require.NoError(t, rows.Scan(&what, &n))
+		ledger[what] = n
+		fmt.Fprintf(&b, "\n  %-40s %d", what, n)
+	}
+	require.NoError(t, rows.Err())
+	t.Logf("torture: ledger rows by kind and actor:%s", b.String())
+	for _, path := range []string{"reserve by torture-shop", "confirm by torture-shop", "release by torture-shop",
+		"release_partial by torture-shop", "expire by system:expire_holds", "rollback by operators", "adjust by torture-ops"} {
+		if ledger[path] == 0 {
+			t.Errorf("torture: no ledger row of %s: that path never ran", path)
+		}
+	}
+}
