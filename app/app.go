@@ -236,7 +236,7 @@ func Instrument(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = metrics.Tracer{} 
 // workers call the same services, so this is also what jobs.NewClient takes.
 func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.Tx], log *slog.Logger) jobs.Deps {
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
-	inv := inventory.New(pool, inserter, log, inventory.Config{
+	inv := inventory.New(pool, log, inventory.Config{
 		Coalesce: cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
 		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick,
 		Alert: func(ctx context.Context, a inventory.Alert) {

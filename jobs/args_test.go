@@ -11,7 +11,6 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/webhooks"
@@ -33,8 +32,6 @@ func decodeAs(kind string, raw []byte) error {
 		_, err = jobs.DecodeArgs[campaigns.CampaignEndArgs](raw)
 	case "reconcile":
 		_, err = jobs.DecodeArgs[reconcile.ReconcileArgs](raw)
-	case "release_hold":
-		_, err = jobs.DecodeArgs[inventory.ReleaseHoldArgs](raw)
 	case "deliver_alert":
 		_, err = jobs.DecodeArgs[alerts.DeliverAlertArgs](raw)
 	case "sweep_expired":
@@ -69,7 +66,6 @@ func TestArgsMarshalledByGoDecode(t *testing.T) {
 		reconcile.ReconcileArgs{Trigger: reconcile.TriggerPeriodic},
 		reconcile.ReconcileArgs{RunID: 3, Trigger: reconcile.TriggerHTTP, SKUs: []string{"A1"}},
 		reconcile.ReconcileArgs{Trigger: reconcile.TriggerCampaignEnd, SKUs: []string{"A1", "B1"}},
-		inventory.ReleaseHoldArgs{ReservationID: uuid.New()},
 		alerts.DeliverAlertArgs{AlertID: 1},
 		jobs.SweepExpiredArgs{},
 		jobs.WatchDiscardedArgs{},
@@ -124,8 +120,6 @@ func TestArgsRefused(t *testing.T) {
 		{"reconcile", `{"trigger":"whenever"}`, `trigger must be`},
 		{"reconcile", `{"trigger":"cli","skus":["a/b"]}`, `contains a slash`},
 		{"reconcile", `{"trigger":"cli","run_id":1.5}`, `field "run_id": cannot unmarshal number 1.5`},
-		{"release_hold", `{"reservation_id":"nope"}`, `field "reservation_id": invalid UUID`},
-		{"release_hold", `{"reservation_id":"` + id + `","reason":"x"}`, `unknown field "reason"`},
 		{"deliver_alert", `{"alert_id":"1"}`, `field "alert_id": cannot unmarshal string`},
 		{"sweep_expired", `{"grace":"1h"}`, `unknown field "grace" (the fields are none: give {})`},
 		{"watch_discarded", `null`, `JSON object`},

@@ -38,7 +38,7 @@ const (
 	// SQL into River's default queue (sql/manual_rollback.sql), and the
 	// alert jobs.
 	QueueDefault = river.QueueDefault
-	// QueueExpiry: expire_holds, sweep_expired and release_hold.
+	// QueueExpiry: expire_holds and sweep_expired.
 	QueueExpiry = "expiry"
 	// QueueCampaigns: campaign_start and campaign_end, polled often so
 	// that a campaign opens and closes on time.
@@ -57,7 +57,6 @@ const (
 var queueOfKind = map[string]string{
 	"expire_holds":     QueueExpiry,
 	"sweep_expired":    QueueExpiry,
-	"release_hold":     QueueExpiry,
 	"campaign_start":   QueueCampaigns,
 	"campaign_end":     QueueCampaigns,
 	"rollback_batch":   QueueRollbacks,
@@ -111,8 +110,6 @@ const (
 	// (manual_rollback, rollback_batch, campaign_start, campaign_end): each
 	// job is one short transaction, and a crash must not stall them.
 	TimeoutChain = RescueAfter
-	// TimeoutReleaseHold is one hold's expiry.
-	TimeoutReleaseHold = 30 * time.Second
 	// TimeoutSweepExpired is one sweep of expired holds.
 	TimeoutSweepExpired = 2 * time.Minute
 	// TimeoutDeliverAlert is one webhook delivery.
@@ -203,7 +200,6 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	driver := riverpgxv5.New(pool)
 	al := deps.Alerts
 	workers := river.NewWorkers()
-	register(workers, &releaseHoldWorker{inv: deps.Inventory}, TimeoutReleaseHold, al)
 	register(workers, &sweepExpiredWorker{inv: deps.Inventory, grace: cfg.SweepGrace}, TimeoutSweepExpired, al)
 	register(workers, &deliverAlertWorker{alerts: deps.Alerts, webhook: cfg.AlertWebhook, client: &http.Client{Timeout: 20 * time.Second}}, TimeoutDeliverAlert, al)
 	register(workers, &watchDiscardedWorker{alerts: deps.Alerts}, TimeoutWatchDiscarded, al)

@@ -33,7 +33,7 @@ func TestRetentionJob(t *testing.T) {
 		case inventory.StatusExpired:
 			_, err = b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() WHERE id = $1`, r.ID)
 			require.NoError(t, err)
-			_, err = b.inv.Expire(ctx, r.ID)
+			_, err = b.inv.SweepExpired(ctx, 0)
 		}
 		require.NoError(t, err)
 		ids = append(ids, r.ID.String())

@@ -107,7 +107,6 @@ func TestMalformedJobsOfEveryKindAreRefused(t *testing.T) {
 		{"campaign_start", `{"campaign": "bf", "starts": "now"}`},
 		{"campaign_end", `{"campaign": 7}`},
 		{"reconcile", `{"trigger": "periodic", "sku": ["A1"]}`},
-		{"release_hold", fmt.Sprintf(`{"reservation_id": %q, "now": true}`, r.ID)},
 		{"deliver_alert", `{"alert_id": 1.5}`},
 		{"sweep_expired", `{"grace": "0s"}`},
 		{"watch_discarded", `[]`},

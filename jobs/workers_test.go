@@ -58,7 +58,7 @@ func workerSetup(t *testing.T) *workerBundle {
 	rb := rollbacks.New(pool, inserter, 0)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return &workerBundle{
-		pool: pool, inv: inventory.New(pool, inserter, quietLog, inventory.Config{}), alerts: al, rollbacks: rb,
+		pool: pool, inv: inventory.New(pool, quietLog, inventory.Config{}), alerts: al, rollbacks: rb,
 		campaigns: campaigns.New(pool, inserter, rb, al),
 		reconcile: reconcile.New(pool, inserter, al, reconcile.Config{RepairLimit: 100, Log: quietLog}),
 	}
@@ -106,40 +106,6 @@ func (b *workerBundle) hold(t *testing.T, sku string, n int64, ttl int64) invent
 	})
 	require.NoError(t, err)
 	return r
-}
-
-// TestReleaseHoldWorkerSnoozesUntilDue: a release_hold job (enqueued by
-// earlier versions, one per hold) that comes early snoozes until the
-// hold's expiry instead of failing; when due it expires the hold, once.
-func TestReleaseHoldWorkerSnoozesUntilDue(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	b := workerSetup(t)
-	b.stockIn(t, "A1", 10)
-	r := b.hold(t, "A1", 2, 120)
-	w := testWorker(t, &releaseHoldWorker{inv: b.inv})
-	tx := b.tx(t)
-
-	res, err := w.Work(ctx, t, tx, inventory.ReleaseHoldArgs{ReservationID: r.ID}, nil)
-	require.NoError(t, err)
-	require.Equal(t, river.EventKindJobSnoozed, res.EventKind)
-	require.Equal(t, rivertype.JobStateScheduled, res.Job.State)
-	require.WithinDuration(t, r.ExpiresAt, res.Job.ScheduledAt, 2*time.Second, "snoozed until the hold's expiry")
-	got, err := b.inv.Get(ctx, r.ID, inventory.Caller{Ops: true})
-	require.NoError(t, err)
-	require.Equal(t, inventory.StatusHeld, got.Status)
-
-	_, err = b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1`, r.ID)
-	require.NoError(t, err)
-	for range 2 { // the second run finds it expired already
-		res, err = w.Work(ctx, t, tx, inventory.ReleaseHoldArgs{ReservationID: r.ID}, nil)
-		require.NoError(t, err)
-		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
-	}
-	got, err = b.inv.Get(ctx, r.ID, inventory.Caller{Ops: true})
-	require.NoError(t, err)
-	require.Equal(t, inventory.StatusExpired, got.Status)
-	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID))
 }
 
 // TestExpireHoldsWorkerRecordsItsRun: a run picked up after its span has

@@ -49,21 +49,6 @@ SELECT * FROM reservations WHERE id = @id;
 -- name: ReservationGetByKey :one
 SELECT * FROM reservations WHERE client = @client AND idempotency_key = @idempotency_key;
 
--- name: ReservationLock :one
-SELECT * FROM reservations WHERE id = @id FOR UPDATE;
-
--- name: ReservationExpiry :one
--- ReservationExpiry locks a reservation and says how many seconds it has
--- left before it expires (zero or less: it is due).
-SELECT status, extract(epoch FROM expires_at - now())::float8 AS remaining_seconds
-FROM reservations
-WHERE id = @id
-FOR UPDATE;
-
--- name: ReservationLinesInsert :exec
-INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
-SELECT unnest(@reservation_ids::uuid[]), unnest(@skus::text[]), unnest(@pools::text[]), unnest(@quantities::bigint[]);
-
 -- name: ReservationLinesGet :many
 SELECT * FROM reservation_lines WHERE reservation_id = ANY(@reservation_ids::uuid[])
 ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C";

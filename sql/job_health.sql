@@ -27,15 +27,14 @@
 --   4. River's leader (it runs the periodic jobs and the scheduler): an
 --      empty result or an `expires_at` in the past means no leader.
 --   5. Paused queues: a paused queue works nothing. Each kind of work has
---      its own queue: `expiry` (expire_holds, sweep_expired, release_hold),
+--      its own queue: `expiry` (expire_holds, sweep_expired),
 --      `campaigns`, `rollbacks`, `reconcile`, and `default` (manual_rollback
 --      and the alert jobs).
 --
 -- What to do next:
 --   - Lag growing: check that `stockhold serve` runs and can reach the
 --     database; resume a paused queue from the dashboard (/ops/jobs/).
---   - Discarded expire_holds, sweep_expired or release_hold (left from
---     versions that enqueued one per hold): nothing to do for the stock,
+--   - Discarded expire_holds or sweep_expired: nothing to do for the stock,
 --     the next run, the sweeper or reconciliation releases the holds
 --     (stuck_holds.sql shows them); read the error.
 --   - Discarded manual_rollback / rollback_batch: see rollback_requests.sql;

@@ -39,7 +39,7 @@ type fixture struct {
 	released    uuid.UUID
 	expired     uuid.UUID
 	stuck       uuid.UUID // held, five minutes past its expiry
-	discarded   int64     // a discarded release_hold job
+	discarded   int64     // a discarded sweep_expired job
 	rollbackJob int64     // the manual_rollback job of carol's request
 }
 
@@ -50,7 +50,7 @@ type check func(t *testing.T, f *fixture, p *psql, out string)
 var cases = map[string]check{
 	"job_health.sql": func(t *testing.T, f *fixture, p *psql, out string) {
 		require.Contains(t, out, "== 1. Jobs by kind and state ==")
-		require.Contains(t, out, "release_hold")
+		require.Contains(t, out, "sweep_expired")
 		require.Contains(t, out, "reservation gone missing (attempt 3)", "the discarded job's last error")
 		require.Contains(t, out, "connection reset (attempt 1)", "the retryable job's last error")
 		p.run(t, "job_health.sql", "errors_per_kind=1")
@@ -265,7 +265,7 @@ func setup(t *testing.T) *fixture {
 	pool := dbtest.New(t)
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	inv := inventory.New(pool, inserter, nil, inventory.Config{})
+	inv := inventory.New(pool, nil, inventory.Config{})
 	f := &fixture{pool: pool, rollbacks: rollbacks.New(pool, inserter, 0)}
 
 	for sku, n := range map[string]int64{"A1": 100, "B1": 50} {
@@ -292,9 +292,14 @@ func setup(t *testing.T) *fixture {
 	_, err = pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '5 minutes' WHERE id = ANY($1)`,
 		[]uuid.UUID{f.expired, f.stuck})
 	require.NoError(t, err)
-	released, err := inv.Expire(ctx, f.expired)
-	require.NoError(t, err)
-	require.True(t, released)
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		ended, err := inventory.ReleaseTx(ctx, tx, []uuid.UUID{f.expired}, inventory.Release{
+			Status: inventory.StatusExpired, Kind: "expire", Actor: "test", Reason: "hold expired", DueOnly: true})
+		if err == nil && len(ended) != 1 {
+			err = fmt.Errorf("expired %d holds", len(ended))
+		}
+		return err
+	}))
 
 	_, err = inv.Pause(ctx, inventory.Switch{SKU: "B1", Pool: inventory.MainPool, Reason: "counted twice, checking", Actor: "test"})
 	require.NoError(t, err)
@@ -333,9 +338,9 @@ func setup(t *testing.T) *fixture {
 	// Jobs that failed: one out of attempts, one to be retried.
 	require.NoError(t, pool.QueryRow(ctx, `
 		INSERT INTO river_job (kind, args, max_attempts, attempt, state, attempted_at, finalized_at, errors)
-		VALUES ('release_hold', jsonb_build_object('reservation_id', $1::text), 3, 3, 'discarded', now(), now(),
+		VALUES ('sweep_expired', '{}', 3, 3, 'discarded', now(), now(),
 		        ARRAY[jsonb_build_object('at', now(), 'attempt', 3, 'error', 'reservation gone missing (attempt 3)', 'trace', '')])
-		RETURNING id`, uuid.New()).Scan(&f.discarded))
+		RETURNING id`).Scan(&f.discarded))
 	_, err = pool.Exec(ctx, `
 		INSERT INTO river_job (kind, args, max_attempts, attempt, state, attempted_at, scheduled_at, errors)
 		VALUES ('deliver_alert', '{"alert_id": 1}', 3, 1, 'retryable', now(), now() - interval '1 minute',

@@ -24,7 +24,7 @@ func TestRepeatRepagesAfterQuiet(t *testing.T) {
 	require.NoError(t, err)
 	svc := alerts.New(pool, inserter, true).WithRepageAfter(time.Hour)
 	raise := func() alerts.Alert {
-		a, err := svc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: "job_discarded", Subject: "job:release_hold", Action: "look"})
+		a, err := svc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: "job_discarded", Subject: "job:sweep_expired", Action: "look"})
 		require.NoError(t, err)
 		return a
 	}
@@ -52,7 +52,7 @@ func TestRepeatRepagesAfterQuiet(t *testing.T) {
 	never := alerts.New(pool, inserter, true) // no re-page interval
 	_, err = pool.Exec(ctx, `UPDATE alerts SET paged_at = paged_at - interval '10 days' WHERE id = $1`, first.ID)
 	require.NoError(t, err)
-	_, err = never.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: "job_discarded", Subject: "job:release_hold", Action: "look"})
+	_, err = never.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: "job_discarded", Subject: "job:sweep_expired", Action: "look"})
 	require.NoError(t, err)
 	require.Equal(t, 2, pages(), "without an interval a repeat never re-pages")
 }

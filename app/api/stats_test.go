@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -9,7 +10,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/inventory"
 )
 
 func TestStats(t *testing.T) {
@@ -43,9 +47,14 @@ func TestStats(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.pool.Exec(ctx, `UPDATE reservations SET created_at = now() - interval '48 hours' WHERE id = $1`, old)
 	require.NoError(t, err)
-	ok, err := e.inv.Expire(ctx, expired)
-	require.NoError(t, err)
-	require.True(t, ok)
+	require.NoError(t, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		ended, err := inventory.ReleaseTx(ctx, tx, []uuid.UUID{expired}, inventory.Release{
+			Status: inventory.StatusExpired, Kind: "expire", Actor: "test", Reason: "expired", DueOnly: true})
+		if err == nil && len(ended) != 1 {
+			err = fmt.Errorf("expired %d holds", len(ended))
+		}
+		return err
+	}))
 
 	r := e.do("GET", "/v1/stats", e.ops, nil)
 	require.Equal(t, 200, r.status, "%s", r.body)

@@ -39,7 +39,7 @@ func setup(t *testing.T) (*campaigns.Service, *bundle) {
 	pool := dbtest.New(t)
 	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	inv := inventory.New(pool, inserter, slog.New(slog.DiscardHandler), inventory.Config{})
+	inv := inventory.New(pool, slog.New(slog.DiscardHandler), inventory.Config{})
 	rb := rollbacks.New(pool, inserter, 0)
 	svc := campaigns.New(pool, inserter, rb, alerts.New(pool, inserter, false))
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })

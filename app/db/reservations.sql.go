@@ -11,27 +11,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const reservationExpiry = `-- name: ReservationExpiry :one
-SELECT status, extract(epoch FROM expires_at - now())::float8 AS remaining_seconds
-FROM reservations
-WHERE id = $1
-FOR UPDATE
-`
-
-type ReservationExpiryRow struct {
-	Status           string
-	RemainingSeconds float64
-}
-
-// ReservationExpiry locks a reservation and says how many seconds it has
-// left before it expires (zero or less: it is due).
-func (q *Queries) ReservationExpiry(ctx context.Context, id uuid.UUID) (ReservationExpiryRow, error) {
-	row := q.db.QueryRow(ctx, reservationExpiry, id)
-	var i ReservationExpiryRow
-	err := row.Scan(&i.Status, &i.RemainingSeconds)
-	return i, err
-}
-
 const reservationGet = `-- name: ReservationGet :one
 SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by FROM reservations WHERE id = $1
 `
@@ -164,28 +143,6 @@ func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid
 	return items, nil
 }
 
-const reservationLinesInsert = `-- name: ReservationLinesInsert :exec
-INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
-SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::bigint[])
-`
-
-type ReservationLinesInsertParams struct {
-	ReservationIds []uuid.UUID
-	Skus           []string
-	Pools          []string
-	Quantities     []int64
-}
-
-func (q *Queries) ReservationLinesInsert(ctx context.Context, arg ReservationLinesInsertParams) error {
-	_, err := q.db.Exec(ctx, reservationLinesInsert,
-		arg.ReservationIds,
-		arg.Skus,
-		arg.Pools,
-		arg.Quantities,
-	)
-	return err
-}
-
 const reservationLinesSummed = `-- name: ReservationLinesSummed :many
 SELECT sku, pool, sum(quantity)::bigint AS quantity
 FROM reservation_lines
@@ -220,32 +177,6 @@ func (q *Queries) ReservationLinesSummed(ctx context.Context, reservationIds []u
 		return nil, err
 	}
 	return items, nil
-}
-
-const reservationLock = `-- name: ReservationLock :one
-SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by FROM reservations WHERE id = $1 FOR UPDATE
-`
-
-func (q *Queries) ReservationLock(ctx context.Context, id uuid.UUID) (Reservation, error) {
-	row := q.db.QueryRow(ctx, reservationLock, id)
-	var i Reservation
-	err := row.Scan(
-		&i.ID,
-		&i.Client,
-		&i.IdempotencyKey,
-		&i.RequestHash,
-		&i.OrderRef,
-		&i.Campaign,
-		&i.Status,
-		&i.ExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.ConfirmedAt,
-		&i.ReleasedAt,
-		&i.ReleaseReason,
-		&i.ReleasedBy,
-	)
-	return i, err
 }
 
 const reservationsFree = `-- name: ReservationsFree :many

@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -63,12 +62,10 @@ func queueLock(ctx context.Context, q *db.Queries, ids []uuid.UUID) lockStep {
 }
 
 // read returns the holds locked, by id: an id that names no hold is absent.
-func (l lockStep) read() (map[uuid.UUID]*lockedHold, error) {
-	rows, err := collect(l.locking.Query)
-	lines, lerr := collect(l.reading.Query)
-	if err = errors.Join(err, lerr); err != nil {
-		return nil, err
-	}
+// Like every read of a pipe's result, it leaves errors to the round trip.
+func (l lockStep) read() map[uuid.UUID]*lockedHold {
+	rows, _ := collect(l.locking.Query)
+	lines, _ := collect(l.reading.Query)
 	holds := make(map[uuid.UUID]*lockedHold, len(rows))
 	for _, r := range rows {
 		holds[r.Reservation.ID] = &lockedHold{row: r.Reservation, due: r.Due}
@@ -78,7 +75,7 @@ func (l lockStep) read() (map[uuid.UUID]*lockedHold, error) {
 			h.lines = append(h.lines, Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity})
 		}
 	}
-	return holds, nil
+	return holds
 }
 
 // Release says how and why holds end when they are handed back, or sold.
@@ -100,9 +97,8 @@ type Release struct {
 
 // Releases of the system's own making.
 var (
-	releaseByExpiry    = Release{Status: StatusExpired, Kind: "expire", Actor: "system:expire_holds", Reason: "hold expired", DueOnly: true}
-	releaseByExpiryJob = Release{Status: StatusExpired, Kind: "expire", Actor: "system:release_hold", Reason: "hold expired", DueOnly: true}
-	releaseBySweeper   = Release{Status: StatusExpired, Kind: "expire", Actor: "system:sweep_expired", Reason: "hold expired (sweeper)", DueOnly: true}
+	releaseByExpiry  = Release{Status: StatusExpired, Kind: "expire", Actor: "system:expire_holds", Reason: "hold expired", DueOnly: true}
+	releaseBySweeper = Release{Status: StatusExpired, Kind: "expire", Actor: "system:sweep_expired", Reason: "hold expired (sweeper)", DueOnly: true}
 )
 
 // expiredInstead is what a change becomes when it finds its hold past its
@@ -222,9 +218,8 @@ func changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, decide func(*lock
 
 	p := newPipe(tx.Conn())
 	lock := queueLock(ctx, db.New(p), ids)
-	p.send(ctx)
-	holds, err := lock.read()
-	if err = errors.Join(err, p.close()); err != nil {
+	var holds map[uuid.UUID]*lockedHold
+	if err := p.roundTrip(ctx, func() { holds = lock.read() }); err != nil {
 		return nil, nil, fmt.Errorf("lock holds: %w", err)
 	}
 	var c changes
@@ -245,10 +240,8 @@ func changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, decide func(*lock
 		return holds, &c, nil
 	}
 	p = newPipe(tx.Conn())
-	writing := c.queue(ctx, db.New(p))
-	p.send(ctx)
-	err = done(writing.Exec)
-	if err = errors.Join(err, p.close()); err != nil {
+	c.queue(ctx, db.New(p))
+	if err := p.roundTrip(ctx, nil); err != nil {
 		if refusal, ok := refused(err); ok {
 			return nil, nil, refusal
 		}

@@ -2,7 +2,7 @@ package inventory
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"maps"
 	"time"
 
@@ -134,13 +134,11 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, g
 	p := newPipe(conn)
 	q := db.New(p)
 	p.begin()
-	timeout := q.BatchSettingsSet(ctx, []string{s.expiryLockTimeout})
+	q.BatchSettingsSet(ctx, []string{s.expiryLockTimeout})
 	picking := q.ReservationsDue(ctx, []db.ReservationsDueParams{due})
-	p.send(ctx)
-	err := done(timeout.Exec)
-	ids, perr := collect(picking.Query)
-	if err = errors.Join(err, perr, p.close()); err != nil {
-		return 0, nil, wrapf(err, "pick due holds")
+	var ids []uuid.UUID
+	if err := p.roundTrip(ctx, func() { ids, _ = collect(picking.Query) }); err != nil {
+		return 0, nil, fmt.Errorf("pick due holds: %w", err)
 	}
 	if len(ids) == 0 {
 		return 0, nil, nil // rollback (deferred) ends the transaction
@@ -148,10 +146,9 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, g
 
 	p = newPipe(conn)
 	lock := queueLock(ctx, db.New(p), ids) // locked already: this reads them, and their lines after
-	p.send(ctx)
-	holds, err := lock.read()
-	if err = errors.Join(err, p.close()); err != nil {
-		return 0, ids, wrapf(err, "read due holds")
+	var holds map[uuid.UUID]*lockedHold
+	if err := p.roundTrip(ctx, func() { holds = lock.read() }); err != nil {
+		return 0, ids, fmt.Errorf("read due holds: %w", err)
 	}
 	var ch changes
 	for _, id := range ids {
@@ -168,14 +165,10 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, g
 		}
 	}
 	p = newPipe(conn)
-	writing := ch.queue(ctx, db.New(p))
+	ch.queue(ctx, db.New(p))
 	p.commit()
-	p.send(ctx)
-	if writing != nil {
-		err = done(writing.Exec)
-	}
-	if err = errors.Join(err, p.close()); err != nil {
-		return 0, ids, wrapf(err, "expire due holds")
+	if err := p.roundTrip(ctx, nil); err != nil {
+		return 0, ids, fmt.Errorf("expire due holds: %w", err)
 	}
 	ch.count()
 	return len(ch.list), nil, nil

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
@@ -97,10 +96,8 @@ type Service struct {
 	beforeGrant func(HoldRequest)
 }
 
-// New returns a Service on pool. jobs is no longer used by the service
-// itself (expiry is the expire_holds job's loop, not a job per hold); it
-// stays in the signature for the wiring that passes it.
-func New(pool *pgxpool.Pool, _ domain.JobInserter, log *slog.Logger, cfg Config) *Service {
+// New returns a Service on pool.
+func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -161,22 +158,6 @@ func (s *Service) refusedByDatabase(ctx context.Context, batch, subject string, 
 			"Either the pool's counters disagree with its holds (reconcile it; the reconciliation pauses it and says how) or this is a bug to report.", batch, err),
 		Details: map[string]any{"batch": batch, "subject": subject, "error": err.Error()},
 	})
-}
-
-// ReleaseHoldArgs is the job that expired one hold at its expires_at in
-// earlier versions of stockhold, which enqueued one per hold. Holds now
-// expire through the expire_holds loop; the kind stays so that jobs already
-// in river_job are still worked (harmlessly, if the loop got there first).
-type ReleaseHoldArgs struct {
-	ReservationID uuid.UUID `json:"reservation_id" river:"unique"`
-}
-
-// Kind names the job in river_job.
-func (ReleaseHoldArgs) Kind() string { return "release_hold" }
-
-// InsertOpts makes the job unique per hold.
-func (ReleaseHoldArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 // Line is one (sku, pool) of a reservation, quantities summed.

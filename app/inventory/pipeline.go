@@ -3,7 +3,6 @@ package inventory
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -11,9 +10,18 @@ import (
 
 // pipe sends the queries of several sqlc batch calls to PostgreSQL in one
 // round trip. Used as the DBTX of db.New, it collects what each batch call
-// queues instead of sending it; send ships them all at once, and the
-// callers then read their results in the order they queued them, through
-// the result values the sqlc calls returned.
+// queues instead of sending it; roundTrip ships them all at once and lets
+// the caller read their results in the order they were queued, through the
+// result values the sqlc calls returned.
+//
+// Its error contract: a pipe's errors come out in one place, the error
+// roundTrip returns, which is the first error any queued statement
+// reported (or the connection's). Every result read records its error in
+// the pipe, and roundTrip reads whatever the caller did not, so the caller
+// reads only the results it needs and ignores the errors of those reads
+// (`rows, _ := collect(...)`): a failed read leaves its result empty, and
+// roundTrip's error says why. In PostgreSQL a failed statement aborts the
+// transaction, so a commit queued after it rolls back.
 //
 // A pipe may also carry the transaction's begin and commit, so that a whole
 // batch transaction costs two round trips: the statements that read what
@@ -60,9 +68,15 @@ func (p *pipe) queueControl(sql string) {
 	p.batch.Queue(sql)
 }
 
-// send ships everything queued in one round trip.
-func (p *pipe) send(ctx context.Context) {
+// roundTrip ships everything queued in one round trip, calls read (which
+// reads the results it needs; nil: none), reads the rest, and returns the
+// first error any statement reported. See pipe for the contract.
+func (p *pipe) roundTrip(ctx context.Context, read func()) error {
 	p.results = p.conn.SendBatch(ctx, &p.batch)
+	if read != nil {
+		read()
+	}
+	return p.close()
 }
 
 // skipControl reads the results of transaction control that come next.
@@ -164,13 +178,6 @@ func collect[T any](read func(func(int, []T, error))) ([]T, error) {
 	return out, err
 }
 
-// done reads the result of one sqlc :batchexec call.
-func done(read func(func(int, error))) error {
-	var err error
-	read(func(_ int, e error) { err = e })
-	return err
-}
-
 // rollback ends whatever transaction a failed pipe left open on conn. When
 // even that fails the connection is closed, and the pool drops it.
 func rollback(conn *pgx.Conn) {
@@ -182,11 +189,4 @@ func rollback(conn *pgx.Conn) {
 	if _, err := conn.Exec(ctx, "rollback"); err != nil {
 		_ = conn.Close(ctx)
 	}
-}
-
-func wrapf(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf(format+": %w", append(args, err)...)
 }

@@ -2,9 +2,7 @@ package inventory
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -139,20 +137,15 @@ func (s *Service) runChanges(ctx context.Context, calls []*changeCall) []*change
 
 // changeBatch is one transaction for many confirms and releases, in two
 // round trips, following the rule of every change to a hold (see
-// change.go): lock the holds (id order) and read their lines; then, decided
-// in Go in arrival order, as one after the other would have been, sell or
-// end the held ones (expiring those found past their expiry), move their
-// stock and write their ledger rows in one statement, read them back, and
-// commit.
+// change.go):
+//
+//  1. lock the holds (id order) and read their lines (round trip 1);
+//  2. decideCalls, in Go, in arrival order, as one after the other would
+//     have been decided alone;
+//  3. write the changes in one statement, read the changed holds back, and
+//     commit (round trip 2);
+//  4. answer each caller.
 func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
-	ids := make([]uuid.UUID, 0, len(calls))
-	seen := map[uuid.UUID]bool{}
-	for _, c := range calls {
-		if !seen[c.id] {
-			seen[c.id] = true
-			ids = append(ids, c.id)
-		}
-	}
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -161,21 +154,60 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 	conn := pc.Conn()
 	defer rollback(conn)
 
+	holds, err := s.lockForChange(ctx, conn, calls)
+	if err != nil {
+		return err
+	}
+	ch, errs := decideCalls(calls, holds)
+	after, err := writeChanges(ctx, conn, &ch)
+	if err != nil {
+		return err
+	}
+	for _, r := range after {
+		holds[r.ID].row = r
+	}
+	for i, c := range calls {
+		if errs[i] != nil {
+			c.answer(errs[i])
+			continue
+		}
+		h := holds[c.id]
+		c.reply(changeResult{r: newReservation(h.row, h.lines)})
+	}
+	return nil
+}
+
+// lockForChange is a change batch's first round trip: begin, set the lock
+// timeout, lock the calls' holds and read their lines.
+func (s *Service) lockForChange(ctx context.Context, conn *pgx.Conn, calls []*changeCall) (map[uuid.UUID]*lockedHold, error) {
+	ids := make([]uuid.UUID, 0, len(calls))
+	seen := map[uuid.UUID]bool{}
+	for _, c := range calls {
+		if !seen[c.id] {
+			seen[c.id] = true
+			ids = append(ids, c.id)
+		}
+	}
 	p := newPipe(conn)
 	q := db.New(p)
 	p.begin()
-	timeout := q.BatchSettingsSet(ctx, []string{s.lockTimeout})
+	q.BatchSettingsSet(ctx, []string{s.lockTimeout})
 	lock := queueLock(ctx, q, ids)
-	p.send(ctx)
-	err = done(timeout.Exec)
-	holds, lerr := lock.read()
-	if err = errors.Join(err, lerr, p.close()); err != nil {
-		return wrapf(err, "lock holds")
+	var holds map[uuid.UUID]*lockedHold
+	if err := p.roundTrip(ctx, func() { holds = lock.read() }); err != nil {
+		return nil, fmt.Errorf("lock holds: %w", err)
 	}
+	return holds, nil
+}
 
-	// Each call's outcome: an error, or the hold as it ends up.
-	errs := make([]error, len(calls))
+// decideCalls decides a change batch's calls in arrival order against the
+// holds as locked, each seeing what the ones before it decided: the
+// changes to write, and per call the error it answers (nil: the hold as it
+// ends up). A confirm answers a hold that does not end up confirmed with
+// reservation_not_held, a release one that ends up confirmed.
+func decideCalls(calls []*changeCall, holds map[uuid.UUID]*lockedHold) (changes, []error) {
 	var ch changes
+	errs := make([]error, len(calls))
 	for i, c := range calls {
 		h, ok := holds[c.id]
 		if !ok || !c.by.maySee(h.row.Client) {
@@ -200,39 +232,31 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 			errs[i] = errNotHeld(c.id, status)
 		}
 	}
+	return ch, errs
+}
 
-	p = newPipe(conn)
-	q = db.New(p)
+// writeChanges is a change batch's second round trip: write the changes,
+// read the changed holds back, commit.
+func writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes) ([]db.Reservation, error) {
+	p := newPipe(conn)
+	q := db.New(p)
 	writing := ch.queue(ctx, q)
 	var rereading *db.ReservationsGetManyBatchResults
 	if writing != nil {
 		rereading = q.ReservationsGetMany(ctx, [][]uuid.UUID{ch.p.Ids})
 	}
 	p.commit()
-	p.send(ctx)
 	var after []db.Reservation
-	if writing != nil {
-		err = done(writing.Exec)
-		var rerr error
-		after, rerr = collect(rereading.Query)
-		err = errors.Join(err, rerr)
-	}
-	if err = errors.Join(err, p.close()); err != nil {
-		return wrapf(err, "change holds")
+	err := p.roundTrip(ctx, func() {
+		if writing != nil {
+			after, _ = collect(rereading.Query)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("change holds: %w", err)
 	}
 	ch.count()
-	for _, r := range after {
-		holds[r.ID].row = r
-	}
-	for i, c := range calls {
-		if errs[i] != nil {
-			c.answer(errs[i])
-			continue
-		}
-		h := holds[c.id]
-		c.reply(changeResult{r: newReservation(h.row, h.lines)})
-	}
-	return nil
+	return after, nil
 }
 
 // lockedHolds returns, for the holds among ids that another transaction
@@ -278,35 +302,6 @@ func (s *Service) lockedHolds(ctx context.Context, ids []uuid.UUID) (map[uuid.UU
 		}
 	}
 	return out, nil
-}
-
-// ErrNotYetExpired is returned by Expire for a hold whose time has not come;
-// Remaining says how long to wait.
-type ErrNotYetExpired struct{ Remaining time.Duration }
-
-func (e *ErrNotYetExpired) Error() string { return fmt.Sprintf("hold expires in %s", e.Remaining) }
-
-// Expire ends hold id if it is still held and past its expiry; it is what a
-// release_hold job left over from an earlier version runs. A hold that
-// already ended is left alone. It reports whether this call released it.
-func (s *Service) Expire(ctx context.Context, id uuid.UUID) (bool, error) {
-	var released bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := db.New(tx).ReservationExpiry(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && r.Status != StatusHeld {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if r.RemainingSeconds > 0 {
-			return &ErrNotYetExpired{Remaining: time.Duration(r.RemainingSeconds * float64(time.Second))}
-		}
-		ids, err := ReleaseTx(ctx, tx, []uuid.UUID{id}, releaseByExpiryJob)
-		released = len(ids) == 1
-		return err
-	})
-	return released, err
 }
 
 // inTx runs fn in a transaction, committing when it returns nil.

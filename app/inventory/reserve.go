@@ -104,6 +104,9 @@ type hold struct {
 	hash  string
 	ttl   int64
 	lines []Line
+	// maxPerOrder is the campaign's cap of units of one SKU per hold; nil:
+	// none.
+	maxPerOrder *int64
 }
 
 // Hold holds stock for an order, all lines or none. The boolean reports an
@@ -124,9 +127,6 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 	h.lines = req.lines(pool)
 	if req.Campaign != "" {
 		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.lines[0].SKU)
-		if err == nil {
-			err = overCap(h.lines, req.Campaign, maxPerOrder)
-		}
 		if err != nil {
 			// A replay must not fail because the campaign has since ended.
 			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, h.hash); rerr == nil && replayed {
@@ -134,7 +134,7 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool,
 			}
 			return Reservation{}, false, err
 		}
-		h.ttl = ttl
+		h.ttl, h.maxPerOrder = ttl, maxPerOrder
 	}
 	return s.holdBatched(ctx, h)
 }
@@ -368,25 +368,50 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 	return nil
 }
 
-// holdBatch is one transaction for many holds, in two round trips:
+// holdBatch is one transaction for many holds, in two round trips, in
+// four steps:
 //
-//  1. begin; set the lock timeout; insert every hold's reservation (a key
-//     used before is skipped); lock the stock rows of every line, in
-//     (sku, pool) byte order.
-//  2. decided in Go, in arrival order, a hold all of whose lines fit is
-//     granted and takes its units from what is left of each row; then
-//     delete the refused holds' rows; move the counters, insert the lines
-//     and the ledger rows of the granted ones in one statement; read the
-//     holds the replayed keys made; commit.
+//  1. insertAndLock (round trip 1): begin; set the lock timeout; insert
+//     every hold's reservation (a key used before is skipped); lock the
+//     stock rows of every line, in (sku, pool) byte order.
+//  2. decideHolds, in Go, in arrival order, against the rows as locked.
+//  3. writeHolds (round trip 2): delete the rows of the holds not granted;
+//     move the counters, insert the lines and the ledger rows of the
+//     granted ones in one statement; read the holds the replayed keys
+//     made; commit.
+//  4. answer each caller.
 //
 // A request whose key another request of the batch uses too goes again
 // with the next batch, once the first one's fate is committed.
 func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall, error) {
-	var (
-		leaders []*holdCall
-		again   []*holdCall
-		seen    = map[[2]string]bool{}
-	)
+	leaders, again := firstOfEachKey(calls)
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	defer rollback(conn)
+
+	made, rows, lockOrder, err := s.insertAndLock(ctx, conn, leaders)
+	if err != nil {
+		return nil, err
+	}
+	b := s.sortOut(leaders, made)
+	verdicts, taken := decideHolds(rows, b.holds())
+	w := b.writes(verdicts, taken, lockOrder)
+	firsts, firstsOf, err := s.writeHolds(ctx, conn, w)
+	if err != nil {
+		return nil, err
+	}
+	b.answer(ctx, s, made, verdicts, firsts, firstsOf)
+	return again, nil
+}
+
+// firstOfEachKey splits calls into the first request of each (client, key)
+// and the rest, which go again with a later batch.
+func firstOfEachKey(calls []*holdCall) (leaders, again []*holdCall) {
+	seen := map[[2]string]bool{}
 	for _, c := range calls {
 		k := [2]string{c.h.req.Client, c.h.req.IdempotencyKey}
 		if seen[k] {
@@ -396,8 +421,15 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 		seen[k] = true
 		leaders = append(leaders, c)
 	}
+	return leaders, again
+}
 
-	// Insert in (client, key) order; decide in arrival order.
+// insertAndLock is a hold batch's first round trip. It returns the
+// reservations inserted (by id), the stock rows as locked (by rowKey) and
+// the rows' lock order.
+func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (map[uuid.UUID]db.Reservation, map[string]lockedRow, []Line, error) {
+	// Insert in (client, key) order, so that two batches sharing keys wait
+	// on each other in one order; decide in arrival order.
 	byKey := slices.Clone(leaders)
 	slices.SortFunc(byKey, func(a, b *holdCall) int {
 		if d := strings.Compare(a.h.req.Client, b.h.req.Client); d != 0 {
@@ -428,190 +460,188 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 		}
 	}
 
-	pc, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer pc.Release()
-	conn := pc.Conn()
-	defer rollback(conn)
-
 	p := newPipe(conn)
 	q := db.New(p)
 	p.begin()
-	timeout := q.BatchSettingsSet(ctx, []string{s.lockTimeout})
+	q.BatchSettingsSet(ctx, []string{s.lockTimeout})
 	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
 	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
-	p.send(ctx)
-	_ = done(timeout.Exec)
-	inserted, _ := collect(inserting.Query)
-	stock, _ := collect(locking.Query)
-	if err := p.close(); err != nil {
-		return nil, wrapf(err, "insert and lock")
+	var (
+		inserted []db.Reservation
+		stock    []db.StockLockManyRow
+	)
+	err := p.roundTrip(ctx, func() {
+		inserted, _ = collect(inserting.Query)
+		stock, _ = collect(locking.Query)
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("insert and lock: %w", err)
 	}
 
-	rows := make(map[string]db.StockLockManyRow, len(stock))
-	avail := make(map[string]int64, len(stock))
-	for _, r := range stock {
-		k := rowKey(r.Sku, r.Pool)
-		rows[k], avail[k] = r, r.Available
-	}
 	made := make(map[uuid.UUID]db.Reservation, len(inserted))
 	for _, r := range inserted {
 		made[r.ID] = r
 	}
-
-	type refusal struct {
-		c    *holdCall
-		line Line
-		why  domain.Code
-		left int64
+	rows := make(map[string]lockedRow, len(stock))
+	for _, r := range stock {
+		rows[rowKey(r.Sku, r.Pool)] = lockedRow{available: r.Available, status: r.Status}
 	}
-	var (
-		granted  []*holdCall
-		refused  []refusal
-		replays  []*holdCall
-		left     []*holdCall // callers that stopped waiting
-		drop     []uuid.UUID
-		apply    db.StockHoldsApplyParams
-		reserved = map[string]int64{}
-	)
+	order := make([]Line, len(lock.Skus))
+	for i := range lock.Skus {
+		order[i] = Line{SKU: lock.Skus[i], Pool: lock.Pools[i]}
+	}
+	return made, rows, order, nil
+}
+
+// sorted is a hold batch's requests sorted out once their reservations
+// are inserted: the ones to decide, the replays of a key used before, and
+// the ones whose caller left before anything was decided.
+type sorted struct {
+	deciding []*holdCall
+	replays  []*holdCall
+	left     []*holdCall
+}
+
+func (s *Service) sortOut(leaders []*holdCall, made map[uuid.UUID]db.Reservation) sorted {
+	var b sorted
 	for _, c := range leaders {
 		if _, ok := made[c.h.id]; !ok {
-			replays = append(replays, c)
+			b.replays = append(b.replays, c)
 			continue
 		}
 		if s.beforeGrant != nil {
 			s.beforeGrant(c.h.req)
 		}
 		if c.gone() {
-			// Its caller left before anything was decided: hold nothing.
-			left = append(left, c)
-			drop = append(drop, c.h.id)
+			b.left = append(b.left, c) // hold nothing for a caller that left
 			continue
 		}
-		fail := refusal{c: c}
-		for _, l := range c.h.lines {
-			k := rowKey(l.SKU, l.Pool)
-			r, ok := rows[k]
-			switch {
-			case !ok:
-				fail.line, fail.why = l, domain.CodeUnknownSKU
-			case r.Status != StockOnSale:
-				fail.line, fail.why = l, domain.CodeSKUPaused
-			case avail[k] < l.Quantity:
-				fail.line, fail.why, fail.left = l, domain.CodeOutOfStock, avail[k]
-			default:
-				continue
-			}
-			break
-		}
-		if fail.why != "" {
-			refused = append(refused, fail)
-			drop = append(drop, c.h.id)
-			continue
-		}
-		granted = append(granted, c)
-		for _, l := range c.h.lines {
-			k := rowKey(l.SKU, l.Pool)
-			avail[k] -= l.Quantity
-			reserved[k] += l.Quantity
-			apply.LineIds = append(apply.LineIds, c.h.id)
-			apply.LineSkus = append(apply.LineSkus, l.SKU)
-			apply.LinePools = append(apply.LinePools, l.Pool)
-			apply.LineQuantities = append(apply.LineQuantities, l.Quantity)
-			apply.LineActors = append(apply.LineActors, c.h.req.Client)
-		}
+		b.deciding = append(b.deciding, c)
 	}
-	for i, sku := range lock.Skus {
-		if q := reserved[rowKey(sku, lock.Pools[i])]; q > 0 {
-			apply.RowSkus = append(apply.RowSkus, sku)
-			apply.RowPools = append(apply.RowPools, lock.Pools[i])
-			apply.RowQuantities = append(apply.RowQuantities, q)
-		}
-	}
-	var byKeys db.ReservationsGetByKeysParams
-	for _, c := range replays {
-		byKeys.Clients = append(byKeys.Clients, c.h.req.Client)
-		byKeys.IdempotencyKeys = append(byKeys.IdempotencyKeys, c.h.req.IdempotencyKey)
-	}
+	return b
+}
 
-	p = newPipe(conn)
-	q = db.New(p)
+func (b sorted) holds() []hold {
+	out := make([]hold, len(b.deciding))
+	for i, c := range b.deciding {
+		out[i] = c.h
+	}
+	return out
+}
+
+// holdWrites is what a hold batch's second round trip writes.
+type holdWrites struct {
+	drop   []uuid.UUID // reservations inserted but not granted
+	apply  db.StockHoldsApplyParams
+	byKeys db.ReservationsGetByKeysParams // the replays' first holds
+}
+
+// writes turns the verdicts into the batch's writes; lockOrder is the
+// order the rows' counters move in.
+func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []Line) holdWrites {
+	var w holdWrites
+	for _, c := range b.left {
+		w.drop = append(w.drop, c.h.id)
+	}
+	for i, c := range b.deciding {
+		if !verdicts[i].granted {
+			w.drop = append(w.drop, c.h.id)
+			continue
+		}
+		for _, l := range c.h.lines {
+			w.apply.LineIds = append(w.apply.LineIds, c.h.id)
+			w.apply.LineSkus = append(w.apply.LineSkus, l.SKU)
+			w.apply.LinePools = append(w.apply.LinePools, l.Pool)
+			w.apply.LineQuantities = append(w.apply.LineQuantities, l.Quantity)
+			w.apply.LineActors = append(w.apply.LineActors, c.h.req.Client)
+		}
+	}
+	for _, row := range lockOrder {
+		if q := taken[rowKey(row.SKU, row.Pool)]; q > 0 {
+			w.apply.RowSkus = append(w.apply.RowSkus, row.SKU)
+			w.apply.RowPools = append(w.apply.RowPools, row.Pool)
+			w.apply.RowQuantities = append(w.apply.RowQuantities, q)
+		}
+	}
+	for _, c := range b.replays {
+		w.byKeys.Clients = append(w.byKeys.Clients, c.h.req.Client)
+		w.byKeys.IdempotencyKeys = append(w.byKeys.IdempotencyKeys, c.h.req.IdempotencyKey)
+	}
+	return w
+}
+
+// writeHolds is a hold batch's second round trip; it commits, and returns
+// the holds the replayed keys made, with their lines.
+func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationLine, error) {
+	p := newPipe(conn)
+	q := db.New(p)
 	var (
-		deleting *db.ReservationsDeleteBatchResults
-		applying *db.StockHoldsApplyBatchResults
 		replayed *db.ReservationsGetByKeysBatchResults
 		lines    *db.ReservationLinesGetByKeysBatchResults
 	)
-	if len(drop) > 0 {
-		deleting = q.ReservationsDelete(ctx, [][]uuid.UUID{drop})
+	if len(w.drop) > 0 {
+		q.ReservationsDelete(ctx, [][]uuid.UUID{w.drop})
 	}
-	if len(granted) > 0 {
-		applying = q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{apply})
+	if len(w.apply.LineIds) > 0 {
+		q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{w.apply})
 	}
-	if len(replays) > 0 {
-		replayed = q.ReservationsGetByKeys(ctx, []db.ReservationsGetByKeysParams{byKeys})
+	if len(w.byKeys.Clients) > 0 {
+		replayed = q.ReservationsGetByKeys(ctx, []db.ReservationsGetByKeysParams{w.byKeys})
 		lines = q.ReservationLinesGetByKeys(ctx, []db.ReservationLinesGetByKeysParams{{
-			Clients: byKeys.Clients, IdempotencyKeys: byKeys.IdempotencyKeys}})
+			Clients: w.byKeys.Clients, IdempotencyKeys: w.byKeys.IdempotencyKeys}})
 	}
 	p.commit()
-	p.send(ctx)
 	var (
-		firsts    []db.Reservation
-		firstsOf  []db.ReservationLine
-		readError error
+		firsts   []db.Reservation
+		firstsOf []db.ReservationLine
 	)
-	if deleting != nil {
-		readError = done(deleting.Exec)
+	err := p.roundTrip(ctx, func() {
+		if replayed != nil {
+			firsts, _ = collect(replayed.Query)
+			firstsOf, _ = collect(lines.Query)
+		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("grant and commit: %w", err)
 	}
-	if applying != nil {
-		readError = errors.Join(readError, done(applying.Exec))
-	}
-	if replayed != nil {
-		var e1, e2 error
-		firsts, e1 = collect(replayed.Query)
-		firstsOf, e2 = collect(lines.Query)
-		readError = errors.Join(readError, e1, e2)
-	}
-	if err := p.close(); err != nil {
-		return nil, wrapf(err, "grant and commit")
-	}
-	if readError != nil {
-		return nil, readError
-	}
-
-	// Committed: answer.
-	for _, c := range granted {
-		c.reply(holdResult{r: newReservation(made[c.h.id], c.h.lines)})
-	}
-	for _, c := range left {
-		c.answer(c.ctx.Err())
-	}
-	for _, f := range refused {
-		f.c.answer(s.refusal(ctx, f.line, f.why, f.left))
-	}
-	if len(replays) > 0 {
-		s.answerReplays(replays, firsts, firstsOf)
-	}
-	return again, nil
+	return firsts, firstsOf, nil
 }
 
-// refusal explains why line could not be held: what the batch saw.
-func (s *Service) refusal(ctx context.Context, l Line, why domain.Code, left int64) error {
-	if l.Pool != MainPool && why != domain.CodeOutOfStock {
+// answer answers every caller of a committed hold batch.
+func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Reservation, verdicts []verdict,
+	firsts []db.Reservation, firstsOf []db.ReservationLine) {
+	for i, c := range b.deciding {
+		if v := verdicts[i]; v.granted {
+			c.reply(holdResult{r: newReservation(made[c.h.id], c.h.lines)})
+		} else {
+			c.answer(s.refusal(ctx, c.h, v))
+		}
+	}
+	for _, c := range b.left {
+		c.answer(c.ctx.Err())
+	}
+	if len(b.replays) > 0 {
+		s.answerReplays(b.replays, firsts, firstsOf)
+	}
+}
+
+// refusal explains why hold h was refused: what the batch saw.
+func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
+	l := v.line
+	switch {
+	case v.why == domain.CodeLimitExceeded:
+		return capError(h.req.Campaign, l, v.left)
+	case l.Pool != MainPool && v.why != domain.CodeOutOfStock:
 		// A campaign's pool that is missing or paused: the campaign may
 		// have ended meanwhile, which is what the caller must hear.
 		return s.whyNot(ctx, l)
-	}
-	switch why {
-	case domain.CodeUnknownSKU:
+	case v.why == domain.CodeUnknownSKU:
 		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: l.SKU, Pool: l.Pool, Detail: fmt.Sprintf("SKU %q has no stock", l.SKU)}
-	case domain.CodeSKUPaused:
+	case v.why == domain.CodeSKUPaused:
 		return s.whyNot(ctx, l)
 	}
 	return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
-		Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, left, l.Quantity)}
+		Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, v.left, l.Quantity)}
 }
 
 // answerReplays answers the requests whose key was used before, from the

@@ -21,8 +21,8 @@ const (
 )
 
 // StuckAfter is how far past its expiry a held hold must be to count as
-// stuck: by then its release_hold job should have run, and the sweeper (with
-// its default grace of a minute) should be on it.
+// stuck: by then the expiry loop should have released it, and the sweeper
+// (with its default grace of a minute) should be on it.
 const StuckAfter = time.Minute
 
 // Stats is how holds are faring. It mixes two sources on purpose, and says

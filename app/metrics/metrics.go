@@ -94,8 +94,6 @@ func releaseReason(kind, actor string) string {
 		return "rollback"
 	case actor == "system:expire_holds":
 		return "expiry"
-	case actor == "system:release_hold":
-		return "expiry_job"
 	case actor == "system:sweep_expired":
 		return "sweeper"
 	case actor == "system:confirm":

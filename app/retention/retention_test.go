@@ -53,9 +53,14 @@ func (b bundle) hold(t *testing.T, key, status string) uuid.UUID {
 	case inventory.StatusExpired:
 		_, err = b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1`, r.ID)
 		require.NoError(t, err)
-		var expired bool
-		expired, err = inv.Expire(ctx, r.ID)
-		require.True(t, expired)
+		err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			ended, err := inventory.ReleaseTx(ctx, tx, []uuid.UUID{r.ID}, inventory.Release{
+				Status: inventory.StatusExpired, Kind: "expire", Actor: "test", Reason: "expired", DueOnly: true})
+			if err == nil && len(ended) != 1 {
+				err = fmt.Errorf("expired %d holds", len(ended))
+			}
+			return err
+		})
 	}
 	require.NoError(t, err)
 	return r.ID

@@ -36,7 +36,7 @@ func setup(t *testing.T) (*rollbacks.Service, *bundle) {
 	pool := dbtest.New(t)
 	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	inv := inventory.New(pool, inserter, slog.New(slog.DiscardHandler), inventory.Config{})
+	inv := inventory.New(pool, slog.New(slog.DiscardHandler), inventory.Config{})
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return rollbacks.New(pool, inserter, 0), &bundle{pool: pool, inv: inv}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
-	"github.com/stockhold/stockhold/jobs"
 )
 
 func TestReconcileCommand(t *testing.T) {
@@ -18,9 +17,7 @@ func TestReconcileCommand(t *testing.T) {
 	pool := dbtest.New(t)
 	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "STOCKHOLD_LOG_LEVEL": "error"}
 	getenv := func(k string) string { return env[k] }
-	inserter, err := jobs.NewInserter(pool)
-	require.NoError(t, err)
-	inv := inventory.New(pool, inserter, nil, inventory.Config{})
+	inv := inventory.New(pool, nil, inventory.Config{})
 	for _, sku := range []string{"A1", "B1"} {
 		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
 		require.NoError(t, err)
@@ -37,7 +34,7 @@ func TestReconcileCommand(t *testing.T) {
 	require.Contains(t, out, "2 stock rows checked (every SKU)")
 	require.Contains(t, out, "the books balance")
 
-	_, err = pool.Exec(ctx, `UPDATE stock SET available = available - 1, sold = sold + 1 WHERE sku = 'A1'`)
+	_, err := pool.Exec(ctx, `UPDATE stock SET available = available - 1, sold = sold + 1 WHERE sku = 'A1'`)
 	require.NoError(t, err)
 	code, out, errs = reconcile()
 	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errs)

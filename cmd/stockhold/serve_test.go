@@ -24,7 +24,6 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
-	"github.com/stockhold/stockhold/jobs"
 )
 
 // child is a `stockhold serve` process.
@@ -94,9 +93,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	pool := dbtest.New(t)
 	shop, err := auth.Create(ctx, pool, "shop", auth.RoleShop)
 	require.NoError(t, err)
-	inserter, err := jobs.NewInserter(pool)
-	require.NoError(t, err)
-	inv := inventory.New(pool, inserter, nil, inventory.Config{})
+	inv := inventory.New(pool, nil, inventory.Config{})
 	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 1_000_000, Actor: "test"})
 	require.NoError(t, err)
 

@@ -1,0 +1,175 @@
+package inventory
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+)
+
+// The decisions are pure: these tests need no database (go test
+// ./app/inventory -run Decide).
+
+func row(available int64) lockedRow { return lockedRow{available: available, status: StockOnSale} }
+
+func holdOf(items ...Item) hold {
+	return hold{lines: HoldRequest{Items: items}.lines(MainPool)}
+}
+
+func capped(max int64, items ...Item) hold {
+	h := hold{req: HoldRequest{Campaign: "bf"}, lines: HoldRequest{Items: items}.lines("bf"), maxPerOrder: &max}
+	return h
+}
+
+func granted() verdict { return verdict{granted: true} }
+
+func refusedOn(sku, pool string, q int64, why domain.Code, left int64) verdict {
+	return verdict{line: Line{SKU: sku, Pool: pool, Quantity: q}, why: why, left: left}
+}
+
+func TestDecideHolds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name     string
+		rows     map[string]lockedRow
+		holds    []hold
+		verdicts []verdict
+		taken    map[string]int64
+	}{
+		{
+			name:     "exact fit",
+			rows:     map[string]lockedRow{rowKey("A1", "main"): row(3)},
+			holds:    []hold{holdOf(Item{"A1", 3})},
+			verdicts: []verdict{granted()},
+			taken:    map[string]int64{rowKey("A1", "main"): 3},
+		},
+		{
+			name: "running balance across the batch: each hold sees what the earlier ones left",
+			rows: map[string]lockedRow{rowKey("A1", "main"): row(5)},
+			holds: []hold{
+				holdOf(Item{"A1", 2}), holdOf(Item{"A1", 2}), holdOf(Item{"A1", 2}), holdOf(Item{"A1", 1}),
+			},
+			verdicts: []verdict{granted(), granted(), refusedOn("A1", "main", 2, domain.CodeOutOfStock, 1), granted()},
+			taken:    map[string]int64{rowKey("A1", "main"): 5},
+		},
+		{
+			name: "multi-line is all or nothing: a refused hold takes nothing from its lines that fit",
+			rows: map[string]lockedRow{rowKey("A1", "main"): row(5), rowKey("B2", "main"): row(1)},
+			holds: []hold{
+				holdOf(Item{"A1", 4}, Item{"B2", 2}),
+				holdOf(Item{"A1", 5}),
+			},
+			verdicts: []verdict{refusedOn("B2", "main", 2, domain.CodeOutOfStock, 1), granted()},
+			taken:    map[string]int64{rowKey("A1", "main"): 5},
+		},
+		{
+			name: "refused on its first line in lock order that does not fit",
+			rows: map[string]lockedRow{rowKey("A1", "main"): row(0), rowKey("B2", "main"): row(0)},
+			holds: []hold{
+				holdOf(Item{"B2", 1}, Item{"A1", 1}),
+			},
+			verdicts: []verdict{refusedOn("A1", "main", 1, domain.CodeOutOfStock, 0)},
+			taken:    map[string]int64{},
+		},
+		{
+			name: "paused pool and unknown SKU",
+			rows: map[string]lockedRow{rowKey("A1", "main"): {available: 10, status: StockPaused}, rowKey("B2", "main"): row(10)},
+			holds: []hold{
+				holdOf(Item{"A1", 1}),
+				holdOf(Item{"B2", 1}, Item{"ZZ", 1}),
+				holdOf(Item{"B2", 1}),
+			},
+			verdicts: []verdict{
+				refusedOn("A1", "main", 1, domain.CodeSKUPaused, 0),
+				refusedOn("ZZ", "main", 1, domain.CodeUnknownSKU, 0),
+				granted(),
+			},
+			taken: map[string]int64{rowKey("B2", "main"): 1},
+		},
+		{
+			name: "campaign cap per order, on the units of one SKU summed",
+			rows: map[string]lockedRow{rowKey("A1", "bf"): row(10)},
+			holds: []hold{
+				capped(3, Item{"A1", 2}, Item{"A1", 2}),
+				capped(3, Item{"A1", 3}),
+			},
+			verdicts: []verdict{refusedOn("A1", "bf", 4, domain.CodeLimitExceeded, 3), granted()},
+			taken:    map[string]int64{rowKey("A1", "bf"): 3},
+		},
+		{
+			name: "the same SKU twice in one request counts as one line of the sum",
+			rows: map[string]lockedRow{rowKey("A1", "main"): row(3)},
+			holds: []hold{
+				holdOf(Item{"A1", 2}, Item{"A1", 2}),
+				holdOf(Item{"A1", 1}, Item{"A1", 2}),
+			},
+			verdicts: []verdict{refusedOn("A1", "main", 4, domain.CodeOutOfStock, 3), granted()},
+			taken:    map[string]int64{rowKey("A1", "main"): 3},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			verdicts, taken := decideHolds(c.rows, c.holds)
+			require.Equal(t, c.verdicts, verdicts)
+			require.Equal(t, c.taken, taken)
+		})
+	}
+}
+
+func locked(status string, due bool, lines ...Line) *lockedHold {
+	return &lockedHold{row: db.Reservation{ID: uuid.Nil, Status: status, ExpiresAt: time.Time{}}, due: due, lines: lines}
+}
+
+func TestDecideChanges(t *testing.T) {
+	t.Parallel()
+	a1, b2 := Line{SKU: "A1", Pool: "main", Quantity: 3}, Line{SKU: "B2", Pool: "main", Quantity: 2}
+	confirm := Release{Status: StatusConfirmed, Kind: "confirm", Actor: "shop"}
+	cancel := Release{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "cancelled"}
+	rollback := Release{Status: StatusReleased, Kind: "rollback", Actor: "alice", Reason: "bad orders"}
+	part := func(give map[string]int64) Release {
+		return Release{Kind: "release", Actor: "shop", Reason: "one less", give: give}
+	}
+	for _, c := range []struct {
+		name string
+		how  Release
+		hold *lockedHold
+		want *holdChange // nil: no change
+		err  domain.Code
+	}{
+		{"confirm a held hold sells all its lines", confirm, locked(StatusHeld, false, a1, b2),
+			&holdChange{how: confirm, lines: []Line{a1, b2}}, ""},
+		{"a hold no longer held is left alone", confirm, locked(StatusReleased, false, a1), nil, ""},
+		{"confirmed is left alone by a release", cancel, locked(StatusConfirmed, false, a1), nil, ""},
+		{"a late confirm expires the hold", confirm, locked(StatusHeld, true, a1),
+			&holdChange{how: Release{Status: StatusExpired, Kind: "expire", Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}, lines: []Line{a1}}, ""},
+		{"a late release expires the hold", cancel, locked(StatusHeld, true, a1),
+			&holdChange{how: Release{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was released"}, lines: []Line{a1}}, ""},
+		{"a late rollback expires the hold", rollback, locked(StatusHeld, true, a1, b2),
+			&holdChange{how: Release{Status: StatusExpired, Kind: "expire", Actor: "system:rollback", Reason: "hold expired before it was rolled back"}, lines: []Line{a1, b2}}, ""},
+		{"expiry takes a due hold", releaseByExpiry, locked(StatusHeld, true, a1), &holdChange{how: releaseByExpiry, lines: []Line{a1}}, ""},
+		{"expiry leaves a hold not yet due", releaseByExpiry, locked(StatusHeld, false, a1), nil, ""},
+		{"a partial release gives back some units of a line", part(map[string]int64{"A1": 1}), locked(StatusHeld, false, a1, b2),
+			&holdChange{how: Release{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"}, lines: []Line{{SKU: "A1", Pool: "main", Quantity: 1}}}, ""},
+		{"a partial release of everything releases the hold whole", part(map[string]int64{"A1": 3, "B2": 2}), locked(StatusHeld, false, a1, b2),
+			&holdChange{how: Release{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "one less"}, lines: []Line{a1, b2}}, ""},
+		{"a late partial release expires the hold", part(map[string]int64{"A1": 1}), locked(StatusHeld, true, a1, b2),
+			&holdChange{how: Release{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was partly released"}, lines: []Line{a1, b2}}, ""},
+		{"a partial release of more than held is refused", part(map[string]int64{"A1": 4}), locked(StatusHeld, false, a1), nil, domain.CodeInvalid},
+		{"a partial release of a SKU the hold does not have is refused", part(map[string]int64{"C3": 1}), locked(StatusHeld, false, a1), nil, domain.CodeInvalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := c.how.decide(c.hold)
+			if c.err != "" {
+				require.ErrorIs(t, err, &domain.Error{Code: c.err})
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+		})
+	}
+}

@@ -1,0 +1,16 @@
+-- Holds expire through the expire_holds loop; the release_hold job kind,
+-- one job per hold in earlier versions, is gone (issue 20). Its jobs still
+-- waiting in river_job would be discarded, with an alert, for want of a
+-- worker: delete them. A hold they would have expired is expired by the
+-- loop, the sweeper or reconciliation. Jobs of the kind that already
+-- finished stay as history; none is running once every instance runs this
+-- version.
+
+-- +goose Up
+DELETE FROM river_job
+WHERE kind = 'release_hold'
+  AND state IN ('available', 'pending', 'retryable', 'scheduled');
+
+-- +goose Down
+-- Nothing to restore: the deleted jobs had nothing left to do.
+SELECT 1;
