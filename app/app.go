@@ -238,7 +238,7 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
 	inv := inventory.New(pool, log, inventory.Config{
 		Coalesce: cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
-		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick,
+		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, Recorder: metrics.Recorder{},
 		Alert: func(ctx context.Context, a inventory.Alert) {
 			_, err := alertSvc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: a.Kind, Subject: a.Subject, Details: a.Details, Action: a.Summary})
 			if err != nil {
@@ -246,7 +246,7 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 			}
 		},
 	})
-	rollbackSvc := rollbacks.New(pool, inserter, cfg.RollbackPause)
+	rollbackSvc := rollbacks.New(pool, inserter, inv, cfg.RollbackPause)
 	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
 	var keep *retention.Service
 	if cfg.Retention > 0 {
@@ -254,14 +254,14 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 	}
 	return jobs.Deps{
 		Webhooks: webhooks.New(pool, inserter, alertSvc, webhooks.Config{
-			AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.RetryBase, Log: log,
+			AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.RetryBase, Log: log, Recorder: metrics.Recorder{},
 		}),
 		Retention: keep,
 		Inventory: inv,
 		Alerts:    alertSvc,
 		Rollbacks: rollbackSvc,
 		Campaigns: campaignSvc,
-		Reconcile: reconcile.New(pool, inserter, alertSvc, reconcile.Config{
+		Reconcile: reconcile.New(pool, inserter, alertSvc, inv, reconcile.Config{
 			RepairLimit: cfg.ReconcileRepairLimit,
 			// A hold is stuck once the sweeper has had a full interval past
 			// its own grace to release it.

@@ -55,12 +55,13 @@ func workerSetup(t *testing.T) *workerBundle {
 	inserter, err := NewInserter(pool)
 	require.NoError(t, err)
 	al := alerts.New(pool, inserter, false)
-	rb := rollbacks.New(pool, inserter, 0)
+	inv := inventory.New(pool, quietLog, inventory.Config{})
+	rb := rollbacks.New(pool, inserter, inv, 0)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return &workerBundle{
-		pool: pool, inv: inventory.New(pool, quietLog, inventory.Config{}), alerts: al, rollbacks: rb,
+		pool: pool, inv: inv, alerts: al, rollbacks: rb,
 		campaigns: campaigns.New(pool, inserter, rb, al),
-		reconcile: reconcile.New(pool, inserter, al, reconcile.Config{RepairLimit: 100, Log: quietLog}),
+		reconcile: reconcile.New(pool, inserter, al, inv, reconcile.Config{RepairLimit: 100, Log: quietLog}),
 	}
 }
 

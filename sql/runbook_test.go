@@ -266,7 +266,7 @@ func setup(t *testing.T) *fixture {
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
 	inv := inventory.New(pool, nil, inventory.Config{})
-	f := &fixture{pool: pool, rollbacks: rollbacks.New(pool, inserter, 0)}
+	f := &fixture{pool: pool, rollbacks: rollbacks.New(pool, inserter, inv, 0)}
 
 	for sku, n := range map[string]int64{"A1": 100, "B1": 50} {
 		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: n, Reason: "restock", Actor: "test"})
@@ -293,7 +293,7 @@ func setup(t *testing.T) *fixture {
 		[]uuid.UUID{f.expired, f.stuck})
 	require.NoError(t, err)
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		ended, err := inventory.ReleaseTx(ctx, tx, []uuid.UUID{f.expired}, inventory.Release{
+		ended, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{f.expired}, inventory.Release{
 			Status: inventory.StatusExpired, Kind: "expire", Actor: "test", Reason: "hold expired", DueOnly: true})
 		if err == nil && len(ended) != 1 {
 			err = fmt.Errorf("expired %d holds", len(ended))

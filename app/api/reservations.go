@@ -58,12 +58,12 @@ func (s *server) createReservation(c echo.Context) error {
 	}
 	var body holdBody
 	if err := decode(c, &body); err != nil {
-		metrics.Holds.WithLabelValues("invalid_request").Inc()
+		s.Inventory.CountUnreadableHold()
 		return err
 	}
 	req, err := body.holdRequest(caller(c).Name, key)
 	if err != nil {
-		metrics.Holds.WithLabelValues("invalid_request").Inc()
+		s.Inventory.CountUnreadableHold()
 		return err
 	}
 	logSKUs(c.Request().Context(), req.Items)
@@ -71,19 +71,15 @@ func (s *server) createReservation(c echo.Context) error {
 	if err != nil {
 		var de *domain.Error
 		if errors.As(err, &de) {
-			metrics.Holds.WithLabelValues(string(de.Code)).Inc()
 			// On the request's line, not one of its own: refusals are
-			// ordinary (900 of 1,000 in a flash sale) and counted above.
+			// ordinary (900 of 1,000 in a flash sale) and counted.
 			logging.Add(c.Request().Context(), slog.String("code", string(de.Code)), slog.String("refused_sku", de.SKU))
 		}
 		return err
 	}
 	logging.Add(c.Request().Context(), slog.String("hold_id", r.ID.String()))
 	if replayed {
-		metrics.Holds.WithLabelValues("replayed").Inc()
 		c.Response().Header().Set("Idempotent-Replayed", "true")
-	} else {
-		metrics.Holds.WithLabelValues("held").Inc()
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/reservations/"+r.ID.String())
 	return c.JSON(http.StatusCreated, r)

@@ -40,7 +40,7 @@ func setup(t *testing.T) (*campaigns.Service, *bundle) {
 	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
 	inv := inventory.New(pool, slog.New(slog.DiscardHandler), inventory.Config{})
-	rb := rollbacks.New(pool, inserter, 0)
+	rb := rollbacks.New(pool, inserter, inv, 0)
 	svc := campaigns.New(pool, inserter, rb, alerts.New(pool, inserter, false))
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return svc, &bundle{pool: pool, inv: inv, rollbacks: rb}

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
-	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // How a hold changes.
@@ -198,11 +197,11 @@ func (c *changes) ended() []uuid.UUID {
 	return ids
 }
 
-// count counts, once written, the holds the changes handed back.
-func (c *changes) count() {
+// count tells rec, once written, about the holds the changes handed back.
+func (c *changes) count(rec Recorder) {
 	for _, ch := range c.list {
 		if ch.how.Status == StatusReleased || ch.how.Status == StatusExpired {
-			metrics.Released(ch.how.Status, ch.how.Kind, ch.how.Actor, 1)
+			rec.Released(ch.how.Status, ch.how.Kind, ch.how.Actor, 1)
 		}
 	}
 }
@@ -211,7 +210,7 @@ func (c *changes) count() {
 // ids and reads their lines, lets decide choose each hold's change (in id
 // order; nil: none), and writes them. It returns the holds as locked and
 // the changes written.
-func changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, decide func(*lockedHold) (*holdChange, error)) (map[uuid.UUID]*lockedHold, *changes, error) {
+func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, decide func(*lockedHold) (*holdChange, error)) (map[uuid.UUID]*lockedHold, *changes, error) {
 	ids = slices.Clone(ids)
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 	ids = slices.Compact(ids)
@@ -247,7 +246,7 @@ func changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, decide func(*lock
 		}
 		return nil, nil, fmt.Errorf("change holds: %w", err)
 	}
-	c.count()
+	c.count(s.rec)
 	return holds, &c, nil
 }
 
@@ -258,11 +257,11 @@ func changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, decide func(*lock
 // change to a hold follows (see changeTx): a hold that is no longer held is
 // skipped, so nothing is handed back twice, and one found past its expiry
 // is expired rather than released.
-func ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Release) ([]uuid.UUID, error) {
+func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Release) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	_, c, err := changeTx(ctx, tx, ids, how.decide)
+	_, c, err := s.changeTx(ctx, tx, ids, how.decide)
 	if err != nil {
 		return nil, fmt.Errorf("release holds: %w", err)
 	}

@@ -170,7 +170,7 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, g
 	if err := p.roundTrip(ctx, nil); err != nil {
 		return 0, ids, fmt.Errorf("expire due holds: %w", err)
 	}
-	ch.count()
+	ch.count(s.rec)
 	return len(ch.list), nil, nil
 }
 

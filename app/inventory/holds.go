@@ -116,7 +116,7 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 		// The rule of every change to a hold (see change.go): lock, read
 		// the lines, decide. The only change that moves stock here is the
 		// expiry of an overdue hold.
-		holds, ch, err := changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
+		holds, ch, err := s.changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
 			if !by.maySee(h.row.Client) || !h.due {
 				return nil, nil
 			}
@@ -184,7 +184,7 @@ func stamp(t time.Time) string {
 func (s *Service) ReleaseItems(ctx context.Context, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
 	var out Reservation
 	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		out, err = ReleaseItemsTx(ctx, tx, id, by, reason, items)
+		out, err = s.ReleaseItemsTx(ctx, tx, id, by, reason, items)
 		return err
 	})
 	return out, err
@@ -195,7 +195,7 @@ func (s *Service) ReleaseItems(ctx context.Context, id uuid.UUID, by Caller, rea
 // handing back more.
 func (s *Service) ReleaseItemsOnce(ctx context.Context, key idempotency.Key, id uuid.UUID, by Caller, reason string, items []Item) (out Reservation, replayed bool, err error) {
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Reservation, error) {
-		return ReleaseItemsTx(ctx, tx, id, by, reason, items)
+		return s.ReleaseItemsTx(ctx, tx, id, by, reason, items)
 	})
 }
 
@@ -203,7 +203,7 @@ func (s *Service) ReleaseItemsOnce(ctx context.Context, key idempotency.Key, id 
 // follows the rule of every change to a hold (see change.go): the hold is
 // locked and its lines read before the items are checked against them; a
 // hold found past its expiry is expired instead, and answered as it is.
-func ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
+func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
 	if err := domain.ValidText("reason", reason, domain.MaxTextLength); err != nil {
 		return Reservation{}, err
 	}
@@ -224,7 +224,7 @@ func ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, by Caller, rea
 		want[it.SKU] += it.Quantity
 	}
 	how := Release{Kind: "release", Actor: by.Name, Reason: reason, give: want}
-	holds, _, err := changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
+	holds, _, err := s.changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
 		switch {
 		case !by.maySee(h.row.Client):
 			return nil, domain.Missing("reservation")

@@ -56,6 +56,8 @@ type Config struct {
 	// Alert, when set, is told about what a person must look at: a batch
 	// that panicked. The wiring raises an alert with it.
 	Alert func(ctx context.Context, a Alert)
+	// Recorder, when set, is told what the service does, for metrics.
+	Recorder Recorder
 }
 
 // Alert is a problem the service reports through Config.Alert.
@@ -94,6 +96,8 @@ type Service struct {
 	changes           *batcher[*changeCall]
 	// beforeGrant, set by tests only, sees each hold a batch decides.
 	beforeGrant func(HoldRequest)
+	rec         Recorder
+	counts      *HoldCounts
 }
 
 // New returns a Service on pool.
@@ -116,7 +120,10 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 	if cfg.ExpiryTick <= 0 {
 		cfg.ExpiryTick = DefaultExpiryTick
 	}
-	s := &Service{pool: pool, log: log, cfg: cfg,
+	if cfg.Recorder == nil {
+		cfg.Recorder = nopRecorder{}
+	}
+	s := &Service{pool: pool, log: log, cfg: cfg, rec: cfg.Recorder, counts: newHoldCounts(),
 		lockTimeout:       fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds(), 1)),
 		expiryLockTimeout: fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds()/5, 1)),
 	}

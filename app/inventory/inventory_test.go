@@ -377,7 +377,7 @@ func TestReleaseTxSkipsEnded(t *testing.T) {
 	how := inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "test"}
 	for range 3 {
 		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			_, err := inventory.ReleaseTx(ctx, tx, []uuid.UUID{r.ID, uuid.New()}, how)
+			_, err := svc.ReleaseTx(ctx, tx, []uuid.UUID{r.ID, uuid.New()}, how)
 			return err
 		})
 		require.NoError(t, err)

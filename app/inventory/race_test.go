@@ -71,7 +71,7 @@ func TestPartialReleaseRacesAWholeRelease(t *testing.T) {
 			whole := make(chan error, 1)
 			go func() {
 				whole <- pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-					_, err := inventory.ReleaseTx(ctx, tx, []uuid.UUID{h.ID}, inventory.Release{
+					_, err := svc.ReleaseTx(ctx, tx, []uuid.UUID{h.ID}, inventory.Release{
 						Status: inventory.StatusExpired, Kind: "expire", Actor: "test:repair", Reason: "stuck"})
 					return err
 				})

@@ -159,7 +159,7 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 		return err
 	}
 	ch, errs := decideCalls(calls, holds)
-	after, err := writeChanges(ctx, conn, &ch)
+	after, err := s.writeChanges(ctx, conn, &ch)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func decideCalls(calls []*changeCall, holds map[uuid.UUID]*lockedHold) (changes,
 
 // writeChanges is a change batch's second round trip: write the changes,
 // read the changed holds back, commit.
-func writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes) ([]db.Reservation, error) {
+func (s *Service) writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes) ([]db.Reservation, error) {
 	p := newPipe(conn)
 	q := db.New(p)
 	writing := ch.queue(ctx, q)
@@ -255,7 +255,7 @@ func writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes) ([]db.Reserv
 	if err != nil {
 		return nil, fmt.Errorf("change holds: %w", err)
 	}
-	ch.count()
+	ch.count(s.rec)
 	return after, nil
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // Item is one line of a hold request.
@@ -112,7 +111,8 @@ type hold struct {
 // Hold holds stock for an order, all lines or none. The boolean reports an
 // idempotent replay: the key was used before with the same request, and the
 // first answer is returned.
-func (s *Service) Hold(ctx context.Context, req HoldRequest) (Reservation, bool, error) {
+func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, replayed bool, err error) {
+	defer func() { s.holdAnswered(holdOutcome(replayed, err)) }()
 	if err := req.Validate(); err != nil {
 		return Reservation{}, false, err
 	}
@@ -256,7 +256,7 @@ func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, e
 // requests on rows found locked before looks first, without waiting: while
 // the rows are still locked their requests answer busy at once.
 func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
-	metrics.HoldBatch.Observe(float64(len(calls)))
+	s.rec.HoldBatch(len(calls))
 	if s.holds.anyBlocked(calls) {
 		rows := map[string]Line{}
 		for _, c := range calls {

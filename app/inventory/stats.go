@@ -10,7 +10,6 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // Bounds of the window Stats looks back over.
@@ -83,8 +82,8 @@ type HoldRequests struct {
 	Outcomes    map[string]int64 `json:"outcomes"`
 }
 
-// NewHoldRequests sums outcome counts, as metrics.HoldOutcomes reads them,
-// into HoldRequests.
+// NewHoldRequests sums outcome counts, as HoldCounts keeps them, into
+// HoldRequests.
 func NewHoldRequests(outcomes map[string]int64, since time.Time) HoldRequests {
 	h := HoldRequests{Since: since.UTC(), Outcomes: outcomes}
 	if h.Outcomes == nil {
@@ -128,10 +127,6 @@ func (s *Service) Stats(ctx context.Context, window time.Duration) (Stats, error
 	if err != nil {
 		return Stats{}, fmt.Errorf("read hold stats: %w", err)
 	}
-	outcomes, err := metrics.HoldOutcomes()
-	if err != nil {
-		return Stats{}, err
-	}
 	asOf := open.AsOf
 	return Stats{
 		AsOf: asOf,
@@ -148,7 +143,7 @@ func (s *Service) Stats(ctx context.Context, window time.Duration) (Stats, error
 		OpenHolds:         open.Open,
 		StuckHolds:        open.Stuck,
 		StuckAfterSeconds: int64(StuckAfter / time.Second),
-		HoldRequests:      NewHoldRequests(outcomes, metrics.Started),
+		HoldRequests:      NewHoldRequests(s.counts.read(), s.counts.since),
 	}, nil
 }
 

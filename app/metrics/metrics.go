@@ -5,21 +5,13 @@ package metrics
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stockhold/stockhold/app/domain"
 )
-
-// Started is when this process's counters started counting from zero.
-// Counters are per process: they restart with it and each instance of the
-// service has its own.
-var Started = time.Now().UTC()
 
 var (
 	// Holds counts hold requests by outcome: held, replayed, or the problem
@@ -71,15 +63,33 @@ var (
 	}, []string{"method", "route", "status"})
 )
 
+// Recorder feeds what the services tell it (inventory.Recorder,
+// webhooks.Recorder) into the process's Prometheus metrics. Counters are
+// per process: they restart with it and each instance has its own.
+type Recorder struct{}
+
+// HoldAnswered counts a hold request's outcome.
+func (Recorder) HoldAnswered(outcome string) { Holds.WithLabelValues(outcome).Inc() }
+
+// HoldBatch observes the size of one hold batch.
+func (Recorder) HoldBatch(size int) { HoldBatch.Observe(float64(size)) }
+
 // Released counts n holds handed back by one release, described as
-// inventory.Release describes it. It is called where the release is
-// written, inside the release's transaction: a transaction that fails
-// after it (rare: an error in a later statement of the same transaction)
-// is counted all the same.
-func Released(status, kind, actor string, n int) {
+// inventory.Release describes it. It is told once the release is written.
+func (Recorder) Released(status, kind, actor string, n int) {
 	if n > 0 {
 		Releases.WithLabelValues(status, releaseReason(kind, actor)).Add(float64(n))
 	}
+}
+
+// WebhookDelivered counts one POST of events to a webhook: ok, or failed.
+func (Recorder) WebhookDelivered(ok bool, events int) {
+	if !ok {
+		WebhookDeliveries.WithLabelValues("failed").Inc()
+		return
+	}
+	WebhookDeliveries.WithLabelValues("ok").Inc()
+	WebhookEvents.Add(float64(events))
 }
 
 // releaseReason names why holds were handed back, from the ledger kind and
@@ -110,31 +120,6 @@ func releaseReason(kind, actor string) string {
 	return "other"
 }
 
-// HoldOutcomes reads Holds: this process's hold requests since Started, by
-// outcome. It reads the counter itself rather than keeping a second count,
-// so it always agrees with /metrics.
-func HoldOutcomes() (map[string]int64, error) {
-	ch := make(chan prometheus.Metric)
-	go func() {
-		Holds.Collect(ch)
-		close(ch)
-	}()
-	out := map[string]int64{}
-	var err error
-	for m := range ch {
-		var d dto.Metric
-		if werr := m.Write(&d); werr != nil {
-			err = fmt.Errorf("read %s: %w", m.Desc(), werr)
-			continue // drain the channel so the collector can finish
-		}
-		for _, l := range d.GetLabel() {
-			if l.GetName() == "outcome" {
-				out[l.GetValue()] = int64(d.GetCounter().GetValue())
-			}
-		}
-	}
-	return out, err
-}
 
 // Names returns the name of every stockhold_ metric the binary exports
 // (a histogram by its base name), whether or not it has a value yet: the

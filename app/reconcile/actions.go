@@ -180,7 +180,7 @@ func (s *Service) releaseStuck(ctx context.Context, runID int64, snap snapshot, 
 	released := map[string]int64{}
 	for batch := range slices.Chunk(ids, releaseBatch) {
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			done, err := inventory.ReleaseTx(ctx, tx, batch, how)
+			done, err := s.inv.ReleaseTx(ctx, tx, batch, how)
 			if err != nil || len(done) == 0 {
 				return err
 			}

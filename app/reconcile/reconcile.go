@@ -93,17 +93,19 @@ type Service struct {
 	pool   *pgxpool.Pool
 	jobs   Jobs
 	alerts *alerts.Service
+	inv    *inventory.Service
 	cfg    Config
 	log    *slog.Logger
 }
 
-// New returns a Service on pool that raises its alerts through alertSvc.
-func New(pool *pgxpool.Pool, jobs Jobs, alertSvc *alerts.Service, cfg Config) *Service {
+// New returns a Service on pool that raises its alerts through alertSvc and
+// releases stuck holds through inv.
+func New(pool *pgxpool.Pool, jobs Jobs, alertSvc *alerts.Service, inv *inventory.Service, cfg Config) *Service {
 	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{pool: pool, jobs: jobs, alerts: alertSvc, cfg: cfg, log: log}
+	return &Service{pool: pool, jobs: jobs, alerts: alertSvc, inv: inv, cfg: cfg, log: log}
 }
 
 // Run runs one reconciliation now and returns it with its findings.

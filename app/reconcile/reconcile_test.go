@@ -57,7 +57,7 @@ func setup(t *testing.T, opts *setupOpts) (*reconcile.Service, *bundle) {
 	require.NoError(t, err)
 	deps := app.Services(config.Config{}, pool, inserter, quiet)
 	b := &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, inserter: inserter}
-	svc := reconcile.New(pool, inserter, b.alerts, reconcile.Config{RepairLimit: opts.repairLimit, StuckGrace: opts.grace, Log: quiet})
+	svc := reconcile.New(pool, inserter, b.alerts, b.inv, reconcile.Config{RepairLimit: opts.repairLimit, StuckGrace: opts.grace, Log: quiet})
 	return svc, b
 }
 

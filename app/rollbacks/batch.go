@@ -67,7 +67,7 @@ func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id, jobID int64) (Batc
 		return Batch{}, err
 	}
 	how := inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: r.Operator, Reason: r.Reason}
-	released, err := inventory.ReleaseTx(ctx, tx, ids, how)
+	released, err := s.inv.ReleaseTx(ctx, tx, ids, how)
 	if err != nil {
 		return Batch{}, err
 	}

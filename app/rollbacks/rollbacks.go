@@ -56,12 +56,14 @@ const (
 type Service struct {
 	pool  *pgxpool.Pool
 	jobs  domain.JobInserter
+	inv   *inventory.Service
 	pause time.Duration
 }
 
-// New returns a Service whose batches are pause apart.
-func New(pool *pgxpool.Pool, jobs domain.JobInserter, pause time.Duration) *Service {
-	return &Service{pool: pool, jobs: jobs, pause: pause}
+// New returns a Service that releases holds through inv, in batches pause
+// apart.
+func New(pool *pgxpool.Pool, jobs domain.JobInserter, inv *inventory.Service, pause time.Duration) *Service {
+	return &Service{pool: pool, jobs: jobs, inv: inv, pause: pause}
 }
 
 // Scope says which holds a rollback releases: exactly one of hold ids, a

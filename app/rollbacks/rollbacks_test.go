@@ -38,7 +38,7 @@ func setup(t *testing.T) (*rollbacks.Service, *bundle) {
 	require.NoError(t, err)
 	inv := inventory.New(pool, slog.New(slog.DiscardHandler), inventory.Config{})
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
-	return rollbacks.New(pool, inserter, 0), &bundle{pool: pool, inv: inv}
+	return rollbacks.New(pool, inserter, inv, 0), &bundle{pool: pool, inv: inv}
 }
 
 func (b *bundle) stockIn(t *testing.T, sku string, n int64) {

@@ -22,7 +22,6 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/leader"
-	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // Delivery limits.
@@ -108,11 +107,10 @@ func (s *Service) Deliver(ctx context.Context, id int64) (Result, error) {
 		}
 		if len(batch) > 0 {
 			if perr := s.post(ctx, w, batch); perr != nil {
-				metrics.WebhookDeliveries.WithLabelValues("failed").Inc()
+				s.cfg.Recorder.WebhookDelivered(false, len(batch))
 				return s.failed(ctx, q, w, perr, res)
 			}
-			metrics.WebhookDeliveries.WithLabelValues("ok").Inc()
-			metrics.WebhookEvents.Add(float64(len(batch)))
+			s.cfg.Recorder.WebhookDelivered(true, len(batch))
 			res.Delivered += len(batch)
 			res.Batches++
 		}

@@ -51,7 +51,21 @@ type Config struct {
 	// to deliver; 0 means 250 ms.
 	Tick time.Duration
 	Log  *slog.Logger
+	// Recorder, when set, is told about every delivery, for metrics.
+	Recorder Recorder
 }
+
+// Recorder is told about deliveries, for metrics (app/metrics feeds
+// Prometheus with it).
+type Recorder interface {
+	// WebhookDelivered is told about one POST of events: delivered (ok)
+	// or failed.
+	WebhookDelivered(ok bool, events int)
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) WebhookDelivered(bool, int) {}
 
 // Service registers webhooks and delivers the feed to them.
 type Service struct {
@@ -74,6 +88,9 @@ func New(pool *pgxpool.Pool, jobs domain.JobInserter, al *alerts.Service, cfg Co
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = nopRecorder{}
 	}
 	return &Service{pool: pool, jobs: jobs, alerts: al, cfg: cfg, client: newClient(cfg.AllowPrivate), resolver: net.DefaultResolver}
 }
