@@ -120,7 +120,6 @@ func releaseReason(kind, actor string) string {
 	return "other"
 }
 
-
 // Names returns the name of every stockhold_ metric the binary exports
 // (a histogram by its base name), whether or not it has a value yet: the
 // deploy/ rules and dashboard are checked against it.
