@@ -25,8 +25,8 @@ type Recorder interface {
 
 type nopRecorder struct{}
 
-func (nopRecorder) HoldAnswered(string)                 {}
-func (nopRecorder) HoldBatch(int)                       {}
+func (nopRecorder) HoldAnswered(string)                  {}
+func (nopRecorder) HoldBatch(int)                        {}
 func (nopRecorder) Released(string, string, string, int) {}
 
 // HoldCounts counts this process's hold requests by outcome since it
