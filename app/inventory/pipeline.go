@@ -31,14 +31,13 @@ import (
 type pipe struct {
 	conn    *pgx.Conn
 	batch   pgx.Batch
-	control map[int]bool // positions of begin and commit, read by the pipe itself
 	results pgx.BatchResults
 	next    int   // position of the next result to read
 	err     error // the first error a result reported
 }
 
 func newPipe(conn *pgx.Conn) *pipe {
-	return &pipe{conn: conn, control: map[int]bool{}}
+	return &pipe{conn: conn}
 }
 
 // errNotPiped is what a query that is not a batch query gets from a pipe:
@@ -53,24 +52,23 @@ func (p *pipe) Query(context.Context, string, ...any) (pgx.Rows, error) { return
 
 func (p *pipe) QueryRow(context.Context, string, ...any) pgx.Row { return errRow{errNotPiped} }
 
-// SendBatch collects the queries of one sqlc batch call.
+// SendBatch collects the queries of one sqlc batch call; their results
+// are the ones at the positions they were queued at.
 func (p *pipe) SendBatch(_ context.Context, b *pgx.Batch) pgx.BatchResults {
+	r := &piped{p: p, pos: len(p.batch.QueuedQueries)}
 	p.batch.QueuedQueries = append(p.batch.QueuedQueries, b.QueuedQueries...)
-	return piped{p}
+	return r
 }
 
-// begin and commit queue transaction control.
-func (p *pipe) begin()  { p.queueControl("begin") }
-func (p *pipe) commit() { p.queueControl("commit") }
-
-func (p *pipe) queueControl(sql string) {
-	p.control[len(p.batch.QueuedQueries)] = true
-	p.batch.Queue(sql)
-}
+// begin and commit queue transaction control, whose results the pipe reads
+// itself.
+func (p *pipe) begin()  { p.batch.Queue("begin") }
+func (p *pipe) commit() { p.batch.Queue("commit") }
 
 // roundTrip ships everything queued in one round trip, calls read (which
-// reads the results it needs; nil: none), reads the rest, and returns the
-// first error any statement reported. See pipe for the contract.
+// reads the results it needs, in the order they were queued; nil: none),
+// reads the rest, and returns the first error any statement reported. See
+// pipe for the contract.
 func (p *pipe) roundTrip(ctx context.Context, read func()) error {
 	p.results = p.conn.SendBatch(ctx, &p.batch)
 	if read != nil {
@@ -79,9 +77,19 @@ func (p *pipe) roundTrip(ctx context.Context, read func()) error {
 	return p.close()
 }
 
-// skipControl reads the results of transaction control that come next.
-func (p *pipe) skipControl() error {
-	for p.control[p.next] {
+// errOutOfOrder is what reading a result gets when a later one was read
+// already: the round trip's results come in the order they were queued.
+var errOutOfOrder = errors.New("a pipe's results are read in the order they were queued")
+
+// skipTo reads and drops the results before position pos that nobody
+// read (transaction control, statements whose results the caller does not
+// need), recording their errors.
+func (p *pipe) skipTo(pos int) error {
+	if pos < p.next {
+		p.fail(errOutOfOrder)
+		return errOutOfOrder
+	}
+	for p.next < pos {
 		p.next++
 		if _, err := p.results.Exec(); err != nil {
 			p.fail(err)
@@ -103,33 +111,34 @@ func (p *pipe) close() error {
 	if p.results == nil {
 		return p.err
 	}
-	for p.next < len(p.batch.QueuedQueries) {
-		if err := p.skipControl(); err != nil {
-			break
-		}
-		if p.next < len(p.batch.QueuedQueries) {
-			p.next++
-			if _, err := p.results.Exec(); err != nil {
-				p.fail(err)
-				break
-			}
-		}
-	}
+	_ = p.skipTo(len(p.batch.QueuedQueries))
 	if err := p.results.Close(); err != nil {
 		p.fail(err)
 	}
 	return p.err
 }
 
-// piped is the results of one sqlc batch call: consecutive results of the
-// pipe's round trip.
-type piped struct{ p *pipe }
+// piped is the results of one sqlc batch call: the results of the pipe's
+// round trip from position pos on, one for each query the call queued.
+type piped struct {
+	p   *pipe
+	pos int // the position of its next result
+}
 
-func (r piped) Exec() (pgconn.CommandTag, error) {
-	if err := r.p.skipControl(); err != nil {
-		return pgconn.CommandTag{}, err
+// next moves the pipe to r's next result.
+func (r *piped) next() error {
+	if err := r.p.skipTo(r.pos); err != nil {
+		return err
 	}
 	r.p.next++
+	r.pos++
+	return nil
+}
+
+func (r *piped) Exec() (pgconn.CommandTag, error) {
+	if err := r.next(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	tag, err := r.p.results.Exec()
 	if err != nil {
 		r.p.fail(err)
@@ -137,11 +146,10 @@ func (r piped) Exec() (pgconn.CommandTag, error) {
 	return tag, err
 }
 
-func (r piped) Query() (pgx.Rows, error) {
-	if err := r.p.skipControl(); err != nil {
+func (r *piped) Query() (pgx.Rows, error) {
+	if err := r.next(); err != nil {
 		return nil, err
 	}
-	r.p.next++
 	rows, err := r.p.results.Query()
 	if err != nil {
 		r.p.fail(err)
@@ -149,19 +157,18 @@ func (r piped) Query() (pgx.Rows, error) {
 	return rows, err
 }
 
-func (r piped) QueryRow() pgx.Row {
-	if err := r.p.skipControl(); err != nil {
+func (r *piped) QueryRow() pgx.Row {
+	if err := r.next(); err != nil {
 		return errRow{err}
 	}
-	r.p.next++
 	return r.p.results.QueryRow()
 }
 
 // Close does nothing: the pipe ends the round trip once every result is read.
-func (r piped) Close() error { return nil }
+func (r *piped) Close() error { return nil }
 
 // Tx is nil: a pipe carries its own begin and commit.
-func (r piped) Tx() pgx.Tx { return nil }
+func (r *piped) Tx() pgx.Tx { return nil }
 
 type errRow struct{ err error }
 

@@ -103,6 +103,45 @@ func TestPipeRoundTripFailures(t *testing.T) {
 		require.Zero(t, rows(), "nothing committed")
 	})
 
+	t.Run("the caller reads only the results it needs", func(t *testing.T) {
+		conn, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		defer conn.Release()
+		p := newPipe(conn.Conn())
+		p.begin()
+		queueExec(ctx, p, `SET LOCAL lock_timeout = '1s'`)
+		queueExec(ctx, p, insert)
+		b := &pgx.Batch{}
+		b.Queue(`SELECT count(*) FROM pipe_test`)
+		counting := p.SendBatch(ctx, b)
+		later := queueExec(ctx, p, `SELECT 1`)
+		p.commit()
+		var n int
+		err = p.roundTrip(ctx, func() {
+			_ = counting.QueryRow().Scan(&n)
+			_, outOfOrder := later.Exec()
+			require.NoError(t, outOfOrder)
+		})
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the count, not the result of a statement before it")
+		_, err = pool.Exec(ctx, `TRUNCATE pipe_test`)
+		require.NoError(t, err)
+	})
+
+	t.Run("a result read after a later one is refused", func(t *testing.T) {
+		conn, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		defer conn.Release()
+		p := newPipe(conn.Conn())
+		first := queueExec(ctx, p, `SELECT 1`)
+		second := queueExec(ctx, p, `SELECT 2`)
+		err = p.roundTrip(ctx, func() {
+			_, _ = second.Exec()
+			_, _ = first.Exec()
+		})
+		require.ErrorIs(t, err, errOutOfOrder)
+	})
+
 	t.Run("a query that is not a batch query is refused", func(t *testing.T) {
 		p := newPipe(nil)
 		_, err := p.Exec(ctx, insert)
