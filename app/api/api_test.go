@@ -142,16 +142,18 @@ func (e *env) send(method, path, token string, body any, headers ...string) (res
 }
 
 // sendRetryingBusy is send for a client that retries, with the same
-// Idempotency-Key, when a request is turned away as busy (503 "busy": a lock
-// wait ran out under contention), as the API asks clients to. It retries at
-// once: the retry itself waits on the lock, up to the lock timeout.
+// Idempotency-Key, when a request is turned away with 503 (busy: a lock
+// wait ran out under contention; unavailable or timeout: a machine too busy
+// to answer in time), as the API asks clients to. It retries at once: the
+// retry itself waits on the lock or the pool, up to their timeouts.
 func (e *env) sendRetryingBusy(method, path, token string, body any, headers ...string) (resp, error) {
 	for attempt := 1; ; attempt++ {
 		r, err := e.send(method, path, token, body, headers...)
-		if err != nil || r.status != http.StatusServiceUnavailable || attempt == 50 ||
-			!bytes.Contains(r.body, []byte(`"busy"`)) {
+		if err != nil || r.status != http.StatusServiceUnavailable || attempt == 50 {
 			return r, err
 		}
+		// busy, unavailable or timeout: the contract's answer to retry
+		// with the same key (a busy machine gives all three).
 	}
 }
 
