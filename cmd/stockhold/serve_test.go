@@ -98,7 +98,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	require.NoError(t, err)
 
 	c := startChild(t, "DATABASE_URL="+dbtest.URL(t, pool), "STOCKHOLD_LOG_LEVEL=info",
-		"STOCKHOLD_DRAIN_DELAY=1s", "STOCKHOLD_SHUTDOWN_TIMEOUT=2s", "STOCKHOLD_HTTP_READ_TIMEOUT=30s",
+		"STOCKHOLD_DRAIN_DELAY=3s", "STOCKHOLD_SHUTDOWN_TIMEOUT=2s", "STOCKHOLD_HTTP_READ_TIMEOUT=30s",
 		"STOCKHOLD_HTTP_WRITE_TIMEOUT=40s", "STOCKHOLD_REQUEST_TIMEOUT=30s")
 	base := "http://" + c.addr
 	// A fresh connection per request: the only transport errors are then
