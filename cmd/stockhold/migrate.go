@@ -13,9 +13,13 @@ import (
 	"github.com/stockhold/stockhold/jobs"
 )
 
+// migrate runs migrate up, down or status.
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) != 1 {
-		return fmt.Errorf("%w: migrate takes one of up, down, status", errUsage)
+	if err := groupHelp("migrate", args, stdout); err != nil {
+		return err
+	}
+	if err := noFlags("migrate "+args[0], args[1:], stdout); err != nil {
+		return err
 	}
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
 		m, err := schema.New(pool, nil)
