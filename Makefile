@@ -5,6 +5,8 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 
 SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+# The Go client generated from openapi.json (app/api/apiclient).
+OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # testifylint with its default checkers: among them go-require (no require
 # off the test goroutine), error-is-as, float-compare, expected-actual.
@@ -64,13 +66,18 @@ bench: build
 	go build -o bin/stockhold-bench ./cmd/stockhold-bench; \
 	bin/stockhold-bench -server bin/stockhold $(BENCH_FLAGS)
 
-## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc
+## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc, and the API client from openapi.json
 generate:
 	$(SQLC) generate
+	$(OAPI_CODEGEN) -config app/api/apiclient/oapi-codegen.yaml -o app/api/apiclient/client.gen.go app/api/openapi.json
 
-## check-generate: fail when app/db is stale
+## check-generate: fail when app/db or the API client is stale
 check-generate:
 	@$(SQLC) diff || { echo "app/db is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@set -eo pipefail; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(OAPI_CODEGEN) -config app/api/apiclient/oapi-codegen.yaml -o $$tmp/client.gen.go app/api/openapi.json 2>/dev/null; \
+	cmp -s $$tmp/client.gen.go app/api/apiclient/client.gen.go || \
+	{ echo "app/api/apiclient is stale: run 'make generate' and commit the result" >&2; exit 1; }
 
 ## lint: what CI checks besides the tests
 lint:
