@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -186,4 +188,19 @@ func TestConfigCommand(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, out.String(), "STOCKHOLD_RETENTION=soon\n")
 	require.Contains(t, out.String(), "\ninvalid:\nSTOCKHOLD_RETENTION=\"soon\"")
+}
+
+// TestConsoleSignInCommand runs the command the console's sign-in page
+// tells an operator to run: its flags must be valid (it gets as far as
+// needing the database).
+func TestConsoleSignInCommand(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../../app/console/templates/signin.html")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`<code>stockhold ([^<]+)</code>`).FindSubmatch(page)
+	require.NotNil(t, m, "the sign-in page names a stockhold command")
+	args := strings.Fields(strings.ReplaceAll(string(m[1]), "YOUR-NAME", "alice"))
+	code, _, errs := cli(args...)
+	require.Equal(t, 1, code, errs)
+	require.Contains(t, errs, "DATABASE_URL is not set", "the command's flags are valid: %s", errs)
 }
