@@ -46,7 +46,7 @@ func TestHelp(t *testing.T) {
 		}
 		for _, alt := range [][]string{append(args, "-h"), append([]string{"help"}, args...)} {
 			code, again, _ := cli(alt...)
-			require.Equal(t, 0, code, alt)
+			require.Equal(t, 0, code, "%v", alt)
 			require.Equal(t, out, again, "%v prints what --help does", alt)
 		}
 	}
@@ -70,7 +70,7 @@ func TestHelp(t *testing.T) {
 
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
 		code, out, errs := cli(args...)
-		require.Equal(t, 0, code, args)
+		require.Equal(t, 0, code, "%v", args)
 		require.Empty(t, errs)
 		require.Equal(t, usage, out)
 	}
@@ -120,7 +120,7 @@ func TestUsageErrorsNameFlags(t *testing.T) {
 		code, out, errs := cli(tc.args...)
 		require.Equal(t, 2, code, "%v: stdout %s stderr %s", tc.args, out, errs)
 		for _, w := range tc.want {
-			require.Contains(t, errs, w, tc.args)
+			require.Contains(t, errs, w, "%v", tc.args)
 		}
 		require.NotContains(t, errs, "DATABASE_URL", "%v is refused before the database is needed", tc.args)
 	}

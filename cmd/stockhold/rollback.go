@@ -66,6 +66,15 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: %s", errUsage, asFlags(err.Error()))
 	}
 	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+		if req.Scope.SKU != "" {
+			unknown, err := svc.Reconcile.UnknownSKUs(ctx, []string{req.Scope.SKU})
+			if err != nil {
+				return err
+			}
+			if len(unknown) > 0 {
+				return fmt.Errorf("%w: --sku %s: no such SKU (no stock row); nothing was queued", errUsage, req.Scope.SKU)
+			}
+		}
 		created, err := svc.Rollbacks.Create(ctx, req)
 		if err != nil {
 			return err
