@@ -26195,7 +26195,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness
 	//
-	// Not shutting down, the database reachable within 2 seconds, and its schema the one this binary carries. On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
+	// Not shutting down, the database reachable within 2 seconds, and its schema at least the one this binary carries (a newer version's schema, migrated before its instances roll out, is fine). On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
 	//
 	// Unauthenticated.
 	//
@@ -26763,7 +26763,7 @@ func (c *Client) JobsDashboardGet(ctx context.Context, reqEditors ...RequestEdit
 
 // Readyz Readiness
 //
-// Not shutting down, the database reachable within 2 seconds, and its schema the one this binary carries. On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
+// Not shutting down, the database reachable within 2 seconds, and its schema at least the one this binary carries (a newer version's schema, migrated before its instances roll out, is fine). On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
 //
 // Unauthenticated.
 //
@@ -29416,7 +29416,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness
 	//
-	// Not shutting down, the database reachable within 2 seconds, and its schema the one this binary carries. On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
+	// Not shutting down, the database reachable within 2 seconds, and its schema at least the one this binary carries (a newer version's schema, migrated before its instances roll out, is fine). On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
 	//
 	// Unauthenticated.
 	//
@@ -33598,7 +33598,7 @@ func (c *ClientWithResponses) JobsDashboardGetWithResponse(ctx context.Context, 
 
 // ReadyzWithResponse Readiness
 //
-// Not shutting down, the database reachable within 2 seconds, and its schema the one this binary carries. On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
+// Not shutting down, the database reachable within 2 seconds, and its schema at least the one this binary carries (a newer version's schema, migrated before its instances roll out, is fine). On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
 //
 // Unauthenticated.
 //
