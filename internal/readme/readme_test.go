@@ -84,10 +84,14 @@ func TestREADME(t *testing.T) {
 	checkConvention(t, doc)
 	sessions := Steps(doc)
 	require.NotEmpty(t, sessions, "the README has no run blocks")
-	if _, err := debian.Ensure("jq", "jq"); errors.Is(err, debian.ErrNotRoot) {
-		t.Skip(err)
-	} else {
-		require.NoError(t, err, "install jq")
+	// The walk-through's commands need curl and jq, as a reader's shell
+	// does; CI (root) installs what is missing.
+	for _, program := range []string{"curl", "jq"} {
+		if _, err := debian.Ensure(program, program); errors.Is(err, debian.ErrNotRoot) {
+			t.Skip(err)
+		} else {
+			require.NoError(t, err, "install %s", program)
+		}
 	}
 
 	var (
