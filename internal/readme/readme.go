@@ -188,6 +188,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`\b(id|ids|job|request|run|rollback|webhook|rollbacks|runs|jobs|alerts)( |/)\d+\b`), "$1$2<n>"},
 	{regexp.MustCompile(`DATABASE_URL='?[^' \n]+'?`), "DATABASE_URL=<url>"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ms|µs|s)\b`), "<duration>"},
+	// Seconds left until a time: they depend on how fast the steps ran.
+	{regexp.MustCompile(`\b\d+ from now\b`), "<n> from now"},
 }
 
 // Normalize masks what changes from run to run.
