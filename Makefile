@@ -5,6 +5,8 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 
 SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+# The Go client generated from openapi.json (app/api/apiclient).
+OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # testifylint with its default checkers: among them go-require (no require
 # off the test goroutine), error-is-as, float-compare, expected-actual.
@@ -12,26 +14,34 @@ TESTIFYLINT := go run github.com/Antonboom/testifylint@v1.6.4
 # Exports DATABASE_URL, starting the dev cluster when it is not set.
 WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 
-.PHONY: run test torture generate check-generate bench lint build db-stop
+# The binary build writes and run serves (the README's test gives its own).
+STOCKHOLD_BIN ?= bin/stockhold
 
-## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines
+.PHONY: run test torture readme screenshots generate check-generate bench lint build db-stop
+
+## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines; webhooks may reach loopback (a dev instance)
 run: build
 	@set -eo pipefail; $(WITH_DB); \
-	bin/stockhold migrate up; \
-	shop=$$(bin/stockhold apikey rotate --name dev-shop --role shop | tail -n 1); \
-	ops=$$(bin/stockhold apikey rotate --name dev-ops --role ops | tail -n 1); \
+	bin=$(STOCKHOLD_BIN); \
+	$$bin migrate up; \
+	shop=$$($$bin apikey rotate --name dev-shop --role shop | tail -n 1); \
+	ops=$$($$bin apikey rotate --name dev-ops --role ops | tail -n 1); \
+	addr=$${STOCKHOLD_ADDR:-:8080}; host=$${addr%:*}; \
+	case "$$host" in ""|0.0.0.0|"[::]") host=localhost;; esac; \
+	base=$$host:$${addr##*:}; \
 	echo; \
 	echo "stockhold dev instance"; \
 	echo "  DATABASE_URL=$$DATABASE_URL"; \
 	echo "  shop key: $$shop"; \
 	echo "  ops key:  $$ops"; \
-	addr=$${STOCKHOLD_ADDR:-:8080}; host=$${addr%:*}; \
-	case "$$host" in ""|0.0.0.0|"[::]") host=localhost;; esac; \
-	base=$$host:$${addr##*:}; \
-	echo "  try:      curl -sg -H 'Authorization: Bearer $$ops' -H 'Idempotency-Key: try-1' -H 'Content-Type: application/json' -d '{\"delta\": 10, \"reason\": \"first stock\"}' $$base/v1/skus/A1/adjustments"; \
-	echo "  then:     curl -sg -H 'Authorization: Bearer $$shop' $$base/v1/skus/A1"; \
+	echo "  console:  http://$$base/ops/ (sign in with the ops key)"; \
+	echo "  try:      curl -s -H 'Authorization: Bearer $$ops' -H 'Idempotency-Key: try-1' --json '{\"delta\": 10, \"reason\": \"first stock\"}' $$base/v1/skus/A1/adjustments"; \
+	echo "  then:     curl -s -H 'Authorization: Bearer $$shop' $$base/v1/skus/A1"; \
+	echo "  in another shell, for the README's walk-through:"; \
+	echo "  export DATABASE_URL='$$DATABASE_URL' SHOP=$$shop OPS=$$ops PATH=\"$$(cd $$(dirname $$bin) && pwd):\$$PATH\""; \
 	echo; \
-	STOCKHOLD_LOG_FORMAT=$${STOCKHOLD_LOG_FORMAT:-text} exec bin/stockhold serve
+	STOCKHOLD_LOG_FORMAT=$${STOCKHOLD_LOG_FORMAT:-text} STOCKHOLD_WEBHOOK_ALLOW_PRIVATE=$${STOCKHOLD_WEBHOOK_ALLOW_PRIVATE:-true} \
+	exec $$bin serve
 
 ## test: the whole suite against real PostgreSQL and River, with the race detector
 test:
@@ -44,6 +54,17 @@ torture:
 	d=$${TORTURE_DURATION:-2m}; \
 	TORTURE_DURATION=$$d go test -race -count=1 -v -run '^TestTorture$$' -timeout 2h ./app/torture/
 
+## readme: run the README's walk-through against a fresh server and rewrite the answers it shows (and the
+## generated settings table and deploy/stockhold.env) where they changed beyond ids and times
+readme:
+	@set -eo pipefail; $(WITH_DB); \
+	UPDATE_README=1 go test -count=1 -run 'TestREADME|TestGenerated' ./internal/readme/
+
+## screenshots: retake docs/screenshots with the console's browser test
+screenshots:
+	@set -eo pipefail; $(WITH_DB); \
+	UPDATE_SCREENSHOTS=1 go test -count=1 -run TestBrowserOperatorFlow ./app/console/
+
 ## bench: a real server on the dev database driven over HTTP, scenario by
 ## scenario, against the bare-SQL hold at the same concurrency (BENCH_FLAGS: -json, -duration, -scenarios...)
 bench: build
@@ -51,13 +72,18 @@ bench: build
 	go build -o bin/stockhold-bench ./cmd/stockhold-bench; \
 	bin/stockhold-bench -server bin/stockhold $(BENCH_FLAGS)
 
-## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc
+## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc, and the API client from openapi.json
 generate:
 	$(SQLC) generate
+	$(OAPI_CODEGEN) -config app/api/apiclient/oapi-codegen.yaml -o app/api/apiclient/client.gen.go app/api/openapi.json
 
-## check-generate: fail when app/db is stale
+## check-generate: fail when app/db or the API client is stale
 check-generate:
 	@$(SQLC) diff || { echo "app/db is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@set -eo pipefail; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(OAPI_CODEGEN) -config app/api/apiclient/oapi-codegen.yaml -o $$tmp/client.gen.go app/api/openapi.json 2>/dev/null; \
+	cmp -s $$tmp/client.gen.go app/api/apiclient/client.gen.go || \
+	{ echo "app/api/apiclient is stale: run 'make generate' and commit the result" >&2; exit 1; }
 
 ## lint: what CI checks besides the tests
 lint:
@@ -67,7 +93,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:" $$out >&2; exit 1; fi
 
 build:
-	go build -o bin/stockhold ./cmd/stockhold
+	go build -buildvcs=auto -o $(STOCKHOLD_BIN) ./cmd/stockhold
 
 ## db-stop: stop the private dev cluster
 db-stop:

@@ -383,8 +383,8 @@ func jobLogContext(ctx context.Context, job *rivertype.JobRow, work func(context
 }
 
 // ready reports whether this instance should get traffic: not shutting
-// down, the database answering within 2 seconds, and its schema the one
-// this binary carries. It asks on River's pool, so a burst that fills the
+// down, the database answering within 2 seconds, and its schema at least
+// the one this binary carries. It asks on River's pool, so a burst that fills the
 // requests' pool (answered 503 by the requests themselves) does not take
 // every instance out of the load balancer at once.
 func (a *App) ready(ctx context.Context) error {
@@ -397,7 +397,11 @@ func (a *App) ready(ctx context.Context) error {
 	if err != nil {
 		return &api.NotReady{Reason: "database unreachable", Err: err}
 	}
-	if current != latest {
+	// A schema ahead of this binary is a newer version's, migrated before
+	// its instances roll out (docs/OPERATIONS.md): this one keeps serving
+	// until it is replaced, since migrations only add what older versions
+	// can ignore. One behind is missing what this binary needs.
+	if current < latest {
 		return &api.NotReady{Reason: "schema not current",
 			Err: fmt.Errorf("schema at version %d, this binary needs %d: run `stockhold migrate up`", current, latest)}
 	}

@@ -119,3 +119,33 @@ func TestProfiler(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, a.status)
 	require.Empty(t, plain.app.Config.PprofAddr)
 }
+
+// TestReadyAcrossAnUpgrade checks /readyz while a new version rolls out:
+// an instance whose schema is behind its binary is not ready, and one whose
+// schema is ahead (a newer version migrated first) keeps serving.
+func TestReadyAcrossAnUpgrade(t *testing.T) {
+	t.Parallel()
+	in := start(t, nil)
+	ctx := context.Background()
+	ready := func() (int, string) {
+		a, err := in.do("GET", "/readyz", "", "")
+		require.NoError(t, err)
+		return a.status, string(a.body)
+	}
+	status, body := ready()
+	require.Equal(t, http.StatusOK, status, body)
+
+	// A newer version's migration applied: still ready.
+	_, err := in.pool.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, true)`)
+	require.NoError(t, err)
+	status, body = ready()
+	require.Equal(t, http.StatusOK, status, body)
+
+	// This binary's newest migration missing: not ready, and it says why.
+	_, err = in.pool.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id >= (
+		SELECT max(version_id) FROM goose_db_version WHERE version_id < 99999)`)
+	require.NoError(t, err)
+	status, body = ready()
+	require.Equal(t, http.StatusServiceUnavailable, status, body)
+	require.Contains(t, body, "schema not current")
+}

@@ -83,4 +83,12 @@ func TestDashboardRefusesCrossSite(t *testing.T) {
 	require.Equal(t, "DENY", page.header.Get("X-Frame-Options"))
 	require.Contains(t, page.header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
 	require.Contains(t, page.header.Get("Content-Security-Policy"), "script-src 'self'")
+
+	// The document describes only GET /ops/jobs/ (openapi.json says why):
+	// other methods on the page itself are River UI's 405, as it says.
+	for _, method := range []string{"POST", "PUT", "PATCH"} {
+		a := in.must(method, "/ops/jobs/", "", "{}", "Authorization", "Bearer "+in.ops)
+		require.Equal(t, http.StatusMethodNotAllowed, a.status, method)
+		require.True(t, strings.HasPrefix(a.header.Get("Content-Type"), "text/plain"), "%s: %s", method, a.header.Get("Content-Type"))
+	}
 }

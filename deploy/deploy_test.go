@@ -1,6 +1,7 @@
-// Package deploy holds example monitoring for stockhold: Prometheus
-// alerting rules (with their promtool unit tests) and a Grafana dashboard.
-// Its test keeps them true to the binary.
+// Package deploy holds what an operator deploys stockhold with: a systemd
+// unit and its environment file, example Prometheus alerting rules (with
+// their promtool unit tests) and a Grafana dashboard. Its tests keep them
+// true to the binary.
 package deploy
 
 import (

@@ -4,10 +4,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -137,82 +137,92 @@ type Config struct {
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
+// Each variable's default and meaning are its entry in Settings; an error
+// names every variable at fault.
 func Load(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
-		DatabaseURL:          r.str("DATABASE_URL", ""),
-		Addr:                 r.str("STOCKHOLD_ADDR", ":8080"),
+		DatabaseURL:          r.str("DATABASE_URL"),
+		Addr:                 r.str("STOCKHOLD_ADDR"),
 		AlertWebhook:         r.url("STOCKHOLD_ALERT_WEBHOOK"),
-		Coalesce:             r.boolean("STOCKHOLD_COALESCE", true),
-		BatchSize:            r.integer("STOCKHOLD_BATCH_SIZE", 128, 1, 10_000),
-		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", max(2, runtime.NumCPU()), 1, 64),
-		ExpiryTick:           r.positive("STOCKHOLD_EXPIRY_TICK", 200*time.Millisecond),
-		Workers:              r.integer("STOCKHOLD_WORKERS", 20, 1, 1000),
-		SweepInterval:        r.duration("STOCKHOLD_SWEEP_INTERVAL", 30*time.Second),
-		SweepGrace:           r.duration("STOCKHOLD_SWEEP_GRACE", time.Minute),
-		ReconcileInterval:    r.duration("STOCKHOLD_RECONCILE_INTERVAL", 5*time.Minute),
-		ReconcileRepairLimit: r.integer("STOCKHOLD_RECONCILE_REPAIR_LIMIT", 100, 0, 1_000_000),
-		RollbackPause:        r.duration("STOCKHOLD_ROLLBACK_PAUSE", 100*time.Millisecond),
-		WatchInterval:        r.duration("STOCKHOLD_WATCH_INTERVAL", 15*time.Second),
-		RetryBase:            r.duration("STOCKHOLD_RETRY_BASE", 5*time.Second),
-		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
-		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "json", "text"),
-		PprofAddr:            r.str("STOCKHOLD_PPROF_ADDR", ""),
-		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER", time.Hour),
-		Retention:            r.retention("STOCKHOLD_RETENTION", 30*24*time.Hour),
-		WebhookAllowPrivate:  r.boolean("STOCKHOLD_WEBHOOK_ALLOW_PRIVATE", false),
+		Coalesce:             r.boolean("STOCKHOLD_COALESCE"),
+		BatchSize:            r.integer("STOCKHOLD_BATCH_SIZE", 1, 10_000),
+		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", 1, 64),
+		ExpiryTick:           r.positive("STOCKHOLD_EXPIRY_TICK"),
+		Workers:              r.integer("STOCKHOLD_WORKERS", 1, 1000),
+		SweepInterval:        r.duration("STOCKHOLD_SWEEP_INTERVAL"),
+		SweepGrace:           r.duration("STOCKHOLD_SWEEP_GRACE"),
+		ReconcileInterval:    r.duration("STOCKHOLD_RECONCILE_INTERVAL"),
+		ReconcileRepairLimit: r.integer("STOCKHOLD_RECONCILE_REPAIR_LIMIT", 0, 1_000_000),
+		RollbackPause:        r.duration("STOCKHOLD_ROLLBACK_PAUSE"),
+		WatchInterval:        r.duration("STOCKHOLD_WATCH_INTERVAL"),
+		RetryBase:            r.duration("STOCKHOLD_RETRY_BASE"),
+		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "debug", "info", "warn", "error"),
+		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "text"),
+		PprofAddr:            r.str("STOCKHOLD_PPROF_ADDR"),
+		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER"),
+		Retention:            r.retention("STOCKHOLD_RETENTION"),
+		WebhookAllowPrivate:  r.boolean("STOCKHOLD_WEBHOOK_ALLOW_PRIVATE"),
 
-		RequestTimeout:        r.positive("STOCKHOLD_REQUEST_TIMEOUT", 10*time.Second),
-		ReadTimeout:           r.positive("STOCKHOLD_HTTP_READ_TIMEOUT", 10*time.Second),
-		WriteTimeout:          r.positive("STOCKHOLD_HTTP_WRITE_TIMEOUT", 15*time.Second),
-		IdleTimeout:           r.positive("STOCKHOLD_HTTP_IDLE_TIMEOUT", 60*time.Second),
-		MaxConns:              r.integer("STOCKHOLD_HTTP_MAX_CONNS", 4096, 16, 1_000_000),
-		DrainDelay:            r.duration("STOCKHOLD_DRAIN_DELAY", 5*time.Second),
-		ShutdownTimeout:       r.positive("STOCKHOLD_SHUTDOWN_TIMEOUT", 20*time.Second),
-		JobStopTimeout:        r.positive("STOCKHOLD_JOB_STOP_TIMEOUT", 20*time.Second),
-		AuthFailuresPerMinute: r.integer("STOCKHOLD_AUTH_FAILURES_PER_MINUTE", 20, 0, 1_000_000),
+		RequestTimeout:        r.positive("STOCKHOLD_REQUEST_TIMEOUT"),
+		ReadTimeout:           r.positive("STOCKHOLD_HTTP_READ_TIMEOUT"),
+		WriteTimeout:          r.positive("STOCKHOLD_HTTP_WRITE_TIMEOUT"),
+		IdleTimeout:           r.positive("STOCKHOLD_HTTP_IDLE_TIMEOUT"),
+		MaxConns:              r.integer("STOCKHOLD_HTTP_MAX_CONNS", 16, 1_000_000),
+		DrainDelay:            r.duration("STOCKHOLD_DRAIN_DELAY"),
+		ShutdownTimeout:       r.positive("STOCKHOLD_SHUTDOWN_TIMEOUT"),
+		JobStopTimeout:        r.positive("STOCKHOLD_JOB_STOP_TIMEOUT"),
+		AuthFailuresPerMinute: r.integer("STOCKHOLD_AUTH_FAILURES_PER_MINUTE", 0, 1_000_000),
 		TrustedProxies:        r.cidrs("STOCKHOLD_TRUSTED_PROXIES"),
 
-		HTTPDBConns:      r.integer("STOCKHOLD_HTTP_DB_CONNS", 20, 1, 1000),
-		LockTimeout:      r.positive("STOCKHOLD_DB_LOCK_TIMEOUT", 250*time.Millisecond),
-		StatementTimeout: r.positive("STOCKHOLD_DB_STATEMENT_TIMEOUT", 5*time.Second),
-		AcquireTimeout:   r.positive("STOCKHOLD_DB_ACQUIRE_TIMEOUT", time.Second),
-		ConnectTimeout:   r.positive("STOCKHOLD_DB_CONNECT_TIMEOUT", 5*time.Second),
+		HTTPDBConns:      r.integer("STOCKHOLD_HTTP_DB_CONNS", 1, 1000),
+		LockTimeout:      r.positive("STOCKHOLD_DB_LOCK_TIMEOUT"),
+		StatementTimeout: r.positive("STOCKHOLD_DB_STATEMENT_TIMEOUT"),
+		AcquireTimeout:   r.positive("STOCKHOLD_DB_ACQUIRE_TIMEOUT"),
+		ConnectTimeout:   r.positive("STOCKHOLD_DB_CONNECT_TIMEOUT"),
 	}
-	if r.err == nil && c.WriteTimeout <= c.RequestTimeout {
+	if c.WriteTimeout <= c.RequestTimeout && c.WriteTimeout > 0 {
 		r.fail("STOCKHOLD_HTTP_WRITE_TIMEOUT", c.WriteTimeout.String(),
 			"must be longer than STOCKHOLD_REQUEST_TIMEOUT ("+c.RequestTimeout.String()+"), or answers of slow requests are cut")
 	}
-	if _, _, err := net.SplitHostPort(c.PprofAddr); r.err == nil && c.PprofAddr != "" && err != nil {
+	if _, _, err := net.SplitHostPort(c.PprofAddr); c.PprofAddr != "" && err != nil {
 		r.fail("STOCKHOLD_PPROF_ADDR", c.PprofAddr, "must be host:port, such as 127.0.0.1:6060")
 	}
-	if r.err == nil && c.DatabaseURL == "" {
-		r.err = fmt.Errorf("DATABASE_URL is not set (with `make run` the Makefile starts a private PostgreSQL and sets it)")
+	if c.DatabaseURL == "" {
+		r.errs = append(r.errs, fmt.Errorf("DATABASE_URL is not set (with `make run` the Makefile starts a private PostgreSQL and sets it)"))
 	}
-	return c, r.err
+	return c, errors.Join(r.errs...)
 }
 
-// reader collects the first error while reading variables.
+// reader collects every error while reading variables, and the names it
+// read (for the test that holds Settings and Load to each other).
 type reader struct {
 	getenv func(string) string
-	err    error
+	errs   []error
+	read   []string
 }
 
 func (r *reader) fail(name, value, want string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%s=%q: %s", name, value, want)
-	}
+	r.errs = append(r.errs, fmt.Errorf("%s=%q: %s", name, value, want))
 }
 
-func (r *reader) str(name, def string) string {
+// get returns the variable's value, or its default from Settings when it is
+// unset or empty; set says which.
+func (r *reader) get(name string) (v string, set bool) {
+	r.read = append(r.read, name)
 	if v := r.getenv(name); v != "" {
-		return v
+		return v, true
 	}
-	return def
+	return Lookup(name).def(), false
+}
+
+func (r *reader) str(name string) string {
+	v, _ := r.get(name)
+	return v
 }
 
 func (r *reader) url(name string) string {
-	v := r.getenv(name)
+	v, _ := r.get(name)
 	if v == "" {
 		return ""
 	}
@@ -223,11 +233,8 @@ func (r *reader) url(name string) string {
 	return v
 }
 
-func (r *reader) boolean(name string, def bool) bool {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *reader) boolean(name string) bool {
+	v, _ := r.get(name)
 	b, err := strconv.ParseBool(v)
 	if err != nil {
 		r.fail(name, v, "want true or false")
@@ -235,11 +242,8 @@ func (r *reader) boolean(name string, def bool) bool {
 	return b
 }
 
-func (r *reader) integer(name string, def, min, max int) int {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *reader) integer(name string, min, max int) int {
+	v, _ := r.get(name)
 	n, err := strconv.Atoi(v)
 	if err != nil || n < min || n > max {
 		r.fail(name, v, fmt.Sprintf("want a whole number from %d to %d", min, max))
@@ -247,11 +251,8 @@ func (r *reader) integer(name string, def, min, max int) int {
 	return n
 }
 
-func (r *reader) duration(name string, def time.Duration) time.Duration {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *reader) duration(name string) time.Duration {
+	v, _ := r.get(name)
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
 		r.fail(name, v, "want a duration such as 500ms, 30s or 5m")
@@ -260,9 +261,10 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 }
 
 // positive is duration for settings where zero makes no sense.
-func (r *reader) positive(name string, def time.Duration) time.Duration {
-	d := r.duration(name, def)
-	if d == 0 {
+func (r *reader) positive(name string) time.Duration {
+	n := len(r.errs)
+	d := r.duration(name)
+	if d == 0 && len(r.errs) == n {
 		r.fail(name, r.getenv(name), "want a duration above zero")
 	}
 	return d
@@ -274,11 +276,8 @@ const MinRetention = time.Hour
 
 // retention reads a retention period: a Go duration (720h) or whole days
 // (30d); 0 means keep for ever.
-func (r *reader) retention(name string, def time.Duration) time.Duration {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *reader) retention(name string) time.Duration {
+	v, _ := r.get(name)
 	d, err := time.ParseDuration(v)
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		n, derr := strconv.Atoi(days)
@@ -294,7 +293,7 @@ func (r *reader) retention(name string, def time.Duration) time.Duration {
 }
 
 func (r *reader) cidrs(name string) []*net.IPNet {
-	v := r.getenv(name)
+	v, _ := r.get(name)
 	if v == "" {
 		return nil
 	}
@@ -310,16 +309,13 @@ func (r *reader) cidrs(name string) []*net.IPNet {
 	return out
 }
 
-func (r *reader) oneOf(name, def string, allowed ...string) string {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *reader) oneOf(name string, allowed ...string) string {
+	v, _ := r.get(name)
 	for _, a := range allowed {
 		if v == a {
 			return v
 		}
 	}
-	r.fail(name, v, fmt.Sprintf("want one of %v", allowed))
-	return def
+	r.fail(name, v, "want one of "+strings.Join(allowed, ", "))
+	return Lookup(name).def()
 }

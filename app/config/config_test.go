@@ -58,3 +58,46 @@ func TestRetention(t *testing.T) {
 		require.ErrorContains(t, err, "STOCKHOLD_RETENTION", value)
 	}
 }
+
+// TestSettingsAreWhatLoadReads holds the registry and Load to each other:
+// every variable Load reads is in Settings and every setting but Go's own
+// is read, and each default, set explicitly, gives what unset gives.
+func TestSettingsAreWhatLoadReads(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x"}
+	var read []string
+	_, err := Load(func(k string) string { read = append(read, k); return base[k] })
+	require.NoError(t, err)
+	var names []string
+	for _, s := range Settings {
+		names = append(names, s.Name)
+	}
+	require.ElementsMatch(t, append(read, "GOGC", "GOMEMLIMIT"), names, "Settings must list exactly what Load reads")
+
+	want, err := Load(env(base))
+	require.NoError(t, err)
+	for _, s := range Settings {
+		if s.Default == "" {
+			continue
+		}
+		m := map[string]string{"DATABASE_URL": "postgres://x", s.Name: s.Default}
+		got, err := Load(env(m))
+		require.NoError(t, err, s.Name)
+		require.Equal(t, want, got, "%s=%s must be what unset gives", s.Name, s.Default)
+	}
+}
+
+func TestMask(t *testing.T) {
+	db, hook := Lookup("DATABASE_URL"), Lookup("STOCKHOLD_ALERT_WEBHOOK")
+	require.Equal(t, "postgres://app:*****@db:5432/stock?sslmode=verify-full", db.Mask("postgres://app:s3cret@db:5432/stock?sslmode=verify-full"))
+	require.Equal(t, "postgres://app@db/stock?sslmode=disable&password=*****", db.Mask("postgres://app@db/stock?sslmode=disable&password=s3cret"))
+	require.Equal(t, "host=db user=app password=***** dbname=stock", db.Mask("host=db user=app password=s3cret dbname=stock"))
+	require.Equal(t, "postgres://postgres@/stockhold?host=/tmp", db.Mask("postgres://postgres@/stockhold?host=/tmp"))
+	require.Equal(t, "https://hooks.example.com/*****", hook.Mask("https://hooks.example.com/T000/B000/XXXX"))
+	require.Equal(t, ":8080", Lookup("STOCKHOLD_ADDR").Mask(":8080"))
+}
+
+func TestErrorsNameEveryVariable(t *testing.T) {
+	_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://x", "STOCKHOLD_WORKERS": "0", "STOCKHOLD_LOG_LEVEL": "loud"}))
+	require.ErrorContains(t, err, "STOCKHOLD_WORKERS")
+	require.ErrorContains(t, err, "STOCKHOLD_LOG_LEVEL")
+}

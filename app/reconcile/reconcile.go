@@ -287,3 +287,24 @@ func validTrigger(t string) error {
 	}
 	return domain.Invalid("trigger must be periodic, http, cli or campaign_end, not %q", t)
 }
+
+// UnknownSKUs returns the SKUs of skus that have no stock row, in the
+// order given: a run limited to them would check nothing, which a person
+// who mistyped a SKU should hear rather than read "the books balance".
+func (s *Service) UnknownSKUs(ctx context.Context, skus []string) ([]string, error) {
+	rows, err := db.New(s.pool).StockListBySKUs(ctx, skus)
+	if err != nil {
+		return nil, fmt.Errorf("look up SKUs: %w", err)
+	}
+	known := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		known[r.Sku] = true
+	}
+	var unknown []string
+	for _, sku := range skus {
+		if !known[sku] {
+			unknown = append(unknown, sku)
+		}
+	}
+	return unknown, nil
+}

@@ -18,30 +18,33 @@ import (
 
 // apikey runs the apikey subcommands: create, list, revoke and rotate.
 func apikey(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: apikey takes the subcommand create, list, revoke or rotate", errUsage)
+	if err := groupHelp("apikey", args, stdout); err != nil {
+		return err
 	}
 	fs := flag.NewFlagSet("apikey "+args[0], flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		name, role string
 		grace      time.Duration
 	)
 	switch args[0] {
 	case "create", "revoke", "rotate":
-		fs.StringVar(&name, "name", "", "the key's owner: holds and idempotency keys are scoped to it")
-	case "list":
-	default:
-		return fmt.Errorf("%w: unknown apikey subcommand %q", errUsage, args[0])
+		fs.StringVar(&name, "name", "", "the key's `name`, its owner: holds and idempotency keys are scoped to it")
 	}
 	if args[0] == "create" || args[0] == "rotate" {
-		fs.StringVar(&role, "role", "", "shop (holds and reads) or ops (everything)")
+		fs.StringVar(&role, "role", "", "the key's `role`: shop (holds and reads) or ops (everything)")
 	}
 	if args[0] == "rotate" {
-		fs.DurationVar(&grace, "grace", 0, "how long the old token keeps working (default: it stops at once)")
+		fs.Func("grace", "how long the old token keeps working, a `duration` such as 1h or 30m (default: it stops at once)", func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return errors.New("want a duration such as 1h or 30m")
+			}
+			grace = d
+			return nil
+		})
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args[1:], stdout); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))

@@ -10,8 +10,12 @@
 //	stockhold reconcile [--sku S]...     check the books now; exit 1 on high risk
 //	stockhold stock import FILE.csv      apply sku,pool,delta or sku,pool,set_total rows, resumable
 //	stockhold stock export [--out FILE]  every stock row as CSV
+//	stockhold webhook-listen --secret S  a webhook receiver that verifies signatures
+//	stockhold config                     every setting: value, default, meaning
+//	stockhold version                    module version, VCS revision, Go version
 //
-// Configuration comes from the environment; see the README.
+// Every command takes --help. Configuration comes from the environment
+// (stockhold config lists it).
 package main
 
 import (
@@ -22,43 +26,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/logging"
 )
-
-// usage is printed for -h and for an unknown command.
-const usage = `usage: stockhold <command> [flags]
-
-commands:
-  serve                                  run the HTTP API and the job workers
-  migrate up|down|status                 apply, roll back one, or list migrations
-  apikey create --name N --role shop|ops create an API key; prints the token on the last line
-                                         (a name in use by another key is refused: rotate it)
-  apikey list                            every key: id, name, role, created, in use or revoked
-  apikey revoke --name N                 stop the key named N now and end its console sessions;
-                                         every instance refuses it within 3 s
-  apikey rotate --name N [--role R] [--grace D]
-                                         a new token for N (created when there is none; the role
-                                         defaults to the old key's); the old one stops after D (default 0)
-  rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--dry-run]
-                                         enqueue a manual rollback; prints its request id on the last line
-  rollback resume ID [--operator O]      give a rollback whose jobs were cancelled, deleted or discarded
-                                         a job again (idempotent)
-  reconcile [--sku S]...                 check the books now and print the findings;
-                                         exits 1 when a pool is out of balance (high risk)
-  stock import FILE.csv [--actor A] [--reason R]
-                                         apply a CSV of sku,pool,delta or sku,pool,set_total rows in
-                                         transactions of 1,000; a rerun resumes after the rows applied;
-                                         exits 2 when the file has a bad row (nothing applied), 1 when a
-                                         chunk fails (the chunks before it stay applied)
-  stock export [--out FILE]              write every stock row as CSV (sku,pool,set_total,...): a file
-                                         that stock import reads back
-
-environment: DATABASE_URL (required), STOCKHOLD_ADDR (default :8080), STOCKHOLD_ALERT_WEBHOOK, ...
-(see README.md for every variable)
-`
 
 // errUsage marks an error whose fix is to read the usage.
 var errUsage = errors.New("usage")
@@ -73,17 +46,22 @@ func main() {
 
 // run executes one command and returns the process exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return 2
+		return 2
+	}
+	if wantsHelp(args) {
+		if len(args) == 1 {
+			fmt.Fprint(stdout, usage)
+			return 0
 		}
-		return 0
+		// help CMD [SUB] is CMD [SUB] --help.
+		args = append(append([]string(nil), args[1:]...), "--help")
 	}
 	var err error
 	switch args[0] {
 	case "serve":
-		err = serve(ctx, getenv, stderr)
+		err = serve(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
 		err = migrate(ctx, args[1:], getenv, stdout, stderr)
 	case "apikey":
@@ -94,21 +72,46 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = reconcileCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "stock":
 		err = stock(ctx, args[1:], getenv, stdout, stderr)
+	case "webhook-listen":
+		err = webhookListen(ctx, args[1:], stdout, stderr)
+	case "config":
+		err = configCmd(args[1:], getenv, stdout)
+	case "version":
+		err = version(args[1:], stdout)
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
 	var exit exitError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, &exit):
 		return int(exit)
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "stockhold: %v\n\n%s", err, usage)
+		fmt.Fprintf(stderr, "stockhold: %s\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		if name := commandName(args); name != "" {
+			fmt.Fprintf(stderr, "Run 'stockhold %s --help' for its usage.\n", name)
+		} else {
+			fmt.Fprintf(stderr, "Run 'stockhold help' for the commands.\n")
+		}
 		return 2
 	}
 	fmt.Fprintf(stderr, "stockhold: %v\n", err)
 	return 1
+}
+
+// commandName is the command (and subcommand) args name, as helps knows
+// it, or "" for none.
+func commandName(args []string) string {
+	if len(args) > 1 {
+		if _, ok := helps[args[0]+" "+args[1]]; ok {
+			return args[0] + " " + args[1]
+		}
+	}
+	if _, ok := helps[args[0]]; ok {
+		return args[0]
+	}
+	return ""
 }
 
 // exitError ends the process with a code after the command said its piece.

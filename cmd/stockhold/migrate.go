@@ -13,9 +13,13 @@ import (
 	"github.com/stockhold/stockhold/jobs"
 )
 
+// migrate runs migrate up, down or status.
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) != 1 {
-		return fmt.Errorf("%w: migrate takes one of up, down, status", errUsage)
+	if err := groupHelp("migrate", args, stdout); err != nil {
+		return err
+	}
+	if err := noFlags("migrate "+args[0], args[1:], stdout); err != nil {
+		return err
 	}
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
 		m, err := schema.New(pool, nil)
@@ -62,11 +66,16 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 // withServices runs fn with the domain services on a pool of its own (see
-// app.Standalone), configured and logging as serve would.
+// app.Standalone), configured as serve would be; it logs warnings and
+// errors only, unless STOCKHOLD_LOG_LEVEL says otherwise, since a person
+// at a terminal reads what the command prints.
 func withServices(ctx context.Context, getenv func(string) string, stderr io.Writer, fn func(jobs.Deps) error) error {
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
+	}
+	if getenv("STOCKHOLD_LOG_LEVEL") == "" {
+		cfg.LogLevel = "warn"
 	}
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
 		svc, err := app.Standalone(cfg, pool, newLogger(cfg, stderr))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -15,19 +16,30 @@ import (
 // prints what it found and did, and exits 1 when it found high-risk pools.
 func reconcileCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var skus []string
-	fs.Func("sku", "limit the run to this SKU (repeatable); none means every SKU", func(v string) error {
+	fs.Func("sku", "limit the run to this `SKU` (repeat the flag for more); none means every SKU", func(v string) error {
+		if err := domain.ValidName("sku", v); err != nil {
+			return err
+		}
 		skus = append(skus, v)
 		return nil
 	})
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: reconcile takes no arguments, only --sku flags", errUsage)
 	}
 	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+		if len(skus) > 0 {
+			unknown, err := svc.Reconcile.UnknownSKUs(ctx, skus)
+			if err != nil {
+				return err
+			}
+			if len(unknown) > 0 {
+				return fmt.Errorf("%w: --sku %s: no such SKU (no stock row); nothing was checked", errUsage, strings.Join(unknown, ", "))
+			}
+		}
 		run, err := svc.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, SKUs: skus})
 		if err != nil {
 			return err

@@ -54,6 +54,14 @@ func TestReconcileCommand(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "usage")
 	code, _, errs = reconcile("--sku", "a/b")
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code)
 	require.Contains(t, errs, "contains a slash")
+
+	// A SKU with no stock row is refused by name, not reported as balanced.
+	runs := dbtest.Count(t, pool, `SELECT count(*) FROM reconcile_runs`)
+	code, out, errs = reconcile("--sku", "B1", "--sku", "NOPE")
+	require.Equal(t, 2, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, errs, "--sku NOPE: no such SKU")
+	require.NotContains(t, out, "the books balance")
+	require.Equal(t, runs, dbtest.Count(t, pool, `SELECT count(*) FROM reconcile_runs`), "nothing was run")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,46 +24,57 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 		return rollbackResume(ctx, args[1:], getenv, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("rollback", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		req        = rollbacks.Request{Source: rollbacks.SourceCLI}
 		heldBefore string
 	)
-	fs.StringVar(&req.Operator, "operator", "", "who asks (required)")
-	fs.StringVar(&req.Reason, "reason", "", "why (required)")
-	fs.Func("reservation", "a hold id to release (repeat the flag for more)", func(v string) error {
+	fs.StringVar(&req.Operator, "operator", "", "who asks, for the record (required)")
+	fs.StringVar(&req.Reason, "reason", "", "why, for the record (required)")
+	fs.Func("reservation", "a hold `id` to release (repeat the flag for more)", func(v string) error {
 		id, err := uuid.Parse(v)
 		if err != nil {
-			return fmt.Errorf("--reservation %q is not a UUID", v)
+			return errors.New("not a hold id (a UUID)")
 		}
 		req.Scope.ReservationIDs = append(req.Scope.ReservationIDs, id)
 		return nil
 	})
-	fs.StringVar(&req.Scope.Campaign, "campaign", "", "release the campaign's unpaid holds")
-	fs.StringVar(&req.Scope.SKU, "sku", "", "release the holds on this SKU's pool")
-	fs.StringVar(&req.Scope.Pool, "pool", "", "with --sku: the pool (default main)")
-	fs.StringVar(&heldBefore, "held-before", "", "with --sku: only holds made before this RFC 3339 time (default now)")
+	fs.StringVar(&req.Scope.Campaign, "campaign", "", "release this `campaign`'s unpaid holds")
+	fs.StringVar(&req.Scope.SKU, "sku", "", "release the holds on this `SKU`'s pool")
+	fs.StringVar(&req.Scope.Pool, "pool", "", "with --sku: the `pool` (default main)")
+	fs.StringVar(&heldBefore, "held-before", "", "with --sku: only holds made before this `time`: "+timeForms+" (default: now)")
 	fs.BoolVar(&req.DryRun, "dry-run", false, "count what would be released and change nothing")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if heldBefore != "" {
-		t, err := time.Parse(time.RFC3339, heldBefore)
+		t, err := parseTime("held-before", heldBefore, time.Now())
 		if err != nil {
-			return fmt.Errorf("%w: --held-before: %v", errUsage, err)
+			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		if t.After(time.Now()) {
 			return fmt.Errorf("%w: --held-before %s is later than now: a rollback never touches holds made after it was requested", errUsage, heldBefore)
 		}
 		req.Scope.HeldBefore = &t
 	}
+	if err := rollbackFlagsValid(req, heldBefore != ""); err != nil {
+		return err
+	}
 	if err := req.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %s", errUsage, asFlags(err.Error()))
 	}
 	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+		if req.Scope.SKU != "" {
+			unknown, err := svc.Reconcile.UnknownSKUs(ctx, []string{req.Scope.SKU})
+			if err != nil {
+				return err
+			}
+			if len(unknown) > 0 {
+				return fmt.Errorf("%w: --sku %s: no such SKU (no stock row); nothing was queued", errUsage, req.Scope.SKU)
+			}
+		}
 		created, err := svc.Rollbacks.Create(ctx, req)
 		if err != nil {
 			return err
@@ -82,7 +94,6 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 // idempotent: a request with a live job, or a finished one, is left alone.
 func rollbackResume(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rollback resume", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	operator := fs.String("operator", getenv("USER"), "who resumes it (default: $USER)")
 	// The id comes first (stockhold rollback resume 7 --operator alice);
 	// flags may come before it too.
@@ -90,8 +101,8 @@ func rollbackResume(ctx context.Context, args []string, getenv func(string) stri
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		id, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
 	}
 	rest := fs.Args()
 	if id == "" && len(rest) > 0 {
@@ -125,3 +136,45 @@ func rollbackResume(ctx context.Context, args []string, getenv func(string) stri
 		return nil
 	})
 }
+
+// rollbackFlagsValid checks the rollback's flags as the command line names
+// them, before the request's own validation (which names the API's fields).
+func rollbackFlagsValid(req rollbacks.Request, heldBefore bool) error {
+	var missing []string
+	if strings.TrimSpace(req.Operator) == "" {
+		missing = append(missing, "--operator")
+	}
+	if strings.TrimSpace(req.Reason) == "" {
+		missing = append(missing, "--reason")
+	}
+	if len(missing) > 0 {
+		verb := "is"
+		if len(missing) > 1 {
+			verb = "are"
+		}
+		return fmt.Errorf("%w: %s %s required: a rollback is recorded with who asked and why", errUsage, strings.Join(missing, " and "), verb)
+	}
+	scopes := 0
+	for _, given := range []bool{len(req.Scope.ReservationIDs) > 0, req.Scope.Campaign != "", req.Scope.SKU != ""} {
+		if given {
+			scopes++
+		}
+	}
+	if req.Scope.SKU == "" && (req.Scope.Pool != "" || heldBefore) {
+		return fmt.Errorf("%w: --pool and --held-before go with --sku", errUsage)
+	}
+	if scopes != 1 {
+		return fmt.Errorf("%w: give exactly one scope: --reservation ID (repeatable), --campaign C, or --sku S (with --pool and --held-before)", errUsage)
+	}
+	return nil
+}
+
+// apiFields names, for the command line, the fields a request's validation
+// speaks of.
+var apiFields = strings.NewReplacer(
+	"reservation_ids", "--reservation", "held_before", "--held-before", "campaign", "--campaign",
+	"sku", "--sku", "pool", "--pool", "operator", "--operator", "reason", "--reason",
+)
+
+// asFlags rewrites a validation message in terms of flags.
+func asFlags(msg string) string { return apiFields.Replace(msg) }

@@ -39,6 +39,12 @@ func TestRollbackCommand(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "later than now")
 
+	// A SKU with no stock row is refused by name; nothing is recorded.
+	code, _, errs = cmd("--operator", "alice", "--reason", "r", "--sku", "NOPE", "--dry-run")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "--sku NOPE: no such SKU")
+	require.Equal(t, 0, dbtest.Count(t, pool, `SELECT count(*) FROM rollback_requests`))
+
 	code, out, errs := cmd("--operator", "alice", "--reason", "r", "--sku", "A1")
 	require.Equal(t, 0, code, errs)
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -9,7 +9,11 @@ import (
 	"github.com/stockhold/stockhold/app/config"
 )
 
-func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+// serve runs the HTTP API and the workers until ctx ends.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if err := noFlags("serve", args, stdout); err != nil {
+		return err
+	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err

@@ -20,16 +20,13 @@ import (
 
 // stock runs `stock import FILE` and `stock export`.
 func stock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: stock takes the subcommand import or export", errUsage)
+	if err := groupHelp("stock", args, stdout); err != nil {
+		return err
 	}
-	switch args[0] {
-	case "import":
+	if args[0] == "import" {
 		return stockImport(ctx, args[1:], getenv, stdout, stderr)
-	case "export":
-		return stockExport(ctx, args[1:], getenv, stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown stock subcommand %q", errUsage, args[0])
+	return stockExport(ctx, args[1:], getenv, stdout, stderr)
 }
 
 // stockImport applies a CSV file in chunks of 1,000 rows, showing progress
@@ -39,15 +36,14 @@ func stock(ctx context.Context, args []string, getenv func(string) string, stdou
 // resumes after the chunks that committed.
 func stockImport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stock import", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	actor := fs.String("actor", "", "who imports, for the ledger (default $USER)")
 	reason := fs.String("reason", "", "why, for the ledger (default: stock import FILE)")
 	// Flags may come before or after the file.
 	var file string
 	rest := args
 	for {
-		if err := fs.Parse(rest); err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
+		if err := parseFlags(fs, rest, stdout); err != nil {
+			return err
 		}
 		if fs.NArg() == 0 {
 			break
@@ -192,13 +188,17 @@ func (p *progress) done() {
 // failed export never leaves half a file under the name.
 func stockExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stock export", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	out := fs.String("out", "", "write to this file instead of stdout")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	out := fs.String("out", "", "write to this `file` instead of stdout (whole or not at all)")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *out != "" {
+		if st, err := os.Stat(filepath.Dir(*out)); err != nil || !st.IsDir() {
+			return fmt.Errorf("%w: --out %s: no directory %s to write it in", errUsage, *out, filepath.Dir(*out))
+		}
 	}
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
 		if *out == "" {
@@ -207,7 +207,12 @@ func stockExport(ctx context.Context, args []string, getenv func(string) string,
 		}
 		tmp, err := os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".*")
 		if err != nil {
-			return err
+			// The error names the temporary file; say what was asked for.
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("--out %s: cannot write a file in %s: %w", *out, filepath.Dir(*out), err)
 		}
 		defer os.Remove(tmp.Name())
 		n, err := stockcsv.Export(ctx, pool, tmp)
@@ -218,7 +223,11 @@ func stockExport(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		if err := os.Rename(tmp.Name(), *out); err != nil {
-			return err
+			var le *os.LinkError
+			if errors.As(err, &le) {
+				err = le.Err
+			}
+			return fmt.Errorf("--out %s: %w", *out, err)
 		}
 		fmt.Fprintf(stderr, "exported %s stock rows to %s\n", count(n), *out)
 		return nil

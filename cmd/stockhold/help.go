@@ -1,0 +1,297 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// usage is the top-level help: `stockhold help`, `stockhold --help`, and
+// (on stderr, exit 2) `stockhold` alone.
+const usage = `usage: stockhold <command> [flags]
+
+commands:
+  serve              run the HTTP API and the job workers
+  migrate up|down|status
+                     apply, roll back one, or list migrations (River's included)
+  apikey create|list|revoke|rotate
+                     manage API keys; create and rotate print the token on the last line
+  rollback           enqueue a manual rollback (rollback resume ID: resume a stranded one)
+  reconcile          check the books now and print the findings; exit 1 on high risk
+  stock import|export
+                     apply a CSV of stock changes (resumable), or write every stock row as CSV
+  webhook-listen     a webhook receiver for trying stockhold: verifies signatures, prints events
+  config             every setting: its value, its default and what it does (secrets masked)
+  version            the module version, VCS revision and Go version of this binary
+  help [CMD [SUB]]   this text, or a command's (as CMD [SUB] --help)
+
+Run 'stockhold CMD --help' for a command's flags and an example. Settings come from
+the environment (DATABASE_URL, STOCKHOLD_*): 'stockhold config' lists them.
+`
+
+// commandHelp is what `stockhold CMD [SUB] --help` prints around the
+// command's flags, which come from its own flag.FlagSet: a flag added to a
+// command shows in its help without a word here.
+type commandHelp struct {
+	// synopsis is the command line, after "usage: stockhold ".
+	synopsis string
+	// about says what the command does, in a few lines.
+	about string
+	// example is one or more command lines.
+	example string
+	// group lists subcommands, for a command that has them.
+	group []string
+}
+
+// helps holds every command's help, by the name of its flag set.
+var helps = map[string]commandHelp{
+	"serve": {
+		synopsis: "serve",
+		about: `Runs the HTTP API, the operator console (/ops/) and the job workers until SIGTERM or
+SIGINT, then drains (see STOCKHOLD_DRAIN_DELAY) and exits 0. Needs DATABASE_URL and a
+migrated schema (stockhold migrate up); every other setting has a default
+(stockhold config lists them).`,
+		example: "DATABASE_URL=postgres://stockhold@db/stockhold stockhold serve",
+	},
+	"migrate": {
+		synopsis: "migrate up|down|status",
+		about:    "Applies, rolls back or lists the schema's migrations (River's included), on DATABASE_URL.",
+		example:  "stockhold migrate status\nstockhold migrate up",
+		group:    []string{"up", "down", "status"},
+	},
+	"migrate up": {
+		synopsis: "migrate up",
+		about: `Applies every pending migration, each in its own transaction, under a session lock
+(two instances migrating at once take turns). A failed migration is rolled back whole
+and named; the ones before it stay applied. Run it before rolling out a new version.`,
+		example: "stockhold migrate up",
+	},
+	"migrate down": {
+		synopsis: "migrate down",
+		about:    "Rolls back the newest applied migration, one per run.",
+		example:  "stockhold migrate down",
+	},
+	"migrate status": {
+		synopsis: "migrate status",
+		about:    "Lists every migration, applied (with when) or pending.",
+		example:  "stockhold migrate status",
+	},
+	"apikey": {
+		synopsis: "apikey create|list|revoke|rotate [flags]",
+		about: `Manages API keys. A key's name is its owner: holds and idempotency keys are scoped to
+it. Tokens are stored only as SHA-256 and shown once.`,
+		example: "stockhold apikey create --name shop-eu --role shop\nstockhold apikey list",
+		group:   []string{"create", "list", "revoke", "rotate"},
+	},
+	"apikey create": {
+		synopsis: "apikey create --name N --role shop|ops",
+		about: `Creates an API key and prints its token alone on the last line. A name in use by
+another key is refused: rotate that key, or revoke it first.`,
+		example: "stockhold apikey create --name shop-eu --role shop\nstockhold apikey create --name alice --role ops | tail -n 1",
+	},
+	"apikey list": {
+		synopsis: "apikey list",
+		about:    "Lists every key, never a token: id, name, role, created, in use, revoked, or working until the end of a rotation's grace period.",
+		example:  "stockhold apikey list",
+	},
+	"apikey revoke": {
+		synopsis: "apikey revoke --name N",
+		about: `Stops the key named N (and one still in a rotation's grace period) now and ends its
+console sessions; every instance refuses it within 3 s.`,
+		example: "stockhold apikey revoke --name shop-eu",
+	},
+	"apikey rotate": {
+		synopsis: "apikey rotate --name N [--role R] [--grace D]",
+		about: `Gives the key named N a new token, printed on the last line; the old one stops after
+--grace (at once by default). Creates N when there is no such key (then --role is
+required; otherwise it defaults to the old key's).`,
+		example: "stockhold apikey rotate --name shop-eu --grace 1h",
+	},
+	"rollback": {
+		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--dry-run]",
+		about: `Enqueues a manual rollback job, recorded with who and why, and prints its request id on
+the last line; a serving instance's workers run it (follow it with GET /v1/rollbacks/ID).
+Give exactly one scope; a --sku with no stock row is refused (exit 2). Holds made after
+the request are never touched.
+'stockhold rollback resume ID' gives a stranded rollback a job again.`,
+		example: `stockhold rollback --operator alice --reason "payment outage" --sku A1 --dry-run
+stockhold rollback --operator alice --reason fraud --reservation 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10`,
+		group: []string{"resume"},
+	},
+	"rollback resume": {
+		synopsis: "rollback resume ID [--operator O]",
+		about: `Gives a rollback whose jobs were cancelled, deleted or discarded a job again. It is
+idempotent: a rollback with a job still to run, or one that succeeded, is left alone.`,
+		example: "stockhold rollback resume 7 --operator alice",
+	},
+	"reconcile": {
+		synopsis: "reconcile [--sku S]...",
+		about: `Runs a reconciliation now, in this process (no worker needed), and prints its findings
+and what it did. Exits 1 when a pool's books do not balance (high risk: the pool is
+paused), 0 otherwise. A --sku that names no stock row is refused (exit 2).`,
+		example: "stockhold reconcile\nstockhold reconcile --sku A1 --sku B2",
+	},
+	"stock": {
+		synopsis: "stock import|export [flags]",
+		about:    "Moves stock in bulk: CSV import (resumable) and export.",
+		example:  "stockhold stock import restock.csv\nstockhold stock export --out stock.csv",
+		group:    []string{"import", "export"},
+	},
+	"stock import": {
+		synopsis: "stock import FILE.csv [flags]",
+		about: `Applies a CSV whose header starts sku,pool,delta or sku,pool,set_total in transactions of
+1,000 rows; a rerun resumes after the rows already applied. Exits 2 for a bad file
+(nothing applied), 1 when a chunk fails (the chunks before it stay applied).`,
+		example: "stockhold stock import restock.csv --reason \"PO-7 delivered\"",
+	},
+	"stock export": {
+		synopsis: "stock export [--out FILE]",
+		about: `Writes every stock row, from one snapshot, as sku,pool,set_total,available,reserved,sold,status:
+a file stock import reads back. With --out the file is written whole or not at all.`,
+		example: "stockhold stock export > stock.csv\nstockhold stock export --out /var/backups/stock.csv",
+	},
+	"webhook-listen": {
+		synopsis: "webhook-listen --secret S [--addr HOST:PORT] [--count N]",
+		about: `A webhook receiver for trying stockhold and checking a deployment: listens for stockhold's
+webhook POSTs, verifies each Stockhold-Signature with the webhook's secret (HMAC-SHA256
+of "t.body", t within 5 minutes), answers 204 to a good one and 401 to a bad one, and
+prints one line per event: "verified" and the event's JSON. Needs no database.`,
+		example: "stockhold webhook-listen --addr 127.0.0.1:18192 --secret whsec_... --count 2",
+	},
+	"config": {
+		synopsis: "config",
+		about: `Prints every setting stockhold reads from the environment: the value this process would
+use, its default, and what it does; secrets are masked. Exits 1 (after printing) when a
+value is invalid, naming it. Needs no database.`,
+		example: "STOCKHOLD_WORKERS=40 stockhold config",
+	},
+	"version": {
+		synopsis: "version",
+		about:    "Prints the module version, the VCS revision it was built from, and the Go version.",
+		example:  "stockhold version",
+	},
+}
+
+// errHelp says the command printed its help: exit 0.
+var errHelp = errors.New("help shown")
+
+// parseFlags parses args with fs. For -h or --help it prints the command's
+// help (see helps) with fs's flags to w and returns errHelp; a bad flag is
+// a usage error naming the flag as the command line spells it.
+func parseFlags(fs *flag.FlagSet, args []string, w io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(w, fs.Name(), fs)
+		return errHelp
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s", errUsage, dashes(err.Error()))
+	}
+	return nil
+}
+
+// wantsHelp reports whether args ask for help before any flag parsing
+// (commands whose first argument is a subcommand or an id).
+func wantsHelp(args []string) bool {
+	return len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help")
+}
+
+var singleDash = regexp.MustCompile(`(^|[\s:])-([a-z][a-z-]*)`)
+
+// dashes writes flag's "-name" as "--name", the way the docs spell flags.
+func dashes(s string) string { return singleDash.ReplaceAllString(s, "$1--$2") }
+
+// printHelp writes a command's help: usage, what it does, its flags (from
+// fs, when given), its subcommands and an example.
+func printHelp(w io.Writer, name string, fs *flag.FlagSet) {
+	h, ok := helps[name]
+	if !ok {
+		h = commandHelp{synopsis: name + " [flags]"}
+	}
+	fmt.Fprintf(w, "usage: stockhold %s\n", h.synopsis)
+	if h.about != "" {
+		fmt.Fprintf(w, "\n%s\n", h.about)
+	}
+	if fs != nil {
+		var flags []*flag.Flag
+		fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
+		if len(flags) > 0 {
+			fmt.Fprintln(w, "\nflags:")
+			for _, f := range flags {
+				arg, text := flag.UnquoteUsage(f)
+				left := "--" + f.Name
+				if arg != "" {
+					left += " " + arg
+				}
+				if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "0s" && def != "[]" {
+					text += fmt.Sprintf(" (default %s)", def)
+				}
+				fmt.Fprintf(w, "  %-22s %s\n", left, text)
+			}
+		}
+	}
+	if len(h.group) > 0 {
+		fmt.Fprintln(w, "\nsubcommands:")
+		subs := append([]string(nil), h.group...)
+		sort.Strings(subs)
+		for _, s := range subs {
+			sh := helps[name+" "+s]
+			fmt.Fprintf(w, "  %-22s %s\n", s, firstLine(sh.about))
+		}
+		fmt.Fprintf(w, "\nRun 'stockhold %s SUB --help' for a subcommand's flags.\n", name)
+	}
+	if h.example != "" {
+		fmt.Fprintln(w, "\nexample:")
+		for _, line := range strings.Split(h.example, "\n") {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+}
+
+// firstLine is a help text's first sentence or line, for a listing.
+func firstLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+// noFlags parses the args of a command that takes none (for --help and
+// for refusing stray arguments).
+func noFlags(name string, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	if err := parseFlags(fs, args, w); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s takes no arguments (got %q)", errUsage, name, fs.Arg(0))
+	}
+	return nil
+}
+
+// groupHelp handles a command with subcommands when args name none, or
+// ask for help: it prints the group's help and returns errHelp, or a usage
+// error for a missing or unknown subcommand. It returns nil when args[0]
+// is one of the group's subcommands.
+func groupHelp(name string, args []string, w io.Writer) error {
+	h := helps[name]
+	if wantsHelp(args) {
+		printHelp(w, name, nil)
+		return errHelp
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s takes a subcommand: %s", errUsage, name, strings.Join(h.group, ", "))
+	}
+	for _, s := range h.group {
+		if args[0] == s {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: unknown %s subcommand %q (want %s)", errUsage, name, args[0], strings.Join(h.group, ", "))
+}

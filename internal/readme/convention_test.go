@@ -1,0 +1,41 @@
+package readme
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSteps reads the block convention: run blocks by session, each with
+// the output block right after it, and nothing else taken for an output.
+func TestSteps(t *testing.T) {
+	doc := "# x\n\n```sh run:a\necho 1\n```\n\n```json output\n1\n```\n\ntext\n\n" +
+		"```sh run:b\necho 2\n```\nprose between\n```json output\n2\n```\n\n" +
+		"```sh run:a\nmake run\n```\n```text output\nbanner\n```\n```sh\nnot run\n```\n"
+	steps := Steps(doc)
+	require.Len(t, steps["a"], 2)
+	require.Len(t, steps["b"], 1)
+	require.Equal(t, "echo 1\n", steps["a"][0].Run.Body)
+	require.NotNil(t, steps["a"][0].Output)
+	require.Equal(t, "1\n", steps["a"][0].Output.Body)
+	require.Nil(t, steps["b"][0].Output, "prose between a run block and an output block parts them")
+	require.Equal(t, "banner\n", steps["a"][1].Output.Body)
+
+	out := Replace(doc, map[int]string{steps["a"][0].Output.Line: "one\n"})
+	require.Equal(t, "one\n", Steps(out)["a"][0].Output.Body)
+	require.Equal(t, "banner\n", Steps(out)["a"][1].Output.Body)
+
+	g, err := SetGenerated("a\n<!-- generated:t -->\nold\n<!-- end:t -->\nb\n", "t", "new\n")
+	require.NoError(t, err)
+	require.Equal(t, "a\n<!-- generated:t -->\nnew\n<!-- end:t -->\nb\n", g)
+}
+
+// TestNormalize masks what changes from run to run and nothing else: a
+// counter that differs must still fail the comparison.
+func TestNormalize(t *testing.T) {
+	a := `{"id":"01a22fce-e3d1-78d8-88f8-dc93ec4e5a2b","at":"2026-12-01T04:13:37.628025Z","available":108,"job_id":14,"next":"1065-3-1"} sh_NDcLCnmpnfUufdPsHhuLResjyHLeDqfUj1Vd1kyeE_8 t=1796098420 in 35ms (ttl_seconds 604799 from now)`
+	b := `{"id":"01a23016-5f18-7ee7-b7ea-0064d61daeae","at":"2026-12-01T05:31:42.233173Z","available":108,"job_id":20,"next":"2001-7-0"} sh_43FpOStXOgMRxKbQBgZmpwI0GR3RFt8jalOlGjr-10M t=1796102000 in 1.2s (ttl_seconds 604798 from now)`
+	require.Equal(t, Normalize(a), Normalize(b))
+	require.NotEqual(t, Normalize(a), Normalize(`{"id":"01a22fce-e3d1-78d8-88f8-dc93ec4e5a2b","at":"2026-12-01T04:13:37.628025Z","available":109,"job_id":14,"next":"1065-3-1"}`+a[strings.Index(a, "}")+1:]))
+}

@@ -1,0 +1,343 @@
+package readme
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/api/apitest"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/internal/debian"
+)
+
+// update, set by `make readme` (UPDATE_README=1), rewrites what differs
+// instead of failing.
+var update = os.Getenv("UPDATE_README") == "1"
+
+// root is the repository's root, where README.md and the Makefile are.
+var root = filepath.Join("..", "..")
+
+func readDoc(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, name))
+	require.NoError(t, err)
+	return string(b)
+}
+
+func writeDoc(t *testing.T, name, text string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(text), 0o644))
+}
+
+// TestGenerated checks what is generated from app/config's registry: the
+// README's settings table and deploy/stockhold.env.
+func TestGenerated(t *testing.T) {
+	doc := readDoc(t, "README.md")
+	table, ok := Generated(doc, "settings")
+	require.True(t, ok, "README.md has no <!-- generated:settings --> region")
+	env := readDoc(t, "deploy/stockhold.env")
+	if update {
+		doc, err := SetGenerated(doc, "settings", config.MarkdownTable())
+		require.NoError(t, err)
+		writeDoc(t, "README.md", doc)
+		writeDoc(t, "deploy/stockhold.env", config.EnvFile())
+		return
+	}
+	require.Equal(t, config.MarkdownTable(), table, "the README's settings table is stale: run make readme")
+	require.Equal(t, config.EnvFile(), env, "deploy/stockhold.env is stale: run make readme")
+}
+
+// The addresses the README's commands name, each given a free port of its
+// own in a session (sessions run at once, beside other checkouts' tests).
+const (
+	readmeServer   = "localhost:8080"
+	readmeReceiver = "127.0.0.1:18192"
+)
+
+// TestREADME runs the README's sessions (see the package comment) against
+// fresh servers, each exchange checked against openapi.json, and requires
+// the answers the README shows to be what the commands printed, beyond
+// what changes from run to run (Normalize). With UPDATE_README=1 it
+// rewrites the answers that differ instead.
+func TestREADME(t *testing.T) {
+	doc := readDoc(t, "README.md")
+	checkConvention(t, doc)
+	sessions := Steps(doc)
+	require.NotEmpty(t, sessions, "the README has no run blocks")
+	// The walk-through's commands need curl and jq, as a reader's shell
+	// does; CI (root) installs what is missing.
+	for _, program := range []string{"curl", "jq"} {
+		if _, err := debian.Ensure(program, program); errors.Is(err, debian.ErrNotRoot) {
+			t.Skip(err)
+		} else {
+			require.NoError(t, err, "install %s", program)
+		}
+	}
+
+	var (
+		mu     sync.Mutex
+		bodies = map[int]string{}
+	)
+	t.Run("sessions", func(t *testing.T) {
+		for name, steps := range sessions {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				outs := runSession(t, steps)
+				for i, s := range steps {
+					if s.Output == nil {
+						continue
+					}
+					got := outs[i]
+					if Normalize(got) == Normalize(s.Output.Body) {
+						continue
+					}
+					if update {
+						mu.Lock()
+						bodies[s.Output.Line] = got
+						mu.Unlock()
+						continue
+					}
+					t.Errorf("README.md line %d: the command at line %d printed something else than the README shows "+
+						"(run make readme to rewrite it):\n--- README\n%s--- this run\n%s--- masked, README\n%s--- masked, this run\n%s",
+						s.Output.Line, s.Run.Line, s.Output.Body, got, Normalize(s.Output.Body), Normalize(got))
+				}
+			})
+		}
+	})
+	if update && len(bodies) > 0 && !t.Failed() {
+		writeDoc(t, "README.md", Replace(readDoc(t, "README.md"), bodies))
+		lines := make([]int, 0, len(bodies))
+		for l := range bodies {
+			lines = append(lines, l)
+		}
+		sort.Ints(lines)
+		t.Logf("rewrote the answers at README.md lines %v", lines)
+	}
+}
+
+var serverCommand = regexp.MustCompile(`localhost:8080|\$OPS|\$SHOP|\bstockhold `)
+
+// checkConvention holds the README to its block convention: every output
+// block follows a run block, and every shell command against the server
+// is run by a session (a command the test does not run can rot).
+func checkConvention(t *testing.T, doc string) {
+	t.Helper()
+	blocks := Blocks(doc)
+	shown := map[int]bool{}
+	for _, steps := range Steps(doc) {
+		for _, s := range steps {
+			if s.Output != nil {
+				shown[s.Output.Line] = true
+			}
+		}
+	}
+	for _, b := range blocks {
+		lang := strings.Fields(b.Info + " x")[0]
+		switch {
+		case b.IsOutput() && !shown[b.Line]:
+			t.Errorf("README.md line %d: an output block that follows no run block", b.Line)
+		case lang == "sh" && b.Session() == "" && strings.Contains(b.Info, "run"):
+			t.Errorf("README.md line %d: info %q: a run block is \"sh run:SESSION\"", b.Line, b.Info)
+		case lang == "sh" && b.Session() == "" && !strings.Contains(b.Info, "norun") && serverCommand.MatchString(b.Body):
+			t.Errorf("README.md line %d: a command against the server or the CLI that no session runs: "+
+				"make it \"sh run:SESSION\" (or \"sh norun\" with a reason beside it)", b.Line)
+		}
+	}
+}
+
+// freePort returns a port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// stepMark ends each step's output in the session's transcript.
+const stepMark = "@@readme-step-end@@"
+
+// runSession runs one session's steps in one bash process against a
+// server of its own, and returns what each step printed, with the
+// session's addresses written back as the README names them.
+func runSession(t *testing.T, steps []Step) []string {
+	pool := dbtest.New(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin", "stockhold")
+
+	// The proxy curl talks to: every exchange is checked against the
+	// OpenAPI document on its way through.
+	serverPort := freePort(t)
+	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	proxyAddr := proxyLn.Addr().String()
+	serverAddr := "127.0.0.1:" + strconv.Itoa(serverPort)
+	receiverAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	target := &url.URL{Scheme: "http", Host: serverAddr}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = apitest.Transport(t, nil)
+	proxySrv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = proxySrv.Serve(proxyLn) }()
+	t.Cleanup(func() { _ = proxySrv.Close() })
+
+	toSession := strings.NewReplacer(readmeServer, proxyAddr, readmeReceiver, receiverAddr)
+	toREADME := strings.NewReplacer(proxyAddr, readmeServer, serverAddr, readmeServer, receiverAddr, readmeReceiver,
+		filepath.Dir(bin), "/path/to/stockhold/bin")
+
+	banner, env := startServer(t, dbtest.URL(t, pool), bin, serverAddr)
+
+	var script strings.Builder
+	script.WriteString("exec 2>&1\nset -o pipefail\ncd " + shellQuote(dir) + "\n")
+	script.WriteString(toSession.Replace(env) + "\n")
+	outs := make([]string, len(steps))
+	var ran []int
+	for i, s := range steps {
+		if strings.TrimSpace(s.Run.Body) == "make run" {
+			outs[i] = toREADME.Replace(banner)
+			continue
+		}
+		ran = append(ran, i)
+		script.WriteString(toSession.Replace(s.Run.Body))
+		script.WriteString("\nprintf '\\n" + stepMark + "\\n'\n")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc")
+	cmd.Stdin = strings.NewReader(script.String())
+	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "TZ=UTC")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var transcript bytes.Buffer
+	cmd.Stdout = &transcript
+	err = cmd.Run()
+	// Whatever a step left running (a receiver) ends with the session.
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	require.NoError(t, err, "the session's bash failed; it printed:\n%s", transcript.String())
+	parts := strings.Split(transcript.String(), "\n"+stepMark+"\n")
+	require.Len(t, parts, len(ran)+1, "every step ends with its mark; the transcript:\n%s", transcript.String())
+	for k, i := range ran {
+		out := strings.TrimRight(toREADME.Replace(parts[k]), "\n")
+		if out != "" {
+			out += "\n"
+		}
+		outs[i] = out
+	}
+	return outs
+}
+
+// startServer runs `make run` on the session's database and address, the
+// way a reader does, and returns its banner and the export line it prints
+// for the reader's second shell. The server stops with the test.
+func startServer(t *testing.T, dbURL, bin, addr string) (banner, export string) {
+	t.Helper()
+	cmd := exec.Command("make", "-s", "--no-print-directory", "-C", root, "run", "STOCKHOLD_BIN="+bin)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "STOCKHOLD_ADDR="+addr, "STOCKHOLD_LOG_LEVEL=warn")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("make run's log:\n%s", logs.String())
+		}
+	})
+
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	var b strings.Builder
+	started := false
+	deadline := time.After(4 * time.Minute)
+	for export == "" {
+		select {
+		case line, ok := <-lines:
+			require.True(t, ok, "make run ended before printing its banner; it logged:\n%s", logs.String())
+			if line == "stockhold dev instance" {
+				started = true
+			}
+			if started {
+				b.WriteString(line + "\n")
+			}
+			if e, ok := strings.CutPrefix(line, "  export "); ok && started {
+				export = "export " + e
+			}
+		case <-deadline:
+			t.Fatalf("make run printed no banner in 4 minutes; it logged:\n%s", logs.String())
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+
+	// Ready when /readyz says so (the banner comes just before serve starts).
+	client := &http.Client{Timeout: 2 * time.Second}
+	require.Eventually(t, func() bool {
+		res, err := client.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, time.Minute, 50*time.Millisecond, "make run's server never became ready; it logged:\n%s", logs.String())
+	return b.String(), export
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
