@@ -231,13 +231,33 @@ func (d acquireTimeout) TraceBatchEnd(ctx context.Context, conn *pgx.Conn, data 
 // stock rows, which is how long they waited for the row locks.
 func Instrument(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = metrics.Tracer{} }
 
-// Services builds the domain services on pool, configured by cfg; they
-// enqueue their jobs with inserter inside their own transactions. The
-// workers call the same services, so this is also what jobs.NewClient takes.
-func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.Tx], log *slog.Logger) jobs.Deps {
+// Services is every domain service of a process: the wiring's one
+// container, built by NewServices. The HTTP layer, the console, the
+// commands and the job workers (Workers) all act through it.
+type Services struct {
+	Inventory *inventory.Service
+	Alerts    *alerts.Service
+	Rollbacks *rollbacks.Service
+	Campaigns *campaigns.Service
+	Reconcile *reconcile.Service
+	// Retention is nil when STOCKHOLD_RETENTION is 0.
+	Retention *retention.Service
+	Webhooks  *webhooks.Service
+}
+
+// Workers is what the job workers call: the same services.
+func (s *Services) Workers() jobs.Deps {
+	return jobs.Deps{Inventory: s.Inventory, Alerts: s.Alerts, Rollbacks: s.Rollbacks, Campaigns: s.Campaigns,
+		Reconcile: s.Reconcile, Retention: s.Retention, Webhooks: s.Webhooks}
+}
+
+// NewServices builds the domain services on pool, configured by cfg (from
+// config.Load, or config.Defaults in tests); they enqueue their jobs with
+// inserter inside their own transactions.
+func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.Tx], log *slog.Logger) *Services {
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
 	inv := inventory.New(pool, log, inventory.Config{
-		Coalesce: cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
+		Serial: !cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
 		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, Recorder: metrics.Recorder{},
 		Alert: func(ctx context.Context, a inventory.Alert) {
 			_, err := alertSvc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: a.Kind, Subject: a.Subject, Details: a.Details, Action: a.Summary})
@@ -252,7 +272,7 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 	if cfg.Retention > 0 {
 		keep = retention.New(pool, retention.Config{After: cfg.Retention, Budget: jobs.RetentionBudget, Log: log})
 	}
-	return jobs.Deps{
+	return &Services{
 		Webhooks: webhooks.New(pool, inserter, alertSvc, webhooks.Config{
 			AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.RetryBase, Log: log, Recorder: metrics.Recorder{},
 		}),
@@ -276,12 +296,12 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 // Standalone builds the domain services on pool with an insert-only River
 // client of its own: what a command needs to act through the domain (a
 // rollback, a reconciliation) without workers, HTTP or the job dashboard.
-func Standalone(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (jobs.Deps, error) {
+func Standalone(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, error) {
 	inserter, err := jobs.NewInserter(pool)
 	if err != nil {
-		return jobs.Deps{}, fmt.Errorf("river inserter: %w", err)
+		return nil, fmt.Errorf("river inserter: %w", err)
 	}
-	return Services(cfg, pool, inserter, log), nil
+	return NewServices(cfg, pool, inserter, log), nil
 }
 
 // New wires an App on pool, which River and the workers use; HTTP requests
@@ -296,8 +316,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	if err != nil {
 		return nil, fmt.Errorf("request pool: %w", err)
 	}
-	deps := Services(cfg, pool, inserter, log)
-	worker, err := jobs.NewClient(pool, deps, jobs.Config{
+	deps := NewServices(cfg, pool, inserter, log)
+	worker, err := jobs.NewClient(pool, deps.Workers(), jobs.Config{
 		Workers:           cfg.Workers,
 		SweepInterval:     cfg.SweepInterval,
 		SweepGrace:        cfg.SweepGrace,
@@ -317,7 +337,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		reqPool.Close()
 		return nil, err
 	}
-	web := Services(cfg, reqPool, inserter, log)
+	web := NewServices(cfg, reqPool, inserter, log)
 	a := &App{
 		Config: cfg, Pool: pool, RequestPool: reqPool, Inventory: web.Inventory, Reconcile: web.Reconcile,
 		Inserter: inserter, Worker: worker, log: log, migrator: migrator,

@@ -37,7 +37,7 @@ func BenchmarkRollbackChain(b *testing.B) {
 		pool := dbtest.New(b)
 		inserter, err := jobs.NewInserter(pool)
 		require.NoError(b, err)
-		deps := app.Services(config.Config{Coalesce: true, RollbackPause: pause}, pool, inserter, quiet)
+		deps := app.NewServices(config.DefaultsWith(func(c *config.Config) { c.RollbackPause = pause }), pool, inserter, quiet)
 		deps.Reconcile = nil
 		_, err = deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: holds, Actor: "bench"})
 		require.NoError(b, err)
@@ -59,7 +59,7 @@ func BenchmarkRollbackChain(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		client, err := jobs.NewClient(pool, deps, jobs.Config{Workers: 10, Log: quiet, SweepInterval: time.Hour, WatchInterval: time.Hour})
+		client, err := jobs.NewClient(pool, deps.Workers(), jobs.Config{Workers: 10, Log: quiet, SweepInterval: time.Hour, WatchInterval: time.Hour})
 		require.NoError(b, err)
 		completed, unsubscribe := client.Subscribe(river.EventKindJobCompleted)
 		require.NoError(b, client.Start(ctx))

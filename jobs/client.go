@@ -20,7 +20,8 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
-	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/retention"
@@ -188,7 +189,7 @@ type Config struct {
 // it to enqueue jobs inside their own transactions, independent of whether
 // this process works jobs.
 func NewInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
-	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: domain.MaxAttempts, Middleware: []rivertype.Middleware{routeQueues}})
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: enqueue.MaxAttempts, Middleware: []rivertype.Middleware{routeQueues}})
 }
 
 // NewClient returns the River client that works every stockhold job kind
@@ -214,10 +215,10 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 	}
 
 	periodic := []*river.PeriodicJob{
-		river.NewPeriodicJob(river.PeriodicInterval(orDefault(cfg.SweepInterval, 30*time.Second)),
+		river.NewPeriodicJob(river.PeriodicInterval(orDefault(cfg.SweepInterval, config.Defaults().SweepInterval)),
 			func() (river.JobArgs, *river.InsertOpts) { return SweepExpiredArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "sweep_expired", RunOnStart: true}),
-		river.NewPeriodicJob(river.PeriodicInterval(orDefault(cfg.WatchInterval, 15*time.Second)),
+		river.NewPeriodicJob(river.PeriodicInterval(orDefault(cfg.WatchInterval, config.Defaults().WatchInterval)),
 			func() (river.JobArgs, *river.InsertOpts) { return WatchDiscardedArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "watch_discarded", RunOnStart: true}),
 	}
@@ -234,7 +235,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		// Not on start: a restart (or a deploy of several instances) need
 		// not check the books at once.
 		periodic = append(periodic, river.NewPeriodicJob(
-			river.PeriodicInterval(orDefault(cfg.ReconcileInterval, 5*time.Minute)), periodicReconcile,
+			river.PeriodicInterval(orDefault(cfg.ReconcileInterval, config.Defaults().ReconcileInterval)), periodicReconcile,
 			&river.PeriodicJobOpts{ID: "reconcile"}))
 	}
 
@@ -271,8 +272,8 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		},
 		Workers:      workers,
 		PeriodicJobs: periodic,
-		MaxAttempts:  domain.MaxAttempts,
-		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, 5*time.Second)},
+		MaxAttempts:  enqueue.MaxAttempts,
+		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, config.Defaults().RetryBase)},
 		ErrorHandler: &errorHandler{log: cfg.Log},
 		// Only for kinds registered without register (ExtraWorkers); River
 		// wants it no longer than RescueStuckJobsAfter.
@@ -308,6 +309,8 @@ func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }
 
+// orDefault is d, or def when d is not set: a setting's default comes from
+// app/config, the rest are this package's constants.
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def

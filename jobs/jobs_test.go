@@ -72,10 +72,11 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	pool := dbtest.New(t)
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	deps := app.Services(config.Config{
-		AlertWebhook: opts.webhook, RollbackPause: opts.rollbackPause, ReconcileRepairLimit: 100, Retention: opts.retention,
-		WebhookAllowPrivate: opts.allowPrivate, RetryBase: 20 * time.Millisecond,
-	}, pool, inserter, quiet)
+	services := app.NewServices(config.DefaultsWith(func(c *config.Config) {
+		c.AlertWebhook, c.RollbackPause, c.Retention = opts.webhook, opts.rollbackPause, opts.retention
+		c.WebhookAllowPrivate, c.RetryBase = opts.allowPrivate, 20*time.Millisecond
+	}), pool, inserter, quiet)
+	deps := services.Workers()
 	reconciler := deps.Reconcile
 	if !opts.reconcile {
 		deps.Reconcile = nil // leaves the reconcile worker and its schedule out

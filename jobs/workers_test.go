@@ -29,7 +29,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/dbtest"
-	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -76,7 +76,7 @@ func (b *workerBundle) tx(t *testing.T) pgx.Tx {
 
 func testWorker[T river.JobArgs](t *testing.T, w river.Worker[T]) *rivertest.Worker[T, pgx.Tx] {
 	t.Helper()
-	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{MaxAttempts: domain.MaxAttempts, Logger: quietLog}, w)
+	return rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{MaxAttempts: enqueue.MaxAttempts, Logger: quietLog}, w)
 }
 
 // lastError is the error the job's last attempt recorded (a cancelled or

@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/enqueue"
 )
 
 // Levels of alerts.
@@ -34,7 +36,7 @@ const (
 // Service raises, lists and acknowledges alerts.
 type Service struct {
 	pool *pgxpool.Pool
-	jobs domain.JobInserter
+	jobs enqueue.Inserter
 	// deliver is whether a webhook is configured to receive new alerts.
 	deliver bool
 	// repageAfter is how long an open alert stays quiet before a repeat
@@ -44,7 +46,7 @@ type Service struct {
 
 // New returns a Service; deliver says whether new alerts go to the webhook.
 // An open alert that repeats pages only once, unless WithRepageAfter is set.
-func New(pool *pgxpool.Pool, jobs domain.JobInserter, deliver bool) *Service {
+func New(pool *pgxpool.Pool, jobs enqueue.Inserter, deliver bool) *Service {
 	return &Service{pool: pool, jobs: jobs, deliver: deliver}
 }
 
@@ -165,7 +167,7 @@ func (s *Service) List(ctx context.Context, status string, limit int) ([]Alert, 
 func (s *Service) Get(ctx context.Context, id int64) (Alert, error) {
 	row, err := db.New(s.pool).AlertGet(ctx, id)
 	if err != nil {
-		return Alert{}, domain.NotFound(err, "alert")
+		return Alert{}, dberr.NotFound(err, "alert")
 	}
 	return newAlert(row), nil
 }

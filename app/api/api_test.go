@@ -60,7 +60,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	pool := dbtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 40 })
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	deps := app.Services(config.Config{Coalesce: opts.coalesce, ReconcileRepairLimit: 100}, pool, inserter, quiet)
+	deps := app.NewServices(config.DefaultsWith(func(c *config.Config) { c.Coalesce = opts.coalesce }), pool, inserter, quiet)
 	srv := httptest.NewServer(api.New(api.Deps{
 		Events: events.NewFeed(pool), Inventory: deps.Inventory, Reconcile: deps.Reconcile, Alerts: deps.Alerts,
 		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Webhooks: deps.Webhooks, Auth: auth.NewAuthenticator(pool, time.Minute),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
 )
 
@@ -190,11 +191,11 @@ func timeout() *problem {
 // nil. It runs after the request's own context was checked, so a deadline
 // seen here is an inner one: the pool's acquire timeout or connect_timeout.
 func databaseProblem(err error) *problem {
-	switch domain.OverloadOf(err) {
-	case domain.Busy:
+	switch dberr.OverloadOf(err) {
+	case dberr.Busy:
 		return &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: titles["busy"], RetryAfter: retryBusy,
 			Detail: "the rows this request needs are locked by another transaction; retry in a moment (with the same Idempotency-Key)"}
-	case domain.Unavailable:
+	case dberr.Unavailable:
 		return &problem{Status: http.StatusServiceUnavailable, Code: "unavailable", Title: titles["unavailable"], RetryAfter: retryUnavailable,
 			Detail: "the database cannot be reached right now; retry in a moment (with the same Idempotency-Key)"}
 	}

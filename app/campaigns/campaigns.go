@@ -20,7 +20,9 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
@@ -41,13 +43,13 @@ const MaxAllotments = 1000
 // Service creates, starts and ends campaigns.
 type Service struct {
 	pool      *pgxpool.Pool
-	jobs      domain.JobInserter
+	jobs      enqueue.Inserter
 	rollbacks *rollbacks.Service
 	alerts    *alerts.Service
 }
 
 // New returns a Service.
-func New(pool *pgxpool.Pool, jobs domain.JobInserter, rb *rollbacks.Service, al *alerts.Service) *Service {
+func New(pool *pgxpool.Pool, jobs enqueue.Inserter, rb *rollbacks.Service, al *alerts.Service) *Service {
 	return &Service{pool: pool, jobs: jobs, rollbacks: rb, alerts: al}
 }
 
@@ -234,7 +236,7 @@ func (s *Service) Get(ctx context.Context, id string) (Campaign, error) {
 func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 	c, err := q.CampaignGet(ctx, id)
 	if err != nil {
-		return Campaign{}, domain.NotFound(err, "campaign")
+		return Campaign{}, dberr.NotFound(err, "campaign")
 	}
 	out := Campaign{
 		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt, EndsAt: c.EndsAt,
@@ -353,7 +355,7 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
 	if err != nil {
-		return rollbacks.Created{}, domain.NotFound(err, "campaign")
+		return rollbacks.Created{}, dberr.NotFound(err, "campaign")
 	}
 	if c.Status == StatusEnded || c.Status == StatusRolledBack {
 		rb, err := q.RollbackLatestForCampaign(ctx, id)
@@ -470,7 +472,7 @@ func (s *Service) FinishTx(ctx context.Context, tx pgx.Tx, id, actor string) err
 func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id, by string) (string, *int64, error) {
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
-	if err := domain.NotFound(err, "campaign"); err != nil {
+	if err := dberr.NotFound(err, "campaign"); err != nil {
 		return "", nil, fmt.Errorf("lock campaign %s: %w", id, err)
 	}
 	switch c.Status {

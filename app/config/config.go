@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -140,6 +141,34 @@ type Config struct {
 // Each variable's default and meaning are its entry in Settings; an error
 // names every variable at fault.
 func Load(getenv func(string) string) (Config, error) {
+	c, err := load(getenv)
+	if c.DatabaseURL == "" {
+		err = errors.Join(err, fmt.Errorf("DATABASE_URL is not set (with `make run` the Makefile starts a private PostgreSQL and sets it)"))
+	}
+	return c, err
+}
+
+// Defaults is every setting at its default (DATABASE_URL unset): what the
+// services fill a zero field of their own configuration with, so that
+// Settings is the one place a default is written, and a test that builds a
+// service without saying otherwise runs the production settings.
+var Defaults = sync.OnceValue(func() Config {
+	c, err := load(func(string) string { return "" })
+	if err != nil {
+		panic("config: the defaults in Settings do not load: " + err.Error())
+	}
+	return c
+})
+
+// DefaultsWith is Defaults with set applied: a test's own settings, and
+// production's for the rest.
+func DefaultsWith(set func(*Config)) Config {
+	c := Defaults()
+	set(&c)
+	return c
+}
+
+func load(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
 		DatabaseURL:          r.str("DATABASE_URL"),
@@ -187,9 +216,6 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if _, _, err := net.SplitHostPort(c.PprofAddr); c.PprofAddr != "" && err != nil {
 		r.fail("STOCKHOLD_PPROF_ADDR", c.PprofAddr, "must be host:port, such as 127.0.0.1:6060")
-	}
-	if c.DatabaseURL == "" {
-		r.errs = append(r.errs, fmt.Errorf("DATABASE_URL is not set (with `make run` the Makefile starts a private PostgreSQL and sets it)"))
 	}
 	return c, errors.Join(r.errs...)
 }

@@ -1,17 +1,14 @@
 // Package domain holds what every domain package shares and none owns: the
-// errors a caller can act on (each with the code the API contract names),
-// the one mapping of "no row" to not found, the classification of
-// PostgreSQL's refusals under pressure, and the validation of names and
-// free text. It imports nothing of stockhold's, so every domain package, the
-// workers and the HTTP layer can use it; the HTTP layer maps each code to
-// its status in one place (app/api/problem.go).
+// errors a caller can act on (each with the code the API contract names)
+// and the validation of names and free text. It imports nothing but the
+// standard library (what PostgreSQL's answers mean is app/dberr's, how jobs
+// are enqueued app/enqueue's), so every domain package, the workers and the
+// HTTP layer can use it; the HTTP layer maps each code to its status in one
+// place (app/api/problem.go).
 package domain
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Code names a problem the way the API contract does.
@@ -93,14 +90,4 @@ func Invalid(format string, args ...any) *Error {
 // ErrNotFound that says what.
 func Missing(what string) *Error {
 	return &Error{Code: CodeNotFound, Detail: what + " not found"}
-}
-
-// NotFound turns pgx.ErrNoRows into Missing(what); any other error, nil
-// included, passes through. It is the one place a read by id that found no
-// row becomes a not found.
-func NotFound(err error, what string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Missing(what)
-	}
-	return err
 }

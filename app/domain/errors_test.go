@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/domain"
@@ -23,20 +22,6 @@ func TestErrorIsMatchesByCode(t *testing.T) {
 	require.NotErrorIs(t, reused, domain.ErrNotFound)
 	require.NotErrorIs(t, domain.Invalid("x"), domain.ErrNotFound)
 	require.NotErrorIs(t, errors.New("not_found: plain"), domain.ErrNotFound)
-}
-
-func TestNotFound(t *testing.T) {
-	t.Parallel()
-	err := domain.NotFound(fmt.Errorf("scan: %w", pgx.ErrNoRows), "webhook")
-	var de *domain.Error
-	require.ErrorAs(t, err, &de)
-	require.Equal(t, domain.CodeNotFound, de.Code)
-	require.Equal(t, "webhook not found", de.Detail)
-	require.ErrorIs(t, err, domain.ErrNotFound)
-
-	other := errors.New("connection reset")
-	require.Same(t, other, domain.NotFound(other, "webhook"))
-	require.NoError(t, domain.NotFound(nil, "webhook"))
 }
 
 func TestValidName(t *testing.T) {

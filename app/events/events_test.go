@@ -31,7 +31,7 @@ func setup(t *testing.T) (*pgxpool.Pool, *inventory.Service) {
 	pool := dbtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 30 })
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	deps := app.Services(config.Config{Coalesce: true}, pool, inserter, quiet)
+	deps := app.NewServices(config.Defaults(), pool, inserter, quiet)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return pool, deps.Inventory
 }

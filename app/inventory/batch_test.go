@@ -93,7 +93,7 @@ func gatedBatch(t *testing.T, svc *inventory.Service, pool *pgxpool.Pool, send f
 func TestBatchAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Coalesce: true, Flights: 1, LockTimeout: 10 * time.Second}})
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
 	stockIn(t, svc, "A", 10)
 	stockIn(t, svc, "B", 5)
 	_, err := b.pool.Exec(ctx, `
@@ -175,7 +175,7 @@ func TestBatchAnswersEachCaller(t *testing.T) {
 func TestLockedRowAnswersBusy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Coalesce: true, Flights: 1, LockTimeout: 200 * time.Millisecond}})
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 200 * time.Millisecond}})
 	stockIn(t, svc, "LOCKED", 10)
 	for i := range 5 {
 		stockIn(t, svc, fmt.Sprint("FREE", i), 100)
@@ -249,7 +249,7 @@ func TestBatchPanicIsAnError(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	alerts := make(chan inventory.Alert, 1)
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Coalesce: true, Alert: func(_ context.Context, a inventory.Alert) { alerts <- a }}})
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Alert: func(_ context.Context, a inventory.Alert) { alerts <- a }}})
 	inventory.SetBeforeGrant(svc, func(r inventory.HoldRequest) {
 		if r.OrderRef == "boom" {
 			panic("boom")
@@ -280,8 +280,8 @@ func TestBatchPanicIsAnError(t *testing.T) {
 func TestFlashAcrossInstances(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, b := setup(t, &setupOpts{coalesce: true})
-	other := b.another(inventory.Config{Coalesce: true})
+	svc, b := setup(t, &setupOpts{})
+	other := b.another(inventory.Config{})
 	stockIn(t, svc, "FLASH", 100)
 	var held, out atomic.Int64
 	errs := make(chan error, 1000)
@@ -331,7 +331,7 @@ func TestLockOrderOnICUCollation(t *testing.T) {
 	for _, coalesce := range []bool{false, true} {
 		t.Run(fmt.Sprint("coalesce=", coalesce), func(t *testing.T) {
 			t.Parallel()
-			svc, b := setup(t, &setupOpts{icu: true, coalesce: coalesce})
+			svc, b := setup(t, &setupOpts{icu: true, serial: !coalesce})
 			var collated, bytewise bool
 			require.NoError(t, b.pool.QueryRow(ctx, `SELECT 'a1' < 'B1', 'a1' < 'B1' COLLATE "C"`).Scan(&collated, &bytewise))
 			require.True(t, collated, "en-US puts a1 first")
@@ -400,7 +400,7 @@ func TestRandomizedHolds(t *testing.T) {
 
 func testRandomizedHolds(t *testing.T, coalesce bool) {
 	ctx := context.Background()
-	svc, b := setup(t, &setupOpts{coalesce: coalesce})
+	svc, b := setup(t, &setupOpts{serial: !coalesce})
 	stockOf := map[string]int64{"S1": 120, "S2": 60, "S3": 20, "S4": 5}
 	skus := []string{"S1", "S2", "S3", "S4"}
 	for s, n := range stockOf {
@@ -579,7 +579,7 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 func TestChangeBatchAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Coalesce: true, Flights: 1, LockTimeout: 10 * time.Second}})
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
 	stockIn(t, svc, "A1", 100)
 	h := make([]inventory.Reservation, 6)
 	for i := range h {

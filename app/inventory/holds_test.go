@@ -106,7 +106,7 @@ func TestExtend(t *testing.T) {
 func TestExtendRacesTheExpiryLoop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Coalesce: true, ExpiryTick: 5 * time.Millisecond}})
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{ExpiryTick: 5 * time.Millisecond}})
 	const n = 60
 	stockIn(t, svc, "A1", n)
 	ids := make([]uuid.UUID, n)
@@ -238,7 +238,7 @@ func strip(p inventory.Pool) inventory.Pool {
 func TestReleaseItemsRacesConfirmsAndExpiry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Coalesce: true, ExpiryTick: 5 * time.Millisecond}})
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{ExpiryTick: 5 * time.Millisecond}})
 	const n = 60
 	stockIn(t, svc, "A1", 4*n)
 	stockIn(t, svc, "B2", 4*n)

@@ -8,13 +8,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
 )
 
@@ -32,32 +33,55 @@ const (
 	MaxOrderRefSize = 255
 )
 
-// Config tunes the service.
+// Config tunes the service. A zero field takes the production setting,
+// from app/config (see WithDefaults): a test that builds a Service says
+// only what it changes.
 type Config struct {
-	// Coalesce lets a batch carry many requests. Off, every hold, confirm
-	// and release still goes through the batch path, one per transaction.
-	Coalesce bool
-	// MaxBatch bounds the requests one transaction carries (default 128).
+	// Serial gives every hold, confirm and release a transaction of its
+	// own (STOCKHOLD_COALESCE=false); each still goes through the batch
+	// path. By default a batch carries many.
+	Serial bool
+	// MaxBatch bounds the requests one transaction carries
+	// (STOCKHOLD_BATCH_SIZE).
 	MaxBatch int
 	// Flights is how many batches of each kind (holds, confirms and
-	// releases) may run at once, each on its own connection (default: the
-	// number of CPUs, at least 4). Flights beyond the first go only when
-	// requests are waiting in company or a flight is slow (see batcher),
-	// so more flights do not make small batches: measured on two cores,
-	// four gave spread 4,694 holds/s (median of five runs) against 4,319
-	// with two.
+	// releases) may run at once, each on its own connection
+	// (STOCKHOLD_BATCH_FLIGHTS). Flights beyond the first go only when
+	// requests are waiting in company or a flight is slow (see batcher).
 	Flights int
 	// LockTimeout bounds how long a batch waits for a row lock before the
-	// requests that need that row answer busy (default 500 ms).
+	// requests that need that row answer busy (STOCKHOLD_DB_LOCK_TIMEOUT).
 	LockTimeout time.Duration
 	// ExpiryTick is the longest the expiry loop sleeps between passes
-	// (default 200 ms): a hold expires at most about this late.
+	// (STOCKHOLD_EXPIRY_TICK): a hold expires at most about this late.
 	ExpiryTick time.Duration
 	// Alert, when set, is told about what a person must look at: a batch
 	// that panicked. The wiring raises an alert with it.
 	Alert func(ctx context.Context, a Alert)
 	// Recorder, when set, is told what the service does, for metrics.
 	Recorder Recorder
+}
+
+// WithDefaults returns c with every zero setting replaced by its default
+// from app/config, the one place defaults are written.
+func (c Config) WithDefaults() Config {
+	d := config.Defaults()
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = d.BatchSize
+	}
+	if c.Flights <= 0 {
+		c.Flights = d.BatchFlights
+	}
+	if c.LockTimeout <= 0 {
+		c.LockTimeout = d.LockTimeout
+	}
+	if c.ExpiryTick <= 0 {
+		c.ExpiryTick = d.ExpiryTick
+	}
+	if c.Recorder == nil {
+		c.Recorder = nopRecorder{}
+	}
+	return c
 }
 
 // Alert is a problem the service reports through Config.Alert.
@@ -69,19 +93,12 @@ type Alert struct {
 	Details map[string]any
 }
 
-// Defaults of Config.
 const (
-	DefaultMaxBatch    = 128
-	DefaultLockTimeout = 500 * time.Millisecond
-	DefaultExpiryTick  = 200 * time.Millisecond
 	// batchTimeout bounds one batch transaction, whatever its callers' own
 	// deadlines (they stop waiting sooner; the batch finishes regardless).
 	batchTimeout    = 30 * time.Second
 	rollbackTimeout = 5 * time.Second
 )
-
-// DefaultFlights is the number of CPUs, at least 4.
-func DefaultFlights() int { return max(4, runtime.NumCPU()) }
 
 // Service holds stock for orders and hands it back.
 type Service struct {
@@ -105,23 +122,9 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = DefaultMaxBatch
-	}
-	if !cfg.Coalesce {
+	cfg = cfg.WithDefaults()
+	if cfg.Serial {
 		cfg.MaxBatch = 1
-	}
-	if cfg.Flights <= 0 {
-		cfg.Flights = DefaultFlights()
-	}
-	if cfg.LockTimeout <= 0 {
-		cfg.LockTimeout = DefaultLockTimeout
-	}
-	if cfg.ExpiryTick <= 0 {
-		cfg.ExpiryTick = DefaultExpiryTick
-	}
-	if cfg.Recorder == nil {
-		cfg.Recorder = nopRecorder{}
 	}
 	s := &Service{pool: pool, log: log, cfg: cfg, rec: cfg.Recorder, counts: newHoldCounts(),
 		lockTimeout:       fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds(), 1)),
@@ -238,7 +241,7 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID, by Caller) (Reservation
 	q := db.New(s.pool)
 	r, err := q.ReservationGet(ctx, id)
 	if err != nil {
-		return Reservation{}, domain.NotFound(err, "reservation")
+		return Reservation{}, dberr.NotFound(err, "reservation")
 	}
 	if !by.maySee(r.Client) {
 		return Reservation{}, domain.Missing("reservation")

@@ -30,7 +30,9 @@ type bundle struct {
 }
 
 type setupOpts struct {
-	coalesce bool
+	// serial gives every request a transaction of its own, as
+	// STOCKHOLD_COALESCE=false does; by default batches carry many.
+	serial bool
 	// icu gives the database an ICU default collation (en-US), where text
 	// sorts by language rules rather than byte by byte.
 	icu bool
@@ -48,7 +50,7 @@ func setup(t *testing.T, opts *setupOpts) (*inventory.Service, *bundle) {
 		dbOpts.ICULocale = "en-US"
 	}
 	pool := dbtest.NewWithOptions(t, dbOpts)
-	cfg := inventory.Config{Coalesce: opts.coalesce}
+	cfg := inventory.Config{Serial: opts.serial}
 	if opts.cfg != nil {
 		cfg = *opts.cfg
 	}
@@ -181,7 +183,7 @@ func TestHoldFailures(t *testing.T) {
 
 func testConcurrentHolds(t *testing.T, coalesce bool) {
 	ctx := context.Background()
-	svc, b := setup(t, &setupOpts{coalesce: coalesce})
+	svc, b := setup(t, &setupOpts{serial: !coalesce})
 	stockIn(t, svc, "HOT", 100)
 
 	errs := make([]error, 1000)
@@ -229,7 +231,7 @@ func TestIdempotentHold(t *testing.T) {
 		t.Run(fmt.Sprint("coalesce=", coalesce), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			svc, b := setup(t, &setupOpts{coalesce: coalesce})
+			svc, b := setup(t, &setupOpts{serial: !coalesce})
 			stockIn(t, svc, "A1", 100)
 
 			results := make([]inventory.Reservation, 50)

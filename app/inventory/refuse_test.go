@@ -109,7 +109,7 @@ func TestTheDatabaseRefusesAWrongChange(t *testing.T) {
 		mu     sync.Mutex
 		alerts []inventory.Alert
 	)
-	alerting := b.another(inventory.Config{Coalesce: true, Alert: func(_ context.Context, a inventory.Alert) {
+	alerting := b.another(inventory.Config{Alert: func(_ context.Context, a inventory.Alert) {
 		mu.Lock()
 		defer mu.Unlock()
 		alerts = append(alerts, a)

@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
@@ -255,7 +256,7 @@ func (s *Service) retryTx(ctx context.Context, tx pgx.Tx, runID int64, j db.Jobs
 	if err != nil {
 		return fmt.Errorf("lock job: %w", err)
 	}
-	retries := max(int(locked.MaxAttempts)-domain.MaxAttempts, 0)
+	retries := max(int(locked.MaxAttempts)-enqueue.MaxAttempts, 0)
 	details := map[string]any{
 		"job_kind": j.Kind, "attempt": locked.Attempt, "max_attempts": locked.MaxAttempts,
 		"retries_before": retries, "finalized_at": j.FinalizedAt,

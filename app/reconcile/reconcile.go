@@ -14,6 +14,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -54,7 +55,7 @@ const Actor = "system:reconcile"
 
 // MaxRetries is how many times reconciliation re-enqueues one discarded
 // job. River adds an attempt to a job each time it is retried after using
-// up its attempts, so a job's max_attempts beyond domain.MaxAttempts counts
+// up its attempts, so a job's max_attempts beyond enqueue.MaxAttempts counts
 // its retries (a retry from the job dashboard counts too).
 const MaxRetries = 2
 
@@ -149,7 +150,7 @@ func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
 		started, err := q.ReconcileRunStart(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			row, err = q.ReconcileRunGet(ctx, id)
-			return domain.NotFound(err, fmt.Sprintf("reconciliation run %d", id)) // nil: it succeeded before
+			return dberr.NotFound(err, fmt.Sprintf("reconciliation run %d", id)) // nil: it succeeded before
 		}
 		if err != nil {
 			return fmt.Errorf("start reconciliation run %d: %w", id, err)

@@ -55,7 +55,7 @@ func setup(t *testing.T, opts *setupOpts) (*reconcile.Service, *bundle) {
 	pool := dbtest.New(t)
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	deps := app.Services(config.Config{}, pool, inserter, quiet)
+	deps := app.NewServices(config.Defaults(), pool, inserter, quiet)
 	b := &bundle{pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rollbacks: deps.Rollbacks, inserter: inserter}
 	svc := reconcile.New(pool, inserter, b.alerts, b.inv, reconcile.Config{RepairLimit: opts.repairLimit, StuckGrace: opts.grace, Log: quiet})
 	return svc, b
@@ -660,7 +660,7 @@ func TestStrandedAndDiscardedChainsTakeOnePath(t *testing.T) {
 	t.Parallel()
 	_, b := setup(t, nil)
 	ctx := context.Background()
-	svc := app.Services(config.Config{}, b.pool, b.inserter, quiet).Reconcile
+	svc := app.NewServices(config.Defaults(), b.pool, b.inserter, quiet).Reconcile
 	b.stockIn(t, "A1", 10)
 	rollbackID, discarded := discardBatch(t, b, []uuid.UUID{b.hold(t, "k", "A1", 1)})
 

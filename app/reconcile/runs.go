@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 )
@@ -97,7 +98,7 @@ func (s *Service) Get(ctx context.Context, id int64) (Run, error) {
 	q := db.New(s.pool)
 	row, err := q.ReconcileRunGet(ctx, id)
 	if err != nil {
-		return Run{}, domain.NotFound(err, "reconciliation run")
+		return Run{}, dberr.NotFound(err, "reconciliation run")
 	}
 	return s.withFindings(ctx, q, row)
 }
@@ -107,7 +108,7 @@ func (s *Service) Latest(ctx context.Context) (Run, error) {
 	q := db.New(s.pool)
 	row, err := q.ReconcileRunLatest(ctx)
 	if err != nil {
-		return Run{}, domain.NotFound(err, "reconciliation run")
+		return Run{}, dberr.NotFound(err, "reconciliation run")
 	}
 	return s.withFindings(ctx, q, row)
 }

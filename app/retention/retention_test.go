@@ -24,7 +24,7 @@ import (
 
 type bundle struct {
 	pool *pgxpool.Pool
-	deps jobs.Deps
+	deps *app.Services
 }
 
 func setup(t *testing.T) bundle {
@@ -32,7 +32,7 @@ func setup(t *testing.T) bundle {
 	pool := dbtest.New(t)
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	deps := app.Services(config.Config{ReconcileRepairLimit: 100}, pool, inserter, nil)
+	deps := app.NewServices(config.Defaults(), pool, inserter, nil)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return bundle{pool: pool, deps: deps}
 }

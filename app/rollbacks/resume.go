@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
 )
 
@@ -36,7 +37,7 @@ func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id int64, by string) 
 	}
 	q := db.New(tx)
 	row, err := q.RollbackLock(ctx, id)
-	if err := domain.NotFound(err, "rollback"); err != nil {
+	if err := dberr.NotFound(err, "rollback"); err != nil {
 		return Resumed{}, fmt.Errorf("lock rollback %d: %w", id, err)
 	}
 	row, jobID, resumed, err := s.carryOnTx(ctx, tx, row, 0)

@@ -25,7 +25,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -55,14 +57,14 @@ const (
 // Service creates and runs rollbacks.
 type Service struct {
 	pool  *pgxpool.Pool
-	jobs  domain.JobInserter
+	jobs  enqueue.Inserter
 	inv   *inventory.Service
 	pause time.Duration
 }
 
 // New returns a Service that releases holds through inv, in batches pause
 // apart.
-func New(pool *pgxpool.Pool, jobs domain.JobInserter, inv *inventory.Service, pause time.Duration) *Service {
+func New(pool *pgxpool.Pool, jobs enqueue.Inserter, inv *inventory.Service, pause time.Duration) *Service {
 	return &Service{pool: pool, jobs: jobs, inv: inv, pause: pause}
 }
 
@@ -307,7 +309,7 @@ func insert(ctx context.Context, q *db.Queries, req Request, jobID *int64, reque
 func (s *Service) Get(ctx context.Context, id int64) (Rollback, error) {
 	row, err := db.New(s.pool).RollbackGet(ctx, id)
 	if err != nil {
-		return Rollback{}, domain.NotFound(err, "rollback")
+		return Rollback{}, dberr.NotFound(err, "rollback")
 	}
 	return newRollback(row)
 }

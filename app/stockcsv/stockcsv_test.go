@@ -87,7 +87,7 @@ func TestParse(t *testing.T) {
 type bundle struct {
 	pool *pgxpool.Pool
 	inv  *inventory.Service
-	deps jobs.Deps
+	deps *app.Services
 }
 
 func setup(t *testing.T) bundle {
@@ -95,7 +95,7 @@ func setup(t *testing.T) bundle {
 	pool := dbtest.New(t)
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	deps := app.Services(config.Config{}, pool, inserter, nil)
+	deps := app.NewServices(config.Defaults(), pool, inserter, nil)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return bundle{pool: pool, inv: deps.Inventory, deps: deps}
 }

@@ -23,8 +23,11 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/idempotency"
 )
@@ -45,7 +48,7 @@ type Config struct {
 	AllowPrivate bool
 	// RetryBase is the wait after a failed delivery; the next waits four
 	// times as long, and after the third failure (and the alert) retries
-	// come every 16 times RetryBase. 0 means 5 s.
+	// come every 16 times RetryBase (STOCKHOLD_RETRY_BASE when 0).
 	RetryBase time.Duration
 	// Tick is how often the dispatcher looks for subscriptions with events
 	// to deliver; 0 means 250 ms.
@@ -70,7 +73,7 @@ func (nopRecorder) WebhookDelivered(bool, int) {}
 // Service registers webhooks and delivers the feed to them.
 type Service struct {
 	pool     *pgxpool.Pool
-	jobs     domain.JobInserter
+	jobs     enqueue.Inserter
 	alerts   *alerts.Service
 	cfg      Config
 	client   *http.Client
@@ -79,9 +82,9 @@ type Service struct {
 
 // New returns a Service. jobs enqueues the delivery jobs the dispatcher
 // starts.
-func New(pool *pgxpool.Pool, jobs domain.JobInserter, al *alerts.Service, cfg Config) *Service {
+func New(pool *pgxpool.Pool, jobs enqueue.Inserter, al *alerts.Service, cfg Config) *Service {
 	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = 5 * time.Second
+		cfg.RetryBase = config.Defaults().RetryBase
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = 250 * time.Millisecond
@@ -216,7 +219,7 @@ func (s *Service) Get(ctx context.Context, id int64) (Webhook, error) {
 	q := db.New(s.pool)
 	row, err := q.WebhookGet(ctx, id)
 	if err != nil {
-		return Webhook{}, domain.NotFound(err, "webhook")
+		return Webhook{}, dberr.NotFound(err, "webhook")
 	}
 	return view(ctx, q, row)
 }

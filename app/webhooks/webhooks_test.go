@@ -30,7 +30,9 @@ func services(t *testing.T, allowPrivate bool) (*pgxpool.Pool, *webhooks.Service
 	pool := dbtest.New(t)
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	deps := app.Services(config.Config{WebhookAllowPrivate: allowPrivate, RetryBase: 10 * time.Millisecond}, pool, inserter, nil)
+	deps := app.NewServices(config.DefaultsWith(func(c *config.Config) {
+		c.WebhookAllowPrivate, c.RetryBase = allowPrivate, 10*time.Millisecond
+	}), pool, inserter, nil)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return pool, deps.Webhooks, deps.Inventory
 }
@@ -121,7 +123,7 @@ func TestDeliveryRefusesPrivateAddressesWhenItConnects(t *testing.T) {
 	// The same database, a service that does not allow private addresses.
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	strict := app.Services(config.Config{RetryBase: 10 * time.Millisecond}, pool, inserter, nil).Webhooks
+	strict := app.NewServices(config.DefaultsWith(func(c *config.Config) { c.RetryBase = 10 * time.Millisecond }), pool, inserter, nil).Webhooks
 	res, err := strict.Deliver(ctx, w.ID)
 	require.NoError(t, err)
 	require.Contains(t, res.Failed, "refused")

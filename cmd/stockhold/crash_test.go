@@ -115,11 +115,11 @@ func waitForLockWaiter(t *testing.T, pool *pgxpool.Pool) {
 	}, 30*time.Second, 20*time.Millisecond)
 }
 
-func services(t *testing.T, pool *pgxpool.Pool) jobs.Deps {
+func services(t *testing.T, pool *pgxpool.Pool) *app.Services {
 	t.Helper()
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
-	return app.Services(config.Config{}, pool, inserter, nil)
+	return app.NewServices(config.Defaults(), pool, inserter, nil)
 }
 
 // TestKilledRollbackFinishesOnAnotherInstance kills -9 the instance running

@@ -10,7 +10,6 @@ import (
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/schema"
-	"github.com/stockhold/stockhold/jobs"
 )
 
 // migrate runs migrate up, down or status.
@@ -69,7 +68,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 // app.Standalone), configured as serve would be; it logs warnings and
 // errors only, unless STOCKHOLD_LOG_LEVEL says otherwise, since a person
 // at a terminal reads what the command prints.
-func withServices(ctx context.Context, getenv func(string) string, stderr io.Writer, fn func(jobs.Deps) error) error {
+func withServices(ctx context.Context, getenv func(string) string, stderr io.Writer, fn func(*app.Services) error) error {
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err

@@ -7,9 +7,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/reconcile"
-	"github.com/stockhold/stockhold/jobs"
 )
 
 // reconcileCmd runs a reconciliation in this process (no worker needed),
@@ -30,7 +30,7 @@ func reconcileCmd(ctx context.Context, args []string, getenv func(string) string
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: reconcile takes no arguments, only --sku flags", errUsage)
 	}
-	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		if len(skus) > 0 {
 			unknown, err := svc.Reconcile.UnknownSKUs(ctx, skus)
 			if err != nil {

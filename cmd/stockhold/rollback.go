@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/rollbacks"
-	"github.com/stockhold/stockhold/jobs"
 )
 
 // rollback enqueues a manual rollback job, recorded with who and why, and
@@ -65,7 +65,7 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("%w: %s", errUsage, asFlags(err.Error()))
 	}
-	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		if req.Scope.SKU != "" {
 			unknown, err := svc.Reconcile.UnknownSKUs(ctx, []string{req.Scope.SKU})
 			if err != nil {
@@ -118,7 +118,7 @@ func rollbackResume(ctx context.Context, args []string, getenv func(string) stri
 	if *operator == "" {
 		*operator = "cli"
 	}
-	return withServices(ctx, getenv, stderr, func(svc jobs.Deps) error {
+	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		out, err := svc.Rollbacks.Resume(ctx, n, *operator)
 		if err != nil {
 			return err

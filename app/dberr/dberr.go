@@ -1,4 +1,9 @@
-package domain
+// Package dberr says what PostgreSQL's answers mean to the domain: a read
+// that found no row is a not found (the one place pgx.ErrNoRows becomes
+// domain.ErrNotFound), and a refusal under pressure is busy or
+// unavailable. Domain packages and the HTTP layer use it; app/domain itself
+// knows nothing of PostgreSQL.
+package dberr
 
 import (
 	"context"
@@ -7,7 +12,10 @@ import (
 	"net"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stockhold/stockhold/app/domain"
 )
 
 // Overload is how PostgreSQL refused a request under pressure.
@@ -51,4 +59,14 @@ func OverloadOf(err error) Overload {
 		return Unavailable
 	}
 	return NotOverload
+}
+
+// NotFound turns pgx.ErrNoRows into domain.Missing(what); any other error,
+// nil included, passes through. It is the one place a read by id that
+// found no row becomes a not found.
+func NotFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Missing(what)
+	}
+	return err
 }

@@ -1,4 +1,7 @@
-package domain
+// Package enqueue is how domain packages put River jobs into the database:
+// inside their own transactions, so that a job exists if and only if the
+// change that needs it committed, and with every kind's attempt budget.
+package enqueue
 
 import (
 	"context"
@@ -14,11 +17,11 @@ import (
 // and a discarded job always raises an alert.
 const MaxAttempts = 3
 
-// JobInserter inserts River jobs inside a caller's transaction, so that a
-// job exists if and only if the change that needs it committed. A
+// Inserter inserts River jobs inside a caller's transaction, so that a job
+// exists if and only if the change that needs it committed. A
 // *river.Client[pgx.Tx] is one; an insert-only client (no queues, never
 // started) is enough.
-type JobInserter interface {
+type Inserter interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
