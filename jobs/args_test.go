@@ -77,8 +77,6 @@ func TestArgsMarshalledByGoDecode(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, decodeAs(args.Kind(), raw), "%s %s", args.Kind(), raw)
 	}
-	// Batches enqueued by earlier versions carried not_before.
-	require.NoError(t, decodeAs("rollback_batch", []byte(`{"rollback_id": 4, "not_before": "0001-01-01T00:00:00Z"}`)))
 }
 
 // TestArgsRefused is the table of args a worker refuses, with what the

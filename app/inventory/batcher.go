@@ -34,12 +34,10 @@ type request interface {
 // anyway, and under load batches grow by themselves to what arrived
 // during the previous round trip, on every flight.
 //
-// Launching a flight whenever one was free (what this did before) made
-// batches of one or two under moderate load, each paying a transaction's
-// fixed cost (begin, settings, commit and its WAL flush, two round trips,
-// on both the server and PostgreSQL): profiled at 1,500 holds/s on two
-// cores, a hold then cost the server twice the CPU it costs at full load,
-// and the machine was 80% busy at half its peak rate.
+// Launching a flight whenever one is free would make batches of one or
+// two under moderate load, each paying a transaction's fixed cost (begin,
+// settings, commit and its WAL flush, two round trips, on both the server
+// and PostgreSQL); the README's Performance section has the profile.
 //
 // Requests wait in arrival order, and a request whose rows an in-flight
 // batch holds waits for that batch (see request.keys).

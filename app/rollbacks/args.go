@@ -1,8 +1,6 @@
 package rollbacks
 
 import (
-	"time"
-
 	"github.com/stockhold/stockhold/app/domain"
 )
 
@@ -45,10 +43,6 @@ func (a ManualRollbackArgs) request() Request {
 // RollbackBatchArgs is one link of a rollback's chain of batches.
 type RollbackBatchArgs struct {
 	RollbackID int64 `json:"rollback_id"`
-	// NotBefore is ignored. Batches enqueued by earlier versions carry it
-	// (they slept until then inside the job); a batch is now a job due
-	// after the pause, and is accepted with or without it.
-	NotBefore *time.Time `json:"not_before,omitempty"`
 }
 
 // Kind names the job in river_job.

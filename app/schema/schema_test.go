@@ -59,3 +59,38 @@ func TestMigrationsRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res2.OK, "River's own validation agrees: %v", res2.Messages)
 }
+
+// TestUpgradeLeavesNoLegacyJobs upgrades a database that earlier versions
+// left with jobs of their own: release_hold jobs still queued are gone
+// (no worker takes that kind any more), rollback_batch jobs to run lose
+// the not_before field their strict decoding now refuses, and finished
+// jobs stay as history.
+func TestUpgradeLeavesNoLegacyJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	m, err := schema.New(pool, nil)
+	require.NoError(t, err)
+	defer m.Close()
+	for {
+		current, _, err := m.Versions(ctx)
+		require.NoError(t, err)
+		if current < 71 {
+			break
+		}
+		_, err = m.Down(ctx)
+		require.NoError(t, err)
+	}
+	_, err = pool.Exec(ctx, `INSERT INTO river_job (kind, args, max_attempts, state, finalized_at) VALUES
+		('release_hold', '{"reservation_id": "01a22fc0-0f22-7c20-8b1b-fcb0254f511a"}', 3, 'scheduled', NULL),
+		('release_hold', '{"reservation_id": "01a22fc0-0f22-7c20-8b1b-fcb0254f511b"}', 3, 'completed', now()),
+		('rollback_batch', '{"rollback_id": 4, "not_before": "2026-01-01T00:00:00Z"}', 3, 'available', NULL)`)
+	require.NoError(t, err)
+
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'release_hold'`), "the finished one stays")
+	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'release_hold' AND state <> 'completed'`))
+	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM river_job WHERE args ? 'not_before'`))
+	require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'rollback_batch' AND args = '{"rollback_id": 4}'`))
+}
