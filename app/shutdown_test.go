@@ -39,6 +39,9 @@ func TestShutdownAnswersQueuedHolds(t *testing.T) {
 			"DATABASE_URL": "postgres://unused", "STOCKHOLD_ADDR": "127.0.0.1:0",
 			"STOCKHOLD_DB_LOCK_TIMEOUT": "30s", "STOCKHOLD_DB_STATEMENT_TIMEOUT": "30s", "STOCKHOLD_BATCH_FLIGHTS": "2",
 			"STOCKHOLD_DRAIN_DELAY": "0s",
+			// The holds wait on the lock until the shutdown, however long a
+			// busy machine takes to get them all there.
+			"STOCKHOLD_REQUEST_TIMEOUT": "60s", "STOCKHOLD_HTTP_WRITE_TIMEOUT": "70s",
 		}[k]
 	})
 	require.NoError(t, err)
