@@ -180,6 +180,12 @@ type OpsSession struct {
 	ExpiresAt   time.Time
 }
 
+// One row per stockhold instance, upserted by each /readyz: when each last proved it could write. Rows of instances gone for a day are deleted by the probes.
+type ReadinessProbe struct {
+	Instance string
+	ProbedAt time.Time
+}
+
 type ReconcileFinding struct {
 	ID            int64
 	RunID         int64

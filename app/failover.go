@@ -1,0 +1,90 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// readOnlyTransaction is SQLSTATE 25006, read_only_sql_transaction: the
+// session cannot write, because it reached a standby or a server being
+// promoted or demoted (pg_auto_failover sets default_transaction_read_only
+// on a node while it changes role).
+const readOnlyTransaction = "25006"
+
+// syncRepCancelled starts the WARNING PostgreSQL sends when a COMMIT's
+// wait for the synchronous standby was cancelled (by statement_timeout or
+// a cancel request): the transaction committed on this server only, and
+// COMMIT still answers success. A failover to the standby would lose it.
+const syncRepCancelled = "canceling wait for synchronous replication"
+
+// failoverGuard makes a pool's connections safe across a change of
+// primary (a failover, a switchover), for pools on a multi-host URL with
+// target_session_attrs=read-write:
+//
+//   - A connection that gets a read-only error is closed at once, and the
+//     pool's other connections, which reached the same server, are dropped
+//     as they come back (pgxpool's Reset): the next connections go to the
+//     primary. Without it, a pool whose server turned read-only in place
+//     would fail every request on those connections for as long as they
+//     live. The request that met the error answers 503 unavailable.
+//   - A COMMIT whose wait for the synchronous standby was cancelled is
+//     made to fail: the connection is closed before COMMIT's success is
+//     read, so the caller gets an error (503 unavailable to an HTTP
+//     client, which retries with its Idempotency-Key) instead of
+//     acknowledging a change only this server has.
+//
+// pool, filled in once the pool exists, is the pool to reset.
+type failoverGuard struct {
+	pool atomic.Pointer[pgxpool.Pool]
+	// readOnly counts read-only errors seen, for tests and logs.
+	readOnly atomic.Int64
+	// unconfirmed counts commits failed for want of the standby.
+	unconfirmed atomic.Int64
+}
+
+// guardPool hooks a new failoverGuard into cfg's connections, replacing
+// any hooks a configuration copied from another pool carries, and returns
+// it; set its pool once the pool exists.
+func guardPool(cfg *pgxpool.Config) *failoverGuard {
+	g := &failoverGuard{}
+	cfg.ConnConfig.OnPgError, cfg.ConnConfig.OnNotice = nil, nil
+	g.install(cfg)
+	return g
+}
+
+// install hooks the guard into cfg's connections, keeping pgconn's
+// default of closing a connection on a FATAL error.
+func (g *failoverGuard) install(cfg *pgxpool.Config) {
+	c := &cfg.ConnConfig.Config
+	previous := c.OnPgError
+	c.OnPgError = func(conn *pgconn.PgConn, err *pgconn.PgError) bool {
+		if err.Code == readOnlyTransaction {
+			g.readOnly.Add(1)
+			if p := g.pool.Load(); p != nil {
+				go p.Reset()
+			}
+			return false
+		}
+		if previous != nil {
+			return previous(conn, err)
+		}
+		return !strings.EqualFold(err.Severity, "FATAL")
+	}
+	notice := c.OnNotice
+	c.OnNotice = func(conn *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Code == "01000" && strings.HasPrefix(n.Message, syncRepCancelled) {
+			g.unconfirmed.Add(1)
+			// COMMIT's CommandComplete follows this notice: reading it
+			// now fails, as if the connection had dropped mid-commit.
+			_ = conn.Close(context.Background())
+			return
+		}
+		if notice != nil {
+			notice(conn, n)
+		}
+	}
+}
