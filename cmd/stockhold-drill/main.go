@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stockhold-drill", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", "bin/stockhold", "the stockhold binary to run")
-	o := drill.Options{Switchover: true, Log: stderr}
+	o := drill.Options{Rejoin: true, Switchover: true, Log: stderr}
 	fs.IntVar(&o.Clients, "clients", 16, "concurrent clients")
 	fs.DurationVar(&o.Warmup, "warmup", 20*time.Second, "load before the kill")
 	fs.DurationVar(&o.AfterFailover, "after-failover", 20*time.Second, "load after the old primary is back as a standby")

@@ -45,11 +45,13 @@ type Options struct {
 	// Clients is the number of concurrent clients.
 	Clients int
 	// Warmup is how long the load runs before the kill; AfterFailover how
-	// long it runs once the old primary is back as a standby;
-	// AfterSwitchover how long after the switchover (none when
-	// Switchover is false).
+	// long it runs after the promotion (after the old primary is back as a
+	// standby, with Rejoin); AfterSwitchover how long after the switchover.
 	Warmup, AfterFailover, AfterSwitchover time.Duration
-	Switchover                             bool
+	// Rejoin waits for the old primary to come back as a standby after
+	// the promotion; Switchover then switches back to it (and implies
+	// Rejoin).
+	Rejoin, Switchover bool
 	// RollbackHolds is how many holds the rollback in progress at the
 	// kill releases, 100 a batch.
 	RollbackHolds int
@@ -279,8 +281,8 @@ func (d *drill) drive(ctx context.Context) error {
 		return err
 	}
 	d.logf("rollback %d of %d holds started", rb.RollbackID, len(rbHolds))
-	if !sleep(ctx, 2*time.Second) {
-		return ctx.Err()
+	if err := d.waitRollbackStarted(ctx, rb.RollbackID); err != nil {
+		return err
 	}
 
 	old, ok, err := d.f.Primary(ctx)
@@ -294,10 +296,12 @@ func (d *drill) drive(ctx context.Context) error {
 	if err := d.waitPromotion(ctx, old, killAt); err != nil {
 		return err
 	}
-	if _, err := d.f.WaitStable(ctx, 3*time.Minute, nil); err != nil {
-		return fmt.Errorf("the old primary did not come back as a standby: %w", err)
+	if d.o.Rejoin || d.o.Switchover {
+		if _, err := d.f.WaitStable(ctx, 3*time.Minute, nil); err != nil {
+			return fmt.Errorf("the old primary did not come back as a standby: %w", err)
+		}
+		d.logf("%s is a standby again, %.1f s after the kill", old.Name, time.Since(killAt).Seconds())
 	}
-	d.logf("%s is a standby again, %.1f s after the kill", old.Name, time.Since(killAt).Seconds())
 	if !sleep(ctx, d.o.AfterFailover) {
 		return ctx.Err()
 	}
@@ -378,6 +382,27 @@ func (d *drill) rollbackHolds(ctx context.Context) ([]uuid.UUID, error) {
 		return nil, fmt.Errorf("holds for the rollback: %w", err)
 	}
 	return ids, nil
+}
+
+// waitRollbackStarted waits until the rollback's first batch is done, so
+// that the kill comes while it is in progress.
+func (d *drill) waitRollbackStarted(ctx context.Context, id int64) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var rb struct {
+			Batches int `json:"batches"`
+		}
+		if err := d.instances[0].must(ctx, http.MethodGet, fmt.Sprintf("/v1/rollbacks/%d", id), d.ops, "", nil, http.StatusOK, &rb); err != nil {
+			return err
+		}
+		if rb.Batches > 0 {
+			return nil
+		}
+		if !sleep(ctx, 50*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("rollback %d did not start within a minute", id)
 }
 
 // waitPromotion waits until the monitor reports a primary other than old.

@@ -353,11 +353,12 @@ func (f *Formation) Events(ctx context.Context) ([]string, error) {
 }
 
 // Down stops every pg_autoctl process of the formation (and so its
-// servers) and removes its directory.
+// servers, at once: SIGQUIT is pg_autoctl's immediate stop, nothing is
+// kept) and removes its directory.
 func (f *Formation) Down() {
 	f.logf("stopping the formation and removing %s", f.Dir)
 	for i := len(f.procs) - 1; i >= 0; i-- {
-		_ = syscall.Kill(-f.procs[i].Process.Pid, syscall.SIGINT)
+		_ = syscall.Kill(-f.procs[i].Process.Pid, syscall.SIGQUIT)
 	}
 	for _, p := range f.procs {
 		done := make(chan struct{})
