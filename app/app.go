@@ -277,6 +277,7 @@ func Services(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[pgx.
 			StuckGrace: max(cfg.SweepGrace+cfg.SweepInterval, time.Minute),
 			Rollbacks:  rollbackSvc,
 			Campaigns:  campaignSvc,
+			FullEvery:  cfg.ReconcileFullInterval,
 			Log:        log,
 		}),
 	}

@@ -26,11 +26,14 @@ RETURNING *;
 -- name: ReconcileRunFinish :one
 -- ReconcileRunFinish ends a run, counting its findings: holds released,
 -- jobs re-enqueued (retried or stranded chains resumed) and high-risk
--- findings.
+-- findings; it records the run's scope and watermarks.
 UPDATE reconcile_runs r
 SET status = @status,
     error = sqlc.narg('error'),
     rows_checked = @rows_checked,
+    scope = sqlc.narg('scope'),
+    snapshot_xmin = sqlc.narg('snapshot_xmin'),
+    since_xmin = sqlc.narg('since_xmin'),
     auto_fixed = f.auto_fixed,
     retried = f.retried,
     high_risk = f.high_risk,
@@ -50,6 +53,26 @@ RETURNING r.*;
 -- move ledger checkpoints) at a time. It is held until the end of the
 -- caller's transaction, and released if its connection dies.
 SELECT pg_advisory_xact_lock(hashtext('stockhold.reconcile'));
+
+-- name: ReconcileWatermark :one
+-- ReconcileWatermark is the snapshot xmin of the last clean run (over every
+-- SKU, succeeded, no high-risk finding), and when the last full run over
+-- every SKU finished; no row means no clean run yet. Every ledger row that
+-- run did not see has a feed_xid at or above the watermark, so the rows
+-- whose ledger moved since are found from it.
+SELECT c.snapshot_xmin::xid8 AS snapshot_xmin,
+       coalesce((SELECT max(f.finished_at) FROM reconcile_runs f
+        WHERE f.status = 'succeeded' AND f.scope = 'full'), 'epoch')::timestamptz AS last_full_at
+FROM reconcile_runs c
+WHERE c.status = 'succeeded' AND c.high_risk = 0 AND c.skus IS NULL AND c.snapshot_xmin IS NOT NULL
+ORDER BY c.finished_at DESC
+LIMIT 1;
+
+-- name: ReconcileSnapshotXmin :one
+-- ReconcileSnapshotXmin is the xmin of the caller's snapshot: every
+-- transaction below it had ended when the snapshot was taken. Run first in
+-- a REPEATABLE READ transaction, it takes the snapshot the run checks.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::xid8 AS xmin;
 
 -- name: StockCount :one
 -- StockCount counts the stock rows of skus, or all of them when skus is null.
@@ -113,6 +136,154 @@ WITH checked AS (
           AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
     ) m
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
+), advanced AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    FROM checked ch
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+    ON CONFLICT (sku, pool) DO UPDATE
+    SET stock_version = excluded.stock_version,
+        total = excluded.total,
+        available = excluded.available,
+        reserved = excluded.reserved,
+        sold = excluded.sold,
+        checked_at = now()
+    WHERE lc.stock_version < excluded.stock_version
+    RETURNING lc.sku
+)
+SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+       ch.checkpoint_version,
+       ch.ledger_total::bigint     AS ledger_total,
+       ch.ledger_available::bigint AS ledger_available,
+       ch.ledger_reserved::bigint  AS ledger_reserved,
+       ch.ledger_sold::bigint      AS ledger_sold
+FROM checked ch
+WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+
+-- name: StockMovedCount :one
+-- StockMovedCount counts the stock rows whose ledger moved since the
+-- watermark since: the rows an incremental run checks.
+SELECT count(*)::int AS rows
+FROM (SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8) t
+JOIN stock s ON s.sku = t.sku AND s.pool = t.pool;
+
+-- name: StockLinesMismatchMoved :many
+-- StockLinesMismatchMoved is StockLinesMismatch for the stock rows whose
+-- ledger moved since the watermark since.
+WITH moved AS (
+    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
+), lines AS (
+    SELECT l.sku, l.pool,
+           coalesce(sum(l.quantity) FILTER (WHERE r.status = 'held'), 0)::bigint      AS held,
+           coalesce(sum(l.quantity) FILTER (WHERE r.status = 'confirmed'), 0)::bigint AS confirmed
+    FROM moved m
+    JOIN reservation_lines l ON l.sku = m.sku AND l.pool = m.pool
+    JOIN reservations r ON r.id = l.reservation_id
+    WHERE r.status IN ('held', 'confirmed')
+    GROUP BY l.sku, l.pool
+)
+SELECT s.sku, s.pool, s.reserved, s.sold,
+       coalesce(l.held, 0)::bigint      AS lines_held,
+       coalesce(l.confirmed, 0)::bigint AS lines_confirmed
+FROM moved m
+JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+LEFT JOIN lines l ON l.sku = s.sku AND l.pool = s.pool
+WHERE s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0)
+ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
+
+-- name: StockLedgerMismatchMoved :many
+-- StockLedgerMismatchMoved is StockLedgerMismatch for the stock rows whose
+-- ledger moved since the watermark since (an incremental run). The ledger
+-- rows after a row's checkpoint are all at or above the watermark (the
+-- run that verified the checkpoint saw everything below it), so they are
+-- read from ledger_feed's range rather than probed row by row. It moves
+-- the checkpoints of the rows that balanced, as StockLedgerMismatch does.
+WITH moved AS (
+    SELECT g.sku, g.pool,
+           sum(g.delta_total) FILTER (WHERE g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint))     AS total,
+           sum(g.delta_available) FILTER (WHERE g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)) AS available,
+           sum(g.delta_reserved) FILTER (WHERE g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint))  AS reserved,
+           sum(g.delta_sold) FILTER (WHERE g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint))      AS sold
+    FROM ledger g
+    LEFT JOIN ledger_checkpoints c ON c.sku = g.sku AND c.pool = g.pool
+    WHERE g.feed_xid >= @since::xid8
+    GROUP BY g.sku, g.pool
+), checked AS (
+    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+           c.stock_version                                       AS checkpoint_version,
+           coalesce(c.total, 0) + coalesce(m.total, 0)            AS ledger_total,
+           coalesce(c.available, 0) + coalesce(m.available, 0)    AS ledger_available,
+           coalesce(c.reserved, 0) + coalesce(m.reserved, 0)      AS ledger_reserved,
+           coalesce(c.sold, 0) + coalesce(m.sold, 0)              AS ledger_sold
+    FROM moved m
+    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+), advanced AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    FROM checked ch
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+    ON CONFLICT (sku, pool) DO UPDATE
+    SET stock_version = excluded.stock_version,
+        total = excluded.total,
+        available = excluded.available,
+        reserved = excluded.reserved,
+        sold = excluded.sold,
+        checked_at = now()
+    WHERE lc.stock_version < excluded.stock_version
+    RETURNING lc.sku
+)
+SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+       ch.checkpoint_version,
+       ch.ledger_total::bigint     AS ledger_total,
+       ch.ledger_available::bigint AS ledger_available,
+       ch.ledger_reserved::bigint  AS ledger_reserved,
+       ch.ledger_sold::bigint      AS ledger_sold
+FROM checked ch
+WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+
+-- name: StockLedgerMismatchAll :many
+-- StockLedgerMismatchAll is StockLedgerMismatch over every stock row, for a
+-- full run that has a watermark: each row's checkpoint plus the ledger
+-- rows after it, which are all at or above the watermark, read in one
+-- range of ledger_feed and summed in one pass. Every row's counters are
+-- compared (a counter changed without a ledger row shows here, not in an
+-- incremental run); only the rows that changed since their checkpoint or
+-- disagree go on to the checkpoint update and the answer. It moves the
+-- checkpoints of the rows that balanced, as StockLedgerMismatch does.
+WITH moved AS (
+    SELECT g.sku, g.pool,
+           sum(g.delta_total)::bigint     AS total,
+           sum(g.delta_available)::bigint AS available,
+           sum(g.delta_reserved)::bigint  AS reserved,
+           sum(g.delta_sold)::bigint      AS sold
+    FROM ledger g
+    LEFT JOIN ledger_checkpoints c ON c.sku = g.sku AND c.pool = g.pool
+    WHERE g.feed_xid >= @since::xid8
+      AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+    GROUP BY g.sku, g.pool
+), checked AS (
+    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+           c.stock_version                                       AS checkpoint_version,
+           coalesce(c.total, 0) + coalesce(m.total, 0)            AS ledger_total,
+           coalesce(c.available, 0) + coalesce(m.available, 0)    AS ledger_available,
+           coalesce(c.reserved, 0) + coalesce(m.reserved, 0)      AS ledger_reserved,
+           coalesce(c.sold, 0) + coalesce(m.sold, 0)              AS ledger_sold
+    FROM stock s
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    LEFT JOIN moved m ON m.sku = s.sku AND m.pool = s.pool
+    WHERE c.stock_version IS DISTINCT FROM s.version
+       OR (s.total, s.available, s.reserved, s.sold)
+          <> (coalesce(c.total, 0) + coalesce(m.total, 0), coalesce(c.available, 0) + coalesce(m.available, 0),
+              coalesce(c.reserved, 0) + coalesce(m.reserved, 0), coalesce(c.sold, 0) + coalesce(m.sold, 0))
 ), advanced AS (
     INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
     SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
