@@ -173,55 +173,59 @@ JOIN stock s ON s.sku = t.sku AND s.pool = t.pool;
 
 -- name: StockLinesMismatchMoved :many
 -- StockLinesMismatchMoved is StockLinesMismatch for the stock rows whose
--- ledger moved since the watermark since.
+-- ledger moved since the watermark since. Each row's lines are summed
+-- through reservation_lines_sku_pool, row by row: the planner cannot know
+-- how many rows moved (the newest feed_xid values are past its
+-- statistics), and per-row lookups cost what moved whatever it guesses.
 WITH moved AS (
     SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
-), lines AS (
-    SELECT l.sku, l.pool,
-           coalesce(sum(l.quantity) FILTER (WHERE r.status = 'held'), 0)::bigint      AS held,
-           coalesce(sum(l.quantity) FILTER (WHERE r.status = 'confirmed'), 0)::bigint AS confirmed
-    FROM moved m
-    JOIN reservation_lines l ON l.sku = m.sku AND l.pool = m.pool
-    JOIN reservations r ON r.id = l.reservation_id
-    WHERE r.status IN ('held', 'confirmed')
-    GROUP BY l.sku, l.pool
 )
 SELECT s.sku, s.pool, s.reserved, s.sold,
-       coalesce(l.held, 0)::bigint      AS lines_held,
-       coalesce(l.confirmed, 0)::bigint AS lines_confirmed
+       l.held::bigint      AS lines_held,
+       l.confirmed::bigint AS lines_confirmed
 FROM moved m
 JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
-LEFT JOIN lines l ON l.sku = s.sku AND l.pool = s.pool
-WHERE s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0)
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
+           coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
+    FROM reservation_lines x
+    JOIN reservations r ON r.id = x.reservation_id
+    WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
+) l
+WHERE s.reserved <> l.held OR s.sold <> l.confirmed
 ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
 
 -- name: StockLedgerMismatchMoved :many
 -- StockLedgerMismatchMoved is StockLedgerMismatch for the stock rows whose
--- ledger moved since the watermark since (an incremental run). The ledger
--- rows after a row's checkpoint are all at or above the watermark (the
--- run that verified the checkpoint saw everything below it), so they are
--- read from ledger_feed's range rather than probed row by row. It moves
--- the checkpoints of the rows that balanced, as StockLedgerMismatch does.
+-- ledger moved since the watermark since (an incremental run): found in
+-- ledger_feed's range at the index's right end, then each probed from its
+-- checkpoint as StockLedgerMismatch does (row by row, whatever the planner
+-- guesses of how many moved). Every ledger row after a row's checkpoint is
+-- at or above the watermark, since the run that verified the checkpoint
+-- saw everything below it; so a row none of whose ledger rows is there
+-- has nothing after its checkpoint. It moves the checkpoints of the rows
+-- that balanced.
 WITH moved AS (
-    SELECT g.sku, g.pool,
-           sum(g.delta_total) FILTER (WHERE g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint))     AS total,
-           sum(g.delta_available) FILTER (WHERE g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)) AS available,
-           sum(g.delta_reserved) FILTER (WHERE g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint))  AS reserved,
-           sum(g.delta_sold) FILTER (WHERE g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint))      AS sold
-    FROM ledger g
-    LEFT JOIN ledger_checkpoints c ON c.sku = g.sku AND c.pool = g.pool
-    WHERE g.feed_xid >= @since::xid8
-    GROUP BY g.sku, g.pool
+    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
 ), checked AS (
     SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
-           c.stock_version                                       AS checkpoint_version,
-           coalesce(c.total, 0) + coalesce(m.total, 0)            AS ledger_total,
-           coalesce(c.available, 0) + coalesce(m.available, 0)    AS ledger_available,
-           coalesce(c.reserved, 0) + coalesce(m.reserved, 0)      AS ledger_reserved,
-           coalesce(c.sold, 0) + coalesce(m.sold, 0)              AS ledger_sold
+           c.stock_version                       AS checkpoint_version,
+           coalesce(c.total, 0) + t.total         AS ledger_total,
+           coalesce(c.available, 0) + t.available AS ledger_available,
+           coalesce(c.reserved, 0) + t.reserved   AS ledger_reserved,
+           coalesce(c.sold, 0) + t.sold           AS ledger_sold
     FROM moved m
     JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
+               coalesce(sum(g.delta_available), 0)::bigint AS available,
+               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+        FROM ledger g
+        WHERE g.sku = s.sku AND g.pool = s.pool
+          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+    ) t
 ), advanced AS (
     INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
     SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
@@ -252,38 +256,42 @@ ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
 
 -- name: StockLedgerMismatchAll :many
 -- StockLedgerMismatchAll is StockLedgerMismatch over every stock row, for a
--- full run that has a watermark: each row's checkpoint plus the ledger
--- rows after it, which are all at or above the watermark, read in one
--- range of ledger_feed and summed in one pass. Every row's counters are
--- compared (a counter changed without a ledger row shows here, not in an
--- incremental run); only the rows that changed since their checkpoint or
--- disagree go on to the checkpoint update and the answer. It moves the
--- checkpoints of the rows that balanced, as StockLedgerMismatch does.
-WITH moved AS (
-    SELECT g.sku, g.pool,
-           sum(g.delta_total)::bigint     AS total,
-           sum(g.delta_available)::bigint AS available,
-           sum(g.delta_reserved)::bigint  AS reserved,
-           sum(g.delta_sold)::bigint      AS sold
-    FROM ledger g
-    LEFT JOIN ledger_checkpoints c ON c.sku = g.sku AND c.pool = g.pool
-    WHERE g.feed_xid >= @since::xid8
-      AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
-    GROUP BY g.sku, g.pool
-), checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
-           c.stock_version                                       AS checkpoint_version,
-           coalesce(c.total, 0) + coalesce(m.total, 0)            AS ledger_total,
-           coalesce(c.available, 0) + coalesce(m.available, 0)    AS ledger_available,
-           coalesce(c.reserved, 0) + coalesce(m.reserved, 0)      AS ledger_reserved,
-           coalesce(c.sold, 0) + coalesce(m.sold, 0)              AS ledger_sold
+-- full run that has a watermark. One pass over stock and
+-- ledger_checkpoints (in key order) picks the rows whose version or
+-- counters are not their checkpoint's: those changed since, and any whose
+-- counters were changed with no ledger row. To them it adds the rows whose
+-- ledger moved since the watermark (a ledger row written behind the
+-- counters' back shows there), and probes the ledger of those alone, from
+-- their checkpoints. A row in neither set has its checkpoint's counters
+-- and nothing in its ledger after it: it balances. It moves the
+-- checkpoints of the rows that balanced.
+WITH candidates AS (
+    SELECT s.sku, s.pool
     FROM stock s
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
-    LEFT JOIN moved m ON m.sku = s.sku AND m.pool = s.pool
     WHERE c.stock_version IS DISTINCT FROM s.version
-       OR (s.total, s.available, s.reserved, s.sold)
-          <> (coalesce(c.total, 0) + coalesce(m.total, 0), coalesce(c.available, 0) + coalesce(m.available, 0),
-              coalesce(c.reserved, 0) + coalesce(m.reserved, 0), coalesce(c.sold, 0) + coalesce(m.sold, 0))
+       OR (c.total, c.available, c.reserved, c.sold) IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold)
+    UNION
+    SELECT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
+), checked AS (
+    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+           c.stock_version                       AS checkpoint_version,
+           coalesce(c.total, 0) + t.total         AS ledger_total,
+           coalesce(c.available, 0) + t.available AS ledger_available,
+           coalesce(c.reserved, 0) + t.reserved   AS ledger_reserved,
+           coalesce(c.sold, 0) + t.sold           AS ledger_sold
+    FROM candidates m
+    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
+               coalesce(sum(g.delta_available), 0)::bigint AS available,
+               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+        FROM ledger g
+        WHERE g.sku = s.sku AND g.pool = s.pool
+          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+    ) t
 ), advanced AS (
     INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
     SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold

@@ -10,7 +10,11 @@
 // compare.
 //
 //	stockhold-bench [-server bin/stockhold] [-duration 5s] [-clients 64]
-//	                [-scenarios hot,spread,...] [-json] [-keep]
+//	                [-scenarios hot,spread,...] [-catalogue 1000] [-json] [-keep]
+//
+// -catalogue sets how many SKUs the spread scenarios hold from; the
+// reconcile scenario (only when named) times reconciliation runs over that
+// catalogue, full and incremental.
 package main
 
 import (
@@ -40,8 +44,12 @@ import (
 	"github.com/stockhold/stockhold/app/schema"
 )
 
-// scenarioNames are the scenarios in the order they run.
+// scenarioNames are the scenarios in the order they run by default.
 var scenarioNames = []string{"hot", "spread", "half", "multi", "flash", "mixed", "expiry", "campaign-end"}
+
+// extraScenarios run only when named: reconcile times reconciliation runs
+// over the catalogue (-catalogue) rather than holds.
+var extraScenarios = []string{"reconcile"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -63,6 +71,9 @@ type options struct {
 	// halfRate, when set, is the rate of the half scenario instead of
 	// half of spread's.
 	halfRate float64
+	// catalogue is how many SKUs spread, half, multi, mixed, expiry and
+	// campaign-end hold from, and reconcile checks.
+	catalogue int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -78,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
 	fs.Float64Var(&o.halfRate, "half-rate", 0, "holds/s of the half scenario (default: half of spread's rate)")
 	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
+	fs.IntVar(&o.catalogue, "catalogue", 1000, "SKUs the spread scenarios hold from (above 10,000 they are seeded in SQL) and reconcile checks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,10 +97,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		if !contains(scenarioNames, s) {
-			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(scenarioNames, ", "))
+		if !contains(scenarioNames, s) && !contains(extraScenarios, s) {
+			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(append(scenarioNames, extraScenarios...), ", "))
 		}
 		o.scenarios = append(o.scenarios, s)
+	}
+	if o.catalogue < 10 || o.catalogue > 100_000_000 {
+		return fmt.Errorf("-catalogue %d: want 10 to 100,000,000 SKUs", o.catalogue)
 	}
 	server := os.Getenv("DATABASE_URL")
 	if server == "" {

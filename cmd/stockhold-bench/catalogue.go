@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/reconcile"
+)
+
+// seedChunk is how many SKUs one seeding transaction puts in stock.
+const seedChunk = 1_000_000
+
+// seedCatalogue puts SKUs sp-00000000 to sp-<n-1> on sale straight in SQL,
+// writing what as many stock adjustments would (a stock row at version 1
+// and its stock_in ledger row, with the event feed's columns), a million a
+// transaction, then vacuums and analyzes the two tables as autovacuum
+// would in time. Over HTTP, ten million adjustments would take hours.
+func (b *bench) seedCatalogue(ctx context.Context, n int) error {
+	began := time.Now()
+	for from := 0; from < n; from += seedChunk {
+		to := min(from+seedChunk, n)
+		tx, err := b.pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO stock (sku, pool, total, available, version, feed_xid)
+			SELECT 'sp-' || lpad(i::text, 8, '0'), 'main', $3, $3, 1, pg_current_xact_id()
+			FROM generate_series($1::int, $2::int - 1) i`, from, to, bigStock)
+		if err == nil {
+			_, err = tx.Exec(ctx, `
+				INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+				                    stock_version, actor, reason, feed_xid, total_after, available_after, reserved_after, sold_after)
+				SELECT 'sp-' || lpad(i::text, 8, '0'), 'main', 'stock_in', $3, $3, 0, 0,
+				       1, 'bench', 'benchmark stock', pg_current_xact_id(), $3, $3, 0, 0
+				FROM generate_series($1::int, $2::int - 1) i`, from, to, bigStock)
+		}
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return fmt.Errorf("seed SKUs %d-%d: %w", from, to-1, err)
+		}
+		fmt.Fprintf(b.log, "  seeded %d of %d SKUs (%.0f s)\n", to, n, time.Since(began).Seconds())
+	}
+	if _, err := b.pool.Exec(ctx, `VACUUM (ANALYZE) stock, ledger`); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	fmt.Fprintf(b.log, "  catalogue of %d SKUs seeded and vacuumed in %.0f s\n", n, time.Since(began).Seconds())
+	return nil
+}
+
+// changedRows is how many stock rows the reconcile scenario changes
+// between its full and incremental runs.
+const changedRows = 10_000
+
+// reconcile times reconciliation over the catalogue: the first full run
+// (no watermark yet: each row's ledger probed from its checkpoint, and
+// every checkpoint written), a full run from the watermark, an incremental
+// run after holds on changedRows SKUs, and a full run again. It runs in
+// this process, as `stockhold reconcile` does.
+func (b *bench) reconcile(ctx context.Context) ([]*result, error) {
+	if err := b.spreadStock(ctx); err != nil {
+		return nil, err
+	}
+	pool, err := app.Connect(ctx, b.dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	deps, err := app.Standalone(config.Config{ReconcileRepairLimit: 100}, pool, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	timed := func(scope string) (string, error) {
+		began := time.Now()
+		r, err := deps.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, Scope: scope})
+		took := time.Since(began)
+		if err != nil {
+			return "", err
+		}
+		if r.HighRisk > 0 || r.Status != reconcile.StatusSucceeded {
+			return "", fmt.Errorf("reconciliation run %d: %s, %d high-risk findings", r.ID, r.Status, r.HighRisk)
+		}
+		line := fmt.Sprintf("%s %.2f s (%d rows checked)", *r.Scope, took.Seconds(), r.RowsChecked)
+		fmt.Fprintf(b.log, "  %s\n", line)
+		return line, nil
+	}
+	var notes []string
+	for _, step := range []string{"first", "again", "changes", "incremental", "last"} {
+		var note string
+		switch step {
+		case "first", "again", "last":
+			note, err = timed(reconcile.ScopeFull)
+		case "incremental":
+			note, err = timed(reconcile.ScopeIncremental)
+		case "changes":
+			note, err = b.changeRows(ctx, min(changedRows, b.o.catalogue))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", step, err)
+		}
+		notes = append(notes, note)
+	}
+	r := &result{Scenario: "reconcile", Note: fmt.Sprintf("%d stock rows: first %s; %s; %s; then %s; %s",
+		b.o.catalogue, notes[0], notes[1], notes[2], notes[3], notes[4])}
+	return []*result{r}, nil
+}
+
+// changeRows holds one unit of each of n distinct catalogue SKUs over HTTP.
+func (b *bench) changeRows(ctx context.Context, n int) (string, error) {
+	skus := distinct(n, b.o.catalogue)
+	work := make(chan int)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	began := time.Now()
+	for range b.o.clients {
+		wg.Go(func() {
+			for i := range work {
+				_, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("change-%s-%d", b.run, i),
+					holdBody(0, "", spreadSKU(skus[i])), http.StatusCreated)
+				if err != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range skus {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := cmpErr(firstErr, ctx.Err()); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("holds on %d SKUs in %.1f s", n, time.Since(began).Seconds()), nil
+}
