@@ -127,8 +127,19 @@ func (b *bench) changeRows(ctx context.Context, n int) (string, error) {
 	for range b.o.clients {
 		wg.Go(func() {
 			for i := range work {
-				_, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("change-%s-%d", b.run, i),
-					holdBody(0, "", spreadSKU(skus[i])), http.StatusCreated)
+				var err error
+				for try := 0; try < 100; try++ { // a 503 is retried with the same key
+					var a answer
+					a, err = b.do("POST", "/v1/reservations", b.shop, fmt.Sprintf("change-%s-%d", b.run, i),
+						holdBody(0, "", spreadSKU(skus[i])))
+					if err == nil && a.status != http.StatusCreated {
+						err = fmt.Errorf("HTTP %d: %s", a.status, a.body)
+					}
+					if err == nil || a.status != http.StatusServiceUnavailable {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 				if err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
