@@ -164,13 +164,6 @@ WHERE (ch.total, ch.available, ch.reserved, ch.sold)
       <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
 ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
 
--- name: StockMovedCount :one
--- StockMovedCount counts the stock rows whose ledger moved since the
--- watermark since: the rows an incremental run checks.
-SELECT count(*)::int AS rows
-FROM (SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8) t
-JOIN stock s ON s.sku = t.sku AND s.pool = t.pool;
-
 -- name: StockLinesMismatchMoved :many
 -- StockLinesMismatchMoved is StockLinesMismatch for the stock rows whose
 -- ledger moved since the watermark since. Each row's lines are summed
@@ -195,11 +188,12 @@ CROSS JOIN LATERAL (
 WHERE s.reserved <> l.held OR s.sold <> l.confirmed
 ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
 
--- name: StockLedgerMismatchMoved :many
--- StockLedgerMismatchMoved is StockLedgerMismatch for the stock rows whose
--- ledger moved since the watermark since (an incremental run): found in
--- ledger_feed's range at the index's right end, then each probed from its
--- checkpoint as StockLedgerMismatch does (row by row, whatever the planner
+-- name: StockLedgerCheckMoved :many
+-- StockLedgerCheckMoved checks the stock rows whose ledger moved since the
+-- watermark since (an incremental run) as StockLedgerMismatch does, and
+-- returns every row it checked (the caller keeps those that disagree and
+-- counts them all): found in ledger_feed's range at the index's right end,
+-- then each probed from its checkpoint (row by row, whatever the planner
 -- guesses of how many moved). Every ledger row after a row's checkpoint is
 -- at or above the watermark, since the run that verified the checkpoint
 -- saw everything below it; so a row none of whose ledger rows is there
@@ -250,8 +244,6 @@ SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
        ch.ledger_reserved::bigint  AS ledger_reserved,
        ch.ledger_sold::bigint      AS ledger_sold
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
 ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
 
 -- name: StockLedgerMismatchAll :many

@@ -731,6 +731,113 @@ func (q *Queries) StockCount(ctx context.Context, skus []string) (int32, error) 
 	return rows, err
 }
 
+const stockLedgerCheckMoved = `-- name: StockLedgerCheckMoved :many
+WITH moved AS (
+    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8
+), checked AS (
+    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+           c.stock_version                       AS checkpoint_version,
+           coalesce(c.total, 0) + t.total         AS ledger_total,
+           coalesce(c.available, 0) + t.available AS ledger_available,
+           coalesce(c.reserved, 0) + t.reserved   AS ledger_reserved,
+           coalesce(c.sold, 0) + t.sold           AS ledger_sold
+    FROM moved m
+    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
+               coalesce(sum(g.delta_available), 0)::bigint AS available,
+               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+        FROM ledger g
+        WHERE g.sku = s.sku AND g.pool = s.pool
+          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+    ) t
+), advanced AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    FROM checked ch
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+    ON CONFLICT (sku, pool) DO UPDATE
+    SET stock_version = excluded.stock_version,
+        total = excluded.total,
+        available = excluded.available,
+        reserved = excluded.reserved,
+        sold = excluded.sold,
+        checked_at = now()
+    WHERE lc.stock_version < excluded.stock_version
+    RETURNING lc.sku
+)
+SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+       ch.checkpoint_version,
+       ch.ledger_total::bigint     AS ledger_total,
+       ch.ledger_available::bigint AS ledger_available,
+       ch.ledger_reserved::bigint  AS ledger_reserved,
+       ch.ledger_sold::bigint      AS ledger_sold
+FROM checked ch
+ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C"
+`
+
+type StockLedgerCheckMovedRow struct {
+	Sku               string
+	Pool              string
+	Version           int64
+	Total             int64
+	Available         int64
+	Reserved          int64
+	Sold              int64
+	CheckpointVersion *int64
+	LedgerTotal       int64
+	LedgerAvailable   int64
+	LedgerReserved    int64
+	LedgerSold        int64
+}
+
+// StockLedgerCheckMoved checks the stock rows whose ledger moved since the
+// watermark since (an incremental run) as StockLedgerMismatch does, and
+// returns every row it checked (the caller keeps those that disagree and
+// counts them all): found in ledger_feed's range at the index's right end,
+// then each probed from its checkpoint (row by row, whatever the planner
+// guesses of how many moved). Every ledger row after a row's checkpoint is
+// at or above the watermark, since the run that verified the checkpoint
+// saw everything below it; so a row none of whose ledger rows is there
+// has nothing after its checkpoint. It moves the checkpoints of the rows
+// that balanced.
+func (q *Queries) StockLedgerCheckMoved(ctx context.Context, since uint64) ([]StockLedgerCheckMovedRow, error) {
+	rows, err := q.db.Query(ctx, stockLedgerCheckMoved, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockLedgerCheckMovedRow
+	for rows.Next() {
+		var i StockLedgerCheckMovedRow
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Pool,
+			&i.Version,
+			&i.Total,
+			&i.Available,
+			&i.Reserved,
+			&i.Sold,
+			&i.CheckpointVersion,
+			&i.LedgerTotal,
+			&i.LedgerAvailable,
+			&i.LedgerReserved,
+			&i.LedgerSold,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stockLedgerMismatch = `-- name: StockLedgerMismatch :many
 WITH checked AS (
     SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
@@ -956,114 +1063,6 @@ func (q *Queries) StockLedgerMismatchAll(ctx context.Context, since uint64) ([]S
 	return items, nil
 }
 
-const stockLedgerMismatchMoved = `-- name: StockLedgerMismatchMoved :many
-WITH moved AS (
-    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8
-), checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
-           c.stock_version                       AS checkpoint_version,
-           coalesce(c.total, 0) + t.total         AS ledger_total,
-           coalesce(c.available, 0) + t.available AS ledger_available,
-           coalesce(c.reserved, 0) + t.reserved   AS ledger_reserved,
-           coalesce(c.sold, 0) + t.sold           AS ledger_sold
-    FROM moved m
-    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
-               coalesce(sum(g.delta_available), 0)::bigint AS available,
-               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
-        FROM ledger g
-        WHERE g.sku = s.sku AND g.pool = s.pool
-          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
-    ) t
-), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
-    FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
-    ON CONFLICT (sku, pool) DO UPDATE
-    SET stock_version = excluded.stock_version,
-        total = excluded.total,
-        available = excluded.available,
-        reserved = excluded.reserved,
-        sold = excluded.sold,
-        checked_at = now()
-    WHERE lc.stock_version < excluded.stock_version
-    RETURNING lc.sku
-)
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
-       ch.checkpoint_version,
-       ch.ledger_total::bigint     AS ledger_total,
-       ch.ledger_available::bigint AS ledger_available,
-       ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold
-FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C"
-`
-
-type StockLedgerMismatchMovedRow struct {
-	Sku               string
-	Pool              string
-	Version           int64
-	Total             int64
-	Available         int64
-	Reserved          int64
-	Sold              int64
-	CheckpointVersion *int64
-	LedgerTotal       int64
-	LedgerAvailable   int64
-	LedgerReserved    int64
-	LedgerSold        int64
-}
-
-// StockLedgerMismatchMoved is StockLedgerMismatch for the stock rows whose
-// ledger moved since the watermark since (an incremental run): found in
-// ledger_feed's range at the index's right end, then each probed from its
-// checkpoint as StockLedgerMismatch does (row by row, whatever the planner
-// guesses of how many moved). Every ledger row after a row's checkpoint is
-// at or above the watermark, since the run that verified the checkpoint
-// saw everything below it; so a row none of whose ledger rows is there
-// has nothing after its checkpoint. It moves the checkpoints of the rows
-// that balanced.
-func (q *Queries) StockLedgerMismatchMoved(ctx context.Context, since uint64) ([]StockLedgerMismatchMovedRow, error) {
-	rows, err := q.db.Query(ctx, stockLedgerMismatchMoved, since)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []StockLedgerMismatchMovedRow
-	for rows.Next() {
-		var i StockLedgerMismatchMovedRow
-		if err := rows.Scan(
-			&i.Sku,
-			&i.Pool,
-			&i.Version,
-			&i.Total,
-			&i.Available,
-			&i.Reserved,
-			&i.Sold,
-			&i.CheckpointVersion,
-			&i.LedgerTotal,
-			&i.LedgerAvailable,
-			&i.LedgerReserved,
-			&i.LedgerSold,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const stockLinesMismatch = `-- name: StockLinesMismatch :many
 WITH lines AS (
     SELECT l.sku, l.pool,
@@ -1183,19 +1182,4 @@ func (q *Queries) StockLinesMismatchMoved(ctx context.Context, since uint64) ([]
 		return nil, err
 	}
 	return items, nil
-}
-
-const stockMovedCount = `-- name: StockMovedCount :one
-SELECT count(*)::int AS rows
-FROM (SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8) t
-JOIN stock s ON s.sku = t.sku AND s.pool = t.pool
-`
-
-// StockMovedCount counts the stock rows whose ledger moved since the
-// watermark since: the rows an incremental run checks.
-func (q *Queries) StockMovedCount(ctx context.Context, since uint64) (int32, error) {
-	row := q.db.QueryRow(ctx, stockMovedCount, since)
-	var rows int32
-	err := row.Scan(&rows)
-	return rows, err
 }

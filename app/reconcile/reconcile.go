@@ -155,7 +155,9 @@ func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
 		if err != nil {
 			return Run{}, err
 		}
-		row, err := q.ReconcileRunCreate(ctx, args.Trigger, skus)
+		// Recorded even if ctx ends meanwhile, so that the run is then
+		// marked failed rather than left pending.
+		row, err := q.ReconcileRunCreate(context.WithoutCancel(ctx), args.Trigger, skus)
 		if err != nil {
 			return Run{}, fmt.Errorf("record reconciliation run: %w", err)
 		}
@@ -336,8 +338,15 @@ func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p
 	var err error
 	switch {
 	case p.scope == ScopeIncremental:
-		if snap.rows, err = q.StockMovedCount(ctx, *p.since); err != nil {
-			return fmt.Errorf("count the stock rows that moved: %w", err)
+		var checked []db.StockLedgerCheckMovedRow
+		if checked, err = q.StockLedgerCheckMoved(ctx, *p.since); err != nil {
+			return fmt.Errorf("check counters against the ledger: %w", err)
+		}
+		snap.rows = int32(len(checked))
+		for _, l := range checked {
+			if [4]int64{l.Total, l.Available, l.Reserved, l.Sold} != [4]int64{l.LedgerTotal, l.LedgerAvailable, l.LedgerReserved, l.LedgerSold} {
+				snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
+			}
 		}
 		var lines []db.StockLinesMismatchMovedRow
 		if lines, err = q.StockLinesMismatchMoved(ctx, *p.since); err != nil {
@@ -345,13 +354,6 @@ func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p
 		}
 		for _, l := range lines {
 			snap.lines = append(snap.lines, db.StockLinesMismatchRow(l))
-		}
-		var ledger []db.StockLedgerMismatchMovedRow
-		if ledger, err = q.StockLedgerMismatchMoved(ctx, *p.since); err != nil {
-			return fmt.Errorf("check counters against the ledger: %w", err)
-		}
-		for _, l := range ledger {
-			snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
 		}
 		return nil
 	case p.scope == ScopeFull && p.since != nil:

@@ -135,7 +135,9 @@ func (b *bench) changeRows(ctx context.Context, n int) (string, error) {
 					if err == nil && a.status != http.StatusCreated {
 						err = fmt.Errorf("HTTP %d: %s", a.status, a.body)
 					}
-					if err == nil || a.status != http.StatusServiceUnavailable {
+					// A 503, or a keep-alive connection the server closed
+					// while the runs before took minutes, is sent again.
+					if err == nil || (a.status != http.StatusServiceUnavailable && a.status != 0) {
 						break
 					}
 					time.Sleep(100 * time.Millisecond)
