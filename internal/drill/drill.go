@@ -321,6 +321,11 @@ func (d *drill) drive(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	var conns int
+	if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND backend_type = 'client backend'`).Scan(&conns); err == nil {
+		d.note("connections to the primary under load: %d (both instances and the drill's %d)", conns, d.pool.Stat().TotalConns())
+	}
 	stop()
 	stopAt := time.Now()
 	d.logf("load stopped")
