@@ -546,8 +546,16 @@ func (b *bench) stockIn(ctx context.Context, skus []string, n int64) error {
 		go func() {
 			defer wg.Done()
 			for sku := range work {
-				_, err := b.call("POST", "/v1/skus/"+sku+"/adjustments", b.ops, "in-"+sku+"-"+b.run,
-					[]byte(fmt.Sprintf(`{"delta":%d,"reason":"benchmark stock"}`, n)), http.StatusOK)
+				var err error
+				for try := 0; try < 50; try++ { // a 503 (a machine too busy) is retried with the same key
+					var a answer
+					a, err = b.call("POST", "/v1/skus/"+sku+"/adjustments", b.ops, "in-"+sku+"-"+b.run,
+						[]byte(fmt.Sprintf(`{"delta":%d,"reason":"benchmark stock"}`, n)), http.StatusOK)
+					if err == nil || a.status != http.StatusServiceUnavailable {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 				if err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, fmt.Errorf("stock in %s: %w", sku, err))
