@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,16 +84,20 @@ func (b *bench) reconcile(ctx context.Context) ([]*result, error) {
 		return nil, err
 	}
 	timed := func(scope string) (string, error) {
-		began := time.Now()
+		began, cpu := time.Now(), b.clusterCPU(ctx)
 		r, err := deps.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, Scope: scope})
-		took := time.Since(began)
+		took, cpu := time.Since(began), b.clusterCPU(ctx)-cpu
 		if err != nil {
 			return "", err
 		}
 		if r.HighRisk > 0 || r.Status != reconcile.StatusSucceeded {
 			return "", fmt.Errorf("reconciliation run %d: %s, %d high-risk findings", r.ID, r.Status, r.HighRisk)
 		}
-		line := fmt.Sprintf("%s %.2f s (%d rows checked)", *r.Scope, took.Seconds(), r.RowsChecked)
+		line := fmt.Sprintf("%s %.2f s (%d rows checked", *r.Scope, took.Seconds(), r.RowsChecked)
+		if cpu > 0 {
+			line += fmt.Sprintf(", PostgreSQL CPU %.2f s", cpu.Seconds())
+		}
+		line += ")"
 		fmt.Fprintf(b.log, "  %s\n", line)
 		return line, nil
 	}
@@ -162,4 +170,63 @@ func (b *bench) changeRows(ctx context.Context, n int) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("holds on %d SKUs in %.1f s", n, time.Since(began).Seconds()), nil
+}
+
+// clusterCPU is the CPU time the whole PostgreSQL server has used so far
+// (the postmaster, its live processes, and the ones that exited, parallel
+// workers among them), when it runs on this machine; 0 otherwise. Around
+// a reconciliation it tells the server's work apart from the time it
+// waited for a core on a busy machine.
+func (b *bench) clusterCPU(ctx context.Context) time.Duration {
+	var backend int
+	if err := b.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return 0
+	}
+	postmaster := parentOf(backend)
+	if postmaster <= 1 {
+		return 0
+	}
+	total := readCPU(postmaster) + readChildrenCPU(postmaster)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && parentOf(pid) == postmaster {
+			total += readCPU(pid)
+		}
+	}
+	return total
+}
+
+// statFields are the fields of /proc/PID/stat after the command name.
+func statFields(pid int) []string {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(st, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(st[i+1:]))
+}
+
+func parentOf(pid int) int {
+	f := statFields(pid)
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// readChildrenCPU is the CPU time of pid's children that exited and were
+// waited for (cutime and cstime).
+func readChildrenCPU(pid int) time.Duration {
+	f := statFields(pid)
+	if len(f) < 15 {
+		return 0
+	}
+	cutime, _ := strconv.ParseInt(f[13], 10, 64)
+	cstime, _ := strconv.ParseInt(f[14], 10, 64)
+	return time.Duration(cutime+cstime) * time.Second / clockTicks
 }
