@@ -100,6 +100,7 @@ func connect(ctx context.Context, url string, maxConns int32, connectTimeout tim
 	}
 	Instrument(cfg)
 	cfg.AfterConnect = dbtypes.Register
+	cfg.ConnConfig.ValidateConnect = confirmWrites(cfg.ConnConfig.ValidateConnect)
 	guard := guardPool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -136,7 +137,8 @@ func poolConfig(url string, maxConns int32) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// requestPool derives the HTTP requests' pool from pool's configuration.
+// requestPool derives the HTTP requests' pool from pool's configuration
+// (its connections validated the same way, see confirmWrites).
 // Its sessions give up waiting for a lock after cfg.LockTimeout and on a
 // statement after cfg.StatementTimeout (set once per connection, in the
 // startup message, so they cost no round trip), and a request waits at

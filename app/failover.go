@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 
@@ -54,6 +55,40 @@ func guardPool(cfg *pgxpool.Config) *failoverGuard {
 	cfg.ConnConfig.OnPgError, cfg.ConnConfig.OnNotice = nil, nil
 	g.install(cfg)
 	return g
+}
+
+// connectProbe is the write a new connection commits before the pool
+// takes it: a transactional logical message (WAL and nothing else, no
+// table needed, so migrations can connect too), its commit given
+// connectProbeTimeout to be confirmed by the synchronous standby. It is
+// transaction control and a fixed statement, sent as one simple query so
+// that it costs one round trip, and the only SQL besides pipeline.go's
+// written in Go.
+const connectProbe = "BEGIN; SET LOCAL statement_timeout = 2000; " +
+	"SELECT pg_logical_emit_message(true, 'stockhold', 'connect'); COMMIT"
+
+// confirmWrites is pgconn's ValidateConnect for the app's pools: after
+// validate (target_session_attrs', when DATABASE_URL sets it), the
+// connection commits connectProbe. A standby refuses it (read-only); an old
+// primary restarted before its demotion cannot have it confirmed (its
+// standby is being promoted), and the failoverGuard turns the cancelled
+// wait into an error. Either way pgx goes on to the next host. Without
+// it, such a server's connections answered reads from commits only it had:
+// in the failover drill a partial release that committed there just
+// before the kill, and whose answer the kill cut, was replayed from it to
+// the client's retry (200) and was gone once the server was rewound.
+func confirmWrites(validate pgconn.ValidateConnectFunc) pgconn.ValidateConnectFunc {
+	return func(ctx context.Context, conn *pgconn.PgConn) error {
+		if validate != nil {
+			if err := validate(ctx, conn); err != nil {
+				return err
+			}
+		}
+		if _, err := conn.Exec(ctx, connectProbe).ReadAll(); err != nil {
+			return fmt.Errorf("commit a write on connecting: %w", err)
+		}
+		return nil
+	}
 }
 
 // install hooks the guard into cfg's connections, keeping pgconn's
