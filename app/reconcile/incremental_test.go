@@ -124,7 +124,7 @@ func TestPeriodicRunsAreIncrementalBetweenFullRuns(t *testing.T) {
 	_, b := setup(t, nil)
 	ctx := context.Background()
 	service := func() *reconcile.Service {
-		return reconcile.New(b.pool, b.inserter, b.alerts, reconcile.Config{RepairLimit: 100, StuckGrace: time.Minute, FullEvery: time.Hour, Log: quiet})
+		return reconcile.New(b.pool, b.inserter, b.alerts, b.inv, reconcile.Config{RepairLimit: 100, StuckGrace: time.Minute, FullEvery: time.Hour, Log: quiet})
 	}
 	periodic := func(svc *reconcile.Service) reconcile.Run {
 		r, err := svc.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerPeriodic})
