@@ -69,8 +69,8 @@ type options struct {
 	keep      bool
 	// reuse keeps a bench database left by -keep (a seeded catalogue)
 	// instead of creating it afresh.
-	reuse bool
-	database  string
+	reuse    bool
+	database string
 	// halfRate, when set, is the rate of the half scenario instead of
 	// half of spread's.
 	halfRate float64
