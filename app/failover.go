@@ -41,26 +41,38 @@ const syncRepCancelled = "canceling wait for synchronous replication"
 // pool, filled in once the pool exists, is the pool to reset.
 type failoverGuard struct {
 	pool atomic.Pointer[pgxpool.Pool]
-	// readOnly counts read-only errors seen, for tests and logs.
-	readOnly atomic.Int64
-	// unconfirmed counts commits failed for want of the standby.
-	unconfirmed atomic.Int64
 }
 
 // guardPool hooks a new failoverGuard into cfg's connections, replacing
-// any hooks a configuration copied from another pool carries, and returns
-// it; set its pool once the pool exists.
+// the hooks a configuration copied from another pool carries (they would
+// reset that pool), and returns it; set its pool once the pool exists.
+// pgconn's own default, closing a connection on a FATAL error, is kept.
 func guardPool(cfg *pgxpool.Config) *failoverGuard {
 	g := &failoverGuard{}
-	cfg.ConnConfig.OnPgError, cfg.ConnConfig.OnNotice = nil, nil
-	g.install(cfg)
+	c := &cfg.ConnConfig.Config
+	c.OnPgError = func(_ *pgconn.PgConn, err *pgconn.PgError) bool {
+		if err.Code == readOnlyTransaction {
+			if p := g.pool.Load(); p != nil {
+				go p.Reset()
+			}
+			return false
+		}
+		return !strings.EqualFold(err.Severity, "FATAL")
+	}
+	c.OnNotice = func(conn *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Code == "01000" && strings.HasPrefix(n.Message, syncRepCancelled) {
+			// COMMIT's CommandComplete follows this notice: reading it
+			// now fails, as if the connection had dropped mid-commit.
+			_ = conn.Close(context.Background())
+		}
+	}
 	return g
 }
 
 // connectProbe is the write a new connection commits before the pool
 // takes it: a transactional logical message (WAL and nothing else, no
-// table needed, so migrations can connect too), its commit given
-// connectProbeTimeout to be confirmed by the synchronous standby. It is
+// table needed, so migrations can connect too), its commit given two
+// seconds to be confirmed by the synchronous standby. It is
 // transaction control and a fixed statement, sent as one simple query so
 // that it costs one round trip, and the only SQL besides pipeline.go's
 // written in Go.
@@ -88,38 +100,5 @@ func confirmWrites(validate pgconn.ValidateConnectFunc) pgconn.ValidateConnectFu
 			return fmt.Errorf("commit a write on connecting: %w", err)
 		}
 		return nil
-	}
-}
-
-// install hooks the guard into cfg's connections, keeping pgconn's
-// default of closing a connection on a FATAL error.
-func (g *failoverGuard) install(cfg *pgxpool.Config) {
-	c := &cfg.ConnConfig.Config
-	previous := c.OnPgError
-	c.OnPgError = func(conn *pgconn.PgConn, err *pgconn.PgError) bool {
-		if err.Code == readOnlyTransaction {
-			g.readOnly.Add(1)
-			if p := g.pool.Load(); p != nil {
-				go p.Reset()
-			}
-			return false
-		}
-		if previous != nil {
-			return previous(conn, err)
-		}
-		return !strings.EqualFold(err.Severity, "FATAL")
-	}
-	notice := c.OnNotice
-	c.OnNotice = func(conn *pgconn.PgConn, n *pgconn.Notice) {
-		if n.Code == "01000" && strings.HasPrefix(n.Message, syncRepCancelled) {
-			g.unconfirmed.Add(1)
-			// COMMIT's CommandComplete follows this notice: reading it
-			// now fails, as if the connection had dropped mid-commit.
-			_ = conn.Close(context.Background())
-			return
-		}
-		if notice != nil {
-			notice(conn, n)
-		}
 	}
 }

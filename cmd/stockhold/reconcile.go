@@ -69,11 +69,7 @@ func printRun(w io.Writer, run reconcile.Run) {
 	case run.Scope != nil && *run.Scope == reconcile.ScopeIncremental:
 		scope = "incremental: the rows whose ledger moved since the last clean run"
 	}
-	took := ""
-	if run.StartedAt != nil && run.FinishedAt != nil {
-		took = fmt.Sprintf(" in %.2f s", run.FinishedAt.Sub(*run.StartedAt).Seconds())
-	}
-	fmt.Fprintf(w, "reconciliation run %d %s%s: %d stock rows checked (%s)\n", run.ID, run.Status, took, run.RowsChecked, scope)
+	fmt.Fprintf(w, "reconciliation run %d %s: %d stock rows checked (%s)\n", run.ID, run.Status, run.RowsChecked, scope)
 	fmt.Fprintf(w, "  high risk: %d   holds released: %d   jobs retried: %d\n", run.HighRisk, run.AutoFixed, run.Retried)
 	sections := []struct {
 		title    string
