@@ -17,7 +17,7 @@ WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 # The binary build writes and run serves (the README's test gives its own).
 STOCKHOLD_BIN ?= bin/stockhold
 
-.PHONY: run test torture readme screenshots generate check-generate bench lint build db-stop
+.PHONY: run test torture readme screenshots generate check-generate bench drill-failover lint build db-stop
 
 ## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines; webhooks may reach loopback (a dev instance)
 run: build
@@ -71,6 +71,14 @@ bench: build
 	@set -eo pipefail; $(WITH_DB); \
 	go build -o bin/stockhold-bench ./cmd/stockhold-bench; \
 	bin/stockhold-bench -server bin/stockhold $(BENCH_FLAGS)
+
+## drill-failover: a pg_auto_failover formation on this machine (monitor and two nodes, synchronous
+## replication; installs postgresql-15-auto-failover when missing), two instances under mixed load,
+## kill -9 of the primary's postmaster, a switchover back; checks nothing acknowledged was lost (DRILL_FLAGS)
+drill-failover: build
+	@set -eo pipefail; \
+	go build -o bin/stockhold-drill ./cmd/stockhold-drill; \
+	bin/stockhold-drill -server $(STOCKHOLD_BIN) $(DRILL_FLAGS)
 
 ## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc, and the API client from openapi.json
 generate:

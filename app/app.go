@@ -30,6 +30,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/console"
+	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtypes"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -99,10 +100,13 @@ func connect(ctx context.Context, url string, maxConns int32, connectTimeout tim
 	}
 	Instrument(cfg)
 	cfg.AfterConnect = dbtypes.Register
+	cfg.ConnConfig.ValidateConnect = confirmWrites(cfg.ConnConfig.ValidateConnect)
+	guard := guardPool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	guard.pool.Store(pool)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
@@ -133,7 +137,8 @@ func poolConfig(url string, maxConns int32) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// requestPool derives the HTTP requests' pool from pool's configuration.
+// requestPool derives the HTTP requests' pool from pool's configuration
+// (its connections validated the same way, see confirmWrites).
 // Its sessions give up waiting for a lock after cfg.LockTimeout and on a
 // statement after cfg.StatementTimeout (set once per connection, in the
 // startup message, so they cost no round trip), and a request waits at
@@ -162,7 +167,13 @@ func requestPool(pool *pgxpool.Pool, cfg config.Config) (*pgxpool.Pool, error) {
 	if cfg.AcquireTimeout > 0 {
 		c.ConnConfig.Tracer = acquireTimeout{wait: cfg.AcquireTimeout, QueryTracer: c.ConnConfig.Tracer}
 	}
-	return pgxpool.NewWithConfig(context.Background(), c)
+	guard := guardPool(c)
+	p, err := pgxpool.NewWithConfig(context.Background(), c)
+	if err != nil {
+		return nil, err
+	}
+	guard.pool.Store(p)
+	return p, nil
 }
 
 // acquireTimeout bounds how long pgxpool's Acquire waits for a connection:
@@ -288,6 +299,7 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 			StuckGrace: max(cfg.SweepGrace+cfg.SweepInterval, time.Minute),
 			Rollbacks:  rollbackSvc,
 			Campaigns:  campaignSvc,
+			FullEvery:  cfg.ReconcileFullInterval,
 			Log:        log,
 		}),
 	}
@@ -403,8 +415,9 @@ func jobLogContext(ctx context.Context, job *rivertype.JobRow, work func(context
 }
 
 // ready reports whether this instance should get traffic: not shutting
-// down, the database answering within 2 seconds, and its schema at least
-// the one this binary carries. It asks on River's pool, so a burst that fills the
+// down, the database answering within 2 seconds, its schema at least the
+// one this binary carries, and a write committed (probeWrite). It asks on
+// River's pool, so a burst that fills the
 // requests' pool (answered 503 by the requests themselves) does not take
 // every instance out of the load balancer at once.
 func (a *App) ready(ctx context.Context) error {
@@ -425,7 +438,30 @@ func (a *App) ready(ctx context.Context) error {
 		return &api.NotReady{Reason: "schema not current",
 			Err: fmt.Errorf("schema at version %d, this binary needs %d: run `stockhold migrate up`", current, latest)}
 	}
+	if err := a.probeWrite(ctx); err != nil {
+		return &api.NotReady{Reason: "database not writable", Err: err}
+	}
 	return nil
+}
+
+// writeProbeTimeout bounds a readiness probe's write, its commit's wait for
+// a synchronous standby included.
+const writeProbeTimeout = time.Second
+
+// probeWrite commits a one-row write, as every acknowledged change does:
+// it fails on a read-only server (a standby reached some other way than
+// target_session_attrs, a node pg_auto_failover is promoting or demoting)
+// and on a primary whose commits wait for a synchronous standby that does
+// not confirm them within writeProbeTimeout (an old primary restarted
+// before it is demoted), where reading alone would have said ready.
+func (a *App) probeWrite(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, a.Pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		if err := q.ReadinessProbeTimeout(ctx, strconv.FormatInt(writeProbeTimeout.Milliseconds(), 10)); err != nil {
+			return err
+		}
+		return q.ReadinessProbe(ctx, a.Worker.ID())
+	})
 }
 
 // Serve works jobs and answers HTTP on the configured address until ctx is

@@ -21,6 +21,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
@@ -280,9 +281,33 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		JobTimeout:             rescueAfter,
 		RescueStuckJobsAfter:   rescueAfter,
 		Logger:                 riverLogger(cfg.Log),
-		Middleware:             append([]rivertype.Middleware{routeQueues}, cfg.Middleware...),
+		Middleware:             append([]rivertype.Middleware{routeQueues, snoozeLostDatabase(cfg.Log)}, cfg.Middleware...),
 		TestOnly:               cfg.Test,
 		LeaderElectionDisabled: cfg.NotLeader,
+	})
+}
+
+// lostDatabaseSnooze is how long a job whose attempt lost the database
+// waits before it runs again.
+const lostDatabaseSnooze = time.Second
+
+// snoozeLostDatabase turns an attempt that failed because the database went
+// away under it (a failover or a restart: dberr.DatabaseLost) into a
+// snooze, which River does not count as an attempt, so that an outage does
+// not use up the three attempts of the jobs it interrupts (the expiry loop,
+// a webhook delivery, a rollback batch) and raise critical alerts for
+// work that never failed. The job runs again once the database is back,
+// on the new primary. A job's own timeout or a failure of its own is
+// still a failed attempt.
+func snoozeLostDatabase(log *slog.Logger) rivertype.Middleware {
+	return river.WorkerMiddlewareFunc(func(ctx context.Context, job *rivertype.JobRow, work func(context.Context) error) error {
+		err := work(ctx)
+		if err != nil && ctx.Err() == nil && dberr.DatabaseLost(err) {
+			log.InfoContext(ctx, "job interrupted by the loss of the database; it runs again without counting the attempt",
+				"kind", job.Kind, "job_id", job.ID, "err", err)
+			return river.JobSnooze(lostDatabaseSnooze)
+		}
+		return err
 	})
 }
 

@@ -41,3 +41,19 @@ LEFT JOIN reservations r ON r.id = g.reservation_id
 LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.pool = g.pool
 WHERE g.held <> CASE WHEN r.status = 'held' THEN coalesce(l.quantity, 0) ELSE 0 END
    OR g.sold <> CASE WHEN r.status = 'confirmed' THEN coalesce(l.quantity, 0) ELSE 0 END;
+
+-- name: ReadinessProbeTimeout :exec
+-- ReadinessProbeTimeout bounds the rest of the probe's transaction, its
+-- COMMIT included: a commit that waits longer for the synchronous standby
+-- is cancelled, which PostgreSQL answers with a warning the pool turns
+-- into an error (see app.failoverGuard).
+SELECT set_config('statement_timeout', @timeout::text, true);
+
+-- name: ReadinessProbe :exec
+-- ReadinessProbe records that instance could write now, and forgets the
+-- instances that have not probed for a day.
+WITH gone AS (
+    DELETE FROM readiness_probes WHERE probed_at < now() - interval '1 day'
+)
+INSERT INTO readiness_probes (instance, probed_at) VALUES (@instance, now())
+ON CONFLICT (instance) DO UPDATE SET probed_at = excluded.probed_at;

@@ -26,11 +26,14 @@ RETURNING *;
 -- name: ReconcileRunFinish :one
 -- ReconcileRunFinish ends a run, counting its findings: holds released,
 -- jobs re-enqueued (retried or stranded chains resumed) and high-risk
--- findings.
+-- findings; it records the run's scope and watermarks.
 UPDATE reconcile_runs r
 SET status = @status,
     error = sqlc.narg('error'),
     rows_checked = @rows_checked,
+    scope = sqlc.narg('scope'),
+    snapshot_xmin = sqlc.narg('snapshot_xmin'),
+    since_xmin = sqlc.narg('since_xmin'),
     auto_fixed = f.auto_fixed,
     retried = f.retried,
     high_risk = f.high_risk,
@@ -50,6 +53,26 @@ RETURNING r.*;
 -- move ledger checkpoints) at a time. It is held until the end of the
 -- caller's transaction, and released if its connection dies.
 SELECT pg_advisory_xact_lock(hashtext('stockhold.reconcile'));
+
+-- name: ReconcileWatermark :one
+-- ReconcileWatermark is the snapshot xmin of the last clean run (over every
+-- SKU, succeeded, no high-risk finding), and when the last full run over
+-- every SKU finished; no row means no clean run yet. Every ledger row that
+-- run did not see has a feed_xid at or above the watermark, so the rows
+-- whose ledger moved since are found from it.
+SELECT c.snapshot_xmin::xid8 AS snapshot_xmin,
+       coalesce((SELECT max(f.finished_at) FROM reconcile_runs f
+        WHERE f.status = 'succeeded' AND f.scope = 'full'), 'epoch')::timestamptz AS last_full_at
+FROM reconcile_runs c
+WHERE c.status = 'succeeded' AND c.high_risk = 0 AND c.skus IS NULL AND c.snapshot_xmin IS NOT NULL
+ORDER BY c.finished_at DESC
+LIMIT 1;
+
+-- name: ReconcileSnapshotXmin :one
+-- ReconcileSnapshotXmin is the xmin of the caller's snapshot: every
+-- transaction below it had ended when the snapshot was taken. Run first in
+-- a REPEATABLE READ transaction, it takes the snapshot the run checks.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::xid8 AS xmin;
 
 -- name: StockCount :one
 -- StockCount counts the stock rows of skus, or all of them when skus is null.
@@ -113,6 +136,154 @@ WITH checked AS (
           AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
     ) m
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
+), advanced AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    FROM checked ch
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+    ON CONFLICT (sku, pool) DO UPDATE
+    SET stock_version = excluded.stock_version,
+        total = excluded.total,
+        available = excluded.available,
+        reserved = excluded.reserved,
+        sold = excluded.sold,
+        checked_at = now()
+    WHERE lc.stock_version < excluded.stock_version
+    RETURNING lc.sku
+)
+SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+       ch.checkpoint_version,
+       ch.ledger_total::bigint     AS ledger_total,
+       ch.ledger_available::bigint AS ledger_available,
+       ch.ledger_reserved::bigint  AS ledger_reserved,
+       ch.ledger_sold::bigint      AS ledger_sold
+FROM checked ch
+WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+
+-- name: StockLinesMismatchMoved :many
+-- StockLinesMismatchMoved is StockLinesMismatch for the stock rows whose
+-- ledger moved since the watermark since. Each row's lines are summed
+-- through reservation_lines_sku_pool, row by row: the planner cannot know
+-- how many rows moved (the newest feed_xid values are past its
+-- statistics), and per-row lookups cost what moved whatever it guesses.
+WITH moved AS (
+    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
+)
+SELECT s.sku, s.pool, s.reserved, s.sold,
+       l.held::bigint      AS lines_held,
+       l.confirmed::bigint AS lines_confirmed
+FROM moved m
+JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
+           coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
+    FROM reservation_lines x
+    JOIN reservations r ON r.id = x.reservation_id
+    WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
+) l
+WHERE s.reserved <> l.held OR s.sold <> l.confirmed
+ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
+
+-- name: StockLedgerCheckMoved :many
+-- StockLedgerCheckMoved checks the stock rows whose ledger moved since the
+-- watermark since (an incremental run) as StockLedgerMismatch does, and
+-- returns every row it checked (the caller keeps those that disagree and
+-- counts them all): found in ledger_feed's range at the index's right end,
+-- then each probed from its checkpoint (row by row, whatever the planner
+-- guesses of how many moved). Every ledger row after a row's checkpoint is
+-- at or above the watermark, since the run that verified the checkpoint
+-- saw everything below it; so a row none of whose ledger rows is there
+-- has nothing after its checkpoint. It moves the checkpoints of the rows
+-- that balanced.
+WITH moved AS (
+    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
+), checked AS (
+    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+           c.stock_version                       AS checkpoint_version,
+           coalesce(c.total, 0) + t.total         AS ledger_total,
+           coalesce(c.available, 0) + t.available AS ledger_available,
+           coalesce(c.reserved, 0) + t.reserved   AS ledger_reserved,
+           coalesce(c.sold, 0) + t.sold           AS ledger_sold
+    FROM moved m
+    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
+               coalesce(sum(g.delta_available), 0)::bigint AS available,
+               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+        FROM ledger g
+        WHERE g.sku = s.sku AND g.pool = s.pool
+          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+    ) t
+), advanced AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    FROM checked ch
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+    ON CONFLICT (sku, pool) DO UPDATE
+    SET stock_version = excluded.stock_version,
+        total = excluded.total,
+        available = excluded.available,
+        reserved = excluded.reserved,
+        sold = excluded.sold,
+        checked_at = now()
+    WHERE lc.stock_version < excluded.stock_version
+    RETURNING lc.sku
+)
+SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+       ch.checkpoint_version,
+       ch.ledger_total::bigint     AS ledger_total,
+       ch.ledger_available::bigint AS ledger_available,
+       ch.ledger_reserved::bigint  AS ledger_reserved,
+       ch.ledger_sold::bigint      AS ledger_sold
+FROM checked ch
+ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+
+-- name: StockLedgerMismatchAll :many
+-- StockLedgerMismatchAll is StockLedgerMismatch over every stock row, for a
+-- full run that has a watermark. One pass over stock and
+-- ledger_checkpoints (in key order) picks the rows whose version or
+-- counters are not their checkpoint's: those changed since, and any whose
+-- counters were changed with no ledger row. To them it adds the rows whose
+-- ledger moved since the watermark (a ledger row written behind the
+-- counters' back shows there), and probes the ledger of those alone, from
+-- their checkpoints. A row in neither set has its checkpoint's counters
+-- and nothing in its ledger after it: it balances. It moves the
+-- checkpoints of the rows that balanced.
+WITH candidates AS (
+    SELECT s.sku, s.pool
+    FROM stock s
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    WHERE c.stock_version IS DISTINCT FROM s.version
+       OR (c.total, c.available, c.reserved, c.sold) IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold)
+    UNION
+    SELECT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
+), checked AS (
+    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+           c.stock_version                       AS checkpoint_version,
+           coalesce(c.total, 0) + t.total         AS ledger_total,
+           coalesce(c.available, 0) + t.available AS ledger_available,
+           coalesce(c.reserved, 0) + t.reserved   AS ledger_reserved,
+           coalesce(c.sold, 0) + t.sold           AS ledger_sold
+    FROM candidates m
+    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
+               coalesce(sum(g.delta_available), 0)::bigint AS available,
+               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+        FROM ledger g
+        WHERE g.sku = s.sku AND g.pool = s.pool
+          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+    ) t
 ), advanced AS (
     INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
     SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold

@@ -47,6 +47,11 @@ type Config struct {
 	SweepGrace time.Duration
 	// ReconcileInterval is how often reconciliation runs (STOCKHOLD_RECONCILE_INTERVAL).
 	ReconcileInterval time.Duration
+	// ReconcileFullInterval is how often a periodic reconciliation checks
+	// every stock row; the runs in between check only the rows whose
+	// ledger moved since the last clean run. 0 makes every run full
+	// (STOCKHOLD_RECONCILE_FULL_INTERVAL).
+	ReconcileFullInterval time.Duration
 	// ReconcileRepairLimit bounds the stuck holds one run releases per SKU
 	// (STOCKHOLD_RECONCILE_REPAIR_LIMIT).
 	ReconcileRepairLimit int
@@ -170,27 +175,28 @@ func DefaultsWith(set func(*Config)) Config {
 func load(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
-		DatabaseURL:          r.str("DATABASE_URL"),
-		Addr:                 r.str("STOCKHOLD_ADDR"),
-		AlertWebhook:         r.url("STOCKHOLD_ALERT_WEBHOOK"),
-		Coalesce:             r.boolean("STOCKHOLD_COALESCE"),
-		BatchSize:            r.integer("STOCKHOLD_BATCH_SIZE", 1, 10_000),
-		BatchFlights:         r.integer("STOCKHOLD_BATCH_FLIGHTS", 1, 64),
-		ExpiryTick:           r.positive("STOCKHOLD_EXPIRY_TICK"),
-		Workers:              r.integer("STOCKHOLD_WORKERS", 1, 1000),
-		SweepInterval:        r.duration("STOCKHOLD_SWEEP_INTERVAL"),
-		SweepGrace:           r.duration("STOCKHOLD_SWEEP_GRACE"),
-		ReconcileInterval:    r.duration("STOCKHOLD_RECONCILE_INTERVAL"),
-		ReconcileRepairLimit: r.integer("STOCKHOLD_RECONCILE_REPAIR_LIMIT", 0, 1_000_000),
-		RollbackPause:        r.duration("STOCKHOLD_ROLLBACK_PAUSE"),
-		WatchInterval:        r.duration("STOCKHOLD_WATCH_INTERVAL"),
-		RetryBase:            r.duration("STOCKHOLD_RETRY_BASE"),
-		LogLevel:             r.oneOf("STOCKHOLD_LOG_LEVEL", "debug", "info", "warn", "error"),
-		LogFormat:            r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "text"),
-		PprofAddr:            r.str("STOCKHOLD_PPROF_ADDR"),
-		AlertRepageAfter:     r.duration("STOCKHOLD_ALERT_REPAGE_AFTER"),
-		Retention:            r.retention("STOCKHOLD_RETENTION"),
-		WebhookAllowPrivate:  r.boolean("STOCKHOLD_WEBHOOK_ALLOW_PRIVATE"),
+		DatabaseURL:           r.str("DATABASE_URL"),
+		Addr:                  r.str("STOCKHOLD_ADDR"),
+		AlertWebhook:          r.url("STOCKHOLD_ALERT_WEBHOOK"),
+		Coalesce:              r.boolean("STOCKHOLD_COALESCE"),
+		BatchSize:             r.integer("STOCKHOLD_BATCH_SIZE", 1, 10_000),
+		BatchFlights:          r.integer("STOCKHOLD_BATCH_FLIGHTS", 1, 64),
+		ExpiryTick:            r.positive("STOCKHOLD_EXPIRY_TICK"),
+		Workers:               r.integer("STOCKHOLD_WORKERS", 1, 1000),
+		SweepInterval:         r.duration("STOCKHOLD_SWEEP_INTERVAL"),
+		SweepGrace:            r.duration("STOCKHOLD_SWEEP_GRACE"),
+		ReconcileInterval:     r.duration("STOCKHOLD_RECONCILE_INTERVAL"),
+		ReconcileFullInterval: r.duration("STOCKHOLD_RECONCILE_FULL_INTERVAL"),
+		ReconcileRepairLimit:  r.integer("STOCKHOLD_RECONCILE_REPAIR_LIMIT", 0, 1_000_000),
+		RollbackPause:         r.duration("STOCKHOLD_ROLLBACK_PAUSE"),
+		WatchInterval:         r.duration("STOCKHOLD_WATCH_INTERVAL"),
+		RetryBase:             r.duration("STOCKHOLD_RETRY_BASE"),
+		LogLevel:              r.oneOf("STOCKHOLD_LOG_LEVEL", "debug", "info", "warn", "error"),
+		LogFormat:             r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "text"),
+		PprofAddr:             r.str("STOCKHOLD_PPROF_ADDR"),
+		AlertRepageAfter:      r.duration("STOCKHOLD_ALERT_REPAGE_AFTER"),
+		Retention:             r.retention("STOCKHOLD_RETENTION"),
+		WebhookAllowPrivate:   r.boolean("STOCKHOLD_WEBHOOK_ALLOW_PRIVATE"),
 
 		RequestTimeout:        r.positive("STOCKHOLD_REQUEST_TIMEOUT"),
 		ReadTimeout:           r.positive("STOCKHOLD_HTTP_READ_TIMEOUT"),

@@ -221,7 +221,7 @@ func (q *Queries) OpsSessionsDeleteExpired(ctx context.Context) error {
 }
 
 const reconcileRunList = `-- name: ReconcileRunList :many
-SELECT id, trigger, skus, status, rows_checked, auto_fixed, retried, high_risk, error, created_at, started_at, finished_at FROM reconcile_runs ORDER BY id DESC LIMIT $1
+SELECT id, trigger, skus, status, rows_checked, auto_fixed, retried, high_risk, error, created_at, started_at, finished_at, scope, snapshot_xmin, since_xmin FROM reconcile_runs ORDER BY id DESC LIMIT $1
 `
 
 func (q *Queries) ReconcileRunList(ctx context.Context, lim int32) ([]ReconcileRun, error) {
@@ -246,6 +246,9 @@ func (q *Queries) ReconcileRunList(ctx context.Context, lim int32) ([]ReconcileR
 			&i.CreatedAt,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.Scope,
+			&i.SnapshotXmin,
+			&i.SinceXmin,
 		); err != nil {
 			return nil, err
 		}

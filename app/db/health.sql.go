@@ -78,3 +78,31 @@ func (q *Queries) InvariantViolations(ctx context.Context) ([]InvariantViolation
 	}
 	return items, nil
 }
+
+const readinessProbe = `-- name: ReadinessProbe :exec
+WITH gone AS (
+    DELETE FROM readiness_probes WHERE probed_at < now() - interval '1 day'
+)
+INSERT INTO readiness_probes (instance, probed_at) VALUES ($1, now())
+ON CONFLICT (instance) DO UPDATE SET probed_at = excluded.probed_at
+`
+
+// ReadinessProbe records that instance could write now, and forgets the
+// instances that have not probed for a day.
+func (q *Queries) ReadinessProbe(ctx context.Context, instance string) error {
+	_, err := q.db.Exec(ctx, readinessProbe, instance)
+	return err
+}
+
+const readinessProbeTimeout = `-- name: ReadinessProbeTimeout :exec
+SELECT set_config('statement_timeout', $1::text, true)
+`
+
+// ReadinessProbeTimeout bounds the rest of the probe's transaction, its
+// COMMIT included: a commit that waits longer for the synchronous standby
+// is cancelled, which PostgreSQL answers with a warning the pool turns
+// into an error (see app.failoverGuard).
+func (q *Queries) ReadinessProbeTimeout(ctx context.Context, timeout string) error {
+	_, err := q.db.Exec(ctx, readinessProbeTimeout, timeout)
+	return err
+}

@@ -146,7 +146,7 @@ func (q *Queries) MetricsLockWaits(ctx context.Context) ([]MetricsLockWaitsRow, 
 
 const metricsReconcileLatest = `-- name: MetricsReconcileLatest :many
 SELECT extract(epoch FROM r.finished_at)::float8 AS finished_at, r.status, f.class, count(f.id)::bigint AS findings
-FROM (SELECT id, trigger, skus, status, rows_checked, auto_fixed, retried, high_risk, error, created_at, started_at, finished_at FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1) r
+FROM (SELECT id, trigger, skus, status, rows_checked, auto_fixed, retried, high_risk, error, created_at, started_at, finished_at, scope, snapshot_xmin, since_xmin FROM reconcile_runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1) r
 LEFT JOIN reconcile_findings f ON f.run_id = r.id
 GROUP BY r.finished_at, r.status, f.class
 `

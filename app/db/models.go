@@ -180,6 +180,12 @@ type OpsSession struct {
 	ExpiresAt   time.Time
 }
 
+// One row per stockhold instance, upserted by each /readyz: when each last proved it could write. Rows of instances gone for a day are deleted by the probes.
+type ReadinessProbe struct {
+	Instance string
+	ProbedAt time.Time
+}
+
 type ReconcileFinding struct {
 	ID            int64
 	RunID         int64
@@ -207,6 +213,12 @@ type ReconcileRun struct {
 	CreatedAt   time.Time
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
+	// full: every stock row; incremental: the rows whose ledger moved since the last clean run; skus: the rows of skus. Null until the run ends.
+	Scope *string
+	// xmin of the snapshot the run checked: a clean run's watermark, from which the next run looks for ledger rows it did not see.
+	SnapshotXmin *uint64
+	// The watermark this run started from (the last clean run's snapshot_xmin); null when it probed each row's ledger from its checkpoint.
+	SinceXmin *uint64
 }
 
 // One row per hold: held -> confirmed | released | expired, never back.

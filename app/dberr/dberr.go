@@ -28,8 +28,9 @@ const (
 	// Busy: a lock or statement timeout stopped the request; the rows
 	// will be free in a moment.
 	Busy
-	// Unavailable: the database cannot be reached, or no connection was
-	// free in time.
+	// Unavailable: the database cannot be reached, does not take writes
+	// (a standby, or a server changing role in a failover), or no
+	// connection was free in time.
 	Unavailable
 )
 
@@ -45,6 +46,7 @@ func OverloadOf(err error) Overload {
 			return Busy
 		case code == "57P01", code == "57P02", code == "57P03", // admin or crash shutdown, cannot connect now
 			code == "53300",               // too_many_connections
+			code == "25006",               // read_only_sql_transaction: a standby, or a primary being demoted
 			strings.HasPrefix(code, "08"): // connection exceptions
 			return Unavailable
 		}
@@ -69,4 +71,16 @@ func NotFound(err error, what string) error {
 		return domain.Missing(what)
 	}
 	return err
+}
+
+// DatabaseLost reports whether err says the database went away under the
+// caller (its connection dropped, the server shut down or restarted, a
+// server that takes no writes, as in a failover), as opposed to the
+// caller's own deadline or cancellation, which OverloadOf also counts as
+// Unavailable.
+func DatabaseLost(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.Timeout(err) {
+		return false
+	}
+	return OverloadOf(err) == Unavailable
 }

@@ -48,9 +48,10 @@ func classify(ctx context.Context, err error) failure {
 		return failRetry
 	case pe.Code == "57014": // query_canceled, the batch's own context being live: statement_timeout
 		return failSlow
-	case pe.Code[:2] == "57" || pe.Code[:2] == "53" || pe.Code[:2] == "08":
-		// Cancelled, shutting down, out of resources, connection trouble:
-		// not any one request's fault.
+	case pe.Code[:2] == "57" || pe.Code[:2] == "53" || pe.Code[:2] == "08" || pe.Code == "25006":
+		// Cancelled, shutting down, out of resources, connection trouble,
+		// a server that takes no writes (a standby): not any one
+		// request's fault.
 		return failOther
 	}
 	return failStatement

@@ -86,8 +86,27 @@ type Config struct {
 	// campaigns with no job left to carry them on. Both nil: not looked for.
 	Rollbacks *rollbacks.Service
 	Campaigns CampaignResumer
+	// FullEvery is how often a periodic run checks every stock row; in
+	// between, periodic runs check only the rows whose ledger moved since
+	// the last clean run (see Scopes). Zero makes every run full.
+	FullEvery time.Duration
 	Log       *slog.Logger
 }
+
+// Scopes of a run: what it checks.
+const (
+	// ScopeFull checks every stock row: its counters against its lines
+	// and against its ledger checkpoint plus the ledger rows after it. It
+	// finds what leaves no ledger row (a counter changed by hand, a hold's
+	// status changed without its stock).
+	ScopeFull = "full"
+	// ScopeIncremental checks only the stock rows whose ledger moved since
+	// the last clean run's watermark, the xmin of the snapshot it checked:
+	// its cost follows the changes, not the catalogue.
+	ScopeIncremental = "incremental"
+	// ScopeSKUs checks the rows of some SKUs (a campaign's, at its end).
+	ScopeSKUs = "skus"
+)
 
 // Service runs reconciliations and reports on them.
 type Service struct {
@@ -112,8 +131,9 @@ func New(pool *pgxpool.Pool, jobs Jobs, alertSvc *alerts.Service, inv *inventory
 // Run runs one reconciliation now and returns it with its findings.
 // args.RunID names a run recorded when it was asked for (RequestTx), which
 // keeps the trigger and SKUs recorded then; zero records a new run with
-// args.Trigger and args.SKUs (none: every SKU). A run that already
-// succeeded is returned as it is, so a duplicated job checks nothing twice.
+// args.Trigger and args.SKUs (none: every SKU). args.Scope asks for a full
+// or an incremental run (see plan). A run that already succeeded is
+// returned as it is, so a duplicated job checks nothing twice.
 //
 // One run checks at a time (an advisory lock); a second waits for the first
 // to finish, then checks the books as they are by then. The checks read one
@@ -123,6 +143,9 @@ func New(pool *pgxpool.Pool, jobs Jobs, alertSvc *alerts.Service, inv *inventory
 // of their own, so they never fail on a snapshot older than the rows they
 // write. A run that fails is marked failed with its error.
 func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
+	if args.Scope != "" && args.Scope != ScopeFull && args.Scope != ScopeIncremental {
+		return Run{}, domain.Invalid("scope must be full or incremental, not %q", args.Scope)
+	}
 	q := db.New(s.pool)
 	id := args.RunID
 	if id == 0 {
@@ -133,7 +156,9 @@ func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
 		if err != nil {
 			return Run{}, err
 		}
-		row, err := q.ReconcileRunCreate(ctx, args.Trigger, skus)
+		// Recorded even if ctx ends meanwhile, so that the run is then
+		// marked failed rather than left pending.
+		row, err := q.ReconcileRunCreate(context.WithoutCancel(ctx), args.Trigger, skus)
 		if err != nil {
 			return Run{}, fmt.Errorf("record reconciliation run: %w", err)
 		}
@@ -155,7 +180,7 @@ func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
 		if err != nil {
 			return fmt.Errorf("start reconciliation run %d: %w", id, err)
 		}
-		row, runErr = s.check(ctx, started)
+		row, runErr = s.check(ctx, started, args.Scope)
 		return nil
 	})
 	if err != nil && args.RunID == 0 && row.ID == 0 {
@@ -176,13 +201,21 @@ func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
 
 // check runs the checks and their actions for a started run, then records
 // how it ended.
-func (s *Service) check(ctx context.Context, run db.ReconcileRun) (db.ReconcileRun, error) {
+func (s *Service) check(ctx context.Context, run db.ReconcileRun, asked string) (db.ReconcileRun, error) {
 	start := time.Now()
-	snap, err := s.read(ctx, run.Skus)
+	plan, err := s.plan(ctx, run, asked)
+	var snap snapshot
+	if err == nil {
+		snap, err = s.read(ctx, run.Skus, plan)
+	}
 	if err == nil {
 		err = s.act(ctx, run, snap)
 	}
-	finish := db.ReconcileRunFinishParams{ID: run.ID, Status: StatusSucceeded, RowsChecked: snap.rows}
+	finish := db.ReconcileRunFinishParams{ID: run.ID, Status: StatusSucceeded, RowsChecked: snap.rows,
+		Scope: &plan.scope, SinceXmin: plan.since}
+	if snap.xmin != 0 {
+		finish.SnapshotXmin = &snap.xmin
+	}
 	if err != nil {
 		msg := err.Error()
 		finish.Status, finish.Error = StatusFailed, &msg
@@ -196,14 +229,51 @@ func (s *Service) check(ctx context.Context, run db.ReconcileRun) (db.ReconcileR
 	if ferr != nil {
 		return done, fmt.Errorf("finish reconciliation run %d: %w", run.ID, ferr)
 	}
-	s.log.InfoContext(ctx, "reconciliation finished", "run_id", run.ID, "rows_checked", done.RowsChecked,
+	s.log.InfoContext(ctx, "reconciliation finished", "run_id", run.ID, "scope", plan.scope, "rows_checked", done.RowsChecked,
 		"auto_fixed", done.AutoFixed, "retried", done.Retried, "high_risk", done.HighRisk,
 		"took", time.Since(start).Round(time.Millisecond))
 	return done, nil
 }
 
+// plan is what a run checks and from where.
+type plan struct {
+	scope string
+	// since is the last clean run's watermark; nil means there is none
+	// (no clean run yet), so a full run probes each row's ledger from its
+	// checkpoint.
+	since *uint64
+}
+
+// plan decides a run's scope: the SKUs it was limited to; what was asked
+// (asked: ScopeFull or ScopeIncremental, or "" for the default); by
+// default a periodic run is incremental unless the last full run is
+// FullEvery old, and any other run is full. A run with no clean run before
+// it to start from is full.
+func (s *Service) plan(ctx context.Context, run db.ReconcileRun, asked string) (plan, error) {
+	if run.Skus != nil {
+		return plan{scope: ScopeSKUs}, nil
+	}
+	w, err := db.New(s.pool).ReconcileWatermark(ctx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return plan{scope: ScopeFull}, nil
+	}
+	if err != nil {
+		return plan{}, fmt.Errorf("read the last clean run's watermark: %w", err)
+	}
+	p := plan{scope: ScopeFull, since: &w.SnapshotXmin}
+	switch {
+	case asked == ScopeIncremental:
+		p.scope = ScopeIncremental
+	case asked == "" && run.Trigger == TriggerPeriodic && s.cfg.FullEvery > 0 && time.Since(w.LastFullAt) < s.cfg.FullEvery:
+		p.scope = ScopeIncremental
+	}
+	return p, nil
+}
+
 // snapshot is what one run read from the books.
 type snapshot struct {
+	// xmin is the snapshot's xmin: the run's watermark if it is clean.
+	xmin   uint64
 	rows   int32
 	lines  []db.StockLinesMismatchRow
 	ledger []db.StockLedgerMismatchRow
@@ -221,19 +291,17 @@ type snapshot struct {
 // ledger checkpoints of the rows that balanced, in the same snapshot: only
 // the holder of the reconciliation lock writes them, so this transaction
 // cannot meet a concurrent write to them.
-func (s *Service) read(ctx context.Context, skus []string) (snapshot, error) {
+func (s *Service) read(ctx context.Context, skus []string, p plan) (snapshot, error) {
 	var snap snapshot
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		var err error
-		if snap.rows, err = q.StockCount(ctx, skus); err != nil {
-			return fmt.Errorf("count stock rows: %w", err)
+		// The first statement takes the snapshot every later one reads.
+		if snap.xmin, err = q.ReconcileSnapshotXmin(ctx); err != nil {
+			return fmt.Errorf("take the snapshot: %w", err)
 		}
-		if snap.lines, err = q.StockLinesMismatch(ctx, skus); err != nil {
-			return fmt.Errorf("check counters against lines: %w", err)
-		}
-		if snap.ledger, err = q.StockLedgerMismatch(ctx, skus); err != nil {
-			return fmt.Errorf("check counters against the ledger: %w", err)
+		if err := s.readBooks(ctx, q, skus, p, &snap); err != nil {
+			return err
 		}
 		grace := s.cfg.StuckGrace.Seconds()
 		if snap.stuck, err = q.ReservationsStuck(ctx, int64(s.cfg.RepairLimit), grace, skus); err != nil {
@@ -263,6 +331,60 @@ func (s *Service) read(ctx context.Context, skus []string) (snapshot, error) {
 		return nil
 	})
 	return snap, err
+}
+
+// readBooks runs the checks of counters against lines and the ledger that
+// p's scope calls for.
+func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p plan, snap *snapshot) error {
+	var err error
+	switch {
+	case p.scope == ScopeIncremental:
+		var checked []db.StockLedgerCheckMovedRow
+		if checked, err = q.StockLedgerCheckMoved(ctx, *p.since); err != nil {
+			return fmt.Errorf("check counters against the ledger: %w", err)
+		}
+		snap.rows = int32(len(checked))
+		for _, l := range checked {
+			if [4]int64{l.Total, l.Available, l.Reserved, l.Sold} != [4]int64{l.LedgerTotal, l.LedgerAvailable, l.LedgerReserved, l.LedgerSold} {
+				snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
+			}
+		}
+		var lines []db.StockLinesMismatchMovedRow
+		if lines, err = q.StockLinesMismatchMoved(ctx, *p.since); err != nil {
+			return fmt.Errorf("check counters against lines: %w", err)
+		}
+		for _, l := range lines {
+			snap.lines = append(snap.lines, db.StockLinesMismatchRow(l))
+		}
+		return nil
+	case p.scope == ScopeFull && p.since != nil:
+		if snap.rows, err = q.StockCount(ctx, nil); err != nil {
+			return fmt.Errorf("count stock rows: %w", err)
+		}
+		if snap.lines, err = q.StockLinesMismatch(ctx, nil); err != nil {
+			return fmt.Errorf("check counters against lines: %w", err)
+		}
+		var ledger []db.StockLedgerMismatchAllRow
+		if ledger, err = q.StockLedgerMismatchAll(ctx, *p.since); err != nil {
+			return fmt.Errorf("check counters against the ledger: %w", err)
+		}
+		for _, l := range ledger {
+			snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
+		}
+		return nil
+	}
+	// A run over some SKUs, or the first full run: each row's ledger
+	// probed from its checkpoint.
+	if snap.rows, err = q.StockCount(ctx, skus); err != nil {
+		return fmt.Errorf("count stock rows: %w", err)
+	}
+	if snap.lines, err = q.StockLinesMismatch(ctx, skus); err != nil {
+		return fmt.Errorf("check counters against lines: %w", err)
+	}
+	if snap.ledger, err = q.StockLedgerMismatch(ctx, skus); err != nil {
+		return fmt.Errorf("check counters against the ledger: %w", err)
+	}
+	return nil
 }
 
 // act takes each class's action: high risk first, so that the pools are

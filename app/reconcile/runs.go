@@ -29,8 +29,11 @@ type Run struct {
 	Status  string `json:"status"`
 	Trigger string `json:"trigger"`
 	// SKUs the run was limited to; null means every SKU.
-	SKUs        []string `json:"skus"`
-	RowsChecked int32    `json:"rows_checked"`
+	SKUs []string `json:"skus"`
+	// Scope is full, incremental or skus (see ScopeFull); null until the
+	// run ends.
+	Scope       *string `json:"scope"`
+	RowsChecked int32   `json:"rows_checked"`
 	// AutoFixed counts the stuck holds released, Retried the jobs
 	// re-enqueued, HighRisk the high-risk findings.
 	AutoFixed  int32      `json:"auto_fixed"`
@@ -71,7 +74,7 @@ type Finding struct {
 
 func newRun(r db.ReconcileRun, findings []db.ReconcileFinding) Run {
 	out := Run{
-		ID: r.ID, Status: r.Status, Trigger: r.Trigger, SKUs: r.Skus, RowsChecked: r.RowsChecked,
+		ID: r.ID, Status: r.Status, Trigger: r.Trigger, SKUs: r.Skus, Scope: r.Scope, RowsChecked: r.RowsChecked,
 		AutoFixed: r.AutoFixed, Retried: r.Retried, HighRisk: r.HighRisk, Error: r.Error,
 		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Findings: Findings{AutoFix: []Finding{}, Retry: []Finding{}, HighRisk: []Finding{}},

@@ -10,7 +10,11 @@
 // compare.
 //
 //	stockhold-bench [-server bin/stockhold] [-duration 5s] [-clients 64]
-//	                [-scenarios hot,spread,...] [-json] [-keep]
+//	                [-scenarios hot,spread,...] [-catalogue 1000] [-json] [-keep]
+//
+// -catalogue sets how many SKUs the spread scenarios hold from; the
+// reconcile scenario (only when named) times reconciliation runs over that
+// catalogue, full and incremental.
 package main
 
 import (
@@ -40,8 +44,12 @@ import (
 	"github.com/stockhold/stockhold/app/schema"
 )
 
-// scenarioNames are the scenarios in the order they run.
+// scenarioNames are the scenarios in the order they run by default.
 var scenarioNames = []string{"hot", "spread", "half", "multi", "flash", "mixed", "expiry", "campaign-end"}
+
+// extraScenarios run only when named: reconcile times reconciliation runs
+// over the catalogue (-catalogue) rather than holds.
+var extraScenarios = []string{"reconcile"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -59,10 +67,16 @@ type options struct {
 	scenarios []string
 	json      bool
 	keep      bool
-	database  string
+	// reuse keeps a bench database left by -keep (a seeded catalogue)
+	// instead of creating it afresh.
+	reuse    bool
+	database string
 	// halfRate, when set, is the rate of the half scenario instead of
 	// half of spread's.
 	halfRate float64
+	// catalogue is how many SKUs spread, half, multi, mixed, expiry and
+	// campaign-end hold from, and reconcile checks.
+	catalogue int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -76,19 +90,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&scenarios, "scenarios", strings.Join(scenarioNames, ","), "scenarios to run, in order")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of a table")
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
+	fs.BoolVar(&o.reuse, "reuse", false, "reuse the bench database a run with -keep left (its seeded catalogue) instead of creating it afresh; implies -keep")
 	fs.Float64Var(&o.halfRate, "half-rate", 0, "holds/s of the half scenario (default: half of spread's rate)")
 	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
+	fs.IntVar(&o.catalogue, "catalogue", 1000, "SKUs the spread scenarios hold from (above 10,000 they are seeded in SQL) and reconcile checks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	o.keep = o.keep || o.reuse
 	for _, s := range strings.Split(scenarios, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		if !contains(scenarioNames, s) {
-			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(scenarioNames, ", "))
+		if !contains(scenarioNames, s) && !contains(extraScenarios, s) {
+			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(append(scenarioNames, extraScenarios...), ", "))
 		}
 		o.scenarios = append(o.scenarios, s)
+	}
+	if o.catalogue < 10 || o.catalogue > 100_000_000 {
+		return fmt.Errorf("-catalogue %d: want 10 to 100,000,000 SKUs", o.catalogue)
 	}
 	server := os.Getenv("DATABASE_URL")
 	if server == "" {
@@ -157,11 +177,17 @@ func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench
 	}
 	defer admin.Close(ctx)
 	name := pgx.Identifier{o.database}.Sanitize()
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", o.database).Scan(&exists); err != nil {
 		return nil, err
 	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, err
+	if !o.reuse || !exists {
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			return nil, err
+		}
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+			return nil, err
+		}
 	}
 	if b.dbURL, err = withDatabase(server, o.database); err != nil {
 		return nil, err
@@ -183,12 +209,16 @@ func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	if b.shop, err = auth.Create(ctx, b.pool, "bench-shop", auth.RoleShop); err != nil {
+	// Rotated, so that a reused database's keys from an earlier run stop.
+	shop, err := auth.Rotate(ctx, b.pool, "bench-shop", auth.RoleShop, 0)
+	if err != nil {
 		return nil, err
 	}
-	if b.ops, err = auth.Create(ctx, b.pool, "bench-ops", auth.RoleOps); err != nil {
+	ops, err := auth.Rotate(ctx, b.pool, "bench-ops", auth.RoleOps, 0)
+	if err != nil {
 		return nil, err
 	}
+	b.shop, b.ops = shop.Token, ops.Token
 	if err := b.startServer(ctx); err != nil {
 		b.tearDown()
 		return nil, err

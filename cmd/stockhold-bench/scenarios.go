@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,6 @@ import (
 )
 
 const (
-	spreadSKUs = 1000
 	flashUnits = 100
 	flashUsers = 1000
 	burstHolds = 10_000
@@ -33,6 +33,8 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.spread(ctx)
 	case "half":
 		return b.half(ctx)
+	case "reconcile":
+		return b.reconcile(ctx)
 	case "multi":
 		return b.multi(ctx)
 	case "flash":
@@ -66,21 +68,26 @@ func (b *bench) hot(ctx context.Context) ([]*result, error) {
 	return []*result{r}, nil
 }
 
-// spread: every client holds one unit of one of 1,000 SKUs at random.
+// spread: every client holds one unit of one of the catalogue's SKUs
+// (-catalogue, 1,000 by default) at random.
 func (b *bench) spread(ctx context.Context) ([]*result, error) {
 	if err := b.spreadStock(ctx); err != nil {
 		return nil, err
 	}
-	bodies := spreadBodies(0)
+	body := b.spreadBody(0)
 	r := &result{Scenario: "spread", Clients: b.o.clients}
 	t := &tally{}
 	el := b.closedLoop(ctx, "spread", b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		return b.hold(fmt.Sprintf("spread-%s-%d-%d", b.run, w, i), bodies[rand.IntN(spreadSKUs)])
+		return b.hold(fmt.Sprintf("spread-%s-%d-%d", b.run, w, i), body())
 	})
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
 	b.spreadRate = r.Rate
-	if err := b.baseline(ctx, r, func(int) string { return fmt.Sprintf("bare-%04d", rand.IntN(spreadSKUs)) }); err != nil {
+	if b.o.catalogue > httpCatalogue {
+		r.Note = fmt.Sprintf("over %d SKUs; no bare-SQL baseline (it needs a catalogue of its own)", b.o.catalogue)
+		return []*result{r}, nil
+	}
+	if err := b.baseline(ctx, r, func(int) string { return fmt.Sprintf("bare-%08d", rand.IntN(b.o.catalogue)) }); err != nil {
 		return nil, err
 	}
 	return []*result{r}, nil
@@ -99,11 +106,11 @@ func (b *bench) half(ctx context.Context) ([]*result, error) {
 	if err := b.spreadStock(ctx); err != nil {
 		return nil, err
 	}
-	bodies := spreadBodies(0)
+	body := b.spreadBody(0)
 	r := &result{Scenario: "half", Note: fmt.Sprintf("open loop at %.0f holds/s, %s", rate, of)}
 	t := &tally{}
 	el, pace := b.openLoop(ctx, "half", rate, b.o.duration, t, func(i int) (bool, error) {
-		return b.hold(fmt.Sprintf("half-%s-%d", b.run, i), bodies[rand.IntN(spreadSKUs)])
+		return b.hold(fmt.Sprintf("half-%s-%d", b.run, i), body())
 	})
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
@@ -112,7 +119,7 @@ func (b *bench) half(ctx context.Context) ([]*result, error) {
 	return []*result{r}, nil
 }
 
-// multi: holds of three lines over the 1,000 SKUs.
+// multi: holds of three lines over the catalogue.
 func (b *bench) multi(ctx context.Context) ([]*result, error) {
 	if err := b.spreadStock(ctx); err != nil {
 		return nil, err
@@ -120,7 +127,7 @@ func (b *bench) multi(ctx context.Context) ([]*result, error) {
 	r := &result{Scenario: "multi", Clients: b.o.clients}
 	t := &tally{}
 	el := b.closedLoop(ctx, "multi", b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		p := rand.Perm(spreadSKUs)
+		p := distinct(3, b.o.catalogue)
 		body := holdBody(0, "", spreadSKU(p[0]), spreadSKU(p[1]), spreadSKU(p[2]))
 		return b.hold(fmt.Sprintf("multi-%s-%d-%d", b.run, w, i), body)
 	})
@@ -186,7 +193,7 @@ func (b *bench) mixed(ctx context.Context) ([]*result, error) {
 	if err := b.spreadStock(ctx); err != nil {
 		return nil, err
 	}
-	bodies := spreadBodies(2)
+	body := b.spreadBody(2)
 	r := &result{Scenario: "mixed", Clients: b.o.clients}
 	t := &tally{}
 	var ops atomic.Int64
@@ -204,7 +211,7 @@ func (b *bench) mixed(ctx context.Context) ([]*result, error) {
 			_, err := b.call("POST", "/v1/reservations/"+id+"/"+action, b.shop, "", nil, http.StatusOK)
 			return false, err
 		}
-		a, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("mixed-%s-%d-%d", b.run, w, i), bodies[rand.IntN(spreadSKUs)], http.StatusCreated)
+		a, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("mixed-%s-%d-%d", b.run, w, i), body(), http.StatusCreated)
 		if err != nil {
 			return false, err
 		}
@@ -249,7 +256,7 @@ func (b *bench) expiry(ctx context.Context) ([]*result, error) {
 		camp, startsAt.Format(time.RFC3339Nano), startsAt.Add(time.Hour).Format(time.RFC3339Nano), camp)), http.StatusCreated); err != nil {
 		return nil, fmt.Errorf("create campaign: %w", err)
 	}
-	bodies := spreadBodies(2)
+	body := b.spreadBody(2)
 	r := &result{Scenario: "expiry", Clients: b.o.clients}
 	t := &tally{}
 	var next atomic.Int64
@@ -262,7 +269,7 @@ func (b *bench) expiry(ctx context.Context) ([]*result, error) {
 			stop()
 			return false, nil
 		}
-		a, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("burst-%s-%d", b.run, n), bodies[rand.IntN(spreadSKUs)], http.StatusCreated)
+		a, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("burst-%s-%d", b.run, n), body(), http.StatusCreated)
 		if err != nil {
 			return false, err
 		}
@@ -339,11 +346,11 @@ func (b *bench) campaignEnd(ctx context.Context) ([]*result, error) {
 		return nil, fmt.Errorf("made %d of %d campaign holds (%d errors)", setup.ok.Load(), endHolds, setup.errs.Load())
 	}
 
-	bodies := spreadBodies(0)
+	spreadBody := b.spreadBody(0)
 	spread := func(label string, ctx context.Context, d time.Duration) (*tally, time.Duration) {
 		t := &tally{}
 		el := b.closedLoop(ctx, label, b.o.clients, d, t, func(w, i int) (bool, error) {
-			return b.hold(fmt.Sprintf("%s-%s-%d-%d", label, b.run, w, i), bodies[rand.IntN(spreadSKUs)])
+			return b.hold(fmt.Sprintf("%s-%s-%d-%d", label, b.run, w, i), spreadBody())
 		})
 		return t, el
 	}
@@ -539,8 +546,16 @@ func (b *bench) stockIn(ctx context.Context, skus []string, n int64) error {
 		go func() {
 			defer wg.Done()
 			for sku := range work {
-				_, err := b.call("POST", "/v1/skus/"+sku+"/adjustments", b.ops, "in-"+sku+"-"+b.run,
-					[]byte(fmt.Sprintf(`{"delta":%d,"reason":"benchmark stock"}`, n)), http.StatusOK)
+				var err error
+				for try := 0; try < 50; try++ { // a 503 (a machine too busy) is retried with the same key
+					var a answer
+					a, err = b.call("POST", "/v1/skus/"+sku+"/adjustments", b.ops, "in-"+sku+"-"+b.run,
+						[]byte(fmt.Sprintf(`{"delta":%d,"reason":"benchmark stock"}`, n)), http.StatusOK)
+					if err == nil || a.status != http.StatusServiceUnavailable {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 				if err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, fmt.Errorf("stock in %s: %w", sku, err))
@@ -560,27 +575,52 @@ func (b *bench) stockIn(ctx context.Context, skus []string, n int64) error {
 	return cmpErr(firstErr, ctx.Err())
 }
 
-// spreadStock puts the 1,000 spread SKUs, and the baseline's own 1,000, in
-// stock once.
+// httpCatalogue is the largest catalogue put in stock over HTTP, with the
+// baseline's own SKUs; a larger one is seeded in SQL (seedCatalogue).
+const httpCatalogue = 10_000
+
+// spreadStock puts the catalogue's SKUs in stock once: over HTTP, with the
+// baseline's own as many, up to httpCatalogue SKUs; in SQL beyond.
 func (b *bench) spreadStock(ctx context.Context) error {
-	a, err := b.do("GET", "/v1/skus/"+spreadSKU(0), b.shop, "", nil)
+	a, err := b.do("GET", "/v1/skus/"+spreadSKU(b.o.catalogue-1), b.shop, "", nil)
 	if err == nil && a.status == http.StatusOK {
 		return nil
 	}
+	if b.o.catalogue > httpCatalogue {
+		return b.seedCatalogue(ctx, b.o.catalogue)
+	}
 	var skus []string
-	for i := range spreadSKUs {
-		skus = append(skus, spreadSKU(i), fmt.Sprintf("bare-%04d", i))
+	for i := range b.o.catalogue {
+		skus = append(skus, spreadSKU(i), fmt.Sprintf("bare-%08d", i))
 	}
 	return b.stockIn(ctx, skus, bigStock)
 }
 
-func spreadSKU(i int) string { return fmt.Sprintf("sp-%04d", i) }
+func spreadSKU(i int) string { return fmt.Sprintf("sp-%08d", i) }
 
-// spreadBodies are the bodies of single-unit holds of each spread SKU.
-func spreadBodies(ttl int) [][]byte {
-	out := make([][]byte, spreadSKUs)
-	for i := range out {
-		out[i] = holdBody(ttl, "", spreadSKU(i))
+// spreadBody returns a function that answers the body of a single-unit
+// hold of a catalogue SKU at random: from bodies made once for a catalogue
+// that can be held in memory, made on the spot for a larger one.
+func (b *bench) spreadBody(ttl int) func() []byte {
+	n := b.o.catalogue
+	if n > httpCatalogue {
+		return func() []byte { return holdBody(ttl, "", spreadSKU(rand.IntN(n))) }
+	}
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = holdBody(ttl, "", spreadSKU(i))
+	}
+	return func() []byte { return bodies[rand.IntN(n)] }
+}
+
+// distinct returns k different numbers below n at random.
+func distinct(k, n int) []int {
+	out := make([]int, 0, k)
+	for len(out) < k {
+		x := rand.IntN(n)
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
 	}
 	return out
 }

@@ -129,11 +129,13 @@ idempotent: a rollback with a job still to run, or one that succeeded, is left a
 		example: "stockhold rollback resume 7 --operator alice",
 	},
 	"reconcile": {
-		synopsis: "reconcile [--sku S]...",
+		synopsis: "reconcile [--sku S]... [--incremental]",
 		about: `Runs a reconciliation now, in this process (no worker needed), and prints its findings
-and what it did. Exits 1 when a pool's books do not balance (high risk: the pool is
-paused), 0 otherwise. A --sku that names no stock row is refused (exit 2).`,
-		example: "stockhold reconcile\nstockhold reconcile --sku A1 --sku B2",
+and what it did. It checks every stock row, the rows of the SKUs given, or with
+--incremental only the rows whose ledger moved since the last clean run. Exits 1 when a
+pool's books do not balance (high risk: the pool is paused), 0 otherwise. A --sku that
+names no stock row is refused (exit 2).`,
+		example: "stockhold reconcile\nstockhold reconcile --incremental\nstockhold reconcile --sku A1 --sku B2",
 	},
 	"stock": {
 		synopsis: "stock import|export [flags]",

@@ -24,11 +24,19 @@ func reconcileCmd(ctx context.Context, args []string, getenv func(string) string
 		skus = append(skus, v)
 		return nil
 	})
+	incremental := fs.Bool("incremental", false, "check only the stock rows whose ledger moved since the last clean run")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: reconcile takes no arguments, only --sku flags", errUsage)
+		return fmt.Errorf("%w: reconcile takes no arguments, only --sku and --incremental flags", errUsage)
+	}
+	if *incremental && len(skus) > 0 {
+		return fmt.Errorf("%w: reconcile takes --sku or --incremental, not both", errUsage)
+	}
+	scope := reconcile.ScopeFull
+	if *incremental {
+		scope = reconcile.ScopeIncremental
 	}
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		if len(skus) > 0 {
@@ -40,7 +48,7 @@ func reconcileCmd(ctx context.Context, args []string, getenv func(string) string
 				return fmt.Errorf("%w: --sku %s: no such SKU (no stock row); nothing was checked", errUsage, strings.Join(unknown, ", "))
 			}
 		}
-		run, err := svc.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, SKUs: skus})
+		run, err := svc.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, SKUs: skus, Scope: scope})
 		if err != nil {
 			return err
 		}
@@ -55,8 +63,11 @@ func reconcileCmd(ctx context.Context, args []string, getenv func(string) string
 // printRun writes a run and its findings for a person at a terminal.
 func printRun(w io.Writer, run reconcile.Run) {
 	scope := "every SKU"
-	if run.SKUs != nil {
+	switch {
+	case run.SKUs != nil:
 		scope = "SKUs " + strings.Join(run.SKUs, ", ")
+	case run.Scope != nil && *run.Scope == reconcile.ScopeIncremental:
+		scope = "incremental: the rows whose ledger moved since the last clean run"
 	}
 	fmt.Fprintf(w, "reconciliation run %d %s: %d stock rows checked (%s)\n", run.ID, run.Status, run.RowsChecked, scope)
 	fmt.Fprintf(w, "  high risk: %d   holds released: %d   jobs retried: %d\n", run.HighRisk, run.AutoFixed, run.Retried)

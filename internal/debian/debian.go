@@ -23,23 +23,53 @@ const lockFile = "/tmp/stockhold-apt.lock"
 // Ensure returns the path of program, installing package pkg first when it
 // is missing.
 func Ensure(program, pkg string) (string, error) {
-	if path, err := exec.LookPath(program); err == nil {
-		return path, nil
+	found := func() bool { _, err := exec.LookPath(program); return err == nil }
+	if err := ensure(found, program+" not found", pkg); err != nil {
+		return "", err
+	}
+	return exec.LookPath(program)
+}
+
+// EnsureFiles installs package pkg when any of paths is missing, and
+// fails when one is still missing afterwards.
+func EnsureFiles(pkg string, paths ...string) error {
+	missing := func() string {
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				return p
+			}
+		}
+		return ""
+	}
+	if err := ensure(func() bool { return missing() == "" }, "no "+missing(), pkg); err != nil {
+		return err
+	}
+	if p := missing(); p != "" {
+		return fmt.Errorf("%s installed, but there is no %s", pkg, p)
+	}
+	return nil
+}
+
+// ensure runs apt-get update and install pkg, under the project's lock,
+// unless found reports that what pkg brings is there.
+func ensure(found func() bool, what, pkg string) error {
+	if found() {
+		return nil
 	}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("%s not found (apt-get install -y %s): %w", program, pkg, ErrNotRoot)
+		return fmt.Errorf("%s (apt-get install -y %s): %w", what, pkg, ErrNotRoot)
 	}
 	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock %s: %w", lockFile, err)
+		return fmt.Errorf("lock %s: %w", lockFile, err)
 	}
 	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	if path, err := exec.LookPath(program); err == nil {
-		return path, nil // installed while we waited
+	if found() {
+		return nil // installed while we waited
 	}
 	for _, args := range [][]string{
 		{"-o", "DPkg::Lock::Timeout=600", "update"},
@@ -48,8 +78,8 @@ func Ensure(program, pkg string) (string, error) {
 		cmd := exec.Command("apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-get %v: %w\n%s", args, err, out)
+			return fmt.Errorf("apt-get %v: %w\n%s", args, err, out)
 		}
 	}
-	return exec.LookPath(program)
+	return nil
 }

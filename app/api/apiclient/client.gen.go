@@ -426,6 +426,30 @@ func (e ProgressStatus) Valid() bool {
 	}
 }
 
+// Defines values for ReconciliationRunScope.
+const (
+	Full        ReconciliationRunScope = "full"
+	Incremental ReconciliationRunScope = "incremental"
+	LessThannil ReconciliationRunScope = "<nil>"
+	Skus        ReconciliationRunScope = "skus"
+)
+
+// Valid indicates whether the value is a known member of the ReconciliationRunScope enum.
+func (e ReconciliationRunScope) Valid() bool {
+	switch e {
+	case Full:
+		return true
+	case Incremental:
+		return true
+	case LessThannil:
+		return true
+	case Skus:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReconciliationRunStatus.
 const (
 	ReconciliationRunStatusFailed    ReconciliationRunStatus = "failed"
@@ -6305,7 +6329,7 @@ type ReconciliationRequest struct {
 	Skus *[]string `json:"skus,omitempty"`
 }
 
-// ReconciliationRun A reconciliation run: the counters of every (sku, pool) checked against the lines of live holds and against the ledger, and holds stuck past their expiry; findings grouped by class.
+// ReconciliationRun A reconciliation run: the counters of every (sku, pool) checked against the lines of live holds and against the ledger, and holds stuck past their expiry; findings grouped by class. A full run checks every row; an incremental one only the rows whose ledger moved since the last clean run (see `scope`).
 type ReconciliationRun struct {
 	AutoFixed int32     `json:"auto_fixed"`
 	CreatedAt time.Time `json:"created_at"`
@@ -6321,12 +6345,18 @@ type ReconciliationRun struct {
 	Retried     int32      `json:"retried"`
 	RowsChecked int32      `json:"rows_checked"`
 
+	// Scope What the run checked: `full`, every stock row; `incremental`, the rows whose ledger moved since the last clean run (periodic runs between full ones, `stockhold reconcile --incremental`); `skus`, the rows of `skus`. Null until the run ends.
+	Scope *ReconciliationRunScope `json:"scope"`
+
 	// Skus SKUs checked; null means every SKU.
 	Skus      *[]string                `json:"skus"`
 	StartedAt *time.Time               `json:"started_at"`
 	Status    ReconciliationRunStatus  `json:"status"`
 	Trigger   ReconciliationRunTrigger `json:"trigger"`
 }
+
+// ReconciliationRunScope What the run checked: `full`, every stock row; `incremental`, the rows whose ledger moved since the last clean run (periodic runs between full ones, `stockhold reconcile --incremental`); `skus`, the rows of `skus`. Null until the run ends.
+type ReconciliationRunScope string
 
 // ReconciliationRunStatus defines model for ReconciliationRun.Status.
 type ReconciliationRunStatus string

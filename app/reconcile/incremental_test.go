@@ -1,0 +1,280 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
+)
+
+func runScope(t *testing.T, svc *reconcile.Service, scope string) reconcile.Run {
+	t.Helper()
+	r, err := svc.Run(context.Background(), reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, Scope: scope})
+	require.NoError(t, err)
+	require.Equal(t, reconcile.StatusSucceeded, r.Status)
+	return r
+}
+
+// settle waits until every transaction of the server that began before
+// now has ended, in every database: tests running alongside in other
+// databases hold the snapshot xmin back while theirs run, and a run's
+// watermark (its snapshot's xmin) is then older than this test's last
+// change, so the next incremental run checks that change again. Correct,
+// but the tests count rows.
+func settle(t *testing.T, b *bundle) {
+	t.Helper()
+	ctx := context.Background()
+	var now uint64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&now))
+	require.Eventually(t, func() bool {
+		var xmin uint64
+		err := b.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin)
+		return err == nil && xmin > now
+	}, time.Minute, 10*time.Millisecond)
+}
+
+func scopeOf(r reconcile.Run) string {
+	if r.Scope == nil {
+		return "<nil>"
+	}
+	return *r.Scope
+}
+
+// TestIncrementalRunChecksOnlyWhatMoved: after a clean run, an incremental
+// run checks the stock rows whose ledger moved since (two of five),
+// advances their checkpoints, and finds a ledger row written behind the
+// counters' back, which is in the ledger like any other movement. A
+// counter changed with no ledger row at all moves nothing an incremental
+// run looks at; the next full run finds it.
+func TestIncrementalRunChecksOnlyWhatMoved(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	ctx := context.Background()
+	for _, sku := range []string{"A1", "B1", "C1", "D1", "E1"} {
+		b.stockIn(t, sku, 100)
+	}
+	settle(t, b)
+	first := runScope(t, svc, reconcile.ScopeIncremental)
+	require.Equal(t, reconcile.ScopeFull, scopeOf(first), "no clean run to start from: full")
+	require.EqualValues(t, 5, first.RowsChecked)
+
+	b.hold(t, "a", "A1", 2)
+	held := b.hold(t, "b", "B1", 3)
+	_, err := b.inv.Confirm(ctx, held, inventory.Caller{Name: "shop"})
+	require.NoError(t, err)
+	settle(t, b)
+	r := runScope(t, svc, reconcile.ScopeIncremental)
+	require.Equal(t, reconcile.ScopeIncremental, scopeOf(r))
+	require.EqualValues(t, 2, r.RowsChecked, "A1 and B1 moved")
+	require.Empty(t, r.Findings.All())
+	q := db.New(b.pool)
+	for _, sku := range []string{"A1", "B1"} {
+		cp, err := q.LedgerCheckpointGet(ctx, sku, "main")
+		require.NoError(t, err)
+		require.Equal(t, b.stock(t, sku, "main").Version, cp.StockVersion, "%s's checkpoint moved", sku)
+	}
+	settle(t, b)
+	require.Zero(t, runScope(t, svc, reconcile.ScopeIncremental).RowsChecked, "nothing moved since")
+
+	// A movement in the ledger of C1 that never reached its counters.
+	c1 := b.stock(t, "C1", "main")
+	_, err = b.pool.Exec(ctx, `
+		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor)
+		VALUES ('C1', 'main', 'adjust', 5, 5, 0, 0, $1, 'mallory')`, c1.Version+1)
+	require.NoError(t, err)
+	// A unit of D1 sold with no hold and no ledger row.
+	_, err = b.pool.Exec(ctx, `UPDATE stock SET available = available - 1, sold = sold + 1 WHERE sku = 'D1' AND pool = 'main'`)
+	require.NoError(t, err)
+
+	r = runScope(t, svc, reconcile.ScopeIncremental)
+	require.EqualValues(t, 1, r.RowsChecked)
+	require.EqualValues(t, 1, r.HighRisk)
+	require.Equal(t, reconcile.KindCountersVsLedger, r.Findings.HighRisk[0].Kind)
+	require.Equal(t, "C1", *r.Findings.HighRisk[0].SKU)
+
+	r = runScope(t, svc, reconcile.ScopeFull)
+	require.Equal(t, reconcile.ScopeFull, scopeOf(r))
+	require.EqualValues(t, 5, r.RowsChecked)
+	found := map[string]int{}
+	for _, f := range r.Findings.HighRisk {
+		found[*f.SKU]++
+	}
+	require.Equal(t, map[string]int{"C1": 1, "D1": 2}, found, "C1's ledger; D1's lines and ledger")
+}
+
+// TestPeriodicRunsAreIncrementalBetweenFullRuns: a periodic run is full
+// when there is no clean run to start from or the last full run is older
+// than FullEvery, incremental otherwise; a run that found a pool out of
+// balance is no watermark, so the next incremental run looks again at
+// everything that moved since the last clean one. The schedule and the
+// watermark are rows of reconcile_runs, so a restarted service (a new
+// Service on the same database) carries on from them.
+func TestPeriodicRunsAreIncrementalBetweenFullRuns(t *testing.T) {
+	t.Parallel()
+	_, b := setup(t, nil)
+	ctx := context.Background()
+	service := func() *reconcile.Service {
+		return reconcile.New(b.pool, b.inserter, b.alerts, b.inv, reconcile.Config{RepairLimit: 100, StuckGrace: time.Minute, FullEvery: time.Hour, Log: quiet})
+	}
+	periodic := func(svc *reconcile.Service) reconcile.Run {
+		r, err := svc.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerPeriodic})
+		require.NoError(t, err)
+		return r
+	}
+	b.stockIn(t, "A1", 10)
+	b.stockIn(t, "B1", 10)
+	svc := service()
+	settle(t, b)
+	require.Equal(t, reconcile.ScopeFull, scopeOf(periodic(svc)))
+	b.hold(t, "h1", "A1", 1)
+	settle(t, b)
+	r := periodic(svc)
+	require.Equal(t, reconcile.ScopeIncremental, scopeOf(r))
+	require.EqualValues(t, 1, r.RowsChecked)
+
+	// A restart: a new service, the same rows.
+	svc = service()
+	b.hold(t, "h2", "B1", 1)
+	settle(t, b)
+	r = periodic(svc)
+	require.Equal(t, reconcile.ScopeIncremental, scopeOf(r))
+	require.EqualValues(t, 1, r.RowsChecked, "only B1 moved since the last clean run")
+
+	// B1's ledger gets a row its counters never saw: the run that finds it
+	// is not clean, and the next one starts from the same watermark.
+	_, err := b.pool.Exec(ctx, `
+		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor)
+		VALUES ('B1', 'main', 'adjust', 1, 1, 0, 0, $1, 'mallory')`, b.stock(t, "B1", "main").Version+1)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, periodic(svc).HighRisk)
+	b.hold(t, "h3", "A1", 1)
+	settle(t, b)
+	r = periodic(svc)
+	require.Equal(t, reconcile.ScopeIncremental, scopeOf(r))
+	require.EqualValues(t, 2, r.RowsChecked, "B1 again, and A1")
+	require.EqualValues(t, 1, r.HighRisk)
+
+	// An hour after the last full run, the next periodic run is full.
+	_, err = b.pool.Exec(ctx, `UPDATE reconcile_runs SET finished_at = finished_at - interval '2 hours' WHERE scope = 'full'`)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.ScopeFull, scopeOf(periodic(svc)))
+	require.Equal(t, reconcile.ScopeIncremental, scopeOf(periodic(svc)))
+}
+
+// TestIncrementalRunsDuringTrafficFindNothing alternates incremental and
+// full runs while writers hold, confirm and release: runs that read the
+// books in their own snapshot while the books change, and move the
+// checkpoints, find nothing, and the books balance at the end.
+func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	ctx := context.Background()
+	skus := make([]string, 30)
+	for i := range skus {
+		skus[i] = fmt.Sprintf("S%02d", i)
+		b.stockIn(t, skus[i], 1_000_000)
+	}
+	runScope(t, svc, reconcile.ScopeFull)
+	var (
+		stop    atomic.Bool
+		traffic sync.WaitGroup
+		n       atomic.Int64
+	)
+	for w := range 6 {
+		traffic.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 2))
+			for i := 0; !stop.Load(); i++ {
+				items := []inventory.Item{{SKU: skus[rng.IntN(len(skus))], Quantity: int64(1 + rng.IntN(3))}}
+				if rng.IntN(3) == 0 {
+					items = append(items, inventory.Item{SKU: skus[rng.IntN(len(skus))], Quantity: 1})
+				}
+				r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprintf("w%d-%d", w, i), Items: items})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if rng.IntN(2) == 0 {
+					_, err = b.inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
+				} else {
+					_, err = b.inv.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	runs := 0
+	for i := 0; (i < 12 || n.Load() < 1000) && !t.Failed(); i++ {
+		scope := reconcile.ScopeIncremental
+		if i%3 == 2 {
+			scope = reconcile.ScopeFull
+		}
+		r, err := svc.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, Scope: scope})
+		require.NoError(t, err)
+		require.Equal(t, scope, scopeOf(r))
+		require.Empty(t, r.Findings.All(), "run %d (%s)", r.ID, scope)
+		runs++
+	}
+	stop.Store(true)
+	traffic.Wait()
+	t.Logf("%d holds made and ended during %d runs", n.Load(), runs)
+	require.Empty(t, runScope(t, svc, reconcile.ScopeIncremental).Findings.All())
+	require.Empty(t, runScope(t, svc, reconcile.ScopeFull).Findings.All())
+	dbtest.RequireInvariants(t, b.pool)
+}
+
+// TestIncrementalRunSeesWhatWasInFlight: a change to A1 whose transaction
+// was still running when a run took its snapshot (so the run did not see
+// it) commits afterwards, its ledger row 5 units and its counters 4. The
+// next incremental run checks A1 and finds it: its watermark is the xmin
+// of the earlier run's snapshot, below every transaction that run could
+// not see. (The snapshot's xmax, or the highest ledger id seen, would
+// skip it: the transaction took its id before the run started.)
+func TestIncrementalRunSeesWhatWasInFlight(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	ctx := context.Background()
+	b.stockIn(t, "A1", 100)
+	b.stockIn(t, "B1", 100)
+	settle(t, b)
+	runScope(t, svc, reconcile.ScopeFull)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	_, err = tx.Exec(ctx, `
+		WITH s AS (
+			UPDATE stock SET total = total + 4, available = available + 4, version = version + 1,
+			       feed_xid = greatest(feed_xid, pg_current_xact_id())
+			WHERE sku = 'A1' AND pool = 'main'
+			RETURNING version, feed_xid)
+		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor, feed_xid)
+		SELECT 'A1', 'main', 'adjust', 5, 5, 0, 0, s.version, 'mallory', s.feed_xid FROM s`)
+	require.NoError(t, err)
+
+	r := runScope(t, svc, reconcile.ScopeIncremental)
+	require.Zero(t, r.RowsChecked, "the change is not visible yet")
+	b.hold(t, "later", "B1", 1) // a transaction after it commits first
+	require.NoError(t, tx.Commit(ctx))
+
+	r = runScope(t, svc, reconcile.ScopeIncremental)
+	require.EqualValues(t, 2, r.RowsChecked, "A1 and B1")
+	found := map[string]bool{}
+	for _, f := range r.Findings.HighRisk {
+		found[*f.SKU] = true
+	}
+	require.True(t, found["A1"], "the change in flight at the earlier run was never checked: %+v", r.Findings.HighRisk)
+}
