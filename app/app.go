@@ -415,16 +415,16 @@ func jobLogContext(ctx context.Context, job *rivertype.JobRow, work func(context
 }
 
 // ready reports whether this instance should get traffic: not shutting
-// down, the database answering within 2 seconds, its schema at least the
-// one this binary carries, and a write committed (probeWrite). It asks on
-// River's pool, so a burst that fills the
-// requests' pool (answered 503 by the requests themselves) does not take
-// every instance out of the load balancer at once.
+// down, the database answering within Config.ReadyTimeout, its schema at
+// least the one this binary carries, and a write committed (probeWrite).
+// It asks on River's pool, so a burst that fills the requests' pool
+// (answered 503 by the requests themselves) does not take every instance
+// out of the load balancer at once.
 func (a *App) ready(ctx context.Context) error {
 	if a.draining.Load() {
 		return &api.NotReady{Reason: "shutting down"}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, a.Config.ReadyTimeout)
 	defer cancel()
 	current, latest, err := a.migrator.Versions(ctx)
 	if err != nil {

@@ -80,6 +80,8 @@ var Settings = []Setting{
 		Meaning: "failed authentications per client IP per minute (and at once) before 429; `0` disables"},
 	{Name: "STOCKHOLD_DRAIN_DELAY", Default: "5s",
 		Meaning: "on SIGTERM, how long `/readyz` answers 503 while requests are still served, before the listener closes"},
+	{Name: "STOCKHOLD_READY_TIMEOUT", Default: "2s",
+		Meaning: "longest `/readyz`'s database check may take; a database slower than that makes the instance not ready (503 `database unreachable`)"},
 	{Name: "STOCKHOLD_SHUTDOWN_TIMEOUT", Default: "20s",
 		Meaning: "on SIGTERM, how long in-flight requests get after the listener closes; connections still open then are closed"},
 	{Name: "STOCKHOLD_JOB_STOP_TIMEOUT", Default: "20s",
