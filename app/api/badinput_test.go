@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,6 +59,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"empty campaign", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"campaign":""}`, key, 422, "invalid_request"},
 		{"control character order_ref", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"order_ref":"a\u0007"}`, key, 422, "invalid_request"},
 		{"oversized body", "POST", "/v1/reservations", e.shop, huge, key, 413, "body_too_large"},
+		{"case variant of a key", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1,"Quantity":5}]}`, key, 400, "invalid_request"},
+		{"key in upper case", "POST", "/v1/reservations", e.shop, `{"ITEMS":[{"sku":"A1","quantity":1}]}`, key, 400, "invalid_request"},
+		{"items twice", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"items":[{"sku":"A1","quantity":5}]}`, key, 400, "invalid_request"},
+		{"adjustment delta twice", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1,"delta":100,"reason":"x"}`, key, 400, "invalid_request"},
+		{"form body", "POST", "/v1/reservations", e.shop, items("1"), append([]string{"Content-Type", "application/x-www-form-urlencoded"}, key...), 415, "unsupported_media_type"},
+		{"text body", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1}`, append([]string{"Content-Type", "text/plain"}, key...), 415, "unsupported_media_type"},
+		{"body without a type", "POST", "/v1/reservations/" + id + "/release", e.shop, `{"reason":"x"}`, []string{"Content-Type", ""}, 415, "unsupported_media_type"},
 		{"missing idempotency key", "POST", "/v1/reservations", e.shop, items("1"), nil, 400, "idempotency_key_missing"},
 		{"empty idempotency key", "POST", "/v1/reservations", e.shop, items("1"), []string{"Idempotency-Key", ""}, 400, "idempotency_key_invalid"},
 		{"over-long idempotency key", "POST", "/v1/reservations", e.shop, items("1"), []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "idempotency_key_invalid"},
@@ -98,9 +106,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 	before := e.counts()
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			headers := c.headers
-			if len(headers) == 2 && headers[0] == "Idempotency-Key" && headers[1] == "bad-1" {
-				headers = []string{"Idempotency-Key", fmt.Sprint("bad-", i)}
+			headers := slices.Clone(c.headers)
+			if n := len(headers); n >= 2 && headers[n-2] == "Idempotency-Key" && headers[n-1] == "bad-1" {
+				headers[n-1] = fmt.Sprint("bad-", i)
 			}
 			var body any
 			if c.body != "" {
@@ -111,4 +119,30 @@ func TestBadInputChangesNothing(t *testing.T) {
 			require.Equal(t, before, e.counts(), "bad input changed nothing")
 		})
 	}
+}
+
+// TestRequestBodiesMustBeJSON: a body is read only when it says it is JSON
+// (any parameters); what curl -d sends, or a body with no type, is 415
+// naming what came. A request without a body needs no type.
+func TestRequestBodiesMustBeJSON(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	body := `{"items":[{"sku":"A1","quantity":1}]}`
+	before := e.counts()
+
+	r := e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", "form", "Content-Type", "application/x-www-form-urlencoded")
+	p := requireProblem(t, r, 415, "unsupported_media_type")
+	require.Contains(t, p["detail"], `"application/x-www-form-urlencoded"`)
+	r = e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", "none", "Content-Type", "")
+	p = requireProblem(t, r, 415, "unsupported_media_type")
+	require.Contains(t, p["detail"], "no Content-Type")
+	require.Equal(t, before, e.counts(), "a refused body changed nothing")
+
+	r = e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", "charset", "Content-Type", "application/json; charset=utf-8")
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	r = e.do("POST", "/v1/reservations/"+id+"/release", e.shop, nil)
+	require.Equal(t, 200, r.status, "a body-less release needs no Content-Type: %s", r.body)
+	require.Equal(t, "released", r.json(t)["status"])
 }

@@ -60,4 +60,15 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+
+	// A body the document takes only as application/json: sent as a form
+	// (curl -d), it must be refused (415), not served.
+	body := `{"operator":"alice"}`
+	req := httptest.NewRequest("POST", "/v1/alerts/1/ack", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer t")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	require.ErrorContains(t, v.Check(req, []byte(body), 200, http.Header{"Content-Type": {"application/json"}},
+		[]byte(strings.Replace(cases[6].answer, `"acked_by":""`, `"acked_by":"alice"`, 1))), "accepted a request its document forbids")
+	require.NoError(t, v.Check(req, []byte(body), 415, http.Header{"Content-Type": {"application/problem+json"}},
+		[]byte(problem(415, "unsupported_media_type"))))
 }
