@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -145,4 +147,51 @@ func TestRequestBodiesMustBeJSON(t *testing.T) {
 	r = e.do("POST", "/v1/reservations/"+id+"/release", e.shop, nil)
 	require.Equal(t, 200, r.status, "a body-less release needs no Content-Type: %s", r.body)
 	require.Equal(t, "released", r.json(t)["status"])
+}
+
+// TestLookAlikeNamesAreRefused is the issue's five look-alike SKUs: LOOK1
+// with a zero-width space and an A with a combining ring (not NFC) are
+// refused with 422 and change nothing, so what is left are names that
+// differ in what they show (a Cyrillic О is another letter).
+func TestLookAlikeNamesAreRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	for i, c := range []struct {
+		sku    string
+		status int
+		detail string
+	}{
+		{"LOOK1", 200, ""},
+		{"LOOK1\u200b", 422, "invisible format character (U+200B)"},
+		{"L\u041e\u041eK1", 200, ""},
+		{"\u00c51", 200, ""},
+		{"A\u030a1", 422, `not in Unicode normalization form C (NFC): send "A\u030A1" as "\u00C51"`},
+	} {
+		r := e.do("POST", "/v1/skus/"+url.PathEscape(c.sku)+"/adjustments", e.ops, map[string]any{"delta": 5, "reason": "restock"},
+			"Idempotency-Key", fmt.Sprint("look-", i))
+		if c.status != 200 {
+			p := requireProblem(t, r, c.status, "invalid_request")
+			require.Contains(t, p["detail"], c.detail)
+			continue
+		}
+		require.Equal(t, 200, r.status, "%q: %s", c.sku, r.body)
+	}
+	before := e.counts()
+	for i, body := range []string{
+		`{"items":[{"sku":"LOOK1\u200b","quantity":1}]}`,
+		`{"items":[{"sku":"A\u030a1","quantity":1}]}`,
+		`{"items":[{"sku":"LOOK1","quantity":1}],"order_ref":"o-1\u200b"}`,
+		`{"items":[{"sku":"LOOK1","quantity":1}],"order_ref":"o\n1"}`,
+		`{"items":[{"sku":"LOOK1","quantity":1}],"campaign":"bf\u2060"}`,
+	} {
+		requireProblem(t, e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", fmt.Sprint("hold-", i)), 422, "invalid_request")
+	}
+	requireProblem(t, e.do("POST", "/v1/stock/adjustments", e.ops,
+		`{"reason":"count","lines":[{"sku":"LOOK1","delta":1},{"sku":"\ufeffLOOK1","delta":1}]}`, "Idempotency-Key", "bulk"), 422, "invalid_request")
+	requireProblem(t, e.do("POST", "/v1/skus/LOOK1/adjustments", e.ops, `{"delta":1,"reason":"x","ref":"PO\u200d7"}`,
+		"Idempotency-Key", "ref"), 422, "invalid_request")
+	require.Equal(t, before, e.counts(), "refused names changed nothing")
+	var skus int
+	require.NoError(t, e.pool.QueryRow(context.Background(), `SELECT count(DISTINCT sku) FROM stock`).Scan(&skus))
+	require.Equal(t, 3, skus)
 }

@@ -95,7 +95,7 @@ func (a Adjustment) Validate() error {
 	if err := domain.ValidText("reason", a.Reason, domain.MaxTextLength); err != nil {
 		return err
 	}
-	return domain.ValidText("ref", a.Ref, domain.MaxTextLength)
+	return domain.ValidRef("ref", a.Ref, domain.MaxTextLength)
 }
 
 // Adjust adds Delta to a pool's total and available. The first positive

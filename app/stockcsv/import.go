@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
@@ -199,10 +202,7 @@ func longest(ctx context.Context, q *db.Queries, f *File, lo, hi int) (int, *db.
 
 // chunk applies rows lo..hi-1 of f and records them, in one transaction.
 func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, lo, hi int) (changed int, in, out int64, err error) {
-	base := filepath.Base(f.Name)
-	if len(base) > 200 {
-		base = base[:200]
-	}
+	base := refName(filepath.Base(f.Name))
 	b := inventory.BulkAdjustment{Reason: im.Reason, Actor: im.Actor, Lines: make([]inventory.BulkLine, hi-lo)}
 	for i, r := range f.Rows[lo:hi] {
 		l := inventory.BulkLine{SKU: r.SKU, Pool: r.Pool, Ref: fmt.Sprintf("%s:%d", base, r.Line)}
@@ -226,4 +226,21 @@ func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, lo, 
 		})
 	})
 	return changed, in, out, err
+}
+
+// refName is a file's name as the ledger's ref can hold it (see
+// domain.ValidRef): composed (NFC, as macOS file names are not), with
+// control and format characters shown as '?', and at most 200 bytes.
+func refName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, norm.NFC.String(name))
+	for len(name) > 200 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
 }

@@ -6275,7 +6275,7 @@ func (e GetWebhook503ApplicationProblemPlusJSONResponseBodyReservationStatus) Va
 
 // AckRequest Examples: {"operator":"alice"}
 type AckRequest struct {
-	// Operator Who is on it; defaults to the API key's name. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Operator Who is on it; defaults to the API key's name. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator *string `json:"operator,omitempty"`
 }
 
@@ -6284,13 +6284,13 @@ type AdjustmentRequest struct {
 	// Delta Units to add (restock) or take (write-off); non-zero. A negative delta takes only from `available`.
 	Delta int64 `json:"delta"`
 
-	// Pool Pool to adjust; empty or absent means `main`. Otherwise 1-64 bytes, no slash, no control characters, no surrounding white space.
+	// Pool Pool to adjust; empty or absent means `main`. Otherwise 1-64 bytes of UTF-8 in NFC, no slash, no control or format characters, no surrounding white space.
 	Pool *string `json:"pool,omitempty"`
 
-	// Reason Why, for the ledger. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why, for the ledger. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason *string `json:"reason,omitempty"`
 
-	// Ref An outside reference (purchase order, count sheet), for the ledger. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Ref An outside reference (purchase order, count sheet), for the ledger. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Ref *string `json:"ref,omitempty"`
 }
 
@@ -6341,7 +6341,7 @@ type Allotment struct {
 type AllotmentRequest struct {
 	Quantity int64 `json:"quantity"`
 
-	// Sku A SKU with stock in `main`. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Sku A SKU with stock in `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku string `json:"sku"`
 }
 
@@ -6350,13 +6350,13 @@ type BulkAdjustmentLine struct {
 	// Delta Units to add or take (non-zero). A negative delta takes only from `available`. Give `delta` or `set_total`, not both.
 	Delta *int64 `json:"delta,omitempty"`
 
-	// Pool The pool; empty or absent means `main`.
+	// Pool The pool; empty or absent means `main`. Otherwise a name, as `sku`.
 	Pool *string `json:"pool,omitempty"`
 
 	// SetTotal Set the pool's total to this (a stock count): the difference goes to or comes from `available`, never from units held or sold. A line whose total is already this changes nothing and writes no ledger row.
 	SetTotal *int64 `json:"set_total,omitempty"`
 
-	// Sku The SKU. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Sku The SKU. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku   string `json:"sku"`
 	union json.RawMessage
 }
@@ -6372,10 +6372,10 @@ type BulkAdjustmentRequest struct {
 	// Lines 1-1,000 lines, each (sku, pool) at most once. The 64 KiB body limit applies too: 1,000 lines fit with SKUs of up to about 30 bytes (leave `pool` out for `main`).
 	Lines []BulkAdjustmentLine `json:"lines"`
 
-	// Reason Why, for every line's ledger row. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why, for every line's ledger row. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason *string `json:"reason,omitempty"`
 
-	// Ref An outside reference (purchase order, count sheet), for every line's ledger row.
+	// Ref An outside reference (purchase order, count sheet), for every line's ledger row. At most 500 bytes of UTF-8 in NFC; no control or format (Cf) characters.
 	Ref *string `json:"ref,omitempty"`
 }
 
@@ -6438,7 +6438,7 @@ type CampaignRequest struct {
 	EndsAt         time.Time `json:"ends_at"`
 	HoldTtlSeconds int64     `json:"hold_ttl_seconds"`
 
-	// Id The campaign id, which also names its stock pool; not `main`. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Id The campaign id, which also names its stock pool; not `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Id string `json:"id"`
 
 	// MaxPerOrder Flash-sale cap: at most this many units of one SKU in one hold, checked before the hold is tried (`422 limit_exceeded`). Absent or null: no cap.
@@ -6453,10 +6453,10 @@ type EmptyRequest = map[string]interface{}
 
 // EndCampaignRequest Examples: {"operator":"alice","reason":"sold out early"}
 type EndCampaignRequest struct {
-	// Operator Who ends it; defaults to the API key's name. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Operator Who ends it; defaults to the API key's name. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator *string `json:"operator,omitempty"`
 
-	// Reason Why; defaults to `campaign <id> ended`. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why; defaults to `campaign <id> ended`. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -6554,19 +6554,19 @@ type HealthStatus string
 type HoldItem struct {
 	Quantity int64 `json:"quantity"`
 
-	// Sku The SKU to hold. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Sku The SKU to hold. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku string `json:"sku"`
 }
 
 // HoldRequest Examples: {"items":[{"quantity":2,"sku":"A1"}],"order_ref":"o-1","ttl_seconds":900}
 type HoldRequest struct {
-	// Campaign Draw every line from this campaign's pool; absent or null for regular stock. An empty string is refused. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Campaign Draw every line from this campaign's pool; absent or null for regular stock. An empty string is refused. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Campaign *string `json:"campaign,omitempty"`
 
 	// Items All lines are held or none. Lines naming the same SKU are summed.
 	Items []HoldItem `json:"items"`
 
-	// OrderRef The shop's order reference. At most 255 bytes of UTF-8; no control characters other than tab and newline.
+	// OrderRef The shop's order reference. At most 255 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	OrderRef *string `json:"order_ref,omitempty"`
 
 	// TtlSeconds How long the hold lasts unpaid; absent or null means 900. A campaign's own TTL wins.
@@ -6780,7 +6780,7 @@ type ReleaseRequest struct {
 	// Items Release only these units (a partial release): per SKU of the hold, how many to hand back (lines naming one SKU are summed). The hold stays `held` with the rest; items that cover everything release it whole. Absent or null: release the whole hold.
 	Items *[]HoldItem `json:"items,omitempty"`
 
-	// Reason Why; defaults to `cancelled`. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why; defaults to `cancelled`. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -6822,7 +6822,7 @@ type ReservationList struct {
 
 // ResumeRequest Examples: {"operator":"alice"}
 type ResumeRequest struct {
-	// Operator Who resumes it (recorded as `resumed_by`); defaults to the API key's name. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Operator Who resumes it (recorded as `resumed_by`); defaults to the API key's name. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator *string `json:"operator,omitempty"`
 }
 
@@ -6888,7 +6888,7 @@ type RollbackCreated struct {
 //
 // Examples: {"dry_run":true,"held_before":"2025-01-01T12:00:00Z","operator":"alice","pool":"main","reason":"payment provider outage","sku":"A1"}
 type RollbackRequest struct {
-	// Campaign Roll back the unpaid holds of this campaign. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Campaign Roll back the unpaid holds of this campaign. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Campaign *string `json:"campaign,omitempty"`
 
 	// DryRun Count what the scope matches, release nothing.
@@ -6897,17 +6897,17 @@ type RollbackRequest struct {
 	// HeldBefore With `sku`: only holds created before this time; defaults to the time of the request, and may not be later than it (422).
 	HeldBefore *time.Time `json:"held_before,omitempty"`
 
-	// Operator Who asks for the rollback; required. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Operator Who asks for the rollback; required. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator string `json:"operator"`
 
-	// Pool With `sku`: the pool; defaults to `main`. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Pool With `sku`: the pool; defaults to `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Pool *string `json:"pool,omitempty"`
 
-	// Reason Why these holds are rolled back; required. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why these holds are rolled back; required. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason         string                `json:"reason"`
 	ReservationIds *[]openapi_types.UUID `json:"reservation_ids,omitempty"`
 
-	// Sku Roll back the holds of this SKU's pool. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Sku Roll back the holds of this SKU's pool. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku   *string `json:"sku,omitempty"`
 	union json.RawMessage
 }
@@ -7007,7 +7007,7 @@ type SwitchRequest struct {
 	// Pool Pool to switch; empty or absent means `main`.
 	Pool *string `json:"pool,omitempty"`
 
-	// Reason Why; required (recorded in the ledger and, on pause, as `paused_reason`). At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why; required (recorded in the ledger and, on pause, as `paused_reason`). At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason string `json:"reason"`
 }
 
