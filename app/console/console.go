@@ -26,6 +26,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -138,7 +140,37 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ops/", http.StatusMovedPermanently)
 		return
 	}
+	if !cleanRequest(r) {
+		c.status(w, r, who{}, http.StatusBadRequest,
+			"This address holds characters that no SKU, reference or id can have (bytes that are not UTF-8, or control characters).")
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// cleanRequest reports whether r's path and query parameters are valid
+// UTF-8 without control characters, as the API requires of its path
+// parameters: PostgreSQL refuses text that is not UTF-8 (22021), which
+// would otherwise surface as a 500.
+func cleanRequest(r *http.Request) bool {
+	if !cleanText(r.URL.Path) {
+		return false
+	}
+	for k, vs := range r.URL.Query() {
+		if !cleanText(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !cleanText(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func cleanText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // handler is a console page or action: it has the signed-in operator.

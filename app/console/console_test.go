@@ -334,6 +334,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 		return b.do("POST", path, nil, func(r *http.Request) {
 			r.Header.Set("Authorization", "Bearer "+e.ops)
 			r.Header.Set("Idempotency-Key", key)
+			r.Header.Set("Content-Type", "application/json")
 			r.Body = io.NopCloser(strings.NewReader(body))
 			r.ContentLength = int64(len(body))
 		}).status
@@ -409,4 +410,28 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	} {
 		require.Equal(t, want, b.do("GET", path, nil, nil).status, path)
 	}
+}
+
+// TestBadQueryParametersAreRefused: query parameters and path values that
+// are not UTF-8 or hold control characters got to PostgreSQL, which refused
+// them (22021), and the console answered 500. Each must be a 4xx page.
+func TestBadQueryParametersAreRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.stockIn("A1", 10)
+	b := newBrowser(t, e.base)
+	b.signIn(e.ops)
+	for _, path := range []string{
+		"/ops/skus?q=%00", "/ops/skus?q=%FF", "/ops/skus?q=A%FF", "/ops/skus?q=" + strings.Repeat("S", 65),
+		"/ops/holds?order_ref=%FF%FE", "/ops/holds?order_ref=o%00", "/ops/holds?order_ref=o-1%E2%80%8B", "/ops/holds?id=%FF",
+		"/ops/alerts?status=%FF", "/ops/skus/A1?before=%FF", "/ops/skus/%FF", "/ops/skus/A%00", "/ops/campaigns/%FF",
+		"/ops/holds/%FF", "/ops/rollbacks/%FF", "/ops/reconciliations/%00", "/ops/skus?%FF=1",
+	} {
+		a := b.do("GET", path, nil, nil)
+		require.True(t, a.status >= 400 && a.status < 500, "%s answered %d:\n%s", path, a.status, a.body)
+		require.True(t, strings.HasSuffix(strings.TrimSpace(a.body), "</html>"), "%s is a page", path)
+	}
+	a := b.do("GET", "/ops/signin?next=%FF", nil, nil)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	require.Equal(t, http.StatusOK, b.do("GET", "/ops/skus?q=A", nil, nil).status, "a good search still works")
 }
