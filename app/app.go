@@ -366,31 +366,33 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	}
 	a.jobsUI = jobsUI
 	authn := auth.NewAuthenticator(reqPool, auth.CacheTTL)
+	// One failed-auth budget per client for the API and the console alike.
+	failures := auth.NewFailureLimiter(cfg.AuthFailuresPerMinute)
 	ops, err := console.New(console.Deps{
 		Pool: reqPool, Inventory: web.Inventory, Campaigns: web.Campaigns, Rollbacks: web.Rollbacks,
-		Alerts: web.Alerts, Reconcile: web.Reconcile, Webhooks: web.Webhooks, Auth: authn, Log: log,
+		Alerts: web.Alerts, Reconcile: web.Reconcile, Webhooks: web.Webhooks, Auth: authn, Failures: failures, Log: log,
 	})
 	if err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	a.HTTP = api.New(api.Deps{
-		Inventory:             web.Inventory,
-		Campaigns:             web.Campaigns,
-		Rollbacks:             web.Rollbacks,
-		Alerts:                web.Alerts,
-		Reconcile:             web.Reconcile,
-		Webhooks:              web.Webhooks,
-		Events:                events.NewFeed(reqPool),
-		Auth:                  authn,
-		Ready:                 a.ready,
-		JobsUI:                jobsUI,
-		Console:               ops,
-		OpsSession:            ops.SessionKey,
-		Log:                   log,
-		RequestTimeout:        cfg.RequestTimeout,
-		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,
-		TrustedProxies:        cfg.TrustedProxies,
+		Inventory:      web.Inventory,
+		Campaigns:      web.Campaigns,
+		Rollbacks:      web.Rollbacks,
+		Alerts:         web.Alerts,
+		Reconcile:      web.Reconcile,
+		Webhooks:       web.Webhooks,
+		Events:         events.NewFeed(reqPool),
+		Auth:           authn,
+		Ready:          a.ready,
+		JobsUI:         jobsUI,
+		Console:        ops,
+		OpsSession:     ops.SessionKey,
+		Log:            log,
+		RequestTimeout: cfg.RequestTimeout,
+		Failures:       failures,
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	return a, nil
 }

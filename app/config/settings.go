@@ -77,7 +77,7 @@ var Settings = []Setting{
 	{Name: "STOCKHOLD_TRUSTED_PROXIES", DefaultText: "none",
 		Meaning: "comma-separated CIDRs of load balancers whose `X-Forwarded-For` names the client (for the failed-auth limit); otherwise the peer address is the client"},
 	{Name: "STOCKHOLD_AUTH_FAILURES_PER_MINUTE", Default: "20",
-		Meaning: "failed authentications per client IP per minute (and at once) before 429; `0` disables"},
+		Meaning: "failed authentications per client IP per minute (and at once) before 429, counted together over the API and the console's sign-in, bearer and Basic auth; `0` disables"},
 	{Name: "STOCKHOLD_DRAIN_DELAY", Default: "5s",
 		Meaning: "on SIGTERM, how long `/readyz` answers 503 while requests are still served, before the listener closes"},
 	{Name: "STOCKHOLD_READY_TIMEOUT", Default: "2s",

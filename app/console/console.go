@@ -22,8 +22,10 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -56,6 +58,11 @@ type Deps struct {
 	// Webhooks, when set, lists the webhooks and their lag on the overview.
 	Webhooks *webhooks.Service
 	Auth     *auth.Authenticator
+	// Failures is the failed-auth limit per client IP the API uses too: a
+	// key guessed at the sign-in form, or with bearer or Basic auth, counts
+	// against the same budget, and a client over it gets 429. nil means no
+	// limit.
+	Failures *auth.FailureLimiter
 	Log      *slog.Logger
 }
 
@@ -238,8 +245,14 @@ func (c *Console) authenticate(w http.ResponseWriter, r *http.Request) (op who, 
 			return who{}, false, nil
 		}
 	} else {
+		ip := auth.ClientIP(r)
+		if wait := c.Failures.Wait(ip); wait > 0 {
+			c.tooMany(w, r, ip, wait)
+			return who{}, false, nil
+		}
 		key, err := c.Auth.Authenticate(r.Context(), token)
 		if errors.Is(err, auth.ErrUnknownKey) {
+			c.Failures.Fail(ip)
 			w.Header().Set("WWW-Authenticate", `Basic realm="stockhold ops"`)
 			c.status(w, r, who{}, http.StatusUnauthorized, "That API key is unknown or revoked.")
 			return who{}, false, nil
@@ -346,6 +359,14 @@ func (c *Console) refused(w http.ResponseWriter, r *http.Request, to string, err
 // status answers a plain page with an HTTP status and a message.
 func (c *Console) status(w http.ResponseWriter, r *http.Request, op who, code int, msg string) {
 	_ = c.render(w, r, op, "status", view{Title: http.StatusText(code), Status: code, Data: msg})
+}
+
+// tooMany answers a client over its failed-auth budget, as the API does:
+// 429 with Retry-After, before any key is looked up.
+func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, ip string, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	c.status(w, r, who{}, http.StatusTooManyRequests,
+		fmt.Sprintf("Too many failed sign-ins from %s; try again in %s.", ip, wait.Round(time.Second)))
 }
 
 func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
