@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -102,6 +103,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"end with an empty operator", "POST", "/v1/campaigns/c1/end", e.ops, `{"operator":""}`, nil, 422, "invalid_request"},
 		{"resume with an empty operator", "POST", "/v1/rollbacks/1/resume", e.ops, `{"operator":""}`, nil, 422, "invalid_request"},
 		{"reconcile no skus", "POST", "/v1/reconciliations", e.ops, `{"skus":[]}`, key, 422, "invalid_request"},
+		{"rollback cutoff later than now", "POST", "/v1/rollbacks", e.ops,
+			`{"operator":"alice","reason":"x","campaign":"c1","cutoff":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`, key, 422, "invalid_request"},
+		{"rollback cutoff not a time", "POST", "/v1/rollbacks", e.ops, `{"operator":"alice","reason":"x","sku":"A1","cutoff":"tomorrow"}`, key, 400, "invalid_request"},
 		{"unknown route", "GET", "/v1/nothing", e.shop, ``, nil, 404, "not_found"},
 		{"wrong method", "DELETE", "/v1/reservations/" + id, e.shop, ``, nil, 405, "method_not_allowed"},
 	}

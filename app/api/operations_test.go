@@ -87,6 +87,15 @@ func TestRollbacksAPI(t *testing.T) {
 	require.Equal(t, 202, replay.status)
 	require.JSONEq(t, string(r.body), string(replay.body))
 
+	// A cut-off of its own, with a campaign's scope as with any: shown
+	// with the scope.
+	cut := time.Now().Add(-time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)
+	r = e.do("POST", "/v1/rollbacks", e.ops, map[string]any{"operator": "alice", "reason": "x", "campaign": "c1", "cutoff": cut, "dry_run": true},
+		"Idempotency-Key", "rb-cut")
+	require.Equal(t, 202, r.status, "%s", r.body)
+	got = e.do("GET", fmt.Sprint("/v1/rollbacks/", r.json(t)["rollback_id"]), e.ops, nil)
+	require.Equal(t, cut, got.json(t)["scope"].(map[string]any)["cutoff"])
+
 	before := e.counts()
 	for name, b := range map[string]map[string]any{
 		"no operator": {"reason": "x", "campaign": "c1"},
@@ -100,6 +109,7 @@ func TestRollbacksAPI(t *testing.T) {
 		"no pool":     {"operator": "alice", "reason": "x", "sku": "A1", "pool": ""},
 		"the future":  {"operator": "alice", "reason": "x", "sku": "A1", "held_before": "2100-01-01T00:00:00Z"},
 		"an hour on":  {"operator": "alice", "reason": "x", "sku": "A1", "held_before": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
+		"cut later":   {"operator": "alice", "reason": "x", "reservation_ids": []string{id}, "cutoff": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
 	} {
 		p := requireProblem(t, e.do("POST", "/v1/rollbacks", e.ops, b, "Idempotency-Key", "rb-"+name), 422, "invalid_request")
 		require.NotEmpty(t, p["detail"], name)

@@ -163,6 +163,7 @@ func delta(n int64) string {
 
 // scope says in words which holds a rollback covers.
 func scope(s rollbacks.Scope) string {
+	out := "—"
 	switch {
 	case len(s.ReservationIDs) > 0:
 		ids := make([]string, 0, 3)
@@ -173,17 +174,19 @@ func scope(s rollbacks.Scope) string {
 		if len(s.ReservationIDs) > 3 {
 			more = fmt.Sprintf(" and %d more", len(s.ReservationIDs)-3)
 		}
-		return fmt.Sprintf("%d holds: %s%s", len(s.ReservationIDs), strings.Join(ids, ", "), more)
+		out = fmt.Sprintf("%d holds: %s%s", len(s.ReservationIDs), strings.Join(ids, ", "), more)
 	case s.Campaign != "":
-		return "campaign " + s.Campaign
+		out = "campaign " + s.Campaign
 	case s.SKU != "":
-		out := fmt.Sprintf("SKU %s, pool %s", s.SKU, s.Pool)
+		out = fmt.Sprintf("SKU %s, pool %s", s.SKU, s.Pool)
 		if s.HeldBefore != nil {
 			out += ", held before " + when(s.HeldBefore)
 		}
-		return out
 	}
-	return "—"
+	if s.Cutoff != nil {
+		out += ", made before " + when(s.Cutoff)
+	}
+	return out
 }
 
 func prettyJSON(raw json.RawMessage) string {

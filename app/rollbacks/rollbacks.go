@@ -70,13 +70,18 @@ func New(pool *pgxpool.Pool, jobs enqueue.Inserter, inv *inventory.Service, paus
 
 // Scope says which holds a rollback releases: exactly one of hold ids, a
 // campaign, or a SKU's pool held before a time. Whatever the scope, only
-// holds created before the request are released.
+// holds created before the request are released, and before Cutoff when it
+// is set: the real run of a dry run carries the dry run's cut-off, so it
+// releases what the dry run counted and no hold made since.
 type Scope struct {
 	ReservationIDs []uuid.UUID `json:"reservation_ids,omitempty"`
 	Campaign       string      `json:"campaign,omitempty"`
 	SKU            string      `json:"sku,omitempty"`
 	Pool           string      `json:"pool,omitempty"`
 	HeldBefore     *time.Time  `json:"held_before,omitempty"`
+	// Cutoff, for any scope, moves the cut-off earlier than the request:
+	// no hold created at or after it is touched.
+	Cutoff *time.Time `json:"cutoff,omitempty"`
 }
 
 // Validate checks that exactly one scope is set, and well formed. A list of
@@ -120,12 +125,18 @@ func (s Scope) Validate() error {
 	return nil
 }
 
-// validAt checks that held_before is not later than the instant the
-// rollback is requested: a rollback never reaches holds made after it.
+// validAt checks that held_before and cutoff are not later than the
+// instant the rollback is requested: a rollback never reaches holds made
+// after it.
 func (s Scope) validAt(requested time.Time) error {
-	if s.HeldBefore != nil && s.HeldBefore.After(requested) {
-		return domain.Invalid("held_before %s is later than now (%s): a rollback never touches holds made after it was requested",
-			s.HeldBefore.UTC().Format(time.RFC3339Nano), requested.UTC().Format(time.RFC3339Nano))
+	for _, t := range []struct {
+		name string
+		at   *time.Time
+	}{{"held_before", s.HeldBefore}, {"cutoff", s.Cutoff}} {
+		if t.at != nil && t.at.After(requested) {
+			return domain.Invalid("%s %s is later than now (%s): a rollback never touches holds made after it was requested",
+				t.name, t.at.UTC().Format(time.RFC3339Nano), requested.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	return nil
 }
@@ -212,12 +223,16 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 func (r Rollback) Done() bool { return r.Status == StatusSucceeded || r.Status == StatusFailed }
 
 // Cutoff is the instant before which a hold must have been created to be in
-// the rollback's reach: when it was requested, or its held_before if earlier.
+// the rollback's reach: when it was requested, or its held_before or its
+// cutoff, whichever is earliest.
 func (r Rollback) Cutoff() time.Time {
-	if r.Scope.HeldBefore != nil && r.Scope.HeldBefore.Before(r.RequestedAt) {
-		return *r.Scope.HeldBefore
+	cut := r.RequestedAt
+	for _, t := range []*time.Time{r.Scope.HeldBefore, r.Scope.Cutoff} {
+		if t != nil && t.Before(cut) {
+			cut = *t
+		}
 	}
-	return r.RequestedAt
+	return cut
 }
 
 // Created is what creating a rollback answers.

@@ -112,11 +112,12 @@ required; otherwise it defaults to the old key's).`,
 		example: "stockhold apikey rotate --name shop-eu --grace 1h",
 	},
 	"rollback": {
-		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--dry-run]",
+		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--cutoff T] [--dry-run]",
 		about: `Enqueues a manual rollback job, recorded with who and why, and prints its request id on
 the last line; a serving instance's workers run it (follow it with GET /v1/rollbacks/ID).
 Give exactly one scope; a --sku with no stock row is refused (exit 2). Holds made after
-the request are never touched.
+the request are never touched, nor, with --cutoff, those made after that time (give a
+dry run's requested_at to release what the dry run counted and nothing made since).
 'stockhold rollback resume ID' gives a stranded rollback a job again.`,
 		example: `stockhold rollback --operator alice --reason "payment outage" --sku A1 --dry-run
 stockhold rollback --operator alice --reason fraud --reservation 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10`,

@@ -45,9 +45,27 @@ func TestRollbackCommand(t *testing.T) {
 	require.Contains(t, errs, "--sku NOPE: no such SKU")
 	require.Equal(t, 0, dbtest.Count(t, pool, `SELECT count(*) FROM rollback_requests`))
 
-	code, out, errs := cmd("--operator", "alice", "--reason", "r", "--sku", "A1")
+	code, _, errs = cmd("--operator", "alice", "--reason", "r", "--campaign", "bf", "--cutoff", time.Now().Add(time.Hour).Format(time.RFC3339))
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "--cutoff")
+	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM rollback_requests`))
+
+	// A cut-off of its own, with any scope, is recorded with the scope.
+	cut := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	code, out, errs := cmd("--operator", "alice", "--reason", "r", "--campaign", "bf", "--cutoff", cut.Format(time.RFC3339), "--dry-run")
 	require.Equal(t, 0, code, errs)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
+	dry, err := strconv.ParseInt(lines[len(lines)-1], 10, 64)
+	require.NoError(t, err)
+	r, err := deps.Rollbacks.Get(ctx, dry)
+	require.NoError(t, err)
+	require.NotNil(t, r.Scope.Cutoff)
+	require.True(t, cut.Equal(*r.Scope.Cutoff))
+	require.True(t, cut.Equal(r.Cutoff()))
+
+	code, out, errs = cmd("--operator", "alice", "--reason", "r", "--sku", "A1")
+	require.Equal(t, 0, code, errs)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
 	id, err := strconv.ParseInt(lines[len(lines)-1], 10, 64)
 	require.NoError(t, err)
 
@@ -62,7 +80,7 @@ func TestRollbackCommand(t *testing.T) {
 	code, out, errs = cmd("resume", fmt.Sprint(id))
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, fmt.Sprintf("rollback %d resumed: batch job", id))
-	r, err := deps.Rollbacks.Get(ctx, id)
+	r, err = deps.Rollbacks.Get(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, rollbacks.StatusRunning, r.Status)
 	require.Equal(t, "carol", *r.ResumedBy, "$USER by default")

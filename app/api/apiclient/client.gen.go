@@ -6702,7 +6702,7 @@ type Progress struct {
 	// ReleasedUnits Units handed back so far.
 	ReleasedUnits int64 `json:"released_units"`
 
-	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` can only move the cut-off earlier.
+	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` or `cutoff` in the scope can only move the cut-off earlier.
 	RequestedAt time.Time  `json:"requested_at"`
 	ResumedAt   *time.Time `json:"resumed_at"`
 
@@ -6712,7 +6712,7 @@ type Progress struct {
 	// Resumes How many times its stranded chain of jobs was resumed (by reconciliation, an operator, or a job retried from the dashboard).
 	Resumes int32 `json:"resumes"`
 
-	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request). Whatever the scope, only holds created before the request (`requested_at`) are released.
+	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
 	Scope     RollbackScope  `json:"scope"`
 	Source    ProgressSource `json:"source"`
 	StartedAt *time.Time     `json:"started_at"`
@@ -6852,7 +6852,7 @@ type Rollback struct {
 	// ReleasedUnits Units handed back so far.
 	ReleasedUnits int64 `json:"released_units"`
 
-	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` can only move the cut-off earlier.
+	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` or `cutoff` in the scope can only move the cut-off earlier.
 	RequestedAt time.Time  `json:"requested_at"`
 	ResumedAt   *time.Time `json:"resumed_at"`
 
@@ -6862,7 +6862,7 @@ type Rollback struct {
 	// Resumes How many times its stranded chain of jobs was resumed (by reconciliation, an operator, or a job retried from the dashboard).
 	Resumes int32 `json:"resumes"`
 
-	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request). Whatever the scope, only holds created before the request (`requested_at`) are released.
+	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
 	Scope     RollbackScope  `json:"scope"`
 	Source    RollbackSource `json:"source"`
 	StartedAt *time.Time     `json:"started_at"`
@@ -6884,12 +6884,15 @@ type RollbackCreated struct {
 	RollbackId int64 `json:"rollback_id"`
 }
 
-// RollbackRequest Who, why, and exactly one scope: `reservation_ids`, `campaign`, or `sku` (with optional `pool` and `held_before`). The same fields are the args of a `manual_rollback` River job inserted with SQL.
+// RollbackRequest Who, why, and exactly one scope: `reservation_ids`, `campaign`, or `sku` (with optional `pool` and `held_before`), and optionally a `cutoff` with any of them. The same fields are the args of a `manual_rollback` River job inserted with SQL.
 //
-// Examples: {"dry_run":true,"held_before":"2025-01-01T12:00:00Z","operator":"alice","pool":"main","reason":"payment provider outage","sku":"A1"}
+// Examples: {"dry_run":true,"held_before":"2025-01-01T12:00:00Z","operator":"alice","pool":"main","reason":"payment provider outage","sku":"A1"}, {"campaign":"bf","cutoff":"2025-01-01T12:00:00Z","operator":"alice","reason":"run dry run 7 for real"}
 type RollbackRequest struct {
 	// Campaign Roll back the unpaid holds of this campaign. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Campaign *string `json:"campaign,omitempty"`
+
+	// Cutoff With any scope (`reservation_ids`, `campaign` or `sku`): only holds created before this time; may not be later than the request (422). Give a dry run's `requested_at` to run it for real without touching holds made since.
+	Cutoff *time.Time `json:"cutoff,omitempty"`
 
 	// DryRun Count what the scope matches, release nothing.
 	DryRun *bool `json:"dry_run,omitempty"`
@@ -6939,9 +6942,12 @@ type RollbackResumed struct {
 // RollbackResumedStatus The request's status after the call.
 type RollbackResumedStatus string
 
-// RollbackScope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request). Whatever the scope, only holds created before the request (`requested_at`) are released.
+// RollbackScope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
 type RollbackScope struct {
-	Campaign       *string               `json:"campaign,omitempty"`
+	Campaign *string `json:"campaign,omitempty"`
+
+	// Cutoff Only holds created before this time, whatever the scope; the console's real run of a dry run carries the dry run's cut-off here.
+	Cutoff         *time.Time            `json:"cutoff,omitempty"`
 	HeldBefore     *time.Time            `json:"held_before,omitempty"`
 	Pool           *string               `json:"pool,omitempty"`
 	ReservationIds *[]openapi_types.UUID `json:"reservation_ids,omitempty"`
@@ -26668,6 +26674,13 @@ func (t RollbackRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Cutoff != nil {
+		object["cutoff"], err = json.Marshal(t.Cutoff)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'cutoff': %w", err)
+		}
+	}
+
 	if t.DryRun != nil {
 		object["dry_run"], err = json.Marshal(t.DryRun)
 		if err != nil {
@@ -26731,6 +26744,13 @@ func (t *RollbackRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Campaign)
 		if err != nil {
 			return fmt.Errorf("error reading 'campaign': %w", err)
+		}
+	}
+
+	if raw, found := object["cutoff"]; found {
+		err = json.Unmarshal(raw, &t.Cutoff)
+		if err != nil {
+			return fmt.Errorf("error reading 'cutoff': %w", err)
 		}
 	}
 
