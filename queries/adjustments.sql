@@ -46,10 +46,10 @@ WITH d AS (
     RETURNING s.sku, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold
 )
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, actor, reason, ref,
+                    stock_version, actor, actor_key, reason, ref,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
-       m.delta, m.delta, 0, 0, m.version, @actor::text, sqlc.narg('reason')::text,
+       m.delta, m.delta, 0, 0, m.version, @actor::text, sqlc.narg('actor_key')::text, sqlc.narg('reason')::text,
        coalesce(nullif(m.ref, ''), sqlc.narg('ref')::text),
        m.feed_xid, m.total, m.available, m.reserved, m.sold
 FROM moved m

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -82,6 +83,8 @@ func (s *server) admit(c echo.Context, next echo.HandlerFunc, token string, role
 		return newProblem(http.StatusForbidden, "forbidden", "this route needs an "+string(roles[len(roles)-1])+" key")
 	}
 	c.Set(keyContext, key)
+	// The services record the key beside any operator the body claims.
+	c.SetRequest(c.Request().WithContext(domain.WithKeyName(c.Request().Context(), key.Name)))
 	return next(c)
 }
 

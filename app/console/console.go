@@ -196,6 +196,8 @@ func (c *Console) route(pattern string, h handler) {
 			return // answered
 		}
 		logging.Add(r.Context(), slog.String("operator", op.Key.Name))
+		// The services record the signed-in key beside the operator.
+		r = r.WithContext(domain.WithKeyName(r.Context(), op.Key.Name))
 		if !safeMethod(r.Method) {
 			if err := r.ParseForm(); err != nil {
 				c.status(w, r, op, http.StatusBadRequest, "The form could not be read.")

@@ -312,7 +312,8 @@ func TestCrossSiteFormPostsAreRefused(t *testing.T) {
 	a = b.do("POST", "/ops/skus/A1/pause", form(token), b.sameSite)
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Equal(t, "paused", e.scalar(`SELECT status FROM stock WHERE sku = 'A1'`))
-	require.Equal(t, "alice", e.scalar(`SELECT actor FROM ledger WHERE sku = 'A1' AND kind = 'pause'`))
+	require.Equal(t, "alice alice", e.scalar(`SELECT actor || ' ' || actor_key FROM ledger WHERE sku = 'A1' AND kind = 'pause'`),
+		"the actor and the key that signed in")
 }
 
 // TestEveryPageRendersWithData fills the database with a bit of everything
@@ -353,7 +354,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	token := b.csrf("/ops/campaigns/flash")
 	a := b.do("POST", "/ops/campaigns/flash/end", url.Values{"csrf": {token}, "reason": {"sold out early"}}, b.sameSite)
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
-	require.Equal(t, "alice sold out early", e.scalar(`SELECT ended_by || ' ' || end_reason FROM campaigns WHERE id = 'flash'`))
+	require.Equal(t, "alice alice sold out early", e.scalar(`SELECT ended_by || ' ' || ended_key || ' ' || end_reason FROM campaigns WHERE id = 'flash'`))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, "rolled_back", e.scalarFor(c, `SELECT status FROM campaigns WHERE id = 'flash'`))
 	}, 20*time.Second, 50*time.Millisecond)

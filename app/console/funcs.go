@@ -31,6 +31,18 @@ var funcs = template.FuncMap{
 	"ttl":   func(i pgtype.Interval) string { return (time.Duration(i.Microseconds) * time.Microsecond).String() },
 	"add":   func(a, b int32) int64 { return int64(a) + int64(b) },
 	"dict":  dict,
+	"by":    by,
+}
+
+// by shows who did something: the operator as claimed, and the key that
+// authenticated it when that is another name (a claim any ops key can
+// make, so the key is what can be checked).
+func by(name any, key *string) string {
+	n := str(name)
+	if key == nil || *key == n {
+		return n
+	}
+	return n + " (key " + *key + ")"
 }
 
 // short is the first eight characters of an id, enough to tell holds

@@ -95,7 +95,7 @@ func movements(rows []db.Ledger) []inventory.Movement {
 		out[i] = inventory.Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, Reason: r.Reason, Ref: r.Ref,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()

@@ -11,8 +11,8 @@ import (
 
 const stockAdjustMany = `-- name: StockAdjustMany :many
 WITH d AS (
-    SELECT unnest($4::text[]) AS sku, unnest($5::text[]) AS pool,
-           unnest($6::bigint[]) AS delta, unnest($7::text[]) AS ref
+    SELECT unnest($5::text[]) AS sku, unnest($6::text[]) AS pool,
+           unnest($7::bigint[]) AS delta, unnest($8::text[]) AS ref
 ), moved AS (
     UPDATE stock s
     SET total = s.total + d.delta,
@@ -25,11 +25,11 @@ WITH d AS (
     RETURNING s.sku, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold
 )
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, actor, reason, ref,
+                    stock_version, actor, actor_key, reason, ref,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
-       m.delta, m.delta, 0, 0, m.version, $1::text, $2::text,
-       coalesce(nullif(m.ref, ''), $3::text),
+       m.delta, m.delta, 0, 0, m.version, $1::text, $2::text, $3::text,
+       coalesce(nullif(m.ref, ''), $4::text),
        m.feed_xid, m.total, m.available, m.reserved, m.sold
 FROM moved m
 ORDER BY m.sku COLLATE "C", m.pool COLLATE "C"
@@ -37,13 +37,14 @@ RETURNING id
 `
 
 type StockAdjustManyParams struct {
-	Actor  string
-	Reason *string
-	Ref    *string
-	Skus   []string
-	Pools  []string
-	Deltas []int64
-	Refs   []string
+	Actor    string
+	ActorKey *string
+	Reason   *string
+	Ref      *string
+	Skus     []string
+	Pools    []string
+	Deltas   []int64
+	Refs     []string
 }
 
 // StockAdjustMany adds each delta to its row's total and available and
@@ -56,6 +57,7 @@ type StockAdjustManyParams struct {
 func (q *Queries) StockAdjustMany(ctx context.Context, arg StockAdjustManyParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, stockAdjustMany,
 		arg.Actor,
+		arg.ActorKey,
 		arg.Reason,
 		arg.Ref,
 		arg.Skus,

@@ -81,6 +81,8 @@ type Alert struct {
 	DeliveredAt      *time.Time
 	PagedAt          time.Time
 	PagedOccurrences int32
+	// The API key (its name) that acknowledged the alert, beside acked_by.
+	AckedKey *string
 }
 
 // Bearer tokens, stored only as SHA-256. name is the owner: idempotency keys and holds are scoped to it.
@@ -110,6 +112,8 @@ type Campaign struct {
 	EndReason    *string
 	RolledBackAt *time.Time
 	MaxPerOrder  *int64
+	// The API key (its name) that ended the campaign early, beside ended_by; null when it ended on time.
+	EndedKey *string
 }
 
 type CampaignAllotment struct {
@@ -158,6 +162,8 @@ type Ledger struct {
 	AvailableAfter *int64
 	ReservedAfter  *int64
 	SoldAfter      *int64
+	// For adjustments, pauses and resumes: the API key (its name) that authenticated the change, beside actor; db:<user> for a CSV import from the CLI; null otherwise.
+	ActorKey *string
 }
 
 type LedgerCheckpoint struct {
@@ -321,6 +327,10 @@ type RollbackRequest struct {
 	Resumes   int32
 	ResumedAt *time.Time
 	ResumedBy *string
+	// The API key (its name) that asked for the rollback, beside the operator it claimed; db:<user> from the CLI; null for a plain SQL job or a campaign's end on time.
+	OperatorKey *string
+	// The API key (its name) behind the last resume, beside resumed_by; db:<user> from the CLI; null when reconciliation resumed it.
+	ResumedKey *string
 }
 
 // One row per (sku, pool); pool is main or a campaign id. total = available + reserved + sold, always.

@@ -155,7 +155,7 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		locked[[2]string{r.Sku, r.Pool}] = r
 	}
 	var out BulkResult
-	p := db.StockAdjustManyParams{Actor: b.Actor}
+	p := db.StockAdjustManyParams{Actor: b.Actor, ActorKey: domain.KeyName(ctx)}
 	if b.Reason != "" {
 		p.Reason = &b.Reason
 	}

@@ -180,10 +180,14 @@ type Rollback struct {
 	ID       int64  `json:"id"`
 	Status   string `json:"status"`
 	Operator string `json:"operator"`
-	Reason   string `json:"reason"`
-	Scope    Scope  `json:"scope"`
-	DryRun   bool   `json:"dry_run"`
-	Source   string `json:"source"`
+	// OperatorKey is the API key that asked, beside the operator it
+	// claimed (see domain.WithKeyName); null for a plain SQL job or a
+	// campaign's end on time.
+	OperatorKey *string `json:"operator_key"`
+	Reason      string  `json:"reason"`
+	Scope       Scope   `json:"scope"`
+	DryRun      bool    `json:"dry_run"`
+	Source      string  `json:"source"`
 	// RequestedAt is the cut-off: no hold created at or after it is touched.
 	RequestedAt   time.Time `json:"requested_at"`
 	ReleasedCount int32     `json:"released_count"`
@@ -197,6 +201,7 @@ type Rollback struct {
 	Resumes    int32      `json:"resumes"`
 	ResumedAt  *time.Time `json:"resumed_at"`
 	ResumedBy  *string    `json:"resumed_by"`
+	ResumedKey *string    `json:"resumed_key"`
 	CreatedAt  time.Time  `json:"created_at"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
@@ -211,10 +216,10 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 		return Rollback{}, fmt.Errorf("rollback %d scope: %w", r.ID, err)
 	}
 	return Rollback{
-		ID: r.ID, Status: r.Status, Operator: r.Operator, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
+		ID: r.ID, Status: r.Status, Operator: r.Operator, OperatorKey: r.OperatorKey, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
 		Source: r.Source, RequestedAt: r.RequestedAt, ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
 		MatchedCount: r.MatchedCount, MatchedUnits: r.MatchedUnits, Batches: r.Batches, JobID: r.JobID,
-		Error: r.Error, Resumes: r.Resumes, ResumedAt: r.ResumedAt, ResumedBy: r.ResumedBy,
+		Error: r.Error, Resumes: r.Resumes, ResumedAt: r.ResumedAt, ResumedBy: r.ResumedBy, ResumedKey: r.ResumedKey,
 		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 	}, nil
 }
@@ -311,7 +316,7 @@ func insert(ctx context.Context, q *db.Queries, req Request, jobID *int64, reque
 		return db.RollbackRequest{}, err
 	}
 	row, err := q.RollbackCreate(ctx, db.RollbackCreateParams{
-		Operator: req.Operator, Reason: req.Reason, Scope: scope, DryRun: req.DryRun, Source: req.Source,
+		Operator: req.Operator, OperatorKey: domain.KeyName(ctx), Reason: req.Reason, Scope: scope, DryRun: req.DryRun, Source: req.Source,
 		JobID: jobID, RequestedAt: requestedAt,
 	})
 	if err != nil {
@@ -388,7 +393,7 @@ func (s *Service) AcceptTx(ctx context.Context, tx pgx.Tx, jobID int64, enqueued
 		return Rollback{}, err
 	}
 	if accepted && resumed {
-		if row, err = q.RollbackResumed(ctx, "system:manual_rollback", row.ID); err != nil {
+		if row, err = q.RollbackResumed(ctx, "system:manual_rollback", nil, row.ID); err != nil {
 			return Rollback{}, err
 		}
 	}

@@ -63,6 +63,7 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("%w: %s", errUsage, asFlags(err.Error()))
 	}
+	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		if req.Scope.SKU != "" {
 			unknown, err := svc.Reconcile.UnknownSKUs(ctx, []string{req.Scope.SKU})
@@ -134,6 +135,7 @@ func rollbackResume(ctx context.Context, args []string, getenv func(string) stri
 	if *operator == "" {
 		*operator = "cli"
 	}
+	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		out, err := svc.Rollbacks.Resume(ctx, n, *operator)
 		if err != nil {

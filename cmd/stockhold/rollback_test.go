@@ -59,6 +59,8 @@ func TestRollbackCommand(t *testing.T) {
 	require.NoError(t, err)
 	r, err := deps.Rollbacks.Get(ctx, dry)
 	require.NoError(t, err)
+	require.NotNil(t, r.OperatorKey)
+	require.Equal(t, "db:"+dbUser(t, env["DATABASE_URL"]), *r.OperatorKey, "the command line acts as its database user")
 	require.NotNil(t, r.Scope.Cutoff)
 	require.True(t, cut.Equal(*r.Scope.Cutoff))
 	require.True(t, cut.Equal(r.Cutoff()))

@@ -75,6 +75,7 @@ func stockImport(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
+	ctx = asDatabaseUser(ctx, getenv)
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
 		bar := newProgress(stderr)
 		im := &stockcsv.Importer{Pool: pool, Actor: *actor, Reason: *reason, Progress: bar.show,

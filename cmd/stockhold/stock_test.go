@@ -70,9 +70,10 @@ func TestStockImportCommand(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "nothing to do: every row was imported before")
 
-	var actor, reason, ref string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT actor, reason, ref FROM ledger WHERE sku = 'T2000'`).Scan(&actor, &reason, &ref))
-	require.Equal(t, []string{"dave", "weekly", "restock.csv:2002"}, []string{actor, reason, ref})
+	var actor, key, reason, ref string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT actor, actor_key, reason, ref FROM ledger WHERE sku = 'T2000'`).Scan(&actor, &key, &reason, &ref))
+	require.Equal(t, []string{"dave", "db:" + dbUser(t, env["DATABASE_URL"]), "weekly", "restock.csv:2002"}, []string{actor, key, reason, ref},
+		"the actor claimed, and the database user the command line acted as")
 
 	// A file with bad rows is refused whole, exit 2.
 	bad := filepath.Join(dir, "bad.csv")

@@ -6299,6 +6299,9 @@ type Alert struct {
 	AckedAt *time.Time `json:"acked_at"`
 	AckedBy *string    `json:"acked_by"`
 
+	// AckedKey Beside `acked_by`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL.
+	AckedKey *string `json:"acked_key"`
+
 	// DeliveredAt Present once delivered to the webhook.
 	DeliveredAt *time.Time             `json:"delivered_at,omitempty"`
 	Details     map[string]interface{} `json:"details"`
@@ -6393,7 +6396,10 @@ type Campaign struct {
 	EndReason  *string     `json:"end_reason"`
 	EndedAt    *time.Time  `json:"ended_at"`
 	EndedBy    *string     `json:"ended_by"`
-	EndsAt     time.Time   `json:"ends_at"`
+
+	// EndedKey Beside `ended_by`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null when the campaign ended on time.
+	EndedKey *string   `json:"ended_key"`
+	EndsAt   time.Time `json:"ends_at"`
 
 	// HoldTtlSeconds TTL of holds drawn from the campaign; it wins over the hold's own ttl_seconds.
 	HoldTtlSeconds int64  `json:"hold_ttl_seconds"`
@@ -6593,7 +6599,10 @@ type Line struct {
 // Movement One ledger row: how one change moved the counters of one (sku, pool). delta_total = delta_available + delta_reserved + delta_sold.
 type Movement struct {
 	// Actor The API key owner, operator, or `system:<job>` that made the change.
-	Actor          string              `json:"actor"`
+	Actor string `json:"actor"`
+
+	// ActorKey For an adjustment (single, bulk or CSV import), a pause or a resume, beside `actor`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null for other movements.
+	ActorKey       *string             `json:"actor_key"`
 	At             time.Time           `json:"at"`
 	DeltaAvailable int64               `json:"delta_available"`
 	DeltaReserved  int64               `json:"delta_reserved"`
@@ -6694,7 +6703,10 @@ type Progress struct {
 	// MatchedUnits Units the scope matched (dry runs).
 	MatchedUnits *int64 `json:"matched_units,omitempty"`
 	Operator     string `json:"operator"`
-	Reason       string `json:"reason"`
+
+	// OperatorKey Beside `operator`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null for a plain SQL job and for a campaign's end on time.
+	OperatorKey *string `json:"operator_key"`
+	Reason      string  `json:"reason"`
 
 	// ReleasedCount Holds released so far.
 	ReleasedCount int32 `json:"released_count"`
@@ -6708,6 +6720,9 @@ type Progress struct {
 
 	// ResumedBy Who resumed it last: an operator, `system:reconcile` or `system:manual_rollback`.
 	ResumedBy *string `json:"resumed_by"`
+
+	// ResumedKey Beside `resumed_by`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null when reconciliation or a retried job resumed it.
+	ResumedKey *string `json:"resumed_key"`
 
 	// Resumes How many times its stranded chain of jobs was resumed (by reconciliation, an operator, or a job retried from the dashboard).
 	Resumes int32 `json:"resumes"`
@@ -6844,7 +6859,10 @@ type Rollback struct {
 	// MatchedUnits Units the scope matched (dry runs).
 	MatchedUnits *int64 `json:"matched_units,omitempty"`
 	Operator     string `json:"operator"`
-	Reason       string `json:"reason"`
+
+	// OperatorKey Beside `operator`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null for a plain SQL job and for a campaign's end on time.
+	OperatorKey *string `json:"operator_key"`
+	Reason      string  `json:"reason"`
 
 	// ReleasedCount Holds released so far.
 	ReleasedCount int32 `json:"released_count"`
@@ -6858,6 +6876,9 @@ type Rollback struct {
 
 	// ResumedBy Who resumed it last: an operator, `system:reconcile` or `system:manual_rollback`.
 	ResumedBy *string `json:"resumed_by"`
+
+	// ResumedKey Beside `resumed_by`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null when reconciliation or a retried job resumed it.
+	ResumedKey *string `json:"resumed_key"`
 
 	// Resumes How many times its stranded chain of jobs was resumed (by reconciliation, an operator, or a job retried from the dashboard).
 	Resumes int32 `json:"resumes"`
