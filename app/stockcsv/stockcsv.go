@@ -80,7 +80,8 @@ func (p *Problems) Error() string {
 
 // Parse reads and validates a whole import file, so that a file with a bad
 // line changes nothing: the header must start with sku,pool,delta or
-// sku,pool,set_total (any case; further columns are ignored), every row
+// sku,pool,set_total (any case; further columns are ignored), a SKU or
+// pool neutralized against spreadsheets is read back (Restore), every row
 // must hold a valid SKU, a pool (empty means main) and a whole number (a
 // non-zero delta, or a total of at least zero, up to 1,000,000,000), and
 // no (sku, pool) may appear twice. A *Problems lists what is wrong.
@@ -136,7 +137,8 @@ func Parse(name string, data []byte) (*File, error) {
 			break
 		}
 		line, _ := r.FieldPos(0)
-		row := Row{Line: line, SKU: rec[0], Pool: rec[1]}
+		// An export's names come neutralized against spreadsheets ('=...).
+		row := Row{Line: line, SKU: Restore(rec[0]), Pool: Restore(rec[1])}
 		if row.Pool == "" {
 			row.Pool = inventory.MainPool
 		}

@@ -3,6 +3,7 @@ package stockcsv_test
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"strings"
 	"testing"
@@ -346,4 +347,53 @@ func TestExportRoundTrip(t *testing.T) {
 	_, err = stockcsv.Export(ctx, a.pool, &third)
 	require.NoError(t, err)
 	require.Equal(t, first.String(), third.String())
+}
+
+// TestExportNeutralizesFormulas: a SKU a spreadsheet would run (=, +, -, @,
+// a tab or a carriage return first) is exported with a single quote in
+// front, and the import reads the export back to the same names, those
+// that start with a quote included.
+func TestExportNeutralizesFormulas(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := t.Context()
+	skus := []string{"=cmd|' -C calc'!A0", "+1", "-A1", "@SUM(A1)", "'=quoted", "''+twice", "'plain", "A=1", "'"}
+	for _, sku := range skus {
+		_, err := a.inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 3, Actor: "seed"})
+		require.NoError(t, err)
+	}
+	var out bytes.Buffer
+	_, err := stockcsv.Export(ctx, a.pool, &out)
+	require.NoError(t, err)
+	records, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
+	require.NoError(t, err)
+	cells := map[string]bool{}
+	for _, r := range records[1:] {
+		cells[r[0]] = true
+		require.False(t, strings.ContainsAny(r[0][:1], "=+-@\t\r"), "cell %q would run in a spreadsheet", r[0])
+	}
+	for _, want := range []string{"'=cmd|' -C calc'!A0", "'+1", "'-A1", "'@SUM(A1)", "''=quoted", "'''+twice", "'plain", "A=1", "'"} {
+		require.True(t, cells[want], "exported %q: %v", want, cells)
+	}
+
+	// Read back, the names are the originals, and importing the export
+	// into a fresh database recreates exactly them.
+	f, err := stockcsv.Parse("export.csv", out.Bytes())
+	require.NoError(t, err)
+	var got []string
+	for _, r := range f.Rows {
+		got = append(got, r.SKU)
+	}
+	require.ElementsMatch(t, skus, got)
+	fresh := setup(t)
+	_, err = (&stockcsv.Importer{Pool: fresh.pool, Actor: "importer"}).Import(ctx, f)
+	require.NoError(t, err)
+	var again bytes.Buffer
+	_, err = stockcsv.Export(ctx, fresh.pool, &again)
+	require.NoError(t, err)
+	require.Equal(t, out.String(), again.String())
+
+	for _, v := range []string{"", "x", "'", "''", "=", "'=", "\t1", "'\r", "A'=", "-"} {
+		require.Equal(t, v, stockcsv.Restore(stockcsv.Neutralize(v)), "%q", v)
+	}
 }
