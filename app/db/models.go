@@ -371,16 +371,21 @@ type StockHealth struct {
 	Ok              *bool
 }
 
-// Committed chunks of CSV stock imports, by the SHA-256 of the file's content through the chunk: a rerun skips what they cover.
-type StockImportChunk struct {
-	PrefixSha256 []byte
-	FileSha256   []byte
-	FileName     string
-	FirstRow     int32
-	LastRow      int32
-	Changed      int32
-	Actor        string
-	CommittedAt  time.Time
+// CSV stock imports by id (--id, by default the file's name), one row per run: how many rows are applied, and the hash of their content, so a rerun resumes after them or is refused when they changed.
+type StockImport struct {
+	ID            string
+	Run           int32
+	FileName      string
+	Format        string
+	TotalRows     int32
+	ContentSha256 []byte
+	AppliedRows   int32
+	AppliedSha256 []byte
+	Actor         string
+	ActorKey      *string
+	StartedAt     time.Time
+	UpdatedAt     time.Time
+	FinishedAt    *time.Time
 }
 
 // Low-stock thresholds of each (sku, pool) over time: the one with the greatest from_version <= a ledger row's stock_version applied to it.

@@ -1,7 +1,7 @@
 // Package stockcsv moves stock in and out as CSV files: the import, which
 // applies a file of adjustments (sku,pool,delta) or counts
-// (sku,pool,set_total) in transactions of 1,000 rows and resumes after a
-// failure where the last run stopped, and the export, whose file the
+// (sku,pool,set_total) in transactions of 1,000 rows as a named import that
+// resumes after a failure where it stopped, and the export, whose file the
 // import reads back.
 package stockcsv
 
@@ -40,7 +40,9 @@ type Row struct {
 }
 
 // File is a parsed, validated import file. Prefixes[i] is the SHA-256 of
-// the file's content through Rows[i] (see prefix hashing in Parse).
+// the file's content through Rows[i] (see prefix hashing in Parse): an
+// import records the one through the rows it applied, so a rerun can tell
+// whether it has the same rows.
 type File struct {
 	Name   string
 	Format string
@@ -52,6 +54,10 @@ type File struct {
 	SHA256   [32]byte
 	Prefixes [][32]byte
 }
+
+// Content is the SHA-256 of the file's content, every row: what tells two
+// files of the same rows apart from two files of the same bytes.
+func (f *File) Content() [32]byte { return f.Prefixes[len(f.Prefixes)-1] }
 
 // Problems is why a file cannot be imported: one entry per bad line, at
 // most maxProblems of them, and how many more there were.

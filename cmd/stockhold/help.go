@@ -147,9 +147,13 @@ names no stock row is refused (exit 2).`,
 	"stock import": {
 		synopsis: "stock import FILE.csv [flags]",
 		about: `Applies a CSV whose header starts sku,pool,delta or sku,pool,set_total in transactions of
-1,000 rows; a rerun resumes after the rows already applied. Exits 2 for a bad file
-(nothing applied), 1 when a chunk fails (the chunks before it stay applied).`,
-		example: "stockhold stock import restock.csv --reason \"PO-7 delivered\"",
+1,000 rows, as the import --id (by default the file's name). Run again, an unfinished
+import resumes after the rows it applied, a finished one with the same rows applies
+nothing (--again imports it once more), and one whose applied rows changed is refused.
+A file under another name is another import, even with the same rows (with a warning).
+Exits 2 for a bad file or a refused rerun (nothing applied), 1 when a chunk fails (the
+chunks before it stay applied).`,
+		example: "stockhold stock import restock-week2.csv --reason \"PO-7 delivered\"\nstockhold stock import counts.csv --id count-2026-12",
 	},
 	"stock export": {
 		synopsis: "stock export [--out FILE]",
