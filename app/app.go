@@ -366,31 +366,33 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	}
 	a.jobsUI = jobsUI
 	authn := auth.NewAuthenticator(reqPool, auth.CacheTTL)
+	// One failed-auth budget per client for the API and the console alike.
+	failures := auth.NewFailureLimiter(cfg.AuthFailuresPerMinute)
 	ops, err := console.New(console.Deps{
 		Pool: reqPool, Inventory: web.Inventory, Campaigns: web.Campaigns, Rollbacks: web.Rollbacks,
-		Alerts: web.Alerts, Reconcile: web.Reconcile, Webhooks: web.Webhooks, Auth: authn, Log: log,
+		Alerts: web.Alerts, Reconcile: web.Reconcile, Webhooks: web.Webhooks, Auth: authn, Failures: failures, Log: log,
 	})
 	if err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	a.HTTP = api.New(api.Deps{
-		Inventory:             web.Inventory,
-		Campaigns:             web.Campaigns,
-		Rollbacks:             web.Rollbacks,
-		Alerts:                web.Alerts,
-		Reconcile:             web.Reconcile,
-		Webhooks:              web.Webhooks,
-		Events:                events.NewFeed(reqPool),
-		Auth:                  authn,
-		Ready:                 a.ready,
-		JobsUI:                jobsUI,
-		Console:               ops,
-		OpsSession:            ops.SessionKey,
-		Log:                   log,
-		RequestTimeout:        cfg.RequestTimeout,
-		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute,
-		TrustedProxies:        cfg.TrustedProxies,
+		Inventory:      web.Inventory,
+		Campaigns:      web.Campaigns,
+		Rollbacks:      web.Rollbacks,
+		Alerts:         web.Alerts,
+		Reconcile:      web.Reconcile,
+		Webhooks:       web.Webhooks,
+		Events:         events.NewFeed(reqPool),
+		Auth:           authn,
+		Ready:          a.ready,
+		JobsUI:         jobsUI,
+		Console:        ops,
+		OpsSession:     ops.SessionKey,
+		Log:            log,
+		RequestTimeout: cfg.RequestTimeout,
+		Failures:       failures,
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	return a, nil
 }
@@ -415,16 +417,16 @@ func jobLogContext(ctx context.Context, job *rivertype.JobRow, work func(context
 }
 
 // ready reports whether this instance should get traffic: not shutting
-// down, the database answering within 2 seconds, its schema at least the
-// one this binary carries, and a write committed (probeWrite). It asks on
-// River's pool, so a burst that fills the
-// requests' pool (answered 503 by the requests themselves) does not take
-// every instance out of the load balancer at once.
+// down, the database answering within Config.ReadyTimeout, its schema at
+// least the one this binary carries, and a write committed (probeWrite).
+// It asks on River's pool, so a burst that fills the requests' pool
+// (answered 503 by the requests themselves) does not take every instance
+// out of the load balancer at once.
 func (a *App) ready(ctx context.Context) error {
 	if a.draining.Load() {
 		return &api.NotReady{Reason: "shutting down"}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, a.Config.ReadyTimeout)
 	defer cancel()
 	current, latest, err := a.migrator.Versions(ctx)
 	if err != nil {

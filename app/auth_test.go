@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +44,78 @@ func TestFailedAuthRateLimited(t *testing.T) {
 	// No token at all is not a guess: it is told to authenticate.
 	a := in.must("GET", "/v1/skus/A1", "", "")
 	require.Equal(t, http.StatusUnauthorized, a.status)
+}
+
+// TestFailedAuthLimitCoversEveryDoor: the console's sign-in form, bearer
+// and Basic auth on /ops/ spend the same budget per client as the API's
+// bearer token, so a guesser cannot spread its guesses over the doors:
+// once over it, each answers 429 with Retry-After, a valid key included,
+// before any key is looked up.
+func TestFailedAuthLimitCoversEveryDoor(t *testing.T) {
+	t.Parallel()
+	in := start(t, &instanceOpts{env: map[string]string{"STOCKHOLD_AUTH_FAILURES_PER_MINUTE": "4"}})
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, path string, form url.Values, set func(*http.Request)) (int, http.Header, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, err := http.NewRequest(method, in.base+path, body)
+		require.NoError(t, err)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", in.base)
+		}
+		if set != nil {
+			set(req)
+		}
+		res, err := browser.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, res.Header, string(b)
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	signIn := func(key string) (int, http.Header, string) {
+		_, _, page := send("GET", "/ops/signin", nil, nil)
+		m := csrf.FindStringSubmatch(page)
+		require.NotNil(t, m, page)
+		return send("POST", "/ops/signin", url.Values{"csrf": {m[1]}, "key": {key}}, nil)
+	}
+	bearer := func(key string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+key) }
+	}
+	basic := func(key string) func(*http.Request) { return func(r *http.Request) { r.SetBasicAuth("x", key) } }
+
+	// One wrong key at each door: four failures, the whole budget.
+	status, _, _ := signIn("sh_guess-1")
+	require.Equal(t, http.StatusUnauthorized, status)
+	status, _, _ = send("GET", "/ops/", nil, bearer("sh_guess-2"))
+	require.Equal(t, http.StatusUnauthorized, status)
+	status, _, _ = send("GET", "/ops/skus", nil, basic("sh_guess-3"))
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Equal(t, http.StatusUnauthorized, in.must("GET", "/v1/skus/A1", "sh_guess-4", "").status)
+
+	// Over it: every door answers 429, even to the right key.
+	for name, try := range map[string]func() (int, http.Header, string){
+		"sign-in":           func() (int, http.Header, string) { return signIn("sh_guess-5") },
+		"sign-in right key": func() (int, http.Header, string) { return signIn(in.ops) },
+		"bearer":            func() (int, http.Header, string) { return send("GET", "/ops/", nil, bearer("sh_guess-6")) },
+		"basic right key":   func() (int, http.Header, string) { return send("GET", "/ops/alerts", nil, basic(in.ops)) },
+	} {
+		status, header, body := try()
+		require.Equal(t, http.StatusTooManyRequests, status, "%s: %s", name, body)
+		wait, err := strconv.Atoi(header.Get("Retry-After"))
+		require.NoError(t, err, name)
+		require.Positive(t, wait, name)
+		require.Contains(t, body, "Too many failed sign-ins", name)
+	}
+	a := in.must("GET", "/v1/skus/A1", in.shop, "")
+	require.Equal(t, http.StatusTooManyRequests, a.status, "the API shares the budget: %s", a.body)
 }
 
 // TestClientGoneIsNotAnError: a request whose client hangs up while it

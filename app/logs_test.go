@@ -80,6 +80,7 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 		req, err := http.NewRequest("POST", base+path, strings.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+ops)
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", requestID+"-key")
 		if requestID != "" {
 			req.Header.Set("X-Request-Id", requestID)

@@ -104,6 +104,7 @@ func TestShutdownAnswersQueuedHolds(t *testing.T) {
 				return
 			}
 			req.Header.Set("Authorization", "Bearer "+shop)
+			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Idempotency-Key", fmt.Sprint("k", i))
 			res, err := client.Do(req)
 			once.Do(written.Done)

@@ -133,7 +133,7 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 	// A CSV import.
 	f, err := stockcsv.Parse("restock.csv", []byte("sku,pool,delta\nC3,,7\n"))
 	require.NoError(t, err)
-	_, err = (&stockcsv.Importer{Pool: b.pool, Actor: "alice"}).Import(ctx, f)
+	_, err = (&stockcsv.Importer{Pool: b.pool, ID: "restock.csv", Actor: "alice"}).Import(ctx, f)
 	require.NoError(t, err)
 	got = r.expect(t, "csv import", "stock.changed C3/main")
 	requireCounters(got[0], stockOf("C3", "main"))

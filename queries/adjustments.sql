@@ -1,6 +1,6 @@
 -- Stock adjustments in bulk (POST /v1/stock/adjustments and `stockhold
 -- stock import`): set-based statements over parallel arrays, one per step
--- whatever the number of lines, and the record of imported CSV chunks.
+-- whatever the number of lines, and the record of CSV imports.
 
 -- name: StockCreateMainMany :exec
 -- StockCreateMainMany creates the main rows that do not exist yet, empty,
@@ -46,10 +46,10 @@ WITH d AS (
     RETURNING s.sku, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold
 )
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, actor, reason, ref,
+                    stock_version, actor, actor_key, reason, ref,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
-       m.delta, m.delta, 0, 0, m.version, @actor::text, sqlc.narg('reason')::text,
+       m.delta, m.delta, 0, 0, m.version, @actor::text, sqlc.narg('actor_key')::text, sqlc.narg('reason')::text,
        coalesce(nullif(m.ref, ''), sqlc.narg('ref')::text),
        m.feed_xid, m.total, m.available, m.reserved, m.sold
 FROM moved m
@@ -72,16 +72,47 @@ WHERE (sku, pool) > (@after_sku::text, @after_pool::text)
 ORDER BY sku, pool
 LIMIT @lim;
 
--- name: StockImportChunkAdd :exec
--- StockImportChunkAdd records a committed chunk of a CSV import, in the
--- chunk's own transaction.
-INSERT INTO stock_import_chunks (prefix_sha256, file_sha256, file_name, first_row, last_row, changed, actor)
-VALUES (@prefix_sha256, @file_sha256, @file_name, @first_row, @last_row, @changed, @actor);
+-- name: StockImportLatest :one
+-- StockImportLatest returns the latest run of import id.
+SELECT * FROM stock_imports WHERE id = @id ORDER BY run DESC LIMIT 1;
 
--- name: StockImportChunksFind :many
--- StockImportChunksFind returns the recorded chunks among the given
--- content prefixes.
-SELECT * FROM stock_import_chunks WHERE prefix_sha256 = ANY(@prefixes::bytea[]);
+-- name: StockImportsByContent :many
+-- StockImportsByContent returns the latest run of every other import that
+-- read the same rows, one per id: the import warns that they may be the
+-- same restock.
+SELECT DISTINCT ON (id) * FROM stock_imports
+WHERE content_sha256 = @content_sha256 AND id <> @id
+ORDER BY id, run DESC;
+
+-- name: StockImportStart :one
+-- StockImportStart records run of import id before its first chunk.
+INSERT INTO stock_imports (id, run, file_name, format, total_rows, content_sha256, actor, actor_key)
+VALUES (@id, @run, @file_name, @format, @total_rows, @content_sha256, @actor, sqlc.narg('actor_key'))
+RETURNING *;
+
+-- name: StockImportResume :one
+-- StockImportResume records that a run goes on with the file just read,
+-- whose first applied_rows rows are the ones it applied (the rows after
+-- them may differ from the last attempt's, or be new): a finished run
+-- given rows appended is unfinished again until they are applied, and an
+-- unfinished one that had applied every row (it stopped just after its
+-- last chunk) is finished.
+UPDATE stock_imports
+SET file_name = @file_name, format = @format, total_rows = @total_rows, content_sha256 = @content_sha256,
+    actor = @actor, actor_key = sqlc.narg('actor_key'), updated_at = now(),
+    finished_at = CASE WHEN applied_rows = @total_rows THEN coalesce(finished_at, now()) END
+WHERE id = @id AND run = @run AND applied_rows <= @total_rows
+RETURNING *;
+
+-- name: StockImportAdvance :execrows
+-- StockImportAdvance records, in a chunk's own transaction, that rows
+-- from_row+1..to_row of run are applied, and finishes the run with its
+-- last. It changes nothing unless exactly from_row rows were applied
+-- before, so no row is applied twice in one run.
+UPDATE stock_imports
+SET applied_rows = @to_row, applied_sha256 = @applied_sha256, updated_at = now(),
+    finished_at = CASE WHEN @to_row::integer = total_rows THEN now() END
+WHERE id = @id AND run = @run AND applied_rows = @from_row AND finished_at IS NULL;
 
 -- name: StockImportLock :one
 -- StockImportLock takes the session lock that lets one CSV import run at a

@@ -34,7 +34,7 @@ LIMIT @lim;
 
 -- name: AlertAck :one
 UPDATE alerts
-SET status = 'acked', acked_by = @operator, acked_at = now()
+SET status = 'acked', acked_by = @operator, acked_key = sqlc.narg('acked_key'), acked_at = now()
 WHERE id = @id AND status = 'open'
 RETURNING *;
 

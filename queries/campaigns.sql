@@ -38,6 +38,7 @@ SET status = @status,
     ended_at = CASE WHEN @status = 'ended' THEN now() ELSE ended_at END,
     ended_by = CASE WHEN @status = 'ended' THEN sqlc.narg('ended_by') ELSE ended_by END,
     end_reason = CASE WHEN @status = 'ended' THEN sqlc.narg('end_reason') ELSE end_reason END,
+    ended_key = CASE WHEN @status = 'ended' THEN sqlc.narg('ended_key') ELSE ended_key END,
     rolled_back_at = CASE WHEN @status = 'rolled_back' THEN now() ELSE rolled_back_at END,
     updated_at = now()
 WHERE id = @id

@@ -1,8 +1,8 @@
 -- name: RollbackCreate :one
 -- RollbackCreate records a request; requested_at defaults to now (the
 -- transaction's start), which is when an API or CLI request is made.
-INSERT INTO rollback_requests (operator, reason, scope, dry_run, source, job_id, requested_at)
-VALUES (@operator, @reason, @scope, @dry_run, @source, sqlc.narg('job_id'),
+INSERT INTO rollback_requests (operator, operator_key, reason, scope, dry_run, source, job_id, requested_at)
+VALUES (@operator, sqlc.narg('operator_key'), @reason, @scope, @dry_run, @source, sqlc.narg('job_id'),
         coalesce(sqlc.narg('requested_at')::timestamptz, now()))
 RETURNING *;
 
@@ -129,8 +129,9 @@ LIMIT 1;
 
 -- name: RollbackResumed :one
 -- RollbackResumed records that the request's stranded chain was given a
--- new job, and by whom.
+-- new job, by whom, and with which key.
 UPDATE rollback_requests
-SET resumes = resumes + 1, resumed_at = now(), resumed_by = @resumed_by::text, updated_at = now()
+SET resumes = resumes + 1, resumed_at = now(), resumed_by = @resumed_by::text, resumed_key = sqlc.narg('resumed_key'),
+    updated_at = now()
 WHERE id = @id
 RETURNING *;

@@ -38,6 +38,10 @@
 --   sku              a SKU's held holds in `pool` (default main) created
 --                    before `held_before` (RFC 3339; default: now; a time
 --                    later than now is refused).
+--   cutoff           with any scope: only holds created before this time
+--                    (RFC 3339; default: now; later than now is refused),
+--                    such as a dry run's requested_at, so that its real run
+--                    releases what the dry run counted and nothing made since.
 -- Leave the scopes you do not use empty (''): they are left out of the job.
 -- Whatever the scope, the rollback never touches a hold created after the
 -- job was inserted (its cut-off). The worker reads the job strictly: a
@@ -63,7 +67,7 @@
 --   `available`: no worker is running (job_health.sql). The job `cancelled`
 --   and still no row: the worker refused it (operator, reason or scope
 --   missing or invalid, a field misspelt or of the wrong type, held_before
---   after the insert) and raised a critical alert; see the job's error
+--   or cutoff after the insert) and raised a critical alert; see the job's error
 --   in rollback_requests.sql section 2, fix the values and run this again.
 --   To run a dry run for real, run the file again with dry_run false.
 
@@ -76,6 +80,7 @@
 \if :{?sku}             \else \set sku             '' \endif
 \if :{?pool}            \else \set pool            '' \endif
 \if :{?held_before}     \else \set held_before     '' \endif
+\if :{?cutoff}          \else \set cutoff          '' \endif
 -- ============================ END EDIT HERE ============================
 
 -- Check the values here rather than let the worker refuse the job with a
@@ -84,6 +89,7 @@ SELECT :'operator' <> '' AND :'reason' <> ''
        AND num_nonnulls(nullif(:'reservation_ids', ''), nullif(:'campaign', ''), nullif(:'sku', '')) <= 1
        AND (:'sku' <> '' OR (:'pool' = '' AND :'held_before' = ''))
        AND coalesce(nullif(:'held_before', '')::timestamptz <= now(), true)
+       AND coalesce(nullif(:'cutoff', '')::timestamptz <= now(), true)
        AS values_ok \gset
 \if :values_ok
 
@@ -101,7 +107,8 @@ VALUES ('manual_rollback', jsonb_strip_nulls(jsonb_build_object(
     'campaign',        nullif(:'campaign', ''),
     'sku',             nullif(:'sku', ''),
     'pool',            nullif(:'pool', ''),
-    'held_before',     to_jsonb(nullif(:'held_before', '')::timestamptz)
+    'held_before',     to_jsonb(nullif(:'held_before', '')::timestamptz),
+    'cutoff',          to_jsonb(nullif(:'cutoff', '')::timestamptz)
 )), 3)
 RETURNING id AS job_id \gset
 
@@ -121,7 +128,7 @@ SELECT id, status, operator, reason, scope::text AS scope, dry_run,
 FROM rollback_requests WHERE job_id = :job_id;
 
 \else
-\warn 'manual_rollback.sql: nothing enqueued. Give an operator and a reason, at most one scope (reservation_ids, campaign or sku), pool or held_before only with sku, and held_before no later than now.'
+\warn 'manual_rollback.sql: nothing enqueued. Give an operator and a reason, at most one scope (reservation_ids, campaign or sku), pool or held_before only with sku, and held_before and cutoff no later than now.'
 \endif
 
 -- Forget the values, so that the next \i of this file in the same session
@@ -134,4 +141,5 @@ FROM rollback_requests WHERE job_id = :job_id;
 \unset sku
 \unset pool
 \unset held_before
+\unset cutoff
 \unset values_ok

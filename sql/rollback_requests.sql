@@ -12,12 +12,16 @@
 --      http, cli or sql) and campaign ends (campaign_end):
 --      operator, reason      who asked and why (also the ledger's actor and
 --                            reason on every `rollback` row it wrote).
+--      operator_key          the API key that asked (any ops key may claim
+--                            any operator), db:<user> from the CLI, empty
+--                            for a plain SQL job or a campaign's end on time.
 --      scope                 reservation_ids, campaign, or sku + pool +
---                            held_before, as stored.
+--                            held_before, and any cutoff, as stored.
 --      requested_at          the cut-off: holds created at or after it are
---                            never touched, whatever the scope.
---      resumes, resumed_by   how often its stranded chain of jobs was
---                            resumed, last by whom.
+--                            never touched, whatever the scope (a
+--                            held_before or cutoff moves it earlier).
+--      resumes, resumed_by,  how often its stranded chain of jobs was
+--      resumed_key           resumed, last by whom, with which key.
 --      status                pending (its job has not run yet), running,
 --                            succeeded, failed (see error).
 --      released_*, batches   progress so far: holds and units handed back,
@@ -49,9 +53,9 @@
 \if :{?job_id} \else \set job_id '' \endif
 
 \echo '== 1. Rollback requests, newest first =='
-SELECT r.id, date_trunc('second', r.created_at) AS created_at, r.operator, r.reason, r.source,
+SELECT r.id, date_trunc('second', r.created_at) AS created_at, r.operator, r.operator_key, r.reason, r.source,
        r.scope::text AS scope, r.dry_run, r.status,
-       date_trunc('second', r.requested_at) AS requested_at, r.resumes, r.resumed_by,
+       date_trunc('second', r.requested_at) AS requested_at, r.resumes, r.resumed_by, r.resumed_key,
        r.released_count, r.released_units, r.batches, r.matched_count, r.matched_units,
        date_trunc('second', coalesce(r.finished_at, now()) - r.started_at) AS took,
        r.error,

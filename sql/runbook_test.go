@@ -175,6 +175,16 @@ func checkManualRollback(t *testing.T, f *fixture, p *psql, out string) {
 	require.Equal(t, "c1", job.strictArgs(t).Campaign)
 	require.Equal(t, rollbacks.StatusSucceeded, accept(t, f, job).Status)
 
+	// By campaign with a cut-off of its own (a dry run's requested_at).
+	cut := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	p.run(t, "manual_rollback.sql", "operator=dave", "reason=flash sale over", "campaign=c1", "cutoff="+cut.Format(time.RFC3339))
+	job = lastManualRollback(t, f.pool)
+	args = job.strictArgs(t)
+	require.NotNil(t, args.Cutoff)
+	require.True(t, cut.Equal(*args.Cutoff))
+	r = accept(t, f, job)
+	require.True(t, cut.Equal(r.Cutoff()), "the request's cut-off is the job's")
+
 	// For real, by ids: the worker accepts it and starts the batches.
 	p.run(t, "manual_rollback.sql", "operator=erin", "reason=order cancelled by phone", "dry_run=false",
 		"reservation_ids="+f.stuck.String()+", "+f.released.String())
@@ -227,6 +237,7 @@ func checkManualRollback(t *testing.T, f *fixture, p *psql, out string) {
 		{"reason="},
 		{"pool=main"},
 		{"sku=A1", "held_before=2100-01-01T00:00:00Z"},
+		{"campaign=c1", "cutoff=2100-01-01T00:00:00Z"},
 	} {
 		before := lastManualRollback(t, f.pool).id
 		stdout, stderr, err := p.exec(t, "manual_rollback.sql", vars...)

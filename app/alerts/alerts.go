@@ -74,8 +74,11 @@ type Alert struct {
 	LastSeenAt      time.Time       `json:"last_seen_at"`
 	Occurrences     int32           `json:"occurrences"`
 	AckedBy         *string         `json:"acked_by"`
-	AckedAt         *time.Time      `json:"acked_at"`
-	DeliveredAt     *time.Time      `json:"delivered_at,omitempty"`
+	// AckedKey is the API key that acknowledged it, beside the operator
+	// AckedBy names (see domain.WithKeyName).
+	AckedKey    *string    `json:"acked_key"`
+	AckedAt     *time.Time `json:"acked_at"`
+	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
 }
 
 func newAlert(a db.Alert) Alert {
@@ -83,7 +86,7 @@ func newAlert(a db.Alert) Alert {
 		ID: a.ID, Level: a.Level, Kind: a.Kind, Subject: a.Subject, SKU: a.Sku, Pool: a.Pool,
 		Details: a.Details, SuggestedAction: a.SuggestedAction, Status: a.Status,
 		FirstSeenAt: a.FirstSeenAt, LastSeenAt: a.LastSeenAt, Occurrences: a.Occurrences,
-		AckedBy: a.AckedBy, AckedAt: a.AckedAt, DeliveredAt: a.DeliveredAt,
+		AckedBy: a.AckedBy, AckedKey: a.AckedKey, AckedAt: a.AckedAt, DeliveredAt: a.DeliveredAt,
 	}
 }
 
@@ -178,7 +181,7 @@ func (s *Service) Ack(ctx context.Context, id int64, operator string) (Alert, er
 	if err := domain.ValidName("operator", operator); err != nil {
 		return Alert{}, err
 	}
-	row, err := db.New(s.pool).AlertAck(ctx, &operator, id)
+	row, err := db.New(s.pool).AlertAck(ctx, &operator, domain.KeyName(ctx), id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Get(ctx, id)
 	}

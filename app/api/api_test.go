@@ -95,7 +95,8 @@ func (r resp) json(t testing.TB) map[string]any {
 }
 
 // do sends a request; body may be a string (sent as is) or a value (sent
-// as JSON); headers are pairs.
+// as JSON), with Content-Type application/json; headers are pairs (a
+// Content-Type given empty sends the body with none).
 func (e *env) do(method, path, token string, body any, headers ...string) resp {
 	e.t.Helper()
 	r, err := e.send(method, path, token, body, headers...)
@@ -130,6 +131,10 @@ func (e *env) send(method, path, token string, body any, headers ...string) (res
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Content-Type" && headers[i+1] == "" {
+			req.Header.Del("Content-Type") // a body sent with no type
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	res, err := e.client.Do(req)

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -64,7 +65,7 @@ func (s *server) authenticateOps() echo.MiddlewareFunc {
 
 func (s *server) admit(c echo.Context, next echo.HandlerFunc, token string, roles []auth.Role) error {
 	ip := c.RealIP()
-	if wait := s.failures.wait(ip); wait > 0 {
+	if wait := s.Failures.Wait(ip); wait > 0 {
 		p := newProblem(http.StatusTooManyRequests, "too_many_requests",
 			fmt.Sprintf("too many failed authentications from %s; try again in %s", ip, wait.Round(time.Second)))
 		p.RetryAfter = int(math.Ceil(wait.Seconds()))
@@ -72,7 +73,7 @@ func (s *server) admit(c echo.Context, next echo.HandlerFunc, token string, role
 	}
 	key, err := s.Auth.Authenticate(c.Request().Context(), token)
 	if errors.Is(err, auth.ErrUnknownKey) {
-		s.failures.fail(ip)
+		s.Failures.Fail(ip)
 		return newProblem(http.StatusUnauthorized, "unauthorized", "the API key is unknown or revoked")
 	}
 	if err != nil {
@@ -82,6 +83,8 @@ func (s *server) admit(c echo.Context, next echo.HandlerFunc, token string, role
 		return newProblem(http.StatusForbidden, "forbidden", "this route needs an "+string(roles[len(roles)-1])+" key")
 	}
 	c.Set(keyContext, key)
+	// The services record the key beside any operator the body claims.
+	c.SetRequest(c.Request().WithContext(domain.WithKeyName(c.Request().Context(), key.Name)))
 	return next(c)
 }
 

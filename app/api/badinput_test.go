@@ -1,9 +1,13 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -58,6 +62,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"empty campaign", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"campaign":""}`, key, 422, "invalid_request"},
 		{"control character order_ref", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"order_ref":"a\u0007"}`, key, 422, "invalid_request"},
 		{"oversized body", "POST", "/v1/reservations", e.shop, huge, key, 413, "body_too_large"},
+		{"case variant of a key", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1,"Quantity":5}]}`, key, 400, "invalid_request"},
+		{"key in upper case", "POST", "/v1/reservations", e.shop, `{"ITEMS":[{"sku":"A1","quantity":1}]}`, key, 400, "invalid_request"},
+		{"items twice", "POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1","quantity":1}],"items":[{"sku":"A1","quantity":5}]}`, key, 400, "invalid_request"},
+		{"adjustment delta twice", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1,"delta":100,"reason":"x"}`, key, 400, "invalid_request"},
+		{"form body", "POST", "/v1/reservations", e.shop, items("1"), append([]string{"Content-Type", "application/x-www-form-urlencoded"}, key...), 415, "unsupported_media_type"},
+		{"text body", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1}`, append([]string{"Content-Type", "text/plain"}, key...), 415, "unsupported_media_type"},
+		{"body without a type", "POST", "/v1/reservations/" + id + "/release", e.shop, `{"reason":"x"}`, []string{"Content-Type", ""}, 415, "unsupported_media_type"},
 		{"missing idempotency key", "POST", "/v1/reservations", e.shop, items("1"), nil, 400, "idempotency_key_missing"},
 		{"empty idempotency key", "POST", "/v1/reservations", e.shop, items("1"), []string{"Idempotency-Key", ""}, 400, "idempotency_key_invalid"},
 		{"over-long idempotency key", "POST", "/v1/reservations", e.shop, items("1"), []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "idempotency_key_invalid"},
@@ -92,15 +103,18 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"end with an empty operator", "POST", "/v1/campaigns/c1/end", e.ops, `{"operator":""}`, nil, 422, "invalid_request"},
 		{"resume with an empty operator", "POST", "/v1/rollbacks/1/resume", e.ops, `{"operator":""}`, nil, 422, "invalid_request"},
 		{"reconcile no skus", "POST", "/v1/reconciliations", e.ops, `{"skus":[]}`, key, 422, "invalid_request"},
+		{"rollback cutoff later than now", "POST", "/v1/rollbacks", e.ops,
+			`{"operator":"alice","reason":"x","campaign":"c1","cutoff":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`, key, 422, "invalid_request"},
+		{"rollback cutoff not a time", "POST", "/v1/rollbacks", e.ops, `{"operator":"alice","reason":"x","sku":"A1","cutoff":"tomorrow"}`, key, 400, "invalid_request"},
 		{"unknown route", "GET", "/v1/nothing", e.shop, ``, nil, 404, "not_found"},
 		{"wrong method", "DELETE", "/v1/reservations/" + id, e.shop, ``, nil, 405, "method_not_allowed"},
 	}
 	before := e.counts()
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			headers := c.headers
-			if len(headers) == 2 && headers[0] == "Idempotency-Key" && headers[1] == "bad-1" {
-				headers = []string{"Idempotency-Key", fmt.Sprint("bad-", i)}
+			headers := slices.Clone(c.headers)
+			if n := len(headers); n >= 2 && headers[n-2] == "Idempotency-Key" && headers[n-1] == "bad-1" {
+				headers[n-1] = fmt.Sprint("bad-", i)
 			}
 			var body any
 			if c.body != "" {
@@ -111,4 +125,77 @@ func TestBadInputChangesNothing(t *testing.T) {
 			require.Equal(t, before, e.counts(), "bad input changed nothing")
 		})
 	}
+}
+
+// TestRequestBodiesMustBeJSON: a body is read only when it says it is JSON
+// (any parameters); what curl -d sends, or a body with no type, is 415
+// naming what came. A request without a body needs no type.
+func TestRequestBodiesMustBeJSON(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	body := `{"items":[{"sku":"A1","quantity":1}]}`
+	before := e.counts()
+
+	r := e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", "form", "Content-Type", "application/x-www-form-urlencoded")
+	p := requireProblem(t, r, 415, "unsupported_media_type")
+	require.Contains(t, p["detail"], `"application/x-www-form-urlencoded"`)
+	r = e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", "none", "Content-Type", "")
+	p = requireProblem(t, r, 415, "unsupported_media_type")
+	require.Contains(t, p["detail"], "no Content-Type")
+	require.Equal(t, before, e.counts(), "a refused body changed nothing")
+
+	r = e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", "charset", "Content-Type", "application/json; charset=utf-8")
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	r = e.do("POST", "/v1/reservations/"+id+"/release", e.shop, nil)
+	require.Equal(t, 200, r.status, "a body-less release needs no Content-Type: %s", r.body)
+	require.Equal(t, "released", r.json(t)["status"])
+}
+
+// TestLookAlikeNamesAreRefused is the issue's five look-alike SKUs: LOOK1
+// with a zero-width space and an A with a combining ring (not NFC) are
+// refused with 422 and change nothing, so what is left are names that
+// differ in what they show (a Cyrillic О is another letter).
+func TestLookAlikeNamesAreRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	for i, c := range []struct {
+		sku    string
+		status int
+		detail string
+	}{
+		{"LOOK1", 200, ""},
+		{"LOOK1\u200b", 422, "invisible format character (U+200B)"},
+		{"L\u041e\u041eK1", 200, ""},
+		{"\u00c51", 200, ""},
+		{"A\u030a1", 422, `not in Unicode normalization form C (NFC): send "A\u030A1" as "\u00C51"`},
+	} {
+		r := e.do("POST", "/v1/skus/"+url.PathEscape(c.sku)+"/adjustments", e.ops, map[string]any{"delta": 5, "reason": "restock"},
+			"Idempotency-Key", fmt.Sprint("look-", i))
+		if c.status != 200 {
+			p := requireProblem(t, r, c.status, "invalid_request")
+			require.Contains(t, p["detail"], c.detail)
+			continue
+		}
+		require.Equal(t, 200, r.status, "%q: %s", c.sku, r.body)
+	}
+	before := e.counts()
+	for i, body := range []string{
+		`{"items":[{"sku":"LOOK1\u200b","quantity":1}]}`,
+		`{"items":[{"sku":"A\u030a1","quantity":1}]}`,
+		`{"items":[{"sku":"LOOK1","quantity":1}],"order_ref":"o-1\u200b"}`,
+		`{"items":[{"sku":"LOOK1","quantity":1}],"order_ref":"o\n1"}`,
+		`{"items":[{"sku":"LOOK1","quantity":1}],"campaign":"bf\u2060"}`,
+	} {
+		requireProblem(t, e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", fmt.Sprint("hold-", i)), 422, "invalid_request")
+	}
+	requireProblem(t, e.do("POST", "/v1/stock/adjustments", e.ops,
+		`{"reason":"count","lines":[{"sku":"LOOK1","delta":1},{"sku":"\ufeffLOOK1","delta":1}]}`, "Idempotency-Key", "bulk"), 422, "invalid_request")
+	requireProblem(t, e.do("POST", "/v1/skus/LOOK1/adjustments", e.ops, `{"delta":1,"reason":"x","ref":"PO\u200d7"}`,
+		"Idempotency-Key", "ref"), 422, "invalid_request")
+	require.Equal(t, before, e.counts(), "refused names changed nothing")
+	var skus int
+	require.NoError(t, e.pool.QueryRow(context.Background(), `SELECT count(DISTINCT sku) FROM stock`).Scan(&skus))
+	require.Equal(t, 3, skus)
 }

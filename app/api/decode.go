@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -49,10 +50,35 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 		}
 		return badRequest("the request body is empty; send a JSON object")
 	}
+	if err := jsonMediaType(c.Request().Header.Values(echo.HeaderContentType)); err != nil {
+		return err
+	}
 	return decodeJSON(body, v)
 }
 
-// decodeJSON is the pure part of decoding, shared with the fuzz test.
+// jsonMediaType refuses, with 415, a body sent as anything but
+// application/json (with any parameters, such as charset): a form
+// (what curl -d sends), text, or no Content-Type at all. A body read as
+// JSON whatever it claims to be would let a browser's cross-site form
+// post JSON without a preflight, and lets a client's mistake pass unseen.
+func jsonMediaType(values []string) error {
+	if len(values) == 1 {
+		mt, _, _ := strings.Cut(values[0], ";")
+		if strings.EqualFold(strings.TrimSpace(mt), echo.MIMEApplicationJSON) {
+			return nil
+		}
+	}
+	sent := "no Content-Type"
+	if len(values) > 0 {
+		sent = fmt.Sprintf("Content-Type %q", strings.Join(values, ", "))
+	}
+	return newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		fmt.Sprintf("the request body must be JSON sent with Content-Type: application/json; this one came with %s", sent))
+}
+
+// decodeJSON is the pure part of decoding, shared with the fuzz test:
+// exactly one JSON value, no unknown fields, and every key spelled exactly
+// as its field and given once (see checkKeys).
 func decodeJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -62,7 +88,7 @@ func decodeJSON(body []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return badRequest("the request body has data after its JSON object")
 	}
-	return nil
+	return checkKeys(body, reflect.TypeOf(v))
 }
 
 func decodeError(err error) error {

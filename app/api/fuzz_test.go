@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stockhold/stockhold/app/domain"
@@ -26,6 +29,10 @@ func FuzzHoldRequest(f *testing.F) {
 		`{"items":[]} []`,
 		`{"ttl_seconds":-1,"items":[{"sku":"A","quantity":1}]}`,
 		`[`, `{}`, `null`, `"x"`, ``,
+		`{"items":[{"sku":"B2","quantity":1,"Quantity":5}]}`,
+		`{"ITEMS":[{"sku":"B2","quantity":1}]}`,
+		`{"items":[],"items":[{"sku":"B2","quantity":1}]}`,
+		`{"items":[{"sku":"B2","quantity":1}],"\u0069tems":[]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -37,6 +44,9 @@ func FuzzHoldRequest(f *testing.F) {
 				t.Fatalf("decode error is not a 400 problem: %v", err)
 			}
 			return
+		}
+		if k := miscasedOrRepeated(body); k != "" {
+			t.Fatalf("accepted key %q given twice or not as its field", k)
 		}
 		req, err := b.holdRequest("shop", "key")
 		if err != nil {
@@ -61,4 +71,50 @@ func FuzzHoldRequest(f *testing.F) {
 			t.Fatalf("accepted ttl %d", req.TTLSeconds)
 		}
 	})
+}
+
+// miscasedOrRepeated is checkKeys' oracle, built on encoding/json's own
+// tokenizer: the first key of body that is not one of the hold body's
+// field names exactly, or that its object has twice up to case.
+func miscasedOrRepeated(body []byte) string {
+	known := map[string]bool{"order_ref": true, "items": true, "ttl_seconds": true, "campaign": true, "sku": true, "quantity": true}
+	type frame struct {
+		object, wantKey bool
+		keys            []string
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.wantKey {
+			k := tok.(string)
+			if !known[k] {
+				return k
+			}
+			for _, seen := range top.keys {
+				if strings.EqualFold(seen, k) {
+					return k
+				}
+			}
+			top.keys, top.wantKey = append(top.keys, k), false
+			continue
+		}
+		if top != nil && top.object {
+			top.wantKey = true // after this value
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &frame{object: d == '{', wantKey: d == '{'})
+		}
+	}
 }

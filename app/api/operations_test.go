@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/auth"
 )
 
 // These run without workers: they check what the API records and enqueues;
@@ -87,6 +88,15 @@ func TestRollbacksAPI(t *testing.T) {
 	require.Equal(t, 202, replay.status)
 	require.JSONEq(t, string(r.body), string(replay.body))
 
+	// A cut-off of its own, with a campaign's scope as with any: shown
+	// with the scope.
+	cut := time.Now().Add(-time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)
+	r = e.do("POST", "/v1/rollbacks", e.ops, map[string]any{"operator": "alice", "reason": "x", "campaign": "c1", "cutoff": cut, "dry_run": true},
+		"Idempotency-Key", "rb-cut")
+	require.Equal(t, 202, r.status, "%s", r.body)
+	got = e.do("GET", fmt.Sprint("/v1/rollbacks/", r.json(t)["rollback_id"]), e.ops, nil)
+	require.Equal(t, cut, got.json(t)["scope"].(map[string]any)["cutoff"])
+
 	before := e.counts()
 	for name, b := range map[string]map[string]any{
 		"no operator": {"reason": "x", "campaign": "c1"},
@@ -100,6 +110,7 @@ func TestRollbacksAPI(t *testing.T) {
 		"no pool":     {"operator": "alice", "reason": "x", "sku": "A1", "pool": ""},
 		"the future":  {"operator": "alice", "reason": "x", "sku": "A1", "held_before": "2100-01-01T00:00:00Z"},
 		"an hour on":  {"operator": "alice", "reason": "x", "sku": "A1", "held_before": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
+		"cut later":   {"operator": "alice", "reason": "x", "reservation_ids": []string{id}, "cutoff": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
 	} {
 		p := requireProblem(t, e.do("POST", "/v1/rollbacks", e.ops, b, "Idempotency-Key", "rb-"+name), 422, "invalid_request")
 		require.NotEmpty(t, p["detail"], name)
@@ -189,4 +200,81 @@ func TestAlertsAPI(t *testing.T) {
 	requireProblem(t, e.do("GET", "/v1/alerts?status=closed", e.ops, nil), 422, "invalid_request")
 	requireProblem(t, e.do("POST", "/v1/alerts/999999/ack", e.ops, map[string]any{"operator": "alice"}), 404, "not_found")
 	requireProblem(t, e.do("GET", "/v1/alerts", e.shop, nil), 403, "forbidden")
+}
+
+// TestOperatorActionsRecordTheKey: any ops key may claim any operator, so
+// every operator action records, beside the claim, the key that
+// authenticated it, and shows it: a rollback and its resume, a campaign's
+// end, an alert's acknowledgement, and the ledger rows of adjustments
+// (single and bulk), pauses and resumes.
+func TestOperatorActionsRecordTheKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	bob, err := auth.Create(ctx, e.pool, "ops-bob", auth.RoleOps)
+	require.NoError(t, err)
+	claim := map[string]any{"operator": "alice", "reason": "says alice"}
+	with := func(extra map[string]any) map[string]any {
+		m := map[string]any{}
+		for k, v := range claim {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+
+	// Adjustments, bulk adjustments, pause and resume: the ledger rows.
+	require.Equal(t, 200, e.do("POST", "/v1/skus/A1/adjustments", bob, map[string]any{"delta": 10, "reason": "restock"},
+		"Idempotency-Key", "adj").status)
+	require.Equal(t, 200, e.do("POST", "/v1/stock/adjustments", bob, map[string]any{"reason": "count",
+		"lines": []any{map[string]any{"sku": "A1", "delta": 1}}}, "Idempotency-Key", "bulk").status)
+	require.Equal(t, 200, e.do("POST", "/v1/skus/A1/pause", bob, map[string]any{"reason": "audit"}).status)
+	require.Equal(t, 200, e.do("POST", "/v1/skus/A1/resume", bob, map[string]any{"reason": "audited"}).status)
+	ledger := e.do("GET", "/v1/skus/A1/ledger", e.ops, nil).json(t)["movements"].([]any)
+	require.Len(t, ledger, 4)
+	for _, m := range ledger {
+		require.Equal(t, "ops-bob", m.(map[string]any)["actor_key"], "%v", m)
+	}
+
+	// A rollback claimed for alice, sent with bob's key; then resumed.
+	id := e.hold("h", line("A1", 1)).json(t)["id"].(string)
+	r := e.do("POST", "/v1/rollbacks", bob, with(map[string]any{"reservation_ids": []string{id}}), "Idempotency-Key", "rb")
+	require.Equal(t, 202, r.status, "%s", r.body)
+	rid := fmt.Sprint(r.json(t)["rollback_id"])
+	_, err = e.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = 'manual_rollback'`)
+	require.NoError(t, err)
+	require.Equal(t, 202, e.do("POST", "/v1/rollbacks/"+rid+"/resume", e.ops, map[string]any{"operator": "carol"}).status)
+	got := e.do("GET", "/v1/rollbacks/"+rid, e.ops, nil).json(t)
+	require.Equal(t, "alice", got["operator"])
+	require.Equal(t, "ops-bob", got["operator_key"])
+	require.Equal(t, "carol", got["resumed_by"])
+	require.Equal(t, "alice", got["resumed_key"])
+
+	// A campaign's end.
+	require.Equal(t, 201, e.do("POST", "/v1/campaigns", e.ops, map[string]any{
+		"id": "bf", "starts_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"ends_at": time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339), "hold_ttl_seconds": 120,
+		"allotments": []any{map[string]any{"sku": "A1", "quantity": 1}},
+	}, "Idempotency-Key", "camp").status)
+	require.Equal(t, 202, e.do("POST", "/v1/campaigns/bf/end", bob, claim).status)
+	camp := e.do("GET", "/v1/campaigns/bf", e.ops, nil).json(t)
+	require.Equal(t, "alice", camp["ended_by"])
+	require.Equal(t, "ops-bob", camp["ended_key"])
+	require.Equal(t, "ops-bob", camp["rollback"].(map[string]any)["operator_key"], "the end's rollback too")
+
+	// An alert's acknowledgement.
+	a, err := e.alerts.Raise(ctx, alerts.Raise{Level: alerts.Warning, Kind: "test", Subject: "x"})
+	require.NoError(t, err)
+	acked := e.do("POST", fmt.Sprint("/v1/alerts/", a.ID, "/ack"), bob, map[string]any{"operator": "alice"})
+	require.Equal(t, 200, acked.status, "%s", acked.body)
+	require.Equal(t, "alice", acked.json(t)["acked_by"])
+	require.Equal(t, "ops-bob", acked.json(t)["acked_key"])
+
+	var stored string
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT concat_ws(' ', (SELECT operator_key FROM rollback_requests WHERE id = $1),
+		(SELECT ended_key FROM campaigns WHERE id = 'bf'), (SELECT acked_key FROM alerts WHERE id = $2),
+		(SELECT min(actor_key) FROM ledger WHERE kind = 'pause'))`, rid, a.ID).Scan(&stored))
+	require.Equal(t, "ops-bob ops-bob ops-bob ops-bob", stored, "stored in the tables")
 }

@@ -65,6 +65,7 @@ var titles = map[string]string{
 	"forbidden":               "This API key's role may not do that",
 	"method_not_allowed":      "Method not allowed",
 	"body_too_large":          "Request body too large",
+	"unsupported_media_type":  "Request body is not JSON",
 	"conflict":                "Conflict",
 	"limit_exceeded":          "Limit exceeded",
 	"timeout":                 "The request took too long",

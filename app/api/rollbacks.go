@@ -27,11 +27,12 @@ type rollbackBody struct {
 	SKU            *string     `json:"sku"`
 	Pool           *string     `json:"pool"`
 	HeldBefore     *time.Time  `json:"held_before"`
+	Cutoff         *time.Time  `json:"cutoff"`
 }
 
 // scope returns the body's scope; a name given empty is refused.
 func (b rollbackBody) scope() (rollbacks.Scope, error) {
-	s := rollbacks.Scope{ReservationIDs: b.ReservationIDs, HeldBefore: b.HeldBefore}
+	s := rollbacks.Scope{ReservationIDs: b.ReservationIDs, HeldBefore: b.HeldBefore, Cutoff: b.Cutoff}
 	for _, f := range []struct {
 		name string
 		from *string

@@ -53,9 +53,9 @@ type Deps struct {
 	Log        *slog.Logger
 	// RequestTimeout bounds one request; 0 means 10 seconds.
 	RequestTimeout time.Duration
-	// AuthFailuresPerMinute limits failed authentications per client IP
-	// (429 past it); 0 means no limit.
-	AuthFailuresPerMinute int
+	// Failures limits failed authentications per client IP (429 past
+	// it), shared with the console; nil means no limit.
+	Failures *auth.FailureLimiter
 	// TrustedProxies are the networks whose X-Forwarded-For names the
 	// client; with none, the peer address is the client.
 	TrustedProxies []*net.IPNet
@@ -65,12 +65,11 @@ type server struct {
 	Deps
 	log      *slog.Logger
 	overload *throttle
-	failures *failureLimiter
 }
 
 // New returns the HTTP handler with every route of the API.
 func New(d Deps) *echo.Echo {
-	s := &server{Deps: d, log: d.Log, failures: newFailureLimiter(d.AuthFailuresPerMinute)}
+	s := &server{Deps: d, log: d.Log}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -152,10 +151,21 @@ func New(d Deps) *echo.Echo {
 	}
 	if d.Console != nil {
 		console := echo.WrapHandler(d.Console)
-		e.Any("/ops", console)
-		e.Any("/ops/*", console)
+		e.Any("/ops", console, clientIP())
+		e.Any("/ops/*", console, clientIP())
 	}
 	return e
+}
+
+// clientIP hands the client's IP, as the IP extractor found it, to a
+// handler outside echo (the console) through the request's context.
+func clientIP() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.SetRequest(c.Request().WithContext(auth.WithClientIP(c.Request().Context(), c.RealIP())))
+			return next(c)
+		}
+	}
 }
 
 // ipExtractor reads the client's IP from X-Forwarded-For when the peer is

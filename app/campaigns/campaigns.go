@@ -165,22 +165,25 @@ type Progress struct {
 
 // Campaign is a campaign as operators see it.
 type Campaign struct {
-	ID             string      `json:"id"`
-	Status         string      `json:"status"`
-	StartsAt       time.Time   `json:"starts_at"`
-	EndsAt         time.Time   `json:"ends_at"`
-	HoldTTLSeconds int64       `json:"hold_ttl_seconds"`
-	MaxPerOrder    *int64      `json:"max_per_order"`
-	CreatedBy      string      `json:"created_by"`
-	CreatedAt      time.Time   `json:"created_at"`
-	StartedAt      *time.Time  `json:"started_at"`
-	EndedAt        *time.Time  `json:"ended_at"`
-	EndedBy        *string     `json:"ended_by"`
-	EndReason      *string     `json:"end_reason"`
-	RolledBackAt   *time.Time  `json:"rolled_back_at"`
-	Allotments     []Allotment `json:"allotments"`
-	Pools          []Pool      `json:"pools"`
-	Rollback       *Progress   `json:"rollback"`
+	ID             string     `json:"id"`
+	Status         string     `json:"status"`
+	StartsAt       time.Time  `json:"starts_at"`
+	EndsAt         time.Time  `json:"ends_at"`
+	HoldTTLSeconds int64      `json:"hold_ttl_seconds"`
+	MaxPerOrder    *int64     `json:"max_per_order"`
+	CreatedBy      string     `json:"created_by"`
+	CreatedAt      time.Time  `json:"created_at"`
+	StartedAt      *time.Time `json:"started_at"`
+	EndedAt        *time.Time `json:"ended_at"`
+	EndedBy        *string    `json:"ended_by"`
+	// EndedKey is the API key that ended it early, beside the operator
+	// EndedBy names (see domain.WithKeyName); null when it ended on time.
+	EndedKey     *string     `json:"ended_key"`
+	EndReason    *string     `json:"end_reason"`
+	RolledBackAt *time.Time  `json:"rolled_back_at"`
+	Allotments   []Allotment `json:"allotments"`
+	Pools        []Pool      `json:"pools"`
+	Rollback     *Progress   `json:"rollback"`
 }
 
 // CreateOnce is CreateTx in a transaction of its own, at most once per key
@@ -241,7 +244,7 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 	out := Campaign{
 		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt, EndsAt: c.EndsAt,
 		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, MaxPerOrder: c.MaxPerOrder, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt,
-		StartedAt: c.StartedAt, EndedAt: c.EndedAt, EndedBy: c.EndedBy, EndReason: c.EndReason,
+		StartedAt: c.StartedAt, EndedAt: c.EndedAt, EndedBy: c.EndedBy, EndedKey: c.EndedKey, EndReason: c.EndReason,
 		RolledBackAt: c.RolledBackAt,
 		Allotments:   []Allotment{}, Pools: []Pool{},
 	}
@@ -371,7 +374,9 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 		}
 		return rollbacks.Created{RollbackID: rb.ID, JobID: domain.Value(rb.JobID)}, nil
 	}
-	if _, err := q.CampaignSetStatus(ctx, db.CampaignSetStatusParams{Status: StatusEnded, EndedBy: &operator, EndReason: &reason, ID: id}); err != nil {
+	if _, err := q.CampaignSetStatus(ctx, db.CampaignSetStatusParams{
+		Status: StatusEnded, EndedBy: &operator, EndReason: &reason, EndedKey: domain.KeyName(ctx), ID: id,
+	}); err != nil {
 		return rollbacks.Created{}, err
 	}
 	pools, err := q.CampaignPools(ctx, id)

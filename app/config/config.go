@@ -88,6 +88,9 @@ type Config struct {
 	// DrainDelay is how long /readyz answers 503 on SIGTERM before the
 	// listener closes, so load balancers stop sending (STOCKHOLD_DRAIN_DELAY).
 	DrainDelay time.Duration
+	// ReadyTimeout bounds /readyz's database check: a database slower than
+	// this to answer makes the instance not ready (STOCKHOLD_READY_TIMEOUT).
+	ReadyTimeout time.Duration
 	// ShutdownTimeout bounds waiting for in-flight requests on SIGTERM;
 	// connections still open then are closed (STOCKHOLD_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
@@ -204,6 +207,7 @@ func load(getenv func(string) string) (Config, error) {
 		IdleTimeout:           r.positive("STOCKHOLD_HTTP_IDLE_TIMEOUT"),
 		MaxConns:              r.integer("STOCKHOLD_HTTP_MAX_CONNS", 16, 1_000_000),
 		DrainDelay:            r.duration("STOCKHOLD_DRAIN_DELAY"),
+		ReadyTimeout:          r.positive("STOCKHOLD_READY_TIMEOUT"),
 		ShutdownTimeout:       r.positive("STOCKHOLD_SHUTDOWN_TIMEOUT"),
 		JobStopTimeout:        r.positive("STOCKHOLD_JOB_STOP_TIMEOUT"),
 		AuthFailuresPerMinute: r.integer("STOCKHOLD_AUTH_FAILURES_PER_MINUTE", 0, 1_000_000),

@@ -22,10 +22,14 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -54,6 +58,11 @@ type Deps struct {
 	// Webhooks, when set, lists the webhooks and their lag on the overview.
 	Webhooks *webhooks.Service
 	Auth     *auth.Authenticator
+	// Failures is the failed-auth limit per client IP the API uses too: a
+	// key guessed at the sign-in form, or with bearer or Basic auth, counts
+	// against the same budget, and a client over it gets 429. nil means no
+	// limit.
+	Failures *auth.FailureLimiter
 	Log      *slog.Logger
 }
 
@@ -138,7 +147,37 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ops/", http.StatusMovedPermanently)
 		return
 	}
+	if !cleanRequest(r) {
+		c.status(w, r, who{}, http.StatusBadRequest,
+			"This address holds characters that no SKU, reference or id can have (bytes that are not UTF-8, or control characters).")
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// cleanRequest reports whether r's path and query parameters are valid
+// UTF-8 without control characters, as the API requires of its path
+// parameters: PostgreSQL refuses text that is not UTF-8 (22021), which
+// would otherwise surface as a 500.
+func cleanRequest(r *http.Request) bool {
+	if !cleanText(r.URL.Path) {
+		return false
+	}
+	for k, vs := range r.URL.Query() {
+		if !cleanText(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !cleanText(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func cleanText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // handler is a console page or action: it has the signed-in operator.
@@ -157,6 +196,8 @@ func (c *Console) route(pattern string, h handler) {
 			return // answered
 		}
 		logging.Add(r.Context(), slog.String("operator", op.Key.Name))
+		// The services record the signed-in key beside the operator.
+		r = r.WithContext(domain.WithKeyName(r.Context(), op.Key.Name))
 		if !safeMethod(r.Method) {
 			if err := r.ParseForm(); err != nil {
 				c.status(w, r, op, http.StatusBadRequest, "The form could not be read.")
@@ -206,8 +247,14 @@ func (c *Console) authenticate(w http.ResponseWriter, r *http.Request) (op who, 
 			return who{}, false, nil
 		}
 	} else {
+		ip := auth.ClientIP(r)
+		if wait := c.Failures.Wait(ip); wait > 0 {
+			c.tooMany(w, r, ip, wait)
+			return who{}, false, nil
+		}
 		key, err := c.Auth.Authenticate(r.Context(), token)
 		if errors.Is(err, auth.ErrUnknownKey) {
+			c.Failures.Fail(ip)
 			w.Header().Set("WWW-Authenticate", `Basic realm="stockhold ops"`)
 			c.status(w, r, who{}, http.StatusUnauthorized, "That API key is unknown or revoked.")
 			return who{}, false, nil
@@ -314,6 +361,14 @@ func (c *Console) refused(w http.ResponseWriter, r *http.Request, to string, err
 // status answers a plain page with an HTTP status and a message.
 func (c *Console) status(w http.ResponseWriter, r *http.Request, op who, code int, msg string) {
 	_ = c.render(w, r, op, "status", view{Title: http.StatusText(code), Status: code, Data: msg})
+}
+
+// tooMany answers a client over its failed-auth budget, as the API does:
+// 429 with Retry-After, before any key is looked up.
+func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, ip string, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	c.status(w, r, who{}, http.StatusTooManyRequests,
+		fmt.Sprintf("Too many failed sign-ins from %s; try again in %s.", ip, wait.Round(time.Second)))
 }
 
 func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {

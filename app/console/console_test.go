@@ -312,7 +312,8 @@ func TestCrossSiteFormPostsAreRefused(t *testing.T) {
 	a = b.do("POST", "/ops/skus/A1/pause", form(token), b.sameSite)
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Equal(t, "paused", e.scalar(`SELECT status FROM stock WHERE sku = 'A1'`))
-	require.Equal(t, "alice", e.scalar(`SELECT actor FROM ledger WHERE sku = 'A1' AND kind = 'pause'`))
+	require.Equal(t, "alice alice", e.scalar(`SELECT actor || ' ' || actor_key FROM ledger WHERE sku = 'A1' AND kind = 'pause'`),
+		"the actor and the key that signed in")
 }
 
 // TestEveryPageRendersWithData fills the database with a bit of everything
@@ -334,6 +335,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 		return b.do("POST", path, nil, func(r *http.Request) {
 			r.Header.Set("Authorization", "Bearer "+e.ops)
 			r.Header.Set("Idempotency-Key", key)
+			r.Header.Set("Content-Type", "application/json")
 			r.Body = io.NopCloser(strings.NewReader(body))
 			r.ContentLength = int64(len(body))
 		}).status
@@ -352,7 +354,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	token := b.csrf("/ops/campaigns/flash")
 	a := b.do("POST", "/ops/campaigns/flash/end", url.Values{"csrf": {token}, "reason": {"sold out early"}}, b.sameSite)
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
-	require.Equal(t, "alice sold out early", e.scalar(`SELECT ended_by || ' ' || end_reason FROM campaigns WHERE id = 'flash'`))
+	require.Equal(t, "alice alice sold out early", e.scalar(`SELECT ended_by || ' ' || ended_key || ' ' || end_reason FROM campaigns WHERE id = 'flash'`))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, "rolled_back", e.scalarFor(c, `SELECT status FROM campaigns WHERE id = 'flash'`))
 	}, 20*time.Second, 50*time.Millisecond)
@@ -409,4 +411,28 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	} {
 		require.Equal(t, want, b.do("GET", path, nil, nil).status, path)
 	}
+}
+
+// TestBadQueryParametersAreRefused: query parameters and path values that
+// are not UTF-8 or hold control characters got to PostgreSQL, which refused
+// them (22021), and the console answered 500. Each must be a 4xx page.
+func TestBadQueryParametersAreRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.stockIn("A1", 10)
+	b := newBrowser(t, e.base)
+	b.signIn(e.ops)
+	for _, path := range []string{
+		"/ops/skus?q=%00", "/ops/skus?q=%FF", "/ops/skus?q=A%FF", "/ops/skus?q=" + strings.Repeat("S", 65),
+		"/ops/holds?order_ref=%FF%FE", "/ops/holds?order_ref=o%00", "/ops/holds?order_ref=o-1%E2%80%8B", "/ops/holds?id=%FF",
+		"/ops/alerts?status=%FF", "/ops/skus/A1?before=%FF", "/ops/skus/%FF", "/ops/skus/A%00", "/ops/campaigns/%FF",
+		"/ops/holds/%FF", "/ops/rollbacks/%FF", "/ops/reconciliations/%00", "/ops/skus?%FF=1",
+	} {
+		a := b.do("GET", path, nil, nil)
+		require.True(t, a.status >= 400 && a.status < 500, "%s answered %d:\n%s", path, a.status, a.body)
+		require.True(t, strings.HasSuffix(strings.TrimSpace(a.body), "</html>"), "%s is a page", path)
+	}
+	a := b.do("GET", "/ops/signin?next=%FF", nil, nil)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	require.Equal(t, http.StatusOK, b.do("GET", "/ops/skus?q=A", nil, nil).status, "a good search still works")
 }

@@ -31,6 +31,18 @@ var funcs = template.FuncMap{
 	"ttl":   func(i pgtype.Interval) string { return (time.Duration(i.Microseconds) * time.Microsecond).String() },
 	"add":   func(a, b int32) int64 { return int64(a) + int64(b) },
 	"dict":  dict,
+	"by":    by,
+}
+
+// by shows who did something: the operator as claimed, and the key that
+// authenticated it when that is another name (a claim any ops key can
+// make, so the key is what can be checked).
+func by(name any, key *string) string {
+	n := str(name)
+	if key == nil || *key == n {
+		return n
+	}
+	return n + " (key " + *key + ")"
 }
 
 // short is the first eight characters of an id, enough to tell holds
@@ -163,6 +175,7 @@ func delta(n int64) string {
 
 // scope says in words which holds a rollback covers.
 func scope(s rollbacks.Scope) string {
+	out := "—"
 	switch {
 	case len(s.ReservationIDs) > 0:
 		ids := make([]string, 0, 3)
@@ -173,17 +186,19 @@ func scope(s rollbacks.Scope) string {
 		if len(s.ReservationIDs) > 3 {
 			more = fmt.Sprintf(" and %d more", len(s.ReservationIDs)-3)
 		}
-		return fmt.Sprintf("%d holds: %s%s", len(s.ReservationIDs), strings.Join(ids, ", "), more)
+		out = fmt.Sprintf("%d holds: %s%s", len(s.ReservationIDs), strings.Join(ids, ", "), more)
 	case s.Campaign != "":
-		return "campaign " + s.Campaign
+		out = "campaign " + s.Campaign
 	case s.SKU != "":
-		out := fmt.Sprintf("SKU %s, pool %s", s.SKU, s.Pool)
+		out = fmt.Sprintf("SKU %s, pool %s", s.SKU, s.Pool)
 		if s.HeldBefore != nil {
 			out += ", held before " + when(s.HeldBefore)
 		}
-		return out
 	}
-	return "—"
+	if s.Cutoff != nil {
+		out += ", made before " + when(s.Cutoff)
+	}
+	return out
 }
 
 func prettyJSON(raw json.RawMessage) string {

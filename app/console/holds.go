@@ -42,6 +42,9 @@ func (c *Console) holds(w http.ResponseWriter, r *http.Request, op who) error {
 		return nil
 	}
 	if ref != "" {
+		if err := domain.ValidRef("order_ref", ref, inventory.MaxOrderRefSize); err != nil {
+			return err
+		}
 		d.Searched = true
 		q := db.New(c.Pool)
 		rows, err := q.ReservationsByOrderRef(r.Context(), &ref, searchLimit)

@@ -131,8 +131,9 @@ func canRun(rb rollbacks.Rollback) bool {
 }
 
 // runRollback sends the real rollback of a finished dry run, with the dry
-// run's scope (its held_before fixed when it was made) and reason, as the
-// operator who clicks. Each dry run is run at most once per operator.
+// run's scope and reason and its cut-off, as the operator who clicks: the
+// real run releases the holds the dry run counted (those still held) and
+// none made since. Each dry run is run at most once per operator.
 func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, op who) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
@@ -146,7 +147,9 @@ func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, op who) er
 	if !canRun(dry) {
 		return c.done(w, r, back, true, "Only a finished dry run that found holds can be run.")
 	}
-	req := rollbacks.Request{Operator: op.Key.Name, Reason: dry.Reason, Scope: dry.Scope, Source: rollbacks.SourceHTTP}
+	scope, cut := dry.Scope, dry.Cutoff()
+	scope.Cutoff = &cut
+	req := rollbacks.Request{Operator: op.Key.Name, Reason: dry.Reason, Scope: scope, Source: rollbacks.SourceHTTP}
 	out, err := once(r.Context(), op, "rollback-run:"+r.PathValue("id"), req,
 		func(ctx context.Context, k idempotency.Key) (rollbacks.Created, bool, error) {
 			return c.Rollbacks.CreateOnce(ctx, k, req)

@@ -2,8 +2,12 @@ package console
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/db"
@@ -40,8 +44,16 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.showSignin(w, r, http.StatusForbidden, "This form's security token is missing or stale; try again.")
 		return
 	}
+	ip := auth.ClientIP(r)
+	if wait := c.Failures.Wait(ip); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		c.showSignin(w, r, http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed sign-ins from %s; try again in %s.", ip, wait.Round(time.Second)))
+		return
+	}
 	key, err := c.Auth.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("key")))
 	if errors.Is(err, auth.ErrUnknownKey) {
+		c.Failures.Fail(ip)
 		c.showSignin(w, r, http.StatusUnauthorized, "That key is unknown or revoked.")
 		return
 	}

@@ -30,6 +30,9 @@ type skusData struct {
 func (c *Console) skus(w http.ResponseWriter, r *http.Request, op who) error {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	d := skusData{Query: q}
+	if len(q) > domain.MaxNameLength {
+		return domain.Invalid("a SKU is at most %d bytes: search for the start of one", domain.MaxNameLength)
+	}
 	if q != "" {
 		rows, err := db.New(c.Pool).StockSearch(r.Context(), likePrefix(q), searchLimit+1)
 		if err != nil {
@@ -92,7 +95,7 @@ func movements(rows []db.Ledger) []inventory.Movement {
 		out[i] = inventory.Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, Reason: r.Reason, Ref: r.Ref,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()

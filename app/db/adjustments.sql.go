@@ -11,8 +11,8 @@ import (
 
 const stockAdjustMany = `-- name: StockAdjustMany :many
 WITH d AS (
-    SELECT unnest($4::text[]) AS sku, unnest($5::text[]) AS pool,
-           unnest($6::bigint[]) AS delta, unnest($7::text[]) AS ref
+    SELECT unnest($5::text[]) AS sku, unnest($6::text[]) AS pool,
+           unnest($7::bigint[]) AS delta, unnest($8::text[]) AS ref
 ), moved AS (
     UPDATE stock s
     SET total = s.total + d.delta,
@@ -25,11 +25,11 @@ WITH d AS (
     RETURNING s.sku, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold
 )
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, actor, reason, ref,
+                    stock_version, actor, actor_key, reason, ref,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
-       m.delta, m.delta, 0, 0, m.version, $1::text, $2::text,
-       coalesce(nullif(m.ref, ''), $3::text),
+       m.delta, m.delta, 0, 0, m.version, $1::text, $2::text, $3::text,
+       coalesce(nullif(m.ref, ''), $4::text),
        m.feed_xid, m.total, m.available, m.reserved, m.sold
 FROM moved m
 ORDER BY m.sku COLLATE "C", m.pool COLLATE "C"
@@ -37,13 +37,14 @@ RETURNING id
 `
 
 type StockAdjustManyParams struct {
-	Actor  string
-	Reason *string
-	Ref    *string
-	Skus   []string
-	Pools  []string
-	Deltas []int64
-	Refs   []string
+	Actor    string
+	ActorKey *string
+	Reason   *string
+	Ref      *string
+	Skus     []string
+	Pools    []string
+	Deltas   []int64
+	Refs     []string
 }
 
 // StockAdjustMany adds each delta to its row's total and available and
@@ -56,6 +57,7 @@ type StockAdjustManyParams struct {
 func (q *Queries) StockAdjustMany(ctx context.Context, arg StockAdjustManyParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, stockAdjustMany,
 		arg.Actor,
+		arg.ActorKey,
 		arg.Reason,
 		arg.Ref,
 		arg.Skus,
@@ -92,7 +94,7 @@ ON CONFLICT (sku, pool) DO NOTHING
 
 // Stock adjustments in bulk (POST /v1/stock/adjustments and `stockhold
 // stock import`): set-based statements over parallel arrays, one per step
-// whatever the number of lines, and the record of imported CSV chunks.
+// whatever the number of lines, and the record of CSV imports.
 // StockCreateMainMany creates the main rows that do not exist yet, empty,
 // in the global lock order (byte-wise by SKU), so two bulk adjustments
 // creating the same SKUs wait on each other in one order instead of
@@ -146,69 +148,63 @@ func (q *Queries) StockExportPage(ctx context.Context, afterSku string, afterPoo
 	return items, nil
 }
 
-const stockImportChunkAdd = `-- name: StockImportChunkAdd :exec
-INSERT INTO stock_import_chunks (prefix_sha256, file_sha256, file_name, first_row, last_row, changed, actor)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+const stockImportAdvance = `-- name: StockImportAdvance :execrows
+UPDATE stock_imports
+SET applied_rows = $1, applied_sha256 = $2, updated_at = now(),
+    finished_at = CASE WHEN $1::integer = total_rows THEN now() END
+WHERE id = $3 AND run = $4 AND applied_rows = $5 AND finished_at IS NULL
 `
 
-type StockImportChunkAddParams struct {
-	PrefixSha256 []byte
-	FileSha256   []byte
-	FileName     string
-	FirstRow     int32
-	LastRow      int32
-	Changed      int32
-	Actor        string
+type StockImportAdvanceParams struct {
+	ToRow         int32
+	AppliedSha256 []byte
+	ID            string
+	Run           int32
+	FromRow       int32
 }
 
-// StockImportChunkAdd records a committed chunk of a CSV import, in the
-// chunk's own transaction.
-func (q *Queries) StockImportChunkAdd(ctx context.Context, arg StockImportChunkAddParams) error {
-	_, err := q.db.Exec(ctx, stockImportChunkAdd,
-		arg.PrefixSha256,
-		arg.FileSha256,
-		arg.FileName,
-		arg.FirstRow,
-		arg.LastRow,
-		arg.Changed,
-		arg.Actor,
+// StockImportAdvance records, in a chunk's own transaction, that rows
+// from_row+1..to_row of run are applied, and finishes the run with its
+// last. It changes nothing unless exactly from_row rows were applied
+// before, so no row is applied twice in one run.
+func (q *Queries) StockImportAdvance(ctx context.Context, arg StockImportAdvanceParams) (int64, error) {
+	result, err := q.db.Exec(ctx, stockImportAdvance,
+		arg.ToRow,
+		arg.AppliedSha256,
+		arg.ID,
+		arg.Run,
+		arg.FromRow,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
-const stockImportChunksFind = `-- name: StockImportChunksFind :many
-SELECT prefix_sha256, file_sha256, file_name, first_row, last_row, changed, actor, committed_at FROM stock_import_chunks WHERE prefix_sha256 = ANY($1::bytea[])
+const stockImportLatest = `-- name: StockImportLatest :one
+SELECT id, run, file_name, format, total_rows, content_sha256, applied_rows, applied_sha256, actor, actor_key, started_at, updated_at, finished_at FROM stock_imports WHERE id = $1 ORDER BY run DESC LIMIT 1
 `
 
-// StockImportChunksFind returns the recorded chunks among the given
-// content prefixes.
-func (q *Queries) StockImportChunksFind(ctx context.Context, prefixes [][]byte) ([]StockImportChunk, error) {
-	rows, err := q.db.Query(ctx, stockImportChunksFind, prefixes)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []StockImportChunk
-	for rows.Next() {
-		var i StockImportChunk
-		if err := rows.Scan(
-			&i.PrefixSha256,
-			&i.FileSha256,
-			&i.FileName,
-			&i.FirstRow,
-			&i.LastRow,
-			&i.Changed,
-			&i.Actor,
-			&i.CommittedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// StockImportLatest returns the latest run of import id.
+func (q *Queries) StockImportLatest(ctx context.Context, id string) (StockImport, error) {
+	row := q.db.QueryRow(ctx, stockImportLatest, id)
+	var i StockImport
+	err := row.Scan(
+		&i.ID,
+		&i.Run,
+		&i.FileName,
+		&i.Format,
+		&i.TotalRows,
+		&i.ContentSha256,
+		&i.AppliedRows,
+		&i.AppliedSha256,
+		&i.Actor,
+		&i.ActorKey,
+		&i.StartedAt,
+		&i.UpdatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
 }
 
 const stockImportLock = `-- name: StockImportLock :one
@@ -223,6 +219,110 @@ func (q *Queries) StockImportLock(ctx context.Context) (bool, error) {
 	var pg_try_advisory_lock bool
 	err := row.Scan(&pg_try_advisory_lock)
 	return pg_try_advisory_lock, err
+}
+
+const stockImportResume = `-- name: StockImportResume :one
+UPDATE stock_imports
+SET file_name = $1, format = $2, total_rows = $3, content_sha256 = $4,
+    actor = $5, actor_key = $6, updated_at = now(),
+    finished_at = CASE WHEN applied_rows = $3 THEN coalesce(finished_at, now()) END
+WHERE id = $7 AND run = $8 AND applied_rows <= $3
+RETURNING id, run, file_name, format, total_rows, content_sha256, applied_rows, applied_sha256, actor, actor_key, started_at, updated_at, finished_at
+`
+
+type StockImportResumeParams struct {
+	FileName      string
+	Format        string
+	TotalRows     int32
+	ContentSha256 []byte
+	Actor         string
+	ActorKey      *string
+	ID            string
+	Run           int32
+}
+
+// StockImportResume records that a run goes on with the file just read,
+// whose first applied_rows rows are the ones it applied (the rows after
+// them may differ from the last attempt's, or be new): a finished run
+// given rows appended is unfinished again until they are applied, and an
+// unfinished one that had applied every row (it stopped just after its
+// last chunk) is finished.
+func (q *Queries) StockImportResume(ctx context.Context, arg StockImportResumeParams) (StockImport, error) {
+	row := q.db.QueryRow(ctx, stockImportResume,
+		arg.FileName,
+		arg.Format,
+		arg.TotalRows,
+		arg.ContentSha256,
+		arg.Actor,
+		arg.ActorKey,
+		arg.ID,
+		arg.Run,
+	)
+	var i StockImport
+	err := row.Scan(
+		&i.ID,
+		&i.Run,
+		&i.FileName,
+		&i.Format,
+		&i.TotalRows,
+		&i.ContentSha256,
+		&i.AppliedRows,
+		&i.AppliedSha256,
+		&i.Actor,
+		&i.ActorKey,
+		&i.StartedAt,
+		&i.UpdatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const stockImportStart = `-- name: StockImportStart :one
+INSERT INTO stock_imports (id, run, file_name, format, total_rows, content_sha256, actor, actor_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING id, run, file_name, format, total_rows, content_sha256, applied_rows, applied_sha256, actor, actor_key, started_at, updated_at, finished_at
+`
+
+type StockImportStartParams struct {
+	ID            string
+	Run           int32
+	FileName      string
+	Format        string
+	TotalRows     int32
+	ContentSha256 []byte
+	Actor         string
+	ActorKey      *string
+}
+
+// StockImportStart records run of import id before its first chunk.
+func (q *Queries) StockImportStart(ctx context.Context, arg StockImportStartParams) (StockImport, error) {
+	row := q.db.QueryRow(ctx, stockImportStart,
+		arg.ID,
+		arg.Run,
+		arg.FileName,
+		arg.Format,
+		arg.TotalRows,
+		arg.ContentSha256,
+		arg.Actor,
+		arg.ActorKey,
+	)
+	var i StockImport
+	err := row.Scan(
+		&i.ID,
+		&i.Run,
+		&i.FileName,
+		&i.Format,
+		&i.TotalRows,
+		&i.ContentSha256,
+		&i.AppliedRows,
+		&i.AppliedSha256,
+		&i.Actor,
+		&i.ActorKey,
+		&i.StartedAt,
+		&i.UpdatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
 }
 
 const stockImportUnlock = `-- name: StockImportUnlock :exec
@@ -242,6 +342,49 @@ SELECT pg_advisory_lock(hashtext('stockhold.stock_import'))
 func (q *Queries) StockImportWait(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, stockImportWait)
 	return err
+}
+
+const stockImportsByContent = `-- name: StockImportsByContent :many
+SELECT DISTINCT ON (id) id, run, file_name, format, total_rows, content_sha256, applied_rows, applied_sha256, actor, actor_key, started_at, updated_at, finished_at FROM stock_imports
+WHERE content_sha256 = $1 AND id <> $2
+ORDER BY id, run DESC
+`
+
+// StockImportsByContent returns the latest run of every other import that
+// read the same rows, one per id: the import warns that they may be the
+// same restock.
+func (q *Queries) StockImportsByContent(ctx context.Context, contentSha256 []byte, iD string) ([]StockImport, error) {
+	rows, err := q.db.Query(ctx, stockImportsByContent, contentSha256, iD)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockImport
+	for rows.Next() {
+		var i StockImport
+		if err := rows.Scan(
+			&i.ID,
+			&i.Run,
+			&i.FileName,
+			&i.Format,
+			&i.TotalRows,
+			&i.ContentSha256,
+			&i.AppliedRows,
+			&i.AppliedSha256,
+			&i.Actor,
+			&i.ActorKey,
+			&i.StartedAt,
+			&i.UpdatedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const stockListBySKUs = `-- name: StockListBySKUs :many

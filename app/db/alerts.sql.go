@@ -12,13 +12,13 @@ import (
 
 const alertAck = `-- name: AlertAck :one
 UPDATE alerts
-SET status = 'acked', acked_by = $1, acked_at = now()
-WHERE id = $2 AND status = 'open'
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences
+SET status = 'acked', acked_by = $1, acked_key = $2, acked_at = now()
+WHERE id = $3 AND status = 'open'
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key
 `
 
-func (q *Queries) AlertAck(ctx context.Context, operator *string, iD int64) (Alert, error) {
-	row := q.db.QueryRow(ctx, alertAck, operator, iD)
+func (q *Queries) AlertAck(ctx context.Context, operator *string, ackedKey *string, iD int64) (Alert, error) {
+	row := q.db.QueryRow(ctx, alertAck, operator, ackedKey, iD)
 	var i Alert
 	err := row.Scan(
 		&i.ID,
@@ -39,6 +39,7 @@ func (q *Queries) AlertAck(ctx context.Context, operator *string, iD int64) (Ale
 		&i.DeliveredAt,
 		&i.PagedAt,
 		&i.PagedOccurrences,
+		&i.AckedKey,
 	)
 	return i, err
 }
@@ -53,7 +54,7 @@ func (q *Queries) AlertDelivered(ctx context.Context, id int64) error {
 }
 
 const alertGet = `-- name: AlertGet :one
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences FROM alerts WHERE id = $1
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key FROM alerts WHERE id = $1
 `
 
 func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
@@ -78,12 +79,13 @@ func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
 		&i.DeliveredAt,
 		&i.PagedAt,
 		&i.PagedOccurrences,
+		&i.AckedKey,
 	)
 	return i, err
 }
 
 const alertList = `-- name: AlertList :many
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences FROM alerts
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key FROM alerts
 WHERE $1::text IS NULL OR status = $1::text
 ORDER BY last_seen_at DESC, id DESC
 LIMIT $2
@@ -117,6 +119,7 @@ func (q *Queries) AlertList(ctx context.Context, status *string, lim int32) ([]A
 			&i.DeliveredAt,
 			&i.PagedAt,
 			&i.PagedOccurrences,
+			&i.AckedKey,
 		); err != nil {
 			return nil, err
 		}
@@ -146,7 +149,7 @@ SET last_seen_at = now(),
         WHEN alerts.level = 'critical' OR excluded.level = 'critical' THEN 'critical'
         WHEN alerts.level = 'warning' OR excluded.level = 'warning' THEN 'warning'
         ELSE 'info' END
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key
 `
 
 type AlertRaiseParams struct {
@@ -196,6 +199,7 @@ func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, 
 		&i.DeliveredAt,
 		&i.PagedAt,
 		&i.PagedOccurrences,
+		&i.AckedKey,
 	)
 	return i, err
 }

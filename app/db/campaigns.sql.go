@@ -50,7 +50,7 @@ INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by, max_per_ord
 VALUES ($1, $2, $3, interval '1 second' * $4::bigint, $5,
         $6::bigint)
 ON CONFLICT (id) DO NOTHING
-RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order
+RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key
 `
 
 type CampaignCreateParams struct {
@@ -87,12 +87,13 @@ func (q *Queries) CampaignCreate(ctx context.Context, arg CampaignCreateParams) 
 		&i.EndReason,
 		&i.RolledBackAt,
 		&i.MaxPerOrder,
+		&i.EndedKey,
 	)
 	return i, err
 }
 
 const campaignGet = `-- name: CampaignGet :one
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order FROM campaigns WHERE id = $1
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key FROM campaigns WHERE id = $1
 `
 
 func (q *Queries) CampaignGet(ctx context.Context, id string) (Campaign, error) {
@@ -113,6 +114,7 @@ func (q *Queries) CampaignGet(ctx context.Context, id string) (Campaign, error) 
 		&i.EndReason,
 		&i.RolledBackAt,
 		&i.MaxPerOrder,
+		&i.EndedKey,
 	)
 	return i, err
 }
@@ -179,7 +181,7 @@ func (q *Queries) CampaignLiveJob(ctx context.Context, kind string, campaign str
 }
 
 const campaignLock = `-- name: CampaignLock :one
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order FROM campaigns WHERE id = $1 FOR UPDATE
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key FROM campaigns WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error) {
@@ -200,6 +202,7 @@ func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error)
 		&i.EndReason,
 		&i.RolledBackAt,
 		&i.MaxPerOrder,
+		&i.EndedKey,
 	)
 	return i, err
 }
@@ -250,16 +253,18 @@ SET status = $1,
     ended_at = CASE WHEN $1 = 'ended' THEN now() ELSE ended_at END,
     ended_by = CASE WHEN $1 = 'ended' THEN $2 ELSE ended_by END,
     end_reason = CASE WHEN $1 = 'ended' THEN $3 ELSE end_reason END,
+    ended_key = CASE WHEN $1 = 'ended' THEN $4 ELSE ended_key END,
     rolled_back_at = CASE WHEN $1 = 'rolled_back' THEN now() ELSE rolled_back_at END,
     updated_at = now()
-WHERE id = $4
-RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order
+WHERE id = $5
+RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key
 `
 
 type CampaignSetStatusParams struct {
 	Status    string
 	EndedBy   *string
 	EndReason *string
+	EndedKey  *string
 	ID        string
 }
 
@@ -270,6 +275,7 @@ func (q *Queries) CampaignSetStatus(ctx context.Context, arg CampaignSetStatusPa
 		arg.Status,
 		arg.EndedBy,
 		arg.EndReason,
+		arg.EndedKey,
 		arg.ID,
 	)
 	var i Campaign
@@ -288,6 +294,7 @@ func (q *Queries) CampaignSetStatus(ctx context.Context, arg CampaignSetStatusPa
 		&i.EndReason,
 		&i.RolledBackAt,
 		&i.MaxPerOrder,
+		&i.EndedKey,
 	)
 	return i, err
 }

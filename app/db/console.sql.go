@@ -13,7 +13,7 @@ import (
 )
 
 const campaignList = `-- name: CampaignList :many
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order FROM campaigns
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key FROM campaigns
 ORDER BY status IN ('active', 'ended') DESC, starts_at DESC
 LIMIT $1
 `
@@ -44,6 +44,7 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 			&i.EndReason,
 			&i.RolledBackAt,
 			&i.MaxPerOrder,
+			&i.EndedKey,
 		); err != nil {
 			return nil, err
 		}
@@ -56,7 +57,7 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 }
 
 const ledgerListByReservation = `-- name: LedgerListByReservation :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after FROM ledger WHERE reservation_id = $1 ORDER BY id
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key FROM ledger WHERE reservation_id = $1 ORDER BY id
 `
 
 func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uuid.UUID) ([]Ledger, error) {
@@ -88,6 +89,7 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 			&i.AvailableAfter,
 			&i.ReservedAfter,
 			&i.SoldAfter,
+			&i.ActorKey,
 		); err != nil {
 			return nil, err
 		}
@@ -100,7 +102,7 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 }
 
 const ledgerPageBySKU = `-- name: LedgerPageBySKU :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after FROM ledger
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key FROM ledger
 WHERE sku = $1 AND ($2::bigint IS NULL OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
@@ -137,6 +139,7 @@ func (q *Queries) LedgerPageBySKU(ctx context.Context, sku string, beforeID *int
 			&i.AvailableAfter,
 			&i.ReservedAfter,
 			&i.SoldAfter,
+			&i.ActorKey,
 		); err != nil {
 			return nil, err
 		}
@@ -300,7 +303,7 @@ func (q *Queries) ReservationsByOrderRef(ctx context.Context, orderRef *string, 
 }
 
 const rollbackList = `-- name: RollbackList :many
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests
 ORDER BY status IN ('pending', 'running') DESC, id DESC
 LIMIT $1
 `
@@ -339,6 +342,8 @@ func (q *Queries) RollbackList(ctx context.Context, lim int32) ([]RollbackReques
 			&i.Resumes,
 			&i.ResumedAt,
 			&i.ResumedBy,
+			&i.OperatorKey,
+			&i.ResumedKey,
 		); err != nil {
 			return nil, err
 		}

@@ -13,13 +13,13 @@ import (
 
 const ledgerAppend = `-- name: LedgerAppend :execrows
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor, reason, ref,
+                    stock_version, reservation_id, actor, actor_key, reason, ref,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT s.sku, s.pool, $1::text, $2::bigint, $3::bigint, $4::bigint,
        $5::bigint, s.version, $6::uuid, $7::text, $8::text,
-       $9::text, s.feed_xid, s.total, s.available, s.reserved, s.sold
+       $9::text, $10::text, s.feed_xid, s.total, s.available, s.reserved, s.sold
 FROM stock s
-WHERE s.sku = $10 AND s.pool = $11
+WHERE s.sku = $11 AND s.pool = $12
 `
 
 type LedgerAppendParams struct {
@@ -30,6 +30,7 @@ type LedgerAppendParams struct {
 	DeltaSold      int64
 	ReservationID  *uuid.UUID
 	Actor          string
+	ActorKey       *string
 	Reason         *string
 	Ref            *string
 	Sku            string
@@ -48,6 +49,7 @@ func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int
 		arg.DeltaSold,
 		arg.ReservationID,
 		arg.Actor,
+		arg.ActorKey,
 		arg.Reason,
 		arg.Ref,
 		arg.Sku,

@@ -81,6 +81,8 @@ type Alert struct {
 	DeliveredAt      *time.Time
 	PagedAt          time.Time
 	PagedOccurrences int32
+	// The API key (its name) that acknowledged the alert, beside acked_by.
+	AckedKey *string
 }
 
 // Bearer tokens, stored only as SHA-256. name is the owner: idempotency keys and holds are scoped to it.
@@ -110,6 +112,8 @@ type Campaign struct {
 	EndReason    *string
 	RolledBackAt *time.Time
 	MaxPerOrder  *int64
+	// The API key (its name) that ended the campaign early, beside ended_by; null when it ended on time.
+	EndedKey *string
 }
 
 type CampaignAllotment struct {
@@ -158,6 +162,8 @@ type Ledger struct {
 	AvailableAfter *int64
 	ReservedAfter  *int64
 	SoldAfter      *int64
+	// For adjustments, pauses and resumes: the API key (its name) that authenticated the change, beside actor; db:<user> for a CSV import from the CLI; null otherwise.
+	ActorKey *string
 }
 
 type LedgerCheckpoint struct {
@@ -321,6 +327,10 @@ type RollbackRequest struct {
 	Resumes   int32
 	ResumedAt *time.Time
 	ResumedBy *string
+	// The API key (its name) that asked for the rollback, beside the operator it claimed; db:<user> from the CLI; null for a plain SQL job or a campaign's end on time.
+	OperatorKey *string
+	// The API key (its name) behind the last resume, beside resumed_by; db:<user> from the CLI; null when reconciliation resumed it.
+	ResumedKey *string
 }
 
 // One row per (sku, pool); pool is main or a campaign id. total = available + reserved + sold, always.
@@ -361,16 +371,21 @@ type StockHealth struct {
 	Ok              *bool
 }
 
-// Committed chunks of CSV stock imports, by the SHA-256 of the file's content through the chunk: a rerun skips what they cover.
-type StockImportChunk struct {
-	PrefixSha256 []byte
-	FileSha256   []byte
-	FileName     string
-	FirstRow     int32
-	LastRow      int32
-	Changed      int32
-	Actor        string
-	CommittedAt  time.Time
+// CSV stock imports by id (--id, by default the file's name), one row per run: how many rows are applied, and the hash of their content, so a rerun resumes after them or is refused when they changed.
+type StockImport struct {
+	ID            string
+	Run           int32
+	FileName      string
+	Format        string
+	TotalRows     int32
+	ContentSha256 []byte
+	AppliedRows   int32
+	AppliedSha256 []byte
+	Actor         string
+	ActorKey      *string
+	StartedAt     time.Time
+	UpdatedAt     time.Time
+	FinishedAt    *time.Time
 }
 
 // Low-stock thresholds of each (sku, pool) over time: the one with the greatest from_version <= a ledger row's stock_version applied to it.

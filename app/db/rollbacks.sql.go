@@ -113,14 +113,15 @@ func (q *Queries) ReservationsHeldBySKU(ctx context.Context, arg ReservationsHel
 }
 
 const rollbackCreate = `-- name: RollbackCreate :one
-INSERT INTO rollback_requests (operator, reason, scope, dry_run, source, job_id, requested_at)
-VALUES ($1, $2, $3, $4, $5, $6,
-        coalesce($7::timestamptz, now()))
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
+INSERT INTO rollback_requests (operator, operator_key, reason, scope, dry_run, source, job_id, requested_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        coalesce($8::timestamptz, now()))
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
 `
 
 type RollbackCreateParams struct {
 	Operator    string
+	OperatorKey *string
 	Reason      string
 	Scope       []byte
 	DryRun      bool
@@ -134,6 +135,7 @@ type RollbackCreateParams struct {
 func (q *Queries) RollbackCreate(ctx context.Context, arg RollbackCreateParams) (RollbackRequest, error) {
 	row := q.db.QueryRow(ctx, rollbackCreate,
 		arg.Operator,
+		arg.OperatorKey,
 		arg.Reason,
 		arg.Scope,
 		arg.DryRun,
@@ -165,6 +167,8 @@ func (q *Queries) RollbackCreate(ctx context.Context, arg RollbackCreateParams) 
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }
@@ -179,7 +183,7 @@ SET status = $1,
     finished_at = now(),
     updated_at = now()
 WHERE id = $5
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
 `
 
 type RollbackFinishParams struct {
@@ -222,12 +226,14 @@ func (q *Queries) RollbackFinish(ctx context.Context, arg RollbackFinishParams) 
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }
 
 const rollbackGet = `-- name: RollbackGet :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests WHERE id = $1
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests WHERE id = $1
 `
 
 func (q *Queries) RollbackGet(ctx context.Context, id int64) (RollbackRequest, error) {
@@ -256,12 +262,14 @@ func (q *Queries) RollbackGet(ctx context.Context, id int64) (RollbackRequest, e
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }
 
 const rollbackGetByJob = `-- name: RollbackGetByJob :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests WHERE job_id = $1
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests WHERE job_id = $1
 `
 
 func (q *Queries) RollbackGetByJob(ctx context.Context, jobID *int64) (RollbackRequest, error) {
@@ -290,12 +298,14 @@ func (q *Queries) RollbackGetByJob(ctx context.Context, jobID *int64) (RollbackR
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }
 
 const rollbackLatestForCampaign = `-- name: RollbackLatestForCampaign :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests
 WHERE scope->>'campaign' = $1::text AND source = 'campaign_end'
 ORDER BY id DESC
 LIMIT 1
@@ -327,6 +337,8 @@ func (q *Queries) RollbackLatestForCampaign(ctx context.Context, campaign string
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }
@@ -380,7 +392,7 @@ func (q *Queries) RollbackLiveJob(ctx context.Context, arg RollbackLiveJobParams
 }
 
 const rollbackLock = `-- name: RollbackLock :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by FROM rollback_requests WHERE id = $1 FOR UPDATE
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) RollbackLock(ctx context.Context, id int64) (RollbackRequest, error) {
@@ -409,6 +421,8 @@ func (q *Queries) RollbackLock(ctx context.Context, id int64) (RollbackRequest, 
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }
@@ -417,7 +431,7 @@ const rollbackMarkRunning = `-- name: RollbackMarkRunning :one
 UPDATE rollback_requests
 SET status = 'running', error = NULL, finished_at = NULL, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $1
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
 `
 
 // RollbackMarkRunning starts a pending request, or reopens a failed one.
@@ -447,6 +461,8 @@ func (q *Queries) RollbackMarkRunning(ctx context.Context, id int64) (RollbackRe
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }
@@ -462,7 +478,7 @@ SET released_count = released_count + $1,
     started_at = coalesce(started_at, now()),
     updated_at = now()
 WHERE id = $3
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
 `
 
 // RollbackProgress records one batch: what it released, and that the
@@ -493,6 +509,8 @@ func (q *Queries) RollbackProgress(ctx context.Context, released int32, units in
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }
@@ -515,15 +533,16 @@ func (q *Queries) RollbackReopen(ctx context.Context, id int64) (int64, error) {
 
 const rollbackResumed = `-- name: RollbackResumed :one
 UPDATE rollback_requests
-SET resumes = resumes + 1, resumed_at = now(), resumed_by = $1::text, updated_at = now()
-WHERE id = $2
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by
+SET resumes = resumes + 1, resumed_at = now(), resumed_by = $1::text, resumed_key = $2,
+    updated_at = now()
+WHERE id = $3
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
 `
 
 // RollbackResumed records that the request's stranded chain was given a
-// new job, and by whom.
-func (q *Queries) RollbackResumed(ctx context.Context, resumedBy string, iD int64) (RollbackRequest, error) {
-	row := q.db.QueryRow(ctx, rollbackResumed, resumedBy, iD)
+// new job, by whom, and with which key.
+func (q *Queries) RollbackResumed(ctx context.Context, resumedBy string, resumedKey *string, iD int64) (RollbackRequest, error) {
+	row := q.db.QueryRow(ctx, rollbackResumed, resumedBy, resumedKey, iD)
 	var i RollbackRequest
 	err := row.Scan(
 		&i.ID,
@@ -548,6 +567,8 @@ func (q *Queries) RollbackResumed(ctx context.Context, resumedBy string, iD int6
 		&i.Resumes,
 		&i.ResumedAt,
 		&i.ResumedBy,
+		&i.OperatorKey,
+		&i.ResumedKey,
 	)
 	return i, err
 }

@@ -71,7 +71,7 @@ func (b *BulkAdjustment) Validate() error {
 	if err := domain.ValidText("reason", b.Reason, domain.MaxTextLength); err != nil {
 		return err
 	}
-	if err := domain.ValidText("ref", b.Ref, domain.MaxTextLength); err != nil {
+	if err := domain.ValidRef("ref", b.Ref, domain.MaxTextLength); err != nil {
 		return err
 	}
 	seen := make(map[[2]string]int, len(b.Lines))
@@ -80,7 +80,7 @@ func (b *BulkAdjustment) Validate() error {
 		if l.Pool == "" {
 			l.Pool = MainPool
 		}
-		for _, check := range []error{domain.ValidName("sku", l.SKU), domain.ValidName("pool", l.Pool), domain.ValidText("ref", l.Ref, domain.MaxTextLength)} {
+		for _, check := range []error{domain.ValidName("sku", l.SKU), domain.ValidName("pool", l.Pool), domain.ValidRef("ref", l.Ref, domain.MaxTextLength)} {
 			if e, ok := check.(*domain.Error); ok {
 				return lineError(i, domain.CodeInvalid, *l, "%s", e.Detail)
 			}
@@ -155,7 +155,7 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		locked[[2]string{r.Sku, r.Pool}] = r
 	}
 	var out BulkResult
-	p := db.StockAdjustManyParams{Actor: b.Actor}
+	p := db.StockAdjustManyParams{Actor: b.Actor, ActorKey: domain.KeyName(ctx)}
 	if b.Reason != "" {
 		p.Reason = &b.Reason
 	}

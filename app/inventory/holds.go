@@ -50,7 +50,7 @@ func (s *Service) List(ctx context.Context, lq ListQuery, by Caller) (ListPage, 
 		p.Client = &by.Name
 	}
 	if lq.OrderRef != "" {
-		if err := domain.ValidText("order_ref", lq.OrderRef, MaxOrderRefSize); err != nil {
+		if err := domain.ValidRef("order_ref", lq.OrderRef, MaxOrderRefSize); err != nil {
 			return ListPage{}, err
 		}
 		p.OrderRef = &lq.OrderRef

@@ -61,7 +61,7 @@ func (r HoldRequest) Validate() error {
 			return err
 		}
 	}
-	return domain.ValidText("order_ref", r.OrderRef, MaxOrderRefSize)
+	return domain.ValidRef("order_ref", r.OrderRef, MaxOrderRefSize)
 }
 
 // hash identifies the request's content, so a replayed key can tell the same

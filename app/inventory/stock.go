@@ -95,7 +95,7 @@ func (a Adjustment) Validate() error {
 	if err := domain.ValidText("reason", a.Reason, domain.MaxTextLength); err != nil {
 		return err
 	}
-	return domain.ValidText("ref", a.Ref, domain.MaxTextLength)
+	return domain.ValidRef("ref", a.Ref, domain.MaxTextLength)
 }
 
 // Adjust adds Delta to a pool's total and available. The first positive
@@ -153,7 +153,7 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	}
 	err = appendLedger(ctx, q, db.LedgerAppendParams{
 		Sku: a.SKU, Pool: a.Pool, Kind: kind, DeltaTotal: a.Delta, DeltaAvailable: a.Delta,
-		Actor: a.Actor, Reason: domain.Optional(a.Reason), Ref: domain.Optional(a.Ref),
+		Actor: a.Actor, ActorKey: domain.KeyName(ctx), Reason: domain.Optional(a.Reason), Ref: domain.Optional(a.Ref),
 	})
 	if err != nil {
 		return Stock{}, err
@@ -241,7 +241,9 @@ func setStatusTx(ctx context.Context, q *db.Queries, w Switch, status string) er
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: %w", kind, w.SKU, w.Pool, err)
 	}
-	return appendLedger(ctx, q, db.LedgerAppendParams{Sku: w.SKU, Pool: w.Pool, Kind: kind, Actor: w.Actor, Reason: &w.Reason})
+	return appendLedger(ctx, q, db.LedgerAppendParams{
+		Sku: w.SKU, Pool: w.Pool, Kind: kind, Actor: w.Actor, ActorKey: domain.KeyName(ctx), Reason: &w.Reason,
+	})
 }
 
 // appendLedger records the change just made to a stock row in the same
@@ -271,8 +273,11 @@ type Movement struct {
 	DeltaSold      int64     `json:"delta_sold"`
 	ReservationID  *string   `json:"reservation_id"`
 	Actor          string    `json:"actor"`
-	Reason         *string   `json:"reason"`
-	Ref            *string   `json:"ref"`
+	// ActorKey is, for an adjustment, a pause or a resume, the credential
+	// that authenticated it (see domain.WithKeyName).
+	ActorKey *string `json:"actor_key"`
+	Reason   *string `json:"reason"`
+	Ref      *string `json:"ref"`
 }
 
 // MaxLedgerPage bounds one page of ledger rows.
@@ -326,7 +331,7 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 		page.Movements[i] = Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, Reason: r.Reason, Ref: r.Ref,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()

@@ -103,6 +103,9 @@ func (s *service) post(token, path, key, body string) (int, map[string]any) {
 	req, err := http.NewRequest("POST", s.base+path, strings.NewReader(body))
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}

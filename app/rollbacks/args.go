@@ -23,8 +23,8 @@ type ManualRollbackArgs struct {
 func (ManualRollbackArgs) Kind() string { return "manual_rollback" }
 
 // Validate checks what no retry could mend: who, why and exactly one scope.
-// Whether held_before lies after the job was enqueued is checked when the
-// job is accepted (AcceptTx), which knows when that was.
+// Whether held_before or cutoff lies after the job was enqueued is checked
+// when the job is accepted (AcceptTx), which knows when that was.
 func (a ManualRollbackArgs) Validate() error {
 	if a.RollbackID < 0 {
 		return domain.Invalid("rollback_id must be positive")

@@ -45,7 +45,7 @@ func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id int64, by string) 
 		return Resumed{}, err
 	}
 	if resumed {
-		if row, err = q.RollbackResumed(ctx, by, id); err != nil {
+		if row, err = q.RollbackResumed(ctx, by, domain.KeyName(ctx), id); err != nil {
 			return Resumed{}, err
 		}
 	}

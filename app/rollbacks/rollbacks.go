@@ -70,13 +70,18 @@ func New(pool *pgxpool.Pool, jobs enqueue.Inserter, inv *inventory.Service, paus
 
 // Scope says which holds a rollback releases: exactly one of hold ids, a
 // campaign, or a SKU's pool held before a time. Whatever the scope, only
-// holds created before the request are released.
+// holds created before the request are released, and before Cutoff when it
+// is set: the real run of a dry run carries the dry run's cut-off, so it
+// releases what the dry run counted and no hold made since.
 type Scope struct {
 	ReservationIDs []uuid.UUID `json:"reservation_ids,omitempty"`
 	Campaign       string      `json:"campaign,omitempty"`
 	SKU            string      `json:"sku,omitempty"`
 	Pool           string      `json:"pool,omitempty"`
 	HeldBefore     *time.Time  `json:"held_before,omitempty"`
+	// Cutoff, for any scope, moves the cut-off earlier than the request:
+	// no hold created at or after it is touched.
+	Cutoff *time.Time `json:"cutoff,omitempty"`
 }
 
 // Validate checks that exactly one scope is set, and well formed. A list of
@@ -120,12 +125,18 @@ func (s Scope) Validate() error {
 	return nil
 }
 
-// validAt checks that held_before is not later than the instant the
-// rollback is requested: a rollback never reaches holds made after it.
+// validAt checks that held_before and cutoff are not later than the
+// instant the rollback is requested: a rollback never reaches holds made
+// after it.
 func (s Scope) validAt(requested time.Time) error {
-	if s.HeldBefore != nil && s.HeldBefore.After(requested) {
-		return domain.Invalid("held_before %s is later than now (%s): a rollback never touches holds made after it was requested",
-			s.HeldBefore.UTC().Format(time.RFC3339Nano), requested.UTC().Format(time.RFC3339Nano))
+	for _, t := range []struct {
+		name string
+		at   *time.Time
+	}{{"held_before", s.HeldBefore}, {"cutoff", s.Cutoff}} {
+		if t.at != nil && t.at.After(requested) {
+			return domain.Invalid("%s %s is later than now (%s): a rollback never touches holds made after it was requested",
+				t.name, t.at.UTC().Format(time.RFC3339Nano), requested.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	return nil
 }
@@ -169,10 +180,14 @@ type Rollback struct {
 	ID       int64  `json:"id"`
 	Status   string `json:"status"`
 	Operator string `json:"operator"`
-	Reason   string `json:"reason"`
-	Scope    Scope  `json:"scope"`
-	DryRun   bool   `json:"dry_run"`
-	Source   string `json:"source"`
+	// OperatorKey is the API key that asked, beside the operator it
+	// claimed (see domain.WithKeyName); null for a plain SQL job or a
+	// campaign's end on time.
+	OperatorKey *string `json:"operator_key"`
+	Reason      string  `json:"reason"`
+	Scope       Scope   `json:"scope"`
+	DryRun      bool    `json:"dry_run"`
+	Source      string  `json:"source"`
 	// RequestedAt is the cut-off: no hold created at or after it is touched.
 	RequestedAt   time.Time `json:"requested_at"`
 	ReleasedCount int32     `json:"released_count"`
@@ -186,6 +201,7 @@ type Rollback struct {
 	Resumes    int32      `json:"resumes"`
 	ResumedAt  *time.Time `json:"resumed_at"`
 	ResumedBy  *string    `json:"resumed_by"`
+	ResumedKey *string    `json:"resumed_key"`
 	CreatedAt  time.Time  `json:"created_at"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
@@ -200,10 +216,10 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 		return Rollback{}, fmt.Errorf("rollback %d scope: %w", r.ID, err)
 	}
 	return Rollback{
-		ID: r.ID, Status: r.Status, Operator: r.Operator, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
+		ID: r.ID, Status: r.Status, Operator: r.Operator, OperatorKey: r.OperatorKey, Reason: r.Reason, Scope: scope, DryRun: r.DryRun,
 		Source: r.Source, RequestedAt: r.RequestedAt, ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
 		MatchedCount: r.MatchedCount, MatchedUnits: r.MatchedUnits, Batches: r.Batches, JobID: r.JobID,
-		Error: r.Error, Resumes: r.Resumes, ResumedAt: r.ResumedAt, ResumedBy: r.ResumedBy,
+		Error: r.Error, Resumes: r.Resumes, ResumedAt: r.ResumedAt, ResumedBy: r.ResumedBy, ResumedKey: r.ResumedKey,
 		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 	}, nil
 }
@@ -212,12 +228,16 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 func (r Rollback) Done() bool { return r.Status == StatusSucceeded || r.Status == StatusFailed }
 
 // Cutoff is the instant before which a hold must have been created to be in
-// the rollback's reach: when it was requested, or its held_before if earlier.
+// the rollback's reach: when it was requested, or its held_before or its
+// cutoff, whichever is earliest.
 func (r Rollback) Cutoff() time.Time {
-	if r.Scope.HeldBefore != nil && r.Scope.HeldBefore.Before(r.RequestedAt) {
-		return *r.Scope.HeldBefore
+	cut := r.RequestedAt
+	for _, t := range []*time.Time{r.Scope.HeldBefore, r.Scope.Cutoff} {
+		if t != nil && t.Before(cut) {
+			cut = *t
+		}
 	}
-	return r.RequestedAt
+	return cut
 }
 
 // Created is what creating a rollback answers.
@@ -296,7 +316,7 @@ func insert(ctx context.Context, q *db.Queries, req Request, jobID *int64, reque
 		return db.RollbackRequest{}, err
 	}
 	row, err := q.RollbackCreate(ctx, db.RollbackCreateParams{
-		Operator: req.Operator, Reason: req.Reason, Scope: scope, DryRun: req.DryRun, Source: req.Source,
+		Operator: req.Operator, OperatorKey: domain.KeyName(ctx), Reason: req.Reason, Scope: scope, DryRun: req.DryRun, Source: req.Source,
 		JobID: jobID, RequestedAt: requestedAt,
 	})
 	if err != nil {
@@ -373,7 +393,7 @@ func (s *Service) AcceptTx(ctx context.Context, tx pgx.Tx, jobID int64, enqueued
 		return Rollback{}, err
 	}
 	if accepted && resumed {
-		if row, err = q.RollbackResumed(ctx, "system:manual_rollback", row.ID); err != nil {
+		if row, err = q.RollbackResumed(ctx, "system:manual_rollback", nil, row.ID); err != nil {
 			return Rollback{}, err
 		}
 	}

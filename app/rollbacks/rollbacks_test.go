@@ -179,6 +179,8 @@ func TestCreateIsOneTransaction(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 	_, err = create(t, svc, b.pool, rollbacks.Request{Operator: "alice", Reason: "x", Scope: rollbacks.Scope{SKU: "A1", HeldBefore: &later}})
 	invalid(t, err, "later than now")
+	_, err = create(t, svc, b.pool, rollbacks.Request{Operator: "alice", Reason: "x", Scope: rollbacks.Scope{Campaign: "bf", Cutoff: &later}})
+	invalid(t, err, "cutoff")
 	_, err = create(t, svc, b.pool, rollbacks.Request{Operator: "alice", Scope: rollbacks.Scope{SKU: "A1"}})
 	invalid(t, err, "reason is required")
 	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
@@ -249,6 +251,43 @@ func TestBatchesReleaseOnlyWhatWasHeldBefore(t *testing.T) {
 	require.False(t, again.Finished)
 	require.Nil(t, again.Next)
 	require.Equal(t, 250, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`))
+}
+
+// TestCutoffOfItsOwn: a cutoff, given with any scope, keeps a rollback away
+// from holds made at or after it, however much later the rollback is
+// requested: the real run of a dry run releases what the dry run counted.
+func TestCutoffOfItsOwn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	b.stockIn(t, "A1", 100)
+	early := b.holds(t, "A1", 3)
+	var cut time.Time
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&cut))
+	late := b.holds(t, "A1", 2)
+
+	for _, scope := range []rollbacks.Scope{
+		{ReservationIDs: append(append([]uuid.UUID{}, early[:2]...), late...), Cutoff: &cut},
+		{SKU: "A1", Cutoff: &cut},
+	} {
+		var started rollbacks.Created
+		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+			started, err = svc.StartTx(ctx, tx, rollbacks.Request{Operator: "alice", Reason: "cut", Scope: scope, Source: rollbacks.SourceCLI})
+			return err
+		}))
+		r, err := svc.Get(ctx, started.RollbackID)
+		require.NoError(t, err)
+		require.True(t, r.Cutoff().Equal(cut), "the cut-off is the scope's, earlier than the request")
+		require.True(t, r.Scope.Cutoff.Equal(cut), "and recorded with the scope")
+		batch := b.work(t, svc, started.RollbackID, started.JobID)
+		require.True(t, batch.Finished)
+	}
+	for _, id := range early {
+		require.Equal(t, inventory.StatusReleased, b.status(t, id))
+	}
+	for _, id := range late {
+		require.Equal(t, inventory.StatusHeld, b.status(t, id), "made after the cut-off")
+	}
 }
 
 // TestDuplicateBatchesRaceReleaseOnce runs two copies of every batch at
@@ -365,6 +404,7 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 		{Operator: "bob", Scope: rollbacks.Scope{SKU: "A1"}},
 		{Operator: "bob", Reason: "no scope"},
 		{Operator: "bob", Reason: "later", Scope: rollbacks.Scope{SKU: "A1", HeldBefore: new(enqueued.Add(time.Minute))}},
+		{Operator: "bob", Reason: "later", Scope: rollbacks.Scope{Campaign: "bf", Cutoff: new(enqueued.Add(time.Minute))}},
 		{RollbackID: 424242, Operator: "bob", Reason: "gone", Scope: rollbacks.Scope{SKU: "A1"}},
 	} {
 		_, err := accept(2000, args)

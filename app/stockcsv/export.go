@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,8 +24,10 @@ const exportPage = 5000
 
 // Export writes every stock row to w as CSV, ordered by SKU and pool, from
 // one snapshot of the database (a read-only repeatable-read transaction):
-// however long it takes, the file is the stock of one instant. It returns
-// how many rows it wrote.
+// however long it takes, the file is the stock of one instant. Names that a
+// spreadsheet would run as a formula are written neutralized (see
+// Neutralize); the import reads them back. It returns how many rows it
+// wrote.
 func Export(ctx context.Context, pool *pgxpool.Pool, w io.Writer) (int, error) {
 	out := csv.NewWriter(w)
 	if err := out.Write(ExportHeader); err != nil {
@@ -40,7 +43,7 @@ func Export(ctx context.Context, pool *pgxpool.Pool, w io.Writer) (int, error) {
 				return fmt.Errorf("read stock: %w", err)
 			}
 			for _, r := range rows {
-				rec := []string{r.Sku, r.Pool, i64(r.Total), i64(r.Available), i64(r.Reserved), i64(r.Sold), r.Status}
+				rec := []string{Neutralize(r.Sku), Neutralize(r.Pool), i64(r.Total), i64(r.Available), i64(r.Reserved), i64(r.Sold), r.Status}
 				if err := out.Write(rec); err != nil {
 					return err
 				}
@@ -60,3 +63,34 @@ func Export(ctx context.Context, pool *pgxpool.Pool, w io.Writer) (int, error) {
 }
 
 func i64(v int64) string { return strconv.FormatInt(v, 10) }
+
+// Neutralize is a cell as the export writes it: a value a spreadsheet
+// would take for a formula (it starts with =, +, -, @, a tab or a carriage
+// return: a SKU such as =cmd|' -C calc'!A0) gets a single quote in front,
+// OWASP's rule against CSV injection, which spreadsheets show as text and
+// do not run. So that the import can take the quote off again (Restore), a
+// value that already starts with quotes before such a character gets one
+// more: every value comes back as it was.
+func Neutralize(v string) string {
+	if risky(strings.TrimLeft(v, "'")) {
+		return "'" + v
+	}
+	return v
+}
+
+// Restore is a cell of an import file as a name: one single quote in front
+// of what Neutralize guards (quotes, then =, +, -, @, a tab or a carriage
+// return) is taken off, so an export imports back to the same names. Any
+// other value is left as it is.
+func Restore(v string) string {
+	if strings.HasPrefix(v, "'") && risky(strings.TrimLeft(v, "'")) {
+		return v[1:]
+	}
+	return v
+}
+
+// risky reports whether v starts with a character that makes a
+// spreadsheet cell a formula.
+func risky(v string) bool {
+	return v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0]))
+}

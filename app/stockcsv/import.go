@@ -1,15 +1,20 @@
 package stockcsv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
@@ -19,30 +24,44 @@ import (
 // ChunkRows is how many rows one transaction of an import applies.
 const ChunkRows = inventory.MaxBulkLines
 
-// findBatch bounds the prefixes looked up in one query when looking for
-// where an earlier import stopped.
-const findBatch = 10_000
+// MaxIDLength bounds an import's id.
+const MaxIDLength = 200
 
 // Importer applies import files.
 type Importer struct {
 	Pool *pgxpool.Pool
+	// ID names the import (the command line's --id): running an import of
+	// that id again resumes it where it stopped, or, once it finished,
+	// applies nothing. Empty means the file's name (DefaultID).
+	ID string
+	// Again imports a finished import's file once more, as a new run of
+	// the same id.
+	Again bool
 	// Actor and Reason go into every ledger row; each row's ref names the
 	// file and line (`stock.csv:17`).
 	Actor  string
 	Reason string
 	// Progress, when set, is told about every chunk as it commits (and
-	// about the rows skipped before the first).
+	// about the rows applied before, when it resumes).
 	Progress func(Progress)
 	// Wait, when set, is called once if another import holds the lock and
 	// this one has to wait for it.
 	Wait func()
 }
 
+// DefaultID is the id of an import of the file at path when none is given:
+// its name (without the directory), as a ledger ref can hold it.
+func DefaultID(path string) string {
+	return refName(filepath.Base(path))
+}
+
 // Progress is how far an import has got.
 type Progress struct {
-	// Done rows of Rows are behind us: skipped or committed.
+	// Done rows of Rows are behind us: applied by an earlier attempt, or
+	// committed now.
 	Done, Rows int
-	// Chunk of Chunks just committed (0 for the report of skipped rows).
+	// Chunk of Chunks just committed (0 for the report of rows applied
+	// before).
 	Chunk, Chunks int
 	// FirstLine and LastLine are the chunk's lines in the file.
 	FirstLine, LastLine int
@@ -52,17 +71,32 @@ type Progress struct {
 
 // Summary is what an import did.
 type Summary struct {
-	Rows int
-	// Skipped rows were applied by an earlier import (the file's first
-	// Skipped rows); Previous says when and by whom.
-	Skipped  int
-	Previous *db.StockImportChunk
+	// Import is the run as recorded after this attempt.
+	Import db.StockImport
+	Rows   int
+	// Finished is the run when it had finished before, with these very
+	// rows: nothing was applied (Importer.Again imports it again).
+	Finished *db.StockImport
+	// Skipped rows were applied by an earlier attempt of this run (the
+	// file's first Skipped rows): it resumed after them.
+	Skipped int
+	// Earlier are other imports (other ids) that read the same rows: a
+	// weekly file can be the same as last week's, or the same file saved
+	// under another name.
+	Earlier []db.StockImport
 	// Applied rows, in Chunks transactions; Changed of them changed a pool.
 	Applied, Chunks, Changed int
 	// UnitsIn and UnitsOut total the deltas applied (a set_total's too).
 	UnitsIn, UnitsOut int64
 	Took              time.Duration
 }
+
+// Refusal is an import that was refused before any row was applied: the
+// rows an unfinished run applied are not the file's, or a finished run of
+// the id read other rows. Its message says what to do.
+type Refusal struct{ Reason string }
+
+func (r *Refusal) Error() string { return r.Reason }
 
 // ChunkError is a chunk that failed and was rolled back; the chunks before
 // it are committed, and a rerun resumes with this one.
@@ -87,15 +121,37 @@ func (e *ChunkError) Error() string {
 
 func (e *ChunkError) Unwrap() error { return e.Err }
 
-// Import applies f after the longest prefix of it that an earlier import
-// recorded (see Parse), in chunks of ChunkRows rows, each one transaction
-// that also records the chunk, so a failure leaves whole chunks applied and
-// a rerun goes on from there. It holds a session lock for its whole run,
-// so imports do not overlap. On a failure it returns the summary so far
-// and a *ChunkError.
+// Import applies f as import im.ID, in chunks of ChunkRows rows, each one
+// transaction that also records how far the run got, so a failure leaves
+// whole chunks applied and a rerun goes on from there:
+//
+//   - an id never seen is a new import (run 1) from the first row; other
+//     imports that read the same rows are in Summary.Earlier;
+//   - an unfinished run resumes after the rows it applied, provided this
+//     file has those rows (the content through them hashes the same), else
+//     it is refused with a *Refusal and nothing is applied; rows after
+//     them may differ from the last attempt's (fixed, appended);
+//   - a finished run with the same rows applies nothing (Summary.Finished),
+//     and given its rows with more after them applies those; with other
+//     rows it is refused; with Again, any of these starts a new run.
+//
+// Each row is applied once per run. Import holds a session lock for its
+// whole run, so imports do not overlap. On a failure it returns the
+// summary so far and a *ChunkError.
 func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
+	if im.ID == "" {
+		named := *im
+		named.ID = DefaultID(f.Name)
+		im = &named
+	}
 	began := time.Now()
 	sum := Summary{Rows: len(f.Rows)}
+	if len(im.ID) > MaxIDLength {
+		return sum, domain.Invalid("the import's id must be 1 to %d bytes", MaxIDLength)
+	}
+	if err := domain.ValidRef("id", im.ID, MaxIDLength); err != nil {
+		return sum, err
+	}
 	conn, err := im.Pool.Acquire(ctx)
 	if err != nil {
 		return sum, err
@@ -121,11 +177,12 @@ func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
 		}
 	}()
 
-	start, prev, err := resumePoint(ctx, q, f)
-	if err != nil {
+	run, start, err := im.begin(ctx, q, f, &sum)
+	sum.Import, sum.Skipped = run, start
+	if err != nil || sum.Finished != nil {
+		sum.Took = time.Since(began)
 		return sum, err
 	}
-	sum.Skipped, sum.Previous = start, prev
 	chunks := (len(f.Rows) - start + ChunkRows - 1) / ChunkRows
 	if im.Progress != nil && start > 0 {
 		im.Progress(Progress{Done: start, Rows: len(f.Rows), Chunks: chunks})
@@ -133,7 +190,7 @@ func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
 	for c := range chunks {
 		lo := start + c*ChunkRows
 		hi := min(lo+ChunkRows, len(f.Rows))
-		changed, in, out, err := im.chunk(ctx, conn, f, lo, hi)
+		changed, in, out, err := im.chunk(ctx, conn, f, run, lo, hi)
 		if err != nil {
 			ce := &ChunkError{Chunk: c + 1, FirstLine: f.Rows[lo].Line, LastLine: f.Rows[hi-1].Line, Err: err}
 			var de *domain.Error
@@ -153,56 +210,85 @@ func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
 				FirstLine: f.Rows[lo].Line, LastLine: f.Rows[hi-1].Line, Changed: changed})
 		}
 	}
+	if sum.Import, err = q.StockImportLatest(ctx, im.ID); err != nil {
+		return sum, fmt.Errorf("read import %s back: %w", im.ID, err)
+	}
 	sum.Took = time.Since(began)
 	return sum, nil
 }
 
-// resumePoint returns how many of f's first rows an earlier import
-// applied: the longest of its prefixes on record, and that record.
-func resumePoint(ctx context.Context, q *db.Queries, f *File) (int, *db.StockImportChunk, error) {
-	n := len(f.Prefixes)
-	// The whole file first: a second run of a finished import is the
-	// usual case, and costs one lookup. Then batches from the end back:
-	// the first batch with a record holds the longest prefix.
-	if i, rec, err := longest(ctx, q, f, n-1, n); err != nil || i >= 0 {
-		return i + 1, rec, err
-	}
-	for hi := n - 1; hi > 0; hi -= findBatch {
-		if i, rec, err := longest(ctx, q, f, max(hi-findBatch, 0), hi); err != nil || i >= 0 {
-			return i + 1, rec, err
+// begin finds or records the run of im.ID that applies f, under the
+// import lock, and returns it with the number of f's rows it has applied
+// already. A finished run with f's rows is left in sum.Finished.
+func (im *Importer) begin(ctx context.Context, q *db.Queries, f *File, sum *Summary) (db.StockImport, int, error) {
+	content := f.Content()
+	latest, err := q.StockImportLatest(ctx, im.ID)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		earlier, err := q.StockImportsByContent(ctx, content[:], im.ID)
+		if err != nil {
+			return db.StockImport{}, 0, fmt.Errorf("look for imports of the same rows: %w", err)
 		}
+		slices.SortFunc(earlier, func(a, b db.StockImport) int { return b.StartedAt.Compare(a.StartedAt) })
+		sum.Earlier = earlier
+		return im.start(ctx, q, f, 1)
+	case err != nil:
+		return db.StockImport{}, 0, fmt.Errorf("look up import %s: %w", im.ID, err)
 	}
-	return 0, nil, nil
-}
-
-// longest returns the greatest i in [lo, hi) whose prefix is on record, or
-// -1.
-func longest(ctx context.Context, q *db.Queries, f *File, lo, hi int) (int, *db.StockImportChunk, error) {
-	keys := make([][]byte, 0, hi-lo)
-	at := make(map[[32]byte]int, hi-lo)
-	for i := lo; i < hi; i++ {
-		keys = append(keys, f.Prefixes[i][:])
-		at[f.Prefixes[i]] = i
+	when := func(t *time.Time) string { return t.UTC().Format(time.RFC3339) }
+	n := int(latest.AppliedRows)
+	applied := n == 0 || n <= len(f.Rows) && bytes.Equal(f.Prefixes[n-1][:], latest.AppliedSha256)
+	if latest.FinishedAt != nil {
+		switch {
+		case im.Again:
+			return im.start(ctx, q, f, latest.Run+1)
+		case bytes.Equal(latest.ContentSha256, content[:]):
+			sum.Finished = &latest
+			return latest, 0, nil
+		case !applied || n == len(f.Rows):
+			return db.StockImport{}, 0, &Refusal{fmt.Sprintf(
+				"import %q finished on %s with other rows (%s, %d rows): to import this file as a new import give it another --id; "+
+					"to import it again as %q, add --again", im.ID, when(latest.FinishedAt), latest.FileName, latest.TotalRows, im.ID)}
+		}
+		// The rows it applied, and more after them: it goes on with those.
+	} else if im.Again {
+		return db.StockImport{}, 0, &Refusal{fmt.Sprintf(
+			"import %q has not finished (%d of %d rows applied): run it again without --again to resume it",
+			im.ID, latest.AppliedRows, latest.TotalRows)}
 	}
-	found, err := q.StockImportChunksFind(ctx, keys)
+	if !applied {
+		return db.StockImport{}, 0, &Refusal{fmt.Sprintf(
+			"import %q applied rows 1-%d of %s before it stopped on %s, and this file's first %d rows are not those: "+
+				"resume it with the rows it applied unchanged (fix only the rows after them), or give this file another --id",
+			im.ID, n, latest.FileName, when(&latest.UpdatedAt), n)}
+	}
+	run, err := q.StockImportResume(ctx, db.StockImportResumeParams{
+		FileName: f.Name, Format: f.Format, TotalRows: int32(len(f.Rows)), ContentSha256: content[:],
+		Actor: im.Actor, ActorKey: domain.KeyName(ctx), ID: im.ID, Run: latest.Run,
+	})
 	if err != nil {
-		return -1, nil, fmt.Errorf("look for an earlier import: %w", err)
+		return db.StockImport{}, 0, fmt.Errorf("resume import %s: %w", im.ID, err)
 	}
-	best, rec := -1, (*db.StockImportChunk)(nil)
-	for i := range found {
-		if n, ok := at[[32]byte(found[i].PrefixSha256)]; ok && n > best {
-			best, rec = n, &found[i]
-		}
-	}
-	return best, rec, nil
+	return run, n, nil
 }
 
-// chunk applies rows lo..hi-1 of f and records them, in one transaction.
-func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, lo, hi int) (changed int, in, out int64, err error) {
-	base := filepath.Base(f.Name)
-	if len(base) > 200 {
-		base = base[:200]
+func (im *Importer) start(ctx context.Context, q *db.Queries, f *File, run int32) (db.StockImport, int, error) {
+	content := f.Content()
+	row, err := q.StockImportStart(ctx, db.StockImportStartParams{
+		ID: im.ID, Run: run, FileName: f.Name, Format: f.Format, TotalRows: int32(len(f.Rows)), ContentSha256: content[:],
+		Actor: im.Actor, ActorKey: domain.KeyName(ctx),
+	})
+	if err != nil {
+		return db.StockImport{}, 0, fmt.Errorf("record import %s: %w", im.ID, err)
 	}
+	return row, 0, nil
+}
+
+// chunk applies rows lo..hi-1 of f and records them as applied by run, in
+// one transaction; the record is conditional on the rows before lo, and no
+// other, being applied, so a row is applied once per run.
+func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, run db.StockImport, lo, hi int) (changed int, in, out int64, err error) {
+	base := refName(filepath.Base(f.Name))
 	b := inventory.BulkAdjustment{Reason: im.Reason, Actor: im.Actor, Lines: make([]inventory.BulkLine, hi-lo)}
 	for i, r := range f.Rows[lo:hi] {
 		l := inventory.BulkLine{SKU: r.SKU, Pool: r.Pool, Ref: fmt.Sprintf("%s:%d", base, r.Line)}
@@ -220,10 +306,30 @@ func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, lo, 
 			return err
 		}
 		changed, in, out = res.Changed, res.UnitsIn, res.UnitsOut
-		return db.New(tx).StockImportChunkAdd(ctx, db.StockImportChunkAddParams{
-			PrefixSha256: f.Prefixes[hi-1][:], FileSha256: f.SHA256[:], FileName: f.Name,
-			FirstRow: int32(lo + 1), LastRow: int32(hi), Changed: int32(res.Changed), Actor: im.Actor,
+		n, err := db.New(tx).StockImportAdvance(ctx, db.StockImportAdvanceParams{
+			ID: run.ID, Run: run.Run, FromRow: int32(lo), ToRow: int32(hi), AppliedSha256: f.Prefixes[hi-1][:],
 		})
+		if err == nil && n != 1 {
+			err = fmt.Errorf("import %s run %d no longer has rows 1-%d applied and no more: another import moved it", run.ID, run.Run, lo)
+		}
+		return err
 	})
 	return changed, in, out, err
+}
+
+// refName is a file's name as the ledger's ref can hold it (see
+// domain.ValidRef): composed (NFC, as macOS file names are not), with
+// control and format characters shown as '?', and at most 200 bytes.
+func refName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, norm.NFC.String(name))
+	for len(name) > 200 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
 }

@@ -1,7 +1,7 @@
 // Package stockcsv moves stock in and out as CSV files: the import, which
 // applies a file of adjustments (sku,pool,delta) or counts
-// (sku,pool,set_total) in transactions of 1,000 rows and resumes after a
-// failure where the last run stopped, and the export, whose file the
+// (sku,pool,set_total) in transactions of 1,000 rows as a named import that
+// resumes after a failure where it stopped, and the export, whose file the
 // import reads back.
 package stockcsv
 
@@ -40,7 +40,9 @@ type Row struct {
 }
 
 // File is a parsed, validated import file. Prefixes[i] is the SHA-256 of
-// the file's content through Rows[i] (see prefix hashing in Parse).
+// the file's content through Rows[i] (see prefix hashing in Parse): an
+// import records the one through the rows it applied, so a rerun can tell
+// whether it has the same rows.
 type File struct {
 	Name   string
 	Format string
@@ -52,6 +54,10 @@ type File struct {
 	SHA256   [32]byte
 	Prefixes [][32]byte
 }
+
+// Content is the SHA-256 of the file's content, every row: what tells two
+// files of the same rows apart from two files of the same bytes.
+func (f *File) Content() [32]byte { return f.Prefixes[len(f.Prefixes)-1] }
 
 // Problems is why a file cannot be imported: one entry per bad line, at
 // most maxProblems of them, and how many more there were.
@@ -80,7 +86,8 @@ func (p *Problems) Error() string {
 
 // Parse reads and validates a whole import file, so that a file with a bad
 // line changes nothing: the header must start with sku,pool,delta or
-// sku,pool,set_total (any case; further columns are ignored), every row
+// sku,pool,set_total (any case; further columns are ignored), a SKU or
+// pool neutralized against spreadsheets is read back (Restore), every row
 // must hold a valid SKU, a pool (empty means main) and a whole number (a
 // non-zero delta, or a total of at least zero, up to 1,000,000,000), and
 // no (sku, pool) may appear twice. A *Problems lists what is wrong.
@@ -136,7 +143,8 @@ func Parse(name string, data []byte) (*File, error) {
 			break
 		}
 		line, _ := r.FieldPos(0)
-		row := Row{Line: line, SKU: rec[0], Pool: rec[1]}
+		// An export's names come neutralized against spreadsheets ('=...).
+		row := Row{Line: line, SKU: Restore(rec[0]), Pool: Restore(rec[1])}
 		if row.Pool == "" {
 			row.Pool = inventory.MainPool
 		}

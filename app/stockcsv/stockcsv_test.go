@@ -3,6 +3,7 @@ package stockcsv_test
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/schema"
 	"github.com/stockhold/stockhold/app/stockcsv"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -174,7 +177,8 @@ func (b bundle) requireApplied(t *testing.T, name string, n, total int) {
 // TestImportResumesAfterFailure injects a failure into the second of three
 // chunks (the context ends after the first commits, as when the process is
 // stopped) and runs the import again: it skips the committed chunk and
-// applies the rest, each row once.
+// applies the rest, each row once. Run again once finished, with the same
+// rows (saved with CRLF line endings too), it applies nothing.
 func TestImportResumesAfterFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -185,7 +189,7 @@ func TestImportResumesAfterFailure(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	var seen []stockcsv.Progress
-	im := &stockcsv.Importer{Pool: b.pool, Actor: "importer", Reason: "test", Progress: func(p stockcsv.Progress) {
+	im := &stockcsv.Importer{Pool: b.pool, ID: "stop.csv", Actor: "importer", Reason: "test", Progress: func(p stockcsv.Progress) {
 		seen = append(seen, p)
 		cancel() // the next chunk fails
 	}}
@@ -197,6 +201,7 @@ func TestImportResumesAfterFailure(t *testing.T) {
 	require.Equal(t, 1002, ce.FirstLine)
 	require.Equal(t, 2001, ce.LastLine)
 	require.Equal(t, stockcsv.Summary{Rows: n, Applied: 1000, Chunks: 1, Changed: 1000, UnitsIn: 250_000, UnitsOut: 500}, withoutTook(sum))
+	require.Equal(t, "stop.csv", sum.Import.ID)
 	require.Equal(t, []stockcsv.Progress{{Done: 1000, Rows: n, Chunk: 1, Chunks: 3, FirstLine: 2, LastLine: 1001, Changed: 1000}}, seen)
 	b.requireApplied(t, "stop.csv", 1000, n)
 
@@ -205,9 +210,10 @@ func TestImportResumesAfterFailure(t *testing.T) {
 	sum, err = im.Import(t.Context(), f)
 	require.NoError(t, err)
 	require.Equal(t, 1000, sum.Skipped)
-	require.NotNil(t, sum.Previous)
-	require.Equal(t, "importer", sum.Previous.Actor)
-	require.EqualValues(t, 1000, sum.Previous.LastRow)
+	require.Nil(t, sum.Finished)
+	require.EqualValues(t, 1, sum.Import.Run)
+	require.EqualValues(t, n, sum.Import.AppliedRows)
+	require.NotNil(t, sum.Import.FinishedAt)
 	require.Equal(t, 1500, sum.Applied)
 	require.Equal(t, 2, sum.Chunks)
 	require.Equal(t, []stockcsv.Progress{
@@ -223,22 +229,21 @@ func TestImportResumesAfterFailure(t *testing.T) {
 	for _, file := range []*stockcsv.File{f, crlf} {
 		sum, err = im.Import(t.Context(), file)
 		require.NoError(t, err)
-		require.Equal(t, n, sum.Skipped)
+		require.NotNil(t, sum.Finished, "finished with the same rows")
 		require.Zero(t, sum.Applied)
 	}
 	b.requireApplied(t, "stop.csv", n, n)
 }
 
 func withoutTook(s stockcsv.Summary) stockcsv.Summary {
-	s.Took = 0
+	s.Took, s.Import = 0, db.StockImport{}
 	return s
 }
 
 // TestImportFixedFileResumes fails an import on a row that would take more
 // than is available: the chunk is rolled back and names the line. The file
-// fixed at that row resumes after the committed chunk, the same file with
-// rows appended applies only those, and a file changed before the resume
-// point is a new import from where its content first differs.
+// fixed at that row resumes after the committed chunk, and once finished
+// the same file with rows appended applies only those.
 func TestImportFixedFileResumes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -252,7 +257,7 @@ func TestImportFixedFileResumes(t *testing.T) {
 	}
 	f, err := stockcsv.Parse("fix.csv", deltaFile(n, broken))
 	require.NoError(t, err)
-	im := &stockcsv.Importer{Pool: b.pool, Actor: "importer", Reason: "test"}
+	im := &stockcsv.Importer{Pool: b.pool, ID: "fix.csv", Actor: "importer", Reason: "test"}
 	sum, err := im.Import(t.Context(), f)
 	var ce *stockcsv.ChunkError
 	require.ErrorAs(t, err, &ce, "%v", err)
@@ -321,7 +326,7 @@ func TestExportRoundTrip(t *testing.T) {
 	f, err := stockcsv.Parse("export.csv", first.Bytes())
 	require.NoError(t, err)
 	require.Equal(t, []string{"available", "reserved", "sold", "status"}, f.Ignored)
-	sum, err := (&stockcsv.Importer{Pool: fresh.pool, Actor: "importer"}).Import(ctx, f)
+	sum, err := (&stockcsv.Importer{Pool: fresh.pool, ID: "export.csv", Actor: "importer"}).Import(ctx, f)
 	require.NoError(t, err)
 	require.Equal(t, 4, sum.Applied)
 	var second bytes.Buffer
@@ -334,16 +339,238 @@ func TestExportRoundTrip(t *testing.T) {
 		"x3,main,30,30,0,0,on_sale\n", second.String())
 
 	// Into the same database after the stock moved: back to the exported
-	// totals (the import is not skipped: this content was never imported
-	// here).
+	// totals (the import is not skipped: no import of that id ran here).
 	_, err = a.inv.AdjustMany(ctx, inventory.BulkAdjustment{Actor: "alice", Lines: []inventory.BulkLine{
 		{SKU: "X1", Delta: 5}, {SKU: "x3", Delta: -20}, {SKU: "Y,4", Delta: 1}}})
 	require.NoError(t, err)
-	sum, err = (&stockcsv.Importer{Pool: a.pool, Actor: "importer"}).Import(ctx, f)
+	sum, err = (&stockcsv.Importer{Pool: a.pool, ID: "export.csv", Actor: "importer"}).Import(ctx, f)
 	require.NoError(t, err)
 	require.Equal(t, 3, sum.Changed, "X2 was already at its total")
 	var third bytes.Buffer
 	_, err = stockcsv.Export(ctx, a.pool, &third)
 	require.NoError(t, err)
 	require.Equal(t, first.String(), third.String())
+}
+
+// TestExportNeutralizesFormulas: a SKU a spreadsheet would run (=, +, -, @,
+// a tab or a carriage return first) is exported with a single quote in
+// front, and the import reads the export back to the same names, those
+// that start with a quote included.
+func TestExportNeutralizesFormulas(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := t.Context()
+	skus := []string{"=cmd|' -C calc'!A0", "+1", "-A1", "@SUM(A1)", "'=quoted", "''+twice", "'plain", "A=1", "'"}
+	for _, sku := range skus {
+		_, err := a.inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 3, Actor: "seed"})
+		require.NoError(t, err)
+	}
+	var out bytes.Buffer
+	_, err := stockcsv.Export(ctx, a.pool, &out)
+	require.NoError(t, err)
+	records, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
+	require.NoError(t, err)
+	cells := map[string]bool{}
+	for _, r := range records[1:] {
+		cells[r[0]] = true
+		require.False(t, strings.ContainsAny(r[0][:1], "=+-@\t\r"), "cell %q would run in a spreadsheet", r[0])
+	}
+	for _, want := range []string{"'=cmd|' -C calc'!A0", "'+1", "'-A1", "'@SUM(A1)", "''=quoted", "'''+twice", "'plain", "A=1", "'"} {
+		require.True(t, cells[want], "exported %q: %v", want, cells)
+	}
+
+	// Read back, the names are the originals, and importing the export
+	// into a fresh database recreates exactly them.
+	f, err := stockcsv.Parse("export.csv", out.Bytes())
+	require.NoError(t, err)
+	var got []string
+	for _, r := range f.Rows {
+		got = append(got, r.SKU)
+	}
+	require.ElementsMatch(t, skus, got)
+	fresh := setup(t)
+	_, err = (&stockcsv.Importer{Pool: fresh.pool, ID: "export.csv", Actor: "importer"}).Import(ctx, f)
+	require.NoError(t, err)
+	var again bytes.Buffer
+	_, err = stockcsv.Export(ctx, fresh.pool, &again)
+	require.NoError(t, err)
+	require.Equal(t, out.String(), again.String())
+
+	for _, v := range []string{"", "x", "'", "''", "=", "'=", "\t1", "'\r", "A'=", "-"} {
+		require.Equal(t, v, stockcsv.Restore(stockcsv.Neutralize(v)), "%q", v)
+	}
+}
+
+// TestImportsAreNamed is the weekly restock: restock-week2.csv, identical
+// to last week's restock-week1.csv, is a new import and applies its rows
+// again (naming the earlier import), where an import known by its content
+// skipped it and lost a week's stock. Run again, a finished import applies
+// nothing; with Again it is imported once more, as run 2.
+func TestImportsAreNamed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	restock := []byte("sku,pool,delta\nW1,main,10\nW2,,20\n")
+	total := func(sku string) int64 {
+		st, err := b.inv.GetStock(ctx, sku)
+		require.NoError(t, err)
+		return st.Pools[0].Total
+	}
+	importAs := func(id string, again bool) stockcsv.Summary {
+		t.Helper()
+		f, err := stockcsv.Parse(id, restock)
+		require.NoError(t, err)
+		sum, err := (&stockcsv.Importer{Pool: b.pool, ID: id, Again: again, Actor: "importer"}).Import(ctx, f)
+		require.NoError(t, err)
+		return sum
+	}
+
+	week1 := importAs("restock-week1.csv", false)
+	require.Equal(t, 2, week1.Applied)
+	require.Empty(t, week1.Earlier)
+	week2 := importAs("restock-week2.csv", false)
+	require.Equal(t, 2, week2.Applied, "the same rows under another name are another restock")
+	require.Len(t, week2.Earlier, 1)
+	require.Equal(t, "restock-week1.csv", week2.Earlier[0].ID, "named for the warning")
+	require.EqualValues(t, 20, total("W1"))
+	require.EqualValues(t, 40, total("W2"))
+
+	again := importAs("restock-week2.csv", false)
+	require.NotNil(t, again.Finished, "finished, with the same rows")
+	require.Zero(t, again.Applied)
+	require.EqualValues(t, 20, total("W1"))
+
+	rerun := importAs("restock-week2.csv", true)
+	require.Equal(t, 2, rerun.Applied)
+	require.EqualValues(t, 2, rerun.Import.Run)
+	require.EqualValues(t, 30, total("W1"))
+	require.Equal(t, 3, dbtest.Count(t, b.pool, `SELECT count(*) FROM stock_imports`))
+}
+
+// TestImportRefusesChangedAppliedRows is the file that differs from an
+// earlier import at row 1,401: only chunk-end prefixes were remembered, so
+// its import started after row 1,000 and applied rows 1,001-1,400 a second
+// time. Under the same id it is now refused, with nothing applied, whether
+// the earlier import finished or stopped after applying those rows; an
+// unfinished import whose file changed only after its applied rows resumes,
+// and every row is applied once.
+func TestImportRefusesChangedAppliedRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	changedAt := func(row int) func(int) string {
+		return func(i int) string {
+			if i == row-1 {
+				return fmt.Sprintf("D%04d,main,%d\n", i, delta(i)+2) // same SKU, another delta
+			}
+			return ""
+		}
+	}
+	refused := func(im *stockcsv.Importer, f *stockcsv.File, contains string) {
+		t.Helper()
+		ledger := dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger`)
+		sum, err := im.Import(ctx, f)
+		var r *stockcsv.Refusal
+		require.ErrorAs(t, err, &r)
+		require.Contains(t, r.Error(), contains)
+		require.Zero(t, sum.Applied)
+		require.Equal(t, ledger, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger`), "nothing applied")
+	}
+
+	// Finished: 2,000 rows, then the file changed at row 1,401.
+	const n = 2000
+	b.seed(t, n)
+	done := &stockcsv.Importer{Pool: b.pool, ID: "stock.csv", Actor: "importer"}
+	f, err := stockcsv.Parse("stock.csv", deltaFile(n, nil))
+	require.NoError(t, err)
+	_, err = done.Import(ctx, f)
+	require.NoError(t, err)
+	changed, err := stockcsv.Parse("stock.csv", deltaFile(n, changedAt(1401)))
+	require.NoError(t, err)
+	refused(done, changed, `import "stock.csv" finished on`)
+	b.requireApplied(t, "stock.csv", n, n)
+
+	// Unfinished, on a database of its own: 3,000 rows whose third chunk
+	// fails at row 2,500 (it takes 5 of the 1 unit there), so rows 1-2,000
+	// are applied.
+	const m = 3000
+	b = setup(t)
+	b.seed(t, m)
+	broken := func(i int) string {
+		if i == 2499 {
+			return "D2499,main,-5\n"
+		}
+		return ""
+	}
+	stopped := &stockcsv.Importer{Pool: b.pool, ID: "big.csv", Actor: "importer"}
+	g, err := stockcsv.Parse("big.csv", deltaFile(m, broken))
+	require.NoError(t, err)
+	sum, err := stopped.Import(ctx, g)
+	var ce *stockcsv.ChunkError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, 2000, sum.Applied)
+	both := func(i int) string {
+		if r := changedAt(1401)(i); r != "" {
+			return r
+		}
+		return broken(i)
+	}
+	for _, file := range [][]byte{deltaFile(m, changedAt(1401)), deltaFile(m, both), deltaFile(1500, nil)} {
+		h, err := stockcsv.Parse("big.csv", file)
+		require.NoError(t, err)
+		refused(stopped, h, "applied rows 1-2000 of big.csv")
+	}
+	again := &stockcsv.Importer{Pool: b.pool, ID: "big.csv", Again: true, Actor: "importer"}
+	refused(again, g, "has not finished")
+	fixed, err := stockcsv.Parse("big.csv", deltaFile(m, nil))
+	require.NoError(t, err)
+	sum, err = stopped.Import(ctx, fixed)
+	require.NoError(t, err)
+	require.Equal(t, 2000, sum.Skipped)
+	require.Equal(t, 1000, sum.Applied)
+	var rows, once int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT ref) FROM ledger WHERE ref LIKE 'big.csv:%'`).Scan(&rows, &once))
+	require.Equal(t, m, rows, "each row of big.csv applied")
+	require.Equal(t, m, once, "and once")
+}
+
+// TestLegacyImportsResume: an import recorded by content before imports
+// were named (migration 00081) becomes the import named after its file,
+// with the rows its longest recorded prefix covered, so the same file run
+// again after the upgrade resumes after them instead of applying them
+// again.
+func TestLegacyImportsResume(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	m, err := schema.New(b.pool, nil)
+	require.NoError(t, err)
+	defer m.Close()
+	for {
+		current, _, err := m.Versions(ctx)
+		require.NoError(t, err)
+		if current < 81 {
+			break
+		}
+		_, err = m.Down(ctx)
+		require.NoError(t, err)
+	}
+	const n = 1500
+	b.seed(t, n)
+	f, err := stockcsv.Parse("legacy.csv", deltaFile(n, nil))
+	require.NoError(t, err)
+	for _, chunk := range []struct{ last, committed int }{{1000, 2}, {500, 1}} {
+		_, err = b.pool.Exec(ctx, `INSERT INTO stock_import_chunks (prefix_sha256, file_sha256, file_name, first_row, last_row, changed, actor, committed_at)
+			VALUES ($1, $2, '/home/carol/legacy.csv', $3 - 499, $3, 500, 'carol', now() - make_interval(mins => $4))`,
+			f.Prefixes[chunk.last-1][:], f.SHA256[:], chunk.last, chunk.committed)
+		require.NoError(t, err)
+	}
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+
+	sum, err := (&stockcsv.Importer{Pool: b.pool, ID: stockcsv.DefaultID("/tmp/legacy.csv"), Actor: "importer"}).Import(ctx, f)
+	require.NoError(t, err)
+	require.Equal(t, 1000, sum.Skipped, "rows its chunks covered are not applied again")
+	require.Equal(t, 500, sum.Applied)
+	require.NotNil(t, sum.Import.FinishedAt)
 }

@@ -206,6 +206,7 @@ func TestEventConsumerAcrossServerKills(t *testing.T) {
 				req, _ := http.NewRequestWithContext(writeCtx, http.MethodPost, "http://"+addr+"/v1/reservations",
 					strings.NewReader(fmt.Sprintf(`{"items": [{"sku": %q, "quantity": 1}]}`, skus[i%3])))
 				req.Header.Set("Authorization", "Bearer "+shop)
+				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Idempotency-Key", fmt.Sprint("http", w, "-", i))
 				res, err := client.Do(req)
 				if err != nil {

@@ -112,11 +112,12 @@ required; otherwise it defaults to the old key's).`,
 		example: "stockhold apikey rotate --name shop-eu --grace 1h",
 	},
 	"rollback": {
-		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--dry-run]",
+		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--cutoff T] [--dry-run]",
 		about: `Enqueues a manual rollback job, recorded with who and why, and prints its request id on
 the last line; a serving instance's workers run it (follow it with GET /v1/rollbacks/ID).
 Give exactly one scope; a --sku with no stock row is refused (exit 2). Holds made after
-the request are never touched.
+the request are never touched, nor, with --cutoff, those made after that time (give a
+dry run's requested_at to release what the dry run counted and nothing made since).
 'stockhold rollback resume ID' gives a stranded rollback a job again.`,
 		example: `stockhold rollback --operator alice --reason "payment outage" --sku A1 --dry-run
 stockhold rollback --operator alice --reason fraud --reservation 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10`,
@@ -146,9 +147,13 @@ names no stock row is refused (exit 2).`,
 	"stock import": {
 		synopsis: "stock import FILE.csv [flags]",
 		about: `Applies a CSV whose header starts sku,pool,delta or sku,pool,set_total in transactions of
-1,000 rows; a rerun resumes after the rows already applied. Exits 2 for a bad file
-(nothing applied), 1 when a chunk fails (the chunks before it stay applied).`,
-		example: "stockhold stock import restock.csv --reason \"PO-7 delivered\"",
+1,000 rows, as the import --id (by default the file's name). Run again, an unfinished
+import resumes after the rows it applied, a finished one with the same rows applies
+nothing (--again imports it once more), and one whose applied rows changed is refused.
+A file under another name is another import, even with the same rows (with a warning).
+Exits 2 for a bad file or a refused rerun (nothing applied), 1 when a chunk fails (the
+chunks before it stay applied).`,
+		example: "stockhold stock import restock-week2.csv --reason \"PO-7 delivered\"\nstockhold stock import counts.csv --id count-2026-12",
 	},
 	"stock export": {
 		synopsis: "stock export [--out FILE]",

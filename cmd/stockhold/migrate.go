@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/schema"
 )
 
@@ -99,4 +101,16 @@ func withPool(ctx context.Context, getenv func(string) string, fn func(*pgxpool.
 	}
 	defer pool.Close()
 	return fn(pool)
+}
+
+// asDatabaseUser returns ctx carrying the credential the command line
+// acts with, "db:" and the PostgreSQL user DATABASE_URL connects as: the
+// services record it beside the operator or actor an action claims, as
+// they record an API key's name (see domain.WithKeyName).
+func asDatabaseUser(ctx context.Context, getenv func(string) string) context.Context {
+	cfg, err := pgconn.ParseConfig(getenv("DATABASE_URL"))
+	if err != nil || cfg.User == "" {
+		return ctx
+	}
+	return domain.WithKeyName(ctx, "db:"+cfg.User)
 }

@@ -25,8 +25,8 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fs := flag.NewFlagSet("rollback", flag.ContinueOnError)
 	var (
-		req        = rollbacks.Request{Source: rollbacks.SourceCLI}
-		heldBefore string
+		req                = rollbacks.Request{Source: rollbacks.SourceCLI}
+		heldBefore, cutoff string
 	)
 	fs.StringVar(&req.Operator, "operator", "", "who asks, for the record (required)")
 	fs.StringVar(&req.Reason, "reason", "", "why, for the record (required)")
@@ -42,6 +42,7 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&req.Scope.SKU, "sku", "", "release the holds on this `SKU`'s pool")
 	fs.StringVar(&req.Scope.Pool, "pool", "", "with --sku: the `pool` (default main)")
 	fs.StringVar(&heldBefore, "held-before", "", "with --sku: only holds made before this `time`: "+timeForms+" (default: now)")
+	fs.StringVar(&cutoff, "cutoff", "", "with any scope: only holds made before this `time`, such as a dry run's requested_at: "+timeForms+" (default: now)")
 	fs.BoolVar(&req.DryRun, "dry-run", false, "count what would be released and change nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
@@ -49,15 +50,12 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if heldBefore != "" {
-		t, err := parseTime("held-before", heldBefore, time.Now())
-		if err != nil {
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-		if t.After(time.Now()) {
-			return fmt.Errorf("%w: --held-before %s is later than now: a rollback never touches holds made after it was requested", errUsage, heldBefore)
-		}
-		req.Scope.HeldBefore = &t
+	var err error
+	if req.Scope.HeldBefore, err = pastTime("held-before", heldBefore); err != nil {
+		return err
+	}
+	if req.Scope.Cutoff, err = pastTime("cutoff", cutoff); err != nil {
+		return err
 	}
 	if err := rollbackFlagsValid(req, heldBefore != ""); err != nil {
 		return err
@@ -65,6 +63,7 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("%w: %s", errUsage, asFlags(err.Error()))
 	}
+	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		if req.Scope.SKU != "" {
 			unknown, err := svc.Reconcile.UnknownSKUs(ctx, []string{req.Scope.SKU})
@@ -87,6 +86,24 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 			what, created.RollbackID, created.JobID, created.RollbackID, created.RollbackID)
 		return nil
 	})
+}
+
+// pastTime reads flag's time (see parseTime), which may not be later than
+// now: a rollback never touches holds made after it was requested. Empty
+// is nil.
+func pastTime(flag, v string) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	now := time.Now()
+	t, err := parseTime(flag, v, now)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if t.After(now) {
+		return nil, fmt.Errorf("%w: --%s %s is later than now: a rollback never touches holds made after it was requested", errUsage, flag, v)
+	}
+	return &t, nil
 }
 
 // rollbackResume gives a rollback whose chain of jobs was stranded
@@ -118,6 +135,7 @@ func rollbackResume(ctx context.Context, args []string, getenv func(string) stri
 	if *operator == "" {
 		*operator = "cli"
 	}
+	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		out, err := svc.Rollbacks.Resume(ctx, n, *operator)
 		if err != nil {
@@ -172,7 +190,7 @@ func rollbackFlagsValid(req rollbacks.Request, heldBefore bool) error {
 // apiFields names, for the command line, the fields a request's validation
 // speaks of.
 var apiFields = strings.NewReplacer(
-	"reservation_ids", "--reservation", "held_before", "--held-before", "campaign", "--campaign",
+	"reservation_ids", "--reservation", "held_before", "--held-before", "cutoff", "--cutoff", "campaign", "--campaign",
 	"sku", "--sku", "pool", "--pool", "operator", "--operator", "reason", "--reason",
 )
 

@@ -126,6 +126,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 					return
 				}
 				req.Header.Set("Authorization", "Bearer "+shop)
+				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Idempotency-Key", key)
 				res, err := client.Do(req)
 				if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/stockcsv"
 )
 
@@ -29,15 +30,20 @@ func stock(ctx context.Context, args []string, getenv func(string) string, stdou
 	return stockExport(ctx, args[1:], getenv, stdout, stderr)
 }
 
-// stockImport applies a CSV file in chunks of 1,000 rows, showing progress
-// on stderr (a bar on a terminal, a line per chunk otherwise) and a summary
-// on stdout. A file with a bad row is refused whole (exit 2); a chunk that
+// stockImport applies a CSV file as the import --id (default: the file's
+// name) in chunks of 1,000 rows, showing progress on stderr (a bar on a
+// terminal, a line per chunk otherwise) and a summary on stdout. A file
+// with a bad row is refused whole (exit 2), and so is a rerun whose applied
+// rows changed or a finished import's id given other rows; a chunk that
 // fails is rolled back and the command stops (exit 1), and running it again
-// resumes after the chunks that committed.
+// resumes after the chunks that committed. A finished import run again
+// applies nothing (--again imports it once more).
 func stockImport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stock import", flag.ContinueOnError)
 	actor := fs.String("actor", "", "who imports, for the ledger (default $USER)")
 	reason := fs.String("reason", "", "why, for the ledger (default: stock import FILE)")
+	id := fs.String("id", "", "the import's `name` (default: the file's name): run again, it resumes, or once finished applies nothing")
+	again := fs.Bool("again", false, "import a finished import's file once more, as a new run of the same --id")
 	// Flags may come before or after the file.
 	var file string
 	rest := args
@@ -62,6 +68,9 @@ func stockImport(ctx context.Context, args []string, getenv func(string) string,
 	if *reason == "" {
 		*reason = "stock import " + filepath.Base(file)
 	}
+	if *id == "" {
+		*id = stockcsv.DefaultID(file)
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -75,15 +84,29 @@ func stockImport(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
+	ctx = asDatabaseUser(ctx, getenv)
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
 		bar := newProgress(stderr)
-		im := &stockcsv.Importer{Pool: pool, Actor: *actor, Reason: *reason, Progress: bar.show,
+		im := &stockcsv.Importer{Pool: pool, ID: *id, Again: *again, Actor: *actor, Reason: *reason, Progress: bar.show,
 			Wait: func() { fmt.Fprintln(stderr, "another import is running; waiting for it to finish") }}
 		sum, err := im.Import(ctx, f)
 		bar.done()
+		var (
+			refusal *stockcsv.Refusal
+			de      *domain.Error
+			ce      *stockcsv.ChunkError
+		)
+		if !errors.As(err, &ce) && (errors.As(err, &refusal) || errors.As(err, &de)) {
+			fmt.Fprintf(stderr, "stockhold: %s cannot be imported; nothing was changed:\n%v\n", file, err)
+			return exitError(2)
+		}
+		for _, e := range sum.Earlier {
+			fmt.Fprintf(stderr, "warning: the same rows were imported before as %q (%s, run %d, started %s by %s): "+
+				"%q is another import, so they are applied again\n",
+				e.ID, e.FileName, e.Run, e.StartedAt.UTC().Format(time.RFC3339), e.Actor, *id)
+		}
 		printSummary(stdout, f, sum)
-		var ce *stockcsv.ChunkError
-		if errors.As(err, &ce) {
+		if ce != nil {
 			fmt.Fprintf(stderr, "stockhold: %v\nRows before it are applied; fix the cause (or the file from line %d on) "+
 				"and run the same command again: it resumes after the rows already applied.\n", ce, ce.FirstLine)
 			return exitError(1)
@@ -104,13 +127,19 @@ func printSummary(w io.Writer, f *stockcsv.File, sum stockcsv.Summary) {
 	if len(f.Ignored) > 0 {
 		fmt.Fprintf(w, "  columns ignored: %s\n", strings.Join(f.Ignored, ", "))
 	}
+	run := sum.Import
+	if done := sum.Finished; done != nil {
+		fmt.Fprintf(w, "  import %q (run %d) finished on %s with these rows: nothing applied (--again imports them again)\n",
+			done.ID, done.Run, done.FinishedAt.UTC().Format(time.RFC3339))
+		return
+	}
+	fmt.Fprintf(w, "  import %q, run %d\n", run.ID, run.Run)
 	if sum.Skipped > 0 {
-		prev := sum.Previous
-		fmt.Fprintf(w, "  skipped %s rows imported before (through line %d, committed %s by %s from %s)\n", count(sum.Skipped),
-			f.Rows[sum.Skipped-1].Line, prev.CommittedAt.UTC().Format(time.RFC3339), prev.Actor, prev.FileName)
+		fmt.Fprintf(w, "  resumed after the %s rows it applied before (through line %d, last on %s)\n", count(sum.Skipped),
+			f.Rows[sum.Skipped-1].Line, run.UpdatedAt.UTC().Format(time.RFC3339))
 	}
 	if sum.Skipped == sum.Rows {
-		fmt.Fprintln(w, "  nothing to do: every row was imported before")
+		fmt.Fprintln(w, "  nothing left to apply: every row was applied")
 		return
 	}
 	fmt.Fprintf(w, "  applied %s rows in %s (%s changed a pool): +%s / -%s units, in %s\n", count(sum.Applied),
@@ -170,7 +199,7 @@ func (p *progress) show(pr stockcsv.Progress) {
 		return
 	}
 	if pr.Chunk == 0 {
-		fmt.Fprintf(p.w, "rows 1-%s were imported before: skipping them\n", count(pr.Done))
+		fmt.Fprintf(p.w, "rows 1-%s were applied before: resuming after them\n", count(pr.Done))
 		return
 	}
 	fmt.Fprintf(p.w, "chunk %d/%d committed: lines %d-%d, %s/%s rows done\n", pr.Chunk, pr.Chunks, pr.FirstLine, pr.LastLine,

@@ -61,18 +61,20 @@ func TestStockImportCommand(t *testing.T) {
 	require.NoError(t, err)
 	code, out, errs = cmd("stock", "import", "--reason", "weekly", file, "--actor", "dave")
 	require.Equal(t, 0, code, errs)
-	require.Contains(t, errs, "rows 1-1,000 were imported before: skipping them")
-	require.Contains(t, out, "skipped 1,000 rows imported before (through line 1001, committed ")
-	require.Contains(t, out, "by carol from "+file)
+	require.Contains(t, errs, "rows 1-1,000 were applied before: resuming after them")
+	require.Contains(t, out, `import "restock.csv", run 1`)
+	require.Contains(t, out, "resumed after the 1,000 rows it applied before (through line 1001, last on ")
 	require.Contains(t, out, "applied 1,100 rows in 2 chunks (1,100 changed a pool): +2,198 / -3 units")
 
 	code, out, errs = cmd("stock", "import", file)
 	require.Equal(t, 0, code, errs)
-	require.Contains(t, out, "nothing to do: every row was imported before")
+	require.Contains(t, out, `import "restock.csv" (run 1) finished on `)
+	require.Contains(t, out, "with these rows: nothing applied (--again imports them again)")
 
-	var actor, reason, ref string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT actor, reason, ref FROM ledger WHERE sku = 'T2000'`).Scan(&actor, &reason, &ref))
-	require.Equal(t, []string{"dave", "weekly", "restock.csv:2002"}, []string{actor, reason, ref})
+	var actor, key, reason, ref string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT actor, actor_key, reason, ref FROM ledger WHERE sku = 'T2000'`).Scan(&actor, &key, &reason, &ref))
+	require.Equal(t, []string{"dave", "db:" + dbUser(t, env["DATABASE_URL"]), "weekly", "restock.csv:2002"}, []string{actor, key, reason, ref},
+		"the actor claimed, and the database user the command line acted as")
 
 	// A file with bad rows is refused whole, exit 2.
 	bad := filepath.Join(dir, "bad.csv")
@@ -105,4 +107,96 @@ func TestStockImportCommand(t *testing.T) {
 		code, _, _ := cmd(args...)
 		require.Equal(t, 2, code, "%v", args)
 	}
+}
+
+// TestStockImportIsNamed is the issue's two cases, as a person meets them
+// on the command line. restock-week2.csv, identical to last week's
+// restock-week1.csv, was skipped as "imported before" (exit 0) and a
+// week's restock was lost: it is a new import, applied, with a warning
+// naming the earlier one. A file that differs from an imported one at row
+// 1,401 had rows 1,001-1,400 applied a second time: under the same name it
+// is refused, exit 2, nothing applied. --id imports a file under a name of
+// its own; --again imports a finished import once more.
+func TestStockImportIsNamed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "USER": "carol"}
+	getenv := func(k string) string { return env[k] }
+	inv := services(t, pool).Inventory
+	cmd := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append([]string{"stock", "import"}, args...), getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	dir := t.TempDir()
+	write := func(name string, rows int, edit func(i int) string) string {
+		var b strings.Builder
+		b.WriteString("sku,pool,delta\n")
+		for i := range rows {
+			row := fmt.Sprintf("R%04d,,%d\n", i, 1+i%3)
+			if edit != nil && edit(i) != "" {
+				row = edit(i)
+			}
+			b.WriteString(row)
+		}
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+		return path
+	}
+	total := func(sku string) int64 {
+		st, err := inv.GetStock(ctx, sku)
+		require.NoError(t, err)
+		return st.Pools[0].Total
+	}
+	ledger := func() int { return dbtest.Count(t, pool, `SELECT count(*) FROM ledger`) }
+
+	// The weekly restock.
+	week1 := write("restock-week1.csv", 3, nil)
+	week2 := write("restock-week2.csv", 3, nil)
+	code, out, errs := cmd(week1)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "applied 3 rows")
+	code, out, errs = cmd(week2)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "applied 3 rows", "the same rows under another name are another restock")
+	require.Contains(t, errs, `warning: the same rows were imported before as "restock-week1.csv"`)
+	require.EqualValues(t, 2, total("R0000"))
+	require.EqualValues(t, 6, total("R0002"))
+	code, out, errs = cmd(week2)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "nothing applied")
+	require.EqualValues(t, 2, total("R0000"))
+	code, out, errs = cmd(week2, "--again")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, `import "restock-week2.csv", run 2`)
+	require.EqualValues(t, 3, total("R0000"))
+
+	// A file that differs from the imported one at row 1,401.
+	const n = 2000
+	first := write("stock.csv", n, nil)
+	code, _, errs = cmd(first)
+	require.Equal(t, 0, code, errs)
+	before, r1001, r1400 := ledger(), total("R1000"), total("R1399")
+	changed := write("stock.csv", n, func(i int) string {
+		if i == 1400 {
+			return "R1400,,9\n"
+		}
+		return ""
+	})
+	code, out, errs = cmd(changed)
+	require.Equal(t, 2, code, "%s%s", out, errs)
+	require.Contains(t, errs, `import "stock.csv" finished on`)
+	require.Contains(t, errs, "nothing was changed")
+	require.Equal(t, before, ledger(), "nothing applied")
+	require.Equal(t, r1001, total("R1000"), "row 1,001 applied once")
+	require.Equal(t, r1400, total("R1399"), "row 1,400 applied once")
+
+	// Under a name of its own it is a new import of every row.
+	code, out, errs = cmd(changed, "--id", "stock-corrected")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, `import "stock-corrected", run 1`)
+	require.Contains(t, out, "applied 2,000 rows")
+	require.Equal(t, r1001*2, total("R1000"))
 }

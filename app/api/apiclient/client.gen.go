@@ -296,6 +296,7 @@ const (
 	ProblemCodeUnavailable           ProblemCode = "unavailable"
 	ProblemCodeUnknownCampaign       ProblemCode = "unknown_campaign"
 	ProblemCodeUnknownSku            ProblemCode = "unknown_sku"
+	ProblemCodeUnsupportedMediaType  ProblemCode = "unsupported_media_type"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -348,6 +349,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnknownCampaign:
 		return true
 	case ProblemCodeUnknownSku:
+		return true
+	case ProblemCodeUnsupportedMediaType:
 		return true
 	default:
 		return false
@@ -777,6 +780,30 @@ func (e UnauthorizedReservationStatus) Valid() bool {
 	}
 }
 
+// Defines values for UnsupportedMediaTypeReservationStatus.
+const (
+	UnsupportedMediaTypeReservationStatusConfirmed UnsupportedMediaTypeReservationStatus = "confirmed"
+	UnsupportedMediaTypeReservationStatusExpired   UnsupportedMediaTypeReservationStatus = "expired"
+	UnsupportedMediaTypeReservationStatusHeld      UnsupportedMediaTypeReservationStatus = "held"
+	UnsupportedMediaTypeReservationStatusReleased  UnsupportedMediaTypeReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the UnsupportedMediaTypeReservationStatus enum.
+func (e UnsupportedMediaTypeReservationStatus) Valid() bool {
+	switch e {
+	case UnsupportedMediaTypeReservationStatusConfirmed:
+		return true
+	case UnsupportedMediaTypeReservationStatusExpired:
+		return true
+	case UnsupportedMediaTypeReservationStatusHeld:
+		return true
+	case UnsupportedMediaTypeReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobsDashboardGet401ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	JobsDashboardGet401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed JobsDashboardGet401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -1158,6 +1185,30 @@ func (e AckAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus) Vali
 	}
 }
 
+// Defines values for AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AckAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	AckAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AckAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -1344,6 +1395,30 @@ func (e CreateCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus
 	case CreateCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case CreateCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -1710,6 +1785,30 @@ func (e EndCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus) V
 	}
 }
 
+// Defines values for EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EndCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	EndCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed EndCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -2016,6 +2115,30 @@ func (e CreateReconciliation413ApplicationProblemPlusJSONResponseBodyReservation
 	case CreateReconciliation413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case CreateReconciliation413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -2598,6 +2721,30 @@ func (e CreateReservation413ApplicationProblemPlusJSONResponseBodyReservationSta
 	}
 }
 
+// Defines values for CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	CreateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -2934,6 +3081,30 @@ func (e ConfirmReservation413ApplicationProblemPlusJSONResponseBodyReservationSt
 	}
 }
 
+// Defines values for ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConfirmReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ConfirmReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ConfirmReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -3120,6 +3291,30 @@ func (e ExtendReservation413ApplicationProblemPlusJSONResponseBodyReservationSta
 	case ExtendReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case ExtendReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -3318,6 +3513,30 @@ func (e ReleaseReservation413ApplicationProblemPlusJSONResponseBodyReservationSt
 	}
 }
 
+// Defines values for ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReleaseReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ReleaseReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReleaseReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -3480,6 +3699,30 @@ func (e CreateRollback413ApplicationProblemPlusJSONResponseBodyReservationStatus
 	case CreateRollback413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case CreateRollback413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -3822,6 +4065,30 @@ func (e ResumeRollback413ApplicationProblemPlusJSONResponseBodyReservationStatus
 	}
 }
 
+// Defines values for ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResumeRollback422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ResumeRollback422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeRollback422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -4152,6 +4419,30 @@ func (e AdjustStock413ApplicationProblemPlusJSONResponseBodyReservationStatus) V
 	case AdjustStock413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case AdjustStock413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -4518,6 +4809,30 @@ func (e PauseStock413ApplicationProblemPlusJSONResponseBodyReservationStatus) Va
 	}
 }
 
+// Defines values for PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PauseStock422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	PauseStock422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseStock422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -4734,6 +5049,30 @@ func (e ResumeStock413ApplicationProblemPlusJSONResponseBodyReservationStatus) V
 	}
 }
 
+// Defines values for ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResumeStock422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ResumeStock422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeStock422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -4920,6 +5259,30 @@ func (e SetThreshold413ApplicationProblemPlusJSONResponseBodyReservationStatus) 
 	case SetThreshold413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case SetThreshold413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -5238,6 +5601,30 @@ func (e AdjustStockInBulk413ApplicationProblemPlusJSONResponseBodyReservationSta
 	}
 }
 
+// Defines values for AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AdjustStockInBulk422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	AdjustStockInBulk422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AdjustStockInBulk422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -5496,6 +5883,30 @@ func (e CreateWebhook413ApplicationProblemPlusJSONResponseBodyReservationStatus)
 	case CreateWebhook413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case CreateWebhook413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -5864,7 +6275,7 @@ func (e GetWebhook503ApplicationProblemPlusJSONResponseBodyReservationStatus) Va
 
 // AckRequest Examples: {"operator":"alice"}
 type AckRequest struct {
-	// Operator Who is on it; defaults to the API key's name. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Operator Who is on it; defaults to the API key's name. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator *string `json:"operator,omitempty"`
 }
 
@@ -5873,13 +6284,13 @@ type AdjustmentRequest struct {
 	// Delta Units to add (restock) or take (write-off); non-zero. A negative delta takes only from `available`.
 	Delta int64 `json:"delta"`
 
-	// Pool Pool to adjust; empty or absent means `main`. Otherwise 1-64 bytes, no slash, no control characters, no surrounding white space.
+	// Pool Pool to adjust; empty or absent means `main`. Otherwise 1-64 bytes of UTF-8 in NFC, no slash, no control or format characters, no surrounding white space.
 	Pool *string `json:"pool,omitempty"`
 
-	// Reason Why, for the ledger. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why, for the ledger. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason *string `json:"reason,omitempty"`
 
-	// Ref An outside reference (purchase order, count sheet), for the ledger. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Ref An outside reference (purchase order, count sheet), for the ledger. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Ref *string `json:"ref,omitempty"`
 }
 
@@ -5887,6 +6298,9 @@ type AdjustmentRequest struct {
 type Alert struct {
 	AckedAt *time.Time `json:"acked_at"`
 	AckedBy *string    `json:"acked_by"`
+
+	// AckedKey Beside `acked_by`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL.
+	AckedKey *string `json:"acked_key"`
 
 	// DeliveredAt Present once delivered to the webhook.
 	DeliveredAt *time.Time             `json:"delivered_at,omitempty"`
@@ -5930,7 +6344,7 @@ type Allotment struct {
 type AllotmentRequest struct {
 	Quantity int64 `json:"quantity"`
 
-	// Sku A SKU with stock in `main`. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Sku A SKU with stock in `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku string `json:"sku"`
 }
 
@@ -5939,13 +6353,13 @@ type BulkAdjustmentLine struct {
 	// Delta Units to add or take (non-zero). A negative delta takes only from `available`. Give `delta` or `set_total`, not both.
 	Delta *int64 `json:"delta,omitempty"`
 
-	// Pool The pool; empty or absent means `main`.
+	// Pool The pool; empty or absent means `main`. Otherwise a name, as `sku`.
 	Pool *string `json:"pool,omitempty"`
 
 	// SetTotal Set the pool's total to this (a stock count): the difference goes to or comes from `available`, never from units held or sold. A line whose total is already this changes nothing and writes no ledger row.
 	SetTotal *int64 `json:"set_total,omitempty"`
 
-	// Sku The SKU. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Sku The SKU. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku   string `json:"sku"`
 	union json.RawMessage
 }
@@ -5961,10 +6375,10 @@ type BulkAdjustmentRequest struct {
 	// Lines 1-1,000 lines, each (sku, pool) at most once. The 64 KiB body limit applies too: 1,000 lines fit with SKUs of up to about 30 bytes (leave `pool` out for `main`).
 	Lines []BulkAdjustmentLine `json:"lines"`
 
-	// Reason Why, for every line's ledger row. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why, for every line's ledger row. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason *string `json:"reason,omitempty"`
 
-	// Ref An outside reference (purchase order, count sheet), for every line's ledger row.
+	// Ref An outside reference (purchase order, count sheet), for every line's ledger row. At most 500 bytes of UTF-8 in NFC; no control or format (Cf) characters.
 	Ref *string `json:"ref,omitempty"`
 }
 
@@ -5982,7 +6396,10 @@ type Campaign struct {
 	EndReason  *string     `json:"end_reason"`
 	EndedAt    *time.Time  `json:"ended_at"`
 	EndedBy    *string     `json:"ended_by"`
-	EndsAt     time.Time   `json:"ends_at"`
+
+	// EndedKey Beside `ended_by`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null when the campaign ended on time.
+	EndedKey *string   `json:"ended_key"`
+	EndsAt   time.Time `json:"ends_at"`
 
 	// HoldTtlSeconds TTL of holds drawn from the campaign; it wins over the hold's own ttl_seconds.
 	HoldTtlSeconds int64  `json:"hold_ttl_seconds"`
@@ -6027,7 +6444,7 @@ type CampaignRequest struct {
 	EndsAt         time.Time `json:"ends_at"`
 	HoldTtlSeconds int64     `json:"hold_ttl_seconds"`
 
-	// Id The campaign id, which also names its stock pool; not `main`. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Id The campaign id, which also names its stock pool; not `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Id string `json:"id"`
 
 	// MaxPerOrder Flash-sale cap: at most this many units of one SKU in one hold, checked before the hold is tried (`422 limit_exceeded`). Absent or null: no cap.
@@ -6042,10 +6459,10 @@ type EmptyRequest = map[string]interface{}
 
 // EndCampaignRequest Examples: {"operator":"alice","reason":"sold out early"}
 type EndCampaignRequest struct {
-	// Operator Who ends it; defaults to the API key's name. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Operator Who ends it; defaults to the API key's name. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator *string `json:"operator,omitempty"`
 
-	// Reason Why; defaults to `campaign <id> ended`. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why; defaults to `campaign <id> ended`. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -6143,19 +6560,19 @@ type HealthStatus string
 type HoldItem struct {
 	Quantity int64 `json:"quantity"`
 
-	// Sku The SKU to hold. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Sku The SKU to hold. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku string `json:"sku"`
 }
 
 // HoldRequest Examples: {"items":[{"quantity":2,"sku":"A1"}],"order_ref":"o-1","ttl_seconds":900}
 type HoldRequest struct {
-	// Campaign Draw every line from this campaign's pool; absent or null for regular stock. An empty string is refused. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Campaign Draw every line from this campaign's pool; absent or null for regular stock. An empty string is refused. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Campaign *string `json:"campaign,omitempty"`
 
 	// Items All lines are held or none. Lines naming the same SKU are summed.
 	Items []HoldItem `json:"items"`
 
-	// OrderRef The shop's order reference. At most 255 bytes of UTF-8; no control characters other than tab and newline.
+	// OrderRef The shop's order reference. At most 255 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	OrderRef *string `json:"order_ref,omitempty"`
 
 	// TtlSeconds How long the hold lasts unpaid; absent or null means 900. A campaign's own TTL wins.
@@ -6182,7 +6599,10 @@ type Line struct {
 // Movement One ledger row: how one change moved the counters of one (sku, pool). delta_total = delta_available + delta_reserved + delta_sold.
 type Movement struct {
 	// Actor The API key owner, operator, or `system:<job>` that made the change.
-	Actor          string              `json:"actor"`
+	Actor string `json:"actor"`
+
+	// ActorKey For an adjustment (single, bulk or CSV import), a pause or a resume, beside `actor`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null for other movements.
+	ActorKey       *string             `json:"actor_key"`
 	At             time.Time           `json:"at"`
 	DeltaAvailable int64               `json:"delta_available"`
 	DeltaReserved  int64               `json:"delta_reserved"`
@@ -6283,7 +6703,10 @@ type Progress struct {
 	// MatchedUnits Units the scope matched (dry runs).
 	MatchedUnits *int64 `json:"matched_units,omitempty"`
 	Operator     string `json:"operator"`
-	Reason       string `json:"reason"`
+
+	// OperatorKey Beside `operator`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null for a plain SQL job and for a campaign's end on time.
+	OperatorKey *string `json:"operator_key"`
+	Reason      string  `json:"reason"`
 
 	// ReleasedCount Holds released so far.
 	ReleasedCount int32 `json:"released_count"`
@@ -6291,17 +6714,20 @@ type Progress struct {
 	// ReleasedUnits Units handed back so far.
 	ReleasedUnits int64 `json:"released_units"`
 
-	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` can only move the cut-off earlier.
+	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` or `cutoff` in the scope can only move the cut-off earlier.
 	RequestedAt time.Time  `json:"requested_at"`
 	ResumedAt   *time.Time `json:"resumed_at"`
 
 	// ResumedBy Who resumed it last: an operator, `system:reconcile` or `system:manual_rollback`.
 	ResumedBy *string `json:"resumed_by"`
 
+	// ResumedKey Beside `resumed_by`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null when reconciliation or a retried job resumed it.
+	ResumedKey *string `json:"resumed_key"`
+
 	// Resumes How many times its stranded chain of jobs was resumed (by reconciliation, an operator, or a job retried from the dashboard).
 	Resumes int32 `json:"resumes"`
 
-	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request). Whatever the scope, only holds created before the request (`requested_at`) are released.
+	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
 	Scope     RollbackScope  `json:"scope"`
 	Source    ProgressSource `json:"source"`
 	StartedAt *time.Time     `json:"started_at"`
@@ -6369,7 +6795,7 @@ type ReleaseRequest struct {
 	// Items Release only these units (a partial release): per SKU of the hold, how many to hand back (lines naming one SKU are summed). The hold stays `held` with the rest; items that cover everything release it whole. Absent or null: release the whole hold.
 	Items *[]HoldItem `json:"items,omitempty"`
 
-	// Reason Why; defaults to `cancelled`. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why; defaults to `cancelled`. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -6411,7 +6837,7 @@ type ReservationList struct {
 
 // ResumeRequest Examples: {"operator":"alice"}
 type ResumeRequest struct {
-	// Operator Who resumes it (recorded as `resumed_by`); defaults to the API key's name. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Operator Who resumes it (recorded as `resumed_by`); defaults to the API key's name. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator *string `json:"operator,omitempty"`
 }
 
@@ -6433,7 +6859,10 @@ type Rollback struct {
 	// MatchedUnits Units the scope matched (dry runs).
 	MatchedUnits *int64 `json:"matched_units,omitempty"`
 	Operator     string `json:"operator"`
-	Reason       string `json:"reason"`
+
+	// OperatorKey Beside `operator`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null for a plain SQL job and for a campaign's end on time.
+	OperatorKey *string `json:"operator_key"`
+	Reason      string  `json:"reason"`
 
 	// ReleasedCount Holds released so far.
 	ReleasedCount int32 `json:"released_count"`
@@ -6441,17 +6870,20 @@ type Rollback struct {
 	// ReleasedUnits Units handed back so far.
 	ReleasedUnits int64 `json:"released_units"`
 
-	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` can only move the cut-off earlier.
+	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` or `cutoff` in the scope can only move the cut-off earlier.
 	RequestedAt time.Time  `json:"requested_at"`
 	ResumedAt   *time.Time `json:"resumed_at"`
 
 	// ResumedBy Who resumed it last: an operator, `system:reconcile` or `system:manual_rollback`.
 	ResumedBy *string `json:"resumed_by"`
 
+	// ResumedKey Beside `resumed_by`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null when reconciliation or a retried job resumed it.
+	ResumedKey *string `json:"resumed_key"`
+
 	// Resumes How many times its stranded chain of jobs was resumed (by reconciliation, an operator, or a job retried from the dashboard).
 	Resumes int32 `json:"resumes"`
 
-	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request). Whatever the scope, only holds created before the request (`requested_at`) are released.
+	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
 	Scope     RollbackScope  `json:"scope"`
 	Source    RollbackSource `json:"source"`
 	StartedAt *time.Time     `json:"started_at"`
@@ -6473,12 +6905,15 @@ type RollbackCreated struct {
 	RollbackId int64 `json:"rollback_id"`
 }
 
-// RollbackRequest Who, why, and exactly one scope: `reservation_ids`, `campaign`, or `sku` (with optional `pool` and `held_before`). The same fields are the args of a `manual_rollback` River job inserted with SQL.
+// RollbackRequest Who, why, and exactly one scope: `reservation_ids`, `campaign`, or `sku` (with optional `pool` and `held_before`), and optionally a `cutoff` with any of them. The same fields are the args of a `manual_rollback` River job inserted with SQL.
 //
-// Examples: {"dry_run":true,"held_before":"2025-01-01T12:00:00Z","operator":"alice","pool":"main","reason":"payment provider outage","sku":"A1"}
+// Examples: {"dry_run":true,"held_before":"2025-01-01T12:00:00Z","operator":"alice","pool":"main","reason":"payment provider outage","sku":"A1"}, {"campaign":"bf","cutoff":"2025-01-01T12:00:00Z","operator":"alice","reason":"run dry run 7 for real"}
 type RollbackRequest struct {
-	// Campaign Roll back the unpaid holds of this campaign. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Campaign Roll back the unpaid holds of this campaign. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Campaign *string `json:"campaign,omitempty"`
+
+	// Cutoff With any scope (`reservation_ids`, `campaign` or `sku`): only holds created before this time; may not be later than the request (422). Give a dry run's `requested_at` to run it for real without touching holds made since.
+	Cutoff *time.Time `json:"cutoff,omitempty"`
 
 	// DryRun Count what the scope matches, release nothing.
 	DryRun *bool `json:"dry_run,omitempty"`
@@ -6486,17 +6921,17 @@ type RollbackRequest struct {
 	// HeldBefore With `sku`: only holds created before this time; defaults to the time of the request, and may not be later than it (422).
 	HeldBefore *time.Time `json:"held_before,omitempty"`
 
-	// Operator Who asks for the rollback; required. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Operator Who asks for the rollback; required. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator string `json:"operator"`
 
-	// Pool With `sku`: the pool; defaults to `main`. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Pool With `sku`: the pool; defaults to `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Pool *string `json:"pool,omitempty"`
 
-	// Reason Why these holds are rolled back; required. At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why these holds are rolled back; required. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason         string                `json:"reason"`
 	ReservationIds *[]openapi_types.UUID `json:"reservation_ids,omitempty"`
 
-	// Sku Roll back the holds of this SKU's pool. 1-64 bytes of UTF-8, no slash, no control characters, no leading or trailing white space.
+	// Sku Roll back the holds of this SKU's pool. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku   *string `json:"sku,omitempty"`
 	union json.RawMessage
 }
@@ -6528,9 +6963,12 @@ type RollbackResumed struct {
 // RollbackResumedStatus The request's status after the call.
 type RollbackResumedStatus string
 
-// RollbackScope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request). Whatever the scope, only holds created before the request (`requested_at`) are released.
+// RollbackScope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, or `sku` (with `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
 type RollbackScope struct {
-	Campaign       *string               `json:"campaign,omitempty"`
+	Campaign *string `json:"campaign,omitempty"`
+
+	// Cutoff Only holds created before this time, whatever the scope; the console's real run of a dry run carries the dry run's cut-off here.
+	Cutoff         *time.Time            `json:"cutoff,omitempty"`
 	HeldBefore     *time.Time            `json:"held_before,omitempty"`
 	Pool           *string               `json:"pool,omitempty"`
 	ReservationIds *[]openapi_types.UUID `json:"reservation_ids,omitempty"`
@@ -6596,7 +7034,7 @@ type SwitchRequest struct {
 	// Pool Pool to switch; empty or absent means `main`.
 	Pool *string `json:"pool,omitempty"`
 
-	// Reason Why; required (recorded in the ledger and, on pause, as `paused_reason`). At most 500 bytes of UTF-8; no control characters other than tab and newline.
+	// Reason Why; required (recorded in the ledger and, on pause, as `paused_reason`). At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason string `json:"reason"`
 }
 
@@ -6920,6 +7358,41 @@ type Unauthorized struct {
 // UnauthorizedReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
 type UnauthorizedReservationStatus string
 
+// UnsupportedMediaType defines model for UnsupportedMediaType.
+type UnsupportedMediaType struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *UnsupportedMediaTypeReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type                 string                 `json:"type"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// UnsupportedMediaTypeReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+type UnsupportedMediaTypeReservationStatus string
+
 // JobsDashboardGet401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for JobsDashboardGet.
 type JobsDashboardGet401ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -7169,6 +7642,9 @@ type AckAlert404ApplicationProblemPlusJSONResponseBody struct {
 // AckAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AckAlert.
 type AckAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AckAlert.
+type AckAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // AckAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AckAlert.
 type AckAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -7294,6 +7770,9 @@ type CreateCampaign409ApplicationProblemPlusJSONResponseBody struct {
 
 // CreateCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateCampaign.
 type CreateCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateCampaign.
+type CreateCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // CreateCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateCampaign.
 type CreateCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -7532,6 +8011,9 @@ type EndCampaign404ApplicationProblemPlusJSONResponseBody struct {
 // EndCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for EndCampaign.
 type EndCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for EndCampaign.
+type EndCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // EndCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for EndCampaign.
 type EndCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -7713,6 +8195,9 @@ type CreateReconciliation403ApplicationProblemPlusJSONResponseBodyReservationSta
 
 // CreateReconciliation413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateReconciliation.
 type CreateReconciliation413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateReconciliation.
+type CreateReconciliation415ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // CreateReconciliation422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateReconciliation.
 type CreateReconciliation422ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -8066,6 +8551,9 @@ type CreateReservation409ApplicationProblemPlusJSONResponseBody struct {
 // CreateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateReservation.
 type CreateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateReservation.
+type CreateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // CreateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateReservation.
 type CreateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -8332,6 +8820,9 @@ type ConfirmReservation409ApplicationProblemPlusJSONResponseBody struct {
 // ConfirmReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ConfirmReservation.
 type ConfirmReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ConfirmReservation.
+type ConfirmReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // ConfirmReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ConfirmReservation.
 type ConfirmReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -8483,6 +8974,9 @@ type ExtendReservation409ApplicationProblemPlusJSONResponseBody struct {
 
 // ExtendReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ExtendReservation.
 type ExtendReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ExtendReservation.
+type ExtendReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // ExtendReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ExtendReservation.
 type ExtendReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -8642,6 +9136,9 @@ type ReleaseReservation409ApplicationProblemPlusJSONResponseBody struct {
 // ReleaseReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReleaseReservation.
 type ReleaseReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReleaseReservation.
+type ReleaseReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // ReleaseReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReleaseReservation.
 type ReleaseReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -8732,6 +9229,9 @@ type CreateRollback403ApplicationProblemPlusJSONResponseBodyReservationStatus st
 
 // CreateRollback413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateRollback.
 type CreateRollback413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateRollback.
+type CreateRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // CreateRollback422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateRollback.
 type CreateRollback422ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -8934,6 +9434,9 @@ type ResumeRollback404ApplicationProblemPlusJSONResponseBody struct {
 
 // ResumeRollback413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeRollback.
 type ResumeRollback413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeRollback.
+type ResumeRollback415ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // ResumeRollback422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeRollback.
 type ResumeRollback422ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -9207,6 +9710,9 @@ type AdjustStock409ApplicationProblemPlusJSONResponseBody struct {
 // AdjustStock413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AdjustStock.
 type AdjustStock413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AdjustStock.
+type AdjustStock415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // AdjustStock422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AdjustStock.
 type AdjustStock422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -9453,6 +9959,9 @@ type PauseStock404ApplicationProblemPlusJSONResponseBody struct {
 // PauseStock413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseStock.
 type PauseStock413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseStock.
+type PauseStock415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // PauseStock422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseStock.
 type PauseStock422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -9608,6 +10117,9 @@ type ResumeStock409ApplicationProblemPlusJSONResponseBody struct {
 // ResumeStock413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeStock.
 type ResumeStock413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeStock.
+type ResumeStock415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // ResumeStock422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeStock.
 type ResumeStock422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -9727,6 +10239,9 @@ type SetThreshold404ApplicationProblemPlusJSONResponseBody struct {
 
 // SetThreshold413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetThreshold.
 type SetThreshold413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetThreshold.
+type SetThreshold415ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // SetThreshold422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetThreshold.
 type SetThreshold422ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -9907,6 +10422,9 @@ type AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody struct {
 // AdjustStockInBulk413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AdjustStockInBulk.
 type AdjustStockInBulk413ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AdjustStockInBulk.
+type AdjustStockInBulk415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // AdjustStockInBulk422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AdjustStockInBulk.
 type AdjustStockInBulk422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -10009,6 +10527,9 @@ type CreateWebhook403ApplicationProblemPlusJSONResponseBodyReservationStatus str
 
 // CreateWebhook413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateWebhook.
 type CreateWebhook413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateWebhook.
+type CreateWebhook415ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // CreateWebhook422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateWebhook.
 type CreateWebhook422ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -11456,6 +11977,184 @@ func (a *Unauthorized) UnmarshalJSON(b []byte) error {
 
 // Override default JSON handling for Unauthorized to handle AdditionalProperties
 func (a Unauthorized) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for UnsupportedMediaType. Returns the specified
+// element and whether it was found
+func (a UnsupportedMediaType) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for UnsupportedMediaType
+func (a *UnsupportedMediaType) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for UnsupportedMediaType to handle AdditionalProperties
+func (a *UnsupportedMediaType) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for UnsupportedMediaType to handle AdditionalProperties
+func (a UnsupportedMediaType) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -25996,6 +26695,13 @@ func (t RollbackRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Cutoff != nil {
+		object["cutoff"], err = json.Marshal(t.Cutoff)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'cutoff': %w", err)
+		}
+	}
+
 	if t.DryRun != nil {
 		object["dry_run"], err = json.Marshal(t.DryRun)
 		if err != nil {
@@ -26059,6 +26765,13 @@ func (t *RollbackRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Campaign)
 		if err != nil {
 			return fmt.Errorf("error reading 'campaign': %w", err)
+		}
+	}
+
+	if raw, found := object["cutoff"]; found {
+		err = json.Unmarshal(raw, &t.Cutoff)
+		if err != nil {
+			return fmt.Errorf("error reading 'cutoff': %w", err)
 		}
 	}
 
@@ -30348,6 +31061,8 @@ type AckAlertResponse struct {
 	ApplicationproblemJSON404 *AckAlert404ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *AckAlert422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -30390,6 +31105,11 @@ func (r AckAlertResponse) GetApplicationproblemJSON404() *AckAlert404Application
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r AckAlertResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AckAlertResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -30471,6 +31191,8 @@ type CreateCampaignResponse struct {
 	ApplicationproblemJSON409 *CreateCampaign409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *CreateCampaign422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -30515,6 +31237,11 @@ func (r CreateCampaignResponse) GetApplicationproblemJSON409() *CreateCampaign40
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateCampaignResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateCampaignResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -30702,6 +31429,8 @@ type EndCampaignResponse struct {
 	ApplicationproblemJSON404 *EndCampaign404ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *EndCampaign422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -30744,6 +31473,11 @@ func (r EndCampaignResponse) GetApplicationproblemJSON404() *EndCampaign404Appli
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r EndCampaignResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r EndCampaignResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -30927,6 +31661,8 @@ type CreateReconciliationResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *CreateReconciliation422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -30966,6 +31702,11 @@ func (r CreateReconciliationResponse) GetApplicationproblemJSON403() *Forbidden 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateReconciliationResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateReconciliationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -31344,6 +32085,8 @@ type CreateReservationResponse struct {
 	ApplicationproblemJSON409 *CreateReservation409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *CreateReservation422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -31383,6 +32126,11 @@ func (r CreateReservationResponse) GetApplicationproblemJSON409() *CreateReserva
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateReservationResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateReservationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -31563,6 +32311,8 @@ type ConfirmReservationResponse struct {
 	ApplicationproblemJSON409 *ConfirmReservation409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ConfirmReservation422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -31605,6 +32355,11 @@ func (r ConfirmReservationResponse) GetApplicationproblemJSON409() *ConfirmReser
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r ConfirmReservationResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ConfirmReservationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -31681,6 +32436,8 @@ type ExtendReservationResponse struct {
 	ApplicationproblemJSON409 *ExtendReservation409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ExtendReservation422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -31723,6 +32480,11 @@ func (r ExtendReservationResponse) GetApplicationproblemJSON409() *ExtendReserva
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r ExtendReservationResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ExtendReservationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -31804,6 +32566,8 @@ type ReleaseReservationResponse struct {
 	ApplicationproblemJSON409 *ReleaseReservation409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ReleaseReservation422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -31848,6 +32612,11 @@ func (r ReleaseReservationResponse) GetApplicationproblemJSON409() *ReleaseReser
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r ReleaseReservationResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReleaseReservationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -31927,6 +32696,8 @@ type CreateRollbackResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *CreateRollback422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -31966,6 +32737,11 @@ func (r CreateRollbackResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateRollbackResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateRollbackResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -32141,6 +32917,8 @@ type ResumeRollbackResponse struct {
 	ApplicationproblemJSON404 *ResumeRollback404ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ResumeRollback422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -32179,6 +32957,11 @@ func (r ResumeRollbackResponse) GetApplicationproblemJSON404() *ResumeRollback40
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r ResumeRollbackResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResumeRollbackResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -32361,6 +33144,8 @@ type AdjustStockResponse struct {
 	ApplicationproblemJSON409 *AdjustStock409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *AdjustStock422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -32410,6 +33195,11 @@ func (r AdjustStockResponse) GetApplicationproblemJSON409() *AdjustStock409Appli
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r AdjustStockResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AdjustStockResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -32597,6 +33387,8 @@ type PauseStockResponse struct {
 	ApplicationproblemJSON404 *PauseStock404ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *PauseStock422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -32639,6 +33431,11 @@ func (r PauseStockResponse) GetApplicationproblemJSON404() *PauseStock404Applica
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r PauseStockResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PauseStockResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -32717,6 +33514,8 @@ type ResumeStockResponse struct {
 	ApplicationproblemJSON409 *ResumeStock409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ResumeStock422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -32764,6 +33563,11 @@ func (r ResumeStockResponse) GetApplicationproblemJSON409() *ResumeStock409Appli
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r ResumeStockResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResumeStockResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -32840,6 +33644,8 @@ type SetThresholdResponse struct {
 	ApplicationproblemJSON404 *SetThreshold404ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *SetThreshold422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -32882,6 +33688,11 @@ func (r SetThresholdResponse) GetApplicationproblemJSON404() *SetThreshold404App
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r SetThresholdResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetThresholdResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -33060,6 +33871,8 @@ type AdjustStockInBulkResponse struct {
 	ApplicationproblemJSON409 *AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -33104,6 +33917,11 @@ func (r AdjustStockInBulkResponse) GetApplicationproblemJSON409() *AdjustStockIn
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r AdjustStockInBulkResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AdjustStockInBulkResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -33273,6 +34091,8 @@ type CreateWebhookResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *CreateWebhook422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -33312,6 +34132,11 @@ func (r CreateWebhookResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateWebhookResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateWebhookResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -34774,6 +35599,13 @@ func ParseAckAlertResponse(rsp *http.Response) (*AckAlertResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest AckAlert422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34888,6 +35720,13 @@ func ParseCreateCampaignResponse(rsp *http.Response) (*CreateCampaignResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest CreateCampaign422ApplicationProblemPlusJSONResponseBody
@@ -35122,6 +35961,13 @@ func ParseEndCampaignResponse(rsp *http.Response) (*EndCampaignResponse, error) 
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest EndCampaign422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -35330,6 +36176,13 @@ func ParseCreateReconciliationResponse(rsp *http.Response) (*CreateReconciliatio
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest CreateReconciliation422ApplicationProblemPlusJSONResponseBody
@@ -35738,6 +36591,13 @@ func ParseCreateReservationResponse(rsp *http.Response) (*CreateReservationRespo
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest CreateReservation422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -35971,6 +36831,13 @@ func ParseConfirmReservationResponse(rsp *http.Response) (*ConfirmReservationRes
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ConfirmReservation422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36086,6 +36953,13 @@ func ParseExtendReservationResponse(rsp *http.Response) (*ExtendReservationRespo
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ExtendReservation422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36200,6 +37074,13 @@ func ParseReleaseReservationResponse(rsp *http.Response) (*ReleaseReservationRes
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ReleaseReservation422ApplicationProblemPlusJSONResponseBody
@@ -36318,6 +37199,13 @@ func ParseCreateRollbackResponse(rsp *http.Response) (*CreateRollbackResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest CreateRollback422ApplicationProblemPlusJSONResponseBody
@@ -36545,6 +37433,13 @@ func ParseResumeRollbackResponse(rsp *http.Response) (*ResumeRollbackResponse, e
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ResumeRollback422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36750,6 +37645,13 @@ func ParseAdjustStockResponse(rsp *http.Response) (*AdjustStockResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest AdjustStock422ApplicationProblemPlusJSONResponseBody
@@ -36984,6 +37886,13 @@ func ParsePauseStockResponse(rsp *http.Response) (*PauseStockResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest PauseStock422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37106,6 +38015,13 @@ func ParseResumeStockResponse(rsp *http.Response) (*ResumeStockResponse, error) 
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ResumeStock422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37220,6 +38136,13 @@ func ParseSetThresholdResponse(rsp *http.Response) (*SetThresholdResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest SetThreshold422ApplicationProblemPlusJSONResponseBody
@@ -37430,6 +38353,13 @@ func ParseAdjustStockInBulkResponse(rsp *http.Response) (*AdjustStockInBulkRespo
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37634,6 +38564,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest CreateWebhook422ApplicationProblemPlusJSONResponseBody

@@ -167,11 +167,6 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 		}
 		return v.checkProblem(header, body)
 	}
-	if rb := route.Operation.RequestBody; rb != nil && rb.Value != nil && rb.Value.Content["*/*"] != nil && !isJSON(r.Header.Get("Content-Type")) {
-		// The document's */* says the server reads the body as JSON
-		// whatever its type: validate it that way.
-		r.Header.Set("Content-Type", "application/json")
-	}
 	opts := &openapi3filter.Options{
 		SkipSettingDefaults:   true,
 		IncludeResponseStatus: true,
@@ -208,12 +203,6 @@ func (v *Validator) CheckRaw(request []byte, status int, header http.Header, bod
 		return fmt.Errorf("read the request's body: %w", err)
 	}
 	return v.Check(req, reqBody, status, header, body)
-}
-
-func isJSON(contentType string) bool {
-	mt, _, _ := strings.Cut(contentType, ";")
-	mt = strings.ToLower(strings.TrimSpace(mt))
-	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
 // checkProblem checks an answer is a problem+json the Problem schema takes.

@@ -34,7 +34,7 @@ func TestCheck(t *testing.T) {
 		{"code outside the enum", "GET", "/v1/skus/A1", "t", "", 404, "application/problem+json", problem(404, "nope"), "does not match"},
 		{"refused bad input", "POST", "/v1/alerts/1/ack", "t", `{"operator":""}`, 422, "application/problem+json", problem(422, "invalid_request"), ""},
 		{"accepted bad input", "POST", "/v1/alerts/1/ack", "t", `{"operator":""}`, 200, "application/json",
-			`{"id":1,"level":"info","kind":"k","subject":"s","sku":null,"pool":null,"details":{},"suggested_action":"a","status":"acked","first_seen_at":"2026-01-01T00:00:00Z","last_seen_at":"2026-01-01T00:00:00Z","occurrences":1,"acked_by":"","acked_at":"2026-01-01T00:00:00Z","resolved_at":null}`,
+			`{"id":1,"level":"info","kind":"k","subject":"s","sku":null,"pool":null,"details":{},"suggested_action":"a","status":"acked","first_seen_at":"2026-01-01T00:00:00Z","last_seen_at":"2026-01-01T00:00:00Z","occurrences":1,"acked_by":"","acked_key":null,"acked_at":"2026-01-01T00:00:00Z","resolved_at":null}`,
 			"accepted a request its document forbids"},
 		{"accepted without a token", "GET", "/v1/skus/A1", "", "", 200, "application/json", stock, "accepted a request its document forbids"},
 		{"refused without a token", "GET", "/v1/skus/A1", "", "", 401, "application/problem+json", problem(401, "unauthorized"), ""},
@@ -60,4 +60,15 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+
+	// A body the document takes only as application/json: sent as a form
+	// (curl -d), it must be refused (415), not served.
+	body := `{"operator":"alice"}`
+	req := httptest.NewRequest("POST", "/v1/alerts/1/ack", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer t")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	require.ErrorContains(t, v.Check(req, []byte(body), 200, http.Header{"Content-Type": {"application/json"}},
+		[]byte(strings.Replace(cases[6].answer, `"acked_by":""`, `"acked_by":"alice"`, 1))), "accepted a request its document forbids")
+	require.NoError(t, v.Check(req, []byte(body), 415, http.Header{"Content-Type": {"application/problem+json"}},
+		[]byte(problem(415, "unsupported_media_type"))))
 }
