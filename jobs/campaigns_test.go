@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/jobs"
@@ -109,7 +110,7 @@ func TestCampaignEndRacingConfirms(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{rollbackPause: 20 * time.Millisecond})
 	ctx := context.Background()
-	b.stockIn(t, "FLASH", 1500)
+	dbtest.StockIn(t, b.pool, "FLASH", 1500)
 	createCampaign(t, b, "bf", campaigns.Allotment{SKU: "FLASH", Quantity: 1200})
 	ids := b.campaignHolds(t, "bf", 1000)
 
@@ -208,7 +209,7 @@ func TestCampaignEndResumesAfterCrash(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{rollbackPause: 150 * time.Millisecond})
 	ctx := context.Background()
-	b.stockIn(t, "FLASH", 1000)
+	dbtest.StockIn(t, b.pool, "FLASH", 1000)
 	createCampaign(t, b, "crash", campaigns.Allotment{SKU: "FLASH", Quantity: 1000})
 	ids := b.campaignHolds(t, "crash", 1000)
 
@@ -257,7 +258,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "FLASH", 10)
+	dbtest.StockIn(t, b.pool, "FLASH", 10)
 	hold := func(campaign string) error {
 		_, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: uuid.NewString(), Campaign: campaign, Items: []inventory.Item{{SKU: "FLASH", Quantity: 1}}})
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -120,9 +121,9 @@ func TestRollbackNeverTouchesLaterHolds(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{stopped: true, rollbackPause: 10 * time.Millisecond})
 	ctx := context.Background()
-	b.stockIn(t, "C1", 100)
-	b.stockIn(t, "S1", 100)
-	b.stockIn(t, "Q1", 100)
+	dbtest.StockIn(t, b.pool, "C1", 100)
+	dbtest.StockIn(t, b.pool, "S1", 100)
+	dbtest.StockIn(t, b.pool, "Q1", 100)
 	b.openCampaign(t, "bf", "C1", 50)
 	early := map[string][]uuid.UUID{
 		"bf": b.holds(t, "bf-early", "C1", "bf", 5),
@@ -174,7 +175,7 @@ func TestRollbackBatchIsItsOwnDueJob(t *testing.T) {
 	const pause = 2 * time.Second
 	b := setup(t, &setupOpts{rollbackPause: pause})
 	ctx := context.Background()
-	b.stockIn(t, "A1", 200)
+	dbtest.StockIn(t, b.pool, "A1", 200)
 	ids := b.holds(t, "a", "A1", "", 150)
 	created := b.createRollback(t, rollbacks.Request{Operator: "alice", Reason: "r", Source: rollbacks.SourceCLI, Scope: rollbacks.Scope{ReservationIDs: ids}})
 
@@ -229,7 +230,7 @@ func TestCancelledChainIsResumedByReconciliation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{rollbackPause: 100 * time.Millisecond, reconcile: true, reconcileInterval: time.Hour})
 	ctx := context.Background()
-	b.stockIn(t, "A1", 400)
+	dbtest.StockIn(t, b.pool, "A1", 400)
 	ids := b.holds(t, "a", "A1", "", 350)
 	created := b.createRollback(t, rollbacks.Request{Operator: "alice", Reason: "r", Source: rollbacks.SourceHTTP, Scope: rollbacks.Scope{SKU: "A1"}})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -293,7 +294,7 @@ func TestStrandedCampaignEndIsResumed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{stopped: true, rollbackPause: 10 * time.Millisecond})
 	ctx := context.Background()
-	b.stockIn(t, "FLASH", 500)
+	dbtest.StockIn(t, b.pool, "FLASH", 500)
 	b.openCampaign(t, "bf", "FLASH", 300)
 	ids := b.holds(t, "bf", "FLASH", "bf", 150)
 	b.openCampaign(t, "quiet", "FLASH", 100)
@@ -336,7 +337,7 @@ func TestStrandedCampaignStepsAreResumed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{stopped: true})
 	ctx := context.Background()
-	b.stockIn(t, "FLASH", 100)
+	dbtest.StockIn(t, b.pool, "FLASH", 100)
 	b.openCampaign(t, "open", "FLASH", 10)
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Create{
@@ -379,7 +380,7 @@ func TestDashboardRetryResumesRequest(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{rollbackPause: 10 * time.Millisecond})
 	ctx := context.Background()
-	b.stockIn(t, "A1", 300)
+	dbtest.StockIn(t, b.pool, "A1", 300)
 	for _, state := range []string{"discarded", "cancelled"} {
 		ids := b.holds(t, state, "A1", "", 120)
 		var created rollbacks.Created
@@ -422,7 +423,7 @@ func TestRescueSparesLongJobs(t *testing.T) {
 	workers := func(w *river.Workers) { river.AddWorker(w, &hangWorker{release: stuck}) }
 	b := setup(t, &setupOpts{stopped: true, reconcile: true, reconcileInterval: time.Hour, workers: workers})
 	ctx := context.Background()
-	b.stockIn(t, "A1", 1)
+	dbtest.StockIn(t, b.pool, "A1", 1)
 
 	worker := b.newClient(t, workers, jobsConfig{notLeader: true, rescueAfter: time.Second})
 	startClient(t, worker)

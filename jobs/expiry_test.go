@@ -35,10 +35,10 @@ func TestExpiryBurst(t *testing.T) {
 	b := setup(t, &setupOpts{sweepInterval: time.Hour, sweepGrace: time.Hour, expirySpan: time.Second})
 	const skus, perSKU, stuck = 10, 300, 200
 	for i := range skus {
-		b.stockIn(t, fmt.Sprint("BURST", i), perSKU)
+		dbtest.StockIn(t, b.pool, fmt.Sprint("BURST", i), perSKU)
 	}
-	b.stockIn(t, "STUCK", stuck)
-	b.stockIn(t, "CAMP", 10)
+	dbtest.StockIn(t, b.pool, "STUCK", stuck)
+	dbtest.StockIn(t, b.pool, "CAMP", 10)
 
 	hold := func(key, sku string, ttl int64) (uuid.UUID, error) {
 		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{

@@ -136,12 +136,6 @@ func (b *bundle) start(t *testing.T) {
 	startClient(t, b.client)
 }
 
-func (b *bundle) stockIn(t *testing.T, sku string, n int64) {
-	t.Helper()
-	_, err := b.inv.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Actor: "test"})
-	require.NoError(t, err)
-}
-
 func (b *bundle) status(t *testing.T, id uuid.UUID) string {
 	t.Helper()
 	r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
@@ -188,7 +182,7 @@ func (b *bundle) releases(t *testing.T, id uuid.UUID) int {
 func TestHoldExpiresOnTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{sweepInterval: time.Hour, sweepGrace: time.Hour})
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	r, _, err := b.inv.Hold(context.Background(), inventory.HoldRequest{
 		Client: "shop", IdempotencyKey: "k", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 3}},
 	})
@@ -220,7 +214,7 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 	t.Run("without the expiry loop", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, &setupOpts{sweepInterval: 500 * time.Millisecond, sweepGrace: time.Millisecond, expirySpan: -1})
-		b.stockIn(t, "A1", 10)
+		dbtest.StockIn(t, b.pool, "A1", 10)
 		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{
 			Client: "shop", IdempotencyKey: "lost", TTLSeconds: 600, Items: []inventory.Item{{SKU: "A1", Quantity: 2}},
 		})
@@ -237,7 +231,7 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 		// Loop and sweeper both have their chance at every hold: one
 		// release each.
 		b := setup(t, &setupOpts{sweepInterval: 200 * time.Millisecond, sweepGrace: time.Millisecond})
-		b.stockIn(t, "A1", 100)
+		dbtest.StockIn(t, b.pool, "A1", 100)
 		var ids []uuid.UUID
 		for i := range 50 {
 			r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -31,7 +32,7 @@ func TestManualRollbackBySQL(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	var ids []uuid.UUID
 	for i := range 3 {
 		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint("k", i), Items: []inventory.Item{{SKU: "A1", Quantity: 2}}})
@@ -71,7 +72,7 @@ func TestManualRollbackWithoutOperatorIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "k", Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
 	require.NoError(t, err)
 
@@ -104,8 +105,8 @@ func TestManualRollbackDryRunAndSKUScope(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{rollbackPause: 10 * time.Millisecond})
 	ctx := context.Background()
-	b.stockIn(t, "A1", 1000)
-	b.stockIn(t, "B1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 1000)
+	dbtest.StockIn(t, b.pool, "B1", 10)
 	for i := range 250 {
 		_, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint("a", i), Items: []inventory.Item{{SKU: "A1", Quantity: 2}}})
 		require.NoError(t, err)

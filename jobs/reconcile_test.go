@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -23,7 +24,7 @@ func TestReconcileJobRetriesDiscardedRollback(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{reconcile: true, reconcileInterval: time.Hour, sweepInterval: time.Hour, sweepGrace: time.Hour})
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	var ids []uuid.UUID
 	for i := range 3 {
 		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint("k", i), Items: []inventory.Item{{SKU: "A1", Quantity: 2}}})
@@ -77,7 +78,7 @@ func TestReconcileJobRetriesDiscardedRollback(t *testing.T) {
 func TestReconcileRunsPeriodically(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{reconcile: true, reconcileInterval: 300 * time.Millisecond})
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	ctx := context.Background()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		r, err := b.reconcile.Latest(ctx)

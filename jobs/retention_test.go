@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
@@ -20,7 +21,7 @@ func TestRetentionJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{retention: 24 * time.Hour, retentionInterval: 100 * time.Millisecond, reconcile: true, reconcileInterval: time.Hour})
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	var ids []string
 	for _, end := range []string{inventory.StatusConfirmed, inventory.StatusReleased, inventory.StatusExpired} {
 		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: end, Items: []inventory.Item{{SKU: "A1", Quantity: 2}}})

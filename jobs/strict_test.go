@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -64,7 +65,7 @@ func TestMisspeltManualRollbackIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "R1", 10)
+	dbtest.StockIn(t, b.pool, "R1", 10)
 	r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "k", Items: []inventory.Item{{SKU: "R1", Quantity: 2}}})
 	require.NoError(t, err)
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
@@ -98,7 +99,7 @@ func TestMalformedJobsOfEveryKindAreRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{reconcile: true, reconcileInterval: time.Hour, retention: time.Hour, retentionInterval: time.Hour})
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "k", TTLSeconds: 1, Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
 	require.NoError(t, err)
 

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -186,8 +187,8 @@ func ids(evs []events.Event) []string {
 func TestWebhookDeliversSignedEventsInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{allowPrivate: true})
-	b.stockIn(t, "A1", 10)
-	b.stockIn(t, "B2", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B2", 10)
 	all, some := newReceiver(t, nil), newReceiver(t, nil)
 	wAll := b.register(t, all, "*")
 	wSome := b.register(t, some, events.HoldConfirmed, events.StockLow)
@@ -234,8 +235,8 @@ func TestWebhookDeliversSignedEventsInOrder(t *testing.T) {
 func TestWebhookRetriesAFailedBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &setupOpts{allowPrivate: true})
-	b.stockIn(t, "A1", 10)
-	b.stockIn(t, "B2", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B2", 10)
 	r := newReceiver(t, func(n int) int {
 		if n <= 2 {
 			return http.StatusInternalServerError
@@ -277,8 +278,8 @@ func TestWebhookThatAlwaysFailsRaisesTheAlert(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, &setupOpts{allowPrivate: true})
-	b.stockIn(t, "A1", 10)
-	b.stockIn(t, "B2", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B2", 10)
 	var down atomic.Bool
 	down.Store(true)
 	r := newReceiver(t, func(int) int {

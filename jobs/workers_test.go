@@ -94,12 +94,6 @@ func requireRetried(t *testing.T, res *rivertest.WorkResult) {
 	require.Contains(t, []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateRetryable}, res.Job.State)
 }
 
-func (b *workerBundle) stockIn(t *testing.T, sku string, n int64) {
-	t.Helper()
-	_, err := b.inv.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Actor: "test"})
-	require.NoError(t, err)
-}
-
 func (b *workerBundle) hold(t *testing.T, sku string, n int64, ttl int64) inventory.Reservation {
 	t.Helper()
 	r, _, err := b.inv.Hold(context.Background(), inventory.HoldRequest{
@@ -116,7 +110,7 @@ func TestExpireHoldsWorkerRecordsItsRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := workerSetup(t)
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	var due []uuid.UUID
 	for range 3 {
 		due = append(due, b.hold(t, "A1", 1, 600).ID)
@@ -148,7 +142,7 @@ func TestRollbackBatchWorkerGivesUpOnItsLastAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := workerSetup(t)
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	b.hold(t, "A1", 1, 600)
 	var created rollbacks.Created
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
@@ -193,7 +187,7 @@ func TestReconcileWorkerCancelsWhatNoRetryMends(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := workerSetup(t)
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	w := testWorker(t, &reconcileWorker{svc: b.reconcile})
 	tx := b.tx(t)
 
@@ -218,7 +212,7 @@ func TestCampaignWorkers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := workerSetup(t)
-	b.stockIn(t, "A1", 3)
+	dbtest.StockIn(t, b.pool, "A1", 3)
 	create := func(id string) {
 		t.Helper()
 		_, _, err := b.campaigns.CreateOnce(ctx, idempotency.NewKey("alice", id), campaigns.Create{
@@ -325,7 +319,7 @@ func TestWebhookDeliverWorkerSnoozesOnAFailingReceiver(t *testing.T) {
 		hook, err = svc.CreateTx(ctx, tx, webhooks.Register{URL: receiver.URL, Events: []string{"*"}, Actor: "alice"})
 		return err
 	}))
-	b.stockIn(t, "A1", 5)
+	dbtest.StockIn(t, b.pool, "A1", 5)
 	eventstest.WaitServed(t, b.pool)
 	w := testWorker(t, &webhookDeliverWorker{svc: svc})
 	tx := b.tx(t)

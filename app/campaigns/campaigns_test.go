@@ -46,12 +46,6 @@ func setup(t *testing.T) (*campaigns.Service, *bundle) {
 	return svc, &bundle{pool: pool, inv: inv, rollbacks: rb}
 }
 
-func (b *bundle) stockIn(t *testing.T, sku string, n int64) {
-	t.Helper()
-	_, err := b.inv.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Reason: "test stock", Actor: "test"})
-	require.NoError(t, err)
-}
-
 func (b *bundle) stock(t *testing.T, sku, pool string) inventory.Pool {
 	t.Helper()
 	st, err := b.inv.GetStock(context.Background(), sku)
@@ -205,8 +199,8 @@ func TestStartIsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 10)
-	b.stockIn(t, "B2", 3)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B2", 3)
 	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5}, campaigns.Allotment{SKU: "B2", Quantity: 4}))
 	_, err := b.hold("bf", "A1", 1)
 	requireCode(t, err, domain.CodeCampaignNotActive)
@@ -224,7 +218,7 @@ func TestStartIsAllOrNothing(t *testing.T) {
 	_, err = b.hold("bf", "A1", 1)
 	requireCode(t, err, domain.CodeCampaignNotActive)
 
-	b.stockIn(t, "B2", 1)
+	dbtest.StockIn(t, b.pool, "B2", 1)
 	require.NoError(t, svc.Start(ctx, "bf"))
 	require.NoError(t, svc.Start(ctx, "bf"), "a second start (a retried job) is a no-op")
 	c, err = svc.Get(ctx, "bf")
@@ -250,7 +244,7 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 200)
+	dbtest.StockIn(t, b.pool, "A1", 200)
 	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 150}))
 	require.NoError(t, svc.Start(ctx, "bf"))
 	var held []uuid.UUID
@@ -335,7 +329,7 @@ func TestEndBeforeStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	c := spec("later", campaigns.Allotment{SKU: "A1", Quantity: 5})
 	c.StartsAt, c.EndsAt = time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)
 	create(t, svc, c)
@@ -365,7 +359,7 @@ func TestResumeGivesEachStepAJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	c := spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5})
 	c.StartsAt = time.Now().Add(time.Hour)
 	c.EndsAt = c.StartsAt.Add(time.Hour)
@@ -428,7 +422,7 @@ func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5}))
 	require.NoError(t, svc.Start(ctx, "bf"))
 	_, err := b.hold("bf", "A1", 2)
@@ -464,7 +458,7 @@ func TestAManualRollbackOfAnEndedCampaignDoesNotFinishIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 5}))
 	require.NoError(t, svc.Start(ctx, "bf"))
 	_, err := b.hold("bf", "A1", 1)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/internal/debian"
 )
@@ -89,8 +90,8 @@ func TestBrowserOperatorFlow(t *testing.T) {
 	ctx := tab(t)
 	e := setup(t)
 	bg := context.Background()
-	e.stockIn("BLUE-MUG", 120)
-	e.stockIn("RED-MUG", 40)
+	dbtest.StockIn(e.t, e.pool, "BLUE-MUG", 120)
+	dbtest.StockIn(e.t, e.pool, "RED-MUG", 40)
 	hold := e.hold("k1", "order-7", "BLUE-MUG", 2)
 	e.hold("k2", "order-8", "BLUE-MUG", 1)
 	red1 := e.hold("k3", "order-9", "RED-MUG", 1)

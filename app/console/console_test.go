@@ -67,12 +67,6 @@ func setup(t *testing.T) *env {
 	return &env{t: t, base: "http://" + ln.Addr().String(), pool: pool, app: a, ops: ops, shop: shop}
 }
 
-func (e *env) stockIn(sku string, n int64) {
-	e.t.Helper()
-	_, err := e.app.Inventory.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Actor: "test", Reason: "restock"})
-	require.NoError(e.t, err)
-}
-
 func (e *env) hold(key, orderRef, sku string, q int64) uuid.UUID {
 	e.t.Helper()
 	r, _, err := e.app.Inventory.Hold(context.Background(), inventory.HoldRequest{
@@ -264,7 +258,7 @@ func (r *recorder) WriteHeader(s int)           { r.status = s }
 func TestCrossSiteFormPostsAreRefused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.stockIn("A1", 10)
+	dbtest.StockIn(e.t, e.pool, "A1", 10)
 	b := newBrowser(t, e.base)
 	b.signIn(e.ops)
 	token := b.csrf("/ops/skus/A1")
@@ -324,8 +318,8 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	e.stockIn("A1", 50)
-	e.stockIn("B_2%", 5) // LIKE's wildcards are matched literally
+	dbtest.StockIn(e.t, e.pool, "A1", 50)
+	dbtest.StockIn(e.t, e.pool, "B_2%", 5) // LIKE's wildcards are matched literally
 	held := e.hold("k1", "order-1", "A1", 2)
 	other := e.hold("k2", "order-2", "A1", 1)
 
@@ -419,7 +413,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 func TestBadQueryParametersAreRefused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.stockIn("A1", 10)
+	dbtest.StockIn(e.t, e.pool, "A1", 10)
 	b := newBrowser(t, e.base)
 	b.signIn(e.ops)
 	for _, path := range []string{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/retention"
 )
@@ -18,7 +19,7 @@ import (
 func TestDeletedHoldKeepsItsHistory(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.stockIn("A1", 10)
+	dbtest.StockIn(e.t, e.pool, "A1", 10)
 	id := e.hold("k1", "o-1", "A1", 3)
 	_, err := e.app.Inventory.Cancel(context.Background(), id, inventory.Caller{Name: "shop-a"}, "changed my mind")
 	require.NoError(t, err)

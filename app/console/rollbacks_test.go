@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -66,7 +66,7 @@ func TestRealRunKeepsTheDryRunsCutoff(t *testing.T) {
 	}
 
 	// A SKU: the dry run counts 1 hold; a shop holds RB1 after it.
-	e.stockIn("RB1", 10)
+	dbtest.StockIn(e.t, e.pool, "RB1", 10)
 	first := e.hold("rb1-1", "o-1", "RB1", 1)
 	var later uuid.UUID
 	counted, released, sameCutoff := dryRunThenRun(url.Values{"sku": {"RB1"}}, func() { later = e.hold("rb1-2", "o-2", "RB1", 1) })
@@ -77,19 +77,8 @@ func TestRealRunKeepsTheDryRunsCutoff(t *testing.T) {
 	require.Equal(t, "held", e.scalar(`SELECT status FROM reservations WHERE id = $1`, later), "held after the dry run")
 
 	// A campaign: 3 counted, a 4th held after the dry run, 3 released.
-	e.stockIn("C1", 50)
-	start, end := time.Now().Add(-time.Second).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	a := b.do("POST", "/v1/campaigns", nil, func(r *http.Request) {
-		body := `{"id": "flash", "starts_at": "` + start + `", "ends_at": "` + end + `", "hold_ttl_seconds": 600, "allotments": [{"sku": "C1", "quantity": 10}]}`
-		r.Header.Set("Authorization", "Bearer "+e.ops)
-		r.Header.Set("Idempotency-Key", "flash")
-		r.Header.Set("Content-Type", "application/json")
-		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
-	})
-	require.Equal(t, http.StatusCreated, a.status, a.body)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Equal(c, "active", e.scalarFor(c, `SELECT status FROM campaigns WHERE id = 'flash'`))
-	}, 20*time.Second, 20*time.Millisecond)
+	dbtest.StockIn(e.t, e.pool, "C1", 50)
+	dbtest.Campaign(t, e.pool, "flash", &dbtest.CampaignOptions{Allotments: map[string]int64{"C1": 10}, Active: true})
 	campaignHold := func(key string) uuid.UUID {
 		r, _, err := e.app.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: key, Campaign: "flash",
 			Items: []inventory.Item{{SKU: "C1", Quantity: 1}}})

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -61,7 +62,7 @@ type outcome struct {
 func gatedBatch(t *testing.T, svc *inventory.Service, pool *pgxpool.Pool, send func(submit func(ctx context.Context, req inventory.HoldRequest) <-chan outcome)) {
 	t.Helper()
 	ctx := context.Background()
-	stockIn(t, svc, "GATE", 1)
+	dbtest.StockIn(t, pool, "GATE", 1)
 	unlock := lockRow(t, pool, "GATE")
 	gate := make(chan outcome, 1)
 	go func() {
@@ -94,8 +95,8 @@ func TestBatchAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
-	stockIn(t, svc, "A", 10)
-	stockIn(t, svc, "B", 5)
+	dbtest.StockIn(t, b.pool, "A", 10)
+	dbtest.StockIn(t, b.pool, "B", 5)
 	_, err := b.pool.Exec(ctx, `
 		CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
@@ -176,9 +177,9 @@ func TestLockedRowAnswersBusy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 200 * time.Millisecond}})
-	stockIn(t, svc, "LOCKED", 10)
+	dbtest.StockIn(t, b.pool, "LOCKED", 10)
 	for i := range 5 {
-		stockIn(t, svc, fmt.Sprint("FREE", i), 100)
+		dbtest.StockIn(t, b.pool, fmt.Sprint("FREE", i), 100)
 	}
 	paid, _, err := svc.Hold(ctx, holdReq("paid", item("LOCKED", 1)))
 	require.NoError(t, err)
@@ -255,7 +256,7 @@ func TestBatchPanicIsAnError(t *testing.T) {
 			panic("boom")
 		}
 	})
-	stockIn(t, svc, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	req := holdReq("boom", item("A1", 1))
 	req.OrderRef = "boom"
 	_, _, err := svc.Hold(ctx, req)
@@ -282,7 +283,7 @@ func TestFlashAcrossInstances(t *testing.T) {
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{})
 	other := b.another(inventory.Config{})
-	stockIn(t, svc, "FLASH", 100)
+	dbtest.StockIn(t, b.pool, "FLASH", 100)
 	var held, out atomic.Int64
 	errs := make(chan error, 1000)
 	var wg sync.WaitGroup
@@ -339,7 +340,7 @@ func TestLockOrderOnICUCollation(t *testing.T) {
 
 			skus := []string{"a1", "B1", "a2", "B2"}
 			for _, s := range skus {
-				stockIn(t, svc, s, 100_000)
+				dbtest.StockIn(t, b.pool, s, 100_000)
 			}
 			const workers, rounds = 24, 20
 			errs := make(chan error, workers*rounds)
@@ -404,7 +405,7 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 	stockOf := map[string]int64{"S1": 120, "S2": 60, "S3": 20, "S4": 5}
 	skus := []string{"S1", "S2", "S3", "S4"}
 	for s, n := range stockOf {
-		stockIn(t, svc, s, n)
+		dbtest.StockIn(t, b.pool, s, n)
 	}
 
 	type answer struct {
@@ -580,7 +581,7 @@ func TestChangeBatchAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
-	stockIn(t, svc, "A1", 100)
+	dbtest.StockIn(t, b.pool, "A1", 100)
 	h := make([]inventory.Reservation, 6)
 	for i := range h {
 		req := holdReq(fmt.Sprint("h", i), item("A1", int64(i+1)))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -33,7 +34,7 @@ func TestExtend(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, nil)
-	stockIn(t, svc, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	r, _, err := svc.Hold(ctx, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: "k", TTLSeconds: 60, Items: []inventory.Item{item("A1", 2)}})
 	require.NoError(t, err)
 
@@ -108,7 +109,7 @@ func TestExtendRacesTheExpiryLoop(t *testing.T) {
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{ExpiryTick: 5 * time.Millisecond}})
 	const n = 60
-	stockIn(t, svc, "A1", n)
+	dbtest.StockIn(t, b.pool, "A1", n)
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
 		r, _, err := svc.Hold(ctx, holdReq(fmt.Sprint("k", i), item("A1", 1)))
@@ -178,8 +179,8 @@ func TestReleaseItems(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, nil)
-	stockIn(t, svc, "A1", 10)
-	stockIn(t, svc, "B2", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B2", 10)
 	r, _, err := svc.Hold(ctx, holdReq("k", item("A1", 3), item("B2", 2)))
 	require.NoError(t, err)
 
@@ -240,8 +241,8 @@ func TestReleaseItemsRacesConfirmsAndExpiry(t *testing.T) {
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{ExpiryTick: 5 * time.Millisecond}})
 	const n = 60
-	stockIn(t, svc, "A1", 4*n)
-	stockIn(t, svc, "B2", 4*n)
+	dbtest.StockIn(t, b.pool, "A1", 4*n)
+	dbtest.StockIn(t, b.pool, "B2", 4*n)
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
 		r, _, err := svc.Hold(ctx, holdReq(fmt.Sprint("k", i), item("A1", 3), item("B2", 1)))

@@ -61,12 +61,6 @@ func setup(t *testing.T, opts *setupOpts) (*inventory.Service, *bundle) {
 	}}
 }
 
-func stockIn(t *testing.T, svc *inventory.Service, sku string, n int64) {
-	t.Helper()
-	_, err := svc.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Reason: "test stock", Actor: "test"})
-	require.NoError(t, err)
-}
-
 func pool(t *testing.T, svc *inventory.Service, sku, name string) inventory.Pool {
 	t.Helper()
 	st, err := svc.GetStock(context.Background(), sku)
@@ -108,8 +102,8 @@ func code(err error) domain.Code {
 func TestHoldConfirmRelease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, _ := setup(t, nil)
-	stockIn(t, svc, "A1", 10)
+	svc, b := setup(t, nil)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 
 	r, replayed, err := svc.Hold(ctx, holdReq("k1", item("A1", 2), item("A1", 1)))
 	require.NoError(t, err)
@@ -154,8 +148,8 @@ func TestHoldFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, nil)
-	stockIn(t, svc, "A1", 5)
-	stockIn(t, svc, "B1", 5)
+	dbtest.StockIn(t, b.pool, "A1", 5)
+	dbtest.StockIn(t, b.pool, "B1", 5)
 
 	_, _, err := svc.Hold(ctx, holdReq("k1", item("A1", 1), item("B1", 6)))
 	require.Equal(t, domain.CodeOutOfStock, code(err))
@@ -184,7 +178,7 @@ func TestHoldFailures(t *testing.T) {
 func testConcurrentHolds(t *testing.T, coalesce bool) {
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{serial: !coalesce})
-	stockIn(t, svc, "HOT", 100)
+	dbtest.StockIn(t, b.pool, "HOT", 100)
 
 	errs := make([]error, 1000)
 	var wg sync.WaitGroup
@@ -232,7 +226,7 @@ func TestIdempotentHold(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			svc, b := setup(t, &setupOpts{serial: !coalesce})
-			stockIn(t, svc, "A1", 100)
+			dbtest.StockIn(t, b.pool, "A1", 100)
 
 			results := make([]inventory.Reservation, 50)
 			errs := make([]error, 50)
@@ -263,10 +257,10 @@ func TestIdempotentHold(t *testing.T) {
 func TestMultiSKUNoDeadlock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, _ := setup(t, nil)
+	svc, b := setup(t, nil)
 	skus := []string{"S1", "S2", "S3", "S4", "S5"}
 	for _, s := range skus {
-		stockIn(t, svc, s, 1000)
+		dbtest.StockIn(t, b.pool, s, 1000)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
@@ -309,8 +303,8 @@ func TestMultiSKUNoDeadlock(t *testing.T) {
 func TestConfirmReleaseRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, _ := setup(t, nil)
-	stockIn(t, svc, "A1", 100)
+	svc, b := setup(t, nil)
+	dbtest.StockIn(t, b.pool, "A1", 100)
 	for i := range 50 {
 		r, _, err := svc.Hold(ctx, holdReq(fmt.Sprint("r", i), item("A1", 1)))
 		require.NoError(t, err)
@@ -333,7 +327,7 @@ func TestExpiry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, nil)
-	stockIn(t, svc, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	req := holdReq("exp", item("A1", 4))
 	req.TTLSeconds = 60
 	r, _, err := svc.Hold(ctx, req)
@@ -373,7 +367,7 @@ func TestReleaseTxSkipsEnded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, nil)
-	stockIn(t, svc, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	r, _, err := svc.Hold(ctx, holdReq("x", item("A1", 1)))
 	require.NoError(t, err)
 	how := inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "test"}
@@ -393,8 +387,8 @@ func TestReleaseTxSkipsEnded(t *testing.T) {
 func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, _ := setup(t, nil)
-	stockIn(t, svc, "A1", 10)
+	svc, b := setup(t, nil)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	paid, _, err := svc.Hold(ctx, holdReq("paid", item("A1", 2)))
 	require.NoError(t, err)
 	cancelled, _, err := svc.Hold(ctx, holdReq("cancelled", item("A1", 3)))
@@ -437,7 +431,7 @@ func TestSweepLeavesHoldsWithinTheGrace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, nil)
-	stockIn(t, svc, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	recent, _, err := svc.Hold(ctx, holdReq("recent", item("A1", 1)))
 	require.NoError(t, err)
 	old, _, err := svc.Hold(ctx, holdReq("old", item("A1", 2)))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -43,8 +44,8 @@ func TestPartialReleaseRacesAWholeRelease(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			svc, b := setup(t, nil)
-			stockIn(t, svc, "X1", 10)
-			stockIn(t, svc, "X2", 10)
+			dbtest.StockIn(t, b.pool, "X1", 10)
+			dbtest.StockIn(t, b.pool, "X2", 10)
 			other, _, err := svc.Hold(ctx, holdReq("h2", item("X1", 5)))
 			require.NoError(t, err)
 			h, _, err := svc.Hold(ctx, holdReq("h", item("X1", 3), item("X2", 2)))

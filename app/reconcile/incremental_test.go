@@ -61,7 +61,7 @@ func TestIncrementalRunChecksOnlyWhatMoved(t *testing.T) {
 	svc, b := setup(t, nil)
 	ctx := context.Background()
 	for _, sku := range []string{"A1", "B1", "C1", "D1", "E1"} {
-		b.stockIn(t, sku, 100)
+		dbtest.StockIn(t, b.pool, sku, 100)
 	}
 	settle(t, b)
 	first := runScope(t, svc, reconcile.ScopeIncremental)
@@ -131,8 +131,8 @@ func TestPeriodicRunsAreIncrementalBetweenFullRuns(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
-	b.stockIn(t, "A1", 10)
-	b.stockIn(t, "B1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B1", 10)
 	svc := service()
 	settle(t, b)
 	require.Equal(t, reconcile.ScopeFull, scopeOf(periodic(svc)))
@@ -182,7 +182,7 @@ func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
 	skus := make([]string, 30)
 	for i := range skus {
 		skus[i] = fmt.Sprintf("S%02d", i)
-		b.stockIn(t, skus[i], 1_000_000)
+		dbtest.StockIn(t, b.pool, skus[i], 1_000_000)
 	}
 	runScope(t, svc, reconcile.ScopeFull)
 	var (
@@ -247,8 +247,8 @@ func TestIncrementalRunSeesWhatWasInFlight(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 100)
-	b.stockIn(t, "B1", 100)
+	dbtest.StockIn(t, b.pool, "A1", 100)
+	dbtest.StockIn(t, b.pool, "B1", 100)
 	settle(t, b)
 	runScope(t, svc, reconcile.ScopeFull)
 

@@ -69,19 +69,9 @@ func run(t *testing.T, svc *reconcile.Service, skus ...string) reconcile.Run {
 	return r
 }
 
-func (b *bundle) stockIn(t *testing.T, sku string, n int64) {
-	t.Helper()
-	_, err := b.inv.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Actor: "test"})
-	require.NoError(t, err)
-}
-
 func (b *bundle) hold(t *testing.T, key, sku string, q int64) uuid.UUID {
 	t.Helper()
-	r, _, err := b.inv.Hold(context.Background(), inventory.HoldRequest{
-		Client: "shop", IdempotencyKey: key, Items: []inventory.Item{{SKU: sku, Quantity: q}},
-	})
-	require.NoError(t, err)
-	return r.ID
+	return dbtest.Hold(t, b.pool, sku, &dbtest.HoldOptions{Key: key, Quantity: q})
 }
 
 // strand makes a hold stuck: it expired age ago and nothing released it
@@ -133,8 +123,8 @@ func TestCleanBooksFindNothingAndCheckpointsAdvance(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 100)
-	b.stockIn(t, "B1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 100)
+	dbtest.StockIn(t, b.pool, "B1", 10)
 	kept := b.hold(t, "k1", "A1", 3)
 	sold := b.hold(t, "k2", "A1", 2)
 	_, err := b.inv.Confirm(ctx, sold, inventory.Caller{Name: "shop"})
@@ -177,8 +167,8 @@ func TestCorruptedCountersPausePoolAndMoveNothing(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
-	b.stockIn(t, "B1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B1", 10)
 	stuck := b.hold(t, "stuck", "A1", 2)
 	b.strand(t, stuck, time.Hour)
 	b.hold(t, "b", "B1", 1)
@@ -244,7 +234,7 @@ func TestCorruptedLedgerIsHighRisk(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	b.hold(t, "k", "A1", 2)
 	require.Empty(t, run(t, svc).Findings.All())
 	cp, err := db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "main")
@@ -277,7 +267,7 @@ func TestStuckHoldIsReleasedOnce(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	stuck := b.hold(t, "stuck", "A1", 3)
 	b.strand(t, stuck, time.Hour)
 	recent := b.hold(t, "recent", "A1", 1)
@@ -313,8 +303,8 @@ func TestStuckHoldIsReleasedOnce(t *testing.T) {
 func TestRepairLimitBoundsReleasesPerSKU(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, &setupOpts{repairLimit: 2, grace: time.Minute})
-	b.stockIn(t, "A1", 100)
-	b.stockIn(t, "B1", 100)
+	dbtest.StockIn(t, b.pool, "A1", 100)
+	dbtest.StockIn(t, b.pool, "B1", 100)
 	var ids []uuid.UUID
 	for i := range 5 {
 		id := b.hold(t, fmt.Sprint("a", i), "A1", 1)
@@ -365,8 +355,8 @@ func TestRunLimitedToSKUs(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
-	b.stockIn(t, "B1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B1", 10)
 	_, err := b.pool.Exec(ctx, `UPDATE stock SET available = available - 1, reserved = reserved + 1 WHERE sku = 'A1'`)
 	require.NoError(t, err)
 
@@ -428,7 +418,7 @@ func TestDiscardedRollbackBatchIsRetriedTwice(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	hold := b.hold(t, "k", "A1", 1)
 	rollbackID, jobID := discardBatch(t, b, []uuid.UUID{hold})
 
@@ -545,7 +535,7 @@ func TestRunsDuringTrafficFindNothing(t *testing.T) {
 	ctx := context.Background()
 	skus := []string{"A1", "B1", "C1"}
 	for _, sku := range skus {
-		b.stockIn(t, sku, 1_000_000)
+		dbtest.StockIn(t, b.pool, sku, 1_000_000)
 	}
 	var (
 		stop    atomic.Bool
@@ -617,7 +607,7 @@ func TestSecondRunWaitsForTheLock(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 
 	holder, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -661,7 +651,7 @@ func TestStrandedAndDiscardedChainsTakeOnePath(t *testing.T) {
 	_, b := setup(t, nil)
 	ctx := context.Background()
 	svc := app.NewServices(config.Defaults(), b.pool, b.inserter, quiet).Reconcile
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	rollbackID, discarded := discardBatch(t, b, []uuid.UUID{b.hold(t, "k", "A1", 1)})
 
 	// An operator resumed it: a new batch is queued, so neither path acts.
@@ -702,8 +692,8 @@ func TestMultiLineStuckHoldOnAHighRiskPoolIsNotReleased(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
 	ctx := context.Background()
-	b.stockIn(t, "A1", 10)
-	b.stockIn(t, "Z9", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "Z9", 10)
 	r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "multi",
 		Items: []inventory.Item{{SKU: "Z9", Quantity: 1}, {SKU: "A1", Quantity: 2}}})
 	require.NoError(t, err)

@@ -41,22 +41,12 @@ func setup(t *testing.T) (*rollbacks.Service, *bundle) {
 	return rollbacks.New(pool, inserter, inv, 0), &bundle{pool: pool, inv: inv}
 }
 
-func (b *bundle) stockIn(t *testing.T, sku string, n int64) {
-	t.Helper()
-	_, err := b.inv.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Reason: "test stock", Actor: "test"})
-	require.NoError(t, err)
-}
-
 // holds makes n holds of one unit of sku.
 func (b *bundle) holds(t *testing.T, sku string, n int) []uuid.UUID {
 	t.Helper()
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
-		r, _, err := b.inv.Hold(context.Background(), inventory.HoldRequest{
-			Client: "shop", IdempotencyKey: uuid.NewString(), Items: []inventory.Item{{SKU: sku, Quantity: 1}},
-		})
-		require.NoError(t, err)
-		ids[i] = r.ID
+		ids[i] = dbtest.Hold(t, b.pool, sku, nil)
 	}
 	return ids
 }
@@ -198,8 +188,8 @@ func TestBatchesReleaseOnlyWhatWasHeldBefore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 300)
-	b.stockIn(t, "B1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 300)
+	dbtest.StockIn(t, b.pool, "B1", 10)
 	before := b.holds(t, "A1", 250)
 	other := b.holds(t, "B1", 3)
 
@@ -260,7 +250,7 @@ func TestCutoffOfItsOwn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 100)
+	dbtest.StockIn(t, b.pool, "A1", 100)
 	early := b.holds(t, "A1", 3)
 	var cut time.Time
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&cut))
@@ -297,7 +287,7 @@ func TestDuplicateBatchesRaceReleaseOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 300)
+	dbtest.StockIn(t, b.pool, "A1", 300)
 	ids := b.holds(t, "A1", 230)
 	var started rollbacks.Created
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
@@ -365,7 +355,7 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 100)
+	dbtest.StockIn(t, b.pool, "A1", 100)
 	b.holds(t, "A1", 7)
 	enqueued := time.Now()
 	b.holds(t, "A1", 2) // after the job was enqueued
@@ -420,7 +410,7 @@ func TestResumeGivesAStrandedRequestAJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	b.stockIn(t, "A1", 10)
+	dbtest.StockIn(t, b.pool, "A1", 10)
 	b.holds(t, "A1", 3)
 	var started rollbacks.Created
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
