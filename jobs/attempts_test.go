@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -45,20 +47,9 @@ func TestInserterGivesEveryKindThreeAttempts(t *testing.T) {
 		}
 		return nil
 	}))
-	rows, err := pool.Query(ctx, `SELECT kind, max_attempts FROM river_job ORDER BY id`)
-	require.NoError(t, err)
-	got := map[string]int{}
-	for rows.Next() {
-		var (
-			kind     string
-			attempts int
-		)
-		require.NoError(t, rows.Scan(&kind, &attempts))
-		got[kind] = attempts
+	expected := make([]rivertest.ExpectedJob, len(kinds))
+	for i, args := range kinds {
+		expected[i] = rivertest.ExpectedJob{Args: args, Opts: &rivertest.RequireInsertedOpts{MaxAttempts: 3}}
 	}
-	require.NoError(t, rows.Err())
-	require.Len(t, got, len(kinds))
-	for kind, attempts := range got {
-		require.Equal(t, 3, attempts, kind)
-	}
+	rivertest.RequireManyInserted(ctx, t, riverpgxv5.New(pool), expected)
 }

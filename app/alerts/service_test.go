@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -55,7 +57,7 @@ func TestAlertLifecycle(t *testing.T) {
 	require.JSONEq(t, `{"available": 2}`, string(again.Details), "the latest details")
 	lower := raise(alerts.Warning, nil)
 	require.Equal(t, alerts.Critical, lower.Level, "a repeat never lowers the level")
-	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM river_job`), "no webhook: nothing to deliver")
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(pool), alerts.DeliverAlertArgs{}, nil) // no webhook: nothing to deliver
 
 	_, err := svc.Ack(ctx, first.ID, "")
 	require.ErrorIs(t, err, errInvalid)
@@ -131,11 +133,12 @@ func TestDeliver(t *testing.T) {
 	})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM alerts`))
-	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM river_job`))
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(pool), alerts.DeliverAlertArgs{}, nil)
 
 	a, err := svc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: "k", Subject: "s", Details: map[string]any{"n": 1}, Action: "a"})
 	require.NoError(t, err)
-	require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'deliver_alert' AND (args->>'alert_id')::bigint = $1`, a.ID))
+	deliver := rivertest.RequireInserted(ctx, t, riverpgxv5.New(pool), alerts.DeliverAlertArgs{}, nil)
+	require.Equal(t, a.ID, deliver.Args.AlertID)
 
 	mu.Lock()
 	status = http.StatusBadGateway

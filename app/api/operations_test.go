@@ -6,10 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
 // These run without workers: they check what the API records and enqueues;
@@ -35,9 +39,12 @@ func TestCampaignsAPI(t *testing.T) {
 	require.JSONEq(t, string(r.body), string(again.body))
 	requireProblem(t, e.do("POST", "/v1/campaigns", e.ops, body, "Idempotency-Key", "camp-2"), 409, "conflict")
 
-	var jobs int
-	require.NoError(t, e.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind IN ('campaign_start', 'campaign_end') AND args->>'campaign' = 'bf'`).Scan(&jobs))
-	require.Equal(t, 2, jobs, "start and end are scheduled with the campaign")
+	// Start and end are scheduled with the campaign.
+	jobs := rivertest.RequireManyInserted(context.Background(), t, riverpgxv5.New(e.pool), []rivertest.ExpectedJob{
+		{Args: campaigns.CampaignStartArgs{}}, {Args: campaigns.CampaignEndArgs{}},
+	})
+	require.JSONEq(t, `{"campaign": "bf"}`, string(jobs[0].EncodedArgs))
+	require.JSONEq(t, `{"campaign": "bf"}`, string(jobs[1].EncodedArgs))
 
 	p := requireProblem(t, e.do("POST", "/v1/reservations", e.shop, map[string]any{"campaign": "bf", "items": []any{line("FLASH", 1)}}, "Idempotency-Key", "h1"), 409, "campaign_not_active")
 	require.Equal(t, "FLASH", p["sku"])
@@ -80,9 +87,8 @@ func TestRollbacksAPI(t *testing.T) {
 	require.Equal(t, created["job_id"], g["job_id"])
 	require.Equal(t, []any{id}, g["scope"].(map[string]any)["reservation_ids"])
 
-	var kind string
-	require.NoError(t, e.pool.QueryRow(context.Background(), `SELECT kind FROM river_job WHERE id = $1`, created["job_id"]).Scan(&kind))
-	require.Equal(t, "manual_rollback", kind)
+	job := rivertest.RequireInserted(context.Background(), t, riverpgxv5.New(e.pool), rollbacks.ManualRollbackArgs{}, nil)
+	require.EqualValues(t, created["job_id"], job.ID)
 
 	replay := e.do("POST", "/v1/rollbacks", e.ops, body, "Idempotency-Key", "rb-1")
 	require.Equal(t, 202, replay.status)

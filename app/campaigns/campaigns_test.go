@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -21,6 +23,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
@@ -147,7 +150,8 @@ func TestCreateSchedulesItsStartAndEnd(t *testing.T) {
 	})
 	require.ErrorIs(t, err, boom)
 	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM campaigns`))
-	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(b.pool), campaigns.CampaignStartArgs{}, nil)
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(b.pool), campaigns.CampaignEndArgs{}, nil)
 
 	key := idempotency.NewKey("alice", "k1", []byte("bf"))
 	got, replayed, err := svc.CreateOnce(ctx, key, c)
@@ -159,23 +163,13 @@ func TestCreateSchedulesItsStartAndEnd(t *testing.T) {
 	require.Equal(t, "alice", got.CreatedBy)
 	require.EqualValues(t, 600, got.HoldTTLSeconds)
 
-	rows, err := b.pool.Query(ctx, `SELECT kind, args->>'campaign', scheduled_at FROM river_job ORDER BY scheduled_at`)
-	require.NoError(t, err)
-	type job struct {
-		kind, campaign string
-		at             time.Time
+	scheduled := []rivertest.ExpectedJob{
+		{Args: campaigns.CampaignStartArgs{}, Opts: &rivertest.RequireInsertedOpts{ScheduledAt: c.StartsAt}},
+		{Args: campaigns.CampaignEndArgs{}, Opts: &rivertest.RequireInsertedOpts{ScheduledAt: c.EndsAt}},
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
-		var j job
-		return j, r.Scan(&j.kind, &j.campaign, &j.at)
-	})
-	require.NoError(t, err)
-	require.Len(t, jobs, 2)
-	require.Equal(t, "campaign_start", jobs[0].kind)
-	require.Equal(t, "bf", jobs[0].campaign)
-	require.WithinDuration(t, c.StartsAt, jobs[0].at, time.Millisecond)
-	require.Equal(t, "campaign_end", jobs[1].kind)
-	require.WithinDuration(t, c.EndsAt, jobs[1].at, time.Millisecond)
+	jobs := rivertest.RequireManyInserted(ctx, t, riverpgxv5.New(b.pool), scheduled)
+	require.JSONEq(t, `{"campaign": "bf"}`, string(jobs[0].EncodedArgs))
+	require.JSONEq(t, `{"campaign": "bf"}`, string(jobs[1].EncodedArgs))
 
 	again, replayed, err := svc.CreateOnce(ctx, key, c)
 	require.NoError(t, err)
@@ -186,7 +180,7 @@ func TestCreateSchedulesItsStartAndEnd(t *testing.T) {
 	_, _, err = svc.CreateOnce(ctx, idempotency.NewKey("alice", "k2", []byte("bf again")), c)
 	requireCode(t, err, domain.CodeConflict)
 	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM campaigns`))
-	require.Equal(t, 2, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
+	rivertest.RequireManyInserted(ctx, t, riverpgxv5.New(b.pool), scheduled)
 
 	_, err = svc.Get(ctx, "nope")
 	require.ErrorIs(t, err, domain.ErrNotFound)
@@ -313,13 +307,12 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 	r, err := b.inv.Get(ctx, regular.ID, inventory.Caller{Ops: true})
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusHeld, r.Status)
-	var skus []string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array(SELECT jsonb_array_elements_text(args->'skus')) FROM river_job WHERE kind = 'reconcile'`).Scan(&skus))
-	require.Equal(t, []string{"A1"}, skus)
+	rec := rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), reconcile.ReconcileArgs{}, nil)
+	require.Equal(t, []string{"A1"}, rec.Args.SKUs)
 
 	// Finishing again (a duplicated last batch) changes nothing.
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { return svc.FinishTx(ctx, tx, "bf", "x") }))
-	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
+	rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), reconcile.ReconcileArgs{}, nil) // still one
 	require.EqualValues(t, 177, b.stock(t, "A1", "main").Available)
 }
 
@@ -350,7 +343,7 @@ func TestEndBeforeStart(t *testing.T) {
 	got, err = svc.Get(ctx, "later")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusRolledBack, got.Status)
-	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`), "no SKU to reconcile")
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(b.pool), reconcile.ReconcileArgs{}, nil) // no SKU to reconcile
 }
 
 // TestResumeGivesEachStepAJob: a campaign whose next step lost its job
@@ -374,28 +367,21 @@ func TestResumeGivesEachStepAJob(t *testing.T) {
 		}))
 		return did, job
 	}
-	liveJob := func(kind string) int64 {
-		t.Helper()
-		var id int64
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = $1 AND state IN ('available', 'scheduled')`, kind).Scan(&id))
-		return id
-	}
+	live := &rivertest.RequireInsertedOpts{State: rivertype.JobStateScheduled}
 
 	did, job := resume()
 	require.Empty(t, did, "its start job is live")
-	require.Equal(t, liveJob("campaign_start"), *job)
+	require.Equal(t, rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), campaigns.CampaignStartArgs{}, live).ID, *job)
 
 	_, err := b.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = 'campaign_start'`)
 	require.NoError(t, err)
 	did, job = resume()
 	require.Contains(t, did, "campaign_start job")
-	require.Equal(t, liveJob("campaign_start"), *job)
-	var at time.Time
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT scheduled_at FROM river_job WHERE id = $1`, *job).Scan(&at))
-	require.WithinDuration(t, c.StartsAt, at, time.Millisecond, "due at its start")
+	dueAtStart := &rivertest.RequireInsertedOpts{State: rivertype.JobStateScheduled, ScheduledAt: c.StartsAt}
+	require.Equal(t, rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), campaigns.CampaignStartArgs{}, dueAtStart).ID, *job)
 	did, _ = resume()
 	require.Empty(t, did, "resuming again does nothing")
-	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'campaign_start'`))
+	rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), campaigns.CampaignStartArgs{}, nil) // still one
 
 	// Started, with its end job gone.
 	_, err = b.pool.Exec(ctx, `UPDATE campaigns SET starts_at = now() - interval '1 minute' WHERE id = 'bf'`)
@@ -405,7 +391,7 @@ func TestResumeGivesEachStepAJob(t *testing.T) {
 	require.NoError(t, err)
 	did, job = resume()
 	require.Contains(t, did, "campaign_end job")
-	require.Equal(t, liveJob("campaign_end"), *job)
+	require.Equal(t, rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), campaigns.CampaignEndArgs{}, live).ID, *job)
 
 	var missing error
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -434,10 +420,10 @@ func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
 	accepted, err := b.rollbacks.Accept(ctx, created.JobID, time.Now(), rollbacks.ManualRollbackArgs{RollbackID: created.RollbackID})
 	require.NoError(t, err)
 	require.NotNil(t, accepted.JobID)
-	var job int64
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = 'rollback_batch'`).Scan(&job))
+	job := rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), rollbacks.RollbackBatchArgs{}, nil)
+	require.Equal(t, created.RollbackID, job.Args.RollbackID)
 
-	batch, err := svc.RollbackBatch(ctx, created.RollbackID, job)
+	batch, err := svc.RollbackBatch(ctx, created.RollbackID, job.ID)
 	require.NoError(t, err)
 	require.True(t, batch.Finished)
 	require.Equal(t, 1, batch.Released)
@@ -445,7 +431,7 @@ func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusActive, c.Status, "still on sale")
 	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"}}, c.Pools)
-	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'reconcile'`))
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(b.pool), reconcile.ReconcileArgs{}, nil)
 }
 
 // TestAManualRollbackOfAnEndedCampaignDoesNotFinishIt: only the campaign

@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -500,9 +502,9 @@ func TestRequestedRunIsRunOnce(t *testing.T) {
 		req, err = svc.RequestTx(ctx, tx, reconcile.TriggerHTTP, []string{"B1", "A1"})
 		return err
 	}))
-	var args string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT args::text FROM river_job WHERE id = $1 AND kind = 'reconcile'`, req.JobID).Scan(&args))
-	require.JSONEq(t, fmt.Sprintf(`{"run_id": %d, "skus": ["A1", "B1"], "trigger": "http"}`, req.RunID), args)
+	job := rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), reconcile.ReconcileArgs{}, nil)
+	require.Equal(t, req.JobID, job.ID)
+	require.Equal(t, reconcile.ReconcileArgs{RunID: req.RunID, SKUs: []string{"A1", "B1"}, Trigger: reconcile.TriggerHTTP}, job.Args)
 
 	latest, err := svc.Latest(ctx)
 	require.NoError(t, err)

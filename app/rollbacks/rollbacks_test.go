@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -148,7 +149,7 @@ func TestCreateIsOneTransaction(t *testing.T) {
 	})
 	require.ErrorIs(t, err, boom)
 	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
-	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(b.pool), rollbacks.ManualRollbackArgs{}, nil)
 
 	created, err := create(t, svc, b.pool, req)
 	require.NoError(t, err)
@@ -159,11 +160,9 @@ func TestCreateIsOneTransaction(t *testing.T) {
 	require.Equal(t, rollbacks.SourceCLI, r.Source)
 	require.NotNil(t, r.JobID)
 	require.Equal(t, created.JobID, *r.JobID)
-	var kind string
-	var rollbackID int64
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT kind, (args->>'rollback_id')::bigint FROM river_job WHERE id = $1`, created.JobID).Scan(&kind, &rollbackID))
-	require.Equal(t, "manual_rollback", kind)
-	require.Equal(t, created.RollbackID, rollbackID)
+	job := rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), rollbacks.ManualRollbackArgs{}, nil)
+	require.Equal(t, created.JobID, job.ID)
+	require.Equal(t, created.RollbackID, job.Args.RollbackID)
 
 	// Bad requests record nothing.
 	later := time.Now().Add(time.Hour)
@@ -174,7 +173,7 @@ func TestCreateIsOneTransaction(t *testing.T) {
 	_, err = create(t, svc, b.pool, rollbacks.Request{Operator: "alice", Scope: rollbacks.Scope{SKU: "A1"}})
 	invalid(t, err, "reason is required")
 	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
-	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
+	rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), rollbacks.ManualRollbackArgs{}, nil) // still the one
 
 	_, err = svc.Get(ctx, created.RollbackID+1)
 	require.ErrorIs(t, err, domain.ErrNotFound)
@@ -377,7 +376,7 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 	require.EqualValues(t, 7, *dry.MatchedUnits)
 	require.WithinDuration(t, enqueued, dry.RequestedAt, time.Millisecond)
 	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'rollback'`), "a dry run releases nothing")
-	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`), "nor enqueues a batch")
+	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(b.pool), rollbacks.RollbackBatchArgs{}, nil) // nor enqueues a batch
 
 	// The same job accepted again (retried) finds its request.
 	again, err := accept(1001, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "what if", DryRun: true, Scope: rollbacks.Scope{SKU: "A1"}})
@@ -387,7 +386,8 @@ func TestAcceptPlainSQLJobAndDryRun(t *testing.T) {
 	real, err := accept(1002, rollbacks.ManualRollbackArgs{Operator: "carol", Reason: "for real", Scope: rollbacks.Scope{SKU: "A1"}})
 	require.NoError(t, err)
 	require.Equal(t, rollbacks.StatusRunning, real.Status)
-	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind = 'rollback_batch'`), "its first batch")
+	first := rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), rollbacks.RollbackBatchArgs{}, nil) // its first batch
+	require.Equal(t, real.ID, first.Args.RollbackID)
 
 	for _, args := range []rollbacks.ManualRollbackArgs{
 		{Reason: "no operator", Scope: rollbacks.Scope{SKU: "A1"}},
@@ -473,5 +473,5 @@ func TestCreateOnceReplays(t *testing.T) {
 	_, _, err = svc.CreateOnce(ctx, idempotency.NewKey("alice", "k", []byte(`{"sku": "B1"}`)), req)
 	require.ErrorIs(t, err, domain.ErrKeyReused)
 	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
-	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job`))
+	rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), rollbacks.ManualRollbackArgs{}, nil) // the one job
 }
