@@ -402,6 +402,12 @@ func TestRandomizedHolds(t *testing.T) {
 func testRandomizedHolds(t *testing.T, coalesce bool) {
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{serial: !coalesce})
+	step := func(name string, f func(t *testing.T)) {
+		t.Helper()
+		if !t.Run(name, f) {
+			t.FailNow() // the steps share state: a failed one ends the scenario
+		}
+	}
 	stockOf := map[string]int64{"S1": 120, "S2": 60, "S3": 20, "S4": 5}
 	skus := []string{"S1", "S2", "S3", "S4"}
 	for s, n := range stockOf {
@@ -423,155 +429,166 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 	const clients, ops = 24, 30
 	answers := make([][]answer, clients)
 	holds := make([][]*hold, clients)
-	errs := make(chan error, clients*ops)
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(c), 7))
-			client := fmt.Sprint("shop-", c%3) // clients share owners, and so key spaces
-			bodies := map[string][]inventory.Item{}
-			mine := map[uuid.UUID]*hold{}
-			for i := range ops {
-				switch op := rng.IntN(10); {
-				case op < 6 || len(mine) == 0:
-					key := fmt.Sprintf("c%d-k%d", c, rng.IntN(8))
-					items, ok := bodies[key]
-					if !ok || rng.IntN(10) == 0 {
-						items = nil
-						for range 1 + rng.IntN(3) {
-							items = append(items, item(skus[rng.IntN(len(skus))], 1+int64(rng.IntN(3))))
-						}
-						if !ok {
-							bodies[key] = items
-						}
-					}
-					req := inventory.HoldRequest{Client: client, IdempotencyKey: key, Items: items}
-					r, replayed, err := svc.Hold(ctx, req)
-					a := answer{key: client + "/" + key, body: fmt.Sprint(items), id: r.ID, replayed: replayed, code: code(err), items: r.Items}
-					if err != nil && a.code == "" {
-						errs <- fmt.Errorf("op %d: %w", i, err)
-						continue
-					}
-					answers[c] = append(answers[c], a)
-					if err == nil && !replayed {
-						h := &hold{id: r.ID, items: r.Items, status: inventory.StatusHeld}
-						mine[r.ID] = h
-						holds[c] = append(holds[c], h)
-					}
-				default:
-					var h *hold
-					for _, x := range mine {
-						h = x
-						break
-					}
-					var err error
-					if op < 8 {
-						_, err = svc.Confirm(ctx, h.id, inventory.Caller{Name: client})
-						if err == nil {
-							h.status = inventory.StatusConfirmed
-						}
-					} else {
-						_, err = svc.Cancel(ctx, h.id, inventory.Caller{Name: client}, "changed mind")
-						if err == nil {
-							h.status = inventory.StatusReleased
-						}
-					}
-					if err != nil {
-						errs <- fmt.Errorf("op %d on %s: %w", i, h.id, err)
-					}
-					delete(mine, h.id) // decided: leave it alone
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
 
-	// What the database has, by key.
+	step("clients hold, replay, confirm and cancel at random", func(t *testing.T) {
+		errs := make(chan error, clients*ops)
+		var wg sync.WaitGroup
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(c), 7))
+				client := fmt.Sprint("shop-", c%3) // clients share owners, and so key spaces
+				bodies := map[string][]inventory.Item{}
+				mine := map[uuid.UUID]*hold{}
+				for i := range ops {
+					switch op := rng.IntN(10); {
+					case op < 6 || len(mine) == 0:
+						key := fmt.Sprintf("c%d-k%d", c, rng.IntN(8))
+						items, ok := bodies[key]
+						if !ok || rng.IntN(10) == 0 {
+							items = nil
+							for range 1 + rng.IntN(3) {
+								items = append(items, item(skus[rng.IntN(len(skus))], 1+int64(rng.IntN(3))))
+							}
+							if !ok {
+								bodies[key] = items
+							}
+						}
+						req := inventory.HoldRequest{Client: client, IdempotencyKey: key, Items: items}
+						r, replayed, err := svc.Hold(ctx, req)
+						a := answer{key: client + "/" + key, body: fmt.Sprint(items), id: r.ID, replayed: replayed, code: code(err), items: r.Items}
+						if err != nil && a.code == "" {
+							errs <- fmt.Errorf("op %d: %w", i, err)
+							continue
+						}
+						answers[c] = append(answers[c], a)
+						if err == nil && !replayed {
+							h := &hold{id: r.ID, items: r.Items, status: inventory.StatusHeld}
+							mine[r.ID] = h
+							holds[c] = append(holds[c], h)
+						}
+					default:
+						var h *hold
+						for _, x := range mine {
+							h = x
+							break
+						}
+						var err error
+						if op < 8 {
+							_, err = svc.Confirm(ctx, h.id, inventory.Caller{Name: client})
+							if err == nil {
+								h.status = inventory.StatusConfirmed
+							}
+						} else {
+							_, err = svc.Cancel(ctx, h.id, inventory.Caller{Name: client}, "changed mind")
+							if err == nil {
+								h.status = inventory.StatusReleased
+							}
+						}
+						if err != nil {
+							errs <- fmt.Errorf("op %d on %s: %w", i, h.id, err)
+						}
+						delete(mine, h.id) // decided: leave it alone
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	})
+
 	type row struct {
 		id     uuid.UUID
 		status string
 	}
 	byKey := map[string]row{}
-	rows, err := b.pool.Query(ctx, `SELECT client || '/' || idempotency_key, id, status FROM reservations`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var k string
-		var r row
-		require.NoError(t, rows.Scan(&k, &r.id, &r.status))
-		_, dup := byKey[k]
-		require.False(t, dup, "key %s made two holds", k)
-		byKey[k] = r
-	}
-	require.NoError(t, rows.Err())
+	step("each key made at most one hold", func(t *testing.T) {
+		rows, err := b.pool.Query(ctx, `SELECT client || '/' || idempotency_key, id, status FROM reservations`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var k string
+			var r row
+			require.NoError(t, rows.Scan(&k, &r.id, &r.status))
+			_, dup := byKey[k]
+			require.False(t, dup, "key %s made two holds", k)
+			byKey[k] = r
+		}
+		require.NoError(t, rows.Err())
+	})
 
 	firstBody := map[string]string{}
-	for c := range clients {
-		for _, a := range answers[c] {
-			switch a.code {
-			case "":
-				r, ok := byKey[a.key]
-				require.True(t, ok, "answered hold %s of key %s is not in the database", a.id, a.key)
-				require.Equal(t, r.id, a.id, "key %s", a.key)
-				if prev, ok := firstBody[a.key]; ok {
-					require.Equal(t, prev, a.body, "key %s answered holds for two bodies", a.key)
-				}
-				firstBody[a.key] = a.body
-			case domain.CodeKeyReused:
-				_, ok := byKey[a.key]
-				require.True(t, ok, "key %s refused as reused but has no hold", a.key)
-			case domain.CodeOutOfStock:
-			default:
-				t.Fatalf("unexpected refusal %s for key %s", a.code, a.key)
-			}
-		}
-	}
-	for c := range clients {
-		for _, a := range answers[c] {
-			if a.code == domain.CodeKeyReused {
-				require.NotEqual(t, firstBody[a.key], a.body, "key %s refused for its own body", a.key)
-			}
-		}
-	}
-
-	statusOf := map[uuid.UUID]string{}
-	for _, r := range byKey {
-		statusOf[r.id] = r.status
-	}
-	reserved, sold := map[string]int64{}, map[string]int64{}
-	made := 0
-	for c := range clients {
-		for _, h := range holds[c] {
-			made++
-			require.Equal(t, h.status, statusOf[h.id], "hold %s", h.id)
-			for _, l := range h.items {
-				switch h.status {
-				case inventory.StatusHeld:
-					reserved[l.SKU] += l.Quantity
-				case inventory.StatusConfirmed:
-					sold[l.SKU] += l.Quantity
-				}
-			}
-		}
-	}
-	require.Len(t, byKey, made, "every hold in the database was answered as made")
-	for _, s := range skus {
-		p := pool(t, svc, s, "main")
-		require.Equal(t, reserved[s], p.Reserved, s)
-		require.Equal(t, sold[s], p.Sold, s)
-		require.Equal(t, stockOf[s]-reserved[s]-sold[s], p.Available, s)
-	}
-	t.Logf("%d holds made, %d answers", made, func() (n int) {
+	step("every answer names the hold the database has", func(t *testing.T) {
 		for c := range clients {
-			n += len(answers[c])
+			for _, a := range answers[c] {
+				switch a.code {
+				case "":
+					r, ok := byKey[a.key]
+					require.True(t, ok, "answered hold %s of key %s is not in the database", a.id, a.key)
+					require.Equal(t, r.id, a.id, "key %s", a.key)
+					if prev, ok := firstBody[a.key]; ok {
+						require.Equal(t, prev, a.body, "key %s answered holds for two bodies", a.key)
+					}
+					firstBody[a.key] = a.body
+				case domain.CodeKeyReused:
+					_, ok := byKey[a.key]
+					require.True(t, ok, "key %s refused as reused but has no hold", a.key)
+				case domain.CodeOutOfStock:
+				default:
+					t.Fatalf("unexpected refusal %s for key %s", a.code, a.key)
+				}
+			}
 		}
-		return n
-	}())
+	})
+
+	step("a key was refused as reused only for another body", func(t *testing.T) {
+		for c := range clients {
+			for _, a := range answers[c] {
+				if a.code == domain.CodeKeyReused {
+					require.NotEqual(t, firstBody[a.key], a.body, "key %s refused for its own body", a.key)
+				}
+			}
+		}
+	})
+
+	step("the counters are what the answers add up to", func(t *testing.T) {
+		statusOf := map[uuid.UUID]string{}
+		for _, r := range byKey {
+			statusOf[r.id] = r.status
+		}
+		reserved, sold := map[string]int64{}, map[string]int64{}
+		made := 0
+		for c := range clients {
+			for _, h := range holds[c] {
+				made++
+				require.Equal(t, h.status, statusOf[h.id], "hold %s", h.id)
+				for _, l := range h.items {
+					switch h.status {
+					case inventory.StatusHeld:
+						reserved[l.SKU] += l.Quantity
+					case inventory.StatusConfirmed:
+						sold[l.SKU] += l.Quantity
+					}
+				}
+			}
+		}
+		require.Len(t, byKey, made, "every hold in the database was answered as made")
+		for _, s := range skus {
+			p := pool(t, svc, s, "main")
+			require.Equal(t, reserved[s], p.Reserved, s)
+			require.Equal(t, sold[s], p.Sold, s)
+			require.Equal(t, stockOf[s]-reserved[s]-sold[s], p.Available, s)
+		}
+		t.Logf("%d holds made, %d answers", made, func() (n int) {
+			for c := range clients {
+				n += len(answers[c])
+			}
+			return n
+		}())
+	})
 }
 
 // TestChangeBatchAnswersEachCaller puts confirms and releases of the same
