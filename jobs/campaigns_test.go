@@ -26,7 +26,7 @@ func createCampaign(t *testing.T, b *bundle, id string, allot ...campaigns.Allot
 	t.Helper()
 	ctx := context.Background()
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Create{
+		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Request{
 			ID: id, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 600, Allotments: allot, Actor: "alice",
 		})
 		return err
@@ -266,7 +266,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 
 	// Scheduled in the future: no holds yet.
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Create{
+		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Request{
 			ID: "later", StartsAt: time.Now().Add(time.Hour), EndsAt: time.Now().Add(2 * time.Hour), HoldTTLSeconds: 60,
 			Allotments: []campaigns.Allotment{{SKU: "FLASH", Quantity: 5}}, Actor: "alice",
 		})
@@ -277,7 +277,7 @@ func TestCampaignWindowAndShortStart(t *testing.T) {
 
 	// Main lacks the stock: the start fails loudly and moves nothing.
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Create{
+		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Request{
 			ID: "greedy", StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 60,
 			Allotments: []campaigns.Allotment{{SKU: "FLASH", Quantity: 50}}, Actor: "alice",
 		})

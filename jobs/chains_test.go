@@ -41,7 +41,7 @@ func (b *bundle) openCampaign(t *testing.T, id, sku string, allot int64) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Create{
+		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Request{
 			ID: id, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 600,
 			Allotments: []campaigns.Allotment{{SKU: sku, Quantity: allot}}, Actor: "alice",
 		})
@@ -340,7 +340,7 @@ func TestStrandedCampaignStepsAreResumed(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "FLASH", 100)
 	b.openCampaign(t, "open", "FLASH", 10)
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Create{
+		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Request{
 			ID: "soon", StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 60,
 			Allotments: []campaigns.Allotment{{SKU: "FLASH", Quantity: 10}}, Actor: "alice",
 		})

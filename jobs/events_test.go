@@ -204,9 +204,9 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 	})
 
 	step("the protection switch", func(t *testing.T) {
-		_, err := b.inv.Pause(ctx, inventory.Switch{SKU: "A1", Reason: "audit", Actor: "alice"})
+		_, err := b.inv.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "audit", Actor: "alice"})
 		require.NoError(t, err)
-		_, err = b.inv.Resume(ctx, inventory.Switch{SKU: "A1", Reason: "audit done", Actor: "alice"})
+		_, err = b.inv.Resume(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "audit done", Actor: "alice"})
 		require.NoError(t, err)
 		got := r.expect(t, "pause and resume", "stock.paused A1/main", "stock.resumed A1/main")
 		require.Equal(t, "audit", *got[0].Data["reason"].(*string))
@@ -229,7 +229,7 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 		// draws from its pool, its end pauses the pool, rolls the hold back
 		// and moves what is left back to main.
 		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Create{
+			_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Request{
 				ID: "bf", StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 60, Actor: "alice",
 				Allotments: []campaigns.Allotment{{SKU: "B2", Quantity: 3}},
 			})

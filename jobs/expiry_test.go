@@ -85,7 +85,7 @@ func TestExpiryBurst(t *testing.T) {
 
 	// A campaign due to start while the burst expires.
 	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Create{
+		_, err := b.campaigns.CreateTx(ctx, tx, campaigns.Request{
 			ID: "c1", StartsAt: time.Now().Add(500 * time.Millisecond), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 60,
 			Allotments: []campaigns.Allotment{{SKU: "CAMP", Quantity: 10}}, Actor: "alice",
 		})

@@ -215,7 +215,7 @@ func TestCampaignWorkers(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "A1", 3)
 	create := func(id string) {
 		t.Helper()
-		_, _, err := b.campaigns.CreateOnce(ctx, idempotency.NewKey("alice", id), campaigns.Create{
+		_, _, err := b.campaigns.CreateOnce(ctx, idempotency.NewKey("alice", id), campaigns.Request{
 			ID: id, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 60,
 			Allotments: []campaigns.Allotment{{SKU: "A1", Quantity: 2}}, Actor: "alice",
 		})

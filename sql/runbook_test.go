@@ -312,7 +312,7 @@ func setup(t *testing.T) *fixture {
 		return err
 	}))
 
-	_, err = inv.Pause(ctx, inventory.Switch{SKU: "B1", Pool: inventory.MainPool, Reason: "counted twice, checking", Actor: "test"})
+	_, err = inv.Pause(ctx, inventory.SwitchRequest{SKU: "B1", Pool: inventory.MainPool, Reason: "counted twice, checking", Actor: "test"})
 	require.NoError(t, err)
 
 	alertSvc := alerts.New(pool, inserter, false)

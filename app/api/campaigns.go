@@ -29,7 +29,7 @@ func (s *server) createCampaign(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	create := campaigns.Create{
+	create := campaigns.Request{
 		ID: body.ID, StartsAt: body.StartsAt, EndsAt: body.EndsAt, HoldTTLSeconds: body.HoldTTLSeconds,
 		MaxPerOrder: body.MaxPerOrder, Allotments: body.Allotments, Actor: caller(c).Name,
 	}

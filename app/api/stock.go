@@ -87,7 +87,7 @@ func (s *server) resumeStock(c echo.Context) error {
 	return s.flipSwitch(c, s.Inventory.Resume)
 }
 
-func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory.Switch) (inventory.Stock, error)) error {
+func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory.SwitchRequest) (inventory.Stock, error)) error {
 	sku, err := nameParam(c, "sku", "sku")
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	st, err := flip(c.Request().Context(), inventory.Switch{SKU: sku, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name})
+	st, err := flip(c.Request().Context(), inventory.SwitchRequest{SKU: sku, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name})
 	if err != nil {
 		return err
 	}

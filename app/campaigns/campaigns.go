@@ -91,8 +91,8 @@ type Allotment struct {
 	Quantity int64  `json:"quantity"`
 }
 
-// Create asks for a new campaign.
-type Create struct {
+// Request asks for a new campaign.
+type Request struct {
 	ID             string
 	StartsAt       time.Time
 	EndsAt         time.Time
@@ -105,7 +105,7 @@ type Create struct {
 }
 
 // Validate checks the campaign against the contract's limits.
-func (c Create) Validate() error {
+func (c Request) Validate() error {
 	if err := domain.ValidName("id", c.ID); err != nil {
 		return err
 	}
@@ -188,13 +188,13 @@ type Campaign struct {
 
 // CreateOnce is CreateTx in a transaction of its own, at most once per key
 // (see idempotency.Do).
-func (s *Service) CreateOnce(ctx context.Context, key idempotency.Key, c Create) (out Campaign, replayed bool, err error) {
+func (s *Service) CreateOnce(ctx context.Context, key idempotency.Key, c Request) (out Campaign, replayed bool, err error) {
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Campaign, error) { return s.CreateTx(ctx, tx, c) })
 }
 
 // CreateTx records a campaign with its allotments and schedules its start
 // and end jobs, inside the caller's transaction.
-func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Create) (Campaign, error) {
+func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Request) (Campaign, error) {
 	if err := c.Validate(); err != nil {
 		return Campaign{}, err
 	}
@@ -384,7 +384,7 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 		return rollbacks.Created{}, err
 	}
 	for _, p := range pools {
-		err := inventory.PauseTx(ctx, tx, inventory.Switch{SKU: p.Sku, Pool: id, Actor: operator, Reason: "campaign " + id + " ended"})
+		err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: p.Sku, Pool: id, Actor: operator, Reason: "campaign " + id + " ended"})
 		if err != nil {
 			return rollbacks.Created{}, err
 		}

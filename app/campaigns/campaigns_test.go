@@ -69,13 +69,13 @@ func (b *bundle) hold(campaign, sku string, n int64) (inventory.Reservation, err
 	return r, err
 }
 
-func spec(id string, allot ...campaigns.Allotment) campaigns.Create {
-	return campaigns.Create{
+func spec(id string, allot ...campaigns.Allotment) campaigns.Request {
+	return campaigns.Request{
 		ID: id, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 600, Allotments: allot, Actor: "alice",
 	}
 }
 
-func create(t *testing.T, svc *campaigns.Service, c campaigns.Create) campaigns.Campaign {
+func create(t *testing.T, svc *campaigns.Service, c campaigns.Request) campaigns.Campaign {
 	t.Helper()
 	out, replayed, err := svc.CreateOnce(context.Background(), idempotency.NewKey("alice", "create-"+c.ID), c)
 	require.NoError(t, err)
@@ -98,28 +98,28 @@ func TestCreateValidate(t *testing.T) {
 	zero, big := int64(0), int64(inventory.MaxPerOrder+1)
 	for _, c := range []struct {
 		name     string
-		change   func(*campaigns.Create)
+		change   func(*campaigns.Request)
 		contains string
 	}{
-		{"no id", func(c *campaigns.Create) { c.ID = "" }, "id"},
-		{"named main", func(c *campaigns.Create) { c.ID = inventory.MainPool }, "regular pool"},
-		{"no start", func(c *campaigns.Create) { c.StartsAt = time.Time{} }, "required"},
-		{"ends before it starts", func(c *campaigns.Create) { c.EndsAt = c.StartsAt.Add(-time.Second) }, "after starts_at"},
-		{"ended already", func(c *campaigns.Create) {
+		{"no id", func(c *campaigns.Request) { c.ID = "" }, "id"},
+		{"named main", func(c *campaigns.Request) { c.ID = inventory.MainPool }, "regular pool"},
+		{"no start", func(c *campaigns.Request) { c.StartsAt = time.Time{} }, "required"},
+		{"ends before it starts", func(c *campaigns.Request) { c.EndsAt = c.StartsAt.Add(-time.Second) }, "after starts_at"},
+		{"ended already", func(c *campaigns.Request) {
 			c.StartsAt, c.EndsAt = time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)
 		}, "in the past"},
-		{"no TTL", func(c *campaigns.Create) { c.HoldTTLSeconds = 0 }, "hold_ttl_seconds"},
-		{"TTL too long", func(c *campaigns.Create) { c.HoldTTLSeconds = inventory.MaxTTLSeconds + 1 }, "hold_ttl_seconds"},
-		{"zero cap", func(c *campaigns.Create) { c.MaxPerOrder = &zero }, "max_per_order"},
-		{"cap too big", func(c *campaigns.Create) { c.MaxPerOrder = &big }, "max_per_order"},
-		{"no allotments", func(c *campaigns.Create) { c.Allotments = nil }, "allotments"},
-		{"too many allotments", func(c *campaigns.Create) {
+		{"no TTL", func(c *campaigns.Request) { c.HoldTTLSeconds = 0 }, "hold_ttl_seconds"},
+		{"TTL too long", func(c *campaigns.Request) { c.HoldTTLSeconds = inventory.MaxTTLSeconds + 1 }, "hold_ttl_seconds"},
+		{"zero cap", func(c *campaigns.Request) { c.MaxPerOrder = &zero }, "max_per_order"},
+		{"cap too big", func(c *campaigns.Request) { c.MaxPerOrder = &big }, "max_per_order"},
+		{"no allotments", func(c *campaigns.Request) { c.Allotments = nil }, "allotments"},
+		{"too many allotments", func(c *campaigns.Request) {
 			c.Allotments = make([]campaigns.Allotment, campaigns.MaxAllotments+1)
 		}, "allotments"},
-		{"a SKU twice", func(c *campaigns.Create) {
+		{"a SKU twice", func(c *campaigns.Request) {
 			c.Allotments = []campaigns.Allotment{{SKU: "A1", Quantity: 1}, {SKU: "A1", Quantity: 2}}
 		}, "twice"},
-		{"zero quantity", func(c *campaigns.Create) { c.Allotments[0].Quantity = 0 }, "quantity"},
+		{"zero quantity", func(c *campaigns.Request) { c.Allotments[0].Quantity = 0 }, "quantity"},
 	} {
 		c2 := ok
 		c2.Allotments = append([]campaigns.Allotment(nil), ok.Allotments...)

@@ -115,13 +115,13 @@ func (c *Console) resume(w http.ResponseWriter, r *http.Request, op who) error {
 
 // flip pauses or resumes one pool of a SKU, with the operator's reason.
 func (c *Console) flip(w http.ResponseWriter, r *http.Request, op who, done string,
-	fn func(context.Context, inventory.Switch) (inventory.Stock, error)) error {
+	fn func(context.Context, inventory.SwitchRequest) (inventory.Stock, error)) error {
 	sku := r.PathValue("sku")
 	logging.Add(r.Context(), slog.String("sku", sku))
 	back := "/ops/skus/" + url.PathEscape(sku)
 	pool := r.PostForm.Get("pool")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	_, err := fn(r.Context(), inventory.Switch{SKU: sku, Pool: pool, Reason: reason, Actor: op.Key.Name})
+	_, err := fn(r.Context(), inventory.SwitchRequest{SKU: sku, Pool: pool, Reason: reason, Actor: op.Key.Name})
 	if err != nil {
 		return c.refused(w, r, back, err)
 	}

@@ -135,7 +135,7 @@ func TestTheDatabaseRefusesAWrongGrant(t *testing.T) {
 	ctx := context.Background()
 	svc, b := setup(t, nil)
 	dbtest.StockIn(t, b.pool, "A1", 2)
-	_, err := svc.Pause(ctx, inventory.Switch{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"})
+	_, err := svc.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"})
 	require.NoError(t, err)
 	dbtest.StockIn(t, b.pool, "B2", 2)
 	before := ledgerRows(t, b)
@@ -162,7 +162,7 @@ func TestTheDatabaseRefusesAWrongGrant(t *testing.T) {
 		require.Equal(t, "SH001", sqlstate(err), "%s: %v", name, err)
 	}
 	require.Equal(t, before, ledgerRows(t, b))
-	_, err = svc.Resume(ctx, inventory.Switch{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"})
+	_, err = svc.Resume(ctx, inventory.SwitchRequest{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"})
 	require.NoError(t, err)
 }
 

@@ -161,15 +161,16 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	return stockOf(ctx, q, a.SKU)
 }
 
-// Switch flips the protection switch of one (sku, pool).
-type Switch struct {
+// SwitchRequest asks Pause or Resume to flip the protection switch of one
+// (sku, pool).
+type SwitchRequest struct {
 	SKU    string
 	Pool   string
 	Reason string
 	Actor  string
 }
 
-func (w Switch) validate() error {
+func (w SwitchRequest) validate() error {
 	if err := domain.ValidName("sku", w.SKU); err != nil {
 		return err
 	}
@@ -184,24 +185,24 @@ func (w Switch) validate() error {
 
 // Pause stops new holds on a pool; confirms and releases keep working. It
 // is recorded in the ledger with who did it and why.
-func (s *Service) Pause(ctx context.Context, w Switch) (Stock, error) {
+func (s *Service) Pause(ctx context.Context, w SwitchRequest) (Stock, error) {
 	return s.setStatus(ctx, w, StockPaused)
 }
 
 // Resume lets a paused pool take holds again. Only a person lifts the
 // switch, so a reason is required; the pool of a campaign that is not active
 // stays paused.
-func (s *Service) Resume(ctx context.Context, w Switch) (Stock, error) {
+func (s *Service) Resume(ctx context.Context, w SwitchRequest) (Stock, error) {
 	return s.setStatus(ctx, w, StockOnSale)
 }
 
 // PauseTx pauses a pool inside the caller's transaction: reconciliation and
 // campaign end use it.
-func PauseTx(ctx context.Context, tx pgx.Tx, w Switch) error {
+func PauseTx(ctx context.Context, tx pgx.Tx, w SwitchRequest) error {
 	return setStatusTx(ctx, db.New(tx), w, StockPaused)
 }
 
-func (s *Service) setStatus(ctx context.Context, w Switch, status string) (Stock, error) {
+func (s *Service) setStatus(ctx context.Context, w SwitchRequest, status string) (Stock, error) {
 	if w.Pool == "" {
 		w.Pool = MainPool
 	}
@@ -228,7 +229,7 @@ func (s *Service) setStatus(ctx context.Context, w Switch, status string) (Stock
 	return out, err
 }
 
-func setStatusTx(ctx context.Context, q *db.Queries, w Switch, status string) error {
+func setStatusTx(ctx context.Context, q *db.Queries, w SwitchRequest, status string) error {
 	var reason *string
 	kind := "resume"
 	if status == StockPaused {

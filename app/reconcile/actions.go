@@ -108,7 +108,7 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 	action := "left paused (" + domain.Value(st.PausedReason) + "); no stock moved"
 	if st.Status == inventory.StockOnSale {
 		reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
-		if err := inventory.PauseTx(ctx, tx, inventory.Switch{SKU: r.sku, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
+		if err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: r.sku, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
 			return err
 		}
 		action = "paused; no stock moved"

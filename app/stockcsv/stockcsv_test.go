@@ -308,7 +308,7 @@ func TestExportRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = a.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h2", Items: []inventory.Item{{SKU: "x3", Quantity: 5}}})
 	require.NoError(t, err)
-	_, err = a.inv.Pause(ctx, inventory.Switch{SKU: "X2", Reason: "count", Actor: "alice"})
+	_, err = a.inv.Pause(ctx, inventory.SwitchRequest{SKU: "X2", Reason: "count", Actor: "alice"})
 	require.NoError(t, err)
 
 	var first bytes.Buffer

@@ -204,7 +204,7 @@ func TestKilledCampaignStartFinishesOnAnotherInstance(t *testing.T) {
 	}
 	unlock := lockStockRow(t, pool, "GIFT") // the start moves FLASH, then waits for GIFT
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := deps.Campaigns.CreateTx(ctx, tx, campaigns.Create{
+		_, err := deps.Campaigns.CreateTx(ctx, tx, campaigns.Request{
 			ID: "bf", StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), HoldTTLSeconds: 60, Actor: "alice",
 			Allotments: []campaigns.Allotment{{SKU: "FLASH", Quantity: 30}, {SKU: "GIFT", Quantity: 20}},
 		})
