@@ -22,6 +22,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"golang.org/x/sync/singleflight"
 	"riverqueue.com/riverui"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -67,6 +68,10 @@ type App struct {
 	migrator *schema.Migrator
 	jobsUI   *riverui.Handler
 	draining atomic.Bool
+	// checks lets concurrent readiness checks share one: probes of one
+	// instance write the same row, so checks run side by side would queue
+	// on its lock, each eating into the others' ReadyTimeout.
+	checks singleflight.Group
 }
 
 // jobPoolSpare is what River's pool holds beyond one connection per
@@ -426,6 +431,16 @@ func (a *App) ready(ctx context.Context) error {
 	if a.draining.Load() {
 		return &api.NotReady{Reason: "shutting down"}
 	}
+	_, err, _ := a.checks.Do("ready", func() (any, error) {
+		return nil, a.check(context.WithoutCancel(ctx))
+	})
+	return err
+}
+
+// check is one readiness check, shared by the requests that asked for it
+// meanwhile (ready): it is bounded by ReadyTimeout rather than by the
+// request that happened to start it.
+func (a *App) check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, a.Config.ReadyTimeout)
 	defer cancel()
 	current, latest, err := a.migrator.Versions(ctx)
