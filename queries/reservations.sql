@@ -37,7 +37,10 @@ JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key;
 
 -- name: ReservationLinesGetByKeys :batchmany
-SELECT l.* FROM reservation_lines l
+SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
+                   AND NOT u.part_released), '{}')::text[] AS units
+FROM reservation_lines l
 JOIN reservations r ON r.id = l.reservation_id
 JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
@@ -50,8 +53,14 @@ SELECT * FROM reservations WHERE id = @id;
 SELECT * FROM reservations WHERE client = @client AND idempotency_key = @idempotency_key;
 
 -- name: ReservationLinesGet :many
-SELECT * FROM reservation_lines WHERE reservation_id = ANY(@reservation_ids::uuid[])
-ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C";
+-- ReservationLinesGet returns the lines of reservations, each with the
+-- units it holds (or held, once the hold ended; a line without units has
+-- none), in the order every answer lists them.
+SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
+                   AND NOT u.part_released), '{}')::text[] AS units
+FROM reservation_lines l WHERE l.reservation_id = ANY(@reservation_ids::uuid[])
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C";
 
 -- name: ReservationLinesSummed :many
 -- ReservationLinesSummed totals the lines of reservations per stock row, in
@@ -72,8 +81,12 @@ ORDER BY r.id
 FOR UPDATE;
 
 -- name: ReservationLinesGetMany :batchmany
-SELECT * FROM reservation_lines WHERE reservation_id = ANY(@reservation_ids::uuid[])
-ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C";
+-- ReservationLinesGetMany is ReservationLinesGet for a pipe.
+SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
+                   AND NOT u.part_released), '{}')::text[] AS units
+FROM reservation_lines l WHERE l.reservation_id = ANY(@reservation_ids::uuid[])
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C";
 
 -- name: ReservationsGetMany :batchmany
 SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;

@@ -78,7 +78,7 @@ SELECT * FROM stock WHERE sku = @sku AND pool = @pool FOR UPDATE;
 -- StockLockMany locks stock rows in (sku, pool) byte order, the one order
 -- every path locks stock rows in whatever the database's collation, and
 -- returns what a hold batch decides its grants on.
-SELECT s.sku, s.pool, s.available, s.status, s.paused_reason
+SELECT s.sku, s.pool, s.available, s.status, s.paused_reason, s.serialized
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
   ON k.sku = s.sku AND k.pool = s.pool
@@ -90,11 +90,15 @@ FOR NO KEY UPDATE OF s;
 -- StockLockMany locked: each row's counters move by the sum of its granted
 -- lines (row_* arrays), the lines are inserted (line_* arrays), and each
 -- line gets a reserve ledger row carrying the version its stock row reached,
--- its counters after the change and its event feed position (feed_xid). The
--- UPDATE is conditional: a row moves only while it is on sale and has the
--- units granted, so the database re-checks every grant the batch decided,
--- and the statement fails with SQLSTATE SH001 (stockhold_check) when a row
--- did not move, rather than commit a grant it refused.
+-- its counters after the change and its event feed position (feed_xid).
+-- Units with an identity granted (unit_* arrays) become held by their
+-- holds, are recorded as the holds' units, and are named by their lines'
+-- ledger rows. The UPDATEs are conditional: a row moves only while it is
+-- on sale and has the units granted, a unit only while it is available in
+-- the line's pool, so the database re-checks every grant the batch
+-- decided, and the statement fails with SQLSTATE SH001 (stockhold_check)
+-- when a row or a unit did not move, rather than commit a grant it
+-- refused.
 WITH wanted AS (
     SELECT unnest(@row_skus::text[]) AS sku, unnest(@row_pools::text[]) AS pool,
            unnest(@row_quantities::bigint[]) AS quantity
@@ -115,19 +119,38 @@ WITH wanted AS (
 ), lines AS (
     INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
     SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
+), unit_grants AS (
+    SELECT unnest(@unit_reservation_ids::uuid[]) AS reservation_id, unnest(@unit_skus::text[]) AS sku,
+           unnest(@unit_pools::text[]) AS pool, unnest(@unit_ids::text[]) AS unit_id
+), took AS (
+    UPDATE units u
+    SET status = 'held', reservation_id = g.reservation_id, updated_at = now()
+    FROM unit_grants g
+    WHERE u.sku = g.sku AND u.id = g.unit_id AND u.pool = g.pool AND u.status = 'available'
+    RETURNING u.sku, u.id
+), recorded AS (
+    INSERT INTO reservation_units (reservation_id, sku, unit_id, pool)
+    SELECT g.reservation_id, g.sku, g.unit_id, g.pool FROM unit_grants g
+), line_units AS (
+    SELECT g.reservation_id, g.sku, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
+    FROM unit_grants g
+    GROUP BY g.reservation_id, g.sku, g.pool
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor,
+                        stock_version, reservation_id, actor, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor,
+    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
            m.feed_xid, m.total, m.available, m.reserved, m.sold
     FROM granted g
     JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
+    LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku AND lu.pool = g.pool
     ORDER BY g.n
 )
-SELECT stockhold_check(
+SELECT stockhold_check(concat_ws('; ',
     (SELECT 'stock rows not on sale or without the units granted: ' || string_agg(g.sku || '/' || g.pool, ', ')
-     FROM wanted g WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.pool = g.pool)));
+     FROM wanted g WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.pool = g.pool)),
+    (SELECT 'units not available: ' || string_agg(g.sku || '/' || g.unit_id, ', ')
+     FROM unit_grants g WHERE NOT EXISTS (SELECT 1 FROM took t WHERE t.sku = g.sku AND t.id = g.unit_id))));
 
 -- name: StockFree :many
 -- StockFree returns which of the given stock rows no other transaction has

@@ -74,6 +74,8 @@ var titles = map[string]string{
 	"too_many_requests":       "Too many failed authentications",
 	"internal_error":          "Internal error",
 	"books_unbalanced":        "The stock's books do not balance",
+	"unit_unavailable":        "Units not available",
+	"serialized_pool":         "The pool's stock is units with an identity",
 }
 
 // statuses maps domain codes to HTTP statuses: the one place that does
@@ -93,6 +95,8 @@ var statuses = map[domain.Code]int{
 	domain.CodeLimitExceeded:         http.StatusUnprocessableEntity,
 	domain.CodeBusy:                  http.StatusServiceUnavailable,
 	domain.CodeBooksUnbalanced:       http.StatusConflict,
+	domain.CodeUnitUnavailable:       http.StatusConflict,
+	domain.CodeSerializedPool:        http.StatusConflict,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,
@@ -137,6 +141,9 @@ func fromDomain(e *domain.Error) *problem {
 	}
 	if e.Line != nil {
 		p.Extra["line"] = *e.Line
+	}
+	if len(e.Units) > 0 {
+		p.Extra["units"] = e.Units
 	}
 	if e.Status != "" {
 		// RFC 9457 reserves "status" for the HTTP status.

@@ -105,7 +105,7 @@ func (q *Queries) StockCreateMainMany(ctx context.Context, skus []string) error 
 }
 
 const stockExportPage = `-- name: StockExportPage :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
 WHERE (sku, pool) > ($1::text, $2::text)
 ORDER BY sku, pool
 LIMIT $3
@@ -137,6 +137,7 @@ func (q *Queries) StockExportPage(ctx context.Context, afterSku string, afterPoo
 			&i.UpdatedAt,
 			&i.FeedXid,
 			&i.LowThreshold,
+			&i.Serialized,
 		); err != nil {
 			return nil, err
 		}
@@ -388,7 +389,7 @@ func (q *Queries) StockImportsByContent(ctx context.Context, contentSha256 []byt
 }
 
 const stockListBySKUs = `-- name: StockListBySKUs :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
 WHERE sku = ANY($1::text[])
 ORDER BY sku COLLATE "C", pool = 'main' DESC, pool COLLATE "C"
 `
@@ -418,6 +419,7 @@ func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, 
 			&i.UpdatedAt,
 			&i.FeedXid,
 			&i.LowThreshold,
+			&i.Serialized,
 		); err != nil {
 			return nil, err
 		}
@@ -430,7 +432,7 @@ func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, 
 }
 
 const stockLockForAdjust = `-- name: StockLockForAdjust :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k ON s.sku = k.sku AND s.pool = k.pool
 ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
@@ -463,6 +465,7 @@ func (q *Queries) StockLockForAdjust(ctx context.Context, skus []string, pools [
 			&i.UpdatedAt,
 			&i.FeedXid,
 			&i.LowThreshold,
+			&i.Serialized,
 		); err != nil {
 			return nil, err
 		}

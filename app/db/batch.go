@@ -72,7 +72,10 @@ func (b *BatchSettingsSetBatchResults) Close() error {
 }
 
 const reservationLinesGetByKeys = `-- name: ReservationLinesGetByKeys :batchmany
-SELECT l.reservation_id, l.sku, l.pool, l.quantity FROM reservation_lines l
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
+                   AND NOT u.part_released), '{}')::text[] AS units
+FROM reservation_lines l
 JOIN reservations r ON r.id = l.reservation_id
 JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
@@ -90,6 +93,14 @@ type ReservationLinesGetByKeysParams struct {
 	IdempotencyKeys []string
 }
 
+type ReservationLinesGetByKeysRow struct {
+	ReservationID uuid.UUID
+	Sku           string
+	Pool          string
+	Quantity      int64
+	Units         []string
+}
+
 func (q *Queries) ReservationLinesGetByKeys(ctx context.Context, arg []ReservationLinesGetByKeysParams) *ReservationLinesGetByKeysBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -103,10 +114,10 @@ func (q *Queries) ReservationLinesGetByKeys(ctx context.Context, arg []Reservati
 	return &ReservationLinesGetByKeysBatchResults{br, len(arg), false}
 }
 
-func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationLine, error)) {
+func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationLinesGetByKeysRow, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var items []ReservationLine
+		var items []ReservationLinesGetByKeysRow
 		if b.closed {
 			if f != nil {
 				f(t, items, ErrBatchAlreadyClosed)
@@ -120,12 +131,13 @@ func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationL
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var i ReservationLine
+				var i ReservationLinesGetByKeysRow
 				if err := rows.Scan(
 					&i.ReservationID,
 					&i.Sku,
 					&i.Pool,
 					&i.Quantity,
+					&i.Units,
 				); err != nil {
 					return err
 				}
@@ -145,8 +157,11 @@ func (b *ReservationLinesGetByKeysBatchResults) Close() error {
 }
 
 const reservationLinesGetMany = `-- name: ReservationLinesGetMany :batchmany
-SELECT reservation_id, sku, pool, quantity FROM reservation_lines WHERE reservation_id = ANY($1::uuid[])
-ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C"
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
+                   AND NOT u.part_released), '{}')::text[] AS units
+FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C"
 `
 
 type ReservationLinesGetManyBatchResults struct {
@@ -155,6 +170,15 @@ type ReservationLinesGetManyBatchResults struct {
 	closed bool
 }
 
+type ReservationLinesGetManyRow struct {
+	ReservationID uuid.UUID
+	Sku           string
+	Pool          string
+	Quantity      int64
+	Units         []string
+}
+
+// ReservationLinesGetMany is ReservationLinesGet for a pipe.
 func (q *Queries) ReservationLinesGetMany(ctx context.Context, reservationIds [][]uuid.UUID) *ReservationLinesGetManyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range reservationIds {
@@ -167,10 +191,10 @@ func (q *Queries) ReservationLinesGetMany(ctx context.Context, reservationIds []
 	return &ReservationLinesGetManyBatchResults{br, len(reservationIds), false}
 }
 
-func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLine, error)) {
+func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLinesGetManyRow, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var items []ReservationLine
+		var items []ReservationLinesGetManyRow
 		if b.closed {
 			if f != nil {
 				f(t, items, ErrBatchAlreadyClosed)
@@ -184,12 +208,13 @@ func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLin
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var i ReservationLine
+				var i ReservationLinesGetManyRow
 				if err := rows.Scan(
 					&i.ReservationID,
 					&i.Sku,
 					&i.Pool,
 					&i.Quantity,
+					&i.Units,
 				); err != nil {
 					return err
 				}
@@ -868,19 +893,38 @@ WITH wanted AS (
 ), lines AS (
     INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
     SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
+), unit_grants AS (
+    SELECT unnest($9::uuid[]) AS reservation_id, unnest($10::text[]) AS sku,
+           unnest($11::text[]) AS pool, unnest($12::text[]) AS unit_id
+), took AS (
+    UPDATE units u
+    SET status = 'held', reservation_id = g.reservation_id, updated_at = now()
+    FROM unit_grants g
+    WHERE u.sku = g.sku AND u.id = g.unit_id AND u.pool = g.pool AND u.status = 'available'
+    RETURNING u.sku, u.id
+), recorded AS (
+    INSERT INTO reservation_units (reservation_id, sku, unit_id, pool)
+    SELECT g.reservation_id, g.sku, g.unit_id, g.pool FROM unit_grants g
+), line_units AS (
+    SELECT g.reservation_id, g.sku, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
+    FROM unit_grants g
+    GROUP BY g.reservation_id, g.sku, g.pool
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor,
+                        stock_version, reservation_id, actor, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor,
+    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
            m.feed_xid, m.total, m.available, m.reserved, m.sold
     FROM granted g
     JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
+    LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku AND lu.pool = g.pool
     ORDER BY g.n
 )
-SELECT stockhold_check(
+SELECT stockhold_check(concat_ws('; ',
     (SELECT 'stock rows not on sale or without the units granted: ' || string_agg(g.sku || '/' || g.pool, ', ')
-     FROM wanted g WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.pool = g.pool)))
+     FROM wanted g WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.pool = g.pool)),
+    (SELECT 'units not available: ' || string_agg(g.sku || '/' || g.unit_id, ', ')
+     FROM unit_grants g WHERE NOT EXISTS (SELECT 1 FROM took t WHERE t.sku = g.sku AND t.id = g.unit_id))))
 `
 
 type StockHoldsApplyBatchResults struct {
@@ -890,25 +934,33 @@ type StockHoldsApplyBatchResults struct {
 }
 
 type StockHoldsApplyParams struct {
-	RowSkus        []string
-	RowPools       []string
-	RowQuantities  []int64
-	LineIds        []uuid.UUID
-	LineSkus       []string
-	LinePools      []string
-	LineQuantities []int64
-	LineActors     []string
+	RowSkus            []string
+	RowPools           []string
+	RowQuantities      []int64
+	LineIds            []uuid.UUID
+	LineSkus           []string
+	LinePools          []string
+	LineQuantities     []int64
+	LineActors         []string
+	UnitReservationIds []uuid.UUID
+	UnitSkus           []string
+	UnitPools          []string
+	UnitIds            []string
 }
 
 // StockHoldsApply writes the grants of a hold batch whose stock rows
 // StockLockMany locked: each row's counters move by the sum of its granted
 // lines (row_* arrays), the lines are inserted (line_* arrays), and each
 // line gets a reserve ledger row carrying the version its stock row reached,
-// its counters after the change and its event feed position (feed_xid). The
-// UPDATE is conditional: a row moves only while it is on sale and has the
-// units granted, so the database re-checks every grant the batch decided,
-// and the statement fails with SQLSTATE SH001 (stockhold_check) when a row
-// did not move, rather than commit a grant it refused.
+// its counters after the change and its event feed position (feed_xid).
+// Units with an identity granted (unit_* arrays) become held by their
+// holds, are recorded as the holds' units, and are named by their lines'
+// ledger rows. The UPDATEs are conditional: a row moves only while it is
+// on sale and has the units granted, a unit only while it is available in
+// the line's pool, so the database re-checks every grant the batch
+// decided, and the statement fails with SQLSTATE SH001 (stockhold_check)
+// when a row or a unit did not move, rather than commit a grant it
+// refused.
 func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyParams) *StockHoldsApplyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -921,6 +973,10 @@ func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyPara
 			a.LinePools,
 			a.LineQuantities,
 			a.LineActors,
+			a.UnitReservationIds,
+			a.UnitSkus,
+			a.UnitPools,
+			a.UnitIds,
 		}
 		batch.Queue(stockHoldsApply, vals...)
 	}
@@ -950,7 +1006,7 @@ func (b *StockHoldsApplyBatchResults) Close() error {
 }
 
 const stockLockMany = `-- name: StockLockMany :batchmany
-SELECT s.sku, s.pool, s.available, s.status, s.paused_reason
+SELECT s.sku, s.pool, s.available, s.status, s.paused_reason, s.serialized
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k
   ON k.sku = s.sku AND k.pool = s.pool
@@ -975,6 +1031,7 @@ type StockLockManyRow struct {
 	Available    int64
 	Status       string
 	PausedReason *string
+	Serialized   bool
 }
 
 // StockLockMany locks stock rows in (sku, pool) byte order, the one order
@@ -1017,6 +1074,7 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 					&i.Available,
 					&i.Status,
 					&i.PausedReason,
+					&i.Serialized,
 				); err != nil {
 					return err
 				}
@@ -1031,6 +1089,282 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 }
 
 func (b *StockLockManyBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const unitsFree = `-- name: UnitsFree :batchmany
+SELECT u.sku, u.id, u.pool, u.group_name, u.position
+FROM (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::int[]) AS lim) k
+CROSS JOIN LATERAL (
+    SELECT v.sku, v.id, v.pool, v.group_name, v.position FROM units v
+    WHERE v.sku = k.sku AND v.pool = k.pool AND v.status = 'available'
+    ORDER BY v.group_name COLLATE "C" NULLS LAST, v.position NULLS LAST, v.id COLLATE "C"
+    LIMIT k.lim
+) u
+`
+
+type UnitsFreeBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type UnitsFreeParams struct {
+	Skus  []string
+	Pools []string
+	Lims  []int32
+}
+
+type UnitsFreeRow struct {
+	Sku       string
+	ID        string
+	Pool      string
+	GroupName *string
+	Position  *int32
+}
+
+// UnitsFree reads, for each pool given, up to its limit of available units
+// in seat order (group, position, id): what a hold batch picks "N units"
+// from.
+func (q *Queries) UnitsFree(ctx context.Context, arg []UnitsFreeParams) *UnitsFreeBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Skus,
+			a.Pools,
+			a.Lims,
+		}
+		batch.Queue(unitsFree, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &UnitsFreeBatchResults{br, len(arg), false}
+}
+
+func (b *UnitsFreeBatchResults) Query(f func(int, []UnitsFreeRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []UnitsFreeRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i UnitsFreeRow
+				if err := rows.Scan(
+					&i.Sku,
+					&i.ID,
+					&i.Pool,
+					&i.GroupName,
+					&i.Position,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *UnitsFreeBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const unitsNamed = `-- name: UnitsNamed :batchmany
+SELECT u.sku, u.id, u.pool, u.status, u.group_name, u.position
+FROM units u
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS id) k ON u.sku = k.sku AND u.id = k.id
+`
+
+type UnitsNamedBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type UnitsNamedParams struct {
+	Skus []string
+	Ids  []string
+}
+
+type UnitsNamedRow struct {
+	Sku       string
+	ID        string
+	Pool      string
+	Status    string
+	GroupName *string
+	Position  *int32
+}
+
+// UnitsNamed reads the units a hold batch's lines name, as they are once
+// the batch has locked their pools' stock rows (every change to a pool's
+// units locks its stock row first, so they cannot change under it).
+func (q *Queries) UnitsNamed(ctx context.Context, arg []UnitsNamedParams) *UnitsNamedBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Skus,
+			a.Ids,
+		}
+		batch.Queue(unitsNamed, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &UnitsNamedBatchResults{br, len(arg), false}
+}
+
+func (b *UnitsNamedBatchResults) Query(f func(int, []UnitsNamedRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []UnitsNamedRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i UnitsNamedRow
+				if err := rows.Scan(
+					&i.Sku,
+					&i.ID,
+					&i.Pool,
+					&i.Status,
+					&i.GroupName,
+					&i.Position,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *UnitsNamedBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const unitsRuns = `-- name: UnitsRuns :batchmany
+WITH k AS (
+    SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool,
+           unnest($3::int[]) AS min_len, unnest($4::int[]) AS lim
+)
+SELECT r.sku, r.pool, r.group_name, r.ids
+FROM k
+CROSS JOIN LATERAL (
+    SELECT x.sku, x.pool, x.group_name::text AS group_name, array_agg(x.id ORDER BY x.position)::text[] AS ids
+    FROM (
+        SELECT v.sku, v.pool, v.group_name, v.position, v.id,
+               v.position - row_number() OVER (PARTITION BY v.group_name ORDER BY v.position) AS run
+        FROM units v
+        WHERE v.sku = k.sku AND v.pool = k.pool AND v.status = 'available' AND v.position IS NOT NULL
+    ) x
+    GROUP BY x.sku, x.pool, x.group_name, x.run
+    HAVING count(*) >= k.min_len
+    ORDER BY x.group_name COLLATE "C", min(x.position)
+    LIMIT k.lim
+) r
+`
+
+type UnitsRunsBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type UnitsRunsParams struct {
+	Skus    []string
+	Pools   []string
+	MinLens []int32
+	Lims    []int32
+}
+
+type UnitsRunsRow struct {
+	Sku       string
+	Pool      string
+	GroupName string
+	Ids       []string
+}
+
+// UnitsRuns reads, for each pool given, its runs of available units with
+// consecutive positions in one group at least min_len long, in seat order,
+// up to lim runs: what a hold batch picks "N adjacent units" from.
+func (q *Queries) UnitsRuns(ctx context.Context, arg []UnitsRunsParams) *UnitsRunsBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Skus,
+			a.Pools,
+			a.MinLens,
+			a.Lims,
+		}
+		batch.Queue(unitsRuns, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &UnitsRunsBatchResults{br, len(arg), false}
+}
+
+func (b *UnitsRunsBatchResults) Query(f func(int, []UnitsRunsRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []UnitsRunsRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i UnitsRunsRow
+				if err := rows.Scan(
+					&i.Sku,
+					&i.Pool,
+					&i.GroupName,
+					&i.Ids,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *UnitsRunsBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }

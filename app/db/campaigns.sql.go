@@ -208,7 +208,7 @@ func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error)
 }
 
 const campaignPools = `-- name: CampaignPools :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C"
 `
 
 // In sku byte order: campaign end and finish lock each row in turn.
@@ -235,6 +235,7 @@ func (q *Queries) CampaignPools(ctx context.Context, campaign string) ([]Stock, 
 			&i.UpdatedAt,
 			&i.FeedXid,
 			&i.LowThreshold,
+			&i.Serialized,
 		); err != nil {
 			return nil, err
 		}

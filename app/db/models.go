@@ -164,6 +164,8 @@ type Ledger struct {
 	SoldAfter      *int64
 	// For adjustments, pauses and resumes: the API key (its name) that authenticated the change, beside actor; db:<user> for a CSV import from the CLI; null otherwise.
 	ActorKey *string
+	// The units this movement moved, for a serialized pool (their ids, in order).
+	Units []string
 }
 
 type LedgerCheckpoint struct {
@@ -250,6 +252,16 @@ type ReservationLine struct {
 	Sku           string
 	Pool          string
 	Quantity      int64
+}
+
+// Which units each hold took; live while it holds or bought them. A unit is live in at most one hold (reservation_units_live).
+type ReservationUnit struct {
+	ReservationID uuid.UUID
+	Sku           string
+	UnitID        string
+	Pool          string
+	Live          bool
+	PartReleased  bool
 }
 
 type RiverJob struct {
@@ -349,6 +361,8 @@ type Stock struct {
 	// The greatest transaction id that changed this row: the event feed position of its next ledger rows (see ledger.feed_xid).
 	FeedXid      *uint64
 	LowThreshold *int64
+	// The pool holds units with an identity (the units table): it changes only through them, and its counters equal its units by status.
+	Serialized bool
 }
 
 type StockHealth struct {
@@ -396,6 +410,20 @@ type StockThreshold struct {
 	Threshold   *int64
 	SetBy       string
 	SetAt       time.Time
+}
+
+// One row per unit with an identity (a seat, a ticket, a serial number): available -> held -> sold, held -> available, available -> retired; never deleted.
+type Unit struct {
+	Sku           string
+	ID            string
+	Pool          string
+	GroupName     *string
+	Position      *int32
+	Attributes    []byte
+	Status        string
+	ReservationID *uuid.UUID
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Webhook subscriptions to the event feed: where events go, which types, and the last event each receiver acknowledged.

@@ -114,24 +114,39 @@ func (q *Queries) ReservationInsert(ctx context.Context, arg ReservationInsertPa
 }
 
 const reservationLinesGet = `-- name: ReservationLinesGet :many
-SELECT reservation_id, sku, pool, quantity FROM reservation_lines WHERE reservation_id = ANY($1::uuid[])
-ORDER BY reservation_id, sku COLLATE "C", pool COLLATE "C"
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
+                   AND NOT u.part_released), '{}')::text[] AS units
+FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C"
 `
 
-func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid.UUID) ([]ReservationLine, error) {
+type ReservationLinesGetRow struct {
+	ReservationID uuid.UUID
+	Sku           string
+	Pool          string
+	Quantity      int64
+	Units         []string
+}
+
+// ReservationLinesGet returns the lines of reservations, each with the
+// units it holds (or held, once the hold ended; a line without units has
+// none), in the order every answer lists them.
+func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid.UUID) ([]ReservationLinesGetRow, error) {
 	rows, err := q.db.Query(ctx, reservationLinesGet, reservationIds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ReservationLine
+	var items []ReservationLinesGetRow
 	for rows.Next() {
-		var i ReservationLine
+		var i ReservationLinesGetRow
 		if err := rows.Scan(
 			&i.ReservationID,
 			&i.Sku,
 			&i.Pool,
 			&i.Quantity,
+			&i.Units,
 		); err != nil {
 			return nil, err
 		}

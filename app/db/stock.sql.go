@@ -21,7 +21,7 @@ SET total = s.total + excluded.total,
     version = s.version + 1,
     feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
 `
 
 // StockAdjust adds delta to total and available, creating the row on the
@@ -43,6 +43,7 @@ func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delt
 		&i.UpdatedAt,
 		&i.FeedXid,
 		&i.LowThreshold,
+		&i.Serialized,
 	)
 	return i, err
 }
@@ -50,7 +51,7 @@ func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delt
 const stockCreate = `-- name: StockCreate :one
 INSERT INTO stock (sku, pool) VALUES ($1, $2)
 ON CONFLICT (sku, pool) DO NOTHING
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
 `
 
 func (q *Queries) StockCreate(ctx context.Context, sku string, pool string) (Stock, error) {
@@ -70,6 +71,7 @@ func (q *Queries) StockCreate(ctx context.Context, sku string, pool string) (Sto
 		&i.UpdatedAt,
 		&i.FeedXid,
 		&i.LowThreshold,
+		&i.Serialized,
 	)
 	return i, err
 }
@@ -146,7 +148,7 @@ func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string) 
 }
 
 const stockGet = `-- name: StockGet :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock WHERE sku = $1 AND pool = $2
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = $1 AND pool = $2
 `
 
 func (q *Queries) StockGet(ctx context.Context, sku string, pool string) (Stock, error) {
@@ -166,12 +168,13 @@ func (q *Queries) StockGet(ctx context.Context, sku string, pool string) (Stock,
 		&i.UpdatedAt,
 		&i.FeedXid,
 		&i.LowThreshold,
+		&i.Serialized,
 	)
 	return i, err
 }
 
 const stockListBySKU = `-- name: StockListBySKU :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock WHERE sku = $1 ORDER BY pool = 'main' DESC, pool COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = $1 ORDER BY pool = 'main' DESC, pool COLLATE "C"
 `
 
 func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, error) {
@@ -197,6 +200,7 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 			&i.UpdatedAt,
 			&i.FeedXid,
 			&i.LowThreshold,
+			&i.Serialized,
 		); err != nil {
 			return nil, err
 		}
@@ -209,7 +213,7 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 }
 
 const stockLock = `-- name: StockLock :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold FROM stock WHERE sku = $1 AND pool = $2 FOR UPDATE
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = $1 AND pool = $2 FOR UPDATE
 `
 
 // StockLock locks one stock row for the rest of the transaction; the hold
@@ -231,6 +235,7 @@ func (q *Queries) StockLock(ctx context.Context, sku string, pool string) (Stock
 		&i.UpdatedAt,
 		&i.FeedXid,
 		&i.LowThreshold,
+		&i.Serialized,
 	)
 	return i, err
 }
@@ -245,7 +250,7 @@ SET total = total + $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $5 AND pool = $6
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
 `
 
 type StockMoveParams struct {
@@ -283,6 +288,7 @@ func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, er
 		&i.UpdatedAt,
 		&i.FeedXid,
 		&i.LowThreshold,
+		&i.Serialized,
 	)
 	return i, err
 }
@@ -346,7 +352,7 @@ SET status = $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $3 AND pool = $4
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
 `
 
 type StockSetStatusParams struct {
@@ -378,6 +384,7 @@ func (q *Queries) StockSetStatus(ctx context.Context, arg StockSetStatusParams) 
 		&i.UpdatedAt,
 		&i.FeedXid,
 		&i.LowThreshold,
+		&i.Serialized,
 	)
 	return i, err
 }
@@ -390,7 +397,7 @@ SET total = total - $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $2 AND pool = $3 AND available >= $1
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
 `
 
 // StockTake removes quantity from total and available if available has it.
@@ -411,6 +418,7 @@ func (q *Queries) StockTake(ctx context.Context, quantity int64, sku string, poo
 		&i.UpdatedAt,
 		&i.FeedXid,
 		&i.LowThreshold,
+		&i.Serialized,
 	)
 	return i, err
 }

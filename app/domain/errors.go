@@ -38,6 +38,12 @@ const (
 	// because a stock row's counters, a hold or its lines are not what the
 	// service decided on: the books of that pool need a person.
 	CodeBooksUnbalanced Code = "books_unbalanced"
+	// CodeUnitUnavailable refuses a request naming units that are held,
+	// sold, retired or in another pool; Units names them.
+	CodeUnitUnavailable Code = "unit_unavailable"
+	// CodeSerializedPool refuses a quantity adjustment of a pool whose
+	// stock is units with an identity: it changes only through its units.
+	CodeSerializedPool Code = "serialized_pool"
 )
 
 // Error is a failure the caller can act on: bad input, or a state that
@@ -53,6 +59,8 @@ type Error struct {
 	Status string
 	// Line is the index of the failing line of a bulk adjustment.
 	Line *int
+	// Units names the units a unit_unavailable refusal is about.
+	Units []string
 	// Reference marks an unknown thing that the request names as part of
 	// what it asks for (a hold's SKU or campaign, a bulk line's SKU),
 	// rather than the thing it addresses (the SKU of GET /v1/skus/{sku}):

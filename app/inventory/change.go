@@ -71,7 +71,7 @@ func (l lockStep) read() map[uuid.UUID]*lockedHold {
 	}
 	for _, l := range lines {
 		if h := holds[l.ReservationID]; h != nil {
-			h.lines = append(h.lines, Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity})
+			h.lines = append(h.lines, lineOf(l.Sku, l.Pool, l.Quantity, l.Units))
 		}
 	}
 	return holds

@@ -89,7 +89,7 @@ func (s *Service) List(ctx context.Context, lq ListQuery, by Caller) (ListPage, 
 	}
 	linesOf := make(map[uuid.UUID][]Line, len(rows))
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity})
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], lineOf(l.Sku, l.Pool, l.Quantity, l.Units))
 	}
 	for _, r := range rows {
 		page.Reservations = append(page.Reservations, newReservation(r, linesOf[r.ID]))

@@ -175,6 +175,18 @@ type Line struct {
 	SKU      string `json:"sku"`
 	Pool     string `json:"pool"`
 	Quantity int64  `json:"quantity"`
+	// Units are the units the line holds (or held), for a pool of units
+	// with an identity: Quantity of them, in byte order.
+	Units []string `json:"units,omitempty"`
+}
+
+// lineOf is a line as read from the database.
+func lineOf(sku, pool string, quantity int64, units []string) Line {
+	l := Line{SKU: sku, Pool: pool, Quantity: quantity}
+	if len(units) > 0 {
+		l.Units = units
+	}
+	return l
 }
 
 // Reservation is a hold as shops see it.
@@ -260,7 +272,7 @@ func linesOf(ctx context.Context, q *db.Queries, id uuid.UUID) ([]Line, error) {
 	}
 	lines := make([]Line, len(rows))
 	for i, l := range rows {
-		lines[i] = Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity}
+		lines[i] = lineOf(l.Sku, l.Pool, l.Quantity, l.Units)
 	}
 	return lines, nil
 }

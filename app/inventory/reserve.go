@@ -17,10 +17,25 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 )
 
-// Item is one line of a hold request.
+// Item is one line of a hold request: a quantity of a SKU, or, for a pool
+// of units with an identity, these units (Units), or a quantity of units
+// the service picks (Adjacent: consecutive in one group).
 type Item struct {
 	SKU      string `json:"sku"`
 	Quantity int64  `json:"quantity"`
+	// Units names the units to hold; Quantity is then 0 or their number.
+	Units []string `json:"units,omitempty"`
+	// Adjacent asks for Quantity units of one group with consecutive
+	// positions.
+	Adjacent bool `json:"adjacent,omitempty"`
+}
+
+// count is how many units the item asks for.
+func (it Item) count() int64 {
+	if len(it.Units) > 0 {
+		return int64(len(it.Units))
+	}
+	return it.Quantity
 }
 
 // HoldRequest asks to hold stock for an order.
@@ -49,9 +64,18 @@ func (r HoldRequest) Validate() error {
 		if domain.ValidName("sku", it.SKU) != nil { // named only when it fails: this runs on every hold
 			return domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU)
 		}
+		if it.Units != nil || it.Adjacent {
+			if err := it.validateUnits(i); err != nil {
+				return err
+			}
+			continue
+		}
 		if it.Quantity < 1 || it.Quantity > MaxQuantity {
 			return domain.Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
 		}
+	}
+	if _, err := r.asks(); err != nil {
+		return err
 	}
 	if r.TTLSeconds < 0 || r.TTLSeconds > MaxTTLSeconds {
 		return domain.Invalid("ttl_seconds must be from 1 to %d", MaxTTLSeconds)
@@ -62,6 +86,84 @@ func (r HoldRequest) Validate() error {
 		}
 	}
 	return domain.ValidRef("order_ref", r.OrderRef, MaxOrderRefSize)
+}
+
+// MaxUnitsPerLine bounds the units one hold line names or asks for.
+const MaxUnitsPerLine = 1_000
+
+// validateUnits checks item i of a hold that names units or asks for
+// adjacent ones.
+func (it Item) validateUnits(i int) error {
+	switch {
+	case it.Adjacent && len(it.Units) > 0:
+		return domain.Invalid("items[%d]: adjacent goes with a quantity, not with units named", i)
+	case it.Adjacent && (it.Quantity < 1 || it.Quantity > MaxUnitsPerLine):
+		return domain.Invalid("items[%d].quantity must be from 1 to %d for adjacent units", i, MaxUnitsPerLine)
+	case it.Adjacent:
+		return nil
+	case len(it.Units) == 0 || len(it.Units) > MaxUnitsPerLine:
+		return domain.Invalid("items[%d].units must name 1 to %d units", i, MaxUnitsPerLine)
+	case it.Quantity != 0 && it.Quantity != int64(len(it.Units)):
+		return domain.Invalid("items[%d].quantity is %d but units names %d: leave quantity out, or give their number", i, it.Quantity, len(it.Units))
+	}
+	for j, id := range it.Units {
+		if err := domain.ValidName(fmt.Sprintf("items[%d].units[%d]", i, j), id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unitAsk is what a hold asks of one pool's units: the units it names, and
+// how many more the service picks (adjacent: consecutive in one group).
+// A line that gives only a quantity asks to pick that many, should its pool
+// turn out to hold units.
+type unitAsk struct {
+	named    []string
+	pick     int64
+	adjacent bool
+}
+
+// asks returns what the request asks of units, per SKU (nil when no line
+// names units or asks for adjacent ones). A SKU asked for adjacent units
+// must be one line of the request, and no unit may be named twice.
+func (r HoldRequest) asks() (map[string]unitAsk, error) {
+	var out map[string]unitAsk
+	for _, it := range r.Items {
+		if it.Units == nil && !it.Adjacent {
+			continue
+		}
+		if out == nil {
+			out = map[string]unitAsk{}
+		}
+		a := out[it.SKU]
+		a.named = append(a.named, it.Units...)
+		if it.Adjacent {
+			a.pick, a.adjacent = it.Quantity, true
+		}
+		out[it.SKU] = a
+	}
+	for sku, a := range out {
+		seen := map[string]bool{}
+		for _, id := range a.named {
+			if seen[id] {
+				return nil, domain.Invalid("items name unit %q of SKU %q twice", id, sku)
+			}
+			seen[id] = true
+		}
+		lines := 0
+		for _, it := range r.Items {
+			if it.SKU == sku {
+				lines++
+			}
+		}
+		if a.adjacent && lines > 1 {
+			return nil, domain.Invalid("items ask for adjacent units of SKU %q: give that SKU in one line", sku)
+		}
+		a.named = sortedIDs(a.named)
+		out[sku] = a
+	}
+	return out, nil
 }
 
 // hash identifies the request's content, so a replayed key can tell the same
@@ -86,7 +188,7 @@ func (r HoldRequest) hash() string {
 func (r HoldRequest) lines(pool string) []Line {
 	sum := map[string]int64{}
 	for _, it := range r.Items {
-		sum[it.SKU] += it.Quantity
+		sum[it.SKU] += it.count()
 	}
 	lines := make([]Line, 0, len(sum))
 	for sku, q := range sum {
@@ -106,6 +208,9 @@ type hold struct {
 	// maxPerOrder is the campaign's cap of units of one SKU per hold; nil:
 	// none.
 	maxPerOrder *int64
+	// asks is what it asks of units with an identity, by rowKey (nil:
+	// quantities only).
+	asks map[string]unitAsk
 }
 
 // Hold holds stock for an order, all lines or none. The boolean reports an
@@ -125,6 +230,12 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 		pool = req.Campaign
 	}
 	h.lines = req.lines(pool)
+	if asks, _ := req.asks(); asks != nil { // validated above
+		h.asks = make(map[string]unitAsk, len(asks))
+		for sku, a := range asks {
+			h.asks[rowKey(sku, pool)] = a
+		}
+	}
 	if req.Campaign != "" {
 		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.lines[0].SKU)
 		if err != nil {
@@ -397,6 +508,9 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	if err != nil {
 		return nil, err
 	}
+	if err := s.readUnits(ctx, conn, leaders, rows); err != nil {
+		return nil, err
+	}
 	b := s.sortOut(leaders, made)
 	verdicts, taken := decideHolds(rows, b.holds())
 	w := b.writes(verdicts, taken, lockOrder)
@@ -484,7 +598,7 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	}
 	rows := make(map[string]lockedRow, len(stock))
 	for _, r := range stock {
-		rows[rowKey(r.Sku, r.Pool)] = lockedRow{available: r.Available, status: r.Status}
+		rows[rowKey(r.Sku, r.Pool)] = lockedRow{available: r.Available, status: r.Status, serialized: r.Serialized}
 	}
 	order := make([]Line, len(lock.Skus))
 	for i := range lock.Skus {
@@ -554,6 +668,12 @@ func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []L
 			w.apply.LinePools = append(w.apply.LinePools, l.Pool)
 			w.apply.LineQuantities = append(w.apply.LineQuantities, l.Quantity)
 			w.apply.LineActors = append(w.apply.LineActors, c.h.req.Client)
+			for _, id := range verdicts[i].picked[rowKey(l.SKU, l.Pool)] {
+				w.apply.UnitReservationIds = append(w.apply.UnitReservationIds, c.h.id)
+				w.apply.UnitSkus = append(w.apply.UnitSkus, l.SKU)
+				w.apply.UnitPools = append(w.apply.UnitPools, l.Pool)
+				w.apply.UnitIds = append(w.apply.UnitIds, id)
+			}
 		}
 	}
 	for _, row := range lockOrder {
@@ -572,7 +692,7 @@ func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []L
 
 // writeHolds is a hold batch's second round trip; it commits, and returns
 // the holds the replayed keys made, with their lines.
-func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationLine, error) {
+func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationLinesGetByKeysRow, error) {
 	p := newPipe(conn)
 	q := db.New(p)
 	var (
@@ -593,7 +713,7 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 	p.commit()
 	var (
 		firsts   []db.Reservation
-		firstsOf []db.ReservationLine
+		firstsOf []db.ReservationLinesGetByKeysRow
 	)
 	err := p.roundTrip(ctx, func() {
 		if replayed != nil {
@@ -609,10 +729,10 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 
 // answer answers every caller of a committed hold batch.
 func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Reservation, verdicts []verdict,
-	firsts []db.Reservation, firstsOf []db.ReservationLine) {
+	firsts []db.Reservation, firstsOf []db.ReservationLinesGetByKeysRow) {
 	for i, c := range b.deciding {
 		if v := verdicts[i]; v.granted {
-			c.reply(holdResult{r: newReservation(made[c.h.id], c.h.lines)})
+			c.reply(holdResult{r: newReservation(made[c.h.id], withUnits(c.h.lines, v.picked))})
 		} else {
 			c.answer(s.refusal(ctx, c.h, v))
 		}
@@ -631,6 +751,11 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 	switch {
 	case v.why == domain.CodeLimitExceeded:
 		return capError(h.req.Campaign, l, v.left)
+	case v.why == domain.CodeUnitUnavailable:
+		return errUnitsUnavailable(l.SKU, l.Pool, v.units)
+	case v.why == domain.CodeOutOfStock && v.left < 0:
+		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has no %d adjacent units left in one group", l.SKU, l.Pool, l.Quantity)}
 	case l.Pool != MainPool && v.why != domain.CodeOutOfStock:
 		// A campaign's pool that is missing or paused: the campaign may
 		// have ended meanwhile, which is what the caller must hear.
@@ -646,14 +771,14 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 
 // answerReplays answers the requests whose key was used before, from the
 // holds those keys made.
-func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, lines []db.ReservationLine) {
+func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, lines []db.ReservationLinesGetByKeysRow) {
 	byKey := make(map[[2]string]db.Reservation, len(firsts))
 	for _, r := range firsts {
 		byKey[[2]string{r.Client, r.IdempotencyKey}] = r
 	}
 	linesOf := map[uuid.UUID][]Line{}
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], Line{SKU: l.Sku, Pool: l.Pool, Quantity: l.Quantity})
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], lineOf(l.Sku, l.Pool, l.Quantity, l.Units))
 	}
 	for _, c := range calls {
 		r, ok := byKey[[2]string{c.h.req.Client, c.h.req.IdempotencyKey}]
@@ -668,4 +793,18 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 			c.reply(holdResult{r: newReservation(r, linesOf[r.ID]).firstAnswer(), replayed: true})
 		}
 	}
+}
+
+// withUnits returns lines with the units picked for them.
+func withUnits(lines []Line, picked map[string][]string) []Line {
+	if len(picked) == 0 {
+		return lines
+	}
+	out := slices.Clone(lines)
+	for i, l := range out {
+		if units := picked[rowKey(l.SKU, l.Pool)]; len(units) > 0 {
+			out[i].Units = units
+		}
+	}
+	return out
 }

@@ -1,0 +1,132 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+)
+
+// readUnits is a hold batch's extra round trip when some of its holds
+// need units with an identity: once the batch has locked its stock rows
+// (and so every change to those pools' units waits for it), it reads, per
+// serialized row a hold draws on, the units the batch's holds name, enough
+// available units in seat order for every pick, and the runs of adjacent
+// available units for adjacent picks. A batch with no serialized row and
+// no unit named skips it.
+func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, rows map[string]lockedRow) error {
+	type need struct {
+		sku, pool string
+		named     []string
+		pick      int64
+		minRun    int64
+	}
+	needs := map[string]*need{}
+	var order []string
+	for _, c := range leaders {
+		for _, l := range c.h.lines {
+			k := rowKey(l.SKU, l.Pool)
+			if !rows[k].serialized {
+				continue
+			}
+			n, ok := needs[k]
+			if !ok {
+				n = &need{sku: l.SKU, pool: l.Pool}
+				needs[k] = n
+				order = append(order, k)
+			}
+			ask, asked := c.h.asks[k]
+			if !asked {
+				ask = unitAsk{pick: l.Quantity}
+			}
+			n.named = append(n.named, ask.named...)
+			if ask.adjacent && (n.minRun == 0 || ask.pick < n.minRun) {
+				n.minRun = ask.pick
+			}
+			if !ask.adjacent {
+				n.pick += ask.pick
+			}
+		}
+	}
+	if len(needs) == 0 {
+		return nil
+	}
+
+	var named db.UnitsNamedParams
+	var free db.UnitsFreeParams
+	var runs db.UnitsRunsParams
+	for _, k := range order {
+		n := needs[k]
+		for _, id := range n.named {
+			named.Skus, named.Ids = append(named.Skus, n.sku), append(named.Ids, id)
+		}
+		if n.pick > 0 {
+			// Enough for every pick even if each unit another hold names
+			// is among the first.
+			free.Skus, free.Pools = append(free.Skus, n.sku), append(free.Pools, n.pool)
+			free.Lims = append(free.Lims, int32(n.pick)+int32(len(n.named)))
+		}
+		if n.minRun > 0 {
+			runs.Skus, runs.Pools = append(runs.Skus, n.sku), append(runs.Pools, n.pool)
+			runs.MinLens, runs.Lims = append(runs.MinLens, int32(n.minRun)), append(runs.Lims, int32(1<<30))
+		}
+	}
+	p := newPipe(conn)
+	q := db.New(p)
+	var (
+		namedRows []db.UnitsNamedRow
+		freeRows  []db.UnitsFreeRow
+		runRows   []db.UnitsRunsRow
+		reading   = []func(){}
+	)
+	if len(named.Ids) > 0 {
+		r := q.UnitsNamed(ctx, []db.UnitsNamedParams{named})
+		reading = append(reading, func() { namedRows, _ = collect(r.Query) })
+	}
+	if len(free.Skus) > 0 {
+		r := q.UnitsFree(ctx, []db.UnitsFreeParams{free})
+		reading = append(reading, func() { freeRows, _ = collect(r.Query) })
+	}
+	if len(runs.Skus) > 0 {
+		r := q.UnitsRuns(ctx, []db.UnitsRunsParams{runs})
+		reading = append(reading, func() { runRows, _ = collect(r.Query) })
+	}
+	err := p.roundTrip(ctx, func() {
+		for _, read := range reading {
+			read()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read units: %w", err)
+	}
+
+	units := make(map[string]*poolUnits, len(needs))
+	for _, k := range order {
+		units[k] = &poolUnits{named: map[string]namedUnit{}}
+	}
+	for _, u := range namedRows {
+		// A named unit of the SKU, whichever pool it is in: the decision
+		// refuses one that is not in the line's pool.
+		for _, k := range order {
+			if needs[k].sku == u.Sku {
+				units[k].named[u.ID] = namedUnit{pool: u.Pool, status: u.Status}
+			}
+		}
+	}
+	for _, u := range freeRows {
+		k := rowKey(u.Sku, u.Pool)
+		units[k].free = append(units[k].free, u.ID)
+	}
+	for _, r := range runRows {
+		k := rowKey(r.Sku, r.Pool)
+		units[k].runs = append(units[k].runs, r.Ids)
+	}
+	for k, u := range units {
+		row := rows[k]
+		row.units = u
+		rows[k] = row
+	}
+	return nil
+}

@@ -1,0 +1,369 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
+)
+
+// Units with an identity: seats, tickets, serial numbers. A pool that holds
+// units (a serialized pool) changes only through them: each is one unit of
+// its counters, and the database keeps the counters equal to its units by
+// status (migration 00120). A hold line names units or asks for a number
+// of them; the rule every change to a hold follows moves its units with its
+// stock.
+
+// Unit statuses.
+const (
+	UnitAvailable = "available"
+	UnitHeld      = "held"
+	UnitSold      = "sold"
+	UnitRetired   = "retired"
+)
+
+// Limits on units.
+const (
+	// MaxUnitsPerRequest bounds the units one request adds or retires.
+	MaxUnitsPerRequest = 10_000
+	// MaxUnitAttributes bounds one unit's attributes, as JSON.
+	MaxUnitAttributes = 2_048
+	// MaxUnitsPage bounds one page of a unit listing.
+	MaxUnitsPage = 1_000
+	// MaxUnitPosition bounds a unit's position within its group.
+	MaxUnitPosition = 1_000_000
+)
+
+// UnitSpec is a unit to add: its id (unique within its SKU), and where it
+// is, optionally: a group (a row, a section) and a position within it.
+type UnitSpec struct {
+	ID         string          `json:"id"`
+	Group      string          `json:"group,omitempty"`
+	Position   *int32          `json:"position,omitempty"`
+	Attributes json.RawMessage `json:"attributes,omitempty"`
+}
+
+// Unit is a unit as the API shows it.
+type Unit struct {
+	ID         string          `json:"id"`
+	SKU        string          `json:"sku"`
+	Pool       string          `json:"pool"`
+	Group      *string         `json:"group"`
+	Position   *int32          `json:"position"`
+	Attributes json.RawMessage `json:"attributes"`
+	Status     string          `json:"status"`
+	// ReservationID is the hold that holds it, or bought it.
+	ReservationID *string `json:"reservation_id"`
+}
+
+func newUnit(u db.Unit) Unit {
+	out := Unit{ID: u.ID, SKU: u.Sku, Pool: u.Pool, Group: u.GroupName, Position: u.Position,
+		Attributes: json.RawMessage(u.Attributes), Status: u.Status}
+	if u.ReservationID != nil {
+		id := u.ReservationID.String()
+		out.ReservationID = &id
+	}
+	return out
+}
+
+// UnitsChange adds units to a pool, or retires some of its units.
+type UnitsChange struct {
+	SKU, Pool string
+	Reason    string
+	Ref       string
+	Actor     string
+	// Units are the units to add (their specs), or to retire (their ids).
+	Units []UnitSpec
+}
+
+func (c *UnitsChange) validate(adding bool) error {
+	if c.Pool == "" {
+		c.Pool = MainPool
+	}
+	if err := domain.ValidName("sku", c.SKU); err != nil {
+		return err
+	}
+	if err := domain.ValidName("pool", c.Pool); err != nil {
+		return err
+	}
+	if strings.TrimSpace(c.Reason) == "" {
+		return domain.Invalid("reason is required: why these units change")
+	}
+	if err := domain.ValidText("reason", c.Reason, domain.MaxTextLength); err != nil {
+		return err
+	}
+	if err := domain.ValidText("ref", c.Ref, domain.MaxTextLength); err != nil {
+		return err
+	}
+	if len(c.Units) == 0 || len(c.Units) > MaxUnitsPerRequest {
+		return domain.Invalid("units must have 1 to %d units", MaxUnitsPerRequest)
+	}
+	seen := make(map[string]int, len(c.Units))
+	places := map[[2]string]int{}
+	for i, u := range c.Units {
+		if err := domain.ValidName(fmt.Sprintf("units[%d].id", i), u.ID); err != nil {
+			return err
+		}
+		if j, ok := seen[u.ID]; ok {
+			return domain.Invalid("units[%d] and units[%d] are both %q", j, i, u.ID)
+		}
+		seen[u.ID] = i
+		if !adding {
+			continue
+		}
+		if u.Group != "" {
+			if err := domain.ValidName(fmt.Sprintf("units[%d].group", i), u.Group); err != nil {
+				return err
+			}
+		}
+		if u.Position != nil {
+			if *u.Position < 0 || *u.Position > MaxUnitPosition {
+				return domain.Invalid("units[%d].position must be from 0 to %d", i, MaxUnitPosition)
+			}
+			if u.Group == "" {
+				return domain.Invalid("units[%d].position needs a group: a position is a place within a group", i)
+			}
+			place := [2]string{u.Group, fmt.Sprint(*u.Position)}
+			if j, ok := places[place]; ok {
+				return domain.Invalid("units[%d] and units[%d] are both at group %q position %d", j, i, u.Group, *u.Position)
+			}
+			places[place] = i
+		}
+		if len(u.Attributes) > 0 {
+			var obj map[string]any
+			if len(u.Attributes) > MaxUnitAttributes || json.Unmarshal(u.Attributes, &obj) != nil || obj == nil {
+				return domain.Invalid("units[%d].attributes must be a JSON object of at most %d bytes", i, MaxUnitAttributes)
+			}
+		}
+	}
+	return nil
+}
+
+func (c UnitsChange) ids() []string {
+	ids := make([]string, len(c.Units))
+	for i, u := range c.Units {
+		ids[i] = u.ID
+	}
+	return ids
+}
+
+// AddUnitsOnce adds units to a pool at most once per key (see
+// idempotency.Do): each is one available unit of the pool, and one
+// stock_in ledger row names them all. The pool is created serialized if it
+// does not exist; a pool that has stock without units is refused, as are
+// ids or places its SKU has already. It returns the SKU's stock.
+func (s *Service) AddUnitsOnce(ctx context.Context, key idempotency.Key, c UnitsChange) (Stock, bool, error) {
+	if err := c.validate(true); err != nil {
+		return Stock{}, false, err
+	}
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return addUnitsTx(ctx, tx, c) })
+}
+
+func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
+	q := db.New(tx)
+	row, err := q.StockLockSerialized(ctx, c.SKU, c.Pool)
+	if err != nil {
+		return Stock{}, fmt.Errorf("lock %s/%s: %w", c.SKU, c.Pool, err)
+	}
+	if !row.Serialized && row.Total > 0 {
+		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has %d units of stock without an identity: units go into a pool of their own (a new SKU)", c.SKU, c.Pool, row.Total)}
+	}
+	taken, err := q.UnitsExisting(ctx, c.SKU, c.ids())
+	if err != nil {
+		return Stock{}, err
+	}
+	if len(taken) > 0 {
+		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
+			Detail: fmt.Sprintf("SKU %q has units %s already", c.SKU, list(taken))}
+	}
+	var groups []string
+	var positions []int32
+	for _, u := range c.Units {
+		if u.Position != nil {
+			groups, positions = append(groups, u.Group), append(positions, *u.Position)
+		}
+	}
+	if len(groups) > 0 {
+		at, err := q.UnitsPlacesTaken(ctx, groups, positions, c.SKU)
+		if err != nil {
+			return Stock{}, err
+		}
+		if len(at) > 0 {
+			return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
+				Detail: fmt.Sprintf("SKU %q has unit %q at group %q position %d already", c.SKU, at[0].ID, at[0].GroupName, at[0].Position)}
+		}
+	}
+	p := db.UnitsAddParams{Sku: c.SKU, Pool: c.Pool, Actor: c.Actor, Reason: domain.Optional(c.Reason), Ref: domain.Optional(c.Ref)}
+	for _, u := range c.Units {
+		attrs := []byte(u.Attributes)
+		if len(attrs) == 0 {
+			attrs = []byte("{}")
+		}
+		pos := int32(-1) // none
+		if u.Position != nil {
+			pos = *u.Position
+		}
+		p.Ids = append(p.Ids, u.ID)
+		p.Groups = append(p.Groups, u.Group)
+		p.Positions = append(p.Positions, pos)
+		p.Attributes = append(p.Attributes, attrs)
+	}
+	if _, err := q.UnitsAdd(ctx, p); err != nil {
+		return Stock{}, fmt.Errorf("add units to %s/%s: %w", c.SKU, c.Pool, err)
+	}
+	return stockOf(ctx, q, c.SKU)
+}
+
+// RetireUnitsOnce takes available units out of their pool (a broken seat)
+// at most once per key: they become retired, the pool's total and
+// available shrink, and one adjust ledger row names them. A unit that is
+// not an available unit of the pool refuses the whole request with
+// unit_unavailable, naming the units.
+func (s *Service) RetireUnitsOnce(ctx context.Context, key idempotency.Key, c UnitsChange) (Stock, bool, error) {
+	if err := c.validate(false); err != nil {
+		return Stock{}, false, err
+	}
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return retireUnitsTx(ctx, tx, c) })
+}
+
+func retireUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
+	q := db.New(tx)
+	row, err := q.StockLock(ctx, c.SKU, c.Pool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: c.SKU, Pool: c.Pool,
+			Detail: fmt.Sprintf("SKU %q has no %s pool", c.SKU, c.Pool)}
+	}
+	if err != nil {
+		return Stock{}, fmt.Errorf("lock %s/%s: %w", c.SKU, c.Pool, err)
+	}
+	if !row.Serialized {
+		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has no units", c.SKU, c.Pool)}
+	}
+	units, err := q.UnitsGet(ctx, c.SKU, c.ids())
+	if err != nil {
+		return Stock{}, err
+	}
+	if bad := unavailable(units, c.ids(), c.Pool); len(bad) > 0 {
+		return Stock{}, errUnitsUnavailable(c.SKU, c.Pool, bad)
+	}
+	n, err := q.UnitsRetire(ctx, db.UnitsRetireParams{Sku: c.SKU, Pool: c.Pool, Ids: c.ids(), Actor: c.Actor,
+		Reason: domain.Optional(c.Reason), Ref: domain.Optional(c.Ref)})
+	if err != nil {
+		return Stock{}, fmt.Errorf("retire units of %s/%s: %w", c.SKU, c.Pool, err)
+	}
+	if int(n) != len(c.Units) {
+		return Stock{}, fmt.Errorf("retire units of %s/%s: %d of %d retired", c.SKU, c.Pool, n, len(c.Units))
+	}
+	return stockOf(ctx, q, c.SKU)
+}
+
+// unavailable returns which of ids are not available units of pool among
+// units (as read), in the order ids gives them.
+func unavailable(units []db.Unit, ids []string, pool string) []string {
+	ok := make(map[string]bool, len(units))
+	for _, u := range units {
+		ok[u.ID] = u.Pool == pool && u.Status == UnitAvailable
+	}
+	var bad []string
+	for _, id := range ids {
+		if !ok[id] {
+			bad = append(bad, id)
+		}
+	}
+	return bad
+}
+
+func errUnitsUnavailable(sku, pool string, ids []string) error {
+	return &domain.Error{Code: domain.CodeUnitUnavailable, SKU: sku, Pool: pool, Units: ids,
+		Detail: fmt.Sprintf("SKU %q (pool %s): units %s are not available", sku, pool, list(ids))}
+}
+
+// list writes ids for a person: the first ten, and how many more.
+func list(ids []string) string {
+	quoted := make([]string, 0, min(len(ids), 10))
+	for _, id := range ids[:min(len(ids), 10)] {
+		quoted = append(quoted, fmt.Sprintf("%q", id))
+	}
+	out := strings.Join(quoted, ", ")
+	if len(ids) > 10 {
+		out += fmt.Sprintf(" and %d more", len(ids)-10)
+	}
+	return out
+}
+
+// UnitsQuery filters a listing of units; empty fields match everything.
+type UnitsQuery struct {
+	SKU, Pool, Status, Group string
+	// After asks for the units after this id (byte order): the previous
+	// page's NextAfter.
+	After string
+	Limit int
+}
+
+// UnitsPage is a page of units in id order; NextAfter, when not nil, asks
+// for the next page.
+type UnitsPage struct {
+	Units     []Unit  `json:"units"`
+	NextAfter *string `json:"next_after"`
+}
+
+// ListUnits pages through a SKU's units in id order (a keyset on the id).
+func (s *Service) ListUnits(ctx context.Context, uq UnitsQuery) (UnitsPage, error) {
+	if err := domain.ValidName("sku", uq.SKU); err != nil {
+		return UnitsPage{}, err
+	}
+	if uq.Limit < 1 || uq.Limit > MaxUnitsPage {
+		return UnitsPage{}, domain.Invalid("limit must be from 1 to %d", MaxUnitsPage)
+	}
+	p := db.UnitsListParams{Sku: uq.SKU, Lim: int32(uq.Limit + 1)}
+	for _, f := range []struct {
+		name, value string
+		into        **string
+	}{{"pool", uq.Pool, &p.Pool}, {"group", uq.Group, &p.GroupName}, {"after", uq.After, &p.After}} {
+		if f.value == "" {
+			continue
+		}
+		if err := domain.ValidName(f.name, f.value); err != nil {
+			return UnitsPage{}, err
+		}
+		*f.into = &f.value
+	}
+	switch uq.Status {
+	case "":
+	case UnitAvailable, UnitHeld, UnitSold, UnitRetired:
+		p.Status = &uq.Status
+	default:
+		return UnitsPage{}, domain.Invalid("status must be available, held, sold or retired")
+	}
+	rows, err := db.New(s.pool).UnitsList(ctx, p)
+	if err != nil {
+		return UnitsPage{}, fmt.Errorf("list units: %w", err)
+	}
+	page := UnitsPage{Units: make([]Unit, 0, len(rows))}
+	if len(rows) > uq.Limit {
+		rows = rows[:uq.Limit]
+		next := rows[len(rows)-1].ID
+		page.NextAfter = &next
+	}
+	for _, r := range rows {
+		page.Units = append(page.Units, newUnit(r))
+	}
+	return page, nil
+}
+
+// sortedIDs returns ids sorted byte-wise, the order units are written in.
+func sortedIDs(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, strings.Compare)
+	return out
+}

@@ -1,0 +1,161 @@
+-- Units with an identity (seats, tickets, serial numbers): adding and
+-- retiring them, listing them, and what a hold batch reads to pick them.
+-- Every statement that changes units runs after the pool's stock row is
+-- locked, so units of one pool change one transaction at a time.
+
+-- name: StockLockSerialized :one
+-- StockLockSerialized locks one pool's stock row for a change to its
+-- units, creating it (empty, serialized) if it does not exist, and returns
+-- it. A row that exists is returned as it is: the caller refuses units on
+-- a pool that has stock without them.
+WITH created AS (
+    INSERT INTO stock (sku, pool, serialized, feed_xid) VALUES (@sku, @pool, true, pg_current_xact_id())
+    ON CONFLICT (sku, pool) DO NOTHING
+    RETURNING *
+)
+SELECT * FROM created
+UNION ALL
+SELECT s.* FROM stock s WHERE s.sku = @sku AND s.pool = @pool AND NOT EXISTS (SELECT 1 FROM created)
+FOR UPDATE;
+
+-- name: UnitsExisting :many
+-- UnitsExisting returns which of the given unit ids of sku exist, in any
+-- pool and state.
+SELECT u.id FROM units u WHERE u.sku = @sku AND u.id = ANY(@ids::text[]) ORDER BY u.id COLLATE "C";
+
+-- name: UnitsPlacesTaken :many
+-- UnitsPlacesTaken returns the (group, position) places of sku already
+-- taken by a unit, among those given.
+SELECT u.group_name::text AS group_name, u.position::int AS position, u.id
+FROM units u
+JOIN (SELECT unnest(@groups::text[]) AS g, unnest(@positions::int[]) AS p) k ON u.group_name = k.g AND u.position = k.p
+WHERE u.sku = @sku;
+
+-- name: UnitsAdd :one
+-- UnitsAdd adds available units to one pool whose stock row the caller
+-- locked, moves its counters by their number, marks it serialized, and
+-- writes one stock_in ledger row naming the units. It returns the ledger
+-- row's id.
+WITH added AS (
+    INSERT INTO units (sku, id, pool, group_name, position, attributes)
+    SELECT @sku, u.id, @pool, nullif(u.grp, ''), nullif(u.pos, -1), u.attrs
+    FROM (SELECT unnest(@ids::text[]) AS id, unnest(@groups::text[]) AS grp,
+                 unnest(@positions::int[]) AS pos, unnest(@attributes::jsonb[]) AS attrs,
+                 generate_series(1, cardinality(@ids::text[])) AS n) u
+    ORDER BY u.n
+    RETURNING id
+), moved AS (
+    UPDATE stock s
+    SET total = s.total + (SELECT count(*) FROM added),
+        available = s.available + (SELECT count(*) FROM added),
+        serialized = true,
+        version = s.version + 1,
+        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
+        updated_at = now()
+    WHERE s.sku = @sku AND s.pool = @pool
+    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+)
+INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+                    stock_version, actor, reason, ref, units,
+                    feed_xid, total_after, available_after, reserved_after, sold_after)
+SELECT @sku, @pool, 'stock_in', cardinality(@ids::text[]), cardinality(@ids::text[]), 0, 0,
+       m.version, @actor::text, sqlc.narg('reason')::text, sqlc.narg('ref')::text, @ids::text[],
+       m.feed_xid, m.total, m.available, m.reserved, m.sold
+FROM moved m
+RETURNING id;
+
+-- name: UnitsRetire :one
+-- UnitsRetire takes available units of one pool whose stock row the
+-- caller locked out of it (a broken seat): they become retired, the
+-- pool's total and available shrink by their number, and one adjust
+-- ledger row names them. It returns how many it retired; the caller
+-- checked that every one was available.
+WITH retired AS (
+    UPDATE units u SET status = 'retired', updated_at = now()
+    WHERE u.sku = @sku AND u.pool = @pool AND u.id = ANY(@ids::text[]) AND u.status = 'available'
+    RETURNING u.id
+), moved AS (
+    UPDATE stock s
+    SET total = s.total - (SELECT count(*) FROM retired),
+        available = s.available - (SELECT count(*) FROM retired),
+        version = s.version + 1,
+        feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
+        updated_at = now()
+    WHERE s.sku = @sku AND s.pool = @pool
+    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+), ledger AS (
+    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+                        stock_version, actor, reason, ref, units,
+                        feed_xid, total_after, available_after, reserved_after, sold_after)
+    SELECT @sku, @pool, 'adjust', -(SELECT count(*) FROM retired), -(SELECT count(*) FROM retired), 0, 0,
+           m.version, @actor::text, sqlc.narg('reason')::text, sqlc.narg('ref')::text,
+           (SELECT array_agg(id ORDER BY id COLLATE "C") FROM retired),
+           m.feed_xid, m.total, m.available, m.reserved, m.sold
+    FROM moved m
+)
+SELECT count(*)::int FROM retired;
+
+-- name: UnitsGet :many
+-- UnitsGet returns the given units of sku, in any pool and state.
+SELECT * FROM units WHERE sku = @sku AND id = ANY(@ids::text[]) ORDER BY id COLLATE "C";
+
+-- name: UnitsList :many
+-- UnitsList pages through sku's units in id order (byte-wise), after the
+-- id given, filtered by whichever of pool, status and group are given.
+SELECT * FROM units
+WHERE sku = @sku
+  AND (sqlc.narg('after')::text IS NULL OR id COLLATE "C" > sqlc.narg('after')::text COLLATE "C")
+  AND (sqlc.narg('pool')::text IS NULL OR pool = sqlc.narg('pool')::text)
+  AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
+  AND (sqlc.narg('group_name')::text IS NULL OR group_name = sqlc.narg('group_name')::text)
+ORDER BY id COLLATE "C"
+LIMIT @lim;
+
+-- name: UnitsCountByStatus :many
+-- UnitsCountByStatus counts the units of sku's pools by status.
+SELECT pool, status, count(*)::bigint AS n FROM units WHERE sku = @sku GROUP BY pool, status ORDER BY pool, status;
+
+-- name: UnitsNamed :batchmany
+-- UnitsNamed reads the units a hold batch's lines name, as they are once
+-- the batch has locked their pools' stock rows (every change to a pool's
+-- units locks its stock row first, so they cannot change under it).
+SELECT u.sku, u.id, u.pool, u.status, u.group_name, u.position
+FROM units u
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@ids::text[]) AS id) k ON u.sku = k.sku AND u.id = k.id;
+
+-- name: UnitsFree :batchmany
+-- UnitsFree reads, for each pool given, up to its limit of available units
+-- in seat order (group, position, id): what a hold batch picks "N units"
+-- from.
+SELECT u.sku, u.id, u.pool, u.group_name, u.position
+FROM (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@lims::int[]) AS lim) k
+CROSS JOIN LATERAL (
+    SELECT v.sku, v.id, v.pool, v.group_name, v.position FROM units v
+    WHERE v.sku = k.sku AND v.pool = k.pool AND v.status = 'available'
+    ORDER BY v.group_name COLLATE "C" NULLS LAST, v.position NULLS LAST, v.id COLLATE "C"
+    LIMIT k.lim
+) u;
+
+-- name: UnitsRuns :batchmany
+-- UnitsRuns reads, for each pool given, its runs of available units with
+-- consecutive positions in one group at least min_len long, in seat order,
+-- up to lim runs: what a hold batch picks "N adjacent units" from.
+WITH k AS (
+    SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool,
+           unnest(@min_lens::int[]) AS min_len, unnest(@lims::int[]) AS lim
+)
+SELECT r.sku, r.pool, r.group_name, r.ids
+FROM k
+CROSS JOIN LATERAL (
+    SELECT x.sku, x.pool, x.group_name::text AS group_name, array_agg(x.id ORDER BY x.position)::text[] AS ids
+    FROM (
+        SELECT v.sku, v.pool, v.group_name, v.position, v.id,
+               v.position - row_number() OVER (PARTITION BY v.group_name ORDER BY v.position) AS run
+        FROM units v
+        WHERE v.sku = k.sku AND v.pool = k.pool AND v.status = 'available' AND v.position IS NOT NULL
+    ) x
+    GROUP BY x.sku, x.pool, x.group_name, x.run
+    HAVING count(*) >= k.min_len
+    ORDER BY x.group_name COLLATE "C", min(x.position)
+    LIMIT k.lim
+) r;
