@@ -108,6 +108,14 @@ SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- hold was held, every stock row had the units, every line moved is the
 -- hold's line as read (a partial release: at most it), and a hold that
 -- ends has every one of its lines moved.
+--
+-- Units with an identity move with their lines (unit_* arrays, each unit
+-- naming its hold and line): held -> sold for kind confirm, held ->
+-- available otherwise; the hold's record of them stays live when sold, and
+-- is marked part_released for a partial release. A unit moves only while
+-- its hold holds it, a line of a serialized pool moves exactly as many
+-- units as its quantity, and each line's ledger row names its units; the
+-- same check refuses the statement otherwise.
 WITH hold AS (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@statuses::text[]) AS status,
            unnest(@actors::text[]) AS actor, nullif(unnest(@reasons::text[]), '') AS reason
@@ -170,17 +178,55 @@ WITH hold AS (
     WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
       AND l.quantity = m.quantity
     RETURNING l.reservation_id
+), unit_in AS (
+    SELECT unnest(@unit_reservation_ids::uuid[]) AS reservation_id, unnest(@unit_skus::text[]) AS sku,
+           unnest(@unit_pools::text[]) AS pool, unnest(@unit_ids::text[]) AS unit_id
+), unit_move AS (
+    SELECT u.reservation_id, u.sku, u.pool, u.unit_id, m.kind
+    FROM unit_in u
+    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.pool = u.pool
+), units_moved AS (
+    UPDATE units u
+    SET status = CASE WHEN m.kind = 'confirm' THEN 'sold' ELSE 'available' END,
+        reservation_id = CASE WHEN m.kind = 'confirm' THEN u.reservation_id END,
+        updated_at = now()
+    FROM unit_move m
+    WHERE u.sku = m.sku AND u.id = m.unit_id AND u.pool = m.pool
+      AND u.status = 'held' AND u.reservation_id = m.reservation_id
+    RETURNING u.sku, u.id
+), units_recorded AS (
+    UPDATE reservation_units r
+    SET live = (m.kind = 'confirm'), part_released = (m.kind = 'release_partial')
+    FROM unit_move m
+    WHERE r.reservation_id = m.reservation_id AND r.sku = m.sku AND r.unit_id = m.unit_id
+      AND r.live AND NOT r.part_released
+    RETURNING r.sku, r.unit_id
+), line_units AS (
+    SELECT u.reservation_id, u.sku, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
+           count(*) AS n
+    FROM unit_move u
+    GROUP BY u.reservation_id, u.sku, u.pool
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, reason,
+                        stock_version, reservation_id, actor, reason, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after)
     SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason,
-           v.feed_xid, v.total, v.available, v.reserved, v.sold
+           lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold
     FROM move m
     JOIN moved v ON v.sku = m.sku AND v.pool = m.pool
+    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku AND lu.pool = m.pool
     ORDER BY m.n
 )
 SELECT stockhold_check(concat_ws('; ',
+    (SELECT 'units not held by their holds: ' || string_agg(u.sku || '/' || u.unit_id, ', ')
+     FROM unit_in u
+     WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)
+        OR NOT EXISTS (SELECT 1 FROM units_recorded t WHERE t.sku = u.sku AND t.unit_id = u.unit_id)),
+    (SELECT 'lines of serialized pools not moving their units: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.pool, ', ')
+     FROM move m
+     JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+     LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku AND lu.pool = m.pool
+     WHERE s.serialized AND coalesce(lu.n, 0) <> m.quantity),
     (SELECT 'holds not held: ' || string_agg(h.id::text, ', ')
      FROM hold h WHERE NOT EXISTS (SELECT 1 FROM changed c WHERE c.id = h.id)),
     (SELECT 'stock rows without the units to move: ' || string_agg(m.sku || '/' || m.pool, ', ')

@@ -17,7 +17,9 @@ RETURNING version;
 
 -- name: StockMove :one
 -- StockMove applies deltas to a row's counters; the CHECK constraints refuse
--- any result that would go negative or unbalance the row.
+-- any result that would go negative or unbalance the row. A serialized row
+-- (units with an identity) does not move: it changes only through its
+-- units.
 UPDATE stock
 SET total = total + @delta_total,
     available = available + @delta_available,
@@ -26,12 +28,13 @@ SET total = total + @delta_total,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = @sku AND pool = @pool
+WHERE sku = @sku AND pool = @pool AND NOT serialized
 RETURNING *;
 
 -- name: StockAdjust :one
 -- StockAdjust adds delta to total and available, creating the row on the
--- first positive delta; a negative delta takes only what is available.
+-- first positive delta; a negative delta takes only what is available. A
+-- serialized row does not move (no row returned).
 INSERT INTO stock AS s (sku, pool, total, available, version, feed_xid)
 SELECT @sku, @pool, @delta::bigint, @delta::bigint, 1, pg_current_xact_id()
 WHERE @delta::bigint > 0
@@ -41,17 +44,19 @@ SET total = s.total + excluded.total,
     version = s.version + 1,
     feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
+WHERE NOT s.serialized
 RETURNING *;
 
 -- name: StockTake :one
--- StockTake removes quantity from total and available if available has it.
+-- StockTake removes quantity from total and available if available has it
+-- and the row is not serialized.
 UPDATE stock
 SET total = total - @quantity,
     available = available - @quantity,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = @sku AND pool = @pool AND available >= @quantity
+WHERE sku = @sku AND pool = @pool AND available >= @quantity AND NOT serialized
 RETURNING *;
 
 -- name: StockSetStatus :one

@@ -139,12 +139,13 @@ CROSS JOIN LATERAL (
 -- name: UnitsRuns :batchmany
 -- UnitsRuns reads, for each pool given, its runs of available units with
 -- consecutive positions in one group at least min_len long, in seat order,
--- up to lim runs: what a hold batch picks "N adjacent units" from.
+-- up to lim runs, each row naming the min_len it answers: what a hold
+-- batch picks "N adjacent units" from.
 WITH k AS (
     SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool,
            unnest(@min_lens::int[]) AS min_len, unnest(@lims::int[]) AS lim
 )
-SELECT r.sku, r.pool, r.group_name, r.ids
+SELECT r.sku, r.pool, k.min_len::int AS min_len, r.group_name, r.ids
 FROM k
 CROSS JOIN LATERAL (
     SELECT x.sku, x.pool, x.group_name::text AS group_name, array_agg(x.id ORDER BY x.position)::text[] AS ids

@@ -27,6 +27,11 @@ type holdBody struct {
 type holdItem struct {
 	SKU      string `json:"sku"`
 	Quantity int64  `json:"quantity"`
+	// Units names units with an identity (seats, serial numbers).
+	Units []string `json:"units,omitempty"`
+	// Adjacent asks for Quantity units of one group with consecutive
+	// positions.
+	Adjacent bool `json:"adjacent,omitempty"`
 }
 
 // holdRequest turns a decoded body into the domain's request.
@@ -46,7 +51,7 @@ func (b holdBody) holdRequest(client, key string) (inventory.HoldRequest, error)
 	}
 	req.Items = make([]inventory.Item, len(b.Items))
 	for i, it := range b.Items {
-		req.Items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity}
+		req.Items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent}
 	}
 	return req, req.Validate()
 }
@@ -142,7 +147,7 @@ func (s *server) releaseReservation(c echo.Context) error {
 	}
 	items := make([]inventory.Item, len(body.Items))
 	for i, it := range body.Items {
-		items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity}
+		items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent}
 	}
 	by := asCaller(c)
 	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {

@@ -85,7 +85,14 @@ func New(d Deps) *echo.Echo {
 	e.Use(requestID())
 	e.Use(s.requestLogger())
 	e.Use(browserHeaders())
-	e.Use(middleware.BodyLimit("64K"))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit: "64K",
+		// Adding or retiring units takes up to 10,000 of them: its routes
+		// set their own limit.
+		Skipper: func(c echo.Context) bool {
+			return c.Request().Method == http.MethodPost && unitsWrite.MatchString(c.Request().URL.Path)
+		},
+	}))
 	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
 		Timeout: d.RequestTimeout,
 		// Errors are classified here, while the request's context is
@@ -115,6 +122,10 @@ func New(d Deps) *echo.Echo {
 	e.POST("/v1/skus/:sku/resume", s.resumeStock, ops)
 	e.GET("/v1/skus/:sku/ledger", s.getLedger, ops)
 	e.PUT("/v1/skus/:sku/threshold", s.setThreshold, ops)
+	unitsLimit := middleware.BodyLimit(strconv.Itoa(MaxUnitsBody/1024) + "K")
+	e.POST("/v1/skus/:sku/units", s.addUnits, ops, unitsLimit)
+	e.POST("/v1/skus/:sku/units/retire", s.retireUnits, ops, unitsLimit)
+	e.GET("/v1/skus/:sku/units", s.listUnits, shop)
 	e.POST("/v1/stock/adjustments", s.adjustStockInBulk, ops)
 
 	e.POST("/v1/reservations", s.createReservation, shop)

@@ -21,11 +21,13 @@ SET total = s.total + excluded.total,
     version = s.version + 1,
     feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
+WHERE NOT s.serialized
 RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
 `
 
 // StockAdjust adds delta to total and available, creating the row on the
-// first positive delta; a negative delta takes only what is available.
+// first positive delta; a negative delta takes only what is available. A
+// serialized row does not move (no row returned).
 func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delta int64) (Stock, error) {
 	row := q.db.QueryRow(ctx, stockAdjust, sku, pool, delta)
 	var i Stock
@@ -249,7 +251,7 @@ SET total = total + $1,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $5 AND pool = $6
+WHERE sku = $5 AND pool = $6 AND NOT serialized
 RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
 `
 
@@ -263,7 +265,9 @@ type StockMoveParams struct {
 }
 
 // StockMove applies deltas to a row's counters; the CHECK constraints refuse
-// any result that would go negative or unbalance the row.
+// any result that would go negative or unbalance the row. A serialized row
+// (units with an identity) does not move: it changes only through its
+// units.
 func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, error) {
 	row := q.db.QueryRow(ctx, stockMove,
 		arg.DeltaTotal,
@@ -396,11 +400,12 @@ SET total = total - $1,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $2 AND pool = $3 AND available >= $1
+WHERE sku = $2 AND pool = $3 AND available >= $1 AND NOT serialized
 RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
 `
 
-// StockTake removes quantity from total and available if available has it.
+// StockTake removes quantity from total and available if available has it
+// and the row is not serialized.
 func (q *Queries) StockTake(ctx context.Context, quantity int64, sku string, pool string) (Stock, error) {
 	row := q.db.QueryRow(ctx, stockTake, quantity, sku, pool)
 	var i Stock

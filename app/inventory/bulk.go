@@ -169,6 +169,10 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 			e.Reference = true
 			return BulkResult{}, e
 		}
+		if r.Serialized {
+			return BulkResult{}, lineError(i, domain.CodeSerializedPool, l,
+				"SKU %q (pool %s) is units with an identity: add or retire units instead", l.SKU, l.Pool)
+		}
 		delta := l.Delta
 		if l.SetTotal != nil {
 			delta = *l.SetTotal - r.Total

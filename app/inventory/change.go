@@ -89,9 +89,17 @@ type Release struct {
 	// DueOnly ends a hold only if it is past its expiry: reconciliation's
 	// repair of a stuck hold, which must not end a hold that is not stuck.
 	DueOnly bool
-	// give, when set, hands back only these units (per SKU) and keeps the
-	// hold held with the rest: a partial release.
-	give map[string]int64
+	// give, when set, hands back only these units (per SKU: a quantity,
+	// or the units with an identity named) and keeps the hold held with
+	// the rest: a partial release.
+	give map[string]giveBack
+}
+
+// giveBack is what a partial release hands back of one SKU: a quantity,
+// or, on a pool of units with an identity, the units named.
+type giveBack struct {
+	quantity int64
+	units    []string
 }
 
 // Releases of the system's own making.
@@ -172,6 +180,12 @@ func (c *changes) add(ch *holdChange) {
 		p.LinePools = append(p.LinePools, l.Pool)
 		p.LineQuantities = append(p.LineQuantities, l.Quantity)
 		p.LineKinds = append(p.LineKinds, ch.how.Kind)
+		for _, u := range l.Units {
+			p.UnitReservationIds = append(p.UnitReservationIds, ch.id)
+			p.UnitSkus = append(p.UnitSkus, l.SKU)
+			p.UnitPools = append(p.UnitPools, l.Pool)
+			p.UnitIds = append(p.UnitIds, u)
+		}
 	}
 	c.list = append(c.list, ch)
 }

@@ -20,12 +20,13 @@ type lockedRow struct {
 
 // poolUnits is what a hold batch read of one serialized pool's units: the
 // units the batch's holds name, the available ones in seat order (enough
-// for every pick), and the runs of available units with consecutive
-// positions in one group (for adjacent picks), all as of the row's lock.
+// for every pick), and, per length asked for, the runs of available units
+// with consecutive positions in one group at least that long (enough for
+// every adjacent pick), all as of the row's lock.
 type poolUnits struct {
 	named map[string]namedUnit
 	free  []string
-	runs  [][]string
+	runs  map[int64][][]string
 }
 
 type namedUnit struct {
@@ -105,6 +106,8 @@ func decideHold(rows map[string]lockedRow, taken map[string]int64, unitsTaken ma
 			return verdict{line: l, why: domain.CodeSKUPaused}
 		case !r.serialized && asked && len(ask.named) > 0:
 			return verdict{line: l, why: domain.CodeUnitUnavailable, units: ask.named}
+		case !r.serialized && asked && ask.adjacent:
+			return verdict{line: l, why: domain.CodeUnitUnavailable}
 		case left < l.Quantity:
 			return verdict{line: l, why: domain.CodeOutOfStock, left: left}
 		case !r.serialized:
@@ -146,7 +149,7 @@ func pickUnits(pool *poolUnits, k string, l Line, ask unitAsk, unitsTaken map[st
 	units := slices.Clone(ask.named)
 	mine := func(id string) bool { return slices.Contains(ask.named, id) }
 	if ask.adjacent {
-		run := adjacentRun(pool.runs, int(ask.pick), func(id string) bool { return free(id) && !mine(id) })
+		run := adjacentRun(pool.runs[ask.pick], int(ask.pick), func(id string) bool { return free(id) && !mine(id) })
 		if run == nil {
 			return nil, verdict{line: l, why: domain.CodeOutOfStock, left: -1}
 		}

@@ -213,15 +213,35 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 	if len(items) == 0 || len(items) > MaxLines {
 		return Reservation{}, domain.Invalid("items must have 1 to %d lines (leave it out to release the whole hold)", MaxLines)
 	}
-	want := map[string]int64{}
+	want := map[string]giveBack{}
 	for i, it := range items {
 		if err := domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
 			return Reservation{}, err
 		}
-		if it.Quantity < 1 || it.Quantity > MaxQuantity {
-			return Reservation{}, domain.Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
+		if it.Adjacent {
+			return Reservation{}, domain.Invalid("items[%d].adjacent is for holds, not releases", i)
 		}
-		want[it.SKU] += it.Quantity
+		w := want[it.SKU]
+		if it.Units != nil {
+			if err := it.validateUnits(i); err != nil {
+				return Reservation{}, err
+			}
+			for _, u := range it.Units {
+				if slices.Contains(w.units, u) {
+					return Reservation{}, domain.Invalid("items name unit %q of SKU %q twice", u, it.SKU)
+				}
+			}
+			w.units = append(w.units, it.Units...)
+		} else {
+			if it.Quantity < 1 || it.Quantity > MaxQuantity {
+				return Reservation{}, domain.Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
+			}
+			w.quantity += it.Quantity
+		}
+		if w.quantity > 0 && len(w.units) > 0 {
+			return Reservation{}, domain.Invalid("items give SKU %q both as units and as a quantity: give its units", it.SKU)
+		}
+		want[it.SKU] = w
 	}
 	how := Release{Kind: "release", Actor: by.Name, Reason: reason, give: want}
 	holds, _, err := s.changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
@@ -251,9 +271,12 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 	return newReservation(r, rest), nil
 }
 
-// partOf checks want (units per SKU) against a hold's lines and returns
-// the lines to give back, in lock order, and how many units the hold keeps.
-func partOf(lines []Line, want map[string]int64) ([]Line, int64, error) {
+// partOf checks want (per SKU) against a hold's lines and returns the
+// lines to give back, in lock order, and how many units the hold keeps. A
+// line of units with an identity gives back the units named, each one the
+// line holds; it cannot give back a bare quantity, which would leave the
+// service to choose which seats go.
+func partOf(lines []Line, want map[string]giveBack) ([]Line, int64, error) {
 	var (
 		give []Line
 		left int64
@@ -272,14 +295,32 @@ func partOf(lines []Line, want map[string]int64) ([]Line, int64, error) {
 	}, strings.Compare)
 	for _, sku := range skus {
 		l, ok := has[sku]
+		w := want[sku]
 		switch {
 		case !ok:
 			return nil, 0, domain.Invalid("items name SKU %q, which this hold does not hold", sku)
-		case want[sku] > l.Quantity:
-			return nil, 0, domain.Invalid("items release %d of SKU %q, this hold holds %d", want[sku], sku, l.Quantity)
+		case len(w.units) > 0 && len(l.Units) == 0:
+			return nil, 0, domain.Invalid("items name units of SKU %q, whose line in this hold has none: give a quantity", sku)
+		case len(w.units) == 0 && len(l.Units) > 0:
+			return nil, 0, domain.Invalid("SKU %q is held as units with an identity: name the units to release (units)", sku)
+		case len(w.units) > 0:
+			var notHeld []string
+			for _, u := range w.units {
+				if !slices.Contains(l.Units, u) {
+					notHeld = append(notHeld, u)
+				}
+			}
+			if len(notHeld) > 0 {
+				return nil, 0, domain.Invalid("items release units %s of SKU %q, which this hold does not hold", list(notHeld), sku)
+			}
+			give = append(give, Line{SKU: sku, Pool: l.Pool, Quantity: int64(len(w.units)), Units: sortedIDs(w.units)})
+			left -= int64(len(w.units))
+			continue
+		case w.quantity > l.Quantity:
+			return nil, 0, domain.Invalid("items release %d of SKU %q, this hold holds %d", w.quantity, sku, l.Quantity)
 		}
-		give = append(give, Line{SKU: sku, Pool: l.Pool, Quantity: want[sku]})
-		left -= want[sku]
+		give = append(give, Line{SKU: sku, Pool: l.Pool, Quantity: w.quantity})
+		left -= w.quantity
 	}
 	return give, left, nil
 }

@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,7 +22,10 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 		sku, pool string
 		named     []string
 		pick      int64
-		minRun    int64
+		// runs are the lengths adjacent picks ask for; most is every unit
+		// the batch could take from the pool.
+		runs []int64
+		most int64
 	}
 	needs := map[string]*need{}
 	var order []string
@@ -42,11 +46,12 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 				ask = unitAsk{pick: l.Quantity}
 			}
 			n.named = append(n.named, ask.named...)
-			if ask.adjacent && (n.minRun == 0 || ask.pick < n.minRun) {
-				n.minRun = ask.pick
-			}
-			if !ask.adjacent {
+			n.most += int64(len(ask.named)) + ask.pick
+			switch {
+			case !ask.adjacent:
 				n.pick += ask.pick
+			case !slices.Contains(n.runs, ask.pick):
+				n.runs = append(n.runs, ask.pick)
 			}
 		}
 	}
@@ -63,14 +68,16 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 			named.Skus, named.Ids = append(named.Skus, n.sku), append(named.Ids, id)
 		}
 		if n.pick > 0 {
-			// Enough for every pick even if each unit another hold names
-			// is among the first.
+			// Enough for every pick even if every unit the batch's other
+			// holds take is among the first.
 			free.Skus, free.Pools = append(free.Skus, n.sku), append(free.Pools, n.pool)
-			free.Lims = append(free.Lims, int32(n.pick)+int32(len(n.named)))
+			free.Lims = append(free.Lims, int32(n.most))
 		}
-		if n.minRun > 0 {
+		for _, length := range n.runs {
+			// Each unit the batch's other holds take spoils at most one
+			// run: one more than they could take leaves one whole.
 			runs.Skus, runs.Pools = append(runs.Skus, n.sku), append(runs.Pools, n.pool)
-			runs.MinLens, runs.Lims = append(runs.MinLens, int32(n.minRun)), append(runs.Lims, int32(1<<30))
+			runs.MinLens, runs.Lims = append(runs.MinLens, int32(length)), append(runs.Lims, int32(n.most+1))
 		}
 	}
 	p := newPipe(conn)
@@ -104,7 +111,7 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 
 	units := make(map[string]*poolUnits, len(needs))
 	for _, k := range order {
-		units[k] = &poolUnits{named: map[string]namedUnit{}}
+		units[k] = &poolUnits{named: map[string]namedUnit{}, runs: map[int64][][]string{}}
 	}
 	for _, u := range namedRows {
 		// A named unit of the SKU, whichever pool it is in: the decision
@@ -121,7 +128,7 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 	}
 	for _, r := range runRows {
 		k := rowKey(r.Sku, r.Pool)
-		units[k].runs = append(units[k].runs, r.Ids)
+		units[k].runs[int64(r.MinLen)] = append(units[k].runs[int64(r.MinLen)], r.Ids)
 	}
 	for k, u := range units {
 		row := rows[k]

@@ -155,6 +155,9 @@ func (r HoldRequest) asks() (map[string]unitAsk, error) {
 		for _, it := range r.Items {
 			if it.SKU == sku {
 				lines++
+				if it.Units == nil && !it.Adjacent {
+					a.pick += it.Quantity // a line of a quantity beside lines naming units
+				}
 			}
 		}
 		if a.adjacent && lines > 1 {
@@ -751,6 +754,9 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 	switch {
 	case v.why == domain.CodeLimitExceeded:
 		return capError(h.req.Campaign, l, v.left)
+	case v.why == domain.CodeUnitUnavailable && len(v.units) == 0:
+		return &domain.Error{Code: domain.CodeUnitUnavailable, SKU: l.SKU, Pool: l.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has no units with an identity: adjacent asks for units of one group", l.SKU, l.Pool)}
 	case v.why == domain.CodeUnitUnavailable:
 		return errUnitsUnavailable(l.SKU, l.Pool, v.units)
 	case v.why == domain.CodeOutOfStock && v.left < 0:

@@ -32,6 +32,10 @@ type Pool struct {
 	// that takes available from above it to at or below it sends stock.low.
 	LowThreshold *int64    `json:"low_threshold"`
 	UpdatedAt    time.Time `json:"updated_at"`
+	// Serialized marks a pool of units with an identity (seats, serial
+	// numbers): its counters are its units by status, and it changes only
+	// through them. Left out for other pools.
+	Serialized bool `json:"serialized,omitempty"`
 }
 
 // Stock is every pool of one SKU.
@@ -44,6 +48,7 @@ func newPool(r db.Stock) Pool {
 	return Pool{
 		Pool: r.Pool, Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
 		Status: r.Status, PausedReason: r.PausedReason, LowThreshold: r.LowThreshold, UpdatedAt: r.UpdatedAt,
+		Serialized: r.Serialized,
 	}
 }
 
@@ -141,7 +146,11 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 		_, err = q.StockTake(ctx, -a.Delta, a.SKU, a.Pool)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		if _, gerr := q.StockGet(ctx, a.SKU, a.Pool); gerr == nil {
+		row, gerr := q.StockGet(ctx, a.SKU, a.Pool)
+		if gerr == nil && row.Serialized {
+			return Stock{}, errSerialized(a.SKU, a.Pool)
+		}
+		if gerr == nil {
 			return Stock{}, &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: a.SKU, Pool: a.Pool,
 				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available", a.SKU, a.Pool, -a.Delta)}
 		}

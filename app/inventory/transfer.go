@@ -37,6 +37,11 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 	if _, err := q.StockCreate(ctx, t.SKU, t.To); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("create %s/%s: %w", t.SKU, t.To, err)
 	}
+	for _, pool := range []string{t.From, t.To} {
+		if row, err := q.StockGet(ctx, t.SKU, pool); err == nil && row.Serialized {
+			return errSerialized(t.SKU, pool)
+		}
+	}
 	take := func() error {
 		_, err := q.StockTake(ctx, t.Quantity, t.SKU, t.From)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -288,6 +288,13 @@ func errUnitsUnavailable(sku, pool string, ids []string) error {
 		Detail: fmt.Sprintf("SKU %q (pool %s): units %s are not available", sku, pool, list(ids))}
 }
 
+// errSerialized refuses a change of quantity to a pool of units with an
+// identity, which changes only through its units.
+func errSerialized(sku, pool string) error {
+	return &domain.Error{Code: domain.CodeSerializedPool, SKU: sku, Pool: pool,
+		Detail: fmt.Sprintf("SKU %q (pool %s) is units with an identity: add or retire units (POST /v1/skus/%s/units, .../units/retire) instead", sku, pool, sku)}
+}
+
 // list writes ids for a person: the first ten, and how many more.
 func list(ids []string) string {
 	quoted := make([]string, 0, min(len(ids), 10))

@@ -289,11 +289,13 @@ const (
 	ProblemCodeNotFound              ProblemCode = "not_found"
 	ProblemCodeOutOfStock            ProblemCode = "out_of_stock"
 	ProblemCodeReservationNotHeld    ProblemCode = "reservation_not_held"
+	ProblemCodeSerializedPool        ProblemCode = "serialized_pool"
 	ProblemCodeSkuPaused             ProblemCode = "sku_paused"
 	ProblemCodeTimeout               ProblemCode = "timeout"
 	ProblemCodeTooManyRequests       ProblemCode = "too_many_requests"
 	ProblemCodeUnauthorized          ProblemCode = "unauthorized"
 	ProblemCodeUnavailable           ProblemCode = "unavailable"
+	ProblemCodeUnitUnavailable       ProblemCode = "unit_unavailable"
 	ProblemCodeUnknownCampaign       ProblemCode = "unknown_campaign"
 	ProblemCodeUnknownSku            ProblemCode = "unknown_sku"
 	ProblemCodeUnsupportedMediaType  ProblemCode = "unsupported_media_type"
@@ -336,6 +338,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeReservationNotHeld:
 		return true
+	case ProblemCodeSerializedPool:
+		return true
 	case ProblemCodeSkuPaused:
 		return true
 	case ProblemCodeTimeout:
@@ -345,6 +349,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnauthorized:
 		return true
 	case ProblemCodeUnavailable:
+		return true
+	case ProblemCodeUnitUnavailable:
 		return true
 	case ProblemCodeUnknownCampaign:
 		return true
@@ -591,6 +597,30 @@ func (e RollbackResumedStatus) Valid() bool {
 	case RollbackResumedStatusRunning:
 		return true
 	case RollbackResumedStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UnitStatus.
+const (
+	UnitStatusAvailable UnitStatus = "available"
+	UnitStatusHeld      UnitStatus = "held"
+	UnitStatusRetired   UnitStatus = "retired"
+	UnitStatusSold      UnitStatus = "sold"
+)
+
+// Valid indicates whether the value is a known member of the UnitStatus enum.
+func (e UnitStatus) Valid() bool {
+	switch e {
+	case UnitStatusAvailable:
+		return true
+	case UnitStatusHeld:
+		return true
+	case UnitStatusRetired:
+		return true
+	case UnitStatusSold:
 		return true
 	default:
 		return false
@@ -5361,6 +5391,606 @@ func (e SetThreshold503ApplicationProblemPlusJSONResponseBodyReservationStatus) 
 	}
 }
 
+// Defines values for ListUnitsParamsStatus.
+const (
+	ListUnitsParamsStatusAvailable ListUnitsParamsStatus = "available"
+	ListUnitsParamsStatusHeld      ListUnitsParamsStatus = "held"
+	ListUnitsParamsStatusRetired   ListUnitsParamsStatus = "retired"
+	ListUnitsParamsStatusSold      ListUnitsParamsStatus = "sold"
+)
+
+// Valid indicates whether the value is a known member of the ListUnitsParamsStatus enum.
+func (e ListUnitsParamsStatus) Valid() bool {
+	switch e {
+	case ListUnitsParamsStatusAvailable:
+		return true
+	case ListUnitsParamsStatusHeld:
+		return true
+	case ListUnitsParamsStatusRetired:
+		return true
+	case ListUnitsParamsStatusSold:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetStats400ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	GetStats400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetStats400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -6279,6 +6909,19 @@ type AckRequest struct {
 	Operator *string `json:"operator,omitempty"`
 }
 
+// AddUnitsRequest Examples: {"pool":"main","reason":"seating plan","units":[{"group":"A","id":"A-1","position":1},{"group":"A","id":"A-2","position":2}]}
+type AddUnitsRequest struct {
+	// Pool The pool the units go into; `main` when absent.
+	Pool *string `json:"pool,omitempty"`
+
+	// Reason Why (required), kept in the ledger.
+	Reason string `json:"reason"`
+
+	// Ref An outside reference (a venue plan, a delivery note).
+	Ref   *string    `json:"ref,omitempty"`
+	Units []UnitSpec `json:"units"`
+}
+
 // AdjustmentRequest Examples: {"delta":100,"pool":"main","reason":"restock","ref":"PO-7"}
 type AdjustmentRequest struct {
 	// Delta Units to add (restock) or take (write-off); non-zero. A negative delta takes only from `available`.
@@ -6556,12 +7199,19 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
-// HoldItem defines model for HoldItem.
+// HoldItem Examples: {"quantity":2,"sku":"A1"}, {"sku":"SHOW-0612","units":["A-12","A-13"]}, {"adjacent":true,"quantity":2,"sku":"SHOW-0612"}
 type HoldItem struct {
-	Quantity int64 `json:"quantity"`
+	// Adjacent With `quantity`: hold that many units of one group with consecutive positions (two seats together), the first such run in seat order. Holds only; a SKU asked for adjacent units is one line of the request.
+	Adjacent *bool `json:"adjacent,omitempty"`
+
+	// Quantity How many to hold (1-1,000,000). With `units`, 0 or absent or their number; with `adjacent`, 1-1,000. On a pool of units with an identity the service picks this many available units, in seat order (group, position, id).
+	Quantity *int64 `json:"quantity,omitempty"`
 
 	// Sku The SKU to hold. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku string `json:"sku"`
+
+	// Units Hold exactly these units of a pool of units with an identity (seats, serial numbers). One that is held, sold, retired or in another pool refuses the whole request with 409 `unit_unavailable` naming them. In a release's `items`: give back exactly these units of the hold.
+	Units *[]string `json:"units,omitempty"`
 }
 
 // HoldRequest Examples: {"items":[{"quantity":2,"sku":"A1"}],"order_ref":"o-1","ttl_seconds":900}
@@ -6569,7 +7219,7 @@ type HoldRequest struct {
 	// Campaign Draw every line from this campaign's pool; absent or null for regular stock. An empty string is refused. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Campaign *string `json:"campaign,omitempty"`
 
-	// Items All lines are held or none. Lines naming the same SKU are summed.
+	// Items All lines are held or none. Lines naming the same SKU are summed; on a pool of units with an identity a line names units (`units`) or asks for a number of them (`quantity`, `adjacent`).
 	Items []HoldItem `json:"items"`
 
 	// OrderRef The shop's order reference. At most 255 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
@@ -6594,6 +7244,9 @@ type Line struct {
 	Pool     string `json:"pool"`
 	Quantity int64  `json:"quantity"`
 	Sku      string `json:"sku"`
+
+	// Units For a pool of units with an identity: the units the line holds (or held, or bought), `quantity` of them, in byte order. Absent for other pools.
+	Units *[]string `json:"units,omitempty"`
 }
 
 // Movement One ledger row: how one change moved the counters of one (sku, pool). delta_total = delta_available + delta_reserved + delta_sold.
@@ -6633,7 +7286,10 @@ type Pool struct {
 	// Pool `main` for regular stock, or the id of a campaign.
 	Pool     string `json:"pool"`
 	Reserved int64  `json:"reserved"`
-	Sold     int64  `json:"sold"`
+
+	// Serialized Present (true) for a pool of units with an identity (seats, serial numbers): its counters are its units by status (`GET /v1/skus/{sku}/units`), and it changes only through them (quantity adjustments are 409 `serialized_pool`).
+	Serialized *bool `json:"serialized,omitempty"`
+	Sold       int64 `json:"sold"`
 
 	// Status `paused` pools refuse new holds; confirms and releases still work.
 	Status    PoolStatus `json:"status"`
@@ -6674,7 +7330,10 @@ type Problem struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -6792,7 +7451,7 @@ type ReconciliationRunTrigger string
 
 // ReleaseRequest Examples: {"reason":"cancelled"}, {"items":[{"quantity":1,"sku":"A1"}],"reason":"one item out of the order"}
 type ReleaseRequest struct {
-	// Items Release only these units (a partial release): per SKU of the hold, how many to hand back (lines naming one SKU are summed). The hold stays `held` with the rest; items that cover everything release it whole. Absent or null: release the whole hold.
+	// Items Release only these units (a partial release): per SKU of the hold, how many to hand back (lines naming one SKU are summed), or, for a line of units with an identity, which (`units`; a bare quantity is refused there). The hold stays `held` with the rest; items that cover everything release it whole. Absent or null: release the whole hold.
 	Items *[]HoldItem `json:"items,omitempty"`
 
 	// Reason Why; defaults to `cancelled`. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
@@ -6839,6 +7498,19 @@ type ReservationList struct {
 type ResumeRequest struct {
 	// Operator Who resumes it (recorded as `resumed_by`); defaults to the API key's name. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator *string `json:"operator,omitempty"`
+}
+
+// RetireUnitsRequest Examples: {"reason":"broken seat","units":["A-2"]}
+type RetireUnitsRequest struct {
+	// Pool The units' pool; `main` when absent.
+	Pool *string `json:"pool,omitempty"`
+
+	// Reason Why (required), kept in the ledger.
+	Reason string  `json:"reason"`
+	Ref    *string `json:"ref,omitempty"`
+
+	// Units The ids of available units to take out.
+	Units []string `json:"units"`
 }
 
 // Rollback A rollback request: who asked, why, what, and how far it got.
@@ -7047,6 +7719,47 @@ type ThresholdRequest struct {
 	Threshold *int64 `json:"threshold"`
 }
 
+// Unit defines model for Unit.
+type Unit struct {
+	Attributes map[string]interface{} `json:"attributes"`
+	Group      *string                `json:"group"`
+	Id         string                 `json:"id"`
+	Pool       string                 `json:"pool"`
+	Position   *int32                 `json:"position"`
+
+	// ReservationId The hold that holds the unit, or bought it; null when available or retired.
+	ReservationId *openapi_types.UUID `json:"reservation_id"`
+	Sku           string              `json:"sku"`
+
+	// Status available -> held -> sold, held -> available, available -> retired; the database refuses any other change.
+	Status UnitStatus `json:"status"`
+}
+
+// UnitStatus available -> held -> sold, held -> available, available -> retired; the database refuses any other change.
+type UnitStatus string
+
+// UnitSpec Examples: {"attributes":{"price_band":"front"},"group":"A","id":"A-12","position":12}
+type UnitSpec struct {
+	// Attributes Free JSON (an object of at most 2,048 bytes), shown back.
+	Attributes *map[string]interface{} `json:"attributes,omitempty"`
+
+	// Group A row or a section: adjacent units are units of one group with consecutive positions.
+	Group *string `json:"group,omitempty"`
+
+	// Id The unit's id, unique within its SKU (a seat `A-12`, a serial number). 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf) characters, no leading or trailing white space.
+	Id string `json:"id"`
+
+	// Position The unit's place within its group (needs `group`); one unit per place of a SKU.
+	Position *int32 `json:"position,omitempty"`
+}
+
+// UnitsPage defines model for UnitsPage.
+type UnitsPage struct {
+	// NextAfter The `after` of the next page; null on the last.
+	NextAfter *string `json:"next_after"`
+	Units     []Unit  `json:"units"`
+}
+
 // Webhook A webhook subscription. Its secret is shown only in the answer that made it.
 type Webhook struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -7178,7 +7891,10 @@ type BodyTooLarge struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7211,7 +7927,10 @@ type BusyOrTimeout struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7246,7 +7965,10 @@ type Forbidden struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7281,7 +8003,10 @@ type Timeout struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7316,7 +8041,10 @@ type TooManyRequests struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7351,7 +8079,10 @@ type Unauthorized struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7386,7 +8117,10 @@ type UnsupportedMediaType struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7424,7 +8158,10 @@ type JobsDashboardGet401ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7465,7 +8202,10 @@ type Readyz503ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7512,7 +8252,10 @@ type ListAlerts400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7553,7 +8296,10 @@ type ListAlerts422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7594,7 +8340,10 @@ type AckAlert400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7635,7 +8384,10 @@ type AckAlert404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7676,7 +8428,10 @@ type AckAlert422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7723,7 +8478,10 @@ type CreateCampaign400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7764,7 +8522,10 @@ type CreateCampaign409ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7805,7 +8566,10 @@ type CreateCampaign422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7846,7 +8610,10 @@ type GetCampaign400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7887,7 +8654,10 @@ type GetCampaign404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7922,7 +8692,10 @@ type GetCampaign422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -7963,7 +8736,10 @@ type EndCampaign400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8004,7 +8780,10 @@ type EndCampaign404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8045,7 +8824,10 @@ type EndCampaign422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8095,7 +8877,10 @@ type ListEvents400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8136,7 +8921,10 @@ type ListEvents422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8183,7 +8971,10 @@ type CreateReconciliation400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8230,7 +9021,10 @@ type CreateReconciliation422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8277,7 +9071,10 @@ type GetLatestReconciliation404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8318,7 +9115,10 @@ type GetReconciliation400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8359,7 +9159,10 @@ type GetReconciliation404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8421,7 +9224,10 @@ type ListReservations400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8459,7 +9265,10 @@ type ListReservations422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8506,7 +9315,10 @@ type CreateReservation400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8544,7 +9356,10 @@ type CreateReservation409ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8585,7 +9400,10 @@ type CreateReservation422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8626,7 +9444,10 @@ type GetReservation400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8664,7 +9485,10 @@ type GetReservation404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8699,7 +9523,10 @@ type GetReservation422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8740,7 +9567,10 @@ type ConfirmReservation400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8778,7 +9608,10 @@ type ConfirmReservation404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8813,7 +9646,10 @@ type ConfirmReservation409ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8854,7 +9690,10 @@ type ConfirmReservation422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8895,7 +9734,10 @@ type ExtendReservation400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8933,7 +9775,10 @@ type ExtendReservation404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -8968,7 +9813,10 @@ type ExtendReservation409ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9009,7 +9857,10 @@ type ExtendReservation422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9056,7 +9907,10 @@ type ReleaseReservation400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9094,7 +9948,10 @@ type ReleaseReservation404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9129,7 +9986,10 @@ type ReleaseReservation409ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9170,7 +10030,10 @@ type ReleaseReservation422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9217,7 +10080,10 @@ type CreateRollback400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9264,7 +10130,10 @@ type CreateRollback422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9305,7 +10174,10 @@ type GetRollback400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9346,7 +10218,10 @@ type GetRollback404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9387,7 +10262,10 @@ type ResumeRollback400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9428,7 +10306,10 @@ type ResumeRollback404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9469,7 +10350,10 @@ type ResumeRollback422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9507,7 +10391,10 @@ type GetStock400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9545,7 +10432,10 @@ type GetStock404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9580,7 +10470,10 @@ type GetStock422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9627,7 +10520,10 @@ type AdjustStock400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9668,7 +10564,10 @@ type AdjustStock404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9703,7 +10602,10 @@ type AdjustStock409ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9744,7 +10646,10 @@ type AdjustStock422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9794,7 +10699,10 @@ type GetLedger400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9835,7 +10743,10 @@ type GetLedger404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9870,7 +10781,10 @@ type GetLedger422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9911,7 +10825,10 @@ type PauseStock400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9952,7 +10869,10 @@ type PauseStock404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -9993,7 +10913,10 @@ type PauseStock422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10034,7 +10957,10 @@ type ResumeStock400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10075,7 +11001,10 @@ type ResumeStock404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10110,7 +11039,10 @@ type ResumeStock409ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10151,7 +11083,10 @@ type ResumeStock422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10192,7 +11127,10 @@ type SetThreshold400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10233,7 +11171,10 @@ type SetThreshold404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10274,7 +11215,10 @@ type SetThreshold422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10283,6 +11227,426 @@ type SetThreshold429ApplicationProblemPlusJSONResponseBodyReservationStatus stri
 
 // SetThreshold503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetThreshold.
 type SetThreshold503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListUnitsParams defines parameters for ListUnits.
+type ListUnitsParams struct {
+	// Pool Only this pool's units.
+	Pool *string `form:"pool,omitempty" json:"pool,omitempty"`
+
+	// Status Only units in this status.
+	Status *ListUnitsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Group Only this group's units.
+	Group *string `form:"group,omitempty" json:"group,omitempty"`
+
+	// After Only units with a greater id (byte-wise): the `next_after` of the previous page.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit How many units.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListUnitsParamsStatus defines parameters for ListUnits.
+type ListUnitsParamsStatus string
+
+// ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListUnits.
+type ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListUnits400ApplicationProblemPlusJSONResponseBody defines parameters for ListUnits.
+type ListUnits400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListUnits.
+type ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListUnits.
+type ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListUnits422ApplicationProblemPlusJSONResponseBody defines parameters for ListUnits.
+type ListUnits422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListUnits.
+type ListUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListUnits.
+type ListUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnitsParams defines parameters for AddUnits.
+type AddUnitsParams struct {
+	// IdempotencyKey 1-255 printable ASCII characters, scoped to the API key's owner. A retry with the same key and body gets the first answer with `Idempotent-Replayed: true`; the same key with another body is 422 `idempotency_key_reused`; missing is 400 `idempotency_key_missing`; empty, too long, not printable ASCII or sent twice is 400 `idempotency_key_invalid` (a value with control characters other than tab is refused earlier by the HTTP server itself, also with a problem+json 400).
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits400ApplicationProblemPlusJSONResponseBody defines parameters for AddUnits.
+type AddUnits400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits409ApplicationProblemPlusJSONResponseBody defines parameters for AddUnits.
+type AddUnits409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits422ApplicationProblemPlusJSONResponseBody defines parameters for AddUnits.
+type AddUnits422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnitsParams defines parameters for RetireUnits.
+type RetireUnitsParams struct {
+	// IdempotencyKey 1-255 printable ASCII characters, scoped to the API key's owner. A retry with the same key and body gets the first answer with `Idempotent-Replayed: true`; the same key with another body is 422 `idempotency_key_reused`; missing is 400 `idempotency_key_missing`; empty, too long, not printable ASCII or sent twice is 400 `idempotency_key_invalid` (a value with control characters other than tab is refused earlier by the HTTP server itself, also with a problem+json 400).
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits400ApplicationProblemPlusJSONResponseBody defines parameters for RetireUnits.
+type RetireUnits400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits404ApplicationProblemPlusJSONResponseBody defines parameters for RetireUnits.
+type RetireUnits404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits409ApplicationProblemPlusJSONResponseBody defines parameters for RetireUnits.
+type RetireUnits409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits422ApplicationProblemPlusJSONResponseBody defines parameters for RetireUnits.
+type RetireUnits422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RetireUnits.
+type RetireUnits503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // GetStatsParams defines parameters for GetStats.
 type GetStatsParams struct {
@@ -10321,7 +11685,10 @@ type GetStats400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10374,7 +11741,10 @@ type AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10415,7 +11785,10 @@ type AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10456,7 +11829,10 @@ type AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10515,7 +11891,10 @@ type CreateWebhook400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10562,7 +11941,10 @@ type CreateWebhook422ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10603,7 +11985,10 @@ type DeleteWebhook400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10644,7 +12029,10 @@ type DeleteWebhook404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10685,7 +12073,10 @@ type GetWebhook400ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10726,7 +12117,10 @@ type GetWebhook404ApplicationProblemPlusJSONResponseBody struct {
 	// Type `/problems/<code>`.
 	//
 	// Examples: /problems/out_of_stock
-	Type                 string                 `json:"type"`
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -10786,6 +12180,12 @@ type ResumeStockJSONRequestBody = SwitchRequest
 
 // SetThresholdJSONRequestBody defines body for SetThreshold for application/json ContentType.
 type SetThresholdJSONRequestBody = ThresholdRequest
+
+// AddUnitsJSONRequestBody defines body for AddUnits for application/json ContentType.
+type AddUnitsJSONRequestBody = AddUnitsRequest
+
+// RetireUnitsJSONRequestBody defines body for RetireUnits for application/json ContentType.
+type RetireUnitsJSONRequestBody = RetireUnitsRequest
 
 // AdjustStockInBulkJSONRequestBody defines body for AdjustStockInBulk for application/json ContentType.
 type AdjustStockInBulkJSONRequestBody = BulkAdjustmentRequest
@@ -10893,6 +12293,14 @@ func (a *Problem) UnmarshalJSON(b []byte) error {
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -10963,6 +12371,13 @@ func (a Problem) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11071,6 +12486,14 @@ func (a *BodyTooLarge) UnmarshalJSON(b []byte) error {
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -11141,6 +12564,13 @@ func (a BodyTooLarge) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11249,6 +12679,14 @@ func (a *BusyOrTimeout) UnmarshalJSON(b []byte) error {
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -11319,6 +12757,13 @@ func (a BusyOrTimeout) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11427,6 +12872,14 @@ func (a *Forbidden) UnmarshalJSON(b []byte) error {
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -11497,6 +12950,13 @@ func (a Forbidden) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11605,6 +13065,14 @@ func (a *Timeout) UnmarshalJSON(b []byte) error {
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -11675,6 +13143,13 @@ func (a Timeout) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11783,6 +13258,14 @@ func (a *TooManyRequests) UnmarshalJSON(b []byte) error {
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -11853,6 +13336,13 @@ func (a TooManyRequests) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -11961,6 +13451,14 @@ func (a *Unauthorized) UnmarshalJSON(b []byte) error {
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -12031,6 +13529,13 @@ func (a Unauthorized) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -12139,6 +13644,14 @@ func (a *UnsupportedMediaType) UnmarshalJSON(b []byte) error {
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -12209,6 +13722,13 @@ func (a UnsupportedMediaType) MarshalJSON() ([]byte, error) {
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -12317,6 +13837,14 @@ func (a *JobsDashboardGet401ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -12387,6 +13915,13 @@ func (a JobsDashboardGet401ApplicationProblemPlusJSONResponseBody) MarshalJSON()
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -12495,6 +14030,14 @@ func (a *Readyz503ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -12565,6 +14108,13 @@ func (a Readyz503ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, 
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -12673,6 +14223,14 @@ func (a *ListAlerts400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -12743,6 +14301,13 @@ func (a ListAlerts400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -12851,6 +14416,14 @@ func (a *ListAlerts422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -12921,6 +14494,13 @@ func (a ListAlerts422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -13029,6 +14609,14 @@ func (a *AckAlert400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -13099,6 +14687,13 @@ func (a AckAlert400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -13207,6 +14802,14 @@ func (a *AckAlert404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -13277,6 +14880,13 @@ func (a AckAlert404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -13385,6 +14995,14 @@ func (a *AckAlert422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -13455,6 +15073,13 @@ func (a AckAlert422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -13563,6 +15188,14 @@ func (a *CreateCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -13633,6 +15266,13 @@ func (a CreateCampaign400ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -13741,6 +15381,14 @@ func (a *CreateCampaign409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -13811,6 +15459,13 @@ func (a CreateCampaign409ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -13919,6 +15574,14 @@ func (a *CreateCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -13989,6 +15652,13 @@ func (a CreateCampaign422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -14097,6 +15767,14 @@ func (a *GetCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -14167,6 +15845,13 @@ func (a GetCampaign400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -14275,6 +15960,14 @@ func (a *GetCampaign404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -14345,6 +16038,13 @@ func (a GetCampaign404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -14453,6 +16153,14 @@ func (a *GetCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -14523,6 +16231,13 @@ func (a GetCampaign422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -14631,6 +16346,14 @@ func (a *EndCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -14701,6 +16424,13 @@ func (a EndCampaign400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -14809,6 +16539,14 @@ func (a *EndCampaign404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -14879,6 +16617,13 @@ func (a EndCampaign404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -14987,6 +16732,14 @@ func (a *EndCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -15057,6 +16810,13 @@ func (a EndCampaign422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -15165,6 +16925,14 @@ func (a *ListEvents400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -15235,6 +17003,13 @@ func (a ListEvents400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -15343,6 +17118,14 @@ func (a *ListEvents422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -15413,6 +17196,13 @@ func (a ListEvents422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -15521,6 +17311,14 @@ func (a *CreateReconciliation400ApplicationProblemPlusJSONResponseBody) Unmarsha
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -15591,6 +17389,13 @@ func (a CreateReconciliation400ApplicationProblemPlusJSONResponseBody) MarshalJS
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -15699,6 +17504,14 @@ func (a *CreateReconciliation422ApplicationProblemPlusJSONResponseBody) Unmarsha
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -15769,6 +17582,13 @@ func (a CreateReconciliation422ApplicationProblemPlusJSONResponseBody) MarshalJS
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -15877,6 +17697,14 @@ func (a *GetLatestReconciliation404ApplicationProblemPlusJSONResponseBody) Unmar
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -15947,6 +17775,13 @@ func (a GetLatestReconciliation404ApplicationProblemPlusJSONResponseBody) Marsha
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -16055,6 +17890,14 @@ func (a *GetReconciliation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -16125,6 +17968,13 @@ func (a GetReconciliation400ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -16233,6 +18083,14 @@ func (a *GetReconciliation404ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -16303,6 +18161,13 @@ func (a GetReconciliation404ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -16411,6 +18276,14 @@ func (a *ListReservations400ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -16481,6 +18354,13 @@ func (a ListReservations400ApplicationProblemPlusJSONResponseBody) MarshalJSON()
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -16589,6 +18469,14 @@ func (a *ListReservations422ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -16659,6 +18547,13 @@ func (a ListReservations422ApplicationProblemPlusJSONResponseBody) MarshalJSON()
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -16767,6 +18662,14 @@ func (a *CreateReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -16837,6 +18740,13 @@ func (a CreateReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -16945,6 +18855,14 @@ func (a *CreateReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -17015,6 +18933,13 @@ func (a CreateReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -17123,6 +19048,14 @@ func (a *CreateReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -17193,6 +19126,13 @@ func (a CreateReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -17301,6 +19241,14 @@ func (a *GetReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -17371,6 +19319,13 @@ func (a GetReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -17479,6 +19434,14 @@ func (a *GetReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -17549,6 +19512,13 @@ func (a GetReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -17657,6 +19627,14 @@ func (a *GetReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -17727,6 +19705,13 @@ func (a GetReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -17835,6 +19820,14 @@ func (a *ConfirmReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -17905,6 +19898,13 @@ func (a ConfirmReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -18013,6 +20013,14 @@ func (a *ConfirmReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -18083,6 +20091,13 @@ func (a ConfirmReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -18191,6 +20206,14 @@ func (a *ConfirmReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -18261,6 +20284,13 @@ func (a ConfirmReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -18369,6 +20399,14 @@ func (a *ConfirmReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -18439,6 +20477,13 @@ func (a ConfirmReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -18547,6 +20592,14 @@ func (a *ExtendReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -18617,6 +20670,13 @@ func (a ExtendReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -18725,6 +20785,14 @@ func (a *ExtendReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -18795,6 +20863,13 @@ func (a ExtendReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -18903,6 +20978,14 @@ func (a *ExtendReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -18973,6 +21056,13 @@ func (a ExtendReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -19081,6 +21171,14 @@ func (a *ExtendReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -19151,6 +21249,13 @@ func (a ExtendReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -19259,6 +21364,14 @@ func (a *ReleaseReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -19329,6 +21442,13 @@ func (a ReleaseReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -19437,6 +21557,14 @@ func (a *ReleaseReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -19507,6 +21635,13 @@ func (a ReleaseReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -19615,6 +21750,14 @@ func (a *ReleaseReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -19685,6 +21828,13 @@ func (a ReleaseReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -19793,6 +21943,14 @@ func (a *ReleaseReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -19863,6 +22021,13 @@ func (a ReleaseReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -19971,6 +22136,14 @@ func (a *CreateRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -20041,6 +22214,13 @@ func (a CreateRollback400ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -20149,6 +22329,14 @@ func (a *CreateRollback422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -20219,6 +22407,13 @@ func (a CreateRollback422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -20327,6 +22522,14 @@ func (a *GetRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -20397,6 +22600,13 @@ func (a GetRollback400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -20505,6 +22715,14 @@ func (a *GetRollback404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -20575,6 +22793,13 @@ func (a GetRollback404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -20683,6 +22908,14 @@ func (a *ResumeRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -20753,6 +22986,13 @@ func (a ResumeRollback400ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -20861,6 +23101,14 @@ func (a *ResumeRollback404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -20931,6 +23179,13 @@ func (a ResumeRollback404ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -21039,6 +23294,14 @@ func (a *ResumeRollback422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -21109,6 +23372,13 @@ func (a ResumeRollback422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -21217,6 +23487,14 @@ func (a *GetStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -21287,6 +23565,13 @@ func (a GetStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -21395,6 +23680,14 @@ func (a *GetStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -21465,6 +23758,13 @@ func (a GetStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -21573,6 +23873,14 @@ func (a *GetStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -21643,6 +23951,13 @@ func (a GetStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -21751,6 +24066,14 @@ func (a *AdjustStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -21821,6 +24144,13 @@ func (a AdjustStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -21929,6 +24259,14 @@ func (a *AdjustStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -21999,6 +24337,13 @@ func (a AdjustStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -22107,6 +24452,14 @@ func (a *AdjustStock409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -22177,6 +24530,13 @@ func (a AdjustStock409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -22285,6 +24645,14 @@ func (a *AdjustStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -22355,6 +24723,13 @@ func (a AdjustStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -22463,6 +24838,14 @@ func (a *GetLedger400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -22533,6 +24916,13 @@ func (a GetLedger400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -22641,6 +25031,14 @@ func (a *GetLedger404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -22711,6 +25109,13 @@ func (a GetLedger404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -22819,6 +25224,14 @@ func (a *GetLedger422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -22889,6 +25302,13 @@ func (a GetLedger422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -22997,6 +25417,14 @@ func (a *PauseStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -23067,6 +25495,13 @@ func (a PauseStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -23175,6 +25610,14 @@ func (a *PauseStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -23245,6 +25688,13 @@ func (a PauseStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -23353,6 +25803,14 @@ func (a *PauseStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -23423,6 +25881,13 @@ func (a PauseStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -23531,6 +25996,14 @@ func (a *ResumeStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -23601,6 +26074,13 @@ func (a ResumeStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -23709,6 +26189,14 @@ func (a *ResumeStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -23779,6 +26267,13 @@ func (a ResumeStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -23887,6 +26382,14 @@ func (a *ResumeStock409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -23957,6 +26460,13 @@ func (a ResumeStock409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -24065,6 +26575,14 @@ func (a *ResumeStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -24135,6 +26653,13 @@ func (a ResumeStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -24243,6 +26768,14 @@ func (a *SetThreshold400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -24313,6 +26846,13 @@ func (a SetThreshold400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -24421,6 +26961,14 @@ func (a *SetThreshold404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -24491,6 +27039,13 @@ func (a SetThreshold404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -24599,6 +27154,14 @@ func (a *SetThreshold422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -24669,6 +27232,1750 @@ func (a SetThreshold422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ListUnits400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListUnits400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListUnits400ApplicationProblemPlusJSONResponseBody
+func (a *ListUnits400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListUnits400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListUnits400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListUnits400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ListUnits422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListUnits422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListUnits422ApplicationProblemPlusJSONResponseBody
+func (a *ListUnits422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListUnits422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListUnits422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListUnits422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for AddUnits400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a AddUnits400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AddUnits400ApplicationProblemPlusJSONResponseBody
+func (a *AddUnits400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AddUnits400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *AddUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AddUnits400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a AddUnits400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for AddUnits409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a AddUnits409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AddUnits409ApplicationProblemPlusJSONResponseBody
+func (a *AddUnits409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AddUnits409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *AddUnits409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AddUnits409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a AddUnits409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for AddUnits422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a AddUnits422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AddUnits422ApplicationProblemPlusJSONResponseBody
+func (a *AddUnits422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AddUnits422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *AddUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AddUnits422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a AddUnits422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetireUnits400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a RetireUnits400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetireUnits400ApplicationProblemPlusJSONResponseBody
+func (a *RetireUnits400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetireUnits400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *RetireUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetireUnits400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a RetireUnits400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetireUnits404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a RetireUnits404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetireUnits404ApplicationProblemPlusJSONResponseBody
+func (a *RetireUnits404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetireUnits404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *RetireUnits404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetireUnits404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a RetireUnits404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetireUnits409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a RetireUnits409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetireUnits409ApplicationProblemPlusJSONResponseBody
+func (a *RetireUnits409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetireUnits409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *RetireUnits409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetireUnits409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a RetireUnits409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetireUnits422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a RetireUnits422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetireUnits422ApplicationProblemPlusJSONResponseBody
+func (a *RetireUnits422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetireUnits422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *RetireUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetireUnits422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a RetireUnits422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -24777,6 +29084,14 @@ func (a *GetStats400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -24847,6 +29162,13 @@ func (a GetStats400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -24955,6 +29277,14 @@ func (a *AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -25025,6 +29355,13 @@ func (a AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -25133,6 +29470,14 @@ func (a *AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -25203,6 +29548,13 @@ func (a AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -25311,6 +29663,14 @@ func (a *AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -25381,6 +29741,13 @@ func (a AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -25489,6 +29856,14 @@ func (a *CreateWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -25559,6 +29934,13 @@ func (a CreateWebhook400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -25667,6 +30049,14 @@ func (a *CreateWebhook422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -25737,6 +30127,13 @@ func (a CreateWebhook422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -25845,6 +30242,14 @@ func (a *DeleteWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -25915,6 +30320,13 @@ func (a DeleteWebhook400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -26023,6 +30435,14 @@ func (a *DeleteWebhook404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -26093,6 +30513,13 @@ func (a DeleteWebhook404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -26201,6 +30628,14 @@ func (a *GetWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -26271,6 +30706,13 @@ func (a GetWebhook400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -26379,6 +30821,14 @@ func (a *GetWebhook404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "type")
 	}
 
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -26449,6 +30899,13 @@ func (a GetWebhook404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 	object["type"], err = json.Marshal(a.Type)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -27347,6 +31804,59 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/skus/{sku}/threshold (the `SetThreshold` operationId).
 	SetThreshold(ctx context.Context, sku SKU, body SetThresholdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListUnits List a SKU's units
+	//
+	// A SKU's units in id order (byte-wise), a page at a time: `next_after` is the `after` of the next page, null on the last.
+	//
+	// Role: `shop` or `ops` (bearer token).
+	//
+	// Corresponds with GET /v1/skus/{sku}/units (the `ListUnits` operationId).
+	ListUnits(ctx context.Context, sku SKU, params *ListUnitsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddUnitsWithBody Add units with an identity (seats, serial numbers) to a pool
+	//
+	// Adds up to 10,000 units, each one available unit of the pool (created, serialized, if missing), with one `stock_in` ledger row naming them. A pool with units changes only through units: quantity adjustments on it are 409 `serialized_pool`. Ids are unique within the SKU, and so is each (group, position).
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/skus/{sku}/units (the `AddUnits` operationId).
+	AddUnitsWithBody(ctx context.Context, sku SKU, params *AddUnitsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddUnits Add units with an identity (seats, serial numbers) to a pool
+	//
+	// Adds up to 10,000 units, each one available unit of the pool (created, serialized, if missing), with one `stock_in` ledger row naming them. A pool with units changes only through units: quantity adjustments on it are 409 `serialized_pool`. Ids are unique within the SKU, and so is each (group, position).
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/skus/{sku}/units (the `AddUnits` operationId).
+	AddUnits(ctx context.Context, sku SKU, params *AddUnitsParams, body AddUnitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetireUnitsWithBody Retire available units (a broken seat)
+	//
+	// Takes available units out of their pool: they become `retired` (for good), the pool's total and available shrink by their number, and one `adjust` ledger row names them.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/skus/{sku}/units/retire (the `RetireUnits` operationId).
+	RetireUnitsWithBody(ctx context.Context, sku SKU, params *RetireUnitsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetireUnits Retire available units (a broken seat)
+	//
+	// Takes available units out of their pool: they become `retired` (for good), the pool's total and available shrink by their number, and one `adjust` ledger row names them.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/skus/{sku}/units/retire (the `RetireUnits` operationId).
+	RetireUnits(ctx context.Context, sku SKU, params *RetireUnitsParams, body RetireUnitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetStats Hold statistics
 	//
@@ -28296,6 +32806,109 @@ func (c *Client) SetThresholdWithBody(ctx context.Context, sku SKU, contentType 
 // Corresponds with PUT /v1/skus/{sku}/threshold (the `SetThreshold` operationId).
 func (c *Client) SetThreshold(ctx context.Context, sku SKU, body SetThresholdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetThresholdRequest(c.Server, sku, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListUnits List a SKU's units
+//
+// A SKU's units in id order (byte-wise), a page at a time: `next_after` is the `after` of the next page, null on the last.
+//
+// Role: `shop` or `ops` (bearer token).
+//
+// Corresponds with GET /v1/skus/{sku}/units (the `ListUnits` operationId).
+func (c *Client) ListUnits(ctx context.Context, sku SKU, params *ListUnitsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListUnitsRequest(c.Server, sku, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddUnitsWithBody Add units with an identity (seats, serial numbers) to a pool
+//
+// Adds up to 10,000 units, each one available unit of the pool (created, serialized, if missing), with one `stock_in` ledger row naming them. A pool with units changes only through units: quantity adjustments on it are 409 `serialized_pool`. Ids are unique within the SKU, and so is each (group, position).
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/skus/{sku}/units (the `AddUnits` operationId).
+func (c *Client) AddUnitsWithBody(ctx context.Context, sku SKU, params *AddUnitsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddUnitsRequestWithBody(c.Server, sku, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddUnits Add units with an identity (seats, serial numbers) to a pool
+//
+// Adds up to 10,000 units, each one available unit of the pool (created, serialized, if missing), with one `stock_in` ledger row naming them. A pool with units changes only through units: quantity adjustments on it are 409 `serialized_pool`. Ids are unique within the SKU, and so is each (group, position).
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/skus/{sku}/units (the `AddUnits` operationId).
+func (c *Client) AddUnits(ctx context.Context, sku SKU, params *AddUnitsParams, body AddUnitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddUnitsRequest(c.Server, sku, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetireUnitsWithBody Retire available units (a broken seat)
+//
+// Takes available units out of their pool: they become `retired` (for good), the pool's total and available shrink by their number, and one `adjust` ledger row names them.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/skus/{sku}/units/retire (the `RetireUnits` operationId).
+func (c *Client) RetireUnitsWithBody(ctx context.Context, sku SKU, params *RetireUnitsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetireUnitsRequestWithBody(c.Server, sku, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetireUnits Retire available units (a broken seat)
+//
+// Takes available units out of their pool: they become `retired` (for good), the pool's total and available shrink by their number, and one `adjust` ledger row names them.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/skus/{sku}/units/retire (the `RetireUnits` operationId).
+func (c *Client) RetireUnits(ctx context.Context, sku SKU, params *RetireUnitsParams, body RetireUnitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetireUnitsRequest(c.Server, sku, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -29815,6 +34428,235 @@ func NewSetThresholdRequestWithBody(server string, sku SKU, contentType string, 
 	return req, nil
 }
 
+// NewListUnitsRequest constructs an http.Request for the ListUnits method
+func NewListUnitsRequest(server string, sku SKU, params *ListUnitsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sku", sku, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/skus/%s/units", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Pool != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pool", *params.Pool, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Group != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group", *params.Group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddUnitsRequest calls the generic AddUnits builder with application/json body
+func NewAddUnitsRequest(server string, sku SKU, params *AddUnitsParams, body AddUnitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddUnitsRequestWithBody(server, sku, params, "application/json", bodyReader)
+}
+
+// NewAddUnitsRequestWithBody constructs an http.Request for the AddUnits method, with any body, and a specified content type
+func NewAddUnitsRequestWithBody(server string, sku SKU, params *AddUnitsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sku", sku, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/skus/%s/units", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRetireUnitsRequest calls the generic RetireUnits builder with application/json body
+func NewRetireUnitsRequest(server string, sku SKU, params *RetireUnitsParams, body RetireUnitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRetireUnitsRequestWithBody(server, sku, params, "application/json", bodyReader)
+}
+
+// NewRetireUnitsRequestWithBody constructs an http.Request for the RetireUnits method, with any body, and a specified content type
+func NewRetireUnitsRequestWithBody(server string, sku SKU, params *RetireUnitsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sku", sku, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/skus/%s/units/retire", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewGetStatsRequest constructs an http.Request for the GetStats method
 func NewGetStatsRequest(server string, params *GetStatsParams) (*http.Request, error) {
 	var err error
@@ -30590,6 +35432,61 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/skus/{sku}/threshold (the `SetThreshold` operationId).
 	SetThresholdWithResponse(ctx context.Context, sku SKU, body SetThresholdJSONRequestBody, reqEditors ...RequestEditorFn) (*SetThresholdResponse, error)
+
+	// ListUnitsWithResponse List a SKU's units
+	//
+	// A SKU's units in id order (byte-wise), a page at a time: `next_after` is the `after` of the next page, null on the last.
+	//
+	// Role: `shop` or `ops` (bearer token).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/skus/{sku}/units (the `ListUnits` operationId).
+	ListUnitsWithResponse(ctx context.Context, sku SKU, params *ListUnitsParams, reqEditors ...RequestEditorFn) (*ListUnitsResponse, error)
+
+	// AddUnitsWithBodyWithResponse Add units with an identity (seats, serial numbers) to a pool
+	//
+	// Adds up to 10,000 units, each one available unit of the pool (created, serialized, if missing), with one `stock_in` ledger row naming them. A pool with units changes only through units: quantity adjustments on it are 409 `serialized_pool`. Ids are unique within the SKU, and so is each (group, position).
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/skus/{sku}/units (the `AddUnits` operationId).
+	AddUnitsWithBodyWithResponse(ctx context.Context, sku SKU, params *AddUnitsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddUnitsResponse, error)
+
+	// AddUnitsWithResponse Add units with an identity (seats, serial numbers) to a pool
+	//
+	// Adds up to 10,000 units, each one available unit of the pool (created, serialized, if missing), with one `stock_in` ledger row naming them. A pool with units changes only through units: quantity adjustments on it are 409 `serialized_pool`. Ids are unique within the SKU, and so is each (group, position).
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/skus/{sku}/units (the `AddUnits` operationId).
+	AddUnitsWithResponse(ctx context.Context, sku SKU, params *AddUnitsParams, body AddUnitsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddUnitsResponse, error)
+
+	// RetireUnitsWithBodyWithResponse Retire available units (a broken seat)
+	//
+	// Takes available units out of their pool: they become `retired` (for good), the pool's total and available shrink by their number, and one `adjust` ledger row names them.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/skus/{sku}/units/retire (the `RetireUnits` operationId).
+	RetireUnitsWithBodyWithResponse(ctx context.Context, sku SKU, params *RetireUnitsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetireUnitsResponse, error)
+
+	// RetireUnitsWithResponse Retire available units (a broken seat)
+	//
+	// Takes available units out of their pool: they become `retired` (for good), the pool's total and available shrink by their number, and one `adjust` ledger row names them.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/skus/{sku}/units/retire (the `RetireUnits` operationId).
+	RetireUnitsWithResponse(ctx context.Context, sku SKU, params *RetireUnitsParams, body RetireUnitsJSONRequestBody, reqEditors ...RequestEditorFn) (*RetireUnitsResponse, error)
 
 	// GetStatsWithResponse Hold statistics
 	//
@@ -33739,6 +38636,374 @@ func (r SetThresholdResponse) ContentType() string {
 	return ""
 }
 
+// ListUnitsResponse401Headers the declared response headers of an HTTP 401 response for ListUnits
+type ListUnitsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListUnitsResponse429Headers the declared response headers of an HTTP 429 response for ListUnits
+type ListUnitsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListUnitsResponse503Headers the declared response headers of an HTTP 503 response for ListUnits
+type ListUnitsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListUnitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UnitsPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ListUnits400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ListUnits422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListUnitsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListUnitsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListUnitsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListUnitsResponse) GetJSON200() *UnitsPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListUnitsResponse) GetApplicationproblemJSON400() *ListUnits400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListUnitsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListUnitsResponse) GetApplicationproblemJSON422() *ListUnits422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListUnitsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListUnitsResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListUnitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListUnitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListUnitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListUnitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AddUnitsResponse200Headers the declared response headers of an HTTP 200 response for AddUnits
+type AddUnitsResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// AddUnitsResponse401Headers the declared response headers of an HTTP 401 response for AddUnits
+type AddUnitsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AddUnitsResponse429Headers the declared response headers of an HTTP 429 response for AddUnits
+type AddUnitsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AddUnitsResponse503Headers the declared response headers of an HTTP 503 response for AddUnits
+type AddUnitsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AddUnitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Stock
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *AddUnits400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *AddUnits409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *AddUnits422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AddUnitsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AddUnitsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AddUnitsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AddUnitsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AddUnitsResponse) GetJSON200() *Stock {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON400() *AddUnits400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON409() *AddUnits409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON422() *AddUnits422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AddUnitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddUnitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddUnitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddUnitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetireUnitsResponse200Headers the declared response headers of an HTTP 200 response for RetireUnits
+type RetireUnitsResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// RetireUnitsResponse401Headers the declared response headers of an HTTP 401 response for RetireUnits
+type RetireUnitsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RetireUnitsResponse429Headers the declared response headers of an HTTP 429 response for RetireUnits
+type RetireUnitsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RetireUnitsResponse503Headers the declared response headers of an HTTP 503 response for RetireUnits
+type RetireUnitsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RetireUnitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Stock
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *RetireUnits400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *RetireUnits404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *RetireUnits409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *RetireUnits422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RetireUnitsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RetireUnitsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetireUnitsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetireUnitsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetireUnitsResponse) GetJSON200() *Stock {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON400() *RetireUnits400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON404() *RetireUnits404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON409() *RetireUnits409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON422() *RetireUnits422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RetireUnitsResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RetireUnitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetireUnitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetireUnitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetireUnitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetStatsResponse401Headers the declared response headers of an HTTP 401 response for GetStats
 type GetStatsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -35117,6 +40382,91 @@ func (c *ClientWithResponses) SetThresholdWithResponse(ctx context.Context, sku 
 		return nil, err
 	}
 	return ParseSetThresholdResponse(rsp)
+}
+
+// ListUnitsWithResponse List a SKU's units
+//
+// A SKU's units in id order (byte-wise), a page at a time: `next_after` is the `after` of the next page, null on the last.
+//
+// Role: `shop` or `ops` (bearer token).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/skus/{sku}/units (the `ListUnits` operationId).
+func (c *ClientWithResponses) ListUnitsWithResponse(ctx context.Context, sku SKU, params *ListUnitsParams, reqEditors ...RequestEditorFn) (*ListUnitsResponse, error) {
+	rsp, err := c.ListUnits(ctx, sku, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListUnitsResponse(rsp)
+}
+
+// AddUnitsWithBodyWithResponse Add units with an identity (seats, serial numbers) to a pool
+//
+// Adds up to 10,000 units, each one available unit of the pool (created, serialized, if missing), with one `stock_in` ledger row naming them. A pool with units changes only through units: quantity adjustments on it are 409 `serialized_pool`. Ids are unique within the SKU, and so is each (group, position).
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/skus/{sku}/units (the `AddUnits` operationId).
+func (c *ClientWithResponses) AddUnitsWithBodyWithResponse(ctx context.Context, sku SKU, params *AddUnitsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddUnitsResponse, error) {
+	rsp, err := c.AddUnitsWithBody(ctx, sku, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddUnitsResponse(rsp)
+}
+
+// AddUnitsWithResponse Add units with an identity (seats, serial numbers) to a pool
+//
+// Adds up to 10,000 units, each one available unit of the pool (created, serialized, if missing), with one `stock_in` ledger row naming them. A pool with units changes only through units: quantity adjustments on it are 409 `serialized_pool`. Ids are unique within the SKU, and so is each (group, position).
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/skus/{sku}/units (the `AddUnits` operationId).
+func (c *ClientWithResponses) AddUnitsWithResponse(ctx context.Context, sku SKU, params *AddUnitsParams, body AddUnitsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddUnitsResponse, error) {
+	rsp, err := c.AddUnits(ctx, sku, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddUnitsResponse(rsp)
+}
+
+// RetireUnitsWithBodyWithResponse Retire available units (a broken seat)
+//
+// Takes available units out of their pool: they become `retired` (for good), the pool's total and available shrink by their number, and one `adjust` ledger row names them.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/skus/{sku}/units/retire (the `RetireUnits` operationId).
+func (c *ClientWithResponses) RetireUnitsWithBodyWithResponse(ctx context.Context, sku SKU, params *RetireUnitsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetireUnitsResponse, error) {
+	rsp, err := c.RetireUnitsWithBody(ctx, sku, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetireUnitsResponse(rsp)
+}
+
+// RetireUnitsWithResponse Retire available units (a broken seat)
+//
+// Takes available units out of their pool: they become `retired` (for good), the pool's total and available shrink by their number, and one `adjust` ledger row names them.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/skus/{sku}/units/retire (the `RetireUnits` operationId).
+func (c *ClientWithResponses) RetireUnitsWithResponse(ctx context.Context, sku SKU, params *RetireUnitsParams, body RetireUnitsJSONRequestBody, reqEditors ...RequestEditorFn) (*RetireUnitsResponse, error) {
+	rsp, err := c.RetireUnits(ctx, sku, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetireUnitsResponse(rsp)
 }
 
 // GetStatsWithResponse Hold statistics
@@ -38190,6 +43540,371 @@ func ParseSetThresholdResponse(rsp *http.Response) (*SetThresholdResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetThresholdResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListUnitsResponse parses an HTTP response from a ListUnitsWithResponse call
+func ParseListUnitsResponse(rsp *http.Response) (*ListUnitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListUnitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UnitsPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ListUnits400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ListUnits422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListUnitsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListUnitsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListUnitsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAddUnitsResponse parses an HTTP response from a AddUnitsWithResponse call
+func ParseAddUnitsResponse(rsp *http.Response) (*AddUnitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddUnitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Stock
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest AddUnits400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest AddUnits409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest AddUnits422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AddUnitsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers AddUnitsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AddUnitsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AddUnitsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetireUnitsResponse parses an HTTP response from a RetireUnitsWithResponse call
+func ParseRetireUnitsResponse(rsp *http.Response) (*RetireUnitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetireUnitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Stock
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest RetireUnits400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest RetireUnits404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest RetireUnits409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest RetireUnits422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RetireUnitsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RetireUnitsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetireUnitsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetireUnitsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

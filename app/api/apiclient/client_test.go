@@ -81,7 +81,7 @@ func TestGeneratedClientCoreFlow(t *testing.T) {
 	require.Equal(t, int64(10), adj.JSON200.Pools[0].Available)
 
 	hold, err := shop.CreateReservationWithResponse(ctx, &apiclient.CreateReservationParams{IdempotencyKey: "order-1"},
-		apiclient.HoldRequest{OrderRef: ptr("o-1"), Items: []apiclient.HoldItem{{Sku: "A1", Quantity: 3}}, TtlSeconds: ptr(int64(60))})
+		apiclient.HoldRequest{OrderRef: ptr("o-1"), Items: []apiclient.HoldItem{{Sku: "A1", Quantity: ptr(int64(3))}}, TtlSeconds: ptr(int64(60))})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, hold.StatusCode(), string(hold.Body))
 	id := hold.JSON201.Id
@@ -93,7 +93,7 @@ func TestGeneratedClientCoreFlow(t *testing.T) {
 	require.WithinDuration(t, time.Now().Add(30*time.Minute), ext.JSON200.ExpiresAt, time.Minute)
 
 	part, err := shop.ReleaseReservationWithResponse(ctx, id, &apiclient.ReleaseReservationParams{IdempotencyKey: ptr("drop-1")},
-		apiclient.ReleaseRequest{Reason: ptr("one out of stock"), Items: &[]apiclient.HoldItem{{Sku: "A1", Quantity: 1}}})
+		apiclient.ReleaseRequest{Reason: ptr("one out of stock"), Items: &[]apiclient.HoldItem{{Sku: "A1", Quantity: ptr(int64(1))}}})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, part.StatusCode(), string(part.Body))
 	require.Equal(t, int64(2), part.JSON200.Items[0].Quantity)
@@ -111,7 +111,7 @@ func TestGeneratedClientCoreFlow(t *testing.T) {
 	require.Equal(t, "reservation_not_held", late.ApplicationproblemJSON409.Code)
 
 	second, err := shop.CreateReservationWithResponse(ctx, &apiclient.CreateReservationParams{IdempotencyKey: "order-2"},
-		apiclient.HoldRequest{OrderRef: ptr("o-2"), Items: []apiclient.HoldItem{{Sku: "A1", Quantity: 4}}})
+		apiclient.HoldRequest{OrderRef: ptr("o-2"), Items: []apiclient.HoldItem{{Sku: "A1", Quantity: ptr(int64(4))}}})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, second.StatusCode(), string(second.Body))
 	rel, err := shop.ReleaseReservationWithResponse(ctx, second.JSON201.Id, nil, apiclient.ReleaseRequest{Reason: ptr("cancelled")})

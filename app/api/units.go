@@ -1,0 +1,101 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// MaxUnitsBody is the largest body of a request adding or retiring units:
+// room for inventory.MaxUnitsPerRequest units with short attributes, where
+// every other route takes MaxBody.
+const MaxUnitsBody = 4 << 20
+
+// unitsWrite matches the paths of the routes that add or retire units,
+// which the global body limit skips.
+var unitsWrite = regexp.MustCompile(`^/v1/skus/[^/]+/units(/retire)?$`)
+
+type addUnitsBody struct {
+	Pool   string               `json:"pool"`
+	Reason string               `json:"reason"`
+	Ref    string               `json:"ref"`
+	Units  []inventory.UnitSpec `json:"units"`
+}
+
+// addUnits adds units with an identity to a pool, once per
+// Idempotency-Key (see inventory.AddUnitsOnce).
+func (s *server) addUnits(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	sku, err := nameParam(c, "sku", "sku")
+	if err != nil {
+		return err
+	}
+	var body addUnitsBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	ch := inventory.UnitsChange{SKU: sku, Pool: body.Pool, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name, Units: body.Units}
+	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Stock, bool, error) {
+		return s.Inventory.AddUnitsOnce(ctx, k, ch)
+	})
+}
+
+type retireUnitsBody struct {
+	Pool   string   `json:"pool"`
+	Reason string   `json:"reason"`
+	Ref    string   `json:"ref"`
+	Units  []string `json:"units"`
+}
+
+// retireUnits takes available units out of their pool, once per
+// Idempotency-Key (see inventory.RetireUnitsOnce).
+func (s *server) retireUnits(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	sku, err := nameParam(c, "sku", "sku")
+	if err != nil {
+		return err
+	}
+	var body retireUnitsBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	ch := inventory.UnitsChange{SKU: sku, Pool: body.Pool, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name,
+		Units: make([]inventory.UnitSpec, len(body.Units))}
+	for i, id := range body.Units {
+		ch.Units[i] = inventory.UnitSpec{ID: id}
+	}
+	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Stock, bool, error) {
+		return s.Inventory.RetireUnitsOnce(ctx, k, ch)
+	})
+}
+
+// listUnits pages through a SKU's units in id order.
+func (s *server) listUnits(c echo.Context) error {
+	sku, err := nameParam(c, "sku", "sku")
+	if err != nil {
+		return err
+	}
+	limit, err := intQuery(c, "limit", 100)
+	if err != nil {
+		return err
+	}
+	page, err := s.Inventory.ListUnits(c.Request().Context(), inventory.UnitsQuery{
+		SKU: sku, Pool: c.QueryParam("pool"), Status: c.QueryParam("status"), Group: c.QueryParam("group"),
+		After: c.QueryParam("after"), Limit: int(limit),
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
