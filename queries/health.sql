@@ -1,7 +1,7 @@
 -- name: InvariantViolations :many
--- InvariantViolations lists every breach of DESIGN.md's invariants 1, 2, 3
--- and 5 (and the "released twice" half of 4), one row each; empty means the
--- books balance. Tests call it after every change to stock.
+-- InvariantViolations lists every breach of DESIGN.md's invariants 1, 2, 3,
+-- 5 and 7 (and the "released twice" half of 4), one row each; empty means
+-- the books balance. Tests call it after every change to stock.
 SELECT 'stock ' || sku || '/' || pool AS subject,
        concat_ws('; ',
          CASE WHEN NOT counters_ok THEN format('counters: total %s != available %s + reserved %s + sold %s (or negative)', total, available, reserved, sold) END,
@@ -40,7 +40,45 @@ FROM (SELECT reservation_id, sku, pool, sum(delta_reserved) AS held, sum(delta_s
 LEFT JOIN reservations r ON r.id = g.reservation_id
 LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.pool = g.pool
 WHERE g.held <> CASE WHEN r.status = 'held' THEN coalesce(l.quantity, 0) ELSE 0 END
-   OR g.sold <> CASE WHEN r.status = 'confirmed' THEN coalesce(l.quantity, 0) ELSE 0 END;
+   OR g.sold <> CASE WHEN r.status = 'confirmed' THEN coalesce(l.quantity, 0) ELSE 0 END
+UNION ALL
+-- Invariant 7: a serialized pool's counters are its units by status, and
+-- units live only in serialized pools.
+SELECT 'stock ' || s.sku || '/' || s.pool,
+       format('counters %s/%s/%s (available/reserved/sold), units %s/%s/%s, serialized %s', s.available, s.reserved, s.sold,
+              coalesce(u.available, 0), coalesce(u.held, 0), coalesce(u.sold, 0), s.serialized)
+FROM stock s
+LEFT JOIN (SELECT sku, pool, count(*) FILTER (WHERE status = 'available') AS available,
+                  count(*) FILTER (WHERE status = 'held') AS held, count(*) FILTER (WHERE status = 'sold') AS sold,
+                  count(*) AS n
+           FROM units GROUP BY sku, pool) u ON u.sku = s.sku AND u.pool = s.pool
+WHERE (s.serialized AND (s.available, s.reserved, s.sold) <> (coalesce(u.available, 0), coalesce(u.held, 0), coalesce(u.sold, 0)))
+   OR (NOT s.serialized AND coalesce(u.n, 0) > 0)
+UNION ALL
+-- A unit held or sold is so by a hold that holds it (held) or bought it
+-- (confirmed), whose record of it is live; a live record is such a unit;
+-- a line of a serialized pool has as many units as its quantity.
+SELECT 'unit ' || u.sku || '/' || u.id,
+       format('%s by hold %s (%s), live record %s', u.status, u.reservation_id, coalesce(r.status, 'none'), ru.live)
+FROM units u
+LEFT JOIN reservations r ON r.id = u.reservation_id
+LEFT JOIN reservation_units ru ON ru.reservation_id = u.reservation_id AND ru.sku = u.sku AND ru.unit_id = u.id
+WHERE u.status IN ('held', 'sold')
+  AND (r.status IS DISTINCT FROM CASE u.status WHEN 'held' THEN 'held' ELSE 'confirmed' END OR ru.live IS DISTINCT FROM true)
+UNION ALL
+SELECT 'unit ' || ru.sku || '/' || ru.unit_id, format('live in hold %s (%s) but %s by %s', ru.reservation_id, r.status, u.status, u.reservation_id)
+FROM reservation_units ru
+JOIN reservations r ON r.id = ru.reservation_id
+JOIN units u ON u.sku = ru.sku AND u.id = ru.unit_id
+WHERE ru.live AND (u.reservation_id IS DISTINCT FROM ru.reservation_id OR u.status NOT IN ('held', 'sold')
+                   OR r.status NOT IN ('held', 'confirmed'))
+UNION ALL
+SELECT 'reservation ' || l.reservation_id::text, format('line %s/%s of %s has %s units', l.sku, l.pool, l.quantity, count(ru.unit_id))
+FROM reservation_lines l
+JOIN stock s ON s.sku = l.sku AND s.pool = l.pool AND s.serialized
+LEFT JOIN reservation_units ru ON ru.reservation_id = l.reservation_id AND ru.sku = l.sku AND ru.pool = l.pool AND NOT ru.part_released
+GROUP BY l.reservation_id, l.sku, l.pool, l.quantity
+HAVING count(ru.unit_id) <> l.quantity;
 
 -- name: ReadinessProbeTimeout :exec
 -- ReadinessProbeTimeout bounds the rest of the probe's transaction, its

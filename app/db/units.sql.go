@@ -7,68 +7,7 @@ package db
 
 import (
 	"context"
-	"time"
 )
-
-const stockLockSerialized = `-- name: StockLockSerialized :one
-
-WITH created AS (
-    INSERT INTO stock (sku, pool, serialized, feed_xid) VALUES ($1, $2, true, pg_current_xact_id())
-    ON CONFLICT (sku, pool) DO NOTHING
-    RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
-)
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM created
-UNION ALL
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized FROM stock s WHERE s.sku = $1 AND s.pool = $2 AND NOT EXISTS (SELECT 1 FROM created)
-FOR UPDATE
-`
-
-type StockLockSerializedRow struct {
-	Sku          string
-	Pool         string
-	Total        int64
-	Available    int64
-	Reserved     int64
-	Sold         int64
-	Status       string
-	PausedReason *string
-	Version      int64
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	FeedXid      *uint64
-	LowThreshold *int64
-	Serialized   bool
-}
-
-// Units with an identity (seats, tickets, serial numbers): adding and
-// retiring them, listing them, and what a hold batch reads to pick them.
-// Every statement that changes units runs after the pool's stock row is
-// locked, so units of one pool change one transaction at a time.
-// StockLockSerialized locks one pool's stock row for a change to its
-// units, creating it (empty, serialized) if it does not exist, and returns
-// it. A row that exists is returned as it is: the caller refuses units on
-// a pool that has stock without them.
-func (q *Queries) StockLockSerialized(ctx context.Context, sku string, pool string) (StockLockSerializedRow, error) {
-	row := q.db.QueryRow(ctx, stockLockSerialized, sku, pool)
-	var i StockLockSerializedRow
-	err := row.Scan(
-		&i.Sku,
-		&i.Pool,
-		&i.Total,
-		&i.Available,
-		&i.Reserved,
-		&i.Sold,
-		&i.Status,
-		&i.PausedReason,
-		&i.Version,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.FeedXid,
-		&i.LowThreshold,
-		&i.Serialized,
-	)
-	return i, err
-}
 
 const unitsAdd = `-- name: UnitsAdd :one
 WITH added AS (
@@ -165,9 +104,14 @@ func (q *Queries) UnitsCountByStatus(ctx context.Context, sku string) ([]UnitsCo
 }
 
 const unitsExisting = `-- name: UnitsExisting :many
+
 SELECT u.id FROM units u WHERE u.sku = $1 AND u.id = ANY($2::text[]) ORDER BY u.id COLLATE "C"
 `
 
+// Units with an identity (seats, tickets, serial numbers): adding and
+// retiring them, listing them, and what a hold batch reads to pick them.
+// Every statement that changes units runs after the pool's stock row is
+// locked, so units of one pool change one transaction at a time.
 // UnitsExisting returns which of the given unit ids of sku exist, in any
 // pool and state.
 func (q *Queries) UnitsExisting(ctx context.Context, sku string, ids []string) ([]string, error) {

@@ -288,6 +288,9 @@ type Movement struct {
 	ActorKey *string `json:"actor_key"`
 	Reason   *string `json:"reason"`
 	Ref      *string `json:"ref"`
+	// Units names the units with an identity the movement moved; left out
+	// for a pool without units.
+	Units []string `json:"units,omitempty"`
 }
 
 // MaxLedgerPage bounds one page of ledger rows.
@@ -341,7 +344,7 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 		page.Movements[i] = Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()

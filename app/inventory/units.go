@@ -157,9 +157,10 @@ func (c UnitsChange) ids() []string {
 
 // AddUnitsOnce adds units to a pool at most once per key (see
 // idempotency.Do): each is one available unit of the pool, and one
-// stock_in ledger row names them all. The pool is created serialized if it
-// does not exist; a pool that has stock without units is refused, as are
-// ids or places its SKU has already. It returns the SKU's stock.
+// stock_in ledger row names them all. The main pool is created if it does
+// not exist (another pool must exist), and becomes serialized; a pool that
+// has stock without units is refused, as are ids or places its SKU has
+// already. It returns the SKU's stock.
 func (s *Service) AddUnitsOnce(ctx context.Context, key idempotency.Key, c UnitsChange) (Stock, bool, error) {
 	if err := c.validate(true); err != nil {
 		return Stock{}, false, err
@@ -169,7 +170,16 @@ func (s *Service) AddUnitsOnce(ctx context.Context, key idempotency.Key, c Units
 
 func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 	q := db.New(tx)
-	row, err := q.StockLockSerialized(ctx, c.SKU, c.Pool)
+	if c.Pool == MainPool {
+		if _, err := q.StockCreate(ctx, c.SKU, c.Pool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return Stock{}, fmt.Errorf("create %s/%s: %w", c.SKU, c.Pool, err)
+		}
+	}
+	row, err := q.StockLock(ctx, c.SKU, c.Pool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: c.SKU, Pool: c.Pool,
+			Detail: fmt.Sprintf("SKU %q has no %s pool: units go into main, or into a pool that exists", c.SKU, c.Pool)}
+	}
 	if err != nil {
 		return Stock{}, fmt.Errorf("lock %s/%s: %w", c.SKU, c.Pool, err)
 	}

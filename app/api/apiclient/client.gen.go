@@ -5607,6 +5607,30 @@ func (e AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus) Vali
 	}
 }
 
+// Defines values for AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -7268,6 +7292,9 @@ type Movement struct {
 	Ref            *string             `json:"ref"`
 	ReservationId  *openapi_types.UUID `json:"reservation_id"`
 	Sku            string              `json:"sku"`
+
+	// Units The units with an identity this movement moved (added, retired, held, sold, handed back); absent for a pool without units.
+	Units *[]string `json:"units,omitempty"`
 }
 
 // MovementKind defines model for Movement.Kind.
@@ -11383,6 +11410,44 @@ type AddUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
 type AddUnits403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
+type AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// AddUnits404ApplicationProblemPlusJSONResponseBody defines parameters for AddUnits.
+type AddUnits404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AddUnits.
 type AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -27829,6 +27894,199 @@ func (a AddUnits400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for AddUnits404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a AddUnits404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for AddUnits404ApplicationProblemPlusJSONResponseBody
+func (a *AddUnits404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for AddUnits404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *AddUnits404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for AddUnits404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a AddUnits404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for AddUnits409ApplicationProblemPlusJSONResponseBody. Returns the specified
 // element and whether it was found
 func (a AddUnits409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
@@ -38764,6 +39022,8 @@ type AddUnitsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *AddUnits404ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *AddUnits409ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -38804,6 +39064,11 @@ func (r AddUnitsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r AddUnitsResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AddUnitsResponse) GetApplicationproblemJSON404() *AddUnits404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -43688,6 +43953,13 @@ func ParseAddUnitsResponse(rsp *http.Response) (*AddUnitsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AddUnits404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest AddUnits409ApplicationProblemPlusJSONResponseBody

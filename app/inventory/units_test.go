@@ -1,0 +1,457 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// venue is a seating plan: rows named "A", "B", ... of seats 1..perRow,
+// unit ids "A-1", "A-2", ...
+func venue(rows, perRow int) []inventory.UnitSpec {
+	var specs []inventory.UnitSpec
+	for r := range rows {
+		group := string(rune('A' + r))
+		for p := 1; p <= perRow; p++ {
+			pos := int32(p)
+			specs = append(specs, inventory.UnitSpec{ID: fmt.Sprintf("%s-%d", group, p), Group: group, Position: &pos})
+		}
+	}
+	return specs
+}
+
+func addUnits(t *testing.T, svc *inventory.Service, sku string, specs []inventory.UnitSpec) inventory.Stock {
+	t.Helper()
+	st, _, err := svc.AddUnitsOnce(context.Background(), idempotency.NewKey("ops", "add-"+sku+"-"+specs[0].ID),
+		inventory.UnitsChange{SKU: sku, Reason: "seating plan", Actor: "ops", Units: specs})
+	require.NoError(t, err)
+	return st
+}
+
+func seats(sku string, ids ...string) inventory.Item {
+	return inventory.Item{SKU: sku, Units: ids}
+}
+
+// unitsByStatus reads sku's units: status by id, and holder by id.
+func unitsByStatus(t *testing.T, pool *pgxpool.Pool, sku string) (map[string]string, map[string]uuid.UUID) {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT id, status, reservation_id FROM units WHERE sku = $1`, sku)
+	require.NoError(t, err)
+	defer rows.Close()
+	status, holder := map[string]string{}, map[string]uuid.UUID{}
+	for rows.Next() {
+		var (
+			id, st string
+			by     *uuid.UUID
+		)
+		require.NoError(t, rows.Scan(&id, &st, &by))
+		status[id] = st
+		if by != nil {
+			holder[id] = *by
+		}
+	}
+	require.NoError(t, rows.Err())
+	return status, holder
+}
+
+func unitsOf(err error) []string {
+	var e *domain.Error
+	if errors.As(err, &e) {
+		return e.Units
+	}
+	return nil
+}
+
+func TestUnitsLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	st := addUnits(t, svc, "SHOW", venue(2, 6))
+	require.Equal(t, int64(12), st.Pools[0].Available)
+	require.True(t, st.Pools[0].Serialized)
+
+	// Named seats, N seats, adjacent seats.
+	named, _, err := svc.Hold(ctx, holdReq("named", seats("SHOW", "A-3", "A-2")))
+	require.NoError(t, err)
+	require.Equal(t, []string{"A-2", "A-3"}, named.Items[0].Units)
+	require.Equal(t, int64(2), named.Items[0].Quantity)
+
+	_, _, err = svc.Hold(ctx, holdReq("taken", seats("SHOW", "A-1", "A-2", "A-3")))
+	require.Equal(t, domain.CodeUnitUnavailable, code(err))
+	require.Equal(t, []string{"A-2", "A-3"}, unitsOf(err))
+
+	picked, _, err := svc.Hold(ctx, holdReq("picked", item("SHOW", 2)))
+	require.NoError(t, err)
+	require.Equal(t, []string{"A-1", "A-4"}, picked.Items[0].Units, "seat order, skipping held seats")
+
+	together, _, err := svc.Hold(ctx, holdReq("together", inventory.Item{SKU: "SHOW", Quantity: 3, Adjacent: true}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"B-1", "B-2", "B-3"}, together.Items[0].Units, "A has only 5-6 left together")
+
+	// A replay answers the same units.
+	again, replayed, err := svc.Hold(ctx, holdReq("picked", item("SHOW", 2)))
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, picked.Items, again.Items)
+
+	// A quantity change of a serialized pool is refused.
+	_, err = svc.Adjust(ctx, inventory.Adjustment{SKU: "SHOW", Delta: 5, Reason: "more", Actor: "ops"})
+	require.Equal(t, domain.CodeSerializedPool, code(err))
+	_, err = svc.AdjustMany(ctx, inventory.BulkAdjustment{Reason: "count", Actor: "ops", Lines: []inventory.BulkLine{{SKU: "SHOW", Pool: "main", Delta: -1}}})
+	require.Equal(t, domain.CodeSerializedPool, code(err))
+
+	// Confirm sells the units; cancel hands them back; a partial release
+	// by units hands back exactly those.
+	_, err = svc.Confirm(ctx, named.ID, shop)
+	require.NoError(t, err)
+	_, err = svc.Cancel(ctx, picked.ID, shop, "changed my mind")
+	require.NoError(t, err)
+	part, err := svc.ReleaseItems(ctx, together.ID, shop, "one less", []inventory.Item{seats("SHOW", "B-2")})
+	require.NoError(t, err)
+	require.Equal(t, []inventory.Line{{SKU: "SHOW", Pool: "main", Quantity: 2, Units: []string{"B-1", "B-3"}}}, part.Items)
+	_, err = svc.ReleaseItems(ctx, together.ID, shop, "", []inventory.Item{item("SHOW", 1)})
+	require.Equal(t, domain.CodeInvalid, code(err), "a bare quantity of seats")
+	_, err = svc.ReleaseItems(ctx, together.ID, shop, "", []inventory.Item{seats("SHOW", "B-2")})
+	require.Equal(t, domain.CodeInvalid, code(err), "a seat handed back already")
+
+	status, holder := unitsByStatus(t, b.pool, "SHOW")
+	require.Equal(t, "sold", status["A-2"])
+	require.Equal(t, named.ID, holder["A-2"])
+	require.Equal(t, "available", status["A-1"])
+	require.Equal(t, "available", status["B-2"])
+	require.Equal(t, "held", status["B-3"])
+	p := pool(t, svc, "SHOW", "main")
+	require.Equal(t, [4]int64{12, 8, 2, 2}, [4]int64{p.Total, p.Available, p.Reserved, p.Sold})
+
+	// The seat handed back can be held again, by name.
+	_, _, err = svc.Hold(ctx, holdReq("b2", seats("SHOW", "B-2")))
+	require.NoError(t, err)
+
+	// Retiring: only available units; a held one is refused by name.
+	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "retire-1"),
+		inventory.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []inventory.UnitSpec{{ID: "A-6"}, {ID: "B-3"}}})
+	require.Equal(t, domain.CodeUnitUnavailable, code(err))
+	require.Equal(t, []string{"B-3"}, unitsOf(err))
+	st, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "retire-2"),
+		inventory.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []inventory.UnitSpec{{ID: "A-6"}}})
+	require.NoError(t, err)
+	require.Equal(t, int64(11), st.Pools[0].Total)
+	_, _, err = svc.Hold(ctx, holdReq("a6", seats("SHOW", "A-6")))
+	require.Equal(t, domain.CodeUnitUnavailable, code(err))
+
+	// Adding a unit twice, or at a place taken, is refused.
+	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "dup"), inventory.UnitsChange{SKU: "SHOW", Reason: "x", Actor: "ops",
+		Units: []inventory.UnitSpec{{ID: "A-1"}}})
+	require.Equal(t, domain.CodeConflict, code(err))
+	one := int32(1)
+	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "place"), inventory.UnitsChange{SKU: "SHOW", Reason: "x", Actor: "ops",
+		Units: []inventory.UnitSpec{{ID: "A-1bis", Group: "A", Position: &one}}})
+	require.Equal(t, domain.CodeConflict, code(err))
+	// Units are not added to a pool of plain stock.
+	dbtest.StockIn(t, b.pool, "PLAIN", 3)
+	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plain"), inventory.UnitsChange{SKU: "PLAIN", Reason: "x", Actor: "ops",
+		Units: []inventory.UnitSpec{{ID: "P-1"}}})
+	require.Equal(t, domain.CodeConflict, code(err))
+	// Units named on a pool without units are unavailable.
+	_, _, err = svc.Hold(ctx, holdReq("plain-units", seats("PLAIN", "P-1")))
+	require.Equal(t, domain.CodeUnitUnavailable, code(err))
+	_, _, err = svc.Hold(ctx, holdReq("plain-adjacent", inventory.Item{SKU: "PLAIN", Quantity: 2, Adjacent: true}))
+	require.Equal(t, domain.CodeUnitUnavailable, code(err))
+
+	// The ledger names the units of each movement.
+	led, err := svc.Ledger(ctx, "SHOW", 100, 0)
+	require.NoError(t, err)
+	byKind := map[string][][]string{}
+	for _, m := range led.Movements {
+		byKind[m.Kind] = append(byKind[m.Kind], m.Units)
+	}
+	require.Equal(t, [][]string{{"A-2", "A-3"}}, byKind["confirm"])
+	require.Equal(t, [][]string{{"A-1", "A-4"}}, byKind["release"])
+	require.Equal(t, [][]string{{"B-2"}}, byKind["release_partial"])
+	require.Equal(t, [][]string{{"A-6"}}, byKind["adjust"])
+
+	// Listing: pages in id order, filtered.
+	var ids []string
+	after := ""
+	for {
+		page, err := svc.ListUnits(ctx, inventory.UnitsQuery{SKU: "SHOW", After: after, Limit: 5})
+		require.NoError(t, err)
+		for _, u := range page.Units {
+			ids = append(ids, u.ID)
+		}
+		if page.NextAfter == nil {
+			break
+		}
+		after = *page.NextAfter
+	}
+	require.Len(t, ids, 12)
+	require.True(t, slices.IsSorted(ids))
+	sold, err := svc.ListUnits(ctx, inventory.UnitsQuery{SKU: "SHOW", Status: "sold", Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, sold.Units, 2)
+	require.Equal(t, named.ID.String(), *sold.Units[0].ReservationID)
+}
+
+// TestNamedSeatsRace: 1,000 clients race for 200 seats, each asking for
+// two named seats that overlap other clients' requests. Every seat is in at
+// most one acknowledged hold, every loser is told which of its seats were
+// taken (and they were, by a winner), and the books and the units agree.
+func TestNamedSeatsRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	addUnits(t, svc, "GALA", venue(10, 20))
+	all := venue(10, 20)
+
+	const clients = 1000
+	type result struct {
+		asked []string
+		hold  inventory.Reservation
+		err   error
+	}
+	results := make([]result, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		// Client i asks for seats i and i+1 (mod 200) of the plan, in
+		// both orders: five clients want each pair.
+		a, c := all[i%len(all)].ID, all[(i+1)%len(all)].ID
+		if i%2 == 1 {
+			a, c = c, a
+		}
+		results[i].asked = []string{a, c}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].hold, _, results[i].err = svc.Hold(ctx, holdReq(fmt.Sprintf("c%d", i), seats("GALA", a, c)))
+		}()
+	}
+	wg.Wait()
+
+	owner := map[string]uuid.UUID{}
+	granted := 0
+	for _, r := range results {
+		if r.err != nil {
+			continue
+		}
+		granted++
+		require.ElementsMatch(t, r.asked, r.hold.Items[0].Units)
+		for _, u := range r.hold.Items[0].Units {
+			prev, twice := owner[u]
+			require.False(t, twice, "seat %s in holds %s and %s", u, prev, r.hold.ID)
+			owner[u] = r.hold.ID
+		}
+	}
+	require.Positive(t, granted)
+	for _, r := range results {
+		if r.err == nil {
+			continue
+		}
+		require.Equal(t, domain.CodeUnitUnavailable, code(r.err), "%v", r.err)
+		taken := unitsOf(r.err)
+		require.NotEmpty(t, taken)
+		for _, u := range taken {
+			require.Contains(t, r.asked, u)
+			require.Contains(t, owner, u, "a loser told seat %s was taken, which no winner holds", u)
+		}
+	}
+
+	status, holder := unitsByStatus(t, b.pool, "GALA")
+	held := 0
+	for id, st := range status {
+		if st == "held" {
+			held++
+			require.Equal(t, owner[id], holder[id], id)
+		} else {
+			require.NotContains(t, owner, id)
+		}
+	}
+	require.Len(t, owner, held)
+	p := pool(t, svc, "GALA", "main")
+	require.Equal(t, int64(held), p.Reserved)
+	require.Equal(t, int64(200-held), p.Available)
+	dbtest.RequireInvariants(t, b.pool)
+}
+
+// TestAdjacentSeatsRace: clients race for N seats together; every grant is
+// N seats of one row with consecutive positions, and no seat is granted
+// twice.
+func TestAdjacentSeatsRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	plan := venue(5, 12)
+	addUnits(t, svc, "CLUB", plan)
+	where := map[string]inventory.UnitSpec{}
+	for _, u := range plan {
+		where[u.ID] = u
+	}
+
+	const clients = 60
+	holds := make([]inventory.Reservation, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			holds[i], _, errs[i] = svc.Hold(ctx, holdReq(fmt.Sprintf("a%d", i), inventory.Item{SKU: "CLUB", Quantity: int64(2 + i%3), Adjacent: true}))
+		}()
+	}
+	wg.Wait()
+
+	seen := map[string]bool{}
+	granted := 0
+	for i, h := range holds {
+		if errs[i] != nil {
+			require.Equal(t, domain.CodeOutOfStock, code(errs[i]), "%v", errs[i])
+			continue
+		}
+		granted++
+		units := h.Items[0].Units
+		require.Len(t, units, 2+i%3)
+		group := where[units[0]].Group
+		var positions []int
+		for _, u := range units {
+			require.False(t, seen[u], "seat %s granted twice", u)
+			seen[u] = true
+			require.Equal(t, group, where[u].Group, "hold %d: %v spans rows", i, units)
+			positions = append(positions, int(*where[u].Position))
+		}
+		slices.Sort(positions)
+		for k := 1; k < len(positions); k++ {
+			require.Equal(t, positions[k-1]+1, positions[k], "hold %d: %v not consecutive", i, units)
+		}
+	}
+	require.Positive(t, granted)
+	p := pool(t, svc, "CLUB", "main")
+	require.Equal(t, int64(len(seen)), p.Reserved)
+	dbtest.RequireInvariants(t, b.pool)
+}
+
+// TestUnitsGoBackOnce: expiry, the sweeper, a rollback and a cancel racing
+// each other hand each hold's units back exactly once.
+func TestUnitsGoBackOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	addUnits(t, svc, "TOUR", venue(4, 10))
+
+	var ids []uuid.UUID
+	for i := range 20 {
+		h, _, err := svc.Hold(ctx, holdReq(fmt.Sprintf("t%d", i), item("TOUR", 2)))
+		require.NoError(t, err)
+		ids = append(ids, h.ID)
+	}
+	// Half of them are overdue.
+	_, err := b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 hour' WHERE id = ANY($1)`, ids[:10])
+	require.NoError(t, err)
+
+	loopCtx, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		_, _ = svc.ExpireLoop(loopCtx, time.Now().Add(time.Minute))
+	}()
+	go func() {
+		defer wg.Done()
+		_, _ = svc.SweepExpired(ctx, 0)
+	}()
+	go func() {
+		defer wg.Done()
+		tx, err := b.pool.Begin(ctx)
+		if err != nil {
+			return
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // committed below
+		if _, err := svc.ReleaseTx(ctx, tx, ids, inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "test"}); err == nil {
+			_ = tx.Commit(ctx)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for _, id := range ids {
+			_, _ = svc.Cancel(ctx, id, shop, "cancelled")
+		}
+	}()
+	wg.Wait()
+
+	status, _ := unitsByStatus(t, b.pool, "TOUR")
+	for id, st := range status {
+		require.Equal(t, "available", st, id)
+	}
+	// One hand-back ledger row per hold, naming its two units.
+	require.Equal(t, 20, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger
+		WHERE sku = 'TOUR' AND kind IN ('release', 'expire', 'rollback') AND cardinality(units) = 2`))
+	require.Equal(t, 20, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE sku = 'TOUR' AND kind IN ('release', 'expire', 'rollback')`))
+	require.Equal(t, 0, dbtest.Count(t, b.pool, `SELECT count(*) FROM reservation_units WHERE live`))
+	p := pool(t, svc, "TOUR", "main")
+	require.Equal(t, [3]int64{40, 0, 0}, [3]int64{p.Available, p.Reserved, p.Sold})
+}
+
+// TestUnitsRefusedByTheDatabase breaks the rules with plain SQL, as a DBA
+// or a bug would: the database itself refuses every forbidden transition,
+// a second live hold of a unit, and counters that disagree with units.
+func TestUnitsRefusedByTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	addUnits(t, svc, "OPERA", venue(1, 4))
+	h, _, err := svc.Hold(ctx, holdReq("h", seats("OPERA", "A-1")))
+	require.NoError(t, err)
+	sold, _, err := svc.Hold(ctx, holdReq("s", seats("OPERA", "A-2")))
+	require.NoError(t, err)
+	_, err = svc.Confirm(ctx, sold.ID, shop)
+	require.NoError(t, err)
+	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "r"), inventory.UnitsChange{SKU: "OPERA", Reason: "broken", Actor: "ops",
+		Units: []inventory.UnitSpec{{ID: "A-4"}}})
+	require.NoError(t, err)
+
+	refused := func(name, sql string, args ...any) {
+		t.Helper()
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck // the point is that it fails
+		if _, err = tx.Exec(ctx, sql, args...); err == nil {
+			err = tx.Commit(ctx)
+		}
+		require.Error(t, err, name)
+	}
+	// The state machine: available -> held -> sold, held -> available,
+	// available -> retired; nothing else.
+	refused("available to sold", `UPDATE units SET status = 'sold', reservation_id = $1 WHERE sku = 'OPERA' AND id = 'A-3'`, h.ID)
+	refused("sold to available", `UPDATE units SET status = 'available', reservation_id = NULL WHERE sku = 'OPERA' AND id = 'A-2'`)
+	refused("sold to held", `UPDATE units SET status = 'held' WHERE sku = 'OPERA' AND id = 'A-2'`)
+	refused("retired to available", `UPDATE units SET status = 'available' WHERE sku = 'OPERA' AND id = 'A-4'`)
+	refused("held to retired", `UPDATE units SET status = 'retired', reservation_id = NULL WHERE sku = 'OPERA' AND id = 'A-1'`)
+	refused("held by another hold", `UPDATE units SET reservation_id = $1 WHERE sku = 'OPERA' AND id = 'A-1'`, sold.ID)
+	refused("held without a hold", `UPDATE units SET reservation_id = NULL WHERE sku = 'OPERA' AND id = 'A-1'`)
+	refused("deleted", `DELETE FROM units WHERE sku = 'OPERA' AND id = 'A-3'`)
+	refused("unknown status", `UPDATE units SET status = 'lost' WHERE sku = 'OPERA' AND id = 'A-3'`)
+	// One unit, one live hold.
+	refused("a second live hold", `INSERT INTO reservation_units (reservation_id, sku, unit_id, pool) VALUES ($1, 'OPERA', 'A-1', 'main')`, sold.ID)
+	// Counters equal units by status, checked at commit.
+	refused("held behind the counters' back", `UPDATE units SET status = 'held', reservation_id = $1 WHERE sku = 'OPERA' AND id = 'A-3'`, h.ID)
+	refused("counters moved without units", `UPDATE stock SET available = available - 1, reserved = reserved + 1 WHERE sku = 'OPERA'`)
+	dbtest.StockIn(t, b.pool, "PLAIN", 1)
+	refused("units in a pool without units", `INSERT INTO units (sku, id, pool) VALUES ('PLAIN', 'X', 'main')`)
+
+	// What is allowed still is: the service's own moves.
+	_, err = svc.Cancel(ctx, h.ID, shop, "")
+	require.NoError(t, err)
+	dbtest.RequireInvariants(t, b.pool)
+}
