@@ -1,12 +1,14 @@
 -- name: LedgerAppend :execrows
 -- LedgerAppend records a change the caller just made to a stock row in its
 -- transaction: the row as it is now gives the version the change produced,
--- the counters after it and its event feed position.
+-- the counters after it and its event feed position (and, for a pool of
+-- units with an identity, the units it moved).
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor, actor_key, reason, ref,
+                    stock_version, reservation_id, actor, actor_key, reason, ref, units,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT s.sku, s.pool, @kind::text, @delta_total::bigint, @delta_available::bigint, @delta_reserved::bigint,
        @delta_sold::bigint, s.version, sqlc.narg('reservation_id')::uuid, @actor::text, sqlc.narg('actor_key')::text,
-       sqlc.narg('reason')::text, sqlc.narg('ref')::text, s.feed_xid, s.total, s.available, s.reserved, s.sold
+       sqlc.narg('reason')::text, sqlc.narg('ref')::text, sqlc.narg('units')::text[],
+       s.feed_xid, s.total, s.available, s.reserved, s.sold
 FROM stock s
 WHERE s.sku = @sku AND s.pool = @pool;

@@ -145,3 +145,36 @@ CROSS JOIN LATERAL (
     ORDER BY x.group_name COLLATE "C", min(x.position)
     LIMIT k.lim
 ) r;
+
+-- name: UnitsMovePool :many
+-- UnitsMovePool moves available units of sku from one pool to another
+-- (a campaign's carve-out, and its return): the units named, or, with
+-- none named, up to lim of them in seat order. The caller locked both
+-- pools' stock rows. It returns the ids moved, byte-wise.
+WITH picked AS (
+    SELECT u.id FROM units u
+    WHERE u.sku = @sku AND u.pool = @from_pool AND u.status = 'available'
+      AND (cardinality(@ids::text[]) = 0 OR u.id = ANY(@ids::text[]))
+    ORDER BY u.group_name COLLATE "C" NULLS LAST, u.position NULLS LAST, u.id COLLATE "C"
+    LIMIT @lim
+), moved AS (
+    UPDATE units u SET pool = @to_pool, updated_at = now()
+    FROM picked p
+    WHERE u.sku = @sku AND u.id = p.id AND u.pool = @from_pool AND u.status = 'available'
+    RETURNING u.id
+)
+SELECT id FROM moved ORDER BY id COLLATE "C";
+
+-- name: StockShiftUnits :one
+-- StockShiftUnits moves a serialized pool's total and available by delta
+-- (units that came in or went out with UnitsMovePool), marking it
+-- serialized; the caller locked it.
+UPDATE stock
+SET total = total + @delta::bigint,
+    available = available + @delta::bigint,
+    serialized = true,
+    version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
+    updated_at = now()
+WHERE sku = @sku AND pool = @pool
+RETURNING *;

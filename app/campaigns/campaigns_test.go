@@ -3,6 +3,7 @@ package campaigns_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -488,4 +489,75 @@ func mustStatus(t *testing.T, b *bundle, id uuid.UUID) string {
 	r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
 	require.NoError(t, err)
 	return r.Status
+}
+
+// TestCampaignOfSeats: a campaign carves N units with an identity out of
+// main; its holds take them by name or together; at its end the unsold
+// units (held ones once the rollback hands them back) go back to main,
+// each exactly once, and the sold ones stay as the record of the sale.
+func TestCampaignOfSeats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	var plan []inventory.UnitSpec
+	for p := int32(1); p <= 10; p++ {
+		pos := p
+		plan = append(plan, inventory.UnitSpec{ID: fmt.Sprintf("A-%02d", p), Group: "A", Position: &pos})
+	}
+	_, _, err := b.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), inventory.UnitsChange{SKU: "GIG", Reason: "plan", Actor: "ops", Units: plan})
+	require.NoError(t, err)
+	create(t, svc, spec("presale", campaigns.Allotment{SKU: "GIG", Quantity: 6}))
+	require.NoError(t, svc.Start(ctx, "presale"))
+	require.EqualValues(t, 6, b.stock(t, "GIG", "presale").Available)
+	require.EqualValues(t, 4, b.stock(t, "GIG", "main").Available)
+	var inPresale []string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(id ORDER BY id) FROM units WHERE sku = 'GIG' AND pool = 'presale'`).Scan(&inPresale))
+	require.Equal(t, []string{"A-01", "A-02", "A-03", "A-04", "A-05", "A-06"}, inPresale, "the first six in seat order")
+
+	hold := func(item inventory.Item) (inventory.Reservation, error) {
+		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: uuid.NewString(), Campaign: "presale", Items: []inventory.Item{item}})
+		return r, err
+	}
+	_, err = hold(inventory.Item{SKU: "GIG", Units: []string{"A-08"}})
+	requireCode(t, err, domain.CodeUnitUnavailable) // a seat of main, not of the presale
+	sold, err := hold(inventory.Item{SKU: "GIG", Units: []string{"A-02", "A-03"}})
+	require.NoError(t, err)
+	_, err = b.inv.Confirm(ctx, sold.ID, inventory.Caller{Name: "shop"})
+	require.NoError(t, err)
+	together, err := hold(inventory.Item{SKU: "GIG", Quantity: 2, Adjacent: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"A-04", "A-05"}, together.Items[0].Units)
+
+	created, err := svc.End(ctx, "presale", "alice", "presale over")
+	require.NoError(t, err)
+	for job := created.JobID; ; {
+		batch, err := svc.RollbackBatch(ctx, created.RollbackID, job)
+		require.NoError(t, err)
+		if batch.Finished {
+			break
+		}
+		job = batch.Next.ID
+	}
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { return svc.FinishTx(ctx, tx, "presale", "x") }))
+
+	status := map[string]string{}
+	rows, err := b.pool.Query(ctx, `SELECT id, pool || ':' || status FROM units WHERE sku = 'GIG'`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id, st string
+		require.NoError(t, rows.Scan(&id, &st))
+		status[id] = st
+	}
+	require.NoError(t, rows.Err())
+	for id, want := range map[string]string{"A-01": "main:available", "A-02": "presale:sold", "A-03": "presale:sold",
+		"A-04": "main:available", "A-05": "main:available", "A-06": "main:available", "A-10": "main:available"} {
+		require.Equal(t, want, status[id], id)
+	}
+	p := b.stock(t, "GIG", "presale")
+	require.EqualValues(t, [3]int64{2, 0, 2}, [3]int64{p.Total, p.Available, p.Sold})
+	require.EqualValues(t, 8, b.stock(t, "GIG", "main").Available)
+	// Each unit left the presale once: one transfer row back naming four.
+	var back []string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT units FROM ledger WHERE sku = 'GIG' AND pool = 'main' AND kind = 'transfer' AND delta_total > 0`).Scan(&back))
+	require.Equal(t, []string{"A-01", "A-04", "A-05", "A-06"}, back)
 }

@@ -13,13 +13,14 @@ import (
 
 const ledgerAppend = `-- name: LedgerAppend :execrows
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor, actor_key, reason, ref,
+                    stock_version, reservation_id, actor, actor_key, reason, ref, units,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT s.sku, s.pool, $1::text, $2::bigint, $3::bigint, $4::bigint,
        $5::bigint, s.version, $6::uuid, $7::text, $8::text,
-       $9::text, $10::text, s.feed_xid, s.total, s.available, s.reserved, s.sold
+       $9::text, $10::text, $11::text[],
+       s.feed_xid, s.total, s.available, s.reserved, s.sold
 FROM stock s
-WHERE s.sku = $11 AND s.pool = $12
+WHERE s.sku = $12 AND s.pool = $13
 `
 
 type LedgerAppendParams struct {
@@ -33,13 +34,15 @@ type LedgerAppendParams struct {
 	ActorKey       *string
 	Reason         *string
 	Ref            *string
+	Units          []string
 	Sku            string
 	Pool           string
 }
 
 // LedgerAppend records a change the caller just made to a stock row in its
 // transaction: the row as it is now gives the version the change produced,
-// the counters after it and its event feed position.
+// the counters after it and its event feed position (and, for a pool of
+// units with an identity, the units it moved).
 func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int64, error) {
 	result, err := q.db.Exec(ctx, ledgerAppend,
 		arg.Kind,
@@ -52,6 +55,7 @@ func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int
 		arg.ActorKey,
 		arg.Reason,
 		arg.Ref,
+		arg.Units,
 		arg.Sku,
 		arg.Pool,
 	)

@@ -9,6 +9,43 @@ import (
 	"context"
 )
 
+const stockShiftUnits = `-- name: StockShiftUnits :one
+UPDATE stock
+SET total = total + $1::bigint,
+    available = available + $1::bigint,
+    serialized = true,
+    version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
+    updated_at = now()
+WHERE sku = $2 AND pool = $3
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
+`
+
+// StockShiftUnits moves a serialized pool's total and available by delta
+// (units that came in or went out with UnitsMovePool), marking it
+// serialized; the caller locked it.
+func (q *Queries) StockShiftUnits(ctx context.Context, delta int64, sku string, pool string) (Stock, error) {
+	row := q.db.QueryRow(ctx, stockShiftUnits, delta, sku, pool)
+	var i Stock
+	err := row.Scan(
+		&i.Sku,
+		&i.Pool,
+		&i.Total,
+		&i.Available,
+		&i.Reserved,
+		&i.Sold,
+		&i.Status,
+		&i.PausedReason,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.FeedXid,
+		&i.LowThreshold,
+		&i.Serialized,
+	)
+	return i, err
+}
+
 const unitsAdd = `-- name: UnitsAdd :one
 WITH added AS (
     INSERT INTO units (sku, id, pool, group_name, position, attributes)
@@ -223,6 +260,60 @@ func (q *Queries) UnitsList(ctx context.Context, arg UnitsListParams) ([]Unit, e
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const unitsMovePool = `-- name: UnitsMovePool :many
+WITH picked AS (
+    SELECT u.id FROM units u
+    WHERE u.sku = $1 AND u.pool = $2 AND u.status = 'available'
+      AND (cardinality($3::text[]) = 0 OR u.id = ANY($3::text[]))
+    ORDER BY u.group_name COLLATE "C" NULLS LAST, u.position NULLS LAST, u.id COLLATE "C"
+    LIMIT $4
+), moved AS (
+    UPDATE units u SET pool = $5, updated_at = now()
+    FROM picked p
+    WHERE u.sku = $1 AND u.id = p.id AND u.pool = $2 AND u.status = 'available'
+    RETURNING u.id
+)
+SELECT id FROM moved ORDER BY id COLLATE "C"
+`
+
+type UnitsMovePoolParams struct {
+	Sku      string
+	FromPool string
+	Ids      []string
+	Lim      int32
+	ToPool   string
+}
+
+// UnitsMovePool moves available units of sku from one pool to another
+// (a campaign's carve-out, and its return): the units named, or, with
+// none named, up to lim of them in seat order. The caller locked both
+// pools' stock rows. It returns the ids moved, byte-wise.
+func (q *Queries) UnitsMovePool(ctx context.Context, arg UnitsMovePoolParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, unitsMovePool,
+		arg.Sku,
+		arg.FromPool,
+		arg.Ids,
+		arg.Lim,
+		arg.ToPool,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

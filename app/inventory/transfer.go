@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,6 +23,10 @@ type Transfer struct {
 	Reason   string
 	// Ref ties the pair of ledger rows together (a campaign id).
 	Ref string
+	// Units names the units to move, for a pool of units with an identity
+	// (Quantity is then their number); none named: the first Quantity
+	// available in seat order.
+	Units []string
 }
 
 // TransferTx moves t.Quantity available units inside the caller's
@@ -37,10 +42,11 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 	if _, err := q.StockCreate(ctx, t.SKU, t.To); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("create %s/%s: %w", t.SKU, t.To, err)
 	}
-	for _, pool := range []string{t.From, t.To} {
-		if row, err := q.StockGet(ctx, t.SKU, pool); err == nil && row.Serialized {
-			return errSerialized(t.SKU, pool)
-		}
+	if src, err := q.StockGet(ctx, t.SKU, t.From); err == nil && src.Serialized {
+		return transferUnits(ctx, q, t)
+	}
+	if dst, err := q.StockGet(ctx, t.SKU, t.To); err == nil && dst.Serialized {
+		return errSerialized(t.SKU, t.To)
 	}
 	take := func() error {
 		_, err := q.StockTake(ctx, t.Quantity, t.SKU, t.From)
@@ -70,9 +76,67 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 	return second()
 }
 
-func appendTransfer(ctx context.Context, q *db.Queries, t Transfer, pool string, delta int64) error {
+func appendTransfer(ctx context.Context, q *db.Queries, t Transfer, pool string, delta int64, units ...string) error {
 	return appendLedger(ctx, q, db.LedgerAppendParams{
 		Sku: t.SKU, Pool: pool, Kind: "transfer", DeltaTotal: delta, DeltaAvailable: delta,
-		Actor: t.Actor, Reason: domain.Optional(t.Reason), Ref: domain.Optional(t.Ref),
+		Actor: t.Actor, Reason: domain.Optional(t.Reason), Ref: domain.Optional(t.Ref), Units: units,
 	})
+}
+
+// transferUnits is TransferTx for a pool of units with an identity: it
+// moves t.Quantity available units (t.Units when named, else the first in
+// seat order) to the other pool, which becomes serialized, and names them
+// in both ledger rows. Both stock rows are locked first, in pool order, as
+// every change to units does. A destination with stock of its own without
+// units is refused (serialized_pool), as is a source short of available
+// units (insufficient_available) or a named unit that is not an available
+// unit of it (unit_unavailable).
+func transferUnits(ctx context.Context, q *db.Queries, t Transfer) error {
+	pools := []string{t.From, t.To}
+	if t.To < t.From {
+		pools[0], pools[1] = t.To, t.From
+	}
+	for _, pool := range pools {
+		row, err := q.StockLock(ctx, t.SKU, pool)
+		if err != nil {
+			return fmt.Errorf("lock %s/%s: %w", t.SKU, pool, err)
+		}
+		if pool == t.To && !row.Serialized && row.Total > 0 {
+			return errSerialized(t.SKU, t.To)
+		}
+	}
+	ids := t.Units
+	if ids == nil {
+		ids = []string{}
+	}
+	moved, err := q.UnitsMovePool(ctx, db.UnitsMovePoolParams{Sku: t.SKU, FromPool: t.From, ToPool: t.To, Ids: ids, Lim: int32(t.Quantity)})
+	if err != nil {
+		return fmt.Errorf("move units of %s from %s to %s: %w", t.SKU, t.From, t.To, err)
+	}
+	if len(t.Units) > 0 && len(moved) < len(t.Units) {
+		var bad []string
+		for _, id := range t.Units {
+			if !slices.Contains(moved, id) {
+				bad = append(bad, id)
+			}
+		}
+		return errUnitsUnavailable(t.SKU, t.From, bad)
+	}
+	n := int64(len(moved))
+	if n < t.Quantity {
+		return &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: t.SKU, Pool: t.From,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has %d units available, %d to transfer to %s", t.SKU, t.From, n, t.Quantity, t.To)}
+	}
+	for _, side := range []struct {
+		pool  string
+		delta int64
+	}{{t.From, -n}, {t.To, n}} {
+		if _, err := q.StockShiftUnits(ctx, side.delta, t.SKU, side.pool); err != nil {
+			return fmt.Errorf("shift %s/%s: %w", t.SKU, side.pool, err)
+		}
+		if err := appendTransfer(ctx, q, t, side.pool, side.delta, moved...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
