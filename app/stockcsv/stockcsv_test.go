@@ -543,6 +543,8 @@ func TestLegacyImportsResume(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
+	const n = 1500
+	b.seed(t, n) // with this version's code, before the schema goes back
 	m, err := schema.New(b.pool, nil)
 	require.NoError(t, err)
 	defer m.Close()
@@ -555,8 +557,6 @@ func TestLegacyImportsResume(t *testing.T) {
 		_, err = m.Down(ctx)
 		require.NoError(t, err)
 	}
-	const n = 1500
-	b.seed(t, n)
 	f, err := stockcsv.Parse("legacy.csv", deltaFile(n, nil))
 	require.NoError(t, err)
 	for _, chunk := range []struct{ last, committed int }{{1000, 2}, {500, 1}} {
