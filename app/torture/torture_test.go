@@ -49,7 +49,11 @@ import (
 //   - single and bulk adjustments (with set_total), pause and resume, CSV
 //     imports;
 //   - a slow transaction keeps a random stock row locked now and then,
-//     past the short lock timeout, so requests queue, time out and retry.
+//     past the short lock timeout, so requests queue, time out and retry;
+//   - seaters hold seats of a venue (units with an identity) by name
+//     (mostly the same front-row seats), by count and together, then
+//     confirm, release, give one seat back or let the hold expire, while
+//     rows are added and seats retired now and then.
 //
 // At checkpoints while it runs and once everything has settled, it checks
 // DESIGN.md's invariants (every stock row balances; reserved and sold are
@@ -87,6 +91,15 @@ func TestTorture(t *testing.T) {
 			map[string]any{"delta": 200, "reason": "torture stock", "ref": "start-" + sku}, "Idempotency-Key", "start-"+sku)
 	}
 
+	var plan []map[string]any
+	for _, row := range seatRows {
+		for p := 1; p <= seatsPerRow; p++ {
+			plan = append(plan, map[string]any{"id": fmt.Sprintf("%s-%d", row, p), "group": row, "position": p})
+		}
+	}
+	tr.mustStatus(200, "POST", "/v1/skus/"+seatSKU+"/units", tr.ops, map[string]any{"reason": "torture venue", "units": plan},
+		"Idempotency-Key", "start-"+seatSKU)
+
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
 	actors := []struct {
@@ -95,6 +108,7 @@ func TestTorture(t *testing.T) {
 		run  func(context.Context, *rand.Rand)
 	}{
 		{"shopper", 8, tr.shopper},
+		{"seater", 4, tr.seater},
 		{"overdue", 1, tr.overdue},
 		{"reconciler", 1, tr.reconciler},
 		{"rollbacker", 1, tr.rollbacker},
@@ -296,9 +310,118 @@ type reservation struct {
 	ID     uuid.UUID `json:"id"`
 	Status string    `json:"status"`
 	Items  []struct {
-		SKU      string `json:"sku"`
-		Quantity int64  `json:"quantity"`
+		SKU      string   `json:"sku"`
+		Quantity int64    `json:"quantity"`
+		Units    []string `json:"units"`
 	} `json:"items"`
+}
+
+// The venue the seaters fill: a SKU of units with an identity, rows of
+// seats "A-1", "A-2", ...
+var (
+	seatSKU     = "SEATS"
+	seatRows    = []string{"A", "B", "C"}
+	seatsPerRow = 16
+)
+
+// seater holds seats like a box office's checkout: named seats (three in
+// four from the front row, so seaters collide), a number of seats, or
+// seats together; then confirms, releases, gives one seat back by name,
+// or leaves the hold to expire. Now and then it adds a row of seats, or
+// retires a seat as an usher would (a broken seat), which only an
+// available seat allows.
+func (tr *torture) seater(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 40*time.Millisecond) {
+		if r.IntN(25) == 0 {
+			// Sold seats never come back: a new row keeps the venue
+			// selling.
+			row := tr.name("R")
+			var plan []map[string]any
+			for p := 1; p <= 8; p++ {
+				plan = append(plan, map[string]any{"id": fmt.Sprintf("%s-%d", row, p), "group": row, "position": p})
+			}
+			tr.do("seat add", "POST", "/v1/skus/"+seatSKU+"/units", tr.ops, map[string]any{"reason": "extra row", "units": plan},
+				"Idempotency-Key", row)
+			continue
+		}
+		if r.IntN(50) == 0 {
+			seat := fmt.Sprintf("%s-%d", seatRows[r.IntN(len(seatRows))], 1+r.IntN(seatsPerRow))
+			ref := tr.name("retire")
+			tr.do("seat retire", "POST", "/v1/skus/"+seatSKU+"/units/retire", tr.ops,
+				map[string]any{"reason": "broken seat", "units": []string{seat}}, "Idempotency-Key", ref)
+			continue
+		}
+		var (
+			item  = map[string]any{"sku": seatSKU}
+			named []string
+		)
+		switch r.IntN(3) {
+		case 0:
+			row := seatRows[0]
+			if r.IntN(4) == 0 {
+				row = seatRows[1+r.IntN(len(seatRows)-1)]
+			}
+			for _, p := range r.Perm(seatsPerRow)[:1+r.IntN(3)] {
+				named = append(named, fmt.Sprintf("%s-%d", row, 1+p))
+			}
+			item["units"] = named
+		case 1:
+			item["quantity"] = 1 + r.IntN(3)
+		default:
+			item["quantity"], item["adjacent"] = 2+r.IntN(3), true
+		}
+		body := map[string]any{"order_ref": tr.name("seats"), "ttl_seconds": 1 + r.IntN(5), "items": []any{item}}
+		status, b := tr.do("seat hold", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", tr.name("seat"))
+		if status != 201 {
+			continue
+		}
+		var h reservation
+		if err := json.Unmarshal(b, &h); err != nil || len(h.Items) != 1 {
+			tr.t.Errorf("seat hold answer: %v: %s", err, b)
+			continue
+		}
+		units := h.Items[0].Units
+		if int64(len(units)) != h.Items[0].Quantity || named != nil && !sameSet(named, units) {
+			tr.t.Errorf("seat hold %s asked %v, answered units %v for quantity %d", h.ID, item, units, h.Items[0].Quantity)
+		}
+		tr.mu.Lock()
+		tr.holds[h.ID] = true
+		tr.recent = append(tr.recent, h.ID)
+		tr.mu.Unlock()
+		if !pace(ctx, r, 200*time.Millisecond) {
+			return
+		}
+		path := "/v1/reservations/" + h.ID.String()
+		switch p := r.IntN(100); {
+		case p < 35:
+			if status, _ := tr.do("seat confirm", "POST", path+"/confirm", tr.shop, nil); status == 200 {
+				tr.mu.Lock()
+				tr.confirmed[h.ID] = true
+				tr.mu.Unlock()
+			}
+		case p < 55:
+			tr.release(path, h.ID, map[string]any{"reason": "cancelled"}, "seat release")
+		case p < 75:
+			give := map[string]any{"sku": seatSKU, "units": []string{units[r.IntN(len(units))]}}
+			tr.release(path, h.ID, map[string]any{"items": []any{give}}, "seat partial release", "Idempotency-Key", tr.name("part"))
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := map[string]bool{}
+	for _, x := range a {
+		in[x] = true
+	}
+	for _, x := range b {
+		if !in[x] {
+			return false
+		}
+	}
+	return true
 }
 
 // shopper holds and then does one thing with the hold, like a checkout.
@@ -796,6 +919,25 @@ func (tr *torture) report(t *testing.T) {
 		"release_partial by torture-shop", "expire by system:expire_holds", "rollback by operators", "adjust by torture-ops"} {
 		if ledger[path] == 0 {
 			t.Errorf("torture: no ledger row of %s: that path never ran", path)
+		}
+	}
+	// The same for seats: ledger rows that moved units, by kind.
+	seatRowsByKind := map[string]int{}
+	rows, err = tr.pool.Query(context.Background(), `SELECT kind, count(*) FROM ledger WHERE sku = $1 AND units IS NOT NULL GROUP BY kind`, seatSKU)
+	require.NoError(t, err)
+	for rows.Next() {
+		var (
+			kind string
+			n    int
+		)
+		require.NoError(t, rows.Scan(&kind, &n))
+		seatRowsByKind[kind] = n
+	}
+	require.NoError(t, rows.Err())
+	t.Logf("torture: ledger rows moving seats by kind: %v", seatRowsByKind)
+	for _, kind := range []string{"reserve", "confirm", "release", "release_partial", "expire"} {
+		if seatRowsByKind[kind] == 0 {
+			t.Errorf("torture: no ledger row of %s moving seats: that path never ran", kind)
 		}
 	}
 }
