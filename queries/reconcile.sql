@@ -511,3 +511,39 @@ JOIN LATERAL (
 ) rb ON true
 WHERE c.status = 'ended' AND rb.status = 'succeeded'
 ORDER BY id;
+
+-- name: StockUnitsMismatch :many
+-- StockUnitsMismatch lists the serialized stock rows (of skus, or all when
+-- null; with since, only those whose ledger moved since that watermark)
+-- whose counters are not their units by status (invariant 7), or that have
+-- stray units: held or sold by a hold that does not hold or did not buy
+-- them (not held, or confirmed, or without a live record of them). The
+-- database refuses to commit either (migration 00120's triggers), so a row
+-- here means its triggers were bypassed.
+WITH scope AS (
+    SELECT s.sku, s.pool, s.available, s.reserved, s.sold
+    FROM stock s
+    WHERE s.serialized
+      AND (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
+      AND (sqlc.narg('since')::xid8 IS NULL
+           OR (s.sku, s.pool) IN (SELECT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= sqlc.narg('since')::xid8))
+)
+SELECT sc.sku, sc.pool, sc.available, sc.reserved, sc.sold,
+       u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
+       u.stray::text[] AS stray
+FROM scope sc
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE v.status = 'available') AS available,
+           count(*) FILTER (WHERE v.status = 'held') AS held,
+           count(*) FILTER (WHERE v.status = 'sold') AS sold,
+           coalesce(array_agg(v.id ORDER BY v.id COLLATE "C") FILTER (
+               WHERE v.status IN ('held', 'sold') AND NOT EXISTS (
+                   SELECT 1 FROM reservations r
+                   JOIN reservation_units ru ON ru.reservation_id = r.id AND ru.sku = v.sku AND ru.unit_id = v.id AND ru.live
+                   WHERE r.id = v.reservation_id AND r.status = CASE v.status WHEN 'held' THEN 'held' ELSE 'confirmed' END)),
+               '{}') AS stray
+    FROM units v
+    WHERE v.sku = sc.sku AND v.pool = sc.pool
+) u
+WHERE (sc.available, sc.reserved, sc.sold) <> (u.available, u.held, u.sold) OR cardinality(u.stray) > 0
+ORDER BY sc.sku COLLATE "C", sc.pool COLLATE "C";

@@ -27,6 +27,7 @@ type risk struct {
 	stockKey
 	lines  *db.StockLinesMismatchRow
 	ledger *db.StockLedgerMismatchRow
+	units  *db.StockUnitsMismatchRow
 }
 
 // risks pairs the two checks' rows by stock row, in (sku, pool) order.
@@ -50,6 +51,10 @@ func risks(snap snapshot) []*risk {
 		l := &snap.ledger[i]
 		get(stockKey{l.Sku, l.Pool}).ledger = l
 	}
+	for i := range snap.units {
+		u := &snap.units[i]
+		get(stockKey{u.Sku, u.Pool}).units = u
+	}
 	slices.SortFunc(out, func(a, b *risk) int {
 		return strings.Compare(a.sku+"\x00"+a.pool, b.sku+"\x00"+b.pool)
 	})
@@ -64,6 +69,15 @@ func (r *risk) linesDetails() map[string]any {
 	}
 }
 
+func (r *risk) unitsDetails() map[string]any {
+	u := r.units
+	return map[string]any{
+		"counters": map[string]int64{"available": u.Available, "reserved": u.Reserved, "sold": u.Sold},
+		"units":    map[string]int64{"available": u.UnitsAvailable, "held": u.UnitsHeld, "sold": u.UnitsSold},
+		"stray":    u.Stray,
+	}
+}
+
 func (r *risk) ledgerDetails() map[string]any {
 	l := r.ledger
 	return map[string]any{
@@ -75,7 +89,7 @@ func (r *risk) ledgerDetails() map[string]any {
 }
 
 // pauseHighRisk pauses every stock row whose counters disagree with its
-// lines or its ledger, raises a critical alert for it and records its
+// lines, its ledger or its units, raises a critical alert for it and records its
 // findings, one transaction per row. It moves no stock. It returns the
 // rows it found, so that no stuck hold on them is released.
 func (s *Service) pauseHighRisk(ctx context.Context, runID int64, snap snapshot) (map[stockKey]bool, error) {
@@ -104,6 +118,10 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 	if r.ledger != nil {
 		checks = append(checks, "counters vs ledger")
 		details["ledger"] = r.ledgerDetails()
+	}
+	if r.units != nil {
+		checks = append(checks, "counters vs units")
+		details["units"] = r.unitsDetails()
 	}
 	action := "left paused (" + domain.Value(st.PausedReason) + "); no stock moved"
 	if st.Status == inventory.StockOnSale {
@@ -135,6 +153,11 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 	}
 	if r.ledger != nil {
 		if err := addFinding(ctx, q, runID, ClassHighRisk, KindCountersVsLedger, finding{sku: r.sku, pool: r.pool, details: r.ledgerDetails()}, action); err != nil {
+			return err
+		}
+	}
+	if r.units != nil {
+		if err := addFinding(ctx, q, runID, ClassHighRisk, KindCountersVsUnits, finding{sku: r.sku, pool: r.pool, details: r.unitsDetails()}, action); err != nil {
 			return err
 		}
 	}

@@ -48,6 +48,7 @@ const (
 	KindChainResumed        = "chain_resumed"         // retry: a stranded rollback or campaign given a job
 	KindCountersVsLines     = "counters_vs_lines"     // high_risk
 	KindCountersVsLedger    = "counters_vs_ledger"    // high_risk
+	KindCountersVsUnits     = "counters_vs_units"     // high_risk
 )
 
 // Actor is who reconciliation's releases and pauses are recorded as.
@@ -277,6 +278,7 @@ type snapshot struct {
 	rows   int32
 	lines  []db.StockLinesMismatchRow
 	ledger []db.StockLedgerMismatchRow
+	units  []db.StockUnitsMismatchRow
 	// stuck are the stuck holds within the repair bound; stuckPerSKU counts
 	// all of them.
 	stuck       []db.ReservationsStuckRow
@@ -302,6 +304,13 @@ func (s *Service) read(ctx context.Context, skus []string, p plan) (snapshot, er
 		}
 		if err := s.readBooks(ctx, q, skus, p, &snap); err != nil {
 			return err
+		}
+		var since *uint64
+		if p.scope == ScopeIncremental {
+			since = p.since
+		}
+		if snap.units, err = q.StockUnitsMismatch(ctx, skus, since); err != nil {
+			return fmt.Errorf("check counters against units: %w", err)
 		}
 		grace := s.cfg.StuckGrace.Seconds()
 		if snap.stuck, err = q.ReservationsStuck(ctx, int64(s.cfg.RepairLimit), grace, skus); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -710,4 +711,60 @@ func TestMultiLineStuckHoldOnAHighRiskPoolIsNotReleased(t *testing.T) {
 	require.Equal(t, inventory.StatusHeld, b.status(t, r.ID), "not released: one of its lines is on a high-risk pool")
 	require.Equal(t, a1, counters(b.stock(t, "A1", "main")))
 	require.Equal(t, z9, counters(b.stock(t, "Z9", "main")), "not even its line on the clean pool")
+}
+
+// TestUnitsOutOfBalancePausePool: with the database's own checks bypassed
+// (as only a superuser can), a held seat made available behind its hold's
+// back is found: the pool is paused, the finding names the stray seat and
+// both sides of the books, and no stock moves.
+func TestUnitsOutOfBalancePausePool(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	ctx := context.Background()
+	pos := []int32{1, 2, 3}
+	var plan []inventory.UnitSpec
+	for i := range pos {
+		plan = append(plan, inventory.UnitSpec{ID: fmt.Sprintf("A-%d", pos[i]), Group: "A", Position: &pos[i]})
+	}
+	_, _, err := b.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), inventory.UnitsChange{SKU: "SHOW", Reason: "plan", Actor: "ops", Units: plan})
+	require.NoError(t, err)
+	h, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h", Items: []inventory.Item{{SKU: "SHOW", Units: []string{"A-2"}}}})
+	require.NoError(t, err)
+	require.Empty(t, run(t, svc).Findings.All(), "the books balance")
+
+	conn, err := b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `SET session_replication_role = replica`) // no triggers
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `UPDATE units SET status = 'available', reservation_id = NULL WHERE sku = 'SHOW' AND id = 'A-2'`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `UPDATE units SET status = 'held', reservation_id = $1 WHERE sku = 'SHOW' AND id = 'A-3'`, h.ID)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `RESET session_replication_role`)
+	require.NoError(t, err)
+	conn.Release()
+	before := counters(b.stock(t, "SHOW", "main"))
+
+	r := run(t, svc)
+	require.EqualValues(t, 1, r.HighRisk)
+	f := r.Findings.HighRisk[0]
+	require.Equal(t, reconcile.KindCountersVsUnits, f.Kind)
+	require.Equal(t, "paused; no stock moved", f.Action)
+	d := details(t, f)
+	require.Equal(t, []any{"A-3"}, d["stray"], "held by a hold without a record of it")
+	require.Equal(t, inventory.StockPaused, b.stock(t, "SHOW", "main").Status)
+	require.Equal(t, before, counters(b.stock(t, "SHOW", "main")))
+
+	// Put it back as it was (the test's own cleanup checks the books).
+	conn, err = b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET session_replication_role = replica`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `UPDATE units SET status = 'available', reservation_id = NULL WHERE sku = 'SHOW' AND id = 'A-3'`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `UPDATE units SET status = 'held', reservation_id = $1 WHERE sku = 'SHOW' AND id = 'A-2'`, h.ID)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `RESET session_replication_role`)
+	require.NoError(t, err)
 }
