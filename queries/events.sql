@@ -8,7 +8,8 @@
 -- is older than every transaction still running: no row can appear later
 -- before them. For the last row of each stock version (the rows one
 -- statement wrote for one stock row share it) it adds the version's summed
--- deltas and the low-stock threshold that applied to it (-1: none); for a
+-- deltas, the units with an identity it moved, and the low-stock
+-- threshold that applied to it (-1: none); for a
 -- hold's rows, the hold's order reference and client (null once retention
 -- deleted the hold).
 SELECT f.id, f.feed_xid, f.at, f.sku, f.pool, f.kind, f.delta_reserved, f.stock_version, f.reservation_id,
@@ -24,10 +25,15 @@ SELECT f.id, f.feed_xid, f.at, f.sku, f.pool, f.kind, f.delta_reserved, f.stock_
            ORDER BY h.from_version DESC
            LIMIT 1)
        END, -1)::bigint AS threshold,
-       r.order_ref, r.client
+       CASE WHEN f.last_of_version THEN (
+           SELECT array_agg(u.id ORDER BY u.id COLLATE "C")
+           FROM ledger n, unnest(n.units) AS u(id)
+           WHERE n.sku = f.sku AND n.pool = f.pool AND n.stock_version = f.stock_version)
+       END::text[] AS version_units,
+       f.units, r.order_ref, r.client
 FROM (
     SELECT l.id, l.feed_xid, l.at, l.sku, l.pool, l.kind, l.delta_reserved, l.stock_version, l.reservation_id,
-           l.actor, l.reason,
+           l.actor, l.reason, l.units,
            l.total_after, l.available_after, l.reserved_after, l.sold_after,
            NOT EXISTS (SELECT 1 FROM ledger n
                        WHERE n.sku = l.sku AND n.pool = l.pool AND n.stock_version = l.stock_version

@@ -108,10 +108,12 @@ func ParsePosition(s string) (Position, error) {
 // Data depends on the type (see the README and openapi.json):
 //   - hold.*: quantity, order_ref, client (null once retention deleted the
 //     hold), actor, reason, ledger_kind; hold.released also partial (some
-//     units of a hold that stays held);
+//     units of a hold that stays held); units, the ids of the units with
+//     an identity it moved (none: left out);
 //   - stock.changed: the pool's counters after the change (total,
 //     available, reserved, sold), the change itself (delta) and the stock
-//     row's version;
+//     row's version; units, the ids of the units with an identity the
+//     change moved (none: left out);
 //   - stock.low: threshold, available, version;
 //   - stock.paused, stock.resumed: actor, reason.
 type Event struct {
@@ -161,6 +163,9 @@ func expand(r db.EventRowsAfterRow) []Event {
 			if typ == HoldReleased {
 				data["partial"] = r.Kind == "release_partial"
 			}
+			if len(r.Units) > 0 {
+				data["units"] = r.Units
+			}
 		} else {
 			data = map[string]any{"actor": r.Actor, "reason": r.Reason}
 		}
@@ -175,10 +180,14 @@ func expand(r db.EventRowsAfterRow) []Event {
 		return out // a pause or resume: the counters did not move
 	}
 	after := Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter}
-	out = append(out, at(slotChanged, StockChanged, map[string]any{
+	changed := map[string]any{
 		"total": after.Total, "available": after.Available, "reserved": after.Reserved, "sold": after.Sold,
 		"delta": delta, "version": r.StockVersion,
-	}))
+	}
+	if len(r.VersionUnits) > 0 {
+		changed["units"] = r.VersionUnits
+	}
+	out = append(out, at(slotChanged, StockChanged, changed))
 	// Once per crossing: from above the threshold to at or below it.
 	if t := r.Threshold; t >= 0 && after.Available-delta.Available > t && after.Available <= t {
 		out = append(out, at(slotLow, StockLow, map[string]any{

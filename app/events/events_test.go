@@ -20,6 +20,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/events/eventstest"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -284,4 +285,32 @@ func TestPositionRoundTrip(t *testing.T) {
 	require.True(t, events.Position{Xid: 2}.After(events.Position{Xid: 1, ID: 99, N: 2}))
 	require.True(t, events.Position{Xid: 1, ID: 2}.After(events.Position{Xid: 1, ID: 1, N: 2}))
 	require.False(t, events.Position{Xid: 1, ID: 1, N: 1}.After(events.Position{Xid: 1, ID: 1, N: 1}))
+}
+
+// TestEventsNameUnits: on a pool of units with an identity, hold.* events
+// and stock.changed name the units they moved.
+func TestEventsNameUnits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, inv := setup(t)
+	start, err := events.StartNow(ctx, db.New(pool))
+	require.NoError(t, err)
+	_, _, err = inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), inventory.UnitsChange{SKU: "SHOW", Reason: "plan", Actor: "ops",
+		Units: []inventory.UnitSpec{{ID: "A-1"}, {ID: "A-2"}, {ID: "A-3"}}})
+	require.NoError(t, err)
+	h, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h", Items: []inventory.Item{{SKU: "SHOW", Units: []string{"A-3", "A-1"}}}})
+	require.NoError(t, err)
+	_, err = inv.ReleaseItems(ctx, h.ID, inventory.Caller{Name: "shop"}, "", []inventory.Item{{SKU: "SHOW", Units: []string{"A-3"}}})
+	require.NoError(t, err)
+
+	evs := readN(t, pool, start, 5) // stock.changed (added), hold.created, stock.changed, hold.released, stock.changed
+	var got []string
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%s %v", e.Type, e.Data["units"]))
+	}
+	require.Equal(t, []string{
+		"stock.changed [A-1 A-2 A-3]",
+		"hold.created [A-1 A-3]", "stock.changed [A-1 A-3]",
+		"hold.released [A-3]", "stock.changed [A-3]",
+	}, got)
 }
