@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	"github.com/google/uuid"
 )
 
 const stockShiftUnits = `-- name: StockShiftUnits :one
@@ -207,6 +209,36 @@ func (q *Queries) UnitsGet(ctx context.Context, sku string, ids []string) ([]Uni
 	return items, nil
 }
 
+const unitsHoldBare = `-- name: UnitsHoldBare :many
+UPDATE units
+SET status = 'held', reservation_id = $1, updated_at = now()
+WHERE sku = $2 AND id = ANY($3::text[]) AND status = 'available'
+RETURNING id
+`
+
+// UnitsHoldBare is the benchmark's bare-SQL hold of named units, the
+// naive way a shop would write it: the units named that are available
+// become held by reservation_id. It returns the ids it took.
+func (q *Queries) UnitsHoldBare(ctx context.Context, reservationID *uuid.UUID, sku string, ids []string) ([]string, error) {
+	rows, err := q.db.Query(ctx, unitsHoldBare, reservationID, sku, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const unitsList = `-- name: UnitsList :many
 SELECT sku, id, pool, group_name, position, attributes, status, reservation_id, created_at, updated_at FROM units
 WHERE sku = $1
@@ -356,6 +388,30 @@ func (q *Queries) UnitsPlacesTaken(ctx context.Context, groups []string, positio
 	return items, nil
 }
 
+const unitsReleaseBare = `-- name: UnitsReleaseBare :one
+WITH back AS (
+    UPDATE units u SET status = 'available', reservation_id = NULL, updated_at = now()
+    WHERE u.sku = $1 AND u.reservation_id = $2 AND u.status = 'held'
+    RETURNING u.id
+)
+UPDATE stock s
+SET available = s.available + (SELECT count(*) FROM back),
+    reserved = s.reserved - (SELECT count(*) FROM back),
+    version = s.version + 1,
+    updated_at = now()
+WHERE s.sku = $1 AND s.pool = 'main'
+RETURNING (SELECT count(*) FROM back)::int AS released
+`
+
+// UnitsReleaseBare hands back the benchmark's bare-SQL hold: its units
+// become available and its pool's counters move back, in one statement.
+func (q *Queries) UnitsReleaseBare(ctx context.Context, sku string, reservationID *uuid.UUID) (int32, error) {
+	row := q.db.QueryRow(ctx, unitsReleaseBare, sku, reservationID)
+	var released int32
+	err := row.Scan(&released)
+	return released, err
+}
+
 const unitsRetire = `-- name: UnitsRetire :one
 WITH retired AS (
     UPDATE units u SET status = 'retired', updated_at = now()
@@ -409,4 +465,27 @@ func (q *Queries) UnitsRetire(ctx context.Context, arg UnitsRetireParams) (int32
 	var column_1 int32
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const unitsSoldTwice = `-- name: UnitsSoldTwice :one
+SELECT (SELECT count(*) FROM (
+            SELECT ru.unit_id FROM reservation_units ru
+            JOIN reservations r ON r.id = ru.reservation_id
+            WHERE ru.sku = $1 AND r.status = 'confirmed' AND NOT ru.part_released
+            GROUP BY ru.unit_id HAVING count(*) > 1) twice)::int AS sold_twice,
+       (SELECT count(*) FROM units WHERE sku = $1 AND status = 'sold')::int AS sold
+`
+
+type UnitsSoldTwiceRow struct {
+	SoldTwice int32
+	Sold      int32
+}
+
+// UnitsSoldTwice counts the units of sku that more than one confirmed
+// hold bought (never more than zero), and the units sold.
+func (q *Queries) UnitsSoldTwice(ctx context.Context, sku string) (UnitsSoldTwiceRow, error) {
+	row := q.db.QueryRow(ctx, unitsSoldTwice, sku)
+	var i UnitsSoldTwiceRow
+	err := row.Scan(&i.SoldTwice, &i.Sold)
+	return i, err
 }

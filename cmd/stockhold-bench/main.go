@@ -48,8 +48,9 @@ import (
 var scenarioNames = []string{"hot", "spread", "half", "multi", "flash", "mixed", "expiry", "campaign-end"}
 
 // extraScenarios run only when named: reconcile times reconciliation runs
-// over the catalogue (-catalogue) rather than holds.
-var extraScenarios = []string{"reconcile"}
+// over the catalogue (-catalogue) rather than holds; seats is an on-sale
+// rush for 10,000 seats held by name and together.
+var extraScenarios = []string{"reconcile", "seats"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -45,6 +45,8 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.expiry(ctx)
 	case "campaign-end":
 		return b.campaignEnd(ctx)
+	case "seats":
+		return b.seats(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

@@ -7140,7 +7140,7 @@ type Event struct {
 	// At When the change's transaction began.
 	At time.Time `json:"at"`
 
-	// Data By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`) and the stock row's `version`. `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`.
+	// Data By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`.
 	Data struct {
 		Actor      *string              `json:"actor,omitempty"`
 		Available  *int64               `json:"available,omitempty"`
@@ -7155,6 +7155,7 @@ type Event struct {
 		Sold       *int64               `json:"sold,omitempty"`
 		Threshold  *int64               `json:"threshold,omitempty"`
 		Total      *int64               `json:"total,omitempty"`
+		Units      *[]string            `json:"units,omitempty"`
 		Version    *int64               `json:"version,omitempty"`
 	} `json:"data"`
 
