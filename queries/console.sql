@@ -27,7 +27,8 @@ SELECT sku,
        sum(available)::bigint AS available,
        sum(reserved)::bigint AS reserved,
        sum(sold)::bigint AS sold,
-       count(*) FILTER (WHERE status = 'paused')::int AS paused
+       count(*) FILTER (WHERE status = 'paused')::int AS paused,
+       bool_or(serialized)::bool AS serialized
 FROM stock
 WHERE sku LIKE @pattern::text
 GROUP BY sku
@@ -64,3 +65,12 @@ LIMIT @lim;
 
 -- name: ReconcileRunList :many
 SELECT * FROM reconcile_runs ORDER BY id DESC LIMIT @lim;
+
+-- name: UnitsMap :many
+-- UnitsMap returns up to lim units of sku in seat order (pool, group,
+-- position, id): the console's seat map.
+SELECT pool, group_name, position, id, status, reservation_id
+FROM units
+WHERE sku = @sku
+ORDER BY pool COLLATE "C", group_name COLLATE "C" NULLS LAST, position NULLS LAST, id COLLATE "C"
+LIMIT @lim;

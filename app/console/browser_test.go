@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/internal/debian"
 )
@@ -208,4 +211,69 @@ func TestBrowserOperatorFlow(t *testing.T) {
 	title, err = chromedp.Run(ctx, chromedp.Title())
 	require.NoError(t, err)
 	require.Equal(t, "River", title)
+}
+
+// TestBrowserSeatMap: a SKU of seats shows a seat map, by row and
+// position, coloured by status, a held or sold seat linking to its hold;
+// the SKU list marks it as units.
+func TestBrowserSeatMap(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	e := setup(t)
+	bg := context.Background()
+	var plan []inventory.UnitSpec
+	for _, row := range []string{"A", "B", "C", "D"} {
+		for p := int32(1); p <= 12; p++ {
+			pos := p
+			plan = append(plan, inventory.UnitSpec{ID: fmt.Sprintf("%s-%d", row, p), Group: row, Position: &pos})
+		}
+	}
+	_, _, err := e.app.Inventory.AddUnitsOnce(bg, idempotency.NewKey("ops", "plan"), inventory.UnitsChange{SKU: "GALA", Reason: "plan", Actor: "ops", Units: plan})
+	require.NoError(t, err)
+	seatsHold := func(key string, item inventory.Item) uuid.UUID {
+		r, _, err := e.app.Inventory.Hold(bg, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: key, OrderRef: key, Items: []inventory.Item{item}})
+		require.NoError(t, err)
+		return r.ID
+	}
+	held := seatsHold("ana", inventory.Item{SKU: "GALA", Units: []string{"A-5", "A-6"}})
+	sold := seatsHold("ben", inventory.Item{SKU: "GALA", Quantity: 4, Adjacent: true})
+	_, err = e.app.Inventory.Confirm(bg, sold, inventory.Caller{Name: "shop-a"})
+	require.NoError(t, err)
+	_, _, err = e.app.Inventory.RetireUnitsOnce(bg, idempotency.NewKey("ops", "broken"), inventory.UnitsChange{SKU: "GALA", Reason: "broken", Actor: "ops",
+		Units: []inventory.UnitSpec{{ID: "C-7"}}})
+	require.NoError(t, err)
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/"),
+		chromedp.WaitVisible(`input[name=key]`),
+		chromedp.SendKeys(`input[name=key]`, e.ops),
+		chromedp.Click(`form[action="/ops/signin"] button`),
+		chromedp.WaitVisible(`.tiles`),
+		chromedp.Navigate(e.base+"/ops/skus?q=GA"),
+		chromedp.WaitVisible(`a[href="/ops/skus/GALA"]`),
+	))
+	badge, err := chromedp.Run(ctx, chromedp.Text(`table .badge`))
+	require.NoError(t, err)
+	require.Equal(t, "units", badge)
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(`a[href="/ops/skus/GALA"]`),
+		chromedp.WaitVisible(`.seatmap`),
+	))
+	count := func(sel string) int {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, 4, count(`.seatmap .seatrow`))
+	require.Equal(t, 41, count(`.seatmap .seat.available`))
+	require.Equal(t, 2, count(fmt.Sprintf(`.seatmap a.seat.held[href="/ops/holds/%s"]`, held)))
+	require.Equal(t, 4, count(fmt.Sprintf(`.seatmap a.seat.sold[href="/ops/holds/%s"]`, sold)))
+	require.Equal(t, 1, count(`.seatmap .seat.retired[title="C-7: retired"]`))
+	screenshot(t, ctx, "seatmap")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(fmt.Sprintf(`.seatmap a.seat.held[href="/ops/holds/%s"]`, held)),
+		chromedp.WaitVisible(`form[action$="/release"]`),
+	))
 }

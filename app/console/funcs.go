@@ -32,6 +32,16 @@ var funcs = template.FuncMap{
 	"add":   func(a, b int32) int64 { return int64(a) + int64(b) },
 	"dict":  dict,
 	"by":    by,
+	"units": units,
+}
+
+// units lists a movement's units: the first four and how many more.
+func units(ids []string) string {
+	out := strings.Join(ids[:min(len(ids), 4)], " ")
+	if len(ids) > 4 {
+		out += fmt.Sprintf(" +%d", len(ids)-4)
+	}
+	return out
 }
 
 // by shows who did something: the operator as claimed, and the key that

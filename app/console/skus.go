@@ -52,6 +52,11 @@ func likePrefix(s string) string {
 
 type skuData struct {
 	Stock inventory.Stock
+	// Seats are the seat maps of the SKU's pools of units with an
+	// identity, by pool; SeatsCut is set when the SKU has more units than
+	// the map shows.
+	Seats    map[string][]seatRow
+	SeatsCut bool
 	// Ledger is a page of movements, newest first; Older is the id to page
 	// on from (0: this is the last page).
 	Ledger []inventory.Movement
@@ -69,6 +74,9 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		return err
 	}
 	d := skuData{Stock: st}
+	if err := c.seatMap(r.Context(), &d); err != nil {
+		return err
+	}
 	var before *int64
 	if v := r.URL.Query().Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -89,13 +97,53 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	return c.render(w, r, op, "sku", view{Title: sku, Nav: "skus", Data: d})
 }
 
+// maxSeatMap bounds the units a SKU's page draws.
+const maxSeatMap = 5000
+
+// seatRow is one group of a seat map (a row, a section; "" for units
+// without one), its units in position order.
+type seatRow struct {
+	Group string
+	Seats []db.UnitsMapRow
+}
+
+// seatMap fills d's seat maps for the SKU's pools of units with an
+// identity: units by group and position, each coloured by its status.
+func (c *Console) seatMap(ctx context.Context, d *skuData) error {
+	serialized := false
+	for _, p := range d.Stock.Pools {
+		serialized = serialized || p.Serialized
+	}
+	if !serialized {
+		return nil
+	}
+	rows, err := db.New(c.Pool).UnitsMap(ctx, d.Stock.SKU, maxSeatMap+1)
+	if err != nil {
+		return err
+	}
+	if len(rows) > maxSeatMap {
+		rows, d.SeatsCut = rows[:maxSeatMap], true
+	}
+	d.Seats = map[string][]seatRow{}
+	for _, u := range rows {
+		group := domain.Value(u.GroupName)
+		groups := d.Seats[u.Pool]
+		if len(groups) == 0 || groups[len(groups)-1].Group != group {
+			groups = append(groups, seatRow{Group: group})
+		}
+		groups[len(groups)-1].Seats = append(groups[len(groups)-1].Seats, u)
+		d.Seats[u.Pool] = groups
+	}
+	return nil
+}
+
 func movements(rows []db.Ledger) []inventory.Movement {
 	out := make([]inventory.Movement, len(rows))
 	for i, r := range rows {
 		out[i] = inventory.Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()

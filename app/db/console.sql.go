@@ -364,7 +364,8 @@ SELECT sku,
        sum(available)::bigint AS available,
        sum(reserved)::bigint AS reserved,
        sum(sold)::bigint AS sold,
-       count(*) FILTER (WHERE status = 'paused')::int AS paused
+       count(*) FILTER (WHERE status = 'paused')::int AS paused,
+       bool_or(serialized)::bool AS serialized
 FROM stock
 WHERE sku LIKE $1::text
 GROUP BY sku
@@ -373,13 +374,14 @@ LIMIT $2
 `
 
 type StockSearchRow struct {
-	Sku       string
-	Pools     int32
-	Total     int64
-	Available int64
-	Reserved  int64
-	Sold      int64
-	Paused    int32
+	Sku        string
+	Pools      int32
+	Total      int64
+	Available  int64
+	Reserved   int64
+	Sold       int64
+	Paused     int32
+	Serialized bool
 }
 
 // StockSearch lists the SKUs whose name starts with prefix (LIKE-escaped by
@@ -401,6 +403,53 @@ func (q *Queries) StockSearch(ctx context.Context, pattern string, lim int32) ([
 			&i.Reserved,
 			&i.Sold,
 			&i.Paused,
+			&i.Serialized,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const unitsMap = `-- name: UnitsMap :many
+SELECT pool, group_name, position, id, status, reservation_id
+FROM units
+WHERE sku = $1
+ORDER BY pool COLLATE "C", group_name COLLATE "C" NULLS LAST, position NULLS LAST, id COLLATE "C"
+LIMIT $2
+`
+
+type UnitsMapRow struct {
+	Pool          string
+	GroupName     *string
+	Position      *int32
+	ID            string
+	Status        string
+	ReservationID *uuid.UUID
+}
+
+// UnitsMap returns up to lim units of sku in seat order (pool, group,
+// position, id): the console's seat map.
+func (q *Queries) UnitsMap(ctx context.Context, sku string, lim int32) ([]UnitsMapRow, error) {
+	rows, err := q.db.Query(ctx, unitsMap, sku, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UnitsMapRow
+	for rows.Next() {
+		var i UnitsMapRow
+		if err := rows.Scan(
+			&i.Pool,
+			&i.GroupName,
+			&i.Position,
+			&i.ID,
+			&i.Status,
+			&i.ReservationID,
 		); err != nil {
 			return nil, err
 		}
