@@ -19,8 +19,10 @@ ON CONFLICT (id) DO NOTHING
 RETURNING *;
 
 -- name: CampaignAllotmentsInsert :exec
-INSERT INTO campaign_allotments (campaign, sku, quantity)
-SELECT @campaign, unnest(@skus::text[]), unnest(@quantities::bigint[]);
+-- CampaignAllotmentsInsert records a campaign's allotments; units holds
+-- each one's named units as a JSON array, or null.
+INSERT INTO campaign_allotments (campaign, sku, quantity, units)
+SELECT @campaign, unnest(@skus::text[]), unnest(@quantities::bigint[]), unnest(@units::jsonb[]);
 
 -- name: CampaignAllotments :many
 -- In sku byte order: campaign start locks the stock rows of each in turn.

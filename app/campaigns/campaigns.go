@@ -8,6 +8,7 @@ package campaigns
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -89,6 +90,10 @@ func (a CampaignEndArgs) Validate() error { return domain.ValidName("campaign", 
 type Allotment struct {
 	SKU      string `json:"sku"`
 	Quantity int64  `json:"quantity"`
+	// Units names the units with an identity the campaign carves out of
+	// main (Quantity is their number); none: the first Quantity available
+	// in seat order, for a SKU of units.
+	Units []string `json:"units,omitempty"`
 }
 
 // Request asks for a new campaign.
@@ -141,6 +146,22 @@ func (c Request) Validate() error {
 		seen[a.SKU] = true
 		if a.Quantity < 1 || a.Quantity > inventory.MaxAdjustment {
 			return domain.Invalid("allotments[%d].quantity must be from 1 to %d", i, inventory.MaxAdjustment)
+		}
+		if a.Units == nil {
+			continue
+		}
+		if int64(len(a.Units)) != a.Quantity || len(a.Units) > inventory.MaxUnitsPerRequest {
+			return domain.Invalid("allotments[%d].units must name quantity (%d) units, at most %d", i, a.Quantity, inventory.MaxUnitsPerRequest)
+		}
+		named := map[string]bool{}
+		for j, u := range a.Units {
+			if err := domain.ValidName(fmt.Sprintf("allotments[%d].units[%d]", i, j), u); err != nil {
+				return err
+			}
+			if named[u] {
+				return domain.Invalid("allotments[%d] names unit %q twice", i, u)
+			}
+			named[u] = true
 		}
 	}
 	return nil
@@ -213,10 +234,14 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Request) (Campaign,
 	slices.SortFunc(allot, func(a, b Allotment) int { return strings.Compare(a.SKU, b.SKU) })
 	skus := make([]string, len(allot))
 	qty := make([]int64, len(allot))
+	units := make([][]byte, len(allot))
 	for i, a := range allot {
 		skus[i], qty[i] = a.SKU, a.Quantity
+		if a.Units != nil {
+			units[i], _ = json.Marshal(a.Units)
+		}
 	}
-	if err := q.CampaignAllotmentsInsert(ctx, c.ID, skus, qty); err != nil {
+	if err := q.CampaignAllotmentsInsert(ctx, db.CampaignAllotmentsInsertParams{Campaign: c.ID, Skus: skus, Quantities: qty, Units: units}); err != nil {
 		return Campaign{}, fmt.Errorf("record allotments: %w", err)
 	}
 	if _, err := s.jobs.InsertTx(ctx, tx, CampaignStartArgs{Campaign: c.ID}, &river.InsertOpts{ScheduledAt: c.StartsAt}); err != nil {
@@ -253,7 +278,7 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 		return Campaign{}, err
 	}
 	for _, a := range allot {
-		out.Allotments = append(out.Allotments, Allotment{SKU: a.Sku, Quantity: a.Quantity})
+		out.Allotments = append(out.Allotments, Allotment{SKU: a.Sku, Quantity: a.Quantity, Units: allotmentUnits(a.Units)})
 	}
 	pools, err := q.CampaignPools(ctx, id)
 	if err != nil {
@@ -281,8 +306,8 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 
 // StartTx moves every allotment from main into the campaign's pool and
 // opens the campaign, inside the caller's transaction. All or nothing: when
-// main lacks stock for any SKU it returns insufficient_available naming
-// every short SKU, and moves nothing. A campaign past scheduled is left alone.
+// main lacks stock for any SKU (or a unit named is not available there) it
+// returns insufficient_available naming every short SKU, and moves nothing. A campaign past scheduled is left alone.
 func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, id string) error {
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
@@ -302,12 +327,16 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, id string) error {
 	var short []string
 	for _, a := range allot {
 		err := inventory.TransferTx(ctx, tx, inventory.Transfer{
-			SKU: a.Sku, From: inventory.MainPool, To: id, Quantity: a.Quantity,
+			SKU: a.Sku, From: inventory.MainPool, To: id, Quantity: a.Quantity, Units: allotmentUnits(a.Units),
 			Actor: "system:campaign_start", Reason: "campaign " + id + " starts", Ref: id,
 		})
 		var de *domain.Error
 		if errors.As(err, &de) && de.Code == domain.CodeInsufficientAvailable {
 			short = append(short, fmt.Sprintf("%s needs %d", a.Sku, a.Quantity))
+			continue
+		}
+		if errors.As(err, &de) && (de.Code == domain.CodeUnitUnavailable || de.Code == domain.CodeSerializedPool) {
+			short = append(short, fmt.Sprintf("%s: %s", a.Sku, de.Detail))
 			continue
 		}
 		if err != nil {
@@ -534,4 +563,17 @@ func (s *Service) carryOnEndTx(ctx context.Context, tx pgx.Tx, id string, rb db.
 		return "", nil, err
 	}
 	return "finished: its remainder moved back to main", nil, nil
+}
+
+// allotmentUnits reads an allotment's named units (a JSON array, or
+// null: none).
+func allotmentUnits(raw []byte) []string {
+	if raw == nil {
+		return nil
+	}
+	var units []string
+	if json.Unmarshal(raw, &units) != nil {
+		return nil
+	}
+	return units
 }

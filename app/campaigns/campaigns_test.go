@@ -556,6 +556,23 @@ func TestCampaignOfSeats(t *testing.T) {
 	p := b.stock(t, "GIG", "presale")
 	require.EqualValues(t, [3]int64{2, 0, 2}, [3]int64{p.Total, p.Available, p.Sold})
 	require.EqualValues(t, 8, b.stock(t, "GIG", "main").Available)
+
+	// A campaign may name the seats it carves out; one not available in
+	// main keeps it from starting, and moves nothing.
+	create(t, svc, spec("vip", campaigns.Allotment{SKU: "GIG", Quantity: 2, Units: []string{"A-10", "A-02"}}))
+	err = svc.Start(ctx, "vip")
+	requireCode(t, err, domain.CodeInsufficientAvailable)
+	require.Contains(t, err.Error(), "A-02")
+	create(t, svc, spec("vip2", campaigns.Allotment{SKU: "GIG", Quantity: 2, Units: []string{"A-10", "A-09"}}))
+	require.NoError(t, svc.Start(ctx, "vip2"))
+	c, err := svc.Get(ctx, "vip2")
+	require.NoError(t, err)
+	require.Equal(t, []string{"A-10", "A-09"}, c.Allotments[0].Units)
+	var inVIP []string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(id ORDER BY id) FROM units WHERE sku = 'GIG' AND pool = 'vip2'`).Scan(&inVIP))
+	require.Equal(t, []string{"A-09", "A-10"}, inVIP)
+	_, _, err = svc.CreateOnce(ctx, idempotency.NewKey("ops", "bad"), spec("vip3", campaigns.Allotment{SKU: "GIG", Quantity: 3, Units: []string{"A-01"}}))
+	requireCode(t, err, domain.CodeInvalid)
 	// Each unit left the presale once: one transfer row back naming four.
 	var back []string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT units FROM ledger WHERE sku = 'GIG' AND pool = 'main' AND kind = 'transfer' AND delta_total > 0`).Scan(&back))

@@ -11,7 +11,7 @@ import (
 )
 
 const campaignAllotments = `-- name: CampaignAllotments :many
-SELECT campaign, sku, quantity FROM campaign_allotments WHERE campaign = $1 ORDER BY sku COLLATE "C"
+SELECT campaign, sku, quantity, units FROM campaign_allotments WHERE campaign = $1 ORDER BY sku COLLATE "C"
 `
 
 // In sku byte order: campaign start locks the stock rows of each in turn.
@@ -24,7 +24,12 @@ func (q *Queries) CampaignAllotments(ctx context.Context, campaign string) ([]Ca
 	var items []CampaignAllotment
 	for rows.Next() {
 		var i CampaignAllotment
-		if err := rows.Scan(&i.Campaign, &i.Sku, &i.Quantity); err != nil {
+		if err := rows.Scan(
+			&i.Campaign,
+			&i.Sku,
+			&i.Quantity,
+			&i.Units,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -36,12 +41,26 @@ func (q *Queries) CampaignAllotments(ctx context.Context, campaign string) ([]Ca
 }
 
 const campaignAllotmentsInsert = `-- name: CampaignAllotmentsInsert :exec
-INSERT INTO campaign_allotments (campaign, sku, quantity)
-SELECT $1, unnest($2::text[]), unnest($3::bigint[])
+INSERT INTO campaign_allotments (campaign, sku, quantity, units)
+SELECT $1, unnest($2::text[]), unnest($3::bigint[]), unnest($4::jsonb[])
 `
 
-func (q *Queries) CampaignAllotmentsInsert(ctx context.Context, campaign string, skus []string, quantities []int64) error {
-	_, err := q.db.Exec(ctx, campaignAllotmentsInsert, campaign, skus, quantities)
+type CampaignAllotmentsInsertParams struct {
+	Campaign   string
+	Skus       []string
+	Quantities []int64
+	Units      [][]byte
+}
+
+// CampaignAllotmentsInsert records a campaign's allotments; units holds
+// each one's named units as a JSON array, or null.
+func (q *Queries) CampaignAllotmentsInsert(ctx context.Context, arg CampaignAllotmentsInsertParams) error {
+	_, err := q.db.Exec(ctx, campaignAllotmentsInsert,
+		arg.Campaign,
+		arg.Skus,
+		arg.Quantities,
+		arg.Units,
+	)
 	return err
 }
 

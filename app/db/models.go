@@ -120,6 +120,8 @@ type CampaignAllotment struct {
 	Campaign string
 	Sku      string
 	Quantity int64
+	// The units (ids, a JSON array) the allotment carves out of main, for a SKU of units with an identity; null: quantity units in seat order.
+	Units []byte
 }
 
 type DiscardedJob struct {

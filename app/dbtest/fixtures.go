@@ -134,7 +134,8 @@ func Campaign(t testing.TB, pool *pgxpool.Pool, id string, opts *CampaignOptions
 		for i, sku := range skus {
 			qty[i] = o.Allotments[sku]
 		}
-		if err := q.CampaignAllotmentsInsert(ctx, id, skus, qty); err != nil {
+		units := make([][]byte, len(skus)) // none named
+		if err := q.CampaignAllotmentsInsert(ctx, db.CampaignAllotmentsInsertParams{Campaign: id, Skus: skus, Quantities: qty, Units: units}); err != nil {
 			return err
 		}
 		if !o.Active {

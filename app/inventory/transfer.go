@@ -48,6 +48,9 @@ func TransferTx(ctx context.Context, tx pgx.Tx, t Transfer) error {
 	if dst, err := q.StockGet(ctx, t.SKU, t.To); err == nil && dst.Serialized {
 		return errSerialized(t.SKU, t.To)
 	}
+	if len(t.Units) > 0 {
+		return errUnitsUnavailable(t.SKU, t.From, t.Units) // a pool without units
+	}
 	take := func() error {
 		_, err := q.StockTake(ctx, t.Quantity, t.SKU, t.From)
 		if errors.Is(err, pgx.ErrNoRows) {
