@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func seatLine(sku string, ids ...string) map[string]any { return map[string]any{"sku": sku, "units": ids} }
+func seatLine(sku string, ids ...string) map[string]any {
+	return map[string]any{"sku": sku, "units": ids}
+}
 
 func TestUnitsOverHTTP(t *testing.T) {
 	t.Parallel()
@@ -27,7 +29,7 @@ func TestUnitsOverHTTP(t *testing.T) {
 	add := e.do("POST", "/v1/skus/SHOW/units", e.ops, body, "Idempotency-Key", "plan-1")
 	require.Equal(t, 200, add.status, "%s", add.body)
 	p := add.json(t)["pools"].([]any)[0].(map[string]any)
-	require.Equal(t, 8.0, p["available"])
+	require.EqualValues(t, 8, p["available"])
 	require.Equal(t, true, p["serialized"])
 	again := e.do("POST", "/v1/skus/SHOW/units", e.ops, body, "Idempotency-Key", "plan-1")
 	require.Equal(t, 200, again.status)
@@ -137,7 +139,7 @@ func TestManyUnitsInOneRequest(t *testing.T) {
 	}
 	r := e.do("POST", "/v1/skus/PHONE/units", e.ops, map[string]any{"reason": "delivery", "units": units}, "Idempotency-Key", "d1")
 	require.Equal(t, 200, r.status, "%s", r.body)
-	require.Equal(t, 10_000.0, r.json(t)["pools"].([]any)[0].(map[string]any)["total"])
+	require.EqualValues(t, 10_000, r.json(t)["pools"].([]any)[0].(map[string]any)["total"])
 	// Other routes still stop at 64 KiB.
 	big := `{"reason":"` + strings.Repeat("x", 70<<10) + `","delta":1}`
 	requireProblem(t, e.do("POST", "/v1/skus/PHONE/adjustments", e.ops, big, "Idempotency-Key", "big"), 413, "body_too_large")

@@ -554,7 +554,7 @@ func TestCampaignOfSeats(t *testing.T) {
 		require.Equal(t, want, status[id], id)
 	}
 	p := b.stock(t, "GIG", "presale")
-	require.EqualValues(t, [3]int64{2, 0, 2}, [3]int64{p.Total, p.Available, p.Sold})
+	require.Equal(t, [3]int64{2, 0, 2}, [3]int64{p.Total, p.Available, p.Sold})
 	require.EqualValues(t, 8, b.stock(t, "GIG", "main").Available)
 
 	// A campaign may name the seats it carves out; one not available in

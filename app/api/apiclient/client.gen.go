@@ -7005,6 +7005,9 @@ type AlertList struct {
 type Allotment struct {
 	Quantity int64  `json:"quantity"`
 	Sku      string `json:"sku"`
+
+	// Units The units named, for a SKU of units with an identity; absent otherwise.
+	Units *[]string `json:"units,omitempty"`
 }
 
 // AllotmentRequest defines model for AllotmentRequest.
@@ -7013,6 +7016,9 @@ type AllotmentRequest struct {
 
 	// Sku A SKU with stock in `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku string `json:"sku"`
+
+	// Units For a SKU of units with an identity (seats): the units the campaign carves out of `main`, `quantity` of them. Absent: the first `quantity` available in seat order. At the start, a unit named that is not available in `main` keeps the campaign from starting, as a short SKU does.
+	Units *[]string `json:"units,omitempty"`
 }
 
 // BulkAdjustmentLine Examples: {"delta":5,"pool":"main","sku":"A1"}
