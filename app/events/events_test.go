@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -18,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/idempotency"
@@ -141,6 +143,18 @@ func TestFeedKeepsEachPoolInOrderOfItsChanges(t *testing.T) {
 	eventstest.RequireMatchesLedger(t, pool, all)
 }
 
+// retryBusy calls f again while it answers busy (a lock wait past the lock
+// timeout on a loaded machine), as a caller told Retry-After would.
+func retryBusy(f func() error) error {
+	for {
+		err := f()
+		var de *domain.Error
+		if !errors.As(err, &de) || de.Code != domain.CodeBusy {
+			return err
+		}
+	}
+}
+
 // TestFeedUnderConcurrentWriters runs holds, confirms, partial and whole
 // releases and adjustments from many goroutines over a few SKUs (group
 // commit puts many in one transaction, several transactions run at once
@@ -197,21 +211,29 @@ func TestFeedUnderConcurrentWriters(t *testing.T) {
 			for i := range 40 {
 				a, b := skus[r.IntN(len(skus))], skus[r.IntN(len(skus))]
 				items := []inventory.Item{{SKU: a, Quantity: 1 + int64(r.IntN(3))}, {SKU: b, Quantity: 1}}
-				h, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint(w, "-", i), Items: items})
+				var h inventory.Reservation
+				err := retryBusy(func() (err error) {
+					h, _, err = inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint(w, "-", i), Items: items})
+					return err
+				})
 				if err != nil {
 					errs <- err
 					return
 				}
-				switch r.IntN(5) {
-				case 0:
-					_, err = inv.Confirm(ctx, h.ID, by)
-				case 1:
-					_, err = inv.Cancel(ctx, h.ID, by, "")
-				case 2:
-					_, err = inv.ReleaseItems(ctx, h.ID, by, "", []inventory.Item{{SKU: h.Items[0].SKU, Quantity: 1}})
-				case 3:
-					_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: a, Delta: 2, Actor: "restock"})
-				}
+				op := r.IntN(5)
+				err = retryBusy(func() (err error) {
+					switch op {
+					case 0:
+						_, err = inv.Confirm(ctx, h.ID, by)
+					case 1:
+						_, err = inv.Cancel(ctx, h.ID, by, "")
+					case 2:
+						_, err = inv.ReleaseItems(ctx, h.ID, by, "", []inventory.Item{{SKU: h.Items[0].SKU, Quantity: 1}})
+					case 3:
+						_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: a, Delta: 2, Actor: "restock"})
+					}
+					return err
+				})
 				if err != nil {
 					errs <- fmt.Errorf("after hold %s: %w", h.ID, err)
 					return
