@@ -41,6 +41,7 @@ import (
 	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
+	"github.com/stockhold/stockhold/app/trips"
 	"github.com/stockhold/stockhold/app/webhooks"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -55,6 +56,9 @@ type App struct {
 	RequestPool *pgxpool.Pool
 	Inventory   *inventory.Service
 	Reconcile   *reconcile.Service
+	// Trips checks the protection switch's rules on what the HTTP
+	// requests of this process saw; Serve runs it.
+	Trips *trips.Service
 	// Inserter enqueues jobs inside domain transactions.
 	Inserter *river.Client[pgx.Tx]
 	// Worker works jobs; Serve starts it.
@@ -259,6 +263,8 @@ type Services struct {
 	// Retention is nil when STOCKHOLD_RETENTION is 0.
 	Retention *retention.Service
 	Webhooks  *webhooks.Service
+	// Trips checks the protection switch's rules (see app/trips).
+	Trips *trips.Service
 }
 
 // Workers is what the job workers call: the same services.
@@ -276,7 +282,12 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 		Serial: !cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
 		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, Recorder: metrics.Recorder{},
 		Alert: func(ctx context.Context, a inventory.Alert) {
-			_, err := alertSvc.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: a.Kind, Subject: a.Subject, Details: a.Details, Action: a.Summary})
+			level := a.Level
+			if level == "" {
+				level = alerts.Critical
+			}
+			_, err := alertSvc.Raise(ctx, alerts.Raise{Level: level, Kind: a.Kind, Subject: a.Subject, SKU: a.SKU, Pool: a.Pool,
+				Details: a.Details, Action: a.Summary})
 			if err != nil {
 				log.ErrorContext(ctx, "raise alert", "kind", a.Kind, "err", err)
 			}
@@ -289,6 +300,10 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 		keep = retention.New(pool, retention.Config{After: cfg.Retention, Budget: jobs.RetentionBudget, Log: log})
 	}
 	return &Services{
+		Trips: trips.New(pool, inv, alertSvc, trips.Config{
+			Interval: cfg.TripInterval, LockWaits: int64(cfg.TripLockWaits), ExpiryBacklog: int64(cfg.TripExpiryBacklog),
+			ConfirmP99: cfg.TripConfirmP99, Periods: cfg.TripPeriods, StopSale: cfg.TripStopSale, Log: log,
+		}),
 		Webhooks: webhooks.New(pool, inserter, alertSvc, webhooks.Config{
 			AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.RetryBase, Log: log, Recorder: metrics.Recorder{},
 		}),
@@ -356,7 +371,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	}
 	web := NewServices(cfg, reqPool, inserter, log)
 	a := &App{
-		Config: cfg, Pool: pool, RequestPool: reqPool, Inventory: web.Inventory, Reconcile: web.Reconcile,
+		Config: cfg, Pool: pool, RequestPool: reqPool, Inventory: web.Inventory, Reconcile: web.Reconcile, Trips: web.Trips,
 		Inserter: inserter, Worker: worker, log: log, migrator: migrator,
 		DBMetrics: metrics.NewDatabase(pool, inventory.StuckAfter),
 	}
@@ -505,6 +520,7 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 	defer stopMetrics()
 	go metrics.CountJobs(metricsCtx, events)
 	go a.DBMetrics.Run(metricsCtx, a.log)
+	go a.Trips.Run(metricsCtx)
 	// Neither River nor the dashboard stops when ctx ends: cancelling
 	// River's start context would cancel running jobs at once.
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))

@@ -92,9 +92,9 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 		require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
 		return res, out
 	}
-	res, _ := post("/v1/skus/A1/adjustments", "restock-1", `{"delta": 10}`)
+	res, _ := post("/v1/skus/A1/adjustments", "restock-1", `{"delta": 10, "reason": "restock"}`)
 	require.Equal(t, "restock-1", res.Header.Get("X-Request-Id"))
-	res, hold := post("/v1/reservations", "hold-1", `{"items": [{"sku": "A1", "quantity": 1}]}`)
+	res, hold := post("/v1/reservations", "hold-1", `{"order_ref": "o-1", "items": [{"sku": "A1", "quantity": 1}]}`)
 	require.Equal(t, http.StatusCreated, res.StatusCode)
 	require.Equal(t, "hold-1", res.Header.Get("X-Request-Id"))
 	res, _ = post("/v1/reservations", "hold-2", `{"items": [{"sku": "A1", "quantity": 100}]}`)
@@ -114,7 +114,12 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		line := request("hold-1")
 		if assert.NotNil(c, line) {
+			// A request that touches a hold: at info, with the hold, its
+			// order reference and its Idempotency-Key.
+			assert.Equal(c, "INFO", line["level"])
 			assert.Equal(c, hold["id"], line["hold_id"])
+			assert.Equal(c, "o-1", line["order_ref"])
+			assert.Equal(c, "hold-1-key", line["idempotency_key"])
 			assert.Equal(c, "A1", line["sku"])
 			assert.Equal(c, "/v1/reservations", line["route"])
 		}
@@ -127,6 +132,7 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 			assert.EqualValues(c, 409, refused["status"])
 		}
 		assert.Equal(c, "A1", request("restock-1")["sku"])
+		assert.Equal(c, "DEBUG", request("restock-1")["level"], "a request that touches no hold stays at debug")
 		assert.NotNil(c, request(generated))
 	}, 5*time.Second, 20*time.Millisecond)
 
@@ -139,7 +145,9 @@ func TestLogsCarryRequestHoldSKUAndJob(t *testing.T) {
 	// The reconciliation job logs its result with its job's id and kind.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, l := range sink.lines() {
-			if l["msg"] == "reconciliation finished" {
+			// The adjustment's own reconciliation ran in its request;
+			// the job's is the one with a job.
+			if l["msg"] == "reconciliation finished" && l["job_kind"] != nil {
 				assert.Equal(c, "reconcile", l["job_kind"])
 				assert.NotNil(c, l["job_id"])
 				return

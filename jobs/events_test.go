@@ -206,7 +206,7 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 	step("the protection switch", func(t *testing.T) {
 		_, err := b.inv.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "audit", Actor: "alice"})
 		require.NoError(t, err)
-		_, err = b.inv.Resume(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "audit done", Actor: "alice"})
+		_, err = b.inv.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "audit done", Actor: "alice"}})
 		require.NoError(t, err)
 		got := r.expect(t, "pause and resume", "stock.paused A1/main", "stock.resumed A1/main")
 		require.Equal(t, "audit", *got[0].Data["reason"].(*string))

@@ -66,6 +66,18 @@ func TestManualRollbackBySQL(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"alice:rollback:payment provider outage", "alice:rollback:payment provider outage"}, actors)
 	require.Equal(t, inventory.StatusHeld, b.status(t, ids[2]), "out of scope: untouched")
+
+	// A second reconciliation of the rollback's SKUs is asked for in its
+	// last batch, recorded on the request, with its job.
+	var trigger string
+	var skus []string
+	var jobs int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT r.trigger, r.skus,
+			(SELECT count(*) FROM river_job j WHERE j.kind = 'reconcile' AND (j.args->>'run_id')::bigint = r.id)
+		FROM rollback_requests q JOIN reconcile_runs r ON r.id = q.reconcile_run_id WHERE q.job_id = $1`, jobID).Scan(&trigger, &skus, &jobs))
+	require.Equal(t, "rollback", trigger)
+	require.Equal(t, []string{"A1"}, skus)
+	require.Equal(t, 1, jobs)
 }
 
 func TestManualRollbackWithoutOperatorIsRefused(t *testing.T) {

@@ -34,7 +34,8 @@ LIMIT @lim;
 
 -- name: AlertAck :one
 UPDATE alerts
-SET status = 'acked', acked_by = @operator, acked_key = sqlc.narg('acked_key'), acked_at = now()
+SET status = 'acked', acked_by = @operator, acked_key = sqlc.narg('acked_key'), acked_at = now(),
+    owner = coalesce(owner, @operator), owner_key = CASE WHEN owner IS NULL THEN sqlc.narg('acked_key') ELSE owner_key END, taken_at = coalesce(taken_at, now())
 WHERE id = @id AND status = 'open'
 RETURNING *;
 

@@ -76,8 +76,14 @@ type Alert struct {
 	AckedBy         *string         `json:"acked_by"`
 	// AckedKey is the API key that acknowledged it, beside the operator
 	// AckedBy names (see domain.WithKeyName).
-	AckedKey    *string    `json:"acked_key"`
-	AckedAt     *time.Time `json:"acked_at"`
+	AckedKey *string    `json:"acked_key"`
+	AckedAt  *time.Time `json:"acked_at"`
+	// Owner is who handles the alert (Take; acknowledging sets it when
+	// nobody had taken it), TakenAt since when.
+	Owner *string `json:"owner"`
+	// OwnerKey is the API key that authenticated whoever took it.
+	OwnerKey    *string    `json:"owner_key"`
+	TakenAt     *time.Time `json:"taken_at"`
 	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
 }
 
@@ -87,6 +93,7 @@ func newAlert(a db.Alert) Alert {
 		Details: a.Details, SuggestedAction: a.SuggestedAction, Status: a.Status,
 		FirstSeenAt: a.FirstSeenAt, LastSeenAt: a.LastSeenAt, Occurrences: a.Occurrences,
 		AckedBy: a.AckedBy, AckedKey: a.AckedKey, AckedAt: a.AckedAt, DeliveredAt: a.DeliveredAt,
+		Owner: a.Owner, OwnerKey: a.OwnerKey, TakenAt: a.TakenAt,
 	}
 }
 
@@ -182,6 +189,24 @@ func (s *Service) Ack(ctx context.Context, id int64, operator string) (Alert, er
 		return Alert{}, err
 	}
 	row, err := db.New(s.pool).AlertAck(ctx, &operator, domain.KeyName(ctx), id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.Get(ctx, id)
+	}
+	if err != nil {
+		return Alert{}, err
+	}
+	return newAlert(row), nil
+}
+
+// Take makes operator the owner of alert id: the person handling what it
+// reports. The alert stays open (acknowledging is a separate step); taking
+// it again, by anyone, changes the owner. A resolved alert is answered as
+// it is.
+func (s *Service) Take(ctx context.Context, id int64, operator string) (Alert, error) {
+	if err := domain.ValidName("operator", operator); err != nil {
+		return Alert{}, err
+	}
+	row, err := db.New(s.pool).AlertTake(ctx, &operator, domain.KeyName(ctx), id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Get(ctx, id)
 	}

@@ -76,6 +76,8 @@ var titles = map[string]string{
 	"books_unbalanced":        "The stock's books do not balance",
 	"unit_unavailable":        "Units not available",
 	"serialized_pool":         "The pool's stock is units with an identity",
+	"stop_sale":               "Sales are stopped",
+	"reservation_not_ended":   "Reservation has not ended",
 }
 
 // statuses maps domain codes to HTTP statuses: the one place that does
@@ -97,6 +99,8 @@ var statuses = map[domain.Code]int{
 	domain.CodeBooksUnbalanced:       http.StatusConflict,
 	domain.CodeUnitUnavailable:       http.StatusConflict,
 	domain.CodeSerializedPool:        http.StatusConflict,
+	domain.CodeStopSale:              http.StatusServiceUnavailable,
+	domain.CodeNotEnded:              http.StatusConflict,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,
@@ -104,6 +108,8 @@ var statuses = map[domain.Code]int{
 const (
 	retryBusy        = 1
 	retryUnavailable = 2
+	// retryStopSale: a stop-sale is lifted by a person, after checks.
+	retryStopSale = 60
 )
 
 // statusClientClosed is what a request whose client went away is logged
@@ -129,10 +135,16 @@ func fromDomain(e *domain.Error) *problem {
 		status = http.StatusUnprocessableEntity
 	}
 	p := newProblem(status, string(e.Code), e.Detail)
-	if e.Code == domain.CodeBusy {
+	switch e.Code {
+	case domain.CodeBusy:
 		p.RetryAfter = retryBusy
+	case domain.CodeStopSale:
+		p.RetryAfter = retryStopSale
 	}
 	p.Extra = map[string]any{}
+	for k, v := range e.Extra {
+		p.Extra[k] = v
+	}
 	if e.SKU != "" {
 		p.Extra["sku"] = e.SKU
 	}
@@ -254,7 +266,7 @@ func (s *server) handleError(err error, c echo.Context) {
 	case p.Status == http.StatusInternalServerError:
 		s.log.ErrorContext(req.Context(), "request failed", "method", req.Method,
 			"path", req.URL.Path, "status", p.Status, "err", err)
-	case p.Status == http.StatusServiceUnavailable:
+	case p.Status == http.StatusServiceUnavailable && p.Code != string(domain.CodeStopSale):
 		s.overload.note(req.Context(), p.Code, req.Method+" "+req.URL.Path, err)
 	case p.Status == statusClientClosed:
 		c.Response().WriteHeader(p.Status) // for the request log and metrics only

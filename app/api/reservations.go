@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -71,6 +72,9 @@ func (s *server) createReservation(c echo.Context) error {
 		s.Inventory.CountUnreadableHold()
 		return err
 	}
+	if req.OrderRef != "" {
+		logging.Add(c.Request().Context(), slog.String("order_ref", req.OrderRef))
+	}
 	logSKUs(c.Request().Context(), req.Items)
 	r, replayed, err := s.Inventory.Hold(c.Request().Context(), req)
 	if err != nil {
@@ -82,7 +86,7 @@ func (s *server) createReservation(c echo.Context) error {
 		}
 		return err
 	}
-	logging.Add(c.Request().Context(), slog.String("hold_id", r.ID.String()))
+	logHold(c.Request().Context(), r)
 	if replayed {
 		c.Response().Header().Set("Idempotent-Replayed", "true")
 	}
@@ -99,6 +103,7 @@ func (s *server) getReservation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	logHold(c.Request().Context(), r)
 	return c.JSON(http.StatusOK, r)
 }
 
@@ -115,6 +120,7 @@ func (s *server) confirmReservation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	logHold(c.Request().Context(), r)
 	return c.JSON(http.StatusOK, r)
 }
 
@@ -143,6 +149,7 @@ func (s *server) releaseReservation(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		logHold(c.Request().Context(), r)
 		return c.JSON(http.StatusOK, r)
 	}
 	items := make([]inventory.Item, len(body.Items))
@@ -191,11 +198,13 @@ func (s *server) extendReservation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	logHold(c.Request().Context(), r)
 	return c.JSON(http.StatusOK, r)
 }
 
-// listReservations pages through the holds the caller may see, newest
-// first, filtered by order_ref, status and sku.
+// listReservations pages through the holds the caller may see (an ops key
+// every client's), newest first, filtered by order_ref, status and sku;
+// with expires_before, only the holds expiring before it, soonest first.
 func (s *server) listReservations(c echo.Context) error {
 	limit, err := intQuery(c, "limit", 100)
 	if err != nil {
@@ -208,6 +217,13 @@ func (s *server) listReservations(c echo.Context) error {
 			return badRequest("cursor must be the next_cursor of a previous page (a reservation id)")
 		}
 		lq.Before = &id
+	}
+	if v := c.QueryParam("expires_before"); v != "" {
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return badRequest("expires_before must be a time in RFC 3339 (2026-12-01T10:00:00Z)")
+		}
+		lq.ExpiresBefore = &at
 	}
 	page, err := s.Inventory.List(c.Request().Context(), lq, asCaller(c))
 	if err != nil {
@@ -229,5 +245,13 @@ func logSKUs(ctx context.Context, items []inventory.Item) {
 		logging.Add(ctx, slog.String("sku", skus[0]))
 	} else if len(skus) > 1 {
 		logging.Add(ctx, slog.Any("skus", skus))
+	}
+}
+
+// logHold puts a hold's id and order reference on its request's log lines.
+func logHold(ctx context.Context, r inventory.Reservation) {
+	logging.Add(ctx, slog.String("hold_id", r.ID.String()))
+	if r.OrderRef != nil {
+		logging.Add(ctx, slog.String("order_ref", *r.OrderRef))
 	}
 }

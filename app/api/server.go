@@ -120,7 +120,10 @@ func New(d Deps) *echo.Echo {
 	e.GET("/v1/skus/:sku", s.getStock, shop)
 	e.POST("/v1/skus/:sku/pause", s.pauseStock, ops)
 	e.POST("/v1/skus/:sku/resume", s.resumeStock, ops)
+	e.POST("/v1/skus/:sku/repair", s.repairStock, ops)
 	e.GET("/v1/skus/:sku/ledger", s.getLedger, ops)
+	e.GET("/v1/stop-sale", s.getStopSale, ops)
+	e.PUT("/v1/stop-sale", s.putStopSale, ops)
 	e.PUT("/v1/skus/:sku/threshold", s.setThreshold, ops)
 	unitsLimit := middleware.BodyLimit(strconv.Itoa(MaxUnitsBody/1024) + "K")
 	e.POST("/v1/skus/:sku/units", s.addUnits, ops, unitsLimit)
@@ -134,6 +137,7 @@ func New(d Deps) *echo.Echo {
 	e.POST("/v1/reservations/:id/confirm", s.confirmReservation, shop)
 	e.POST("/v1/reservations/:id/release", s.releaseReservation, shop)
 	e.POST("/v1/reservations/:id/extend", s.extendReservation, shop)
+	e.POST("/v1/reservations/:id/reinstate", s.reinstateReservation, shop)
 
 	e.GET("/v1/events", s.getEvents, ops)
 	e.POST("/v1/webhooks", s.createWebhook, ops)
@@ -144,11 +148,14 @@ func New(d Deps) *echo.Echo {
 	e.POST("/v1/campaigns", s.createCampaign, ops)
 	e.GET("/v1/campaigns/:id", s.getCampaign, ops)
 	e.POST("/v1/campaigns/:id/end", s.endCampaign, ops)
+	e.POST("/v1/campaigns/:id/pause", s.pauseCampaign, ops)
+	e.POST("/v1/campaigns/:id/resume", s.resumeCampaign, ops)
 	e.POST("/v1/rollbacks", s.createRollback, ops)
 	e.GET("/v1/rollbacks/:id", s.getRollback, ops)
 	e.POST("/v1/rollbacks/:id/resume", s.resumeRollback, ops)
 	e.GET("/v1/alerts", s.listAlerts, ops)
 	e.POST("/v1/alerts/:id/ack", s.ackAlert, ops)
+	e.POST("/v1/alerts/:id/take", s.takeAlert, ops)
 	e.GET("/v1/stats", s.getStats, ops)
 	e.POST("/v1/reconciliations", s.createReconciliation, ops)
 	e.GET("/v1/reconciliations/latest", s.getLatestReconciliation, ops)
@@ -194,7 +201,8 @@ func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
 
 // requestID gives every request an id: the caller's X-Request-Id when it
 // is a plain token of at most 128 characters, else a new one. It is echoed
-// in X-Request-Id and carried by every log line of the request.
+// in X-Request-Id and carried by every log line of the request, with the
+// request's Idempotency-Key when it has a usable one.
 func requestID() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -205,11 +213,29 @@ func requestID() echo.MiddlewareFunc {
 				id = hex.EncodeToString(b)
 			}
 			c.Response().Header().Set(echo.HeaderXRequestID, id)
-			ctx := logging.With(c.Request().Context(), slog.String("request_id", id))
+			attrs := []slog.Attr{slog.String("request_id", id)}
+			if keys := c.Request().Header.Values("Idempotency-Key"); len(keys) == 1 && printableKey(keys[0]) {
+				attrs = append(attrs, slog.String("idempotency_key", keys[0]))
+			}
+			ctx := logging.With(c.Request().Context(), attrs...)
 			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
 		}
 	}
+}
+
+// printableKey reports whether an Idempotency-Key is fit for a log line:
+// 1-255 printable ASCII characters, as the API accepts.
+func printableKey(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func plainToken(s string) bool {
@@ -241,7 +267,13 @@ func (s *server) requestLogger() echo.MiddlewareFunc {
 			metrics.HTTPDuration.WithLabelValues(v.Method, v.RoutePath, strconv.Itoa(v.Status)).Observe(v.Latency.Seconds())
 			// A 500 is a bug; a 503 is an overload answer, logged once per
 			// interval by handleError; 499 is a client that went away.
+			// A request that touches a hold is logged at info, with the
+			// hold's id, its order reference and the Idempotency-Key, so a
+			// person can follow an order through the logs.
 			level := slog.LevelDebug
+			if strings.HasPrefix(v.RoutePath, "/v1/reservations") {
+				level = slog.LevelInfo
+			}
 			if v.Status >= 500 && v.Status != http.StatusServiceUnavailable {
 				level = slog.LevelError
 			}

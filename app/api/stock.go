@@ -18,25 +18,7 @@ type adjustmentBody struct {
 	Pool   string `json:"pool"`
 	Reason string `json:"reason"`
 	Ref    string `json:"ref"`
-}
-
-func (s *server) adjustStock(c echo.Context) error {
-	key, err := idempotencyKey(c)
-	if err != nil {
-		return err
-	}
-	sku, err := nameParam(c, "sku", "sku")
-	if err != nil {
-		return err
-	}
-	var body adjustmentBody
-	if err := decode(c, &body); err != nil {
-		return err
-	}
-	a := inventory.Adjustment{SKU: sku, Pool: body.Pool, Delta: body.Delta, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
-	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Stock, bool, error) {
-		return s.Inventory.AdjustOnce(ctx, k, a)
-	})
+	DryRun bool   `json:"dry_run"`
 }
 
 // once answers an idempotent request: call runs with the request's
@@ -81,10 +63,6 @@ type switchBody struct {
 
 func (s *server) pauseStock(c echo.Context) error {
 	return s.flipSwitch(c, s.Inventory.Pause)
-}
-
-func (s *server) resumeStock(c echo.Context) error {
-	return s.flipSwitch(c, s.Inventory.Resume)
 }
 
 func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory.SwitchRequest) (inventory.Stock, error)) error {

@@ -446,9 +446,41 @@ func (s *Service) RollbackBatch(ctx context.Context, id, jobID int64) (b rollbac
 		if b.Finished && b.Rollback.Source == rollbacks.SourceCampaignEnd {
 			return s.FinishTx(ctx, tx, b.Rollback.Scope.Campaign, b.Rollback.Operator)
 		}
+		if b.Finished && b.Rollback.ReconciliationRunID == nil {
+			id, err := s.reconcileRollbackTx(ctx, tx, b.Rollback)
+			b.Rollback.ReconciliationRunID = id
+			return err
+		}
 		return nil
 	})
 	return b, err
+}
+
+// reconcileRollbackTx asks, in a manual rollback's last batch, for the
+// second reconciliation that follows it: a run of the SKUs its scope
+// covered, recorded on the request. It returns the run's id (nil when the
+// scope covers no SKU).
+func (s *Service) reconcileRollbackTx(ctx context.Context, tx pgx.Tx, r rollbacks.Rollback) (*int64, error) {
+	q := db.New(tx)
+	sc := r.Scope
+	skus, err := q.RollbackSKUs(ctx, sc.ReservationIDs, domain.Optional(sc.Campaign), domain.Optional(sc.SKU))
+	if err != nil {
+		return nil, fmt.Errorf("list the SKUs of rollback %d: %w", r.ID, err)
+	}
+	if len(skus) == 0 {
+		return nil, nil
+	}
+	run, err := q.ReconcileRunCreate(ctx, reconcile.TriggerRollback, skus)
+	if err != nil {
+		return nil, fmt.Errorf("record the reconciliation of rollback %d: %w", r.ID, err)
+	}
+	if _, err := s.jobs.InsertTx(ctx, tx, reconcile.ReconcileArgs{RunID: run.ID}, nil); err != nil {
+		return nil, fmt.Errorf("enqueue the reconciliation of rollback %d: %w", r.ID, err)
+	}
+	if err := q.RollbackReconcileSet(ctx, &run.ID, r.ID); err != nil {
+		return nil, err
+	}
+	return &run.ID, nil
 }
 
 // FinishTx completes a campaign whose unpaid holds are all rolled back,

@@ -432,7 +432,12 @@ func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusActive, c.Status, "still on sale")
 	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"}}, c.Pools)
-	rivertest.RequireNotInserted(ctx, t, riverpgxv5.New(b.pool), reconcile.ReconcileArgs{}, nil)
+	// The one reconciliation asked for is the manual rollback's own (of
+	// the SKUs it covered), not a campaign end's.
+	rj := rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), reconcile.ReconcileArgs{}, nil)
+	var trigger string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT trigger FROM reconcile_runs WHERE id = $1`, rj.Args.RunID).Scan(&trigger))
+	require.Equal(t, reconcile.TriggerRollback, trigger)
 }
 
 // TestAManualRollbackOfAnEndedCampaignDoesNotFinishIt: only the campaign

@@ -55,6 +55,15 @@ type Config struct {
 	// ReconcileRepairLimit bounds the stuck holds one run releases per SKU
 	// (STOCKHOLD_RECONCILE_REPAIR_LIMIT).
 	ReconcileRepairLimit int
+	// TripInterval, TripLockWaits, TripExpiryBacklog, TripConfirmP99,
+	// TripPeriods and TripStopSale set the protection switch's rules
+	// (STOCKHOLD_TRIP_*; see app/trips).
+	TripInterval      time.Duration
+	TripLockWaits     int
+	TripExpiryBacklog int
+	TripConfirmP99    time.Duration
+	TripPeriods       int
+	TripStopSale      bool
 	// RollbackPause is the pause between rollback batches (STOCKHOLD_ROLLBACK_PAUSE).
 	RollbackPause time.Duration
 	// WatchInterval is how often discarded jobs are turned into alerts
@@ -193,6 +202,12 @@ func load(getenv func(string) string) (Config, error) {
 		ReconcileRepairLimit:  r.integer("STOCKHOLD_RECONCILE_REPAIR_LIMIT", 0, 1_000_000),
 		RollbackPause:         r.duration("STOCKHOLD_ROLLBACK_PAUSE"),
 		WatchInterval:         r.duration("STOCKHOLD_WATCH_INTERVAL"),
+		TripInterval:          r.duration("STOCKHOLD_TRIP_INTERVAL"),
+		TripLockWaits:         r.integer("STOCKHOLD_TRIP_LOCK_WAITS", 0, 1_000_000_000),
+		TripExpiryBacklog:     r.integer("STOCKHOLD_TRIP_EXPIRY_BACKLOG", 0, 1_000_000_000),
+		TripConfirmP99:        r.duration("STOCKHOLD_TRIP_CONFIRM_P99"),
+		TripPeriods:           r.integer("STOCKHOLD_TRIP_PERIODS", 1, 1000),
+		TripStopSale:          r.boolean("STOCKHOLD_TRIP_STOP_SALE"),
 		RetryBase:             r.duration("STOCKHOLD_RETRY_BASE"),
 		LogLevel:              r.oneOf("STOCKHOLD_LOG_LEVEL", "debug", "info", "warn", "error"),
 		LogFormat:             r.oneOf("STOCKHOLD_LOG_FORMAT", "json", "text"),

@@ -192,11 +192,20 @@ func TestBrowserOperatorFlow(t *testing.T) {
 	require.Equal(t, "alice payment provider outage", e.scalar(
 		`SELECT operator || ' ' || reason FROM rollback_requests WHERE NOT dry_run`))
 	require.Equal(t, "2", e.scalar(`SELECT count(*)::text FROM ledger WHERE sku = 'RED-MUG' AND kind = 'rollback' AND actor = 'alice'`))
+	// Its page shows the reconciliation of the SKUs it covered that its
+	// last batch asked for.
+	eventually("rollback", status(`SELECT coalesce(max(r.trigger), '') FROM rollback_requests q JOIN reconcile_runs r ON r.id = q.reconcile_run_id WHERE NOT q.dry_run`),
+		"the real rollback asks for a reconciliation of its SKUs")
+	real := e.scalar(`SELECT id::text FROM rollback_requests WHERE NOT dry_run`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.base+"/ops/rollbacks/"+real), chromedp.WaitVisible(`.facts`)))
+	facts, err := chromedp.Run(ctx, chromedp.Text(`.facts`))
+	require.NoError(t, err)
+	require.Contains(t, facts, "reconciliation #")
 
 	// Acknowledge the alert.
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(e.base+"/ops/alerts"),
-		chromedp.Click(fmt.Sprintf(`#alert-%d form button`, alert.ID)),
+		chromedp.Click(fmt.Sprintf(`#alert-%d form.ack button`, alert.ID)),
 		chromedp.WaitVisible(`.flash`),
 	))
 	require.Equal(t, "acked alice", e.scalar(`SELECT status || ' ' || acked_by FROM alerts WHERE id = $1`, alert.ID))

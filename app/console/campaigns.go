@@ -1,12 +1,14 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
 )
 
 // campaignList shows campaigns, running and rolling-back ones first.
@@ -46,4 +48,27 @@ func (c *Console) endCampaign(w http.ResponseWriter, r *http.Request, op who) er
 		return c.refused(w, r, back, err)
 	}
 	return c.done(w, r, back, false, "Campaign %s ended; rollback #%d releases its unpaid holds.", id, out.RollbackID)
+}
+
+// switchCampaign pauses (on false) or resumes every pool of a campaign, as
+// the API's campaign switches do (a resume gated by each pool's books).
+func (c *Console) switchCampaign(on bool) func(http.ResponseWriter, *http.Request, who) error {
+	return func(w http.ResponseWriter, r *http.Request, op who) error {
+		id := r.PathValue("id")
+		back := "/ops/campaigns/" + url.PathEscape(id)
+		reason := strings.TrimSpace(r.PostForm.Get("reason"))
+		out, run, err := c.Reconcile.SwitchCampaign(r.Context(), inventory.PoolSwitch{Pool: id, On: on, Reason: reason, Actor: op.Key.Name})
+		if err != nil {
+			return c.refused(w, r, back, err)
+		}
+		verb := "paused"
+		if on {
+			verb = "resumed"
+		}
+		msg := fmt.Sprintf("Campaign %s: %d pools %s.", id, out.Changed, verb)
+		if run != nil {
+			msg += fmt.Sprintf(" Reconciliation #%d afterwards: %d high-risk findings.", run.ID, run.HighRisk)
+		}
+		return c.done(w, r, back, false, "%s", msg)
+	}
 }

@@ -344,9 +344,44 @@ func TestEveryPageRendersWithData(t *testing.T) {
 		Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
 	require.NoError(t, err)
 
-	// End the campaign from its page.
+	// Pause every pool of the campaign from its page, then resume them.
 	token := b.csrf("/ops/campaigns/flash")
-	a := b.do("POST", "/ops/campaigns/flash/end", url.Values{"csrf": {token}, "reason": {"sold out early"}}, b.sameSite)
+	a := b.do("POST", "/ops/campaigns/flash/pause", url.Values{"csrf": {token}, "reason": {"price error"}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "paused alice price error", e.scalar(`SELECT s.status || ' ' || l.actor || ' ' || l.reason FROM stock s
+		JOIN ledger l ON l.sku = s.sku AND l.pool = s.pool AND l.kind = 'pause' WHERE s.pool = 'flash'`))
+	a = b.do("POST", "/ops/campaigns/flash/resume", url.Values{"csrf": {token}, "reason": {"price fixed"}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "on_sale", e.scalar(`SELECT status FROM stock WHERE pool = 'flash'`))
+
+	// Repair a pool's books from its page: the preview changes nothing and
+	// offers the repair, which applies it.
+	_, err = e.pool.Exec(ctx, `UPDATE stock SET total = total + 2, available = available + 2 WHERE sku = 'B_2%' AND pool = 'main'`)
+	require.NoError(t, err)
+	token = b.csrf("/ops/skus/B_2%25")
+	a = b.do("POST", "/ops/skus/B_2%25/repair", url.Values{"csrf": {token}, "pool": {"main"}, "to": {"ledger"}, "reason": {"hand edit"}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "7", e.scalar(`SELECT total::text FROM stock WHERE sku = 'B_2%'`), "a preview changes nothing")
+	preview := b.do("GET", a.header.Get("Location"), nil, nil).body
+	require.Contains(t, preview, "would write total -2, available -2")
+	require.Contains(t, preview, `name="apply" value="true"`)
+	a = b.do("POST", "/ops/skus/B_2%25/repair", url.Values{"csrf": {token}, "pool": {"main"}, "to": {"ledger"}, "reason": {"hand edit"}, "apply": {"true"}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "5", e.scalar(`SELECT total::text FROM stock WHERE sku = 'B_2%'`))
+	require.Contains(t, b.do("GET", a.header.Get("Location"), nil, nil).body, "0 high-risk findings")
+
+	// A released hold offers reinstating it (a late payment).
+	late := e.hold("late", "order-late", "A1", 1)
+	_, err = e.app.Inventory.Cancel(ctx, late, inventory.Caller{Name: "shop-a"}, "")
+	require.NoError(t, err)
+	require.Contains(t, b.do("GET", "/ops/holds/"+late.String(), nil, nil).body, "/reinstate")
+	a = b.do("POST", "/ops/holds/"+late.String()+"/reinstate", url.Values{"csrf": {token}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "held order-late", e.scalar(`SELECT status || ' ' || order_ref FROM reservations WHERE idempotency_key = $1`, "↻"+late.String()))
+
+	// End the campaign from its page.
+	token = b.csrf("/ops/campaigns/flash")
+	a = b.do("POST", "/ops/campaigns/flash/end", url.Values{"csrf": {token}, "reason": {"sold out early"}}, b.sameSite)
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Equal(t, "alice alice sold out early", e.scalar(`SELECT ended_by || ' ' || ended_key || ' ' || end_reason FROM campaigns WHERE id = 'flash'`))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

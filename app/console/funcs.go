@@ -27,6 +27,7 @@ var funcs = template.FuncMap{
 	"delta": delta,
 	"scope": scope,
 	"short": short,
+	"sid":   sid,
 	"json":  prettyJSON,
 	"ttl":   func(i pgtype.Interval) string { return (time.Duration(i.Microseconds) * time.Microsecond).String() },
 	"add":   func(a, b int32) int64 { return int64(a) + int64(b) },

@@ -20,6 +20,8 @@ type holdsData struct {
 	ID       string
 	Searched bool
 	Holds    []holdRow
+	// Short is each hold's id as shown (see shortIDs).
+	Short map[string]string
 }
 
 // holdRow is a hold in a list: the row and its lines.
@@ -41,32 +43,40 @@ func (c *Console) holds(w http.ResponseWriter, r *http.Request, op who) error {
 		http.Redirect(w, r, "/ops/holds/"+id.String(), http.StatusSeeOther)
 		return nil
 	}
+	q := db.New(c.Pool)
+	var rows []db.Reservation
 	if ref != "" {
 		if err := domain.ValidRef("order_ref", ref, inventory.MaxOrderRefSize); err != nil {
 			return err
 		}
 		d.Searched = true
-		q := db.New(c.Pool)
-		rows, err := q.ReservationsByOrderRef(r.Context(), &ref, searchLimit)
-		if err != nil {
+		var err error
+		if rows, err = q.ReservationsByOrderRef(r.Context(), &ref, searchLimit); err != nil {
 			return err
 		}
-		ids := make([]uuid.UUID, len(rows))
-		for i, row := range rows {
-			ids[i] = row.ID
-		}
-		lines, err := q.ReservationLinesGet(r.Context(), ids)
-		if err != nil {
+	} else {
+		// Before any search: the latest holds, newest first.
+		var err error
+		if rows, err = q.ReservationsList(r.Context(), db.ReservationsListParams{Lim: searchLimit}); err != nil {
 			return err
-		}
-		byID := map[uuid.UUID][]db.ReservationLinesGetRow{}
-		for _, l := range lines {
-			byID[l.ReservationID] = append(byID[l.ReservationID], l)
-		}
-		for _, row := range rows {
-			d.Holds = append(d.Holds, holdRow{Reservation: row, Lines: byID[row.ID]})
 		}
 	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, row := range rows {
+		ids[i] = row.ID
+	}
+	lines, err := q.ReservationLinesGet(r.Context(), ids)
+	if err != nil {
+		return err
+	}
+	byID := map[uuid.UUID][]db.ReservationLinesGetRow{}
+	for _, l := range lines {
+		byID[l.ReservationID] = append(byID[l.ReservationID], l)
+	}
+	for _, row := range rows {
+		d.Holds = append(d.Holds, holdRow{Reservation: row, Lines: byID[row.ID]})
+	}
+	d.Short = shortIDs(ids)
 	return c.render(w, r, op, "holds", view{Title: "Holds", Nav: "holds", Data: d})
 }
 

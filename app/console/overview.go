@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/db"
@@ -20,6 +22,16 @@ import (
 const overviewAlerts = 10
 
 type overviewData struct {
+	// The five questions: how much stock is left (lowest first), which
+	// holds expire in the next minutes, which orders were confirmed, who
+	// handles each open alert, and which switches are in force.
+	StopSale  inventory.StopSale
+	Paused    []db.StockPausedListRow
+	Stock     []poolRow
+	Expiring  []inventory.Reservation
+	Confirmed []db.Reservation
+	Short     map[string]string
+
 	OpenAlerts     []alerts.Alert
 	OpenAlertCount int
 	Stats          inventory.Stats
@@ -30,13 +42,53 @@ type overviewData struct {
 	Webhooks       []webhooks.Webhook
 }
 
-// overview answers the 2 a.m. questions on one page: open alerts, holds
-// stuck past expiry, rollbacks and campaigns in progress, the latest
-// reconciliation, the last hour's hold outcomes, River's backlog and the
-// webhooks' lag.
+// overviewRows is how many rows each of the overview's lists shows.
+const overviewRows = 10
+
+// expiringWithin is how far ahead the overview lists holds about to expire.
+const expiringWithin = 10 * time.Minute
+
+// overview answers the 2 a.m. questions on one page: the switches in
+// force, stock levels lowest first, holds about to expire, recent confirmed
+// orders, open alerts with their owners, holds stuck past expiry, rollbacks
+// and campaigns in progress, the latest reconciliation, the last hour's
+// hold outcomes, River's backlog and the webhooks' lag.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error {
 	ctx := r.Context()
 	var d overviewData
+	q := db.New(c.Pool)
+	var err error
+	if d.StopSale, err = c.Inventory.StopSale(ctx); err != nil {
+		return err
+	}
+	if d.Paused, err = q.StockPausedList(ctx, 50); err != nil {
+		return err
+	}
+	low, err := q.StockLowest(ctx, overviewRows)
+	if err != nil {
+		return err
+	}
+	for _, s := range low {
+		d.Stock = append(d.Stock, newPoolRow(s.Sku, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized))
+	}
+	soon := time.Now().Add(expiringWithin)
+	page, err := c.Inventory.List(ctx, inventory.ListQuery{Status: inventory.StatusHeld, ExpiresBefore: &soon, Limit: overviewRows},
+		inventory.Caller{Name: op.Key.Name, Ops: true})
+	if err != nil {
+		return err
+	}
+	d.Expiring = page.Reservations
+	if d.Confirmed, err = q.ReservationsConfirmedRecent(ctx, overviewRows); err != nil {
+		return err
+	}
+	var ids []uuid.UUID
+	for _, h := range d.Expiring {
+		ids = append(ids, h.ID)
+	}
+	for _, h := range d.Confirmed {
+		ids = append(ids, h.ID)
+	}
+	d.Short = shortIDs(ids)
 	open, err := c.Alerts.List(ctx, alerts.StatusOpen, alerts.MaxList)
 	if err != nil {
 		return err
@@ -46,7 +98,6 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 	if d.Stats, err = c.Inventory.Stats(ctx, time.Hour); err != nil {
 		return err
 	}
-	q := db.New(c.Pool)
 	rows, err := q.RollbackList(ctx, 20)
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -22,24 +24,33 @@ const (
 
 type skusData struct {
 	Query   string
-	Results []db.StockSearchRow
+	Results []poolRow
 	More    bool
 }
 
-// skus finds SKUs by the start of their name.
+// skus finds SKUs by the start of their name, one row per pool; before any
+// search it lists the pools that changed last.
 func (c *Console) skus(w http.ResponseWriter, r *http.Request, op who) error {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	d := skusData{Query: q}
 	if len(q) > domain.MaxNameLength {
 		return domain.Invalid("a SKU is at most %d bytes: search for the start of one", domain.MaxNameLength)
 	}
-	if q != "" {
-		rows, err := db.New(c.Pool).StockSearch(r.Context(), likePrefix(q), searchLimit+1)
+	if q == "" {
+		rows, err := db.New(c.Pool).StockRecent(r.Context(), searchLimit)
+		if err != nil {
+			return err
+		}
+		d.Results = recentPools(rows)
+	} else {
+		rows, err := db.New(c.Pool).StockPoolsPage(r.Context(), likePrefix(q), searchLimit+1)
 		if err != nil {
 			return err
 		}
 		d.More = len(rows) > searchLimit
-		d.Results = rows[:min(len(rows), searchLimit)]
+		for _, s := range rows[:min(len(rows), searchLimit)] {
+			d.Results = append(d.Results, newPoolRow(s.Sku, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized))
+		}
 	}
 	return c.render(w, r, op, "skus", view{Title: "SKUs", Nav: "skus", Data: d})
 }
@@ -57,6 +68,10 @@ type skuData struct {
 	// the map shows.
 	Seats    map[string][]seatRow
 	SeatsCut bool
+	// Preview is a repair previewed (to, pool and reason from the
+	// preview's redirect), to apply with one button.
+	Preview, PreviewPool, PreviewReason string
+	Short                               map[string]string
 	// Ledger is a page of movements, newest first; Older is the id to page
 	// on from (0: this is the last page).
 	Ledger []inventory.Movement
@@ -77,6 +92,9 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	if err := c.seatMap(r.Context(), &d); err != nil {
 		return err
 	}
+	if p := r.URL.Query().Get("preview"); p == inventory.RepairToLedger || p == inventory.RepairToCounters {
+		d.Preview, d.PreviewPool, d.PreviewReason = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason")
+	}
 	var before *int64
 	if v := r.URL.Query().Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -94,6 +112,13 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		d.Older = rows[len(rows)-1].ID
 	}
 	d.Ledger = movements(rows)
+	var ids []uuid.UUID
+	for _, m := range rows {
+		if m.ReservationID != nil {
+			ids = append(ids, *m.ReservationID)
+		}
+	}
+	d.Short = shortIDs(ids)
 	return c.render(w, r, op, "sku", view{Title: sku, Nav: "skus", Data: d})
 }
 
@@ -158,7 +183,11 @@ func (c *Console) pause(w http.ResponseWriter, r *http.Request, op who) error {
 }
 
 func (c *Console) resume(w http.ResponseWriter, r *http.Request, op who) error {
-	return c.flip(w, r, op, "resumed", c.Inventory.Resume)
+	force := r.PostForm.Get("force") != ""
+	return c.flip(w, r, op, "resumed", func(ctx context.Context, sw inventory.SwitchRequest) (inventory.Stock, error) {
+		out, _, err := c.Reconcile.Resume(ctx, inventory.Lift{SwitchRequest: sw, Force: force})
+		return out.Stock, err
+	})
 }
 
 // flip pauses or resumes one pool of a SKU, with the operator's reason.

@@ -12,9 +12,10 @@ import (
 
 const alertAck = `-- name: AlertAck :one
 UPDATE alerts
-SET status = 'acked', acked_by = $1, acked_key = $2, acked_at = now()
+SET status = 'acked', acked_by = $1, acked_key = $2, acked_at = now(),
+    owner = coalesce(owner, $1), owner_key = CASE WHEN owner IS NULL THEN $2 ELSE owner_key END, taken_at = coalesce(taken_at, now())
 WHERE id = $3 AND status = 'open'
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at
 `
 
 func (q *Queries) AlertAck(ctx context.Context, operator *string, ackedKey *string, iD int64) (Alert, error) {
@@ -40,6 +41,9 @@ func (q *Queries) AlertAck(ctx context.Context, operator *string, ackedKey *stri
 		&i.PagedAt,
 		&i.PagedOccurrences,
 		&i.AckedKey,
+		&i.Owner,
+		&i.OwnerKey,
+		&i.TakenAt,
 	)
 	return i, err
 }
@@ -54,7 +58,7 @@ func (q *Queries) AlertDelivered(ctx context.Context, id int64) error {
 }
 
 const alertGet = `-- name: AlertGet :one
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key FROM alerts WHERE id = $1
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at FROM alerts WHERE id = $1
 `
 
 func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
@@ -80,12 +84,15 @@ func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
 		&i.PagedAt,
 		&i.PagedOccurrences,
 		&i.AckedKey,
+		&i.Owner,
+		&i.OwnerKey,
+		&i.TakenAt,
 	)
 	return i, err
 }
 
 const alertList = `-- name: AlertList :many
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key FROM alerts
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at FROM alerts
 WHERE $1::text IS NULL OR status = $1::text
 ORDER BY last_seen_at DESC, id DESC
 LIMIT $2
@@ -120,6 +127,9 @@ func (q *Queries) AlertList(ctx context.Context, status *string, lim int32) ([]A
 			&i.PagedAt,
 			&i.PagedOccurrences,
 			&i.AckedKey,
+			&i.Owner,
+			&i.OwnerKey,
+			&i.TakenAt,
 		); err != nil {
 			return nil, err
 		}
@@ -149,7 +159,7 @@ SET last_seen_at = now(),
         WHEN alerts.level = 'critical' OR excluded.level = 'critical' THEN 'critical'
         WHEN alerts.level = 'warning' OR excluded.level = 'warning' THEN 'warning'
         ELSE 'info' END
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at
 `
 
 type AlertRaiseParams struct {
@@ -200,6 +210,9 @@ func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, 
 		&i.PagedAt,
 		&i.PagedOccurrences,
 		&i.AckedKey,
+		&i.Owner,
+		&i.OwnerKey,
+		&i.TakenAt,
 	)
 	return i, err
 }

@@ -1147,6 +1147,120 @@ func (b *StockLockManyBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const stopSaleRead = `-- name: StopSaleRead :batchmany
+SELECT active, reason FROM stop_sale WHERE id = $1::boolean
+`
+
+type StopSaleReadBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type StopSaleReadRow struct {
+	Active bool
+	Reason *string
+}
+
+// StopSaleRead reads the switch (id is true: the one row).
+func (q *Queries) StopSaleRead(ctx context.Context, id []bool) *StopSaleReadBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range id {
+		vals := []interface{}{
+			a,
+		}
+		batch.Queue(stopSaleRead, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &StopSaleReadBatchResults{br, len(id), false}
+}
+
+func (b *StopSaleReadBatchResults) Query(f func(int, []StopSaleReadRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []StopSaleReadRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i StopSaleReadRow
+				if err := rows.Scan(&i.Active, &i.Reason); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *StopSaleReadBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const stopSaleShare = `-- name: StopSaleShare :batchexec
+
+SELECT pg_advisory_xact_lock_shared(hashtext($1::text))
+`
+
+type StopSaleShareBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+// The protection switch beyond one pool (stop-sale, a campaign's pools),
+// the checks before lifting it, and repairs of a pool's books.
+// StopSaleShare is a hold batch's share of the stop-sale lock, held to the
+// end of its transaction; StopSaleRead, a later statement, then reads the
+// switch as the last flip committed it (see StopSaleLock). lock is
+// StopSaleLockName (a batch query needs a parameter).
+func (q *Queries) StopSaleShare(ctx context.Context, lock []string) *StopSaleShareBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range lock {
+		vals := []interface{}{
+			a,
+		}
+		batch.Queue(stopSaleShare, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &StopSaleShareBatchResults{br, len(lock), false}
+}
+
+func (b *StopSaleShareBatchResults) Exec(f func(int, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		if b.closed {
+			if f != nil {
+				f(t, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		_, err := b.br.Exec()
+		if f != nil {
+			f(t, err)
+		}
+	}
+}
+
+func (b *StopSaleShareBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const unitsFree = `-- name: UnitsFree :batchmany
 SELECT u.sku, u.id, u.pool, u.group_name, u.position
 FROM (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::int[]) AS lim) k

@@ -305,7 +305,7 @@ func (q *Queries) ReservationsByOrderRef(ctx context.Context, orderRef *string, 
 }
 
 const rollbackList = `-- name: RollbackList :many
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id FROM rollback_requests
 ORDER BY status IN ('pending', 'running') DESC, id DESC
 LIMIT $1
 `
@@ -346,6 +346,7 @@ func (q *Queries) RollbackList(ctx context.Context, lim int32) ([]RollbackReques
 			&i.ResumedBy,
 			&i.OperatorKey,
 			&i.ResumedKey,
+			&i.ReconcileRunID,
 		); err != nil {
 			return nil, err
 		}

@@ -83,6 +83,11 @@ type Alert struct {
 	PagedOccurrences int32
 	// The API key (its name) that acknowledged the alert, beside acked_by.
 	AckedKey *string
+	// Who is handling the alert (POST /v1/alerts/{id}/take, or the console's take); acknowledging sets it too when nobody had.
+	Owner *string
+	// The API key that authenticated whoever took the alert, beside the owner they named.
+	OwnerKey *string
+	TakenAt  *time.Time
 }
 
 // Bearer tokens, stored only as SHA-256. name is the owner: idempotency keys and holds are scoped to it.
@@ -345,6 +350,8 @@ type RollbackRequest struct {
 	OperatorKey *string
 	// The API key (its name) behind the last resume, beside resumed_by; db:<user> from the CLI; null when reconciliation resumed it.
 	ResumedKey *string
+	// The reconciliation of the SKUs a manual rollback covered, asked for by its last batch.
+	ReconcileRunID *int64
 }
 
 // One row per (sku, pool); pool is main or a campaign id. total = available + reserved + sold, always.
@@ -412,6 +419,17 @@ type StockThreshold struct {
 	Threshold   *int64
 	SetBy       string
 	SetAt       time.Time
+}
+
+// The switch for everything: while active, new holds are refused (503 stop_sale); confirms, releases and reads go on. One row: who flipped it last, why, and the automatic rule if one did.
+type StopSale struct {
+	ID        bool
+	Active    bool
+	Reason    *string
+	Actor     *string
+	ActorKey  *string
+	Rule      *string
+	ChangedAt time.Time
 }
 
 // One row per unit with an identity (a seat, a ticket, a serial number): available -> held -> sold, held -> available, available -> retired; never deleted.

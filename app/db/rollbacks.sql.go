@@ -116,7 +116,7 @@ const rollbackCreate = `-- name: RollbackCreate :one
 INSERT INTO rollback_requests (operator, operator_key, reason, scope, dry_run, source, job_id, requested_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
         coalesce($8::timestamptz, now()))
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id
 `
 
 type RollbackCreateParams struct {
@@ -169,6 +169,7 @@ func (q *Queries) RollbackCreate(ctx context.Context, arg RollbackCreateParams) 
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }
@@ -183,7 +184,7 @@ SET status = $1,
     finished_at = now(),
     updated_at = now()
 WHERE id = $5
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id
 `
 
 type RollbackFinishParams struct {
@@ -228,12 +229,13 @@ func (q *Queries) RollbackFinish(ctx context.Context, arg RollbackFinishParams) 
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }
 
 const rollbackGet = `-- name: RollbackGet :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests WHERE id = $1
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id FROM rollback_requests WHERE id = $1
 `
 
 func (q *Queries) RollbackGet(ctx context.Context, id int64) (RollbackRequest, error) {
@@ -264,12 +266,13 @@ func (q *Queries) RollbackGet(ctx context.Context, id int64) (RollbackRequest, e
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }
 
 const rollbackGetByJob = `-- name: RollbackGetByJob :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests WHERE job_id = $1
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id FROM rollback_requests WHERE job_id = $1
 `
 
 func (q *Queries) RollbackGetByJob(ctx context.Context, jobID *int64) (RollbackRequest, error) {
@@ -300,12 +303,13 @@ func (q *Queries) RollbackGetByJob(ctx context.Context, jobID *int64) (RollbackR
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }
 
 const rollbackLatestForCampaign = `-- name: RollbackLatestForCampaign :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id FROM rollback_requests
 WHERE scope->>'campaign' = $1::text AND source = 'campaign_end'
 ORDER BY id DESC
 LIMIT 1
@@ -339,6 +343,7 @@ func (q *Queries) RollbackLatestForCampaign(ctx context.Context, campaign string
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }
@@ -392,7 +397,7 @@ func (q *Queries) RollbackLiveJob(ctx context.Context, arg RollbackLiveJobParams
 }
 
 const rollbackLock = `-- name: RollbackLock :one
-SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key FROM rollback_requests WHERE id = $1 FOR UPDATE
+SELECT id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id FROM rollback_requests WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) RollbackLock(ctx context.Context, id int64) (RollbackRequest, error) {
@@ -423,6 +428,7 @@ func (q *Queries) RollbackLock(ctx context.Context, id int64) (RollbackRequest, 
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }
@@ -431,7 +437,7 @@ const rollbackMarkRunning = `-- name: RollbackMarkRunning :one
 UPDATE rollback_requests
 SET status = 'running', error = NULL, finished_at = NULL, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $1
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id
 `
 
 // RollbackMarkRunning starts a pending request, or reopens a failed one.
@@ -463,6 +469,7 @@ func (q *Queries) RollbackMarkRunning(ctx context.Context, id int64) (RollbackRe
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }
@@ -478,7 +485,7 @@ SET released_count = released_count + $1,
     started_at = coalesce(started_at, now()),
     updated_at = now()
 WHERE id = $3
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id
 `
 
 // RollbackProgress records one batch: what it released, and that the
@@ -511,6 +518,7 @@ func (q *Queries) RollbackProgress(ctx context.Context, released int32, units in
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }
@@ -536,7 +544,7 @@ UPDATE rollback_requests
 SET resumes = resumes + 1, resumed_at = now(), resumed_by = $1::text, resumed_key = $2,
     updated_at = now()
 WHERE id = $3
-RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key
+RETURNING id, operator, reason, scope, dry_run, status, source, released_count, released_units, matched_count, matched_units, batches, job_id, error, created_at, updated_at, started_at, finished_at, requested_at, resumes, resumed_at, resumed_by, operator_key, resumed_key, reconcile_run_id
 `
 
 // RollbackResumed records that the request's stranded chain was given a
@@ -569,6 +577,7 @@ func (q *Queries) RollbackResumed(ctx context.Context, resumedBy string, resumed
 		&i.ResumedBy,
 		&i.OperatorKey,
 		&i.ResumedKey,
+		&i.ReconcileRunID,
 	)
 	return i, err
 }

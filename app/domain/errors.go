@@ -44,6 +44,13 @@ const (
 	// CodeSerializedPool refuses a quantity adjustment of a pool whose
 	// stock is units with an identity: it changes only through its units.
 	CodeSerializedPool Code = "serialized_pool"
+	// CodeStopSale refuses a new hold while the switch for everything
+	// (stop-sale) is on; the HTTP answer is 503 with Retry-After. Reads,
+	// confirms and releases go on.
+	CodeStopSale Code = "stop_sale"
+	// CodeNotEnded refuses to reinstate a hold that is still held or was
+	// confirmed: only a released or expired hold can be held again.
+	CodeNotEnded Code = "reservation_not_ended"
 )
 
 // Error is a failure the caller can act on: bad input, or a state that
@@ -67,6 +74,9 @@ type Error struct {
 	// the request is unprocessable as it stands (HTTP 422), where a missing
 	// addressed thing is not found (404).
 	Reference bool
+	// Extra adds members of the problem beyond these (the difference per
+	// counter of a pool whose books disagree, say).
+	Extra map[string]any
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Detail) }

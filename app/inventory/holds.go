@@ -25,8 +25,12 @@ type ListQuery struct {
 	SKU      string
 	Limit    int
 	// Before, when set, asks for the holds older than it: the previous
-	// page's NextCursor.
+	// page's NextCursor (with ExpiresBefore: the holds after it, soonest
+	// expiry first).
 	Before *uuid.UUID
+	// ExpiresBefore, when set, lists only the holds whose expiry is before
+	// it, soonest first (see listExpiring).
+	ExpiresBefore *time.Time
 }
 
 // ListPage is a page of holds, newest first. NextCursor, when not nil, asks
@@ -69,14 +73,23 @@ func (s *Service) List(ctx context.Context, lq ListQuery, by Caller) (ListPage, 
 		p.Sku = &lq.SKU
 	}
 	q := db.New(s.pool)
+	if lq.ExpiresBefore != nil {
+		return s.listExpiring(ctx, q, lq, p)
+	}
 	rows, err := q.ReservationsList(ctx, p)
 	if err != nil {
 		return ListPage{}, fmt.Errorf("list holds: %w", err)
 	}
+	return pageOf(ctx, q, rows, lq.Limit)
+}
+
+// pageOf makes a page of rows (one more than limit says another page
+// follows), with their lines.
+func pageOf(ctx context.Context, q *db.Queries, rows []db.Reservation, limit int) (ListPage, error) {
 	page := ListPage{Reservations: make([]Reservation, 0, len(rows))}
-	if len(rows) > lq.Limit {
-		rows = rows[:lq.Limit]
-		next := rows[lq.Limit-1].ID.String()
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next := rows[limit-1].ID.String()
 		page.NextCursor = &next
 	}
 	ids := make([]uuid.UUID, len(rows))

@@ -6,11 +6,13 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/config"
@@ -86,11 +88,15 @@ func (c Config) WithDefaults() Config {
 
 // Alert is a problem the service reports through Config.Alert.
 type Alert struct {
-	Kind string
+	// Level is the alert's level; empty means critical.
+	Level string
+	Kind  string
 	// Subject is what it is about; one alert stays open per kind and subject.
 	Subject string
 	Summary string
 	Details map[string]any
+	// SKU and Pool, when set, say which pool it is about.
+	SKU, Pool string
 }
 
 const (
@@ -115,6 +121,9 @@ type Service struct {
 	beforeGrant func(HoldRequest)
 	rec         Recorder
 	counts      *HoldCounts
+	lockWaits   lockWaits
+	// confirmTimes are this process's confirm latencies (TakeConfirmP99).
+	confirmTimes latencies
 }
 
 // New returns a Service on pool.
@@ -202,24 +211,30 @@ type Reservation struct {
 	Items         []Line     `json:"items"`
 	ReleaseReason *string    `json:"release_reason"`
 	ReleasedBy    *string    `json:"released_by,omitempty"`
+	// ReinstatedFrom names the released or expired hold this one holds the
+	// lines of again (see Reinstate); ReinstatedAs, on such a hold, names
+	// the hold that did.
+	ReinstatedFrom *uuid.UUID `json:"reinstated_from,omitempty"`
+	ReinstatedAs   *uuid.UUID `json:"reinstated_as,omitempty"`
 
 	client string
 }
 
 func newReservation(r db.Reservation, lines []Line) Reservation {
 	return Reservation{
-		ID:            r.ID,
-		Status:        r.Status,
-		OrderRef:      r.OrderRef,
-		Campaign:      r.Campaign,
-		ExpiresAt:     r.ExpiresAt,
-		CreatedAt:     r.CreatedAt,
-		ConfirmedAt:   r.ConfirmedAt,
-		ReleasedAt:    r.ReleasedAt,
-		Items:         lines,
-		ReleaseReason: r.ReleaseReason,
-		ReleasedBy:    r.ReleasedBy,
-		client:        r.Client,
+		ID:             r.ID,
+		Status:         r.Status,
+		OrderRef:       r.OrderRef,
+		Campaign:       r.Campaign,
+		ExpiresAt:      r.ExpiresAt,
+		CreatedAt:      r.CreatedAt,
+		ConfirmedAt:    r.ConfirmedAt,
+		ReleasedAt:     r.ReleasedAt,
+		Items:          lines,
+		ReleaseReason:  r.ReleaseReason,
+		ReleasedBy:     r.ReleasedBy,
+		ReinstatedFrom: reinstatedFrom(r.IdempotencyKey),
+		client:         r.Client,
 	}
 }
 
@@ -262,7 +277,17 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID, by Caller) (Reservation
 	if err != nil {
 		return Reservation{}, err
 	}
-	return newReservation(r, lines), nil
+	out := newReservation(r, lines)
+	if r.Status == StatusReleased || r.Status == StatusExpired {
+		again, err := q.ReservationGetByKey(ctx, r.Client, reinstateKey(r.ID))
+		switch {
+		case err == nil:
+			out.ReinstatedAs = &again.ID
+		case !errors.Is(err, pgx.ErrNoRows):
+			return Reservation{}, err
+		}
+	}
+	return out, nil
 }
 
 func linesOf(ctx context.Context, q *db.Queries, id uuid.UUID) ([]Line, error) {

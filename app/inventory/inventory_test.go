@@ -163,7 +163,7 @@ func TestHoldFailures(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = svc.Hold(ctx, holdReq("k3", item("B1", 1)))
 	require.Equal(t, domain.CodeSKUPaused, code(err))
-	_, err = svc.Resume(ctx, inventory.SwitchRequest{SKU: "B1", Reason: "counted", Actor: "ops"})
+	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "B1", Reason: "counted", Actor: "ops"}})
 	require.NoError(t, err)
 
 	// The failed keys left no trace, so they can be used again.
@@ -412,9 +412,9 @@ func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	require.Equal(t, int64(8), p.Available)
 	require.Equal(t, int64(2), p.Sold)
 
-	_, err = svc.Resume(ctx, inventory.SwitchRequest{SKU: "A1", Actor: "alice"})
+	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Actor: "alice"}})
 	require.Equal(t, domain.CodeInvalid, code(err), "lifting the switch needs a reason")
-	_, err = svc.Resume(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "recounted", Actor: "alice"})
+	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "recounted", Actor: "alice"}})
 	require.NoError(t, err)
 	page, err := svc.Ledger(ctx, "A1", 10, 0)
 	require.NoError(t, err)

@@ -162,7 +162,7 @@ func TestTheDatabaseRefusesAWrongGrant(t *testing.T) {
 		require.Equal(t, "SH001", sqlstate(err), "%s: %v", name, err)
 	}
 	require.Equal(t, before, ledgerRows(t, b))
-	_, err = svc.Resume(ctx, inventory.SwitchRequest{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"})
+	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"}})
 	require.NoError(t, err)
 }
 

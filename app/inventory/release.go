@@ -2,7 +2,9 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -16,8 +18,19 @@ import (
 // (including one found past its expiry now, which this expires) is refused
 // with its status, so a late payment never resurrects stock that was handed
 // back. Confirms are group-committed with other confirms and releases.
+//
+// A confirm refused because the hold was released or expired is a late
+// payment: it also raises a late_confirmation alert (see lateConfirmation),
+// and Reinstate can hold the same lines again.
 func (s *Service) Confirm(ctx context.Context, id uuid.UUID, by Caller) (Reservation, error) {
-	return s.changeBatched(ctx, &changeCall{id: id, by: by, confirm: true})
+	start := time.Now()
+	r, err := s.changeBatched(ctx, &changeCall{id: id, by: by, confirm: true})
+	s.confirmTimes.add(time.Since(start))
+	var de *domain.Error
+	if errors.As(err, &de) && de.Code == domain.CodeNotHeld && (de.Status == StatusReleased || de.Status == StatusExpired) {
+		s.lateConfirmation(ctx, id, by)
+	}
+	return r, err
 }
 
 // Cancel releases a held reservation at the shop's request. Releasing it

@@ -507,7 +507,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	conn := pc.Conn()
 	defer rollback(conn)
 
-	made, rows, lockOrder, err := s.insertAndLock(ctx, conn, leaders)
+	made, rows, lockOrder, stop, err := s.insertAndLock(ctx, conn, leaders)
 	if err != nil {
 		return nil, err
 	}
@@ -516,6 +516,9 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	}
 	b := s.sortOut(leaders, made)
 	verdicts, taken := decideHolds(rows, b.holds())
+	if stop.on {
+		verdicts, taken = stop.refuseAll(len(verdicts)), nil
+	}
 	w := b.writes(verdicts, taken, lockOrder)
 	firsts, firstsOf, err := s.writeHolds(ctx, conn, w)
 	if err != nil {
@@ -542,9 +545,9 @@ func firstOfEachKey(calls []*holdCall) (leaders, again []*holdCall) {
 }
 
 // insertAndLock is a hold batch's first round trip. It returns the
-// reservations inserted (by id), the stock rows as locked (by rowKey) and
-// the rows' lock order.
-func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (map[uuid.UUID]db.Reservation, map[string]lockedRow, []Line, error) {
+// reservations inserted (by id), the stock rows as locked (by rowKey), the
+// rows' lock order and the stop-sale switch as the batch reads it.
+func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (map[uuid.UUID]db.Reservation, map[string]lockedRow, []Line, stopSale, error) {
 	// Insert in (client, key) order, so that two batches sharing keys wait
 	// on each other in one order; decide in arrival order.
 	byKey := slices.Clone(leaders)
@@ -581,18 +584,21 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	q := db.New(p)
 	p.begin()
 	q.BatchSettingsSet(ctx, []string{s.lockTimeout})
+	stopping := queueStopSale(ctx, q)
 	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
 	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
 	var (
 		inserted []db.Reservation
 		stock    []db.StockLockManyRow
+		stop     stopSale
 	)
 	err := p.roundTrip(ctx, func() {
+		stop = readStopSale(stopping)
 		inserted, _ = collect(inserting.Query)
 		stock, _ = collect(locking.Query)
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("insert and lock: %w", err)
+		return nil, nil, nil, stopSale{}, fmt.Errorf("insert and lock: %w", err)
 	}
 
 	made := make(map[uuid.UUID]db.Reservation, len(inserted))
@@ -607,7 +613,7 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	for i := range lock.Skus {
 		order[i] = Line{SKU: lock.Skus[i], Pool: lock.Pools[i]}
 	}
-	return made, rows, order, nil
+	return made, rows, order, stop, nil
 }
 
 // sorted is a hold batch's requests sorted out once their reservations
@@ -762,6 +768,8 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 	case v.why == domain.CodeOutOfStock && v.left < 0:
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
 			Detail: fmt.Sprintf("SKU %q (pool %s) has no %d adjacent units left in one group", l.SKU, l.Pool, l.Quantity)}
+	case v.why == domain.CodeStopSale:
+		return errStopSale(v.reason)
 	case l.Pool != MainPool && v.why != domain.CodeOutOfStock:
 		// A campaign's pool that is missing or paused: the campaign may
 		// have ended meanwhile, which is what the caller must hear.

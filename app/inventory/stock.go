@@ -115,11 +115,46 @@ func (s *Service) Adjust(ctx context.Context, a Adjustment) (Stock, error) {
 	return out, err
 }
 
-// AdjustOnce is Adjust at most once per key: a retry with the same key
-// and request gets the first answer, with replayed true (see
-// idempotency.Do).
+// AdjustOnce is Adjust at most once per key, for an operator: a reason is
+// required. A retry with the same key and request gets the first answer,
+// with replayed true (see idempotency.Do).
 func (s *Service) AdjustOnce(ctx context.Context, key idempotency.Key, a Adjustment) (out Stock, replayed bool, err error) {
+	if err := a.withReason(); err != nil {
+		return Stock{}, false, err
+	}
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return AdjustTx(ctx, tx, a) })
+}
+
+// errPreview ends a preview's transaction: nothing it wrote is kept.
+var errPreview = errors.New("preview: roll back")
+
+// AdjustPreview answers what AdjustOnce would: the SKU's stock as the
+// adjustment would leave it, or the refusal it would meet. The adjustment
+// is made in a transaction that is then rolled back, so the answer is the
+// database's own and nothing changes.
+func (s *Service) AdjustPreview(ctx context.Context, a Adjustment) (Stock, error) {
+	if err := a.withReason(); err != nil {
+		return Stock{}, err
+	}
+	var out Stock
+	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
+		if out, err = AdjustTx(ctx, tx, a); err != nil {
+			return err
+		}
+		return errPreview
+	})
+	if !errors.Is(err, errPreview) {
+		return Stock{}, err
+	}
+	return out, nil
+}
+
+// withReason validates an operator's adjustment: the reason is required.
+func (a Adjustment) withReason() error {
+	if a.Reason == "" {
+		return domain.Invalid("reason is required: why the stock changes (a restock, a count, a write-off)")
+	}
+	return nil
 }
 
 // AdjustTx is Adjust inside the caller's transaction.
@@ -196,13 +231,6 @@ func (w SwitchRequest) validate() error {
 // is recorded in the ledger with who did it and why.
 func (s *Service) Pause(ctx context.Context, w SwitchRequest) (Stock, error) {
 	return s.setStatus(ctx, w, StockPaused)
-}
-
-// Resume lets a paused pool take holds again. Only a person lifts the
-// switch, so a reason is required; the pool of a campaign that is not active
-// stays paused.
-func (s *Service) Resume(ctx context.Context, w SwitchRequest) (Stock, error) {
-	return s.setStatus(ctx, w, StockOnSale)
 }
 
 // PauseTx pauses a pool inside the caller's transaction: reconciliation and

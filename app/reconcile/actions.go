@@ -66,6 +66,8 @@ func (r *risk) linesDetails() map[string]any {
 	return map[string]any{
 		"counters": map[string]int64{"reserved": l.Reserved, "sold": l.Sold},
 		"lines":    map[string]int64{"held": l.LinesHeld, "confirmed": l.LinesConfirmed},
+		// difference is the counters minus the lines, per counter.
+		"difference": map[string]int64{"reserved": l.Reserved - l.LinesHeld, "sold": l.Sold - l.LinesConfirmed},
 	}
 }
 
@@ -85,8 +87,14 @@ func (r *risk) ledgerDetails() map[string]any {
 		"checkpoint_version": l.CheckpointVersion,
 		"counters":           map[string]int64{"total": l.Total, "available": l.Available, "reserved": l.Reserved, "sold": l.Sold},
 		"ledger":             map[string]int64{"total": l.LedgerTotal, "available": l.LedgerAvailable, "reserved": l.LedgerReserved, "sold": l.LedgerSold},
+		// difference is the counters minus the ledger, per counter.
+		"difference": map[string]int64{"total": l.Total - l.LedgerTotal, "available": l.Available - l.LedgerAvailable,
+			"reserved": l.Reserved - l.LedgerReserved, "sold": l.Sold - l.LedgerSold},
 	}
 }
+
+// maxAffected bounds the held and confirmed holds a books alert names.
+const maxAffected = 20
 
 // pauseHighRisk pauses every stock row whose counters disagree with its
 // lines, its ledger or its units, raises a critical alert for it and records its
@@ -123,6 +131,15 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 		checks = append(checks, "counters vs units")
 		details["units"] = r.unitsDetails()
 	}
+	affected, err := q.ReservationsLiveOnPool(ctx, r.sku, r.pool, maxAffected)
+	if err != nil {
+		return fmt.Errorf("list the holds on %s/%s: %w", r.sku, r.pool, err)
+	}
+	holds := make([]map[string]any, len(affected))
+	for i, h := range affected {
+		holds[i] = map[string]any{"id": h.ID, "order_ref": h.OrderRef, "status": h.Status, "quantity": h.Quantity}
+	}
+	details["affected_holds"] = holds
 	action := "left paused (" + domain.Value(st.PausedReason) + "); no stock moved"
 	if st.Status == inventory.StockOnSale {
 		reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
@@ -140,8 +157,9 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 		Details: details,
 		Action: fmt.Sprintf("Reconciliation run %d found the counters of %s (pool %s) out of balance (%s) and paused the pool: "+
 			"no new holds, confirms and releases still work, no stock was moved. Compare the counters with the lines and the ledger "+
-			"(the stock_health view; the alert's details have both sides), correct the cause, then resume the pool with a reason.",
-			runID, r.sku, r.pool, strings.Join(checks, ", ")),
+			"(the stock_health view; the alert's details have both sides, the difference per counter and the live holds on the pool), "+
+			"correct the cause, repair the books (POST /v1/skus/%s/repair, preview with dry_run), then resume the pool with a reason.",
+			runID, r.sku, r.pool, strings.Join(checks, ", "), r.sku),
 	})
 	if err != nil {
 		return err

@@ -414,10 +414,11 @@ func (s *Service) act(ctx context.Context, run db.ReconcileRun, snap snapshot) e
 
 func validTrigger(t string) error {
 	switch t {
-	case TriggerPeriodic, TriggerHTTP, TriggerCLI, TriggerCampaignEnd:
+	case TriggerPeriodic, TriggerHTTP, TriggerCLI, TriggerCampaignEnd,
+		TriggerResume, TriggerRepair, TriggerRollback, TriggerAdjustment:
 		return nil
 	}
-	return domain.Invalid("trigger must be periodic, http, cli or campaign_end, not %q", t)
+	return domain.Invalid("trigger must be periodic, http, cli, campaign_end, resume, repair, rollback or adjustment, not %q", t)
 }
 
 // UnknownSKUs returns the SKUs of skus that have no stock row, in the

@@ -215,6 +215,13 @@ func TestCorruptedCountersPausePoolAndMoveNothing(t *testing.T) {
 	require.NoError(t, json.Unmarshal(a.Details, &ad))
 	require.Contains(t, ad, "lines")
 	require.Contains(t, ad, "ledger")
+	// The difference per counter, and the holds the pool's books touch.
+	require.Equal(t, map[string]any{"reserved": 0.0, "sold": 1.0}, ad["lines"].(map[string]any)["difference"])
+	require.Equal(t, map[string]any{"total": 0.0, "available": -1.0, "reserved": 0.0, "sold": 1.0}, ad["ledger"].(map[string]any)["difference"])
+	affected := ad["affected_holds"].([]any)
+	require.Len(t, affected, 1)
+	require.Equal(t, stuck.String(), affected[0].(map[string]any)["id"])
+	require.Equal(t, "held", affected[0].(map[string]any)["status"])
 
 	b1 := b.stock(t, "B1", "main")
 	require.Equal(t, inventory.StockOnSale, b1.Status, "a clean pool stays on sale")

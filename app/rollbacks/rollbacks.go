@@ -205,6 +205,11 @@ type Rollback struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
+	// ReconciliationRunID is the reconciliation of the SKUs a manual
+	// rollback covered, asked for when its last batch finished (GET
+	// /v1/reconciliations/{id}); null before, and for dry runs and
+	// campaign ends (whose own reconciliation follows the campaign).
+	ReconciliationRunID *int64 `json:"reconciliation_run_id"`
 }
 
 // View turns a rollback_requests row into its Rollback.
@@ -220,7 +225,7 @@ func newRollback(r db.RollbackRequest) (Rollback, error) {
 		Source: r.Source, RequestedAt: r.RequestedAt, ReleasedCount: r.ReleasedCount, ReleasedUnits: r.ReleasedUnits,
 		MatchedCount: r.MatchedCount, MatchedUnits: r.MatchedUnits, Batches: r.Batches, JobID: r.JobID,
 		Error: r.Error, Resumes: r.Resumes, ResumedAt: r.ResumedAt, ResumedBy: r.ResumedBy, ResumedKey: r.ResumedKey,
-		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, ReconciliationRunID: r.ReconcileRunID,
 	}, nil
 }
 

@@ -46,8 +46,16 @@ import (
 //   - rollbacks by SKU (with held_before), by hold ids and by campaign,
 //     some of them dry runs;
 //   - campaigns are created, start, take holds and end;
-//   - single and bulk adjustments (with set_total), pause and resume, CSV
-//     imports;
+//   - single and bulk adjustments (with set_total), pause and a resume
+//     gated by the books (never refused: the books always balance),
+//     campaign pauses and resumes, CSV imports;
+//   - late payments: confirms of released or expired holds (409), then
+//     reinstates of them, two at once, which must make one hold between
+//     them or refuse;
+//   - repairs of pools whose books balance, previewed and applied, which
+//     must find nothing to repair;
+//   - the stop-sale switch turned on for a moment and off again: no hold
+//     begun after it was on may be made;
 //   - a slow transaction keeps a random stock row locked now and then,
 //     past the short lock timeout, so requests queue, time out and retry;
 //   - seaters hold seats of a venue (units with an identity) by name
@@ -116,6 +124,9 @@ func TestTorture(t *testing.T) {
 		{"stocker", 1, tr.stocker},
 		{"switcher", 1, tr.switcher},
 		{"importer", 1, tr.importer},
+		{"late payer", 1, tr.latePayer},
+		{"repairer", 1, tr.repairer},
+		{"stopper", 1, tr.stopper},
 		{"slow", 1, tr.slowTransaction},
 	}
 	var wg sync.WaitGroup
@@ -149,6 +160,7 @@ running:
 	tr.check(t, "settled")
 	tr.checkAcknowledged(t)
 	tr.checkRollbackCutoffs(t)
+	tr.checkStopSale(t)
 	tr.finalReconciliation(t)
 	dbtest.RequireInvariants(t, tr.pool)
 	tr.report(t)
@@ -175,6 +187,9 @@ type torture struct {
 	imports   map[string]int       // CSV imports: ledger rows with ref name:line
 	rollbacks []int64
 	recent    []uuid.UUID // the latest holds, for rollbacks by ids
+	// stops are the stretches, by this test's clock, between a stop-sale
+	// answered on and the request that turned it off.
+	stops [][2]time.Time
 	// Campaigns by state, as the campaigner made them.
 	active         []campaign
 	endedCampaigns []string
@@ -670,11 +685,149 @@ func (tr *torture) switcher(ctx context.Context, r *rand.Rand) {
 		}
 		pace(ctx, r, 300*time.Millisecond)
 		for range 20 {
-			if status, _ := tr.do("resume", "POST", "/v1/skus/"+sku+"/resume", tr.ops, body); status != 503 {
+			status, b := tr.do("resume", "POST", "/v1/skus/"+sku+"/resume", tr.ops, body)
+			if status == 409 {
+				tr.t.Errorf("resume of %s refused though its books balance: %s", sku, b)
+			}
+			if status != 503 {
 				break
 			}
 		}
+		if c, ok := tr.someCampaign(r); ok && r.IntN(3) == 0 {
+			path := "/v1/campaigns/" + c.id
+			if status, _ := tr.do("campaign pause", "POST", path+"/pause", tr.ops, map[string]any{"reason": "torture"}); status == 200 {
+				pace(ctx, r, 200*time.Millisecond)
+				for range 20 {
+					status, b := tr.do("campaign resume", "POST", path+"/resume", tr.ops, map[string]any{"reason": "torture"})
+					if status == 409 && bytes.Contains(b, []byte("books_unbalanced")) {
+						tr.t.Errorf("resume of campaign %s refused though its books balance: %s", c.id, b)
+					}
+					if status != 503 {
+						break
+					}
+				}
+			}
+		}
 	}
+}
+
+// latePayer confirms holds that already ended (a payment after the hold
+// was released or expired: 409), then reinstates each twice at once: both
+// answers must be the same new hold, or both refusals.
+func (tr *torture) latePayer(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 300*time.Millisecond) {
+		var id uuid.UUID
+		err := tr.pool.QueryRow(ctx, `SELECT id FROM reservations WHERE status IN ('released', 'expired') AND campaign IS NULL
+			ORDER BY created_at DESC OFFSET $1 LIMIT 1`, r.IntN(20)).Scan(&id)
+		if err != nil {
+			continue
+		}
+		path := "/v1/reservations/" + id.String()
+		if status, b := tr.do("late confirm", "POST", path+"/confirm", tr.shop, nil); status == 200 {
+			tr.t.Errorf("a confirm of ended hold %s was accepted: %s", id, b)
+		}
+		var (
+			wg      sync.WaitGroup
+			status  [2]int
+			answers [2]reservation
+		)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st, b := tr.do("reinstate", "POST", path+"/reinstate", tr.shop, nil)
+				status[i] = st
+				if st == 200 {
+					if err := json.Unmarshal(b, &answers[i]); err != nil {
+						tr.t.Errorf("reinstate answer: %v: %s", err, b)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range 2 {
+			if status[i] != 200 {
+				continue
+			}
+			tr.mu.Lock()
+			tr.holds[answers[i].ID] = true
+			tr.mu.Unlock()
+			if status[1-i] == 200 && answers[1-i].ID != answers[i].ID {
+				tr.t.Errorf("hold %s reinstated twice: %s and %s", id, answers[0].ID, answers[1].ID)
+			}
+		}
+		if status[0] == 200 && r.IntN(2) == 0 {
+			if st, _ := tr.do("confirm", "POST", "/v1/reservations/"+answers[0].ID.String()+"/confirm", tr.shop, nil); st == 200 {
+				tr.mu.Lock()
+				tr.confirmed[answers[0].ID] = true
+				tr.mu.Unlock()
+			}
+		}
+	}
+}
+
+// repairer repairs pools whose books balance, by preview and for real,
+// both ways: under any traffic each must find a zero difference and write
+// nothing.
+func (tr *torture) repairer(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 400*time.Millisecond) {
+		sku := skus[r.IntN(len(skus))]
+		to := []string{"ledger", "counters"}[r.IntN(2)]
+		status, b := tr.do("repair", "POST", "/v1/skus/"+sku+"/repair", tr.ops,
+			map[string]any{"to": to, "reason": "torture", "dry_run": r.IntN(2) == 0})
+		if status != 200 {
+			continue
+		}
+		var got struct {
+			Difference map[string]int64 `json:"difference"`
+			Applied    bool             `json:"applied"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			tr.t.Errorf("repair answer: %v: %s", err, b)
+			continue
+		}
+		for k, v := range got.Difference {
+			if v != 0 {
+				tr.t.Errorf("repair of %s to %s found %s off by %d in balanced books: %s", sku, to, k, v, b)
+			}
+		}
+		if got.Applied {
+			tr.t.Errorf("repair of balanced books applied something: %s", b)
+		}
+	}
+}
+
+// stopper turns the stop-sale switch on for a moment, now and then.
+func (tr *torture) stopper(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 3*time.Second) {
+		if status, _ := tr.do("stop-sale on", "PUT", "/v1/stop-sale", tr.ops, map[string]any{"active": true, "reason": "torture"}); status != 200 {
+			continue
+		}
+		on := time.Now()
+		pace(ctx, r, 400*time.Millisecond)
+		off := time.Now()
+		for range 20 {
+			if status, _ := tr.do("stop-sale off", "PUT", "/v1/stop-sale", tr.ops, map[string]any{"active": false, "reason": "torture"}); status != 503 {
+				break
+			}
+		}
+		tr.mu.Lock()
+		tr.stops = append(tr.stops, [2]time.Time{on, off})
+		tr.mu.Unlock()
+	}
+}
+
+// checkStopSale: no hold was made by a transaction that began while
+// stop-sale was on (a hold's created_at is its transaction's start), and
+// the switch ended off.
+func (tr *torture) checkStopSale(t *testing.T) {
+	t.Helper()
+	for _, s := range tr.stops {
+		if n := dbtest.Count(t, tr.pool, `SELECT count(*) FROM reservations WHERE created_at > $1 AND created_at < $2`, s[0], s[1]); n != 0 {
+			t.Errorf("%d holds made while stop-sale was on (%s to %s)", n, s[0].Format(time.RFC3339Nano), s[1].Format(time.RFC3339Nano))
+		}
+	}
+	require.Equal(t, 0, dbtest.Count(t, tr.pool, `SELECT count(*) FROM stop_sale WHERE active`), "stop-sale ended off")
 }
 
 // importer applies small CSV files of deltas.

@@ -22,6 +22,9 @@ commands:
                      manage API keys; create and rotate print the token on the last line
   rollback           enqueue a manual rollback (rollback resume ID: resume a stranded one)
   reconcile          check the books now and print the findings; exit 1 on high risk
+  stop-sale on|off|status
+                     stop or restart every new hold (the switch for everything), or show it
+  repair             preview, or with --apply make, a repair of a pool's books
   stock import|export
                      apply a CSV of stock changes (resumable), or write every stock row as CSV
   webhook-listen     a webhook receiver for trying stockhold: verifies signatures, prints events
@@ -110,6 +113,29 @@ console sessions; every instance refuses it within 3 s.`,
 --grace (at once by default). Creates N when there is no such key (then --role is
 required; otherwise it defaults to the old key's).`,
 		example: "stockhold apikey rotate --name shop-eu --grace 1h",
+	},
+	"stop-sale": {
+		synopsis: "stop-sale on|off|status [--operator O --reason R]",
+		about: `The switch for everything. 'on' refuses every new hold (the API answers 503 stop_sale with
+Retry-After) until 'off'; reads, confirms and releases go on. Each flip records who
+(--operator, and the database user as the key) and why (--reason, required both ways), and
+waits for the holds being decided at that moment, so none decided before it commits after.
+'status' prints the switch, who flipped it last and why, and the rule if a protection rule
+did (STOCKHOLD_TRIP_STOP_SALE).`,
+		example: `stockhold stop-sale on --operator alice --reason "payment provider down"
+stockhold stop-sale status
+stockhold stop-sale off --operator alice --reason "payments back"`,
+	},
+	"repair": {
+		synopsis: "repair --sku S [--pool P] --to ledger|counters --operator O --reason R [--apply]",
+		about: `Closes the gap between a pool's counters and its ledger, one side taken as right: --to ledger
+sets the counters to what the ledger sums to; --to counters writes one ledger row (kind
+repair) that accepts the counters. Without --apply it prints the counters before and
+after and the difference, and changes nothing; with --apply it writes the repair, then
+runs a reconciliation of the SKU and prints it. It never adds stock of its own accord, and
+leaves the pool paused: resume it afterwards (POST /v1/skus/S/resume, gated by the books).`,
+		example: `stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand"
+stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand" --apply`,
 	},
 	"rollback": {
 		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--cutoff T] [--dry-run]",

@@ -70,6 +70,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = rollback(ctx, args[1:], getenv, stdout, stderr)
 	case "reconcile":
 		err = reconcileCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "stop-sale":
+		err = stopSale(ctx, args[1:], getenv, stdout, stderr)
+	case "repair":
+		err = repair(ctx, args[1:], getenv, stdout, stderr)
 	case "stock":
 		err = stock(ctx, args[1:], getenv, stdout, stderr)
 	case "webhook-listen":

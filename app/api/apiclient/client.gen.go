@@ -18,6 +18,21 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AdjustmentResultDryRun.
+const (
+	True AdjustmentResultDryRun = true
+)
+
+// Valid indicates whether the value is a known member of the AdjustmentResultDryRun enum.
+func (e AdjustmentResultDryRun) Valid() bool {
+	switch e {
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AlertLevel.
 const (
 	Critical AlertLevel = "critical"
@@ -96,6 +111,24 @@ func (e CampaignPoolStatus) Valid() bool {
 	case CampaignPoolStatusOnSale:
 		return true
 	case CampaignPoolStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CampaignSwitchedSkusStatus.
+const (
+	CampaignSwitchedSkusStatusOnSale CampaignSwitchedSkusStatus = "on_sale"
+	CampaignSwitchedSkusStatusPaused CampaignSwitchedSkusStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the CampaignSwitchedSkusStatus enum.
+func (e CampaignSwitchedSkusStatus) Valid() bool {
+	switch e {
+	case CampaignSwitchedSkusStatusOnSale:
+		return true
+	case CampaignSwitchedSkusStatusPaused:
 		return true
 	default:
 		return false
@@ -215,6 +248,7 @@ const (
 	MovementKindPause          MovementKind = "pause"
 	MovementKindRelease        MovementKind = "release"
 	MovementKindReleasePartial MovementKind = "release_partial"
+	MovementKindRepair         MovementKind = "repair"
 	MovementKindReserve        MovementKind = "reserve"
 	MovementKindResume         MovementKind = "resume"
 	MovementKindRollback       MovementKind = "rollback"
@@ -236,6 +270,8 @@ func (e MovementKind) Valid() bool {
 	case MovementKindRelease:
 		return true
 	case MovementKindReleasePartial:
+		return true
+	case MovementKindRepair:
 		return true
 	case MovementKindReserve:
 		return true
@@ -288,9 +324,11 @@ const (
 	ProblemCodeMethodNotAllowed      ProblemCode = "method_not_allowed"
 	ProblemCodeNotFound              ProblemCode = "not_found"
 	ProblemCodeOutOfStock            ProblemCode = "out_of_stock"
+	ProblemCodeReservationNotEnded   ProblemCode = "reservation_not_ended"
 	ProblemCodeReservationNotHeld    ProblemCode = "reservation_not_held"
 	ProblemCodeSerializedPool        ProblemCode = "serialized_pool"
 	ProblemCodeSkuPaused             ProblemCode = "sku_paused"
+	ProblemCodeStopSale              ProblemCode = "stop_sale"
 	ProblemCodeTimeout               ProblemCode = "timeout"
 	ProblemCodeTooManyRequests       ProblemCode = "too_many_requests"
 	ProblemCodeUnauthorized          ProblemCode = "unauthorized"
@@ -336,11 +374,15 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeOutOfStock:
 		return true
+	case ProblemCodeReservationNotEnded:
+		return true
 	case ProblemCodeReservationNotHeld:
 		return true
 	case ProblemCodeSerializedPool:
 		return true
 	case ProblemCodeSkuPaused:
+		return true
+	case ProblemCodeStopSale:
 		return true
 	case ProblemCodeTimeout:
 		return true
@@ -435,6 +477,54 @@ func (e ProgressStatus) Valid() bool {
 	}
 }
 
+// Defines values for ReconciliationCheckStatus.
+const (
+	ReconciliationCheckStatusFailed    ReconciliationCheckStatus = "failed"
+	ReconciliationCheckStatusPending   ReconciliationCheckStatus = "pending"
+	ReconciliationCheckStatusRunning   ReconciliationCheckStatus = "running"
+	ReconciliationCheckStatusSucceeded ReconciliationCheckStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ReconciliationCheckStatus enum.
+func (e ReconciliationCheckStatus) Valid() bool {
+	switch e {
+	case ReconciliationCheckStatusFailed:
+		return true
+	case ReconciliationCheckStatusPending:
+		return true
+	case ReconciliationCheckStatusRunning:
+		return true
+	case ReconciliationCheckStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReconciliationCheckTrigger.
+const (
+	ReconciliationCheckTriggerAdjustment ReconciliationCheckTrigger = "adjustment"
+	ReconciliationCheckTriggerRepair     ReconciliationCheckTrigger = "repair"
+	ReconciliationCheckTriggerResume     ReconciliationCheckTrigger = "resume"
+	ReconciliationCheckTriggerRollback   ReconciliationCheckTrigger = "rollback"
+)
+
+// Valid indicates whether the value is a known member of the ReconciliationCheckTrigger enum.
+func (e ReconciliationCheckTrigger) Valid() bool {
+	switch e {
+	case ReconciliationCheckTriggerAdjustment:
+		return true
+	case ReconciliationCheckTriggerRepair:
+		return true
+	case ReconciliationCheckTriggerResume:
+		return true
+	case ReconciliationCheckTriggerRollback:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReconciliationRunScope.
 const (
 	Full        ReconciliationRunScope = "full"
@@ -485,15 +575,21 @@ func (e ReconciliationRunStatus) Valid() bool {
 
 // Defines values for ReconciliationRunTrigger.
 const (
+	ReconciliationRunTriggerAdjustment  ReconciliationRunTrigger = "adjustment"
 	ReconciliationRunTriggerCampaignEnd ReconciliationRunTrigger = "campaign_end"
 	ReconciliationRunTriggerCli         ReconciliationRunTrigger = "cli"
 	ReconciliationRunTriggerHttp        ReconciliationRunTrigger = "http"
 	ReconciliationRunTriggerPeriodic    ReconciliationRunTrigger = "periodic"
+	ReconciliationRunTriggerRepair      ReconciliationRunTrigger = "repair"
+	ReconciliationRunTriggerResume      ReconciliationRunTrigger = "resume"
+	ReconciliationRunTriggerRollback    ReconciliationRunTrigger = "rollback"
 )
 
 // Valid indicates whether the value is a known member of the ReconciliationRunTrigger enum.
 func (e ReconciliationRunTrigger) Valid() bool {
 	switch e {
+	case ReconciliationRunTriggerAdjustment:
+		return true
 	case ReconciliationRunTriggerCampaignEnd:
 		return true
 	case ReconciliationRunTriggerCli:
@@ -501,6 +597,30 @@ func (e ReconciliationRunTrigger) Valid() bool {
 	case ReconciliationRunTriggerHttp:
 		return true
 	case ReconciliationRunTriggerPeriodic:
+		return true
+	case ReconciliationRunTriggerRepair:
+		return true
+	case ReconciliationRunTriggerResume:
+		return true
+	case ReconciliationRunTriggerRollback:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairRequestTo.
+const (
+	RepairRequestToCounters RepairRequestTo = "counters"
+	RepairRequestToLedger   RepairRequestTo = "ledger"
+)
+
+// Valid indicates whether the value is a known member of the RepairRequestTo enum.
+func (e RepairRequestTo) Valid() bool {
+	switch e {
+	case RepairRequestToCounters:
+		return true
+	case RepairRequestToLedger:
 		return true
 	default:
 		return false
@@ -1311,6 +1431,222 @@ func (e AckAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus) Vali
 	}
 }
 
+// Defines values for TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	CreateCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -1905,6 +2241,462 @@ func (e EndCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus) V
 	case EndCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case EndCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -3423,6 +4215,222 @@ func (e ExtendReservation503ApplicationProblemPlusJSONResponseBodyReservationSta
 	}
 }
 
+// Defines values for ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReleaseReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ReleaseReservation400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReleaseReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -4935,6 +5943,246 @@ func (e PauseStock503ApplicationProblemPlusJSONResponseBodyReservationStatus) Va
 	}
 }
 
+// Defines values for RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResumeStock400ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ResumeStock400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ResumeStock400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -6351,6 +7599,294 @@ func (e AdjustStockInBulk503ApplicationProblemPlusJSONResponseBodyReservationSta
 	}
 }
 
+// Defines values for GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -6951,15 +8487,32 @@ type AdjustmentRequest struct {
 	// Delta Units to add (restock) or take (write-off); non-zero. A negative delta takes only from `available`.
 	Delta int64 `json:"delta"`
 
+	// DryRun Answer the stock as the adjustment would leave it (or the refusal it would meet) and change nothing; no Idempotency-Key is needed.
+	DryRun *bool `json:"dry_run,omitempty"`
+
 	// Pool Pool to adjust; empty or absent means `main`. Otherwise 1-64 bytes of UTF-8 in NFC, no slash, no control or format characters, no surrounding white space.
 	Pool *string `json:"pool,omitempty"`
 
-	// Reason Why, for the ledger. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
-	Reason *string `json:"reason,omitempty"`
+	// Reason Required (422 without). Why, for the ledger. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
+	Reason string `json:"reason"`
 
 	// Ref An outside reference (purchase order, count sheet), for the ledger. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Ref *string `json:"ref,omitempty"`
 }
+
+// AdjustmentResult The SKU's stock after the adjustment (as it would be, with `dry_run`), and the reconciliation of the SKU that followed it.
+type AdjustmentResult struct {
+	// DryRun Present on a dry run: nothing changed.
+	DryRun *AdjustmentResultDryRun `json:"dry_run,omitempty"`
+	Pools  []Pool                  `json:"pools"`
+
+	// Reconciliation The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again).
+	Reconciliation *ReconciliationCheck `json:"reconciliation,omitempty"`
+	Sku            string               `json:"sku"`
+}
+
+// AdjustmentResultDryRun Present on a dry run: nothing changed.
+type AdjustmentResultDryRun bool
 
 // Alert Something a person must look at. At most one open alert per kind and subject; repeats count `occurrences`.
 type Alert struct {
@@ -6976,17 +8529,24 @@ type Alert struct {
 	Id          int64                  `json:"id"`
 
 	// Kind Examples: job_discarded, campaign_start_failed
-	Kind        string      `json:"kind"`
-	LastSeenAt  time.Time   `json:"last_seen_at"`
-	Level       AlertLevel  `json:"level"`
-	Occurrences int32       `json:"occurrences"`
-	Pool        *string     `json:"pool"`
-	Sku         *string     `json:"sku"`
-	Status      AlertStatus `json:"status"`
+	Kind        string     `json:"kind"`
+	LastSeenAt  time.Time  `json:"last_seen_at"`
+	Level       AlertLevel `json:"level"`
+	Occurrences int32      `json:"occurrences"`
+
+	// Owner Who is handling the alert (`POST /v1/alerts/{id}/take`; acknowledging sets it when nobody had taken it).
+	Owner *string `json:"owner,omitempty"`
+
+	// OwnerKey Beside `owner`: the name of the API key that authenticated whoever took it.
+	OwnerKey *string     `json:"owner_key,omitempty"`
+	Pool     *string     `json:"pool"`
+	Sku      *string     `json:"sku"`
+	Status   AlertStatus `json:"status"`
 
 	// Subject Examples: campaign:c1
-	Subject         string `json:"subject"`
-	SuggestedAction string `json:"suggested_action"`
+	Subject         string     `json:"subject"`
+	SuggestedAction string     `json:"suggested_action"`
+	TakenAt         *time.Time `json:"taken_at,omitempty"`
 }
 
 // AlertLevel defines model for Alert.Level.
@@ -7125,6 +8685,43 @@ type CampaignRequest struct {
 
 	// StartsAt RFC 3339. The allotments move from `main` into the campaign's pool then.
 	StartsAt time.Time `json:"starts_at"`
+}
+
+// CampaignSwitchRequest defines model for CampaignSwitchRequest.
+type CampaignSwitchRequest struct {
+	// Force Resume only: resume pools whose books disagree (see `POST /v1/skus/{sku}/resume`).
+	Force *bool `json:"force,omitempty"`
+
+	// Reason Why; required, recorded in each pool's ledger.
+	Reason string `json:"reason"`
+}
+
+// CampaignSwitched defines model for CampaignSwitched.
+type CampaignSwitched struct {
+	// Changed Rows the switch flipped; the others were already so.
+	Changed int `json:"changed"`
+
+	// Pool The campaign's pool (its id).
+	Pool string `json:"pool"`
+
+	// Reconciliation The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again).
+	Reconciliation *ReconciliationCheck `json:"reconciliation,omitempty"`
+	Skus           []struct {
+		PausedReason *string                    `json:"paused_reason"`
+		Sku          string                     `json:"sku"`
+		Status       CampaignSwitchedSkusStatus `json:"status"`
+	} `json:"skus"`
+}
+
+// CampaignSwitchedSkusStatus defines model for CampaignSwitched.Skus.Status.
+type CampaignSwitchedSkusStatus string
+
+// Counters The four counters of a pool, what its ledger sums to, or a difference of two such, per counter.
+type Counters struct {
+	Available int64 `json:"available"`
+	Reserved  int64 `json:"reserved"`
+	Sold      int64 `json:"sold"`
+	Total     int64 `json:"total"`
 }
 
 // EmptyRequest No fields: send no body, or `{}`.
@@ -7340,11 +8937,26 @@ type PoolStatus string
 type Problem struct {
 	Code ProblemCode `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -7401,6 +9013,9 @@ type Progress struct {
 	OperatorKey *string `json:"operator_key"`
 	Reason      string  `json:"reason"`
 
+	// ReconciliationRunId The reconciliation of the SKUs a manual rollback covered, asked for when its last batch finished (`GET /v1/reconciliations/{id}`, trigger `rollback`); null before, and for dry runs and campaign ends (a campaign's own reconciliation follows its end).
+	ReconciliationRunId *int64 `json:"reconciliation_run_id,omitempty"`
+
 	// ReleasedCount Holds released so far.
 	ReleasedCount int32 `json:"released_count"`
 
@@ -7432,6 +9047,25 @@ type ProgressSource string
 
 // ProgressStatus defines model for Progress.Status.
 type ProgressStatus string
+
+// ReconciliationCheck The reconciliation that ran right after an operator's action, in short: the whole run, with its findings, is `GET /v1/reconciliations/{id}`.
+type ReconciliationCheck struct {
+	AutoFixed int32 `json:"auto_fixed"`
+
+	// Balanced The run succeeded and found no pool out of balance.
+	Balanced bool                       `json:"balanced"`
+	HighRisk int32                      `json:"high_risk"`
+	Id       int64                      `json:"id"`
+	Skus     *[]string                  `json:"skus"`
+	Status   ReconciliationCheckStatus  `json:"status"`
+	Trigger  ReconciliationCheckTrigger `json:"trigger"`
+}
+
+// ReconciliationCheckStatus defines model for ReconciliationCheck.Status.
+type ReconciliationCheckStatus string
+
+// ReconciliationCheckTrigger defines model for ReconciliationCheck.Trigger.
+type ReconciliationCheckTrigger string
 
 // ReconciliationCreated Examples: {"job_id":42,"run_id":1}
 type ReconciliationCreated struct {
@@ -7492,6 +9126,44 @@ type ReleaseRequest struct {
 	Reason *string `json:"reason,omitempty"`
 }
 
+// RepairRequest Examples: {"dry_run":true,"pool":"main","reason":"counters edited by hand on 1 Dec","to":"ledger"}
+type RepairRequest struct {
+	// DryRun Answer what the repair would do and change nothing.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Pool Pool to repair; empty or absent means `main`.
+	Pool *string `json:"pool,omitempty"`
+
+	// Reason Why; required, recorded on the ledger row.
+	Reason string `json:"reason"`
+
+	// To `ledger`: set the counters to what the ledger sums to (with a `repair` ledger row of no deltas recording who and why). `counters`: write one `repair` ledger row whose deltas are the counters minus the ledger, accepting the counters.
+	To RepairRequestTo `json:"to"`
+}
+
+// RepairRequestTo `ledger`: set the counters to what the ledger sums to (with a `repair` ledger row of no deltas recording who and why). `counters`: write one `repair` ledger row whose deltas are the counters minus the ledger, accepting the counters.
+type RepairRequestTo string
+
+// RepairResult defines model for RepairResult.
+type RepairResult struct {
+	// After The counters after it (as they would be, on a dry run). Unchanged for `to: counters`.
+	After Counters `json:"after"`
+
+	// Applied Whether anything was written: false on a dry run and when the difference is zero.
+	Applied bool `json:"applied"`
+
+	// Before The counters before the repair.
+	Before Counters `json:"before"`
+
+	// Difference What the repair writes: for `to: ledger` the change to the counters (after minus before, the ledger minus the counters); for `to: counters` the deltas of its one ledger row (the counters minus the ledger). All zero when the books already agree.
+	Difference Counters `json:"difference"`
+	Pool       string   `json:"pool"`
+
+	// Reconciliation The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again).
+	Reconciliation *ReconciliationCheck `json:"reconciliation,omitempty"`
+	Sku            string               `json:"sku"`
+}
+
 // Reservation A hold as shops see it. `held` -> `confirmed` | `released` | `expired`, never back.
 //
 // Examples: {"campaign":null,"created_at":"2025-01-01T12:00:00Z","expires_at":"2025-01-01T12:15:00Z","id":"0b7e9c1e-5a8f-4f63-9a55-2f1f6a1d9c3e","items":[{"pool":"main","quantity":2,"sku":"A1"}],"order_ref":"o-1","release_reason":null,"status":"held"}
@@ -7500,13 +9172,19 @@ type Reservation struct {
 	Campaign *string `json:"campaign"`
 
 	// ConfirmedAt Present once confirmed.
-	ConfirmedAt   *time.Time         `json:"confirmed_at,omitempty"`
-	CreatedAt     time.Time          `json:"created_at"`
-	ExpiresAt     time.Time          `json:"expires_at"`
-	Id            openapi_types.UUID `json:"id"`
-	Items         []Line             `json:"items"`
-	OrderRef      *string            `json:"order_ref"`
-	ReleaseReason *string            `json:"release_reason"`
+	ConfirmedAt *time.Time         `json:"confirmed_at,omitempty"`
+	CreatedAt   time.Time          `json:"created_at"`
+	ExpiresAt   time.Time          `json:"expires_at"`
+	Id          openapi_types.UUID `json:"id"`
+	Items       []Line             `json:"items"`
+	OrderRef    *string            `json:"order_ref"`
+
+	// ReinstatedAs On a released or expired hold that was reinstated: the hold that holds its lines again.
+	ReinstatedAs *openapi_types.UUID `json:"reinstated_as,omitempty"`
+
+	// ReinstatedFrom On a hold made by `reinstate`: the released or expired hold whose lines it holds again.
+	ReinstatedFrom *openapi_types.UUID `json:"reinstated_from,omitempty"`
+	ReleaseReason  *string             `json:"release_reason"`
 
 	// ReleasedAt Present once released or expired.
 	ReleasedAt *time.Time `json:"released_at,omitempty"`
@@ -7524,7 +9202,7 @@ type ReservationList struct {
 	// NextCursor The `cursor` of the next (older) page; null on the last page.
 	NextCursor *string `json:"next_cursor"`
 
-	// Reservations Newest first.
+	// Reservations Newest first; soonest expiry first with `expires_before`.
 	Reservations []Reservation `json:"reservations"`
 }
 
@@ -7532,6 +9210,18 @@ type ReservationList struct {
 type ResumeRequest struct {
 	// Operator Who resumes it (recorded as `resumed_by`); defaults to the API key's name. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Operator *string `json:"operator,omitempty"`
+}
+
+// ResumeStockRequest Examples: {"pool":"main","reason":"recounted, books repaired"}
+type ResumeStockRequest struct {
+	// Force Resume even though the pool's counters disagree with its ledger or its lines: recorded in the ledger's reason and raised as a critical `forced_resume` alert. The next reconciliation pauses it again unless the books are repaired.
+	Force *bool `json:"force,omitempty"`
+
+	// Pool Pool to resume; empty or absent means `main`.
+	Pool *string `json:"pool,omitempty"`
+
+	// Reason Why; required (recorded in the ledger and, on pause, as `paused_reason`). At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
+	Reason string `json:"reason"`
 }
 
 // RetireUnitsRequest Examples: {"reason":"broken seat","units":["A-2"]}
@@ -7569,6 +9259,9 @@ type Rollback struct {
 	// OperatorKey Beside `operator`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null for a plain SQL job and for a campaign's end on time.
 	OperatorKey *string `json:"operator_key"`
 	Reason      string  `json:"reason"`
+
+	// ReconciliationRunId The reconciliation of the SKUs a manual rollback covered, asked for when its last batch finished (`GET /v1/reconciliations/{id}`, trigger `rollback`); null before, and for dry runs and campaign ends (a campaign's own reconciliation follows its end).
+	ReconciliationRunId *int64 `json:"reconciliation_run_id,omitempty"`
 
 	// ReleasedCount Holds released so far.
 	ReleasedCount int32 `json:"released_count"`
@@ -7735,6 +9428,40 @@ type Stock struct {
 	Sku   string `json:"sku"`
 }
 
+// StockChecked The SKU's stock, and the reconciliation of the SKU that followed the action.
+type StockChecked struct {
+	Pools []Pool `json:"pools"`
+
+	// Reconciliation The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again).
+	Reconciliation *ReconciliationCheck `json:"reconciliation"`
+	Sku            string               `json:"sku"`
+}
+
+// StopSale The switch for everything: while `active`, every new hold is refused with 503 `stop_sale`; confirms, releases, reinstating aside, and reads go on.
+type StopSale struct {
+	Active bool `json:"active"`
+
+	// Actor Who flipped it last (the key's name for the API).
+	Actor *string `json:"actor"`
+
+	// ActorKey The API key that authenticated the flip.
+	ActorKey  *string   `json:"actor_key"`
+	ChangedAt time.Time `json:"changed_at"`
+	Reason    *string   `json:"reason"`
+
+	// Rule The automatic trip that flipped it, when one did (`expiry_backlog`, `confirm_latency`).
+	Rule *string `json:"rule"`
+}
+
+// StopSaleRequest Examples: {"active":true,"reason":"payment provider down"}
+type StopSaleRequest struct {
+	// Active true stops new holds; false lets them in again.
+	Active bool `json:"active"`
+
+	// Reason Why; required both ways.
+	Reason string `json:"reason"`
+}
+
 // SwitchRequest Examples: {"pool":"main","reason":"recall"}
 type SwitchRequest struct {
 	// Pool Pool to switch; empty or absent means `main`.
@@ -7742,6 +9469,12 @@ type SwitchRequest struct {
 
 	// Reason Why; required (recorded in the ledger and, on pause, as `paused_reason`). At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason string `json:"reason"`
+}
+
+// TakeRequest defines model for TakeRequest.
+type TakeRequest struct {
+	// Operator Who takes it; absent means the key's name.
+	Operator *string `json:"operator,omitempty"`
 }
 
 // ThresholdRequest Examples: {"threshold":10}, {"pool":"bf","threshold":0}, {"threshold":null}
@@ -7901,11 +9634,26 @@ type WebhookID = int64
 type BodyTooLarge struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -7939,11 +9687,26 @@ type BodyTooLargeReservationStatus string
 type BusyOrTimeout struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
-	Line *int    `json:"line,omitempty"`
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 	Pool *string `json:"pool,omitempty"`
 
 	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
@@ -7975,11 +9738,26 @@ type BusyOrTimeoutReservationStatus string
 type Forbidden struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8013,11 +9791,26 @@ type ForbiddenReservationStatus string
 type Timeout struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8051,11 +9844,26 @@ type TimeoutReservationStatus string
 type TooManyRequests struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8089,11 +9897,26 @@ type TooManyRequestsReservationStatus string
 type Unauthorized struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8127,11 +9950,26 @@ type UnauthorizedReservationStatus string
 type UnsupportedMediaType struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8168,11 +10006,26 @@ type JobsDashboardGet401ApplicationProblemPlusJSONResponseBodyReservationStatus 
 type JobsDashboardGet401ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8212,11 +10065,26 @@ type Readyz503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type Readyz503ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8262,11 +10130,26 @@ type ListAlerts400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type ListAlerts400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8306,11 +10189,26 @@ type ListAlerts422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type ListAlerts422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8350,11 +10248,26 @@ type AckAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type AckAlert400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8394,11 +10307,26 @@ type AckAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type AckAlert404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8438,11 +10366,26 @@ type AckAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type AckAlert422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8475,6 +10418,183 @@ type AckAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus string
 // AckAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AckAlert.
 type AckAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// TakeAlert400ApplicationProblemPlusJSONResponseBody defines parameters for TakeAlert.
+type TakeAlert400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *TakeAlert400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// TakeAlert404ApplicationProblemPlusJSONResponseBody defines parameters for TakeAlert.
+type TakeAlert404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *TakeAlert404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// TakeAlert422ApplicationProblemPlusJSONResponseBody defines parameters for TakeAlert.
+type TakeAlert422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *TakeAlert422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for TakeAlert.
+type TakeAlert503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // CreateCampaignParams defines parameters for CreateCampaign.
 type CreateCampaignParams struct {
 	// IdempotencyKey 1-255 printable ASCII characters, scoped to the API key's owner. A retry with the same key and body gets the first answer with `Idempotent-Replayed: true`; the same key with another body is 422 `idempotency_key_reused`; missing is 400 `idempotency_key_missing`; empty, too long, not printable ASCII or sent twice is 400 `idempotency_key_invalid` (a value with control characters other than tab is refused earlier by the HTTP server itself, also with a problem+json 400).
@@ -8488,11 +10608,26 @@ type CreateCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type CreateCampaign400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8532,11 +10667,26 @@ type CreateCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type CreateCampaign409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8576,11 +10726,26 @@ type CreateCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type CreateCampaign422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8620,11 +10785,26 @@ type GetCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type GetCampaign400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8664,11 +10844,26 @@ type GetCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type GetCampaign404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8702,11 +10897,26 @@ type GetCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type GetCampaign422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8746,11 +10956,26 @@ type EndCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type EndCampaign400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8790,11 +11015,26 @@ type EndCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type EndCampaign404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8834,11 +11074,26 @@ type EndCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type EndCampaign422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8871,6 +11126,413 @@ type EndCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 // EndCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for EndCampaign.
 type EndCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// PauseCampaign400ApplicationProblemPlusJSONResponseBody defines parameters for PauseCampaign.
+type PauseCampaign400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *PauseCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// PauseCampaign404ApplicationProblemPlusJSONResponseBody defines parameters for PauseCampaign.
+type PauseCampaign404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *PauseCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// PauseCampaign422ApplicationProblemPlusJSONResponseBody defines parameters for PauseCampaign.
+type PauseCampaign422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *PauseCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseCampaign.
+type PauseCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign400ApplicationProblemPlusJSONResponseBody defines parameters for ResumeCampaign.
+type ResumeCampaign400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ResumeCampaign400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign404ApplicationProblemPlusJSONResponseBody defines parameters for ResumeCampaign.
+type ResumeCampaign404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ResumeCampaign404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign409ApplicationProblemPlusJSONResponseBody defines parameters for ResumeCampaign.
+type ResumeCampaign409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ResumeCampaign409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign422ApplicationProblemPlusJSONResponseBody defines parameters for ResumeCampaign.
+type ResumeCampaign422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ResumeCampaign422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeCampaign.
+type ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
 	// After Read after this event id: the `next` of the previous page. Absent or empty: from the first event.
@@ -8887,11 +11549,26 @@ type ListEvents400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type ListEvents400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8931,11 +11608,26 @@ type ListEvents422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type ListEvents422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -8981,11 +11673,26 @@ type CreateReconciliation400ApplicationProblemPlusJSONResponseBodyReservationSta
 type CreateReconciliation400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9031,11 +11738,26 @@ type CreateReconciliation422ApplicationProblemPlusJSONResponseBodyReservationSta
 type CreateReconciliation422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9081,11 +11803,26 @@ type GetLatestReconciliation404ApplicationProblemPlusJSONResponseBodyReservation
 type GetLatestReconciliation404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9125,11 +11862,26 @@ type GetReconciliation400ApplicationProblemPlusJSONResponseBodyReservationStatus
 type GetReconciliation400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9169,11 +11921,26 @@ type GetReconciliation404ApplicationProblemPlusJSONResponseBodyReservationStatus
 type GetReconciliation404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9222,6 +11989,9 @@ type ListReservationsParams struct {
 
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *openapi_types.UUID `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// ExpiresBefore Only holds whose `expires_at` is before this time (RFC 3339), soonest expiry first: with `status=held`, what is about to expire. `cursor` then continues after the previous page's last hold in that order.
+	ExpiresBefore *time.Time `form:"expires_before,omitempty" json:"expires_before,omitempty"`
 }
 
 // ListReservationsParamsStatus defines parameters for ListReservations.
@@ -9234,11 +12004,26 @@ type ListReservations400ApplicationProblemPlusJSONResponseBodyReservationStatus 
 type ListReservations400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9275,11 +12060,26 @@ type ListReservations422ApplicationProblemPlusJSONResponseBodyReservationStatus 
 type ListReservations422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9325,11 +12125,26 @@ type CreateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus
 type CreateReservation400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9366,11 +12181,26 @@ type CreateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus
 type CreateReservation409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9410,11 +12240,26 @@ type CreateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus
 type CreateReservation422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9447,6 +12292,52 @@ type CreateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus
 // CreateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateReservation.
 type CreateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// CreateReservation503ApplicationProblemPlusJSONResponseBody defines parameters for CreateReservation.
+type CreateReservation503ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CreateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+	Sku               *string                                                                      `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // GetReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetReservation.
 type GetReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -9454,11 +12345,26 @@ type GetReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type GetReservation400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9495,11 +12401,26 @@ type GetReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type GetReservation404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9533,11 +12454,26 @@ type GetReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type GetReservation422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9577,11 +12513,26 @@ type ConfirmReservation400ApplicationProblemPlusJSONResponseBodyReservationStatu
 type ConfirmReservation400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9618,11 +12569,26 @@ type ConfirmReservation404ApplicationProblemPlusJSONResponseBodyReservationStatu
 type ConfirmReservation404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9656,11 +12622,26 @@ type ConfirmReservation409ApplicationProblemPlusJSONResponseBodyReservationStatu
 type ConfirmReservation409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9700,11 +12681,26 @@ type ConfirmReservation422ApplicationProblemPlusJSONResponseBodyReservationStatu
 type ConfirmReservation422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9744,11 +12740,26 @@ type ExtendReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus
 type ExtendReservation400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9785,11 +12796,26 @@ type ExtendReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus
 type ExtendReservation404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9823,11 +12849,26 @@ type ExtendReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus
 type ExtendReservation409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9867,11 +12908,26 @@ type ExtendReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus
 type ExtendReservation422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9904,6 +12960,283 @@ type ExtendReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus
 // ExtendReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ExtendReservation.
 type ExtendReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation400ApplicationProblemPlusJSONResponseBody defines parameters for ReinstateReservation.
+type ReinstateReservation400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReinstateReservation400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation404ApplicationProblemPlusJSONResponseBody defines parameters for ReinstateReservation.
+type ReinstateReservation404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation409ApplicationProblemPlusJSONResponseBody defines parameters for ReinstateReservation.
+type ReinstateReservation409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReinstateReservation409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation422ApplicationProblemPlusJSONResponseBody defines parameters for ReinstateReservation.
+type ReinstateReservation422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReinstateReservation422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation503ApplicationProblemPlusJSONResponseBody defines parameters for ReinstateReservation.
+type ReinstateReservation503ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReinstateReservation503ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // ReleaseReservationParams defines parameters for ReleaseReservation.
 type ReleaseReservationParams struct {
 	// IdempotencyKey Optional; with `items`, makes the partial release safe to retry (see the `IdempotencyKey` parameter for the rules). Ignored without `items`.
@@ -9917,11 +13250,26 @@ type ReleaseReservation400ApplicationProblemPlusJSONResponseBodyReservationStatu
 type ReleaseReservation400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9958,11 +13306,26 @@ type ReleaseReservation404ApplicationProblemPlusJSONResponseBodyReservationStatu
 type ReleaseReservation404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -9996,11 +13359,26 @@ type ReleaseReservation409ApplicationProblemPlusJSONResponseBodyReservationStatu
 type ReleaseReservation409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10040,11 +13418,26 @@ type ReleaseReservation422ApplicationProblemPlusJSONResponseBodyReservationStatu
 type ReleaseReservation422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10090,11 +13483,26 @@ type CreateRollback400ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type CreateRollback400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10140,11 +13548,26 @@ type CreateRollback422ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type CreateRollback422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10184,11 +13607,26 @@ type GetRollback400ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type GetRollback400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10228,11 +13666,26 @@ type GetRollback404ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type GetRollback404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10272,11 +13725,26 @@ type ResumeRollback400ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type ResumeRollback400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10316,11 +13784,26 @@ type ResumeRollback404ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type ResumeRollback404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10360,11 +13843,26 @@ type ResumeRollback422ApplicationProblemPlusJSONResponseBodyReservationStatus st
 type ResumeRollback422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10401,11 +13899,26 @@ type GetStock400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetStock400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10442,11 +13955,26 @@ type GetStock404ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetStock404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10480,11 +14008,26 @@ type GetStock422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetStock422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10519,8 +14062,8 @@ type GetStock503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // AdjustStockParams defines parameters for AdjustStock.
 type AdjustStockParams struct {
-	// IdempotencyKey 1-255 printable ASCII characters, scoped to the API key's owner. A retry with the same key and body gets the first answer with `Idempotent-Replayed: true`; the same key with another body is 422 `idempotency_key_reused`; missing is 400 `idempotency_key_missing`; empty, too long, not printable ASCII or sent twice is 400 `idempotency_key_invalid` (a value with control characters other than tab is refused earlier by the HTTP server itself, also with a problem+json 400).
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+	// IdempotencyKey Required, except on a dry run: 1-255 printable ASCII characters, scoped to the API key's owner. A retry with the same key and body gets the first answer with `Idempotent-Replayed: true`; the same key with another body is 422 `idempotency_key_reused`; missing is 400 `idempotency_key_missing`; empty, too long, not printable ASCII or sent twice is 400 `idempotency_key_invalid` (a value with control characters other than tab is refused earlier by the HTTP server itself, also with a problem+json 400).
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // AdjustStock400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AdjustStock.
@@ -10530,11 +14073,26 @@ type AdjustStock400ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type AdjustStock400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10574,11 +14132,26 @@ type AdjustStock404ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type AdjustStock404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10612,11 +14185,26 @@ type AdjustStock409ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type AdjustStock409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10656,11 +14244,26 @@ type AdjustStock422ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type AdjustStock422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10709,11 +14312,26 @@ type GetLedger400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetLedger400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10753,11 +14371,26 @@ type GetLedger404ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetLedger404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10791,11 +14424,26 @@ type GetLedger422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetLedger422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10835,11 +14483,26 @@ type PauseStock400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type PauseStock400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10879,11 +14542,26 @@ type PauseStock404ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type PauseStock404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10923,11 +14601,26 @@ type PauseStock422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type PauseStock422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -10960,6 +14653,236 @@ type PauseStock429ApplicationProblemPlusJSONResponseBodyReservationStatus string
 // PauseStock503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for PauseStock.
 type PauseStock503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock400ApplicationProblemPlusJSONResponseBody defines parameters for RepairStock.
+type RepairStock400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *RepairStock400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock404ApplicationProblemPlusJSONResponseBody defines parameters for RepairStock.
+type RepairStock404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *RepairStock404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock409ApplicationProblemPlusJSONResponseBody defines parameters for RepairStock.
+type RepairStock409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *RepairStock409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock422ApplicationProblemPlusJSONResponseBody defines parameters for RepairStock.
+type RepairStock422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *RepairStock422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for RepairStock.
+type RepairStock503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // ResumeStock400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeStock.
 type ResumeStock400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -10967,11 +14890,26 @@ type ResumeStock400ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type ResumeStock400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11011,11 +14949,26 @@ type ResumeStock404ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type ResumeStock404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11049,11 +15002,26 @@ type ResumeStock409ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type ResumeStock409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11093,11 +15061,26 @@ type ResumeStock422ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type ResumeStock422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11137,11 +15120,26 @@ type SetThreshold400ApplicationProblemPlusJSONResponseBodyReservationStatus stri
 type SetThreshold400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11181,11 +15179,26 @@ type SetThreshold404ApplicationProblemPlusJSONResponseBodyReservationStatus stri
 type SetThreshold404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11225,11 +15238,26 @@ type SetThreshold422ApplicationProblemPlusJSONResponseBodyReservationStatus stri
 type SetThreshold422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11290,11 +15318,26 @@ type ListUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type ListUnits400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11331,11 +15374,26 @@ type ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type ListUnits422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11381,11 +15439,26 @@ type AddUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type AddUnits400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11425,11 +15498,26 @@ type AddUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type AddUnits404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11463,11 +15551,26 @@ type AddUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type AddUnits409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11507,11 +15610,26 @@ type AddUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type AddUnits422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11557,11 +15675,26 @@ type RetireUnits400ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type RetireUnits400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11601,11 +15734,26 @@ type RetireUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type RetireUnits404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11639,11 +15787,26 @@ type RetireUnits409ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type RetireUnits409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11683,11 +15846,26 @@ type RetireUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 type RetireUnits422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11733,11 +15911,26 @@ type GetStats400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetStats400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11789,11 +15982,26 @@ type AdjustStockInBulk400ApplicationProblemPlusJSONResponseBodyReservationStatus
 type AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11833,11 +16041,26 @@ type AdjustStockInBulk409ApplicationProblemPlusJSONResponseBodyReservationStatus
 type AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11877,11 +16100,26 @@ type AdjustStockInBulk422ApplicationProblemPlusJSONResponseBodyReservationStatus
 type AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11914,6 +16152,142 @@ type AdjustStockInBulk429ApplicationProblemPlusJSONResponseBodyReservationStatus
 // AdjustStockInBulk503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for AdjustStockInBulk.
 type AdjustStockInBulk503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetStopSale.
+type GetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetStopSale.
+type GetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetStopSale.
+type GetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetStopSale.
+type GetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
+type SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetStopSale400ApplicationProblemPlusJSONResponseBody defines parameters for SetStopSale.
+type SetStopSale400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *SetStopSale400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
+type SetStopSale401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
+type SetStopSale403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
+type SetStopSale413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
+type SetStopSale415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
+type SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetStopSale422ApplicationProblemPlusJSONResponseBody defines parameters for SetStopSale.
+type SetStopSale422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *SetStopSale422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
+type SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
+type SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
 // ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListWebhooks.
 type ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -11939,11 +16313,26 @@ type CreateWebhook400ApplicationProblemPlusJSONResponseBodyReservationStatus str
 type CreateWebhook400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -11989,11 +16378,26 @@ type CreateWebhook422ApplicationProblemPlusJSONResponseBodyReservationStatus str
 type CreateWebhook422ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -12033,11 +16437,26 @@ type DeleteWebhook400ApplicationProblemPlusJSONResponseBodyReservationStatus str
 type DeleteWebhook400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -12077,11 +16496,26 @@ type DeleteWebhook404ApplicationProblemPlusJSONResponseBodyReservationStatus str
 type DeleteWebhook404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -12121,11 +16555,26 @@ type GetWebhook400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetWebhook400ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -12165,11 +16614,26 @@ type GetWebhook404ApplicationProblemPlusJSONResponseBodyReservationStatus string
 type GetWebhook404ApplicationProblemPlusJSONResponseBody struct {
 	Code interface{} `json:"code"`
 
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
 	// Detail What went wrong with this request, in words.
 	Detail string `json:"detail"`
 
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
 	// Line With a bulk adjustment: the index in `lines` of the line at fault.
 	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
 
 	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
 	Pool *string `json:"pool,omitempty"`
@@ -12214,11 +16678,20 @@ type DeliverEventsParams struct {
 // AckAlertJSONRequestBody defines body for AckAlert for application/json ContentType.
 type AckAlertJSONRequestBody = AckRequest
 
+// TakeAlertJSONRequestBody defines body for TakeAlert for application/json ContentType.
+type TakeAlertJSONRequestBody = TakeRequest
+
 // CreateCampaignJSONRequestBody defines body for CreateCampaign for application/json ContentType.
 type CreateCampaignJSONRequestBody = CampaignRequest
 
 // EndCampaignJSONRequestBody defines body for EndCampaign for application/json ContentType.
 type EndCampaignJSONRequestBody = EndCampaignRequest
+
+// PauseCampaignJSONRequestBody defines body for PauseCampaign for application/json ContentType.
+type PauseCampaignJSONRequestBody = CampaignSwitchRequest
+
+// ResumeCampaignJSONRequestBody defines body for ResumeCampaign for application/json ContentType.
+type ResumeCampaignJSONRequestBody = CampaignSwitchRequest
 
 // CreateReconciliationJSONRequestBody defines body for CreateReconciliation for application/json ContentType.
 type CreateReconciliationJSONRequestBody = ReconciliationRequest
@@ -12231,6 +16704,9 @@ type ConfirmReservationJSONRequestBody = EmptyRequest
 
 // ExtendReservationJSONRequestBody defines body for ExtendReservation for application/json ContentType.
 type ExtendReservationJSONRequestBody = ExtendRequest
+
+// ReinstateReservationJSONRequestBody defines body for ReinstateReservation for application/json ContentType.
+type ReinstateReservationJSONRequestBody = EmptyRequest
 
 // ReleaseReservationJSONRequestBody defines body for ReleaseReservation for application/json ContentType.
 type ReleaseReservationJSONRequestBody = ReleaseRequest
@@ -12247,8 +16723,11 @@ type AdjustStockJSONRequestBody = AdjustmentRequest
 // PauseStockJSONRequestBody defines body for PauseStock for application/json ContentType.
 type PauseStockJSONRequestBody = SwitchRequest
 
+// RepairStockJSONRequestBody defines body for RepairStock for application/json ContentType.
+type RepairStockJSONRequestBody = RepairRequest
+
 // ResumeStockJSONRequestBody defines body for ResumeStock for application/json ContentType.
-type ResumeStockJSONRequestBody = SwitchRequest
+type ResumeStockJSONRequestBody = ResumeStockRequest
 
 // SetThresholdJSONRequestBody defines body for SetThreshold for application/json ContentType.
 type SetThresholdJSONRequestBody = ThresholdRequest
@@ -12261,6 +16740,9 @@ type RetireUnitsJSONRequestBody = RetireUnitsRequest
 
 // AdjustStockInBulkJSONRequestBody defines body for AdjustStockInBulk for application/json ContentType.
 type AdjustStockInBulkJSONRequestBody = BulkAdjustmentRequest
+
+// SetStopSaleJSONRequestBody defines body for SetStopSale for application/json ContentType.
+type SetStopSaleJSONRequestBody = StopSaleRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = WebhookRequest
@@ -12301,6 +16783,14 @@ func (a *Problem) UnmarshalJSON(b []byte) error {
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -12309,12 +16799,36 @@ func (a *Problem) UnmarshalJSON(b []byte) error {
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -12397,15 +16911,43 @@ func (a Problem) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -12494,6 +17036,14 @@ func (a *BodyTooLarge) UnmarshalJSON(b []byte) error {
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -12502,12 +17052,36 @@ func (a *BodyTooLarge) UnmarshalJSON(b []byte) error {
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -12590,15 +17164,43 @@ func (a BodyTooLarge) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -12687,6 +17289,14 @@ func (a *BusyOrTimeout) UnmarshalJSON(b []byte) error {
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -12695,12 +17305,36 @@ func (a *BusyOrTimeout) UnmarshalJSON(b []byte) error {
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -12783,15 +17417,43 @@ func (a BusyOrTimeout) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -12880,6 +17542,14 @@ func (a *Forbidden) UnmarshalJSON(b []byte) error {
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -12888,12 +17558,36 @@ func (a *Forbidden) UnmarshalJSON(b []byte) error {
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -12976,15 +17670,43 @@ func (a Forbidden) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -13073,6 +17795,14 @@ func (a *Timeout) UnmarshalJSON(b []byte) error {
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -13081,12 +17811,36 @@ func (a *Timeout) UnmarshalJSON(b []byte) error {
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -13169,15 +17923,43 @@ func (a Timeout) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -13266,6 +18048,14 @@ func (a *TooManyRequests) UnmarshalJSON(b []byte) error {
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -13274,12 +18064,36 @@ func (a *TooManyRequests) UnmarshalJSON(b []byte) error {
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -13362,15 +18176,43 @@ func (a TooManyRequests) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -13459,6 +18301,14 @@ func (a *Unauthorized) UnmarshalJSON(b []byte) error {
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -13467,12 +18317,36 @@ func (a *Unauthorized) UnmarshalJSON(b []byte) error {
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -13555,15 +18429,43 @@ func (a Unauthorized) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -13652,6 +18554,14 @@ func (a *UnsupportedMediaType) UnmarshalJSON(b []byte) error {
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -13660,12 +18570,36 @@ func (a *UnsupportedMediaType) UnmarshalJSON(b []byte) error {
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -13748,15 +18682,43 @@ func (a UnsupportedMediaType) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -13845,6 +18807,14 @@ func (a *JobsDashboardGet401ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -13853,12 +18823,36 @@ func (a *JobsDashboardGet401ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -13941,15 +18935,43 @@ func (a JobsDashboardGet401ApplicationProblemPlusJSONResponseBody) MarshalJSON()
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -14038,6 +19060,14 @@ func (a *Readyz503ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -14046,12 +19076,36 @@ func (a *Readyz503ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -14134,15 +19188,43 @@ func (a Readyz503ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, 
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -14231,6 +19313,14 @@ func (a *ListAlerts400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -14239,12 +19329,36 @@ func (a *ListAlerts400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -14327,15 +19441,43 @@ func (a ListAlerts400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -14424,6 +19566,14 @@ func (a *ListAlerts422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -14432,12 +19582,36 @@ func (a *ListAlerts422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -14520,15 +19694,43 @@ func (a ListAlerts422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -14617,6 +19819,14 @@ func (a *AckAlert400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -14625,12 +19835,36 @@ func (a *AckAlert400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -14713,15 +19947,43 @@ func (a AckAlert400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -14810,6 +20072,14 @@ func (a *AckAlert404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -14818,12 +20088,36 @@ func (a *AckAlert404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -14906,15 +20200,43 @@ func (a AckAlert404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -15003,6 +20325,14 @@ func (a *AckAlert422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -15011,12 +20341,36 @@ func (a *AckAlert422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -15099,15 +20453,802 @@ func (a AckAlert422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for TakeAlert400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a TakeAlert400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for TakeAlert400ApplicationProblemPlusJSONResponseBody
+func (a *TakeAlert400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for TakeAlert400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *TakeAlert400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for TakeAlert400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a TakeAlert400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for TakeAlert404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a TakeAlert404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for TakeAlert404ApplicationProblemPlusJSONResponseBody
+func (a *TakeAlert404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for TakeAlert404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *TakeAlert404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for TakeAlert404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a TakeAlert404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for TakeAlert422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a TakeAlert422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for TakeAlert422ApplicationProblemPlusJSONResponseBody
+func (a *TakeAlert422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for TakeAlert422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *TakeAlert422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for TakeAlert422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a TakeAlert422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -15196,6 +21337,14 @@ func (a *CreateCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -15204,12 +21353,36 @@ func (a *CreateCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -15292,15 +21465,43 @@ func (a CreateCampaign400ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -15389,6 +21590,14 @@ func (a *CreateCampaign409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -15397,12 +21606,36 @@ func (a *CreateCampaign409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -15485,15 +21718,43 @@ func (a CreateCampaign409ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -15582,6 +21843,14 @@ func (a *CreateCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -15590,12 +21859,36 @@ func (a *CreateCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -15678,15 +21971,43 @@ func (a CreateCampaign422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -15775,6 +22096,14 @@ func (a *GetCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -15783,12 +22112,36 @@ func (a *GetCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -15871,15 +22224,43 @@ func (a GetCampaign400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -15968,6 +22349,14 @@ func (a *GetCampaign404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -15976,12 +22365,36 @@ func (a *GetCampaign404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -16064,15 +22477,43 @@ func (a GetCampaign404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -16161,6 +22602,14 @@ func (a *GetCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -16169,12 +22618,36 @@ func (a *GetCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -16257,15 +22730,43 @@ func (a GetCampaign422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -16354,6 +22855,14 @@ func (a *EndCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -16362,12 +22871,36 @@ func (a *EndCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -16450,15 +22983,43 @@ func (a EndCampaign400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -16547,6 +23108,14 @@ func (a *EndCampaign404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -16555,12 +23124,36 @@ func (a *EndCampaign404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -16643,15 +23236,43 @@ func (a EndCampaign404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -16740,6 +23361,14 @@ func (a *EndCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -16748,12 +23377,36 @@ func (a *EndCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -16836,15 +23489,1814 @@ func (a EndCampaign422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PauseCampaign400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a PauseCampaign400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PauseCampaign400ApplicationProblemPlusJSONResponseBody
+func (a *PauseCampaign400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PauseCampaign400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *PauseCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PauseCampaign400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a PauseCampaign400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PauseCampaign404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a PauseCampaign404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PauseCampaign404ApplicationProblemPlusJSONResponseBody
+func (a *PauseCampaign404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PauseCampaign404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *PauseCampaign404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PauseCampaign404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a PauseCampaign404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PauseCampaign422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a PauseCampaign422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PauseCampaign422ApplicationProblemPlusJSONResponseBody
+func (a *PauseCampaign422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PauseCampaign422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *PauseCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PauseCampaign422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a PauseCampaign422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ResumeCampaign400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ResumeCampaign400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ResumeCampaign400ApplicationProblemPlusJSONResponseBody
+func (a *ResumeCampaign400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ResumeCampaign400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ResumeCampaign400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ResumeCampaign400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ResumeCampaign400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ResumeCampaign404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ResumeCampaign404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ResumeCampaign404ApplicationProblemPlusJSONResponseBody
+func (a *ResumeCampaign404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ResumeCampaign404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ResumeCampaign404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ResumeCampaign404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ResumeCampaign404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ResumeCampaign409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ResumeCampaign409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ResumeCampaign409ApplicationProblemPlusJSONResponseBody
+func (a *ResumeCampaign409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ResumeCampaign409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ResumeCampaign409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ResumeCampaign409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ResumeCampaign409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ResumeCampaign422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ResumeCampaign422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ResumeCampaign422ApplicationProblemPlusJSONResponseBody
+func (a *ResumeCampaign422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ResumeCampaign422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ResumeCampaign422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ResumeCampaign422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ResumeCampaign422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -16933,6 +25385,14 @@ func (a *ListEvents400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -16941,12 +25401,36 @@ func (a *ListEvents400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -17029,15 +25513,43 @@ func (a ListEvents400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -17126,6 +25638,14 @@ func (a *ListEvents422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -17134,12 +25654,36 @@ func (a *ListEvents422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -17222,15 +25766,43 @@ func (a ListEvents422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -17319,6 +25891,14 @@ func (a *CreateReconciliation400ApplicationProblemPlusJSONResponseBody) Unmarsha
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -17327,12 +25907,36 @@ func (a *CreateReconciliation400ApplicationProblemPlusJSONResponseBody) Unmarsha
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -17415,15 +26019,43 @@ func (a CreateReconciliation400ApplicationProblemPlusJSONResponseBody) MarshalJS
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -17512,6 +26144,14 @@ func (a *CreateReconciliation422ApplicationProblemPlusJSONResponseBody) Unmarsha
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -17520,12 +26160,36 @@ func (a *CreateReconciliation422ApplicationProblemPlusJSONResponseBody) Unmarsha
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -17608,15 +26272,43 @@ func (a CreateReconciliation422ApplicationProblemPlusJSONResponseBody) MarshalJS
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -17705,6 +26397,14 @@ func (a *GetLatestReconciliation404ApplicationProblemPlusJSONResponseBody) Unmar
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -17713,12 +26413,36 @@ func (a *GetLatestReconciliation404ApplicationProblemPlusJSONResponseBody) Unmar
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -17801,15 +26525,43 @@ func (a GetLatestReconciliation404ApplicationProblemPlusJSONResponseBody) Marsha
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -17898,6 +26650,14 @@ func (a *GetReconciliation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -17906,12 +26666,36 @@ func (a *GetReconciliation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -17994,15 +26778,43 @@ func (a GetReconciliation400ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -18091,6 +26903,14 @@ func (a *GetReconciliation404ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -18099,12 +26919,36 @@ func (a *GetReconciliation404ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -18187,15 +27031,43 @@ func (a GetReconciliation404ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -18284,6 +27156,14 @@ func (a *ListReservations400ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -18292,12 +27172,36 @@ func (a *ListReservations400ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -18380,15 +27284,43 @@ func (a ListReservations400ApplicationProblemPlusJSONResponseBody) MarshalJSON()
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -18477,6 +27409,14 @@ func (a *ListReservations422ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -18485,12 +27425,36 @@ func (a *ListReservations422ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -18573,15 +27537,43 @@ func (a ListReservations422ApplicationProblemPlusJSONResponseBody) MarshalJSON()
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -18670,6 +27662,14 @@ func (a *CreateReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -18678,12 +27678,36 @@ func (a *CreateReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -18766,15 +27790,43 @@ func (a CreateReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -18863,6 +27915,14 @@ func (a *CreateReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -18871,12 +27931,36 @@ func (a *CreateReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -18959,15 +28043,43 @@ func (a CreateReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -19056,6 +28168,14 @@ func (a *CreateReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -19064,12 +28184,36 @@ func (a *CreateReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -19152,15 +28296,296 @@ func (a CreateReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateReservation503ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CreateReservation503ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateReservation503ApplicationProblemPlusJSONResponseBody
+func (a *CreateReservation503ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateReservation503ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CreateReservation503ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateReservation503ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CreateReservation503ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -19249,6 +28674,14 @@ func (a *GetReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -19257,12 +28690,36 @@ func (a *GetReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -19345,15 +28802,43 @@ func (a GetReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -19442,6 +28927,14 @@ func (a *GetReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -19450,12 +28943,36 @@ func (a *GetReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -19538,15 +29055,43 @@ func (a GetReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -19635,6 +29180,14 @@ func (a *GetReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -19643,12 +29196,36 @@ func (a *GetReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -19731,15 +29308,43 @@ func (a GetReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -19828,6 +29433,14 @@ func (a *ConfirmReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -19836,12 +29449,36 @@ func (a *ConfirmReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -19924,15 +29561,43 @@ func (a ConfirmReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -20021,6 +29686,14 @@ func (a *ConfirmReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -20029,12 +29702,36 @@ func (a *ConfirmReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -20117,15 +29814,43 @@ func (a ConfirmReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -20214,6 +29939,14 @@ func (a *ConfirmReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -20222,12 +29955,36 @@ func (a *ConfirmReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -20310,15 +30067,43 @@ func (a ConfirmReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -20407,6 +30192,14 @@ func (a *ConfirmReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -20415,12 +30208,36 @@ func (a *ConfirmReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -20503,15 +30320,43 @@ func (a ConfirmReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -20600,6 +30445,14 @@ func (a *ExtendReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -20608,12 +30461,36 @@ func (a *ExtendReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -20696,15 +30573,43 @@ func (a ExtendReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -20793,6 +30698,14 @@ func (a *ExtendReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -20801,12 +30714,36 @@ func (a *ExtendReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -20889,15 +30826,43 @@ func (a ExtendReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -20986,6 +30951,14 @@ func (a *ExtendReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -20994,12 +30967,36 @@ func (a *ExtendReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -21082,15 +31079,43 @@ func (a ExtendReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -21179,6 +31204,14 @@ func (a *ExtendReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -21187,12 +31220,36 @@ func (a *ExtendReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -21275,15 +31332,1308 @@ func (a ExtendReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReinstateReservation400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReinstateReservation400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReinstateReservation400ApplicationProblemPlusJSONResponseBody
+func (a *ReinstateReservation400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReinstateReservation400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReinstateReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReinstateReservation400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReinstateReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReinstateReservation404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReinstateReservation404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReinstateReservation404ApplicationProblemPlusJSONResponseBody
+func (a *ReinstateReservation404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReinstateReservation404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReinstateReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReinstateReservation404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReinstateReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReinstateReservation409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReinstateReservation409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReinstateReservation409ApplicationProblemPlusJSONResponseBody
+func (a *ReinstateReservation409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReinstateReservation409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReinstateReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReinstateReservation409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReinstateReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReinstateReservation422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReinstateReservation422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReinstateReservation422ApplicationProblemPlusJSONResponseBody
+func (a *ReinstateReservation422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReinstateReservation422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReinstateReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReinstateReservation422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReinstateReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReinstateReservation503ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReinstateReservation503ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReinstateReservation503ApplicationProblemPlusJSONResponseBody
+func (a *ReinstateReservation503ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReinstateReservation503ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReinstateReservation503ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReinstateReservation503ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReinstateReservation503ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -21372,6 +32722,14 @@ func (a *ReleaseReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -21380,12 +32738,36 @@ func (a *ReleaseReservation400ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -21468,15 +32850,43 @@ func (a ReleaseReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -21565,6 +32975,14 @@ func (a *ReleaseReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -21573,12 +32991,36 @@ func (a *ReleaseReservation404ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -21661,15 +33103,43 @@ func (a ReleaseReservation404ApplicationProblemPlusJSONResponseBody) MarshalJSON
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -21758,6 +33228,14 @@ func (a *ReleaseReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -21766,12 +33244,36 @@ func (a *ReleaseReservation409ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -21854,15 +33356,43 @@ func (a ReleaseReservation409ApplicationProblemPlusJSONResponseBody) MarshalJSON
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -21951,6 +33481,14 @@ func (a *ReleaseReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -21959,12 +33497,36 @@ func (a *ReleaseReservation422ApplicationProblemPlusJSONResponseBody) UnmarshalJ
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -22047,15 +33609,43 @@ func (a ReleaseReservation422ApplicationProblemPlusJSONResponseBody) MarshalJSON
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -22144,6 +33734,14 @@ func (a *CreateRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -22152,12 +33750,36 @@ func (a *CreateRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -22240,15 +33862,43 @@ func (a CreateRollback400ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -22337,6 +33987,14 @@ func (a *CreateRollback422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -22345,12 +34003,36 @@ func (a *CreateRollback422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -22433,15 +34115,43 @@ func (a CreateRollback422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -22530,6 +34240,14 @@ func (a *GetRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -22538,12 +34256,36 @@ func (a *GetRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -22626,15 +34368,43 @@ func (a GetRollback400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -22723,6 +34493,14 @@ func (a *GetRollback404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -22731,12 +34509,36 @@ func (a *GetRollback404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -22819,15 +34621,43 @@ func (a GetRollback404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -22916,6 +34746,14 @@ func (a *ResumeRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -22924,12 +34762,36 @@ func (a *ResumeRollback400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -23012,15 +34874,43 @@ func (a ResumeRollback400ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -23109,6 +34999,14 @@ func (a *ResumeRollback404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -23117,12 +35015,36 @@ func (a *ResumeRollback404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -23205,15 +35127,43 @@ func (a ResumeRollback404ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -23302,6 +35252,14 @@ func (a *ResumeRollback422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -23310,12 +35268,36 @@ func (a *ResumeRollback422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -23398,15 +35380,43 @@ func (a ResumeRollback422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -23495,6 +35505,14 @@ func (a *GetStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -23503,12 +35521,36 @@ func (a *GetStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -23591,15 +35633,43 @@ func (a GetStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -23688,6 +35758,14 @@ func (a *GetStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -23696,12 +35774,36 @@ func (a *GetStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -23784,15 +35886,43 @@ func (a GetStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -23881,6 +36011,14 @@ func (a *GetStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -23889,12 +36027,36 @@ func (a *GetStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -23977,15 +36139,43 @@ func (a GetStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -24074,6 +36264,14 @@ func (a *AdjustStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -24082,12 +36280,36 @@ func (a *AdjustStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -24170,15 +36392,43 @@ func (a AdjustStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -24267,6 +36517,14 @@ func (a *AdjustStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -24275,12 +36533,36 @@ func (a *AdjustStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -24363,15 +36645,43 @@ func (a AdjustStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -24460,6 +36770,14 @@ func (a *AdjustStock409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -24468,12 +36786,36 @@ func (a *AdjustStock409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -24556,15 +36898,43 @@ func (a AdjustStock409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -24653,6 +37023,14 @@ func (a *AdjustStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -24661,12 +37039,36 @@ func (a *AdjustStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -24749,15 +37151,43 @@ func (a AdjustStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -24846,6 +37276,14 @@ func (a *GetLedger400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -24854,12 +37292,36 @@ func (a *GetLedger400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -24942,15 +37404,43 @@ func (a GetLedger400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -25039,6 +37529,14 @@ func (a *GetLedger404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -25047,12 +37545,36 @@ func (a *GetLedger404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -25135,15 +37657,43 @@ func (a GetLedger404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -25232,6 +37782,14 @@ func (a *GetLedger422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -25240,12 +37798,36 @@ func (a *GetLedger422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -25328,15 +37910,43 @@ func (a GetLedger422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -25425,6 +38035,14 @@ func (a *PauseStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -25433,12 +38051,36 @@ func (a *PauseStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -25521,15 +38163,43 @@ func (a PauseStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -25618,6 +38288,14 @@ func (a *PauseStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -25626,12 +38304,36 @@ func (a *PauseStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -25714,15 +38416,43 @@ func (a PauseStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -25811,6 +38541,14 @@ func (a *PauseStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -25819,12 +38557,36 @@ func (a *PauseStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -25907,15 +38669,1055 @@ func (a PauseStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RepairStock400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a RepairStock400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RepairStock400ApplicationProblemPlusJSONResponseBody
+func (a *RepairStock400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RepairStock400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *RepairStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RepairStock400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a RepairStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RepairStock404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a RepairStock404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RepairStock404ApplicationProblemPlusJSONResponseBody
+func (a *RepairStock404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RepairStock404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *RepairStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RepairStock404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a RepairStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RepairStock409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a RepairStock409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RepairStock409ApplicationProblemPlusJSONResponseBody
+func (a *RepairStock409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RepairStock409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *RepairStock409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RepairStock409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a RepairStock409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RepairStock422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a RepairStock422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RepairStock422ApplicationProblemPlusJSONResponseBody
+func (a *RepairStock422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RepairStock422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *RepairStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RepairStock422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a RepairStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -26004,6 +39806,14 @@ func (a *ResumeStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -26012,12 +39822,36 @@ func (a *ResumeStock400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -26100,15 +39934,43 @@ func (a ResumeStock400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -26197,6 +40059,14 @@ func (a *ResumeStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -26205,12 +40075,36 @@ func (a *ResumeStock404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -26293,15 +40187,43 @@ func (a ResumeStock404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -26390,6 +40312,14 @@ func (a *ResumeStock409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -26398,12 +40328,36 @@ func (a *ResumeStock409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -26486,15 +40440,43 @@ func (a ResumeStock409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -26583,6 +40565,14 @@ func (a *ResumeStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -26591,12 +40581,36 @@ func (a *ResumeStock422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -26679,15 +40693,43 @@ func (a ResumeStock422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -26776,6 +40818,14 @@ func (a *SetThreshold400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -26784,12 +40834,36 @@ func (a *SetThreshold400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -26872,15 +40946,43 @@ func (a SetThreshold400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -26969,6 +41071,14 @@ func (a *SetThreshold404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -26977,12 +41087,36 @@ func (a *SetThreshold404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -27065,15 +41199,43 @@ func (a SetThreshold404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -27162,6 +41324,14 @@ func (a *SetThreshold422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -27170,12 +41340,36 @@ func (a *SetThreshold422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b 
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -27258,15 +41452,43 @@ func (a SetThreshold422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -27355,6 +41577,14 @@ func (a *ListUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -27363,12 +41593,36 @@ func (a *ListUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -27451,15 +41705,43 @@ func (a ListUnits400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -27548,6 +41830,14 @@ func (a *ListUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -27556,12 +41846,36 @@ func (a *ListUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -27644,15 +41958,43 @@ func (a ListUnits422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -27741,6 +42083,14 @@ func (a *AddUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -27749,12 +42099,36 @@ func (a *AddUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -27837,15 +42211,43 @@ func (a AddUnits400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -27934,6 +42336,14 @@ func (a *AddUnits404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -27942,12 +42352,36 @@ func (a *AddUnits404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -28030,15 +42464,43 @@ func (a AddUnits404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -28127,6 +42589,14 @@ func (a *AddUnits409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -28135,12 +42605,36 @@ func (a *AddUnits409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -28223,15 +42717,43 @@ func (a AddUnits409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -28320,6 +42842,14 @@ func (a *AddUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -28328,12 +42858,36 @@ func (a *AddUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -28416,15 +42970,43 @@ func (a AddUnits422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -28513,6 +43095,14 @@ func (a *RetireUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -28521,12 +43111,36 @@ func (a *RetireUnits400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -28609,15 +43223,43 @@ func (a RetireUnits400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -28706,6 +43348,14 @@ func (a *RetireUnits404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -28714,12 +43364,36 @@ func (a *RetireUnits404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -28802,15 +43476,43 @@ func (a RetireUnits404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -28899,6 +43601,14 @@ func (a *RetireUnits409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -28907,12 +43617,36 @@ func (a *RetireUnits409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -28995,15 +43729,43 @@ func (a RetireUnits409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -29092,6 +43854,14 @@ func (a *RetireUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -29100,12 +43870,36 @@ func (a *RetireUnits422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -29188,15 +43982,43 @@ func (a RetireUnits422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]b
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -29285,6 +44107,14 @@ func (a *GetStats400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -29293,12 +44123,36 @@ func (a *GetStats400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []by
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -29381,15 +44235,43 @@ func (a GetStats400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -29478,6 +44360,14 @@ func (a *AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -29486,12 +44376,36 @@ func (a *AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -29574,15 +44488,43 @@ func (a AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -29671,6 +44613,14 @@ func (a *AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -29679,12 +44629,36 @@ func (a *AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -29767,15 +44741,43 @@ func (a AdjustStockInBulk409ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -29864,6 +44866,14 @@ func (a *AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -29872,12 +44882,36 @@ func (a *AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -29960,15 +44994,549 @@ func (a AdjustStockInBulk422ApplicationProblemPlusJSONResponseBody) MarshalJSON(
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SetStopSale400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a SetStopSale400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SetStopSale400ApplicationProblemPlusJSONResponseBody
+func (a *SetStopSale400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SetStopSale400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *SetStopSale400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SetStopSale400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a SetStopSale400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SetStopSale422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a SetStopSale422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SetStopSale422ApplicationProblemPlusJSONResponseBody
+func (a *SetStopSale422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SetStopSale422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *SetStopSale422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SetStopSale422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a SetStopSale422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -30057,6 +45625,14 @@ func (a *CreateWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -30065,12 +45641,36 @@ func (a *CreateWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -30153,15 +45753,43 @@ func (a CreateWebhook400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -30250,6 +45878,14 @@ func (a *CreateWebhook422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -30258,12 +45894,36 @@ func (a *CreateWebhook422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -30346,15 +46006,43 @@ func (a CreateWebhook422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -30443,6 +46131,14 @@ func (a *DeleteWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -30451,12 +46147,36 @@ func (a *DeleteWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -30539,15 +46259,43 @@ func (a DeleteWebhook400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -30636,6 +46384,14 @@ func (a *DeleteWebhook404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -30644,12 +46400,36 @@ func (a *DeleteWebhook404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -30732,15 +46512,43 @@ func (a DeleteWebhook404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -30829,6 +46637,14 @@ func (a *GetWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -30837,12 +46653,36 @@ func (a *GetWebhook400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -30925,15 +46765,43 @@ func (a GetWebhook400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -31022,6 +46890,14 @@ func (a *GetWebhook404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "code")
 	}
 
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
 	if raw, found := object["detail"]; found {
 		err = json.Unmarshal(raw, &a.Detail)
 		if err != nil {
@@ -31030,12 +46906,36 @@ func (a *GetWebhook404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 		delete(object, "detail")
 	}
 
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
 	if raw, found := object["line"]; found {
 		err = json.Unmarshal(raw, &a.Line)
 		if err != nil {
 			return fmt.Errorf("error reading 'line': %w", err)
 		}
 		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
 	}
 
 	if raw, found := object["pool"]; found {
@@ -31118,15 +47018,43 @@ func (a GetWebhook404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]by
 		return nil, fmt.Errorf("error marshaling 'code': %w", err)
 	}
 
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
 	object["detail"], err = json.Marshal(a.Detail)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
 	}
 
 	if a.Line != nil {
 		object["line"], err = json.Marshal(a.Line)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
 		}
 	}
 
@@ -31701,6 +47629,28 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/alerts/{id}/ack (the `AckAlert` operationId).
 	AckAlert(ctx context.Context, id AlertID, body AckAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// TakeAlertWithBody Take an alert
+	//
+	// Makes `operator` (absent: the key's name) the alert's owner, the person handling it, recorded with the key that authenticated the request. The alert stays open; taking it again changes the owner. A resolved alert is answered as it is.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/alerts/{id}/take (the `TakeAlert` operationId).
+	TakeAlertWithBody(ctx context.Context, id AlertID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeAlert Take an alert
+	//
+	// Makes `operator` (absent: the key's name) the alert's owner, the person handling it, recorded with the key that authenticated the request. The alert stays open; taking it again changes the owner. A resolved alert is answered as it is.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/alerts/{id}/take (the `TakeAlert` operationId).
+	TakeAlert(ctx context.Context, id AlertID, body TakeAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateCampaignWithBody Create a campaign
 	//
 	// Records the campaign and schedules its start (allotments move from `main` into the campaign's pool at `starts_at`) and its end (at `ends_at`).
@@ -31754,6 +47704,50 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/campaigns/{id}/end (the `EndCampaign` operationId).
 	EndCampaign(ctx context.Context, id CampaignID, body EndCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PauseCampaignWithBody Pause every pool of a campaign
+	//
+	// Pauses every SKU's row of the campaign's pool in one transaction (rows already paused are left as they are): no new holds on the campaign, confirms and releases go on. `reason` is required and recorded in each row's ledger.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/campaigns/{id}/pause (the `PauseCampaign` operationId).
+	PauseCampaignWithBody(ctx context.Context, id CampaignID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseCampaign Pause every pool of a campaign
+	//
+	// Pauses every SKU's row of the campaign's pool in one transaction (rows already paused are left as they are): no new holds on the campaign, confirms and releases go on. `reason` is required and recorded in each row's ledger.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/campaigns/{id}/pause (the `PauseCampaign` operationId).
+	PauseCampaign(ctx context.Context, id CampaignID, body PauseCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeCampaignWithBody Resume every pool of a campaign
+	//
+	// Resumes every paused row of the campaign's pool in one transaction, each gated like `POST /v1/skus/{sku}/resume`: while the books of any row disagree nothing is resumed (409 `books_unbalanced` naming its `sku`) unless `force`. A campaign that is not taking holds stays paused (409 `campaign_not_active`). A reconciliation of the resumed SKUs follows and is in the answer.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/campaigns/{id}/resume (the `ResumeCampaign` operationId).
+	ResumeCampaignWithBody(ctx context.Context, id CampaignID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeCampaign Resume every pool of a campaign
+	//
+	// Resumes every paused row of the campaign's pool in one transaction, each gated like `POST /v1/skus/{sku}/resume`: while the books of any row disagree nothing is resumed (409 `books_unbalanced` naming its `sku`) unless `force`. A campaign that is not taking holds stays paused (409 `campaign_not_active`). A reconciliation of the resumed SKUs follows and is in the answer.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/campaigns/{id}/resume (the `ResumeCampaign` operationId).
+	ResumeCampaign(ctx context.Context, id CampaignID, body ResumeCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListEvents Read the event feed
 	//
 	// Events after `after` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next` as the next `after`; an empty page means nothing more can be served yet (read again later). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
@@ -31805,7 +47799,7 @@ type ClientInterface interface {
 
 	// ListReservations List holds
 	//
-	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -31847,6 +47841,8 @@ type ClientInterface interface {
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
+	// A confirm of a released or expired hold (a late payment) is still 409, and also raises a `late_confirmation` alert (warning) naming the hold and its `order_ref`; `POST /v1/reservations/{id}/reinstate` holds the same lines again if the stock is there.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/reservations/{id}/confirm (the `ConfirmReservation` operationId).
@@ -31857,6 +47853,8 @@ type ClientInterface interface {
 	// Turns held units into sold ones. Confirming a confirmed reservation answers 200 with the same body. A hold found past its expiry is expired now and refused, so a late payment never resurrects stock that was handed back.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+	//
+	// A confirm of a released or expired hold (a late payment) is still 409, and also raises a `late_confirmation` alert (warning) naming the hold and its `order_ref`; `POST /v1/reservations/{id}/reinstate` holds the same lines again if the stock is there.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -31884,6 +47882,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/reservations/{id}/extend (the `ExtendReservation` operationId).
 	ExtendReservation(ctx context.Context, id ReservationID, body ExtendReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReinstateReservationWithBody Hold a released or expired hold's lines again
+	//
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	//
+	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/reservations/{id}/reinstate (the `ReinstateReservation` operationId).
+	ReinstateReservationWithBody(ctx context.Context, id ReservationID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReinstateReservation Hold a released or expired hold's lines again
+	//
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	//
+	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/reservations/{id}/reinstate (the `ReinstateReservation` operationId).
+	ReinstateReservation(ctx context.Context, id ReservationID, body ReinstateReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReleaseReservationWithBody Release a hold (order cancelled)
 	//
@@ -31979,6 +47999,8 @@ type ClientInterface interface {
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
+	// `reason` is required (422 without). `dry_run: true` answers the stock as the adjustment would leave it, or the refusal it would meet, and changes nothing (no Idempotency-Key needed). After an adjustment a reconciliation of the SKU runs and is in the answer (`reconciliation`).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/skus/{sku}/adjustments (the `AdjustStock` operationId).
@@ -31989,6 +48011,8 @@ type ClientInterface interface {
 	// Adds `delta` to the pool's total and available, with a ledger row. The first positive delta for a SKU creates its `main` row; a positive delta on another pool needs that pool to exist. A negative delta takes only from `available`, never from units held or sold.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// `reason` is required (422 without). `dry_run: true` answers the stock as the adjustment would leave it, or the refusal it would meet, and changes nothing (no Idempotency-Key needed). After an adjustment a reconciliation of the SKU runs and is in the answer (`reconciliation`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -32026,9 +48050,31 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/skus/{sku}/pause (the `PauseStock` operationId).
 	PauseStock(ctx context.Context, sku SKU, body PauseStockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RepairStockWithBody Repair a pool's books
+	//
+	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/skus/{sku}/repair (the `RepairStock` operationId).
+	RepairStockWithBody(ctx context.Context, sku SKU, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RepairStock Repair a pool's books
+	//
+	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/skus/{sku}/repair (the `RepairStock` operationId).
+	RepairStock(ctx context.Context, sku SKU, body RepairStockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ResumeStockWithBody Resume a paused pool
 	//
-	// Lets a paused pool take holds again; a person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409).
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds. While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger) and `lines`; `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -32039,7 +48085,7 @@ type ClientInterface interface {
 
 	// ResumeStock Resume a paused pool
 	//
-	// Lets a paused pool take holds again; a person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409).
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds. While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger) and `lines`; `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -32153,6 +48199,37 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/stock/adjustments (the `AdjustStockInBulk` operationId).
 	AdjustStockInBulk(ctx context.Context, params *AdjustStockInBulkParams, body AdjustStockInBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetStopSale Read the stop-sale switch
+	//
+	// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Corresponds with GET /v1/stop-sale (the `GetStopSale` operationId).
+	GetStopSale(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetStopSaleWithBody Stop or restart all sales
+	//
+	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
+	SetStopSaleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetStopSale Stop or restart all sales
+	//
+	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
+	SetStopSale(ctx context.Context, body SetStopSaleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhooks List webhooks
 	//
@@ -32362,6 +48439,48 @@ func (c *Client) AckAlert(ctx context.Context, id AlertID, body AckAlertJSONRequ
 	return c.Client.Do(req)
 }
 
+// TakeAlertWithBody Take an alert
+//
+// Makes `operator` (absent: the key's name) the alert's owner, the person handling it, recorded with the key that authenticated the request. The alert stays open; taking it again changes the owner. A resolved alert is answered as it is.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/alerts/{id}/take (the `TakeAlert` operationId).
+func (c *Client) TakeAlertWithBody(ctx context.Context, id AlertID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeAlertRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeAlert Take an alert
+//
+// Makes `operator` (absent: the key's name) the alert's owner, the person handling it, recorded with the key that authenticated the request. The alert stays open; taking it again changes the owner. A resolved alert is answered as it is.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/alerts/{id}/take (the `TakeAlert` operationId).
+func (c *Client) TakeAlert(ctx context.Context, id AlertID, body TakeAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeAlertRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateCampaignWithBody Create a campaign
 //
 // Records the campaign and schedules its start (allotments move from `main` into the campaign's pool at `starts_at`) and its end (at `ends_at`).
@@ -32455,6 +48574,90 @@ func (c *Client) EndCampaignWithBody(ctx context.Context, id CampaignID, content
 // Corresponds with POST /v1/campaigns/{id}/end (the `EndCampaign` operationId).
 func (c *Client) EndCampaign(ctx context.Context, id CampaignID, body EndCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEndCampaignRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseCampaignWithBody Pause every pool of a campaign
+//
+// Pauses every SKU's row of the campaign's pool in one transaction (rows already paused are left as they are): no new holds on the campaign, confirms and releases go on. `reason` is required and recorded in each row's ledger.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/campaigns/{id}/pause (the `PauseCampaign` operationId).
+func (c *Client) PauseCampaignWithBody(ctx context.Context, id CampaignID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseCampaignRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseCampaign Pause every pool of a campaign
+//
+// Pauses every SKU's row of the campaign's pool in one transaction (rows already paused are left as they are): no new holds on the campaign, confirms and releases go on. `reason` is required and recorded in each row's ledger.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/campaigns/{id}/pause (the `PauseCampaign` operationId).
+func (c *Client) PauseCampaign(ctx context.Context, id CampaignID, body PauseCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseCampaignRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeCampaignWithBody Resume every pool of a campaign
+//
+// Resumes every paused row of the campaign's pool in one transaction, each gated like `POST /v1/skus/{sku}/resume`: while the books of any row disagree nothing is resumed (409 `books_unbalanced` naming its `sku`) unless `force`. A campaign that is not taking holds stays paused (409 `campaign_not_active`). A reconciliation of the resumed SKUs follows and is in the answer.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/campaigns/{id}/resume (the `ResumeCampaign` operationId).
+func (c *Client) ResumeCampaignWithBody(ctx context.Context, id CampaignID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeCampaignRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeCampaign Resume every pool of a campaign
+//
+// Resumes every paused row of the campaign's pool in one transaction, each gated like `POST /v1/skus/{sku}/resume`: while the books of any row disagree nothing is resumed (409 `books_unbalanced` naming its `sku`) unless `force`. A campaign that is not taking holds stays paused (409 `campaign_not_active`). A reconciliation of the resumed SKUs follows and is in the answer.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/campaigns/{id}/resume (the `ResumeCampaign` operationId).
+func (c *Client) ResumeCampaign(ctx context.Context, id CampaignID, body ResumeCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeCampaignRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -32566,7 +48769,7 @@ func (c *Client) GetReconciliation(ctx context.Context, id ReconciliationID, req
 
 // ListReservations List holds
 //
-// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -32648,6 +48851,8 @@ func (c *Client) GetReservation(ctx context.Context, id ReservationID, reqEditor
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
+// A confirm of a released or expired hold (a late payment) is still 409, and also raises a `late_confirmation` alert (warning) naming the hold and its `order_ref`; `POST /v1/reservations/{id}/reinstate` holds the same lines again if the stock is there.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/reservations/{id}/confirm (the `ConfirmReservation` operationId).
@@ -32668,6 +48873,8 @@ func (c *Client) ConfirmReservationWithBody(ctx context.Context, id ReservationI
 // Turns held units into sold ones. Confirming a confirmed reservation answers 200 with the same body. A hold found past its expiry is expired now and refused, so a late payment never resurrects stock that was handed back.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+//
+// A confirm of a released or expired hold (a late payment) is still 409, and also raises a `late_confirmation` alert (warning) naming the hold and its `order_ref`; `POST /v1/reservations/{id}/reinstate` holds the same lines again if the stock is there.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -32716,6 +48923,48 @@ func (c *Client) ExtendReservationWithBody(ctx context.Context, id ReservationID
 // Corresponds with POST /v1/reservations/{id}/extend (the `ExtendReservation` operationId).
 func (c *Client) ExtendReservation(ctx context.Context, id ReservationID, body ExtendReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExtendReservationRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReinstateReservationWithBody Hold a released or expired hold's lines again
+//
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+//
+// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/reservations/{id}/reinstate (the `ReinstateReservation` operationId).
+func (c *Client) ReinstateReservationWithBody(ctx context.Context, id ReservationID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReinstateReservationRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReinstateReservation Hold a released or expired hold's lines again
+//
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+//
+// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/reservations/{id}/reinstate (the `ReinstateReservation` operationId).
+func (c *Client) ReinstateReservation(ctx context.Context, id ReservationID, body ReinstateReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReinstateReservationRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -32900,6 +49149,8 @@ func (c *Client) GetStock(ctx context.Context, sku SKU, reqEditors ...RequestEdi
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
+// `reason` is required (422 without). `dry_run: true` answers the stock as the adjustment would leave it, or the refusal it would meet, and changes nothing (no Idempotency-Key needed). After an adjustment a reconciliation of the SKU runs and is in the answer (`reconciliation`).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/skus/{sku}/adjustments (the `AdjustStock` operationId).
@@ -32920,6 +49171,8 @@ func (c *Client) AdjustStockWithBody(ctx context.Context, sku SKU, params *Adjus
 // Adds `delta` to the pool's total and available, with a ledger row. The first positive delta for a SKU creates its `main` row; a positive delta on another pool needs that pool to exist. A negative delta takes only from `available`, never from units held or sold.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
+//
+// `reason` is required (422 without). `dry_run: true` answers the stock as the adjustment would leave it, or the refusal it would meet, and changes nothing (no Idempotency-Key needed). After an adjustment a reconciliation of the SKU runs and is in the answer (`reconciliation`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -32997,9 +49250,51 @@ func (c *Client) PauseStock(ctx context.Context, sku SKU, body PauseStockJSONReq
 	return c.Client.Do(req)
 }
 
+// RepairStockWithBody Repair a pool's books
+//
+// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/skus/{sku}/repair (the `RepairStock` operationId).
+func (c *Client) RepairStockWithBody(ctx context.Context, sku SKU, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRepairStockRequestWithBody(c.Server, sku, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RepairStock Repair a pool's books
+//
+// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/skus/{sku}/repair (the `RepairStock` operationId).
+func (c *Client) RepairStock(ctx context.Context, sku SKU, body RepairStockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRepairStockRequest(c.Server, sku, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ResumeStockWithBody Resume a paused pool
 //
-// Lets a paused pool take holds again; a person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409).
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds. While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger) and `lines`; `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -33020,7 +49315,7 @@ func (c *Client) ResumeStockWithBody(ctx context.Context, sku SKU, contentType s
 
 // ResumeStock Resume a paused pool
 //
-// Lets a paused pool take holds again; a person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409).
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds. While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger) and `lines`; `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -33235,6 +49530,67 @@ func (c *Client) AdjustStockInBulkWithBody(ctx context.Context, params *AdjustSt
 // Corresponds with POST /v1/stock/adjustments (the `AdjustStockInBulk` operationId).
 func (c *Client) AdjustStockInBulk(ctx context.Context, params *AdjustStockInBulkParams, body AdjustStockInBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdjustStockInBulkRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetStopSale Read the stop-sale switch
+//
+// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Corresponds with GET /v1/stop-sale (the `GetStopSale` operationId).
+func (c *Client) GetStopSale(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetStopSaleRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetStopSaleWithBody Stop or restart all sales
+//
+// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
+func (c *Client) SetStopSaleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetStopSaleRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetStopSale Stop or restart all sales
+//
+// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
+func (c *Client) SetStopSale(ctx context.Context, body SetStopSaleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetStopSaleRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -33592,6 +49948,53 @@ func NewAckAlertRequestWithBody(server string, id AlertID, contentType string, b
 	return req, nil
 }
 
+// NewTakeAlertRequest calls the generic TakeAlert builder with application/json body
+func NewTakeAlertRequest(server string, id AlertID, body TakeAlertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTakeAlertRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewTakeAlertRequestWithBody constructs an http.Request for the TakeAlert method, with any body, and a specified content type
+func NewTakeAlertRequestWithBody(server string, id AlertID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/alerts/%s/take", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCreateCampaignRequest calls the generic CreateCampaign builder with application/json body
 func NewCreateCampaignRequest(server string, params *CreateCampaignParams, body CreateCampaignJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -33707,6 +50110,100 @@ func NewEndCampaignRequestWithBody(server string, id CampaignID, contentType str
 	}
 
 	operationPath := fmt.Sprintf("/v1/campaigns/%s/end", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPauseCampaignRequest calls the generic PauseCampaign builder with application/json body
+func NewPauseCampaignRequest(server string, id CampaignID, body PauseCampaignJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPauseCampaignRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPauseCampaignRequestWithBody constructs an http.Request for the PauseCampaign method, with any body, and a specified content type
+func NewPauseCampaignRequestWithBody(server string, id CampaignID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/campaigns/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewResumeCampaignRequest calls the generic ResumeCampaign builder with application/json body
+func NewResumeCampaignRequest(server string, id CampaignID, body ResumeCampaignJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResumeCampaignRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewResumeCampaignRequestWithBody constructs an http.Request for the ResumeCampaign method, with any body, and a specified content type
+func NewResumeCampaignRequestWithBody(server string, id CampaignID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/campaigns/%s/resume", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -33994,6 +50491,18 @@ func NewListReservationsRequest(server string, params *ListReservationsParams) (
 
 		}
 
+		if params.ExpiresBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expires_before", *params.ExpiresBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -34170,6 +50679,53 @@ func NewExtendReservationRequestWithBody(server string, id ReservationID, conten
 	}
 
 	operationPath := fmt.Sprintf("/v1/reservations/%s/extend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReinstateReservationRequest calls the generic ReinstateReservation builder with application/json body
+func NewReinstateReservationRequest(server string, id ReservationID, body ReinstateReservationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReinstateReservationRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewReinstateReservationRequestWithBody constructs an http.Request for the ReinstateReservation method, with any body, and a specified content type
+func NewReinstateReservationRequestWithBody(server string, id ReservationID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reservations/%s/reinstate", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -34465,14 +51021,16 @@ func NewAdjustStockRequestWithBody(server string, sku SKU, params *AdjustStockPa
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -34580,6 +51138,53 @@ func NewPauseStockRequestWithBody(server string, sku SKU, contentType string, bo
 	}
 
 	operationPath := fmt.Sprintf("/v1/skus/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRepairStockRequest calls the generic RepairStock builder with application/json body
+func NewRepairStockRequest(server string, sku SKU, body RepairStockJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRepairStockRequestWithBody(server, sku, "application/json", bodyReader)
+}
+
+// NewRepairStockRequestWithBody constructs an http.Request for the RepairStock method, with any body, and a specified content type
+func NewRepairStockRequestWithBody(server string, sku SKU, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sku", sku, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/skus/%s/repair", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -35029,6 +51634,73 @@ func NewAdjustStockInBulkRequestWithBody(server string, params *AdjustStockInBul
 	return req, nil
 }
 
+// NewGetStopSaleRequest constructs an http.Request for the GetStopSale method
+func NewGetStopSaleRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/stop-sale")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetStopSaleRequest calls the generic SetStopSale builder with application/json body
+func NewSetStopSaleRequest(server string, body SetStopSaleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetStopSaleRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetStopSaleRequestWithBody constructs an http.Request for the SetStopSale method, with any body, and a specified content type
+func NewSetStopSaleRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/stop-sale")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
 func NewListWebhooksRequest(server string) (*http.Request, error) {
 	var err error
@@ -35311,6 +51983,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/alerts/{id}/ack (the `AckAlert` operationId).
 	AckAlertWithResponse(ctx context.Context, id AlertID, body AckAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*AckAlertResponse, error)
 
+	// TakeAlertWithBodyWithResponse Take an alert
+	//
+	// Makes `operator` (absent: the key's name) the alert's owner, the person handling it, recorded with the key that authenticated the request. The alert stays open; taking it again changes the owner. A resolved alert is answered as it is.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/alerts/{id}/take (the `TakeAlert` operationId).
+	TakeAlertWithBodyWithResponse(ctx context.Context, id AlertID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TakeAlertResponse, error)
+
+	// TakeAlertWithResponse Take an alert
+	//
+	// Makes `operator` (absent: the key's name) the alert's owner, the person handling it, recorded with the key that authenticated the request. The alert stays open; taking it again changes the owner. A resolved alert is answered as it is.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/alerts/{id}/take (the `TakeAlert` operationId).
+	TakeAlertWithResponse(ctx context.Context, id AlertID, body TakeAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*TakeAlertResponse, error)
+
 	// CreateCampaignWithBodyWithResponse Create a campaign
 	//
 	// Records the campaign and schedules its start (allotments move from `main` into the campaign's pool at `starts_at`) and its end (at `ends_at`).
@@ -35365,6 +52059,50 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/campaigns/{id}/end (the `EndCampaign` operationId).
 	EndCampaignWithResponse(ctx context.Context, id CampaignID, body EndCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*EndCampaignResponse, error)
+
+	// PauseCampaignWithBodyWithResponse Pause every pool of a campaign
+	//
+	// Pauses every SKU's row of the campaign's pool in one transaction (rows already paused are left as they are): no new holds on the campaign, confirms and releases go on. `reason` is required and recorded in each row's ledger.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/campaigns/{id}/pause (the `PauseCampaign` operationId).
+	PauseCampaignWithBodyWithResponse(ctx context.Context, id CampaignID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseCampaignResponse, error)
+
+	// PauseCampaignWithResponse Pause every pool of a campaign
+	//
+	// Pauses every SKU's row of the campaign's pool in one transaction (rows already paused are left as they are): no new holds on the campaign, confirms and releases go on. `reason` is required and recorded in each row's ledger.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/campaigns/{id}/pause (the `PauseCampaign` operationId).
+	PauseCampaignWithResponse(ctx context.Context, id CampaignID, body PauseCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseCampaignResponse, error)
+
+	// ResumeCampaignWithBodyWithResponse Resume every pool of a campaign
+	//
+	// Resumes every paused row of the campaign's pool in one transaction, each gated like `POST /v1/skus/{sku}/resume`: while the books of any row disagree nothing is resumed (409 `books_unbalanced` naming its `sku`) unless `force`. A campaign that is not taking holds stays paused (409 `campaign_not_active`). A reconciliation of the resumed SKUs follows and is in the answer.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/campaigns/{id}/resume (the `ResumeCampaign` operationId).
+	ResumeCampaignWithBodyWithResponse(ctx context.Context, id CampaignID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeCampaignResponse, error)
+
+	// ResumeCampaignWithResponse Resume every pool of a campaign
+	//
+	// Resumes every paused row of the campaign's pool in one transaction, each gated like `POST /v1/skus/{sku}/resume`: while the books of any row disagree nothing is resumed (409 `books_unbalanced` naming its `sku`) unless `force`. A campaign that is not taking holds stays paused (409 `campaign_not_active`). A reconciliation of the resumed SKUs follows and is in the answer.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/campaigns/{id}/resume (the `ResumeCampaign` operationId).
+	ResumeCampaignWithResponse(ctx context.Context, id CampaignID, body ResumeCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeCampaignResponse, error)
 
 	// ListEventsWithResponse Read the event feed
 	//
@@ -35423,7 +52161,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListReservationsWithResponse List holds
 	//
-	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -35469,6 +52207,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
+	// A confirm of a released or expired hold (a late payment) is still 409, and also raises a `late_confirmation` alert (warning) naming the hold and its `order_ref`; `POST /v1/reservations/{id}/reinstate` holds the same lines again if the stock is there.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/reservations/{id}/confirm (the `ConfirmReservation` operationId).
@@ -35479,6 +52219,8 @@ type ClientWithResponsesInterface interface {
 	// Turns held units into sold ones. Confirming a confirmed reservation answers 200 with the same body. A hold found past its expiry is expired now and refused, so a late payment never resurrects stock that was handed back.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+	//
+	// A confirm of a released or expired hold (a late payment) is still 409, and also raises a `late_confirmation` alert (warning) naming the hold and its `order_ref`; `POST /v1/reservations/{id}/reinstate` holds the same lines again if the stock is there.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -35506,6 +52248,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/reservations/{id}/extend (the `ExtendReservation` operationId).
 	ExtendReservationWithResponse(ctx context.Context, id ReservationID, body ExtendReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*ExtendReservationResponse, error)
+
+	// ReinstateReservationWithBodyWithResponse Hold a released or expired hold's lines again
+	//
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	//
+	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reservations/{id}/reinstate (the `ReinstateReservation` operationId).
+	ReinstateReservationWithBodyWithResponse(ctx context.Context, id ReservationID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReinstateReservationResponse, error)
+
+	// ReinstateReservationWithResponse Hold a released or expired hold's lines again
+	//
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	//
+	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reservations/{id}/reinstate (the `ReinstateReservation` operationId).
+	ReinstateReservationWithResponse(ctx context.Context, id ReservationID, body ReinstateReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*ReinstateReservationResponse, error)
 
 	// ReleaseReservationWithBodyWithResponse Release a hold (order cancelled)
 	//
@@ -35605,6 +52369,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
+	// `reason` is required (422 without). `dry_run: true` answers the stock as the adjustment would leave it, or the refusal it would meet, and changes nothing (no Idempotency-Key needed). After an adjustment a reconciliation of the SKU runs and is in the answer (`reconciliation`).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/skus/{sku}/adjustments (the `AdjustStock` operationId).
@@ -35615,6 +52381,8 @@ type ClientWithResponsesInterface interface {
 	// Adds `delta` to the pool's total and available, with a ledger row. The first positive delta for a SKU creates its `main` row; a positive delta on another pool needs that pool to exist. A negative delta takes only from `available`, never from units held or sold.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// `reason` is required (422 without). `dry_run: true` answers the stock as the adjustment would leave it, or the refusal it would meet, and changes nothing (no Idempotency-Key needed). After an adjustment a reconciliation of the SKU runs and is in the answer (`reconciliation`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -35654,9 +52422,31 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/skus/{sku}/pause (the `PauseStock` operationId).
 	PauseStockWithResponse(ctx context.Context, sku SKU, body PauseStockJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseStockResponse, error)
 
+	// RepairStockWithBodyWithResponse Repair a pool's books
+	//
+	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/skus/{sku}/repair (the `RepairStock` operationId).
+	RepairStockWithBodyWithResponse(ctx context.Context, sku SKU, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RepairStockResponse, error)
+
+	// RepairStockWithResponse Repair a pool's books
+	//
+	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/skus/{sku}/repair (the `RepairStock` operationId).
+	RepairStockWithResponse(ctx context.Context, sku SKU, body RepairStockJSONRequestBody, reqEditors ...RequestEditorFn) (*RepairStockResponse, error)
+
 	// ResumeStockWithBodyWithResponse Resume a paused pool
 	//
-	// Lets a paused pool take holds again; a person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409).
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds. While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger) and `lines`; `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -35667,7 +52457,7 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeStockWithResponse Resume a paused pool
 	//
-	// Lets a paused pool take holds again; a person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409).
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds. While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger) and `lines`; `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -35785,6 +52575,39 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/stock/adjustments (the `AdjustStockInBulk` operationId).
 	AdjustStockInBulkWithResponse(ctx context.Context, params *AdjustStockInBulkParams, body AdjustStockInBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*AdjustStockInBulkResponse, error)
+
+	// GetStopSaleWithResponse Read the stop-sale switch
+	//
+	// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/stop-sale (the `GetStopSale` operationId).
+	GetStopSaleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetStopSaleResponse, error)
+
+	// SetStopSaleWithBodyWithResponse Stop or restart all sales
+	//
+	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
+	SetStopSaleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetStopSaleResponse, error)
+
+	// SetStopSaleWithResponse Stop or restart all sales
+	//
+	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
+	SetStopSaleWithResponse(ctx context.Context, body SetStopSaleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetStopSaleResponse, error)
 
 	// ListWebhooksWithResponse List webhooks
 	//
@@ -36318,6 +53141,131 @@ func (r AckAlertResponse) ContentType() string {
 	return ""
 }
 
+// TakeAlertResponse401Headers the declared response headers of an HTTP 401 response for TakeAlert
+type TakeAlertResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TakeAlertResponse429Headers the declared response headers of an HTTP 429 response for TakeAlert
+type TakeAlertResponse429Headers struct {
+	RetryAfter *int
+}
+
+// TakeAlertResponse503Headers the declared response headers of an HTTP 503 response for TakeAlert
+type TakeAlertResponse503Headers struct {
+	RetryAfter *int
+}
+
+type TakeAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Alert
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *TakeAlert400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *TakeAlert404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *TakeAlert422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TakeAlertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TakeAlertResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TakeAlertResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TakeAlertResponse) GetJSON200() *Alert {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON400() *TakeAlert400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON404() *TakeAlert404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON422() *TakeAlert422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TakeAlertResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TakeAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TakeAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TakeAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TakeAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateCampaignResponse201Headers the declared response headers of an HTTP 201 response for CreateCampaign
 type CreateCampaignResponse201Headers struct {
 	IdempotentReplayed *string
@@ -36680,6 +53628,263 @@ func (r EndCampaignResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r EndCampaignResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PauseCampaignResponse401Headers the declared response headers of an HTTP 401 response for PauseCampaign
+type PauseCampaignResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PauseCampaignResponse429Headers the declared response headers of an HTTP 429 response for PauseCampaign
+type PauseCampaignResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PauseCampaignResponse503Headers the declared response headers of an HTTP 503 response for PauseCampaign
+type PauseCampaignResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PauseCampaignResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CampaignSwitched
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PauseCampaign400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *PauseCampaign404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *PauseCampaign422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PauseCampaignResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PauseCampaignResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseCampaignResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseCampaignResponse) GetJSON200() *CampaignSwitched {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON400() *PauseCampaign400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON404() *PauseCampaign404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON422() *PauseCampaign422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PauseCampaignResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseCampaignResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseCampaignResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseCampaignResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseCampaignResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeCampaignResponse401Headers the declared response headers of an HTTP 401 response for ResumeCampaign
+type ResumeCampaignResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResumeCampaignResponse429Headers the declared response headers of an HTTP 429 response for ResumeCampaign
+type ResumeCampaignResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ResumeCampaignResponse503Headers the declared response headers of an HTTP 503 response for ResumeCampaign
+type ResumeCampaignResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResumeCampaignResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CampaignSwitched
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ResumeCampaign400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *ResumeCampaign404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *ResumeCampaign409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ResumeCampaign422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeCampaignResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResumeCampaignResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeCampaignResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeCampaignResponse) GetJSON200() *CampaignSwitched {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON400() *ResumeCampaign400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON404() *ResumeCampaign404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON409() *ResumeCampaign409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON422() *ResumeCampaign422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResumeCampaignResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeCampaignResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeCampaignResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeCampaignResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeCampaignResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -37254,7 +54459,7 @@ type CreateReservationResponse struct {
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *BusyOrTimeout
+	ApplicationproblemJSON503 *CreateReservation503ApplicationProblemPlusJSONResponseBody
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateReservationResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -37306,7 +54511,7 @@ func (r CreateReservationResponse) GetApplicationproblemJSON429() *TooManyReques
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r CreateReservationResponse) GetApplicationproblemJSON503() *BusyOrTimeout {
+func (r CreateReservationResponse) GetApplicationproblemJSON503() *CreateReservation503ApplicationProblemPlusJSONResponseBody {
 	return r.ApplicationproblemJSON503
 }
 
@@ -37687,6 +54892,131 @@ func (r ExtendReservationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ExtendReservationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReinstateReservationResponse401Headers the declared response headers of an HTTP 401 response for ReinstateReservation
+type ReinstateReservationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReinstateReservationResponse429Headers the declared response headers of an HTTP 429 response for ReinstateReservation
+type ReinstateReservationResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ReinstateReservationResponse503Headers the declared response headers of an HTTP 503 response for ReinstateReservation
+type ReinstateReservationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReinstateReservationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Reservation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ReinstateReservation400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *ReinstateReservation404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *ReinstateReservation409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ReinstateReservation422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ReinstateReservation503ApplicationProblemPlusJSONResponseBody
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReinstateReservationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReinstateReservationResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReinstateReservationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReinstateReservationResponse) GetJSON200() *Reservation {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON400() *ReinstateReservation400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON404() *ReinstateReservation404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON409() *ReinstateReservation409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON422() *ReinstateReservation422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON503() *ReinstateReservation503ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReinstateReservationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReinstateReservationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReinstateReservationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReinstateReservationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -38269,11 +55599,6 @@ func (r GetStockResponse) ContentType() string {
 	return ""
 }
 
-// AdjustStockResponse200Headers the declared response headers of an HTTP 200 response for AdjustStock
-type AdjustStockResponse200Headers struct {
-	IdempotentReplayed *string
-}
-
 // AdjustStockResponse401Headers the declared response headers of an HTTP 401 response for AdjustStock
 type AdjustStockResponse401Headers struct {
 	WWWAuthenticate *string
@@ -38293,7 +55618,7 @@ type AdjustStockResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Stock
+	JSON200 *AdjustmentResult
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *AdjustStock400ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -38314,8 +55639,6 @@ type AdjustStockResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Timeout
-	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *AdjustStockResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AdjustStockResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -38325,7 +55648,7 @@ type AdjustStockResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r AdjustStockResponse) GetJSON200() *Stock {
+func (r AdjustStockResponse) GetJSON200() *AdjustmentResult {
 	return r.JSON200
 }
 
@@ -38644,6 +55967,138 @@ func (r PauseStockResponse) ContentType() string {
 	return ""
 }
 
+// RepairStockResponse401Headers the declared response headers of an HTTP 401 response for RepairStock
+type RepairStockResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RepairStockResponse429Headers the declared response headers of an HTTP 429 response for RepairStock
+type RepairStockResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RepairStockResponse503Headers the declared response headers of an HTTP 503 response for RepairStock
+type RepairStockResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RepairStockResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RepairResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *RepairStock400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *RepairStock404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *RepairStock409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *RepairStock422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RepairStockResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RepairStockResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RepairStockResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RepairStockResponse) GetJSON200() *RepairResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON400() *RepairStock400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON404() *RepairStock404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON409() *RepairStock409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON422() *RepairStock422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RepairStockResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RepairStockResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RepairStockResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RepairStockResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RepairStockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ResumeStockResponse401Headers the declared response headers of an HTTP 401 response for ResumeStock
 type ResumeStockResponse401Headers struct {
 	WWWAuthenticate *string
@@ -38663,7 +56118,7 @@ type ResumeStockResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Stock
+	JSON200 *StockChecked
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *ResumeStock400ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -38693,7 +56148,7 @@ type ResumeStockResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ResumeStockResponse) GetJSON200() *Stock {
+func (r ResumeStockResponse) GetJSON200() *StockChecked {
 	return r.JSON200
 }
 
@@ -39505,6 +56960,214 @@ func (r AdjustStockInBulkResponse) ContentType() string {
 	return ""
 }
 
+// GetStopSaleResponse401Headers the declared response headers of an HTTP 401 response for GetStopSale
+type GetStopSaleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetStopSaleResponse429Headers the declared response headers of an HTTP 429 response for GetStopSale
+type GetStopSaleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetStopSaleResponse503Headers the declared response headers of an HTTP 503 response for GetStopSale
+type GetStopSaleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetStopSaleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *StopSale
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetStopSaleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetStopSaleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetStopSaleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetStopSaleResponse) GetJSON200() *StopSale {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetStopSaleResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetStopSaleResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetStopSaleResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetStopSaleResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetStopSaleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetStopSaleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetStopSaleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetStopSaleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetStopSaleResponse401Headers the declared response headers of an HTTP 401 response for SetStopSale
+type SetStopSaleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetStopSaleResponse429Headers the declared response headers of an HTTP 429 response for SetStopSale
+type SetStopSaleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// SetStopSaleResponse503Headers the declared response headers of an HTTP 503 response for SetStopSale
+type SetStopSaleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetStopSaleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *StopSale
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *SetStopSale400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *SetStopSale422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetStopSaleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetStopSaleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetStopSaleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetStopSaleResponse) GetJSON200() *StopSale {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetStopSaleResponse) GetApplicationproblemJSON400() *SetStopSale400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetStopSaleResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetStopSaleResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SetStopSaleResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetStopSaleResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetStopSaleResponse) GetApplicationproblemJSON422() *SetStopSale422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetStopSaleResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetStopSaleResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetStopSaleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetStopSaleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetStopSaleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetStopSaleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhooksResponse401Headers the declared response headers of an HTTP 401 response for ListWebhooks
 type ListWebhooksResponse401Headers struct {
 	WWWAuthenticate *string
@@ -40059,6 +57722,40 @@ func (c *ClientWithResponses) AckAlertWithResponse(ctx context.Context, id Alert
 	return ParseAckAlertResponse(rsp)
 }
 
+// TakeAlertWithBodyWithResponse Take an alert
+//
+// Makes `operator` (absent: the key's name) the alert's owner, the person handling it, recorded with the key that authenticated the request. The alert stays open; taking it again changes the owner. A resolved alert is answered as it is.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/alerts/{id}/take (the `TakeAlert` operationId).
+func (c *ClientWithResponses) TakeAlertWithBodyWithResponse(ctx context.Context, id AlertID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TakeAlertResponse, error) {
+	rsp, err := c.TakeAlertWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeAlertResponse(rsp)
+}
+
+// TakeAlertWithResponse Take an alert
+//
+// Makes `operator` (absent: the key's name) the alert's owner, the person handling it, recorded with the key that authenticated the request. The alert stays open; taking it again changes the owner. A resolved alert is answered as it is.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/alerts/{id}/take (the `TakeAlert` operationId).
+func (c *ClientWithResponses) TakeAlertWithResponse(ctx context.Context, id AlertID, body TakeAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*TakeAlertResponse, error) {
+	rsp, err := c.TakeAlert(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeAlertResponse(rsp)
+}
+
 // CreateCampaignWithBodyWithResponse Create a campaign
 //
 // Records the campaign and schedules its start (allotments move from `main` into the campaign's pool at `starts_at`) and its end (at `ends_at`).
@@ -40142,6 +57839,74 @@ func (c *ClientWithResponses) EndCampaignWithResponse(ctx context.Context, id Ca
 		return nil, err
 	}
 	return ParseEndCampaignResponse(rsp)
+}
+
+// PauseCampaignWithBodyWithResponse Pause every pool of a campaign
+//
+// Pauses every SKU's row of the campaign's pool in one transaction (rows already paused are left as they are): no new holds on the campaign, confirms and releases go on. `reason` is required and recorded in each row's ledger.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/campaigns/{id}/pause (the `PauseCampaign` operationId).
+func (c *ClientWithResponses) PauseCampaignWithBodyWithResponse(ctx context.Context, id CampaignID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseCampaignResponse, error) {
+	rsp, err := c.PauseCampaignWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseCampaignResponse(rsp)
+}
+
+// PauseCampaignWithResponse Pause every pool of a campaign
+//
+// Pauses every SKU's row of the campaign's pool in one transaction (rows already paused are left as they are): no new holds on the campaign, confirms and releases go on. `reason` is required and recorded in each row's ledger.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/campaigns/{id}/pause (the `PauseCampaign` operationId).
+func (c *ClientWithResponses) PauseCampaignWithResponse(ctx context.Context, id CampaignID, body PauseCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseCampaignResponse, error) {
+	rsp, err := c.PauseCampaign(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseCampaignResponse(rsp)
+}
+
+// ResumeCampaignWithBodyWithResponse Resume every pool of a campaign
+//
+// Resumes every paused row of the campaign's pool in one transaction, each gated like `POST /v1/skus/{sku}/resume`: while the books of any row disagree nothing is resumed (409 `books_unbalanced` naming its `sku`) unless `force`. A campaign that is not taking holds stays paused (409 `campaign_not_active`). A reconciliation of the resumed SKUs follows and is in the answer.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/campaigns/{id}/resume (the `ResumeCampaign` operationId).
+func (c *ClientWithResponses) ResumeCampaignWithBodyWithResponse(ctx context.Context, id CampaignID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeCampaignResponse, error) {
+	rsp, err := c.ResumeCampaignWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeCampaignResponse(rsp)
+}
+
+// ResumeCampaignWithResponse Resume every pool of a campaign
+//
+// Resumes every paused row of the campaign's pool in one transaction, each gated like `POST /v1/skus/{sku}/resume`: while the books of any row disagree nothing is resumed (409 `books_unbalanced` naming its `sku`) unless `force`. A campaign that is not taking holds stays paused (409 `campaign_not_active`). A reconciliation of the resumed SKUs follows and is in the answer.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/campaigns/{id}/resume (the `ResumeCampaign` operationId).
+func (c *ClientWithResponses) ResumeCampaignWithResponse(ctx context.Context, id CampaignID, body ResumeCampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeCampaignResponse, error) {
+	rsp, err := c.ResumeCampaign(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeCampaignResponse(rsp)
 }
 
 // ListEventsWithResponse Read the event feed
@@ -40231,7 +57996,7 @@ func (c *ClientWithResponses) GetReconciliationWithResponse(ctx context.Context,
 
 // ListReservationsWithResponse List holds
 //
-// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -40301,6 +58066,8 @@ func (c *ClientWithResponses) GetReservationWithResponse(ctx context.Context, id
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
+// A confirm of a released or expired hold (a late payment) is still 409, and also raises a `late_confirmation` alert (warning) naming the hold and its `order_ref`; `POST /v1/reservations/{id}/reinstate` holds the same lines again if the stock is there.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/reservations/{id}/confirm (the `ConfirmReservation` operationId).
@@ -40317,6 +58084,8 @@ func (c *ClientWithResponses) ConfirmReservationWithBodyWithResponse(ctx context
 // Turns held units into sold ones. Confirming a confirmed reservation answers 200 with the same body. A hold found past its expiry is expired now and refused, so a late payment never resurrects stock that was handed back.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+//
+// A confirm of a released or expired hold (a late payment) is still 409, and also raises a `late_confirmation` alert (warning) naming the hold and its `order_ref`; `POST /v1/reservations/{id}/reinstate` holds the same lines again if the stock is there.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -40361,6 +58130,40 @@ func (c *ClientWithResponses) ExtendReservationWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseExtendReservationResponse(rsp)
+}
+
+// ReinstateReservationWithBodyWithResponse Hold a released or expired hold's lines again
+//
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+//
+// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reservations/{id}/reinstate (the `ReinstateReservation` operationId).
+func (c *ClientWithResponses) ReinstateReservationWithBodyWithResponse(ctx context.Context, id ReservationID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReinstateReservationResponse, error) {
+	rsp, err := c.ReinstateReservationWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReinstateReservationResponse(rsp)
+}
+
+// ReinstateReservationWithResponse Hold a released or expired hold's lines again
+//
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+//
+// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reservations/{id}/reinstate (the `ReinstateReservation` operationId).
+func (c *ClientWithResponses) ReinstateReservationWithResponse(ctx context.Context, id ReservationID, body ReinstateReservationJSONRequestBody, reqEditors ...RequestEditorFn) (*ReinstateReservationResponse, error) {
+	rsp, err := c.ReinstateReservation(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReinstateReservationResponse(rsp)
 }
 
 // ReleaseReservationWithBodyWithResponse Release a hold (order cancelled)
@@ -40509,6 +58312,8 @@ func (c *ClientWithResponses) GetStockWithResponse(ctx context.Context, sku SKU,
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
+// `reason` is required (422 without). `dry_run: true` answers the stock as the adjustment would leave it, or the refusal it would meet, and changes nothing (no Idempotency-Key needed). After an adjustment a reconciliation of the SKU runs and is in the answer (`reconciliation`).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/skus/{sku}/adjustments (the `AdjustStock` operationId).
@@ -40525,6 +58330,8 @@ func (c *ClientWithResponses) AdjustStockWithBodyWithResponse(ctx context.Contex
 // Adds `delta` to the pool's total and available, with a ledger row. The first positive delta for a SKU creates its `main` row; a positive delta on another pool needs that pool to exist. A negative delta takes only from `available`, never from units held or sold.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
+//
+// `reason` is required (422 without). `dry_run: true` answers the stock as the adjustment would leave it, or the refusal it would meet, and changes nothing (no Idempotency-Key needed). After an adjustment a reconciliation of the SKU runs and is in the answer (`reconciliation`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -40588,9 +58395,43 @@ func (c *ClientWithResponses) PauseStockWithResponse(ctx context.Context, sku SK
 	return ParsePauseStockResponse(rsp)
 }
 
+// RepairStockWithBodyWithResponse Repair a pool's books
+//
+// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/skus/{sku}/repair (the `RepairStock` operationId).
+func (c *ClientWithResponses) RepairStockWithBodyWithResponse(ctx context.Context, sku SKU, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RepairStockResponse, error) {
+	rsp, err := c.RepairStockWithBody(ctx, sku, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRepairStockResponse(rsp)
+}
+
+// RepairStockWithResponse Repair a pool's books
+//
+// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/skus/{sku}/repair (the `RepairStock` operationId).
+func (c *ClientWithResponses) RepairStockWithResponse(ctx context.Context, sku SKU, body RepairStockJSONRequestBody, reqEditors ...RequestEditorFn) (*RepairStockResponse, error) {
+	rsp, err := c.RepairStock(ctx, sku, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRepairStockResponse(rsp)
+}
+
 // ResumeStockWithBodyWithResponse Resume a paused pool
 //
-// Lets a paused pool take holds again; a person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409).
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds. While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger) and `lines`; `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -40607,7 +58448,7 @@ func (c *ClientWithResponses) ResumeStockWithBodyWithResponse(ctx context.Contex
 
 // ResumeStockWithResponse Resume a paused pool
 //
-// Lets a paused pool take holds again; a person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409).
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds. While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger) and `lines`; `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -40790,6 +58631,57 @@ func (c *ClientWithResponses) AdjustStockInBulkWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseAdjustStockInBulkResponse(rsp)
+}
+
+// GetStopSaleWithResponse Read the stop-sale switch
+//
+// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/stop-sale (the `GetStopSale` operationId).
+func (c *ClientWithResponses) GetStopSaleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetStopSaleResponse, error) {
+	rsp, err := c.GetStopSale(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetStopSaleResponse(rsp)
+}
+
+// SetStopSaleWithBodyWithResponse Stop or restart all sales
+//
+// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
+func (c *ClientWithResponses) SetStopSaleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetStopSaleResponse, error) {
+	rsp, err := c.SetStopSaleWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetStopSaleResponse(rsp)
+}
+
+// SetStopSaleWithResponse Stop or restart all sales
+//
+// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
+func (c *ClientWithResponses) SetStopSaleWithResponse(ctx context.Context, body SetStopSaleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetStopSaleResponse, error) {
+	rsp, err := c.SetStopSale(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetStopSaleResponse(rsp)
 }
 
 // ListWebhooksWithResponse List webhooks
@@ -41287,6 +59179,128 @@ func ParseAckAlertResponse(rsp *http.Response) (*AckAlertResponse, error) {
 	return response, nil
 }
 
+// ParseTakeAlertResponse parses an HTTP response from a TakeAlertWithResponse call
+func ParseTakeAlertResponse(rsp *http.Response) (*TakeAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TakeAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Alert
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest TakeAlert400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest TakeAlert404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest TakeAlert422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TakeAlertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TakeAlertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TakeAlertResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateCampaignResponse parses an HTTP response from a CreateCampaignWithResponse call
 func ParseCreateCampaignResponse(rsp *http.Response) (*CreateCampaignResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -41636,6 +59650,257 @@ func ParseEndCampaignResponse(rsp *http.Response) (*EndCampaignResponse, error) 
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers EndCampaignResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePauseCampaignResponse parses an HTTP response from a PauseCampaignWithResponse call
+func ParsePauseCampaignResponse(rsp *http.Response) (*PauseCampaignResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseCampaignResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CampaignSwitched
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PauseCampaign400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PauseCampaign404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest PauseCampaign422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PauseCampaignResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PauseCampaignResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PauseCampaignResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeCampaignResponse parses an HTTP response from a ResumeCampaignWithResponse call
+func ParseResumeCampaignResponse(rsp *http.Response) (*ResumeCampaignResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeCampaignResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CampaignSwitched
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ResumeCampaign400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ResumeCampaign404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ResumeCampaign409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ResumeCampaign422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResumeCampaignResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResumeCampaignResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeCampaignResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -42235,7 +60500,7 @@ func ParseCreateReservationResponse(rsp *http.Response) (*CreateReservationRespo
 		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest BusyOrTimeout
+		var dest CreateReservation503ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -42628,6 +60893,128 @@ func ParseExtendReservationResponse(rsp *http.Response) (*ExtendReservationRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ExtendReservationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReinstateReservationResponse parses an HTTP response from a ReinstateReservationWithResponse call
+func ParseReinstateReservationResponse(rsp *http.Response) (*ReinstateReservationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReinstateReservationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Reservation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ReinstateReservation400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ReinstateReservation404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ReinstateReservation409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ReinstateReservation422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ReinstateReservation503ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReinstateReservationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReinstateReservationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReinstateReservationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -43220,7 +61607,7 @@ func ParseAdjustStockResponse(rsp *http.Response) (*AdjustStockResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Stock
+		var dest AdjustmentResult
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -43299,16 +61686,6 @@ func ParseAdjustStockResponse(rsp *http.Response) (*AdjustStockResponse, error) 
 	}
 
 	switch {
-	case rsp.StatusCode == 200:
-		var headers AdjustStockResponse200Headers
-		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.IdempotentReplayed = &value
-		}
-		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers AdjustStockResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -43574,6 +61951,135 @@ func ParsePauseStockResponse(rsp *http.Response) (*PauseStockResponse, error) {
 	return response, nil
 }
 
+// ParseRepairStockResponse parses an HTTP response from a RepairStockWithResponse call
+func ParseRepairStockResponse(rsp *http.Response) (*RepairStockResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RepairStockResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RepairResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest RepairStock400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest RepairStock404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest RepairStock409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest RepairStock422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RepairStockResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RepairStockResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RepairStockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseResumeStockResponse parses an HTTP response from a ResumeStockWithResponse call
 func ParseResumeStockResponse(rsp *http.Response) (*ResumeStockResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -43589,7 +62095,7 @@ func ParseResumeStockResponse(rsp *http.Response) (*ResumeStockResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Stock
+		var dest StockChecked
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -44410,6 +62916,208 @@ func ParseAdjustStockInBulkResponse(rsp *http.Response) (*AdjustStockInBulkRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AdjustStockInBulkResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetStopSaleResponse parses an HTTP response from a GetStopSaleWithResponse call
+func ParseGetStopSaleResponse(rsp *http.Response) (*GetStopSaleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetStopSaleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StopSale
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetStopSaleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetStopSaleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetStopSaleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetStopSaleResponse parses an HTTP response from a SetStopSaleWithResponse call
+func ParseSetStopSaleResponse(rsp *http.Response) (*SetStopSaleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetStopSaleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StopSale
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SetStopSale400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest SetStopSale422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetStopSaleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetStopSaleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetStopSaleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -74,8 +74,8 @@ func TestGeneratedClientCoreFlow(t *testing.T) {
 	base, opsKey, shopKey := serve(t)
 	ops, shop := client(t, base, opsKey), client(t, base, shopKey)
 
-	adj, err := ops.AdjustStockWithResponse(ctx, "A1", &apiclient.AdjustStockParams{IdempotencyKey: "po-1"},
-		apiclient.AdjustmentRequest{Delta: 10, Reason: ptr("restock"), Ref: ptr("PO-1")})
+	adj, err := ops.AdjustStockWithResponse(ctx, "A1", &apiclient.AdjustStockParams{IdempotencyKey: ptr("po-1")},
+		apiclient.AdjustmentRequest{Delta: 10, Reason: "restock", Ref: ptr("PO-1")})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, adj.StatusCode(), string(adj.Body))
 	require.Equal(t, int64(10), adj.JSON200.Pools[0].Available)

@@ -1,0 +1,416 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// corrupt adds n units to a pool's total and available with no ledger row:
+// every CHECK still holds, the lines still agree, the ledger does not.
+func (e *env) corrupt(sku string, n int) {
+	e.t.Helper()
+	_, err := e.pool.Exec(context.Background(), `UPDATE stock SET total = total + $2, available = available + $2 WHERE sku = $1 AND pool = 'main'`, sku, n)
+	require.NoError(e.t, err)
+}
+
+func (e *env) pool0(sku string) map[string]any {
+	e.t.Helper()
+	r := e.do("GET", "/v1/skus/"+sku, e.ops, nil)
+	require.Equal(e.t, 200, r.status, "%s", r.body)
+	return r.json(e.t)["pools"].([]any)[0].(map[string]any)
+}
+
+func counters(m any) map[string]any {
+	c := m.(map[string]any)
+	return map[string]any{"total": c["total"], "available": c["available"], "reserved": c["reserved"], "sold": c["sold"]}
+}
+
+// TestResumeIsGatedByTheBooks: a pool whose counters disagree with its
+// ledger cannot be resumed (409 books_unbalanced with the difference, still
+// paused) until it is repaired or the resume is forced; a clean resume is
+// followed by a reconciliation shown in the answer.
+func TestResumeIsGatedByTheBooks(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	e.stockIn("B1", 10)
+	pause := func(sku string) {
+		r := e.do("POST", "/v1/skus/"+sku+"/pause", e.ops, map[string]any{"reason": "count"})
+		require.Equal(t, 200, r.status, "%s", r.body)
+	}
+
+	pause("B1")
+	r := e.do("POST", "/v1/skus/B1/resume", e.ops, map[string]any{"reason": "counted"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got := r.json(t)
+	require.Equal(t, "on_sale", got["pools"].([]any)[0].(map[string]any)["status"])
+	run := got["reconciliation"].(map[string]any)
+	require.Equal(t, "resume", run["trigger"])
+	require.Equal(t, "succeeded", run["status"])
+	require.Equal(t, []any{"B1"}, run["skus"])
+	require.EqualValues(t, 0, run["high_risk"])
+
+	pause("A1")
+	e.corrupt("A1", 5)
+	p := requireProblem(t, e.do("POST", "/v1/skus/A1/resume", e.ops, map[string]any{"reason": "counted"}), 409, "books_unbalanced")
+	require.Equal(t, "A1", p["sku"])
+	require.Equal(t, map[string]any{"total": 5.0, "available": 5.0, "reserved": 0.0, "sold": 0.0}, p["difference"])
+	require.Equal(t, map[string]any{"total": 15.0, "available": 15.0, "reserved": 0.0, "sold": 0.0}, p["counters"])
+	require.Equal(t, "paused", e.pool0("A1")["status"], "the pool stays paused")
+	requireProblem(t, e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{line("A1", 1)}}, "Idempotency-Key", "h"), 409, "sku_paused")
+
+	requireProblem(t, e.do("POST", "/v1/skus/A1/resume", e.ops, map[string]any{"force": true}), 422, "invalid_request")
+	r = e.do("POST", "/v1/skus/A1/resume", e.ops, map[string]any{"reason": "sell while we count", "force": true})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Nil(t, r.json(t)["reconciliation"], "a forced resume is not reconciled at once: it would pause the pool again")
+	require.Equal(t, "on_sale", e.pool0("A1")["status"])
+	a, ok := findAlert(t, e, "forced_resume", "sku:A1/main")
+	require.True(t, ok, "a forced resume is alerted")
+	require.Equal(t, "critical", a["level"])
+	details := a["details"].(map[string]any)
+	require.Equal(t, "alice", details["actor"])
+	require.Equal(t, map[string]any{"total": 5.0, "available": 5.0, "reserved": 0.0, "sold": 0.0}, details["difference"])
+	led := e.do("GET", "/v1/skus/A1/ledger?limit=1", e.ops, nil).json(t)["movements"].([]any)[0].(map[string]any)
+	require.Equal(t, "resume", led["kind"])
+	require.Contains(t, led["reason"], "forced")
+	require.Equal(t, "alice", led["actor_key"])
+
+	// Repaired to the ledger, the pool's books balance again.
+	r = e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+}
+
+func findAlert(t *testing.T, e *env, kind, subject string) (map[string]any, bool) {
+	t.Helper()
+	list := e.do("GET", "/v1/alerts?status=open", e.ops, nil).json(t)["alerts"].([]any)
+	for _, a := range list {
+		m := a.(map[string]any)
+		if m["kind"] == kind && m["subject"] == subject {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// TestRepairPreviewsThenApplies: a dry run answers the repair and changes
+// nothing; applied, to the ledger it sets the counters, to the counters it
+// writes one correcting ledger row; each is followed by a reconciliation
+// that finds the books balanced, and then the gate lets the pool resume.
+func TestRepairPreviewsThenApplies(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	e.stockIn("B1", 10)
+	id := e.hold("h1", line("A1", 2)).json(t)["id"].(string)
+	e.corrupt("A1", 3)
+	e.corrupt("B1", 4)
+
+	for _, bad := range []map[string]any{
+		{"to": "ledger"},
+		{"to": "somewhere", "reason": "x"},
+		{"reason": "x"},
+		{"to": "ledger", "reason": "x", "pool": "nope/"},
+	} {
+		before := e.counts()
+		requireProblem(t, e.do("POST", "/v1/skus/A1/repair", e.ops, bad), 422, "invalid_request")
+		require.Equal(t, before, e.counts())
+	}
+	requireProblem(t, e.do("POST", "/v1/skus/NOPE/repair", e.ops, map[string]any{"to": "ledger", "reason": "x"}), 404, "unknown_sku")
+	requireProblem(t, e.do("POST", "/v1/skus/A1/repair", e.shop, map[string]any{"to": "ledger", "reason": "x"}), 403, "forbidden")
+
+	before := e.counts()
+	r := e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit", "dry_run": true})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got := r.json(t)
+	require.Equal(t, "A1", got["sku"])
+	require.Equal(t, "main", got["pool"])
+	require.Equal(t, map[string]any{"total": 13.0, "available": 11.0, "reserved": 2.0, "sold": 0.0}, got["before"])
+	require.Equal(t, map[string]any{"total": 10.0, "available": 8.0, "reserved": 2.0, "sold": 0.0}, got["after"])
+	require.Equal(t, map[string]any{"total": -3.0, "available": -3.0, "reserved": 0.0, "sold": 0.0}, got["difference"])
+	require.Equal(t, false, got["applied"])
+	require.Nil(t, got["reconciliation"])
+	require.Equal(t, before, e.counts(), "a dry run changes nothing")
+
+	r = e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got = r.json(t)
+	require.Equal(t, true, got["applied"])
+	require.Equal(t, map[string]any{"total": 10.0, "available": 8.0, "reserved": 2.0, "sold": 0.0}, counters(e.pool0("A1")))
+	run := got["reconciliation"].(map[string]any)
+	require.Equal(t, "repair", run["trigger"])
+	require.EqualValues(t, 0, run["high_risk"], "%v", run)
+	led := e.do("GET", "/v1/skus/A1/ledger?limit=1", e.ops, nil).json(t)["movements"].([]any)[0].(map[string]any)
+	require.Equal(t, "repair", led["kind"])
+	require.Equal(t, "hand edit", led["reason"])
+	require.Equal(t, "alice", led["actor_key"])
+
+	// Again: nothing left to repair.
+	got = e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "again"}).json(t)
+	require.Equal(t, false, got["applied"])
+	require.Equal(t, map[string]any{"total": 0.0, "available": 0.0, "reserved": 0.0, "sold": 0.0}, got["difference"])
+
+	// To the counters: the ledger accepts the 4 units.
+	r = e.do("POST", "/v1/skus/B1/repair", e.ops, map[string]any{"to": "counters", "reason": "found in the back"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got = r.json(t)
+	require.Equal(t, got["before"], got["after"])
+	require.Equal(t, map[string]any{"total": 4.0, "available": 4.0, "reserved": 0.0, "sold": 0.0}, got["difference"])
+	require.EqualValues(t, 0, got["reconciliation"].(map[string]any)["high_risk"])
+	led = e.do("GET", "/v1/skus/B1/ledger?limit=1", e.ops, nil).json(t)["movements"].([]any)[0].(map[string]any)
+	require.Equal(t, "repair", led["kind"])
+	require.EqualValues(t, 4, led["delta_total"])
+
+	// The hold is untouched and still confirms.
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+id+"/confirm", e.shop, nil).status)
+}
+
+// TestAdjustmentsNeedAReasonAndPreview: an adjustment without a reason is
+// 422 and changes nothing; a dry run answers the stock as it would be, or
+// the refusal, and changes nothing; a real one shows the reconciliation
+// that followed.
+func TestAdjustmentsNeedAReasonAndPreview(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	before := e.counts()
+	requireProblem(t, e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": 5}, "Idempotency-Key", "r0"), 422, "invalid_request")
+	requireProblem(t, e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": 5, "dry_run": true}), 422, "invalid_request")
+
+	r := e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": -4, "reason": "broken", "dry_run": true})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got := r.json(t)
+	require.Equal(t, true, got["dry_run"])
+	require.EqualValues(t, 6, got["pools"].([]any)[0].(map[string]any)["available"])
+	p := requireProblem(t, e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": -40, "reason": "broken", "dry_run": true}), 409, "insufficient_available")
+	require.Equal(t, "A1", p["sku"])
+	require.Equal(t, before, e.counts(), "neither changed anything")
+
+	r = e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": -4, "reason": "broken"}, "Idempotency-Key", "r1")
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got = r.json(t)
+	require.Nil(t, got["dry_run"])
+	require.EqualValues(t, 6, got["pools"].([]any)[0].(map[string]any)["available"])
+	run := got["reconciliation"].(map[string]any)
+	require.Equal(t, "adjustment", run["trigger"])
+	require.Equal(t, []any{"A1"}, run["skus"])
+}
+
+// TestStopSaleRefusesNewHoldsOnly: while stop-sale is on, new holds get 503
+// stop_sale with Retry-After and leave no trace; confirms, releases and
+// reads go on; a replay of a hold made before answers it; lifting it lets
+// holds in again. Who and why are recorded.
+func TestStopSaleRefusesNewHoldsOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	first := e.hold("before", line("A1", 1)).json(t)["id"].(string)
+	second := e.hold("before-2", line("A1", 1)).json(t)["id"].(string)
+
+	got := e.do("GET", "/v1/stop-sale", e.ops, nil).json(t)
+	require.Equal(t, false, got["active"])
+	requireProblem(t, e.do("PUT", "/v1/stop-sale", e.ops, map[string]any{"active": true}), 422, "invalid_request")
+	requireProblem(t, e.do("PUT", "/v1/stop-sale", e.ops, map[string]any{"reason": "x"}), 422, "invalid_request")
+	requireProblem(t, e.do("PUT", "/v1/stop-sale", e.shop, map[string]any{"active": true, "reason": "x"}), 403, "forbidden")
+	requireProblem(t, e.do("GET", "/v1/stop-sale", e.shop, nil), 403, "forbidden")
+
+	r := e.do("PUT", "/v1/stop-sale", e.ops, map[string]any{"active": true, "reason": "payments down"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got = r.json(t)
+	require.Equal(t, true, got["active"])
+	require.Equal(t, "payments down", got["reason"])
+	require.Equal(t, "alice", got["actor"])
+	require.Equal(t, "alice", got["actor_key"])
+
+	before := e.counts()
+	p := requireProblem(t, e.hold("during", line("A1", 1)), 503, "stop_sale")
+	require.Contains(t, p["detail"], "payments down")
+	require.NotEmpty(t, r.header.Get("Content-Type"))
+	h := e.hold("during-2", line("A1", 1))
+	require.Equal(t, "60", h.header.Get("Retry-After"))
+	require.Equal(t, before, e.counts(), "a refused hold leaves no trace")
+
+	again := e.hold("before", line("A1", 1))
+	require.Equal(t, 201, again.status, "a replay answers the hold made before: %s", again.body)
+	require.Equal(t, first, again.json(t)["id"])
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+first+"/confirm", e.shop, nil).status)
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+second+"/release", e.shop, nil).status)
+	require.Equal(t, 200, e.do("GET", "/v1/skus/A1", e.shop, nil).status)
+
+	r = e.do("PUT", "/v1/stop-sale", e.ops, map[string]any{"active": false, "reason": "payments back"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Equal(t, false, r.json(t)["active"])
+	require.Equal(t, 201, e.hold("after", line("A1", 1)).status)
+}
+
+// TestCampaignSwitch pauses and resumes every pool of a campaign; the
+// resume is gated by each pool's books, all or nothing.
+func TestCampaignSwitch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, nil)
+	e.stockIn("FLASH", 100)
+	e.stockIn("GIFT", 100)
+	camp := map[string]any{"id": "bf", "starts_at": time.Now().UTC().Format(time.RFC3339), "ends_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"hold_ttl_seconds": 120, "allotments": []any{map[string]any{"sku": "FLASH", "quantity": 50}, map[string]any{"sku": "GIFT", "quantity": 50}}}
+	require.Equal(t, 201, e.do("POST", "/v1/campaigns", e.ops, camp, "Idempotency-Key", "bf").status)
+	require.NoError(t, e.camps.Start(ctx, "bf"))
+	hold := func(key string) resp {
+		return e.do("POST", "/v1/reservations", e.shop, map[string]any{"campaign": "bf", "items": []any{line("GIFT", 1)}}, "Idempotency-Key", key)
+	}
+	require.Equal(t, 201, hold("c1").status)
+
+	requireProblem(t, e.do("POST", "/v1/campaigns/bf/pause", e.ops, map[string]any{}), 422, "invalid_request")
+	requireProblem(t, e.do("POST", "/v1/campaigns/nope/pause", e.ops, map[string]any{"reason": "x"}), 404, "unknown_campaign")
+	r := e.do("POST", "/v1/campaigns/bf/pause", e.ops, map[string]any{"reason": "price error"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got := r.json(t)
+	require.EqualValues(t, 2, got["changed"])
+	for _, s := range got["skus"].([]any) {
+		require.Equal(t, "paused", s.(map[string]any)["status"])
+	}
+	p := requireProblem(t, hold("c2"), 409, "sku_paused")
+	require.Equal(t, "bf", p["pool"])
+	require.Equal(t, 201, e.hold("main", line("GIFT", 1)).status, "main is not the campaign's")
+
+	_, err := e.pool.Exec(ctx, `UPDATE stock SET total = total + 1, available = available + 1 WHERE sku = 'GIFT' AND pool = 'bf'`)
+	require.NoError(t, err)
+	p = requireProblem(t, e.do("POST", "/v1/campaigns/bf/resume", e.ops, map[string]any{"reason": "fixed"}), 409, "books_unbalanced")
+	require.Equal(t, "GIFT", p["sku"])
+	requireProblem(t, hold("c3"), 409, "sku_paused")
+	_, err = e.pool.Exec(ctx, `UPDATE stock SET total = total - 1, available = available - 1 WHERE sku = 'GIFT' AND pool = 'bf'`)
+	require.NoError(t, err)
+
+	r = e.do("POST", "/v1/campaigns/bf/resume", e.ops, map[string]any{"reason": "fixed"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got = r.json(t)
+	require.EqualValues(t, 2, got["changed"])
+	require.Equal(t, "resume", got["reconciliation"].(map[string]any)["trigger"])
+	require.Equal(t, 201, hold("c4").status)
+}
+
+// TestLateConfirmationAndReinstate: a confirm after the hold expired is
+// 409 and raises a late_confirmation alert naming the hold and its order
+// reference; reinstate holds the same lines again (200 held, idempotent),
+// which then confirm; out of stock it is 409 naming the line.
+func TestLateConfirmationAndReinstate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, nil)
+	e.stockIn("A1", 3)
+	e.stockIn("B1", 3)
+	id := e.hold("late", line("A1", 2), line("B1", 1)).json(t)["id"].(string)
+	_, err := e.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 minute', created_at = created_at - interval '16 minutes' WHERE id = $1`, id)
+	require.NoError(t, err)
+
+	p := requireProblem(t, e.do("POST", "/v1/reservations/"+id+"/confirm", e.shop, nil), 409, "reservation_not_held")
+	require.Equal(t, "expired", p["reservation_status"])
+	a, ok := findAlert(t, e, "late_confirmation", "hold:"+id)
+	require.True(t, ok, "a late payment is alerted")
+	require.Equal(t, "warning", a["level"])
+	require.Equal(t, id, a["details"].(map[string]any)["reservation_id"])
+	require.Equal(t, "o-late", a["details"].(map[string]any)["order_ref"])
+
+	held := e.hold("other", line("B1", 1))
+	require.Equal(t, 201, held.status)
+	r := e.do("POST", "/v1/reservations/"+id+"/reinstate", e.shop, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got := r.json(t)
+	newID := got["id"].(string)
+	require.NotEqual(t, id, newID)
+	require.Equal(t, "held", got["status"])
+	require.Equal(t, "o-late", got["order_ref"])
+	require.Equal(t, id, got["reinstated_from"])
+	require.ElementsMatch(t, []any{
+		map[string]any{"sku": "A1", "pool": "main", "quantity": 2.0},
+		map[string]any{"sku": "B1", "pool": "main", "quantity": 1.0},
+	}, got["items"])
+	again := e.do("POST", "/v1/reservations/"+id+"/reinstate", e.shop, nil)
+	require.Equal(t, 200, again.status)
+	require.Equal(t, newID, again.json(t)["id"], "reinstating again answers the same hold")
+	require.Equal(t, newID, e.do("GET", "/v1/reservations/"+id, e.shop, nil).json(t)["reinstated_as"])
+	require.Equal(t, "confirmed", e.do("POST", "/v1/reservations/"+newID+"/confirm", e.shop, nil).json(t)["status"])
+	requireProblem(t, e.do("POST", "/v1/reservations/"+newID+"/reinstate", e.shop, nil), 409, "reservation_not_ended")
+
+	// Out of stock: all or nothing, naming the line.
+	gone := e.hold("gone", line("A1", 1), line("B1", 1)).json(t)["id"].(string)
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+gone+"/release", e.shop, nil).status)
+	require.Equal(t, 201, e.hold("taker", line("B1", 1)).status)
+	before := e.counts()
+	p = requireProblem(t, e.do("POST", "/v1/reservations/"+gone+"/reinstate", e.shop, nil), 409, "out_of_stock")
+	require.Equal(t, "B1", p["sku"])
+	require.Equal(t, before, e.counts(), "nothing held")
+
+	other, err := createKey(e, "shop-b")
+	require.NoError(t, err)
+	requireProblem(t, e.do("POST", "/v1/reservations/"+gone+"/reinstate", other, nil), 404, "not_found")
+	requireProblem(t, e.do("POST", "/v1/reservations/not-an-id/reinstate", e.shop, nil), 400, "invalid_request")
+}
+
+// TestListExpiringHolds lists the holds about to expire, soonest first:
+// ops see every client's, a shop its own.
+func TestListExpiringHolds(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 100)
+	other, err := createKey(e, "shop-b")
+	require.NoError(t, err)
+	mk := func(token, key string, ttl int) string {
+		r := e.do("POST", "/v1/reservations", token, map[string]any{"order_ref": key, "items": []any{line("A1", 1)}, "ttl_seconds": ttl}, "Idempotency-Key", key)
+		require.Equal(t, 201, r.status, "%s", r.body)
+		return r.json(t)["id"].(string)
+	}
+	late := mk(e.shop, "late", 3000)
+	soon := mk(other, "soon", 60)
+	mid := mk(e.shop, "mid", 300)
+	mk(e.shop, "later", 3000)
+	confirmed := mk(e.shop, "paid", 120)
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+confirmed+"/confirm", e.shop, nil).status)
+	_ = late
+
+	before := url.QueryEscape(time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339))
+	ids := func(token, query string) []string {
+		r := e.do("GET", "/v1/reservations?"+query, token, nil)
+		require.Equal(t, 200, r.status, "%s", r.body)
+		var out []string
+		for _, h := range r.json(t)["reservations"].([]any) {
+			out = append(out, h.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	require.Equal(t, []string{soon, mid}, ids(e.ops, "status=held&expires_before="+before))
+	require.Equal(t, []string{soon, confirmed, mid}, ids(e.ops, "expires_before="+before))
+	require.Equal(t, []string{mid}, ids(e.shop, "status=held&expires_before="+before))
+	require.Equal(t, []string{soon}, ids(e.ops, "status=held&limit=1&expires_before="+before))
+	page := e.do("GET", "/v1/reservations?status=held&limit=1&expires_before="+before, e.ops, nil).json(t)
+	require.Equal(t, []string{mid}, ids(e.ops, fmt.Sprintf("status=held&limit=1&expires_before=%s&cursor=%s", before, page["next_cursor"])))
+	requireProblem(t, e.do("GET", "/v1/reservations?expires_before=tomorrow", e.ops, nil), 400, "invalid_request")
+}
+
+// TestTakeAlert assigns an owner, recorded with the key; the alert stays
+// open.
+func TestTakeAlert(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	id := e.hold("late", line("A1", 1)).json(t)["id"].(string)
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+id+"/release", e.shop, nil).status)
+	requireProblem(t, e.do("POST", "/v1/reservations/"+id+"/confirm", e.shop, nil), 409, "reservation_not_held")
+	a, ok := findAlert(t, e, "late_confirmation", "hold:"+id)
+	require.True(t, ok)
+	require.Nil(t, a["owner"])
+	path := fmt.Sprintf("/v1/alerts/%v/take", a["id"])
+	requireProblem(t, e.do("POST", path, e.ops, map[string]any{"operator": ""}), 422, "invalid_request")
+	r := e.do("POST", path, e.ops, map[string]any{"operator": "bob"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got := r.json(t)
+	require.Equal(t, "bob", got["owner"])
+	require.Equal(t, "alice", got["owner_key"])
+	require.Equal(t, "open", got["status"])
+	require.NotNil(t, got["taken_at"])
+	requireProblem(t, e.do("POST", "/v1/alerts/999999/take", e.ops, nil), 404, "not_found")
+}

@@ -1,0 +1,166 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/alerts"
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// TestBrowserFiveQuestions reads the overview in Chromium at 390 px, as a
+// person on call would, and finds the five go-live questions answered:
+// stock left (lowest first, the pool under its threshold flagged with the
+// threshold), holds expiring in the next 10 minutes, orders confirmed
+// last, open alerts with their owner (taken from the page), and the
+// switches in force. Holds and SKUs are listed before any search, hold ids
+// are shown long enough to tell apart, a campaign's pool is shown apart
+// from main, and no page is wider than the phone.
+func TestBrowserFiveQuestions(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	e := setup(t)
+	bg := context.Background()
+	dbtest.StockIn(e.t, e.pool, "BLUE-MUG", 120)
+	dbtest.StockIn(e.t, e.pool, "RED-MUG", 40)
+	dbtest.StockIn(e.t, e.pool, "GREEN-MUG", 30)
+	_, err := e.app.Inventory.SetThreshold(bg, inventory.Threshold{SKU: "RED-MUG", Threshold: ptr[int64](38), Actor: "test"})
+	require.NoError(t, err)
+	ids := []string{
+		e.hold("k1", "order-1", "RED-MUG", 2).String(),
+		e.hold("k2", "order-2", "BLUE-MUG", 1).String(),
+		e.hold("k3", "order-3", "BLUE-MUG", 1).String(),
+	}
+	paid := e.hold("k4", "order-paid", "BLUE-MUG", 1)
+	_, err = e.app.Inventory.Confirm(bg, paid, inventory.Caller{Name: "shop-a"})
+	require.NoError(t, err)
+	_, err = e.pool.Exec(bg, `UPDATE reservations SET expires_at = now() + interval '2 minutes' WHERE id = $1`, ids[0])
+	require.NoError(t, err)
+	_, err = e.app.Inventory.Pause(bg, inventory.SwitchRequest{SKU: "GREEN-MUG", Reason: "recount", Actor: "bob"})
+	require.NoError(t, err)
+	_, err = e.app.Inventory.SetStopSale(bg, inventory.StopSaleChange{Active: true, Reason: "payments down", Actor: "bob"})
+	require.NoError(t, err)
+	alert, err := alerts.New(e.pool, e.app.Inserter, false).Raise(bg, alerts.Raise{
+		Level: alerts.Warning, Kind: "late_confirmation", Subject: "hold:x", Details: map[string]any{}, Action: "Reinstate or refund.",
+	})
+	require.NoError(t, err)
+	// A campaign's pool of BLUE-MUG, apart from main.
+	req, err := http.NewRequest("POST", e.base+"/v1/campaigns", strings.NewReader(fmt.Sprintf(
+		`{"id": "bf", "starts_at": %q, "ends_at": %q, "hold_ttl_seconds": 60, "allotments": [{"sku": "BLUE-MUG", "quantity": 10}]}`,
+		time.Now().UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339))))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.ops)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "bf")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, 201, res.StatusCode)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, "1", e.scalarFor(c, `SELECT count(*)::text FROM stock WHERE pool = 'bf'`))
+	}, 20*time.Second, 50*time.Millisecond, "the campaign starts")
+
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(sel))
+		require.NoError(t, err, sel)
+		return s
+	}
+	fits := func(page string) {
+		t.Helper()
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+		require.NoError(t, err)
+		require.False(t, wide, "%s is wider than the phone", page)
+	}
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(e.base+"/ops/"),
+		chromedp.WaitVisible(`input[name=key]`),
+		chromedp.SendKeys(`input[name=key]`, e.ops),
+		chromedp.Click(`form[action="/ops/signin"] button`),
+		chromedp.WaitVisible(`#stock`),
+	))
+	fits("the overview")
+
+	// How much stock is left: lowest first, the pool under its threshold
+	// flagged, with the threshold.
+	first := text(`#stock tr:nth-child(2)`)
+	require.Contains(t, first, "RED-MUG")
+	require.Contains(t, first, "low")
+	require.Contains(t, first, "38")
+	require.Contains(t, text(`#stock`), "bf", "the campaign's pool is its own row")
+
+	// Which holds expire soon, which orders were confirmed.
+	require.Contains(t, text(`#expiring`), "order-1")
+	require.NotContains(t, text(`#expiring`), "order-2", "it expires in 15 minutes")
+	require.Contains(t, text(`#confirmed`), "order-paid")
+
+	// Who handles each difference: nobody yet, then the operator who
+	// takes it.
+	require.Contains(t, text(`#open-alerts`), "nobody")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(`#open-alerts form.take button`),
+		chromedp.WaitVisible(`.flash`),
+	))
+	require.Contains(t, text(`.flash`), "is alice's")
+	require.Equal(t, "alice", e.scalar(`SELECT owner FROM alerts WHERE id = $1`, alert.ID))
+	require.Contains(t, text(`#open-alerts`), "alice")
+
+	// The switches in force.
+	require.Contains(t, text(`#stop-sale`), "payments down")
+	switches := text(`#switches`)
+	require.Contains(t, switches, "GREEN-MUG")
+	require.Contains(t, switches, "recount")
+
+	// Holds before any search, each id shown long enough to be told apart
+	// and linking to the whole id.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/holds"),
+		chromedp.WaitVisible(`table.stack`),
+	))
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.stack td[data-label=hold] a")].map(a => a.textContent.trim())`))
+	require.NoError(t, err)
+	links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.stack td[data-label=hold] a")].map(a => a.getAttribute("href"))`))
+	require.NoError(t, err)
+	fits("/ops/holds")
+	require.Len(t, shown, 4)
+	seen := map[string]bool{}
+	for i, s := range shown {
+		require.False(t, seen[s], "%q is shown for two holds: %v", s, shown)
+		seen[s] = true
+		full := strings.TrimPrefix(links[i], "/ops/holds/")
+		require.Len(t, full, 36)
+		require.True(t, strings.HasPrefix(full, s), "%q is not a prefix of %q", s, full)
+	}
+
+	// SKUs before any search, one row per pool.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/skus"),
+		chromedp.WaitVisible(`table.pools`),
+	))
+	fits("/ops/skus")
+	pools, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("table.pools tr")].slice(1).map(r => r.querySelector("[data-label=SKU]").textContent.trim() + "/" + r.querySelector("[data-label=pool]").textContent.trim())`))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"BLUE-MUG/main", "BLUE-MUG/bf", "RED-MUG/main", "GREEN-MUG/main"}, pools)
+
+	// Stop-sale is lifted from the page, with a reason.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/"),
+		chromedp.SendKeys(`form[action="/ops/stop-sale"] input[name=reason]`, "payments back"),
+		chromedp.Click(`form[action="/ops/stop-sale"] button`),
+		chromedp.WaitVisible(`.flash`),
+	))
+	require.Equal(t, "false alice payments back", e.scalar(`SELECT active::text || ' ' || actor || ' ' || reason FROM stop_sale`))
+}
+
+func ptr[T any](v T) *T { return &v }

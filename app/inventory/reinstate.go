@@ -1,0 +1,125 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
+	"github.com/stockhold/stockhold/app/domain"
+)
+
+// reinstatePrefix starts the idempotency key of a hold made by Reinstate:
+// the key is the prefix and the original hold's id, under the original's
+// client. No caller's key can start with it (keys from the API are
+// printable ASCII), so the unique (client, idempotency_key) index is what
+// makes a hold reinstated at most once, and the key is the link between
+// the two holds in both directions.
+const reinstatePrefix = "↻"
+
+func reinstateKey(id uuid.UUID) string { return reinstatePrefix + id.String() }
+
+// reinstatedFrom is the original hold a reinstating hold's key names, or
+// nil for any other hold.
+func reinstatedFrom(key string) *uuid.UUID {
+	rest, ok := strings.CutPrefix(key, reinstatePrefix)
+	if !ok {
+		return nil
+	}
+	id, err := uuid.Parse(rest)
+	if err != nil {
+		return nil
+	}
+	return &id
+}
+
+// Reinstate holds again, from available stock, the lines of hold id that
+// was released or expired: a late payment whose order can still be filled.
+// A released hold never returns to held (invariant 4), so this makes a new
+// hold of the same lines, order reference and campaign, for the original's
+// client, with the original's time to live counted from now (a campaign's
+// own TTL wins, as for any hold). It goes through the hold batch like any
+// hold, so it is all or nothing (409 out_of_stock naming the line) and
+// refused while sales are stopped. Reinstating a hold again answers the
+// hold the first call made, as it is now. A hold still held or confirmed is
+// 409 reservation_not_ended.
+func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reservation, error) {
+	q := db.New(s.pool)
+	orig, err := q.ReservationGet(ctx, id)
+	if err != nil {
+		return Reservation{}, dberr.NotFound(err, "reservation")
+	}
+	if !by.maySee(orig.Client) {
+		return Reservation{}, domain.Missing("reservation")
+	}
+	if orig.Status != StatusReleased && orig.Status != StatusExpired {
+		return Reservation{}, &domain.Error{Code: domain.CodeNotEnded, Status: orig.Status,
+			Detail: fmt.Sprintf("reservation %s is %s: only a released or expired hold can be reinstated", id, orig.Status)}
+	}
+	if again, err := q.ReservationGetByKey(ctx, orig.Client, reinstateKey(id)); err == nil {
+		return s.Get(ctx, again.ID, by) // reinstated before: that hold, as it is now
+	}
+	lines, err := linesOf(ctx, q, id)
+	if err != nil {
+		return Reservation{}, err
+	}
+	req := HoldRequest{
+		Client: orig.Client, IdempotencyKey: reinstateKey(id), OrderRef: domain.Value(orig.OrderRef),
+		Campaign:   domain.Value(orig.Campaign),
+		TTLSeconds: min(max(int64(orig.ExpiresAt.Sub(orig.CreatedAt)/time.Second), 1), MaxTTLSeconds),
+	}
+	for _, l := range lines {
+		req.Items = append(req.Items, Item{SKU: l.SKU, Quantity: l.Quantity})
+	}
+	if len(req.Items) == 0 {
+		// A hold whose lines retention or a partial release emptied has
+		// nothing to hold again.
+		return Reservation{}, domain.Invalid("reservation %s has no lines to hold again", id)
+	}
+	r, replayed, err := s.Hold(ctx, req)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if replayed {
+		return s.Get(ctx, r.ID, by) // a concurrent reinstatement made it
+	}
+	return r, nil
+}
+
+// lateConfirmation records a confirm that found its hold released or
+// expired: a payment that arrived after its stock was handed back. It
+// raises a late_confirmation alert (warning) naming the hold, its order
+// reference and its lines, for a person to decide: reinstate it if the
+// stock is there, or refund. The confirm is answered 409 whatever happens
+// here.
+func (s *Service) lateConfirmation(ctx context.Context, id uuid.UUID, by Caller) {
+	if s.cfg.Alert == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	r, err := s.Get(ctx, id, Caller{Name: by.Name, Ops: true})
+	if err != nil {
+		s.log.ErrorContext(ctx, "late confirmation: read the hold", "hold_id", id, "err", err)
+		return
+	}
+	ref := domain.Value(r.OrderRef)
+	details := map[string]any{
+		"reservation_id": r.ID, "order_ref": r.OrderRef, "status": r.Status, "client": r.client,
+		"confirmed_by": by.Name, "items": r.Items, "expires_at": r.ExpiresAt, "released_at": r.ReleasedAt,
+		"release_reason": r.ReleaseReason,
+	}
+	s.cfg.Alert(ctx, Alert{
+		Level:   "warning",
+		Kind:    "late_confirmation",
+		Subject: "hold:" + id.String(),
+		Summary: fmt.Sprintf("A payment for order %q was confirmed after its hold %s was %s, and the confirm was refused (409): "+
+			"the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/%s/reinstate, or the console's hold page) "+
+			"to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+			ref, id, r.Status, id),
+		Details: details,
+	})
+}

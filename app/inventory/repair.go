@@ -1,0 +1,391 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+)
+
+// Counters are the four counters of a pool, or what its ledger sums to, or
+// the difference between two such.
+type Counters struct {
+	Total     int64 `json:"total"`
+	Available int64 `json:"available"`
+	Reserved  int64 `json:"reserved"`
+	Sold      int64 `json:"sold"`
+}
+
+func (c Counters) minus(o Counters) Counters {
+	return Counters{Total: c.Total - o.Total, Available: c.Available - o.Available, Reserved: c.Reserved - o.Reserved, Sold: c.Sold - o.Sold}
+}
+
+// Zero reports whether every counter is zero.
+func (c Counters) Zero() bool { return c == Counters{} }
+
+// balanced reports whether the counters could be a stock row's: nothing
+// negative and total the sum of the others.
+func (c Counters) balanced() bool {
+	return c.Available >= 0 && c.Reserved >= 0 && c.Sold >= 0 && c.Total == c.Available+c.Reserved+c.Sold
+}
+
+// Books are one pool's counters beside its ledger and the lines of its live
+// holds, read under the row's lock.
+type Books struct {
+	SKU      string   `json:"sku"`
+	Pool     string   `json:"pool"`
+	Status   string   `json:"status"`
+	Counters Counters `json:"counters"`
+	// Ledger is what the pool's ledger rows sum to (from its checkpoint).
+	Ledger Counters `json:"ledger"`
+	// LinesHeld and LinesConfirmed are the units on the lines of its held
+	// and confirmed holds: what reserved and sold should be.
+	LinesHeld      int64 `json:"lines_held"`
+	LinesConfirmed int64 `json:"lines_confirmed"`
+}
+
+// Difference is the counters minus the ledger, per counter.
+func (b Books) Difference() Counters { return b.Counters.minus(b.Ledger) }
+
+// Balanced reports whether the counters agree with the ledger and with the
+// lines.
+func (b Books) Balanced() bool {
+	return b.Difference().Zero() && b.Counters.Reserved == b.LinesHeld && b.Counters.Sold == b.LinesConfirmed
+}
+
+func (b Books) problem() map[string]any {
+	return map[string]any{
+		"pool": b.Pool, "counters": b.Counters, "ledger": b.Ledger, "difference": b.Difference(),
+		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed},
+	}
+}
+
+// booksLocked locks the stock row (sku, pool) and then, in a later
+// statement, reads its books, so that nothing moves them until tx ends.
+func booksLocked(ctx context.Context, q *db.Queries, sku, pool string) (Books, error) {
+	if _, err := q.StockLock(ctx, sku, pool); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Books{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: sku, Pool: pool, Detail: fmt.Sprintf("SKU %q has no %s pool", sku, pool)}
+		}
+		return Books{}, fmt.Errorf("lock %s/%s: %w", sku, pool, err)
+	}
+	r, err := q.StockBooks(ctx, sku, pool)
+	if err != nil {
+		return Books{}, fmt.Errorf("read the books of %s/%s: %w", sku, pool, err)
+	}
+	return Books{
+		SKU: r.Sku, Pool: r.Pool, Status: r.Status,
+		Counters:  Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold},
+		Ledger:    Counters{Total: r.LedgerTotal, Available: r.LedgerAvailable, Reserved: r.LedgerReserved, Sold: r.LedgerSold},
+		LinesHeld: r.LinesHeld, LinesConfirmed: r.LinesConfirmed,
+	}, nil
+}
+
+// Lift resumes a paused pool, gated: see Service.Lift.
+type Lift struct {
+	SwitchRequest
+	// Force resumes the pool even though its books disagree: recorded in
+	// the ledger's reason and raised as a critical alert.
+	Force bool
+}
+
+// Lifted is a resumed pool's stock and the books its gate read.
+type Lifted struct {
+	Stock Stock
+	Books Books
+}
+
+// Lift resumes a paused pool after checking its books in the same
+// transaction: the row is locked, then its counters are compared with its
+// ledger and its holds' lines. While they disagree the pool stays paused
+// and the answer is 409 books_unbalanced with the difference per counter,
+// unless Force, which resumes it anyway, says so in the ledger row and
+// raises a critical alert naming who forced it. A reason is required.
+func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
+	w := l.SwitchRequest
+	if w.Pool == "" {
+		w.Pool = MainPool
+	}
+	if err := w.validate(); err != nil {
+		return Lifted{}, err
+	}
+	var out Lifted
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		books, err := booksLocked(ctx, q, w.SKU, w.Pool)
+		if err != nil {
+			return err
+		}
+		out.Books = books
+		if !books.Balanced() && !l.Force {
+			d := books.Difference()
+			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Extra: books.problem(),
+				Detail: fmt.Sprintf("the books of %s (pool %s) do not balance (counters minus ledger: total %+d, available %+d, reserved %+d, sold %+d; "+
+					"reserved %d against %d held, sold %d against %d confirmed): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
+					"or resume with \"force\": true and a reason",
+					w.SKU, w.Pool, d.Total, d.Available, d.Reserved, d.Sold, books.Counters.Reserved, books.LinesHeld,
+					books.Counters.Sold, books.LinesConfirmed, w.SKU)}
+		}
+		if w.Pool != MainPool {
+			terms, err := q.CampaignHoldTerms(ctx, w.Pool)
+			if err == nil && !terms.Open {
+				return &domain.Error{Code: domain.CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
+					Detail: fmt.Sprintf("campaign %q is %s: its pool stays paused", w.Pool, terms.Status)}
+			}
+		}
+		forced := l.Force && !books.Balanced()
+		if forced {
+			w.Reason = "forced, books unbalanced: " + w.Reason
+		}
+		if err := setStatusTx(ctx, q, w, StockOnSale); err != nil {
+			return err
+		}
+		out.Stock, err = stockOf(ctx, q, w.SKU)
+		return err
+	})
+	if err != nil {
+		return Lifted{}, err
+	}
+	if l.Force && !out.Books.Balanced() && s.cfg.Alert != nil {
+		details := out.Books.problem()
+		details["actor"], details["actor_key"], details["reason"] = w.Actor, domain.KeyName(ctx), w.Reason
+		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
+			Kind: "forced_resume", Subject: "sku:" + w.SKU + "/" + w.Pool, SKU: w.SKU, Pool: w.Pool, Details: details,
+			Summary: fmt.Sprintf("%s resumed %s (pool %s) with force although its books do not balance (%s). "+
+				"It sells until the next reconciliation pauses it again: repair the books (POST /v1/skus/%s/repair, preview with dry_run) "+
+				"and resume it without force.", w.Actor, w.SKU, w.Pool, w.Reason, w.SKU),
+		})
+	}
+	return out, nil
+}
+
+// Repair targets: which side of a pool's books is taken as right.
+const (
+	RepairToLedger   = "ledger"
+	RepairToCounters = "counters"
+)
+
+// RepairRequest asks to close the gap between a pool's counters and its
+// ledger.
+type RepairRequest struct {
+	SKU, Pool string
+	// To is RepairToLedger (set the counters from the ledger) or
+	// RepairToCounters (one ledger row that accepts the counters).
+	To     string
+	Reason string
+	Actor  string
+	DryRun bool
+}
+
+// Repaired is a repair's answer: the counters before and after, the
+// difference the repair writes (to the counters for RepairToLedger, as its
+// one ledger row for RepairToCounters), and whether it was applied.
+type Repaired struct {
+	SKU        string   `json:"sku"`
+	Pool       string   `json:"pool"`
+	Before     Counters `json:"before"`
+	After      Counters `json:"after"`
+	Difference Counters `json:"difference"`
+	Applied    bool     `json:"applied"`
+}
+
+func (r RepairRequest) validate() error {
+	if err := domain.ValidName("sku", r.SKU); err != nil {
+		return err
+	}
+	if err := domain.ValidName("pool", r.Pool); err != nil {
+		return err
+	}
+	if r.To != RepairToLedger && r.To != RepairToCounters {
+		return domain.Invalid("to must be %q (set the counters from the ledger) or %q (accept the counters in the ledger), not %q",
+			RepairToLedger, RepairToCounters, r.To)
+	}
+	if r.Reason == "" {
+		return domain.Invalid("reason is required: why the books are repaired this way")
+	}
+	return domain.ValidText("reason", r.Reason, domain.MaxTextLength)
+}
+
+// Repair closes the gap between a pool's counters and its ledger, one side
+// taken as right: RepairToLedger sets the counters to what the ledger sums
+// to (with a ledger row of kind repair and no deltas, recording who and
+// why); RepairToCounters writes one ledger row of kind repair whose deltas
+// are the counters minus the ledger. The row is locked and its books read
+// before anything is decided; with DryRun nothing is written. It changes
+// only the side the caller named, by exactly the gap: it never adds stock
+// of its own accord. Counters the ledger sums to that no stock row may
+// have (negative, or a total that is not the sum) are refused (409
+// books_unbalanced). A pool whose counters and ledger agree is answered
+// with a zero difference and not applied. The pool's status is left as it
+// is: resume it afterwards (the resume's gate checks the books again).
+func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error) {
+	if r.Pool == "" {
+		r.Pool = MainPool
+	}
+	if err := r.validate(); err != nil {
+		return Repaired{}, err
+	}
+	var out Repaired
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		books, err := booksLocked(ctx, q, r.SKU, r.Pool)
+		if err != nil {
+			return err
+		}
+		out = Repaired{SKU: r.SKU, Pool: r.Pool, Before: books.Counters, After: books.Counters}
+		var row db.LedgerAppendParams
+		switch r.To {
+		case RepairToLedger:
+			if !books.Ledger.balanced() {
+				l := books.Ledger
+				return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Extra: books.problem(),
+					Detail: fmt.Sprintf("the ledger of %s (pool %s) sums to counters no stock row may have (total %d, available %d, reserved %d, sold %d): "+
+						"repair to the counters instead, then adjust", r.SKU, r.Pool, l.Total, l.Available, l.Reserved, l.Sold)}
+			}
+			out.After = books.Ledger
+			out.Difference = books.Ledger.minus(books.Counters)
+		case RepairToCounters:
+			d := books.Difference()
+			out.Difference = d
+			row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold}
+		}
+		if r.DryRun || out.Difference.Zero() {
+			return nil
+		}
+		a := out.After
+		if _, err := q.StockRepairSet(ctx, db.StockRepairSetParams{Total: a.Total, Available: a.Available, Reserved: a.Reserved, Sold: a.Sold, Sku: r.SKU, Pool: r.Pool}); err != nil {
+			return fmt.Errorf("repair %s/%s: %w", r.SKU, r.Pool, err)
+		}
+		row.Sku, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Pool, "repair", r.Actor, domain.KeyName(ctx)
+		row.Reason, row.Ref = domain.Optional(r.Reason), domain.Optional("to "+r.To)
+		if err := appendLedger(ctx, q, row); err != nil {
+			return err
+		}
+		out.Applied = true
+		return nil
+	})
+	if err != nil {
+		return Repaired{}, err
+	}
+	return out, nil
+}
+
+// PoolSwitch pauses or resumes every SKU of one pool: a campaign's switch.
+type PoolSwitch struct {
+	Pool   string
+	On     bool // true resumes (gated like Lift), false pauses
+	Force  bool
+	Reason string
+	Actor  string
+}
+
+// PoolSwitched is the stock rows of a pool after a PoolSwitch.
+type PoolSwitched struct {
+	Pool string `json:"pool"`
+	// Changed counts the rows the switch flipped; the rest were already so.
+	Changed int          `json:"changed"`
+	SKUs    []PoolStatus `json:"skus"`
+}
+
+// PoolStatus is one SKU's row in a pool.
+type PoolStatus struct {
+	SKU          string  `json:"sku"`
+	Status       string  `json:"status"`
+	PausedReason *string `json:"paused_reason"`
+}
+
+// SwitchPool pauses (On false) or resumes (On true) every stock row of
+// campaign w.Pool in one transaction, rows locked in (sku, pool) order. A
+// resume is gated like Lift, all or nothing: while the books of any row
+// disagree nothing is resumed (409 books_unbalanced naming its SKU) unless
+// Force; a campaign that does not take holds now stays paused. Rows
+// already in the asked state are left as they are.
+func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, error) {
+	if err := domain.ValidName("campaign", w.Pool); err != nil {
+		return PoolSwitched{}, err
+	}
+	if w.Pool == MainPool {
+		return PoolSwitched{}, domain.Invalid("main is not a campaign: pause its SKUs one by one, or stop sales")
+	}
+	if w.Reason == "" {
+		return PoolSwitched{}, domain.Invalid("reason is required")
+	}
+	if err := domain.ValidText("reason", w.Reason, domain.MaxTextLength); err != nil {
+		return PoolSwitched{}, err
+	}
+	out := PoolSwitched{Pool: w.Pool, SKUs: []PoolStatus{}}
+	var forced []Books
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		terms, err := q.CampaignHoldTerms(ctx, w.Pool)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &domain.Error{Code: domain.CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", w.Pool)}
+		}
+		if err != nil {
+			return fmt.Errorf("read campaign %s: %w", w.Pool, err)
+		}
+		if w.On && !terms.Open {
+			return &domain.Error{Code: domain.CodeCampaignNotActive, Pool: w.Pool,
+				Detail: fmt.Sprintf("campaign %q is %s and not taking holds: its pools stay paused", w.Pool, terms.Status)}
+		}
+		skus, err := q.StockPoolSKUs(ctx, w.Pool)
+		if err != nil {
+			return fmt.Errorf("list the pool of %s: %w", w.Pool, err)
+		}
+		for _, sku := range skus {
+			books, err := booksLocked(ctx, q, sku, w.Pool)
+			if err != nil {
+				return err
+			}
+			want := StockPaused
+			if w.On {
+				want = StockOnSale
+			}
+			if books.Status == want {
+				continue
+			}
+			sw := SwitchRequest{SKU: sku, Pool: w.Pool, Reason: w.Reason, Actor: w.Actor}
+			if w.On && !books.Balanced() {
+				if !w.Force {
+					return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: sku, Pool: w.Pool, Extra: books.problem(),
+						Detail: fmt.Sprintf("the books of %s (pool %s) do not balance: no pool of campaign %s was resumed. "+
+							"Repair them (POST /v1/skus/%s/repair), or resume with \"force\": true", sku, w.Pool, w.Pool, sku)}
+				}
+				sw.Reason = "forced, books unbalanced: " + w.Reason
+				forced = append(forced, books)
+			}
+			if err := setStatusTx(ctx, q, sw, want); err != nil {
+				return err
+			}
+			out.Changed++
+		}
+		rows, err := q.StockListByPool(ctx, w.Pool)
+		if err != nil {
+			return fmt.Errorf("read the pool of %s: %w", w.Pool, err)
+		}
+		for _, r := range rows {
+			out.SKUs = append(out.SKUs, PoolStatus{SKU: r.Sku, Status: r.Status, PausedReason: r.PausedReason})
+		}
+		return nil
+	})
+	if err != nil {
+		return PoolSwitched{}, err
+	}
+	for _, b := range forced {
+		if s.cfg.Alert == nil {
+			break
+		}
+		details := b.problem()
+		details["actor"], details["actor_key"], details["reason"] = w.Actor, domain.KeyName(ctx), w.Reason
+		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
+			Kind: "forced_resume", Subject: "sku:" + b.SKU + "/" + b.Pool, SKU: b.SKU, Pool: b.Pool, Details: details,
+			Summary: fmt.Sprintf("%s resumed campaign %s with force although the books of %s do not balance (%s): repair them "+
+				"(POST /v1/skus/%s/repair, preview with dry_run).", w.Actor, w.Pool, b.SKU, w.Reason, b.SKU),
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,90 @@
+package reconcile
+
+import (
+	"context"
+
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// Triggers of the reconciliation that follows an operator's action on a
+// pool's books.
+const (
+	TriggerResume     = "resume"
+	TriggerRepair     = "repair"
+	TriggerRollback   = "rollback"
+	TriggerAdjustment = "adjustment"
+)
+
+// Check is a reconciliation as an operator's answer shows it: what it
+// checked and whether the books balanced (the whole run, with its
+// findings, is GET /v1/reconciliations/{id}).
+type Check struct {
+	ID      int64    `json:"id"`
+	Trigger string   `json:"trigger"`
+	Status  string   `json:"status"`
+	SKUs    []string `json:"skus"`
+	// Balanced is true when the run succeeded with no high-risk finding.
+	Balanced  bool  `json:"balanced"`
+	HighRisk  int32 `json:"high_risk"`
+	AutoFixed int32 `json:"auto_fixed"`
+}
+
+func checkOf(r Run) *Check {
+	return &Check{ID: r.ID, Trigger: r.Trigger, Status: r.Status, SKUs: r.SKUs, Balanced: r.Status == StatusSucceeded && r.HighRisk == 0,
+		HighRisk: r.HighRisk, AutoFixed: r.AutoFixed}
+}
+
+// After runs, right after an operator's action on skus (a repair, a
+// resume, an adjustment), a reconciliation limited to those SKUs and returns it, to
+// be shown where the operator acted. The action has committed by then, so
+// a reconciliation that fails is logged and answered as nil rather than
+// failing the action: the periodic runs check the SKU again.
+func (s *Service) After(ctx context.Context, trigger string, skus ...string) *Check {
+	run, err := s.Run(context.WithoutCancel(ctx), ReconcileArgs{Trigger: trigger, SKUs: skus})
+	if err != nil {
+		s.log.ErrorContext(ctx, "reconciliation after an operator's action", "trigger", trigger, "skus", skus, "err", err)
+		return nil
+	}
+	return checkOf(run)
+}
+
+// Resume lifts a paused pool through its gate (inventory.Service.Lift:
+// refused with 409 books_unbalanced while its books disagree) and then
+// reconciles its SKU. A forced resume is not followed by a reconciliation:
+// the pool's books are known not to balance, and the run would pause it
+// again at once; the next periodic run does, unless it is repaired first.
+func (s *Service) Resume(ctx context.Context, l inventory.Lift) (inventory.Lifted, *Check, error) {
+	out, err := s.inv.Lift(ctx, l)
+	if err != nil {
+		return inventory.Lifted{}, nil, err
+	}
+	if l.Force && !out.Books.Balanced() {
+		return out, nil, nil
+	}
+	return out, s.After(ctx, TriggerResume, l.SKU), nil
+}
+
+// Repair repairs a pool's books (inventory.Service.Repair) and, unless it
+// was a dry run, reconciles its SKU.
+func (s *Service) Repair(ctx context.Context, r inventory.RepairRequest) (inventory.Repaired, *Check, error) {
+	out, err := s.inv.Repair(ctx, r)
+	if err != nil || r.DryRun {
+		return out, nil, err
+	}
+	return out, s.After(ctx, TriggerRepair, r.SKU), nil
+}
+
+// SwitchCampaign pauses or resumes every pool row of a campaign
+// (inventory.Service.SwitchPool) and, after a resume that changed a row
+// without force, reconciles the SKUs it resumed.
+func (s *Service) SwitchCampaign(ctx context.Context, w inventory.PoolSwitch) (inventory.PoolSwitched, *Check, error) {
+	out, err := s.inv.SwitchPool(ctx, w)
+	if err != nil || !w.On || w.Force || out.Changed == 0 {
+		return out, nil, err
+	}
+	skus := make([]string, len(out.SKUs))
+	for i, r := range out.SKUs {
+		skus[i] = r.SKU
+	}
+	return out, s.After(ctx, TriggerResume, skus...), nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// stopSale shows or flips the switch for everything: on stops every new
+// hold, off lets them in again, status prints it.
+func stopSale(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("stop-sale", flag.ContinueOnError)
+	operator := fs.String("operator", "", "who flips it, for the record (required for on and off)")
+	reason := fs.String("reason", "", "why, for the record (required for on and off)")
+	verb := ""
+	if len(args) > 0 && (args[0] == "on" || args[0] == "off" || args[0] == "status") {
+		verb, args = args[0], args[1:]
+	}
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if verb == "" || fs.NArg() > 0 {
+		return fmt.Errorf("%w: stop-sale takes on, off or status", errUsage)
+	}
+	if verb != "status" && (*operator == "" || *reason == "") {
+		return fmt.Errorf("%w: stop-sale %s needs --operator and --reason", errUsage, verb)
+	}
+	ctx = asDatabaseUser(ctx, getenv)
+	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
+		st, err := svc.Inventory.StopSale(ctx)
+		if verb != "status" {
+			st, err = svc.Inventory.SetStopSale(ctx, inventory.StopSaleChange{Active: verb == "on", Reason: *reason, Actor: *operator})
+		}
+		if err != nil {
+			return err
+		}
+		state := "off: holds are taken"
+		if st.Active {
+			state = "ON: every new hold is refused (503 stop_sale); confirms and releases go on"
+		}
+		fmt.Fprintf(stdout, "stop-sale %s\n", state)
+		if st.Actor != nil {
+			fmt.Fprintf(stdout, "  last switched by %s (key %s) at %s: %s\n", *st.Actor, valueOr(st.ActorKey, "-"),
+				st.ChangedAt.Format("2006-01-02 15:04:05Z07:00"), valueOr(st.Reason, "-"))
+		}
+		if st.Rule != nil {
+			fmt.Fprintf(stdout, "  tripped by rule %s\n", *st.Rule)
+		}
+		return nil
+	})
+}
+
+// repair previews, or with --apply makes, a repair of a pool's books, then
+// (applied) reconciles the SKU.
+func repair(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
+	var req inventory.RepairRequest
+	fs.StringVar(&req.SKU, "sku", "", "the `SKU` to repair (required)")
+	fs.StringVar(&req.Pool, "pool", "", "the `pool` (default main)")
+	fs.StringVar(&req.To, "to", "", "`ledger` (set the counters from the ledger) or counters (one ledger row accepts them) (required)")
+	fs.StringVar(&req.Actor, "operator", "", "who repairs, for the record (required)")
+	fs.StringVar(&req.Reason, "reason", "", "why, for the record (required)")
+	apply := fs.Bool("apply", false, "write the repair; without it the command only shows what it would do")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if req.SKU == "" || req.To == "" || req.Actor == "" || req.Reason == "" {
+		return fmt.Errorf("%w: repair needs --sku, --to, --operator and --reason", errUsage)
+	}
+	req.DryRun = !*apply
+	ctx = asDatabaseUser(ctx, getenv)
+	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
+		out, run, err := svc.Reconcile.Repair(ctx, req)
+		if err != nil {
+			return err
+		}
+		c := func(x inventory.Counters) string {
+			return fmt.Sprintf("total %d, available %d, reserved %d, sold %d", x.Total, x.Available, x.Reserved, x.Sold)
+		}
+		d := out.Difference
+		fmt.Fprintf(stdout, "%s (pool %s), repair to the %s:\n", out.SKU, out.Pool, req.To)
+		fmt.Fprintf(stdout, "  before:     %s\n  after:      %s\n", c(out.Before), c(out.After))
+		fmt.Fprintf(stdout, "  difference: total %+d, available %+d, reserved %+d, sold %+d\n", d.Total, d.Available, d.Reserved, d.Sold)
+		switch {
+		case req.DryRun:
+			fmt.Fprintln(stdout, "dry run: nothing changed (add --apply to write it)")
+		case !out.Applied:
+			fmt.Fprintln(stdout, "nothing to repair: the counters agree with the ledger")
+		default:
+			fmt.Fprintln(stdout, "applied")
+		}
+		if run != nil {
+			fmt.Fprintf(stdout, "reconciliation run %d %s: %d high risk\n", run.ID, run.Status, run.HighRisk)
+		}
+		return nil
+	})
+}
+
+func valueOr(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}

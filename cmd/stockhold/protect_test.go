@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// TestStopSaleAndRepairCommands flips stop-sale from the command line and
+// repairs a pool's books: a preview first that changes nothing, then the
+// repair with --apply, followed by a clean reconciliation.
+func TestStopSaleAndRepairCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "STOCKHOLD_LOG_LEVEL": "error"}
+	getenv := func(k string) string { return env[k] }
+	inv := inventory.New(pool, nil, inventory.Config{})
+	_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 10, Actor: "test"})
+	require.NoError(t, err)
+	cmd := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, args, getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	scalar := func(sql string) string {
+		var s string
+		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&s))
+		return s
+	}
+
+	code, _, errs := cmd("stop-sale", "on")
+	require.Equal(t, 2, code, "on needs --operator and --reason: %s", errs)
+	code, out, errs := cmd("stop-sale", "on", "--operator", "alice", "--reason", "payments down")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "stop-sale ON")
+	require.Equal(t, "true alice payments down", scalar(`SELECT active::text || ' ' || actor || ' ' || reason FROM stop_sale`))
+	require.NotEmpty(t, scalar(`SELECT coalesce(actor_key, '') FROM stop_sale`), "the database user is recorded as the key")
+	_, _, err = inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "k", Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
+	require.ErrorContains(t, err, "stop_sale")
+	code, out, _ = cmd("stop-sale", "status")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "payments down")
+	code, out, _ = cmd("stop-sale", "off", "--operator", "alice", "--reason", "payments back")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "stop-sale off")
+
+	_, err = pool.Exec(ctx, `UPDATE stock SET total = total + 3, available = available + 3 WHERE sku = 'A1'`)
+	require.NoError(t, err)
+	code, _, errs = cmd("repair", "--sku", "A1", "--to", "ledger")
+	require.Equal(t, 2, code, "%s", errs)
+	code, out, errs = cmd("repair", "--sku", "A1", "--to", "ledger", "--operator", "alice", "--reason", "hand edit")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "difference: total -3, available -3, reserved +0, sold +0")
+	require.Contains(t, out, "dry run: nothing changed")
+	require.Equal(t, "13", scalar(`SELECT total::text FROM stock WHERE sku = 'A1'`))
+	code, out, errs = cmd("repair", "--sku", "A1", "--to", "ledger", "--operator", "alice", "--reason", "hand edit", "--apply")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "applied")
+	require.Contains(t, out, "0 high risk")
+	require.Equal(t, "10", scalar(`SELECT total::text FROM stock WHERE sku = 'A1'`))
+	require.Equal(t, "alice hand edit", scalar(`SELECT actor || ' ' || reason FROM ledger WHERE kind = 'repair'`))
+}

@@ -1,0 +1,186 @@
+-- The protection switch beyond one pool (stop-sale, a campaign's pools),
+-- the checks before lifting it, and repairs of a pool's books.
+
+-- name: StopSaleShare :batchexec
+-- StopSaleShare is a hold batch's share of the stop-sale lock, held to the
+-- end of its transaction; StopSaleRead, a later statement, then reads the
+-- switch as the last flip committed it (see StopSaleLock). lock is
+-- StopSaleLockName (a batch query needs a parameter).
+SELECT pg_advisory_xact_lock_shared(hashtext(@lock::text));
+
+-- name: StopSaleRead :batchmany
+-- StopSaleRead reads the switch (id is true: the one row).
+SELECT active, reason FROM stop_sale WHERE id = @id::boolean;
+
+-- name: StopSaleGet :one
+SELECT * FROM stop_sale;
+
+-- name: StopSaleLock :exec
+-- StopSaleLock waits for the hold batches running now to end and keeps new
+-- ones from starting until the caller's transaction ends: a flip that has
+-- committed is seen by every batch after it, and by none before.
+SELECT pg_advisory_xact_lock(hashtext('stockhold.stop_sale'));
+
+-- name: StopSaleSet :one
+UPDATE stop_sale
+SET active = @active, reason = sqlc.narg('reason'), actor = @actor, actor_key = sqlc.narg('actor_key'),
+    rule = sqlc.narg('rule'), changed_at = now()
+RETURNING *;
+
+-- name: StockPoolSKUs :many
+-- StockPoolSKUs lists the SKUs that have a row in pool, in lock order.
+SELECT sku FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C";
+
+-- name: StockBooks :one
+-- StockBooks is one pool's counters beside its ledger (the checkpoint plus
+-- the ledger rows after it, as reconciliation sums it) and the lines of its
+-- held and confirmed holds. Read after the row is locked (StockLock), in a
+-- later statement, nothing can move them until the transaction ends.
+SELECT s.sku, s.pool, s.status, s.paused_reason, s.version,
+       s.total, s.available, s.reserved, s.sold,
+       (coalesce(c.total, 0) + m.total)::bigint         AS ledger_total,
+       (coalesce(c.available, 0) + m.available)::bigint AS ledger_available,
+       (coalesce(c.reserved, 0) + m.reserved)::bigint   AS ledger_reserved,
+       (coalesce(c.sold, 0) + m.sold)::bigint           AS ledger_sold,
+       l.held::bigint      AS lines_held,
+       l.confirmed::bigint AS lines_confirmed
+FROM stock s
+LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
+           coalesce(sum(g.delta_available), 0)::bigint AS available,
+           coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
+           coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+    FROM ledger g
+    WHERE g.sku = s.sku AND g.pool = s.pool
+      AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+) m
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
+           coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
+    FROM reservation_lines x
+    JOIN reservations r ON r.id = x.reservation_id
+    WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
+) l
+WHERE s.sku = @sku AND s.pool = @pool;
+
+-- name: StockRepairSet :one
+-- StockRepairSet sets a locked pool's counters (a repair to the ledger; a
+-- repair to the counters gives them unchanged) and bumps its version, which
+-- the repair's ledger row then carries.
+UPDATE stock
+SET total = @total, available = @available, reserved = @reserved, sold = @sold,
+    version = version + 1,
+    feed_xid = greatest(feed_xid, pg_current_xact_id()),
+    updated_at = now()
+WHERE sku = @sku AND pool = @pool
+RETURNING *;
+
+-- name: StockPausedList :many
+-- StockPausedList is every paused pool with its latest pause's actor and
+-- time: the switches in force, for the console.
+SELECT s.sku, s.pool, s.paused_reason, s.updated_at,
+       p.actor AS paused_by, p.at AS paused_at
+FROM stock s
+LEFT JOIN LATERAL (
+    SELECT g.actor, g.at FROM ledger g
+    WHERE g.sku = s.sku AND g.pool = s.pool AND g.kind = 'pause'
+    ORDER BY g.stock_version DESC LIMIT 1
+) p ON true
+WHERE s.status = 'paused'
+ORDER BY s.pool = 'main' DESC, s.pool COLLATE "C", s.sku COLLATE "C"
+LIMIT @lim;
+
+-- name: StockLowest :many
+-- StockLowest lists pools by what they have left, lowest first: those at
+-- or below their low-stock threshold before the others. It scans the stock
+-- table (the console's overview; no index on a counter every hold moves).
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized,
+       (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold)::boolean AS low
+FROM stock s
+ORDER BY (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold) DESC, s.available, s.sku COLLATE "C", s.pool COLLATE "C"
+LIMIT @lim;
+
+-- name: StockPoolsPage :many
+-- StockPoolsPage lists pools one by one (never summed across pools: a
+-- campaign's units are not main's), by SKU then pool, after the given
+-- (sku, pool), whose SKU starts with pattern (LIKE-escaped by the caller).
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
+FROM stock s
+WHERE s.sku LIKE @pattern::text
+ORDER BY s.sku, s.pool
+LIMIT @lim;
+
+-- name: ReservationsExpiring :many
+-- ReservationsExpiring lists holds whose expiry is before expires_before,
+-- soonest first, after the hold after_id (a previous page's last) in that
+-- order, filtered like ReservationsList.
+SELECT r.* FROM reservations r
+WHERE r.expires_at < @expires_before
+  AND (sqlc.narg('after_id')::uuid IS NULL OR (r.expires_at, r.id) > (
+        SELECT a.expires_at, a.id FROM reservations a WHERE a.id = sqlc.narg('after_id')::uuid))
+  AND (sqlc.narg('client')::text IS NULL OR r.client = sqlc.narg('client')::text)
+  AND (sqlc.narg('order_ref')::text IS NULL OR r.order_ref = sqlc.narg('order_ref')::text)
+  AND (sqlc.narg('status')::text IS NULL OR r.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('sku')::text IS NULL OR EXISTS (
+        SELECT 1 FROM reservation_lines l WHERE l.reservation_id = r.id AND l.sku = sqlc.narg('sku')::text))
+ORDER BY r.expires_at, r.id
+LIMIT @lim;
+
+-- name: RollbackSKUs :many
+-- RollbackSKUs lists the SKUs a rollback's scope covers: the lines of its
+-- holds, its campaign's allotments, or its SKU.
+SELECT DISTINCT x.sku FROM (
+    SELECT l.sku FROM reservation_lines l WHERE l.reservation_id = ANY(@ids::uuid[])
+    UNION ALL
+    SELECT a.sku FROM campaign_allotments a WHERE a.campaign = sqlc.narg('campaign')::text
+    UNION ALL
+    SELECT sqlc.narg('sku')::text WHERE sqlc.narg('sku')::text IS NOT NULL
+) x
+ORDER BY x.sku;
+
+-- name: AlertTake :one
+-- AlertTake makes operator the owner of an alert that is not resolved.
+UPDATE alerts
+SET owner = @operator, owner_key = sqlc.narg('owner_key'), taken_at = now()
+WHERE id = @id AND status <> 'resolved'
+RETURNING *;
+
+-- name: StockListByPool :many
+-- StockListByPool is every row of one pool, by SKU.
+SELECT * FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C";
+
+-- name: RollbackReconcileSet :exec
+-- RollbackReconcileSet records the reconciliation a finished manual
+-- rollback asked for.
+UPDATE rollback_requests SET reconcile_run_id = @run_id WHERE id = @id;
+
+-- name: HoldsOverdueCount :one
+-- HoldsOverdueCount counts held holds past their expiry, up to lim (the
+-- expiry backlog; the partial index on held holds' expiry serves it).
+SELECT count(*)::bigint FROM (
+    SELECT 1 FROM reservations WHERE status = 'held' AND expires_at < now() LIMIT @lim
+) x;
+
+-- name: ReservationsConfirmedRecent :many
+-- ReservationsConfirmedRecent is the latest confirmed orders, newest
+-- first (the console's overview).
+SELECT * FROM reservations WHERE status = 'confirmed' ORDER BY confirmed_at DESC LIMIT @lim;
+
+-- name: StockRecent :many
+-- StockRecent lists the pools that changed last, one row per pool (the
+-- console's SKU list before any search).
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
+FROM stock s
+ORDER BY s.updated_at DESC, s.sku COLLATE "C", s.pool COLLATE "C"
+LIMIT @lim;
+
+-- name: ReservationsLiveOnPool :many
+-- ReservationsLiveOnPool lists the held and confirmed holds with a line on
+-- one pool, newest first, up to lim: the holds a books alert affects.
+SELECT r.id, r.order_ref, r.status, x.quantity
+FROM reservation_lines x
+JOIN reservations r ON r.id = x.reservation_id
+WHERE x.sku = @sku AND x.pool = @pool AND r.status IN ('held', 'confirmed')
+ORDER BY r.id DESC
+LIMIT @lim;
