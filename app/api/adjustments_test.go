@@ -85,11 +85,11 @@ func TestBulkAdjustments(t *testing.T) {
 	require.JSONEq(t, string(r.body), string(again.body))
 	require.Equal(t, before, e.counts())
 	requireProblem(t, e.do("POST", "/v1/stock/adjustments", e.ops,
-		map[string]any{"lines": []any{bulkLine("A1", 1)}}, "Idempotency-Key", "count-12"), 422, "idempotency_key_reused")
+		map[string]any{"reason": "weekly count", "lines": []any{bulkLine("A1", 1)}}, "Idempotency-Key", "count-12"), 422, "idempotency_key_reused")
 
 	// A total already there changes nothing and writes no ledger row.
 	same := e.do("POST", "/v1/stock/adjustments", e.ops,
-		map[string]any{"lines": []any{map[string]any{"sku": "D4", "set_total": 3}}}, "Idempotency-Key", "same")
+		map[string]any{"reason": "count", "lines": []any{map[string]any{"sku": "D4", "set_total": 3}}}, "Idempotency-Key", "same")
 	require.Equal(t, 200, same.status, "%s", same.body)
 	stockAndLedger := func(counts string) string { return counts[:strings.Index(counts, " jobs=")] }
 	require.Equal(t, stockAndLedger(before), stockAndLedger(e.counts()))
@@ -138,9 +138,11 @@ func TestBulkAdjustmentBadLineChangesNothing(t *testing.T) {
 		{"empty sku", with(bulkLine("", 1)), 422, "invalid_request", 2, ""},
 		{"bad pool", with(map[string]any{"sku": "A1", "pool": " x", "delta": 1}), 422, "invalid_request", 2, "A1"},
 		{"long reason", map[string]any{"reason": strings.Repeat("r", 501), "lines": good}, 422, "invalid_request", -1, ""},
-		{"no lines", map[string]any{"lines": []any{}}, 422, "invalid_request", -1, ""},
+		{"no reason", map[string]any{"lines": good}, 422, "invalid_request", -1, ""},
+		{"blank reason", map[string]any{"reason": " ", "lines": good}, 422, "invalid_request", -1, ""},
+		{"no lines", map[string]any{"reason": "r", "lines": []any{}}, 422, "invalid_request", -1, ""},
 		{"lines missing", map[string]any{"reason": "r"}, 422, "invalid_request", -1, ""},
-		{"1,001 lines", map[string]any{"lines": tooMany}, 422, "invalid_request", -1, ""},
+		{"1,001 lines", map[string]any{"reason": "r", "lines": tooMany}, 422, "invalid_request", -1, ""},
 		{"string delta", `{"lines": [{"sku": "A1", "delta": "1"}]}`, 400, "invalid_request", -1, ""},
 		{"unknown field", `{"lines": [{"sku": "A1", "delta": 1, "qty": 1}]}`, 400, "invalid_request", -1, ""},
 	}
@@ -206,7 +208,7 @@ func TestBulkAdjustmentsRaceHolds(t *testing.T) {
 					deltas[skus[j]] = d
 					lines = append(lines, bulkLine(skus[j], d))
 				}
-				r, err := e.sendRetryingBusy("POST", "/v1/stock/adjustments", e.ops, map[string]any{"lines": lines},
+				r, err := e.sendRetryingBusy("POST", "/v1/stock/adjustments", e.ops, map[string]any{"reason": "count", "lines": lines},
 					"Idempotency-Key", fmt.Sprintf("bulk-%d-%d", w, n))
 				bulks <- outcome{status: r.status, deltas: deltas, err: err}
 			}

@@ -8608,8 +8608,8 @@ type BulkAdjustmentRequest struct {
 	// Lines 1-1,000 lines, each (sku, pool) at most once. The 64 KiB body limit applies too: 1,000 lines fit with SKUs of up to about 30 bytes (leave `pool` out for `main`).
 	Lines []BulkAdjustmentLine `json:"lines"`
 
-	// Reason Why, for every line's ledger row. At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
-	Reason *string `json:"reason,omitempty"`
+	// Reason Why, for every line's ledger row: required (422 without, or when blank). At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
+	Reason string `json:"reason"`
 
 	// Ref An outside reference (purchase order, count sheet), for every line's ledger row. At most 500 bytes of UTF-8 in NFC; no control or format (Cf) characters.
 	Ref *string `json:"ref,omitempty"`
