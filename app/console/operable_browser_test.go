@@ -153,6 +153,17 @@ func TestBrowserFiveQuestions(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"BLUE-MUG/main", "BLUE-MUG/bf", "RED-MUG/main", "GREEN-MUG/main"}, pools)
 
+	// Every other page with tables fits too: no table scrolls sideways
+	// inside its box (the ledger's eleven columns did).
+	for _, page := range []string{"/ops/skus/BLUE-MUG", links[0], "/ops/campaigns", "/ops/campaigns/bf", "/ops/rollbacks", "/ops/reconciliations", "/ops/"} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.base+page), chromedp.WaitVisible(`h1`)), page)
+		fits(page)
+		boxes, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+			`[...document.querySelectorAll(".scroll")].filter(d => d.scrollWidth > d.clientWidth).map(d => d.textContent.trim().slice(0, 40))`))
+		require.NoError(t, err)
+		require.Empty(t, boxes, "%s has tables that scroll sideways", page)
+	}
+
 	// Stop-sale is lifted from the page, with a reason.
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(e.base+"/ops/"),
