@@ -38,7 +38,7 @@ func TestDeletedHoldKeepsItsHistory(t *testing.T) {
 	require.Equal(t, http.StatusOK, page.status, page.body)
 	require.Contains(t, page.body, "the retention job deleted it")
 	require.Contains(t, page.body, "changed my mind", "the release's reason, from the ledger")
-	require.Contains(t, page.body, "<td>reserve</td>")
+	require.Contains(t, page.body, `<td data-label="kind">reserve</td>`)
 	require.Contains(t, page.body, "shop-a")
 	require.Equal(t, http.StatusNotFound, b.do("GET", "/ops/holds/6f1d3c3e-0000-4000-8000-000000000000", nil, nil).status,
 		"a hold that never was is still a 404")
