@@ -360,7 +360,9 @@ func (tr *torture) seater(ctx context.Context, r *rand.Rand) {
 			continue
 		}
 		if r.IntN(50) == 0 {
+			// A seat available a moment ago, usually: holders race for it.
 			seat := fmt.Sprintf("%s-%d", seatRows[r.IntN(len(seatRows))], 1+r.IntN(seatsPerRow))
+			_ = tr.pool.QueryRow(ctx, `SELECT id FROM units WHERE sku = $1 AND status = 'available' ORDER BY random() LIMIT 1`, seatSKU).Scan(&seat)
 			ref := tr.name("retire")
 			tr.do("seat retire", "POST", "/v1/skus/"+seatSKU+"/units/retire", tr.ops,
 				map[string]any{"reason": "broken seat", "units": []string{seat}}, "Idempotency-Key", ref)
