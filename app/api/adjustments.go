@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -52,9 +51,6 @@ func (s *server) adjustStockInBulk(c echo.Context) error {
 			return &domain.Error{Code: domain.CodeInvalid, Line: &n, SKU: l.SKU, Pool: l.Pool,
 				Detail: fmt.Sprintf("lines[%d]: give either a non-zero delta or set_total", i)}
 		}
-	}
-	if strings.TrimSpace(b.Reason) == "" {
-		return domain.Invalid("reason is required: why the stock changes (a restock, a count, a write-off)")
 	}
 	if err := b.Validate(); err != nil {
 		return err

@@ -113,8 +113,11 @@ func (s *Service) AdjustMany(ctx context.Context, b BulkAdjustment) (BulkResult,
 }
 
 // AdjustManyOnce is AdjustMany at most once per key (see
-// idempotency.Do).
+// idempotency.Do), for an operator: a reason is required.
 func (s *Service) AdjustManyOnce(ctx context.Context, key idempotency.Key, b BulkAdjustment) (out BulkResult, replayed bool, err error) {
+	if err := requireReason(b.Reason); err != nil {
+		return BulkResult{}, false, err
+	}
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (BulkResult, error) { return AdjustManyTx(ctx, tx, b) })
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -150,8 +151,12 @@ func (s *Service) AdjustPreview(ctx context.Context, a Adjustment) (Stock, error
 }
 
 // withReason validates an operator's adjustment: the reason is required.
-func (a Adjustment) withReason() error {
-	if a.Reason == "" {
+func (a Adjustment) withReason() error { return requireReason(a.Reason) }
+
+// requireReason refuses an operator's change of stock that does not say
+// why (single and bulk adjustments alike).
+func requireReason(reason string) error {
+	if strings.TrimSpace(reason) == "" {
 		return domain.Invalid("reason is required: why the stock changes (a restock, a count, a write-off)")
 	}
 	return nil
