@@ -18,23 +18,6 @@ DELETE FROM ops_sessions WHERE token_sha256 = @token_sha256;
 -- name: OpsSessionsDeleteExpired :exec
 DELETE FROM ops_sessions WHERE expires_at <= now();
 
--- name: StockSearch :many
--- StockSearch lists the SKUs whose name starts with prefix (LIKE-escaped by
--- the caller), each with its pools summed.
-SELECT sku,
-       count(*)::int AS pools,
-       sum(total)::bigint AS total,
-       sum(available)::bigint AS available,
-       sum(reserved)::bigint AS reserved,
-       sum(sold)::bigint AS sold,
-       count(*) FILTER (WHERE status = 'paused')::int AS paused,
-       bool_or(serialized)::bool AS serialized
-FROM stock
-WHERE sku LIKE @pattern::text
-GROUP BY sku
-ORDER BY sku
-LIMIT @lim;
-
 -- name: LedgerPageBySKU :many
 -- LedgerPageBySKU returns a SKU's movements newest first, older than
 -- before_id when it is given.

@@ -103,8 +103,8 @@ LIMIT @lim;
 
 -- name: StockPoolsPage :many
 -- StockPoolsPage lists pools one by one (never summed across pools: a
--- campaign's units are not main's), by SKU then pool, after the given
--- (sku, pool), whose SKU starts with pattern (LIKE-escaped by the caller).
+-- campaign's units are not main's), by SKU then pool, whose SKU starts
+-- with pattern (LIKE-escaped by the caller).
 SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
 FROM stock s
 WHERE s.sku LIKE @pattern::text

@@ -96,10 +96,6 @@ WHERE sku = @sku
 ORDER BY id COLLATE "C"
 LIMIT @lim;
 
--- name: UnitsCountByStatus :many
--- UnitsCountByStatus counts the units of sku's pools by status.
-SELECT pool, status, count(*)::bigint AS n FROM units WHERE sku = @sku GROUP BY pool, status ORDER BY pool, status;
-
 -- name: UnitsNamed :batchmany
 -- UnitsNamed reads the units a hold batch's lines name, as they are once
 -- the batch has locked their pools' stock rows (every change to a pool's

@@ -358,64 +358,6 @@ func (q *Queries) RollbackList(ctx context.Context, lim int32) ([]RollbackReques
 	return items, nil
 }
 
-const stockSearch = `-- name: StockSearch :many
-SELECT sku,
-       count(*)::int AS pools,
-       sum(total)::bigint AS total,
-       sum(available)::bigint AS available,
-       sum(reserved)::bigint AS reserved,
-       sum(sold)::bigint AS sold,
-       count(*) FILTER (WHERE status = 'paused')::int AS paused,
-       bool_or(serialized)::bool AS serialized
-FROM stock
-WHERE sku LIKE $1::text
-GROUP BY sku
-ORDER BY sku
-LIMIT $2
-`
-
-type StockSearchRow struct {
-	Sku        string
-	Pools      int32
-	Total      int64
-	Available  int64
-	Reserved   int64
-	Sold       int64
-	Paused     int32
-	Serialized bool
-}
-
-// StockSearch lists the SKUs whose name starts with prefix (LIKE-escaped by
-// the caller), each with its pools summed.
-func (q *Queries) StockSearch(ctx context.Context, pattern string, lim int32) ([]StockSearchRow, error) {
-	rows, err := q.db.Query(ctx, stockSearch, pattern, lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []StockSearchRow
-	for rows.Next() {
-		var i StockSearchRow
-		if err := rows.Scan(
-			&i.Sku,
-			&i.Pools,
-			&i.Total,
-			&i.Available,
-			&i.Reserved,
-			&i.Sold,
-			&i.Paused,
-			&i.Serialized,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const unitsMap = `-- name: UnitsMap :many
 SELECT pool, group_name, position, id, status, reservation_id
 FROM units

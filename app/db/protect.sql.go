@@ -531,8 +531,8 @@ type StockPoolsPageRow struct {
 }
 
 // StockPoolsPage lists pools one by one (never summed across pools: a
-// campaign's units are not main's), by SKU then pool, after the given
-// (sku, pool), whose SKU starts with pattern (LIKE-escaped by the caller).
+// campaign's units are not main's), by SKU then pool, whose SKU starts
+// with pattern (LIKE-escaped by the caller).
 func (q *Queries) StockPoolsPage(ctx context.Context, pattern string, lim int32) ([]StockPoolsPageRow, error) {
 	rows, err := q.db.Query(ctx, stockPoolsPage, pattern, lim)
 	if err != nil {

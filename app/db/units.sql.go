@@ -111,37 +111,6 @@ func (q *Queries) UnitsAdd(ctx context.Context, arg UnitsAddParams) (int64, erro
 	return id, err
 }
 
-const unitsCountByStatus = `-- name: UnitsCountByStatus :many
-SELECT pool, status, count(*)::bigint AS n FROM units WHERE sku = $1 GROUP BY pool, status ORDER BY pool, status
-`
-
-type UnitsCountByStatusRow struct {
-	Pool   string
-	Status string
-	N      int64
-}
-
-// UnitsCountByStatus counts the units of sku's pools by status.
-func (q *Queries) UnitsCountByStatus(ctx context.Context, sku string) ([]UnitsCountByStatusRow, error) {
-	rows, err := q.db.Query(ctx, unitsCountByStatus, sku)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []UnitsCountByStatusRow
-	for rows.Next() {
-		var i UnitsCountByStatusRow
-		if err := rows.Scan(&i.Pool, &i.Status, &i.N); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const unitsExisting = `-- name: UnitsExisting :many
 
 SELECT u.id FROM units u WHERE u.sku = $1 AND u.id = ANY($2::text[]) ORDER BY u.id COLLATE "C"
