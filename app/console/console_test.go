@@ -40,7 +40,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	pool := dbtest.New(t)
+	pool := dbtest.NewWithConfig(t, app.Instrument) // its statements timed, as a served instance's are
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{
 			"DATABASE_URL": "postgres://unused", "STOCKHOLD_WORKERS": "4", "STOCKHOLD_ROLLBACK_PAUSE": "10ms",
@@ -417,6 +417,12 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	overview := b.do("GET", "/ops/", nil, nil).body
 	require.Contains(t, overview, "https://hooks.example/stockhold")
 	require.Contains(t, overview, `title="answered 503"`)
+	// This instance's hot SKUs (A1 was asked for) and its statements,
+	// each named by its query, slowest mean first.
+	hot := section(t, overview, "hot")
+	require.Contains(t, hot, `<a href="/ops/skus/A1">A1</a>`)
+	slowest := section(t, overview, "slowest")
+	require.Regexp(t, `<code>[A-Z][A-Za-z]+</code></td><td data-label="calls">[1-9][0-9]*</td><td data-label="mean">[0-9.]+ ms</td>`, slowest)
 
 	for _, path := range []string{
 		"/ops/", "/ops/skus?q=A", "/ops/skus?q=B_2%25", "/ops/skus/A1", "/ops/skus/A1?before=3", "/ops/skus/B_2%25",
@@ -464,4 +470,14 @@ func TestBadQueryParametersAreRefused(t *testing.T) {
 	a := b.do("GET", "/ops/signin?next=%FF", nil, nil)
 	require.Equal(t, http.StatusBadRequest, a.status)
 	require.Equal(t, http.StatusOK, b.do("GET", "/ops/skus?q=A", nil, nil).status, "a good search still works")
+}
+
+// section returns the <section id="id"> of page.
+func section(t *testing.T, page, id string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(page, `<section id="`+id+`">`)
+	require.True(t, ok, "no section %s", id)
+	body, _, ok := strings.Cut(rest, "</section>")
+	require.True(t, ok)
+	return body
 }

@@ -34,7 +34,11 @@ var funcs = template.FuncMap{
 	"dict":  dict,
 	"by":    by,
 	"units": units,
+	"ms":    ms,
 }
+
+// ms shows a duration in milliseconds, to the hundredth.
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
 // units lists a movement's units: the first four and how many more.
 func units(ids []string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/webhooks"
@@ -40,7 +41,14 @@ type overviewData struct {
 	Reconciliation *reconcile.Run
 	Backlog        []db.MetricsJobBacklogRow
 	Webhooks       []webhooks.Webhook
+	// Hot is this process's SKUs with the most hold requests in the last
+	// minute; Slowest its named statements, slowest mean first.
+	Hot     []metrics.HotSKU
+	Slowest []metrics.Statement
 }
+
+// overviewStatements is how many of the slowest statements the overview lists.
+const overviewStatements = 10
 
 // overviewRows is how many rows each of the overview's lists shows.
 const overviewRows = 10
@@ -52,10 +60,11 @@ const expiringWithin = 10 * time.Minute
 // force, stock levels lowest first, holds about to expire, recent confirmed
 // orders, open alerts with their owners, holds stuck past expiry, rollbacks
 // and campaigns in progress, the latest reconciliation, the last hour's
-// hold outcomes, River's backlog and the webhooks' lag.
+// hold outcomes, River's backlog, the webhooks' lag, and this process's
+// hot SKUs and slowest statements.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error {
 	ctx := r.Context()
-	var d overviewData
+	d := overviewData{Hot: metrics.HotSKUs(), Slowest: metrics.SlowestStatements(overviewStatements)}
 	q := db.New(c.Pool)
 	var err error
 	if d.StopSale, err = c.Inventory.StopSale(ctx); err != nil {

@@ -18,15 +18,29 @@ type Recorder interface {
 	HoldAnswered(outcome string)
 	// HoldBatch is told how many holds one batch transaction carried.
 	HoldBatch(size int)
+	// HoldAsked is told, for each SKU a valid hold request names, once.
+	HoldAsked(sku string)
+	// BatchTook is told how long one group-commit transaction took from
+	// its begin to its commit or failure, by kind: BatchHold or
+	// BatchChange.
+	BatchTook(kind string, d time.Duration)
 	// Released is told about n holds handed back by one release, as
 	// Release describes it.
 	Released(status, kind, actor string, n int)
 }
 
+// The kinds of group-commit transactions BatchTook is told about.
+const (
+	BatchHold   = "hold"
+	BatchChange = "change"
+)
+
 type nopRecorder struct{}
 
 func (nopRecorder) HoldAnswered(string)                  {}
 func (nopRecorder) HoldBatch(int)                        {}
+func (nopRecorder) HoldAsked(string)                     {}
+func (nopRecorder) BatchTook(string, time.Duration)      {}
 func (nopRecorder) Released(string, string, string, int) {}
 
 // HoldCounts counts this process's hold requests by outcome since it
@@ -83,3 +97,7 @@ func holdOutcome(replayed bool, err error) string {
 // the service (a body that is not a hold request at all), so that the
 // counts cover every request.
 func (s *Service) CountUnreadableHold() { s.holdAnswered("invalid_request") }
+
+// timeBatch tells the Recorder how long a group-commit transaction begun
+// at start took; a batch defers it once its connection is acquired.
+func (s *Service) timeBatch(kind string, start time.Time) { s.rec.BatchTook(kind, time.Since(start)) }

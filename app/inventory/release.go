@@ -166,6 +166,7 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 	defer pc.Release()
 	conn := pc.Conn()
 	defer rollback(conn)
+	defer s.timeBatch(BatchChange, time.Now())
 
 	holds, err := s.lockForChange(ctx, conn, calls)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -233,6 +234,9 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 		pool = req.Campaign
 	}
 	h.lines = req.lines(pool)
+	for _, l := range h.lines {
+		s.rec.HoldAsked(l.SKU)
+	}
 	if asks, _ := req.asks(); asks != nil { // validated above
 		h.asks = make(map[string]unitAsk, len(asks))
 		for sku, a := range asks {
@@ -506,6 +510,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	defer pc.Release()
 	conn := pc.Conn()
 	defer rollback(conn)
+	defer s.timeBatch(BatchHold, time.Now())
 
 	made, rows, lockOrder, stop, err := s.insertAndLock(ctx, conn, leaders)
 	if err != nil {

@@ -6,6 +6,7 @@ package metrics
 import (
 	"errors"
 	"regexp"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -42,6 +43,16 @@ var (
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 	})
 
+	// BatchSeconds observes how long each group-commit transaction took,
+	// from its begin to its commit (or its failure), by kind: hold (a hold
+	// batch) or change (a batch of confirms and releases). The stock rows
+	// and holds a batch locks stay locked that long.
+	BatchSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "stockhold_batch_seconds",
+		Help:    "Duration of each group-commit transaction from begin to commit, by kind (hold, change): how long its row locks were held.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"kind"})
+
 	// WebhookDeliveries counts POSTs of event batches to webhook receivers
 	// by outcome: ok (a 2xx answer) or failed.
 	WebhookDeliveries = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -73,6 +84,15 @@ func (Recorder) HoldAnswered(outcome string) { Holds.WithLabelValues(outcome).In
 
 // HoldBatch observes the size of one hold batch.
 func (Recorder) HoldBatch(size int) { HoldBatch.Observe(float64(size)) }
+
+// HoldAsked counts a hold request naming sku in stockhold_sku_holds_total
+// and in the last minute's hot SKUs (HotSKUs).
+func (Recorder) HoldAsked(sku string) { hotSKUs.add(sku) }
+
+// BatchTook observes one group-commit transaction's duration.
+func (Recorder) BatchTook(kind string, d time.Duration) {
+	BatchSeconds.WithLabelValues(kind).Observe(d.Seconds())
+}
 
 // Released counts n holds handed back by one release, described as
 // inventory.Release describes it. It is told once the release is written.
@@ -125,8 +145,8 @@ func releaseReason(kind, actor string) string {
 // deploy/ rules and dashboard are checked against it.
 func Names() []string {
 	all := []prometheus.Collector{
-		Holds, Transitions, Releases, HoldBatch, HTTPDuration, JobsFinished, JobRunDuration, StockStatements,
-		DBRefreshErrors, collector{},
+		Holds, Transitions, Releases, HoldBatch, BatchSeconds, HTTPDuration, JobsFinished, JobRunDuration, StockStatements,
+		Queries, DBRefreshErrors, collector{}, hotSKUs,
 	}
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {

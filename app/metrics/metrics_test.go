@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -245,6 +246,29 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		}
 	}
 	assert.Positive(t, stock, "statements on stock rows are timed")
+	assert.Positive(t, got[`stockhold_query_seconds_count{query="ReservationsInsertMany"}`], "every named statement is timed")
+	assert.Positive(t, got[`stockhold_query_seconds_count{query="LedgerAppend"}`])
+	assert.GreaterOrEqual(t, got[`stockhold_batch_seconds_count{kind="hold"}`]-before[`stockhold_batch_seconds_count{kind="hold"}`], 7.0,
+		"each hold went in a batch of its own (STOCKHOLD_COALESCE=false)")
+	assert.GreaterOrEqual(t, got[`stockhold_batch_seconds_count{kind="change"}`]-before[`stockhold_batch_seconds_count{kind="change"}`], 4.0)
+
+	// The seven hold requests for A1, each in exactly one series of
+	// stockhold_sku_holds_total (A1's once it is in the top, _other
+	// before), and A1 at the top of the last minute's hot SKUs.
+	asked := 0.0
+	for series, n := range got {
+		if strings.HasPrefix(series, "stockhold_sku_holds_total{") {
+			asked += n - before[series]
+		}
+	}
+	assert.InDelta(t, 7.0, asked, 1e-9)
+	hot := metrics.HotSKUs()
+	if assert.NotEmpty(t, hot) {
+		assert.Equal(t, "A1", hot[0].SKU)
+		assert.GreaterOrEqual(t, hot[0].Holds, int64(7))
+	}
+	slowest := metrics.SlowestStatements(1000)
+	assert.True(t, slices.ContainsFunc(slowest, func(s metrics.Statement) bool { return s.Query == "StockLockMany" && s.Calls > 0 && s.Max >= s.Mean() }))
 }
 
 // TestDatabaseGaugesAreNotReadPerScrape checks that a scrape serves the
