@@ -44,7 +44,9 @@ func reinstatedFrom(key string) *uuid.UUID {
 // client, with the original's time to live counted from now (a campaign's
 // own TTL wins, as for any hold). It goes through the hold batch like any
 // hold, so it is all or nothing (409 out_of_stock naming the line) and
-// refused while sales are stopped. Reinstating a hold again answers the
+// refused while sales are stopped. A line of units with an identity holds
+// the same units again (the same seats, so the same adjacency), or the
+// hold is refused with 409 unit_unavailable naming the units taken since. Reinstating a hold again answers the
 // hold the first call made, as it is now. A hold still held or confirmed is
 // 409 reservation_not_ended.
 func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reservation, error) {
@@ -73,6 +75,12 @@ func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reser
 		TTLSeconds: min(max(int64(orig.ExpiresAt.Sub(orig.CreatedAt)/time.Second), 1), MaxTTLSeconds),
 	}
 	for _, l := range lines {
+		if len(l.Units) > 0 {
+			// The same units, so the same seats (and their adjacency), or a
+			// refusal naming the ones taken: never other units of the pool.
+			req.Items = append(req.Items, Item{SKU: l.SKU, Units: l.Units})
+			continue
+		}
 		req.Items = append(req.Items, Item{SKU: l.SKU, Quantity: l.Quantity})
 	}
 	if len(req.Items) == 0 {

@@ -47885,7 +47885,7 @@ type ClientInterface interface {
 
 	// ReinstateReservationWithBody Hold a released or expired hold's lines again
 	//
-	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -47896,7 +47896,7 @@ type ClientInterface interface {
 
 	// ReinstateReservation Hold a released or expired hold's lines again
 	//
-	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -48935,7 +48935,7 @@ func (c *Client) ExtendReservation(ctx context.Context, id ReservationID, body E
 
 // ReinstateReservationWithBody Hold a released or expired hold's lines again
 //
-// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -48956,7 +48956,7 @@ func (c *Client) ReinstateReservationWithBody(ctx context.Context, id Reservatio
 
 // ReinstateReservation Hold a released or expired hold's lines again
 //
-// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -52251,7 +52251,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReinstateReservationWithBodyWithResponse Hold a released or expired hold's lines again
 	//
-	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -52262,7 +52262,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReinstateReservationWithResponse Hold a released or expired hold's lines again
 	//
-	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -58134,7 +58134,7 @@ func (c *ClientWithResponses) ExtendReservationWithResponse(ctx context.Context,
 
 // ReinstateReservationWithBodyWithResponse Hold a released or expired hold's lines again
 //
-// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -58151,7 +58151,7 @@ func (c *ClientWithResponses) ReinstateReservationWithBodyWithResponse(ctx conte
 
 // ReinstateReservationWithResponse Hold a released or expired hold's lines again
 //
-// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
