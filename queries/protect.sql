@@ -33,11 +33,13 @@ SELECT sku FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C";
 
 -- name: StockBooks :one
 -- StockBooks is one pool's counters beside its ledger (the checkpoint plus
--- the ledger rows after it, as reconciliation sums it) and the lines of its
--- held and confirmed holds. Read after the row is locked (StockLock), in a
--- later statement, nothing can move them until the transaction ends.
-SELECT s.sku, s.pool, s.status, s.paused_reason, s.version,
+-- the ledger rows after it, as reconciliation sums it), the lines of its
+-- held and confirmed holds and, for a pool of units with an identity, its
+-- units by status. Read after the row is locked (StockLock), in a later
+-- statement, nothing can move them until the transaction ends.
+SELECT s.sku, s.pool, s.status, s.paused_reason, s.version, s.serialized,
        s.total, s.available, s.reserved, s.sold,
+       u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
        (coalesce(c.total, 0) + m.total)::bigint         AS ledger_total,
        (coalesce(c.available, 0) + m.available)::bigint AS ledger_available,
        (coalesce(c.reserved, 0) + m.reserved)::bigint   AS ledger_reserved,
@@ -62,6 +64,13 @@ CROSS JOIN LATERAL (
     JOIN reservations r ON r.id = x.reservation_id
     WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
 ) l
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE v.status = 'available') AS available,
+           count(*) FILTER (WHERE v.status = 'held') AS held,
+           count(*) FILTER (WHERE v.status = 'sold') AS sold
+    FROM units v
+    WHERE s.serialized AND v.sku = s.sku AND v.pool = s.pool
+) u
 WHERE s.sku = @sku AND s.pool = @pool;
 
 -- name: StockRepairSet :one

@@ -547,3 +547,39 @@ CROSS JOIN LATERAL (
 ) u
 WHERE (sc.available, sc.reserved, sc.sold) <> (u.available, u.held, u.sold) OR cardinality(u.stray) > 0
 ORDER BY sc.sku COLLATE "C", sc.pool COLLATE "C";
+
+-- name: UnitsAgainstLedger :many
+-- UnitsAgainstLedger lists, for one pool found out of balance, the units
+-- whose status or pool is not what the pool's ledger last said of them,
+-- at most lim of them, each row carrying how many there are. Every ledger
+-- row that moves units names them, so the last row of a pool naming a
+-- unit says where it should be: held after a reserve, sold after a
+-- confirm, available after units came in or went back, out of the pool
+-- (retired, or moved to another pool) after a retirement or a transfer
+-- out. A unit of the pool the ledger never named is listed too. One pass
+-- over the pool's ledger rows that name units: it is for a person reading
+-- a finding, not for every run.
+WITH said AS (
+    SELECT DISTINCT ON (x.unit_id) x.unit_id, g.kind, g.id AS ledger_id,
+           CASE WHEN g.delta_reserved > 0 THEN 'held'
+                WHEN g.delta_sold > 0 THEN 'sold'
+                WHEN g.delta_available > 0 THEN 'available'
+                ELSE 'gone' END AS expected
+    FROM ledger g
+    CROSS JOIN LATERAL unnest(g.units) AS x(unit_id)
+    WHERE g.sku = @sku AND g.pool = @pool AND g.units IS NOT NULL
+    ORDER BY x.unit_id, g.stock_version DESC, g.id DESC
+), off AS (
+    SELECT u.id, u.status, u.pool, s.kind AS ledger_kind, s.expected AS ledger_says, s.ledger_id
+    FROM units u
+    LEFT JOIN said s ON s.unit_id = u.id
+    WHERE u.sku = @sku
+      AND (u.pool = @pool OR s.unit_id IS NOT NULL)
+      AND NOT coalesce((u.pool = @pool AND u.status = s.expected)
+                       OR (s.expected = 'gone' AND (u.pool <> @pool OR u.status = 'retired')), false)
+)
+SELECT o.id, o.status, o.pool, o.ledger_kind, coalesce(o.ledger_says, 'never named')::text AS ledger_says,
+       o.ledger_id, count(*) OVER ()::bigint AS total
+FROM off o
+ORDER BY o.id COLLATE "C"
+LIMIT @lim;

@@ -264,8 +264,9 @@ func (q *Queries) RollbackSKUs(ctx context.Context, ids []uuid.UUID, campaign *s
 }
 
 const stockBooks = `-- name: StockBooks :one
-SELECT s.sku, s.pool, s.status, s.paused_reason, s.version,
+SELECT s.sku, s.pool, s.status, s.paused_reason, s.version, s.serialized,
        s.total, s.available, s.reserved, s.sold,
+       u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
        (coalesce(c.total, 0) + m.total)::bigint         AS ledger_total,
        (coalesce(c.available, 0) + m.available)::bigint AS ledger_available,
        (coalesce(c.reserved, 0) + m.reserved)::bigint   AS ledger_reserved,
@@ -290,6 +291,13 @@ CROSS JOIN LATERAL (
     JOIN reservations r ON r.id = x.reservation_id
     WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
 ) l
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE v.status = 'available') AS available,
+           count(*) FILTER (WHERE v.status = 'held') AS held,
+           count(*) FILTER (WHERE v.status = 'sold') AS sold
+    FROM units v
+    WHERE s.serialized AND v.sku = s.sku AND v.pool = s.pool
+) u
 WHERE s.sku = $1 AND s.pool = $2
 `
 
@@ -299,10 +307,14 @@ type StockBooksRow struct {
 	Status          string
 	PausedReason    *string
 	Version         int64
+	Serialized      bool
 	Total           int64
 	Available       int64
 	Reserved        int64
 	Sold            int64
+	UnitsAvailable  int64
+	UnitsHeld       int64
+	UnitsSold       int64
 	LedgerTotal     int64
 	LedgerAvailable int64
 	LedgerReserved  int64
@@ -312,9 +324,10 @@ type StockBooksRow struct {
 }
 
 // StockBooks is one pool's counters beside its ledger (the checkpoint plus
-// the ledger rows after it, as reconciliation sums it) and the lines of its
-// held and confirmed holds. Read after the row is locked (StockLock), in a
-// later statement, nothing can move them until the transaction ends.
+// the ledger rows after it, as reconciliation sums it), the lines of its
+// held and confirmed holds and, for a pool of units with an identity, its
+// units by status. Read after the row is locked (StockLock), in a later
+// statement, nothing can move them until the transaction ends.
 func (q *Queries) StockBooks(ctx context.Context, sku string, pool string) (StockBooksRow, error) {
 	row := q.db.QueryRow(ctx, stockBooks, sku, pool)
 	var i StockBooksRow
@@ -324,10 +337,14 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, pool string) (Stoc
 		&i.Status,
 		&i.PausedReason,
 		&i.Version,
+		&i.Serialized,
 		&i.Total,
 		&i.Available,
 		&i.Reserved,
 		&i.Sold,
+		&i.UnitsAvailable,
+		&i.UnitsHeld,
+		&i.UnitsSold,
 		&i.LedgerTotal,
 		&i.LedgerAvailable,
 		&i.LedgerReserved,

@@ -1262,3 +1262,78 @@ func (q *Queries) StockUnitsMismatch(ctx context.Context, skus []string, since *
 	}
 	return items, nil
 }
+
+const unitsAgainstLedger = `-- name: UnitsAgainstLedger :many
+WITH said AS (
+    SELECT DISTINCT ON (x.unit_id) x.unit_id, g.kind, g.id AS ledger_id,
+           CASE WHEN g.delta_reserved > 0 THEN 'held'
+                WHEN g.delta_sold > 0 THEN 'sold'
+                WHEN g.delta_available > 0 THEN 'available'
+                ELSE 'gone' END AS expected
+    FROM ledger g
+    CROSS JOIN LATERAL unnest(g.units) AS x(unit_id)
+    WHERE g.sku = $2 AND g.pool = $3 AND g.units IS NOT NULL
+    ORDER BY x.unit_id, g.stock_version DESC, g.id DESC
+), off AS (
+    SELECT u.id, u.status, u.pool, s.kind AS ledger_kind, s.expected AS ledger_says, s.ledger_id
+    FROM units u
+    LEFT JOIN said s ON s.unit_id = u.id
+    WHERE u.sku = $2
+      AND (u.pool = $3 OR s.unit_id IS NOT NULL)
+      AND NOT coalesce((u.pool = $3 AND u.status = s.expected)
+                       OR (s.expected = 'gone' AND (u.pool <> $3 OR u.status = 'retired')), false)
+)
+SELECT o.id, o.status, o.pool, o.ledger_kind, coalesce(o.ledger_says, 'never named')::text AS ledger_says,
+       o.ledger_id, count(*) OVER ()::bigint AS total
+FROM off o
+ORDER BY o.id COLLATE "C"
+LIMIT $1
+`
+
+type UnitsAgainstLedgerRow struct {
+	ID         string
+	Status     string
+	Pool       string
+	LedgerKind *string
+	LedgerSays string
+	LedgerID   *int64
+	Total      int64
+}
+
+// UnitsAgainstLedger lists, for one pool found out of balance, the units
+// whose status or pool is not what the pool's ledger last said of them,
+// at most lim of them, each row carrying how many there are. Every ledger
+// row that moves units names them, so the last row of a pool naming a
+// unit says where it should be: held after a reserve, sold after a
+// confirm, available after units came in or went back, out of the pool
+// (retired, or moved to another pool) after a retirement or a transfer
+// out. A unit of the pool the ledger never named is listed too. One pass
+// over the pool's ledger rows that name units: it is for a person reading
+// a finding, not for every run.
+func (q *Queries) UnitsAgainstLedger(ctx context.Context, lim int32, sku string, pool string) ([]UnitsAgainstLedgerRow, error) {
+	rows, err := q.db.Query(ctx, unitsAgainstLedger, lim, sku, pool)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UnitsAgainstLedgerRow
+	for rows.Next() {
+		var i UnitsAgainstLedgerRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.Pool,
+			&i.LedgerKind,
+			&i.LedgerSays,
+			&i.LedgerID,
+			&i.Total,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -46,22 +46,51 @@ type Books struct {
 	// and confirmed holds: what reserved and sold should be.
 	LinesHeld      int64 `json:"lines_held"`
 	LinesConfirmed int64 `json:"lines_confirmed"`
+	// Units, for a pool of units with an identity, are its units by
+	// status: what available, reserved and sold must be.
+	Units *UnitCounts `json:"units,omitempty"`
+}
+
+// UnitCounts are a pool's units by status.
+type UnitCounts struct {
+	Available int64 `json:"available"`
+	Held      int64 `json:"held"`
+	Sold      int64 `json:"sold"`
+}
+
+// unitsClause says how a pool's units disagree with its counters, for a
+// refusal's detail; empty when they agree.
+func (b Books) unitsClause() string {
+	if b.unitsAgree(b.Counters) {
+		return ""
+	}
+	return fmt.Sprintf("; its units are %d available, %d held, %d sold", b.Units.Available, b.Units.Held, b.Units.Sold)
+}
+
+// unitsAgree reports whether a pool's counters are its units by status
+// (always, for a pool without units).
+func (b Books) unitsAgree(c Counters) bool {
+	return b.Units == nil || (c.Available == b.Units.Available && c.Reserved == b.Units.Held && c.Sold == b.Units.Sold)
 }
 
 // Difference is the counters minus the ledger, per counter.
 func (b Books) Difference() Counters { return b.Counters.minus(b.Ledger) }
 
-// Balanced reports whether the counters agree with the ledger and with the
-// lines.
+// Balanced reports whether the counters agree with the ledger, with the
+// lines and, for a pool of units, with its units.
 func (b Books) Balanced() bool {
-	return b.Difference().Zero() && b.Counters.Reserved == b.LinesHeld && b.Counters.Sold == b.LinesConfirmed
+	return b.Difference().Zero() && b.Counters.Reserved == b.LinesHeld && b.Counters.Sold == b.LinesConfirmed && b.unitsAgree(b.Counters)
 }
 
 func (b Books) problem() map[string]any {
-	return map[string]any{
+	p := map[string]any{
 		"pool": b.Pool, "counters": b.Counters, "ledger": b.Ledger, "difference": b.Difference(),
 		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed},
 	}
+	if b.Units != nil {
+		p["units"] = b.Units
+	}
+	return p
 }
 
 // booksLocked locks the stock row (sku, pool) and then, in a later
@@ -77,12 +106,16 @@ func booksLocked(ctx context.Context, q *db.Queries, sku, pool string) (Books, e
 	if err != nil {
 		return Books{}, fmt.Errorf("read the books of %s/%s: %w", sku, pool, err)
 	}
-	return Books{
+	b := Books{
 		SKU: r.Sku, Pool: r.Pool, Status: r.Status,
 		Counters:  Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold},
 		Ledger:    Counters{Total: r.LedgerTotal, Available: r.LedgerAvailable, Reserved: r.LedgerReserved, Sold: r.LedgerSold},
 		LinesHeld: r.LinesHeld, LinesConfirmed: r.LinesConfirmed,
-	}, nil
+	}
+	if r.Serialized {
+		b.Units = &UnitCounts{Available: r.UnitsAvailable, Held: r.UnitsHeld, Sold: r.UnitsSold}
+	}
+	return b, nil
 }
 
 // Lift resumes a paused pool, gated: see Service.Lift.
@@ -125,10 +158,10 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 			d := books.Difference()
 			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Extra: books.problem(),
 				Detail: fmt.Sprintf("the books of %s (pool %s) do not balance (counters minus ledger: total %+d, available %+d, reserved %+d, sold %+d; "+
-					"reserved %d against %d held, sold %d against %d confirmed): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
+					"reserved %d against %d held, sold %d against %d confirmed%s): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
 					"or resume with \"force\": true and a reason",
 					w.SKU, w.Pool, d.Total, d.Available, d.Reserved, d.Sold, books.Counters.Reserved, books.LinesHeld,
-					books.Counters.Sold, books.LinesConfirmed, w.SKU)}
+					books.Counters.Sold, books.LinesConfirmed, books.unitsClause(), w.SKU)}
 		}
 		if w.Pool != MainPool {
 			terms, err := q.CampaignHoldTerms(ctx, w.Pool)

@@ -71,13 +71,37 @@ func (r *risk) linesDetails() map[string]any {
 	}
 }
 
-func (r *risk) unitsDetails() map[string]any {
+// maxUnitsNamed bounds the units a units finding names beside its stray
+// ones: those whose status or pool is not what their pool's ledger last
+// said of them.
+const maxUnitsNamed = 100
+
+// unitsDetails is a units finding's details: the counters beside the
+// units by status, the stray units (held or sold by a hold that does not
+// hold or did not buy them), and the units the pool's ledger places
+// elsewhere (against_ledger: each unit's status and pool beside what the
+// last ledger row naming it says, at most maxUnitsNamed of them, and
+// against_ledger_count, all of them).
+func (r *risk) unitsDetails(ctx context.Context, q *db.Queries) (map[string]any, error) {
 	u := r.units
-	return map[string]any{
-		"counters": map[string]int64{"available": u.Available, "reserved": u.Reserved, "sold": u.Sold},
-		"units":    map[string]int64{"available": u.UnitsAvailable, "held": u.UnitsHeld, "sold": u.UnitsSold},
-		"stray":    u.Stray,
+	off, err := q.UnitsAgainstLedger(ctx, maxUnitsNamed, r.sku, r.pool)
+	if err != nil {
+		return nil, fmt.Errorf("units of %s/%s against the ledger: %w", r.sku, r.pool, err)
 	}
+	named := make([]map[string]any, len(off))
+	count := int64(0)
+	for i, o := range off {
+		named[i] = map[string]any{"id": o.ID, "status": o.Status, "pool": o.Pool, "ledger_says": o.LedgerSays,
+			"ledger_kind": o.LedgerKind, "ledger_id": o.LedgerID}
+		count = o.Total
+	}
+	return map[string]any{
+		"counters":             map[string]int64{"available": u.Available, "reserved": u.Reserved, "sold": u.Sold},
+		"units":                map[string]int64{"available": u.UnitsAvailable, "held": u.UnitsHeld, "sold": u.UnitsSold},
+		"stray":                u.Stray,
+		"against_ledger":       named,
+		"against_ledger_count": count,
+	}, nil
 }
 
 func (r *risk) ledgerDetails() map[string]any {
@@ -97,26 +121,38 @@ func (r *risk) ledgerDetails() map[string]any {
 const maxAffected = 20
 
 // pauseHighRisk pauses every stock row whose counters disagree with its
-// lines, its ledger or its units, raises a critical alert for it and records its
-// findings, one transaction per row. It moves no stock. It returns the
-// rows it found, so that no stuck hold on them is released.
+// lines, its ledger or its units, raises a critical alert for it and
+// records its findings, one transaction per row. It moves no stock. Each
+// row stands alone: a row whose pause fails (its row lock not had in time,
+// say) still gets its findings and its alert, saying it was not paused, in
+// a transaction of its own, and the rows after it are paused as usual; the
+// errors come back joined once every row was seen to. It returns the rows
+// it found, so that no stuck hold on them is released.
 func (s *Service) pauseHighRisk(ctx context.Context, runID int64, snap snapshot) (map[stockKey]bool, error) {
 	found := map[stockKey]bool{}
+	var errs []error
 	for _, r := range risks(snap) {
 		found[r.stockKey] = true
-		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.pauseTx(ctx, tx, runID, r) }); err != nil {
-			return nil, fmt.Errorf("high risk %s/%s: %w", r.sku, r.pool, err)
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.pauseTx(ctx, tx, runID, r, nil) })
+		if err == nil {
+			continue
+		}
+		failed := fmt.Errorf("high risk %s/%s, not paused: %w", r.sku, r.pool, err)
+		s.log.ErrorContext(ctx, "reconciliation could not pause a pool out of balance", "run_id", runID, "sku", r.sku, "pool", r.pool, "err", err)
+		errs = append(errs, failed)
+		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.pauseTx(ctx, tx, runID, r, err) }); err != nil {
+			errs = append(errs, fmt.Errorf("record high risk %s/%s: %w", r.sku, r.pool, err))
 		}
 	}
-	return found, nil
+	return found, errors.Join(errs...)
 }
 
-func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) error {
+// pauseTx pauses one stock row out of balance (unless it is paused
+// already), raises its alert and records its findings. With notPaused, the
+// error a first attempt to pause it met, it records the findings and the
+// alert alone, saying the pool is still on sale.
+func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, notPaused error) error {
 	q := db.New(tx)
-	st, err := q.StockLock(ctx, r.sku, r.pool)
-	if err != nil {
-		return fmt.Errorf("lock stock row: %w", err)
-	}
 	var checks []string
 	details := map[string]any{"run_id": runID}
 	if r.lines != nil {
@@ -129,7 +165,11 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 	}
 	if r.units != nil {
 		checks = append(checks, "counters vs units")
-		details["units"] = r.unitsDetails()
+		ud, err := r.unitsDetails(ctx, q)
+		if err != nil {
+			return err
+		}
+		details["units"] = ud
 	}
 	affected, err := q.ReservationsLiveOnPool(ctx, r.sku, r.pool, maxAffected)
 	if err != nil {
@@ -140,13 +180,26 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 		holds[i] = map[string]any{"id": h.ID, "order_ref": h.OrderRef, "status": h.Status, "quantity": h.Quantity}
 	}
 	details["affected_holds"] = holds
-	action := "left paused (" + domain.Value(st.PausedReason) + "); no stock moved"
-	if st.Status == inventory.StockOnSale {
-		reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
-		if err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: r.sku, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
-			return err
+	var action, what string
+	switch {
+	case notPaused != nil:
+		details["not_paused"] = notPaused.Error()
+		action = "NOT paused (" + notPaused.Error() + "): pause it by hand; no stock moved"
+		what = "could not pause the pool (" + notPaused.Error() + "): it is still on sale; pause it by hand (POST /v1/skus/" +
+			r.sku + "/pause), then"
+	default:
+		st, err := q.StockLock(ctx, r.sku, r.pool)
+		if err != nil {
+			return fmt.Errorf("lock stock row: %w", err)
 		}
-		action = "paused; no stock moved"
+		action, what = "left paused ("+domain.Value(st.PausedReason)+"); no stock moved", "paused the pool:"
+		if st.Status == inventory.StockOnSale {
+			reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
+			if err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: r.sku, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
+				return err
+			}
+			action = "paused; no stock moved"
+		}
 	}
 	_, err = s.alerts.RaiseTx(ctx, tx, alerts.Raise{
 		Level:   alerts.Critical,
@@ -155,27 +208,32 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk) 
 		SKU:     r.sku,
 		Pool:    r.pool,
 		Details: details,
-		Action: fmt.Sprintf("Reconciliation run %d found the counters of %s (pool %s) out of balance (%s) and paused the pool: "+
+		Action: fmt.Sprintf("Reconciliation run %d found the counters of %s (pool %s) out of balance (%s) and %s "+
 			"no new holds, confirms and releases still work, no stock was moved. Compare the counters with the lines and the ledger "+
-			"(the stock_health view; the alert's details have both sides, the difference per counter and the live holds on the pool), "+
+			"(the stock_health view; the alert's details have both sides, the difference per counter, the units that disagree and the live holds on the pool), "+
 			"correct the cause, repair the books (POST /v1/skus/%s/repair, preview with dry_run), then resume the pool with a reason.",
-			runID, r.sku, r.pool, strings.Join(checks, ", "), r.sku),
+			runID, r.sku, r.pool, strings.Join(checks, ", "), what, r.sku),
 	})
 	if err != nil {
 		return err
 	}
-	if r.lines != nil {
-		if err := addFinding(ctx, q, runID, ClassHighRisk, KindCountersVsLines, finding{sku: r.sku, pool: r.pool, details: r.linesDetails()}, action); err != nil {
-			return err
+	for _, f := range []struct {
+		kind    string
+		found   bool
+		details any
+	}{
+		{KindCountersVsLines, r.lines != nil, details["lines"]},
+		{KindCountersVsLedger, r.ledger != nil, details["ledger"]},
+		{KindCountersVsUnits, r.units != nil, details["units"]},
+	} {
+		if !f.found {
+			continue
 		}
-	}
-	if r.ledger != nil {
-		if err := addFinding(ctx, q, runID, ClassHighRisk, KindCountersVsLedger, finding{sku: r.sku, pool: r.pool, details: r.ledgerDetails()}, action); err != nil {
-			return err
+		d := f.details.(map[string]any)
+		if notPaused != nil {
+			d["not_paused"] = notPaused.Error()
 		}
-	}
-	if r.units != nil {
-		if err := addFinding(ctx, q, runID, ClassHighRisk, KindCountersVsUnits, finding{sku: r.sku, pool: r.pool, details: r.unitsDetails()}, action); err != nil {
+		if err := addFinding(ctx, q, runID, ClassHighRisk, f.kind, finding{sku: r.sku, pool: r.pool, details: d}, action); err != nil {
 			return err
 		}
 	}

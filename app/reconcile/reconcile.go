@@ -398,18 +398,14 @@ func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p
 
 // act takes each class's action: high risk first, so that the pools are
 // paused as soon as possible and no stuck hold on them is released.
+// A class whose action fails does not keep the others from theirs: the
+// errors come back joined, and the run is failed.
 func (s *Service) act(ctx context.Context, run db.ReconcileRun, snap snapshot) error {
-	risky, err := s.pauseHighRisk(ctx, run.ID, snap)
-	if err != nil {
-		return err
-	}
-	if err := s.releaseStuck(ctx, run.ID, snap, risky); err != nil {
-		return err
-	}
-	if err := s.retryJobs(ctx, run.ID, snap.jobs); err != nil {
-		return err
-	}
-	return s.resumeChains(ctx, run.ID, snap)
+	risky, pauseErr := s.pauseHighRisk(ctx, run.ID, snap)
+	return errors.Join(pauseErr,
+		s.releaseStuck(ctx, run.ID, snap, risky),
+		s.retryJobs(ctx, run.ID, snap.jobs),
+		s.resumeChains(ctx, run.ID, snap))
 }
 
 func validTrigger(t string) error {
