@@ -62,7 +62,7 @@ var Settings = []Setting{
 	{Name: "STOCKHOLD_TRIP_INTERVAL", Default: "1m",
 		Meaning: "one period of the protection switch's rules: how often each process checks them; 0 turns every rule off"},
 	{Name: "STOCKHOLD_TRIP_LOCK_WAITS", Default: "200",
-		Meaning: "times one process found one stock row locked by another transaction past STOCKHOLD_DB_LOCK_TIMEOUT (its requests answered busy) within a period that pause that pool, with a critical alert; 0: off"},
+		Meaning: "requests one process answered busy within a period because one stock row stayed locked by another transaction past STOCKHOLD_DB_LOCK_TIMEOUT (each counted once) that pause that pool, with a critical alert; 0: off"},
 	{Name: "STOCKHOLD_TRIP_EXPIRY_BACKLOG", Default: "5000",
 		Meaning: "held holds past their expiry that count as an expiry backlog; over it for STOCKHOLD_TRIP_PERIODS periods in a row raises a critical alert; 0: off"},
 	{Name: "STOCKHOLD_TRIP_CONFIRM_P99", Default: "2s",

@@ -115,7 +115,6 @@ func (s *Service) lockedStock(ctx context.Context, rows map[string]Line) (map[st
 	for _, f := range free {
 		delete(locked, rowKey(f.Sku, f.Pool))
 	}
-	s.lockWaits.saw(locked)
 	return locked, nil
 }
 

@@ -1,32 +1,40 @@
 package inventory
 
 import (
+	"errors"
 	"strings"
 	"sync"
+
+	"github.com/stockhold/stockhold/app/domain"
 )
 
-// lockWaits counts, per stock row, the times this process found the row
-// locked by another transaction past the lock timeout (a batch that timed
-// out on it, or one that looked before waiting and found it still locked):
-// the requests that needed it answered busy. The protection switch's
-// lock-wait rule reads and resets the counts every period (TakeLockWaits).
+// lockWaits counts, per stock row, the requests this process answered busy
+// because another transaction kept that row locked past the lock timeout
+// (holds, confirms and releases): one per busy answer, however many times
+// the request's batches timed out on the row or looked at it first (the
+// first hold on a newly locked row does both). The expiry loop, which
+// answers nobody, skips such a row without counting it. The protection
+// switch's lock-wait rule reads and resets the counts every period
+// (TakeLockWaits).
 type lockWaits struct {
 	mu sync.Mutex
 	n  map[string]int64
 }
 
-func (w *lockWaits) saw(locked map[string]Line) {
-	if len(locked) == 0 {
-		return
+// answered counts err, a request's answer, when it is busy on a stock row
+// (errBusy), and returns it.
+func (w *lockWaits) answered(err error) error {
+	var e *domain.Error
+	if !errors.As(err, &e) || e.Code != domain.CodeBusy || e.SKU == "" {
+		return err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n == nil {
 		w.n = map[string]int64{}
 	}
-	for k := range locked {
-		w.n[k]++
-	}
+	w.n[rowKey(e.SKU, e.Pool)]++
+	return err
 }
 
 // PoolCount is a count about one (sku, pool).
@@ -35,9 +43,9 @@ type PoolCount struct {
 	N         int64
 }
 
-// TakeLockWaits returns how many times each stock row was found locked by
-// another transaction past the lock timeout since the last call, and
-// starts counting afresh.
+// TakeLockWaits returns how many requests each stock row made answer busy,
+// locked by another transaction past the lock timeout, since the last
+// call, and starts counting afresh.
 func (s *Service) TakeLockWaits() []PoolCount {
 	w := &s.lockWaits
 	w.mu.Lock()

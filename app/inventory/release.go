@@ -112,7 +112,7 @@ func (s *Service) runChanges(ctx context.Context, calls []*changeCall) []*change
 			why, onLocked := locked[c.id]
 			switch {
 			case onLocked && c.timeouts >= maxLockTimeouts:
-				c.answer(why)
+				c.answer(s.lockWaits.answered(why))
 			case c.timeouts > maxLockTimeouts:
 				c.answer(&domain.Error{Code: domain.CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", c.id)})
 			default:

@@ -392,7 +392,7 @@ func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
 		var rest []*holdCall
 		for _, c := range calls {
 			if l, ok := firstLocked(c.h.lines, locked); ok {
-				c.answer(errBusy(l))
+				c.answer(s.lockWaits.answered(errBusy(l)))
 			} else {
 				rest = append(rest, c)
 			}
@@ -441,11 +441,10 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 			c.timeouts++
 			l, onLocked := firstLocked(c.h.lines, locked)
 			switch {
+			case c.timeouts > maxLockTimeouts && onLocked:
+				c.answer(s.lockWaits.answered(errBusy(l)))
 			case c.timeouts > maxLockTimeouts:
-				if !onLocked {
-					l = c.h.lines[0]
-				}
-				c.answer(errBusy(l))
+				c.answer(errBusy(c.h.lines[0]))
 			case onLocked:
 				later = append(later, c)
 			default:

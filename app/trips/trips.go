@@ -35,8 +35,9 @@ const (
 type Config struct {
 	// Interval is one period: how often the rules are checked.
 	Interval time.Duration
-	// LockWaits is how many times in a period this process may find one
-	// stock row locked past the lock timeout before that pool is paused.
+	// LockWaits is how many requests this process may answer busy in a
+	// period because one stock row stayed locked past the lock timeout
+	// before that pool is paused.
 	LockWaits int64
 	// ExpiryBacklog is how many held holds past their expiry count as a
 	// backlog.
@@ -149,7 +150,7 @@ func (s *Service) Check(ctx context.Context) ([]Fired, error) {
 // lockWaits pauses a pool whose row answered busy too often in a period.
 func (s *Service) lockWaits(ctx context.Context, w inventory.PoolCount) (Fired, error) {
 	subject := "sku:" + w.SKU + "/" + w.Pool
-	what := fmt.Sprintf("%s (pool %s) was found locked by another transaction past the lock timeout %d times in %s, the limit is %d", w.SKU, w.Pool, w.N, s.cfg.Interval, s.cfg.LockWaits)
+	what := fmt.Sprintf("%s (pool %s) stayed locked by another transaction past the lock timeout: %d requests answered busy in %s, the limit is %d", w.SKU, w.Pool, w.N, s.cfg.Interval, s.cfg.LockWaits)
 	st, err := s.inv.GetStock(ctx, w.SKU)
 	if err != nil {
 		return Fired{}, err

@@ -2,6 +2,7 @@ package trips_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -57,15 +58,16 @@ func openAlert(t *testing.T, a *alerts.Service, kind string) (alerts.Alert, bool
 
 // TestLockWaitsPauseTheSKU: a row kept locked past the lock timeout, so
 // that holds on it answer busy, pauses that pool at the period's end once
-// the limit is reached, with a critical alert naming the rule; a row under
-// the limit is left alone.
+// its busy answers reach the limit (3): at the limit and above it, with a
+// critical alert naming the rule and the exact count; one under the limit
+// is left alone.
 func TestLockWaitsPauseTheSKU(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	deps, pool := setup(t, func(c *config.Config) { c.LockTimeout = 100 * time.Millisecond; c.TripLockWaits = 3 })
-	stockIn(t, deps.Inventory, "HOT", 100)
-	stockIn(t, deps.Inventory, "WARM", 100)
-	stockIn(t, deps.Inventory, "COLD", 100)
+	for _, sku := range []string{"AT", "ABOVE", "BELOW", "COLD"} {
+		stockIn(t, deps.Inventory, sku, 100)
+	}
 
 	busy := func(sku string, n int) {
 		tx, err := pool.Begin(ctx)
@@ -80,28 +82,49 @@ func TestLockWaitsPauseTheSKU(t *testing.T) {
 			require.Equal(t, domain.CodeBusy, de.Code)
 		}
 	}
-	busy("HOT", 3)
-	busy("WARM", 1)
+	busy("AT", 3)
+	busy("ABOVE", 4)
+	busy("BELOW", 2)
 	_, err := hold(deps.Inventory, "cold", "COLD", 60)
 	require.NoError(t, err)
 
 	fired, err := deps.Trips.Check(ctx)
 	require.NoError(t, err)
-	require.Len(t, fired, 1, "%v", fired)
-	require.Equal(t, trips.RuleLockWaits, fired[0].Rule)
+	subjects := map[string]trips.Fired{}
+	for _, f := range fired {
+		require.Equal(t, trips.RuleLockWaits, f.Rule)
+		subjects[f.Subject] = f
+	}
+	require.Len(t, subjects, 2, "%v", fired)
+	require.Contains(t, subjects["sku:AT/main"].Detail, "3 requests answered busy")
+	require.Contains(t, subjects["sku:ABOVE/main"].Detail, "4 requests answered busy")
 	status := func(sku string) string {
 		st, err := deps.Inventory.GetStock(ctx, sku)
 		require.NoError(t, err)
 		return st.Pools[0].Status
 	}
-	require.Equal(t, inventory.StockPaused, status("HOT"))
-	require.Equal(t, inventory.StockOnSale, status("WARM"))
+	require.Equal(t, inventory.StockPaused, status("AT"))
+	require.Equal(t, inventory.StockPaused, status("ABOVE"))
+	require.Equal(t, inventory.StockOnSale, status("BELOW"))
 	require.Equal(t, inventory.StockOnSale, status("COLD"))
-	a, ok := openAlert(t, deps.Alerts, "trip_lock_waits")
-	require.True(t, ok)
-	require.Equal(t, "critical", a.Level)
-	require.Equal(t, "sku:HOT/main", a.Subject)
-	require.Contains(t, a.SuggestedAction, "Rule lock_waits fired")
+	list, err := deps.Alerts.List(ctx, alerts.StatusOpen, 100)
+	require.NoError(t, err)
+	counted := map[string]int64{}
+	for _, a := range list {
+		if a.Kind != "trip_lock_waits" {
+			continue
+		}
+		require.Equal(t, "critical", a.Level)
+		require.Contains(t, a.SuggestedAction, "Rule lock_waits fired")
+		var d struct {
+			LockWaits int64 `json:"lock_waits"`
+			Threshold int64 `json:"threshold"`
+		}
+		require.NoError(t, json.Unmarshal(a.Details, &d))
+		require.Equal(t, int64(3), d.Threshold)
+		counted[a.Subject] = d.LockWaits
+	}
+	require.Equal(t, map[string]int64{"sku:AT/main": 3, "sku:ABOVE/main": 4}, counted)
 
 	// The counts start again each period.
 	fired, err = deps.Trips.Check(ctx)
