@@ -61,9 +61,10 @@ type verdict struct {
 // multi-line hold is all or nothing. A campaign's cap per order refuses a
 // hold before its stock is looked at. On a pool of units with an identity
 // a line takes the units it names, if each is available and not taken by
-// an earlier hold of the batch, and picks the rest in seat order
-// (adjacent: the first run of consecutive positions in one group that has
-// room). It returns a verdict per hold, and the units granted per row,
+// an earlier hold of the batch (a line naming one that is not is refused
+// unit_unavailable, naming them, whatever the counters say), and picks the
+// rest in seat order (adjacent: the first run of consecutive positions in
+// one group that has room). It returns a verdict per hold, and the units granted per row,
 // which the write takes from each row at once. It touches no database: the
 // write's conditional UPDATEs check it there.
 func decideHolds(rows map[string]lockedRow, holds []hold) ([]verdict, map[string]int64) {
@@ -101,6 +102,10 @@ func decideHold(rows map[string]lockedRow, taken map[string]int64, unitsTaken ma
 		k := rowKey(l.SKU, l.Pool)
 		r, ok := rows[k]
 		ask, asked := h.asks[k]
+		var gone []string // the named units taken, whatever the counters say
+		if r.serialized {
+			gone = namedTaken(r.units, k, l, ask.named, unitsTaken)
+		}
 		switch left := r.available - taken[k]; {
 		case !ok:
 			return verdict{line: l, why: domain.CodeUnknownSKU}
@@ -110,6 +115,8 @@ func decideHold(rows map[string]lockedRow, taken map[string]int64, unitsTaken ma
 			return verdict{line: l, why: domain.CodeUnitUnavailable, units: ask.named}
 		case !r.serialized && asked && ask.adjacent:
 			return verdict{line: l, why: domain.CodeUnitUnavailable}
+		case len(gone) > 0:
+			return verdict{line: l, why: domain.CodeUnitUnavailable, units: gone}
 		case left < l.Quantity:
 			return verdict{line: l, why: domain.CodeOutOfStock, left: left}
 		case !r.serialized:
@@ -130,24 +137,32 @@ func decideHold(rows map[string]lockedRow, taken map[string]int64, unitsTaken ma
 	return verdict{granted: true, picked: picked}
 }
 
+// namedTaken returns the units of named (line l's, on row k) that pool
+// (as read) does not have available, or that earlier holds of the batch
+// took.
+func namedTaken(pool *poolUnits, k string, l Line, named []string, unitsTaken map[string]bool) []string {
+	if pool == nil {
+		pool = &poolUnits{}
+	}
+	var bad []string
+	for _, id := range named {
+		u, ok := pool.named[id]
+		if !ok || u.pool != l.Pool || u.status != UnitAvailable || unitsTaken[k+"\x00"+id] {
+			bad = append(bad, id)
+		}
+	}
+	return bad
+}
+
 // pickUnits chooses line l's units from pool (as read) less the units
-// earlier holds of the batch took: the units ask names, then ask.pick more
-// in seat order. It returns them in byte order, or the refusal.
+// earlier holds of the batch took: the units ask names (each available,
+// see namedTaken), then ask.pick more in seat order. It returns them in
+// byte order, or the refusal.
 func pickUnits(pool *poolUnits, k string, l Line, ask unitAsk, unitsTaken map[string]bool) ([]string, verdict) {
 	if pool == nil {
 		pool = &poolUnits{}
 	}
 	free := func(id string) bool { return !unitsTaken[k+"\x00"+id] }
-	var bad []string
-	for _, id := range ask.named {
-		u, ok := pool.named[id]
-		if !ok || u.pool != l.Pool || u.status != UnitAvailable || !free(id) {
-			bad = append(bad, id)
-		}
-	}
-	if len(bad) > 0 {
-		return nil, verdict{line: l, why: domain.CodeUnitUnavailable, units: bad}
-	}
 	units := slices.Clone(ask.named)
 	mine := func(id string) bool { return slices.Contains(ask.named, id) }
 	if ask.adjacent {

@@ -225,6 +225,7 @@ func TestDecideUnits(t *testing.T) {
 		seatsHold(t, Item{SKU: "S1", Quantity: 2, Adjacent: true}),
 		seatsHold(t, Item{SKU: "S1", Quantity: 1}),
 		seatsHold(t, Item{SKU: "S1", Quantity: 1}),
+		seatsHold(t, Item{SKU: "S1", Units: []string{"A-3"}}),
 	}
 	verdicts, taken := decideHolds(rows, holds)
 	k := rowKey("S1", MainPool)
@@ -234,8 +235,20 @@ func TestDecideUnits(t *testing.T) {
 		{granted: true, picked: map[string][]string{k: {"A-5", "A-6"}}},
 		{granted: true, picked: map[string][]string{k: {"A-1"}}},
 		{line: Line{SKU: "S1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock, left: 0},
+		// Sold out by the batch: a seat named is still told taken.
+		{line: Line{SKU: "S1", Pool: MainPool, Quantity: 1}, why: domain.CodeUnitUnavailable, units: []string{"A-3"}},
 	}, verdicts)
 	require.Equal(t, map[string]int64{k: 5}, taken)
+
+	// Sold out before the batch: a line naming taken seats is told which,
+	// whatever the counters say.
+	soldOut := map[string]lockedRow{k: {available: 0, status: StockOnSale, serialized: true, units: &poolUnits{
+		named: map[string]namedUnit{"A-2": {pool: MainPool, status: UnitHeld}, "A-3": {pool: MainPool, status: UnitSold}},
+	}}}
+	verdicts, _ = decideHolds(soldOut, []hold{seatsHold(t, Item{SKU: "S1", Units: []string{"A-3", "A-2", "A-9"}})})
+	require.Equal(t, []verdict{
+		{line: Line{SKU: "S1", Pool: MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-3", "A-9"}},
+	}, verdicts)
 
 	// A line of a quantity beside a line naming units picks the rest.
 	mixed := seatsHold(t, Item{SKU: "S1", Units: []string{"A-6"}}, Item{SKU: "S1", Quantity: 2})
