@@ -205,6 +205,45 @@ func TestUnitsLifecycle(t *testing.T) {
 	require.Equal(t, named.ID.String(), *sold.Units[0].ReservationID)
 }
 
+// TestNamedSeatsAndMore: a hold naming a seat and asking for more of the
+// same SKU, alone or beside another hold of its batch, gets every seat it
+// asks for while seats are free (each read of free seats must cover what
+// the batch's named seats may take from its front); once the venue is
+// sold out, a hold naming taken seats is told which, not out of stock.
+func TestNamedSeatsAndMore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
+	addUnits(t, svc, "DUO", venue(1, 6))
+
+	// One request: seat A-1 by name, two more picked.
+	h, _, err := svc.Hold(ctx, holdReq("one", seats("DUO", "A-1"), item("DUO", 2)))
+	require.NoError(t, err)
+	require.Equal(t, []string{"A-1", "A-2", "A-3"}, h.Items[0].Units)
+
+	// One batch: A-4 by name, then two picked, which together take every
+	// seat left.
+	var named, picked <-chan outcome
+	gatedBatch(t, svc, b.pool, func(submit func(context.Context, inventory.HoldRequest) <-chan outcome) {
+		named = submit(ctx, holdReq("named", seats("DUO", "A-4")))
+		picked = submit(ctx, holdReq("picked", item("DUO", 2)))
+	})
+	o := <-named
+	require.NoError(t, o.err)
+	require.Equal(t, []string{"A-4"}, o.r.Items[0].Units)
+	o = <-picked
+	require.NoError(t, o.err, "two seats are free beside the one named")
+	require.Equal(t, []string{"A-5", "A-6"}, o.r.Items[0].Units)
+
+	// Sold out: a seat named is taken, whatever the counters say.
+	require.Zero(t, pool(t, svc, "DUO", "main").Available)
+	_, _, err = svc.Hold(ctx, holdReq("late", seats("DUO", "A-6", "A-2")))
+	require.Equal(t, domain.CodeUnitUnavailable, code(err), "%v", err)
+	require.Equal(t, []string{"A-2", "A-6"}, unitsOf(err))
+	_, _, err = svc.Hold(ctx, holdReq("any", item("DUO", 1)))
+	require.Equal(t, domain.CodeOutOfStock, code(err), "%v", err)
+}
+
 // TestNamedSeatsRace: 1,000 clients race for 200 seats, each asking for
 // two named seats that overlap other clients' requests. Every seat is in at
 // most one acknowledged hold, every loser is told which of its seats were
