@@ -489,6 +489,43 @@ func TestUnitsRefusedByTheDatabase(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "PLAIN", 1)
 	refused("units in a pool without units", `INSERT INTO units (sku, id, pool) VALUES ('PLAIN', 'X', 'main')`)
 
+	// Each guard alone: the cases above break both the state machine and
+	// the balance, so either guard would do. Here the other is satisfied:
+	// a forbidden transition with the counters moved to match, refused by
+	// the trigger; one counter moved (total with it), refused at commit.
+	refusedBy := func(name, why string, statements ...string) {
+		t.Helper()
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck // the point is that it fails
+		for _, sql := range statements {
+			if _, err = tx.Exec(ctx, sql); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		require.ErrorContains(t, err, why, name)
+	}
+	unit := func(id, set string) string {
+		return `UPDATE units SET ` + set + ` WHERE sku = 'OPERA' AND id = '` + id + `'`
+	}
+	counters := func(set string) string { return `UPDATE stock SET ` + set + ` WHERE sku = 'OPERA' AND pool = 'main'` }
+	refusedBy("sold to available, counters too", "cannot go from sold to available",
+		unit("A-2", `status = 'available', reservation_id = NULL`), counters(`sold = sold - 1, available = available + 1`))
+	refusedBy("sold to held, counters too", "cannot go from sold to held",
+		unit("A-2", `status = 'held'`), counters(`sold = sold - 1, reserved = reserved + 1`))
+	refusedBy("available to sold, counters too", "cannot go from available to sold",
+		unit("A-3", fmt.Sprintf(`status = 'sold', reservation_id = '%s'`, h.ID)), counters(`available = available - 1, sold = sold + 1`))
+	refusedBy("retired to available, counters too", "cannot go from retired to available",
+		unit("A-4", `status = 'available'`), counters(`total = total + 1, available = available + 1`))
+	refusedBy("held to retired, counters too", "cannot go from held to retired",
+		unit("A-1", `status = 'retired', reservation_id = NULL`), counters(`total = total - 1, reserved = reserved - 1`))
+	for _, counter := range []string{"available", "reserved", "sold"} {
+		refusedBy(counter+" alone", "but its units are", counters(fmt.Sprintf(`%[1]s = %[1]s + 1, total = total + 1`, counter)))
+	}
+
 	// What is allowed still is: the service's own moves.
 	_, err = svc.Cancel(ctx, h.ID, shop, "")
 	require.NoError(t, err)
