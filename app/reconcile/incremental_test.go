@@ -240,9 +240,13 @@ func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
 // was still running when a run took its snapshot (so the run did not see
 // it) commits afterwards, its ledger row 5 units and its counters 4. The
 // next incremental run checks A1 and finds it: its watermark is the xmin
-// of the earlier run's snapshot, below every transaction that run could
-// not see. (The snapshot's xmax, or the highest ledger id seen, would
-// skip it: the transaction took its id before the run started.)
+// of the earlier run's snapshot, at or below every transaction that run
+// could not see. (The snapshot's xmax, or the highest ledger id seen,
+// would skip it: the transaction took its id before the run started.) The
+// earlier run starts once every older transaction of the server has
+// ended, so its xmin is the change's own transaction id: a watermark off
+// by one misses the change every time, not only when a test alongside
+// held the xmin back.
 func TestIncrementalRunSeesWhatWasInFlight(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
@@ -264,9 +268,19 @@ func TestIncrementalRunSeesWhatWasInFlight(t *testing.T) {
 		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor, feed_xid)
 		SELECT 'A1', 'main', 'adjust', 5, 5, 0, 0, s.version, 'mallory', s.feed_xid FROM s`)
 	require.NoError(t, err)
+	var inFlight uint64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&inFlight))
+	require.Eventually(t, func() bool {
+		var xmin uint64
+		err := b.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin)
+		return err == nil && xmin == inFlight
+	}, time.Minute, 10*time.Millisecond, "transactions older than the change end")
 
 	r := runScope(t, svc, reconcile.ScopeIncremental)
 	require.Zero(t, r.RowsChecked, "the change is not visible yet")
+	var watermark uint64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT snapshot_xmin::text::bigint FROM reconcile_runs WHERE id = $1`, r.ID).Scan(&watermark))
+	require.Equal(t, inFlight, watermark, "the run's watermark is the change's transaction")
 	b.hold(t, "later", "B1", 1) // a transaction after it commits first
 	require.NoError(t, tx.Commit(ctx))
 
