@@ -132,6 +132,9 @@ func TestBrowserOperatorFlow(t *testing.T) {
 		chromedp.Navigate(e.base+"/ops/skus"),
 		chromedp.SendKeys(`input[name=q]`, "BLUE"),
 		chromedp.Click(`form.search button`),
+		// The list shows rows before any search: wait for the results
+		// page (its form echoes the query), not a link of the first.
+		chromedp.WaitVisible(`input[name=q][value="BLUE"]`),
 		chromedp.WaitVisible(`a[href="/ops/skus/BLUE-MUG"]`),
 		chromedp.Click(`a[href="/ops/skus/BLUE-MUG"]`),
 		chromedp.WaitVisible(`form[action$="/pause"]`),
@@ -161,6 +164,7 @@ func TestBrowserOperatorFlow(t *testing.T) {
 		chromedp.Navigate(e.base+"/ops/holds"),
 		chromedp.SendKeys(`input[name=order_ref]`, "order-7"),
 		chromedp.Click(`form.search button`),
+		chromedp.WaitVisible(`input[name=order_ref][value="order-7"]`),
 		chromedp.WaitVisible(holdLink),
 		chromedp.Click(holdLink),
 		chromedp.WaitVisible(`form[action$="/release"]`),
