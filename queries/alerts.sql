@@ -27,8 +27,13 @@ RETURNING *;
 SELECT * FROM alerts WHERE id = @id;
 
 -- name: AlertList :many
+-- AlertList returns up to lim alerts, the last seen first, those after
+-- (seen_before, id_before) in that order when it is given (a keyset: an
+-- alert seen again meanwhile moves to the top, out of the pages to come).
 SELECT * FROM alerts
-WHERE sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text
+WHERE (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
+  AND (sqlc.narg('seen_before')::timestamptz IS NULL
+       OR (last_seen_at, id) < (sqlc.narg('seen_before')::timestamptz, @id_before::bigint))
 ORDER BY last_seen_at DESC, id DESC
 LIMIT @lim;
 

@@ -1,6 +1,11 @@
 -- name: StockGet :one
 SELECT * FROM stock WHERE sku = @sku AND pool = @pool;
 
+-- name: StockSKUExists :one
+-- StockSKUExists says whether sku has any pool: a pool a request names
+-- that does not exist is then unknown_pool rather than unknown_sku.
+SELECT EXISTS (SELECT 1 FROM stock WHERE sku = @sku);
+
 -- name: StockListBySKU :many
 SELECT * FROM stock WHERE sku = @sku ORDER BY pool = 'main' DESC, pool COLLATE "C";
 

@@ -11,6 +11,10 @@ SELECT * FROM webhooks WHERE id = @id;
 -- name: WebhookList :many
 SELECT * FROM webhooks ORDER BY id;
 
+-- name: WebhookPage :many
+-- WebhookPage returns up to lim webhooks in id order, after the id given.
+SELECT * FROM webhooks WHERE id > @after ORDER BY id LIMIT @lim;
+
 -- name: WebhookDelete :execrows
 DELETE FROM webhooks WHERE id = @id;
 

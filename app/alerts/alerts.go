@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -151,24 +153,78 @@ const MaxList = 500
 
 // List returns the newest alerts, all of them or those in status.
 func (s *Service) List(ctx context.Context, status string, limit int) ([]Alert, error) {
-	var st *string
-	switch status {
+	p, err := s.Page(ctx, ListQuery{Status: status, Limit: limit})
+	return p.Alerts, err
+}
+
+// ListQuery asks Page for a page of alerts.
+type ListQuery struct {
+	// Status, when given, is the only status listed.
+	Status string
+	Limit  int
+	// After is the previous page's Next; nil for the first page.
+	After *Cursor
+}
+
+// Cursor is where a page of alerts ends: its last alert's last_seen_at
+// and id, the keyset alerts are listed in.
+type Cursor struct {
+	SeenAt time.Time
+	ID     int64
+}
+
+// String is the cursor as the API gives it: microseconds since the epoch
+// and the id.
+func (c Cursor) String() string {
+	return strconv.FormatInt(c.SeenAt.UnixMicro(), 10) + "-" + strconv.FormatInt(c.ID, 10)
+}
+
+// ParseCursor reads a Cursor's String.
+func ParseCursor(s string) (Cursor, error) {
+	at, id, ok := strings.Cut(s, "-")
+	us, err1 := strconv.ParseInt(at, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if !ok || err1 != nil || err2 != nil || us < 0 || n < 1 {
+		return Cursor{}, fmt.Errorf("not an alerts cursor: %q", s)
+	}
+	return Cursor{SeenAt: time.UnixMicro(us).UTC(), ID: n}, nil
+}
+
+// Page is a page of alerts and the cursor of the next, nil on the last.
+type Page struct {
+	Alerts []Alert
+	Next   *Cursor
+}
+
+// Page returns the alerts lq asks for, the last seen first.
+func (s *Service) Page(ctx context.Context, lq ListQuery) (Page, error) {
+	p := db.AlertListParams{Lim: int32(lq.Limit + 1)}
+	switch lq.Status {
 	case "":
 	case StatusOpen, StatusAcked, StatusResolved:
-		st = &status
+		p.Status = &lq.Status
 	default:
-		return nil, domain.Invalid("status must be open, acked or resolved")
+		return Page{}, domain.Invalid("status must be open, acked or resolved")
 	}
-	if limit < 1 || limit > MaxList {
-		return nil, domain.Invalid("limit must be from 1 to %d", MaxList)
+	if lq.Limit < 1 || lq.Limit > MaxList {
+		return Page{}, domain.Invalid("limit must be from 1 to %d", MaxList)
 	}
-	rows, err := db.New(s.pool).AlertList(ctx, st, int32(limit))
+	if lq.After != nil {
+		p.SeenBefore, p.IDBefore = &lq.After.SeenAt, lq.After.ID
+	}
+	rows, err := db.New(s.pool).AlertList(ctx, p)
 	if err != nil {
-		return nil, err
+		return Page{}, err
 	}
-	out := make([]Alert, len(rows))
+	var out Page
+	if len(rows) > lq.Limit {
+		rows = rows[:lq.Limit]
+		last := rows[lq.Limit-1]
+		out.Next = &Cursor{SeenAt: last.LastSeenAt, ID: last.ID}
+	}
+	out.Alerts = make([]Alert, len(rows))
 	for i, r := range rows {
-		out[i] = newAlert(r)
+		out.Alerts[i] = newAlert(r)
 	}
 	return out, nil
 }

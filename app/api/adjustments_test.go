@@ -125,7 +125,7 @@ func TestBulkAdjustmentBadLineChangesNothing(t *testing.T) {
 	}{
 		{"takes more than available", with(bulkLine("A1", -3)), 409, "insufficient_available", 2, "A1"},
 		{"total below held", with(map[string]any{"sku": "A1", "set_total": 7}), 409, "insufficient_available", 2, "A1"},
-		{"unknown pool", with(map[string]any{"sku": "B2", "pool": "c9", "delta": 1}), 422, "unknown_sku", 2, "B2"},
+		{"unknown pool", with(map[string]any{"sku": "B2", "pool": "c9", "delta": 1}), 422, "unknown_pool", 2, "B2"},
 		{"unknown SKU taken from", with(bulkLine("NOPE", -1)), 422, "unknown_sku", 2, "NOPE"},
 		{"unknown SKU set to zero", with(map[string]any{"sku": "NOPE", "set_total": 0}), 422, "unknown_sku", 2, "NOPE"},
 		{"zero delta", with(bulkLine("A1", 0)), 422, "invalid_request", 2, "A1"},
@@ -306,15 +306,17 @@ func TestLedgerPaging(t *testing.T) {
 			seen = append(seen, m.(map[string]any)["id"].(float64))
 			require.Equal(t, "L1", m.(map[string]any)["sku"])
 		}
-		next, ok := body["next_before_id"]
-		require.True(t, ok, "next_before_id is always there")
+		next, ok := body["next_cursor"]
+		require.True(t, ok, "next_cursor is always there")
+		require.Equal(t, next == nil, body["next_before_id"] == nil, "the deprecated name says the same")
 		if next == nil {
 			break
 		}
 		require.Len(t, body["movements"], 10)
-		require.EqualValues(t, int64(seen[len(seen)-1]), next, "the next page starts before the last movement seen")
+		require.Equal(t, fmt.Sprintf("%.0f", seen[len(seen)-1]), next, "the next page starts before the last movement seen")
+		require.Equal(t, next, fmt.Sprintf("%.0f", body["next_before_id"]), "the deprecated next_before_id is next_cursor as a number")
 		e.stockIn("L1", 1) // newer movements do not shift older pages
-		path = fmt.Sprintf("/v1/skus/L1/ledger?limit=10&before_id=%.0f", next)
+		path = "/v1/skus/L1/ledger?limit=10&cursor=" + next.(string)
 	}
 	require.Len(t, seen, 23)
 	for i := 1; i < len(seen); i++ {
@@ -323,8 +325,9 @@ func TestLedgerPaging(t *testing.T) {
 	last := e.do("GET", fmt.Sprintf("/v1/skus/L1/ledger?before_id=%.0f", seen[len(seen)-1]), e.ops, nil).json(t)
 	require.Empty(t, last["movements"])
 	require.Nil(t, last["next_before_id"])
+	require.Nil(t, last["next_cursor"])
 
-	requireProblem(t, e.do("GET", "/v1/skus/L1/ledger?before_id=0", e.ops, nil), 422, "invalid_request")
+	requireProblem(t, e.do("GET", "/v1/skus/L1/ledger?before_id=0", e.ops, nil), 400, "invalid_request")
 	requireProblem(t, e.do("GET", "/v1/skus/L1/ledger?before_id=x", e.ops, nil), 400, "invalid_request")
 	requireProblem(t, e.do("GET", "/v1/skus/L1/ledger?limit=1001", e.ops, nil), 422, "invalid_request")
 }

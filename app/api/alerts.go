@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -10,23 +9,34 @@ import (
 )
 
 type alertList struct {
-	Alerts []alerts.Alert `json:"alerts"`
+	Alerts     []alerts.Alert `json:"alerts"`
+	NextCursor *string        `json:"next_cursor"`
 }
 
+// listAlerts pages through the alerts, the last seen first.
 func (s *server) listAlerts(c echo.Context) error {
-	limit := 100
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return badRequest("limit must be a whole number")
-		}
-		limit = n
-	}
-	list, err := s.Alerts.List(c.Request().Context(), c.QueryParam("status"), limit)
+	p, err := pageParams(c, alerts.MaxList, "")
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, alertList{Alerts: list})
+	lq := alerts.ListQuery{Status: c.QueryParam("status"), Limit: p.Limit}
+	if p.Cursor != "" {
+		cur, err := alerts.ParseCursor(p.Cursor)
+		if err != nil {
+			return badCursor()
+		}
+		lq.After = &cur
+	}
+	page, err := s.Alerts.Page(c.Request().Context(), lq)
+	if err != nil {
+		return err
+	}
+	out := alertList{Alerts: page.Alerts}
+	if page.Next != nil {
+		next := page.Next.String()
+		out.NextCursor = &next
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 type ackBody struct {

@@ -94,7 +94,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"adjust long sku", "POST", "/v1/skus/" + strings.Repeat("S", 65) + "/adjustments", e.ops, `{"delta":1}`, key, 422, "invalid_request"},
 		{"adjust bad pool", "POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1,"pool":"a/b"}`, key, 422, "invalid_request"},
 		{"pause without reason", "POST", "/v1/skus/A1/pause", e.ops, `{"pool":"main"}`, nil, 422, "invalid_request"},
-		{"pause unknown pool", "POST", "/v1/skus/A1/pause", e.ops, `{"pool":"nope","reason":"x"}`, nil, 404, "unknown_sku"},
+		{"pause unknown pool", "POST", "/v1/skus/A1/pause", e.ops, `{"pool":"nope","reason":"x"}`, nil, 422, "unknown_pool"},
 		{"pause by shop", "POST", "/v1/skus/A1/pause", e.shop, `{"reason":"x"}`, nil, 403, "forbidden"},
 		{"unknown sku", "GET", "/v1/skus/NOPE", e.shop, ``, nil, 404, "unknown_sku"},
 		{"ledger limit", "GET", "/v1/skus/A1/ledger?limit=0", e.ops, ``, nil, 422, "invalid_request"},

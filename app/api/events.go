@@ -16,28 +16,37 @@ import (
 
 type eventsPage struct {
 	Events []events.Event `json:"events"`
-	// Next is the after of the next read: the id of the page's last event,
-	// or the given after when the page is empty (caught up).
+	// NextCursor is the cursor to read on from: the id of the page's last
+	// event, or null when the page is empty (the reader is caught up:
+	// read again later with the same cursor). A feed has no last page;
+	// its end is where no event follows yet.
+	NextCursor *string `json:"next_cursor"`
+	// Next is the deprecated form: the id of the page's last event, or
+	// the cursor given when the page is empty.
 	Next string `json:"next"`
 }
 
 // getEvents reads the event feed after a cursor (an event id).
 func (s *server) getEvents(c echo.Context) error {
-	limit, err := intQuery(c, "limit", 100)
+	p, err := pageParams(c, events.MaxPage, "after")
 	if err != nil {
 		return err
 	}
 	after := events.Start
-	if v := c.QueryParam("after"); v != "" {
-		if after, err = events.ParsePosition(v); err != nil {
-			return badRequest("after must be an event id (the next of a previous page), such as 7412-1039-0")
+	if p.Cursor != "" {
+		if after, err = events.ParsePosition(p.Cursor); err != nil {
+			return badRequest("cursor must be an event id (the next_cursor of a previous page), such as 7412-1039-0")
 		}
 	}
-	page, err := s.Events.Read(c.Request().Context(), after, int(limit))
+	page, err := s.Events.Read(c.Request().Context(), after, p.Limit)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, eventsPage{Events: page.Events, Next: page.Next.String()})
+	out := eventsPage{Events: page.Events, Next: page.Next.String()}
+	if len(page.Events) > 0 {
+		out.NextCursor = &out.Next
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 type thresholdBody struct {
@@ -98,15 +107,25 @@ func (s *server) createWebhook(c echo.Context) error {
 }
 
 type webhookList struct {
-	Webhooks []webhooks.Webhook `json:"webhooks"`
+	Webhooks   []webhooks.Webhook `json:"webhooks"`
+	NextCursor *string            `json:"next_cursor"`
 }
 
+// listWebhooks pages through the webhooks in id order.
 func (s *server) listWebhooks(c echo.Context) error {
-	out, err := s.Webhooks.List(c.Request().Context())
+	p, err := pageParams(c, webhooks.MaxList, "")
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, webhookList{Webhooks: out})
+	after, err := intCursor(p)
+	if err != nil {
+		return err
+	}
+	out, next, err := s.Webhooks.Page(c.Request().Context(), after, p.Limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, webhookList{Webhooks: out, NextCursor: cursorOf(next)})
 }
 
 func (s *server) getWebhook(c echo.Context) error {

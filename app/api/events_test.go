@@ -17,22 +17,26 @@ func TestEventsOverHTTP(t *testing.T) {
 	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+id+"/confirm", e.shop, nil).status)
 	eventstest.WaitServed(t, e.pool)
 
-	// One at a time, from the start, until an empty page.
+	// One at a time, from the start, until an empty page: the feed's end
+	// for now, with next_cursor null (and the deprecated next the cursor
+	// given).
 	var types []string
-	after := ""
+	cursor := ""
 	for {
-		page := e.do("GET", "/v1/events?limit=1&after="+after, e.ops, nil)
+		page := e.do("GET", "/v1/events?limit=1&cursor="+cursor, e.ops, nil)
 		require.Equal(t, 200, page.status, "%s", page.body)
 		got := page.json(t)
 		evs := got["events"].([]any)
 		if len(evs) == 0 {
-			require.Equal(t, after, got["next"], "an empty page says where to read from again")
+			require.Nil(t, got["next_cursor"], "an empty page is the end for now")
+			require.Equal(t, cursor, got["next"], "the deprecated next says where to read from again")
 			break
 		}
 		ev := evs[0].(map[string]any)
+		require.Equal(t, ev["id"], got["next_cursor"])
 		require.Equal(t, ev["id"], got["next"])
 		types = append(types, ev["type"].(string)+" "+ev["sku"].(string))
-		after = got["next"].(string)
+		cursor = got["next_cursor"].(string)
 	}
 	require.Equal(t, []string{"stock.changed A1", "hold.created A1", "stock.changed A1", "hold.confirmed A1", "stock.changed A1"}, types)
 
@@ -70,7 +74,7 @@ func TestThresholdOverHTTP(t *testing.T) {
 	requireProblem(t, e.do("PUT", "/v1/skus/A1/threshold", e.ops, map[string]any{"threshold": -1}), 422, "invalid_request")
 	requireProblem(t, e.do("PUT", "/v1/skus/A1/threshold", e.ops, `{"threshold": "3"}`), 400, "invalid_request")
 	requireProblem(t, e.do("PUT", "/v1/skus/A1/threshold", e.ops, `{"threshold": 2.5}`), 400, "invalid_request")
-	requireProblem(t, e.do("PUT", "/v1/skus/A1/threshold", e.ops, map[string]any{"pool": "bf", "threshold": 1}), 404, "unknown_sku")
+	requireProblem(t, e.do("PUT", "/v1/skus/A1/threshold", e.ops, map[string]any{"pool": "bf", "threshold": 1}), 422, "unknown_pool")
 	requireProblem(t, e.do("PUT", "/v1/skus/NOPE/threshold", e.ops, map[string]any{"threshold": 1}), 404, "unknown_sku")
 	requireProblem(t, e.do("PUT", "/v1/skus/A1/threshold", e.shop, map[string]any{"threshold": 1}), 403, "forbidden")
 	require.Equal(t, before, e.counts())

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -162,11 +161,7 @@ func serverError(b []byte) []byte {
 	if status == http.StatusRequestHeaderFieldsTooLarge {
 		detail = "the request headers are too large"
 	}
-	p := &problem{Status: status, Code: "invalid_request", Title: titles["invalid_request"], Detail: detail}
-	body, err := json.Marshal(p)
-	if err != nil {
-		return nil
-	}
+	body := problemBody(&problem{Status: status, Code: "invalid_request", Title: title("invalid_request"), Detail: detail})
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body)
 }

@@ -244,6 +244,9 @@ func TestOpenAPISecurity(t *testing.T) {
 		}
 		method, path, _ := strings.Cut(key, " ")
 		url := pathParamRE.ReplaceAllString(path, "1")
+		if path == "/problems/{code}" {
+			url = "/problems/not_found" // a code that has a page
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(method, url, nil))
 		switch {
@@ -263,7 +266,7 @@ func TestOpenAPISecurity(t *testing.T) {
 }
 
 // TestProblemCodes checks the document's problem codes against what the
-// server can send. The source of truth is problem.go's titles: every code
+// server can send. The source of truth is problems.go's problemCodes: every code
 // the server sends has one (a code without would answer an empty title).
 // So: every code the HTTP layer's source passes to newProblem or sets as a
 // problem's Code, and every domain code (domain.Code constants), has a
@@ -339,13 +342,16 @@ func TestProblemCodes(t *testing.T) {
 	// only the status, for the log): its code is never sent.
 	delete(sent, "client_closed_request")
 	for code, where := range sent {
-		if _, ok := titles[code]; !ok {
-			t.Errorf("%s: code %s has no title in problem.go", where, code)
+		if _, ok := problemCodes[code]; !ok {
+			t.Errorf("%s: code %s has no entry in problems.go's problemCodes", where, code)
 		}
 	}
-	for code := range titles {
+	for code, doc := range problemCodes {
 		if _, ok := sent[code]; !ok {
-			t.Errorf("problem.go titles %s, which nothing sends", code)
+			t.Errorf("problems.go documents %s, which nothing sends", code)
+		}
+		if doc.Title == "" || doc.Status == "" || doc.Means == "" || doc.Do == "" {
+			t.Errorf("problems.go's %s lacks a title, status, meaning or what to do: its /problems page would be empty", code)
 		}
 	}
 
@@ -356,13 +362,13 @@ func TestProblemCodes(t *testing.T) {
 	for _, c := range enum {
 		documented[c.(string)] = true
 	}
-	for code := range titles {
+	for code := range problemCodes {
 		if !documented[code] {
 			t.Errorf("the server can send %s, which the Problem schema's code enum leaves out", code)
 		}
 	}
 	for code := range documented {
-		if _, ok := titles[code]; !ok {
+		if _, ok := problemCodes[code]; !ok {
 			t.Errorf("the Problem schema's code enum has %s, which the server never sends", code)
 		}
 	}
@@ -378,7 +384,7 @@ func TestProblemCodes(t *testing.T) {
 						vals = append(vals, c)
 					}
 					for _, c := range vals {
-						if _, ok := titles[c.(string)]; !ok {
+						if _, ok := problemCodes[c.(string)]; !ok {
 							t.Errorf("%s names code %v, which the server never sends", at, c)
 						}
 					}

@@ -58,8 +58,8 @@ func TestCampaignsAPI(t *testing.T) {
 	require.Equal(t, "alice", got["ended_by"])
 	require.Equal(t, "campaign_end", got["rollback"].(map[string]any)["source"])
 
-	requireProblem(t, e.do("GET", "/v1/campaigns/nope", e.ops, nil), 404, "not_found")
-	requireProblem(t, e.do("POST", "/v1/campaigns/nope/end", e.ops, nil), 404, "not_found")
+	requireProblem(t, e.do("GET", "/v1/campaigns/nope", e.ops, nil), 404, "unknown_campaign")
+	requireProblem(t, e.do("POST", "/v1/campaigns/nope/end", e.ops, nil), 404, "unknown_campaign")
 	bad := map[string]any{"id": "x", "starts_at": "2030-01-01T00:00:00Z", "ends_at": "2029-01-01T00:00:00Z", "hold_ttl_seconds": 60,
 		"allotments": []any{map[string]any{"sku": "FLASH", "quantity": 1}}}
 	requireProblem(t, e.do("POST", "/v1/campaigns", e.ops, bad, "Idempotency-Key", "camp-3"), 422, "invalid_request")

@@ -47,45 +47,30 @@ func (p *problem) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// titles are the short, fixed summaries of each problem code.
-var titles = map[string]string{
-	"invalid_request":         "The request is invalid",
-	"not_found":               "Not found",
-	"unknown_sku":             "Unknown SKU",
-	"unknown_campaign":        "Unknown campaign",
-	"out_of_stock":            "Out of stock",
-	"sku_paused":              "SKU paused",
-	"campaign_not_active":     "Campaign not active",
-	"reservation_not_held":    "Reservation is not held",
-	"insufficient_available":  "Not enough stock available",
-	"idempotency_key_reused":  "Idempotency-Key reused with a different request",
-	"idempotency_key_missing": "Idempotency-Key header missing",
-	"idempotency_key_invalid": "Idempotency-Key header invalid",
-	"unauthorized":            "Missing or unknown API key",
-	"forbidden":               "This API key's role may not do that",
-	"method_not_allowed":      "Method not allowed",
-	"body_too_large":          "Request body too large",
-	"unsupported_media_type":  "Request body is not JSON",
-	"conflict":                "Conflict",
-	"limit_exceeded":          "Limit exceeded",
-	"timeout":                 "The request took too long",
-	"busy":                    "The data is locked by another transaction",
-	"unavailable":             "Service unavailable",
-	"too_many_requests":       "Too many failed authentications",
-	"internal_error":          "Internal error",
-	"books_unbalanced":        "The stock's books do not balance",
-	"unit_unavailable":        "Units not available",
-	"serialized_pool":         "The pool's stock is units with an identity",
-	"stop_sale":               "Sales are stopped",
-	"reservation_not_ended":   "Reservation has not ended",
-}
-
-// statuses maps domain codes to HTTP statuses: the one place that does
-// (fromDomain turns a not found the request refers to into a 422).
+// statuses maps domain codes to HTTP statuses: the one place that does.
+// The rule, the same on every route:
+//   - a request that cannot be read is 400 invalid_request: malformed JSON,
+//     an unknown or repeated field, a query parameter that does not parse
+//     (limit=abc, a time that is not RFC 3339), a cursor the list did not
+//     give, a path id of the wrong form (not a UUID, not a number);
+//   - a request that reads but breaks a rule is 422 (invalid_request, or
+//     a more precise code): a quantity of 0, limit=0, a name too long;
+//   - a resource the path names that does not exist is 404 (not_found,
+//     unknown_sku, unknown_campaign), while one the body names is 422
+//     (the request is unprocessable as it stands: domain.Error.Reference,
+//     turned into 422 by fromDomain);
+//   - a pool a SKU does not have is unknown_pool (422: a pool is always
+//     named in the body), never unknown_sku, which means the SKU has no
+//     stock at all;
+//   - a state that refuses the request is 409, an overload 503 with
+//     Retry-After.
+//
+// TestErrorConvention checks it route by route.
 var statuses = map[domain.Code]int{
 	domain.CodeInvalid:               http.StatusUnprocessableEntity,
 	domain.CodeNotFound:              http.StatusNotFound,
 	domain.CodeUnknownSKU:            http.StatusNotFound,
+	domain.CodeUnknownPool:           http.StatusUnprocessableEntity,
 	domain.CodeUnknownCampaign:       http.StatusNotFound,
 	domain.CodeOutOfStock:            http.StatusConflict,
 	domain.CodeSKUPaused:             http.StatusConflict,
@@ -117,7 +102,7 @@ const (
 const statusClientClosed = 499
 
 func newProblem(status int, code, detail string) *problem {
-	return &problem{Status: status, Code: code, Title: titles[code], Detail: detail}
+	return &problem{Status: status, Code: code, Title: title(code), Detail: detail}
 }
 
 func badRequest(detail string) *problem {
@@ -213,10 +198,10 @@ func timeout() *problem {
 func databaseProblem(err error) *problem {
 	switch dberr.OverloadOf(err) {
 	case dberr.Busy:
-		return &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: titles["busy"], RetryAfter: retryBusy,
+		return &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: title("busy"), RetryAfter: retryBusy,
 			Detail: "the rows this request needs are locked by another transaction; retry in a moment (with the same Idempotency-Key)"}
 	case dberr.Unavailable:
-		return &problem{Status: http.StatusServiceUnavailable, Code: "unavailable", Title: titles["unavailable"], RetryAfter: retryUnavailable,
+		return &problem{Status: http.StatusServiceUnavailable, Code: "unavailable", Title: title("unavailable"), RetryAfter: retryUnavailable,
 			Detail: "the database cannot be reached right now; retry in a moment (with the same Idempotency-Key)"}
 	}
 	return nil
@@ -284,13 +269,19 @@ func (s *server) handleError(err error, c echo.Context) {
 
 // writeProblem writes p as the answer.
 func writeProblem(w http.ResponseWriter, method string, p *problem) {
-	body, merr := json.Marshal(p)
-	if merr != nil {
-		body = []byte(`{"type":"/problems/internal_error","status":500,"code":"internal_error"}`)
-	}
+	body := problemBody(p)
 	w.Header().Set(echo.HeaderContentType, "application/problem+json")
 	w.WriteHeader(p.Status)
 	if method != http.MethodHead {
 		_, _ = w.Write(body)
 	}
+}
+
+// problemBody is p's JSON, ending in a newline as every answer does.
+func problemBody(p *problem) []byte {
+	body, err := json.Marshal(p)
+	if err != nil {
+		body = []byte(`{"type":"/problems/internal_error","status":500,"code":"internal_error"}`)
+	}
+	return append(body, '\n')
 }

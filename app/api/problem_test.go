@@ -33,6 +33,8 @@ func TestProblemOfDomainErrors(t *testing.T) {
 			http.StatusUnprocessableEntity, "unknown_campaign", map[string]any{}},
 		"unknown SKU in a bulk line": {&domain.Error{Code: domain.CodeUnknownSKU, Line: &line, Reference: true},
 			http.StatusUnprocessableEntity, "unknown_sku", map[string]any{"line": 3}},
+		"unknown pool of a SKU": {&domain.Error{Code: domain.CodeUnknownPool, SKU: "A1", Pool: "c9", Reference: true},
+			http.StatusUnprocessableEntity, "unknown_pool", map[string]any{"sku": "A1", "pool": "c9"}},
 		"not held": {&domain.Error{Code: domain.CodeNotHeld, Status: "expired"}, http.StatusConflict, "reservation_not_held",
 			map[string]any{"reservation_status": "expired"}},
 		"invalid":  {domain.Invalid("bad"), http.StatusUnprocessableEntity, "invalid_request", map[string]any{}},
@@ -42,7 +44,7 @@ func TestProblemOfDomainErrors(t *testing.T) {
 		p := problemOf(context.Background(), c.err)
 		require.Equal(t, c.status, p.Status, name)
 		require.Equal(t, c.code, p.Code, name)
-		require.Equal(t, titles[c.code], p.Title, name)
+		require.Equal(t, title(c.code), p.Title, name)
 		require.Equal(t, c.extra, p.Extra, name)
 	}
 	require.Equal(t, "this Idempotency-Key was used before with a different request",

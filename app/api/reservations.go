@@ -206,15 +206,15 @@ func (s *server) extendReservation(c echo.Context) error {
 // every client's), newest first, filtered by order_ref, status and sku;
 // with expires_before, only the holds expiring before it, soonest first.
 func (s *server) listReservations(c echo.Context) error {
-	limit, err := intQuery(c, "limit", 100)
+	p, err := pageParams(c, inventory.MaxListPage, "")
 	if err != nil {
 		return err
 	}
-	lq := inventory.ListQuery{OrderRef: c.QueryParam("order_ref"), Status: c.QueryParam("status"), SKU: c.QueryParam("sku"), Limit: int(limit)}
-	if cur := c.QueryParam("cursor"); cur != "" {
-		id, err := uuid.Parse(cur)
-		if err != nil || len(cur) != 36 {
-			return badRequest("cursor must be the next_cursor of a previous page (a reservation id)")
+	lq := inventory.ListQuery{OrderRef: c.QueryParam("order_ref"), Status: c.QueryParam("status"), SKU: c.QueryParam("sku"), Limit: p.Limit}
+	if p.Cursor != "" {
+		id, err := uuid.Parse(p.Cursor)
+		if err != nil || len(p.Cursor) != 36 {
+			return badCursor()
 		}
 		lq.Before = &id
 	}

@@ -110,6 +110,9 @@ func New(d Deps) *echo.Echo {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(metricsHandler()))
 	e.GET("/openapi.json", s.openapi)
+	e.GET("/docs", s.docs)
+	e.GET("/problems", s.problems)
+	e.GET("/problems/:code", s.problems)
 
 	// Route-level middleware, not groups: a group's middleware would also
 	// guard the group's unknown paths, turning a 404 into a 401 or 403.

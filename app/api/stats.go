@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -17,9 +18,12 @@ func (s *server) getStats(c echo.Context) error {
 	window := inventory.DefaultStatsWindow
 	if v := c.QueryParam("window"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < inventory.MinStatsWindow || d > inventory.MaxStatsWindow {
-			return badRequest(fmt.Sprintf("window must be a duration from %s to %s, like 1h or 24h",
+		if err != nil {
+			return badRequest(fmt.Sprintf("window must be a duration such as 1h or 24h, from %s to %s",
 				inventory.MinStatsWindow, inventory.MaxStatsWindow))
+		}
+		if d < inventory.MinStatsWindow || d > inventory.MaxStatsWindow {
+			return domain.Invalid("window must be from %s to %s, like 1h or 24h", inventory.MinStatsWindow, inventory.MaxStatsWindow)
 		}
 		window = d
 	}

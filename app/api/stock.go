@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -84,8 +82,10 @@ func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory
 type ledgerPage struct {
 	SKU       string               `json:"sku"`
 	Movements []inventory.Movement `json:"movements"`
-	// NextBeforeID is the before_id of the next (older) page; null on the
+	// NextCursor is the cursor of the next (older) page; null on the
 	// oldest page.
+	NextCursor *string `json:"next_cursor"`
+	// NextBeforeID is next_cursor as a number, under the deprecated name.
 	NextBeforeID *int64 `json:"next_before_id"`
 }
 
@@ -94,34 +94,18 @@ func (s *server) getLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := intQuery(c, "limit", 100)
+	p, err := pageParams(c, inventory.MaxLedgerPage, "before_id")
 	if err != nil {
 		return err
 	}
-	before, err := intQuery(c, "before_id", 0)
+	before, err := intCursor(p)
 	if err != nil {
 		return err
 	}
-	if c.QueryParam("before_id") != "" && before < 1 {
-		return domain.Invalid("before_id must be a ledger id (a positive whole number)")
-	}
-	page, err := s.Inventory.Ledger(c.Request().Context(), sku, int(limit), before)
+	page, err := s.Inventory.Ledger(c.Request().Context(), sku, p.Limit, before)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, ledgerPage{SKU: sku, Movements: page.Movements, NextBeforeID: page.NextBeforeID})
-}
-
-// intQuery returns query parameter name as a whole number, def when it is
-// absent or empty; text that is not a whole number is a 400.
-func intQuery(c echo.Context, name string, def int64) (int64, error) {
-	v := c.QueryParam(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, badRequest(name + " must be a whole number")
-	}
-	return n, nil
+	return c.JSON(http.StatusOK, ledgerPage{SKU: sku, Movements: page.Movements,
+		NextCursor: cursorOf(page.NextBeforeID), NextBeforeID: page.NextBeforeID})
 }

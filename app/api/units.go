@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -86,13 +87,16 @@ func (s *server) listUnits(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := intQuery(c, "limit", 100)
+	p, err := pageParams(c, inventory.MaxUnitsPage, "after")
 	if err != nil {
 		return err
 	}
+	if p.Cursor != "" && domain.ValidName("cursor", p.Cursor) != nil {
+		return badCursor()
+	}
 	page, err := s.Inventory.ListUnits(c.Request().Context(), inventory.UnitsQuery{
 		SKU: sku, Pool: c.QueryParam("pool"), Status: c.QueryParam("status"), Group: c.QueryParam("group"),
-		After: c.QueryParam("after"), Limit: int(limit),
+		After: p.Cursor, Limit: p.Limit,
 	})
 	if err != nil {
 		return err

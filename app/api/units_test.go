@@ -100,11 +100,12 @@ func TestUnitsOverHTTP(t *testing.T) {
 		for _, u := range page["units"].([]any) {
 			all = append(all, u.(map[string]any)["id"].(string))
 		}
-		next, ok := page["next_after"].(string)
+		next, ok := page["next_cursor"].(string)
+		require.Equal(t, page["next_cursor"], page["next_after"], "the deprecated name says the same")
 		if !ok {
 			break
 		}
-		q = "/v1/skus/SHOW/units?limit=3&after=" + next
+		q = "/v1/skus/SHOW/units?limit=3&cursor=" + next
 	}
 	require.Equal(t, []string{"A-1", "A-2", "A-3", "A-4", "B-1", "B-2", "B-3", "B-4"}, all)
 	requireProblem(t, e.do("GET", "/v1/skus/SHOW/units?status=lost", e.shop, nil), 422, "invalid_request")

@@ -264,7 +264,7 @@ func (s *Service) Get(ctx context.Context, id string) (Campaign, error) {
 func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 	c, err := q.CampaignGet(ctx, id)
 	if err != nil {
-		return Campaign{}, dberr.NotFound(err, "campaign")
+		return Campaign{}, notFound(err, id)
 	}
 	out := Campaign{
 		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt, EndsAt: c.EndsAt,
@@ -387,7 +387,7 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
 	if err != nil {
-		return rollbacks.Created{}, dberr.NotFound(err, "campaign")
+		return rollbacks.Created{}, notFound(err, id)
 	}
 	if c.Status == StatusEnded || c.Status == StatusRolledBack {
 		rb, err := q.RollbackLatestForCampaign(ctx, id)
@@ -538,7 +538,7 @@ func (s *Service) FinishTx(ctx context.Context, tx pgx.Tx, id, actor string) err
 func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id, by string) (string, *int64, error) {
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
-	if err := dberr.NotFound(err, "campaign"); err != nil {
+	if err := notFound(err, id); err != nil {
 		return "", nil, fmt.Errorf("lock campaign %s: %w", id, err)
 	}
 	switch c.Status {
@@ -608,4 +608,10 @@ func allotmentUnits(raw []byte) []string {
 		return nil
 	}
 	return units
+}
+
+// notFound turns a campaign that is not there into unknown_campaign, the
+// code every route answers a missing campaign with.
+func notFound(err error, id string) error {
+	return dberr.NotFoundAs(err, &domain.Error{Code: domain.CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", id)})
 }

@@ -184,7 +184,7 @@ func TestCreateSchedulesItsStartAndEnd(t *testing.T) {
 	rivertest.RequireManyInserted(ctx, t, riverpgxv5.New(b.pool), scheduled)
 
 	_, err = svc.Get(ctx, "nope")
-	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.ErrorIs(t, err, &domain.Error{Code: domain.CodeUnknownCampaign})
 }
 
 // TestStartIsAllOrNothing: a start that main lacks stock for moves
@@ -258,7 +258,7 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 	_, err = svc.End(ctx, "bf", "", strings.Repeat("x", domain.MaxTextLength+1))
 	requireCode(t, err, domain.CodeInvalid)
 	_, err = svc.End(ctx, "nope", "alice", "x")
-	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.ErrorIs(t, err, &domain.Error{Code: domain.CodeUnknownCampaign})
 
 	created, err := svc.End(ctx, "bf", "alice", "sold out")
 	require.NoError(t, err)
@@ -399,7 +399,7 @@ func TestResumeGivesEachStepAJob(t *testing.T) {
 		_, _, missing = svc.ResumeTx(ctx, tx, "nope", "bob")
 		return nil
 	}))
-	require.ErrorIs(t, missing, domain.ErrNotFound)
+	require.ErrorIs(t, missing, &domain.Error{Code: domain.CodeUnknownCampaign})
 }
 
 // TestRollbackBatchFinishesOnlyACampaignEnd: an operator's rollback scoped

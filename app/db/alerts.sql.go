@@ -93,13 +93,30 @@ func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
 
 const alertList = `-- name: AlertList :many
 SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at FROM alerts
-WHERE $1::text IS NULL OR status = $1::text
+WHERE ($1::text IS NULL OR status = $1::text)
+  AND ($2::timestamptz IS NULL
+       OR (last_seen_at, id) < ($2::timestamptz, $3::bigint))
 ORDER BY last_seen_at DESC, id DESC
-LIMIT $2
+LIMIT $4
 `
 
-func (q *Queries) AlertList(ctx context.Context, status *string, lim int32) ([]Alert, error) {
-	rows, err := q.db.Query(ctx, alertList, status, lim)
+type AlertListParams struct {
+	Status     *string
+	SeenBefore *time.Time
+	IDBefore   int64
+	Lim        int32
+}
+
+// AlertList returns up to lim alerts, the last seen first, those after
+// (seen_before, id_before) in that order when it is given (a keyset: an
+// alert seen again meanwhile moves to the top, out of the pages to come).
+func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]Alert, error) {
+	rows, err := q.db.Query(ctx, alertList,
+		arg.Status,
+		arg.SeenBefore,
+		arg.IDBefore,
+		arg.Lim,
+	)
 	if err != nil {
 		return nil, err
 	}

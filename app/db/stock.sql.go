@@ -348,6 +348,19 @@ func (q *Queries) StockRowsOfReservations(ctx context.Context, ids []uuid.UUID) 
 	return items, nil
 }
 
+const stockSKUExists = `-- name: StockSKUExists :one
+SELECT EXISTS (SELECT 1 FROM stock WHERE sku = $1)
+`
+
+// StockSKUExists says whether sku has any pool: a pool a request names
+// that does not exist is then unknown_pool rather than unknown_sku.
+func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) {
+	row := q.db.QueryRow(ctx, stockSKUExists, sku)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const stockSetStatus = `-- name: StockSetStatus :one
 UPDATE stock
 SET status = $1,

@@ -234,6 +234,46 @@ func (q *Queries) WebhookOldestPending(ctx context.Context, cursorXid uint64, cu
 	return at, err
 }
 
+const webhookPage = `-- name: WebhookPage :many
+SELECT id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error FROM webhooks WHERE id > $1 ORDER BY id LIMIT $2
+`
+
+// WebhookPage returns up to lim webhooks in id order, after the id given.
+func (q *Queries) WebhookPage(ctx context.Context, after int64, lim int32) ([]Webhook, error) {
+	rows, err := q.db.Query(ctx, webhookPage, after, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Webhook
+	for rows.Next() {
+		var i Webhook
+		if err := rows.Scan(
+			&i.ID,
+			&i.Url,
+			&i.Events,
+			&i.Secret,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.CursorXid,
+			&i.CursorID,
+			&i.CursorN,
+			&i.DeliveredAt,
+			&i.DeliveredEvents,
+			&i.Failures,
+			&i.FailingSince,
+			&i.LastError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhooksDue = `-- name: WebhooksDue :many
 SELECT w.id FROM webhooks w
 WHERE EXISTS (

@@ -73,6 +73,15 @@ func NotFound(err error, what string) error {
 	return err
 }
 
+// NotFoundAs is NotFound for a thing that has a code of its own (an
+// unknown campaign): no row is missing, err anything else.
+func NotFoundAs(err error, missing *domain.Error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return missing
+	}
+	return err
+}
+
 // DatabaseLost reports whether err says the database went away under the
 // caller (its connection dropped, the server shut down or restarted, a
 // server that takes no writes, as in a failover), as opposed to the

@@ -51,6 +51,9 @@ const (
 	// CodeNotEnded refuses to reinstate a hold that is still held or was
 	// confirmed: only a released or expired hold can be held again.
 	CodeNotEnded Code = "reservation_not_ended"
+	// CodeUnknownPool refuses a request naming a pool its SKU does not
+	// have (the SKU exists: unknown_sku means it has no stock at all).
+	CodeUnknownPool Code = "unknown_pool"
 )
 
 // Error is a failure the caller can act on: bad input, or a state that

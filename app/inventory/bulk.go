@@ -168,9 +168,13 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 	for i, l := range b.Lines {
 		r, ok := locked[[2]string{l.SKU, l.Pool}]
 		if !ok {
-			e := lineError(i, domain.CodeUnknownSKU, l, "SKU %q has no %s pool", l.SKU, l.Pool)
-			e.Reference = true
-			return BulkResult{}, e
+			err := errNoPool(ctx, q, l.SKU, l.Pool, true)
+			if de, ok := err.(*domain.Error); ok {
+				n := i
+				de.Line = &n
+				de.Detail = fmt.Sprintf("lines[%d]: %s", i, de.Detail)
+			}
+			return BulkResult{}, err
 		}
 		if r.Serialized {
 			return BulkResult{}, lineError(i, domain.CodeSerializedPool, l,

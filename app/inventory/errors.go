@@ -1,8 +1,10 @@
 package inventory
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
 )
 
@@ -15,4 +17,22 @@ func errNotHeld(id fmt.Stringer, status string) *domain.Error {
 func errKeyReused(key string, id fmt.Stringer) *domain.Error {
 	return &domain.Error{Code: domain.CodeKeyReused,
 		Detail: fmt.Sprintf("Idempotency-Key %q was used for a different request (reservation %s)", key, id)}
+}
+
+// errNoPool refuses a request naming a pool sku does not have:
+// unknown_pool when the SKU has other pools, unknown_sku when it has none.
+// A pool is always named in the request's body, so an unknown pool is a
+// reference (HTTP 422); the SKU is one when the body names it too
+// (skuInBody), and the thing the request addresses otherwise (404).
+func errNoPool(ctx context.Context, q *db.Queries, sku, pool string, skuInBody bool) error {
+	exists, err := q.StockSKUExists(ctx, sku)
+	if err != nil {
+		return fmt.Errorf("look for SKU %s: %w", sku, err)
+	}
+	if exists {
+		return &domain.Error{Code: domain.CodeUnknownPool, Reference: true, SKU: sku, Pool: pool,
+			Detail: fmt.Sprintf("SKU %q has no pool %q", sku, pool)}
+	}
+	return &domain.Error{Code: domain.CodeUnknownSKU, Reference: skuInBody, SKU: sku, Pool: pool,
+		Detail: fmt.Sprintf("SKU %q has no stock", sku)}
 }

@@ -98,7 +98,7 @@ func (b Books) problem() map[string]any {
 func booksLocked(ctx context.Context, q *db.Queries, sku, pool string) (Books, error) {
 	if _, err := q.StockLock(ctx, sku, pool); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return Books{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: sku, Pool: pool, Detail: fmt.Sprintf("SKU %q has no %s pool", sku, pool)}
+			return Books{}, errNoPool(ctx, q, sku, pool, false)
 		}
 		return Books{}, fmt.Errorf("lock %s/%s: %w", sku, pool, err)
 	}

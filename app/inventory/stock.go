@@ -194,8 +194,7 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 			return Stock{}, &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: a.SKU, Pool: a.Pool,
 				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available", a.SKU, a.Pool, -a.Delta)}
 		}
-		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: a.SKU, Pool: a.Pool,
-			Detail: fmt.Sprintf("SKU %q has no %s pool", a.SKU, a.Pool)}
+		return Stock{}, errNoPool(ctx, q, a.SKU, a.Pool, false)
 	}
 	if err != nil {
 		return Stock{}, fmt.Errorf("adjust %s/%s: %w", a.SKU, a.Pool, err)
@@ -279,7 +278,7 @@ func setStatusTx(ctx context.Context, q *db.Queries, w SwitchRequest, status str
 	}
 	_, err := q.StockSetStatus(ctx, db.StockSetStatusParams{Status: status, PausedReason: reason, Sku: w.SKU, Pool: w.Pool})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return &domain.Error{Code: domain.CodeUnknownSKU, SKU: w.SKU, Pool: w.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", w.SKU, w.Pool)}
+		return errNoPool(ctx, q, w.SKU, w.Pool, false)
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: %w", kind, w.SKU, w.Pool, err)

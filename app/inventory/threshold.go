@@ -44,7 +44,7 @@ func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) 
 		q := db.New(tx)
 		_, err := q.StockThresholdSet(ctx, db.StockThresholdSetParams{Threshold: t.Threshold, SetBy: t.Actor, Sku: t.SKU, Pool: t.Pool})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &domain.Error{Code: domain.CodeUnknownSKU, SKU: t.SKU, Pool: t.Pool, Detail: fmt.Sprintf("SKU %q has no %s pool", t.SKU, t.Pool)}
+			return errNoPool(ctx, q, t.SKU, t.Pool, false)
 		}
 		if err != nil {
 			return fmt.Errorf("set the threshold of %s/%s: %w", t.SKU, t.Pool, err)

@@ -177,8 +177,7 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 	}
 	row, err := q.StockLock(ctx, c.SKU, c.Pool)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: c.SKU, Pool: c.Pool,
-			Detail: fmt.Sprintf("SKU %q has no %s pool: units go into main, or into a pool that exists", c.SKU, c.Pool)}
+		return Stock{}, errNoPool(ctx, q, c.SKU, c.Pool, false)
 	}
 	if err != nil {
 		return Stock{}, fmt.Errorf("lock %s/%s: %w", c.SKU, c.Pool, err)
@@ -249,8 +248,7 @@ func retireUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error)
 	q := db.New(tx)
 	row, err := q.StockLock(ctx, c.SKU, c.Pool)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: c.SKU, Pool: c.Pool,
-			Detail: fmt.Sprintf("SKU %q has no %s pool", c.SKU, c.Pool)}
+		return Stock{}, errNoPool(ctx, q, c.SKU, c.Pool, false)
 	}
 	if err != nil {
 		return Stock{}, fmt.Errorf("lock %s/%s: %w", c.SKU, c.Pool, err)
@@ -330,7 +328,10 @@ type UnitsQuery struct {
 // UnitsPage is a page of units in id order; NextAfter, when not nil, asks
 // for the next page.
 type UnitsPage struct {
-	Units     []Unit  `json:"units"`
+	Units []Unit `json:"units"`
+	// NextCursor is the id to page on from, null on the last page.
+	NextCursor *string `json:"next_cursor"`
+	// NextAfter is NextCursor under its deprecated name.
 	NextAfter *string `json:"next_after"`
 }
 
@@ -362,15 +363,23 @@ func (s *Service) ListUnits(ctx context.Context, uq UnitsQuery) (UnitsPage, erro
 	default:
 		return UnitsPage{}, domain.Invalid("status must be available, held, sold or retired")
 	}
-	rows, err := db.New(s.pool).UnitsList(ctx, p)
+	q := db.New(s.pool)
+	rows, err := q.UnitsList(ctx, p)
 	if err != nil {
 		return UnitsPage{}, fmt.Errorf("list units: %w", err)
+	}
+	if len(rows) == 0 {
+		// None: a SKU that does not exist is not found, where one with
+		// no units (or none that match) is an empty page.
+		if _, err := stockOf(ctx, q, uq.SKU); err != nil {
+			return UnitsPage{}, err
+		}
 	}
 	page := UnitsPage{Units: make([]Unit, 0, len(rows))}
 	if len(rows) > uq.Limit {
 		rows = rows[:uq.Limit]
 		next := rows[len(rows)-1].ID
-		page.NextAfter = &next
+		page.NextCursor, page.NextAfter = &next, &next
 	}
 	for _, r := range rows {
 		page.Units = append(page.Units, newUnit(r))

@@ -224,13 +224,40 @@ func (s *Service) Get(ctx context.Context, id int64) (Webhook, error) {
 	return view(ctx, q, row)
 }
 
-// List returns every webhook, oldest first.
+// List returns every webhook, oldest first (the console's overview).
 func (s *Service) List(ctx context.Context) ([]Webhook, error) {
 	q := db.New(s.pool)
 	rows, err := q.WebhookList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
+	return views(ctx, q, rows)
+}
+
+// MaxList bounds one page of webhooks.
+const MaxList = 1000
+
+// Page returns up to limit webhooks in id order after id after (0: from
+// the first), and the id to page on from, nil on the last page.
+func (s *Service) Page(ctx context.Context, after int64, limit int) ([]Webhook, *int64, error) {
+	if limit < 1 || limit > MaxList {
+		return nil, nil, domain.Invalid("limit must be from 1 to %d", MaxList)
+	}
+	q := db.New(s.pool)
+	rows, err := q.WebhookPage(ctx, after, int32(limit+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	var next *int64
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = &rows[limit-1].ID
+	}
+	out, err := views(ctx, q, rows)
+	return out, next, err
+}
+
+func views(ctx context.Context, q *db.Queries, rows []db.Webhook) ([]Webhook, error) {
 	out := make([]Webhook, 0, len(rows))
 	for _, r := range rows {
 		w, err := view(ctx, q, r)

@@ -50,7 +50,7 @@ func TestStockImportCommand(t *testing.T) {
 	code, out, errs := cmd("stock", "import", file)
 	require.Equal(t, 1, code, errs)
 	require.Contains(t, errs, "chunk 1/3 committed: lines 2-1001, 1,000/2,100 rows done")
-	require.Contains(t, errs, `line 1502: SKU "T1500" has no main pool; chunk 2 (lines 1002-2001) was rolled back`)
+	require.Contains(t, errs, `line 1502: SKU "T1500" has no stock; chunk 2 (lines 1002-2001) was rolled back`)
 	require.Contains(t, errs, "run the same command again")
 	require.Contains(t, out, "applied 1,000 rows in 1 chunk (1,000 changed a pool): +2,000 / -0 units")
 	require.Contains(t, out, "not applied: 1,100 rows")

@@ -335,6 +335,7 @@ const (
 	ProblemCodeUnavailable           ProblemCode = "unavailable"
 	ProblemCodeUnitUnavailable       ProblemCode = "unit_unavailable"
 	ProblemCodeUnknownCampaign       ProblemCode = "unknown_campaign"
+	ProblemCodeUnknownPool           ProblemCode = "unknown_pool"
 	ProblemCodeUnknownSku            ProblemCode = "unknown_sku"
 	ProblemCodeUnsupportedMediaType  ProblemCode = "unsupported_media_type"
 )
@@ -395,6 +396,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnitUnavailable:
 		return true
 	case ProblemCodeUnknownCampaign:
+		return true
+	case ProblemCodeUnknownPool:
 		return true
 	case ProblemCodeUnknownSku:
 		return true
@@ -1020,6 +1023,30 @@ func (e JobsDashboardGet429ApplicationProblemPlusJSONResponseBodyReservationStat
 	case JobsDashboardGet429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case JobsDashboardGet429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -6711,6 +6738,30 @@ func (e ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus) Val
 	}
 }
 
+// Defines values for ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -7335,6 +7386,30 @@ func (e GetStats403ApplicationProblemPlusJSONResponseBodyReservationStatus) Vali
 	}
 }
 
+// Defines values for GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetStats429ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	GetStats429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetStats429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -7887,6 +7962,30 @@ func (e SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus) V
 	}
 }
 
+// Defines values for ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -7929,6 +8028,30 @@ func (e ListWebhooks403ApplicationProblemPlusJSONResponseBodyReservationStatus) 
 	case ListWebhooks403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case ListWebhooks403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -8557,8 +8680,11 @@ type AlertStatus string
 
 // AlertList defines model for AlertList.
 type AlertList struct {
-	// Alerts Newest first.
+	// Alerts The last seen first.
 	Alerts []Alert `json:"alerts"`
+
+	// NextCursor The `cursor` of the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
 }
 
 // Allotment How much of a SKU a campaign takes from `main` at its start.
@@ -8790,8 +8916,12 @@ type EventCounters struct {
 type EventPage struct {
 	Events []Event `json:"events"`
 
-	// Next The `after` of the next read: the id of the page's last event, or the `after` given when the page is empty (nothing more can be served yet).
+	// Next Deprecated: the `after` of the next read, the id of the page's last event, or the `after` given when the page is empty.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	Next string `json:"next"`
+
+	// NextCursor The `cursor` of the next read: the id of the page's last event; null when the page is empty (caught up: read again later with the same `cursor`).
+	NextCursor *string `json:"next_cursor"`
 }
 
 // ExtendRequest Examples: {"ttl_seconds":600}
@@ -8862,9 +8992,13 @@ type LedgerPage struct {
 	// Movements Newest first.
 	Movements []Movement `json:"movements"`
 
-	// NextBeforeId The `before_id` of the next (older) page; null when this page holds the oldest movement.
+	// NextBeforeId Deprecated: `next_cursor` as a number (the `before_id` of the next page).
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	NextBeforeId *int64 `json:"next_before_id"`
-	Sku          string `json:"sku"`
+
+	// NextCursor The `cursor` of the next (older) page; null when this page holds the oldest movement.
+	NextCursor *string `json:"next_cursor"`
+	Sku        string  `json:"sku"`
 }
 
 // Line One (sku, pool) of a reservation, quantities of repeated SKUs summed.
@@ -9522,9 +9656,13 @@ type UnitSpec struct {
 
 // UnitsPage defines model for UnitsPage.
 type UnitsPage struct {
-	// NextAfter The `after` of the next page; null on the last.
+	// NextAfter Deprecated name of `next_cursor`.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	NextAfter *string `json:"next_after"`
-	Units     []Unit  `json:"units"`
+
+	// NextCursor The `cursor` of the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+	Units      []Unit  `json:"units"`
 }
 
 // Webhook A webhook subscription. Its secret is shown only in the answer that made it.
@@ -9590,6 +9728,9 @@ type WebhookDelivery struct {
 
 // WebhookList defines model for WebhookList.
 type WebhookList struct {
+	// NextCursor The `cursor` of the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+
 	// Webhooks Oldest first.
 	Webhooks []Webhook `json:"webhooks"`
 }
@@ -9611,6 +9752,9 @@ type AlertID = int64
 
 // CampaignID defines model for CampaignID.
 type CampaignID = string
+
+// Cursor defines model for Cursor.
+type Cursor = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -10058,6 +10202,59 @@ type JobsDashboardGet403ApplicationProblemPlusJSONResponseBodyReservationStatus 
 // JobsDashboardGet429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for JobsDashboardGet.
 type JobsDashboardGet429ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetProblem.
+type GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetProblem404ApplicationProblemPlusJSONResponseBody defines parameters for GetProblem.
+type GetProblem404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *GetProblem404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Readyz503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for Readyz.
 type Readyz503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -10116,8 +10313,11 @@ type ListAlertsParams struct {
 	// Status Only alerts in this status; absent or empty means all.
 	Status *ListAlertsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
 
-	// Limit How many alerts, newest first.
+	// Limit How many alerts in the page (1-500; 100 when absent).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; absent or empty: the first page. A cursor is opaque: pass back what a page gave.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListAlertsParamsStatus defines parameters for ListAlerts.
@@ -11535,10 +11735,14 @@ type ResumeCampaign503ApplicationProblemPlusJSONResponseBodyReservationStatus st
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
-	// After Read after this event id: the `next` of the previous page. Absent or empty: from the first event.
+	// Cursor The `next_cursor` of the previous page (an event id); absent or empty: from the first event.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// After Deprecated name of `cursor`.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
-	// Limit How many events.
+	// Limit How many events in the page (1-1000; 100 when absent).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
@@ -11984,11 +12188,11 @@ type ListReservationsParams struct {
 	// Sku Only holds with a line of this SKU (any pool).
 	Sku *string `form:"sku,omitempty" json:"sku,omitempty"`
 
-	// Limit How many holds, newest first.
+	// Limit How many holds in the page (1-1000; 100 when absent).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
-	Cursor *openapi_types.UUID `form:"cursor,omitempty" json:"cursor,omitempty"`
+	// Cursor The `next_cursor` of the previous page; absent or empty: the first page. A cursor is opaque: pass back what a page gave.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// ExpiresBefore Only holds whose `expires_at` is before this time (RFC 3339), soonest expiry first: with `status=held`, what is about to expire. `cursor` then continues after the previous page's last hold in that order.
 	ExpiresBefore *time.Time `form:"expires_before,omitempty" json:"expires_before,omitempty"`
@@ -14298,10 +14502,14 @@ type AdjustStock503ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 
 // GetLedgerParams defines parameters for GetLedger.
 type GetLedgerParams struct {
-	// Limit How many movements, newest first.
+	// Limit How many movements in the page (1-1000; 100 when absent).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// BeforeId Only movements with a smaller id (older): the `next_before_id` of the previous page. Absent: the newest.
+	// Cursor The `next_cursor` of the previous page; absent or empty: the first page. A cursor is opaque: pass back what a page gave.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// BeforeId Deprecated name of `cursor` (a ledger id: only older movements).
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	BeforeId *int64 `form:"before_id,omitempty" json:"before_id,omitempty"`
 }
 
@@ -15301,10 +15509,14 @@ type ListUnitsParams struct {
 	// Group Only this group's units.
 	Group *string `form:"group,omitempty" json:"group,omitempty"`
 
-	// After Only units with a greater id (byte-wise): the `next_after` of the previous page.
+	// Cursor The `next_cursor` of the previous page; absent or empty: the first page. A cursor is opaque: pass back what a page gave.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// After Deprecated name of `cursor` (a unit id: only units with a greater id).
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 
-	// Limit How many units.
+	// Limit How many units in the page (1-1000; 100 when absent).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
@@ -15366,6 +15578,59 @@ type ListUnits400ApplicationProblemPlusJSONResponseBody struct {
 
 // ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListUnits.
 type ListUnits401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListUnits.
+type ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListUnits404ApplicationProblemPlusJSONResponseBody defines parameters for ListUnits.
+type ListUnits404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListUnits404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListUnits.
 type ListUnits422ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -15963,6 +16228,59 @@ type GetStats401ApplicationProblemPlusJSONResponseBodyReservationStatus string
 // GetStats403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetStats.
 type GetStats403ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetStats.
+type GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetStats422ApplicationProblemPlusJSONResponseBody defines parameters for GetStats.
+type GetStats422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *GetStats422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // GetStats429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetStats.
 type GetStats429ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -16288,11 +16606,126 @@ type SetStopSale429ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 // SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for SetStopSale.
 type SetStopSale503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// ListWebhooksParams defines parameters for ListWebhooks.
+type ListWebhooksParams struct {
+	// Limit How many webhooks in the page (1-1000; 100 when absent).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; absent or empty: the first page. A cursor is opaque: pass back what a page gave.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListWebhooks.
+type ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListWebhooks400ApplicationProblemPlusJSONResponseBody defines parameters for ListWebhooks.
+type ListWebhooks400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListWebhooks400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListWebhooks.
 type ListWebhooks401ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // ListWebhooks403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListWebhooks.
 type ListWebhooks403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListWebhooks.
+type ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListWebhooks422ApplicationProblemPlusJSONResponseBody defines parameters for ListWebhooks.
+type ListWebhooks422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListWebhooks422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // ListWebhooks429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListWebhooks.
 type ListWebhooks429ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -18927,6 +19360,259 @@ func (a *JobsDashboardGet401ApplicationProblemPlusJSONResponseBody) UnmarshalJSO
 
 // Override default JSON handling for JobsDashboardGet401ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
 func (a JobsDashboardGet401ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GetProblem404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a GetProblem404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GetProblem404ApplicationProblemPlusJSONResponseBody
+func (a *GetProblem404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GetProblem404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *GetProblem404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GetProblem404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a GetProblem404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -41797,6 +42483,259 @@ func (a ListUnits400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byt
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for ListUnits404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListUnits404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListUnits404ApplicationProblemPlusJSONResponseBody
+func (a *ListUnits404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListUnits404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListUnits404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListUnits404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListUnits404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for ListUnits422ApplicationProblemPlusJSONResponseBody. Returns the specified
 // element and whether it was found
 func (a ListUnits422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
@@ -44327,6 +45266,259 @@ func (a GetStats400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for GetStats422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a GetStats422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GetStats422ApplicationProblemPlusJSONResponseBody
+func (a *GetStats422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GetStats422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *GetStats422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GetStats422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a GetStats422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody. Returns the specified
 // element and whether it was found
 func (a AdjustStockInBulk400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
@@ -45492,6 +46684,512 @@ func (a *SetStopSale422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b [
 
 // Override default JSON handling for SetStopSale422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
 func (a SetStopSale422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ListWebhooks400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListWebhooks400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListWebhooks400ApplicationProblemPlusJSONResponseBody
+func (a *ListWebhooks400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListWebhooks400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListWebhooks400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListWebhooks400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListWebhooks400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ListWebhooks422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListWebhooks422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListWebhooks422ApplicationProblemPlusJSONResponseBody
+func (a *ListWebhooks422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListWebhooks422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListWebhooks422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListWebhooks422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListWebhooks422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -47551,6 +49249,15 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetDocs The API reference
+	//
+	// This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+	//
+	// Unauthenticated.
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Healthz Liveness
 	//
 	// The process is alive; touches nothing else.
@@ -47589,6 +49296,24 @@ type ClientInterface interface {
 	// Corresponds with GET /ops/jobs/ (the `JobsDashboardGet` operationId).
 	JobsDashboardGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListProblems Every problem code
+	//
+	// An HTML page listing every problem code the API answers with, each linking to its page, and the rule that decides an error's status on every route.
+	//
+	// Unauthenticated.
+	//
+	// Corresponds with GET /problems (the `ListProblems` operationId).
+	ListProblems(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProblem What a problem code means
+	//
+	// The page a problem's `type` (`/problems/<code>`) names: what the code means and what to do, as HTML.
+	//
+	// Unauthenticated.
+	//
+	// Corresponds with GET /problems/{code} (the `GetProblem` operationId).
+	GetProblem(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Readyz Readiness
 	//
 	// Not shutting down, the database reachable within 2 seconds, and its schema at least the one this binary carries (a newer version's schema, migrated before its instances roll out, is fine). On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
@@ -47600,7 +49325,7 @@ type ClientInterface interface {
 
 	// ListAlerts List alerts
 	//
-	// Newest first, all of them or those in one status.
+	// The last seen first, all of them or those in one status, a page at a time: `next_cursor` is the `cursor` of the next page, null on the last. An alert seen again while you page moves to the top, out of the pages to come.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -47750,7 +49475,7 @@ type ClientInterface interface {
 
 	// ListEvents Read the event feed
 	//
-	// Events after `after` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next` as the next `after`; an empty page means nothing more can be served yet (read again later). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
+	// Events after `cursor` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next_cursor` as the next `cursor`; an empty page (`next_cursor` null) means nothing more can be served yet: read again later with the same `cursor`. A feed has no last page: its end is where no event follows yet. `after` and `next` are the deprecated names of `cursor` and `next_cursor` (`next` is never null: the `after` given when the page is empty). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -48021,7 +49746,7 @@ type ClientInterface interface {
 
 	// GetLedger Read a SKU's ledger
 	//
-	// The movements of every pool of the SKU, newest first, a page at a time: `next_before_id` is the `before_id` of the next (older) page, null on the oldest. Pages are by ledger id, so walking back from the newest page sees every movement once even while new ones are appended.
+	// The movements of every pool of the SKU, newest first, a page at a time: `next_cursor` is the `cursor` of the next (older) page, null on the oldest (`before_id` and `next_before_id` are its deprecated names). Pages are by ledger id, so walking back from the newest page sees every movement once even while new ones are appended.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -48118,7 +49843,7 @@ type ClientInterface interface {
 
 	// ListUnits List a SKU's units
 	//
-	// A SKU's units in id order (byte-wise), a page at a time: `next_after` is the `after` of the next page, null on the last.
+	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
 	//
 	// Role: `shop` or `ops` (bearer token).
 	//
@@ -48233,12 +49958,12 @@ type ClientInterface interface {
 
 	// ListWebhooks List webhooks
 	//
-	// Every webhook with its delivery state and lag, oldest first; never a secret.
+	// Every webhook with its delivery state and lag, oldest first, a page at a time (`next_cursor` is the `cursor` of the next page, null on the last); never a secret.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Corresponds with GET /v1/webhooks (the `ListWebhooks` operationId).
-	ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListWebhooks(ctx context.Context, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhookWithBody Register a webhook
 	//
@@ -48279,6 +50004,25 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/webhooks/{id} (the `GetWebhook` operationId).
 	GetWebhook(ctx context.Context, id WebhookID, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetDocs The API reference
+//
+// This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+//
+// Unauthenticated.
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // Healthz Liveness
@@ -48359,6 +50103,44 @@ func (c *Client) JobsDashboardGet(ctx context.Context, reqEditors ...RequestEdit
 	return c.Client.Do(req)
 }
 
+// ListProblems Every problem code
+//
+// An HTML page listing every problem code the API answers with, each linking to its page, and the rule that decides an error's status on every route.
+//
+// Unauthenticated.
+//
+// Corresponds with GET /problems (the `ListProblems` operationId).
+func (c *Client) ListProblems(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProblemsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProblem What a problem code means
+//
+// The page a problem's `type` (`/problems/<code>`) names: what the code means and what to do, as HTML.
+//
+// Unauthenticated.
+//
+// Corresponds with GET /problems/{code} (the `GetProblem` operationId).
+func (c *Client) GetProblem(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProblemRequest(c.Server, code)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // Readyz Readiness
 //
 // Not shutting down, the database reachable within 2 seconds, and its schema at least the one this binary carries (a newer version's schema, migrated before its instances roll out, is fine). On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
@@ -48380,7 +50162,7 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // ListAlerts List alerts
 //
-// Newest first, all of them or those in one status.
+// The last seen first, all of them or those in one status, a page at a time: `next_cursor` is the `cursor` of the next page, null on the last. An alert seen again while you page moves to the top, out of the pages to come.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -48670,7 +50452,7 @@ func (c *Client) ResumeCampaign(ctx context.Context, id CampaignID, body ResumeC
 
 // ListEvents Read the event feed
 //
-// Events after `after` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next` as the next `after`; an empty page means nothing more can be served yet (read again later). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
+// Events after `cursor` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next_cursor` as the next `cursor`; an empty page (`next_cursor` null) means nothing more can be served yet: read again later with the same `cursor`. A feed has no last page: its end is where no event follows yet. `after` and `next` are the deprecated names of `cursor` and `next_cursor` (`next` is never null: the `after` given when the page is empty). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -49191,7 +50973,7 @@ func (c *Client) AdjustStock(ctx context.Context, sku SKU, params *AdjustStockPa
 
 // GetLedger Read a SKU's ledger
 //
-// The movements of every pool of the SKU, newest first, a page at a time: `next_before_id` is the `before_id` of the next (older) page, null on the oldest. Pages are by ledger id, so walking back from the newest page sees every movement once even while new ones are appended.
+// The movements of every pool of the SKU, newest first, a page at a time: `next_cursor` is the `cursor` of the next (older) page, null on the oldest (`before_id` and `next_before_id` are its deprecated names). Pages are by ledger id, so walking back from the newest page sees every movement once even while new ones are appended.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -49378,7 +51160,7 @@ func (c *Client) SetThreshold(ctx context.Context, sku SKU, body SetThresholdJSO
 
 // ListUnits List a SKU's units
 //
-// A SKU's units in id order (byte-wise), a page at a time: `next_after` is the `after` of the next page, null on the last.
+// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
 //
 // Role: `shop` or `ops` (bearer token).
 //
@@ -49603,13 +51385,13 @@ func (c *Client) SetStopSale(ctx context.Context, body SetStopSaleJSONRequestBod
 
 // ListWebhooks List webhooks
 //
-// Every webhook with its delivery state and lag, oldest first; never a secret.
+// Every webhook with its delivery state and lag, oldest first, a page at a time (`next_cursor` is the `cursor` of the next page, null on the last); never a secret.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Corresponds with GET /v1/webhooks (the `ListWebhooks` operationId).
-func (c *Client) ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListWebhooksRequest(c.Server)
+func (c *Client) ListWebhooks(ctx context.Context, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhooksRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -49698,6 +51480,33 @@ func (c *Client) GetWebhook(ctx context.Context, id WebhookID, reqEditors ...Req
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetDocsRequest constructs an http.Request for the GetDocs method
+func NewGetDocsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewHealthzRequest constructs an http.Request for the Healthz method
@@ -49808,6 +51617,67 @@ func NewJobsDashboardGetRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListProblemsRequest constructs an http.Request for the ListProblems method
+func NewListProblemsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/problems")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetProblemRequest constructs an http.Request for the GetProblem method
+func NewGetProblemRequest(server string, code string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "code", code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/problems/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewReadyzRequest constructs an http.Request for the Readyz method
 func NewReadyzRequest(server string) (*http.Request, error) {
 	var err error
@@ -49878,6 +51748,18 @@ func NewListAlertsRequest(server string, params *ListAlertsParams) (*http.Reques
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -50251,6 +52133,18 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.After != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -50481,7 +52375,7 @@ func NewListReservationsRequest(server string, params *ListReservationsParams) (
 
 		if params.Cursor != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -51084,6 +52978,18 @@ func NewGetLedgerRequest(server string, sku SKU, params *GetLedgerParams) (*http
 
 		}
 
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.BeforeId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before_id", *params.BeforeId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -51360,6 +53266,18 @@ func NewListUnitsRequest(server string, sku SKU, params *ListUnitsParams) (*http
 		if params.Group != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group", *params.Group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -51702,7 +53620,7 @@ func NewSetStopSaleRequestWithBody(server string, contentType string, body io.Re
 }
 
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
-func NewListWebhooksRequest(server string) (*http.Request, error) {
+func NewListWebhooksRequest(server string, params *ListWebhooksParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -51718,6 +53636,45 @@ func NewListWebhooksRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -51893,6 +53850,17 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetDocsWithResponse The API reference
+	//
+	// This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+	//
+	// Unauthenticated.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error)
+
 	// HealthzWithResponse Liveness
 	//
 	// The process is alive; touches nothing else.
@@ -51939,6 +53907,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /ops/jobs/ (the `JobsDashboardGet` operationId).
 	JobsDashboardGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*JobsDashboardGetResponse, error)
 
+	// ListProblemsWithResponse Every problem code
+	//
+	// An HTML page listing every problem code the API answers with, each linking to its page, and the rule that decides an error's status on every route.
+	//
+	// Unauthenticated.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /problems (the `ListProblems` operationId).
+	ListProblemsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListProblemsResponse, error)
+
+	// GetProblemWithResponse What a problem code means
+	//
+	// The page a problem's `type` (`/problems/<code>`) names: what the code means and what to do, as HTML.
+	//
+	// Unauthenticated.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /problems/{code} (the `GetProblem` operationId).
+	GetProblemWithResponse(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*GetProblemResponse, error)
+
 	// ReadyzWithResponse Readiness
 	//
 	// Not shutting down, the database reachable within 2 seconds, and its schema at least the one this binary carries (a newer version's schema, migrated before its instances roll out, is fine). On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
@@ -51952,7 +53942,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListAlertsWithResponse List alerts
 	//
-	// Newest first, all of them or those in one status.
+	// The last seen first, all of them or those in one status, a page at a time: `next_cursor` is the `cursor` of the next page, null on the last. An alert seen again while you page moves to the top, out of the pages to come.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -52106,7 +54096,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListEventsWithResponse Read the event feed
 	//
-	// Events after `after` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next` as the next `after`; an empty page means nothing more can be served yet (read again later). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
+	// Events after `cursor` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next_cursor` as the next `cursor`; an empty page (`next_cursor` null) means nothing more can be served yet: read again later with the same `cursor`. A feed has no last page: its end is where no event follows yet. `after` and `next` are the deprecated names of `cursor` and `next_cursor` (`next` is never null: the `after` given when the page is empty). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -52391,7 +54381,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetLedgerWithResponse Read a SKU's ledger
 	//
-	// The movements of every pool of the SKU, newest first, a page at a time: `next_before_id` is the `before_id` of the next (older) page, null on the oldest. Pages are by ledger id, so walking back from the newest page sees every movement once even while new ones are appended.
+	// The movements of every pool of the SKU, newest first, a page at a time: `next_cursor` is the `cursor` of the next (older) page, null on the oldest (`before_id` and `next_before_id` are its deprecated names). Pages are by ledger id, so walking back from the newest page sees every movement once even while new ones are appended.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -52490,7 +54480,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUnitsWithResponse List a SKU's units
 	//
-	// A SKU's units in id order (byte-wise), a page at a time: `next_after` is the `after` of the next page, null on the last.
+	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
 	//
 	// Role: `shop` or `ops` (bearer token).
 	//
@@ -52611,14 +54601,14 @@ type ClientWithResponsesInterface interface {
 
 	// ListWebhooksWithResponse List webhooks
 	//
-	// Every webhook with its delivery state and lag, oldest first; never a secret.
+	// Every webhook with its delivery state and lag, oldest first, a page at a time (`next_cursor` is the `cursor` of the next page, null on the last); never a secret.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/webhooks (the `ListWebhooks` operationId).
-	ListWebhooksWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
+	ListWebhooksWithResponse(ctx context.Context, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
 
 	// CreateWebhookWithBodyWithResponse Register a webhook
 	//
@@ -52663,6 +54653,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/webhooks/{id} (the `GetWebhook` operationId).
 	GetWebhookWithResponse(ctx context.Context, id WebhookID, reqEditors ...RequestEditorFn) (*GetWebhookResponse, error)
+}
+
+type GetDocsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type HealthzResponse struct {
@@ -52851,6 +54875,81 @@ func (r JobsDashboardGetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r JobsDashboardGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListProblemsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProblemsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProblemsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProblemsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProblemsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetProblemResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *GetProblem404ApplicationProblemPlusJSONResponseBody
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetProblemResponse) GetApplicationproblemJSON404() *GetProblem404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProblemResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProblemResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProblemResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProblemResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -56380,6 +58479,8 @@ type ListUnitsResponse struct {
 	ApplicationproblemJSON400 *ListUnits400ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *ListUnits404ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *ListUnits422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -56407,6 +58508,11 @@ func (r ListUnitsResponse) GetApplicationproblemJSON400() *ListUnits400Applicati
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListUnitsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListUnitsResponse) GetApplicationproblemJSON404() *ListUnits404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -56757,6 +58863,8 @@ type GetStatsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *GetStats422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -56787,6 +58895,11 @@ func (r GetStatsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r GetStatsResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetStatsResponse) GetApplicationproblemJSON422() *GetStats422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -57188,10 +59301,14 @@ type ListWebhooksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ListWebhooks400ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ListWebhooks422ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -57209,6 +59326,11 @@ func (r ListWebhooksResponse) GetJSON200() *WebhookList {
 	return r.JSON200
 }
 
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListWebhooksResponse) GetApplicationproblemJSON400() *ListWebhooks400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListWebhooksResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
@@ -57217,6 +59339,11 @@ func (r ListWebhooksResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListWebhooksResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListWebhooksResponse) GetApplicationproblemJSON422() *ListWebhooks422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -57584,6 +59711,23 @@ func (r GetWebhookResponse) ContentType() string {
 	return ""
 }
 
+// GetDocsWithResponse The API reference
+//
+// This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+//
+// Unauthenticated.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error) {
+	rsp, err := c.GetDocs(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocsResponse(rsp)
+}
+
 // HealthzWithResponse Liveness
 //
 // The process is alive; touches nothing else.
@@ -57654,6 +59798,40 @@ func (c *ClientWithResponses) JobsDashboardGetWithResponse(ctx context.Context, 
 	return ParseJobsDashboardGetResponse(rsp)
 }
 
+// ListProblemsWithResponse Every problem code
+//
+// An HTML page listing every problem code the API answers with, each linking to its page, and the rule that decides an error's status on every route.
+//
+// Unauthenticated.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /problems (the `ListProblems` operationId).
+func (c *ClientWithResponses) ListProblemsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListProblemsResponse, error) {
+	rsp, err := c.ListProblems(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProblemsResponse(rsp)
+}
+
+// GetProblemWithResponse What a problem code means
+//
+// The page a problem's `type` (`/problems/<code>`) names: what the code means and what to do, as HTML.
+//
+// Unauthenticated.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /problems/{code} (the `GetProblem` operationId).
+func (c *ClientWithResponses) GetProblemWithResponse(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*GetProblemResponse, error) {
+	rsp, err := c.GetProblem(ctx, code, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProblemResponse(rsp)
+}
+
 // ReadyzWithResponse Readiness
 //
 // Not shutting down, the database reachable within 2 seconds, and its schema at least the one this binary carries (a newer version's schema, migrated before its instances roll out, is fine). On SIGTERM it answers 503 first, for `STOCKHOLD_DRAIN_DELAY`, while requests are still served.
@@ -57673,7 +59851,7 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 
 // ListAlertsWithResponse List alerts
 //
-// Newest first, all of them or those in one status.
+// The last seen first, all of them or those in one status, a page at a time: `next_cursor` is the `cursor` of the next page, null on the last. An alert seen again while you page moves to the top, out of the pages to come.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -57911,7 +60089,7 @@ func (c *ClientWithResponses) ResumeCampaignWithResponse(ctx context.Context, id
 
 // ListEventsWithResponse Read the event feed
 //
-// Events after `after` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next` as the next `after`; an empty page means nothing more can be served yet (read again later). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
+// Events after `cursor` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next_cursor` as the next `cursor`; an empty page (`next_cursor` null) means nothing more can be served yet: read again later with the same `cursor`. A feed has no last page: its end is where no event follows yet. `after` and `next` are the deprecated names of `cursor` and `next_cursor` (`next` is never null: the `after` given when the page is empty). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -58346,7 +60524,7 @@ func (c *ClientWithResponses) AdjustStockWithResponse(ctx context.Context, sku S
 
 // GetLedgerWithResponse Read a SKU's ledger
 //
-// The movements of every pool of the SKU, newest first, a page at a time: `next_before_id` is the `before_id` of the next (older) page, null on the oldest. Pages are by ledger id, so walking back from the newest page sees every movement once even while new ones are appended.
+// The movements of every pool of the SKU, newest first, a page at a time: `next_cursor` is the `cursor` of the next (older) page, null on the oldest (`before_id` and `next_before_id` are its deprecated names). Pages are by ledger id, so walking back from the newest page sees every movement once even while new ones are appended.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -58499,7 +60677,7 @@ func (c *ClientWithResponses) SetThresholdWithResponse(ctx context.Context, sku 
 
 // ListUnitsWithResponse List a SKU's units
 //
-// A SKU's units in id order (byte-wise), a page at a time: `next_after` is the `after` of the next page, null on the last.
+// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
 //
 // Role: `shop` or `ops` (bearer token).
 //
@@ -58686,15 +60864,15 @@ func (c *ClientWithResponses) SetStopSaleWithResponse(ctx context.Context, body 
 
 // ListWebhooksWithResponse List webhooks
 //
-// Every webhook with its delivery state and lag, oldest first; never a secret.
+// Every webhook with its delivery state and lag, oldest first, a page at a time (`next_cursor` is the `cursor` of the next page, null on the last); never a secret.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/webhooks (the `ListWebhooks` operationId).
-func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
-	rsp, err := c.ListWebhooks(ctx, reqEditors...)
+func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
+	rsp, err := c.ListWebhooks(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -58767,6 +60945,22 @@ func (c *ClientWithResponses) GetWebhookWithResponse(ctx context.Context, id Web
 		return nil, err
 	}
 	return ParseGetWebhookResponse(rsp)
+}
+
+// ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
+func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
 }
 
 // ParseHealthzResponse parses an HTTP response from a HealthzWithResponse call
@@ -58905,6 +61099,48 @@ func ParseJobsDashboardGetResponse(rsp *http.Response) (*JobsDashboardGetRespons
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListProblemsResponse parses an HTTP response from a ListProblemsWithResponse call
+func ParseListProblemsResponse(rsp *http.Response) (*ListProblemsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProblemsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseGetProblemResponse parses an HTTP response from a GetProblemWithResponse call
+func ParseGetProblemResponse(rsp *http.Response) (*GetProblemResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProblemResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest GetProblem404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	}
 
 	return response, nil
@@ -62366,6 +64602,13 @@ func ParseListUnitsResponse(rsp *http.Response) (*ListUnitsResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ListUnits404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ListUnits422ApplicationProblemPlusJSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -62744,6 +64987,13 @@ func ParseGetStatsResponse(rsp *http.Response) (*GetStatsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest GetStats422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -63152,6 +65402,13 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ListWebhooks400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -63165,6 +65422,13 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ListWebhooks422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
