@@ -320,6 +320,7 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 			Rollbacks:  rollbackSvc,
 			Campaigns:  campaignSvc,
 			FullEvery:  cfg.ReconcileFullInterval,
+			DeepEvery:  cfg.ReconcileDeepInterval,
 			Log:        log,
 		}),
 	}

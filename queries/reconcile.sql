@@ -56,13 +56,18 @@ SELECT pg_advisory_xact_lock(hashtext('stockhold.reconcile'));
 
 -- name: ReconcileWatermark :one
 -- ReconcileWatermark is the snapshot xmin of the last clean run (over every
--- SKU, succeeded, no high-risk finding), and when the last full run over
--- every SKU finished; no row means no clean run yet. Every ledger row that
+-- SKU, succeeded, no high-risk finding), when the last full (or deep) run
+-- over every SKU finished, and when the last deep one did (the first run
+-- ever made, when none did: the deep schedule starts there); no row means
+-- no clean run yet. Every ledger row that
 -- run did not see has a feed_xid at or above the watermark, so the rows
 -- whose ledger moved since are found from it.
 SELECT c.snapshot_xmin::xid8 AS snapshot_xmin,
        coalesce((SELECT max(f.finished_at) FROM reconcile_runs f
-        WHERE f.status = 'succeeded' AND f.scope = 'full'), 'epoch')::timestamptz AS last_full_at
+        WHERE f.status = 'succeeded' AND f.scope IN ('full', 'deep') AND f.skus IS NULL), 'epoch')::timestamptz AS last_full_at,
+       coalesce((SELECT max(d.finished_at) FROM reconcile_runs d
+        WHERE d.status = 'succeeded' AND d.scope = 'deep' AND d.skus IS NULL),
+        (SELECT min(f.created_at) FROM reconcile_runs f))::timestamptz AS last_deep_at
 FROM reconcile_runs c
 WHERE c.status = 'succeeded' AND c.high_risk = 0 AND c.skus IS NULL AND c.snapshot_xmin IS NOT NULL
 ORDER BY c.finished_at DESC
@@ -106,51 +111,59 @@ ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
 -- name: StockLedgerMismatch :many
 -- StockLedgerMismatch compares each stock row (of skus, or all when null)
 -- with its ledger summed from the row's checkpoint: the checkpoint's
--- counters plus the deltas of the ledger rows with a later stock_version
--- (invariant 3). In the same statement it moves the checkpoint of every row
--- that balanced up to the row's version and counters, so the next run sums
--- only the rows that came after and the cost does not grow with history.
--- It returns the rows that did not balance.
+-- counters plus the deltas of the ledger rows written after it, those with
+-- a greater id than the greatest it sums (invariant 3), whatever
+-- stock_version they name: a row inserted by hand at a version already
+-- checkpointed counts too. In the same statement it moves the checkpoint of
+-- every row that balanced up to the row's version, counters and greatest
+-- ledger id, so the next run sums only the rows that came after and the
+-- cost does not grow with history. It returns the rows that did not
+-- balance.
 --
 -- Read in one REPEATABLE READ snapshot this is exact: a stock row's new
--- version and the ledger rows carrying it commit together, and the changes
--- to one row commit in version order. Only the holder of ReconcileLock may
--- run it, since it writes the checkpoints.
+-- version and the ledger rows carrying it commit together, the changes to
+-- one row commit in version order, and their ledger ids grow with them
+-- (each is taken under the row's lock). Only the holder of ReconcileLock
+-- may run it, since it writes the checkpoints.
 WITH checked AS (
     SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
            c.stock_version                       AS checkpoint_version,
-           coalesce(c.total, 0) + m.total         AS ledger_total,
-           coalesce(c.available, 0) + m.available AS ledger_available,
-           coalesce(c.reserved, 0) + m.reserved   AS ledger_reserved,
-           coalesce(c.sold, 0) + m.sold           AS ledger_sold
+           c.ledger_id                           AS checkpoint_ledger_id,
+           greatest(coalesce(c.ledger_id, 0), coalesce(m.ledger_id, 0)) AS ledger_id,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total         AS ledger_total,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available AS ledger_available,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved   AS ledger_reserved,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold           AS ledger_sold
     FROM stock s
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
     CROSS JOIN LATERAL (
-        -- A range on ledger_sku_pool_version: only the rows after the checkpoint.
+        -- A range on ledger_sku_id: the rows written after the checkpoint,
+        -- whatever stock_version they name (all of them without one).
         SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.pool = s.pool
-          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
     ) m
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
     FROM checked ch
     WHERE (ch.total, ch.available, ch.reserved, ch.sold)
           = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+      AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
     ON CONFLICT (sku, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        ledger_id = excluded.ledger_id,
         checked_at = now()
-    WHERE lc.stock_version < excluded.stock_version
+    WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
 SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
@@ -204,10 +217,12 @@ WITH moved AS (
 ), checked AS (
     SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
            c.stock_version                       AS checkpoint_version,
-           coalesce(c.total, 0) + t.total         AS ledger_total,
-           coalesce(c.available, 0) + t.available AS ledger_available,
-           coalesce(c.reserved, 0) + t.reserved   AS ledger_reserved,
-           coalesce(c.sold, 0) + t.sold           AS ledger_sold
+           c.ledger_id                           AS checkpoint_ledger_id,
+           greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total         AS ledger_total,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available AS ledger_available,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved   AS ledger_reserved,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold
     FROM moved m
     JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
@@ -215,26 +230,27 @@ WITH moved AS (
         SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.pool = s.pool
-          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
     ) t
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
     FROM checked ch
     WHERE (ch.total, ch.available, ch.reserved, ch.sold)
           = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+      AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
     ON CONFLICT (sku, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        ledger_id = excluded.ledger_id,
         checked_at = now()
-    WHERE lc.stock_version < excluded.stock_version
+    WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
 SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
@@ -263,15 +279,18 @@ WITH candidates AS (
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
     WHERE c.stock_version IS DISTINCT FROM s.version
        OR (c.total, c.available, c.reserved, c.sold) IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold)
+       OR c.ledger_id IS NULL
     UNION
     SELECT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
 ), checked AS (
     SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
            c.stock_version                       AS checkpoint_version,
-           coalesce(c.total, 0) + t.total         AS ledger_total,
-           coalesce(c.available, 0) + t.available AS ledger_available,
-           coalesce(c.reserved, 0) + t.reserved   AS ledger_reserved,
-           coalesce(c.sold, 0) + t.sold           AS ledger_sold
+           c.ledger_id                           AS checkpoint_ledger_id,
+           greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total         AS ledger_total,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available AS ledger_available,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved   AS ledger_reserved,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold
     FROM candidates m
     JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
@@ -279,26 +298,27 @@ WITH candidates AS (
         SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-               coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+               coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.pool = s.pool
-          AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
     ) t
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
     FROM checked ch
     WHERE (ch.total, ch.available, ch.reserved, ch.sold)
           = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-      AND (ch.checkpoint_version IS NULL OR ch.version > ch.checkpoint_version)
+      AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
     ON CONFLICT (sku, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        ledger_id = excluded.ledger_id,
         checked_at = now()
-    WHERE lc.stock_version < excluded.stock_version
+    WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
 SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
@@ -307,6 +327,72 @@ SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold
        ch.ledger_available::bigint AS ledger_available,
        ch.ledger_reserved::bigint  AS ledger_reserved,
        ch.ledger_sold::bigint      AS ledger_sold
+FROM checked ch
+WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+
+-- name: StockLedgerMismatchDeep :many
+-- StockLedgerMismatchDeep is a deep run's check of counters against the
+-- ledger: each stock row (of skus, or all when null) against the sum of
+-- its whole ledger, trusting no checkpoint, so it finds what a checkpoint
+-- hides: a ledger row changed or deleted behind the append-only trigger,
+-- a checkpoint changed by hand, a row inserted with an id taken before a
+-- checkpoint was. It writes the checkpoint of every row that balanced
+-- anew from that sum, and drops the checkpoint of every row that did not,
+-- so that every later run, resume gate and repair sums that row's whole
+-- ledger too until it balances again. One pass over the ledger (grouped,
+-- not a probe per row). It returns the rows that did not balance.
+WITH sums AS (
+    SELECT g.sku, g.pool,
+           sum(g.delta_total)::bigint     AS total,
+           sum(g.delta_available)::bigint AS available,
+           sum(g.delta_reserved)::bigint  AS reserved,
+           sum(g.delta_sold)::bigint      AS sold,
+           max(g.id)                      AS ledger_id
+    FROM ledger g
+    WHERE sqlc.narg('skus')::text[] IS NULL OR g.sku = ANY(sqlc.narg('skus')::text[])
+    GROUP BY g.sku, g.pool
+), checked AS (
+    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+           c.stock_version                AS checkpoint_version,
+           coalesce(m.ledger_id, 0)::bigint AS ledger_id,
+           coalesce(m.total, 0)::bigint     AS ledger_total,
+           coalesce(m.available, 0)::bigint AS ledger_available,
+           coalesce(m.reserved, 0)::bigint  AS ledger_reserved,
+           coalesce(m.sold, 0)::bigint      AS ledger_sold
+    FROM stock s
+    LEFT JOIN sums m ON m.sku = s.sku AND m.pool = s.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
+), rewritten AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
+    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    FROM checked ch
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    ON CONFLICT (sku, pool) DO UPDATE
+    SET stock_version = excluded.stock_version,
+        total = excluded.total,
+        available = excluded.available,
+        reserved = excluded.reserved,
+        sold = excluded.sold,
+        ledger_id = excluded.ledger_id,
+        checked_at = now()
+    WHERE (lc.stock_version, lc.total, lc.available, lc.reserved, lc.sold, lc.ledger_id)
+          IS DISTINCT FROM (excluded.stock_version, excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.ledger_id)
+    RETURNING lc.sku
+), dropped AS (
+    DELETE FROM ledger_checkpoints lc
+    USING checked ch
+    WHERE lc.sku = ch.sku AND lc.pool = ch.pool
+      AND (ch.total, ch.available, ch.reserved, ch.sold)
+          <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    RETURNING lc.sku
+)
+SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+       ch.checkpoint_version,
+       ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold
 FROM checked ch
 WHERE (ch.total, ch.available, ch.reserved, ch.sold)
       <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
@@ -583,3 +669,49 @@ SELECT o.id, o.status, o.pool, o.ledger_kind, coalesce(o.ledger_says, 'never nam
 FROM off o
 ORDER BY o.id COLLATE "C"
 LIMIT @lim;
+
+-- name: StockUnitsAgainstLedgerDeep :many
+-- StockUnitsAgainstLedgerDeep is a deep run's check of units against the
+-- ledger: the serialized pools (of skus, or all when null) with a unit
+-- whose status or pool is not what the last ledger row of its pool naming
+-- it says, or a unit the pool's ledger never named (UnitsAgainstLedger,
+-- for every pool at once), with their counters and units by status as
+-- StockUnitsMismatch gives them. It finds a unit changed behind the
+-- triggers even when the counts still agree (one seat retired, another
+-- put back). One pass over the ledger rows that name units.
+WITH said AS (
+    SELECT DISTINCT ON (g.sku, g.pool, x.unit_id) g.sku, g.pool, x.unit_id,
+           CASE WHEN g.delta_reserved > 0 THEN 'held'
+                WHEN g.delta_sold > 0 THEN 'sold'
+                WHEN g.delta_available > 0 THEN 'available'
+                ELSE 'gone' END AS expected
+    FROM ledger g
+    CROSS JOIN LATERAL unnest(g.units) AS x(unit_id)
+    WHERE g.units IS NOT NULL
+      AND (sqlc.narg('skus')::text[] IS NULL OR g.sku = ANY(sqlc.narg('skus')::text[]))
+    ORDER BY g.sku, g.pool, x.unit_id, g.stock_version DESC, g.id DESC
+), off AS (
+    SELECT u.sku, u.pool
+    FROM units u
+    LEFT JOIN said s ON s.sku = u.sku AND s.pool = u.pool AND s.unit_id = u.id
+    WHERE u.status <> 'retired' AND s.expected IS DISTINCT FROM u.status
+      AND (sqlc.narg('skus')::text[] IS NULL OR u.sku = ANY(sqlc.narg('skus')::text[]))
+    UNION
+    SELECT s.sku, s.pool
+    FROM said s
+    JOIN units u ON u.sku = s.sku AND u.id = s.unit_id
+    WHERE s.expected <> 'gone' AND (u.pool <> s.pool OR u.status <> s.expected)
+)
+SELECT st.sku, st.pool, st.available, st.reserved, st.sold,
+       c.available::bigint AS units_available, c.held::bigint AS units_held, c.sold::bigint AS units_sold,
+       '{}'::text[] AS stray
+FROM (SELECT DISTINCT sku, pool FROM off) o
+JOIN stock st ON st.sku = o.sku AND st.pool = o.pool
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE v.status = 'available') AS available,
+           count(*) FILTER (WHERE v.status = 'held') AS held,
+           count(*) FILTER (WHERE v.status = 'sold') AS sold
+    FROM units v
+    WHERE v.sku = st.sku AND v.pool = st.pool
+) c
+ORDER BY st.sku COLLATE "C", st.pool COLLATE "C";

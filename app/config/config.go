@@ -52,6 +52,10 @@ type Config struct {
 	// ledger moved since the last clean run. 0 makes every run full
 	// (STOCKHOLD_RECONCILE_FULL_INTERVAL).
 	ReconcileFullInterval time.Duration
+	// ReconcileDeepInterval is how often a periodic reconciliation sums
+	// every row's whole ledger, trusting no checkpoint; 0: only when asked
+	// for (STOCKHOLD_RECONCILE_DEEP_INTERVAL).
+	ReconcileDeepInterval time.Duration
 	// ReconcileRepairLimit bounds the stuck holds one run releases per SKU
 	// (STOCKHOLD_RECONCILE_REPAIR_LIMIT).
 	ReconcileRepairLimit int
@@ -199,6 +203,7 @@ func load(getenv func(string) string) (Config, error) {
 		SweepGrace:            r.duration("STOCKHOLD_SWEEP_GRACE"),
 		ReconcileInterval:     r.duration("STOCKHOLD_RECONCILE_INTERVAL"),
 		ReconcileFullInterval: r.duration("STOCKHOLD_RECONCILE_FULL_INTERVAL"),
+		ReconcileDeepInterval: r.duration("STOCKHOLD_RECONCILE_DEEP_INTERVAL"),
 		ReconcileRepairLimit:  r.integer("STOCKHOLD_RECONCILE_REPAIR_LIMIT", 0, 1_000_000),
 		RollbackPause:         r.duration("STOCKHOLD_ROLLBACK_PAUSE"),
 		WatchInterval:         r.duration("STOCKHOLD_WATCH_INTERVAL"),

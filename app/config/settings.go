@@ -55,6 +55,8 @@ var Settings = []Setting{
 		Meaning: "how often reconciliation runs: incremental runs (the stock rows whose ledger moved since the last clean run), and a full one when STOCKHOLD_RECONCILE_FULL_INTERVAL has passed"},
 	{Name: "STOCKHOLD_RECONCILE_FULL_INTERVAL", Default: "1h",
 		Meaning: "how often a periodic reconciliation checks every stock row (read from reconcile_runs, so restarts do not reset it); 0 makes every run full"},
+	{Name: "STOCKHOLD_RECONCILE_DEEP_INTERVAL", Default: "24h",
+		Meaning: "how often a periodic reconciliation is deep: every stock row against its whole ledger, trusting no checkpoint (finds a ledger row changed or deleted behind its trigger, a checkpoint changed by hand); 0: only when asked for (stockhold reconcile --deep)"},
 	{Name: "STOCKHOLD_RECONCILE_REPAIR_LIMIT", Default: "100",
 		Meaning: "most stuck holds one reconciliation releases per SKU; past that the finding waits for a person, with an alert"},
 	{Name: "STOCKHOLD_ROLLBACK_PAUSE", Default: "100ms", Meaning: "pause between rollback batches of 100 holds"},

@@ -184,6 +184,8 @@ type LedgerCheckpoint struct {
 	Reserved     int64
 	Sold         int64
 	CheckedAt    time.Time
+	// The greatest ledger id the checkpoint's counters sum: every ledger row of the stock row with a greater id came after it. Null (a checkpoint from before issue 24): none.
+	LedgerID *int64
 }
 
 // Operator console sessions: SHA-256 of the cookie token, the ops key it acts as, its CSRF token.
@@ -228,7 +230,7 @@ type ReconcileRun struct {
 	CreatedAt   time.Time
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
-	// full: every stock row; incremental: the rows whose ledger moved since the last clean run; skus: the rows of skus. Null until the run ends.
+	// full: every stock row; incremental: the rows whose ledger moved since the last clean run; skus: the rows of skus; deep: every row (or those of skus), each summed over its whole ledger. Null until the run ends.
 	Scope *string
 	// xmin of the snapshot the run checked: a clean run's watermark, from which the next run looks for ledger rows it did not see.
 	SnapshotXmin *uint64

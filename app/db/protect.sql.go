@@ -267,10 +267,10 @@ const stockBooks = `-- name: StockBooks :one
 SELECT s.sku, s.pool, s.status, s.paused_reason, s.version, s.serialized,
        s.total, s.available, s.reserved, s.sold,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
-       (coalesce(c.total, 0) + m.total)::bigint         AS ledger_total,
-       (coalesce(c.available, 0) + m.available)::bigint AS ledger_available,
-       (coalesce(c.reserved, 0) + m.reserved)::bigint   AS ledger_reserved,
-       (coalesce(c.sold, 0) + m.sold)::bigint           AS ledger_sold,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total)::bigint         AS ledger_total,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available)::bigint AS ledger_available,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved)::bigint   AS ledger_reserved,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold)::bigint           AS ledger_sold,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed
 FROM stock s
@@ -281,8 +281,7 @@ CROSS JOIN LATERAL (
            coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
            coalesce(sum(g.delta_sold), 0)::bigint      AS sold
     FROM ledger g
-    WHERE g.sku = s.sku AND g.pool = s.pool
-      AND g.stock_version > coalesce(c.stock_version, '-9223372036854775808'::bigint)
+    WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
 ) m
 CROSS JOIN LATERAL (
     SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
@@ -324,7 +323,7 @@ type StockBooksRow struct {
 }
 
 // StockBooks is one pool's counters beside its ledger (the checkpoint plus
-// the ledger rows after it, as reconciliation sums it), the lines of its
+// the ledger rows written after it, as reconciliation sums it), the lines of its
 // held and confirmed holds and, for a pool of units with an identity, its
 // units by status. Read after the row is locked (StockLock), in a later
 // statement, nothing can move them until the transaction ends.

@@ -23,8 +23,8 @@ type ReconcileArgs struct {
 	RunID   int64    `json:"run_id,omitempty"`
 	SKUs    []string `json:"skus,omitempty"`
 	Trigger string   `json:"trigger"`
-	// Scope asks for a full or an incremental run; empty leaves it to the
-	// schedule (periodic runs) or makes it full (any other).
+	// Scope asks for a full, an incremental or a deep run; empty leaves it
+	// to the schedule (periodic runs) or makes it full (any other).
 	Scope string `json:"scope,omitempty"`
 }
 
@@ -44,8 +44,8 @@ func (a ReconcileArgs) Validate() error {
 	if err := validTrigger(a.Trigger); err != nil {
 		return err
 	}
-	if a.Scope != "" && a.Scope != ScopeFull && a.Scope != ScopeIncremental {
-		return domain.Invalid("scope must be full or incremental, not %q", a.Scope)
+	if err := validScope(a.Scope); err != nil {
+		return err
 	}
 	_, err := normalizeSKUs(a.SKUs)
 	return err

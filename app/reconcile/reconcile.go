@@ -91,6 +91,10 @@ type Config struct {
 	// between, periodic runs check only the rows whose ledger moved since
 	// the last clean run (see Scopes). Zero makes every run full.
 	FullEvery time.Duration
+	// DeepEvery is how often a periodic run is deep: every stock row
+	// against its whole ledger, trusting no checkpoint (ScopeDeep). Zero:
+	// never on its own, only when asked for.
+	DeepEvery time.Duration
 	Log       *slog.Logger
 }
 
@@ -107,7 +111,22 @@ const (
 	ScopeIncremental = "incremental"
 	// ScopeSKUs checks the rows of some SKUs (a campaign's, at its end).
 	ScopeSKUs = "skus"
+	// ScopeDeep is a full run (or one over some SKUs) that sums each
+	// row's whole ledger instead of trusting its checkpoint: it also finds
+	// a ledger row changed or deleted behind the append-only trigger, or a
+	// checkpoint changed by hand. Its cost follows the whole ledger.
+	ScopeDeep = "deep"
 )
+
+// validScope checks a scope a caller may ask for ("" leaves it to the
+// schedule).
+func validScope(scope string) error {
+	switch scope {
+	case "", ScopeFull, ScopeIncremental, ScopeDeep:
+		return nil
+	}
+	return domain.Invalid("scope must be full, incremental or deep, not %q", scope)
+}
 
 // Service runs reconciliations and reports on them.
 type Service struct {
@@ -144,8 +163,8 @@ func New(pool *pgxpool.Pool, jobs Jobs, alertSvc *alerts.Service, inv *inventory
 // of their own, so they never fail on a snapshot older than the rows they
 // write. A run that fails is marked failed with its error.
 func (s *Service) Run(ctx context.Context, args ReconcileArgs) (Run, error) {
-	if args.Scope != "" && args.Scope != ScopeFull && args.Scope != ScopeIncremental {
-		return Run{}, domain.Invalid("scope must be full or incremental, not %q", args.Scope)
+	if err := validScope(args.Scope); err != nil {
+		return Run{}, err
 	}
 	q := db.New(s.pool)
 	id := args.RunID
@@ -245,12 +264,16 @@ type plan struct {
 	since *uint64
 }
 
-// plan decides a run's scope: the SKUs it was limited to; what was asked
-// (asked: ScopeFull or ScopeIncremental, or "" for the default); by
-// default a periodic run is incremental unless the last full run is
+// plan decides a run's scope: deep when asked for; the SKUs it was
+// limited to; what was asked (asked: ScopeFull or ScopeIncremental, or ""
+// for the default); by default a periodic run is deep once the last deep
+// run is DeepEvery old, else incremental unless the last full run is
 // FullEvery old, and any other run is full. A run with no clean run before
-// it to start from is full.
+// it to start from is full (or deep).
 func (s *Service) plan(ctx context.Context, run db.ReconcileRun, asked string) (plan, error) {
+	if asked == ScopeDeep {
+		return plan{scope: ScopeDeep}, nil
+	}
 	if run.Skus != nil {
 		return plan{scope: ScopeSKUs}, nil
 	}
@@ -262,10 +285,13 @@ func (s *Service) plan(ctx context.Context, run db.ReconcileRun, asked string) (
 		return plan{}, fmt.Errorf("read the last clean run's watermark: %w", err)
 	}
 	p := plan{scope: ScopeFull, since: &w.SnapshotXmin}
+	periodic := asked == "" && run.Trigger == TriggerPeriodic
 	switch {
 	case asked == ScopeIncremental:
 		p.scope = ScopeIncremental
-	case asked == "" && run.Trigger == TriggerPeriodic && s.cfg.FullEvery > 0 && time.Since(w.LastFullAt) < s.cfg.FullEvery:
+	case periodic && s.cfg.DeepEvery > 0 && time.Since(w.LastDeepAt) >= s.cfg.DeepEvery:
+		return plan{scope: ScopeDeep}, nil
+	case periodic && s.cfg.FullEvery > 0 && time.Since(w.LastFullAt) < s.cfg.FullEvery:
 		p.scope = ScopeIncremental
 	}
 	return p, nil
@@ -312,6 +338,11 @@ func (s *Service) read(ctx context.Context, skus []string, p plan) (snapshot, er
 		if snap.units, err = q.StockUnitsMismatch(ctx, skus, since); err != nil {
 			return fmt.Errorf("check counters against units: %w", err)
 		}
+		if p.scope == ScopeDeep {
+			if err := readUnitsDeep(ctx, q, skus, &snap); err != nil {
+				return err
+			}
+		}
 		grace := s.cfg.StuckGrace.Seconds()
 		if snap.stuck, err = q.ReservationsStuck(ctx, int64(s.cfg.RepairLimit), grace, skus); err != nil {
 			return fmt.Errorf("find stuck holds: %w", err)
@@ -342,11 +373,45 @@ func (s *Service) read(ctx context.Context, skus []string, p plan) (snapshot, er
 	return snap, err
 }
 
+// readUnitsDeep adds to a deep run's units findings the pools with a unit
+// its pool's ledger places elsewhere, counts agreeing or not.
+func readUnitsDeep(ctx context.Context, q *db.Queries, skus []string, snap *snapshot) error {
+	off, err := q.StockUnitsAgainstLedgerDeep(ctx, skus)
+	if err != nil {
+		return fmt.Errorf("check units against the ledger: %w", err)
+	}
+	found := make(map[stockKey]bool, len(snap.units))
+	for _, u := range snap.units {
+		found[stockKey{u.Sku, u.Pool}] = true
+	}
+	for _, u := range off {
+		if !found[stockKey{u.Sku, u.Pool}] {
+			snap.units = append(snap.units, db.StockUnitsMismatchRow(u))
+		}
+	}
+	return nil
+}
+
 // readBooks runs the checks of counters against lines and the ledger that
 // p's scope calls for.
 func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p plan, snap *snapshot) error {
 	var err error
 	switch {
+	case p.scope == ScopeDeep:
+		if snap.rows, err = q.StockCount(ctx, skus); err != nil {
+			return fmt.Errorf("count stock rows: %w", err)
+		}
+		if snap.lines, err = q.StockLinesMismatch(ctx, skus); err != nil {
+			return fmt.Errorf("check counters against lines: %w", err)
+		}
+		var ledger []db.StockLedgerMismatchDeepRow
+		if ledger, err = q.StockLedgerMismatchDeep(ctx, skus); err != nil {
+			return fmt.Errorf("check counters against the whole ledger: %w", err)
+		}
+		for _, l := range ledger {
+			snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
+		}
+		return nil
 	case p.scope == ScopeIncremental:
 		var checked []db.StockLedgerCheckMovedRow
 		if checked, err = q.StockLedgerCheckMoved(ctx, *p.since); err != nil {

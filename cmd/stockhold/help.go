@@ -156,13 +156,16 @@ idempotent: a rollback with a job still to run, or one that succeeded, is left a
 		example: "stockhold rollback resume 7 --operator alice",
 	},
 	"reconcile": {
-		synopsis: "reconcile [--sku S]... [--incremental]",
+		synopsis: "reconcile [--sku S]... [--incremental | --deep]",
 		about: `Runs a reconciliation now, in this process (no worker needed), and prints its findings
 and what it did. It checks every stock row, the rows of the SKUs given, or with
---incremental only the rows whose ledger moved since the last clean run. Exits 1 when a
-pool's books do not balance (high risk: the pool is paused), 0 otherwise. A --sku that
-names no stock row is refused (exit 2).`,
-		example: "stockhold reconcile\nstockhold reconcile --incremental\nstockhold reconcile --sku A1 --sku B2",
+--incremental only the rows whose ledger moved since the last clean run. Each row's
+ledger is summed from its checkpoint (the ledger rows written since); with --deep, from
+its first row, trusting no checkpoint: it also finds a ledger row changed or deleted
+behind the append-only trigger, or a checkpoint changed by hand, and costs a pass over the
+whole ledger. Exits 1 when a pool's books do not balance (high risk: the pool is paused),
+0 otherwise. A --sku that names no stock row is refused (exit 2).`,
+		example: "stockhold reconcile\nstockhold reconcile --incremental\nstockhold reconcile --deep\nstockhold reconcile --sku A1 --sku B2",
 	},
 	"stock": {
 		synopsis: "stock import|export [flags]",

@@ -57,7 +57,7 @@ func TestHelp(t *testing.T) {
 		"apikey create":   {"--name name", "--role role"},
 		"apikey rotate":   {"--name name", "--role role", "--grace duration"},
 		"apikey revoke":   {"--name name"},
-		"reconcile":       {"--sku SKU", "--incremental"},
+		"reconcile":       {"--sku SKU", "--incremental", "--deep"},
 		"stock import":    {"--actor string", "--reason string"},
 		"stock export":    {"--out file"},
 		"webhook-listen":  {"--addr host:port", "--secret secret", "--count events"},

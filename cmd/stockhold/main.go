@@ -7,7 +7,7 @@
 //	stockhold apikey list | revoke --name N | rotate --name N [--role R] [--grace D]
 //	stockhold rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P]) [--dry-run]
 //	stockhold rollback resume ID [--operator O]
-//	stockhold reconcile [--sku S]... [--incremental]  check the books now; exit 1 on high risk
+//	stockhold reconcile [--sku S]... [--incremental | --deep]  check the books now; exit 1 on high risk
 //	stockhold stock import FILE.csv      apply sku,pool,delta or sku,pool,set_total rows, resumable
 //	stockhold stock export [--out FILE]  every stock row as CSV
 //	stockhold webhook-listen --secret S  a webhook receiver that verifies signatures

@@ -25,18 +25,25 @@ func reconcileCmd(ctx context.Context, args []string, getenv func(string) string
 		return nil
 	})
 	incremental := fs.Bool("incremental", false, "check only the stock rows whose ledger moved since the last clean run")
+	deep := fs.Bool("deep", false, "sum each stock row's whole ledger, trusting no checkpoint (every row, or those of --sku)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: reconcile takes no arguments, only --sku and --incremental flags", errUsage)
+		return fmt.Errorf("%w: reconcile takes no arguments, only --sku, --incremental and --deep flags", errUsage)
 	}
 	if *incremental && len(skus) > 0 {
 		return fmt.Errorf("%w: reconcile takes --sku or --incremental, not both", errUsage)
 	}
+	if *incremental && *deep {
+		return fmt.Errorf("%w: reconcile takes --incremental or --deep, not both", errUsage)
+	}
 	scope := reconcile.ScopeFull
-	if *incremental {
+	switch {
+	case *incremental:
 		scope = reconcile.ScopeIncremental
+	case *deep:
+		scope = reconcile.ScopeDeep
 	}
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		if len(skus) > 0 {
@@ -68,6 +75,9 @@ func printRun(w io.Writer, run reconcile.Run) {
 		scope = "SKUs " + strings.Join(run.SKUs, ", ")
 	case run.Scope != nil && *run.Scope == reconcile.ScopeIncremental:
 		scope = "incremental: the rows whose ledger moved since the last clean run"
+	}
+	if run.Scope != nil && *run.Scope == reconcile.ScopeDeep {
+		scope = "deep: " + scope + ", each against its whole ledger"
 	}
 	fmt.Fprintf(w, "reconciliation run %d %s: %d stock rows checked (%s)\n", run.ID, run.Status, run.RowsChecked, scope)
 	fmt.Fprintf(w, "  high risk: %d   holds released: %d   jobs retried: %d\n", run.HighRisk, run.AutoFixed, run.Retried)

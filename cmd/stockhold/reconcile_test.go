@@ -50,6 +50,17 @@ func TestReconcileCommand(t *testing.T) {
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
 	require.Contains(t, out, "1 stock rows checked (SKUs B1)")
 
+	code, out, errs = reconcile("--deep", "--sku", "B1")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "1 stock rows checked (deep: SKUs B1, each against its whole ledger)")
+	code, out, errs = reconcile("--deep")
+	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "2 stock rows checked (deep: every SKU, each against its whole ledger)")
+	require.Contains(t, out, "counters_vs_ledger")
+	code, _, errs = reconcile("--deep", "--incremental")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "not both")
+
 	code, _, errs = reconcile("now")
 	require.Equal(t, 2, code)
 	require.Contains(t, errs, "usage")

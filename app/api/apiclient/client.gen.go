@@ -530,6 +530,7 @@ func (e ReconciliationCheckTrigger) Valid() bool {
 
 // Defines values for ReconciliationRunScope.
 const (
+	Deep        ReconciliationRunScope = "deep"
 	Full        ReconciliationRunScope = "full"
 	Incremental ReconciliationRunScope = "incremental"
 	LessThannil ReconciliationRunScope = "<nil>"
@@ -539,6 +540,8 @@ const (
 // Valid indicates whether the value is a known member of the ReconciliationRunScope enum.
 func (e ReconciliationRunScope) Valid() bool {
 	switch e {
+	case Deep:
+		return true
 	case Full:
 		return true
 	case Incremental:
@@ -9232,7 +9235,7 @@ type ReconciliationRun struct {
 	Retried     int32      `json:"retried"`
 	RowsChecked int32      `json:"rows_checked"`
 
-	// Scope What the run checked: `full`, every stock row; `incremental`, the rows whose ledger moved since the last clean run (periodic runs between full ones, `stockhold reconcile --incremental`); `skus`, the rows of `skus`. Null until the run ends.
+	// Scope What the run checked: `full`, every stock row; `incremental`, the rows whose ledger moved since the last clean run (periodic runs between full ones, `stockhold reconcile --incremental`); `skus`, the rows of `skus`; `deep`, every row (or those of `skus`) against its whole ledger, trusting no checkpoint (every `STOCKHOLD_RECONCILE_DEEP_INTERVAL`, `stockhold reconcile --deep`). Null until the run ends.
 	Scope *ReconciliationRunScope `json:"scope"`
 
 	// Skus SKUs checked; null means every SKU.
@@ -9242,7 +9245,7 @@ type ReconciliationRun struct {
 	Trigger   ReconciliationRunTrigger `json:"trigger"`
 }
 
-// ReconciliationRunScope What the run checked: `full`, every stock row; `incremental`, the rows whose ledger moved since the last clean run (periodic runs between full ones, `stockhold reconcile --incremental`); `skus`, the rows of `skus`. Null until the run ends.
+// ReconciliationRunScope What the run checked: `full`, every stock row; `incremental`, the rows whose ledger moved since the last clean run (periodic runs between full ones, `stockhold reconcile --incremental`); `skus`, the rows of `skus`; `deep`, every row (or those of `skus`) against its whole ledger, trusting no checkpoint (every `STOCKHOLD_RECONCILE_DEEP_INTERVAL`, `stockhold reconcile --deep`). Null until the run ends.
 type ReconciliationRunScope string
 
 // ReconciliationRunStatus defines model for ReconciliationRun.Status.
