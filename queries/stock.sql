@@ -186,3 +186,23 @@ SELECT s.sku, s.pool
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
   ON k.sku = s.sku AND k.pool = s.pool;
+
+-- name: StockSKUsPage :many
+-- StockSKUsPage returns every pool of the first lim SKUs after after (""
+-- for the first page), in the primary key's order (SKU in the database's
+-- collation, then pool): DISTINCT over the key's index stops after lim
+-- SKUs, however large the catalogue.
+SELECT * FROM stock
+WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > @after ORDER BY k.sku LIMIT @lim)
+ORDER BY sku, pool;
+
+-- name: StockScan :many
+-- StockScan returns up to lim stock rows after SKU after, in the primary
+-- key's order: a filtered catalogue page reads a bounded stretch of the
+-- key at a time.
+SELECT * FROM stock WHERE sku > @after ORDER BY sku, pool LIMIT @lim;
+
+-- name: StockBatch :many
+-- StockBatch returns every pool of the given SKUs, in the primary key's
+-- order.
+SELECT * FROM stock WHERE sku = ANY(@skus::text[]) ORDER BY sku, pool;

@@ -331,3 +331,38 @@ func TestLedgerPaging(t *testing.T) {
 	requireProblem(t, e.do("GET", "/v1/skus/L1/ledger?before_id=x", e.ops, nil), 400, "invalid_request")
 	requireProblem(t, e.do("GET", "/v1/skus/L1/ledger?limit=1001", e.ops, nil), 422, "invalid_request")
 }
+
+// TestSKUsOverHTTP reads the catalogue in pages and as a batch (the
+// catalogue's own walk is TestCatalogue's): a shop key may, each SKU is
+// its stock view, and a batch lists the unknown SKUs as missing.
+func TestSKUsOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	e.stockIn("B2", 3)
+	r := e.do("PUT", "/v1/skus/B2/threshold", e.ops, map[string]any{"threshold": 5})
+	require.Equal(t, 200, r.status, "%s", r.body)
+
+	page := e.do("GET", "/v1/skus?limit=1", e.shop, nil)
+	require.Equal(t, 200, page.status, "%s", page.body)
+	body := page.json(t)
+	require.Equal(t, "A1", body["next_cursor"])
+	require.NotContains(t, body, "missing", "only a batch lists missing SKUs")
+	one := body["skus"].([]any)[0]
+	view := e.do("GET", "/v1/skus/A1", e.shop, nil).json(t)
+	require.Equal(t, view, one, "each SKU is its stock view")
+
+	low := e.do("GET", "/v1/skus?low_stock=true", e.shop, nil).json(t)
+	require.Len(t, low["skus"], 1)
+	require.Equal(t, "B2", low["skus"].([]any)[0].(map[string]any)["sku"])
+	require.Nil(t, low["next_cursor"])
+
+	batch := e.do("GET", "/v1/skus?sku=B2&sku=NOPE&sku=A1", e.shop, nil)
+	require.Equal(t, 200, batch.status, "%s", batch.body)
+	body = batch.json(t)
+	require.Len(t, body["skus"], 2)
+	require.Equal(t, []any{"NOPE"}, body["missing"])
+	require.Nil(t, body["next_cursor"])
+	none := e.do("GET", "/v1/skus?sku=A1", e.shop, nil).json(t)
+	require.Equal(t, []any{}, none["missing"], "a batch's missing is there when empty")
+}

@@ -87,6 +87,13 @@ func TestErrorConvention(t *testing.T) {
 			{"no such SKU", "POST", "/v1/skus/NOPE/adjustments", ops, map[string]any{"delta": -1, "reason": "r"}, 404, "unknown_sku"},
 			{"no such pool", "POST", "/v1/skus/A1/adjustments", ops, map[string]any{"delta": 1, "pool": "c9", "reason": "r"}, 422, "unknown_pool"},
 		},
+		"GET /v1/skus": {
+			{"not a boolean", "GET", "/v1/skus?low_stock=maybe", shop, nil, bad, inv},
+			{"not a time", "GET", "/v1/skus?updated_since=soon", shop, nil, bad, inv},
+			{"a batch with a cursor", "GET", "/v1/skus?sku=A1&cursor=A1", shop, nil, bad, inv},
+			{"name too long", "GET", "/v1/skus?sku=" + strings.Repeat("S", 65), shop, nil, 422, inv},
+			{"101 SKUs", "GET", "/v1/skus?sku=A" + strings.Repeat("&sku=A", 100), shop, nil, 422, inv},
+		},
 		"GET /v1/skus/:sku": {
 			{"name too long", "GET", "/v1/skus/" + strings.Repeat("S", 65), shop, nil, 422, inv},
 			{"no such SKU", "GET", "/v1/skus/NOPE", shop, nil, 404, "unknown_sku"},
@@ -258,6 +265,7 @@ func TestErrorConvention(t *testing.T) {
 			deprecated: "before_id", deprecatedNext: "next_before_id"},
 		"GET /v1/skus/:sku/units": {path: "/v1/skus/SEATS/units", token: shop, field: "units", max: 1000, badCursor: "%01",
 			deprecated: "after", deprecatedNext: "next_after"},
+		"GET /v1/skus":         {path: "/v1/skus", token: shop, field: "skus", max: 1000, badCursor: "%01"},
 		"GET /v1/reservations": {path: "/v1/reservations", token: shop, field: "reservations", max: 1000, badCursor: "x"},
 		"GET /v1/events":       {path: "/v1/events", token: ops, field: "events", max: 1000, badCursor: "latest", deprecated: "after", deprecatedNext: "next", feed: true},
 		"GET /v1/webhooks":     {path: "/v1/webhooks", token: ops, field: "webhooks", max: 1000, badCursor: "x"},

@@ -120,6 +120,7 @@ func New(d Deps) *echo.Echo {
 	ops := s.authenticate(auth.RoleOps)
 
 	e.POST("/v1/skus/:sku/adjustments", s.adjustStock, ops)
+	e.GET("/v1/skus", s.listSKUs, shop)
 	e.GET("/v1/skus/:sku", s.getStock, shop)
 	e.POST("/v1/skus/:sku/pause", s.pauseStock, ops)
 	e.POST("/v1/skus/:sku/resume", s.resumeStock, ops)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -108,4 +111,56 @@ func (s *server) getLedger(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, ledgerPage{SKU: sku, Movements: page.Movements,
 		NextCursor: cursorOf(page.NextBeforeID), NextBeforeID: page.NextBeforeID})
+}
+
+type catalogueAnswer struct {
+	SKUs []inventory.Stock `json:"skus"`
+	// Missing, in a batch's answer only, lists the SKUs named that have
+	// no stock.
+	Missing    *[]string `json:"missing,omitempty"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// listSKUs pages through the SKUs with their stock, in SKU order, filtered
+// by low_stock and updated_since; with sku=A1&sku=B2 it answers those SKUs
+// in one page, the ones with no stock listed as missing.
+func (s *server) listSKUs(c echo.Context) error {
+	p, err := pageParams(c, inventory.MaxCataloguePage, "")
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	for _, name := range []string{"low_stock", "updated_since"} {
+		if len(q[name]) > 1 {
+			return badRequest("give " + name + " once")
+		}
+	}
+	cq := inventory.CatalogueQuery{After: p.Cursor, Limit: p.Limit, SKUs: q["sku"]}
+	if p.Cursor != "" && domain.ValidName("cursor", p.Cursor) != nil {
+		return badCursor()
+	}
+	if len(cq.SKUs) > 0 && p.Cursor != "" {
+		return badRequest("a batch (sku=...) is one page: leave cursor out")
+	}
+	if v := q.Get("low_stock"); v != "" {
+		if cq.LowStock, err = strconv.ParseBool(v); err != nil {
+			return badRequest("low_stock must be true or false")
+		}
+	}
+	if v := q.Get("updated_since"); v != "" {
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return badRequest("updated_since must be a time in RFC 3339 (2026-12-01T10:00:00Z)")
+		}
+		cq.UpdatedSince = &at
+	}
+	page, err := s.Inventory.Catalogue(c.Request().Context(), cq)
+	if err != nil {
+		return err
+	}
+	out := catalogueAnswer{SKUs: page.SKUs, NextCursor: page.Next}
+	if len(cq.SKUs) > 0 {
+		out.Missing = &page.Missing
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -50,6 +50,47 @@ func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delt
 	return i, err
 }
 
+const stockBatch = `-- name: StockBatch :many
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = ANY($1::text[]) ORDER BY sku, pool
+`
+
+// StockBatch returns every pool of the given SKUs, in the primary key's
+// order.
+func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error) {
+	rows, err := q.db.Query(ctx, stockBatch, skus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Stock
+	for rows.Next() {
+		var i Stock
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Pool,
+			&i.Total,
+			&i.Available,
+			&i.Reserved,
+			&i.Sold,
+			&i.Status,
+			&i.PausedReason,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.FeedXid,
+			&i.LowThreshold,
+			&i.Serialized,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stockCreate = `-- name: StockCreate :one
 INSERT INTO stock (sku, pool) VALUES ($1, $2)
 ON CONFLICT (sku, pool) DO NOTHING
@@ -359,6 +400,93 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
+}
+
+const stockSKUsPage = `-- name: StockSKUsPage :many
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
+WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > $1 ORDER BY k.sku LIMIT $2)
+ORDER BY sku, pool
+`
+
+// StockSKUsPage returns every pool of the first lim SKUs after after (""
+// for the first page), in the primary key's order (SKU in the database's
+// collation, then pool): DISTINCT over the key's index stops after lim
+// SKUs, however large the catalogue.
+func (q *Queries) StockSKUsPage(ctx context.Context, after string, lim int32) ([]Stock, error) {
+	rows, err := q.db.Query(ctx, stockSKUsPage, after, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Stock
+	for rows.Next() {
+		var i Stock
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Pool,
+			&i.Total,
+			&i.Available,
+			&i.Reserved,
+			&i.Sold,
+			&i.Status,
+			&i.PausedReason,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.FeedXid,
+			&i.LowThreshold,
+			&i.Serialized,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockScan = `-- name: StockScan :many
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku > $1 ORDER BY sku, pool LIMIT $2
+`
+
+// StockScan returns up to lim stock rows after SKU after, in the primary
+// key's order: a filtered catalogue page reads a bounded stretch of the
+// key at a time.
+func (q *Queries) StockScan(ctx context.Context, after string, lim int32) ([]Stock, error) {
+	rows, err := q.db.Query(ctx, stockScan, after, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Stock
+	for rows.Next() {
+		var i Stock
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Pool,
+			&i.Total,
+			&i.Available,
+			&i.Reserved,
+			&i.Sold,
+			&i.Status,
+			&i.PausedReason,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.FeedXid,
+			&i.LowThreshold,
+			&i.Serialized,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const stockSetStatus = `-- name: StockSetStatus :one

@@ -17,3 +17,6 @@ func PendingChanges(s *Service) int {
 	defer s.changes.mu.Unlock()
 	return len(s.changes.pending)
 }
+
+// SetCatalogueScan makes a filtered catalogue page read at most n rows.
+func SetCatalogueScan(s *Service, n int) { s.catalogueScan = n }

@@ -119,9 +119,11 @@ type Service struct {
 	changes           *batcher[*changeCall]
 	// beforeGrant, set by tests only, sees each hold a batch decides.
 	beforeGrant func(HoldRequest)
-	rec         Recorder
-	counts      *HoldCounts
-	lockWaits   lockWaits
+	// catalogueScan, set by tests only, replaces CatalogueScan.
+	catalogueScan int
+	rec           Recorder
+	counts        *HoldCounts
+	lockWaits     lockWaits
 	// confirmTimes are this process's confirm latencies (TakeConfirmP99).
 	confirmTimes latencies
 }

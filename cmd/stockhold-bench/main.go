@@ -49,8 +49,9 @@ var scenarioNames = []string{"hot", "spread", "half", "multi", "flash", "mixed",
 
 // extraScenarios run only when named: reconcile times reconciliation runs
 // over the catalogue (-catalogue) rather than holds; seats is an on-sale
-// rush for 10,000 seats held by name and together.
-var extraScenarios = []string{"reconcile", "seats"}
+// rush for 10,000 seats held by name and together; skus times catalogue
+// reads (GET /v1/skus) over the catalogue.
+var extraScenarios = []string{"reconcile", "seats", "skus"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

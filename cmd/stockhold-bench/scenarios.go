@@ -47,6 +47,8 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.campaignEnd(ctx)
 	case "seats":
 		return b.seats(ctx)
+	case "skus":
+		return b.skus(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

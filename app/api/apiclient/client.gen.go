@@ -5205,6 +5205,126 @@ func (e ResumeRollback503ApplicationProblemPlusJSONResponseBodyReservationStatus
 	}
 }
 
+// Defines values for ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetStock400ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	GetStock400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetStock400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -9509,6 +9629,18 @@ type RollbackScope struct {
 	Pool           *string               `json:"pool,omitempty"`
 	ReservationIds *[]openapi_types.UUID `json:"reservation_ids,omitempty"`
 	Sku            *string               `json:"sku,omitempty"`
+}
+
+// SKUList defines model for SKUList.
+type SKUList struct {
+	// Missing A batch's answer only: the SKUs named that have no stock at all, in the order named.
+	Missing *[]string `json:"missing,omitempty"`
+
+	// NextCursor The `cursor` of the next page; null on the last page (and for a batch).
+	NextCursor *string `json:"next_cursor"`
+
+	// Skus In SKU order, each with every pool.
+	Skus []Stock `json:"skus"`
 }
 
 // Stats How holds are faring. holds_in_window, open_holds and stuck_holds come from the database (every instance); hold_requests_since_start comes from this process's stockhold_holds_total counter, since refused holds leave no row.
@@ -14098,6 +14230,139 @@ type ResumeRollback422ApplicationProblemPlusJSONResponseBody struct {
 
 // ResumeRollback503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ResumeRollback.
 type ResumeRollback503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListSKUsParams defines parameters for ListSKUs.
+type ListSKUsParams struct {
+	// Limit How many SKUs in the page (1-1000; 100 when absent).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; absent or empty: the first page. A cursor is opaque: pass back what a page gave.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sku A batch: these SKUs (repeat the parameter, up to 100), in one page.
+	Sku *[]string `form:"sku,omitempty" json:"sku,omitempty"`
+
+	// LowStock `true`: only SKUs with a pool at or below its low-stock threshold.
+	LowStock *bool `form:"low_stock,omitempty" json:"low_stock,omitempty"`
+
+	// UpdatedSince Only SKUs with a pool changed at or after this time (RFC 3339).
+	UpdatedSince *time.Time `form:"updated_since,omitempty" json:"updated_since,omitempty"`
+}
+
+// ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListSKUs.
+type ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListSKUs400ApplicationProblemPlusJSONResponseBody defines parameters for ListSKUs.
+type ListSKUs400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListSKUs400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListSKUs.
+type ListSKUs401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListSKUs.
+type ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListSKUs422ApplicationProblemPlusJSONResponseBody defines parameters for ListSKUs.
+type ListSKUs422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListSKUs422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListSKUs.
+type ListSKUs429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListSKUs.
+type ListSKUs503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // GetStock400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetStock.
 type GetStock400ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -36161,6 +36426,512 @@ func (a ResumeRollback422ApplicationProblemPlusJSONResponseBody) MarshalJSON() (
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for ListSKUs400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListSKUs400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListSKUs400ApplicationProblemPlusJSONResponseBody
+func (a *ListSKUs400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListSKUs400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListSKUs400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListSKUs400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListSKUs400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ListSKUs422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListSKUs422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListSKUs422ApplicationProblemPlusJSONResponseBody
+func (a *ListSKUs422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListSKUs422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListSKUs422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListSKUs422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListSKUs422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for GetStock400ApplicationProblemPlusJSONResponseBody. Returns the specified
 // element and whether it was found
 func (a GetStock400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
@@ -49712,6 +50483,19 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/rollbacks/{id}/resume (the `ResumeRollback` operationId).
 	ResumeRollback(ctx context.Context, id RollbackID, body ResumeRollbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListSKUs List SKUs with their stock (a catalogue sync)
+	//
+	// Pages of SKUs in SKU order (the database's collation), each with every pool as `GET /v1/skus/{sku}` shows it: a keyset on the primary key, so a page costs the same however deep into a catalogue of millions, and nothing is counted. `next_cursor` is the `cursor` of the next page, null on the last.
+	//
+	// Filters: `low_stock=true` keeps SKUs with a pool at or below its low-stock threshold; `updated_since` keeps SKUs with a pool changed at or after that time (a hold, a confirm, a release, an adjustment all change it). A filtered page reads at most 20,000 stock rows: where few SKUs match it may hold fewer than `limit` SKUs, or none, and still have a `next_cursor`; only a null `next_cursor` ends the walk.
+	//
+	// A batch: `?sku=A1&sku=B2` (up to 100) answers those SKUs in one page (`next_cursor` null, `cursor` not taken, the filters applied), and lists in `missing` the ones that have no stock at all.
+	//
+	// Role: `shop` or `ops` (bearer token).
+	//
+	// Corresponds with GET /v1/skus (the `ListSKUs` operationId).
+	ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetStock Read a SKU's stock
 	//
 	// Every pool of the SKU (`main` and any campaign pools).
@@ -50899,6 +51683,29 @@ func (c *Client) ResumeRollbackWithBody(ctx context.Context, id RollbackID, cont
 // Corresponds with POST /v1/rollbacks/{id}/resume (the `ResumeRollback` operationId).
 func (c *Client) ResumeRollback(ctx context.Context, id RollbackID, body ResumeRollbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeRollbackRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSKUs List SKUs with their stock (a catalogue sync)
+//
+// Pages of SKUs in SKU order (the database's collation), each with every pool as `GET /v1/skus/{sku}` shows it: a keyset on the primary key, so a page costs the same however deep into a catalogue of millions, and nothing is counted. `next_cursor` is the `cursor` of the next page, null on the last.
+//
+// Filters: `low_stock=true` keeps SKUs with a pool at or below its low-stock threshold; `updated_since` keeps SKUs with a pool changed at or after that time (a hold, a confirm, a release, an adjustment all change it). A filtered page reads at most 20,000 stock rows: where few SKUs match it may hold fewer than `limit` SKUs, or none, and still have a `next_cursor`; only a null `next_cursor` ends the walk.
+//
+// A batch: `?sku=A1&sku=B2` (up to 100) answers those SKUs in one page (`next_cursor` null, `cursor` not taken, the filters applied), and lists in `missing` the ones that have no stock at all.
+//
+// Role: `shop` or `ops` (bearer token).
+//
+// Corresponds with GET /v1/skus (the `ListSKUs` operationId).
+func (c *Client) ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSKUsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -52838,6 +53645,108 @@ func NewResumeRollbackRequestWithBody(server string, id RollbackID, contentType 
 	return req, nil
 }
 
+// NewListSKUsRequest constructs an http.Request for the ListSKUs method
+func NewListSKUsRequest(server string, params *ListSKUsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/skus")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sku != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sku", *params.Sku, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LowStock != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "low_stock", *params.LowStock, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetStockRequest constructs an http.Request for the GetStock method
 func NewGetStockRequest(server string, sku SKU) (*http.Request, error) {
 	var err error
@@ -54344,6 +55253,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/rollbacks/{id}/resume (the `ResumeRollback` operationId).
 	ResumeRollbackWithResponse(ctx context.Context, id RollbackID, body ResumeRollbackJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeRollbackResponse, error)
+
+	// ListSKUsWithResponse List SKUs with their stock (a catalogue sync)
+	//
+	// Pages of SKUs in SKU order (the database's collation), each with every pool as `GET /v1/skus/{sku}` shows it: a keyset on the primary key, so a page costs the same however deep into a catalogue of millions, and nothing is counted. `next_cursor` is the `cursor` of the next page, null on the last.
+	//
+	// Filters: `low_stock=true` keeps SKUs with a pool at or below its low-stock threshold; `updated_since` keeps SKUs with a pool changed at or after that time (a hold, a confirm, a release, an adjustment all change it). A filtered page reads at most 20,000 stock rows: where few SKUs match it may hold fewer than `limit` SKUs, or none, and still have a `next_cursor`; only a null `next_cursor` ends the walk.
+	//
+	// A batch: `?sku=A1&sku=B2` (up to 100) answers those SKUs in one page (`next_cursor` null, `cursor` not taken, the filters applied), and lists in `missing` the ones that have no stock at all.
+	//
+	// Role: `shop` or `ops` (bearer token).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/skus (the `ListSKUs` operationId).
+	ListSKUsWithResponse(ctx context.Context, params *ListSKUsParams, reqEditors ...RequestEditorFn) (*ListSKUsResponse, error)
 
 	// GetStockWithResponse Read a SKU's stock
 	//
@@ -57597,6 +58521,103 @@ func (r ResumeRollbackResponse) ContentType() string {
 	return ""
 }
 
+// ListSKUsResponse401Headers the declared response headers of an HTTP 401 response for ListSKUs
+type ListSKUsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListSKUsResponse429Headers the declared response headers of an HTTP 429 response for ListSKUs
+type ListSKUsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListSKUsResponse503Headers the declared response headers of an HTTP 503 response for ListSKUs
+type ListSKUsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListSKUsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SKUList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ListSKUs400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ListSKUs422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSKUsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSKUsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSKUsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSKUsResponse) GetJSON200() *SKUList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSKUsResponse) GetApplicationproblemJSON400() *ListSKUs400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSKUsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListSKUsResponse) GetApplicationproblemJSON422() *ListSKUs422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSKUsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListSKUsResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSKUsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSKUsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSKUsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSKUsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetStockResponse401Headers the declared response headers of an HTTP 401 response for GetStock
 type GetStockResponse401Headers struct {
 	WWWAuthenticate *string
@@ -60468,6 +61489,27 @@ func (c *ClientWithResponses) ResumeRollbackWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseResumeRollbackResponse(rsp)
+}
+
+// ListSKUsWithResponse List SKUs with their stock (a catalogue sync)
+//
+// Pages of SKUs in SKU order (the database's collation), each with every pool as `GET /v1/skus/{sku}` shows it: a keyset on the primary key, so a page costs the same however deep into a catalogue of millions, and nothing is counted. `next_cursor` is the `cursor` of the next page, null on the last.
+//
+// Filters: `low_stock=true` keeps SKUs with a pool at or below its low-stock threshold; `updated_since` keeps SKUs with a pool changed at or after that time (a hold, a confirm, a release, an adjustment all change it). A filtered page reads at most 20,000 stock rows: where few SKUs match it may hold fewer than `limit` SKUs, or none, and still have a `next_cursor`; only a null `next_cursor` ends the walk.
+//
+// A batch: `?sku=A1&sku=B2` (up to 100) answers those SKUs in one page (`next_cursor` null, `cursor` not taken, the filters applied), and lists in `missing` the ones that have no stock at all.
+//
+// Role: `shop` or `ops` (bearer token).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/skus (the `ListSKUs` operationId).
+func (c *ClientWithResponses) ListSKUsWithResponse(ctx context.Context, params *ListSKUsParams, reqEditors ...RequestEditorFn) (*ListSKUsResponse, error) {
+	rsp, err := c.ListSKUs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSKUsResponse(rsp)
 }
 
 // GetStockWithResponse Read a SKU's stock
@@ -63717,6 +64759,100 @@ func ParseResumeRollbackResponse(rsp *http.Response) (*ResumeRollbackResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResumeRollbackResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSKUsResponse parses an HTTP response from a ListSKUsWithResponse call
+func ParseListSKUsResponse(rsp *http.Response) (*ListSKUsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSKUsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SKUList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ListSKUs400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ListSKUs422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSKUsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSKUsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSKUsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

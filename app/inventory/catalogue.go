@@ -1,0 +1,197 @@
+package inventory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+)
+
+// Catalogue reads: the stock of many SKUs at once, the way a storefront's
+// catalogue sync reads it (GET /v1/skus).
+const (
+	// MaxCataloguePage bounds a page of SKUs.
+	MaxCataloguePage = 1000
+	// MaxCatalogueBatch bounds the SKUs one batch names.
+	MaxCatalogueBatch = 100
+	// CatalogueScan is how many stock rows one filtered page reads at
+	// most. A filter that few SKUs match (low stock in a catalogue of
+	// millions) would otherwise read the whole catalogue for one page; a
+	// page that has read this many rows ends there, with fewer SKUs than
+	// asked (or none) and a cursor to read on from.
+	CatalogueScan = 20_000
+)
+
+// CatalogueQuery asks for a page of SKUs in SKU order (the primary key's:
+// the database's collation), each with every pool.
+type CatalogueQuery struct {
+	// After is the last SKU of the page before; "" for the first page.
+	After string
+	Limit int
+	// LowStock keeps only SKUs with a pool at or below its low-stock
+	// threshold.
+	LowStock bool
+	// UpdatedSince keeps only SKUs with a pool changed at or after it.
+	UpdatedSince *time.Time
+	// SKUs, when given, asks for these SKUs (a batch: one page, After
+	// and Limit unused), the filters applied to them.
+	SKUs []string
+}
+
+// CataloguePage is a page of SKUs. Next is the After of the page after,
+// nil on the last page; a filtered page may hold fewer SKUs than asked
+// (see CatalogueScan) and still have a next. Missing, for a batch, lists
+// the SKUs named that have no stock at all, in the order named.
+type CataloguePage struct {
+	SKUs    []Stock
+	Missing []string
+	Next    *string
+}
+
+func (cq CatalogueQuery) validate() error {
+	if len(cq.SKUs) > 0 {
+		if len(cq.SKUs) > MaxCatalogueBatch {
+			return domain.Invalid("sku names %d SKUs: at most %d in one batch", len(cq.SKUs), MaxCatalogueBatch)
+		}
+		for _, sku := range cq.SKUs {
+			if err := domain.ValidName("sku", sku); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if cq.Limit < 1 || cq.Limit > MaxCataloguePage {
+		return domain.Invalid("limit must be from 1 to %d", MaxCataloguePage)
+	}
+	return nil
+}
+
+// Catalogue returns a page of SKUs: a keyset on the primary key, so every
+// page costs the same however deep into the catalogue, and nothing is
+// counted.
+func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePage, error) {
+	if err := cq.validate(); err != nil {
+		return CataloguePage{}, err
+	}
+	q := db.New(s.pool)
+	if len(cq.SKUs) > 0 {
+		return catalogueBatch(ctx, q, cq)
+	}
+	filtered := cq.LowStock || cq.UpdatedSince != nil
+	if !filtered {
+		rows, err := q.StockSKUsPage(ctx, cq.After, int32(cq.Limit+1))
+		if err != nil {
+			return CataloguePage{}, fmt.Errorf("read a page of SKUs: %w", err)
+		}
+		skus := groupBySKU(rows)
+		var page CataloguePage
+		if len(skus) > cq.Limit {
+			skus = skus[:cq.Limit]
+			page.Next = &skus[cq.Limit-1].SKU
+		}
+		page.SKUs = skus
+		return page, nil
+	}
+	scan := CatalogueScan
+	if s.catalogueScan > 0 {
+		scan = s.catalogueScan
+	}
+	rows, err := q.StockScan(ctx, cq.After, int32(scan))
+	if err != nil {
+		return CataloguePage{}, fmt.Errorf("read a stretch of SKUs: %w", err)
+	}
+	skus := groupBySKU(rows)
+	full := len(rows) == scan
+	if full && len(skus) > 1 {
+		// The stretch may end inside the last SKU's pools: it is read
+		// again, whole, by the next page.
+		skus = skus[:len(skus)-1]
+	}
+	page := CataloguePage{SKUs: []Stock{}}
+	for _, st := range skus {
+		if !cq.matches(st) {
+			continue
+		}
+		if len(page.SKUs) == cq.Limit {
+			// One more matches: the page is full and another follows.
+			page.Next = &page.SKUs[cq.Limit-1].SKU
+			return page, nil
+		}
+		page.SKUs = append(page.SKUs, st)
+	}
+	if full {
+		// Read as far as a page reads: the next goes on from here.
+		page.Next = &skus[len(skus)-1].SKU
+	}
+	return page, nil
+}
+
+// matches reports whether a SKU passes the query's filters.
+func (cq CatalogueQuery) matches(st Stock) bool {
+	low, updated := !cq.LowStock, cq.UpdatedSince == nil
+	for _, p := range st.Pools {
+		if p.LowThreshold != nil && p.Available <= *p.LowThreshold {
+			low = true
+		}
+		if cq.UpdatedSince != nil && !p.UpdatedAt.Before(*cq.UpdatedSince) {
+			updated = true
+		}
+	}
+	return low && updated
+}
+
+func catalogueBatch(ctx context.Context, q *db.Queries, cq CatalogueQuery) (CataloguePage, error) {
+	var named []string
+	for _, sku := range cq.SKUs {
+		if !slices.Contains(named, sku) {
+			named = append(named, sku)
+		}
+	}
+	rows, err := q.StockBatch(ctx, named)
+	if err != nil {
+		return CataloguePage{}, fmt.Errorf("read SKUs: %w", err)
+	}
+	page := CataloguePage{SKUs: []Stock{}, Missing: []string{}}
+	found := map[string]bool{}
+	for _, st := range groupBySKU(rows) {
+		found[st.SKU] = true
+		if cq.matches(st) {
+			page.SKUs = append(page.SKUs, st)
+		}
+	}
+	for _, sku := range named {
+		if !found[sku] {
+			page.Missing = append(page.Missing, sku)
+		}
+	}
+	return page, nil
+}
+
+// groupBySKU turns stock rows in SKU order into stock views, each SKU's
+// pools as GET /v1/skus/{sku} lists them (main first, then by name).
+func groupBySKU(rows []db.Stock) []Stock {
+	var out []Stock
+	for _, r := range rows {
+		if len(out) == 0 || out[len(out)-1].SKU != r.Sku {
+			out = append(out, Stock{SKU: r.Sku})
+		}
+		last := &out[len(out)-1]
+		last.Pools = append(last.Pools, newPool(r))
+	}
+	for i := range out {
+		slices.SortStableFunc(out[i].Pools, func(a, b Pool) int {
+			if (a.Pool == MainPool) != (b.Pool == MainPool) {
+				if a.Pool == MainPool {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Compare(a.Pool, b.Pool)
+		})
+	}
+	return out
+}
