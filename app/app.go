@@ -32,6 +32,7 @@ import (
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/console"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/dbtypes"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -95,6 +96,46 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // pool_max_conns. HTTP requests get a pool of their own (see New).
 func Open(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	return connect(ctx, cfg.DatabaseURL, int32(cfg.Workers+jobPoolSpare), cfg.ConnectTimeout)
+}
+
+// The backoff of OpenWaiting: its first pause, and the longest.
+const (
+	waitFirst = 250 * time.Millisecond
+	waitMax   = 10 * time.Second
+)
+
+// OpenWaiting is Open for serve: while PostgreSQL cannot be reached (not
+// started yet at boot, restarting, refusing connections while it starts
+// up), it tries again with backoff, from a quarter of a second to 10 s
+// apart, for as long as ctx lasts, instead of failing at once (which a
+// service manager turns into a restart loop). It logs one line when it
+// starts waiting and one when the database is there. Any other error (a
+// URL that does not parse, a wrong password, no such database) ends it at
+// once: waiting would not mend it.
+func OpenWaiting(ctx context.Context, cfg config.Config, log *slog.Logger) (*pgxpool.Pool, error) {
+	began, pause := time.Now(), waitFirst
+	for waiting := false; ; waiting = true {
+		pool, err := Open(ctx, cfg)
+		switch {
+		case err == nil:
+			if waiting {
+				log.Info("PostgreSQL is reachable: starting", "waited", time.Since(began).Round(time.Millisecond).String())
+			}
+			return pool, nil
+		case ctx.Err() != nil:
+			return nil, err
+		case dberr.OverloadOf(err) != dberr.Unavailable:
+			return nil, err
+		case !waiting:
+			log.Warn("PostgreSQL cannot be reached: waiting for it, retrying with backoff (up to 10 s apart)", "err", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stopped while waiting for PostgreSQL: %w", err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, waitMax)
+	}
 }
 
 func connect(ctx context.Context, url string, maxConns int32, connectTimeout time.Duration) (*pgxpool.Pool, error) {

@@ -28,6 +28,9 @@ func TestSystemdUnit(t *testing.T) {
 	unit := string(raw)
 	require.Contains(t, unit, "\nEnvironmentFile=/etc/stockhold/stockhold.env\n")
 	require.Contains(t, unit, "\nExecStart=/usr/local/bin/stockhold serve\n")
+	// A local PostgreSQL starts first (serve also waits for it).
+	require.Contains(t, unit, "\nWants=network-online.target postgresql.service\n")
+	require.Contains(t, unit, "\nAfter=network-online.target postgresql.service\n")
 
 	stop := regexp.MustCompile(`\nTimeoutStopSec=(\d+)s\n`).FindStringSubmatch(unit)
 	require.NotNil(t, stop, "TimeoutStopSec in seconds")

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -210,9 +211,13 @@ func MarkdownTable() string {
 func EnvFile() string {
 	var b strings.Builder
 	b.WriteString(`# stockhold's settings, for systemd's EnvironmentFile= (see deploy/stockhold.service).
-# Generated from app/config (make readme); stockhold config prints what a
-# process would use. Every line but DATABASE_URL is the default, commented
-# out: uncomment and change the ones you need. Values are not quoted.
+# Generated from app/config (make readme). Every line but DATABASE_URL is the
+# default, commented out: uncomment and change the ones you need.
+# Values are in single quotes, which systemd and a POSIX shell read alike
+# (a value may not hold a single quote itself): the shell loads the file
+# with   set -a; . /etc/stockhold/stockhold.env; set +a
+# and    stockhold config --env-file /etc/stockhold/stockhold.env
+# prints what systemd gives the service from it, secrets masked.
 
 `)
 	for _, s := range Settings {
@@ -220,13 +225,77 @@ func EnvFile() string {
 		switch {
 		case s.Name == "DATABASE_URL":
 			b.WriteString("# Required. Keep this file readable by root only (it holds the password).\n")
-			b.WriteString("DATABASE_URL=postgres://stockhold:CHANGE-ME@db.internal:5432/stockhold?sslmode=verify-full\n\n")
+			fmt.Fprintf(&b, "DATABASE_URL='%s'\n\n", ExampleDatabaseURL)
 			continue
 		case s.Default == "":
-			fmt.Fprintf(&b, "# Default: %s.\n#%s=\n\n", strings.ReplaceAll(s.DefaultDoc(), "`", ""), s.Name)
+			fmt.Fprintf(&b, "# Default: %s.\n#%s=''\n\n", strings.ReplaceAll(s.DefaultDoc(), "`", ""), s.Name)
 			continue
 		}
-		fmt.Fprintf(&b, "#%s=%s\n\n", s.Name, s.Default)
+		fmt.Fprintf(&b, "#%s='%s'\n\n", s.Name, s.Default)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// ExampleDatabaseURL is the DATABASE_URL deploy/stockhold.env shows: with
+// an & in it, as real ones have, which an unquoted line would cut short
+// in a shell.
+const ExampleDatabaseURL = "postgres://stockhold:CHANGE-ME@db.internal:5432/stockhold?sslmode=verify-full&application_name=stockhold"
+
+// Unknown is a STOCKHOLD_ variable that is no setting (a misspelling, or
+// one an older or newer version reads): stockhold ignores it, and says so.
+type Unknown struct {
+	Name string
+	// Suggestion is the setting it most likely means, or "".
+	Suggestion string
+}
+
+// testPrefix names the variables the tests' own harness reads.
+const testPrefix = "STOCKHOLD_TEST_"
+
+// UnknownOf returns the names among names that start with STOCKHOLD_ but
+// are no setting, each with the setting it is closest to (at most two
+// edits away), in the order given.
+func UnknownOf(names []string) []Unknown {
+	var out []Unknown
+	for _, n := range names {
+		if !strings.HasPrefix(n, "STOCKHOLD_") || strings.HasPrefix(n, testPrefix) ||
+			slices.ContainsFunc(Settings, func(s Setting) bool { return s.Name == n }) {
+			continue
+		}
+		u := Unknown{Name: n}
+		best := 3
+		for _, s := range Settings {
+			if d := editDistance(n, s.Name); d < best {
+				best, u.Suggestion = d, s.Name
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, with a swap
+// of two neighbours counting as one edit (ADRR for ADDR).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }

@@ -1,18 +1,56 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 
 	"github.com/stockhold/stockhold/app/config"
 )
 
 // configCmd prints every setting: the value this process would use, its
-// default and its meaning, secrets masked; then whether they are valid.
-func configCmd(args []string, getenv func(string) string, stdout io.Writer) error {
-	if err := noFlags("config", args, stdout); err != nil {
+// default and its meaning, secrets masked; the STOCKHOLD_ variables that
+// are no setting (ignored); then whether the values are valid. With
+// --env-file it reads the settings from that file alone, as systemd's
+// EnvironmentFile= does, and says what it read.
+func configCmd(args []string, getenv func(string) string, names []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("config", flag.ContinueOnError)
+	file := fs.String("env-file", "", "read the settings from this `file` alone, as systemd's EnvironmentFile= does, instead of the environment")
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: config takes no arguments (got %q)", errUsage, fs.Arg(0))
+	}
+	if *file != "" {
+		raw, err := os.ReadFile(*file)
+		if err != nil {
+			return err
+		}
+		vars, problems := config.ParseEnvFile(string(raw))
+		read := map[string]string{}
+		names = names[:0:0]
+		fmt.Fprintf(stdout, "%s: %d variables, as systemd's EnvironmentFile= reads them:\n", *file, len(vars))
+		for _, v := range vars {
+			read[v.Name] = v.Value
+			names = append(names, v.Name)
+			shown := v.Value
+			for _, s := range config.Settings {
+				if s.Name == v.Name {
+					shown = s.Mask(v.Value)
+				}
+			}
+			fmt.Fprintf(stdout, "  line %d: %s=%s\n", v.Line, v.Name, shown)
+		}
+		for _, p := range problems {
+			fmt.Fprintf(stdout, "  %s\n", p)
+		}
+		fmt.Fprintln(stdout)
+		getenv = func(k string) string { return read[k] }
 	}
 	for _, s := range config.Settings {
 		v, set := s.Value(getenv)
@@ -26,11 +64,37 @@ func configCmd(args []string, getenv func(string) string, stdout io.Writer) erro
 		fmt.Fprintf(stdout, "%s=%s\n", s.Name, shown)
 		fmt.Fprintf(stdout, "    %s (default: %s)\n", stripTicks(s.Meaning), stripTicks(s.DefaultDoc()))
 	}
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return getenv(n) == "" }) // set, not empty
+	if unknown := config.UnknownOf(names); len(unknown) > 0 {
+		fmt.Fprintln(stdout, "\nunknown, ignored:")
+		for _, u := range unknown {
+			fmt.Fprintf(stdout, "%s\n", unknownText(u))
+		}
+	}
 	if _, err := config.Load(getenv); err != nil {
 		fmt.Fprintf(stdout, "\ninvalid:\n%v\n", err)
 		return exitError(1)
 	}
 	return nil
+}
+
+// unknownText says which variable is no setting, and what it may mean.
+func unknownText(u config.Unknown) string {
+	if u.Suggestion != "" {
+		return fmt.Sprintf("%s is not a setting: did you mean %s?", u.Name, u.Suggestion)
+	}
+	return fmt.Sprintf("%s is not a setting (stockhold config lists them)", u.Name)
+}
+
+// envNames is the names of the process's environment variables.
+func envNames() []string {
+	var names []string
+	for _, kv := range os.Environ() {
+		if name, _, ok := strings.Cut(kv, "="); ok {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func stripTicks(s string) string {

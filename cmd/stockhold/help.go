@@ -199,11 +199,16 @@ prints one line per event: "verified" and the event's JSON. Needs no database.`,
 		example: "stockhold webhook-listen --addr 127.0.0.1:18192 --secret whsec_... --count 2",
 	},
 	"config": {
-		synopsis: "config",
+		synopsis: "config [--env-file FILE]",
 		about: `Prints every setting stockhold reads from the environment: the value this process would
-use, its default, and what it does; secrets are masked. Exits 1 (after printing) when a
-value is invalid, naming it. Needs no database.`,
-		example: "STOCKHOLD_WORKERS=40 stockhold config",
+use, its default, and what it does; secrets are masked. Then the STOCKHOLD_ variables that
+are no setting (a misspelling: serve ignores them, with a warning), each with the setting
+it most likely means. Exits 1 (after printing) when a value is invalid, naming it. With
+--env-file, the settings come from that file alone, read as systemd's EnvironmentFile=
+reads it (deploy/stockhold.env), and it first lists each variable it read, by line.
+Needs no database.`,
+		example: `STOCKHOLD_WORKERS=40 stockhold config
+stockhold config --env-file /etc/stockhold/stockhold.env`,
 	},
 	"version": {
 		synopsis: "version",

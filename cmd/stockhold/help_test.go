@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -203,4 +204,41 @@ func TestConsoleSignInCommand(t *testing.T) {
 	code, _, errs := cli(args...)
 	require.Equal(t, 1, code, errs)
 	require.Contains(t, errs, "DATABASE_URL is not set", "the command's flags are valid: %s", errs)
+}
+
+// TestConfigCommandFindsWhatItIgnores: a misspelt setting is listed with
+// the one it likely means; --env-file reads a file as systemd does (an &
+// in a quoted URL kept) and lists what it read, masked.
+func TestConfigCommandFindsWhatItIgnores(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://db/stock", "STOCKHOLD_ADRR": ":9090", "STOCKHOLD_WORKERS": "40", "STOCKHOLD_EMPTY_ONE": ""}
+	var out bytes.Buffer
+	err := configCmd(nil, func(k string) string { return env[k] }, []string{"HOME", "STOCKHOLD_ADRR", "STOCKHOLD_WORKERS", "STOCKHOLD_EMPTY_ONE"}, &out)
+	require.NoError(t, err, "unknown settings are ignored, not invalid")
+	require.Contains(t, out.String(), "\nunknown, ignored:\nSTOCKHOLD_ADRR is not a setting: did you mean STOCKHOLD_ADDR?\n")
+	require.Contains(t, out.String(), "STOCKHOLD_ADDR=:8080 (default)\n", "the misspelt one changed nothing")
+	require.NotContains(t, out.String(), "STOCKHOLD_EMPTY_ONE", "set empty is unset")
+
+	file := filepath.Join(t.TempDir(), "stockhold.env")
+	require.NoError(t, os.WriteFile(file, []byte("# settings\nDATABASE_URL='postgres://app:s3cret@db/stock?sslmode=require&application_name=x'\n"+
+		"STOCKHOLD_WORKERS=7\nSTOCKHOLD_WORKRES=8\nexport STOCKHOLD_ADDR=:1\n"), 0o600))
+	out.Reset()
+	// The process's own environment is not what systemd gives the service:
+	// with --env-file only the file counts.
+	err = configCmd([]string{"--env-file", file}, func(k string) string { return env[k] }, []string{"STOCKHOLD_ADRR"}, &out)
+	require.NoError(t, err)
+	text := out.String()
+	require.Contains(t, text, file+": 3 variables, as systemd's EnvironmentFile= reads them:\n"+
+		"  line 2: DATABASE_URL=postgres://app:*****@db/stock?sslmode=require&application_name=x\n"+
+		"  line 3: STOCKHOLD_WORKERS=7\n  line 4: STOCKHOLD_WORKRES=8\n"+
+		`  line 5: "export STOCKHOLD_ADDR" is not a variable name, ignored`+"\n")
+	require.Contains(t, text, "\nSTOCKHOLD_WORKERS=7\n")
+	require.Contains(t, text, "STOCKHOLD_WORKRES is not a setting: did you mean STOCKHOLD_WORKERS?")
+	require.NotContains(t, text, "STOCKHOLD_ADRR")
+	require.NotContains(t, text, "s3cret")
+
+	var errs bytes.Buffer
+	require.Equal(t, 1, run(context.Background(), []string{"config", "--env-file", filepath.Join(t.TempDir(), "none")},
+		func(string) string { return "" }, &out, &errs))
+	require.Contains(t, errs.String(), "no such file")
 }

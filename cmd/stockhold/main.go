@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "webhook-listen":
 		err = webhookListen(ctx, args[1:], stdout, stderr)
 	case "config":
-		err = configCmd(args[1:], getenv, stdout)
+		err = configCmd(args[1:], getenv, envNames(), stdout)
 	case "version":
 		err = version(args[1:], stdout)
 	default:

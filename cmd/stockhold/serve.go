@@ -20,7 +20,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	tuneGC(getenv)
 	log := newLogger(cfg, stderr)
-	pool, err := app.Open(ctx, cfg)
+	for _, u := range config.UnknownOf(envNames()) {
+		log.Warn("unknown setting, ignored: "+unknownText(u), "name", u.Name, "did_you_mean", u.Suggestion)
+	}
+	pool, err := app.OpenWaiting(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,6 +32,10 @@ import (
 type child struct {
 	cmd  *exec.Cmd
 	addr string
+	// serving gets the address the child says it serves on; ended is
+	// closed when its stderr ends, as it does when it exits.
+	serving chan string
+	ended   chan struct{}
 
 	mu  sync.Mutex
 	log strings.Builder
@@ -45,31 +51,44 @@ var servingAddr = regexp.MustCompile(`msg="stockhold serving" addr=(\S+)|"msg":"
 
 func startChild(t *testing.T, env ...string) *child {
 	t.Helper()
+	c := spawnChild(t, env...)
+	c.waitServing(t)
+	return c
+}
+
+// spawnChild starts `stockhold serve` and returns at once.
+func spawnChild(t *testing.T, env ...string) *child {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{childEnv + "=serve", "STOCKHOLD_ADDR=127.0.0.1:0"}, env...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	c := &child{cmd: cmd}
+	c := &child{cmd: cmd, serving: make(chan string, 1), ended: make(chan struct{})}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	addr := make(chan string, 1)
 	go func() {
+		defer close(c.ended)
 		s := bufio.NewScanner(stderr)
 		for s.Scan() {
 			c.mu.Lock()
 			c.log.WriteString(s.Text() + "\n")
 			c.mu.Unlock()
 			if m := servingAddr.FindStringSubmatch(s.Text()); m != nil {
-				addr <- m[1] + m[2]
+				c.serving <- m[1] + m[2]
 			}
 		}
 	}()
+	return c
+}
+
+// waitServing waits for the child to say it serves, and where.
+func (c *child) waitServing(t *testing.T) {
+	t.Helper()
 	select {
-	case c.addr = <-addr:
+	case c.addr = <-c.serving:
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the child did not start serving:\n%s", c.logs())
 	}
-	return c
 }
 
 // outcome is one hold request's fate, seen by its client.
@@ -218,4 +237,85 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	require.Contains(t, c.logs(), "closing connections still open after the shutdown timeout", "the slow client was cut, not waited for")
 	t.Logf("%d holds answered 201, %d refused at the door (listener closed), %d served while draining", answered, refused, servedWhileDraining)
 	dbtest.RequireInvariants(t, pool)
+}
+
+// TestServeWaitsForTheDatabase starts serve before its database can be
+// reached (nothing listens at the URL's address yet, as at a boot where
+// stockhold starts first): it waits, saying so once, rather than exit,
+// and serves, ready, as soon as the database is there. A wrong database
+// name is not waited for. A misspelt setting is warned about.
+func TestServeWaitsForTheDatabase(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	cfg, err := pgconn.ParseConfig(dbtest.URL(t, pool))
+	require.NoError(t, err)
+	// The database's socket, which a proxy on a TCP port of its own
+	// forwards to once it is started.
+	network, address := "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	if strings.HasPrefix(cfg.Host, "/") {
+		network, address = "unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close()) // nothing listens there until the proxy starts
+	url := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", cfg.User, port, cfg.Database)
+
+	// A misspelt setting on the way: serve says so, once, and starts.
+	c := spawnChild(t, "DATABASE_URL="+url, "STOCKHOLD_LOG_LEVEL=info", "STOCKHOLD_ADRR=:9")
+	require.Eventually(t, func() bool { return strings.Contains(c.logs(), "waiting for it") }, 30*time.Second, 20*time.Millisecond,
+		"serve says it waits; it logged:\n%s", c.logs())
+	// Past a few retries (backoff 0.25 s, 0.5 s, 1 s, ...), still waiting.
+	select {
+	case <-c.ended:
+		t.Fatalf("serve exited while the database could not be reached:\n%s", c.logs())
+	case <-time.After(2 * time.Second):
+	}
+	require.NotContains(t, c.logs(), "stockhold serving")
+
+	proxy, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	go func() {
+		for {
+			in, err := proxy.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.Dial(network, address)
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				go func() { _, _ = io.Copy(out, in) }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
+	c.waitServing(t)
+	require.Eventually(t, func() bool {
+		res, err := http.Get("http://" + c.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "ready once the database is there")
+	logs := c.logs()
+	require.Equal(t, 1, strings.Count(logs, "waiting for it"), "it says it waits once:\n%s", logs)
+	require.Contains(t, logs, "PostgreSQL is reachable: starting")
+	require.Equal(t, 1, strings.Count(logs, "unknown setting, ignored: STOCKHOLD_ADRR is not a setting: did you mean STOCKHOLD_ADDR?"), logs)
+
+	// No such database: waiting would not mend it.
+	bad := spawnChild(t, "DATABASE_URL="+fmt.Sprintf("postgres://%s@127.0.0.1:%d/no_such_db?sslmode=disable", cfg.User, port))
+	select {
+	case <-bad.ended:
+		require.Error(t, bad.cmd.Wait(), "serve exits with an error")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve waited for a database that does not exist:\n%s", bad.logs())
+	}
+	require.NotContains(t, bad.logs(), "waiting for it")
+	require.Contains(t, bad.logs(), "no_such_db")
 }
