@@ -175,31 +175,6 @@ SET total = total + @delta::bigint,
 WHERE sku = @sku AND pool = @pool
 RETURNING *;
 
--- name: UnitsHoldBare :many
--- UnitsHoldBare is the benchmark's bare-SQL hold of named units, the
--- naive way a shop would write it: the units named that are available
--- become held by reservation_id. It returns the ids it took.
-UPDATE units
-SET status = 'held', reservation_id = @reservation_id, updated_at = now()
-WHERE sku = @sku AND id = ANY(@ids::text[]) AND status = 'available'
-RETURNING id;
-
--- name: UnitsReleaseBare :one
--- UnitsReleaseBare hands back the benchmark's bare-SQL hold: its units
--- become available and its pool's counters move back, in one statement.
-WITH back AS (
-    UPDATE units u SET status = 'available', reservation_id = NULL, updated_at = now()
-    WHERE u.sku = @sku AND u.reservation_id = @reservation_id AND u.status = 'held'
-    RETURNING u.id
-)
-UPDATE stock s
-SET available = s.available + (SELECT count(*) FROM back),
-    reserved = s.reserved - (SELECT count(*) FROM back),
-    version = s.version + 1,
-    updated_at = now()
-WHERE s.sku = @sku AND s.pool = 'main'
-RETURNING (SELECT count(*) FROM back)::int AS released;
-
 -- name: UnitsSoldTwice :one
 -- UnitsSoldTwice counts the units of sku that more than one confirmed
 -- hold bought (never more than zero), and the units sold.

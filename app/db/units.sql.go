@@ -7,8 +7,6 @@ package db
 
 import (
 	"context"
-
-	"github.com/google/uuid"
 )
 
 const stockShiftUnits = `-- name: StockShiftUnits :one
@@ -178,36 +176,6 @@ func (q *Queries) UnitsGet(ctx context.Context, sku string, ids []string) ([]Uni
 	return items, nil
 }
 
-const unitsHoldBare = `-- name: UnitsHoldBare :many
-UPDATE units
-SET status = 'held', reservation_id = $1, updated_at = now()
-WHERE sku = $2 AND id = ANY($3::text[]) AND status = 'available'
-RETURNING id
-`
-
-// UnitsHoldBare is the benchmark's bare-SQL hold of named units, the
-// naive way a shop would write it: the units named that are available
-// become held by reservation_id. It returns the ids it took.
-func (q *Queries) UnitsHoldBare(ctx context.Context, reservationID *uuid.UUID, sku string, ids []string) ([]string, error) {
-	rows, err := q.db.Query(ctx, unitsHoldBare, reservationID, sku, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const unitsList = `-- name: UnitsList :many
 SELECT sku, id, pool, group_name, position, attributes, status, reservation_id, created_at, updated_at FROM units
 WHERE sku = $1
@@ -355,30 +323,6 @@ func (q *Queries) UnitsPlacesTaken(ctx context.Context, groups []string, positio
 		return nil, err
 	}
 	return items, nil
-}
-
-const unitsReleaseBare = `-- name: UnitsReleaseBare :one
-WITH back AS (
-    UPDATE units u SET status = 'available', reservation_id = NULL, updated_at = now()
-    WHERE u.sku = $1 AND u.reservation_id = $2 AND u.status = 'held'
-    RETURNING u.id
-)
-UPDATE stock s
-SET available = s.available + (SELECT count(*) FROM back),
-    reserved = s.reserved - (SELECT count(*) FROM back),
-    version = s.version + 1,
-    updated_at = now()
-WHERE s.sku = $1 AND s.pool = 'main'
-RETURNING (SELECT count(*) FROM back)::int AS released
-`
-
-// UnitsReleaseBare hands back the benchmark's bare-SQL hold: its units
-// become available and its pool's counters move back, in one statement.
-func (q *Queries) UnitsReleaseBare(ctx context.Context, sku string, reservationID *uuid.UUID) (int32, error) {
-	row := q.db.QueryRow(ctx, unitsReleaseBare, sku, reservationID)
-	var released int32
-	err := row.Scan(&released)
-	return released, err
 }
 
 const unitsRetire = `-- name: UnitsRetire :one

@@ -102,6 +102,7 @@ func percentiles(lat []time.Duration) (p50, p95, p99, mx float64) {
 // until d has passed; do returns whether the request made a hold.
 func (b *bench) closedLoop(ctx context.Context, name string, clients int, d time.Duration, t *tally,
 	do func(worker, i int) (bool, error)) time.Duration {
+	defer b.profiled(ctx, name, d)()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	stop := b.progress(name, t)
@@ -144,6 +145,7 @@ func (b *bench) closedLoop(ctx context.Context, name string, clients int, d time
 // the rate holds.
 func (b *bench) openLoop(ctx context.Context, name string, rate float64, d time.Duration, t *tally,
 	do func(i int) (bool, error)) (time.Duration, pacing) {
+	defer b.profiled(ctx, name, d)()
 	stop := b.progress(name, t)
 	defer stop()
 	defer b.measureCPU(ctx, t)()

@@ -11,10 +11,16 @@
 //
 //	stockhold-bench [-server bin/stockhold] [-duration 5s] [-clients 64]
 //	                [-scenarios hot,spread,...] [-catalogue 1000] [-json] [-keep]
+//	                [-seats 2000,50000] [-profile DIR]
 //
 // -catalogue sets how many SKUs the spread scenarios hold from; the
 // reconcile scenario (only when named) times reconciliation runs over that
-// catalogue, full and incremental.
+// catalogue, full and incremental. The seats scenario (only when named)
+// runs an on-sale rush on a venue of each size -seats names, beside the
+// plain table a developer would write by hand; soldout (only when named)
+// hammers a SKU whose last unit is gone. -profile writes each timed
+// phase's profiles (server CPU, PostgreSQL wait events and statements)
+// into a directory.
 package main
 
 import (
@@ -49,9 +55,10 @@ var scenarioNames = []string{"hot", "spread", "half", "multi", "flash", "mixed",
 
 // extraScenarios run only when named: reconcile times reconciliation runs
 // over the catalogue (-catalogue) rather than holds; seats is an on-sale
-// rush for 10,000 seats held by name and together; skus times catalogue
-// reads (GET /v1/skus) over the catalogue.
-var extraScenarios = []string{"reconcile", "seats", "skus"}
+// rush on venues of each size -seats names, seats held by name and
+// together; soldout hammers a SKU whose last unit is gone; skus times
+// catalogue reads (GET /v1/skus) over the catalogue.
+var extraScenarios = []string{"reconcile", "seats", "soldout", "skus"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,9 +83,14 @@ type options struct {
 	// halfRate, when set, is the rate of the half scenario instead of
 	// half of spread's.
 	halfRate float64
-	// catalogue is how many SKUs spread, half, multi, mixed, expiry and
+	// catalogue is how many SKUs spread, half, multi, mixed and
 	// campaign-end hold from, and reconcile checks.
 	catalogue int
+	// seats are the venue sizes the seats scenario compares.
+	seats []int
+	// profile, when set, is a directory each timed phase writes its
+	// profiles into (see profiler).
+	profile string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -96,7 +108,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.halfRate, "half-rate", 0, "holds/s of the half scenario (default: half of spread's rate)")
 	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
 	fs.IntVar(&o.catalogue, "catalogue", 1000, "SKUs the spread scenarios hold from (above 10,000 they are seeded in SQL) and reconcile checks")
+	seats := fs.String("seats", "2000,50000", "venue sizes the seats scenario compares, in seats (whole rows of 100), comma-separated")
+	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if o.seats, err = parseSeats(*seats); err != nil {
 		return err
 	}
 	o.keep = o.keep || o.reuse
@@ -168,7 +186,12 @@ type bench struct {
 	rss    *rssSampler
 	// spreadRate is the spread scenario's rate, which half runs at half of.
 	spreadRate float64
-	run        string // distinguishes this run's keys and SKUs
+	// hotRef is single-unit holds on one SKU, measured once for the
+	// scenarios that compare with it.
+	hotRef *result
+	// pprof is the server's profiler's address (with -profile).
+	pprof string
+	run   string // distinguishes this run's keys and SKUs
 }
 
 func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench, error) {
@@ -239,6 +262,16 @@ func (b *bench) startServer(ctx context.Context) error {
 	ln.Close()
 	b.base = "http://" + addr
 	b.cmd = exec.Command(b.o.server, "serve")
+	var profiler []string
+	if b.o.profile != "" {
+		pl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		b.pprof = pl.Addr().String()
+		pl.Close()
+		profiler = append(profiler, "STOCKHOLD_PPROF_ADDR="+b.pprof)
+	}
 	b.cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+b.dbURL,
 		"STOCKHOLD_ADDR="+addr,
@@ -247,6 +280,7 @@ func (b *bench) startServer(ctx context.Context) error {
 		// reconciliation from pausing them mid-run.
 		"STOCKHOLD_RECONCILE_INTERVAL=24h",
 	)
+	b.cmd.Env = append(b.cmd.Env, profiler...)
 	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
 	if err := b.cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", b.o.server, err)

@@ -19,7 +19,6 @@ import (
 const (
 	flashUnits = 100
 	flashUsers = 1000
-	burstHolds = 10_000
 	endHolds   = 10_000
 	bigStock   = 1_000_000_000
 )
@@ -49,8 +48,32 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.seats(ctx)
 	case "skus":
 		return b.skus(ctx)
+	case "soldout":
+		return b.soldout(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
+}
+
+// hotReference measures, once per run, single-unit holds on one SKU with
+// none released, what the seats and soldout scenarios compare with.
+func (b *bench) hotReference(ctx context.Context) (*result, error) {
+	if b.hotRef != nil {
+		return b.hotRef, nil
+	}
+	sku := "hot-ref-" + b.run
+	if err := b.stockIn(ctx, []string{sku}, bigStock); err != nil {
+		return nil, err
+	}
+	body := holdBody(0, "", sku)
+	r := &result{Scenario: "hot (reference)", Clients: b.o.clients}
+	t := &tally{}
+	el := b.closedLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
+		return b.hold(fmt.Sprintf("%s-%d-%d", sku, w, i), body)
+	})
+	t.fill(r, el)
+	r.RSS = b.rss.reset()
+	b.hotRef = r
+	return r, nil
 }
 
 // hot: every client holds one unit of the same SKU.
@@ -243,37 +266,33 @@ func (b *bench) mixed(ctx context.Context) ([]*result, error) {
 	return []*result{r}, nil
 }
 
-// expiry: a burst of 10,000 holds with a 2 s TTL, as fast as the clients
-// go, with a campaign due to start while they expire; then how late each
-// hold expired, and how late the campaign started.
+// expiry: a burst of holds with a 2 s TTL on one SKU, at full rate for
+// the scenario's duration (so the first ones expire while the burst goes
+// on, on the row the burst's batches keep busy), with a campaign due to
+// start while they expire; then how late each hold expired, and how late
+// the campaign started.
 func (b *bench) expiry(ctx context.Context) ([]*result, error) {
-	if err := b.spreadStock(ctx); err != nil {
+	sku := "burst-sku-" + b.run
+	if err := b.stockIn(ctx, []string{sku}, bigStock); err != nil {
 		return nil, err
 	}
 	camp := "burst-" + b.run
 	if err := b.stockIn(ctx, []string{camp}, 10); err != nil {
 		return nil, err
 	}
-	startsAt := time.Now().Add(4 * time.Second).UTC().Truncate(time.Millisecond)
+	startsAt := time.Now().Add(b.o.duration*7/10 + time.Second).UTC().Truncate(time.Millisecond)
 	if _, err := b.call("POST", "/v1/campaigns", b.ops, camp, []byte(fmt.Sprintf(
 		`{"id":%q,"starts_at":%q,"ends_at":%q,"hold_ttl_seconds":60,"allotments":[{"sku":%q,"quantity":10}]}`,
 		camp, startsAt.Format(time.RFC3339Nano), startsAt.Add(time.Hour).Format(time.RFC3339Nano), camp)), http.StatusCreated); err != nil {
 		return nil, fmt.Errorf("create campaign: %w", err)
 	}
-	body := b.spreadBody(2)
+	body := holdBody(2, "", sku)
 	r := &result{Scenario: "expiry", Clients: b.o.clients}
 	t := &tally{}
-	var next atomic.Int64
 	var mu sync.Mutex
-	ids := make([]string, 0, burstHolds)
-	burstCtx, stop := context.WithCancel(ctx)
-	el := b.closedLoop(burstCtx, "expiry (burst)", b.o.clients, time.Minute, t, func(w, i int) (bool, error) {
-		n := next.Add(1)
-		if n > burstHolds {
-			stop()
-			return false, nil
-		}
-		a, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("burst-%s-%d", b.run, n), body(), http.StatusCreated)
+	var ids []string
+	el := b.closedLoop(ctx, "expiry (burst)", b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
+		a, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("%s-%d-%d", sku, w, i), body, http.StatusCreated)
 		if err != nil {
 			return false, err
 		}
@@ -286,7 +305,6 @@ func (b *bench) expiry(ctx context.Context) ([]*result, error) {
 		mu.Unlock()
 		return true, nil
 	})
-	stop()
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
 	lag, note, err := b.expiryLag(ctx, ids, 3*time.Second)
@@ -309,7 +327,7 @@ func (b *bench) expiry(ctx context.Context) ([]*result, error) {
 	if c.StartedAt != nil {
 		started = fmt.Sprintf("started %d ms after its starts_at", c.StartedAt.Sub(startsAt).Milliseconds())
 	}
-	r.Note = fmt.Sprintf("%d holds made in %.1f s, then expired: %s; a campaign due while they expired %s", len(ids), el.Seconds(), note, started)
+	r.Note = fmt.Sprintf("%d holds of one SKU (2 s TTL) made in %.1f s, then expired: %s; a campaign due while they expired %s", len(ids), el.Seconds(), note, started)
 	return []*result{r}, nil
 }
 
