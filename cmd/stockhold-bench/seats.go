@@ -214,8 +214,9 @@ func (b *bench) seatRush(ctx context.Context, n int) (*result, error) {
 	if check.SoldTwice > 0 {
 		verdict = fmt.Sprintf("%d: BROKEN", check.SoldTwice)
 	}
-	r.Note = fmt.Sprintf("holds/s counts holds made; %d made, %d refused (seats taken), %d confirm/release errors; %d seats sold, seats sold twice: %s; the plain table made %d, refused %d",
-		held.Load(), refused.Load(), relErrs.Load(), check.Sold, verdict, base.Holds, base.refused)
+	r.Note = fmt.Sprintf("holds/s counts holds made; %d made, %d refused (seats taken): %.0f answers/s; %d confirm/release errors; %d seats sold, seats sold twice: %s; the plain table made %d, refused %d: %.0f answers/s",
+		held.Load(), refused.Load(), float64(held.Load()+refused.Load())/el.Seconds(), relErrs.Load(), check.Sold, verdict,
+		base.Holds, base.refused, float64(base.Holds+base.refused)/base.Seconds)
 	if check.SoldTwice > 0 {
 		return r, fmt.Errorf("seats: %d seats sold twice", check.SoldTwice)
 	}
