@@ -32,9 +32,6 @@ const (
 	unitsPerRequest = 10_000
 )
 
-// defaultSeats are the venue sizes the seats scenario compares.
-var defaultSeats = []int{2_000, 50_000}
-
 // parseSeats reads -seats: venue sizes, comma-separated, each a multiple
 // of a row.
 func parseSeats(s string) ([]int, error) {
