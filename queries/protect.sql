@@ -9,8 +9,12 @@
 SELECT pg_advisory_xact_lock_shared(hashtext(@lock::text));
 
 -- name: StopSaleRead :batchmany
--- StopSaleRead reads the switch (id is true: the one row).
-SELECT active, reason FROM stop_sale WHERE id = @id::boolean;
+-- StopSaleRead reads the switch for everything (an empty client) and the active
+-- switches of clients among a batch's clients.
+SELECT ''::text AS client, s.active, s.reason FROM stop_sale s
+UNION ALL
+SELECT c.client, c.active, c.reason FROM stop_sale_clients c
+WHERE c.active AND c.client = ANY(@clients::text[]);
 
 -- name: StopSaleGet :one
 SELECT * FROM stop_sale;
@@ -26,6 +30,27 @@ UPDATE stop_sale
 SET active = @active, reason = sqlc.narg('reason'), actor = @actor, actor_key = sqlc.narg('actor_key'),
     rule = sqlc.narg('rule'), changed_at = now()
 RETURNING *;
+
+-- name: StopSaleClientSet :one
+-- StopSaleClientSet flips one client's switch (after StopSaleLock).
+INSERT INTO stop_sale_clients (client, active, reason, actor, actor_key, rule, changed_at)
+VALUES (@client, @active, sqlc.narg('reason'), @actor, sqlc.narg('actor_key'), sqlc.narg('rule'), now())
+ON CONFLICT (client) DO UPDATE
+SET active = excluded.active, reason = excluded.reason, actor = excluded.actor, actor_key = excluded.actor_key,
+    rule = excluded.rule, changed_at = excluded.changed_at
+RETURNING *;
+
+-- name: StopSaleClientGet :one
+SELECT * FROM stop_sale_clients WHERE client = @client;
+
+-- name: StopSaleClientList :many
+-- StopSaleClientList is every client's switch, by client.
+SELECT * FROM stop_sale_clients ORDER BY client COLLATE "C";
+
+-- name: APIKeyNameExists :one
+-- APIKeyNameExists reports whether any key, revoked or not, has ever had
+-- name: the clients a stop-sale may name.
+SELECT EXISTS (SELECT 1 FROM api_keys WHERE name = @name)::boolean;
 
 -- name: StockPoolSKUs :many
 -- StockPoolSKUs lists the SKUs that have a row in pool, in lock order.

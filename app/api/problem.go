@@ -72,6 +72,7 @@ var statuses = map[domain.Code]int{
 	domain.CodeUnknownSKU:            http.StatusNotFound,
 	domain.CodeUnknownPool:           http.StatusUnprocessableEntity,
 	domain.CodeUnknownCampaign:       http.StatusNotFound,
+	domain.CodeUnknownClient:         http.StatusNotFound,
 	domain.CodeOutOfStock:            http.StatusConflict,
 	domain.CodeSKUPaused:             http.StatusConflict,
 	domain.CodeCampaignNotActive:     http.StatusConflict,

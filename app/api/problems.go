@@ -55,6 +55,12 @@ var problemCodes = map[string]problemCode{
 		Means:  "No campaign has that id.",
 		Do:     "Check the id; campaigns are created with POST /v1/campaigns.",
 	},
+	"unknown_client": {
+		Title:  "Unknown client",
+		Status: "422 (a stop-sale's client is named in the body)",
+		Means:  "No API key was ever named as the client a stop-sale names: the switch would stop nobody, so nothing changed.",
+		Do:     "Name the owner of the keys whose holds to stop, as stockhold apikey list shows it.",
+	},
 	"out_of_stock": {
 		Title:  "Out of stock",
 		Status: "409",

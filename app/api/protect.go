@@ -94,17 +94,23 @@ func (s *server) repairStock(c echo.Context) error {
 type stopSaleBody struct {
 	Active *bool  `json:"active"`
 	Reason string `json:"reason"`
+	// Client, when set, is the key owner whose holds alone the switch
+	// stops; empty: everything.
+	Client string `json:"client"`
 }
 
+// getStopSale answers every stop-sale switch: the one for everything and
+// each client's.
 func (s *server) getStopSale(c echo.Context) error {
-	st, err := s.Inventory.StopSale(c.Request().Context())
+	st, err := s.Inventory.StopSales(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, st)
 }
 
-// putStopSale turns the switch for everything on or off.
+// putStopSale turns the switch for everything, or one client's, on or
+// off; turning one off answers what it lifted.
 func (s *server) putStopSale(c echo.Context) error {
 	var body stopSaleBody
 	if err := decode(c, &body); err != nil {
@@ -113,7 +119,9 @@ func (s *server) putStopSale(c echo.Context) error {
 	if body.Active == nil {
 		return domain.Invalid("active is required: true stops new holds, false lets them in again")
 	}
-	st, err := s.Inventory.SetStopSale(c.Request().Context(), inventory.StopSaleChange{Active: *body.Active, Reason: body.Reason, Actor: caller(c).Name})
+	st, err := s.Inventory.SetStopSale(c.Request().Context(), inventory.StopSaleChange{
+		Client: body.Client, Active: *body.Active, Reason: body.Reason, Actor: caller(c).Name,
+	})
 	if err != nil {
 		return err
 	}

@@ -108,18 +108,31 @@ func safeBack(back, def string) string {
 	return def
 }
 
-// stopSale turns the switch for everything on or off, with a reason.
+// stopSale turns the switch for everything, or one client's, on or off,
+// with a reason; lifting one says what it lifted.
 func (c *Console) stopSale(w http.ResponseWriter, r *http.Request, op who) error {
 	active := r.PostForm.Get("active") == "true"
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	st, err := c.Inventory.SetStopSale(r.Context(), inventory.StopSaleChange{Active: active, Reason: reason, Actor: op.Key.Name})
+	client := strings.TrimSpace(r.PostForm.Get("client"))
+	st, err := c.Inventory.SetStopSale(r.Context(), inventory.StopSaleChange{Client: client, Active: active, Reason: reason, Actor: op.Key.Name})
 	if err != nil {
 		return c.refused(w, r, "/ops/", err)
 	}
-	if st.Active {
-		return c.done(w, r, "/ops/", false, "Sales stopped by %s: %s. New holds are refused; confirms and releases go on.", op.Key.Name, reason)
+	what, whose := "Sales", "New holds are"
+	if client != "" {
+		what, whose = "Sales to "+client, "New holds by its keys are"
 	}
-	return c.done(w, r, "/ops/", false, "Sales restarted by %s: %s.", op.Key.Name, reason)
+	if st.Active {
+		return c.done(w, r, "/ops/", false, "%s stopped by %s: %s. %s refused; confirms and releases go on.", what, op.Key.Name, reason, whose)
+	}
+	msg := fmt.Sprintf("%s restarted by %s: %s.", what, op.Key.Name, reason)
+	if l := st.Lifted; l != nil {
+		msg += fmt.Sprintf(" Lifted what %s had stopped %s: %s.", by(l.Actor, l.ActorKey), ago(l.ChangedAt), str(l.Reason))
+		if l.Rule != nil {
+			msg += fmt.Sprintf(" (Rule %s tripped it.)", *l.Rule)
+		}
+	}
+	return c.done(w, r, "/ops/", false, "%s", msg)
 }
 
 // repair previews (dry run) or applies a repair of a pool's books; the

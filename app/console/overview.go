@@ -26,12 +26,16 @@ type overviewData struct {
 	// The five questions: how much stock is left (lowest first), which
 	// holds expire in the next minutes, which orders were confirmed, who
 	// handles each open alert, and which switches are in force.
-	StopSale  inventory.StopSale
-	Paused    []db.StockPausedListRow
-	Stock     []poolRow
-	Expiring  []inventory.Reservation
-	Confirmed []db.Reservation
-	Short     map[string]string
+	StopSale inventory.StopSale
+	// ClientStops are the clients whose sales are stopped now; Clients the
+	// shop keys' owners, whose sales the form can stop.
+	ClientStops []inventory.StopSale
+	Clients     []string
+	Paused      []db.StockPausedListRow
+	Stock       []poolRow
+	Expiring    []inventory.Reservation
+	Confirmed   []db.Reservation
+	Short       map[string]string
 
 	OpenAlerts     []alerts.Alert
 	OpenAlertCount int
@@ -67,8 +71,24 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 	d := overviewData{Hot: metrics.HotSKUs(), Slowest: metrics.SlowestStatements(overviewStatements)}
 	q := db.New(c.Pool)
 	var err error
-	if d.StopSale, err = c.Inventory.StopSale(ctx); err != nil {
+	stops, err := c.Inventory.StopSales(ctx)
+	if err != nil {
 		return err
+	}
+	d.StopSale = stops.StopSale
+	for _, st := range stops.Clients {
+		if st.Active {
+			d.ClientStops = append(d.ClientStops, st)
+		}
+	}
+	keys, err := q.APIKeyList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if k.Role == "shop" && k.RevokedAt == nil && !slices.Contains(d.Clients, k.Name) {
+			d.Clients = append(d.Clients, k.Name)
+		}
 	}
 	if d.Paused, err = q.StockPausedList(ctx, 50); err != nil {
 		return err

@@ -1148,7 +1148,10 @@ func (b *StockLockManyBatchResults) Close() error {
 }
 
 const stopSaleRead = `-- name: StopSaleRead :batchmany
-SELECT active, reason FROM stop_sale WHERE id = $1::boolean
+SELECT ''::text AS client, s.active, s.reason FROM stop_sale s
+UNION ALL
+SELECT c.client, c.active, c.reason FROM stop_sale_clients c
+WHERE c.active AND c.client = ANY($1::text[])
 `
 
 type StopSaleReadBatchResults struct {
@@ -1158,21 +1161,23 @@ type StopSaleReadBatchResults struct {
 }
 
 type StopSaleReadRow struct {
+	Client string
 	Active bool
 	Reason *string
 }
 
-// StopSaleRead reads the switch (id is true: the one row).
-func (q *Queries) StopSaleRead(ctx context.Context, id []bool) *StopSaleReadBatchResults {
+// StopSaleRead reads the switch for everything (an empty client) and the active
+// switches of clients among a batch's clients.
+func (q *Queries) StopSaleRead(ctx context.Context, clients [][]string) *StopSaleReadBatchResults {
 	batch := &pgx.Batch{}
-	for _, a := range id {
+	for _, a := range clients {
 		vals := []interface{}{
 			a,
 		}
 		batch.Queue(stopSaleRead, vals...)
 	}
 	br := q.db.SendBatch(ctx, batch)
-	return &StopSaleReadBatchResults{br, len(id), false}
+	return &StopSaleReadBatchResults{br, len(clients), false}
 }
 
 func (b *StopSaleReadBatchResults) Query(f func(int, []StopSaleReadRow, error)) {
@@ -1193,7 +1198,7 @@ func (b *StopSaleReadBatchResults) Query(f func(int, []StopSaleReadRow, error)) 
 			defer rows.Close()
 			for rows.Next() {
 				var i StopSaleReadRow
-				if err := rows.Scan(&i.Active, &i.Reason); err != nil {
+				if err := rows.Scan(&i.Client, &i.Active, &i.Reason); err != nil {
 					return err
 				}
 				items = append(items, i)

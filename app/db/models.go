@@ -434,6 +434,17 @@ type StopSale struct {
 	ChangedAt time.Time
 }
 
+// Stop-sale for one client (an API key owner): while active, new holds by its keys are refused (503 stop_sale); other clients, confirms, releases and reads go on.
+type StopSaleClient struct {
+	Client    string
+	Active    bool
+	Reason    *string
+	Actor     string
+	ActorKey  *string
+	Rule      *string
+	ChangedAt time.Time
+}
+
 // One row per unit with an identity (a seat, a ticket, a serial number): available -> held -> sold, held -> available, available -> retired; never deleted.
 type Unit struct {
 	Sku           string

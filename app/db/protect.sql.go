@@ -12,6 +12,18 @@ import (
 	"github.com/google/uuid"
 )
 
+const aPIKeyNameExists = `-- name: APIKeyNameExists :one
+SELECT EXISTS (SELECT 1 FROM api_keys WHERE name = $1)::boolean
+`
+
+// APIKeyNameExists reports whether any key, revoked or not, has ever had
+func (q *Queries) APIKeyNameExists(ctx context.Context, name string) (bool, error) {
+	row := q.db.QueryRow(ctx, aPIKeyNameExists, name)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const alertTake = `-- name: AlertTake :one
 UPDATE alerts
 SET owner = $1, owner_key = $2, taken_at = now()
@@ -677,6 +689,99 @@ func (q *Queries) StockRepairSet(ctx context.Context, arg StockRepairSetParams) 
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+	)
+	return i, err
+}
+
+const stopSaleClientGet = `-- name: StopSaleClientGet :one
+SELECT client, active, reason, actor, actor_key, rule, changed_at FROM stop_sale_clients WHERE client = $1
+`
+
+func (q *Queries) StopSaleClientGet(ctx context.Context, client string) (StopSaleClient, error) {
+	row := q.db.QueryRow(ctx, stopSaleClientGet, client)
+	var i StopSaleClient
+	err := row.Scan(
+		&i.Client,
+		&i.Active,
+		&i.Reason,
+		&i.Actor,
+		&i.ActorKey,
+		&i.Rule,
+		&i.ChangedAt,
+	)
+	return i, err
+}
+
+const stopSaleClientList = `-- name: StopSaleClientList :many
+SELECT client, active, reason, actor, actor_key, rule, changed_at FROM stop_sale_clients ORDER BY client COLLATE "C"
+`
+
+// StopSaleClientList is every client's switch, by client.
+func (q *Queries) StopSaleClientList(ctx context.Context) ([]StopSaleClient, error) {
+	rows, err := q.db.Query(ctx, stopSaleClientList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StopSaleClient
+	for rows.Next() {
+		var i StopSaleClient
+		if err := rows.Scan(
+			&i.Client,
+			&i.Active,
+			&i.Reason,
+			&i.Actor,
+			&i.ActorKey,
+			&i.Rule,
+			&i.ChangedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stopSaleClientSet = `-- name: StopSaleClientSet :one
+INSERT INTO stop_sale_clients (client, active, reason, actor, actor_key, rule, changed_at)
+VALUES ($1, $2, $3, $4, $5, $6, now())
+ON CONFLICT (client) DO UPDATE
+SET active = excluded.active, reason = excluded.reason, actor = excluded.actor, actor_key = excluded.actor_key,
+    rule = excluded.rule, changed_at = excluded.changed_at
+RETURNING client, active, reason, actor, actor_key, rule, changed_at
+`
+
+type StopSaleClientSetParams struct {
+	Client   string
+	Active   bool
+	Reason   *string
+	Actor    string
+	ActorKey *string
+	Rule     *string
+}
+
+// StopSaleClientSet flips one client's switch (after StopSaleLock).
+func (q *Queries) StopSaleClientSet(ctx context.Context, arg StopSaleClientSetParams) (StopSaleClient, error) {
+	row := q.db.QueryRow(ctx, stopSaleClientSet,
+		arg.Client,
+		arg.Active,
+		arg.Reason,
+		arg.Actor,
+		arg.ActorKey,
+		arg.Rule,
+	)
+	var i StopSaleClient
+	err := row.Scan(
+		&i.Client,
+		&i.Active,
+		&i.Reason,
+		&i.Actor,
+		&i.ActorKey,
+		&i.Rule,
+		&i.ChangedAt,
 	)
 	return i, err
 }

@@ -16,10 +16,13 @@ type Code string
 
 // The codes of the API contract, and a few of stockhold's own.
 const (
-	CodeInvalid               Code = "invalid_request"
-	CodeNotFound              Code = "not_found"
-	CodeUnknownSKU            Code = "unknown_sku"
-	CodeUnknownCampaign       Code = "unknown_campaign"
+	CodeInvalid         Code = "invalid_request"
+	CodeNotFound        Code = "not_found"
+	CodeUnknownSKU      Code = "unknown_sku"
+	CodeUnknownCampaign Code = "unknown_campaign"
+	// CodeUnknownClient refuses a stop-sale for a client no API key was
+	// ever named.
+	CodeUnknownClient         Code = "unknown_client"
 	CodeOutOfStock            Code = "out_of_stock"
 	CodeSKUPaused             Code = "sku_paused"
 	CodeCampaignNotActive     Code = "campaign_not_active"
@@ -45,7 +48,7 @@ const (
 	// stock is units with an identity: it changes only through its units.
 	CodeSerializedPool Code = "serialized_pool"
 	// CodeStopSale refuses a new hold while the switch for everything
-	// (stop-sale) is on; the HTTP answer is 503 with Retry-After. Reads,
+	// (stop-sale), or the one of the hold's client, is on; the HTTP answer is 503 with Retry-After. Reads,
 	// confirms and releases go on.
 	CodeStopSale Code = "stop_sale"
 	// CodeNotEnded refuses to reinstate a hold that is still held or was

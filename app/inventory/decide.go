@@ -48,8 +48,6 @@ type verdict struct {
 	// picked are a granted hold's units, by rowKey, for its lines on
 	// serialized rows.
 	picked map[string][]string
-	// reason is why sales are stopped (stop_sale).
-	reason string
 }
 
 // decideHolds decides a batch's holds against its stock rows as locked

@@ -518,11 +518,8 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	if err := s.readUnits(ctx, conn, leaders, rows); err != nil {
 		return nil, err
 	}
-	b := s.sortOut(leaders, made)
+	b := s.sortOut(leaders, made, stop)
 	verdicts, taken := decideHolds(rows, b.holds())
-	if stop.on {
-		verdicts, taken = stop.refuseAll(len(verdicts)), nil
-	}
 	w := b.writes(verdicts, taken, lockOrder)
 	firsts, firstsOf, err := s.writeHolds(ctx, conn, w)
 	if err != nil {
@@ -574,6 +571,12 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	}
 	var lock db.StockLockManyParams
 	rowSeen := map[string]bool{}
+	var clients []string
+	for _, c := range byKey {
+		if n := len(clients); n == 0 || clients[n-1] != c.h.req.Client {
+			clients = append(clients, c.h.req.Client)
+		}
+	}
 	for _, c := range leaders {
 		for _, l := range c.h.lines {
 			if k := rowKey(l.SKU, l.Pool); !rowSeen[k] {
@@ -588,7 +591,7 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	q := db.New(p)
 	p.begin()
 	q.BatchSettingsSet(ctx, []string{s.lockTimeout})
-	stopping := queueStopSale(ctx, q)
+	stopping := queueStopSale(ctx, q, clients)
 	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
 	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
 	var (
@@ -621,15 +624,21 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 }
 
 // sorted is a hold batch's requests sorted out once their reservations
-// are inserted: the ones to decide, the replays of a key used before, and
-// the ones whose caller left before anything was decided.
+// are inserted: the ones to decide, the replays of a key used before, the
+// ones whose caller left before anything was decided, and the ones a
+// stop-sale refuses (with why).
 type sorted struct {
 	deciding []*holdCall
 	replays  []*holdCall
 	left     []*holdCall
+	stopped  []*holdCall
+	stopErrs []error
 }
 
-func (s *Service) sortOut(leaders []*holdCall, made map[uuid.UUID]db.Reservation) sorted {
+// sortOut sorts a batch's requests out, the stop-sale switches as the
+// batch read them refusing the holds they cover before anything is
+// decided: those take nothing from the rows.
+func (s *Service) sortOut(leaders []*holdCall, made map[uuid.UUID]db.Reservation, stop stopSale) sorted {
 	var b sorted
 	for _, c := range leaders {
 		if _, ok := made[c.h.id]; !ok {
@@ -641,6 +650,10 @@ func (s *Service) sortOut(leaders []*holdCall, made map[uuid.UUID]db.Reservation
 		}
 		if c.gone() {
 			b.left = append(b.left, c) // hold nothing for a caller that left
+			continue
+		}
+		if err := stop.refuses(c.h.req.Client); err != nil {
+			b.stopped, b.stopErrs = append(b.stopped, c), append(b.stopErrs, err)
 			continue
 		}
 		b.deciding = append(b.deciding, c)
@@ -667,7 +680,7 @@ type holdWrites struct {
 // order the rows' counters move in.
 func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []Line) holdWrites {
 	var w holdWrites
-	for _, c := range b.left {
+	for _, c := range slices.Concat(b.left, b.stopped) {
 		w.drop = append(w.drop, c.h.id)
 	}
 	for i, c := range b.deciding {
@@ -753,6 +766,9 @@ func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Re
 	for _, c := range b.left {
 		c.answer(c.ctx.Err())
 	}
+	for i, c := range b.stopped {
+		c.answer(b.stopErrs[i])
+	}
 	if len(b.replays) > 0 {
 		s.answerReplays(b.replays, firsts, firstsOf)
 	}
@@ -772,8 +788,6 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 	case v.why == domain.CodeOutOfStock && v.left < 0:
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
 			Detail: fmt.Sprintf("SKU %q (pool %s) has no %d adjacent units left in one group", l.SKU, l.Pool, l.Quantity)}
-	case v.why == domain.CodeStopSale:
-		return errStopSale(v.reason)
 	case l.Pool != MainPool && v.why != domain.CodeOutOfStock:
 		// A campaign's pool that is missing or paused: the campaign may
 		// have ended meanwhile, which is what the caller must hear.

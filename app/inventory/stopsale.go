@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,10 +16,13 @@ import (
 // and flips of the stop-sale switch (exclusive): see queueStopSale.
 const StopSaleLockName = "stockhold.stop_sale"
 
-// stopSale is the switch for everything as a hold batch read it.
+// stopSale is the stop-sale switches as a hold batch read them: the one
+// for everything and those of the batch's clients that are on.
 type stopSale struct {
 	on     bool
 	reason string
+	// clients are the batch's clients whose sales are stopped, with why.
+	clients map[string]string
 }
 
 // stopSaleRead is the stop-sale step of a hold batch's first round trip.
@@ -28,34 +32,51 @@ type stopSaleRead struct {
 
 // queueStopSale queues, on a hold batch's first round trip, its share of
 // the stop-sale lock and then, in a later statement, the read of the
-// switch. A flip takes the lock exclusively (StopSaleLock) before it writes
-// and commits: it waits for the batches that hold a share, and the batches
-// that ask for one after it wait for its commit and then read what it
-// wrote. So once a flip has committed, no hold batch that read the switch
-// before it is still running: every hold committed after a stop-sale was
-// decided with the switch on. Two tiny statements in a round trip the batch
-// makes anyway, and a lock that lives in memory.
-func queueStopSale(ctx context.Context, q *db.Queries) stopSaleRead {
+// switch for everything and of the switches of the batch's clients. A flip
+// of any of them takes the lock exclusively (StopSaleLock) before it
+// writes and commits: it waits for the batches that hold a share, and the
+// batches that ask for one after it wait for its commit and then read
+// what it wrote. So once a flip has committed, no hold batch that read the
+// switch before it is still running: every hold committed after a
+// stop-sale was decided with the switch on, for everything or for its
+// client. Two tiny statements in a round trip the batch makes anyway, and
+// a lock that lives in memory; a flip, which is rare, waits for the
+// batches running at that moment whatever their clients.
+func queueStopSale(ctx context.Context, q *db.Queries, clients []string) stopSaleRead {
 	q.StopSaleShare(ctx, []string{StopSaleLockName})
-	return stopSaleRead{reading: q.StopSaleRead(ctx, []bool{true})}
+	return stopSaleRead{reading: q.StopSaleRead(ctx, [][]string{clients})}
 }
 
 func readStopSale(r stopSaleRead) stopSale {
 	rows, _ := collect(r.reading.Query)
-	if len(rows) == 0 || !rows[0].Active {
-		return stopSale{}
+	var st stopSale
+	for _, row := range rows {
+		switch {
+		case !row.Active:
+		case row.Client == "":
+			st.on, st.reason = true, domain.Value(row.Reason)
+		default:
+			if st.clients == nil {
+				st.clients = map[string]string{}
+			}
+			st.clients[row.Client] = domain.Value(row.Reason)
+		}
 	}
-	return stopSale{on: true, reason: domain.Value(rows[0].Reason)}
+	return st
 }
 
-// refuseAll is the verdict on every hold of a batch while sales are
-// stopped: refused, taking nothing.
-func (st stopSale) refuseAll(n int) []verdict {
-	out := make([]verdict, n)
-	for i := range out {
-		out[i] = verdict{why: domain.CodeStopSale, reason: st.reason}
+// refuses returns why a hold by client is refused while the switches are
+// as st read them, or nil.
+func (st stopSale) refuses(client string) error {
+	if st.on {
+		return errStopSale(st.reason)
 	}
-	return out
+	if reason, ok := st.clients[client]; ok {
+		return &domain.Error{Code: domain.CodeStopSale, Extra: map[string]any{"client": client},
+			Detail: fmt.Sprintf("sales to %s are stopped (%s): no new holds by its keys until an operator lifts its stop-sale; "+
+				"other clients, confirms, releases and reads go on", client, reason)}
+	}
+	return nil
 }
 
 func errStopSale(reason string) error {
@@ -63,9 +84,12 @@ func errStopSale(reason string) error {
 		Detail: fmt.Sprintf("sales are stopped (%s): no new holds until an operator lifts the stop-sale; confirms, releases and reads go on", reason)}
 }
 
-// StopSale is the switch for everything: while Active, every new hold is
-// refused (503 stop_sale); confirms, releases and reads go on.
+// StopSale is a stop-sale switch: for everything (Client empty), or for
+// one client's keys. While Active, every new hold it covers is refused
+// (503 stop_sale); confirms, releases and reads go on.
 type StopSale struct {
+	// Client is the key owner the switch stops; empty for everything.
+	Client string  `json:"client,omitempty"`
 	Active bool    `json:"active"`
 	Reason *string `json:"reason"`
 	// Actor is who flipped it last and ActorKey the key that authenticated
@@ -80,8 +104,21 @@ func newStopSale(r db.StopSale) StopSale {
 	return StopSale{Active: r.Active, Reason: r.Reason, Actor: r.Actor, ActorKey: r.ActorKey, Rule: r.Rule, ChangedAt: r.ChangedAt}
 }
 
-// StopSaleChange flips the stop-sale switch.
+func newClientStopSale(r db.StopSaleClient) StopSale {
+	return StopSale{Client: r.Client, Active: r.Active, Reason: r.Reason, Actor: &r.Actor, ActorKey: r.ActorKey, Rule: r.Rule, ChangedAt: r.ChangedAt}
+}
+
+// StopSales is every stop-sale switch: the one for everything, and each
+// client's that was ever flipped, by client.
+type StopSales struct {
+	StopSale
+	Clients []StopSale `json:"clients"`
+}
+
+// StopSaleChange flips a stop-sale switch.
 type StopSaleChange struct {
+	// Client is the key owner whose holds it stops; empty for everything.
+	Client string
 	Active bool
 	Reason string
 	Actor  string
@@ -89,7 +126,15 @@ type StopSaleChange struct {
 	Rule string
 }
 
-// StopSale returns the stop-sale switch as the last flip left it.
+// StopSaleFlipped is a switch as a flip left it, and, when the flip turned
+// it off, the switch as it was (who turned it on, why, and the rule when
+// one did): what the flip lifted.
+type StopSaleFlipped struct {
+	StopSale
+	Lifted *StopSale `json:"lifted"`
+}
+
+// StopSale returns the switch for everything as the last flip left it.
 func (s *Service) StopSale(ctx context.Context) (StopSale, error) {
 	r, err := db.New(s.pool).StopSaleGet(ctx)
 	if err != nil {
@@ -98,36 +143,98 @@ func (s *Service) StopSale(ctx context.Context) (StopSale, error) {
 	return newStopSale(r), nil
 }
 
-// SetStopSale turns the stop-sale switch on or off, with who and why (a
-// reason is required both ways). It takes the stop-sale lock exclusively
-// first (see queueStopSale), so once it returns no hold batch that read the
-// switch before the flip is still running. Turning on what is on, or off
-// what is off, records the new reason and actor.
-func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSale, error) {
+// StopSales returns every stop-sale switch.
+func (s *Service) StopSales(ctx context.Context) (StopSales, error) {
+	q := db.New(s.pool)
+	all, err := s.StopSale(ctx)
+	if err != nil {
+		return StopSales{}, err
+	}
+	rows, err := q.StopSaleClientList(ctx)
+	if err != nil {
+		return StopSales{}, fmt.Errorf("read the clients' stop-sale switches: %w", err)
+	}
+	out := StopSales{StopSale: all, Clients: make([]StopSale, len(rows))}
+	for i, r := range rows {
+		out.Clients[i] = newClientStopSale(r)
+	}
+	return out, nil
+}
+
+// SetStopSale turns a stop-sale switch on or off, with who and why (a
+// reason is required both ways): the one for everything, or with Client
+// the one of that key owner (a name no key ever had is refused, 422
+// unknown_client). It takes the stop-sale lock exclusively first (see
+// queueStopSale), so once it returns no hold batch that read the switch
+// before the flip is still running. Turning on what is on, or off what is
+// off, records the new reason and actor. Turning a switch off answers what
+// it lifted.
+func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFlipped, error) {
 	if c.Reason == "" {
-		return StopSale{}, domain.Invalid("reason is required: why sales stop or start again")
+		return StopSaleFlipped{}, domain.Invalid("reason is required: why sales stop or start again")
 	}
 	if err := domain.ValidText("reason", c.Reason, domain.MaxTextLength); err != nil {
-		return StopSale{}, err
+		return StopSaleFlipped{}, err
 	}
-	var out StopSale
+	if c.Client != "" {
+		if err := domain.ValidName("client", c.Client); err != nil {
+			return StopSaleFlipped{}, err
+		}
+	}
+	var out StopSaleFlipped
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := db.New(tx)
+		if c.Client != "" {
+			known, err := q.APIKeyNameExists(ctx, c.Client)
+			if err != nil {
+				return fmt.Errorf("look up client %s: %w", c.Client, err)
+			}
+			if !known {
+				return &domain.Error{Code: domain.CodeUnknownClient, Reference: true,
+					Detail: fmt.Sprintf("no API key was ever named %q: a client is the name of the keys whose holds to stop (stockhold apikey list)", c.Client)}
+			}
+		}
 		if err := q.StopSaleLock(ctx); err != nil {
 			return fmt.Errorf("take the stop-sale lock: %w", err)
 		}
-		r, err := q.StopSaleSet(ctx, db.StopSaleSetParams{
-			Active: c.Active, Reason: &c.Reason, Actor: &c.Actor, ActorKey: domain.KeyName(ctx), Rule: domain.Optional(c.Rule),
-		})
-		if err != nil {
-			return fmt.Errorf("set the stop-sale switch: %w", err)
+		var before StopSale
+		if c.Client == "" {
+			r, err := q.StopSaleGet(ctx)
+			if err != nil {
+				return fmt.Errorf("read the stop-sale switch: %w", err)
+			}
+			before = newStopSale(r)
+			r, err = q.StopSaleSet(ctx, db.StopSaleSetParams{
+				Active: c.Active, Reason: &c.Reason, Actor: &c.Actor, ActorKey: domain.KeyName(ctx), Rule: domain.Optional(c.Rule),
+			})
+			if err != nil {
+				return fmt.Errorf("set the stop-sale switch: %w", err)
+			}
+			out.StopSale = newStopSale(r)
+		} else {
+			r, err := q.StopSaleClientGet(ctx, c.Client)
+			switch {
+			case err == nil:
+				before = newClientStopSale(r)
+			case !errors.Is(err, pgx.ErrNoRows):
+				return fmt.Errorf("read the stop-sale switch of %s: %w", c.Client, err)
+			}
+			r, err = q.StopSaleClientSet(ctx, db.StopSaleClientSetParams{
+				Client: c.Client, Active: c.Active, Reason: &c.Reason, Actor: c.Actor, ActorKey: domain.KeyName(ctx), Rule: domain.Optional(c.Rule),
+			})
+			if err != nil {
+				return fmt.Errorf("set the stop-sale switch of %s: %w", c.Client, err)
+			}
+			out.StopSale = newClientStopSale(r)
 		}
-		out = newStopSale(r)
+		if before.Active && !c.Active {
+			out.Lifted = &before
+		}
 		return nil
 	})
 	if err != nil {
-		return StopSale{}, err
+		return StopSaleFlipped{}, err
 	}
-	s.log.InfoContext(ctx, "stop-sale switched", "active", c.Active, "actor", c.Actor, "reason", c.Reason, "rule", c.Rule)
+	s.log.InfoContext(ctx, "stop-sale switched", "client", c.Client, "active", c.Active, "actor", c.Actor, "reason", c.Reason, "rule", c.Rule)
 	return out, nil
 }

@@ -55,7 +55,9 @@ import (
 //   - repairs of pools whose books balance, previewed and applied, which
 //     must find nothing to repair;
 //   - the stop-sale switch turned on for a moment and off again: no hold
-//     begun after it was on may be made;
+//     begun after it was on may be made; and the same for one channel
+//     (a second shop key, whose shoppers hold while the first's go on):
+//     no hold by that channel begun while its switch was on;
 //   - a slow transaction keeps a random stock row locked now and then,
 //     past the short lock timeout, so requests queue, time out and retry;
 //   - seaters hold seats of a venue (units with an identity) by name
@@ -115,7 +117,8 @@ func TestTorture(t *testing.T) {
 		n    int
 		run  func(context.Context, *rand.Rand)
 	}{
-		{"shopper", 8, tr.shopper},
+		{"shopper", 7, tr.shopperAs("hold", tr.shop)},
+		{"channel shopper", 2, tr.shopperAs("channel hold", tr.channel)},
 		{"seater", 4, tr.seater},
 		{"overdue", 1, tr.overdue},
 		{"reconciler", 1, tr.reconciler},
@@ -127,6 +130,7 @@ func TestTorture(t *testing.T) {
 		{"late payer", 1, tr.latePayer},
 		{"repairer", 1, tr.repairer},
 		{"stopper", 1, tr.stopper},
+		{"channel stopper", 1, tr.channelStopper},
 		{"slow", 1, tr.slowTransaction},
 	}
 	var wg sync.WaitGroup
@@ -174,6 +178,9 @@ type torture struct {
 	base      string
 	http      *http.Client
 	ops, shop string
+	// channel is a second shop key (torture-channel): a sales channel
+	// whose own stop-sale is flipped.
+	channel string
 
 	mu sync.Mutex
 	// outcomes counts answers by operation and status.
@@ -190,6 +197,8 @@ type torture struct {
 	// stops are the stretches, by this test's clock, between a stop-sale
 	// answered on and the request that turned it off.
 	stops [][2]time.Time
+	// channelStops are the same for the channel's own switch.
+	channelStops [][2]time.Time
 	// Campaigns by state, as the campaigner made them.
 	active         []campaign
 	endedCampaigns []string
@@ -242,10 +251,12 @@ func start(t *testing.T, seed uint64) *torture {
 	require.NoError(t, err)
 	shop, err := auth.Create(ctx, pool, "torture-shop", auth.RoleShop)
 	require.NoError(t, err)
+	channel, err := auth.Create(ctx, pool, "torture-channel", auth.RoleShop)
+	require.NoError(t, err)
 	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 64}), Timeout: 60 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)
 	return &torture{
-		t: t, seed: seed, pool: pool, base: "http://" + ln.Addr().String(), http: client, ops: ops, shop: shop,
+		t: t, seed: seed, pool: pool, base: "http://" + ln.Addr().String(), http: client, ops: ops, shop: shop, channel: channel,
 		outcomes: map[string]int{}, holds: map[uuid.UUID]bool{}, confirmed: map[uuid.UUID]bool{},
 		ended: map[uuid.UUID]string{}, partials: map[uuid.UUID]int{}, imports: map[string]int{},
 	}
@@ -417,10 +428,10 @@ func (tr *torture) seater(ctx context.Context, r *rand.Rand) {
 				tr.mu.Unlock()
 			}
 		case p < 55:
-			tr.release(path, h.ID, map[string]any{"reason": "cancelled"}, "seat release")
+			tr.release(tr.shop, path, h.ID, map[string]any{"reason": "cancelled"}, "seat release")
 		case p < 75:
 			give := map[string]any{"sku": seatSKU, "units": []string{units[r.IntN(len(units))]}}
-			tr.release(path, h.ID, map[string]any{"items": []any{give}}, "seat partial release", "Idempotency-Key", tr.name("part"))
+			tr.release(tr.shop, path, h.ID, map[string]any{"items": []any{give}}, "seat partial release", "Idempotency-Key", tr.name("part"))
 		}
 	}
 }
@@ -442,7 +453,12 @@ func sameSet(a, b []string) bool {
 }
 
 // shopper holds and then does one thing with the hold, like a checkout.
-func (tr *torture) shopper(ctx context.Context, r *rand.Rand) {
+// shopperAs is a shopper with key token, its holds counted as op.
+func (tr *torture) shopperAs(op, token string) func(context.Context, *rand.Rand) {
+	return func(ctx context.Context, r *rand.Rand) { tr.shopper(ctx, r, op, token) }
+}
+
+func (tr *torture) shopper(ctx context.Context, r *rand.Rand, op, token string) {
 	for pace(ctx, r, 30*time.Millisecond) {
 		body := map[string]any{"order_ref": tr.name("o"), "ttl_seconds": 1 + r.IntN(5)}
 		choices := skus
@@ -455,7 +471,7 @@ func (tr *torture) shopper(ctx context.Context, r *rand.Rand) {
 		}
 		body["items"] = items
 		key := tr.name("hold")
-		status, b := tr.do("hold", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", key)
+		status, b := tr.do(op, "POST", "/v1/reservations", token, body, "Idempotency-Key", key)
 		if status != 201 {
 			continue
 		}
@@ -473,7 +489,7 @@ func (tr *torture) shopper(ctx context.Context, r *rand.Rand) {
 		tr.mu.Unlock()
 		if r.IntN(20) == 0 {
 			// A retry after a lost answer: the same hold again.
-			status, b := tr.do("hold replay", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", key)
+			status, b := tr.do(op+" replay", "POST", "/v1/reservations", token, body, "Idempotency-Key", key)
 			var again reservation
 			if status == 201 && json.Unmarshal(b, &again) == nil && again.ID != h.ID {
 				tr.t.Errorf("replay of %s made another hold %s", h.ID, again.ID)
@@ -485,26 +501,26 @@ func (tr *torture) shopper(ctx context.Context, r *rand.Rand) {
 		path := "/v1/reservations/" + h.ID.String()
 		switch p := r.IntN(100); {
 		case p < 35:
-			if status, _ := tr.do("confirm", "POST", path+"/confirm", tr.shop, nil); status == 200 {
+			if status, _ := tr.do("confirm", "POST", path+"/confirm", token, nil); status == 200 {
 				tr.mu.Lock()
 				tr.confirmed[h.ID] = true
 				tr.mu.Unlock()
 			}
 		case p < 55:
-			tr.release(path, h.ID, map[string]any{"reason": "cancelled"}, "release")
+			tr.release(token, path, h.ID, map[string]any{"reason": "cancelled"}, "release")
 		case p < 75:
 			l := h.Items[r.IntN(len(h.Items))]
 			give := map[string]any{"sku": l.SKU, "quantity": 1 + r.Int64N(l.Quantity)}
-			tr.release(path, h.ID, map[string]any{"items": []any{give}}, "partial release", "Idempotency-Key", tr.name("part"))
+			tr.release(token, path, h.ID, map[string]any{"items": []any{give}}, "partial release", "Idempotency-Key", tr.name("part"))
 		case p < 85:
-			tr.do("extend", "POST", path+"/extend", tr.shop, map[string]any{"ttl_seconds": 1 + r.IntN(10)})
+			tr.do("extend", "POST", path+"/extend", token, map[string]any{"ttl_seconds": 1 + r.IntN(10)})
 		}
 	}
 }
 
 // release records an acknowledged release: whole, or part of a hold.
-func (tr *torture) release(path string, id uuid.UUID, body any, op string, headers ...string) {
-	status, b := tr.do(op, "POST", path+"/release", tr.shop, body, headers...)
+func (tr *torture) release(token, path string, id uuid.UUID, body any, op string, headers ...string) {
+	status, b := tr.do(op, "POST", path+"/release", token, body, headers...)
 	if status != 200 {
 		return
 	}
@@ -720,7 +736,7 @@ func (tr *torture) latePayer(ctx context.Context, r *rand.Rand) {
 	for pace(ctx, r, 300*time.Millisecond) {
 		var id uuid.UUID
 		err := tr.pool.QueryRow(ctx, `SELECT id FROM reservations WHERE status IN ('released', 'expired') AND campaign IS NULL
-			ORDER BY created_at DESC OFFSET $1 LIMIT 1`, r.IntN(20)).Scan(&id)
+			AND client = 'torture-shop' ORDER BY created_at DESC OFFSET $1 LIMIT 1`, r.IntN(20)).Scan(&id)
 		if err != nil {
 			continue
 		}
@@ -820,8 +836,8 @@ func (tr *torture) stopper(ctx context.Context, r *rand.Rand) {
 }
 
 // checkStopSale: no hold was made by a transaction that began while
-// stop-sale was on (a hold's created_at is its transaction's start), and
-// the switch ended off.
+// stop-sale was on (a hold's created_at is its transaction's start), nor
+// by the channel while its own switch was on, and the switches ended off.
 func (tr *torture) checkStopSale(t *testing.T) {
 	t.Helper()
 	for _, s := range tr.stops {
@@ -829,7 +845,40 @@ func (tr *torture) checkStopSale(t *testing.T) {
 			t.Errorf("%d holds made while stop-sale was on (%s to %s)", n, s[0].Format(time.RFC3339Nano), s[1].Format(time.RFC3339Nano))
 		}
 	}
+	others := 0
+	for _, s := range tr.channelStops {
+		if n := dbtest.Count(t, tr.pool, `SELECT count(*) FROM reservations WHERE client = 'torture-channel' AND created_at > $1 AND created_at < $2`,
+			s[0], s[1]); n != 0 {
+			t.Errorf("%d holds made by the channel while its stop-sale was on (%s to %s)", n, s[0].Format(time.RFC3339Nano), s[1].Format(time.RFC3339Nano))
+		}
+		others += dbtest.Count(t, tr.pool, `SELECT count(*) FROM reservations WHERE client <> 'torture-channel' AND created_at > $1 AND created_at < $2`, s[0], s[1])
+	}
+	t.Logf("torture: %d channel stops; %d holds by other clients made meanwhile", len(tr.channelStops), others)
 	require.Equal(t, 0, dbtest.Count(t, tr.pool, `SELECT count(*) FROM stop_sale WHERE active`), "stop-sale ended off")
+	require.Equal(t, 0, dbtest.Count(t, tr.pool, `SELECT count(*) FROM stop_sale_clients WHERE active`), "the channel's stop-sale ended off")
+}
+
+// channelStopper turns the channel's own stop-sale on for a moment, now
+// and then.
+func (tr *torture) channelStopper(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 2*time.Second) {
+		on := map[string]any{"active": true, "reason": "torture channel", "client": "torture-channel"}
+		if status, _ := tr.do("channel stop on", "PUT", "/v1/stop-sale", tr.ops, on); status != 200 {
+			continue
+		}
+		began := time.Now()
+		pace(ctx, r, 600*time.Millisecond)
+		ended := time.Now()
+		for range 20 {
+			off := map[string]any{"active": false, "reason": "torture channel", "client": "torture-channel"}
+			if status, _ := tr.do("channel stop off", "PUT", "/v1/stop-sale", tr.ops, off); status != 503 {
+				break
+			}
+		}
+		tr.mu.Lock()
+		tr.channelStops = append(tr.channelStops, [2]time.Time{began, ended})
+		tr.mu.Unlock()
+	}
 }
 
 // importer applies small CSV files of deltas.
@@ -1071,9 +1120,15 @@ func (tr *torture) report(t *testing.T) {
 	require.NoError(t, rows.Err())
 	t.Logf("torture: ledger rows by kind and actor:%s", b.String())
 	for _, path := range []string{"reserve by torture-shop", "confirm by torture-shop", "release by torture-shop",
-		"release_partial by torture-shop", "expire by system:expire_holds", "rollback by operators", "adjust by torture-ops"} {
+		"release_partial by torture-shop", "expire by system:expire_holds", "rollback by operators", "adjust by torture-ops",
+		"reserve by torture-channel"} {
 		if ledger[path] == 0 {
 			t.Errorf("torture: no ledger row of %s: that path never ran", path)
+		}
+	}
+	for _, op := range []string{"stop-sale on 200", "channel stop on 200", "channel stop off 200"} {
+		if tr.outcomes[op] == 0 {
+			t.Errorf("torture: no %s: that path never ran", op)
 		}
 	}
 	// The same for seats: ledger rows that moved units, by kind.

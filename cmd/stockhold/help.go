@@ -22,8 +22,8 @@ commands:
                      manage API keys; create and rotate print the token on the last line
   rollback           enqueue a manual rollback (rollback resume ID: resume a stranded one)
   reconcile          check the books now and print the findings; exit 1 on high risk
-  stop-sale on|off|status
-                     stop or restart every new hold (the switch for everything), or show it
+  stop-sale on|off|status [--client NAME]
+                     stop or restart every new hold, or one channel's, or show the switches
   repair             preview, or with --apply make, a repair of a pool's books
   stock import|export
                      apply a CSV of stock changes (resumable), or write every stock row as CSV
@@ -115,16 +115,19 @@ required; otherwise it defaults to the old key's).`,
 		example: "stockhold apikey rotate --name shop-eu --grace 1h",
 	},
 	"stop-sale": {
-		synopsis: "stop-sale on|off|status [--operator O --reason R]",
-		about: `The switch for everything. 'on' refuses every new hold (the API answers 503 stop_sale with
-Retry-After) until 'off'; reads, confirms and releases go on. Each flip records who
-(--operator, and the database user as the key) and why (--reason, required both ways), and
-waits for the holds being decided at that moment, so none decided before it commits after.
-'status' prints the switch, who flipped it last and why, and the rule if a protection rule
-did (STOCKHOLD_TRIP_STOP_SALE).`,
+		synopsis: "stop-sale on|off|status [--client NAME] [--operator O --reason R]",
+		about: `The switch for everything, or with --client the switch of one channel: the key owner NAME
+(stockhold apikey list). 'on' refuses every new hold (by NAME's keys only, with --client:
+the API answers 503 stop_sale with Retry-After) until 'off'; reads, confirms and releases
+go on, and so do other clients. Each flip records who (--operator, and the database user
+as the key) and why (--reason, required both ways), and waits for the holds being decided
+at that moment, so none decided before it commits after. 'off' prints what it lifted: who
+turned the switch on, why, and the rule if a protection rule did (STOCKHOLD_TRIP_STOP_SALE).
+'status' prints every switch.`,
 		example: `stockhold stop-sale on --operator alice --reason "payment provider down"
 stockhold stop-sale status
-stockhold stop-sale off --operator alice --reason "payments back"`,
+stockhold stop-sale off --operator alice --reason "payments back"
+stockhold stop-sale on --client shop-eu --operator alice --reason "EU storefront oversells"`,
 	},
 	"repair": {
 		synopsis: "repair --sku S [--pool P] --to ledger|counters --operator O --reason R [--apply]",

@@ -10,12 +10,14 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
-// stopSale shows or flips the switch for everything: on stops every new
-// hold, off lets them in again, status prints it.
+// stopSale shows or flips the switch for everything, or with --client one
+// client's: on stops new holds, off lets them in again (and prints what
+// it lifted), status prints the switches.
 func stopSale(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stop-sale", flag.ContinueOnError)
 	operator := fs.String("operator", "", "who flips it, for the record (required for on and off)")
 	reason := fs.String("reason", "", "why, for the record (required for on and off)")
+	client := fs.String("client", "", "the key owner `name` whose holds alone to stop (default: everything)")
 	verb := ""
 	if len(args) > 0 && (args[0] == "on" || args[0] == "off" || args[0] == "status") {
 		verb, args = args[0], args[1:]
@@ -31,27 +33,48 @@ func stopSale(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
-		st, err := svc.Inventory.StopSale(ctx)
-		if verb != "status" {
-			st, err = svc.Inventory.SetStopSale(ctx, inventory.StopSaleChange{Active: verb == "on", Reason: *reason, Actor: *operator})
+		if verb == "status" {
+			all, err := svc.Inventory.StopSales(ctx)
+			if err != nil {
+				return err
+			}
+			printStopSale(stdout, "", "last switched", all.StopSale)
+			for _, st := range all.Clients {
+				if *client == "" || st.Client == *client {
+					printStopSale(stdout, "", "last switched", st)
+				}
+			}
+			return nil
 		}
+		st, err := svc.Inventory.SetStopSale(ctx, inventory.StopSaleChange{Client: *client, Active: verb == "on", Reason: *reason, Actor: *operator})
 		if err != nil {
 			return err
 		}
-		state := "off: holds are taken"
-		if st.Active {
-			state = "ON: every new hold is refused (503 stop_sale); confirms and releases go on"
-		}
-		fmt.Fprintf(stdout, "stop-sale %s\n", state)
-		if st.Actor != nil {
-			fmt.Fprintf(stdout, "  last switched by %s (key %s) at %s: %s\n", *st.Actor, valueOr(st.ActorKey, "-"),
-				st.ChangedAt.Format("2006-01-02 15:04:05Z07:00"), valueOr(st.Reason, "-"))
-		}
-		if st.Rule != nil {
-			fmt.Fprintf(stdout, "  tripped by rule %s\n", *st.Rule)
+		printStopSale(stdout, "", "last switched", st.StopSale)
+		if st.Lifted != nil {
+			printStopSale(stdout, "lifted: ", "turned on", *st.Lifted)
 		}
 		return nil
 	})
+}
+
+func printStopSale(w io.Writer, prefix, switched string, st inventory.StopSale) {
+	what, whose := "stop-sale", "every new hold"
+	if st.Client != "" {
+		what, whose = "stop-sale for "+st.Client, "every new hold by its keys"
+	}
+	state := "off: holds are taken"
+	if st.Active {
+		state = "ON: " + whose + " is refused (503 stop_sale); confirms and releases go on"
+	}
+	fmt.Fprintf(w, "%s%s %s\n", prefix, what, state)
+	if st.Actor != nil {
+		fmt.Fprintf(w, "  %s by %s (key %s) at %s: %s\n", switched, *st.Actor, valueOr(st.ActorKey, "-"),
+			st.ChangedAt.Format("2006-01-02 15:04:05Z07:00"), valueOr(st.Reason, "-"))
+	}
+	if st.Rule != nil {
+		fmt.Fprintf(w, "  tripped by rule %s\n", *st.Rule)
+	}
 }
 
 // repair previews, or with --apply makes, a repair of a pool's books, then

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -49,6 +50,31 @@ func TestStopSaleAndRepairCommands(t *testing.T) {
 	code, out, _ = cmd("stop-sale", "off", "--operator", "alice", "--reason", "payments back")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "stop-sale off")
+	require.Contains(t, out, "lifted: stop-sale ON", "what the flip lifted")
+	require.Contains(t, out, "payments down")
+
+	// One channel's sales only: a client is a key owner's name.
+	code, _, errs = cmd("stop-sale", "on", "--client", "nobody", "--operator", "alice", "--reason", "x")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, `no API key was ever named "nobody"`)
+	_, err = auth.Create(ctx, pool, "shop-b", auth.RoleShop)
+	require.NoError(t, err)
+	code, out, errs = cmd("stop-sale", "on", "--client", "shop-b", "--operator", "alice", "--reason", "channel oversells")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "stop-sale for shop-b ON")
+	_, _, err = inv.Hold(ctx, inventory.HoldRequest{Client: "shop-b", IdempotencyKey: "b", Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
+	require.ErrorContains(t, err, "sales to shop-b are stopped (channel oversells)")
+	_, _, err = inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "a", Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
+	require.NoError(t, err, "other clients go on")
+	code, out, _ = cmd("stop-sale", "status")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "stop-sale off")
+	require.Contains(t, out, "stop-sale for shop-b ON")
+	code, out, _ = cmd("stop-sale", "off", "--client", "shop-b", "--operator", "alice", "--reason", "fixed")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "stop-sale for shop-b off")
+	require.Contains(t, out, "lifted: stop-sale for shop-b ON")
+	require.Contains(t, out, "channel oversells")
 
 	_, err = pool.Exec(ctx, `UPDATE stock SET total = total + 3, available = available + 3 WHERE sku = 'A1'`)
 	require.NoError(t, err)

@@ -335,6 +335,7 @@ const (
 	ProblemCodeUnavailable           ProblemCode = "unavailable"
 	ProblemCodeUnitUnavailable       ProblemCode = "unit_unavailable"
 	ProblemCodeUnknownCampaign       ProblemCode = "unknown_campaign"
+	ProblemCodeUnknownClient         ProblemCode = "unknown_client"
 	ProblemCodeUnknownPool           ProblemCode = "unknown_pool"
 	ProblemCodeUnknownSku            ProblemCode = "unknown_sku"
 	ProblemCodeUnsupportedMediaType  ProblemCode = "unsupported_media_type"
@@ -396,6 +397,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnitUnavailable:
 		return true
 	case ProblemCodeUnknownCampaign:
+		return true
+	case ProblemCodeUnknownClient:
 		return true
 	case ProblemCodeUnknownPool:
 		return true
@@ -9706,7 +9709,7 @@ type StockChecked struct {
 	Sku            string               `json:"sku"`
 }
 
-// StopSale The switch for everything: while `active`, every new hold is refused with 503 `stop_sale`; confirms, releases, reinstating aside, and reads go on.
+// StopSale A stop-sale switch: the one for everything (no `client`), or one client's. While `active`, every new hold it covers is refused with 503 `stop_sale`; confirms, releases, reinstating aside, and reads go on.
 type StopSale struct {
 	Active bool `json:"active"`
 
@@ -9716,19 +9719,66 @@ type StopSale struct {
 	// ActorKey The API key that authenticated the flip.
 	ActorKey  *string   `json:"actor_key"`
 	ChangedAt time.Time `json:"changed_at"`
-	Reason    *string   `json:"reason"`
+
+	// Client The key owner whose holds alone the switch stops; absent for the switch for everything.
+	Client *string `json:"client,omitempty"`
+	Reason *string `json:"reason"`
 
 	// Rule The automatic trip that flipped it, when one did (`expiry_backlog`, `confirm_latency`).
 	Rule *string `json:"rule"`
 }
 
-// StopSaleRequest Examples: {"active":true,"reason":"payment provider down"}
+// StopSaleFlipped The switch as the flip left it, and what it lifted.
+type StopSaleFlipped struct {
+	Active bool `json:"active"`
+
+	// Actor Who flipped it last (the key's name for the API).
+	Actor *string `json:"actor"`
+
+	// ActorKey The API key that authenticated the flip.
+	ActorKey  *string   `json:"actor_key"`
+	ChangedAt time.Time `json:"changed_at"`
+
+	// Client The key owner whose holds alone the switch stops; absent for the switch for everything.
+	Client *string `json:"client,omitempty"`
+
+	// Lifted When the flip turned the switch off: the switch as it was (who turned it on, with which key, why, and the rule when a protection rule did); otherwise null.
+	Lifted *StopSale `json:"lifted"`
+	Reason *string   `json:"reason"`
+
+	// Rule The automatic trip that flipped it, when one did (`expiry_backlog`, `confirm_latency`).
+	Rule *string `json:"rule"`
+}
+
+// StopSaleRequest Examples: {"active":true,"reason":"payment provider down"}, {"active":true,"client":"shop-eu","reason":"EU storefront oversells"}
 type StopSaleRequest struct {
 	// Active true stops new holds; false lets them in again.
 	Active bool `json:"active"`
 
+	// Client The key owner (an API key's name, as `stockhold apikey list` shows it) whose new holds alone to stop or restart; other clients go on. Absent: the switch for everything. A name no key ever had is 422 `unknown_client`.
+	Client *string `json:"client,omitempty"`
+
 	// Reason Why; required both ways.
 	Reason string `json:"reason"`
+}
+
+// StopSales Every stop-sale switch: the one for everything (its fields at the top level, as before there were others) and, in `clients`, each client's that was ever flipped, by client.
+type StopSales struct {
+	Active bool `json:"active"`
+
+	// Actor Who flipped it last (the key's name for the API).
+	Actor *string `json:"actor"`
+
+	// ActorKey The API key that authenticated the flip.
+	ActorKey  *string   `json:"actor_key"`
+	ChangedAt time.Time `json:"changed_at"`
+
+	// Clients Each client's switch, on or off, by client name (as many as there are key owners at most).
+	Clients []StopSale `json:"clients"`
+	Reason  *string    `json:"reason"`
+
+	// Rule The automatic trip that flipped it, when one did (`expiry_backlog`, `confirm_latency`).
+	Rule *string `json:"rule"`
 }
 
 // SwitchRequest Examples: {"pool":"main","reason":"recall"}
@@ -50712,18 +50762,18 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/stock/adjustments (the `AdjustStockInBulk` operationId).
 	AdjustStockInBulk(ctx context.Context, params *AdjustStockInBulkParams, body AdjustStockInBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetStopSale Read the stop-sale switch
+	// GetStopSale Read the stop-sale switches
 	//
-	// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+	// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did; and in `clients` every client's switch.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Corresponds with GET /v1/stop-sale (the `GetStopSale` operationId).
 	GetStopSale(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetStopSaleWithBody Stop or restart all sales
+	// SetStopSaleWithBody Stop or restart all sales, or one client's
 	//
-	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -50732,9 +50782,9 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
 	SetStopSaleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetStopSale Stop or restart all sales
+	// SetStopSale Stop or restart all sales, or one client's
 	//
-	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -52132,9 +52182,9 @@ func (c *Client) AdjustStockInBulk(ctx context.Context, params *AdjustStockInBul
 	return c.Client.Do(req)
 }
 
-// GetStopSale Read the stop-sale switch
+// GetStopSale Read the stop-sale switches
 //
-// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did; and in `clients` every client's switch.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -52151,9 +52201,9 @@ func (c *Client) GetStopSale(ctx context.Context, reqEditors ...RequestEditorFn)
 	return c.Client.Do(req)
 }
 
-// SetStopSaleWithBody Stop or restart all sales
+// SetStopSaleWithBody Stop or restart all sales, or one client's
 //
-// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -52172,9 +52222,9 @@ func (c *Client) SetStopSaleWithBody(ctx context.Context, contentType string, bo
 	return c.Client.Do(req)
 }
 
-// SetStopSale Stop or restart all sales
+// SetStopSale Stop or restart all sales, or one client's
 //
-// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -55493,9 +55543,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/stock/adjustments (the `AdjustStockInBulk` operationId).
 	AdjustStockInBulkWithResponse(ctx context.Context, params *AdjustStockInBulkParams, body AdjustStockInBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*AdjustStockInBulkResponse, error)
 
-	// GetStopSaleWithResponse Read the stop-sale switch
+	// GetStopSaleWithResponse Read the stop-sale switches
 	//
-	// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+	// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did; and in `clients` every client's switch.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -55504,9 +55554,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/stop-sale (the `GetStopSale` operationId).
 	GetStopSaleWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetStopSaleResponse, error)
 
-	// SetStopSaleWithBodyWithResponse Stop or restart all sales
+	// SetStopSaleWithBodyWithResponse Stop or restart all sales, or one client's
 	//
-	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -55515,9 +55565,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/stop-sale (the `SetStopSale` operationId).
 	SetStopSaleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetStopSaleResponse, error)
 
-	// SetStopSaleWithResponse Stop or restart all sales
+	// SetStopSaleWithResponse Stop or restart all sales, or one client's
 	//
-	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+	// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -60116,7 +60166,7 @@ type GetStopSaleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *StopSale
+	JSON200 *StopSales
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -60134,7 +60184,7 @@ type GetStopSaleResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetStopSaleResponse) GetJSON200() *StopSale {
+func (r GetStopSaleResponse) GetJSON200() *StopSales {
 	return r.JSON200
 }
 
@@ -60206,7 +60256,7 @@ type SetStopSaleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *StopSale
+	JSON200 *StopSaleFlipped
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *SetStopSale400ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -60232,7 +60282,7 @@ type SetStopSaleResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r SetStopSaleResponse) GetJSON200() *StopSale {
+func (r SetStopSaleResponse) GetJSON200() *StopSaleFlipped {
 	return r.JSON200
 }
 
@@ -61856,9 +61906,9 @@ func (c *ClientWithResponses) AdjustStockInBulkWithResponse(ctx context.Context,
 	return ParseAdjustStockInBulkResponse(rsp)
 }
 
-// GetStopSaleWithResponse Read the stop-sale switch
+// GetStopSaleWithResponse Read the stop-sale switches
 //
-// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+// The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did; and in `clients` every client's switch.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -61873,9 +61923,9 @@ func (c *ClientWithResponses) GetStopSaleWithResponse(ctx context.Context, reqEd
 	return ParseGetStopSaleResponse(rsp)
 }
 
-// SetStopSaleWithBodyWithResponse Stop or restart all sales
+// SetStopSaleWithBodyWithResponse Stop or restart all sales, or one client's
 //
-// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -61890,9 +61940,9 @@ func (c *ClientWithResponses) SetStopSaleWithBodyWithResponse(ctx context.Contex
 	return ParseSetStopSaleResponse(rsp)
 }
 
-// SetStopSaleWithResponse Stop or restart all sales
+// SetStopSaleWithResponse Stop or restart all sales, or one client's
 //
-// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+// `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -66333,7 +66383,7 @@ func ParseGetStopSaleResponse(rsp *http.Response) (*GetStopSaleResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest StopSale
+		var dest StopSales
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -66420,7 +66470,7 @@ func ParseSetStopSaleResponse(rsp *http.Response) (*SetStopSaleResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest StopSale
+		var dest StopSaleFlipped
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,54 @@
+package console_test
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// TestStopOneClientFromTheOverview: the overview offers to stop one shop
+// key owner's sales; stopped, its holds are refused while another's go
+// on, the overview shows what stopped it with a form to restart that asks
+// why, and restarting says what it lifted.
+func TestStopOneClientFromTheOverview(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	dbtest.StockIn(t, e.pool, "A1", 10)
+	b := newBrowser(t, e.base)
+	b.signIn(e.ops)
+	overview := b.do("GET", "/ops/", nil, nil).body
+	require.Contains(t, section(t, overview, "switches"), `<select name="client" aria-label="Client"><option>shop-a</option></select>`)
+
+	token := b.csrf("/ops/")
+	a := b.do("POST", "/ops/stop-sale", url.Values{"csrf": {token}, "active": {"true"}, "client": {"shop-a"}, "reason": {""}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status)
+	require.Contains(t, html.UnescapeString(b.do("GET", "/ops/", nil, nil).body), "reason is required")
+	a = b.do("POST", "/ops/stop-sale", url.Values{"csrf": {token}, "active": {"true"}, "client": {"shop-a"}, "reason": {"storefront oversells"}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	overview = html.UnescapeString(b.do("GET", "/ops/", nil, nil).body)
+	require.Contains(t, overview, "Sales to shop-a stopped by alice: storefront oversells.")
+	require.Contains(t, overview, "Sales to <b>shop-a</b> are stopped: storefront oversells — by alice")
+	require.Contains(t, overview, `<button type="submit">Restart sales to shop-a</button>`)
+
+	_, _, err := e.app.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: "a", Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, domain.CodeStopSale, de.Code)
+	_, _, err = e.app.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop-b", IdempotencyKey: "b", Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
+	require.NoError(t, err)
+
+	a = b.do("POST", "/ops/stop-sale", url.Values{"csrf": {token}, "active": {"false"}, "client": {"shop-a"}, "reason": {"fixed"}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	overview = html.UnescapeString(b.do("GET", "/ops/", nil, nil).body)
+	require.Regexp(t, `Sales to shop-a restarted by alice: fixed\. Lifted what alice had stopped [0-9]+s ago: storefront oversells\.`, overview)
+	require.NotContains(t, overview, "Restart sales to shop-a")
+}
