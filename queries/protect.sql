@@ -217,3 +217,64 @@ JOIN reservations r ON r.id = x.reservation_id
 WHERE x.sku = @sku AND x.pool = @pool AND r.status IN ('held', 'confirmed')
 ORDER BY r.id DESC
 LIMIT @lim;
+
+-- name: TripCountsAdd :exec
+-- TripCountsAdd records what one instance saw in a period, adding to what
+-- it recorded for that period before.
+INSERT INTO trip_counts (period, rule, instance, sku, pool, n, total)
+SELECT @period::timestamptz, unnest(@rules::text[]), @instance::text, unnest(@skus::text[]), unnest(@pools::text[]),
+       unnest(@ns::bigint[]), unnest(@totals::bigint[])
+ON CONFLICT (period, rule, instance, sku, pool) DO UPDATE
+SET n = trip_counts.n + excluded.n, total = trip_counts.total + excluded.total;
+
+-- name: TripCountsSum :many
+-- TripCountsSum is what every instance saw of rule in a period, per stock
+-- row (sku and pool empty: the rule's count for all), most first.
+SELECT sku, pool, sum(n)::bigint AS n, sum(total)::bigint AS total, count(DISTINCT instance)::bigint AS instances
+FROM trip_counts
+WHERE period = @period AND rule = @rule
+GROUP BY sku, pool
+ORDER BY sum(n) DESC, sku COLLATE "C", pool COLLATE "C"
+LIMIT @lim;
+
+-- name: TripPeriodDecide :one
+-- TripPeriodDecide records a rule's verdict on a period unless another
+-- instance did: a row back means this caller decided, and acts.
+INSERT INTO trip_periods (period, rule, over, details, decided_by)
+VALUES (@period, @rule, @over, @details, @decided_by)
+ON CONFLICT (rule, period) DO NOTHING
+RETURNING rule;
+
+-- name: TripPeriodsOver :one
+-- TripPeriodsOver counts the periods of rule from since to until
+-- (included) that were over target.
+SELECT count(*)::bigint FROM trip_periods
+WHERE rule = @rule AND over AND period >= @since AND period <= @until;
+
+-- name: TripCountsDeleteOld :exec
+-- TripCountsDeleteOld deletes the counts and verdicts of periods before
+-- older_than.
+WITH counts AS (DELETE FROM trip_counts c WHERE c.period < @older_than::timestamptz)
+DELETE FROM trip_periods p WHERE p.period < @older_than::timestamptz;
+
+-- name: HoldsOverdueByPool :many
+-- HoldsOverdueByPool is the pools of the lim held holds longest past their
+-- expiry (sampled: how many holds that is), with how many of them each
+-- has a line on, most first.
+WITH r AS (
+    SELECT id FROM reservations WHERE status = 'held' AND expires_at < now() ORDER BY expires_at LIMIT @lim
+)
+SELECT l.sku, l.pool, count(*)::bigint AS holds, (SELECT count(*) FROM r)::bigint AS sampled
+FROM r
+JOIN reservation_lines l ON l.reservation_id = r.id
+GROUP BY l.sku, l.pool
+ORDER BY count(*) DESC, l.sku COLLATE "C", l.pool COLLATE "C"
+LIMIT 20;
+
+-- name: LedgerLastPause :one
+-- LedgerLastPause is the latest pause of a pool: who, with which key, why
+-- and when (what a resume lifts).
+SELECT actor, actor_key, reason, at FROM ledger
+WHERE sku = @sku AND pool = @pool AND kind = 'pause'
+ORDER BY stock_version DESC
+LIMIT 1;

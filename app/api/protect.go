@@ -21,11 +21,6 @@ type checked struct {
 	Reconciliation *reconcile.Check `json:"reconciliation"`
 }
 
-type stockChecked struct {
-	inventory.Stock
-	checked
-}
-
 type adjustAnswer struct {
 	inventory.Stock
 	// DryRun says the stock is as the adjustment would leave it: nothing
@@ -56,7 +51,17 @@ func (s *server) resumeStock(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, stockChecked{Stock: out.Stock, checked: checked{run}})
+	return c.JSON(http.StatusOK, resumed{Stock: out.Stock, Lifted: out.Paused, checked: checked{run}})
+}
+
+// resumed is a resume's answer: the stock, the pause it lifted, and the
+// reconciliation that followed.
+type resumed struct {
+	inventory.Stock
+	// Lifted is the pause the resume lifted (who, why, when; a protection
+	// rule's pause names its rule): null when the pool was on sale.
+	Lifted *inventory.Pause `json:"lifted"`
+	checked
 }
 
 type repairBody struct {

@@ -72,3 +72,23 @@ func TestStopSaleForOneClient(t *testing.T) {
 	r = e.do("PUT", "/v1/stop-sale", e.ops, map[string]any{"active": false, "reason": "again", "client": "shop-b"})
 	require.Nil(t, r.json(t)["lifted"], "turning off what is off lifts nothing")
 }
+
+// TestResumeShowsWhatItLifts: a resume answers the pause it lifted (who,
+// with which key, why); resuming a pool on sale lifts nothing.
+func TestResumeShowsWhatItLifts(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	require.Equal(t, 200, e.do("POST", "/v1/skus/A1/pause", e.ops, map[string]any{"reason": "recount"}).status)
+	requireProblem(t, e.do("POST", "/v1/skus/A1/resume", e.ops, map[string]any{}), 422, "invalid_request")
+	r := e.do("POST", "/v1/skus/A1/resume", e.ops, map[string]any{"reason": "counted"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	lifted := r.json(t)["lifted"].(map[string]any)
+	require.Equal(t, "alice", lifted["actor"])
+	require.Equal(t, "alice", lifted["actor_key"])
+	require.Equal(t, "recount", lifted["reason"])
+	require.NotEmpty(t, lifted["at"])
+	r = e.do("POST", "/v1/skus/A1/resume", e.ops, map[string]any{"reason": "again"})
+	require.Equal(t, 200, r.status)
+	require.Nil(t, r.json(t)["lifted"])
+}

@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -9,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
@@ -68,6 +71,8 @@ type skuData struct {
 	// the map shows.
 	Seats    map[string][]seatRow
 	SeatsCut bool
+	// Pauses are the latest pause of each paused pool: who, why, when.
+	Pauses map[string]*inventory.Pause
 	// Preview is a repair previewed (to, pool and reason from the
 	// preview's redirect), to apply with one button.
 	Preview, PreviewPool, PreviewReason string
@@ -88,9 +93,20 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return err
 	}
-	d := skuData{Stock: st}
+	d := skuData{Stock: st, Pauses: map[string]*inventory.Pause{}}
 	if err := c.seatMap(r.Context(), &d); err != nil {
 		return err
+	}
+	for _, p := range st.Pools {
+		if p.Status != inventory.StockPaused {
+			continue
+		}
+		last, err := db.New(c.Pool).LedgerLastPause(r.Context(), sku, p.Pool)
+		if err == nil {
+			d.Pauses[p.Pool] = &inventory.Pause{Actor: last.Actor, ActorKey: last.ActorKey, Reason: last.Reason, At: last.At}
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
 	}
 	if p := r.URL.Query().Get("preview"); p == inventory.RepairToLedger || p == inventory.RepairToCounters {
 		d.Preview, d.PreviewPool, d.PreviewReason = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason")
@@ -179,28 +195,36 @@ func movements(rows []db.Ledger) []inventory.Movement {
 }
 
 func (c *Console) pause(w http.ResponseWriter, r *http.Request, op who) error {
-	return c.flip(w, r, op, "paused", c.Inventory.Pause)
+	return c.flip(w, r, op, "paused", func(ctx context.Context, sw inventory.SwitchRequest) (inventory.Stock, string, error) {
+		st, err := c.Inventory.Pause(ctx, sw)
+		return st, "", err
+	})
 }
 
 func (c *Console) resume(w http.ResponseWriter, r *http.Request, op who) error {
 	force := r.PostForm.Get("force") != ""
-	return c.flip(w, r, op, "resumed", func(ctx context.Context, sw inventory.SwitchRequest) (inventory.Stock, error) {
+	var lifted *inventory.Pause
+	return c.flip(w, r, op, "resumed", func(ctx context.Context, sw inventory.SwitchRequest) (inventory.Stock, string, error) {
 		out, _, err := c.Reconcile.Resume(ctx, inventory.Lift{SwitchRequest: sw, Force: force})
-		return out.Stock, err
+		if lifted = out.Paused; lifted != nil {
+			return out.Stock, fmt.Sprintf(" Lifted the pause by %s %s: %s.", by(lifted.Actor, lifted.ActorKey), ago(lifted.At), str(lifted.Reason)), err
+		}
+		return out.Stock, "", err
 	})
 }
 
-// flip pauses or resumes one pool of a SKU, with the operator's reason.
+// flip pauses or resumes one pool of a SKU, with the operator's reason;
+// fn's text is added to the message.
 func (c *Console) flip(w http.ResponseWriter, r *http.Request, op who, done string,
-	fn func(context.Context, inventory.SwitchRequest) (inventory.Stock, error)) error {
+	fn func(context.Context, inventory.SwitchRequest) (inventory.Stock, string, error)) error {
 	sku := r.PathValue("sku")
 	logging.Add(r.Context(), slog.String("sku", sku))
 	back := "/ops/skus/" + url.PathEscape(sku)
 	pool := r.PostForm.Get("pool")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	_, err := fn(r.Context(), inventory.SwitchRequest{SKU: sku, Pool: pool, Reason: reason, Actor: op.Key.Name})
+	_, more, err := fn(r.Context(), inventory.SwitchRequest{SKU: sku, Pool: pool, Reason: reason, Actor: op.Key.Name})
 	if err != nil {
 		return c.refused(w, r, back, err)
 	}
-	return c.done(w, r, back, false, "Pool %s of %s %s: %s", pool, sku, done, reason)
+	return c.done(w, r, back, false, "Pool %s of %s %s: %s.%s", pool, sku, done, reason, more)
 }

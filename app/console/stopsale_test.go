@@ -52,3 +52,27 @@ func TestStopOneClientFromTheOverview(t *testing.T) {
 	require.Regexp(t, `Sales to shop-a restarted by alice: fixed\. Lifted what alice had stopped [0-9]+s ago: storefront oversells\.`, overview)
 	require.NotContains(t, overview, "Restart sales to shop-a")
 }
+
+// TestResumeShowsWhatTrippedIt: a pool a protection rule paused shows on
+// its page who paused it, when and why (the rule), beside the resume form
+// that asks for a reason; resuming says what it lifted.
+func TestResumeShowsWhatTrippedIt(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	dbtest.StockIn(t, e.pool, "A1", 10)
+	_, err := e.app.Inventory.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "rule lock_waits: A1 stayed locked", Actor: "system:trip"})
+	require.NoError(t, err)
+	b := newBrowser(t, e.base)
+	b.signIn(e.ops)
+	page := html.UnescapeString(b.do("GET", "/ops/skus/A1", nil, nil).body)
+	require.Regexp(t, `<p class="paused">Paused by system:trip [0-9]+s ago: rule lock_waits: A1 stayed locked</p>`, page)
+	require.Contains(t, page, `placeholder="Why resume? (required)"`)
+
+	token := b.csrf("/ops/skus/A1")
+	a := b.do("POST", "/ops/skus/A1/resume", url.Values{"csrf": {token}, "pool": {"main"}, "reason": {"row unlocked"}}, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	page = html.UnescapeString(b.do("GET", "/ops/skus/A1", nil, nil).body)
+	require.Regexp(t, `Pool main of A1 resumed: row unlocked\. Lifted the pause by system:trip [0-9]+s ago: rule lock_waits: A1 stayed locked\.`, page)
+	require.NotContains(t, page, `class="paused"`)
+}

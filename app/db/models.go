@@ -445,6 +445,27 @@ type StopSaleClient struct {
 	ChangedAt time.Time
 }
 
+// What each instance saw in a period of the protection rules (busy answers per stock row, confirms and the slow ones), summed across instances when the period is decided.
+type TripCount struct {
+	Period   time.Time
+	Rule     string
+	Instance string
+	Sku      string
+	Pool     string
+	N        int64
+	Total    int64
+}
+
+// Each protection rule's verdict on each period, decided once across every instance.
+type TripPeriod struct {
+	Period    time.Time
+	Rule      string
+	Over      bool
+	Details   []byte
+	DecidedBy string
+	DecidedAt time.Time
+}
+
 // One row per unit with an identity (a seat, a ticket, a serial number): available -> held -> sold, held -> available, available -> retired; never deleted.
 type Unit struct {
 	Sku           string

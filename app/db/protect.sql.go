@@ -62,6 +62,53 @@ func (q *Queries) AlertTake(ctx context.Context, operator *string, ownerKey *str
 	return i, err
 }
 
+const holdsOverdueByPool = `-- name: HoldsOverdueByPool :many
+WITH r AS (
+    SELECT id FROM reservations WHERE status = 'held' AND expires_at < now() ORDER BY expires_at LIMIT $1
+)
+SELECT l.sku, l.pool, count(*)::bigint AS holds, (SELECT count(*) FROM r)::bigint AS sampled
+FROM r
+JOIN reservation_lines l ON l.reservation_id = r.id
+GROUP BY l.sku, l.pool
+ORDER BY count(*) DESC, l.sku COLLATE "C", l.pool COLLATE "C"
+LIMIT 20
+`
+
+type HoldsOverdueByPoolRow struct {
+	Sku     string
+	Pool    string
+	Holds   int64
+	Sampled int64
+}
+
+// HoldsOverdueByPool is the pools of the lim held holds longest past their
+// expiry (sampled: how many holds that is), with how many of them each
+// has a line on, most first.
+func (q *Queries) HoldsOverdueByPool(ctx context.Context, lim int32) ([]HoldsOverdueByPoolRow, error) {
+	rows, err := q.db.Query(ctx, holdsOverdueByPool, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []HoldsOverdueByPoolRow
+	for rows.Next() {
+		var i HoldsOverdueByPoolRow
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Pool,
+			&i.Holds,
+			&i.Sampled,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const holdsOverdueCount = `-- name: HoldsOverdueCount :one
 SELECT count(*)::bigint FROM (
     SELECT 1 FROM reservations WHERE status = 'held' AND expires_at < now() LIMIT $1
@@ -75,6 +122,34 @@ func (q *Queries) HoldsOverdueCount(ctx context.Context, lim int32) (int64, erro
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const ledgerLastPause = `-- name: LedgerLastPause :one
+SELECT actor, actor_key, reason, at FROM ledger
+WHERE sku = $1 AND pool = $2 AND kind = 'pause'
+ORDER BY stock_version DESC
+LIMIT 1
+`
+
+type LedgerLastPauseRow struct {
+	Actor    string
+	ActorKey *string
+	Reason   *string
+	At       time.Time
+}
+
+// LedgerLastPause is the latest pause of a pool: who, with which key, why
+// and when (what a resume lifts).
+func (q *Queries) LedgerLastPause(ctx context.Context, sku string, pool string) (LedgerLastPauseRow, error) {
+	row := q.db.QueryRow(ctx, ledgerLastPause, sku, pool)
+	var i LedgerLastPauseRow
+	err := row.Scan(
+		&i.Actor,
+		&i.ActorKey,
+		&i.Reason,
+		&i.At,
+	)
+	return i, err
 }
 
 const reservationsConfirmedRecent = `-- name: ReservationsConfirmedRecent :many
@@ -851,4 +926,138 @@ func (q *Queries) StopSaleSet(ctx context.Context, arg StopSaleSetParams) (StopS
 		&i.ChangedAt,
 	)
 	return i, err
+}
+
+const tripCountsAdd = `-- name: TripCountsAdd :exec
+INSERT INTO trip_counts (period, rule, instance, sku, pool, n, total)
+SELECT $1::timestamptz, unnest($2::text[]), $3::text, unnest($4::text[]), unnest($5::text[]),
+       unnest($6::bigint[]), unnest($7::bigint[])
+ON CONFLICT (period, rule, instance, sku, pool) DO UPDATE
+SET n = trip_counts.n + excluded.n, total = trip_counts.total + excluded.total
+`
+
+type TripCountsAddParams struct {
+	Period   time.Time
+	Rules    []string
+	Instance string
+	Skus     []string
+	Pools    []string
+	Ns       []int64
+	Totals   []int64
+}
+
+// TripCountsAdd records what one instance saw in a period, adding to what
+// it recorded for that period before.
+func (q *Queries) TripCountsAdd(ctx context.Context, arg TripCountsAddParams) error {
+	_, err := q.db.Exec(ctx, tripCountsAdd,
+		arg.Period,
+		arg.Rules,
+		arg.Instance,
+		arg.Skus,
+		arg.Pools,
+		arg.Ns,
+		arg.Totals,
+	)
+	return err
+}
+
+const tripCountsDeleteOld = `-- name: TripCountsDeleteOld :exec
+WITH counts AS (DELETE FROM trip_counts c WHERE c.period < $1::timestamptz)
+DELETE FROM trip_periods p WHERE p.period < $1::timestamptz
+`
+
+// TripCountsDeleteOld deletes the counts and verdicts of periods before
+// older_than.
+func (q *Queries) TripCountsDeleteOld(ctx context.Context, olderThan time.Time) error {
+	_, err := q.db.Exec(ctx, tripCountsDeleteOld, olderThan)
+	return err
+}
+
+const tripCountsSum = `-- name: TripCountsSum :many
+SELECT sku, pool, sum(n)::bigint AS n, sum(total)::bigint AS total, count(DISTINCT instance)::bigint AS instances
+FROM trip_counts
+WHERE period = $1 AND rule = $2
+GROUP BY sku, pool
+ORDER BY sum(n) DESC, sku COLLATE "C", pool COLLATE "C"
+LIMIT $3
+`
+
+type TripCountsSumRow struct {
+	Sku       string
+	Pool      string
+	N         int64
+	Total     int64
+	Instances int64
+}
+
+// TripCountsSum is what every instance saw of rule in a period, per stock
+// row (sku and pool empty: the rule's count for all), most first.
+func (q *Queries) TripCountsSum(ctx context.Context, period time.Time, rule string, lim int32) ([]TripCountsSumRow, error) {
+	rows, err := q.db.Query(ctx, tripCountsSum, period, rule, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TripCountsSumRow
+	for rows.Next() {
+		var i TripCountsSumRow
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Pool,
+			&i.N,
+			&i.Total,
+			&i.Instances,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tripPeriodDecide = `-- name: TripPeriodDecide :one
+INSERT INTO trip_periods (period, rule, over, details, decided_by)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (rule, period) DO NOTHING
+RETURNING rule
+`
+
+type TripPeriodDecideParams struct {
+	Period    time.Time
+	Rule      string
+	Over      bool
+	Details   []byte
+	DecidedBy string
+}
+
+// TripPeriodDecide records a rule's verdict on a period unless another
+// instance did: a row back means this caller decided, and acts.
+func (q *Queries) TripPeriodDecide(ctx context.Context, arg TripPeriodDecideParams) (string, error) {
+	row := q.db.QueryRow(ctx, tripPeriodDecide,
+		arg.Period,
+		arg.Rule,
+		arg.Over,
+		arg.Details,
+		arg.DecidedBy,
+	)
+	var rule string
+	err := row.Scan(&rule)
+	return rule, err
+}
+
+const tripPeriodsOver = `-- name: TripPeriodsOver :one
+SELECT count(*)::bigint FROM trip_periods
+WHERE rule = $1 AND over AND period >= $2 AND period <= $3
+`
+
+// TripPeriodsOver counts the periods of rule from since to until
+// (included) that were over target.
+func (q *Queries) TripPeriodsOver(ctx context.Context, rule string, since time.Time, until time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, tripPeriodsOver, rule, since, until)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }

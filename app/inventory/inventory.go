@@ -124,7 +124,7 @@ type Service struct {
 	rec           Recorder
 	counts        *HoldCounts
 	lockWaits     lockWaits
-	// confirmTimes are this process's confirm latencies (TakeConfirmP99).
+	// confirmTimes are this process's confirm latencies (TakeConfirmTimes).
 	confirmTimes latencies
 }
 

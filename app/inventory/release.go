@@ -25,7 +25,7 @@ import (
 func (s *Service) Confirm(ctx context.Context, id uuid.UUID, by Caller) (Reservation, error) {
 	start := time.Now()
 	r, err := s.changeBatched(ctx, &changeCall{id: id, by: by, confirm: true})
-	s.confirmTimes.add(time.Since(start))
+	s.confirmTimes.add(time.Since(start), r.Items)
 	var de *domain.Error
 	if errors.As(err, &de) && de.Code == domain.CodeNotHeld && (de.Status == StatusReleased || de.Status == StatusExpired) {
 		s.lateConfirmation(ctx, id, by)

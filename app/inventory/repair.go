@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -130,6 +131,30 @@ type Lift struct {
 type Lifted struct {
 	Stock Stock
 	Books Books
+	// Paused is the pause the resume lifted (nil when the pool was on
+	// sale): who paused it, with which key, why (a protection rule's
+	// pause names its rule) and when.
+	Paused *Pause
+}
+
+// Pause is one pause of a pool, as its ledger row records it.
+type Pause struct {
+	Actor    string    `json:"actor"`
+	ActorKey *string   `json:"actor_key"`
+	Reason   *string   `json:"reason"`
+	At       time.Time `json:"at"`
+}
+
+// lastPause reads the latest pause of a pool, or nil when there is none.
+func lastPause(ctx context.Context, q *db.Queries, sku, pool string) (*Pause, error) {
+	r, err := q.LedgerLastPause(ctx, sku, pool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the last pause of %s/%s: %w", sku, pool, err)
+	}
+	return &Pause{Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, At: r.At}, nil
 }
 
 // Lift resumes a paused pool after checking its books in the same
@@ -154,6 +179,11 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 			return err
 		}
 		out.Books = books
+		if books.Status == StockPaused {
+			if out.Paused, err = lastPause(ctx, q, w.SKU, w.Pool); err != nil {
+				return err
+			}
+		}
 		if !books.Balanced() && !l.Force {
 			d := books.Difference()
 			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Extra: books.problem(),

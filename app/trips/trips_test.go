@@ -134,8 +134,9 @@ func TestLockWaitsPauseTheSKU(t *testing.T) {
 
 // TestExpiryBacklogFiresAfterPeriods: held holds past their expiry over the
 // limit fire the rule only after the configured periods in a row, with a
-// critical alert, and stop sales when configured to; a period under the
-// limit starts the count again.
+// critical alert; configured to act, it pauses the pool the overdue holds
+// are on (other pools sell) rather than all sales; a period under the
+// limit starts the count again. Resuming the pool shows what paused it.
 func TestExpiryBacklogFiresAfterPeriods(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -143,6 +144,7 @@ func TestExpiryBacklogFiresAfterPeriods(t *testing.T) {
 		c.TripExpiryBacklog, c.TripPeriods, c.TripStopSale, c.TripConfirmP99 = 2, 2, true, 0
 	})
 	stockIn(t, deps.Inventory, "A1", 100)
+	stockIn(t, deps.Inventory, "B1", 100)
 	var ids []uuid.UUID
 	for i := range 3 {
 		r, err := hold(deps.Inventory, fmt.Sprint("h", i), "A1", 60)
@@ -169,18 +171,149 @@ func TestExpiryBacklogFiresAfterPeriods(t *testing.T) {
 	fired := check()
 	require.Len(t, fired, 1)
 	require.Equal(t, trips.RuleExpiryBacklog, fired[0].Rule)
+	require.Equal(t, "sku:A1/main", fired[0].Subject)
 	a, ok := openAlert(t, deps.Alerts, "trip_expiry_backlog")
 	require.True(t, ok)
 	require.Equal(t, "critical", a.Level)
+	require.Equal(t, "sku:A1/main", a.Subject)
+	require.Contains(t, a.SuggestedAction, "A1 (pool main) is behind 3 of the overdue holds")
+	st, err := deps.Inventory.StopSale(ctx)
+	require.NoError(t, err)
+	require.False(t, st.Active, "the pool it can name is paused, not every sale")
+	_, err = hold(deps.Inventory, "during", "A1", 60)
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, domain.CodeSKUPaused, de.Code)
+	_, err = hold(deps.Inventory, "other", "B1", 60)
+	require.NoError(t, err, "other pools sell")
+
+	// Lifting the trip shows what tripped it.
+	_, err = pool.Exec(ctx, `UPDATE reservations SET expires_at = now() + interval '1 hour' WHERE id = ANY($1)`, ids)
+	require.NoError(t, err)
+	lifted, err := deps.Inventory.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "expiry caught up", Actor: "alice"}})
+	require.NoError(t, err)
+	require.NotNil(t, lifted.Paused)
+	require.Equal(t, trips.Actor, lifted.Paused.Actor)
+	require.Contains(t, *lifted.Paused.Reason, "rule expiry_backlog: more than 2 held holds past their expiry for 2 periods")
+}
+
+// TestSpreadBacklogStopsSales: a backlog no pool is behind a tenth of
+// (one overdue hold on each of 12 SKUs) cannot name pools to pause: the
+// rule, configured to act, stops sales, and turning stop-sale off shows
+// the rule that stopped them.
+func TestSpreadBacklogStopsSales(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	deps, pool := setup(t, func(c *config.Config) {
+		c.TripExpiryBacklog, c.TripPeriods, c.TripStopSale, c.TripConfirmP99 = 2, 1, true, 0
+	})
+	for i := range 12 {
+		sku := fmt.Sprint("S", i)
+		stockIn(t, deps.Inventory, sku, 10)
+		_, err := hold(deps.Inventory, sku, sku, 60)
+		require.NoError(t, err)
+	}
+	_, err := pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 minute'`)
+	require.NoError(t, err)
+	fired, err := deps.Trips.Check(ctx)
+	require.NoError(t, err)
+	require.Len(t, fired, 1)
+	require.Equal(t, "service", fired[0].Subject)
+	require.Contains(t, fired[0].Detail, "spread over more pools than it can name")
 	st, err := deps.Inventory.StopSale(ctx)
 	require.NoError(t, err)
 	require.True(t, st.Active)
 	require.Equal(t, trips.RuleExpiryBacklog, *st.Rule)
-	require.Equal(t, trips.Actor, *st.Actor)
-	_, err = hold(deps.Inventory, "during", "A1", 60)
-	var de *domain.Error
-	require.ErrorAs(t, err, &de)
-	require.Equal(t, domain.CodeStopSale, de.Code)
+	for i := range 12 {
+		s, err := deps.Inventory.GetStock(ctx, fmt.Sprint("S", i))
+		require.NoError(t, err)
+		require.Equal(t, inventory.StockOnSale, s.Pools[0].Status, "no pool paused")
+	}
+	off, err := deps.Inventory.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "expiry caught up", Actor: "alice"})
+	require.NoError(t, err)
+	require.NotNil(t, off.Lifted)
+	require.Equal(t, trips.RuleExpiryBacklog, *off.Lifted.Rule)
+	require.Equal(t, trips.Actor, *off.Lifted.Actor)
+}
+
+// TestRulesCountAcrossInstances: two instances on one database, each
+// under a rule's limit alone, together over it: the lock-wait rule pauses
+// the pool once (the instance that decides the period first acts, the
+// other does nothing), the backlog's periods in a row count whichever
+// instance decided each, and the confirms of both are summed. Counted per
+// process, none of these would fire.
+func TestRulesCountAcrossInstances(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	alertSvc := alerts.New(pool, nil, false)
+	invA := inventory.New(pool, quiet, inventory.Config{LockTimeout: 100 * time.Millisecond})
+	invB := inventory.New(pool, quiet, inventory.Config{LockTimeout: 100 * time.Millisecond})
+	cfg := trips.Config{Interval: time.Minute, LockWaits: 3, ExpiryBacklog: 1, ConfirmP99: time.Hour, Periods: 2, Log: quiet}
+	cfgA, cfgB := cfg, cfg
+	cfgA.Instance, cfgB.Instance = "a", "b"
+	a, b := trips.New(pool, invA, alertSvc, cfgA), trips.New(pool, invB, alertSvc, cfgB)
+	for _, sku := range []string{"HOT", "LATE"} {
+		stockIn(t, invA, sku, 100)
+	}
+
+	// Two requests answered busy on HOT by each instance: 4 of 3.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'HOT' FOR UPDATE`)
+	require.NoError(t, err)
+	for i, inv := range []*inventory.Service{invA, invA, invB, invB} {
+		_, err := hold(inv, fmt.Sprint("busy", i), "HOT", 60)
+		var de *domain.Error
+		require.ErrorAs(t, err, &de)
+		require.Equal(t, domain.CodeBusy, de.Code)
+	}
+	require.NoError(t, tx.Rollback(ctx))
+	// Confirms: two by a, one by b, none slower than an hour.
+	for i, inv := range []*inventory.Service{invA, invA, invB} {
+		r, err := hold(inv, fmt.Sprint("paid", i), "LATE", 60)
+		require.NoError(t, err)
+		_, err = inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
+		require.NoError(t, err)
+	}
+	// Two holds past their expiry: a backlog over 1.
+	for i := range 2 {
+		_, err := hold(invA, fmt.Sprint("late", i), "LATE", 60)
+		require.NoError(t, err)
+	}
+	_, err = pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 minute' WHERE status = 'held'`)
+	require.NoError(t, err)
+
+	p1 := time.Now().Truncate(time.Minute)
+	p2 := p1.Add(time.Minute)
+	require.NoError(t, a.Record(ctx, p1))
+	require.NoError(t, b.Record(ctx, p1))
+	fired, err := b.Decide(ctx, p1)
+	require.NoError(t, err)
+	require.Len(t, fired, 1, "%v", fired)
+	require.Equal(t, trips.RuleLockWaits, fired[0].Rule)
+	require.Contains(t, fired[0].Detail, "4 requests answered busy in 1m0s (by 2 instances)")
+	st, err := invA.GetStock(ctx, "HOT")
+	require.NoError(t, err)
+	require.Equal(t, inventory.StockPaused, st.Pools[0].Status)
+	fired, err = a.Decide(ctx, p1)
+	require.NoError(t, err)
+	require.Empty(t, fired, "the period was decided by the other instance")
+	var confirms, decidedBy string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT details->>'confirms', decided_by FROM trip_periods WHERE rule = 'confirm_latency' AND period = $1`, p1).
+		Scan(&confirms, &decidedBy))
+	require.Equal(t, "3", confirms, "both instances' confirms")
+	require.Equal(t, "b", decidedBy)
+
+	// The backlog was over in p1 (decided by b) and is in p2 (by a): two
+	// periods in a row.
+	fired, err = a.Close(ctx, p2)
+	require.NoError(t, err)
+	require.Len(t, fired, 1, "%v", fired)
+	require.Equal(t, trips.RuleExpiryBacklog, fired[0].Rule)
+	alert, ok := openAlert(t, alertSvc, "trip_expiry_backlog")
+	require.True(t, ok)
+	require.Contains(t, alert.SuggestedAction, "The pools involved: LATE/main: 2")
 }
 
 // TestConfirmLatencyFires: a confirm p99 over its target for the periods

@@ -9164,6 +9164,14 @@ type Movement struct {
 // MovementKind defines model for Movement.Kind.
 type MovementKind string
 
+// Pause One pause of a pool, as its ledger row records it.
+type Pause struct {
+	Actor    string    `json:"actor"`
+	ActorKey *string   `json:"actor_key"`
+	At       time.Time `json:"at"`
+	Reason   *string   `json:"reason"`
+}
+
 // Pool The counters of one (sku, pool). Always total = available + reserved + sold.
 type Pool struct {
 	Available int64 `json:"available"`
@@ -9700,9 +9708,11 @@ type Stock struct {
 	Sku   string `json:"sku"`
 }
 
-// StockChecked The SKU's stock, and the reconciliation of the SKU that followed the action.
+// StockChecked The SKU's stock, the pause the resume lifted, and the reconciliation of the SKU that followed.
 type StockChecked struct {
-	Pools []Pool `json:"pools"`
+	// Lifted The pause the resume lifted: who paused the pool, with which key, why (a protection rule's pause is by `system:trip`, its reason starting `rule NAME:`) and when; null when the pool was on sale.
+	Lifted *Pause `json:"lifted"`
+	Pools  []Pool `json:"pools"`
 
 	// Reconciliation The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again).
 	Reconciliation *ReconciliationCheck `json:"reconciliation"`
