@@ -4,11 +4,11 @@
 -- the counters after it and its event feed position (and, for a pool of
 -- units with an identity, the units it moved).
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor, actor_key, reason, ref, units,
+                    stock_version, reservation_id, actor, actor_key, reason, ref, units, refs,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT s.sku, s.pool, @kind::text, @delta_total::bigint, @delta_available::bigint, @delta_reserved::bigint,
        @delta_sold::bigint, s.version, sqlc.narg('reservation_id')::uuid, @actor::text, sqlc.narg('actor_key')::text,
-       sqlc.narg('reason')::text, sqlc.narg('ref')::text, sqlc.narg('units')::text[],
+       sqlc.narg('reason')::text, sqlc.narg('ref')::text, sqlc.narg('units')::text[], sqlc.narg('refs')::text[],
        s.feed_xid, s.total, s.available, s.reserved, s.sold
 FROM stock s
 WHERE s.sku = @sku AND s.pool = @pool;

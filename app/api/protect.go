@@ -30,9 +30,10 @@ type adjustAnswer struct {
 }
 
 type liftBody struct {
-	Pool   string `json:"pool"`
-	Reason string `json:"reason"`
-	Force  bool   `json:"force"`
+	Pool   string   `json:"pool"`
+	Reason string   `json:"reason"`
+	Force  bool     `json:"force"`
+	Refs   []string `json:"refs"`
 }
 
 // resumeStock lifts a pool's pause through its gate: 409 books_unbalanced
@@ -46,7 +47,7 @@ func (s *server) resumeStock(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	l := inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: sku, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name}, Force: body.Force}
+	l := inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: sku, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name, Refs: body.Refs}, Force: body.Force}
 	out, run, err := s.Reconcile.Resume(c.Request().Context(), l)
 	if err != nil {
 		return err
@@ -65,10 +66,11 @@ type resumed struct {
 }
 
 type repairBody struct {
-	Pool   string `json:"pool"`
-	To     string `json:"to"`
-	Reason string `json:"reason"`
-	DryRun bool   `json:"dry_run"`
+	Pool   string   `json:"pool"`
+	To     string   `json:"to"`
+	Reason string   `json:"reason"`
+	DryRun bool     `json:"dry_run"`
+	Refs   []string `json:"refs"`
 }
 
 type repairAnswer struct {
@@ -88,7 +90,7 @@ func (s *server) repairStock(c echo.Context) error {
 		return err
 	}
 	out, run, err := s.Reconcile.Repair(c.Request().Context(), inventory.RepairRequest{
-		SKU: sku, Pool: body.Pool, To: body.To, Reason: body.Reason, Actor: caller(c).Name, DryRun: body.DryRun,
+		SKU: sku, Pool: body.Pool, To: body.To, Reason: body.Reason, Actor: caller(c).Name, DryRun: body.DryRun, Refs: body.Refs,
 	})
 	if err != nil {
 		return err

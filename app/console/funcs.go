@@ -35,6 +35,7 @@ var funcs = template.FuncMap{
 	"by":    by,
 	"units": units,
 	"ms":    ms,
+	"join":  func(s []string) string { return strings.Join(s, ", ") },
 }
 
 // ms shows a duration in milliseconds, to the hundredth.

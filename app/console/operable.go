@@ -145,6 +145,7 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 	req := inventory.RepairRequest{
 		SKU: sku, Pool: r.PostForm.Get("pool"), To: r.PostForm.Get("to"), Actor: op.Key.Name,
 		Reason: strings.TrimSpace(r.PostForm.Get("reason")), DryRun: r.PostForm.Get("apply") != "true",
+		Refs: formRefs(r.PostForm.Get("refs")),
 	}
 	out, run, err := c.Reconcile.Repair(r.Context(), req)
 	if err != nil {
@@ -153,7 +154,7 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 	d := out.Difference
 	diff := fmt.Sprintf("total %+d, available %+d, reserved %+d, sold %+d", d.Total, d.Available, d.Reserved, d.Sold)
 	if req.DryRun {
-		q := url.Values{"preview": {req.To}, "pool": {out.Pool}, "reason": {req.Reason}}
+		q := url.Values{"preview": {req.To}, "pool": {out.Pool}, "reason": {req.Reason}, "refs": {strings.Join(req.Refs, ", ")}}
 		return c.done(w, r, back+"?"+q.Encode(), false, "Preview, nothing changed: repairing %s (pool %s) to the %s would write %s.", sku, out.Pool, req.To, diff)
 	}
 	msg := fmt.Sprintf("Repaired %s (pool %s) to the %s: %s.", sku, out.Pool, req.To, diff)
@@ -189,6 +190,18 @@ func recentPools(rows []db.StockRecentRow) []poolRow {
 	out := make([]poolRow, len(rows))
 	for i, s := range rows {
 		out[i] = newPoolRow(s.Sku, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized)
+	}
+	return out
+}
+
+// formRefs reads a form's references (order refs, hold ids, ledger ids, a
+// ticket), separated by commas or new lines; blanks are dropped.
+func formRefs(v string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
 	}
 	return out
 }

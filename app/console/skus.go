@@ -75,8 +75,8 @@ type skuData struct {
 	Pauses map[string]*inventory.Pause
 	// Preview is a repair previewed (to, pool and reason from the
 	// preview's redirect), to apply with one button.
-	Preview, PreviewPool, PreviewReason string
-	Short                               map[string]string
+	Preview, PreviewPool, PreviewReason, PreviewRefs string
+	Short                                            map[string]string
 	// Ledger is a page of movements, newest first; Older is the id to page
 	// on from (0: this is the last page).
 	Ledger []inventory.Movement
@@ -110,6 +110,7 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	}
 	if p := r.URL.Query().Get("preview"); p == inventory.RepairToLedger || p == inventory.RepairToCounters {
 		d.Preview, d.PreviewPool, d.PreviewReason = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason")
+		d.PreviewRefs = r.URL.Query().Get("refs")
 	}
 	var before *int64
 	if v := r.URL.Query().Get("before"); v != "" {
@@ -184,7 +185,7 @@ func movements(rows []db.Ledger) []inventory.Movement {
 		out[i] = inventory.Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()
@@ -205,6 +206,7 @@ func (c *Console) resume(w http.ResponseWriter, r *http.Request, op who) error {
 	force := r.PostForm.Get("force") != ""
 	var lifted *inventory.Pause
 	return c.flip(w, r, op, "resumed", func(ctx context.Context, sw inventory.SwitchRequest) (inventory.Stock, string, error) {
+		sw.Refs = formRefs(r.PostForm.Get("refs"))
 		out, _, err := c.Reconcile.Resume(ctx, inventory.Lift{SwitchRequest: sw, Force: force})
 		if lifted = out.Paused; lifted != nil {
 			return out.Stock, fmt.Sprintf(" Lifted the pause by %s %s: %s.", by(lifted.Actor, lifted.ActorKey), ago(lifted.At), str(lifted.Reason)), err

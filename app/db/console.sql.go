@@ -57,7 +57,7 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 }
 
 const ledgerListByReservation = `-- name: LedgerListByReservation :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units FROM ledger WHERE reservation_id = $1 ORDER BY id
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs FROM ledger WHERE reservation_id = $1 ORDER BY id
 `
 
 func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uuid.UUID) ([]Ledger, error) {
@@ -91,6 +91,7 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 			&i.SoldAfter,
 			&i.ActorKey,
 			&i.Units,
+			&i.Refs,
 		); err != nil {
 			return nil, err
 		}
@@ -103,7 +104,7 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 }
 
 const ledgerPageBySKU = `-- name: LedgerPageBySKU :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units FROM ledger
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs FROM ledger
 WHERE sku = $1 AND ($2::bigint IS NULL OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
@@ -142,6 +143,7 @@ func (q *Queries) LedgerPageBySKU(ctx context.Context, sku string, beforeID *int
 			&i.SoldAfter,
 			&i.ActorKey,
 			&i.Units,
+			&i.Refs,
 		); err != nil {
 			return nil, err
 		}

@@ -46,10 +46,10 @@ SELECT f.id, f.feed_xid, f.at, f.sku, f.pool, f.kind, f.delta_reserved, f.stock_
            FROM ledger n, unnest(n.units) AS u(id)
            WHERE n.sku = f.sku AND n.pool = f.pool AND n.stock_version = f.stock_version)
        END::text[] AS version_units,
-       f.units, r.order_ref, r.client
+       f.units, f.refs, f.ref, r.order_ref, r.client
 FROM (
     SELECT l.id, l.feed_xid, l.at, l.sku, l.pool, l.kind, l.delta_reserved, l.stock_version, l.reservation_id,
-           l.actor, l.reason, l.units,
+           l.actor, l.reason, l.units, l.refs, l.ref,
            l.total_after, l.available_after, l.reserved_after, l.sold_after,
            NOT EXISTS (SELECT 1 FROM ledger n
                        WHERE n.sku = l.sku AND n.pool = l.pool AND n.stock_version = l.stock_version
@@ -85,6 +85,8 @@ type EventRowsAfterRow struct {
 	Threshold      int64
 	VersionUnits   []string
 	Units          []string
+	Refs           []string
+	Ref            *string
 	OrderRef       *string
 	Client         *string
 }
@@ -131,6 +133,8 @@ func (q *Queries) EventRowsAfter(ctx context.Context, afterXid uint64, afterID i
 			&i.Threshold,
 			&i.VersionUnits,
 			&i.Units,
+			&i.Refs,
+			&i.Ref,
 			&i.OrderRef,
 			&i.Client,
 		); err != nil {

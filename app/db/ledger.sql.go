@@ -13,14 +13,14 @@ import (
 
 const ledgerAppend = `-- name: LedgerAppend :execrows
 INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    stock_version, reservation_id, actor, actor_key, reason, ref, units,
+                    stock_version, reservation_id, actor, actor_key, reason, ref, units, refs,
                     feed_xid, total_after, available_after, reserved_after, sold_after)
 SELECT s.sku, s.pool, $1::text, $2::bigint, $3::bigint, $4::bigint,
        $5::bigint, s.version, $6::uuid, $7::text, $8::text,
-       $9::text, $10::text, $11::text[],
+       $9::text, $10::text, $11::text[], $12::text[],
        s.feed_xid, s.total, s.available, s.reserved, s.sold
 FROM stock s
-WHERE s.sku = $12 AND s.pool = $13
+WHERE s.sku = $13 AND s.pool = $14
 `
 
 type LedgerAppendParams struct {
@@ -35,6 +35,7 @@ type LedgerAppendParams struct {
 	Reason         *string
 	Ref            *string
 	Units          []string
+	Refs           []string
 	Sku            string
 	Pool           string
 }
@@ -56,6 +57,7 @@ func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int
 		arg.Reason,
 		arg.Ref,
 		arg.Units,
+		arg.Refs,
 		arg.Sku,
 		arg.Pool,
 	)

@@ -173,6 +173,8 @@ type Ledger struct {
 	ActorKey *string
 	// The units this movement moved, for a serialized pool (their ids, in order).
 	Units []string
+	// What a repair or a resume is about, as the operator named it: order refs, hold ids, ledger ids, a ticket (POST /v1/skus/{sku}/repair and /resume, "refs").
+	Refs []string
 }
 
 type LedgerCheckpoint struct {

@@ -124,3 +124,27 @@ func ValidText(what, s string, max int) error {
 	}
 	return nil
 }
+
+// Limits on the references a repair or a resume names.
+const (
+	MaxRefs   = 20
+	MaxRefLen = 255
+)
+
+// ValidRefs checks what (a list of references: order refs, hold ids,
+// ledger ids, a ticket): at most MaxRefs, each 1 to MaxRefLen bytes, as
+// ValidRef.
+func ValidRefs(what string, refs []string) error {
+	if len(refs) > MaxRefs {
+		return Invalid("%s names %d references, at most %d are allowed", what, len(refs), MaxRefs)
+	}
+	for i, r := range refs {
+		if r == "" {
+			return Invalid("%s[%d] is empty", what, i)
+		}
+		if err := ValidRef(fmt.Sprintf("%s[%d]", what, i), r, MaxRefLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}

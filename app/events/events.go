@@ -36,6 +36,7 @@ const (
 	StockLow      = "stock.low"
 	StockPaused   = "stock.paused"
 	StockResumed  = "stock.resumed"
+	StockRepaired = "stock.repaired"
 	HoldCreated   = "hold.created"
 	HoldConfirmed = "hold.confirmed"
 	HoldReleased  = "hold.released"
@@ -43,7 +44,7 @@ const (
 )
 
 // Types lists every event type.
-var Types = []string{StockChanged, StockLow, StockPaused, StockResumed, HoldCreated, HoldConfirmed, HoldReleased, HoldExpired}
+var Types = []string{StockChanged, StockLow, StockPaused, StockResumed, StockRepaired, HoldCreated, HoldConfirmed, HoldReleased, HoldExpired}
 
 // Known reports whether t is an event type.
 func Known(t string) bool {
@@ -115,7 +116,10 @@ func ParsePosition(s string) (Position, error) {
 //     row's version; units, the ids of the units with an identity the
 //     change moved (none: left out);
 //   - stock.low: threshold, available, version;
-//   - stock.paused, stock.resumed: actor, reason.
+//   - stock.paused, stock.resumed: actor, reason, and refs when the
+//     operator named any;
+//   - stock.repaired: actor, reason, refs (when any), to (ledger or
+//     counters) and the pool's counters after the repair.
 type Event struct {
 	ID            string         `json:"id"`
 	Type          string         `json:"type"`
@@ -168,6 +172,15 @@ func expand(r db.EventRowsAfterRow) []Event {
 			}
 		} else {
 			data = map[string]any{"actor": r.Actor, "reason": r.Reason}
+			if len(r.Refs) > 0 {
+				data["refs"] = r.Refs
+			}
+			if typ == StockRepaired {
+				data["to"] = strings.TrimPrefix(domain.Value(r.Ref), "to ")
+				if r.TotalAfter != nil && r.AvailableAfter != nil && r.ReservedAfter != nil && r.SoldAfter != nil {
+					data["counters"] = Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter}
+				}
+			}
 		}
 		out = append(out, at(slotOwn, typ, data))
 	}
@@ -212,6 +225,8 @@ func ownType(kind string) string {
 		return StockPaused
 	case "resume":
 		return StockResumed
+	case "repair":
+		return StockRepaired
 	}
 	return ""
 }

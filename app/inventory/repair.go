@@ -215,7 +215,7 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 	}
 	if l.Force && !out.Books.Balanced() && s.cfg.Alert != nil {
 		details := out.Books.problem()
-		details["actor"], details["actor_key"], details["reason"] = w.Actor, domain.KeyName(ctx), w.Reason
+		details["actor"], details["actor_key"], details["reason"], details["refs"] = w.Actor, domain.KeyName(ctx), w.Reason, w.Refs
 		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
 			Kind: "forced_resume", Subject: "sku:" + w.SKU + "/" + w.Pool, SKU: w.SKU, Pool: w.Pool, Details: details,
 			Summary: fmt.Sprintf("%s resumed %s (pool %s) with force although its books do not balance (%s). "+
@@ -242,6 +242,9 @@ type RepairRequest struct {
 	Reason string
 	Actor  string
 	DryRun bool
+	// Refs name what the repair fixes (order refs, hold ids, ledger ids,
+	// a ticket), stored on its ledger row.
+	Refs []string
 }
 
 // Repaired is a repair's answer: the counters before and after, the
@@ -269,6 +272,9 @@ func (r RepairRequest) validate() error {
 	}
 	if r.Reason == "" {
 		return domain.Invalid("reason is required: why the books are repaired this way")
+	}
+	if err := domain.ValidRefs("refs", r.Refs); err != nil {
+		return err
 	}
 	return domain.ValidText("reason", r.Reason, domain.MaxTextLength)
 }
@@ -324,7 +330,7 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 			return fmt.Errorf("repair %s/%s: %w", r.SKU, r.Pool, err)
 		}
 		row.Sku, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Pool, "repair", r.Actor, domain.KeyName(ctx)
-		row.Reason, row.Ref = domain.Optional(r.Reason), domain.Optional("to "+r.To)
+		row.Reason, row.Ref, row.Refs = domain.Optional(r.Reason), domain.Optional("to "+r.To), r.Refs
 		if err := appendLedger(ctx, q, row); err != nil {
 			return err
 		}

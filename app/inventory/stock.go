@@ -216,6 +216,9 @@ type SwitchRequest struct {
 	Pool   string
 	Reason string
 	Actor  string
+	// Refs name what the switch is about (order refs, hold ids, ledger
+	// ids, a ticket), stored on its ledger row.
+	Refs []string
 }
 
 func (w SwitchRequest) validate() error {
@@ -227,6 +230,9 @@ func (w SwitchRequest) validate() error {
 	}
 	if w.Reason == "" {
 		return domain.Invalid("reason is required")
+	}
+	if err := domain.ValidRefs("refs", w.Refs); err != nil {
+		return err
 	}
 	return domain.ValidText("reason", w.Reason, domain.MaxTextLength)
 }
@@ -284,7 +290,7 @@ func setStatusTx(ctx context.Context, q *db.Queries, w SwitchRequest, status str
 		return fmt.Errorf("%s %s/%s: %w", kind, w.SKU, w.Pool, err)
 	}
 	return appendLedger(ctx, q, db.LedgerAppendParams{
-		Sku: w.SKU, Pool: w.Pool, Kind: kind, Actor: w.Actor, ActorKey: domain.KeyName(ctx), Reason: &w.Reason,
+		Sku: w.SKU, Pool: w.Pool, Kind: kind, Actor: w.Actor, ActorKey: domain.KeyName(ctx), Reason: &w.Reason, Refs: w.Refs,
 	})
 }
 
@@ -323,6 +329,9 @@ type Movement struct {
 	// Units names the units with an identity the movement moved; left out
 	// for a pool without units.
 	Units []string `json:"units,omitempty"`
+	// Refs are what a repair or a resume named as what it is about;
+	// left out when none.
+	Refs []string `json:"refs,omitempty"`
 }
 
 // MaxLedgerPage bounds one page of ledger rows.
@@ -376,7 +385,7 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 		page.Movements[i] = Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()

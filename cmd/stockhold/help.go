@@ -130,15 +130,17 @@ stockhold stop-sale off --operator alice --reason "payments back"
 stockhold stop-sale on --client shop-eu --operator alice --reason "EU storefront oversells"`,
 	},
 	"repair": {
-		synopsis: "repair --sku S [--pool P] --to ledger|counters --operator O --reason R [--apply]",
+		synopsis: "repair --sku S [--pool P] --to ledger|counters --operator O --reason R [--ref REF ...] [--apply]",
 		about: `Closes the gap between a pool's counters and its ledger, one side taken as right: --to ledger
 sets the counters to what the ledger sums to; --to counters writes one ledger row (kind
 repair) that accepts the counters. Without --apply it prints the counters before and
 after and the difference, and changes nothing; with --apply it writes the repair, then
 runs a reconciliation of the SKU and prints it. It never adds stock of its own accord, and
-leaves the pool paused: resume it afterwards (POST /v1/skus/S/resume, gated by the books).`,
+leaves the pool paused: resume it afterwards (POST /v1/skus/S/resume, gated by the books).
+--ref names what it fixes (order refs, hold or ledger ids, a ticket), stored on its ledger
+row and shown in the ledger, the console and the stock.repaired event.`,
 		example: `stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand"
-stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand" --apply`,
+stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand" --ref o-1042 --ref OPS-17 --apply`,
 	},
 	"rollback": {
 		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--cutoff T] [--dry-run]",

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -88,6 +89,10 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.StringVar(&req.Actor, "operator", "", "who repairs, for the record (required)")
 	fs.StringVar(&req.Reason, "reason", "", "why, for the record (required)")
 	apply := fs.Bool("apply", false, "write the repair; without it the command only shows what it would do")
+	fs.Func("ref", "a `reference` of what the repair fixes: an order ref, a hold or ledger id, a ticket (repeat the flag for more)", func(v string) error {
+		req.Refs = append(req.Refs, v)
+		return nil
+	})
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -118,6 +123,9 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 			fmt.Fprintln(stdout, "nothing to repair: the counters agree with the ledger")
 		default:
 			fmt.Fprintln(stdout, "applied")
+		}
+		if len(req.Refs) > 0 {
+			fmt.Fprintf(stdout, "refs: %s\n", strings.Join(req.Refs, ", "))
 		}
 		if run != nil {
 			fmt.Fprintf(stdout, "reconciliation run %d %s: %d high risk\n", run.ID, run.Status, run.HighRisk)

@@ -165,6 +165,24 @@ func (e EventDataLedgerKind) Valid() bool {
 	}
 }
 
+// Defines values for EventDataTo.
+const (
+	EventDataToCounters EventDataTo = "counters"
+	EventDataToLedger   EventDataTo = "ledger"
+)
+
+// Valid indicates whether the value is a known member of the EventDataTo enum.
+func (e EventDataTo) Valid() bool {
+	switch e {
+	case EventDataToCounters:
+		return true
+	case EventDataToLedger:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventType.
 const (
 	EventTypeHoldConfirmed EventType = "hold.confirmed"
@@ -174,6 +192,7 @@ const (
 	EventTypeStockChanged  EventType = "stock.changed"
 	EventTypeStockLow      EventType = "stock.low"
 	EventTypeStockPaused   EventType = "stock.paused"
+	EventTypeStockRepaired EventType = "stock.repaired"
 	EventTypeStockResumed  EventType = "stock.resumed"
 )
 
@@ -193,6 +212,8 @@ func (e EventType) Valid() bool {
 	case EventTypeStockLow:
 		return true
 	case EventTypeStockPaused:
+		return true
+	case EventTypeStockRepaired:
 		return true
 	case EventTypeStockResumed:
 		return true
@@ -766,6 +787,7 @@ const (
 	WebhookRequestEventsStockChanged  WebhookRequestEvents = "stock.changed"
 	WebhookRequestEventsStockLow      WebhookRequestEvents = "stock.low"
 	WebhookRequestEventsStockPaused   WebhookRequestEvents = "stock.paused"
+	WebhookRequestEventsStockRepaired WebhookRequestEvents = "stock.repaired"
 	WebhookRequestEventsStockResumed  WebhookRequestEvents = "stock.resumed"
 )
 
@@ -787,6 +809,8 @@ func (e WebhookRequestEvents) Valid() bool {
 	case WebhookRequestEventsStockLow:
 		return true
 	case WebhookRequestEventsStockPaused:
+		return true
+	case WebhookRequestEventsStockRepaired:
 		return true
 	case WebhookRequestEventsStockResumed:
 		return true
@@ -8995,20 +9019,23 @@ type Event struct {
 	// At When the change's transaction began.
 	At time.Time `json:"at"`
 
-	// Data By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`.
+	// Data By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`, and `refs` when the operator named any. `stock.repaired` (a repair of a pool's books): `actor`, `reason`, `refs` (when any), `to` (`ledger` or `counters`) and `counters`, the pool's counters after it (a repair to the ledger moves the counters without a `stock.changed`: its ledger row has no deltas).
 	Data struct {
 		Actor      *string              `json:"actor,omitempty"`
 		Available  *int64               `json:"available,omitempty"`
 		Client     *string              `json:"client,omitempty"`
+		Counters   *EventCounters       `json:"counters,omitempty"`
 		Delta      *EventCounters       `json:"delta,omitempty"`
 		LedgerKind *EventDataLedgerKind `json:"ledger_kind,omitempty"`
 		OrderRef   *string              `json:"order_ref,omitempty"`
 		Partial    *bool                `json:"partial,omitempty"`
 		Quantity   *int64               `json:"quantity,omitempty"`
 		Reason     *string              `json:"reason,omitempty"`
+		Refs       *[]string            `json:"refs,omitempty"`
 		Reserved   *int64               `json:"reserved,omitempty"`
 		Sold       *int64               `json:"sold,omitempty"`
 		Threshold  *int64               `json:"threshold,omitempty"`
+		To         *EventDataTo         `json:"to,omitempty"`
 		Total      *int64               `json:"total,omitempty"`
 		Units      *[]string            `json:"units,omitempty"`
 		Version    *int64               `json:"version,omitempty"`
@@ -9026,6 +9053,9 @@ type Event struct {
 
 // EventDataLedgerKind defines model for Event.Data.LedgerKind.
 type EventDataLedgerKind string
+
+// EventDataTo defines model for Event.Data.To.
+type EventDataTo string
 
 // EventType defines model for Event.Type.
 type EventType string
@@ -9143,19 +9173,22 @@ type Movement struct {
 	Actor string `json:"actor"`
 
 	// ActorKey For an adjustment (single, bulk or CSV import), a pause or a resume, beside `actor`: the name of the API key that authenticated the request (any ops key may claim any operator name; this is the one it could not choose), or `db:<user>` for the command line, which authenticates to PostgreSQL; null for other movements.
-	ActorKey       *string             `json:"actor_key"`
-	At             time.Time           `json:"at"`
-	DeltaAvailable int64               `json:"delta_available"`
-	DeltaReserved  int64               `json:"delta_reserved"`
-	DeltaSold      int64               `json:"delta_sold"`
-	DeltaTotal     int64               `json:"delta_total"`
-	Id             int64               `json:"id"`
-	Kind           MovementKind        `json:"kind"`
-	Pool           string              `json:"pool"`
-	Reason         *string             `json:"reason"`
-	Ref            *string             `json:"ref"`
-	ReservationId  *openapi_types.UUID `json:"reservation_id"`
-	Sku            string              `json:"sku"`
+	ActorKey       *string      `json:"actor_key"`
+	At             time.Time    `json:"at"`
+	DeltaAvailable int64        `json:"delta_available"`
+	DeltaReserved  int64        `json:"delta_reserved"`
+	DeltaSold      int64        `json:"delta_sold"`
+	DeltaTotal     int64        `json:"delta_total"`
+	Id             int64        `json:"id"`
+	Kind           MovementKind `json:"kind"`
+	Pool           string       `json:"pool"`
+	Reason         *string      `json:"reason"`
+	Ref            *string      `json:"ref"`
+
+	// Refs What a repair or a resume named as what it is about (order refs, hold ids, ledger ids, a ticket); absent when none.
+	Refs          *[]string           `json:"refs,omitempty"`
+	ReservationId *openapi_types.UUID `json:"reservation_id"`
+	Sku           string              `json:"sku"`
 
 	// Units The units with an identity this movement moved (added, retired, held, sold, handed back); absent for a pool without units.
 	Units *[]string `json:"units,omitempty"`
@@ -9394,7 +9427,7 @@ type ReleaseRequest struct {
 	Reason *string `json:"reason,omitempty"`
 }
 
-// RepairRequest Examples: {"dry_run":true,"pool":"main","reason":"counters edited by hand on 1 Dec","to":"ledger"}
+// RepairRequest Examples: {"dry_run":true,"pool":"main","reason":"counters edited by hand on 1 Dec","refs":["o-1042","ticket OPS-17"],"to":"ledger"}
 type RepairRequest struct {
 	// DryRun Answer what the repair would do and change nothing.
 	DryRun *bool `json:"dry_run,omitempty"`
@@ -9404,6 +9437,9 @@ type RepairRequest struct {
 
 	// Reason Why; required, recorded on the ledger row.
 	Reason string `json:"reason"`
+
+	// Refs What this is about, as references anyone can look up: order refs, hold ids, ledger ids, a ticket (at most 20, each 1 to 255 bytes of UTF-8 in NFC, no control or format characters). Stored on the ledger row, shown with it (`GET /v1/skus/{sku}/ledger`, the console) and in the event it makes.
+	Refs *[]string `json:"refs,omitempty"`
 
 	// To `ledger`: set the counters to what the ledger sums to (with a `repair` ledger row of no deltas recording who and why). `counters`: write one `repair` ledger row whose deltas are the counters minus the ledger, accepting the counters.
 	To RepairRequestTo `json:"to"`
@@ -9490,6 +9526,9 @@ type ResumeStockRequest struct {
 
 	// Reason Why; required (recorded in the ledger and, on pause, as `paused_reason`). At most 500 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters.
 	Reason string `json:"reason"`
+
+	// Refs What this is about, as references anyone can look up: order refs, hold ids, ledger ids, a ticket (at most 20, each 1 to 255 bytes of UTF-8 in NFC, no control or format characters). Stored on the ledger row, shown with it (`GET /v1/skus/{sku}/ledger`, the console) and in the event it makes. Name them on a forced resume above all: they go into the `forced_resume` alert too.
+	Refs *[]string `json:"refs,omitempty"`
 }
 
 // RetireUnitsRequest Examples: {"reason":"broken seat","units":["A-2"]}

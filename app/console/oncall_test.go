@@ -76,3 +76,29 @@ func TestResumeShowsWhatTrippedIt(t *testing.T) {
 	require.Regexp(t, `Pool main of A1 resumed: row unlocked\. Lifted the pause by system:trip [0-9]+s ago: rule lock_waits: A1 stayed locked\.`, page)
 	require.NotContains(t, page, `class="paused"`)
 }
+
+// TestRepairFormNamesRefs: the repair form takes refs; the preview keeps
+// them for the apply, which stores them on the ledger row, and the SKU's
+// ledger shows them.
+func TestRepairFormNamesRefs(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	dbtest.StockIn(t, e.pool, "A1", 10)
+	_, err := e.pool.Exec(ctx, `UPDATE stock SET total = total + 2, available = available + 2 WHERE sku = 'A1'`)
+	require.NoError(t, err)
+	b := newBrowser(t, e.base)
+	b.signIn(e.ops)
+	token := b.csrf("/ops/skus/A1")
+	form := url.Values{"csrf": {token}, "pool": {"main"}, "to": {"ledger"}, "reason": {"hand edit"}, "refs": {"o-1042, OPS-17,"}}
+	a := b.do("POST", "/ops/skus/A1/repair", form, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	preview := b.do("GET", a.header.Get("Location"), nil, nil).body
+	require.Contains(t, preview, `<input type="hidden" name="refs" value="o-1042, OPS-17">`)
+	form.Set("apply", "true")
+	form.Set("refs", "o-1042, OPS-17")
+	a = b.do("POST", "/ops/skus/A1/repair", form, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "{o-1042,OPS-17}", e.scalar(`SELECT refs::text FROM ledger WHERE kind = 'repair'`))
+	require.Contains(t, b.do("GET", "/ops/skus/A1", nil, nil).body, `<small class="refs">refs: o-1042, OPS-17</small>`)
+}
