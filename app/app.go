@@ -39,6 +39,7 @@ import (
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/reports"
 	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/schema"
@@ -306,6 +307,8 @@ type Services struct {
 	Webhooks  *webhooks.Service
 	// Trips checks the protection switch's rules (see app/trips).
 	Trips *trips.Service
+	// Reports answers the daily report (see app/reports).
+	Reports *reports.Service
 }
 
 // Workers is what the job workers call: the same services.
@@ -349,6 +352,7 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 			AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.RetryBase, Log: log, Recorder: metrics.Recorder{},
 		}),
 		Retention: keep,
+		Reports:   reports.New(pool),
 		Inventory: inv,
 		Alerts:    alertSvc,
 		Rollbacks: rollbackSvc,
@@ -445,6 +449,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Alerts:         web.Alerts,
 		Reconcile:      web.Reconcile,
 		Webhooks:       web.Webhooks,
+		Reports:        web.Reports,
 		Events:         events.NewFeed(reqPool),
 		Auth:           authn,
 		Ready:          a.ready,

@@ -63,7 +63,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	deps := app.NewServices(config.DefaultsWith(func(c *config.Config) { c.Coalesce = opts.coalesce }), pool, inserter, quiet)
 	srv := httptest.NewServer(api.New(api.Deps{
 		Events: events.NewFeed(pool), Inventory: deps.Inventory, Reconcile: deps.Reconcile, Alerts: deps.Alerts,
-		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Webhooks: deps.Webhooks, Auth: auth.NewAuthenticator(pool, time.Minute),
+		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Webhooks: deps.Webhooks, Reports: deps.Reports, Auth: auth.NewAuthenticator(pool, time.Minute),
 		Ready: func(context.Context) error { return nil },
 		Log:   quiet,
 		// The plain path under -race with 1,000 clients on one row takes

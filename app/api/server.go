@@ -25,6 +25,7 @@ import (
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/reports"
 	"github.com/stockhold/stockhold/app/rollbacks"
 	"github.com/stockhold/stockhold/app/webhooks"
 )
@@ -37,6 +38,7 @@ type Deps struct {
 	Alerts    *alerts.Service
 	Reconcile *reconcile.Service
 	Webhooks  *webhooks.Service
+	Reports   *reports.Service
 	Events    *events.Feed
 	Auth      *auth.Authenticator
 	// Ready reports whether the service can take traffic (database reachable,
@@ -161,6 +163,7 @@ func New(d Deps) *echo.Echo {
 	e.POST("/v1/alerts/:id/ack", s.ackAlert, ops)
 	e.POST("/v1/alerts/:id/take", s.takeAlert, ops)
 	e.GET("/v1/stats", s.getStats, ops)
+	e.GET("/v1/reports/daily", s.getDailyReport, ops)
 	e.POST("/v1/reconciliations", s.createReconciliation, ops)
 	e.GET("/v1/reconciliations/latest", s.getLatestReconciliation, ops)
 	e.GET("/v1/reconciliations/:id", s.getReconciliation, ops)

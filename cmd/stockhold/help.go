@@ -25,6 +25,7 @@ commands:
   stop-sale on|off|status [--client NAME]
                      stop or restart every new hold, or one channel's, or show the switches
   repair             preview, or with --apply make, a repair of a pool's books
+  report             the daily report of a business day: units per pool and campaign, reconciliations
   stock import|export
                      apply a CSV of stock changes (resumable), or write every stock row as CSV
   webhook-listen     a webhook receiver for trying stockhold: verifies signatures, prints events
@@ -141,6 +142,17 @@ leaves the pool paused: resume it afterwards (POST /v1/skus/S/resume, gated by t
 row and shown in the ledger, the console and the stock.repaired event.`,
 		example: `stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand"
 stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand" --ref o-1042 --ref OPS-17 --apply`,
+	},
+	"report": {
+		synopsis: "report --date YYYY-MM-DD [--tz ZONE] [--json]",
+		about: `Prints the daily report of one business day (in --tz, an IANA time zone; default UTC):
+the units held, confirmed, released, expired, rolled back and adjusted (and transferred
+by campaigns, and the repairs) in all, per campaign and per (sku, pool), from the ledger;
+then the day's reconciliation runs, how many failed and what they found, with the runs
+that found something and their findings. The same as GET /v1/reports/daily, every page
+of pools at once; --json prints that answer.`,
+		example: `stockhold report --date 2026-12-01
+stockhold report --date 2026-12-01 --tz Asia/Shanghai --json`,
 	},
 	"rollback": {
 		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--cutoff T] [--dry-run]",

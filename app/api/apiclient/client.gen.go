@@ -224,19 +224,19 @@ func (e EventType) Valid() bool {
 
 // Defines values for FindingClass.
 const (
-	AutoFix  FindingClass = "auto_fix"
-	HighRisk FindingClass = "high_risk"
-	Retry    FindingClass = "retry"
+	FindingClassAutoFix  FindingClass = "auto_fix"
+	FindingClassHighRisk FindingClass = "high_risk"
+	FindingClassRetry    FindingClass = "retry"
 )
 
 // Valid indicates whether the value is a known member of the FindingClass enum.
 func (e FindingClass) Valid() bool {
 	switch e {
-	case AutoFix:
+	case FindingClassAutoFix:
 		return true
-	case HighRisk:
+	case FindingClassHighRisk:
 		return true
-	case Retry:
+	case FindingClassRetry:
 		return true
 	default:
 		return false
@@ -651,6 +651,51 @@ func (e RepairRequestTo) Valid() bool {
 	case RepairRequestToCounters:
 		return true
 	case RepairRequestToLedger:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportFindingClass.
+const (
+	ReportFindingClassAutoFix  ReportFindingClass = "auto_fix"
+	ReportFindingClassHighRisk ReportFindingClass = "high_risk"
+	ReportFindingClassRetry    ReportFindingClass = "retry"
+)
+
+// Valid indicates whether the value is a known member of the ReportFindingClass enum.
+func (e ReportFindingClass) Valid() bool {
+	switch e {
+	case ReportFindingClassAutoFix:
+		return true
+	case ReportFindingClassHighRisk:
+		return true
+	case ReportFindingClassRetry:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportRunStatus.
+const (
+	ReportRunStatusFailed    ReportRunStatus = "failed"
+	ReportRunStatusPending   ReportRunStatus = "pending"
+	ReportRunStatusRunning   ReportRunStatus = "running"
+	ReportRunStatusSucceeded ReportRunStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ReportRunStatus enum.
+func (e ReportRunStatus) Valid() bool {
+	switch e {
+	case ReportRunStatusFailed:
+		return true
+	case ReportRunStatusPending:
+		return true
+	case ReportRunStatusRunning:
+		return true
+	case ReportRunStatusSucceeded:
 		return true
 	default:
 		return false
@@ -3354,6 +3399,150 @@ func (e GetReconciliation503ApplicationProblemPlusJSONResponseBodyReservationSta
 	case GetReconciliation503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case GetReconciliation503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -9000,6 +9189,31 @@ type Counters struct {
 	Total     int64 `json:"total"`
 }
 
+// DailyReport The report of one business day, from the ledger (kept whole, so any day it covers can be asked for): in all (`totals`), per campaign pool (`campaigns`), per (sku, pool) a page at a time in (sku, pool) byte order (`pools`), and the day's reconciliations. Everything but `pools` is the same on every page.
+type DailyReport struct {
+	Campaigns []ReportCampaign   `json:"campaigns"`
+	Date      openapi_types.Date `json:"date"`
+
+	// From The day's start (included), in UTC.
+	From time.Time `json:"from"`
+
+	// NextCursor The `cursor` of the next page of pools; null on the last page.
+	NextCursor *string      `json:"next_cursor"`
+	Pools      []ReportPool `json:"pools"`
+
+	// Reconciliations The day's reconciliation runs (by when each was asked for): how many, how many failed, what they found in all (findings by class), and the runs that found something or failed (the first 100), each with its first 20 findings.
+	Reconciliations ReportReconciliations `json:"reconciliations"`
+
+	// TimeZone The zone the day is in (`tz`, default UTC).
+	TimeZone string `json:"time_zone"`
+
+	// To The day's end (excluded), in UTC.
+	To time.Time `json:"to"`
+
+	// Totals What the ledger recorded over the day, in units.
+	Totals ReportFigures `json:"totals"`
+}
+
 // EmptyRequest No fields: send no body, or `{}`.
 type EmptyRequest = map[string]interface{}
 
@@ -9467,6 +9681,143 @@ type RepairResult struct {
 	Reconciliation *ReconciliationCheck `json:"reconciliation,omitempty"`
 	Sku            string               `json:"sku"`
 }
+
+// ReportCampaign defines model for ReportCampaign.
+type ReportCampaign struct {
+	// Adjusted Net change of total by adjustments and stock-ins (CSV imports included).
+	Adjusted int64  `json:"adjusted"`
+	Campaign string `json:"campaign"`
+
+	// Confirmed Units sold (confirms).
+	Confirmed int64 `json:"confirmed"`
+
+	// Expired Units expiries handed back.
+	Expired int64 `json:"expired"`
+
+	// Held Units holds reserved.
+	Held int64 `json:"held"`
+
+	// Movements Ledger rows.
+	Movements int64 `json:"movements"`
+
+	// Released Units cancels handed back, whole or in part.
+	Released int64 `json:"released"`
+
+	// Repairs Repairs of the books.
+	Repairs int64 `json:"repairs"`
+
+	// RolledBack Units rollbacks handed back (manual, or a campaign's end).
+	RolledBack int64 `json:"rolled_back"`
+
+	// Transferred Net change of total by campaign transfers (a campaign's start and end).
+	Transferred int64 `json:"transferred"`
+}
+
+// ReportFigures What the ledger recorded over the day, in units.
+type ReportFigures struct {
+	// Adjusted Net change of total by adjustments and stock-ins (CSV imports included).
+	Adjusted int64 `json:"adjusted"`
+
+	// Confirmed Units sold (confirms).
+	Confirmed int64 `json:"confirmed"`
+
+	// Expired Units expiries handed back.
+	Expired int64 `json:"expired"`
+
+	// Held Units holds reserved.
+	Held int64 `json:"held"`
+
+	// Movements Ledger rows.
+	Movements int64 `json:"movements"`
+
+	// Released Units cancels handed back, whole or in part.
+	Released int64 `json:"released"`
+
+	// Repairs Repairs of the books.
+	Repairs int64 `json:"repairs"`
+
+	// RolledBack Units rollbacks handed back (manual, or a campaign's end).
+	RolledBack int64 `json:"rolled_back"`
+
+	// Transferred Net change of total by campaign transfers (a campaign's start and end).
+	Transferred int64 `json:"transferred"`
+}
+
+// ReportFinding defines model for ReportFinding.
+type ReportFinding struct {
+	Action        string              `json:"action"`
+	Class         ReportFindingClass  `json:"class"`
+	JobId         *int64              `json:"job_id"`
+	Kind          string              `json:"kind"`
+	Pool          *string             `json:"pool"`
+	ReservationId *openapi_types.UUID `json:"reservation_id"`
+	Sku           *string             `json:"sku"`
+}
+
+// ReportFindingClass defines model for ReportFinding.Class.
+type ReportFindingClass string
+
+// ReportPool defines model for ReportPool.
+type ReportPool struct {
+	// Adjusted Net change of total by adjustments and stock-ins (CSV imports included).
+	Adjusted int64 `json:"adjusted"`
+
+	// Confirmed Units sold (confirms).
+	Confirmed int64 `json:"confirmed"`
+
+	// Expired Units expiries handed back.
+	Expired int64 `json:"expired"`
+
+	// Held Units holds reserved.
+	Held int64 `json:"held"`
+
+	// Movements Ledger rows.
+	Movements int64  `json:"movements"`
+	Pool      string `json:"pool"`
+
+	// Released Units cancels handed back, whole or in part.
+	Released int64 `json:"released"`
+
+	// Repairs Repairs of the books.
+	Repairs int64 `json:"repairs"`
+
+	// RolledBack Units rollbacks handed back (manual, or a campaign's end).
+	RolledBack int64  `json:"rolled_back"`
+	Sku        string `json:"sku"`
+
+	// Transferred Net change of total by campaign transfers (a campaign's start and end).
+	Transferred int64 `json:"transferred"`
+}
+
+// ReportReconciliations The day's reconciliation runs (by when each was asked for): how many, how many failed, what they found in all (findings by class), and the runs that found something or failed (the first 100), each with its first 20 findings.
+type ReportReconciliations struct {
+	AutoFixed    int64       `json:"auto_fixed"`
+	Failed       int64       `json:"failed"`
+	HighRisk     int64       `json:"high_risk"`
+	Retried      int64       `json:"retried"`
+	Runs         int64       `json:"runs"`
+	WithFindings []ReportRun `json:"with_findings"`
+}
+
+// ReportRun defines model for ReportRun.
+type ReportRun struct {
+	AutoFixed int       `json:"auto_fixed"`
+	CreatedAt time.Time `json:"created_at"`
+	Error     *string   `json:"error"`
+
+	// Findings Its first 20 findings (the counts are complete).
+	Findings    []ReportFinding `json:"findings"`
+	FinishedAt  *time.Time      `json:"finished_at"`
+	HighRisk    int             `json:"high_risk"`
+	Id          int64           `json:"id"`
+	Retried     int             `json:"retried"`
+	RowsChecked int             `json:"rows_checked"`
+	Status      ReportRunStatus `json:"status"`
+	Trigger     string          `json:"trigger"`
+}
+
+// ReportRunStatus defines model for ReportRun.Status.
+type ReportRunStatus string
 
 // Reservation A hold as shops see it. `held` -> `confirmed` | `released` | `expired`, never back.
 //
@@ -12410,6 +12761,139 @@ type GetReconciliation429ApplicationProblemPlusJSONResponseBodyReservationStatus
 
 // GetReconciliation503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetReconciliation.
 type GetReconciliation503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetDailyReportParams defines parameters for GetDailyReport.
+type GetDailyReportParams struct {
+	// Date The business day, YYYY-MM-DD.
+	Date openapi_types.Date `form:"date" json:"date"`
+
+	// Tz The time zone the day is in, an IANA name (Asia/Shanghai); default UTC.
+	Tz *string `form:"tz,omitempty" json:"tz,omitempty"`
+
+	// Limit How many pools.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetDailyReport.
+type GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetDailyReport400ApplicationProblemPlusJSONResponseBody defines parameters for GetDailyReport.
+type GetDailyReport400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *GetDailyReport400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetDailyReport.
+type GetDailyReport401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetDailyReport.
+type GetDailyReport403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetDailyReport.
+type GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetDailyReport422ApplicationProblemPlusJSONResponseBody defines parameters for GetDailyReport.
+type GetDailyReport422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *GetDailyReport422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetDailyReport.
+type GetDailyReport429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetDailyReport.
+type GetDailyReport503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // ListReservationsParams defines parameters for ListReservations.
 type ListReservationsParams struct {
@@ -28076,6 +28560,512 @@ func (a *GetReconciliation404ApplicationProblemPlusJSONResponseBody) UnmarshalJS
 
 // Override default JSON handling for GetReconciliation404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
 func (a GetReconciliation404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GetDailyReport400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a GetDailyReport400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GetDailyReport400ApplicationProblemPlusJSONResponseBody
+func (a *GetDailyReport400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GetDailyReport400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *GetDailyReport400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GetDailyReport400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a GetDailyReport400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GetDailyReport422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a GetDailyReport422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GetDailyReport422ApplicationProblemPlusJSONResponseBody
+func (a *GetDailyReport422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GetDailyReport422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *GetDailyReport422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GetDailyReport422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a GetDailyReport422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -50395,6 +51385,15 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/reconciliations/{id} (the `GetReconciliation` operationId).
 	GetReconciliation(ctx context.Context, id ReconciliationID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetDailyReport The daily report
+	//
+	// What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Corresponds with GET /v1/reports/daily (the `GetDailyReport` operationId).
+	GetDailyReport(ctx context.Context, params *GetDailyReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListReservations List holds
 	//
 	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
@@ -51425,6 +52424,25 @@ func (c *Client) GetLatestReconciliation(ctx context.Context, reqEditors ...Requ
 // Corresponds with GET /v1/reconciliations/{id} (the `GetReconciliation` operationId).
 func (c *Client) GetReconciliation(ctx context.Context, id ReconciliationID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReconciliationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDailyReport The daily report
+//
+// What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Corresponds with GET /v1/reports/daily (the `GetDailyReport` operationId).
+func (c *Client) GetDailyReport(ctx context.Context, params *GetDailyReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDailyReportRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -53196,6 +54214,92 @@ func NewGetReconciliationRequest(server string, id ReconciliationID) (*http.Requ
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDailyReportRequest constructs an http.Request for the GetDailyReport method
+func NewGetDailyReportRequest(server string, params *GetDailyReportParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reports/daily")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date", params.Date, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Tz != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tz", *params.Tz, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -55159,6 +56263,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/reconciliations/{id} (the `GetReconciliation` operationId).
 	GetReconciliationWithResponse(ctx context.Context, id ReconciliationID, reqEditors ...RequestEditorFn) (*GetReconciliationResponse, error)
+
+	// GetDailyReportWithResponse The daily report
+	//
+	// What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/reports/daily (the `GetDailyReport` operationId).
+	GetDailyReportWithResponse(ctx context.Context, params *GetDailyReportParams, reqEditors ...RequestEditorFn) (*GetDailyReportResponse, error)
 
 	// ListReservationsWithResponse List holds
 	//
@@ -57440,6 +58555,110 @@ func (r GetReconciliationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReconciliationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDailyReportResponse401Headers the declared response headers of an HTTP 401 response for GetDailyReport
+type GetDailyReportResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetDailyReportResponse429Headers the declared response headers of an HTTP 429 response for GetDailyReport
+type GetDailyReportResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetDailyReportResponse503Headers the declared response headers of an HTTP 503 response for GetDailyReport
+type GetDailyReportResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetDailyReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DailyReport
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *GetDailyReport400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *GetDailyReport422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDailyReportResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetDailyReportResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDailyReportResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDailyReportResponse) GetJSON200() *DailyReport {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetDailyReportResponse) GetApplicationproblemJSON400() *GetDailyReport400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetDailyReportResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetDailyReportResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetDailyReportResponse) GetApplicationproblemJSON422() *GetDailyReport422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetDailyReportResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetDailyReportResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDailyReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDailyReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDailyReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDailyReportResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -61295,6 +62514,23 @@ func (c *ClientWithResponses) GetReconciliationWithResponse(ctx context.Context,
 	return ParseGetReconciliationResponse(rsp)
 }
 
+// GetDailyReportWithResponse The daily report
+//
+// What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/reports/daily (the `GetDailyReport` operationId).
+func (c *ClientWithResponses) GetDailyReportWithResponse(ctx context.Context, params *GetDailyReportParams, reqEditors ...RequestEditorFn) (*GetDailyReportResponse, error) {
+	rsp, err := c.GetDailyReport(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDailyReportResponse(rsp)
+}
+
 // ListReservationsWithResponse List holds
 //
 // Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
@@ -63702,6 +64938,107 @@ func ParseGetReconciliationResponse(rsp *http.Response) (*GetReconciliationRespo
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetReconciliationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDailyReportResponse parses an HTTP response from a GetDailyReportWithResponse call
+func ParseGetDailyReportResponse(rsp *http.Response) (*GetDailyReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDailyReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DailyReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest GetDailyReport400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest GetDailyReport422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDailyReportResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetDailyReportResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetDailyReportResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/reports"
+)
+
+// report prints the daily report of one business day (every page of
+// pools), as a table or, with --json, as the API's answer with every pool.
+func report(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	date := fs.String("date", "", "the business `day`, YYYY-MM-DD (required)")
+	zone := fs.String("tz", "", "the time `zone` the day is in, an IANA name (default UTC)")
+	asJSON := fs.Bool("json", false, "print JSON (GET /v1/reports/daily's answer, every pool in one list) instead of a table")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *date == "" {
+		return fmt.Errorf("%w: report needs --date YYYY-MM-DD", errUsage)
+	}
+	if _, _, _, err := reports.ParseDay(*date, *zone); err != nil {
+		if errors.Is(err, reports.ErrBadDate) {
+			return fmt.Errorf("%w: --date: %s", errUsage, err)
+		}
+		return fmt.Errorf("%w: --tz: %s", errUsage, err)
+	}
+	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
+		q := reports.DailyQuery{Date: *date, TimeZone: *zone, Limit: reports.MaxLimit}
+		var all reports.Daily
+		for {
+			page, err := svc.Reports.Daily(ctx, q)
+			if err != nil {
+				return err
+			}
+			pools := append(all.Pools, page.Pools...)
+			all, all.Pools = page, pools
+			if page.NextCursor == nil {
+				break
+			}
+			q.Cursor = *page.NextCursor
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(all)
+		}
+		printReport(stdout, all)
+		return nil
+	})
+}
+
+func printReport(w io.Writer, r reports.Daily) {
+	fmt.Fprintf(w, "Daily report %s (%s): %s to %s\n", r.Date, r.TimeZone, r.From.Format("2006-01-02 15:04Z07:00"), r.To.Format("2006-01-02 15:04Z07:00"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\theld\tconfirmed\treleased\texpired\trolled back\tadjusted\ttransferred\trepairs\t")
+	row := func(name string, f reports.Figures) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, f.Held, f.Confirmed, f.Released, f.Expired, f.RolledBack, f.Adjusted, f.Transferred, f.Repairs)
+	}
+	row("all", r.Totals)
+	for _, c := range r.Campaigns {
+		row("campaign "+c.Campaign, c.Figures)
+	}
+	for _, p := range r.Pools {
+		row(p.SKU+" ("+p.Pool+")", p.Figures)
+	}
+	_ = tw.Flush()
+	rc := r.Reconciliations
+	fmt.Fprintf(w, "Reconciliations: %d runs, %d failed; found %d auto-fixed, %d retried, %d high-risk\n", rc.Runs, rc.Failed, rc.AutoFixed, rc.Retried, rc.HighRisk)
+	for _, run := range rc.WithFindings {
+		fmt.Fprintf(w, "  run %d (%s) %s at %s: %d auto-fixed, %d retried, %d high-risk", run.ID, run.Trigger, run.Status,
+			run.CreatedAt.Format("15:04:05Z07:00"), run.AutoFixed, run.Retried, run.HighRisk)
+		if run.Error != nil {
+			fmt.Fprintf(w, "; error: %s", *run.Error)
+		}
+		fmt.Fprintln(w)
+		for _, f := range run.Findings {
+			fmt.Fprintf(w, "    %s %s %s (%s): %s\n", f.Class, f.Kind, valueOr(f.SKU, "-"), valueOr(f.Pool, "-"), f.Action)
+		}
+	}
+}
