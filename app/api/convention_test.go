@@ -75,6 +75,8 @@ func TestErrorConvention(t *testing.T) {
 	eventstest.WaitServed(t, e.pool)
 
 	missing := uuid.NewString()
+	var today string
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')`).Scan(&today))
 	const (
 		ops, shop = "ops", "shop"
 		bad, inv  = 400, "invalid_request"
@@ -254,6 +256,13 @@ func TestErrorConvention(t *testing.T) {
 			{"malformed", "POST", "/v1/reconciliations", ops, malformed, bad, inv},
 			{"no SKUs", "POST", "/v1/reconciliations", ops, map[string]any{"skus": []string{}}, 422, inv},
 		},
+		"GET /v1/reports/daily": {
+			{"no date", "GET", "/v1/reports/daily", ops, nil, bad, inv},
+			{"not a date", "GET", "/v1/reports/daily?date=2026-12-32", ops, nil, bad, inv},
+			{"not a cursor", "GET", "/v1/reports/daily?date=" + today + "&cursor=x", ops, nil, bad, inv},
+			{"limit 0", "GET", "/v1/reports/daily?date=" + today + "&limit=0", ops, nil, 422, inv},
+			{"no such zone", "GET", "/v1/reports/daily?date=" + today + "&tz=Mars%2FOlympus", ops, nil, 422, inv},
+		},
 		"GET /v1/reconciliations/latest": {}, // takes nothing that can be wrong
 		"GET /v1/reconciliations/:id": {
 			{"not an id", "GET", "/v1/reconciliations/x", ops, nil, bad, inv},
@@ -265,11 +274,12 @@ func TestErrorConvention(t *testing.T) {
 			deprecated: "before_id", deprecatedNext: "next_before_id"},
 		"GET /v1/skus/:sku/units": {path: "/v1/skus/SEATS/units", token: shop, field: "units", max: 1000, badCursor: "%01",
 			deprecated: "after", deprecatedNext: "next_after"},
-		"GET /v1/skus":         {path: "/v1/skus", token: shop, field: "skus", max: 1000, badCursor: "%01"},
-		"GET /v1/reservations": {path: "/v1/reservations", token: shop, field: "reservations", max: 1000, badCursor: "x"},
-		"GET /v1/events":       {path: "/v1/events", token: ops, field: "events", max: 1000, badCursor: "latest", deprecated: "after", deprecatedNext: "next", feed: true},
-		"GET /v1/webhooks":     {path: "/v1/webhooks", token: ops, field: "webhooks", max: 1000, badCursor: "x"},
-		"GET /v1/alerts":       {path: "/v1/alerts", token: ops, field: "alerts", max: 500, badCursor: "x"},
+		"GET /v1/skus":          {path: "/v1/skus", token: shop, field: "skus", max: 1000, badCursor: "%01"},
+		"GET /v1/reservations":  {path: "/v1/reservations", token: shop, field: "reservations", max: 1000, badCursor: "x"},
+		"GET /v1/events":        {path: "/v1/events", token: ops, field: "events", max: 1000, badCursor: "latest", deprecated: "after", deprecatedNext: "next", feed: true},
+		"GET /v1/webhooks":      {path: "/v1/webhooks", token: ops, field: "webhooks", max: 1000, badCursor: "x"},
+		"GET /v1/alerts":        {path: "/v1/alerts", token: ops, field: "alerts", max: 500, badCursor: "x"},
+		"GET /v1/reports/daily": {path: "/v1/reports/daily?date=" + today, token: ops, field: "pools", max: 1000, badCursor: "x"},
 	}
 
 	// Every route has its entry (the unauthenticated pages and River's
@@ -304,7 +314,11 @@ func TestErrorConvention(t *testing.T) {
 	for route, l := range lists {
 		t.Run(route, func(t *testing.T) {
 			tok := token[l.token]
-			get := func(query string) resp { return e.do("GET", l.path+"?"+query, tok, nil) }
+			sep := "?"
+			if strings.Contains(l.path, "?") {
+				sep = "&"
+			}
+			get := func(query string) resp { return e.do("GET", l.path+sep+query, tok, nil) }
 			// Pages of one, to the end, each item once.
 			var seen []string
 			cursor := ""

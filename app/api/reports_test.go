@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"testing"
 
@@ -48,4 +49,24 @@ func TestDailyReportOverHTTP(t *testing.T) {
 		requireProblem(t, e.do("GET", "/v1/reports/daily"+q, e.ops, nil), status, "invalid_request")
 	}
 	requireProblem(t, e.do("GET", "/v1/reports/daily?date="+today, e.shop, nil), 403, "forbidden")
+}
+
+// TestStatsListHotSKUs: /v1/stats lists this process's SKUs with the most
+// hold requests in the last minute, refused requests included.
+func TestStatsListHotSKUs(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	for i := range 40 {
+		requireProblem(t, e.hold(fmt.Sprint("hot-", i), line("HOT-STATS", 1)), 422, "unknown_sku")
+	}
+	r := e.do("GET", "/v1/stats", e.ops, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	var found map[string]any
+	for _, h := range r.json(t)["hot_skus"].([]any) {
+		if h.(map[string]any)["sku"] == "HOT-STATS" {
+			found = h.(map[string]any)
+		}
+	}
+	require.NotNil(t, found, "HOT-STATS among the hot SKUs: %s", r.body)
+	require.InDelta(t, 40.0, found["holds"], 0)
 }

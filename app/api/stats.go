@@ -9,6 +9,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/metrics"
 )
 
 // getStats answers how holds are faring: over the window (a Go duration,
@@ -31,5 +32,13 @@ func (s *server) getStats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	return c.JSON(http.StatusOK, stats{Stats: st, HotSKUs: metrics.HotSKUs()})
+}
+
+// stats are the holds' figures and this process's hot SKUs.
+type stats struct {
+	inventory.Stats
+	// HotSKUs are the SKUs with the most hold requests in this process in
+	// the last minute (stockhold_sku_holds_total's top), most first.
+	HotSKUs []metrics.HotSKU `json:"hot_skus"`
 }

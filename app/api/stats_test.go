@@ -60,7 +60,7 @@ func TestStats(t *testing.T) {
 	require.Equal(t, 200, r.status, "%s", r.body)
 	t.Logf("GET /v1/stats: %s", r.body)
 	st := r.json(t)
-	requireKeys(t, st, "as_of", "window", "holds_in_window", "open_holds", "stuck_holds", "stuck_after_seconds", "hold_requests_since_start")
+	requireKeys(t, st, "as_of", "window", "holds_in_window", "open_holds", "stuck_holds", "stuck_after_seconds", "hold_requests_since_start", "hot_skus")
 
 	asOf, err := time.Parse(time.RFC3339, st["as_of"].(string))
 	require.NoError(t, err)

@@ -9357,6 +9357,13 @@ type HoldRequest struct {
 	TtlSeconds *int64 `json:"ttl_seconds,omitempty"`
 }
 
+// HotSKU defines model for HotSKU.
+type HotSKU struct {
+	// Holds Hold requests naming it in the last minute (each request once per SKU).
+	Holds int64  `json:"holds"`
+	Sku   string `json:"sku"`
+}
+
 // LedgerPage defines model for LedgerPage.
 type LedgerPage struct {
 	// Movements Newest first.
@@ -10075,6 +10082,9 @@ type Stats struct {
 		ReleaseRate *float32 `json:"release_rate"`
 		Released    int64    `json:"released"`
 	} `json:"holds_in_window"`
+
+	// HotSkus The SKUs with the most hold requests in this process in the last minute (in 10-second steps), most first, at most 20: the top `stockhold_sku_holds_total` names and the console's overview lists. Per process: over several instances, sum the metric.
+	HotSkus []HotSKU `json:"hot_skus"`
 
 	// OpenHolds Holds held now.
 	OpenHolds         int64 `json:"open_holds"`
