@@ -120,6 +120,7 @@ func New(d Deps) (*Console, error) {
 	c.route("POST /ops/skus/{sku}/pause", c.pause)
 	c.route("POST /ops/skus/{sku}/resume", c.resume)
 	c.route("POST /ops/skus/{sku}/repair", c.repair)
+	c.route("POST /ops/skus/{sku}/adjust", c.adjust)
 	c.route("POST /ops/stop-sale", c.stopSale)
 	c.route("GET /ops/holds", c.holds)
 	c.route("GET /ops/holds/{id}", c.hold)

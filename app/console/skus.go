@@ -73,6 +73,9 @@ type skuData struct {
 	SeatsCut bool
 	// Pauses are the latest pause of each paused pool: who, why, when.
 	Pauses map[string]*inventory.Pause
+	// Adjust is an adjustment previewed (from the preview's redirect), to
+	// apply with one button (its nonce makes that apply once).
+	Adjust *adjustPreview
 	// Preview is a repair previewed (to, pool and reason from the
 	// preview's redirect), to apply with one button.
 	Preview, PreviewPool, PreviewReason, PreviewRefs string
@@ -94,6 +97,13 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		return err
 	}
 	d := skuData{Stock: st, Pauses: map[string]*inventory.Pause{}}
+	if q := r.URL.Query(); q.Has("adjust_delta") {
+		d.Adjust = &adjustPreview{Pool: q.Get("adjust_pool"), Delta: q.Get("adjust_delta"), Reason: q.Get("adjust_reason"),
+			Ref: q.Get("adjust_ref"), Nonce: q.Get("adjust_nonce")}
+		if d.Adjust.Pool == "" {
+			d.Adjust.Pool = inventory.MainPool
+		}
+	}
 	if err := c.seatMap(r.Context(), &d); err != nil {
 		return err
 	}
