@@ -54,11 +54,11 @@ torture:
 	d=$${TORTURE_DURATION:-2m}; \
 	TORTURE_DURATION=$$d go test -race -count=1 -v -run '^TestTorture$$' -timeout 2h ./app/torture/
 
-## readme: run the README's walk-through against a fresh server and rewrite the answers it shows (and the
+## readme: run the README's walk-through and docs/OPERATIONS.md's runbook against fresh servers and rewrite the answers they show (and the
 ## generated settings table and deploy/stockhold.env) where they changed beyond ids and times
 readme:
 	@set -eo pipefail; $(WITH_DB); \
-	UPDATE_README=1 go test -count=1 -run 'TestREADME|TestGenerated' ./internal/readme/
+	UPDATE_README=1 go test -count=1 -run 'TestREADME|TestRunbook|TestGenerated' ./internal/readme/
 
 ## screenshots: retake docs/screenshots with the console's browser test
 screenshots:

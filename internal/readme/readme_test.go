@@ -82,8 +82,23 @@ const (
 func TestREADME(t *testing.T) {
 	doc := readDoc(t, "README.md")
 	checkConvention(t, doc)
-	sessions := Steps(doc)
-	require.NotEmpty(t, sessions, "the README has no run blocks")
+	runDoc(t, "README.md")
+}
+
+// TestRunbook runs docs/OPERATIONS.md's sessions the same way: the trial
+// launch runbook, each of whose steps is a command anyone can run here, is
+// held to what it shows (make readme rewrites it too). The rest of that
+// page (install, upgrade, backups) is commands for a real host, not run.
+func TestRunbook(t *testing.T) {
+	runDoc(t, "docs/OPERATIONS.md")
+}
+
+// runDoc runs the sessions of the document name (a path from the
+// repository's root) and checks, or with UPDATE_README=1 rewrites, the
+// answers it shows.
+func runDoc(t *testing.T, name string) {
+	sessions := Steps(readDoc(t, name))
+	require.NotEmpty(t, sessions, "%s has no run blocks", name)
 	// The walk-through's commands need curl and jq, as a reader's shell
 	// does; CI (root) installs what is missing.
 	for _, program := range []string{"curl", "jq"} {
@@ -99,8 +114,8 @@ func TestREADME(t *testing.T) {
 		bodies = map[int]string{}
 	)
 	t.Run("sessions", func(t *testing.T) {
-		for name, steps := range sessions {
-			t.Run(name, func(t *testing.T) {
+		for session, steps := range sessions {
+			t.Run(session, func(t *testing.T) {
 				t.Parallel()
 				outs := runSession(t, steps)
 				for i, s := range steps {
@@ -117,21 +132,21 @@ func TestREADME(t *testing.T) {
 						mu.Unlock()
 						continue
 					}
-					t.Errorf("README.md line %d: the command at line %d printed something else than the README shows "+
-						"(run make readme to rewrite it):\n--- README\n%s--- this run\n%s--- masked, README\n%s--- masked, this run\n%s",
-						s.Output.Line, s.Run.Line, s.Output.Body, got, Normalize(s.Output.Body), Normalize(got))
+					t.Errorf("%s line %d: the command at line %d printed something else than it shows "+
+						"(run make readme to rewrite it):\n--- %s\n%s--- this run\n%s--- masked, %s\n%s--- masked, this run\n%s",
+						name, s.Output.Line, s.Run.Line, name, s.Output.Body, got, name, Normalize(s.Output.Body), Normalize(got))
 				}
 			})
 		}
 	})
 	if update && len(bodies) > 0 && !t.Failed() {
-		writeDoc(t, "README.md", Replace(readDoc(t, "README.md"), bodies))
+		writeDoc(t, name, Replace(readDoc(t, name), bodies))
 		lines := make([]int, 0, len(bodies))
 		for l := range bodies {
 			lines = append(lines, l)
 		}
 		sort.Ints(lines)
-		t.Logf("rewrote the answers at README.md lines %v", lines)
+		t.Logf("rewrote the answers at %s lines %v", name, lines)
 	}
 }
 
