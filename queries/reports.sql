@@ -1,6 +1,6 @@
--- The daily report: what the ledger recorded in a time range, by pool and
--- by campaign, and the reconciliation runs of that range. The ledger is
--- read through ledger_at (BRIN on at).
+-- The daily report: what the ledger recorded in a time range, per (sku,
+-- pool), per pool name and in all, and the reconciliation runs of that
+-- range. The ledger is read through ledger_at (BRIN on at).
 
 -- name: ReportPools :many
 -- ReportPools sums the ledger rows from from_at (included) to to_at
@@ -27,24 +27,11 @@ GROUP BY g.sku, g.pool
 ORDER BY g.sku COLLATE "C", g.pool COLLATE "C"
 LIMIT @lim;
 
--- name: ReportTotals :one
--- ReportTotals is ReportPools summed over every pool.
-SELECT coalesce(sum(g.delta_reserved) FILTER (WHERE g.kind = 'reserve'), 0)::bigint                         AS held,
-       coalesce(sum(g.delta_sold) FILTER (WHERE g.kind = 'confirm'), 0)::bigint                             AS confirmed,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind IN ('release', 'release_partial')), 0)::bigint AS released,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'expire'), 0)::bigint                         AS expired,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'rollback'), 0)::bigint                       AS rolled_back,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind IN ('adjust', 'stock_in')), 0)::bigint             AS adjusted,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind = 'transfer'), 0)::bigint                           AS transferred,
-       count(*) FILTER (WHERE g.kind = 'repair')::bigint                                                   AS repairs,
-       count(*)::bigint                                                                                    AS movements
-FROM ledger g
-WHERE g.at >= @from_at AND g.at < @to_at;
-
--- name: ReportCampaigns :many
--- ReportCampaigns is ReportPools summed per campaign pool (every pool but
--- main), by campaign.
-SELECT g.pool::text AS campaign,
+-- name: ReportByPool :many
+-- ReportByPool is ReportPools summed per pool name over its SKUs (main,
+-- and each campaign's pool: a campaign's figures), and over everything
+-- (the row whose everything is true), in one pass over the range.
+SELECT coalesce(g.pool, '')::text AS pool, (grouping(g.pool) = 1)::boolean AS everything,
        coalesce(sum(g.delta_reserved) FILTER (WHERE g.kind = 'reserve'), 0)::bigint                         AS held,
        coalesce(sum(g.delta_sold) FILTER (WHERE g.kind = 'confirm'), 0)::bigint                             AS confirmed,
        coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind IN ('release', 'release_partial')), 0)::bigint AS released,
@@ -55,10 +42,9 @@ SELECT g.pool::text AS campaign,
        count(*) FILTER (WHERE g.kind = 'repair')::bigint                                                   AS repairs,
        count(*)::bigint                                                                                    AS movements
 FROM ledger g
-WHERE g.at >= @from_at AND g.at < @to_at AND g.pool <> 'main'
-GROUP BY g.pool
-ORDER BY g.pool COLLATE "C"
-LIMIT @lim;
+WHERE g.at >= @from_at AND g.at < @to_at
+GROUP BY GROUPING SETS ((g.pool), ())
+ORDER BY grouping(g.pool) DESC, g.pool COLLATE "C";
 
 -- name: ReportRuns :one
 -- ReportRuns counts the reconciliation runs created from from_at to to_at

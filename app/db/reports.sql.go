@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 )
 
-const reportCampaigns = `-- name: ReportCampaigns :many
-SELECT g.pool::text AS campaign,
+const reportByPool = `-- name: ReportByPool :many
+SELECT coalesce(g.pool, '')::text AS pool, (grouping(g.pool) = 1)::boolean AS everything,
        coalesce(sum(g.delta_reserved) FILTER (WHERE g.kind = 'reserve'), 0)::bigint                         AS held,
        coalesce(sum(g.delta_sold) FILTER (WHERE g.kind = 'confirm'), 0)::bigint                             AS confirmed,
        coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind IN ('release', 'release_partial')), 0)::bigint AS released,
@@ -24,14 +24,14 @@ SELECT g.pool::text AS campaign,
        count(*) FILTER (WHERE g.kind = 'repair')::bigint                                                   AS repairs,
        count(*)::bigint                                                                                    AS movements
 FROM ledger g
-WHERE g.at >= $1 AND g.at < $2 AND g.pool <> 'main'
-GROUP BY g.pool
-ORDER BY g.pool COLLATE "C"
-LIMIT $3
+WHERE g.at >= $1 AND g.at < $2
+GROUP BY GROUPING SETS ((g.pool), ())
+ORDER BY grouping(g.pool) DESC, g.pool COLLATE "C"
 `
 
-type ReportCampaignsRow struct {
-	Campaign    string
+type ReportByPoolRow struct {
+	Pool        string
+	Everything  bool
 	Held        int64
 	Confirmed   int64
 	Released    int64
@@ -43,19 +43,21 @@ type ReportCampaignsRow struct {
 	Movements   int64
 }
 
-// ReportCampaigns is ReportPools summed per campaign pool (every pool but
-// main), by campaign.
-func (q *Queries) ReportCampaigns(ctx context.Context, fromAt time.Time, toAt time.Time, lim int32) ([]ReportCampaignsRow, error) {
-	rows, err := q.db.Query(ctx, reportCampaigns, fromAt, toAt, lim)
+// ReportByPool is ReportPools summed per pool name over its SKUs (main,
+// and each campaign's pool: a campaign's figures), and over everything
+// (the row whose everything is true), in one pass over the range.
+func (q *Queries) ReportByPool(ctx context.Context, fromAt time.Time, toAt time.Time) ([]ReportByPoolRow, error) {
+	rows, err := q.db.Query(ctx, reportByPool, fromAt, toAt)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ReportCampaignsRow
+	var items []ReportByPoolRow
 	for rows.Next() {
-		var i ReportCampaignsRow
+		var i ReportByPoolRow
 		if err := rows.Scan(
-			&i.Campaign,
+			&i.Pool,
+			&i.Everything,
 			&i.Held,
 			&i.Confirmed,
 			&i.Released,
@@ -173,9 +175,9 @@ type ReportPoolsRow struct {
 	Movements   int64
 }
 
-// The daily report: what the ledger recorded in a time range, by pool and
-// by campaign, and the reconciliation runs of that range. The ledger is
-// read through ledger_at (BRIN on at).
+// The daily report: what the ledger recorded in a time range, per (sku,
+// pool), per pool name and in all, and the reconciliation runs of that
+// range. The ledger is read through ledger_at (BRIN on at).
 // ReportPools sums the ledger rows from from_at (included) to to_at
 // (excluded) per (sku, pool), in (sku, pool) byte order after the pool
 // (after_sku, after_pool), up to lim pools. Units: held is what holds
@@ -307,48 +309,4 @@ func (q *Queries) ReportRunsWithFindings(ctx context.Context, fromAt time.Time, 
 		return nil, err
 	}
 	return items, nil
-}
-
-const reportTotals = `-- name: ReportTotals :one
-SELECT coalesce(sum(g.delta_reserved) FILTER (WHERE g.kind = 'reserve'), 0)::bigint                         AS held,
-       coalesce(sum(g.delta_sold) FILTER (WHERE g.kind = 'confirm'), 0)::bigint                             AS confirmed,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind IN ('release', 'release_partial')), 0)::bigint AS released,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'expire'), 0)::bigint                         AS expired,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'rollback'), 0)::bigint                       AS rolled_back,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind IN ('adjust', 'stock_in')), 0)::bigint             AS adjusted,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind = 'transfer'), 0)::bigint                           AS transferred,
-       count(*) FILTER (WHERE g.kind = 'repair')::bigint                                                   AS repairs,
-       count(*)::bigint                                                                                    AS movements
-FROM ledger g
-WHERE g.at >= $1 AND g.at < $2
-`
-
-type ReportTotalsRow struct {
-	Held        int64
-	Confirmed   int64
-	Released    int64
-	Expired     int64
-	RolledBack  int64
-	Adjusted    int64
-	Transferred int64
-	Repairs     int64
-	Movements   int64
-}
-
-// ReportTotals is ReportPools summed over every pool.
-func (q *Queries) ReportTotals(ctx context.Context, fromAt time.Time, toAt time.Time) (ReportTotalsRow, error) {
-	row := q.db.QueryRow(ctx, reportTotals, fromAt, toAt)
-	var i ReportTotalsRow
-	err := row.Scan(
-		&i.Held,
-		&i.Confirmed,
-		&i.Released,
-		&i.Expired,
-		&i.RolledBack,
-		&i.Adjusted,
-		&i.Transferred,
-		&i.Repairs,
-		&i.Movements,
-	)
-	return i, err
 }

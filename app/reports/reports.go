@@ -19,6 +19,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/inventory"
 )
 
 // Page sizes and bounds.
@@ -183,30 +184,26 @@ func (s *Service) Daily(ctx context.Context, q DailyQuery) (Daily, error) {
 	}
 	out := Daily{Date: q.Date, TimeZone: zone, From: from.UTC(), To: to.UTC(), Campaigns: []CampaignFigures{}, Pools: []PoolFigures{}}
 	dq := db.New(s.pool)
-	totals, err := dq.ReportTotals(ctx, from, to)
+	byPool, err := dq.ReportByPool(ctx, from, to)
 	if err != nil {
 		return Daily{}, fmt.Errorf("sum the day's ledger: %w", err)
 	}
-	out.Totals = Figures(totals)
-	camps, err := dq.ReportCampaigns(ctx, from, to, MaxCampaigns)
-	if err != nil {
-		return Daily{}, fmt.Errorf("sum the day's ledger by campaign: %w", err)
-	}
-	for _, c := range camps {
-		out.Campaigns = append(out.Campaigns, CampaignFigures{Campaign: c.Campaign, Figures: Figures{
-			Held: c.Held, Confirmed: c.Confirmed, Released: c.Released, Expired: c.Expired, RolledBack: c.RolledBack,
-			Adjusted: c.Adjusted, Transferred: c.Transferred, Repairs: c.Repairs, Movements: c.Movements,
-		}})
+	for _, p := range byPool {
+		f := figures(p.Held, p.Confirmed, p.Released, p.Expired, p.RolledBack, p.Adjusted, p.Transferred, p.Repairs, p.Movements)
+		switch {
+		case p.Everything:
+			out.Totals = f
+		case p.Pool != inventory.MainPool && len(out.Campaigns) < MaxCampaigns:
+			out.Campaigns = append(out.Campaigns, CampaignFigures{Campaign: p.Pool, Figures: f})
+		}
 	}
 	pools, err := dq.ReportPools(ctx, db.ReportPoolsParams{FromAt: from, ToAt: to, AfterSku: afterSKU, AfterPool: afterPool, Lim: int32(limit + 1)})
 	if err != nil {
 		return Daily{}, fmt.Errorf("sum the day's ledger by pool: %w", err)
 	}
 	for _, p := range pools[:min(len(pools), limit)] {
-		out.Pools = append(out.Pools, PoolFigures{SKU: p.Sku, Pool: p.Pool, Figures: Figures{
-			Held: p.Held, Confirmed: p.Confirmed, Released: p.Released, Expired: p.Expired, RolledBack: p.RolledBack,
-			Adjusted: p.Adjusted, Transferred: p.Transferred, Repairs: p.Repairs, Movements: p.Movements,
-		}})
+		out.Pools = append(out.Pools, PoolFigures{SKU: p.Sku, Pool: p.Pool,
+			Figures: figures(p.Held, p.Confirmed, p.Released, p.Expired, p.RolledBack, p.Adjusted, p.Transferred, p.Repairs, p.Movements)})
 	}
 	if len(pools) > limit {
 		last := out.Pools[len(out.Pools)-1]
@@ -217,6 +214,13 @@ func (s *Service) Daily(ctx context.Context, q DailyQuery) (Daily, error) {
 		return Daily{}, err
 	}
 	return out, nil
+}
+
+// figures are the nine sums of a report's row, in the order the report's
+// queries give them.
+func figures(held, confirmed, released, expired, rolledBack, adjusted, transferred, repairs, movements int64) Figures {
+	return Figures{Held: held, Confirmed: confirmed, Released: released, Expired: expired, RolledBack: rolledBack,
+		Adjusted: adjusted, Transferred: transferred, Repairs: repairs, Movements: movements}
 }
 
 func (s *Service) runs(ctx context.Context, q *db.Queries, from, to time.Time) (Reconciliations, error) {
