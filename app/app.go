@@ -330,7 +330,7 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 			if level == "" {
 				level = alerts.Critical
 			}
-			_, err := alertSvc.Raise(ctx, alerts.Raise{Level: level, Kind: a.Kind, Subject: a.Subject, SKU: a.SKU, Pool: a.Pool,
+			_, err := alertSvc.Raise(ctx, alerts.Raise{Level: level, Kind: a.Kind, Subject: a.Subject, SKU: a.SKU, Location: a.Location, Pool: a.Pool,
 				Details: a.Details, Action: a.Summary})
 			if err != nil {
 				log.ErrorContext(ctx, "raise alert", "kind", a.Kind, "err", err)

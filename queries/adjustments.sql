@@ -3,24 +3,26 @@
 -- whatever the number of lines, and the record of CSV imports.
 
 -- name: StockCreateMainMany :exec
--- StockCreateMainMany creates the main rows that do not exist yet, empty,
--- in the global lock order (byte-wise by SKU), so two bulk adjustments
--- creating the same SKUs wait on each other in one order instead of
--- deadlocking. It changes nothing for rows that exist.
-INSERT INTO stock (sku, pool)
-SELECT sku, 'main'
-FROM unnest(@skus::text[]) AS sku
-ORDER BY sku COLLATE "C"
-ON CONFLICT (sku, pool) DO NOTHING;
+-- StockCreateMainMany creates the main rows (sku at location) that do not
+-- exist yet, empty, in the global lock order (byte-wise by SKU, then
+-- location), so two bulk adjustments creating the same rows wait on each
+-- other in one order instead of deadlocking. It changes nothing for rows
+-- that exist.
+INSERT INTO stock (sku, location, pool)
+SELECT k.sku, k.location, 'main'
+FROM (SELECT unnest(@skus::text[]) AS sku, unnest(@locations::text[]) AS location) k
+ORDER BY k.sku COLLATE "C", k.location COLLATE "C"
+ON CONFLICT (sku, location, pool) DO NOTHING;
 
 -- name: StockLockForAdjust :many
--- StockLockForAdjust locks the stock rows named by the parallel arrays skus and
--- pools in the global lock order, (sku, pool) byte-wise, and returns them.
--- Rows that do not exist are left out.
+-- StockLockForAdjust locks the stock rows named by the parallel arrays skus,
+-- locations and pools in the global lock order, (sku, location, pool)
+-- byte-wise, and returns them. Rows that do not exist are left out.
 SELECT s.*
 FROM stock s
-JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k ON s.sku = k.sku AND s.pool = k.pool
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@locations::text[]) AS location, unnest(@pools::text[]) AS pool) k
+  ON s.sku = k.sku AND s.location = k.location AND s.pool = k.pool
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR UPDATE OF s;
 
 -- name: StockAdjustMany :many
@@ -32,7 +34,7 @@ FOR UPDATE OF s;
 -- covers every negative delta; the CHECK constraints refuse the statement
 -- otherwise. refs holds each line's own ref ('' for none: the ref given).
 WITH d AS (
-    SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool,
+    SELECT unnest(@skus::text[]) AS sku, unnest(@locations::text[]) AS location, unnest(@pools::text[]) AS pool,
            unnest(@deltas::bigint[]) AS delta, unnest(@refs::text[]) AS ref
 ), moved AS (
     UPDATE stock s
@@ -42,34 +44,37 @@ WITH d AS (
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM d
-    WHERE s.sku = d.sku AND s.pool = d.pool
-    RETURNING s.sku, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    WHERE s.sku = d.sku AND s.location = d.location AND s.pool = d.pool
+    RETURNING s.sku, s.location, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 )
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                     stock_version, actor, actor_key, reason, ref,
-                    feed_xid, total_after, available_after, reserved_after, sold_after)
-SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
+                    feed_xid, total_after, available_after, reserved_after, sold_after,
+                    quality_control_after, damaged_after, safety_stock_after, incoming_after)
+SELECT m.sku, m.location, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
        m.delta, m.delta, 0, 0, m.version, @actor::text, sqlc.narg('actor_key')::text, sqlc.narg('reason')::text,
        coalesce(nullif(m.ref, ''), sqlc.narg('ref')::text),
-       m.feed_xid, m.total, m.available, m.reserved, m.sold
+       m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
 FROM moved m
-ORDER BY m.sku COLLATE "C", m.pool COLLATE "C"
+ORDER BY m.sku COLLATE "C", m.location COLLATE "C", m.pool COLLATE "C"
 RETURNING id;
 
 -- name: StockListBySKUs :many
--- StockListBySKUs returns every pool of the given SKUs, by SKU (byte-wise),
--- main first.
-SELECT * FROM stock
-WHERE sku = ANY(@skus::text[])
-ORDER BY sku COLLATE "C", pool = 'main' DESC, pool COLLATE "C";
+-- StockListBySKUs returns every (location, pool) of the given SKUs, by SKU
+-- (byte-wise), then as StockListBySKU orders one SKU's.
+SELECT s.* FROM stock s
+JOIN locations l ON l.id = s.location
+WHERE s.sku = ANY(@skus::text[])
+ORDER BY s.sku COLLATE "C", l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C";
 
 -- name: StockExportPage :many
 -- StockExportPage returns up to lim stock rows after (after_sku,
--- after_pool) in the primary key's order: a keyset page that walks the
--- index, however many rows there are.
+-- after_location, after_pool) in the primary key's order: a keyset page
+-- that walks the index, however many rows there are.
 SELECT * FROM stock
-WHERE (sku, pool) > (@after_sku::text, @after_pool::text)
-ORDER BY sku, pool
+WHERE (sku, location, pool) > (@after_sku::text, @after_location::text, @after_pool::text)
+ORDER BY sku, location, pool
 LIMIT @lim;
 
 -- name: StockImportLatest :one

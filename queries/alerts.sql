@@ -4,8 +4,8 @@
 -- level, never lower it. A repeat more than repage_after_ms after the
 -- alert last paged (0: never) pages again: this call must page when
 -- paged_occurrences = occurrences in the returned row.
-INSERT INTO alerts (level, kind, subject, sku, pool, details, suggested_action)
-VALUES (@level, @kind, @subject, sqlc.narg('sku'), sqlc.narg('pool'), @details, @suggested_action)
+INSERT INTO alerts (level, kind, subject, sku, location, pool, details, suggested_action)
+VALUES (@level, @kind, @subject, sqlc.narg('sku'), sqlc.narg('location'), sqlc.narg('pool'), @details, @suggested_action)
 ON CONFLICT (kind, subject) WHERE status = 'open' DO UPDATE
 SET last_seen_at = now(),
     occurrences = alerts.occurrences + 1,

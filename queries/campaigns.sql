@@ -21,12 +21,13 @@ RETURNING *;
 -- name: CampaignAllotmentsInsert :exec
 -- CampaignAllotmentsInsert records a campaign's allotments; units holds
 -- each one's named units as a JSON array, or null.
-INSERT INTO campaign_allotments (campaign, sku, quantity, units)
-SELECT @campaign, unnest(@skus::text[]), unnest(@quantities::bigint[]), unnest(@units::jsonb[]);
+INSERT INTO campaign_allotments (campaign, sku, location, quantity, units)
+SELECT @campaign, unnest(@skus::text[]), unnest(@locations::text[]), unnest(@quantities::bigint[]), unnest(@units::jsonb[]);
 
 -- name: CampaignAllotments :many
--- In sku byte order: campaign start locks the stock rows of each in turn.
-SELECT * FROM campaign_allotments WHERE campaign = @campaign ORDER BY sku COLLATE "C";
+-- In (sku, location) byte order: campaign start locks the stock rows of
+-- each in turn.
+SELECT * FROM campaign_allotments WHERE campaign = @campaign ORDER BY sku COLLATE "C", location COLLATE "C";
 
 -- name: CampaignLock :one
 SELECT * FROM campaigns WHERE id = @id FOR UPDATE;
@@ -47,8 +48,9 @@ WHERE id = @id
 RETURNING *;
 
 -- name: CampaignPools :many
--- In sku byte order: campaign end and finish lock each row in turn.
-SELECT * FROM stock WHERE pool = @campaign ORDER BY sku COLLATE "C";
+-- In (sku, location) byte order: campaign end and finish lock each row in
+-- turn.
+SELECT * FROM stock WHERE pool = @campaign ORDER BY sku COLLATE "C", location COLLATE "C";
 
 -- name: CampaignHeldCount :one
 SELECT count(*)::int AS holds FROM reservations WHERE campaign = @campaign AND status = 'held';

@@ -52,8 +52,8 @@ SELECT * FROM reconcile_runs ORDER BY id DESC LIMIT @lim;
 -- name: UnitsMap :many
 -- UnitsMap returns up to lim units of sku in seat order (pool, group,
 -- position, id): the console's seat map.
-SELECT pool, group_name, position, id, status, reservation_id
+SELECT location, pool, group_name, position, id, status, reservation_id
 FROM units
 WHERE sku = @sku
-ORDER BY pool COLLATE "C", group_name COLLATE "C" NULLS LAST, position NULLS LAST, id COLLATE "C"
+ORDER BY location COLLATE "C", pool COLLATE "C", group_name COLLATE "C" NULLS LAST, position NULLS LAST, id COLLATE "C"
 LIMIT @lim;

@@ -1,6 +1,6 @@
 -- The event feed: ledger rows in feed order, (feed_xid, id), each with what
 -- its events need. See migrations/00060_events.sql for why that order never
--- skips a row and keeps each (sku, pool) in order.
+-- skips a row and keeps each (sku, location, pool) in order.
 
 -- name: EventRowsAfter :many
 -- EventRowsAfter returns up to lim ledger rows of the feed at or after the
@@ -11,33 +11,39 @@
 -- deltas, the units with an identity it moved, and the low-stock
 -- threshold that applied to it (-1: none); for a
 -- hold's rows, the hold's order reference and client (null once retention
--- deleted the hold).
-SELECT f.id, f.feed_xid, f.at, f.sku, f.pool, f.kind, f.delta_reserved, f.stock_version, f.reservation_id,
-       f.actor, f.reason, f.total_after, f.available_after, f.reserved_after, f.sold_after, f.last_of_version,
+-- deleted the hold); for a transfer's rows, its two locations.
+SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserved, f.stock_version, f.reservation_id,
+       f.actor, f.reason, f.ref, f.total_after, f.available_after, f.reserved_after, f.sold_after,
+       f.quality_control_after, f.damaged_after, f.safety_stock_after, f.incoming_after, f.last_of_version,
+       f.delta_total, f.delta_incoming,
        CASE WHEN f.last_of_version THEN (
-           SELECT ARRAY[sum(n.delta_total), sum(n.delta_available), sum(n.delta_reserved), sum(n.delta_sold)]::bigint[]
+           SELECT ARRAY[sum(n.delta_total), sum(n.delta_available), sum(n.delta_reserved), sum(n.delta_sold),
+                        sum(n.delta_quality_control), sum(n.delta_damaged), sum(n.delta_safety_stock),
+                        sum(n.delta_incoming)]::bigint[]
            FROM ledger n
-           WHERE n.sku = f.sku AND n.pool = f.pool AND n.stock_version = f.stock_version)
+           WHERE n.sku = f.sku AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version)
        END::bigint[] AS version_deltas,
        coalesce(CASE WHEN f.last_of_version THEN (
            SELECT h.threshold FROM stock_thresholds h
-           WHERE h.sku = f.sku AND h.pool = f.pool AND h.from_version <= f.stock_version
+           WHERE h.sku = f.sku AND h.location = f.location AND h.pool = f.pool AND h.from_version <= f.stock_version
            ORDER BY h.from_version DESC
            LIMIT 1)
        END, -1)::bigint AS threshold,
        CASE WHEN f.last_of_version THEN (
            SELECT array_agg(u.id ORDER BY u.id COLLATE "C")
            FROM ledger n, unnest(n.units) AS u(id)
-           WHERE n.sku = f.sku AND n.pool = f.pool AND n.stock_version = f.stock_version)
+           WHERE n.sku = f.sku AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version)
        END::text[] AS version_units,
-       f.units, f.refs, f.ref, r.order_ref, r.client
+       f.units, f.refs, f.ref, r.order_ref, r.client,
+       t.from_location AS transfer_from, t.to_location AS transfer_to
 FROM (
-    SELECT l.id, l.feed_xid, l.at, l.sku, l.pool, l.kind, l.delta_reserved, l.stock_version, l.reservation_id,
-           l.actor, l.reason, l.units, l.refs, l.ref,
+    SELECT l.id, l.feed_xid, l.at, l.sku, l.location, l.pool, l.kind, l.delta_reserved, l.stock_version, l.reservation_id,
+           l.actor, l.reason, l.ref, l.units, l.refs, l.delta_total, l.delta_incoming,
            l.total_after, l.available_after, l.reserved_after, l.sold_after,
+           l.quality_control_after, l.damaged_after, l.safety_stock_after, l.incoming_after,
            NOT EXISTS (SELECT 1 FROM ledger n
-                       WHERE n.sku = l.sku AND n.pool = l.pool AND n.stock_version = l.stock_version
-                         AND n.id > l.id) AS last_of_version
+                       WHERE n.sku = l.sku AND n.location = l.location AND n.pool = l.pool
+                         AND n.stock_version = l.stock_version AND n.id > l.id) AS last_of_version
     FROM ledger l
     WHERE l.feed_xid < pg_snapshot_xmin(pg_current_snapshot())
       AND (l.feed_xid, l.id) >= (@after_xid::xid8, @after_id::bigint)
@@ -45,6 +51,8 @@ FROM (
     LIMIT @lim
 ) f
 LEFT JOIN reservations r ON r.id = f.reservation_id
+LEFT JOIN transfers t ON f.kind IN ('transfer_out', 'receive', 'loss', 'transfer_cancel')
+                     AND t.id = CASE WHEN f.ref ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.ref::uuid END
 ORDER BY f.feed_xid, f.id;
 
 -- name: EventFeedStart :one

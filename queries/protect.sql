@@ -56,46 +56,58 @@ SELECT EXISTS (SELECT 1 FROM api_keys WHERE name = @name)::boolean;
 -- StockPoolSKUs lists the SKUs that have a row in pool, in lock order.
 SELECT sku FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C";
 
+-- name: StockPoolRows :many
+-- StockPoolRows lists the (sku, location) rows of pool, in lock order.
+SELECT sku, location FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C", location COLLATE "C";
+
 -- name: StockBooks :one
 -- StockBooks is one pool's counters beside its ledger (the checkpoint plus
 -- the ledger rows written after it, as reconciliation sums it), the lines of its
 -- held and confirmed holds and, for a pool of units with an identity, its
 -- units by status. Read after the row is locked (StockLock), in a later
 -- statement, nothing can move them until the transaction ends.
-SELECT s.sku, s.pool, s.status, s.paused_reason, s.version, s.serialized,
-       s.total, s.available, s.reserved, s.sold,
+SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serialized,
+       s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
-       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total)::bigint         AS ledger_total,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total)::bigint AS ledger_total,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available)::bigint AS ledger_available,
-       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved)::bigint   AS ledger_reserved,
-       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold)::bigint           AS ledger_sold,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved)::bigint AS ledger_reserved,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold)::bigint AS ledger_sold,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + m.quality_control)::bigint AS ledger_quality_control,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + m.damaged)::bigint AS ledger_damaged,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock)::bigint AS ledger_safety_stock,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming)::bigint AS ledger_incoming,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed
 FROM stock s
-LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
 CROSS JOIN LATERAL (
-    SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
-           coalesce(sum(g.delta_available), 0)::bigint AS available,
-           coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-           coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+    SELECT coalesce(sum(g.delta_total), 0)::bigint           AS total,
+           coalesce(sum(g.delta_available), 0)::bigint       AS available,
+           coalesce(sum(g.delta_reserved), 0)::bigint        AS reserved,
+           coalesce(sum(g.delta_sold), 0)::bigint            AS sold,
+           coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
+           coalesce(sum(g.delta_damaged), 0)::bigint         AS damaged,
+           coalesce(sum(g.delta_safety_stock), 0)::bigint    AS safety_stock,
+           coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming
     FROM ledger g
-    WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
+    WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
 ) m
 CROSS JOIN LATERAL (
     SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
            coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
     FROM reservation_lines x
     JOIN reservations r ON r.id = x.reservation_id
-    WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
+    WHERE x.sku = s.sku AND x.location = s.location AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
 ) l
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE v.status = 'available') AS available,
            count(*) FILTER (WHERE v.status = 'held') AS held,
            count(*) FILTER (WHERE v.status = 'sold') AS sold
     FROM units v
-    WHERE s.serialized AND v.sku = s.sku AND v.pool = s.pool
+    WHERE s.serialized AND v.sku = s.sku AND v.location = s.location AND v.pool = s.pool
 ) u
-WHERE s.sku = @sku AND s.pool = @pool;
+WHERE s.sku = @sku AND s.location = @location AND s.pool = @pool;
 
 -- name: StockRepairSet :one
 -- StockRepairSet sets a locked pool's counters (a repair to the ledger; a
@@ -103,45 +115,48 @@ WHERE s.sku = @sku AND s.pool = @pool;
 -- the repair's ledger row then carries.
 UPDATE stock
 SET total = @total, available = @available, reserved = @reserved, sold = @sold,
+    quality_control = @quality_control, damaged = @damaged, safety_stock = @safety_stock, incoming = @incoming,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = @sku AND pool = @pool
+WHERE sku = @sku AND location = @location AND pool = @pool
 RETURNING *;
 
 -- name: StockPausedList :many
 -- StockPausedList is every paused pool with its latest pause's actor and
 -- time: the switches in force, for the console.
-SELECT s.sku, s.pool, s.paused_reason, s.updated_at,
+SELECT s.sku, s.location, s.pool, s.paused_reason, s.updated_at,
        p.actor AS paused_by, p.at AS paused_at
 FROM stock s
 LEFT JOIN LATERAL (
     SELECT g.actor, g.at FROM ledger g
-    WHERE g.sku = s.sku AND g.pool = s.pool AND g.kind = 'pause'
+    WHERE g.sku = s.sku AND g.location = s.location AND g.pool = s.pool AND g.kind = 'pause'
     ORDER BY g.stock_version DESC LIMIT 1
 ) p ON true
 WHERE s.status = 'paused'
-ORDER BY s.pool = 'main' DESC, s.pool COLLATE "C", s.sku COLLATE "C"
+ORDER BY s.pool = 'main' DESC, s.pool COLLATE "C", s.sku COLLATE "C", s.location COLLATE "C"
 LIMIT @lim;
 
 -- name: StockLowest :many
 -- StockLowest lists pools by what they have left, lowest first: those at
 -- or below their low-stock threshold before the others. It scans the stock
 -- table (the console's overview; no index on a counter every hold moves).
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized,
+SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized,
        (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold)::boolean AS low
 FROM stock s
-ORDER BY (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold) DESC, s.available, s.sku COLLATE "C", s.pool COLLATE "C"
+ORDER BY (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold) DESC, s.available, s.sku COLLATE "C",
+         s.location COLLATE "C", s.pool COLLATE "C"
 LIMIT @lim;
 
 -- name: StockPoolsPage :many
 -- StockPoolsPage lists pools one by one (never summed across pools: a
--- campaign's units are not main's), by SKU then pool, whose SKU starts
--- with pattern (LIKE-escaped by the caller).
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
+-- campaign's units are not main's, nor one location's another's), by SKU,
+-- location then pool, whose SKU starts with pattern (LIKE-escaped by the
+-- caller).
+SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
 FROM stock s
 WHERE s.sku LIKE @pattern::text
-ORDER BY s.sku, s.pool
+ORDER BY s.sku, s.location, s.pool
 LIMIT @lim;
 
 -- name: ReservationsExpiring :many
@@ -162,7 +177,8 @@ LIMIT @lim;
 
 -- name: RollbackSKUs :many
 -- RollbackSKUs lists the SKUs a rollback's scope covers: the lines of its
--- holds, its campaign's allotments, or its SKU.
+-- holds, its campaign's allotments, or its SKU (a scope of a location
+-- alone covers every SKU there: the caller reconciles them all).
 SELECT DISTINCT x.sku FROM (
     SELECT l.sku FROM reservation_lines l WHERE l.reservation_id = ANY(@ids::uuid[])
     UNION ALL
@@ -180,8 +196,8 @@ WHERE id = @id AND status <> 'resolved'
 RETURNING *;
 
 -- name: StockListByPool :many
--- StockListByPool is every row of one pool, by SKU.
-SELECT * FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C";
+-- StockListByPool is every row of one pool, by SKU and location.
+SELECT * FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C", location COLLATE "C";
 
 -- name: RollbackReconcileSet :exec
 -- RollbackReconcileSet records the reconciliation a finished manual
@@ -203,38 +219,40 @@ SELECT * FROM reservations WHERE status = 'confirmed' ORDER BY confirmed_at DESC
 -- name: StockRecent :many
 -- StockRecent lists the pools that changed last, one row per pool (the
 -- console's SKU list before any search).
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
+SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
 FROM stock s
-ORDER BY s.updated_at DESC, s.sku COLLATE "C", s.pool COLLATE "C"
+ORDER BY s.updated_at DESC, s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 LIMIT @lim;
 
 -- name: ReservationsLiveOnPool :many
 -- ReservationsLiveOnPool lists the held and confirmed holds with a line on
--- one pool, newest first, up to lim: the holds a books alert affects.
+-- one pool at one location, newest first, up to lim: the holds a books
+-- alert affects.
 SELECT r.id, r.order_ref, r.status, x.quantity
 FROM reservation_lines x
 JOIN reservations r ON r.id = x.reservation_id
-WHERE x.sku = @sku AND x.pool = @pool AND r.status IN ('held', 'confirmed')
+WHERE x.sku = @sku AND x.location = @location AND x.pool = @pool AND r.status IN ('held', 'confirmed')
 ORDER BY r.id DESC
 LIMIT @lim;
 
 -- name: TripCountsAdd :exec
 -- TripCountsAdd records what one instance saw in a period, adding to what
 -- it recorded for that period before.
-INSERT INTO trip_counts (period, rule, instance, sku, pool, n, total)
-SELECT @period::timestamptz, unnest(@rules::text[]), @instance::text, unnest(@skus::text[]), unnest(@pools::text[]),
-       unnest(@ns::bigint[]), unnest(@totals::bigint[])
-ON CONFLICT (period, rule, instance, sku, pool) DO UPDATE
+INSERT INTO trip_counts (period, rule, instance, sku, location, pool, n, total)
+SELECT @period::timestamptz, unnest(@rules::text[]), @instance::text, unnest(@skus::text[]), unnest(@locations::text[]),
+       unnest(@pools::text[]), unnest(@ns::bigint[]), unnest(@totals::bigint[])
+ON CONFLICT (period, rule, instance, sku, location, pool) DO UPDATE
 SET n = trip_counts.n + excluded.n, total = trip_counts.total + excluded.total;
 
 -- name: TripCountsSum :many
 -- TripCountsSum is what every instance saw of rule in a period, per stock
--- row (sku and pool empty: the rule's count for all), most first.
-SELECT sku, pool, sum(n)::bigint AS n, sum(total)::bigint AS total, count(DISTINCT instance)::bigint AS instances
+-- row (sku, location and pool empty: the rule's count for all), most
+-- first.
+SELECT sku, location, pool, sum(n)::bigint AS n, sum(total)::bigint AS total, count(DISTINCT instance)::bigint AS instances
 FROM trip_counts
 WHERE period = @period AND rule = @rule
-GROUP BY sku, pool
-ORDER BY sum(n) DESC, sku COLLATE "C", pool COLLATE "C"
+GROUP BY sku, location, pool
+ORDER BY sum(n) DESC, sku COLLATE "C", location COLLATE "C", pool COLLATE "C"
 LIMIT @lim;
 
 -- name: TripPeriodDecide :one
@@ -264,17 +282,17 @@ DELETE FROM trip_periods p WHERE p.period < @older_than::timestamptz;
 WITH r AS (
     SELECT id FROM reservations WHERE status = 'held' AND expires_at < now() ORDER BY expires_at LIMIT @lim
 )
-SELECT l.sku, l.pool, count(*)::bigint AS holds, (SELECT count(*) FROM r)::bigint AS sampled
+SELECT l.sku, l.location, l.pool, count(*)::bigint AS holds, (SELECT count(*) FROM r)::bigint AS sampled
 FROM r
 JOIN reservation_lines l ON l.reservation_id = r.id
-GROUP BY l.sku, l.pool
-ORDER BY count(*) DESC, l.sku COLLATE "C", l.pool COLLATE "C"
+GROUP BY l.sku, l.location, l.pool
+ORDER BY count(*) DESC, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 LIMIT 20;
 
 -- name: LedgerLastPause :one
 -- LedgerLastPause is the latest pause of a pool: who, with which key, why
 -- and when (what a resume lifts).
 SELECT actor, actor_key, reason, at FROM ledger
-WHERE sku = @sku AND pool = @pool AND kind = 'pause'
+WHERE sku = @sku AND location = @location AND pool = @pool AND kind = 'pause'
 ORDER BY stock_version DESC
 LIMIT 1;

@@ -90,23 +90,23 @@ WHERE sqlc.narg('skus')::text[] IS NULL OR sku = ANY(sqlc.narg('skus')::text[]);
 -- reserved is not the sum of the lines of held reservations, or whose sold
 -- is not the sum of the lines of confirmed ones (invariant 2).
 WITH lines AS (
-    SELECT l.sku, l.pool,
+    SELECT l.sku, l.location, l.pool,
            coalesce(sum(l.quantity) FILTER (WHERE r.status = 'held'), 0)::bigint      AS held,
            coalesce(sum(l.quantity) FILTER (WHERE r.status = 'confirmed'), 0)::bigint AS confirmed
     FROM reservation_lines l
     JOIN reservations r ON r.id = l.reservation_id
     WHERE r.status IN ('held', 'confirmed')
       AND (sqlc.narg('skus')::text[] IS NULL OR l.sku = ANY(sqlc.narg('skus')::text[]))
-    GROUP BY l.sku, l.pool
+    GROUP BY l.sku, l.location, l.pool
 )
-SELECT s.sku, s.pool, s.reserved, s.sold,
+SELECT s.sku, s.location, s.pool, s.reserved, s.sold,
        coalesce(l.held, 0)::bigint      AS lines_held,
        coalesce(l.confirmed, 0)::bigint AS lines_confirmed
 FROM stock s
-LEFT JOIN lines l ON l.sku = s.sku AND l.pool = s.pool
+LEFT JOIN lines l ON l.sku = s.sku AND l.location = s.location AND l.pool = s.pool
 WHERE (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
   AND (s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0))
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 
 -- name: StockLedgerMismatch :many
 -- StockLedgerMismatch compares each stock row (of skus, or all when null)
@@ -126,16 +126,20 @@ ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
 -- (each is taken under the row's lock). Only the holder of ReconcileLock
 -- may run it, since it writes the checkpoints.
 WITH checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(m.ledger_id, 0)) AS ledger_id,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total         AS ledger_total,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available AS ledger_available,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold           AS ledger_sold
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold           AS ledger_sold,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + m.quality_control AS ledger_quality_control,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + m.damaged AS ledger_damaged,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock AS ledger_safety_stock,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming AS ledger_incoming
     FROM stock s
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     CROSS JOIN LATERAL (
         -- A range on ledger_sku_id: the rows written after the checkpoint,
         -- whatever stock_version they name (all of them without one).
@@ -143,63 +147,75 @@ WITH checked AS (
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
                coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
+               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
+               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
+               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
                max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) m
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
-    ON CONFLICT (sku, pool) DO UPDATE
+    ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        quality_control = excluded.quality_control,
+        damaged = excluded.damaged,
+        safety_stock = excluded.safety_stock,
+        incoming = excluded.incoming,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
        ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold
+       ch.ledger_sold::bigint      AS ledger_sold,
+       ch.ledger_quality_control::bigint AS ledger_quality_control,
+       ch.ledger_damaged::bigint AS ledger_damaged,
+       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
+       ch.ledger_incoming::bigint AS ledger_incoming
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 
 -- name: StockLinesMismatchMoved :many
 -- StockLinesMismatchMoved is StockLinesMismatch for the stock rows whose
 -- ledger moved since the watermark since. Each row's lines are summed
--- through reservation_lines_sku_pool, row by row: the planner cannot know
+-- through reservation_lines_row, row by row: the planner cannot know
 -- how many rows moved (the newest feed_xid values are past its
 -- statistics), and per-row lookups cost what moved whatever it guesses.
 WITH moved AS (
-    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
+    SELECT DISTINCT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
 )
-SELECT s.sku, s.pool, s.reserved, s.sold,
+SELECT s.sku, s.location, s.pool, s.reserved, s.sold,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed
 FROM moved m
-JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
 CROSS JOIN LATERAL (
     SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
            coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
     FROM reservation_lines x
     JOIN reservations r ON r.id = x.reservation_id
-    WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
+    WHERE x.sku = s.sku AND x.location = s.location AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
 ) l
 WHERE s.reserved <> l.held OR s.sold <> l.confirmed
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 
 -- name: StockLedgerCheckMoved :many
 -- StockLedgerCheckMoved checks the stock rows whose ledger moved since the
@@ -213,54 +229,70 @@ ORDER BY s.sku COLLATE "C", s.pool COLLATE "C";
 -- has nothing after its checkpoint. It moves the checkpoints of the rows
 -- that balanced.
 WITH moved AS (
-    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
+    SELECT DISTINCT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
 ), checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total         AS ledger_total,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available AS ledger_available,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control AS ledger_quality_control,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged AS ledger_damaged,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock AS ledger_safety_stock,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming
     FROM moved m
-    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
                coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
+               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
+               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
+               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
                max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) t
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
-    ON CONFLICT (sku, pool) DO UPDATE
+    ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        quality_control = excluded.quality_control,
+        damaged = excluded.damaged,
+        safety_stock = excluded.safety_stock,
+        incoming = excluded.incoming,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
        ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold
+       ch.ledger_sold::bigint      AS ledger_sold,
+       ch.ledger_quality_control::bigint AS ledger_quality_control,
+       ch.ledger_damaged::bigint AS ledger_damaged,
+       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
+       ch.ledger_incoming::bigint AS ledger_incoming
 FROM checked ch
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 
 -- name: StockLedgerMismatchAll :many
 -- StockLedgerMismatchAll is StockLedgerMismatch over every stock row, for a
@@ -274,63 +306,80 @@ ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
 -- and nothing in its ledger after it: it balances. It moves the
 -- checkpoints of the rows that balanced.
 WITH candidates AS (
-    SELECT s.sku, s.pool
+    SELECT s.sku, s.location, s.pool
     FROM stock s
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     WHERE c.stock_version IS DISTINCT FROM s.version
-       OR (c.total, c.available, c.reserved, c.sold) IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold)
+       OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming)
+          IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming)
        OR c.ledger_id IS NULL
     UNION
-    SELECT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
+    SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
 ), checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total         AS ledger_total,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available AS ledger_available,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control AS ledger_quality_control,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged AS ledger_damaged,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock AS ledger_safety_stock,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming
     FROM candidates m
-    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
                coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
+               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
+               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
+               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
                max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) t
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
-    ON CONFLICT (sku, pool) DO UPDATE
+    ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        quality_control = excluded.quality_control,
+        damaged = excluded.damaged,
+        safety_stock = excluded.safety_stock,
+        incoming = excluded.incoming,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
        ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold
+       ch.ledger_sold::bigint      AS ledger_sold,
+       ch.ledger_quality_control::bigint AS ledger_quality_control,
+       ch.ledger_damaged::bigint AS ledger_damaged,
+       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
+       ch.ledger_incoming::bigint AS ledger_incoming
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 
 -- name: StockLedgerMismatchDeep :many
 -- StockLedgerMismatchDeep is a deep run's check of counters against the
@@ -344,62 +393,77 @@ ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
 -- ledger too until it balances again. One pass over the ledger (grouped,
 -- not a probe per row). It returns the rows that did not balance.
 WITH sums AS (
-    SELECT g.sku, g.pool,
+    SELECT g.sku, g.location, g.pool,
            sum(g.delta_total)::bigint     AS total,
            sum(g.delta_available)::bigint AS available,
            sum(g.delta_reserved)::bigint  AS reserved,
            sum(g.delta_sold)::bigint      AS sold,
+           sum(g.delta_quality_control)::bigint AS quality_control,
+           sum(g.delta_damaged)::bigint AS damaged,
+           sum(g.delta_safety_stock)::bigint AS safety_stock,
+           sum(g.delta_incoming)::bigint AS incoming,
            max(g.id)                      AS ledger_id
     FROM ledger g
     WHERE sqlc.narg('skus')::text[] IS NULL OR g.sku = ANY(sqlc.narg('skus')::text[])
-    GROUP BY g.sku, g.pool
+    GROUP BY g.sku, g.location, g.pool
 ), checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
            c.stock_version                AS checkpoint_version,
            coalesce(m.ledger_id, 0)::bigint AS ledger_id,
            coalesce(m.total, 0)::bigint     AS ledger_total,
            coalesce(m.available, 0)::bigint AS ledger_available,
            coalesce(m.reserved, 0)::bigint  AS ledger_reserved,
-           coalesce(m.sold, 0)::bigint      AS ledger_sold
+           coalesce(m.sold, 0)::bigint      AS ledger_sold,
+           coalesce(m.quality_control, 0)::bigint AS ledger_quality_control,
+           coalesce(m.damaged, 0)::bigint AS ledger_damaged,
+           coalesce(m.safety_stock, 0)::bigint AS ledger_safety_stock,
+           coalesce(m.incoming, 0)::bigint AS ledger_incoming
     FROM stock s
-    LEFT JOIN sums m ON m.sku = s.sku AND m.pool = s.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    LEFT JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
 ), rewritten AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-    ON CONFLICT (sku, pool) DO UPDATE
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+    ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        quality_control = excluded.quality_control,
+        damaged = excluded.damaged,
+        safety_stock = excluded.safety_stock,
+        incoming = excluded.incoming,
         ledger_id = excluded.ledger_id,
         checked_at = now()
-    WHERE (lc.stock_version, lc.total, lc.available, lc.reserved, lc.sold, lc.ledger_id)
-          IS DISTINCT FROM (excluded.stock_version, excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.ledger_id)
+    WHERE (lc.stock_version, lc.total, lc.available, lc.reserved, lc.sold,
+           lc.quality_control, lc.damaged, lc.safety_stock, lc.incoming, lc.ledger_id)
+          IS DISTINCT FROM (excluded.stock_version, excluded.total, excluded.available, excluded.reserved, excluded.sold,
+                            excluded.quality_control, excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.ledger_id)
     RETURNING lc.sku
 ), dropped AS (
     DELETE FROM ledger_checkpoints lc
     USING checked ch
-    WHERE lc.sku = ch.sku AND lc.pool = ch.pool
-      AND (ch.total, ch.available, ch.reserved, ch.sold)
-          <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    WHERE lc.sku = ch.sku AND lc.location = ch.location AND lc.pool = ch.pool
+      AND (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
        ch.checkpoint_version,
-       ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold
+       ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold,
+       ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C";
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 
 -- name: LedgerCheckpointGet :one
-SELECT * FROM ledger_checkpoints WHERE sku = @sku AND pool = @pool;
+SELECT * FROM ledger_checkpoints WHERE sku = @sku AND location = @location AND pool = @pool;
 
 -- name: ReservationsStuck :many
 -- ReservationsStuck lists the holds still held more than grace_seconds past
@@ -415,14 +479,15 @@ WITH stuck AS (
             SELECT 1 FROM reservation_lines x
             WHERE x.reservation_id = r.id AND x.sku = ANY(sqlc.narg('skus')::text[])))
 ), ranked AS (
-    SELECT l.reservation_id, l.sku, l.pool,
+    SELECT l.reservation_id, l.sku, l.location, l.pool,
            dense_rank() OVER (PARTITION BY l.sku ORDER BY s.expires_at, s.id) AS rank
     FROM stuck s
     JOIN reservation_lines l ON l.reservation_id = s.id
 )
 SELECT reservation_id,
-       array_agg(sku ORDER BY sku COLLATE "C", pool COLLATE "C")::text[]  AS skus,
-       array_agg(pool ORDER BY sku COLLATE "C", pool COLLATE "C")::text[] AS pools
+       array_agg(sku ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C")::text[]      AS skus,
+       array_agg(location ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C")::text[] AS locations,
+       array_agg(pool ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C")::text[]     AS pools
 FROM ranked
 GROUP BY reservation_id
 HAVING max(rank) <= @lim::bigint
@@ -492,17 +557,17 @@ WHERE id = @id AND state = 'discarded'
 FOR UPDATE;
 
 -- name: ReconcileFindingAdd :exec
-INSERT INTO reconcile_findings (run_id, class, kind, sku, pool, reservation_id, job_id, details, action)
-VALUES (@run_id, @class, @kind, sqlc.narg('sku'), sqlc.narg('pool'), sqlc.narg('reservation_id'),
+INSERT INTO reconcile_findings (run_id, class, kind, sku, location, pool, reservation_id, job_id, details, action)
+VALUES (@run_id, @class, @kind, sqlc.narg('sku'), sqlc.narg('location'), sqlc.narg('pool'), sqlc.narg('reservation_id'),
         sqlc.narg('job_id'), @details, @action);
 
 -- name: ReconcileFindingsAddReleased :exec
 -- ReconcileFindingsAddReleased records one auto_fix finding per hold among
 -- ids, with its lines, expiry and release time; sku and pool are set when
 -- the hold has one line.
-INSERT INTO reconcile_findings (run_id, class, kind, sku, pool, reservation_id, details, action)
+INSERT INTO reconcile_findings (run_id, class, kind, sku, location, pool, reservation_id, details, action)
 SELECT @run_id::bigint, 'auto_fix', 'stuck_hold',
-       CASE WHEN x.n = 1 THEN x.sku END, CASE WHEN x.n = 1 THEN x.pool END, r.id,
+       CASE WHEN x.n = 1 THEN x.sku END, CASE WHEN x.n = 1 THEN x.location END, CASE WHEN x.n = 1 THEN x.pool END, r.id,
        jsonb_build_object(
            'status', r.status,
            'expires_at', r.expires_at,
@@ -512,8 +577,9 @@ SELECT @run_id::bigint, 'auto_fix', 'stuck_hold',
        @action::text
 FROM reservations r
 CROSS JOIN LATERAL (
-    SELECT count(*) AS n, min(l.sku) AS sku, min(l.pool) AS pool,
-           jsonb_agg(jsonb_build_object('sku', l.sku, 'pool', l.pool, 'quantity', l.quantity) ORDER BY l.sku COLLATE "C", l.pool COLLATE "C") AS lines
+    SELECT count(*) AS n, min(l.sku) AS sku, min(l.location) AS location, min(l.pool) AS pool,
+           jsonb_agg(jsonb_build_object('sku', l.sku, 'location', l.location, 'pool', l.pool, 'quantity', l.quantity)
+                     ORDER BY l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C") AS lines
     FROM reservation_lines l
     WHERE l.reservation_id = r.id
 ) x
@@ -523,9 +589,9 @@ ORDER BY r.id;
 -- name: ReconcileFindingsList :many
 -- ReconcileFindingsList returns a run's findings, at most lim per class,
 -- oldest first.
-SELECT id, run_id, class, kind, sku, pool, reservation_id, job_id, details, action, created_at
+SELECT id, run_id, class, kind, sku, pool, reservation_id, job_id, details, action, created_at, location
 FROM (
-    SELECT f.id, f.run_id, f.class, f.kind, f.sku, f.pool, f.reservation_id, f.job_id, f.details, f.action, f.created_at,
+    SELECT f.id, f.run_id, f.class, f.kind, f.sku, f.pool, f.reservation_id, f.job_id, f.details, f.action, f.created_at, f.location,
            row_number() OVER (PARTITION BY f.class ORDER BY f.id) AS n
     FROM reconcile_findings f
     WHERE f.run_id = @run_id
@@ -607,14 +673,14 @@ ORDER BY id;
 -- database refuses to commit either (migration 00120's triggers), so a row
 -- here means its triggers were bypassed.
 WITH scope AS (
-    SELECT s.sku, s.pool, s.available, s.reserved, s.sold
+    SELECT s.sku, s.location, s.pool, s.available, s.reserved, s.sold
     FROM stock s
     WHERE s.serialized
       AND (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
       AND (sqlc.narg('since')::xid8 IS NULL
-           OR (s.sku, s.pool) IN (SELECT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= sqlc.narg('since')::xid8))
+           OR (s.sku, s.location, s.pool) IN (SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= sqlc.narg('since')::xid8))
 )
-SELECT sc.sku, sc.pool, sc.available, sc.reserved, sc.sold,
+SELECT sc.sku, sc.location, sc.pool, sc.available, sc.reserved, sc.sold,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
        u.stray::text[] AS stray
 FROM scope sc
@@ -629,10 +695,10 @@ CROSS JOIN LATERAL (
                    WHERE r.id = v.reservation_id AND r.status = CASE v.status WHEN 'held' THEN 'held' ELSE 'confirmed' END)),
                '{}') AS stray
     FROM units v
-    WHERE v.sku = sc.sku AND v.pool = sc.pool
+    WHERE v.sku = sc.sku AND v.location = sc.location AND v.pool = sc.pool
 ) u
 WHERE (sc.available, sc.reserved, sc.sold) <> (u.available, u.held, u.sold) OR cardinality(u.stray) > 0
-ORDER BY sc.sku COLLATE "C", sc.pool COLLATE "C";
+ORDER BY sc.sku COLLATE "C", sc.location COLLATE "C", sc.pool COLLATE "C";
 
 -- name: UnitsAgainstLedger :many
 -- UnitsAgainstLedger lists, for one pool found out of balance, the units
@@ -653,7 +719,7 @@ WITH said AS (
                 ELSE 'gone' END AS expected
     FROM ledger g
     CROSS JOIN LATERAL unnest(g.units) AS x(unit_id)
-    WHERE g.sku = @sku AND g.pool = @pool AND g.units IS NOT NULL
+    WHERE g.sku = @sku AND g.location = @location AND g.pool = @pool AND g.units IS NOT NULL
     ORDER BY x.unit_id, g.stock_version DESC, g.id DESC
 ), off AS (
     SELECT u.id, u.status, u.pool, s.kind AS ledger_kind, s.expected AS ledger_says, s.ledger_id
@@ -680,7 +746,7 @@ LIMIT @lim;
 -- triggers even when the counts still agree (one seat retired, another
 -- put back). One pass over the ledger rows that name units.
 WITH said AS (
-    SELECT DISTINCT ON (g.sku, g.pool, x.unit_id) g.sku, g.pool, x.unit_id,
+    SELECT DISTINCT ON (g.sku, g.location, g.pool, x.unit_id) g.sku, g.location, g.pool, x.unit_id,
            CASE WHEN g.delta_reserved > 0 THEN 'held'
                 WHEN g.delta_sold > 0 THEN 'sold'
                 WHEN g.delta_available > 0 THEN 'available'
@@ -689,29 +755,54 @@ WITH said AS (
     CROSS JOIN LATERAL unnest(g.units) AS x(unit_id)
     WHERE g.units IS NOT NULL
       AND (sqlc.narg('skus')::text[] IS NULL OR g.sku = ANY(sqlc.narg('skus')::text[]))
-    ORDER BY g.sku, g.pool, x.unit_id, g.stock_version DESC, g.id DESC
+    ORDER BY g.sku, g.location, g.pool, x.unit_id, g.stock_version DESC, g.id DESC
 ), off AS (
-    SELECT u.sku, u.pool
+    SELECT u.sku, u.location, u.pool
     FROM units u
-    LEFT JOIN said s ON s.sku = u.sku AND s.pool = u.pool AND s.unit_id = u.id
+    LEFT JOIN said s ON s.sku = u.sku AND s.location = u.location AND s.pool = u.pool AND s.unit_id = u.id
     WHERE u.status <> 'retired' AND s.expected IS DISTINCT FROM u.status
       AND (sqlc.narg('skus')::text[] IS NULL OR u.sku = ANY(sqlc.narg('skus')::text[]))
     UNION
-    SELECT s.sku, s.pool
+    SELECT s.sku, s.location, s.pool
     FROM said s
     JOIN units u ON u.sku = s.sku AND u.id = s.unit_id
-    WHERE s.expected <> 'gone' AND (u.pool <> s.pool OR u.status <> s.expected)
+    WHERE s.expected <> 'gone' AND (u.pool <> s.pool OR u.location <> s.location OR u.status <> s.expected)
 )
-SELECT st.sku, st.pool, st.available, st.reserved, st.sold,
+SELECT st.sku, st.location, st.pool, st.available, st.reserved, st.sold,
        c.available::bigint AS units_available, c.held::bigint AS units_held, c.sold::bigint AS units_sold,
        '{}'::text[] AS stray
-FROM (SELECT DISTINCT sku, pool FROM off) o
-JOIN stock st ON st.sku = o.sku AND st.pool = o.pool
+FROM (SELECT DISTINCT sku, location, pool FROM off) o
+JOIN stock st ON st.sku = o.sku AND st.location = o.location AND st.pool = o.pool
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE v.status = 'available') AS available,
            count(*) FILTER (WHERE v.status = 'held') AS held,
            count(*) FILTER (WHERE v.status = 'sold') AS sold
     FROM units v
-    WHERE v.sku = st.sku AND v.pool = st.pool
+    WHERE v.sku = st.sku AND v.location = st.location AND v.pool = st.pool
 ) c
-ORDER BY st.sku COLLATE "C", st.pool COLLATE "C";
+ORDER BY st.sku COLLATE "C", st.location COLLATE "C", st.pool COLLATE "C";
+
+-- name: StockTransitMismatch :many
+-- StockTransitMismatch lists the stock rows (of skus, or all when null)
+-- whose incoming is not what the transfers in transit to them have not yet
+-- delivered or written off, and the transfers in transit to a row that
+-- does not exist (invariant 8). The partial index on transfers in transit
+-- keeps it to the rows with incoming or an open transfer.
+WITH transit AS (
+    SELECT t.sku, t.to_location AS location, t.pool, sum(t.quantity - t.received - t.lost)::bigint AS in_transit
+    FROM transfers t
+    WHERE t.status = 'in_transit'
+      AND (sqlc.narg('skus')::text[] IS NULL OR t.sku = ANY(sqlc.narg('skus')::text[]))
+    GROUP BY t.sku, t.to_location, t.pool
+), rows AS (
+    SELECT s.sku, s.location, s.pool, s.incoming FROM stock s
+    WHERE s.incoming <> 0 AND (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
+    UNION
+    SELECT x.sku, x.location, x.pool, coalesce(s.incoming, 0) FROM transit x
+    LEFT JOIN stock s ON s.sku = x.sku AND s.location = x.location AND s.pool = x.pool
+)
+SELECT r.sku, r.location, r.pool, r.incoming::bigint AS incoming, coalesce(x.in_transit, 0)::bigint AS in_transit
+FROM rows r
+LEFT JOIN transit x ON x.sku = r.sku AND x.location = r.location AND x.pool = r.pool
+WHERE r.incoming <> coalesce(x.in_transit, 0)
+ORDER BY r.sku COLLATE "C", r.location COLLATE "C", r.pool COLLATE "C";

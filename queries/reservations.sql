@@ -38,13 +38,13 @@ JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[
 
 -- name: ReservationLinesGetByKeys :batchmany
 SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
-                   AND NOT u.part_released), '{}')::text[] AS units
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
+                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
 FROM reservation_lines l
 JOIN reservations r ON r.id = l.reservation_id
 JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
-ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C";
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C";
 
 -- name: ReservationGet :one
 SELECT * FROM reservations WHERE id = @id;
@@ -57,19 +57,19 @@ SELECT * FROM reservations WHERE client = @client AND idempotency_key = @idempot
 -- units it holds (or held, once the hold ended; a line without units has
 -- none), in the order every answer lists them.
 SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
-                   AND NOT u.part_released), '{}')::text[] AS units
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
+                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
 FROM reservation_lines l WHERE l.reservation_id = ANY(@reservation_ids::uuid[])
-ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C";
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C";
 
 -- name: ReservationLinesSummed :many
 -- ReservationLinesSummed totals the lines of reservations per stock row, in
 -- the order rows must be locked.
-SELECT sku, pool, sum(quantity)::bigint AS quantity
+SELECT sku, location, pool, sum(quantity)::bigint AS quantity
 FROM reservation_lines
 WHERE reservation_id = ANY(@reservation_ids::uuid[])
-GROUP BY sku, pool
-ORDER BY sku COLLATE "C", pool COLLATE "C";
+GROUP BY sku, location, pool
+ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C";
 
 -- name: ReservationsLockMany :batchmany
 -- ReservationsLockMany locks the reservations ids in id order, the order
@@ -83,10 +83,10 @@ FOR UPDATE;
 -- name: ReservationLinesGetMany :batchmany
 -- ReservationLinesGetMany is ReservationLinesGet for a pipe.
 SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
-                   AND NOT u.part_released), '{}')::text[] AS units
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
+                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
 FROM reservation_lines l WHERE l.reservation_id = ANY(@reservation_ids::uuid[])
-ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C";
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C";
 
 -- name: ReservationsGetMany :batchmany
 SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
@@ -97,17 +97,18 @@ SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- (ReservationLinesGetMany, a later statement, so the lines are as the last
 -- committed change left them). Each hold in ids gets its status (confirmed,
 -- released or expired; held for a partial release, which only touches it);
--- each line given moves its units out of reserved (into sold for kind
--- confirm, into available otherwise) and gets a ledger row carrying the
--- version, counters and feed position its stock row reached; the lines of a
--- partial release (kind release_partial) shrink, or go when released
--- whole. Stock rows are locked in (sku, pool) byte order, the lock order of
--- every path, and their UPDATE is conditional on holding the units it
--- moves. Then the statement checks that the database agrees with the
--- decision, and fails with SQLSTATE SH001 (stockhold_check) otherwise: every
--- hold was held, every stock row had the units, every line moved is the
--- hold's line as read (a partial release: at most it), and a hold that
--- ends has every one of its lines moved.
+-- each line given (one per location the hold took a SKU from) moves its
+-- units out of reserved at that location (into sold for kind confirm, into
+-- available otherwise) and gets a ledger row carrying the version, counters
+-- and feed position its stock row reached; the lines of a partial release
+-- (kind release_partial) shrink, or go when released whole. Stock rows are
+-- locked in (sku, location, pool) byte order, the lock order of every
+-- path, and their UPDATE is conditional on holding the units it moves.
+-- Then the statement checks that the database agrees with the decision,
+-- and fails with SQLSTATE SH001 (stockhold_check) otherwise: every hold was
+-- held, every stock row had the units, every line moved is the hold's line
+-- as read (a partial release: at most it), and a hold that ends has every
+-- one of its lines moved.
 --
 -- Units with an identity move with their lines (unit_* arrays, each unit
 -- naming its hold and line): held -> sold for kind confirm, held ->
@@ -132,24 +133,25 @@ WITH hold AS (
     RETURNING r.id
 ), line AS (
     SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
+           unnest(@line_locations::text[]) AS location,
            unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
            unnest(@line_kinds::text[]) AS kind, generate_series(1, cardinality(@line_ids::uuid[])) AS n
 ), move AS (
-    SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.kind, l.n, h.actor, h.reason,
+    SELECT l.reservation_id, l.sku, l.location, l.pool, l.quantity, l.kind, l.n, h.actor, h.reason,
            CASE WHEN l.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
            -l.quantity AS d_reserved,
            CASE WHEN l.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
     FROM line l
     JOIN hold h ON h.id = l.reservation_id
 ), sums AS (
-    SELECT m.sku, m.pool, sum(m.d_available)::bigint AS d_available,
+    SELECT m.sku, m.location, m.pool, sum(m.d_available)::bigint AS d_available,
            sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold
     FROM move m
-    GROUP BY m.sku, m.pool
+    GROUP BY m.sku, m.location, m.pool
 ), locked AS MATERIALIZED (
-    SELECT s.sku, s.pool FROM stock s
-    JOIN sums m ON m.sku = s.sku AND m.pool = s.pool
-    ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+    SELECT s.sku, s.location, s.pool FROM stock s
+    JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
+    ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
     FOR NO KEY UPDATE OF s
 ), moved AS (
     -- Joined with locked, so every row it updates is already locked; only
@@ -162,36 +164,38 @@ WITH hold AS (
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM sums m
-    JOIN locked k ON k.sku = m.sku AND k.pool = m.pool
-    WHERE s.sku = m.sku AND s.pool = m.pool AND s.reserved >= -m.d_reserved
-    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    JOIN locked k ON k.sku = m.sku AND k.location = m.location AND k.pool = m.pool
+    WHERE s.sku = m.sku AND s.location = m.location AND s.pool = m.pool AND s.reserved >= -m.d_reserved
+    RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 ), shrunk AS (
     UPDATE reservation_lines l
     SET quantity = l.quantity - m.quantity
     FROM move m
-    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
-      AND l.quantity > m.quantity
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku
+      AND l.location = m.location AND l.pool = m.pool AND l.quantity > m.quantity
     RETURNING l.reservation_id
 ), dropped AS (
     DELETE FROM reservation_lines l
     USING move m
-    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
-      AND l.quantity = m.quantity
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku
+      AND l.location = m.location AND l.pool = m.pool AND l.quantity = m.quantity
     RETURNING l.reservation_id
 ), unit_in AS (
     SELECT unnest(@unit_reservation_ids::uuid[]) AS reservation_id, unnest(@unit_skus::text[]) AS sku,
+           unnest(@unit_locations::text[]) AS location,
            unnest(@unit_pools::text[]) AS pool, unnest(@unit_ids::text[]) AS unit_id
 ), unit_move AS (
-    SELECT u.reservation_id, u.sku, u.pool, u.unit_id, m.kind
+    SELECT u.reservation_id, u.sku, u.location, u.pool, u.unit_id, m.kind
     FROM unit_in u
-    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.pool = u.pool
+    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.location = u.location AND m.pool = u.pool
 ), units_moved AS (
     UPDATE units u
     SET status = CASE WHEN m.kind = 'confirm' THEN 'sold' ELSE 'available' END,
         reservation_id = CASE WHEN m.kind = 'confirm' THEN u.reservation_id END,
         updated_at = now()
     FROM unit_move m
-    WHERE u.sku = m.sku AND u.id = m.unit_id AND u.pool = m.pool
+    WHERE u.sku = m.sku AND u.id = m.unit_id AND u.location = m.location AND u.pool = m.pool
       AND u.status = 'held' AND u.reservation_id = m.reservation_id
     RETURNING u.sku, u.id
 ), units_recorded AS (
@@ -202,19 +206,22 @@ WITH hold AS (
       AND r.live AND NOT r.part_released
     RETURNING r.sku, r.unit_id
 ), line_units AS (
-    SELECT u.reservation_id, u.sku, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
+    SELECT u.reservation_id, u.sku, u.location, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
            count(*) AS n
     FROM unit_move u
-    GROUP BY u.reservation_id, u.sku, u.pool
+    GROUP BY u.reservation_id, u.sku, u.location, u.pool
 ), ledger AS (
-    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, reason, units,
-                        feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason,
-           lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold
+                        feed_xid, total_after, available_after, reserved_after, sold_after,
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
+    SELECT m.sku, m.location, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id,
+           m.actor, m.reason, lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold,
+           v.quality_control, v.damaged, v.safety_stock, v.incoming
     FROM move m
-    JOIN moved v ON v.sku = m.sku AND v.pool = m.pool
-    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku AND lu.pool = m.pool
+    JOIN moved v ON v.sku = m.sku AND v.location = m.location AND v.pool = m.pool
+    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
+                           AND lu.location = m.location AND lu.pool = m.pool
     ORDER BY m.n
 )
 SELECT stockhold_check(concat_ws('; ',
@@ -222,26 +229,31 @@ SELECT stockhold_check(concat_ws('; ',
      FROM unit_in u
      WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)
         OR NOT EXISTS (SELECT 1 FROM units_recorded t WHERE t.sku = u.sku AND t.unit_id = u.unit_id)),
-    (SELECT 'lines of serialized pools not moving their units: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.pool, ', ')
+    (SELECT 'lines of serialized pools not moving their units: '
+            || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.location || '/' || m.pool, ', ')
      FROM move m
-     JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
-     LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku AND lu.pool = m.pool
+     JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
+     LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
+                            AND lu.location = m.location AND lu.pool = m.pool
      WHERE s.serialized AND coalesce(lu.n, 0) <> m.quantity),
     (SELECT 'holds not held: ' || string_agg(h.id::text, ', ')
      FROM hold h WHERE NOT EXISTS (SELECT 1 FROM changed c WHERE c.id = h.id)),
-    (SELECT 'stock rows without the units to move: ' || string_agg(m.sku || '/' || m.pool, ', ')
-     FROM sums m WHERE NOT EXISTS (SELECT 1 FROM moved v WHERE v.sku = m.sku AND v.pool = m.pool)),
-    (SELECT 'lines not as read: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.pool, ', ')
+    (SELECT 'stock rows without the units to move: ' || string_agg(m.sku || '/' || m.location || '/' || m.pool, ', ')
+     FROM sums m WHERE NOT EXISTS (
+         SELECT 1 FROM moved v WHERE v.sku = m.sku AND v.location = m.location AND v.pool = m.pool)),
+    (SELECT 'lines not as read: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.location || '/' || m.pool, ', ')
      FROM move m
-     LEFT JOIN reservation_lines l ON l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
+     LEFT JOIN reservation_lines l ON l.reservation_id = m.reservation_id AND l.sku = m.sku
+                                  AND l.location = m.location AND l.pool = m.pool
      WHERE l.quantity IS NULL OR m.quantity < 1
         OR (m.kind = 'release_partial' AND l.quantity < m.quantity)
         OR (m.kind <> 'release_partial' AND l.quantity <> m.quantity)),
-    (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.pool, ', ')
+    (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.location || '/' || l.pool, ', ')
      FROM hold h
      JOIN reservation_lines l ON l.reservation_id = h.id
      WHERE h.status <> 'held'
-       AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku AND m.pool = l.pool))
+       AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku
+                                               AND m.location = l.location AND m.pool = l.pool))
 ));
 
 -- name: ReservationsDue :batchmany
@@ -255,8 +267,9 @@ WHERE r.status = 'held'
   AND r.expires_at <= now() - interval '1 second' * @grace_seconds::float8
   AND NOT EXISTS (
         SELECT 1 FROM reservation_lines l
-        JOIN (SELECT unnest(@skip_skus::text[]) AS sku, unnest(@skip_pools::text[]) AS pool) x
-          ON x.sku = l.sku AND x.pool = l.pool
+        JOIN (SELECT unnest(@skip_skus::text[]) AS sku, unnest(@skip_locations::text[]) AS location,
+                     unnest(@skip_pools::text[]) AS pool) x
+          ON x.sku = l.sku AND x.location = l.location AND x.pool = l.pool
         WHERE l.reservation_id = r.id)
 ORDER BY r.expires_at, r.id
 LIMIT @lim

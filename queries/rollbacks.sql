@@ -68,10 +68,15 @@ ORDER BY id
 LIMIT @lim
 FOR UPDATE SKIP LOCKED;
 
--- name: ReservationsHeldBySKU :many
+-- name: ReservationsHeldByScope :many
+-- ReservationsHeldByScope is the next batch of a rollback by SKU (its pool,
+-- at one location or all) or by location (every SKU there).
 SELECT r.id FROM reservations r
 WHERE r.status = 'held' AND r.created_at < @cutoff
-  AND EXISTS (SELECT 1 FROM reservation_lines l WHERE l.reservation_id = r.id AND l.sku = @sku AND l.pool = @pool)
+  AND EXISTS (SELECT 1 FROM reservation_lines l
+              WHERE l.reservation_id = r.id
+                AND (sqlc.narg('sku')::text IS NULL OR (l.sku = sqlc.narg('sku')::text AND l.pool = sqlc.narg('pool')::text))
+                AND (sqlc.narg('location')::text IS NULL OR l.location = sqlc.narg('location')::text))
 ORDER BY r.id
 LIMIT @lim
 FOR UPDATE OF r SKIP LOCKED;
@@ -89,7 +94,10 @@ WHERE r.status = 'held'
   AND (sqlc.narg('ids')::uuid[] IS NULL OR r.id = ANY(sqlc.narg('ids')::uuid[]))
   AND (sqlc.narg('campaign')::text IS NULL OR r.campaign = sqlc.narg('campaign')::text)
   AND (sqlc.narg('sku')::text IS NULL OR EXISTS (
-        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = sqlc.narg('sku')::text AND x.pool = sqlc.narg('pool')::text));
+        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = sqlc.narg('sku')::text AND x.pool = sqlc.narg('pool')::text
+                                            AND (sqlc.narg('location')::text IS NULL OR x.location = sqlc.narg('location')::text)))
+  AND (sqlc.narg('sku')::text IS NOT NULL OR sqlc.narg('location')::text IS NULL OR EXISTS (
+        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.location = sqlc.narg('location')::text));
 
 -- name: RollbackMarkRunning :one
 -- RollbackMarkRunning starts a pending request, or reopens a failed one.

@@ -1,5 +1,5 @@
 -- name: StockGet :one
-SELECT * FROM stock WHERE sku = @sku AND pool = @pool;
+SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool;
 
 -- name: StockSKUExists :one
 -- StockSKUExists says whether sku has any pool: a pool a request names
@@ -7,17 +7,23 @@ SELECT * FROM stock WHERE sku = @sku AND pool = @pool;
 SELECT EXISTS (SELECT 1 FROM stock WHERE sku = @sku);
 
 -- name: StockListBySKU :many
-SELECT * FROM stock WHERE sku = @sku ORDER BY pool = 'main' DESC, pool COLLATE "C";
+-- StockListBySKU is every (location, pool) of a SKU: locations by priority
+-- then id, main first within each.
+SELECT s.* FROM stock s
+JOIN locations l ON l.id = s.location
+WHERE s.sku = @sku
+ORDER BY l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C";
 
 -- name: StockReserve :one
 -- StockReserve takes quantity from available into reserved, only while the
--- row is on sale and has the stock: zero rows means the hold must fail.
+-- row is on sale and has the stock: zero rows means the hold must fail (the
+-- bare SQL the bench compares holds with).
 UPDATE stock
 SET available = available - @quantity,
     reserved = reserved + @quantity,
     version = version + 1,
     updated_at = now()
-WHERE sku = @sku AND pool = @pool AND status = 'on_sale' AND available >= @quantity
+WHERE sku = @sku AND location = @location AND pool = @pool AND status = 'on_sale' AND available >= @quantity
 RETURNING version;
 
 -- name: StockMove :one
@@ -30,20 +36,24 @@ SET total = total + @delta_total,
     available = available + @delta_available,
     reserved = reserved + @delta_reserved,
     sold = sold + @delta_sold,
+    quality_control = quality_control + @delta_quality_control,
+    damaged = damaged + @delta_damaged,
+    safety_stock = safety_stock + @delta_safety_stock,
+    incoming = incoming + @delta_incoming,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = @sku AND pool = @pool AND NOT serialized
+WHERE sku = @sku AND location = @location AND pool = @pool AND NOT serialized
 RETURNING *;
 
 -- name: StockAdjust :one
 -- StockAdjust adds delta to total and available, creating the row on the
 -- first positive delta; a negative delta takes only what is available. A
 -- serialized row does not move (no row returned).
-INSERT INTO stock AS s (sku, pool, total, available, version, feed_xid)
-SELECT @sku, @pool, @delta::bigint, @delta::bigint, 1, pg_current_xact_id()
+INSERT INTO stock AS s (sku, location, pool, total, available, version, feed_xid)
+SELECT @sku, @location, @pool, @delta::bigint, @delta::bigint, 1, pg_current_xact_id()
 WHERE @delta::bigint > 0
-ON CONFLICT (sku, pool) DO UPDATE
+ON CONFLICT (sku, location, pool) DO UPDATE
 SET total = s.total + excluded.total,
     available = s.available + excluded.available,
     version = s.version + 1,
@@ -61,7 +71,7 @@ SET total = total - @quantity,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = @sku AND pool = @pool AND available >= @quantity AND NOT serialized
+WHERE sku = @sku AND location = @location AND pool = @pool AND available >= @quantity AND NOT serialized
 RETURNING *;
 
 -- name: StockSetStatus :one
@@ -71,47 +81,52 @@ SET status = @status,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = @sku AND pool = @pool
+WHERE sku = @sku AND location = @location AND pool = @pool
 RETURNING *;
 
 -- name: StockCreate :one
-INSERT INTO stock (sku, pool) VALUES (@sku, @pool)
-ON CONFLICT (sku, pool) DO NOTHING
+INSERT INTO stock (sku, location, pool) VALUES (@sku, @location, @pool)
+ON CONFLICT (sku, location, pool) DO NOTHING
 RETURNING *;
 
 -- name: StockLock :one
--- StockLock locks one stock row for the rest of the transaction; the hold
--- combiner grants a whole batch against what it reads.
-SELECT * FROM stock WHERE sku = @sku AND pool = @pool FOR UPDATE;
+-- StockLock locks one stock row for the rest of the transaction.
+SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool FOR UPDATE;
 
 -- name: StockLockMany :batchmany
--- StockLockMany locks stock rows in (sku, pool) byte order, the one order
--- every path locks stock rows in whatever the database's collation, and
--- returns what a hold batch decides its grants on.
-SELECT s.sku, s.pool, s.available, s.status, s.paused_reason, s.serialized
+-- StockLockMany locks the stock rows a hold batch may draw on, in (sku,
+-- location, pool) byte order, the one order every path locks stock rows in
+-- whatever the database's collation, and returns what the batch decides
+-- its grants on, with each row's location as the batch reads it (its
+-- priority, whether it takes holds, its own stop-sale). A key whose
+-- location is empty asks for the (sku, pool) at every location: a line
+-- the batch allocates.
+SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
+       l.priority, l.active, l.stop_sale_reason
 FROM stock s
-JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
-  ON k.sku = s.sku AND k.pool = s.pool
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
+JOIN locations l ON l.id = s.location
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR NO KEY UPDATE OF s;
 
 -- name: StockHoldsApply :batchexec
 -- StockHoldsApply writes the grants of a hold batch whose stock rows
 -- StockLockMany locked: each row's counters move by the sum of its granted
--- lines (row_* arrays), the lines are inserted (line_* arrays), and each
--- line gets a reserve ledger row carrying the version its stock row reached,
--- its counters after the change and its event feed position (feed_xid).
--- Units with an identity granted (unit_* arrays) become held by their
--- holds, are recorded as the holds' units, and are named by their lines'
--- ledger rows. The UPDATEs are conditional: a row moves only while it is
--- on sale and has the units granted, a unit only while it is available in
--- the line's pool, so the database re-checks every grant the batch
--- decided, and the statement fails with SQLSTATE SH001 (stockhold_check)
--- when a row or a unit did not move, rather than commit a grant it
--- refused.
+-- lines (row_* arrays), the lines are inserted (line_* arrays: one per
+-- location a hold line was allocated to), and each line gets a reserve
+-- ledger row carrying the version its stock row reached, its counters
+-- after the change and its event feed position (feed_xid). Units with an
+-- identity granted (unit_* arrays) become held by their holds, are
+-- recorded as the holds' units, and are named by their lines' ledger rows.
+-- The UPDATEs are conditional: a row moves only while it is on sale and
+-- has the units granted, a unit only while it is available in the line's
+-- pool, so the database re-checks every grant the batch decided, and the
+-- statement fails with SQLSTATE SH001 (stockhold_check) when a row or a
+-- unit did not move, rather than commit a grant it refused.
 WITH wanted AS (
-    SELECT unnest(@row_skus::text[]) AS sku, unnest(@row_pools::text[]) AS pool,
-           unnest(@row_quantities::bigint[]) AS quantity
+    SELECT unnest(@row_skus::text[]) AS sku, unnest(@row_locations::text[]) AS location,
+           unnest(@row_pools::text[]) AS pool, unnest(@row_quantities::bigint[]) AS quantity
 ), moved AS (
     UPDATE stock s
     SET available = s.available - g.quantity,
@@ -120,89 +135,109 @@ WITH wanted AS (
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM wanted g
-    WHERE s.sku = g.sku AND s.pool = g.pool AND s.status = 'on_sale' AND s.available >= g.quantity
-    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    WHERE s.sku = g.sku AND s.location = g.location AND s.pool = g.pool AND s.status = 'on_sale' AND s.available >= g.quantity
+    RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 ), granted AS (
     SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
+           unnest(@line_locations::text[]) AS location,
            unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
            unnest(@line_actors::text[]) AS actor, generate_series(1, cardinality(@line_ids::uuid[])) AS n
 ), lines AS (
-    INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
-    SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
+    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity)
+    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity FROM granted g ORDER BY g.n
 ), unit_grants AS (
     SELECT unnest(@unit_reservation_ids::uuid[]) AS reservation_id, unnest(@unit_skus::text[]) AS sku,
+           unnest(@unit_locations::text[]) AS location,
            unnest(@unit_pools::text[]) AS pool, unnest(@unit_ids::text[]) AS unit_id
 ), took AS (
     UPDATE units u
     SET status = 'held', reservation_id = g.reservation_id, updated_at = now()
     FROM unit_grants g
-    WHERE u.sku = g.sku AND u.id = g.unit_id AND u.pool = g.pool AND u.status = 'available'
+    WHERE u.sku = g.sku AND u.id = g.unit_id AND u.location = g.location AND u.pool = g.pool AND u.status = 'available'
     RETURNING u.sku, u.id
 ), recorded AS (
-    INSERT INTO reservation_units (reservation_id, sku, unit_id, pool)
-    SELECT g.reservation_id, g.sku, g.unit_id, g.pool FROM unit_grants g
+    INSERT INTO reservation_units (reservation_id, sku, unit_id, location, pool)
+    SELECT g.reservation_id, g.sku, g.unit_id, g.location, g.pool FROM unit_grants g
 ), line_units AS (
-    SELECT g.reservation_id, g.sku, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
+    SELECT g.reservation_id, g.sku, g.location, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
     FROM unit_grants g
-    GROUP BY g.reservation_id, g.sku, g.pool
+    GROUP BY g.reservation_id, g.sku, g.location, g.pool
 ), ledger AS (
-    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, units,
-                        feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
-           m.feed_xid, m.total, m.available, m.reserved, m.sold
+                        feed_xid, total_after, available_after, reserved_after, sold_after,
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
+    SELECT g.sku, g.location, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
+           m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
     FROM granted g
-    JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
-    LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku AND lu.pool = g.pool
+    JOIN moved m ON m.sku = g.sku AND m.location = g.location AND m.pool = g.pool
+    LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku
+                           AND lu.location = g.location AND lu.pool = g.pool
     ORDER BY g.n
 )
 SELECT stockhold_check(concat_ws('; ',
-    (SELECT 'stock rows not on sale or without the units granted: ' || string_agg(g.sku || '/' || g.pool, ', ')
-     FROM wanted g WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.pool = g.pool)),
+    (SELECT 'stock rows not on sale or without the units granted: ' || string_agg(g.sku || '/' || g.location || '/' || g.pool, ', ')
+     FROM wanted g WHERE NOT EXISTS (
+         SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.location = g.location AND m.pool = g.pool)),
     (SELECT 'units not available: ' || string_agg(g.sku || '/' || g.unit_id, ', ')
      FROM unit_grants g WHERE NOT EXISTS (SELECT 1 FROM took t WHERE t.sku = g.sku AND t.id = g.unit_id))));
 
 -- name: StockFree :many
--- StockFree returns which of the given stock rows no other transaction has
--- locked right now, without waiting (it locks them until the caller's
--- transaction ends). A batch that ran into its lock timeout asks it to tell
--- the rows someone else holds from the rest.
-SELECT s.sku, s.pool
+-- StockFree returns which of the given stock rows (an empty location: the
+-- (sku, pool) at every location) no other transaction has locked right
+-- now, without waiting (it locks them until the caller's transaction
+-- ends). A batch that ran into its lock timeout asks it to tell the rows
+-- someone else holds from the rest.
+SELECT s.sku, s.location, s.pool
 FROM stock s
-JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
-  ON k.sku = s.sku AND k.pool = s.pool
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR NO KEY UPDATE OF s SKIP LOCKED;
 
 -- name: StockRowsOfReservations :many
 -- StockRowsOfReservations lists the stock rows the lines of reservations
 -- ids draw on.
-SELECT DISTINCT l.sku, l.pool FROM reservation_lines l
+SELECT DISTINCT l.sku, l.location, l.pool FROM reservation_lines l
 WHERE l.reservation_id = ANY(@ids::uuid[]);
 
 -- name: StockExisting :many
--- StockExisting returns which of the given stock rows exist.
-SELECT s.sku, s.pool
+-- StockExisting returns which of the given stock rows exist (an empty
+-- location: the (sku, pool) at every location).
+SELECT s.sku, s.location, s.pool
 FROM stock s
-JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
-  ON k.sku = s.sku AND k.pool = s.pool;
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location);
+
 
 -- name: StockSKUsPage :many
--- StockSKUsPage returns every pool of the first lim SKUs after after (""
+-- StockSKUsPage returns every row of the first lim SKUs after after (""
 -- for the first page), in the primary key's order (SKU in the database's
--- collation, then pool): DISTINCT over the key's index stops after lim
--- SKUs, however large the catalogue.
+-- collation, then location and pool): DISTINCT over the key's index stops
+-- after lim SKUs, however large the catalogue.
 SELECT * FROM stock
 WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > @after ORDER BY k.sku LIMIT @lim)
-ORDER BY sku, pool;
+ORDER BY sku, location, pool;
 
 -- name: StockScan :many
 -- StockScan returns up to lim stock rows after SKU after, in the primary
 -- key's order: a filtered catalogue page reads a bounded stretch of the
 -- key at a time.
-SELECT * FROM stock WHERE sku > @after ORDER BY sku, pool LIMIT @lim;
+SELECT * FROM stock WHERE sku > @after ORDER BY sku, location, pool LIMIT @lim;
 
 -- name: StockBatch :many
--- StockBatch returns every pool of the given SKUs, in the primary key's
--- order.
-SELECT * FROM stock WHERE sku = ANY(@skus::text[]) ORDER BY sku, pool;
+-- StockBatch returns every row (location and pool) of the given SKUs, in
+-- the primary key's order.
+SELECT * FROM stock WHERE sku = ANY(@skus::text[]) ORDER BY sku, location, pool;
+
+-- name: StockPoolSerializedAt :one
+-- StockPoolSerializedAt says where a SKU's pool holds units with an
+-- identity, if it does: such a pool lives at one location, and no other
+-- location may have a row of it. No row: it is not serialized anywhere.
+SELECT location FROM stock WHERE sku = @sku AND pool = @pool AND serialized LIMIT 1;
+
+-- name: StockSerializedOf :many
+-- StockSerializedOf lists where the given SKUs' pools hold units with an
+-- identity (each such pool lives at one location).
+SELECT sku, location, pool FROM stock WHERE sku = ANY(@skus::text[]) AND serialized;

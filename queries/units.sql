@@ -22,8 +22,8 @@ WHERE u.sku = @sku;
 -- writes one stock_in ledger row naming the units. It returns the ledger
 -- row's id.
 WITH added AS (
-    INSERT INTO units (sku, id, pool, group_name, position, attributes)
-    SELECT @sku, u.id, @pool, nullif(u.grp, ''), nullif(u.pos, -1), u.attrs
+    INSERT INTO units (sku, id, location, pool, group_name, position, attributes)
+    SELECT @sku, u.id, @location, @pool, nullif(u.grp, ''), nullif(u.pos, -1), u.attrs
     FROM (SELECT unnest(@ids::text[]) AS id, unnest(@groups::text[]) AS grp,
                  unnest(@positions::int[]) AS pos, unnest(@attributes::jsonb[]) AS attrs,
                  generate_series(1, cardinality(@ids::text[])) AS n) u
@@ -37,15 +37,17 @@ WITH added AS (
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
-    WHERE s.sku = @sku AND s.pool = @pool
-    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    WHERE s.sku = @sku AND s.location = @location AND s.pool = @pool
+    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 )
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                     stock_version, actor, reason, ref, units,
-                    feed_xid, total_after, available_after, reserved_after, sold_after)
-SELECT @sku, @pool, 'stock_in', cardinality(@ids::text[]), cardinality(@ids::text[]), 0, 0,
+                    feed_xid, total_after, available_after, reserved_after, sold_after,
+                    quality_control_after, damaged_after, safety_stock_after, incoming_after)
+SELECT @sku, @location, @pool, 'stock_in', cardinality(@ids::text[]), cardinality(@ids::text[]), 0, 0,
        m.version, @actor::text, sqlc.narg('reason')::text, sqlc.narg('ref')::text, @ids::text[],
-       m.feed_xid, m.total, m.available, m.reserved, m.sold
+       m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
 FROM moved m
 RETURNING id;
 
@@ -57,7 +59,7 @@ RETURNING id;
 -- checked that every one was available.
 WITH retired AS (
     UPDATE units u SET status = 'retired', updated_at = now()
-    WHERE u.sku = @sku AND u.pool = @pool AND u.id = ANY(@ids::text[]) AND u.status = 'available'
+    WHERE u.sku = @sku AND u.location = @location AND u.pool = @pool AND u.id = ANY(@ids::text[]) AND u.status = 'available'
     RETURNING u.id
 ), moved AS (
     UPDATE stock s
@@ -66,16 +68,18 @@ WITH retired AS (
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
-    WHERE s.sku = @sku AND s.pool = @pool
-    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    WHERE s.sku = @sku AND s.location = @location AND s.pool = @pool
+    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 ), ledger AS (
-    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, actor, reason, ref, units,
-                        feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT @sku, @pool, 'adjust', -(SELECT count(*) FROM retired), -(SELECT count(*) FROM retired), 0, 0,
+                        feed_xid, total_after, available_after, reserved_after, sold_after,
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
+    SELECT @sku, @location, @pool, 'adjust', -(SELECT count(*) FROM retired), -(SELECT count(*) FROM retired), 0, 0,
            m.version, @actor::text, sqlc.narg('reason')::text, sqlc.narg('ref')::text,
            (SELECT array_agg(id ORDER BY id COLLATE "C") FROM retired),
-           m.feed_xid, m.total, m.available, m.reserved, m.sold
+           m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
     FROM moved m
 )
 SELECT count(*)::int FROM retired;
@@ -100,7 +104,7 @@ LIMIT @lim;
 -- UnitsNamed reads the units a hold batch's lines name, as they are once
 -- the batch has locked their pools' stock rows (every change to a pool's
 -- units locks its stock row first, so they cannot change under it).
-SELECT u.sku, u.id, u.pool, u.status, u.group_name, u.position
+SELECT u.sku, u.id, u.location, u.pool, u.status, u.group_name, u.position
 FROM units u
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@ids::text[]) AS id) k ON u.sku = k.sku AND u.id = k.id;
 
@@ -143,20 +147,20 @@ CROSS JOIN LATERAL (
 ) r;
 
 -- name: UnitsMovePool :many
--- UnitsMovePool moves available units of sku from one pool to another
--- (a campaign's carve-out, and its return): the units named, or, with
--- none named, up to lim of them in seat order. The caller locked both
--- pools' stock rows. It returns the ids moved, byte-wise.
+-- UnitsMovePool moves available units of sku from one pool to another at
+-- one location (a campaign's carve-out, and its return): the units named,
+-- or, with none named, up to lim of them in seat order. The caller locked
+-- both pools' stock rows. It returns the ids moved, byte-wise.
 WITH picked AS (
     SELECT u.id FROM units u
-    WHERE u.sku = @sku AND u.pool = @from_pool AND u.status = 'available'
+    WHERE u.sku = @sku AND u.location = @location AND u.pool = @from_pool AND u.status = 'available'
       AND (cardinality(@ids::text[]) = 0 OR u.id = ANY(@ids::text[]))
     ORDER BY u.group_name COLLATE "C" NULLS LAST, u.position NULLS LAST, u.id COLLATE "C"
     LIMIT @lim
 ), moved AS (
     UPDATE units u SET pool = @to_pool, updated_at = now()
     FROM picked p
-    WHERE u.sku = @sku AND u.id = p.id AND u.pool = @from_pool AND u.status = 'available'
+    WHERE u.sku = @sku AND u.id = p.id AND u.location = @location AND u.pool = @from_pool AND u.status = 'available'
     RETURNING u.id
 )
 SELECT id FROM moved ORDER BY id COLLATE "C";
@@ -172,7 +176,7 @@ SET total = total + @delta::bigint,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = @sku AND pool = @pool
+WHERE sku = @sku AND location = @location AND pool = @pool
 RETURNING *;
 
 -- name: UnitsSoldTwice :one

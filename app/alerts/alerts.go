@@ -68,6 +68,7 @@ type Alert struct {
 	Kind            string          `json:"kind"`
 	Subject         string          `json:"subject"`
 	SKU             *string         `json:"sku"`
+	Location        *string         `json:"location"`
 	Pool            *string         `json:"pool"`
 	Details         json.RawMessage `json:"details"`
 	SuggestedAction string          `json:"suggested_action"`
@@ -91,7 +92,7 @@ type Alert struct {
 
 func newAlert(a db.Alert) Alert {
 	return Alert{
-		ID: a.ID, Level: a.Level, Kind: a.Kind, Subject: a.Subject, SKU: a.Sku, Pool: a.Pool,
+		ID: a.ID, Level: a.Level, Kind: a.Kind, Subject: a.Subject, SKU: a.Sku, Location: a.Location, Pool: a.Pool,
 		Details: a.Details, SuggestedAction: a.SuggestedAction, Status: a.Status,
 		FirstSeenAt: a.FirstSeenAt, LastSeenAt: a.LastSeenAt, Occurrences: a.Occurrences,
 		AckedBy: a.AckedBy, AckedKey: a.AckedKey, AckedAt: a.AckedAt, DeliveredAt: a.DeliveredAt,
@@ -101,13 +102,14 @@ func newAlert(a db.Alert) Alert {
 
 // Raise describes an alert to open (or repeat).
 type Raise struct {
-	Level   string
-	Kind    string
-	Subject string
-	SKU     string
-	Pool    string
-	Details map[string]any
-	Action  string
+	Level    string
+	Kind     string
+	Subject  string
+	SKU      string
+	Location string
+	Pool     string
+	Details  map[string]any
+	Action   string
 }
 
 // RaiseTx opens the alert inside the caller's transaction, or counts another
@@ -123,7 +125,7 @@ func (s *Service) RaiseTx(ctx context.Context, tx pgx.Tx, r Raise) (Alert, error
 		details = []byte("{}")
 	}
 	row, err := db.New(tx).AlertRaise(ctx, db.AlertRaiseParams{
-		Level: r.Level, Kind: r.Kind, Subject: r.Subject, Sku: domain.Optional(r.SKU), Pool: domain.Optional(r.Pool),
+		Level: r.Level, Kind: r.Kind, Subject: r.Subject, Sku: domain.Optional(r.SKU), Location: domain.Optional(r.Location), Pool: domain.Optional(r.Pool),
 		Details: details, SuggestedAction: r.Action, RepageAfterMs: s.repageAfter.Milliseconds(),
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ type bulkBody struct {
 
 type bulkLineBody struct {
 	SKU      string `json:"sku"`
+	Location string `json:"location,omitempty"`
 	Pool     string `json:"pool"`
 	Delta    *int64 `json:"delta"`
 	SetTotal *int64 `json:"set_total"`
@@ -42,7 +43,7 @@ func (s *server) adjustStockInBulk(c echo.Context) error {
 	}
 	b := inventory.BulkAdjustment{Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name, Lines: make([]inventory.BulkLine, len(body.Lines))}
 	for i, l := range body.Lines {
-		b.Lines[i] = inventory.BulkLine{SKU: l.SKU, Pool: l.Pool, SetTotal: l.SetTotal}
+		b.Lines[i] = inventory.BulkLine{SKU: l.SKU, Location: l.Location, Pool: l.Pool, SetTotal: l.SetTotal}
 		if l.Delta != nil {
 			b.Lines[i].Delta = *l.Delta
 		}

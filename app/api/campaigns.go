@@ -12,12 +12,14 @@ import (
 )
 
 type campaignBody struct {
-	ID             string                `json:"id"`
-	StartsAt       time.Time             `json:"starts_at"`
-	EndsAt         time.Time             `json:"ends_at"`
-	HoldTTLSeconds int64                 `json:"hold_ttl_seconds"`
-	MaxPerOrder    *int64                `json:"max_per_order"`
-	Allotments     []campaigns.Allotment `json:"allotments"`
+	ID             string    `json:"id"`
+	StartsAt       time.Time `json:"starts_at"`
+	EndsAt         time.Time `json:"ends_at"`
+	HoldTTLSeconds int64     `json:"hold_ttl_seconds"`
+	MaxPerOrder    *int64    `json:"max_per_order"`
+	// Location is where allotments that name none are carved from.
+	Location   string                `json:"location,omitempty"`
+	Allotments []campaigns.Allotment `json:"allotments"`
 }
 
 func (s *server) createCampaign(c echo.Context) error {
@@ -31,7 +33,7 @@ func (s *server) createCampaign(c echo.Context) error {
 	}
 	create := campaigns.Request{
 		ID: body.ID, StartsAt: body.StartsAt, EndsAt: body.EndsAt, HoldTTLSeconds: body.HoldTTLSeconds,
-		MaxPerOrder: body.MaxPerOrder, Allotments: body.Allotments, Actor: caller(c).Name,
+		MaxPerOrder: body.MaxPerOrder, Location: body.Location, Allotments: body.Allotments, Actor: caller(c).Name,
 	}
 	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (campaigns.Campaign, bool, error) {
 		return s.Campaigns.CreateOnce(ctx, k, create)

@@ -50,7 +50,8 @@ func (s *server) getEvents(c echo.Context) error {
 }
 
 type thresholdBody struct {
-	Pool string `json:"pool"`
+	Location string `json:"location,omitempty"`
+	Pool     string `json:"pool"`
 	// Threshold is required; null removes the threshold.
 	Threshold json.RawMessage `json:"threshold"`
 }
@@ -65,7 +66,7 @@ func (s *server) setThreshold(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	t := inventory.Threshold{SKU: sku, Pool: body.Pool, Actor: caller(c).Name}
+	t := inventory.Threshold{SKU: sku, Location: body.Location, Pool: body.Pool, Actor: caller(c).Name}
 	switch string(body.Threshold) {
 	case "":
 		return domain.Invalid("threshold is required: a whole number, or null to remove the threshold")

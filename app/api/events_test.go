@@ -45,7 +45,10 @@ func TestEventsOverHTTP(t *testing.T) {
 	require.Len(t, evs, 5)
 	last := evs[4].(map[string]any)
 	require.Equal(t, map[string]any{"total": float64(10), "available": float64(8), "reserved": float64(0), "sold": float64(2),
-		"delta": map[string]any{"total": float64(0), "available": float64(0), "reserved": float64(-2), "sold": float64(2)}, "version": float64(3)}, last["data"])
+		"quality_control": float64(0), "damaged": float64(0), "safety_stock": float64(0), "incoming": float64(0),
+		"delta": map[string]any{"total": float64(0), "available": float64(0), "reserved": float64(-2), "sold": float64(2),
+			"quality_control": float64(0), "damaged": float64(0), "safety_stock": float64(0), "incoming": float64(0)},
+		"version": float64(3)}, last["data"])
 	created := evs[1].(map[string]any)
 	require.Equal(t, id, created["reservation_id"])
 	require.Equal(t, "o-k1", created["data"].(map[string]any)["order_ref"])

@@ -48,7 +48,7 @@ func FuzzHoldRequest(f *testing.F) {
 		if k := miscasedOrRepeated(body); k != "" {
 			t.Fatalf("accepted key %q given twice or not as its field", k)
 		}
-		req, err := b.holdRequest("shop", "key")
+		req, err := b.holdRequest("shop", "key", nil)
 		if err != nil {
 			var de *domain.Error
 			if !errors.As(err, &de) || de.Code != domain.CodeInvalid {

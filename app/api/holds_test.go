@@ -119,7 +119,7 @@ func TestPartialReleaseOverHTTP(t *testing.T) {
 	require.Equal(t, 200, r.status, "%s", r.body)
 	got := r.json(t)
 	require.Equal(t, "held", got["status"])
-	require.Equal(t, []any{map[string]any{"sku": "A1", "pool": "main", "quantity": float64(2)}, map[string]any{"sku": "B2", "pool": "main", "quantity": float64(1)}}, got["items"])
+	require.Equal(t, []any{map[string]any{"sku": "A1", "pool": "main", "quantity": float64(2), "location": "default"}, map[string]any{"sku": "B2", "pool": "main", "quantity": float64(1), "location": "default"}}, got["items"])
 	before := e.counts()
 	again := e.do("POST", path, e.shop, body, "Idempotency-Key", "part-1")
 	require.Equal(t, 200, again.status)

@@ -67,26 +67,36 @@ func (p *problem) MarshalJSON() ([]byte, error) {
 //
 // TestErrorConvention checks it route by route.
 var statuses = map[domain.Code]int{
-	domain.CodeInvalid:               http.StatusUnprocessableEntity,
-	domain.CodeNotFound:              http.StatusNotFound,
-	domain.CodeUnknownSKU:            http.StatusNotFound,
-	domain.CodeUnknownPool:           http.StatusUnprocessableEntity,
-	domain.CodeUnknownCampaign:       http.StatusNotFound,
-	domain.CodeUnknownClient:         http.StatusNotFound,
-	domain.CodeOutOfStock:            http.StatusConflict,
-	domain.CodeSKUPaused:             http.StatusConflict,
-	domain.CodeCampaignNotActive:     http.StatusConflict,
-	domain.CodeNotHeld:               http.StatusConflict,
-	domain.CodeInsufficientAvailable: http.StatusConflict,
-	domain.CodeKeyReused:             http.StatusUnprocessableEntity,
-	domain.CodeConflict:              http.StatusConflict,
-	domain.CodeLimitExceeded:         http.StatusUnprocessableEntity,
-	domain.CodeBusy:                  http.StatusServiceUnavailable,
-	domain.CodeBooksUnbalanced:       http.StatusConflict,
-	domain.CodeUnitUnavailable:       http.StatusConflict,
-	domain.CodeSerializedPool:        http.StatusConflict,
-	domain.CodeStopSale:              http.StatusServiceUnavailable,
-	domain.CodeNotEnded:              http.StatusConflict,
+	domain.CodeInvalid:                    http.StatusUnprocessableEntity,
+	domain.CodeNotFound:                   http.StatusNotFound,
+	domain.CodeUnknownSKU:                 http.StatusNotFound,
+	domain.CodeUnknownPool:                http.StatusUnprocessableEntity,
+	domain.CodeUnknownCampaign:            http.StatusNotFound,
+	domain.CodeUnknownClient:              http.StatusNotFound,
+	domain.CodeOutOfStock:                 http.StatusConflict,
+	domain.CodeSKUPaused:                  http.StatusConflict,
+	domain.CodeCampaignNotActive:          http.StatusConflict,
+	domain.CodeNotHeld:                    http.StatusConflict,
+	domain.CodeInsufficientAvailable:      http.StatusConflict,
+	domain.CodeKeyReused:                  http.StatusUnprocessableEntity,
+	domain.CodeConflict:                   http.StatusConflict,
+	domain.CodeLimitExceeded:              http.StatusUnprocessableEntity,
+	domain.CodeBusy:                       http.StatusServiceUnavailable,
+	domain.CodeBooksUnbalanced:            http.StatusConflict,
+	domain.CodeUnitUnavailable:            http.StatusConflict,
+	domain.CodeSerializedPool:             http.StatusConflict,
+	domain.CodeStopSale:                   http.StatusServiceUnavailable,
+	domain.CodeNotEnded:                   http.StatusConflict,
+	domain.CodeUnknownLocation:            http.StatusNotFound,
+	domain.CodeLocationInactive:           http.StatusConflict,
+	domain.CodeLocationNotAllowed:         http.StatusForbidden,
+	domain.CodeInsufficientQualityControl: http.StatusConflict,
+	domain.CodeInsufficientDamaged:        http.StatusConflict,
+	domain.CodeInsufficientSafetyStock:    http.StatusConflict,
+	domain.CodeInsufficientIncoming:       http.StatusConflict,
+	domain.CodeCountBelowHeld:             http.StatusConflict,
+	domain.CodeTransferNotInTransit:       http.StatusConflict,
+	domain.CodeTransferPartlyReceived:     http.StatusConflict,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,
@@ -136,6 +146,9 @@ func fromDomain(e *domain.Error) *problem {
 	}
 	if e.Pool != "" {
 		p.Extra["pool"] = e.Pool
+	}
+	if e.Location != "" {
+		p.Extra["location"] = e.Location
 	}
 	if e.Line != nil {
 		p.Extra["line"] = *e.Line

@@ -46,7 +46,7 @@ var problemCodes = map[string]problemCode{
 	"unknown_pool": {
 		Title:  "Unknown pool",
 		Status: "422",
-		Means:  "The SKU exists, but not in the pool the request names (main, or a campaign's id). Nothing changed.",
+		Means:  "The SKU exists, but not in the pool the request names (main, or a campaign's id), or not at the location it names. Nothing changed.",
 		Do:     "Name a pool the SKU has: GET /v1/skus/{sku} lists them. A campaign's pool exists from its start until its end hands the stock back to main.",
 	},
 	"unknown_campaign": {
@@ -210,6 +210,66 @@ var problemCodes = map[string]problemCode{
 		Status: "503, with Retry-After",
 		Means:  "An operator (or a protection rule) stopped all sales, or sales through this client: new holds are refused. Confirms, releases and reads go on.",
 		Do:     "Shops: show the shop as closed and retry later. Operators: GET /v1/stop-sale says who and why; PUT it off when it is safe.",
+	},
+	"unknown_location": {
+		Title:  "Unknown location",
+		Status: "404 when the path names the location (GET /v1/locations/{id}); 422 when the body names it (a hold's line, an adjustment, a transfer)",
+		Means:  "No location has that id. Nothing changed.",
+		Do:     "Check the id (ids are case-sensitive): GET /v1/locations lists them. An operator adds one with POST /v1/locations.",
+	},
+	"location_inactive": {
+		Title:  "Location inactive",
+		Status: "409",
+		Means:  "The hold names a location that is inactive: it takes no new holds, while the holds it has finish normally (confirm, release, expiry).",
+		Do:     "Leave location out and let the service pick an active one, or name another. Operators reactivate a location with PATCH /v1/locations/{id}.",
+	},
+	"location_not_allowed": {
+		Title:  "This API key may not use that location",
+		Status: "403",
+		Means:  "The API key is bound to some locations (a sales channel's), and the hold names another. Nothing is held.",
+		Do:     "Leave location out (the service then picks among the key's locations), or name one of them. The operator who made the key can say which they are.",
+	},
+	"insufficient_quality_control": {
+		Title:  "Not enough stock in quality control",
+		Status: "409",
+		Means:  "The move takes more units out of quality_control than the location has there. Nothing moved; the state and has members say what there is.",
+		Do:     "Move at most what has says, or count the location first if the number looks wrong.",
+	},
+	"insufficient_damaged": {
+		Title:  "Not enough damaged stock",
+		Status: "409",
+		Means:  "The move (or write-off) takes more units out of damaged than the location has there. Nothing moved; the has member says what there is.",
+		Do:     "Move at most what has says, or count the location first if the number looks wrong.",
+	},
+	"insufficient_safety_stock": {
+		Title:  "Not enough safety stock",
+		Status: "409",
+		Means:  "The move takes more units out of safety_stock than the location keeps there. Nothing moved; the has member says what there is.",
+		Do:     "Move at most what has says.",
+	},
+	"insufficient_incoming": {
+		Title:  "Not enough stock in transit",
+		Status: "409",
+		Means:  "A receipt records more units than the transfer still has in transit. Nothing was received.",
+		Do:     "Receive at most what the transfer has in transit (GET /v1/transfers/{id}); units beyond it are a count's business, not the transfer's.",
+	},
+	"count_below_held": {
+		Title:  "The count is below what holds hold",
+		Status: "409",
+		Means:  "The count found fewer sellable units on the shelf than holds hold at that location for that pool: applying it would take stock that is promised. Nothing changed.",
+		Do:     "Count again. If the shelf really is short, apply the count with force: the pool at that location is paused and an alert names the holds to deal with.",
+	},
+	"transfer_not_in_transit": {
+		Title:  "Transfer is not in transit",
+		Status: "409",
+		Means:  "The transfer is received, closed or cancelled already: it takes no receipt, close or cancel.",
+		Do:     "GET /v1/transfers/{id} shows what happened to it. Stock found later is a count or an adjustment at the location.",
+	},
+	"transfer_partly_received": {
+		Title:  "Transfer partly received",
+		Status: "409",
+		Means:  "Some of the transfer was received already, so it can no longer be cancelled as if it never left.",
+		Do:     "Close it instead: what was not received is written off as lost in transit.",
 	},
 }
 

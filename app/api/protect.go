@@ -30,10 +30,11 @@ type adjustAnswer struct {
 }
 
 type liftBody struct {
-	Pool   string   `json:"pool"`
-	Reason string   `json:"reason"`
-	Force  bool     `json:"force"`
-	Refs   []string `json:"refs"`
+	Location string   `json:"location,omitempty"`
+	Pool     string   `json:"pool"`
+	Reason   string   `json:"reason"`
+	Force    bool     `json:"force"`
+	Refs     []string `json:"refs"`
 }
 
 // resumeStock lifts a pool's pause through its gate: 409 books_unbalanced
@@ -47,7 +48,7 @@ func (s *server) resumeStock(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	l := inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: sku, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name, Refs: body.Refs}, Force: body.Force}
+	l := inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: sku, Location: body.Location, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name, Refs: body.Refs}, Force: body.Force}
 	out, run, err := s.Reconcile.Resume(c.Request().Context(), l)
 	if err != nil {
 		return err
@@ -66,11 +67,12 @@ type resumed struct {
 }
 
 type repairBody struct {
-	Pool   string   `json:"pool"`
-	To     string   `json:"to"`
-	Reason string   `json:"reason"`
-	DryRun bool     `json:"dry_run"`
-	Refs   []string `json:"refs"`
+	Location string   `json:"location,omitempty"`
+	Pool     string   `json:"pool"`
+	To       string   `json:"to"`
+	Reason   string   `json:"reason"`
+	DryRun   bool     `json:"dry_run"`
+	Refs     []string `json:"refs"`
 }
 
 type repairAnswer struct {
@@ -90,7 +92,7 @@ func (s *server) repairStock(c echo.Context) error {
 		return err
 	}
 	out, run, err := s.Reconcile.Repair(c.Request().Context(), inventory.RepairRequest{
-		SKU: sku, Pool: body.Pool, To: body.To, Reason: body.Reason, Actor: caller(c).Name, DryRun: body.DryRun, Refs: body.Refs,
+		SKU: sku, Location: body.Location, Pool: body.Pool, To: body.To, Reason: body.Reason, Actor: caller(c).Name, DryRun: body.DryRun, Refs: body.Refs,
 	})
 	if err != nil {
 		return err
@@ -102,8 +104,10 @@ type stopSaleBody struct {
 	Active *bool  `json:"active"`
 	Reason string `json:"reason"`
 	// Client, when set, is the key owner whose holds alone the switch
-	// stops; empty: everything.
-	Client string `json:"client"`
+	// stops; Location, when set, the location whose sales alone it stops;
+	// neither: everything.
+	Client   string `json:"client"`
+	Location string `json:"location,omitempty"`
 }
 
 // getStopSale answers every stop-sale switch: the one for everything and
@@ -116,8 +120,8 @@ func (s *server) getStopSale(c echo.Context) error {
 	return c.JSON(http.StatusOK, st)
 }
 
-// putStopSale turns the switch for everything, or one client's, on or
-// off; turning one off answers what it lifted.
+// putStopSale turns the switch for everything, one client's or one
+// location's on or off; turning one off answers what it lifted.
 func (s *server) putStopSale(c echo.Context) error {
 	var body stopSaleBody
 	if err := decode(c, &body); err != nil {
@@ -127,7 +131,7 @@ func (s *server) putStopSale(c echo.Context) error {
 		return domain.Invalid("active is required: true stops new holds, false lets them in again")
 	}
 	st, err := s.Inventory.SetStopSale(c.Request().Context(), inventory.StopSaleChange{
-		Client: body.Client, Active: *body.Active, Reason: body.Reason, Actor: caller(c).Name,
+		Client: body.Client, Location: body.Location, Active: *body.Active, Reason: body.Reason, Actor: caller(c).Name,
 	})
 	if err != nil {
 		return err
@@ -229,7 +233,7 @@ func (s *server) adjustStock(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	a := inventory.Adjustment{SKU: sku, Pool: body.Pool, Delta: body.Delta, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
+	a := inventory.Adjustment{SKU: sku, Location: body.Location, Pool: body.Pool, Delta: body.Delta, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
 	if body.DryRun {
 		st, err := s.Inventory.AdjustPreview(c.Request().Context(), a)
 		if err != nil {

@@ -59,8 +59,8 @@ func TestResumeIsGatedByTheBooks(t *testing.T) {
 	e.corrupt("A1", 5)
 	p := requireProblem(t, e.do("POST", "/v1/skus/A1/resume", e.ops, map[string]any{"reason": "counted"}), 409, "books_unbalanced")
 	require.Equal(t, "A1", p["sku"])
-	require.Equal(t, map[string]any{"total": 5.0, "available": 5.0, "reserved": 0.0, "sold": 0.0}, p["difference"])
-	require.Equal(t, map[string]any{"total": 15.0, "available": 15.0, "reserved": 0.0, "sold": 0.0}, p["counters"])
+	require.Equal(t, states(5.0, 5.0, 0.0, 0.0), p["difference"])
+	require.Equal(t, states(15.0, 15.0, 0.0, 0.0), p["counters"])
 	require.Equal(t, "paused", e.pool0("A1")["status"], "the pool stays paused")
 	requireProblem(t, e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{line("A1", 1)}}, "Idempotency-Key", "h"), 409, "sku_paused")
 
@@ -74,7 +74,7 @@ func TestResumeIsGatedByTheBooks(t *testing.T) {
 	require.Equal(t, "critical", a["level"])
 	details := a["details"].(map[string]any)
 	require.Equal(t, "alice", details["actor"])
-	require.Equal(t, map[string]any{"total": 5.0, "available": 5.0, "reserved": 0.0, "sold": 0.0}, details["difference"])
+	require.Equal(t, states(5.0, 5.0, 0.0, 0.0), details["difference"])
 	led := e.do("GET", "/v1/skus/A1/ledger?limit=1", e.ops, nil).json(t)["movements"].([]any)[0].(map[string]any)
 	require.Equal(t, "resume", led["kind"])
 	require.Contains(t, led["reason"], "forced")
@@ -129,9 +129,9 @@ func TestRepairPreviewsThenApplies(t *testing.T) {
 	got := r.json(t)
 	require.Equal(t, "A1", got["sku"])
 	require.Equal(t, "main", got["pool"])
-	require.Equal(t, map[string]any{"total": 13.0, "available": 11.0, "reserved": 2.0, "sold": 0.0}, got["before"])
-	require.Equal(t, map[string]any{"total": 10.0, "available": 8.0, "reserved": 2.0, "sold": 0.0}, got["after"])
-	require.Equal(t, map[string]any{"total": -3.0, "available": -3.0, "reserved": 0.0, "sold": 0.0}, got["difference"])
+	require.Equal(t, states(13.0, 11.0, 2.0, 0.0), got["before"])
+	require.Equal(t, states(10.0, 8.0, 2.0, 0.0), got["after"])
+	require.Equal(t, states(-3.0, -3.0, 0.0, 0.0), got["difference"])
 	require.Equal(t, false, got["applied"])
 	require.Nil(t, got["reconciliation"])
 	require.Equal(t, before, e.counts(), "a dry run changes nothing")
@@ -152,14 +152,14 @@ func TestRepairPreviewsThenApplies(t *testing.T) {
 	// Again: nothing left to repair.
 	got = e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "again"}).json(t)
 	require.Equal(t, false, got["applied"])
-	require.Equal(t, map[string]any{"total": 0.0, "available": 0.0, "reserved": 0.0, "sold": 0.0}, got["difference"])
+	require.Equal(t, states(0.0, 0.0, 0.0, 0.0), got["difference"])
 
 	// To the counters: the ledger accepts the 4 units.
 	r = e.do("POST", "/v1/skus/B1/repair", e.ops, map[string]any{"to": "counters", "reason": "found in the back"})
 	require.Equal(t, 200, r.status, "%s", r.body)
 	got = r.json(t)
 	require.Equal(t, got["before"], got["after"])
-	require.Equal(t, map[string]any{"total": 4.0, "available": 4.0, "reserved": 0.0, "sold": 0.0}, got["difference"])
+	require.Equal(t, states(4.0, 4.0, 0.0, 0.0), got["difference"])
 	require.EqualValues(t, 0, got["reconciliation"].(map[string]any)["high_risk"])
 	led = e.do("GET", "/v1/skus/B1/ledger?limit=1", e.ops, nil).json(t)["movements"].([]any)[0].(map[string]any)
 	require.Equal(t, "repair", led["kind"])
@@ -326,8 +326,8 @@ func TestLateConfirmationAndReinstate(t *testing.T) {
 	require.Equal(t, "o-late", got["order_ref"])
 	require.Equal(t, id, got["reinstated_from"])
 	require.ElementsMatch(t, []any{
-		map[string]any{"sku": "A1", "pool": "main", "quantity": 2.0},
-		map[string]any{"sku": "B1", "pool": "main", "quantity": 1.0},
+		map[string]any{"sku": "A1", "pool": "main", "quantity": 2.0, "location": "default"},
+		map[string]any{"sku": "B1", "pool": "main", "quantity": 1.0, "location": "default"},
 	}, got["items"])
 	again := e.do("POST", "/v1/reservations/"+id+"/reinstate", e.shop, nil)
 	require.Equal(t, 200, again.status)
@@ -413,4 +413,11 @@ func TestTakeAlert(t *testing.T) {
 	require.Equal(t, "open", got["status"])
 	require.NotNil(t, got["taken_at"])
 	requireProblem(t, e.do("POST", "/v1/alerts/999999/take", e.ops, nil), 404, "not_found")
+}
+
+// states is a pool's counters as the answers give them: every state, those
+// not for sale (and incoming) at zero.
+func states(total, available, reserved, sold float64) map[string]any {
+	return map[string]any{"total": total, "available": available, "reserved": reserved, "sold": sold,
+		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0}
 }

@@ -33,11 +33,17 @@ type holdItem struct {
 	// Adjacent asks for Quantity units of one group with consecutive
 	// positions.
 	Adjacent bool `json:"adjacent,omitempty"`
+	// Location takes the line from that location; without one the
+	// service allocates it (lowest priority first).
+	Location string `json:"location,omitempty"`
+	// Split lets the service take an allocated line from several
+	// locations.
+	Split bool `json:"split,omitempty"`
 }
 
 // holdRequest turns a decoded body into the domain's request.
-func (b holdBody) holdRequest(client, key string) (inventory.HoldRequest, error) {
-	req := inventory.HoldRequest{Client: client, IdempotencyKey: key, OrderRef: b.OrderRef}
+func (b holdBody) holdRequest(client, key string, locations []string) (inventory.HoldRequest, error) {
+	req := inventory.HoldRequest{Client: client, IdempotencyKey: key, OrderRef: b.OrderRef, Locations: locations}
 	if b.TTLSeconds != nil {
 		if *b.TTLSeconds < 1 || *b.TTLSeconds > inventory.MaxTTLSeconds {
 			return req, domain.Invalid("ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)
@@ -52,7 +58,8 @@ func (b holdBody) holdRequest(client, key string) (inventory.HoldRequest, error)
 	}
 	req.Items = make([]inventory.Item, len(b.Items))
 	for i, it := range b.Items {
-		req.Items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent}
+		req.Items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent,
+			Location: it.Location, Split: it.Split}
 	}
 	return req, req.Validate()
 }
@@ -67,7 +74,7 @@ func (s *server) createReservation(c echo.Context) error {
 		s.Inventory.CountUnreadableHold()
 		return err
 	}
-	req, err := body.holdRequest(caller(c).Name, key)
+	req, err := body.holdRequest(caller(c).Name, key, caller(c).Locations)
 	if err != nil {
 		s.Inventory.CountUnreadableHold()
 		return err
@@ -154,7 +161,8 @@ func (s *server) releaseReservation(c echo.Context) error {
 	}
 	items := make([]inventory.Item, len(body.Items))
 	for i, it := range body.Items {
-		items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent}
+		items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent,
+			Location: it.Location, Split: it.Split}
 	}
 	by := asCaller(c)
 	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {

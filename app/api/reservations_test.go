@@ -23,7 +23,7 @@ func TestHoldLifecycle(t *testing.T) {
 	require.Equal(t, "o-k1", res["order_ref"])
 	require.Nil(t, res["campaign"])
 	require.Nil(t, res["release_reason"])
-	require.Equal(t, []any{map[string]any{"sku": "A1", "pool": "main", "quantity": 2.0}}, res["items"])
+	require.Equal(t, []any{map[string]any{"sku": "A1", "pool": "main", "quantity": 2.0, "location": "default"}}, res["items"])
 	id := res["id"].(string)
 	require.Equal(t, "/v1/reservations/"+id, r.header.Get("Location"))
 	expires, err := time.Parse(time.RFC3339, res["expires_at"].(string))

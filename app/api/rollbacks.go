@@ -26,6 +26,7 @@ type rollbackBody struct {
 	Campaign       *string     `json:"campaign"`
 	SKU            *string     `json:"sku"`
 	Pool           *string     `json:"pool"`
+	Location       *string     `json:"location,omitempty"`
 	HeldBefore     *time.Time  `json:"held_before"`
 	Cutoff         *time.Time  `json:"cutoff"`
 }
@@ -37,7 +38,7 @@ func (b rollbackBody) scope() (rollbacks.Scope, error) {
 		name string
 		from *string
 		to   *string
-	}{{"campaign", b.Campaign, &s.Campaign}, {"sku", b.SKU, &s.SKU}, {"pool", b.Pool, &s.Pool}} {
+	}{{"campaign", b.Campaign, &s.Campaign}, {"sku", b.SKU, &s.SKU}, {"pool", b.Pool, &s.Pool}, {"location", b.Location, &s.Location}} {
 		if f.from == nil {
 			continue
 		}

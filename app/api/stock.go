@@ -15,11 +15,12 @@ import (
 )
 
 type adjustmentBody struct {
-	Delta  int64  `json:"delta"`
-	Pool   string `json:"pool"`
-	Reason string `json:"reason"`
-	Ref    string `json:"ref"`
-	DryRun bool   `json:"dry_run"`
+	Delta    int64  `json:"delta"`
+	Location string `json:"location,omitempty"`
+	Pool     string `json:"pool"`
+	Reason   string `json:"reason"`
+	Ref      string `json:"ref"`
+	DryRun   bool   `json:"dry_run"`
 }
 
 // once answers an idempotent request: call runs with the request's
@@ -58,8 +59,9 @@ func (s *server) getStock(c echo.Context) error {
 }
 
 type switchBody struct {
-	Pool   string `json:"pool"`
-	Reason string `json:"reason"`
+	Location string `json:"location,omitempty"`
+	Pool     string `json:"pool"`
+	Reason   string `json:"reason"`
 }
 
 func (s *server) pauseStock(c echo.Context) error {
@@ -75,7 +77,7 @@ func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	st, err := flip(c.Request().Context(), inventory.SwitchRequest{SKU: sku, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name})
+	st, err := flip(c.Request().Context(), inventory.SwitchRequest{SKU: sku, Location: body.Location, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name})
 	if err != nil {
 		return err
 	}

@@ -22,10 +22,11 @@ const MaxUnitsBody = 4 << 20
 var unitsWrite = regexp.MustCompile(`^/v1/skus/[^/]+/units(/retire)?$`)
 
 type addUnitsBody struct {
-	Pool   string               `json:"pool"`
-	Reason string               `json:"reason"`
-	Ref    string               `json:"ref"`
-	Units  []inventory.UnitSpec `json:"units"`
+	Location string               `json:"location,omitempty"`
+	Pool     string               `json:"pool"`
+	Reason   string               `json:"reason"`
+	Ref      string               `json:"ref"`
+	Units    []inventory.UnitSpec `json:"units"`
 }
 
 // addUnits adds units with an identity to a pool, once per
@@ -43,17 +44,18 @@ func (s *server) addUnits(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	ch := inventory.UnitsChange{SKU: sku, Pool: body.Pool, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name, Units: body.Units}
+	ch := inventory.UnitsChange{SKU: sku, Location: body.Location, Pool: body.Pool, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name, Units: body.Units}
 	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Stock, bool, error) {
 		return s.Inventory.AddUnitsOnce(ctx, k, ch)
 	})
 }
 
 type retireUnitsBody struct {
-	Pool   string   `json:"pool"`
-	Reason string   `json:"reason"`
-	Ref    string   `json:"ref"`
-	Units  []string `json:"units"`
+	Location string   `json:"location,omitempty"`
+	Pool     string   `json:"pool"`
+	Reason   string   `json:"reason"`
+	Ref      string   `json:"ref"`
+	Units    []string `json:"units"`
 }
 
 // retireUnits takes available units out of their pool, once per
@@ -71,7 +73,7 @@ func (s *server) retireUnits(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	ch := inventory.UnitsChange{SKU: sku, Pool: body.Pool, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name,
+	ch := inventory.UnitsChange{SKU: sku, Location: body.Location, Pool: body.Pool, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name,
 		Units: make([]inventory.UnitSpec, len(body.Units))}
 	for i, id := range body.Units {
 		ch.Units[i] = inventory.UnitSpec{ID: id}

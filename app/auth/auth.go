@@ -42,6 +42,9 @@ type Key struct {
 	ID   int64
 	Name string
 	Role Role
+	// Locations, when not nil, are the only locations this key's holds
+	// take stock from (a sales channel).
+	Locations []string
 }
 
 // ErrUnknownKey means the token matches no live key.
@@ -77,17 +80,27 @@ func validName(name string) error {
 // Create issues a key and returns its token, which is shown only this once.
 // A name already in use by a live key is ErrNameTaken.
 func Create(ctx context.Context, pool *pgxpool.Pool, name string, role Role) (string, error) {
+	return CreateBound(ctx, pool, name, role, nil)
+}
+
+// CreateBound is Create for a shop key whose holds take stock only at
+// locations (a sales channel); nil binds it to none (every location).
+// Each location must exist.
+func CreateBound(ctx context.Context, pool *pgxpool.Pool, name string, role Role, locations []string) (string, error) {
 	if err := validName(name); err != nil {
 		return "", err
 	}
 	if _, err := ParseRole(string(role)); err != nil {
 		return "", err
 	}
+	if err := validLocations(ctx, db.New(pool), role, locations); err != nil {
+		return "", err
+	}
 	token, sum, err := newToken()
 	if err != nil {
 		return "", err
 	}
-	if _, err := db.New(pool).APIKeyCreate(ctx, name, string(role), sum[:]); err != nil {
+	if _, err := db.New(pool).APIKeyCreate(ctx, db.APIKeyCreateParams{Name: name, Role: string(role), TokenSha256: sum[:], Locations: locations}); err != nil {
 		if isNameTaken(err) {
 			return "", fmt.Errorf("%q: %w", name, ErrNameTaken)
 		}
@@ -158,7 +171,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Key, er
 	case err != nil:
 		return Key{}, fmt.Errorf("look up API key: %w", err)
 	default:
-		key = Key{ID: row.ID, Name: row.Name, Role: Role(row.Role)}
+		key = Key{ID: row.ID, Name: row.Name, Role: Role(row.Role), Locations: row.Locations}
 		if row.RevokedAt != nil && row.RevokedAt.Before(expires) {
 			// A rotated key in its grace period: trusted until it ends.
 			expires = *row.RevokedAt

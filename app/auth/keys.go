@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,8 @@ type Listed struct {
 	// RevokedAt is nil while the key is in use; a time to come is the
 	// grace period of a rotated key.
 	RevokedAt *time.Time
+	// Locations binds the key's holds to those locations (nil: all).
+	Locations []string
 }
 
 // List returns every key, revoked ones included, by name.
@@ -31,7 +34,7 @@ func List(ctx context.Context, pool *pgxpool.Pool) ([]Listed, error) {
 	}
 	out := make([]Listed, len(rows))
 	for i, r := range rows {
-		out[i] = Listed{ID: r.ID, Name: r.Name, Role: Role(r.Role), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
+		out[i] = Listed{ID: r.ID, Name: r.Name, Role: Role(r.Role), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, Locations: r.Locations}
 	}
 	return out, nil
 }
@@ -108,10 +111,14 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, gra
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		old, err := q.APIKeyLockLive(ctx, name)
+		var locations []string
 		switch {
 		case err == nil:
 			if role == "" {
 				role = Role(old.Role)
+			}
+			if role == Role(old.Role) {
+				locations = old.Locations // the new key sells where the old one did
 			}
 			rev, err := revokeTx(ctx, q, name, grace)
 			if err != nil {
@@ -132,7 +139,7 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, gra
 		if err != nil {
 			return err
 		}
-		if _, err := q.APIKeyCreate(ctx, name, string(role), sum[:]); err != nil {
+		if _, err := q.APIKeyCreate(ctx, db.APIKeyCreateParams{Name: name, Role: string(role), TokenSha256: sum[:], Locations: locations}); err != nil {
 			if isNameTaken(err) {
 				return fmt.Errorf("%q: %w", name, ErrNameTaken)
 			}
@@ -142,4 +149,31 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, gra
 		return nil
 	})
 	return out, err
+}
+
+// MaxLocations bounds the locations one key is bound to.
+const MaxLocations = 100
+
+// validLocations checks the locations a key is bound to: a shop key's, at
+// most MaxLocations, each a location that exists.
+func validLocations(ctx context.Context, q *db.Queries, role Role, locations []string) error {
+	if locations == nil {
+		return nil
+	}
+	switch {
+	case role != RoleShop:
+		return fmt.Errorf("locations bind a shop key's holds (a sales channel): an %s key has none", role)
+	case len(locations) == 0 || len(locations) > MaxLocations:
+		return fmt.Errorf("give 1 to %d locations", MaxLocations)
+	}
+	found, err := q.LocationsGet(ctx, locations)
+	if err != nil {
+		return fmt.Errorf("look up locations: %w", err)
+	}
+	for _, id := range locations {
+		if !slices.ContainsFunc(found, func(l db.Location) bool { return l.ID == id }) {
+			return fmt.Errorf("location %q does not exist (POST /v1/locations or stockhold locations create adds one)", id)
+		}
+	}
+	return nil
 }

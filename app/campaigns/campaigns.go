@@ -86,9 +86,11 @@ func (CampaignEndArgs) InsertOpts() river.InsertOpts {
 // Validate checks that the job names a campaign.
 func (a CampaignEndArgs) Validate() error { return domain.ValidName("campaign", a.Campaign) }
 
-// Allotment is how much of a SKU a campaign takes from main.
+// Allotment is how much of a SKU a campaign takes from main, at one
+// location (empty: the campaign's, else the default location).
 type Allotment struct {
 	SKU      string `json:"sku"`
+	Location string `json:"location,omitempty"`
 	Quantity int64  `json:"quantity"`
 	// Units names the units with an identity the campaign carves out of
 	// main (Quantity is their number); none: the first Quantity available
@@ -105,8 +107,11 @@ type Request struct {
 	// MaxPerOrder, when set, caps the units of one SKU a hold may take
 	// from the campaign (refused with limit_exceeded).
 	MaxPerOrder *int64
-	Allotments  []Allotment
-	Actor       string
+	// Location is where the allotments that name none are carved from;
+	// empty means the default location.
+	Location   string
+	Allotments []Allotment
+	Actor      string
 }
 
 // Validate checks the campaign against the contract's limits.
@@ -135,15 +140,26 @@ func (c Request) Validate() error {
 	if len(c.Allotments) == 0 || len(c.Allotments) > MaxAllotments {
 		return domain.Invalid("allotments must have 1 to %d SKUs", MaxAllotments)
 	}
+	if c.Location != "" {
+		if err := domain.ValidName("location", c.Location); err != nil {
+			return err
+		}
+	}
 	seen := map[string]bool{}
 	for i, a := range c.Allotments {
 		if err := domain.ValidName(fmt.Sprintf("allotments[%d].sku", i), a.SKU); err != nil {
 			return err
 		}
-		if seen[a.SKU] {
-			return domain.Invalid("allotments name SKU %q twice", a.SKU)
+		if a.Location != "" {
+			if err := domain.ValidName(fmt.Sprintf("allotments[%d].location", i), a.Location); err != nil {
+				return err
+			}
 		}
-		seen[a.SKU] = true
+		at := a.SKU + "\x00" + a.Location
+		if seen[at] {
+			return domain.Invalid("allotments name SKU %q twice at one location", a.SKU)
+		}
+		seen[at] = true
 		if a.Quantity < 1 || a.Quantity > inventory.MaxAdjustment {
 			return domain.Invalid("allotments[%d].quantity must be from 1 to %d", i, inventory.MaxAdjustment)
 		}
@@ -167,9 +183,10 @@ func (c Request) Validate() error {
 	return nil
 }
 
-// Pool is a campaign's stock for one SKU.
+// Pool is a campaign's stock for one SKU at one location.
 type Pool struct {
 	SKU       string `json:"sku"`
+	Location  string `json:"location"`
 	Total     int64  `json:"total"`
 	Available int64  `json:"available"`
 	Reserved  int64  `json:"reserved"`
@@ -231,17 +248,39 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Request) (Campaign,
 		return Campaign{}, fmt.Errorf("create campaign: %w", err)
 	}
 	allot := slices.Clone(c.Allotments)
-	slices.SortFunc(allot, func(a, b Allotment) int { return strings.Compare(a.SKU, b.SKU) })
+	for i := range allot {
+		if allot[i].Location == "" {
+			allot[i].Location = c.Location
+		}
+		if allot[i].Location == "" {
+			allot[i].Location = inventory.DefaultLocation
+		}
+	}
+	slices.SortFunc(allot, func(a, b Allotment) int {
+		if d := strings.Compare(a.SKU, b.SKU); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Location, b.Location)
+	})
+	for i := 1; i < len(allot); i++ {
+		if allot[i].SKU == allot[i-1].SKU && allot[i].Location == allot[i-1].Location {
+			return Campaign{}, domain.Invalid("allotments name SKU %q twice at %s", allot[i].SKU, allot[i].Location)
+		}
+	}
 	skus := make([]string, len(allot))
+	locations := make([]string, len(allot))
 	qty := make([]int64, len(allot))
 	units := make([][]byte, len(allot))
 	for i, a := range allot {
-		skus[i], qty[i] = a.SKU, a.Quantity
+		skus[i], locations[i], qty[i] = a.SKU, a.Location, a.Quantity
 		if a.Units != nil {
 			units[i], _ = json.Marshal(a.Units)
 		}
 	}
-	if err := q.CampaignAllotmentsInsert(ctx, db.CampaignAllotmentsInsertParams{Campaign: c.ID, Skus: skus, Quantities: qty, Units: units}); err != nil {
+	if err := inventory.RequireLocations(ctx, tx, locations...); err != nil {
+		return Campaign{}, err
+	}
+	if err := q.CampaignAllotmentsInsert(ctx, db.CampaignAllotmentsInsertParams{Campaign: c.ID, Skus: skus, Locations: locations, Quantities: qty, Units: units}); err != nil {
 		return Campaign{}, fmt.Errorf("record allotments: %w", err)
 	}
 	if _, err := s.jobs.InsertTx(ctx, tx, CampaignStartArgs{Campaign: c.ID}, &river.InsertOpts{ScheduledAt: c.StartsAt}); err != nil {
@@ -278,14 +317,14 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 		return Campaign{}, err
 	}
 	for _, a := range allot {
-		out.Allotments = append(out.Allotments, Allotment{SKU: a.Sku, Quantity: a.Quantity, Units: allotmentUnits(a.Units)})
+		out.Allotments = append(out.Allotments, Allotment{SKU: a.Sku, Location: a.Location, Quantity: a.Quantity, Units: allotmentUnits(a.Units)})
 	}
 	pools, err := q.CampaignPools(ctx, id)
 	if err != nil {
 		return Campaign{}, err
 	}
 	for _, p := range pools {
-		out.Pools = append(out.Pools, Pool{SKU: p.Sku, Total: p.Total, Available: p.Available, Reserved: p.Reserved, Sold: p.Sold, Status: p.Status})
+		out.Pools = append(out.Pools, Pool{SKU: p.Sku, Location: p.Location, Total: p.Total, Available: p.Available, Reserved: p.Reserved, Sold: p.Sold, Status: p.Status})
 	}
 	rb, err := q.RollbackLatestForCampaign(ctx, id)
 	if err == nil {
@@ -326,13 +365,13 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, id string) error {
 	}
 	var short []string
 	for _, a := range allot {
-		err := inventory.TransferTx(ctx, tx, inventory.Transfer{
-			SKU: a.Sku, From: inventory.MainPool, To: id, Quantity: a.Quantity, Units: allotmentUnits(a.Units),
+		err := inventory.PoolTransferTx(ctx, tx, inventory.PoolTransfer{
+			SKU: a.Sku, Location: a.Location, From: inventory.MainPool, To: id, Quantity: a.Quantity, Units: allotmentUnits(a.Units),
 			Actor: "system:campaign_start", Reason: "campaign " + id + " starts", Ref: id,
 		})
 		var de *domain.Error
 		if errors.As(err, &de) && de.Code == domain.CodeInsufficientAvailable {
-			short = append(short, fmt.Sprintf("%s needs %d", a.Sku, a.Quantity))
+			short = append(short, fmt.Sprintf("%s needs %d%s", a.Sku, a.Quantity, inventory.At(a.Location)))
 			continue
 		}
 		if errors.As(err, &de) && (de.Code == domain.CodeUnitUnavailable || de.Code == domain.CodeSerializedPool) {
@@ -507,8 +546,8 @@ func (s *Service) FinishTx(ctx context.Context, tx pgx.Tx, id, actor string) err
 		if p.Available == 0 {
 			continue
 		}
-		err := inventory.TransferTx(ctx, tx, inventory.Transfer{
-			SKU: p.Sku, From: id, To: inventory.MainPool, Quantity: p.Available,
+		err := inventory.PoolTransferTx(ctx, tx, inventory.PoolTransfer{
+			SKU: p.Sku, Location: p.Location, From: id, To: inventory.MainPool, Quantity: p.Available,
 			Actor: actor, Reason: "campaign " + id + " ended: remainder back to main", Ref: id,
 		})
 		if err != nil {

@@ -159,7 +159,7 @@ func TestCreateSchedulesItsStartAndEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, replayed)
 	require.Equal(t, campaigns.StatusScheduled, got.Status)
-	require.Equal(t, []campaigns.Allotment{{SKU: "A1", Quantity: 5}, {SKU: "B2", Quantity: 3}}, got.Allotments, "by SKU")
+	require.Equal(t, []campaigns.Allotment{{SKU: "A1", Location: "default", Quantity: 5}, {SKU: "B2", Location: "default", Quantity: 3}}, got.Allotments, "by SKU")
 	require.Empty(t, got.Pools, "no stock moves before the start")
 	require.Equal(t, "alice", got.CreatedBy)
 	require.EqualValues(t, 600, got.HoldTTLSeconds)
@@ -221,14 +221,14 @@ func TestStartIsAllOrNothing(t *testing.T) {
 	require.Equal(t, campaigns.StatusActive, c.Status)
 	require.NotNil(t, c.StartedAt)
 	require.Equal(t, []campaigns.Pool{
-		{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"},
-		{SKU: "B2", Total: 4, Available: 4, Status: "on_sale"},
+		{SKU: "A1", Location: "default", Total: 5, Available: 5, Status: "on_sale"},
+		{SKU: "B2", Location: "default", Total: 4, Available: 4, Status: "on_sale"},
 	}, c.Pools)
 	require.EqualValues(t, 5, b.stock(t, "A1", "main").Available)
 	require.Zero(t, b.stock(t, "B2", "main").Available)
 	r, err := b.hold("bf", "A1", 2)
 	require.NoError(t, err)
-	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "bf", Quantity: 2}}, r.Items, "held from the campaign's pool")
+	require.Equal(t, []inventory.HeldItem{{SKU: "A1", Pool: "bf", Quantity: 2, Location: "default"}}, r.Items, "held from the campaign's pool")
 }
 
 // TestEndRollsBackAndFinishes ends an active campaign: it takes no more
@@ -299,7 +299,7 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 	require.Equal(t, "succeeded", c.Rollback.Status)
 	require.EqualValues(t, 100, c.Rollback.ReleasedCount)
 	require.Zero(t, c.Rollback.HeldRemaining)
-	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 20, Available: 0, Sold: 20, Status: "paused"}}, c.Pools,
+	require.Equal(t, []campaigns.Pool{{SKU: "A1", Location: "default", Total: 20, Available: 0, Sold: 20, Status: "paused"}}, c.Pools,
 		"the sold units stay in the pool as the record of the sale")
 	main := b.stock(t, "A1", "main")
 	require.EqualValues(t, 180, main.Total)
@@ -431,7 +431,7 @@ func TestRollbackBatchFinishesOnlyACampaignEnd(t *testing.T) {
 	c, err := svc.Get(ctx, "bf")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusActive, c.Status, "still on sale")
-	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 5, Status: "on_sale"}}, c.Pools)
+	require.Equal(t, []campaigns.Pool{{SKU: "A1", Location: "default", Total: 5, Available: 5, Status: "on_sale"}}, c.Pools)
 	// The one reconciliation asked for is the manual rollback's own (of
 	// the SKUs it covered), not a campaign end's.
 	rj := rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), reconcile.ReconcileArgs{}, nil)
@@ -476,7 +476,7 @@ func TestAManualRollbackOfAnEndedCampaignDoesNotFinishIt(t *testing.T) {
 	c, err := svc.Get(ctx, "bf")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusEnded, c.Status, "the manual rollback does not finish the campaign")
-	require.Equal(t, []campaigns.Pool{{SKU: "A1", Total: 5, Available: 3, Reserved: 2, Status: "paused"}}, c.Pools)
+	require.Equal(t, []campaigns.Pool{{SKU: "A1", Location: "default", Total: 5, Available: 3, Reserved: 2, Status: "paused"}}, c.Pools)
 	require.Equal(t, inventory.StatusHeld, mustStatus(t, b, late.ID))
 
 	// The end's own rollback releases the late hold and finishes.

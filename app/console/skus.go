@@ -111,7 +111,7 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		if p.Status != inventory.StockPaused {
 			continue
 		}
-		last, err := db.New(c.Pool).LedgerLastPause(r.Context(), sku, p.Pool)
+		last, err := db.New(c.Pool).LedgerLastPause(r.Context(), sku, p.Location, p.Pool)
 		if err == nil {
 			d.Pauses[p.Pool] = &inventory.Pause{Actor: last.Actor, ActorKey: last.ActorKey, Reason: last.Reason, At: last.At}
 		} else if !errors.Is(err, pgx.ErrNoRows) {

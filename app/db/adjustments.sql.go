@@ -11,8 +11,8 @@ import (
 
 const stockAdjustMany = `-- name: StockAdjustMany :many
 WITH d AS (
-    SELECT unnest($5::text[]) AS sku, unnest($6::text[]) AS pool,
-           unnest($7::bigint[]) AS delta, unnest($8::text[]) AS ref
+    SELECT unnest($5::text[]) AS sku, unnest($6::text[]) AS location, unnest($7::text[]) AS pool,
+           unnest($8::bigint[]) AS delta, unnest($9::text[]) AS ref
 ), moved AS (
     UPDATE stock s
     SET total = s.total + d.delta,
@@ -21,30 +21,33 @@ WITH d AS (
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM d
-    WHERE s.sku = d.sku AND s.pool = d.pool
-    RETURNING s.sku, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    WHERE s.sku = d.sku AND s.location = d.location AND s.pool = d.pool
+    RETURNING s.sku, s.location, s.pool, s.version, d.delta, d.ref, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 )
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                     stock_version, actor, actor_key, reason, ref,
-                    feed_xid, total_after, available_after, reserved_after, sold_after)
-SELECT m.sku, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
+                    feed_xid, total_after, available_after, reserved_after, sold_after,
+                    quality_control_after, damaged_after, safety_stock_after, incoming_after)
+SELECT m.sku, m.location, m.pool, CASE WHEN m.delta > 0 THEN 'stock_in' ELSE 'adjust' END,
        m.delta, m.delta, 0, 0, m.version, $1::text, $2::text, $3::text,
        coalesce(nullif(m.ref, ''), $4::text),
-       m.feed_xid, m.total, m.available, m.reserved, m.sold
+       m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
 FROM moved m
-ORDER BY m.sku COLLATE "C", m.pool COLLATE "C"
+ORDER BY m.sku COLLATE "C", m.location COLLATE "C", m.pool COLLATE "C"
 RETURNING id
 `
 
 type StockAdjustManyParams struct {
-	Actor    string
-	ActorKey *string
-	Reason   *string
-	Ref      *string
-	Skus     []string
-	Pools    []string
-	Deltas   []int64
-	Refs     []string
+	Actor     string
+	ActorKey  *string
+	Reason    *string
+	Ref       *string
+	Skus      []string
+	Locations []string
+	Pools     []string
+	Deltas    []int64
+	Refs      []string
 }
 
 // StockAdjustMany adds each delta to its row's total and available and
@@ -61,6 +64,7 @@ func (q *Queries) StockAdjustMany(ctx context.Context, arg StockAdjustManyParams
 		arg.Reason,
 		arg.Ref,
 		arg.Skus,
+		arg.Locations,
 		arg.Pools,
 		arg.Deltas,
 		arg.Refs,
@@ -85,37 +89,50 @@ func (q *Queries) StockAdjustMany(ctx context.Context, arg StockAdjustManyParams
 
 const stockCreateMainMany = `-- name: StockCreateMainMany :exec
 
-INSERT INTO stock (sku, pool)
-SELECT sku, 'main'
-FROM unnest($1::text[]) AS sku
-ORDER BY sku COLLATE "C"
-ON CONFLICT (sku, pool) DO NOTHING
+INSERT INTO stock (sku, location, pool)
+SELECT k.sku, k.location, 'main'
+FROM (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS location) k
+ORDER BY k.sku COLLATE "C", k.location COLLATE "C"
+ON CONFLICT (sku, location, pool) DO NOTHING
 `
 
 // Stock adjustments in bulk (POST /v1/stock/adjustments and `stockhold
 // stock import`): set-based statements over parallel arrays, one per step
 // whatever the number of lines, and the record of CSV imports.
-// StockCreateMainMany creates the main rows that do not exist yet, empty,
-// in the global lock order (byte-wise by SKU), so two bulk adjustments
-// creating the same SKUs wait on each other in one order instead of
-// deadlocking. It changes nothing for rows that exist.
-func (q *Queries) StockCreateMainMany(ctx context.Context, skus []string) error {
-	_, err := q.db.Exec(ctx, stockCreateMainMany, skus)
+// StockCreateMainMany creates the main rows (sku at location) that do not
+// exist yet, empty, in the global lock order (byte-wise by SKU, then
+// location), so two bulk adjustments creating the same rows wait on each
+// other in one order instead of deadlocking. It changes nothing for rows
+// that exist.
+func (q *Queries) StockCreateMainMany(ctx context.Context, skus []string, locations []string) error {
+	_, err := q.db.Exec(ctx, stockCreateMainMany, skus, locations)
 	return err
 }
 
 const stockExportPage = `-- name: StockExportPage :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
-WHERE (sku, pool) > ($1::text, $2::text)
-ORDER BY sku, pool
-LIMIT $3
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
+WHERE (sku, location, pool) > ($1::text, $2::text, $3::text)
+ORDER BY sku, location, pool
+LIMIT $4
 `
 
+type StockExportPageParams struct {
+	AfterSku      string
+	AfterLocation string
+	AfterPool     string
+	Lim           int32
+}
+
 // StockExportPage returns up to lim stock rows after (after_sku,
-// after_pool) in the primary key's order: a keyset page that walks the
-// index, however many rows there are.
-func (q *Queries) StockExportPage(ctx context.Context, afterSku string, afterPool string, lim int32) ([]Stock, error) {
-	rows, err := q.db.Query(ctx, stockExportPage, afterSku, afterPool, lim)
+// after_location, after_pool) in the primary key's order: a keyset page
+// that walks the index, however many rows there are.
+func (q *Queries) StockExportPage(ctx context.Context, arg StockExportPageParams) ([]Stock, error) {
+	rows, err := q.db.Query(ctx, stockExportPage,
+		arg.AfterSku,
+		arg.AfterLocation,
+		arg.AfterPool,
+		arg.Lim,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +155,11 @@ func (q *Queries) StockExportPage(ctx context.Context, afterSku string, afterPoo
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
 			return nil, err
 		}
@@ -389,13 +411,14 @@ func (q *Queries) StockImportsByContent(ctx context.Context, contentSha256 []byt
 }
 
 const stockListBySKUs = `-- name: StockListBySKUs :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
-WHERE sku = ANY($1::text[])
-ORDER BY sku COLLATE "C", pool = 'main' DESC, pool COLLATE "C"
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming FROM stock s
+JOIN locations l ON l.id = s.location
+WHERE s.sku = ANY($1::text[])
+ORDER BY s.sku COLLATE "C", l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C"
 `
 
-// StockListBySKUs returns every pool of the given SKUs, by SKU (byte-wise),
-// main first.
+// StockListBySKUs returns every (location, pool) of the given SKUs, by SKU
+// (byte-wise), then as StockListBySKU orders one SKU's.
 func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockListBySKUs, skus)
 	if err != nil {
@@ -420,6 +443,11 @@ func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, 
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
 			return nil, err
 		}
@@ -432,18 +460,19 @@ func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, 
 }
 
 const stockLockForAdjust = `-- name: StockLockForAdjust :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming
 FROM stock s
-JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k ON s.sku = k.sku AND s.pool = k.pool
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS location, unnest($3::text[]) AS pool) k
+  ON s.sku = k.sku AND s.location = k.location AND s.pool = k.pool
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR UPDATE OF s
 `
 
-// StockLockForAdjust locks the stock rows named by the parallel arrays skus and
-// pools in the global lock order, (sku, pool) byte-wise, and returns them.
-// Rows that do not exist are left out.
-func (q *Queries) StockLockForAdjust(ctx context.Context, skus []string, pools []string) ([]Stock, error) {
-	rows, err := q.db.Query(ctx, stockLockForAdjust, skus, pools)
+// StockLockForAdjust locks the stock rows named by the parallel arrays skus,
+// locations and pools in the global lock order, (sku, location, pool)
+// byte-wise, and returns them. Rows that do not exist are left out.
+func (q *Queries) StockLockForAdjust(ctx context.Context, skus []string, locations []string, pools []string) ([]Stock, error) {
+	rows, err := q.db.Query(ctx, stockLockForAdjust, skus, locations, pools)
 	if err != nil {
 		return nil, err
 	}
@@ -466,6 +495,11 @@ func (q *Queries) StockLockForAdjust(ctx context.Context, skus []string, pools [
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ UPDATE alerts
 SET status = 'acked', acked_by = $1, acked_key = $2, acked_at = now(),
     owner = coalesce(owner, $1), owner_key = CASE WHEN owner IS NULL THEN $2 ELSE owner_key END, taken_at = coalesce(taken_at, now())
 WHERE id = $3 AND status = 'open'
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location
 `
 
 func (q *Queries) AlertAck(ctx context.Context, operator *string, ackedKey *string, iD int64) (Alert, error) {
@@ -44,6 +44,7 @@ func (q *Queries) AlertAck(ctx context.Context, operator *string, ackedKey *stri
 		&i.Owner,
 		&i.OwnerKey,
 		&i.TakenAt,
+		&i.Location,
 	)
 	return i, err
 }
@@ -58,7 +59,7 @@ func (q *Queries) AlertDelivered(ctx context.Context, id int64) error {
 }
 
 const alertGet = `-- name: AlertGet :one
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at FROM alerts WHERE id = $1
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location FROM alerts WHERE id = $1
 `
 
 func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
@@ -87,12 +88,13 @@ func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
 		&i.Owner,
 		&i.OwnerKey,
 		&i.TakenAt,
+		&i.Location,
 	)
 	return i, err
 }
 
 const alertList = `-- name: AlertList :many
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at FROM alerts
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location FROM alerts
 WHERE ($1::text IS NULL OR status = $1::text)
   AND ($2::timestamptz IS NULL
        OR (last_seen_at, id) < ($2::timestamptz, $3::bigint))
@@ -147,6 +149,7 @@ func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]Alert, 
 			&i.Owner,
 			&i.OwnerKey,
 			&i.TakenAt,
+			&i.Location,
 		); err != nil {
 			return nil, err
 		}
@@ -159,16 +162,16 @@ func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]Alert, 
 }
 
 const alertRaise = `-- name: AlertRaise :one
-INSERT INTO alerts (level, kind, subject, sku, pool, details, suggested_action)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO alerts (level, kind, subject, sku, location, pool, details, suggested_action)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (kind, subject) WHERE status = 'open' DO UPDATE
 SET last_seen_at = now(),
     occurrences = alerts.occurrences + 1,
     paged_at = CASE
-        WHEN $8::bigint > 0 AND alerts.paged_at <= now() - $8::bigint * interval '1 millisecond'
+        WHEN $9::bigint > 0 AND alerts.paged_at <= now() - $9::bigint * interval '1 millisecond'
         THEN now() ELSE alerts.paged_at END,
     paged_occurrences = CASE
-        WHEN $8::bigint > 0 AND alerts.paged_at <= now() - $8::bigint * interval '1 millisecond'
+        WHEN $9::bigint > 0 AND alerts.paged_at <= now() - $9::bigint * interval '1 millisecond'
         THEN alerts.occurrences + 1 ELSE alerts.paged_occurrences END,
     details = excluded.details,
     suggested_action = excluded.suggested_action,
@@ -176,7 +179,7 @@ SET last_seen_at = now(),
         WHEN alerts.level = 'critical' OR excluded.level = 'critical' THEN 'critical'
         WHEN alerts.level = 'warning' OR excluded.level = 'warning' THEN 'warning'
         ELSE 'info' END
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location
 `
 
 type AlertRaiseParams struct {
@@ -184,6 +187,7 @@ type AlertRaiseParams struct {
 	Kind            string
 	Subject         string
 	Sku             *string
+	Location        *string
 	Pool            *string
 	Details         []byte
 	SuggestedAction string
@@ -201,6 +205,7 @@ func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, 
 		arg.Kind,
 		arg.Subject,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 		arg.Details,
 		arg.SuggestedAction,
@@ -230,6 +235,7 @@ func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, 
 		&i.Owner,
 		&i.OwnerKey,
 		&i.TakenAt,
+		&i.Location,
 	)
 	return i, err
 }

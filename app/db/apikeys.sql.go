@@ -11,9 +11,17 @@ import (
 )
 
 const aPIKeyCreate = `-- name: APIKeyCreate :one
-INSERT INTO api_keys (name, role, token_sha256) VALUES ($1, $2, $3)
+INSERT INTO api_keys (name, role, token_sha256, locations)
+VALUES ($1, $2, $3, $4::text[])
 RETURNING id, name, role, created_at
 `
+
+type APIKeyCreateParams struct {
+	Name        string
+	Role        string
+	TokenSha256 []byte
+	Locations   []string
+}
 
 type APIKeyCreateRow struct {
 	ID        int64
@@ -22,8 +30,15 @@ type APIKeyCreateRow struct {
 	CreatedAt time.Time
 }
 
-func (q *Queries) APIKeyCreate(ctx context.Context, name string, role string, tokenSha256 []byte) (APIKeyCreateRow, error) {
-	row := q.db.QueryRow(ctx, aPIKeyCreate, name, role, tokenSha256)
+// APIKeyCreate issues a key; locations binds its holds to those locations
+// (null: every location).
+func (q *Queries) APIKeyCreate(ctx context.Context, arg APIKeyCreateParams) (APIKeyCreateRow, error) {
+	row := q.db.QueryRow(ctx, aPIKeyCreate,
+		arg.Name,
+		arg.Role,
+		arg.TokenSha256,
+		arg.Locations,
+	)
 	var i APIKeyCreateRow
 	err := row.Scan(
 		&i.ID,
@@ -35,7 +50,7 @@ func (q *Queries) APIKeyCreate(ctx context.Context, name string, role string, to
 }
 
 const aPIKeyGetByHash = `-- name: APIKeyGetByHash :one
-SELECT id, name, role, revoked_at FROM api_keys
+SELECT id, name, role, revoked_at, locations FROM api_keys
 WHERE token_sha256 = $1 AND (revoked_at IS NULL OR revoked_at > now())
 `
 
@@ -44,6 +59,7 @@ type APIKeyGetByHashRow struct {
 	Name      string
 	Role      string
 	RevokedAt *time.Time
+	Locations []string
 }
 
 // APIKeyGetByHash returns the key of a token while it works: not revoked,
@@ -56,12 +72,13 @@ func (q *Queries) APIKeyGetByHash(ctx context.Context, tokenSha256 []byte) (APIK
 		&i.Name,
 		&i.Role,
 		&i.RevokedAt,
+		&i.Locations,
 	)
 	return i, err
 }
 
 const aPIKeyList = `-- name: APIKeyList :many
-SELECT id, name, role, created_at, revoked_at FROM api_keys ORDER BY name, id
+SELECT id, name, role, created_at, revoked_at, locations FROM api_keys ORDER BY name, id
 `
 
 type APIKeyListRow struct {
@@ -70,6 +87,7 @@ type APIKeyListRow struct {
 	Role      string
 	CreatedAt time.Time
 	RevokedAt *time.Time
+	Locations []string
 }
 
 func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
@@ -87,6 +105,7 @@ func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
 			&i.Role,
 			&i.CreatedAt,
 			&i.RevokedAt,
+			&i.Locations,
 		); err != nil {
 			return nil, err
 		}
@@ -99,7 +118,7 @@ func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
 }
 
 const aPIKeyLockLive = `-- name: APIKeyLockLive :one
-SELECT id, name, role, created_at, revoked_at FROM api_keys
+SELECT id, name, role, created_at, revoked_at, locations FROM api_keys
 WHERE name = $1 AND revoked_at IS NULL
 FOR UPDATE
 `
@@ -110,6 +129,7 @@ type APIKeyLockLiveRow struct {
 	Role      string
 	CreatedAt time.Time
 	RevokedAt *time.Time
+	Locations []string
 }
 
 // APIKeyLockLive locks the key in use under a name, for a rotation.
@@ -122,6 +142,7 @@ func (q *Queries) APIKeyLockLive(ctx context.Context, name string) (APIKeyLockLi
 		&i.Role,
 		&i.CreatedAt,
 		&i.RevokedAt,
+		&i.Locations,
 	)
 	return i, err
 }

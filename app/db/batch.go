@@ -72,14 +72,14 @@ func (b *BatchSettingsSetBatchResults) Close() error {
 }
 
 const reservationLinesGetByKeys = `-- name: ReservationLinesGetByKeys :batchmany
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
-                   AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
+                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
 FROM reservation_lines l
 JOIN reservations r ON r.id = l.reservation_id
 JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
-ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C"
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
 
 type ReservationLinesGetByKeysBatchResults struct {
@@ -98,6 +98,7 @@ type ReservationLinesGetByKeysRow struct {
 	Sku           string
 	Pool          string
 	Quantity      int64
+	Location      string
 	Units         []string
 }
 
@@ -137,6 +138,7 @@ func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationL
 					&i.Sku,
 					&i.Pool,
 					&i.Quantity,
+					&i.Location,
 					&i.Units,
 				); err != nil {
 					return err
@@ -157,11 +159,11 @@ func (b *ReservationLinesGetByKeysBatchResults) Close() error {
 }
 
 const reservationLinesGetMany = `-- name: ReservationLinesGetMany :batchmany
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
-                   AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
+                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
-ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C"
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
 
 type ReservationLinesGetManyBatchResults struct {
@@ -175,6 +177,7 @@ type ReservationLinesGetManyRow struct {
 	Sku           string
 	Pool          string
 	Quantity      int64
+	Location      string
 	Units         []string
 }
 
@@ -214,6 +217,7 @@ func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLin
 					&i.Sku,
 					&i.Pool,
 					&i.Quantity,
+					&i.Location,
 					&i.Units,
 				); err != nil {
 					return err
@@ -250,24 +254,25 @@ WITH hold AS (
     RETURNING r.id
 ), line AS (
     SELECT unnest($5::uuid[]) AS reservation_id, unnest($6::text[]) AS sku,
-           unnest($7::text[]) AS pool, unnest($8::bigint[]) AS quantity,
-           unnest($9::text[]) AS kind, generate_series(1, cardinality($5::uuid[])) AS n
+           unnest($7::text[]) AS location,
+           unnest($8::text[]) AS pool, unnest($9::bigint[]) AS quantity,
+           unnest($10::text[]) AS kind, generate_series(1, cardinality($5::uuid[])) AS n
 ), move AS (
-    SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.kind, l.n, h.actor, h.reason,
+    SELECT l.reservation_id, l.sku, l.location, l.pool, l.quantity, l.kind, l.n, h.actor, h.reason,
            CASE WHEN l.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
            -l.quantity AS d_reserved,
            CASE WHEN l.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
     FROM line l
     JOIN hold h ON h.id = l.reservation_id
 ), sums AS (
-    SELECT m.sku, m.pool, sum(m.d_available)::bigint AS d_available,
+    SELECT m.sku, m.location, m.pool, sum(m.d_available)::bigint AS d_available,
            sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold
     FROM move m
-    GROUP BY m.sku, m.pool
+    GROUP BY m.sku, m.location, m.pool
 ), locked AS MATERIALIZED (
-    SELECT s.sku, s.pool FROM stock s
-    JOIN sums m ON m.sku = s.sku AND m.pool = s.pool
-    ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+    SELECT s.sku, s.location, s.pool FROM stock s
+    JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
+    ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
     FOR NO KEY UPDATE OF s
 ), moved AS (
     -- Joined with locked, so every row it updates is already locked; only
@@ -280,36 +285,38 @@ WITH hold AS (
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM sums m
-    JOIN locked k ON k.sku = m.sku AND k.pool = m.pool
-    WHERE s.sku = m.sku AND s.pool = m.pool AND s.reserved >= -m.d_reserved
-    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    JOIN locked k ON k.sku = m.sku AND k.location = m.location AND k.pool = m.pool
+    WHERE s.sku = m.sku AND s.location = m.location AND s.pool = m.pool AND s.reserved >= -m.d_reserved
+    RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 ), shrunk AS (
     UPDATE reservation_lines l
     SET quantity = l.quantity - m.quantity
     FROM move m
-    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
-      AND l.quantity > m.quantity
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku
+      AND l.location = m.location AND l.pool = m.pool AND l.quantity > m.quantity
     RETURNING l.reservation_id
 ), dropped AS (
     DELETE FROM reservation_lines l
     USING move m
-    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
-      AND l.quantity = m.quantity
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku
+      AND l.location = m.location AND l.pool = m.pool AND l.quantity = m.quantity
     RETURNING l.reservation_id
 ), unit_in AS (
-    SELECT unnest($10::uuid[]) AS reservation_id, unnest($11::text[]) AS sku,
-           unnest($12::text[]) AS pool, unnest($13::text[]) AS unit_id
+    SELECT unnest($11::uuid[]) AS reservation_id, unnest($12::text[]) AS sku,
+           unnest($13::text[]) AS location,
+           unnest($14::text[]) AS pool, unnest($15::text[]) AS unit_id
 ), unit_move AS (
-    SELECT u.reservation_id, u.sku, u.pool, u.unit_id, m.kind
+    SELECT u.reservation_id, u.sku, u.location, u.pool, u.unit_id, m.kind
     FROM unit_in u
-    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.pool = u.pool
+    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.location = u.location AND m.pool = u.pool
 ), units_moved AS (
     UPDATE units u
     SET status = CASE WHEN m.kind = 'confirm' THEN 'sold' ELSE 'available' END,
         reservation_id = CASE WHEN m.kind = 'confirm' THEN u.reservation_id END,
         updated_at = now()
     FROM unit_move m
-    WHERE u.sku = m.sku AND u.id = m.unit_id AND u.pool = m.pool
+    WHERE u.sku = m.sku AND u.id = m.unit_id AND u.location = m.location AND u.pool = m.pool
       AND u.status = 'held' AND u.reservation_id = m.reservation_id
     RETURNING u.sku, u.id
 ), units_recorded AS (
@@ -320,19 +327,22 @@ WITH hold AS (
       AND r.live AND NOT r.part_released
     RETURNING r.sku, r.unit_id
 ), line_units AS (
-    SELECT u.reservation_id, u.sku, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
+    SELECT u.reservation_id, u.sku, u.location, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
            count(*) AS n
     FROM unit_move u
-    GROUP BY u.reservation_id, u.sku, u.pool
+    GROUP BY u.reservation_id, u.sku, u.location, u.pool
 ), ledger AS (
-    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, reason, units,
-                        feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT m.sku, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id, m.actor, m.reason,
-           lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold
+                        feed_xid, total_after, available_after, reserved_after, sold_after,
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
+    SELECT m.sku, m.location, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id,
+           m.actor, m.reason, lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold,
+           v.quality_control, v.damaged, v.safety_stock, v.incoming
     FROM move m
-    JOIN moved v ON v.sku = m.sku AND v.pool = m.pool
-    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku AND lu.pool = m.pool
+    JOIN moved v ON v.sku = m.sku AND v.location = m.location AND v.pool = m.pool
+    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
+                           AND lu.location = m.location AND lu.pool = m.pool
     ORDER BY m.n
 )
 SELECT stockhold_check(concat_ws('; ',
@@ -340,26 +350,31 @@ SELECT stockhold_check(concat_ws('; ',
      FROM unit_in u
      WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)
         OR NOT EXISTS (SELECT 1 FROM units_recorded t WHERE t.sku = u.sku AND t.unit_id = u.unit_id)),
-    (SELECT 'lines of serialized pools not moving their units: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.pool, ', ')
+    (SELECT 'lines of serialized pools not moving their units: '
+            || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.location || '/' || m.pool, ', ')
      FROM move m
-     JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
-     LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku AND lu.pool = m.pool
+     JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
+     LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
+                            AND lu.location = m.location AND lu.pool = m.pool
      WHERE s.serialized AND coalesce(lu.n, 0) <> m.quantity),
     (SELECT 'holds not held: ' || string_agg(h.id::text, ', ')
      FROM hold h WHERE NOT EXISTS (SELECT 1 FROM changed c WHERE c.id = h.id)),
-    (SELECT 'stock rows without the units to move: ' || string_agg(m.sku || '/' || m.pool, ', ')
-     FROM sums m WHERE NOT EXISTS (SELECT 1 FROM moved v WHERE v.sku = m.sku AND v.pool = m.pool)),
-    (SELECT 'lines not as read: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.pool, ', ')
+    (SELECT 'stock rows without the units to move: ' || string_agg(m.sku || '/' || m.location || '/' || m.pool, ', ')
+     FROM sums m WHERE NOT EXISTS (
+         SELECT 1 FROM moved v WHERE v.sku = m.sku AND v.location = m.location AND v.pool = m.pool)),
+    (SELECT 'lines not as read: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.location || '/' || m.pool, ', ')
      FROM move m
-     LEFT JOIN reservation_lines l ON l.reservation_id = m.reservation_id AND l.sku = m.sku AND l.pool = m.pool
+     LEFT JOIN reservation_lines l ON l.reservation_id = m.reservation_id AND l.sku = m.sku
+                                  AND l.location = m.location AND l.pool = m.pool
      WHERE l.quantity IS NULL OR m.quantity < 1
         OR (m.kind = 'release_partial' AND l.quantity < m.quantity)
         OR (m.kind <> 'release_partial' AND l.quantity <> m.quantity)),
-    (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.pool, ', ')
+    (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.location || '/' || l.pool, ', ')
      FROM hold h
      JOIN reservation_lines l ON l.reservation_id = h.id
      WHERE h.status <> 'held'
-       AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku AND m.pool = l.pool))
+       AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku
+                                               AND m.location = l.location AND m.pool = l.pool))
 ))
 `
 
@@ -376,11 +391,13 @@ type ReservationsChangeParams struct {
 	Reasons            []string
 	LineIds            []uuid.UUID
 	LineSkus           []string
+	LineLocations      []string
 	LinePools          []string
 	LineQuantities     []int64
 	LineKinds          []string
 	UnitReservationIds []uuid.UUID
 	UnitSkus           []string
+	UnitLocations      []string
 	UnitPools          []string
 	UnitIds            []string
 }
@@ -390,17 +407,18 @@ type ReservationsChangeParams struct {
 // (ReservationLinesGetMany, a later statement, so the lines are as the last
 // committed change left them). Each hold in ids gets its status (confirmed,
 // released or expired; held for a partial release, which only touches it);
-// each line given moves its units out of reserved (into sold for kind
-// confirm, into available otherwise) and gets a ledger row carrying the
-// version, counters and feed position its stock row reached; the lines of a
-// partial release (kind release_partial) shrink, or go when released
-// whole. Stock rows are locked in (sku, pool) byte order, the lock order of
-// every path, and their UPDATE is conditional on holding the units it
-// moves. Then the statement checks that the database agrees with the
-// decision, and fails with SQLSTATE SH001 (stockhold_check) otherwise: every
-// hold was held, every stock row had the units, every line moved is the
-// hold's line as read (a partial release: at most it), and a hold that
-// ends has every one of its lines moved.
+// each line given (one per location the hold took a SKU from) moves its
+// units out of reserved at that location (into sold for kind confirm, into
+// available otherwise) and gets a ledger row carrying the version, counters
+// and feed position its stock row reached; the lines of a partial release
+// (kind release_partial) shrink, or go when released whole. Stock rows are
+// locked in (sku, location, pool) byte order, the lock order of every
+// path, and their UPDATE is conditional on holding the units it moves.
+// Then the statement checks that the database agrees with the decision,
+// and fails with SQLSTATE SH001 (stockhold_check) otherwise: every hold was
+// held, every stock row had the units, every line moved is the hold's line
+// as read (a partial release: at most it), and a hold that ends has every
+// one of its lines moved.
 //
 // Units with an identity move with their lines (unit_* arrays, each unit
 // naming its hold and line): held -> sold for kind confirm, held ->
@@ -419,11 +437,13 @@ func (q *Queries) ReservationsChange(ctx context.Context, arg []ReservationsChan
 			a.Reasons,
 			a.LineIds,
 			a.LineSkus,
+			a.LineLocations,
 			a.LinePools,
 			a.LineQuantities,
 			a.LineKinds,
 			a.UnitReservationIds,
 			a.UnitSkus,
+			a.UnitLocations,
 			a.UnitPools,
 			a.UnitIds,
 		}
@@ -505,11 +525,12 @@ WHERE r.status = 'held'
   AND r.expires_at <= now() - interval '1 second' * $1::float8
   AND NOT EXISTS (
         SELECT 1 FROM reservation_lines l
-        JOIN (SELECT unnest($2::text[]) AS sku, unnest($3::text[]) AS pool) x
-          ON x.sku = l.sku AND x.pool = l.pool
+        JOIN (SELECT unnest($2::text[]) AS sku, unnest($3::text[]) AS location,
+                     unnest($4::text[]) AS pool) x
+          ON x.sku = l.sku AND x.location = l.location AND x.pool = l.pool
         WHERE l.reservation_id = r.id)
 ORDER BY r.expires_at, r.id
-LIMIT $4
+LIMIT $5
 FOR UPDATE OF r SKIP LOCKED
 `
 
@@ -520,10 +541,11 @@ type ReservationsDueBatchResults struct {
 }
 
 type ReservationsDueParams struct {
-	GraceSeconds float64
-	SkipSkus     []string
-	SkipPools    []string
-	Lim          int32
+	GraceSeconds  float64
+	SkipSkus      []string
+	SkipLocations []string
+	SkipPools     []string
+	Lim           int32
 }
 
 // ReservationsDue locks up to lim held reservations that expired
@@ -537,6 +559,7 @@ func (q *Queries) ReservationsDue(ctx context.Context, arg []ReservationsDuePara
 		vals := []interface{}{
 			a.GraceSeconds,
 			a.SkipSkus,
+			a.SkipLocations,
 			a.SkipPools,
 			a.Lim,
 		}
@@ -928,8 +951,8 @@ func (b *ReservationsLockManyBatchResults) Close() error {
 
 const stockHoldsApply = `-- name: StockHoldsApply :batchexec
 WITH wanted AS (
-    SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool,
-           unnest($3::bigint[]) AS quantity
+    SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS location,
+           unnest($3::text[]) AS pool, unnest($4::bigint[]) AS quantity
 ), moved AS (
     UPDATE stock s
     SET available = s.available - g.quantity,
@@ -938,45 +961,51 @@ WITH wanted AS (
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
     FROM wanted g
-    WHERE s.sku = g.sku AND s.pool = g.pool AND s.status = 'on_sale' AND s.available >= g.quantity
-    RETURNING s.sku, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    WHERE s.sku = g.sku AND s.location = g.location AND s.pool = g.pool AND s.status = 'on_sale' AND s.available >= g.quantity
+    RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 ), granted AS (
-    SELECT unnest($4::uuid[]) AS reservation_id, unnest($5::text[]) AS sku,
-           unnest($6::text[]) AS pool, unnest($7::bigint[]) AS quantity,
-           unnest($8::text[]) AS actor, generate_series(1, cardinality($4::uuid[])) AS n
+    SELECT unnest($5::uuid[]) AS reservation_id, unnest($6::text[]) AS sku,
+           unnest($7::text[]) AS location,
+           unnest($8::text[]) AS pool, unnest($9::bigint[]) AS quantity,
+           unnest($10::text[]) AS actor, generate_series(1, cardinality($5::uuid[])) AS n
 ), lines AS (
-    INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
-    SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
+    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity)
+    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity FROM granted g ORDER BY g.n
 ), unit_grants AS (
-    SELECT unnest($9::uuid[]) AS reservation_id, unnest($10::text[]) AS sku,
-           unnest($11::text[]) AS pool, unnest($12::text[]) AS unit_id
+    SELECT unnest($11::uuid[]) AS reservation_id, unnest($12::text[]) AS sku,
+           unnest($13::text[]) AS location,
+           unnest($14::text[]) AS pool, unnest($15::text[]) AS unit_id
 ), took AS (
     UPDATE units u
     SET status = 'held', reservation_id = g.reservation_id, updated_at = now()
     FROM unit_grants g
-    WHERE u.sku = g.sku AND u.id = g.unit_id AND u.pool = g.pool AND u.status = 'available'
+    WHERE u.sku = g.sku AND u.id = g.unit_id AND u.location = g.location AND u.pool = g.pool AND u.status = 'available'
     RETURNING u.sku, u.id
 ), recorded AS (
-    INSERT INTO reservation_units (reservation_id, sku, unit_id, pool)
-    SELECT g.reservation_id, g.sku, g.unit_id, g.pool FROM unit_grants g
+    INSERT INTO reservation_units (reservation_id, sku, unit_id, location, pool)
+    SELECT g.reservation_id, g.sku, g.unit_id, g.location, g.pool FROM unit_grants g
 ), line_units AS (
-    SELECT g.reservation_id, g.sku, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
+    SELECT g.reservation_id, g.sku, g.location, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
     FROM unit_grants g
-    GROUP BY g.reservation_id, g.sku, g.pool
+    GROUP BY g.reservation_id, g.sku, g.location, g.pool
 ), ledger AS (
-    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, units,
-                        feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
-           m.feed_xid, m.total, m.available, m.reserved, m.sold
+                        feed_xid, total_after, available_after, reserved_after, sold_after,
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
+    SELECT g.sku, g.location, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
+           m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
     FROM granted g
-    JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
-    LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku AND lu.pool = g.pool
+    JOIN moved m ON m.sku = g.sku AND m.location = g.location AND m.pool = g.pool
+    LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku
+                           AND lu.location = g.location AND lu.pool = g.pool
     ORDER BY g.n
 )
 SELECT stockhold_check(concat_ws('; ',
-    (SELECT 'stock rows not on sale or without the units granted: ' || string_agg(g.sku || '/' || g.pool, ', ')
-     FROM wanted g WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.pool = g.pool)),
+    (SELECT 'stock rows not on sale or without the units granted: ' || string_agg(g.sku || '/' || g.location || '/' || g.pool, ', ')
+     FROM wanted g WHERE NOT EXISTS (
+         SELECT 1 FROM moved m WHERE m.sku = g.sku AND m.location = g.location AND m.pool = g.pool)),
     (SELECT 'units not available: ' || string_agg(g.sku || '/' || g.unit_id, ', ')
      FROM unit_grants g WHERE NOT EXISTS (SELECT 1 FROM took t WHERE t.sku = g.sku AND t.id = g.unit_id))))
 `
@@ -989,46 +1018,52 @@ type StockHoldsApplyBatchResults struct {
 
 type StockHoldsApplyParams struct {
 	RowSkus            []string
+	RowLocations       []string
 	RowPools           []string
 	RowQuantities      []int64
 	LineIds            []uuid.UUID
 	LineSkus           []string
+	LineLocations      []string
 	LinePools          []string
 	LineQuantities     []int64
 	LineActors         []string
 	UnitReservationIds []uuid.UUID
 	UnitSkus           []string
+	UnitLocations      []string
 	UnitPools          []string
 	UnitIds            []string
 }
 
 // StockHoldsApply writes the grants of a hold batch whose stock rows
 // StockLockMany locked: each row's counters move by the sum of its granted
-// lines (row_* arrays), the lines are inserted (line_* arrays), and each
-// line gets a reserve ledger row carrying the version its stock row reached,
-// its counters after the change and its event feed position (feed_xid).
-// Units with an identity granted (unit_* arrays) become held by their
-// holds, are recorded as the holds' units, and are named by their lines'
-// ledger rows. The UPDATEs are conditional: a row moves only while it is
-// on sale and has the units granted, a unit only while it is available in
-// the line's pool, so the database re-checks every grant the batch
-// decided, and the statement fails with SQLSTATE SH001 (stockhold_check)
-// when a row or a unit did not move, rather than commit a grant it
-// refused.
+// lines (row_* arrays), the lines are inserted (line_* arrays: one per
+// location a hold line was allocated to), and each line gets a reserve
+// ledger row carrying the version its stock row reached, its counters
+// after the change and its event feed position (feed_xid). Units with an
+// identity granted (unit_* arrays) become held by their holds, are
+// recorded as the holds' units, and are named by their lines' ledger rows.
+// The UPDATEs are conditional: a row moves only while it is on sale and
+// has the units granted, a unit only while it is available in the line's
+// pool, so the database re-checks every grant the batch decided, and the
+// statement fails with SQLSTATE SH001 (stockhold_check) when a row or a
+// unit did not move, rather than commit a grant it refused.
 func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyParams) *StockHoldsApplyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
 			a.RowSkus,
+			a.RowLocations,
 			a.RowPools,
 			a.RowQuantities,
 			a.LineIds,
 			a.LineSkus,
+			a.LineLocations,
 			a.LinePools,
 			a.LineQuantities,
 			a.LineActors,
 			a.UnitReservationIds,
 			a.UnitSkus,
+			a.UnitLocations,
 			a.UnitPools,
 			a.UnitIds,
 		}
@@ -1060,11 +1095,13 @@ func (b *StockHoldsApplyBatchResults) Close() error {
 }
 
 const stockLockMany = `-- name: StockLockMany :batchmany
-SELECT s.sku, s.pool, s.available, s.status, s.paused_reason, s.serialized
+SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
+       l.priority, l.active, l.stop_sale_reason
 FROM stock s
-JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k
-  ON k.sku = s.sku AND k.pool = s.pool
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
+JOIN locations l ON l.id = s.location
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR NO KEY UPDATE OF s
 `
 
@@ -1075,28 +1112,38 @@ type StockLockManyBatchResults struct {
 }
 
 type StockLockManyParams struct {
-	Skus  []string
-	Pools []string
+	Skus      []string
+	Pools     []string
+	Locations []string
 }
 
 type StockLockManyRow struct {
-	Sku          string
-	Pool         string
-	Available    int64
-	Status       string
-	PausedReason *string
-	Serialized   bool
+	Sku            string
+	Location       string
+	Pool           string
+	Available      int64
+	Status         string
+	PausedReason   *string
+	Serialized     bool
+	Priority       int32
+	Active         bool
+	StopSaleReason *string
 }
 
-// StockLockMany locks stock rows in (sku, pool) byte order, the one order
-// every path locks stock rows in whatever the database's collation, and
-// returns what a hold batch decides its grants on.
+// StockLockMany locks the stock rows a hold batch may draw on, in (sku,
+// location, pool) byte order, the one order every path locks stock rows in
+// whatever the database's collation, and returns what the batch decides
+// its grants on, with each row's location as the batch reads it (its
+// priority, whether it takes holds, its own stop-sale). A key whose
+// location is empty asks for the (sku, pool) at every location: a line
+// the batch allocates.
 func (q *Queries) StockLockMany(ctx context.Context, arg []StockLockManyParams) *StockLockManyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
 			a.Skus,
 			a.Pools,
+			a.Locations,
 		}
 		batch.Queue(stockLockMany, vals...)
 	}
@@ -1124,11 +1171,15 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 				var i StockLockManyRow
 				if err := rows.Scan(
 					&i.Sku,
+					&i.Location,
 					&i.Pool,
 					&i.Available,
 					&i.Status,
 					&i.PausedReason,
 					&i.Serialized,
+					&i.Priority,
+					&i.Active,
+					&i.StopSaleReason,
 				); err != nil {
 					return err
 				}
@@ -1357,7 +1408,7 @@ func (b *UnitsFreeBatchResults) Close() error {
 }
 
 const unitsNamed = `-- name: UnitsNamed :batchmany
-SELECT u.sku, u.id, u.pool, u.status, u.group_name, u.position
+SELECT u.sku, u.id, u.location, u.pool, u.status, u.group_name, u.position
 FROM units u
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS id) k ON u.sku = k.sku AND u.id = k.id
 `
@@ -1376,6 +1427,7 @@ type UnitsNamedParams struct {
 type UnitsNamedRow struct {
 	Sku       string
 	ID        string
+	Location  string
 	Pool      string
 	Status    string
 	GroupName *string
@@ -1419,6 +1471,7 @@ func (b *UnitsNamedBatchResults) Query(f func(int, []UnitsNamedRow, error)) {
 				if err := rows.Scan(
 					&i.Sku,
 					&i.ID,
+					&i.Location,
 					&i.Pool,
 					&i.Status,
 					&i.GroupName,

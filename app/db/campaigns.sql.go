@@ -11,10 +11,11 @@ import (
 )
 
 const campaignAllotments = `-- name: CampaignAllotments :many
-SELECT campaign, sku, quantity, units FROM campaign_allotments WHERE campaign = $1 ORDER BY sku COLLATE "C"
+SELECT campaign, sku, quantity, units, location FROM campaign_allotments WHERE campaign = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
 `
 
-// In sku byte order: campaign start locks the stock rows of each in turn.
+// In (sku, location) byte order: campaign start locks the stock rows of
+// each in turn.
 func (q *Queries) CampaignAllotments(ctx context.Context, campaign string) ([]CampaignAllotment, error) {
 	rows, err := q.db.Query(ctx, campaignAllotments, campaign)
 	if err != nil {
@@ -29,6 +30,7 @@ func (q *Queries) CampaignAllotments(ctx context.Context, campaign string) ([]Ca
 			&i.Sku,
 			&i.Quantity,
 			&i.Units,
+			&i.Location,
 		); err != nil {
 			return nil, err
 		}
@@ -41,13 +43,14 @@ func (q *Queries) CampaignAllotments(ctx context.Context, campaign string) ([]Ca
 }
 
 const campaignAllotmentsInsert = `-- name: CampaignAllotmentsInsert :exec
-INSERT INTO campaign_allotments (campaign, sku, quantity, units)
-SELECT $1, unnest($2::text[]), unnest($3::bigint[]), unnest($4::jsonb[])
+INSERT INTO campaign_allotments (campaign, sku, location, quantity, units)
+SELECT $1, unnest($2::text[]), unnest($3::text[]), unnest($4::bigint[]), unnest($5::jsonb[])
 `
 
 type CampaignAllotmentsInsertParams struct {
 	Campaign   string
 	Skus       []string
+	Locations  []string
 	Quantities []int64
 	Units      [][]byte
 }
@@ -58,6 +61,7 @@ func (q *Queries) CampaignAllotmentsInsert(ctx context.Context, arg CampaignAllo
 	_, err := q.db.Exec(ctx, campaignAllotmentsInsert,
 		arg.Campaign,
 		arg.Skus,
+		arg.Locations,
 		arg.Quantities,
 		arg.Units,
 	)
@@ -227,10 +231,11 @@ func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error)
 }
 
 const campaignPools = `-- name: CampaignPools :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
 `
 
-// In sku byte order: campaign end and finish lock each row in turn.
+// In (sku, location) byte order: campaign end and finish lock each row in
+// turn.
 func (q *Queries) CampaignPools(ctx context.Context, campaign string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, campaignPools, campaign)
 	if err != nil {
@@ -255,6 +260,11 @@ func (q *Queries) CampaignPools(ctx context.Context, campaign string) ([]Stock, 
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
 			return nil, err
 		}

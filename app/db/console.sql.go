@@ -57,7 +57,7 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 }
 
 const ledgerListByReservation = `-- name: LedgerListByReservation :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs FROM ledger WHERE reservation_id = $1 ORDER BY id
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs, location, delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, quality_control_after, damaged_after, safety_stock_after, incoming_after FROM ledger WHERE reservation_id = $1 ORDER BY id
 `
 
 func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uuid.UUID) ([]Ledger, error) {
@@ -92,6 +92,15 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 			&i.ActorKey,
 			&i.Units,
 			&i.Refs,
+			&i.Location,
+			&i.DeltaQualityControl,
+			&i.DeltaDamaged,
+			&i.DeltaSafetyStock,
+			&i.DeltaIncoming,
+			&i.QualityControlAfter,
+			&i.DamagedAfter,
+			&i.SafetyStockAfter,
+			&i.IncomingAfter,
 		); err != nil {
 			return nil, err
 		}
@@ -104,7 +113,7 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 }
 
 const ledgerPageBySKU = `-- name: LedgerPageBySKU :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs FROM ledger
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs, location, delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, quality_control_after, damaged_after, safety_stock_after, incoming_after FROM ledger
 WHERE sku = $1 AND ($2::bigint IS NULL OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
@@ -144,6 +153,15 @@ func (q *Queries) LedgerPageBySKU(ctx context.Context, sku string, beforeID *int
 			&i.ActorKey,
 			&i.Units,
 			&i.Refs,
+			&i.Location,
+			&i.DeltaQualityControl,
+			&i.DeltaDamaged,
+			&i.DeltaSafetyStock,
+			&i.DeltaIncoming,
+			&i.QualityControlAfter,
+			&i.DamagedAfter,
+			&i.SafetyStockAfter,
+			&i.IncomingAfter,
 		); err != nil {
 			return nil, err
 		}
@@ -361,14 +379,15 @@ func (q *Queries) RollbackList(ctx context.Context, lim int32) ([]RollbackReques
 }
 
 const unitsMap = `-- name: UnitsMap :many
-SELECT pool, group_name, position, id, status, reservation_id
+SELECT location, pool, group_name, position, id, status, reservation_id
 FROM units
 WHERE sku = $1
-ORDER BY pool COLLATE "C", group_name COLLATE "C" NULLS LAST, position NULLS LAST, id COLLATE "C"
+ORDER BY location COLLATE "C", pool COLLATE "C", group_name COLLATE "C" NULLS LAST, position NULLS LAST, id COLLATE "C"
 LIMIT $2
 `
 
 type UnitsMapRow struct {
+	Location      string
 	Pool          string
 	GroupName     *string
 	Position      *int32
@@ -389,6 +408,7 @@ func (q *Queries) UnitsMap(ctx context.Context, sku string, lim int32) ([]UnitsM
 	for rows.Next() {
 		var i UnitsMapRow
 		if err := rows.Scan(
+			&i.Location,
 			&i.Pool,
 			&i.GroupName,
 			&i.Position,

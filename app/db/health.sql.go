@@ -10,24 +10,34 @@ import (
 )
 
 const invariantViolations = `-- name: InvariantViolations :many
-SELECT 'stock ' || sku || '/' || pool AS subject,
+SELECT 'stock ' || sku || '/' || location || '/' || pool AS subject,
        concat_ws('; ',
-         CASE WHEN NOT counters_ok THEN format('counters: total %s != available %s + reserved %s + sold %s (or negative)', total, available, reserved, sold) END,
+         CASE WHEN NOT counters_ok THEN format('counters: total %s != available %s + reserved %s + sold %s + quality_control %s + damaged %s + safety_stock %s (or negative, incoming %s)',
+                                               total, available, reserved, sold, quality_control, damaged, safety_stock, incoming) END,
          CASE WHEN NOT lines_ok THEN format('lines: reserved %s vs held lines %s, sold %s vs confirmed lines %s', reserved, lines_held, sold, lines_confirmed) END,
-         CASE WHEN NOT ledger_ok THEN format('ledger: counters %s/%s/%s/%s vs ledger %s/%s/%s/%s', total, available, reserved, sold, ledger_total, ledger_available, ledger_reserved, ledger_sold) END
+         CASE WHEN NOT ledger_ok THEN format('ledger: counters %s/%s/%s/%s/%s/%s/%s/%s vs ledger %s/%s/%s/%s/%s/%s/%s/%s',
+                                             total, available, reserved, sold, quality_control, damaged, safety_stock, incoming,
+                                             ledger_total, ledger_available, ledger_reserved, ledger_sold,
+                                             ledger_quality_control, ledger_damaged, ledger_safety_stock, ledger_incoming) END,
+         CASE WHEN NOT transit_ok THEN format('incoming %s vs %s in transit to it', incoming, in_transit) END
        )::text AS problem
 FROM stock_health
 WHERE NOT ok
+UNION ALL
+SELECT 'transfer ' || t.id::text, format('in transit to %s/%s/%s, which has no stock row', t.sku, t.to_location, t.pool)
+FROM transfers t
+WHERE t.status = 'in_transit'
+  AND NOT EXISTS (SELECT 1 FROM stock s WHERE s.sku = t.sku AND s.location = t.to_location AND s.pool = t.pool)
 UNION ALL
 SELECT 'idempotency key ' || client || '/' || idempotency_key, format('%s holds', count(*))
 FROM reservations
 GROUP BY client, idempotency_key
 HAVING count(*) > 1
 UNION ALL
-SELECT 'reservation ' || reservation_id::text, format('%s ledger rows hand back %s/%s', count(*), sku, pool)
+SELECT 'reservation ' || reservation_id::text, format('%s ledger rows hand back %s/%s/%s', count(*), sku, location, pool)
 FROM ledger
 WHERE kind IN ('release', 'expire', 'rollback', 'confirm') AND reservation_id IS NOT NULL
-GROUP BY reservation_id, sku, pool
+GROUP BY reservation_id, sku, location, pool
 HAVING count(*) > 1
 UNION ALL
 SELECT 'reservation ' || r.id::text, 'status ' || r.status || ' but no matching ledger row'
@@ -36,24 +46,25 @@ WHERE r.status <> 'held' AND NOT EXISTS (
     SELECT 1 FROM ledger g WHERE g.reservation_id = r.id AND g.kind IN ('release', 'expire', 'rollback', 'confirm'))
 UNION ALL
 SELECT 'reservation ' || g.reservation_id::text,
-       format('the ledger has %s held and %s sold of %s/%s, the hold (%s) %s', g.held, g.sold, g.sku, g.pool,
+       format('the ledger has %s held and %s sold of %s/%s/%s, the hold (%s) %s', g.held, g.sold, g.sku, g.location, g.pool,
               coalesce(r.status, 'deleted'), coalesce(l.quantity, 0))
-FROM (SELECT reservation_id, sku, pool, sum(delta_reserved) AS held, sum(delta_sold) AS sold
+FROM (SELECT reservation_id, sku, location, pool, sum(delta_reserved) AS held, sum(delta_sold) AS sold
       FROM ledger WHERE reservation_id IS NOT NULL
-      GROUP BY reservation_id, sku, pool) g
+      GROUP BY reservation_id, sku, location, pool) g
 LEFT JOIN reservations r ON r.id = g.reservation_id
-LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.pool = g.pool
+LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku
+                             AND l.location = g.location AND l.pool = g.pool
 WHERE g.held <> CASE WHEN r.status = 'held' THEN coalesce(l.quantity, 0) ELSE 0 END
    OR g.sold <> CASE WHEN r.status = 'confirmed' THEN coalesce(l.quantity, 0) ELSE 0 END
 UNION ALL
-SELECT 'stock ' || s.sku || '/' || s.pool,
+SELECT 'stock ' || s.sku || '/' || s.location || '/' || s.pool,
        format('counters %s/%s/%s (available/reserved/sold), units %s/%s/%s, serialized %s', s.available, s.reserved, s.sold,
               coalesce(u.available, 0), coalesce(u.held, 0), coalesce(u.sold, 0), s.serialized)
 FROM stock s
-LEFT JOIN (SELECT sku, pool, count(*) FILTER (WHERE status = 'available') AS available,
+LEFT JOIN (SELECT sku, location, pool, count(*) FILTER (WHERE status = 'available') AS available,
                   count(*) FILTER (WHERE status = 'held') AS held, count(*) FILTER (WHERE status = 'sold') AS sold,
                   count(*) AS n
-           FROM units GROUP BY sku, pool) u ON u.sku = s.sku AND u.pool = s.pool
+           FROM units GROUP BY sku, location, pool) u ON u.sku = s.sku AND u.location = s.location AND u.pool = s.pool
 WHERE (s.serialized AND (s.available, s.reserved, s.sold) <> (coalesce(u.available, 0), coalesce(u.held, 0), coalesce(u.sold, 0)))
    OR (NOT s.serialized AND coalesce(u.n, 0) > 0)
 UNION ALL
@@ -72,11 +83,12 @@ JOIN units u ON u.sku = ru.sku AND u.id = ru.unit_id
 WHERE ru.live AND (u.reservation_id IS DISTINCT FROM ru.reservation_id OR u.status NOT IN ('held', 'sold')
                    OR r.status NOT IN ('held', 'confirmed'))
 UNION ALL
-SELECT 'reservation ' || l.reservation_id::text, format('line %s/%s of %s has %s units', l.sku, l.pool, l.quantity, count(ru.unit_id))
+SELECT 'reservation ' || l.reservation_id::text, format('line %s/%s/%s of %s has %s units', l.sku, l.location, l.pool, l.quantity, count(ru.unit_id))
 FROM reservation_lines l
-JOIN stock s ON s.sku = l.sku AND s.pool = l.pool AND s.serialized
-LEFT JOIN reservation_units ru ON ru.reservation_id = l.reservation_id AND ru.sku = l.sku AND ru.pool = l.pool AND NOT ru.part_released
-GROUP BY l.reservation_id, l.sku, l.pool, l.quantity
+JOIN stock s ON s.sku = l.sku AND s.location = l.location AND s.pool = l.pool AND s.serialized
+LEFT JOIN reservation_units ru ON ru.reservation_id = l.reservation_id AND ru.sku = l.sku AND ru.location = l.location
+                              AND ru.pool = l.pool AND NOT ru.part_released
+GROUP BY l.reservation_id, l.sku, l.location, l.pool, l.quantity
 HAVING count(ru.unit_id) <> l.quantity
 `
 
@@ -88,6 +100,8 @@ type InvariantViolationsRow struct {
 // InvariantViolations lists every breach of DESIGN.md's invariants 1, 2, 3,
 // 5 and 7 (and the "released twice" half of 4), one row each; empty means
 // the books balance. Tests call it after every change to stock.
+// Invariant 8's other half: a transfer in transit is incoming at a stock
+// row of its destination (a transfer to a row that does not exist).
 // Per hold and stock row, the ledger's units still held and sold by the
 // hold must be what its line holds: all of it while held (less what partial
 // releases handed back), all of it sold once confirmed, none once it ended

@@ -12,32 +12,40 @@ import (
 )
 
 const ledgerAppend = `-- name: LedgerAppend :execrows
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+                    delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming,
                     stock_version, reservation_id, actor, actor_key, reason, ref, units, refs,
-                    feed_xid, total_after, available_after, reserved_after, sold_after)
-SELECT s.sku, s.pool, $1::text, $2::bigint, $3::bigint, $4::bigint,
-       $5::bigint, s.version, $6::uuid, $7::text, $8::text,
-       $9::text, $10::text, $11::text[], $12::text[],
-       s.feed_xid, s.total, s.available, s.reserved, s.sold
+                    feed_xid, total_after, available_after, reserved_after, sold_after,
+                    quality_control_after, damaged_after, safety_stock_after, incoming_after)
+SELECT s.sku, s.location, s.pool, $1::text, $2::bigint, $3::bigint, $4::bigint,
+       $5::bigint, $6::bigint, $7::bigint, $8::bigint,
+       $9::bigint, s.version, $10::uuid, $11::text, $12::text,
+       $13::text, $14::text, $15::text[], $16::text[],
+       s.feed_xid, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming
 FROM stock s
-WHERE s.sku = $13 AND s.pool = $14
+WHERE s.sku = $17 AND s.location = $18 AND s.pool = $19
 `
 
 type LedgerAppendParams struct {
-	Kind           string
-	DeltaTotal     int64
-	DeltaAvailable int64
-	DeltaReserved  int64
-	DeltaSold      int64
-	ReservationID  *uuid.UUID
-	Actor          string
-	ActorKey       *string
-	Reason         *string
-	Ref            *string
-	Units          []string
-	Refs           []string
-	Sku            string
-	Pool           string
+	Kind                string
+	DeltaTotal          int64
+	DeltaAvailable      int64
+	DeltaReserved       int64
+	DeltaSold           int64
+	DeltaQualityControl int64
+	DeltaDamaged        int64
+	DeltaSafetyStock    int64
+	DeltaIncoming       int64
+	ReservationID       *uuid.UUID
+	Actor               string
+	ActorKey            *string
+	Reason              *string
+	Ref                 *string
+	Units               []string
+	Refs                []string
+	Sku                 string
+	Location            string
+	Pool                string
 }
 
 // LedgerAppend records a change the caller just made to a stock row in its
@@ -51,6 +59,10 @@ func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int
 		arg.DeltaAvailable,
 		arg.DeltaReserved,
 		arg.DeltaSold,
+		arg.DeltaQualityControl,
+		arg.DeltaDamaged,
+		arg.DeltaSafetyStock,
+		arg.DeltaIncoming,
 		arg.ReservationID,
 		arg.Actor,
 		arg.ActorKey,
@@ -59,6 +71,7 @@ func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int
 		arg.Units,
 		arg.Refs,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 	)
 	if err != nil {

@@ -88,6 +88,7 @@ type Alert struct {
 	// The API key that authenticated whoever took the alert, beside the owner they named.
 	OwnerKey *string
 	TakenAt  *time.Time
+	Location *string
 }
 
 // Bearer tokens, stored only as SHA-256. name is the owner: idempotency keys and holds are scoped to it.
@@ -99,6 +100,8 @@ type ApiKey struct {
 	CreatedAt   time.Time
 	// When the key stops working; null while it is in use. A time to come is a rotated key's grace period. Live names are unique.
 	RevokedAt *time.Time
+	// The locations this key's holds allocate from (a sales channel); null: all of them.
+	Locations []string
 }
 
 // Flash sales: scheduled -> active -> ended -> rolled_back. Holds naming a campaign draw only from its pool.
@@ -126,7 +129,8 @@ type CampaignAllotment struct {
 	Sku      string
 	Quantity int64
 	// The units (ids, a JSON array) the allotment carves out of main, for a SKU of units with an identity; null: quantity units in seat order.
-	Units []byte
+	Units    []byte
+	Location string
 }
 
 type DiscardedJob struct {
@@ -146,7 +150,7 @@ type IdempotencyKey struct {
 	CreatedAt   time.Time
 }
 
-// Append-only: one row per change to a stock row. Summed per (sku, pool), the deltas equal the counters.
+// Append-only: one row per change to a stock row. Summed per (sku, location, pool), the deltas equal the counters.
 type Ledger struct {
 	ID             int64
 	At             time.Time
@@ -174,7 +178,16 @@ type Ledger struct {
 	// The units this movement moved, for a serialized pool (their ids, in order).
 	Units []string
 	// What a repair or a resume is about, as the operator named it: order refs, hold ids, ledger ids, a ticket (POST /v1/skus/{sku}/repair and /resume, "refs").
-	Refs []string
+	Refs                []string
+	Location            string
+	DeltaQualityControl int64
+	DeltaDamaged        int64
+	DeltaSafetyStock    int64
+	DeltaIncoming       int64
+	QualityControlAfter *int64
+	DamagedAfter        *int64
+	SafetyStockAfter    *int64
+	IncomingAfter       *int64
 }
 
 type LedgerCheckpoint struct {
@@ -187,7 +200,30 @@ type LedgerCheckpoint struct {
 	Sold         int64
 	CheckedAt    time.Time
 	// The greatest ledger id the checkpoint's counters sum: every ledger row of the stock row with a greater id came after it. Null (a checkpoint from before issue 24): none.
-	LedgerID *int64
+	LedgerID       *int64
+	Location       string
+	QualityControl int64
+	Damaged        int64
+	SafetyStock    int64
+	Incoming       int64
+}
+
+// Places stock is at (a warehouse, a store, a venue). Holds allocate to active locations, lowest priority first.
+type Location struct {
+	ID             string
+	Name           string
+	Priority       int32
+	Active         bool
+	StopSaleReason *string
+	StopSaleActor  *string
+	StopSaleKey    *string
+	StopSaleAt     *time.Time
+	CreatedBy      string
+	CreatedKey     *string
+	CreatedAt      time.Time
+	UpdatedBy      *string
+	UpdatedKey     *string
+	UpdatedAt      time.Time
 }
 
 // Operator console sessions: SHA-256 of the cookie token, the ops key it acts as, its CSRF token.
@@ -217,6 +253,7 @@ type ReconcileFinding struct {
 	Details       []byte
 	Action        string
 	CreatedAt     time.Time
+	Location      *string
 }
 
 type ReconcileRun struct {
@@ -263,6 +300,7 @@ type ReservationLine struct {
 	Sku           string
 	Pool          string
 	Quantity      int64
+	Location      string
 }
 
 // Which units each hold took; live while it holds or bought them. A unit is live in at most one hold (reservation_units_live).
@@ -273,6 +311,7 @@ type ReservationUnit struct {
 	Pool          string
 	Live          bool
 	PartReleased  bool
+	Location      string
 }
 
 type RiverJob struct {
@@ -358,7 +397,7 @@ type RollbackRequest struct {
 	ReconcileRunID *int64
 }
 
-// One row per (sku, pool); pool is main or a campaign id. total = available + reserved + sold, always.
+// One row per (sku, location, pool); pool is main or a campaign id. total = available + reserved + sold + quality_control + damaged + safety_stock, always; incoming is on its way here, not yet on hand.
 type Stock struct {
 	Sku          string
 	Pool         string
@@ -375,27 +414,61 @@ type Stock struct {
 	FeedXid      *uint64
 	LowThreshold *int64
 	// The pool holds units with an identity (the units table): it changes only through them, and its counters equal its units by status.
-	Serialized bool
+	Serialized     bool
+	Location       string
+	QualityControl int64
+	Damaged        int64
+	SafetyStock    int64
+	// Units in transit towards this location (open transfers to it, less what was received or written off): not on hand, not in total.
+	Incoming int64
+}
+
+// Each stock count: what was counted on the shelf, what the counters said, and the difference recorded (ledger kind count).
+type StockCount struct {
+	ID          int64
+	Sku         string
+	Location    string
+	Pool        string
+	Counted     int64
+	OnShelf     int64
+	Difference  int64
+	ShortOfHeld int64
+	Forced      bool
+	Reason      string
+	Actor       string
+	ActorKey    *string
+	At          time.Time
 }
 
 type StockHealth struct {
-	Sku             string
-	Pool            string
-	Status          string
-	Total           int64
-	Available       int64
-	Reserved        int64
-	Sold            int64
-	LinesHeld       int64
-	LinesConfirmed  int64
-	LedgerTotal     int64
-	LedgerAvailable int64
-	LedgerReserved  int64
-	LedgerSold      int64
-	CountersOk      *bool
-	LinesOk         *bool
-	LedgerOk        *bool
-	Ok              *bool
+	Sku                  string
+	Location             string
+	Pool                 string
+	Status               string
+	Total                int64
+	Available            int64
+	Reserved             int64
+	Sold                 int64
+	QualityControl       int64
+	Damaged              int64
+	SafetyStock          int64
+	Incoming             int64
+	LinesHeld            int64
+	LinesConfirmed       int64
+	LedgerTotal          int64
+	LedgerAvailable      int64
+	LedgerReserved       int64
+	LedgerSold           int64
+	LedgerQualityControl int64
+	LedgerDamaged        int64
+	LedgerSafetyStock    int64
+	LedgerIncoming       int64
+	InTransit            int64
+	CountersOk           *bool
+	LinesOk              *bool
+	LedgerOk             bool
+	TransitOk            bool
+	Ok                   *bool
 }
 
 // CSV stock imports by id (--id, by default the file's name), one row per run: how many rows are applied, and the hash of their content, so a rerun resumes after them or is refused when they changed.
@@ -423,6 +496,7 @@ type StockThreshold struct {
 	Threshold   *int64
 	SetBy       string
 	SetAt       time.Time
+	Location    string
 }
 
 // The switch for everything: while active, new holds are refused (503 stop_sale); confirms, releases and reads go on. One row: who flipped it last, why, and the automatic rule if one did.
@@ -447,6 +521,27 @@ type StopSaleClient struct {
 	ChangedAt time.Time
 }
 
+// Stock moving between locations: per (sku, to_location), the open transfers' quantity less received and lost equals stock.incoming there.
+type Transfer struct {
+	ID           uuid.UUID
+	Sku          string
+	Pool         string
+	FromLocation string
+	ToLocation   string
+	Quantity     int64
+	Received     int64
+	Lost         int64
+	Status       string
+	Reason       string
+	Actor        string
+	ActorKey     *string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	FinishedAt   *time.Time
+	FinishedBy   *string
+	FinishReason *string
+}
+
 // What each instance saw in a period of the protection rules (busy answers per stock row, confirms and the slow ones), summed across instances when the period is decided.
 type TripCount struct {
 	Period   time.Time
@@ -456,6 +551,7 @@ type TripCount struct {
 	Pool     string
 	N        int64
 	Total    int64
+	Location string
 }
 
 // Each protection rule's verdict on each period, decided once across every instance.
@@ -480,6 +576,7 @@ type Unit struct {
 	ReservationID *uuid.UUID
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	Location      string
 }
 
 // Webhook subscriptions to the event feed: where events go, which types, and the last event each receiver acknowledged.

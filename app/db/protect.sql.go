@@ -28,7 +28,7 @@ const alertTake = `-- name: AlertTake :one
 UPDATE alerts
 SET owner = $1, owner_key = $2, taken_at = now()
 WHERE id = $3 AND status <> 'resolved'
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location
 `
 
 // AlertTake makes operator the owner of an alert that is not resolved.
@@ -58,6 +58,7 @@ func (q *Queries) AlertTake(ctx context.Context, operator *string, ownerKey *str
 		&i.Owner,
 		&i.OwnerKey,
 		&i.TakenAt,
+		&i.Location,
 	)
 	return i, err
 }
@@ -66,19 +67,20 @@ const holdsOverdueByPool = `-- name: HoldsOverdueByPool :many
 WITH r AS (
     SELECT id FROM reservations WHERE status = 'held' AND expires_at < now() ORDER BY expires_at LIMIT $1
 )
-SELECT l.sku, l.pool, count(*)::bigint AS holds, (SELECT count(*) FROM r)::bigint AS sampled
+SELECT l.sku, l.location, l.pool, count(*)::bigint AS holds, (SELECT count(*) FROM r)::bigint AS sampled
 FROM r
 JOIN reservation_lines l ON l.reservation_id = r.id
-GROUP BY l.sku, l.pool
-ORDER BY count(*) DESC, l.sku COLLATE "C", l.pool COLLATE "C"
+GROUP BY l.sku, l.location, l.pool
+ORDER BY count(*) DESC, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 LIMIT 20
 `
 
 type HoldsOverdueByPoolRow struct {
-	Sku     string
-	Pool    string
-	Holds   int64
-	Sampled int64
+	Sku      string
+	Location string
+	Pool     string
+	Holds    int64
+	Sampled  int64
 }
 
 // HoldsOverdueByPool is the pools of the lim held holds longest past their
@@ -95,6 +97,7 @@ func (q *Queries) HoldsOverdueByPool(ctx context.Context, lim int32) ([]HoldsOve
 		var i HoldsOverdueByPoolRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Holds,
 			&i.Sampled,
@@ -126,7 +129,7 @@ func (q *Queries) HoldsOverdueCount(ctx context.Context, lim int32) (int64, erro
 
 const ledgerLastPause = `-- name: LedgerLastPause :one
 SELECT actor, actor_key, reason, at FROM ledger
-WHERE sku = $1 AND pool = $2 AND kind = 'pause'
+WHERE sku = $1 AND location = $2 AND pool = $3 AND kind = 'pause'
 ORDER BY stock_version DESC
 LIMIT 1
 `
@@ -140,8 +143,8 @@ type LedgerLastPauseRow struct {
 
 // LedgerLastPause is the latest pause of a pool: who, with which key, why
 // and when (what a resume lifts).
-func (q *Queries) LedgerLastPause(ctx context.Context, sku string, pool string) (LedgerLastPauseRow, error) {
-	row := q.db.QueryRow(ctx, ledgerLastPause, sku, pool)
+func (q *Queries) LedgerLastPause(ctx context.Context, sku string, location string, pool string) (LedgerLastPauseRow, error) {
+	row := q.db.QueryRow(ctx, ledgerLastPause, sku, location, pool)
 	var i LedgerLastPauseRow
 	err := row.Scan(
 		&i.Actor,
@@ -267,10 +270,17 @@ const reservationsLiveOnPool = `-- name: ReservationsLiveOnPool :many
 SELECT r.id, r.order_ref, r.status, x.quantity
 FROM reservation_lines x
 JOIN reservations r ON r.id = x.reservation_id
-WHERE x.sku = $1 AND x.pool = $2 AND r.status IN ('held', 'confirmed')
+WHERE x.sku = $1 AND x.location = $2 AND x.pool = $3 AND r.status IN ('held', 'confirmed')
 ORDER BY r.id DESC
-LIMIT $3
+LIMIT $4
 `
+
+type ReservationsLiveOnPoolParams struct {
+	Sku      string
+	Location string
+	Pool     string
+	Lim      int32
+}
 
 type ReservationsLiveOnPoolRow struct {
 	ID       uuid.UUID
@@ -280,9 +290,15 @@ type ReservationsLiveOnPoolRow struct {
 }
 
 // ReservationsLiveOnPool lists the held and confirmed holds with a line on
-// one pool, newest first, up to lim: the holds a books alert affects.
-func (q *Queries) ReservationsLiveOnPool(ctx context.Context, sku string, pool string, lim int32) ([]ReservationsLiveOnPoolRow, error) {
-	rows, err := q.db.Query(ctx, reservationsLiveOnPool, sku, pool, lim)
+// one pool at one location, newest first, up to lim: the holds a books
+// alert affects.
+func (q *Queries) ReservationsLiveOnPool(ctx context.Context, arg ReservationsLiveOnPoolParams) ([]ReservationsLiveOnPoolRow, error) {
+	rows, err := q.db.Query(ctx, reservationsLiveOnPool,
+		arg.Sku,
+		arg.Location,
+		arg.Pool,
+		arg.Lim,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +345,8 @@ ORDER BY x.sku
 `
 
 // RollbackSKUs lists the SKUs a rollback's scope covers: the lines of its
-// holds, its campaign's allotments, or its SKU.
+// holds, its campaign's allotments, or its SKU (a scope of a location
+// alone covers every SKU there: the caller reconciles them all).
 func (q *Queries) RollbackSKUs(ctx context.Context, ids []uuid.UUID, campaign *string, sku *string) ([]string, error) {
 	rows, err := q.db.Query(ctx, rollbackSKUs, ids, campaign, sku)
 	if err != nil {
@@ -351,62 +368,79 @@ func (q *Queries) RollbackSKUs(ctx context.Context, ids []uuid.UUID, campaign *s
 }
 
 const stockBooks = `-- name: StockBooks :one
-SELECT s.sku, s.pool, s.status, s.paused_reason, s.version, s.serialized,
-       s.total, s.available, s.reserved, s.sold,
+SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serialized,
+       s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
-       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total)::bigint         AS ledger_total,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total)::bigint AS ledger_total,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available)::bigint AS ledger_available,
-       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved)::bigint   AS ledger_reserved,
-       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold)::bigint           AS ledger_sold,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved)::bigint AS ledger_reserved,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold)::bigint AS ledger_sold,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + m.quality_control)::bigint AS ledger_quality_control,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + m.damaged)::bigint AS ledger_damaged,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock)::bigint AS ledger_safety_stock,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming)::bigint AS ledger_incoming,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed
 FROM stock s
-LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
 CROSS JOIN LATERAL (
-    SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
-           coalesce(sum(g.delta_available), 0)::bigint AS available,
-           coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-           coalesce(sum(g.delta_sold), 0)::bigint      AS sold
+    SELECT coalesce(sum(g.delta_total), 0)::bigint           AS total,
+           coalesce(sum(g.delta_available), 0)::bigint       AS available,
+           coalesce(sum(g.delta_reserved), 0)::bigint        AS reserved,
+           coalesce(sum(g.delta_sold), 0)::bigint            AS sold,
+           coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
+           coalesce(sum(g.delta_damaged), 0)::bigint         AS damaged,
+           coalesce(sum(g.delta_safety_stock), 0)::bigint    AS safety_stock,
+           coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming
     FROM ledger g
-    WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
+    WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
 ) m
 CROSS JOIN LATERAL (
     SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
            coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
     FROM reservation_lines x
     JOIN reservations r ON r.id = x.reservation_id
-    WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
+    WHERE x.sku = s.sku AND x.location = s.location AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
 ) l
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE v.status = 'available') AS available,
            count(*) FILTER (WHERE v.status = 'held') AS held,
            count(*) FILTER (WHERE v.status = 'sold') AS sold
     FROM units v
-    WHERE s.serialized AND v.sku = s.sku AND v.pool = s.pool
+    WHERE s.serialized AND v.sku = s.sku AND v.location = s.location AND v.pool = s.pool
 ) u
-WHERE s.sku = $1 AND s.pool = $2
+WHERE s.sku = $1 AND s.location = $2 AND s.pool = $3
 `
 
 type StockBooksRow struct {
-	Sku             string
-	Pool            string
-	Status          string
-	PausedReason    *string
-	Version         int64
-	Serialized      bool
-	Total           int64
-	Available       int64
-	Reserved        int64
-	Sold            int64
-	UnitsAvailable  int64
-	UnitsHeld       int64
-	UnitsSold       int64
-	LedgerTotal     int64
-	LedgerAvailable int64
-	LedgerReserved  int64
-	LedgerSold      int64
-	LinesHeld       int64
-	LinesConfirmed  int64
+	Sku                  string
+	Location             string
+	Pool                 string
+	Status               string
+	PausedReason         *string
+	Version              int64
+	Serialized           bool
+	Total                int64
+	Available            int64
+	Reserved             int64
+	Sold                 int64
+	QualityControl       int64
+	Damaged              int64
+	SafetyStock          int64
+	Incoming             int64
+	UnitsAvailable       int64
+	UnitsHeld            int64
+	UnitsSold            int64
+	LedgerTotal          int64
+	LedgerAvailable      int64
+	LedgerReserved       int64
+	LedgerSold           int64
+	LedgerQualityControl int64
+	LedgerDamaged        int64
+	LedgerSafetyStock    int64
+	LedgerIncoming       int64
+	LinesHeld            int64
+	LinesConfirmed       int64
 }
 
 // StockBooks is one pool's counters beside its ledger (the checkpoint plus
@@ -414,11 +448,12 @@ type StockBooksRow struct {
 // held and confirmed holds and, for a pool of units with an identity, its
 // units by status. Read after the row is locked (StockLock), in a later
 // statement, nothing can move them until the transaction ends.
-func (q *Queries) StockBooks(ctx context.Context, sku string, pool string) (StockBooksRow, error) {
-	row := q.db.QueryRow(ctx, stockBooks, sku, pool)
+func (q *Queries) StockBooks(ctx context.Context, sku string, location string, pool string) (StockBooksRow, error) {
+	row := q.db.QueryRow(ctx, stockBooks, sku, location, pool)
 	var i StockBooksRow
 	err := row.Scan(
 		&i.Sku,
+		&i.Location,
 		&i.Pool,
 		&i.Status,
 		&i.PausedReason,
@@ -428,6 +463,10 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, pool string) (Stoc
 		&i.Available,
 		&i.Reserved,
 		&i.Sold,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 		&i.UnitsAvailable,
 		&i.UnitsHeld,
 		&i.UnitsSold,
@@ -435,6 +474,10 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, pool string) (Stoc
 		&i.LedgerAvailable,
 		&i.LedgerReserved,
 		&i.LedgerSold,
+		&i.LedgerQualityControl,
+		&i.LedgerDamaged,
+		&i.LedgerSafetyStock,
+		&i.LedgerIncoming,
 		&i.LinesHeld,
 		&i.LinesConfirmed,
 	)
@@ -442,10 +485,10 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, pool string) (Stoc
 }
 
 const stockListByPool = `-- name: StockListByPool :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
 `
 
-// StockListByPool is every row of one pool, by SKU.
+// StockListByPool is every row of one pool, by SKU and location.
 func (q *Queries) StockListByPool(ctx context.Context, pool string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockListByPool, pool)
 	if err != nil {
@@ -470,6 +513,11 @@ func (q *Queries) StockListByPool(ctx context.Context, pool string) ([]Stock, er
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
 			return nil, err
 		}
@@ -482,15 +530,17 @@ func (q *Queries) StockListByPool(ctx context.Context, pool string) ([]Stock, er
 }
 
 const stockLowest = `-- name: StockLowest :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized,
+SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized,
        (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold)::boolean AS low
 FROM stock s
-ORDER BY (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold) DESC, s.available, s.sku COLLATE "C", s.pool COLLATE "C"
+ORDER BY (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold) DESC, s.available, s.sku COLLATE "C",
+         s.location COLLATE "C", s.pool COLLATE "C"
 LIMIT $1
 `
 
 type StockLowestRow struct {
 	Sku          string
+	Location     string
 	Pool         string
 	Total        int64
 	Available    int64
@@ -516,6 +566,7 @@ func (q *Queries) StockLowest(ctx context.Context, lim int32) ([]StockLowestRow,
 		var i StockLowestRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Total,
 			&i.Available,
@@ -537,21 +588,22 @@ func (q *Queries) StockLowest(ctx context.Context, lim int32) ([]StockLowestRow,
 }
 
 const stockPausedList = `-- name: StockPausedList :many
-SELECT s.sku, s.pool, s.paused_reason, s.updated_at,
+SELECT s.sku, s.location, s.pool, s.paused_reason, s.updated_at,
        p.actor AS paused_by, p.at AS paused_at
 FROM stock s
 LEFT JOIN LATERAL (
     SELECT g.actor, g.at FROM ledger g
-    WHERE g.sku = s.sku AND g.pool = s.pool AND g.kind = 'pause'
+    WHERE g.sku = s.sku AND g.location = s.location AND g.pool = s.pool AND g.kind = 'pause'
     ORDER BY g.stock_version DESC LIMIT 1
 ) p ON true
 WHERE s.status = 'paused'
-ORDER BY s.pool = 'main' DESC, s.pool COLLATE "C", s.sku COLLATE "C"
+ORDER BY s.pool = 'main' DESC, s.pool COLLATE "C", s.sku COLLATE "C", s.location COLLATE "C"
 LIMIT $1
 `
 
 type StockPausedListRow struct {
 	Sku          string
+	Location     string
 	Pool         string
 	PausedReason *string
 	UpdatedAt    time.Time
@@ -572,12 +624,43 @@ func (q *Queries) StockPausedList(ctx context.Context, lim int32) ([]StockPaused
 		var i StockPausedListRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.PausedReason,
 			&i.UpdatedAt,
 			&i.PausedBy,
 			&i.PausedAt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockPoolRows = `-- name: StockPoolRows :many
+SELECT sku, location FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
+`
+
+type StockPoolRowsRow struct {
+	Sku      string
+	Location string
+}
+
+// StockPoolRows lists the (sku, location) rows of pool, in lock order.
+func (q *Queries) StockPoolRows(ctx context.Context, pool string) ([]StockPoolRowsRow, error) {
+	rows, err := q.db.Query(ctx, stockPoolRows, pool)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockPoolRowsRow
+	for rows.Next() {
+		var i StockPoolRowsRow
+		if err := rows.Scan(&i.Sku, &i.Location); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -614,15 +697,16 @@ func (q *Queries) StockPoolSKUs(ctx context.Context, pool string) ([]string, err
 }
 
 const stockPoolsPage = `-- name: StockPoolsPage :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
+SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
 FROM stock s
 WHERE s.sku LIKE $1::text
-ORDER BY s.sku, s.pool
+ORDER BY s.sku, s.location, s.pool
 LIMIT $2
 `
 
 type StockPoolsPageRow struct {
 	Sku          string
+	Location     string
 	Pool         string
 	Total        int64
 	Available    int64
@@ -634,8 +718,9 @@ type StockPoolsPageRow struct {
 }
 
 // StockPoolsPage lists pools one by one (never summed across pools: a
-// campaign's units are not main's), by SKU then pool, whose SKU starts
-// with pattern (LIKE-escaped by the caller).
+// campaign's units are not main's, nor one location's another's), by SKU,
+// location then pool, whose SKU starts with pattern (LIKE-escaped by the
+// caller).
 func (q *Queries) StockPoolsPage(ctx context.Context, pattern string, lim int32) ([]StockPoolsPageRow, error) {
 	rows, err := q.db.Query(ctx, stockPoolsPage, pattern, lim)
 	if err != nil {
@@ -647,6 +732,7 @@ func (q *Queries) StockPoolsPage(ctx context.Context, pattern string, lim int32)
 		var i StockPoolsPageRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Total,
 			&i.Available,
@@ -667,14 +753,15 @@ func (q *Queries) StockPoolsPage(ctx context.Context, pattern string, lim int32)
 }
 
 const stockRecent = `-- name: StockRecent :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
+SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
 FROM stock s
-ORDER BY s.updated_at DESC, s.sku COLLATE "C", s.pool COLLATE "C"
+ORDER BY s.updated_at DESC, s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 LIMIT $1
 `
 
 type StockRecentRow struct {
 	Sku          string
+	Location     string
 	Pool         string
 	Total        int64
 	Available    int64
@@ -698,6 +785,7 @@ func (q *Queries) StockRecent(ctx context.Context, lim int32) ([]StockRecentRow,
 		var i StockRecentRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Total,
 			&i.Available,
@@ -720,20 +808,26 @@ func (q *Queries) StockRecent(ctx context.Context, lim int32) ([]StockRecentRow,
 const stockRepairSet = `-- name: StockRepairSet :one
 UPDATE stock
 SET total = $1, available = $2, reserved = $3, sold = $4,
+    quality_control = $5, damaged = $6, safety_stock = $7, incoming = $8,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $5 AND pool = $6
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
+WHERE sku = $9 AND location = $10 AND pool = $11
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
 `
 
 type StockRepairSetParams struct {
-	Total     int64
-	Available int64
-	Reserved  int64
-	Sold      int64
-	Sku       string
-	Pool      string
+	Total          int64
+	Available      int64
+	Reserved       int64
+	Sold           int64
+	QualityControl int64
+	Damaged        int64
+	SafetyStock    int64
+	Incoming       int64
+	Sku            string
+	Location       string
+	Pool           string
 }
 
 // StockRepairSet sets a locked pool's counters (a repair to the ledger; a
@@ -745,7 +839,12 @@ func (q *Queries) StockRepairSet(ctx context.Context, arg StockRepairSetParams) 
 		arg.Available,
 		arg.Reserved,
 		arg.Sold,
+		arg.QualityControl,
+		arg.Damaged,
+		arg.SafetyStock,
+		arg.Incoming,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 	)
 	var i Stock
@@ -764,6 +863,11 @@ func (q *Queries) StockRepairSet(ctx context.Context, arg StockRepairSetParams) 
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }
@@ -929,21 +1033,22 @@ func (q *Queries) StopSaleSet(ctx context.Context, arg StopSaleSetParams) (StopS
 }
 
 const tripCountsAdd = `-- name: TripCountsAdd :exec
-INSERT INTO trip_counts (period, rule, instance, sku, pool, n, total)
+INSERT INTO trip_counts (period, rule, instance, sku, location, pool, n, total)
 SELECT $1::timestamptz, unnest($2::text[]), $3::text, unnest($4::text[]), unnest($5::text[]),
-       unnest($6::bigint[]), unnest($7::bigint[])
-ON CONFLICT (period, rule, instance, sku, pool) DO UPDATE
+       unnest($6::text[]), unnest($7::bigint[]), unnest($8::bigint[])
+ON CONFLICT (period, rule, instance, sku, location, pool) DO UPDATE
 SET n = trip_counts.n + excluded.n, total = trip_counts.total + excluded.total
 `
 
 type TripCountsAddParams struct {
-	Period   time.Time
-	Rules    []string
-	Instance string
-	Skus     []string
-	Pools    []string
-	Ns       []int64
-	Totals   []int64
+	Period    time.Time
+	Rules     []string
+	Instance  string
+	Skus      []string
+	Locations []string
+	Pools     []string
+	Ns        []int64
+	Totals    []int64
 }
 
 // TripCountsAdd records what one instance saw in a period, adding to what
@@ -954,6 +1059,7 @@ func (q *Queries) TripCountsAdd(ctx context.Context, arg TripCountsAddParams) er
 		arg.Rules,
 		arg.Instance,
 		arg.Skus,
+		arg.Locations,
 		arg.Pools,
 		arg.Ns,
 		arg.Totals,
@@ -974,16 +1080,17 @@ func (q *Queries) TripCountsDeleteOld(ctx context.Context, olderThan time.Time) 
 }
 
 const tripCountsSum = `-- name: TripCountsSum :many
-SELECT sku, pool, sum(n)::bigint AS n, sum(total)::bigint AS total, count(DISTINCT instance)::bigint AS instances
+SELECT sku, location, pool, sum(n)::bigint AS n, sum(total)::bigint AS total, count(DISTINCT instance)::bigint AS instances
 FROM trip_counts
 WHERE period = $1 AND rule = $2
-GROUP BY sku, pool
-ORDER BY sum(n) DESC, sku COLLATE "C", pool COLLATE "C"
+GROUP BY sku, location, pool
+ORDER BY sum(n) DESC, sku COLLATE "C", location COLLATE "C", pool COLLATE "C"
 LIMIT $3
 `
 
 type TripCountsSumRow struct {
 	Sku       string
+	Location  string
 	Pool      string
 	N         int64
 	Total     int64
@@ -991,7 +1098,8 @@ type TripCountsSumRow struct {
 }
 
 // TripCountsSum is what every instance saw of rule in a period, per stock
-// row (sku and pool empty: the rule's count for all), most first.
+// row (sku, location and pool empty: the rule's count for all), most
+// first.
 func (q *Queries) TripCountsSum(ctx context.Context, period time.Time, rule string, lim int32) ([]TripCountsSumRow, error) {
 	rows, err := q.db.Query(ctx, tripCountsSum, period, rule, lim)
 	if err != nil {
@@ -1003,6 +1111,7 @@ func (q *Queries) TripCountsSum(ctx context.Context, period time.Time, rule stri
 		var i TripCountsSumRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.N,
 			&i.Total,

@@ -190,11 +190,11 @@ func (q *Queries) JobsDiscardedNeeded(ctx context.Context) ([]JobsDiscardedNeede
 }
 
 const ledgerCheckpointGet = `-- name: LedgerCheckpointGet :one
-SELECT sku, pool, stock_version, total, available, reserved, sold, checked_at, ledger_id FROM ledger_checkpoints WHERE sku = $1 AND pool = $2
+SELECT sku, pool, stock_version, total, available, reserved, sold, checked_at, ledger_id, location, quality_control, damaged, safety_stock, incoming FROM ledger_checkpoints WHERE sku = $1 AND location = $2 AND pool = $3
 `
 
-func (q *Queries) LedgerCheckpointGet(ctx context.Context, sku string, pool string) (LedgerCheckpoint, error) {
-	row := q.db.QueryRow(ctx, ledgerCheckpointGet, sku, pool)
+func (q *Queries) LedgerCheckpointGet(ctx context.Context, sku string, location string, pool string) (LedgerCheckpoint, error) {
+	row := q.db.QueryRow(ctx, ledgerCheckpointGet, sku, location, pool)
 	var i LedgerCheckpoint
 	err := row.Scan(
 		&i.Sku,
@@ -206,14 +206,19 @@ func (q *Queries) LedgerCheckpointGet(ctx context.Context, sku string, pool stri
 		&i.Sold,
 		&i.CheckedAt,
 		&i.LedgerID,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }
 
 const reconcileFindingAdd = `-- name: ReconcileFindingAdd :exec
-INSERT INTO reconcile_findings (run_id, class, kind, sku, pool, reservation_id, job_id, details, action)
-VALUES ($1, $2, $3, $4, $5, $6,
-        $7, $8, $9)
+INSERT INTO reconcile_findings (run_id, class, kind, sku, location, pool, reservation_id, job_id, details, action)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        $8, $9, $10)
 `
 
 type ReconcileFindingAddParams struct {
@@ -221,6 +226,7 @@ type ReconcileFindingAddParams struct {
 	Class         string
 	Kind          string
 	Sku           *string
+	Location      *string
 	Pool          *string
 	ReservationID *uuid.UUID
 	JobID         *int64
@@ -234,6 +240,7 @@ func (q *Queries) ReconcileFindingAdd(ctx context.Context, arg ReconcileFindingA
 		arg.Class,
 		arg.Kind,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 		arg.ReservationID,
 		arg.JobID,
@@ -244,9 +251,9 @@ func (q *Queries) ReconcileFindingAdd(ctx context.Context, arg ReconcileFindingA
 }
 
 const reconcileFindingsAddReleased = `-- name: ReconcileFindingsAddReleased :exec
-INSERT INTO reconcile_findings (run_id, class, kind, sku, pool, reservation_id, details, action)
+INSERT INTO reconcile_findings (run_id, class, kind, sku, location, pool, reservation_id, details, action)
 SELECT $1::bigint, 'auto_fix', 'stuck_hold',
-       CASE WHEN x.n = 1 THEN x.sku END, CASE WHEN x.n = 1 THEN x.pool END, r.id,
+       CASE WHEN x.n = 1 THEN x.sku END, CASE WHEN x.n = 1 THEN x.location END, CASE WHEN x.n = 1 THEN x.pool END, r.id,
        jsonb_build_object(
            'status', r.status,
            'expires_at', r.expires_at,
@@ -256,8 +263,9 @@ SELECT $1::bigint, 'auto_fix', 'stuck_hold',
        $2::text
 FROM reservations r
 CROSS JOIN LATERAL (
-    SELECT count(*) AS n, min(l.sku) AS sku, min(l.pool) AS pool,
-           jsonb_agg(jsonb_build_object('sku', l.sku, 'pool', l.pool, 'quantity', l.quantity) ORDER BY l.sku COLLATE "C", l.pool COLLATE "C") AS lines
+    SELECT count(*) AS n, min(l.sku) AS sku, min(l.location) AS location, min(l.pool) AS pool,
+           jsonb_agg(jsonb_build_object('sku', l.sku, 'location', l.location, 'pool', l.pool, 'quantity', l.quantity)
+                     ORDER BY l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C") AS lines
     FROM reservation_lines l
     WHERE l.reservation_id = r.id
 ) x
@@ -274,9 +282,9 @@ func (q *Queries) ReconcileFindingsAddReleased(ctx context.Context, runID int64,
 }
 
 const reconcileFindingsList = `-- name: ReconcileFindingsList :many
-SELECT id, run_id, class, kind, sku, pool, reservation_id, job_id, details, action, created_at
+SELECT id, run_id, class, kind, sku, pool, reservation_id, job_id, details, action, created_at, location
 FROM (
-    SELECT f.id, f.run_id, f.class, f.kind, f.sku, f.pool, f.reservation_id, f.job_id, f.details, f.action, f.created_at,
+    SELECT f.id, f.run_id, f.class, f.kind, f.sku, f.pool, f.reservation_id, f.job_id, f.details, f.action, f.created_at, f.location,
            row_number() OVER (PARTITION BY f.class ORDER BY f.id) AS n
     FROM reconcile_findings f
     WHERE f.run_id = $1
@@ -308,6 +316,7 @@ func (q *Queries) ReconcileFindingsList(ctx context.Context, runID int64, lim in
 			&i.Details,
 			&i.Action,
 			&i.CreatedAt,
+			&i.Location,
 		); err != nil {
 			return nil, err
 		}
@@ -576,14 +585,15 @@ WITH stuck AS (
             SELECT 1 FROM reservation_lines x
             WHERE x.reservation_id = r.id AND x.sku = ANY($3::text[])))
 ), ranked AS (
-    SELECT l.reservation_id, l.sku, l.pool,
+    SELECT l.reservation_id, l.sku, l.location, l.pool,
            dense_rank() OVER (PARTITION BY l.sku ORDER BY s.expires_at, s.id) AS rank
     FROM stuck s
     JOIN reservation_lines l ON l.reservation_id = s.id
 )
 SELECT reservation_id,
-       array_agg(sku ORDER BY sku COLLATE "C", pool COLLATE "C")::text[]  AS skus,
-       array_agg(pool ORDER BY sku COLLATE "C", pool COLLATE "C")::text[] AS pools
+       array_agg(sku ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C")::text[]      AS skus,
+       array_agg(location ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C")::text[] AS locations,
+       array_agg(pool ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C")::text[]     AS pools
 FROM ranked
 GROUP BY reservation_id
 HAVING max(rank) <= $1::bigint
@@ -593,6 +603,7 @@ ORDER BY reservation_id
 type ReservationsStuckRow struct {
 	ReservationID uuid.UUID
 	Skus          []string
+	Locations     []string
 	Pools         []string
 }
 
@@ -609,7 +620,12 @@ func (q *Queries) ReservationsStuck(ctx context.Context, lim int64, graceSeconds
 	var items []ReservationsStuckRow
 	for rows.Next() {
 		var i ReservationsStuckRow
-		if err := rows.Scan(&i.ReservationID, &i.Skus, &i.Pools); err != nil {
+		if err := rows.Scan(
+			&i.ReservationID,
+			&i.Skus,
+			&i.Locations,
+			&i.Pools,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -740,69 +756,94 @@ func (q *Queries) StockCount(ctx context.Context, skus []string) (int32, error) 
 
 const stockLedgerCheckMoved = `-- name: StockLedgerCheckMoved :many
 WITH moved AS (
-    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8
+    SELECT DISTINCT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8
 ), checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total         AS ledger_total,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available AS ledger_available,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control AS ledger_quality_control,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged AS ledger_damaged,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock AS ledger_safety_stock,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming
     FROM moved m
-    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
                coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
+               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
+               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
+               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
                max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) t
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
-    ON CONFLICT (sku, pool) DO UPDATE
+    ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        quality_control = excluded.quality_control,
+        damaged = excluded.damaged,
+        safety_stock = excluded.safety_stock,
+        incoming = excluded.incoming,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
        ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold
+       ch.ledger_sold::bigint      AS ledger_sold,
+       ch.ledger_quality_control::bigint AS ledger_quality_control,
+       ch.ledger_damaged::bigint AS ledger_damaged,
+       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
+       ch.ledger_incoming::bigint AS ledger_incoming
 FROM checked ch
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C"
+ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C"
 `
 
 type StockLedgerCheckMovedRow struct {
-	Sku               string
-	Pool              string
-	Version           int64
-	Total             int64
-	Available         int64
-	Reserved          int64
-	Sold              int64
-	CheckpointVersion *int64
-	LedgerTotal       int64
-	LedgerAvailable   int64
-	LedgerReserved    int64
-	LedgerSold        int64
+	Sku                  string
+	Location             string
+	Pool                 string
+	Version              int64
+	Total                int64
+	Available            int64
+	Reserved             int64
+	Sold                 int64
+	QualityControl       int64
+	Damaged              int64
+	SafetyStock          int64
+	Incoming             int64
+	CheckpointVersion    *int64
+	LedgerTotal          int64
+	LedgerAvailable      int64
+	LedgerReserved       int64
+	LedgerSold           int64
+	LedgerQualityControl int64
+	LedgerDamaged        int64
+	LedgerSafetyStock    int64
+	LedgerIncoming       int64
 }
 
 // StockLedgerCheckMoved checks the stock rows whose ledger moved since the
@@ -826,17 +867,26 @@ func (q *Queries) StockLedgerCheckMoved(ctx context.Context, since uint64) ([]St
 		var i StockLedgerCheckMovedRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Version,
 			&i.Total,
 			&i.Available,
 			&i.Reserved,
 			&i.Sold,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 			&i.CheckpointVersion,
 			&i.LedgerTotal,
 			&i.LedgerAvailable,
 			&i.LedgerReserved,
 			&i.LedgerSold,
+			&i.LedgerQualityControl,
+			&i.LedgerDamaged,
+			&i.LedgerSafetyStock,
+			&i.LedgerIncoming,
 		); err != nil {
 			return nil, err
 		}
@@ -850,16 +900,20 @@ func (q *Queries) StockLedgerCheckMoved(ctx context.Context, since uint64) ([]St
 
 const stockLedgerMismatch = `-- name: StockLedgerMismatch :many
 WITH checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(m.ledger_id, 0)) AS ledger_id,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total         AS ledger_total,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available AS ledger_available,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold           AS ledger_sold
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold           AS ledger_sold,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + m.quality_control AS ledger_quality_control,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + m.damaged AS ledger_damaged,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock AS ledger_safety_stock,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming AS ledger_incoming
     FROM stock s
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     CROSS JOIN LATERAL (
         -- A range on ledger_sku_id: the rows written after the checkpoint,
         -- whatever stock_version they name (all of them without one).
@@ -867,54 +921,75 @@ WITH checked AS (
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
                coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
+               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
+               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
+               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
                max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) m
     WHERE $1::text[] IS NULL OR s.sku = ANY($1::text[])
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
-    ON CONFLICT (sku, pool) DO UPDATE
+    ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        quality_control = excluded.quality_control,
+        damaged = excluded.damaged,
+        safety_stock = excluded.safety_stock,
+        incoming = excluded.incoming,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
        ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold
+       ch.ledger_sold::bigint      AS ledger_sold,
+       ch.ledger_quality_control::bigint AS ledger_quality_control,
+       ch.ledger_damaged::bigint AS ledger_damaged,
+       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
+       ch.ledger_incoming::bigint AS ledger_incoming
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C"
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C"
 `
 
 type StockLedgerMismatchRow struct {
-	Sku               string
-	Pool              string
-	Version           int64
-	Total             int64
-	Available         int64
-	Reserved          int64
-	Sold              int64
-	CheckpointVersion *int64
-	LedgerTotal       int64
-	LedgerAvailable   int64
-	LedgerReserved    int64
-	LedgerSold        int64
+	Sku                  string
+	Location             string
+	Pool                 string
+	Version              int64
+	Total                int64
+	Available            int64
+	Reserved             int64
+	Sold                 int64
+	QualityControl       int64
+	Damaged              int64
+	SafetyStock          int64
+	Incoming             int64
+	CheckpointVersion    *int64
+	LedgerTotal          int64
+	LedgerAvailable      int64
+	LedgerReserved       int64
+	LedgerSold           int64
+	LedgerQualityControl int64
+	LedgerDamaged        int64
+	LedgerSafetyStock    int64
+	LedgerIncoming       int64
 }
 
 // StockLedgerMismatch compares each stock row (of skus, or all when null)
@@ -944,17 +1019,26 @@ func (q *Queries) StockLedgerMismatch(ctx context.Context, skus []string) ([]Sto
 		var i StockLedgerMismatchRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Version,
 			&i.Total,
 			&i.Available,
 			&i.Reserved,
 			&i.Sold,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 			&i.CheckpointVersion,
 			&i.LedgerTotal,
 			&i.LedgerAvailable,
 			&i.LedgerReserved,
 			&i.LedgerSold,
+			&i.LedgerQualityControl,
+			&i.LedgerDamaged,
+			&i.LedgerSafetyStock,
+			&i.LedgerIncoming,
 		); err != nil {
 			return nil, err
 		}
@@ -968,78 +1052,104 @@ func (q *Queries) StockLedgerMismatch(ctx context.Context, skus []string) ([]Sto
 
 const stockLedgerMismatchAll = `-- name: StockLedgerMismatchAll :many
 WITH candidates AS (
-    SELECT s.sku, s.pool
+    SELECT s.sku, s.location, s.pool
     FROM stock s
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     WHERE c.stock_version IS DISTINCT FROM s.version
-       OR (c.total, c.available, c.reserved, c.sold) IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold)
+       OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming)
+          IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming)
        OR c.ledger_id IS NULL
     UNION
-    SELECT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8
+    SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8
 ), checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total         AS ledger_total,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available AS ledger_available,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control AS ledger_quality_control,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged AS ledger_damaged,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock AS ledger_safety_stock,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming
     FROM candidates m
-    JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
                coalesce(sum(g.delta_available), 0)::bigint AS available,
                coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
                coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+               coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
+               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
+               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
+               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
                max(g.id)                                   AS ledger_id
         FROM ledger g
-        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.pool = s.pool
+        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) t
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
-    ON CONFLICT (sku, pool) DO UPDATE
+    ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        quality_control = excluded.quality_control,
+        damaged = excluded.damaged,
+        safety_stock = excluded.safety_stock,
+        incoming = excluded.incoming,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
        ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold
+       ch.ledger_sold::bigint      AS ledger_sold,
+       ch.ledger_quality_control::bigint AS ledger_quality_control,
+       ch.ledger_damaged::bigint AS ledger_damaged,
+       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
+       ch.ledger_incoming::bigint AS ledger_incoming
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C"
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C"
 `
 
 type StockLedgerMismatchAllRow struct {
-	Sku               string
-	Pool              string
-	Version           int64
-	Total             int64
-	Available         int64
-	Reserved          int64
-	Sold              int64
-	CheckpointVersion *int64
-	LedgerTotal       int64
-	LedgerAvailable   int64
-	LedgerReserved    int64
-	LedgerSold        int64
+	Sku                  string
+	Location             string
+	Pool                 string
+	Version              int64
+	Total                int64
+	Available            int64
+	Reserved             int64
+	Sold                 int64
+	QualityControl       int64
+	Damaged              int64
+	SafetyStock          int64
+	Incoming             int64
+	CheckpointVersion    *int64
+	LedgerTotal          int64
+	LedgerAvailable      int64
+	LedgerReserved       int64
+	LedgerSold           int64
+	LedgerQualityControl int64
+	LedgerDamaged        int64
+	LedgerSafetyStock    int64
+	LedgerIncoming       int64
 }
 
 // StockLedgerMismatchAll is StockLedgerMismatch over every stock row, for a
@@ -1063,17 +1173,26 @@ func (q *Queries) StockLedgerMismatchAll(ctx context.Context, since uint64) ([]S
 		var i StockLedgerMismatchAllRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Version,
 			&i.Total,
 			&i.Available,
 			&i.Reserved,
 			&i.Sold,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 			&i.CheckpointVersion,
 			&i.LedgerTotal,
 			&i.LedgerAvailable,
 			&i.LedgerReserved,
 			&i.LedgerSold,
+			&i.LedgerQualityControl,
+			&i.LedgerDamaged,
+			&i.LedgerSafetyStock,
+			&i.LedgerIncoming,
 		); err != nil {
 			return nil, err
 		}
@@ -1087,74 +1206,98 @@ func (q *Queries) StockLedgerMismatchAll(ctx context.Context, since uint64) ([]S
 
 const stockLedgerMismatchDeep = `-- name: StockLedgerMismatchDeep :many
 WITH sums AS (
-    SELECT g.sku, g.pool,
+    SELECT g.sku, g.location, g.pool,
            sum(g.delta_total)::bigint     AS total,
            sum(g.delta_available)::bigint AS available,
            sum(g.delta_reserved)::bigint  AS reserved,
            sum(g.delta_sold)::bigint      AS sold,
+           sum(g.delta_quality_control)::bigint AS quality_control,
+           sum(g.delta_damaged)::bigint AS damaged,
+           sum(g.delta_safety_stock)::bigint AS safety_stock,
+           sum(g.delta_incoming)::bigint AS incoming,
            max(g.id)                      AS ledger_id
     FROM ledger g
     WHERE $1::text[] IS NULL OR g.sku = ANY($1::text[])
-    GROUP BY g.sku, g.pool
+    GROUP BY g.sku, g.location, g.pool
 ), checked AS (
-    SELECT s.sku, s.pool, s.version, s.total, s.available, s.reserved, s.sold,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
            c.stock_version                AS checkpoint_version,
            coalesce(m.ledger_id, 0)::bigint AS ledger_id,
            coalesce(m.total, 0)::bigint     AS ledger_total,
            coalesce(m.available, 0)::bigint AS ledger_available,
            coalesce(m.reserved, 0)::bigint  AS ledger_reserved,
-           coalesce(m.sold, 0)::bigint      AS ledger_sold
+           coalesce(m.sold, 0)::bigint      AS ledger_sold,
+           coalesce(m.quality_control, 0)::bigint AS ledger_quality_control,
+           coalesce(m.damaged, 0)::bigint AS ledger_damaged,
+           coalesce(m.safety_stock, 0)::bigint AS ledger_safety_stock,
+           coalesce(m.incoming, 0)::bigint AS ledger_incoming
     FROM stock s
-    LEFT JOIN sums m ON m.sku = s.sku AND m.pool = s.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.pool = s.pool
+    LEFT JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
+    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     WHERE $1::text[] IS NULL OR s.sku = ANY($1::text[])
 ), rewritten AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, pool, stock_version, total, available, reserved, sold, ledger_id)
-    SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-    ON CONFLICT (sku, pool) DO UPDATE
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+    ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
         available = excluded.available,
         reserved = excluded.reserved,
         sold = excluded.sold,
+        quality_control = excluded.quality_control,
+        damaged = excluded.damaged,
+        safety_stock = excluded.safety_stock,
+        incoming = excluded.incoming,
         ledger_id = excluded.ledger_id,
         checked_at = now()
-    WHERE (lc.stock_version, lc.total, lc.available, lc.reserved, lc.sold, lc.ledger_id)
-          IS DISTINCT FROM (excluded.stock_version, excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.ledger_id)
+    WHERE (lc.stock_version, lc.total, lc.available, lc.reserved, lc.sold,
+           lc.quality_control, lc.damaged, lc.safety_stock, lc.incoming, lc.ledger_id)
+          IS DISTINCT FROM (excluded.stock_version, excluded.total, excluded.available, excluded.reserved, excluded.sold,
+                            excluded.quality_control, excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.ledger_id)
     RETURNING lc.sku
 ), dropped AS (
     DELETE FROM ledger_checkpoints lc
     USING checked ch
-    WHERE lc.sku = ch.sku AND lc.pool = ch.pool
-      AND (ch.total, ch.available, ch.reserved, ch.sold)
-          <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
+    WHERE lc.sku = ch.sku AND lc.location = ch.location AND lc.pool = ch.pool
+      AND (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+          <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
        ch.checkpoint_version,
-       ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold
+       ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold,
+       ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold)
-ORDER BY ch.sku COLLATE "C", ch.pool COLLATE "C"
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C"
 `
 
 type StockLedgerMismatchDeepRow struct {
-	Sku               string
-	Pool              string
-	Version           int64
-	Total             int64
-	Available         int64
-	Reserved          int64
-	Sold              int64
-	CheckpointVersion *int64
-	LedgerTotal       int64
-	LedgerAvailable   int64
-	LedgerReserved    int64
-	LedgerSold        int64
+	Sku                  string
+	Location             string
+	Pool                 string
+	Version              int64
+	Total                int64
+	Available            int64
+	Reserved             int64
+	Sold                 int64
+	QualityControl       int64
+	Damaged              int64
+	SafetyStock          int64
+	Incoming             int64
+	CheckpointVersion    *int64
+	LedgerTotal          int64
+	LedgerAvailable      int64
+	LedgerReserved       int64
+	LedgerSold           int64
+	LedgerQualityControl int64
+	LedgerDamaged        int64
+	LedgerSafetyStock    int64
+	LedgerIncoming       int64
 }
 
 // StockLedgerMismatchDeep is a deep run's check of counters against the
@@ -1178,17 +1321,26 @@ func (q *Queries) StockLedgerMismatchDeep(ctx context.Context, skus []string) ([
 		var i StockLedgerMismatchDeepRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Version,
 			&i.Total,
 			&i.Available,
 			&i.Reserved,
 			&i.Sold,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 			&i.CheckpointVersion,
 			&i.LedgerTotal,
 			&i.LedgerAvailable,
 			&i.LedgerReserved,
 			&i.LedgerSold,
+			&i.LedgerQualityControl,
+			&i.LedgerDamaged,
+			&i.LedgerSafetyStock,
+			&i.LedgerIncoming,
 		); err != nil {
 			return nil, err
 		}
@@ -1202,27 +1354,28 @@ func (q *Queries) StockLedgerMismatchDeep(ctx context.Context, skus []string) ([
 
 const stockLinesMismatch = `-- name: StockLinesMismatch :many
 WITH lines AS (
-    SELECT l.sku, l.pool,
+    SELECT l.sku, l.location, l.pool,
            coalesce(sum(l.quantity) FILTER (WHERE r.status = 'held'), 0)::bigint      AS held,
            coalesce(sum(l.quantity) FILTER (WHERE r.status = 'confirmed'), 0)::bigint AS confirmed
     FROM reservation_lines l
     JOIN reservations r ON r.id = l.reservation_id
     WHERE r.status IN ('held', 'confirmed')
       AND ($1::text[] IS NULL OR l.sku = ANY($1::text[]))
-    GROUP BY l.sku, l.pool
+    GROUP BY l.sku, l.location, l.pool
 )
-SELECT s.sku, s.pool, s.reserved, s.sold,
+SELECT s.sku, s.location, s.pool, s.reserved, s.sold,
        coalesce(l.held, 0)::bigint      AS lines_held,
        coalesce(l.confirmed, 0)::bigint AS lines_confirmed
 FROM stock s
-LEFT JOIN lines l ON l.sku = s.sku AND l.pool = s.pool
+LEFT JOIN lines l ON l.sku = s.sku AND l.location = s.location AND l.pool = s.pool
 WHERE ($1::text[] IS NULL OR s.sku = ANY($1::text[]))
   AND (s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0))
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 `
 
 type StockLinesMismatchRow struct {
 	Sku            string
+	Location       string
 	Pool           string
 	Reserved       int64
 	Sold           int64
@@ -1244,6 +1397,7 @@ func (q *Queries) StockLinesMismatch(ctx context.Context, skus []string) ([]Stoc
 		var i StockLinesMismatchRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Reserved,
 			&i.Sold,
@@ -1262,26 +1416,27 @@ func (q *Queries) StockLinesMismatch(ctx context.Context, skus []string) ([]Stoc
 
 const stockLinesMismatchMoved = `-- name: StockLinesMismatchMoved :many
 WITH moved AS (
-    SELECT DISTINCT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8
+    SELECT DISTINCT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8
 )
-SELECT s.sku, s.pool, s.reserved, s.sold,
+SELECT s.sku, s.location, s.pool, s.reserved, s.sold,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed
 FROM moved m
-JOIN stock s ON s.sku = m.sku AND s.pool = m.pool
+JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
 CROSS JOIN LATERAL (
     SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
            coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
     FROM reservation_lines x
     JOIN reservations r ON r.id = x.reservation_id
-    WHERE x.sku = s.sku AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
+    WHERE x.sku = s.sku AND x.location = s.location AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
 ) l
 WHERE s.reserved <> l.held OR s.sold <> l.confirmed
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 `
 
 type StockLinesMismatchMovedRow struct {
 	Sku            string
+	Location       string
 	Pool           string
 	Reserved       int64
 	Sold           int64
@@ -1291,7 +1446,7 @@ type StockLinesMismatchMovedRow struct {
 
 // StockLinesMismatchMoved is StockLinesMismatch for the stock rows whose
 // ledger moved since the watermark since. Each row's lines are summed
-// through reservation_lines_sku_pool, row by row: the planner cannot know
+// through reservation_lines_row, row by row: the planner cannot know
 // how many rows moved (the newest feed_xid values are past its
 // statistics), and per-row lookups cost what moved whatever it guesses.
 func (q *Queries) StockLinesMismatchMoved(ctx context.Context, since uint64) ([]StockLinesMismatchMovedRow, error) {
@@ -1305,6 +1460,7 @@ func (q *Queries) StockLinesMismatchMoved(ctx context.Context, since uint64) ([]
 		var i StockLinesMismatchMovedRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Reserved,
 			&i.Sold,
@@ -1321,9 +1477,69 @@ func (q *Queries) StockLinesMismatchMoved(ctx context.Context, since uint64) ([]
 	return items, nil
 }
 
+const stockTransitMismatch = `-- name: StockTransitMismatch :many
+WITH transit AS (
+    SELECT t.sku, t.to_location AS location, t.pool, sum(t.quantity - t.received - t.lost)::bigint AS in_transit
+    FROM transfers t
+    WHERE t.status = 'in_transit'
+      AND ($1::text[] IS NULL OR t.sku = ANY($1::text[]))
+    GROUP BY t.sku, t.to_location, t.pool
+), rows AS (
+    SELECT s.sku, s.location, s.pool, s.incoming FROM stock s
+    WHERE s.incoming <> 0 AND ($1::text[] IS NULL OR s.sku = ANY($1::text[]))
+    UNION
+    SELECT x.sku, x.location, x.pool, coalesce(s.incoming, 0) FROM transit x
+    LEFT JOIN stock s ON s.sku = x.sku AND s.location = x.location AND s.pool = x.pool
+)
+SELECT r.sku, r.location, r.pool, r.incoming::bigint AS incoming, coalesce(x.in_transit, 0)::bigint AS in_transit
+FROM rows r
+LEFT JOIN transit x ON x.sku = r.sku AND x.location = r.location AND x.pool = r.pool
+WHERE r.incoming <> coalesce(x.in_transit, 0)
+ORDER BY r.sku COLLATE "C", r.location COLLATE "C", r.pool COLLATE "C"
+`
+
+type StockTransitMismatchRow struct {
+	Sku       string
+	Location  string
+	Pool      string
+	Incoming  int64
+	InTransit int64
+}
+
+// StockTransitMismatch lists the stock rows (of skus, or all when null)
+// whose incoming is not what the transfers in transit to them have not yet
+// delivered or written off, and the transfers in transit to a row that
+// does not exist (invariant 8). The partial index on transfers in transit
+// keeps it to the rows with incoming or an open transfer.
+func (q *Queries) StockTransitMismatch(ctx context.Context, skus []string) ([]StockTransitMismatchRow, error) {
+	rows, err := q.db.Query(ctx, stockTransitMismatch, skus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockTransitMismatchRow
+	for rows.Next() {
+		var i StockTransitMismatchRow
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Location,
+			&i.Pool,
+			&i.Incoming,
+			&i.InTransit,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stockUnitsAgainstLedgerDeep = `-- name: StockUnitsAgainstLedgerDeep :many
 WITH said AS (
-    SELECT DISTINCT ON (g.sku, g.pool, x.unit_id) g.sku, g.pool, x.unit_id,
+    SELECT DISTINCT ON (g.sku, g.location, g.pool, x.unit_id) g.sku, g.location, g.pool, x.unit_id,
            CASE WHEN g.delta_reserved > 0 THEN 'held'
                 WHEN g.delta_sold > 0 THEN 'sold'
                 WHEN g.delta_available > 0 THEN 'available'
@@ -1332,36 +1548,37 @@ WITH said AS (
     CROSS JOIN LATERAL unnest(g.units) AS x(unit_id)
     WHERE g.units IS NOT NULL
       AND ($1::text[] IS NULL OR g.sku = ANY($1::text[]))
-    ORDER BY g.sku, g.pool, x.unit_id, g.stock_version DESC, g.id DESC
+    ORDER BY g.sku, g.location, g.pool, x.unit_id, g.stock_version DESC, g.id DESC
 ), off AS (
-    SELECT u.sku, u.pool
+    SELECT u.sku, u.location, u.pool
     FROM units u
-    LEFT JOIN said s ON s.sku = u.sku AND s.pool = u.pool AND s.unit_id = u.id
+    LEFT JOIN said s ON s.sku = u.sku AND s.location = u.location AND s.pool = u.pool AND s.unit_id = u.id
     WHERE u.status <> 'retired' AND s.expected IS DISTINCT FROM u.status
       AND ($1::text[] IS NULL OR u.sku = ANY($1::text[]))
     UNION
-    SELECT s.sku, s.pool
+    SELECT s.sku, s.location, s.pool
     FROM said s
     JOIN units u ON u.sku = s.sku AND u.id = s.unit_id
-    WHERE s.expected <> 'gone' AND (u.pool <> s.pool OR u.status <> s.expected)
+    WHERE s.expected <> 'gone' AND (u.pool <> s.pool OR u.location <> s.location OR u.status <> s.expected)
 )
-SELECT st.sku, st.pool, st.available, st.reserved, st.sold,
+SELECT st.sku, st.location, st.pool, st.available, st.reserved, st.sold,
        c.available::bigint AS units_available, c.held::bigint AS units_held, c.sold::bigint AS units_sold,
        '{}'::text[] AS stray
-FROM (SELECT DISTINCT sku, pool FROM off) o
-JOIN stock st ON st.sku = o.sku AND st.pool = o.pool
+FROM (SELECT DISTINCT sku, location, pool FROM off) o
+JOIN stock st ON st.sku = o.sku AND st.location = o.location AND st.pool = o.pool
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE v.status = 'available') AS available,
            count(*) FILTER (WHERE v.status = 'held') AS held,
            count(*) FILTER (WHERE v.status = 'sold') AS sold
     FROM units v
-    WHERE v.sku = st.sku AND v.pool = st.pool
+    WHERE v.sku = st.sku AND v.location = st.location AND v.pool = st.pool
 ) c
-ORDER BY st.sku COLLATE "C", st.pool COLLATE "C"
+ORDER BY st.sku COLLATE "C", st.location COLLATE "C", st.pool COLLATE "C"
 `
 
 type StockUnitsAgainstLedgerDeepRow struct {
 	Sku            string
+	Location       string
 	Pool           string
 	Available      int64
 	Reserved       int64
@@ -1391,6 +1608,7 @@ func (q *Queries) StockUnitsAgainstLedgerDeep(ctx context.Context, skus []string
 		var i StockUnitsAgainstLedgerDeepRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Available,
 			&i.Reserved,
@@ -1412,14 +1630,14 @@ func (q *Queries) StockUnitsAgainstLedgerDeep(ctx context.Context, skus []string
 
 const stockUnitsMismatch = `-- name: StockUnitsMismatch :many
 WITH scope AS (
-    SELECT s.sku, s.pool, s.available, s.reserved, s.sold
+    SELECT s.sku, s.location, s.pool, s.available, s.reserved, s.sold
     FROM stock s
     WHERE s.serialized
       AND ($1::text[] IS NULL OR s.sku = ANY($1::text[]))
       AND ($2::xid8 IS NULL
-           OR (s.sku, s.pool) IN (SELECT g.sku, g.pool FROM ledger g WHERE g.feed_xid >= $2::xid8))
+           OR (s.sku, s.location, s.pool) IN (SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= $2::xid8))
 )
-SELECT sc.sku, sc.pool, sc.available, sc.reserved, sc.sold,
+SELECT sc.sku, sc.location, sc.pool, sc.available, sc.reserved, sc.sold,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
        u.stray::text[] AS stray
 FROM scope sc
@@ -1434,14 +1652,15 @@ CROSS JOIN LATERAL (
                    WHERE r.id = v.reservation_id AND r.status = CASE v.status WHEN 'held' THEN 'held' ELSE 'confirmed' END)),
                '{}') AS stray
     FROM units v
-    WHERE v.sku = sc.sku AND v.pool = sc.pool
+    WHERE v.sku = sc.sku AND v.location = sc.location AND v.pool = sc.pool
 ) u
 WHERE (sc.available, sc.reserved, sc.sold) <> (u.available, u.held, u.sold) OR cardinality(u.stray) > 0
-ORDER BY sc.sku COLLATE "C", sc.pool COLLATE "C"
+ORDER BY sc.sku COLLATE "C", sc.location COLLATE "C", sc.pool COLLATE "C"
 `
 
 type StockUnitsMismatchRow struct {
 	Sku            string
+	Location       string
 	Pool           string
 	Available      int64
 	Reserved       int64
@@ -1470,6 +1689,7 @@ func (q *Queries) StockUnitsMismatch(ctx context.Context, skus []string, since *
 		var i StockUnitsMismatchRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
 			&i.Available,
 			&i.Reserved,
@@ -1498,16 +1718,16 @@ WITH said AS (
                 ELSE 'gone' END AS expected
     FROM ledger g
     CROSS JOIN LATERAL unnest(g.units) AS x(unit_id)
-    WHERE g.sku = $2 AND g.pool = $3 AND g.units IS NOT NULL
+    WHERE g.sku = $2 AND g.location = $3 AND g.pool = $4 AND g.units IS NOT NULL
     ORDER BY x.unit_id, g.stock_version DESC, g.id DESC
 ), off AS (
     SELECT u.id, u.status, u.pool, s.kind AS ledger_kind, s.expected AS ledger_says, s.ledger_id
     FROM units u
     LEFT JOIN said s ON s.unit_id = u.id
     WHERE u.sku = $2
-      AND (u.pool = $3 OR s.unit_id IS NOT NULL)
-      AND NOT coalesce((u.pool = $3 AND u.status = s.expected)
-                       OR (s.expected = 'gone' AND (u.pool <> $3 OR u.status = 'retired')), false)
+      AND (u.pool = $4 OR s.unit_id IS NOT NULL)
+      AND NOT coalesce((u.pool = $4 AND u.status = s.expected)
+                       OR (s.expected = 'gone' AND (u.pool <> $4 OR u.status = 'retired')), false)
 )
 SELECT o.id, o.status, o.pool, o.ledger_kind, coalesce(o.ledger_says, 'never named')::text AS ledger_says,
        o.ledger_id, count(*) OVER ()::bigint AS total
@@ -1515,6 +1735,13 @@ FROM off o
 ORDER BY o.id COLLATE "C"
 LIMIT $1
 `
+
+type UnitsAgainstLedgerParams struct {
+	Lim      int32
+	Sku      string
+	Location string
+	Pool     string
+}
 
 type UnitsAgainstLedgerRow struct {
 	ID         string
@@ -1536,8 +1763,13 @@ type UnitsAgainstLedgerRow struct {
 // out. A unit of the pool the ledger never named is listed too. One pass
 // over the pool's ledger rows that name units: it is for a person reading
 // a finding, not for every run.
-func (q *Queries) UnitsAgainstLedger(ctx context.Context, lim int32, sku string, pool string) ([]UnitsAgainstLedgerRow, error) {
-	rows, err := q.db.Query(ctx, unitsAgainstLedger, lim, sku, pool)
+func (q *Queries) UnitsAgainstLedger(ctx context.Context, arg UnitsAgainstLedgerParams) ([]UnitsAgainstLedgerRow, error) {
+	rows, err := q.db.Query(ctx, unitsAgainstLedger,
+		arg.Lim,
+		arg.Sku,
+		arg.Location,
+		arg.Pool,
+	)
 	if err != nil {
 		return nil, err
 	}

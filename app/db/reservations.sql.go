@@ -114,11 +114,11 @@ func (q *Queries) ReservationInsert(ctx context.Context, arg ReservationInsertPa
 }
 
 const reservationLinesGet = `-- name: ReservationLinesGet :many
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.pool = l.pool
-                   AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
+                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
+                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
-ORDER BY l.reservation_id, l.sku COLLATE "C", l.pool COLLATE "C"
+ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
 
 type ReservationLinesGetRow struct {
@@ -126,6 +126,7 @@ type ReservationLinesGetRow struct {
 	Sku           string
 	Pool          string
 	Quantity      int64
+	Location      string
 	Units         []string
 }
 
@@ -146,6 +147,7 @@ func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid
 			&i.Sku,
 			&i.Pool,
 			&i.Quantity,
+			&i.Location,
 			&i.Units,
 		); err != nil {
 			return nil, err
@@ -159,15 +161,16 @@ func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid
 }
 
 const reservationLinesSummed = `-- name: ReservationLinesSummed :many
-SELECT sku, pool, sum(quantity)::bigint AS quantity
+SELECT sku, location, pool, sum(quantity)::bigint AS quantity
 FROM reservation_lines
 WHERE reservation_id = ANY($1::uuid[])
-GROUP BY sku, pool
-ORDER BY sku COLLATE "C", pool COLLATE "C"
+GROUP BY sku, location, pool
+ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C"
 `
 
 type ReservationLinesSummedRow struct {
 	Sku      string
+	Location string
 	Pool     string
 	Quantity int64
 }
@@ -183,7 +186,12 @@ func (q *Queries) ReservationLinesSummed(ctx context.Context, reservationIds []u
 	var items []ReservationLinesSummedRow
 	for rows.Next() {
 		var i ReservationLinesSummedRow
-		if err := rows.Scan(&i.Sku, &i.Pool, &i.Quantity); err != nil {
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Location,
+			&i.Pool,
+			&i.Quantity,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -71,27 +71,34 @@ func (q *Queries) ReservationsHeldByIDs(ctx context.Context, ids []uuid.UUID, cu
 	return items, nil
 }
 
-const reservationsHeldBySKU = `-- name: ReservationsHeldBySKU :many
+const reservationsHeldByScope = `-- name: ReservationsHeldByScope :many
 SELECT r.id FROM reservations r
 WHERE r.status = 'held' AND r.created_at < $1
-  AND EXISTS (SELECT 1 FROM reservation_lines l WHERE l.reservation_id = r.id AND l.sku = $2 AND l.pool = $3)
+  AND EXISTS (SELECT 1 FROM reservation_lines l
+              WHERE l.reservation_id = r.id
+                AND ($2::text IS NULL OR (l.sku = $2::text AND l.pool = $3::text))
+                AND ($4::text IS NULL OR l.location = $4::text))
 ORDER BY r.id
-LIMIT $4
+LIMIT $5
 FOR UPDATE OF r SKIP LOCKED
 `
 
-type ReservationsHeldBySKUParams struct {
-	Cutoff time.Time
-	Sku    string
-	Pool   string
-	Lim    int32
+type ReservationsHeldByScopeParams struct {
+	Cutoff   time.Time
+	Sku      *string
+	Pool     *string
+	Location *string
+	Lim      int32
 }
 
-func (q *Queries) ReservationsHeldBySKU(ctx context.Context, arg ReservationsHeldBySKUParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, reservationsHeldBySKU,
+// ReservationsHeldByScope is the next batch of a rollback by SKU (its pool,
+// at one location or all) or by location (every SKU there).
+func (q *Queries) ReservationsHeldByScope(ctx context.Context, arg ReservationsHeldByScopeParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, reservationsHeldByScope,
 		arg.Cutoff,
 		arg.Sku,
 		arg.Pool,
+		arg.Location,
 		arg.Lim,
 	)
 	if err != nil {
@@ -591,7 +598,10 @@ WHERE r.status = 'held'
   AND ($2::uuid[] IS NULL OR r.id = ANY($2::uuid[]))
   AND ($3::text IS NULL OR r.campaign = $3::text)
   AND ($4::text IS NULL OR EXISTS (
-        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = $4::text AND x.pool = $5::text))
+        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = $4::text AND x.pool = $5::text
+                                            AND ($6::text IS NULL OR x.location = $6::text)))
+  AND ($4::text IS NOT NULL OR $6::text IS NULL OR EXISTS (
+        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.location = $6::text))
 `
 
 type RollbackScopeCountParams struct {
@@ -600,6 +610,7 @@ type RollbackScopeCountParams struct {
 	Campaign *string
 	Sku      *string
 	Pool     *string
+	Location *string
 }
 
 type RollbackScopeCountRow struct {
@@ -618,6 +629,7 @@ func (q *Queries) RollbackScopeCount(ctx context.Context, arg RollbackScopeCount
 		arg.Campaign,
 		arg.Sku,
 		arg.Pool,
+		arg.Location,
 	)
 	var i RollbackScopeCountRow
 	err := row.Scan(&i.Holds, &i.Units)

@@ -12,24 +12,36 @@ import (
 )
 
 const stockAdjust = `-- name: StockAdjust :one
-INSERT INTO stock AS s (sku, pool, total, available, version, feed_xid)
-SELECT $1, $2, $3::bigint, $3::bigint, 1, pg_current_xact_id()
-WHERE $3::bigint > 0
-ON CONFLICT (sku, pool) DO UPDATE
+INSERT INTO stock AS s (sku, location, pool, total, available, version, feed_xid)
+SELECT $1, $2, $3, $4::bigint, $4::bigint, 1, pg_current_xact_id()
+WHERE $4::bigint > 0
+ON CONFLICT (sku, location, pool) DO UPDATE
 SET total = s.total + excluded.total,
     available = s.available + excluded.available,
     version = s.version + 1,
     feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
 WHERE NOT s.serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
 `
+
+type StockAdjustParams struct {
+	Sku      string
+	Location string
+	Pool     string
+	Delta    int64
+}
 
 // StockAdjust adds delta to total and available, creating the row on the
 // first positive delta; a negative delta takes only what is available. A
 // serialized row does not move (no row returned).
-func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delta int64) (Stock, error) {
-	row := q.db.QueryRow(ctx, stockAdjust, sku, pool, delta)
+func (q *Queries) StockAdjust(ctx context.Context, arg StockAdjustParams) (Stock, error) {
+	row := q.db.QueryRow(ctx, stockAdjust,
+		arg.Sku,
+		arg.Location,
+		arg.Pool,
+		arg.Delta,
+	)
 	var i Stock
 	err := row.Scan(
 		&i.Sku,
@@ -46,16 +58,21 @@ func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delt
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }
 
 const stockBatch = `-- name: StockBatch :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = ANY($1::text[]) ORDER BY sku, pool
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE sku = ANY($1::text[]) ORDER BY sku, location, pool
 `
 
-// StockBatch returns every pool of the given SKUs, in the primary key's
-// order.
+// StockBatch returns every row (location and pool) of the given SKUs, in
+// the primary key's order.
 func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockBatch, skus)
 	if err != nil {
@@ -80,6 +97,11 @@ func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
 			return nil, err
 		}
@@ -92,13 +114,13 @@ func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error
 }
 
 const stockCreate = `-- name: StockCreate :one
-INSERT INTO stock (sku, pool) VALUES ($1, $2)
-ON CONFLICT (sku, pool) DO NOTHING
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
+INSERT INTO stock (sku, location, pool) VALUES ($1, $2, $3)
+ON CONFLICT (sku, location, pool) DO NOTHING
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
 `
 
-func (q *Queries) StockCreate(ctx context.Context, sku string, pool string) (Stock, error) {
-	row := q.db.QueryRow(ctx, stockCreate, sku, pool)
+func (q *Queries) StockCreate(ctx context.Context, sku string, location string, pool string) (Stock, error) {
+	row := q.db.QueryRow(ctx, stockCreate, sku, location, pool)
 	var i Stock
 	err := row.Scan(
 		&i.Sku,
@@ -115,25 +137,32 @@ func (q *Queries) StockCreate(ctx context.Context, sku string, pool string) (Sto
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }
 
 const stockExisting = `-- name: StockExisting :many
-SELECT s.sku, s.pool
+SELECT s.sku, s.location, s.pool
 FROM stock s
-JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k
-  ON k.sku = s.sku AND k.pool = s.pool
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
 `
 
 type StockExistingRow struct {
-	Sku  string
-	Pool string
+	Sku      string
+	Location string
+	Pool     string
 }
 
-// StockExisting returns which of the given stock rows exist.
-func (q *Queries) StockExisting(ctx context.Context, skus []string, pools []string) ([]StockExistingRow, error) {
-	rows, err := q.db.Query(ctx, stockExisting, skus, pools)
+// StockExisting returns which of the given stock rows exist (an empty
+// location: the (sku, pool) at every location).
+func (q *Queries) StockExisting(ctx context.Context, skus []string, pools []string, locations []string) ([]StockExistingRow, error) {
+	rows, err := q.db.Query(ctx, stockExisting, skus, pools, locations)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +170,7 @@ func (q *Queries) StockExisting(ctx context.Context, skus []string, pools []stri
 	var items []StockExistingRow
 	for rows.Next() {
 		var i StockExistingRow
-		if err := rows.Scan(&i.Sku, &i.Pool); err != nil {
+		if err := rows.Scan(&i.Sku, &i.Location, &i.Pool); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -153,25 +182,27 @@ func (q *Queries) StockExisting(ctx context.Context, skus []string, pools []stri
 }
 
 const stockFree = `-- name: StockFree :many
-SELECT s.sku, s.pool
+SELECT s.sku, s.location, s.pool
 FROM stock s
-JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool) k
-  ON k.sku = s.sku AND k.pool = s.pool
-ORDER BY s.sku COLLATE "C", s.pool COLLATE "C"
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
+ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR NO KEY UPDATE OF s SKIP LOCKED
 `
 
 type StockFreeRow struct {
-	Sku  string
-	Pool string
+	Sku      string
+	Location string
+	Pool     string
 }
 
-// StockFree returns which of the given stock rows no other transaction has
-// locked right now, without waiting (it locks them until the caller's
-// transaction ends). A batch that ran into its lock timeout asks it to tell
-// the rows someone else holds from the rest.
-func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string) ([]StockFreeRow, error) {
-	rows, err := q.db.Query(ctx, stockFree, skus, pools)
+// StockFree returns which of the given stock rows (an empty location: the
+// (sku, pool) at every location) no other transaction has locked right
+// now, without waiting (it locks them until the caller's transaction
+// ends). A batch that ran into its lock timeout asks it to tell the rows
+// someone else holds from the rest.
+func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string, locations []string) ([]StockFreeRow, error) {
+	rows, err := q.db.Query(ctx, stockFree, skus, pools, locations)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +210,7 @@ func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string) 
 	var items []StockFreeRow
 	for rows.Next() {
 		var i StockFreeRow
-		if err := rows.Scan(&i.Sku, &i.Pool); err != nil {
+		if err := rows.Scan(&i.Sku, &i.Location, &i.Pool); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -191,11 +222,11 @@ func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string) 
 }
 
 const stockGet = `-- name: StockGet :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = $1 AND pool = $2
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE sku = $1 AND location = $2 AND pool = $3
 `
 
-func (q *Queries) StockGet(ctx context.Context, sku string, pool string) (Stock, error) {
-	row := q.db.QueryRow(ctx, stockGet, sku, pool)
+func (q *Queries) StockGet(ctx context.Context, sku string, location string, pool string) (Stock, error) {
+	row := q.db.QueryRow(ctx, stockGet, sku, location, pool)
 	var i Stock
 	err := row.Scan(
 		&i.Sku,
@@ -212,14 +243,24 @@ func (q *Queries) StockGet(ctx context.Context, sku string, pool string) (Stock,
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }
 
 const stockListBySKU = `-- name: StockListBySKU :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = $1 ORDER BY pool = 'main' DESC, pool COLLATE "C"
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming FROM stock s
+JOIN locations l ON l.id = s.location
+WHERE s.sku = $1
+ORDER BY l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C"
 `
 
+// StockListBySKU is every (location, pool) of a SKU: locations by priority
+// then id, main first within each.
 func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockListBySKU, sku)
 	if err != nil {
@@ -244,6 +285,11 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
 			return nil, err
 		}
@@ -256,13 +302,12 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 }
 
 const stockLock = `-- name: StockLock :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = $1 AND pool = $2 FOR UPDATE
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE sku = $1 AND location = $2 AND pool = $3 FOR UPDATE
 `
 
-// StockLock locks one stock row for the rest of the transaction; the hold
-// combiner grants a whole batch against what it reads.
-func (q *Queries) StockLock(ctx context.Context, sku string, pool string) (Stock, error) {
-	row := q.db.QueryRow(ctx, stockLock, sku, pool)
+// StockLock locks one stock row for the rest of the transaction.
+func (q *Queries) StockLock(ctx context.Context, sku string, location string, pool string) (Stock, error) {
+	row := q.db.QueryRow(ctx, stockLock, sku, location, pool)
 	var i Stock
 	err := row.Scan(
 		&i.Sku,
@@ -279,6 +324,11 @@ func (q *Queries) StockLock(ctx context.Context, sku string, pool string) (Stock
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }
@@ -289,20 +339,29 @@ SET total = total + $1,
     available = available + $2,
     reserved = reserved + $3,
     sold = sold + $4,
+    quality_control = quality_control + $5,
+    damaged = damaged + $6,
+    safety_stock = safety_stock + $7,
+    incoming = incoming + $8,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $5 AND pool = $6 AND NOT serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
+WHERE sku = $9 AND location = $10 AND pool = $11 AND NOT serialized
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
 `
 
 type StockMoveParams struct {
-	DeltaTotal     int64
-	DeltaAvailable int64
-	DeltaReserved  int64
-	DeltaSold      int64
-	Sku            string
-	Pool           string
+	DeltaTotal          int64
+	DeltaAvailable      int64
+	DeltaReserved       int64
+	DeltaSold           int64
+	DeltaQualityControl int64
+	DeltaDamaged        int64
+	DeltaSafetyStock    int64
+	DeltaIncoming       int64
+	Sku                 string
+	Location            string
+	Pool                string
 }
 
 // StockMove applies deltas to a row's counters; the CHECK constraints refuse
@@ -315,7 +374,12 @@ func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, er
 		arg.DeltaAvailable,
 		arg.DeltaReserved,
 		arg.DeltaSold,
+		arg.DeltaQualityControl,
+		arg.DeltaDamaged,
+		arg.DeltaSafetyStock,
+		arg.DeltaIncoming,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 	)
 	var i Stock
@@ -334,8 +398,27 @@ func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, er
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
+}
+
+const stockPoolSerializedAt = `-- name: StockPoolSerializedAt :one
+SELECT location FROM stock WHERE sku = $1 AND pool = $2 AND serialized LIMIT 1
+`
+
+// StockPoolSerializedAt says where a SKU's pool holds units with an
+// identity, if it does: such a pool lives at one location, and no other
+// location may have a row of it. No row: it is not serialized anywhere.
+func (q *Queries) StockPoolSerializedAt(ctx context.Context, sku string, pool string) (string, error) {
+	row := q.db.QueryRow(ctx, stockPoolSerializedAt, sku, pool)
+	var location string
+	err := row.Scan(&location)
+	return location, err
 }
 
 const stockReserve = `-- name: StockReserve :one
@@ -344,27 +427,41 @@ SET available = available - $1,
     reserved = reserved + $1,
     version = version + 1,
     updated_at = now()
-WHERE sku = $2 AND pool = $3 AND status = 'on_sale' AND available >= $1
+WHERE sku = $2 AND location = $3 AND pool = $4 AND status = 'on_sale' AND available >= $1
 RETURNING version
 `
 
+type StockReserveParams struct {
+	Quantity int64
+	Sku      string
+	Location string
+	Pool     string
+}
+
 // StockReserve takes quantity from available into reserved, only while the
-// row is on sale and has the stock: zero rows means the hold must fail.
-func (q *Queries) StockReserve(ctx context.Context, quantity int64, sku string, pool string) (int64, error) {
-	row := q.db.QueryRow(ctx, stockReserve, quantity, sku, pool)
+// row is on sale and has the stock: zero rows means the hold must fail (the
+// bare SQL the bench compares holds with).
+func (q *Queries) StockReserve(ctx context.Context, arg StockReserveParams) (int64, error) {
+	row := q.db.QueryRow(ctx, stockReserve,
+		arg.Quantity,
+		arg.Sku,
+		arg.Location,
+		arg.Pool,
+	)
 	var version int64
 	err := row.Scan(&version)
 	return version, err
 }
 
 const stockRowsOfReservations = `-- name: StockRowsOfReservations :many
-SELECT DISTINCT l.sku, l.pool FROM reservation_lines l
+SELECT DISTINCT l.sku, l.location, l.pool FROM reservation_lines l
 WHERE l.reservation_id = ANY($1::uuid[])
 `
 
 type StockRowsOfReservationsRow struct {
-	Sku  string
-	Pool string
+	Sku      string
+	Location string
+	Pool     string
 }
 
 // StockRowsOfReservations lists the stock rows the lines of reservations
@@ -378,7 +475,7 @@ func (q *Queries) StockRowsOfReservations(ctx context.Context, ids []uuid.UUID) 
 	var items []StockRowsOfReservationsRow
 	for rows.Next() {
 		var i StockRowsOfReservationsRow
-		if err := rows.Scan(&i.Sku, &i.Pool); err != nil {
+		if err := rows.Scan(&i.Sku, &i.Location, &i.Pool); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -403,15 +500,15 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 }
 
 const stockSKUsPage = `-- name: StockSKUsPage :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
 WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > $1 ORDER BY k.sku LIMIT $2)
-ORDER BY sku, pool
+ORDER BY sku, location, pool
 `
 
-// StockSKUsPage returns every pool of the first lim SKUs after after (""
+// StockSKUsPage returns every row of the first lim SKUs after after (""
 // for the first page), in the primary key's order (SKU in the database's
-// collation, then pool): DISTINCT over the key's index stops after lim
-// SKUs, however large the catalogue.
+// collation, then location and pool): DISTINCT over the key's index stops
+// after lim SKUs, however large the catalogue.
 func (q *Queries) StockSKUsPage(ctx context.Context, after string, lim int32) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockSKUsPage, after, lim)
 	if err != nil {
@@ -436,6 +533,11 @@ func (q *Queries) StockSKUsPage(ctx context.Context, after string, lim int32) ([
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
 			return nil, err
 		}
@@ -448,7 +550,7 @@ func (q *Queries) StockSKUsPage(ctx context.Context, after string, lim int32) ([
 }
 
 const stockScan = `-- name: StockScan :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku > $1 ORDER BY sku, pool LIMIT $2
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE sku > $1 ORDER BY sku, location, pool LIMIT $2
 `
 
 // StockScan returns up to lim stock rows after SKU after, in the primary
@@ -478,7 +580,44 @@ func (q *Queries) StockScan(ctx context.Context, after string, lim int32) ([]Sto
 			&i.FeedXid,
 			&i.LowThreshold,
 			&i.Serialized,
+			&i.Location,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockSerializedOf = `-- name: StockSerializedOf :many
+SELECT sku, location, pool FROM stock WHERE sku = ANY($1::text[]) AND serialized
+`
+
+type StockSerializedOfRow struct {
+	Sku      string
+	Location string
+	Pool     string
+}
+
+// StockSerializedOf lists where the given SKUs' pools hold units with an
+// identity (each such pool lives at one location).
+func (q *Queries) StockSerializedOf(ctx context.Context, skus []string) ([]StockSerializedOfRow, error) {
+	rows, err := q.db.Query(ctx, stockSerializedOf, skus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockSerializedOfRow
+	for rows.Next() {
+		var i StockSerializedOfRow
+		if err := rows.Scan(&i.Sku, &i.Location, &i.Pool); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -496,14 +635,15 @@ SET status = $1,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $3 AND pool = $4
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
+WHERE sku = $3 AND location = $4 AND pool = $5
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
 `
 
 type StockSetStatusParams struct {
 	Status       string
 	PausedReason *string
 	Sku          string
+	Location     string
 	Pool         string
 }
 
@@ -512,6 +652,7 @@ func (q *Queries) StockSetStatus(ctx context.Context, arg StockSetStatusParams) 
 		arg.Status,
 		arg.PausedReason,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 	)
 	var i Stock
@@ -530,6 +671,11 @@ func (q *Queries) StockSetStatus(ctx context.Context, arg StockSetStatusParams) 
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }
@@ -541,14 +687,26 @@ SET total = total - $1,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $2 AND pool = $3 AND available >= $1 AND NOT serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
+WHERE sku = $2 AND location = $3 AND pool = $4 AND available >= $1 AND NOT serialized
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
 `
+
+type StockTakeParams struct {
+	Quantity int64
+	Sku      string
+	Location string
+	Pool     string
+}
 
 // StockTake removes quantity from total and available if available has it
 // and the row is not serialized.
-func (q *Queries) StockTake(ctx context.Context, quantity int64, sku string, pool string) (Stock, error) {
-	row := q.db.QueryRow(ctx, stockTake, quantity, sku, pool)
+func (q *Queries) StockTake(ctx context.Context, arg StockTakeParams) (Stock, error) {
+	row := q.db.QueryRow(ctx, stockTake,
+		arg.Quantity,
+		arg.Sku,
+		arg.Location,
+		arg.Pool,
+	)
 	var i Stock
 	err := row.Scan(
 		&i.Sku,
@@ -565,6 +723,11 @@ func (q *Queries) StockTake(ctx context.Context, quantity int64, sku string, poo
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }

@@ -14,25 +14,27 @@ const stockThresholdSet = `-- name: StockThresholdSet :one
 WITH s AS (
     UPDATE stock t
     SET low_threshold = $1::bigint
-    WHERE t.sku = $3 AND t.pool = $4
-    RETURNING t.sku, t.pool, t.version
+    WHERE t.sku = $3 AND t.location = $4 AND t.pool = $5
+    RETURNING t.sku, t.location, t.pool, t.version
 )
-INSERT INTO stock_thresholds (sku, pool, from_version, threshold, set_by)
-SELECT s.sku, s.pool, s.version + 1, $1::bigint, $2::text FROM s
-ON CONFLICT (sku, pool, from_version) DO UPDATE
+INSERT INTO stock_thresholds (sku, location, pool, from_version, threshold, set_by)
+SELECT s.sku, s.location, s.pool, s.version + 1, $1::bigint, $2::text FROM s
+ON CONFLICT (sku, location, pool, from_version) DO UPDATE
 SET threshold = excluded.threshold, set_by = excluded.set_by, set_at = now()
-RETURNING stock_thresholds.sku, stock_thresholds.pool, stock_thresholds.threshold
+RETURNING stock_thresholds.sku, stock_thresholds.location, stock_thresholds.pool, stock_thresholds.threshold
 `
 
 type StockThresholdSetParams struct {
 	Threshold *int64
 	SetBy     string
 	Sku       string
+	Location  string
 	Pool      string
 }
 
 type StockThresholdSetRow struct {
 	Sku       string
+	Location  string
 	Pool      string
 	Threshold *int64
 }
@@ -47,9 +49,15 @@ func (q *Queries) StockThresholdSet(ctx context.Context, arg StockThresholdSetPa
 		arg.Threshold,
 		arg.SetBy,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 	)
 	var i StockThresholdSetRow
-	err := row.Scan(&i.Sku, &i.Pool, &i.Threshold)
+	err := row.Scan(
+		&i.Sku,
+		&i.Location,
+		&i.Pool,
+		&i.Threshold,
+	)
 	return i, err
 }

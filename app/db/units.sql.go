@@ -17,15 +17,27 @@ SET total = total + $1::bigint,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $2 AND pool = $3
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized
+WHERE sku = $2 AND location = $3 AND pool = $4
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
 `
+
+type StockShiftUnitsParams struct {
+	Delta    int64
+	Sku      string
+	Location string
+	Pool     string
+}
 
 // StockShiftUnits moves a serialized pool's total and available by delta
 // (units that came in or went out with UnitsMovePool), marking it
 // serialized; the caller locked it.
-func (q *Queries) StockShiftUnits(ctx context.Context, delta int64, sku string, pool string) (Stock, error) {
-	row := q.db.QueryRow(ctx, stockShiftUnits, delta, sku, pool)
+func (q *Queries) StockShiftUnits(ctx context.Context, arg StockShiftUnitsParams) (Stock, error) {
+	row := q.db.QueryRow(ctx, stockShiftUnits,
+		arg.Delta,
+		arg.Sku,
+		arg.Location,
+		arg.Pool,
+	)
 	var i Stock
 	err := row.Scan(
 		&i.Sku,
@@ -42,17 +54,22 @@ func (q *Queries) StockShiftUnits(ctx context.Context, delta int64, sku string, 
 		&i.FeedXid,
 		&i.LowThreshold,
 		&i.Serialized,
+		&i.Location,
+		&i.QualityControl,
+		&i.Damaged,
+		&i.SafetyStock,
+		&i.Incoming,
 	)
 	return i, err
 }
 
 const unitsAdd = `-- name: UnitsAdd :one
 WITH added AS (
-    INSERT INTO units (sku, id, pool, group_name, position, attributes)
-    SELECT $1, u.id, $2, nullif(u.grp, ''), nullif(u.pos, -1), u.attrs
-    FROM (SELECT unnest($3::text[]) AS id, unnest($7::text[]) AS grp,
-                 unnest($8::int[]) AS pos, unnest($9::jsonb[]) AS attrs,
-                 generate_series(1, cardinality($3::text[])) AS n) u
+    INSERT INTO units (sku, id, location, pool, group_name, position, attributes)
+    SELECT $1, u.id, $2, $3, nullif(u.grp, ''), nullif(u.pos, -1), u.attrs
+    FROM (SELECT unnest($4::text[]) AS id, unnest($8::text[]) AS grp,
+                 unnest($9::int[]) AS pos, unnest($10::jsonb[]) AS attrs,
+                 generate_series(1, cardinality($4::text[])) AS n) u
     ORDER BY u.n
     RETURNING id
 ), moved AS (
@@ -63,21 +80,24 @@ WITH added AS (
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
-    WHERE s.sku = $1 AND s.pool = $2
-    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    WHERE s.sku = $1 AND s.location = $2 AND s.pool = $3
+    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 )
-INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                     stock_version, actor, reason, ref, units,
-                    feed_xid, total_after, available_after, reserved_after, sold_after)
-SELECT $1, $2, 'stock_in', cardinality($3::text[]), cardinality($3::text[]), 0, 0,
-       m.version, $4::text, $5::text, $6::text, $3::text[],
-       m.feed_xid, m.total, m.available, m.reserved, m.sold
+                    feed_xid, total_after, available_after, reserved_after, sold_after,
+                    quality_control_after, damaged_after, safety_stock_after, incoming_after)
+SELECT $1, $2, $3, 'stock_in', cardinality($4::text[]), cardinality($4::text[]), 0, 0,
+       m.version, $5::text, $6::text, $7::text, $4::text[],
+       m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
 FROM moved m
 RETURNING id
 `
 
 type UnitsAddParams struct {
 	Sku        string
+	Location   string
 	Pool       string
 	Ids        []string
 	Actor      string
@@ -95,6 +115,7 @@ type UnitsAddParams struct {
 func (q *Queries) UnitsAdd(ctx context.Context, arg UnitsAddParams) (int64, error) {
 	row := q.db.QueryRow(ctx, unitsAdd,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 		arg.Ids,
 		arg.Actor,
@@ -141,7 +162,7 @@ func (q *Queries) UnitsExisting(ctx context.Context, sku string, ids []string) (
 }
 
 const unitsGet = `-- name: UnitsGet :many
-SELECT sku, id, pool, group_name, position, attributes, status, reservation_id, created_at, updated_at FROM units WHERE sku = $1 AND id = ANY($2::text[]) ORDER BY id COLLATE "C"
+SELECT sku, id, pool, group_name, position, attributes, status, reservation_id, created_at, updated_at, location FROM units WHERE sku = $1 AND id = ANY($2::text[]) ORDER BY id COLLATE "C"
 `
 
 // UnitsGet returns the given units of sku, in any pool and state.
@@ -165,6 +186,7 @@ func (q *Queries) UnitsGet(ctx context.Context, sku string, ids []string) ([]Uni
 			&i.ReservationID,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Location,
 		); err != nil {
 			return nil, err
 		}
@@ -177,7 +199,7 @@ func (q *Queries) UnitsGet(ctx context.Context, sku string, ids []string) ([]Uni
 }
 
 const unitsList = `-- name: UnitsList :many
-SELECT sku, id, pool, group_name, position, attributes, status, reservation_id, created_at, updated_at FROM units
+SELECT sku, id, pool, group_name, position, attributes, status, reservation_id, created_at, updated_at, location FROM units
 WHERE sku = $1
   AND ($2::text IS NULL OR id COLLATE "C" > $2::text COLLATE "C")
   AND ($3::text IS NULL OR pool = $3::text)
@@ -225,6 +247,7 @@ func (q *Queries) UnitsList(ctx context.Context, arg UnitsListParams) ([]Unit, e
 			&i.ReservationID,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Location,
 		); err != nil {
 			return nil, err
 		}
@@ -239,14 +262,14 @@ func (q *Queries) UnitsList(ctx context.Context, arg UnitsListParams) ([]Unit, e
 const unitsMovePool = `-- name: UnitsMovePool :many
 WITH picked AS (
     SELECT u.id FROM units u
-    WHERE u.sku = $1 AND u.pool = $2 AND u.status = 'available'
-      AND (cardinality($3::text[]) = 0 OR u.id = ANY($3::text[]))
+    WHERE u.sku = $1 AND u.location = $2 AND u.pool = $3 AND u.status = 'available'
+      AND (cardinality($4::text[]) = 0 OR u.id = ANY($4::text[]))
     ORDER BY u.group_name COLLATE "C" NULLS LAST, u.position NULLS LAST, u.id COLLATE "C"
-    LIMIT $4
+    LIMIT $5
 ), moved AS (
-    UPDATE units u SET pool = $5, updated_at = now()
+    UPDATE units u SET pool = $6, updated_at = now()
     FROM picked p
-    WHERE u.sku = $1 AND u.id = p.id AND u.pool = $2 AND u.status = 'available'
+    WHERE u.sku = $1 AND u.id = p.id AND u.location = $2 AND u.pool = $3 AND u.status = 'available'
     RETURNING u.id
 )
 SELECT id FROM moved ORDER BY id COLLATE "C"
@@ -254,19 +277,21 @@ SELECT id FROM moved ORDER BY id COLLATE "C"
 
 type UnitsMovePoolParams struct {
 	Sku      string
+	Location string
 	FromPool string
 	Ids      []string
 	Lim      int32
 	ToPool   string
 }
 
-// UnitsMovePool moves available units of sku from one pool to another
-// (a campaign's carve-out, and its return): the units named, or, with
-// none named, up to lim of them in seat order. The caller locked both
-// pools' stock rows. It returns the ids moved, byte-wise.
+// UnitsMovePool moves available units of sku from one pool to another at
+// one location (a campaign's carve-out, and its return): the units named,
+// or, with none named, up to lim of them in seat order. The caller locked
+// both pools' stock rows. It returns the ids moved, byte-wise.
 func (q *Queries) UnitsMovePool(ctx context.Context, arg UnitsMovePoolParams) ([]string, error) {
 	rows, err := q.db.Query(ctx, unitsMovePool,
 		arg.Sku,
+		arg.Location,
 		arg.FromPool,
 		arg.Ids,
 		arg.Lim,
@@ -328,7 +353,7 @@ func (q *Queries) UnitsPlacesTaken(ctx context.Context, groups []string, positio
 const unitsRetire = `-- name: UnitsRetire :one
 WITH retired AS (
     UPDATE units u SET status = 'retired', updated_at = now()
-    WHERE u.sku = $1 AND u.pool = $2 AND u.id = ANY($3::text[]) AND u.status = 'available'
+    WHERE u.sku = $1 AND u.location = $2 AND u.pool = $3 AND u.id = ANY($4::text[]) AND u.status = 'available'
     RETURNING u.id
 ), moved AS (
     UPDATE stock s
@@ -337,28 +362,31 @@ WITH retired AS (
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
-    WHERE s.sku = $1 AND s.pool = $2
-    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold
+    WHERE s.sku = $1 AND s.location = $2 AND s.pool = $3
+    RETURNING s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
+              s.quality_control, s.damaged, s.safety_stock, s.incoming
 ), ledger AS (
-    INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
+    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, actor, reason, ref, units,
-                        feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT $1, $2, 'adjust', -(SELECT count(*) FROM retired), -(SELECT count(*) FROM retired), 0, 0,
-           m.version, $4::text, $5::text, $6::text,
+                        feed_xid, total_after, available_after, reserved_after, sold_after,
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
+    SELECT $1, $2, $3, 'adjust', -(SELECT count(*) FROM retired), -(SELECT count(*) FROM retired), 0, 0,
+           m.version, $5::text, $6::text, $7::text,
            (SELECT array_agg(id ORDER BY id COLLATE "C") FROM retired),
-           m.feed_xid, m.total, m.available, m.reserved, m.sold
+           m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
     FROM moved m
 )
 SELECT count(*)::int FROM retired
 `
 
 type UnitsRetireParams struct {
-	Sku    string
-	Pool   string
-	Ids    []string
-	Actor  string
-	Reason *string
-	Ref    *string
+	Sku      string
+	Location string
+	Pool     string
+	Ids      []string
+	Actor    string
+	Reason   *string
+	Ref      *string
 }
 
 // UnitsRetire takes available units of one pool whose stock row the
@@ -369,6 +397,7 @@ type UnitsRetireParams struct {
 func (q *Queries) UnitsRetire(ctx context.Context, arg UnitsRetireParams) (int32, error) {
 	row := q.db.QueryRow(ctx, unitsRetire,
 		arg.Sku,
+		arg.Location,
 		arg.Pool,
 		arg.Ids,
 		arg.Actor,

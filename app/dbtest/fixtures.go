@@ -21,19 +21,39 @@ import (
 // rows, so RequireInvariants still holds after them. They live here rather
 // than calling app/inventory because inventory's own tests use dbtest.
 
-// mainPool is inventory.MainPool, the regular pool every SKU has.
-const mainPool = "main"
+// mainPool is inventory.MainPool, the regular pool every SKU has, and
+// defaultLocation inventory.DefaultLocation, where stock is unless said.
+const (
+	mainPool        = "main"
+	defaultLocation = "default"
+)
 
-// StockIn adds n units of sku to its main pool (creating the row), with the
-// stock_in ledger row an adjustment writes.
+// StockIn adds n units of sku to its main pool at the default location
+// (creating the row), with the stock_in ledger row an adjustment writes.
 func StockIn(t testing.TB, pool *pgxpool.Pool, sku string, n int64) {
 	t.Helper()
+	StockInAt(t, pool, sku, defaultLocation, n)
+}
+
+// StockInAt is StockIn at location, which must exist (see Location).
+func StockInAt(t testing.TB, pool *pgxpool.Pool, sku, location string, n int64) {
+	t.Helper()
 	inTx(t, pool, func(q *db.Queries) error {
-		if _, err := q.StockAdjust(context.Background(), sku, mainPool, n); err != nil {
+		if _, err := q.StockAdjust(context.Background(), db.StockAdjustParams{Sku: sku, Location: location, Pool: mainPool, Delta: n}); err != nil {
 			return err
 		}
-		return ledger(q, db.LedgerAppendParams{Sku: sku, Pool: mainPool, Kind: "stock_in", DeltaTotal: n, DeltaAvailable: n,
+		return ledger(q, db.LedgerAppendParams{Sku: sku, Location: location, Pool: mainPool, Kind: "stock_in", DeltaTotal: n, DeltaAvailable: n,
 			Actor: "test", Reason: ptr("test stock")})
+	})
+}
+
+// Location adds location id (named after it) with priority, active, as
+// POST /v1/locations does.
+func Location(t testing.TB, pool *pgxpool.Pool, id string, priority int32) {
+	t.Helper()
+	inTx(t, pool, func(q *db.Queries) error {
+		_, err := q.LocationCreate(context.Background(), db.LocationCreateParams{ID: id, Name: id, Priority: priority, Active: true, CreatedBy: "test"})
+		return err
 	})
 }
 
@@ -43,6 +63,8 @@ type HoldOptions struct {
 	// Pool is the stock pool the line takes from (a campaign's id); empty
 	// is main.
 	Pool string
+	// Location is where the line takes it; empty is the default location.
+	Location string
 	// Campaign, when set, makes the hold a campaign hold.
 	Campaign string
 	// Client and Key are the hold's idempotency scope.
@@ -65,6 +87,7 @@ func Hold(t testing.TB, pool *pgxpool.Pool, sku string, opts *HoldOptions) uuid.
 		o = *opts
 	}
 	o.Pool = or(o.Pool, mainPool)
+	o.Location = or(o.Location, defaultLocation)
 	o.Client = or(o.Client, "shop")
 	o.Key = or(o.Key, uuid.NewString())
 	if o.Quantity == 0 {
@@ -84,8 +107,8 @@ func Hold(t testing.TB, pool *pgxpool.Pool, sku string, opts *HoldOptions) uuid.
 			return err
 		}
 		q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{{
-			RowSkus: []string{sku}, RowPools: []string{o.Pool}, RowQuantities: []int64{o.Quantity},
-			LineIds: []uuid.UUID{id}, LineSkus: []string{sku}, LinePools: []string{o.Pool},
+			RowSkus: []string{sku}, RowLocations: []string{o.Location}, RowPools: []string{o.Pool}, RowQuantities: []int64{o.Quantity},
+			LineIds: []uuid.UUID{id}, LineSkus: []string{sku}, LineLocations: []string{o.Location}, LinePools: []string{o.Pool},
 			LineQuantities: []int64{o.Quantity}, LineActors: []string{o.Client},
 		}}).Exec(func(_ int, e error) { err = e })
 		return err
@@ -135,7 +158,11 @@ func Campaign(t testing.TB, pool *pgxpool.Pool, id string, opts *CampaignOptions
 			qty[i] = o.Allotments[sku]
 		}
 		units := make([][]byte, len(skus)) // none named
-		if err := q.CampaignAllotmentsInsert(ctx, db.CampaignAllotmentsInsertParams{Campaign: id, Skus: skus, Quantities: qty, Units: units}); err != nil {
+		locations := make([]string, len(skus))
+		for i := range locations {
+			locations[i] = defaultLocation
+		}
+		if err := q.CampaignAllotmentsInsert(ctx, db.CampaignAllotmentsInsertParams{Campaign: id, Skus: skus, Locations: locations, Quantities: qty, Units: units}); err != nil {
 			return err
 		}
 		if !o.Active {
@@ -155,20 +182,20 @@ func Campaign(t testing.TB, pool *pgxpool.Pool, id string, opts *CampaignOptions
 // both rows and a transfer ledger row each.
 func transfer(q *db.Queries, sku, pool string, n int64) error {
 	ctx := context.Background()
-	if _, err := q.StockCreate(ctx, sku, pool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if _, err := q.StockCreate(ctx, sku, defaultLocation, pool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
-	if _, err := q.StockTake(ctx, n, sku, mainPool); err != nil {
+	if _, err := q.StockTake(ctx, db.StockTakeParams{Quantity: n, Sku: sku, Location: defaultLocation, Pool: mainPool}); err != nil {
 		return err
 	}
-	if err := ledger(q, db.LedgerAppendParams{Sku: sku, Pool: mainPool, Kind: "transfer", DeltaTotal: -n, DeltaAvailable: -n,
+	if err := ledger(q, db.LedgerAppendParams{Sku: sku, Location: defaultLocation, Pool: mainPool, Kind: "transfer", DeltaTotal: -n, DeltaAvailable: -n,
 		Actor: "test", Ref: &pool}); err != nil {
 		return err
 	}
-	if _, err := q.StockMove(ctx, db.StockMoveParams{Sku: sku, Pool: pool, DeltaTotal: n, DeltaAvailable: n}); err != nil {
+	if _, err := q.StockMove(ctx, db.StockMoveParams{Sku: sku, Location: defaultLocation, Pool: pool, DeltaTotal: n, DeltaAvailable: n}); err != nil {
 		return err
 	}
-	return ledger(q, db.LedgerAppendParams{Sku: sku, Pool: pool, Kind: "transfer", DeltaTotal: n, DeltaAvailable: n,
+	return ledger(q, db.LedgerAppendParams{Sku: sku, Location: defaultLocation, Pool: pool, Kind: "transfer", DeltaTotal: n, DeltaAvailable: n,
 		Actor: "test", Ref: &pool})
 }
 

@@ -57,7 +57,37 @@ const (
 	// CodeUnknownPool refuses a request naming a pool its SKU does not
 	// have (the SKU exists: unknown_sku means it has no stock at all).
 	CodeUnknownPool Code = "unknown_pool"
+	// CodeUnknownLocation: no location has that id.
+	CodeUnknownLocation Code = "unknown_location"
+	// CodeLocationInactive refuses a new hold at a location that is
+	// inactive (its holds finish normally).
+	CodeLocationInactive Code = "location_inactive"
+	// CodeLocationNotAllowed refuses a hold naming a location the API
+	// key's holds may not take stock from (a key bound to a sales
+	// channel's locations).
+	CodeLocationNotAllowed Code = "location_not_allowed"
+	// CodeInsufficientQualityControl, CodeInsufficientDamaged,
+	// CodeInsufficientSafetyStock and CodeInsufficientIncoming refuse a
+	// move (or a receipt) that would take a state below zero; like
+	// insufficient_available, the code names the state short.
+	CodeInsufficientQualityControl Code = "insufficient_quality_control"
+	CodeInsufficientDamaged        Code = "insufficient_damaged"
+	CodeInsufficientSafetyStock    Code = "insufficient_safety_stock"
+	CodeInsufficientIncoming       Code = "insufficient_incoming"
+	// CodeCountBelowHeld refuses a stock count that finds fewer units on
+	// the shelf than holds hold there, unless forced.
+	CodeCountBelowHeld Code = "count_below_held"
+	// CodeTransferNotInTransit refuses a receipt, close or cancel of a
+	// transfer that is received, closed or cancelled already.
+	CodeTransferNotInTransit Code = "transfer_not_in_transit"
+	// CodeTransferPartlyReceived refuses to cancel a transfer once some of
+	// it was received: close it instead.
+	CodeTransferPartlyReceived Code = "transfer_partly_received"
 )
+
+// InsufficientCode is the code of a refusal that would take state below
+// zero (insufficient_available, insufficient_damaged, ...).
+func InsufficientCode(state string) Code { return Code("insufficient_" + state) }
 
 // Error is a failure the caller can act on: bad input, or a state that
 // refuses the request. Anything that is not an *Error is a bug or an
@@ -70,6 +100,8 @@ type Error struct {
 	SKU    string
 	Pool   string
 	Status string
+	// Location names the location a refusal is about.
+	Location string
 	// Line is the index of the failing line of a bulk adjustment.
 	Line *int
 	// Units names the units a unit_unavailable refusal is about.

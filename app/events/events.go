@@ -1,7 +1,8 @@
 // Package events turns the ledger into a feed of events (stock.changed,
 // hold.created, hold.confirmed, hold.released, hold.expired, stock.low,
-// stock.paused, stock.resumed) that a reader pulls from a cursor, and that
-// webhooks push. The ledger is the outbox: every flow already writes its
+// stock.paused, stock.resumed, transfer.created, transfer.received,
+// transfer.closed, transfer.cancelled) that a reader pulls from a cursor,
+// and that webhooks push. The ledger is the outbox: every flow already writes its
 // ledger rows in the transaction that changes stock, so an event exists if
 // and only if its change committed, and there is no second table to keep in
 // step.
@@ -11,8 +12,8 @@
 // written (see migrations/00060_events.sql). Rows are served only once
 // their feed_xid is older than every transaction still running, so a
 // transaction that commits late can never add a row before a position
-// already served, and along one (sku, pool) the order is the order of its
-// changes. A position therefore survives restarts: it is the ledger row and
+// already served, and along one (sku, location, pool) the order is the
+// order of its changes. A position therefore survives restarts: it is the ledger row and
 // the event within it.
 package events
 
@@ -41,10 +42,18 @@ const (
 	HoldConfirmed = "hold.confirmed"
 	HoldReleased  = "hold.released"
 	HoldExpired   = "hold.expired"
+	// A transfer between locations: created (its units left from),
+	// received (some arrived at to), closed (what never arrived written
+	// off as lost in transit), cancelled (given back to from).
+	TransferCreated   = "transfer.created"
+	TransferReceived  = "transfer.received"
+	TransferClosed    = "transfer.closed"
+	TransferCancelled = "transfer.cancelled"
 )
 
 // Types lists every event type.
-var Types = []string{StockChanged, StockLow, StockPaused, StockResumed, StockRepaired, HoldCreated, HoldConfirmed, HoldReleased, HoldExpired}
+var Types = []string{StockChanged, StockLow, StockPaused, StockResumed, StockRepaired, HoldCreated, HoldConfirmed, HoldReleased, HoldExpired,
+	TransferCreated, TransferReceived, TransferClosed, TransferCancelled}
 
 // Known reports whether t is an event type.
 func Known(t string) bool {
@@ -111,20 +120,28 @@ func ParsePosition(s string) (Position, error) {
 //     hold), actor, reason, ledger_kind; hold.released also partial (some
 //     units of a hold that stays held); units, the ids of the units with
 //     an identity it moved (none: left out);
-//   - stock.changed: the pool's counters after the change (total,
-//     available, reserved, sold), the change itself (delta) and the stock
+//   - stock.changed: the pool's counters after the change, every state
+//     (total, available, reserved, sold, quality_control, damaged,
+//     safety_stock, incoming), the change itself (delta) and the stock
 //     row's version; units, the ids of the units with an identity the
 //     change moved (none: left out);
 //   - stock.low: threshold, available, version;
 //   - stock.paused, stock.resumed: actor, reason, and refs when the
 //     operator named any;
 //   - stock.repaired: actor, reason, refs (when any), to (ledger or
-//     counters) and the pool's counters after the repair.
+//     counters) and the pool's counters after the repair;
+//   - transfer.*: transfer_id, from, to, quantity (the units this step
+//     moved), actor, reason.
+//
+// Every event names the stock row it is about: sku, location, pool (a
+// transfer event's row is its from location's for created and cancelled,
+// its to location's for received and closed).
 type Event struct {
 	ID            string         `json:"id"`
 	Type          string         `json:"type"`
 	At            time.Time      `json:"at"`
 	SKU           string         `json:"sku"`
+	Location      string         `json:"location"`
 	Pool          string         `json:"pool"`
 	ReservationID *uuid.UUID     `json:"reservation_id"`
 	Data          map[string]any `json:"data"`
@@ -132,12 +149,16 @@ type Event struct {
 	Position Position `json:"-"`
 }
 
-// Counters are a pool's counters, or a change to them.
+// Counters are a pool's counters, every state, or a change to them.
 type Counters struct {
-	Total     int64 `json:"total"`
-	Available int64 `json:"available"`
-	Reserved  int64 `json:"reserved"`
-	Sold      int64 `json:"sold"`
+	Total          int64 `json:"total"`
+	Available      int64 `json:"available"`
+	Reserved       int64 `json:"reserved"`
+	Sold           int64 `json:"sold"`
+	QualityControl int64 `json:"quality_control"`
+	Damaged        int64 `json:"damaged"`
+	SafetyStock    int64 `json:"safety_stock"`
+	Incoming       int64 `json:"incoming"`
 }
 
 // expand returns the events of one ledger row, in order.
@@ -147,7 +168,7 @@ func expand(r db.EventRowsAfterRow) []Event {
 	}
 	at := func(n int, typ string, data map[string]any) Event {
 		p := Position{Xid: *r.FeedXid, ID: r.ID, N: n}
-		e := Event{ID: p.String(), Type: typ, At: r.At, SKU: r.Sku, Pool: r.Pool, Data: data, Position: p}
+		e := Event{ID: p.String(), Type: typ, At: r.At, SKU: r.Sku, Location: r.Location, Pool: r.Pool, Data: data, Position: p}
 		if n == slotOwn {
 			// A change of a pool is no one hold's, even when a hold made it.
 			e.ReservationID = r.ReservationID
@@ -155,9 +176,20 @@ func expand(r db.EventRowsAfterRow) []Event {
 		return e
 	}
 	var out []Event
-	if typ := ownType(r.Kind); typ != "" {
+	if typ := ownType(r); typ != "" {
 		var data map[string]any
-		if r.ReservationID != nil {
+		switch {
+		case strings.HasPrefix(typ, "transfer."):
+			q := r.DeltaTotal
+			if q == 0 {
+				q = r.DeltaIncoming
+			}
+			if q < 0 {
+				q = -q
+			}
+			data = map[string]any{"transfer_id": r.Ref, "from": r.TransferFrom, "to": r.TransferTo, "quantity": q,
+				"actor": r.Actor, "reason": r.Reason}
+		case r.ReservationID != nil:
 			q := r.DeltaReserved
 			if q < 0 {
 				q = -q
@@ -170,7 +202,7 @@ func expand(r db.EventRowsAfterRow) []Event {
 			if len(r.Units) > 0 {
 				data["units"] = r.Units
 			}
-		} else {
+		default:
 			data = map[string]any{"actor": r.Actor, "reason": r.Reason}
 			if len(r.Refs) > 0 {
 				data["refs"] = r.Refs
@@ -178,24 +210,31 @@ func expand(r db.EventRowsAfterRow) []Event {
 			if typ == StockRepaired {
 				data["to"] = strings.TrimPrefix(domain.Value(r.Ref), "to ")
 				if r.TotalAfter != nil && r.AvailableAfter != nil && r.ReservedAfter != nil && r.SoldAfter != nil {
-					data["counters"] = Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter}
+					data["counters"] = Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter,
+						QualityControl: domain.Value(r.QualityControlAfter), Damaged: domain.Value(r.DamagedAfter),
+						SafetyStock: domain.Value(r.SafetyStockAfter), Incoming: domain.Value(r.IncomingAfter)}
 				}
 			}
 		}
 		out = append(out, at(slotOwn, typ, data))
 	}
-	if !r.LastOfVersion || len(r.VersionDeltas) != 4 || r.TotalAfter == nil || r.AvailableAfter == nil ||
+	if !r.LastOfVersion || len(r.VersionDeltas) != 8 || r.TotalAfter == nil || r.AvailableAfter == nil ||
 		r.ReservedAfter == nil || r.SoldAfter == nil {
 		return out
 	}
-	delta := Counters{Total: r.VersionDeltas[0], Available: r.VersionDeltas[1], Reserved: r.VersionDeltas[2], Sold: r.VersionDeltas[3]}
+	d := r.VersionDeltas
+	delta := Counters{Total: d[0], Available: d[1], Reserved: d[2], Sold: d[3], QualityControl: d[4], Damaged: d[5], SafetyStock: d[6], Incoming: d[7]}
 	if delta == (Counters{}) {
 		return out // a pause or resume: the counters did not move
 	}
-	after := Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter}
+	// Rows written before locations existed have no states after: zero.
+	after := Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter,
+		QualityControl: value(r.QualityControlAfter), Damaged: value(r.DamagedAfter), SafetyStock: value(r.SafetyStockAfter),
+		Incoming: value(r.IncomingAfter)}
 	changed := map[string]any{
 		"total": after.Total, "available": after.Available, "reserved": after.Reserved, "sold": after.Sold,
-		"delta": delta, "version": r.StockVersion,
+		"quality_control": after.QualityControl, "damaged": after.Damaged, "safety_stock": after.SafetyStock,
+		"incoming": after.Incoming, "delta": delta, "version": r.StockVersion,
 	}
 	if len(r.VersionUnits) > 0 {
 		changed["units"] = r.VersionUnits
@@ -210,9 +249,35 @@ func expand(r db.EventRowsAfterRow) []Event {
 	return out
 }
 
-// ownType is the event a ledger row of kind gives by itself, if any.
-func ownType(kind string) string {
-	switch kind {
+func value(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// ownType is the event a ledger row gives by itself, if any: by its kind,
+// and for a transfer's rows by which side it is (a cancel writes one row at
+// each location: the event is on the one at from; a loss is a transfer's
+// when it writes off units in transit, a write-off's otherwise).
+func ownType(r db.EventRowsAfterRow) string {
+	switch r.Kind {
+	case "transfer_out":
+		return TransferCreated
+	case "receive":
+		return TransferReceived
+	case "loss":
+		if r.DeltaIncoming != 0 {
+			return TransferClosed
+		}
+		return ""
+	case "transfer_cancel":
+		if r.DeltaTotal > 0 {
+			return TransferCancelled
+		}
+		return ""
+	}
+	switch r.Kind {
 	case "reserve":
 		return HoldCreated
 	case "confirm":

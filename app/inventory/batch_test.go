@@ -149,7 +149,7 @@ func TestBatchAnswersEachCaller(t *testing.T) {
 	require.Equal(t, domain.CodeKeyReused, code(o.err))
 	o = <-multi
 	require.NoError(t, o.err)
-	require.Equal(t, []inventory.Line{{SKU: "A", Pool: "main", Quantity: 1}, {SKU: "B", Pool: "main", Quantity: 5}}, o.r.Items)
+	require.Equal(t, []inventory.HeldItem{{SKU: "A", Pool: "main", Quantity: 1, Location: "default"}, {SKU: "B", Pool: "main", Quantity: 5, Location: "default"}}, o.r.Items)
 	o = <-unknown
 	require.Equal(t, domain.CodeUnknownSKU, code(o.err))
 	require.Equal(t, "ZZ", o.err.(*domain.Error).SKU)
@@ -419,11 +419,11 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 		id        uuid.UUID
 		replayed  bool
 		code      domain.Code
-		items     []inventory.Line
+		items     []inventory.HeldItem
 	}
 	type hold struct {
 		id     uuid.UUID
-		items  []inventory.Line
+		items  []inventory.HeldItem
 		status string
 	}
 	const clients, ops = 24, 30
@@ -673,7 +673,7 @@ func TestChangeBatchAnswersEachCaller(t *testing.T) {
 	require.NoError(t, got[5].err)
 	require.NoError(t, got[6].err)
 	require.Equal(t, got[5].r, got[6].r, "confirming twice answers the same")
-	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "main", Quantity: 5}}, got[6].r.Items)
+	require.Equal(t, []inventory.HeldItem{{SKU: "A1", Pool: "main", Quantity: 5, Location: "default"}}, got[6].r.Items)
 	require.Equal(t, domain.CodeNotFound, code(got[7].err), "another shop's hold")
 	require.Equal(t, domain.CodeNotFound, code(got[8].err))
 

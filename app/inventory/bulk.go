@@ -21,8 +21,10 @@ const MaxBulkLines = 1000
 // total and available, or, with SetTotal, sets the total (the difference
 // goes to available).
 type BulkLine struct {
-	SKU  string
-	Pool string
+	SKU string
+	// Location empty means DefaultLocation.
+	Location string
+	Pool     string
 	// Delta is non-zero unless SetTotal is given.
 	Delta    int64
 	SetTotal *int64
@@ -53,12 +55,12 @@ type BulkResult struct {
 // lineError is a problem with line i of a bulk adjustment.
 func lineError(i int, code domain.Code, l BulkLine, format string, args ...any) *domain.Error {
 	n := i
-	return &domain.Error{Code: code, SKU: l.SKU, Pool: l.Pool, Line: &n,
+	return &domain.Error{Code: code, SKU: l.SKU, Pool: l.Pool, Location: l.Location, Line: &n,
 		Detail: fmt.Sprintf("lines[%d]: ", i) + fmt.Sprintf(format, args...)}
 }
 
 // Validate checks the lines and the text, naming the first bad line. Two
-// lines may not name the same (sku, pool): which would apply first is
+// lines may not name the same (sku, location, pool): which would apply first is
 // ambiguous for set_total, and a file that repeats a row is most likely a
 // mistake.
 func (b *BulkAdjustment) Validate() error {
@@ -74,13 +76,15 @@ func (b *BulkAdjustment) Validate() error {
 	if err := domain.ValidRef("ref", b.Ref, domain.MaxTextLength); err != nil {
 		return err
 	}
-	seen := make(map[[2]string]int, len(b.Lines))
+	seen := make(map[string]int, len(b.Lines))
 	for i := range b.Lines {
 		l := &b.Lines[i]
 		if l.Pool == "" {
 			l.Pool = MainPool
 		}
-		for _, check := range []error{domain.ValidName("sku", l.SKU), domain.ValidName("pool", l.Pool), domain.ValidRef("ref", l.Ref, domain.MaxTextLength)} {
+		l.Location = locationOr(l.Location)
+		for _, check := range []error{domain.ValidName("sku", l.SKU), domain.ValidName("location", l.Location),
+			domain.ValidName("pool", l.Pool), domain.ValidRef("ref", l.Ref, domain.MaxTextLength)} {
 			if e, ok := check.(*domain.Error); ok {
 				return lineError(i, domain.CodeInvalid, *l, "%s", e.Detail)
 			}
@@ -93,9 +97,9 @@ func (b *BulkAdjustment) Validate() error {
 		case l.SetTotal == nil && (l.Delta == 0 || l.Delta > MaxAdjustment || l.Delta < -MaxAdjustment):
 			return lineError(i, domain.CodeInvalid, *l, "delta must be a non-zero whole number from -%d to %d (or give set_total)", MaxAdjustment, MaxAdjustment)
 		}
-		k := [2]string{l.SKU, l.Pool}
+		k := rowKey(l.SKU, l.Location, l.Pool)
 		if j, dup := seen[k]; dup {
-			return lineError(i, domain.CodeInvalid, *l, "SKU %q pool %s is already lines[%d]: give each pool once", l.SKU, l.Pool, j)
+			return lineError(i, domain.CodeInvalid, *l, "SKU %q pool %s%s is already lines[%d]: give each pool once", l.SKU, l.Pool, at(l.Location), j)
 		}
 		seen[k] = i
 	}
@@ -124,7 +128,7 @@ func (s *Service) AdjustManyOnce(ctx context.Context, key idempotency.Key, b Bul
 // AdjustManyTx applies a bulk adjustment inside the caller's transaction,
 // all or nothing, in a handful of statements whatever the number of lines:
 // create the main rows a positive line needs (as a single adjustment
-// would), lock every named row in the global order ((sku, pool) byte-wise,
+// would), lock every named row in the global order ((sku, location, pool) byte-wise,
 // as holds do, so neither deadlocks the other), check every line against
 // the locked counters, then update the rows and append one ledger row per
 // changed line in one statement. A line that would take more than is
@@ -135,27 +139,43 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		return BulkResult{}, err
 	}
 	q := db.New(tx)
-	var create []string
+	var create, createAt []string
 	skus := make([]string, len(b.Lines))
 	pools := make([]string, len(b.Lines))
+	locations := make([]string, len(b.Lines))
 	for i, l := range b.Lines {
-		skus[i], pools[i] = l.SKU, l.Pool
+		skus[i], pools[i], locations[i] = l.SKU, l.Pool, l.Location
 		if l.Pool == MainPool && (l.Delta > 0 || l.SetTotal != nil && *l.SetTotal > 0) {
-			create = append(create, l.SKU)
+			create, createAt = append(create, l.SKU), append(createAt, l.Location)
 		}
 	}
 	if len(create) > 0 {
-		if err := q.StockCreateMainMany(ctx, create); err != nil {
+		if err := requireLocations(ctx, q, createAt...); err != nil {
+			return BulkResult{}, err
+		}
+		serialized, err := q.StockSerializedOf(ctx, create)
+		if err != nil {
+			return BulkResult{}, fmt.Errorf("look for pools of units: %w", err)
+		}
+		for i, l := range b.Lines {
+			for _, r := range serialized {
+				if r.Sku == l.SKU && r.Pool == l.Pool && r.Location != l.Location {
+					return BulkResult{}, lineError(i, domain.CodeSerializedPool, l,
+						"SKU %q (pool %s) is units with an identity at %s: such a pool lives at one location", l.SKU, l.Pool, r.Location)
+				}
+			}
+		}
+		if err := q.StockCreateMainMany(ctx, create, createAt); err != nil {
 			return BulkResult{}, fmt.Errorf("create main rows: %w", err)
 		}
 	}
-	rows, err := q.StockLockForAdjust(ctx, skus, pools)
+	rows, err := q.StockLockForAdjust(ctx, skus, locations, pools)
 	if err != nil {
 		return BulkResult{}, fmt.Errorf("lock stock rows: %w", err)
 	}
-	locked := make(map[[2]string]db.Stock, len(rows))
+	locked := make(map[string]db.Stock, len(rows))
 	for _, r := range rows {
-		locked[[2]string{r.Sku, r.Pool}] = r
+		locked[rowKey(r.Sku, r.Location, r.Pool)] = r
 	}
 	var out BulkResult
 	p := db.StockAdjustManyParams{Actor: b.Actor, ActorKey: domain.KeyName(ctx)}
@@ -166,9 +186,9 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		p.Ref = &b.Ref
 	}
 	for i, l := range b.Lines {
-		r, ok := locked[[2]string{l.SKU, l.Pool}]
+		r, ok := locked[rowKey(l.SKU, l.Location, l.Pool)]
 		if !ok {
-			err := errNoPool(ctx, q, l.SKU, l.Pool, true)
+			err := errNoPool(ctx, q, l.SKU, l.Location, l.Pool, true)
 			if de, ok := err.(*domain.Error); ok {
 				n := i
 				de.Line = &n
@@ -187,11 +207,11 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		if delta < 0 && r.Available < -delta {
 			if l.SetTotal != nil {
 				return BulkResult{}, lineError(i, domain.CodeInsufficientAvailable, l,
-					"SKU %q (pool %s) cannot go to a total of %d: %d of its %d are held or sold", l.SKU, l.Pool,
-					*l.SetTotal, r.Reserved+r.Sold, r.Total)
+					"SKU %q (pool %s)%s cannot go to a total of %d: %d of its %d are %s", l.SKU, l.Pool,
+					at(l.Location), *l.SetTotal, r.Total-r.Available, r.Total, notAvailable(r))
 			}
 			return BulkResult{}, lineError(i, domain.CodeInsufficientAvailable, l,
-				"SKU %q (pool %s) has %d available, %d to take", l.SKU, l.Pool, r.Available, -delta)
+				"SKU %q (pool %s)%s has %d available, %d to take", l.SKU, l.Pool, at(l.Location), r.Available, -delta)
 		}
 		switch {
 		case delta == 0:
@@ -201,7 +221,8 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		default:
 			out.UnitsOut -= delta
 		}
-		p.Skus, p.Pools, p.Deltas, p.Refs = append(p.Skus, l.SKU), append(p.Pools, l.Pool), append(p.Deltas, delta), append(p.Refs, l.Ref)
+		p.Skus, p.Locations, p.Pools = append(p.Skus, l.SKU), append(p.Locations, l.Location), append(p.Pools, l.Pool)
+		p.Deltas, p.Refs = append(p.Deltas, delta), append(p.Refs, l.Ref)
 	}
 	if len(p.Skus) > 0 {
 		ids, err := q.StockAdjustMany(ctx, p)
@@ -226,4 +247,12 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		st.Pools = append(st.Pools, newPool(r))
 	}
 	return out, nil
+}
+
+// notAvailable says what a row's units that are not available are.
+func notAvailable(r db.Stock) string {
+	if r.QualityControl+r.Damaged+r.SafetyStock == 0 {
+		return "held or sold"
+	}
+	return "held, sold or not for sale (quality control, damaged, safety stock)"
 }

@@ -78,20 +78,27 @@ func refused(err error) (error, bool) {
 // statement timeout.
 var errSlow = &domain.Error{Code: domain.CodeBusy, Detail: "the database is too slow to answer in time; retry in a moment"}
 
-// errBusy is the answer of a request that needs row l while another
-// transaction keeps it locked.
+// errBusy is the answer of a request that needs row l (an empty location:
+// its pool at some location) while another transaction keeps it locked.
 func errBusy(l Line) error {
-	return &domain.Error{Code: domain.CodeBusy, SKU: l.SKU, Pool: l.Pool,
-		Detail: fmt.Sprintf("SKU %q (pool %s) is locked by another transaction; retry in a moment", l.SKU, l.Pool)}
+	where := ""
+	if l.Location != "" {
+		where = " at " + l.Location
+	}
+	return &domain.Error{Code: domain.CodeBusy, SKU: l.SKU, Pool: l.Pool, Location: l.Location,
+		Detail: fmt.Sprintf("SKU %q (pool %s)%s is locked by another transaction; retry in a moment", l.SKU, l.Pool, where)}
 }
 
 // lockedStock returns which of rows another transaction has locked right
-// now, looking without waiting.
+// now, looking without waiting. A row of rows with an empty location
+// stands for its pool at every location: it is locked when any of them
+// is. The answer is keyed as rows is, and also by each row locked.
 func (s *Service) lockedStock(ctx context.Context, rows map[string]Line) (map[string]Line, error) {
-	var skus, pools []string
+	var skus, pools, locations []string
 	for _, l := range rows {
 		skus = append(skus, l.SKU)
 		pools = append(pools, l.Pool)
+		locations = append(locations, l.Location)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -99,29 +106,37 @@ func (s *Service) lockedStock(ctx context.Context, rows map[string]Line) (map[st
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := db.New(tx)
-	existing, err := q.StockExisting(ctx, skus, pools)
+	existing, err := q.StockExisting(ctx, skus, pools, locations)
 	if err != nil {
 		return nil, fmt.Errorf("look for locked stock rows: %w", err)
 	}
-	free, err := q.StockFree(ctx, skus, pools)
+	free, err := q.StockFree(ctx, skus, pools, locations)
 	if err != nil {
 		return nil, fmt.Errorf("look for locked stock rows: %w", err)
+	}
+	isFree := map[string]bool{}
+	for _, f := range free {
+		isFree[rowKey(f.Sku, f.Location, f.Pool)] = true
 	}
 	locked := map[string]Line{}
 	for _, e := range existing {
-		k := rowKey(e.Sku, e.Pool)
-		locked[k] = rows[k]
-	}
-	for _, f := range free {
-		delete(locked, rowKey(f.Sku, f.Pool))
+		k := rowKey(e.Sku, e.Location, e.Pool)
+		if isFree[k] {
+			continue
+		}
+		row := Line{SKU: e.Sku, Location: e.Location, Pool: e.Pool}
+		locked[k] = row
+		if _, asked := rows[rowKey(e.Sku, "", e.Pool)]; asked {
+			locked[rowKey(e.Sku, "", e.Pool)] = row
+		}
 	}
 	return locked, nil
 }
 
-// firstLocked returns the first of lines whose row is among locked.
-func firstLocked(lines []Line, locked map[string]Line) (Line, bool) {
-	for _, l := range lines {
-		if _, ok := locked[rowKey(l.SKU, l.Pool)]; ok {
+// firstLocked returns the first row of wants that is among locked.
+func firstLocked(wants []want, locked map[string]Line) (Line, bool) {
+	for _, w := range wants {
+		if l, ok := locked[w.key()]; ok {
 			return l, true
 		}
 	}

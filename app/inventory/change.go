@@ -71,7 +71,7 @@ func (l lockStep) read() map[uuid.UUID]*lockedHold {
 	}
 	for _, l := range lines {
 		if h := holds[l.ReservationID]; h != nil {
-			h.lines = append(h.lines, lineOf(l.Sku, l.Pool, l.Quantity, l.Units))
+			h.lines = append(h.lines, lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units))
 		}
 	}
 	return holds
@@ -177,12 +177,14 @@ func (c *changes) add(ch *holdChange) {
 	for _, l := range ch.lines {
 		p.LineIds = append(p.LineIds, ch.id)
 		p.LineSkus = append(p.LineSkus, l.SKU)
+		p.LineLocations = append(p.LineLocations, l.Location)
 		p.LinePools = append(p.LinePools, l.Pool)
 		p.LineQuantities = append(p.LineQuantities, l.Quantity)
 		p.LineKinds = append(p.LineKinds, ch.how.Kind)
 		for _, u := range l.Units {
 			p.UnitReservationIds = append(p.UnitReservationIds, ch.id)
 			p.UnitSkus = append(p.UnitSkus, l.SKU)
+			p.UnitLocations = append(p.UnitLocations, l.Location)
 			p.UnitPools = append(p.UnitPools, l.Pool)
 			p.UnitIds = append(p.UnitIds, u)
 		}

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,13 +10,20 @@ import (
 )
 
 // lockedRow is a stock row as a hold batch locked it: what its grants are
-// decided on. units is read only for a serialized row a hold of the batch
-// needs units of.
+// decided on, with its location as the batch read it. units is read only
+// for a serialized row a hold of the batch may need units of.
 type lockedRow struct {
-	available  int64
-	status     string
-	serialized bool
-	units      *poolUnits
+	sku, location, pool string
+	available           int64
+	status              string
+	serialized          bool
+	units               *poolUnits
+	// priority, active and stopped are the row's location's: allocation
+	// takes the lowest priority first, never an inactive location, nor one
+	// whose sales are stopped (stopped is its stop-sale's reason).
+	priority int32
+	active   bool
+	stopped  string
 }
 
 // poolUnits is what a hold batch read of one serialized pool's units: the
@@ -30,52 +38,95 @@ type poolUnits struct {
 }
 
 type namedUnit struct {
-	pool, status string
+	location, pool, status string
 }
 
-// verdict is the decision on one hold of a batch: granted, or refused on
-// one of its lines.
+// stockRows is a hold batch's locked stock rows, by rowKey, and, per (sku,
+// pool), the keys of its rows at every location in allocation order:
+// lowest priority number first, ties by location id.
+type stockRows struct {
+	rows   map[string]lockedRow
+	places map[string][]string
+	// lockOrder is the rows in the order they were locked, the order
+	// their counters move in.
+	lockOrder []Line
+}
+
+func newStockRows(rows []lockedRow) stockRows {
+	out := stockRows{rows: make(map[string]lockedRow, len(rows)), places: map[string][]string{}}
+	for _, r := range rows {
+		k := rowKey(r.sku, r.location, r.pool)
+		out.rows[k] = r
+		sp := poolKey(r.sku, r.pool)
+		out.places[sp] = append(out.places[sp], k)
+	}
+	for _, keys := range out.places {
+		slices.SortFunc(keys, func(a, b string) int {
+			ra, rb := out.rows[a], out.rows[b]
+			if ra.priority != rb.priority {
+				return cmp.Compare(ra.priority, rb.priority)
+			}
+			return strings.Compare(ra.location, rb.location)
+		})
+	}
+	return out
+}
+
+// verdict is the decision on one hold of a batch: granted, with where each
+// of its lines is taken from, or refused on one of its lines.
 type verdict struct {
 	granted bool
+	// lines are a granted hold's lines as allocated: one per stock row,
+	// in lock order.
+	lines []Line
 	// line is the line refused, why the reason (unknown_sku, sku_paused,
-	// out_of_stock, limit_exceeded or unit_unavailable), left what the row
-	// had left for it (out_of_stock), units the units refused
-	// (unit_unavailable).
-	line  Line
+	// out_of_stock, limit_exceeded, unit_unavailable, location_inactive,
+	// stop_sale), left what the rows had left for it (out_of_stock), units
+	// the units refused (unit_unavailable).
+	line  want
 	why   domain.Code
 	left  int64
 	units []string
 	// picked are a granted hold's units, by rowKey, for its lines on
 	// serialized rows.
 	picked map[string][]string
+	// reason is why sales are stopped (stop_sale).
+	reason string
 }
 
-// decideHolds decides a batch's holds against its stock rows as locked
-// (keyed by rowKey; a row missing is an unknown SKU), in arrival order,
-// each as it would have been decided alone after the ones before it: a
-// hold all of whose lines fit what is left of their rows is granted and
-// takes its units from what is left; any other is refused on its first
-// line (in lock order) that does not fit, and takes nothing, so a
-// multi-line hold is all or nothing. A campaign's cap per order refuses a
-// hold before its stock is looked at. On a pool of units with an identity
-// a line takes the units it names, if each is available and not taken by
-// an earlier hold of the batch (a line naming one that is not is refused
-// unit_unavailable, naming them, whatever the counters say), and picks the
-// rest in seat order (adjacent: the first run of consecutive positions in
-// one group that has room). It returns a verdict per hold, and the units granted per row,
+// decideHolds decides a batch's holds against its stock rows as locked, in
+// arrival order, each as it would have been decided alone after the ones
+// before it. A line that names a location is taken from that location's
+// row; any other is allocated: among the rows of its (sku, pool) at the
+// locations the hold may use (active, sales not stopped there, the key's
+// locations if it is bound to some), lowest priority first, the first on
+// sale that can fill the whole line, or, with split, as much as each has
+// in that order (lines that name their location are taken first, so that
+// allocation fills around them). A hold all of whose lines fit what is
+// left of their rows is granted and takes its units from what is left; any
+// other is refused on its first line (in that order) that does not fit,
+// and takes nothing,
+// so a multi-line hold is all or nothing. A campaign's cap per order
+// refuses a hold before its stock is looked at. On a pool of units with an
+// identity a line takes the units it names, if each is available and not
+// taken by an earlier hold of the batch (a line naming one that is not is
+// refused unit_unavailable, naming them, whatever the counters say), and
+// picks the rest in seat order (adjacent: the first run of consecutive
+// positions in one group that has room). It returns a verdict per hold,
+// and the units granted per row,
 // which the write takes from each row at once. It touches no database: the
 // write's conditional UPDATEs check it there.
-func decideHolds(rows map[string]lockedRow, holds []hold) ([]verdict, map[string]int64) {
+func decideHolds(st stockRows, holds []hold) ([]verdict, map[string]int64) {
 	verdicts := make([]verdict, len(holds))
-	taken := make(map[string]int64, len(rows))
+	taken := make(map[string]int64, len(st.rows))
 	unitsTaken := map[string]bool{} // rowKey + "\x00" + unit id
 	for i, h := range holds {
-		verdicts[i] = decideHold(rows, taken, unitsTaken, h)
+		verdicts[i] = decideHold(st, taken, unitsTaken, h)
 		if !verdicts[i].granted {
 			continue
 		}
-		for _, l := range h.lines {
-			k := rowKey(l.SKU, l.Pool)
+		for _, l := range verdicts[i].lines {
+			k := rowKey(l.SKU, l.Location, l.Pool)
 			taken[k] += l.Quantity
 			for _, id := range verdicts[i].picked[k] {
 				unitsTaken[k+"\x00"+id] = true
@@ -85,78 +136,224 @@ func decideHolds(rows map[string]lockedRow, holds []hold) ([]verdict, map[string
 	return verdicts, taken
 }
 
-// decideHold decides one hold against rows less what earlier holds of the
-// batch took.
-func decideHold(rows map[string]lockedRow, taken map[string]int64, unitsTaken map[string]bool, h hold) verdict {
+// decideHold decides one hold against the rows less what earlier holds of
+// the batch took (taken), and less what its own earlier lines take.
+func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool, h hold) verdict {
 	if h.maxPerOrder != nil {
-		for _, l := range h.lines {
-			if l.Quantity > *h.maxPerOrder {
-				return verdict{line: l, why: domain.CodeLimitExceeded, left: *h.maxPerOrder}
+		for _, w := range h.wants {
+			if w.Quantity > *h.maxPerOrder {
+				return verdict{line: w, why: domain.CodeLimitExceeded, left: *h.maxPerOrder}
 			}
 		}
 	}
-	var picked map[string][]string
-	for _, l := range h.lines {
-		k := rowKey(l.SKU, l.Pool)
-		r, ok := rows[k]
-		ask, asked := h.asks[k]
-		var gone []string // the named units taken, whatever the counters say
-		if r.serialized {
-			gone = namedTaken(r.units, k, l, ask.named, unitsTaken)
+	mine := map[string]int64{} // what this hold's earlier lines take, by rowKey
+	left := func(k string) int64 { return st.rows[k].available - taken[k] - mine[k] }
+	var (
+		lines  []Line
+		picked map[string][]string
+	)
+	take := func(k string, q int64, units []string) {
+		r := st.rows[k]
+		mine[k] += q
+		lines = append(lines, Line{SKU: r.sku, Location: r.location, Pool: r.pool, Quantity: q})
+		if len(units) > 0 {
+			if picked == nil {
+				picked = map[string][]string{}
+			}
+			picked[k] = append(picked[k], units...)
 		}
-		switch left := r.available - taken[k]; {
-		case !ok:
-			return verdict{line: l, why: domain.CodeUnknownSKU}
-		case r.status != StockOnSale:
-			return verdict{line: l, why: domain.CodeSKUPaused}
-		case !r.serialized && asked && len(ask.named) > 0:
-			return verdict{line: l, why: domain.CodeUnitUnavailable, units: ask.named}
-		case !r.serialized && asked && ask.adjacent:
-			return verdict{line: l, why: domain.CodeUnitUnavailable}
-		case len(gone) > 0:
-			return verdict{line: l, why: domain.CodeUnitUnavailable, units: gone}
-		case left < l.Quantity:
-			return verdict{line: l, why: domain.CodeOutOfStock, left: left}
-		case !r.serialized:
+	}
+	// Lines that name their location first: allocation fills around them.
+	ordered := make([]want, 0, len(h.wants))
+	for _, w := range h.wants {
+		if w.Location != "" {
+			ordered = append(ordered, w)
+		}
+	}
+	for _, w := range h.wants {
+		if w.Location == "" {
+			ordered = append(ordered, w)
+		}
+	}
+	for _, w := range ordered {
+		ask, asked := h.asks[poolKey(w.SKU, w.Pool)]
+		if w.Location != "" {
+			k := rowKey(w.SKU, w.Location, w.Pool)
+			r, ok := st.rows[k]
+			switch {
+			case !ok:
+				return verdict{line: w, why: domain.CodeUnknownSKU}
+			case !r.active:
+				return verdict{line: w, why: domain.CodeLocationInactive}
+			case r.stopped != "":
+				return verdict{line: w, why: domain.CodeStopSale, reason: r.stopped}
+			}
+			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken)
+			if !v.granted {
+				return v
+			}
+			take(k, w.Quantity, units)
 			continue
 		}
-		if !asked {
-			ask = unitAsk{pick: l.Quantity}
+		places := st.places[poolKey(w.SKU, w.Pool)]
+		if len(places) == 0 {
+			return verdict{line: w, why: domain.CodeUnknownSKU}
 		}
-		units, v := pickUnits(r.units, k, l, ask, unitsTaken)
-		if !v.granted {
-			return v
+		var (
+			eligible []string
+			paused   int
+		)
+		for _, k := range places {
+			r := st.rows[k]
+			if !r.active || r.stopped != "" || !h.mayUse(r.location) {
+				continue
+			}
+			eligible = append(eligible, k)
+			if r.status != StockOnSale {
+				paused++
+			}
 		}
-		if picked == nil {
-			picked = map[string][]string{}
+		switch {
+		case len(eligible) == 0:
+			return verdict{line: w, why: domain.CodeOutOfStock, left: 0}
+		case paused == len(eligible):
+			return verdict{line: w, why: domain.CodeSKUPaused}
 		}
-		picked[k] = units
+		if w.Split && !anySerialized(st, eligible) {
+			need, have := w.Quantity, int64(0)
+			var parts []struct {
+				k string
+				q int64
+			}
+			for _, k := range eligible {
+				r := st.rows[k]
+				if r.status != StockOnSale || left(k) <= 0 {
+					continue
+				}
+				q := min(need, left(k))
+				parts = append(parts, struct {
+					k string
+					q int64
+				}{k, q})
+				need -= q
+				have += q
+				if need == 0 {
+					break
+				}
+			}
+			if need > 0 {
+				return verdict{line: w, why: domain.CodeOutOfStock, left: have}
+			}
+			for _, p := range parts {
+				take(p.k, p.q, nil)
+			}
+			continue
+		}
+		var (
+			refusal verdict
+			done    bool
+		)
+		best := int64(0)
+		for _, k := range eligible {
+			r := st.rows[k]
+			if r.status != StockOnSale {
+				continue
+			}
+			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken)
+			if v.granted {
+				take(k, w.Quantity, units)
+				done = true
+				break
+			}
+			best = max(best, left(k))
+			if refusal.why == "" || v.why == domain.CodeUnitUnavailable {
+				refusal = v
+			}
+		}
+		if !done {
+			if refusal.why == domain.CodeOutOfStock && refusal.left >= 0 {
+				refusal.left = best
+			}
+			return refusal
+		}
 	}
-	return verdict{granted: true, picked: picked}
+	slices.SortFunc(lines, compareLines)
+	return verdict{granted: true, lines: lines, picked: picked}
 }
 
-// namedTaken returns the units of named (line l's, on row k) that pool
-// (as read) does not have available, or that earlier holds of the batch
-// took.
-func namedTaken(pool *poolUnits, k string, l Line, named []string, unitsTaken map[string]bool) []string {
+// anySerialized reports whether one of the rows keys is a pool of units
+// with an identity: such a pool lives at one location, so a line on it is
+// never split.
+func anySerialized(st stockRows, keys []string) bool {
+	for _, k := range keys {
+		if st.rows[k].serialized {
+			return true
+		}
+	}
+	return false
+}
+
+// fits decides whether want w can be taken whole from row r (key k), which
+// has left available for it: a paused row, a row short of stock, or units
+// asked of a pool without them (or taken) refuse it. On a serialized row
+// it picks w's units and returns them.
+func fits(r lockedRow, k string, w want, ask unitAsk, asked bool, left int64, unitsTaken map[string]bool) ([]string, verdict) {
+	switch {
+	case r.status != StockOnSale:
+		return nil, verdict{line: w, why: domain.CodeSKUPaused}
+	case !r.serialized && asked && len(ask.named) > 0:
+		return nil, verdict{line: w, why: domain.CodeUnitUnavailable, units: ask.named}
+	case !r.serialized && asked && ask.adjacent:
+		return nil, verdict{line: w, why: domain.CodeUnitUnavailable}
+	case r.serialized && len(namedTaken(r, k, w, ask.named, unitsTaken)) > 0:
+		return nil, verdict{line: w, why: domain.CodeUnitUnavailable, units: namedTaken(r, k, w, ask.named, unitsTaken)}
+	case left < w.Quantity:
+		return nil, verdict{line: w, why: domain.CodeOutOfStock, left: left}
+	case !r.serialized:
+		return nil, verdict{granted: true}
+	}
+	if !asked {
+		ask = unitAsk{pick: w.Quantity}
+	}
+	return pickUnits(r, k, w, ask, unitsTaken)
+}
+
+// compareLines orders lines as stock rows are locked: (sku, location,
+// pool), byte by byte.
+func compareLines(a, b Line) int {
+	if d := strings.Compare(a.SKU, b.SKU); d != 0 {
+		return d
+	}
+	if d := strings.Compare(a.Location, b.Location); d != 0 {
+		return d
+	}
+	return strings.Compare(a.Pool, b.Pool)
+}
+
+// namedTaken returns the units of named (line l's, on row r, key k) that
+// the row's units (as read) do not have available, or that earlier holds
+// of the batch took.
+func namedTaken(r lockedRow, k string, l want, named []string, unitsTaken map[string]bool) []string {
+	pool := r.units
 	if pool == nil {
 		pool = &poolUnits{}
 	}
 	var bad []string
 	for _, id := range named {
 		u, ok := pool.named[id]
-		if !ok || u.pool != l.Pool || u.status != UnitAvailable || unitsTaken[k+"\x00"+id] {
+		if !ok || u.pool != l.Pool || u.location != r.location || u.status != UnitAvailable || unitsTaken[k+"\x00"+id] {
 			bad = append(bad, id)
 		}
 	}
 	return bad
 }
 
-// pickUnits chooses line l's units from pool (as read) less the units
-// earlier holds of the batch took: the units ask names (each available,
-// see namedTaken), then ask.pick more in seat order. It returns them in
-// byte order, or the refusal.
-func pickUnits(pool *poolUnits, k string, l Line, ask unitAsk, unitsTaken map[string]bool) ([]string, verdict) {
+// pickUnits chooses line l's units from row r's units (as read) less the
+// units earlier holds of the batch took: the units ask names (each
+// available, see namedTaken), then ask.pick more in seat order. It returns
+// them in byte order, or the refusal.
+func pickUnits(r lockedRow, k string, l want, ask unitAsk, unitsTaken map[string]bool) ([]string, verdict) {
+	pool := r.units
 	if pool == nil {
 		pool = &poolUnits{}
 	}
@@ -206,7 +403,7 @@ func adjacentRun(runs [][]string, n int, ok func(string) bool) []string {
 }
 
 // capError is the refusal of a hold over its campaign's cap per order.
-func capError(campaign string, l Line, maxPerOrder int64) error {
+func capError(campaign string, l want, maxPerOrder int64) error {
 	return &domain.Error{Code: domain.CodeLimitExceeded, SKU: l.SKU, Pool: l.Pool,
 		Detail: fmt.Sprintf("campaign %q allows at most %d of SKU %q in one hold, %d requested", campaign, maxPerOrder, l.SKU, l.Quantity)}
 }

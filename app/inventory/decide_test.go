@@ -14,61 +14,78 @@ import (
 // The decisions are pure: these tests need no database (go test
 // ./app/inventory -run Decide).
 
-func row(available int64) lockedRow { return lockedRow{available: available, status: StockOnSale} }
+const def = DefaultLocation
+
+// rowAt is a row of sku's pool at location, on sale, its location active with
+// priority.
+func rowAt(sku, location, pool string, available int64, priority int32) lockedRow {
+	return lockedRow{sku: sku, location: location, pool: pool, available: available, status: StockOnSale, active: true, priority: priority}
+}
+
+// row is a row of sku's main pool at the default location.
+func row(sku string, available int64) lockedRow { return rowAt(sku, def, MainPool, available, 0) }
+
+func rowsOf(rows ...lockedRow) stockRows { return newStockRows(rows) }
 
 func holdOf(items ...Item) hold {
-	return hold{lines: HoldRequest{Items: items}.lines(MainPool)}
+	return hold{wants: HoldRequest{Items: items}.wants(MainPool)}
 }
 
 func capped(max int64, items ...Item) hold {
-	h := hold{req: HoldRequest{Campaign: "bf"}, lines: HoldRequest{Items: items}.lines("bf"), maxPerOrder: &max}
+	h := hold{req: HoldRequest{Campaign: "bf"}, wants: HoldRequest{Items: items}.wants("bf"), maxPerOrder: &max}
 	return h
 }
 
-func granted() verdict { return verdict{granted: true} }
+// granted is the verdict of a hold granted with lines (sku, location,
+// quantity) on main.
+func granted(lines ...Line) verdict { return verdict{granted: true, lines: lines} }
+
+func on(sku, location string, q int64) Line {
+	return Line{SKU: sku, Location: location, Pool: MainPool, Quantity: q}
+}
 
 func refusedOn(sku, pool string, q int64, why domain.Code, left int64) verdict {
-	return verdict{line: Line{SKU: sku, Pool: pool, Quantity: q}, why: why, left: left}
+	return verdict{line: want{SKU: sku, Pool: pool, Quantity: q}, why: why, left: left}
 }
 
 func TestDecideHolds(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name     string
-		rows     map[string]lockedRow
+		rows     stockRows
 		holds    []hold
 		verdicts []verdict
 		taken    map[string]int64
 	}{
 		{
 			name:     "exact fit",
-			rows:     map[string]lockedRow{rowKey("A1", "main"): row(3)},
+			rows:     rowsOf(row("A1", 3)),
 			holds:    []hold{holdOf(Item{SKU: "A1", Quantity: 3})},
-			verdicts: []verdict{granted()},
-			taken:    map[string]int64{rowKey("A1", "main"): 3},
+			verdicts: []verdict{granted(on("A1", def, 3))},
+			taken:    map[string]int64{rowKey("A1", def, "main"): 3},
 		},
 		{
 			name: "running balance across the batch: each hold sees what the earlier ones left",
-			rows: map[string]lockedRow{rowKey("A1", "main"): row(5)},
+			rows: rowsOf(row("A1", 5)),
 			holds: []hold{
 				holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 1}),
 			},
-			verdicts: []verdict{granted(), granted(), refusedOn("A1", "main", 2, domain.CodeOutOfStock, 1), granted()},
-			taken:    map[string]int64{rowKey("A1", "main"): 5},
+			verdicts: []verdict{granted(on("A1", def, 2)), granted(on("A1", def, 2)), refusedOn("A1", "main", 2, domain.CodeOutOfStock, 1), granted(on("A1", def, 1))},
+			taken:    map[string]int64{rowKey("A1", def, "main"): 5},
 		},
 		{
 			name: "multi-line is all or nothing: a refused hold takes nothing from its lines that fit",
-			rows: map[string]lockedRow{rowKey("A1", "main"): row(5), rowKey("B2", "main"): row(1)},
+			rows: rowsOf(row("A1", 5), row("B2", 1)),
 			holds: []hold{
 				holdOf(Item{SKU: "A1", Quantity: 4}, Item{SKU: "B2", Quantity: 2}),
 				holdOf(Item{SKU: "A1", Quantity: 5}),
 			},
-			verdicts: []verdict{refusedOn("B2", "main", 2, domain.CodeOutOfStock, 1), granted()},
-			taken:    map[string]int64{rowKey("A1", "main"): 5},
+			verdicts: []verdict{refusedOn("B2", "main", 2, domain.CodeOutOfStock, 1), granted(on("A1", def, 5))},
+			taken:    map[string]int64{rowKey("A1", def, "main"): 5},
 		},
 		{
 			name: "refused on its first line in lock order that does not fit",
-			rows: map[string]lockedRow{rowKey("A1", "main"): row(0), rowKey("B2", "main"): row(0)},
+			rows: rowsOf(row("A1", 0), row("B2", 0)),
 			holds: []hold{
 				holdOf(Item{SKU: "B2", Quantity: 1}, Item{SKU: "A1", Quantity: 1}),
 			},
@@ -77,7 +94,7 @@ func TestDecideHolds(t *testing.T) {
 		},
 		{
 			name: "paused pool and unknown SKU",
-			rows: map[string]lockedRow{rowKey("A1", "main"): {available: 10, status: StockPaused}, rowKey("B2", "main"): row(10)},
+			rows: rowsOf(lockedRow{sku: "A1", location: def, pool: MainPool, available: 10, status: StockPaused, active: true}, row("B2", 10)),
 			holds: []hold{
 				holdOf(Item{SKU: "A1", Quantity: 1}),
 				holdOf(Item{SKU: "B2", Quantity: 1}, Item{SKU: "ZZ", Quantity: 1}),
@@ -86,29 +103,30 @@ func TestDecideHolds(t *testing.T) {
 			verdicts: []verdict{
 				refusedOn("A1", "main", 1, domain.CodeSKUPaused, 0),
 				refusedOn("ZZ", "main", 1, domain.CodeUnknownSKU, 0),
-				granted(),
+				granted(on("B2", def, 1)),
 			},
-			taken: map[string]int64{rowKey("B2", "main"): 1},
+			taken: map[string]int64{rowKey("B2", def, "main"): 1},
 		},
 		{
 			name: "campaign cap per order, on the units of one SKU summed",
-			rows: map[string]lockedRow{rowKey("A1", "bf"): row(10)},
+			rows: rowsOf(rowAt("A1", def, "bf", 10, 0)),
 			holds: []hold{
 				capped(3, Item{SKU: "A1", Quantity: 2}, Item{SKU: "A1", Quantity: 2}),
 				capped(3, Item{SKU: "A1", Quantity: 3}),
 			},
-			verdicts: []verdict{refusedOn("A1", "bf", 4, domain.CodeLimitExceeded, 3), granted()},
-			taken:    map[string]int64{rowKey("A1", "bf"): 3},
+			verdicts: []verdict{refusedOn("A1", "bf", 4, domain.CodeLimitExceeded, 3),
+				granted(Line{SKU: "A1", Location: def, Pool: "bf", Quantity: 3})},
+			taken: map[string]int64{rowKey("A1", def, "bf"): 3},
 		},
 		{
 			name: "the same SKU twice in one request counts as one line of the sum",
-			rows: map[string]lockedRow{rowKey("A1", "main"): row(3)},
+			rows: rowsOf(row("A1", 3)),
 			holds: []hold{
 				holdOf(Item{SKU: "A1", Quantity: 2}, Item{SKU: "A1", Quantity: 2}),
 				holdOf(Item{SKU: "A1", Quantity: 1}, Item{SKU: "A1", Quantity: 2}),
 			},
-			verdicts: []verdict{refusedOn("A1", "main", 4, domain.CodeOutOfStock, 3), granted()},
-			taken:    map[string]int64{rowKey("A1", "main"): 3},
+			verdicts: []verdict{refusedOn("A1", "main", 4, domain.CodeOutOfStock, 3), granted(on("A1", def, 3))},
+			taken:    map[string]int64{rowKey("A1", def, "main"): 3},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,26 +138,123 @@ func TestDecideHolds(t *testing.T) {
 	}
 }
 
+// TestDecideAllocation is the allocation of lines to locations: named, or
+// by priority (lowest first, ties by id), the first location that fills the
+// whole line, split only when asked, never at an inactive location, one
+// whose sales are stopped, or one the key may not use; all or nothing
+// across lines, and a running balance across the batch.
+func TestDecideAllocation(t *testing.T) {
+	t.Parallel()
+	// Three warehouses: paris first, then lyon, then berlin (priority 2,
+	// tied with lyon, after it by id... berlin < lyon by id, so berlin
+	// goes before lyon).
+	three := func(paris, lyon, berlin int64) stockRows {
+		return rowsOf(rowAt("A1", "paris", MainPool, paris, 1), rowAt("A1", "lyon", MainPool, lyon, 2), rowAt("A1", "berlin", MainPool, berlin, 2))
+	}
+	bound := func(h hold, locations ...string) hold { h.req.Locations = locations; return h }
+	inactive := three(5, 5, 5)
+	r := inactive.rows[rowKey("A1", "paris", MainPool)]
+	r.active = false
+	inactive.rows[rowKey("A1", "paris", MainPool)] = r
+	stopped := three(5, 5, 5)
+	r = stopped.rows[rowKey("A1", "paris", MainPool)]
+	r.stopped = "flood"
+	stopped.rows[rowKey("A1", "paris", MainPool)] = r
+	pausedFirst := three(5, 5, 5)
+	r = pausedFirst.rows[rowKey("A1", "paris", MainPool)]
+	r.status = StockPaused
+	pausedFirst.rows[rowKey("A1", "paris", MainPool)] = r
+
+	for _, c := range []struct {
+		name     string
+		rows     stockRows
+		holds    []hold
+		verdicts []verdict
+	}{
+		{"lowest priority first", three(5, 5, 5),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2})},
+			[]verdict{granted(on("A1", "paris", 2))}},
+		{"the first location that fills the whole line; ties by id", three(1, 5, 5),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2})},
+			[]verdict{granted(on("A1", "berlin", 2))}},
+		{"no one location has it all: out of stock, naming the most one has", three(2, 2, 3),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 4})},
+			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 4}, why: domain.CodeOutOfStock, left: 3}}},
+		{"split takes the line from several in priority order", three(2, 2, 3),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 6, Split: true})},
+			[]verdict{granted(on("A1", "berlin", 3), on("A1", "lyon", 1), on("A1", "paris", 2))}},
+		{"split short of the total is refused", three(2, 2, 3),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 8, Split: true})},
+			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 8, Split: true}, why: domain.CodeOutOfStock, left: 7}}},
+		{"a named location is used even when another comes first", three(5, 5, 5),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "lyon"})},
+			[]verdict{granted(on("A1", "lyon", 2))}},
+		{"a named location that lacks it is refused, whoever else has it", three(5, 1, 5),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "lyon"})},
+			[]verdict{{line: want{SKU: "A1", Location: "lyon", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}}},
+		{"an inactive location is skipped", inactive,
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2})},
+			[]verdict{granted(on("A1", "berlin", 2))}},
+		{"an inactive location named is refused", inactive,
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"})},
+			[]verdict{{line: want{SKU: "A1", Location: "paris", Pool: MainPool, Quantity: 2}, why: domain.CodeLocationInactive}}},
+		{"a location whose sales are stopped is skipped, and refused when named", stopped,
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"})},
+			[]verdict{granted(on("A1", "berlin", 2)),
+				{line: want{SKU: "A1", Location: "paris", Pool: MainPool, Quantity: 2}, why: domain.CodeStopSale, reason: "flood"}}},
+		{"a paused row is skipped", pausedFirst,
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2})},
+			[]verdict{granted(on("A1", "berlin", 2))}},
+		{"a key bound to locations allocates only there", three(5, 5, 5),
+			[]hold{bound(holdOf(Item{SKU: "A1", Quantity: 2}), "lyon"), bound(holdOf(Item{SKU: "A1", Quantity: 9, Split: true}), "lyon", "paris")},
+			[]verdict{granted(on("A1", "lyon", 2)),
+				{line: want{SKU: "A1", Pool: MainPool, Quantity: 9, Split: true}, why: domain.CodeOutOfStock, left: 8}}},
+		{"the running balance moves allocation on to the next location", three(3, 5, 0),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 1})},
+			[]verdict{granted(on("A1", "paris", 2)), granted(on("A1", "lyon", 2)), granted(on("A1", "paris", 1))}},
+		{"a named line and an allocated line of one SKU in one hold share what is left", three(3, 0, 0),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"}, Item{SKU: "A1", Quantity: 2})},
+			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}}},
+		{"all or nothing across lines: a line that cannot be allocated refuses the hold",
+			rowsOf(rowAt("A1", "paris", MainPool, 5, 1), rowAt("B2", "lyon", MainPool, 1, 2)),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2}, Item{SKU: "B2", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 5})},
+			[]verdict{{line: want{SKU: "B2", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}, granted(on("A1", "paris", 5))}},
+		{"a SKU at no active location the key may use is out of stock", three(5, 5, 5),
+			[]hold{bound(holdOf(Item{SKU: "A1", Quantity: 1}), "madrid")},
+			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			verdicts, _ := decideHolds(c.rows, c.holds)
+			require.Equal(t, c.verdicts, verdicts)
+		})
+	}
+}
+
 func locked(status string, due bool, lines ...Line) *lockedHold {
 	return &lockedHold{row: db.Reservation{ID: uuid.Nil, Status: status, ExpiresAt: time.Time{}}, due: due, lines: lines}
 }
 
 func TestDecideChanges(t *testing.T) {
 	t.Parallel()
-	a1, b2 := Line{SKU: "A1", Pool: "main", Quantity: 3}, Line{SKU: "B2", Pool: "main", Quantity: 2}
+	a1, b2 := on("A1", def, 3), on("B2", def, 2)
 	confirm := Release{Status: StatusConfirmed, Kind: "confirm", Actor: "shop"}
 	cancel := Release{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "cancelled"}
 	rollback := Release{Status: StatusReleased, Kind: "rollback", Actor: "alice", Reason: "bad orders"}
 	part := func(give map[string]int64) Release {
 		g := map[string]giveBack{}
 		for sku, n := range give {
-			g[sku] = giveBack{quantity: n}
+			g[giveKey(sku, "")] = giveBack{quantity: n}
 		}
 		return Release{Kind: "release", Actor: "shop", Reason: "one less", give: g}
 	}
-	seats := Line{SKU: "S1", Pool: "main", Quantity: 3, Units: []string{"A-1", "A-2", "A-3"}}
+	seats := Line{SKU: "S1", Location: def, Pool: "main", Quantity: 3, Units: []string{"A-1", "A-2", "A-3"}}
 	partUnits := func(units ...string) Release {
-		return Release{Kind: "release", Actor: "shop", Reason: "one less", give: map[string]giveBack{"S1": {units: units}}}
+		return Release{Kind: "release", Actor: "shop", Reason: "one less", give: map[string]giveBack{giveKey("S1", ""): {units: units}}}
+	}
+	a1paris, a1lyon := on("A1", "paris", 2), on("A1", "lyon", 1)
+	partAt := func(location string, n int64) Release {
+		return Release{Kind: "release", Actor: "shop", Reason: "one less", give: map[string]giveBack{giveKey("A1", location): {quantity: n}}}
 	}
 	for _, c := range []struct {
 		name string
@@ -161,7 +276,11 @@ func TestDecideChanges(t *testing.T) {
 		{"expiry takes a due hold", releaseByExpiry, locked(StatusHeld, true, a1), &holdChange{how: releaseByExpiry, lines: []Line{a1}}, ""},
 		{"expiry leaves a hold not yet due", releaseByExpiry, locked(StatusHeld, false, a1), nil, ""},
 		{"a partial release gives back some units of a line", part(map[string]int64{"A1": 1}), locked(StatusHeld, false, a1, b2),
-			&holdChange{how: Release{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"}, lines: []Line{{SKU: "A1", Pool: "main", Quantity: 1}}}, ""},
+			&holdChange{how: Release{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"}, lines: []Line{on("A1", def, 1)}}, ""},
+		{"a partial release of a SKU held at several locations names the location", partAt("paris", 1), locked(StatusHeld, false, a1lyon, a1paris),
+			&holdChange{how: Release{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"}, lines: []Line{on("A1", "paris", 1)}}, ""},
+		{"a partial release of a SKU held at several locations without one is refused", partAt("", 1), locked(StatusHeld, false, a1lyon, a1paris), nil, domain.CodeInvalid},
+		{"a partial release at a location the hold does not hold it is refused", partAt("berlin", 1), locked(StatusHeld, false, a1lyon, a1paris), nil, domain.CodeInvalid},
 		{"a partial release of everything releases the hold whole", part(map[string]int64{"A1": 3, "B2": 2}), locked(StatusHeld, false, a1, b2),
 			&holdChange{how: Release{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "one less"}, lines: []Line{a1, b2}}, ""},
 		{"a late partial release expires the hold", part(map[string]int64{"A1": 1}), locked(StatusHeld, true, a1, b2),
@@ -169,7 +288,7 @@ func TestDecideChanges(t *testing.T) {
 		{"a partial release of more than held is refused", part(map[string]int64{"A1": 4}), locked(StatusHeld, false, a1), nil, domain.CodeInvalid},
 		{"a partial release by units gives back exactly those units", partUnits("A-3", "A-1"), locked(StatusHeld, false, seats, b2),
 			&holdChange{how: Release{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"},
-				lines: []Line{{SKU: "S1", Pool: "main", Quantity: 2, Units: []string{"A-1", "A-3"}}}}, ""},
+				lines: []Line{{SKU: "S1", Location: def, Pool: "main", Quantity: 2, Units: []string{"A-1", "A-3"}}}}, ""},
 		{"a partial release of every unit releases the hold whole", partUnits("A-1", "A-2", "A-3"), locked(StatusHeld, false, seats),
 			&holdChange{how: Release{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "one less"}, lines: []Line{seats}}, ""},
 		{"a partial release of a unit the hold does not hold is refused", partUnits("A-1", "B-1"), locked(StatusHeld, false, seats), nil, domain.CodeInvalid},
@@ -195,12 +314,12 @@ func seatsHold(t *testing.T, items ...Item) hold {
 	req := HoldRequest{Items: items}
 	asks, err := req.asks()
 	require.NoError(t, err)
-	h := hold{lines: req.lines(MainPool)}
+	h := hold{wants: req.wants(MainPool)}
 	for sku, a := range asks {
 		if h.asks == nil {
 			h.asks = map[string]unitAsk{}
 		}
-		h.asks[rowKey(sku, MainPool)] = a
+		h.asks[poolKey(sku, MainPool)] = a
 	}
 	return h
 }
@@ -210,15 +329,20 @@ func TestDecideUnits(t *testing.T) {
 	// Row A, seats 1 to 6; seat 2 is held already.
 	named := map[string]namedUnit{}
 	for _, id := range []string{"A-1", "A-3", "A-4", "A-5", "A-6"} {
-		named[id] = namedUnit{pool: MainPool, status: UnitAvailable}
+		named[id] = namedUnit{location: def, pool: MainPool, status: UnitAvailable}
 	}
-	named["A-2"] = namedUnit{pool: MainPool, status: UnitHeld}
+	named["A-2"] = namedUnit{location: def, pool: MainPool, status: UnitHeld}
 	units := &poolUnits{
 		named: named,
 		free:  []string{"A-1", "A-3", "A-4", "A-5", "A-6"},
 		runs:  map[int64][][]string{2: {{"A-3", "A-4", "A-5", "A-6"}}},
 	}
-	rows := map[string]lockedRow{rowKey("S1", MainPool): {available: 5, status: StockOnSale, serialized: true, units: units}}
+	seatRow := func() stockRows {
+		r := row("S1", 5)
+		r.serialized, r.units = true, units
+		return rowsOf(r)
+	}
+	rows := seatRow()
 	holds := []hold{
 		seatsHold(t, Item{SKU: "S1", Units: []string{"A-4", "A-3"}}),
 		seatsHold(t, Item{SKU: "S1", Units: []string{"A-4", "A-2", "A-5"}}),
@@ -228,40 +352,42 @@ func TestDecideUnits(t *testing.T) {
 		seatsHold(t, Item{SKU: "S1", Units: []string{"A-3"}}),
 	}
 	verdicts, taken := decideHolds(rows, holds)
-	k := rowKey("S1", MainPool)
+	k := rowKey("S1", def, MainPool)
+	seatsGranted := func(q int64, ids ...string) verdict {
+		return verdict{granted: true, lines: []Line{on("S1", def, q)}, picked: map[string][]string{k: ids}}
+	}
 	require.Equal(t, []verdict{
-		{granted: true, picked: map[string][]string{k: {"A-3", "A-4"}}},
-		{line: Line{SKU: "S1", Pool: MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-4"}},
-		{granted: true, picked: map[string][]string{k: {"A-5", "A-6"}}},
-		{granted: true, picked: map[string][]string{k: {"A-1"}}},
-		{line: Line{SKU: "S1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock, left: 0},
+		seatsGranted(2, "A-3", "A-4"),
+		{line: want{SKU: "S1", Pool: MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-4"}},
+		seatsGranted(2, "A-5", "A-6"),
+		seatsGranted(1, "A-1"),
+		{line: want{SKU: "S1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock, left: 0},
 		// Sold out by the batch: a seat named is still told taken.
-		{line: Line{SKU: "S1", Pool: MainPool, Quantity: 1}, why: domain.CodeUnitUnavailable, units: []string{"A-3"}},
+		{line: want{SKU: "S1", Pool: MainPool, Quantity: 1}, why: domain.CodeUnitUnavailable, units: []string{"A-3"}},
 	}, verdicts)
 	require.Equal(t, map[string]int64{k: 5}, taken)
 
 	// Sold out before the batch: a line naming taken seats is told which,
 	// whatever the counters say.
-	soldOut := map[string]lockedRow{k: {available: 0, status: StockOnSale, serialized: true, units: &poolUnits{
-		named: map[string]namedUnit{"A-2": {pool: MainPool, status: UnitHeld}, "A-3": {pool: MainPool, status: UnitSold}},
-	}}}
-	verdicts, _ = decideHolds(soldOut, []hold{seatsHold(t, Item{SKU: "S1", Units: []string{"A-3", "A-2", "A-9"}})})
+	gone := row("S1", 0)
+	gone.serialized, gone.units = true, &poolUnits{named: map[string]namedUnit{
+		"A-2": {location: def, pool: MainPool, status: UnitHeld}, "A-3": {location: def, pool: MainPool, status: UnitSold}}}
+	verdicts, _ = decideHolds(rowsOf(gone), []hold{seatsHold(t, Item{SKU: "S1", Units: []string{"A-3", "A-2", "A-9"}})})
 	require.Equal(t, []verdict{
-		{line: Line{SKU: "S1", Pool: MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-3", "A-9"}},
+		{line: want{SKU: "S1", Pool: MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-3", "A-9"}},
 	}, verdicts)
 
 	// A line of a quantity beside a line naming units picks the rest.
 	mixed := seatsHold(t, Item{SKU: "S1", Units: []string{"A-6"}}, Item{SKU: "S1", Quantity: 2})
-	verdicts, _ = decideHolds(rows, []hold{mixed})
-	require.Equal(t, []verdict{{granted: true, picked: map[string][]string{k: {"A-1", "A-3", "A-6"}}}}, verdicts)
+	verdicts, _ = decideHolds(seatRow(), []hold{mixed})
+	require.Equal(t, []verdict{seatsGranted(3, "A-1", "A-3", "A-6")}, verdicts)
 
 	// Adjacent: the first run with room; none left once the run is broken.
-	split := map[string]lockedRow{rowKey("S1", MainPool): {available: 5, status: StockOnSale, serialized: true, units: units}}
-	verdicts, _ = decideHolds(split, []hold{
+	verdicts, _ = decideHolds(seatRow(), []hold{
 		seatsHold(t, Item{SKU: "S1", Units: []string{"A-4"}}),
 		seatsHold(t, Item{SKU: "S1", Quantity: 2, Adjacent: true}),
 		seatsHold(t, Item{SKU: "S1", Quantity: 2, Adjacent: true}),
 	})
 	require.Equal(t, map[string][]string{k: {"A-5", "A-6"}}, verdicts[1].picked)
-	require.Equal(t, verdict{line: Line{SKU: "S1", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: -1}, verdicts[2])
+	require.Equal(t, verdict{line: want{SKU: "S1", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: -1}, verdicts[2])
 }

@@ -129,6 +129,7 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, g
 	due := db.ReservationsDueParams{GraceSeconds: grace.Seconds(), Lim: ExpiryBatch}
 	for _, l := range skip {
 		due.SkipSkus = append(due.SkipSkus, l.SKU)
+		due.SkipLocations = append(due.SkipLocations, l.Location)
 		due.SkipPools = append(due.SkipPools, l.Pool)
 	}
 	p := newPipe(conn)
@@ -183,7 +184,7 @@ func (s *Service) lockedOf(ctx context.Context, ids []uuid.UUID) (map[string]Lin
 	}
 	want := make(map[string]Line, len(rows))
 	for _, r := range rows {
-		want[rowKey(r.Sku, r.Pool)] = Line{SKU: r.Sku, Pool: r.Pool}
+		want[rowKey(r.Sku, r.Location, r.Pool)] = Line{SKU: r.Sku, Location: r.Location, Pool: r.Pool}
 	}
 	return s.lockedStock(ctx, want)
 }

@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -102,7 +103,7 @@ func pageOf(ctx context.Context, q *db.Queries, rows []db.Reservation, limit int
 	}
 	linesOf := make(map[uuid.UUID][]Line, len(rows))
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], lineOf(l.Sku, l.Pool, l.Quantity, l.Units))
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units))
 	}
 	for _, r := range rows {
 		page.Reservations = append(page.Reservations, newReservation(r, linesOf[r.ID]))
@@ -231,10 +232,16 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		if err := domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
 			return Reservation{}, err
 		}
-		if it.Adjacent {
-			return Reservation{}, domain.Invalid("items[%d].adjacent is for holds, not releases", i)
+		if it.Adjacent || it.Split {
+			return Reservation{}, domain.Invalid("items[%d]: adjacent and split are for holds, not releases", i)
 		}
-		w := want[it.SKU]
+		if it.Location != "" {
+			if err := domain.ValidName(fmt.Sprintf("items[%d].location", i), it.Location); err != nil {
+				return Reservation{}, err
+			}
+		}
+		k := giveKey(it.SKU, it.Location)
+		w := want[k]
 		if it.Units != nil {
 			if err := it.validateUnits(i); err != nil {
 				return Reservation{}, err
@@ -254,7 +261,7 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		if w.quantity > 0 && len(w.units) > 0 {
 			return Reservation{}, domain.Invalid("items give SKU %q both as units and as a quantity: give its units", it.SKU)
 		}
-		want[it.SKU] = w
+		want[k] = w
 	}
 	how := Release{Kind: "release", Actor: by.Name, Reason: reason, give: want}
 	holds, _, err := s.changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
@@ -284,34 +291,56 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 	return newReservation(r, rest), nil
 }
 
-// partOf checks want (per SKU) against a hold's lines and returns the
-// lines to give back, in lock order, and how many units the hold keeps. A
-// line of units with an identity gives back the units named, each one the
-// line holds; it cannot give back a bare quantity, which would leave the
-// service to choose which seats go.
+// giveKey is what a partial release hands back one part of: a SKU, at the
+// location named (empty: wherever the hold holds it, if that is one
+// location).
+func giveKey(sku, location string) string { return sku + "\x00" + location }
+
+// partOf checks want (per SKU and location) against a hold's lines and
+// returns the lines to give back, in lock order, and how many units the
+// hold keeps. An item that names no location gives back from the SKU's
+// line wherever it is, when the hold holds it at one location; a hold that
+// took it from several needs the location named. A line of units with an
+// identity gives back the units named, each one the line holds; it cannot
+// give back a bare quantity, which would leave the service to choose which
+// seats go.
 func partOf(lines []Line, want map[string]giveBack) ([]Line, int64, error) {
 	var (
 		give []Line
 		left int64
 	)
-	has := map[string]Line{}
 	for _, l := range lines {
-		has[l.SKU] = l
 		left += l.Quantity
 	}
-	skus := slices.SortedFunc(func(yield func(string) bool) {
-		for k := range want {
-			if !yield(k) {
-				return
+	keys := slices.Sorted(maps.Keys(want))
+	seen := map[string]bool{}
+	for _, k := range keys {
+		sku, location, _ := strings.Cut(k, "\x00")
+		var at []Line
+		for _, l := range lines {
+			if l.SKU == sku && (location == "" || l.Location == location) {
+				at = append(at, l)
 			}
 		}
-	}, strings.Compare)
-	for _, sku := range skus {
-		l, ok := has[sku]
-		w := want[sku]
+		w := want[k]
 		switch {
-		case !ok:
+		case len(at) == 0 && location != "":
+			return nil, 0, domain.Invalid("items name SKU %q at %s, where this hold does not hold it", sku, location)
+		case len(at) == 0:
 			return nil, 0, domain.Invalid("items name SKU %q, which this hold does not hold", sku)
+		case len(at) > 1:
+			var where []string
+			for _, l := range at {
+				where = append(where, l.Location)
+			}
+			return nil, 0, domain.Invalid("this hold holds SKU %q at %s: give each item's location", sku, strings.Join(where, " and "))
+		}
+		l := at[0]
+		if seen[rowKey(l.SKU, l.Location, l.Pool)] {
+			return nil, 0, domain.Invalid("items give SKU %q at %s twice (with and without its location): give it once", sku, l.Location)
+		}
+		seen[rowKey(l.SKU, l.Location, l.Pool)] = true
+		switch {
 		case len(w.units) > 0 && len(l.Units) == 0:
 			return nil, 0, domain.Invalid("items name units of SKU %q, whose line in this hold has none: give a quantity", sku)
 		case len(w.units) == 0 && len(l.Units) > 0:
@@ -326,14 +355,15 @@ func partOf(lines []Line, want map[string]giveBack) ([]Line, int64, error) {
 			if len(notHeld) > 0 {
 				return nil, 0, domain.Invalid("items release units %s of SKU %q, which this hold does not hold", list(notHeld), sku)
 			}
-			give = append(give, Line{SKU: sku, Pool: l.Pool, Quantity: int64(len(w.units)), Units: sortedIDs(w.units)})
+			give = append(give, Line{SKU: sku, Location: l.Location, Pool: l.Pool, Quantity: int64(len(w.units)), Units: sortedIDs(w.units)})
 			left -= int64(len(w.units))
 			continue
 		case w.quantity > l.Quantity:
-			return nil, 0, domain.Invalid("items release %d of SKU %q, this hold holds %d", w.quantity, sku, l.Quantity)
+			return nil, 0, domain.Invalid("items release %d of SKU %q, this hold holds %d at %s", w.quantity, sku, l.Quantity, l.Location)
 		}
-		give = append(give, Line{SKU: sku, Pool: l.Pool, Quantity: w.quantity})
+		give = append(give, Line{SKU: sku, Location: l.Location, Pool: l.Pool, Quantity: w.quantity})
 		left -= w.quantity
 	}
+	slices.SortFunc(give, compareLines)
 	return give, left, nil
 }

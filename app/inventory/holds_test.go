@@ -187,8 +187,8 @@ func TestReleaseItems(t *testing.T) {
 	got, err := svc.ReleaseItems(ctx, r.ID, shop, "one less", []inventory.Item{item("A1", 1)})
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusHeld, got.Status)
-	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "main", Quantity: 2}, {SKU: "B2", Pool: "main", Quantity: 2}}, got.Items)
-	require.Equal(t, inventory.Pool{Pool: "main", Total: 10, Available: 8, Reserved: 2, Status: "on_sale"}, strip(pool(t, svc, "A1", "main")))
+	require.Equal(t, []inventory.HeldItem{{SKU: "A1", Pool: "main", Quantity: 2, Location: "default"}, {SKU: "B2", Pool: "main", Quantity: 2, Location: "default"}}, got.Items)
+	require.Equal(t, inventory.Pool{Location: "default", Pool: "main", Total: 10, Available: 8, Reserved: 2, Status: "on_sale"}, strip(pool(t, svc, "A1", "main")))
 
 	// Bad items change nothing.
 	for _, items := range [][]inventory.Item{{item("C3", 1)}, {item("A1", 3)}, {item("A1", 1), item("A1", 2)}, {item("A1", 0)}, {}} {
@@ -201,7 +201,7 @@ func TestReleaseItems(t *testing.T) {
 	// A line released whole leaves the hold.
 	got, err = svc.ReleaseItems(ctx, r.ID, shop, "", []inventory.Item{item("B2", 2)})
 	require.NoError(t, err)
-	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "main", Quantity: 2}}, got.Items)
+	require.Equal(t, []inventory.HeldItem{{SKU: "A1", Pool: "main", Quantity: 2, Location: "default"}}, got.Items)
 	require.Zero(t, pool(t, svc, "B2", "main").Reserved)
 
 	// Items that cover what is left release the hold whole.

@@ -17,11 +17,11 @@ import (
 // available units in seat order for every pick, and the runs of adjacent
 // available units for adjacent picks. A batch with no serialized row and
 // no unit named skips it.
-func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, rows map[string]lockedRow) error {
+func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, st stockRows) error {
 	type need struct {
-		sku, pool string
-		named     []string
-		pick      int64
+		sku, location, pool string
+		named               []string
+		pick                int64
 		// runs are the lengths adjacent picks ask for; most is every unit
 		// the batch could take from the pool.
 		runs []int64
@@ -30,20 +30,29 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 	needs := map[string]*need{}
 	var order []string
 	for _, c := range leaders {
-		for _, l := range c.h.lines {
-			k := rowKey(l.SKU, l.Pool)
-			if !rows[k].serialized {
+		for _, w := range c.h.wants {
+			// A pool of units lives at one location: the serialized row
+			// among those the line may draw on, if any.
+			k := ""
+			for _, place := range st.places[poolKey(w.SKU, w.Pool)] {
+				if r := st.rows[place]; r.serialized && (w.Location == "" || r.location == w.Location) {
+					k = place
+					break
+				}
+			}
+			if k == "" {
 				continue
 			}
 			n, ok := needs[k]
 			if !ok {
-				n = &need{sku: l.SKU, pool: l.Pool}
+				r := st.rows[k]
+				n = &need{sku: r.sku, location: r.location, pool: r.pool}
 				needs[k] = n
 				order = append(order, k)
 			}
-			ask, asked := c.h.asks[k]
+			ask, asked := c.h.asks[poolKey(w.SKU, w.Pool)]
 			if !asked {
-				ask = unitAsk{pick: l.Quantity}
+				ask = unitAsk{pick: w.Quantity}
 			}
 			n.named = append(n.named, ask.named...)
 			n.most += int64(len(ask.named)) + ask.pick
@@ -113,27 +122,35 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 	for _, k := range order {
 		units[k] = &poolUnits{named: map[string]namedUnit{}, runs: map[int64][][]string{}}
 	}
+	// The pools read are serialized, so each lives at one location: the
+	// free units and runs read by (sku, pool) are its row's.
+	byPool := map[string]string{}
+	for _, k := range order {
+		byPool[poolKey(needs[k].sku, needs[k].pool)] = k
+	}
 	for _, u := range namedRows {
 		// A named unit of the SKU, whichever pool it is in: the decision
 		// refuses one that is not in the line's pool.
 		for _, k := range order {
 			if needs[k].sku == u.Sku {
-				units[k].named[u.ID] = namedUnit{pool: u.Pool, status: u.Status}
+				units[k].named[u.ID] = namedUnit{location: u.Location, pool: u.Pool, status: u.Status}
 			}
 		}
 	}
 	for _, u := range freeRows {
-		k := rowKey(u.Sku, u.Pool)
-		units[k].free = append(units[k].free, u.ID)
+		if k, ok := byPool[poolKey(u.Sku, u.Pool)]; ok {
+			units[k].free = append(units[k].free, u.ID)
+		}
 	}
 	for _, r := range runRows {
-		k := rowKey(r.Sku, r.Pool)
-		units[k].runs[int64(r.MinLen)] = append(units[k].runs[int64(r.MinLen)], r.Ids)
+		if k, ok := byPool[poolKey(r.Sku, r.Pool)]; ok {
+			units[k].runs[int64(r.MinLen)] = append(units[k].runs[int64(r.MinLen)], r.Ids)
+		}
 	}
 	for k, u := range units {
-		row := rows[k]
+		row := st.rows[k]
 		row.units = u
-		rows[k] = row
+		st.rows[k] = row
 	}
 	return nil
 }

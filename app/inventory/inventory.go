@@ -25,6 +25,10 @@ import (
 // their campaign.
 const MainPool = "main"
 
+// DefaultLocation is where stock is when nothing says where: every row
+// from before locations existed, and every write that names no location.
+const DefaultLocation = "default"
+
 // Limits on requests, from the API contract.
 const (
 	MaxQuantity     = 1_000_000
@@ -95,8 +99,8 @@ type Alert struct {
 	Subject string
 	Summary string
 	Details map[string]any
-	// SKU and Pool, when set, say which pool it is about.
-	SKU, Pool string
+	// SKU, Location and Pool, when set, say which pool it is about.
+	SKU, Location, Pool string
 }
 
 const (
@@ -181,9 +185,11 @@ func (s *Service) refusedByDatabase(ctx context.Context, batch, subject string, 
 	})
 }
 
-// Line is one (sku, pool) of a reservation, quantities summed.
+// Line is one (sku, location, pool) of a reservation, quantities summed:
+// a stock row the hold took units of.
 type Line struct {
 	SKU      string `json:"sku"`
+	Location string `json:"location"`
 	Pool     string `json:"pool"`
 	Quantity int64  `json:"quantity"`
 	// Units are the units the line holds (or held), for a pool of units
@@ -192,12 +198,59 @@ type Line struct {
 }
 
 // lineOf is a line as read from the database.
-func lineOf(sku, pool string, quantity int64, units []string) Line {
-	l := Line{SKU: sku, Pool: pool, Quantity: quantity}
+func lineOf(sku, location, pool string, quantity int64, units []string) Line {
+	l := Line{SKU: sku, Location: location, Pool: pool, Quantity: quantity}
 	if len(units) > 0 {
 		l.Units = units
 	}
 	return l
+}
+
+// Item is a SKU's pool in a hold as shops see it: its quantity, and where
+// it came from, one location (Location) or, for a line taken from several,
+// how much from each (Allocations).
+type HeldItem struct {
+	SKU      string `json:"sku"`
+	Pool     string `json:"pool"`
+	Quantity int64  `json:"quantity"`
+	Location string `json:"location,omitempty"`
+	// Allocations, for a line taken from several locations, says how many
+	// units came from each, in the order of its lines (by location id).
+	Allocations []Allocation `json:"allocations,omitempty"`
+	// Units are the units held (or that were), for a pool of units with
+	// an identity.
+	Units []string `json:"units,omitempty"`
+}
+
+// Allocation is the part of a line taken from one location.
+type Allocation struct {
+	Location string `json:"location"`
+	Quantity int64  `json:"quantity"`
+}
+
+// heldItems is lines as shops see them: one item per (sku, pool), naming
+// its location, or its allocations when it came from several.
+func heldItems(lines []Line) []HeldItem {
+	var out []HeldItem
+	at := map[string]int{}
+	for _, l := range lines {
+		k := poolKey(l.SKU, l.Pool)
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, HeldItem{SKU: l.SKU, Pool: l.Pool, Quantity: l.Quantity, Location: l.Location, Units: l.Units})
+			continue
+		}
+		it := &out[i]
+		if it.Allocations == nil {
+			it.Allocations = []Allocation{{Location: it.Location, Quantity: it.Quantity}}
+			it.Location = ""
+		}
+		it.Allocations = append(it.Allocations, Allocation{Location: l.Location, Quantity: l.Quantity})
+		it.Quantity += l.Quantity
+		it.Units = append(it.Units, l.Units...)
+	}
+	return out
 }
 
 // Reservation is a hold as shops see it.
@@ -210,7 +263,7 @@ type Reservation struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	ConfirmedAt   *time.Time `json:"confirmed_at,omitempty"`
 	ReleasedAt    *time.Time `json:"released_at,omitempty"`
-	Items         []Line     `json:"items"`
+	Items         []HeldItem `json:"items"`
 	ReleaseReason *string    `json:"release_reason"`
 	ReleasedBy    *string    `json:"released_by,omitempty"`
 	// ReinstatedFrom names the released or expired hold this one holds the
@@ -220,7 +273,13 @@ type Reservation struct {
 	ReinstatedAs   *uuid.UUID `json:"reinstated_as,omitempty"`
 
 	client string
+	// lines are the hold's lines, one per stock row.
+	lines []Line
 }
+
+// Lines are the hold's lines, one per stock row (sku, location, pool) it
+// took units of.
+func (r Reservation) Lines() []Line { return r.lines }
 
 func newReservation(r db.Reservation, lines []Line) Reservation {
 	return Reservation{
@@ -232,7 +291,8 @@ func newReservation(r db.Reservation, lines []Line) Reservation {
 		CreatedAt:      r.CreatedAt,
 		ConfirmedAt:    r.ConfirmedAt,
 		ReleasedAt:     r.ReleasedAt,
-		Items:          lines,
+		Items:          heldItems(lines),
+		lines:          lines,
 		ReleaseReason:  r.ReleaseReason,
 		ReleasedBy:     r.ReleasedBy,
 		ReinstatedFrom: reinstatedFrom(r.IdempotencyKey),
@@ -299,7 +359,7 @@ func linesOf(ctx context.Context, q *db.Queries, id uuid.UUID) ([]Line, error) {
 	}
 	lines := make([]Line, len(rows))
 	for i, l := range rows {
-		lines[i] = lineOf(l.Sku, l.Pool, l.Quantity, l.Units)
+		lines[i] = lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units)
 	}
 	return lines, nil
 }

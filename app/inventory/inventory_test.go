@@ -109,7 +109,7 @@ func TestHoldConfirmRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, replayed)
 	require.Equal(t, inventory.StatusHeld, r.Status)
-	require.Equal(t, []inventory.Line{{SKU: "A1", Pool: "main", Quantity: 3}}, r.Items, "two lines of one SKU are summed")
+	require.Equal(t, []inventory.HeldItem{{SKU: "A1", Pool: "main", Quantity: 3, Location: "default"}}, r.Items, "two lines of one SKU are summed")
 	p := pool(t, svc, "A1", "main")
 	require.Equal(t, int64(7), p.Available)
 	require.Equal(t, int64(3), p.Reserved)

@@ -12,7 +12,7 @@ import (
 const latencySamples = 4096
 
 // PoolKey names one stock row.
-type PoolKey struct{ SKU, Pool string }
+type PoolKey struct{ SKU, Location, Pool string }
 
 // ConfirmTime is how long one confirm took, and the pools of the hold it
 // confirmed (none when it was refused).
@@ -32,7 +32,7 @@ type latencies struct {
 func (l *latencies) add(took time.Duration, lines []Line) {
 	c := ConfirmTime{Took: took}
 	for _, ln := range lines {
-		c.Pools = append(c.Pools, PoolKey{SKU: ln.SKU, Pool: ln.Pool})
+		c.Pools = append(c.Pools, PoolKey{SKU: ln.SKU, Location: ln.Location, Pool: ln.Pool})
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

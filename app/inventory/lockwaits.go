@@ -25,22 +25,22 @@ type lockWaits struct {
 // (errBusy), and returns it.
 func (w *lockWaits) answered(err error) error {
 	var e *domain.Error
-	if !errors.As(err, &e) || e.Code != domain.CodeBusy || e.SKU == "" {
-		return err
+	if !errors.As(err, &e) || e.Code != domain.CodeBusy || e.SKU == "" || e.Location == "" {
+		return err // not about one stock row (a line's pool at no location found locked)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n == nil {
 		w.n = map[string]int64{}
 	}
-	w.n[rowKey(e.SKU, e.Pool)]++
+	w.n[rowKey(e.SKU, e.Location, e.Pool)]++
 	return err
 }
 
-// PoolCount is a count about one (sku, pool).
+// PoolCount is a count about one stock row (sku, location, pool).
 type PoolCount struct {
-	SKU, Pool string
-	N         int64
+	SKU, Location, Pool string
+	N                   int64
 }
 
 // TakeLockWaits returns how many requests each stock row made answer busy,
@@ -54,8 +54,8 @@ func (s *Service) TakeLockWaits() []PoolCount {
 	w.mu.Unlock()
 	out := make([]PoolCount, 0, len(n))
 	for k, c := range n {
-		sku, pool, _ := strings.Cut(k, "\x00")
-		out = append(out, PoolCount{SKU: sku, Pool: pool, N: c})
+		parts := strings.SplitN(k, "\x00", 3)
+		out = append(out, PoolCount{SKU: parts[0], Location: parts[1], Pool: parts[2], N: c})
 	}
 	return out
 }

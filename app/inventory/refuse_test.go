@@ -59,6 +59,7 @@ func TestTheDatabaseRefusesAWrongChange(t *testing.T) {
 		for _, l := range lines {
 			p.LineIds = append(p.LineIds, id)
 			p.LineSkus = append(p.LineSkus, l.sku)
+			p.LineLocations = append(p.LineLocations, "default")
 			p.LinePools = append(p.LinePools, "main")
 			p.LineQuantities = append(p.LineQuantities, l.q)
 			p.LineKinds = append(p.LineKinds, l.kind)
@@ -154,8 +155,9 @@ func TestTheDatabaseRefusesAWrongGrant(t *testing.T) {
 			}
 			var werr error
 			q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{{
-				RowSkus: []string{sku}, RowPools: []string{"main"}, RowQuantities: []int64{quantity},
-				LineIds: []uuid.UUID{id}, LineSkus: []string{sku}, LinePools: []string{"main"}, LineQuantities: []int64{quantity}, LineActors: []string{"test"},
+				RowSkus: []string{sku}, RowLocations: []string{"default"}, RowPools: []string{"main"}, RowQuantities: []int64{quantity},
+				LineIds: []uuid.UUID{id}, LineSkus: []string{sku}, LineLocations: []string{"default"}, LinePools: []string{"main"},
+				LineQuantities: []int64{quantity}, LineActors: []string{"test"},
 			}}).Exec(func(_ int, e error) { werr = e })
 			return werr
 		})

@@ -75,13 +75,14 @@ func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reser
 		TTLSeconds: min(max(int64(orig.ExpiresAt.Sub(orig.CreatedAt)/time.Second), 1), MaxTTLSeconds),
 	}
 	for _, l := range lines {
+		// At the location each line was taken from.
 		if len(l.Units) > 0 {
 			// The same units, so the same seats (and their adjacency), or a
 			// refusal naming the ones taken: never other units of the pool.
-			req.Items = append(req.Items, Item{SKU: l.SKU, Units: l.Units})
+			req.Items = append(req.Items, Item{SKU: l.SKU, Units: l.Units, Location: l.Location})
 			continue
 		}
-		req.Items = append(req.Items, Item{SKU: l.SKU, Quantity: l.Quantity})
+		req.Items = append(req.Items, Item{SKU: l.SKU, Quantity: l.Quantity, Location: l.Location})
 	}
 	if len(req.Items) == 0 {
 		// A hold whose lines retention or a partial release emptied has

@@ -25,7 +25,7 @@ import (
 func (s *Service) Confirm(ctx context.Context, id uuid.UUID, by Caller) (Reservation, error) {
 	start := time.Now()
 	r, err := s.changeBatched(ctx, &changeCall{id: id, by: by, confirm: true})
-	s.confirmTimes.add(time.Since(start), r.Items)
+	s.confirmTimes.add(time.Since(start), r.Lines())
 	var de *domain.Error
 	if errors.As(err, &de) && de.Code == domain.CodeNotHeld && (de.Status == StatusReleased || de.Status == StatusExpired) {
 		s.lateConfirmation(ctx, id, by)
@@ -302,14 +302,14 @@ func (s *Service) lockedHolds(ctx context.Context, ids []uuid.UUID) (map[uuid.UU
 	}
 	rows := map[string]Line{}
 	for _, l := range lines {
-		rows[rowKey(l.Sku, l.Pool)] = Line{SKU: l.Sku, Pool: l.Pool}
+		rows[rowKey(l.Sku, l.Location, l.Pool)] = Line{SKU: l.Sku, Location: l.Location, Pool: l.Pool}
 	}
 	locked, err := s.lockedStock(ctx, rows)
 	if err != nil {
 		return out, err
 	}
 	for _, l := range lines {
-		if row, ok := locked[rowKey(l.Sku, l.Pool)]; ok {
+		if row, ok := locked[rowKey(l.Sku, l.Location, l.Pool)]; ok {
 			if _, already := out[l.ReservationID]; !already {
 				out[l.ReservationID] = errBusy(row)
 			}

@@ -12,17 +12,23 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 )
 
-// Counters are the four counters of a pool, or what its ledger sums to, or
-// the difference between two such.
+// Counters are the counters of a pool (every state), or what its ledger
+// sums to, or the difference between two such.
 type Counters struct {
-	Total     int64 `json:"total"`
-	Available int64 `json:"available"`
-	Reserved  int64 `json:"reserved"`
-	Sold      int64 `json:"sold"`
+	Total          int64 `json:"total"`
+	Available      int64 `json:"available"`
+	Reserved       int64 `json:"reserved"`
+	Sold           int64 `json:"sold"`
+	QualityControl int64 `json:"quality_control"`
+	Damaged        int64 `json:"damaged"`
+	SafetyStock    int64 `json:"safety_stock"`
+	Incoming       int64 `json:"incoming"`
 }
 
 func (c Counters) minus(o Counters) Counters {
-	return Counters{Total: c.Total - o.Total, Available: c.Available - o.Available, Reserved: c.Reserved - o.Reserved, Sold: c.Sold - o.Sold}
+	return Counters{Total: c.Total - o.Total, Available: c.Available - o.Available, Reserved: c.Reserved - o.Reserved,
+		Sold: c.Sold - o.Sold, QualityControl: c.QualityControl - o.QualityControl, Damaged: c.Damaged - o.Damaged,
+		SafetyStock: c.SafetyStock - o.SafetyStock, Incoming: c.Incoming - o.Incoming}
 }
 
 // Zero reports whether every counter is zero.
@@ -31,13 +37,16 @@ func (c Counters) Zero() bool { return c == Counters{} }
 // balanced reports whether the counters could be a stock row's: nothing
 // negative and total the sum of the others.
 func (c Counters) balanced() bool {
-	return c.Available >= 0 && c.Reserved >= 0 && c.Sold >= 0 && c.Total == c.Available+c.Reserved+c.Sold
+	return c.Available >= 0 && c.Reserved >= 0 && c.Sold >= 0 && c.QualityControl >= 0 && c.Damaged >= 0 &&
+		c.SafetyStock >= 0 && c.Incoming >= 0 &&
+		c.Total == c.Available+c.Reserved+c.Sold+c.QualityControl+c.Damaged+c.SafetyStock
 }
 
 // Books are one pool's counters beside its ledger and the lines of its live
 // holds, read under the row's lock.
 type Books struct {
 	SKU      string   `json:"sku"`
+	Location string   `json:"location"`
 	Pool     string   `json:"pool"`
 	Status   string   `json:"status"`
 	Counters Counters `json:"counters"`
@@ -85,7 +94,7 @@ func (b Books) Balanced() bool {
 
 func (b Books) problem() map[string]any {
 	p := map[string]any{
-		"pool": b.Pool, "counters": b.Counters, "ledger": b.Ledger, "difference": b.Difference(),
+		"location": b.Location, "pool": b.Pool, "counters": b.Counters, "ledger": b.Ledger, "difference": b.Difference(),
 		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed},
 	}
 	if b.Units != nil {
@@ -94,23 +103,26 @@ func (b Books) problem() map[string]any {
 	return p
 }
 
-// booksLocked locks the stock row (sku, pool) and then, in a later
-// statement, reads its books, so that nothing moves them until tx ends.
-func booksLocked(ctx context.Context, q *db.Queries, sku, pool string) (Books, error) {
-	if _, err := q.StockLock(ctx, sku, pool); err != nil {
+// booksLocked locks the stock row (sku, location, pool) and then, in a
+// later statement, reads its books, so that nothing moves them until tx
+// ends.
+func booksLocked(ctx context.Context, q *db.Queries, sku, location, pool string) (Books, error) {
+	if _, err := q.StockLock(ctx, sku, location, pool); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return Books{}, errNoPool(ctx, q, sku, pool, false)
+			return Books{}, errNoPool(ctx, q, sku, location, pool, false)
 		}
-		return Books{}, fmt.Errorf("lock %s/%s: %w", sku, pool, err)
+		return Books{}, fmt.Errorf("lock %s/%s/%s: %w", sku, location, pool, err)
 	}
-	r, err := q.StockBooks(ctx, sku, pool)
+	r, err := q.StockBooks(ctx, sku, location, pool)
 	if err != nil {
-		return Books{}, fmt.Errorf("read the books of %s/%s: %w", sku, pool, err)
+		return Books{}, fmt.Errorf("read the books of %s/%s/%s: %w", sku, location, pool, err)
 	}
 	b := Books{
-		SKU: r.Sku, Pool: r.Pool, Status: r.Status,
-		Counters:  Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold},
-		Ledger:    Counters{Total: r.LedgerTotal, Available: r.LedgerAvailable, Reserved: r.LedgerReserved, Sold: r.LedgerSold},
+		SKU: r.Sku, Location: r.Location, Pool: r.Pool, Status: r.Status,
+		Counters: Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
+			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming},
+		Ledger: Counters{Total: r.LedgerTotal, Available: r.LedgerAvailable, Reserved: r.LedgerReserved, Sold: r.LedgerSold,
+			QualityControl: r.LedgerQualityControl, Damaged: r.LedgerDamaged, SafetyStock: r.LedgerSafetyStock, Incoming: r.LedgerIncoming},
 		LinesHeld: r.LinesHeld, LinesConfirmed: r.LinesConfirmed,
 	}
 	if r.Serialized {
@@ -146,13 +158,13 @@ type Pause struct {
 }
 
 // lastPause reads the latest pause of a pool, or nil when there is none.
-func lastPause(ctx context.Context, q *db.Queries, sku, pool string) (*Pause, error) {
-	r, err := q.LedgerLastPause(ctx, sku, pool)
+func lastPause(ctx context.Context, q *db.Queries, sku, location, pool string) (*Pause, error) {
+	r, err := q.LedgerLastPause(ctx, sku, location, pool)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the last pause of %s/%s: %w", sku, pool, err)
+		return nil, fmt.Errorf("read the last pause of %s/%s/%s: %w", sku, location, pool, err)
 	}
 	return &Pause{Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, At: r.At}, nil
 }
@@ -168,25 +180,26 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 	if w.Pool == "" {
 		w.Pool = MainPool
 	}
+	w.Location = locationOr(w.Location)
 	if err := w.validate(); err != nil {
 		return Lifted{}, err
 	}
 	var out Lifted
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		books, err := booksLocked(ctx, q, w.SKU, w.Pool)
+		books, err := booksLocked(ctx, q, w.SKU, w.Location, w.Pool)
 		if err != nil {
 			return err
 		}
 		out.Books = books
 		if books.Status == StockPaused {
-			if out.Paused, err = lastPause(ctx, q, w.SKU, w.Pool); err != nil {
+			if out.Paused, err = lastPause(ctx, q, w.SKU, w.Location, w.Pool); err != nil {
 				return err
 			}
 		}
 		if !books.Balanced() && !l.Force {
 			d := books.Difference()
-			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Extra: books.problem(),
+			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Location: w.Location, Extra: books.problem(),
 				Detail: fmt.Sprintf("the books of %s (pool %s) do not balance (counters minus ledger: total %+d, available %+d, reserved %+d, sold %+d; "+
 					"reserved %d against %d held, sold %d against %d confirmed%s): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
 					"or resume with \"force\": true and a reason",
@@ -217,7 +230,7 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 		details := out.Books.problem()
 		details["actor"], details["actor_key"], details["reason"], details["refs"] = w.Actor, domain.KeyName(ctx), w.Reason, w.Refs
 		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
-			Kind: "forced_resume", Subject: "sku:" + w.SKU + "/" + w.Pool, SKU: w.SKU, Pool: w.Pool, Details: details,
+			Kind: "forced_resume", Subject: poolSubject(w.SKU, w.Location, w.Pool), SKU: w.SKU, Location: w.Location, Pool: w.Pool, Details: details,
 			Summary: fmt.Sprintf("%s resumed %s (pool %s) with force although its books do not balance (%s). "+
 				"It sells until the next reconciliation pauses it again: repair the books (POST /v1/skus/%s/repair, preview with dry_run) "+
 				"and resume it without force.", w.Actor, w.SKU, w.Pool, w.Reason, w.SKU),
@@ -235,7 +248,7 @@ const (
 // RepairRequest asks to close the gap between a pool's counters and its
 // ledger.
 type RepairRequest struct {
-	SKU, Pool string
+	SKU, Location, Pool string
 	// To is RepairToLedger (set the counters from the ledger) or
 	// RepairToCounters (one ledger row that accepts the counters).
 	To     string
@@ -252,6 +265,7 @@ type RepairRequest struct {
 // one ledger row for RepairToCounters), and whether it was applied.
 type Repaired struct {
 	SKU        string   `json:"sku"`
+	Location   string   `json:"location"`
 	Pool       string   `json:"pool"`
 	Before     Counters `json:"before"`
 	After      Counters `json:"after"`
@@ -264,6 +278,9 @@ func (r RepairRequest) validate() error {
 		return err
 	}
 	if err := domain.ValidName("pool", r.Pool); err != nil {
+		return err
+	}
+	if err := domain.ValidName("location", r.Location); err != nil {
 		return err
 	}
 	if r.To != RepairToLedger && r.To != RepairToCounters {
@@ -295,23 +312,24 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 	if r.Pool == "" {
 		r.Pool = MainPool
 	}
+	r.Location = locationOr(r.Location)
 	if err := r.validate(); err != nil {
 		return Repaired{}, err
 	}
 	var out Repaired
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		books, err := booksLocked(ctx, q, r.SKU, r.Pool)
+		books, err := booksLocked(ctx, q, r.SKU, r.Location, r.Pool)
 		if err != nil {
 			return err
 		}
-		out = Repaired{SKU: r.SKU, Pool: r.Pool, Before: books.Counters, After: books.Counters}
+		out = Repaired{SKU: r.SKU, Location: r.Location, Pool: r.Pool, Before: books.Counters, After: books.Counters}
 		var row db.LedgerAppendParams
 		switch r.To {
 		case RepairToLedger:
 			if !books.Ledger.balanced() {
 				l := books.Ledger
-				return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Extra: books.problem(),
+				return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Location: r.Location, Extra: books.problem(),
 					Detail: fmt.Sprintf("the ledger of %s (pool %s) sums to counters no stock row may have (total %d, available %d, reserved %d, sold %d): "+
 						"repair to the counters instead, then adjust", r.SKU, r.Pool, l.Total, l.Available, l.Reserved, l.Sold)}
 			}
@@ -320,16 +338,19 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 		case RepairToCounters:
 			d := books.Difference()
 			out.Difference = d
-			row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold}
+			row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold,
+				DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming}
 		}
 		if r.DryRun || out.Difference.Zero() {
 			return nil
 		}
 		a := out.After
-		if _, err := q.StockRepairSet(ctx, db.StockRepairSetParams{Total: a.Total, Available: a.Available, Reserved: a.Reserved, Sold: a.Sold, Sku: r.SKU, Pool: r.Pool}); err != nil {
-			return fmt.Errorf("repair %s/%s: %w", r.SKU, r.Pool, err)
+		if _, err := q.StockRepairSet(ctx, db.StockRepairSetParams{Total: a.Total, Available: a.Available, Reserved: a.Reserved, Sold: a.Sold,
+			QualityControl: a.QualityControl, Damaged: a.Damaged, SafetyStock: a.SafetyStock, Incoming: a.Incoming,
+			Sku: r.SKU, Location: r.Location, Pool: r.Pool}); err != nil {
+			return fmt.Errorf("repair %s/%s/%s: %w", r.SKU, r.Location, r.Pool, err)
 		}
-		row.Sku, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Pool, "repair", r.Actor, domain.KeyName(ctx)
+		row.Sku, row.Location, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Location, r.Pool, "repair", r.Actor, domain.KeyName(ctx)
 		row.Reason, row.Ref, row.Refs = domain.Optional(r.Reason), domain.Optional("to "+r.To), r.Refs
 		if err := appendLedger(ctx, q, row); err != nil {
 			return err
@@ -360,9 +381,10 @@ type PoolSwitched struct {
 	SKUs    []PoolStatus `json:"skus"`
 }
 
-// PoolStatus is one SKU's row in a pool.
+// PoolStatus is one SKU's row in a pool, at one location.
 type PoolStatus struct {
 	SKU          string  `json:"sku"`
+	Location     string  `json:"location"`
 	Status       string  `json:"status"`
 	PausedReason *string `json:"paused_reason"`
 }
@@ -401,12 +423,13 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 			return &domain.Error{Code: domain.CodeCampaignNotActive, Pool: w.Pool,
 				Detail: fmt.Sprintf("campaign %q is %s and not taking holds: its pools stay paused", w.Pool, terms.Status)}
 		}
-		skus, err := q.StockPoolSKUs(ctx, w.Pool)
+		places, err := q.StockPoolRows(ctx, w.Pool)
 		if err != nil {
 			return fmt.Errorf("list the pool of %s: %w", w.Pool, err)
 		}
-		for _, sku := range skus {
-			books, err := booksLocked(ctx, q, sku, w.Pool)
+		for _, place := range places {
+			sku := place.Sku
+			books, err := booksLocked(ctx, q, sku, place.Location, w.Pool)
 			if err != nil {
 				return err
 			}
@@ -417,10 +440,10 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 			if books.Status == want {
 				continue
 			}
-			sw := SwitchRequest{SKU: sku, Pool: w.Pool, Reason: w.Reason, Actor: w.Actor}
+			sw := SwitchRequest{SKU: sku, Location: place.Location, Pool: w.Pool, Reason: w.Reason, Actor: w.Actor}
 			if w.On && !books.Balanced() {
 				if !w.Force {
-					return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: sku, Pool: w.Pool, Extra: books.problem(),
+					return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: sku, Pool: w.Pool, Location: place.Location, Extra: books.problem(),
 						Detail: fmt.Sprintf("the books of %s (pool %s) do not balance: no pool of campaign %s was resumed. "+
 							"Repair them (POST /v1/skus/%s/repair), or resume with \"force\": true", sku, w.Pool, w.Pool, sku)}
 				}
@@ -437,7 +460,7 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 			return fmt.Errorf("read the pool of %s: %w", w.Pool, err)
 		}
 		for _, r := range rows {
-			out.SKUs = append(out.SKUs, PoolStatus{SKU: r.Sku, Status: r.Status, PausedReason: r.PausedReason})
+			out.SKUs = append(out.SKUs, PoolStatus{SKU: r.Sku, Location: r.Location, Status: r.Status, PausedReason: r.PausedReason})
 		}
 		return nil
 	})
@@ -451,10 +474,20 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 		details := b.problem()
 		details["actor"], details["actor_key"], details["reason"] = w.Actor, domain.KeyName(ctx), w.Reason
 		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
-			Kind: "forced_resume", Subject: "sku:" + b.SKU + "/" + b.Pool, SKU: b.SKU, Pool: b.Pool, Details: details,
+			Kind: "forced_resume", Subject: poolSubject(b.SKU, b.Location, b.Pool), SKU: b.SKU, Location: b.Location, Pool: b.Pool, Details: details,
 			Summary: fmt.Sprintf("%s resumed campaign %s with force although the books of %s do not balance (%s): repair them "+
 				"(POST /v1/skus/%s/repair, preview with dry_run).", w.Actor, w.Pool, b.SKU, w.Reason, b.SKU),
 		})
 	}
 	return out, nil
+}
+
+// poolSubject is an alert's subject for one stock row: sku:A1/main at the
+// default location (as before locations existed), sku:A1@berlin/main
+// elsewhere.
+func poolSubject(sku, location, pool string) string {
+	if location == DefaultLocation || location == "" {
+		return "sku:" + sku + "/" + pool
+	}
+	return "sku:" + sku + "@" + location + "/" + pool
 }

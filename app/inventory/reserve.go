@@ -29,6 +29,11 @@ type Item struct {
 	// Adjacent asks for Quantity units of one group with consecutive
 	// positions.
 	Adjacent bool `json:"adjacent,omitempty"`
+	// Location takes the line from that location; empty lets the batch
+	// allocate it (see decideHolds).
+	Location string `json:"location,omitempty"`
+	// Split lets an allocated line be taken from several locations.
+	Split bool `json:"split,omitempty"`
 }
 
 // count is how many units the item asks for.
@@ -51,6 +56,9 @@ type HoldRequest struct {
 	// campaign's own TTL wins.
 	TTLSeconds int64
 	Items      []Item
+	// Locations, when not nil, are the only locations the hold may take
+	// stock from: the client's API key is bound to them (a sales channel).
+	Locations []string
 }
 
 // Validate checks the request against the API contract's limits.
@@ -64,6 +72,9 @@ func (r HoldRequest) Validate() error {
 	for i, it := range r.Items {
 		if domain.ValidName("sku", it.SKU) != nil { // named only when it fails: this runs on every hold
 			return domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU)
+		}
+		if err := it.validateLocation(i, r.Locations); err != nil {
+			return err
 		}
 		if it.Units != nil || it.Adjacent {
 			if err := it.validateUnits(i); err != nil {
@@ -87,6 +98,30 @@ func (r HoldRequest) Validate() error {
 		}
 	}
 	return domain.ValidRef("order_ref", r.OrderRef, MaxOrderRefSize)
+}
+
+// validateLocation checks item i's location and split: a location named
+// must be a name, and one the client's key may use; split goes with a
+// quantity the batch allocates.
+func (it Item) validateLocation(i int, allowed []string) error {
+	switch {
+	case it.Location == "" && !it.Split:
+		return nil
+	case it.Split && it.Location != "":
+		return domain.Invalid("items[%d]: split lets the service take the line from several locations; it goes with no location named", i)
+	case it.Split && (it.Units != nil || it.Adjacent):
+		return domain.Invalid("items[%d]: split goes with a quantity, not with units named or adjacent (a pool of units lives at one location)", i)
+	case it.Split:
+		return nil
+	}
+	if err := domain.ValidName(fmt.Sprintf("items[%d].location", i), it.Location); err != nil {
+		return err
+	}
+	if allowed != nil && !slices.Contains(allowed, it.Location) {
+		return &domain.Error{Code: domain.CodeLocationNotAllowed, SKU: it.SKU, Location: it.Location,
+			Detail: fmt.Sprintf("items[%d]: this API key's holds take stock only at %s, not at %q", i, strings.Join(allowed, ", "), it.Location)}
+	}
+	return nil
 }
 
 // MaxUnitsPerLine bounds the units one hold line names or asks for.
@@ -186,20 +221,46 @@ func (r HoldRequest) hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// lines sums the request's quantities per (sku, pool) and sorts them byte
-// by byte, the order in which stock rows are locked everywhere (and the
-// order a hold's refusal picks its failing line in).
-func (r HoldRequest) lines(pool string) []Line {
-	sum := map[string]int64{}
+// want is one line of a hold as asked, before its batch allocates it: a
+// quantity of a SKU's pool, at the location named, or, with Location
+// empty, wherever the batch finds it (Split: from several locations if no
+// one has it all).
+type want struct {
+	SKU, Location, Pool string
+	Quantity            int64
+	Split               bool
+}
+
+// key is the batcher's key of the stock rows w draws on (see rowKey; an
+// empty location stands for every location of its pool).
+func (w want) key() string { return rowKey(w.SKU, w.Location, w.Pool) }
+
+// row is w as the rows it draws on: a Line without a quantity.
+func (w want) row() Line { return Line{SKU: w.SKU, Location: w.Location, Pool: w.Pool} }
+
+// wants sums the request's quantities per (sku, location named) and sorts
+// them byte by byte, the order in which stock rows are locked everywhere
+// (and the order a hold's refusal picks its failing line in). Lines of a
+// SKU that name no location are one line, split if any of them asks.
+func (r HoldRequest) wants(pool string) []want {
+	type key struct{ sku, location string }
+	sum := map[key]*want{}
 	for _, it := range r.Items {
-		sum[it.SKU] += it.count()
+		k := key{it.SKU, it.Location}
+		w := sum[k]
+		if w == nil {
+			w = &want{SKU: it.SKU, Location: it.Location, Pool: pool}
+			sum[k] = w
+		}
+		w.Quantity += it.count()
+		w.Split = w.Split || it.Split
 	}
-	lines := make([]Line, 0, len(sum))
-	for sku, q := range sum {
-		lines = append(lines, Line{SKU: sku, Pool: pool, Quantity: q})
+	out := make([]want, 0, len(sum))
+	for _, w := range sum {
+		out = append(out, *w)
 	}
-	slices.SortFunc(lines, func(a, b Line) int { return strings.Compare(a.SKU, b.SKU) })
-	return lines
+	slices.SortFunc(out, func(a, b want) int { return compareLines(a.row(), b.row()) })
+	return out
 }
 
 // hold is a validated request with its terms settled.
@@ -208,13 +269,19 @@ type hold struct {
 	id    uuid.UUID
 	hash  string
 	ttl   int64
-	lines []Line
+	wants []want
 	// maxPerOrder is the campaign's cap of units of one SKU per hold; nil:
 	// none.
 	maxPerOrder *int64
-	// asks is what it asks of units with an identity, by rowKey (nil:
+	// asks is what it asks of units with an identity, by poolKey (nil:
 	// quantities only).
 	asks map[string]unitAsk
+}
+
+// mayUse reports whether the hold may take stock at location: any, unless
+// its client's key is bound to some.
+func (h hold) mayUse(location string) bool {
+	return h.req.Locations == nil || slices.Contains(h.req.Locations, location)
 }
 
 // Hold holds stock for an order, all lines or none. The boolean reports an
@@ -233,18 +300,18 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 	if req.Campaign != "" {
 		pool = req.Campaign
 	}
-	h.lines = req.lines(pool)
-	for _, l := range h.lines {
-		s.rec.HoldAsked(l.SKU)
+	h.wants = req.wants(pool)
+	for _, w := range h.wants {
+		s.rec.HoldAsked(w.SKU)
 	}
 	if asks, _ := req.asks(); asks != nil { // validated above
 		h.asks = make(map[string]unitAsk, len(asks))
 		for sku, a := range asks {
-			h.asks[rowKey(sku, pool)] = a
+			h.asks[poolKey(sku, pool)] = a
 		}
 	}
 	if req.Campaign != "" {
-		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.lines[0].SKU)
+		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.wants[0].SKU)
 		if err != nil {
 			// A replay must not fail because the campaign has since ended.
 			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, h.hash); rerr == nil && replayed {
@@ -295,32 +362,55 @@ func (s *Service) replay(ctx context.Context, client, key, hash string) (Reserva
 	return newReservation(row, lines).firstAnswer(), true, nil
 }
 
-// whyNot explains, after the fact, why line l could not be held.
-func (s *Service) whyNot(ctx context.Context, l Line) error {
+// whyNot explains, after the fact, why line w could not be held: its
+// campaign is not taking holds, the SKU has no stock (at the location
+// named, or which does not exist), or it is paused.
+func (s *Service) whyNot(ctx context.Context, w want) error {
 	q := db.New(s.pool)
-	if l.Pool != MainPool {
-		if terms, err := q.CampaignHoldTerms(ctx, l.Pool); err == nil && !terms.Open {
-			return &domain.Error{Code: domain.CodeCampaignNotActive, SKU: l.SKU, Pool: l.Pool,
-				Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", l.Pool, terms.Status)}
+	if w.Pool != MainPool {
+		if terms, err := q.CampaignHoldTerms(ctx, w.Pool); err == nil && !terms.Open {
+			return &domain.Error{Code: domain.CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
+				Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", w.Pool, terms.Status)}
 		}
 	}
-	row, err := q.StockGet(ctx, l.SKU, l.Pool)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		detail := fmt.Sprintf("SKU %q has no stock", l.SKU)
-		if l.Pool != MainPool {
-			detail = fmt.Sprintf("SKU %q is not part of campaign %q", l.SKU, l.Pool)
+	if w.Location != "" {
+		if _, err := q.LocationGet(ctx, w.Location); errors.Is(err, pgx.ErrNoRows) {
+			return errUnknownLocation(w.Location, true)
 		}
-		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: l.SKU, Pool: l.Pool, Detail: detail}
-	case err != nil:
+	}
+	rows, err := q.StockListBySKU(ctx, w.SKU)
+	if err != nil {
 		return err
-	case row.Status == StockPaused:
-		return &domain.Error{Code: domain.CodeSKUPaused, SKU: l.SKU, Pool: l.Pool,
-			Detail: fmt.Sprintf("SKU %q (pool %s) is paused: %s", l.SKU, l.Pool, domain.Value(row.PausedReason))}
-	default:
-		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
-			Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, row.Available, l.Quantity)}
 	}
+	var (
+		found  bool
+		paused *db.Stock
+	)
+	for i, r := range rows {
+		if r.Pool != w.Pool || (w.Location != "" && r.Location != w.Location) {
+			continue
+		}
+		found = true
+		if r.Status == StockPaused && paused == nil {
+			paused = &rows[i]
+		}
+	}
+	switch {
+	case !found:
+		detail := fmt.Sprintf("SKU %q has no stock", w.SKU)
+		switch {
+		case w.Pool != MainPool:
+			detail = fmt.Sprintf("SKU %q is not part of campaign %q", w.SKU, w.Pool)
+		case w.Location != "":
+			detail = fmt.Sprintf("SKU %q has no stock at %s", w.SKU, w.Location)
+		}
+		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: w.SKU, Pool: w.Pool, Location: w.Location, Detail: detail}
+	case paused != nil:
+		return &domain.Error{Code: domain.CodeSKUPaused, SKU: w.SKU, Pool: w.Pool, Location: paused.Location,
+			Detail: fmt.Sprintf("SKU %q (pool %s) is paused at %s: %s", w.SKU, w.Pool, paused.Location, domain.Value(paused.PausedReason))}
+	}
+	return &domain.Error{Code: domain.CodeOutOfStock, SKU: w.SKU, Pool: w.Pool, Location: w.Location,
+		Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available", w.SKU, w.Pool, w.Quantity)}
 }
 
 // holdCall is one caller's hold waiting for its batch.
@@ -350,7 +440,12 @@ func (c *holdCall) reply(r holdResult) {
 	}
 }
 
-func rowKey(sku, pool string) string { return sku + "\x00" + pool }
+// rowKey identifies a stock row; an empty location stands, for the
+// batcher and the busy checks, for its pool at every location.
+func rowKey(sku, location, pool string) string { return sku + "\x00" + location + "\x00" + pool }
+
+// poolKey identifies a SKU's pool, at whichever location.
+func poolKey(sku, pool string) string { return sku + "\x00" + pool }
 
 // holdBatched queues h for the next hold batch and waits for its answer. A
 // caller that stops waiting gets ctx's error; its hold may still commit,
@@ -358,8 +453,8 @@ func rowKey(sku, pool string) string { return sku + "\x00" + pool }
 // retry with the same Idempotency-Key finds it.
 func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, error) {
 	c := &holdCall{ctx: ctx, h: h, done: make(chan holdResult, 1)}
-	for _, l := range h.lines {
-		c.rows = append(c.rows, rowKey(l.SKU, l.Pool))
+	for _, w := range h.wants {
+		c.rows = append(c.rows, w.key())
 	}
 	s.holds.submit(c)
 	select {
@@ -378,8 +473,8 @@ func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
 	if s.holds.anyBlocked(calls) {
 		rows := map[string]Line{}
 		for _, c := range calls {
-			for _, l := range c.h.lines {
-				rows[rowKey(l.SKU, l.Pool)] = l
+			for _, w := range c.h.wants {
+				rows[w.key()] = w.row()
 			}
 		}
 		locked, err := s.lockedStock(ctx, rows)
@@ -391,7 +486,7 @@ func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
 		}
 		var rest []*holdCall
 		for _, c := range calls {
-			if l, ok := firstLocked(c.h.lines, locked); ok {
+			if l, ok := firstLocked(c.h.wants, locked); ok {
 				c.answer(s.lockWaits.answered(errBusy(l)))
 			} else {
 				rest = append(rest, c)
@@ -424,8 +519,8 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 	case failLock:
 		rows := map[string]Line{}
 		for _, c := range calls {
-			for _, l := range c.h.lines {
-				rows[rowKey(l.SKU, l.Pool)] = l
+			for _, w := range c.h.wants {
+				rows[w.key()] = w.row()
 			}
 		}
 		locked, perr := s.lockedStock(ctx, rows)
@@ -439,12 +534,12 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 		var rest, later []*holdCall
 		for _, c := range calls {
 			c.timeouts++
-			l, onLocked := firstLocked(c.h.lines, locked)
+			l, onLocked := firstLocked(c.h.wants, locked)
 			switch {
 			case c.timeouts > maxLockTimeouts && onLocked:
 				c.answer(s.lockWaits.answered(errBusy(l)))
 			case c.timeouts > maxLockTimeouts:
-				c.answer(errBusy(c.h.lines[0]))
+				c.answer(errBusy(c.h.wants[0].row()))
 			case onLocked:
 				later = append(later, c)
 			default:
@@ -490,8 +585,11 @@ func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCal
 //
 //  1. insertAndLock (round trip 1): begin; set the lock timeout; insert
 //     every hold's reservation (a key used before is skipped); lock the
-//     stock rows of every line, in (sku, pool) byte order.
-//  2. decideHolds, in Go, in arrival order, against the rows as locked.
+//     stock rows every line may draw on (the location it names, or every
+//     location of its pool), in (sku, location, pool) byte order, reading
+//     their locations' priority and switches with them.
+//  2. decideHolds, in Go, in arrival order, against the rows as locked:
+//     where each line is taken from, and whether the hold is granted.
 //  3. writeHolds (round trip 2): delete the rows of the holds not granted;
 //     move the counters, insert the lines and the ledger rows of the
 //     granted ones in one statement; read the holds the replayed keys
@@ -511,7 +609,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	defer rollback(conn)
 	defer s.timeBatch(BatchHold, time.Now())
 
-	made, rows, lockOrder, stop, err := s.insertAndLock(ctx, conn, leaders)
+	made, rows, stop, err := s.insertAndLock(ctx, conn, leaders)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +618,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	}
 	b := s.sortOut(leaders, made, stop)
 	verdicts, taken := decideHolds(rows, b.holds())
-	w := b.writes(verdicts, taken, lockOrder)
+	w := b.writes(verdicts, taken, rows.lockOrder)
 	firsts, firstsOf, err := s.writeHolds(ctx, conn, w)
 	if err != nil {
 		return nil, err
@@ -546,9 +644,9 @@ func firstOfEachKey(calls []*holdCall) (leaders, again []*holdCall) {
 }
 
 // insertAndLock is a hold batch's first round trip. It returns the
-// reservations inserted (by id), the stock rows as locked (by rowKey), the
-// rows' lock order and the stop-sale switch as the batch reads it.
-func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (map[uuid.UUID]db.Reservation, map[string]lockedRow, []Line, stopSale, error) {
+// reservations inserted (by id), the stock rows as locked (in lock order)
+// and the stop-sale switch as the batch reads it.
+func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (map[uuid.UUID]db.Reservation, stockRows, stopSale, error) {
 	// Insert in (client, key) order, so that two batches sharing keys wait
 	// on each other in one order; decide in arrival order.
 	byKey := slices.Clone(leaders)
@@ -569,23 +667,13 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 		ins.Campaigns = append(ins.Campaigns, h.req.Campaign)
 		ins.TtlSeconds = append(ins.TtlSeconds, h.ttl)
 	}
-	var lock db.StockLockManyParams
-	rowSeen := map[string]bool{}
 	var clients []string
 	for _, c := range byKey {
 		if n := len(clients); n == 0 || clients[n-1] != c.h.req.Client {
 			clients = append(clients, c.h.req.Client)
 		}
 	}
-	for _, c := range leaders {
-		for _, l := range c.h.lines {
-			if k := rowKey(l.SKU, l.Pool); !rowSeen[k] {
-				rowSeen[k] = true
-				lock.Skus = append(lock.Skus, l.SKU)
-				lock.Pools = append(lock.Pools, l.Pool)
-			}
-		}
-	}
+	lock := lockKeys(leaders)
 
 	p := newPipe(conn)
 	q := db.New(p)
@@ -605,22 +693,55 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 		stock, _ = collect(locking.Query)
 	})
 	if err != nil {
-		return nil, nil, nil, stopSale{}, fmt.Errorf("insert and lock: %w", err)
+		return nil, stockRows{}, stopSale{}, fmt.Errorf("insert and lock: %w", err)
 	}
 
 	made := make(map[uuid.UUID]db.Reservation, len(inserted))
 	for _, r := range inserted {
 		made[r.ID] = r
 	}
-	rows := make(map[string]lockedRow, len(stock))
-	for _, r := range stock {
-		rows[rowKey(r.Sku, r.Pool)] = lockedRow{available: r.Available, status: r.Status, serialized: r.Serialized}
+	locked := make([]lockedRow, len(stock))
+	for i, r := range stock {
+		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, status: r.Status,
+			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason)}
 	}
-	order := make([]Line, len(lock.Skus))
-	for i := range lock.Skus {
-		order[i] = Line{SKU: lock.Skus[i], Pool: lock.Pools[i]}
+	rows := newStockRows(locked)
+	rows.lockOrder = make([]Line, len(stock))
+	for i, r := range stock {
+		rows.lockOrder[i] = Line{SKU: r.Sku, Location: r.Location, Pool: r.Pool}
 	}
-	return made, rows, order, stop, nil
+	return made, rows, stop, nil
+}
+
+// lockKeys is what StockLockMany locks for a batch: per (sku, pool), every
+// location when a line of the batch lets the batch allocate it, else the
+// locations its lines name.
+func lockKeys(leaders []*holdCall) db.StockLockManyParams {
+	anywhere := map[string]bool{}
+	for _, c := range leaders {
+		for _, w := range c.h.wants {
+			if w.Location == "" {
+				anywhere[poolKey(w.SKU, w.Pool)] = true
+			}
+		}
+	}
+	var lock db.StockLockManyParams
+	seen := map[string]bool{}
+	for _, c := range leaders {
+		for _, w := range c.h.wants {
+			loc := w.Location
+			if anywhere[poolKey(w.SKU, w.Pool)] {
+				loc = ""
+			}
+			if k := rowKey(w.SKU, loc, w.Pool); !seen[k] {
+				seen[k] = true
+				lock.Skus = append(lock.Skus, w.SKU)
+				lock.Pools = append(lock.Pools, w.Pool)
+				lock.Locations = append(lock.Locations, loc)
+			}
+		}
+	}
+	return lock
 }
 
 // sorted is a hold batch's requests sorted out once their reservations
@@ -688,23 +809,26 @@ func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []L
 			w.drop = append(w.drop, c.h.id)
 			continue
 		}
-		for _, l := range c.h.lines {
+		for _, l := range verdicts[i].lines {
 			w.apply.LineIds = append(w.apply.LineIds, c.h.id)
 			w.apply.LineSkus = append(w.apply.LineSkus, l.SKU)
+			w.apply.LineLocations = append(w.apply.LineLocations, l.Location)
 			w.apply.LinePools = append(w.apply.LinePools, l.Pool)
 			w.apply.LineQuantities = append(w.apply.LineQuantities, l.Quantity)
 			w.apply.LineActors = append(w.apply.LineActors, c.h.req.Client)
-			for _, id := range verdicts[i].picked[rowKey(l.SKU, l.Pool)] {
+			for _, id := range verdicts[i].picked[rowKey(l.SKU, l.Location, l.Pool)] {
 				w.apply.UnitReservationIds = append(w.apply.UnitReservationIds, c.h.id)
 				w.apply.UnitSkus = append(w.apply.UnitSkus, l.SKU)
+				w.apply.UnitLocations = append(w.apply.UnitLocations, l.Location)
 				w.apply.UnitPools = append(w.apply.UnitPools, l.Pool)
 				w.apply.UnitIds = append(w.apply.UnitIds, id)
 			}
 		}
 	}
 	for _, row := range lockOrder {
-		if q := taken[rowKey(row.SKU, row.Pool)]; q > 0 {
+		if q := taken[rowKey(row.SKU, row.Location, row.Pool)]; q > 0 {
 			w.apply.RowSkus = append(w.apply.RowSkus, row.SKU)
+			w.apply.RowLocations = append(w.apply.RowLocations, row.Location)
 			w.apply.RowPools = append(w.apply.RowPools, row.Pool)
 			w.apply.RowQuantities = append(w.apply.RowQuantities, q)
 		}
@@ -758,7 +882,7 @@ func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Re
 	firsts []db.Reservation, firstsOf []db.ReservationLinesGetByKeysRow) {
 	for i, c := range b.deciding {
 		if v := verdicts[i]; v.granted {
-			c.reply(holdResult{r: newReservation(made[c.h.id], withUnits(c.h.lines, v.picked))})
+			c.reply(holdResult{r: newReservation(made[c.h.id], withUnits(v.lines, v.picked))})
 		} else {
 			c.answer(s.refusal(ctx, c.h, v))
 		}
@@ -777,28 +901,52 @@ func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Re
 // refusal explains why hold h was refused: what the batch saw.
 func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 	l := v.line
+	where := ""
+	if l.Location != "" {
+		where = " at " + l.Location
+	}
 	switch {
 	case v.why == domain.CodeLimitExceeded:
 		return capError(h.req.Campaign, l, v.left)
 	case v.why == domain.CodeUnitUnavailable && len(v.units) == 0:
-		return &domain.Error{Code: domain.CodeUnitUnavailable, SKU: l.SKU, Pool: l.Pool,
-			Detail: fmt.Sprintf("SKU %q (pool %s) has no units with an identity: adjacent asks for units of one group", l.SKU, l.Pool)}
+		return &domain.Error{Code: domain.CodeUnitUnavailable, SKU: l.SKU, Pool: l.Pool, Location: l.Location,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has no units with an identity%s: adjacent asks for units of one group", l.SKU, l.Pool, where)}
 	case v.why == domain.CodeUnitUnavailable:
 		return errUnitsUnavailable(l.SKU, l.Pool, v.units)
 	case v.why == domain.CodeOutOfStock && v.left < 0:
-		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
-			Detail: fmt.Sprintf("SKU %q (pool %s) has no %d adjacent units left in one group", l.SKU, l.Pool, l.Quantity)}
+		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool, Location: l.Location,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has no %d adjacent units left in one group%s", l.SKU, l.Pool, l.Quantity, where)}
+	case v.why == domain.CodeStopSale && l.Location != "" && v.reason != "":
+		return errStopSaleAt(l.Location, v.reason)
+	case v.why == domain.CodeStopSale:
+		return errStopSale(v.reason)
+	case v.why == domain.CodeLocationInactive:
+		return &domain.Error{Code: domain.CodeLocationInactive, SKU: l.SKU, Pool: l.Pool, Location: l.Location,
+			Detail: fmt.Sprintf("location %q is inactive: it takes no new holds", l.Location)}
 	case l.Pool != MainPool && v.why != domain.CodeOutOfStock:
 		// A campaign's pool that is missing or paused: the campaign may
 		// have ended meanwhile, which is what the caller must hear.
+		return s.whyNot(ctx, l)
+	case v.why == domain.CodeUnknownSKU && l.Location != "":
 		return s.whyNot(ctx, l)
 	case v.why == domain.CodeUnknownSKU:
 		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: l.SKU, Pool: l.Pool, Detail: fmt.Sprintf("SKU %q has no stock", l.SKU)}
 	case v.why == domain.CodeSKUPaused:
 		return s.whyNot(ctx, l)
+	case l.Location == "" && h.req.Locations != nil:
+		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s): no location this key may use (%s) has %d available, at most %d",
+				l.SKU, l.Pool, strings.Join(h.req.Locations, ", "), l.Quantity, v.left)}
+	case l.Location == "" && l.Split:
+		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has %d available across its active locations, %d requested", l.SKU, l.Pool, v.left, l.Quantity)}
+	case l.Location == "":
+		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s): no active location has %d available (the most at one is %d; \"split\": true takes a line from several)",
+				l.SKU, l.Pool, l.Quantity, v.left)}
 	}
-	return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
-		Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, v.left, l.Quantity)}
+	return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool, Location: l.Location,
+		Detail: fmt.Sprintf("SKU %q (pool %s) has %d available%s, %d requested", l.SKU, l.Pool, v.left, where, l.Quantity)}
 }
 
 // answerReplays answers the requests whose key was used before, from the
@@ -810,7 +958,7 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 	}
 	linesOf := map[uuid.UUID][]Line{}
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], lineOf(l.Sku, l.Pool, l.Quantity, l.Units))
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units))
 	}
 	for _, c := range calls {
 		r, ok := byKey[[2]string{c.h.req.Client, c.h.req.IdempotencyKey}]
@@ -834,7 +982,8 @@ func withUnits(lines []Line, picked map[string][]string) []Line {
 	}
 	out := slices.Clone(lines)
 	for i, l := range out {
-		if units := picked[rowKey(l.SKU, l.Pool)]; len(units) > 0 {
+		if units := picked[rowKey(l.SKU, l.Location, l.Pool)]; len(units) > 0 {
+			slices.SortFunc(units, strings.Compare)
 			out[i].Units = units
 		}
 	}

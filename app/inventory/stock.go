@@ -20,15 +20,22 @@ const (
 	StockPaused = "paused"
 )
 
-// Pool is the counters of one (sku, pool).
+// Pool is the counters of one (sku, location, pool): every state. total is
+// on hand: available + reserved + sold + quality_control + damaged +
+// safety_stock; incoming is on its way here, not yet on hand.
 type Pool struct {
-	Pool         string  `json:"pool"`
-	Total        int64   `json:"total"`
-	Available    int64   `json:"available"`
-	Reserved     int64   `json:"reserved"`
-	Sold         int64   `json:"sold"`
-	Status       string  `json:"status"`
-	PausedReason *string `json:"paused_reason"`
+	Location       string  `json:"location"`
+	Pool           string  `json:"pool"`
+	Total          int64   `json:"total"`
+	Available      int64   `json:"available"`
+	Reserved       int64   `json:"reserved"`
+	Sold           int64   `json:"sold"`
+	QualityControl int64   `json:"quality_control"`
+	Damaged        int64   `json:"damaged"`
+	SafetyStock    int64   `json:"safety_stock"`
+	Incoming       int64   `json:"incoming"`
+	Status         string  `json:"status"`
+	PausedReason   *string `json:"paused_reason"`
 	// LowThreshold is the pool's low-stock threshold (nil: none): a change
 	// that takes available from above it to at or below it sends stock.low.
 	LowThreshold *int64    `json:"low_threshold"`
@@ -39,7 +46,7 @@ type Pool struct {
 	Serialized bool `json:"serialized,omitempty"`
 }
 
-// Stock is every pool of one SKU.
+// Stock is every (location, pool) of one SKU.
 type Stock struct {
 	SKU   string `json:"sku"`
 	Pools []Pool `json:"pools"`
@@ -47,7 +54,8 @@ type Stock struct {
 
 func newPool(r db.Stock) Pool {
 	return Pool{
-		Pool: r.Pool, Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
+		Location: r.Location, Pool: r.Pool, Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
+		QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming,
 		Status: r.Status, PausedReason: r.PausedReason, LowThreshold: r.LowThreshold, UpdatedAt: r.UpdatedAt,
 		Serialized: r.Serialized,
 	}
@@ -77,14 +85,15 @@ func stockOf(ctx context.Context, q *db.Queries, sku string) (Stock, error) {
 }
 
 // Adjustment changes a pool's stock from outside: a restock, a count
-// correction, a write-off.
+// correction, a write-off. Location empty means DefaultLocation.
 type Adjustment struct {
-	SKU    string
-	Pool   string
-	Delta  int64
-	Reason string
-	Ref    string
-	Actor  string
+	SKU      string
+	Location string
+	Pool     string
+	Delta    int64
+	Reason   string
+	Ref      string
+	Actor    string
 }
 
 // Validate checks the adjustment's fields.
@@ -93,6 +102,9 @@ func (a Adjustment) Validate() error {
 		return err
 	}
 	if err := domain.ValidName("pool", a.Pool); err != nil {
+		return err
+	}
+	if err := domain.ValidName("location", a.Location); err != nil {
 		return err
 	}
 	if a.Delta == 0 || a.Delta > MaxAdjustment || a.Delta < -MaxAdjustment {
@@ -167,6 +179,7 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	if a.Pool == "" {
 		a.Pool = MainPool
 	}
+	a.Location = locationOr(a.Location)
 	if err := a.Validate(); err != nil {
 		return Stock{}, err
 	}
@@ -178,29 +191,35 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	switch {
 	case a.Delta > 0 && a.Pool == MainPool:
 		kind = "stock_in"
-		_, err = q.StockAdjust(ctx, a.SKU, a.Pool, a.Delta)
+		if err := requireLocations(ctx, q, a.Location); err != nil {
+			return Stock{}, err
+		}
+		if err := notSerializedElsewhere(ctx, q, a.SKU, a.Location, a.Pool); err != nil {
+			return Stock{}, err
+		}
+		_, err = q.StockAdjust(ctx, db.StockAdjustParams{Sku: a.SKU, Location: a.Location, Pool: a.Pool, Delta: a.Delta})
 	case a.Delta > 0:
 		kind = "stock_in"
-		_, err = q.StockMove(ctx, db.StockMoveParams{Sku: a.SKU, Pool: a.Pool, DeltaTotal: a.Delta, DeltaAvailable: a.Delta})
+		_, err = q.StockMove(ctx, db.StockMoveParams{Sku: a.SKU, Location: a.Location, Pool: a.Pool, DeltaTotal: a.Delta, DeltaAvailable: a.Delta})
 	default:
-		_, err = q.StockTake(ctx, -a.Delta, a.SKU, a.Pool)
+		_, err = q.StockTake(ctx, db.StockTakeParams{Quantity: -a.Delta, Sku: a.SKU, Location: a.Location, Pool: a.Pool})
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		row, gerr := q.StockGet(ctx, a.SKU, a.Pool)
+		row, gerr := q.StockGet(ctx, a.SKU, a.Location, a.Pool)
 		if gerr == nil && row.Serialized {
 			return Stock{}, errSerialized(a.SKU, a.Pool)
 		}
 		if gerr == nil {
-			return Stock{}, &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: a.SKU, Pool: a.Pool,
-				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available", a.SKU, a.Pool, -a.Delta)}
+			return Stock{}, &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: a.SKU, Pool: a.Pool, Location: a.Location,
+				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available%s", a.SKU, a.Pool, -a.Delta, at(a.Location))}
 		}
-		return Stock{}, errNoPool(ctx, q, a.SKU, a.Pool, false)
+		return Stock{}, errNoPool(ctx, q, a.SKU, a.Location, a.Pool, false)
 	}
 	if err != nil {
-		return Stock{}, fmt.Errorf("adjust %s/%s: %w", a.SKU, a.Pool, err)
+		return Stock{}, fmt.Errorf("adjust %s/%s/%s: %w", a.SKU, a.Location, a.Pool, err)
 	}
 	err = appendLedger(ctx, q, db.LedgerAppendParams{
-		Sku: a.SKU, Pool: a.Pool, Kind: kind, DeltaTotal: a.Delta, DeltaAvailable: a.Delta,
+		Sku: a.SKU, Location: a.Location, Pool: a.Pool, Kind: kind, DeltaTotal: a.Delta, DeltaAvailable: a.Delta,
 		Actor: a.Actor, ActorKey: domain.KeyName(ctx), Reason: domain.Optional(a.Reason), Ref: domain.Optional(a.Ref),
 	})
 	if err != nil {
@@ -209,13 +228,40 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	return stockOf(ctx, q, a.SKU)
 }
 
+// at is " at location" for a message about a row, or nothing at the
+// default location (as every message said before locations existed).
+func at(location string) string {
+	if location == DefaultLocation || location == "" {
+		return ""
+	}
+	return " at " + location
+}
+
+// notSerializedElsewhere refuses stock of a SKU's pool at location when the
+// pool holds units with an identity at another location: such a pool lives
+// at one location.
+func notSerializedElsewhere(ctx context.Context, q *db.Queries, sku, location, pool string) error {
+	where, err := q.StockPoolSerializedAt(ctx, sku, pool)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	case where != location:
+		return &domain.Error{Code: domain.CodeSerializedPool, SKU: sku, Pool: pool, Location: location,
+			Detail: fmt.Sprintf("SKU %q (pool %s) is units with an identity at %s: such a pool lives at one location", sku, pool, where)}
+	}
+	return nil
+}
+
 // SwitchRequest asks Pause or Resume to flip the protection switch of one
-// (sku, pool).
+// (sku, location, pool); Location empty means DefaultLocation.
 type SwitchRequest struct {
-	SKU    string
-	Pool   string
-	Reason string
-	Actor  string
+	SKU      string
+	Location string
+	Pool     string
+	Reason   string
+	Actor    string
 	// Refs name what the switch is about (order refs, hold ids, ledger
 	// ids, a ticket), stored on its ledger row.
 	Refs []string
@@ -223,6 +269,9 @@ type SwitchRequest struct {
 
 func (w SwitchRequest) validate() error {
 	if err := domain.ValidName("sku", w.SKU); err != nil {
+		return err
+	}
+	if err := domain.ValidName("location", w.Location); err != nil {
 		return err
 	}
 	if err := domain.ValidName("pool", w.Pool); err != nil {
@@ -246,6 +295,7 @@ func (s *Service) Pause(ctx context.Context, w SwitchRequest) (Stock, error) {
 // PauseTx pauses a pool inside the caller's transaction: reconciliation and
 // campaign end use it.
 func PauseTx(ctx context.Context, tx pgx.Tx, w SwitchRequest) error {
+	w.Location = locationOr(w.Location)
 	return setStatusTx(ctx, db.New(tx), w, StockPaused)
 }
 
@@ -253,6 +303,7 @@ func (s *Service) setStatus(ctx context.Context, w SwitchRequest, status string)
 	if w.Pool == "" {
 		w.Pool = MainPool
 	}
+	w.Location = locationOr(w.Location)
 	if err := w.validate(); err != nil {
 		return Stock{}, err
 	}
@@ -282,15 +333,15 @@ func setStatusTx(ctx context.Context, q *db.Queries, w SwitchRequest, status str
 	if status == StockPaused {
 		reason, kind = &w.Reason, "pause"
 	}
-	_, err := q.StockSetStatus(ctx, db.StockSetStatusParams{Status: status, PausedReason: reason, Sku: w.SKU, Pool: w.Pool})
+	_, err := q.StockSetStatus(ctx, db.StockSetStatusParams{Status: status, PausedReason: reason, Sku: w.SKU, Location: w.Location, Pool: w.Pool})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return errNoPool(ctx, q, w.SKU, w.Pool, false)
+		return errNoPool(ctx, q, w.SKU, w.Location, w.Pool, false)
 	}
 	if err != nil {
-		return fmt.Errorf("%s %s/%s: %w", kind, w.SKU, w.Pool, err)
+		return fmt.Errorf("%s %s/%s/%s: %w", kind, w.SKU, w.Location, w.Pool, err)
 	}
 	return appendLedger(ctx, q, db.LedgerAppendParams{
-		Sku: w.SKU, Pool: w.Pool, Kind: kind, Actor: w.Actor, ActorKey: domain.KeyName(ctx), Reason: &w.Reason, Refs: w.Refs,
+		Sku: w.SKU, Location: w.Location, Pool: w.Pool, Kind: kind, Actor: w.Actor, ActorKey: domain.KeyName(ctx), Reason: &w.Reason, Refs: w.Refs,
 	})
 }
 
@@ -300,7 +351,7 @@ func setStatusTx(ctx context.Context, q *db.Queries, w SwitchRequest, status str
 func appendLedger(ctx context.Context, q *db.Queries, p db.LedgerAppendParams) error {
 	n, err := q.LedgerAppend(ctx, p)
 	if err == nil && n != 1 {
-		err = fmt.Errorf("no stock row %s/%s", p.Sku, p.Pool)
+		err = fmt.Errorf("no stock row %s/%s/%s", p.Sku, p.Location, p.Pool)
 	}
 	if err != nil {
 		return fmt.Errorf("append %s to the ledger: %w", p.Kind, err)
@@ -313,14 +364,21 @@ type Movement struct {
 	ID             int64     `json:"id"`
 	At             time.Time `json:"at"`
 	SKU            string    `json:"sku"`
+	Location       string    `json:"location"`
 	Pool           string    `json:"pool"`
 	Kind           string    `json:"kind"`
 	DeltaTotal     int64     `json:"delta_total"`
 	DeltaAvailable int64     `json:"delta_available"`
 	DeltaReserved  int64     `json:"delta_reserved"`
 	DeltaSold      int64     `json:"delta_sold"`
-	ReservationID  *string   `json:"reservation_id"`
-	Actor          string    `json:"actor"`
+	// The other states' deltas, left out when zero (as every movement
+	// before locations existed).
+	DeltaQualityControl int64   `json:"delta_quality_control,omitempty"`
+	DeltaDamaged        int64   `json:"delta_damaged,omitempty"`
+	DeltaSafetyStock    int64   `json:"delta_safety_stock,omitempty"`
+	DeltaIncoming       int64   `json:"delta_incoming,omitempty"`
+	ReservationID       *string `json:"reservation_id"`
+	Actor               string  `json:"actor"`
 	// ActorKey is, for an adjustment, a pause or a resume, the credential
 	// that authenticated it (see domain.WithKeyName).
 	ActorKey *string `json:"actor_key"`
@@ -383,9 +441,11 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 	page.Movements = make([]Movement, len(rows))
 	for i, r := range rows {
 		page.Movements[i] = Movement{
-			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
+			ID: r.ID, At: r.At, SKU: r.Sku, Location: r.Location, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
+			DeltaQualityControl: r.DeltaQualityControl, DeltaDamaged: r.DeltaDamaged, DeltaSafetyStock: r.DeltaSafetyStock,
+			DeltaIncoming: r.DeltaIncoming,
+			Actor:         r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()

@@ -84,14 +84,17 @@ func errStopSale(reason string) error {
 		Detail: fmt.Sprintf("sales are stopped (%s): no new holds until an operator lifts the stop-sale; confirms, releases and reads go on", reason)}
 }
 
-// StopSale is a stop-sale switch: for everything (Client empty), or for
-// one client's keys. While Active, every new hold it covers is refused
-// (503 stop_sale); confirms, releases and reads go on.
+// StopSale is a stop-sale switch: for everything (Client and Location
+// empty), for one client's keys, or for one location. While Active, every
+// new hold it covers is refused (503 stop_sale; a hold allocated among
+// locations skips a stopped one); confirms, releases and reads go on.
 type StopSale struct {
 	// Client is the key owner the switch stops; empty for everything.
-	Client string  `json:"client,omitempty"`
-	Active bool    `json:"active"`
-	Reason *string `json:"reason"`
+	Client string `json:"client,omitempty"`
+	// Location is the location the switch stops; empty for everything.
+	Location string  `json:"location,omitempty"`
+	Active   bool    `json:"active"`
+	Reason   *string `json:"reason"`
 	// Actor is who flipped it last and ActorKey the key that authenticated
 	// them; Rule names the automatic trip that did, when one did.
 	Actor     *string   `json:"actor"`
@@ -108,20 +111,34 @@ func newClientStopSale(r db.StopSaleClient) StopSale {
 	return StopSale{Client: r.Client, Active: r.Active, Reason: r.Reason, Actor: &r.Actor, ActorKey: r.ActorKey, Rule: r.Rule, ChangedAt: r.ChangedAt}
 }
 
-// StopSales is every stop-sale switch: the one for everything, and each
-// client's that was ever flipped, by client.
+// newLocationStopSale is a location's switch, kept on its row: on while it
+// has a reason.
+func newLocationStopSale(l db.Location) StopSale {
+	out := StopSale{Location: l.ID, Active: l.StopSaleReason != nil, Reason: l.StopSaleReason, Actor: l.StopSaleActor, ActorKey: l.StopSaleKey}
+	if l.StopSaleAt != nil {
+		out.ChangedAt = *l.StopSaleAt
+	}
+	return out
+}
+
+// StopSales is every stop-sale switch: the one for everything, each
+// client's that was ever flipped, by client, and each location's that is
+// on, by location.
 type StopSales struct {
 	StopSale
-	Clients []StopSale `json:"clients"`
+	Clients   []StopSale `json:"clients"`
+	Locations []StopSale `json:"locations"`
 }
 
 // StopSaleChange flips a stop-sale switch.
 type StopSaleChange struct {
-	// Client is the key owner whose holds it stops; empty for everything.
-	Client string
-	Active bool
-	Reason string
-	Actor  string
+	// Client is the key owner whose holds it stops, Location the location
+	// whose sales it stops; both empty for everything (never both).
+	Client   string
+	Location string
+	Active   bool
+	Reason   string
+	Actor    string
 	// Rule names the automatic trip that flips it; empty for a person.
 	Rule string
 }
@@ -154,9 +171,16 @@ func (s *Service) StopSales(ctx context.Context) (StopSales, error) {
 	if err != nil {
 		return StopSales{}, fmt.Errorf("read the clients' stop-sale switches: %w", err)
 	}
-	out := StopSales{StopSale: all, Clients: make([]StopSale, len(rows))}
+	stopped, err := q.LocationsStopped(ctx)
+	if err != nil {
+		return StopSales{}, fmt.Errorf("read the locations' stop-sales: %w", err)
+	}
+	out := StopSales{StopSale: all, Clients: make([]StopSale, len(rows)), Locations: make([]StopSale, len(stopped))}
 	for i, r := range rows {
 		out.Clients[i] = newClientStopSale(r)
+	}
+	for i, l := range stopped {
+		out.Locations[i] = newLocationStopSale(l)
 	}
 	return out, nil
 }
@@ -164,11 +188,12 @@ func (s *Service) StopSales(ctx context.Context) (StopSales, error) {
 // SetStopSale turns a stop-sale switch on or off, with who and why (a
 // reason is required both ways): the one for everything, or with Client
 // the one of that key owner (a name no key ever had is refused, 422
-// unknown_client). It takes the stop-sale lock exclusively first (see
-// queueStopSale), so once it returns no hold batch that read the switch
-// before the flip is still running. Turning on what is on, or off what is
-// off, records the new reason and actor. Turning a switch off answers what
-// it lifted.
+// unknown_client), or with Location that location's (422
+// unknown_location for none). It takes the stop-sale lock exclusively
+// first (see queueStopSale), so once it returns no hold batch that read the
+// switch before the flip is still running. Turning on what is on, or off
+// what is off, records the new reason and actor. Turning a switch off
+// answers what it lifted.
 func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFlipped, error) {
 	if c.Reason == "" {
 		return StopSaleFlipped{}, domain.Invalid("reason is required: why sales stop or start again")
@@ -176,8 +201,16 @@ func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFl
 	if err := domain.ValidText("reason", c.Reason, domain.MaxTextLength); err != nil {
 		return StopSaleFlipped{}, err
 	}
+	if c.Client != "" && c.Location != "" {
+		return StopSaleFlipped{}, domain.Invalid("give client or location, not both: a switch stops one client's holds, or one location's")
+	}
 	if c.Client != "" {
 		if err := domain.ValidName("client", c.Client); err != nil {
+			return StopSaleFlipped{}, err
+		}
+	}
+	if c.Location != "" {
+		if err := domain.ValidName("location", c.Location); err != nil {
 			return StopSaleFlipped{}, err
 		}
 	}
@@ -198,7 +231,31 @@ func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFl
 			return fmt.Errorf("take the stop-sale lock: %w", err)
 		}
 		var before StopSale
-		if c.Client == "" {
+		switch {
+		case c.Location != "":
+			l, err := q.LocationGet(ctx, c.Location)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return errUnknownLocation(c.Location, true)
+			}
+			if err != nil {
+				return fmt.Errorf("read location %s: %w", c.Location, err)
+			}
+			before = newLocationStopSale(l)
+			var reason *string
+			if c.Active {
+				reason = &c.Reason
+			}
+			l, err = q.LocationStopSaleSet(ctx, db.LocationStopSaleSetParams{Reason: reason, Actor: &c.Actor, ActorKey: domain.KeyName(ctx), ID: c.Location})
+			if err != nil {
+				return fmt.Errorf("set the stop-sale of %s: %w", c.Location, err)
+			}
+			out.StopSale = newLocationStopSale(l)
+			if !c.Active {
+				// A location's switch keeps no reason while off: the
+				// answer says why it went off.
+				out.StopSale.Reason = &c.Reason
+			}
+		case c.Client == "":
 			r, err := q.StopSaleGet(ctx)
 			if err != nil {
 				return fmt.Errorf("read the stop-sale switch: %w", err)
@@ -211,7 +268,7 @@ func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFl
 				return fmt.Errorf("set the stop-sale switch: %w", err)
 			}
 			out.StopSale = newStopSale(r)
-		} else {
+		default:
 			r, err := q.StopSaleClientGet(ctx, c.Client)
 			switch {
 			case err == nil:
@@ -235,6 +292,7 @@ func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFl
 	if err != nil {
 		return StopSaleFlipped{}, err
 	}
-	s.log.InfoContext(ctx, "stop-sale switched", "client", c.Client, "active", c.Active, "actor", c.Actor, "reason", c.Reason, "rule", c.Rule)
+	s.log.InfoContext(ctx, "stop-sale switched", "client", c.Client, "location", c.Location, "active", c.Active, "actor", c.Actor,
+		"reason", c.Reason, "rule", c.Rule)
 	return out, nil
 }

@@ -13,8 +13,10 @@ import (
 
 // Threshold sets a pool's low-stock threshold.
 type Threshold struct {
-	SKU  string
-	Pool string
+	SKU string
+	// Location empty means DefaultLocation.
+	Location string
+	Pool     string
 	// Threshold is the level at or below which available is low; nil
 	// removes the threshold.
 	Threshold *int64
@@ -30,6 +32,10 @@ func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) 
 	if t.Pool == "" {
 		t.Pool = MainPool
 	}
+	t.Location = locationOr(t.Location)
+	if err := domain.ValidName("location", t.Location); err != nil {
+		return Stock{}, err
+	}
 	if err := domain.ValidName("sku", t.SKU); err != nil {
 		return Stock{}, err
 	}
@@ -42,12 +48,12 @@ func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) 
 	var out Stock
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		_, err := q.StockThresholdSet(ctx, db.StockThresholdSetParams{Threshold: t.Threshold, SetBy: t.Actor, Sku: t.SKU, Pool: t.Pool})
+		_, err := q.StockThresholdSet(ctx, db.StockThresholdSetParams{Threshold: t.Threshold, SetBy: t.Actor, Sku: t.SKU, Location: t.Location, Pool: t.Pool})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoPool(ctx, q, t.SKU, t.Pool, false)
+			return errNoPool(ctx, q, t.SKU, t.Location, t.Pool, false)
 		}
 		if err != nil {
-			return fmt.Errorf("set the threshold of %s/%s: %w", t.SKU, t.Pool, err)
+			return fmt.Errorf("set the threshold of %s/%s/%s: %w", t.SKU, t.Location, t.Pool, err)
 		}
 		out, err = stockOf(ctx, q, t.SKU)
 		return err

@@ -55,6 +55,7 @@ type UnitSpec struct {
 type Unit struct {
 	ID         string          `json:"id"`
 	SKU        string          `json:"sku"`
+	Location   string          `json:"location"`
 	Pool       string          `json:"pool"`
 	Group      *string         `json:"group"`
 	Position   *int32          `json:"position"`
@@ -65,7 +66,7 @@ type Unit struct {
 }
 
 func newUnit(u db.Unit) Unit {
-	out := Unit{ID: u.ID, SKU: u.Sku, Pool: u.Pool, Group: u.GroupName, Position: u.Position,
+	out := Unit{ID: u.ID, SKU: u.Sku, Location: u.Location, Pool: u.Pool, Group: u.GroupName, Position: u.Position,
 		Attributes: json.RawMessage(u.Attributes), Status: u.Status}
 	if u.ReservationID != nil {
 		id := u.ReservationID.String()
@@ -74,12 +75,14 @@ func newUnit(u db.Unit) Unit {
 	return out
 }
 
-// UnitsChange adds units to a pool, or retires some of its units.
+// UnitsChange adds units to a pool, or retires some of its units. A pool
+// of units lives at one location: Location empty means DefaultLocation
+// when adding, and wherever the pool is when retiring.
 type UnitsChange struct {
-	SKU, Pool string
-	Reason    string
-	Ref       string
-	Actor     string
+	SKU, Location, Pool string
+	Reason              string
+	Ref                 string
+	Actor               string
 	// Units are the units to add (their specs), or to retire (their ids).
 	Units []UnitSpec
 }
@@ -93,6 +96,11 @@ func (c *UnitsChange) validate(adding bool) error {
 	}
 	if err := domain.ValidName("pool", c.Pool); err != nil {
 		return err
+	}
+	if c.Location != "" {
+		if err := domain.ValidName("location", c.Location); err != nil {
+			return err
+		}
 	}
 	if strings.TrimSpace(c.Reason) == "" {
 		return domain.Invalid("reason is required: why these units change")
@@ -170,17 +178,24 @@ func (s *Service) AddUnitsOnce(ctx context.Context, key idempotency.Key, c Units
 
 func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 	q := db.New(tx)
+	c.Location = locationOr(c.Location)
+	if err := requireLocations(ctx, q, c.Location); err != nil {
+		return Stock{}, err
+	}
+	if err := notSerializedElsewhere(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
+		return Stock{}, err
+	}
 	if c.Pool == MainPool {
-		if _, err := q.StockCreate(ctx, c.SKU, c.Pool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return Stock{}, fmt.Errorf("create %s/%s: %w", c.SKU, c.Pool, err)
+		if _, err := q.StockCreate(ctx, c.SKU, c.Location, c.Pool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return Stock{}, fmt.Errorf("create %s/%s/%s: %w", c.SKU, c.Location, c.Pool, err)
 		}
 	}
-	row, err := q.StockLock(ctx, c.SKU, c.Pool)
+	row, err := q.StockLock(ctx, c.SKU, c.Location, c.Pool)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Stock{}, errNoPool(ctx, q, c.SKU, c.Pool, false)
+		return Stock{}, errNoPool(ctx, q, c.SKU, c.Location, c.Pool, false)
 	}
 	if err != nil {
-		return Stock{}, fmt.Errorf("lock %s/%s: %w", c.SKU, c.Pool, err)
+		return Stock{}, fmt.Errorf("lock %s/%s/%s: %w", c.SKU, c.Location, c.Pool, err)
 	}
 	if !row.Serialized && row.Total > 0 {
 		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
@@ -211,7 +226,7 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 				Detail: fmt.Sprintf("SKU %q has unit %q at group %q position %d already", c.SKU, at[0].ID, at[0].GroupName, at[0].Position)}
 		}
 	}
-	p := db.UnitsAddParams{Sku: c.SKU, Pool: c.Pool, Actor: c.Actor, Reason: domain.Optional(c.Reason), Ref: domain.Optional(c.Ref)}
+	p := db.UnitsAddParams{Sku: c.SKU, Location: c.Location, Pool: c.Pool, Actor: c.Actor, Reason: domain.Optional(c.Reason), Ref: domain.Optional(c.Ref)}
 	for _, u := range c.Units {
 		attrs := []byte(u.Attributes)
 		if len(attrs) == 0 {
@@ -246,12 +261,23 @@ func (s *Service) RetireUnitsOnce(ctx context.Context, key idempotency.Key, c Un
 
 func retireUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 	q := db.New(tx)
-	row, err := q.StockLock(ctx, c.SKU, c.Pool)
+	if c.Location == "" {
+		where, err := q.StockPoolSerializedAt(ctx, c.SKU, c.Pool)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			c.Location = DefaultLocation
+		case err != nil:
+			return Stock{}, err
+		default:
+			c.Location = where
+		}
+	}
+	row, err := q.StockLock(ctx, c.SKU, c.Location, c.Pool)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Stock{}, errNoPool(ctx, q, c.SKU, c.Pool, false)
+		return Stock{}, errNoPool(ctx, q, c.SKU, c.Location, c.Pool, false)
 	}
 	if err != nil {
-		return Stock{}, fmt.Errorf("lock %s/%s: %w", c.SKU, c.Pool, err)
+		return Stock{}, fmt.Errorf("lock %s/%s/%s: %w", c.SKU, c.Location, c.Pool, err)
 	}
 	if !row.Serialized {
 		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
@@ -264,7 +290,7 @@ func retireUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error)
 	if bad := unavailable(units, c.ids(), c.Pool); len(bad) > 0 {
 		return Stock{}, errUnitsUnavailable(c.SKU, c.Pool, bad)
 	}
-	n, err := q.UnitsRetire(ctx, db.UnitsRetireParams{Sku: c.SKU, Pool: c.Pool, Ids: c.ids(), Actor: c.Actor,
+	n, err := q.UnitsRetire(ctx, db.UnitsRetireParams{Sku: c.SKU, Location: c.Location, Pool: c.Pool, Ids: c.ids(), Actor: c.Actor,
 		Reason: domain.Optional(c.Reason), Ref: domain.Optional(c.Ref)})
 	if err != nil {
 		return Stock{}, fmt.Errorf("retire units of %s/%s: %w", c.SKU, c.Pool, err)

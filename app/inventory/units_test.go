@@ -121,7 +121,7 @@ func TestUnitsLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	part, err := svc.ReleaseItems(ctx, together.ID, shop, "one less", []inventory.Item{seats("SHOW", "B-2")})
 	require.NoError(t, err)
-	require.Equal(t, []inventory.Line{{SKU: "SHOW", Pool: "main", Quantity: 2, Units: []string{"B-1", "B-3"}}}, part.Items)
+	require.Equal(t, []inventory.HeldItem{{SKU: "SHOW", Pool: "main", Quantity: 2, Location: "default", Units: []string{"B-1", "B-3"}}}, part.Items)
 	_, err = svc.ReleaseItems(ctx, together.ID, shop, "", []inventory.Item{item("SHOW", 1)})
 	require.Equal(t, domain.CodeInvalid, code(err), "a bare quantity of seats")
 	_, err = svc.ReleaseItems(ctx, together.ID, shop, "", []inventory.Item{seats("SHOW", "B-2")})

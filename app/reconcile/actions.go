@@ -20,17 +20,19 @@ import (
 )
 
 // stockKey names one stock row.
-type stockKey struct{ sku, pool string }
+type stockKey struct{ sku, location, pool string }
 
 // risk is one stock row out of balance, with what each check saw.
 type risk struct {
 	stockKey
-	lines  *db.StockLinesMismatchRow
-	ledger *db.StockLedgerMismatchRow
-	units  *db.StockUnitsMismatchRow
+	lines   *db.StockLinesMismatchRow
+	ledger  *db.StockLedgerMismatchRow
+	units   *db.StockUnitsMismatchRow
+	transit *db.StockTransitMismatchRow
 }
 
-// risks pairs the two checks' rows by stock row, in (sku, pool) order.
+// risks pairs the checks' rows by stock row, in (sku, location, pool)
+// order.
 func risks(snap snapshot) []*risk {
 	byKey := map[stockKey]*risk{}
 	var out []*risk
@@ -45,18 +47,22 @@ func risks(snap snapshot) []*risk {
 	}
 	for i := range snap.lines {
 		l := &snap.lines[i]
-		get(stockKey{l.Sku, l.Pool}).lines = l
+		get(stockKey{l.Sku, l.Location, l.Pool}).lines = l
 	}
 	for i := range snap.ledger {
 		l := &snap.ledger[i]
-		get(stockKey{l.Sku, l.Pool}).ledger = l
+		get(stockKey{l.Sku, l.Location, l.Pool}).ledger = l
 	}
 	for i := range snap.units {
 		u := &snap.units[i]
-		get(stockKey{u.Sku, u.Pool}).units = u
+		get(stockKey{u.Sku, u.Location, u.Pool}).units = u
+	}
+	for i := range snap.transit {
+		t := &snap.transit[i]
+		get(stockKey{t.Sku, t.Location, t.Pool}).transit = t
 	}
 	slices.SortFunc(out, func(a, b *risk) int {
-		return strings.Compare(a.sku+"\x00"+a.pool, b.sku+"\x00"+b.pool)
+		return strings.Compare(a.sku+"\x00"+a.location+"\x00"+a.pool, b.sku+"\x00"+b.location+"\x00"+b.pool)
 	})
 	return out
 }
@@ -84,9 +90,9 @@ const maxUnitsNamed = 100
 // against_ledger_count, all of them).
 func (r *risk) unitsDetails(ctx context.Context, q *db.Queries) (map[string]any, error) {
 	u := r.units
-	off, err := q.UnitsAgainstLedger(ctx, maxUnitsNamed, r.sku, r.pool)
+	off, err := q.UnitsAgainstLedger(ctx, db.UnitsAgainstLedgerParams{Lim: maxUnitsNamed, Sku: r.sku, Location: r.location, Pool: r.pool})
 	if err != nil {
-		return nil, fmt.Errorf("units of %s/%s against the ledger: %w", r.sku, r.pool, err)
+		return nil, fmt.Errorf("units of %s/%s/%s against the ledger: %w", r.sku, r.location, r.pool, err)
 	}
 	named := make([]map[string]any, len(off))
 	count := int64(0)
@@ -106,14 +112,31 @@ func (r *risk) unitsDetails(ctx context.Context, q *db.Queries) (map[string]any,
 
 func (r *risk) ledgerDetails() map[string]any {
 	l := r.ledger
+	counters := inventory.Counters{Total: l.Total, Available: l.Available, Reserved: l.Reserved, Sold: l.Sold,
+		QualityControl: l.QualityControl, Damaged: l.Damaged, SafetyStock: l.SafetyStock, Incoming: l.Incoming}
+	ledger := inventory.Counters{Total: l.LedgerTotal, Available: l.LedgerAvailable, Reserved: l.LedgerReserved, Sold: l.LedgerSold,
+		QualityControl: l.LedgerQualityControl, Damaged: l.LedgerDamaged, SafetyStock: l.LedgerSafetyStock, Incoming: l.LedgerIncoming}
 	return map[string]any{
 		"stock_version":      l.Version,
 		"checkpoint_version": l.CheckpointVersion,
-		"counters":           map[string]int64{"total": l.Total, "available": l.Available, "reserved": l.Reserved, "sold": l.Sold},
-		"ledger":             map[string]int64{"total": l.LedgerTotal, "available": l.LedgerAvailable, "reserved": l.LedgerReserved, "sold": l.LedgerSold},
+		"counters":           counters,
+		"ledger":             ledger,
 		// difference is the counters minus the ledger, per counter.
-		"difference": map[string]int64{"total": l.Total - l.LedgerTotal, "available": l.Available - l.LedgerAvailable,
-			"reserved": l.Reserved - l.LedgerReserved, "sold": l.Sold - l.LedgerSold},
+		"difference": inventory.Counters{Total: l.Total - l.LedgerTotal, Available: l.Available - l.LedgerAvailable,
+			Reserved: l.Reserved - l.LedgerReserved, Sold: l.Sold - l.LedgerSold,
+			QualityControl: l.QualityControl - l.LedgerQualityControl, Damaged: l.Damaged - l.LedgerDamaged,
+			SafetyStock: l.SafetyStock - l.LedgerSafetyStock, Incoming: l.Incoming - l.LedgerIncoming},
+	}
+}
+
+func (r *risk) transitDetails() map[string]any {
+	t := r.transit
+	return map[string]any{
+		"incoming":   t.Incoming,
+		"in_transit": t.InTransit,
+		// difference is incoming minus what the transfers in transit to
+		// the row have not yet delivered or written off.
+		"difference": t.Incoming - t.InTransit,
 	}
 }
 
@@ -137,11 +160,12 @@ func (s *Service) pauseHighRisk(ctx context.Context, runID int64, snap snapshot)
 		if err == nil {
 			continue
 		}
-		failed := fmt.Errorf("high risk %s/%s, not paused: %w", r.sku, r.pool, err)
-		s.log.ErrorContext(ctx, "reconciliation could not pause a pool out of balance", "run_id", runID, "sku", r.sku, "pool", r.pool, "err", err)
+		failed := fmt.Errorf("high risk %s/%s/%s, not paused: %w", r.sku, r.location, r.pool, err)
+		s.log.ErrorContext(ctx, "reconciliation could not pause a pool out of balance", "run_id", runID, "sku", r.sku,
+			"location", r.location, "pool", r.pool, "err", err)
 		errs = append(errs, failed)
 		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.pauseTx(ctx, tx, runID, r, err) }); err != nil {
-			errs = append(errs, fmt.Errorf("record high risk %s/%s: %w", r.sku, r.pool, err))
+			errs = append(errs, fmt.Errorf("record high risk %s/%s/%s: %w", r.sku, r.location, r.pool, err))
 		}
 	}
 	return found, errors.Join(errs...)
@@ -171,9 +195,13 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, 
 		}
 		details["units"] = ud
 	}
-	affected, err := q.ReservationsLiveOnPool(ctx, r.sku, r.pool, maxAffected)
+	if r.transit != nil {
+		checks = append(checks, "incoming vs transfers")
+		details["transit"] = r.transitDetails()
+	}
+	affected, err := q.ReservationsLiveOnPool(ctx, db.ReservationsLiveOnPoolParams{Sku: r.sku, Location: r.location, Pool: r.pool, Lim: maxAffected})
 	if err != nil {
-		return fmt.Errorf("list the holds on %s/%s: %w", r.sku, r.pool, err)
+		return fmt.Errorf("list the holds on %s/%s/%s: %w", r.sku, r.location, r.pool, err)
 	}
 	holds := make([]map[string]any, len(affected))
 	for i, h := range affected {
@@ -188,31 +216,38 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, 
 		what = "could not pause the pool (" + notPaused.Error() + "): it is still on sale; pause it by hand (POST /v1/skus/" +
 			r.sku + "/pause), then"
 	default:
-		st, err := q.StockLock(ctx, r.sku, r.pool)
-		if err != nil {
+		st, err := q.StockLock(ctx, r.sku, r.location, r.pool)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) && r.transit != nil:
+			// Transfers in transit to a row that does not exist: nothing
+			// to pause; the finding and the alert say where.
+			action, what = "alerted; no stock row to pause, no stock moved", "has no stock row there to pause:"
+		case err != nil:
 			return fmt.Errorf("lock stock row: %w", err)
-		}
-		action, what = "left paused ("+domain.Value(st.PausedReason)+"); no stock moved", "paused the pool:"
-		if st.Status == inventory.StockOnSale {
-			reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
-			if err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: r.sku, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
-				return err
+		default:
+			action, what = "left paused ("+domain.Value(st.PausedReason)+"); no stock moved", "paused the pool:"
+			if st.Status == inventory.StockOnSale {
+				reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
+				if err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: r.sku, Location: r.location, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
+					return err
+				}
+				action = "paused; no stock moved"
 			}
-			action = "paused; no stock moved"
 		}
 	}
 	_, err = s.alerts.RaiseTx(ctx, tx, alerts.Raise{
-		Level:   alerts.Critical,
-		Kind:    "books_out_of_balance",
-		Subject: "sku:" + r.sku + "/" + r.pool,
-		SKU:     r.sku,
-		Pool:    r.pool,
-		Details: details,
-		Action: fmt.Sprintf("Reconciliation run %d found the counters of %s (pool %s) out of balance (%s) and %s "+
+		Level:    alerts.Critical,
+		Kind:     "books_out_of_balance",
+		Subject:  subject(r.stockKey),
+		SKU:      r.sku,
+		Location: r.location,
+		Pool:     r.pool,
+		Details:  details,
+		Action: fmt.Sprintf("Reconciliation run %d found the counters of %s (pool %s%s) out of balance (%s) and %s "+
 			"no new holds, confirms and releases still work, no stock was moved. Compare the counters with the lines and the ledger "+
 			"(the stock_health view; the alert's details have both sides, the difference per counter, the units that disagree and the live holds on the pool), "+
 			"correct the cause, repair the books (POST /v1/skus/%s/repair, preview with dry_run), then resume the pool with a reason.",
-			runID, r.sku, r.pool, strings.Join(checks, ", "), what, r.sku),
+			runID, r.sku, r.pool, where(r.location), strings.Join(checks, ", "), what, r.sku),
 	})
 	if err != nil {
 		return err
@@ -225,6 +260,7 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, 
 		{KindCountersVsLines, r.lines != nil, details["lines"]},
 		{KindCountersVsLedger, r.ledger != nil, details["ledger"]},
 		{KindCountersVsUnits, r.units != nil, details["units"]},
+		{KindIncomingVsTransfers, r.transit != nil, details["transit"]},
 	} {
 		if !f.found {
 			continue
@@ -233,7 +269,7 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, 
 		if notPaused != nil {
 			d["not_paused"] = notPaused.Error()
 		}
-		if err := addFinding(ctx, q, runID, ClassHighRisk, f.kind, finding{sku: r.sku, pool: r.pool, details: d}, action); err != nil {
+		if err := addFinding(ctx, q, runID, ClassHighRisk, f.kind, finding{sku: r.sku, location: r.location, pool: r.pool, details: d}, action); err != nil {
 			return err
 		}
 	}
@@ -256,7 +292,7 @@ func (s *Service) releaseStuck(ctx context.Context, runID int64, snap snapshot, 
 		skus := slices.Compact(slices.Clone(h.Skus)) // sorted by the query
 		skip := false
 		for i := range h.Skus {
-			skip = skip || risky[stockKey{h.Skus[i], h.Pools[i]}]
+			skip = skip || risky[stockKey{h.Skus[i], h.Locations[i], h.Pools[i]}]
 		}
 		if skip {
 			for _, sku := range skus {
@@ -406,9 +442,9 @@ func (s *Service) retryTx(ctx context.Context, tx pgx.Tx, runID int64, j db.Jobs
 
 // finding is what one finding is about.
 type finding struct {
-	sku, pool string
-	jobID     int64
-	details   map[string]any
+	sku, location, pool string
+	jobID               int64
+	details             map[string]any
 }
 
 func addFinding(ctx context.Context, q *db.Queries, runID int64, class, kind string, f finding, action string) error {
@@ -422,6 +458,9 @@ func addFinding(ctx context.Context, q *db.Queries, runID int64, class, kind str
 	}
 	if f.pool != "" {
 		p.Pool = &f.pool
+	}
+	if f.location != "" {
+		p.Location = &f.location
 	}
 	if f.jobID != 0 {
 		p.JobID = &f.jobID
@@ -438,4 +477,21 @@ func rawOrNull(s string) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return json.RawMessage(s)
+}
+
+// subject is an alert's subject for a stock row (as inventory names them).
+func subject(k stockKey) string {
+	if k.location == inventory.DefaultLocation {
+		return "sku:" + k.sku + "/" + k.pool
+	}
+	return "sku:" + k.sku + "@" + k.location + "/" + k.pool
+}
+
+// where is ", at location" for a message about a row away from the default
+// location.
+func where(location string) string {
+	if location == inventory.DefaultLocation {
+		return ""
+	}
+	return ", at " + location
 }

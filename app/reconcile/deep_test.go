@@ -106,9 +106,9 @@ func TestDeepRunTrustsNoCheckpoint(t *testing.T) {
 	require.EqualValues(t, 2, r.RowsChecked)
 	require.Equal(t, map[string][]string{"A1": {reconcile.KindCountersVsLedger}}, highRiskSKUs(r))
 	require.Equal(t, inventory.StockPaused, b.stock(t, "A1", "main").Status)
-	_, err = db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "main")
+	_, err = db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "default", "main")
 	require.ErrorIs(t, err, pgx.ErrNoRows, "A1's checkpoint is dropped")
-	cp, err := db.New(b.pool).LedgerCheckpointGet(ctx, "B1", "main")
+	cp, err := db.New(b.pool).LedgerCheckpointGet(ctx, "B1", "default", "main")
 	require.NoError(t, err)
 	require.Equal(t, b.stock(t, "B1", "main").Available, cp.Available, "B1's checkpoint written anew")
 

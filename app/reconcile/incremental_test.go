@@ -79,7 +79,7 @@ func TestIncrementalRunChecksOnlyWhatMoved(t *testing.T) {
 	require.Empty(t, r.Findings.All())
 	q := db.New(b.pool)
 	for _, sku := range []string{"A1", "B1"} {
-		cp, err := q.LedgerCheckpointGet(ctx, sku, "main")
+		cp, err := q.LedgerCheckpointGet(ctx, sku, "default", "main")
 		require.NoError(t, err)
 		require.Equal(t, b.stock(t, sku, "main").Version, cp.StockVersion, "%s's checkpoint moved", sku)
 	}

@@ -49,6 +49,9 @@ const (
 	KindCountersVsLines     = "counters_vs_lines"     // high_risk
 	KindCountersVsLedger    = "counters_vs_ledger"    // high_risk
 	KindCountersVsUnits     = "counters_vs_units"     // high_risk
+	// KindIncomingVsTransfers: a row's incoming is not what the transfers
+	// in transit to it have not yet delivered or written off.
+	KindIncomingVsTransfers = "incoming_vs_transfers" // high_risk
 )
 
 // Actor is who reconciliation's releases and pauses are recorded as.
@@ -305,6 +308,9 @@ type snapshot struct {
 	lines  []db.StockLinesMismatchRow
 	ledger []db.StockLedgerMismatchRow
 	units  []db.StockUnitsMismatchRow
+	// transit are the rows whose incoming disagrees with the transfers in
+	// transit to them.
+	transit []db.StockTransitMismatchRow
 	// stuck are the stuck holds within the repair bound; stuckPerSKU counts
 	// all of them.
 	stuck       []db.ReservationsStuckRow
@@ -337,6 +343,9 @@ func (s *Service) read(ctx context.Context, skus []string, p plan) (snapshot, er
 		}
 		if snap.units, err = q.StockUnitsMismatch(ctx, skus, since); err != nil {
 			return fmt.Errorf("check counters against units: %w", err)
+		}
+		if snap.transit, err = q.StockTransitMismatch(ctx, skus); err != nil {
+			return fmt.Errorf("check incoming against transfers: %w", err)
 		}
 		if p.scope == ScopeDeep {
 			if err := readUnitsDeep(ctx, q, skus, &snap); err != nil {
@@ -382,10 +391,10 @@ func readUnitsDeep(ctx context.Context, q *db.Queries, skus []string, snap *snap
 	}
 	found := make(map[stockKey]bool, len(snap.units))
 	for _, u := range snap.units {
-		found[stockKey{u.Sku, u.Pool}] = true
+		found[stockKey{u.Sku, u.Location, u.Pool}] = true
 	}
 	for _, u := range off {
-		if !found[stockKey{u.Sku, u.Pool}] {
+		if !found[stockKey{u.Sku, u.Location, u.Pool}] {
 			snap.units = append(snap.units, db.StockUnitsMismatchRow(u))
 		}
 	}
@@ -419,7 +428,9 @@ func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p
 		}
 		snap.rows = int32(len(checked))
 		for _, l := range checked {
-			if [4]int64{l.Total, l.Available, l.Reserved, l.Sold} != [4]int64{l.LedgerTotal, l.LedgerAvailable, l.LedgerReserved, l.LedgerSold} {
+			if [8]int64{l.Total, l.Available, l.Reserved, l.Sold, l.QualityControl, l.Damaged, l.SafetyStock, l.Incoming} !=
+				[8]int64{l.LedgerTotal, l.LedgerAvailable, l.LedgerReserved, l.LedgerSold,
+					l.LedgerQualityControl, l.LedgerDamaged, l.LedgerSafetyStock, l.LedgerIncoming} {
 				snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
 			}
 		}

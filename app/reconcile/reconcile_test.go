@@ -89,7 +89,7 @@ func (b *bundle) strand(t *testing.T, id uuid.UUID, age time.Duration) {
 
 func (b *bundle) stock(t *testing.T, sku, pool string) db.Stock {
 	t.Helper()
-	row, err := db.New(b.pool).StockGet(context.Background(), sku, pool)
+	row, err := db.New(b.pool).StockGet(context.Background(), sku, "default", pool)
 	require.NoError(t, err)
 	return row
 }
@@ -144,7 +144,7 @@ func TestCleanBooksFindNothingAndCheckpointsAdvance(t *testing.T) {
 	require.NotNil(t, r.FinishedAt)
 
 	q := db.New(b.pool)
-	cp, err := q.LedgerCheckpointGet(ctx, "A1", "main")
+	cp, err := q.LedgerCheckpointGet(ctx, "A1", "default", "main")
 	require.NoError(t, err)
 	a1 := b.stock(t, "A1", "main")
 	require.Equal(t, a1.Version, cp.StockVersion, "a clean row's checkpoint moves to its version")
@@ -157,7 +157,7 @@ func TestCleanBooksFindNothingAndCheckpointsAdvance(t *testing.T) {
 	b.hold(t, "k4", "A1", 7)
 	r = run(t, svc)
 	require.Empty(t, r.Findings.All())
-	cp2, err := q.LedgerCheckpointGet(ctx, "A1", "main")
+	cp2, err := q.LedgerCheckpointGet(ctx, "A1", "default", "main")
 	require.NoError(t, err)
 	a1 = b.stock(t, "A1", "main")
 	require.Greater(t, cp2.StockVersion, cp.StockVersion)
@@ -217,7 +217,8 @@ func TestCorruptedCountersPausePoolAndMoveNothing(t *testing.T) {
 	require.Contains(t, ad, "ledger")
 	// The difference per counter, and the holds the pool's books touch.
 	require.Equal(t, map[string]any{"reserved": 0.0, "sold": 1.0}, ad["lines"].(map[string]any)["difference"])
-	require.Equal(t, map[string]any{"total": 0.0, "available": -1.0, "reserved": 0.0, "sold": 1.0}, ad["ledger"].(map[string]any)["difference"])
+	require.Equal(t, map[string]any{"total": 0.0, "available": -1.0, "reserved": 0.0, "sold": 1.0,
+		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0}, ad["ledger"].(map[string]any)["difference"])
 	affected := ad["affected_holds"].([]any)
 	require.Len(t, affected, 1)
 	require.Equal(t, stuck.String(), affected[0].(map[string]any)["id"])
@@ -247,7 +248,7 @@ func TestCorruptedLedgerIsHighRisk(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "A1", 10)
 	b.hold(t, "k", "A1", 2)
 	require.Empty(t, run(t, svc).Findings.All())
-	cp, err := db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "main")
+	cp, err := db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "default", "main")
 	require.NoError(t, err)
 
 	// A movement in the ledger that never reached the counters.
@@ -268,7 +269,7 @@ func TestCorruptedLedgerIsHighRisk(t *testing.T) {
 	require.Equal(t, inventory.StockPaused, b.stock(t, "A1", "main").Status)
 	require.Equal(t, counters(a1), counters(b.stock(t, "A1", "main")))
 
-	cp2, err := db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "main")
+	cp2, err := db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "default", "main")
 	require.NoError(t, err)
 	require.Equal(t, cp.StockVersion, cp2.StockVersion, "an unbalanced row's checkpoint stays")
 }

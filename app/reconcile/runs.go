@@ -64,6 +64,7 @@ type Finding struct {
 	Class         string          `json:"class"`
 	Kind          string          `json:"kind"`
 	SKU           *string         `json:"sku"`
+	Location      *string         `json:"location"`
 	Pool          *string         `json:"pool"`
 	ReservationID *uuid.UUID      `json:"reservation_id"`
 	JobID         *int64          `json:"job_id"`
@@ -81,7 +82,7 @@ func newRun(r db.ReconcileRun, findings []db.ReconcileFinding) Run {
 	}
 	for _, f := range findings {
 		x := Finding{
-			ID: f.ID, Class: f.Class, Kind: f.Kind, SKU: f.Sku, Pool: f.Pool, ReservationID: f.ReservationID,
+			ID: f.ID, Class: f.Class, Kind: f.Kind, SKU: f.Sku, Location: f.Location, Pool: f.Pool, ReservationID: f.ReservationID,
 			JobID: f.JobID, Details: f.Details, Action: f.Action, CreatedAt: f.CreatedAt,
 		}
 		switch f.Class {

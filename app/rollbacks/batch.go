@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -137,9 +138,9 @@ func nextBatch(ctx context.Context, q *db.Queries, r Rollback) ([]uuid.UUID, err
 		return q.ReservationsHeldByIDs(ctx, s.ReservationIDs, cutoff, BatchSize)
 	case s.Campaign != "":
 		return q.ReservationsHeldByCampaign(ctx, &s.Campaign, cutoff, BatchSize)
-	case s.SKU != "":
-		return q.ReservationsHeldBySKU(ctx, db.ReservationsHeldBySKUParams{
-			Cutoff: cutoff, Sku: s.SKU, Pool: s.Pool, Lim: BatchSize,
+	case s.SKU != "" || s.Location != "":
+		return q.ReservationsHeldByScope(ctx, db.ReservationsHeldByScopeParams{
+			Cutoff: cutoff, Sku: domain.Optional(s.SKU), Pool: domain.Optional(s.Pool), Location: domain.Optional(s.Location), Lim: BatchSize,
 		})
 	}
 	return nil, fmt.Errorf("rollback %d: scope is empty", r.ID)

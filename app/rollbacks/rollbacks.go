@@ -69,7 +69,8 @@ func New(pool *pgxpool.Pool, jobs enqueue.Inserter, inv *inventory.Service, paus
 }
 
 // Scope says which holds a rollback releases: exactly one of hold ids, a
-// campaign, or a SKU's pool held before a time. Whatever the scope, only
+// campaign, a SKU's pool (at one location, or all) held before a time, or
+// every hold with a line at one location held before a time. Whatever the scope, only
 // holds created before the request are released, and before Cutoff when it
 // is set: the real run of a dry run carries the dry run's cut-off, so it
 // releases what the dry run counted and no hold made since.
@@ -78,7 +79,10 @@ type Scope struct {
 	Campaign       string      `json:"campaign,omitempty"`
 	SKU            string      `json:"sku,omitempty"`
 	Pool           string      `json:"pool,omitempty"`
-	HeldBefore     *time.Time  `json:"held_before,omitempty"`
+	// Location narrows a SKU's scope to its lines at that location, or,
+	// without a SKU, is the scope: every hold with a line there.
+	Location   string     `json:"location,omitempty"`
+	HeldBefore *time.Time `json:"held_before,omitempty"`
 	// Cutoff, for any scope, moves the cut-off earlier than the request:
 	// no hold created at or after it is touched.
 	Cutoff *time.Time `json:"cutoff,omitempty"`
@@ -111,8 +115,19 @@ func (s Scope) Validate() error {
 			return err
 		}
 	}
-	if s.SKU == "" && (s.Pool != "" || s.HeldBefore != nil) {
-		return domain.Invalid("pool and held_before go with sku")
+	if s.Location != "" {
+		if err := domain.ValidName("location", s.Location); err != nil {
+			return err
+		}
+		if s.SKU == "" {
+			n++
+		}
+	}
+	if s.SKU == "" && s.Pool != "" {
+		return domain.Invalid("pool goes with sku")
+	}
+	if s.SKU == "" && s.Location == "" && s.HeldBefore != nil {
+		return domain.Invalid("held_before goes with sku or location")
 	}
 	if s.Pool != "" {
 		if err := domain.ValidName("pool", s.Pool); err != nil {
@@ -120,7 +135,7 @@ func (s Scope) Validate() error {
 		}
 	}
 	if n != 1 {
-		return domain.Invalid("give exactly one scope: reservation_ids, campaign, or sku (with optional pool and held_before)")
+		return domain.Invalid("give exactly one scope: reservation_ids, campaign, sku (with optional pool, location and held_before), or location (with optional held_before)")
 	}
 	return nil
 }
@@ -431,6 +446,9 @@ func count(ctx context.Context, q *db.Queries, r Rollback) (db.RollbackScopeCoun
 	}
 	if s.SKU != "" {
 		p.Sku, p.Pool = &s.SKU, &s.Pool
+	}
+	if s.Location != "" {
+		p.Location = &s.Location
 	}
 	return q.RollbackScopeCount(ctx, p)
 }

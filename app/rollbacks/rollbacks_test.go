@@ -124,8 +124,9 @@ func TestRequestValidate(t *testing.T) {
 		{"too many ids", func(r *rollbacks.Request) {
 			r.Scope = rollbacks.Scope{ReservationIDs: make([]uuid.UUID, rollbacks.MaxIDs+1)}
 		}, "at most"},
-		{"pool without SKU", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{Campaign: "bf", Pool: "bf"} }, "go with sku"},
-		{"held_before without SKU", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{Campaign: "bf", HeldBefore: &later} }, "go with sku"},
+		{"pool without SKU", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{Campaign: "bf", Pool: "bf"} }, "pool goes with sku"},
+		{"held_before without SKU", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{Campaign: "bf", HeldBefore: &later} }, "held_before goes with sku or location"},
+		{"location and a campaign", func(r *rollbacks.Request) { r.Scope = rollbacks.Scope{Campaign: "bf", Location: "berlin"} }, "exactly one scope"},
 	} {
 		req := ok
 		c.change(&req)

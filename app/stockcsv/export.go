@@ -14,10 +14,11 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 )
 
-// ExportHeader is the export's header. Its first three columns make it an
-// import file (sku,pool,set_total) that sets every pool back to its total;
-// the import reads past the others.
-var ExportHeader = []string{"sku", "pool", "set_total", "available", "reserved", "sold", "status"}
+// ExportHeader is the export's header. Its first four columns make it an
+// import file (sku,location,pool,set_total) that sets every pool back to
+// its total; the import reads past the others (every state).
+var ExportHeader = []string{"sku", "location", "pool", "set_total", "available", "reserved", "sold",
+	"quality_control", "damaged", "safety_stock", "incoming", "status"}
 
 // exportPage is how many stock rows one query of the export reads.
 const exportPage = 5000
@@ -36,14 +37,15 @@ func Export(ctx context.Context, pool *pgxpool.Pool, w io.Writer) (int, error) {
 	n := 0
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		var afterSKU, afterPool string
+		var afterSKU, afterLocation, afterPool string
 		for {
-			rows, err := q.StockExportPage(ctx, afterSKU, afterPool, exportPage)
+			rows, err := q.StockExportPage(ctx, db.StockExportPageParams{AfterSku: afterSKU, AfterLocation: afterLocation, AfterPool: afterPool, Lim: exportPage})
 			if err != nil {
 				return fmt.Errorf("read stock: %w", err)
 			}
 			for _, r := range rows {
-				rec := []string{Neutralize(r.Sku), Neutralize(r.Pool), i64(r.Total), i64(r.Available), i64(r.Reserved), i64(r.Sold), r.Status}
+				rec := []string{Neutralize(r.Sku), Neutralize(r.Location), Neutralize(r.Pool), i64(r.Total), i64(r.Available), i64(r.Reserved), i64(r.Sold),
+					i64(r.QualityControl), i64(r.Damaged), i64(r.SafetyStock), i64(r.Incoming), r.Status}
 				if err := out.Write(rec); err != nil {
 					return err
 				}
@@ -52,7 +54,8 @@ func Export(ctx context.Context, pool *pgxpool.Pool, w io.Writer) (int, error) {
 			if len(rows) < exportPage {
 				return nil
 			}
-			afterSKU, afterPool = rows[len(rows)-1].Sku, rows[len(rows)-1].Pool
+			last := rows[len(rows)-1]
+			afterSKU, afterLocation, afterPool = last.Sku, last.Location, last.Pool
 		}
 	})
 	if err != nil {

@@ -291,7 +291,7 @@ func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, run 
 	base := refName(filepath.Base(f.Name))
 	b := inventory.BulkAdjustment{Reason: im.Reason, Actor: im.Actor, Lines: make([]inventory.BulkLine, hi-lo)}
 	for i, r := range f.Rows[lo:hi] {
-		l := inventory.BulkLine{SKU: r.SKU, Pool: r.Pool, Ref: fmt.Sprintf("%s:%d", base, r.Line)}
+		l := inventory.BulkLine{SKU: r.SKU, Location: r.Location, Pool: r.Pool, Ref: fmt.Sprintf("%s:%d", base, r.Line)}
 		if f.Format == FormatSetTotal {
 			v := r.Value
 			l.SetTotal = &v

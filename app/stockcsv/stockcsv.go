@@ -1,8 +1,10 @@
 // Package stockcsv moves stock in and out as CSV files: the import, which
 // applies a file of adjustments (sku,pool,delta) or counts
-// (sku,pool,set_total) in transactions of 1,000 rows as a named import that
-// resumes after a failure where it stopped, and the export, whose file the
-// import reads back.
+// (sku,pool,set_total), either with a location column after the SKU
+// (sku,location,pool,...; without one, every row is at the default
+// location), in transactions of 1,000 rows as a named import that resumes
+// after a failure where it stopped, and the export, whose file the import
+// reads back.
 package stockcsv
 
 import (
@@ -20,12 +22,13 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
-// Column layouts of an import file: the header's first three columns.
+// Column layouts of an import file: the header's first three columns, or
+// four with a location column after the SKU.
 const (
 	// FormatDelta files add or take units: sku,pool,delta.
 	FormatDelta = "delta"
 	// FormatSetTotal files set each pool's total: sku,pool,set_total. An
-	// export is one.
+	// export is one (with a location column).
 	FormatSetTotal = "set_total"
 )
 
@@ -34,7 +37,10 @@ type Row struct {
 	// Line is the row's line in the file (the header is line 1).
 	Line int
 	SKU  string
-	Pool string
+	// Location is the row's location: the default location when the file
+	// has no location column or the cell is empty.
+	Location string
+	Pool     string
 	// Value is the delta or the total, as the file's format says.
 	Value int64
 }
@@ -47,9 +53,12 @@ type File struct {
 	Name   string
 	Format string
 	Rows   []Row
-	// Ignored names the header's columns after the first three, which the
-	// import reads past (an export's available, reserved, ... columns).
+	// Ignored names the header's columns after the first three (four with
+	// a location column), which the import reads past (an export's
+	// available, reserved, ... columns).
 	Ignored []string
+	// Located says the file has a location column.
+	Located bool
 	// SHA256 is the hash of the file's bytes.
 	SHA256   [32]byte
 	Prefixes [][32]byte
@@ -86,22 +95,24 @@ func (p *Problems) Error() string {
 
 // Parse reads and validates a whole import file, so that a file with a bad
 // line changes nothing: the header must start with sku,pool,delta or
-// sku,pool,set_total (any case; further columns are ignored), a SKU or
-// pool neutralized against spreadsheets is read back (Restore), every row
-// must hold a valid SKU, a pool (empty means main) and a whole number (a
-// non-zero delta, or a total of at least zero, up to 1,000,000,000), and
-// no (sku, pool) may appear twice. A *Problems lists what is wrong.
+// sku,pool,set_total, or the same with location after sku (any case;
+// further columns are ignored), a SKU, location or pool neutralized
+// against spreadsheets is read back (Restore), every row must hold a valid
+// SKU, a location (empty means the default location), a pool (empty means
+// main) and a whole number (a non-zero delta, or a total of at least zero,
+// up to 1,000,000,000), and no (sku, location, pool) may appear twice. A
+// *Problems lists what is wrong.
 //
-// Each row's prefix hash covers the format and the sku, pool and value of
-// every row up to it, each field length-prefixed: not the bytes, so a file
-// saved with other line endings or quoting, or with a final newline added,
-// has the same prefixes.
+// Each row's prefix hash covers the format and the sku, location (in a file
+// with a location column), pool and value of every row up to it, each field
+// length-prefixed: not the bytes, so a file saved with other line endings
+// or quoting, or with a final newline added, has the same prefixes.
 func Parse(name string, data []byte) (*File, error) {
 	f := &File{Name: name, SHA256: sha256.Sum256(data)}
 	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, &Problems{List: []string{"the file is empty: want a header sku,pool,delta or sku,pool,set_total"}}
+		return nil, &Problems{List: []string{"the file is empty: want a header sku,pool,delta or sku,pool,set_total (or sku,location,pool,...)"}}
 	}
 	if err != nil {
 		return nil, &Problems{List: []string{err.Error()}}
@@ -110,8 +121,13 @@ func Parse(name string, data []byte) (*File, error) {
 	for i, h := range header {
 		cols[i] = strings.ToLower(strings.TrimSpace(h))
 	}
+	if len(cols) >= 2 && cols[1] == "location" {
+		f.Located = true
+		cols = append(cols[:1:1], cols[2:]...)
+	}
 	if len(cols) < 3 || cols[0] != "sku" || cols[1] != "pool" || (cols[2] != FormatDelta && cols[2] != FormatSetTotal) {
-		return nil, &Problems{List: []string{fmt.Sprintf("line 1: the header is %q: want sku,pool,delta or sku,pool,set_total (more columns may follow)",
+		return nil, &Problems{List: []string{fmt.Sprintf("line 1: the header is %q: want sku,pool,delta or sku,pool,set_total, "+
+			"or sku,location,pool,delta or sku,location,pool,set_total (more columns may follow)",
 			strings.Join(header, ","))}}
 	}
 	f.Format, f.Ignored = cols[2], cols[3:]
@@ -126,7 +142,7 @@ func Parse(name string, data []byte) (*File, error) {
 	field(f.Format)
 
 	problems := &Problems{}
-	seen := map[[2]string]int{}
+	seen := map[[3]string]int{}
 	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -144,7 +160,14 @@ func Parse(name string, data []byte) (*File, error) {
 		}
 		line, _ := r.FieldPos(0)
 		// An export's names come neutralized against spreadsheets ('=...).
-		row := Row{Line: line, SKU: Restore(rec[0]), Pool: Restore(rec[1])}
+		row := Row{Line: line, SKU: Restore(rec[0]), Location: inventory.DefaultLocation}
+		if f.Located {
+			row.Location, rec = Restore(rec[1]), append(rec[:1:1], rec[2:]...)
+			if row.Location == "" {
+				row.Location = inventory.DefaultLocation
+			}
+		}
+		row.Pool = Restore(rec[1])
 		if row.Pool == "" {
 			row.Pool = inventory.MainPool
 		}
@@ -152,13 +175,16 @@ func Parse(name string, data []byte) (*File, error) {
 			problems.add("line %d: %s", line, msg)
 			continue
 		}
-		k := [2]string{row.SKU, row.Pool}
+		k := [3]string{row.SKU, row.Location, row.Pool}
 		if first, dup := seen[k]; dup {
-			problems.add("line %d: SKU %q pool %s is already on line %d: give each pool once", line, row.SKU, row.Pool, first)
+			problems.add("line %d: SKU %q pool %s%s is already on line %d: give each pool once", line, row.SKU, row.Pool, inventory.At(row.Location), first)
 			continue
 		}
 		seen[k] = line
 		field(row.SKU)
+		if f.Located {
+			field(row.Location)
+		}
 		field(row.Pool)
 		field(strconv.FormatInt(row.Value, 10))
 		var sum [32]byte
@@ -181,6 +207,9 @@ func rowProblem(row *Row, format, value string) string {
 		return detail(err)
 	}
 	if err := domain.ValidName("pool", row.Pool); err != nil {
+		return detail(err)
+	}
+	if err := domain.ValidName("location", row.Location); err != nil {
 		return detail(err)
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)

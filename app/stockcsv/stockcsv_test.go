@@ -28,7 +28,8 @@ func TestParse(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, stockcsv.FormatDelta, f.Format)
 	require.Equal(t, []string{"note"}, f.Ignored)
-	require.Equal(t, []stockcsv.Row{{Line: 2, SKU: "A1", Pool: "main", Value: 5}, {Line: 3, SKU: "B,2", Pool: "main", Value: -3}}, f.Rows)
+	require.Equal(t, []stockcsv.Row{{Line: 2, SKU: "A1", Location: "default", Pool: "main", Value: 5},
+		{Line: 3, SKU: "B,2", Location: "default", Pool: "main", Value: -3}}, f.Rows)
 	require.Len(t, f.Prefixes, 2)
 
 	// Prefixes follow the content: line endings, quoting, a byte-order
@@ -315,28 +316,29 @@ func TestExportRoundTrip(t *testing.T) {
 	n, err := stockcsv.Export(ctx, a.pool, &first)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
-	require.Equal(t, "sku,pool,set_total,available,reserved,sold,status\n"+
-		"X1,main,10,7,0,3,on_sale\n"+
-		"X2,main,20,16,0,4,paused\n"+
-		"\"Y,4\",main,40,40,0,0,on_sale\n"+
-		"x3,main,30,25,5,0,on_sale\n", first.String())
+	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status\n"+
+		"X1,default,main,10,7,0,3,0,0,0,0,on_sale\n"+
+		"X2,default,main,20,16,0,4,0,0,0,0,paused\n"+
+		"\"Y,4\",default,main,40,40,0,0,0,0,0,0,on_sale\n"+
+		"x3,default,main,30,25,5,0,0,0,0,0,on_sale\n", first.String())
 
 	// Into a fresh database: the same totals, all available.
 	fresh := setup(t)
 	f, err := stockcsv.Parse("export.csv", first.Bytes())
 	require.NoError(t, err)
-	require.Equal(t, []string{"available", "reserved", "sold", "status"}, f.Ignored)
+	require.True(t, f.Located)
+	require.Equal(t, []string{"available", "reserved", "sold", "quality_control", "damaged", "safety_stock", "incoming", "status"}, f.Ignored)
 	sum, err := (&stockcsv.Importer{Pool: fresh.pool, ID: "export.csv", Actor: "importer"}).Import(ctx, f)
 	require.NoError(t, err)
 	require.Equal(t, 4, sum.Applied)
 	var second bytes.Buffer
 	_, err = stockcsv.Export(ctx, fresh.pool, &second)
 	require.NoError(t, err)
-	require.Equal(t, "sku,pool,set_total,available,reserved,sold,status\n"+
-		"X1,main,10,10,0,0,on_sale\n"+
-		"X2,main,20,20,0,0,on_sale\n"+
-		"\"Y,4\",main,40,40,0,0,on_sale\n"+
-		"x3,main,30,30,0,0,on_sale\n", second.String())
+	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status\n"+
+		"X1,default,main,10,10,0,0,0,0,0,0,on_sale\n"+
+		"X2,default,main,20,20,0,0,0,0,0,0,on_sale\n"+
+		"\"Y,4\",default,main,40,40,0,0,0,0,0,0,on_sale\n"+
+		"x3,default,main,30,30,0,0,0,0,0,0,on_sale\n", second.String())
 
 	// Into the same database after the stock moved: back to the exported
 	// totals (the import is not skipped: no import of that id ran here).

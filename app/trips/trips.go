@@ -212,22 +212,22 @@ func (s *Service) Close(ctx context.Context, period time.Time) ([]Fired, error) 
 // them to the period starting at period in the database.
 func (s *Service) Record(ctx context.Context, period time.Time) error {
 	var p db.TripCountsAddParams
-	add := func(rule, sku, pool string, n, total int64) {
-		p.Rules, p.Skus, p.Pools = append(p.Rules, rule), append(p.Skus, sku), append(p.Pools, pool)
+	add := func(rule, sku, location, pool string, n, total int64) {
+		p.Rules, p.Skus, p.Locations, p.Pools = append(p.Rules, rule), append(p.Skus, sku), append(p.Locations, location), append(p.Pools, pool)
 		p.Ns, p.Totals = append(p.Ns, n), append(p.Totals, total)
 	}
 	waits := s.inv.TakeLockWaits()
 	if s.cfg.LockWaits > 0 {
 		for _, w := range waits {
-			add(RuleLockWaits, w.SKU, w.Pool, w.N, 0)
+			add(RuleLockWaits, w.SKU, w.Location, w.Pool, w.N, 0)
 		}
 	}
 	seen, sample := s.inv.TakeConfirmTimes()
 	if s.cfg.ConfirmP99 > 0 && seen > 0 {
 		slow, pools := s.slowConfirms(seen, sample)
-		add(RuleConfirmP99, "", "", slow, int64(seen))
+		add(RuleConfirmP99, "", "", "", slow, int64(seen))
 		for _, c := range pools {
-			add(RuleConfirmP99, c.SKU, c.Pool, c.N, 0)
+			add(RuleConfirmP99, c.SKU, c.Location, c.Pool, c.N, 0)
 		}
 	}
 	if len(p.Rules) == 0 {
@@ -261,13 +261,13 @@ func (s *Service) slowConfirms(seen int, sample []inventory.ConfirmTime) (int64,
 	}
 	pools := make([]inventory.PoolCount, 0, len(byPool))
 	for k, n := range byPool {
-		pools = append(pools, inventory.PoolCount{SKU: k.SKU, Pool: k.Pool, N: int64(float64(n)*scale + 0.5)})
+		pools = append(pools, inventory.PoolCount{SKU: k.SKU, Location: k.Location, Pool: k.Pool, N: int64(float64(n)*scale + 0.5)})
 	}
 	slices.SortFunc(pools, func(a, b inventory.PoolCount) int {
 		if c := cmp.Compare(b.N, a.N); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.SKU+"\x00"+a.Pool, b.SKU+"\x00"+b.Pool)
+		return cmp.Compare(a.SKU+"\x00"+a.Location+"\x00"+a.Pool, b.SKU+"\x00"+b.Location+"\x00"+b.Pool)
 	})
 	return int64(float64(slow)*scale + 0.5), pools[:min(len(pools), poolsKept)]
 }
@@ -339,7 +339,7 @@ func (s *Service) decideLockWaits(ctx context.Context, period time.Time) ([]Fire
 	}
 	pools := make([]string, len(over))
 	for i, r := range over {
-		pools[i] = fmt.Sprintf("%s/%s: %d", r.Sku, r.Pool, r.N)
+		pools[i] = fmt.Sprintf("%s: %d", rowName(r.Sku, r.Location, r.Pool), r.N)
 	}
 	decided, err := s.verdict(ctx, period, RuleLockWaits, len(over) > 0, map[string]any{"pools": pools, "threshold": s.cfg.LockWaits})
 	if err != nil || !decided {
@@ -358,14 +358,14 @@ func (s *Service) decideLockWaits(ctx context.Context, period time.Time) ([]Fire
 
 // lockWaits pauses a pool whose row answered busy too often in a period.
 func (s *Service) lockWaits(ctx context.Context, w db.TripCountsSumRow) (Fired, error) {
-	subject := "sku:" + w.Sku + "/" + w.Pool
-	what := fmt.Sprintf("%s (pool %s) stayed locked by another transaction past the lock timeout: %d requests answered busy in %s (by %d instances), the limit is %d",
-		w.Sku, w.Pool, w.N, s.cfg.Interval, w.Instances, s.cfg.LockWaits)
-	if err := s.pause(ctx, w.Sku, w.Pool, RuleLockWaits, what); err != nil {
+	subject := "sku:" + rowName(w.Sku, w.Location, w.Pool)
+	what := fmt.Sprintf("%s (pool %s)%s stayed locked by another transaction past the lock timeout: %d requests answered busy in %s (by %d instances), the limit is %d",
+		w.Sku, w.Pool, at(w.Location), w.N, s.cfg.Interval, w.Instances, s.cfg.LockWaits)
+	if err := s.pause(ctx, w.Sku, w.Location, w.Pool, RuleLockWaits, what); err != nil {
 		return Fired{}, err
 	}
 	_, err := s.alerts.Raise(ctx, alerts.Raise{
-		Level: alerts.Critical, Kind: "trip_" + RuleLockWaits, Subject: subject, SKU: w.Sku, Pool: w.Pool,
+		Level: alerts.Critical, Kind: "trip_" + RuleLockWaits, Subject: subject, SKU: w.Sku, Location: w.Location, Pool: w.Pool,
 		Details: map[string]any{"rule": RuleLockWaits, "lock_waits": w.N, "instances": w.Instances, "threshold": s.cfg.LockWaits, "period_seconds": s.cfg.Interval.Seconds()},
 		Action: fmt.Sprintf("Rule %s fired: %s, so the pool was paused (no new holds; confirms and releases go on). "+
 			"Find the transaction holding the row (pg_stat_activity, the stock_locks view), end it, then resume the pool with a reason.",
@@ -374,22 +374,40 @@ func (s *Service) lockWaits(ctx context.Context, w db.TripCountsSumRow) (Fired, 
 	if err != nil {
 		return Fired{}, err
 	}
-	s.log.WarnContext(ctx, "protection rule fired", "rule", RuleLockWaits, "sku", w.Sku, "pool", w.Pool, "lock_waits", w.N)
+	s.log.WarnContext(ctx, "protection rule fired", "rule", RuleLockWaits, "sku", w.Sku, "location", w.Location, "pool", w.Pool, "lock_waits", w.N)
 	return Fired{Rule: RuleLockWaits, Subject: subject, Detail: what}, nil
 }
 
-// pause pauses a pool that is on sale, recording the rule in its reason.
-func (s *Service) pause(ctx context.Context, sku, pool, rule, what string) error {
+// rowName names a stock row in a subject or a list: sku/pool at the
+// default location, as before locations, sku@location/pool elsewhere.
+func rowName(sku, location, pool string) string {
+	if location == "" || location == inventory.DefaultLocation {
+		return sku + "/" + pool
+	}
+	return sku + "@" + location + "/" + pool
+}
+
+// at is " at location" in a message, nothing at the default location.
+func at(location string) string {
+	if location == "" || location == inventory.DefaultLocation {
+		return ""
+	}
+	return " at " + location
+}
+
+// pause pauses a pool at a location that is on sale, recording the rule
+// in its reason.
+func (s *Service) pause(ctx context.Context, sku, location, pool, rule, what string) error {
 	st, err := s.inv.GetStock(ctx, sku)
 	if err != nil {
 		return err
 	}
 	for _, p := range st.Pools {
-		if p.Pool != pool || p.Status != inventory.StockOnSale {
+		if p.Pool != pool || p.Location != location || p.Status != inventory.StockOnSale {
 			continue
 		}
-		if _, err := s.inv.Pause(ctx, inventory.SwitchRequest{SKU: sku, Pool: pool, Reason: "rule " + rule + ": " + what, Actor: Actor}); err != nil {
-			return fmt.Errorf("pause %s/%s: %w", sku, pool, err)
+		if _, err := s.inv.Pause(ctx, inventory.SwitchRequest{SKU: sku, Location: location, Pool: pool, Reason: "rule " + rule + ": " + what, Actor: Actor}); err != nil {
+			return fmt.Errorf("pause %s: %w", rowName(sku, location, pool), err)
 		}
 	}
 	return nil
@@ -415,7 +433,7 @@ func (s *Service) decideBacklog(ctx context.Context, period time.Time) ([]Fired,
 			return nil, fmt.Errorf("find the pools of the expiry backlog: %w", err)
 		}
 		for _, r := range rows {
-			pools = append(pools, inventory.PoolCount{SKU: r.Sku, Pool: r.Pool, N: r.Holds})
+			pools = append(pools, inventory.PoolCount{SKU: r.Sku, Location: r.Location, Pool: r.Pool, N: r.Holds})
 			sampled = r.Sampled
 		}
 		details["pools"] = poolList(pools)
@@ -436,11 +454,11 @@ func (s *Service) decideConfirms(ctx context.Context, period time.Time) ([]Fired
 		pools       []inventory.PoolCount
 	)
 	for _, r := range rows {
-		if r.Sku == "" && r.Pool == "" {
+		if r.Sku == "" && r.Location == "" && r.Pool == "" {
 			slow, total = r.N, r.Total
 			continue
 		}
-		pools = append(pools, inventory.PoolCount{SKU: r.Sku, Pool: r.Pool, N: r.N})
+		pools = append(pools, inventory.PoolCount{SKU: r.Sku, Location: r.Location, Pool: r.Pool, N: r.N})
 	}
 	over := total > 0 && slow*100 > total
 	details := map[string]any{"confirms": total, "slower_than_target": slow, "target_ms": s.cfg.ConfirmP99.Milliseconds()}
@@ -475,7 +493,7 @@ func named(pools []inventory.PoolCount, all int64) []inventory.PoolCount {
 func poolList(pools []inventory.PoolCount) []string {
 	out := make([]string, len(pools))
 	for i, p := range pools {
-		out[i] = fmt.Sprintf("%s/%s: %d", p.SKU, p.Pool, p.N)
+		out[i] = fmt.Sprintf("%s: %d", rowName(p.SKU, p.Location, p.Pool), p.N)
 	}
 	return out
 }
@@ -505,18 +523,18 @@ func (s *Service) sustained(ctx context.Context, period time.Time, rule string, 
 	case s.cfg.StopSale && len(pools) > 0:
 		var fired []Fired
 		for _, p := range pools {
-			subject := "sku:" + p.SKU + "/" + p.Pool
-			whatHere := fmt.Sprintf("%s; %s (pool %s) is behind %d of the %s", what, p.SKU, p.Pool, p.N, of)
-			if err := s.pause(ctx, p.SKU, p.Pool, rule, whatHere); err != nil {
+			subject := "sku:" + rowName(p.SKU, p.Location, p.Pool)
+			whatHere := fmt.Sprintf("%s; %s (pool %s)%s is behind %d of the %s", what, p.SKU, p.Pool, at(p.Location), p.N, of)
+			if err := s.pause(ctx, p.SKU, p.Location, p.Pool, rule, whatHere); err != nil {
 				return fired, err
 			}
-			_, err := s.alerts.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: "trip_" + rule, Subject: subject, SKU: p.SKU, Pool: p.Pool, Details: details,
+			_, err := s.alerts.Raise(ctx, alerts.Raise{Level: alerts.Critical, Kind: "trip_" + rule, Subject: subject, SKU: p.SKU, Location: p.Location, Pool: p.Pool, Details: details,
 				Action: fmt.Sprintf("Rule %s fired: %s, so the pool was paused (no new holds; confirms and releases go on; other pools sell). "+
 					"Find the cause, then resume the pool with a reason.", rule, whatHere)})
 			if err != nil {
 				return fired, err
 			}
-			s.log.WarnContext(ctx, "protection rule fired", "rule", rule, "sku", p.SKU, "pool", p.Pool, "detail", whatHere)
+			s.log.WarnContext(ctx, "protection rule fired", "rule", rule, "sku", p.SKU, "location", p.Location, "pool", p.Pool, "detail", whatHere)
 			fired = append(fired, Fired{Rule: rule, Subject: subject, Detail: whatHere})
 		}
 		return fired, nil

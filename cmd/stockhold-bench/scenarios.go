@@ -431,7 +431,7 @@ func (b *bench) bare(ctx context.Context, sku, key string) error {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := db.New(tx)
-	if _, err := q.StockReserve(ctx, 1, sku, "main"); err != nil {
+	if _, err := q.StockReserve(ctx, db.StockReserveParams{Quantity: 1, Sku: sku, Location: "default", Pool: "main"}); err != nil {
 		return fmt.Errorf("reserve %s: %w", sku, err)
 	}
 	if _, err := q.ReservationInsert(ctx, db.ReservationInsertParams{

@@ -57,19 +57,31 @@ func Counters(t testing.TB, data map[string]any) (after, delta events.Counters, 
 	case events.Counters:
 		delta = d
 	case map[string]any:
-		delta = events.Counters{Total: num(d["total"]), Available: num(d["available"]), Reserved: num(d["reserved"]), Sold: num(d["sold"])}
+		delta = countersOf(d, num)
 	default:
 		t.Fatalf("delta is %T", data["delta"])
 	}
-	after = events.Counters{Total: num(data["total"]), Available: num(data["available"]), Reserved: num(data["reserved"]), Sold: num(data["sold"])}
+	after = countersOf(data, num)
 	return after, delta, num(data["version"])
+}
+
+func countersOf(d map[string]any, num func(any) int64) events.Counters {
+	return events.Counters{Total: num(d["total"]), Available: num(d["available"]), Reserved: num(d["reserved"]), Sold: num(d["sold"]),
+		QualityControl: num(d["quality_control"]), Damaged: num(d["damaged"]), SafetyStock: num(d["safety_stock"]), Incoming: num(d["incoming"])}
+}
+
+// plus is c moved by d.
+func plus(c, d events.Counters) events.Counters {
+	return events.Counters{Total: c.Total + d.Total, Available: c.Available + d.Available, Reserved: c.Reserved + d.Reserved,
+		Sold: c.Sold + d.Sold, QualityControl: c.QualityControl + d.QualityControl, Damaged: c.Damaged + d.Damaged,
+		SafetyStock: c.SafetyStock + d.SafetyStock, Incoming: c.Incoming + d.Incoming}
 }
 
 // RequireMatchesLedger checks all, the events a reader saw from the start
 // of the feed (those of the database's whole life), against the ledger:
 //   - each event once, ids in increasing feed order;
 //   - one hold.* event per ledger row of a hold;
-//   - per (sku, pool), one stock.changed per stock version that moved a
+//   - per (sku, location, pool), one stock.changed per stock version that moved a
 //     counter, in version order, whose deltas walk the counters from zero
 //     through each event's counters to the stock row's counters now.
 func RequireMatchesLedger(t testing.TB, pool *pgxpool.Pool, all []events.Event) {
@@ -88,14 +100,15 @@ func RequireMatchesLedger(t testing.TB, pool *pgxpool.Pool, all []events.Event) 
 	}
 	var holdRows, versions int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE reservation_id IS NOT NULL),
-		count(DISTINCT (sku, pool, stock_version)) FILTER (WHERE delta_total <> 0 OR delta_available <> 0 OR delta_reserved <> 0 OR delta_sold <> 0)
+		count(DISTINCT (sku, location, pool, stock_version)) FILTER (WHERE delta_total <> 0 OR delta_available <> 0 OR delta_reserved <> 0
+		    OR delta_sold <> 0 OR delta_quality_control <> 0 OR delta_damaged <> 0 OR delta_safety_stock <> 0 OR delta_incoming <> 0)
 		FROM ledger WHERE feed_xid IS NOT NULL`).Scan(&holdRows, &versions))
-	type key struct{ sku, pool string }
+	type key struct{ sku, location, pool string }
 	walked := map[key]events.Counters{}
 	lastVersion := map[key]int64{}
 	var holdEvents, changed int
 	for _, e := range all {
-		k := key{e.SKU, e.Pool}
+		k := key{e.SKU, e.Location, e.Pool}
 		switch e.Type {
 		case events.HoldCreated, events.HoldConfirmed, events.HoldReleased, events.HoldExpired:
 			holdEvents++
@@ -104,7 +117,7 @@ func RequireMatchesLedger(t testing.TB, pool *pgxpool.Pool, all []events.Event) 
 			changed++
 			after, d, v := Counters(t, e.Data)
 			c := walked[k]
-			c = events.Counters{Total: c.Total + d.Total, Available: c.Available + d.Available, Reserved: c.Reserved + d.Reserved, Sold: c.Sold + d.Sold}
+			c = plus(c, d)
 			walked[k] = c
 			require.Equal(t, c, after, "%s/%s: the counters of %s are those before it plus its delta", e.SKU, e.Pool, e.ID)
 			require.Greater(t, v, lastVersion[k], "%s/%s: stock.changed %s in the order of the row's versions", e.SKU, e.Pool, e.ID)
@@ -113,11 +126,12 @@ func RequireMatchesLedger(t testing.TB, pool *pgxpool.Pool, all []events.Event) 
 	}
 	require.Equal(t, holdRows, holdEvents, "one hold event per ledger row of a hold")
 	require.Equal(t, versions, changed, "one stock.changed per stock version that moved a counter")
-	rows, err := db.New(pool).StockExportPage(ctx, "", "", 1_000_000)
+	rows, err := db.New(pool).StockExportPage(ctx, db.StockExportPageParams{Lim: 1_000_000})
 	require.NoError(t, err)
 	for _, s := range rows {
-		require.Equal(t, events.Counters{Total: s.Total, Available: s.Available, Reserved: s.Reserved, Sold: s.Sold},
-			walked[key{s.Sku, s.Pool}], "%s/%s: the feed's counters end where the stock row is", s.Sku, s.Pool)
+		require.Equal(t, events.Counters{Total: s.Total, Available: s.Available, Reserved: s.Reserved, Sold: s.Sold,
+			QualityControl: s.QualityControl, Damaged: s.Damaged, SafetyStock: s.SafetyStock, Incoming: s.Incoming},
+			walked[key{s.Sku, s.Location, s.Pool}], "%s/%s/%s: the feed's counters end where the stock row is", s.Sku, s.Location, s.Pool)
 	}
 }
 

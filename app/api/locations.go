@@ -1,0 +1,306 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// Locations, moves between states, transfers between locations and stock
+// counts (issue 25): each handler decodes, calls the inventory, answers.
+
+type locationBody struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Priority int32  `json:"priority"`
+	Active   *bool  `json:"active,omitempty"`
+}
+
+// createLocation adds a location, once per Idempotency-Key.
+func (s *server) createLocation(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	var body locationBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	n := inventory.NewLocation{ID: body.ID, Name: body.Name, Priority: body.Priority, Active: body.Active, Actor: caller(c).Name}
+	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (inventory.Location, bool, error) {
+		return s.Inventory.CreateLocationOnce(ctx, k, n)
+	})
+}
+
+// listLocations answers a page of locations, each with its totals.
+func (s *server) listLocations(c echo.Context) error {
+	p, err := pageParams(c, inventory.MaxLocationsPage, "")
+	if err != nil {
+		return err
+	}
+	if p.Cursor != "" && domain.ValidName("cursor", p.Cursor) != nil {
+		return badCursor()
+	}
+	page, err := s.Inventory.Locations(c.Request().Context(), p.Cursor, p.Limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (s *server) getLocation(c echo.Context) error {
+	id, err := nameParam(c, "id", "location")
+	if err != nil {
+		return err
+	}
+	l, err := s.Inventory.Location(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+type locationPatch struct {
+	Name     *string `json:"name"`
+	Priority *int32  `json:"priority"`
+	Active   *bool   `json:"active"`
+}
+
+// updateLocation changes a location's name, priority or active.
+func (s *server) updateLocation(c echo.Context) error {
+	id, err := nameParam(c, "id", "location")
+	if err != nil {
+		return err
+	}
+	var body locationPatch
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	l, err := s.Inventory.UpdateLocation(c.Request().Context(), inventory.LocationChange{
+		ID: id, Name: body.Name, Priority: body.Priority, Active: body.Active, Actor: caller(c).Name,
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, l)
+}
+
+type moveBody struct {
+	Location string `json:"location,omitempty"`
+	Pool     string `json:"pool,omitempty"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Quantity int64  `json:"quantity"`
+	Reason   string `json:"reason"`
+	Ref      string `json:"ref,omitempty"`
+	DryRun   bool   `json:"dry_run,omitempty"`
+}
+
+type stockPreview struct {
+	inventory.Stock
+	// DryRun says the stock is as the change would leave it: nothing
+	// changed.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// moveStock moves units of one (location, pool) between states, once per
+// Idempotency-Key; dry_run answers the stock as it would be.
+func (s *server) moveStock(c echo.Context) error {
+	sku, err := nameParam(c, "sku", "sku")
+	if err != nil {
+		return err
+	}
+	var body moveBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	m := inventory.Move{SKU: sku, Location: body.Location, Pool: body.Pool, From: body.From, To: body.To,
+		Quantity: body.Quantity, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
+	if body.DryRun {
+		st, err := s.Inventory.MovePreview(c.Request().Context(), m)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, stockPreview{Stock: st, DryRun: true})
+	}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (stockPreview, bool, error) {
+		st, replayed, err := s.Inventory.MoveOnce(ctx, k, m)
+		return stockPreview{Stock: st}, replayed, err
+	})
+}
+
+type countBody struct {
+	Location string `json:"location,omitempty"`
+	Pool     string `json:"pool,omitempty"`
+	Counted  *int64 `json:"counted"`
+	Reason   string `json:"reason"`
+	Force    bool   `json:"force,omitempty"`
+	DryRun   bool   `json:"dry_run,omitempty"`
+}
+
+// countStock records a stock count, once per Idempotency-Key; dry_run
+// answers its difference (or refusal) and changes nothing.
+func (s *server) countStock(c echo.Context) error {
+	sku, err := nameParam(c, "sku", "sku")
+	if err != nil {
+		return err
+	}
+	var body countBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	if body.Counted == nil {
+		return domain.Invalid("counted is required: what is on the shelf and not sold")
+	}
+	sc := inventory.StockCount{SKU: sku, Location: body.Location, Pool: body.Pool, Counted: *body.Counted,
+		Reason: body.Reason, Force: body.Force, Actor: caller(c).Name}
+	if body.DryRun {
+		out, err := s.Inventory.CountPreview(c.Request().Context(), sc)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, out)
+	}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Counted, bool, error) {
+		return s.Inventory.CountOnce(ctx, k, sc)
+	})
+}
+
+type transferBody struct {
+	SKU      string `json:"sku"`
+	Pool     string `json:"pool,omitempty"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Quantity int64  `json:"quantity"`
+	Reason   string `json:"reason"`
+}
+
+// createTransfer sends units from one location to another, once per
+// Idempotency-Key.
+func (s *server) createTransfer(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	var body transferBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	n := inventory.NewTransfer{SKU: body.SKU, Pool: body.Pool, From: body.From, To: body.To, Quantity: body.Quantity,
+		Reason: body.Reason, Actor: caller(c).Name}
+	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (inventory.Transfer, bool, error) {
+		return s.Inventory.CreateTransferOnce(ctx, k, n)
+	})
+}
+
+func (s *server) getTransfer(c echo.Context) error {
+	id, err := uuidParam(c, "id")
+	if err != nil {
+		return err
+	}
+	t, err := s.Inventory.GetTransfer(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+// listTransfers answers transfers oldest first, by status and SKU.
+func (s *server) listTransfers(c echo.Context) error {
+	p, err := pageParams(c, inventory.MaxTransfersPage, "")
+	if err != nil {
+		return err
+	}
+	f := inventory.TransferFilter{Status: c.QueryParam("status"), SKU: c.QueryParam("sku"), Limit: p.Limit}
+	if p.Cursor != "" {
+		id, err := uuid.Parse(p.Cursor)
+		if err != nil || len(p.Cursor) != 36 {
+			return badCursor()
+		}
+		f.Cursor = &id
+	}
+	page, err := s.Inventory.Transfers(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+type receiveBody struct {
+	Quantity *int64 `json:"quantity"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// receiveTransfer records units of a transfer that arrived. With an
+// Idempotency-Key a retry replays the first answer (a receipt is not
+// idempotent by nature).
+func (s *server) receiveTransfer(c echo.Context) error {
+	id, err := uuidParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var body receiveBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	if body.Quantity == nil {
+		return domain.Invalid("quantity is required: the units that arrived")
+	}
+	st := inventory.TransferStep{ID: id, Quantity: *body.Quantity, Reason: body.Reason, Actor: caller(c).Name}
+	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
+		key, err := idempotencyKey(c)
+		if err != nil {
+			return err
+		}
+		return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Transfer, bool, error) {
+			return s.Inventory.ReceiveTransferOnce(ctx, k, st)
+		})
+	}
+	t, err := s.Inventory.ReceiveTransfer(c.Request().Context(), st)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+type transferEndBody struct {
+	Reason string `json:"reason"`
+}
+
+func (s *server) closeTransfer(c echo.Context) error {
+	return s.endTransfer(c, s.Inventory.CloseTransfer)
+}
+
+func (s *server) cancelTransfer(c echo.Context) error {
+	return s.endTransfer(c, s.Inventory.CancelTransfer)
+}
+
+func (s *server) endTransfer(c echo.Context, end func(context.Context, inventory.TransferStep) (inventory.Transfer, error)) error {
+	id, err := uuidParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var body transferEndBody
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	t, err := end(c.Request().Context(), inventory.TransferStep{ID: id, Reason: body.Reason, Actor: caller(c).Name})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}

@@ -1,0 +1,330 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
+)
+
+// Locations: where stock is (a warehouse, a store, a venue). Every stock
+// row is at one; a write that names none means DefaultLocation. A hold
+// line that names no location is allocated by the hold batch (decide.go)
+// among the active locations, lowest priority number first.
+
+// Limits on locations.
+const (
+	MaxLocationName    = 200
+	MaxLocationsPage   = 1000
+	MaxLocationsPerKey = 100
+	maxPriority        = 1_000_000
+)
+
+// Location is a location as the API shows it, with the totals of its stock
+// over every SKU and pool when they were asked for.
+type Location struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Priority int32  `json:"priority"`
+	Active   bool   `json:"active"`
+	// StopSale is why sales are stopped at this location alone, when they
+	// are (PUT /v1/stop-sale with a location).
+	StopSale  *string         `json:"stop_sale"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	Totals    *LocationTotals `json:"totals,omitempty"`
+}
+
+// LocationTotals sums a location's stock rows, every state.
+type LocationTotals struct {
+	Rows           int64 `json:"rows"`
+	Total          int64 `json:"total"`
+	Available      int64 `json:"available"`
+	Reserved       int64 `json:"reserved"`
+	Sold           int64 `json:"sold"`
+	QualityControl int64 `json:"quality_control"`
+	Damaged        int64 `json:"damaged"`
+	SafetyStock    int64 `json:"safety_stock"`
+	Incoming       int64 `json:"incoming"`
+}
+
+func newLocation(l db.Location) Location {
+	return Location{ID: l.ID, Name: l.Name, Priority: l.Priority, Active: l.Active, StopSale: l.StopSaleReason,
+		CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
+}
+
+// NewLocation asks to add a location.
+type NewLocation struct {
+	ID       string
+	Name     string
+	Priority int32
+	// Active is nil for true.
+	Active *bool
+	Actor  string
+}
+
+func validPriority(p int32) error {
+	if p < -maxPriority || p > maxPriority {
+		return domain.Invalid("priority must be a whole number from %d to %d (lower is allocated first)", -maxPriority, maxPriority)
+	}
+	return nil
+}
+
+func validLocationName(name string) error {
+	if name == "" {
+		return domain.Invalid("name is required")
+	}
+	return domain.ValidText("name", name, MaxLocationName)
+}
+
+// CreateLocationOnce adds a location, at most once per key (see
+// idempotency.Do). An id taken already is 409 conflict.
+func (s *Service) CreateLocationOnce(ctx context.Context, key idempotency.Key, n NewLocation) (Location, bool, error) {
+	if err := domain.ValidName("id", n.ID); err != nil {
+		return Location{}, false, err
+	}
+	if err := validLocationName(n.Name); err != nil {
+		return Location{}, false, err
+	}
+	if err := validPriority(n.Priority); err != nil {
+		return Location{}, false, err
+	}
+	active := n.Active == nil || *n.Active
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Location, error) {
+		r, err := db.New(tx).LocationCreate(ctx, db.LocationCreateParams{
+			ID: n.ID, Name: n.Name, Priority: n.Priority, Active: active, CreatedBy: n.Actor, CreatedKey: domain.KeyName(ctx),
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Location{}, &domain.Error{Code: domain.CodeConflict, Location: n.ID, Detail: fmt.Sprintf("location %q exists already", n.ID)}
+		}
+		if err != nil {
+			return Location{}, fmt.Errorf("create location %s: %w", n.ID, err)
+		}
+		s.log.InfoContext(ctx, "location created", "location", n.ID, "priority", n.Priority, "active", active, "actor", n.Actor)
+		return newLocation(r), nil
+	})
+}
+
+// LocationsPage is a page of locations; NextCursor, when not nil, asks for
+// the next one.
+type LocationsPage struct {
+	Locations  []Location `json:"locations"`
+	NextCursor *string    `json:"next_cursor"`
+}
+
+// Locations lists up to limit locations after the id cursor (empty: from
+// the first), in id order, each with its totals.
+func (s *Service) Locations(ctx context.Context, cursor string, limit int) (LocationsPage, error) {
+	if limit < 1 || limit > MaxLocationsPage {
+		return LocationsPage{}, domain.Invalid("limit must be from 1 to %d", MaxLocationsPage)
+	}
+	if cursor != "" {
+		if err := domain.ValidName("cursor", cursor); err != nil {
+			return LocationsPage{}, err
+		}
+	}
+	q := db.New(s.pool)
+	rows, err := q.LocationsPage(ctx, domain.Optional(cursor), int32(limit+1))
+	if err != nil {
+		return LocationsPage{}, err
+	}
+	page := LocationsPage{Locations: []Location{}}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next := rows[limit-1].ID
+		page.NextCursor = &next
+	}
+	out, err := withTotals(ctx, q, rows)
+	if err != nil {
+		return LocationsPage{}, err
+	}
+	page.Locations = append(page.Locations, out...)
+	return page, nil
+}
+
+// Location returns one location with its totals.
+func (s *Service) Location(ctx context.Context, id string) (Location, error) {
+	if err := domain.ValidName("location", id); err != nil {
+		return Location{}, err
+	}
+	q := db.New(s.pool)
+	r, err := q.LocationGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Location{}, errUnknownLocation(id, false)
+	}
+	if err != nil {
+		return Location{}, err
+	}
+	out, err := withTotals(ctx, q, []db.Location{r})
+	if err != nil {
+		return Location{}, err
+	}
+	return out[0], nil
+}
+
+func withTotals(ctx context.Context, q *db.Queries, rows []db.Location) ([]Location, error) {
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	totals, err := q.LocationTotals(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("sum the locations' stock: %w", err)
+	}
+	by := make(map[string]LocationTotals, len(totals))
+	for _, t := range totals {
+		by[t.Location] = LocationTotals{Rows: t.Rows, Total: t.Total, Available: t.Available, Reserved: t.Reserved, Sold: t.Sold,
+			QualityControl: t.QualityControl, Damaged: t.Damaged, SafetyStock: t.SafetyStock, Incoming: t.Incoming}
+	}
+	out := make([]Location, len(rows))
+	for i, r := range rows {
+		out[i] = newLocation(r)
+		t := by[r.ID]
+		out[i].Totals = &t
+	}
+	return out, nil
+}
+
+// LocationChange changes whichever of a location's name, priority and
+// active are not nil.
+type LocationChange struct {
+	ID       string
+	Name     *string
+	Priority *int32
+	Active   *bool
+	Actor    string
+}
+
+// UpdateLocation changes a location. Deactivating (or activating) it
+// takes the stop-sale lock first, as a stop-sale does (see
+// queueStopSale): once it returns, no hold batch that read the location
+// active is still running, so no hold committed after it takes stock
+// there. Its holds finish normally.
+func (s *Service) UpdateLocation(ctx context.Context, c LocationChange) (Location, error) {
+	if err := domain.ValidName("location", c.ID); err != nil {
+		return Location{}, err
+	}
+	if c.Name == nil && c.Priority == nil && c.Active == nil {
+		return Location{}, domain.Invalid("give at least one of name, priority and active")
+	}
+	if c.Name != nil {
+		if err := validLocationName(*c.Name); err != nil {
+			return Location{}, err
+		}
+	}
+	if c.Priority != nil {
+		if err := validPriority(*c.Priority); err != nil {
+			return Location{}, err
+		}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		if c.Active != nil {
+			if err := q.StopSaleLock(ctx); err != nil {
+				return fmt.Errorf("take the stop-sale lock: %w", err)
+			}
+		}
+		_, err := q.LocationUpdate(ctx, db.LocationUpdateParams{
+			ID: c.ID, Name: c.Name, Priority: c.Priority, Active: c.Active, UpdatedBy: &c.Actor, UpdatedKey: domain.KeyName(ctx),
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errUnknownLocation(c.ID, false)
+		}
+		return err
+	})
+	if err != nil {
+		return Location{}, err
+	}
+	s.log.InfoContext(ctx, "location changed", "location", c.ID, "actor", c.Actor,
+		"name", domain.Value(c.Name), "priority", c.Priority, "active", c.Active)
+	return s.Location(ctx, c.ID)
+}
+
+// errUnknownLocation is the refusal of a location that does not exist:
+// named in the body (reference: 422) or addressed by the path (404).
+func errUnknownLocation(id string, reference bool) error {
+	return &domain.Error{Code: domain.CodeUnknownLocation, Reference: reference, Location: id,
+		Detail: fmt.Sprintf("location %q does not exist (POST /v1/locations adds one)", id)}
+}
+
+// errStopSaleAt is the refusal of a hold at a location whose sales are
+// stopped.
+func errStopSaleAt(location, reason string) error {
+	return &domain.Error{Code: domain.CodeStopSale, Location: location,
+		Detail: fmt.Sprintf("sales are stopped at %s (%s): no new holds there until an operator lifts it; confirms, releases and reads go on", location, reason)}
+}
+
+// locationOr is location, or DefaultLocation when it is empty: a write
+// that names no location is at DefaultLocation.
+func locationOr(location string) string {
+	if location == "" {
+		return DefaultLocation
+	}
+	return location
+}
+
+// RequireLocations is requireLocations in the caller's transaction: a
+// campaign's allotments name where they are carved from.
+func RequireLocations(ctx context.Context, tx pgx.Tx, ids ...string) error {
+	return requireLocations(ctx, db.New(tx), ids...)
+}
+
+// At is " at location", or nothing for the default location: how messages
+// name where a row is.
+func At(location string) string { return at(location) }
+
+// requireLocations checks that every one of ids exists (the stock rows a
+// write creates must be somewhere real): unknown_location naming the
+// first that does not, as a reference from the request's body.
+func requireLocations(ctx context.Context, q *db.Queries, ids ...string) error {
+	var want []string
+	for _, id := range ids {
+		if id != DefaultLocation && !slices.Contains(want, id) {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	found, err := q.LocationsGet(ctx, want)
+	if err != nil {
+		return fmt.Errorf("look up locations: %w", err)
+	}
+	for _, id := range want {
+		if !slices.ContainsFunc(found, func(l db.Location) bool { return l.ID == id }) {
+			return errUnknownLocation(id, true)
+		}
+	}
+	return nil
+}
+
+// ValidLocations checks a list of locations a key may be bound to: names,
+// at most MaxLocationsPerKey, each existing.
+func (s *Service) ValidLocations(ctx context.Context, ids []string) error {
+	if len(ids) == 0 || len(ids) > MaxLocationsPerKey {
+		return domain.Invalid("locations must name 1 to %d locations", MaxLocationsPerKey)
+	}
+	for i, id := range ids {
+		if err := domain.ValidName(fmt.Sprintf("locations[%d]", i), id); err != nil {
+			return err
+		}
+	}
+	q := db.New(s.pool)
+	found, err := q.LocationsGet(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(found, func(l db.Location) bool { return l.ID == id }) {
+			return errUnknownLocation(id, true)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+-- Locations (POST/GET/PATCH /v1/locations): where stock is.
+
+-- name: LocationCreate :one
+-- LocationCreate adds a location; no row when the id is taken.
+INSERT INTO locations (id, name, priority, active, created_by, created_key)
+VALUES (@id, @name, @priority, @active, @created_by, sqlc.narg('created_key'))
+ON CONFLICT (id) DO NOTHING
+RETURNING *;
+
+-- name: LocationGet :one
+SELECT * FROM locations WHERE id = @id;
+
+-- name: LocationsGet :many
+-- LocationsGet returns the locations among ids that exist.
+SELECT * FROM locations WHERE id = ANY(@ids::text[]) ORDER BY id COLLATE "C";
+
+-- name: LocationsPage :many
+-- LocationsPage lists up to lim locations after the id given (a keyset
+-- page in id order, byte-wise).
+SELECT * FROM locations
+WHERE sqlc.narg('after')::text IS NULL OR id COLLATE "C" > sqlc.narg('after')::text COLLATE "C"
+ORDER BY id COLLATE "C"
+LIMIT @lim;
+
+-- name: LocationTotals :many
+-- LocationTotals sums the stock of each location among ids, every state,
+-- over every SKU and pool there. It reads every stock row of those
+-- locations (a scan of the stock table): a page of locations, not the hot
+-- path.
+SELECT s.location,
+       count(*)::bigint                   AS rows,
+       sum(s.total)::bigint               AS total,
+       sum(s.available)::bigint           AS available,
+       sum(s.reserved)::bigint            AS reserved,
+       sum(s.sold)::bigint                AS sold,
+       sum(s.quality_control)::bigint     AS quality_control,
+       sum(s.damaged)::bigint             AS damaged,
+       sum(s.safety_stock)::bigint        AS safety_stock,
+       sum(s.incoming)::bigint            AS incoming
+FROM stock s
+WHERE s.location = ANY(@ids::text[])
+GROUP BY s.location;
+
+-- name: LocationLock :one
+SELECT * FROM locations WHERE id = @id FOR UPDATE;
+
+-- name: LocationUpdate :one
+-- LocationUpdate changes whichever of name, priority and active are given.
+UPDATE locations
+SET name = coalesce(sqlc.narg('name')::text, name),
+    priority = coalesce(sqlc.narg('priority')::integer, priority),
+    active = coalesce(sqlc.narg('active')::boolean, active),
+    updated_by = @updated_by, updated_key = sqlc.narg('updated_key'), updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: LocationStopSaleSet :one
+-- LocationStopSaleSet stops sales at one location (a reason) or lets them
+-- go on (null), with who and when.
+UPDATE locations
+SET stop_sale_reason = sqlc.narg('reason')::text, stop_sale_actor = @actor, stop_sale_key = sqlc.narg('actor_key'),
+    stop_sale_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: LocationsStopped :many
+-- LocationsStopped lists the locations whose sales are stopped.
+SELECT * FROM locations WHERE stop_sale_reason IS NOT NULL ORDER BY id COLLATE "C";
+
+-- Transfers between locations (POST/GET /v1/transfers).
+
+-- name: TransferCreate :one
+INSERT INTO transfers (id, sku, pool, from_location, to_location, quantity, reason, actor, actor_key)
+VALUES (@id, @sku, @pool, @from_location, @to_location, @quantity, @reason, @actor, sqlc.narg('actor_key'))
+RETURNING *;
+
+-- name: TransferGet :one
+SELECT * FROM transfers WHERE id = @id;
+
+-- name: TransferLock :one
+-- TransferLock locks a transfer before the stock rows it moves, the order
+-- every change of a transfer takes its locks in.
+SELECT * FROM transfers WHERE id = @id FOR UPDATE;
+
+-- name: TransferSet :one
+-- TransferSet records a transfer's receipts and losses and, when it
+-- finishes, its status, who finished it and why.
+UPDATE transfers
+SET received = @received, lost = @lost, status = @status, updated_at = now(),
+    finished_at = CASE WHEN @status::text <> 'in_transit' THEN now() END,
+    finished_by = CASE WHEN @status::text <> 'in_transit' THEN sqlc.narg('finished_by')::text END,
+    finish_reason = CASE WHEN @status::text <> 'in_transit' THEN sqlc.narg('finish_reason')::text END
+WHERE id = @id
+RETURNING *;
+
+-- name: TransfersPage :many
+-- TransfersPage lists up to lim transfers, oldest first, after the one
+-- given (a keyset on (created_at, id)), with the status given or any.
+SELECT t.* FROM transfers t
+WHERE (sqlc.narg('status')::text IS NULL OR t.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('sku')::text IS NULL OR t.sku = sqlc.narg('sku')::text)
+  AND (sqlc.narg('after_id')::uuid IS NULL OR (t.created_at, t.id) > (
+        SELECT a.created_at, a.id FROM transfers a WHERE a.id = sqlc.narg('after_id')::uuid))
+ORDER BY t.created_at, t.id
+LIMIT @lim;
+
+-- Stock counts (POST /v1/skus/{sku}/counts).
+
+-- name: StockCountRecord :one
+INSERT INTO stock_counts (sku, location, pool, counted, on_shelf, difference, short_of_held, forced, reason, actor, actor_key)
+VALUES (@sku, @location, @pool, @counted, @on_shelf, @difference, @short_of_held, @forced, @reason, @actor, sqlc.narg('actor_key'))
+RETURNING *;
+
+-- name: StockCountsRecent :many
+-- StockCountsRecent is the latest counts (of one SKU, or all), newest
+-- first: the console's list of counts and their differences.
+SELECT * FROM stock_counts
+WHERE sqlc.narg('sku')::text IS NULL OR sku = sqlc.narg('sku')::text
+ORDER BY id DESC
+LIMIT @lim;
+
+-- name: ReservationsHeldOnPool :many
+-- ReservationsHeldOnPool lists the held holds with a line on one stock
+-- row, soonest to expire first, up to lim: the holds at risk when a count
+-- finds fewer units on the shelf than they hold.
+SELECT r.id, r.order_ref, r.expires_at, x.quantity
+FROM reservation_lines x
+JOIN reservations r ON r.id = x.reservation_id
+WHERE x.sku = @sku AND x.location = @location AND x.pool = @pool AND r.status = 'held'
+ORDER BY r.expires_at, r.id
+LIMIT @lim;
