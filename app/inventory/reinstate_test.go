@@ -36,7 +36,7 @@ func TestReinstateHoldsTheSameSeats(t *testing.T) {
 	expireLate(t, svc, b, named.ID)
 	again, err := svc.Reinstate(ctx, named.ID, shop)
 	require.NoError(t, err)
-	require.Equal(t, []inventory.Line{{SKU: "SHOW", Pool: "main", Quantity: 2, Units: []string{"A-3", "A-4"}}}, again.Items,
+	require.Equal(t, []inventory.HeldItem{{SKU: "SHOW", Pool: "main", Quantity: 2, Location: "default", Units: []string{"A-3", "A-4"}}}, again.Items,
 		"the same seats, although A-1 and A-2 are free")
 	status, holder := unitsByStatus(t, b.pool, "SHOW")
 	require.Equal(t, "available", status["A-1"])

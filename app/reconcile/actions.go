@@ -160,12 +160,12 @@ func (s *Service) pauseHighRisk(ctx context.Context, runID int64, snap snapshot)
 		if err == nil {
 			continue
 		}
-		failed := fmt.Errorf("high risk %s/%s/%s, not paused: %w", r.sku, r.location, r.pool, err)
+		failed := fmt.Errorf("high risk %s, not paused: %w", rowName(r.stockKey), err)
 		s.log.ErrorContext(ctx, "reconciliation could not pause a pool out of balance", "run_id", runID, "sku", r.sku,
 			"location", r.location, "pool", r.pool, "err", err)
 		errs = append(errs, failed)
 		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.pauseTx(ctx, tx, runID, r, err) }); err != nil {
-			errs = append(errs, fmt.Errorf("record high risk %s/%s/%s: %w", r.sku, r.location, r.pool, err))
+			errs = append(errs, fmt.Errorf("record high risk %s: %w", rowName(r.stockKey), err))
 		}
 	}
 	return found, errors.Join(errs...)
@@ -480,11 +480,15 @@ func rawOrNull(s string) json.RawMessage {
 }
 
 // subject is an alert's subject for a stock row (as inventory names them).
-func subject(k stockKey) string {
+func subject(k stockKey) string { return "sku:" + rowName(k) }
+
+// rowName names a stock row in messages: sku/pool at the default location
+// (as before locations existed), sku@location/pool elsewhere.
+func rowName(k stockKey) string {
 	if k.location == inventory.DefaultLocation {
-		return "sku:" + k.sku + "/" + k.pool
+		return k.sku + "/" + k.pool
 	}
-	return "sku:" + k.sku + "@" + k.location + "/" + k.pool
+	return k.sku + "@" + k.location + "/" + k.pool
 }
 
 // where is ", at location" for a message about a row away from the default
