@@ -1,0 +1,236 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// TestAllocationRacesTransfersMovesCounts races holds allocated across
+// three locations (allocated, named and split lines, multi-line holds)
+// with confirms and releases, transfers between the locations (created,
+// received in part, closed short, cancelled), moves between states,
+// counts and restocks. Meanwhile a watcher reads every stock row: no
+// location is ever below zero in any state. Afterwards the books close per
+// location (dbtest.RequireInvariants: counters against lines and ledger,
+// incoming against the transfers in transit), and every acknowledged hold
+// is where its answer said.
+func TestAllocationRacesTransfersMovesCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	locations := []string{"p1", "p2", "p3"}
+	for i, l := range locations {
+		dbtest.Location(t, b.pool, l, int32(i%2)) // p1 and p3 tie at 0: p1 first by id
+	}
+	skus := []string{"A", "B", "C", "D"}
+	for _, sku := range skus {
+		for _, l := range locations {
+			dbtest.StockInAt(t, b.pool, sku, l, 40)
+		}
+	}
+
+	type acked struct {
+		id    uuid.UUID
+		lines []inventory.Line
+	}
+	var (
+		mu     sync.Mutex
+		holds  []acked
+		errs   = make(chan error, 100)
+		counts sync.Map // outcome -> *atomic.Int64
+		stop   = make(chan struct{})
+	)
+	tally := func(what string) {
+		v, _ := counts.LoadOrStore(what, new(atomic.Int64))
+		v.(*atomic.Int64).Add(1)
+	}
+	// expected says whether err is one of the refusals the work may meet.
+	expected := func(what string, err error, codes ...domain.Code) bool {
+		if err == nil {
+			tally(what + " ok")
+			return true
+		}
+		var de *domain.Error
+		if errors.As(err, &de) && (slices.Contains(codes, de.Code) || de.Code == domain.CodeBusy) {
+			tally(what + " " + string(de.Code))
+			return true
+		}
+		errs <- fmt.Errorf("%s: %w", what, err)
+		return false
+	}
+
+	var work sync.WaitGroup
+	for w := range 6 {
+		work.Add(1)
+		go func() {
+			defer work.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 25))
+			for i := range 60 {
+				var items []inventory.Item
+				for _, sku := range rng.Perm(len(skus))[:1+rng.IntN(2)] {
+					it := inventory.Item{SKU: skus[sku], Quantity: 1 + int64(rng.IntN(4))}
+					switch rng.IntN(4) {
+					case 0:
+						it.Location = locations[rng.IntN(len(locations))]
+					case 1:
+						it.Split, it.Quantity = true, it.Quantity+int64(rng.IntN(10))
+					}
+					items = append(items, it)
+				}
+				r, _, err := svc.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprintf("w%d-%d", w, i), Items: items})
+				if !expected("hold", err, domain.CodeOutOfStock, domain.CodeSKUPaused) || err != nil {
+					continue
+				}
+				mu.Lock()
+				holds = append(holds, acked{id: r.ID, lines: r.Lines()})
+				mu.Unlock()
+				switch rng.IntN(3) {
+				case 0:
+					_, err = svc.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
+					expected("confirm", err)
+				case 1:
+					_, err = svc.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
+					expected("release", err)
+				}
+			}
+		}()
+	}
+	work.Add(1)
+	go func() { // transfers: sent, received in part, closed short or cancelled
+		defer work.Done()
+		rng := rand.New(rand.NewPCG(7, 25))
+		for i := range 40 {
+			from, to := rng.IntN(3), rng.IntN(3)
+			if from == to {
+				to = (to + 1) % 3
+			}
+			tr, _, err := svc.CreateTransferOnce(ctx, key(fmt.Sprint("t", i)), inventory.NewTransfer{SKU: skus[rng.IntN(len(skus))],
+				From: locations[from], To: locations[to], Quantity: 1 + int64(rng.IntN(5)), Reason: "rebalance", Actor: "ops"})
+			if !expected("transfer", err, domain.CodeInsufficientAvailable) || err != nil {
+				continue
+			}
+			step := inventory.TransferStep{ID: tr.ID, Actor: "ops", Reason: "race"}
+			switch rng.IntN(3) {
+			case 0:
+				_, err = svc.CancelTransfer(ctx, step)
+				expected("cancel", err)
+			default:
+				step.Quantity = 1 + int64(rng.IntN(int(tr.Quantity)))
+				_, err = svc.ReceiveTransfer(ctx, step)
+				expected("receive", err)
+				if step.Quantity < tr.Quantity {
+					_, err = svc.CloseTransfer(ctx, step)
+					expected("close", err)
+				}
+			}
+		}
+	}()
+	work.Add(1)
+	go func() { // moves among the states, write-offs, counts and restocks
+		defer work.Done()
+		rng := rand.New(rand.NewPCG(9, 25))
+		states := []string{inventory.StateAvailable, inventory.StateQualityControl, inventory.StateDamaged, inventory.StateSafetyStock}
+		for i := range 60 {
+			sku, loc := skus[rng.IntN(len(skus))], locations[rng.IntN(len(locations))]
+			switch rng.IntN(4) {
+			case 0, 1:
+				to := states[rng.IntN(len(states))]
+				from := states[rng.IntN(len(states))]
+				if from == to {
+					to = inventory.StateLost
+				}
+				_, _, err := svc.MoveOnce(ctx, key(fmt.Sprint("m", i)), inventory.Move{SKU: sku, Location: loc, From: from, To: to,
+					Quantity: 1 + int64(rng.IntN(2)), Reason: "race", Actor: "ops"})
+				expected("move", err, domain.CodeInsufficientAvailable, domain.CodeInsufficientQualityControl,
+					domain.CodeInsufficientDamaged, domain.CodeInsufficientSafetyStock)
+			case 2:
+				st, err := svc.GetStock(ctx, sku) // racing, on purpose: the count may find less than is held by now
+				if err != nil {
+					errs <- err
+					continue
+				}
+				var onShelf int64
+				for _, p := range st.Pools {
+					if p.Location == loc && p.Pool == inventory.MainPool {
+						onShelf = p.Available + p.Reserved + p.QualityControl + p.Damaged + p.SafetyStock
+					}
+				}
+				_, _, err = svc.CountOnce(ctx, key(fmt.Sprint("c", i)), inventory.StockCount{SKU: sku, Location: loc,
+					Counted: max(onShelf+int64(rng.IntN(5))-2, 0), Reason: "race", Actor: "ops"})
+				expected("count", err, domain.CodeCountBelowHeld)
+			default:
+				_, err := svc.Adjust(ctx, inventory.Adjustment{SKU: sku, Location: loc, Delta: 3, Reason: "restock", Actor: "ops"})
+				expected("restock", err)
+			}
+		}
+	}()
+	watched := make(chan int)
+	go func() { // no location ever below zero in any state
+		n := 0
+		defer func() { watched <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var negative int
+			err := b.pool.QueryRow(ctx, `SELECT count(*) FROM stock WHERE least(total, available, reserved, sold,
+				quality_control, damaged, safety_stock, incoming) < 0`).Scan(&negative)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if negative > 0 {
+				errs <- fmt.Errorf("%d stock rows below zero", negative)
+			}
+			n++
+		}
+	}()
+	work.Wait()
+	close(stop)
+	require.Positive(t, <-watched, "the watcher looked")
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+
+	// Every acknowledged hold is where its answer said.
+	require.NotEmpty(t, holds)
+	split := 0
+	for _, h := range holds {
+		got, err := svc.Get(ctx, h.id, inventory.Caller{Name: "shop"})
+		require.NoError(t, err)
+		require.Equal(t, h.lines, got.Lines(), "hold %s", h.id)
+		for _, it := range got.Items {
+			if len(it.Allocations) > 0 {
+				split++
+			}
+		}
+	}
+	var summary []string
+	counts.Range(func(k, v any) bool {
+		summary = append(summary, fmt.Sprintf("%s=%d", k, v.(*atomic.Int64).Load()))
+		return true
+	})
+	slices.Sort(summary)
+	t.Logf("%d holds acknowledged, %d split across locations; %v", len(holds), split, summary)
+	for _, must := range []string{"hold ok", "transfer ok", "receive ok", "close ok", "cancel ok", "move ok", "count ok"} {
+		v, ok := counts.Load(must)
+		require.True(t, ok && v.(*atomic.Int64).Load() > 0, "the race did %s", must)
+	}
+	require.Positive(t, split, "some holds were split")
+}
