@@ -23,8 +23,8 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	fs := flag.NewFlagSet("apikey "+args[0], flag.ContinueOnError)
 	var (
-		name, role string
-		grace      time.Duration
+		name, role, locations string
+		grace                 time.Duration
 	)
 	switch args[0] {
 	case "create", "revoke", "rotate":
@@ -32,6 +32,9 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	if args[0] == "create" || args[0] == "rotate" {
 		fs.StringVar(&role, "role", "", "the key's `role`: shop (holds and reads) or ops (everything)")
+	}
+	if args[0] == "create" {
+		fs.StringVar(&locations, "locations", "", "a shop key's `locations`, comma-separated: its holds take stock only there (a sales channel)")
 	}
 	if args[0] == "rotate" {
 		fs.Func("grace", "how long the old token keeps working, a `duration` such as 1h or 30m (default: it stops at once)", func(v string) error {
@@ -65,7 +68,11 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
 		switch args[0] {
 		case "create":
-			token, err := auth.Create(ctx, pool, name, r)
+			var bound []string
+			if locations != "" {
+				bound = strings.Split(locations, ",")
+			}
+			token, err := auth.CreateBound(ctx, pool, name, r, bound)
 			if errors.Is(err, auth.ErrNameTaken) {
 				return fmt.Errorf("%w: rotate it (apikey rotate --name %s) or revoke it first", err, name)
 			}

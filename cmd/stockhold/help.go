@@ -22,12 +22,17 @@ commands:
                      manage API keys; create and rotate print the token on the last line
   rollback           enqueue a manual rollback (rollback resume ID: resume a stranded one)
   reconcile          check the books now and print the findings; exit 1 on high risk
-  stop-sale on|off|status [--client NAME]
-                     stop or restart every new hold, or one channel's, or show the switches
+  stop-sale on|off|status [--client NAME | --location L]
+                     stop or restart every new hold, or one channel's or location's, or show the switches
   repair             preview, or with --apply make, a repair of a pool's books
   report             the daily report of a business day: units per pool and campaign, reconciliations
   stock import|export
                      apply a CSV of stock changes (resumable), or write every stock row as CSV
+  locations list|create|update
+                     where stock is: warehouses, stores, with their priority and totals
+  transfer create|receive|close|cancel|list
+                     stock on its way from one location to another
+  count              preview, or with --apply record, a stock count and its difference
   webhook-listen     a webhook receiver for trying stockhold: verifies signatures, prints events
   config             every setting: its value, its default and what it does (secrets masked)
   version            the module version, VCS revision and Go version of this binary
@@ -92,10 +97,13 @@ it. Tokens are stored only as SHA-256 and shown once.`,
 		group:   []string{"create", "list", "revoke", "rotate"},
 	},
 	"apikey create": {
-		synopsis: "apikey create --name N --role shop|ops",
+		synopsis: "apikey create --name N --role shop|ops [--locations L1,L2]",
 		about: `Creates an API key and prints its token alone on the last line. A name in use by
-another key is refused: rotate that key, or revoke it first.`,
-		example: "stockhold apikey create --name shop-eu --role shop\nstockhold apikey create --name alice --role ops | tail -n 1",
+another key is refused: rotate that key, or revoke it first. --locations binds a shop key
+to those locations (a sales channel): its holds allocate only there, and a line naming
+another location is refused (403 location_not_allowed). A rotation keeps the binding.`,
+		example: "stockhold apikey create --name shop-eu --role shop\nstockhold apikey create --name shop-fr --role shop --locations paris,lyon\n" +
+			"stockhold apikey create --name alice --role ops | tail -n 1",
 	},
 	"apikey list": {
 		synopsis: "apikey list",
@@ -116,22 +124,94 @@ required; otherwise it defaults to the old key's).`,
 		example: "stockhold apikey rotate --name shop-eu --grace 1h",
 	},
 	"stop-sale": {
-		synopsis: "stop-sale on|off|status [--client NAME] [--operator O --reason R]",
+		synopsis: "stop-sale on|off|status [--client NAME | --location L] [--operator O --reason R]",
 		about: `The switch for everything, or with --client the switch of one channel: the key owner NAME
-(stockhold apikey list). 'on' refuses every new hold (by NAME's keys only, with --client:
-the API answers 503 stop_sale with Retry-After) until 'off'; reads, confirms and releases
-go on, and so do other clients. Each flip records who (--operator, and the database user
-as the key) and why (--reason, required both ways), and waits for the holds being decided
-at that moment, so none decided before it commits after. 'off' prints what it lifted: who
-turned the switch on, why, and the rule if a protection rule did (STOCKHOLD_TRIP_STOP_SALE).
-'status' prints every switch.`,
+(stockhold apikey list), or with --location the switch of one location. 'on' refuses every
+new hold (by NAME's keys only, with --client; at L only, with --location, where allocation
+skips it: the API answers 503 stop_sale with Retry-After) until 'off'; reads, confirms and
+releases go on, and so do other clients and locations. Each flip records who (--operator,
+and the database user as the key) and why (--reason, required both ways), and waits for the
+holds being decided at that moment, so none decided before it commits after. 'off' prints
+what it lifted: who turned the switch on, why, and the rule if a protection rule did
+(STOCKHOLD_TRIP_STOP_SALE). 'status' prints every switch.`,
 		example: `stockhold stop-sale on --operator alice --reason "payment provider down"
 stockhold stop-sale status
 stockhold stop-sale off --operator alice --reason "payments back"
-stockhold stop-sale on --client shop-eu --operator alice --reason "EU storefront oversells"`,
+stockhold stop-sale on --client shop-eu --operator alice --reason "EU storefront oversells"
+stockhold stop-sale on --location berlin --operator alice --reason "flooded"`,
+	},
+	"locations": {
+		synopsis: "locations list|create|update [flags]",
+		about: `Where stock is. Every row from before locations existed is at 'default'. A hold line
+that names no location is allocated among the active locations, lowest priority first
+(ties by id): the first that can fill the whole line.`,
+		example: "stockhold locations create --id berlin --name Berlin --priority 1 --operator alice\nstockhold locations list",
+		group:   []string{"list", "create", "update"},
+	},
+	"locations list": {
+		synopsis: "locations list",
+		about:    "Lists every location with its priority, whether it takes holds, and its stock summed over every SKU, every state.",
+		example:  "stockhold locations list",
+	},
+	"locations create": {
+		synopsis: "locations create --id ID [--name N] [--priority P] --operator O",
+		about:    "Adds a location (a warehouse, a store). Allocation takes the lowest priority first.",
+		example:  "stockhold locations create --id berlin --name Berlin --priority 1 --operator alice",
+	},
+	"locations update": {
+		synopsis: "locations update --id ID [--name N] [--priority P] [--active true|false] --operator O",
+		about: `Changes a location's name, priority or whether it takes new holds. --active false waits
+for the holds being decided at that moment: once it returns, no new hold takes stock there;
+its holds finish normally.`,
+		example: "stockhold locations update --id berlin --active false --operator alice",
+	},
+	"transfer": {
+		synopsis: "transfer create|receive|close|cancel|list [flags]",
+		about: `Stock on its way between locations. create takes the units out of available at --from
+(they leave its total) and shows them as incoming at --to; receive moves some into
+available there; close writes off what never arrived (ledger kind loss); cancel, before
+any receipt, gives them back. Each step is in the ledger with who and why.`,
+		example: `stockhold transfer create --sku A1 --from paris --to berlin --quantity 5 --operator alice --reason rebalance
+stockhold transfer list --status in_transit`,
+		group: []string{"create", "receive", "close", "cancel", "list"},
+	},
+	"transfer create": {
+		synopsis: "transfer create --sku S [--pool P] --from L --to L --quantity N --operator O --reason R",
+		about:    "Sends N units; prints the transfer and, on the last line, its id.",
+		example:  "stockhold transfer create --sku A1 --from paris --to berlin --quantity 5 --operator alice --reason rebalance",
+	},
+	"transfer receive": {
+		synopsis: "transfer receive ID --quantity N --operator O [--reason R]",
+		about:    "Records N units of the transfer arrived (partial receipts allowed); more than is in transit is refused.",
+		example:  "stockhold transfer receive 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10 --quantity 3 --operator bob",
+	},
+	"transfer close": {
+		synopsis: "transfer close ID --operator O --reason R",
+		about:    "Ends the transfer: what never arrived is written off as lost in transit.",
+		example:  "stockhold transfer close 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10 --operator bob --reason \"pallet 2 lost\"",
+	},
+	"transfer cancel": {
+		synopsis: "transfer cancel ID --operator O --reason R",
+		about:    "Gives the transfer's units back to where they came from; refused once any was received.",
+		example:  "stockhold transfer cancel 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10 --operator bob --reason \"wrong SKU\"",
+	},
+	"transfer list": {
+		synopsis: "transfer list [--status S]",
+		about:    "Lists transfers, oldest first, with how long each has been on its way.",
+		example:  "stockhold transfer list --status in_transit",
+	},
+	"count": {
+		synopsis: "count --sku S [--location L] [--pool P] --counted N --operator O --reason R [--force] [--apply]",
+		about: `A stock count: --counted is what is on the shelf and not sold (available + reserved +
+quality control + damaged + safety stock). Without --apply it prints the difference and
+changes nothing; with --apply it records it (ledger kind count): the difference goes to
+available. A count below what holds hold there is refused unless --force, which records it,
+pauses the pool and raises a critical alert naming the holds at risk.`,
+		example: `stockhold count --sku A1 --location berlin --counted 9 --operator alice --reason "monthly count"
+stockhold count --sku A1 --location berlin --counted 9 --operator alice --reason "monthly count" --apply`,
 	},
 	"repair": {
-		synopsis: "repair --sku S [--pool P] --to ledger|counters --operator O --reason R [--ref REF ...] [--apply]",
+		synopsis: "repair --sku S [--location L] [--pool P] --to ledger|counters --operator O --reason R [--ref REF ...] [--apply]",
 		about: `Closes the gap between a pool's counters and its ledger, one side taken as right: --to ledger
 sets the counters to what the ledger sums to; --to counters writes one ledger row (kind
 repair) that accepts the counters. Without --apply it prints the counters before and
@@ -155,7 +235,7 @@ of pools at once; --json prints that answer.`,
 stockhold report --date 2026-12-01 --tz Asia/Shanghai --json`,
 	},
 	"rollback": {
-		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--held-before T]) [--cutoff T] [--dry-run]",
+		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--location L] [--held-before T] | --location L [--held-before T]) [--cutoff T] [--dry-run]",
 		about: `Enqueues a manual rollback job, recorded with who and why, and prints its request id on
 the last line; a serving instance's workers run it (follow it with GET /v1/rollbacks/ID).
 Give exactly one scope; a --sku with no stock row is refused (exit 2). Holds made after

@@ -3,13 +3,16 @@
 //
 //	stockhold serve                      HTTP API + job workers
 //	stockhold migrate up|down|status     goose migrations, River's included
-//	stockhold apikey create --name N --role shop|ops
+//	stockhold apikey create --name N --role shop|ops [--locations L1,L2]
 //	stockhold apikey list | revoke --name N | rotate --name N [--role R] [--grace D]
 //	stockhold rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P]) [--dry-run]
 //	stockhold rollback resume ID [--operator O]
 //	stockhold reconcile [--sku S]... [--incremental | --deep]  check the books now; exit 1 on high risk
 //	stockhold stock import FILE.csv      apply sku,pool,delta or sku,pool,set_total rows, resumable
 //	stockhold stock export [--out FILE]  every stock row as CSV
+//	stockhold locations list|create|update            where stock is
+//	stockhold transfer create|receive|close|cancel|list  stock between locations
+//	stockhold count --sku S --counted N ... [--apply]  a stock count
 //	stockhold webhook-listen --secret S  a webhook receiver that verifies signatures
 //	stockhold config                     every setting: value, default, meaning
 //	stockhold version                    module version, VCS revision, Go version
@@ -81,6 +84,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = report(ctx, args[1:], getenv, stdout, stderr)
 	case "stock":
 		err = stock(ctx, args[1:], getenv, stdout, stderr)
+	case "locations":
+		err = locationsCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "transfer":
+		err = transferCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "count":
+		err = countCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "webhook-listen":
 		err = webhookListen(ctx, args[1:], stdout, stderr)
 	case "config":

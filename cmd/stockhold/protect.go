@@ -12,13 +12,15 @@ import (
 )
 
 // stopSale shows or flips the switch for everything, or with --client one
-// client's: on stops new holds, off lets them in again (and prints what
-// it lifted), status prints the switches.
+// client's, or with --location one location's: on stops new holds, off
+// lets them in again (and prints what it lifted), status prints the
+// switches.
 func stopSale(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stop-sale", flag.ContinueOnError)
 	operator := fs.String("operator", "", "who flips it, for the record (required for on and off)")
 	reason := fs.String("reason", "", "why, for the record (required for on and off)")
 	client := fs.String("client", "", "the key owner `name` whose holds alone to stop (default: everything)")
+	location := fs.String("location", "", "the `location` whose sales alone to stop (default: everything)")
 	verb := ""
 	if len(args) > 0 && (args[0] == "on" || args[0] == "off" || args[0] == "status") {
 		verb, args = args[0], args[1:]
@@ -41,13 +43,19 @@ func stopSale(ctx context.Context, args []string, getenv func(string) string, st
 			}
 			printStopSale(stdout, "", "last switched", all.StopSale)
 			for _, st := range all.Clients {
-				if *client == "" || st.Client == *client {
+				if *location == "" && (*client == "" || st.Client == *client) {
+					printStopSale(stdout, "", "last switched", st)
+				}
+			}
+			for _, st := range all.Locations {
+				if *client == "" && (*location == "" || st.Location == *location) {
 					printStopSale(stdout, "", "last switched", st)
 				}
 			}
 			return nil
 		}
-		st, err := svc.Inventory.SetStopSale(ctx, inventory.StopSaleChange{Client: *client, Active: verb == "on", Reason: *reason, Actor: *operator})
+		st, err := svc.Inventory.SetStopSale(ctx, inventory.StopSaleChange{Client: *client, Location: *location, Active: verb == "on",
+			Reason: *reason, Actor: *operator})
 		if err != nil {
 			return err
 		}
@@ -61,8 +69,11 @@ func stopSale(ctx context.Context, args []string, getenv func(string) string, st
 
 func printStopSale(w io.Writer, prefix, switched string, st inventory.StopSale) {
 	what, whose := "stop-sale", "every new hold"
-	if st.Client != "" {
+	switch {
+	case st.Client != "":
 		what, whose = "stop-sale for "+st.Client, "every new hold by its keys"
+	case st.Location != "":
+		what, whose = "stop-sale at "+st.Location, "every new hold there"
 	}
 	state := "off: holds are taken"
 	if st.Active {
@@ -84,6 +95,7 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
 	var req inventory.RepairRequest
 	fs.StringVar(&req.SKU, "sku", "", "the `SKU` to repair (required)")
+	fs.StringVar(&req.Location, "location", "", "the `location` (default: default)")
 	fs.StringVar(&req.Pool, "pool", "", "the `pool` (default main)")
 	fs.StringVar(&req.To, "to", "", "`ledger` (set the counters from the ledger) or counters (one ledger row accepts them) (required)")
 	fs.StringVar(&req.Actor, "operator", "", "who repairs, for the record (required)")

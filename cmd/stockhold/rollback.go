@@ -41,6 +41,7 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&req.Scope.Campaign, "campaign", "", "release this `campaign`'s unpaid holds")
 	fs.StringVar(&req.Scope.SKU, "sku", "", "release the holds on this `SKU`'s pool")
 	fs.StringVar(&req.Scope.Pool, "pool", "", "with --sku: the `pool` (default main)")
+	fs.StringVar(&req.Scope.Location, "location", "", "with --sku: only its lines at this `location`; alone: every hold with a line there")
 	fs.StringVar(&heldBefore, "held-before", "", "with --sku: only holds made before this `time`: "+timeForms+" (default: now)")
 	fs.StringVar(&cutoff, "cutoff", "", "with any scope: only holds made before this `time`, such as a dry run's requested_at: "+timeForms+" (default: now)")
 	fs.BoolVar(&req.DryRun, "dry-run", false, "count what would be released and change nothing")
@@ -173,16 +174,17 @@ func rollbackFlagsValid(req rollbacks.Request, heldBefore bool) error {
 		return fmt.Errorf("%w: %s %s required: a rollback is recorded with who asked and why", errUsage, strings.Join(missing, " and "), verb)
 	}
 	scopes := 0
-	for _, given := range []bool{len(req.Scope.ReservationIDs) > 0, req.Scope.Campaign != "", req.Scope.SKU != ""} {
+	for _, given := range []bool{len(req.Scope.ReservationIDs) > 0, req.Scope.Campaign != "", req.Scope.SKU != "",
+		req.Scope.SKU == "" && req.Scope.Location != ""} {
 		if given {
 			scopes++
 		}
 	}
-	if req.Scope.SKU == "" && (req.Scope.Pool != "" || heldBefore) {
-		return fmt.Errorf("%w: --pool and --held-before go with --sku", errUsage)
+	if req.Scope.SKU == "" && (req.Scope.Pool != "" || heldBefore && req.Scope.Location == "") {
+		return fmt.Errorf("%w: --pool and --held-before go with --sku (--held-before also with --location)", errUsage)
 	}
 	if scopes != 1 {
-		return fmt.Errorf("%w: give exactly one scope: --reservation ID (repeatable), --campaign C, or --sku S (with --pool and --held-before)", errUsage)
+		return fmt.Errorf("%w: give exactly one scope: --reservation ID (repeatable), --campaign C, --sku S (with --pool, --location and --held-before), or --location L", errUsage)
 	}
 	return nil
 }
@@ -191,7 +193,7 @@ func rollbackFlagsValid(req rollbacks.Request, heldBefore bool) error {
 // speaks of.
 var apiFields = strings.NewReplacer(
 	"reservation_ids", "--reservation", "held_before", "--held-before", "cutoff", "--cutoff", "campaign", "--campaign",
-	"sku", "--sku", "pool", "--pool", "operator", "--operator", "reason", "--reason",
+	"sku", "--sku", "pool", "--pool", "location", "--location", "operator", "--operator", "reason", "--reason",
 )
 
 // asFlags rewrites a validation message in terms of flags.

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/dbtest"
+)
+
+// TestLocationCommands walks the commands of locations, transfers and
+// counts: two warehouses, stock sent between them, received short and
+// closed, a count previewed then applied, a shop key bound to one of them.
+func TestLocationCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
+	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "USER": "carol"}
+	getenv := func(k string) string { return env[k] }
+	cmd := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, args, getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	ok := func(args ...string) string {
+		t.Helper()
+		code, out, errs := cmd(args...)
+		require.Equal(t, 0, code, "%v: %s", args, errs)
+		return out
+	}
+
+	require.Contains(t, ok("locations", "create", "--id", "paris", "--name", "Paris", "--priority", "1", "--operator", "alice"),
+		"created location paris (Paris), priority 1")
+	ok("locations", "create", "--id", "berlin", "--priority", "2", "--operator", "alice")
+	dbtest.StockInAt(t, pool, "A1", "paris", 10)
+
+	out := ok("transfer", "create", "--sku", "A1", "--from", "paris", "--to", "berlin", "--quantity", "6", "--operator", "alice", "--reason", "rebalance")
+	require.Contains(t, out, "6 of A1 (pool main) from paris to berlin, in_transit")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	id := lines[len(lines)-1]
+	require.Contains(t, ok("transfer", "list", "--status", "in_transit"), id)
+	require.Contains(t, ok("transfer", "receive", id, "--quantity", "4", "--operator", "bob"), "4 received, 0 lost, 2 in transit")
+	require.Contains(t, ok("transfer", "close", id, "--operator", "bob", "--reason", "pallet 2 lost"), "closed: 4 received, 2 lost, 0 in transit")
+	code, _, errs := cmd("transfer", "cancel", id, "--operator", "bob", "--reason", "x")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "transfer_not_in_transit")
+
+	list := ok("locations", "list")
+	require.Regexp(t, `berlin\s+berlin\s+2\s+true\s+4\s+4\s`, list)
+	require.Regexp(t, `paris\s+Paris\s+1\s+true\s+4\s+4\s`, list)
+
+	require.Contains(t, ok("count", "--sku", "A1", "--location", "berlin", "--counted", "3", "--operator", "alice", "--reason", "monthly"),
+		"counted 3, the counters said 4: difference -1\ndry run: nothing changed")
+	require.Contains(t, ok("count", "--sku", "A1", "--location", "berlin", "--counted", "3", "--operator", "alice", "--reason", "monthly", "--apply"),
+		"recorded as count")
+	require.Regexp(t, `berlin\s+berlin\s+2\s+true\s+3\s+3\s`, ok("locations", "list"))
+
+	require.Contains(t, ok("locations", "update", "--id", "berlin", "--active", "false", "--operator", "alice"), "active false")
+
+	out = ok("apikey", "create", "--name", "shop-fr", "--role", "shop", "--locations", "paris")
+	keys, err := auth.List(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, []string{"paris"}, keys[0].Locations)
+	code, _, errs = cmd("apikey", "create", "--name", "shop-x", "--role", "shop", "--locations", "madrid")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, `location "madrid" does not exist`)
+	require.NotEmpty(t, out)
+}
