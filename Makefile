@@ -63,7 +63,7 @@ readme:
 ## screenshots: retake docs/screenshots with the console's browser test
 screenshots:
 	@set -eo pipefail; $(WITH_DB); \
-	UPDATE_SCREENSHOTS=1 go test -count=1 -run 'TestBrowserOperatorFlow|TestBrowserSeatMap' ./app/console/
+	UPDATE_SCREENSHOTS=1 go test -count=1 -run 'TestBrowserOperatorFlow|TestBrowserSeatMap|TestBrowserLocations' ./app/console/
 
 ## bench: a real server on the dev database driven over HTTP, scenario by
 ## scenario, against the bare-SQL hold at the same concurrency (BENCH_FLAGS: -json, -duration, -scenarios...)

@@ -20,7 +20,7 @@ import (
 // one button: the form's fields as the preview read them, and the nonce
 // that makes the apply idempotent.
 type adjustPreview struct {
-	Pool, Delta, Reason, Ref, Nonce string
+	Location, Pool, Delta, Reason, Ref, Nonce string
 }
 
 // adjust previews (dry run: the stock as the adjustment would leave it,
@@ -37,7 +37,7 @@ func (c *Console) adjust(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return c.refused(w, r, back, domain.Invalid("the change must be a whole number of units, + to add, - to take away"))
 	}
-	a := inventory.Adjustment{SKU: sku, Pool: f.Get("pool"), Delta: delta, Reason: strings.TrimSpace(f.Get("reason")),
+	a := inventory.Adjustment{SKU: sku, Location: f.Get("location"), Pool: f.Get("pool"), Delta: delta, Reason: strings.TrimSpace(f.Get("reason")),
 		Ref: strings.TrimSpace(f.Get("ref")), Actor: op.Key.Name}
 	if f.Get("apply") != "true" {
 		st, err := c.Inventory.AdjustPreview(r.Context(), a)
@@ -46,10 +46,10 @@ func (c *Console) adjust(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 		// The nonce rides in the preview's address, so the page it shows
 		// (reloaded, or gone back to) applies this preview once.
-		q := url.Values{"adjust_pool": {a.Pool}, "adjust_delta": {strconv.FormatInt(delta, 10)}, "adjust_reason": {a.Reason}, "adjust_ref": {a.Ref},
+		q := url.Values{"adjust_location": {a.Location}, "adjust_pool": {a.Pool}, "adjust_delta": {strconv.FormatInt(delta, 10)}, "adjust_reason": {a.Reason}, "adjust_ref": {a.Ref},
 			"adjust_nonce": {randomToken()}}
 		return c.done(w, r, back+"?"+q.Encode(), false, "Preview, nothing changed: %s %s would leave %s.",
-			signed(delta), poolOf(sku, a.Pool), counters(st, a.Pool))
+			signed(delta), poolOf(sku, a.Location, a.Pool), counters(st, a.Location, a.Pool))
 	}
 	type applied struct {
 		Stock inventory.Stock
@@ -65,7 +65,7 @@ func (c *Console) adjust(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return c.refused(w, r, back, err)
 	}
-	msg := fmt.Sprintf("Adjusted %s by %s: now %s.", poolOf(sku, a.Pool), signed(delta), counters(out.Stock, a.Pool))
+	msg := fmt.Sprintf("Adjusted %s by %s: now %s.", poolOf(sku, a.Location, a.Pool), signed(delta), counters(out.Stock, a.Location, a.Pool))
 	if out.Check != nil {
 		msg += fmt.Sprintf(" Reconciliation #%d afterwards: %d high-risk findings.", out.Check.ID, out.Check.HighRisk)
 	}
@@ -74,20 +74,23 @@ func (c *Console) adjust(w http.ResponseWriter, r *http.Request, op who) error {
 
 func signed(n int64) string { return fmt.Sprintf("%+d", n) }
 
-func poolOf(sku, pool string) string {
+func poolOf(sku, location, pool string) string {
 	if pool == "" {
 		pool = inventory.MainPool
 	}
-	return fmt.Sprintf("%s (pool %s)", sku, pool)
+	return fmt.Sprintf("%s (pool %s)%s", sku, pool, inventory.At(location))
 }
 
-// counters says one pool's counters in words.
-func counters(st inventory.Stock, pool string) string {
+// counters says one pool's counters at a location in words.
+func counters(st inventory.Stock, location, pool string) string {
 	if pool == "" {
 		pool = inventory.MainPool
 	}
+	if location == "" {
+		location = inventory.DefaultLocation
+	}
 	for _, p := range st.Pools {
-		if p.Pool == pool {
+		if p.Pool == pool && p.Location == location {
 			return fmt.Sprintf("total %d, available %d, reserved %d, sold %d", p.Total, p.Available, p.Reserved, p.Sold)
 		}
 	}

@@ -290,3 +290,85 @@ func TestBrowserSeatMap(t *testing.T) {
 		chromedp.WaitVisible(`form[action$="/release"]`),
 	))
 }
+
+// TestBrowserLocations shows a SKU per location with every state (two
+// warehouses, a hold allocated to the first, units moved to damaged and
+// to quality control, a transfer on its way), and the locations page:
+// each location's totals, the transfer in transit with its age, a count
+// with its difference. At phone width nothing scrolls sideways. Its
+// screenshots are docs/screenshots/locations-sku.png and locations.png.
+func TestBrowserLocations(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	e := setup(t)
+	bg := context.Background()
+	inv := e.app.Inventory
+	key := func(k string) idempotency.Key { return idempotency.NewKey("alice", k) }
+	for i, l := range []string{"paris", "berlin"} {
+		_, _, err := inv.CreateLocationOnce(bg, key(l), inventory.NewLocation{ID: l, Name: strings.ToUpper(l[:1]) + l[1:], Priority: int32(i + 1), Actor: "alice"})
+		require.NoError(t, err)
+	}
+	for loc, n := range map[string]int64{"paris": 20, "berlin": 12} {
+		_, err := inv.Adjust(bg, inventory.Adjustment{SKU: "MUG", Location: loc, Delta: n, Reason: "delivery", Actor: "alice"})
+		require.NoError(t, err)
+	}
+	_, _, err := inv.Hold(bg, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: "o-1", OrderRef: "o-1", Items: []inventory.Item{{SKU: "MUG", Quantity: 3}}})
+	require.NoError(t, err)
+	_, _, err = inv.MoveOnce(bg, key("dropped"), inventory.Move{SKU: "MUG", Location: "berlin", From: "available", To: "damaged", Quantity: 2, Reason: "dropped", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = inv.MoveOnce(bg, key("check"), inventory.Move{SKU: "MUG", Location: "paris", From: "available", To: "quality_control", Quantity: 1, Reason: "returned, to check", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = inv.CreateTransferOnce(bg, key("rebalance"), inventory.NewTransfer{SKU: "MUG", From: "paris", To: "berlin", Quantity: 5, Reason: "rebalance", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = inv.CountOnce(bg, key("count"), inventory.StockCount{SKU: "MUG", Location: "berlin", Counted: 9, Reason: "monthly count", Actor: "alice"})
+	require.NoError(t, err)
+
+	text := func(sel string) string {
+		s, err := chromedp.Run(ctx, chromedp.Text(sel))
+		require.NoError(t, err)
+		return s
+	}
+	fits := func(page string) {
+		t.Helper()
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+		require.NoError(t, err)
+		require.False(t, wide, "%s is wider than the phone", page)
+	}
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/"),
+		chromedp.WaitVisible(`input[name=key]`),
+		chromedp.SendKeys(`input[name=key]`, e.ops),
+		chromedp.Click(`form[action="/ops/signin"] button`),
+		chromedp.WaitVisible(`.tiles`),
+		chromedp.Navigate(e.base+"/ops/skus/MUG"),
+		chromedp.WaitVisible(`table.bylocation`),
+	))
+	rows := text(`table.bylocation`)
+	// paris: 20 in, 3 held, 1 to quality control, 5 sent: 11 available.
+	require.Regexp(t, `paris\s+main\s+11\s+3\s+0\s+1\s+0\s+0\s+15\s+0\s+on sale`, rows)
+	// berlin: 12 in, 2 damaged, 5 on their way, counted 9 on the shelf (three less).
+	require.Regexp(t, `berlin\s+main\s+7\s+0\s+0\s+0\s+2\s+0\s+9\s+5\s+on sale`, rows)
+	require.Contains(t, text(`table.ledger`), "incoming +5")
+	fits("the SKU's page")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(`nav a[href="/ops/locations"]`),
+		chromedp.WaitVisible(`table.transfers`),
+	))
+	require.Regexp(t, `paris\s+Paris\s+1\s+taken\s+11\s+3\s+0\s+1\s+0\s+0\s+15\s+0`, text(`table.locations`))
+	transit := text(`table.transfers`)
+	require.Contains(t, transit, "MUG")
+	require.Regexp(t, `paris\s+berlin\s+5\s+0\s+5`, transit)
+	require.Contains(t, text(`table.counts`), "monthly count")
+	require.Regexp(t, `berlin\s+9\s+12\s+-3`, text(`table.counts`))
+	fits("the locations page")
+
+	// The screenshots, at a desktop's width.
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)))
+	screenshot(t, ctx, "locations")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/skus/MUG"),
+		chromedp.WaitVisible(`table.bylocation`),
+	))
+	screenshot(t, ctx, "locations-sku")
+}

@@ -117,6 +117,7 @@ func New(d Deps) (*Console, error) {
 	c.route("GET /ops/{$}", c.overview)
 	c.route("GET /ops/skus", c.skus)
 	c.route("GET /ops/skus/{sku}", c.sku)
+	c.route("GET /ops/locations", c.locations)
 	c.route("POST /ops/skus/{sku}/pause", c.pause)
 	c.route("POST /ops/skus/{sku}/resume", c.resume)
 	c.route("POST /ops/skus/{sku}/repair", c.repair)

@@ -11,31 +11,64 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
 // funcs are the helpers templates use to show values the way a person
 // reads them.
 var funcs = template.FuncMap{
-	"when":  when,
-	"ago":   ago,
-	"str":   str,
-	"num":   num,
-	"pct":   pct,
-	"path":  url.PathEscape,
-	"query": url.QueryEscape,
-	"delta": delta,
-	"scope": scope,
-	"short": short,
-	"sid":   sid,
-	"json":  prettyJSON,
-	"ttl":   func(i pgtype.Interval) string { return (time.Duration(i.Microseconds) * time.Microsecond).String() },
-	"add":   func(a, b int32) int64 { return int64(a) + int64(b) },
-	"dict":  dict,
-	"by":    by,
-	"units": units,
-	"ms":    ms,
-	"join":  func(s []string) string { return strings.Join(s, ", ") },
+	"when":   when,
+	"ago":    ago,
+	"str":    str,
+	"num":    num,
+	"pct":    pct,
+	"path":   url.PathEscape,
+	"query":  url.QueryEscape,
+	"delta":  delta,
+	"scope":  scope,
+	"short":  short,
+	"sid":    sid,
+	"json":   prettyJSON,
+	"ttl":    func(i pgtype.Interval) string { return (time.Duration(i.Microseconds) * time.Microsecond).String() },
+	"add":    func(a, b int32) int64 { return int64(a) + int64(b) },
+	"dict":   dict,
+	"by":     by,
+	"units":  units,
+	"ms":     ms,
+	"join":   func(s []string) string { return strings.Join(s, ", ") },
+	"states": states,
+	"ref":    ref,
+}
+
+// ref shows a ledger row's reference, a transfer's id shortened to its
+// first eight characters (the whole id is the title).
+func ref(r *string) template.HTML {
+	if r == nil {
+		return ""
+	}
+	if len(*r) == 36 && strings.Count(*r, "-") == 4 {
+		return template.HTML(`<code title="` + template.HTMLEscapeString(*r) + `">` + template.HTMLEscapeString((*r)[:8]) + `</code>`)
+	}
+	return template.HTML(template.HTMLEscapeString(*r))
+}
+
+// states says how a movement moved the states not for sale and incoming
+// ("damaged +2, incoming -3"), or "—" when it moved none.
+func states(m inventory.Movement) string {
+	var parts []string
+	for _, s := range []struct {
+		name string
+		n    int64
+	}{{"quality control", m.DeltaQualityControl}, {"damaged", m.DeltaDamaged}, {"safety stock", m.DeltaSafetyStock}, {"incoming", m.DeltaIncoming}} {
+		if s.n != 0 {
+			parts = append(parts, s.name+" "+delta(s.n))
+		}
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ms shows a duration in milliseconds, to the hundredth.

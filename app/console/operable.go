@@ -71,7 +71,7 @@ func sid(m map[string]string, id any) string {
 // poolRow is one (sku, pool) in a list: pools are never summed, since a
 // campaign's units are not main's.
 type poolRow struct {
-	Sku, Pool                        string
+	Sku, Location, Pool              string
 	Total, Available, Reserved, Sold int64
 	Status                           string
 	LowThreshold                     *int64
@@ -81,8 +81,8 @@ type poolRow struct {
 	Serialized bool
 }
 
-func newPoolRow(sku, pool string, total, available, reserved, sold int64, status string, threshold *int64, serialized bool) poolRow {
-	return poolRow{Sku: sku, Pool: pool, Total: total, Available: available, Reserved: reserved, Sold: sold, Status: status,
+func newPoolRow(sku, location, pool string, total, available, reserved, sold int64, status string, threshold *int64, serialized bool) poolRow {
+	return poolRow{Sku: sku, Location: location, Pool: pool, Total: total, Available: available, Reserved: reserved, Sold: sold, Status: status,
 		LowThreshold: threshold, Low: threshold != nil && available <= *threshold, Serialized: serialized}
 }
 
@@ -143,7 +143,7 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 	logging.Add(r.Context(), slog.String("sku", sku))
 	back := "/ops/skus/" + url.PathEscape(sku)
 	req := inventory.RepairRequest{
-		SKU: sku, Pool: r.PostForm.Get("pool"), To: r.PostForm.Get("to"), Actor: op.Key.Name,
+		SKU: sku, Location: r.PostForm.Get("location"), Pool: r.PostForm.Get("pool"), To: r.PostForm.Get("to"), Actor: op.Key.Name,
 		Reason: strings.TrimSpace(r.PostForm.Get("reason")), DryRun: r.PostForm.Get("apply") != "true",
 		Refs: formRefs(r.PostForm.Get("refs")),
 	}
@@ -154,7 +154,7 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 	d := out.Difference
 	diff := fmt.Sprintf("total %+d, available %+d, reserved %+d, sold %+d", d.Total, d.Available, d.Reserved, d.Sold)
 	if req.DryRun {
-		q := url.Values{"preview": {req.To}, "pool": {out.Pool}, "reason": {req.Reason}, "refs": {strings.Join(req.Refs, ", ")}}
+		q := url.Values{"preview": {req.To}, "pool": {out.Pool}, "location": {out.Location}, "reason": {req.Reason}, "refs": {strings.Join(req.Refs, ", ")}}
 		return c.done(w, r, back+"?"+q.Encode(), false, "Preview, nothing changed: repairing %s (pool %s) to the %s would write %s.", sku, out.Pool, req.To, diff)
 	}
 	msg := fmt.Sprintf("Repaired %s (pool %s) to the %s: %s.", sku, out.Pool, req.To, diff)
@@ -189,7 +189,7 @@ func (c *Console) reinstate(w http.ResponseWriter, r *http.Request, op who) erro
 func recentPools(rows []db.StockRecentRow) []poolRow {
 	out := make([]poolRow, len(rows))
 	for i, s := range rows {
-		out[i] = newPoolRow(s.Sku, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized)
+		out[i] = newPoolRow(s.Sku, s.Location, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized)
 	}
 	return out
 }

@@ -98,7 +98,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 		return err
 	}
 	for _, s := range low {
-		d.Stock = append(d.Stock, newPoolRow(s.Sku, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized))
+		d.Stock = append(d.Stock, newPoolRow(s.Sku, s.Location, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized))
 	}
 	soon := time.Now().Add(expiringWithin)
 	page, err := c.Inventory.List(ctx, inventory.ListQuery{Status: inventory.StatusHeld, ExpiresBefore: &soon, Limit: overviewRows},

@@ -52,7 +52,7 @@ func (c *Console) skus(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 		d.More = len(rows) > searchLimit
 		for _, s := range rows[:min(len(rows), searchLimit)] {
-			d.Results = append(d.Results, newPoolRow(s.Sku, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized))
+			d.Results = append(d.Results, newPoolRow(s.Sku, s.Location, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized))
 		}
 	}
 	return c.render(w, r, op, "skus", view{Title: "SKUs", Nav: "skus", Data: d})
@@ -71,15 +71,19 @@ type skuData struct {
 	// the map shows.
 	Seats    map[string][]seatRow
 	SeatsCut bool
-	// Pauses are the latest pause of each paused pool: who, why, when.
+	// Pauses are the latest pause of each paused pool, by location and
+	// pool ("berlin/main"): who, why, when.
 	Pauses map[string]*inventory.Pause
 	// Adjust is an adjustment previewed (from the preview's redirect), to
 	// apply with one button (its nonce makes that apply once).
 	Adjust *adjustPreview
-	// Preview is a repair previewed (to, pool and reason from the
-	// preview's redirect), to apply with one button.
-	Preview, PreviewPool, PreviewReason, PreviewRefs string
-	Short                                            map[string]string
+	// Preview is a repair previewed (to, location, pool and reason from
+	// the preview's redirect), to apply with one button.
+	Preview, PreviewLocation, PreviewPool, PreviewReason, PreviewRefs string
+	// Located says the SKU is at more than the default location: its
+	// pools say where.
+	Located bool
+	Short   map[string]string
 	// Ledger is a page of movements, newest first; Older is the id to page
 	// on from (0: this is the last page).
 	Ledger []inventory.Movement
@@ -98,10 +102,13 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	}
 	d := skuData{Stock: st, Pauses: map[string]*inventory.Pause{}}
 	if q := r.URL.Query(); q.Has("adjust_delta") {
-		d.Adjust = &adjustPreview{Pool: q.Get("adjust_pool"), Delta: q.Get("adjust_delta"), Reason: q.Get("adjust_reason"),
+		d.Adjust = &adjustPreview{Location: q.Get("adjust_location"), Pool: q.Get("adjust_pool"), Delta: q.Get("adjust_delta"), Reason: q.Get("adjust_reason"),
 			Ref: q.Get("adjust_ref"), Nonce: q.Get("adjust_nonce")}
 		if d.Adjust.Pool == "" {
 			d.Adjust.Pool = inventory.MainPool
+		}
+		if d.Adjust.Location == "" {
+			d.Adjust.Location = inventory.DefaultLocation
 		}
 	}
 	if err := c.seatMap(r.Context(), &d); err != nil {
@@ -113,7 +120,7 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 		last, err := db.New(c.Pool).LedgerLastPause(r.Context(), sku, p.Location, p.Pool)
 		if err == nil {
-			d.Pauses[p.Pool] = &inventory.Pause{Actor: last.Actor, ActorKey: last.ActorKey, Reason: last.Reason, At: last.At}
+			d.Pauses[p.Location+"/"+p.Pool] = &inventory.Pause{Actor: last.Actor, ActorKey: last.ActorKey, Reason: last.Reason, At: last.At}
 		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
@@ -121,6 +128,10 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	if p := r.URL.Query().Get("preview"); p == inventory.RepairToLedger || p == inventory.RepairToCounters {
 		d.Preview, d.PreviewPool, d.PreviewReason = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason")
 		d.PreviewRefs = r.URL.Query().Get("refs")
+		d.PreviewLocation = r.URL.Query().Get("location")
+	}
+	for _, p := range st.Pools {
+		d.Located = d.Located || p.Location != inventory.DefaultLocation
 	}
 	var before *int64
 	if v := r.URL.Query().Get("before"); v != "" {
@@ -193,9 +204,11 @@ func movements(rows []db.Ledger) []inventory.Movement {
 	out := make([]inventory.Movement, len(rows))
 	for i, r := range rows {
 		out[i] = inventory.Movement{
-			ID: r.ID, At: r.At, SKU: r.Sku, Pool: r.Pool, Kind: r.Kind,
+			ID: r.ID, At: r.At, SKU: r.Sku, Location: r.Location, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
+			DeltaQualityControl: r.DeltaQualityControl, DeltaDamaged: r.DeltaDamaged, DeltaSafetyStock: r.DeltaSafetyStock,
+			DeltaIncoming: r.DeltaIncoming,
+			Actor:         r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()
@@ -232,11 +245,11 @@ func (c *Console) flip(w http.ResponseWriter, r *http.Request, op who, done stri
 	sku := r.PathValue("sku")
 	logging.Add(r.Context(), slog.String("sku", sku))
 	back := "/ops/skus/" + url.PathEscape(sku)
-	pool := r.PostForm.Get("pool")
+	pool, location := r.PostForm.Get("pool"), r.PostForm.Get("location")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	_, more, err := fn(r.Context(), inventory.SwitchRequest{SKU: sku, Pool: pool, Reason: reason, Actor: op.Key.Name})
+	_, more, err := fn(r.Context(), inventory.SwitchRequest{SKU: sku, Location: location, Pool: pool, Reason: reason, Actor: op.Key.Name})
 	if err != nil {
 		return c.refused(w, r, back, err)
 	}
-	return c.done(w, r, back, false, "Pool %s of %s %s: %s.%s", pool, sku, done, reason, more)
+	return c.done(w, r, back, false, "Pool %s of %s%s %s: %s.%s", pool, sku, inventory.At(location), done, reason, more)
 }

@@ -1,0 +1,43 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// Rows the locations page lists of each kind.
+const locationsPageRows = 100
+
+type locationsData struct {
+	Locations []inventory.Location
+	// InTransit are the transfers on their way, oldest first, with their
+	// age; More says there are more than the page shows.
+	InTransit []inventory.Transfer
+	More      bool
+	// Counts are the latest stock counts with their differences.
+	Counts []db.StockCount
+}
+
+// locations shows where stock is: every location with its totals in every
+// state, the transfers in transit (oldest first, with their age), and the
+// latest counts with their differences.
+func (c *Console) locations(w http.ResponseWriter, r *http.Request, op who) error {
+	ctx := r.Context()
+	var d locationsData
+	page, err := c.Inventory.Locations(ctx, "", inventory.MaxLocationsPage)
+	if err != nil {
+		return err
+	}
+	d.Locations = page.Locations
+	transfers, err := c.Inventory.Transfers(ctx, inventory.TransferFilter{Status: inventory.TransferInTransit, Limit: locationsPageRows})
+	if err != nil {
+		return err
+	}
+	d.InTransit, d.More = transfers.Transfers, transfers.NextCursor != nil
+	if d.Counts, err = c.Inventory.RecentCounts(ctx, "", locationsPageRows); err != nil {
+		return err
+	}
+	return c.render(w, r, op, "locations", view{Title: "Locations", Nav: "locations", Data: d})
+}
