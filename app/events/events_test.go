@@ -336,3 +336,63 @@ func TestEventsNameUnits(t *testing.T) {
 		"hold.released [A-3]", "stock.changed [A-3]",
 	}, got)
 }
+
+// TestTransferAndStateEvents: a transfer gives transfer.created (on its
+// from location's row), transfer.received and transfer.closed (on its to
+// location's row), a cancelled one transfer.cancelled; each step's
+// stock.changed names its location and carries every state; a move to
+// damaged and a write-off to lost are stock.changed alone. The feed's
+// counters walk each (sku, location, pool) to where it is.
+func TestTransferAndStateEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, inv := setup(t)
+	dbtest.Location(t, pool, "paris", 1)
+	dbtest.Location(t, pool, "berlin", 2)
+	start, err := events.StartNow(ctx, db.New(pool))
+	require.NoError(t, err)
+	dbtest.StockInAt(t, pool, "A1", "paris", 10)
+	key := func(k string) idempotency.Key { return idempotency.NewKey("ops", k) }
+	tr, _, err := inv.CreateTransferOnce(ctx, key("t1"), inventory.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 6, Reason: "rebalance", Actor: "ops"})
+	require.NoError(t, err)
+	_, err = inv.ReceiveTransfer(ctx, inventory.TransferStep{ID: tr.ID, Quantity: 4, Actor: "bob"})
+	require.NoError(t, err)
+	_, err = inv.CloseTransfer(ctx, inventory.TransferStep{ID: tr.ID, Reason: "lost", Actor: "bob"})
+	require.NoError(t, err)
+	t2, _, err := inv.CreateTransferOnce(ctx, key("t2"), inventory.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 1, Reason: "more", Actor: "ops"})
+	require.NoError(t, err)
+	_, err = inv.CancelTransfer(ctx, inventory.TransferStep{ID: t2.ID, Reason: "not needed", Actor: "bob"})
+	require.NoError(t, err)
+	_, _, err = inv.MoveOnce(ctx, key("m1"), inventory.Move{SKU: "A1", Location: "berlin", From: "available", To: "damaged", Quantity: 1, Reason: "dropped", Actor: "ops"})
+	require.NoError(t, err)
+	_, _, err = inv.MoveOnce(ctx, key("m2"), inventory.Move{SKU: "A1", Location: "berlin", From: "damaged", To: "lost", Quantity: 1, Reason: "scrapped", Actor: "ops"})
+	require.NoError(t, err)
+
+	// Stock in (1 changed); a transfer (created, 2 changed), its receipt
+	// (received, changed) and close (closed, changed); another (created,
+	// 2 changed) cancelled (cancelled, 2 changed); two moves (changed).
+	all := readN(t, pool, start, 16)
+	var own []string
+	for _, e := range all {
+		if e.Type != events.StockChanged {
+			own = append(own, e.Type+"@"+e.Location)
+		}
+	}
+	require.Equal(t, []string{"transfer.created@paris", "transfer.received@berlin", "transfer.closed@berlin",
+		"transfer.created@paris", "transfer.cancelled@paris"}, own)
+	for _, e := range all {
+		if e.Type == events.TransferClosed {
+			require.Equal(t, map[string]any{"transfer_id": ptr(tr.ID.String()), "from": ptr("paris"), "to": ptr("berlin"), "quantity": int64(2),
+				"actor": "bob", "reason": ptr("lost in transit: lost")}, e.Data)
+		}
+	}
+	berlin := changesOf(all, "A1")
+	last := berlin[len(berlin)-1]
+	require.Equal(t, "berlin", last.Location)
+	after, delta, _ := eventstest.Counters(t, last.Data)
+	require.Equal(t, events.Counters{Total: 3, Available: 3}, after, "the write-off leaves 3 at berlin")
+	require.Equal(t, events.Counters{Total: -1, Damaged: -1}, delta)
+	eventstest.RequireMatchesLedger(t, pool, eventstest.ReadAll(t, pool, events.Start))
+}
+
+func ptr(s string) *string { return &s }

@@ -339,7 +339,7 @@ func lockTransfer(ctx context.Context, q *db.Queries, id uuid.UUID) (db.Transfer
 	}
 	if t.Status != TransferInTransit {
 		return db.Transfer{}, &domain.Error{Code: domain.CodeTransferNotInTransit, SKU: t.Sku, Pool: t.Pool,
-			Status: t.Status, Extra: map[string]any{"transfer_id": t.ID, "transfer_status": t.Status},
+			Extra: map[string]any{"transfer_id": t.ID, "transfer_status": t.Status},
 			Detail: fmt.Sprintf("transfer %s is %s: only a transfer in transit is received, closed or cancelled", t.ID, t.Status)}
 	}
 	return t, nil

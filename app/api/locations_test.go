@@ -1,0 +1,107 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/auth"
+)
+
+// TestLocationsOverHTTP walks the locations contract over HTTP (every
+// exchange checked against openapi.json by the test's transport): two
+// warehouses, stock at each, a hold allocated by priority and a split one,
+// a key bound to one warehouse, a move, a transfer received short and
+// closed, a count, and the refusals of each.
+func TestLocationsOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	key := func(k string) []string { return []string{"Idempotency-Key", k} }
+	ok := func(status int, r resp) map[string]any {
+		t.Helper()
+		require.Equal(t, status, r.status, "%s", r.body)
+		return r.json(t)
+	}
+	code := func(status int, want string, r resp) map[string]any {
+		t.Helper()
+		require.Equal(t, status, r.status, "%s", r.body)
+		j := r.json(t)
+		require.Equal(t, want, j["code"], "%s", r.body)
+		return j
+	}
+
+	created := ok(201, e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "berlin", "name": "Berlin", "priority": 1}, key("l1")...))
+	require.Equal(t, map[string]any{"id": "berlin", "name": "Berlin", "priority": 1.0, "active": true, "stop_sale": nil,
+		"created_at": created["created_at"], "updated_at": created["updated_at"]}, created)
+	replay := e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "berlin", "name": "Berlin", "priority": 1}, key("l1")...)
+	require.Equal(t, "true", replay.header.Get("Idempotent-Replayed"))
+	code(409, "conflict", e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "berlin", "name": "B"}, key("l2")...))
+	code(403, "forbidden", e.do("POST", "/v1/locations", e.shop, map[string]any{"id": "paris", "name": "Paris"}, key("l3")...))
+	ok(201, e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "paris", "name": "Paris", "priority": 2}, key("l4")...))
+
+	for loc, n := range map[string]int{"berlin": 2, "paris": 5} {
+		ok(200, e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": n, "location": loc, "reason": "delivery"}, key("in-"+loc)...))
+	}
+	code(422, "unknown_location", e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": 1, "location": "madrid", "reason": "x"}, key("in-madrid")...))
+	st := ok(200, e.do("GET", "/v1/skus/A1", e.shop, nil))
+	pools := st["pools"].([]any)
+	require.Len(t, pools, 2)
+	require.Equal(t, "berlin", pools[0].(map[string]any)["location"], "by priority")
+
+	h := ok(201, e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 3}}}, key("h1")...))
+	require.Equal(t, []any{map[string]any{"sku": "A1", "pool": "main", "quantity": 3.0, "location": "paris"}}, h["items"], "berlin has 2, paris 5")
+	split := ok(201, e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 4, "split": true}}}, key("h2")...))
+	require.Equal(t, []any{map[string]any{"sku": "A1", "pool": "main", "quantity": 4.0, "allocations": []any{
+		map[string]any{"location": "berlin", "quantity": 2.0}, map[string]any{"location": "paris", "quantity": 2.0}}}}, split["items"])
+	code(409, "out_of_stock", e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 1}}}, key("h3")...))
+	code(422, "unknown_location", e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 1, "location": "nowhere"}}}, key("h4")...))
+
+	// A shop key bound to berlin.
+	bound, err := auth.CreateBound(context.Background(), e.pool, "shop-berlin", auth.RoleShop, []string{"berlin"})
+	require.NoError(t, err)
+	code(403, "location_not_allowed", e.do("POST", "/v1/reservations", bound, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 1, "location": "paris"}}}, key("b1")...))
+	ok(200, e.do("POST", "/v1/reservations/"+split["id"].(string)+"/release", e.shop, nil))
+	got := ok(201, e.do("POST", "/v1/reservations", bound, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 2}}}, key("b2")...))
+	require.Equal(t, "berlin", got["items"].([]any)[0].(map[string]any)["location"])
+
+	// A move, never below zero.
+	moved := ok(200, e.do("POST", "/v1/skus/A1/moves", e.ops, map[string]any{"location": "paris", "from": "available", "to": "damaged", "quantity": 1, "reason": "dropped"}, key("m1")...))
+	require.NotContains(t, moved, "dry_run")
+	short := code(409, "insufficient_damaged", e.do("POST", "/v1/skus/A1/moves", e.ops, map[string]any{"location": "paris", "from": "damaged", "to": "lost", "quantity": 2, "reason": "x"}, key("m2")...))
+	require.Equal(t, "damaged", short["state"])
+	preview := ok(200, e.do("POST", "/v1/skus/A1/moves", e.ops, map[string]any{"location": "paris", "from": "damaged", "to": "lost", "quantity": 1, "reason": "scrap", "dry_run": true}))
+	require.Equal(t, true, preview["dry_run"])
+	code(422, "invalid_request", e.do("POST", "/v1/skus/A1/moves", e.ops, map[string]any{"from": "reserved", "to": "damaged", "quantity": 1, "reason": "x"}, key("m3")...))
+
+	// A transfer received short and closed.
+	tr := ok(201, e.do("POST", "/v1/transfers", e.ops, map[string]any{"sku": "A1", "from": "paris", "to": "berlin", "quantity": 1, "reason": "rebalance"}, key("t1")...))
+	require.Equal(t, "in_transit", tr["status"])
+	code(409, "insufficient_available", e.do("POST", "/v1/transfers", e.ops, map[string]any{"sku": "A1", "from": "paris", "to": "berlin", "quantity": 50, "reason": "x"}, key("t2")...))
+	list := ok(200, e.do("GET", "/v1/transfers?status=in_transit", e.ops, nil))
+	require.Len(t, list["transfers"].([]any), 1)
+	require.Nil(t, list["next_cursor"])
+	id := tr["id"].(string)
+	code(409, "insufficient_incoming", e.do("POST", "/v1/transfers/"+id+"/receive", e.ops, map[string]any{"quantity": 2}))
+	closed := ok(200, e.do("POST", "/v1/transfers/"+id+"/close", e.ops, map[string]any{"reason": "never came"}))
+	require.Equal(t, 1.0, closed["lost"])
+	code(409, "transfer_not_in_transit", e.do("POST", "/v1/transfers/"+id+"/cancel", e.ops, map[string]any{"reason": "x"}))
+	code(404, "not_found", e.do("GET", "/v1/transfers/01a2322a-0000-7000-8000-000000000000", e.ops, nil))
+	code(400, "invalid_request", e.do("GET", "/v1/transfers?cursor=nope", e.ops, nil))
+
+	// A count.
+	// Berlin: the 2 the bound key holds are on the shelf, nothing else.
+	code(409, "count_below_held", e.do("POST", "/v1/skus/A1/counts", e.ops, map[string]any{"location": "berlin", "counted": 1, "reason": "monthly"}, key("c1")...))
+	counted := ok(200, e.do("POST", "/v1/skus/A1/counts", e.ops, map[string]any{"location": "berlin", "counted": 3, "reason": "monthly"}, key("c2")...))
+	require.Equal(t, 1.0, counted["difference"], "one more found")
+
+	// The list of locations, with their totals, and a PATCH.
+	locs := ok(200, e.do("GET", "/v1/locations?limit=2", e.ops, nil))
+	require.Len(t, locs["locations"].([]any), 2)
+	require.Equal(t, "default", locs["next_cursor"])
+	code(422, "invalid_request", e.do("GET", "/v1/locations?limit=0", e.ops, nil))
+	patched := ok(200, e.do("PATCH", "/v1/locations/paris", e.ops, map[string]any{"active": false}))
+	require.Equal(t, false, patched["active"])
+	code(404, "unknown_location", e.do("PATCH", "/v1/locations/madrid", e.ops, map[string]any{"active": false}))
+	code(409, "location_inactive", e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 1, "location": "paris"}}}, key("h5")...))
+}
