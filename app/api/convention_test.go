@@ -72,6 +72,15 @@ func TestErrorConvention(t *testing.T) {
 		_, err := e.alerts.Raise(ctx, alerts.Raise{Level: alerts.Warning, Kind: "convention", Subject: fmt.Sprint("s", i), Action: "none"})
 		require.NoError(t, err)
 	}
+	r = e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "east", "name": "East", "priority": 20}, "Idempotency-Key", "conv-east")
+	require.Equal(t, 201, r.status, "%s", r.body)
+	var tr1 string
+	for i := range 2 {
+		r := e.do("POST", "/v1/transfers", e.ops, map[string]any{"sku": "A1", "from": "default", "to": "east", "quantity": 1, "reason": "restock"},
+			"Idempotency-Key", fmt.Sprint("conv-tr-", i))
+		require.Equal(t, 201, r.status, "%s", r.body)
+		tr1 = r.json(t)["id"].(string)
+	}
 	eventstest.WaitServed(t, e.pool)
 
 	missing := uuid.NewString()
@@ -88,6 +97,67 @@ func TestErrorConvention(t *testing.T) {
 			{"delta 0", "POST", "/v1/skus/A1/adjustments", ops, map[string]any{"delta": 0, "reason": "r"}, 422, inv},
 			{"no such SKU", "POST", "/v1/skus/NOPE/adjustments", ops, map[string]any{"delta": -1, "reason": "r"}, 404, "unknown_sku"},
 			{"no such pool", "POST", "/v1/skus/A1/adjustments", ops, map[string]any{"delta": 1, "pool": "c9", "reason": "r"}, 422, "unknown_pool"},
+			{"no such location", "POST", "/v1/skus/A1/adjustments", ops, map[string]any{"delta": 1, "location": "west", "reason": "r"}, 422, "unknown_location"},
+		},
+		"POST /v1/locations": {
+			{"malformed", "POST", "/v1/locations", ops, malformed, bad, inv},
+			{"no id", "POST", "/v1/locations", ops, map[string]any{"name": "West"}, 422, inv},
+		},
+		"GET /v1/locations": {},
+		"GET /v1/locations/:id": {
+			{"name too long", "GET", "/v1/locations/" + strings.Repeat("l", 65), ops, nil, 422, inv},
+			{"no such location", "GET", "/v1/locations/west", ops, nil, 404, "unknown_location"},
+		},
+		"PATCH /v1/locations/:id": {
+			{"malformed", "PATCH", "/v1/locations/east", ops, malformed, bad, inv},
+			{"nothing to change", "PATCH", "/v1/locations/east", ops, map[string]any{}, 422, inv},
+			{"no such location", "PATCH", "/v1/locations/west", ops, map[string]any{"active": false}, 404, "unknown_location"},
+		},
+		"POST /v1/skus/:sku/moves": {
+			{"malformed", "POST", "/v1/skus/A1/moves", ops, malformed, bad, inv},
+			{"quantity 0", "POST", "/v1/skus/A1/moves", ops, map[string]any{"from": "available", "to": "damaged", "quantity": 0, "reason": "r"}, 422, inv},
+			{"no such SKU", "POST", "/v1/skus/NOPE/moves", ops, map[string]any{"from": "available", "to": "damaged", "quantity": 1, "reason": "r"}, 404, "unknown_sku"},
+			{"no such pool", "POST", "/v1/skus/A1/moves", ops, map[string]any{"pool": "c9", "from": "available", "to": "damaged", "quantity": 1, "reason": "r"}, 422, "unknown_pool"},
+			{"no such location", "POST", "/v1/skus/A1/moves", ops, map[string]any{"location": "west", "from": "available", "to": "damaged", "quantity": 1, "reason": "r"}, 422, "unknown_location"},
+		},
+		"POST /v1/skus/:sku/counts": {
+			{"malformed", "POST", "/v1/skus/A1/counts", ops, malformed, bad, inv},
+			{"negative", "POST", "/v1/skus/A1/counts", ops, map[string]any{"counted": -1, "reason": "r"}, 422, inv},
+			{"no such SKU", "POST", "/v1/skus/NOPE/counts", ops, map[string]any{"counted": 1, "reason": "r"}, 404, "unknown_sku"},
+			{"no such pool", "POST", "/v1/skus/A1/counts", ops, map[string]any{"pool": "c9", "counted": 1, "reason": "r"}, 422, "unknown_pool"},
+			{"no such location", "POST", "/v1/skus/A1/counts", ops, map[string]any{"location": "west", "counted": 1, "reason": "r"}, 422, "unknown_location"},
+		},
+		"POST /v1/transfers": {
+			{"malformed", "POST", "/v1/transfers", ops, malformed, bad, inv},
+			{"to itself", "POST", "/v1/transfers", ops, map[string]any{"sku": "A1", "from": "east", "to": "east", "quantity": 1, "reason": "r"}, 422, inv},
+			{"no such SKU", "POST", "/v1/transfers", ops, map[string]any{"sku": "NOPE", "from": "default", "to": "east", "quantity": 1, "reason": "r"}, 422, "unknown_sku"},
+			{"no such pool", "POST", "/v1/transfers", ops, map[string]any{"sku": "A1", "pool": "c9", "from": "default", "to": "east", "quantity": 1, "reason": "r"}, 422, "unknown_pool"},
+			{"no such location", "POST", "/v1/transfers", ops, map[string]any{"sku": "A1", "from": "default", "to": "west", "quantity": 1, "reason": "r"}, 422, "unknown_location"},
+		},
+		"GET /v1/transfers": {
+			{"no such status", "GET", "/v1/transfers?status=lost", ops, nil, 422, inv},
+		},
+		"GET /v1/transfers/:id": {
+			{"not an id", "GET", "/v1/transfers/x", ops, nil, bad, inv},
+			{"no such transfer", "GET", "/v1/transfers/" + missing, ops, nil, 404, "not_found"},
+		},
+		"POST /v1/transfers/:id/receive": {
+			{"not an id", "POST", "/v1/transfers/x/receive", ops, map[string]any{"quantity": 1}, bad, inv},
+			{"malformed", "POST", "/v1/transfers/" + tr1 + "/receive", ops, malformed, bad, inv},
+			{"quantity 0", "POST", "/v1/transfers/" + tr1 + "/receive", ops, map[string]any{"quantity": 0}, 422, inv},
+			{"no such transfer", "POST", "/v1/transfers/" + missing + "/receive", ops, map[string]any{"quantity": 1}, 404, "not_found"},
+		},
+		"POST /v1/transfers/:id/close": {
+			{"not an id", "POST", "/v1/transfers/x/close", ops, map[string]any{"reason": "r"}, bad, inv},
+			{"malformed", "POST", "/v1/transfers/" + tr1 + "/close", ops, malformed, bad, inv},
+			{"no reason", "POST", "/v1/transfers/" + tr1 + "/close", ops, map[string]any{}, 422, inv},
+			{"no such transfer", "POST", "/v1/transfers/" + missing + "/close", ops, map[string]any{"reason": "r"}, 404, "not_found"},
+		},
+		"POST /v1/transfers/:id/cancel": {
+			{"not an id", "POST", "/v1/transfers/x/cancel", ops, map[string]any{"reason": "r"}, bad, inv},
+			{"malformed", "POST", "/v1/transfers/" + tr1 + "/cancel", ops, malformed, bad, inv},
+			{"no reason", "POST", "/v1/transfers/" + tr1 + "/cancel", ops, map[string]any{}, 422, inv},
+			{"no such transfer", "POST", "/v1/transfers/" + missing + "/cancel", ops, map[string]any{"reason": "r"}, 404, "not_found"},
 		},
 		"GET /v1/skus": {
 			{"not a boolean", "GET", "/v1/skus?low_stock=maybe", shop, nil, bad, inv},
@@ -105,6 +175,7 @@ func TestErrorConvention(t *testing.T) {
 			{"no reason", "POST", "/v1/skus/A1/pause", ops, map[string]any{}, 422, inv},
 			{"no such SKU", "POST", "/v1/skus/NOPE/pause", ops, map[string]any{"reason": "r"}, 404, "unknown_sku"},
 			{"no such pool", "POST", "/v1/skus/A1/pause", ops, map[string]any{"pool": "c9", "reason": "r"}, 422, "unknown_pool"},
+			{"no such location", "POST", "/v1/skus/A1/pause", ops, map[string]any{"location": "west", "reason": "r"}, 422, "unknown_location"},
 		},
 		"POST /v1/skus/:sku/resume": {
 			{"malformed", "POST", "/v1/skus/A1/resume", ops, malformed, bad, inv},
@@ -131,6 +202,7 @@ func TestErrorConvention(t *testing.T) {
 			{"negative", "PUT", "/v1/skus/A1/threshold", ops, map[string]any{"threshold": -1}, 422, inv},
 			{"no such SKU", "PUT", "/v1/skus/NOPE/threshold", ops, map[string]any{"threshold": 1}, 404, "unknown_sku"},
 			{"no such pool", "PUT", "/v1/skus/A1/threshold", ops, map[string]any{"pool": "c9", "threshold": 1}, 422, "unknown_pool"},
+			{"no such location", "PUT", "/v1/skus/A1/threshold", ops, map[string]any{"location": "west", "threshold": 1}, 422, "unknown_location"},
 		},
 		"POST /v1/skus/:sku/units": {
 			{"malformed", "POST", "/v1/skus/SEATS/units", ops, malformed, bad, inv},
@@ -153,12 +225,14 @@ func TestErrorConvention(t *testing.T) {
 			{"no lines", "POST", "/v1/stock/adjustments", ops, map[string]any{"reason": "r", "lines": []any{}}, 422, inv},
 			{"no such SKU", "POST", "/v1/stock/adjustments", ops, map[string]any{"reason": "r", "lines": []any{map[string]any{"sku": "NOPE", "delta": -1}}}, 422, "unknown_sku"},
 			{"no such pool", "POST", "/v1/stock/adjustments", ops, map[string]any{"reason": "r", "lines": []any{map[string]any{"sku": "A1", "pool": "c9", "delta": 1}}}, 422, "unknown_pool"},
+			{"no such location", "POST", "/v1/stock/adjustments", ops, map[string]any{"reason": "r", "lines": []any{map[string]any{"sku": "A1", "location": "west", "delta": 1}}}, 422, "unknown_location"},
 		},
 		"POST /v1/reservations": {
 			{"malformed", "POST", "/v1/reservations", shop, malformed, bad, inv},
 			{"quantity 0", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("A1", 0)}}, 422, inv},
 			{"no such SKU", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("NOPE", 1)}}, 422, "unknown_sku"},
 			{"no such campaign", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("A1", 1)}, "campaign": "c9"}, 422, "unknown_campaign"},
+			{"no such location", "POST", "/v1/reservations", shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 1, "location": "west"}}}, 422, "unknown_location"},
 		},
 		"GET /v1/reservations": {
 			{"no such status", "GET", "/v1/reservations?status=lost", shop, nil, 422, inv},
@@ -280,6 +354,8 @@ func TestErrorConvention(t *testing.T) {
 		"GET /v1/webhooks":      {path: "/v1/webhooks", token: ops, field: "webhooks", max: 1000, badCursor: "x"},
 		"GET /v1/alerts":        {path: "/v1/alerts", token: ops, field: "alerts", max: 500, badCursor: "x"},
 		"GET /v1/reports/daily": {path: "/v1/reports/daily?date=" + today, token: ops, field: "pools", max: 1000, badCursor: "x"},
+		"GET /v1/locations":     {path: "/v1/locations", token: ops, field: "locations", max: 1000, badCursor: "%01"},
+		"GET /v1/transfers":     {path: "/v1/transfers", token: ops, field: "transfers", max: 1000, badCursor: "x"},
 	}
 
 	// Every route has its entry (the unauthenticated pages and River's

@@ -84,7 +84,7 @@ func TestLocationsOverHTTP(t *testing.T) {
 	id := tr["id"].(string)
 	code(409, "insufficient_incoming", e.do("POST", "/v1/transfers/"+id+"/receive", e.ops, map[string]any{"quantity": 2}))
 	closed := ok(200, e.do("POST", "/v1/transfers/"+id+"/close", e.ops, map[string]any{"reason": "never came"}))
-	require.Equal(t, 1.0, closed["lost"])
+	require.EqualValues(t, 1, closed["lost"])
 	code(409, "transfer_not_in_transit", e.do("POST", "/v1/transfers/"+id+"/cancel", e.ops, map[string]any{"reason": "x"}))
 	code(404, "not_found", e.do("GET", "/v1/transfers/01a2322a-0000-7000-8000-000000000000", e.ops, nil))
 	code(400, "invalid_request", e.do("GET", "/v1/transfers?cursor=nope", e.ops, nil))
@@ -93,7 +93,7 @@ func TestLocationsOverHTTP(t *testing.T) {
 	// Berlin: the 2 the bound key holds are on the shelf, nothing else.
 	code(409, "count_below_held", e.do("POST", "/v1/skus/A1/counts", e.ops, map[string]any{"location": "berlin", "counted": 1, "reason": "monthly"}, key("c1")...))
 	counted := ok(200, e.do("POST", "/v1/skus/A1/counts", e.ops, map[string]any{"location": "berlin", "counted": 3, "reason": "monthly"}, key("c2")...))
-	require.Equal(t, 1.0, counted["difference"], "one more found")
+	require.EqualValues(t, 1, counted["difference"], "one more found")
 
 	// The list of locations, with their totals, and a PATCH.
 	locs := ok(200, e.do("GET", "/v1/locations?limit=2", e.ops, nil))

@@ -122,6 +122,13 @@ func createTransferTx(ctx context.Context, tx pgx.Tx, n NewTransfer) (Transfer, 
 	if err := notSerializedElsewhere(ctx, q, n.SKU, n.To, n.Pool); err != nil {
 		return Transfer{}, err
 	}
+	// The stock leaves a row that exists; the row it goes to is made if
+	// it has none.
+	if _, err := q.StockGet(ctx, n.SKU, n.From, n.Pool); errors.Is(err, pgx.ErrNoRows) {
+		return Transfer{}, errNoPool(ctx, q, n.SKU, n.From, n.Pool, true)
+	} else if err != nil {
+		return Transfer{}, fmt.Errorf("read %s/%s/%s: %w", n.SKU, n.From, n.Pool, err)
+	}
 	if _, err := q.StockCreate(ctx, n.SKU, n.To, n.Pool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return Transfer{}, fmt.Errorf("create %s/%s/%s: %w", n.SKU, n.To, n.Pool, err)
 	}
@@ -339,7 +346,7 @@ func lockTransfer(ctx context.Context, q *db.Queries, id uuid.UUID) (db.Transfer
 	}
 	if t.Status != TransferInTransit {
 		return db.Transfer{}, &domain.Error{Code: domain.CodeTransferNotInTransit, SKU: t.Sku, Pool: t.Pool,
-			Extra: map[string]any{"transfer_id": t.ID, "transfer_status": t.Status},
+			Extra:  map[string]any{"transfer_id": t.ID, "transfer_status": t.Status},
 			Detail: fmt.Sprintf("transfer %s is %s: only a transfer in transit is received, closed or cancelled", t.ID, t.Status)}
 	}
 	return t, nil
