@@ -92,6 +92,10 @@ type verdict struct {
 	picked map[string][]string
 	// reason is why sales are stopped (stop_sale).
 	reason string
+	// places is how many locations an unallocated line refused
+	// out_of_stock could have come from: with one (every SKU before there
+	// were locations) the refusal reads as it always did.
+	places int
 }
 
 // decideHolds decides a batch's holds against its stock rows as locked, in
@@ -242,7 +246,7 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 				}
 			}
 			if need > 0 {
-				return verdict{line: w, why: domain.CodeOutOfStock, left: have}
+				return verdict{line: w, why: domain.CodeOutOfStock, left: have, places: len(eligible)}
 			}
 			for _, p := range parts {
 				take(p.k, p.q, nil)
@@ -272,7 +276,7 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 		}
 		if !done {
 			if refusal.why == domain.CodeOutOfStock && refusal.left >= 0 {
-				refusal.left = best
+				refusal.left, refusal.places = best, len(eligible)
 			}
 			return refusal
 		}

@@ -933,6 +933,9 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: l.SKU, Pool: l.Pool, Detail: fmt.Sprintf("SKU %q has no stock", l.SKU)}
 	case v.why == domain.CodeSKUPaused:
 		return s.whyNot(ctx, l)
+	case l.Location == "" && v.places == 1 && h.req.Locations == nil:
+		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, v.left, l.Quantity)}
 	case l.Location == "" && h.req.Locations != nil:
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
 			Detail: fmt.Sprintf("SKU %q (pool %s): no location this key may use (%s) has %d available, at most %d",
