@@ -41,6 +41,9 @@ type result struct {
 	Baseline    float64 `json:"baseline_tx_per_second,omitempty"`
 	BaselineP99 float64 `json:"baseline_p99_ms,omitempty"`
 	Ratio       float64 `json:"ratio,omitempty"`
+	// VsSpread is the rate against the spread scenario's in the same run
+	// (locations).
+	VsSpread float64 `json:"vs_spread,omitempty"`
 	// ExpiryLag is how late holds expired (released_at - expires_at).
 	ExpiryLagP50 float64 `json:"expiry_lag_p50_ms,omitempty"`
 	ExpiryLagP99 float64 `json:"expiry_lag_p99_ms,omitempty"`

@@ -30,6 +30,8 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.hot(ctx)
 	case "spread":
 		return b.spread(ctx)
+	case "locations":
+		return b.locations(ctx)
 	case "half":
 		return b.half(ctx)
 	case "reconcile":
