@@ -63,7 +63,14 @@ import (
 //   - seaters hold seats of a venue (units with an identity) by name
 //     (mostly the same front-row seats), by count and together, then
 //     confirm, release, give one seat back or let the hold expire, while
-//     rows are added and seats retired now and then.
+//     rows are added and seats retired now and then;
+//   - stock in several places (locations_test.go): lines named to a
+//     location, split, or allocated by priority; a sales channel's key
+//     bound to one location; transfers received whole, in part and
+//     closed, or cancelled; moves between states and write-offs; counts,
+//     some forced below what holds hold (the row pauses, then resumes);
+//     a location deactivated for a moment; adjustments and rollbacks
+//     scoped to a location.
 //
 // At checkpoints while it runs and once everything has settled, it checks
 // DESIGN.md's invariants (every stock row balances; reserved and sold are
@@ -109,6 +116,7 @@ func TestTorture(t *testing.T) {
 	}
 	tr.mustStatus(200, "POST", "/v1/skus/"+seatSKU+"/units", tr.ops, map[string]any{"reason": "torture venue", "units": plan},
 		"Idempotency-Key", "start-"+seatSKU)
+	tr.setupLocations(t)
 
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
@@ -132,6 +140,9 @@ func TestTorture(t *testing.T) {
 		{"stopper", 1, tr.stopper},
 		{"channel stopper", 1, tr.channelStopper},
 		{"slow", 1, tr.slowTransaction},
+		{"north shopper", 2, tr.northShopper},
+		{"logistician", 2, tr.logistician},
+		{"deactivator", 1, tr.deactivator},
 	}
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -165,9 +176,11 @@ running:
 	tr.checkAcknowledged(t)
 	tr.checkRollbackCutoffs(t)
 	tr.checkStopSale(t)
+	tr.checkLocations(t)
 	tr.finalReconciliation(t)
 	dbtest.RequireInvariants(t, tr.pool)
 	tr.report(t)
+	tr.reportLocations(t)
 }
 
 // torture is one run: a server, its database, and what it acknowledged.
@@ -199,6 +212,14 @@ type torture struct {
 	stops [][2]time.Time
 	// channelStops are the same for the channel's own switch.
 	channelStops [][2]time.Time
+	// Stock in several places (locations_test.go): the key bound to
+	// north, where each acknowledged hold's answer said its lines came
+	// from, the acknowledged transfers, and the stretches between south
+	// answered inactive and the request that made it active again.
+	northShop string
+	where     map[uuid.UUID]where
+	transfers map[uuid.UUID]transfer
+	inactive  [][2]time.Time
 	// Campaigns by state, as the campaigner made them.
 	active         []campaign
 	endedCampaigns []string
@@ -259,6 +280,7 @@ func start(t *testing.T, seed uint64) *torture {
 		t: t, seed: seed, pool: pool, base: "http://" + ln.Addr().String(), http: client, ops: ops, shop: shop, channel: channel,
 		outcomes: map[string]int{}, holds: map[uuid.UUID]bool{}, confirmed: map[uuid.UUID]bool{},
 		ended: map[uuid.UUID]string{}, partials: map[uuid.UUID]int{}, imports: map[string]int{},
+		where: map[uuid.UUID]where{}, transfers: map[uuid.UUID]transfer{},
 	}
 }
 
@@ -336,9 +358,14 @@ type reservation struct {
 	ID     uuid.UUID `json:"id"`
 	Status string    `json:"status"`
 	Items  []struct {
-		SKU      string   `json:"sku"`
-		Quantity int64    `json:"quantity"`
-		Units    []string `json:"units"`
+		SKU         string   `json:"sku"`
+		Quantity    int64    `json:"quantity"`
+		Units       []string `json:"units"`
+		Location    string   `json:"location"`
+		Allocations []struct {
+			Location string `json:"location"`
+			Quantity int64  `json:"quantity"`
+		} `json:"allocations"`
 	} `json:"items"`
 }
 
@@ -412,6 +439,7 @@ func (tr *torture) seater(ctx context.Context, r *rand.Rand) {
 		if int64(len(units)) != h.Items[0].Quantity || named != nil && !sameSet(named, units) {
 			tr.t.Errorf("seat hold %s asked %v, answered units %v for quantity %d", h.ID, item, units, h.Items[0].Quantity)
 		}
+		tr.recordWhere(h.ID, b)
 		tr.mu.Lock()
 		tr.holds[h.ID] = true
 		tr.recent = append(tr.recent, h.ID)
@@ -467,7 +495,11 @@ func (tr *torture) shopper(ctx context.Context, r *rand.Rand, op, token string) 
 		}
 		var items []map[string]any
 		for _, i := range r.Perm(len(choices))[:1+r.IntN(min(3, len(choices)))] {
-			items = append(items, map[string]any{"sku": choices[i], "quantity": 1 + r.IntN(3)})
+			item := map[string]any{"sku": choices[i], "quantity": 1 + r.IntN(3)}
+			if body["campaign"] == nil {
+				placeItem(r, item)
+			}
+			items = append(items, item)
 		}
 		body["items"] = items
 		key := tr.name("hold")
@@ -511,6 +543,11 @@ func (tr *torture) shopper(ctx context.Context, r *rand.Rand, op, token string) 
 		case p < 75:
 			l := h.Items[r.IntN(len(h.Items))]
 			give := map[string]any{"sku": l.SKU, "quantity": 1 + r.Int64N(l.Quantity)}
+			if len(l.Allocations) > 0 {
+				// A line taken from several locations gives back at one.
+				a := l.Allocations[r.IntN(len(l.Allocations))]
+				give["location"], give["quantity"] = a.Location, 1+r.Int64N(a.Quantity)
+			}
 			tr.release(token, path, h.ID, map[string]any{"items": []any{give}}, "partial release", "Idempotency-Key", tr.name("part"))
 		case p < 85:
 			tr.do("extend", "POST", path+"/extend", token, map[string]any{"ttl_seconds": 1 + r.IntN(10)})
@@ -601,6 +638,9 @@ func (tr *torture) rollbacker(ctx context.Context, r *rand.Rand) {
 		default:
 			body["sku"] = skus[r.IntN(len(skus))]
 			body["held_before"] = time.Now().Add(-time.Duration(r.IntN(3000)) * time.Millisecond).UTC().Format(time.RFC3339Nano)
+			if isPlaced(body["sku"].(string)) && r.IntN(3) == 0 {
+				body["location"] = places[r.IntN(len(places))]
+			}
 		}
 		status, b := tr.do("rollback", "POST", "/v1/rollbacks", tr.ops, body, "Idempotency-Key", tr.name("rb"))
 		if status != 202 {
@@ -674,8 +714,11 @@ func (tr *torture) stocker(ctx context.Context, r *rand.Rand) {
 			if r.IntN(3) == 0 {
 				delta = -1 - r.IntN(4)
 			}
-			status, _ = tr.do("adjust", "POST", "/v1/skus/"+sku+"/adjustments", tr.ops,
-				map[string]any{"delta": delta, "reason": "torture", "ref": ref}, "Idempotency-Key", ref)
+			body := map[string]any{"delta": delta, "reason": "torture", "ref": ref}
+			if isPlaced(sku) && r.IntN(3) == 0 {
+				body["location"] = places[r.IntN(len(places))]
+			}
+			status, _ = tr.do("adjust", "POST", "/v1/skus/"+sku+"/adjustments", tr.ops, body, "Idempotency-Key", ref)
 		} else {
 			other := skus[r.IntN(len(skus))]
 			lines := []map[string]any{{"sku": sku, "delta": 1 + r.IntN(5)}}
