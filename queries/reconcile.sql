@@ -786,8 +786,9 @@ ORDER BY st.sku COLLATE "C", st.location COLLATE "C", st.pool COLLATE "C";
 -- StockTransitMismatch lists the stock rows (of skus, or all when null)
 -- whose incoming is not what the transfers in transit to them have not yet
 -- delivered or written off, and the transfers in transit to a row that
--- does not exist (invariant 8). The partial index on transfers in transit
--- keeps it to the rows with incoming or an open transfer.
+-- does not exist (invariant 8). Two partial indexes (stock_incoming,
+-- transfers_to) keep it to the rows with incoming or an open transfer: a
+-- full run does not scan stock for it.
 WITH transit AS (
     SELECT t.sku, t.to_location AS location, t.pool, sum(t.quantity - t.received - t.lost)::bigint AS in_transit
     FROM transfers t

@@ -1509,8 +1509,9 @@ type StockTransitMismatchRow struct {
 // StockTransitMismatch lists the stock rows (of skus, or all when null)
 // whose incoming is not what the transfers in transit to them have not yet
 // delivered or written off, and the transfers in transit to a row that
-// does not exist (invariant 8). The partial index on transfers in transit
-// keeps it to the rows with incoming or an open transfer.
+// does not exist (invariant 8). Two partial indexes (stock_incoming,
+// transfers_to) keep it to the rows with incoming or an open transfer: a
+// full run does not scan stock for it.
 func (q *Queries) StockTransitMismatch(ctx context.Context, skus []string) ([]StockTransitMismatchRow, error) {
 	rows, err := q.db.Query(ctx, stockTransitMismatch, skus)
 	if err != nil {
