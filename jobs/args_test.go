@@ -102,7 +102,7 @@ func TestArgsRefused(t *testing.T) {
 		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","pool":""}`, `field "pool" is given empty`},
 		{"manual_rollback", `{"operator":"alice","reason":"r"}`, `exactly one scope`},
 		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","campaign":"c1"}`, `exactly one scope`},
-		{"manual_rollback", `{"operator":"alice","reason":"r","campaign":"c1","held_before":"2020-01-01T00:00:00Z"}`, `pool and held_before go with sku`},
+		{"manual_rollback", `{"operator":"alice","reason":"r","campaign":"c1","held_before":"2020-01-01T00:00:00Z"}`, `held_before goes with sku or location`},
 		{"manual_rollback", `{"reason":"r","sku":"R1"}`, `operator is required`},
 		{"manual_rollback", `["alice"]`, `JSON object`},
 		{"manual_rollback", `{"operator":"alice","reason":"r","sku":"R1","rollback_id":-1}`, `rollback_id must be positive`},
