@@ -191,8 +191,10 @@ func (tr *torture) logistician(ctx context.Context, r *rand.Rand) {
 		sku := placed[r.IntN(len(placed))]
 		loc := places[r.IntN(len(places))]
 		switch p := r.IntN(10); {
-		case p < 4:
+		case p < 3:
 			tr.sendTransfer(ctx, r, sku)
+		case p < 4:
+			tr.splitHold(ctx, r, sku)
 		case p < 7:
 			states := []string{"available", "quality_control", "damaged", "safety_stock"}
 			from, to := states[r.IntN(len(states))], states[r.IntN(len(states))]
@@ -214,6 +216,76 @@ func (tr *torture) logistician(ctx context.Context, r *rand.Rand) {
 			tr.count(ctx, r, sku, loc)
 		}
 	}
+}
+
+// splitHold holds, with "split": true, one more unit than the first
+// location with any has available, so that the line is taken from two
+// locations (unless traffic changes the stock meanwhile), then releases
+// it or lets it expire.
+func (tr *torture) splitHold(ctx context.Context, r *rand.Rand, sku string) {
+	view, ok := tr.stockView(sku)
+	if !ok {
+		return
+	}
+	var first, all int64
+	for _, loc := range places { // in priority order
+		for _, p := range view {
+			if p.Location == loc && p.Pool == "main" && p.Available > 0 {
+				if first == 0 {
+					first = p.Available
+				}
+				all += p.Available
+			}
+		}
+	}
+	if first == 0 || all <= first {
+		return
+	}
+	body := map[string]any{"order_ref": tr.name("split"), "ttl_seconds": 1 + r.IntN(5),
+		"items": []any{map[string]any{"sku": sku, "quantity": first + 1, "split": true}}}
+	status, b := tr.do("split hold", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", tr.name("split-hold"))
+	if status != 201 {
+		return
+	}
+	var h reservation
+	if err := json.Unmarshal(b, &h); err != nil {
+		tr.t.Errorf("split hold answer: %v: %s", err, b)
+		return
+	}
+	tr.mu.Lock()
+	tr.holds[h.ID] = true
+	tr.mu.Unlock()
+	tr.recordWhere(h.ID, b)
+	if pace(ctx, r, 300*time.Millisecond) && r.IntN(2) == 0 {
+		tr.release("/v1/reservations/"+h.ID.String(), h.ID, map[string]any{"reason": "cancelled"}, "split release")
+	}
+}
+
+// pooled is one (location, pool) of a SKU as GET /v1/skus/{sku} shows it.
+type pooled struct {
+	Location       string `json:"location"`
+	Pool           string `json:"pool"`
+	Available      int64  `json:"available"`
+	Reserved       int64  `json:"reserved"`
+	QualityControl int64  `json:"quality_control"`
+	Damaged        int64  `json:"damaged"`
+	SafetyStock    int64  `json:"safety_stock"`
+}
+
+// stockView reads a SKU's stock over the API.
+func (tr *torture) stockView(sku string) ([]pooled, bool) {
+	status, b := tr.do("stock read", "GET", "/v1/skus/"+sku, tr.ops, nil)
+	if status != 200 {
+		return nil, false
+	}
+	var view struct {
+		Pools []pooled `json:"pools"`
+	}
+	if err := json.Unmarshal(b, &view); err != nil {
+		tr.t.Errorf("stock answer: %v: %s", err, b)
+		return nil, false
+	}
+	return view.Pools, true
 }
 
 // sendTransfer sends a few units between two locations and, a moment
@@ -281,26 +353,11 @@ func (tr *torture) noteTransfer(id uuid.UUID, b []byte) {
 // then a dry run, and now and then below what holds hold there, forced,
 // which pauses the row: it is resumed (gated by the books) a moment later.
 func (tr *torture) count(ctx context.Context, r *rand.Rand, sku, loc string) {
-	status, b := tr.do("stock read", "GET", "/v1/skus/"+sku, tr.ops, nil)
-	if status != 200 {
+	view, ok := tr.stockView(sku)
+	if !ok {
 		return
 	}
-	var view struct {
-		Pools []struct {
-			Location       string `json:"location"`
-			Pool           string `json:"pool"`
-			Available      int64  `json:"available"`
-			Reserved       int64  `json:"reserved"`
-			QualityControl int64  `json:"quality_control"`
-			Damaged        int64  `json:"damaged"`
-			SafetyStock    int64  `json:"safety_stock"`
-		} `json:"pools"`
-	}
-	if err := json.Unmarshal(b, &view); err != nil {
-		tr.t.Errorf("stock answer: %v: %s", err, b)
-		return
-	}
-	for _, p := range view.Pools {
+	for _, p := range view {
 		if p.Location != loc || p.Pool != "main" {
 			continue
 		}
