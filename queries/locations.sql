@@ -129,3 +129,8 @@ JOIN reservations r ON r.id = x.reservation_id
 WHERE x.sku = @sku AND x.location = @location AND x.pool = @pool AND r.status = 'held'
 ORDER BY r.expires_at, r.id
 LIMIT @lim;
+
+-- name: LocationsOrder :many
+-- LocationsOrder is every location's priority: the order a SKU's stock is
+-- listed in (GET /v1/skus/{sku}, GET /v1/skus).
+SELECT id, priority FROM locations;

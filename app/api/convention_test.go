@@ -165,6 +165,8 @@ func TestErrorConvention(t *testing.T) {
 			{"a batch with a cursor", "GET", "/v1/skus?sku=A1&cursor=A1", shop, nil, bad, inv},
 			{"name too long", "GET", "/v1/skus?sku=" + strings.Repeat("S", 65), shop, nil, 422, inv},
 			{"101 SKUs", "GET", "/v1/skus?sku=A" + strings.Repeat("&sku=A", 100), shop, nil, 422, inv},
+			{"no such location", "GET", "/v1/skus?location=west", shop, nil, 422, "unknown_location"},
+			{"location twice", "GET", "/v1/skus?location=east&location=east", shop, nil, bad, inv},
 		},
 		"GET /v1/skus/:sku": {
 			{"name too long", "GET", "/v1/skus/" + strings.Repeat("S", 65), shop, nil, 422, inv},

@@ -48,6 +48,17 @@ func TestLocationsOverHTTP(t *testing.T) {
 	pools := st["pools"].([]any)
 	require.Len(t, pools, 2)
 	require.Equal(t, "berlin", pools[0].(map[string]any)["location"], "by priority")
+	// The catalogue: every entry, by priority; with location, that one's.
+	ok(200, e.do("POST", "/v1/skus/B2/adjustments", e.ops, map[string]any{"delta": 1, "location": "paris", "reason": "delivery"}, key("in-b2")...))
+	cat := ok(200, e.do("GET", "/v1/skus", e.shop, nil))["skus"].([]any)
+	require.Len(t, cat, 2)
+	require.Equal(t, pools, cat[0].(map[string]any)["pools"], "as GET /v1/skus/A1 lists them")
+	for _, q := range []string{"?location=berlin", "?location=berlin&low_stock=false", "?location=berlin&sku=A1&sku=B2"} {
+		at := ok(200, e.do("GET", "/v1/skus"+q, e.shop, nil))["skus"].([]any)
+		require.Len(t, at, 1, "B2 is not at berlin: %s", q)
+		require.Equal(t, []any{pools[0]}, at[0].(map[string]any)["pools"], q)
+	}
+	code(422, "unknown_location", e.do("GET", "/v1/skus?location=madrid", e.shop, nil))
 
 	h := ok(201, e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 3}}}, key("h1")...))
 	require.Equal(t, []any{map[string]any{"sku": "A1", "pool": "main", "quantity": 3.0, "location": "paris"}}, h["items"], "berlin has 2, paris 5")

@@ -124,20 +124,20 @@ type catalogueAnswer struct {
 }
 
 // listSKUs pages through the SKUs with their stock, in SKU order, filtered
-// by low_stock and updated_since; with sku=A1&sku=B2 it answers those SKUs
-// in one page, the ones with no stock listed as missing.
+// by low_stock, updated_since and location; with sku=A1&sku=B2 it answers
+// those SKUs in one page, the ones with no stock listed as missing.
 func (s *server) listSKUs(c echo.Context) error {
 	p, err := pageParams(c, inventory.MaxCataloguePage, "")
 	if err != nil {
 		return err
 	}
 	q := c.QueryParams()
-	for _, name := range []string{"low_stock", "updated_since"} {
+	for _, name := range []string{"low_stock", "updated_since", "location"} {
 		if len(q[name]) > 1 {
 			return badRequest("give " + name + " once")
 		}
 	}
-	cq := inventory.CatalogueQuery{After: p.Cursor, Limit: p.Limit, SKUs: q["sku"]}
+	cq := inventory.CatalogueQuery{After: p.Cursor, Limit: p.Limit, SKUs: q["sku"], Location: q.Get("location")}
 	if p.Cursor != "" && domain.ValidName("cursor", p.Cursor) != nil {
 		return badCursor()
 	}

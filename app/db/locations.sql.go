@@ -309,6 +309,37 @@ func (q *Queries) LocationsGet(ctx context.Context, ids []string) ([]Location, e
 	return items, nil
 }
 
+const locationsOrder = `-- name: LocationsOrder :many
+SELECT id, priority FROM locations
+`
+
+type LocationsOrderRow struct {
+	ID       string
+	Priority int32
+}
+
+// LocationsOrder is every location's priority: the order a SKU's stock is
+// listed in (GET /v1/skus/{sku}, GET /v1/skus).
+func (q *Queries) LocationsOrder(ctx context.Context) ([]LocationsOrderRow, error) {
+	rows, err := q.db.Query(ctx, locationsOrder)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LocationsOrderRow
+	for rows.Next() {
+		var i LocationsOrderRow
+		if err := rows.Scan(&i.ID, &i.Priority); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const locationsPage = `-- name: LocationsPage :many
 SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at FROM locations
 WHERE $1::text IS NULL OR id COLLATE "C" > $1::text COLLATE "C"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stockhold/stockhold/app/db"
@@ -40,6 +41,9 @@ type CatalogueQuery struct {
 	// SKUs, when given, asks for these SKUs (a batch: one page, After
 	// and Limit unused), the filters applied to them.
 	SKUs []string
+	// Location keeps only each SKU's entries at that location, and only
+	// the SKUs that have one there; the other filters apply to them.
+	Location string
 }
 
 // CataloguePage is a page of SKUs. Next is the After of the page after,
@@ -53,6 +57,11 @@ type CataloguePage struct {
 }
 
 func (cq CatalogueQuery) validate() error {
+	if cq.Location != "" {
+		if err := domain.ValidName("location", cq.Location); err != nil {
+			return err
+		}
+	}
 	if len(cq.SKUs) > 0 {
 		if len(cq.SKUs) > MaxCatalogueBatch {
 			return domain.Invalid("sku names %d SKUs: at most %d in one batch", len(cq.SKUs), MaxCatalogueBatch)
@@ -78,16 +87,25 @@ func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePa
 		return CataloguePage{}, err
 	}
 	q := db.New(s.pool)
-	if len(cq.SKUs) > 0 {
-		return catalogueBatch(ctx, q, cq)
+	if cq.Location != "" {
+		if err := requireLocations(ctx, q, cq.Location); err != nil {
+			return CataloguePage{}, err
+		}
 	}
-	filtered := cq.LowStock || cq.UpdatedSince != nil
+	order, err := locationOrder(ctx, q)
+	if err != nil {
+		return CataloguePage{}, err
+	}
+	if len(cq.SKUs) > 0 {
+		return catalogueBatch(ctx, q, cq, order)
+	}
+	filtered := cq.LowStock || cq.UpdatedSince != nil || cq.Location != ""
 	if !filtered {
 		rows, err := q.StockSKUsPage(ctx, cq.After, int32(cq.Limit+1))
 		if err != nil {
 			return CataloguePage{}, fmt.Errorf("read a page of SKUs: %w", err)
 		}
-		skus := groupBySKU(rows)
+		skus := groupBySKU(rows, order)
 		var page CataloguePage
 		if len(skus) > cq.Limit {
 			skus = skus[:cq.Limit]
@@ -104,7 +122,7 @@ func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePa
 	if err != nil {
 		return CataloguePage{}, fmt.Errorf("read a stretch of SKUs: %w", err)
 	}
-	skus := groupBySKU(rows)
+	skus := groupBySKU(rows, order)
 	full := len(rows) == scan
 	if full && len(skus) > 1 {
 		// The stretch may end inside the last SKU's pools: it is read
@@ -113,7 +131,8 @@ func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePa
 	}
 	page := CataloguePage{SKUs: []Stock{}}
 	for _, st := range skus {
-		if !cq.matches(st) {
+		st, ok := cq.keep(st)
+		if !ok {
 			continue
 		}
 		if len(page.SKUs) == cq.Limit {
@@ -130,6 +149,18 @@ func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePa
 	return page, nil
 }
 
+// keep returns the SKU as the page shows it (only its entries at the
+// location asked for, if one was), and whether it passes the filters.
+func (cq CatalogueQuery) keep(st Stock) (Stock, bool) {
+	if cq.Location != "" {
+		st.Pools = slices.DeleteFunc(slices.Clone(st.Pools), func(p Pool) bool { return p.Location != cq.Location })
+		if len(st.Pools) == 0 {
+			return st, false
+		}
+	}
+	return st, cq.matches(st)
+}
+
 // matches reports whether a SKU passes the query's filters.
 func (cq CatalogueQuery) matches(st Stock) bool {
 	low, updated := !cq.LowStock, cq.UpdatedSince == nil
@@ -144,7 +175,7 @@ func (cq CatalogueQuery) matches(st Stock) bool {
 	return low && updated
 }
 
-func catalogueBatch(ctx context.Context, q *db.Queries, cq CatalogueQuery) (CataloguePage, error) {
+func catalogueBatch(ctx context.Context, q *db.Queries, cq CatalogueQuery, order map[string]int32) (CataloguePage, error) {
 	var named []string
 	for _, sku := range cq.SKUs {
 		if !slices.Contains(named, sku) {
@@ -157,9 +188,9 @@ func catalogueBatch(ctx context.Context, q *db.Queries, cq CatalogueQuery) (Cata
 	}
 	page := CataloguePage{SKUs: []Stock{}, Missing: []string{}}
 	found := map[string]bool{}
-	for _, st := range groupBySKU(rows) {
+	for _, st := range groupBySKU(rows, order) {
 		found[st.SKU] = true
-		if cq.matches(st) {
+		if st, ok := cq.keep(st); ok {
 			page.SKUs = append(page.SKUs, st)
 		}
 	}
@@ -171,9 +202,23 @@ func catalogueBatch(ctx context.Context, q *db.Queries, cq CatalogueQuery) (Cata
 	return page, nil
 }
 
+// locationOrder is every location's priority, to list a SKU's stock in.
+func locationOrder(ctx context.Context, q *db.Queries) (map[string]int32, error) {
+	rows, err := q.LocationsOrder(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the locations: %w", err)
+	}
+	out := make(map[string]int32, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Priority
+	}
+	return out, nil
+}
+
 // groupBySKU turns stock rows in SKU order into stock views, each SKU's
-// pools as GET /v1/skus/{sku} lists them (main first, then by name).
-func groupBySKU(rows []db.Stock) []Stock {
+// entries as GET /v1/skus/{sku} lists them: locations by priority, then
+// id; within one, main first, then pools by name.
+func groupBySKU(rows []db.Stock, order map[string]int32) []Stock {
 	var out []Stock
 	for _, r := range rows {
 		if len(out) == 0 || out[len(out)-1].SKU != r.Sku {
@@ -184,6 +229,12 @@ func groupBySKU(rows []db.Stock) []Stock {
 	}
 	for i := range out {
 		slices.SortStableFunc(out[i].Pools, func(a, b Pool) int {
+			if c := cmp.Compare(order[a.Location], order[b.Location]); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.Location, b.Location); c != 0 {
+				return c
+			}
 			if (a.Pool == MainPool) != (b.Pool == MainPool) {
 				if a.Pool == MainPool {
 					return -1
