@@ -44,15 +44,8 @@ type Location struct {
 
 // LocationTotals sums a location's stock rows, every state.
 type LocationTotals struct {
-	Rows           int64 `json:"rows"`
-	Total          int64 `json:"total"`
-	Available      int64 `json:"available"`
-	Reserved       int64 `json:"reserved"`
-	Sold           int64 `json:"sold"`
-	QualityControl int64 `json:"quality_control"`
-	Damaged        int64 `json:"damaged"`
-	SafetyStock    int64 `json:"safety_stock"`
-	Incoming       int64 `json:"incoming"`
+	Rows int64 `json:"rows"`
+	Counters
 }
 
 func newLocation(l db.Location) Location {
@@ -180,8 +173,8 @@ func withTotals(ctx context.Context, q *db.Queries, rows []db.Location) ([]Locat
 	}
 	by := make(map[string]LocationTotals, len(totals))
 	for _, t := range totals {
-		by[t.Location] = LocationTotals{Rows: t.Rows, Total: t.Total, Available: t.Available, Reserved: t.Reserved, Sold: t.Sold,
-			QualityControl: t.QualityControl, Damaged: t.Damaged, SafetyStock: t.SafetyStock, Incoming: t.Incoming}
+		by[t.Location] = LocationTotals{Rows: t.Rows, Counters: Counters{Total: t.Total, Available: t.Available, Reserved: t.Reserved,
+			Sold: t.Sold, QualityControl: t.QualityControl, Damaged: t.Damaged, SafetyStock: t.SafetyStock, Incoming: t.Incoming}}
 	}
 	out := make([]Location, len(rows))
 	for i, r := range rows {

@@ -354,7 +354,7 @@ func TestLocationsList(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page.Locations, 1)
 	require.Equal(t, "berlin", page.Locations[0].ID)
-	require.Equal(t, inventory.LocationTotals{Rows: 2, Total: 10, Available: 10}, *page.Locations[0].Totals)
+	require.Equal(t, inventory.LocationTotals{Rows: 2, Counters: inventory.Counters{Total: 10, Available: 10}}, *page.Locations[0].Totals)
 	require.NotNil(t, page.NextCursor)
 	page, err = svc.Locations(ctx, *page.NextCursor, 10)
 	require.NoError(t, err)

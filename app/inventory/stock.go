@@ -24,18 +24,14 @@ const (
 // on hand: available + reserved + sold + quality_control + damaged +
 // safety_stock; incoming is on its way here, not yet on hand.
 type Pool struct {
-	Location       string  `json:"location"`
-	Pool           string  `json:"pool"`
-	Total          int64   `json:"total"`
-	Available      int64   `json:"available"`
-	Reserved       int64   `json:"reserved"`
-	Sold           int64   `json:"sold"`
-	QualityControl int64   `json:"quality_control"`
-	Damaged        int64   `json:"damaged"`
-	SafetyStock    int64   `json:"safety_stock"`
-	Incoming       int64   `json:"incoming"`
-	Status         string  `json:"status"`
-	PausedReason   *string `json:"paused_reason"`
+	Location string `json:"location"`
+	Pool     string `json:"pool"`
+	// Counters are its states, in the answer in their order (total,
+	// available, reserved, sold, quality_control, damaged, safety_stock,
+	// incoming).
+	Counters
+	Status       string  `json:"status"`
+	PausedReason *string `json:"paused_reason"`
 	// LowThreshold is the pool's low-stock threshold (nil: none): a change
 	// that takes available from above it to at or below it sends stock.low.
 	LowThreshold *int64    `json:"low_threshold"`
@@ -54,8 +50,8 @@ type Stock struct {
 
 func newPool(r db.Stock) Pool {
 	return Pool{
-		Location: r.Location, Pool: r.Pool, Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
-		QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming,
+		Location: r.Location, Pool: r.Pool, Counters: Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
+			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming},
 		Status: r.Status, PausedReason: r.PausedReason, LowThreshold: r.LowThreshold, UpdatedAt: r.UpdatedAt,
 		Serialized: r.Serialized,
 	}

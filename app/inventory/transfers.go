@@ -258,14 +258,20 @@ func receiveTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error
 	return setTransfer(ctx, q, t, t.Received+st.Quantity, t.Lost, status, st)
 }
 
+// endReason checks the reason a transfer is closed or cancelled for:
+// required, and text.
+func endReason(reason string) error {
+	if err := requireReason(reason); err != nil {
+		return err
+	}
+	return domain.ValidText("reason", reason, domain.MaxTextLength)
+}
+
 // CloseTransfer ends a transfer in transit: whatever was never received is
 // written off as lost in transit at its destination (ledger kind loss,
 // never silently). A reason is required.
 func (s *Service) CloseTransfer(ctx context.Context, st TransferStep) (Transfer, error) {
-	if err := requireReason(st.Reason); err != nil {
-		return Transfer{}, err
-	}
-	if err := domain.ValidText("reason", st.Reason, domain.MaxTextLength); err != nil {
+	if err := endReason(st.Reason); err != nil {
 		return Transfer{}, err
 	}
 	var out Transfer
@@ -293,10 +299,7 @@ func (s *Service) CloseTransfer(ctx context.Context, st TransferStep) (Transfer,
 // before any receipt (409 transfer_partly_received after one: close it
 // instead). A reason is required.
 func (s *Service) CancelTransfer(ctx context.Context, st TransferStep) (Transfer, error) {
-	if err := requireReason(st.Reason); err != nil {
-		return Transfer{}, err
-	}
-	if err := domain.ValidText("reason", st.Reason, domain.MaxTextLength); err != nil {
+	if err := endReason(st.Reason); err != nil {
 		return Transfer{}, err
 	}
 	var out Transfer
