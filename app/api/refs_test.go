@@ -79,7 +79,8 @@ func TestRepairsNameWhatTheyFix(t *testing.T) {
 	require.Equal(t, refs, repaired["refs"])
 	require.Equal(t, "ledger", repaired["to"])
 	require.Equal(t, "hand edit", repaired["reason"])
-	require.Equal(t, map[string]any{"total": float64(10), "available": float64(10), "reserved": float64(0), "sold": float64(0)}, repaired["counters"],
+	require.Equal(t, map[string]any{"total": float64(10), "available": float64(10), "reserved": float64(0), "sold": float64(0),
+		"quality_control": float64(0), "damaged": float64(0), "safety_stock": float64(0), "incoming": float64(0)}, repaired["counters"],
 		"the counters after a repair to the ledger, which makes no stock.changed")
 	require.Equal(t, []any{"OPS-18"}, found["stock.resumed"]["refs"])
 	require.NotContains(t, found["stock.paused"], "refs")

@@ -18,7 +18,7 @@ import (
 )
 
 // locationsVersion is the first migration of locations (issue 25).
-const locationsVersion = 130
+const locationsVersion = 134
 
 // TestUpgradeToLocationsKeepsEveryRow migrates a populated database from
 // the schema before locations: thousands of stock rows, held and confirmed

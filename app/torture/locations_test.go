@@ -257,7 +257,7 @@ func (tr *torture) splitHold(ctx context.Context, r *rand.Rand, sku string) {
 	tr.mu.Unlock()
 	tr.recordWhere(h.ID, b)
 	if pace(ctx, r, 300*time.Millisecond) && r.IntN(2) == 0 {
-		tr.release("/v1/reservations/"+h.ID.String(), h.ID, map[string]any{"reason": "cancelled"}, "split release")
+		tr.release(tr.shop, "/v1/reservations/"+h.ID.String(), h.ID, map[string]any{"reason": "cancelled"}, "split release")
 	}
 }
 

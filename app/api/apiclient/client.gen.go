@@ -165,24 +165,6 @@ func (e EventDataLedgerKind) Valid() bool {
 	}
 }
 
-// Defines values for EventDataTo.
-const (
-	EventDataToCounters EventDataTo = "counters"
-	EventDataToLedger   EventDataTo = "ledger"
-)
-
-// Valid indicates whether the value is a known member of the EventDataTo enum.
-func (e EventDataTo) Valid() bool {
-	switch e {
-	case EventDataToCounters:
-		return true
-	case EventDataToLedger:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for EventType.
 const (
 	EventTypeHoldConfirmed     EventType = "hold.confirmed"
@@ -11964,13 +11946,16 @@ type Event struct {
 	// At When the change's transaction began.
 	At time.Time `json:"at"`
 
-	// Data By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`, and `refs` when the operator named any. `stock.repaired` (a repair of a pool's books): `actor`, `reason`, `refs` (when any), `to` (`ledger` or `counters`) and `counters`, the pool's counters after it (a repair to the ledger moves the counters without a `stock.changed`: its ledger row has no deltas).
+	// Data By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`, and `refs` when the operator named any. `stock.repaired` (a repair of a pool's books): `actor`, `reason`, `refs` (when any), `to` (`ledger` or `counters`) and `counters`, the pool's counters after it (a repair to the ledger moves the counters without a `stock.changed`: its ledger row has no deltas). `transfer.created`, `transfer.received`, `transfer.closed`, `transfer.cancelled`: `transfer_id`, `from`, `to`, `quantity` (the units this step moved: sent, received, written off as lost in transit, given back), `actor`, `reason`; the event's row is the `from` location's for created and cancelled, the `to` location's for received and closed. `stock.changed` and the counters of `stock.repaired` carry every state: `quality_control`, `damaged`, `safety_stock` and `incoming` besides the four.
 	Data struct {
-		Actor      *string              `json:"actor,omitempty"`
-		Available  *int64               `json:"available,omitempty"`
-		Client     *string              `json:"client,omitempty"`
-		Counters   *EventCounters       `json:"counters,omitempty"`
-		Delta      *EventCounters       `json:"delta,omitempty"`
+		Actor     *string        `json:"actor,omitempty"`
+		Available *int64         `json:"available,omitempty"`
+		Client    *string        `json:"client,omitempty"`
+		Counters  *EventCounters `json:"counters,omitempty"`
+		Delta     *EventCounters `json:"delta,omitempty"`
+
+		// From `transfer.*`: the location the units come from.
+		From       *string              `json:"from,omitempty"`
 		LedgerKind *EventDataLedgerKind `json:"ledger_kind,omitempty"`
 		OrderRef   *string              `json:"order_ref,omitempty"`
 		Partial    *bool                `json:"partial,omitempty"`
@@ -11980,10 +11965,15 @@ type Event struct {
 		Reserved   *int64               `json:"reserved,omitempty"`
 		Sold       *int64               `json:"sold,omitempty"`
 		Threshold  *int64               `json:"threshold,omitempty"`
-		To         *EventDataTo         `json:"to,omitempty"`
-		Total      *int64               `json:"total,omitempty"`
-		Units      *[]string            `json:"units,omitempty"`
-		Version    *int64               `json:"version,omitempty"`
+
+		// To `stock.repaired`: `ledger` or `counters`; `transfer.*`: the location the units go to.
+		To    *string `json:"to,omitempty"`
+		Total *int64  `json:"total,omitempty"`
+
+		// TransferId `transfer.*`: the transfer.
+		TransferId *openapi_types.UUID `json:"transfer_id,omitempty"`
+		Units      *[]string           `json:"units,omitempty"`
+		Version    *int64              `json:"version,omitempty"`
 	} `json:"data"`
 
 	// Id The event's id and the cursor that reads on after it (`after`). Opaque: compare ids for equality only.
@@ -12001,9 +11991,6 @@ type Event struct {
 
 // EventDataLedgerKind defines model for Event.Data.LedgerKind.
 type EventDataLedgerKind string
-
-// EventDataTo defines model for Event.Data.To.
-type EventDataTo string
 
 // EventType defines model for Event.Type.
 type EventType string
@@ -12193,15 +12180,6 @@ type LocationRequest struct {
 
 	// Priority Allocation order: lower first, ties by id.
 	Priority *int32 `json:"priority,omitempty"`
-}
-
-// LocationStop defines model for LocationStop.
-type LocationStop struct {
-	Actor    *string   `json:"actor"`
-	ActorKey *string   `json:"actor_key"`
-	At       time.Time `json:"at"`
-	Location string    `json:"location"`
-	Reason   string    `json:"reason"`
 }
 
 // LocationTotals The location's stock summed over every SKU and pool, every state (and `rows`, how many stock rows).
@@ -13040,7 +13018,7 @@ type StockPreview struct {
 	Sku    string `json:"sku"`
 }
 
-// StopSale A stop-sale switch: the one for everything (no `client`), or one client's. While `active`, every new hold it covers is refused with 503 `stop_sale`; confirms, releases, reinstating aside, and reads go on.
+// StopSale A stop-sale switch: the one for everything (no `client`, no `location`), one client's, or one location's. While `active`, every new hold it covers is refused with 503 `stop_sale` (a location's: holds naming it; allocation skips it); confirms, releases, reinstating aside, and reads go on.
 type StopSale struct {
 	Active bool `json:"active"`
 
@@ -13054,9 +13032,9 @@ type StopSale struct {
 	// Client The key owner whose holds alone the switch stops; absent for the switch for everything.
 	Client *string `json:"client,omitempty"`
 
-	// Locations The locations whose sales are stopped on their own.
-	Locations []LocationStop `json:"locations"`
-	Reason    *string        `json:"reason"`
+	// Location The location whose sales alone the switch stops; absent for the switch for everything (and a client's).
+	Location *string `json:"location,omitempty"`
+	Reason   *string `json:"reason"`
 
 	// Rule The automatic trip that flipped it, when one did (`expiry_backlog`, `confirm_latency`).
 	Rule *string `json:"rule"`
@@ -13079,9 +13057,9 @@ type StopSaleFlipped struct {
 	// Lifted When the flip turned the switch off: the switch as it was (who turned it on, with which key, why, and the rule when a protection rule did); otherwise null.
 	Lifted *StopSale `json:"lifted"`
 
-	// Locations The locations whose sales are stopped on their own.
-	Locations []LocationStop `json:"locations"`
-	Reason    *string        `json:"reason"`
+	// Location The location whose sales alone the switch stops; absent for the switch for everything (and a client's).
+	Location *string `json:"location,omitempty"`
+	Reason   *string `json:"reason"`
 
 	// Rule The automatic trip that flipped it, when one did (`expiry_backlog`, `confirm_latency`).
 	Rule *string `json:"rule"`
@@ -13095,14 +13073,14 @@ type StopSaleRequest struct {
 	// Client The key owner (an API key's name, as `stockhold apikey list` shows it) whose new holds alone to stop or restart; other clients go on. Absent: the switch for everything. A name no key ever had is 422 `unknown_client`.
 	Client *string `json:"client,omitempty"`
 
-	// Location Stop (or let go on) sales at this location alone: new holds there answer 503 `stop_sale`, allocation skips it. Absent: the switch for everything.
+	// Location Stop (or let go on) sales at this location alone: new holds naming it answer 503 `stop_sale`, allocation skips it. Absent: the switch for everything. Not with `client`. An unknown location is 422 `unknown_location`.
 	Location *string `json:"location,omitempty"`
 
 	// Reason Why; required both ways.
 	Reason string `json:"reason"`
 }
 
-// StopSales Every stop-sale switch: the one for everything (its fields at the top level, as before there were others) and, in `clients`, each client's that was ever flipped, by client.
+// StopSales Every stop-sale switch: the one for everything (its fields at the top level, as before there were others) and, in `clients`, each client's that was ever flipped, by client; in `locations`, each location's that is on.
 type StopSales struct {
 	Active bool `json:"active"`
 
@@ -13115,7 +13093,10 @@ type StopSales struct {
 
 	// Clients Each client's switch, on or off, by client name (as many as there are key owners at most).
 	Clients []StopSale `json:"clients"`
-	Reason  *string    `json:"reason"`
+
+	// Locations Each location whose sales are stopped on its own, by location (a location's switch keeps no history: off, it is not listed).
+	Locations []StopSale `json:"locations"`
+	Reason    *string    `json:"reason"`
 
 	// Rule The automatic trip that flipped it, when one did (`expiry_backlog`, `confirm_latency`).
 	Rule *string `json:"rule"`
