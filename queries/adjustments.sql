@@ -66,9 +66,12 @@ ORDER BY sku COLLATE "C", pool = 'main' DESC, pool COLLATE "C";
 -- name: StockExportPage :many
 -- StockExportPage returns up to lim stock rows after (after_sku,
 -- after_pool) in the primary key's order: a keyset page that walks the
--- index, however many rows there are.
+-- index, however many rows there are. Ended campaigns' pools are left
+-- out, as in StockListBySKU.
 SELECT * FROM stock
 WHERE (sku, pool) > (@after_sku::text, @after_pool::text)
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, pool
 LIMIT @lim;
 

@@ -7,7 +7,14 @@ SELECT * FROM stock WHERE sku = @sku AND pool = @pool;
 SELECT EXISTS (SELECT 1 FROM stock WHERE sku = @sku);
 
 -- name: StockListBySKU :many
-SELECT * FROM stock WHERE sku = @sku ORDER BY pool = 'main' DESC, pool COLLATE "C";
+-- StockListBySKU is a SKU's stock view: its pools, main first, without
+-- the history of ended campaigns (a rolled-back campaign's empty pool,
+-- shown on the campaign's page only; its sold units stay in its books).
+SELECT * FROM stock
+WHERE sku = @sku
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY pool = 'main' DESC, pool COLLATE "C";
 
 -- name: StockReserve :one
 -- StockReserve takes quantity from available into reserved, only while the
@@ -194,15 +201,25 @@ JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
 -- SKUs, however large the catalogue.
 SELECT * FROM stock
 WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > @after ORDER BY k.sku LIMIT @lim)
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, pool;
 
 -- name: StockScan :many
 -- StockScan returns up to lim stock rows after SKU after, in the primary
 -- key's order: a filtered catalogue page reads a bounded stretch of the
--- key at a time.
-SELECT * FROM stock WHERE sku > @after ORDER BY sku, pool LIMIT @lim;
+-- key at a time (ended campaigns' pools left out, as in StockListBySKU).
+SELECT * FROM stock
+WHERE sku > @after
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY sku, pool LIMIT @lim;
 
 -- name: StockBatch :many
 -- StockBatch returns every pool of the given SKUs, in the primary key's
--- order.
-SELECT * FROM stock WHERE sku = ANY(@skus::text[]) ORDER BY sku, pool;
+-- order (ended campaigns' pools left out, as in StockListBySKU).
+SELECT * FROM stock
+WHERE sku = ANY(@skus::text[])
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY sku, pool;

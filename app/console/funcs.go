@@ -36,6 +36,16 @@ var funcs = template.FuncMap{
 	"units": units,
 	"ms":    ms,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
+	"noun":  noun,
+}
+
+// noun is one when n is 1, many otherwise, so a count reads "1 hold",
+// "2 holds", "0 holds".
+func noun(n any, one, many string) string {
+	if num(n) == "1" {
+		return one
+	}
+	return many
 }
 
 // ms shows a duration in milliseconds, to the hundredth.
@@ -202,7 +212,7 @@ func scope(s rollbacks.Scope) string {
 		if len(s.ReservationIDs) > 3 {
 			more = fmt.Sprintf(" and %d more", len(s.ReservationIDs)-3)
 		}
-		out = fmt.Sprintf("%d holds: %s%s", len(s.ReservationIDs), strings.Join(ids, ", "), more)
+		out = fmt.Sprintf("%d %s: %s%s", len(s.ReservationIDs), noun(len(s.ReservationIDs), "hold", "holds"), strings.Join(ids, ", "), more)
 	case s.Campaign != "":
 		out = "campaign " + s.Campaign
 	case s.SKU != "":

@@ -107,13 +107,16 @@ func (q *Queries) StockCreateMainMany(ctx context.Context, skus []string) error 
 const stockExportPage = `-- name: StockExportPage :many
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
 WHERE (sku, pool) > ($1::text, $2::text)
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, pool
 LIMIT $3
 `
 
 // StockExportPage returns up to lim stock rows after (after_sku,
 // after_pool) in the primary key's order: a keyset page that walks the
-// index, however many rows there are.
+// index, however many rows there are. Ended campaigns' pools are left
+// out, as in StockListBySKU.
 func (q *Queries) StockExportPage(ctx context.Context, afterSku string, afterPool string, lim int32) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockExportPage, afterSku, afterPool, lim)
 	if err != nil {

@@ -51,11 +51,15 @@ func (q *Queries) StockAdjust(ctx context.Context, sku string, pool string, delt
 }
 
 const stockBatch = `-- name: StockBatch :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = ANY($1::text[]) ORDER BY sku, pool
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
+WHERE sku = ANY($1::text[])
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY sku, pool
 `
 
 // StockBatch returns every pool of the given SKUs, in the primary key's
-// order.
+// order (ended campaigns' pools left out, as in StockListBySKU).
 func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockBatch, skus)
 	if err != nil {
@@ -217,9 +221,16 @@ func (q *Queries) StockGet(ctx context.Context, sku string, pool string) (Stock,
 }
 
 const stockListBySKU = `-- name: StockListBySKU :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku = $1 ORDER BY pool = 'main' DESC, pool COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
+WHERE sku = $1
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY pool = 'main' DESC, pool COLLATE "C"
 `
 
+// StockListBySKU is a SKU's stock view: its pools, main first, without
+// the history of ended campaigns (a rolled-back campaign's empty pool,
+// shown on the campaign's page only; its sold units stay in its books).
 func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockListBySKU, sku)
 	if err != nil {
@@ -405,6 +416,8 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 const stockSKUsPage = `-- name: StockSKUsPage :many
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
 WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > $1 ORDER BY k.sku LIMIT $2)
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, pool
 `
 
@@ -448,12 +461,16 @@ func (q *Queries) StockSKUsPage(ctx context.Context, after string, lim int32) ([
 }
 
 const stockScan = `-- name: StockScan :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock WHERE sku > $1 ORDER BY sku, pool LIMIT $2
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
+WHERE sku > $1
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY sku, pool LIMIT $2
 `
 
 // StockScan returns up to lim stock rows after SKU after, in the primary
 // key's order: a filtered catalogue page reads a bounded stretch of the
-// key at a time.
+// key at a time (ended campaigns' pools left out, as in StockListBySKU).
 func (q *Queries) StockScan(ctx context.Context, after string, lim int32) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockScan, after, lim)
 	if err != nil {
