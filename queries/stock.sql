@@ -194,21 +194,12 @@ FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool) k
   ON k.sku = s.sku AND k.pool = s.pool;
 
--- name: StockSKUsPage :many
--- StockSKUsPage returns every pool of the first lim SKUs after after (""
--- for the first page), in the primary key's order (SKU in the database's
--- collation, then pool): DISTINCT over the key's index stops after lim
--- SKUs, however large the catalogue.
-SELECT * FROM stock
-WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > @after ORDER BY k.sku LIMIT @lim)
-  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
-     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
-ORDER BY sku, pool;
-
 -- name: StockScan :many
--- StockScan returns up to lim stock rows after SKU after, in the primary
--- key's order: a filtered catalogue page reads a bounded stretch of the
--- key at a time (ended campaigns' pools left out, as in StockListBySKU).
+-- StockScan returns up to lim stock rows after SKU after ("" for the
+-- first), in the primary key's order (SKU in the database's collation,
+-- then pool): an index scan that stops at lim rows, however large the
+-- catalogue; a catalogue page reads the key a stretch at a time. Ended
+-- campaigns' pools are left out, as in StockListBySKU.
 SELECT * FROM stock
 WHERE sku > @after
   AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0

@@ -413,53 +413,6 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 	return exists, err
 }
 
-const stockSKUsPage = `-- name: StockSKUsPage :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
-WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > $1 ORDER BY k.sku LIMIT $2)
-  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
-     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
-ORDER BY sku, pool
-`
-
-// StockSKUsPage returns every pool of the first lim SKUs after after (""
-// for the first page), in the primary key's order (SKU in the database's
-// collation, then pool): DISTINCT over the key's index stops after lim
-// SKUs, however large the catalogue.
-func (q *Queries) StockSKUsPage(ctx context.Context, after string, lim int32) ([]Stock, error) {
-	rows, err := q.db.Query(ctx, stockSKUsPage, after, lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Stock
-	for rows.Next() {
-		var i Stock
-		if err := rows.Scan(
-			&i.Sku,
-			&i.Pool,
-			&i.Total,
-			&i.Available,
-			&i.Reserved,
-			&i.Sold,
-			&i.Status,
-			&i.PausedReason,
-			&i.Version,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.FeedXid,
-			&i.LowThreshold,
-			&i.Serialized,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const stockScan = `-- name: StockScan :many
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized FROM stock
 WHERE sku > $1
@@ -468,9 +421,11 @@ WHERE sku > $1
 ORDER BY sku, pool LIMIT $2
 `
 
-// StockScan returns up to lim stock rows after SKU after, in the primary
-// key's order: a filtered catalogue page reads a bounded stretch of the
-// key at a time (ended campaigns' pools left out, as in StockListBySKU).
+// StockScan returns up to lim stock rows after SKU after ("" for the
+// first), in the primary key's order (SKU in the database's collation,
+// then pool): an index scan that stops at lim rows, however large the
+// catalogue; a catalogue page reads the key a stretch at a time. Ended
+// campaigns' pools are left out, as in StockListBySKU.
 func (q *Queries) StockScan(ctx context.Context, after string, lim int32) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockScan, after, lim)
 	if err != nil {
