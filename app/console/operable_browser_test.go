@@ -167,7 +167,15 @@ func TestBrowserFiveQuestions(t *testing.T) {
 	// Every other page with tables fits too: no table scrolls sideways
 	// inside its box (the ledger's eleven columns did).
 	for _, page := range []string{"/ops/skus/BLUE-MUG", links[0], "/ops/holds/" + ids[1], "/ops/campaigns", "/ops/campaigns/bf", "/ops/rollbacks", "/ops/reconciliations", "/ops/"} {
-		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.base+page), chromedp.WaitVisible(`h1`)), page)
+		// Loaded when its heading is there, asked of the page itself: a
+		// WaitVisible here now and then never returned (chromedp lost the
+		// new document's nodes), failing the test at its deadline.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.base+page)), page)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete" && document.querySelector("h1") !== null`))
+			assert.NoError(c, err)
+			assert.True(c, ok)
+		}, 20*time.Second, 50*time.Millisecond, page)
 		fits(page)
 		boxes, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
 			`[...document.querySelectorAll(".scroll")].filter(d => d.scrollWidth > d.clientWidth).map(d => d.textContent.trim().slice(0, 40))`))
