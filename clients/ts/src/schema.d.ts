@@ -898,15 +898,15 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Read the stop-sale switch
-         * @description The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did.
+         * Read the stop-sale switches
+         * @description The switch for everything, as the last flip left it: whether it is on, who flipped it (and with which key), why, and the automatic rule if one did; and in `clients` every client's switch.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
         get: operations["getStopSale"];
         /**
-         * Stop or restart all sales
-         * @description `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit. `reason` is required both ways; who (the key) and why are recorded and shown on the console.
+         * Stop or restart all sales, or one client's
+         * @description `active: true` refuses every new hold with 503 `stop_sale` (and `Retry-After`) until it is set back to false; reads, confirms and releases go on. With `client`, only the holds of that key owner's keys are refused (one channel), and every other client goes on. A flip waits for the hold batches running at that moment, so once it is answered no hold decided before it can still commit, for everything or for the client. `reason` is required both ways; who (the key) and why are recorded and shown on the console. Turning a switch off answers what it lifted (`lifted`: who turned it on, why, and the rule when a protection rule did).
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1084,6 +1084,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reports/daily": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The daily report
+         * @description What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        get: operations["getDailyReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     stockEvents: {
@@ -1135,7 +1157,7 @@ export interface components {
             /** @description What went wrong with this request, in words. */
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended";
+            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended";
             /** @description The SKU (the line of a hold) the problem is about, where there is one. */
             sku?: string;
             /** @description The stock pool (`main` or a campaign id) the problem is about, where there is one. */
@@ -1247,6 +1269,8 @@ export interface components {
             ref: string | null;
             /** @description The units with an identity this movement moved (added, retired, held, sold, handed back); absent for a pool without units. */
             units?: string[];
+            /** @description What a repair or a resume named as what it is about (order refs, hold ids, ledger ids, a ticket); absent when none. */
+            refs?: string[];
         };
         LedgerPage: {
             sku: string;
@@ -1742,6 +1766,8 @@ export interface components {
                     [key: string]: number;
                 };
             };
+            /** @description The SKUs with the most hold requests in this process in the last minute (in 10-second steps), most first, at most 20: the top `stockhold_sku_holds_total` names and the console's overview lists. Per process: over several instances, sum the metric. */
+            hot_skus: components["schemas"]["HotSKU"][];
         };
         /**
          * @example {
@@ -2158,7 +2184,7 @@ export interface components {
             /** @description The event's id and the cursor that reads on after it (`after`). Opaque: compare ids for equality only. */
             id: string;
             /** @enum {string} */
-            type: "stock.changed" | "stock.low" | "stock.paused" | "stock.resumed" | "hold.created" | "hold.confirmed" | "hold.released" | "hold.expired";
+            type: "stock.changed" | "stock.low" | "stock.paused" | "stock.resumed" | "stock.repaired" | "hold.created" | "hold.confirmed" | "hold.released" | "hold.expired";
             /**
              * Format: date-time
              * @description When the change's transaction began.
@@ -2171,7 +2197,7 @@ export interface components {
              * @description The hold of a `hold.*` event; null for stock events.
              */
             reservation_id: string | null;
-            /** @description By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`. */
+            /** @description By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`, and `refs` when the operator named any. `stock.repaired` (a repair of a pool's books): `actor`, `reason`, `refs` (when any), `to` (`ledger` or `counters`) and `counters`, the pool's counters after it (a repair to the ledger moves the counters without a `stock.changed`: its ledger row has no deltas). */
             data: {
                 /** Format: int64 */
                 quantity?: number;
@@ -2196,6 +2222,10 @@ export interface components {
                 /** Format: int64 */
                 threshold?: number;
                 units?: string[];
+                refs?: string[];
+                /** @enum {string} */
+                to?: "ledger" | "counters";
+                counters?: components["schemas"]["EventCounters"];
             };
         };
         EventPage: {
@@ -2227,7 +2257,7 @@ export interface components {
             /** @description An absolute `http://` or `https://` URL without credentials or fragment. Unless `STOCKHOLD_WEBHOOK_ALLOW_PRIVATE=true`, its host must be (or resolve only to) public addresses: loopback, private, link-local and other non-public addresses are refused here, and again each time a delivery connects. */
             url: string;
             /** @description The event types to deliver; `["*"]` (alone) for all. */
-            events: ("stock.changed" | "stock.low" | "stock.paused" | "stock.resumed" | "hold.created" | "hold.confirmed" | "hold.released" | "hold.expired" | "*")[];
+            events: ("stock.changed" | "stock.low" | "stock.paused" | "stock.resumed" | "stock.repaired" | "hold.created" | "hold.confirmed" | "hold.released" | "hold.expired" | "*")[];
         };
         /** @description A webhook subscription. Its secret is shown only in the answer that made it. */
         Webhook: {
@@ -2419,20 +2449,28 @@ export interface components {
              * @default false
              */
             force?: boolean;
+            /** @description What this is about, as references anyone can look up: order refs, hold ids, ledger ids, a ticket (at most 20, each 1 to 255 bytes of UTF-8 in NFC, no control or format characters). Stored on the ledger row, shown with it (`GET /v1/skus/{sku}/ledger`, the console) and in the event it makes. Name them on a forced resume above all: they go into the `forced_resume` alert too. */
+            refs?: string[];
         };
-        /** @description The SKU's stock, and the reconciliation of the SKU that followed the action. */
+        /** @description The SKU's stock, the pause the resume lifted, and the reconciliation of the SKU that followed. */
         StockChecked: {
             sku: string;
             pools: components["schemas"]["Pool"][];
             /** @description The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again). */
             reconciliation: components["schemas"]["ReconciliationCheck"] | null;
+            /** @description The pause the resume lifted: who paused the pool, with which key, why (a protection rule's pause is by `system:trip`, its reason starting `rule NAME:`) and when; null when the pool was on sale. */
+            lifted: components["schemas"]["Pause"] | null;
         };
         /**
          * @example {
          *       "pool": "main",
          *       "to": "ledger",
          *       "reason": "counters edited by hand on 1 Dec",
-         *       "dry_run": true
+         *       "dry_run": true,
+         *       "refs": [
+         *         "o-1042",
+         *         "ticket OPS-17"
+         *       ]
          *     }
          */
         RepairRequest: {
@@ -2453,6 +2491,8 @@ export interface components {
              * @default false
              */
             dry_run?: boolean;
+            /** @description What this is about, as references anyone can look up: order refs, hold ids, ledger ids, a ticket (at most 20, each 1 to 255 bytes of UTF-8 in NFC, no control or format characters). Stored on the ledger row, shown with it (`GET /v1/skus/{sku}/ledger`, the console) and in the event it makes. */
+            refs?: string[];
         };
         RepairResult: {
             sku: string;
@@ -2468,8 +2508,10 @@ export interface components {
             /** @description The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again). */
             reconciliation?: components["schemas"]["ReconciliationCheck"] | null;
         };
-        /** @description The switch for everything: while `active`, every new hold is refused with 503 `stop_sale`; confirms, releases, reinstating aside, and reads go on. */
+        /** @description A stop-sale switch: the one for everything (no `client`), or one client's. While `active`, every new hold it covers is refused with 503 `stop_sale`; confirms, releases, reinstating aside, and reads go on. */
         StopSale: {
+            /** @description The key owner whose holds alone the switch stops; absent for the switch for everything. */
+            client?: string;
             active: boolean;
             reason: string | null;
             /** @description Who flipped it last (the key's name for the API). */
@@ -2486,12 +2528,19 @@ export interface components {
          *       "active": true,
          *       "reason": "payment provider down"
          *     }
+         * @example {
+         *       "active": true,
+         *       "reason": "EU storefront oversells",
+         *       "client": "shop-eu"
+         *     }
          */
         StopSaleRequest: {
             /** @description true stops new holds; false lets them in again. */
             active: boolean;
             /** @description Why; required both ways. */
             reason: string;
+            /** @description The key owner (an API key's name, as `stockhold apikey list` shows it) whose new holds alone to stop or restart; other clients go on. Absent: the switch for everything. A name no key ever had is 422 `unknown_client`. */
+            client?: string;
         };
         CampaignSwitchRequest: {
             /** @description Why; required, recorded in each pool's ledger. */
@@ -2543,6 +2592,164 @@ export interface components {
             missing?: string[];
             /** @description The `cursor` of the next page; null on the last page (and for a batch). */
             next_cursor: string | null;
+        };
+        /** @description Every stop-sale switch: the one for everything (its fields at the top level, as before there were others) and, in `clients`, each client's that was ever flipped, by client. */
+        StopSales: {
+            active: boolean;
+            reason: string | null;
+            /** @description Who flipped it last (the key's name for the API). */
+            actor: string | null;
+            /** @description The API key that authenticated the flip. */
+            actor_key: string | null;
+            /** @description The automatic trip that flipped it, when one did (`expiry_backlog`, `confirm_latency`). */
+            rule: string | null;
+            /** Format: date-time */
+            changed_at: string;
+            /** @description Each client's switch, on or off, by client name (as many as there are key owners at most). */
+            clients: components["schemas"]["StopSale"][];
+        };
+        /** @description The switch as the flip left it, and what it lifted. */
+        StopSaleFlipped: components["schemas"]["StopSale"] & {
+            /** @description When the flip turned the switch off: the switch as it was (who turned it on, with which key, why, and the rule when a protection rule did); otherwise null. */
+            lifted: components["schemas"]["StopSale"] | null;
+        };
+        /** @description One pause of a pool, as its ledger row records it. */
+        Pause: {
+            actor: string;
+            actor_key: string | null;
+            reason: string | null;
+            /** Format: date-time */
+            at: string;
+        };
+        /** @description What the ledger recorded over the day, in units. */
+        ReportFigures: {
+            /**
+             * Format: int64
+             * @description Units holds reserved.
+             */
+            held: number;
+            /**
+             * Format: int64
+             * @description Units sold (confirms).
+             */
+            confirmed: number;
+            /**
+             * Format: int64
+             * @description Units cancels handed back, whole or in part.
+             */
+            released: number;
+            /**
+             * Format: int64
+             * @description Units expiries handed back.
+             */
+            expired: number;
+            /**
+             * Format: int64
+             * @description Units rollbacks handed back (manual, or a campaign's end).
+             */
+            rolled_back: number;
+            /**
+             * Format: int64
+             * @description Net change of total by adjustments and stock-ins (CSV imports included).
+             */
+            adjusted: number;
+            /**
+             * Format: int64
+             * @description Net change of total by campaign transfers (a campaign's start and end).
+             */
+            transferred: number;
+            /**
+             * Format: int64
+             * @description Repairs of the books.
+             */
+            repairs: number;
+            /**
+             * Format: int64
+             * @description Ledger rows.
+             */
+            movements: number;
+        };
+        ReportPool: components["schemas"]["ReportFigures"] & {
+            sku: string;
+            pool: string;
+        };
+        ReportCampaign: components["schemas"]["ReportFigures"] & {
+            campaign: string;
+        };
+        ReportFinding: {
+            /** @enum {string} */
+            class: "auto_fix" | "retry" | "high_risk";
+            kind: string;
+            sku: string | null;
+            pool: string | null;
+            /** Format: uuid */
+            reservation_id: string | null;
+            /** Format: int64 */
+            job_id: number | null;
+            action: string;
+        };
+        ReportRun: {
+            /** Format: int64 */
+            id: number;
+            trigger: string;
+            /** @enum {string} */
+            status: "pending" | "running" | "succeeded" | "failed";
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            rows_checked: number;
+            auto_fixed: number;
+            retried: number;
+            high_risk: number;
+            error: string | null;
+            /** @description Its first 20 findings (the counts are complete). */
+            findings: components["schemas"]["ReportFinding"][];
+        };
+        /** @description The day's reconciliation runs (by when each was asked for): how many, how many failed, what they found in all (findings by class), and the runs that found something or failed (the first 100), each with its first 20 findings. */
+        ReportReconciliations: {
+            /** Format: int64 */
+            runs: number;
+            /** Format: int64 */
+            failed: number;
+            /** Format: int64 */
+            auto_fixed: number;
+            /** Format: int64 */
+            retried: number;
+            /** Format: int64 */
+            high_risk: number;
+            with_findings: components["schemas"]["ReportRun"][];
+        };
+        /** @description The report of one business day, from the ledger (kept whole, so any day it covers can be asked for): in all (`totals`), per campaign pool (`campaigns`), per (sku, pool) a page at a time in (sku, pool) byte order (`pools`), and the day's reconciliations. Everything but `pools` is the same on every page. */
+        DailyReport: {
+            /** Format: date */
+            date: string;
+            /** @description The zone the day is in (`tz`, default UTC). */
+            time_zone: string;
+            /**
+             * Format: date-time
+             * @description The day's start (included), in UTC.
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description The day's end (excluded), in UTC.
+             */
+            to: string;
+            totals: components["schemas"]["ReportFigures"];
+            campaigns: components["schemas"]["ReportCampaign"][];
+            reconciliations: components["schemas"]["ReportReconciliations"];
+            pools: components["schemas"]["ReportPool"][];
+            /** @description The `cursor` of the next page of pools; null on the last page. */
+            next_cursor: string | null;
+        };
+        HotSKU: {
+            sku: string;
+            /**
+             * Format: int64
+             * @description Hold requests naming it in the last minute (each request once per SKU).
+             */
+            holds: number;
         };
     };
     responses: {
@@ -2966,7 +3173,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The SKU's stock; the pool is now `on_sale`; and the reconciliation that followed. */
+            /** @description The SKU's stock; the pool is now `on_sale`; the pause it lifted; and the reconciliation that followed. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5154,13 +5361,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The switch. */
+            /** @description The switches. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StopSale"];
+                    "application/json": components["schemas"]["StopSales"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -5189,7 +5396,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StopSale"];
+                    "application/json": components["schemas"]["StopSaleFlipped"];
                 };
             };
             /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), an empty body, or a badly escaped path. Codes: `invalid_request`. */
@@ -5208,7 +5415,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `active` or `reason` missing, or `reason` too long. Codes: `invalid_request`. */
+            /** @description `active` or `reason` missing, `reason` too long, `client` not a valid name, or a `client` no API key was ever named (`unknown_client`). Codes: `invalid_request`, `unknown_client`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5216,7 +5423,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "invalid_request";
+                        code?: "invalid_request" | "unknown_client";
                     };
                 };
             };
@@ -5612,6 +5819,63 @@ export interface operations {
                     "text/html": string;
                 };
             };
+        };
+    };
+    getDailyReport: {
+        parameters: {
+            query: {
+                /** @description The business day, YYYY-MM-DD. */
+                date: string;
+                /** @description The time zone the day is in, an IANA name (Asia/Shanghai); default UTC. */
+                tz?: string;
+                /** @description How many pools. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DailyReport"];
+                };
+            };
+            /** @description `date` missing or not YYYY-MM-DD, `limit` not a whole number, or `cursor` not a `next_cursor` of this report. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `limit` outside 1-1000, or `tz` not a time zone. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Timeout"];
         };
     };
     deliverEvents: {
