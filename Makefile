@@ -19,26 +19,27 @@ STOCKHOLD_BIN ?= bin/stockhold
 
 .PHONY: run test torture readme screenshots generate check-generate bench drill-failover lint build db-stop
 
-## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines; webhooks may reach loopback (a dev instance)
+## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines;
+## webhooks may reach loopback (a dev instance); the export line it prints sets DATABASE_URL, BASE (where it serves), SHOP and OPS
 run: build
 	@set -eo pipefail; $(WITH_DB); \
-	bin=$(STOCKHOLD_BIN); \
+	bin=$(STOCKHOLD_BIN); unset STOCKHOLD_BIN; \
 	$$bin migrate up; \
 	shop=$$($$bin apikey rotate --name dev-shop --role shop | tail -n 1); \
 	ops=$$($$bin apikey rotate --name dev-ops --role ops | tail -n 1); \
 	addr=$${STOCKHOLD_ADDR:-:8080}; host=$${addr%:*}; \
 	case "$$host" in ""|0.0.0.0|"[::]") host=localhost;; esac; \
-	base=$$host:$${addr##*:}; \
+	base=http://$$host:$${addr##*:}; \
 	echo; \
 	echo "stockhold dev instance"; \
 	echo "  DATABASE_URL=$$DATABASE_URL"; \
 	echo "  shop key: $$shop"; \
 	echo "  ops key:  $$ops"; \
-	echo "  console:  http://$$base/ops/ (sign in with the ops key)"; \
+	echo "  console:  $$base/ops/ (sign in with the ops key)"; \
 	echo "  try:      curl -s -H 'Authorization: Bearer $$ops' -H 'Idempotency-Key: try-1' --json '{\"delta\": 10, \"reason\": \"first stock\"}' $$base/v1/skus/A1/adjustments"; \
 	echo "  then:     curl -s -H 'Authorization: Bearer $$shop' $$base/v1/skus/A1"; \
 	echo "  in another shell, for the README's walk-through:"; \
-	echo "  export DATABASE_URL='$$DATABASE_URL' SHOP=$$shop OPS=$$ops PATH=\"$$(cd $$(dirname $$bin) && pwd):\$$PATH\""; \
+	echo "  export DATABASE_URL='$$DATABASE_URL' BASE=$$base SHOP=$$shop OPS=$$ops PATH=\"$$(cd $$(dirname $$bin) && pwd):\$$PATH\""; \
 	echo; \
 	STOCKHOLD_LOG_FORMAT=$${STOCKHOLD_LOG_FORMAT:-text} STOCKHOLD_WEBHOOK_ALLOW_PRIVATE=$${STOCKHOLD_WEBHOOK_ALLOW_PRIVATE:-true} \
 	exec $$bin serve
@@ -80,10 +81,14 @@ drill-failover: build
 	go build -o bin/stockhold-drill ./cmd/stockhold-drill; \
 	bin/stockhold-drill -server $(STOCKHOLD_BIN) $(DRILL_FLAGS)
 
-## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc, and the API client from openapi.json
+## generate: regenerate app/db from queries/ and migrations/ with the pinned sqlc, the Go client from openapi.json, and
+## (with npm) the TypeScript client's types (clients/ts/src/schema.d.ts, from its lockfile's openapi-typescript)
 generate:
 	$(SQLC) generate
 	$(OAPI_CODEGEN) -config app/api/apiclient/oapi-codegen.yaml -o app/api/apiclient/client.gen.go app/api/openapi.json
+	@if command -v npm >/dev/null; then \
+		cd clients/ts && npm ci --no-audit --no-fund --silent && npm run --silent generate; \
+	else echo "npm not found: clients/ts/src/schema.d.ts not regenerated (TestTypeScriptClient checks it where Node is installed)"; fi
 
 ## check-generate: fail when app/db or the API client is stale
 check-generate:

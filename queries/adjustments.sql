@@ -71,9 +71,12 @@ ORDER BY s.sku COLLATE "C", l.priority, s.location COLLATE "C", s.pool = 'main' 
 -- name: StockExportPage :many
 -- StockExportPage returns up to lim stock rows after (after_sku,
 -- after_location, after_pool) in the primary key's order: a keyset page
--- that walks the index, however many rows there are.
+-- that walks the index, however many rows there are. Ended campaigns'
+-- pools are left out, as in StockListBySKU.
 SELECT * FROM stock
 WHERE (sku, location, pool) > (@after_sku::text, @after_location::text, @after_pool::text)
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, location, pool
 LIMIT @lim;
 

@@ -66,3 +66,14 @@ WHERE j.kind = @kind
   AND j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled')
 ORDER BY j.id DESC
 LIMIT 1;
+
+-- name: CampaignStepJobsCancel :execrows
+-- CampaignStepJobsCancel cancels the campaign_start and campaign_end jobs
+-- still waiting to run for a campaign that has just ended: they would find
+-- it ended and do nothing, and until then they sit in the job backlog as
+-- work to come.
+UPDATE river_job
+SET state = 'cancelled', finalized_at = now()
+WHERE kind IN ('campaign_start', 'campaign_end')
+  AND state IN ('available', 'scheduled', 'retryable')
+  AND args @> jsonb_build_object('campaign', @campaign::text);

@@ -124,7 +124,8 @@ RETURNING *;
 
 -- name: StockPausedList :many
 -- StockPausedList is every paused pool with its latest pause's actor and
--- time: the switches in force, for the console.
+-- time: the switches in force, for the console. An ended campaign's
+-- pool, paused for good, is its history, not a switch (see StockListBySKU).
 SELECT s.sku, s.location, s.pool, s.paused_reason, s.updated_at,
        p.actor AS paused_by, p.at AS paused_at
 FROM stock s
@@ -134,6 +135,8 @@ LEFT JOIN LATERAL (
     ORDER BY g.stock_version DESC LIMIT 1
 ) p ON true
 WHERE s.status = 'paused'
+  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY s.pool = 'main' DESC, s.pool COLLATE "C", s.sku COLLATE "C", s.location COLLATE "C"
 LIMIT @lim;
 
@@ -141,9 +144,12 @@ LIMIT @lim;
 -- StockLowest lists pools by what they have left, lowest first: those at
 -- or below their low-stock threshold before the others. It scans the stock
 -- table (the console's overview; no index on a counter every hold moves).
+-- Ended campaigns' pools are left out (see StockListBySKU).
 SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized,
        (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold)::boolean AS low
 FROM stock s
+WHERE NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold) DESC, s.available, s.sku COLLATE "C",
          s.location COLLATE "C", s.pool COLLATE "C"
 LIMIT @lim;
@@ -152,10 +158,12 @@ LIMIT @lim;
 -- StockPoolsPage lists pools one by one (never summed across pools: a
 -- campaign's units are not main's, nor one location's another's), by SKU,
 -- location then pool, whose SKU starts with pattern (LIKE-escaped by the
--- caller).
+-- caller); ended campaigns' pools are left out (see StockListBySKU).
 SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
 FROM stock s
 WHERE s.sku LIKE @pattern::text
+  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY s.sku, s.location, s.pool
 LIMIT @lim;
 

@@ -7,11 +7,15 @@ SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool;
 SELECT EXISTS (SELECT 1 FROM stock WHERE sku = @sku);
 
 -- name: StockListBySKU :many
--- StockListBySKU is every (location, pool) of a SKU: locations by priority
--- then id, main first within each.
+-- StockListBySKU is a SKU's stock view: every (location, pool) of it,
+-- locations by priority then id, main first within each, without the
+-- history of ended campaigns (a rolled-back campaign's empty pool, shown
+-- on the campaign's page only; its sold units stay in its books).
 SELECT s.* FROM stock s
 JOIN locations l ON l.id = s.location
 WHERE s.sku = @sku
+  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C";
 
 -- name: StockReserve :one
@@ -211,25 +215,27 @@ JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnes
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location);
 
 
--- name: StockSKUsPage :many
--- StockSKUsPage returns every row of the first lim SKUs after after (""
--- for the first page), in the primary key's order (SKU in the database's
--- collation, then location and pool): DISTINCT over the key's index stops
--- after lim SKUs, however large the catalogue.
-SELECT * FROM stock
-WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > @after ORDER BY k.sku LIMIT @lim)
-ORDER BY sku, location, pool;
-
 -- name: StockScan :many
--- StockScan returns up to lim stock rows after SKU after, in the primary
--- key's order: a filtered catalogue page reads a bounded stretch of the
--- key at a time.
-SELECT * FROM stock WHERE sku > @after ORDER BY sku, location, pool LIMIT @lim;
+-- StockScan returns up to lim stock rows after SKU after ("" for the
+-- first), in the primary key's order (SKU in the database's collation,
+-- then location and pool): an index scan that stops at lim rows, however
+-- large the catalogue; a catalogue page reads the key a stretch at a time.
+-- Ended campaigns' pools are left out, as in StockListBySKU.
+SELECT * FROM stock
+WHERE sku > @after
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY sku, location, pool LIMIT @lim;
 
 -- name: StockBatch :many
 -- StockBatch returns every row (location and pool) of the given SKUs, in
--- the primary key's order.
-SELECT * FROM stock WHERE sku = ANY(@skus::text[]) ORDER BY sku, location, pool;
+-- the primary key's order (ended campaigns' pools left out, as in
+-- StockListBySKU).
+SELECT * FROM stock
+WHERE sku = ANY(@skus::text[])
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY sku, location, pool;
 
 -- name: StockPoolSerializedAt :one
 -- StockPoolSerializedAt says where a SKU's pool holds units with an

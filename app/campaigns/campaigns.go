@@ -410,7 +410,8 @@ func (s *Service) Start(ctx context.Context, id string) error {
 // EndTx closes a campaign at once, inside the caller's transaction: it
 // stops taking holds (its pools are paused in this same transaction, so a
 // hold either committed before or is refused), and its unpaid holds start
-// rolling back. Ending an ended campaign answers its existing rollback, and
+// rolling back; its campaign_start or campaign_end job still waiting is
+// cancelled. Ending an ended campaign answers its existing rollback, and
 // resumes its end if that was stranded (see ResumeTx).
 func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason string) (rollbacks.Created, error) {
 	if operator == "" {
@@ -446,6 +447,12 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 		Status: StatusEnded, EndedBy: &operator, EndReason: &reason, EndedKey: domain.KeyName(ctx), ID: id,
 	}); err != nil {
 		return rollbacks.Created{}, err
+	}
+	// Its scheduled start or end has nothing left to do: it leaves the
+	// job backlog with the campaign (the job running this end, if any,
+	// is running, not waiting, and finishes as usual).
+	if _, err := q.CampaignStepJobsCancel(ctx, id); err != nil {
+		return rollbacks.Created{}, fmt.Errorf("cancel campaign %s's scheduled steps: %w", id, err)
 	}
 	pools, err := q.CampaignPools(ctx, id)
 	if err != nil {

@@ -260,8 +260,14 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 	_, err = svc.End(ctx, "nope", "alice", "x")
 	require.ErrorIs(t, err, &domain.Error{Code: domain.CodeUnknownCampaign})
 
+	waiting := func(id string) int {
+		return dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind IN ('campaign_start', 'campaign_end')
+			AND state IN ('available', 'scheduled', 'retryable') AND args->>'campaign' = $1`, id)
+	}
+	require.Positive(t, waiting("bf"), "its end (and, started by hand here, its start) wait in the backlog")
 	created, err := svc.End(ctx, "bf", "alice", "sold out")
 	require.NoError(t, err)
+	require.Zero(t, waiting("bf"), "ended early: its scheduled end leaves the job backlog")
 	_, err = b.hold("bf", "A1", 1)
 	requireCode(t, err, domain.CodeCampaignNotActive)
 	again, err := svc.End(ctx, "bf", "bob", "twice")
@@ -301,6 +307,10 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 	require.Zero(t, c.Rollback.HeldRemaining)
 	require.Equal(t, []campaigns.Pool{{SKU: "A1", Location: "default", Total: 20, Available: 0, Sold: 20, Status: "paused"}}, c.Pools,
 		"the sold units stay in the pool as the record of the sale")
+	st, err := b.inv.GetStock(ctx, "A1")
+	require.NoError(t, err)
+	require.Len(t, st.Pools, 1, "the ended campaign's pool is history, on the campaign's page only")
+	require.Equal(t, inventory.MainPool, st.Pools[0].Pool)
 	main := b.stock(t, "A1", "main")
 	require.EqualValues(t, 180, main.Total)
 	require.EqualValues(t, 3, main.Reserved, "the regular hold is untouched")
@@ -330,6 +340,8 @@ func TestEndBeforeStart(t *testing.T) {
 
 	created, err := svc.End(ctx, "later", "alice", "cancelled")
 	require.NoError(t, err)
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM river_job WHERE kind IN ('campaign_start', 'campaign_end')
+		AND state IN ('available', 'scheduled', 'retryable') AND args->>'campaign' = 'later'`), "neither step waits any more")
 	require.NoError(t, svc.Start(ctx, "later"), "the start job finds it ended")
 	got, err := svc.Get(ctx, "later")
 	require.NoError(t, err)
@@ -558,7 +570,11 @@ func TestCampaignOfSeats(t *testing.T) {
 		"A-04": "main:available", "A-05": "main:available", "A-06": "main:available", "A-10": "main:available"} {
 		require.Equal(t, want, status[id], id)
 	}
-	p := b.stock(t, "GIG", "presale")
+	// The ended presale's pool, history now, on its campaign's page.
+	ended, err := svc.Get(ctx, "presale")
+	require.NoError(t, err)
+	require.Len(t, ended.Pools, 1)
+	p := ended.Pools[0]
 	require.Equal(t, [3]int64{2, 0, 2}, [3]int64{p.Total, p.Available, p.Sold})
 	require.EqualValues(t, 8, b.stock(t, "GIG", "main").Available)
 

@@ -65,9 +65,9 @@ func (c *Console) switchCampaign(on bool) func(http.ResponseWriter, *http.Reques
 		if on {
 			verb = "resumed"
 		}
-		msg := fmt.Sprintf("Campaign %s: %d pools %s.", id, out.Changed, verb)
+		msg := fmt.Sprintf("Campaign %s: %d %s %s.", id, out.Changed, noun(out.Changed, "pool", "pools"), verb)
 		if run != nil {
-			msg += fmt.Sprintf(" Reconciliation #%d afterwards: %d high-risk findings.", run.ID, run.HighRisk)
+			msg += fmt.Sprintf(" Reconciliation #%d afterwards: %d high-risk %s.", run.ID, run.HighRisk, noun(run.HighRisk, "finding", "findings"))
 		}
 		return c.done(w, r, back, false, "%s", msg)
 	}

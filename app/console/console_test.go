@@ -325,6 +325,9 @@ func TestEveryPageRendersWithData(t *testing.T) {
 
 	b := newBrowser(t, e.base)
 	b.signIn(e.ops)
+	// A restock with a reference, which the SKU's ledger shows.
+	_, err := e.app.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 1, Reason: "restock", Ref: "PO-7", Actor: "alice"})
+	require.NoError(t, err)
 	api := func(path, key, body string) int {
 		return b.do("POST", path, nil, func(r *http.Request) {
 			r.Header.Set("Authorization", "Bearer "+e.ops)
@@ -340,7 +343,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, "active", e.scalarFor(c, `SELECT status FROM campaigns WHERE id = 'flash'`))
 	}, 20*time.Second, 50*time.Millisecond)
-	_, _, err := e.app.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: "k3", Campaign: "flash",
+	_, _, err = e.app.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: "k3", Campaign: "flash",
 		Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
 	require.NoError(t, err)
 
@@ -387,6 +390,16 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, "rolled_back", e.scalarFor(c, `SELECT status FROM campaigns WHERE id = 'flash'`))
 	}, 20*time.Second, 50*time.Millisecond)
+	// The ended campaign's empty, paused pool is history: on its page,
+	// and nowhere else (not the SKU's pools with a Resume button, not the
+	// stock left or the switches in force); its scheduled end left the job
+	// backlog when it ended early.
+	require.Contains(t, b.do("GET", "/ops/campaigns/flash", nil, nil).body, `data-label="SKU">A1`)
+	require.NotContains(t, b.do("GET", "/ops/skus/A1", nil, nil).body, `value="flash"`)
+	ended := b.do("GET", "/ops/", nil, nil).body
+	require.NotContains(t, section(t, ended, "stock"), "flash")
+	require.NotContains(t, section(t, ended, "switches"), "flash")
+	require.NotContains(t, section(t, ended, "backlog"), "campaign_end")
 
 	// Reconcile now, from the console.
 	page := b.do("GET", "/ops/reconciliations", nil, nil)
@@ -434,6 +447,16 @@ func TestEveryPageRendersWithData(t *testing.T) {
 		require.Equal(t, http.StatusOK, a.status, path)
 		require.True(t, strings.HasSuffix(strings.TrimSpace(a.body), "</html>"), "%s is cut short:\n%s", path, a.body)
 	}
+	// Counts read "1 hold", "2 holds": the campaign's rollback released
+	// one hold in one batch, a run checked rows.
+	one := regexp.MustCompile(`\b1 (holds|units|batches|rows|alerts|rollbacks|pools|findings)\b`)
+	tag := regexp.MustCompile(`<[^>]+>`)
+	for _, path := range []string{"/ops/", "/ops/campaigns/flash", "/ops/rollbacks/1", "/ops/skus/A1", "/ops/reconciliations"} {
+		text := tag.ReplaceAllString(b.do("GET", path, nil, nil).body, "")
+		require.Empty(t, one.FindAllString(text, -1), "%s", path)
+	}
+	require.Contains(t, b.do("GET", "/ops/campaigns/flash", nil, nil).body, "released in 1 batch;")
+	require.Contains(t, b.do("GET", "/ops/skus/A1", nil, nil).body, `<td data-label="ref">PO-7</td>`, "the ledger shows each movement's ref")
 	require.Contains(t, b.do("GET", "/ops/skus?q=B_2%25", nil, nil).body, `href="/ops/skus/B_2%25"`)
 	require.NotContains(t, b.do("GET", "/ops/skus?q=B_", nil, nil).body, `href="/ops/skus/A1"`)
 	for _, kind := range []string{"stuck_hold", "job_retried", "counters_vs_ledger"} {

@@ -39,6 +39,16 @@ var funcs = template.FuncMap{
 	"join":   func(s []string) string { return strings.Join(s, ", ") },
 	"states": states,
 	"ref":    ref,
+	"noun":   noun,
+}
+
+// noun is one when n is 1, many otherwise, so a count reads "1 hold",
+// "2 holds", "0 holds".
+func noun(n any, one, many string) string {
+	if num(n) == "1" {
+		return one
+	}
+	return many
 }
 
 // ref shows a ledger row's reference, a transfer's id shortened to its
@@ -235,7 +245,7 @@ func scope(s rollbacks.Scope) string {
 		if len(s.ReservationIDs) > 3 {
 			more = fmt.Sprintf(" and %d more", len(s.ReservationIDs)-3)
 		}
-		out = fmt.Sprintf("%d holds: %s%s", len(s.ReservationIDs), strings.Join(ids, ", "), more)
+		out = fmt.Sprintf("%d %s: %s%s", len(s.ReservationIDs), noun(len(s.ReservationIDs), "hold", "holds"), strings.Join(ids, ", "), more)
 	case s.Campaign != "":
 		out = "campaign " + s.Campaign
 	case s.SKU != "":

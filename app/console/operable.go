@@ -162,7 +162,7 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 		msg = fmt.Sprintf("Nothing to repair: the counters of %s (pool %s) agree with its ledger.", sku, out.Pool)
 	}
 	if run != nil {
-		msg += fmt.Sprintf(" Reconciliation #%d afterwards: %d high-risk findings.", run.ID, run.HighRisk)
+		msg += fmt.Sprintf(" Reconciliation #%d afterwards: %d high-risk %s.", run.ID, run.HighRisk, noun(run.HighRisk, "finding", "findings"))
 	}
 	return c.done(w, r, back, false, "%s", msg)
 }

@@ -80,6 +80,17 @@ func TestBrowserFiveQuestions(t *testing.T) {
 		wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
 		require.NoError(t, err)
 		require.False(t, wide, "%s is wider than the phone", page)
+		// Every visible field's placeholder fits in it, whole.
+		cut, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+			const c = document.createElement("canvas").getContext("2d");
+			return [...document.querySelectorAll("input[placeholder]")].filter(i => i.offsetParent !== null).filter(i => {
+				const s = getComputedStyle(i);
+				c.font = s.font;
+				return c.measureText(i.placeholder).width > i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight) + 1;
+			}).map(i => i.placeholder);
+		})()`))
+		require.NoError(t, err)
+		require.Empty(t, cut, "%s cuts these placeholders short", page)
 	}
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844),
@@ -155,14 +166,36 @@ func TestBrowserFiveQuestions(t *testing.T) {
 
 	// Every other page with tables fits too: no table scrolls sideways
 	// inside its box (the ledger's eleven columns did).
-	for _, page := range []string{"/ops/skus/BLUE-MUG", links[0], "/ops/campaigns", "/ops/campaigns/bf", "/ops/rollbacks", "/ops/reconciliations", "/ops/"} {
-		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.base+page), chromedp.WaitVisible(`h1`)), page)
+	for _, page := range []string{"/ops/skus/BLUE-MUG", links[0], "/ops/holds/" + ids[1], "/ops/campaigns", "/ops/campaigns/bf", "/ops/rollbacks", "/ops/reconciliations", "/ops/"} {
+		// Loaded when its heading is there, asked of the page itself: a
+		// WaitVisible here now and then never returned (chromedp lost the
+		// new document's nodes), failing the test at its deadline.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.base+page)), page)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete" && document.querySelector("h1") !== null`))
+			assert.NoError(c, err)
+			assert.True(c, ok)
+		}, 20*time.Second, 50*time.Millisecond, page)
 		fits(page)
 		boxes, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
 			`[...document.querySelectorAll(".scroll")].filter(d => d.scrollWidth > d.clientWidth).map(d => d.textContent.trim().slice(0, 40))`))
 		require.NoError(t, err)
 		require.Empty(t, boxes, "%s has tables that scroll sideways", page)
 	}
+
+	// A paused pool's page: the box to resume "even if the books disagree"
+	// is a box the size of a letter, on the same line as its words.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(e.base+"/ops/skus/GREEN-MUG"), chromedp.WaitVisible(`form[action$="/resume"]`)))
+	fits("/ops/skus/GREEN-MUG")
+	box, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+		const i = document.querySelector('form[action$="/resume"] input[type=checkbox]');
+		const b = i.getBoundingClientRect(), l = i.closest("label").getBoundingClientRect();
+		return [b.width, b.height, l.height, parseFloat(getComputedStyle(i.closest("label")).lineHeight) || 24];
+	})()`))
+	require.NoError(t, err)
+	require.LessOrEqual(t, box[0], 24.0, "the checkbox's width")
+	require.LessOrEqual(t, box[1], 24.0, "the checkbox's height")
+	require.Less(t, box[2], 2*box[3], "the checkbox and its words on one line")
 
 	// Stop-sale is lifted from the page, with a reason.
 	require.NoError(t, chromedp.Do(ctx,

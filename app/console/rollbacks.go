@@ -158,7 +158,7 @@ func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, op who) er
 		return c.refused(w, r, back, err)
 	}
 	return c.done(w, r, "/ops/rollbacks/"+strconv.FormatInt(out.RollbackID, 10), false,
-		"Rollback #%d started from dry run #%d, which counted %d holds.", out.RollbackID, id, *dry.MatchedCount)
+		"Rollback #%d started from dry run #%d, which counted %d %s.", out.RollbackID, id, *dry.MatchedCount, noun(*dry.MatchedCount, "hold", "holds"))
 }
 
 // once runs create, a service's idempotent call, at most once per

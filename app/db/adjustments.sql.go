@@ -112,6 +112,8 @@ func (q *Queries) StockCreateMainMany(ctx context.Context, skus []string, locati
 const stockExportPage = `-- name: StockExportPage :many
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
 WHERE (sku, location, pool) > ($1::text, $2::text, $3::text)
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, location, pool
 LIMIT $4
 `
@@ -125,7 +127,8 @@ type StockExportPageParams struct {
 
 // StockExportPage returns up to lim stock rows after (after_sku,
 // after_location, after_pool) in the primary key's order: a keyset page
-// that walks the index, however many rows there are.
+// that walks the index, however many rows there are. Ended campaigns'
+// pools are left out, as in StockListBySKU.
 func (q *Queries) StockExportPage(ctx context.Context, arg StockExportPageParams) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockExportPage,
 		arg.AfterSku,

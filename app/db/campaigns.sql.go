@@ -328,3 +328,23 @@ func (q *Queries) CampaignSetStatus(ctx context.Context, arg CampaignSetStatusPa
 	)
 	return i, err
 }
+
+const campaignStepJobsCancel = `-- name: CampaignStepJobsCancel :execrows
+UPDATE river_job
+SET state = 'cancelled', finalized_at = now()
+WHERE kind IN ('campaign_start', 'campaign_end')
+  AND state IN ('available', 'scheduled', 'retryable')
+  AND args @> jsonb_build_object('campaign', $1::text)
+`
+
+// CampaignStepJobsCancel cancels the campaign_start and campaign_end jobs
+// still waiting to run for a campaign that has just ended: they would find
+// it ended and do nothing, and until then they sit in the job backlog as
+// work to come.
+func (q *Queries) CampaignStepJobsCancel(ctx context.Context, campaign string) (int64, error) {
+	result, err := q.db.Exec(ctx, campaignStepJobsCancel, campaign)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

@@ -68,11 +68,16 @@ func (q *Queries) StockAdjust(ctx context.Context, arg StockAdjustParams) (Stock
 }
 
 const stockBatch = `-- name: StockBatch :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE sku = ANY($1::text[]) ORDER BY sku, location, pool
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
+WHERE sku = ANY($1::text[])
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY sku, location, pool
 `
 
 // StockBatch returns every row (location and pool) of the given SKUs, in
-// the primary key's order.
+// the primary key's order (ended campaigns' pools left out, as in
+// StockListBySKU).
 func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockBatch, skus)
 	if err != nil {
@@ -256,11 +261,15 @@ const stockListBySKU = `-- name: StockListBySKU :many
 SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming FROM stock s
 JOIN locations l ON l.id = s.location
 WHERE s.sku = $1
+  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C"
 `
 
-// StockListBySKU is every (location, pool) of a SKU: locations by priority
-// then id, main first within each.
+// StockListBySKU is a SKU's stock view: every (location, pool) of it,
+// locations by priority then id, main first within each, without the
+// history of ended campaigns (a rolled-back campaign's empty pool, shown
+// on the campaign's page only; its sold units stay in its books).
 func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockListBySKU, sku)
 	if err != nil {
@@ -499,63 +508,19 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 	return exists, err
 }
 
-const stockSKUsPage = `-- name: StockSKUsPage :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
-WHERE sku IN (SELECT DISTINCT k.sku FROM stock k WHERE k.sku > $1 ORDER BY k.sku LIMIT $2)
-ORDER BY sku, location, pool
-`
-
-// StockSKUsPage returns every row of the first lim SKUs after after (""
-// for the first page), in the primary key's order (SKU in the database's
-// collation, then location and pool): DISTINCT over the key's index stops
-// after lim SKUs, however large the catalogue.
-func (q *Queries) StockSKUsPage(ctx context.Context, after string, lim int32) ([]Stock, error) {
-	rows, err := q.db.Query(ctx, stockSKUsPage, after, lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Stock
-	for rows.Next() {
-		var i Stock
-		if err := rows.Scan(
-			&i.Sku,
-			&i.Pool,
-			&i.Total,
-			&i.Available,
-			&i.Reserved,
-			&i.Sold,
-			&i.Status,
-			&i.PausedReason,
-			&i.Version,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.FeedXid,
-			&i.LowThreshold,
-			&i.Serialized,
-			&i.Location,
-			&i.QualityControl,
-			&i.Damaged,
-			&i.SafetyStock,
-			&i.Incoming,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const stockScan = `-- name: StockScan :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE sku > $1 ORDER BY sku, location, pool LIMIT $2
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
+WHERE sku > $1
+  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+     AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
+ORDER BY sku, location, pool LIMIT $2
 `
 
-// StockScan returns up to lim stock rows after SKU after, in the primary
-// key's order: a filtered catalogue page reads a bounded stretch of the
-// key at a time.
+// StockScan returns up to lim stock rows after SKU after ("" for the
+// first), in the primary key's order (SKU in the database's collation,
+// then location and pool): an index scan that stops at lim rows, however
+// large the catalogue; a catalogue page reads the key a stretch at a time.
+// Ended campaigns' pools are left out, as in StockListBySKU.
 func (q *Queries) StockScan(ctx context.Context, after string, lim int32) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockScan, after, lim)
 	if err != nil {

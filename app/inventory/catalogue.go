@@ -79,9 +79,12 @@ func (cq CatalogueQuery) validate() error {
 	return nil
 }
 
-// Catalogue returns a page of SKUs: a keyset on the primary key, so every
-// page costs the same however deep into the catalogue, and nothing is
-// counted.
+// Catalogue returns a page of SKUs: a keyset on the primary key, read in
+// stretches of rows in the key's order (an index scan that stops at its
+// LIMIT), so every page costs the same however deep into the catalogue,
+// and nothing is counted. A plain page reads about as many rows as it
+// answers; a filtered one (a location is a filter) reads at most
+// CatalogueScan rows.
 func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePage, error) {
 	if err := cq.validate(); err != nil {
 		return CataloguePage{}, err
@@ -100,53 +103,60 @@ func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePa
 		return catalogueBatch(ctx, q, cq, order)
 	}
 	filtered := cq.LowStock || cq.UpdatedSince != nil || cq.Location != ""
-	if !filtered {
-		rows, err := q.StockSKUsPage(ctx, cq.After, int32(cq.Limit+1))
-		if err != nil {
-			return CataloguePage{}, fmt.Errorf("read a page of SKUs: %w", err)
-		}
-		skus := groupBySKU(rows, order)
-		var page CataloguePage
-		if len(skus) > cq.Limit {
-			skus = skus[:cq.Limit]
-			page.Next = &skus[cq.Limit-1].SKU
-		}
-		page.SKUs = skus
-		return page, nil
-	}
-	scan := CatalogueScan
+	budget := CatalogueScan
 	if s.catalogueScan > 0 {
-		scan = s.catalogueScan
-	}
-	rows, err := q.StockScan(ctx, cq.After, int32(scan))
-	if err != nil {
-		return CataloguePage{}, fmt.Errorf("read a stretch of SKUs: %w", err)
-	}
-	skus := groupBySKU(rows, order)
-	full := len(rows) == scan
-	if full && len(skus) > 1 {
-		// The stretch may end inside the last SKU's pools: it is read
-		// again, whole, by the next page.
-		skus = skus[:len(skus)-1]
+		budget = s.catalogueScan
 	}
 	page := CataloguePage{SKUs: []Stock{}}
-	for _, st := range skus {
-		st, ok := cq.keep(st)
-		if !ok {
+	after, least := cq.After, 0
+	for {
+		// Rows to read: a filtered page its whole budget at once; a plain
+		// one about what the SKUs still wanted take (most have one pool,
+		// and one more SKU says whether another page follows).
+		n := budget
+		if !filtered {
+			want := cq.Limit + 1 - len(page.SKUs)
+			n = want + want/4 + 1
+		}
+		n = max(n, least)
+		rows, err := q.StockScan(ctx, after, int32(n))
+		if err != nil {
+			return CataloguePage{}, fmt.Errorf("read a stretch of SKUs: %w", err)
+		}
+		skus := groupBySKU(rows, order)
+		full := len(rows) == n
+		if full && len(skus) == 1 {
+			// One SKU's pools fill the whole stretch: read a longer one.
+			least = 2 * n
 			continue
 		}
-		if len(page.SKUs) == cq.Limit {
-			// One more matches: the page is full and another follows.
-			page.Next = &page.SKUs[cq.Limit-1].SKU
+		if full && len(skus) > 1 {
+			// The stretch may end inside the last SKU's pools: it is read
+			// again, whole, by the next stretch.
+			skus = skus[:len(skus)-1]
+		}
+		for _, st := range skus {
+			st, ok := cq.keep(st)
+			if !ok {
+				continue
+			}
+			if len(page.SKUs) == cq.Limit {
+				// One more matches: the page is full and another follows.
+				page.Next = &page.SKUs[cq.Limit-1].SKU
+				return page, nil
+			}
+			page.SKUs = append(page.SKUs, st)
+		}
+		if !full {
+			return page, nil // the end of the catalogue
+		}
+		after = skus[len(skus)-1].SKU
+		if filtered {
+			// Read as far as a page reads: the next goes on from here.
+			page.Next = &after
 			return page, nil
 		}
-		page.SKUs = append(page.SKUs, st)
 	}
-	if full {
-		// Read as far as a page reads: the next goes on from here.
-		page.Next = &skus[len(skus)-1].SKU
-	}
-	return page, nil
 }
 
 // keep returns the SKU as the page shows it (only its entries at the

@@ -60,11 +60,13 @@ func TestCatalogue(t *testing.T) {
 		skus = append(skus, sku)
 		dbtest.StockIn(t, b.pool, sku, int64(10+i))
 	}
-	// Every fourth SKU has a second pool.
+	// Every fourth SKU has a second pool, and s05 five more.
 	for i := 0; i < len(skus); i += 4 {
 		_, err := b.pool.Exec(ctx, `INSERT INTO stock (sku, pool) VALUES ($1, 'c1')`, skus[i])
 		require.NoError(t, err)
 	}
+	_, err := b.pool.Exec(ctx, `INSERT INTO stock (sku, pool) SELECT 's05', 'c' || i FROM generate_series(1, 5) i`)
+	require.NoError(t, err)
 	var order []string
 	rows, err := b.pool.Query(ctx, `SELECT DISTINCT sku FROM stock ORDER BY sku`)
 	require.NoError(t, err)
@@ -89,6 +91,14 @@ func TestCatalogue(t *testing.T) {
 	require.Equal(t, order, names(all))
 	require.Equal(t, 4, pages, "7 + 7 + 7 + 2, the last page knowing it is the last")
 	requireWhole(all)
+	// Pages of one and two: a page's stretches are short, and s05's six
+	// pools fill one whole.
+	for _, limit := range []int{1, 2} {
+		all, pages := walk(t, svc, inventory.CatalogueQuery{Limit: limit})
+		require.Equal(t, order, names(all), "pages of %d", limit)
+		require.Equal(t, (len(order)+limit-1)/limit, pages, "pages of %d, none of them empty", limit)
+		requireWhole(all)
+	}
 
 	// Low stock: thresholds on some pools, one of them a campaign's.
 	for sku, threshold := range map[string]int{"S03": 100, "s07": 5, "s10": 20, "S12": 0} {

@@ -576,3 +576,26 @@ func TestLegacyImportsResume(t *testing.T) {
 	require.Equal(t, 500, sum.Applied)
 	require.NotNil(t, sum.Import.FinishedAt)
 }
+
+// TestExportLeavesEndedCampaignsOut: a rolled-back campaign's empty pool
+// is its history (on the campaign's page), not stock to count; a running
+// campaign's pool is exported.
+func TestExportLeavesEndedCampaignsOut(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := t.Context()
+	dbtest.StockIn(t, a.pool, "X1", 10)
+	dbtest.Campaign(t, a.pool, "live", &dbtest.CampaignOptions{Allotments: map[string]int64{"X1": 2}, Active: true})
+	dbtest.Campaign(t, a.pool, "old", nil)
+	_, err := a.pool.Exec(ctx, `INSERT INTO stock (sku, pool, status, paused_reason) VALUES ('X1', 'old', 'paused', 'campaign old ended')`)
+	require.NoError(t, err)
+	_, err = a.pool.Exec(ctx, `UPDATE campaigns SET status = 'rolled_back' WHERE id = 'old'`)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	n, err := stockcsv.Export(ctx, a.pool, &out)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, "sku,pool,set_total,available,reserved,sold,status\n"+
+		"X1,live,2,2,0,0,on_sale\n"+
+		"X1,main,8,8,0,0,on_sale\n", out.String())
+}

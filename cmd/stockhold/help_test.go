@@ -51,6 +51,15 @@ func TestHelp(t *testing.T) {
 			require.Equal(t, out, again, "%v prints what --help does", alt)
 		}
 	}
+	// A flag's text does not repeat its placeholder ("--to ledger   ledger
+	// (set the ...)": the placeholder is the word in backquotes).
+	flagLine := regexp.MustCompile(`(?m)^  --[a-z-]+ (\S+) +(\S+)`)
+	for name := range helps {
+		_, out, _ := cli(append(strings.Fields(name), "--help")...)
+		for _, m := range flagLine.FindAllStringSubmatch(out, -1) {
+			require.NotEqual(t, m[1], m[2], "%s --help: a flag's text starts with its placeholder:\n%s", name, m[0])
+		}
+	}
 	// The flags come from each command's own flag set.
 	for name, flags := range map[string][]string{
 		"rollback":        {"--operator string", "--reason string", "--reservation id", "--campaign campaign", "--sku SKU", "--pool pool", "--held-before time", "--dry-run"},
@@ -59,6 +68,8 @@ func TestHelp(t *testing.T) {
 		"apikey rotate":   {"--name name", "--role role", "--grace duration"},
 		"apikey revoke":   {"--name name"},
 		"reconcile":       {"--sku SKU", "--incremental", "--deep"},
+		"repair":          {"--to side"},
+		"config":          {"--env-file file"},
 		"stock import":    {"--actor string", "--reason string"},
 		"stock export":    {"--out file"},
 		"webhook-listen":  {"--addr host:port", "--secret secret", "--count events"},
@@ -69,7 +80,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 
-	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"help", "--help"}, {"help", "-h"}, {"--help", "help"}} {
 		code, out, errs := cli(args...)
 		require.Equal(t, 0, code, "%v", args)
 		require.Empty(t, errs)

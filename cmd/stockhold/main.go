@@ -57,7 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	if wantsHelp(args) {
-		if len(args) == 1 {
+		if len(args) == 1 || wantsHelp(args[1:]) {
+			// help, help --help, --help -h: the commands.
 			fmt.Fprint(stdout, usage)
 			return 0
 		}

@@ -97,7 +97,7 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.StringVar(&req.SKU, "sku", "", "the `SKU` to repair (required)")
 	fs.StringVar(&req.Location, "location", "", "the `location` (default: default)")
 	fs.StringVar(&req.Pool, "pool", "", "the `pool` (default main)")
-	fs.StringVar(&req.To, "to", "", "`ledger` (set the counters from the ledger) or counters (one ledger row accepts them) (required)")
+	fs.StringVar(&req.To, "to", "", "which `side` is right: ledger (set the counters from the ledger) or counters (one ledger row accepts them) (required)")
 	fs.StringVar(&req.Actor, "operator", "", "who repairs, for the record (required)")
 	fs.StringVar(&req.Reason, "reason", "", "why, for the record (required)")
 	apply := fs.Bool("apply", false, "write the repair; without it the command only shows what it would do")

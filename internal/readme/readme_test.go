@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -67,8 +68,11 @@ func TestGenerated(t *testing.T) {
 	require.Equal(t, config.EnvFile(), env, "deploy/stockhold.env is stale: run make readme")
 }
 
-// The addresses the README's commands name, each given a free port of its
-// own in a session (sessions run at once, beside other checkouts' tests).
+// The addresses the README shows: the server's (its commands reach it as
+// $BASE, which the export line `make run` prints sets), and the webhook
+// receiver's, which its commands name. In a session each is a free port of
+// its own (sessions run at once, beside other checkouts' tests), never
+// :8080, and the answers are shown with these.
 const (
 	readmeServer   = "localhost:8080"
 	readmeReceiver = "127.0.0.1:18192"
@@ -150,7 +154,11 @@ func runDoc(t *testing.T, name string) {
 	}
 }
 
-var serverCommand = regexp.MustCompile(`localhost:8080|\$OPS|\$SHOP|\bstockhold `)
+var serverCommand = regexp.MustCompile(`localhost:8080|\$BASE|\$OPS|\$SHOP|\bstockhold `)
+
+// serverAddress is the server's address written out in a command, where
+// $BASE belongs.
+var serverAddress = regexp.MustCompile(`localhost:8080|127\.0\.0\.1:8080|:8080/`)
 
 // checkConvention holds the README to its block convention: every output
 // block follows a run block, and every shell command against the server
@@ -173,6 +181,10 @@ func checkConvention(t *testing.T, doc string) {
 			t.Errorf("README.md line %d: an output block that follows no run block", b.Line)
 		case lang == "sh" && b.Session() == "" && strings.Contains(b.Info, "run"):
 			t.Errorf("README.md line %d: info %q: a run block is \"sh run:SESSION\"", b.Line, b.Info)
+		case lang == "go" && b.Session() == "":
+			t.Errorf("README.md line %d: a Go snippet that no session compiles and runs: make it a whole program in a \"go run:SESSION\" block", b.Line)
+		case lang == "sh" && serverAddress.MatchString(b.Body):
+			t.Errorf("README.md line %d: a command names the server's address: use $BASE (the export line `make run` prints sets it)", b.Line)
 		case lang == "sh" && b.Session() == "" && !strings.Contains(b.Info, "norun") && serverCommand.MatchString(b.Body):
 			t.Errorf("README.md line %d: a command against the server or the CLI that no session runs: "+
 				"make it \"sh run:SESSION\" (or \"sh norun\" with a reason beside it)", b.Line)
@@ -215,15 +227,19 @@ func runSession(t *testing.T, steps []Step) []string {
 	go func() { _ = proxySrv.Serve(proxyLn) }()
 	t.Cleanup(func() { _ = proxySrv.Close() })
 
-	toSession := strings.NewReplacer(readmeServer, proxyAddr, readmeReceiver, receiverAddr)
+	// Commands reach the server as $BASE: the export line sets it to the
+	// server's address, which the session points at the proxy instead.
+	toSession := strings.NewReplacer(serverAddr, proxyAddr, readmeReceiver, receiverAddr)
 	toREADME := strings.NewReplacer(proxyAddr, readmeServer, serverAddr, readmeServer, receiverAddr, readmeReceiver,
 		filepath.Dir(bin), "/path/to/stockhold/bin")
 
 	banner, env := startServer(t, dbtest.URL(t, pool), bin, serverAddr)
+	require.Contains(t, env, " BASE=http://"+serverAddr+" ", "the export line sets BASE to where make run serves, a port of the session's own")
 
 	var script strings.Builder
 	script.WriteString("exec 2>&1\nset -o pipefail\ncd " + shellQuote(dir) + "\n")
 	script.WriteString(toSession.Replace(env) + "\n")
+	goRoot := goWorkspace(t, dir)
 	outs := make([]string, len(steps))
 	var ran []int
 	for i, s := range steps {
@@ -232,7 +248,16 @@ func runSession(t *testing.T, steps []Step) []string {
 			continue
 		}
 		ran = append(ran, i)
-		script.WriteString(toSession.Replace(s.Run.Body))
+		body := toSession.Replace(s.Run.Body)
+		if strings.Fields(s.Run.Info)[0] == "go" {
+			// A Go program: written to a package of its own in a module
+			// that, through a workspace, imports this checkout's packages,
+			// and run with the session's environment (BASE, SHOP, OPS).
+			pkg := filepath.Join(goRoot, fmt.Sprintf("step%d", i))
+			body = fmt.Sprintf("mkdir -p %s && cat > %s <<'STOCKHOLD_GO_EOF'\n%sSTOCKHOLD_GO_EOF\n(cd %s && GOWORK=%s go run .)\n",
+				shellQuote(pkg), shellQuote(filepath.Join(pkg, "main.go")), body, shellQuote(pkg), shellQuote(filepath.Join(goRoot, "go.work")))
+		}
+		script.WriteString(body)
 		script.WriteString("\nprintf '\\n" + stepMark + "\\n'\n")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -250,6 +275,8 @@ func runSession(t *testing.T, steps []Step) []string {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	require.NoError(t, err, "the session's bash failed; it printed:\n%s", transcript.String())
+	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM webhooks`),
+		"a session deletes the webhooks it registers: one whose receiver has exited gets a failed delivery every minute or so, logged")
 	parts := strings.Split(transcript.String(), "\n"+stepMark+"\n")
 	require.Len(t, parts, len(ran)+1, "every step ends with its mark; the transcript:\n%s", transcript.String())
 	for k, i := range ran {
@@ -260,6 +287,25 @@ func runSession(t *testing.T, steps []Step) []string {
 		outs[i] = out
 	}
 	return outs
+}
+
+// goWorkspace makes, under dir, a module for the session's Go programs and
+// a workspace that adds this checkout to it, so they import stockhold's
+// packages (its generated client) as they are here. It returns the
+// module's directory.
+func goWorkspace(t *testing.T, dir string) string {
+	t.Helper()
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	version := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
+	require.NotNil(t, version, "go.mod has a go line")
+	checkout, err := filepath.Abs(root)
+	require.NoError(t, err)
+	goRoot := filepath.Join(dir, "go")
+	require.NoError(t, os.MkdirAll(goRoot, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(goRoot, "go.mod"), fmt.Appendf(nil, "module readmesnippets\n\ngo %s\n", version[1]), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(goRoot, "go.work"), fmt.Appendf(nil, "go %s\n\nuse (\n\t.\n\t%s\n)\n", version[1], checkout), 0o644))
+	return goRoot
 }
 
 // startServer runs `make run` on the session's database and address, the
