@@ -595,7 +595,7 @@ func TestExportLeavesEndedCampaignsOut(t *testing.T) {
 	n, err := stockcsv.Export(ctx, a.pool, &out)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, "sku,pool,set_total,available,reserved,sold,status\n"+
-		"X1,live,2,2,0,0,on_sale\n"+
-		"X1,main,8,8,0,0,on_sale\n", out.String())
+	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status\n"+
+		"X1,default,live,2,2,0,0,0,0,0,0,on_sale\n"+
+		"X1,default,main,8,8,0,0,0,0,0,0,on_sale\n", out.String())
 }

@@ -48,7 +48,7 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 		fs.StringVar(&operator, "operator", "", "who, for the record (required)")
 	}
 	if args[0] == "update" {
-		fs.StringVar(&active, "active", "", "`true` or false: an inactive location takes no new holds")
+		fs.StringVar(&active, "active", "", "whether it takes new holds, `true` or false (an inactive location takes none; its holds finish)")
 	}
 	if err := parseFlags(fs, args[1:], stdout); err != nil {
 		return err
