@@ -87,6 +87,7 @@ var statuses = map[domain.Code]int{
 	domain.CodeSerializedPool:        http.StatusConflict,
 	domain.CodeStopSale:              http.StatusServiceUnavailable,
 	domain.CodeNotEnded:              http.StatusConflict,
+	domain.CodePreviewStale:          http.StatusConflict,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,

@@ -154,6 +154,24 @@ func TestRepairPreviewsThenApplies(t *testing.T) {
 	require.Equal(t, false, got["applied"])
 	require.Equal(t, map[string]any{"total": 0.0, "available": 0.0, "reserved": 0.0, "sold": 0.0}, got["difference"])
 
+	// An apply with the difference its preview showed is refused when the
+	// books moved since (the console's Apply and stockhold repair --apply
+	// send it): nothing is written, the answer has the new difference.
+	e.corrupt("A1", 5)
+	preview := e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit", "dry_run": true}).json(t)
+	require.Equal(t, map[string]any{"total": -5.0, "available": -5.0, "reserved": 0.0, "sold": 0.0}, preview["difference"])
+	e.corrupt("A1", 500)
+	before = e.counts()
+	p := requireProblem(t, e.do("POST", "/v1/skus/A1/repair", e.ops,
+		map[string]any{"to": "ledger", "reason": "hand edit", "expected_difference": preview["difference"]}), 409, "preview_stale")
+	require.Equal(t, map[string]any{"total": -505.0, "available": -505.0, "reserved": 0.0, "sold": 0.0}, p["difference"])
+	require.Equal(t, preview["difference"], p["expected_difference"])
+	require.Equal(t, before, e.counts(), "nothing written")
+	got = e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit",
+		"expected_difference": p["difference"]}).json(t)
+	require.Equal(t, true, got["applied"], "applied with the difference now shown")
+	require.Equal(t, map[string]any{"total": 10.0, "available": 8.0, "reserved": 2.0, "sold": 0.0}, counters(e.pool0("A1")))
+
 	// To the counters: the ledger accepts the 4 units.
 	r = e.do("POST", "/v1/skus/B1/repair", e.ops, map[string]any{"to": "counters", "reason": "found in the back"})
 	require.Equal(t, 200, r.status, "%s", r.body)

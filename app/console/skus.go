@@ -76,10 +76,12 @@ type skuData struct {
 	// Adjust is an adjustment previewed (from the preview's redirect), to
 	// apply with one button (its nonce makes that apply once).
 	Adjust *adjustPreview
-	// Preview is a repair previewed (to, pool and reason from the
-	// preview's redirect), to apply with one button.
-	Preview, PreviewPool, PreviewReason, PreviewRefs string
-	Short                                            map[string]string
+	// Preview is a repair previewed (to, pool, reason, refs and the
+	// difference it showed, from the preview's redirect), to apply with one
+	// button: the apply sends the difference, and is refused if the books
+	// moved.
+	Preview, PreviewPool, PreviewReason, PreviewRefs, PreviewDifference string
+	Short                                                               map[string]string
 	// Ledger is a page of movements, newest first; Older is the id to page
 	// on from (0: this is the last page).
 	Ledger []inventory.Movement
@@ -119,8 +121,10 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 	}
 	if p := r.URL.Query().Get("preview"); p == inventory.RepairToLedger || p == inventory.RepairToCounters {
-		d.Preview, d.PreviewPool, d.PreviewReason = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason")
-		d.PreviewRefs = r.URL.Query().Get("refs")
+		if diff := r.URL.Query().Get("difference"); parseDifference(diff) != nil {
+			d.Preview, d.PreviewPool, d.PreviewReason, d.PreviewDifference = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason"), diff
+			d.PreviewRefs = r.URL.Query().Get("refs")
+		}
 	}
 	var before *int64
 	if v := r.URL.Query().Get("before"); v != "" {

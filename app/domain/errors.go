@@ -57,6 +57,10 @@ const (
 	// CodeUnknownPool refuses a request naming a pool its SKU does not
 	// have (the SKU exists: unknown_sku means it has no stock at all).
 	CodeUnknownPool Code = "unknown_pool"
+	// CodePreviewStale refuses to apply a repair whose books moved since
+	// its preview: the difference it would write is not the one the
+	// caller saw (expected_difference).
+	CodePreviewStale Code = "preview_stale"
 )
 
 // Error is a failure the caller can act on: bad input, or a state that

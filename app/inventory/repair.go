@@ -245,6 +245,11 @@ type RepairRequest struct {
 	// Refs name what the repair fixes (order refs, hold ids, ledger ids,
 	// a ticket), stored on its ledger row.
 	Refs []string
+	// ExpectedDifference, when set on an apply, is the difference its
+	// preview showed: the repair is refused (409 preview_stale, with the
+	// difference it would write now) unless it is still the one it
+	// writes, so a repair never writes more than the person saw.
+	ExpectedDifference *Counters
 }
 
 // Repaired is a repair's answer: the counters before and after, the
@@ -321,6 +326,14 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 			d := books.Difference()
 			out.Difference = d
 			row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold}
+		}
+		if !r.DryRun && r.ExpectedDifference != nil && *r.ExpectedDifference != out.Difference {
+			e, d := *r.ExpectedDifference, out.Difference
+			return &domain.Error{Code: domain.CodePreviewStale, SKU: r.SKU, Pool: r.Pool,
+				Extra: map[string]any{"expected_difference": e, "difference": d, "before": out.Before, "after": out.After},
+				Detail: fmt.Sprintf("the books of %s (pool %s) moved since the preview: it showed a difference of total %+d, available %+d, reserved %+d, sold %+d; "+
+					"the repair would now write total %+d, available %+d, reserved %+d, sold %+d. Nothing changed: preview again",
+					r.SKU, r.Pool, e.Total, e.Available, e.Reserved, e.Sold, d.Total, d.Available, d.Reserved, d.Sold)}
 		}
 		if r.DryRun || out.Difference.Zero() {
 			return nil

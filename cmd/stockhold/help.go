@@ -135,11 +135,12 @@ stockhold stop-sale on --client shop-eu --operator alice --reason "EU storefront
 		about: `Closes the gap between a pool's counters and its ledger, one side taken as right: --to ledger
 sets the counters to what the ledger sums to; --to counters writes one ledger row (kind
 repair) that accepts the counters. Without --apply it prints the counters before and
-after and the difference, and changes nothing; with --apply it writes the repair, then
-runs a reconciliation of the SKU and prints it. It never adds stock of its own accord, and
-leaves the pool paused: resume it afterwards (POST /v1/skus/S/resume, gated by the books).
---ref names what it fixes (order refs, hold or ledger ids, a ticket), stored on its ledger
-row and shown in the ledger, the console and the stock.repaired event.`,
+after and the difference, and changes nothing; with --apply it prints that preview, then
+writes exactly it (refused, preview_stale, when the books moved in between: nothing is
+written), runs a reconciliation of the SKU and prints it. It never adds stock of its own
+accord, and leaves the pool paused: resume it afterwards (POST /v1/skus/S/resume, gated by
+the books). --ref names what it fixes (order refs, hold or ledger ids, a ticket), stored on
+its ledger row and shown in the ledger, the console and the stock.repaired event.`,
 		example: `stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand"
 stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand" --ref o-1042 --ref OPS-17 --apply`,
 	},

@@ -345,6 +345,7 @@ const (
 	ProblemCodeMethodNotAllowed      ProblemCode = "method_not_allowed"
 	ProblemCodeNotFound              ProblemCode = "not_found"
 	ProblemCodeOutOfStock            ProblemCode = "out_of_stock"
+	ProblemCodePreviewStale          ProblemCode = "preview_stale"
 	ProblemCodeReservationNotEnded   ProblemCode = "reservation_not_ended"
 	ProblemCodeReservationNotHeld    ProblemCode = "reservation_not_held"
 	ProblemCodeSerializedPool        ProblemCode = "serialized_pool"
@@ -396,6 +397,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeNotFound:
 		return true
 	case ProblemCodeOutOfStock:
+		return true
+	case ProblemCodePreviewStale:
 		return true
 	case ProblemCodeReservationNotEnded:
 		return true
@@ -9652,6 +9655,9 @@ type ReleaseRequest struct {
 type RepairRequest struct {
 	// DryRun Answer what the repair would do and change nothing.
 	DryRun *bool `json:"dry_run,omitempty"`
+
+	// ExpectedDifference On an apply: the `difference` its preview (`dry_run`) answered. The repair is applied only if it would still write exactly that; otherwise it is refused with 409 `preview_stale` and the difference it would write now, and nothing changes. Ignored with `dry_run`. The console's Apply and `stockhold repair --apply` always send it.
+	ExpectedDifference *Counters `json:"expected_difference,omitempty"`
 
 	// Pool Pool to repair; empty or absent means `main`.
 	Pool *string `json:"pool,omitempty"`
