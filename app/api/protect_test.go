@@ -407,6 +407,16 @@ func TestListExpiringHolds(t *testing.T) {
 	page := e.do("GET", "/v1/reservations?status=held&limit=1&expires_before="+before, e.ops, nil).json(t)
 	require.Equal(t, []string{mid}, ids(e.ops, fmt.Sprintf("status=held&limit=1&expires_before=%s&cursor=%s", before, page["next_cursor"])))
 	requireProblem(t, e.do("GET", "/v1/reservations?expires_before=tomorrow", e.ops, nil), 400, "invalid_request")
+
+	// A cursor is scoped to the caller: another shop's hold (whose expiry
+	// it would place) and a hold that does not exist are 400, not a page.
+	for _, cursor := range []string{soon, "0190f0a0-0000-7000-8000-000000000000"} {
+		requireProblem(t, e.do("GET", fmt.Sprintf("/v1/reservations?expires_before=%s&cursor=%s", before, cursor), e.shop, nil), 400, "invalid_request")
+	}
+	requireProblem(t, e.do("GET", fmt.Sprintf("/v1/reservations?expires_before=%s&cursor=%s", before, "0190f0a0-0000-7000-8000-000000000000"), e.ops, nil),
+		400, "invalid_request")
+	require.Equal(t, []string{mid}, ids(e.shop, fmt.Sprintf("expires_before=%s&cursor=%s", before, confirmed)), "its own hold as the cursor")
+	require.Empty(t, ids(other, fmt.Sprintf("expires_before=%s&cursor=%s", before, soon)), "its own hold as the cursor")
 }
 
 // TestTakeAlert assigns an owner, recorded with the key; the alert stays

@@ -60,7 +60,8 @@ type Unit struct {
 	Position   *int32          `json:"position"`
 	Attributes json.RawMessage `json:"attributes"`
 	Status     string          `json:"status"`
-	// ReservationID is the hold that holds it, or bought it.
+	// ReservationID is the hold that holds it, or bought it: null for a
+	// shop when the hold is another shop's.
 	ReservationID *string `json:"reservation_id"`
 }
 
@@ -323,6 +324,9 @@ type UnitsQuery struct {
 	// page's NextAfter.
 	After string
 	Limit int
+	// By is who asks: a unit's reservation_id is shown only for a hold the
+	// caller may see (ops: every one; a shop: its own).
+	By Caller
 }
 
 // UnitsPage is a page of units in id order; NextAfter, when not nil, asks
@@ -336,6 +340,7 @@ type UnitsPage struct {
 }
 
 // ListUnits pages through a SKU's units in id order (a keyset on the id).
+// A unit held or sold shows its hold only to a caller who may see it.
 func (s *Service) ListUnits(ctx context.Context, uq UnitsQuery) (UnitsPage, error) {
 	if err := domain.ValidName("sku", uq.SKU); err != nil {
 		return UnitsPage{}, err
@@ -378,11 +383,15 @@ func (s *Service) ListUnits(ctx context.Context, uq UnitsQuery) (UnitsPage, erro
 	page := UnitsPage{Units: make([]Unit, 0, len(rows))}
 	if len(rows) > uq.Limit {
 		rows = rows[:uq.Limit]
-		next := rows[len(rows)-1].ID
+		next := rows[len(rows)-1].Unit.ID
 		page.NextCursor, page.NextAfter = &next, &next
 	}
 	for _, r := range rows {
-		page.Units = append(page.Units, newUnit(r))
+		u := newUnit(r.Unit)
+		if r.Holder != "" && !uq.By.maySee(r.Holder) {
+			u.ReservationID = nil // another shop's hold
+		}
+		page.Units = append(page.Units, u)
 	}
 	return page, nil
 }

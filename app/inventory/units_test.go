@@ -199,7 +199,7 @@ func TestUnitsLifecycle(t *testing.T) {
 	}
 	require.Len(t, ids, 12)
 	require.True(t, slices.IsSorted(ids))
-	sold, err := svc.ListUnits(ctx, inventory.UnitsQuery{SKU: "SHOW", Status: "sold", Limit: 100})
+	sold, err := svc.ListUnits(ctx, inventory.UnitsQuery{SKU: "SHOW", Status: "sold", Limit: 100, By: shop})
 	require.NoError(t, err)
 	require.Len(t, sold.Units, 2)
 	require.Equal(t, named.ID.String(), *sold.Units[0].ReservationID)

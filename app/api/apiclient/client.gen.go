@@ -10229,7 +10229,7 @@ type Unit struct {
 	Pool       string                 `json:"pool"`
 	Position   *int32                 `json:"position"`
 
-	// ReservationId The hold that holds the unit, or bought it; null when available or retired.
+	// ReservationId The hold that holds the unit, or bought it; null when available or retired, and for a shop key when the hold is another shop's.
 	ReservationId *openapi_types.UUID `json:"reservation_id"`
 	Sku           string              `json:"sku"`
 
@@ -51412,7 +51412,7 @@ type ClientInterface interface {
 
 	// ListReservations List holds
 	//
-	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -51744,7 +51744,7 @@ type ClientInterface interface {
 
 	// ListUnits List a SKU's units
 	//
-	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
 	//
 	// Role: `shop` or `ops` (bearer token).
 	//
@@ -52471,7 +52471,7 @@ func (c *Client) GetDailyReport(ctx context.Context, params *GetDailyReportParam
 
 // ListReservations List holds
 //
-// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -53103,7 +53103,7 @@ func (c *Client) SetThreshold(ctx context.Context, sku SKU, body SetThresholdJSO
 
 // ListUnits List a SKU's units
 //
-// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
 //
 // Role: `shop` or `ops` (bearer token).
 //
@@ -56293,7 +56293,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListReservationsWithResponse List holds
 	//
-	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -56637,7 +56637,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUnitsWithResponse List a SKU's units
 	//
-	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
 	//
 	// Role: `shop` or `ops` (bearer token).
 	//
@@ -62549,7 +62549,7 @@ func (c *ClientWithResponses) GetDailyReportWithResponse(ctx context.Context, pa
 
 // ListReservationsWithResponse List holds
 //
-// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -63073,7 +63073,7 @@ func (c *ClientWithResponses) SetThresholdWithResponse(ctx context.Context, sku 
 
 // ListUnitsWithResponse List a SKU's units
 //
-// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
 //
 // Role: `shop` or `ops` (bearer token).
 //
