@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
@@ -228,6 +229,14 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 		p.Attributes = append(p.Attributes, attrs)
 	}
 	if _, err := q.UnitsAdd(ctx, p); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			// Another request added a unit of the same id or place to
+			// another pool of the SKU (it locked that pool's row, not
+			// this one) and committed first.
+			return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
+				Detail: fmt.Sprintf("SKU %q: another request added units of the same ids or places at the same time (%s); nothing was added", c.SKU, pgErr.Detail)}
+		}
 		return Stock{}, fmt.Errorf("add units to %s/%s: %w", c.SKU, c.Pool, err)
 	}
 	return stockOf(ctx, q, c.SKU)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
@@ -530,4 +531,41 @@ func TestUnitsRefusedByTheDatabase(t *testing.T) {
 	_, err = svc.Cancel(ctx, h.ID, shop, "")
 	require.NoError(t, err)
 	dbtest.RequireInvariants(t, b.pool)
+}
+
+// TestSameUnitAddedToTwoPoolsAtOnce: two requests add a unit of the same
+// id to two pools of a SKU at once (each locks its own pool's row, so
+// neither sees the other's): the one that loses is 409 conflict, not a
+// 500 from the unique index.
+func TestSameUnitAddedToTwoPoolsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	addUnits(t, svc, "SHOW", venue(1, 2))
+	_, err := b.pool.Exec(ctx, `INSERT INTO stock (sku, pool) VALUES ('SHOW', 'gala')`)
+	require.NoError(t, err)
+
+	// The first request, as addUnitsTx makes it, left uncommitted.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	q := db.New(tx)
+	_, err = q.StockLock(ctx, "SHOW", "main")
+	require.NoError(t, err)
+	_, err = q.UnitsAdd(ctx, db.UnitsAddParams{Sku: "SHOW", Pool: "main", Ids: []string{"X-1"}, Groups: []string{""},
+		Positions: []int32{-1}, Attributes: [][]byte{[]byte("{}")}, Actor: "ops"})
+	require.NoError(t, err)
+
+	second := make(chan error, 1)
+	go func() {
+		_, _, err := svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "gala-x1"),
+			inventory.UnitsChange{SKU: "SHOW", Pool: "gala", Reason: "gala seats", Actor: "ops", Units: []inventory.UnitSpec{{ID: "X-1"}}})
+		second <- err
+	}()
+	waitLockWait(t, b.pool)
+	require.NoError(t, tx.Commit(ctx))
+	err = <-second
+	require.Equal(t, domain.CodeConflict, code(err), "%v", err)
+	p := pool(t, svc, "SHOW", "gala")
+	require.Zero(t, p.Total, "nothing added to gala")
 }
