@@ -132,7 +132,8 @@ WITH wanted AS (
 ), granted AS (
     SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
            unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
-           unnest(@line_actors::text[]) AS actor, generate_series(1, cardinality(@line_ids::uuid[])) AS n
+           unnest(@line_actors::text[]) AS actor, nullif(unnest(@line_actor_keys::text[]), '') AS actor_key,
+           generate_series(1, cardinality(@line_ids::uuid[])) AS n
 ), lines AS (
     INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
     SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
@@ -154,9 +155,9 @@ WITH wanted AS (
     GROUP BY g.reservation_id, g.sku, g.pool
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, units,
+                        stock_version, reservation_id, actor, actor_key, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
+    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, g.actor_key, lu.units,
            m.feed_xid, m.total, m.available, m.reserved, m.sold
     FROM granted g
     JOIN moved m ON m.sku = g.sku AND m.pool = g.pool

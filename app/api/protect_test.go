@@ -367,6 +367,33 @@ func TestLateConfirmationAndReinstate(t *testing.T) {
 	require.NoError(t, err)
 	requireProblem(t, e.do("POST", "/v1/reservations/"+gone+"/reinstate", other, nil), 404, "not_found")
 	requireProblem(t, e.do("POST", "/v1/reservations/not-an-id/reinstate", e.shop, nil), 400, "invalid_request")
+
+	// Who reinstated is on the new hold's ledger rows: the shop itself, or
+	// an operator (with the key that authenticated them), never the shop
+	// for an operator's act.
+	reserveRow := func(hold string) map[string]any {
+		t.Helper()
+		for _, m := range e.do("GET", "/v1/skus/A1/ledger?limit=100", e.ops, nil).json(t)["movements"].([]any) {
+			if mv := m.(map[string]any); mv["kind"] == "reserve" && mv["reservation_id"] == hold {
+				return mv
+			}
+		}
+		t.Fatalf("no reserve row of %s", hold)
+		return nil
+	}
+	row := reserveRow(newID)
+	require.Equal(t, "shop-a", row["actor"])
+	require.Equal(t, "shop-a", row["actor_key"])
+	late := e.hold("late-2", line("A1", 1)).json(t)["id"].(string)
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+late+"/release", e.shop, nil).status)
+	r = e.do("POST", "/v1/reservations/"+late+"/reinstate", e.ops, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	byOps := r.json(t)["id"].(string)
+	row = reserveRow(byOps)
+	require.Equal(t, "alice", row["actor"], "the operator, not the shop")
+	require.Equal(t, "alice", row["actor_key"])
+	require.Nil(t, reserveRow(late)["actor_key"], "a shop's own hold, as before")
+	require.Equal(t, 200, e.do("GET", "/v1/reservations/"+byOps, e.shop, nil).status, "still the shop's hold")
 }
 
 // TestListExpiringHolds lists the holds about to expire, soonest first:

@@ -943,13 +943,14 @@ WITH wanted AS (
 ), granted AS (
     SELECT unnest($4::uuid[]) AS reservation_id, unnest($5::text[]) AS sku,
            unnest($6::text[]) AS pool, unnest($7::bigint[]) AS quantity,
-           unnest($8::text[]) AS actor, generate_series(1, cardinality($4::uuid[])) AS n
+           unnest($8::text[]) AS actor, nullif(unnest($9::text[]), '') AS actor_key,
+           generate_series(1, cardinality($4::uuid[])) AS n
 ), lines AS (
     INSERT INTO reservation_lines (reservation_id, sku, pool, quantity)
     SELECT g.reservation_id, g.sku, g.pool, g.quantity FROM granted g ORDER BY g.n
 ), unit_grants AS (
-    SELECT unnest($9::uuid[]) AS reservation_id, unnest($10::text[]) AS sku,
-           unnest($11::text[]) AS pool, unnest($12::text[]) AS unit_id
+    SELECT unnest($10::uuid[]) AS reservation_id, unnest($11::text[]) AS sku,
+           unnest($12::text[]) AS pool, unnest($13::text[]) AS unit_id
 ), took AS (
     UPDATE units u
     SET status = 'held', reservation_id = g.reservation_id, updated_at = now()
@@ -965,9 +966,9 @@ WITH wanted AS (
     GROUP BY g.reservation_id, g.sku, g.pool
 ), ledger AS (
     INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, units,
+                        stock_version, reservation_id, actor, actor_key, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after)
-    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
+    SELECT g.sku, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, g.actor_key, lu.units,
            m.feed_xid, m.total, m.available, m.reserved, m.sold
     FROM granted g
     JOIN moved m ON m.sku = g.sku AND m.pool = g.pool
@@ -996,6 +997,7 @@ type StockHoldsApplyParams struct {
 	LinePools          []string
 	LineQuantities     []int64
 	LineActors         []string
+	LineActorKeys      []string
 	UnitReservationIds []uuid.UUID
 	UnitSkus           []string
 	UnitPools          []string
@@ -1027,6 +1029,7 @@ func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyPara
 			a.LinePools,
 			a.LineQuantities,
 			a.LineActors,
+			a.LineActorKeys,
 			a.UnitReservationIds,
 			a.UnitSkus,
 			a.UnitPools,
