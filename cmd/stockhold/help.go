@@ -54,12 +54,14 @@ type commandHelp struct {
 // helps holds every command's help, by the name of its flag set.
 var helps = map[string]commandHelp{
 	"serve": {
-		synopsis: "serve",
+		synopsis: "serve [--check-addr]",
 		about: `Runs the HTTP API, the operator console (/ops/) and the job workers until SIGTERM or
 SIGINT, then drains (see STOCKHOLD_DRAIN_DELAY) and exits 0. Needs DATABASE_URL and a
 migrated schema (stockhold migrate up); every other setting has a default
-(stockhold config lists them).`,
-		example: "DATABASE_URL=postgres://stockhold@db/stockhold stockhold serve",
+(stockhold config lists them). With --check-addr it only binds the listen address and
+lets it go: exit 0 when serve could listen there, 1 naming what stops it (make run
+checks it before it rotates the dev keys).`,
+		example: "DATABASE_URL=postgres://stockhold@db/stockhold stockhold serve\nSTOCKHOLD_ADDR=:8080 stockhold serve --check-addr",
 	},
 	"migrate": {
 		synopsis: "migrate up|down|status",
