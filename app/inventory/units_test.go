@@ -569,3 +569,40 @@ func TestSameUnitAddedToTwoPoolsAtOnce(t *testing.T) {
 	p := pool(t, svc, "SHOW", "gala")
 	require.Zero(t, p.Total, "nothing added to gala")
 }
+
+// TestQuantityLinesOnSeatsSummedPastInt32: holds of quantity lines on a
+// SKU of seats (100 lines of 1,000,000 each), many in one batch, ask the
+// batch's read of free seats for more than an int32 LIMIT holds: the read
+// is bounded by the seats there are, so each such hold is refused out of
+// stock and a small hold beside them in the batch is held. Before, the
+// LIMIT wrapped: negative, the batch failed and went again by halves;
+// small, the read saw too few free seats and the small hold was refused
+// out of stock with the venue nearly empty.
+func TestQuantityLinesOnSeatsSummedPastInt32(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
+	addUnits(t, svc, "SHOW", venue(1, 4))
+	huge := make([]inventory.Item, inventory.MaxLines)
+	for i := range huge {
+		huge[i] = item("SHOW", inventory.MaxQuantity)
+	}
+	// 42 holds of 100,000,000 and one of 94,967,295: with the small hold's
+	// 2, the batch asks for 2^32 + 1 seats, an int32 LIMIT of 1.
+	rest := append(slices.Clone(huge[:94]), item("SHOW", 967_295))
+	var greedy []<-chan outcome
+	var small <-chan outcome
+	gatedBatch(t, svc, b.pool, func(submit func(context.Context, inventory.HoldRequest) <-chan outcome) {
+		for i := range 42 {
+			greedy = append(greedy, submit(ctx, holdReq(fmt.Sprint("greedy-", i), huge...)))
+		}
+		greedy = append(greedy, submit(ctx, holdReq("rest", rest...)))
+		small = submit(ctx, holdReq("small", item("SHOW", 2)))
+	})
+	for _, ch := range greedy {
+		require.Equal(t, domain.CodeOutOfStock, code((<-ch).err))
+	}
+	o := <-small
+	require.NoError(t, o.err)
+	require.Len(t, o.r.Items[0].Units, 2)
+}
