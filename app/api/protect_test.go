@@ -469,3 +469,47 @@ func TestTakeAlert(t *testing.T) {
 	require.NotNil(t, got["taken_at"])
 	requireProblem(t, e.do("POST", "/v1/alerts/999999/take", e.ops, nil), 404, "not_found")
 }
+
+// TestRepairOfAPoolOfUnits: a pool of units can only have its units as
+// its counters, so a repair whose result would not (to the ledger, when a
+// ledger row was added by hand) is 409 serialized_pool for its dry run and
+// its apply alike, saying what can repair it, and changes nothing; the
+// repair to the counters, which are the units, applies. Before, the dry
+// run showed a change that could never apply, and the apply was a 500.
+func TestRepairOfAPoolOfUnits(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	plan := []map[string]any{{"id": "A-1"}, {"id": "A-2"}, {"id": "A-3"}}
+	require.Equal(t, 200, e.do("POST", "/v1/skus/SHOW/units", e.ops, map[string]any{"reason": "plan", "units": plan}, "Idempotency-Key", "plan").status)
+	_, err := e.pool.Exec(ctx, `
+		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor)
+		SELECT sku, pool, 'adjust', 2, 2, 0, 0, version, 'mallory' FROM stock WHERE sku = 'SHOW'`)
+	require.NoError(t, err)
+
+	before := e.counts()
+	for _, dry := range []bool{true, false} {
+		p := requireProblem(t, e.do("POST", "/v1/skus/SHOW/repair", e.ops, map[string]any{"to": "ledger", "reason": "x", "dry_run": dry}),
+			409, "serialized_pool")
+		require.Contains(t, p["detail"], "repair to the counters")
+		require.Equal(t, map[string]any{"available": 3.0, "held": 0.0, "sold": 0.0}, p["unit_counts"])
+		require.Equal(t, before, e.counts(), "nothing changed")
+	}
+	r := e.do("POST", "/v1/skus/SHOW/repair", e.ops, map[string]any{"to": "counters", "reason": "the row was a typo"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Equal(t, map[string]any{"total": -2.0, "available": -2.0, "reserved": 0.0, "sold": 0.0}, r.json(t)["difference"])
+	require.EqualValues(t, 0, r.json(t)["reconciliation"].(map[string]any)["high_risk"])
+
+	// A seat retired behind the triggers: neither side is the units.
+	conn, err := e.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET session_replication_role = replica; UPDATE units SET status = 'retired' WHERE sku = 'SHOW' AND id = 'A-2'; RESET session_replication_role`)
+	require.NoError(t, err)
+	for _, to := range []string{"ledger", "counters"} {
+		p := requireProblem(t, e.do("POST", "/v1/skus/SHOW/repair", e.ops, map[string]any{"to": to, "reason": "x"}), 409, "serialized_pool")
+		require.Contains(t, p["detail"], "put them back")
+	}
+	_, err = conn.Exec(ctx, `SET session_replication_role = replica; UPDATE units SET status = 'available' WHERE sku = 'SHOW' AND id = 'A-2'; RESET session_replication_role`)
+	require.NoError(t, err)
+}

@@ -89,7 +89,7 @@ func (b Books) problem() map[string]any {
 		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed},
 	}
 	if b.Units != nil {
-		p["units"] = b.Units
+		p["unit_counts"] = b.Units // "units" names units, in a problem
 	}
 	return p
 }
@@ -311,6 +311,9 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 			return err
 		}
 		out = Repaired{SKU: r.SKU, Pool: r.Pool, Before: books.Counters, After: books.Counters}
+		if err := repairsUnits(r, books); err != nil {
+			return err
+		}
 		var row db.LedgerAppendParams
 		switch r.To {
 		case RepairToLedger:
@@ -354,6 +357,36 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 		return Repaired{}, err
 	}
 	return out, nil
+}
+
+// repairsUnits refuses a repair of a pool of units with an identity whose
+// outcome would leave the counters apart from the units by status, which
+// the database never commits: to the ledger when the ledger does not sum
+// to the units, to the counters when the counters are not the units. The
+// units themselves changed, behind the triggers, and only a person who
+// puts them back (or finds the ledger or counters wrong) can repair that;
+// the refusal says how. A dry run is refused alike: it would show a
+// change that can never apply.
+func repairsUnits(r RepairRequest, books Books) error {
+	if books.Units == nil {
+		return nil
+	}
+	target, side := books.Ledger, "the ledger sums to"
+	if r.To == RepairToCounters {
+		target, side = books.Counters, "its counters are"
+	}
+	if books.unitsAgree(target) {
+		return nil
+	}
+	u := books.Units
+	return &domain.Error{Code: domain.CodeSerializedPool, SKU: r.SKU, Pool: r.Pool, Extra: books.problem(),
+		Detail: fmt.Sprintf("%s (pool %s) is units with an identity, whose counters must be its units by status (available %d, held %d, sold %d), "+
+			"but %s available %d, reserved %d, sold %d: a repair to the %s would leave them apart, which the database refuses. "+
+			"When its counters are the units, repair to the counters; when its ledger sums to the units, repair to the ledger; "+
+			"when neither does, the units were changed behind the triggers: put them back as the ledger last moved them "+
+			"(sql/units_against_ledger.sql, or the reconciliation finding's against_ledger, names them), "+
+			"then retire or add units through POST /v1/skus/%s/units",
+			r.SKU, r.Pool, u.Available, u.Held, u.Sold, side, target.Available, target.Reserved, target.Sold, r.To, r.SKU)}
 }
 
 // PoolSwitch pauses or resumes every SKU of one pool: a campaign's switch.

@@ -51700,7 +51700,7 @@ type ClientInterface interface {
 
 	// ResumeStockWithBody Resume a paused pool
 	//
-	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -51711,7 +51711,7 @@ type ClientInterface interface {
 
 	// ResumeStock Resume a paused pool
 	//
-	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -53019,7 +53019,7 @@ func (c *Client) RepairStock(ctx context.Context, sku SKU, body RepairStockJSONR
 
 // ResumeStockWithBody Resume a paused pool
 //
-// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -53040,7 +53040,7 @@ func (c *Client) ResumeStockWithBody(ctx context.Context, sku SKU, contentType s
 
 // ResumeStock Resume a paused pool
 //
-// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -56593,7 +56593,7 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeStockWithBodyWithResponse Resume a paused pool
 	//
-	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -56604,7 +56604,7 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeStockWithResponse Resume a paused pool
 	//
-	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -63005,7 +63005,7 @@ func (c *ClientWithResponses) RepairStockWithResponse(ctx context.Context, sku S
 
 // ResumeStockWithBodyWithResponse Resume a paused pool
 //
-// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -63022,7 +63022,7 @@ func (c *ClientWithResponses) ResumeStockWithBodyWithResponse(ctx context.Contex
 
 // ResumeStockWithResponse Resume a paused pool
 //
-// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
