@@ -21,10 +21,12 @@ STOCKHOLD_BIN ?= bin/stockhold
 
 ## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines;
 ## webhooks may reach loopback (a dev instance); the export line it prints sets DATABASE_URL, BASE (where it serves), SHOP and OPS
+## The address is checked first: with the port taken (another instance serving), nothing is rotated
 run: build
 	@set -eo pipefail; $(WITH_DB); \
 	bin=$(STOCKHOLD_BIN); unset STOCKHOLD_BIN; \
 	$$bin migrate up; \
+	$$bin serve --check-addr; \
 	shop=$$($$bin apikey rotate --name dev-shop --role shop | tail -n 1); \
 	ops=$$($$bin apikey rotate --name dev-ops --role ops | tail -n 1); \
 	addr=$${STOCKHOLD_ADDR:-:8080}; host=$${addr%:*}; \

@@ -71,6 +71,7 @@ type App struct {
 	DBMetrics *metrics.Database
 
 	log      *slog.Logger
+	unwatch  func()
 	migrator *schema.Migrator
 	jobsUI   *riverui.Handler
 	draining atomic.Bool
@@ -420,6 +421,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Config: cfg, Pool: pool, RequestPool: reqPool, Inventory: web.Inventory, Reconcile: web.Reconcile, Trips: web.Trips,
 		Inserter: inserter, Worker: worker, log: log, migrator: migrator,
 		DBMetrics: metrics.NewDatabase(pool, inventory.StuckAfter),
+		// While the database is away, one line says so and one says when
+		// it is back: the pool's ping tells.
+		unwatch: logging.WatchDatabase(log, pool.Ping),
 	}
 	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints: riverui.NewEndpoints(worker, nil),
@@ -663,6 +667,7 @@ func (a *App) stopJobs(ctx context.Context) {
 // Close releases the App's resources: the requests' pool and the
 // migrator (not River's pool, which the caller owns).
 func (a *App) Close() error {
+	a.unwatch()
 	a.RequestPool.Close()
 	return a.migrator.Close()
 }

@@ -146,7 +146,8 @@ WITH wanted AS (
     SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
            unnest(@line_locations::text[]) AS location,
            unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
-           unnest(@line_actors::text[]) AS actor, generate_series(1, cardinality(@line_ids::uuid[])) AS n
+           unnest(@line_actors::text[]) AS actor, nullif(unnest(@line_actor_keys::text[]), '') AS actor_key,
+           generate_series(1, cardinality(@line_ids::uuid[])) AS n
 ), lines AS (
     INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity)
     SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity FROM granted g ORDER BY g.n
@@ -169,10 +170,10 @@ WITH wanted AS (
     GROUP BY g.reservation_id, g.sku, g.location, g.pool
 ), ledger AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, units,
+                        stock_version, reservation_id, actor, actor_key, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after,
                         quality_control_after, damaged_after, safety_stock_after, incoming_after)
-    SELECT g.sku, g.location, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
+    SELECT g.sku, g.location, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, g.actor_key, lu.units,
            m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
     FROM granted g
     JOIN moved m ON m.sku = g.sku AND m.location = g.location AND m.pool = g.pool

@@ -90,14 +90,18 @@ SELECT * FROM units WHERE sku = @sku AND id = ANY(@ids::text[]) ORDER BY id COLL
 
 -- name: UnitsList :many
 -- UnitsList pages through sku's units in id order (byte-wise), after the
--- id given, filtered by whichever of pool, status and group are given.
-SELECT * FROM units
-WHERE sku = @sku
-  AND (sqlc.narg('after')::text IS NULL OR id COLLATE "C" > sqlc.narg('after')::text COLLATE "C")
-  AND (sqlc.narg('pool')::text IS NULL OR pool = sqlc.narg('pool')::text)
-  AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status')::text)
-  AND (sqlc.narg('group_name')::text IS NULL OR group_name = sqlc.narg('group_name')::text)
-ORDER BY id COLLATE "C"
+-- id given, filtered by whichever of pool, status and group are given,
+-- each with the client of the hold that holds or bought it ('' for none),
+-- so that a shop is shown only its own holds.
+SELECT sqlc.embed(u), coalesce(r.client, '')::text AS holder
+FROM units u
+LEFT JOIN reservations r ON r.id = u.reservation_id
+WHERE u.sku = @sku
+  AND (sqlc.narg('after')::text IS NULL OR u.id COLLATE "C" > sqlc.narg('after')::text COLLATE "C")
+  AND (sqlc.narg('pool')::text IS NULL OR u.pool = sqlc.narg('pool')::text)
+  AND (sqlc.narg('status')::text IS NULL OR u.status = sqlc.narg('status')::text)
+  AND (sqlc.narg('group_name')::text IS NULL OR u.group_name = sqlc.narg('group_name')::text)
+ORDER BY u.id COLLATE "C"
 LIMIT @lim;
 
 -- name: UnitsNamed :batchmany

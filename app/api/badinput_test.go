@@ -199,3 +199,45 @@ func TestLookAlikeNamesAreRefused(t *testing.T) {
 	require.NoError(t, e.pool.QueryRow(context.Background(), `SELECT count(DISTINCT sku) FROM stock`).Scan(&skus))
 	require.Equal(t, 3, skus)
 }
+
+// TestNULIsRefusedByName: PostgreSQL stores no NUL, in text or in jsonb,
+// so a \u0000 anywhere in a body (a unit's attributes were a 500, 22P05)
+// is 422 naming the field, and changes nothing; a NUL in a query or path
+// parameter is refused by the name checks.
+func TestNULIsRefusedByName(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("A1", 10)
+	id := e.hold("seed", line("A1", 1)).json(t)["id"].(string)
+	require.Equal(t, 200, e.do("POST", "/v1/skus/SHOW/units", e.ops, `{"reason":"plan","units":[{"id":"A-1"}]}`, "Idempotency-Key", "plan").status)
+
+	nul := `a\u0000b`
+	cases := []struct{ method, path, token, body, field string }{
+		{"POST", "/v1/skus/SHOW/units", e.ops, `{"reason":"plan","units":[{"id":"A-2","attributes":{"note":"` + nul + `"}}]}`, "units[0].attributes.note"},
+		{"POST", "/v1/skus/SHOW/units", e.ops, `{"reason":"plan","units":[{"id":"A-2","attributes":{"` + nul + `":1}}]}`, "units[0].attributes.a\x00b"},
+		{"POST", "/v1/skus/SHOW/units", e.ops, `{"reason":"` + nul + `","units":[{"id":"A-2"}]}`, "reason"},
+		{"POST", "/v1/skus/SHOW/units/retire", e.ops, `{"reason":"x","units":["` + nul + `"]}`, "units[0]"},
+		{"POST", "/v1/reservations", e.shop, `{"order_ref":"` + nul + `","items":[{"sku":"A1","quantity":1}]}`, "order_ref"},
+		{"POST", "/v1/reservations", e.shop, `{"items":[{"sku":"A1\u0000","quantity":1}]}`, "items[0].sku"},
+		{"POST", "/v1/reservations/" + id + "/release", e.shop, `{"reason":"` + nul + `"}`, "reason"},
+		{"POST", "/v1/skus/A1/adjustments", e.ops, `{"delta":1,"reason":"x","ref":"` + nul + `"}`, "ref"},
+		{"POST", "/v1/skus/A1/pause", e.ops, `{"reason":"` + nul + `"}`, "reason"},
+		{"POST", "/v1/skus/A1/repair", e.ops, `{"to":"ledger","reason":"` + nul + `"}`, "reason"},
+		{"PUT", "/v1/stop-sale", e.ops, `{"active":true,"reason":"` + nul + `"}`, "reason"},
+		{"POST", "/v1/rollbacks", e.ops, `{"operator":"` + nul + `","reason":"x","sku":"A1"}`, "operator"},
+		{"POST", "/v1/reconciliations", e.ops, `{"skus":["` + nul + `"]}`, "skus[0]"},
+		{"POST", "/v1/alerts/1/ack", e.ops, `{"operator":"` + nul + `"}`, "operator"},
+	}
+	before := e.counts()
+	for i, c := range cases {
+		r := e.do(c.method, c.path, c.token, c.body, "Idempotency-Key", fmt.Sprint("nul-", i))
+		p := requireProblem(t, r, 422, "invalid_request")
+		require.Contains(t, p["detail"], c.field+" contains a NUL character", "%s %s", c.method, c.path)
+		require.Equal(t, before, e.counts(), "%s %s changed something", c.method, c.path)
+	}
+	for _, path := range []string{"/v1/reservations?order_ref=a%00b", "/v1/reservations?sku=a%00b", "/v1/skus/a%00b", "/v1/skus/SHOW/units?cursor=a%00b",
+		"/v1/skus/SHOW/units?group=a%00b"} {
+		r := e.do("GET", path, e.ops, nil)
+		require.True(t, r.status == 400 || r.status == 422, "%s: %d %s", path, r.status, r.body)
+	}
+}

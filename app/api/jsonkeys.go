@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -172,7 +173,9 @@ func (s *keyScanner) value(sc *schema) error {
 	case '[':
 		return s.array(sc)
 	case '"':
-		s.skipString()
+		if _, nul := s.skipString(); nul {
+			return s.nul(nil)
+		}
 	default:
 		s.skipLiteral()
 	}
@@ -199,7 +202,10 @@ func (s *keyScanner) object(sc *schema) error {
 			s.i++
 			continue
 		}
-		key := s.key()
+		key, nul := s.key()
+		if nul {
+			return s.nul(key)
+		}
 		if folded == nil && len(seen) < seenInline {
 			for _, k := range seen {
 				if same(k, key, fields) {
@@ -266,40 +272,43 @@ func (s *keyScanner) array(sc *schema) error {
 
 // key reads an object's key as encoding/json would decode it (escapes
 // resolved: "\u0069tems" is items), as a slice of the body when it has no
-// escape.
-func (s *keyScanner) key() []byte {
+// escape, and reports whether it holds a NUL.
+func (s *keyScanner) key() (key []byte, nul bool) {
 	start := s.i
-	escaped := s.skipString()
+	escaped, nul := s.skipString()
 	raw := s.b[start:min(s.i, len(s.b))]
 	if len(raw) < 2 {
-		return raw
+		return raw, nul
 	}
 	if !escaped {
-		return raw[1 : len(raw)-1]
+		return raw[1 : len(raw)-1], nul
 	}
 	var k string
 	if err := json.Unmarshal(raw, &k); err != nil {
-		return raw
+		return raw, nul
 	}
-	return []byte(k)
+	return []byte(k), nul
 }
 
-// skipString moves past a string and reports whether it held an escape.
-func (s *keyScanner) skipString() (escaped bool) {
+// skipString moves past a string and reports whether it held an escape,
+// and whether one of them was \u0000: a NUL, which neither text nor
+// jsonb can hold in PostgreSQL.
+func (s *keyScanner) skipString() (escaped, nul bool) {
 	s.i++ // "
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case '\\':
 			escaped = true
+			nul = nul || bytes.HasPrefix(s.b[s.i+1:], []byte("u0000"))
 			s.i += 2
 			continue
 		case '"':
 			s.i++
-			return escaped
+			return escaped, nul
 		}
 		s.i++
 	}
-	return escaped
+	return escaped, nul
 }
 
 func (s *keyScanner) skipLiteral() {
@@ -335,6 +344,21 @@ func fold(k []byte, ignoreCase bool) string {
 		return strings.ToLower(string(k))
 	}
 	return string(k)
+}
+
+// nul refuses a string holding \u0000 (the value at the scanner's path,
+// or the key given), naming where: 422, since the body reads but breaks a
+// rule (PostgreSQL stores no NUL in text or jsonb).
+func (s *keyScanner) nul(key []byte) error {
+	where := s.path(key)
+	if key == nil {
+		where = strings.TrimSuffix(s.path(nil), ".")
+	}
+	if where == "" {
+		where = "the body"
+	}
+	return newProblem(http.StatusUnprocessableEntity, "invalid_request",
+		fmt.Sprintf("%s contains a NUL character (\\u0000), which cannot be stored: leave it out", where))
 }
 
 func (s *keyScanner) repeated(first, again []byte) error {

@@ -97,6 +97,7 @@ var statuses = map[domain.Code]int{
 	domain.CodeCountBelowHeld:             http.StatusConflict,
 	domain.CodeTransferNotInTransit:       http.StatusConflict,
 	domain.CodeTransferPartlyReceived:     http.StatusConflict,
+	domain.CodePreviewStale:               http.StatusConflict,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,
@@ -210,6 +211,12 @@ func timeout() *problem {
 // nil. It runs after the request's own context was checked, so a deadline
 // seen here is an inner one: the pool's acquire timeout or connect_timeout.
 func databaseProblem(err error) *problem {
+	if dberr.Unstorable(err) {
+		// Input every route should have refused first (the JSON decoder
+		// refuses \u0000 by name): still the client's, not a 500.
+		return newProblem(http.StatusUnprocessableEntity, "invalid_request",
+			"a value holds a character PostgreSQL cannot store (a NUL, \\u0000); nothing changed")
+	}
 	switch dberr.OverloadOf(err) {
 	case dberr.Busy:
 		return &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: title("busy"), RetryAfter: retryBusy,

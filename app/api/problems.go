@@ -91,6 +91,12 @@ var problemCodes = map[string]problemCode{
 		Means:  "Only a released or expired hold can be reinstated; this one is held or confirmed.",
 		Do:     "Nothing to do: a held hold can be confirmed as it is.",
 	},
+	"preview_stale": {
+		Title:  "The books moved since the preview",
+		Status: "409",
+		Means:  "A repair was sent with the expected_difference its preview showed, but the pool's counters or ledger moved since: the repair would now write another difference (the difference member). Nothing changed.",
+		Do:     "Preview again (dry_run), read the new difference, find out what moved the books meanwhile, then apply with the new expected_difference.",
+	},
 	"insufficient_available": {
 		Title:  "Not enough stock available",
 		Status: "409",

@@ -73,6 +73,9 @@ type repairBody struct {
 	Reason   string   `json:"reason"`
 	DryRun   bool     `json:"dry_run"`
 	Refs     []string `json:"refs"`
+	// ExpectedDifference is the difference the preview showed: the apply
+	// is refused (409 preview_stale) when the books moved since.
+	ExpectedDifference *inventory.Counters `json:"expected_difference"`
 }
 
 type repairAnswer struct {
@@ -93,6 +96,7 @@ func (s *server) repairStock(c echo.Context) error {
 	}
 	out, run, err := s.Reconcile.Repair(c.Request().Context(), inventory.RepairRequest{
 		SKU: sku, Location: body.Location, Pool: body.Pool, To: body.To, Reason: body.Reason, Actor: caller(c).Name, DryRun: body.DryRun, Refs: body.Refs,
+		ExpectedDifference: body.ExpectedDifference,
 	})
 	if err != nil {
 		return err

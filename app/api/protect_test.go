@@ -154,6 +154,24 @@ func TestRepairPreviewsThenApplies(t *testing.T) {
 	require.Equal(t, false, got["applied"])
 	require.Equal(t, states(0.0, 0.0, 0.0, 0.0), got["difference"])
 
+	// An apply with the difference its preview showed is refused when the
+	// books moved since (the console's Apply and stockhold repair --apply
+	// send it): nothing is written, the answer has the new difference.
+	e.corrupt("A1", 5)
+	preview := e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit", "dry_run": true}).json(t)
+	require.Equal(t, states(-5.0, -5.0, 0.0, 0.0), preview["difference"])
+	e.corrupt("A1", 500)
+	before = e.counts()
+	p := requireProblem(t, e.do("POST", "/v1/skus/A1/repair", e.ops,
+		map[string]any{"to": "ledger", "reason": "hand edit", "expected_difference": preview["difference"]}), 409, "preview_stale")
+	require.Equal(t, states(-505.0, -505.0, 0.0, 0.0), p["difference"])
+	require.Equal(t, preview["difference"], p["expected_difference"])
+	require.Equal(t, before, e.counts(), "nothing written")
+	got = e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit",
+		"expected_difference": p["difference"]}).json(t)
+	require.Equal(t, true, got["applied"], "applied with the difference now shown")
+	require.Equal(t, map[string]any{"total": 10.0, "available": 8.0, "reserved": 2.0, "sold": 0.0}, counters(e.pool0("A1")))
+
 	// To the counters: the ledger accepts the 4 units.
 	r = e.do("POST", "/v1/skus/B1/repair", e.ops, map[string]any{"to": "counters", "reason": "found in the back"})
 	require.Equal(t, 200, r.status, "%s", r.body)
@@ -349,6 +367,33 @@ func TestLateConfirmationAndReinstate(t *testing.T) {
 	require.NoError(t, err)
 	requireProblem(t, e.do("POST", "/v1/reservations/"+gone+"/reinstate", other, nil), 404, "not_found")
 	requireProblem(t, e.do("POST", "/v1/reservations/not-an-id/reinstate", e.shop, nil), 400, "invalid_request")
+
+	// Who reinstated is on the new hold's ledger rows: the shop itself, or
+	// an operator (with the key that authenticated them), never the shop
+	// for an operator's act.
+	reserveRow := func(hold string) map[string]any {
+		t.Helper()
+		for _, m := range e.do("GET", "/v1/skus/A1/ledger?limit=100", e.ops, nil).json(t)["movements"].([]any) {
+			if mv := m.(map[string]any); mv["kind"] == "reserve" && mv["reservation_id"] == hold {
+				return mv
+			}
+		}
+		t.Fatalf("no reserve row of %s", hold)
+		return nil
+	}
+	row := reserveRow(newID)
+	require.Equal(t, "shop-a", row["actor"])
+	require.Equal(t, "shop-a", row["actor_key"])
+	late := e.hold("late-2", line("A1", 1)).json(t)["id"].(string)
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+late+"/release", e.shop, nil).status)
+	r = e.do("POST", "/v1/reservations/"+late+"/reinstate", e.ops, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	byOps := r.json(t)["id"].(string)
+	row = reserveRow(byOps)
+	require.Equal(t, "alice", row["actor"], "the operator, not the shop")
+	require.Equal(t, "alice", row["actor_key"])
+	require.Nil(t, reserveRow(late)["actor_key"], "a shop's own hold, as before")
+	require.Equal(t, 200, e.do("GET", "/v1/reservations/"+byOps, e.shop, nil).status, "still the shop's hold")
 }
 
 // TestListExpiringHolds lists the holds about to expire, soonest first:
@@ -389,6 +434,16 @@ func TestListExpiringHolds(t *testing.T) {
 	page := e.do("GET", "/v1/reservations?status=held&limit=1&expires_before="+before, e.ops, nil).json(t)
 	require.Equal(t, []string{mid}, ids(e.ops, fmt.Sprintf("status=held&limit=1&expires_before=%s&cursor=%s", before, page["next_cursor"])))
 	requireProblem(t, e.do("GET", "/v1/reservations?expires_before=tomorrow", e.ops, nil), 400, "invalid_request")
+
+	// A cursor is scoped to the caller: another shop's hold (whose expiry
+	// it would place) and a hold that does not exist are 400, not a page.
+	for _, cursor := range []string{soon, "0190f0a0-0000-7000-8000-000000000000"} {
+		requireProblem(t, e.do("GET", fmt.Sprintf("/v1/reservations?expires_before=%s&cursor=%s", before, cursor), e.shop, nil), 400, "invalid_request")
+	}
+	requireProblem(t, e.do("GET", fmt.Sprintf("/v1/reservations?expires_before=%s&cursor=%s", before, "0190f0a0-0000-7000-8000-000000000000"), e.ops, nil),
+		400, "invalid_request")
+	require.Equal(t, []string{mid}, ids(e.shop, fmt.Sprintf("expires_before=%s&cursor=%s", before, confirmed)), "its own hold as the cursor")
+	require.Empty(t, ids(other, fmt.Sprintf("expires_before=%s&cursor=%s", before, soon)), "its own hold as the cursor")
 }
 
 // TestTakeAlert assigns an owner, recorded with the key; the alert stays
@@ -413,6 +468,50 @@ func TestTakeAlert(t *testing.T) {
 	require.Equal(t, "open", got["status"])
 	require.NotNil(t, got["taken_at"])
 	requireProblem(t, e.do("POST", "/v1/alerts/999999/take", e.ops, nil), 404, "not_found")
+}
+
+// TestRepairOfAPoolOfUnits: a pool of units can only have its units as
+// its counters, so a repair whose result would not (to the ledger, when a
+// ledger row was added by hand) is 409 serialized_pool for its dry run and
+// its apply alike, saying what can repair it, and changes nothing; the
+// repair to the counters, which are the units, applies. Before, the dry
+// run showed a change that could never apply, and the apply was a 500.
+func TestRepairOfAPoolOfUnits(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	plan := []map[string]any{{"id": "A-1"}, {"id": "A-2"}, {"id": "A-3"}}
+	require.Equal(t, 200, e.do("POST", "/v1/skus/SHOW/units", e.ops, map[string]any{"reason": "plan", "units": plan}, "Idempotency-Key", "plan").status)
+	_, err := e.pool.Exec(ctx, `
+		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor)
+		SELECT sku, pool, 'adjust', 2, 2, 0, 0, version, 'mallory' FROM stock WHERE sku = 'SHOW'`)
+	require.NoError(t, err)
+
+	before := e.counts()
+	for _, dry := range []bool{true, false} {
+		p := requireProblem(t, e.do("POST", "/v1/skus/SHOW/repair", e.ops, map[string]any{"to": "ledger", "reason": "x", "dry_run": dry}),
+			409, "serialized_pool")
+		require.Contains(t, p["detail"], "repair to the counters")
+		require.Equal(t, map[string]any{"available": 3.0, "held": 0.0, "sold": 0.0}, p["unit_counts"])
+		require.Equal(t, before, e.counts(), "nothing changed")
+	}
+	r := e.do("POST", "/v1/skus/SHOW/repair", e.ops, map[string]any{"to": "counters", "reason": "the row was a typo"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Equal(t, states(-2.0, -2.0, 0.0, 0.0), r.json(t)["difference"])
+	require.EqualValues(t, 0, r.json(t)["reconciliation"].(map[string]any)["high_risk"])
+
+	// A seat retired behind the triggers: neither side is the units.
+	conn, err := e.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET session_replication_role = replica; UPDATE units SET status = 'retired' WHERE sku = 'SHOW' AND id = 'A-2'; RESET session_replication_role`)
+	require.NoError(t, err)
+	for _, to := range []string{"ledger", "counters"} {
+		p := requireProblem(t, e.do("POST", "/v1/skus/SHOW/repair", e.ops, map[string]any{"to": to, "reason": "x"}), 409, "serialized_pool")
+		require.Contains(t, p["detail"], "put them back")
+	}
+	_, err = conn.Exec(ctx, `SET session_replication_role = replica; UPDATE units SET status = 'available' WHERE sku = 'SHOW' AND id = 'A-2'; RESET session_replication_role`)
+	require.NoError(t, err)
 }
 
 // states is a pool's counters as the answers give them: every state, those

@@ -234,6 +234,9 @@ func (s *server) listReservations(c echo.Context) error {
 		lq.ExpiresBefore = &at
 	}
 	page, err := s.Inventory.List(c.Request().Context(), lq, asCaller(c))
+	if errors.Is(err, inventory.ErrCursor) {
+		return badCursor()
+	}
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (s *server) listUnits(c echo.Context) error {
 	}
 	page, err := s.Inventory.ListUnits(c.Request().Context(), inventory.UnitsQuery{
 		SKU: sku, Pool: c.QueryParam("pool"), Status: c.QueryParam("status"), Group: c.QueryParam("group"),
-		After: p.Cursor, Limit: p.Limit,
+		After: p.Cursor, Limit: p.Limit, By: asCaller(c),
 	})
 	if err != nil {
 		return err

@@ -147,3 +147,33 @@ func TestManyUnitsInOneRequest(t *testing.T) {
 	big := `{"reason":"` + strings.Repeat("x", 70<<10) + `","delta":1}`
 	requireProblem(t, e.do("POST", "/v1/skus/PHONE/adjustments", e.ops, big, "Idempotency-Key", "big"), 413, "body_too_large")
 }
+
+// TestUnitsShowOnlyTheCallersHolds: a unit's reservation_id is shown to
+// the shop whose hold it is and to ops, never to another shop, which sees
+// only that the seat is taken.
+func TestUnitsShowOnlyTheCallersHolds(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	plan := []map[string]any{{"id": "A-1"}, {"id": "A-2"}, {"id": "A-3"}}
+	require.Equal(t, 200, e.do("POST", "/v1/skus/SHOW/units", e.ops, map[string]any{"reason": "plan", "units": plan}, "Idempotency-Key", "plan").status)
+	held, err := e.sendHold("mine", seatLine("SHOW", "A-1"))
+	require.NoError(t, err)
+	require.Equal(t, 201, held.status, "%s", held.body)
+	id := held.json(t)["id"].(string)
+	other, err := createKey(e, "shop-b")
+	require.NoError(t, err)
+
+	holders := func(token string) map[string]any {
+		r := e.do("GET", "/v1/skus/SHOW/units", token, nil)
+		require.Equal(t, 200, r.status, "%s", r.body)
+		out := map[string]any{}
+		for _, u := range r.json(t)["units"].([]any) {
+			m := u.(map[string]any)
+			out[m["id"].(string)+" "+m["status"].(string)] = m["reservation_id"]
+		}
+		return out
+	}
+	require.Equal(t, map[string]any{"A-1 held": id, "A-2 available": nil, "A-3 available": nil}, holders(e.shop))
+	require.Equal(t, map[string]any{"A-1 held": id, "A-2 available": nil, "A-3 available": nil}, holders(e.ops))
+	require.Equal(t, map[string]any{"A-1 held": nil, "A-2 available": nil, "A-3 available": nil}, holders(other))
+}

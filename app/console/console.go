@@ -36,6 +36,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/campaigns"
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
@@ -394,6 +395,10 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 		default:
 			c.status(w, r, who{}, http.StatusBadRequest, de.Detail)
 		}
+		return
+	}
+	if dberr.Unstorable(err) {
+		c.status(w, r, who{}, http.StatusBadRequest, "A value holds a character that cannot be stored (a NUL); nothing changed.")
 		return
 	}
 	c.Log.ErrorContext(r.Context(), "console request failed", "method", r.Method, "path", r.URL.Path, "err", err)

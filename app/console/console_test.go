@@ -368,7 +368,25 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	preview := b.do("GET", a.header.Get("Location"), nil, nil).body
 	require.Contains(t, preview, "would write total -2, available -2")
 	require.Contains(t, preview, `name="apply" value="true"`)
-	a = b.do("POST", "/ops/skus/B_2%25/repair", url.Values{"csrf": {token}, "pool": {"main"}, "to": {"ledger"}, "reason": {"hand edit"}, "apply": {"true"}}, b.sameSite)
+	expected := regexp.MustCompile(`name="expected" value="([^"]+)"`).FindStringSubmatch(preview)
+	require.Len(t, expected, 2, "the apply form carries the previewed difference")
+	require.Equal(t, "-2,-2,0,0,0,0,0,0", expected[1])
+	apply := url.Values{"csrf": {token}, "pool": {"main"}, "to": {"ledger"}, "reason": {"hand edit"}, "apply": {"true"}, "expected": {expected[1]}}
+	// The counters move again after the preview: the apply writes nothing
+	// rather than more than the preview showed.
+	_, err = e.pool.Exec(ctx, `UPDATE stock SET total = total + 500, available = available + 500 WHERE sku = 'B_2%' AND pool = 'main'`)
+	require.NoError(t, err)
+	a = b.do("POST", "/ops/skus/B_2%25/repair", apply, b.sameSite)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Contains(t, b.do("GET", a.header.Get("Location"), nil, nil).body, "moved since the preview")
+	require.Equal(t, "507", e.scalar(`SELECT total::text FROM stock WHERE sku = 'B_2%'`), "nothing applied")
+	_, err = e.pool.Exec(ctx, `UPDATE stock SET total = total - 500, available = available - 500 WHERE sku = 'B_2%' AND pool = 'main'`)
+	require.NoError(t, err)
+	delete(apply, "expected")
+	a = b.do("POST", "/ops/skus/B_2%25/repair", apply, b.sameSite)
+	require.Equal(t, "7", e.scalar(`SELECT total::text FROM stock WHERE sku = 'B_2%'`), "an apply without its preview's difference is refused")
+	apply.Set("expected", expected[1])
+	a = b.do("POST", "/ops/skus/B_2%25/repair", apply, b.sameSite)
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Equal(t, "5", e.scalar(`SELECT total::text FROM stock WHERE sku = 'B_2%'`))
 	require.Contains(t, b.do("GET", a.header.Get("Location"), nil, nil).body, "0 high-risk findings")

@@ -147,14 +147,21 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 		Reason: strings.TrimSpace(r.PostForm.Get("reason")), DryRun: r.PostForm.Get("apply") != "true",
 		Refs: formRefs(r.PostForm.Get("refs")),
 	}
+	if !req.DryRun {
+		// Apply writes exactly what the preview showed, or nothing.
+		if req.ExpectedDifference = parseDifference(r.PostForm.Get("expected")); req.ExpectedDifference == nil {
+			return c.refused(w, r, back, domain.Invalid("apply a repair from its preview: preview it again"))
+		}
+	}
 	out, run, err := c.Reconcile.Repair(r.Context(), req)
 	if err != nil {
 		return c.refused(w, r, back, err)
 	}
 	d := out.Difference
-	diff := fmt.Sprintf("total %+d, available %+d, reserved %+d, sold %+d", d.Total, d.Available, d.Reserved, d.Sold)
+	diff := d.String()
 	if req.DryRun {
-		q := url.Values{"preview": {req.To}, "pool": {out.Pool}, "location": {out.Location}, "reason": {req.Reason}, "refs": {strings.Join(req.Refs, ", ")}}
+		q := url.Values{"preview": {req.To}, "pool": {out.Pool}, "location": {out.Location}, "reason": {req.Reason},
+			"refs": {strings.Join(req.Refs, ", ")}, "difference": {formatDifference(d)}}
 		return c.done(w, r, back+"?"+q.Encode(), false, "Preview, nothing changed: repairing %s (pool %s) to the %s would write %s.", sku, out.Pool, req.To, diff)
 	}
 	msg := fmt.Sprintf("Repaired %s (pool %s) to the %s: %s.", sku, out.Pool, req.To, diff)
@@ -165,6 +172,32 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 		msg += fmt.Sprintf(" Reconciliation #%d afterwards: %d high-risk %s.", run.ID, run.HighRisk, noun(run.HighRisk, "finding", "findings"))
 	}
 	return c.done(w, r, back, false, "%s", msg)
+}
+
+// formatDifference writes a repair's difference for a form: its counters,
+// comma separated (total, available, reserved, sold, quality_control,
+// damaged, safety_stock, incoming).
+func formatDifference(d inventory.Counters) string {
+	return fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%d", d.Total, d.Available, d.Reserved, d.Sold,
+		d.QualityControl, d.Damaged, d.SafetyStock, d.Incoming)
+}
+
+// parseDifference reads what formatDifference wrote; nil when it is not.
+func parseDifference(s string) *inventory.Counters {
+	parts := strings.Split(s, ",")
+	if len(parts) != 8 {
+		return nil
+	}
+	var n [8]int64
+	for i, p := range parts {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return nil
+		}
+		n[i] = v
+	}
+	return &inventory.Counters{Total: n[0], Available: n[1], Reserved: n[2], Sold: n[3],
+		QualityControl: n[4], Damaged: n[5], SafetyStock: n[6], Incoming: n[7]}
 }
 
 // reinstate holds a released or expired hold's lines again (a late

@@ -167,8 +167,8 @@ func (c *Console) runRollback(w http.ResponseWriter, r *http.Request, op who) er
 func once[T any](ctx context.Context, op who, key string, body any,
 	create func(context.Context, idempotency.Key) (T, bool, error)) (T, error) {
 	var zero T
-	if len(key) > 200 {
-		return zero, domain.Invalid("the form's nonce is too long")
+	if err := domain.ValidRef("the form's nonce", key, 200); err != nil {
+		return zero, err
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {

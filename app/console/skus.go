@@ -77,9 +77,11 @@ type skuData struct {
 	// Adjust is an adjustment previewed (from the preview's redirect), to
 	// apply with one button (its nonce makes that apply once).
 	Adjust *adjustPreview
-	// Preview is a repair previewed (to, location, pool and reason from
-	// the preview's redirect), to apply with one button.
-	Preview, PreviewLocation, PreviewPool, PreviewReason, PreviewRefs string
+	// Preview is a repair previewed (to, location, pool, reason, refs and
+	// the difference it showed, from the preview's redirect), to apply with
+	// one button: the apply sends the difference, and is refused if the
+	// books moved.
+	Preview, PreviewLocation, PreviewPool, PreviewReason, PreviewRefs, PreviewDifference string
 	// Located says the SKU is at more than the default location: its
 	// pools say where.
 	Located bool
@@ -126,9 +128,11 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 	}
 	if p := r.URL.Query().Get("preview"); p == inventory.RepairToLedger || p == inventory.RepairToCounters {
-		d.Preview, d.PreviewPool, d.PreviewReason = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason")
-		d.PreviewRefs = r.URL.Query().Get("refs")
-		d.PreviewLocation = r.URL.Query().Get("location")
+		if diff := r.URL.Query().Get("difference"); parseDifference(diff) != nil {
+			d.Preview, d.PreviewPool, d.PreviewReason, d.PreviewDifference = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason"), diff
+			d.PreviewRefs = r.URL.Query().Get("refs")
+			d.PreviewLocation = r.URL.Query().Get("location")
+		}
 	}
 	for _, p := range st.Pools {
 		d.Located = d.Located || p.Location != inventory.DefaultLocation

@@ -968,14 +968,15 @@ WITH wanted AS (
     SELECT unnest($5::uuid[]) AS reservation_id, unnest($6::text[]) AS sku,
            unnest($7::text[]) AS location,
            unnest($8::text[]) AS pool, unnest($9::bigint[]) AS quantity,
-           unnest($10::text[]) AS actor, generate_series(1, cardinality($5::uuid[])) AS n
+           unnest($10::text[]) AS actor, nullif(unnest($11::text[]), '') AS actor_key,
+           generate_series(1, cardinality($5::uuid[])) AS n
 ), lines AS (
     INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity)
     SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity FROM granted g ORDER BY g.n
 ), unit_grants AS (
-    SELECT unnest($11::uuid[]) AS reservation_id, unnest($12::text[]) AS sku,
-           unnest($13::text[]) AS location,
-           unnest($14::text[]) AS pool, unnest($15::text[]) AS unit_id
+    SELECT unnest($12::uuid[]) AS reservation_id, unnest($13::text[]) AS sku,
+           unnest($14::text[]) AS location,
+           unnest($15::text[]) AS pool, unnest($16::text[]) AS unit_id
 ), took AS (
     UPDATE units u
     SET status = 'held', reservation_id = g.reservation_id, updated_at = now()
@@ -991,10 +992,10 @@ WITH wanted AS (
     GROUP BY g.reservation_id, g.sku, g.location, g.pool
 ), ledger AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, units,
+                        stock_version, reservation_id, actor, actor_key, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after,
                         quality_control_after, damaged_after, safety_stock_after, incoming_after)
-    SELECT g.sku, g.location, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, lu.units,
+    SELECT g.sku, g.location, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, g.actor_key, lu.units,
            m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
     FROM granted g
     JOIN moved m ON m.sku = g.sku AND m.location = g.location AND m.pool = g.pool
@@ -1027,6 +1028,7 @@ type StockHoldsApplyParams struct {
 	LinePools          []string
 	LineQuantities     []int64
 	LineActors         []string
+	LineActorKeys      []string
 	UnitReservationIds []uuid.UUID
 	UnitSkus           []string
 	UnitLocations      []string
@@ -1061,6 +1063,7 @@ func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyPara
 			a.LinePools,
 			a.LineQuantities,
 			a.LineActors,
+			a.LineActorKeys,
 			a.UnitReservationIds,
 			a.UnitSkus,
 			a.UnitLocations,

@@ -199,13 +199,15 @@ func (q *Queries) UnitsGet(ctx context.Context, sku string, ids []string) ([]Uni
 }
 
 const unitsList = `-- name: UnitsList :many
-SELECT sku, id, pool, group_name, position, attributes, status, reservation_id, created_at, updated_at, location FROM units
-WHERE sku = $1
-  AND ($2::text IS NULL OR id COLLATE "C" > $2::text COLLATE "C")
-  AND ($3::text IS NULL OR pool = $3::text)
-  AND ($4::text IS NULL OR status = $4::text)
-  AND ($5::text IS NULL OR group_name = $5::text)
-ORDER BY id COLLATE "C"
+SELECT u.sku, u.id, u.pool, u.group_name, u.position, u.attributes, u.status, u.reservation_id, u.created_at, u.updated_at, u.location, coalesce(r.client, '')::text AS holder
+FROM units u
+LEFT JOIN reservations r ON r.id = u.reservation_id
+WHERE u.sku = $1
+  AND ($2::text IS NULL OR u.id COLLATE "C" > $2::text COLLATE "C")
+  AND ($3::text IS NULL OR u.pool = $3::text)
+  AND ($4::text IS NULL OR u.status = $4::text)
+  AND ($5::text IS NULL OR u.group_name = $5::text)
+ORDER BY u.id COLLATE "C"
 LIMIT $6
 `
 
@@ -218,9 +220,16 @@ type UnitsListParams struct {
 	Lim       int32
 }
 
+type UnitsListRow struct {
+	Unit   Unit
+	Holder string
+}
+
 // UnitsList pages through sku's units in id order (byte-wise), after the
-// id given, filtered by whichever of pool, status and group are given.
-func (q *Queries) UnitsList(ctx context.Context, arg UnitsListParams) ([]Unit, error) {
+// id given, filtered by whichever of pool, status and group are given,
+// each with the client of the hold that holds or bought it (” for none),
+// so that a shop is shown only its own holds.
+func (q *Queries) UnitsList(ctx context.Context, arg UnitsListParams) ([]UnitsListRow, error) {
 	rows, err := q.db.Query(ctx, unitsList,
 		arg.Sku,
 		arg.After,
@@ -233,21 +242,22 @@ func (q *Queries) UnitsList(ctx context.Context, arg UnitsListParams) ([]Unit, e
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Unit
+	var items []UnitsListRow
 	for rows.Next() {
-		var i Unit
+		var i UnitsListRow
 		if err := rows.Scan(
-			&i.Sku,
-			&i.ID,
-			&i.Pool,
-			&i.GroupName,
-			&i.Position,
-			&i.Attributes,
-			&i.Status,
-			&i.ReservationID,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Location,
+			&i.Unit.Sku,
+			&i.Unit.ID,
+			&i.Unit.Pool,
+			&i.Unit.GroupName,
+			&i.Unit.Position,
+			&i.Unit.Attributes,
+			&i.Unit.Status,
+			&i.Unit.ReservationID,
+			&i.Unit.CreatedAt,
+			&i.Unit.UpdatedAt,
+			&i.Unit.Location,
+			&i.Holder,
 		); err != nil {
 			return nil, err
 		}

@@ -93,3 +93,11 @@ func DatabaseLost(err error) bool {
 	}
 	return OverloadOf(err) == Unavailable
 }
+
+// Unstorable reports whether PostgreSQL refused a value it cannot store: a
+// NUL in text (22021, character_not_in_repertoire) or a \u0000 escape in
+// jsonb (22P05, untranslatable_character). That is bad input, not a bug.
+func Unstorable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "22P05" || pgErr.Code == "22021")
+}

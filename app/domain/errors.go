@@ -83,6 +83,10 @@ const (
 	// CodeTransferPartlyReceived refuses to cancel a transfer once some of
 	// it was received: close it instead.
 	CodeTransferPartlyReceived Code = "transfer_partly_received"
+	// CodePreviewStale refuses to apply a repair whose books moved since
+	// its preview: the difference it would write is not the one the
+	// caller saw (expected_difference).
+	CodePreviewStale Code = "preview_stale"
 )
 
 // InsufficientCode is the code of a refusal that would take state below

@@ -2,16 +2,36 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
 )
+
+// ErrCursor refuses a page cursor that is not one the listing gave the
+// caller: a hold that does not exist, or that the caller may not see. The
+// HTTP layer answers it 400, as every list does a cursor it did not give.
+var ErrCursor = errors.New("cursor must be the next_cursor of a previous page of this list")
 
 // listExpiring is List with ExpiresBefore: the holds whose expiry is before
 // it, soonest first (then by id), a page at a time; the cursor is the last
 // hold of the previous page. With status held it is what is about to
 // expire, read through the partial index on held holds' expiry.
 func (s *Service) listExpiring(ctx context.Context, q *db.Queries, lq ListQuery, p db.ReservationsListParams) (ListPage, error) {
+	if lq.Before != nil {
+		// The cursor places the page by its hold's expiry: it must be a
+		// hold the caller may see, or the answer would tell a shop where
+		// another shop's hold expires.
+		after, err := q.ReservationGet(ctx, *lq.Before)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows), err == nil && p.Client != nil && after.Client != *p.Client:
+			return ListPage{}, ErrCursor
+		case err != nil:
+			return ListPage{}, fmt.Errorf("read the cursor's hold: %w", err)
+		}
+	}
 	rows, err := q.ReservationsExpiring(ctx, db.ReservationsExpiringParams{
 		ExpiresBefore: *lq.ExpiresBefore, AfterID: lq.Before, Client: p.Client, OrderRef: p.OrderRef,
 		Status: p.Status, Sku: p.Sku, Lim: p.Lim,

@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -73,6 +74,11 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 	var runs db.UnitsRunsParams
 	for _, k := range order {
 		n := needs[k]
+		// No read needs more units than the pool has available (nor one
+		// more run than that): the asks of a batch summed may be far more
+		// (100 lines of 1,000,000 per hold, many holds) and overflow the
+		// statements' int LIMITs.
+		n.most = min(n.most, max(st.rows[k].available, 0), math.MaxInt32-1)
 		for _, id := range n.named {
 			named.Skus, named.Ids = append(named.Skus, n.sku), append(named.Ids, id)
 		}

@@ -44,7 +44,9 @@ func reinstatedFrom(key string) *uuid.UUID {
 // client, with the original's time to live counted from now (a campaign's
 // own TTL wins, as for any hold). It goes through the hold batch like any
 // hold, so it is all or nothing (409 out_of_stock naming the line) and
-// refused while sales are stopped. A line of units with an identity holds
+// refused while sales are stopped. Its ledger rows name who reinstated it
+// (the caller) and the key that authenticated them, as an operator's other
+// acts do. A line of units with an identity holds
 // the same units again (the same seats, so the same adjacency), or the
 // hold is refused with 409 unit_unavailable naming the units taken since. Reinstating a hold again answers the
 // hold the first call made, as it is now. A hold still held or confirmed is
@@ -73,6 +75,9 @@ func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reser
 		Client: orig.Client, IdempotencyKey: reinstateKey(id), OrderRef: domain.Value(orig.OrderRef),
 		Campaign:   domain.Value(orig.Campaign),
 		TTLSeconds: min(max(int64(orig.ExpiresAt.Sub(orig.CreatedAt)/time.Second), 1), MaxTTLSeconds),
+		// Who reinstated it, and with which key: an operator acting on a
+		// shop's late payment is recorded as such, not as the shop.
+		Actor: by.Name, ActorKey: domain.Value(domain.KeyName(ctx)),
 	}
 	for _, l := range lines {
 		// At the location each line was taken from.

@@ -25,6 +25,21 @@ type Counters struct {
 	Incoming       int64 `json:"incoming"`
 }
 
+// String writes a difference of counters: the four a hold moves, then each
+// other state that is not zero.
+func (c Counters) String() string {
+	s := fmt.Sprintf("total %+d, available %+d, reserved %+d, sold %+d", c.Total, c.Available, c.Reserved, c.Sold)
+	for _, o := range []struct {
+		state string
+		n     int64
+	}{{"quality_control", c.QualityControl}, {"damaged", c.Damaged}, {"safety_stock", c.SafetyStock}, {"incoming", c.Incoming}} {
+		if o.n != 0 {
+			s += fmt.Sprintf(", %s %+d", o.state, o.n)
+		}
+	}
+	return s
+}
+
 func (c Counters) minus(o Counters) Counters {
 	return Counters{Total: c.Total - o.Total, Available: c.Available - o.Available, Reserved: c.Reserved - o.Reserved,
 		Sold: c.Sold - o.Sold, QualityControl: c.QualityControl - o.QualityControl, Damaged: c.Damaged - o.Damaged,
@@ -98,7 +113,7 @@ func (b Books) problem() map[string]any {
 		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed},
 	}
 	if b.Units != nil {
-		p["units"] = b.Units
+		p["unit_counts"] = b.Units // "units" names units, in a problem
 	}
 	return p
 }
@@ -258,6 +273,11 @@ type RepairRequest struct {
 	// Refs name what the repair fixes (order refs, hold ids, ledger ids,
 	// a ticket), stored on its ledger row.
 	Refs []string
+	// ExpectedDifference, when set on an apply, is the difference its
+	// preview showed: the repair is refused (409 preview_stale, with the
+	// difference it would write now) unless it is still the one it
+	// writes, so a repair never writes more than the person saw.
+	ExpectedDifference *Counters
 }
 
 // Repaired is a repair's answer: the counters before and after, the
@@ -324,6 +344,9 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 			return err
 		}
 		out = Repaired{SKU: r.SKU, Location: r.Location, Pool: r.Pool, Before: books.Counters, After: books.Counters}
+		if err := repairsUnits(r, books); err != nil {
+			return err
+		}
 		var row db.LedgerAppendParams
 		switch r.To {
 		case RepairToLedger:
@@ -340,6 +363,14 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 			out.Difference = d
 			row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold,
 				DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming}
+		}
+		if !r.DryRun && r.ExpectedDifference != nil && *r.ExpectedDifference != out.Difference {
+			e, d := *r.ExpectedDifference, out.Difference
+			return &domain.Error{Code: domain.CodePreviewStale, SKU: r.SKU, Location: r.Location, Pool: r.Pool,
+				Extra: map[string]any{"expected_difference": e, "difference": d, "before": out.Before, "after": out.After},
+				Detail: fmt.Sprintf("the books of %s (pool %s) at %s moved since the preview: it showed a difference of %s; "+
+					"the repair would now write %s. Nothing changed: preview again",
+					r.SKU, r.Pool, r.Location, e, d)}
 		}
 		if r.DryRun || out.Difference.Zero() {
 			return nil
@@ -362,6 +393,36 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 		return Repaired{}, err
 	}
 	return out, nil
+}
+
+// repairsUnits refuses a repair of a pool of units with an identity whose
+// outcome would leave the counters apart from the units by status, which
+// the database never commits: to the ledger when the ledger does not sum
+// to the units, to the counters when the counters are not the units. The
+// units themselves changed, behind the triggers, and only a person who
+// puts them back (or finds the ledger or counters wrong) can repair that;
+// the refusal says how. A dry run is refused alike: it would show a
+// change that can never apply.
+func repairsUnits(r RepairRequest, books Books) error {
+	if books.Units == nil {
+		return nil
+	}
+	target, side := books.Ledger, "the ledger sums to"
+	if r.To == RepairToCounters {
+		target, side = books.Counters, "its counters are"
+	}
+	if books.unitsAgree(target) {
+		return nil
+	}
+	u := books.Units
+	return &domain.Error{Code: domain.CodeSerializedPool, SKU: r.SKU, Pool: r.Pool, Extra: books.problem(),
+		Detail: fmt.Sprintf("%s (pool %s) is units with an identity, whose counters must be its units by status (available %d, held %d, sold %d), "+
+			"but %s available %d, reserved %d, sold %d: a repair to the %s would leave them apart, which the database refuses. "+
+			"When its counters are the units, repair to the counters; when its ledger sums to the units, repair to the ledger; "+
+			"when neither does, the units were changed behind the triggers: put them back as the ledger last moved them "+
+			"(sql/units_against_ledger.sql, or the reconciliation finding's against_ledger, names them), "+
+			"then retire or add units through POST /v1/skus/%s/units",
+			r.SKU, r.Pool, u.Available, u.Held, u.Sold, side, target.Available, target.Reserved, target.Sold, r.To, r.SKU)}
 }
 
 // PoolSwitch pauses or resumes every SKU of one pool: a campaign's switch.

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -59,6 +60,11 @@ type HoldRequest struct {
 	// Locations, when not nil, are the only locations the hold may take
 	// stock from: the client's API key is bound to them (a sales channel).
 	Locations []string
+	// Actor and ActorKey, when set, are who made the hold on the client's
+	// behalf and the key that authenticated them (an operator reinstating
+	// a shop's hold): its ledger rows record them instead of the client.
+	// They are not part of the request's identity (its hash).
+	Actor, ActorKey string
 }
 
 // Validate checks the request against the API contract's limits.
@@ -815,7 +821,8 @@ func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []L
 			w.apply.LineLocations = append(w.apply.LineLocations, l.Location)
 			w.apply.LinePools = append(w.apply.LinePools, l.Pool)
 			w.apply.LineQuantities = append(w.apply.LineQuantities, l.Quantity)
-			w.apply.LineActors = append(w.apply.LineActors, c.h.req.Client)
+			w.apply.LineActors = append(w.apply.LineActors, cmp.Or(c.h.req.Actor, c.h.req.Client))
+			w.apply.LineActorKeys = append(w.apply.LineActorKeys, c.h.req.ActorKey)
 			for _, id := range verdicts[i].picked[rowKey(l.SKU, l.Location, l.Pool)] {
 				w.apply.UnitReservationIds = append(w.apply.UnitReservationIds, c.h.id)
 				w.apply.UnitSkus = append(w.apply.UnitSkus, l.SKU)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
@@ -61,7 +62,8 @@ type Unit struct {
 	Position   *int32          `json:"position"`
 	Attributes json.RawMessage `json:"attributes"`
 	Status     string          `json:"status"`
-	// ReservationID is the hold that holds it, or bought it.
+	// ReservationID is the hold that holds it, or bought it: null for a
+	// shop when the hold is another shop's.
 	ReservationID *string `json:"reservation_id"`
 }
 
@@ -242,6 +244,14 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 		p.Attributes = append(p.Attributes, attrs)
 	}
 	if _, err := q.UnitsAdd(ctx, p); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			// Another request added a unit of the same id or place to
+			// another pool of the SKU (it locked that pool's row, not
+			// this one) and committed first.
+			return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
+				Detail: fmt.Sprintf("SKU %q: another request added units of the same ids or places at the same time (%s); nothing was added", c.SKU, pgErr.Detail)}
+		}
 		return Stock{}, fmt.Errorf("add units to %s/%s: %w", c.SKU, c.Pool, err)
 	}
 	return stockOf(ctx, q, c.SKU)
@@ -349,6 +359,9 @@ type UnitsQuery struct {
 	// page's NextAfter.
 	After string
 	Limit int
+	// By is who asks: a unit's reservation_id is shown only for a hold the
+	// caller may see (ops: every one; a shop: its own).
+	By Caller
 }
 
 // UnitsPage is a page of units in id order; NextAfter, when not nil, asks
@@ -362,6 +375,7 @@ type UnitsPage struct {
 }
 
 // ListUnits pages through a SKU's units in id order (a keyset on the id).
+// A unit held or sold shows its hold only to a caller who may see it.
 func (s *Service) ListUnits(ctx context.Context, uq UnitsQuery) (UnitsPage, error) {
 	if err := domain.ValidName("sku", uq.SKU); err != nil {
 		return UnitsPage{}, err
@@ -404,11 +418,15 @@ func (s *Service) ListUnits(ctx context.Context, uq UnitsQuery) (UnitsPage, erro
 	page := UnitsPage{Units: make([]Unit, 0, len(rows))}
 	if len(rows) > uq.Limit {
 		rows = rows[:uq.Limit]
-		next := rows[len(rows)-1].ID
+		next := rows[len(rows)-1].Unit.ID
 		page.NextCursor, page.NextAfter = &next, &next
 	}
 	for _, r := range rows {
-		page.Units = append(page.Units, newUnit(r))
+		u := newUnit(r.Unit)
+		if r.Holder != "" && !uq.By.maySee(r.Holder) {
+			u.ReservationID = nil // another shop's hold
+		}
+		page.Units = append(page.Units, u)
 	}
 	return page, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
@@ -199,7 +200,7 @@ func TestUnitsLifecycle(t *testing.T) {
 	}
 	require.Len(t, ids, 12)
 	require.True(t, slices.IsSorted(ids))
-	sold, err := svc.ListUnits(ctx, inventory.UnitsQuery{SKU: "SHOW", Status: "sold", Limit: 100})
+	sold, err := svc.ListUnits(ctx, inventory.UnitsQuery{SKU: "SHOW", Status: "sold", Limit: 100, By: shop})
 	require.NoError(t, err)
 	require.Len(t, sold.Units, 2)
 	require.Equal(t, named.ID.String(), *sold.Units[0].ReservationID)
@@ -530,4 +531,78 @@ func TestUnitsRefusedByTheDatabase(t *testing.T) {
 	_, err = svc.Cancel(ctx, h.ID, shop, "")
 	require.NoError(t, err)
 	dbtest.RequireInvariants(t, b.pool)
+}
+
+// TestSameUnitAddedToTwoPoolsAtOnce: two requests add a unit of the same
+// id to two pools of a SKU at once (each locks its own pool's row, so
+// neither sees the other's): the one that loses is 409 conflict, not a
+// 500 from the unique index.
+func TestSameUnitAddedToTwoPoolsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	addUnits(t, svc, "SHOW", venue(1, 2))
+	_, err := b.pool.Exec(ctx, `INSERT INTO stock (sku, pool) VALUES ('SHOW', 'gala')`)
+	require.NoError(t, err)
+
+	// The first request, as addUnitsTx makes it, left uncommitted.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	q := db.New(tx)
+	_, err = q.StockLock(ctx, "SHOW", "default", "main")
+	require.NoError(t, err)
+	_, err = q.UnitsAdd(ctx, db.UnitsAddParams{Sku: "SHOW", Location: "default", Pool: "main", Ids: []string{"X-1"}, Groups: []string{""},
+		Positions: []int32{-1}, Attributes: [][]byte{[]byte("{}")}, Actor: "ops"})
+	require.NoError(t, err)
+
+	second := make(chan error, 1)
+	go func() {
+		_, _, err := svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "gala-x1"),
+			inventory.UnitsChange{SKU: "SHOW", Pool: "gala", Reason: "gala seats", Actor: "ops", Units: []inventory.UnitSpec{{ID: "X-1"}}})
+		second <- err
+	}()
+	waitLockWait(t, b.pool)
+	require.NoError(t, tx.Commit(ctx))
+	err = <-second
+	require.Equal(t, domain.CodeConflict, code(err), "%v", err)
+	p := pool(t, svc, "SHOW", "gala")
+	require.Zero(t, p.Total, "nothing added to gala")
+}
+
+// TestQuantityLinesOnSeatsSummedPastInt32: holds of quantity lines on a
+// SKU of seats (100 lines of 1,000,000 each), many in one batch, ask the
+// batch's read of free seats for more than an int32 LIMIT holds: the read
+// is bounded by the seats there are, so each such hold is refused out of
+// stock and a small hold beside them in the batch is held. Before, the
+// LIMIT wrapped: negative, the batch failed and went again by halves;
+// small, the read saw too few free seats and the small hold was refused
+// out of stock with the venue nearly empty.
+func TestQuantityLinesOnSeatsSummedPastInt32(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
+	addUnits(t, svc, "SHOW", venue(1, 4))
+	huge := make([]inventory.Item, inventory.MaxLines)
+	for i := range huge {
+		huge[i] = item("SHOW", inventory.MaxQuantity)
+	}
+	// 42 holds of 100,000,000 and one of 94,967,295: with the small hold's
+	// 2, the batch asks for 2^32 + 1 seats, an int32 LIMIT of 1.
+	rest := append(slices.Clone(huge[:94]), item("SHOW", 967_295))
+	var greedy []<-chan outcome
+	var small <-chan outcome
+	gatedBatch(t, svc, b.pool, func(submit func(context.Context, inventory.HoldRequest) <-chan outcome) {
+		for i := range 42 {
+			greedy = append(greedy, submit(ctx, holdReq(fmt.Sprint("greedy-", i), huge...)))
+		}
+		greedy = append(greedy, submit(ctx, holdReq("rest", rest...)))
+		small = submit(ctx, holdReq("small", item("SHOW", 2)))
+	})
+	for _, ch := range greedy {
+		require.Equal(t, domain.CodeOutOfStock, code((<-ch).err))
+	}
+	o := <-small
+	require.NoError(t, o.err)
+	require.Len(t, o.r.Items[0].Units, 2)
 }

@@ -20,7 +20,8 @@ const (
 
 // New returns a logger writing to w in format (FormatJSON or FormatText) at
 // level (debug, info, warn or error). Records logged with a context made by
-// With also carry that context's attributes.
+// With also carry that context's attributes. Once WatchDatabase gives it a
+// probe, the lines an outage of the database makes are collapsed.
 func New(format, level string, w io.Writer) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
@@ -36,7 +37,8 @@ func New(format, level string, w io.Writer) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: want json or text", format)
 	}
-	return slog.New(Handler{Handler: h}), nil
+	ctxAttrs := Handler{Handler: h}
+	return slog.New(outageHandler{Handler: ctxAttrs, o: &outage{out: ctxAttrs}}), nil
 }
 
 // Handler adds the attributes of a record's context (see With and Add) to

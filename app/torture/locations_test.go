@@ -213,7 +213,7 @@ func (tr *torture) logistician(ctx context.Context, r *rand.Rand) {
 			}
 			tr.do("move", "POST", "/v1/skus/"+sku+"/moves", tr.ops, body, headers...)
 		default:
-			tr.count(ctx, r, sku, loc)
+			tr.countShelf(ctx, r, sku, loc)
 		}
 	}
 }
@@ -349,10 +349,10 @@ func (tr *torture) noteTransfer(id uuid.UUID, b []byte) {
 	tr.mu.Unlock()
 }
 
-// count counts a shelf: what the counters say give or take a few, now and
+// countShelf counts a shelf: what the counters say give or take a few, now and
 // then a dry run, and now and then below what holds hold there, forced,
 // which pauses the row: it is resumed (gated by the books) a moment later.
-func (tr *torture) count(ctx context.Context, r *rand.Rand, sku, loc string) {
+func (tr *torture) countShelf(ctx context.Context, r *rand.Rand, sku, loc string) {
 	view, ok := tr.stockView(sku)
 	if !ok {
 		return

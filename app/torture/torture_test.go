@@ -71,6 +71,18 @@ import (
 //     some forced below what holds hold (the row pauses, then resumes);
 //     a location deactivated for a moment; adjustments and rollbacks
 //     scoped to a location.
+//   - campaigns carve seats out of main, by count or by name, take holds
+//     of them and give the unsold back at their end; meanwhile a unit of
+//     one id is added to main and to the campaign's pool at once (one
+//     wins, the other is 409), and seats of its pool are retired;
+//   - ended holds of seats are reinstated: the same seats, or a refusal
+//     naming seats of that hold;
+//   - a breaker breaks the books of pools of its own behind the triggers
+//     (a seat retired, counters raised, a ledger row at a checkpointed
+//     version), then checks that a reconciliation over every pool pauses,
+//     alerts and records each of them and does not fail, that the repairs
+//     apply exactly their preview or nothing (preview_stale) and refuse a
+//     pool of seats whose units disagree, and that the pools resume.
 //
 // At checkpoints while it runs and once everything has settled, it checks
 // DESIGN.md's invariants (every stock row balances; reserved and sold are
@@ -143,6 +155,9 @@ func TestTorture(t *testing.T) {
 		{"north shopper", 2, tr.northShopper},
 		{"logistician", 2, tr.logistician},
 		{"deactivator", 1, tr.deactivator},
+		{"breaker", 1, tr.breaker},
+		{"seat later", 1, tr.seatLater},
+		{"unit racer", 1, tr.unitRacer},
 	}
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -247,6 +262,7 @@ func start(t *testing.T, seed uint64) *torture {
 		"STOCKHOLD_SWEEP_INTERVAL":           "1s",
 		"STOCKHOLD_SWEEP_GRACE":              "20s",
 		"STOCKHOLD_RECONCILE_INTERVAL":       "3s",
+		"STOCKHOLD_RECONCILE_DEEP_INTERVAL":  "10s",
 		"STOCKHOLD_ROLLBACK_PAUSE":           "20ms",
 		"STOCKHOLD_RETRY_BASE":               "200ms",
 		"STOCKHOLD_AUTH_FAILURES_PER_MINUTE": "0",
@@ -690,6 +706,14 @@ func (tr *torture) campaigner(ctx context.Context, r *rand.Rand) {
 			c.skus = append(c.skus, skus[i])
 			allot = append(allot, map[string]any{"sku": skus[i], "quantity": 5 + r.IntN(15)})
 		}
+		if r.IntN(2) == 0 {
+			// Seats too: carved by count or by name out of main, held by
+			// the shoppers by count, given back at the end.
+			if a := tr.seatAllotment(ctx, r); a != nil {
+				c.skus = append(c.skus, seatSKU)
+				allot = append(allot, a)
+			}
+		}
 		now := time.Now().UTC()
 		status, _ := tr.do("campaign create", "POST", "/v1/campaigns", tr.ops, map[string]any{
 			"id": c.id, "starts_at": now.Format(time.RFC3339Nano), "ends_at": now.Add(time.Hour).Format(time.RFC3339Nano),
@@ -974,6 +998,9 @@ func (tr *torture) check(t *testing.T, when string) {
 	rows, err := db.New(tr.pool).InvariantViolations(ctx)
 	require.NoError(t, err)
 	for _, r := range rows {
+		if when == "checkpoint" && strings.Contains(fmt.Sprint(r.Subject), breakerPrefix) {
+			continue // broken on purpose, for now
+		}
 		t.Errorf("%s: invariant broken: %s: %s", when, r.Subject, r.Problem)
 	}
 	type bad struct {
@@ -996,11 +1023,13 @@ func (tr *torture) check(t *testing.T, when string) {
 		t.Errorf("%s: hold %s line %s/%s: %d units reserved, %d handed back or sold (%d sold)", when, b.hold, b.sku, b.pool, b.in, b.out, b.sd)
 	}
 	require.NoError(t, over.Err())
+	// The breaker's pools are out of balance on purpose: it checks what
+	// reconciliation does with them.
 	for what, query := range map[string]string{
-		"high-risk reconciliation findings": `SELECT count(*) FROM reconcile_findings WHERE class = 'high_risk'`,
-		"pools paused by reconciliation":    `SELECT count(*) FROM stock WHERE paused_reason LIKE 'reconciliation run%'`,
+		"high-risk reconciliation findings": `SELECT count(*) FROM reconcile_findings WHERE class = 'high_risk' AND sku NOT LIKE 'BRK-%'`,
+		"pools paused by reconciliation":    `SELECT count(*) FROM stock WHERE paused_reason LIKE 'reconciliation run%' AND sku NOT LIKE 'BRK-%'`,
 		"alerts of books out of balance or a refused change": `SELECT count(*) FROM alerts
-			WHERE kind IN ('books_out_of_balance', 'change_refused', 'batch_panicked')`,
+			WHERE kind IN ('books_out_of_balance', 'change_refused', 'batch_panicked') AND subject NOT LIKE 'sku:BRK-%'`,
 	} {
 		if n := dbtest.Count(t, tr.pool, query); n > 0 {
 			t.Errorf("%s: %d %s", when, n, what)
@@ -1188,9 +1217,14 @@ func (tr *torture) report(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	t.Logf("torture: ledger rows moving seats by kind: %v", seatRowsByKind)
-	for _, kind := range []string{"reserve", "confirm", "release", "release_partial", "expire"} {
+	for _, kind := range []string{"reserve", "confirm", "release", "release_partial", "expire", "transfer"} {
 		if seatRowsByKind[kind] == 0 {
 			t.Errorf("torture: no ledger row of %s moving seats: that path never ran", kind)
+		}
+	}
+	for _, path := range []string{"seat reinstate 200", "breaker cycle repaired", "breaker repair apply 200", "unit race 409"} {
+		if tr.outcomes[path] == 0 {
+			t.Errorf("torture: no %q: that path never ran", path)
 		}
 	}
 }

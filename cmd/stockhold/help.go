@@ -59,12 +59,14 @@ type commandHelp struct {
 // helps holds every command's help, by the name of its flag set.
 var helps = map[string]commandHelp{
 	"serve": {
-		synopsis: "serve",
+		synopsis: "serve [--check-addr]",
 		about: `Runs the HTTP API, the operator console (/ops/) and the job workers until SIGTERM or
 SIGINT, then drains (see STOCKHOLD_DRAIN_DELAY) and exits 0. Needs DATABASE_URL and a
 migrated schema (stockhold migrate up); every other setting has a default
-(stockhold config lists them).`,
-		example: "DATABASE_URL=postgres://stockhold@db/stockhold stockhold serve",
+(stockhold config lists them). With --check-addr it only binds the listen address and
+lets it go: exit 0 when serve could listen there, 1 naming what stops it (make run
+checks it before it rotates the dev keys).`,
+		example: "DATABASE_URL=postgres://stockhold@db/stockhold stockhold serve\nSTOCKHOLD_ADDR=:8080 stockhold serve --check-addr",
 	},
 	"migrate": {
 		synopsis: "migrate up|down|status",
@@ -215,11 +217,12 @@ stockhold count --sku A1 --location berlin --counted 9 --operator alice --reason
 		about: `Closes the gap between a pool's counters and its ledger, one side taken as right: --to ledger
 sets the counters to what the ledger sums to; --to counters writes one ledger row (kind
 repair) that accepts the counters. Without --apply it prints the counters before and
-after and the difference, and changes nothing; with --apply it writes the repair, then
-runs a reconciliation of the SKU and prints it. It never adds stock of its own accord, and
-leaves the pool paused: resume it afterwards (POST /v1/skus/S/resume, gated by the books).
---ref names what it fixes (order refs, hold or ledger ids, a ticket), stored on its ledger
-row and shown in the ledger, the console and the stock.repaired event.`,
+after and the difference, and changes nothing; with --apply it prints that preview, then
+writes exactly it (refused, preview_stale, when the books moved in between: nothing is
+written), runs a reconciliation of the SKU and prints it. It never adds stock of its own
+accord, and leaves the pool paused: resume it afterwards (POST /v1/skus/S/resume, gated by
+the books). --ref names what it fixes (order refs, hold or ledger ids, a ticket), stored on
+its ledger row and shown in the ledger, the console and the stock.repaired event.`,
 		example: `stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand"
 stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited by hand" --ref o-1042 --ref OPS-17 --apply`,
 	},

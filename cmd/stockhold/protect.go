@@ -90,7 +90,9 @@ func printStopSale(w io.Writer, prefix, switched string, st inventory.StopSale) 
 }
 
 // repair previews, or with --apply makes, a repair of a pool's books, then
-// (applied) reconciles the SKU.
+// (applied) reconciles the SKU. --apply shows the preview first and applies
+// exactly it: the repair is refused (preview_stale) if the books moved in
+// between.
 func repair(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
 	var req inventory.RepairRequest
@@ -100,7 +102,7 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.StringVar(&req.To, "to", "", "which `side` is right: ledger (set the counters from the ledger) or counters (one ledger row accepts them) (required)")
 	fs.StringVar(&req.Actor, "operator", "", "who repairs, for the record (required)")
 	fs.StringVar(&req.Reason, "reason", "", "why, for the record (required)")
-	apply := fs.Bool("apply", false, "write the repair; without it the command only shows what it would do")
+	apply := fs.Bool("apply", false, "write the repair the preview shows; without it the command only shows what it would do")
 	fs.Func("ref", "a `reference` of what the repair fixes: an order ref, a hold or ledger id, a ticket (repeat the flag for more)", func(v string) error {
 		req.Refs = append(req.Refs, v)
 		return nil
@@ -114,10 +116,11 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 	if req.SKU == "" || req.To == "" || req.Actor == "" || req.Reason == "" {
 		return fmt.Errorf("%w: repair needs --sku, --to, --operator and --reason", errUsage)
 	}
-	req.DryRun = !*apply
 	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
-		out, run, err := svc.Reconcile.Repair(ctx, req)
+		preview := req
+		preview.DryRun = true
+		out, _, err := svc.Reconcile.Repair(ctx, preview)
 		if err != nil {
 			return err
 		}
@@ -127,13 +130,23 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 		d := out.Difference
 		fmt.Fprintf(stdout, "%s (pool %s), repair to the %s:\n", out.SKU, out.Pool, req.To)
 		fmt.Fprintf(stdout, "  before:     %s\n  after:      %s\n", c(out.Before), c(out.After))
-		fmt.Fprintf(stdout, "  difference: total %+d, available %+d, reserved %+d, sold %+d\n", d.Total, d.Available, d.Reserved, d.Sold)
+		fmt.Fprintf(stdout, "  difference: %s\n", d)
 		switch {
-		case req.DryRun:
+		case !*apply:
 			fmt.Fprintln(stdout, "dry run: nothing changed (add --apply to write it)")
-		case !out.Applied:
+			return nil
+		case d.Zero():
 			fmt.Fprintln(stdout, "nothing to repair: the counters agree with the ledger")
-		default:
+			return nil
+		}
+		req.ExpectedDifference = &d
+		done, run, err := svc.Reconcile.Repair(ctx, req)
+		if err != nil {
+			return err
+		}
+		if !done.Applied {
+			fmt.Fprintln(stdout, "nothing to repair: the counters agree with the ledger")
+		} else {
 			fmt.Fprintln(stdout, "applied")
 		}
 		if len(req.Refs) > 0 {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"io"
+	"net"
 	"runtime/debug"
 
 	"github.com/stockhold/stockhold/app"
@@ -11,12 +14,20 @@ import (
 
 // serve runs the HTTP API and the workers until ctx ends.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if err := noFlags("serve", args, stdout); err != nil {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	check := fs.Bool("check-addr", false, "only check that the listen address (STOCKHOLD_ADDR) is free to serve on, and exit: 0 when it is, 1 naming why not")
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: serve takes no arguments (got %q)", errUsage, fs.Arg(0))
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
+	}
+	if *check {
+		return checkAddr(cfg.Addr, stderr)
 	}
 	tuneGC(getenv)
 	log := newLogger(cfg, stderr)
@@ -56,4 +67,17 @@ func tuneGC(getenv func(string) string) {
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
 	}
+}
+
+// checkAddr binds addr, as serve would, and lets go of it at once: what
+// make run does before it rotates the dev keys, so that a run that cannot
+// serve (another instance has the port) never rotates the keys the
+// running one answers to.
+func checkAddr(addr string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "stockhold: cannot serve on %s: %v\n", addr, err)
+		return exitError(1)
+	}
+	return ln.Close()
 }

@@ -418,6 +418,7 @@ const (
 	ProblemCodeMethodNotAllowed           ProblemCode = "method_not_allowed"
 	ProblemCodeNotFound                   ProblemCode = "not_found"
 	ProblemCodeOutOfStock                 ProblemCode = "out_of_stock"
+	ProblemCodePreviewStale               ProblemCode = "preview_stale"
 	ProblemCodeReservationNotEnded        ProblemCode = "reservation_not_ended"
 	ProblemCodeReservationNotHeld         ProblemCode = "reservation_not_held"
 	ProblemCodeSerializedPool             ProblemCode = "serialized_pool"
@@ -486,6 +487,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeNotFound:
 		return true
 	case ProblemCodeOutOfStock:
+		return true
+	case ProblemCodePreviewStale:
 		return true
 	case ProblemCodeReservationNotEnded:
 		return true
@@ -12528,6 +12531,9 @@ type RepairRequest struct {
 	// DryRun Answer what the repair would do and change nothing.
 	DryRun *bool `json:"dry_run,omitempty"`
 
+	// ExpectedDifference On an apply: the `difference` its preview (`dry_run`) answered. The repair is applied only if it would still write exactly that; otherwise it is refused with 409 `preview_stale` and the difference it would write now, and nothing changes. Ignored with `dry_run`. The console's Apply and `stockhold repair --apply` always send it.
+	ExpectedDifference *Counters `json:"expected_difference,omitempty"`
+
 	// Location The location (a warehouse, a store); absent means `default`, where every row from before locations existed is and every request that names no location writes.
 	Location *string `json:"location,omitempty"`
 
@@ -13201,7 +13207,7 @@ type Unit struct {
 	Pool       string                 `json:"pool"`
 	Position   *int32                 `json:"position"`
 
-	// ReservationId The hold that holds the unit, or bought it; null when available or retired.
+	// ReservationId The hold that holds the unit, or bought it; null when available or retired, and for a shop key when the hold is another shop's.
 	ReservationId *openapi_types.UUID `json:"reservation_id"`
 	Sku           string              `json:"sku"`
 
@@ -73065,7 +73071,7 @@ type ClientInterface interface {
 
 	// ListReservations List holds
 	//
-	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -73403,7 +73409,7 @@ type ClientInterface interface {
 
 	// ResumeStockWithBody Resume a paused pool
 	//
-	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -73414,7 +73420,7 @@ type ClientInterface interface {
 
 	// ResumeStock Resume a paused pool
 	//
-	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -73447,7 +73453,7 @@ type ClientInterface interface {
 
 	// ListUnits List a SKU's units
 	//
-	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
 	//
 	// Role: `shop` or `ops` (bearer token).
 	//
@@ -74402,7 +74408,7 @@ func (c *Client) GetDailyReport(ctx context.Context, params *GetDailyReportParam
 
 // ListReservations List holds
 //
-// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -75040,7 +75046,7 @@ func (c *Client) RepairStock(ctx context.Context, sku SKU, body RepairStockJSONR
 
 // ResumeStockWithBody Resume a paused pool
 //
-// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -75061,7 +75067,7 @@ func (c *Client) ResumeStockWithBody(ctx context.Context, sku SKU, contentType s
 
 // ResumeStock Resume a paused pool
 //
-// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -75124,7 +75130,7 @@ func (c *Client) SetThreshold(ctx context.Context, sku SKU, body SetThresholdJSO
 
 // ListUnits List a SKU's units
 //
-// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
 //
 // Role: `shop` or `ops` (bearer token).
 //
@@ -79255,7 +79261,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListReservationsWithResponse List holds
 	//
-	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+	// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -79605,7 +79611,7 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeStockWithBodyWithResponse Resume a paused pool
 	//
-	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -79616,7 +79622,7 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeStockWithResponse Resume a paused pool
 	//
-	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+	// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -79649,7 +79655,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUnitsWithResponse List a SKU's units
 	//
-	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+	// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
 	//
 	// Role: `shop` or `ops` (bearer token).
 	//
@@ -87245,7 +87251,7 @@ func (c *ClientWithResponses) GetDailyReportWithResponse(ctx context.Context, pa
 
 // ListReservationsWithResponse List holds
 //
-// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+// Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -87775,7 +87781,7 @@ func (c *ClientWithResponses) RepairStockWithResponse(ctx context.Context, sku S
 
 // ResumeStockWithBodyWithResponse Resume a paused pool
 //
-// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -87792,7 +87798,7 @@ func (c *ClientWithResponses) ResumeStockWithBodyWithResponse(ctx context.Contex
 
 // ResumeStockWithResponse Resume a paused pool
 //
-// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+// Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -87843,7 +87849,7 @@ func (c *ClientWithResponses) SetThresholdWithResponse(ctx context.Context, sku 
 
 // ListUnitsWithResponse List a SKU's units
 //
-// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+// A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
 //
 // Role: `shop` or `ops` (bearer token).
 //

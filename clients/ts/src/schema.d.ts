@@ -123,7 +123,7 @@ export interface paths {
         put?: never;
         /**
          * Resume a paused pool
-         * @description Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `units` (`available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
+         * @description Lets a paused pool take holds again, gated: the pool's row is locked and its counters compared with its ledger and with the lines of its live holds (a pool of units with an identity, with its units by status too). While they disagree the pool stays paused and the answer is 409 `books_unbalanced` with `counters`, `ledger`, `difference` (counters minus ledger), `lines` and, for a pool of units, `unit_counts` (its units by status: `available`, `held`, `sold`); `"force": true` resumes it anyway (recorded, and alerted as `forced_resume`). A person lifts the switch, so `reason` is required. The pool of a campaign that is not active stays paused (409). After a resume (not a forced one) a reconciliation of the SKU runs and is in the answer.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -190,7 +190,7 @@ export interface paths {
         };
         /**
          * List holds
-         * @description Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending. `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
+         * @description Holds newest first (by id: ids are time-ordered UUIDv7, so in creation order; holds made before stockhold used them sort among themselves by their random ids), a page at a time, filtered by any of `order_ref`, `status` and `sku`; with `expires_before`, only holds expiring before it, ordered by `expires_at` ascending (its `cursor` must be a hold of this list the caller may see: another shop's hold, or one that does not exist, is 400). `next_cursor` is the `cursor` of the next page. Pages are a keyset on the id, so walking them sees every hold once even while new ones arrive.
          *
          *     Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
          */
@@ -825,7 +825,7 @@ export interface paths {
         };
         /**
          * List a SKU's units
-         * @description A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`.
+         * @description A SKU's units in id order (byte-wise), a page at a time: `next_cursor` is the `cursor` of the next page, null on the last (`after` and `next_after` are its deprecated names). A SKU without stock is 404 `unknown_sku`. A held or sold unit shows its `reservation_id` to the shop whose hold it is and to ops keys; to another shop it is null (the seat is taken, by someone else).
          *
          *     Role: `shop` or `ops` (bearer token).
          */
@@ -1398,7 +1398,7 @@ export interface components {
             /** @description What went wrong with this request, in words. */
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received";
+            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale";
             /** @description The SKU (the line of a hold) the problem is about, where there is one. */
             sku?: string;
             /** @description The stock pool (`main` or a campaign id) the problem is about, where there is one. */
@@ -2768,7 +2768,7 @@ export interface components {
             status: "available" | "held" | "sold" | "retired";
             /**
              * Format: uuid
-             * @description The hold that holds the unit, or bought it; null when available or retired.
+             * @description The hold that holds the unit, or bought it; null when available or retired, and for a shop key when the hold is another shop's.
              */
             reservation_id: string | null;
         };
@@ -2886,6 +2886,8 @@ export interface components {
             dry_run?: boolean;
             /** @description What this is about, as references anyone can look up: order refs, hold ids, ledger ids, a ticket (at most 20, each 1 to 255 bytes of UTF-8 in NFC, no control or format characters). Stored on the ledger row, shown with it (`GET /v1/skus/{sku}/ledger`, the console) and in the event it makes. */
             refs?: string[];
+            /** @description On an apply: the `difference` its preview (`dry_run`) answered. The repair is applied only if it would still write exactly that; otherwise it is refused with 409 `preview_stale` and the difference it would write now, and nothing changes. Ignored with `dry_run`. The console's Apply and `stockhold repair --apply` always send it. */
+            expected_difference?: components["schemas"]["Counters"];
         };
         RepairResult: {
             location: string;
@@ -6048,7 +6050,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `to: ledger` but the ledger sums to counters no stock row may have (negative, or a total that is not the sum); the problem has `counters`, `ledger` and `difference`. Codes: `books_unbalanced`. */
+            /** @description `to: ledger` but the ledger sums to counters no stock row may have (negative, or a total that is not the sum); the problem has `counters`, `ledger` and `difference`: `books_unbalanced`. Or the books moved since the preview whose `expected_difference` the apply sent: `preview_stale`, with `difference` (what the repair would write now) and `expected_difference`; nothing changed. Or the pool is units with an identity and the repair would leave its counters apart from its units by status (the database never commits that): `serialized_pool`, with `counters`, `ledger` and `unit_counts` (its units by status), saying what can repair it; a dry run is refused alike. Codes: `books_unbalanced`, `preview_stale`, `serialized_pool`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6056,7 +6058,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "books_unbalanced";
+                        code?: "books_unbalanced" | "preview_stale" | "serialized_pool";
                     };
                 };
             };
