@@ -1502,19 +1502,24 @@ WITH k AS (
     SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool,
            unnest($3::int[]) AS min_len, unnest($4::int[]) AS lim
 )
-SELECT r.sku, r.pool, k.min_len::int AS min_len, r.group_name, r.ids
+SELECT k.sku::text AS sku, k.pool::text AS pool, k.min_len::int AS min_len, r.group_name::text AS group_name, r.ids::text[] AS ids
 FROM k
 CROSS JOIN LATERAL (
-    SELECT x.sku, x.pool, x.group_name::text AS group_name, array_agg(x.id ORDER BY x.position)::text[] AS ids
+    SELECT b.group_name, b.ids
     FROM (
-        SELECT v.sku, v.pool, v.group_name, v.position, v.id,
-               v.position - row_number() OVER (PARTITION BY v.group_name ORDER BY v.position) AS run
-        FROM units v
-        WHERE v.sku = k.sku AND v.pool = k.pool AND v.status = 'available' AND v.position IS NOT NULL
-    ) x
-    GROUP BY x.sku, x.pool, x.group_name, x.run
-    HAVING count(*) >= k.min_len
-    ORDER BY x.group_name COLLATE "C", min(x.position)
+        SELECT a.group_name, a.position,
+               max(CASE WHEN a.prev IS DISTINCT FROM a.position - 1 THEN a.position END)
+                   OVER (PARTITION BY a.group_name COLLATE "C" ORDER BY a.position ROWS UNBOUNDED PRECEDING) AS start,
+               array_agg(a.id) OVER (PARTITION BY a.group_name COLLATE "C" ORDER BY a.position
+                                     ROWS BETWEEN k.min_len - 1 PRECEDING AND CURRENT ROW) AS ids
+        FROM (
+            SELECT v.id, v.group_name, v.position,
+                   lag(v.position) OVER (PARTITION BY v.group_name COLLATE "C" ORDER BY v.position) AS prev
+            FROM units v
+            WHERE v.sku = k.sku AND v.pool = k.pool AND v.status = 'available' AND v.position IS NOT NULL
+        ) a
+    ) b
+    WHERE (b.position - b.start + 1) % k.min_len = 0
     LIMIT k.lim
 ) r
 `
@@ -1540,10 +1545,15 @@ type UnitsRunsRow struct {
 	Ids       []string
 }
 
-// UnitsRuns reads, for each pool given, its runs of available units with
-// consecutive positions in one group at least min_len long, in seat order,
-// up to lim runs, each row naming the min_len it answers: what a hold
-// batch picks "N adjacent units" from.
+// UnitsRuns reads, for each pool given, up to lim disjoint windows of
+// min_len available units with consecutive positions in one group, in
+// seat order, each row naming the min_len it answers: what a hold batch
+// picks "N adjacent units" from. It walks the pool's available units in
+// seat order along units_seat_order and stops at the lim-th window (window
+// functions over the index scan, run as a pipeline under the LIMIT): its
+// cost is the available units before the windows it returns, not the
+// venue. Each run of consecutive positions is cut into windows from its
+// start.
 func (q *Queries) UnitsRuns(ctx context.Context, arg []UnitsRunsParams) *UnitsRunsBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
