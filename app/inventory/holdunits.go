@@ -5,55 +5,65 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
 )
 
-// readUnits is a hold batch's extra round trip when some of its holds
-// need units with an identity: once the batch has locked its stock rows
-// (and so every change to those pools' units waits for it), it reads, per
-// serialized row a hold draws on, the units the batch's holds name, enough
-// available units in seat order for every pick, and the runs of adjacent
-// available units for adjacent picks. A batch with no serialized row and
-// no unit named skips it.
-func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, st stockRows) error {
-	type need struct {
-		sku, location, pool string
-		named               []string
-		pick                int64
-		// runs are the lengths adjacent picks ask for; most is every unit
-		// the batch could take from the pool.
-		runs []int64
-		most int64
-	}
-	needs := map[string]*need{}
+// What a hold batch reads of units with an identity. Once the batch has
+// locked its stock rows (every change to a pool's units locks its stock
+// row first, so they cannot change under it), it reads, per pool of units
+// a hold draws on, the units the batch's holds name, enough available
+// units in seat order for every pick, and enough windows of adjacent
+// available units for every adjacent pick. A pool of units lives at one
+// location, so these reads go by (sku, pool).
+//
+// The reads go in the batch's first round trip, queued after the
+// statement that locks the stock rows (each statement of a pipeline takes
+// its snapshot when it starts, so they see every change committed before
+// the locks were granted): what a hold names or asks adjacent is read
+// wherever it asks, and a plain quantity on a pool this process has seen
+// hold units (a pool never stops holding them). A pool of units a batch
+// meets for the first time costs one more round trip, once (readUnits).
+
+// unitNeed is what a batch's holds ask of one pool's units.
+type unitNeed struct {
+	sku, pool string
+	named     []string
+	pick      int64
+	// runs are the lengths adjacent picks ask for; most is every unit the
+	// batch could take from the pool.
+	runs []int64
+	most int64
+}
+
+func (n *unitNeed) same(o *unitNeed) bool {
+	return o != nil && n.pick == o.pick && n.most == o.most && slices.Equal(n.runs, o.runs) && slices.Equal(n.named, o.named)
+}
+
+// unitNeeds is what leaders ask of units, by poolKey, in first-asked
+// order: every line naming units or asking them adjacent, and the plain
+// quantities of the pools units says hold units.
+func unitNeeds(leaders []*holdCall, units func(sku, pool string) bool) (map[string]*unitNeed, []string) {
+	needs := map[string]*unitNeed{}
 	var order []string
 	for _, c := range leaders {
 		for _, w := range c.h.wants {
-			// A pool of units lives at one location: the serialized row
-			// among those the line may draw on, if any.
-			k := ""
-			for _, place := range st.places[poolKey(w.SKU, w.Pool)] {
-				if r := st.rows[place]; r.serialized && (w.Location == "" || r.location == w.Location) {
-					k = place
-					break
-				}
-			}
-			if k == "" {
-				continue
-			}
-			n, ok := needs[k]
-			if !ok {
-				r := st.rows[k]
-				n = &need{sku: r.sku, location: r.location, pool: r.pool}
-				needs[k] = n
-				order = append(order, k)
-			}
-			ask, asked := c.h.asks[poolKey(w.SKU, w.Pool)]
+			pk := poolKey(w.SKU, w.Pool)
+			ask, asked := c.h.asks[pk]
 			if !asked {
+				if !units(w.SKU, w.Pool) {
+					continue
+				}
 				ask = unitAsk{pick: w.Quantity}
+			}
+			n, ok := needs[pk]
+			if !ok {
+				n = &unitNeed{sku: w.SKU, pool: w.Pool}
+				needs[pk] = n
+				order = append(order, pk)
 			}
 			n.named = append(n.named, ask.named...)
 			n.most += int64(len(ask.named)) + ask.pick
@@ -65,20 +75,46 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 			}
 		}
 	}
-	if len(needs) == 0 {
-		return nil
-	}
+	return needs, order
+}
 
+// unitPools are the pools (poolKey) a process has seen hold units.
+type unitPools struct{ m sync.Map }
+
+func (u *unitPools) has(sku, pool string) bool {
+	_, ok := u.m.Load(poolKey(sku, pool))
+	return ok
+}
+
+func (u *unitPools) learn(st stockRows) {
+	for _, r := range st.rows {
+		if r.serialized {
+			u.m.Store(poolKey(r.sku, r.pool), true)
+		}
+	}
+}
+
+// unitsRead is the units reads queued on a pipe; read collects them, by
+// poolKey, once the pipe's round trip is made.
+type unitsRead struct {
+	needs map[string]*unitNeed
+	order []string
+	named *db.UnitsNamedBatchResults
+	free  *db.UnitsFreeBatchResults
+	runs  *db.UnitsRunsBatchResults
+}
+
+func queueUnits(ctx context.Context, q *db.Queries, needs map[string]*unitNeed, order []string) unitsRead {
+	r := unitsRead{needs: needs, order: order}
 	var named db.UnitsNamedParams
 	var free db.UnitsFreeParams
 	var runs db.UnitsRunsParams
-	for _, k := range order {
-		n := needs[k]
-		// No read needs more units than the pool has available (nor one
-		// more run than that): the asks of a batch summed may be far more
-		// (100 lines of 1,000,000 per hold, many holds) and overflow the
-		// statements' int LIMITs.
-		n.most = min(n.most, max(st.rows[k].available, 0), math.MaxInt32-1)
+	for _, pk := range order {
+		n := needs[pk]
+		// No read asks for more than an int LIMIT holds: the asks of a
+		// batch summed may be far more (100 lines of 1,000,000 per hold,
+		// many holds); the reads stop at what the pool has anyway.
+		most := min(n.most, math.MaxInt32-1)
 		for _, id := range n.named {
 			named.Skus, named.Ids = append(named.Skus, n.sku), append(named.Ids, id)
 		}
@@ -86,77 +122,109 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 			// Enough for every pick even if every unit the batch's other
 			// holds take is among the first.
 			free.Skus, free.Pools = append(free.Skus, n.sku), append(free.Pools, n.pool)
-			free.Lims = append(free.Lims, int32(n.most))
+			free.Lims = append(free.Lims, int32(most))
 		}
 		for _, length := range n.runs {
 			// Each unit the batch's other holds take spoils at most one
-			// run: one more than they could take leaves one whole.
+			// window: one more than they could take leaves one whole.
 			runs.Skus, runs.Pools = append(runs.Skus, n.sku), append(runs.Pools, n.pool)
-			runs.MinLens, runs.Lims = append(runs.MinLens, int32(length)), append(runs.Lims, int32(n.most+1))
+			runs.MinLens, runs.Lims = append(runs.MinLens, int32(length)), append(runs.Lims, int32(most+1))
 		}
 	}
-	p := newPipe(conn)
-	q := db.New(p)
+	if len(named.Ids) > 0 {
+		r.named = q.UnitsNamed(ctx, []db.UnitsNamedParams{named})
+	}
+	if len(free.Skus) > 0 {
+		r.free = q.UnitsFree(ctx, []db.UnitsFreeParams{free})
+	}
+	if len(runs.Skus) > 0 {
+		r.runs = q.UnitsRuns(ctx, []db.UnitsRunsParams{runs})
+	}
+	return r
+}
+
+// read collects the reads (in the order they were queued, as a pipe wants
+// them); like every read of a pipe's result it leaves errors to the round
+// trip.
+func (r unitsRead) read() map[string]*poolUnits {
+	if len(r.order) == 0 {
+		return nil
+	}
 	var (
 		namedRows []db.UnitsNamedRow
 		freeRows  []db.UnitsFreeRow
 		runRows   []db.UnitsRunsRow
-		reading   = []func(){}
 	)
-	if len(named.Ids) > 0 {
-		r := q.UnitsNamed(ctx, []db.UnitsNamedParams{named})
-		reading = append(reading, func() { namedRows, _ = collect(r.Query) })
+	if r.named != nil {
+		namedRows, _ = collect(r.named.Query)
 	}
-	if len(free.Skus) > 0 {
-		r := q.UnitsFree(ctx, []db.UnitsFreeParams{free})
-		reading = append(reading, func() { freeRows, _ = collect(r.Query) })
+	if r.free != nil {
+		freeRows, _ = collect(r.free.Query)
 	}
-	if len(runs.Skus) > 0 {
-		r := q.UnitsRuns(ctx, []db.UnitsRunsParams{runs})
-		reading = append(reading, func() { runRows, _ = collect(r.Query) })
+	if r.runs != nil {
+		runRows, _ = collect(r.runs.Query)
 	}
-	err := p.roundTrip(ctx, func() {
-		for _, read := range reading {
-			read()
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("read units: %w", err)
-	}
-
-	units := make(map[string]*poolUnits, len(needs))
-	for _, k := range order {
-		units[k] = &poolUnits{named: map[string]namedUnit{}, runs: map[int64][][]string{}}
-	}
-	// The pools read are serialized, so each lives at one location: the
-	// free units and runs read by (sku, pool) are its row's.
-	byPool := map[string]string{}
-	for _, k := range order {
-		byPool[poolKey(needs[k].sku, needs[k].pool)] = k
+	units := make(map[string]*poolUnits, len(r.order))
+	for _, pk := range r.order {
+		units[pk] = &poolUnits{named: map[string]namedUnit{}, runs: map[int64][][]string{}}
 	}
 	for _, u := range namedRows {
 		// A named unit of the SKU, whichever pool it is in: the decision
 		// refuses one that is not in the line's pool.
-		for _, k := range order {
-			if needs[k].sku == u.Sku {
-				units[k].named[u.ID] = namedUnit{location: u.Location, pool: u.Pool, status: u.Status}
+		for _, pk := range r.order {
+			if r.needs[pk].sku == u.Sku {
+				units[pk].named[u.ID] = namedUnit{location: u.Location, pool: u.Pool, status: u.Status}
 			}
 		}
 	}
 	for _, u := range freeRows {
-		if k, ok := byPool[poolKey(u.Sku, u.Pool)]; ok {
-			units[k].free = append(units[k].free, u.ID)
+		if p := units[poolKey(u.Sku, u.Pool)]; p != nil {
+			p.free = append(p.free, u.ID)
 		}
 	}
-	for _, r := range runRows {
-		if k, ok := byPool[poolKey(r.Sku, r.Pool)]; ok {
-			units[k].runs[int64(r.MinLen)] = append(units[k].runs[int64(r.MinLen)], r.Ids)
+	for _, w := range runRows {
+		if p := units[poolKey(w.Sku, w.Pool)]; p != nil {
+			p.runs[int64(w.MinLen)] = append(p.runs[int64(w.MinLen)], w.Ids)
 		}
 	}
-	for k, u := range units {
-		row := st.rows[k]
-		row.units = u
-		st.rows[k] = row
+	return units
+}
+
+// attachUnits gives each pool's units to its stock row: the serialized
+// row of the pool, at the one location the pool lives at.
+func attachUnits(st stockRows, units map[string]*poolUnits) {
+	for pk, u := range units {
+		for _, k := range st.places[pk] {
+			if r := st.rows[k]; r.serialized {
+				r.units = u
+				st.rows[k] = r
+				break
+			}
+		}
 	}
+}
+
+// readUnits is a hold batch's extra round trip for the pools of units its
+// first round trip did not read as the batch needs them (pre: what it
+// read, by poolKey): pools this process had not seen hold units yet.
+func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, st stockRows, pre map[string]*unitNeed) error {
+	s.unitPools.learn(st)
+	needs, order := unitNeeds(leaders, s.unitPools.has)
+	missing := order[:0:0]
+	for _, pk := range order {
+		if !needs[pk].same(pre[pk]) {
+			missing = append(missing, pk)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	p := newPipe(conn)
+	reading := queueUnits(ctx, db.New(p), needs, missing)
+	var units map[string]*poolUnits
+	if err := p.roundTrip(ctx, func() { units = reading.read() }); err != nil {
+		return fmt.Errorf("read units: %w", err)
+	}
+	attachUnits(st, units)
 	return nil
 }

@@ -130,6 +130,9 @@ type Service struct {
 	lockWaits     lockWaits
 	// confirmTimes are this process's confirm latencies (TakeConfirmTimes).
 	confirmTimes latencies
+	// unitPools are the pools this process has seen hold units: a hold
+	// batch reads their units in its first round trip.
+	unitPools unitPools
 }
 
 // New returns a Service on pool.

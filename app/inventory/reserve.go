@@ -615,11 +615,11 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	defer rollback(conn)
 	defer s.timeBatch(BatchHold, time.Now())
 
-	made, rows, stop, err := s.insertAndLock(ctx, conn, leaders)
+	made, rows, pre, stop, err := s.insertAndLock(ctx, conn, leaders)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.readUnits(ctx, conn, leaders, rows); err != nil {
+	if err := s.readUnits(ctx, conn, leaders, rows, pre); err != nil {
 		return nil, err
 	}
 	b := s.sortOut(leaders, made, stop)
@@ -650,9 +650,11 @@ func firstOfEachKey(calls []*holdCall) (leaders, again []*holdCall) {
 }
 
 // insertAndLock is a hold batch's first round trip. It returns the
-// reservations inserted (by id), the stock rows as locked (in lock order)
-// and the stop-sale switch as the batch reads it.
-func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (map[uuid.UUID]db.Reservation, stockRows, stopSale, error) {
+// reservations inserted (by id), the stock rows as locked (in lock order,
+// with the units read of the pools of units it knew of, see holdunits.go),
+// what it read of units (by poolKey) and the stop-sale switch as the
+// batch reads it.
+func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (map[uuid.UUID]db.Reservation, stockRows, map[string]*unitNeed, stopSale, error) {
 	// Insert in (client, key) order, so that two batches sharing keys wait
 	// on each other in one order; decide in arrival order.
 	byKey := slices.Clone(leaders)
@@ -688,18 +690,22 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	stopping := queueStopSale(ctx, q, clients)
 	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
 	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
+	needs, order := unitNeeds(leaders, s.unitPools.has)
+	reading := queueUnits(ctx, q, needs, order)
 	var (
 		inserted []db.Reservation
 		stock    []db.StockLockManyRow
 		stop     stopSale
+		units    map[string]*poolUnits
 	)
 	err := p.roundTrip(ctx, func() {
 		stop = readStopSale(stopping)
 		inserted, _ = collect(inserting.Query)
 		stock, _ = collect(locking.Query)
+		units = reading.read()
 	})
 	if err != nil {
-		return nil, stockRows{}, stopSale{}, fmt.Errorf("insert and lock: %w", err)
+		return nil, stockRows{}, nil, stopSale{}, fmt.Errorf("insert and lock: %w", err)
 	}
 
 	made := make(map[uuid.UUID]db.Reservation, len(inserted))
@@ -716,7 +722,8 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	for i, r := range stock {
 		rows.lockOrder[i] = Line{SKU: r.Sku, Location: r.Location, Pool: r.Pool}
 	}
-	return made, rows, stop, nil
+	attachUnits(rows, units)
+	return made, rows, needs, stop, nil
 }
 
 // lockKeys is what StockLockMany locks for a batch: per (sku, pool), every
