@@ -275,6 +275,43 @@ ORDER BY r.expires_at, r.id
 LIMIT @lim
 FOR UPDATE OF r SKIP LOCKED;
 
+-- name: ReservationsLockFree :batchmany
+-- ReservationsLockFree locks, of the reservations ids, those no other
+-- transaction is working on, without waiting, in id order, and says which
+-- are past their expiry: a hold batch that carries changes to holds on its
+-- stock rows (a confirm, a release, an expiry) locks them after those
+-- rows, so it must never wait on a path that locks holds first. A hold it
+-- skips is changed by whoever has it, or goes again elsewhere.
+SELECT sqlc.embed(r), (r.expires_at <= now())::boolean AS due
+FROM reservations r
+WHERE r.id = ANY(@ids::uuid[])
+ORDER BY r.id
+FOR UPDATE OF r SKIP LOCKED;
+
+-- name: ReservationsDueOn :many
+-- ReservationsDueOn lists up to lim held reservations that expired
+-- grace_seconds ago or earlier with a line on one of the stock rows given,
+-- the longest overdue first, each with every stock row its lines draw on
+-- (a row per line): the expiry loop hands them to the hold batches of
+-- those rows (see expiry.go). It locks nothing.
+WITH due AS (
+    SELECT r.id, r.expires_at FROM reservations r
+    WHERE r.status = 'held'
+      AND r.expires_at <= now() - interval '1 second' * @grace_seconds::float8
+      AND EXISTS (
+            SELECT 1 FROM reservation_lines l
+            JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@locations::text[]) AS location,
+                         unnest(@pools::text[]) AS pool) x
+              ON x.sku = l.sku AND x.location = l.location AND x.pool = l.pool
+            WHERE l.reservation_id = r.id)
+    ORDER BY r.expires_at, r.id
+    LIMIT @lim
+)
+SELECT d.id, l.sku, l.location, l.pool
+FROM due d
+JOIN reservation_lines l ON l.reservation_id = d.id
+ORDER BY d.expires_at, d.id;
+
 -- name: ReservationsFree :many
 -- ReservationsFree returns which of the reservations ids no other
 -- transaction has locked right now, without waiting (it locks them until

@@ -864,6 +864,95 @@ func (b *ReservationsInsertManyBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const reservationsLockFree = `-- name: ReservationsLockFree :batchmany
+SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, (r.expires_at <= now())::boolean AS due
+FROM reservations r
+WHERE r.id = ANY($1::uuid[])
+ORDER BY r.id
+FOR UPDATE OF r SKIP LOCKED
+`
+
+type ReservationsLockFreeBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type ReservationsLockFreeRow struct {
+	Reservation Reservation
+	Due         bool
+}
+
+// ReservationsLockFree locks, of the reservations ids, those no other
+// transaction is working on, without waiting, in id order, and says which
+// are past their expiry: a hold batch that carries changes to holds on its
+// stock rows (a confirm, a release, an expiry) locks them after those
+// rows, so it must never wait on a path that locks holds first. A hold it
+// skips is changed by whoever has it, or goes again elsewhere.
+func (q *Queries) ReservationsLockFree(ctx context.Context, ids [][]uuid.UUID) *ReservationsLockFreeBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range ids {
+		vals := []interface{}{
+			a,
+		}
+		batch.Queue(reservationsLockFree, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &ReservationsLockFreeBatchResults{br, len(ids), false}
+}
+
+func (b *ReservationsLockFreeBatchResults) Query(f func(int, []ReservationsLockFreeRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []ReservationsLockFreeRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i ReservationsLockFreeRow
+				if err := rows.Scan(
+					&i.Reservation.ID,
+					&i.Reservation.Client,
+					&i.Reservation.IdempotencyKey,
+					&i.Reservation.RequestHash,
+					&i.Reservation.OrderRef,
+					&i.Reservation.Campaign,
+					&i.Reservation.Status,
+					&i.Reservation.ExpiresAt,
+					&i.Reservation.CreatedAt,
+					&i.Reservation.UpdatedAt,
+					&i.Reservation.ConfirmedAt,
+					&i.Reservation.ReleasedAt,
+					&i.Reservation.ReleaseReason,
+					&i.Reservation.ReleasedBy,
+					&i.Due,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *ReservationsLockFreeBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const reservationsLockMany = `-- name: ReservationsLockMany :batchmany
 SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, (r.expires_at <= now())::boolean AS due
 FROM reservations r

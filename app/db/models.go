@@ -579,6 +579,14 @@ type Unit struct {
 	Location      string
 }
 
+// Pools whose units a statement moved without their counters: each row queues the counters-vs-units check at commit, which deletes it. Always empty outside a transaction.
+type UnitsBalanceDue struct {
+	ID       int64
+	Sku      string
+	Location string
+	Pool     string
+}
+
 // Webhook subscriptions to the event feed: where events go, which types, and the last event each receiver acknowledged.
 type Webhook struct {
 	ID              int64

@@ -202,6 +202,77 @@ func (q *Queries) ReservationLinesSummed(ctx context.Context, reservationIds []u
 	return items, nil
 }
 
+const reservationsDueOn = `-- name: ReservationsDueOn :many
+WITH due AS (
+    SELECT r.id, r.expires_at FROM reservations r
+    WHERE r.status = 'held'
+      AND r.expires_at <= now() - interval '1 second' * $1::float8
+      AND EXISTS (
+            SELECT 1 FROM reservation_lines l
+            JOIN (SELECT unnest($2::text[]) AS sku, unnest($3::text[]) AS location,
+                         unnest($4::text[]) AS pool) x
+              ON x.sku = l.sku AND x.location = l.location AND x.pool = l.pool
+            WHERE l.reservation_id = r.id)
+    ORDER BY r.expires_at, r.id
+    LIMIT $5
+)
+SELECT d.id, l.sku, l.location, l.pool
+FROM due d
+JOIN reservation_lines l ON l.reservation_id = d.id
+ORDER BY d.expires_at, d.id
+`
+
+type ReservationsDueOnParams struct {
+	GraceSeconds float64
+	Skus         []string
+	Locations    []string
+	Pools        []string
+	Lim          int32
+}
+
+type ReservationsDueOnRow struct {
+	ID       uuid.UUID
+	Sku      string
+	Location string
+	Pool     string
+}
+
+// ReservationsDueOn lists up to lim held reservations that expired
+// grace_seconds ago or earlier with a line on one of the stock rows given,
+// the longest overdue first, each with every stock row its lines draw on
+// (a row per line): the expiry loop hands them to the hold batches of
+// those rows (see expiry.go). It locks nothing.
+func (q *Queries) ReservationsDueOn(ctx context.Context, arg ReservationsDueOnParams) ([]ReservationsDueOnRow, error) {
+	rows, err := q.db.Query(ctx, reservationsDueOn,
+		arg.GraceSeconds,
+		arg.Skus,
+		arg.Locations,
+		arg.Pools,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReservationsDueOnRow
+	for rows.Next() {
+		var i ReservationsDueOnRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Sku,
+			&i.Location,
+			&i.Pool,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const reservationsFree = `-- name: ReservationsFree :many
 SELECT r.id FROM reservations r
 WHERE r.id = ANY($1::uuid[])

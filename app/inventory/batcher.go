@@ -287,6 +287,18 @@ func (b *batcher[R]) unblock(keys []string) {
 	b.mu.Unlock()
 }
 
+// inFlight reports whether a flight is out with one of keys.
+func (b *batcher[R]) inFlight(keys []string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, k := range keys {
+		if b.busy[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // anyBlocked reports whether a request of batch needs a row found locked.
 func (b *batcher[R]) anyBlocked(batch []R) bool {
 	b.mu.Lock()

@@ -74,25 +74,28 @@ func (s *Service) SweepExpired(ctx context.Context, grace time.Duration) (int, e
 	return s.expireDue(ctx, pc.Conn(), releaseBySweeper, grace, map[string]Line{})
 }
 
-// expireDue releases the holds more than grace past their expiry on conn,
-// ExpiryBatch per transaction, until none is left but those with a line on
-// a row in skip. A row another transaction keeps locked past the (short)
-// expiry lock timeout joins skip, so that its holds wait for a later pass
-// without holding up the others; rows in skip are looked at again, without
-// waiting, at the start of every call.
+// expireDue releases the holds more than grace past their expiry on conn.
+// Those on stock rows this process's hold batches are busy with (hot), or
+// on rows found locked by another transaction (skip, from a pass before),
+// go with those rows' hold batches (expireWithHolds): a transaction of the
+// expiry's own would wait for the rows' locks behind the hold batches, or
+// hold them up. The rest go ExpiryBatch per transaction of its own, until
+// none is left; a row one of those finds locked past the (short) expiry
+// lock timeout joins skip, and its holds go with the hold batches too.
 func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, skip map[string]Line) (int, error) {
 	total, unexplained := 0, 0
-	if len(skip) > 0 {
-		// Rows skipped before may be free by now.
-		locked, err := s.lockedStock(ctx, skip)
+	hot := s.hot.now(time.Now())
+	maps.Copy(hot, skip)
+	clear(skip)
+	if len(hot) > 0 {
+		n, err := s.expireWithHolds(ctx, conn, how, grace, hot)
+		total += n
 		if err != nil {
-			return 0, err
+			return total, err
 		}
-		clear(skip)
-		maps.Copy(skip, locked)
 	}
 	for {
-		n, ids, err := s.expirePass(ctx, conn, how, grace, skip)
+		n, ids, err := s.expirePass(ctx, conn, how, grace, hot)
 		total += n
 		switch {
 		case err != nil && classify(ctx, err) == failLock:
@@ -106,10 +109,13 @@ func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Release, gr
 				}
 				continue // it went away meanwhile
 			}
-			for k, l := range locked {
-				skip[k] = l
+			maps.Copy(skip, locked)
+			maps.Copy(hot, locked)
+			n, err := s.expireWithHolds(ctx, conn, how, grace, locked)
+			total += n
+			if err != nil {
+				return total, err
 			}
-			s.log.Warn("expiry skips holds on stock rows locked by another transaction", "rows", len(locked))
 			continue
 		case err != nil:
 			return total, err
@@ -117,6 +123,103 @@ func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Release, gr
 			return total, nil
 		}
 	}
+}
+
+// expiryChunk is how many due holds one call to the hold batches carries;
+// expiryChunks how many such calls go at once.
+const (
+	expiryChunk  = 128
+	expiryChunks = 2
+)
+
+// expireWithHolds hands the holds more than grace past their expiry with a
+// line on one of rows to the hold batches of their rows (see rowbatch.go),
+// expiryChunk a call, and waits for them: they expire in the transaction
+// of the next hold batch on those rows, by the rule every change to a hold
+// follows. It returns how many expired. A call answered busy (the rows
+// stayed locked by another transaction) leaves its holds for a later pass.
+func (s *Service) expireWithHolds(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, rows map[string]Line) (int, error) {
+	var on db.ReservationsDueOnParams
+	on.GraceSeconds, on.Lim = grace.Seconds(), ExpiryBatch
+	for _, l := range rows {
+		on.Skus = append(on.Skus, l.SKU)
+		on.Locations = append(on.Locations, l.Location)
+		on.Pools = append(on.Pools, l.Pool)
+	}
+	total := 0
+	for round := 0; round < 4; round++ {
+		due, err := db.New(conn).ReservationsDueOn(ctx, on)
+		if err != nil {
+			return total, fmt.Errorf("due holds on hot rows: %w", err)
+		}
+		var ids []uuid.UUID
+		rowsOf := map[uuid.UUID][]want{}
+		for _, d := range due {
+			if _, ok := rowsOf[d.ID]; !ok {
+				ids = append(ids, d.ID)
+			}
+			rowsOf[d.ID] = append(rowsOf[d.ID], want{SKU: d.Sku, Location: d.Location, Pool: d.Pool})
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		n, busy := s.expireInChunks(ctx, how, ids, rowsOf)
+		total += n
+		if busy || n == 0 || len(ids) < ExpiryBatch {
+			return total, nil
+		}
+	}
+	return total, nil
+}
+
+// expireInChunks sends ids to the hold batches, expiryChunk a call and
+// expiryChunks calls at a time, and returns how many expired and whether a
+// call was refused (busy, or its batch failed).
+func (s *Service) expireInChunks(ctx context.Context, how Release, ids []uuid.UUID, rowsOf map[uuid.UUID][]want) (int, bool) {
+	var (
+		calls []*holdCall
+		total int
+		busy  bool
+	)
+	wait := func(c *holdCall) {
+		select {
+		case res := <-c.done:
+			total += res.joined.expired
+			if res.err != nil {
+				busy = true
+				s.log.Warn("expiry with the hold batches of hot rows failed; a later pass retries", "err", res.err)
+			}
+		case <-ctx.Done():
+			busy = true
+		}
+	}
+	for from := 0; from < len(ids); from += expiryChunk {
+		chunk := ids[from:min(from+expiryChunk, len(ids))]
+		seen := map[string]bool{}
+		var rows []want
+		for _, id := range chunk {
+			for _, w := range rowsOf[id] {
+				if !seen[w.key()] {
+					seen[w.key()] = true
+					rows = append(rows, w)
+				}
+			}
+		}
+		c := joinedCall(ctx, rows, &joined{expire: chunk, how: how})
+		s.holds.submit(c)
+		calls = append(calls, c)
+		if len(calls) == expiryChunks {
+			wait(calls[0])
+			calls = calls[1:]
+		}
+		if busy {
+			break
+		}
+	}
+	for _, c := range calls {
+		wait(c)
+	}
+	return total, busy
 }
 
 // expirePass is one expiry transaction in three round trips: pick and lock

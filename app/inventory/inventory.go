@@ -133,6 +133,10 @@ type Service struct {
 	// unitPools are the pools this process has seen hold units: a hold
 	// batch reads their units in its first round trip.
 	unitPools unitPools
+	// recent are the rows of the holds this process granted lately, hot
+	// the rows its hold batches locked lately (rowbatch.go).
+	recent recentHolds
+	hot    hotRows
 }
 
 // New returns a Service on pool.

@@ -78,6 +78,9 @@ func (c *changeCall) reply(r changeResult) {
 
 func (s *Service) changeBatched(ctx context.Context, c *changeCall) (Reservation, error) {
 	c.ctx, c.key, c.done = ctx, []string{c.id.String()}, make(chan changeResult, 1)
+	if r, err, ok := s.joinRow(ctx, c); ok {
+		return r, err
+	}
 	s.changes.submit(c)
 	select {
 	case res := <-c.done:

@@ -427,12 +427,17 @@ type holdCall struct {
 	done chan holdResult
 	// timeouts counts the lock timeouts its batches ran into.
 	timeouts int
+	// joined, when set, makes the call changes to holds on the rows of
+	// h.wants (each with its location) instead of a new hold: see
+	// rowbatch.go.
+	joined *joined
 }
 
 type holdResult struct {
 	r        Reservation
 	replayed bool
 	err      error
+	joined   joinedResult
 }
 
 func (c *holdCall) keys() []string   { return c.rows }
@@ -615,21 +620,27 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	defer rollback(conn)
 	defer s.timeBatch(BatchHold, time.Now())
 
-	made, rows, pre, stop, err := s.insertAndLock(ctx, conn, leaders)
+	ft, err := s.insertAndLock(ctx, conn, leaders)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.readUnits(ctx, conn, leaders, rows, pre); err != nil {
+	rows := ft.rows
+	s.hot.mark(rows.lockOrder, time.Now())
+	if err := s.readUnits(ctx, conn, leaders, rows, ft.pre); err != nil {
 		return nil, err
 	}
-	b := s.sortOut(leaders, made, stop)
+	b := s.sortOut(leaders, ft.made, ft.stop)
+	changed := decideJoined(b.joined, ft.holds, rows)
 	verdicts, taken := decideHolds(rows, b.holds())
 	w := b.writes(verdicts, taken, rows.lockOrder)
-	firsts, firstsOf, err := s.writeHolds(ctx, conn, w)
+	w.change = &changed.ch
+	firsts, firstsOf, after, err := s.writeHolds(ctx, conn, w)
 	if err != nil {
 		return nil, err
 	}
-	b.answer(ctx, s, made, verdicts, firsts, firstsOf)
+	changed.ch.count(s.rec)
+	changed.answer(b.joined, after)
+	b.answer(ctx, s, ft.made, verdicts, firsts, firstsOf)
 	return again, nil
 }
 
@@ -638,6 +649,10 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 func firstOfEachKey(calls []*holdCall) (leaders, again []*holdCall) {
 	seen := map[[2]string]bool{}
 	for _, c := range calls {
+		if c.joined != nil {
+			leaders = append(leaders, c)
+			continue
+		}
 		k := [2]string{c.h.req.Client, c.h.req.IdempotencyKey}
 		if seen[k] {
 			again = append(again, c)
@@ -649,12 +664,21 @@ func firstOfEachKey(calls []*holdCall) (leaders, again []*holdCall) {
 	return leaders, again
 }
 
-// insertAndLock is a hold batch's first round trip. It returns the
+// firstTrip is what a hold batch's first round trip returns: the
 // reservations inserted (by id), the stock rows as locked (in lock order,
 // with the units read of the pools of units it knew of, see holdunits.go),
-// what it read of units (by poolKey) and the stop-sale switch as the
-// batch reads it.
-func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (map[uuid.UUID]db.Reservation, stockRows, map[string]*unitNeed, stopSale, error) {
+// what it read of units (by poolKey), the stop-sale switch as the batch
+// reads it, and the holds of its joined calls it locked (rowbatch.go).
+type firstTrip struct {
+	made  map[uuid.UUID]db.Reservation
+	rows  stockRows
+	pre   map[string]*unitNeed
+	stop  stopSale
+	holds map[uuid.UUID]*lockedHold
+}
+
+// insertAndLock is a hold batch's first round trip.
+func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (firstTrip, error) {
 	// Insert in (client, key) order, so that two batches sharing keys wait
 	// on each other in one order; decide in arrival order.
 	byKey := slices.Clone(leaders)
@@ -666,6 +690,9 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	})
 	var ins db.ReservationsInsertManyParams
 	for _, c := range byKey {
+		if c.joined != nil {
+			continue
+		}
 		h := c.h
 		ins.Ids = append(ins.Ids, h.id)
 		ins.Clients = append(ins.Clients, h.req.Client)
@@ -677,6 +704,9 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	}
 	var clients []string
 	for _, c := range byKey {
+		if c.joined != nil {
+			continue
+		}
 		if n := len(clients); n == 0 || clients[n-1] != c.h.req.Client {
 			clients = append(clients, c.h.req.Client)
 		}
@@ -692,20 +722,22 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
 	needs, order := unitNeeds(leaders, s.unitPools.has)
 	reading := queueUnits(ctx, q, needs, order)
+	joining := queueJoined(ctx, q, leaders)
 	var (
 		inserted []db.Reservation
 		stock    []db.StockLockManyRow
-		stop     stopSale
+		ft       firstTrip
 		units    map[string]*poolUnits
 	)
 	err := p.roundTrip(ctx, func() {
-		stop = readStopSale(stopping)
+		ft.stop = readStopSale(stopping)
 		inserted, _ = collect(inserting.Query)
 		stock, _ = collect(locking.Query)
 		units = reading.read()
+		ft.holds = joining.read()
 	})
 	if err != nil {
-		return nil, stockRows{}, nil, stopSale{}, fmt.Errorf("insert and lock: %w", err)
+		return firstTrip{}, fmt.Errorf("insert and lock: %w", err)
 	}
 
 	made := make(map[uuid.UUID]db.Reservation, len(inserted))
@@ -723,7 +755,8 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 		rows.lockOrder[i] = Line{SKU: r.Sku, Location: r.Location, Pool: r.Pool}
 	}
 	attachUnits(rows, units)
-	return made, rows, needs, stop, nil
+	ft.made, ft.rows, ft.pre = made, rows, needs
+	return ft, nil
 }
 
 // lockKeys is what StockLockMany locks for a batch: per (sku, pool), every
@@ -767,6 +800,8 @@ type sorted struct {
 	left     []*holdCall
 	stopped  []*holdCall
 	stopErrs []error
+	// joined are the calls that change holds on the batch's rows.
+	joined []*holdCall
 }
 
 // sortOut sorts a batch's requests out, the stop-sale switches as the
@@ -775,6 +810,10 @@ type sorted struct {
 func (s *Service) sortOut(leaders []*holdCall, made map[uuid.UUID]db.Reservation, stop stopSale) sorted {
 	var b sorted
 	for _, c := range leaders {
+		if c.joined != nil {
+			b.joined = append(b.joined, c)
+			continue
+		}
 		if _, ok := made[c.h.id]; !ok {
 			b.replays = append(b.replays, c)
 			continue
@@ -808,6 +847,9 @@ type holdWrites struct {
 	drop   []uuid.UUID // reservations inserted but not granted
 	apply  db.StockHoldsApplyParams
 	byKeys db.ReservationsGetByKeysParams // the replays' first holds
+	// change are the changes to holds the batch's joined calls decided,
+	// written before the grants.
+	change *changes
 }
 
 // writes turns the verdicts into the batch's writes; lockOrder is the
@@ -855,16 +897,21 @@ func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []L
 }
 
 // writeHolds is a hold batch's second round trip; it commits, and returns
-// the holds the replayed keys made, with their lines.
-func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationLinesGetByKeysRow, error) {
+// the holds the replayed keys made, with their lines, and the holds its
+// joined calls changed, as they ended up.
+func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationLinesGetByKeysRow, []db.Reservation, error) {
 	p := newPipe(conn)
 	q := db.New(p)
 	var (
-		replayed *db.ReservationsGetByKeysBatchResults
-		lines    *db.ReservationLinesGetByKeysBatchResults
+		replayed  *db.ReservationsGetByKeysBatchResults
+		lines     *db.ReservationLinesGetByKeysBatchResults
+		rereading *db.ReservationsGetManyBatchResults
 	)
 	if len(w.drop) > 0 {
 		q.ReservationsDelete(ctx, [][]uuid.UUID{w.drop})
+	}
+	if w.change != nil && w.change.queue(ctx, q) != nil {
+		rereading = q.ReservationsGetMany(ctx, [][]uuid.UUID{w.change.p.Ids})
 	}
 	if len(w.apply.LineIds) > 0 {
 		q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{w.apply})
@@ -878,17 +925,21 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 	var (
 		firsts   []db.Reservation
 		firstsOf []db.ReservationLinesGetByKeysRow
+		after    []db.Reservation
 	)
 	err := p.roundTrip(ctx, func() {
+		if rereading != nil {
+			after, _ = collect(rereading.Query)
+		}
 		if replayed != nil {
 			firsts, _ = collect(replayed.Query)
 			firstsOf, _ = collect(lines.Query)
 		}
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("grant and commit: %w", err)
+		return nil, nil, nil, fmt.Errorf("grant and commit: %w", err)
 	}
-	return firsts, firstsOf, nil
+	return firsts, firstsOf, after, nil
 }
 
 // answer answers every caller of a committed hold batch.
@@ -896,6 +947,7 @@ func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Re
 	firsts []db.Reservation, firstsOf []db.ReservationLinesGetByKeysRow) {
 	for i, c := range b.deciding {
 		if v := verdicts[i]; v.granted {
+			s.recent.add(c.h.id, v.lines)
 			c.reply(holdResult{r: newReservation(made[c.h.id], withUnits(v.lines, v.picked))})
 		} else {
 			c.answer(s.refusal(ctx, c.h, v))

@@ -1,0 +1,193 @@
+package inventory_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// blockBatch makes the hold batch that decides the hold with order
+// reference "blocker" wait, once it has locked its rows, until the
+// function returned is called; started is closed when it waits.
+func blockBatch(svc *inventory.Service) (started <-chan struct{}, release func()) {
+	s, g := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	inventory.SetBeforeGrant(svc, func(r inventory.HoldRequest) {
+		if r.OrderRef == "blocker" {
+			close(s)
+			<-g
+		}
+	})
+	return s, func() { once.Do(func() { close(g) }) }
+}
+
+// sameTransaction reports whether the ledger rows of holds a and b (of
+// kinds ka and kb) were written by one transaction: the ledger is never
+// updated, so a row's xmin is the transaction that wrote it.
+func sameTransaction(t *testing.T, b *bundle, a uuid.UUID, ka string, bb uuid.UUID, kb string) bool {
+	t.Helper()
+	return dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger x JOIN ledger y ON x.xmin::text = y.xmin::text
+		WHERE x.reservation_id = $1 AND x.kind = $2 AND y.reservation_id = $3 AND y.kind = $4`, a, ka, bb, kb) == 1
+}
+
+// TestReleaseJoinsTheRowsHoldBatch: a release of a hold on a row a hold
+// batch is busy with goes with the next hold batch on that row, in its
+// transaction, instead of a transaction of its own (issue 28); so does a
+// confirm, and a release of a hold whose row no batch is busy with goes
+// through the confirm/release batches as before.
+func TestReleaseJoinsTheRowsHoldBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	addUnits(t, svc, "ARENA", venue(2, 10))
+	h1, _, err := svc.Hold(ctx, holdReq("h1", seats("ARENA", "A-1", "A-2")))
+	require.NoError(t, err)
+	h2, _, err := svc.Hold(ctx, holdReq("h2", seats("ARENA", "A-3")))
+	require.NoError(t, err)
+	quiet, _, err := svc.Hold(ctx, holdReq("quiet", seats("ARENA", "A-4")))
+	require.NoError(t, err)
+
+	// No batch busy with the row: a release goes on its own.
+	_, err = svc.Cancel(ctx, quiet.ID, shop, "")
+	require.NoError(t, err)
+
+	started, release := blockBatch(svc)
+	defer release()
+	blocker := holdReq("blocker", seats("ARENA", "B-1"))
+	blocker.OrderRef = "blocker"
+	held := make(chan error, 4)
+	go func() {
+		_, _, err := svc.Hold(ctx, blocker)
+		held <- err
+	}()
+	<-started
+	type answer struct {
+		r   inventory.Reservation
+		err error
+	}
+	cancelled, confirmed := make(chan answer, 1), make(chan answer, 1)
+	go func() {
+		r, err := svc.Cancel(ctx, h1.ID, shop, "changed my mind")
+		cancelled <- answer{r, err}
+	}()
+	go func() {
+		r, err := svc.Confirm(ctx, h2.ID, shop)
+		confirmed <- answer{r, err}
+	}()
+	var next inventory.Reservation
+	require.Eventually(t, func() bool { return inventory.PendingHolds(svc) == 2 }, 10*time.Second, time.Millisecond,
+		"the release and the confirm wait for the hold batch busy with their row")
+	go func() {
+		r, _, err := svc.Hold(ctx, holdReq("next", seats("ARENA", "A-1")))
+		next = r
+		held <- err
+	}()
+	require.Eventually(t, func() bool { return inventory.PendingHolds(svc) == 3 }, 10*time.Second, time.Millisecond)
+	release()
+
+	c := <-cancelled
+	require.NoError(t, c.err)
+	require.Equal(t, inventory.StatusReleased, c.r.Status)
+	require.Equal(t, []string{"A-1", "A-2"}, c.r.Items[0].Units)
+	f := <-confirmed
+	require.NoError(t, f.err)
+	require.Equal(t, inventory.StatusConfirmed, f.r.Status)
+	require.NoError(t, <-held)
+	require.NoError(t, <-held)
+	// The next batch released A-1 and held it again, in one transaction.
+	require.Equal(t, []string{"A-1"}, next.Items[0].Units)
+	require.True(t, sameTransaction(t, b, h1.ID, "release", next.ID, "reserve"))
+	require.True(t, sameTransaction(t, b, h2.ID, "confirm", next.ID, "reserve"))
+	require.False(t, sameTransaction(t, b, quiet.ID, "release", next.ID, "reserve"))
+
+	status, holder := unitsByStatus(t, b.pool, "ARENA")
+	require.Equal(t, "held", status["A-1"])
+	require.Equal(t, next.ID, holder["A-1"])
+	require.Equal(t, "available", status["A-2"])
+	require.Equal(t, "sold", status["A-3"])
+	dbtest.RequireInvariants(t, b.pool)
+}
+
+// TestExpiryKeepsPaceOnAHotRow: while holds keep coming on one SKU, the
+// holds that fall due on it expire with the burst's own hold batches
+// (issue 28), each once, on time, and no holder is told busy.
+func TestExpiryKeepsPaceOnAHotRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	dbtest.StockIn(t, b.pool, "HOT", 1_000_000)
+
+	var (
+		wg      sync.WaitGroup
+		made    atomic.Int64
+		errs    = make(chan error, 16)
+		stop    = make(chan struct{})
+		holders = 16
+	)
+	for w := range holders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, _, err := svc.Hold(ctx, holdReq(fmt.Sprintf("w%d-%d", w, i), item("HOT", 1))); err != nil {
+					errs <- err
+					return
+				}
+				made.Add(1)
+			}
+		}()
+	}
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}()
+	require.Eventually(t, func() bool { return made.Load() >= 500 }, 60*time.Second, time.Millisecond)
+
+	// The holds made so far fall due, in SQL, while the holders go on.
+	due := dbtest.Count(t, b.pool, `WITH d AS (UPDATE reservations SET expires_at = now() - interval '1 second'
+		WHERE status = 'held' RETURNING 1) SELECT count(*) FROM d`)
+	loop, stopLoop := context.WithCancel(ctx)
+	looped := make(chan error, 1)
+	go func() {
+		_, err := svc.ExpireLoop(loop, time.Now().Add(time.Minute))
+		looped <- err
+	}()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, dbtest.Count(t, b.pool, `SELECT count(*) FROM reservations WHERE status = 'expired'`), due)
+	}, 60*time.Second, 10*time.Millisecond)
+	close(stop)
+	wg.Wait()
+	stopLoop()
+	<-looped
+	select {
+	case err := <-errs:
+		require.NoError(t, err, "a holder was refused while holds expired on its row")
+	default:
+	}
+
+	require.Equal(t, due, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE sku = 'HOT' AND kind = 'expire'`), "each expired once")
+	require.Positive(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger e
+		WHERE e.sku = 'HOT' AND e.kind = 'expire'
+		  AND EXISTS (SELECT 1 FROM ledger r WHERE r.xmin::text = e.xmin::text AND r.kind = 'reserve')`),
+		"expiries went with the burst's hold batches, in their transactions")
+	dbtest.RequireInvariants(t, b.pool)
+}
