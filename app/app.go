@@ -325,7 +325,7 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
 	inv := inventory.New(pool, log, inventory.Config{
 		Serial: !cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
-		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, Recorder: metrics.Recorder{},
+		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, SoldOutRecheck: soldOutRecheck(cfg.SoldOutRecheck), Recorder: metrics.Recorder{},
 		Alert: func(ctx context.Context, a inventory.Alert) {
 			level := a.Level
 			if level == "" {
@@ -670,4 +670,13 @@ func (a *App) Close() error {
 	a.unwatch()
 	a.RequestPool.Close()
 	return a.migrator.Close()
+}
+
+// soldOutRecheck is STOCKHOLD_SOLDOUT_RECHECK as inventory.Config takes
+// it: 0 (off) becomes below zero, since zero there means the default.
+func soldOutRecheck(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -106,13 +106,25 @@ SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool F
 -- location is empty asks for the (sku, pool) at every location: a line
 -- the batch allocates.
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason
+       l.priority, l.active, l.stop_sale_reason, s.version
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
 JOIN locations l ON l.id = s.location
 ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR NO KEY UPDATE OF s;
+
+-- name: StockRowsRead :batchmany
+-- StockRowsRead is StockLockMany without the lock, and with the switch
+-- for everything: what an instance reads again to know whether a hold it
+-- answers sold out from memory would still be refused (soldout.go).
+SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
+       l.priority, l.active, l.stop_sale_reason, s.version,
+       (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale
+FROM stock s
+JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
+JOIN locations l ON l.id = s.location;
 
 -- name: StockHoldsApply :batchexec
 -- StockHoldsApply writes the grants of a hold batch whose stock rows

@@ -38,6 +38,12 @@ type Config struct {
 	// ExpiryTick is the longest the expiry loop sleeps between passes
 	// (STOCKHOLD_EXPIRY_TICK).
 	ExpiryTick time.Duration
+	// SoldOutRecheck is how long a hold refused for want of any stock may
+	// be refused again from memory on the strength of one read
+	// (STOCKHOLD_SOLDOUT_RECHECK): stock added on another instance is
+	// holdable here at most this long after its commit. 0 turns the
+	// memory off.
+	SoldOutRecheck time.Duration
 	// Workers is how many River jobs run at once (STOCKHOLD_WORKERS).
 	Workers int
 	// SweepInterval is how often the expiry sweeper runs (STOCKHOLD_SWEEP_INTERVAL).
@@ -198,6 +204,7 @@ func load(getenv func(string) string) (Config, error) {
 		BatchSize:             r.integer("STOCKHOLD_BATCH_SIZE", 1, 10_000),
 		BatchFlights:          r.integer("STOCKHOLD_BATCH_FLIGHTS", 1, 64),
 		ExpiryTick:            r.positive("STOCKHOLD_EXPIRY_TICK"),
+		SoldOutRecheck:        r.duration("STOCKHOLD_SOLDOUT_RECHECK"),
 		Workers:               r.integer("STOCKHOLD_WORKERS", 1, 1000),
 		SweepInterval:         r.duration("STOCKHOLD_SWEEP_INTERVAL"),
 		SweepGrace:            r.duration("STOCKHOLD_SWEEP_GRACE"),

@@ -71,6 +71,102 @@ func (b *BatchSettingsSetBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const ledgerHoldKeys = `-- name: LedgerHoldKeys :batchmany
+SELECT g.sku, g.location, g.pool, g.stock_version, r.client, r.idempotency_key
+FROM (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS location,
+             unnest($3::text[]) AS pool, unnest($4::bigint[]) AS after_version) k
+JOIN ledger g ON g.sku = k.sku AND g.location = k.location AND g.pool = k.pool
+             AND g.stock_version > k.after_version AND g.kind = 'reserve'
+JOIN reservations r ON r.id = g.reservation_id
+LIMIT $5
+`
+
+type LedgerHoldKeysBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type LedgerHoldKeysParams struct {
+	Skus          []string
+	Locations     []string
+	Pools         []string
+	AfterVersions []int64
+	Lim           int32
+}
+
+type LedgerHoldKeysRow struct {
+	Sku            string
+	Location       string
+	Pool           string
+	StockVersion   int64
+	Client         string
+	IdempotencyKey string
+}
+
+// LedgerHoldKeys lists the idempotency keys of the holds that drew on each
+// stock row given, from its ledger rows of kind reserve with a version
+// above the one given, up to lim in all: what an instance must not answer
+// sold out from memory (a retried request gets its first answer).
+func (q *Queries) LedgerHoldKeys(ctx context.Context, arg []LedgerHoldKeysParams) *LedgerHoldKeysBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Skus,
+			a.Locations,
+			a.Pools,
+			a.AfterVersions,
+			a.Lim,
+		}
+		batch.Queue(ledgerHoldKeys, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &LedgerHoldKeysBatchResults{br, len(arg), false}
+}
+
+func (b *LedgerHoldKeysBatchResults) Query(f func(int, []LedgerHoldKeysRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []LedgerHoldKeysRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i LedgerHoldKeysRow
+				if err := rows.Scan(
+					&i.Sku,
+					&i.Location,
+					&i.Pool,
+					&i.StockVersion,
+					&i.Client,
+					&i.IdempotencyKey,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *LedgerHoldKeysBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const reservationLinesGetByKeys = `-- name: ReservationLinesGetByKeys :batchmany
 SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
                  WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
@@ -1188,7 +1284,7 @@ func (b *StockHoldsApplyBatchResults) Close() error {
 
 const stockLockMany = `-- name: StockLockMany :batchmany
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason
+       l.priority, l.active, l.stop_sale_reason, s.version
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
@@ -1220,6 +1316,7 @@ type StockLockManyRow struct {
 	Priority       int32
 	Active         bool
 	StopSaleReason *string
+	Version        int64
 }
 
 // StockLockMany locks the stock rows a hold batch may draw on, in (sku,
@@ -1272,6 +1369,7 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 					&i.Priority,
 					&i.Active,
 					&i.StopSaleReason,
+					&i.Version,
 				); err != nil {
 					return err
 				}
@@ -1286,6 +1384,109 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 }
 
 func (b *StockLockManyBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const stockRowsRead = `-- name: StockRowsRead :batchmany
+SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
+       l.priority, l.active, l.stop_sale_reason, s.version,
+       (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale
+FROM stock s
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
+JOIN locations l ON l.id = s.location
+`
+
+type StockRowsReadBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type StockRowsReadParams struct {
+	Skus      []string
+	Pools     []string
+	Locations []string
+}
+
+type StockRowsReadRow struct {
+	Sku            string
+	Location       string
+	Pool           string
+	Available      int64
+	Status         string
+	PausedReason   *string
+	Serialized     bool
+	Priority       int32
+	Active         bool
+	StopSaleReason *string
+	Version        int64
+	StopSale       bool
+}
+
+// StockRowsRead is StockLockMany without the lock, and with the switch
+// for everything: what an instance reads again to know whether a hold it
+// answers sold out from memory would still be refused (soldout.go).
+func (q *Queries) StockRowsRead(ctx context.Context, arg []StockRowsReadParams) *StockRowsReadBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Skus,
+			a.Pools,
+			a.Locations,
+		}
+		batch.Queue(stockRowsRead, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &StockRowsReadBatchResults{br, len(arg), false}
+}
+
+func (b *StockRowsReadBatchResults) Query(f func(int, []StockRowsReadRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []StockRowsReadRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i StockRowsReadRow
+				if err := rows.Scan(
+					&i.Sku,
+					&i.Location,
+					&i.Pool,
+					&i.Available,
+					&i.Status,
+					&i.PausedReason,
+					&i.Serialized,
+					&i.Priority,
+					&i.Active,
+					&i.StopSaleReason,
+					&i.Version,
+					&i.StopSale,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *StockRowsReadBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }

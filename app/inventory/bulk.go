@@ -122,6 +122,7 @@ func (s *Service) AdjustManyOnce(ctx context.Context, key idempotency.Key, b Bul
 	if err := requireReason(b.Reason); err != nil {
 		return BulkResult{}, false, err
 	}
+	defer s.soldOut.written() // stock may be back: see soldout.go
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (BulkResult, error) { return AdjustManyTx(ctx, tx, b) })
 }
 

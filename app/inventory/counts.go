@@ -89,6 +89,7 @@ func (s *Service) CountOnce(ctx context.Context, key idempotency.Key, c StockCou
 	if err := c.validate(); err != nil {
 		return Counted{}, false, err
 	}
+	defer s.soldOut.written() // stock may be back: see soldout.go
 	out, replayed, err := idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Counted, error) { return countTx(ctx, tx, c) })
 	if err == nil && !replayed && out.ShortOfHeld > 0 {
 		s.countBelowHeld(ctx, c, out)

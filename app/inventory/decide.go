@@ -14,7 +14,9 @@ import (
 // for a serialized row a hold of the batch may need units of.
 type lockedRow struct {
 	sku, location, pool string
-	available           int64
+	// version is the row's version as read (soldout.go).
+	version   int64
+	available int64
 	status              string
 	serialized          bool
 	units               *poolUnits

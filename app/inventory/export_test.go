@@ -20,3 +20,6 @@ func PendingChanges(s *Service) int {
 
 // SetCatalogueScan makes a filtered catalogue page read at most n rows.
 func SetCatalogueScan(s *Service, n int) { s.catalogueScan = n }
+
+// NopRecorder records nothing; tests embed it to count one thing.
+func NopRecorder() Recorder { return nopRecorder{} }

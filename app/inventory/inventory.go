@@ -61,6 +61,10 @@ type Config struct {
 	// ExpiryTick is the longest the expiry loop sleeps between passes
 	// (STOCKHOLD_EXPIRY_TICK): a hold expires at most about this late.
 	ExpiryTick time.Duration
+	// SoldOutRecheck is how old a read may be that a refusal from memory
+	// rests on (STOCKHOLD_SOLDOUT_RECHECK, see soldout.go); below zero the
+	// memory is off.
+	SoldOutRecheck time.Duration
 	// Alert, when set, is told about what a person must look at: a batch
 	// that panicked. The wiring raises an alert with it.
 	Alert func(ctx context.Context, a Alert)
@@ -83,6 +87,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ExpiryTick <= 0 {
 		c.ExpiryTick = d.ExpiryTick
+	}
+	if c.SoldOutRecheck == 0 {
+		c.SoldOutRecheck = d.SoldOutRecheck
 	}
 	if c.Recorder == nil {
 		c.Recorder = nopRecorder{}
@@ -137,6 +144,9 @@ type Service struct {
 	// the rows its hold batches locked lately (rowbatch.go).
 	recent recentHolds
 	hot    hotRows
+	// soldOut answers holds refused for want of any stock from memory
+	// (soldout.go).
+	soldOut *soldOut
 }
 
 // New returns a Service on pool.
@@ -152,6 +162,8 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 		lockTimeout:       fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds(), 1)),
 		expiryLockTimeout: fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds()/5, 1)),
 	}
+	s.soldOut = newSoldOut(cfg.SoldOutRecheck)
+	s.soldOut.read = s.recheckSoldOut
 	s.holds = newBatcher("hold", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runHolds, s.panicked)
 	s.changes = newBatcher("confirm/release", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runChanges, s.panicked)
 	return s

@@ -74,6 +74,7 @@ func (s *Service) MoveOnce(ctx context.Context, key idempotency.Key, m Move) (St
 	if err := m.validate(); err != nil {
 		return Stock{}, false, err
 	}
+	defer s.soldOut.written() // stock may be back: see soldout.go
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return moveTx(ctx, tx, m) })
 }
 

@@ -27,6 +27,9 @@ type Recorder interface {
 	// Released is told about n holds handed back by one release, as
 	// Release describes it.
 	Released(status, kind, actor string, n int)
+	// SoldOutInMemory is told about each hold refused out_of_stock from
+	// memory, without the database (soldout.go).
+	SoldOutInMemory()
 }
 
 // The kinds of group-commit transactions BatchTook is told about.
@@ -42,6 +45,7 @@ func (nopRecorder) HoldBatch(int)                        {}
 func (nopRecorder) HoldAsked(string)                     {}
 func (nopRecorder) BatchTook(string, time.Duration)      {}
 func (nopRecorder) Released(string, string, string, int) {}
+func (nopRecorder) SoldOutInMemory()                     {}
 
 // HoldCounts counts this process's hold requests by outcome since it
 // started: the part of Stats that only the process knows (a refused hold

@@ -273,6 +273,7 @@ func (s *Service) writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes)
 		return nil, fmt.Errorf("change holds: %w", err)
 	}
 	ch.count(s.rec)
+	s.soldOut.forgetLines(ch)
 	return after, nil
 }
 
@@ -321,7 +322,11 @@ func (s *Service) lockedHolds(ctx context.Context, ids []uuid.UUID) (map[uuid.UU
 	return out, nil
 }
 
-// inTx runs fn in a transaction, committing when it returns nil.
+// inTx runs fn in a transaction, committing when it returns nil. Such a
+// transaction may put stock back on a row: no hold is refused from memory
+// on a read made before it (see soldout.go).
 func (s *Service) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
+	err := pgx.BeginFunc(ctx, s.pool, fn)
+	s.soldOut.written()
+	return err
 }

@@ -327,6 +327,10 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 		}
 		h.ttl, h.maxPerOrder = ttl, maxPerOrder
 	}
+	if v, ok := s.soldOut.refuse(h); ok {
+		s.rec.SoldOutInMemory()
+		return Reservation{}, false, s.refusal(ctx, h, v)
+	}
 	return s.holdBatched(ctx, h)
 }
 
@@ -620,6 +624,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	defer rollback(conn)
 	defer s.timeBatch(BatchHold, time.Now())
 
+	seen := s.soldOut.seenNow()
 	ft, err := s.insertAndLock(ctx, conn, leaders)
 	if err != nil {
 		return nil, err
@@ -639,6 +644,10 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 		return nil, err
 	}
 	changed.ch.count(s.rec)
+	s.soldOut.forgetLines(&changed.ch)
+	if !ft.stop.on {
+		s.soldOut.remember(seen, rows, b.holds(), verdicts)
+	}
 	changed.answer(b.joined, after)
 	b.answer(ctx, s, ft.made, verdicts, firsts, firstsOf)
 	return again, nil
@@ -747,7 +756,7 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	locked := make([]lockedRow, len(stock))
 	for i, r := range stock {
 		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, status: r.Status,
-			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason)}
+			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason), version: r.Version}
 	}
 	rows := newStockRows(locked)
 	rows.lockOrder = make([]Line, len(stock))

@@ -131,6 +131,7 @@ func (s *Service) AdjustOnce(ctx context.Context, key idempotency.Key, a Adjustm
 	if err := a.withReason(); err != nil {
 		return Stock{}, false, err
 	}
+	defer s.soldOut.written() // stock may be back: see soldout.go
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return AdjustTx(ctx, tx, a) })
 }
 

@@ -219,6 +219,7 @@ func (s *Service) ReceiveTransferOnce(ctx context.Context, key idempotency.Key, 
 	if err := st.validReceipt(); err != nil {
 		return Transfer{}, false, err
 	}
+	defer s.soldOut.written() // stock may be back: see soldout.go
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Transfer, error) { return receiveTx(ctx, tx, st) })
 }
 

@@ -175,6 +175,7 @@ func (s *Service) AddUnitsOnce(ctx context.Context, key idempotency.Key, c Units
 	if err := c.validate(true); err != nil {
 		return Stock{}, false, err
 	}
+	defer s.soldOut.written() // stock may be back: see soldout.go
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return addUnitsTx(ctx, tx, c) })
 }
 

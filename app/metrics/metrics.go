@@ -74,6 +74,14 @@ var (
 	}, []string{"method", "route", "status"})
 )
 
+// SoldOutInMemory counts holds refused out_of_stock from an instance's
+// memory of pools with nothing left, without a database round trip; they
+// count in Holds too.
+var SoldOutInMemory = promauto.NewCounter(prometheus.CounterOpts{
+	Name: "stockhold_holds_refused_in_memory_total",
+	Help: "Holds refused out_of_stock from memory, without the database (also counted in stockhold_holds_total).",
+})
+
 // Recorder feeds what the services tell it (inventory.Recorder,
 // webhooks.Recorder) into the process's Prometheus metrics. Counters are
 // per process: they restart with it and each instance has its own.
@@ -84,6 +92,9 @@ func (Recorder) HoldAnswered(outcome string) { Holds.WithLabelValues(outcome).In
 
 // HoldBatch observes the size of one hold batch.
 func (Recorder) HoldBatch(size int) { HoldBatch.Observe(float64(size)) }
+
+// SoldOutInMemory implements inventory.Recorder.
+func (Recorder) SoldOutInMemory() { SoldOutInMemory.Inc() }
 
 // HoldAsked counts a hold request naming sku in stockhold_sku_holds_total
 // and in the last minute's hot SKUs (HotSKUs).

@@ -1,0 +1,138 @@
+package inventory_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/inventory"
+)
+
+// memoryCount counts the holds an instance refused from memory.
+type memoryCount struct {
+	inventory.Recorder
+	n atomic.Int64
+}
+
+func (m *memoryCount) SoldOutInMemory() { m.n.Add(1) }
+
+func withMemoryCount(cfg inventory.Config) (inventory.Config, *memoryCount) {
+	m := &memoryCount{Recorder: inventory.NopRecorder()}
+	cfg.Recorder = m
+	return cfg, m
+}
+
+// fromMemory asks svc for a hold of n units of sku under a new key each
+// time and reports its error and whether memory answered it.
+func fromMemory(ctx context.Context, svc *inventory.Service, m *memoryCount, key string, sku string, n int64) (error, bool) {
+	before := m.n.Load()
+	_, _, err := svc.Hold(ctx, holdReq(key, item(sku, n)))
+	return err, m.n.Load() > before
+}
+
+// TestSoldOutAnsweredFromMemory: once a batch finds nothing left, holds
+// for the SKU are refused from memory with the batch's own answer, a
+// retried request whose first attempt was granted still gets that first
+// answer, and this instance's own restock or release makes the next hold
+// go to the database at once (issue 28).
+func TestSoldOutAnsweredFromMemory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, mem := withMemoryCount(inventory.Config{})
+	svc, b := setup(t, &setupOpts{cfg: &cfg})
+	dbtest.StockIn(t, b.pool, "GONE", 2)
+	first, _, err := svc.Hold(ctx, holdReq("g1", item("GONE", 1)))
+	require.NoError(t, err)
+	_, _, err = svc.Hold(ctx, holdReq("g2", item("GONE", 1)))
+	require.NoError(t, err)
+
+	// The batch refuses; then memory does, in the same words.
+	batch, inMemory := fromMemory(ctx, svc, mem, "g3", "GONE", 3)
+	require.False(t, inMemory)
+	require.Equal(t, domain.CodeOutOfStock, code(batch))
+	var memory error
+	i := 0
+	require.Eventually(t, func() bool {
+		i++
+		memory, inMemory = fromMemory(ctx, svc, mem, fmt.Sprintf("m%d", i), "GONE", 3)
+		return inMemory
+	}, 10*time.Second, time.Millisecond)
+	require.Equal(t, batch.Error(), memory.Error())
+	var de *domain.Error
+	require.ErrorAs(t, memory, &de)
+	require.Equal(t, "GONE", de.SKU)
+
+	// A retry of a granted request is a replay, not a refusal.
+	again, replayed, err := svc.Hold(ctx, holdReq("g1", item("GONE", 1)))
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, first.ID, again.ID)
+
+	// Nor does it answer for another SKU.
+	dbtest.StockIn(t, b.pool, "PLENTY", 5)
+	_, inMemory = fromMemory(ctx, svc, mem, "p1", "PLENTY", 1)
+	require.False(t, inMemory)
+
+	// This instance's restock: the very next hold is granted.
+	_, _, err = svc.AdjustOnce(ctx, idempotency.NewKey("ops", "restock"), inventory.Adjustment{SKU: "GONE", Delta: 1, Reason: "found one", Actor: "ops"})
+	require.NoError(t, err)
+	h4, _, err := svc.Hold(ctx, holdReq("g4", item("GONE", 1)))
+	require.NoError(t, err)
+
+	// Sold out again, remembered again; this instance's release: the very
+	// next hold is granted.
+	require.Eventually(t, func() bool {
+		i++
+		_, inMemory = fromMemory(ctx, svc, mem, fmt.Sprintf("m%d", i), "GONE", 1)
+		return inMemory
+	}, 10*time.Second, time.Millisecond)
+	_, err = svc.Cancel(ctx, h4.ID, shop, "")
+	require.NoError(t, err)
+	_, _, err = svc.Hold(ctx, holdReq("g5", item("GONE", 1)))
+	require.NoError(t, err)
+}
+
+// TestSoldOutCorrectedAcrossInstances: instance A answers a sold-out SKU
+// from memory; stock added through instance B is holdable on A within
+// STOCKHOLD_SOLDOUT_RECHECK of B's commit: A never answers from memory a
+// hold it was asked for later than that (issue 28).
+func TestSoldOutCorrectedAcrossInstances(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const recheck = 250 * time.Millisecond
+	cfg, mem := withMemoryCount(inventory.Config{SoldOutRecheck: recheck})
+	a, b := setup(t, &setupOpts{cfg: &cfg})
+	other := b.another(inventory.Config{SoldOutRecheck: recheck})
+	dbtest.StockIn(t, b.pool, "TOUR", 1)
+	_, _, err := a.Hold(ctx, holdReq("t0", item("TOUR", 1)))
+	require.NoError(t, err)
+	i := 0
+	require.Eventually(t, func() bool {
+		i++
+		_, inMemory := fromMemory(ctx, a, mem, fmt.Sprintf("a%d", i), "TOUR", 1)
+		return inMemory
+	}, 10*time.Second, time.Millisecond)
+
+	_, _, err = other.AdjustOnce(ctx, idempotency.NewKey("ops", "more"), inventory.Adjustment{SKU: "TOUR", Delta: 5, Reason: "second show", Actor: "ops"})
+	require.NoError(t, err)
+	committed := time.Now()
+	for {
+		i++
+		asked := time.Now()
+		err, inMemory := fromMemory(ctx, a, mem, fmt.Sprintf("a%d", i), "TOUR", 1)
+		if err == nil {
+			break
+		}
+		require.Equal(t, domain.CodeOutOfStock, code(err))
+		require.False(t, inMemory && asked.Sub(committed) > recheck,
+			"a hold asked %s after the restock's commit was refused from memory", asked.Sub(committed))
+		require.Less(t, time.Since(committed), time.Minute, "A never saw the stock B added")
+	}
+}
