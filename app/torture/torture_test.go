@@ -128,6 +128,7 @@ func TestTorture(t *testing.T) {
 	}
 	tr.mustStatus(200, "POST", "/v1/skus/"+seatSKU+"/units", tr.ops, map[string]any{"reason": "torture venue", "units": plan},
 		"Idempotency-Key", "start-"+seatSKU)
+	tr.setupStadium(t)
 	tr.setupLocations(t)
 
 	ctx, stop := context.WithTimeout(context.Background(), duration)
@@ -140,6 +141,8 @@ func TestTorture(t *testing.T) {
 		{"shopper", 7, tr.shopperAs("hold", tr.shop)},
 		{"channel shopper", 2, tr.shopperAs("channel hold", tr.channel)},
 		{"seater", 4, tr.seater},
+		{"stadium seater", 3, tr.seaterOf(stadium)},
+		{"sellout", 1, tr.sellout},
 		{"overdue", 1, tr.overdue},
 		{"reconciler", 1, tr.reconciler},
 		{"rollbacker", 1, tr.rollbacker},
@@ -393,15 +396,36 @@ var (
 	seatsPerRow = 16
 )
 
-// seater holds seats like a box office's checkout: named seats (three in
-// four from the front row, so seaters collide), a number of seats, or
-// seats together; then confirms, releases, gives one seat back by name,
-// or leaves the hold to expire. Now and then it adds a row of seats, or
-// retires a seat as an usher would (a broken seat), which only an
-// available seat allows.
-func (tr *torture) seater(ctx context.Context, r *rand.Rand) {
+// venue is a SKU of seats the seaters sell: its rows (the first ones the
+// most wanted) of perRow seats each; grows adds a row now and then, as
+// seats sold never come back.
+type venue struct {
+	sku    string
+	rows   []string
+	perRow int
+	front  int
+	grows  bool
+}
+
+var smallVenue = venue{sku: seatSKU, rows: seatRows, perRow: seatsPerRow, front: 1, grows: true}
+
+// seater holds seats of the small venue.
+func (tr *torture) seater(ctx context.Context, r *rand.Rand) { tr.seaterOf(smallVenue)(ctx, r) }
+
+// seaterOf holds seats of v like a box office's checkout: named seats
+// (three in four from the front rows, so seaters collide), a number of
+// seats, or seats together; then confirms, releases, gives one seat back
+// by name, or leaves the hold to expire. Now and then it adds a row of
+// seats (a venue that grows), or retires a seat as an usher would (a
+// broken seat), which only an available seat allows.
+func (tr *torture) seaterOf(v venue) func(context.Context, *rand.Rand) {
+	return func(ctx context.Context, r *rand.Rand) { tr.seat(ctx, r, v) }
+}
+
+func (tr *torture) seat(ctx context.Context, r *rand.Rand, v venue) {
+	seatSKU, seatRows, seatsPerRow := v.sku, v.rows, v.perRow
 	for pace(ctx, r, 40*time.Millisecond) {
-		if r.IntN(25) == 0 {
+		if v.grows && r.IntN(25) == 0 {
 			// Sold seats never come back: a new row keeps the venue
 			// selling.
 			row := tr.name("R")
@@ -428,9 +452,9 @@ func (tr *torture) seater(ctx context.Context, r *rand.Rand) {
 		)
 		switch r.IntN(3) {
 		case 0:
-			row := seatRows[0]
+			row := seatRows[r.IntN(v.front)]
 			if r.IntN(4) == 0 {
-				row = seatRows[1+r.IntN(len(seatRows)-1)]
+				row = seatRows[v.front+r.IntN(len(seatRows)-v.front)]
 			}
 			for _, p := range r.Perm(seatsPerRow)[:1+r.IntN(3)] {
 				named = append(named, fmt.Sprintf("%s-%d", row, 1+p))
