@@ -417,6 +417,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		return nil, err
 	}
 	web := NewServices(cfg, reqPool, inserter, log)
+	deps.Inventory.ShareWith(web.Inventory)
 	a := &App{
 		Config: cfg, Pool: pool, RequestPool: reqPool, Inventory: web.Inventory, Reconcile: web.Reconcile, Trips: web.Trips,
 		Inserter: inserter, Worker: worker, log: log, migrator: migrator,

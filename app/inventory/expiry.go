@@ -206,7 +206,7 @@ func (s *Service) expireInChunks(ctx context.Context, how Release, ids []uuid.UU
 			}
 		}
 		c := joinedCall(ctx, rows, &joined{expire: chunk, how: how})
-		s.holds.submit(c)
+		s.rowBatches.holds.submit(c)
 		calls = append(calls, c)
 		if len(calls) == expiryChunks {
 			wait(calls[0])

@@ -143,10 +143,23 @@ type Service struct {
 	// recent are the rows of the holds this process granted lately, hot
 	// the rows its hold batches locked lately (rowbatch.go).
 	recent recentHolds
-	hot    hotRows
+	hot    *hotRows
 	// soldOut answers holds refused for want of any stock from memory
 	// (soldout.go).
 	soldOut *soldOut
+	// rowBatches is the service whose hold batches the expiry loop hands
+	// the due holds of hot rows to: this one, or the one it shares with
+	// (ShareWith).
+	rowBatches *Service
+}
+
+// ShareWith makes s, the job workers' service of a process, share with
+// web, its request service: web's memory of sold-out pools (s's releases,
+// expiries and rollbacks forget what they put back, in the memory that
+// answers requests) and web's hot rows, whose due holds s's expiry loop
+// hands to web's hold batches, the ones busy with those rows.
+func (s *Service) ShareWith(web *Service) {
+	s.soldOut, s.hot, s.rowBatches = web.soldOut, web.hot, web
 }
 
 // New returns a Service on pool.
@@ -164,6 +177,7 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 	}
 	s.soldOut = newSoldOut(cfg.SoldOutRecheck)
 	s.soldOut.read = s.recheckSoldOut
+	s.hot, s.rowBatches = &hotRows{}, s
 	s.holds = newBatcher("hold", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runHolds, s.panicked)
 	s.changes = newBatcher("confirm/release", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runChanges, s.panicked)
 	return s
