@@ -298,7 +298,9 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 	if err := req.Validate(); err != nil {
 		return Reservation{}, false, err
 	}
-	h := hold{req: req, id: newHoldID(), hash: req.hash(), ttl: req.TTLSeconds}
+	// The id and the hash wait until a batch needs them: a hold refused
+	// from memory needs neither.
+	h := hold{req: req, ttl: req.TTLSeconds}
 	if h.ttl == 0 {
 		h.ttl = int64(DefaultTTL.Seconds())
 	}
@@ -320,7 +322,7 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.wants[0].SKU)
 		if err != nil {
 			// A replay must not fail because the campaign has since ended.
-			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, h.hash); rerr == nil && replayed {
+			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, req.hash()); rerr == nil && replayed {
 				return r, true, nil
 			}
 			return Reservation{}, false, err
@@ -331,6 +333,7 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 		s.rec.SoldOutInMemory()
 		return Reservation{}, false, s.refusal(ctx, h, v)
 	}
+	h.id, h.hash = newHoldID(), req.hash()
 	return s.holdBatched(ctx, h)
 }
 
