@@ -285,6 +285,8 @@ func (r *recentHolds) rowsOf(id uuid.UUID) ([]want, bool) {
 type hotRows struct {
 	mu   sync.Mutex
 	seen map[string]*hotRow
+	// swept is the second mark last forgot the quiet rows in.
+	swept int64
 }
 
 type hotRow struct {
@@ -311,6 +313,23 @@ func (h *hotRows) mark(lines []Line, at time.Time) {
 		}
 		r.roll(sec)
 		r.cur++
+	}
+	if len(h.seen) > hotMax && sec > h.swept {
+		// An instance whose expiry loop runs elsewhere never asks (now):
+		// forget the rows locked no more here, once a second at most.
+		h.swept = sec
+		h.sweepLocked(sec)
+	}
+}
+
+// hotMax is how many rows hotRows keeps before it forgets the quiet ones.
+const hotMax = 10_000
+
+func (h *hotRows) sweepLocked(sec int64) {
+	for k, r := range h.seen {
+		if r.roll(sec); r.cur+r.prev == 0 {
+			delete(h.seen, k)
+		}
 	}
 }
 

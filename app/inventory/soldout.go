@@ -48,8 +48,14 @@ import (
 
 // soldOutMaxKeys is the most holds a remembered ask's rows may have had:
 // a pool with more is not remembered (reading their keys would cost more
-// than the refusals save).
-const soldOutMaxKeys = 100_000
+// than the refusals save). soldOutMaxAsks bounds the asks remembered at
+// once, and an ask nobody asked for in soldOutIdle is forgotten: the
+// recheck loop reads every entry's rows each time.
+const (
+	soldOutMaxKeys = 100_000
+	soldOutMaxAsks = 1_000
+	soldOutIdle    = 10 * time.Second
+)
 
 // soldOut is a process's memory of asks refused for want of any stock.
 type soldOut struct {
@@ -90,6 +96,8 @@ type soldOutEntry struct {
 	// the rows, sorted, through the versions in through (by rowKey).
 	keys    []uint64
 	through map[string]int64
+	// asked is when a hold last asked for it.
+	asked time.Time
 }
 
 type soldOutRow struct {
@@ -175,6 +183,7 @@ func (m *soldOut) refuse(h hold) (verdict, bool) {
 	if _, made := slices.BinarySearch(e.keys, m.keyHash(h.req.Client, h.req.IdempotencyKey)); made {
 		return verdict{}, false
 	}
+	e.asked = m.now()
 	v := e.v
 	v.line = first
 	return v, true
@@ -251,6 +260,9 @@ func (m *soldOut) remember(seen soldOutSeen, st stockRows, holds []hold, verdict
 		probe.asks, probe.maxPerOrder = nil, nil
 		e := m.entries[ask]
 		if e == nil {
+			if len(m.entries) >= soldOutMaxAsks {
+				continue
+			}
 			e = &soldOutEntry{ask: ask, through: map[string]int64{}}
 			m.entries[ask] = e
 			pk := poolKey(first.SKU, first.Pool)
@@ -262,7 +274,7 @@ func (m *soldOut) remember(seen soldOutSeen, st stockRows, holds []hold, verdict
 		if seen.at.Before(e.readAt) {
 			continue
 		}
-		e.v, e.h, e.rows, e.readAt, e.writes = v, probe, rows, seen.at, seen.writes
+		e.v, e.h, e.rows, e.readAt, e.writes, e.asked = v, probe, rows, seen.at, seen.writes, seen.at
 		start = start || !m.looping
 	}
 	if start {
@@ -311,6 +323,18 @@ func (m *soldOut) forgetLocked(pk string) {
 	delete(m.byPool, pk)
 }
 
+func (m *soldOut) dropLocked(ask string) {
+	e := m.entries[ask]
+	if e == nil {
+		return
+	}
+	delete(m.entries, ask)
+	pk := poolKey(e.h.wants[0].SKU, e.h.wants[0].Pool)
+	if delete(m.byPool[pk], ask); len(m.byPool[pk]) == 0 {
+		delete(m.byPool, pk)
+	}
+}
+
 // soldOutCheck is one entry as the recheck loop reads it again.
 type soldOutCheck struct {
 	ask     string
@@ -346,6 +370,10 @@ func (m *soldOut) loop() {
 		}
 		checks := make([]soldOutCheck, 0, len(m.entries))
 		for _, e := range m.entries {
+			if m.now().Sub(e.asked) > soldOutIdle {
+				m.dropLocked(e.ask)
+				continue
+			}
 			checks = append(checks, soldOutCheck{ask: e.ask, h: e.h, rows: slices.Clone(e.rows), through: cloneMap(e.through)})
 		}
 		m.mu.Unlock()
@@ -377,13 +405,7 @@ func (m *soldOut) renew(renewals []soldOutRenewal) {
 			if r.tooMany {
 				m.tooMany[r.ask] = m.now().Add(time.Minute)
 			}
-			delete(m.entries, r.ask)
-			for pk, asks := range m.byPool {
-				delete(asks, r.ask)
-				if len(asks) == 0 {
-					delete(m.byPool, pk)
-				}
-			}
+			m.dropLocked(r.ask)
 			continue
 		}
 		e.rows, e.readAt, e.writes = r.rows, r.at, r.writes
