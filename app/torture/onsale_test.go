@@ -27,9 +27,11 @@ var stadium = func() venue {
 func (tr *torture) setupStadium(t *testing.T) {
 	t.Helper()
 	var plan []map[string]any
+	chunk := 0
 	flush := func() {
+		chunk++
 		tr.mustStatus(200, "POST", "/v1/skus/"+stadium.sku+"/units", tr.ops, map[string]any{"reason": "torture stadium", "units": plan},
-			"Idempotency-Key", fmt.Sprintf("start-%s-%d", stadium.sku, len(plan)))
+			"Idempotency-Key", fmt.Sprintf("start-%s-%d", stadium.sku, chunk))
 		plan = plan[:0]
 	}
 	for i, row := range stadium.rows {
