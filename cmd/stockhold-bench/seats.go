@@ -98,9 +98,10 @@ func (v venue) ids() []string {
 // by hand for the same venue, and quantity holds on one hot SKU measured
 // in the same run for scale. Each client asks for 1-4 named seats of a
 // row, or for 2-4 seats together; a hold made is released (one in
-// seatsSold confirmed) off the clock by other workers, so seats keep
-// coming back and the venue stays mostly free: what differs between two
-// venues is their size. At the end no seat may have been sold twice.
+// seatsSold confirmed) off the clock by as many other workers as there
+// are clients (fewer made releases what limits the holds made), so seats
+// keep coming back and the venue stays mostly free: what differs between
+// two venues is their size. At the end no seat may have been sold twice.
 func (b *bench) seats(ctx context.Context) ([]*result, error) {
 	hot, err := b.hotReference(ctx)
 	if err != nil {
@@ -145,7 +146,7 @@ func (b *bench) seatRush(ctx context.Context, n int) (*result, error) {
 	releases := make(chan string, 4096)
 	var rel sync.WaitGroup
 	var relErrs atomic.Int64
-	for range 8 {
+	for range b.o.clients {
 		rel.Go(func() {
 			for path := range releases {
 				if _, err := b.call("POST", path, b.shop, "", nil, http.StatusOK, http.StatusConflict); err != nil {
@@ -274,7 +275,7 @@ func (b *bench) plainSeats(ctx context.Context, v venue) (*bareResult, error) {
 	}
 	releases := make(chan made, 4096)
 	var rel sync.WaitGroup
-	for range 8 {
+	for range b.o.clients {
 		rel.Go(func() {
 			for m := range releases {
 				_, _ = b.pool.Exec(ctx, release, m.id, m.ids)
