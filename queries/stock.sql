@@ -116,11 +116,14 @@ FOR NO KEY UPDATE OF s;
 
 -- name: StockRowsRead :batchmany
 -- StockRowsRead is StockLockMany without the lock, and with the switch
--- for everything: what an instance reads again to know whether a hold it
--- answers sold out from memory would still be refused (soldout.go).
+-- for everything and the clients whose sales are stopped: what an instance
+-- reads again to know whether a hold it answers sold out from memory would
+-- still be refused, and for whom a batch would answer stop_sale first
+-- (soldout.go).
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
        l.priority, l.active, l.stop_sale_reason, s.version,
-       (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale
+       (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
+       (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)

@@ -1395,7 +1395,8 @@ func (b *StockLockManyBatchResults) Close() error {
 const stockRowsRead = `-- name: StockRowsRead :batchmany
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
        l.priority, l.active, l.stop_sale_reason, s.version,
-       (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale
+       (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
+       (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
@@ -1427,11 +1428,14 @@ type StockRowsReadRow struct {
 	StopSaleReason *string
 	Version        int64
 	StopSale       bool
+	StoppedClients []string
 }
 
 // StockRowsRead is StockLockMany without the lock, and with the switch
-// for everything: what an instance reads again to know whether a hold it
-// answers sold out from memory would still be refused (soldout.go).
+// for everything and the clients whose sales are stopped: what an instance
+// reads again to know whether a hold it answers sold out from memory would
+// still be refused, and for whom a batch would answer stop_sale first
+// (soldout.go).
 func (q *Queries) StockRowsRead(ctx context.Context, arg []StockRowsReadParams) *StockRowsReadBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -1477,6 +1481,7 @@ func (b *StockRowsReadBatchResults) Query(f func(int, []StockRowsReadRow, error)
 					&i.StopSaleReason,
 					&i.Version,
 					&i.StopSale,
+					&i.StoppedClients,
 				); err != nil {
 					return err
 				}

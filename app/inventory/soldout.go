@@ -44,7 +44,13 @@ import (
 //     line (in the order the batch decides them) is looked up, lines
 //     naming units or asking them adjacent are not (their answer names
 //     units), nor holds a campaign's cap may refuse first, nor while sales
-//     are stopped.
+//     are stopped: nothing is remembered while the switch for everything
+//     is on, nor answered for a client whose sales are stopped (its batch
+//     answers stop_sale first). The recheck loop reads which clients those
+//     are with the rows; memory answers no one while that read is older
+//     than SoldOutRecheck, or began before this instance's last write (a
+//     flip of any switch on this instance is one, through inTx); a
+//     client's flip on this instance also takes effect on the set at once.
 
 // soldOutMaxKeys is the most holds a remembered ask's rows may have had:
 // a pool with more is not remembered (reading their keys would cost more
@@ -77,6 +83,12 @@ type soldOut struct {
 	// not remembered until the time given.
 	tooMany map[string]time.Time
 	looping bool
+	// stopped are the clients whose sales are stopped as the recheck loop
+	// last read them (this instance's own flips applied since), and
+	// stoppedAt when that read began: memory refuses nobody once that read
+	// is older than trust.
+	stopped   map[string]bool
+	stoppedAt time.Time
 }
 
 // soldOutEntry is one ask remembered.
@@ -176,6 +188,9 @@ func (m *soldOut) refuse(h hold) (verdict, bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.now().Sub(m.stoppedAt) >= m.trust || m.stopped[h.req.Client] {
+		return verdict{}, false // its batch may answer stop_sale first
+	}
 	e := m.entries[ask]
 	if e == nil || !m.usableLocked(e) {
 		return verdict{}, false
@@ -216,6 +231,43 @@ func (m *soldOut) written() {
 	if m != nil {
 		m.writes.Add(1)
 	}
+}
+
+// stoppedRead records the clients whose sales were stopped as a read that
+// began at seen found them; a read that began before this instance's last
+// write is not used (the write may be a flip of a client's switch).
+func (m *soldOut) stoppedRead(seen soldOutSeen, clients []string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if seen.writes != m.writes.Load() || !seen.at.After(m.stoppedAt) {
+		return
+	}
+	m.stopped = make(map[string]bool, len(clients))
+	for _, c := range clients {
+		m.stopped[c] = true
+	}
+	m.stoppedAt = seen.at
+}
+
+// clientSwitched applies this instance's flip of client's switch at once
+// (inTx counted the flip as a write).
+func (m *soldOut) clientSwitched(client string, on bool) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	if on {
+		if m.stopped == nil {
+			m.stopped = map[string]bool{}
+		}
+		m.stopped[client] = true
+	} else {
+		delete(m.stopped, client)
+	}
+	m.mu.Unlock()
 }
 
 // remember records what a committed hold batch decided (its rows as
@@ -466,7 +518,10 @@ func (s *Service) recheckSoldOut(ctx context.Context, checks []soldOutCheck) []s
 	}
 	stopped := false
 	locked := make([]lockedRow, 0, len(read))
-	for _, r := range read {
+	for i, r := range read {
+		if i == 0 {
+			s.soldOut.stoppedRead(seen, r.StoppedClients)
+		}
 		stopped = stopped || r.StopSale
 		locked = append(locked, lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, status: r.Status,
 			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason), version: r.Version})

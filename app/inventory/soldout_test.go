@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
@@ -135,4 +136,101 @@ func TestSoldOutCorrectedAcrossInstances(t *testing.T) {
 			"a hold asked %s after the restock's commit was refused from memory", asked.Sub(committed))
 		require.Less(t, time.Since(committed), time.Minute, "A never saw the stock B added")
 	}
+}
+
+// TestSoldOutStepsAsideForStopSale: memory answers no hold its batch would
+// answer stop_sale. A client stopped through another instance is answered
+// stop_sale on this one within STOCKHOLD_SOLDOUT_RECHECK of the flip's
+// commit, one stopped through this instance at once, while other clients'
+// holds are still refused from memory; the switch for everything turned
+// on here stops memory at once; a location's stop-sale lifted here makes
+// its stock holdable at once (issue 28).
+func TestSoldOutStepsAsideForStopSale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const recheck = 250 * time.Millisecond
+	cfg, mem := withMemoryCount(inventory.Config{SoldOutRecheck: recheck})
+	a, b := setup(t, &setupOpts{cfg: &cfg})
+	other := b.another(inventory.Config{SoldOutRecheck: recheck})
+	for _, name := range []string{"shop-b", "shop-c"} {
+		_, err := auth.Create(ctx, b.pool, name, auth.RoleShop)
+		require.NoError(t, err)
+	}
+	dbtest.StockIn(t, b.pool, "HUSH", 1)
+	_, _, err := a.Hold(ctx, holdReq("h0", item("HUSH", 1)))
+	require.NoError(t, err)
+	i := 0
+	ask := func(client string) (error, bool) {
+		i++
+		before := mem.n.Load()
+		_, _, err := a.Hold(ctx, inventory.HoldRequest{Client: client, IdempotencyKey: fmt.Sprint("k", i), Items: []inventory.Item{item("HUSH", 1)}})
+		return err, mem.n.Load() > before
+	}
+	remembered := func(client string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			err, inMemory := ask(client)
+			return inMemory && code(err) == domain.CodeOutOfStock
+		}, 10*time.Second, time.Millisecond, "%s is never refused from memory", client)
+	}
+	remembered("shop-b")
+
+	// shop-b stopped through the other instance.
+	_, err = other.SetStopSale(ctx, inventory.StopSaleChange{Client: "shop-b", Active: true, Reason: "channel audit", Actor: "alice"})
+	require.NoError(t, err)
+	committed := time.Now()
+	for {
+		asked := time.Now()
+		err, inMemory := ask("shop-b")
+		if code(err) == domain.CodeStopSale {
+			break
+		}
+		require.Equal(t, domain.CodeOutOfStock, code(err))
+		require.False(t, inMemory && asked.Sub(committed) > recheck,
+			"a hold by a stopped client asked %s after the flip's commit was refused out_of_stock from memory", asked.Sub(committed))
+		require.Less(t, time.Since(committed), time.Minute, "this instance never saw shop-b stopped")
+	}
+	remembered("shop-a")
+	for range 20 {
+		err, inMemory := ask("shop-b")
+		require.Equal(t, domain.CodeStopSale, code(err))
+		require.False(t, inMemory)
+	}
+
+	// shop-c stopped through this instance: at once, even once a batch
+	// (shop-a's, the first hold after the flip) has read the rows again.
+	remembered("shop-a")
+	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Client: "shop-c", Active: true, Reason: "channel audit", Actor: "alice"})
+	require.NoError(t, err)
+	err, inMemory := ask("shop-a")
+	require.Equal(t, domain.CodeOutOfStock, code(err))
+	require.False(t, inMemory, "the flip is a write: the next hold goes to its batch")
+	err, inMemory = ask("shop-c")
+	require.Equal(t, domain.CodeStopSale, code(err))
+	require.False(t, inMemory)
+	remembered("shop-a")
+
+	// Everything stopped through this instance: at once.
+	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "count", Actor: "alice"})
+	require.NoError(t, err)
+	err, inMemory = ask("shop-a")
+	require.Equal(t, domain.CodeStopSale, code(err))
+	require.False(t, inMemory)
+	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "counted", Actor: "alice"})
+	require.NoError(t, err)
+
+	// The only location stopped: its stock is out of reach, remembered;
+	// lifted here: the very next hold is granted.
+	dbtest.StockIn(t, b.pool, "SHUT", 2)
+	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Location: inventory.DefaultLocation, Active: true, Reason: "stocktake", Actor: "alice"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		i++
+		err, inMemory := fromMemory(ctx, a, mem, fmt.Sprint("s", i), "SHUT", 1)
+		return inMemory && code(err) == domain.CodeOutOfStock
+	}, 10*time.Second, time.Millisecond, "SHUT is never refused from memory")
+	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Location: inventory.DefaultLocation, Active: false, Reason: "counted", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = a.Hold(ctx, holdReq("s-after", item("SHUT", 1)))
+	require.NoError(t, err)
 }

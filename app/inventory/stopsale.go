@@ -292,6 +292,9 @@ func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFl
 	if err != nil {
 		return StopSaleFlipped{}, err
 	}
+	if c.Client != "" {
+		s.soldOut.clientSwitched(c.Client, c.Active) // inTx counted the write: see soldout.go
+	}
 	s.log.InfoContext(ctx, "stop-sale switched", "client", c.Client, "location", c.Location, "active", c.Active, "actor", c.Actor,
 		"reason", c.Reason, "rule", c.Rule)
 	return out, nil
