@@ -1,9 +1,25 @@
 -- Webhook subscriptions to the event feed and their delivery state.
 
 -- name: WebhookCreate :one
-INSERT INTO webhooks (url, events, secret, created_by, cursor_xid, cursor_id, cursor_n)
-VALUES (@url, @events, @secret, @created_by, @cursor_xid, @cursor_id, @cursor_n)
+-- WebhookCreate records the snapshot of the creating transaction with the
+-- subscription (see WebhookCommittedBefore).
+INSERT INTO webhooks (url, events, secret, created_by, cursor_xid, cursor_id, cursor_n, start_snapshot)
+VALUES (@url, @events, @secret, @created_by, @cursor_xid, @cursor_id, @cursor_n, pg_current_snapshot()::text)
 RETURNING *;
+
+-- name: WebhookCommittedBefore :many
+-- WebhookCommittedBefore returns, among the ledger rows ids, those whose
+-- writing transaction had committed in the snapshot start (a webhook's
+-- start_snapshot): they happened before the webhook and are not sent to
+-- it. A row's feed_xid is its own transaction's id unless a younger one
+-- had changed its stock row first; only when feed_xid is the row's own
+-- writer (its xmin, the low 32 bits of feed_xid) is that writer known, so
+-- a row of an older transaction is never counted as before: delivered
+-- when in doubt, never missed.
+SELECT l.id FROM ledger l
+WHERE l.id = ANY(@ids::bigint[])
+  AND l.xmin::text::bigint = (l.feed_xid::text::numeric % 4294967296)::bigint
+  AND pg_visible_in_snapshot(l.feed_xid, (@start::text)::pg_snapshot);
 
 -- name: WebhookGet :one
 SELECT * FROM webhooks WHERE id = @id;

@@ -603,4 +603,6 @@ type Webhook struct {
 	Failures        int32
 	FailingSince    *time.Time
 	LastError       *string
+	// pg_current_snapshot() (as text, read back as pg_snapshot) of the transaction that created the webhook: a ledger row whose writing transaction it shows as committed happened before the webhook and is not delivered.
+	StartSnapshot *string
 }

@@ -51,11 +51,46 @@ func (q *Queries) WebhookAdvance(ctx context.Context, arg WebhookAdvanceParams) 
 	return result.RowsAffected(), nil
 }
 
+const webhookCommittedBefore = `-- name: WebhookCommittedBefore :many
+SELECT l.id FROM ledger l
+WHERE l.id = ANY($1::bigint[])
+  AND l.xmin::text::bigint = (l.feed_xid::text::numeric % 4294967296)::bigint
+  AND pg_visible_in_snapshot(l.feed_xid, ($2::text)::pg_snapshot)
+`
+
+// WebhookCommittedBefore returns, among the ledger rows ids, those whose
+// writing transaction had committed in the snapshot start (a webhook's
+// start_snapshot): they happened before the webhook and are not sent to
+// it. A row's feed_xid is its own transaction's id unless a younger one
+// had changed its stock row first; only when feed_xid is the row's own
+// writer (its xmin, the low 32 bits of feed_xid) is that writer known, so
+// a row of an older transaction is never counted as before: delivered
+// when in doubt, never missed.
+func (q *Queries) WebhookCommittedBefore(ctx context.Context, ids []int64, start string) ([]int64, error) {
+	rows, err := q.db.Query(ctx, webhookCommittedBefore, ids, start)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookCreate = `-- name: WebhookCreate :one
 
-INSERT INTO webhooks (url, events, secret, created_by, cursor_xid, cursor_id, cursor_n)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error
+INSERT INTO webhooks (url, events, secret, created_by, cursor_xid, cursor_id, cursor_n, start_snapshot)
+VALUES ($1, $2, $3, $4, $5, $6, $7, pg_current_snapshot()::text)
+RETURNING id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error, start_snapshot
 `
 
 type WebhookCreateParams struct {
@@ -69,6 +104,8 @@ type WebhookCreateParams struct {
 }
 
 // Webhook subscriptions to the event feed and their delivery state.
+// WebhookCreate records the snapshot of the creating transaction with the
+// subscription (see WebhookCommittedBefore).
 func (q *Queries) WebhookCreate(ctx context.Context, arg WebhookCreateParams) (Webhook, error) {
 	row := q.db.QueryRow(ctx, webhookCreate,
 		arg.Url,
@@ -95,6 +132,7 @@ func (q *Queries) WebhookCreate(ctx context.Context, arg WebhookCreateParams) (W
 		&i.Failures,
 		&i.FailingSince,
 		&i.LastError,
+		&i.StartSnapshot,
 	)
 	return i, err
 }
@@ -152,7 +190,7 @@ func (q *Queries) WebhookFailed(ctx context.Context, lastError *string, iD int64
 }
 
 const webhookGet = `-- name: WebhookGet :one
-SELECT id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error FROM webhooks WHERE id = $1
+SELECT id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error, start_snapshot FROM webhooks WHERE id = $1
 `
 
 func (q *Queries) WebhookGet(ctx context.Context, id int64) (Webhook, error) {
@@ -173,12 +211,13 @@ func (q *Queries) WebhookGet(ctx context.Context, id int64) (Webhook, error) {
 		&i.Failures,
 		&i.FailingSince,
 		&i.LastError,
+		&i.StartSnapshot,
 	)
 	return i, err
 }
 
 const webhookList = `-- name: WebhookList :many
-SELECT id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error FROM webhooks ORDER BY id
+SELECT id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error, start_snapshot FROM webhooks ORDER BY id
 `
 
 func (q *Queries) WebhookList(ctx context.Context) ([]Webhook, error) {
@@ -205,6 +244,7 @@ func (q *Queries) WebhookList(ctx context.Context) ([]Webhook, error) {
 			&i.Failures,
 			&i.FailingSince,
 			&i.LastError,
+			&i.StartSnapshot,
 		); err != nil {
 			return nil, err
 		}
@@ -235,7 +275,7 @@ func (q *Queries) WebhookOldestPending(ctx context.Context, cursorXid uint64, cu
 }
 
 const webhookPage = `-- name: WebhookPage :many
-SELECT id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error FROM webhooks WHERE id > $1 ORDER BY id LIMIT $2
+SELECT id, url, events, secret, created_by, created_at, cursor_xid, cursor_id, cursor_n, delivered_at, delivered_events, failures, failing_since, last_error, start_snapshot FROM webhooks WHERE id > $1 ORDER BY id LIMIT $2
 `
 
 // WebhookPage returns up to lim webhooks in id order, after the id given.
@@ -263,6 +303,7 @@ func (q *Queries) WebhookPage(ctx context.Context, after int64, lim int32) ([]We
 			&i.Failures,
 			&i.FailingSince,
 			&i.LastError,
+			&i.StartSnapshot,
 		); err != nil {
 			return nil, err
 		}

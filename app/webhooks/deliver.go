@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -98,7 +99,7 @@ func (s *Service) Deliver(ctx context.Context, id int64) (Result, error) {
 			return res, fmt.Errorf("read webhook %d: %w", id, err)
 		}
 		from := cursorOf(w)
-		batch, upto, err := s.collect(ctx, q, from, w.Events)
+		batch, upto, err := s.collect(ctx, q, from, w)
 		if err != nil {
 			return res, err
 		}
@@ -186,8 +187,9 @@ func wants(types []string, t string) bool {
 // collect reads the feed after from for up to BatchSize events the
 // subscription wants. It returns them and the position up to which it
 // read: the last event returned, or, when it found fewer, the last event it
-// looked at (events of other types are passed over with them).
-func (s *Service) collect(ctx context.Context, q *db.Queries, from events.Position, types []string) ([]events.Event, events.Position, error) {
+// looked at (events of other types, and events from before the webhook
+// existed, are passed over with them).
+func (s *Service) collect(ctx context.Context, q *db.Queries, from events.Position, w db.Webhook) ([]events.Event, events.Position, error) {
 	var batch []events.Event
 	upto := from
 	for scanned := 0; scanned < scanLimit; {
@@ -195,9 +197,13 @@ func (s *Service) collect(ctx context.Context, q *db.Queries, from events.Positi
 		if err != nil {
 			return nil, from, err
 		}
+		before, err := committedBefore(ctx, q, w, page.Events)
+		if err != nil {
+			return nil, from, err
+		}
 		for _, e := range page.Events {
 			upto = e.Position
-			if wants(types, e.Type) {
+			if wants(w.Events, e.Type) && !before[e.Position.ID] {
 				batch = append(batch, e)
 				if len(batch) == BatchSize {
 					return batch, upto, nil
@@ -210,6 +216,46 @@ func (s *Service) collect(ctx context.Context, q *db.Queries, from events.Positi
 		scanned += len(page.Events)
 	}
 	return batch, upto, nil
+}
+
+// committedBefore returns the ledger rows among evs' that committed before
+// webhook w was created. A webhook's cursor starts at the feed's horizon,
+// the oldest transaction still running when it was created; rows that had
+// committed by then but sit after that horizon (an older transaction was
+// still open) are in the webhook's start snapshot, and are not its events.
+// Only rows below the snapshot's xmax can be: past it the feed no longer
+// asks the database.
+func committedBefore(ctx context.Context, q *db.Queries, w db.Webhook, evs []events.Event) (map[int64]bool, error) {
+	if w.StartSnapshot == nil || len(evs) == 0 {
+		return nil, nil
+	}
+	// pg_snapshot's text form is xmin:xmax:xip,...
+	parts := strings.SplitN(*w.StartSnapshot, ":", 3)
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("webhook %d's start snapshot %q is not a pg_snapshot", w.ID, *w.StartSnapshot)
+	}
+	xmax, err := strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("webhook %d's start snapshot %q: %w", w.ID, *w.StartSnapshot, err)
+	}
+	var ids []int64
+	for _, e := range evs {
+		if e.Position.Xid < xmax && (len(ids) == 0 || ids[len(ids)-1] != e.Position.ID) {
+			ids = append(ids, e.Position.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := q.WebhookCommittedBefore(ctx, ids, *w.StartSnapshot)
+	if err != nil {
+		return nil, fmt.Errorf("read which events came before webhook %d: %w", w.ID, err)
+	}
+	before := make(map[int64]bool, len(rows))
+	for _, id := range rows {
+		before[id] = true
+	}
+	return before, nil
 }
 
 // post sends one batch, signed; only a 2xx answer acknowledges it.

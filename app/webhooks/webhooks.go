@@ -179,8 +179,10 @@ func validEvents(types []string) error {
 
 // CreateTx registers a webhook inside the caller's transaction. The URL must
 // be absolute http(s) without credentials, and (unless AllowPrivate) its
-// host must resolve only to public addresses. The subscription starts at
-// the feed's present: it gets the events that happen from now on.
+// host must resolve only to public addresses. The subscription gets the
+// events of changes that commit from now on: its cursor starts at the
+// feed's horizon, and the snapshot it keeps passes over the rows after that
+// horizon that had committed already (see committedBefore).
 func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, r Register) (Created, error) {
 	if err := validEvents(r.Events); err != nil {
 		return Created{}, err

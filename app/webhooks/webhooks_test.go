@@ -5,12 +5,14 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -143,4 +145,75 @@ func TestDeliveryRefusesPrivateAddressesWhenItConnects(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, got.Failures)
 	require.Equal(t, w.LastEventID, got.LastEventID, "nothing acknowledged")
+}
+
+// TestNewWebhookGetsWhatCommitsAfterItOnly: a webhook's cursor starts at
+// the feed's horizon, the oldest transaction still running when it is
+// created. A change committed just before the webhook, while an older
+// transaction was still open, comes after that horizon in the feed, but it
+// happened before the webhook and is not sent to it; a change made before
+// the webhook in a transaction that commits after it is, and so is one
+// made after it. (Before the webhook kept its start snapshot, EARLY's
+// stock.changed was delivered: the README walk-through's receiver got
+// o-1's hold.confirmed under load.)
+func TestNewWebhookGetsWhatCommitsAfterItOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	got := make(chan webhooks.Body, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b webhooks.Body
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		got <- b
+	}))
+	t.Cleanup(srv.Close)
+	pool, svc, inv := services(t, true)
+
+	for _, sku := range []string{"INFLIGHT", "EARLY", "LATE"} {
+		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 5, Actor: "test"})
+		require.NoError(t, err)
+	}
+	held, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h-1", Items: []inventory.Item{{SKU: "INFLIGHT", Quantity: 2}}})
+	require.NoError(t, err)
+
+	// An older transaction holds the feed's horizon back.
+	old, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = old.Rollback(ctx) }()
+	_, err = old.Exec(ctx, "SELECT pg_current_xact_id()")
+	require.NoError(t, err)
+	// A release made before the webhook, committed after it.
+	inflight, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = inflight.Rollback(ctx) }()
+	_, err = inv.ReleaseTx(ctx, inflight, []uuid.UUID{held.ID}, inventory.Release{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "test"})
+	require.NoError(t, err)
+	// Committed before the webhook, behind the older transaction.
+	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "EARLY", Delta: 1, Actor: "test"})
+	require.NoError(t, err)
+
+	w, err := create(ctx, pool, svc, srv.URL, "*")
+	require.NoError(t, err)
+	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "LATE", Delta: 2, Actor: "test"})
+	require.NoError(t, err)
+	require.NoError(t, inflight.Commit(ctx))
+	require.NoError(t, old.Rollback(ctx))
+	eventstest.WaitServed(t, pool)
+
+	res, err := svc.Deliver(ctx, w.ID)
+	require.NoError(t, err)
+	require.Empty(t, res.Failed)
+	var seen []string
+	for range res.Batches {
+		for _, e := range (<-got).Events {
+			seen = append(seen, e.SKU+" "+e.Type)
+		}
+	}
+	require.ElementsMatch(t, []string{"INFLIGHT hold.released", "INFLIGHT stock.changed", "LATE stock.changed"}, seen)
+	after, err := svc.Get(ctx, w.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, after.DeliveredEvents)
+	require.Nil(t, after.OldestPendingAt, "caught up: the cursor moved past EARLY's change too")
 }
