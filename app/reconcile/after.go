@@ -2,6 +2,12 @@ package reconcile
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stockhold/stockhold/app/inventory"
 )
@@ -38,14 +44,49 @@ func checkOf(r Run) *Check {
 // resume, an adjustment), a reconciliation limited to those SKUs and returns it, to
 // be shown where the operator acted. The action has committed by then, so
 // a reconciliation that fails is logged and answered as nil rather than
-// failing the action: the periodic runs check the SKU again.
+// failing the action: the periodic runs check the SKU again (its ledger
+// moved past their watermark). One that waited past the lock timeout (for
+// the reconciliation lock another run held: many adjustments at once, as
+// when stock is seeded) is not retried either, and is logged as skipped at
+// most once a minute, with how many were, rather than once each.
 func (s *Service) After(ctx context.Context, trigger string, skus ...string) *Check {
 	run, err := s.Run(context.WithoutCancel(ctx), ReconcileArgs{Trigger: trigger, SKUs: skus})
 	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available: the lock timeout
+			s.skipped.note(ctx, s.log, trigger, skus, err)
+			return nil
+		}
 		s.log.ErrorContext(ctx, "reconciliation after an operator's action", "trigger", trigger, "skus", skus, "err", err)
 		return nil
 	}
 	return checkOf(run)
+}
+
+// skipLog counts the reconciliations After skipped at a lock timeout and
+// logs them at most once per skipEvery: a line says how many were skipped
+// since the last one (itself included).
+type skipLog struct {
+	mu      sync.Mutex
+	next    time.Time
+	skipped int
+}
+
+const skipEvery = time.Minute
+
+func (l *skipLog) note(ctx context.Context, log *slog.Logger, trigger string, skus []string, err error) {
+	l.mu.Lock()
+	l.skipped++
+	now := time.Now()
+	if now.Before(l.next) {
+		l.mu.Unlock()
+		return
+	}
+	n := l.skipped
+	l.skipped, l.next = 0, now.Add(skipEvery)
+	l.mu.Unlock()
+	log.WarnContext(ctx, "reconciliations after operators' actions skipped at the lock timeout (another reconciliation held the lock); the next periodic run checks their SKUs",
+		"skipped", n, "trigger", trigger, "skus", skus, "err", err)
 }
 
 // Resume lifts a paused pool through its gate (inventory.Service.Lift:

@@ -139,6 +139,8 @@ type Service struct {
 	inv    *inventory.Service
 	cfg    Config
 	log    *slog.Logger
+	// skipped counts After's reconciliations skipped at a lock timeout.
+	skipped *skipLog
 }
 
 // New returns a Service on pool that raises its alerts through alertSvc and
@@ -148,7 +150,7 @@ func New(pool *pgxpool.Pool, jobs Jobs, alertSvc *alerts.Service, inv *inventory
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{pool: pool, jobs: jobs, alerts: alertSvc, inv: inv, cfg: cfg, log: log}
+	return &Service{pool: pool, jobs: jobs, alerts: alertSvc, inv: inv, cfg: cfg, log: log, skipped: &skipLog{}}
 }
 
 // Run runs one reconciliation now and returns it with its findings.
