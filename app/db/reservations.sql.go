@@ -213,10 +213,12 @@ WITH due AS MATERIALIZED (
     SELECT d.id, d.expires_at FROM due d
     WHERE EXISTS (
             SELECT 1 FROM reservation_lines l
-            JOIN (SELECT unnest($3::text[]) AS sku, unnest($4::text[]) AS location,
-                         unnest($5::text[]) AS pool) x
-              ON x.sku = l.sku AND x.location = l.location AND x.pool = l.pool
-            WHERE l.reservation_id = d.id)
+            WHERE l.reservation_id = d.id
+              AND ROW(l.sku, l.location, l.pool) = ANY (ARRAY(
+                    SELECT ROW(x.sku, x.location, x.pool)
+                    FROM (SELECT unnest($3::text[]) AS sku, unnest($4::text[]) AS location,
+                                 unnest($5::text[]) AS pool) x))
+            OFFSET 0)
     ORDER BY d.expires_at, d.id
     LIMIT $6
 )
@@ -248,7 +250,9 @@ type ReservationsDueOnRow struct {
 // draw on (a row per line): the expiry loop hands them to the hold
 // batches of those rows (see expiry.go). It walks the due holds along
 // reservations_held_expires_at first (MATERIALIZED: a plan that read the
-// given rows' lines first would read every hold of a busy venue), and
+// given rows' lines first would read every hold of a busy venue), looks
+// at each one's own lines by their key (as ReservationsDue does: not a
+// join that may compare every due hold with every line of the rows), and
 // locks nothing.
 func (q *Queries) ReservationsDueOn(ctx context.Context, arg ReservationsDueOnParams) ([]ReservationsDueOnRow, error) {
 	rows, err := q.db.Query(ctx, reservationsDueOn,
