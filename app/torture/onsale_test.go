@@ -66,8 +66,10 @@ func (tr *torture) sellout(ctx context.Context, r *rand.Rand) {
 			}
 			return status == 200
 		}
+		var answer []byte // the last hold's answer, for the report
 		hold := func(op, key string, body map[string]any) (int, reservation) {
 			status, b := tr.do(op, "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", key)
+			answer = b
 			var h reservation
 			if status == 201 {
 				if err := json.Unmarshal(b, &h); err != nil {
@@ -121,7 +123,7 @@ func (tr *torture) sellout(ctx context.Context, r *rand.Rand) {
 		}
 		status, _ := hold("sellout after restock", tr.name("sold-hold"), body())
 		if status == 409 {
-			tr.t.Errorf("a hold on %s was refused out_of_stock right after this instance restocked it", sku)
+			tr.t.Errorf("a hold on %s was refused right after this instance restocked it: %s", sku, answer)
 		}
 	}
 }
