@@ -41,9 +41,6 @@ FROM stock s
 WHERE s.location = ANY(@ids::text[])
 GROUP BY s.location;
 
--- name: LocationLock :one
-SELECT * FROM locations WHERE id = @id FOR UPDATE;
-
 -- name: LocationUpdate :one
 -- LocationUpdate changes whichever of name, priority and active are given.
 UPDATE locations

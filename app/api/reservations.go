@@ -41,6 +41,16 @@ type holdItem struct {
 	Split bool `json:"split,omitempty"`
 }
 
+// inventoryItems are a request's lines as the inventory takes them.
+func inventoryItems(list []holdItem) []inventory.Item {
+	out := make([]inventory.Item, len(list))
+	for i, it := range list {
+		out[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent,
+			Location: it.Location, Split: it.Split}
+	}
+	return out
+}
+
 // holdRequest turns a decoded body into the domain's request.
 func (b holdBody) holdRequest(client, key string, locations []string) (inventory.HoldRequest, error) {
 	req := inventory.HoldRequest{Client: client, IdempotencyKey: key, OrderRef: b.OrderRef, Locations: locations}
@@ -56,11 +66,7 @@ func (b holdBody) holdRequest(client, key string, locations []string) (inventory
 		}
 		req.Campaign = *b.Campaign
 	}
-	req.Items = make([]inventory.Item, len(b.Items))
-	for i, it := range b.Items {
-		req.Items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent,
-			Location: it.Location, Split: it.Split}
-	}
+	req.Items = inventoryItems(b.Items)
 	return req, req.Validate()
 }
 
@@ -159,11 +165,7 @@ func (s *server) releaseReservation(c echo.Context) error {
 		logHold(c.Request().Context(), r)
 		return c.JSON(http.StatusOK, r)
 	}
-	items := make([]inventory.Item, len(body.Items))
-	for i, it := range body.Items {
-		items[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent,
-			Location: it.Location, Split: it.Split}
-	}
+	items := inventoryItems(body.Items)
 	by := asCaller(c)
 	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
 		key, err := idempotencyKey(c)

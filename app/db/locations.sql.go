@@ -86,32 +86,6 @@ func (q *Queries) LocationGet(ctx context.Context, id string) (Location, error) 
 	return i, err
 }
 
-const locationLock = `-- name: LocationLock :one
-SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at FROM locations WHERE id = $1 FOR UPDATE
-`
-
-func (q *Queries) LocationLock(ctx context.Context, id string) (Location, error) {
-	row := q.db.QueryRow(ctx, locationLock, id)
-	var i Location
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Priority,
-		&i.Active,
-		&i.StopSaleReason,
-		&i.StopSaleActor,
-		&i.StopSaleKey,
-		&i.StopSaleAt,
-		&i.CreatedBy,
-		&i.CreatedKey,
-		&i.CreatedAt,
-		&i.UpdatedBy,
-		&i.UpdatedKey,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const locationStopSaleSet = `-- name: LocationStopSaleSet :one
 UPDATE locations
 SET stop_sale_reason = $1::text, stop_sale_actor = $2, stop_sale_key = $3,

@@ -65,6 +65,11 @@ func queueLock(ctx context.Context, q *db.Queries, ids []uuid.UUID) lockStep {
 func (l lockStep) read() map[uuid.UUID]*lockedHold {
 	rows, _ := collect(l.locking.Query)
 	lines, _ := collect(l.reading.Query)
+	return lockedHolds(rows, lines)
+}
+
+// lockedHolds puts the lines read after a lock with the holds it locked.
+func lockedHolds(rows []db.ReservationsLockManyRow, lines []db.ReservationLinesGetManyRow) map[uuid.UUID]*lockedHold {
 	holds := make(map[uuid.UUID]*lockedHold, len(rows))
 	for _, r := range rows {
 		holds[r.Reservation.ID] = &lockedHold{row: r.Reservation, due: r.Due}

@@ -76,10 +76,7 @@ func (c *StockCount) validate() error {
 	if c.Counted < 0 || c.Counted > MaxAdjustment {
 		return domain.Invalid("counted must be a whole number from 0 to %d: what is on the shelf and not sold", MaxAdjustment)
 	}
-	if err := requireReason(c.Reason); err != nil {
-		return err
-	}
-	return domain.ValidText("reason", c.Reason, domain.MaxTextLength)
+	return validReason(c.Reason)
 }
 
 // CountOnce records a stock count at most once per key (see

@@ -21,10 +21,9 @@ import (
 
 // Limits on locations.
 const (
-	MaxLocationName    = 200
-	MaxLocationsPage   = 1000
-	MaxLocationsPerKey = 100
-	maxPriority        = 1_000_000
+	MaxLocationName  = 200
+	MaxLocationsPage = 1000
+	maxPriority      = 1_000_000
 )
 
 // Location is a location as the API shows it, with the totals of its stock
@@ -291,30 +290,6 @@ func requireLocations(ctx context.Context, q *db.Queries, ids ...string) error {
 		return fmt.Errorf("look up locations: %w", err)
 	}
 	for _, id := range want {
-		if !slices.ContainsFunc(found, func(l db.Location) bool { return l.ID == id }) {
-			return errUnknownLocation(id, true)
-		}
-	}
-	return nil
-}
-
-// ValidLocations checks a list of locations a key may be bound to: names,
-// at most MaxLocationsPerKey, each existing.
-func (s *Service) ValidLocations(ctx context.Context, ids []string) error {
-	if len(ids) == 0 || len(ids) > MaxLocationsPerKey {
-		return domain.Invalid("locations must name 1 to %d locations", MaxLocationsPerKey)
-	}
-	for i, id := range ids {
-		if err := domain.ValidName(fmt.Sprintf("locations[%d]", i), id); err != nil {
-			return err
-		}
-	}
-	q := db.New(s.pool)
-	found, err := q.LocationsGet(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
 		if !slices.ContainsFunc(found, func(l db.Location) bool { return l.ID == id }) {
 			return errUnknownLocation(id, true)
 		}

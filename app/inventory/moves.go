@@ -59,10 +59,7 @@ func (m *Move) validate() error {
 	case m.Quantity < 1 || m.Quantity > MaxAdjustment:
 		return domain.Invalid("quantity must be a whole number from 1 to %d", MaxAdjustment)
 	}
-	if err := requireReason(m.Reason); err != nil {
-		return err
-	}
-	if err := domain.ValidText("reason", m.Reason, domain.MaxTextLength); err != nil {
+	if err := validReason(m.Reason); err != nil {
 		return err
 	}
 	return domain.ValidRef("ref", m.Ref, domain.MaxTextLength)

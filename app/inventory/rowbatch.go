@@ -125,18 +125,13 @@ func (l *joinedLock) read() map[uuid.UUID]*lockedHold {
 	if l == nil {
 		return nil
 	}
-	rows, _ := collect(l.locking.Query)
+	free, _ := collect(l.locking.Query)
 	lines, _ := collect(l.reading.Query)
-	holds := make(map[uuid.UUID]*lockedHold, len(rows))
-	for _, r := range rows {
-		holds[r.Reservation.ID] = &lockedHold{row: r.Reservation, due: r.Due}
+	rows := make([]db.ReservationsLockManyRow, len(free))
+	for i, r := range free {
+		rows[i] = db.ReservationsLockManyRow(r)
 	}
-	for _, l := range lines {
-		if h := holds[l.ReservationID]; h != nil {
-			h.lines = append(h.lines, lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units))
-		}
-	}
-	return holds
+	return lockedHolds(rows, lines)
 }
 
 // joinedDecision is what a batch decided of its joined calls.

@@ -97,10 +97,7 @@ func (n *NewTransfer) validate() error {
 	case n.Quantity < 1 || n.Quantity > MaxAdjustment:
 		return domain.Invalid("quantity must be a whole number from 1 to %d", MaxAdjustment)
 	}
-	if err := requireReason(n.Reason); err != nil {
-		return err
-	}
-	return domain.ValidText("reason", n.Reason, domain.MaxTextLength)
+	return validReason(n.Reason)
 }
 
 // CreateTransferOnce sends a transfer at most once per key (see
@@ -259,9 +256,9 @@ func receiveTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error
 	return setTransfer(ctx, q, t, t.Received+st.Quantity, t.Lost, status, st)
 }
 
-// endReason checks the reason a transfer is closed or cancelled for:
-// required, and text.
-func endReason(reason string) error {
+// validReason checks an operator's reason for a move, a transfer, its end
+// or a count: required, and text.
+func validReason(reason string) error {
 	if err := requireReason(reason); err != nil {
 		return err
 	}
@@ -272,7 +269,7 @@ func endReason(reason string) error {
 // written off as lost in transit at its destination (ledger kind loss,
 // never silently). A reason is required.
 func (s *Service) CloseTransfer(ctx context.Context, st TransferStep) (Transfer, error) {
-	if err := endReason(st.Reason); err != nil {
+	if err := validReason(st.Reason); err != nil {
 		return Transfer{}, err
 	}
 	var out Transfer
@@ -300,7 +297,7 @@ func (s *Service) CloseTransfer(ctx context.Context, st TransferStep) (Transfer,
 // before any receipt (409 transfer_partly_received after one: close it
 // instead). A reason is required.
 func (s *Service) CancelTransfer(ctx context.Context, st TransferStep) (Transfer, error) {
-	if err := endReason(st.Reason); err != nil {
+	if err := validReason(st.Reason); err != nil {
 		return Transfer{}, err
 	}
 	var out Transfer
