@@ -55,7 +55,7 @@ func (tr *torture) setupStadium(t *testing.T) {
 func (tr *torture) sellout(ctx context.Context, r *rand.Rand) {
 	for pace(ctx, r, 100*time.Millisecond) {
 		sku := tr.name("SOLD")
-		in := func(n int) bool {
+		in := func(n int) (string, bool) {
 			ref := tr.name("restock")
 			status, _ := tr.do("sellout restock", "POST", "/v1/skus/"+sku+"/adjustments", tr.ops,
 				map[string]any{"delta": n, "reason": "torture sell-out", "ref": ref}, "Idempotency-Key", ref)
@@ -64,7 +64,7 @@ func (tr *torture) sellout(ctx context.Context, r *rand.Rand) {
 				tr.refs = append(tr.refs, ref)
 				tr.mu.Unlock()
 			}
-			return status == 200
+			return ref, status == 200
 		}
 		var answer []byte // the last hold's answer, for the report
 		hold := func(op, key string, body map[string]any) (int, reservation) {
@@ -86,7 +86,7 @@ func (tr *torture) sellout(ctx context.Context, r *rand.Rand) {
 			return map[string]any{"order_ref": tr.name("sold"), "ttl_seconds": 1 + r.IntN(3),
 				"items": []any{map[string]any{"sku": sku, "quantity": 1}}}
 		}
-		if !in(1 + r.IntN(3)) {
+		if _, ok := in(1 + r.IntN(3)); !ok {
 			continue
 		}
 		var (
@@ -117,13 +117,30 @@ func (tr *torture) sellout(ctx context.Context, r *rand.Rand) {
 		if status, again := hold("sellout replay", firstKey, firstBody); status == 409 || status == 201 && again.ID != first.ID {
 			tr.t.Errorf("a retry of hold %s on sold-out %s answered %d (hold %s)", first.ID, sku, status, again.ID)
 		}
-		// This instance restocks: the very next hold is not refused.
-		if !in(1) {
+		// This instance restocks: the very next hold is not refused, unless
+		// something took the unit first (a late payer's reinstate of one of
+		// this SKU's expired holds may).
+		ref, ok := in(1)
+		if !ok {
 			continue
 		}
 		status, _ := hold("sellout after restock", tr.name("sold-hold"), body())
-		if status == 409 {
-			tr.t.Errorf("a hold on %s was refused right after this instance restocked it: %s", sku, answer)
+		if status != 409 {
+			continue
+		}
+		var taken []string
+		err := tr.pool.QueryRow(context.WithoutCancel(ctx), `SELECT coalesce(array_agg(kind || ' ' || coalesce(reservation_id::text, '')), '{}')
+			FROM ledger WHERE sku = $1 AND delta_available < 0
+			AND id > (SELECT id FROM ledger WHERE sku = $1 AND ref = $2)`, sku, ref).Scan(&taken)
+		switch {
+		case err != nil:
+			tr.t.Errorf("reading what took %s's restocked unit: %v", sku, err)
+		case len(taken) > 0:
+			tr.mu.Lock()
+			tr.outcomes["sellout restock taken first"]++
+			tr.mu.Unlock()
+		default:
+			tr.t.Errorf("a hold on %s was refused right after this instance restocked it, and nothing took the unit: %s", sku, answer)
 		}
 	}
 }
