@@ -386,17 +386,21 @@ WITH hold AS (
     RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
               s.quality_control, s.damaged, s.safety_stock, s.incoming
 ), shrunk AS (
+    -- Lines are found by their hold's key, the row compared apart (see
+    -- "lines not as read" below for why).
     UPDATE reservation_lines l
     SET quantity = l.quantity - m.quantity
     FROM move m
-    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku
-      AND l.location = m.location AND l.pool = m.pool AND l.quantity > m.quantity
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id
+      AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
+      AND l.quantity > m.quantity
     RETURNING l.reservation_id
 ), dropped AS (
     DELETE FROM reservation_lines l
     USING move m
-    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id AND l.sku = m.sku
-      AND l.location = m.location AND l.pool = m.pool AND l.quantity = m.quantity
+    WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id
+      AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
+      AND l.quantity = m.quantity
     RETURNING l.reservation_id
 ), unit_in AS (
     SELECT unnest($11::uuid[]) AS reservation_id, unnest($12::text[]) AS sku,
@@ -464,14 +468,23 @@ SELECT stockhold_check(concat_ws('; ',
          SELECT 1 FROM moved v WHERE v.sku = m.sku AND v.location = m.location AND v.pool = m.pool)),
     (SELECT 'lines not as read: ' || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.location || '/' || m.pool, ', ')
      FROM move m
-     LEFT JOIN reservation_lines l ON l.reservation_id = m.reservation_id AND l.sku = m.sku
-                                  AND l.location = m.location AND l.pool = m.pool
+     -- Each line is looked up by its hold's key and compared as a row,
+     -- which no index serves: a plan made on statistics from before a
+     -- burst took the row's index (every line of a hot SKU) for each line
+     -- moved, 200 ms for 500 holds in the expiry bench (TestChangeLinear).
+     LEFT JOIN LATERAL (
+         SELECT l.quantity FROM reservation_lines l
+         WHERE l.reservation_id = m.reservation_id
+           AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
+         OFFSET 0) l ON true
      WHERE l.quantity IS NULL OR m.quantity < 1
         OR (m.kind = 'release_partial' AND l.quantity < m.quantity)
         OR (m.kind <> 'release_partial' AND l.quantity <> m.quantity)),
     (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.location || '/' || l.pool, ', ')
      FROM hold h
-     JOIN reservation_lines l ON l.reservation_id = h.id
+     CROSS JOIN LATERAL (
+         SELECT l.reservation_id, l.sku, l.location, l.pool FROM reservation_lines l
+         WHERE l.reservation_id = h.id OFFSET 0) l
      WHERE h.status <> 'held'
        AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku
                                                AND m.location = l.location AND m.pool = l.pool))

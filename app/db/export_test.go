@@ -3,6 +3,7 @@ package db
 // The text of the expiry loop's reads of due holds, for the plan test
 // (plan_test.go) to explain as PostgreSQL runs them.
 const (
-	ReservationsDueSQL   = reservationsDue
-	ReservationsDueOnSQL = reservationsDueOn
+	ReservationsDueSQL    = reservationsDue
+	ReservationsChangeSQL = reservationsChange
+	ReservationsDueOnSQL  = reservationsDueOn
 )
