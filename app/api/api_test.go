@@ -45,13 +45,15 @@ type env struct {
 	shop   string
 	ops    string
 	client *http.Client
+	// handler is the API itself, for benchmarks that skip the network.
+	handler http.Handler
 }
 
 type setupOpts struct {
 	coalesce bool
 }
 
-func setup(t *testing.T, opts *setupOpts) *env {
+func setup(t testing.TB, opts *setupOpts) *env {
 	t.Helper()
 	if opts == nil {
 		opts = &setupOpts{}
@@ -61,7 +63,7 @@ func setup(t *testing.T, opts *setupOpts) *env {
 	inserter, err := jobs.NewInserter(pool)
 	require.NoError(t, err)
 	deps := app.NewServices(config.DefaultsWith(func(c *config.Config) { c.Coalesce = opts.coalesce }), pool, inserter, quiet)
-	srv := httptest.NewServer(api.New(api.Deps{
+	handler := api.New(api.Deps{
 		Events: events.NewFeed(pool), Inventory: deps.Inventory, Reconcile: deps.Reconcile, Alerts: deps.Alerts,
 		Rollbacks: deps.Rollbacks, Campaigns: deps.Campaigns, Webhooks: deps.Webhooks, Reports: deps.Reports, Auth: auth.NewAuthenticator(pool, time.Minute),
 		Ready: func(context.Context) error { return nil },
@@ -69,13 +71,14 @@ func setup(t *testing.T, opts *setupOpts) *env {
 		// The plain path under -race with 1,000 clients on one row takes
 		// longer than the 10 s default.
 		RequestTimeout: 30 * time.Second,
-	}))
+	})
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	shop, err := auth.Create(ctx, pool, "shop-a", auth.RoleShop)
 	require.NoError(t, err)
 	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
 	require.NoError(t, err)
-	e := &env{t: t, url: srv.URL, pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rec: deps.Reconcile, camps: deps.Campaigns, shop: shop, ops: ops,
+	e := &env{t: t, url: srv.URL, pool: pool, inv: deps.Inventory, alerts: deps.Alerts, rec: deps.Reconcile, camps: deps.Campaigns, shop: shop, ops: ops, handler: handler,
 		client: &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 200, MaxConnsPerHost: 200})}}
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return e
