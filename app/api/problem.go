@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,20 +33,137 @@ type problem struct {
 func (p *problem) Error() string { return p.Code + ": " + p.Detail }
 
 // MarshalJSON flattens Extra into the object, as RFC 9457 extensions are.
-func (p *problem) MarshalJSON() ([]byte, error) {
-	m := map[string]any{
-		"type":   "/problems/" + p.Code,
-		"title":  p.Title,
-		"status": p.Status,
-		"detail": p.Detail,
-		"code":   p.Code,
-	}
-	for k, v := range p.Extra {
-		if _, taken := m[k]; !taken {
-			m[k] = v
+func (p *problem) MarshalJSON() ([]byte, error) { return p.appendJSON(nil) }
+
+// problemMembers are the members every problem has, which an Extra member
+// of the same name does not replace.
+var problemMembers = [...]string{"code", "detail", "status", "title", "type"}
+
+// appendJSON appends p's JSON to b: what encoding/json made of the object
+// as a map[string]any (members sorted by name, strings escaped as it
+// escapes them, HTML characters included), byte for byte, without the
+// map, the reflection and the sort of a general encoder. Extra values
+// other than strings, integers and booleans are encoded by encoding/json
+// itself. TestProblemJSON compares the two.
+func (p *problem) appendJSON(b []byte) ([]byte, error) {
+	var inline [16]string
+	keys := append(inline[:0], problemMembers[:]...)
+	for k := range p.Extra {
+		if !slices.Contains(problemMembers[:], k) {
+			keys = append(keys, k)
 		}
 	}
-	return json.Marshal(m)
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		switch k {
+		case "code":
+			b = appendJSONString(b, p.Code)
+		case "detail":
+			b = appendJSONString(b, p.Detail)
+		case "status":
+			b = strconv.AppendInt(b, int64(p.Status), 10)
+		case "title":
+			b = appendJSONString(b, p.Title)
+		case "type":
+			// "/problems/" + Code, without building the string.
+			b = append(appendJSONChars(append(b, `"/problems/`...), p.Code), '"')
+		default:
+			var err error
+			if b, err = appendJSONValue(b, p.Extra[k]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONValue appends v as encoding/json encodes it inside an
+// interface: strings, integers and booleans here, anything else through
+// encoding/json.
+func appendJSONValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case string:
+		return appendJSONString(b, v), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case nil:
+		return append(b, "null"...), nil
+	}
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, enc...), nil
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it by default.
+func appendJSONString(b []byte, s string) []byte {
+	return append(appendJSONChars(append(b, '"'), s), '"')
+}
+
+// appendJSONChars is encoding/json's appendString with escapeHTML, less
+// the quotes: quotes, backslashes and control characters escaped, <, > and
+// & as \u003c, \u003e and \u0026, invalid UTF-8 as \ufffd, U+2028 and
+// U+2029 as \u2028 and \u2029.
+func appendJSONChars(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(b, s[start:]...)
 }
 
 // statuses maps domain codes to HTTP statuses: the one place that does.
@@ -300,7 +419,7 @@ func writeProblem(w http.ResponseWriter, method string, p *problem) {
 
 // problemBody is p's JSON, ending in a newline as every answer does.
 func problemBody(p *problem) []byte {
-	body, err := json.Marshal(p)
+	body, err := p.appendJSON(make([]byte, 0, 256))
 	if err != nil {
 		body = []byte(`{"type":"/problems/internal_error","status":500,"code":"internal_error"}`)
 	}
