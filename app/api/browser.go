@@ -22,14 +22,32 @@ func browserHeaders() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			h := c.Response().Header()
-			h.Set("X-Frame-Options", "DENY")
-			h.Set("Content-Security-Policy", pageCSP)
-			h.Set("X-Content-Type-Options", "nosniff")
-			h.Set("Referrer-Policy", "same-origin")
+			for _, ph := range pageHeaders {
+				h[ph.name] = ph.value
+			}
 			return next(c)
 		}
 	}
 }
+
+// pageHeaders are browserHeaders' headers, their names in canonical form
+// and their values shared by every answer (Header.Set would allocate each
+// anew on every request): a one-element slice at full capacity, which
+// Header.Set replaces and Header.Add copies before appending, so no answer
+// can change another's.
+var pageHeaders = []struct {
+	name  string
+	value []string
+}{
+	{"X-Frame-Options", sharedValue("DENY")},
+	{"Content-Security-Policy", sharedValue(pageCSP)},
+	{"X-Content-Type-Options", sharedValue("nosniff")},
+	{"Referrer-Policy", sharedValue("same-origin")},
+}
+
+// sharedValue is a header value to assign to many answers' headers (see
+// pageHeaders).
+func sharedValue(v string) []string { return []string{v}[:1:1] }
 
 // sameOrigin refuses, with 403, a state-changing request (any method but
 // GET, HEAD and OPTIONS) that a page on another site could have made a

@@ -407,10 +407,13 @@ func (s *server) handleError(err error, c echo.Context) {
 	writeProblem(c.Response(), req.Method, p)
 }
 
+// problemJSON is the Content-Type of a problem, shared (see pageHeaders).
+var problemJSON = sharedValue("application/problem+json")
+
 // writeProblem writes p as the answer.
 func writeProblem(w http.ResponseWriter, method string, p *problem) {
 	body := problemBody(p)
-	w.Header().Set(echo.HeaderContentType, "application/problem+json")
+	w.Header()[echo.HeaderContentType] = problemJSON
 	w.WriteHeader(p.Status)
 	if method != http.MethodHead {
 		_, _ = w.Write(body)
