@@ -287,29 +287,41 @@ func fromDomain(e *domain.Error) *problem {
 // it tells a client that went away, or a request out of time, from the
 // database's own refusals.
 func problemOf(ctx context.Context, err error) *problem {
-	var p *problem
-	if errors.As(err, &p) {
+	if p, ok := err.(*problem); ok {
+		// The usual case (the error handler is given what the timeout
+		// middleware classified), without errors.As's reflection.
 		return p
 	}
-	p = classify(ctx, err)
+	if p, ok := errorAs[*problem](err); ok {
+		return p
+	}
+	p := classify(ctx, err)
 	p.cause = err
 	return p
 }
 
+// errorAs is errors.As for a type, trying err itself first.
+func errorAs[T error](err error) (T, bool) {
+	if t, ok := err.(T); ok {
+		return t, true
+	}
+	var t T
+	ok := errors.As(err, &t)
+	return t, ok
+}
+
 func classify(ctx context.Context, err error) *problem {
-	var (
-		de *domain.Error
-		he *echo.HTTPError
-	)
-	switch {
-	case errors.Is(ctx.Err(), context.Canceled):
+	if errors.Is(ctx.Err(), context.Canceled) {
 		// Whatever the answer would have been, no one is there to read it.
 		return newProblem(statusClientClosed, "client_closed_request", "the client closed the request before its answer")
-	case errors.As(err, &de):
+	}
+	if de, ok := errorAs[*domain.Error](err); ok {
 		return fromDomain(de)
-	case errors.As(err, &he):
+	}
+	if he, ok := errorAs[*echo.HTTPError](err); ok {
 		return fromHTTPError(he)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return timeout()
 	}
 	if p := databaseProblem(err); p != nil {

@@ -91,8 +91,7 @@ func (s *server) createReservation(c echo.Context) error {
 	logSKUs(c.Request().Context(), req.Items)
 	r, replayed, err := s.Inventory.Hold(c.Request().Context(), req)
 	if err != nil {
-		var de *domain.Error
-		if errors.As(err, &de) {
+		if de, ok := errorAs[*domain.Error](err); ok {
 			// On the request's line, not one of its own: refusals are
 			// ordinary (900 of 1,000 in a flash sale) and counted.
 			logging.Add(c.Request().Context(), slog.String("code", string(de.Code)), slog.String("refused_sku", de.SKU))

@@ -85,13 +85,17 @@ func (s *Service) holdAnswered(outcome string) {
 // holdOutcome names a hold's outcome as HoldAnswered is told it: held,
 // replayed, or the refusal's code; any other error is internal_error.
 func holdOutcome(replayed bool, err error) string {
-	var de *domain.Error
 	switch {
 	case err == nil && replayed:
 		return "replayed"
 	case err == nil:
 		return "held"
-	case errors.As(err, &de):
+	}
+	if de, ok := err.(*domain.Error); ok { // a refusal, without errors.As's reflection
+		return string(de.Code)
+	}
+	var de *domain.Error
+	if errors.As(err, &de) {
 		return string(de.Code)
 	}
 	return "internal_error"
