@@ -249,6 +249,10 @@ func (w want) row() Line { return Line{SKU: w.SKU, Location: w.Location, Pool: w
 // (and the order a hold's refusal picks its failing line in). Lines of a
 // SKU that name no location are one line, split if any of them asks.
 func (r HoldRequest) wants(pool string) []want {
+	if len(r.Items) == 1 { // most holds: nothing to sum or sort
+		it := r.Items[0]
+		return []want{{SKU: it.SKU, Location: it.Location, Pool: pool, Quantity: it.count(), Split: it.Split}}
+	}
 	type key struct{ sku, location string }
 	sum := map[key]*want{}
 	for _, it := range r.Items {

@@ -128,13 +128,20 @@ func newSoldOut(trust time.Duration) *soldOut {
 // decides them (lines naming a location first), with what decides which
 // rows it may draw on. It reports false for a hold memory never answers.
 func askOf(h hold) (string, want, bool) {
+	b, first, ok := appendAsk(nil, h)
+	return string(b), first, ok
+}
+
+// appendAsk is askOf appending to b: refuse looks the ask up from a buffer
+// on its stack, with no string made.
+func appendAsk(b []byte, h hold) ([]byte, want, bool) {
 	if len(h.wants) == 0 {
-		return "", want{}, false
+		return b, want{}, false
 	}
 	if h.maxPerOrder != nil {
 		for _, w := range h.wants {
 			if w.Quantity > *h.maxPerOrder {
-				return "", want{}, false // a campaign's cap refuses first
+				return b, want{}, false // a campaign's cap refuses first
 			}
 		}
 	}
@@ -146,24 +153,23 @@ func askOf(h hold) (string, want, bool) {
 		}
 	}
 	if _, asked := h.asks[poolKey(first.SKU, first.Pool)]; asked {
-		return "", want{}, false
+		return b, want{}, false
 	}
-	var b strings.Builder
-	for _, part := range []string{first.SKU, first.Location, first.Pool} {
-		b.WriteString(part)
-		b.WriteByte(0)
+	for _, part := range [...]string{first.SKU, first.Location, first.Pool} {
+		b = append(b, part...)
+		b = append(b, 0)
 	}
 	if first.Split {
-		b.WriteString("split")
+		b = append(b, "split"...)
 	}
-	b.WriteByte(0)
+	b = append(b, 0)
 	if h.req.Locations != nil {
 		locations := slices.Clone(h.req.Locations)
 		slices.Sort(locations)
-		b.WriteString(strings.Join(locations, ","))
-		b.WriteString(";")
+		b = append(b, strings.Join(locations, ",")...)
+		b = append(b, ';')
 	}
-	return b.String(), first, true
+	return b, first, true
 }
 
 func (m *soldOut) keyHash(client, key string) uint64 {
@@ -182,30 +188,34 @@ func (m *soldOut) refuse(h hold) (verdict, bool) {
 	if m == nil || m.trust <= 0 {
 		return verdict{}, false
 	}
-	ask, first, ok := askOf(h)
+	var buf [128]byte
+	ask, first, ok := appendAsk(buf[:0], h)
 	if !ok {
 		return verdict{}, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.now().Sub(m.stoppedAt) >= m.trust || m.stopped[h.req.Client] {
+	now := m.now()
+	if now.Sub(m.stoppedAt) >= m.trust || m.stopped[h.req.Client] {
 		return verdict{}, false // its batch may answer stop_sale first
 	}
-	e := m.entries[ask]
-	if e == nil || !m.usableLocked(e) {
+	e := m.entries[string(ask)]
+	if e == nil || !m.usableLocked(e, now) {
 		return verdict{}, false
 	}
 	if _, made := slices.BinarySearch(e.keys, m.keyHash(h.req.Client, h.req.IdempotencyKey)); made {
 		return verdict{}, false
 	}
-	e.asked = m.now()
+	e.asked = now
 	v := e.v
 	v.line = first
 	return v, true
 }
 
-func (m *soldOut) usableLocked(e *soldOutEntry) bool {
-	if m.now().Sub(e.readAt) >= m.trust || e.writes != m.writes.Load() {
+// usableLocked reports whether e may refuse a hold now (the time read
+// under mu).
+func (m *soldOut) usableLocked(e *soldOutEntry, now time.Time) bool {
+	if now.Sub(e.readAt) >= m.trust || e.writes != m.writes.Load() {
 		return false
 	}
 	for _, r := range e.rows {
