@@ -247,6 +247,10 @@ func (s *server) listReservations(c echo.Context) error {
 // logSKUs puts a hold's SKUs in the request's log lines: "sku" for one,
 // "skus" for several.
 func logSKUs(ctx context.Context, items []inventory.Item) {
+	if len(items) == 1 {
+		logging.Add(ctx, slog.String("sku", items[0].SKU))
+		return
+	}
 	skus := make([]string, 0, len(items))
 	for _, it := range items {
 		if !slices.Contains(skus, it.SKU) {

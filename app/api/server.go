@@ -233,7 +233,10 @@ func requestID() echo.MiddlewareFunc {
 				id = hex.EncodeToString(b)
 			}
 			c.Response().Header().Set(echo.HeaderXRequestID, id)
-			attrs := []slog.Attr{slog.String("request_id", id)}
+			// Room for what the request adds to its line (logging.Add):
+			// the SKU, a refusal's code, a hold's id and order reference.
+			attrs := make([]slog.Attr, 1, 8)
+			attrs[0] = slog.String("request_id", id)
 			if keys := c.Request().Header.Values("Idempotency-Key"); len(keys) == 1 && printableKey(keys[0]) {
 				attrs = append(attrs, slog.String("idempotency_key", keys[0]))
 			}
