@@ -417,6 +417,10 @@ type soldOutRenewal struct {
 	writes  uint64
 	rows    []soldOutRow
 	keys    []uint64
+	// after are the rows whose keys were read (by rowKey), each with the
+	// version after which they were: the keys through a row's version
+	// read are known only where the entry knew them through that one.
+	after map[string]int64
 }
 
 // loop reads every entry again every half of trust until none is left.
@@ -460,7 +464,28 @@ func (m *soldOut) renew(renewals []soldOutRenewal) {
 	defer m.mu.Unlock()
 	for _, r := range renewals {
 		e := m.entries[r.ask]
-		if e == nil || r.at.Before(e.readAt) {
+		if e == nil {
+			continue
+		}
+		if !r.gone && !r.tooMany {
+			// The keys of the holds on the rows up to the versions read are
+			// known whenever the read began, even if a batch remembered
+			// the entry since (as batches do, one after another, while
+			// the pool's refusals still go to the database): without them
+			// the entry would wait for a read that no batch overtakes.
+			for _, row := range r.rows {
+				k := row.key()
+				if after, read := r.after[k]; read && e.through[k] >= after {
+					e.through[k] = max(e.through[k], row.version)
+				}
+			}
+			if len(r.keys) > 0 {
+				e.keys = append(e.keys, r.keys...)
+				slices.Sort(e.keys)
+				e.keys = slices.Compact(e.keys)
+			}
+		}
+		if r.at.Before(e.readAt) {
 			continue
 		}
 		if r.gone || r.tooMany {
@@ -471,14 +496,6 @@ func (m *soldOut) renew(renewals []soldOutRenewal) {
 			continue
 		}
 		e.rows, e.readAt, e.writes = r.rows, r.at, r.writes
-		for _, row := range r.rows {
-			e.through[row.key()] = max(e.through[row.key()], row.version)
-		}
-		if len(r.keys) > 0 {
-			e.keys = append(e.keys, r.keys...)
-			slices.Sort(e.keys)
-			e.keys = slices.Compact(e.keys)
-		}
 	}
 }
 
@@ -544,7 +561,10 @@ func (s *Service) recheckSoldOut(ctx context.Context, checks []soldOutCheck) []s
 	}
 	out := make([]soldOutRenewal, 0, len(checks))
 	for _, c := range checks {
-		r := soldOutRenewal{ask: c.ask, at: seen.at, writes: seen.writes}
+		r := soldOutRenewal{ask: c.ask, at: seen.at, writes: seen.writes, after: make(map[string]int64, len(c.rows))}
+		for _, row := range c.rows {
+			r.after[row.key()] = c.through[row.key()]
+		}
 		v := decideHold(st, map[string]int64{}, map[string]bool{}, c.h)
 		if stopped || v.granted || v.why != domain.CodeOutOfStock || v.left != 0 {
 			r.gone = true
