@@ -35,25 +35,35 @@ func decodeOptional(c echo.Context, v any) error {
 }
 
 func decodeBody(c echo.Context, v any, optional bool) error {
+	body, err := readBody(c, optional)
+	if err != nil || body == nil {
+		return err
+	}
+	return decodeJSON(body, v)
+}
+
+// readBody reads the request's body, sent as JSON: nil when it is empty
+// and optional.
+func readBody(c echo.Context, optional bool) ([]byte, error) {
 	// The BodyLimit middleware caps what this reads at MaxBody.
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		var he *echo.HTTPError
 		if errors.As(err, &he) {
-			return he
+			return nil, he
 		}
-		return badRequest("could not read the request body")
+		return nil, badRequest("could not read the request body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if optional {
-			return nil
+			return nil, nil
 		}
-		return badRequest("the request body is empty; send a JSON object")
+		return nil, badRequest("the request body is empty; send a JSON object")
 	}
 	if err := jsonMediaType(c.Request().Header.Values(echo.HeaderContentType)); err != nil {
-		return err
+		return nil, err
 	}
-	return decodeJSON(body, v)
+	return body, nil
 }
 
 // jsonMediaType refuses, with 415, a body sent as anything but

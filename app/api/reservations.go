@@ -76,7 +76,7 @@ func (s *server) createReservation(c echo.Context) error {
 		return err
 	}
 	var body holdBody
-	if err := decode(c, &body); err != nil {
+	if err := decodeHold(c, &body); err != nil {
 		s.Inventory.CountUnreadableHold()
 		return err
 	}
