@@ -95,13 +95,9 @@ func New(d Deps) *echo.Echo {
 			return c.Request().Method == http.MethodPost && unitsWrite.MatchString(c.Request().URL.Path)
 		},
 	}))
-	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
-		Timeout: d.RequestTimeout,
-		// Errors are classified here, while the request's context is
-		// still its own (the middleware cancels it on return): a client
-		// gone, the request's deadline, or the pool's and the database's.
-		ErrorHandler: func(err error, c echo.Context) error { return problemOf(c.Request().Context(), err) },
-	}))
+	// Errors are classified there, while the request's context is still
+	// its own (requestTimeout cancels it on return).
+	e.Use(requestTimeout(d.RequestTimeout))
 	// Innermost: a panic is answered while the request's context is live
 	// (the timeout middleware cancels it on the way out, which would read
 	// as a client gone), and still gets its request log line and its
