@@ -300,14 +300,22 @@ func problemOf(ctx context.Context, err error) *problem {
 	return p
 }
 
-// errorAs is errors.As for a type, trying err itself first.
+// errorAs is errors.As for a type, trying err itself first, and calling
+// errors.As (reflection, and its target on the heap) only for an error
+// that wraps another or has an As method: for any other (a refusal's
+// *domain.Error), errors.As would find nothing.
 func errorAs[T error](err error) (T, bool) {
 	if t, ok := err.(T); ok {
 		return t, true
 	}
-	var t T
-	ok := errors.As(err, &t)
-	return t, ok
+	switch err.(type) {
+	case interface{ Unwrap() error }, interface{ Unwrap() []error }, interface{ As(any) bool }:
+		var t T
+		ok := errors.As(err, &t)
+		return t, ok
+	}
+	var none T
+	return none, false
 }
 
 func classify(ctx context.Context, err error) *problem {
