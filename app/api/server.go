@@ -84,25 +84,27 @@ func New(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.TrustedProxies)
-	e.Use(requestID())
-	e.Use(s.requestLogger())
-	e.Use(browserHeaders())
-	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
-		Limit: "64K",
-		// Adding or retiring units takes up to 10,000 of them: its routes
-		// set their own limit.
-		Skipper: func(c echo.Context) bool {
-			return c.Request().Method == http.MethodPost && unitsWrite.MatchString(c.Request().URL.Path)
-		},
-	}))
-	// Errors are classified there, while the request's context is still
-	// its own (requestTimeout cancels it on return).
-	e.Use(requestTimeout(d.RequestTimeout))
-	// Innermost: a panic is answered while the request's context is live
-	// (the timeout middleware cancels it on the way out, which would read
-	// as a client gone), and still gets its request log line and its
-	// latency, as a 500.
-	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic}))
+	e.Use(chainOnce(
+		requestID(),
+		s.requestLogger(),
+		browserHeaders(),
+		middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+			Limit: "64K",
+			// Adding or retiring units takes up to 10,000 of them: its
+			// routes set their own limit.
+			Skipper: func(c echo.Context) bool {
+				return c.Request().Method == http.MethodPost && unitsWrite.MatchString(c.Request().URL.Path)
+			},
+		}),
+		// Errors are classified there, while the request's context is
+		// still its own (requestTimeout cancels it on return).
+		requestTimeout(d.RequestTimeout),
+		// Innermost: a panic is answered while the request's context is
+		// live (the timeout middleware cancels it on the way out, which
+		// would read as a client gone), and still gets its request log
+		// line and its latency, as a 500.
+		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic}),
+	))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -189,6 +191,25 @@ func New(d Deps) *echo.Echo {
 		e.Any("/ops/*", console, clientIP())
 	}
 	return e
+}
+
+// chainOnce is middleware (outermost first) as one, built once: echo
+// applies its middleware anew on every request, around the handler its
+// router found (a closure per middleware, each time). Per request, what
+// remains is to keep the handler echo passes on (the route's, inside any
+// middleware used after this one) in the request's echo context, where
+// the chain's innermost handler calls it.
+func chainOnce(middleware ...echo.MiddlewareFunc) echo.MiddlewareFunc {
+	h := func(c echo.Context) error { return c.Handler()(c) }
+	for i := len(middleware) - 1; i >= 0; i-- {
+		h = middleware[i](h)
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.SetHandler(next)
+			return h(c)
+		}
+	}
 }
 
 // clientIP hands the client's IP, as the IP extractor found it, to a
