@@ -18,8 +18,12 @@ func decodeHold(c echo.Context, h *holdBody) error {
 	if parseHold(body, h) {
 		return nil
 	}
-	*h = holdBody{}
-	return decodeJSON(body, h)
+	// Decoded into a value of its own, which goes to the heap (json takes
+	// an any), so that h need not on every hold.
+	var decoded holdBody
+	err = decodeJSON(body, &decoded)
+	*h = decoded
+	return err
 }
 
 // parseHold reads body into h if it is a plain hold body, and reports

@@ -23,6 +23,11 @@ type problem struct {
 	Title  string
 	Detail string
 	Extra  map[string]any
+	// from is the domain error the problem was made from (fromDomain): its
+	// Extra and its context (SKU, pool, ...) are members too (see members),
+	// read from it as the problem is written rather than copied into a map
+	// on every refusal.
+	from *domain.Error
 	// RetryAfter, in seconds, is sent as the Retry-After header when above
 	// zero: the answers to overload say when to come back.
 	RetryAfter int
@@ -48,9 +53,22 @@ var problemMembers = [...]string{"code", "detail", "status", "title", "type"}
 func (p *problem) appendJSON(b []byte) ([]byte, error) {
 	var inline [16]string
 	keys := append(inline[:0], problemMembers[:]...)
-	for k := range p.Extra {
-		if !slices.Contains(problemMembers[:], k) {
+	add := func(k string) {
+		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
+		}
+	}
+	for k := range p.Extra {
+		add(k)
+	}
+	if e := p.from; e != nil {
+		for k := range e.Extra {
+			add(k)
+		}
+		for _, m := range domainMembers {
+			if m.has(e) {
+				add(m.name)
+			}
 		}
 	}
 	slices.Sort(keys)
@@ -75,12 +93,50 @@ func (p *problem) appendJSON(b []byte) ([]byte, error) {
 			b = append(appendJSONChars(append(b, `"/problems/`...), p.Code), '"')
 		default:
 			var err error
-			if b, err = appendJSONValue(b, p.Extra[k]); err != nil {
+			if b, err = p.appendMember(b, k); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// domainMembers are the members a problem takes from its domain error's
+// context, each when the error has it, and how each is written.
+var domainMembers = [...]struct {
+	name  string
+	has   func(*domain.Error) bool
+	write func([]byte, *domain.Error) ([]byte, error)
+}{
+	{"sku", func(e *domain.Error) bool { return e.SKU != "" },
+		func(b []byte, e *domain.Error) ([]byte, error) { return appendJSONString(b, e.SKU), nil }},
+	{"pool", func(e *domain.Error) bool { return e.Pool != "" },
+		func(b []byte, e *domain.Error) ([]byte, error) { return appendJSONString(b, e.Pool), nil }},
+	{"location", func(e *domain.Error) bool { return e.Location != "" },
+		func(b []byte, e *domain.Error) ([]byte, error) { return appendJSONString(b, e.Location), nil }},
+	{"line", func(e *domain.Error) bool { return e.Line != nil },
+		func(b []byte, e *domain.Error) ([]byte, error) { return strconv.AppendInt(b, int64(*e.Line), 10), nil }},
+	{"units", func(e *domain.Error) bool { return len(e.Units) > 0 },
+		func(b []byte, e *domain.Error) ([]byte, error) { return appendJSONValue(b, e.Units) }},
+	// RFC 9457 reserves "status" for the HTTP status.
+	{"reservation_status", func(e *domain.Error) bool { return e.Status != "" },
+		func(b []byte, e *domain.Error) ([]byte, error) { return appendJSONString(b, e.Status), nil }},
+}
+
+// appendMember appends the value of member k beyond the standard ones: the
+// domain error's context, else its Extra's, else the problem's Extra's.
+func (p *problem) appendMember(b []byte, k string) ([]byte, error) {
+	if e := p.from; e != nil {
+		for _, m := range domainMembers {
+			if m.name == k && m.has(e) {
+				return m.write(b, e)
+			}
+		}
+		if v, ok := e.Extra[k]; ok {
+			return appendJSONValue(b, v)
+		}
+	}
+	return appendJSONValue(b, p.Extra[k])
 }
 
 // appendJSONValue appends v as encoding/json encodes it inside an
@@ -257,29 +313,7 @@ func fromDomain(e *domain.Error) *problem {
 	case domain.CodeStopSale:
 		p.RetryAfter = retryStopSale
 	}
-	p.Extra = map[string]any{}
-	for k, v := range e.Extra {
-		p.Extra[k] = v
-	}
-	if e.SKU != "" {
-		p.Extra["sku"] = e.SKU
-	}
-	if e.Pool != "" {
-		p.Extra["pool"] = e.Pool
-	}
-	if e.Location != "" {
-		p.Extra["location"] = e.Location
-	}
-	if e.Line != nil {
-		p.Extra["line"] = *e.Line
-	}
-	if len(e.Units) > 0 {
-		p.Extra["units"] = e.Units
-	}
-	if e.Status != "" {
-		// RFC 9457 reserves "status" for the HTTP status.
-		p.Extra["reservation_status"] = e.Status
-	}
+	p.from = e
 	return p
 }
 

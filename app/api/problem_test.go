@@ -45,7 +45,7 @@ func TestProblemOfDomainErrors(t *testing.T) {
 		require.Equal(t, c.status, p.Status, name)
 		require.Equal(t, c.code, p.Code, name)
 		require.Equal(t, title(c.code), p.Title, name)
-		require.Equal(t, c.extra, p.Extra, name)
+		require.Equal(t, c.extra, extraOf(p), name)
 	}
 	require.Equal(t, "this Idempotency-Key was used before with a different request",
 		problemOf(context.Background(), domain.ErrKeyReused).Detail)

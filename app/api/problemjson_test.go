@@ -15,9 +15,45 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 )
 
+// extraOf is what a problem's Extra was before problems kept their domain
+// error (fromDomain copied its Extra and its context into Extra then):
+// Extra's members, then the domain error's Extra and its context.
+func extraOf(p *problem) map[string]any {
+	e := p.from
+	if e == nil {
+		return p.Extra
+	}
+	m := map[string]any{}
+	for k, v := range p.Extra {
+		m[k] = v
+	}
+	for k, v := range e.Extra {
+		m[k] = v
+	}
+	if e.SKU != "" {
+		m["sku"] = e.SKU
+	}
+	if e.Pool != "" {
+		m["pool"] = e.Pool
+	}
+	if e.Location != "" {
+		m["location"] = e.Location
+	}
+	if e.Line != nil {
+		m["line"] = *e.Line
+	}
+	if len(e.Units) > 0 {
+		m["units"] = e.Units
+	}
+	if e.Status != "" {
+		m["reservation_status"] = e.Status
+	}
+	return m
+}
+
 // mapProblem is a problem encoded as problem.MarshalJSON encoded it before
 // it built the bytes itself: a map[string]any of its members, Extra's
-// beside the standard ones, through encoding/json.
+// (extraOf) beside the standard ones, through encoding/json.
 type mapProblem struct{ p *problem }
 
 func (m mapProblem) MarshalJSON() ([]byte, error) {
@@ -29,7 +65,7 @@ func (m mapProblem) MarshalJSON() ([]byte, error) {
 		"detail": p.Detail,
 		"code":   p.Code,
 	}
-	for k, v := range p.Extra {
+	for k, v := range extraOf(p) {
 		if _, taken := members[k]; !taken {
 			members[k] = v
 		}
@@ -82,6 +118,13 @@ func TestProblemJSON(t *testing.T) {
 	for code := range statuses {
 		problems = append(problems, fromDomain(&domain.Error{Code: code, Detail: fmt.Sprintf("SKU %q (pool main) has 0 available, 1 requested", "A<1>"),
 			SKU: "A<1>", Pool: "main", Location: "dépôt", Line: &line, Units: []string{"u1", "u&2"}, Status: "expired"}))
+	}
+	for _, extra := range []map[string]any{nil, {}, {"sku": "from extra", "type": "x", "difference": 3, "line": "l"}, {"units": []int{1}, "z<": "&"}} {
+		problems = append(problems, fromDomain(&domain.Error{Code: domain.CodeBooksUnbalanced, Detail: "d", Extra: extra}),
+			fromDomain(&domain.Error{Code: domain.CodeNotHeld, Detail: "d", SKU: "A1", Status: "expired", Line: &line, Extra: extra}))
+		p := fromDomain(&domain.Error{Code: domain.CodeOutOfStock, Detail: "d", SKU: "A1", Units: []string{"u"}, Extra: extra})
+		p.Extra = map[string]any{"sku": "own", "own": true, "pool": "p"}
+		problems = append(problems, p)
 	}
 	extras := []map[string]any{
 		nil,
