@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -1016,8 +1017,12 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 	case v.why == domain.CodeSKUPaused:
 		return s.whyNot(ctx, l)
 	case l.Location == "" && v.places == 1 && h.req.Locations == nil:
+		// fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested"),
+		// without fmt: this is the refusal of a SKU sold out, answered from
+		// memory tens of thousands of times a second.
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
-			Detail: fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", l.SKU, l.Pool, v.left, l.Quantity)}
+			Detail: "SKU " + strconv.Quote(l.SKU) + " (pool " + l.Pool + ") has " + strconv.FormatInt(v.left, 10) +
+				" available, " + strconv.FormatInt(l.Quantity, 10) + " requested"}
 	case l.Location == "" && h.req.Locations != nil:
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
 			Detail: fmt.Sprintf("SKU %q (pool %s): no location this key may use (%s) has %d available, at most %d",

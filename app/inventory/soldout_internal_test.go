@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,4 +85,19 @@ func TestSoldOutLearnsKeysWhileBatchesRefuse(t *testing.T) {
 	m.renew([]soldOutRenewal{renewal(at(35), 0)})
 	_, ok = m.refuse(h)
 	require.True(t, ok, "a read of every key does")
+}
+
+// TestOutOfStockDetail: the refusal of a SKU with nothing left reads as
+// the fmt.Sprintf it is written without.
+func TestOutOfStockDetail(t *testing.T) {
+	t.Parallel()
+	for _, sku := range []string{"A1", `a"b\c`, "caf\u00e9 \U0001F600", "tab\there\x01", "bad\xffutf8", ""} {
+		for _, n := range [][2]int64{{0, 1}, {0, 250}, {3, 1000}, {99, 100}, {12, 1 << 40}} {
+			h, v := refusedHold(sku, "shop", "k")
+			h.wants[0].Quantity, v.line.Quantity, v.left = n[1], n[1], n[0]
+			var de *domain.Error
+			require.ErrorAs(t, (*Service)(nil).refusal(context.Background(), h, v), &de)
+			require.Equal(t, fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", sku, MainPool, n[0], n[1]), de.Detail)
+		}
+	}
 }
