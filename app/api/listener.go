@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
+	"sync/atomic"
 )
 
 // Listener caps the connections a server holds open, so idle keep-alive
@@ -28,7 +28,11 @@ type Listener struct {
 	close sync.Once
 
 	mu   sync.Mutex
-	idle map[*conn]time.Time
+	open map[*conn]struct{}
+	// idled counts connections going idle: the count a connection went
+	// idle at (conn.idleAt) orders them, without a clock or a lock on
+	// every request.
+	idled atomic.Uint64
 }
 
 // NewListener wraps ln, holding at most max connections open (4096 when
@@ -37,7 +41,7 @@ func NewListener(ln net.Listener, max int) *Listener {
 	if max <= 0 {
 		max = 4096
 	}
-	return &Listener{Listener: ln, slots: make(chan struct{}, max), done: make(chan struct{}), idle: map[*conn]time.Time{}}
+	return &Listener{Listener: ln, slots: make(chan struct{}, max), done: make(chan struct{}), open: map[*conn]struct{}{}}
 }
 
 // Accept waits for a free slot, closing the longest-idle connection when
@@ -53,12 +57,16 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, net.ErrClosed
 		}
 	}
-	c, err := l.Listener.Accept()
+	nc, err := l.Listener.Accept()
 	if err != nil {
 		<-l.slots
 		return nil, err
 	}
-	return &conn{Conn: c, l: l}, nil
+	c := &conn{Conn: nc, l: l}
+	l.mu.Lock()
+	l.open[c] = struct{}{}
+	l.mu.Unlock()
+	return c, nil
 }
 
 // Close stops accepting; open connections stay with the server.
@@ -77,12 +85,10 @@ func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
 	if !ok {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if state == http.StateIdle {
-		l.idle[c] = time.Now()
+		c.idleAt.Store(l.idled.Add(1))
 	} else {
-		delete(l.idle, c)
+		c.idleAt.Store(0)
 	}
 }
 
@@ -90,14 +96,16 @@ func (l *Listener) shedIdle() {
 	l.mu.Lock()
 	var (
 		oldest *conn
-		since  time.Time
+		since  uint64
 	)
-	for c, t := range l.idle {
-		if oldest == nil || t.Before(since) {
-			oldest, since = c, t
+	for c := range l.open {
+		if at := c.idleAt.Load(); at != 0 && (oldest == nil || at < since) {
+			oldest, since = c, at
 		}
 	}
-	delete(l.idle, oldest)
+	if oldest != nil {
+		oldest.idleAt.Store(0) // not chosen again meanwhile
+	}
 	l.mu.Unlock()
 	if oldest != nil {
 		_ = oldest.Close()
@@ -109,13 +117,16 @@ type conn struct {
 	net.Conn
 	l    *Listener
 	once sync.Once
+	// idleAt is the Listener's count of connections gone idle when this
+	// one last did, 0 while it is not idle.
+	idleAt atomic.Uint64
 }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.l.mu.Lock()
-		delete(c.l.idle, c)
+		delete(c.l.open, c)
 		c.l.mu.Unlock()
 		<-c.l.slots
 	})
