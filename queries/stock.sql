@@ -179,7 +179,8 @@ WITH wanted AS (
 ), recorded AS (
     INSERT INTO reservation_units (reservation_id, sku, unit_id, location, pool)
     SELECT g.reservation_id, g.sku, g.unit_id, g.location, g.pool FROM unit_grants g
-), line_units AS (
+), line_units AS MATERIALIZED (
+    -- Once (inlined, it was grouped again for each line granted).
     SELECT g.reservation_id, g.sku, g.location, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
     FROM unit_grants g
     GROUP BY g.reservation_id, g.sku, g.location, g.pool

@@ -108,6 +108,114 @@ func TestChangeLinear(t *testing.T) {
 	dbtest.RequireInvariants(t, pool)
 }
 
+// TestChangeLinearOnUnits: releasing seats reads the seats it releases,
+// not every seat a hold has. Planned on statistics from before a venue's
+// sales, the statement found each unit it moves through the index of
+// units by hold (every held and sold seat of the venue) and compared:
+// in the seats bench, 6.4 of a release batch's 8.3 ms for 91 seats with
+// 170 held or sold.
+func TestChangeLinearOnUnits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	const seats, sold, n = 2000, 1500, 50
+	ids := make([]string, seats)
+	groups, positions, attributes := make([]string, seats), make([]int32, seats), make([][]byte, seats)
+	for i := range ids {
+		ids[i], groups[i], positions[i], attributes[i] = fmt.Sprintf("S-%d", i), fmt.Sprintf("R%d", i/100), int32(i%100+1), []byte("{}")
+	}
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }() // a failure leaves none open
+	_, err = tx.Exec(ctx, `INSERT INTO stock (sku, location, pool) VALUES ('VENUE', 'default', 'main')`)
+	require.NoError(t, err)
+	_, err = db.New(tx).UnitsAdd(ctx, db.UnitsAddParams{Sku: "VENUE", Location: "default", Pool: "main", Ids: ids,
+		Actor: "test", Groups: groups, Positions: positions, Attributes: attributes})
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	_, err = pool.Exec(ctx, `ALTER TABLE units SET (autovacuum_enabled = false); ANALYZE units`)
+	require.NoError(t, err)
+
+	// The sale: a hold of one seat each, in one batch; all but n paid.
+	holds := make([]uuid.UUID, sold)
+	ins := db.ReservationsInsertManyParams{}
+	apply := db.StockHoldsApplyParams{RowSkus: []string{"VENUE"}, RowLocations: []string{"default"},
+		RowPools: []string{"main"}, RowQuantities: []int64{sold}}
+	for i := range holds {
+		id := uuid.New()
+		holds[i] = id
+		ins.Ids, ins.Clients, ins.IdempotencyKeys = append(ins.Ids, id), append(ins.Clients, "shop"), append(ins.IdempotencyKeys, id.String())
+		ins.RequestHashes, ins.OrderRefs, ins.Campaigns = append(ins.RequestHashes, "sale"), append(ins.OrderRefs, ""), append(ins.Campaigns, "")
+		ins.TtlSeconds = append(ins.TtlSeconds, 600)
+		apply.LineIds, apply.LineSkus = append(apply.LineIds, id), append(apply.LineSkus, "VENUE")
+		apply.LineLocations, apply.LinePools = append(apply.LineLocations, "default"), append(apply.LinePools, "main")
+		apply.LineQuantities, apply.LineActors, apply.LineActorKeys = append(apply.LineQuantities, 1), append(apply.LineActors, "shop"), append(apply.LineActorKeys, "")
+		apply.UnitReservationIds, apply.UnitSkus, apply.UnitIds = append(apply.UnitReservationIds, id), append(apply.UnitSkus, "VENUE"), append(apply.UnitIds, ids[i])
+		apply.UnitLocations, apply.UnitPools = append(apply.UnitLocations, "default"), append(apply.UnitPools, "main")
+	}
+	change := func(from, to int, status, kind string) db.ReservationsChangeParams {
+		var p db.ReservationsChangeParams
+		for i := from; i < to; i++ {
+			id := holds[i]
+			p.Ids, p.Statuses, p.Actors, p.Reasons = append(p.Ids, id), append(p.Statuses, status), append(p.Actors, "shop"), append(p.Reasons, "")
+			p.LineIds, p.LineSkus, p.LineLocations, p.LinePools = append(p.LineIds, id), append(p.LineSkus, "VENUE"), append(p.LineLocations, "default"), append(p.LinePools, "main")
+			p.LineQuantities, p.LineKinds = append(p.LineQuantities, 1), append(p.LineKinds, kind)
+			p.UnitReservationIds, p.UnitSkus, p.UnitIds = append(p.UnitReservationIds, id), append(p.UnitSkus, "VENUE"), append(p.UnitIds, ids[i])
+			p.UnitLocations, p.UnitPools = append(p.UnitLocations, "default"), append(p.UnitPools, "main")
+		}
+		return p
+	}
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	q := db.New(tx)
+	q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins}).Query(func(_ int, _ []db.Reservation, e error) { err = e })
+	require.NoError(t, err)
+	q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{apply}).Exec(func(_ int, e error) { err = e })
+	require.NoError(t, err)
+	q.ReservationsChange(ctx, []db.ReservationsChangeParams{change(n, sold, "confirmed", "confirm")}).Exec(func(_ int, e error) { err = e })
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	dbtest.RequireInvariants(t, pool)
+
+	// Releasing the n still held, as a release batch writes it.
+	lit := func(v []string, typ string) string {
+		quoted := make([]string, len(v))
+		for i, x := range v {
+			quoted[i] = `"` + x + `"`
+		}
+		return "'{" + strings.Join(quoted, ",") + "}'::" + typ
+	}
+	p := change(0, n, "released", "release")
+	uuids := func(v []uuid.UUID) []string {
+		out := make([]string, len(v))
+		for i, id := range v {
+			out[i] = id.String()
+		}
+		return out
+	}
+	counts := make([]string, n)
+	for i := range counts {
+		counts[i] = "1"
+	}
+	args := strings.Join([]string{lit(uuids(p.Ids), "uuid[]"), lit(p.Statuses, "text[]"), lit(p.Actors, "text[]"), lit(p.Reasons, "text[]"),
+		lit(uuids(p.LineIds), "uuid[]"), lit(p.LineSkus, "text[]"), lit(p.LineLocations, "text[]"), lit(p.LinePools, "text[]"), lit(counts, "bigint[]"), lit(p.LineKinds, "text[]"),
+		lit(uuids(p.UnitReservationIds), "uuid[]"), lit(p.UnitSkus, "text[]"), lit(p.UnitLocations, "text[]"), lit(p.UnitPools, "text[]"), lit(p.UnitIds, "text[]")}, ", ")
+	_, _, read := explain(t, pool, "release_units", db.ReservationsChangeSQL, args)
+	for _, table := range []string{"units", "reservation_units", "reservation_lines"} {
+		require.LessOrEqual(t, read[table], float64(3*n), "the release read more of %s than its holds have", table)
+	}
+
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	db.New(tx).ReservationsChange(ctx, []db.ReservationsChangeParams{p}).Exec(func(_ int, e error) { err = e })
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, seats-sold+n, dbtest.Count(t, pool, `SELECT count(*) FROM units WHERE status = 'available'`))
+	dbtest.RequireInvariants(t, pool)
+}
+
 // burst makes a database whose statistics predate a burst on a new SKU
 // (as in a flash sale: autovacuum analyzed the tables before the SKU's
 // holds came): a hold on each of cold other SKUs, analyzed, then hot holds on HOT made
