@@ -216,8 +216,31 @@ func (tr *torture) reconcileNow(ctx context.Context, op string) (int64, bool) {
 		}
 		<-time.After(50 * time.Millisecond)
 	}
-	tr.t.Errorf("%s: reconciliation run %d did not finish in 2 minutes", op, created.RunID)
+	tr.t.Errorf("%s: reconciliation run %d did not finish in 2 minutes: %s", op, created.RunID, tr.stuck(ctx, created.RunID))
 	return created.RunID, false
+}
+
+// stuck says where a reconciliation run stands that did not finish: the
+// run, its job, and what the database's busy backends are doing.
+func (tr *torture) stuck(ctx context.Context, run int64) string {
+	ctx = context.WithoutCancel(ctx)
+	var out []string
+	rows, err := tr.pool.Query(ctx, `SELECT format('run %s: %s, started %s', id, status, started_at) FROM reconcile_runs WHERE id = $1
+		UNION ALL SELECT format('job %s %s: %s, attempt %s, attempted %s, errors %s', id, kind, state, attempt, attempted_at, errors)
+		FROM river_job WHERE args->>'run_id' = $1::text
+		UNION ALL SELECT format('backend %s: %s %s:%s for %s: %s', pid, state, wait_event_type, wait_event, now() - query_start, left(query, 120))
+		FROM pg_stat_activity WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid()`, run)
+	if err != nil {
+		return err.Error()
+	}
+	for rows.Next() {
+		var line string
+		if rows.Scan(&line) == nil {
+			out = append(out, line)
+		}
+	}
+	rows.Close()
+	return strings.Join(out, "; ")
 }
 
 func deref(s *string) string {
