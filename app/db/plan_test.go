@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,21 +62,13 @@ func TestChangeLinear(t *testing.T) {
 	ctx := context.Background()
 	const cold, hot, n = 50, 3000, 500
 	pool, ids := burst(t, cold, hot)
-	list := func(v string, typ string) string {
-		items := make([]string, n)
-		for i := range items {
-			items[i] = `"` + v + `"`
-		}
-		return "'{" + strings.Join(items, ",") + "}'::" + typ
+	p := db.ReservationsChangeParams{}
+	for _, id := range ids[:n] {
+		p.Ids, p.Statuses, p.Actors, p.Reasons = append(p.Ids, id), append(p.Statuses, "expired"), append(p.Actors, "expiry"), append(p.Reasons, "")
+		p.LineIds, p.LineSkus, p.LineLocations, p.LinePools = append(p.LineIds, id), append(p.LineSkus, "HOT"), append(p.LineLocations, "default"), append(p.LinePools, "main")
+		p.LineQuantities, p.LineKinds = append(p.LineQuantities, 1), append(p.LineKinds, "expire")
 	}
-	held := make([]string, n)
-	for i, id := range ids[:n] {
-		held[i] = `"` + id.String() + `"`
-	}
-	idList := "'{" + strings.Join(held, ",") + "}'::uuid[]"
-	args := strings.Join([]string{idList, list("expired", "text[]"), list("expiry", "text[]"), list("", "text[]"),
-		idList, list("HOT", "text[]"), list("default", "text[]"), list("main", "text[]"), list("1", "bigint[]"), list("expire", "text[]"),
-		"'{}'::uuid[]", "'{}'::text[]", "'{}'::text[]", "'{}'::text[]", "'{}'::text[]"}, ", ")
+	args := changeArgs(p)
 	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
 		_, dropped, read := explainAs(t, pool, mode, "change", db.ReservationsChangeSQL, args)
 		require.LessOrEqual(t, dropped, float64(4*n), "%s: ReservationsChange looked at more than each hold's own lines", mode)
@@ -91,12 +84,6 @@ func TestChangeLinear(t *testing.T) {
 	// counters and the ledger with them.
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	p := db.ReservationsChangeParams{}
-	for _, id := range ids[:n] {
-		p.Ids, p.Statuses, p.Actors, p.Reasons = append(p.Ids, id), append(p.Statuses, "expired"), append(p.Actors, "expiry"), append(p.Reasons, "")
-		p.LineIds, p.LineSkus, p.LineLocations, p.LinePools = append(p.LineIds, id), append(p.LineSkus, "HOT"), append(p.LineLocations, "default"), append(p.LinePools, "main")
-		p.LineQuantities, p.LineKinds = append(p.LineQuantities, 1), append(p.LineKinds, "expire")
-	}
 	db.New(tx).ReservationsChange(ctx, []db.ReservationsChangeParams{p}).Exec(func(_ int, e error) { err = e })
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
@@ -179,29 +166,8 @@ func TestChangeLinearOnUnits(t *testing.T) {
 	dbtest.RequireInvariants(t, pool)
 
 	// Releasing the n still held, as a release batch writes it.
-	lit := func(v []string, typ string) string {
-		quoted := make([]string, len(v))
-		for i, x := range v {
-			quoted[i] = `"` + x + `"`
-		}
-		return "'{" + strings.Join(quoted, ",") + "}'::" + typ
-	}
 	p := change(0, n, "released", "release")
-	uuids := func(v []uuid.UUID) []string {
-		out := make([]string, len(v))
-		for i, id := range v {
-			out[i] = id.String()
-		}
-		return out
-	}
-	counts := make([]string, n)
-	for i := range counts {
-		counts[i] = "1"
-	}
-	args := strings.Join([]string{lit(uuids(p.Ids), "uuid[]"), lit(p.Statuses, "text[]"), lit(p.Actors, "text[]"), lit(p.Reasons, "text[]"),
-		lit(uuids(p.LineIds), "uuid[]"), lit(p.LineSkus, "text[]"), lit(p.LineLocations, "text[]"), lit(p.LinePools, "text[]"), lit(counts, "bigint[]"), lit(p.LineKinds, "text[]"),
-		lit(uuids(p.UnitReservationIds), "uuid[]"), lit(p.UnitSkus, "text[]"), lit(p.UnitLocations, "text[]"), lit(p.UnitPools, "text[]"), lit(p.UnitIds, "text[]")}, ", ")
-	_, _, read := explain(t, pool, "release_units", db.ReservationsChangeSQL, args)
+	_, _, read := explain(t, pool, "release_units", db.ReservationsChangeSQL, changeArgs(p))
 	for _, table := range []string{"units", "reservation_units", "reservation_lines"} {
 		require.LessOrEqual(t, read[table], float64(3*n), "the release read more of %s than its holds have", table)
 	}
@@ -214,6 +180,34 @@ func TestChangeLinearOnUnits(t *testing.T) {
 	require.NoError(t, tx.Commit(ctx))
 	require.Equal(t, seats-sold+n, dbtest.Count(t, pool, `SELECT count(*) FROM units WHERE status = 'available'`))
 	dbtest.RequireInvariants(t, pool)
+}
+
+// changeArgs is p as the SQL literals of ReservationsChange's arguments,
+// in their order, for explain.
+func changeArgs(p db.ReservationsChangeParams) string {
+	array := func(typ string, v []string) string {
+		quoted := make([]string, len(v))
+		for i, x := range v {
+			quoted[i] = `"` + x + `"`
+		}
+		return "'{" + strings.Join(quoted, ",") + "}'::" + typ
+	}
+	ids := func(v []uuid.UUID) string {
+		out := make([]string, len(v))
+		for i, id := range v {
+			out[i] = id.String()
+		}
+		return array("uuid[]", out)
+	}
+	quantities := make([]string, len(p.LineQuantities))
+	for i, q := range p.LineQuantities {
+		quantities[i] = strconv.FormatInt(q, 10)
+	}
+	return strings.Join([]string{ids(p.Ids), array("text[]", p.Statuses), array("text[]", p.Actors), array("text[]", p.Reasons),
+		ids(p.LineIds), array("text[]", p.LineSkus), array("text[]", p.LineLocations), array("text[]", p.LinePools),
+		array("bigint[]", quantities), array("text[]", p.LineKinds),
+		ids(p.UnitReservationIds), array("text[]", p.UnitSkus), array("text[]", p.UnitLocations), array("text[]", p.UnitPools),
+		array("text[]", p.UnitIds)}, ", ")
 }
 
 // burst makes a database whose statistics predate a burst on a new SKU
