@@ -197,27 +197,40 @@ func (tr *torture) reconcileNow(ctx context.Context, op string) (int64, bool) {
 		tr.t.Errorf("%s: ask for a reconciliation: %d %s", op, st, b)
 		return 0, false
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		var (
-			status string
-			msg    *string
-		)
-		if err := tr.pool.QueryRow(ctx, `SELECT status, error FROM reconcile_runs WHERE id = $1`, created.RunID).Scan(&status, &msg); err != nil {
-			tr.t.Errorf("%s: read reconciliation run %d: %v", op, created.RunID, err)
-			return created.RunID, false
-		}
-		switch status {
-		case "succeeded":
-			return created.RunID, true
-		case "failed":
-			tr.t.Errorf("%s: reconciliation run %d failed: %s", op, created.RunID, deref(msg))
-			return created.RunID, false
-		}
-		<-time.After(50 * time.Millisecond)
+	status, msg, err := tr.runEnd(ctx, created.RunID, 2*time.Minute)
+	switch {
+	case err != nil:
+		tr.t.Errorf("%s: read reconciliation run %d: %v", op, created.RunID, err)
+		return created.RunID, false
+	case status == "succeeded":
+		return created.RunID, true
+	case status == "failed":
+		tr.t.Errorf("%s: reconciliation run %d failed: %s", op, created.RunID, msg)
+		return created.RunID, false
 	}
 	tr.t.Errorf("%s: reconciliation run %d did not finish in 2 minutes: %s", op, created.RunID, tr.stuck(ctx, created.RunID))
 	return created.RunID, false
+}
+
+// runEnd waits up to within for reconciliation run id to end, and returns
+// its status (succeeded or failed, with its error; still running when
+// within passed first).
+func (tr *torture) runEnd(ctx context.Context, id int64, within time.Duration) (status, msg string, err error) {
+	deadline := time.Now().Add(within)
+	for {
+		var m *string
+		if err := tr.pool.QueryRow(ctx, `SELECT status, error FROM reconcile_runs WHERE id = $1`, id).Scan(&status, &m); err != nil {
+			return "", "", err
+		}
+		if status == "succeeded" || status == "failed" || !time.Now().Before(deadline) {
+			return status, deref(m), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // stuck says where a reconciliation run stands that did not finish: the

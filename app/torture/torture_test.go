@@ -42,7 +42,8 @@ import (
 //   - holds are made overdue in SQL, by seconds to minutes, so that the
 //     expiry loop, the sweeper (with a grace) and reconciliation's repair
 //     race each other and the shoppers for them;
-//   - reconciliations are requested all the time;
+//   - reconciliations are requested all the time, the next as soon as
+//     the last one ended;
 //   - rollbacks by SKU (with held_before), by hold ids and by campaign,
 //     some of them dry runs;
 //   - campaigns are created, start, take holds and end;
@@ -649,9 +650,22 @@ func (tr *torture) overdue(ctx context.Context, r *rand.Rand) {
 	}
 }
 
+// reconciler asks for runs over every pool, the next once the last one
+// ended: runs go one at a time (an advisory lock), and asked for faster
+// than they end they queued without bound, the breaker's own run behind
+// hundreds of them.
 func (tr *torture) reconciler(ctx context.Context, r *rand.Rand) {
 	for pace(ctx, r, 700*time.Millisecond) {
-		tr.do("reconcile", "POST", "/v1/reconciliations", tr.ops, nil, "Idempotency-Key", tr.name("rec"))
+		st, b := tr.do("reconcile", "POST", "/v1/reconciliations", tr.ops, nil, "Idempotency-Key", tr.name("rec"))
+		var created struct {
+			RunID int64 `json:"run_id"`
+		}
+		if st != 202 || json.Unmarshal(b, &created) != nil {
+			continue
+		}
+		if _, _, err := tr.runEnd(ctx, created.RunID, 2*time.Minute); err != nil && ctx.Err() == nil {
+			tr.t.Errorf("reconciler: read reconciliation run %d: %v", created.RunID, err)
+		}
 	}
 }
 
