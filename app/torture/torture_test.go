@@ -1212,7 +1212,31 @@ func (tr *torture) report(t *testing.T) {
 		fmt.Fprintf(&b, "\n  %-28s %d", k, tr.outcomes[k])
 	}
 	t.Logf("torture: answers by operation and status:%s", b.String())
-	rows, err := tr.pool.Query(context.Background(), `
+	// How long reconciliation runs took and waited to start: they go one
+	// at a time, so a slow one holds up the next.
+	var runs, failed int
+	var took50, tookMax, waitMax float64
+	require.NoError(t, tr.pool.QueryRow(context.Background(), `
+		SELECT count(*), count(*) FILTER (WHERE status = 'failed'),
+		       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - started_at)), 0),
+		       coalesce(max(extract(epoch FROM finished_at - started_at)), 0),
+		       coalesce(max(extract(epoch FROM started_at - created_at)), 0)
+		FROM reconcile_runs WHERE finished_at IS NOT NULL`).Scan(&runs, &failed, &took50, &tookMax, &waitMax))
+	t.Logf("torture: reconciliation runs: %d ended (%d failed), %.1f s each at the median, %.1f s the longest, %.1f s the longest wait to start",
+		runs, failed, took50, tookMax, waitMax)
+	rows, err := tr.pool.Query(context.Background(), `SELECT trigger, left(coalesce(error, ''), 300), count(*) FROM reconcile_runs
+		WHERE status = 'failed' GROUP BY 1, 2 ORDER BY 3 DESC`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var (
+			trigger, msg string
+			n            int
+		)
+		require.NoError(t, rows.Scan(&trigger, &msg, &n))
+		t.Logf("torture: %d %s reconciliation runs failed: %s", n, trigger, msg)
+	}
+	require.NoError(t, rows.Err())
+	rows, err = tr.pool.Query(context.Background(), `
 		SELECT kind || ' by ' || CASE WHEN actor LIKE 'op-%' THEN 'operators' ELSE actor END, count(*)
 		FROM ledger GROUP BY 1 ORDER BY 1`)
 	require.NoError(t, err)
