@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
 	fs.IntVar(&o.catalogue, "catalogue", 1000, "SKUs the spread scenarios hold from (above 10,000 they are seeded in SQL) and reconcile checks")
 	seats := fs.String("seats", "2000,50000", "venue sizes the seats scenario compares, in seats (whole rows of 100), comma-separated")
-	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")
+	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile and the bench's own, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

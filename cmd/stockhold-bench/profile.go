@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,8 @@ import (
 // number and name:
 //   - NN-phase.cpu.pprof: the server's CPU profile over the phase (`go tool
 //     pprof bin/stockhold FILE`), for phases up to maxProfiled long;
+//   - NN-phase.bench.cpu.pprof: the bench's own (`go tool pprof
+//     bin/stockhold-bench FILE`): the load generator shares the machine;
 //   - NN-phase.waits.txt: what the bench database's backends were doing,
 //     sampled every 10 ms from pg_stat_activity: running (CPU) or waiting
 //     (Lock:transactionid is a row lock, IO:WALSync a commit's flush, ...)
@@ -47,6 +50,16 @@ func (b *bench) profiled(ctx context.Context, name string, d time.Duration) (sto
 	done := make(chan struct{})
 	if b.pprof != "" && d <= maxProfiled {
 		wg.Go(func() { b.cpuProfile(base+".cpu.pprof", d) })
+	}
+	self, err := os.Create(base + ".bench.cpu.pprof")
+	if err == nil {
+		if err = pprof.StartCPUProfile(self); err != nil {
+			self.Close()
+			self = nil
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(b.log, "  profile:", err)
 	}
 	waits := map[string]int{}
 	samples := 0
@@ -78,6 +91,10 @@ func (b *bench) profiled(ctx context.Context, name string, d time.Duration) (sto
 		}
 	})
 	return func() {
+		if self != nil {
+			pprof.StopCPUProfile()
+			self.Close()
+		}
 		close(done)
 		wg.Wait()
 		b.writeWaits(base+".waits.txt", name, waits, samples)
