@@ -69,7 +69,15 @@ func (cl *client) do(method, path, token, key string, body []byte) (answer, erro
 }
 
 func (c *conn) roundTrip(host, method, path, token, key string, body []byte) (answer, error) {
-	b := c.buf[:0]
+	c.buf = appendRequest(c.buf[:0], host, method, path, token, key, body)
+	if _, err := c.c.Write(c.buf); err != nil {
+		return answer{}, err
+	}
+	return c.readAnswer()
+}
+
+// appendRequest appends an HTTP/1.1 request to b.
+func appendRequest(b []byte, host, method, path, token, key string, body []byte) []byte {
 	b = append(b, method...)
 	b = append(b, ' ')
 	b = append(b, path...)
@@ -86,12 +94,7 @@ func (c *conn) roundTrip(host, method, path, token, key string, body []byte) (an
 		b = strconv.AppendInt(b, int64(len(body)), 10)
 	}
 	b = append(b, "\r\n\r\n"...)
-	b = append(b, body...)
-	c.buf = b
-	if _, err := c.c.Write(b); err != nil {
-		return answer{}, err
-	}
-	return c.readAnswer()
+	return append(b, body...)
 }
 
 var errBadAnswer = errors.New("malformed HTTP answer")

@@ -69,9 +69,17 @@ func (b *bench) hotReference(ctx context.Context) (*result, error) {
 	body := holdBody(0, "", sku)
 	r := &result{Scenario: "hot (reference)", Clients: b.o.clients}
 	t := &tally{}
-	el := b.closedLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		return b.hold(fmt.Sprintf("%s-%d-%d", sku, w, i), body)
-	})
+	// The same loop as soldout's refusals, which it is the reference for.
+	el, err := b.rawLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, "POST", "/v1/reservations", b.shop, sku, body,
+		func(a answer) (bool, error) {
+			if a.status != http.StatusCreated {
+				return false, fmt.Errorf("HTTP %d: %s", a.status, strings.TrimSpace(string(a.body)))
+			}
+			return true, nil
+		})
+	if err != nil {
+		return nil, err
+	}
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
 	b.hotRef = r

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -89,13 +90,20 @@ func (b *bench) soldout(ctx context.Context) ([]*result, error) {
 
 	r := &result{Scenario: "soldout", Clients: b.o.clients}
 	t := &tally{}
-	el := b.closedLoop(ctx, "soldout (refusals)", b.o.clients, soldoutHammer, t, func(w, i int) (bool, error) {
-		made, err := ask(fmt.Sprintf("%s-%d-%d", sku, w, i))
-		if made {
-			return false, fmt.Errorf("a hold was made on a sold-out SKU")
-		}
-		return err == nil, err
-	})
+	// Each refusal counts as made.
+	el, err := b.rawLoop(ctx, "soldout (refusals)", b.o.clients, soldoutHammer, t, "POST", "/v1/reservations", b.shop, sku, body,
+		func(a answer) (bool, error) {
+			switch {
+			case a.status == http.StatusCreated:
+				return false, fmt.Errorf("a hold was made on a sold-out SKU")
+			case a.status != http.StatusConflict || !bytes.Contains(a.body, []byte(`"out_of_stock"`)):
+				return false, fmt.Errorf("HTTP %d: %s", a.status, bytes.TrimSpace(a.body))
+			}
+			return true, nil
+		})
+	if err != nil {
+		return nil, err
+	}
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
 	fmt.Fprintf(b.log, "  waiting %s for PostgreSQL's counts to settle\n", statsSettle)
