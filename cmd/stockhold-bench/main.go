@@ -189,15 +189,15 @@ type bench struct {
 	// spreadRate is the spread scenario's rate, which half runs at half of.
 	spreadRate float64
 	// hotRef is single-unit holds on one SKU, measured once for the
-	// scenarios that compare with it.
-	hotRef *result
+	// scenarios that compare with it, by whether rawLoop sent them.
+	hotRef map[bool]*result
 	// pprof is the server's profiler's address (with -profile).
 	pprof string
 	run   string // distinguishes this run's keys and SKUs
 }
 
 func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench, error) {
-	b := &bench{o: o, log: log, admin: server, run: strconv.FormatInt(time.Now().Unix()%100000, 36)}
+	b := &bench{o: o, log: log, admin: server, hotRef: map[bool]*result{}, run: strconv.FormatInt(time.Now().Unix()%100000, 36)}
 	admin, err := pgx.Connect(ctx, server)
 	if err != nil {
 		return nil, fmt.Errorf("connect to DATABASE_URL: %w", err)

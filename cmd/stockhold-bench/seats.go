@@ -103,7 +103,7 @@ func (v venue) ids() []string {
 // keep coming back and the venue stays mostly free: what differs between
 // two venues is their size. At the end no seat may have been sold twice.
 func (b *bench) seats(ctx context.Context) ([]*result, error) {
-	hot, err := b.hotReference(ctx)
+	hot, err := b.hotReference(ctx, false)
 	if err != nil {
 		return nil, err
 	}
