@@ -1,5 +1,7 @@
 package inventory
 
+import "time"
+
 // SetBeforeGrant makes every hold batch call f with each hold it is about
 // to decide; tests make it panic.
 func SetBeforeGrant(s *Service, f func(HoldRequest)) { s.beforeGrant = f }
@@ -23,3 +25,10 @@ func SetCatalogueScan(s *Service, n int) { s.catalogueScan = n }
 
 // NopRecorder records nothing; tests embed it to count one thing.
 func NopRecorder() Recorder { return nopRecorder{} }
+
+// HotRow reports whether the expiry loop would now take the stock row
+// (sku, location, pool) for one this process's hold batches keep busy.
+func HotRow(s *Service, sku, location, pool string) bool {
+	_, ok := s.hot.now(time.Now())[rowKey(sku, location, pool)]
+	return ok
+}
