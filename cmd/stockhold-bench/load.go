@@ -101,16 +101,28 @@ func percentiles(lat []time.Duration) (p50, p95, p99, mx float64) {
 	return at(0.50), at(0.95), at(0.99), at(1)
 }
 
+// timed starts a closed loop's timed phase of length d: its profile
+// (with -profile), its deadline (on the context it returns), its progress
+// lines and its count of CPU time; end stops them, in that order reversed.
+func (b *bench) timed(ctx context.Context, name string, d time.Duration, t *tally) (_ context.Context, end func()) {
+	unprofile := b.profiled(ctx, name, d)
+	ctx, cancel := context.WithTimeout(ctx, d)
+	stop := b.progress(name, t)
+	uncount := b.measureCPU(ctx, t)
+	return ctx, func() {
+		uncount()
+		stop()
+		cancel()
+		unprofile()
+	}
+}
+
 // closedLoop runs clients workers, each doing one request after another
 // until d has passed; do returns whether the request made a hold.
 func (b *bench) closedLoop(ctx context.Context, name string, clients int, d time.Duration, t *tally,
 	do func(worker, i int) (bool, error)) time.Duration {
-	defer b.profiled(ctx, name, d)()
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	stop := b.progress(name, t)
-	defer stop()
-	defer b.measureCPU(ctx, t)()
+	ctx, end := b.timed(ctx, name, d, t)
+	defer end()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range clients {

@@ -56,12 +56,8 @@ func (b *bench) rawLoop(ctx context.Context, name string, clients int, d time.Du
 		conns[w%loops] = append(conns[w%loops], c)
 	}
 
-	defer b.profiled(ctx, name, d)()
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	stop := b.progress(name, t)
-	defer stop()
-	defer b.measureCPU(ctx, t)()
+	ctx, end := b.timed(ctx, name, d, t)
+	defer end()
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
