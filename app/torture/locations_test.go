@@ -201,17 +201,27 @@ func (tr *torture) logistician(ctx context.Context, r *rand.Rand) {
 			if from == to {
 				to = "lost"
 			}
+			tr.mu.Lock()
+			writeOff := !tr.wroteOff
+			tr.mu.Unlock()
+			if writeOff {
+				from, to = "available", "lost"
+			}
 			body := map[string]any{"location": loc, "from": from, "to": to, "quantity": 1 + r.IntN(4), "reason": "torture move"}
 			if from != "available" && r.IntN(2) == 0 {
 				// Mostly back to available, so the states do not drain it.
 				body["to"] = "available"
 			}
 			headers := []string{"Idempotency-Key", tr.name("move")}
-			if r.IntN(6) == 0 {
+			if !writeOff && r.IntN(6) == 0 {
 				body["dry_run"] = true
 				headers = nil
 			}
-			tr.do("move", "POST", "/v1/skus/"+sku+"/moves", tr.ops, body, headers...)
+			if status, _ := tr.do("move", "POST", "/v1/skus/"+sku+"/moves", tr.ops, body, headers...); status == 200 && body["to"] == "lost" && headers != nil {
+				tr.mu.Lock()
+				tr.wroteOff = true
+				tr.mu.Unlock()
+			}
 		default:
 			tr.countShelf(ctx, r, sku, loc)
 		}
@@ -366,18 +376,24 @@ func (tr *torture) countShelf(ctx context.Context, r *rand.Rand, sku, loc string
 		body := map[string]any{"location": loc, "counted": counted, "reason": "torture count"}
 		headers := []string{"Idempotency-Key", tr.name("count")}
 		forced := false
+		tr.mu.Lock()
+		force := !tr.forcedCount
+		tr.mu.Unlock()
 		switch p2 := r.IntN(8); {
+		case (force || p2 == 1) && p.Reserved > 0:
+			body["counted"], body["force"], forced = p.Reserved-1, true, true
 		case p2 == 0:
 			body["dry_run"] = true
 			headers = nil
-		case p2 == 1 && p.Reserved > 0:
-			body["counted"], body["force"], forced = p.Reserved-1, true, true
 		}
 		status, b := tr.do("count", "POST", "/v1/skus/"+sku+"/counts", tr.ops, body, headers...)
 		if status == 409 && forced {
 			tr.t.Errorf("a forced count was refused: %s", b)
 		}
 		if status == 200 && forced {
+			tr.mu.Lock()
+			tr.forcedCount = true
+			tr.mu.Unlock()
 			pace(ctx, r, 300*time.Millisecond)
 			for range 20 {
 				status, b := tr.do("resume", "POST", "/v1/skus/"+sku+"/resume", tr.ops,

@@ -239,6 +239,10 @@ type torture struct {
 	where     map[uuid.UUID]where
 	transfers map[uuid.UUID]transfer
 	inactive  [][2]time.Time
+	// Rare paths acknowledged so far: until one is, the logistician takes
+	// it at its next chance, so that a short run on a slow machine still
+	// runs it (reportLocations fails a run that never did).
+	wroteOff, forcedCount bool
 	// Campaigns by state, as the campaigner made them.
 	active         []campaign
 	endedCampaigns []string
