@@ -148,6 +148,56 @@ func (b *bench) closedLoop(ctx context.Context, name string, clients int, d time
 	return time.Since(start)
 }
 
+// A leg is one side of a comparison that alternate runs in turns.
+type leg struct {
+	name string
+	t    *tally
+	// do is closedLoop's; its i goes on from turn to turn (turn n starts
+	// at n*perTurn), so keys made from it stay unique.
+	do func(worker, i int) (bool, error)
+	// settle, if set, waits for the work the leg's requests left behind
+	// off the clock (releases still queued) to be done, on the leg's
+	// clock, so that the next leg starts on a quiet server and no leg's
+	// figures carry work of another.
+	settle func()
+	// el is the leg's time over every turn, settling included; settled
+	// is how much of it settling took.
+	el, settled time.Duration
+}
+
+const (
+	// turns is how many turns alternate gives each leg.
+	turns = 5
+	// perTurn is more requests than a worker makes in one turn.
+	perTurn = 1 << 24
+)
+
+// alternate runs each leg with clients workers for d in all, in turns: d/turns
+// of each leg in order, turns times over. The legs of a comparison are
+// then measured over the same stretch of the run, so that what the
+// shared machine does meanwhile (other work, a neighbour's steal) weighs
+// on each alike: measured one after the other, 5 s each, the seats
+// scenario's ratios spread from 0.24x to 0.39x on identical code.
+func (b *bench) alternate(ctx context.Context, clients int, d time.Duration, legs ...*leg) {
+	for n := range turns {
+		for _, l := range legs {
+			if ctx.Err() != nil {
+				return
+			}
+			start := time.Now()
+			b.closedLoop(ctx, fmt.Sprintf("%s %d/%d", l.name, n+1, turns), clients, d/turns, l.t, func(w, i int) (bool, error) {
+				return l.do(w, n*perTurn+i)
+			})
+			if l.settle != nil {
+				at := time.Now()
+				l.settle()
+				l.settled += time.Since(at)
+			}
+			l.el += time.Since(start)
+		}
+	}
+}
+
 // openLoop sends rate requests a second for d, each from its own goroutine
 // (up to limit at once), and returns how late the pacer was.
 //
@@ -242,7 +292,7 @@ func percentile(lat []time.Duration, q float64) float64 {
 func (b *bench) measureCPU(ctx context.Context, t *tally) (stop func()) {
 	cpu, db := b.serverCPU(), b.backendsCPU(ctx)
 	return func() {
-		t.cpu = b.serverCPU() - cpu
+		t.cpu += b.serverCPU() - cpu
 		for pid, c := range b.backendsCPU(context.WithoutCancel(ctx)) {
 			t.dbCPU += c - db[pid] // a backend that is new started from zero
 		}
@@ -252,7 +302,7 @@ func (b *bench) measureCPU(ctx context.Context, t *tally) (stop func()) {
 // progress prints the run's count every second until stopped.
 func (b *bench) progress(name string, t *tally) (stop func()) {
 	done := make(chan struct{})
-	start := time.Now()
+	start, from := time.Now(), t.ok.Load()
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -262,7 +312,7 @@ func (b *bench) progress(name string, t *tally) (stop func()) {
 				return
 			case <-tick.C:
 				el := time.Since(start)
-				n := t.ok.Load()
+				n := t.ok.Load() - from
 				fmt.Fprintf(b.log, "  %-22s %4.0fs %9d holds %9.0f/s %6d errors\n", name, el.Seconds(), n, float64(n)/el.Seconds(), t.errs.Load())
 			}
 		}

@@ -19,7 +19,8 @@
 // reconcile scenario (only when named) times reconciliation runs over that
 // catalogue, full and incremental. The seats scenario (only when named)
 // runs an on-sale rush on a venue of each size -seats names, beside the
-// plain table a developer would write by hand; soldout (only when named)
+// plain table a developer would write by hand and a hot SKU, in turns;
+// soldout (only when named)
 // hammers a SKU whose last unit is gone. -profile writes each timed
 // phase's profiles (server CPU, PostgreSQL wait events and statements)
 // into a directory.
@@ -188,16 +189,16 @@ type bench struct {
 	rss    *rssSampler
 	// spreadRate is the spread scenario's rate, which half runs at half of.
 	spreadRate float64
-	// hotRef is single-unit holds on one SKU, measured once for the
-	// scenarios that compare with it, by whether rawLoop sent them.
-	hotRef map[bool]*result
+	// hotRef is single-unit holds on one SKU sent by rawLoop, measured
+	// once for soldout.
+	hotRef *result
 	// pprof is the server's profiler's address (with -profile).
 	pprof string
 	run   string // distinguishes this run's keys and SKUs
 }
 
 func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench, error) {
-	b := &bench{o: o, log: log, admin: server, hotRef: map[bool]*result{}, run: strconv.FormatInt(time.Now().Unix()%100000, 36)}
+	b := &bench{o: o, log: log, admin: server, run: strconv.FormatInt(time.Now().Unix()%100000, 36)}
 	admin, err := pgx.Connect(ctx, server)
 	if err != nil {
 		return nil, fmt.Errorf("connect to DATABASE_URL: %w", err)

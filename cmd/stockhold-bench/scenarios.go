@@ -57,42 +57,33 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 }
 
 // hotReference measures, once per run, single-unit holds on one SKU with
-// none released, what the seats and soldout scenarios compare with. Each
-// is compared with holds sent the way its own requests are: seats from
-// closedLoop's goroutines, soldout's refusals from rawLoop (raw), which
-// costs the bench less CPU a request.
-func (b *bench) hotReference(ctx context.Context, raw bool) (*result, error) {
-	if r := b.hotRef[raw]; r != nil {
-		return r, nil
+// none released, sent by rawLoop as soldout's refusals are: what soldout
+// compares with. (The seats scenario measures its own, in turns with its
+// venues.)
+func (b *bench) hotReference(ctx context.Context) (*result, error) {
+	if b.hotRef != nil {
+		return b.hotRef, nil
 	}
-	sku := fmt.Sprintf("hot-ref-%t-%s", raw, b.run)
+	sku := "hot-ref-" + b.run
 	if err := b.stockIn(ctx, []string{sku}, bigStock); err != nil {
 		return nil, err
 	}
 	body := holdBody(0, "", sku)
 	r := &result{Scenario: "hot (reference)", Clients: b.o.clients}
 	t := &tally{}
-	var el time.Duration
-	if raw {
-		var err error
-		el, err = b.rawLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, "POST", "/v1/reservations", b.shop, sku, body,
-			func(a answer) (bool, error) {
-				if a.status != http.StatusCreated {
-					return false, fmt.Errorf("HTTP %d: %s", a.status, strings.TrimSpace(string(a.body)))
-				}
-				return true, nil
-			})
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		el = b.closedLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-			return b.hold(fmt.Sprintf("%s-%d-%d", sku, w, i), body)
+	el, err := b.rawLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, "POST", "/v1/reservations", b.shop, sku, body,
+		func(a answer) (bool, error) {
+			if a.status != http.StatusCreated {
+				return false, fmt.Errorf("HTTP %d: %s", a.status, strings.TrimSpace(string(a.body)))
+			}
+			return true, nil
 		})
+	if err != nil {
+		return nil, err
 	}
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
-	b.hotRef[raw] = r
+	b.hotRef = r
 	return r, nil
 }
 

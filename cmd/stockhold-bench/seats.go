@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
 )
@@ -95,47 +96,35 @@ func (v venue) ids() []string {
 
 // seats: an on-sale rush on venues of each size -seats names (2,000 and
 // 50,000 by default), each beside the plain table a developer would write
-// by hand for the same venue, and quantity holds on one hot SKU measured
-// in the same run for scale. Each client asks for 1-4 named seats of a
-// row, or for 2-4 seats together; a hold made is released (one in
-// seatsSold confirmed) off the clock by as many other workers as there
-// are clients (fewer made releases what limits the holds made), so seats
-// keep coming back and the venue stays mostly free: what differs between
-// two venues is their size. At the end no seat may have been sold twice.
+// by hand for the same venue, and quantity holds on one hot SKU for
+// scale, all run in turns (alternate): every ratio the note gives is
+// between figures measured over the same stretch of the run. Each client
+// asks for 1-4 named seats of a row, or for 2-4 seats together; a hold
+// made is released (one in seatsSold confirmed) off the clock by as many
+// other workers as there are clients (fewer made releases what limits
+// the holds made), so seats keep coming back and the venue stays mostly
+// free: what differs between two venues is their size. A turn ends once
+// its releases are done, on its clock. At the end no seat may have been
+// sold twice.
 func (b *bench) seats(ctx context.Context) ([]*result, error) {
-	hot, err := b.hotReference(ctx, false)
-	if err != nil {
+	hotSKU := "hot-seats-" + b.run
+	if err := b.stockIn(ctx, []string{hotSKU}, bigStock); err != nil {
 		return nil, err
 	}
-	out := []*result{hot}
-	var rushes []*result
+	body := holdBody(0, "", hotSKU)
+	hot := &leg{name: "hot (reference)", t: &tally{}, do: func(w, i int) (bool, error) {
+		return b.hold(fmt.Sprintf("%s-%d-%d", hotSKU, w, i), body)
+	}}
+	legs := []*leg{hot}
+	var rushes []*seatRush
 	for _, n := range b.o.seats {
-		r, err := b.seatRush(ctx, n)
+		r, err := b.newSeatRush(ctx, n)
 		if err != nil {
 			return nil, err
 		}
+		defer r.stop()
 		rushes = append(rushes, r)
-		out = append(out, r)
-	}
-	var sum []string
-	for _, r := range rushes {
-		sum = append(sum, fmt.Sprintf("%s: %.0f holds/s, %.2fx hot quantity holds (goal 0.3x), %.2fx the plain table (goal 1x), p99 %.1f ms (goal 100 ms)",
-			r.Scenario, r.Rate, r.Rate/hot.Rate, r.Ratio, r.P99))
-	}
-	if first, last := rushes[0], rushes[len(rushes)-1]; first != last {
-		sum = append(sum, fmt.Sprintf("%s over %s: %.2fx (goal 0.8x)", last.Scenario, first.Scenario, last.Rate/first.Rate))
-	}
-	hot.Note = "the reference for the seats rows (single-unit holds on one SKU, none released): " + strings.Join(sum, "; ")
-	return out, nil
-}
-
-// seatRush is the seats scenario on one venue of n seats, then its
-// plain-table baseline.
-func (b *bench) seatRush(ctx context.Context, n int) (*result, error) {
-	v := newVenue(n)
-	sku := fmt.Sprintf("seats-%d-%s", n, b.run)
-	if err := b.venue(sku, v); err != nil {
-		return nil, err
+		legs = append(legs, r.leg, r.plain.leg)
 	}
 	// A venue goes on sale some time after it is loaded, by when
 	// autovacuum has analyzed the new units (within a minute of a load):
@@ -143,69 +132,137 @@ func (b *bench) seatRush(ctx context.Context, n int) (*result, error) {
 	if _, err := b.pool.Exec(ctx, "ANALYZE units"); err != nil {
 		return nil, err
 	}
-	releases := make(chan string, 4096)
-	var rel sync.WaitGroup
-	var relErrs atomic.Int64
-	for range b.o.clients {
-		rel.Go(func() {
-			for path := range releases {
-				if _, err := b.call("POST", path, b.shop, "", nil, http.StatusOK, http.StatusConflict); err != nil {
-					relErrs.Add(1)
-				}
-			}
-		})
-	}
-	var held, refused atomic.Int64
-	r := &result{Scenario: fmt.Sprintf("seats %d", n), Clients: b.o.clients}
-	t := &tally{}
-	el := b.closedLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		ask := v.ask(rand.New(rand.NewPCG(uint64(w), uint64(i))))
-		item := map[string]any{"sku": sku}
-		if ask.together > 0 {
-			item["quantity"], item["adjacent"] = ask.together, true
-		} else {
-			item["units"] = ask.named
-		}
-		body, _ := json.Marshal(map[string]any{"items": []any{item}})
-		a, err := b.call("POST", "/v1/reservations", b.shop, fmt.Sprintf("%s-%d-%d", sku, w, i), body,
-			http.StatusCreated, http.StatusConflict)
-		if err != nil {
-			return false, err
-		}
-		if a.status == http.StatusConflict {
-			if !strings.Contains(string(a.body), `"unit_unavailable"`) && !strings.Contains(string(a.body), `"out_of_stock"`) {
-				return false, fmt.Errorf("HTTP 409: %s", a.body)
-			}
-			refused.Add(1)
-			return false, nil
-		}
-		held.Add(1)
-		var h struct {
-			ID string `json:"id"`
-		}
-		if err := a.json(&h); err != nil {
-			return false, err
-		}
-		if i%seatsSold == 0 {
-			releases <- "/v1/reservations/" + h.ID + "/confirm"
-		} else {
-			releases <- "/v1/reservations/" + h.ID + "/release"
-		}
-		return true, nil
-	})
-	close(releases)
-	rel.Wait()
-	t.fill(r, el)
-	r.RSS = b.rss.reset()
+	b.alternate(ctx, b.o.clients, b.o.duration, legs...)
+	rss := b.rss.reset()
 
-	base, err := b.plainSeats(ctx, v)
+	hr := &result{Scenario: hot.name, Clients: b.o.clients, RSS: rss}
+	hot.t.fill(hr, hot.el)
+	out := []*result{hr}
+	var sum []string
+	for _, rush := range rushes {
+		r, err := rush.result(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.RSS = rss
+		out = append(out, r)
+		sum = append(sum, fmt.Sprintf("%s: %.0f holds/s, %.2fx hot quantity holds (goal 0.3x), %.2fx the plain table (goal 1x), p99 %.1f ms (goal 100 ms)",
+			r.Scenario, r.Rate, r.Rate/hr.Rate, r.Ratio, r.P99))
+	}
+	if first, last := out[1], out[len(out)-1]; first != last {
+		sum = append(sum, fmt.Sprintf("%s over %s: %.2fx (goal 0.8x)", last.Scenario, first.Scenario, last.Rate/first.Rate))
+	}
+	hr.Note = fmt.Sprintf("the reference for the seats rows (single-unit holds on one SKU, none released), in %d turns with them: ", turns) + strings.Join(sum, "; ")
+	return out, nil
+}
+
+// seatRush is the seats scenario on one venue: its leg, and its
+// plain-table baseline's.
+type seatRush struct {
+	b     *bench
+	v     venue
+	sku   string
+	leg   *leg
+	plain *plainSeats
+	// releases are the paths of holds to release (or confirm); queued
+	// counts those not done yet.
+	releases               chan string
+	queued                 sync.WaitGroup
+	workers                sync.WaitGroup
+	held, refused, relErrs atomic.Int64
+	stopped                bool
+}
+
+// newSeatRush loads a venue of n seats and its plain table, and starts
+// the workers that release its holds.
+func (b *bench) newSeatRush(ctx context.Context, n int) (*seatRush, error) {
+	r := &seatRush{b: b, v: newVenue(n), sku: fmt.Sprintf("seats-%d-%s", n, b.run), releases: make(chan string, 4096)}
+	if err := b.venue(r.sku, r.v); err != nil {
+		return nil, err
+	}
+	plain, err := b.newPlainSeats(ctx, r.v)
 	if err != nil {
 		return nil, err
 	}
-	r.Baseline, r.BaselineP99 = base.Rate, base.P99
-	r.Ratio = r.Rate / base.Rate
+	r.plain = plain
+	for range b.o.clients {
+		r.workers.Go(func() {
+			for path := range r.releases {
+				if _, err := b.call("POST", path, b.shop, "", nil, http.StatusOK, http.StatusConflict); err != nil {
+					r.relErrs.Add(1)
+				}
+				r.queued.Done()
+			}
+		})
+	}
+	r.leg = &leg{name: fmt.Sprintf("seats %d", n), t: &tally{}, do: r.ask, settle: r.queued.Wait}
+	return r, nil
+}
 
-	check, err := db.New(b.pool).UnitsSoldTwice(ctx, sku)
+// ask is one client's request of the rush.
+func (r *seatRush) ask(w, i int) (bool, error) {
+	ask := r.v.ask(rand.New(rand.NewPCG(uint64(w), uint64(i))))
+	item := map[string]any{"sku": r.sku}
+	if ask.together > 0 {
+		item["quantity"], item["adjacent"] = ask.together, true
+	} else {
+		item["units"] = ask.named
+	}
+	body, _ := json.Marshal(map[string]any{"items": []any{item}})
+	a, err := r.b.call("POST", "/v1/reservations", r.b.shop, fmt.Sprintf("%s-%d-%d", r.sku, w, i), body,
+		http.StatusCreated, http.StatusConflict)
+	if err != nil {
+		return false, err
+	}
+	if a.status == http.StatusConflict {
+		if !strings.Contains(string(a.body), `"unit_unavailable"`) && !strings.Contains(string(a.body), `"out_of_stock"`) {
+			return false, fmt.Errorf("HTTP 409: %s", a.body)
+		}
+		r.refused.Add(1)
+		return false, nil
+	}
+	r.held.Add(1)
+	var h struct {
+		ID string `json:"id"`
+	}
+	if err := a.json(&h); err != nil {
+		return false, err
+	}
+	r.queued.Add(1)
+	if i%seatsSold == 0 {
+		r.releases <- "/v1/reservations/" + h.ID + "/confirm"
+	} else {
+		r.releases <- "/v1/reservations/" + h.ID + "/release"
+	}
+	return true, nil
+}
+
+// stop stops the rush's release workers and its plain table's, once.
+func (r *seatRush) stop() {
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	close(r.releases)
+	r.workers.Wait()
+	r.plain.stop()
+}
+
+// result is the rush's row: its figures over every turn, against its
+// plain table's, and whether any seat was sold twice.
+func (r *seatRush) result(ctx context.Context) (*result, error) {
+	r.stop()
+	out := &result{Scenario: r.leg.name, Clients: r.b.o.clients}
+	r.leg.t.fill(out, r.leg.el)
+	base := &result{}
+	r.plain.leg.t.fill(base, r.plain.leg.el)
+	if base.Errors > 0 {
+		return nil, fmt.Errorf("%s: %d errors, first: %s", r.plain.leg.name, base.Errors, base.Note)
+	}
+	out.Baseline, out.BaselineP99 = base.Rate, base.P99
+	out.Ratio = out.Rate / base.Rate
+
+	check, err := db.New(r.b.pool).UnitsSoldTwice(ctx, r.sku)
 	if err != nil {
 		return nil, err
 	}
@@ -213,13 +270,14 @@ func (b *bench) seatRush(ctx context.Context, n int) (*result, error) {
 	if check.SoldTwice > 0 {
 		verdict = fmt.Sprintf("%d: BROKEN", check.SoldTwice)
 	}
-	r.Note = fmt.Sprintf("holds/s counts holds made; %d made, %d refused (seats taken): %.0f answers/s; %d confirm/release errors; %d seats sold, seats sold twice: %s; the plain table made %d, refused %d: %.0f answers/s",
-		held.Load(), refused.Load(), float64(held.Load()+refused.Load())/el.Seconds(), relErrs.Load(), check.Sold, verdict,
-		base.Holds, base.refused, float64(base.Holds+base.refused)/base.Seconds)
+	out.Note = fmt.Sprintf("holds/s counts holds made; %d made, %d refused (seats taken): %.0f answers/s; %d confirm/release errors; %d seats sold, seats sold twice: %s; the plain table made %d, refused %d: %.0f answers/s; releases left at a turn's end took %.0f ms of %.1f s (the plain table's %.0f ms)",
+		r.held.Load(), r.refused.Load(), float64(r.held.Load()+r.refused.Load())/r.leg.el.Seconds(), r.relErrs.Load(), check.Sold, verdict,
+		base.Holds, r.plain.refused.Load(), float64(base.Holds+r.plain.refused.Load())/base.Seconds,
+		float64(r.leg.settled.Microseconds())/1000, r.leg.el.Seconds(), float64(r.plain.leg.settled.Microseconds())/1000)
 	if check.SoldTwice > 0 {
-		return r, fmt.Errorf("seats: %d seats sold twice", check.SoldTwice)
+		return out, fmt.Errorf("seats: %d seats sold twice", check.SoldTwice)
 	}
-	return r, nil
+	return out, nil
 }
 
 // venue puts v's seats into sku's main pool, up to unitsPerRequest a
@@ -240,11 +298,6 @@ func (b *bench) venue(sku string, v venue) error {
 	return nil
 }
 
-type bareResult struct {
-	result
-	refused int64
-}
-
 // plainSeats is the seats scenario's baseline: the table a developer would
 // write by hand (a seat and who holds it, no counters, no ledger), the
 // same requests each one transaction of `UPDATE seats SET holder = $1
@@ -252,7 +305,24 @@ type bareResult struct {
 // seats than asked), and the same releases off the clock. A request for
 // seats together names consecutive seats of a random row: a plain table
 // has no search.
-func (b *bench) plainSeats(ctx context.Context, v venue) (*bareResult, error) {
+type plainSeats struct {
+	v             venue
+	hold, release string
+	leg           *leg
+	releases      chan plainHold
+	queued        sync.WaitGroup
+	workers       sync.WaitGroup
+	refused       atomic.Int64
+}
+
+type plainHold struct {
+	id  uuid.UUID
+	ids []string
+}
+
+// newPlainSeats makes v's plain table and starts the workers that release
+// its holds.
+func (b *bench) newPlainSeats(ctx context.Context, v venue) (*plainSeats, error) {
 	table := pgx.Identifier{fmt.Sprintf("plain_seats_%d", v.size)}.Sanitize()
 	if _, err := b.pool.Exec(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
 		return nil, err
@@ -266,62 +336,61 @@ func (b *bench) plainSeats(ctx context.Context, v venue) (*bareResult, error) {
 	if _, err := b.pool.Exec(ctx, "VACUUM (ANALYZE) "+table); err != nil {
 		return nil, err
 	}
-	hold := "UPDATE " + table + " SET holder = $1 WHERE id = ANY($2) AND holder IS NULL"
-	release := "UPDATE " + table + " SET holder = NULL WHERE id = ANY($2) AND holder = $1"
-
-	type made struct {
-		id  uuid.UUID
-		ids []string
+	p := &plainSeats{
+		v:        v,
+		hold:     "UPDATE " + table + " SET holder = $1 WHERE id = ANY($2) AND holder IS NULL",
+		release:  "UPDATE " + table + " SET holder = NULL WHERE id = ANY($2) AND holder = $1",
+		releases: make(chan plainHold, 4096),
 	}
-	releases := make(chan made, 4096)
-	var rel sync.WaitGroup
 	for range b.o.clients {
-		rel.Go(func() {
-			for m := range releases {
-				_, _ = b.pool.Exec(ctx, release, m.id, m.ids)
+		p.workers.Go(func() {
+			for m := range p.releases {
+				_, _ = b.pool.Exec(ctx, p.release, m.id, m.ids)
+				p.queued.Done()
 			}
 		})
 	}
-	var refused atomic.Int64
-	t := &tally{}
-	el := b.closedLoop(ctx, fmt.Sprintf("seats %d (plain table)", v.size), b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		rng := rand.New(rand.NewPCG(uint64(w), uint64(i)))
-		ask := v.ask(rng)
-		ids := ask.named
-		if ask.together > 0 {
-			row, start := rng.IntN(v.rows), rng.IntN(seatsPerRow-ask.together+1)
-			for p := start; p < start+ask.together; p++ {
-				ids = append(ids, seatID(row, p))
-			}
+	p.leg = &leg{name: fmt.Sprintf("seats %d (plain table)", v.size), t: &tally{}, settle: p.queued.Wait,
+		do: func(w, i int) (bool, error) { return p.ask(ctx, b.pool, w, i) }}
+	return p, nil
+}
+
+// ask is one client's request, in one transaction.
+func (p *plainSeats) ask(ctx context.Context, pool *pgxpool.Pool, w, i int) (bool, error) {
+	rng := rand.New(rand.NewPCG(uint64(w), uint64(i)))
+	ask := p.v.ask(rng)
+	ids := ask.named
+	if ask.together > 0 {
+		row, start := rng.IntN(p.v.rows), rng.IntN(seatsPerRow-ask.together+1)
+		for at := start; at < start+ask.together; at++ {
+			ids = append(ids, seatID(row, at))
 		}
-		id := uuid.New()
-		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, hold, id, ids)
-			if err == nil && tag.RowsAffected() < int64(len(ids)) {
-				err = errSeatsTaken
-			}
-			return err
-		})
-		switch {
-		case errors.Is(err, errSeatsTaken):
-			refused.Add(1)
-			return false, nil
-		case err != nil:
-			return false, err
+	}
+	id := uuid.New()
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, p.hold, id, ids)
+		if err == nil && tag.RowsAffected() < int64(len(ids)) {
+			err = errSeatsTaken
 		}
-		if i%seatsSold != 0 {
-			releases <- made{id, ids}
-		}
-		return true, nil
+		return err
 	})
-	close(releases)
-	rel.Wait()
-	out := &bareResult{refused: refused.Load()}
-	t.fill(&out.result, el)
-	if out.Errors > 0 {
-		return nil, fmt.Errorf("plain table: %d errors, first: %s", out.Errors, out.Note)
+	switch {
+	case errors.Is(err, errSeatsTaken):
+		p.refused.Add(1)
+		return false, nil
+	case err != nil:
+		return false, err
 	}
-	return out, nil
+	if i%seatsSold != 0 {
+		p.queued.Add(1)
+		p.releases <- plainHold{id, ids}
+	}
+	return true, nil
+}
+
+func (p *plainSeats) stop() {
+	close(p.releases)
+	p.workers.Wait()
 }
 
 var errSeatsTaken = errors.New("seats taken")

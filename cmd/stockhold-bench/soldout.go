@@ -30,7 +30,7 @@ const (
 // backend's counts have settled), less what the server runs when idle,
 // measured over as long a quiet window just before.
 func (b *bench) soldout(ctx context.Context) ([]*result, error) {
-	hot, err := b.hotReference(ctx, true)
+	hot, err := b.hotReference(ctx)
 	if err != nil {
 		return nil, err
 	}
