@@ -69,30 +69,29 @@ WHERE (s.serialized AND (s.available, s.reserved, s.sold) <> (coalesce(u.availab
    OR (NOT s.serialized AND coalesce(u.n, 0) > 0)
 UNION ALL
 -- A unit held or sold is so by a hold that holds it (held) or bought it
--- (confirmed), whose record of it is live; a live record is such a unit;
--- a line of a serialized pool has as many units as its quantity.
+-- (confirmed), whose line names it; a unit a held or confirmed hold's line
+-- names is held or sold by that hold; a line of a serialized pool names as
+-- many units as its quantity.
 SELECT 'unit ' || u.sku || '/' || u.id,
-       format('%s by hold %s (%s), live record %s', u.status, u.reservation_id, coalesce(r.status, 'none'), ru.live)
+       format('%s by hold %s (%s), on its line %s', u.status, u.reservation_id, coalesce(r.status, 'none'), l.reservation_id IS NOT NULL)
 FROM units u
 LEFT JOIN reservations r ON r.id = u.reservation_id
-LEFT JOIN reservation_units ru ON ru.reservation_id = u.reservation_id AND ru.sku = u.sku AND ru.unit_id = u.id
+LEFT JOIN reservation_lines l ON l.reservation_id = u.reservation_id AND l.sku = u.sku AND l.location = u.location
+                             AND l.pool = u.pool AND u.id = ANY(l.units)
 WHERE u.status IN ('held', 'sold')
-  AND (r.status IS DISTINCT FROM CASE u.status WHEN 'held' THEN 'held' ELSE 'confirmed' END OR ru.live IS DISTINCT FROM true)
+  AND (r.status IS DISTINCT FROM CASE u.status WHEN 'held' THEN 'held' ELSE 'confirmed' END OR l.reservation_id IS NULL)
 UNION ALL
-SELECT 'unit ' || ru.sku || '/' || ru.unit_id, format('live in hold %s (%s) but %s by %s', ru.reservation_id, r.status, u.status, u.reservation_id)
-FROM reservation_units ru
-JOIN reservations r ON r.id = ru.reservation_id
-JOIN units u ON u.sku = ru.sku AND u.id = ru.unit_id
-WHERE ru.live AND (u.reservation_id IS DISTINCT FROM ru.reservation_id OR u.status NOT IN ('held', 'sold')
-                   OR r.status NOT IN ('held', 'confirmed'))
-UNION ALL
-SELECT 'reservation ' || l.reservation_id::text, format('line %s/%s/%s of %s has %s units', l.sku, l.location, l.pool, l.quantity, count(ru.unit_id))
+SELECT 'unit ' || l.sku || '/' || x.id, format('on a line of hold %s (%s) but %s by %s', l.reservation_id, r.status, coalesce(u.status, 'missing'), u.reservation_id)
 FROM reservation_lines l
-JOIN stock s ON s.sku = l.sku AND s.location = l.location AND s.pool = l.pool AND s.serialized
-LEFT JOIN reservation_units ru ON ru.reservation_id = l.reservation_id AND ru.sku = l.sku AND ru.location = l.location
-                              AND ru.pool = l.pool AND NOT ru.part_released
-GROUP BY l.reservation_id, l.sku, l.location, l.pool, l.quantity
-HAVING count(ru.unit_id) <> l.quantity;
+JOIN reservations r ON r.id = l.reservation_id AND r.status IN ('held', 'confirmed')
+CROSS JOIN LATERAL unnest(l.units) AS x(id)
+LEFT JOIN units u ON u.sku = l.sku AND u.id = x.id
+WHERE u.reservation_id IS DISTINCT FROM l.reservation_id OR u.status IS DISTINCT FROM CASE r.status WHEN 'held' THEN 'held' ELSE 'sold' END
+UNION ALL
+SELECT 'reservation ' || l.reservation_id::text, format('line %s/%s/%s of %s has %s units', l.sku, l.location, l.pool, l.quantity, cardinality(l.units))
+FROM reservation_lines l
+JOIN stock s ON s.sku = l.sku AND s.location = l.location AND s.pool = l.pool
+WHERE cardinality(l.units) <> CASE WHEN s.serialized THEN l.quantity ELSE 0 END;
 
 -- name: ReadinessProbeTimeout :exec
 -- ReadinessProbeTimeout bounds the rest of the probe's transaction, its

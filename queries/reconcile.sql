@@ -669,7 +669,7 @@ ORDER BY id;
 -- null; with since, only those whose ledger moved since that watermark)
 -- whose counters are not their units by status (invariant 7), or that have
 -- stray units: held or sold by a hold that does not hold or did not buy
--- them (not held, or confirmed, or without a live record of them). The
+-- them (not held, or confirmed, or without them on its line). The
 -- database refuses to commit either (migration 00120's triggers), so a row
 -- here means its triggers were bypassed.
 WITH scope AS (
@@ -691,7 +691,8 @@ CROSS JOIN LATERAL (
            coalesce(array_agg(v.id ORDER BY v.id COLLATE "C") FILTER (
                WHERE v.status IN ('held', 'sold') AND NOT EXISTS (
                    SELECT 1 FROM reservations r
-                   JOIN reservation_units ru ON ru.reservation_id = r.id AND ru.sku = v.sku AND ru.unit_id = v.id AND ru.live
+                   JOIN reservation_lines l ON l.reservation_id = r.id AND l.sku = v.sku AND l.location = v.location
+                                           AND l.pool = v.pool AND v.id = ANY(l.units)
                    WHERE r.id = v.reservation_id AND r.status = CASE v.status WHEN 'held' THEN 'held' ELSE 'confirmed' END)),
                '{}') AS stray
     FROM units v

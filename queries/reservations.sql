@@ -37,9 +37,7 @@ JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key;
 
 -- name: ReservationLinesGetByKeys :batchmany
-SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
-                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.*
 FROM reservation_lines l
 JOIN reservations r ON r.id = l.reservation_id
 JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
@@ -56,9 +54,7 @@ SELECT * FROM reservations WHERE client = @client AND idempotency_key = @idempot
 -- ReservationLinesGet returns the lines of reservations, each with the
 -- units it holds (or held, once the hold ended; a line without units has
 -- none), in the order every answer lists them.
-SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
-                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.*
 FROM reservation_lines l WHERE l.reservation_id = ANY(@reservation_ids::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C";
 
@@ -82,9 +78,7 @@ FOR UPDATE;
 
 -- name: ReservationLinesGetMany :batchmany
 -- ReservationLinesGetMany is ReservationLinesGet for a pipe.
-SELECT l.*, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
-                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.*
 FROM reservation_lines l WHERE l.reservation_id = ANY(@reservation_ids::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C";
 
@@ -112,8 +106,9 @@ SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 --
 -- Units with an identity move with their lines (unit_* arrays, each unit
 -- naming its hold and line): held -> sold for kind confirm, held ->
--- available otherwise; the hold's record of them stays live when sold, and
--- is marked part_released for a partial release. A unit moves only while
+-- available otherwise; a partial release takes the units it gives back
+-- out of the line (which keeps the units of a hold that ended: what it
+-- held). A unit moves only while
 -- its hold holds it, a line of a serialized pool moves exactly as many
 -- units as its quantity, and each line's ledger row names its units; the
 -- same check refuses the statement otherwise.
@@ -168,12 +163,30 @@ WITH hold AS (
     WHERE s.sku = m.sku AND s.location = m.location AND s.pool = m.pool AND s.reserved >= -m.d_reserved
     RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
               s.quality_control, s.damaged, s.safety_stock, s.incoming
+), unit_in AS (
+    SELECT unnest(@unit_reservation_ids::uuid[]) AS reservation_id, unnest(@unit_skus::text[]) AS sku,
+           unnest(@unit_locations::text[]) AS location,
+           unnest(@unit_pools::text[]) AS pool, unnest(@unit_ids::text[]) AS unit_id
+), unit_move AS (
+    SELECT u.reservation_id, u.sku, u.location, u.pool, u.unit_id, m.kind
+    FROM unit_in u
+    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.location = u.location AND m.pool = u.pool
+), line_units AS (
+    SELECT u.reservation_id, u.sku, u.location, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
+           count(*) AS n
+    FROM unit_move u
+    GROUP BY u.reservation_id, u.sku, u.location, u.pool
 ), shrunk AS (
     -- Lines are found by their hold's key, the row compared apart (see
-    -- "lines not as read" below for why).
+    -- "lines not as read" below for why). The units given back leave the
+    -- line.
     UPDATE reservation_lines l
-    SET quantity = l.quantity - m.quantity
+    SET quantity = l.quantity - m.quantity,
+        units = CASE WHEN lu.units IS NULL THEN l.units
+                     ELSE ARRAY(SELECT x FROM unnest(l.units) x WHERE x <> ALL(lu.units) ORDER BY x COLLATE "C") END
     FROM move m
+    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
+                           AND lu.location = m.location AND lu.pool = m.pool
     WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id
       AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
       AND l.quantity > m.quantity
@@ -185,14 +198,6 @@ WITH hold AS (
       AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
       AND l.quantity = m.quantity
     RETURNING l.reservation_id
-), unit_in AS (
-    SELECT unnest(@unit_reservation_ids::uuid[]) AS reservation_id, unnest(@unit_skus::text[]) AS sku,
-           unnest(@unit_locations::text[]) AS location,
-           unnest(@unit_pools::text[]) AS pool, unnest(@unit_ids::text[]) AS unit_id
-), unit_move AS (
-    SELECT u.reservation_id, u.sku, u.location, u.pool, u.unit_id, m.kind
-    FROM unit_in u
-    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.location = u.location AND m.pool = u.pool
 ), units_moved AS (
     UPDATE units u
     SET status = CASE WHEN m.kind = 'confirm' THEN 'sold' ELSE 'available' END,
@@ -206,22 +211,6 @@ WITH hold AS (
     WHERE u.sku = m.sku AND u.id = m.unit_id AND u.location = m.location AND u.pool = m.pool
       AND u.status = 'held' AND u.reservation_id IS NOT DISTINCT FROM m.reservation_id
     RETURNING u.sku, u.id
-), units_recorded AS (
-    UPDATE reservation_units r
-    SET live = (m.kind = 'confirm'), part_released = (m.kind = 'release_partial')
-    FROM unit_move m
-    -- live IS TRUE (live is never null), not live: so that the planner
-    -- finds the record by the hold's key rather than by the unit's live
-    -- index, which keeps an entry for every hold the seat ever had until
-    -- vacuum (measured at 0.4 ms a unit on a busy venue).
-    WHERE r.reservation_id = m.reservation_id AND r.sku = m.sku AND r.unit_id = m.unit_id
-      AND r.live IS TRUE AND NOT r.part_released
-    RETURNING r.sku, r.unit_id
-), line_units AS (
-    SELECT u.reservation_id, u.sku, u.location, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
-           count(*) AS n
-    FROM unit_move u
-    GROUP BY u.reservation_id, u.sku, u.location, u.pool
 ), ledger AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, reason, units,
@@ -239,8 +228,7 @@ WITH hold AS (
 SELECT stockhold_check(concat_ws('; ',
     (SELECT 'units not held by their holds: ' || string_agg(u.sku || '/' || u.unit_id, ', ')
      FROM unit_in u
-     WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)
-        OR NOT EXISTS (SELECT 1 FROM units_recorded t WHERE t.sku = u.sku AND t.unit_id = u.unit_id)),
+     WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)),
     (SELECT 'lines of serialized pools not moving their units: '
             || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.location || '/' || m.pool, ', ')
      FROM move m

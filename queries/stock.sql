@@ -136,8 +136,8 @@ JOIN locations l ON l.id = s.location;
 -- location a hold line was allocated to), and each line gets a reserve
 -- ledger row carrying the version its stock row reached, its counters
 -- after the change and its event feed position (feed_xid). Units with an
--- identity granted (unit_* arrays) become held by their holds, are
--- recorded as the holds' units, and are named by their lines' ledger rows.
+-- identity granted (unit_* arrays) become held by their holds, and are
+-- named by their lines (units) and the lines' ledger rows.
 -- The UPDATEs are conditional: a row moves only while it is on sale and
 -- has the units granted, a unit only while it is available in the line's
 -- pool, so the database re-checks every grant the batch decided, and the
@@ -163,9 +163,6 @@ WITH wanted AS (
            unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
            unnest(@line_actors::text[]) AS actor, nullif(unnest(@line_actor_keys::text[]), '') AS actor_key,
            generate_series(1, cardinality(@line_ids::uuid[])) AS n
-), lines AS (
-    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity)
-    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity FROM granted g ORDER BY g.n
 ), unit_grants AS (
     SELECT unnest(@unit_reservation_ids::uuid[]) AS reservation_id, unnest(@unit_skus::text[]) AS sku,
            unnest(@unit_locations::text[]) AS location,
@@ -176,14 +173,18 @@ WITH wanted AS (
     FROM unit_grants g
     WHERE u.sku = g.sku AND u.id = g.unit_id AND u.location = g.location AND u.pool = g.pool AND u.status = 'available'
     RETURNING u.sku, u.id
-), recorded AS (
-    INSERT INTO reservation_units (reservation_id, sku, unit_id, location, pool)
-    SELECT g.reservation_id, g.sku, g.unit_id, g.location, g.pool FROM unit_grants g
 ), line_units AS MATERIALIZED (
     -- Once (inlined, it was grouped again for each line granted).
     SELECT g.reservation_id, g.sku, g.location, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
     FROM unit_grants g
     GROUP BY g.reservation_id, g.sku, g.location, g.pool
+), lines AS (
+    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity, units)
+    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity, coalesce(lu.units, '{}')
+    FROM granted g
+    LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku
+                           AND lu.location = g.location AND lu.pool = g.pool
+    ORDER BY g.n
 ), ledger AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, actor_key, units,

@@ -197,8 +197,9 @@ RETURNING *;
 -- UnitsSoldTwice counts the units of sku that more than one confirmed
 -- hold bought (never more than zero), and the units sold.
 SELECT (SELECT count(*) FROM (
-            SELECT ru.unit_id FROM reservation_units ru
-            JOIN reservations r ON r.id = ru.reservation_id
-            WHERE ru.sku = @sku AND r.status = 'confirmed' AND NOT ru.part_released
-            GROUP BY ru.unit_id HAVING count(*) > 1) twice)::int AS sold_twice,
+            SELECT x.id FROM reservation_lines l
+            JOIN reservations r ON r.id = l.reservation_id
+            CROSS JOIN LATERAL unnest(l.units) AS x(id)
+            WHERE l.sku = @sku AND r.status = 'confirmed'
+            GROUP BY x.id HAVING count(*) > 1) twice)::int AS sold_twice,
        (SELECT count(*) FROM units WHERE sku = @sku AND status = 'sold')::int AS sold;

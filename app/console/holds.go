@@ -27,7 +27,7 @@ type holdsData struct {
 // holdRow is a hold in a list: the row and its lines.
 type holdRow struct {
 	db.Reservation
-	Lines []db.ReservationLinesGetRow
+	Lines []db.ReservationLine
 }
 
 // holds finds holds by the shop's order reference, or goes to one by id.
@@ -69,7 +69,7 @@ func (c *Console) holds(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return err
 	}
-	byID := map[uuid.UUID][]db.ReservationLinesGetRow{}
+	byID := map[uuid.UUID][]db.ReservationLine{}
 	for _, l := range lines {
 		byID[l.ReservationID] = append(byID[l.ReservationID], l)
 	}

@@ -168,9 +168,7 @@ func (b *LedgerHoldKeysBatchResults) Close() error {
 }
 
 const reservationLinesGetByKeys = `-- name: ReservationLinesGetByKeys :batchmany
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
-                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units
 FROM reservation_lines l
 JOIN reservations r ON r.id = l.reservation_id
 JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
@@ -189,15 +187,6 @@ type ReservationLinesGetByKeysParams struct {
 	IdempotencyKeys []string
 }
 
-type ReservationLinesGetByKeysRow struct {
-	ReservationID uuid.UUID
-	Sku           string
-	Pool          string
-	Quantity      int64
-	Location      string
-	Units         []string
-}
-
 func (q *Queries) ReservationLinesGetByKeys(ctx context.Context, arg []ReservationLinesGetByKeysParams) *ReservationLinesGetByKeysBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -211,10 +200,10 @@ func (q *Queries) ReservationLinesGetByKeys(ctx context.Context, arg []Reservati
 	return &ReservationLinesGetByKeysBatchResults{br, len(arg), false}
 }
 
-func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationLinesGetByKeysRow, error)) {
+func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationLine, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var items []ReservationLinesGetByKeysRow
+		var items []ReservationLine
 		if b.closed {
 			if f != nil {
 				f(t, items, ErrBatchAlreadyClosed)
@@ -228,7 +217,7 @@ func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationL
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var i ReservationLinesGetByKeysRow
+				var i ReservationLine
 				if err := rows.Scan(
 					&i.ReservationID,
 					&i.Sku,
@@ -255,9 +244,7 @@ func (b *ReservationLinesGetByKeysBatchResults) Close() error {
 }
 
 const reservationLinesGetMany = `-- name: ReservationLinesGetMany :batchmany
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
-                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
@@ -266,15 +253,6 @@ type ReservationLinesGetManyBatchResults struct {
 	br     pgx.BatchResults
 	tot    int
 	closed bool
-}
-
-type ReservationLinesGetManyRow struct {
-	ReservationID uuid.UUID
-	Sku           string
-	Pool          string
-	Quantity      int64
-	Location      string
-	Units         []string
 }
 
 // ReservationLinesGetMany is ReservationLinesGet for a pipe.
@@ -290,10 +268,10 @@ func (q *Queries) ReservationLinesGetMany(ctx context.Context, reservationIds []
 	return &ReservationLinesGetManyBatchResults{br, len(reservationIds), false}
 }
 
-func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLinesGetManyRow, error)) {
+func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLine, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var items []ReservationLinesGetManyRow
+		var items []ReservationLine
 		if b.closed {
 			if f != nil {
 				f(t, items, ErrBatchAlreadyClosed)
@@ -307,7 +285,7 @@ func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLin
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var i ReservationLinesGetManyRow
+				var i ReservationLine
 				if err := rows.Scan(
 					&i.ReservationID,
 					&i.Sku,
@@ -385,12 +363,30 @@ WITH hold AS (
     WHERE s.sku = m.sku AND s.location = m.location AND s.pool = m.pool AND s.reserved >= -m.d_reserved
     RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
               s.quality_control, s.damaged, s.safety_stock, s.incoming
+), unit_in AS (
+    SELECT unnest($11::uuid[]) AS reservation_id, unnest($12::text[]) AS sku,
+           unnest($13::text[]) AS location,
+           unnest($14::text[]) AS pool, unnest($15::text[]) AS unit_id
+), unit_move AS (
+    SELECT u.reservation_id, u.sku, u.location, u.pool, u.unit_id, m.kind
+    FROM unit_in u
+    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.location = u.location AND m.pool = u.pool
+), line_units AS (
+    SELECT u.reservation_id, u.sku, u.location, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
+           count(*) AS n
+    FROM unit_move u
+    GROUP BY u.reservation_id, u.sku, u.location, u.pool
 ), shrunk AS (
     -- Lines are found by their hold's key, the row compared apart (see
-    -- "lines not as read" below for why).
+    -- "lines not as read" below for why). The units given back leave the
+    -- line.
     UPDATE reservation_lines l
-    SET quantity = l.quantity - m.quantity
+    SET quantity = l.quantity - m.quantity,
+        units = CASE WHEN lu.units IS NULL THEN l.units
+                     ELSE ARRAY(SELECT x FROM unnest(l.units) x WHERE x <> ALL(lu.units) ORDER BY x COLLATE "C") END
     FROM move m
+    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
+                           AND lu.location = m.location AND lu.pool = m.pool
     WHERE m.kind = 'release_partial' AND l.reservation_id = m.reservation_id
       AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
       AND l.quantity > m.quantity
@@ -402,14 +398,6 @@ WITH hold AS (
       AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
       AND l.quantity = m.quantity
     RETURNING l.reservation_id
-), unit_in AS (
-    SELECT unnest($11::uuid[]) AS reservation_id, unnest($12::text[]) AS sku,
-           unnest($13::text[]) AS location,
-           unnest($14::text[]) AS pool, unnest($15::text[]) AS unit_id
-), unit_move AS (
-    SELECT u.reservation_id, u.sku, u.location, u.pool, u.unit_id, m.kind
-    FROM unit_in u
-    JOIN move m ON m.reservation_id = u.reservation_id AND m.sku = u.sku AND m.location = u.location AND m.pool = u.pool
 ), units_moved AS (
     UPDATE units u
     SET status = CASE WHEN m.kind = 'confirm' THEN 'sold' ELSE 'available' END,
@@ -423,22 +411,6 @@ WITH hold AS (
     WHERE u.sku = m.sku AND u.id = m.unit_id AND u.location = m.location AND u.pool = m.pool
       AND u.status = 'held' AND u.reservation_id IS NOT DISTINCT FROM m.reservation_id
     RETURNING u.sku, u.id
-), units_recorded AS (
-    UPDATE reservation_units r
-    SET live = (m.kind = 'confirm'), part_released = (m.kind = 'release_partial')
-    FROM unit_move m
-    -- live IS TRUE (live is never null), not live: so that the planner
-    -- finds the record by the hold's key rather than by the unit's live
-    -- index, which keeps an entry for every hold the seat ever had until
-    -- vacuum (measured at 0.4 ms a unit on a busy venue).
-    WHERE r.reservation_id = m.reservation_id AND r.sku = m.sku AND r.unit_id = m.unit_id
-      AND r.live IS TRUE AND NOT r.part_released
-    RETURNING r.sku, r.unit_id
-), line_units AS (
-    SELECT u.reservation_id, u.sku, u.location, u.pool, array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") AS units,
-           count(*) AS n
-    FROM unit_move u
-    GROUP BY u.reservation_id, u.sku, u.location, u.pool
 ), ledger AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, reason, units,
@@ -456,8 +428,7 @@ WITH hold AS (
 SELECT stockhold_check(concat_ws('; ',
     (SELECT 'units not held by their holds: ' || string_agg(u.sku || '/' || u.unit_id, ', ')
      FROM unit_in u
-     WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)
-        OR NOT EXISTS (SELECT 1 FROM units_recorded t WHERE t.sku = u.sku AND t.unit_id = u.unit_id)),
+     WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)),
     (SELECT 'lines of serialized pools not moving their units: '
             || string_agg(m.reservation_id::text || ' ' || m.sku || '/' || m.location || '/' || m.pool, ', ')
      FROM move m
@@ -539,8 +510,9 @@ type ReservationsChangeParams struct {
 //
 // Units with an identity move with their lines (unit_* arrays, each unit
 // naming its hold and line): held -> sold for kind confirm, held ->
-// available otherwise; the hold's record of them stays live when sold, and
-// is marked part_released for a partial release. A unit moves only while
+// available otherwise; a partial release takes the units it gives back
+// out of the line (which keeps the units of a hold that ended: what it
+// held). A unit moves only while
 // its hold holds it, a line of a serialized pool moves exactly as many
 // units as its quantity, and each line's ledger row names its units; the
 // same check refuses the statement otherwise.
@@ -1186,9 +1158,6 @@ WITH wanted AS (
            unnest($8::text[]) AS pool, unnest($9::bigint[]) AS quantity,
            unnest($10::text[]) AS actor, nullif(unnest($11::text[]), '') AS actor_key,
            generate_series(1, cardinality($5::uuid[])) AS n
-), lines AS (
-    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity)
-    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity FROM granted g ORDER BY g.n
 ), unit_grants AS (
     SELECT unnest($12::uuid[]) AS reservation_id, unnest($13::text[]) AS sku,
            unnest($14::text[]) AS location,
@@ -1199,14 +1168,18 @@ WITH wanted AS (
     FROM unit_grants g
     WHERE u.sku = g.sku AND u.id = g.unit_id AND u.location = g.location AND u.pool = g.pool AND u.status = 'available'
     RETURNING u.sku, u.id
-), recorded AS (
-    INSERT INTO reservation_units (reservation_id, sku, unit_id, location, pool)
-    SELECT g.reservation_id, g.sku, g.unit_id, g.location, g.pool FROM unit_grants g
 ), line_units AS MATERIALIZED (
     -- Once (inlined, it was grouped again for each line granted).
     SELECT g.reservation_id, g.sku, g.location, g.pool, array_agg(g.unit_id ORDER BY g.unit_id COLLATE "C") AS units
     FROM unit_grants g
     GROUP BY g.reservation_id, g.sku, g.location, g.pool
+), lines AS (
+    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity, units)
+    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity, coalesce(lu.units, '{}')
+    FROM granted g
+    LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku
+                           AND lu.location = g.location AND lu.pool = g.pool
+    ORDER BY g.n
 ), ledger AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, actor_key, units,
@@ -1259,8 +1232,8 @@ type StockHoldsApplyParams struct {
 // location a hold line was allocated to), and each line gets a reserve
 // ledger row carrying the version its stock row reached, its counters
 // after the change and its event feed position (feed_xid). Units with an
-// identity granted (unit_* arrays) become held by their holds, are
-// recorded as the holds' units, and are named by their lines' ledger rows.
+// identity granted (unit_* arrays) become held by their holds, and are
+// named by their lines (units) and the lines' ledger rows.
 // The UPDATEs are conditional: a row moves only while it is on sale and
 // has the units granted, a unit only while it is available in the line's
 // pool, so the database re-checks every grant the batch decided, and the

@@ -301,17 +301,8 @@ type ReservationLine struct {
 	Pool          string
 	Quantity      int64
 	Location      string
-}
-
-// Which units each hold took; live while it holds or bought them. A unit is live in at most one hold (reservation_units_live).
-type ReservationUnit struct {
-	ReservationID uuid.UUID
-	Sku           string
-	UnitID        string
-	Pool          string
-	Live          bool
-	PartReleased  bool
-	Location      string
+	// The units with an identity this line holds (or held, or bought), their ids byte-wise; empty for a line of quantities. A partial release takes out those it gave back.
+	Units []string
 }
 
 type RiverJob struct {

@@ -114,34 +114,23 @@ func (q *Queries) ReservationInsert(ctx context.Context, arg ReservationInsertPa
 }
 
 const reservationLinesGet = `-- name: ReservationLinesGet :many
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, coalesce((SELECT array_agg(u.unit_id ORDER BY u.unit_id COLLATE "C") FROM reservation_units u
-                 WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location
-                   AND u.pool = l.pool AND NOT u.part_released), '{}')::text[] AS units
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
 
-type ReservationLinesGetRow struct {
-	ReservationID uuid.UUID
-	Sku           string
-	Pool          string
-	Quantity      int64
-	Location      string
-	Units         []string
-}
-
 // ReservationLinesGet returns the lines of reservations, each with the
 // units it holds (or held, once the hold ended; a line without units has
 // none), in the order every answer lists them.
-func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid.UUID) ([]ReservationLinesGetRow, error) {
+func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid.UUID) ([]ReservationLine, error) {
 	rows, err := q.db.Query(ctx, reservationLinesGet, reservationIds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ReservationLinesGetRow
+	var items []ReservationLine
 	for rows.Next() {
-		var i ReservationLinesGetRow
+		var i ReservationLine
 		if err := rows.Scan(
 			&i.ReservationID,
 			&i.Sku,

@@ -45,10 +45,6 @@ WITH doomed AS (
 ), lines AS (
     DELETE FROM reservation_lines l USING doomed d WHERE l.reservation_id = d.id
     RETURNING l.reservation_id
-), unit_records AS (
-    -- An ended hold's record of the units it took (none of them live:
-    -- they went back when it ended).
-    DELETE FROM reservation_units u USING doomed d WHERE u.reservation_id = d.id
 ), holds AS (
     DELETE FROM reservations r USING doomed d WHERE r.id = d.id
     RETURNING r.id
@@ -65,8 +61,8 @@ type ReservationsDeleteEndedRow struct {
 // the retention period. The ledger is never deleted.
 // ReservationsDeleteEnded deletes up to lim holds that ended (released or
 // expired) more than older_than_seconds ago, and whose expiry is that old
-// too (so their expiry job is long done), with their lines and their
-// record of units; holds locked
+// too (so their expiry job is long done), with their lines (and the
+// lines' record of units); holds locked
 // by someone else are left for the next batch. Confirmed holds are kept: their lines are
 // what reconciliation checks sold against. The ledger rows that name the
 // deleted holds stay (reservation_id has no foreign key).

@@ -69,7 +69,7 @@ func (l lockStep) read() map[uuid.UUID]*lockedHold {
 }
 
 // lockedHolds puts the lines read after a lock with the holds it locked.
-func lockedHolds(rows []db.ReservationsLockManyRow, lines []db.ReservationLinesGetManyRow) map[uuid.UUID]*lockedHold {
+func lockedHolds(rows []db.ReservationsLockManyRow, lines []db.ReservationLine) map[uuid.UUID]*lockedHold {
 	holds := make(map[uuid.UUID]*lockedHold, len(rows))
 	for _, r := range rows {
 		holds[r.Reservation.ID] = &lockedHold{row: r.Reservation, due: r.Due}

@@ -283,7 +283,7 @@ func (s *Service) writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes)
 func (s *Service) lockedHolds(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]error, error) {
 	var (
 		free  []uuid.UUID
-		lines []db.ReservationLinesGetRow
+		lines []db.ReservationLine
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := db.New(tx)

@@ -916,7 +916,7 @@ func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []L
 // writeHolds is a hold batch's second round trip; it commits, and returns
 // the holds the replayed keys made, with their lines, and the holds its
 // joined calls changed, as they ended up.
-func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationLinesGetByKeysRow, []db.Reservation, error) {
+func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationLine, []db.Reservation, error) {
 	p := newPipe(conn)
 	q := db.New(p)
 	var (
@@ -941,7 +941,7 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 	p.commit()
 	var (
 		firsts   []db.Reservation
-		firstsOf []db.ReservationLinesGetByKeysRow
+		firstsOf []db.ReservationLine
 		after    []db.Reservation
 	)
 	err := p.roundTrip(ctx, func() {
@@ -961,7 +961,7 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 
 // answer answers every caller of a committed hold batch.
 func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Reservation, verdicts []verdict,
-	firsts []db.Reservation, firstsOf []db.ReservationLinesGetByKeysRow) {
+	firsts []db.Reservation, firstsOf []db.ReservationLine) {
 	for i, c := range b.deciding {
 		if v := verdicts[i]; v.granted {
 			s.recent.add(c.h.id, v.lines)
@@ -1041,7 +1041,7 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 
 // answerReplays answers the requests whose key was used before, from the
 // holds those keys made.
-func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, lines []db.ReservationLinesGetByKeysRow) {
+func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, lines []db.ReservationLine) {
 	byKey := make(map[[2]string]db.Reservation, len(firsts))
 	for _, r := range firsts {
 		byKey[[2]string{r.Client, r.IdempotencyKey}] = r

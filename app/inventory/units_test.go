@@ -438,14 +438,15 @@ func TestUnitsGoBackOnce(t *testing.T) {
 	require.Equal(t, 20, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger
 		WHERE sku = 'TOUR' AND kind IN ('release', 'expire', 'rollback') AND cardinality(units) = 2`))
 	require.Equal(t, 20, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE sku = 'TOUR' AND kind IN ('release', 'expire', 'rollback')`))
-	require.Equal(t, 0, dbtest.Count(t, b.pool, `SELECT count(*) FROM reservation_units WHERE live`))
+	require.Equal(t, 0, dbtest.Count(t, b.pool, `SELECT count(*) FROM units WHERE reservation_id IS NOT NULL`))
 	p := pool(t, svc, "TOUR", "main")
 	require.Equal(t, [3]int64{40, 0, 0}, [3]int64{p.Available, p.Reserved, p.Sold})
 }
 
 // TestUnitsRefusedByTheDatabase breaks the rules with plain SQL, as a DBA
-// or a bug would: the database itself refuses every forbidden transition,
-// a second live hold of a unit, and counters that disagree with units.
+// or a bug would: the database itself refuses every forbidden transition
+// (a second hold of a held unit among them), a line naming more units than
+// its quantity, and counters that disagree with units.
 func TestUnitsRefusedByTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -482,8 +483,8 @@ func TestUnitsRefusedByTheDatabase(t *testing.T) {
 	refused("held without a hold", `UPDATE units SET reservation_id = NULL WHERE sku = 'OPERA' AND id = 'A-1'`)
 	refused("deleted", `DELETE FROM units WHERE sku = 'OPERA' AND id = 'A-3'`)
 	refused("unknown status", `UPDATE units SET status = 'lost' WHERE sku = 'OPERA' AND id = 'A-3'`)
-	// One unit, one live hold.
-	refused("a second live hold", `INSERT INTO reservation_units (reservation_id, sku, unit_id, pool) VALUES ($1, 'OPERA', 'A-1', 'main')`, sold.ID)
+	// A line of units names as many as its quantity.
+	refused("a line naming more units than its quantity", `UPDATE reservation_lines SET units = units || 'A-3'::text WHERE reservation_id = $1`, h.ID)
 	// Counters equal units by status, checked at commit.
 	refused("held behind the counters' back", `UPDATE units SET status = 'held', reservation_id = $1 WHERE sku = 'OPERA' AND id = 'A-3'`, h.ID)
 	refused("counters moved without units", `UPDATE stock SET available = available - 1, reserved = reserved + 1 WHERE sku = 'OPERA'`)
