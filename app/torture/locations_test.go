@@ -251,21 +251,11 @@ func (tr *torture) splitHold(ctx context.Context, r *rand.Rand, sku string) {
 	if first == 0 || all <= first {
 		return
 	}
-	body := map[string]any{"order_ref": tr.name("split"), "ttl_seconds": 1 + r.IntN(5),
-		"items": []any{map[string]any{"sku": sku, "quantity": first + 1, "split": true}}}
-	status, b := tr.do("split hold", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", tr.name("split-hold"))
-	if status != 201 {
+	h, ok := tr.placeHold("split", map[string]any{"ttl_seconds": 1 + r.IntN(5),
+		"items": []any{map[string]any{"sku": sku, "quantity": first + 1, "split": true}}})
+	if !ok {
 		return
 	}
-	var h reservation
-	if err := json.Unmarshal(b, &h); err != nil {
-		tr.t.Errorf("split hold answer: %v: %s", err, b)
-		return
-	}
-	tr.mu.Lock()
-	tr.holds[h.ID] = true
-	tr.mu.Unlock()
-	tr.recordWhere(h.ID, b)
 	if pace(ctx, r, 300*time.Millisecond) && r.IntN(2) == 0 {
 		tr.release(tr.shop, "/v1/reservations/"+h.ID.String(), h.ID, map[string]any{"reason": "cancelled"}, "split release")
 	}
@@ -273,21 +263,30 @@ func (tr *torture) splitHold(ctx context.Context, r *rand.Rand, sku string) {
 
 // holdOnShelf holds one unit of sku at loc, for a few seconds.
 func (tr *torture) holdOnShelf(sku, loc string) {
-	body := map[string]any{"order_ref": tr.name("shelf"), "ttl_seconds": 5,
-		"items": []any{map[string]any{"sku": sku, "quantity": 1, "location": loc}}}
-	status, b := tr.do("shelf hold", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", tr.name("shelf-hold"))
+	tr.placeHold("shelf", map[string]any{"ttl_seconds": 5,
+		"items": []any{map[string]any{"sku": sku, "quantity": 1, "location": loc}}})
+}
+
+// placeHold makes a hold of body's items as the shop (operation "<kind>
+// hold", with an order reference and a key of its own), and records it
+// and where it was taken from.
+func (tr *torture) placeHold(kind string, body map[string]any) (reservation, bool) {
+	body["order_ref"] = tr.name(kind)
+	op := kind + " hold"
+	status, b := tr.do(op, "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", tr.name(kind+"-hold"))
 	if status != 201 {
-		return
+		return reservation{}, false
 	}
 	var h reservation
 	if err := json.Unmarshal(b, &h); err != nil {
-		tr.t.Errorf("shelf hold answer: %v: %s", err, b)
-		return
+		tr.t.Errorf("%s answer: %v: %s", op, err, b)
+		return reservation{}, false
 	}
 	tr.mu.Lock()
 	tr.holds[h.ID] = true
 	tr.mu.Unlock()
 	tr.recordWhere(h.ID, b)
+	return h, true
 }
 
 // pooled is one (location, pool) of a SKU as GET /v1/skus/{sku} shows it.
