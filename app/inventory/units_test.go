@@ -485,6 +485,23 @@ func TestUnitsRefusedByTheDatabase(t *testing.T) {
 	refused("unknown status", `UPDATE units SET status = 'lost' WHERE sku = 'OPERA' AND id = 'A-3'`)
 	// A line of units names as many as its quantity.
 	refused("a line naming more units than its quantity", `UPDATE reservation_lines SET units = units || 'A-3'::text WHERE reservation_id = $1`, h.ID)
+	// A line of units naming none passes that CHECK (it cannot tell it
+	// from a line of quantities): the health check finds the seat its hold
+	// holds and the line that lacks it.
+	func() {
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck // only looked at
+		_, err = tx.Exec(ctx, `UPDATE reservation_lines SET units = '{}' WHERE reservation_id = $1`, h.ID)
+		require.NoError(t, err)
+		found, err := db.New(tx).InvariantViolations(ctx)
+		require.NoError(t, err)
+		var subjects []string
+		for _, v := range found {
+			subjects = append(subjects, fmt.Sprint(v.Subject))
+		}
+		require.ElementsMatch(t, []string{"unit OPERA/A-1", "reservation " + h.ID.String()}, subjects)
+	}()
 	// Counters equal units by status, checked at commit.
 	refused("held behind the counters' back", `UPDATE units SET status = 'held', reservation_id = $1 WHERE sku = 'OPERA' AND id = 'A-3'`, h.ID)
 	refused("counters moved without units", `UPDATE stock SET available = available - 1, reserved = reserved + 1 WHERE sku = 'OPERA'`)

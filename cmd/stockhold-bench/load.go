@@ -73,6 +73,10 @@ func (t *tally) fail(err error) {
 	t.firstErr.CompareAndSwap(nil, err.Error())
 }
 
+// answers counts the requests answered, errors left out: each closed-loop
+// request's latency is kept, error or not.
+func (t *tally) answers() int64 { return int64(len(t.lat)) - t.errs.Load() }
+
 // fill puts the tally's figures into r.
 func (t *tally) fill(r *result, elapsed time.Duration) {
 	r.Holds = t.ok.Load()
@@ -152,16 +156,15 @@ func (b *bench) closedLoop(ctx context.Context, name string, clients int, d time
 type leg struct {
 	name string
 	t    *tally
-	// do is closedLoop's; its i goes on from turn to turn (turn n starts
-	// at n*perTurn), so keys made from it stay unique.
+	// do is closedLoop's; its i goes on from turn to turn (each turn,
+	// the warm-up's first, starts perTurn after the last), so keys made
+	// from it stay unique.
 	do func(worker, i int) (bool, error)
 	// settle, if set, waits for the work the leg's requests left behind
 	// off the clock (releases still queued) to be done, on the leg's
 	// clock, so that the next leg starts on a quiet server and no leg's
 	// figures carry work of another.
 	settle func()
-	// warm, if set, clears what the leg counts itself once it is warm.
-	warm func()
 	// el is the leg's time over every turn, settling included; settled
 	// is how much of it settling took.
 	el, settled time.Duration
@@ -182,8 +185,7 @@ const (
 // scenario's ratios spread from 0.24x to 0.39x on identical code. A
 // round of turns first warms every leg up, counted nowhere (a leg's first
 // turn is its first touch of its SKU, table and connections: the 50,000
-// seat venue's had a p99 of 386 ms, its later turns 50 to 96 ms); then
-// each leg's warm hook, if set, clears what the leg counts itself.
+// seat venue's had a p99 of 386 ms, its later turns 50 to 96 ms).
 func (b *bench) alternate(ctx context.Context, clients int, d time.Duration, legs ...*leg) {
 	for n := -1; n < turns; n++ {
 		for _, l := range legs {
@@ -205,9 +207,6 @@ func (b *bench) alternate(ctx context.Context, clients int, d time.Duration, leg
 				settled = time.Since(at)
 			}
 			if n < 0 {
-				if l.warm != nil {
-					l.warm()
-				}
 				continue
 			}
 			l.settled += settled

@@ -20,8 +20,7 @@
 // catalogue, full and incremental. The seats scenario (only when named)
 // runs an on-sale rush on a venue of each size -seats names, beside the
 // plain table a developer would write by hand and a hot SKU, in turns;
-// soldout (only when named)
-// hammers a SKU whose last unit is gone. -profile writes each timed
+// soldout (only when named) hammers a SKU whose last unit is gone. -profile writes each timed
 // phase's profiles (server CPU, PostgreSQL wait events and statements)
 // into a directory.
 package main
@@ -189,9 +188,6 @@ type bench struct {
 	rss    *rssSampler
 	// spreadRate is the spread scenario's rate, which half runs at half of.
 	spreadRate float64
-	// hotRef is single-unit holds on one SKU sent by rawLoop, measured
-	// once for soldout.
-	hotRef *result
 	// pprof is the server's profiler's address (with -profile).
 	pprof string
 	run   string // distinguishes this run's keys and SKUs

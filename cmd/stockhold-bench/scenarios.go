@@ -56,14 +56,10 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }
 
-// hotReference measures, once per run, single-unit holds on one SKU with
-// none released, sent by rawLoop as soldout's refusals are: what soldout
-// compares with. (The seats scenario measures its own, in turns with its
-// venues.)
+// hotReference measures single-unit holds on one SKU with none released,
+// sent by rawLoop as soldout's refusals are: what soldout compares with.
+// (The seats scenario measures its own, in turns with its venues.)
 func (b *bench) hotReference(ctx context.Context) (*result, error) {
-	if b.hotRef != nil {
-		return b.hotRef, nil
-	}
 	sku := "hot-ref-" + b.run
 	if err := b.stockIn(ctx, []string{sku}, bigStock); err != nil {
 		return nil, err
@@ -83,7 +79,6 @@ func (b *bench) hotReference(ctx context.Context) (*result, error) {
 	}
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
-	b.hotRef = r
 	return r, nil
 }
 

@@ -99,14 +99,13 @@ func (v venue) ids() []string {
 // by hand for the same venue, and quantity holds on one hot SKU for
 // scale, all run in turns after one to warm up (alternate): every ratio
 // the note gives is between figures measured over the same stretch of
-// the run. Each client
-// asks for 1-4 named seats of a row, or for 2-4 seats together; a hold
-// made is released (one in seatsSold confirmed) off the clock by as many
-// other workers as there are clients (fewer made releases what limits
-// the holds made), so seats keep coming back and the venue stays mostly
-// free: what differs between two venues is their size. A turn ends once
-// its releases are done, on its clock. At the end no seat may have been
-// sold twice.
+// the run. Each client asks for 1-4 named seats of a row, or for 2-4
+// seats together; a hold made is released (one in seatsSold confirmed)
+// off the clock by as many other workers as there are clients (fewer made
+// releases what limits the holds made), so seats keep coming back and the
+// venue stays mostly free: what differs between two venues is their size.
+// A turn ends once its releases are done, on its clock. At the end no
+// seat may have been sold twice.
 func (b *bench) seats(ctx context.Context) ([]*result, error) {
 	hotSKU := "hot-seats-" + b.run
 	if err := b.stockIn(ctx, []string{hotSKU}, bigStock); err != nil {
@@ -167,11 +166,10 @@ type seatRush struct {
 	plain *plainSeats
 	// releases are the paths of holds to release (or confirm); queued
 	// counts those not done yet.
-	releases               chan string
-	queued                 sync.WaitGroup
-	workers                sync.WaitGroup
-	held, refused, relErrs atomic.Int64
-	stopped                bool
+	releases chan string
+	queued   sync.WaitGroup
+	workers  sync.WaitGroup
+	relErrs  atomic.Int64
 }
 
 // newSeatRush loads a venue of n seats and its plain table, and starts
@@ -196,12 +194,12 @@ func (b *bench) newSeatRush(ctx context.Context, n int) (*seatRush, error) {
 			}
 		})
 	}
-	r.leg = &leg{name: fmt.Sprintf("seats %d", n), t: &tally{}, do: r.ask, settle: r.queued.Wait,
-		warm: func() { r.held.Store(0); r.refused.Store(0) }}
+	r.leg = &leg{name: fmt.Sprintf("seats %d", n), t: &tally{}, do: r.ask, settle: r.queued.Wait}
 	return r, nil
 }
 
-// ask is one client's request of the rush.
+// ask is one client's request of the rush: a hold made, or refused (seats
+// taken).
 func (r *seatRush) ask(w, i int) (bool, error) {
 	ask := r.v.ask(rand.New(rand.NewPCG(uint64(w), uint64(i))))
 	item := map[string]any{"sku": r.sku}
@@ -220,10 +218,8 @@ func (r *seatRush) ask(w, i int) (bool, error) {
 		if !strings.Contains(string(a.body), `"unit_unavailable"`) && !strings.Contains(string(a.body), `"out_of_stock"`) {
 			return false, fmt.Errorf("HTTP 409: %s", a.body)
 		}
-		r.refused.Add(1)
 		return false, nil
 	}
-	r.held.Add(1)
 	var h struct {
 		ID string `json:"id"`
 	}
@@ -239,25 +235,24 @@ func (r *seatRush) ask(w, i int) (bool, error) {
 	return true, nil
 }
 
-// stop stops the rush's release workers and its plain table's, once.
+// stop stops the rush's release workers and its plain table's.
 func (r *seatRush) stop() {
-	if r.stopped {
-		return
-	}
-	r.stopped = true
 	close(r.releases)
 	r.workers.Wait()
 	r.plain.stop()
 }
 
 // result is the rush's row: its figures over every turn, against its
-// plain table's, and whether any seat was sold twice.
+// plain table's, and whether any seat was sold twice. Every request that
+// was neither a hold made nor an error was refused (seats taken), on
+// either side.
 func (r *seatRush) result(ctx context.Context) (*result, error) {
-	r.stop()
 	out := &result{Scenario: r.leg.name, Clients: r.b.o.clients}
 	r.leg.t.fill(out, r.leg.el)
+	refused := r.leg.t.answers() - out.Holds
 	base := &result{}
 	r.plain.leg.t.fill(base, r.plain.leg.el)
+	baseRefused := r.plain.leg.t.answers() - base.Holds
 	if base.Errors > 0 {
 		return nil, fmt.Errorf("%s: %d errors, first: %s", r.plain.leg.name, base.Errors, base.Note)
 	}
@@ -273,8 +268,8 @@ func (r *seatRush) result(ctx context.Context) (*result, error) {
 		verdict = fmt.Sprintf("%d: BROKEN", check.SoldTwice)
 	}
 	out.Note = fmt.Sprintf("holds/s counts holds made; %d made, %d refused (seats taken): %.0f answers/s; %d confirm/release errors; %d seats sold, seats sold twice: %s; the plain table made %d, refused %d: %.0f answers/s; releases left at a turn's end took %.0f ms of %.1f s (the plain table's %.0f ms)",
-		r.held.Load(), r.refused.Load(), float64(r.held.Load()+r.refused.Load())/r.leg.el.Seconds(), r.relErrs.Load(), check.Sold, verdict,
-		base.Holds, r.plain.refused.Load(), float64(base.Holds+r.plain.refused.Load())/base.Seconds,
+		out.Holds, refused, float64(out.Holds+refused)/out.Seconds, r.relErrs.Load(), check.Sold, verdict,
+		base.Holds, baseRefused, float64(base.Holds+baseRefused)/base.Seconds,
 		float64(r.leg.settled.Microseconds())/1000, r.leg.el.Seconds(), float64(r.plain.leg.settled.Microseconds())/1000)
 	if check.SoldTwice > 0 {
 		return out, fmt.Errorf("seats: %d seats sold twice", check.SoldTwice)
@@ -314,7 +309,6 @@ type plainSeats struct {
 	releases      chan plainHold
 	queued        sync.WaitGroup
 	workers       sync.WaitGroup
-	refused       atomic.Int64
 }
 
 type plainHold struct {
@@ -353,7 +347,7 @@ func (b *bench) newPlainSeats(ctx context.Context, v venue) (*plainSeats, error)
 		})
 	}
 	p.leg = &leg{name: fmt.Sprintf("seats %d (plain table)", v.size), t: &tally{}, settle: p.queued.Wait,
-		do: func(w, i int) (bool, error) { return p.ask(ctx, b.pool, w, i) }, warm: func() { p.refused.Store(0) }}
+		do: func(w, i int) (bool, error) { return p.ask(ctx, b.pool, w, i) }}
 	return p, nil
 }
 
@@ -378,7 +372,6 @@ func (p *plainSeats) ask(ctx context.Context, pool *pgxpool.Pool, w, i int) (boo
 	})
 	switch {
 	case errors.Is(err, errSeatsTaken):
-		p.refused.Add(1)
 		return false, nil
 	case err != nil:
 		return false, err
