@@ -33,7 +33,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -63,6 +62,10 @@ var scenarioNames = []string{"hot", "spread", "locations", "half", "multi", "fla
 var extraScenarios = []string{"reconcile", "seats", "soldout", "skus"}
 
 func main() {
+	if addr := os.Getenv(floorEnv); addr != "" {
+		fmt.Fprintln(os.Stderr, "stockhold-bench (floor server):", serveFloor(addr, os.Getenv(floorBodyEnv)))
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -253,22 +256,17 @@ func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench
 // startServer runs `stockhold serve` on the bench database and waits until
 // it is ready.
 func (b *bench) startServer(ctx context.Context) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	b.base = "http://" + addr
 	b.cmd = exec.Command(b.o.server, "serve")
 	var profiler []string
 	if b.o.profile != "" {
-		pl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		if b.pprof, err = freeAddr(); err != nil {
 			return err
 		}
-		b.pprof = pl.Addr().String()
-		pl.Close()
 		profiler = append(profiler, "STOCKHOLD_PPROF_ADDR="+b.pprof)
 	}
 	b.cmd.Env = append(os.Environ(),

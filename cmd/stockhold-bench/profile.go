@@ -18,7 +18,9 @@ import (
 // With -profile DIR, each timed phase writes into DIR, under the phase's
 // number and name:
 //   - NN-phase.cpu.pprof: the server's CPU profile over the phase (`go tool
-//     pprof bin/stockhold FILE`), for phases up to maxProfiled long;
+//     pprof bin/stockhold FILE`), for phases up to maxProfiled long; the
+//     floor's for soldout's floor phase (`go tool pprof
+//     bin/stockhold-bench FILE`, see floor.go);
 //   - NN-phase.bench.cpu.pprof: the bench's own (`go tool pprof
 //     bin/stockhold-bench FILE`): the load generator shares the machine;
 //   - NN-phase.waits.txt: what the bench database's backends were doing,

@@ -14,25 +14,25 @@ import (
 	"unsafe"
 )
 
-// rawLoop is closedLoop for a request that differs only by its
-// Idempotency-Key (keyPrefix-worker-i), sent by clients connections of
-// their own, each with one request in flight at a time, like closedLoop's
-// goroutines. What differs is who waits: closedLoop parks a goroutine per
-// client in Go's network poller (a read that fails with EAGAIN, then the
-// scheduler and its spinning threads on every answer); here one thread
-// waits on all of them in epoll, reads an answer once it has arrived and
-// sends the next request at once, as wrk does. The
-// server sees the same requests either way; the load generator, which
+// rawLoop is closedLoop for a request to server (host:port) that differs
+// only by its Idempotency-Key (keyPrefix-worker-i), sent by clients
+// connections of their own, each with one request in flight at a time,
+// like closedLoop's goroutines. What differs is who waits: closedLoop
+// parks a goroutine per client in Go's network poller (a read that fails
+// with EAGAIN, then the scheduler and its spinning threads on every
+// answer); here one thread waits on all of them in epoll, reads an answer
+// once it has arrived and sends the next request at once, as wrk does.
+// The server sees the same requests either way; the load generator, which
 // shares the machine with it, spends less. check says whether an answer
 // counts as made (false with an error for one that is wrong).
-func (b *bench) rawLoop(ctx context.Context, name string, clients int, d time.Duration, t *tally,
+func (b *bench) rawLoop(ctx context.Context, name, server string, clients int, d time.Duration, t *tally,
 	method, path, token, keyPrefix string, body []byte, check func(a answer) (bool, error)) (time.Duration, error) {
-	addr, err := net.ResolveTCPAddr("tcp4", b.client.addr)
+	addr, err := net.ResolveTCPAddr("tcp4", server)
 	if err != nil {
 		return 0, err
 	}
 	// The request, split where the key goes.
-	req := appendRequest(nil, b.client.addr, method, path, token, "\x00", body)
+	req := appendRequest(nil, server, method, path, token, "\x00", body)
 	at := bytes.IndexByte(req, 0)
 	head, tail := req[:at], req[at+1:]
 

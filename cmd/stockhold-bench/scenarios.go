@@ -67,7 +67,7 @@ func (b *bench) hotReference(ctx context.Context) (*result, error) {
 	body := holdBody(0, "", sku)
 	r := &result{Scenario: "hot (reference)", Clients: b.o.clients}
 	t := &tally{}
-	el, err := b.rawLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, "POST", "/v1/reservations", b.shop, sku, body,
+	el, err := b.rawLoop(ctx, r.Scenario, b.client.addr, b.o.clients, b.o.duration, t, "POST", "/v1/reservations", b.shop, sku, body,
 		func(a answer) (bool, error) {
 			if a.status != http.StatusCreated {
 				return false, fmt.Errorf("HTTP %d: %s", a.status, strings.TrimSpace(string(a.body)))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -28,7 +27,9 @@ const (
 // PostgreSQL transactions the bench database ran while they were refused
 // (pg_stat_database's xact_commit + xact_rollback, read once every
 // backend's counts have settled), less what the server runs when idle,
-// measured over as long a quiet window just before.
+// measured over as long a quiet window just before. Its baseline is the
+// floor (floor.go): the same requests sent as long to net/http alone,
+// answering the same refusal, right after.
 func (b *bench) soldout(ctx context.Context) ([]*result, error) {
 	hot, err := b.hotReference(ctx)
 	if err != nil {
@@ -39,17 +40,23 @@ func (b *bench) soldout(ctx context.Context) ([]*result, error) {
 		return nil, err
 	}
 	body := holdBody(0, "", sku)
-	ask := func(key string) (bool, error) {
-		a, err := b.call("POST", "/v1/reservations", b.shop, key, body, http.StatusCreated, http.StatusConflict)
+	// An answer of the hammer: a refusal, which counts as made.
+	refused := func(a answer) (bool, error) {
 		switch {
-		case err != nil:
-			return false, err
 		case a.status == http.StatusCreated:
-			return true, nil
-		case !strings.Contains(string(a.body), `"out_of_stock"`):
-			return false, fmt.Errorf("HTTP 409: %s", a.body)
+			return false, fmt.Errorf("a hold was made on a sold-out SKU")
+		case a.status != http.StatusConflict || !bytes.Contains(a.body, []byte(`"out_of_stock"`)):
+			return false, fmt.Errorf("HTTP %d: %s", a.status, bytes.TrimSpace(a.body))
 		}
-		return false, nil
+		return true, nil
+	}
+	ask := func(key string) (bool, error) {
+		a, err := b.do("POST", "/v1/reservations", b.shop, key, body)
+		if err != nil || a.status == http.StatusCreated {
+			return err == nil, err
+		}
+		_, err = refused(a)
+		return false, err
 	}
 
 	// The rush: until the last unit is gone.
@@ -65,6 +72,14 @@ func (b *bench) soldout(ctx context.Context) ([]*result, error) {
 	gone()
 	if held.Load() != soldoutUnits {
 		return nil, fmt.Errorf("the rush held %d of %d units", held.Load(), soldoutUnits)
+	}
+	// A refusal, which the floor answers with.
+	a, err := b.do("POST", "/v1/reservations", b.shop, sku+"-floor", body)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := refused(a); err != nil {
+		return nil, err
 	}
 
 	// What the server runs when nobody asks, once the rush's counts have
@@ -90,22 +105,20 @@ func (b *bench) soldout(ctx context.Context) ([]*result, error) {
 
 	r := &result{Scenario: "soldout", Clients: b.o.clients}
 	t := &tally{}
-	// Each refusal counts as made.
-	el, err := b.rawLoop(ctx, "soldout (refusals)", b.o.clients, soldoutHammer, t, "POST", "/v1/reservations", b.shop, sku, body,
-		func(a answer) (bool, error) {
-			switch {
-			case a.status == http.StatusCreated:
-				return false, fmt.Errorf("a hold was made on a sold-out SKU")
-			case a.status != http.StatusConflict || !bytes.Contains(a.body, []byte(`"out_of_stock"`)):
-				return false, fmt.Errorf("HTTP %d: %s", a.status, bytes.TrimSpace(a.body))
-			}
-			return true, nil
-		})
+	el, err := b.rawLoop(ctx, "soldout (refusals)", b.client.addr, b.o.clients, soldoutHammer, t, "POST", "/v1/reservations", b.shop, sku, body, refused)
 	if err != nil {
 		return nil, err
 	}
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
+	// The floor, at once: the same requests answered with the same
+	// refusal by net/http alone. It runs no transactions, and the idle
+	// rate taken off the window covers its stretch of it.
+	fl, err := b.floor(ctx, sku, body, a.body, refused)
+	if err != nil {
+		return nil, err
+	}
+	r.Baseline, r.BaselineP99, r.Ratio = fl.Rate, fl.P99, r.Rate/fl.Rate
 	fmt.Fprintf(b.log, "  waiting %s for PostgreSQL's counts to settle\n", statsSettle)
 	if err := sleep(ctx, statsSettle); err != nil {
 		return nil, err
@@ -117,8 +130,10 @@ func (b *bench) soldout(ctx context.Context) ([]*result, error) {
 	window := time.Since(fromAt).Seconds()
 	spent := float64(to-from) - quiet*window
 	r.Note = fmt.Sprintf("rate is refusals/s (every answer 409 out_of_stock), %.2fx single-unit holds on one SKU in this run (%.0f/s; goal 5x); "+
-		"PostgreSQL ran %d transactions in the %.0f s window around them, %.0f of them beyond the server's idle rate (%.1f/s): %.3f%% of the %d refusals (goal below 1%%)",
-		r.Rate/hot.Rate, hot.Rate, to-from, window, spent, quiet, 100*max(spent, 0)/float64(r.Holds), r.Holds)
+		"PostgreSQL ran %d transactions in the %.0f s window around them, %.0f of them beyond the server's idle rate (%.1f/s): %.3f%% of the %d refusals (goal below 1%%); "+
+		"the baseline is the floor: net/http alone answering the same requests with the same refusal, right after, %.0f/s (%.2fx the holds; %.1f µs of its CPU a refusal against the server's %.1f µs)",
+		r.Rate/hot.Rate, hot.Rate, to-from, window, spent, quiet, 100*max(spent, 0)/float64(r.Holds), r.Holds,
+		fl.Rate, fl.Rate/hot.Rate, fl.ServerCPU, r.ServerCPU)
 	return []*result{r}, nil
 }
 
