@@ -65,24 +65,86 @@ type seatAsk struct {
 	together int
 }
 
+// seatMap is a venue as its buyers see it: the seats one side of the
+// scenario (the service, or its plain table) holds for them or has sold.
+// A seat is shown taken once its hold is answered, and free again once
+// its release is: what a buyer picks can only have been taken by a
+// request still in flight.
+type seatMap []atomic.Bool
+
+func (m seatMap) mark(ids []string, taken bool) {
+	for _, id := range ids {
+		if n, ok := seatIndex(id); ok && n < len(m) {
+			m[n].Store(taken)
+		}
+	}
+}
+
+// seatPicks is how many rows a buyer looks at for free seats before
+// asking for seats the map shows taken.
+const seatPicks = 4
+
 // ask draws a request: one in five asks for 2-4 seats together, the
-// others name 1-4 seats of one row anywhere in the venue (so that what is
-// measured is what a hold costs, not how often buyers want the same
-// seats: TestNamedSeatsRace and the torture test race for them).
-func (v venue) ask(r *rand.Rand) seatAsk {
+// others name 1-4 seats of one row anywhere in the venue that the map
+// shows free (so that what is measured is what a hold costs, not how
+// often buyers want the same seats: TestNamedSeatsRace and the torture
+// test race for them).
+func (v venue) ask(r *rand.Rand, m seatMap) seatAsk {
 	n := 1 + r.IntN(4)
 	if r.IntN(5) == 0 {
 		return seatAsk{together: max(n, 2)}
 	}
-	row := r.IntN(v.rows)
 	var ids []string
-	for _, p := range r.Perm(seatsPerRow)[:n] {
-		ids = append(ids, seatID(row, p))
+	for look := range seatPicks {
+		row := r.IntN(v.rows)
+		ids = ids[:0]
+		for _, p := range r.Perm(seatsPerRow) {
+			if len(ids) == n {
+				break
+			}
+			if look == seatPicks-1 || !m[row*seatsPerRow+p].Load() {
+				ids = append(ids, seatID(row, p))
+			}
+		}
+		if len(ids) == n {
+			break
+		}
 	}
 	return seatAsk{named: ids}
 }
 
+// together is n seats side by side in a row that the map shows free (a
+// plain table's buyer picks them: it has no search).
+func (v venue) together(r *rand.Rand, m seatMap, n int) []string {
+	var ids []string
+	for look := range seatPicks {
+		row, start := r.IntN(v.rows), r.IntN(seatsPerRow-n+1)
+		ids = ids[:0]
+		for at := start; at < start+n; at++ {
+			if look < seatPicks-1 && m[row*seatsPerRow+at].Load() {
+				break
+			}
+			ids = append(ids, seatID(row, at))
+		}
+		if len(ids) == n {
+			break
+		}
+	}
+	return ids
+}
+
 func seatID(row, pos int) string { return fmt.Sprintf("R%03d-%d", row+1, pos+1) }
+
+// seatIndex is the place of a seatID in the venue, from 0.
+func seatIndex(id string) (int, bool) {
+	row, pos, ok := strings.Cut(strings.TrimPrefix(id, "R"), "-")
+	r, err1 := strconv.Atoi(row)
+	p, err2 := strconv.Atoi(pos)
+	if !ok || err1 != nil || err2 != nil || r < 1 || p < 1 || p > seatsPerRow {
+		return 0, false
+	}
+	return (r-1)*seatsPerRow + p - 1, true
+}
 
 func (v venue) ids() []string {
 	out := make([]string, 0, v.size)
@@ -99,11 +161,12 @@ func (v venue) ids() []string {
 // by hand for the same venue, and quantity holds on one hot SKU for
 // scale, all run in turns after one to warm up (alternate): every ratio
 // the note gives is between figures measured over the same stretch of
-// the run. Each client asks for 1-4 named seats of a row, or for 2-4
-// seats together; a hold made is released (one in seatsSold confirmed)
-// off the clock by as many other workers as there are clients (fewer made
-// releases what limits the holds made), so seats keep coming back and the
-// venue stays mostly free: what differs between two venues is their size.
+// the run. Each client asks for 1-4 named seats of a row that the seat
+// map shows free, or for 2-4 seats together; a hold made is released
+// (one in seatsSold confirmed) off the clock by as many other workers as
+// there are clients (fewer made releases what limits the holds made), so
+// seats keep coming back and the venue stays mostly free: what differs
+// between two venues is their size.
 // A turn ends once its releases are done, on its clock. At the end no
 // seat may have been sold twice.
 func (b *bench) seats(ctx context.Context) ([]*result, error) {
@@ -164,9 +227,10 @@ type seatRush struct {
 	sku   string
 	leg   *leg
 	plain *plainSeats
-	// releases are the paths of holds to release (or confirm); queued
-	// counts those not done yet.
-	releases chan string
+	seats seatMap
+	// releases are the holds to release (or confirm); queued counts
+	// those not done yet.
+	releases chan seatHold
 	queued   sync.WaitGroup
 	workers  sync.WaitGroup
 	relErrs  atomic.Int64
@@ -175,7 +239,8 @@ type seatRush struct {
 // newSeatRush loads a venue of n seats and its plain table, and starts
 // the workers that release its holds.
 func (b *bench) newSeatRush(ctx context.Context, n int) (*seatRush, error) {
-	r := &seatRush{b: b, v: newVenue(n), sku: fmt.Sprintf("seats-%d-%s", n, b.run), releases: make(chan string, 4096)}
+	r := &seatRush{b: b, v: newVenue(n), sku: fmt.Sprintf("seats-%d-%s", n, b.run), seats: make(seatMap, n),
+		releases: make(chan seatHold, 4096)}
 	if err := b.venue(r.sku, r.v); err != nil {
 		return nil, err
 	}
@@ -186,9 +251,11 @@ func (b *bench) newSeatRush(ctx context.Context, n int) (*seatRush, error) {
 	r.plain = plain
 	for range b.o.clients {
 		r.workers.Go(func() {
-			for path := range r.releases {
-				if _, err := b.call("POST", path, b.shop, "", nil, http.StatusOK, http.StatusConflict); err != nil {
+			for h := range r.releases {
+				if _, err := b.call("POST", h.path, b.shop, "", nil, http.StatusOK, http.StatusConflict); err != nil {
 					r.relErrs.Add(1)
+				} else if !h.sold {
+					r.seats.mark(h.seats, false)
 				}
 				r.queued.Done()
 			}
@@ -201,7 +268,7 @@ func (b *bench) newSeatRush(ctx context.Context, n int) (*seatRush, error) {
 // ask is one client's request of the rush: a hold made, or refused (seats
 // taken).
 func (r *seatRush) ask(w, i int) (bool, error) {
-	ask := r.v.ask(rand.New(rand.NewPCG(uint64(w), uint64(i))))
+	ask := r.v.ask(rand.New(rand.NewPCG(uint64(w), uint64(i))), r.seats)
 	item := map[string]any{"sku": r.sku}
 	if ask.together > 0 {
 		item["quantity"], item["adjacent"] = ask.together, true
@@ -221,18 +288,33 @@ func (r *seatRush) ask(w, i int) (bool, error) {
 		return false, nil
 	}
 	var h struct {
-		ID string `json:"id"`
+		ID    string `json:"id"`
+		Items []struct {
+			Units []string `json:"units"`
+		} `json:"items"`
 	}
 	if err := a.json(&h); err != nil {
 		return false, err
 	}
-	r.queued.Add(1)
-	if i%seatsSold == 0 {
-		r.releases <- "/v1/reservations/" + h.ID + "/confirm"
-	} else {
-		r.releases <- "/v1/reservations/" + h.ID + "/release"
+	held := seatHold{path: "/v1/reservations/" + h.ID + "/release", sold: i%seatsSold == 0}
+	if held.sold {
+		held.path = "/v1/reservations/" + h.ID + "/confirm"
 	}
+	for _, it := range h.Items {
+		held.seats = append(held.seats, it.Units...)
+	}
+	r.seats.mark(held.seats, true)
+	r.queued.Add(1)
+	r.releases <- held
 	return true, nil
+}
+
+// seatHold is a hold made to release, or to confirm (sold): its path,
+// and the seats it took.
+type seatHold struct {
+	path  string
+	seats []string
+	sold  bool
 }
 
 // stop stops the rush's release workers and its plain table's.
@@ -300,12 +382,13 @@ func (b *bench) venue(sku string, v venue) error {
 // same requests each one transaction of `UPDATE seats SET holder = $1
 // WHERE id = ANY($2) AND holder IS NULL` (rolled back when it took fewer
 // seats than asked), and the same releases off the clock. A request for
-// seats together names consecutive seats of a random row: a plain table
-// has no search.
+// seats together names consecutive seats of a row that its own seat map
+// shows free: a plain table has no search.
 type plainSeats struct {
 	v             venue
 	hold, release string
 	leg           *leg
+	seats         seatMap
 	releases      chan plainHold
 	queued        sync.WaitGroup
 	workers       sync.WaitGroup
@@ -336,12 +419,15 @@ func (b *bench) newPlainSeats(ctx context.Context, v venue) (*plainSeats, error)
 		v:        v,
 		hold:     "UPDATE " + table + " SET holder = $1 WHERE id = ANY($2) AND holder IS NULL",
 		release:  "UPDATE " + table + " SET holder = NULL WHERE id = ANY($2) AND holder = $1",
+		seats:    make(seatMap, v.size),
 		releases: make(chan plainHold, 4096),
 	}
 	for range b.o.clients {
 		p.workers.Go(func() {
 			for m := range p.releases {
-				_, _ = b.pool.Exec(ctx, p.release, m.id, m.ids)
+				if _, err := b.pool.Exec(ctx, p.release, m.id, m.ids); err == nil {
+					p.seats.mark(m.ids, false)
+				}
 				p.queued.Done()
 			}
 		})
@@ -354,13 +440,10 @@ func (b *bench) newPlainSeats(ctx context.Context, v venue) (*plainSeats, error)
 // ask is one client's request, in one transaction.
 func (p *plainSeats) ask(ctx context.Context, pool *pgxpool.Pool, w, i int) (bool, error) {
 	rng := rand.New(rand.NewPCG(uint64(w), uint64(i)))
-	ask := p.v.ask(rng)
+	ask := p.v.ask(rng, p.seats)
 	ids := ask.named
 	if ask.together > 0 {
-		row, start := rng.IntN(p.v.rows), rng.IntN(seatsPerRow-ask.together+1)
-		for at := start; at < start+ask.together; at++ {
-			ids = append(ids, seatID(row, at))
-		}
+		ids = p.v.together(rng, p.seats, ask.together)
 	}
 	id := uuid.New()
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -376,6 +459,7 @@ func (p *plainSeats) ask(ctx context.Context, pool *pgxpool.Pool, w, i int) (boo
 	case err != nil:
 		return false, err
 	}
+	p.seats.mark(ids, true)
 	if i%seatsSold != 0 {
 		p.queued.Add(1)
 		p.releases <- plainHold{id, ids}
