@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -415,4 +416,38 @@ func TestDecideUnits(t *testing.T) {
 	})
 	require.Equal(t, map[string][]string{k: {"A-5", "A-6"}}, verdicts[1].picked)
 	require.Equal(t, verdict{line: want{SKU: "S1", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: -1}, verdicts[2])
+}
+
+// TestEnoughRuns: the first read of windows takes one more than the units
+// a batch picks without naming them, plus a unit of room for every eight
+// named; it is enough when as many windows as that name none of the named
+// units, or when the pool had no more.
+func TestEnoughRuns(t *testing.T) {
+	t.Parallel()
+	// Sixteen seats named, two together: 2 + 1 + 16/8 = 5 windows first,
+	// 16 + 2 + 1 = 19 when they are not enough.
+	n := &unitNeed{sku: "S1", pool: MainPool, runs: []int64{2}, most: 18}
+	for p := 1; p <= 16; p++ {
+		n.named = append(n.named, "A-"+strconv.Itoa(p*2))
+	}
+	require.Equal(t, int32(5), n.runsLim(false))
+	require.Equal(t, int32(19), n.runsLim(true))
+
+	windows := func(ids ...string) *poolUnits {
+		u := &poolUnits{runs: map[int64][][]string{}}
+		for i := 0; i+1 < len(ids); i += 2 {
+			u.runs[2] = append(u.runs[2], []string{ids[i], ids[i+1]})
+		}
+		return u
+	}
+	require.True(t, n.enoughRuns(windows("B-1", "B-2", "B-3", "B-4", "B-5", "B-6", "A-2", "A-3", "A-4", "A-5")),
+		"three of five windows name no named seat: one for the pair, one each for two units the others could pick")
+	require.False(t, n.enoughRuns(windows("B-1", "B-2", "B-3", "B-4", "A-1", "A-2", "A-3", "A-4", "A-5", "A-6")),
+		"two clean windows of five: the pair may find none")
+	require.True(t, n.enoughRuns(windows("A-1", "A-2", "A-3", "A-4")), "fewer windows than asked: the pool has no more")
+
+	// Nothing named: the first read takes them all.
+	unnamed := &unitNeed{sku: "S1", pool: MainPool, runs: []int64{2}, most: 3}
+	require.Equal(t, int32(4), unnamed.runsLim(false))
+	require.True(t, unnamed.enoughRuns(windows("A-1", "A-2", "A-3", "A-4", "A-5", "A-6", "A-7", "A-8")))
 }

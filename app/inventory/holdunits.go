@@ -27,6 +27,21 @@ import (
 // wherever it asks, and a plain quantity on a pool this process has seen
 // hold units (a pool never stops holding them). A pool of units a batch
 // meets for the first time costs one more round trip, once (readUnits).
+//
+// How many windows of adjacent units to read. A unit a hold of the batch
+// takes spoils at most one window of a length (a length's windows are
+// disjoint), so one window more than all the units the batch's holds
+// could take always leaves one whole for each adjacent pick. Most of
+// those units are often named ones, though (buyers picking seats off a
+// map), and a named unit spoils only a window it is in, which the read
+// shows. So the first read takes fewer windows (runsLim): one more than
+// the units the batch picks without naming them, plus some room for
+// named units among them. If that leaves fewer windows free of every
+// named unit than it would need, the batch reads them again, all of
+// them, in readUnits' extra round trip (enoughRuns). Either way, what
+// the batch reads is the first windows of the pool in seat order, with
+// at least one for each adjacent pick whatever the others take: each
+// pick gets the window it would get from all of them.
 
 // unitNeed is what a batch's holds ask of one pool's units.
 type unitNeed struct {
@@ -41,6 +56,53 @@ type unitNeed struct {
 
 func (n *unitNeed) same(o *unitNeed) bool {
 	return o != nil && n.pick == o.pick && n.most == o.most && slices.Equal(n.runs, o.runs) && slices.Equal(n.named, o.named)
+}
+
+// picked is how many units the need's holds could take without naming
+// them.
+func (n *unitNeed) picked() int64 { return n.most - int64(len(n.named)) }
+
+// runsLim is how many windows of each length a read takes: all that any
+// batch needs, or fewer (see above). No read asks for more than an int
+// LIMIT holds: the asks of a batch summed may be far more (100 lines of
+// 1,000,000 per hold, many holds); the reads stop at what the pool has
+// anyway.
+func (n *unitNeed) runsLim(all bool) int32 {
+	lim := n.most + 1
+	if !all {
+		lim = min(lim, n.picked()+1+int64(len(n.named))/8)
+	}
+	return int32(min(lim, math.MaxInt32))
+}
+
+// enoughRuns reports whether the windows u has of the pool, read with
+// runsLim(false), leave one whole for every adjacent pick of n: the pool
+// had no more, or enough of them have none of the units n names.
+func (n *unitNeed) enoughRuns(u *poolUnits) bool {
+	lim := n.runsLim(false)
+	if lim == n.runsLim(true) {
+		return true
+	}
+	named := make(map[string]bool, len(n.named))
+	for _, id := range n.named {
+		named[id] = true
+	}
+	for _, length := range n.runs {
+		windows := u.runs[length]
+		if len(windows) < int(lim) {
+			continue
+		}
+		clean := int64(0)
+		for _, w := range windows {
+			if !slices.ContainsFunc(w, func(id string) bool { return named[id] }) {
+				clean++
+			}
+		}
+		if clean < n.picked()+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // unitNeeds is what leaders ask of units, by poolKey, in first-asked
@@ -104,16 +166,16 @@ type unitsRead struct {
 	runs  *db.UnitsRunsBatchResults
 }
 
-func queueUnits(ctx context.Context, q *db.Queries, needs map[string]*unitNeed, order []string) unitsRead {
+// queueUnits queues the reads of the pools order names (keys of needs),
+// with every window a batch could need (allRuns) or fewer (see runsLim).
+func queueUnits(ctx context.Context, q *db.Queries, needs map[string]*unitNeed, order []string, allRuns bool) unitsRead {
 	r := unitsRead{needs: needs, order: order}
 	var named db.UnitsNamedParams
 	var free db.UnitsFreeParams
 	var runs db.UnitsRunsParams
 	for _, pk := range order {
 		n := needs[pk]
-		// No read asks for more than an int LIMIT holds: the asks of a
-		// batch summed may be far more (100 lines of 1,000,000 per hold,
-		// many holds); the reads stop at what the pool has anyway.
+		// As runsLim.
 		most := min(n.most, math.MaxInt32-1)
 		for _, id := range n.named {
 			named.Skus, named.Ids = append(named.Skus, n.sku), append(named.Ids, id)
@@ -125,10 +187,8 @@ func queueUnits(ctx context.Context, q *db.Queries, needs map[string]*unitNeed, 
 			free.Lims = append(free.Lims, int32(most))
 		}
 		for _, length := range n.runs {
-			// Each unit the batch's other holds take spoils at most one
-			// window: one more than they could take leaves one whole.
 			runs.Skus, runs.Pools = append(runs.Skus, n.sku), append(runs.Pools, n.pool)
-			runs.MinLens, runs.Lims = append(runs.MinLens, int32(length)), append(runs.Lims, int32(most+1))
+			runs.MinLens, runs.Lims = append(runs.MinLens, int32(length)), append(runs.Lims, n.runsLim(allRuns))
 		}
 	}
 	if len(named.Ids) > 0 {
@@ -190,6 +250,17 @@ func (r unitsRead) read() map[string]*poolUnits {
 	return units
 }
 
+// units is what the batch read of a pool's units (by poolKey), on its
+// serialized row; nil if none.
+func (st stockRows) units(pk string) *poolUnits {
+	for _, k := range st.places[pk] {
+		if r := st.rows[k]; r.serialized {
+			return r.units
+		}
+	}
+	return nil
+}
+
 // attachUnits gives each pool's units to its stock row: the serialized
 // row of the pool, at the one location the pool lives at.
 func attachUnits(st stockRows, units map[string]*poolUnits) {
@@ -206,7 +277,9 @@ func attachUnits(st stockRows, units map[string]*poolUnits) {
 
 // readUnits is a hold batch's extra round trip for the pools of units its
 // first round trip did not read as the batch needs them (pre: what it
-// read, by poolKey): pools this process had not seen hold units yet.
+// read, by poolKey): pools this process had not seen hold units yet, and
+// pools whose windows of adjacent units read fell short (enoughRuns).
+// It reads every window the batch could need.
 func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, st stockRows, pre map[string]*unitNeed) error {
 	s.unitPools.learn(st)
 	needs, order := unitNeeds(leaders, s.unitPools.has)
@@ -214,13 +287,15 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 	for _, pk := range order {
 		if !needs[pk].same(pre[pk]) {
 			missing = append(missing, pk)
+		} else if u := st.units(pk); u != nil && !needs[pk].enoughRuns(u) {
+			missing = append(missing, pk)
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	p := newPipe(conn)
-	reading := queueUnits(ctx, db.New(p), needs, missing)
+	reading := queueUnits(ctx, db.New(p), needs, missing, true)
 	var units map[string]*poolUnits
 	if err := p.roundTrip(ctx, func() { units = reading.read() }); err != nil {
 		return fmt.Errorf("read units: %w", err)

@@ -738,7 +738,7 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
 	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
 	needs, order := unitNeeds(leaders, s.unitPools.has)
-	reading := queueUnits(ctx, q, needs, order)
+	reading := queueUnits(ctx, q, needs, order, false)
 	joining := queueJoined(ctx, q, leaders)
 	var (
 		inserted []db.Reservation

@@ -381,6 +381,41 @@ func TestAdjacentSeatsRace(t *testing.T) {
 	dbtest.RequireInvariants(t, b.pool)
 }
 
+// TestAdjacentPastNamedSeats: a batch reads fewer windows of adjacent
+// seats than its holds could spoil when most of what they take is named,
+// and all of them when the named seats the batch took spoil those it read.
+// In one batch: twelve holds name every other seat of the first 24, one
+// asks for two together, and one names seat 26 with a seat already taken.
+// The pair asked for is the first free in seat order (25-26, the named
+// hold after it refused), as it would be alone after the others.
+func TestAdjacentPastNamedSeats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
+	addUnits(t, svc, "HALL", venue(1, 40))
+
+	var named []<-chan outcome
+	var pair, late <-chan outcome
+	gatedBatch(t, svc, b.pool, func(submit func(context.Context, inventory.HoldRequest) <-chan outcome) {
+		for p := 1; p <= 23; p += 2 {
+			named = append(named, submit(ctx, holdReq(fmt.Sprintf("n%d", p), seats("HALL", fmt.Sprintf("A-%d", p)))))
+		}
+		pair = submit(ctx, holdReq("pair", inventory.Item{SKU: "HALL", Quantity: 2, Adjacent: true}))
+		late = submit(ctx, holdReq("late", seats("HALL", "A-26", "A-1")))
+	})
+	for _, ch := range named {
+		require.NoError(t, (<-ch).err)
+	}
+	o := <-pair
+	require.NoError(t, o.err, "seats 25-26 were free")
+	require.Equal(t, []string{"A-25", "A-26"}, o.r.Items[0].Units)
+	o = <-late
+	require.Equal(t, domain.CodeUnitUnavailable, code(o.err))
+	require.ElementsMatch(t, []string{"A-1", "A-26"}, unitsOf(o.err))
+	require.Equal(t, int64(14), pool(t, svc, "HALL", "main").Reserved)
+	dbtest.RequireInvariants(t, b.pool)
+}
+
 // TestUnitsGoBackOnce: expiry, the sweeper, a rollback and a cancel racing
 // each other hand each hold's units back exactly once.
 func TestUnitsGoBackOnce(t *testing.T) {
