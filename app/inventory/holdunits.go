@@ -175,7 +175,7 @@ func queueUnits(ctx context.Context, q *db.Queries, needs map[string]*unitNeed, 
 	var runs db.UnitsRunsParams
 	for _, pk := range order {
 		n := needs[pk]
-		// As runsLim.
+		// No LIMIT past an int (see runsLim).
 		most := min(n.most, math.MaxInt32-1)
 		for _, id := range n.named {
 			named.Skus, named.Ids = append(named.Skus, n.sku), append(named.Ids, id)

@@ -381,10 +381,10 @@ func TestAdjacentSeatsRace(t *testing.T) {
 	dbtest.RequireInvariants(t, b.pool)
 }
 
-// TestAdjacentPastNamedSeats: a batch reads fewer windows of adjacent
-// seats than its holds could spoil when most of what they take is named,
-// and all of them when the named seats the batch took spoil those it read.
-// In one batch: twelve holds name every other seat of the first 24, one
+// TestAdjacentPastNamedSeats: when the named seats of a batch spoil every
+// window of adjacent seats its first, shorter read took (runsLim), the
+// pair asked for still gets the first free one: the batch reads them all
+// (enoughRuns; without that, this pair is refused). In one batch: twelve holds name every other seat of the first 24, one
 // asks for two together, and one names seat 26 with a seat already taken.
 // The pair asked for is the first free in seat order (25-26, the named
 // hold after it refused), as it would be alone after the others.

@@ -22,9 +22,8 @@ import (
 // as the server, so that its refusals per second beside the server's, in
 // the same run, show what the machine leaves for everything the server
 // does beyond HTTP (routing, authentication, the body's JSON, the
-// in-memory refusal, metrics).
-// With -profile, it also serves net/http/pprof on floorPprofEnv's address,
-// a side port as the server's.
+// in-memory refusal, metrics). With -profile, it also serves
+// net/http/pprof on floorPprofEnv's address, a side port as the server's.
 const (
 	floorEnv      = "STOCKHOLD_BENCH_FLOOR_ADDR"
 	floorBodyEnv  = "STOCKHOLD_BENCH_FLOOR_BODY"
@@ -139,8 +138,7 @@ func (b *bench) floor(ctx context.Context, sku string, body, refusal []byte, che
 		return nil, err
 	}
 	t.fill(r, el)
-	if r.Holds > 0 {
-		r.ServerCPU = float64((f.cpu() - cpu).Microseconds()) / float64(r.Holds)
-	}
+	// The floor's CPU, not the server's that rawLoop measured.
+	r.ServerCPU = float64((f.cpu() - cpu).Microseconds()) / float64(max(r.Holds, 1))
 	return r, nil
 }

@@ -20,9 +20,10 @@
 // catalogue, full and incremental. The seats scenario (only when named)
 // runs an on-sale rush on a venue of each size -seats names, beside the
 // plain table a developer would write by hand and a hot SKU, in turns;
-// soldout (only when named) hammers a SKU whose last unit is gone. -profile writes each timed
-// phase's profiles (server CPU, PostgreSQL wait events and statements)
-// into a directory.
+// soldout (only when named) hammers a SKU whose last unit is gone, then
+// sends the same requests to its floor (floor.go). -profile writes each
+// timed phase's profiles (server CPU, PostgreSQL wait events and
+// statements) into a directory.
 package main
 
 import (
