@@ -104,8 +104,9 @@ func caller(c echo.Context) auth.Key {
 }
 
 // asCaller is the key as the inventory sees it: ops act on any client's
-// holds, shops only on their own.
+// holds, shops only on their own, and a bound key's new holds (reinstated
+// ones included) only at its locations.
 func asCaller(c echo.Context) inventory.Caller {
 	k := caller(c)
-	return inventory.Caller{Name: k.Name, Ops: k.Role == auth.RoleOps}
+	return inventory.Caller{Name: k.Name, Ops: k.Role == auth.RoleOps, Locations: k.Locations}
 }

@@ -116,3 +116,48 @@ func TestLocationsOverHTTP(t *testing.T) {
 	code(404, "unknown_location", e.do("PATCH", "/v1/locations/madrid", e.ops, map[string]any{"active": false}))
 	code(409, "location_inactive", e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 1, "location": "paris"}}}, key("h5")...))
 }
+
+// TestReinstateKeepsTheKeyBinding replays a reviewer's sequence: a key
+// holds at berlin and releases; the key is revoked and made again bound to
+// paris. A hold at berlin is 403, and so is reinstating the old hold
+// (whose line is at berlin): reinstate makes a new hold, under the
+// caller's binding like any other. Reinstated by an ops key, it is held.
+func TestReinstateKeepsTheKeyBinding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, nil)
+	for _, loc := range []string{"berlin", "paris"} {
+		require.Equal(t, 201, e.do("POST", "/v1/locations", e.ops, map[string]any{"id": loc, "name": loc}, "Idempotency-Key", "l-"+loc).status)
+		r := e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": 5, "location": loc, "reason": "delivery"}, "Idempotency-Key", "in-"+loc)
+		require.Equal(t, 200, r.status, "%s", r.body)
+	}
+	hold := func(token, key, loc string) resp {
+		return e.do("POST", "/v1/reservations", token, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 2, "location": loc}}}, "Idempotency-Key", key)
+	}
+	berlin, err := auth.CreateBound(ctx, e.pool, "shop-eu", auth.RoleShop, []string{"berlin"})
+	require.NoError(t, err)
+	h := hold(berlin, "h1", "berlin")
+	require.Equal(t, 201, h.status, "%s", h.body)
+	id := h.json(t)["id"].(string)
+	require.Equal(t, 200, e.do("POST", "/v1/reservations/"+id+"/release", berlin, nil).status)
+
+	_, err = auth.Revoke(ctx, e.pool, "shop-eu")
+	require.NoError(t, err)
+	paris, err := auth.CreateBound(ctx, e.pool, "shop-eu", auth.RoleShop, []string{"paris"})
+	require.NoError(t, err)
+	requireProblem(t, hold(paris, "h2", "berlin"), 403, "location_not_allowed")
+	before := e.counts()
+	p := requireProblem(t, e.do("POST", "/v1/reservations/"+id+"/reinstate", paris, nil), 403, "location_not_allowed")
+	require.Equal(t, "berlin", p["location"])
+	require.Equal(t, before, e.counts(), "nothing held")
+	require.Nil(t, e.do("GET", "/v1/reservations/"+id, paris, nil).json(t)["reinstated_as"], "reads are not bound")
+
+	// An ops key is bound to nothing: it reinstates the shop's hold.
+	r := e.do("POST", "/v1/reservations/"+id+"/reinstate", e.ops, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Equal(t, "berlin", r.json(t)["items"].([]any)[0].(map[string]any)["location"])
+	// Reinstated once, a bound key's call answers that hold (a read).
+	again := e.do("POST", "/v1/reservations/"+id+"/reinstate", paris, nil)
+	require.Equal(t, 200, again.status, "%s", again.body)
+	require.Equal(t, r.json(t)["id"], again.json(t)["id"])
+}

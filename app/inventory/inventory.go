@@ -351,9 +351,13 @@ const (
 
 // Caller is who asks: an API key's owner, and whether it may act on every
 // client's holds (ops) or only on its own (shop). Name is the ledger's actor.
+// Locations, when not nil, are the only locations the key's new holds may
+// take stock from (a shop key bound to a sales channel): a hold Reinstate
+// makes is a new hold, bound like any other. Reads are not bound.
 type Caller struct {
-	Name string
-	Ops  bool
+	Name      string
+	Ops       bool
+	Locations []string
 }
 
 func (c Caller) maySee(client string) bool { return c.Ops || c.Name == client }

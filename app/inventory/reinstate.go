@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,13 +45,17 @@ func reinstatedFrom(key string) *uuid.UUID {
 // client, with the original's time to live counted from now (a campaign's
 // own TTL wins, as for any hold). It goes through the hold batch like any
 // hold, so it is all or nothing (409 out_of_stock naming the line) and
-// refused while sales are stopped. Its ledger rows name who reinstated it
-// (the caller) and the key that authenticated them, as an operator's other
-// acts do. A line of units with an identity holds
-// the same units again (the same seats, so the same adjacency), or the
-// hold is refused with 409 unit_unavailable naming the units taken since. Reinstating a hold again answers the
-// hold the first call made, as it is now. A hold still held or confirmed is
-// 409 reservation_not_ended.
+// refused while sales are stopped. Being a new hold, it is bound like any:
+// a caller whose key is bound to locations (Caller.Locations) reinstates
+// only a hold whose every line is at one of them, or is refused with 403
+// location_not_allowed naming the first line elsewhere. Its ledger rows
+// name who reinstated it (the caller) and the key that authenticated
+// them, as an operator's other acts do. A line of units with an identity
+// holds the same units again (the same seats, so the same adjacency), or
+// the hold is refused with 409 unit_unavailable naming the units taken
+// since. Reinstating a hold again answers the hold the first call made,
+// as it is now (a read, which a binding does not limit). A hold still
+// held or confirmed is 409 reservation_not_ended.
 func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reservation, error) {
 	q := db.New(s.pool)
 	orig, err := q.ReservationGet(ctx, id)
@@ -78,9 +83,19 @@ func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reser
 		// Who reinstated it, and with which key: an operator acting on a
 		// shop's late payment is recorded as such, not as the shop.
 		Actor: by.Name, ActorKey: domain.Value(domain.KeyName(ctx)),
+		// A new hold, so the caller's key binding applies as to any: a
+		// line at a location the key may not use is 403
+		// location_not_allowed (Validate), whatever key made the original.
+		Locations: by.Locations,
 	}
 	for _, l := range lines {
-		// At the location each line was taken from.
+		// At the location each line was taken from, which a key bound to
+		// locations must be allowed to use, as for any new hold.
+		if by.Locations != nil && !slices.Contains(by.Locations, l.Location) {
+			return Reservation{}, &domain.Error{Code: domain.CodeLocationNotAllowed, SKU: l.SKU, Location: l.Location,
+				Detail: fmt.Sprintf("reservation %s holds SKU %q at %q: this API key's holds take stock only at %s",
+					id, l.SKU, l.Location, strings.Join(by.Locations, ", "))}
+		}
 		if len(l.Units) > 0 {
 			// The same units, so the same seats (and their adjacency), or a
 			// refusal naming the ones taken: never other units of the pool.

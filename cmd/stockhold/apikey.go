@@ -121,7 +121,8 @@ func ids(ids []int64) string {
 	return "ids " + strings.Join(s, ", ")
 }
 
-// listKeys prints every key, revoked ones included, never a token.
+// listKeys prints every key, revoked ones included, with the locations a
+// bound key's holds are limited to, never a token.
 func listKeys(ctx context.Context, pool *pgxpool.Pool, stdout io.Writer) error {
 	keys, err := auth.List(ctx, pool)
 	if err != nil {
@@ -129,7 +130,7 @@ func listKeys(ctx context.Context, pool *pgxpool.Pool, stdout io.Writer) error {
 	}
 	now := time.Now()
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tNAME\tROLE\tCREATED\tSTATUS")
+	fmt.Fprintln(w, "ID\tNAME\tROLE\tLOCATIONS\tCREATED\tSTATUS")
 	for _, k := range keys {
 		status := "in use"
 		switch {
@@ -138,7 +139,13 @@ func listKeys(ctx context.Context, pool *pgxpool.Pool, stdout io.Writer) error {
 		case k.RevokedAt != nil:
 			status = "revoked " + k.RevokedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, k.CreatedAt.UTC().Format(time.RFC3339), status)
+		// Where the key's new holds may take stock: any location, or the
+		// ones it is bound to.
+		where := "any"
+		if k.Locations != nil {
+			where = strings.Join(k.Locations, ",")
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, where, k.CreatedAt.UTC().Format(time.RFC3339), status)
 	}
 	return w.Flush()
 }

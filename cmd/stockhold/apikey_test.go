@@ -59,16 +59,24 @@ func TestAPIKeyCommands(t *testing.T) {
 	code, out, errs = cmd("create", "--name", "alice", "--role", "ops")
 	require.Equal(t, 0, code, errs)
 	require.True(t, works(lastLine(out)))
+	for _, loc := range []string{"paris", "lyon"} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, run(ctx, []string{"locations", "create", "--id", loc, "--operator", "alice"}, getenv, &stdout, &stderr), stderr.String())
+	}
+	code, _, errs = cmd("create", "--name", "shop-fr", "--role", "shop", "--locations", "paris,lyon")
+	require.Equal(t, 0, code, errs)
 
+	// Every key with the locations its holds are bound to.
 	code, out, errs = cmd("list")
 	require.Equal(t, 0, code, errs)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5)
-	require.Regexp(t, `^ID\s+NAME\s+ROLE\s+CREATED\s+STATUS$`, lines[0])
-	require.Regexp(t, `^\d+\s+alice\s+ops\s+\S+\s+in use$`, lines[1])
-	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+\S+\s+revoked \S+$`, lines[2])
-	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+\S+\s+works until \S+ \(rotated\)$`, lines[3])
-	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+\S+\s+in use$`, lines[4])
+	require.Len(t, lines, 6)
+	require.Regexp(t, `^ID\s+NAME\s+ROLE\s+LOCATIONS\s+CREATED\s+STATUS$`, lines[0])
+	require.Regexp(t, `^\d+\s+alice\s+ops\s+any\s+\S+\s+in use$`, lines[1])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+\S+\s+revoked \S+$`, lines[2])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+\S+\s+works until \S+ \(rotated\)$`, lines[3])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+\S+\s+in use$`, lines[4])
+	require.Regexp(t, `^\d+\s+shop-fr\s+shop\s+paris,lyon\s+\S+\s+in use$`, lines[5])
 	for _, tok := range []string{first, second, third} {
 		require.NotContains(t, out, tok, "list never shows a token")
 	}

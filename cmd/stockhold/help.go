@@ -103,14 +103,18 @@ it. Tokens are stored only as SHA-256 and shown once.`,
 		about: `Creates an API key and prints its token alone on the last line. A name in use by
 another key is refused: rotate that key, or revoke it first. --locations binds a shop key
 to those locations (a sales channel): its holds allocate only there, and a line naming
-another location is refused (403 location_not_allowed). A rotation keeps the binding.`,
+another location is refused (403 location_not_allowed), as is reinstating a hold with a
+line elsewhere. A binding limits only new holds: reads, and confirm, release and extend of
+the client's holds, go on everywhere. A rotation keeps the binding.`,
 		example: "stockhold apikey create --name shop-eu --role shop\nstockhold apikey create --name shop-fr --role shop --locations paris,lyon\n" +
 			"stockhold apikey create --name alice --role ops | tail -n 1",
 	},
 	"apikey list": {
 		synopsis: "apikey list",
-		about:    "Lists every key, never a token: id, name, role, created, in use, revoked, or working until the end of a rotation's grace period.",
-		example:  "stockhold apikey list",
+		about: `Lists every key, never a token: id, name, role, the locations its new holds are bound to
+(any: not bound), created, and in use, revoked, or working until the end of a rotation's
+grace period.`,
+		example: "stockhold apikey list",
 	},
 	"apikey revoke": {
 		synopsis: "apikey revoke --name N",
