@@ -459,7 +459,7 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 		return rollbacks.Created{}, err
 	}
 	for _, p := range pools {
-		err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: p.Sku, Pool: id, Actor: operator, Reason: "campaign " + id + " ended"})
+		err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: p.Sku, Location: p.Location, Pool: id, Actor: operator, Reason: "campaign " + id + " ended"})
 		if err != nil {
 			return rollbacks.Created{}, err
 		}

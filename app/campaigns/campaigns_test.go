@@ -599,3 +599,119 @@ func TestCampaignOfSeats(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT units FROM ledger WHERE sku = 'GIG' AND pool = 'main' AND kind = 'transfer' AND delta_total > 0`).Scan(&back))
 	require.Equal(t, []string{"A-01", "A-04", "A-05", "A-06"}, back)
 }
+
+// finish plays a campaign end's rollback chain to its last batch, which
+// finishes the campaign.
+func finish(t *testing.T, svc *campaigns.Service, created rollbacks.Created) {
+	t.Helper()
+	for job := created.JobID; ; {
+		batch, err := svc.RollbackBatch(context.Background(), created.RollbackID, job)
+		require.NoError(t, err)
+		if batch.Finished {
+			return
+		}
+		require.NotNil(t, batch.Next)
+		job = batch.Next.ID
+	}
+}
+
+// stockAt is sku's row (location, pool), or zero counters when it is not
+// listed.
+func (b *bundle) stockAt(t *testing.T, sku, location, pool string) inventory.Pool {
+	t.Helper()
+	st, err := b.inv.GetStock(context.Background(), sku)
+	require.NoError(t, err)
+	for _, p := range st.Pools {
+		if p.Pool == pool && p.Location == location {
+			return p
+		}
+	}
+	return inventory.Pool{}
+}
+
+// TestEndAtAnotherLocation replays issue 37's first item: a campaign
+// whose allotment is at paris (stock +10 there, 6 allotted, a hold) ends,
+// which pauses its pool at paris (not a pool at default it does not have),
+// rolls its unpaid hold back and gives the 6 back to main at paris. With
+// allotments at default and paris together, the end pauses both, the
+// finish gives both back, and until then each is paused and resumed on its
+// own.
+func TestEndAtAnotherLocation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	dbtest.Location(t, b.pool, "paris", 2)
+	dbtest.StockInAt(t, b.pool, "A1", "paris", 10)
+	c := spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 6})
+	c.Location = "paris"
+	create(t, svc, c)
+	require.NoError(t, svc.Start(ctx, "bf"))
+	require.EqualValues(t, 4, b.stockAt(t, "A1", "paris", "main").Available)
+	h, err := b.hold("bf", "A1", 2)
+	require.NoError(t, err)
+	require.Equal(t, "paris", h.Items[0].Location)
+
+	created, err := svc.End(ctx, "bf", "alice", "over")
+	require.NoError(t, err, "the end pauses the pool where it is")
+	_, err = b.hold("bf", "A1", 1)
+	requireCode(t, err, domain.CodeCampaignNotActive)
+	got, err := svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, []campaigns.Pool{{SKU: "A1", Location: "paris", Total: 6, Available: 4, Reserved: 2, Status: "paused"}}, got.Pools)
+	again, err := svc.End(ctx, "bf", "", "") // the campaign_end job, due at ends_at
+	require.NoError(t, err)
+	require.Equal(t, created, again)
+
+	finish(t, svc, created)
+	got, err = svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusRolledBack, got.Status)
+	require.Equal(t, inventory.StatusReleased, mustStatus(t, b, h.ID), "its unpaid hold rolled back")
+	main := b.stockAt(t, "A1", "paris", "main")
+	require.EqualValues(t, 10, main.Total, "every unit back in main at paris")
+	require.EqualValues(t, 10, main.Available)
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM stock WHERE location = 'default'`), "nothing made at default")
+
+	// Allotments at default and paris together.
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	create(t, svc, spec("two", campaigns.Allotment{SKU: "A1", Quantity: 3}, campaigns.Allotment{SKU: "A1", Location: "paris", Quantity: 5}))
+	require.NoError(t, svc.Start(ctx, "two"))
+	require.EqualValues(t, 7, b.stockAt(t, "A1", "default", "main").Available)
+	require.EqualValues(t, 5, b.stockAt(t, "A1", "paris", "main").Available)
+	for _, loc := range []string{"default", "paris"} {
+		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: uuid.NewString(), Campaign: "two",
+			Items: []inventory.Item{{SKU: "A1", Quantity: 1, Location: loc}}})
+		require.NoError(t, err)
+		require.Equal(t, loc, r.Items[0].Location)
+		_, err = b.inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
+		require.NoError(t, err)
+	}
+	// Paused and resumed per location: the campaign's switch flips both,
+	// a resume of one row lifts that row alone.
+	sw, err := b.inv.SwitchPool(ctx, inventory.PoolSwitch{Pool: "two", Reason: "price check", Actor: "alice"})
+	require.NoError(t, err)
+	require.Equal(t, 2, sw.Changed)
+	_, err = b.inv.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Location: "paris", Pool: "two", Reason: "ok", Actor: "alice"}})
+	require.NoError(t, err)
+	require.Equal(t, inventory.StockPaused, b.stockAt(t, "A1", "default", "two").Status)
+	require.Equal(t, inventory.StockOnSale, b.stockAt(t, "A1", "paris", "two").Status)
+	sw, err = b.inv.SwitchPool(ctx, inventory.PoolSwitch{Pool: "two", On: true, Reason: "ok", Actor: "alice"})
+	require.NoError(t, err)
+	require.Equal(t, 1, sw.Changed)
+
+	created, err = svc.End(ctx, "two", "alice", "over")
+	require.NoError(t, err)
+	got, err = svc.Get(ctx, "two")
+	require.NoError(t, err)
+	require.Equal(t, []campaigns.Pool{
+		{SKU: "A1", Location: "default", Total: 3, Available: 2, Sold: 1, Status: "paused"},
+		{SKU: "A1", Location: "paris", Total: 5, Available: 4, Sold: 1, Status: "paused"},
+	}, got.Pools, "each pool paused where it is")
+	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE pool = 'two' AND kind = 'pause' AND location = 'paris' AND actor = 'alice' AND reason = 'campaign two ended'`))
+	finish(t, svc, created)
+	require.EqualValues(t, 9, b.stockAt(t, "A1", "default", "main").Available, "the 2 unsold back at default")
+	require.EqualValues(t, 9, b.stockAt(t, "A1", "paris", "main").Available, "the 4 unsold back at paris")
+	got, err = svc.Get(ctx, "two")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusRolledBack, got.Status)
+}
