@@ -5400,6 +5400,30 @@ func (e ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservation
 	}
 }
 
+// Defines values for ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus.
 const (
 	ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
@@ -18080,6 +18104,65 @@ type ReinstateReservation400ApplicationProblemPlusJSONResponseBody struct {
 
 // ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
 type ReinstateReservation401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
+type ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReinstateReservation403ApplicationProblemPlusJSONResponseBody defines parameters for ReinstateReservation.
+type ReinstateReservation403ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReinstateReservation403ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReinstateReservation.
 type ReinstateReservation404ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -45257,6 +45340,289 @@ func (a *ReinstateReservation400ApplicationProblemPlusJSONResponseBody) Unmarsha
 
 // Override default JSON handling for ReinstateReservation400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
 func (a ReinstateReservation400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReinstateReservation403ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReinstateReservation403ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReinstateReservation403ApplicationProblemPlusJSONResponseBody
+func (a *ReinstateReservation403ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReinstateReservation403ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReinstateReservation403ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReinstateReservation403ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReinstateReservation403ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -73161,7 +73527,7 @@ type ClientInterface interface {
 
 	// ReinstateReservationWithBody Hold a released or expired hold's lines again
 	//
-	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -73172,7 +73538,7 @@ type ClientInterface interface {
 
 	// ReinstateReservation Hold a released or expired hold's lines again
 	//
-	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -74578,7 +74944,7 @@ func (c *Client) ExtendReservation(ctx context.Context, id ReservationID, body E
 
 // ReinstateReservationWithBody Hold a released or expired hold's lines again
 //
-// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -74599,7 +74965,7 @@ func (c *Client) ReinstateReservationWithBody(ctx context.Context, id Reservatio
 
 // ReinstateReservation Hold a released or expired hold's lines again
 //
-// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -79355,7 +79721,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReinstateReservationWithBodyWithResponse Hold a released or expired hold's lines again
 	//
-	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -79366,7 +79732,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReinstateReservationWithResponse Hold a released or expired hold's lines again
 	//
-	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+	// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -82882,6 +83248,8 @@ type ReinstateReservationResponse struct {
 	ApplicationproblemJSON400 *ReinstateReservation400ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ReinstateReservation403ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ReinstateReservation404ApplicationProblemPlusJSONResponseBody
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -82917,6 +83285,11 @@ func (r ReinstateReservationResponse) GetApplicationproblemJSON400() *ReinstateR
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ReinstateReservationResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReinstateReservationResponse) GetApplicationproblemJSON403() *ReinstateReservation403ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -87393,7 +87766,7 @@ func (c *ClientWithResponses) ExtendReservationWithResponse(ctx context.Context,
 
 // ReinstateReservationWithBodyWithResponse Hold a released or expired hold's lines again
 //
-// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -87410,7 +87783,7 @@ func (c *ClientWithResponses) ReinstateReservationWithBodyWithResponse(ctx conte
 
 // ReinstateReservationWithResponse Hold a released or expired hold's lines again
 //
-// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+// For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -91079,6 +91452,13 @@ func ParseReinstateReservationResponse(rsp *http.Response) (*ReinstateReservatio
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ReinstateReservation403ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ReinstateReservation404ApplicationProblemPlusJSONResponseBody

@@ -986,7 +986,7 @@ export interface paths {
         put?: never;
         /**
          * Hold a released or expired hold's lines again
-         * @description For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`).
+         * @description For a late payment: a confirm of a released or expired hold is refused (409) and raises a `late_confirmation` alert naming the hold and its `order_ref`. This makes a new hold of the same lines, order reference and campaign, for the same client, from available stock, all or nothing, with the original's time to live counted from now, then confirm it as usual. A line of units with an identity (seats) holds the same units again, never others: 409 `unit_unavailable` names those taken since. The new hold names the original in `reinstated_from`; the original names it in `reinstated_as`. Idempotent: reinstating again answers the hold the first call made, as it is now. Refused while sales are stopped (503 `stop_sale`). It is a new hold, so a key bound to locations reinstates only a hold whose every line is at one of them (403 `location_not_allowed` names the first line elsewhere), whichever key made the original.
          *
          *     Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
          */
@@ -6350,6 +6350,18 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /** @description The key is bound to locations and a line of the hold is elsewhere (`sku` and `location` name it). Codes: `location_not_allowed`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "location_not_allowed";
+                    };
+                };
+            };
             /** @description No such reservation (for this key). Codes: `not_found`. */
             404: {
                 headers: {
