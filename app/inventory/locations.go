@@ -23,7 +23,9 @@ import (
 const (
 	MaxLocationName  = 200
 	MaxLocationsPage = 1000
-	maxPriority      = 1_000_000
+	// MaxPriority bounds a location's priority both ways: from
+	// -MaxPriority to MaxPriority.
+	MaxPriority = 1_000_000
 )
 
 // Location is a location as the API shows it, with the totals of its stock
@@ -63,8 +65,8 @@ type NewLocation struct {
 }
 
 func validPriority(p int32) error {
-	if p < -maxPriority || p > maxPriority {
-		return domain.Invalid("priority must be a whole number from %d to %d (lower is allocated first)", -maxPriority, maxPriority)
+	if p < -MaxPriority || p > MaxPriority {
+		return domain.Invalid("priority must be a whole number from %d to %d (lower is allocated first)", -MaxPriority, MaxPriority)
 	}
 	return nil
 }

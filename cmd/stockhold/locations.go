@@ -39,12 +39,12 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("locations "+args[0], flag.ContinueOnError)
 	var (
 		id, name, operator, active string
-		priority                   int
+		priority                   int64
 	)
 	if args[0] != "list" {
 		fs.StringVar(&id, "id", "", "the location's `id` (required)")
 		fs.StringVar(&name, "name", "", "its `name`, for people")
-		fs.IntVar(&priority, "priority", 0, "allocation order: lower first, ties by id")
+		fs.Int64Var(&priority, "priority", 0, fmt.Sprintf("allocation order, from %d to %d: lower first, ties by id", -inventory.MaxPriority, inventory.MaxPriority))
 		fs.StringVar(&operator, "operator", "", "who, for the record (required)")
 	}
 	if args[0] == "update" {
@@ -58,6 +58,11 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 	}
 	if args[0] != "list" && (id == "" || operator == "") {
 		return fmt.Errorf("%w: locations %s needs --id and --operator", errUsage, args[0])
+	}
+	// Checked here, before it is cut to the service's 32 bits (where
+	// 4294967297 would become 1).
+	if priority < -inventory.MaxPriority || priority > inventory.MaxPriority {
+		return fmt.Errorf("%w: --priority %d: want a whole number from %d to %d", errUsage, priority, -inventory.MaxPriority, inventory.MaxPriority)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

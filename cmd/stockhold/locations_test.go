@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/auth"
@@ -70,4 +71,45 @@ func TestLocationCommands(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, `location "madrid" does not exist`)
 	require.NotEmpty(t, out)
+}
+
+// TestPriorityFlagNeverWraps: --priority 4294967297 was stored as 1 (an
+// int cut to 32 bits). Every value outside the service's range is a usage
+// error that changes nothing, on create and update; the edges are taken.
+func TestPriorityFlagNeverWraps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "USER": "carol"}
+	getenv := func(k string) string { return env[k] }
+	cmd := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, args, getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	priority := func(id string) (p int32, err error) {
+		err = pool.QueryRow(ctx, `SELECT priority FROM locations WHERE id = $1`, id).Scan(&p)
+		return p, err
+	}
+	for _, v := range []string{"4294967297", "-4294967295", "2147483648", "1000001", "-1000001", "99999999999999999999"} {
+		code, _, errs := cmd("locations", "create", "--id", "x", "--priority", v, "--operator", "alice")
+		require.Equal(t, 2, code, "create --priority %s: %s", v, errs)
+		require.Contains(t, errs, "--priority", v)
+		_, err := priority("x")
+		require.ErrorIs(t, err, pgx.ErrNoRows, "create --priority %s made nothing", v)
+	}
+	code, _, errs := cmd("locations", "create", "--id", "x", "--priority", "1000000", "--operator", "alice")
+	require.Equal(t, 0, code, errs)
+	for _, v := range []string{"4294967297", "-1000001"} {
+		code, _, errs := cmd("locations", "update", "--id", "x", "--priority", v, "--operator", "alice")
+		require.Equal(t, 2, code, "update --priority %s: %s", v, errs)
+		p, err := priority("x")
+		require.NoError(t, err)
+		require.EqualValues(t, 1_000_000, p, "update --priority %s changed nothing", v)
+	}
+	code, _, errs = cmd("locations", "update", "--id", "x", "--priority", "-1000000", "--operator", "alice")
+	require.Equal(t, 0, code, errs)
+	p, err := priority("x")
+	require.NoError(t, err)
+	require.EqualValues(t, -1_000_000, p)
 }
