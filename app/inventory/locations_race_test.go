@@ -9,8 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -233,4 +236,116 @@ func TestAllocationRacesTransfersMovesCounts(t *testing.T) {
 		require.True(t, ok && v.(*atomic.Int64).Load() > 0, "the race did %s", must)
 	}
 	require.Positive(t, split, "some holds were split")
+}
+
+// TestClosedLocationTakesNoLaterHold: once closing a location (making it
+// inactive, or stopping its sales) has answered, no hold takes stock
+// there. A hold batch that read the location open and is still running
+// when the close is asked for (held up on the location's stock row,
+// which another session keeps locked) carries every kind of line that
+// can land there: one naming it, one allocated to it, one split across it
+// and another location, and a hold elsewhere. The close waits for it:
+// every hold granted at the location was committed when the close
+// answered. Without the close's stop-sale lock, it answers at once and
+// the batch, which read the location open, commits its holds there
+// afterwards.
+func TestClosedLocationTakesNoLaterHold(t *testing.T) {
+	t.Parallel()
+	closes := map[string]func(ctx context.Context, svc *inventory.Service) error{
+		"deactivated": func(ctx context.Context, svc *inventory.Service) error {
+			off := false
+			_, err := svc.UpdateLocation(ctx, inventory.LocationChange{ID: "paris", Active: &off, Actor: "alice"})
+			return err
+		},
+		"sales stopped": func(ctx context.Context, svc *inventory.Service) error {
+			_, err := svc.SetStopSale(ctx, inventory.StopSaleChange{Location: "paris", Active: true, Reason: "flood", Actor: "alice"})
+			return err
+		},
+	}
+	for name, closeParis := range closes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
+			dbtest.Location(t, b.pool, "paris", 0)
+			dbtest.Location(t, b.pool, "lyon", 1)
+			dbtest.StockInAt(t, b.pool, "SHUT", "paris", 10)
+			dbtest.StockInAt(t, b.pool, "SHUT", "lyon", 2)
+			dbtest.StockInAt(t, b.pool, "OPEN", "lyon", 5)
+
+			locker, err := b.pool.Begin(ctx)
+			require.NoError(t, err)
+			defer locker.Rollback(ctx) //nolint:errcheck // rolled back below
+			_, err = locker.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'SHUT' AND location = 'paris' FOR UPDATE`)
+			require.NoError(t, err)
+
+			holds := map[string]<-chan outcome{}
+			gatedBatch(t, svc, b.pool, func(submit func(context.Context, inventory.HoldRequest) <-chan outcome) {
+				holds["named"] = submit(ctx, holdReq("named", inventory.Item{SKU: "SHUT", Quantity: 1, Location: "paris"}))
+				holds["allocated"] = submit(ctx, holdReq("allocated", item("SHUT", 3))) // lyon has 2
+				holds["split"] = submit(ctx, holdReq("split", inventory.Item{SKU: "SHUT", Quantity: 8, Split: true}))
+				holds["elsewhere"] = submit(ctx, holdReq("elsewhere", item("OPEN", 1)))
+			})
+			waitLockWait(t, b.pool) // the batch has read paris open and waits on its row
+
+			type closed struct {
+				err error
+				// committed are the holds with a line at paris in the
+				// database when the close answered.
+				committed map[string]bool
+			}
+			answered := make(chan closed, 1)
+			go func() {
+				c := closed{err: closeParis(ctx, svc), committed: map[string]bool{}}
+				if c.err == nil {
+					rows, err := b.pool.Query(ctx, `SELECT DISTINCT r.idempotency_key FROM reservation_lines l
+						JOIN reservations r ON r.id = l.reservation_id WHERE l.location = 'paris'`)
+					if err == nil {
+						var keys []string
+						keys, err = pgx.CollectRows(rows, pgx.RowTo[string])
+						for _, k := range keys {
+							c.committed[k] = true
+						}
+					}
+					c.err = err
+				}
+				answered <- c
+			}()
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				if len(answered) > 0 {
+					return // answered: refused below
+				}
+				var n int
+				assert.NoError(c, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&n))
+				assert.Positive(c, n, "the close waits for the batch in flight")
+			}, 10*time.Second, 5*time.Millisecond)
+			require.Empty(t, answered, "the close answered while a batch that read paris open was running")
+			require.NoError(t, locker.Rollback(ctx))
+
+			c := <-answered
+			require.NoError(t, c.err)
+			atParis := 0
+			for key, ch := range holds {
+				o := <-ch
+				if o.err != nil {
+					require.Contains(t, []domain.Code{domain.CodeLocationInactive, domain.CodeStopSale}, code(o.err), "%s: %v", key, o.err)
+					continue
+				}
+				for _, l := range o.r.Lines() {
+					if l.Location == "paris" {
+						atParis++
+						require.True(t, c.committed[key], "hold %s was granted at paris after the close answered", key)
+					}
+				}
+			}
+			require.Equal(t, 3, atParis, "the batch that read paris open granted its three holds there before the close")
+
+			// After the close, paris takes nothing; lyon sells.
+			_, _, err = svc.Hold(ctx, holdReq("after", inventory.Item{SKU: "SHUT", Quantity: 1, Location: "paris"}))
+			require.Contains(t, []domain.Code{domain.CodeLocationInactive, domain.CodeStopSale}, code(err), "%v", err)
+			_, _, err = svc.Hold(ctx, holdReq("after-elsewhere", item("OPEN", 1)))
+			require.NoError(t, err)
+		})
+	}
 }

@@ -234,3 +234,64 @@ func TestSoldOutStepsAsideForStopSale(t *testing.T) {
 	_, _, err = a.Hold(ctx, holdReq("s-after", item("SHUT", 1)))
 	require.NoError(t, err)
 }
+
+// TestSoldOutStaysAsideWhileEverythingIsStopped: while the switch for
+// everything is on, memory answers no hold, for as long as it stays on
+// and however often the recheck loop reads the remembered pools again:
+// turned on through another instance, holds asked on this one later than
+// STOCKHOLD_SOLDOUT_RECHECK after the flip's commit are answered stop_sale
+// by their batch; turned on through this one, from the first hold after
+// it. Lifted, the pool is remembered again.
+func TestSoldOutStaysAsideWhileEverythingIsStopped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const recheck = 100 * time.Millisecond
+	cfg, mem := withMemoryCount(inventory.Config{SoldOutRecheck: recheck})
+	a, b := setup(t, &setupOpts{cfg: &cfg})
+	other := b.another(inventory.Config{SoldOutRecheck: recheck})
+	dbtest.StockIn(t, b.pool, "HUSH", 1)
+	_, _, err := a.Hold(ctx, holdReq("h0", item("HUSH", 1)))
+	require.NoError(t, err)
+	i := 0
+	remembered := func() {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			i++
+			err, inMemory := fromMemory(ctx, a, mem, fmt.Sprint("k", i), "HUSH", 1)
+			return inMemory && code(err) == domain.CodeOutOfStock
+		}, 10*time.Second, time.Millisecond, "HUSH is never refused from memory")
+	}
+	// stopped asks for holds on a for five rechecks after the flip that
+	// committed at committed: each asked later than trusted after it is
+	// answered stop_sale, not from memory.
+	stopped := func(committed time.Time, trusted time.Duration) {
+		t.Helper()
+		n := 0
+		for time.Since(committed) < 5*recheck || n < 10 {
+			i++
+			n++
+			asked := time.Now()
+			err, inMemory := fromMemory(ctx, a, mem, fmt.Sprint("k", i), "HUSH", 1)
+			if asked.Sub(committed) <= trusted {
+				continue
+			}
+			require.False(t, inMemory, "a hold asked %s after the stop-sale's commit was refused from memory: %v", asked.Sub(committed), err)
+			require.Equal(t, domain.CodeStopSale, code(err), "%v", err)
+		}
+	}
+
+	remembered()
+	_, err = other.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "payments down", Actor: "alice"})
+	require.NoError(t, err)
+	stopped(time.Now(), recheck)
+	_, err = other.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "payments back", Actor: "alice"})
+	require.NoError(t, err)
+
+	remembered()
+	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "payments down", Actor: "alice"})
+	require.NoError(t, err)
+	stopped(time.Now(), 0)
+	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "payments back", Actor: "alice"})
+	require.NoError(t, err)
+	remembered()
+}

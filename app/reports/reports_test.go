@@ -1,7 +1,9 @@
 package reports_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -152,4 +154,77 @@ func requireInvalid(t *testing.T, err error, what string) {
 	var de *domain.Error
 	require.ErrorAs(t, err, &de, what)
 	require.Equal(t, domain.CodeInvalid, de.Code, what)
+}
+
+// TestDailyReportPoolsAddUpOverConsecutiveDays: a ledger row belongs to
+// exactly one business day, a row at exactly midnight to the day it
+// starts. On two consecutive days with rows at each midnight (the first
+// day's, the second's, the third's), every figure of the pools sums to
+// the day's total, and the pools' movements of the two days are the
+// ledger's rows from the first midnight to the third, each counted once.
+// The figures are compared whatever columns the report has.
+func TestDailyReportPoolsAddUpOverConsecutiveDays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	_, err := pool.Exec(ctx, `
+		INSERT INTO ledger (at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor, reason)
+		VALUES
+		 ('2026-11-30 23:59:59.999Z', 'M1', 'main', 'stock_in', 9, 9, 0, 0, 1, 'alice', NULL),
+		 ('2026-12-01 00:00:00Z',     'M1', 'main', 'reserve',  0, -2, 2, 0, 2, 'shop', NULL),
+		 ('2026-12-01 12:00:00Z',     'M1', 'main', 'confirm',  0, 0, -2, 2, 3, 'shop', NULL),
+		 ('2026-12-02 00:00:00Z',     'M1', 'main', 'reserve',  0, -3, 3, 0, 4, 'shop', NULL),
+		 ('2026-12-02 00:00:00Z',     'M2', 'bf',   'transfer', 4, 4, 0, 0, 1, 'system:campaign', NULL),
+		 ('2026-12-02 00:00:00Z',     'M3', 'main', 'adjust',   -1, -1, 0, 0, 1, 'alice', 'damaged'),
+		 ('2026-12-02 08:00:00Z',     'M1', 'main', 'expire',   0, 3, -3, 0, 5, 'system:expire_holds', NULL),
+		 ('2026-12-02 23:59:59.999Z', 'M2', 'bf',   'reserve',  0, -1, 1, 0, 2, 'shop', NULL),
+		 ('2026-12-03 00:00:00Z',     'M2', 'bf',   'rollback', 0, 1, -1, 0, 3, 'alice', 'campaign end'),
+		 ('2026-12-03 00:00:00Z',     'M1', 'main', 'release',  0, 1, -1, 0, 6, 'shop', NULL)`)
+	require.NoError(t, err)
+
+	svc := reports.New(pool)
+	// figures are the numbers of v's JSON object, by name.
+	figures := func(v any) map[string]int64 {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var m map[string]any
+		require.NoError(t, d.Decode(&m))
+		out := map[string]int64{}
+		for k, x := range m {
+			if n, ok := x.(json.Number); ok {
+				out[k], err = n.Int64()
+				require.NoError(t, err, k)
+			}
+		}
+		return out
+	}
+	var movements int64
+	for _, day := range []string{"2026-12-01", "2026-12-02"} {
+		var totals map[string]int64
+		sum := map[string]int64{}
+		q := reports.DailyQuery{Date: day, Limit: 1}
+		for range 20 {
+			page, err := svc.Daily(ctx, q)
+			require.NoError(t, err)
+			totals = figures(page.Totals)
+			for _, p := range page.Pools {
+				for k, n := range figures(p) {
+					sum[k] += n
+				}
+			}
+			if page.NextCursor == nil {
+				break
+			}
+			q.Cursor = *page.NextCursor
+		}
+		require.NotEmpty(t, totals)
+		for k, n := range totals {
+			require.Equal(t, n, sum[k], "%s: the pools' %s add up to the day's", day, k)
+		}
+		movements += sum["movements"]
+	}
+	require.EqualValues(t, dbtest.Count(t, pool, `SELECT count(*) FROM ledger WHERE at >= '2026-12-01' AND at < '2026-12-03'`), movements,
+		"each row of the two days in one day's pools")
 }

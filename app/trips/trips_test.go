@@ -350,3 +350,89 @@ func TestConfirmLatencyFires(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, st.Active, "stop-sale only when configured")
 }
+
+// TestTripPausesItsLocationOnly: a rule that fires on a SKU's pool at one
+// location (its row kept locked there, or the overdue holds there)
+// pauses that pool at that location, once, and nowhere else: the same
+// pool at the other locations goes on selling.
+func TestTripPausesItsLocationOnly(t *testing.T) {
+	t.Parallel()
+	rules := map[string]func(t *testing.T, deps *app.Services, pool *pgxpool.Pool){
+		trips.RuleLockWaits: func(t *testing.T, deps *app.Services, pool *pgxpool.Pool) {
+			ctx := context.Background()
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'A1' AND location = 'paris' FOR UPDATE`)
+			require.NoError(t, err)
+			for i := range 3 {
+				_, _, err := deps.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint("busy", i),
+					Items: []inventory.Item{{SKU: "A1", Quantity: 1, Location: "paris"}}})
+				var de *domain.Error
+				require.ErrorAs(t, err, &de)
+				require.Equal(t, domain.CodeBusy, de.Code)
+			}
+			require.NoError(t, tx.Rollback(ctx))
+			fired, err := deps.Trips.Check(ctx)
+			require.NoError(t, err)
+			require.Len(t, fired, 1)
+			require.Equal(t, "sku:A1@paris/main", fired[0].Subject)
+		},
+		trips.RuleExpiryBacklog: func(t *testing.T, deps *app.Services, pool *pgxpool.Pool) {
+			ctx := context.Background()
+			var ids []uuid.UUID
+			for i := range 3 {
+				r, _, err := deps.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint("late", i),
+					Items: []inventory.Item{{SKU: "A1", Quantity: 1, Location: "paris"}}})
+				require.NoError(t, err)
+				ids = append(ids, r.ID)
+			}
+			_, err := pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 minute' WHERE id = ANY($1)`, ids)
+			require.NoError(t, err)
+			var fired []trips.Fired
+			for range 2 { // periods
+				fired, err = deps.Trips.Check(ctx)
+				require.NoError(t, err)
+			}
+			require.Len(t, fired, 1)
+			require.Equal(t, "sku:A1@paris/main", fired[0].Subject)
+		},
+	}
+	for rule, trip := range rules {
+		t.Run(rule, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			deps, pool := setup(t, func(c *config.Config) {
+				c.LockTimeout, c.TripLockWaits = 100*time.Millisecond, 3
+				c.TripExpiryBacklog, c.TripPeriods, c.TripStopSale, c.TripConfirmP99 = 2, 2, true, 0
+			})
+			dbtest.Location(t, pool, "paris", 1)
+			dbtest.Location(t, pool, "berlin", 2)
+			for _, l := range []string{inventory.DefaultLocation, "paris", "berlin"} {
+				_, err := deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "A1", Location: l, Delta: 10, Reason: "test", Actor: "test"})
+				require.NoError(t, err)
+			}
+
+			trip(t, deps, pool)
+
+			st, err := deps.Inventory.GetStock(ctx, "A1")
+			require.NoError(t, err)
+			status := map[string]string{}
+			for _, p := range st.Pools {
+				status[p.Location] = p.Status
+			}
+			require.Equal(t, map[string]string{inventory.DefaultLocation: inventory.StockOnSale, "paris": inventory.StockPaused, "berlin": inventory.StockOnSale}, status)
+			require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM ledger WHERE kind = 'pause'`), "one pause, at paris")
+			require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM ledger WHERE kind = 'pause' AND location = 'paris'`))
+			for _, l := range []string{inventory.DefaultLocation, "berlin"} {
+				_, _, err := deps.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "at-" + l,
+					Items: []inventory.Item{{SKU: "A1", Quantity: 1, Location: l}}})
+				require.NoError(t, err, "A1 sells at %s", l)
+			}
+			_, _, err = deps.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "at-paris",
+				Items: []inventory.Item{{SKU: "A1", Quantity: 1, Location: "paris"}}})
+			var de *domain.Error
+			require.ErrorAs(t, err, &de)
+			require.Equal(t, domain.CodeSKUPaused, de.Code)
+		})
+	}
+}
