@@ -58,15 +58,6 @@ SELECT l.*
 FROM reservation_lines l WHERE l.reservation_id = ANY(@reservation_ids::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C";
 
--- name: ReservationLinesSummed :many
--- ReservationLinesSummed totals the lines of reservations per stock row, in
--- the order rows must be locked.
-SELECT sku, location, pool, sum(quantity)::bigint AS quantity
-FROM reservation_lines
-WHERE reservation_id = ANY(@reservation_ids::uuid[])
-GROUP BY sku, location, pool
-ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C";
-
 -- name: ReservationsLockMany :batchmany
 -- ReservationsLockMany locks the reservations ids in id order, the order
 -- every path locks holds in, and says which are past their expiry.

@@ -82,10 +82,12 @@ LIMIT @lim
 FOR UPDATE OF r SKIP LOCKED;
 
 -- name: RollbackScopeCount :one
--- RollbackScopeCount says how many holds (and units, all lines) in a scope
--- created before the cut-off are still held, locked or not: a dry run's
--- answer, and how a rollback knows it is done. Exactly one scope's
--- parameters are set.
+-- RollbackScopeCount says how many holds in a scope created before the
+-- cut-off are still held with a line in scope, locked or not, and the
+-- units of those lines: a dry run's answer, what the real run hands back
+-- (a hold's lines of the SKU's pool, at the location when given, or at the
+-- location; every line of hold ids and of a campaign), and how a rollback
+-- knows it is done. Exactly one scope's parameters are set.
 SELECT count(DISTINCT r.id)::int AS holds, coalesce(sum(l.quantity), 0)::bigint AS units
 FROM reservations r
 JOIN reservation_lines l ON l.reservation_id = r.id
@@ -93,11 +95,8 @@ WHERE r.status = 'held'
   AND r.created_at < @cutoff
   AND (sqlc.narg('ids')::uuid[] IS NULL OR r.id = ANY(sqlc.narg('ids')::uuid[]))
   AND (sqlc.narg('campaign')::text IS NULL OR r.campaign = sqlc.narg('campaign')::text)
-  AND (sqlc.narg('sku')::text IS NULL OR EXISTS (
-        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = sqlc.narg('sku')::text AND x.pool = sqlc.narg('pool')::text
-                                            AND (sqlc.narg('location')::text IS NULL OR x.location = sqlc.narg('location')::text)))
-  AND (sqlc.narg('sku')::text IS NOT NULL OR sqlc.narg('location')::text IS NULL OR EXISTS (
-        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.location = sqlc.narg('location')::text));
+  AND (sqlc.narg('sku')::text IS NULL OR (l.sku = sqlc.narg('sku')::text AND l.pool = sqlc.narg('pool')::text))
+  AND (sqlc.narg('location')::text IS NULL OR l.location = sqlc.narg('location')::text);
 
 -- name: RollbackMarkRunning :one
 -- RollbackMarkRunning starts a pending request, or reopens a failed one.

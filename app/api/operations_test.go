@@ -103,7 +103,28 @@ func TestRollbacksAPI(t *testing.T) {
 	got = e.do("GET", fmt.Sprint("/v1/rollbacks/", r.json(t)["rollback_id"]), e.ops, nil)
 	require.Equal(t, cut, got.json(t)["scope"].(map[string]any)["cutoff"])
 
+	// A location's lines, or a SKU's at one location: both scopes the
+	// document admits; a location that does not exist is refused.
+	require.Equal(t, 201, e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "paris", "name": "Paris"}, "Idempotency-Key", "loc-paris").status)
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	for name, b := range map[string]map[string]any{
+		"location":        {"operator": "alice", "reason": "x", "location": "paris", "held_before": past, "dry_run": true},
+		"sku at location": {"operator": "alice", "reason": "x", "sku": "A1", "location": "paris", "dry_run": true},
+	} {
+		r := e.do("POST", "/v1/rollbacks", e.ops, b, "Idempotency-Key", "rb-"+name)
+		require.Equal(t, 202, r.status, "%s: %s", name, r.body)
+		got := e.do("GET", fmt.Sprint("/v1/rollbacks/", r.json(t)["rollback_id"]), e.ops, nil).json(t)
+		require.Equal(t, "paris", got["scope"].(map[string]any)["location"], name)
+	}
+
 	before := e.counts()
+	for name, b := range map[string]map[string]any{
+		"nowhere":        {"operator": "alice", "reason": "x", "location": "madrid"},
+		"sku at nowhere": {"operator": "alice", "reason": "x", "sku": "A1", "location": "madrid"},
+	} {
+		p := requireProblem(t, e.do("POST", "/v1/rollbacks", e.ops, b, "Idempotency-Key", "rb-"+name), 422, "unknown_location")
+		require.Equal(t, "madrid", p["location"], name)
+	}
 	for name, b := range map[string]map[string]any{
 		"no operator": {"reason": "x", "campaign": "c1"},
 		"no reason":   {"operator": "alice", "campaign": "c1"},

@@ -149,48 +149,6 @@ func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid
 	return items, nil
 }
 
-const reservationLinesSummed = `-- name: ReservationLinesSummed :many
-SELECT sku, location, pool, sum(quantity)::bigint AS quantity
-FROM reservation_lines
-WHERE reservation_id = ANY($1::uuid[])
-GROUP BY sku, location, pool
-ORDER BY sku COLLATE "C", location COLLATE "C", pool COLLATE "C"
-`
-
-type ReservationLinesSummedRow struct {
-	Sku      string
-	Location string
-	Pool     string
-	Quantity int64
-}
-
-// ReservationLinesSummed totals the lines of reservations per stock row, in
-// the order rows must be locked.
-func (q *Queries) ReservationLinesSummed(ctx context.Context, reservationIds []uuid.UUID) ([]ReservationLinesSummedRow, error) {
-	rows, err := q.db.Query(ctx, reservationLinesSummed, reservationIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ReservationLinesSummedRow
-	for rows.Next() {
-		var i ReservationLinesSummedRow
-		if err := rows.Scan(
-			&i.Sku,
-			&i.Location,
-			&i.Pool,
-			&i.Quantity,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const reservationsDueOn = `-- name: ReservationsDueOn :many
 WITH due AS MATERIALIZED (
     SELECT r.id, r.expires_at FROM reservations r

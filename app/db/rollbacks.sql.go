@@ -597,11 +597,8 @@ WHERE r.status = 'held'
   AND r.created_at < $1
   AND ($2::uuid[] IS NULL OR r.id = ANY($2::uuid[]))
   AND ($3::text IS NULL OR r.campaign = $3::text)
-  AND ($4::text IS NULL OR EXISTS (
-        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.sku = $4::text AND x.pool = $5::text
-                                            AND ($6::text IS NULL OR x.location = $6::text)))
-  AND ($4::text IS NOT NULL OR $6::text IS NULL OR EXISTS (
-        SELECT 1 FROM reservation_lines x WHERE x.reservation_id = r.id AND x.location = $6::text))
+  AND ($4::text IS NULL OR (l.sku = $4::text AND l.pool = $5::text))
+  AND ($6::text IS NULL OR l.location = $6::text)
 `
 
 type RollbackScopeCountParams struct {
@@ -618,10 +615,12 @@ type RollbackScopeCountRow struct {
 	Units int64
 }
 
-// RollbackScopeCount says how many holds (and units, all lines) in a scope
-// created before the cut-off are still held, locked or not: a dry run's
-// answer, and how a rollback knows it is done. Exactly one scope's
-// parameters are set.
+// RollbackScopeCount says how many holds in a scope created before the
+// cut-off are still held with a line in scope, locked or not, and the
+// units of those lines: a dry run's answer, what the real run hands back
+// (a hold's lines of the SKU's pool, at the location when given, or at the
+// location; every line of hold ids and of a campaign), and how a rollback
+// knows it is done. Exactly one scope's parameters are set.
 func (q *Queries) RollbackScopeCount(ctx context.Context, arg RollbackScopeCountParams) (RollbackScopeCountRow, error) {
 	row := q.db.QueryRow(ctx, rollbackScopeCount,
 		arg.Cutoff,

@@ -289,3 +289,85 @@ func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how
 	}
 	return c.ended(), nil
 }
+
+// LineScope says which lines of a hold a release in bulk hands back: the
+// lines of SKU's Pool (when SKU is set) at Location (when set). The zero
+// LineScope is every line: whole holds.
+type LineScope struct {
+	SKU, Pool, Location string
+}
+
+func (sc LineScope) whole() bool { return sc.SKU == "" && sc.Location == "" }
+
+func (sc LineScope) has(l Line) bool {
+	return (sc.SKU == "" || (l.SKU == sc.SKU && l.Pool == sc.Pool)) && (sc.Location == "" || l.Location == sc.Location)
+}
+
+// decideIn is decide for the lines of a hold in scope: a hold with no line
+// in scope (a change since took them) is left alone; one whose every line
+// is in scope, or that is past its expiry, is decided whole (released, or
+// expired instead); otherwise its lines in scope are handed back, as a
+// partial release by how's actor and for its reason, and it stays held
+// with the rest.
+func (how Release) decideIn(scope LineScope) func(*lockedHold) (*holdChange, error) {
+	return func(h *lockedHold) (*holdChange, error) {
+		if scope.whole() || h.row.Status != StatusHeld {
+			return how.decide(h)
+		}
+		var (
+			in   []Line
+			rest bool
+		)
+		for _, l := range h.lines {
+			if scope.has(l) {
+				in = append(in, l)
+			} else {
+				rest = true
+			}
+		}
+		switch {
+		case len(in) == 0:
+			return nil, nil
+		case !rest || h.due || how.DueOnly:
+			return how.decide(h)
+		}
+		part := Release{Status: StatusHeld, Kind: "release_partial", Actor: how.Actor, Reason: how.Reason}
+		return &holdChange{id: h.row.ID, how: part, lines: in}, nil
+	}
+}
+
+// Handed is what ReleaseLinesTx did to one hold: the units of its lines in
+// scope it handed back, and whether the hold ended (released, or expired
+// instead) or stays held with its other lines.
+type Handed struct {
+	ID    uuid.UUID
+	Units int64
+	Ended bool
+}
+
+// ReleaseLinesTx is ReleaseTx for the lines in scope (see decideIn): of
+// every hold among ids that is still held, it hands back the lines scope
+// covers, through the one change path, inside the caller's transaction,
+// and returns each hold it changed. A rollback scoped to a SKU or a
+// location uses it, so it hands back what its dry run counts and nothing
+// else of a hold.
+func (s *Service) ReleaseLinesTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Release, scope LineScope) ([]Handed, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	holds, c, err := s.changeTx(ctx, tx, ids, how.decideIn(scope))
+	if err != nil {
+		return nil, fmt.Errorf("release holds: %w", err)
+	}
+	out := make([]Handed, 0, len(c.list))
+	for _, ch := range c.list {
+		h := Handed{ID: ch.id, Ended: ch.how.Status == StatusReleased || ch.how.Status == StatusExpired}
+		for _, l := range holds[ch.id].lines {
+			if scope.whole() || scope.has(l) {
+				h.Units += l.Quantity
+			}
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}

@@ -265,7 +265,8 @@ func locationOr(location string) string {
 }
 
 // RequireLocations is requireLocations in the caller's transaction: a
-// campaign's allotments name where they are carved from.
+// campaign's allotments name where they are carved from, a rollback's
+// scope where its lines are.
 func RequireLocations(ctx context.Context, tx pgx.Tx, ids ...string) error {
 	return requireLocations(ctx, db.New(tx), ids...)
 }

@@ -68,22 +68,16 @@ func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id, jobID int64) (Batc
 		return Batch{}, err
 	}
 	how := inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: r.Operator, Reason: r.Reason}
-	released, err := s.inv.ReleaseTx(ctx, tx, ids, how)
+	handed, err := s.inv.ReleaseLinesTx(ctx, tx, ids, how, r.Scope.lines())
 	if err != nil {
 		return Batch{}, err
 	}
 	var units int64
-	if len(released) > 0 {
-		sums, err := q.ReservationLinesSummed(ctx, released)
-		if err != nil {
-			return Batch{}, err
-		}
-		for _, s := range sums {
-			units += s.Quantity
-		}
+	for _, h := range handed {
+		units += h.Units
 	}
 	// Progress also sets a pending or failed request running.
-	row, err = q.RollbackProgress(ctx, int32(len(released)), units, id)
+	row, err = q.RollbackProgress(ctx, int32(len(handed)), units, id)
 	if err != nil {
 		return Batch{}, err
 	}
@@ -91,7 +85,7 @@ func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id, jobID int64) (Batc
 	if err != nil {
 		return Batch{}, err
 	}
-	out := Batch{Released: len(released), Finished: left.Holds == 0}
+	out := Batch{Released: len(handed), Finished: left.Holds == 0}
 	if out.Finished {
 		row, err = q.RollbackFinish(ctx, db.RollbackFinishParams{Status: StatusSucceeded, ID: id})
 		if err != nil {

@@ -156,6 +156,26 @@ func (s Scope) validAt(requested time.Time) error {
 	return nil
 }
 
+// lines is the lines of a hold the scope hands back: a SKU's pool's (at
+// its location, when given) or a location's, for those scopes; every line
+// (whole holds) for hold ids and a campaign.
+func (s Scope) lines() inventory.LineScope {
+	if s.SKU == "" && s.Location == "" {
+		return inventory.LineScope{}
+	}
+	return inventory.LineScope{SKU: s.SKU, Pool: s.Pool, Location: s.Location}
+}
+
+// requireLocation refuses a scope naming a location that does not exist
+// (422 unknown_location): it could match nothing, and is most likely a
+// typo.
+func requireLocation(ctx context.Context, tx pgx.Tx, s Scope) error {
+	if s.Location == "" {
+		return nil
+	}
+	return inventory.RequireLocations(ctx, tx, s.Location)
+}
+
 // normalized fills the pool of a SKU scope (main by default).
 func (s Scope) normalized() Scope {
 	if s.SKU != "" && s.Pool == "" {
@@ -313,6 +333,9 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, req Request, enqueue fu
 	if err := req.Scope.validAt(time.Now()); err != nil {
 		return Created{}, err
 	}
+	if err := requireLocation(ctx, tx, req.Scope); err != nil {
+		return Created{}, err
+	}
 	req.Scope = req.Scope.normalized()
 	q := db.New(tx)
 	row, err := insert(ctx, q, req, nil, nil)
@@ -398,6 +421,13 @@ func (s *Service) AcceptTx(ctx context.Context, tx pgx.Tx, jobID int64, enqueued
 				return Rollback{}, fmt.Errorf("%w: %v", ErrRefused, verr)
 			}
 			if verr := req.Scope.validAt(enqueuedAt); verr != nil {
+				return Rollback{}, fmt.Errorf("%w: %v", ErrRefused, verr)
+			}
+			if verr := requireLocation(ctx, tx, req.Scope); verr != nil {
+				var de *domain.Error
+				if !errors.As(verr, &de) {
+					return Rollback{}, verr
+				}
 				return Rollback{}, fmt.Errorf("%w: %v", ErrRefused, verr)
 			}
 			req.Scope = req.Scope.normalized()

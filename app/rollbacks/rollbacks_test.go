@@ -476,3 +476,136 @@ func TestCreateOnceReplays(t *testing.T) {
 	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM rollback_requests`))
 	rivertest.RequireInserted(ctx, t, riverpgxv5.New(b.pool), rollbacks.ManualRollbackArgs{}, nil) // the one job
 }
+
+// TestScopedRollbackReleasesOnlyItsLines replays a reviewer's sequence: a
+// rollback of SKU SC1 at paris released whole holds, their SC1 lines at
+// berlin and another SKU's line with them (5 units where 2 were at
+// paris), while its help and dry run spoke of lines at paris. A rollback
+// scoped by SKU, location or both hands back the lines in scope only (a
+// partial release: the hold stays held with the rest, or is released
+// whole when nothing else is left), and its dry run counts the same holds
+// and units the real run releases. Each scope is run the three ways a
+// rollback starts: recorded then started (HTTP, CLI), and accepted from a
+// job inserted with plain SQL.
+func TestScopedRollbackReleasesOnlyItsLines(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	dbtest.Location(t, b.pool, "paris", 1)
+	dbtest.Location(t, b.pool, "berlin", 2)
+	for _, at := range []struct {
+		sku, location string
+	}{{"SC1", "paris"}, {"SC1", "berlin"}, {"X1", "paris"}} {
+		dbtest.StockInAt(t, b.pool, at.sku, at.location, 20)
+	}
+	hold := func(items ...inventory.Item) uuid.UUID {
+		t.Helper()
+		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: uuid.NewString(), Items: items})
+		require.NoError(t, err)
+		return r.ID
+	}
+	at := func(sku string, n int64, location string) inventory.Item {
+		return inventory.Item{SKU: sku, Quantity: n, Location: location}
+	}
+	h1 := hold(at("SC1", 2, "paris"), at("SC1", 3, "berlin"), at("X1", 1, "paris"))
+	h2 := hold(at("SC1", 2, "paris"))
+	h3 := hold(at("SC1", 1, "berlin"), at("X1", 1, "paris"))
+	h4 := hold(at("X1", 1, "paris"))
+	type line struct {
+		SKU, Location string
+		Quantity      int64
+	}
+	lines := func(id uuid.UUID) (string, []line) {
+		t.Helper()
+		r, err := b.inv.Get(ctx, id, inventory.Caller{Ops: true})
+		require.NoError(t, err)
+		var out []line
+		for _, it := range r.Items {
+			for _, a := range it.Allocations {
+				out = append(out, line{it.SKU, a.Location, a.Quantity})
+			}
+			if it.Allocations == nil {
+				out = append(out, line{it.SKU, it.Location, it.Quantity})
+			}
+		}
+		return r.Status, out
+	}
+	reserved := func(sku, location string) int {
+		return dbtest.Count(t, b.pool, `SELECT reserved FROM stock WHERE sku = $1 AND location = $2 AND pool = 'main'`, sku, location)
+	}
+
+	var job int64 = 5000
+	// run dry-runs scope, then runs it for real (recorded and started, or
+	// accepted as a plain SQL job) and requires the two to agree.
+	run := func(scope rollbacks.Scope, sql bool, holds int32, units int64) {
+		t.Helper()
+		var dry rollbacks.Created
+		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+			dry, err = svc.StartTx(ctx, tx, rollbacks.Request{Operator: "alice", Reason: "dry", Scope: scope, DryRun: true, Source: rollbacks.SourceCLI})
+			return err
+		}))
+		counted := b.work(t, svc, dry.RollbackID, dry.JobID).Rollback
+		require.Equal(t, holds, *counted.MatchedCount, "%+v: holds with a line in scope", scope)
+		require.Equal(t, units, *counted.MatchedUnits, "%+v: units of the lines in scope", scope)
+
+		var id int64
+		if sql {
+			job++
+			var accepted rollbacks.Rollback
+			require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+				accepted, err = svc.AcceptTx(ctx, tx, job, time.Now(), rollbacks.ManualRollbackArgs{Operator: "alice", Reason: "scoped", Scope: scope})
+				return err
+			}))
+			require.Equal(t, rollbacks.SourceSQL, accepted.Source)
+			id = accepted.ID
+		} else {
+			var started rollbacks.Created
+			require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+				started, err = svc.StartTx(ctx, tx, rollbacks.Request{Operator: "alice", Reason: "scoped", Scope: scope, Source: rollbacks.SourceHTTP})
+				return err
+			}))
+			id = started.RollbackID
+		}
+		batch := b.work(t, svc, id, b.liveBatch(t, id))
+		require.True(t, batch.Finished, "%+v", scope)
+		require.Equal(t, holds, batch.Rollback.ReleasedCount, "%+v: the holds the dry run counted", scope)
+		require.Equal(t, units, batch.Rollback.ReleasedUnits, "%+v: the units the dry run counted", scope)
+	}
+
+	// SC1 at paris: h1's SC1 line there (h1 keeps its berlin line and X1),
+	// and h2 whole (its one line).
+	run(rollbacks.Scope{SKU: "SC1", Location: "paris"}, false, 2, 4)
+	st, got := lines(h1)
+	require.Equal(t, inventory.StatusHeld, st)
+	require.ElementsMatch(t, []line{{"SC1", "berlin", 3}, {"X1", "paris", 1}}, got)
+	st, _ = lines(h2)
+	require.Equal(t, inventory.StatusReleased, st)
+	require.Zero(t, reserved("SC1", "paris"))
+	require.Equal(t, 4, reserved("SC1", "berlin"))
+	require.Equal(t, 3, reserved("X1", "paris"))
+
+	// SC1 anywhere, as a plain SQL job: h1's and h3's SC1 lines at berlin,
+	// never their X1 lines.
+	run(rollbacks.Scope{SKU: "SC1"}, true, 2, 4)
+	for _, id := range []uuid.UUID{h1, h3} {
+		st, got := lines(id)
+		require.Equal(t, inventory.StatusHeld, st)
+		require.Equal(t, []line{{"X1", "paris", 1}}, got)
+	}
+	require.Zero(t, reserved("SC1", "berlin"))
+	require.Equal(t, 3, reserved("X1", "paris"))
+
+	// Everything at paris: what is left of h1, h3 and h4, each whole now.
+	run(rollbacks.Scope{Location: "paris"}, false, 3, 3)
+	for _, id := range []uuid.UUID{h1, h3, h4} {
+		st, _ := lines(id)
+		require.Equal(t, inventory.StatusReleased, st)
+	}
+	require.Zero(t, reserved("X1", "paris"))
+
+	// The lines handed back from holds that stayed held are partial
+	// releases, by the rollback's operator and for its reason; the holds
+	// ended by a rollback are rolled back.
+	require.Equal(t, 3, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'release_partial' AND actor = 'alice' AND reason = 'scoped'`))
+	require.Equal(t, 4, dbtest.Count(t, b.pool, `SELECT count(DISTINCT reservation_id) FROM ledger WHERE kind = 'rollback' AND actor = 'alice' AND reason = 'scoped'`))
+}

@@ -245,9 +245,13 @@ stockhold report --date 2026-12-01 --tz Asia/Shanghai --json`,
 		synopsis: "rollback --operator O --reason R (--reservation ID ... | --campaign C | --sku S [--pool P] [--location L] [--held-before T] | --location L [--held-before T]) [--cutoff T] [--dry-run]",
 		about: `Enqueues a manual rollback job, recorded with who and why, and prints its request id on
 the last line; a serving instance's workers run it (follow it with GET /v1/rollbacks/ID).
-Give exactly one scope; a --sku with no stock row is refused (exit 2). Holds made after
-the request are never touched, nor, with --cutoff, those made after that time (give a
-dry run's requested_at to release what the dry run counted and nothing made since).
+Give exactly one scope; a --sku with no stock row is refused (exit 2). --reservation and
+--campaign release whole holds; --sku and --location hand back only the lines in scope
+(the SKU's pool's, at --location when given; every line at --location): a hold's other
+lines stay held, and a hold with no other line is released whole. A --dry-run counts
+those same holds and units. Holds made after the request are never touched, nor, with
+--cutoff, those made after that time (give a dry run's requested_at to release what the
+dry run counted and nothing made since).
 'stockhold rollback resume ID' gives a stranded rollback a job again.`,
 		example: `stockhold rollback --operator alice --reason "payment outage" --sku A1 --dry-run
 stockhold rollback --operator alice --reason fraud --reservation 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10`,

@@ -39,12 +39,12 @@ func rollback(ctx context.Context, args []string, getenv func(string) string, st
 		return nil
 	})
 	fs.StringVar(&req.Scope.Campaign, "campaign", "", "release this `campaign`'s unpaid holds")
-	fs.StringVar(&req.Scope.SKU, "sku", "", "release the holds on this `SKU`'s pool")
+	fs.StringVar(&req.Scope.SKU, "sku", "", "hand back this `SKU`'s pool's lines (a hold's other lines stay held)")
 	fs.StringVar(&req.Scope.Pool, "pool", "", "with --sku: the `pool` (default main)")
-	fs.StringVar(&req.Scope.Location, "location", "", "with --sku: only its lines at this `location`; alone: every hold with a line there")
-	fs.StringVar(&heldBefore, "held-before", "", "with --sku: only holds made before this `time`: "+timeForms+" (default: now)")
+	fs.StringVar(&req.Scope.Location, "location", "", "with --sku: only its lines at this `location`; alone: every line there, of any SKU (a hold's lines elsewhere stay held)")
+	fs.StringVar(&heldBefore, "held-before", "", "with --sku or --location: only holds made before this `time`: "+timeForms+" (default: now)")
 	fs.StringVar(&cutoff, "cutoff", "", "with any scope: only holds made before this `time`, such as a dry run's requested_at: "+timeForms+" (default: now)")
-	fs.BoolVar(&req.DryRun, "dry-run", false, "count what would be released and change nothing")
+	fs.BoolVar(&req.DryRun, "dry-run", false, "count the holds and units the scope would hand back and change nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}

@@ -12419,10 +12419,10 @@ type Progress struct {
 	// JobId The River job that started it.
 	JobId *int64 `json:"job_id"`
 
-	// MatchedCount Holds the scope matched (dry runs).
+	// MatchedCount Holds with a line in scope (dry runs): what the real run would change.
 	MatchedCount *int32 `json:"matched_count,omitempty"`
 
-	// MatchedUnits Units the scope matched (dry runs).
+	// MatchedUnits Units of the lines in scope (dry runs): what the real run would hand back.
 	MatchedUnits *int64 `json:"matched_units,omitempty"`
 	Operator     string `json:"operator"`
 
@@ -12433,10 +12433,10 @@ type Progress struct {
 	// ReconciliationRunId The reconciliation of the SKUs a manual rollback covered, asked for when its last batch finished (`GET /v1/reconciliations/{id}`, trigger `rollback`); null before, and for dry runs and campaign ends (a campaign's own reconciliation follows its end).
 	ReconciliationRunId *int64 `json:"reconciliation_run_id,omitempty"`
 
-	// ReleasedCount Holds released so far.
+	// ReleasedCount Holds the rollback changed so far: released whole, or, for a `sku` or `location` scope, with their lines in scope handed back.
 	ReleasedCount int32 `json:"released_count"`
 
-	// ReleasedUnits Units handed back so far.
+	// ReleasedUnits Units handed back so far: of the lines in scope.
 	ReleasedUnits int64 `json:"released_units"`
 
 	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` or `cutoff` in the scope can only move the cut-off earlier.
@@ -12452,7 +12452,7 @@ type Progress struct {
 	// Resumes How many times its stranded chain of jobs was resumed (by reconciliation, an operator, or a job retried from the dashboard).
 	Resumes int32 `json:"resumes"`
 
-	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every hold with a line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
+	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released. A `sku` or `location` scope hands back only the lines in scope; hold ids and a campaign, whole holds.
 	Scope     RollbackScope  `json:"scope"`
 	Source    ProgressSource `json:"source"`
 	StartedAt *time.Time     `json:"started_at"`
@@ -12829,10 +12829,10 @@ type Rollback struct {
 	// JobId The River job that started it.
 	JobId *int64 `json:"job_id"`
 
-	// MatchedCount Holds the scope matched (dry runs).
+	// MatchedCount Holds with a line in scope (dry runs): what the real run would change.
 	MatchedCount *int32 `json:"matched_count,omitempty"`
 
-	// MatchedUnits Units the scope matched (dry runs).
+	// MatchedUnits Units of the lines in scope (dry runs): what the real run would hand back.
 	MatchedUnits *int64 `json:"matched_units,omitempty"`
 	Operator     string `json:"operator"`
 
@@ -12843,10 +12843,10 @@ type Rollback struct {
 	// ReconciliationRunId The reconciliation of the SKUs a manual rollback covered, asked for when its last batch finished (`GET /v1/reconciliations/{id}`, trigger `rollback`); null before, and for dry runs and campaign ends (a campaign's own reconciliation follows its end).
 	ReconciliationRunId *int64 `json:"reconciliation_run_id,omitempty"`
 
-	// ReleasedCount Holds released so far.
+	// ReleasedCount Holds the rollback changed so far: released whole, or, for a `sku` or `location` scope, with their lines in scope handed back.
 	ReleasedCount int32 `json:"released_count"`
 
-	// ReleasedUnits Units handed back so far.
+	// ReleasedUnits Units handed back so far: of the lines in scope.
 	ReleasedUnits int64 `json:"released_units"`
 
 	// RequestedAt When the rollback was asked for (a plain SQL job: when it was inserted): its cut-off. No hold created at or after it is touched, whatever the scope; a `held_before` or `cutoff` in the scope can only move the cut-off earlier.
@@ -12862,7 +12862,7 @@ type Rollback struct {
 	// Resumes How many times its stranded chain of jobs was resumed (by reconciliation, an operator, or a job retried from the dashboard).
 	Resumes int32 `json:"resumes"`
 
-	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every hold with a line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
+	// Scope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released. A `sku` or `location` scope hands back only the lines in scope; hold ids and a campaign, whole holds.
 	Scope     RollbackScope  `json:"scope"`
 	Source    RollbackSource `json:"source"`
 	StartedAt *time.Time     `json:"started_at"`
@@ -12884,23 +12884,23 @@ type RollbackCreated struct {
 	RollbackId int64 `json:"rollback_id"`
 }
 
-// RollbackRequest Who, why, and exactly one scope: `reservation_ids`, `campaign`, `sku` (with optional `pool`, `location` and `held_before`), or `location` (with optional `held_before`), and optionally a `cutoff` with any of them. The same fields are the args of a `manual_rollback` River job inserted with SQL.
+// RollbackRequest Who, why, and exactly one scope: `reservation_ids`, `campaign`, `sku` (with optional `pool`, `location` and `held_before`), or `location` (with optional `held_before`), and optionally a `cutoff` with any of them. Hold ids and a campaign roll back whole holds; `sku` and `location` roll back the lines in scope only (a SKU's pool's lines, at `location` when given; or every line at `location`): a hold with other lines stays `held` with them, its lines in scope handed back as a partial release (a `release_partial` ledger row by the operator, for the reason, and a `hold.released` event with `partial: true`), and a hold with no other line is released whole (ledger kind `rollback`). A dry run counts the same holds and units the real run hands back. The same fields are the args of a `manual_rollback` River job inserted with SQL.
 //
 // Examples: {"dry_run":true,"held_before":"2025-01-01T12:00:00Z","operator":"alice","pool":"main","reason":"payment provider outage","sku":"A1"}, {"campaign":"bf","cutoff":"2025-01-01T12:00:00Z","operator":"alice","reason":"run dry run 7 for real"}
 type RollbackRequest struct {
 	// Campaign Roll back the unpaid holds of this campaign. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Campaign *string `json:"campaign,omitempty"`
 
-	// Cutoff With any scope (`reservation_ids`, `campaign` or `sku`): only holds created before this time; may not be later than the request (422). Give a dry run's `requested_at` to run it for real without touching holds made since.
+	// Cutoff With any scope (`reservation_ids`, `campaign`, `sku` or `location`): only holds created before this time; may not be later than the request (422). Give a dry run's `requested_at` to run it for real without touching holds made since.
 	Cutoff *time.Time `json:"cutoff,omitempty"`
 
 	// DryRun Count what the scope matches, release nothing.
 	DryRun *bool `json:"dry_run,omitempty"`
 
-	// HeldBefore With `sku`: only holds created before this time; defaults to the time of the request, and may not be later than it (422).
+	// HeldBefore With `sku` or `location`: only holds created before this time; defaults to the time of the request, and may not be later than it (422).
 	HeldBefore *time.Time `json:"held_before,omitempty"`
 
-	// Location With `sku`: only its lines at this location. Alone (with optional `held_before`): every hold with a line at this location.
+	// Location With `sku`: only its lines at this location. Alone (with optional `held_before`): every line at this location, of any SKU and pool. Either way a hold's lines elsewhere stay held. A location that does not exist is 422 `unknown_location`.
 	Location *string `json:"location,omitempty"`
 
 	// Operator Who asks for the rollback; required. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
@@ -12913,7 +12913,7 @@ type RollbackRequest struct {
 	Reason         string                `json:"reason"`
 	ReservationIds *[]openapi_types.UUID `json:"reservation_ids,omitempty"`
 
-	// Sku Roll back the holds of this SKU's pool. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
+	// Sku Roll back this SKU's pool's lines (at `location`, when given); a hold's other lines stay held. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space.
 	Sku   *string `json:"sku,omitempty"`
 	union json.RawMessage
 }
@@ -12926,6 +12926,9 @@ type RollbackRequest1 = interface{}
 
 // RollbackRequest2 defines model for RollbackRequest.2.
 type RollbackRequest2 = interface{}
+
+// RollbackRequest3 defines model for RollbackRequest.3.
+type RollbackRequest3 = interface{}
 
 // RollbackResumed What resuming a rollback did.
 //
@@ -12945,7 +12948,7 @@ type RollbackResumed struct {
 // RollbackResumedStatus The request's status after the call.
 type RollbackResumedStatus string
 
-// RollbackScope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every hold with a line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released.
+// RollbackScope Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released. A `sku` or `location` scope hands back only the lines in scope; hold ids and a campaign, whole holds.
 type RollbackScope struct {
 	Campaign *string `json:"campaign,omitempty"`
 
@@ -12953,7 +12956,7 @@ type RollbackScope struct {
 	Cutoff     *time.Time `json:"cutoff,omitempty"`
 	HeldBefore *time.Time `json:"held_before,omitempty"`
 
-	// Location With `sku`: only its lines at this location. Alone (with optional `held_before`): every hold with a line at this location.
+	// Location With `sku`: only its lines at this location. Alone (with optional `held_before`): every line at this location, of any SKU and pool. Either way a hold's lines elsewhere stay held. A location that does not exist is 422 `unknown_location`.
 	Location       *string               `json:"location,omitempty"`
 	Pool           *string               `json:"pool,omitempty"`
 	ReservationIds *[]openapi_types.UUID `json:"reservation_ids,omitempty"`
@@ -72851,6 +72854,32 @@ func (t *RollbackRequest) MergeRollbackRequest2(v RollbackRequest2) error {
 	return err
 }
 
+// AsRollbackRequest3 returns the union data inside the RollbackRequest as a RollbackRequest3
+func (t RollbackRequest) AsRollbackRequest3() (RollbackRequest3, error) {
+	var body RollbackRequest3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRollbackRequest3 overwrites any union data inside the RollbackRequest as the provided RollbackRequest3
+func (t *RollbackRequest) FromRollbackRequest3(v RollbackRequest3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRollbackRequest3 performs a merge with any union data inside the RollbackRequest, using the provided RollbackRequest3
+func (t *RollbackRequest) MergeRollbackRequest3(v RollbackRequest3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t RollbackRequest) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	if err != nil {
@@ -73575,7 +73604,7 @@ type ClientInterface interface {
 
 	// CreateRollbackWithBody Roll holds back (manual rollback)
 	//
-	// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+	// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -73586,7 +73615,7 @@ type ClientInterface interface {
 
 	// CreateRollback Roll holds back (manual rollback)
 	//
-	// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+	// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -75032,7 +75061,7 @@ func (c *Client) ReleaseReservation(ctx context.Context, id ReservationID, param
 
 // CreateRollbackWithBody Roll holds back (manual rollback)
 //
-// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -75053,7 +75082,7 @@ func (c *Client) CreateRollbackWithBody(ctx context.Context, params *CreateRollb
 
 // CreateRollback Roll holds back (manual rollback)
 //
-// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -79769,7 +79798,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRollbackWithBodyWithResponse Roll holds back (manual rollback)
 	//
-	// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+	// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -79780,7 +79809,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRollbackWithResponse Roll holds back (manual rollback)
 	//
-	// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+	// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -87838,7 +87867,7 @@ func (c *ClientWithResponses) ReleaseReservationWithResponse(ctx context.Context
 
 // CreateRollbackWithBodyWithResponse Roll holds back (manual rollback)
 //
-// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -87855,7 +87884,7 @@ func (c *ClientWithResponses) CreateRollbackWithBodyWithResponse(ctx context.Con
 
 // CreateRollbackWithResponse Roll holds back (manual rollback)
 //
-// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+// Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //

@@ -371,7 +371,7 @@ export interface paths {
         put?: never;
         /**
          * Roll holds back (manual rollback)
-         * @description Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice.
+         * @description Records the request and enqueues a `manual_rollback` job that releases the holds of the scope in batches. Only `held` reservations created before the request are released (the request's `requested_at` is its cut-off, whatever the scope); nothing is released twice. A `sku` or `location` scope hands back the lines in scope only, and a hold's other lines stay held (see the request's schema).
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1718,7 +1718,7 @@ export interface components {
              */
             max_per_order?: number | null;
         };
-        /** @description Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every hold with a line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released. */
+        /** @description Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released. A `sku` or `location` scope hands back only the lines in scope; hold ids and a campaign, whole holds. */
         RollbackScope: {
             reservation_ids?: string[];
             campaign?: string;
@@ -1731,7 +1731,7 @@ export interface components {
              * @description Only holds created before this time, whatever the scope; the console's real run of a dry run carries the dry run's cut-off here.
              */
             cutoff?: string;
-            /** @description With `sku`: only its lines at this location. Alone (with optional `held_before`): every hold with a line at this location. */
+            /** @description With `sku`: only its lines at this location. Alone (with optional `held_before`): every line at this location, of any SKU and pool. Either way a hold's lines elsewhere stay held. A location that does not exist is 422 `unknown_location`. */
             location?: string;
         };
         /** @description A rollback request: who asked, why, what, and how far it got. */
@@ -1755,22 +1755,22 @@ export interface components {
             requested_at: string;
             /**
              * Format: int32
-             * @description Holds released so far.
+             * @description Holds the rollback changed so far: released whole, or, for a `sku` or `location` scope, with their lines in scope handed back.
              */
             released_count: number;
             /**
              * Format: int64
-             * @description Units handed back so far.
+             * @description Units handed back so far: of the lines in scope.
              */
             released_units: number;
             /**
              * Format: int32
-             * @description Holds the scope matched (dry runs).
+             * @description Holds with a line in scope (dry runs): what the real run would change.
              */
             matched_count?: number;
             /**
              * Format: int64
-             * @description Units the scope matched (dry runs).
+             * @description Units of the lines in scope (dry runs): what the real run would hand back.
              */
             matched_units?: number;
             /** Format: int32 */
@@ -2294,7 +2294,7 @@ export interface components {
             reason?: string;
         };
         /**
-         * @description Who, why, and exactly one scope: `reservation_ids`, `campaign`, `sku` (with optional `pool`, `location` and `held_before`), or `location` (with optional `held_before`), and optionally a `cutoff` with any of them. The same fields are the args of a `manual_rollback` River job inserted with SQL.
+         * @description Who, why, and exactly one scope: `reservation_ids`, `campaign`, `sku` (with optional `pool`, `location` and `held_before`), or `location` (with optional `held_before`), and optionally a `cutoff` with any of them. Hold ids and a campaign roll back whole holds; `sku` and `location` roll back the lines in scope only (a SKU's pool's lines, at `location` when given; or every line at `location`): a hold with other lines stays `held` with them, its lines in scope handed back as a partial release (a `release_partial` ledger row by the operator, for the reason, and a `hold.released` event with `partial: true`), and a hold with no other line is released whole (ledger kind `rollback`). A dry run counts the same holds and units the real run hands back. The same fields are the args of a `manual_rollback` River job inserted with SQL.
          * @example {
          *       "operator": "alice",
          *       "reason": "payment provider outage",
@@ -2323,23 +2323,23 @@ export interface components {
             reservation_ids?: string[];
             /** @description Roll back the unpaid holds of this campaign. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space. */
             campaign?: string;
-            /** @description Roll back the holds of this SKU's pool. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space. */
+            /** @description Roll back this SKU's pool's lines (at `location`, when given); a hold's other lines stay held. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space. */
             sku?: string;
             /** @description With `sku`: the pool; defaults to `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space. */
             pool?: string;
             /**
              * Format: date-time
-             * @description With `sku`: only holds created before this time; defaults to the time of the request, and may not be later than it (422).
+             * @description With `sku` or `location`: only holds created before this time; defaults to the time of the request, and may not be later than it (422).
              */
             held_before?: string;
             /**
              * Format: date-time
-             * @description With any scope (`reservation_ids`, `campaign` or `sku`): only holds created before this time; may not be later than the request (422). Give a dry run's `requested_at` to run it for real without touching holds made since.
+             * @description With any scope (`reservation_ids`, `campaign`, `sku` or `location`): only holds created before this time; may not be later than the request (422). Give a dry run's `requested_at` to run it for real without touching holds made since.
              */
             cutoff?: string;
-            /** @description With `sku`: only its lines at this location. Alone (with optional `held_before`): every hold with a line at this location. */
+            /** @description With `sku`: only its lines at this location. Alone (with optional `held_before`): every line at this location, of any SKU and pool. Either way a hold's lines elsewhere stay held. A location that does not exist is 422 `unknown_location`. */
             location?: string;
-        } & (unknown | unknown | unknown);
+        } & (unknown | unknown | unknown | unknown);
         /**
          * @example {
          *       "operator": "alice"
@@ -4730,7 +4730,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `operator` or `reason` missing or invalid, not exactly one scope (an empty `reservation_ids` counts as one), `campaign`, `sku` or `pool` given empty (leave it out), `pool`/`held_before` without `sku`, `held_before` or `cutoff` later than now, over 10,000 reservation ids, or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `idempotency_key_reused`. `unknown_location`: the body names a location that does not exist. */
+            /** @description `operator` or `reason` missing or invalid, not exactly one scope (an empty `reservation_ids` counts as one), `campaign`, `sku` or `pool` given empty (leave it out), `pool` without `sku`, `held_before` without `sku` or `location`, `held_before` or `cutoff` later than now, over 10,000 reservation ids, or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `idempotency_key_reused`. `unknown_location`: the body names a location that does not exist. */
             422: {
                 headers: {
                     [name: string]: unknown;
