@@ -446,3 +446,70 @@ func TestSweepLeavesHoldsWithinTheGrace(t *testing.T) {
 	require.Equal(t, inventory.StatusExpired, mustGet(t, svc, old.ID).Status)
 	require.EqualValues(t, 1, pool(t, svc, "A1", "main").Reserved)
 }
+
+// TestExpiryGoesOnPastALockedHold: a due hold that another transaction
+// keeps locked (a confirm or a cancel working on it, say) holds up
+// nothing: one pass of the expiry loop, and the sweeper, expire every
+// other due hold, on its stock row and on others, and leave that one to a
+// later pass, which expires it once it is free.
+func TestExpiryGoesOnPastALockedHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	// Another instance expires, so that no row is hot in its eyes: the
+	// holds go through its own expiry transactions.
+	expirer := b.another(inventory.Config{})
+	dbtest.StockIn(t, b.pool, "A1", 20)
+	dbtest.StockIn(t, b.pool, "B1", 20)
+	due := func(n int) []uuid.UUID {
+		var ids []uuid.UUID
+		for i := range n {
+			r, _, err := svc.Hold(ctx, holdReq(uuid.NewString(), item([]string{"A1", "B1"}[i%2], 1)))
+			require.NoError(t, err)
+			ids = append(ids, r.ID)
+		}
+		// The first is the longest overdue: the first a pass looks at.
+		_, err := b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 minute' * (10 - array_position($1::uuid[], id))
+			WHERE id = ANY($1)`, ids)
+		require.NoError(t, err)
+		return ids
+	}
+	lock := func(id uuid.UUID) pgx.Tx {
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tx.Rollback(ctx) })
+		_, err = tx.Exec(ctx, `SELECT 1 FROM reservations WHERE id = $1 FOR UPDATE`, id)
+		require.NoError(t, err)
+		return tx
+	}
+	status := func(ids []uuid.UUID) []string {
+		var out []string
+		for _, id := range ids {
+			out = append(out, mustGet(t, svc, id).Status)
+		}
+		return out
+	}
+	expired := inventory.StatusExpired
+
+	ids := due(5)
+	locker := lock(ids[0])
+	run, err := expirer.ExpireLoop(ctx, time.Now()) // one pass
+	require.NoError(t, err)
+	require.Equal(t, 4, run.Released)
+	require.Equal(t, []string{inventory.StatusHeld, expired, expired, expired, expired}, status(ids))
+	require.NoError(t, locker.Rollback(ctx))
+	run, err = expirer.ExpireLoop(ctx, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1, run.Released, "free again, it expires")
+
+	ids = due(3)
+	locker = lock(ids[0])
+	n, err := expirer.SweepExpired(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, []string{inventory.StatusHeld, expired, expired}, status(ids))
+	require.NoError(t, locker.Rollback(ctx))
+	n, err = expirer.SweepExpired(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -173,4 +174,105 @@ func mustGet(t *testing.T, svc *inventory.Service, id uuid.UUID) inventory.Reser
 	r, err := svc.Get(context.Background(), id, shop)
 	require.NoError(t, err)
 	return r
+}
+
+// TestTheDatabaseRefusesAWrongSeatGrant writes, with a hold batch's own
+// grant statement, grants of seats that are not available (held by
+// another hold, sold, retired) from a row that has the units to give:
+// the statement's own re-check of each seat's status refuses them with
+// SH001, naming the seats, whether the units' state machine trigger is
+// there behind it or not (session_replication_role = replica: no
+// trigger). The trigger, in turn, refuses the same grants written as
+// the statement would write them without its re-check, the counters moved
+// to match so that nothing else objects. Each guard alone, the other
+// satisfied.
+func TestTheDatabaseRefusesAWrongSeatGrant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	addUnits(t, svc, "OPERA", venue(1, 6))
+	held, _, err := svc.Hold(ctx, holdReq("held", seats("OPERA", "A-1")))
+	require.NoError(t, err)
+	sold, _, err := svc.Hold(ctx, holdReq("sold", seats("OPERA", "A-2")))
+	require.NoError(t, err)
+	_, err = svc.Confirm(ctx, sold.ID, shop)
+	require.NoError(t, err)
+	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "r"), inventory.UnitsChange{SKU: "OPERA", Reason: "broken", Actor: "ops",
+		Units: []inventory.UnitSpec{{ID: "A-3"}}})
+	require.NoError(t, err)
+	before := ledgerRows(t, b)
+
+	// grant writes, in a transaction it rolls back, a new hold of seat
+	// unit through StockHoldsApply, after the statements given, and
+	// returns the statement's error.
+	grant := func(unit string, statements ...string) error {
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck // the point is that it fails
+		for _, sql := range statements {
+			_, err := tx.Exec(ctx, sql)
+			require.NoError(t, err)
+		}
+		id := uuid.New()
+		_, err = tx.Exec(ctx, `INSERT INTO reservations (id, client, idempotency_key, request_hash, expires_at)
+			VALUES ($1, 'shop-a', 'wrong', 'h', now() + interval '1 hour')`, id)
+		require.NoError(t, err)
+		var werr error
+		db.New(tx).StockHoldsApply(ctx, []db.StockHoldsApplyParams{{
+			RowSkus: []string{"OPERA"}, RowLocations: []string{"default"}, RowPools: []string{"main"}, RowQuantities: []int64{1},
+			LineIds: []uuid.UUID{id}, LineSkus: []string{"OPERA"}, LineLocations: []string{"default"}, LinePools: []string{"main"},
+			LineQuantities: []int64{1}, LineActors: []string{"test"}, LineActorKeys: []string{""},
+			UnitReservationIds: []uuid.UUID{id}, UnitSkus: []string{"OPERA"}, UnitLocations: []string{"default"}, UnitPools: []string{"main"},
+			UnitIds: []string{unit},
+		}}).Exec(func(_ int, e error) { werr = e })
+		return werr
+	}
+	for _, unit := range []string{"A-1", "A-2", "A-3"} {
+		for name, statements := range map[string][]string{
+			"with the trigger":    nil,
+			"without the trigger": {`SET LOCAL session_replication_role = replica`},
+		} {
+			err := grant(unit, statements...)
+			require.Equal(t, "SH001", sqlstate(err), "%s %s: %v", unit, name, err)
+			require.ErrorContains(t, err, "units not available: OPERA/"+unit, "%s %s", unit, name)
+		}
+	}
+
+	// The trigger alone: the grants as the statement would write them
+	// without its re-check, the counters moved as the units move.
+	refusedBy := func(name, why string, statements ...string) {
+		t.Helper()
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck // the point is that it fails
+		for _, sql := range statements {
+			if _, err = tx.Exec(ctx, sql); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		require.ErrorContains(t, err, why, name)
+	}
+	newHold := `INSERT INTO reservations (id, client, idempotency_key, request_hash, expires_at)
+		VALUES ('00000000-0000-0000-0000-0000000000aa', 'shop-a', 'wrong', 'h', now() + interval '1 hour')`
+	take := func(id string) string {
+		return `UPDATE units SET status = 'held', reservation_id = '00000000-0000-0000-0000-0000000000aa' WHERE sku = 'OPERA' AND id = '` + id + `'`
+	}
+	counters := func(set string) string { return `UPDATE stock SET ` + set + ` WHERE sku = 'OPERA' AND pool = 'main'` }
+	refusedBy("a held seat to another hold", "cannot go from held to held", newHold, take("A-1"))
+	refusedBy("a sold seat held again, counters too", "cannot go from sold to held",
+		newHold, take("A-2"), counters(`sold = sold - 1, reserved = reserved + 1`))
+	refusedBy("a retired seat held, counters too", "cannot go from retired to held",
+		newHold, take("A-3"), counters(`total = total + 1, reserved = reserved + 1`))
+
+	require.Equal(t, before, ledgerRows(t, b), "nothing written")
+	status, holder := unitsByStatus(t, b.pool, "OPERA")
+	require.Equal(t, map[string]string{"A-1": "held", "A-2": "sold", "A-3": "retired", "A-4": "available", "A-5": "available", "A-6": "available"}, status)
+	require.Equal(t, held.ID, holder["A-1"])
+	// What the statement re-checks, it still grants: an available seat.
+	r, _, err := svc.Hold(ctx, holdReq("fine", seats("OPERA", "A-4")))
+	require.NoError(t, err)
+	require.Equal(t, []string{"A-4"}, r.Items[0].Units)
 }

@@ -659,3 +659,81 @@ func TestQuantityLinesOnSeatsSummedPastInt32(t *testing.T) {
 	require.NoError(t, o.err)
 	require.Len(t, o.r.Items[0].Units, 2)
 }
+
+// TestEveryLineNamesItsSeats: a hold's line on a pool of seats names as
+// many seats as its quantity, the seats its hold holds. Two guards keep
+// it, each tested here with the other out of the way. The database's
+// CHECK on the line refuses, by itself, a line naming fewer seats than
+// its quantity (or more), written by hand as no path writes it: nothing
+// else in the database objects to such a line. And the code that builds
+// lines builds them right with that CHECK dropped: named seats, seats
+// picked, adjacent seats, named and picked in one hold, many holds in one
+// batch, a partial release and a confirm.
+func TestEveryLineNamesItsSeats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Flights: 1, LockTimeout: 10 * time.Second}})
+	addUnits(t, svc, "HALL", venue(3, 10))
+	pair, _, err := svc.Hold(ctx, holdReq("pair", seats("HALL", "A-1", "A-2")))
+	require.NoError(t, err)
+
+	// The CHECK alone.
+	refused := func(name, sql string, args ...any) {
+		t.Helper()
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck // the point is that it fails
+		_, err = tx.Exec(ctx, sql, args...)
+		require.Equal(t, "23514", sqlstate(err), "%s: %v", name, err)
+		require.ErrorContains(t, err, "reservation_lines_units", name)
+	}
+	refused("a seat dropped from the line", `UPDATE reservation_lines SET units = units[1:1] WHERE reservation_id = $1`, pair.ID)
+	refused("a quantity above the seats named", `UPDATE reservation_lines SET quantity = quantity + 1 WHERE reservation_id = $1`, pair.ID)
+	refused("a seat added to the line", `UPDATE reservation_lines SET units = units || '{A-3}' WHERE reservation_id = $1`, pair.ID)
+	refused("a new line naming fewer seats than its quantity", `WITH r AS (
+			INSERT INTO reservations (id, client, idempotency_key, request_hash, expires_at)
+			VALUES (gen_random_uuid(), 'shop-a', 'by-hand', 'h', now() + interval '1 hour') RETURNING id)
+		INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity, units)
+		SELECT r.id, 'HALL', 'default', 'main', 3, '{B-1,B-2}' FROM r`)
+
+	// The code alone.
+	_, err = b.pool.Exec(ctx, `ALTER TABLE reservation_lines DROP CONSTRAINT reservation_lines_units`)
+	require.NoError(t, err)
+	var batched []<-chan outcome
+	gatedBatch(t, svc, b.pool, func(submit func(context.Context, inventory.HoldRequest) <-chan outcome) {
+		batched = append(batched,
+			submit(ctx, holdReq("named", seats("HALL", "A-5", "A-4", "A-3"))),
+			submit(ctx, holdReq("picked", item("HALL", 4))),
+			submit(ctx, holdReq("adjacent", inventory.Item{SKU: "HALL", Quantity: 3, Adjacent: true})),
+			submit(ctx, holdReq("both", seats("HALL", "C-10"), item("HALL", 2))),
+		)
+	})
+	var held []inventory.Reservation
+	for _, ch := range batched {
+		o := <-ch
+		require.NoError(t, o.err)
+		held = append(held, o.r)
+	}
+	_, err = svc.ReleaseItems(ctx, held[0].ID, shop, "one less", []inventory.Item{seats("HALL", "A-4")})
+	require.NoError(t, err)
+	_, err = svc.ReleaseItems(ctx, held[1].ID, shop, "two less", []inventory.Item{seats("HALL", held[1].Items[0].Units[:2]...)})
+	require.NoError(t, err)
+	_, err = svc.Confirm(ctx, held[2].ID, shop)
+	require.NoError(t, err)
+	alone, _, err := svc.Hold(ctx, holdReq("alone", item("HALL", 1)))
+	require.NoError(t, err)
+
+	for _, r := range append(held, pair, alone) {
+		got := mustGet(t, svc, r.ID)
+		for _, it := range got.Items {
+			require.Len(t, it.Units, int(it.Quantity), "hold %s", r.OrderRef)
+		}
+	}
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM reservation_lines WHERE sku = 'HALL' AND cardinality(units) <> quantity`),
+		"a line naming other than its quantity's seats")
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM reservation_lines l
+		WHERE l.sku = 'HALL' AND l.units IS DISTINCT FROM (SELECT array_agg(u.id ORDER BY u.id COLLATE "C") FROM units u
+			WHERE u.reservation_id = l.reservation_id AND u.sku = l.sku AND u.location = l.location AND u.pool = l.pool)`),
+		"a line naming other seats than its hold's")
+	require.Equal(t, 2+3-1+4-2+3+3+1, dbtest.Count(t, b.pool, `SELECT count(*) FROM units WHERE sku = 'HALL' AND status IN ('held', 'sold')`))
+}

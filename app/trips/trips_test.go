@@ -362,6 +362,7 @@ func TestTripPausesItsLocationOnly(t *testing.T) {
 			ctx := context.Background()
 			tx, err := pool.Begin(ctx)
 			require.NoError(t, err)
+			t.Cleanup(func() { _ = tx.Rollback(ctx) })
 			_, err = tx.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'A1' AND location = 'paris' FOR UPDATE`)
 			require.NoError(t, err)
 			for i := range 3 {

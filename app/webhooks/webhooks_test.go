@@ -217,3 +217,66 @@ func TestNewWebhookGetsWhatCommitsAfterItOnly(t *testing.T) {
 	require.EqualValues(t, 3, after.DeliveredEvents)
 	require.Nil(t, after.OldestPendingAt, "caught up: the cursor moved past EARLY's change too")
 }
+
+// TestNewWebhookGetsEveryLaterEventOfAnOlderWriter: a webhook gets every
+// event committed after it was created, those of a transaction older than
+// it included. Such a transaction began before a younger one changed the
+// same stock row and committed, before the webhook; it then writes that
+// row after the webhook, and commits: its rows carry the younger
+// transaction's feed position, which the webhook's start snapshot saw
+// committed. They are its events all the same (only a row whose feed
+// position is its own writer's is known to be from before), and the
+// younger transaction's change is not.
+func TestNewWebhookGetsEveryLaterEventOfAnOlderWriter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	got := make(chan webhooks.Body, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b webhooks.Body
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		got <- b
+	}))
+	t.Cleanup(srv.Close)
+	pool, svc, inv := services(t, true)
+	_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: "SHARED", Delta: 5, Actor: "test"})
+	require.NoError(t, err)
+	held, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h-1", Items: []inventory.Item{{SKU: "SHARED", Quantity: 2}}})
+	require.NoError(t, err)
+
+	// The older writer takes its transaction id first.
+	older, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = older.Rollback(ctx) }()
+	_, err = older.Exec(ctx, "SELECT pg_current_xact_id()")
+	require.NoError(t, err)
+	// A younger transaction changes the row and commits, before the webhook.
+	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "SHARED", Delta: 1, Actor: "test"})
+	require.NoError(t, err)
+
+	w, err := create(ctx, pool, svc, srv.URL, "*")
+	require.NoError(t, err)
+	// The older writer changes the same row after the webhook, and commits.
+	_, err = inv.ReleaseTx(ctx, older, []uuid.UUID{held.ID}, inventory.Release{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "test"})
+	require.NoError(t, err)
+	require.NoError(t, older.Commit(ctx))
+	var below bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT bool_and(l.xmin::text::bigint <> (l.feed_xid::text::numeric % 4294967296)::bigint)
+		FROM ledger l WHERE l.reservation_id = $1 AND l.kind = 'release'`, held.ID).Scan(&below))
+	require.True(t, below, "the older writer's row carries the younger one's feed position")
+	eventstest.WaitServed(t, pool)
+
+	res, err := svc.Deliver(ctx, w.ID)
+	require.NoError(t, err)
+	require.Empty(t, res.Failed)
+	var seen []string
+	for range res.Batches {
+		for _, e := range (<-got).Events {
+			seen = append(seen, e.SKU+" "+e.Type)
+		}
+	}
+	require.ElementsMatch(t, []string{"SHARED hold.released", "SHARED stock.changed"}, seen,
+		"the older writer's events, committed after the webhook, and not the younger one's, committed before it")
+}
