@@ -1,50 +1,70 @@
 -- The daily report: what the ledger recorded in a time range, per (sku,
--- pool), per pool name and in all, and the reconciliation runs of that
--- range. The ledger is read through ledger_at (BRIN on at).
+-- location, pool) and kind, per pool name, per location and in all, and
+-- the reconciliation runs of that range. The ledger is read through
+-- ledger_at (BRIN on at).
 
--- name: ReportPools :many
--- ReportPools sums the ledger rows from from_at (included) to to_at
--- (excluded) per (sku, pool), in (sku, pool) byte order after the pool
--- (after_sku, after_pool), up to lim pools. Units: held is what holds
--- reserved, confirmed what was sold, released what cancels gave back
--- (whole or part), expired what expiries gave back, rolled_back what
--- rollbacks gave back; adjusted is the net change of total by adjustments
--- and stock-ins, transferred by campaign transfers; repairs counts repairs.
-SELECT g.sku::text AS sku, g.pool::text AS pool,
-       coalesce(sum(g.delta_reserved) FILTER (WHERE g.kind = 'reserve'), 0)::bigint                         AS held,
-       coalesce(sum(g.delta_sold) FILTER (WHERE g.kind = 'confirm'), 0)::bigint                             AS confirmed,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind IN ('release', 'release_partial')), 0)::bigint AS released,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'expire'), 0)::bigint                         AS expired,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'rollback'), 0)::bigint                       AS rolled_back,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind IN ('adjust', 'stock_in')), 0)::bigint             AS adjusted,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind = 'transfer'), 0)::bigint                           AS transferred,
-       count(*) FILTER (WHERE g.kind = 'repair')::bigint                                                   AS repairs,
-       count(*)::bigint                                                                                    AS movements
+-- name: ReportRows :many
+-- ReportRows sums the ledger rows from from_at (included) to to_at
+-- (excluded) per (sku, location, pool) and kind, for the first lim stock
+-- rows in (sku, location, pool) byte order after (after_sku,
+-- after_location, after_pool): each kind's rows, its change of every
+-- state, and (for moves) the units moved, the sum of what the states that
+-- gained gained.
+WITH g AS (
+    SELECT g.sku, g.location, g.pool, g.kind,
+           count(*)::bigint                        AS movements,
+           sum(g.delta_total)::bigint              AS total,
+           sum(g.delta_available)::bigint          AS available,
+           sum(g.delta_reserved)::bigint           AS reserved,
+           sum(g.delta_sold)::bigint               AS sold,
+           sum(g.delta_quality_control)::bigint    AS quality_control,
+           sum(g.delta_damaged)::bigint            AS damaged,
+           sum(g.delta_safety_stock)::bigint       AS safety_stock,
+           sum(g.delta_incoming)::bigint           AS incoming,
+           sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
+               + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
+    FROM ledger g
+    WHERE g.at >= @from_at AND g.at < @to_at
+      AND (g.sku COLLATE "C" > @after_sku::text
+           OR (g.sku = @after_sku::text AND (g.location COLLATE "C" > @after_location::text
+               OR (g.location = @after_location::text AND g.pool COLLATE "C" > @after_pool::text))))
+    GROUP BY g.sku, g.location, g.pool, g.kind
+), page AS (
+    SELECT g.sku, g.location, g.pool FROM g
+    GROUP BY g.sku, g.location, g.pool
+    ORDER BY g.sku COLLATE "C", g.location COLLATE "C", g.pool COLLATE "C"
+    LIMIT @lim
+)
+SELECT g.sku::text AS sku, g.location::text AS location, g.pool::text AS pool, g.kind::text AS kind,
+       g.movements, g.total, g.available, g.reserved, g.sold, g.quality_control, g.damaged, g.safety_stock,
+       g.incoming, g.gained
+FROM g
+JOIN page p ON p.sku = g.sku AND p.location = g.location AND p.pool = g.pool
+ORDER BY g.sku COLLATE "C", g.location COLLATE "C", g.pool COLLATE "C", g.kind COLLATE "C";
+
+-- name: ReportSums :many
+-- ReportSums is ReportRows summed per kind over the whole range: per pool
+-- name (main, and each campaign's pool) over its SKUs and locations (the
+-- row's by_pool is true), per location over its SKUs and pools
+-- (by_location), and over everything (neither), in one pass.
+SELECT coalesce(g.pool, '')::text AS pool, coalesce(g.location, '')::text AS location, g.kind::text AS kind,
+       (grouping(g.pool) = 0)::boolean     AS by_pool,
+       (grouping(g.location) = 0)::boolean AS by_location,
+       count(*)::bigint                        AS movements,
+       sum(g.delta_total)::bigint              AS total,
+       sum(g.delta_available)::bigint          AS available,
+       sum(g.delta_reserved)::bigint           AS reserved,
+       sum(g.delta_sold)::bigint               AS sold,
+       sum(g.delta_quality_control)::bigint    AS quality_control,
+       sum(g.delta_damaged)::bigint            AS damaged,
+       sum(g.delta_safety_stock)::bigint       AS safety_stock,
+       sum(g.delta_incoming)::bigint           AS incoming,
+       sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
+           + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
 FROM ledger g
 WHERE g.at >= @from_at AND g.at < @to_at
-  AND (g.sku COLLATE "C" > @after_sku::text OR (g.sku = @after_sku::text AND g.pool COLLATE "C" > @after_pool::text))
-GROUP BY g.sku, g.pool
-ORDER BY g.sku COLLATE "C", g.pool COLLATE "C"
-LIMIT @lim;
-
--- name: ReportByPool :many
--- ReportByPool is ReportPools summed per pool name over its SKUs (main,
--- and each campaign's pool: a campaign's figures), and over everything
--- (the row whose everything is true), in one pass over the range.
-SELECT coalesce(g.pool, '')::text AS pool, (grouping(g.pool) = 1)::boolean AS everything,
-       coalesce(sum(g.delta_reserved) FILTER (WHERE g.kind = 'reserve'), 0)::bigint                         AS held,
-       coalesce(sum(g.delta_sold) FILTER (WHERE g.kind = 'confirm'), 0)::bigint                             AS confirmed,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind IN ('release', 'release_partial')), 0)::bigint AS released,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'expire'), 0)::bigint                         AS expired,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'rollback'), 0)::bigint                       AS rolled_back,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind IN ('adjust', 'stock_in')), 0)::bigint             AS adjusted,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind = 'transfer'), 0)::bigint                           AS transferred,
-       count(*) FILTER (WHERE g.kind = 'repair')::bigint                                                   AS repairs,
-       count(*)::bigint                                                                                    AS movements
-FROM ledger g
-WHERE g.at >= @from_at AND g.at < @to_at
-GROUP BY GROUPING SETS ((g.pool), ())
-ORDER BY grouping(g.pool) DESC, g.pool COLLATE "C";
+GROUP BY GROUPING SETS ((g.pool, g.kind), (g.location, g.kind), (g.kind))
+ORDER BY grouping(g.pool) DESC, grouping(g.location) DESC, g.pool COLLATE "C", g.location COLLATE "C", g.kind COLLATE "C";
 
 -- name: ReportRuns :one
 -- ReportRuns counts the reconciliation runs created from from_at to to_at

@@ -338,6 +338,7 @@ func TestErrorConvention(t *testing.T) {
 			{"not a cursor", "GET", "/v1/reports/daily?date=" + today + "&cursor=x", ops, nil, bad, inv},
 			{"limit 0", "GET", "/v1/reports/daily?date=" + today + "&limit=0", ops, nil, 422, inv},
 			{"no such zone", "GET", "/v1/reports/daily?date=" + today + "&tz=Mars%2FOlympus", ops, nil, 422, inv},
+			{"ends in the year 10000", "GET", "/v1/reports/daily?date=9999-12-31", ops, nil, 422, inv},
 		},
 		"GET /v1/reconciliations/latest": {}, // takes nothing that can be wrong
 		"GET /v1/reconciliations/:id": {

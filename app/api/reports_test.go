@@ -34,6 +34,7 @@ func TestDailyReportOverHTTP(t *testing.T) {
 	pools := got["pools"].([]any)
 	require.Len(t, pools, 1)
 	require.Equal(t, "A1", pools[0].(map[string]any)["sku"])
+	require.Equal(t, "default", pools[0].(map[string]any)["location"])
 	next := got["next_cursor"].(string)
 	r = e.do("GET", "/v1/reports/daily?limit=1&date="+today+"&cursor="+url.QueryEscape(next), e.ops, nil)
 	require.Equal(t, 200, r.status, "%s", r.body)
@@ -45,8 +46,14 @@ func TestDailyReportOverHTTP(t *testing.T) {
 	for q, status := range map[string]int{
 		"": 400, "?date=2026-12-32": 400, "?date=" + today + "&limit=x": 400, "?date=" + today + "&cursor=%21%21": 400,
 		"?date=" + today + "&limit=0": 422, "?date=" + today + "&limit=1001": 422, "?date=" + today + "&tz=Mars%2FOlympus": 422,
+		// Days whose start or end in UTC is outside the years 1 to 9999.
+		"?date=9999-12-31": 422, "?date=9999-12-31&tz=America%2FNew_York": 422, "?date=0001-01-01&tz=Asia%2FTokyo": 422,
 	} {
 		requireProblem(t, e.do("GET", "/v1/reports/daily"+q, e.ops, nil), status, "invalid_request")
+	}
+	for _, q := range []string{"?date=9999-12-30", "?date=9999-12-31&tz=Asia%2FTokyo", "?date=0001-01-01", "?date=0001-01-01&tz=America%2FNew_York"} {
+		r := e.do("GET", "/v1/reports/daily"+q, e.ops, nil)
+		require.Equal(t, 200, r.status, "%s: %s", q, r.body)
 	}
 	requireProblem(t, e.do("GET", "/v1/reports/daily?date="+today, e.shop, nil), 403, "forbidden")
 }

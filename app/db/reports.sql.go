@@ -12,72 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const reportByPool = `-- name: ReportByPool :many
-SELECT coalesce(g.pool, '')::text AS pool, (grouping(g.pool) = 1)::boolean AS everything,
-       coalesce(sum(g.delta_reserved) FILTER (WHERE g.kind = 'reserve'), 0)::bigint                         AS held,
-       coalesce(sum(g.delta_sold) FILTER (WHERE g.kind = 'confirm'), 0)::bigint                             AS confirmed,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind IN ('release', 'release_partial')), 0)::bigint AS released,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'expire'), 0)::bigint                         AS expired,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'rollback'), 0)::bigint                       AS rolled_back,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind IN ('adjust', 'stock_in')), 0)::bigint             AS adjusted,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind = 'transfer'), 0)::bigint                           AS transferred,
-       count(*) FILTER (WHERE g.kind = 'repair')::bigint                                                   AS repairs,
-       count(*)::bigint                                                                                    AS movements
-FROM ledger g
-WHERE g.at >= $1 AND g.at < $2
-GROUP BY GROUPING SETS ((g.pool), ())
-ORDER BY grouping(g.pool) DESC, g.pool COLLATE "C"
-`
-
-type ReportByPoolRow struct {
-	Pool        string
-	Everything  bool
-	Held        int64
-	Confirmed   int64
-	Released    int64
-	Expired     int64
-	RolledBack  int64
-	Adjusted    int64
-	Transferred int64
-	Repairs     int64
-	Movements   int64
-}
-
-// ReportByPool is ReportPools summed per pool name over its SKUs (main,
-// and each campaign's pool: a campaign's figures), and over everything
-// (the row whose everything is true), in one pass over the range.
-func (q *Queries) ReportByPool(ctx context.Context, fromAt time.Time, toAt time.Time) ([]ReportByPoolRow, error) {
-	rows, err := q.db.Query(ctx, reportByPool, fromAt, toAt)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ReportByPoolRow
-	for rows.Next() {
-		var i ReportByPoolRow
-		if err := rows.Scan(
-			&i.Pool,
-			&i.Everything,
-			&i.Held,
-			&i.Confirmed,
-			&i.Released,
-			&i.Expired,
-			&i.RolledBack,
-			&i.Adjusted,
-			&i.Transferred,
-			&i.Repairs,
-			&i.Movements,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const reportFindings = `-- name: ReportFindings :many
 SELECT f.run_id, f.class, f.kind, f.sku, f.pool, f.reservation_id, f.job_id, f.action
 FROM unnest($1::bigint[]) AS r(id)
@@ -133,63 +67,83 @@ func (q *Queries) ReportFindings(ctx context.Context, runIds []int64, lim int32)
 	return items, nil
 }
 
-const reportPools = `-- name: ReportPools :many
+const reportRows = `-- name: ReportRows :many
 
-SELECT g.sku::text AS sku, g.pool::text AS pool,
-       coalesce(sum(g.delta_reserved) FILTER (WHERE g.kind = 'reserve'), 0)::bigint                         AS held,
-       coalesce(sum(g.delta_sold) FILTER (WHERE g.kind = 'confirm'), 0)::bigint                             AS confirmed,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind IN ('release', 'release_partial')), 0)::bigint AS released,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'expire'), 0)::bigint                         AS expired,
-       coalesce(-sum(g.delta_reserved) FILTER (WHERE g.kind = 'rollback'), 0)::bigint                       AS rolled_back,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind IN ('adjust', 'stock_in')), 0)::bigint             AS adjusted,
-       coalesce(sum(g.delta_total) FILTER (WHERE g.kind = 'transfer'), 0)::bigint                           AS transferred,
-       count(*) FILTER (WHERE g.kind = 'repair')::bigint                                                   AS repairs,
-       count(*)::bigint                                                                                    AS movements
-FROM ledger g
-WHERE g.at >= $1 AND g.at < $2
-  AND (g.sku COLLATE "C" > $3::text OR (g.sku = $3::text AND g.pool COLLATE "C" > $4::text))
-GROUP BY g.sku, g.pool
-ORDER BY g.sku COLLATE "C", g.pool COLLATE "C"
-LIMIT $5
+WITH g AS (
+    SELECT g.sku, g.location, g.pool, g.kind,
+           count(*)::bigint                        AS movements,
+           sum(g.delta_total)::bigint              AS total,
+           sum(g.delta_available)::bigint          AS available,
+           sum(g.delta_reserved)::bigint           AS reserved,
+           sum(g.delta_sold)::bigint               AS sold,
+           sum(g.delta_quality_control)::bigint    AS quality_control,
+           sum(g.delta_damaged)::bigint            AS damaged,
+           sum(g.delta_safety_stock)::bigint       AS safety_stock,
+           sum(g.delta_incoming)::bigint           AS incoming,
+           sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
+               + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
+    FROM ledger g
+    WHERE g.at >= $1 AND g.at < $2
+      AND (g.sku COLLATE "C" > $3::text
+           OR (g.sku = $3::text AND (g.location COLLATE "C" > $4::text
+               OR (g.location = $4::text AND g.pool COLLATE "C" > $5::text))))
+    GROUP BY g.sku, g.location, g.pool, g.kind
+), page AS (
+    SELECT g.sku, g.location, g.pool FROM g
+    GROUP BY g.sku, g.location, g.pool
+    ORDER BY g.sku COLLATE "C", g.location COLLATE "C", g.pool COLLATE "C"
+    LIMIT $6
+)
+SELECT g.sku::text AS sku, g.location::text AS location, g.pool::text AS pool, g.kind::text AS kind,
+       g.movements, g.total, g.available, g.reserved, g.sold, g.quality_control, g.damaged, g.safety_stock,
+       g.incoming, g.gained
+FROM g
+JOIN page p ON p.sku = g.sku AND p.location = g.location AND p.pool = g.pool
+ORDER BY g.sku COLLATE "C", g.location COLLATE "C", g.pool COLLATE "C", g.kind COLLATE "C"
 `
 
-type ReportPoolsParams struct {
-	FromAt    time.Time
-	ToAt      time.Time
-	AfterSku  string
-	AfterPool string
-	Lim       int32
+type ReportRowsParams struct {
+	FromAt        time.Time
+	ToAt          time.Time
+	AfterSku      string
+	AfterLocation string
+	AfterPool     string
+	Lim           int32
 }
 
-type ReportPoolsRow struct {
-	Sku         string
-	Pool        string
-	Held        int64
-	Confirmed   int64
-	Released    int64
-	Expired     int64
-	RolledBack  int64
-	Adjusted    int64
-	Transferred int64
-	Repairs     int64
-	Movements   int64
+type ReportRowsRow struct {
+	Sku            string
+	Location       string
+	Pool           string
+	Kind           string
+	Movements      int64
+	Total          int64
+	Available      int64
+	Reserved       int64
+	Sold           int64
+	QualityControl int64
+	Damaged        int64
+	SafetyStock    int64
+	Incoming       int64
+	Gained         int64
 }
 
 // The daily report: what the ledger recorded in a time range, per (sku,
-// pool), per pool name and in all, and the reconciliation runs of that
-// range. The ledger is read through ledger_at (BRIN on at).
-// ReportPools sums the ledger rows from from_at (included) to to_at
-// (excluded) per (sku, pool), in (sku, pool) byte order after the pool
-// (after_sku, after_pool), up to lim pools. Units: held is what holds
-// reserved, confirmed what was sold, released what cancels gave back
-// (whole or part), expired what expiries gave back, rolled_back what
-// rollbacks gave back; adjusted is the net change of total by adjustments
-// and stock-ins, transferred by campaign transfers; repairs counts repairs.
-func (q *Queries) ReportPools(ctx context.Context, arg ReportPoolsParams) ([]ReportPoolsRow, error) {
-	rows, err := q.db.Query(ctx, reportPools,
+// location, pool) and kind, per pool name, per location and in all, and
+// the reconciliation runs of that range. The ledger is read through
+// ledger_at (BRIN on at).
+// ReportRows sums the ledger rows from from_at (included) to to_at
+// (excluded) per (sku, location, pool) and kind, for the first lim stock
+// rows in (sku, location, pool) byte order after (after_sku,
+// after_location, after_pool): each kind's rows, its change of every
+// state, and (for moves) the units moved, the sum of what the states that
+// gained gained.
+func (q *Queries) ReportRows(ctx context.Context, arg ReportRowsParams) ([]ReportRowsRow, error) {
+	rows, err := q.db.Query(ctx, reportRows,
 		arg.FromAt,
 		arg.ToAt,
 		arg.AfterSku,
+		arg.AfterLocation,
 		arg.AfterPool,
 		arg.Lim,
 	)
@@ -197,21 +151,24 @@ func (q *Queries) ReportPools(ctx context.Context, arg ReportPoolsParams) ([]Rep
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ReportPoolsRow
+	var items []ReportRowsRow
 	for rows.Next() {
-		var i ReportPoolsRow
+		var i ReportRowsRow
 		if err := rows.Scan(
 			&i.Sku,
+			&i.Location,
 			&i.Pool,
-			&i.Held,
-			&i.Confirmed,
-			&i.Released,
-			&i.Expired,
-			&i.RolledBack,
-			&i.Adjusted,
-			&i.Transferred,
-			&i.Repairs,
+			&i.Kind,
 			&i.Movements,
+			&i.Total,
+			&i.Available,
+			&i.Reserved,
+			&i.Sold,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
+			&i.Gained,
 		); err != nil {
 			return nil, err
 		}
@@ -300,6 +257,85 @@ func (q *Queries) ReportRunsWithFindings(ctx context.Context, fromAt time.Time, 
 			&i.Retried,
 			&i.HighRisk,
 			&i.Error,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const reportSums = `-- name: ReportSums :many
+SELECT coalesce(g.pool, '')::text AS pool, coalesce(g.location, '')::text AS location, g.kind::text AS kind,
+       (grouping(g.pool) = 0)::boolean     AS by_pool,
+       (grouping(g.location) = 0)::boolean AS by_location,
+       count(*)::bigint                        AS movements,
+       sum(g.delta_total)::bigint              AS total,
+       sum(g.delta_available)::bigint          AS available,
+       sum(g.delta_reserved)::bigint           AS reserved,
+       sum(g.delta_sold)::bigint               AS sold,
+       sum(g.delta_quality_control)::bigint    AS quality_control,
+       sum(g.delta_damaged)::bigint            AS damaged,
+       sum(g.delta_safety_stock)::bigint       AS safety_stock,
+       sum(g.delta_incoming)::bigint           AS incoming,
+       sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
+           + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
+FROM ledger g
+WHERE g.at >= $1 AND g.at < $2
+GROUP BY GROUPING SETS ((g.pool, g.kind), (g.location, g.kind), (g.kind))
+ORDER BY grouping(g.pool) DESC, grouping(g.location) DESC, g.pool COLLATE "C", g.location COLLATE "C", g.kind COLLATE "C"
+`
+
+type ReportSumsRow struct {
+	Pool           string
+	Location       string
+	Kind           string
+	ByPool         bool
+	ByLocation     bool
+	Movements      int64
+	Total          int64
+	Available      int64
+	Reserved       int64
+	Sold           int64
+	QualityControl int64
+	Damaged        int64
+	SafetyStock    int64
+	Incoming       int64
+	Gained         int64
+}
+
+// ReportSums is ReportRows summed per kind over the whole range: per pool
+// name (main, and each campaign's pool) over its SKUs and locations (the
+// row's by_pool is true), per location over its SKUs and pools
+// (by_location), and over everything (neither), in one pass.
+func (q *Queries) ReportSums(ctx context.Context, fromAt time.Time, toAt time.Time) ([]ReportSumsRow, error) {
+	rows, err := q.db.Query(ctx, reportSums, fromAt, toAt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReportSumsRow
+	for rows.Next() {
+		var i ReportSumsRow
+		if err := rows.Scan(
+			&i.Pool,
+			&i.Location,
+			&i.Kind,
+			&i.ByPool,
+			&i.ByLocation,
+			&i.Movements,
+			&i.Total,
+			&i.Available,
+			&i.Reserved,
+			&i.Sold,
+			&i.QualityControl,
+			&i.Damaged,
+			&i.SafetyStock,
+			&i.Incoming,
+			&i.Gained,
 		); err != nil {
 			return nil, err
 		}

@@ -46,6 +46,13 @@ func (c Counters) minus(o Counters) Counters {
 		SafetyStock: c.SafetyStock - o.SafetyStock, Incoming: c.Incoming - o.Incoming}
 }
 
+// Plus is c and o added, counter by counter: two changes as one.
+func (c Counters) Plus(o Counters) Counters {
+	return Counters{Total: c.Total + o.Total, Available: c.Available + o.Available, Reserved: c.Reserved + o.Reserved,
+		Sold: c.Sold + o.Sold, QualityControl: c.QualityControl + o.QualityControl, Damaged: c.Damaged + o.Damaged,
+		SafetyStock: c.SafetyStock + o.SafetyStock, Incoming: c.Incoming + o.Incoming}
+}
+
 // Zero reports whether every counter is zero.
 func (c Counters) Zero() bool { return c == Counters{} }
 

@@ -1,9 +1,11 @@
 // Package reports answers the daily report the on-call checklist asks for:
-// per (sku, pool) and per campaign, the units held, confirmed, released,
-// expired, rolled back and adjusted on one business day, with the
-// reconciliation runs of that day and what they found. It reads the
-// ledger, which is never deleted, so a report can be asked for any day
-// the ledger covers, as long as the ledger is kept.
+// per stock row (sku, location, pool), per campaign, per location and in
+// all, what every kind of ledger row did on one business day (units held,
+// confirmed, released, expired, rolled back, adjusted, moved, written off,
+// counted, transferred, received, lost in transit...) and the day's change
+// of every state, with the reconciliation runs of that day and what they
+// found. It reads the ledger, which is never deleted, so a report can be
+// asked for any day the ledger covers, as long as the ledger is kept.
 package reports
 
 import (
@@ -40,35 +42,152 @@ type Service struct{ pool *pgxpool.Pool }
 // New returns a Service on pool.
 func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 
-// Figures are what the ledger recorded in units over the report's day:
-// Held what holds reserved, Confirmed what was sold, Released what
-// cancels handed back (whole or part), Expired what expiries handed back,
-// RolledBack what rollbacks (manual or a campaign's end) handed back;
-// Adjusted the net change of total by adjustments and stock-ins (imports
-// included), Transferred by campaign transfers; Repairs counts repairs of
-// the books, Movements every ledger row.
+// Figures are what the ledger recorded over the report's day, in units
+// unless said otherwise: every ledger kind lands in a named column.
+//
+//   - Held what holds reserved (kind reserve), Confirmed what was sold
+//     (confirm), Released what cancels handed back, whole or part
+//     (release, release_partial), Expired what expiries handed back
+//     (expire), RolledBack what rollbacks (manual or a campaign's end)
+//     handed back (rollback);
+//   - Adjusted the net change of total by adjustments and stock-ins,
+//     imports included (adjust, stock_in), Transferred by campaign
+//     transfers between pools (transfer);
+//   - Moved the units moved between on-hand states (move), WrittenOff what
+//     write-offs took out of total and LostInTransit what closed transfers
+//     wrote off of incoming (loss), Counted the net change of total by
+//     stock counts (count);
+//   - TransferredOut what transfers sent away (transfer_out: out of total
+//     at their source), TransferredIn what they put in transit
+//     (transfer_in: incoming at their destination), Received what arrived
+//     (receive: into total), TransferCancelled what cancelled transfers
+//     gave back to their source (transfer_cancel; at the destination the
+//     same units leave incoming);
+//   - Repairs, Pauses and Resumes count those ledger rows (repair,
+//     pause, resume), Movements every ledger row.
+//
+// Change is the day's net change of every state, and ByKind each ledger
+// kind's part of it (with its rows): the kinds' changes sum to Change,
+// state by state.
 type Figures struct {
-	Held        int64 `json:"held"`
-	Confirmed   int64 `json:"confirmed"`
-	Released    int64 `json:"released"`
-	Expired     int64 `json:"expired"`
-	RolledBack  int64 `json:"rolled_back"`
-	Adjusted    int64 `json:"adjusted"`
-	Transferred int64 `json:"transferred"`
-	Repairs     int64 `json:"repairs"`
-	Movements   int64 `json:"movements"`
+	Held              int64 `json:"held"`
+	Confirmed         int64 `json:"confirmed"`
+	Released          int64 `json:"released"`
+	Expired           int64 `json:"expired"`
+	RolledBack        int64 `json:"rolled_back"`
+	Adjusted          int64 `json:"adjusted"`
+	Transferred       int64 `json:"transferred"`
+	Moved             int64 `json:"moved"`
+	WrittenOff        int64 `json:"written_off"`
+	LostInTransit     int64 `json:"lost_in_transit"`
+	Counted           int64 `json:"counted"`
+	TransferredOut    int64 `json:"transferred_out"`
+	TransferredIn     int64 `json:"transferred_in"`
+	Received          int64 `json:"received"`
+	TransferCancelled int64 `json:"transfer_cancelled"`
+	Repairs           int64 `json:"repairs"`
+	Pauses            int64 `json:"pauses"`
+	Resumes           int64 `json:"resumes"`
+	Movements         int64 `json:"movements"`
+	// Change is the day's net change of every state.
+	Change inventory.Counters `json:"change"`
+	// ByKind is, per ledger kind recorded that day, its rows and its
+	// change of every state; summed, they are Change.
+	ByKind map[string]KindFigures `json:"by_kind"`
 }
 
-// PoolFigures are one (sku, pool)'s figures.
+// KindFigures are one ledger kind's rows over the day and its change of
+// every state.
+type KindFigures struct {
+	Movements int64 `json:"movements"`
+	inventory.Counters
+}
+
+// sums are one kind's sums as a report's query gives them.
+type sums struct {
+	kind string
+	KindFigures
+	// gained is what the states that gained gained, summed row by row:
+	// a move's units.
+	gained int64
+}
+
+// columns puts each ledger kind in its named column: the kinds of the
+// ledger's CHECK constraint, every one (TestEveryLedgerKindHasAColumn).
+var columns = map[string]func(f *Figures, s sums){
+	"reserve":         func(f *Figures, s sums) { f.Held += s.Reserved },
+	"confirm":         func(f *Figures, s sums) { f.Confirmed += s.Sold },
+	"release":         func(f *Figures, s sums) { f.Released -= s.Reserved },
+	"release_partial": func(f *Figures, s sums) { f.Released -= s.Reserved },
+	"expire":          func(f *Figures, s sums) { f.Expired -= s.Reserved },
+	"rollback":        func(f *Figures, s sums) { f.RolledBack -= s.Reserved },
+	"adjust":          func(f *Figures, s sums) { f.Adjusted += s.Total },
+	"stock_in":        func(f *Figures, s sums) { f.Adjusted += s.Total },
+	"transfer":        func(f *Figures, s sums) { f.Transferred += s.Total },
+	"move":            func(f *Figures, s sums) { f.Moved += s.gained },
+	"loss": func(f *Figures, s sums) {
+		f.WrittenOff -= s.Total
+		f.LostInTransit -= s.Incoming
+	},
+	"count":           func(f *Figures, s sums) { f.Counted += s.Total },
+	"transfer_out":    func(f *Figures, s sums) { f.TransferredOut -= s.Total },
+	"transfer_in":     func(f *Figures, s sums) { f.TransferredIn += s.Incoming },
+	"receive":         func(f *Figures, s sums) { f.Received += s.Total },
+	"transfer_cancel": func(f *Figures, s sums) { f.TransferCancelled += s.Total },
+	"repair":          func(f *Figures, s sums) { f.Repairs += s.Movements },
+	"pause":           func(f *Figures, s sums) { f.Pauses += s.Movements },
+	"resume":          func(f *Figures, s sums) { f.Resumes += s.Movements },
+}
+
+// sumsOf reads one kind's sums from a report query's row.
+func sumsOf(r db.ReportRowsRow) sums {
+	return sums{kind: r.Kind, gained: r.Gained, KindFigures: KindFigures{Movements: r.Movements, Counters: inventory.Counters{
+		Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold, QualityControl: r.QualityControl,
+		Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming}}}
+}
+
+// add counts one kind's sums in f.
+func (f *Figures) add(s sums) {
+	if f.ByKind == nil {
+		f.ByKind = map[string]KindFigures{}
+	}
+	k := f.ByKind[s.kind]
+	k.Movements += s.Movements
+	k.Counters = k.Counters.Plus(s.Counters)
+	f.ByKind[s.kind] = k
+	f.Change = f.Change.Plus(s.Counters)
+	f.Movements += s.Movements
+	if column, ok := columns[s.kind]; ok {
+		column(f, s)
+	}
+}
+
+// empty is Figures with ByKind an empty map, as an answer shows them.
+func (f Figures) empty() Figures {
+	if f.ByKind == nil {
+		f.ByKind = map[string]KindFigures{}
+	}
+	return f
+}
+
+// PoolFigures are one stock row's figures: a SKU's pool at a location.
 type PoolFigures struct {
-	SKU  string `json:"sku"`
-	Pool string `json:"pool"`
+	SKU      string `json:"sku"`
+	Location string `json:"location"`
+	Pool     string `json:"pool"`
 	Figures
 }
 
-// CampaignFigures are one campaign pool's figures, over its SKUs.
+// CampaignFigures are one campaign pool's figures, over its SKUs and
+// locations.
 type CampaignFigures struct {
 	Campaign string `json:"campaign"`
+	Figures
+}
+
+// LocationFigures are one location's figures, over its SKUs and pools.
+type LocationFigures struct {
+	Location string `json:"location"`
 	Figures
 }
 
@@ -113,9 +232,10 @@ type Reconciliations struct {
 }
 
 // Daily is the report of one business day: its figures in all, per
-// campaign and, a page at a time, per (sku, pool) in (sku, pool) byte
-// order; and its reconciliation runs. NextCursor, when not nil, asks for
-// the next page of pools (the rest is the same on every page).
+// campaign, per location and, a page at a time, per stock row (sku,
+// location, pool) in byte order; and its reconciliation runs. NextCursor,
+// when not nil, asks for the next page of pools (the rest is the same on
+// every page).
 type Daily struct {
 	Date            string            `json:"date"`
 	TimeZone        string            `json:"time_zone"`
@@ -123,6 +243,7 @@ type Daily struct {
 	To              time.Time         `json:"to"`
 	Totals          Figures           `json:"totals"`
 	Campaigns       []CampaignFigures `json:"campaigns"`
+	Locations       []LocationFigures `json:"locations"`
 	Reconciliations Reconciliations   `json:"reconciliations"`
 	Pools           []PoolFigures     `json:"pools"`
 	NextCursor      *string           `json:"next_cursor"`
@@ -146,7 +267,10 @@ var (
 )
 
 // ParseDay reads a business day: date as YYYY-MM-DD, in zone (empty: UTC).
-// It returns the day's start and end, and the zone's name.
+// It returns the day's start and end, and the zone's name. A day that
+// starts or ends outside the years 1 to 9999 in UTC (9999-12-31 in UTC
+// ends in the year 10000) is refused as invalid: times outside those
+// years have no RFC 3339 form to answer with.
 func ParseDay(date, zone string) (from, to time.Time, name string, err error) {
 	if zone == "" {
 		zone = "UTC"
@@ -162,7 +286,11 @@ func ParseDay(date, zone string) (from, to time.Time, name string, err error) {
 	if err != nil {
 		return time.Time{}, time.Time{}, "", ErrBadDate
 	}
-	return day, day.AddDate(0, 0, 1), zone, nil
+	from, to = day, day.AddDate(0, 0, 1)
+	if from.UTC().Year() < 1 || to.UTC().Year() > 9999 {
+		return time.Time{}, time.Time{}, "", domain.Invalid("date %s (%s) starts or ends outside the years 0001 to 9999 in UTC: ask for a day from 0001-01-02 to 9999-12-30", date, zone)
+	}
+	return from, to, zone, nil
 }
 
 // Daily answers the report q asks for.
@@ -178,49 +306,69 @@ func (s *Service) Daily(ctx context.Context, q DailyQuery) (Daily, error) {
 	if limit < 1 || limit > MaxLimit {
 		return Daily{}, domain.Invalid("limit must be from 1 to %d", MaxLimit)
 	}
-	afterSKU, afterPool, err := decodeCursor(q.Cursor)
+	after, err := decodeCursor(q.Cursor)
 	if err != nil {
 		return Daily{}, err
 	}
-	out := Daily{Date: q.Date, TimeZone: zone, From: from.UTC(), To: to.UTC(), Campaigns: []CampaignFigures{}, Pools: []PoolFigures{}}
+	out := Daily{Date: q.Date, TimeZone: zone, From: from.UTC(), To: to.UTC(), Totals: Figures{}.empty(),
+		Campaigns: []CampaignFigures{}, Locations: []LocationFigures{}, Pools: []PoolFigures{}}
 	dq := db.New(s.pool)
-	byPool, err := dq.ReportByPool(ctx, from, to)
+	all, err := dq.ReportSums(ctx, from, to)
 	if err != nil {
 		return Daily{}, fmt.Errorf("sum the day's ledger: %w", err)
 	}
-	for _, p := range byPool {
-		f := figures(p.Held, p.Confirmed, p.Released, p.Expired, p.RolledBack, p.Adjusted, p.Transferred, p.Repairs, p.Movements)
+	campaigns, locations := map[string]int{}, map[string]int{}
+	for _, r := range all {
+		k := sumsOf(db.ReportRowsRow{Kind: r.Kind, Movements: r.Movements, Total: r.Total, Available: r.Available, Reserved: r.Reserved,
+			Sold: r.Sold, QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Gained: r.Gained})
 		switch {
-		case p.Everything:
-			out.Totals = f
-		case p.Pool != inventory.MainPool && len(out.Campaigns) < MaxCampaigns:
-			out.Campaigns = append(out.Campaigns, CampaignFigures{Campaign: p.Pool, Figures: f})
+		case r.ByPool && r.Pool == inventory.MainPool:
+		case r.ByPool:
+			i, ok := campaigns[r.Pool]
+			if !ok {
+				if len(out.Campaigns) >= MaxCampaigns {
+					continue
+				}
+				i = len(out.Campaigns)
+				campaigns[r.Pool] = i
+				out.Campaigns = append(out.Campaigns, CampaignFigures{Campaign: r.Pool})
+			}
+			out.Campaigns[i].add(k)
+		case r.ByLocation:
+			i, ok := locations[r.Location]
+			if !ok {
+				i = len(out.Locations)
+				locations[r.Location] = i
+				out.Locations = append(out.Locations, LocationFigures{Location: r.Location})
+			}
+			out.Locations[i].add(k)
+		default:
+			out.Totals.add(k)
 		}
 	}
-	pools, err := dq.ReportPools(ctx, db.ReportPoolsParams{FromAt: from, ToAt: to, AfterSku: afterSKU, AfterPool: afterPool, Lim: int32(limit + 1)})
+	rows, err := dq.ReportRows(ctx, db.ReportRowsParams{FromAt: from, ToAt: to, AfterSku: after.sku, AfterLocation: after.location,
+		AfterPool: after.pool, Lim: int32(limit + 1)})
 	if err != nil {
-		return Daily{}, fmt.Errorf("sum the day's ledger by pool: %w", err)
+		return Daily{}, fmt.Errorf("sum the day's ledger by stock row: %w", err)
 	}
-	for _, p := range pools[:min(len(pools), limit)] {
-		out.Pools = append(out.Pools, PoolFigures{SKU: p.Sku, Pool: p.Pool,
-			Figures: figures(p.Held, p.Confirmed, p.Released, p.Expired, p.RolledBack, p.Adjusted, p.Transferred, p.Repairs, p.Movements)})
+	for _, r := range rows {
+		n := len(out.Pools)
+		if n == 0 || out.Pools[n-1].SKU != r.Sku || out.Pools[n-1].Location != r.Location || out.Pools[n-1].Pool != r.Pool {
+			out.Pools = append(out.Pools, PoolFigures{SKU: r.Sku, Location: r.Location, Pool: r.Pool})
+			n++
+		}
+		out.Pools[n-1].add(sumsOf(r))
 	}
-	if len(pools) > limit {
-		last := out.Pools[len(out.Pools)-1]
-		next := encodeCursor(last.SKU, last.Pool)
+	if len(out.Pools) > limit {
+		out.Pools = out.Pools[:limit]
+		last := out.Pools[limit-1]
+		next := encodeCursor(rowKey{last.SKU, last.Location, last.Pool})
 		out.NextCursor = &next
 	}
 	if out.Reconciliations, err = s.runs(ctx, dq, from, to); err != nil {
 		return Daily{}, err
 	}
 	return out, nil
-}
-
-// figures are the nine sums of a report's row, in the order the report's
-// queries give them.
-func figures(held, confirmed, released, expired, rolledBack, adjusted, transferred, repairs, movements int64) Figures {
-	return Figures{Held: held, Confirmed: confirmed, Released: released, Expired: expired, RolledBack: rolledBack,
-		Adjusted: adjusted, Transferred: transferred, Repairs: repairs, Movements: movements}
 }
 
 func (s *Service) runs(ctx context.Context, q *db.Queries, from, to time.Time) (Reconciliations, error) {
@@ -259,22 +407,26 @@ func (s *Service) runs(ctx context.Context, q *db.Queries, from, to time.Time) (
 	return out, nil
 }
 
-// A cursor is the last (sku, pool) of a page, opaque to the caller.
-func encodeCursor(sku, pool string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(sku + "\x00" + pool))
+// rowKey is a stock row's key: where a page of pools ends.
+type rowKey struct{ sku, location, pool string }
+
+// A cursor is the last stock row of a page, opaque to the caller.
+func encodeCursor(k rowKey) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(k.sku + "\x00" + k.location + "\x00" + k.pool))
 }
 
-func decodeCursor(c string) (sku, pool string, err error) {
+func decodeCursor(c string) (rowKey, error) {
 	if c == "" {
-		return "", "", nil
+		return rowKey{}, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return "", "", ErrBadCursor
+		return rowKey{}, ErrBadCursor
 	}
-	sku, pool, ok := strings.Cut(string(raw), "\x00")
-	if !ok || domain.ValidName("sku", sku) != nil || domain.ValidName("pool", pool) != nil {
-		return "", "", ErrBadCursor
+	parts := strings.Split(string(raw), "\x00")
+	if len(parts) != 3 || domain.ValidName("sku", parts[0]) != nil || domain.ValidName("location", parts[1]) != nil ||
+		domain.ValidName("pool", parts[2]) != nil {
+		return rowKey{}, ErrBadCursor
 	}
-	return sku, pool, nil
+	return rowKey{parts[0], parts[1], parts[2]}, nil
 }

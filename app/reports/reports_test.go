@@ -11,6 +11,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reports"
 )
@@ -43,16 +44,24 @@ func TestDailyReportOfTheDayFlows(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')`).Scan(&today))
 	r, err := svc.Daily(ctx, reports.DailyQuery{Date: today})
 	require.NoError(t, err)
-	want := reports.Figures{Held: 6, Confirmed: 2, Released: 3, Adjusted: 100, Movements: 6}
+	want := reports.Figures{Held: 6, Confirmed: 2, Released: 3, Adjusted: 100, Movements: 6,
+		Change: inventory.Counters{Total: 100, Available: 97, Reserved: 1, Sold: 2},
+		ByKind: map[string]reports.KindFigures{
+			"stock_in": {Movements: 1, Counters: inventory.Counters{Total: 100, Available: 100}},
+			"reserve":  {Movements: 3, Counters: inventory.Counters{Available: -6, Reserved: 6}},
+			"confirm":  {Movements: 1, Counters: inventory.Counters{Reserved: -2, Sold: 2}},
+			"release":  {Movements: 1, Counters: inventory.Counters{Available: 3, Reserved: -3}},
+		}}
 	require.Equal(t, want, r.Totals)
-	require.Equal(t, []reports.PoolFigures{{SKU: "A1", Pool: "main", Figures: want}}, r.Pools)
+	require.Equal(t, []reports.PoolFigures{{SKU: "A1", Location: "default", Pool: "main", Figures: want}}, r.Pools)
+	require.Equal(t, []reports.LocationFigures{{Location: "default", Figures: want}}, r.Locations)
 	require.Empty(t, r.Campaigns)
 	require.Nil(t, r.NextCursor)
 
 	day, _ := time.Parse(time.DateOnly, today)
 	r, err = svc.Daily(ctx, reports.DailyQuery{Date: day.AddDate(0, 0, -1).Format(time.DateOnly)})
 	require.NoError(t, err)
-	require.Equal(t, reports.Figures{}, r.Totals)
+	require.Equal(t, reports.Figures{ByKind: map[string]reports.KindFigures{}}, r.Totals)
 	require.Empty(t, r.Pools)
 }
 
@@ -99,9 +108,12 @@ func TestDailyReportBoundsPagesAndRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "UTC", r.TimeZone)
 	require.Equal(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), r.From)
-	require.Equal(t, reports.Figures{Held: 5, Expired: 3, RolledBack: 5, Released: 1, Adjusted: 5, Transferred: 10, Repairs: 1, Movements: 8}, r.Totals,
+	require.Equal(t, headline{Held: 5, Expired: 3, RolledBack: 5, Released: 1, Adjusted: 5, Transferred: 10, Repairs: 1, Movements: 8}, headlineOf(r.Totals),
 		"the expiry at midnight is in, the reserve before it and the adjustment at the next midnight are not")
-	require.Equal(t, []reports.CampaignFigures{{Campaign: "bf", Figures: reports.Figures{Held: 5, RolledBack: 5, Transferred: 10, Movements: 3}}}, r.Campaigns)
+	require.Len(t, r.Campaigns, 1)
+	require.Equal(t, "bf", r.Campaigns[0].Campaign)
+	require.Equal(t, headline{Held: 5, RolledBack: 5, Transferred: 10, Movements: 3}, headlineOf(r.Campaigns[0].Figures))
+	require.Equal(t, inventory.Counters{Total: 10, Available: 10}, r.Campaigns[0].Change)
 	rc := r.Reconciliations
 	require.Equal(t, int64(3), rc.Runs)
 	require.Equal(t, int64(1), rc.Failed)
@@ -117,23 +129,24 @@ func TestDailyReportBoundsPagesAndRuns(t *testing.T) {
 	r, err = svc.Daily(ctx, reports.DailyQuery{Date: "2026-12-01", TimeZone: "Asia/Shanghai"})
 	require.NoError(t, err)
 	require.Equal(t, time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC), r.From)
-	require.Equal(t, reports.Figures{Held: 9, Expired: 3, RolledBack: 5, Released: 1, Adjusted: 7, Transferred: 10, Repairs: 1, Movements: 8}, r.Totals)
+	require.Equal(t, headline{Held: 9, Expired: 3, RolledBack: 5, Released: 1, Adjusted: 7, Transferred: 10, Repairs: 1, Movements: 8}, headlineOf(r.Totals))
 
-	// A page at a time: (T1, bf), (T1, main), (T2, main), (T3, main).
+	// A page at a time: (T1, bf), (T1, main), (T2, main), (T3, main), all
+	// at default.
 	var seen []string
 	q := reports.DailyQuery{Date: "2026-12-01", Limit: 1}
 	for range 10 {
 		page, err := svc.Daily(ctx, q)
 		require.NoError(t, err)
 		for _, p := range page.Pools {
-			seen = append(seen, p.SKU+"/"+p.Pool)
+			seen = append(seen, p.SKU+"@"+p.Location+"/"+p.Pool)
 		}
 		if page.NextCursor == nil {
 			break
 		}
 		q.Cursor = *page.NextCursor
 	}
-	require.Equal(t, []string{"T1/bf", "T1/main", "T2/main", "T3/main"}, seen)
+	require.Equal(t, []string{"T1@default/bf", "T1@default/main", "T2@default/main", "T3@default/main"}, seen)
 
 	for _, bad := range []reports.DailyQuery{{Date: "2026-13-01"}, {Date: "1 Dec"}, {Date: ""}} {
 		_, err := svc.Daily(ctx, bad)
@@ -147,6 +160,16 @@ func TestDailyReportBoundsPagesAndRuns(t *testing.T) {
 	}
 	_, err = svc.Daily(ctx, reports.DailyQuery{Date: "2026-12-01", Limit: 1001})
 	requireInvalid(t, err, "limit")
+}
+
+// headline is a report's figures of the kinds that hold and adjust.
+type headline struct {
+	Held, Confirmed, Released, Expired, RolledBack, Adjusted, Transferred, Repairs, Movements int64
+}
+
+func headlineOf(f reports.Figures) headline {
+	return headline{Held: f.Held, Confirmed: f.Confirmed, Released: f.Released, Expired: f.Expired, RolledBack: f.RolledBack,
+		Adjusted: f.Adjusted, Transferred: f.Transferred, Repairs: f.Repairs, Movements: f.Movements}
 }
 
 func requireInvalid(t *testing.T, err error, what string) {
@@ -227,4 +250,87 @@ func TestDailyReportPoolsAddUpOverConsecutiveDays(t *testing.T) {
 	}
 	require.EqualValues(t, dbtest.Count(t, pool, `SELECT count(*) FROM ledger WHERE at >= '2026-12-01' AND at < '2026-12-03'`), movements,
 		"each row of the two days in one day's pools")
+}
+
+// TestDailyReportEveryKindPerLocation replays a day of stock work at two
+// locations: +10 received by an adjustment, 3 written off, a count 2 short,
+// 2 sent to paris and lost in transit, 1 sent and received, 1 sent and the
+// transfer cancelled, 1 moved to damaged. Each lands in its named column
+// at its location, every kind's change of every state sums to the day's
+// change, and the day's change is each stock row's counters (the rows
+// were born today).
+func TestDailyReportEveryKindPerLocation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	dbtest.Location(t, pool, "paris", 1)
+	inv := inventory.New(pool, nil, inventory.Config{})
+	key := func(k string) idempotency.Key { return idempotency.NewKey("ops", k) }
+	_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 10, Reason: "restock", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = inv.MoveOnce(ctx, key("off"), inventory.Move{SKU: "A1", From: inventory.StateAvailable, To: inventory.StateLost, Quantity: 3, Reason: "broken", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = inv.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Counted: 5, Reason: "stocktake", Actor: "alice"})
+	require.NoError(t, err)
+	send := func(k string, n int64) inventory.Transfer {
+		tr, _, err := inv.CreateTransferOnce(ctx, key(k), inventory.NewTransfer{SKU: "A1", From: "default", To: "paris", Quantity: n, Reason: "rebalance", Actor: "alice"})
+		require.NoError(t, err)
+		return tr
+	}
+	lost := send("lost", 2)
+	_, err = inv.CloseTransfer(ctx, inventory.TransferStep{ID: lost.ID, Reason: "truck lost", Actor: "alice"})
+	require.NoError(t, err)
+	arrived := send("arrived", 1)
+	_, _, err = inv.ReceiveTransferOnce(ctx, key("receive"), inventory.TransferStep{ID: arrived.ID, Quantity: 1, Actor: "alice"})
+	require.NoError(t, err)
+	back := send("back", 1)
+	_, err = inv.CancelTransfer(ctx, inventory.TransferStep{ID: back.ID, Reason: "not needed", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = inv.MoveOnce(ctx, key("dent"), inventory.Move{SKU: "A1", From: inventory.StateAvailable, To: inventory.StateDamaged, Quantity: 1, Reason: "dent", Actor: "alice"})
+	require.NoError(t, err)
+
+	var today string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')`).Scan(&today))
+	r, err := reports.New(pool).Daily(ctx, reports.DailyQuery{Date: today})
+	require.NoError(t, err)
+	require.Len(t, r.Pools, 2)
+	home, paris := r.Pools[0], r.Pools[1]
+	require.Equal(t, []string{"A1@default/main", "A1@paris/main"}, []string{
+		home.SKU + "@" + home.Location + "/" + home.Pool, paris.SKU + "@" + paris.Location + "/" + paris.Pool})
+
+	type named struct {
+		Adjusted, WrittenOff, Counted, TransferredOut, TransferredIn, Received, LostInTransit, TransferCancelled, Moved int64
+	}
+	namedOf := func(f reports.Figures) named {
+		return named{f.Adjusted, f.WrittenOff, f.Counted, f.TransferredOut, f.TransferredIn, f.Received, f.LostInTransit, f.TransferCancelled, f.Moved}
+	}
+	require.Equal(t, named{Adjusted: 10, WrittenOff: 3, Counted: -2, TransferredOut: 4, TransferCancelled: 1, Moved: 1}, namedOf(home.Figures))
+	require.Equal(t, named{TransferredIn: 4, Received: 1, LostInTransit: 2}, namedOf(paris.Figures))
+	require.Equal(t, named{Adjusted: 10, WrittenOff: 3, Counted: -2, TransferredOut: 4, TransferredIn: 4, Received: 1, LostInTransit: 2,
+		TransferCancelled: 1, Moved: 1}, namedOf(r.Totals))
+	require.Len(t, r.Locations, 2)
+	require.Equal(t, "default", r.Locations[0].Location)
+	require.Equal(t, namedOf(home.Figures), namedOf(r.Locations[0].Figures))
+	require.Equal(t, "paris", r.Locations[1].Location)
+	require.Equal(t, namedOf(paris.Figures), namedOf(r.Locations[1].Figures))
+
+	st, err := inv.GetStock(ctx, "A1")
+	require.NoError(t, err)
+	now := map[string]inventory.Counters{}
+	for _, p := range st.Pools {
+		now[p.Location] = p.Counters
+	}
+	require.Equal(t, inventory.Counters{Total: 2, Available: 1, Damaged: 1}, now["default"])
+	require.Equal(t, inventory.Counters{Total: 1, Available: 1}, now["paris"])
+	for _, f := range []reports.PoolFigures{home, paris} {
+		require.Equal(t, now[f.Location], f.Change, "the day's change at %s is its counters: every row was born today", f.Location)
+		var sum inventory.Counters
+		for _, k := range f.ByKind {
+			sum = sum.Plus(k.Counters)
+		}
+		require.Equal(t, f.Change, sum, "the kinds' changes sum to the day's change at %s", f.Location)
+	}
+	require.Equal(t, now["default"].Plus(now["paris"]), r.Totals.Change)
+	require.Equal(t, reports.KindFigures{Movements: 1, Counters: inventory.Counters{Total: 1, Available: 1, Incoming: -1}}, paris.ByKind["receive"],
+		"a receipt: from incoming into total and available")
 }

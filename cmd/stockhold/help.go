@@ -25,7 +25,7 @@ commands:
   stop-sale on|off|status [--client NAME | --location L]
                      stop or restart every new hold, or one channel's or location's, or show the switches
   repair             preview, or with --apply make, a repair of a pool's books
-  report             the daily report of a business day: units per pool and campaign, reconciliations
+  report             the daily report of a business day: every ledger kind per stock row, location and campaign, reconciliations
   stock import|export
                      apply a CSV of stock changes (resumable), or write every stock row as CSV
   locations list|create|update
@@ -232,12 +232,15 @@ stockhold repair --sku A1 --to ledger --operator alice --reason "counters edited
 	},
 	"report": {
 		synopsis: "report --date YYYY-MM-DD [--tz ZONE] [--json]",
-		about: `Prints the daily report of one business day (in --tz, an IANA time zone; default UTC):
-the units held, confirmed, released, expired, rolled back and adjusted (and transferred
-by campaigns, and the repairs) in all, per campaign and per (sku, pool), from the ledger;
-then the day's reconciliation runs, how many failed and what they found, with the runs
-that found something and their findings. The same as GET /v1/reports/daily, every page
-of pools at once; --json prints that answer.`,
+		about: `Prints the daily report of one business day (in --tz, an IANA time zone; default UTC),
+from the ledger, in all, per campaign, per location and per (sku, location, pool): every
+kind of ledger row in its column (units held, confirmed, released, expired, rolled back,
+adjusted, transferred by campaigns, moved between states, written off, counted, sent,
+in transit, received, lost in transit, given back by cancelled transfers; the repairs),
+then the day's change of every state; then the day's reconciliation runs, how many
+failed and what they found, with the runs that found something and their findings.
+The same as GET /v1/reports/daily, every page of pools at once; --json prints that
+answer, with each ledger kind's change of every state (by_kind).`,
 		example: `stockhold report --date 2026-12-01
 stockhold report --date 2026-12-01 --tz Asia/Shanghai --json`,
 	},

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/stockhold/stockhold/app"
+	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reports"
 )
 
@@ -33,7 +34,7 @@ func report(ctx context.Context, args []string, getenv func(string) string, stdo
 		if errors.Is(err, reports.ErrBadDate) {
 			return fmt.Errorf("%w: --date: %s", errUsage, err)
 		}
-		return fmt.Errorf("%w: --tz: %s", errUsage, err)
+		return fmt.Errorf("%w: %s", errUsage, err)
 	}
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		q := reports.DailyQuery{Date: *date, TimeZone: *zone, Limit: reports.MaxLimit}
@@ -62,17 +63,41 @@ func report(ctx context.Context, args []string, getenv func(string) string, stdo
 
 func printReport(w io.Writer, r reports.Daily) {
 	fmt.Fprintf(w, "Daily report %s (%s): %s to %s\n", r.Date, r.TimeZone, r.From.Format("2006-01-02 15:04Z07:00"), r.To.Format("2006-01-02 15:04Z07:00"))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\theld\tconfirmed\treleased\texpired\trolled back\tadjusted\ttransferred\trepairs\t")
-	row := func(name string, f reports.Figures) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, f.Held, f.Confirmed, f.Released, f.Expired, f.RolledBack, f.Adjusted, f.Transferred, f.Repairs)
+	type named struct {
+		name string
+		f    reports.Figures
 	}
-	row("all", r.Totals)
+	rows := []named{{"all", r.Totals}}
 	for _, c := range r.Campaigns {
-		row("campaign "+c.Campaign, c.Figures)
+		rows = append(rows, named{"campaign " + c.Campaign, c.Figures})
+	}
+	for _, l := range r.Locations {
+		rows = append(rows, named{"location " + l.Location, l.Figures})
 	}
 	for _, p := range r.Pools {
-		row(p.SKU+" ("+p.Pool+")", p.Figures)
+		name := p.SKU
+		if p.Location != inventory.DefaultLocation {
+			name += "@" + p.Location
+		}
+		rows = append(rows, named{name + " (" + p.Pool + ")", p.Figures})
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\theld\tconfirmed\treleased\texpired\trolled back\tadjusted\ttransferred\tmoved\twritten off\tcounted\t"+
+		"sent\tin transit\treceived\tlost in transit\tcancelled\trepairs\t")
+	for _, n := range rows {
+		f := n.f
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", n.name,
+			f.Held, f.Confirmed, f.Released, f.Expired, f.RolledBack, f.Adjusted, f.Transferred, f.Moved, f.WrittenOff, f.Counted,
+			f.TransferredOut, f.TransferredIn, f.Received, f.LostInTransit, f.TransferCancelled, f.Repairs)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "Change of every state:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\ttotal\tavailable\treserved\tsold\tquality control\tdamaged\tsafety stock\tincoming\t")
+	for _, n := range rows {
+		c := n.f.Change
+		fmt.Fprintf(tw, "%s\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t\n", n.name,
+			c.Total, c.Available, c.Reserved, c.Sold, c.QualityControl, c.Damaged, c.SafetyStock, c.Incoming)
 	}
 	_ = tw.Flush()
 	rc := r.Reconciliations

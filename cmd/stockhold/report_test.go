@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reports"
 )
@@ -29,6 +30,15 @@ func TestReportCommand(t *testing.T) {
 	require.NoError(t, err)
 	_, err = inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
 	require.NoError(t, err)
+	// Written off, counted, sent to paris: every kind has its column.
+	dbtest.Location(t, pool, "paris", 1)
+	key := func(k string) idempotency.Key { return idempotency.NewKey("ops", k) }
+	_, _, err = inv.MoveOnce(ctx, key("off"), inventory.Move{SKU: "A1", From: inventory.StateAvailable, To: inventory.StateLost, Quantity: 2, Reason: "broken", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = inv.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Counted: 4, Reason: "stocktake", Actor: "alice"})
+	require.NoError(t, err)
+	_, _, err = inv.CreateTransferOnce(ctx, key("send"), inventory.NewTransfer{SKU: "A1", From: "default", To: "paris", Quantity: 1, Reason: "rebalance", Actor: "alice"})
+	require.NoError(t, err)
 	cmd := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, args, getenv, &stdout, &stderr)
@@ -40,9 +50,14 @@ func TestReportCommand(t *testing.T) {
 	code, out, errs := cmd("report", "--date", today)
 	require.Equal(t, 0, code, "%s%s", out, errs)
 	require.Contains(t, out, "Daily report "+today+" (UTC)")
-	require.Regexp(t, `(?m)^ +held +confirmed +released +expired +rolled back +adjusted +transferred +repairs *$`, out)
-	require.Regexp(t, `(?m)^ +all +3 +3 +0 +0 +0 +10 +0 +0 *$`, out)
-	require.Regexp(t, `(?m)^ +A1 \(main\) +3 +3 +0 +0 +0 +10 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +held +confirmed +released +expired +rolled back +adjusted +transferred +moved +written off +counted +sent +in transit +received +lost in transit +cancelled +repairs *$`, out)
+	require.Regexp(t, `(?m)^ +all +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +1 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +location default +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +A1 \(main\) +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +A1@paris \(main\) +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +1 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +total +available +reserved +sold +quality control +damaged +safety stock +incoming *$`, out)
+	require.Regexp(t, `(?m)^ +A1 \(main\) +\+6 +\+3 +\+0 +\+3 +\+0 +\+0 +\+0 +\+0 *$`, out)
+	require.Regexp(t, `(?m)^ +A1@paris \(main\) +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+1 *$`, out)
 	require.Contains(t, out, "Reconciliations: 0 runs, 0 failed")
 
 	code, out, errs = cmd("report", "--date", today, "--json")
@@ -50,14 +65,16 @@ func TestReportCommand(t *testing.T) {
 	var got reports.Daily
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	require.Equal(t, int64(3), got.Totals.Confirmed)
-	require.Len(t, got.Pools, 1)
+	require.Len(t, got.Pools, 2)
+	require.Equal(t, int64(2), got.Totals.WrittenOff)
 
 	day, _ := time.Parse(time.DateOnly, today)
 	code, out, _ = cmd("report", "--date", day.AddDate(0, 0, -1).Format(time.DateOnly))
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^ +all +0 +0 +0 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +all( +0){16} *$`, out)
 
-	for _, args := range [][]string{{"report"}, {"report", "--date", "yesterday"}, {"report", "--date", today, "--tz", "Mars/Olympus"}} {
+	for _, args := range [][]string{{"report"}, {"report", "--date", "yesterday"}, {"report", "--date", today, "--tz", "Mars/Olympus"},
+		{"report", "--date", "9999-12-31"}} {
 		code, _, errs = cmd(args...)
 		require.Equal(t, 2, code, "%v: %s", args, errs)
 	}

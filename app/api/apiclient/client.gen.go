@@ -11929,13 +11929,16 @@ type Counters struct {
 	Total          int64 `json:"total"`
 }
 
-// DailyReport The report of one business day, from the ledger (kept whole, so any day it covers can be asked for): in all (`totals`), per campaign pool (`campaigns`), per (sku, pool) a page at a time in (sku, pool) byte order (`pools`), and the day's reconciliations. Everything but `pools` is the same on every page.
+// DailyReport The report of one business day, from the ledger (kept whole, so any day it covers can be asked for): in all (`totals`), per campaign pool (`campaigns`), per location (`locations`), per stock row (sku, location, pool) a page at a time in byte order (`pools`), and the day's reconciliations. Everything but `pools` is the same on every page.
 type DailyReport struct {
 	Campaigns []ReportCampaign   `json:"campaigns"`
 	Date      openapi_types.Date `json:"date"`
 
 	// From The day's start (included), in UTC.
 	From time.Time `json:"from"`
+
+	// Locations Per location, over its SKUs and pools, by id.
+	Locations []ReportLocation `json:"locations"`
 
 	// NextCursor The `cursor` of the next page of pools; null on the last page.
 	NextCursor *string      `json:"next_cursor"`
@@ -11950,7 +11953,7 @@ type DailyReport struct {
 	// To The day's end (excluded), in UTC.
 	To time.Time `json:"to"`
 
-	// Totals What the ledger recorded over the day, in units.
+	// Totals What the ledger recorded over the day: every ledger kind lands in a named column (units, unless a column counts rows), and `by_kind` gives each kind's change of every state, which sum to `change`.
 	Totals ReportFigures `json:"totals"`
 }
 
@@ -12600,63 +12603,135 @@ type RepairResult struct {
 
 // ReportCampaign defines model for ReportCampaign.
 type ReportCampaign struct {
-	// Adjusted Net change of total by adjustments and stock-ins (CSV imports included).
-	Adjusted int64  `json:"adjusted"`
-	Campaign string `json:"campaign"`
-
-	// Confirmed Units sold (confirms).
-	Confirmed int64 `json:"confirmed"`
-
-	// Expired Units expiries handed back.
-	Expired int64 `json:"expired"`
-
-	// Held Units holds reserved.
-	Held int64 `json:"held"`
-
-	// Movements Ledger rows.
-	Movements int64 `json:"movements"`
-
-	// Released Units cancels handed back, whole or in part.
-	Released int64 `json:"released"`
-
-	// Repairs Repairs of the books.
-	Repairs int64 `json:"repairs"`
-
-	// RolledBack Units rollbacks handed back (manual, or a campaign's end).
-	RolledBack int64 `json:"rolled_back"`
-
-	// Transferred Net change of total by campaign transfers (a campaign's start and end).
-	Transferred int64 `json:"transferred"`
-}
-
-// ReportFigures What the ledger recorded over the day, in units.
-type ReportFigures struct {
-	// Adjusted Net change of total by adjustments and stock-ins (CSV imports included).
+	// Adjusted Net change of total by adjustments and stock-ins, CSV imports included (`adjust`, `stock_in`).
 	Adjusted int64 `json:"adjusted"`
 
-	// Confirmed Units sold (confirms).
+	// ByKind Per ledger kind recorded that day: its rows and its change of every state. Summed over the kinds, state by state, they are `change`.
+	ByKind   map[string]ReportKind `json:"by_kind"`
+	Campaign string                `json:"campaign"`
+
+	// Change The day's net change of every state.
+	Change Counters `json:"change"`
+
+	// Confirmed Units sold (`confirm`).
 	Confirmed int64 `json:"confirmed"`
 
-	// Expired Units expiries handed back.
+	// Counted Net change of total by stock counts (`count`): negative when counts found fewer units than the counters said.
+	Counted int64 `json:"counted"`
+
+	// Expired Units expiries handed back (`expire`).
 	Expired int64 `json:"expired"`
 
-	// Held Units holds reserved.
+	// Held Units holds reserved (ledger kind `reserve`).
 	Held int64 `json:"held"`
+
+	// LostInTransit Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
+	LostInTransit int64 `json:"lost_in_transit"`
+
+	// Moved Units moved between on-hand states: available, quality control, damaged, safety stock (`move`).
+	Moved int64 `json:"moved"`
 
 	// Movements Ledger rows.
 	Movements int64 `json:"movements"`
 
-	// Released Units cancels handed back, whole or in part.
+	// Pauses Pauses (`pause` rows).
+	Pauses int64 `json:"pauses"`
+
+	// Received Units transfers delivered: from incoming into total and available (`receive`).
+	Received int64 `json:"received"`
+
+	// Released Units cancels handed back, whole or in part (`release`, `release_partial`).
 	Released int64 `json:"released"`
 
-	// Repairs Repairs of the books.
+	// Repairs Repairs of the books (`repair` rows).
 	Repairs int64 `json:"repairs"`
 
-	// RolledBack Units rollbacks handed back (manual, or a campaign's end).
+	// Resumes Resumes (`resume` rows).
+	Resumes int64 `json:"resumes"`
+
+	// RolledBack Units rollbacks handed back, manual or a campaign's end (`rollback`).
 	RolledBack int64 `json:"rolled_back"`
 
-	// Transferred Net change of total by campaign transfers (a campaign's start and end).
+	// TransferCancelled Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
+	TransferCancelled int64 `json:"transfer_cancelled"`
+
+	// Transferred Net change of total by campaign transfers between pools, a campaign's start and end (`transfer`).
 	Transferred int64 `json:"transferred"`
+
+	// TransferredIn Units transfers put in transit: incoming at their destination (`transfer_in`).
+	TransferredIn int64 `json:"transferred_in"`
+
+	// TransferredOut Units transfers sent away: out of total at their source (`transfer_out`).
+	TransferredOut int64 `json:"transferred_out"`
+
+	// WrittenOff Units write-offs took out of total (`loss` from an on-hand state).
+	WrittenOff int64 `json:"written_off"`
+}
+
+// ReportFigures What the ledger recorded over the day: every ledger kind lands in a named column (units, unless a column counts rows), and `by_kind` gives each kind's change of every state, which sum to `change`.
+type ReportFigures struct {
+	// Adjusted Net change of total by adjustments and stock-ins, CSV imports included (`adjust`, `stock_in`).
+	Adjusted int64 `json:"adjusted"`
+
+	// ByKind Per ledger kind recorded that day: its rows and its change of every state. Summed over the kinds, state by state, they are `change`.
+	ByKind map[string]ReportKind `json:"by_kind"`
+
+	// Change The day's net change of every state.
+	Change Counters `json:"change"`
+
+	// Confirmed Units sold (`confirm`).
+	Confirmed int64 `json:"confirmed"`
+
+	// Counted Net change of total by stock counts (`count`): negative when counts found fewer units than the counters said.
+	Counted int64 `json:"counted"`
+
+	// Expired Units expiries handed back (`expire`).
+	Expired int64 `json:"expired"`
+
+	// Held Units holds reserved (ledger kind `reserve`).
+	Held int64 `json:"held"`
+
+	// LostInTransit Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
+	LostInTransit int64 `json:"lost_in_transit"`
+
+	// Moved Units moved between on-hand states: available, quality control, damaged, safety stock (`move`).
+	Moved int64 `json:"moved"`
+
+	// Movements Ledger rows.
+	Movements int64 `json:"movements"`
+
+	// Pauses Pauses (`pause` rows).
+	Pauses int64 `json:"pauses"`
+
+	// Received Units transfers delivered: from incoming into total and available (`receive`).
+	Received int64 `json:"received"`
+
+	// Released Units cancels handed back, whole or in part (`release`, `release_partial`).
+	Released int64 `json:"released"`
+
+	// Repairs Repairs of the books (`repair` rows).
+	Repairs int64 `json:"repairs"`
+
+	// Resumes Resumes (`resume` rows).
+	Resumes int64 `json:"resumes"`
+
+	// RolledBack Units rollbacks handed back, manual or a campaign's end (`rollback`).
+	RolledBack int64 `json:"rolled_back"`
+
+	// TransferCancelled Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
+	TransferCancelled int64 `json:"transfer_cancelled"`
+
+	// Transferred Net change of total by campaign transfers between pools, a campaign's start and end (`transfer`).
+	Transferred int64 `json:"transferred"`
+
+	// TransferredIn Units transfers put in transit: incoming at their destination (`transfer_in`).
+	TransferredIn int64 `json:"transferred_in"`
+
+	// TransferredOut Units transfers sent away: out of total at their source (`transfer_out`).
+	TransferredOut int64 `json:"transferred_out"`
+
+	// WrittenOff Units write-offs took out of total (`loss` from an on-hand state).
+	WrittenOff int64 `json:"written_off"`
 }
 
 // ReportFinding defines model for ReportFinding.
@@ -12673,36 +12748,155 @@ type ReportFinding struct {
 // ReportFindingClass defines model for ReportFinding.Class.
 type ReportFindingClass string
 
-// ReportPool defines model for ReportPool.
-type ReportPool struct {
-	// Adjusted Net change of total by adjustments and stock-ins (CSV imports included).
+// ReportKind One ledger kind's rows over the day, and its change of every state.
+type ReportKind struct {
+	Available int64 `json:"available"`
+	Damaged   int64 `json:"damaged"`
+	Incoming  int64 `json:"incoming"`
+
+	// Movements Ledger rows of this kind.
+	Movements      int64 `json:"movements"`
+	QualityControl int64 `json:"quality_control"`
+	Reserved       int64 `json:"reserved"`
+	SafetyStock    int64 `json:"safety_stock"`
+	Sold           int64 `json:"sold"`
+	Total          int64 `json:"total"`
+}
+
+// ReportLocation defines model for ReportLocation.
+type ReportLocation struct {
+	// Adjusted Net change of total by adjustments and stock-ins, CSV imports included (`adjust`, `stock_in`).
 	Adjusted int64 `json:"adjusted"`
 
-	// Confirmed Units sold (confirms).
+	// ByKind Per ledger kind recorded that day: its rows and its change of every state. Summed over the kinds, state by state, they are `change`.
+	ByKind map[string]ReportKind `json:"by_kind"`
+
+	// Change The day's net change of every state.
+	Change Counters `json:"change"`
+
+	// Confirmed Units sold (`confirm`).
 	Confirmed int64 `json:"confirmed"`
 
-	// Expired Units expiries handed back.
+	// Counted Net change of total by stock counts (`count`): negative when counts found fewer units than the counters said.
+	Counted int64 `json:"counted"`
+
+	// Expired Units expiries handed back (`expire`).
 	Expired int64 `json:"expired"`
 
-	// Held Units holds reserved.
-	Held int64 `json:"held"`
+	// Held Units holds reserved (ledger kind `reserve`).
+	Held     int64  `json:"held"`
+	Location string `json:"location"`
+
+	// LostInTransit Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
+	LostInTransit int64 `json:"lost_in_transit"`
+
+	// Moved Units moved between on-hand states: available, quality control, damaged, safety stock (`move`).
+	Moved int64 `json:"moved"`
 
 	// Movements Ledger rows.
-	Movements int64  `json:"movements"`
-	Pool      string `json:"pool"`
+	Movements int64 `json:"movements"`
 
-	// Released Units cancels handed back, whole or in part.
+	// Pauses Pauses (`pause` rows).
+	Pauses int64 `json:"pauses"`
+
+	// Received Units transfers delivered: from incoming into total and available (`receive`).
+	Received int64 `json:"received"`
+
+	// Released Units cancels handed back, whole or in part (`release`, `release_partial`).
 	Released int64 `json:"released"`
 
-	// Repairs Repairs of the books.
+	// Repairs Repairs of the books (`repair` rows).
 	Repairs int64 `json:"repairs"`
 
-	// RolledBack Units rollbacks handed back (manual, or a campaign's end).
+	// Resumes Resumes (`resume` rows).
+	Resumes int64 `json:"resumes"`
+
+	// RolledBack Units rollbacks handed back, manual or a campaign's end (`rollback`).
+	RolledBack int64 `json:"rolled_back"`
+
+	// TransferCancelled Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
+	TransferCancelled int64 `json:"transfer_cancelled"`
+
+	// Transferred Net change of total by campaign transfers between pools, a campaign's start and end (`transfer`).
+	Transferred int64 `json:"transferred"`
+
+	// TransferredIn Units transfers put in transit: incoming at their destination (`transfer_in`).
+	TransferredIn int64 `json:"transferred_in"`
+
+	// TransferredOut Units transfers sent away: out of total at their source (`transfer_out`).
+	TransferredOut int64 `json:"transferred_out"`
+
+	// WrittenOff Units write-offs took out of total (`loss` from an on-hand state).
+	WrittenOff int64 `json:"written_off"`
+}
+
+// ReportPool defines model for ReportPool.
+type ReportPool struct {
+	// Adjusted Net change of total by adjustments and stock-ins, CSV imports included (`adjust`, `stock_in`).
+	Adjusted int64 `json:"adjusted"`
+
+	// ByKind Per ledger kind recorded that day: its rows and its change of every state. Summed over the kinds, state by state, they are `change`.
+	ByKind map[string]ReportKind `json:"by_kind"`
+
+	// Change The day's net change of every state.
+	Change Counters `json:"change"`
+
+	// Confirmed Units sold (`confirm`).
+	Confirmed int64 `json:"confirmed"`
+
+	// Counted Net change of total by stock counts (`count`): negative when counts found fewer units than the counters said.
+	Counted int64 `json:"counted"`
+
+	// Expired Units expiries handed back (`expire`).
+	Expired int64 `json:"expired"`
+
+	// Held Units holds reserved (ledger kind `reserve`).
+	Held     int64  `json:"held"`
+	Location string `json:"location"`
+
+	// LostInTransit Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
+	LostInTransit int64 `json:"lost_in_transit"`
+
+	// Moved Units moved between on-hand states: available, quality control, damaged, safety stock (`move`).
+	Moved int64 `json:"moved"`
+
+	// Movements Ledger rows.
+	Movements int64 `json:"movements"`
+
+	// Pauses Pauses (`pause` rows).
+	Pauses int64  `json:"pauses"`
+	Pool   string `json:"pool"`
+
+	// Received Units transfers delivered: from incoming into total and available (`receive`).
+	Received int64 `json:"received"`
+
+	// Released Units cancels handed back, whole or in part (`release`, `release_partial`).
+	Released int64 `json:"released"`
+
+	// Repairs Repairs of the books (`repair` rows).
+	Repairs int64 `json:"repairs"`
+
+	// Resumes Resumes (`resume` rows).
+	Resumes int64 `json:"resumes"`
+
+	// RolledBack Units rollbacks handed back, manual or a campaign's end (`rollback`).
 	RolledBack int64  `json:"rolled_back"`
 	Sku        string `json:"sku"`
 
-	// Transferred Net change of total by campaign transfers (a campaign's start and end).
+	// TransferCancelled Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
+	TransferCancelled int64 `json:"transfer_cancelled"`
+
+	// Transferred Net change of total by campaign transfers between pools, a campaign's start and end (`transfer`).
 	Transferred int64 `json:"transferred"`
+
+	// TransferredIn Units transfers put in transit: incoming at their destination (`transfer_in`).
+	TransferredIn int64 `json:"transferred_in"`
+
+	// TransferredOut Units transfers sent away: out of total at their source (`transfer_out`).
+	TransferredOut int64 `json:"transferred_out"`
+
+	// WrittenOff Units write-offs took out of total (`loss` from an on-hand state).
+	WrittenOff int64 `json:"written_off"`
 }
 
 // ReportReconciliations The day's reconciliation runs (by when each was asked for): how many, how many failed, what they found in all (findings by class), and the runs that found something or failed (the first 100), each with its first 20 findings.
@@ -73457,7 +73651,7 @@ type ClientInterface interface {
 
 	// GetDailyReport The daily report
 	//
-	// What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+	// What the ledger recorded on one business day, every ledger kind in a named column (units held, confirmed, released, expired, rolled back, adjusted, transferred between pools, moved, written off, counted, sent, in transit, received, lost in transit, given back by cancelled transfers; repairs, pauses, resumes, movements), with the day's change of every state and each kind's part of it (`by_kind`, which sums to `change`), in all, per campaign, per location and per (sku, location, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74784,7 +74978,7 @@ func (c *Client) GetReconciliation(ctx context.Context, id ReconciliationID, req
 
 // GetDailyReport The daily report
 //
-// What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+// What the ledger recorded on one business day, every ledger kind in a named column (units held, confirmed, released, expired, rolled back, adjusted, transferred between pools, moved, written off, counted, sent, in transit, received, lost in transit, given back by cancelled transfers; repairs, pauses, resumes, movements), with the day's change of every state and each kind's part of it (`by_kind`, which sums to `change`), in all, per campaign, per location and per (sku, location, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -79645,7 +79839,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetDailyReportWithResponse The daily report
 	//
-	// What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+	// What the ledger recorded on one business day, every ledger kind in a named column (units held, confirmed, released, expired, rolled back, adjusted, transferred between pools, moved, written off, counted, sent, in transit, received, lost in transit, given back by cancelled transfers; repairs, pauses, resumes, movements), with the day's change of every state and each kind's part of it (`by_kind`, which sums to `change`), in all, per campaign, per location and per (sku, location, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -87636,7 +87830,7 @@ func (c *ClientWithResponses) GetReconciliationWithResponse(ctx context.Context,
 
 // GetDailyReportWithResponse The daily report
 //
-// What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+// What the ledger recorded on one business day, every ledger kind in a named column (units held, confirmed, released, expired, rolled back, adjusted, transferred between pools, moved, written off, counted, sent, in transit, received, lost in transit, given back by cancelled transfers; repairs, pauses, resumes, movements), with the day's change of every state and each kind's part of it (`by_kind`, which sums to `change`), in all, per campaign, per location and per (sku, location, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //

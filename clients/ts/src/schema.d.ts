@@ -1097,7 +1097,7 @@ export interface paths {
         };
         /**
          * The daily report
-         * @description What the ledger recorded on one business day: units held, confirmed, released, expired, rolled back and adjusted (and transferred, repairs, movements), in all, per campaign and per (sku, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
+         * @description What the ledger recorded on one business day, every ledger kind in a named column (units held, confirmed, released, expired, rolled back, adjusted, transferred between pools, moved, written off, counted, sent, in transit, received, lost in transit, given back by cancelled transfers; repairs, pauses, resumes, movements), with the day's change of every state and each kind's part of it (`by_kind`, which sums to `change`), in all, per campaign, per location and per (sku, location, pool), with the day's reconciliation runs and their findings. Pools come a page at a time (`cursor`, `limit`, `next_cursor`). Read from the ledger, which is never deleted: a report is kept as long as the ledger. `stockhold report --date` prints the same.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -3028,56 +3028,113 @@ export interface components {
             /** Format: date-time */
             at: string;
         };
-        /** @description What the ledger recorded over the day, in units. */
+        /** @description What the ledger recorded over the day: every ledger kind lands in a named column (units, unless a column counts rows), and `by_kind` gives each kind's change of every state, which sum to `change`. */
         ReportFigures: {
             /**
              * Format: int64
-             * @description Units holds reserved.
+             * @description Units holds reserved (ledger kind `reserve`).
              */
             held: number;
             /**
              * Format: int64
-             * @description Units sold (confirms).
+             * @description Units sold (`confirm`).
              */
             confirmed: number;
             /**
              * Format: int64
-             * @description Units cancels handed back, whole or in part.
+             * @description Units cancels handed back, whole or in part (`release`, `release_partial`).
              */
             released: number;
             /**
              * Format: int64
-             * @description Units expiries handed back.
+             * @description Units expiries handed back (`expire`).
              */
             expired: number;
             /**
              * Format: int64
-             * @description Units rollbacks handed back (manual, or a campaign's end).
+             * @description Units rollbacks handed back, manual or a campaign's end (`rollback`).
              */
             rolled_back: number;
             /**
              * Format: int64
-             * @description Net change of total by adjustments and stock-ins (CSV imports included).
+             * @description Net change of total by adjustments and stock-ins, CSV imports included (`adjust`, `stock_in`).
              */
             adjusted: number;
             /**
              * Format: int64
-             * @description Net change of total by campaign transfers (a campaign's start and end).
+             * @description Net change of total by campaign transfers between pools, a campaign's start and end (`transfer`).
              */
             transferred: number;
             /**
              * Format: int64
-             * @description Repairs of the books.
+             * @description Units moved between on-hand states: available, quality control, damaged, safety stock (`move`).
+             */
+            moved: number;
+            /**
+             * Format: int64
+             * @description Units write-offs took out of total (`loss` from an on-hand state).
+             */
+            written_off: number;
+            /**
+             * Format: int64
+             * @description Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
+             */
+            lost_in_transit: number;
+            /**
+             * Format: int64
+             * @description Net change of total by stock counts (`count`): negative when counts found fewer units than the counters said.
+             */
+            counted: number;
+            /**
+             * Format: int64
+             * @description Units transfers sent away: out of total at their source (`transfer_out`).
+             */
+            transferred_out: number;
+            /**
+             * Format: int64
+             * @description Units transfers put in transit: incoming at their destination (`transfer_in`).
+             */
+            transferred_in: number;
+            /**
+             * Format: int64
+             * @description Units transfers delivered: from incoming into total and available (`receive`).
+             */
+            received: number;
+            /**
+             * Format: int64
+             * @description Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
+             */
+            transfer_cancelled: number;
+            /**
+             * Format: int64
+             * @description Repairs of the books (`repair` rows).
              */
             repairs: number;
+            /**
+             * Format: int64
+             * @description Pauses (`pause` rows).
+             */
+            pauses: number;
+            /**
+             * Format: int64
+             * @description Resumes (`resume` rows).
+             */
+            resumes: number;
             /**
              * Format: int64
              * @description Ledger rows.
              */
             movements: number;
+            /** @description The day's net change of every state. */
+            change: components["schemas"]["Counters"];
+            /** @description Per ledger kind recorded that day: its rows and its change of every state. Summed over the kinds, state by state, they are `change`. */
+            by_kind: {
+                [key: string]: components["schemas"]["ReportKind"];
+            };
         };
         ReportPool: components["schemas"]["ReportFigures"] & {
             sku: string;
+            location: string;
             pool: string;
         };
         ReportCampaign: components["schemas"]["ReportFigures"] & {
@@ -3127,7 +3184,7 @@ export interface components {
             high_risk: number;
             with_findings: components["schemas"]["ReportRun"][];
         };
-        /** @description The report of one business day, from the ledger (kept whole, so any day it covers can be asked for): in all (`totals`), per campaign pool (`campaigns`), per (sku, pool) a page at a time in (sku, pool) byte order (`pools`), and the day's reconciliations. Everything but `pools` is the same on every page. */
+        /** @description The report of one business day, from the ledger (kept whole, so any day it covers can be asked for): in all (`totals`), per campaign pool (`campaigns`), per location (`locations`), per stock row (sku, location, pool) a page at a time in byte order (`pools`), and the day's reconciliations. Everything but `pools` is the same on every page. */
         DailyReport: {
             /** Format: date */
             date: string;
@@ -3145,6 +3202,8 @@ export interface components {
             to: string;
             totals: components["schemas"]["ReportFigures"];
             campaigns: components["schemas"]["ReportCampaign"][];
+            /** @description Per location, over its SKUs and pools, by id. */
+            locations: components["schemas"]["ReportLocation"][];
             reconciliations: components["schemas"]["ReportReconciliations"];
             pools: components["schemas"]["ReportPool"][];
             /** @description The `cursor` of the next page of pools; null on the last page. */
@@ -3464,6 +3523,33 @@ export interface components {
         TransferEndRequest: {
             /** @description Required: why. */
             reason: string;
+        };
+        /** @description One ledger kind's rows over the day, and its change of every state. */
+        ReportKind: {
+            /**
+             * Format: int64
+             * @description Ledger rows of this kind.
+             */
+            movements: number;
+            /** Format: int64 */
+            total: number;
+            /** Format: int64 */
+            available: number;
+            /** Format: int64 */
+            reserved: number;
+            /** Format: int64 */
+            sold: number;
+            /** Format: int64 */
+            quality_control: number;
+            /** Format: int64 */
+            damaged: number;
+            /** Format: int64 */
+            safety_stock: number;
+            /** Format: int64 */
+            incoming: number;
+        };
+        ReportLocation: components["schemas"]["ReportFigures"] & {
+            location: string;
         };
     };
     responses: {
@@ -6602,7 +6688,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description `limit` outside 1-1000, or `tz` not a time zone. Codes: `invalid_request`. */
+            /** @description `limit` outside 1-1000, `tz` not a time zone, or a day that starts or ends outside the years 0001-9999 in UTC (9999-12-31 in UTC ends in the year 10000). Codes: `invalid_request`. */
             422: {
                 headers: {
                     [name: string]: unknown;
