@@ -75,7 +75,7 @@ ORDER BY s.sku COLLATE "C", l.priority, s.location COLLATE "C", s.pool = 'main' 
 -- pools are left out, as in StockListBySKU.
 SELECT * FROM stock
 WHERE (sku, location, pool) > (@after_sku::text, @after_location::text, @after_pool::text)
-  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+  AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, location, pool
 LIMIT @lim;

@@ -77,3 +77,11 @@ SET state = 'cancelled', finalized_at = now()
 WHERE kind IN ('campaign_start', 'campaign_end')
   AND state IN ('available', 'scheduled', 'retryable')
   AND args @> jsonb_build_object('campaign', @campaign::text);
+
+-- name: CampaignsEnded :many
+-- CampaignsEnded returns those of pools that are the pools of a campaign
+-- that has ended (ended, or rolled_back once its end finished), with the
+-- campaign's status: such a pool takes no new stock and gives none.
+SELECT id, status FROM campaigns
+WHERE id = ANY(@pools::text[]) AND status IN ('ended', 'rolled_back')
+ORDER BY id COLLATE "C";

@@ -135,7 +135,7 @@ LEFT JOIN LATERAL (
     ORDER BY g.stock_version DESC LIMIT 1
 ) p ON true
 WHERE s.status = 'paused'
-  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+  AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY s.pool = 'main' DESC, s.pool COLLATE "C", s.sku COLLATE "C", s.location COLLATE "C"
 LIMIT @lim;
@@ -148,7 +148,7 @@ LIMIT @lim;
 SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized,
        (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold)::boolean AS low
 FROM stock s
-WHERE NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+WHERE NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold) DESC, s.available, s.sku COLLATE "C",
          s.location COLLATE "C", s.pool COLLATE "C"
@@ -162,7 +162,7 @@ LIMIT @lim;
 SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
 FROM stock s
 WHERE s.sku LIKE @pattern::text
-  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+  AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY s.sku, s.location, s.pool
 LIMIT @lim;

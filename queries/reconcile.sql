@@ -664,6 +664,21 @@ JOIN LATERAL (
 WHERE c.status = 'ended' AND rb.status = 'succeeded'
 ORDER BY id;
 
+-- name: CampaignsHolding :many
+-- CampaignsHolding lists the finished (rolled_back) campaigns whose pools
+-- still hold stock on hand that no hold holds or bought (available,
+-- quality control, damaged, safety stock). A campaign's finish gives all
+-- of it back to main and nothing is written there after its end, so a row
+-- here was written around the service; resuming the campaign gives it
+-- back. It reads every stock row of a pool other than main: a full or
+-- deep run's check, not an incremental one's.
+SELECT c.id, c.status, 'give_back'::text AS next_kind
+FROM campaigns c
+WHERE c.status = 'rolled_back'
+  AND c.id IN (SELECT s.pool FROM stock s
+               WHERE s.pool <> 'main' AND s.available + s.quality_control + s.damaged + s.safety_stock > 0)
+ORDER BY c.id;
+
 -- name: StockUnitsMismatch :many
 -- StockUnitsMismatch lists the serialized stock rows (of skus, or all when
 -- null; with since, only those whose ledger moved since that watermark)

@@ -9,12 +9,14 @@ SELECT EXISTS (SELECT 1 FROM stock WHERE sku = @sku);
 -- name: StockListBySKU :many
 -- StockListBySKU is a SKU's stock view: every (location, pool) of it,
 -- locations by priority then id, main first within each, without the
--- history of ended campaigns (a rolled-back campaign's empty pool, shown
--- on the campaign's page only; its sold units stay in its books).
+-- history of ended campaigns: a rolled-back campaign's pool that holds
+-- nothing but the units it sold (shown on the campaign's page only; they
+-- stay in its books) and has nothing in transit to it. A row with any
+-- other state not zero is listed, so no stock is ever out of sight.
 SELECT s.* FROM stock s
 JOIN locations l ON l.id = s.location
 WHERE s.sku = @sku
-  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+  AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C";
 
@@ -241,7 +243,7 @@ JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnes
 -- Ended campaigns' pools are left out, as in StockListBySKU.
 SELECT * FROM stock
 WHERE sku > @after
-  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+  AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, location, pool LIMIT @lim;
 
@@ -251,7 +253,7 @@ ORDER BY sku, location, pool LIMIT @lim;
 -- StockListBySKU).
 SELECT * FROM stock
 WHERE sku = ANY(@skus::text[])
-  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+  AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, location, pool;
 

@@ -251,6 +251,7 @@ var statuses = map[domain.Code]int{
 	domain.CodeOutOfStock:                 http.StatusConflict,
 	domain.CodeSKUPaused:                  http.StatusConflict,
 	domain.CodeCampaignNotActive:          http.StatusConflict,
+	domain.CodeCampaignEnded:              http.StatusConflict,
 	domain.CodeNotHeld:                    http.StatusConflict,
 	domain.CodeInsufficientAvailable:      http.StatusConflict,
 	domain.CodeKeyReused:                  http.StatusUnprocessableEntity,

@@ -79,6 +79,12 @@ var problemCodes = map[string]problemCode{
 		Means:  "The campaign is not taking holds: it has not started, has ended, or is paused.",
 		Do:     "Hold from regular stock (leave campaign out), or wait for the campaign's start.",
 	},
+	"campaign_ended": {
+		Title:  "Campaign ended",
+		Status: "409",
+		Means:  "The pool named is a campaign's that has ended: it takes no new stock and gives none (no adjustment, move, count, transfer, or units added or retired). When its end finished, everything it held on hand went back to main at the same location; what was in transit to or from it lands in main when the transfer is received or cancelled. Nothing changed.",
+		Do:     "Name main instead (GET /v1/skus/{sku} lists the pools); GET /v1/campaigns/{id} shows the campaign and its end.",
+	},
 	"reservation_not_held": {
 		Title:  "Reservation is not held",
 		Status: "409",

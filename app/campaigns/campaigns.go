@@ -183,15 +183,19 @@ func (c Request) Validate() error {
 	return nil
 }
 
-// Pool is a campaign's stock for one SKU at one location.
+// Pool is a campaign's stock for one SKU at one location, every state.
 type Pool struct {
-	SKU       string `json:"sku"`
-	Location  string `json:"location"`
-	Total     int64  `json:"total"`
-	Available int64  `json:"available"`
-	Reserved  int64  `json:"reserved"`
-	Sold      int64  `json:"sold"`
-	Status    string `json:"status"`
+	SKU            string `json:"sku"`
+	Location       string `json:"location"`
+	Total          int64  `json:"total"`
+	Available      int64  `json:"available"`
+	Reserved       int64  `json:"reserved"`
+	Sold           int64  `json:"sold"`
+	QualityControl int64  `json:"quality_control"`
+	Damaged        int64  `json:"damaged"`
+	SafetyStock    int64  `json:"safety_stock"`
+	Incoming       int64  `json:"incoming"`
+	Status         string `json:"status"`
 }
 
 // Progress is how far a campaign's end rollback got.
@@ -324,7 +328,8 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 		return Campaign{}, err
 	}
 	for _, p := range pools {
-		out.Pools = append(out.Pools, Pool{SKU: p.Sku, Location: p.Location, Total: p.Total, Available: p.Available, Reserved: p.Reserved, Sold: p.Sold, Status: p.Status})
+		out.Pools = append(out.Pools, Pool{SKU: p.Sku, Location: p.Location, Total: p.Total, Available: p.Available, Reserved: p.Reserved, Sold: p.Sold,
+			QualityControl: p.QualityControl, Damaged: p.Damaged, SafetyStock: p.SafetyStock, Incoming: p.Incoming, Status: p.Status})
 	}
 	rb, err := q.RollbackLatestForCampaign(ctx, id)
 	if err == nil {
@@ -530,10 +535,13 @@ func (s *Service) reconcileRollbackTx(ctx context.Context, tx pgx.Tx, r rollback
 }
 
 // FinishTx completes a campaign whose unpaid holds are all rolled back,
-// inside the last rollback batch's transaction: what is left in its pools
-// moves back to main, the campaign becomes rolled_back, and a
+// inside the last rollback batch's transaction: everything left on hand in
+// its pools (available, quality control, damaged, safety stock) moves back
+// to main at the same location, each state to the same state
+// (inventory.GiveBackTx), the campaign becomes rolled_back, and a
 // reconciliation of its SKUs is enqueued. Units sold stay in the pool, as
-// the record of the sale.
+// the record of the sale; units in transit to or from a pool land in main
+// when their transfer is received or cancelled.
 func (s *Service) FinishTx(ctx context.Context, tx pgx.Tx, id, actor string) error {
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
@@ -543,23 +551,9 @@ func (s *Service) FinishTx(ctx context.Context, tx pgx.Tx, id, actor string) err
 	if c.Status != StatusEnded {
 		return nil
 	}
-	pools, err := q.CampaignPools(ctx, id)
+	skus, _, err := giveBackTx(ctx, tx, id, actor, "campaign "+id+" ended: remainder back to main")
 	if err != nil {
 		return err
-	}
-	skus := make([]string, 0, len(pools))
-	for _, p := range pools {
-		skus = append(skus, p.Sku)
-		if p.Available == 0 {
-			continue
-		}
-		err := inventory.PoolTransferTx(ctx, tx, inventory.PoolTransfer{
-			SKU: p.Sku, Location: p.Location, From: id, To: inventory.MainPool, Quantity: p.Available,
-			Actor: actor, Reason: "campaign " + id + " ended: remainder back to main", Ref: id,
-		})
-		if err != nil {
-			return err
-		}
 	}
 	if _, err := q.CampaignSetStatus(ctx, db.CampaignSetStatusParams{Status: StatusRolledBack, ID: id}); err != nil {
 		return err
@@ -577,10 +571,11 @@ func (s *Service) FinishTx(ctx context.Context, tx pgx.Tx, id, actor string) err
 // at its start), an active one a campaign_end job (due at its end), and an
 // ended one has its rollback resumed (rollbacks.Service.ResumeTx) or, when
 // that succeeded but the campaign was never finished, is finished now (its
-// remainder back to main). A campaign whose step has a live job, or that is
-// rolled back, is left alone. It returns what it did in words (empty when
-// nothing) and the job that carries the campaign on, if any. by says who
-// resumes it.
+// remainder back to main). A rolled-back campaign whose pools still hold
+// stock on hand (reconciliation's CampaignsHolding finds those) gives it
+// back to main. A campaign whose step has a live job is left alone. It
+// returns what it did in words (empty when nothing) and the job that
+// carries the campaign on, if any. by says who resumes it.
 func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id, by string) (string, *int64, error) {
 	q := db.New(tx)
 	c, err := q.CampaignLock(ctx, id)
@@ -598,6 +593,14 @@ func (s *Service) ResumeTx(ctx context.Context, tx pgx.Tx, id, by string) (strin
 			return "", nil, fmt.Errorf("campaign %s ended without a rollback: %w", id, err)
 		}
 		return s.carryOnEndTx(ctx, tx, id, rb, by)
+	case StatusRolledBack:
+		// Finished, its pools should hold nothing on hand: what a write
+		// around the service left there goes back to main.
+		_, gave, err := giveBackTx(ctx, tx, id, by, "campaign "+id+" is finished: what its pool still held back to main")
+		if err != nil || len(gave) == 0 {
+			return "", nil, err
+		}
+		return "gave back to main what its pools still held on hand (" + strings.Join(gave, "; ") + ")", nil, nil
 	}
 	return "", nil, nil
 }
@@ -641,6 +644,30 @@ func (s *Service) carryOnEndTx(ctx context.Context, tx pgx.Tx, id string, rb db.
 		return "", nil, err
 	}
 	return "finished: its remainder moved back to main", nil, nil
+}
+
+// giveBackTx moves what the pools of campaign id hold on hand back to main
+// (inventory.GiveBackTx), the rows in (sku, location) order, and returns
+// the campaign's SKUs and, per pool that gave anything, what it gave.
+func giveBackTx(ctx context.Context, tx pgx.Tx, id, actor, reason string) ([]string, []string, error) {
+	pools, err := db.New(tx).CampaignPools(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var skus, gave []string
+	for _, p := range pools {
+		if len(skus) == 0 || skus[len(skus)-1] != p.Sku {
+			skus = append(skus, p.Sku)
+		}
+		moved, err := inventory.GiveBackTx(ctx, tx, inventory.GiveBack{SKU: p.Sku, Location: p.Location, Pool: id, Actor: actor, Reason: reason, Ref: id})
+		if err != nil {
+			return nil, nil, err
+		}
+		if !moved.Zero() {
+			gave = append(gave, fmt.Sprintf("%s%s: %s", p.Sku, inventory.At(p.Location), moved))
+		}
+	}
+	return skus, gave, nil
 }
 
 // allotmentUnits reads an allotment's named units (a JSON array, or

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -714,4 +716,214 @@ func TestEndAtAnotherLocation(t *testing.T) {
 	got, err = svc.Get(ctx, "two")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusRolledBack, got.Status)
+}
+
+// TestFinishGivesBackEveryState: a campaign at default and paris whose
+// pools hold units in every state on hand when it ends (available,
+// quality control, damaged, safety stock; one sold, one held) gives all of
+// them back to main at the same location, each in its state, with a pair
+// of transfer ledger rows per pool, in the finishing transaction; the sold
+// unit stays as sold. From the end on, its pools take no move.
+func TestFinishGivesBackEveryState(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	dbtest.Location(t, b.pool, "paris", 2)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockInAt(t, b.pool, "A1", "paris", 10)
+	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 10}, campaigns.Allotment{SKU: "A1", Location: "paris", Quantity: 10}))
+	require.NoError(t, svc.Start(ctx, "bf"))
+	move := func(loc, to string, n int64) error {
+		_, _, err := b.inv.MoveOnce(ctx, idempotency.NewKey("ops", uuid.NewString()),
+			inventory.Move{SKU: "A1", Location: loc, Pool: "bf", From: inventory.StateAvailable, To: to, Quantity: n, Reason: "x", Actor: "ops"})
+		return err
+	}
+	for _, loc := range []string{"default", "paris"} {
+		require.NoError(t, move(loc, inventory.StateQualityControl, 1))
+		require.NoError(t, move(loc, inventory.StateDamaged, 2))
+		require.NoError(t, move(loc, inventory.StateSafetyStock, 3))
+	}
+	sold, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "sold", Campaign: "bf",
+		Items: []inventory.Item{{SKU: "A1", Quantity: 1, Location: "paris"}}})
+	require.NoError(t, err)
+	_, err = b.inv.Confirm(ctx, sold.ID, inventory.Caller{Name: "shop"})
+	require.NoError(t, err)
+	unpaid, err := b.hold("bf", "A1", 1)
+	require.NoError(t, err)
+
+	created, err := svc.End(ctx, "bf", "alice", "over")
+	require.NoError(t, err)
+	requireCode(t, move("paris", inventory.StateDamaged, 1), domain.CodeCampaignEnded)
+	finish(t, svc, created)
+	require.Equal(t, inventory.StatusReleased, mustStatus(t, b, unpaid.ID))
+
+	c, err := svc.Get(ctx, "bf")
+	require.NoError(t, err)
+	require.Equal(t, []campaigns.Pool{
+		{SKU: "A1", Location: "default", Status: "paused"},
+		{SKU: "A1", Location: "paris", Total: 1, Sold: 1, Status: "paused"},
+	}, c.Pools, "nothing on hand is left, the sold unit stays")
+	for _, loc := range []string{"default", "paris"} {
+		m := b.stockAt(t, "A1", loc, "main")
+		want := [5]int64{10, 4, 1, 2, 3} // total, available, quality control, damaged, safety stock
+		if loc == "paris" {
+			want = [5]int64{9, 3, 1, 2, 3}
+		}
+		require.Equal(t, want, [5]int64{m.Total, m.Available, m.QualityControl, m.Damaged, m.SafetyStock}, loc)
+		require.Nil(t, func() *inventory.Pool {
+			if p := b.stockAt(t, "A1", loc, "bf"); p.Pool != "" {
+				return &p
+			}
+			return nil
+		}(), "the finished pool at %s holds only what it sold: history", loc)
+	}
+	// One pair of transfer rows per pool, naming every state.
+	require.Equal(t, 2, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE pool = 'main' AND kind = 'transfer' AND ref = 'bf'
+		AND delta_quality_control = 1 AND delta_damaged = 2 AND delta_safety_stock = 3 AND delta_total = delta_available + 6`))
+	requireCode(t, move("paris", inventory.StateDamaged, 1), domain.CodeCampaignEnded)
+}
+
+// TestEndRacesOperatorWrites races an end and its finish against
+// operators' writes on the campaign's pool (moves between states,
+// adjustments, transfers to berlin and their receipts and cancels): each
+// write commits before the end and is given back, or after it and is
+// refused (campaign_ended) or lands in main; nothing deadlocks, and once
+// the transfers left in transit are received or cancelled the campaign's
+// pools hold nothing but what it sold, with every unit accounted for.
+func TestEndRacesOperatorWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	dbtest.Location(t, b.pool, "berlin", 2)
+	dbtest.StockIn(t, b.pool, "A1", 300)
+	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 200}))
+	require.NoError(t, svc.Start(ctx, "bf"))
+	sold, err := b.hold("bf", "A1", 2)
+	require.NoError(t, err)
+	_, err = b.inv.Confirm(ctx, sold.ID, inventory.Caller{Name: "shop"})
+	require.NoError(t, err)
+
+	const workers = 4
+	var (
+		wg        sync.WaitGroup
+		stop      = make(chan struct{})
+		refused   atomic.Int64                // writes refused as campaign_ended
+		ops       = make(chan struct{}, 1024) // a write done, or refused as it may be
+		adjusted  atomic.Int64                // units adjustments added
+		mu        sync.Mutex
+		transfers []uuid.UUID
+		bad       = make(chan error, workers)
+	)
+	fine := func(err error) bool {
+		var de *domain.Error
+		if !errors.As(err, &de) {
+			return err == nil
+		}
+		switch de.Code {
+		case domain.CodeCampaignEnded:
+			refused.Add(1)
+			return true
+		case domain.CodeInsufficientAvailable, domain.CodeInsufficientQualityControl, domain.CodeTransferNotInTransit, domain.CodeBusy:
+			return true
+		}
+		return false
+	}
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := idempotency.NewKey("ops", fmt.Sprintf("w%d-%d", w, i))
+				var err error
+				switch i % 5 {
+				case 0:
+					_, _, err = b.inv.MoveOnce(ctx, key, inventory.Move{SKU: "A1", Pool: "bf", From: inventory.StateAvailable, To: inventory.StateQualityControl, Quantity: 1, Reason: "x", Actor: "ops"})
+				case 1:
+					_, _, err = b.inv.MoveOnce(ctx, key, inventory.Move{SKU: "A1", Pool: "bf", From: inventory.StateQualityControl, To: inventory.StateAvailable, Quantity: 1, Reason: "x", Actor: "ops"})
+				case 2:
+					if _, _, err = b.inv.AdjustOnce(ctx, key, inventory.Adjustment{SKU: "A1", Pool: "bf", Delta: 1, Reason: "x", Actor: "ops"}); err == nil {
+						adjusted.Add(1)
+					}
+				case 3:
+					var tr inventory.Transfer
+					if tr, _, err = b.inv.CreateTransferOnce(ctx, key, inventory.NewTransfer{SKU: "A1", Pool: "bf", From: "default", To: "berlin", Quantity: 2, Reason: "x", Actor: "ops"}); err == nil {
+						mu.Lock()
+						transfers = append(transfers, tr.ID)
+						mu.Unlock()
+					}
+				case 4:
+					mu.Lock()
+					var id uuid.UUID
+					if len(transfers) > 4 { // some stay in transit across the end
+						id, transfers = transfers[0], transfers[1:]
+					}
+					mu.Unlock()
+					if id == uuid.Nil {
+						continue
+					}
+					if i%2 == 0 {
+						_, err = b.inv.ReceiveTransfer(ctx, inventory.TransferStep{ID: id, Quantity: 2, Actor: "ops"})
+					} else {
+						_, err = b.inv.CancelTransfer(ctx, inventory.TransferStep{ID: id, Reason: "x", Actor: "ops"})
+					}
+				}
+				if !fine(err) {
+					bad <- fmt.Errorf("worker %d, step %d: %w", w, i, err)
+					return
+				}
+				select {
+				case ops <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	wait := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-ops:
+			case err := <-bad:
+				close(stop)
+				wg.Wait()
+				require.NoError(t, err)
+			}
+		}
+	}
+	wait(40) // writes before the end
+	created, err := svc.End(ctx, "bf", "alice", "over")
+	require.NoError(t, err)
+	finish(t, svc, created)
+	wait(40) // and after it
+	close(stop)
+	wg.Wait()
+	close(bad)
+	for err := range bad {
+		require.NoError(t, err)
+	}
+	require.Positive(t, refused.Load(), "writes after the end were refused")
+
+	// What was left in transit lands in main: half received, half
+	// cancelled.
+	require.GreaterOrEqual(t, len(transfers), 4)
+	for i, id := range transfers {
+		if i%2 == 0 {
+			_, err = b.inv.ReceiveTransfer(ctx, inventory.TransferStep{ID: id, Quantity: 2, Actor: "ops"})
+		} else {
+			_, err = b.inv.CancelTransfer(ctx, inventory.TransferStep{ID: id, Reason: "x", Actor: "ops"})
+		}
+		require.NoError(t, err)
+	}
+	var onHand, inTransit, soldUnits, total int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(sum(total - sold), 0), coalesce(sum(incoming), 0), coalesce(sum(sold), 0)
+		FROM stock WHERE pool = 'bf'`).Scan(&onHand, &inTransit, &soldUnits))
+	require.Equal(t, [3]int64{0, 0, 2}, [3]int64{onHand, inTransit, soldUnits}, "the finished campaign's pools hold only what it sold")
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT sum(total) FROM stock WHERE sku = 'A1'`).Scan(&total))
+	require.Equal(t, 300+adjusted.Load(), total, "every unit accounted for")
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM transfers WHERE status = 'in_transit'`))
 }

@@ -112,7 +112,7 @@ func (q *Queries) StockCreateMainMany(ctx context.Context, skus []string, locati
 const stockExportPage = `-- name: StockExportPage :many
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
 WHERE (sku, location, pool) > ($1::text, $2::text, $3::text)
-  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+  AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, location, pool
 LIMIT $4

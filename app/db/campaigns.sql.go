@@ -348,3 +348,37 @@ func (q *Queries) CampaignStepJobsCancel(ctx context.Context, campaign string) (
 	}
 	return result.RowsAffected(), nil
 }
+
+const campaignsEnded = `-- name: CampaignsEnded :many
+SELECT id, status FROM campaigns
+WHERE id = ANY($1::text[]) AND status IN ('ended', 'rolled_back')
+ORDER BY id COLLATE "C"
+`
+
+type CampaignsEndedRow struct {
+	ID     string
+	Status string
+}
+
+// CampaignsEnded returns those of pools that are the pools of a campaign
+// that has ended (ended, or rolled_back once its end finished), with the
+// campaign's status: such a pool takes no new stock and gives none.
+func (q *Queries) CampaignsEnded(ctx context.Context, pools []string) ([]CampaignsEndedRow, error) {
+	rows, err := q.db.Query(ctx, campaignsEnded, pools)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CampaignsEndedRow
+	for rows.Next() {
+		var i CampaignsEndedRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -533,7 +533,7 @@ const stockLowest = `-- name: StockLowest :many
 SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized,
        (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold)::boolean AS low
 FROM stock s
-WHERE NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+WHERE NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY (s.low_threshold IS NOT NULL AND s.available <= s.low_threshold) DESC, s.available, s.sku COLLATE "C",
          s.location COLLATE "C", s.pool COLLATE "C"
@@ -600,7 +600,7 @@ LEFT JOIN LATERAL (
     ORDER BY g.stock_version DESC LIMIT 1
 ) p ON true
 WHERE s.status = 'paused'
-  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+  AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY s.pool = 'main' DESC, s.pool COLLATE "C", s.sku COLLATE "C", s.location COLLATE "C"
 LIMIT $1
@@ -706,7 +706,7 @@ const stockPoolsPage = `-- name: StockPoolsPage :many
 SELECT s.sku, s.location, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.low_threshold, s.serialized
 FROM stock s
 WHERE s.sku LIKE $1::text
-  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+  AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY s.sku, s.location, s.pool
 LIMIT $2

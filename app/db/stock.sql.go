@@ -70,7 +70,7 @@ func (q *Queries) StockAdjust(ctx context.Context, arg StockAdjustParams) (Stock
 const stockBatch = `-- name: StockBatch :many
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
 WHERE sku = ANY($1::text[])
-  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+  AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, location, pool
 `
@@ -261,15 +261,17 @@ const stockListBySKU = `-- name: StockListBySKU :many
 SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming FROM stock s
 JOIN locations l ON l.id = s.location
 WHERE s.sku = $1
-  AND NOT (s.pool <> 'main' AND s.available = 0 AND s.reserved = 0
+  AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.pool AND c.status = 'rolled_back'))
 ORDER BY l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C"
 `
 
 // StockListBySKU is a SKU's stock view: every (location, pool) of it,
 // locations by priority then id, main first within each, without the
-// history of ended campaigns (a rolled-back campaign's empty pool, shown
-// on the campaign's page only; its sold units stay in its books).
+// history of ended campaigns: a rolled-back campaign's pool that holds
+// nothing but the units it sold (shown on the campaign's page only; they
+// stay in its books) and has nothing in transit to it. A row with any
+// other state not zero is listed, so no stock is ever out of sight.
 func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, error) {
 	rows, err := q.db.Query(ctx, stockListBySKU, sku)
 	if err != nil {
@@ -511,7 +513,7 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 const stockScan = `-- name: StockScan :many
 SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
 WHERE sku > $1
-  AND NOT (stock.pool <> 'main' AND stock.available = 0 AND stock.reserved = 0
+  AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
 ORDER BY sku, location, pool LIMIT $2
 `

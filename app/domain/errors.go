@@ -87,6 +87,11 @@ const (
 	// its preview: the difference it would write is not the one the
 	// caller saw (expected_difference).
 	CodePreviewStale Code = "preview_stale"
+	// CodeCampaignEnded refuses an operator's write into or out of the
+	// pool of a campaign that has ended (an adjustment, a move, a count, a
+	// transfer, units added or retired): its stock on hand went back to
+	// main when its end finished, and nothing goes there again.
+	CodeCampaignEnded Code = "campaign_ended"
 )
 
 // InsufficientCode is the code of a refusal that would take state below

@@ -178,6 +178,9 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 	for _, r := range rows {
 		locked[rowKey(r.Sku, r.Location, r.Pool)] = r
 	}
+	if err := refuseEndedLines(ctx, q, b.Lines); err != nil {
+		return BulkResult{}, err
+	}
 	var out BulkResult
 	p := db.StockAdjustManyParams{Actor: b.Actor, ActorKey: domain.KeyName(ctx)}
 	if b.Reason != "" {

@@ -126,6 +126,9 @@ func countTx(ctx context.Context, tx pgx.Tx, c StockCount) (Counted, error) {
 	if err != nil {
 		return Counted{}, err
 	}
+	if err := refuseEnded(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
+		return Counted{}, err
+	}
 	onShelf := row.Available + row.Reserved + row.QualityControl + row.Damaged + row.SafetyStock
 	out := Counted{SKU: c.SKU, Location: c.Location, Pool: c.Pool, Counted: c.Counted, OnShelf: onShelf,
 		Difference: c.Counted - onShelf, Forced: c.Force}

@@ -103,6 +103,9 @@ func moveTx(ctx context.Context, tx pgx.Tx, m Move) (Stock, error) {
 	if err != nil {
 		return Stock{}, err
 	}
+	if err := refuseEnded(ctx, q, m.SKU, m.Location, m.Pool); err != nil {
+		return Stock{}, err
+	}
 	if have := stateOf(row, m.From); have < m.Quantity {
 		return Stock{}, errShort(m.SKU, m.Location, m.Pool, m.From, have, m.Quantity, "move")
 	}

@@ -207,6 +207,11 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 			return Stock{}, errSerialized(a.SKU, a.Pool)
 		}
 		if gerr == nil {
+			if err := refuseEnded(ctx, q, a.SKU, a.Location, a.Pool); err != nil {
+				return Stock{}, err
+			}
+		}
+		if gerr == nil {
 			return Stock{}, &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: a.SKU, Pool: a.Pool, Location: a.Location,
 				Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available%s", a.SKU, a.Pool, -a.Delta, at(a.Location))}
 		}
@@ -214,6 +219,10 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	}
 	if err != nil {
 		return Stock{}, fmt.Errorf("adjust %s/%s/%s: %w", a.SKU, a.Location, a.Pool, err)
+	}
+	// After the write, which locked the row (see refuseEnded).
+	if err := refuseEnded(ctx, q, a.SKU, a.Location, a.Pool); err != nil {
+		return Stock{}, err
 	}
 	err = appendLedger(ctx, q, db.LedgerAppendParams{
 		Sku: a.SKU, Location: a.Location, Pool: a.Pool, Kind: kind, DeltaTotal: a.Delta, DeltaAvailable: a.Delta,

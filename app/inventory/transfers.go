@@ -133,6 +133,9 @@ func createTransferTx(ctx context.Context, tx pgx.Tx, n NewTransfer) (Transfer, 
 	if err != nil {
 		return Transfer{}, err
 	}
+	if err := refuseEnded(ctx, q, n.SKU, n.From, n.Pool); err != nil {
+		return Transfer{}, err
+	}
 	from := rows[n.From]
 	if from.Available < n.Quantity {
 		return Transfer{}, &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: n.SKU, Pool: n.Pool, Location: n.From,
@@ -242,11 +245,18 @@ func receiveTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error
 			Extra:  map[string]any{"state": "incoming", "has": left, "requested": st.Quantity, "transfer_id": t.ID},
 			Detail: fmt.Sprintf("transfer %s has %d in transit, %d received: it cannot receive more than it carries", t.ID, left, st.Quantity)}
 	}
+	land, err := lockLanding(ctx, q, t, t.ToLocation, t.ToLocation)
+	if err != nil {
+		return Transfer{}, err
+	}
 	if _, err := lockRow(ctx, q, t.Sku, t.ToLocation, t.Pool); err != nil {
 		return Transfer{}, err
 	}
 	d := Counters{Total: st.Quantity, Available: st.Quantity, Incoming: -st.Quantity}
 	if err := moveRow(ctx, q, t.Sku, t.ToLocation, t.Pool, d, "receive", st.Actor, st.Reason, t.ID.String()); err != nil {
+		return Transfer{}, err
+	}
+	if err := land.give(ctx, q, st.Quantity, st.Actor, "what transfer "+t.ID.String()+" delivered"); err != nil {
 		return Transfer{}, err
 	}
 	status := TransferInTransit
@@ -312,6 +322,10 @@ func (s *Service) CancelTransfer(ctx context.Context, st TransferStep) (Transfer
 				Extra:  map[string]any{"transfer_id": t.ID, "received": t.Received},
 				Detail: fmt.Sprintf("transfer %s received %d already: close it instead (what never arrived is written off)", t.ID, t.Received)}
 		}
+		land, err := lockLanding(ctx, q, t, t.FromLocation, t.FromLocation, t.ToLocation)
+		if err != nil {
+			return err
+		}
 		if _, err := lockPair(ctx, q, t.Sku, t.Pool, t.FromLocation, t.ToLocation); err != nil {
 			return err
 		}
@@ -329,6 +343,9 @@ func (s *Service) CancelTransfer(ctx context.Context, st TransferStep) (Transfer
 			if err := moveRow(ctx, q, t.Sku, s.location, t.Pool, s.d, "transfer_cancel", st.Actor, st.Reason, t.ID.String()); err != nil {
 				return err
 			}
+		}
+		if err := land.give(ctx, q, t.Quantity, st.Actor, "what cancelled transfer "+t.ID.String()+" gave back"); err != nil {
+			return err
 		}
 		out, err = setTransfer(ctx, q, t, 0, 0, TransferCancelled, st)
 		return err

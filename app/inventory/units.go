@@ -200,6 +200,9 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 	if err != nil {
 		return Stock{}, fmt.Errorf("lock %s/%s/%s: %w", c.SKU, c.Location, c.Pool, err)
 	}
+	if err := refuseEnded(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
+		return Stock{}, err
+	}
 	if !row.Serialized && row.Total > 0 {
 		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
 			Detail: fmt.Sprintf("SKU %q (pool %s) has %d units of stock without an identity: units go into a pool of their own (a new SKU)", c.SKU, c.Pool, row.Total)}
@@ -289,6 +292,9 @@ func retireUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error)
 	}
 	if err != nil {
 		return Stock{}, fmt.Errorf("lock %s/%s/%s: %w", c.SKU, c.Location, c.Pool, err)
+	}
+	if err := refuseEnded(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
+		return Stock{}, err
 	}
 	if !row.Serialized {
 		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,

@@ -21,6 +21,9 @@ type CampaignResumer interface {
 // stranded is one chain with no job left to run.
 type stranded struct {
 	subject string // rollback:ID or campaign:ID
+	// found says what was found, when it is not a chain with no job
+	// left to run.
+	found   string
 	details map[string]any
 	resume  func(ctx context.Context, tx pgx.Tx) (string, *int64, error)
 }
@@ -45,8 +48,13 @@ func (s *Service) strandedChains(snap snapshot) []stranded {
 		})
 	}
 	for _, c := range snap.strandedCampaigns {
+		found := ""
+		if c.NextKind == "give_back" {
+			found = "finished but still holding stock on hand in its pools (written there around the service)"
+		}
 		out = append(out, stranded{
 			subject: "campaign:" + c.ID,
+			found:   found,
 			details: map[string]any{"campaign": c.ID, "campaign_status": c.Status, "next_step": c.NextKind},
 			resume: func(ctx context.Context, tx pgx.Tx) (string, *int64, error) {
 				return s.cfg.Campaigns.ResumeTx(ctx, tx, c.ID, Actor)
@@ -77,11 +85,17 @@ func (s *Service) resumeChains(ctx context.Context, runID int64, snap snapshot) 
 			if err := addFinding(ctx, db.New(tx), runID, ClassRetry, KindChainResumed, f, action); err != nil {
 				return err
 			}
+			what := "Check in the job dashboard (/ops/jobs/) that it completes, and find out who or what stopped its jobs."
+			found := c.found
+			if found == "" {
+				found = "with no job left to run (its jobs were cancelled, deleted or never enqueued)"
+			} else {
+				what = "Find out who or what wrote into the pool of a finished campaign (its ledger rows say who)."
+			}
 			_, err = s.alerts.RaiseTx(ctx, tx, alerts.Raise{
 				Level: alerts.Warning, Kind: "chain_resumed", Subject: c.subject, Details: details,
-				Action: fmt.Sprintf("Reconciliation run %d found %s with no job left to run (its jobs were cancelled, deleted or never enqueued) "+
-					"and resumed it: %s. Check in the job dashboard (/ops/jobs/) that it completes, and find out who or what stopped its jobs.",
-					runID, c.subject, action),
+				Action: fmt.Sprintf("Reconciliation run %d found %s %s and resumed it: %s. %s",
+					runID, c.subject, found, action, what),
 			})
 			return err
 		})

@@ -379,6 +379,15 @@ func (s *Service) read(ctx context.Context, skus []string, p plan) (snapshot, er
 				return fmt.Errorf("find stranded campaigns: %w", err)
 			}
 		}
+		if s.cfg.Campaigns != nil && (p.scope == ScopeFull || p.scope == ScopeDeep) {
+			holding, err := q.CampaignsHolding(ctx)
+			if err != nil {
+				return fmt.Errorf("find finished campaigns holding stock: %w", err)
+			}
+			for _, c := range holding {
+				snap.strandedCampaigns = append(snap.strandedCampaigns, db.CampaignsStrandedRow(c))
+			}
+		}
 		return nil
 	})
 	return snap, err

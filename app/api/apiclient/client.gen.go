@@ -398,6 +398,7 @@ const (
 	ProblemCodeBodyTooLarge               ProblemCode = "body_too_large"
 	ProblemCodeBooksUnbalanced            ProblemCode = "books_unbalanced"
 	ProblemCodeBusy                       ProblemCode = "busy"
+	ProblemCodeCampaignEnded              ProblemCode = "campaign_ended"
 	ProblemCodeCampaignNotActive          ProblemCode = "campaign_not_active"
 	ProblemCodeConflict                   ProblemCode = "conflict"
 	ProblemCodeCountBelowHeld             ProblemCode = "count_below_held"
@@ -447,6 +448,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeBooksUnbalanced:
 		return true
 	case ProblemCodeBusy:
+		return true
+	case ProblemCodeCampaignEnded:
 		return true
 	case ProblemCodeCampaignNotActive:
 		return true
@@ -11809,13 +11812,25 @@ type CampaignStatus string
 
 // CampaignPool A campaign's stock for one SKU at one location (the pool named after the campaign). Exists once the campaign started.
 type CampaignPool struct {
-	Available int64              `json:"available"`
-	Location  string             `json:"location"`
-	Reserved  int64              `json:"reserved"`
-	Sku       string             `json:"sku"`
-	Sold      int64              `json:"sold"`
-	Status    CampaignPoolStatus `json:"status"`
-	Total     int64              `json:"total"`
+	Available int64 `json:"available"`
+
+	// Damaged On hand, damaged: not for sale.
+	Damaged int64 `json:"damaged"`
+
+	// Incoming In transit towards this pool at this location (transfers not yet received or written off): not on hand, not in total. Once the campaign has ended it lands in `main`.
+	Incoming int64  `json:"incoming"`
+	Location string `json:"location"`
+
+	// QualityControl On hand, frozen for inspection: not for sale.
+	QualityControl int64 `json:"quality_control"`
+	Reserved       int64 `json:"reserved"`
+
+	// SafetyStock On hand, kept back as safety stock: not for sale.
+	SafetyStock int64              `json:"safety_stock"`
+	Sku         string             `json:"sku"`
+	Sold        int64              `json:"sold"`
+	Status      CampaignPoolStatus `json:"status"`
+	Total       int64              `json:"total"`
 }
 
 // CampaignPoolStatus defines model for CampaignPool.Status.
@@ -73474,7 +73489,7 @@ type ClientInterface interface {
 
 	// EndCampaignWithBody End a campaign now
 	//
-	// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+	// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -73485,7 +73500,7 @@ type ClientInterface interface {
 
 	// EndCampaign End a campaign now
 	//
-	// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+	// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -73866,7 +73881,7 @@ type ClientInterface interface {
 
 	// GetStock Read a SKU's stock
 	//
-	// Every pool of the SKU (`main` and any campaign pools).
+	// Every pool of the SKU (`main` and any campaign pools) at every location. A finished (`rolled_back`) campaign's pool that holds nothing but the units it sold, with nothing in transit to it, is its history and is left out (its campaign's page shows it); any other state not zero keeps it listed.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -74197,7 +74212,7 @@ type ClientInterface interface {
 
 	// CancelTransferWithBody Cancel a transfer before any receipt
 	//
-	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74208,7 +74223,7 @@ type ClientInterface interface {
 
 	// CancelTransfer Cancel a transfer before any receipt
 	//
-	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74241,7 +74256,7 @@ type ClientInterface interface {
 
 	// ReceiveTransferWithBody Receive (part of) a transfer
 	//
-	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74252,7 +74267,7 @@ type ClientInterface interface {
 
 	// ReceiveTransfer Receive (part of) a transfer
 	//
-	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74631,7 +74646,7 @@ func (c *Client) GetCampaign(ctx context.Context, id CampaignID, reqEditors ...R
 
 // EndCampaignWithBody End a campaign now
 //
-// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -74652,7 +74667,7 @@ func (c *Client) EndCampaignWithBody(ctx context.Context, id CampaignID, content
 
 // EndCampaign End a campaign now
 //
-// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -75383,7 +75398,7 @@ func (c *Client) ListSKUs(ctx context.Context, params *ListSKUsParams, reqEditor
 
 // GetStock Read a SKU's stock
 //
-// Every pool of the SKU (`main` and any campaign pools).
+// Every pool of the SKU (`main` and any campaign pools) at every location. A finished (`rolled_back`) campaign's pool that holds nothing but the units it sold, with nothing in transit to it, is its history and is left out (its campaign's page shows it); any other state not zero keeps it listed.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -76024,7 +76039,7 @@ func (c *Client) GetTransfer(ctx context.Context, id openapi_types.UUID, reqEdit
 
 // CancelTransferWithBody Cancel a transfer before any receipt
 //
-// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76045,7 +76060,7 @@ func (c *Client) CancelTransferWithBody(ctx context.Context, id openapi_types.UU
 
 // CancelTransfer Cancel a transfer before any receipt
 //
-// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76108,7 +76123,7 @@ func (c *Client) CloseTransfer(ctx context.Context, id openapi_types.UUID, body 
 
 // ReceiveTransferWithBody Receive (part of) a transfer
 //
-// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76129,7 +76144,7 @@ func (c *Client) ReceiveTransferWithBody(ctx context.Context, id openapi_types.U
 
 // ReceiveTransfer Receive (part of) a transfer
 //
-// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -79652,7 +79667,7 @@ type ClientWithResponsesInterface interface {
 
 	// EndCampaignWithBodyWithResponse End a campaign now
 	//
-	// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+	// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -79663,7 +79678,7 @@ type ClientWithResponsesInterface interface {
 
 	// EndCampaignWithResponse End a campaign now
 	//
-	// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+	// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80064,7 +80079,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetStockWithResponse Read a SKU's stock
 	//
-	// Every pool of the SKU (`main` and any campaign pools).
+	// Every pool of the SKU (`main` and any campaign pools) at every location. A finished (`rolled_back`) campaign's pool that holds nothing but the units it sold, with nothing in transit to it, is its history and is left out (its campaign's page shows it); any other state not zero keeps it listed.
 	//
 	// Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 	//
@@ -80409,7 +80424,7 @@ type ClientWithResponsesInterface interface {
 
 	// CancelTransferWithBodyWithResponse Cancel a transfer before any receipt
 	//
-	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80420,7 +80435,7 @@ type ClientWithResponsesInterface interface {
 
 	// CancelTransferWithResponse Cancel a transfer before any receipt
 	//
-	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80453,7 +80468,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReceiveTransferWithBodyWithResponse Receive (part of) a transfer
 	//
-	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80464,7 +80479,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReceiveTransferWithResponse Receive (part of) a transfer
 	//
-	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -87541,7 +87556,7 @@ func (c *ClientWithResponses) GetCampaignWithResponse(ctx context.Context, id Ca
 
 // EndCampaignWithBodyWithResponse End a campaign now
 //
-// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -87558,7 +87573,7 @@ func (c *ClientWithResponses) EndCampaignWithBodyWithResponse(ctx context.Contex
 
 // EndCampaignWithResponse End a campaign now
 //
-// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+// The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -88169,7 +88184,7 @@ func (c *ClientWithResponses) ListSKUsWithResponse(ctx context.Context, params *
 
 // GetStockWithResponse Read a SKU's stock
 //
-// Every pool of the SKU (`main` and any campaign pools).
+// Every pool of the SKU (`main` and any campaign pools) at every location. A finished (`rolled_back`) campaign's pool that holds nothing but the units it sold, with nothing in transit to it, is its history and is left out (its campaign's page shows it); any other state not zero keeps it listed.
 //
 // Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
 //
@@ -88700,7 +88715,7 @@ func (c *ClientWithResponses) GetTransferWithResponse(ctx context.Context, id op
 
 // CancelTransferWithBodyWithResponse Cancel a transfer before any receipt
 //
-// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -88717,7 +88732,7 @@ func (c *ClientWithResponses) CancelTransferWithBodyWithResponse(ctx context.Con
 
 // CancelTransferWithResponse Cancel a transfer before any receipt
 //
-// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -88768,7 +88783,7 @@ func (c *ClientWithResponses) CloseTransferWithResponse(ctx context.Context, id 
 
 // ReceiveTransferWithBodyWithResponse Receive (part of) a transfer
 //
-// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -88785,7 +88800,7 @@ func (c *ClientWithResponses) ReceiveTransferWithBodyWithResponse(ctx context.Co
 
 // ReceiveTransferWithResponse Receive (part of) a transfer
 //
-// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //

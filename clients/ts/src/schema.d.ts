@@ -71,7 +71,7 @@ export interface paths {
         };
         /**
          * Read a SKU's stock
-         * @description Every pool of the SKU (`main` and any campaign pools).
+         * @description Every pool of the SKU (`main` and any campaign pools) at every location. A finished (`rolled_back`) campaign's pool that holds nothing but the units it sold, with nothing in transit to it, is its history and is left out (its campaign's page shows it); any other state not zero keeps it listed.
          *
          *     Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
          */
@@ -349,7 +349,7 @@ export interface paths {
         put?: never;
         /**
          * End a campaign now
-         * @description The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; what is left then moves back to `main`. Ending an ended campaign answers its existing rollback.
+         * @description The campaign stops taking holds at once (its pools are paused in the same transaction) and its unpaid holds start rolling back in batches; when the last is, everything its pools hold on hand (available, quality_control, damaged, safety_stock) moves back to `main` at the same location, each state to the same state; what it sold stays in its pools. From the end on its pools take no adjustment, move, count, units or new transfer (409 `campaign_ended`), and what was in transit to or from them lands in `main` when its transfer is received or cancelled. Ending an ended campaign answers its existing rollback.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1286,7 +1286,7 @@ export interface paths {
         put?: never;
         /**
          * Receive (part of) a transfer
-         * @description Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. Event `transfer.received`.
+         * @description Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1336,7 +1336,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a transfer before any receipt
-         * @description Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. Event `transfer.cancelled`.
+         * @description Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1398,7 +1398,7 @@ export interface components {
             /** @description What went wrong with this request, in words. */
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale";
+            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "campaign_ended" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale";
             /** @description The SKU (the line of a hold) the problem is about, where there is one. */
             sku?: string;
             /** @description The stock pool (`main` or a campaign id) the problem is about, where there is one. */
@@ -1672,6 +1672,26 @@ export interface components {
             reserved: number;
             /** Format: int64 */
             sold: number;
+            /**
+             * Format: int64
+             * @description On hand, frozen for inspection: not for sale.
+             */
+            quality_control: number;
+            /**
+             * Format: int64
+             * @description On hand, damaged: not for sale.
+             */
+            damaged: number;
+            /**
+             * Format: int64
+             * @description On hand, kept back as safety stock: not for sale.
+             */
+            safety_stock: number;
+            /**
+             * Format: int64
+             * @description In transit towards this pool at this location (transfers not yet received or written off): not on hand, not in total. Once the campaign has ended it lands in `main`.
+             */
+            incoming: number;
             /** @enum {string} */
             status: "on_sale" | "paused";
         };
@@ -3796,7 +3816,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description A negative delta larger than `available`; `sku` and `pool` name the row. Or the pool is units with an identity, which change only through `/v1/skus/{sku}/units`. Codes: `insufficient_available`, `serialized_pool`. */
+            /** @description A negative delta larger than `available`; `sku` and `pool` name the row. Or the pool is units with an identity, which change only through `/v1/skus/{sku}/units`. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `insufficient_available`, `serialized_pool`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3804,7 +3824,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "serialized_pool";
+                        code?: "insufficient_available" | "serialized_pool" | "campaign_ended";
                     };
                 };
             };
@@ -4154,7 +4174,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description A line would take more than its pool has available (or set a total below what is held and sold); `line`, `sku` and `pool` name it. Nothing changed. Or a line's pool is units with an identity, which change only through units. Codes: `insufficient_available`, `serialized_pool`. */
+            /** @description A line would take more than its pool has available (or set a total below what is held and sold); `line`, `sku` and `pool` name it. Nothing changed. Or a line's pool is units with an identity, which change only through units. Or a line's pool is a campaign's that has ended (`campaign_ended`, `line` names it): it takes no new stock and gives none. Codes: `insufficient_available`, `serialized_pool`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4162,7 +4182,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "serialized_pool";
+                        code?: "insufficient_available" | "serialized_pool" | "campaign_ended";
                     };
                 };
             };
@@ -5968,7 +5988,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The pool has stock without units, or the SKU has one of these ids or places already; nothing changed. Codes: `conflict`. */
+            /** @description The pool has stock without units, or the SKU has one of these ids or places already; nothing changed. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `conflict`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5976,7 +5996,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "conflict";
+                        code?: "conflict" | "campaign_ended";
                     };
                 };
             };
@@ -6054,7 +6074,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description A unit named is not an available unit of the pool (`units` names them), or the pool has no units; nothing changed. Codes: `unit_unavailable`, `conflict`. */
+            /** @description A unit named is not an available unit of the pool (`units` names them), or the pool has no units; nothing changed. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `unit_unavailable`, `conflict`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6062,7 +6082,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "unit_unavailable" | "conflict";
+                        code?: "unit_unavailable" | "conflict" | "campaign_ended";
                     };
                 };
             };
@@ -7015,7 +7035,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The state moved from has fewer units than asked. Codes: `insufficient_available`, `insufficient_quality_control`, `insufficient_damaged`, `insufficient_safety_stock`, `serialized_pool`. */
+            /** @description The state moved from has fewer units than asked. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `insufficient_available`, `insufficient_quality_control`, `insufficient_damaged`, `insufficient_safety_stock`, `serialized_pool`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7023,7 +7043,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "serialized_pool";
+                        code?: "insufficient_available" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "serialized_pool" | "campaign_ended";
                     };
                 };
             };
@@ -7100,7 +7120,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The count is below what holds hold there (not forced), or the pool is units with an identity. Codes: `count_below_held`, `serialized_pool`. */
+            /** @description The count is below what holds hold there (not forced), or the pool is units with an identity. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `count_below_held`, `serialized_pool`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7108,7 +7128,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "count_below_held" | "serialized_pool";
+                        code?: "count_below_held" | "serialized_pool" | "campaign_ended";
                     };
                 };
             };
@@ -7225,7 +7245,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description `from` has fewer available than asked, or the pool is units with an identity (which live at one location). Codes: `insufficient_available`, `serialized_pool`. */
+            /** @description `from` has fewer available than asked, or the pool is units with an identity (which live at one location). Or `pool` is a campaign's that has ended (`campaign_ended`): its pools take no new stock and give none. Codes: `insufficient_available`, `serialized_pool`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7233,7 +7253,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "serialized_pool";
+                        code?: "insufficient_available" | "serialized_pool" | "campaign_ended";
                     };
                 };
             };

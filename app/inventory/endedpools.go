@@ -1,0 +1,214 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+)
+
+// A campaign's pools after its end. When the end finishes (the last
+// rollback batch's FinishTx), GiveBackTx moves everything on hand in each
+// of its pools that no hold holds or bought back to main at the same
+// location, each state to the same state. From the end on, an operator's
+// write into or out of those pools is refused (refuseEnded: 409
+// campaign_ended), and what was in transit to or from one when it ended
+// lands in main when its transfer is received or cancelled (lockLanding).
+// So no unit is ever left in the pool of a finished campaign but those it
+// sold: those stay, as the record of the sale.
+
+// refuseEnded refuses, with 409 campaign_ended, a write into or out of
+// pool (of sku at location) when pool is the pool of a campaign that has
+// ended. Call it after the stock rows are locked: a campaign's end pauses
+// its rows and its finish locks them, so a read in a later statement sees
+// an end that committed before the lock was had, and an end that commits
+// after it finds what this write left (and gives it back).
+func refuseEnded(ctx context.Context, q *db.Queries, sku, location, pool string) error {
+	if pool == MainPool {
+		return nil
+	}
+	ended, err := q.CampaignsEnded(ctx, []string{pool})
+	if err != nil {
+		return fmt.Errorf("read campaign %s: %w", pool, err)
+	}
+	if len(ended) == 0 {
+		return nil
+	}
+	return errCampaignEnded(sku, location, pool, ended[0].Status)
+}
+
+// refuseEndedLines is refuseEnded for the lines of a bulk adjustment, their
+// rows locked: the first line naming the pool of a campaign that has
+// ended refuses them all.
+func refuseEndedLines(ctx context.Context, q *db.Queries, lines []BulkLine) error {
+	var pools []string
+	for _, l := range lines {
+		if l.Pool != MainPool && !slices.Contains(pools, l.Pool) {
+			pools = append(pools, l.Pool)
+		}
+	}
+	if len(pools) == 0 {
+		return nil
+	}
+	ended, err := q.CampaignsEnded(ctx, pools)
+	if err != nil {
+		return fmt.Errorf("read campaigns %v: %w", pools, err)
+	}
+	for i, l := range lines {
+		for _, c := range ended {
+			if c.ID == l.Pool {
+				e := errCampaignEnded(l.SKU, l.Location, l.Pool, c.Status)
+				n := i
+				e.Line, e.Detail = &n, fmt.Sprintf("lines[%d]: %s", i, e.Detail)
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+func errCampaignEnded(sku, location, pool, status string) *domain.Error {
+	return &domain.Error{Code: domain.CodeCampaignEnded, SKU: sku, Pool: pool, Location: location,
+		Extra: map[string]any{"campaign": pool, "campaign_status": status},
+		Detail: fmt.Sprintf("campaign %q has ended (%s): its pool of SKU %q%s takes no new stock and gives none. "+
+			"What it held on hand goes back to main at the same location when its end finishes; name main instead",
+			pool, status, sku, at(location))}
+}
+
+// GiveBack asks GiveBackTx to empty one pool of a campaign into main.
+type GiveBack struct {
+	SKU, Location, Pool string
+	Actor, Reason       string
+	// Ref ties the ledger rows together (the campaign's id).
+	Ref string
+}
+
+// GiveBackTx moves everything on hand in (SKU, Location, Pool) that no
+// hold holds or bought (available, quality control, damaged, safety
+// stock) to main at the same location, each state to the same state,
+// inside the caller's transaction: one ledger row of kind transfer on each
+// side, naming every state moved. Main's row is made if it has none. A
+// pool of units with an identity moves its available units (its units
+// have no other state). Reserved and sold stay: the lines of holds are
+// theirs. It returns what moved (zero when nothing was on hand).
+func GiveBackTx(ctx context.Context, tx pgx.Tx, g GiveBack) (Counters, error) {
+	g.Location = locationOr(g.Location)
+	if g.Pool == MainPool {
+		return Counters{}, domain.Invalid("main gives nothing back to itself")
+	}
+	q := db.New(tx)
+	rows, err := q.StockLockForAdjust(ctx, []string{g.SKU, g.SKU}, []string{g.Location, g.Location}, []string{g.Pool, MainPool})
+	if err != nil {
+		return Counters{}, fmt.Errorf("lock %s/%s at %s: %w", g.SKU, g.Pool, g.Location, err)
+	}
+	var (
+		from    db.Stock
+		found   bool
+		hasMain bool
+	)
+	for _, r := range rows {
+		switch r.Pool {
+		case g.Pool:
+			from, found = r, true
+		case MainPool:
+			hasMain = true
+		}
+	}
+	if !found {
+		return Counters{}, nil
+	}
+	if from.Serialized {
+		if from.Available == 0 {
+			return Counters{}, nil
+		}
+		err := PoolTransferTx(ctx, tx, PoolTransfer{SKU: g.SKU, Location: g.Location, From: g.Pool, To: MainPool,
+			Quantity: from.Available, Actor: g.Actor, Reason: g.Reason, Ref: g.Ref})
+		return Counters{Total: from.Available, Available: from.Available}, err
+	}
+	d := Counters{Available: from.Available, QualityControl: from.QualityControl, Damaged: from.Damaged, SafetyStock: from.SafetyStock}
+	d.Total = d.Available + d.QualityControl + d.Damaged + d.SafetyStock
+	if d.Total == 0 {
+		return Counters{}, nil
+	}
+	if !hasMain {
+		if _, err := q.StockCreate(ctx, g.SKU, g.Location, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return Counters{}, fmt.Errorf("create %s/%s/%s: %w", g.SKU, g.Location, MainPool, err)
+		}
+	}
+	return d, handOver(ctx, q, g.SKU, g.Location, g.Pool, d, g.Actor, g.Reason, g.Ref)
+}
+
+// handOver moves d from (sku, location, pool) to main there, both rows
+// locked already, with a ledger row of kind transfer on each side.
+func handOver(ctx context.Context, q *db.Queries, sku, location, pool string, d Counters, actor, reason, ref string) error {
+	if err := moveRow(ctx, q, sku, location, pool, Counters{}.minus(d), "transfer", actor, reason, ref); err != nil {
+		return err
+	}
+	return moveRow(ctx, q, sku, location, MainPool, d, "transfer", actor, reason, ref)
+}
+
+// landing is where a transfer's step puts the units it gives back to a
+// location: its own pool, or main there once the pool's campaign has
+// ended (ended true).
+type landing struct {
+	ended     bool
+	sku, pool string
+	location  string
+	campaign  string // the campaign's status, when ended
+}
+
+// lockLanding locks, in the global order, the rows a step of transfer t
+// changes (its pool at each of locations) and, for a campaign's pool, main
+// at land, where the step's units land; then reads whether the campaign
+// has ended (after the locks: see refuseEnded). Once it has, main's row at
+// land is made if it has none, and give hands what the step landed to it.
+// For a transfer of main it does nothing: the step locks its rows itself.
+func lockLanding(ctx context.Context, q *db.Queries, t db.Transfer, land string, locations ...string) (landing, error) {
+	l := landing{sku: t.Sku, pool: t.Pool, location: land}
+	if t.Pool == MainPool {
+		return l, nil
+	}
+	skus, locs, pools := []string{t.Sku}, []string{land}, []string{MainPool}
+	for _, loc := range locations {
+		skus, locs, pools = append(skus, t.Sku), append(locs, loc), append(pools, t.Pool)
+	}
+	rows, err := q.StockLockForAdjust(ctx, skus, locs, pools)
+	if err != nil {
+		return l, fmt.Errorf("lock the rows of transfer %s: %w", t.ID, err)
+	}
+	ended, err := q.CampaignsEnded(ctx, []string{t.Pool})
+	if err != nil {
+		return l, fmt.Errorf("read campaign %s: %w", t.Pool, err)
+	}
+	if len(ended) == 0 {
+		return l, nil
+	}
+	l.ended, l.campaign = true, ended[0].Status
+	for _, r := range rows {
+		if r.Pool == MainPool {
+			return l, nil
+		}
+	}
+	if _, err := q.StockCreate(ctx, t.Sku, land, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return l, fmt.Errorf("create %s/%s/%s: %w", t.Sku, land, MainPool, err)
+	}
+	return l, nil
+}
+
+// give hands n units the step just made available in the campaign's pool
+// at the landing's location to main there, when the campaign has ended
+// (else it does nothing): the transfer's units never stay in the pool of
+// a campaign that ended. what says which step landed them, for the
+// ledger's reason.
+func (l landing) give(ctx context.Context, q *db.Queries, n int64, actor, what string) error {
+	if !l.ended || n == 0 {
+		return nil
+	}
+	reason := fmt.Sprintf("campaign %s has ended (%s): %s goes to main", l.pool, l.campaign, what)
+	return handOver(ctx, q, l.sku, l.location, l.pool, Counters{Total: n, Available: n}, actor, reason, l.pool)
+}
