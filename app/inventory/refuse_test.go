@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -275,4 +276,175 @@ func TestTheDatabaseRefusesAWrongSeatGrant(t *testing.T) {
 	r, _, err := svc.Hold(ctx, holdReq("fine", seats("OPERA", "A-4")))
 	require.NoError(t, err)
 	require.Equal(t, []string{"A-4"}, r.Items[0].Units)
+}
+
+// booksOf reads every stock row and transfer, as text: what a refused
+// write must leave as it was.
+func booksOf(t *testing.T, b *bundle) []string {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `
+		SELECT format('%s/%s/%s %s %s %s %s %s %s %s %s v%s', sku, location, pool, total, available, reserved, sold,
+			quality_control, damaged, safety_stock, incoming, version) FROM stock
+		UNION ALL SELECT format('transfer %s %s %s %s', id, status, received, lost) FROM transfers
+		ORDER BY 1`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return out
+}
+
+// booksFixture is a SKU with something in every state at default: 10 in,
+// 2 held, 1 sold, 1 each in quality control, damaged and safety stock, 2
+// on their way from paris.
+func booksFixture(t *testing.T, svc *inventory.Service, b *bundle) (held inventory.Reservation, transfer inventory.Transfer) {
+	t.Helper()
+	ctx := context.Background()
+	dbtest.Location(t, b.pool, "paris", 1)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockInAt(t, b.pool, "A1", "paris", 5)
+	held, _, err := svc.Hold(ctx, holdReq("held", inventory.Item{SKU: "A1", Quantity: 2, Location: inventory.DefaultLocation}))
+	require.NoError(t, err)
+	sold, _, err := svc.Hold(ctx, holdReq("sold", inventory.Item{SKU: "A1", Quantity: 1, Location: inventory.DefaultLocation}))
+	require.NoError(t, err)
+	_, err = svc.Confirm(ctx, sold.ID, shop)
+	require.NoError(t, err)
+	for _, to := range []string{inventory.StateQualityControl, inventory.StateDamaged, inventory.StateSafetyStock} {
+		_, _, err := svc.MoveOnce(ctx, key("to-"+to), inventory.Move{SKU: "A1", Location: inventory.DefaultLocation,
+			From: inventory.StateAvailable, To: to, Quantity: 1, Reason: "test", Actor: "ops"})
+		require.NoError(t, err)
+	}
+	transfer, _, err = svc.CreateTransferOnce(ctx, key("tr"), inventory.NewTransfer{SKU: "A1", From: "paris", To: inventory.DefaultLocation,
+		Quantity: 2, Reason: "rebalance", Actor: "ops"})
+	require.NoError(t, err)
+	_, _, err = svc.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Location: "paris", Counted: 3, Reason: "test", Actor: "ops"})
+	require.NoError(t, err)
+	return held, transfer
+}
+
+// TestTheChecksAloneRefuseBrokenBooks: the CHECK constraints on stock
+// rows, ledger rows, lines, transfers, counts and a campaign's allotments
+// are the last guard behind the code's own (its checks under the row's
+// lock, its conditional statements), so no path of the service ever meets
+// them. Each is tested here by itself: a write by hand that breaks that
+// one rule and no other (balanced where only a counter's sign is wrong,
+// and so on) is refused by the constraint named.
+func TestTheChecksAloneRefuseBrokenBooks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	held, transfer := booksFixture(t, svc, b)
+	dbtest.Campaign(t, b.pool, "bf", &dbtest.CampaignOptions{Allotments: map[string]int64{"A1": 2}})
+	before := booksOf(t, b)
+
+	row := func(set string) string {
+		return `UPDATE stock SET ` + set + ` WHERE sku = 'A1' AND location = 'default' AND pool = 'main'`
+	}
+	ledgerRow := func(kind string, total, available int64) string {
+		return fmt.Sprintf(`INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor)
+			VALUES ('A1', 'main', '%s', %d, %d, 0, 0, 1, 'test')`, kind, total, available)
+	}
+	tr := func(set string) string {
+		return `UPDATE transfers SET ` + set + ` WHERE id = '` + transfer.ID.String() + `'`
+	}
+	count := func(set string) string { return `UPDATE stock_counts SET ` + set + ` WHERE sku = 'A1'` }
+	for _, c := range []struct{ constraint, name, sql string }{
+		{"stock_available_nonnegative", "available below zero, balanced", row(`total = total - available - 1, available = -1`)},
+		{"stock_reserved_nonnegative", "reserved below zero, balanced", row(`total = total - reserved - 1, reserved = -1`)},
+		{"stock_sold_nonnegative", "sold below zero, balanced", row(`total = total - sold - 1, sold = -1`)},
+		{"stock_states_nonnegative", "quality control below zero, balanced", row(`total = total - quality_control - 1, quality_control = -1`)},
+		{"stock_states_nonnegative", "damaged below zero, balanced", row(`total = total - damaged - 1, damaged = -1`)},
+		{"stock_states_nonnegative", "safety stock below zero, balanced", row(`total = total - safety_stock - 1, safety_stock = -1`)},
+		{"stock_states_nonnegative", "incoming below zero", row(`incoming = -1`)},
+		{"stock_balanced", "total off the states", row(`total = total + 1`)},
+		{"stock_balanced", "a state moved alone", row(`damaged = damaged + 1`)},
+		{"stock_paused_has_reason", "paused without a reason", row(`status = 'paused', paused_reason = NULL`)},
+		{"ledger_balanced", "a movement that does not add up", ledgerRow("adjust", 1, 0)},
+		{"ledger_kind", "a movement of no kind", ledgerRow("teleport", 1, 1)},
+		{"reservation_lines_quantity", "a line of nothing", `UPDATE reservation_lines SET quantity = 0 WHERE reservation_id = '` + held.ID.String() + `'`},
+		{"transfers_quantity", "more received than sent", tr(`received = quantity + 1`)},
+		{"transfers_places", "a transfer to where it is", tr(`to_location = from_location`)},
+		{"transfers_finished", "in transit and finished", tr(`finished_at = now()`)},
+		{"transfers_received", "received with nothing received", tr(`status = 'received', finished_at = now()`)},
+		{"transfers_closed", "closed with units unaccounted", tr(`status = 'closed', finished_at = now(), received = 1`)},
+		{"transfers_cancelled", "cancelled after a receipt", tr(`status = 'cancelled', finished_at = now(), received = 1`)},
+		{"stock_counts_difference", "a difference that is not one", count(`difference = difference + 1`)},
+		{"stock_counts_counted", "a count below zero", count(`counted = -1, difference = -1 - on_shelf`)},
+		{"campaign_allotments_units", "an allotment naming fewer units than its quantity",
+			`UPDATE campaign_allotments SET units = '["A-1"]' WHERE campaign = 'bf'`},
+		{"campaign_allotments_quantity", "an allotment of nothing", `UPDATE campaign_allotments SET quantity = 0 WHERE campaign = 'bf'`},
+	} {
+		func() {
+			tx, err := b.pool.Begin(ctx)
+			require.NoError(t, err)
+			defer tx.Rollback(ctx) //nolint:errcheck // the point is that it fails
+			_, err = tx.Exec(ctx, c.sql)
+			var pe *pgconn.PgError
+			require.ErrorAs(t, err, &pe, c.name)
+			require.Equal(t, "23514", pe.Code, "%s: %v", c.name, err)
+			require.Equal(t, c.constraint, pe.ConstraintName, "%s: %v", c.name, err)
+		}()
+	}
+	require.Equal(t, before, booksOf(t, b))
+}
+
+// TestTheCodeAloneRefusesBrokenBooks: the code's own guards, with every
+// CHECK on stock rows and transfers dropped (this test's database only):
+// each write that would take a state below what it has (a hold, a move
+// out of each state, a transfer, a receipt, a write-off, a count below
+// held, a partial release of more than held) is refused with its own
+// answer, and the books are as they were.
+func TestTheCodeAloneRefusesBrokenBooks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	held, transfer := booksFixture(t, svc, b)
+	_, err := b.pool.Exec(ctx, `ALTER TABLE stock DROP CONSTRAINT stock_available_nonnegative, DROP CONSTRAINT stock_reserved_nonnegative,
+		DROP CONSTRAINT stock_sold_nonnegative, DROP CONSTRAINT stock_states_nonnegative, DROP CONSTRAINT stock_balanced;
+		ALTER TABLE transfers DROP CONSTRAINT transfers_quantity;
+		ALTER TABLE reservation_lines DROP CONSTRAINT reservation_lines_quantity`)
+	require.NoError(t, err)
+	before := booksOf(t, b)
+
+	at := inventory.DefaultLocation
+	move := func(from, to string, n int64) error {
+		_, _, err := svc.MoveOnce(ctx, key(uuid.NewString()), inventory.Move{SKU: "A1", Location: at, From: from, To: to, Quantity: n, Reason: "test", Actor: "ops"})
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		want domain.Code
+		err  error
+	}{
+		{"a hold of more than available", domain.CodeOutOfStock, func() error {
+			_, _, err := svc.Hold(ctx, holdReq("more", inventory.Item{SKU: "A1", Quantity: 6, Location: at}))
+			return err
+		}()},
+		{"a move of more than available", domain.CodeInsufficientAvailable, move(inventory.StateAvailable, inventory.StateDamaged, 6)},
+		{"a move of more than in quality control", domain.CodeInsufficientQualityControl, move(inventory.StateQualityControl, inventory.StateAvailable, 2)},
+		{"a move of more than damaged", domain.CodeInsufficientDamaged, move(inventory.StateDamaged, inventory.StateLost, 2)},
+		{"a move of more than in safety stock", domain.CodeInsufficientSafetyStock, move(inventory.StateSafetyStock, inventory.StateAvailable, 2)},
+		{"a transfer of more than available", domain.CodeInsufficientAvailable, func() error {
+			_, _, err := svc.CreateTransferOnce(ctx, key("more"), inventory.NewTransfer{SKU: "A1", From: at, To: "paris", Quantity: 6, Reason: "x", Actor: "ops"})
+			return err
+		}()},
+		{"a receipt of more than in transit", domain.CodeInsufficientIncoming, func() error {
+			_, err := svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: transfer.ID, Quantity: 3, Reason: "x", Actor: "ops"})
+			return err
+		}()},
+		{"a write-off of more than available", domain.CodeInsufficientAvailable, func() error {
+			_, err := svc.Adjust(ctx, inventory.Adjustment{SKU: "A1", Location: at, Delta: -6, Reason: "x", Actor: "ops"})
+			return err
+		}()},
+		{"a count below held", domain.CodeCountBelowHeld, func() error {
+			_, _, err := svc.CountOnce(ctx, key("low"), inventory.StockCount{SKU: "A1", Location: at, Counted: 1, Reason: "x", Actor: "ops"})
+			return err
+		}()},
+		{"a partial release of more than held", domain.CodeInvalid, func() error {
+			_, err := svc.ReleaseItems(ctx, held.ID, shop, "x", []inventory.Item{{SKU: "A1", Quantity: 3}})
+			return err
+		}()},
+	} {
+		require.Equal(t, c.want, code(c.err), "%s: %v", c.name, c.err)
+	}
+	require.Equal(t, before, booksOf(t, b), "nothing moved")
 }
