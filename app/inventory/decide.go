@@ -92,8 +92,10 @@ type verdict struct {
 	// picked are a granted hold's units, by rowKey, for its lines on
 	// serialized rows.
 	picked map[string][]string
-	// reason is why sales are stopped (stop_sale).
+	// reason is why sales are stopped (stop_sale), and at the location
+	// stopped when the line names none.
 	reason string
+	at     string
 	// places is how many locations an unallocated line refused
 	// out_of_stock could have come from: with one (every SKU before there
 	// were locations) the refusal reads as it always did.
@@ -145,14 +147,14 @@ func decideHolds(st stockRows, holds []hold) ([]verdict, map[string]int64) {
 // decideHold decides one hold against the rows less what earlier holds of
 // the batch took (taken), and less what its own earlier lines take.
 func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool, h hold) verdict {
-	if h.maxPerOrder != nil {
-		for _, w := range h.wants {
-			if w.Quantity > *h.maxPerOrder {
-				return verdict{line: w, why: domain.CodeLimitExceeded, left: *h.maxPerOrder}
-			}
-		}
+	if w, over := overCap(h); over {
+		return verdict{line: w, why: domain.CodeLimitExceeded, left: *h.maxPerOrder}
 	}
 	mine := map[string]int64{} // what this hold's earlier lines take, by rowKey
+	// mineUnits are the units this hold's earlier lines took (rowKey +
+	// "\x00" + unit id): two lines of one SKU on one pool of units (one
+	// naming the location, one allocated) never pick the same unit.
+	var mineUnits map[string]bool
 	left := func(k string) int64 { return st.rows[k].available - taken[k] - mine[k] }
 	var (
 		lines  []Line
@@ -161,12 +163,31 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 	take := func(k string, q int64, units []string) {
 		r := st.rows[k]
 		mine[k] += q
-		lines = append(lines, Line{SKU: r.sku, Location: r.location, Pool: r.pool, Quantity: q})
+		// Two lines of one SKU may land on one row (one naming the
+		// location, one allocated there or split over it): they are one
+		// line of the hold, of both quantities.
+		merged := false
+		for i, l := range lines {
+			if l.SKU == r.sku && l.Location == r.location && l.Pool == r.pool {
+				lines[i].Quantity += q
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			lines = append(lines, Line{SKU: r.sku, Location: r.location, Pool: r.pool, Quantity: q})
+		}
 		if len(units) > 0 {
 			if picked == nil {
 				picked = map[string][]string{}
 			}
+			if mineUnits == nil {
+				mineUnits = map[string]bool{}
+			}
 			picked[k] = append(picked[k], units...)
+			for _, id := range units {
+				mineUnits[k+"\x00"+id] = true
+			}
 		}
 	}
 	// Lines that name their location first: allocation fills around them.
@@ -194,7 +215,7 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 			case r.stopped != "":
 				return verdict{line: w, why: domain.CodeStopSale, reason: r.stopped}
 			}
-			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken)
+			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken, mineUnits)
 			if !v.granted {
 				return v
 			}
@@ -221,7 +242,7 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 		}
 		switch {
 		case len(eligible) == 0:
-			return verdict{line: w, why: domain.CodeOutOfStock, left: 0}
+			return noneEligible(st, places, h, w)
 		case paused == len(eligible):
 			return verdict{line: w, why: domain.CodeSKUPaused}
 		}
@@ -265,7 +286,7 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 			if r.status != StockOnSale {
 				continue
 			}
-			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken)
+			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken, mineUnits)
 			if v.granted {
 				take(k, w.Quantity, units)
 				done = true
@@ -303,7 +324,7 @@ func anySerialized(st stockRows, keys []string) bool {
 // has left available for it: a paused row, a row short of stock, or units
 // asked of a pool without them (or taken) refuse it. On a serialized row
 // it picks w's units and returns them.
-func fits(r lockedRow, k string, w want, ask unitAsk, asked bool, left int64, unitsTaken map[string]bool) ([]string, verdict) {
+func fits(r lockedRow, k string, w want, ask unitAsk, asked bool, left int64, unitsTaken, mineUnits map[string]bool) ([]string, verdict) {
 	switch {
 	case r.status != StockOnSale:
 		return nil, verdict{line: w, why: domain.CodeSKUPaused}
@@ -321,7 +342,7 @@ func fits(r lockedRow, k string, w want, ask unitAsk, asked bool, left int64, un
 	if !asked {
 		ask = unitAsk{pick: w.Quantity}
 	}
-	return pickUnits(r, k, w, ask, unitsTaken)
+	return pickUnits(r, k, w, ask, unitsTaken, mineUnits)
 }
 
 // compareLines orders lines as stock rows are locked: (sku, location,
@@ -355,15 +376,16 @@ func namedTaken(r lockedRow, k string, l want, named []string, unitsTaken map[st
 }
 
 // pickUnits chooses line l's units from row r's units (as read) less the
-// units earlier holds of the batch took: the units ask names (each
+// units earlier holds of the batch took (unitsTaken) and those the hold's
+// own earlier lines took (mineUnits): the units ask names (each
 // available, see namedTaken), then ask.pick more in seat order. It returns
 // them in byte order, or the refusal.
-func pickUnits(r lockedRow, k string, l want, ask unitAsk, unitsTaken map[string]bool) ([]string, verdict) {
+func pickUnits(r lockedRow, k string, l want, ask unitAsk, unitsTaken, mineUnits map[string]bool) ([]string, verdict) {
 	pool := r.units
 	if pool == nil {
 		pool = &poolUnits{}
 	}
-	free := func(id string) bool { return !unitsTaken[k+"\x00"+id] }
+	free := func(id string) bool { return !unitsTaken[k+"\x00"+id] && !mineUnits[k+"\x00"+id] }
 	units := slices.Clone(ask.named)
 	mine := func(id string) bool { return slices.Contains(ask.named, id) }
 	if ask.adjacent {
@@ -412,4 +434,44 @@ func adjacentRun(runs [][]string, n int, ok func(string) bool) []string {
 func capError(campaign string, l want, maxPerOrder int64) error {
 	return &domain.Error{Code: domain.CodeLimitExceeded, SKU: l.SKU, Pool: l.Pool,
 		Detail: fmt.Sprintf("campaign %q allows at most %d of SKU %q in one hold, %d requested", campaign, maxPerOrder, l.SKU, l.Quantity)}
+}
+
+// overCap reports whether hold h asks for more units of one SKU than its
+// campaign's cap per order, counting the SKU's lines at every location
+// together, and returns the SKU's first line with the SKU's total.
+func overCap(h hold) (want, bool) {
+	if h.maxPerOrder == nil {
+		return want{}, false
+	}
+	if len(h.wants) == 1 {
+		return h.wants[0], h.wants[0].Quantity > *h.maxPerOrder
+	}
+	for _, w := range h.wants { // the first of a SKU's lines over the cap is its first line
+		total := int64(0)
+		for _, o := range h.wants {
+			if o.SKU == w.SKU {
+				total += o.Quantity
+			}
+		}
+		if total > *h.maxPerOrder {
+			w.Quantity = total
+			return w, true
+		}
+	}
+	return want{}, false
+}
+
+// noneEligible is the refusal of line w of hold h, allocated among the
+// rows places of its pool, when none of them may take it: stop_sale when
+// a location the hold may use is active with its sales stopped (the first
+// in allocation order: stock is there, an operator keeps it from sale),
+// else out_of_stock with nothing left (inactive locations, or none the
+// key may use).
+func noneEligible(st stockRows, places []string, h hold, w want) verdict {
+	for _, k := range places {
+		if r := st.rows[k]; r.active && r.stopped != "" && h.mayUse(r.location) {
+			return verdict{line: w, why: domain.CodeStopSale, reason: r.stopped, at: r.location}
+		}
+	}
+	return verdict{line: w, why: domain.CodeOutOfStock, left: 0}
 }

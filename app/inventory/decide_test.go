@@ -121,6 +121,19 @@ func TestDecideHolds(t *testing.T) {
 			taken: map[string]int64{rowKey("A1", def, "bf"): 3},
 		},
 		{
+			name: "campaign cap per order, on a SKU's units at every location summed",
+			rows: rowsOf(rowAt("A1", "paris", "bf", 10, 1), rowAt("A1", "berlin", "bf", 10, 2), rowAt("B2", "paris", "bf", 10, 1)),
+			holds: []hold{
+				capped(2, Item{SKU: "A1", Quantity: 2, Location: "paris"}, Item{SKU: "A1", Quantity: 2, Location: "berlin"}),
+				capped(2, Item{SKU: "A1", Quantity: 1, Location: "paris"}, Item{SKU: "A1", Quantity: 2, Split: true}),
+				capped(2, Item{SKU: "A1", Quantity: 1, Location: "paris"}, Item{SKU: "B2", Quantity: 2, Location: "paris"}),
+			},
+			verdicts: []verdict{{line: want{SKU: "A1", Location: "berlin", Pool: "bf", Quantity: 4}, why: domain.CodeLimitExceeded, left: 2},
+				{line: want{SKU: "A1", Pool: "bf", Quantity: 3, Split: true}, why: domain.CodeLimitExceeded, left: 2},
+				granted(Line{SKU: "A1", Location: "paris", Pool: "bf", Quantity: 1}, Line{SKU: "B2", Location: "paris", Pool: "bf", Quantity: 2})},
+			taken: map[string]int64{rowKey("A1", "paris", "bf"): 1, rowKey("B2", "paris", "bf"): 2},
+		},
+		{
 			name: "the same SKU twice in one request counts as one line of the sum",
 			rows: rowsOf(row("A1", 3)),
 			holds: []hold{
@@ -222,6 +235,35 @@ func TestDecideAllocation(t *testing.T) {
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2}, Item{SKU: "B2", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 5})},
 			[]verdict{{line: want{SKU: "B2", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}, granted(on("A1", "paris", 5))}},
 		{"a SKU at no active location the key may use is out of stock", three(5, 5, 5),
+			[]hold{bound(holdOf(Item{SKU: "A1", Quantity: 1}), "madrid")},
+			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock}}},
+		{"a named line and an allocated line landing on one row are one line", three(5, 5, 5),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"}, Item{SKU: "A1", Quantity: 1})},
+			[]verdict{granted(on("A1", "paris", 3))}},
+		{"a named line and a split line over its row are one line there", three(3, 2, 3),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"}, Item{SKU: "A1", Quantity: 6, Split: true})},
+			[]verdict{granted(on("A1", "berlin", 3), on("A1", "lyon", 2), on("A1", "paris", 3))}},
+		{"the only location stopped: stop_sale, not out of stock", rowsOf(lockedRow{sku: "A1", location: def, pool: MainPool,
+			available: 50, status: StockOnSale, active: true, stopped: "stocktake"}),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 1}), holdOf(Item{SKU: "A1", Quantity: 1, Split: true})},
+			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "stocktake", at: def},
+				{line: want{SKU: "A1", Pool: MainPool, Quantity: 1, Split: true}, why: domain.CodeStopSale, reason: "stocktake", at: def}}},
+		{"every location stopped or inactive: stop_sale at the first stopped", func() stockRows {
+			rows := three(5, 5, 5)
+			for _, loc := range []string{"paris", "lyon"} {
+				r := rows.rows[rowKey("A1", loc, MainPool)]
+				r.stopped = "flood " + loc
+				rows.rows[rowKey("A1", loc, MainPool)] = r
+			}
+			r := rows.rows[rowKey("A1", "berlin", MainPool)]
+			r.active = false
+			rows.rows[rowKey("A1", "berlin", MainPool)] = r
+			return rows
+		}(),
+			[]hold{holdOf(Item{SKU: "A1", Quantity: 1}), bound(holdOf(Item{SKU: "A1", Quantity: 1}), "lyon", "berlin")},
+			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "flood paris", at: "paris"},
+				{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "flood lyon", at: "lyon"}}},
+		{"stopped where the key may not hold is not why: out of stock", stopped,
 			[]hold{bound(holdOf(Item{SKU: "A1", Quantity: 1}), "madrid")},
 			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock}}},
 	} {
@@ -407,6 +449,13 @@ func TestDecideUnits(t *testing.T) {
 	mixed := seatsHold(t, Item{SKU: "S1", Units: []string{"A-6"}}, Item{SKU: "S1", Quantity: 2})
 	verdicts, _ = decideHolds(seatRow(), []hold{mixed})
 	require.Equal(t, []verdict{seatsGranted(3, "A-1", "A-3", "A-6")}, verdicts)
+
+	// Two quantity lines, one naming the pool's location, one allocated:
+	// one line of both, with as many different seats.
+	twice := seatsHold(t, Item{SKU: "S1", Quantity: 1, Location: def}, Item{SKU: "S1", Quantity: 2})
+	verdicts, taken = decideHolds(seatRow(), []hold{twice})
+	require.Equal(t, []verdict{seatsGranted(3, "A-1", "A-3", "A-4")}, verdicts)
+	require.Equal(t, map[string]int64{k: 3}, taken)
 
 	// Adjacent: the first run with room; none left once the run is broken.
 	verdicts, _ = decideHolds(seatRow(), []hold{

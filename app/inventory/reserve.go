@@ -195,11 +195,18 @@ func (r HoldRequest) asks() (map[string]unitAsk, error) {
 			seen[id] = true
 		}
 		lines := 0
+		var at *string
 		for _, it := range r.Items {
 			if it.SKU == sku {
 				lines++
 				if it.Units == nil && !it.Adjacent {
 					a.pick += it.Quantity // a line of a quantity beside lines naming units
+				}
+				switch {
+				case at == nil:
+					at = &it.Location
+				case *at != it.Location:
+					return nil, domain.Invalid("items name units of SKU %q on lines with different locations: a pool of units lives at one location, so give every line of that SKU the same location, or none", sku)
 				}
 			}
 		}
@@ -439,6 +446,8 @@ type holdCall struct {
 	done chan holdResult
 	// timeouts counts the lock timeouts its batches ran into.
 	timeouts int
+	// waited: a batch sent it on to the next one (see laterForRuns).
+	waited bool
 	// joined, when set, makes the call changes to holds on the rows of
 	// h.wants (each with its location) instead of a new hold: see
 	// rowbatch.go.
@@ -645,6 +654,8 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	b := s.sortOut(leaders, ft.made, ft.stop)
 	changed := decideJoined(b.joined, ft.holds, rows)
 	verdicts, taken := decideHolds(rows, b.holds())
+	verdicts = b.laterForRuns(verdicts, changed.gaveUnits)
+	again = append(again, b.later...)
 	w := b.writes(verdicts, taken, rows.lockOrder)
 	w.change = &changed.ch
 	firsts, firstsOf, after, err := s.writeHolds(ctx, conn, w)
@@ -819,6 +830,36 @@ type sorted struct {
 	stopErrs []error
 	// joined are the calls that change holds on the batch's rows.
 	joined []*holdCall
+	// later are the holds that go again with the next batch, undecided
+	// here (laterForRuns).
+	later []*holdCall
+}
+
+// laterForRuns takes out of the batch, to go again with the next one,
+// the holds refused for want of adjacent units on a pool the batch's
+// joined changes handed units back to (gave, by poolKey): the windows of
+// adjacent units were read before those units were free, so the next
+// batch, which reads them free, decides. A hold goes again so once. It
+// returns the verdicts of the holds left.
+func (b *sorted) laterForRuns(verdicts []verdict, gave map[string]bool) []verdict {
+	if len(gave) == 0 {
+		return verdicts
+	}
+	var (
+		deciding []*holdCall
+		kept     []verdict
+	)
+	for i, c := range b.deciding {
+		v := verdicts[i]
+		if !v.granted && v.why == domain.CodeOutOfStock && v.left < 0 && gave[poolKey(v.line.SKU, v.line.Pool)] && !c.waited {
+			c.waited = true
+			b.later = append(b.later, c)
+			continue
+		}
+		deciding, kept = append(deciding, c), append(kept, v)
+	}
+	b.deciding = deciding
+	return kept
 }
 
 // sortOut sorts a batch's requests out, the stop-sale switches as the
@@ -873,7 +914,7 @@ type holdWrites struct {
 // order the rows' counters move in.
 func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []Line) holdWrites {
 	var w holdWrites
-	for _, c := range slices.Concat(b.left, b.stopped) {
+	for _, c := range slices.Concat(b.left, b.stopped, b.later) {
 		w.drop = append(w.drop, c.h.id)
 	}
 	for i, c := range b.deciding {
@@ -1001,6 +1042,12 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 			Detail: fmt.Sprintf("SKU %q (pool %s) has no %d adjacent units left in one group%s", l.SKU, l.Pool, l.Quantity, where)}
 	case v.why == domain.CodeStopSale && l.Location != "" && v.reason != "":
 		return errStopSaleAt(l.Location, v.reason)
+	case v.why == domain.CodeStopSale && v.at != "":
+		// An allocated line whose every location is stopped: its stock
+		// is there, out of sale for now.
+		return &domain.Error{Code: domain.CodeStopSale, SKU: l.SKU, Pool: l.Pool, Location: v.at,
+			Detail: fmt.Sprintf("SKU %q (pool %s) is on sale at no location this hold may use: sales are stopped at %s (%s); no new holds there until an operator lifts it",
+				l.SKU, l.Pool, v.at, v.reason)}
 	case v.why == domain.CodeStopSale:
 		return errStopSale(v.reason)
 	case v.why == domain.CodeLocationInactive:
@@ -1023,9 +1070,13 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
 			Detail: "SKU " + strconv.Quote(l.SKU) + " (pool " + l.Pool + ") has " + strconv.FormatInt(v.left, 10) +
 				" available, " + strconv.FormatInt(l.Quantity, 10) + " requested"}
+	case l.Location == "" && h.req.Locations != nil && l.Split:
+		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
+			Detail: fmt.Sprintf("SKU %q (pool %s) has %d available across the active locations this key may use (%s), %d requested",
+				l.SKU, l.Pool, v.left, strings.Join(h.req.Locations, ", "), l.Quantity)}
 	case l.Location == "" && h.req.Locations != nil:
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,
-			Detail: fmt.Sprintf("SKU %q (pool %s): no location this key may use (%s) has %d available, at most %d",
+			Detail: fmt.Sprintf("SKU %q (pool %s): no location this key may use (%s) has %d available (the most at one is %d)",
 				l.SKU, l.Pool, strings.Join(h.req.Locations, ", "), l.Quantity, v.left)}
 	case l.Location == "" && l.Split:
 		return &domain.Error{Code: domain.CodeOutOfStock, SKU: l.SKU, Pool: l.Pool,

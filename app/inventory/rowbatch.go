@@ -144,6 +144,8 @@ type joinedDecision struct {
 	again   map[*holdCall]bool
 	expired map[*holdCall]int
 	holds   map[uuid.UUID]*lockedHold
+	// gaveUnits are the pools (poolKey) the changes hand units back to.
+	gaveUnits map[string]bool
 }
 
 // decideJoined decides a batch's joined calls, in arrival order, against
@@ -198,15 +200,22 @@ func decideJoined(calls []*holdCall, holds map[uuid.UUID]*lockedHold, st stockRo
 			r := st.rows[k]
 			r.available += l.Quantity
 			st.rows[k] = r
-			if r.units == nil {
+			if r.units == nil || len(l.Units) == 0 {
 				continue
 			}
-			// A unit handed back may be named by a hold of the batch.
+			// A unit handed back may be named by a hold of the batch, or
+			// picked by one: after the units read free (in seat order),
+			// which did not have it.
+			if d.gaveUnits == nil {
+				d.gaveUnits = map[string]bool{}
+			}
+			d.gaveUnits[poolKey(l.SKU, l.Pool)] = true
 			for _, id := range l.Units {
 				if u, ok := r.units.named[id]; ok {
 					u.status = UnitAvailable
 					r.units.named[id] = u
 				}
+				r.units.free = append(r.units.free, id)
 			}
 		}
 	}

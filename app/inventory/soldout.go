@@ -138,12 +138,8 @@ func appendAsk(b []byte, h hold) ([]byte, want, bool) {
 	if len(h.wants) == 0 {
 		return b, want{}, false
 	}
-	if h.maxPerOrder != nil {
-		for _, w := range h.wants {
-			if w.Quantity > *h.maxPerOrder {
-				return b, want{}, false // a campaign's cap refuses first
-			}
-		}
+	if _, over := overCap(h); over {
+		return b, want{}, false // a campaign's cap refuses first
 	}
 	first := h.wants[0]
 	for _, w := range h.wants {
