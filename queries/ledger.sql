@@ -15,16 +15,3 @@ SELECT s.sku, s.location, s.pool, @kind::text, @delta_total::bigint, @delta_avai
        s.feed_xid, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming
 FROM stock s
 WHERE s.sku = @sku AND s.location = @location AND s.pool = @pool;
-
--- name: LedgerHoldKeys :batchmany
--- LedgerHoldKeys lists the idempotency keys of the holds that drew on each
--- stock row given, from its ledger rows of kind reserve with a version
--- above the one given, up to lim in all: what an instance must not answer
--- sold out from memory (a retried request gets its first answer).
-SELECT g.sku, g.location, g.pool, g.stock_version, r.client, r.idempotency_key
-FROM (SELECT unnest(@skus::text[]) AS sku, unnest(@locations::text[]) AS location,
-             unnest(@pools::text[]) AS pool, unnest(@after_versions::bigint[]) AS after_version) k
-JOIN ledger g ON g.sku = k.sku AND g.location = k.location AND g.pool = k.pool
-             AND g.stock_version > k.after_version AND g.kind = 'reserve'
-JOIN reservations r ON r.id = g.reservation_id
-LIMIT @lim;

@@ -47,6 +47,14 @@ ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COL
 -- name: ReservationGet :one
 SELECT * FROM reservations WHERE id = @id;
 
+-- name: ReservationKeysMade :many
+-- ReservationKeysMade returns, of the (client, key) pairs given, those a
+-- hold was made with, each with its hold's id and request hash: what a
+-- hold refused from memory looks up first (replay.go).
+SELECT r.client, r.idempotency_key, r.id, r.request_hash FROM reservations r
+JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
+  ON r.client = k.client AND r.idempotency_key = k.idempotency_key;
+
 -- name: ReservationGetByKey :one
 SELECT * FROM reservations WHERE client = @client AND idempotency_key = @idempotency_key;
 

@@ -108,7 +108,7 @@ SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool F
 -- location is empty asks for the (sku, pool) at every location: a line
 -- the batch allocates.
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason, s.version
+       l.priority, l.active, l.stop_sale_reason
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
@@ -116,14 +116,14 @@ JOIN locations l ON l.id = s.location
 ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR NO KEY UPDATE OF s;
 
--- name: StockRowsRead :batchmany
+-- name: StockRowsRead :many
 -- StockRowsRead is StockLockMany without the lock, and with the switch
 -- for everything and the clients whose sales are stopped: what an instance
 -- reads again to know whether a hold it answers sold out from memory would
 -- still be refused, and for whom a batch would answer stop_sale first
 -- (soldout.go).
-SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason, s.version,
+SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason,
+       l.priority, l.active, l.stop_sale_reason,
        (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
        (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
 FROM stock s

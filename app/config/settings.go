@@ -48,7 +48,7 @@ var Settings = []Setting{
 		Meaning:  "most hold batches, and most confirm/release batches, running at once, each on its own connection"},
 	{Name: "STOCKHOLD_EXPIRY_TICK", Default: "200ms", Meaning: "longest pause of the expiry loop between passes: holds expire at most about this late"},
 	{Name: "STOCKHOLD_SOLDOUT_RECHECK", Default: "250ms",
-		Meaning: "a hold refused because nothing is left is refused again from memory, without the database, on the strength of a read at most this old: stock added on another instance is holdable here at most this long after its commit (`0s`: off)"},
+		Meaning: "a hold refused because nothing is left is refused again from memory, without a hold batch (its Idempotency-Key looked up first, so a retry of a hold granted anywhere gets its first answer), on the strength of a read at most this old: stock added on another instance is holdable here at most this long after its commit (`0s`: off)"},
 	{Name: "STOCKHOLD_WORKERS", Default: "20",
 		Meaning: "River jobs of the `default` queue (manual rollbacks, alerts) this process works at once; the other queues have their own workers"},
 	{Name: "STOCKHOLD_SWEEP_INTERVAL", Default: "30s", Meaning: "how often the expiry sweeper runs"},

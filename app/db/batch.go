@@ -71,102 +71,6 @@ func (b *BatchSettingsSetBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const ledgerHoldKeys = `-- name: LedgerHoldKeys :batchmany
-SELECT g.sku, g.location, g.pool, g.stock_version, r.client, r.idempotency_key
-FROM (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS location,
-             unnest($3::text[]) AS pool, unnest($4::bigint[]) AS after_version) k
-JOIN ledger g ON g.sku = k.sku AND g.location = k.location AND g.pool = k.pool
-             AND g.stock_version > k.after_version AND g.kind = 'reserve'
-JOIN reservations r ON r.id = g.reservation_id
-LIMIT $5
-`
-
-type LedgerHoldKeysBatchResults struct {
-	br     pgx.BatchResults
-	tot    int
-	closed bool
-}
-
-type LedgerHoldKeysParams struct {
-	Skus          []string
-	Locations     []string
-	Pools         []string
-	AfterVersions []int64
-	Lim           int32
-}
-
-type LedgerHoldKeysRow struct {
-	Sku            string
-	Location       string
-	Pool           string
-	StockVersion   int64
-	Client         string
-	IdempotencyKey string
-}
-
-// LedgerHoldKeys lists the idempotency keys of the holds that drew on each
-// stock row given, from its ledger rows of kind reserve with a version
-// above the one given, up to lim in all: what an instance must not answer
-// sold out from memory (a retried request gets its first answer).
-func (q *Queries) LedgerHoldKeys(ctx context.Context, arg []LedgerHoldKeysParams) *LedgerHoldKeysBatchResults {
-	batch := &pgx.Batch{}
-	for _, a := range arg {
-		vals := []interface{}{
-			a.Skus,
-			a.Locations,
-			a.Pools,
-			a.AfterVersions,
-			a.Lim,
-		}
-		batch.Queue(ledgerHoldKeys, vals...)
-	}
-	br := q.db.SendBatch(ctx, batch)
-	return &LedgerHoldKeysBatchResults{br, len(arg), false}
-}
-
-func (b *LedgerHoldKeysBatchResults) Query(f func(int, []LedgerHoldKeysRow, error)) {
-	defer b.br.Close()
-	for t := 0; t < b.tot; t++ {
-		var items []LedgerHoldKeysRow
-		if b.closed {
-			if f != nil {
-				f(t, items, ErrBatchAlreadyClosed)
-			}
-			continue
-		}
-		err := func() error {
-			rows, err := b.br.Query()
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var i LedgerHoldKeysRow
-				if err := rows.Scan(
-					&i.Sku,
-					&i.Location,
-					&i.Pool,
-					&i.StockVersion,
-					&i.Client,
-					&i.IdempotencyKey,
-				); err != nil {
-					return err
-				}
-				items = append(items, i)
-			}
-			return rows.Err()
-		}()
-		if f != nil {
-			f(t, items, err)
-		}
-	}
-}
-
-func (b *LedgerHoldKeysBatchResults) Close() error {
-	b.closed = true
-	return b.br.Close()
-}
-
 const reservationLinesGetByKeys = `-- name: ReservationLinesGetByKeys :batchmany
 SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units
 FROM reservation_lines l
@@ -1289,7 +1193,7 @@ func (b *StockHoldsApplyBatchResults) Close() error {
 
 const stockLockMany = `-- name: StockLockMany :batchmany
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason, s.version
+       l.priority, l.active, l.stop_sale_reason
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
@@ -1321,7 +1225,6 @@ type StockLockManyRow struct {
 	Priority       int32
 	Active         bool
 	StopSaleReason *string
-	Version        int64
 }
 
 // StockLockMany locks the stock rows a hold batch may draw on, in (sku,
@@ -1374,7 +1277,6 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 					&i.Priority,
 					&i.Active,
 					&i.StopSaleReason,
-					&i.Version,
 				); err != nil {
 					return err
 				}
@@ -1389,114 +1291,6 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 }
 
 func (b *StockLockManyBatchResults) Close() error {
-	b.closed = true
-	return b.br.Close()
-}
-
-const stockRowsRead = `-- name: StockRowsRead :batchmany
-SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason, s.version,
-       (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
-       (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
-FROM stock s
-JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
-  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
-JOIN locations l ON l.id = s.location
-`
-
-type StockRowsReadBatchResults struct {
-	br     pgx.BatchResults
-	tot    int
-	closed bool
-}
-
-type StockRowsReadParams struct {
-	Skus      []string
-	Pools     []string
-	Locations []string
-}
-
-type StockRowsReadRow struct {
-	Sku            string
-	Location       string
-	Pool           string
-	Available      int64
-	Status         string
-	PausedReason   *string
-	Serialized     bool
-	Priority       int32
-	Active         bool
-	StopSaleReason *string
-	Version        int64
-	StopSale       bool
-	StoppedClients []string
-}
-
-// StockRowsRead is StockLockMany without the lock, and with the switch
-// for everything and the clients whose sales are stopped: what an instance
-// reads again to know whether a hold it answers sold out from memory would
-// still be refused, and for whom a batch would answer stop_sale first
-// (soldout.go).
-func (q *Queries) StockRowsRead(ctx context.Context, arg []StockRowsReadParams) *StockRowsReadBatchResults {
-	batch := &pgx.Batch{}
-	for _, a := range arg {
-		vals := []interface{}{
-			a.Skus,
-			a.Pools,
-			a.Locations,
-		}
-		batch.Queue(stockRowsRead, vals...)
-	}
-	br := q.db.SendBatch(ctx, batch)
-	return &StockRowsReadBatchResults{br, len(arg), false}
-}
-
-func (b *StockRowsReadBatchResults) Query(f func(int, []StockRowsReadRow, error)) {
-	defer b.br.Close()
-	for t := 0; t < b.tot; t++ {
-		var items []StockRowsReadRow
-		if b.closed {
-			if f != nil {
-				f(t, items, ErrBatchAlreadyClosed)
-			}
-			continue
-		}
-		err := func() error {
-			rows, err := b.br.Query()
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var i StockRowsReadRow
-				if err := rows.Scan(
-					&i.Sku,
-					&i.Location,
-					&i.Pool,
-					&i.Available,
-					&i.Status,
-					&i.PausedReason,
-					&i.Serialized,
-					&i.Priority,
-					&i.Active,
-					&i.StopSaleReason,
-					&i.Version,
-					&i.StopSale,
-					&i.StoppedClients,
-				); err != nil {
-					return err
-				}
-				items = append(items, i)
-			}
-			return rows.Err()
-		}()
-		if f != nil {
-			f(t, items, err)
-		}
-	}
-}
-
-func (b *StockRowsReadBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }

@@ -113,6 +113,47 @@ func (q *Queries) ReservationInsert(ctx context.Context, arg ReservationInsertPa
 	return i, err
 }
 
+const reservationKeysMade = `-- name: ReservationKeysMade :many
+SELECT r.client, r.idempotency_key, r.id, r.request_hash FROM reservations r
+JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
+  ON r.client = k.client AND r.idempotency_key = k.idempotency_key
+`
+
+type ReservationKeysMadeRow struct {
+	Client         string
+	IdempotencyKey string
+	ID             uuid.UUID
+	RequestHash    string
+}
+
+// ReservationKeysMade returns, of the (client, key) pairs given, those a
+// hold was made with, each with its hold's id and request hash: what a
+// hold refused from memory looks up first (replay.go).
+func (q *Queries) ReservationKeysMade(ctx context.Context, clients []string, idempotencyKeys []string) ([]ReservationKeysMadeRow, error) {
+	rows, err := q.db.Query(ctx, reservationKeysMade, clients, idempotencyKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReservationKeysMadeRow
+	for rows.Next() {
+		var i ReservationKeysMadeRow
+		if err := rows.Scan(
+			&i.Client,
+			&i.IdempotencyKey,
+			&i.ID,
+			&i.RequestHash,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const reservationLinesGet = `-- name: ReservationLinesGet :many
 SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])

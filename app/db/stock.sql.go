@@ -497,6 +497,68 @@ func (q *Queries) StockRowsOfReservations(ctx context.Context, ids []uuid.UUID) 
 	return items, nil
 }
 
+const stockRowsRead = `-- name: StockRowsRead :many
+SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason,
+       l.priority, l.active, l.stop_sale_reason,
+       (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
+       (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
+FROM stock s
+JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
+  ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
+JOIN locations l ON l.id = s.location
+`
+
+type StockRowsReadRow struct {
+	Sku            string
+	Location       string
+	Pool           string
+	Available      int64
+	Status         string
+	PausedReason   *string
+	Priority       int32
+	Active         bool
+	StopSaleReason *string
+	StopSale       bool
+	StoppedClients []string
+}
+
+// StockRowsRead is StockLockMany without the lock, and with the switch
+// for everything and the clients whose sales are stopped: what an instance
+// reads again to know whether a hold it answers sold out from memory would
+// still be refused, and for whom a batch would answer stop_sale first
+// (soldout.go).
+func (q *Queries) StockRowsRead(ctx context.Context, skus []string, pools []string, locations []string) ([]StockRowsReadRow, error) {
+	rows, err := q.db.Query(ctx, stockRowsRead, skus, pools, locations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockRowsReadRow
+	for rows.Next() {
+		var i StockRowsReadRow
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Location,
+			&i.Pool,
+			&i.Available,
+			&i.Status,
+			&i.PausedReason,
+			&i.Priority,
+			&i.Active,
+			&i.StopSaleReason,
+			&i.StopSale,
+			&i.StoppedClients,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stockSKUExists = `-- name: StockSKUExists :one
 SELECT EXISTS (SELECT 1 FROM stock WHERE sku = $1)
 `

@@ -14,12 +14,10 @@ import (
 // for a serialized row a hold of the batch may need units of.
 type lockedRow struct {
 	sku, location, pool string
-	// version is the row's version as read (soldout.go).
-	version    int64
-	available  int64
-	status     string
-	serialized bool
-	units      *poolUnits
+	available           int64
+	status              string
+	serialized          bool
+	units               *poolUnits
 	// priority, active and stopped are the row's location's: allocation
 	// takes the lowest priority first, never an inactive location, nor one
 	// whose sales are stopped (stopped is its stop-sale's reason).

@@ -128,6 +128,11 @@ type Service struct {
 	expiryLockTimeout string
 	holds             *batcher[*holdCall]
 	changes           *batcher[*changeCall]
+	// replays looks up the keys of holds refused from memory, and
+	// keysInFlight are the keys of the holds its batches have not
+	// answered yet (replay.go).
+	replays      *batcher[*keyCall]
+	keysInFlight keysInFlight
 	// beforeGrant, set by tests only, sees each hold a batch decides.
 	beforeGrant func(HoldRequest)
 	// catalogueScan, set by tests only, replaces CatalogueScan.
@@ -180,6 +185,9 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 	s.hot, s.rowBatches = &hotRows{}, s
 	s.holds = newBatcher("hold", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runHolds, s.panicked)
 	s.changes = newBatcher("confirm/release", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runChanges, s.panicked)
+	// One lookup at a time: the lookups that wait meanwhile go in the next
+	// one, so a sold-out rush sends PostgreSQL as few as it can.
+	s.replays = newBatcher("key lookup", max(cfg.MaxBatch, 1000), 1, batchTimeout, s.runKeyLookups, s.panicked)
 	return s
 }
 

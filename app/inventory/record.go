@@ -28,7 +28,7 @@ type Recorder interface {
 	// Release describes it.
 	Released(status, kind, actor string, n int)
 	// SoldOutInMemory is told about each hold refused out_of_stock from
-	// memory, without the database (soldout.go).
+	// memory, without a hold batch (soldout.go).
 	SoldOutInMemory()
 }
 

@@ -341,9 +341,19 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 		}
 		h.ttl, h.maxPerOrder = ttl, maxPerOrder
 	}
-	if v, ok := s.soldOut.refuse(h); ok {
-		s.rec.SoldOutInMemory()
-		return Reservation{}, false, s.refusal(ctx, h, v)
+	if v, ok := s.soldOut.refuse(h); ok && !s.keysInFlight.has(req.Client, req.IdempotencyKey) {
+		// A retry of a hold granted, here or on another instance, gets
+		// its first answer: the key is looked up first (replay.go). A key
+		// that made a hold, or a lookup that failed, goes to its batch,
+		// as does a retry whose first attempt a batch here has not
+		// answered yet.
+		switch k := s.keyUsed(ctx, req.Client, req.IdempotencyKey); {
+		case k.err == nil && !k.made:
+			s.rec.SoldOutInMemory()
+			return Reservation{}, false, s.refusal(ctx, h, v)
+		case k.err == nil && k.hash != req.hash():
+			return Reservation{}, false, errKeyReused(req.IdempotencyKey, k.id)
+		}
 	}
 	h.id, h.hash = newHoldID(), req.hash()
 	return s.holdBatched(ctx, h)
@@ -448,6 +458,8 @@ type holdCall struct {
 	timeouts int
 	// waited: a batch sent it on to the next one (see laterForRuns).
 	waited bool
+	// answered, when set, is told of the call's answer (keysInFlight).
+	answered func()
 	// joined, when set, makes the call changes to holds on the rows of
 	// h.wants (each with its location) instead of a new hold: see
 	// rowbatch.go.
@@ -468,6 +480,9 @@ func (c *holdCall) answer(err error) { c.reply(holdResult{err: err}) }
 func (c *holdCall) reply(r holdResult) {
 	select {
 	case c.done <- r:
+		if c.answered != nil {
+			c.answered()
+		}
 	default: // answered already
 	}
 }
@@ -488,6 +503,7 @@ func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, e
 	for _, w := range h.wants {
 		c.rows = append(c.rows, w.key())
 	}
+	c.answered = s.keysInFlight.add(h.req.Client, h.req.IdempotencyKey)
 	s.holds.submit(c)
 	select {
 	case res := <-c.done:
@@ -775,7 +791,7 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	locked := make([]lockedRow, len(stock))
 	for i, r := range stock {
 		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, status: r.Status,
-			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason), version: r.Version}
+			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason)}
 	}
 	rows := newStockRows(locked)
 	rows.lockOrder = make([]Line, len(stock))

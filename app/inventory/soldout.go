@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -36,10 +35,11 @@ import (
 //     inventory's functions in their own transactions (a campaign giving
 //     its pool back, an import) are an other instance's: the bound.
 //   - A retried request whose first attempt was granted must get that
-//     answer: an entry is used only once it knows the idempotency keys of
-//     every hold that drew on its rows up to the versions it rests on
-//     (read from the ledger, a few at a time as the versions move), and a
-//     request whose key is among them goes to its batch.
+//     answer, on whichever instance it was granted and however soon after:
+//     a request memory would refuse first looks its Idempotency-Key up
+//     (replay.go: one indexed read, shared by the requests that wait for
+//     it at once). A request whose key made a hold goes to its batch,
+//     which replays it (or refuses a key reused with another body).
 //   - What memory answers is the batch's own answer: only a hold's first
 //     line (in the order the batch decides them) is looked up, lines
 //     naming units or asking them adjacent are not (their answer names
@@ -52,13 +52,10 @@ import (
 //     flip of any switch on this instance is one, through inTx); a
 //     client's flip on this instance also takes effect on the set at once.
 
-// soldOutMaxKeys is the most holds a remembered ask's rows may have had:
-// a pool with more is not remembered (reading their keys would cost more
-// than the refusals save). soldOutMaxAsks bounds the asks remembered at
-// once, and an ask nobody asked for in soldOutIdle is forgotten: the
-// recheck loop reads every entry's rows each time.
+// soldOutMaxAsks bounds the asks remembered at once, and an ask nobody
+// asked for in soldOutIdle is forgotten: the recheck loop reads every
+// entry's rows each time.
 const (
-	soldOutMaxKeys = 100_000
 	soldOutMaxAsks = 1_000
 	soldOutIdle    = 10 * time.Second
 )
@@ -67,7 +64,6 @@ const (
 type soldOut struct {
 	trust time.Duration
 	now   func() time.Time
-	seed  maphash.Seed
 	read  func(ctx context.Context, checks []soldOutCheck) []soldOutRenewal
 
 	// writes counts the writes of this instance, other than hold batches
@@ -78,10 +74,7 @@ type soldOut struct {
 	mu      sync.Mutex
 	entries map[string]*soldOutEntry
 	// byPool is the asks resting on each pool (poolKey).
-	byPool map[string]map[string]bool
-	// tooMany are asks whose rows had more holds than soldOutMaxKeys,
-	// not remembered until the time given.
-	tooMany map[string]time.Time
+	byPool  map[string]map[string]bool
 	looping bool
 	// stopped are the clients whose sales are stopped as the recheck loop
 	// last read them (this instance's own flips applied since), and
@@ -98,30 +91,16 @@ type soldOutEntry struct {
 	// whose first line asks for one unit: what the recheck decides again.
 	v verdict
 	h hold
-	// rows are the rows the verdict rests on, with their versions as read.
-	rows []soldOutRow
 	// readAt is when the read it rests on began; writes is the
 	// instance's writes then.
 	readAt time.Time
 	writes uint64
-	// keys are the hashes of the idempotency keys of the holds that drew on
-	// the rows, sorted, through the versions in through (by rowKey).
-	keys    []uint64
-	through map[string]int64
 	// asked is when a hold last asked for it.
 	asked time.Time
 }
 
-type soldOutRow struct {
-	sku, location, pool string
-	version             int64
-}
-
-func (r soldOutRow) key() string { return rowKey(r.sku, r.location, r.pool) }
-
 func newSoldOut(trust time.Duration) *soldOut {
-	return &soldOut{trust: trust, now: time.Now, seed: maphash.MakeSeed(), entries: map[string]*soldOutEntry{},
-		byPool: map[string]map[string]bool{}, tooMany: map[string]time.Time{}}
+	return &soldOut{trust: trust, now: time.Now, entries: map[string]*soldOutEntry{}, byPool: map[string]map[string]bool{}}
 }
 
 // askOf is the ask memory knows hold h by: its first line as its batch
@@ -168,18 +147,9 @@ func appendAsk(b []byte, h hold) ([]byte, want, bool) {
 	return b, first, true
 }
 
-func (m *soldOut) keyHash(client, key string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(m.seed)
-	h.WriteString(client)
-	h.WriteByte(0)
-	h.WriteString(key)
-	return h.Sum64()
-}
-
 // refuse returns the verdict memory gives hold h: the refusal its batch
-// would give, when its ask is remembered, trusted now, and its key made no
-// hold on the rows.
+// would give, when its ask is remembered and trusted now. Whether h's key
+// made a hold is the caller's to look up (replay.go).
 func (m *soldOut) refuse(h hold) (verdict, bool) {
 	if m == nil || m.trust <= 0 {
 		return verdict{}, false
@@ -199,9 +169,6 @@ func (m *soldOut) refuse(h hold) (verdict, bool) {
 	if e == nil || !m.usableLocked(e, now) {
 		return verdict{}, false
 	}
-	if _, made := slices.BinarySearch(e.keys, m.keyHash(h.req.Client, h.req.IdempotencyKey)); made {
-		return verdict{}, false
-	}
 	e.asked = now
 	v := e.v
 	v.line = first
@@ -211,15 +178,7 @@ func (m *soldOut) refuse(h hold) (verdict, bool) {
 // usableLocked reports whether e may refuse a hold now (the time read
 // under mu).
 func (m *soldOut) usableLocked(e *soldOutEntry, now time.Time) bool {
-	if now.Sub(e.readAt) >= m.trust || e.writes != m.writes.Load() {
-		return false
-	}
-	for _, r := range e.rows {
-		if e.through[r.key()] < r.version {
-			return false
-		}
-	}
-	return true
+	return now.Sub(e.readAt) < m.trust && e.writes == m.writes.Load()
 }
 
 // soldOutSeen is what a read tells memory: when it began, and the
@@ -299,18 +258,7 @@ func (m *soldOut) remember(seen soldOutSeen, st stockRows, holds []hold, verdict
 			continue
 		}
 		ask, first, ok := askOf(h)
-		if !ok || first != v.line {
-			continue
-		}
-		if until, ok := m.tooMany[ask]; ok && m.now().Before(until) {
-			continue
-		}
-		var rows []soldOutRow
-		for _, k := range m.rowsOf(st, first) {
-			r := st.rows[k]
-			rows = append(rows, soldOutRow{sku: r.sku, location: r.location, pool: r.pool, version: r.version})
-		}
-		if len(rows) == 0 {
+		if !ok || first != v.line || len(m.rowsOf(st, first)) == 0 {
 			continue
 		}
 		probe := h
@@ -321,7 +269,7 @@ func (m *soldOut) remember(seen soldOutSeen, st stockRows, holds []hold, verdict
 			if len(m.entries) >= soldOutMaxAsks {
 				continue
 			}
-			e = &soldOutEntry{ask: ask, through: map[string]int64{}}
+			e = &soldOutEntry{ask: ask}
 			m.entries[ask] = e
 			pk := poolKey(first.SKU, first.Pool)
 			if m.byPool[pk] == nil {
@@ -332,7 +280,7 @@ func (m *soldOut) remember(seen soldOutSeen, st stockRows, holds []hold, verdict
 		if seen.at.Before(e.readAt) {
 			continue
 		}
-		e.v, e.h, e.rows, e.readAt, e.writes, e.asked = v, probe, rows, seen.at, seen.writes, seen.at
+		e.v, e.h, e.readAt, e.writes, e.asked = v, probe, seen.at, seen.writes, seen.at
 		start = start || !m.looping
 	}
 	if start {
@@ -395,28 +343,18 @@ func (m *soldOut) dropLocked(ask string) {
 
 // soldOutCheck is one entry as the recheck loop reads it again.
 type soldOutCheck struct {
-	ask     string
-	h       hold
-	rows    []soldOutRow
-	through map[string]int64
+	ask string
+	h   hold
 }
 
-// soldOutRenewal is the recheck loop's verdict on one entry: read at at,
-// still refused on the rows read (with their versions), and the keys of
-// the holds that drew on them since through, up to the versions read; or
-// not refused any more (gone), or too many holds.
+// soldOutRenewal is the recheck loop's verdict on one entry: read at at
+// (writes: the instance's writes then), still refused on the rows read,
+// or not refused any more (gone).
 type soldOutRenewal struct {
-	ask     string
-	gone    bool
-	tooMany bool
-	at      time.Time
-	writes  uint64
-	rows    []soldOutRow
-	keys    []uint64
-	// after are the rows whose keys were read (by rowKey), each with the
-	// version after which they were: the keys through a row's version
-	// read are known only where the entry knew them through that one.
-	after map[string]int64
+	ask    string
+	gone   bool
+	at     time.Time
+	writes uint64
 }
 
 // loop reads every entry again every half of trust until none is left.
@@ -436,7 +374,7 @@ func (m *soldOut) loop() {
 				m.dropLocked(e.ask)
 				continue
 			}
-			checks = append(checks, soldOutCheck{ask: e.ask, h: e.h, rows: slices.Clone(e.rows), through: cloneMap(e.through)})
+			checks = append(checks, soldOutCheck{ask: e.ask, h: e.h})
 		}
 		m.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), m.trust)
@@ -446,96 +384,36 @@ func (m *soldOut) loop() {
 	}
 }
 
-func cloneMap[K comparable, V any](in map[K]V) map[K]V {
-	out := make(map[K]V, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
-}
-
 // renew applies the recheck loop's verdicts.
 func (m *soldOut) renew(renewals []soldOutRenewal) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range renewals {
 		e := m.entries[r.ask]
-		if e == nil {
+		if e == nil || r.at.Before(e.readAt) {
 			continue
 		}
-		if !r.gone && !r.tooMany {
-			// The keys of the holds on the rows up to the versions read are
-			// known whenever the read began, even if a batch remembered
-			// the entry since (as batches do, one after another, while
-			// the pool's refusals still go to the database): without them
-			// the entry would wait for a read that no batch overtakes.
-			for _, row := range r.rows {
-				k := row.key()
-				if after, read := r.after[k]; read && e.through[k] >= after {
-					e.through[k] = max(e.through[k], row.version)
-				}
-			}
-			if len(r.keys) > 0 {
-				e.keys = append(e.keys, r.keys...)
-				slices.Sort(e.keys)
-				e.keys = slices.Compact(e.keys)
-			}
-		}
-		if r.at.Before(e.readAt) {
-			continue
-		}
-		if r.gone || r.tooMany {
-			if r.tooMany {
-				m.tooMany[r.ask] = m.now().Add(time.Minute)
-			}
+		if r.gone {
 			m.dropLocked(r.ask)
 			continue
 		}
-		e.rows, e.readAt, e.writes = r.rows, r.at, r.writes
+		e.readAt, e.writes = r.at, r.writes
 	}
 }
 
-// recheck is the recheck loop's read: every entry's rows again, without
-// locking them, and in a later statement the keys of the holds that drew
-// on them since the versions each entry knows the keys through. An entry
-// whose first line would no longer be refused out_of_stock with nothing
-// left, as its batch decides it, is gone.
+// recheckSoldOut is the recheck loop's read: every entry's rows again,
+// without locking them, in one statement. An entry whose first line would
+// no longer be refused out_of_stock with nothing left, as its batch
+// decides it, is gone.
 func (s *Service) recheckSoldOut(ctx context.Context, checks []soldOutCheck) []soldOutRenewal {
 	seen := s.soldOut.seenNow()
-	var rows db.StockRowsReadParams
+	var skus, pools, locations []string
 	for _, c := range checks {
 		w := c.h.wants[0]
-		rows.Skus = append(rows.Skus, w.SKU)
-		rows.Pools = append(rows.Pools, w.Pool)
-		rows.Locations = append(rows.Locations, w.Location)
+		skus, pools, locations = append(skus, w.SKU), append(pools, w.Pool), append(locations, w.Location)
 	}
-	var keys db.LedgerHoldKeysParams
-	keys.Lim = soldOutMaxKeys + 1
-	for _, c := range checks {
-		for _, r := range c.rows {
-			keys.Skus = append(keys.Skus, r.sku)
-			keys.Locations = append(keys.Locations, r.location)
-			keys.Pools = append(keys.Pools, r.pool)
-			keys.AfterVersions = append(keys.AfterVersions, c.through[r.key()])
-		}
-	}
-	pc, err := s.pool.Acquire(ctx)
+	read, err := db.New(s.pool).StockRowsRead(ctx, skus, pools, locations)
 	if err != nil {
-		return nil
-	}
-	defer pc.Release()
-	p := newPipe(pc.Conn())
-	q := db.New(p)
-	reading := q.StockRowsRead(ctx, []db.StockRowsReadParams{rows})
-	keying := q.LedgerHoldKeys(ctx, []db.LedgerHoldKeysParams{keys})
-	var (
-		read  []db.StockRowsReadRow
-		known []db.LedgerHoldKeysRow
-	)
-	if err := p.roundTrip(ctx, func() {
-		read, _ = collect(reading.Query)
-		known, _ = collect(keying.Query)
-	}); err != nil {
 		s.log.Warn("rereading the pools remembered sold out failed; their entries lapse", "err", err)
 		return nil
 	}
@@ -546,33 +424,20 @@ func (s *Service) recheckSoldOut(ctx context.Context, checks []soldOutCheck) []s
 			s.soldOut.stoppedRead(seen, r.StoppedClients)
 		}
 		stopped = stopped || r.StopSale
+		// A pool of units is decided on its counters, as a plain one: the
+		// probe asks for one unit, named by no one, and a serialized row's
+		// available counter is its available units (the database's balance
+		// check). Deciding it as serialized, without the units a batch
+		// reads, would pick from none and refuse it for ever.
 		locked = append(locked, lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, status: r.Status,
-			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason), version: r.Version})
+			priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason)})
 	}
 	st := newStockRows(locked)
-	keysOf := map[string][]uint64{}
-	for _, k := range known {
-		rk := rowKey(k.Sku, k.Location, k.Pool)
-		keysOf[rk] = append(keysOf[rk], s.soldOut.keyHash(k.Client, k.IdempotencyKey))
-	}
 	out := make([]soldOutRenewal, 0, len(checks))
 	for _, c := range checks {
-		r := soldOutRenewal{ask: c.ask, at: seen.at, writes: seen.writes, after: make(map[string]int64, len(c.rows))}
-		for _, row := range c.rows {
-			r.after[row.key()] = c.through[row.key()]
-		}
+		r := soldOutRenewal{ask: c.ask, at: seen.at, writes: seen.writes}
 		v := decideHold(st, map[string]int64{}, map[string]bool{}, c.h)
-		if stopped || v.granted || v.why != domain.CodeOutOfStock || v.left != 0 {
-			r.gone = true
-			out = append(out, r)
-			continue
-		}
-		for _, k := range s.soldOut.rowsOf(st, c.h.wants[0]) {
-			row := st.rows[k]
-			r.rows = append(r.rows, soldOutRow{sku: row.sku, location: row.location, pool: row.pool, version: row.version})
-			r.keys = append(r.keys, keysOf[k]...)
-		}
-		r.tooMany = len(known) > soldOutMaxKeys || len(r.rows) == 0
+		r.gone = stopped || v.granted || v.why != domain.CodeOutOfStock || v.left != 0 || len(s.soldOut.rowsOf(st, c.h.wants[0])) == 0
 		out = append(out, r)
 	}
 	return out

@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -296,4 +297,161 @@ func TestSoldOutStaysAsideWhileEverythingIsStopped(t *testing.T) {
 	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "payments back", Actor: "alice"})
 	require.NoError(t, err)
 	remembered()
+}
+
+// TestSoldOutSeatsCorrectedAcrossInstances: a plain quantity naming its
+// location on a pool of seats, refused and remembered on instance A; a
+// seat released on instance B, and later one added there: each is
+// holdable on A within STOCKHOLD_SOLDOUT_RECHECK of B's commit (the
+// recheck decided without the pool's units, and the entry never cleared).
+func TestSoldOutSeatsCorrectedAcrossInstances(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const recheck = 250 * time.Millisecond
+	cfg, mem := withMemoryCount(inventory.Config{SoldOutRecheck: recheck})
+	a, b := setup(t, &setupOpts{cfg: &cfg})
+	other := b.another(inventory.Config{SoldOutRecheck: recheck})
+	addUnits(t, other, "STALLS", venue(1, 2))
+	taken, _, err := other.Hold(ctx, holdReq("taken", seats("STALLS", "A-1", "A-2")))
+	require.NoError(t, err)
+	ask := inventory.Item{SKU: "STALLS", Quantity: 1, Location: inventory.DefaultLocation}
+	i := 0
+	remembered := func() {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			i++
+			before := mem.n.Load()
+			_, _, err := a.Hold(ctx, holdReq(fmt.Sprint("a", i), ask))
+			return code(err) == domain.CodeOutOfStock && mem.n.Load() > before
+		}, 10*time.Second, time.Millisecond, "never refused from memory")
+	}
+	holdable := func(what string) {
+		t.Helper()
+		committed := time.Now()
+		for {
+			i++
+			asked := time.Now()
+			before := mem.n.Load()
+			_, _, err := a.Hold(ctx, holdReq(fmt.Sprint("a", i), ask))
+			if err == nil {
+				return
+			}
+			require.Equal(t, domain.CodeOutOfStock, code(err))
+			require.False(t, mem.n.Load() > before && asked.Sub(committed) > recheck,
+				"%s: a hold asked %s after the commit was refused from memory", what, asked.Sub(committed))
+			require.Less(t, time.Since(committed), 10*time.Second, "%s: A never saw the seat", what)
+		}
+	}
+
+	remembered()
+	_, err = other.ReleaseItems(ctx, taken.ID, shop, "", []inventory.Item{seats("STALLS", "A-2")})
+	require.NoError(t, err)
+	holdable("a seat released on B")
+
+	remembered()
+	addUnits(t, other, "STALLS", []inventory.UnitSpec{{ID: "A-3"}})
+	holdable("a seat added on B")
+}
+
+// TestSoldOutRetryGetsItsFirstAnswer replays the reviewer's sequence: a
+// SKU sold out and remembered on instance A; on instance B one unit is
+// added and a hold granted under key K; the same request under K sent to
+// A right after gets B's answer (a replay of the same hold), not
+// out_of_stock from memory, ten times in a row; the same key with another
+// body is 422 idempotency_key_reused. Then the same, eight at once, while
+// other clients' new keys are still refused from memory (issue 28's
+// memory keeps answering them).
+func TestSoldOutRetryGetsItsFirstAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A trusts its reads for 10 s: only the key lookup stands between a
+	// retry and memory.
+	cfg, mem := withMemoryCount(inventory.Config{SoldOutRecheck: 10 * time.Second})
+	a, b := setup(t, &setupOpts{cfg: &cfg})
+	other := b.another(inventory.Config{})
+	dbtest.StockIn(t, b.pool, "LAST", 1)
+	_, _, err := a.Hold(ctx, holdReq("first", item("LAST", 1)))
+	require.NoError(t, err)
+	i := 0
+	require.Eventually(t, func() bool {
+		i++
+		_, inMemory := fromMemory(ctx, a, mem, fmt.Sprint("fresh", i), "LAST", 1)
+		return inMemory
+	}, 10*time.Second, time.Millisecond)
+
+	restock := func(key string) {
+		_, _, err := other.AdjustOnce(ctx, idempotency.NewKey("ops", key), inventory.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"})
+		require.NoError(t, err)
+	}
+	for round := range 10 {
+		k := fmt.Sprint("k", round)
+		restock(k)
+		granted, replayed, err := other.Hold(ctx, holdReq(k, item("LAST", 1)))
+		require.NoError(t, err)
+		require.False(t, replayed)
+		again, replayed, err := a.Hold(ctx, holdReq(k, item("LAST", 1)))
+		require.NoError(t, err, "round %d: the retry on A was refused", round)
+		require.True(t, replayed)
+		require.Equal(t, granted.ID, again.ID)
+		_, _, err = a.Hold(ctx, holdReq(k, item("LAST", 2)))
+		require.Equal(t, domain.CodeKeyReused, code(err), "round %d", round)
+		i++
+		err, inMemory := fromMemory(ctx, a, mem, fmt.Sprint("fresh", i), "LAST", 1)
+		require.Equal(t, domain.CodeOutOfStock, code(err))
+		require.True(t, inMemory, "round %d: a new key is still answered from memory", round)
+	}
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		problems []string
+		stop     atomic.Bool
+	)
+	report := func(format string, args ...any) {
+		mu.Lock()
+		problems = append(problems, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	hammer := make(chan struct{})
+	go func() {
+		defer close(hammer)
+		for n := 0; !stop.Load(); n++ {
+			_, _, err := a.Hold(ctx, holdReq(fmt.Sprint("hammer", n), item("LAST", 1)))
+			if err != nil && code(err) != domain.CodeOutOfStock && code(err) != domain.CodeBusy {
+				report("a new key on A: %v", err)
+				return
+			}
+		}
+	}()
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 5 {
+				k := fmt.Sprint("g", g, "-", round)
+				if _, _, err := other.AdjustOnce(ctx, idempotency.NewKey("ops", k), inventory.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"}); err != nil && code(err) != domain.CodeBusy {
+					report("%s: restock: %v", k, err)
+					return
+				}
+				granted, _, err := other.Hold(ctx, holdReq(k, item("LAST", 1)))
+				if err != nil {
+					continue // another goroutine's hold took the unit, or the row was busy
+				}
+				// Busy (the row is hot across both instances) is the
+				// contract's "send it again": the answer that counts is
+				// the first that is not.
+				again, replayed, err := a.Hold(ctx, holdReq(k, item("LAST", 1)))
+				for try := 0; code(err) == domain.CodeBusy && try < 50; try++ {
+					again, replayed, err = a.Hold(ctx, holdReq(k, item("LAST", 1)))
+				}
+				if err != nil || !replayed || again.ID != granted.ID {
+					report("%s: the retry on A answered %v (replayed %v)", k, err, replayed)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stop.Store(true)
+	<-hammer
+	require.Empty(t, problems)
 }

@@ -75,11 +75,11 @@ var (
 )
 
 // SoldOutInMemory counts holds refused out_of_stock from an instance's
-// memory of pools with nothing left, without a database round trip; they
-// count in Holds too.
+// memory of pools with nothing left, without a hold batch (after a lookup
+// of their key); they count in Holds too.
 var SoldOutInMemory = promauto.NewCounter(prometheus.CounterOpts{
 	Name: "stockhold_holds_refused_in_memory_total",
-	Help: "Holds refused out_of_stock from memory, without the database (also counted in stockhold_holds_total).",
+	Help: "Holds refused out_of_stock from memory, without a hold batch (also counted in stockhold_holds_total).",
 })
 
 // Recorder feeds what the services tell it (inventory.Recorder,
