@@ -5,8 +5,14 @@
 -- StopSaleShare is a hold batch's share of the stop-sale lock, held to the
 -- end of its transaction; StopSaleRead, a later statement, then reads the
 -- switch as the last flip committed it (see StopSaleLock). lock is
--- StopSaleLockName (a batch query needs a parameter).
-SELECT pg_advisory_xact_lock_shared(hashtext(@lock::text));
+-- StopSaleLockName (a batch query needs a parameter). The share is waited
+-- for under the lock_timeout the transaction set before (a flip waits for
+-- the batches running, and the batches that ask after it wait for it);
+-- once it is granted, lock_timeout becomes timeout, the bound of the
+-- batch's waits for rows (the subquery is evaluated first: its row is
+-- what the outer SELECT projects).
+SELECT set_config('lock_timeout', @timeout::text, true)
+FROM (SELECT pg_advisory_xact_lock_shared(hashtext(@lock::text)) OFFSET 0) share;
 
 -- name: StopSaleRead :batchmany
 -- StopSaleRead reads the switch for everything (an empty client) and the active

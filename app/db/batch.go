@@ -1366,7 +1366,8 @@ func (b *StopSaleReadBatchResults) Close() error {
 
 const stopSaleShare = `-- name: StopSaleShare :batchexec
 
-SELECT pg_advisory_xact_lock_shared(hashtext($1::text))
+SELECT set_config('lock_timeout', $1::text, true)
+FROM (SELECT pg_advisory_xact_lock_shared(hashtext($2::text)) OFFSET 0) share
 `
 
 type StopSaleShareBatchResults struct {
@@ -1375,22 +1376,33 @@ type StopSaleShareBatchResults struct {
 	closed bool
 }
 
+type StopSaleShareParams struct {
+	Timeout string
+	Lock    string
+}
+
 // The protection switch beyond one pool (stop-sale, a campaign's pools),
 // the checks before lifting it, and repairs of a pool's books.
 // StopSaleShare is a hold batch's share of the stop-sale lock, held to the
 // end of its transaction; StopSaleRead, a later statement, then reads the
 // switch as the last flip committed it (see StopSaleLock). lock is
-// StopSaleLockName (a batch query needs a parameter).
-func (q *Queries) StopSaleShare(ctx context.Context, lock []string) *StopSaleShareBatchResults {
+// StopSaleLockName (a batch query needs a parameter). The share is waited
+// for under the lock_timeout the transaction set before (a flip waits for
+// the batches running, and the batches that ask after it wait for it);
+// once it is granted, lock_timeout becomes timeout, the bound of the
+// batch's waits for rows (the subquery is evaluated first: its row is
+// what the outer SELECT projects).
+func (q *Queries) StopSaleShare(ctx context.Context, arg []StopSaleShareParams) *StopSaleShareBatchResults {
 	batch := &pgx.Batch{}
-	for _, a := range lock {
+	for _, a := range arg {
 		vals := []interface{}{
-			a,
+			a.Timeout,
+			a.Lock,
 		}
 		batch.Queue(stopSaleShare, vals...)
 	}
 	br := q.db.SendBatch(ctx, batch)
-	return &StopSaleShareBatchResults{br, len(lock), false}
+	return &StopSaleShareBatchResults{br, len(arg), false}
 }
 
 func (b *StopSaleShareBatchResults) Exec(f func(int, error)) {

@@ -123,6 +123,9 @@ type Service struct {
 	log         *slog.Logger
 	cfg         Config
 	lockTimeout string
+	// stopSaleWait bounds a hold batch's wait for a flip of a stop-sale
+	// switch (see stopSaleWait).
+	stopSaleWait string
 	// expiryLockTimeout is shorter: expiry must never keep a row locked
 	// long enough, waiting for another, to make a request time out.
 	expiryLockTimeout string
@@ -178,6 +181,7 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 	}
 	s := &Service{pool: pool, log: log, cfg: cfg, rec: cfg.Recorder, counts: newHoldCounts(),
 		lockTimeout:       fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds(), 1)),
+		stopSaleWait:      stopSaleWait(cfg.LockTimeout),
 		expiryLockTimeout: fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds()/5, 1)),
 	}
 	s.soldOut = newSoldOut(cfg.SoldOutRecheck)

@@ -760,8 +760,8 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	p := newPipe(conn)
 	q := db.New(p)
 	p.begin()
-	q.BatchSettingsSet(ctx, []string{s.lockTimeout})
-	stopping := queueStopSale(ctx, q, clients)
+	q.BatchSettingsSet(ctx, []string{s.stopSaleWait})
+	stopping := queueStopSale(ctx, q, clients, s.lockTimeout)
 	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
 	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
 	needs, order := unitNeeds(leaders, s.unitPools.has)
@@ -780,6 +780,9 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 		units = reading.read()
 		ft.holds = joining.read()
 	})
+	if err != nil && ft.stop.waitedOut {
+		return firstTrip{}, errFlipSlow
+	}
 	if err != nil {
 		return firstTrip{}, fmt.Errorf("insert and lock: %w", err)
 	}

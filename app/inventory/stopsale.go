@@ -23,12 +23,32 @@ type stopSale struct {
 	reason string
 	// clients are the batch's clients whose sales are stopped, with why.
 	clients map[string]string
+	// waitedOut: the batch waited for a flip longer than it may
+	// (stopSaleWait), and read nothing.
+	waitedOut bool
 }
 
 // stopSaleRead is the stop-sale step of a hold batch's first round trip.
 type stopSaleRead struct {
+	sharing *db.StopSaleShareBatchResults
 	reading *db.StopSaleReadBatchResults
 }
+
+// stopSaleWait is the lock_timeout a hold batch waits for its share of
+// the stop-sale lock under, the longer of 2 s and four lock timeouts: a
+// flip waits for the batches running (each gives up at its first wait
+// for a row longer than the lock timeout), then commits, and the batches
+// that ask for their share meanwhile wait for it. Counting that wait
+// against the batch's lock timeout turned a slow flip into busy answers
+// for holds it does not stop.
+func stopSaleWait(lockTimeout time.Duration) string {
+	return fmt.Sprintf("%dms", max(4*lockTimeout.Milliseconds(), 2000))
+}
+
+// errFlipSlow answers the holds of a batch that waited longer than
+// stopSaleWait for a flip of a stop-sale switch to commit.
+var errFlipSlow = &domain.Error{Code: domain.CodeBusy,
+	Detail: "a stop-sale switch is being flipped and the flip is taking long (it waits for a transaction that holds a lock); retry in a moment"}
 
 // queueStopSale queues, on a hold batch's first round trip, its share of
 // the stop-sale lock and then, in a later statement, the read of the
@@ -41,15 +61,20 @@ type stopSaleRead struct {
 // stop-sale was decided with the switch on, for everything or for its
 // client. Two tiny statements in a round trip the batch makes anyway, and
 // a lock that lives in memory; a flip, which is rare, waits for the
-// batches running at that moment whatever their clients.
-func queueStopSale(ctx context.Context, q *db.Queries, clients []string) stopSaleRead {
-	q.StopSaleShare(ctx, []string{StopSaleLockName})
-	return stopSaleRead{reading: q.StopSaleRead(ctx, [][]string{clients})}
+// batches running at that moment whatever their clients. The transaction
+// waits for its share under stopSaleWait (set with its settings), and the
+// share sets lockTimeout for the rest.
+func queueStopSale(ctx context.Context, q *db.Queries, clients []string, lockTimeout string) stopSaleRead {
+	return stopSaleRead{
+		sharing: q.StopSaleShare(ctx, []db.StopSaleShareParams{{Timeout: lockTimeout, Lock: StopSaleLockName}}),
+		reading: q.StopSaleRead(ctx, [][]string{clients}),
+	}
 }
 
 func readStopSale(r stopSaleRead) stopSale {
-	rows, _ := collect(r.reading.Query)
 	var st stopSale
+	r.sharing.Exec(func(_ int, err error) { st.waitedOut = classify(context.Background(), err) == failLock })
+	rows, _ := collect(r.reading.Query)
 	for _, row := range rows {
 		switch {
 		case !row.Active:
