@@ -4331,7 +4331,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description A field breaks a rule (no items, over 100 lines, quantity outside 1-1,000,000, ttl_seconds outside 1-604800, bad SKU name, order_ref over 255 bytes, empty campaign), a SKU has no stock in the pool (`unknown_sku` with `sku`), the campaign does not exist, a line takes more units of one SKU than the campaign's `max_per_order` (`limit_exceeded` with `sku`), or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `unknown_sku`, `unknown_campaign`, `limit_exceeded`, `idempotency_key_reused`. `unknown_location`: a line names a location that does not exist. */
+            /** @description A field breaks a rule (no items, over 100 lines, quantity outside 1-1,000,000, ttl_seconds outside 1-604800, bad SKU name, order_ref over 255 bytes, empty campaign), a SKU has no stock in the pool (`unknown_sku` with `sku`), the campaign does not exist, the lines of one SKU take more units of it, at every location together, than the campaign's `max_per_order` (`limit_exceeded` with `sku`), lines of a SKU that name units or ask them adjacent name different locations (`invalid_request`), or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `unknown_sku`, `unknown_campaign`, `limit_exceeded`, `idempotency_key_reused`. `unknown_location`: a line names a location that does not exist. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4344,7 +4344,7 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
-            /** @description Sales are stopped (`stop_sale`: `PUT /v1/stop-sale`), or overloaded: A row the request needs is locked by another transaction for longer than `STOCKHOLD_DB_LOCK_TIMEOUT` (code `busy`: other SKUs are unaffected), the database cannot be reached or no connection was free within `STOCKHOLD_DB_ACQUIRE_TIMEOUT` (code `unavailable`), or the request did not finish within the server's request timeout (code `timeout`). Nothing was changed for this request; retry after `Retry-After` seconds, with the same Idempotency-Key where there is one. */
+            /** @description Sales are stopped (`stop_sale`: `PUT /v1/stop-sale`; for a location's switch, `location` names it: the line named it, or every location the line could be allocated to has its sales stopped), or overloaded: A row the request needs is locked by another transaction for longer than `STOCKHOLD_DB_LOCK_TIMEOUT` (code `busy`: other SKUs are unaffected), or a flip of a stop-sale switch kept the hold waiting longer than the longer of 2 s and four lock timeouts (code `busy`, no `sku`), the database cannot be reached or no connection was free within `STOCKHOLD_DB_ACQUIRE_TIMEOUT` (code `unavailable`), or the request did not finish within the server's request timeout (code `timeout`). Nothing was changed for this request; retry after `Retry-After` seconds, with the same Idempotency-Key where there is one. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
