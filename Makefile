@@ -17,7 +17,7 @@ WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 # The binary build writes and run serves (the README's test gives its own).
 STOCKHOLD_BIN ?= bin/stockhold
 
-.PHONY: run test torture readme screenshots generate check-generate bench drill-failover lint build db-stop
+.PHONY: run test torture readme examples screenshots generate check-generate bench drill-failover lint build db-stop
 
 ## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines;
 ## webhooks may reach loopback (a dev instance); the export line it prints sets DATABASE_URL, BASE (where it serves), SHOP and OPS
@@ -62,6 +62,13 @@ torture:
 readme:
 	@set -eo pipefail; $(WITH_DB); \
 	UPDATE_README=1 go test -count=1 -run 'TestREADME|TestRunbook|TestGenerated' ./internal/readme/
+
+## examples: drive a real server through every operation of app/api/openapi.json and write each one's example (a curl command, its
+## body and the answer, which /docs shows) where any changed beyond ids and times; then regenerate the clients
+examples:
+	@set -eo pipefail; $(WITH_DB); \
+	UPDATE_EXAMPLES=1 go test -count=1 -run '^TestOpenAPIExamples$$' ./app/api/apiexamples/
+	@$(MAKE) --no-print-directory generate
 
 ## screenshots: retake docs/screenshots with the console's browser test
 screenshots:

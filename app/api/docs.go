@@ -17,22 +17,35 @@ import (
 )
 
 // The API reference at /docs is openapi.json rendered on the server into
-// one HTML page: no script, no stylesheet or font from elsewhere, nothing
-// a browser fetches but the page itself (the Content-Security-Policy of
-// every answer would refuse it anyway). It is rendered once, on first use.
+// HTML pages: /docs, the contents (the introduction, authentication, and
+// every tag with its operations, in the document's order of tags);
+// /docs/<tag>, one tag's operations, each with its recorded example;
+// /docs/schemas, every schema. No script, no stylesheet or font from
+// elsewhere, nothing a browser fetches but the page itself (the
+// Content-Security-Policy of every answer would refuse it anyway). The
+// pages are rendered once, on first use.
 
 var (
-	docsOnce sync.Once
-	docsPage []byte
-	docsErr  error
+	docsOnce  sync.Once
+	docsPages map[string][]byte
+	docsErr   error
 )
 
+// schemasPage is the page of every schema, /docs/schemas; no tag may have
+// its name.
+const schemasPage = "schemas"
+
 func (s *server) docs(c echo.Context) error {
-	docsOnce.Do(func() { docsPage, docsErr = renderDocs(openapiDoc) })
+	docsOnce.Do(func() { docsPages, docsErr = renderDocs(openapiDoc) })
 	if docsErr != nil {
 		return docsErr
 	}
-	return c.HTMLBlob(http.StatusOK, docsPage)
+	name := c.Param("page")
+	page, ok := docsPages[name]
+	if !ok {
+		return newProblem(http.StatusNotFound, "not_found", "the API reference has no page "+strconv.Quote(name)+": /docs lists them")
+	}
+	return c.HTMLBlob(http.StatusOK, page)
 }
 
 // oaDoc is the part of an OpenAPI 3.1 document the reference shows.
@@ -66,9 +79,19 @@ type oaOp struct {
 	RequestBody *struct {
 		Description string
 		Required    bool
-		Content     map[string]struct{ Schema *oaSchema }
+		Content     map[string]oaMedia
 	} `json:"requestBody"`
 	Responses map[string]*oaResponse
+	// CodeSamples are the operation's example requests (x-codeSamples, as
+	// Redoc names them): a curl command each, recorded from a real
+	// exchange with the answer beside its status's example.
+	CodeSamples []struct{ Lang, Label, Source string } `json:"x-codeSamples"`
+}
+
+// oaMedia is a body of one content type: its schema and an example.
+type oaMedia struct {
+	Schema  *oaSchema
+	Example json.RawMessage
 }
 
 type oaParam struct {
@@ -83,7 +106,7 @@ type oaParam struct {
 type oaResponse struct {
 	Ref         string `json:"$ref"`
 	Description string
-	Content     map[string]struct{ Schema *oaSchema }
+	Content     map[string]oaMedia
 }
 
 type oaSchema struct {
@@ -107,21 +130,54 @@ type oaSchema struct {
 	Pattern              string
 }
 
-// renderDocs renders the document raw as the reference page.
-func renderDocs(raw []byte) ([]byte, error) {
+// renderDocs renders the document raw as the reference's pages, by name:
+// "" for /docs, a tag's name for its page, schemasPage for the schemas.
+func renderDocs(raw []byte) (map[string][]byte, error) {
 	var doc oaDoc
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("read openapi.json: %w", err)
 	}
-	r := &docsRenderer{doc: &doc}
-	var b bytes.Buffer
-	if err := docsTemplate.Execute(&b, r.page()); err != nil {
-		return nil, fmt.Errorf("render the API reference: %w", err)
+	r := &docsRenderer{doc: &doc, opTag: map[string]string{}}
+	d := r.site()
+	pages := map[string][]byte{}
+	render := func(name string, p docsPage) error {
+		var b bytes.Buffer
+		if err := docsTemplate.Execute(&b, p); err != nil {
+			return fmt.Errorf("render the API reference's page %q: %w", name, err)
+		}
+		pages[name] = b.Bytes()
+		return nil
 	}
-	return b.Bytes(), nil
+	if err := render("", docsPage{Site: d, Index: true}); err != nil {
+		return nil, err
+	}
+	for i := range d.Tags {
+		t := &d.Tags[i]
+		if t.Name == schemasPage || t.Name == "" {
+			return nil, fmt.Errorf("openapi.json: a tag may not be named %q", t.Name)
+		}
+		p := docsPage{Site: d, Tag: t}
+		if i > 0 {
+			p.Prev = &d.Tags[i-1]
+		}
+		if i+1 < len(d.Tags) {
+			p.Next = &d.Tags[i+1]
+		}
+		if err := render(t.Name, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := render(schemasPage, docsPage{Site: d, Schemas: true}); err != nil {
+		return nil, err
+	}
+	return pages, nil
 }
 
-type docsRenderer struct{ doc *oaDoc }
+type docsRenderer struct {
+	doc *oaDoc
+	// opTag is each operation's tag, the page it is on.
+	opTag map[string]string
+}
 
 type docsOp struct {
 	ID, Method, Path, Summary string
@@ -132,6 +188,13 @@ type docsOp struct {
 	Body                      template.HTML
 	BodyNote                  template.HTML
 	Responses                 []docsRow
+	Examples                  []docsExample
+}
+
+// docsExample is a recorded exchange: the request as a curl command, and
+// the answer's status and body.
+type docsExample struct {
+	Request, Status, ContentType, Answer string
 }
 
 type docsRow struct {
@@ -155,7 +218,8 @@ type docsSchema struct {
 	Props       []docsRow
 }
 
-type docsData struct {
+// docsSite is what every page draws on.
+type docsSite struct {
 	Title, Version string
 	Description    template.HTML
 	Auth           []docsRow
@@ -163,15 +227,33 @@ type docsData struct {
 	Schemas        []docsSchema
 }
 
-var methodOrder = []string{"get", "put", "post", "patch", "delete", "head", "options", "trace"}
+// docsPage is one page: the contents (Index), a tag's page (Tag, between
+// Prev and Next), or the schemas (Schemas).
+type docsPage struct {
+	Site       docsSite
+	Index      bool
+	Tag        *docsTag
+	Prev, Next *docsTag
+	Schemas    bool
+}
 
-func (r *docsRenderer) page() docsData {
-	d := docsData{Title: r.doc.Info.Title, Version: r.doc.Info.Version, Description: markdown(r.doc.Info.Description)}
+// methodOrder is the order of one path's operations on a page: a
+// collection's create before its list, a resource's read before its
+// changes.
+var methodOrder = []string{"post", "get", "put", "patch", "delete", "head", "options", "trace"}
+
+func (r *docsRenderer) site() docsSite {
+	d := docsSite{Title: r.doc.Info.Title, Version: r.doc.Info.Version, Description: markdown(r.doc.Info.Description)}
 	for _, name := range sortedKeys(r.doc.Components.SecuritySchemes) {
 		s := r.doc.Components.SecuritySchemes[name]
 		d.Auth = append(d.Auth, docsRow{Name: name, Type: template.HTML(html.EscapeString(strings.TrimSpace(s.Type + " " + s.Scheme))), Text: markdown(s.Description)})
 	}
-	byTag := map[string][]docsOp{}
+	type entry struct {
+		path, method string
+		op           *oaOp
+		shared       []*oaParam
+	}
+	byTag := map[string][]entry{}
 	for _, path := range sortedKeys(r.doc.Paths) {
 		item := r.doc.Paths[path]
 		var shared []*oaParam
@@ -183,25 +265,38 @@ func (r *docsRenderer) page() docsData {
 			if !ok {
 				continue
 			}
-			var op oaOp
-			if err := json.Unmarshal(raw, &op); err != nil {
+			op := new(oaOp)
+			if err := json.Unmarshal(raw, op); err != nil {
 				continue
 			}
 			tag := "other"
 			if len(op.Tags) > 0 {
 				tag = op.Tags[0]
 			}
-			byTag[tag] = append(byTag[tag], r.op(path, m, &op, shared))
+			if op.OperationID == "" {
+				op.OperationID = strings.ToLower(m) + strings.NewReplacer("/", "-", "{", "", "}", "").Replace(path)
+			}
+			r.opTag[op.OperationID] = tag
+			byTag[tag] = append(byTag[tag], entry{path, m, op, shared})
 		}
 	}
+	// The operations are rendered once every one's page is known, so that
+	// a description may link to another tag's operation.
+	ops := func(es []entry) []docsOp {
+		var out []docsOp
+		for _, e := range es {
+			out = append(out, r.op(e.path, e.method, e.op, e.shared))
+		}
+		return out
+	}
 	for _, t := range r.doc.Tags {
-		if ops := byTag[t.Name]; len(ops) > 0 {
-			d.Tags = append(d.Tags, docsTag{Name: t.Name, Description: markdown(t.Description), Ops: ops})
+		if es := byTag[t.Name]; len(es) > 0 {
+			d.Tags = append(d.Tags, docsTag{Name: t.Name, Description: markdown(t.Description), Ops: ops(es)})
 			delete(byTag, t.Name)
 		}
 	}
 	for _, name := range sortedKeys(byTag) {
-		d.Tags = append(d.Tags, docsTag{Name: name, Ops: byTag[name]})
+		d.Tags = append(d.Tags, docsTag{Name: name, Ops: ops(byTag[name])})
 	}
 	for _, name := range sortedKeys(r.doc.Components.Schemas) {
 		s := r.doc.Components.Schemas[name]
@@ -213,9 +308,6 @@ func (r *docsRenderer) page() docsData {
 func (r *docsRenderer) op(path, method string, op *oaOp, shared []*oaParam) docsOp {
 	o := docsOp{ID: op.OperationID, Method: strings.ToUpper(method), Path: path, Summary: op.Summary,
 		Description: markdown(op.Description), Deprecated: op.Deprecated}
-	if o.ID == "" {
-		o.ID = strings.ToLower(method) + strings.NewReplacer("/", "-", "{", "", "}", "").Replace(path)
-	}
 	switch {
 	case op.Security != nil && len(op.Security) == 0:
 		o.Auth = "none"
@@ -239,6 +331,11 @@ func (r *docsRenderer) op(path, method string, op *oaOp, shared []*oaParam) docs
 			}
 		}
 	}
+	var request string
+	for _, cs := range op.CodeSamples {
+		request = cs.Source
+		break
+	}
 	for _, status := range sortedKeys(op.Responses) {
 		resp := r.response(op.Responses[status])
 		if resp == nil {
@@ -250,8 +347,139 @@ func (r *docsRenderer) op(path, method string, op *oaOp, shared []*oaParam) docs
 			row.Type = r.typeOf(resp.Content[cts[0]].Schema)
 		}
 		o.Responses = append(o.Responses, row)
+		for _, ct := range sortedKeys(resp.Content) {
+			if ex := resp.Content[ct].Example; len(ex) > 0 {
+				o.Examples = append(o.Examples, docsExample{Request: request, Status: status, ContentType: ct, Answer: exampleText(ex)})
+				request = ""
+			}
+		}
+	}
+	if request != "" { // an answer with no body (204)
+		for _, status := range sortedKeys(op.Responses) {
+			if strings.HasPrefix(status, "2") {
+				o.Examples = append(o.Examples, docsExample{Request: request, Status: status})
+				break
+			}
+		}
 	}
 	return o
+}
+
+// exampleText is an example as a reader sees it: a string as it is (a
+// text or HTML answer), anything else as JSON in the order its keys came,
+// indented, with each object or array that fits on a line of
+// exampleWidth characters on one.
+func exampleText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := readJSONValue(dec)
+	if err != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	v.write(&b, "")
+	return b.String()
+}
+
+// exampleWidth is the longest line an example puts an object on rather
+// than spread it over several: a phone shows about 45 characters of it.
+const exampleWidth = 60
+
+// jsonValue is a JSON value with its objects' keys in their order.
+type jsonValue struct {
+	// delim is '{' or '[' for an object or an array; 0 for anything else,
+	// which is text (JSON as written).
+	delim byte
+	keys  []string
+	items []jsonValue
+	text  string
+}
+
+func readJSONValue(dec *json.Decoder) (jsonValue, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonValue{}, err
+	}
+	if d, ok := tok.(json.Delim); ok {
+		v := jsonValue{delim: byte(d)}
+		for dec.More() {
+			if d == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return v, err
+				}
+				v.keys = append(v.keys, quoteJSON(k.(string)))
+			}
+			item, err := readJSONValue(dec)
+			if err != nil {
+				return v, err
+			}
+			v.items = append(v.items, item)
+		}
+		_, err := dec.Token()
+		return v, err
+	}
+	switch t := tok.(type) {
+	case string:
+		return jsonValue{text: quoteJSON(t)}, nil
+	case nil:
+		return jsonValue{text: "null"}, nil
+	}
+	return jsonValue{text: fmt.Sprint(tok)}, nil
+}
+
+func quoteJSON(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// line is the value on one line.
+func (v jsonValue) line() string {
+	if v.delim == 0 {
+		return v.text
+	}
+	parts := make([]string, len(v.items))
+	for i, it := range v.items {
+		parts[i] = it.line()
+		if v.delim == '{' {
+			parts[i] = v.keys[i] + ": " + parts[i]
+		}
+	}
+	if v.delim == '{' {
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// write writes the value at indent, on one line if it fits.
+func (v jsonValue) write(b *strings.Builder, indent string) {
+	if line := v.line(); v.delim == 0 || len(v.items) == 0 || len(indent)+len(line) <= exampleWidth {
+		b.WriteString(line)
+		return
+	}
+	closing := "]"
+	if v.delim == '{' {
+		closing = "}"
+	}
+	b.WriteByte(v.delim)
+	for i, it := range v.items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n" + indent + "  ")
+		if v.delim == '{' {
+			b.WriteString(v.keys[i] + ": ")
+		}
+		it.write(b, indent+"  ")
+	}
+	b.WriteString("\n" + indent + closing)
 }
 
 func (r *docsRenderer) param(p *oaParam) *oaParam {
@@ -294,7 +522,7 @@ func (r *docsRenderer) typeOf(s *oaSchema) template.HTML {
 	}
 	if s.Ref != "" {
 		name := refName(s.Ref)
-		return template.HTML(`<a href="#schema-` + html.EscapeString(name) + `">` + html.EscapeString(name) + `</a>`)
+		return template.HTML(`<a href="/docs/schemas#schema-` + html.EscapeString(name) + `">` + html.EscapeString(name) + `</a>`)
 	}
 	var parts []string
 	switch t := s.Type.(type) {
@@ -446,50 +674,73 @@ func inline(s string) string {
 
 var docsTemplate = template.Must(template.New("docs").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
-<title>{{.Title}} {{.Version}} · API reference</title>
+<title>{{with .Tag}}{{.Name}} · {{end}}{{if .Schemas}}schemas · {{end}}{{.Site.Title}} {{.Site.Version}} · API reference</title>
 <style>
 body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d1d1f}
 main{max-width:60rem;margin:0 auto;padding:1rem}
-nav{padding:1rem;background:#f6f6f7;border-bottom:1px solid #ddd}
-nav ul{margin:.2em 0;padding-left:1.2em}
+nav{padding:.6rem 1rem;background:#f6f6f7;border-bottom:1px solid #ddd}
+nav ul{display:flex;flex-wrap:wrap;gap:.1rem .9rem;list-style:none;margin:.3em 0 0;padding:0}
+nav a[aria-current]{font-weight:700;color:#1d1d1f}
+ul.ops{padding-left:1.2em}
+ul.ops li{margin:.15em 0}
+ul.names{display:flex;flex-wrap:wrap;gap:.1rem .9rem;list-style:none;padding:0}
 code{background:#f1f1f3;padding:0 .25em;border-radius:3px;font-size:.92em;overflow-wrap:anywhere}
+pre{background:#f6f8fa;border:1px solid #e4e4e4;border-radius:4px;padding:.5em .7em;margin:.3em 0 .6em;font-size:.82em;line-height:1.4;white-space:pre-wrap;overflow-wrap:anywhere}
+pre code{background:none;padding:0;font-size:1em}
 a{color:#0645ad}
 section.op{border-top:1px solid #ddd;margin-top:1.5rem;padding-top:.5rem}
 .method{display:inline-block;min-width:4.2em;font-weight:700;font-family:monospace}
 .path{font-family:monospace;overflow-wrap:anywhere}
 .dep{color:#a00;font-size:.85em}
+.status{margin:.2em 0;font-family:monospace}
+.up,.pager{font-size:.9em}
 table{border-collapse:collapse;width:100%;margin:.5em 0}
 th,td{border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top;padding:.3em .4em}
 td p{margin:0 0 .3em}
-@media (max-width:600px){table,tbody,tr,td,th{display:block}thead{display:none}tr{border-bottom:1px solid #ddd;padding:.3em 0}td{border:0;padding:.1em 0}}
+@media (max-width:600px){table,tbody,tr{display:block}thead{display:none}tr{border-bottom:1px solid #ddd;padding:.35em 0}td{display:inline;border:0;padding:0 .5em 0 0}td:last-child{display:block;padding:.15em 0 0}}
 </style></head><body>
-<nav><strong>{{.Title}} {{.Version}}</strong> · <a href="/openapi.json">openapi.json</a> · <a href="/problems">problem codes</a>
-<ul>{{range .Tags}}<li><a href="#tag-{{.Name}}">{{.Name}}</a> ({{len .Ops}})</li>{{end}}<li><a href="#schemas">schemas</a></li></ul></nav>
+{{$current := ""}}{{with .Tag}}{{$current = .Name}}{{end}}{{if .Schemas}}{{$current = "schemas"}}{{end}}
+<nav id="top"><a href="/docs"{{if .Index}} aria-current="page"{{end}}><strong>{{.Site.Title}} {{.Site.Version}} API</strong></a> · <a href="/openapi.json">openapi.json</a> · <a href="/problems">problem codes</a>
+<ul>{{range .Site.Tags}}<li><a href="/docs/{{.Name}}"{{if eq .Name $current}} aria-current="page"{{end}}>{{.Name}}</a></li>{{end}}<li><a href="/docs/schemas"{{if eq "schemas" $current}} aria-current="page"{{end}}>schemas</a></li></ul></nav>
 <main>
-<h1>{{.Title}} API reference</h1>
-{{.Description}}
-<h2>Authentication</h2>
+{{- if .Index}}
+<h1>{{.Site.Title}} API reference</h1>
+{{.Site.Description}}
+<h2 id="authentication">Authentication</h2>
 <table><thead><tr><th>scheme</th><th>type</th><th>how</th></tr></thead><tbody>
-{{range .Auth}}<tr><td><code>{{.Name}}</code></td><td>{{.Type}}</td><td>{{.Text}}</td></tr>{{end}}
+{{range .Site.Auth}}<tr><td><code>{{.Name}}</code></td><td>{{.Type}}</td><td>{{.Text}}</td></tr>{{end}}
 </tbody></table>
-{{range .Tags}}<h2 id="tag-{{.Name}}">{{.Name}}</h2>{{.Description}}
-<ul>{{range .Ops}}<li><a href="#op-{{.ID}}"><span class="method">{{.Method}}</span> <span class="path">{{.Path}}</span></a> {{.Summary}}</li>{{end}}</ul>
+<h2 id="contents">Contents</h2>
+<p>One page per tag, each operation with an example recorded from a real exchange; the schemas on a page of their own.</p>
+{{range .Site.Tags}}{{$tag := .Name}}<h3 id="tag-{{.Name}}"><a href="/docs/{{.Name}}">{{.Name}}</a></h3>{{.Description}}
+<ul class="ops">{{range .Ops}}<li><a href="/docs/{{$tag}}#op-{{.ID}}"><span class="method">{{.Method}}</span> <span class="path">{{.Path}}</span></a> {{.Summary}}</li>{{end}}</ul>
+{{end}}<h3 id="tag-schemas"><a href="/docs/schemas">schemas</a></h3><p>Every body's fields, {{len .Site.Schemas}} schemas.</p>
+{{- else if .Tag}}{{with .Tag}}
+<h1>{{.Name}}</h1>{{.Description}}
+<ul class="ops">{{range .Ops}}<li><a href="#op-{{.ID}}"><span class="method">{{.Method}}</span> <span class="path">{{.Path}}</span></a> {{.Summary}}</li>{{end}}</ul>
 {{range .Ops}}<section class="op" id="op-{{.ID}}">
-<h3><span class="method">{{.Method}}</span> <span class="path">{{.Path}}</span>{{if .Deprecated}} <span class="dep">deprecated</span>{{end}}</h3>
+<h2><span class="method">{{.Method}}</span> <span class="path">{{.Path}}</span>{{if .Deprecated}} <span class="dep">deprecated</span>{{end}}</h2>
 <p><strong>{{.Summary}}</strong>{{if .Auth}} · auth: {{.Auth}}{{end}} · <code>{{.ID}}</code></p>
 {{.Description}}
-{{if .Params}}<h4>Parameters</h4><table><thead><tr><th>name</th><th>in</th><th>type</th><th>about</th></tr></thead><tbody>
+{{if .Examples}}<h3>Example</h3>{{range .Examples}}{{if .Request}}<pre><code>{{.Request}}</code></pre>{{end}}
+<p class="status">→ {{.Status}}{{if .ContentType}} <small>{{.ContentType}}</small>{{end}}</p>{{if .Answer}}<pre><code>{{.Answer}}</code></pre>{{end}}{{end}}{{end}}
+{{if .Params}}<h3>Parameters</h3><table><thead><tr><th>name</th><th>in</th><th>type</th><th>about</th></tr></thead><tbody>
 {{range .Params}}<tr><td><code>{{.Name}}</code>{{if .Required}} (required){{end}}{{if .Deprecated}} <span class="dep">deprecated</span>{{end}}</td><td>{{.In}}</td><td>{{.Type}}</td><td>{{.Text}}</td></tr>{{end}}
 </tbody></table>{{end}}
-{{if .Body}}<h4>Request body</h4><p>{{.BodyNote}}: {{.Body}}</p>{{end}}
-<h4>Responses</h4><table><thead><tr><th>status</th><th>body</th><th>when</th></tr></thead><tbody>
+{{if .Body}}<h3>Request body</h3><p>{{.BodyNote}}: {{.Body}}</p>{{end}}
+<h3>Responses</h3><table><thead><tr><th>status</th><th>body</th><th>when</th></tr></thead><tbody>
 {{range .Responses}}<tr><td>{{.Name}}</td><td>{{if .Type}}{{.Type}} <small>{{.In}}</small>{{end}}</td><td>{{.Text}}</td></tr>{{end}}
 </tbody></table>
+<p class="up"><a href="#top">↑ top</a></p>
 </section>{{end}}{{end}}
-<h2 id="schemas">Schemas</h2>
-{{range .Schemas}}<section class="op" id="schema-{{.Name}}"><h3>{{.Name}}</h3><p>{{.Type}}</p>{{.Description}}
+<p class="pager">{{with .Prev}}← <a href="/docs/{{.Name}}">{{.Name}}</a> · {{end}}<a href="/docs">contents</a>{{with .Next}} · <a href="/docs/{{.Name}}">{{.Name}}</a> →{{end}}</p>
+{{- else}}
+<h1>Schemas</h1>
+<ul class="names">{{range .Site.Schemas}}<li><a href="#schema-{{.Name}}">{{.Name}}</a></li>{{end}}</ul>
+{{range .Site.Schemas}}<section class="op" id="schema-{{.Name}}"><h2>{{.Name}}</h2><p>{{.Type}}</p>{{.Description}}
 {{if .Props}}<table><thead><tr><th>field</th><th>type</th><th>about</th></tr></thead><tbody>
 {{range .Props}}<tr><td><code>{{.Name}}</code>{{if .Required}} (required){{end}}{{if .Deprecated}} <span class="dep">deprecated</span>{{end}}</td><td>{{.Type}}</td><td>{{.Text}}</td></tr>{{end}}
-</tbody></table>{{end}}</section>
-{{end}}</main></body></html>
+</tbody></table>{{end}}<p class="up"><a href="#top">↑ top</a></p></section>
+{{end}}
+{{- end}}</main></body></html>
 `))

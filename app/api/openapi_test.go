@@ -247,6 +247,9 @@ func TestOpenAPISecurity(t *testing.T) {
 		if path == "/problems/{code}" {
 			url = "/problems/not_found" // a code that has a page
 		}
+		if path == "/docs/{page}" {
+			url = "/docs/holds" // a page there is
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(method, url, nil))
 		switch {

@@ -111,6 +111,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/metrics", echo.WrapHandler(metricsHandler()))
 	e.GET("/openapi.json", s.openapi)
 	e.GET("/docs", s.docs)
+	e.GET("/docs/:page", s.docs)
 	e.GET("/problems", s.problems)
 	e.GET("/problems/:code", s.problems)
 

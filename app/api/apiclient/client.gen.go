@@ -33,6 +33,72 @@ func (e AdjustmentResultDryRun) Valid() bool {
 	}
 }
 
+// Defines values for AlertKind.
+const (
+	AlertKindBatchPanicked         AlertKind = "batch_panicked"
+	AlertKindBooksOutOfBalance     AlertKind = "books_out_of_balance"
+	AlertKindCampaignStartFailed   AlertKind = "campaign_start_failed"
+	AlertKindChainResumed          AlertKind = "chain_resumed"
+	AlertKindChangeRefused         AlertKind = "change_refused"
+	AlertKindCountBelowHeld        AlertKind = "count_below_held"
+	AlertKindForcedResume          AlertKind = "forced_resume"
+	AlertKindJobArgsInvalid        AlertKind = "job_args_invalid"
+	AlertKindJobDiscarded          AlertKind = "job_discarded"
+	AlertKindJobRetried            AlertKind = "job_retried"
+	AlertKindJobRetriesExhausted   AlertKind = "job_retries_exhausted"
+	AlertKindLateConfirmation      AlertKind = "late_confirmation"
+	AlertKindManualRollbackRefused AlertKind = "manual_rollback_refused"
+	AlertKindStuckHoldsWaiting     AlertKind = "stuck_holds_waiting"
+	AlertKindTripConfirmLatency    AlertKind = "trip_confirm_latency"
+	AlertKindTripExpiryBacklog     AlertKind = "trip_expiry_backlog"
+	AlertKindTripLockWaits         AlertKind = "trip_lock_waits"
+	AlertKindWebhookFailing        AlertKind = "webhook_failing"
+)
+
+// Valid indicates whether the value is a known member of the AlertKind enum.
+func (e AlertKind) Valid() bool {
+	switch e {
+	case AlertKindBatchPanicked:
+		return true
+	case AlertKindBooksOutOfBalance:
+		return true
+	case AlertKindCampaignStartFailed:
+		return true
+	case AlertKindChainResumed:
+		return true
+	case AlertKindChangeRefused:
+		return true
+	case AlertKindCountBelowHeld:
+		return true
+	case AlertKindForcedResume:
+		return true
+	case AlertKindJobArgsInvalid:
+		return true
+	case AlertKindJobDiscarded:
+		return true
+	case AlertKindJobRetried:
+		return true
+	case AlertKindJobRetriesExhausted:
+		return true
+	case AlertKindLateConfirmation:
+		return true
+	case AlertKindManualRollbackRefused:
+		return true
+	case AlertKindStuckHoldsWaiting:
+		return true
+	case AlertKindTripConfirmLatency:
+		return true
+	case AlertKindTripExpiryBacklog:
+		return true
+	case AlertKindTripLockWaits:
+		return true
+	case AlertKindWebhookFailing:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AlertLevel.
 const (
 	Critical AlertLevel = "critical"
@@ -1152,6 +1218,30 @@ func (e UnsupportedMediaTypeReservationStatus) Valid() bool {
 	case UnsupportedMediaTypeReservationStatusHeld:
 		return true
 	case UnsupportedMediaTypeReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -11666,8 +11756,27 @@ type Alert struct {
 	FirstSeenAt time.Time              `json:"first_seen_at"`
 	Id          int64                  `json:"id"`
 
-	// Kind Examples: job_discarded, campaign_start_failed
-	Kind        string     `json:"kind"`
+	// Kind What the alert is about, which says what to do (`suggested_action` says it for this one). Every kind the service raises, with its level:
+	//
+	// - `books_out_of_balance`: critical: a reconciliation found a pool's counters out of balance with its holds or its ledger and paused the pool (no new holds; confirms and releases go on). Find the cause, repair the books (`POST /v1/skus/{sku}/repair`, preview with `dry_run`), then resume the pool.
+	// - `count_below_held`: critical: a forced count found fewer units on the shelf than are held; the pool is paused and the holds named may not be fillable.
+	// - `forced_resume`: critical: an operator resumed a pool with `force` although its books do not balance; it sells until the next reconciliation pauses it again.
+	// - `change_refused`: critical: the database refused a change the service had decided, and nothing was written: the pool's counters disagree with its holds (reconcile it), or a bug.
+	// - `batch_panicked`: critical: a hold, confirm or release batch panicked and its callers were answered 500: a bug to report, with the stack in the details.
+	// - `stuck_holds_waiting`: warning: holds long past their expiry that neither expiry nor reconciliation released (past its per-SKU limit, or on a paused pool): expiry is not working.
+	// - `late_confirmation`: warning: a payment was confirmed after its hold was released or expired, and the confirm was refused: reinstate the hold (`POST /v1/reservations/{id}/reinstate`) or refund the order.
+	// - `campaign_start_failed`: critical: a campaign could not start (main has too little stock for its allotments); its start is retried, and it takes no holds until then.
+	// - `job_discarded`: critical: a job failed every attempt and was discarded; fix the cause from its errors, then retry it from the job dashboard (`/ops/jobs/`).
+	// - `job_retried`: warning: reconciliation re-enqueued a discarded job whose work is still needed.
+	// - `job_retries_exhausted`: critical: reconciliation retried a failing job as often as it will; it is left to a person.
+	// - `chain_resumed`: warning: reconciliation found a rollback or a campaign with no job left to carry it on, and resumed it.
+	// - `job_args_invalid`: critical: a job was cancelled without running, for its arguments; nothing was done.
+	// - `manual_rollback_refused`: critical: a `manual_rollback` job enqueued by hand was refused for its arguments; nothing was released.
+	// - `webhook_failing`: critical: a webhook receiver failed several deliveries in a row; delivery goes on from the last event it acknowledged, and the alert resolves itself once one succeeds.
+	// - `trip_lock_waits`: critical: protection rule `lock_waits`: a stock row stayed locked so long that requests were answered busy; the pool was paused.
+	// - `trip_expiry_backlog`: critical: protection rule `expiry_backlog`: holds past their expiry piled up for periods in a row; the pools involved are paused, or sales stopped, when the rules act (`STOCKHOLD_TRIP_STOP_SALE`).
+	// - `trip_confirm_latency`: critical: protection rule `confirm_latency`: confirms were slower than their target (p99) for periods in a row; paused or stopped as for `trip_expiry_backlog`.
+	Kind        AlertKind  `json:"kind"`
 	LastSeenAt  time.Time  `json:"last_seen_at"`
 	Level       AlertLevel `json:"level"`
 	Location    *string    `json:"location"`
@@ -11687,6 +11796,28 @@ type Alert struct {
 	SuggestedAction string     `json:"suggested_action"`
 	TakenAt         *time.Time `json:"taken_at,omitempty"`
 }
+
+// AlertKind What the alert is about, which says what to do (`suggested_action` says it for this one). Every kind the service raises, with its level:
+//
+// - `books_out_of_balance`: critical: a reconciliation found a pool's counters out of balance with its holds or its ledger and paused the pool (no new holds; confirms and releases go on). Find the cause, repair the books (`POST /v1/skus/{sku}/repair`, preview with `dry_run`), then resume the pool.
+// - `count_below_held`: critical: a forced count found fewer units on the shelf than are held; the pool is paused and the holds named may not be fillable.
+// - `forced_resume`: critical: an operator resumed a pool with `force` although its books do not balance; it sells until the next reconciliation pauses it again.
+// - `change_refused`: critical: the database refused a change the service had decided, and nothing was written: the pool's counters disagree with its holds (reconcile it), or a bug.
+// - `batch_panicked`: critical: a hold, confirm or release batch panicked and its callers were answered 500: a bug to report, with the stack in the details.
+// - `stuck_holds_waiting`: warning: holds long past their expiry that neither expiry nor reconciliation released (past its per-SKU limit, or on a paused pool): expiry is not working.
+// - `late_confirmation`: warning: a payment was confirmed after its hold was released or expired, and the confirm was refused: reinstate the hold (`POST /v1/reservations/{id}/reinstate`) or refund the order.
+// - `campaign_start_failed`: critical: a campaign could not start (main has too little stock for its allotments); its start is retried, and it takes no holds until then.
+// - `job_discarded`: critical: a job failed every attempt and was discarded; fix the cause from its errors, then retry it from the job dashboard (`/ops/jobs/`).
+// - `job_retried`: warning: reconciliation re-enqueued a discarded job whose work is still needed.
+// - `job_retries_exhausted`: critical: reconciliation retried a failing job as often as it will; it is left to a person.
+// - `chain_resumed`: warning: reconciliation found a rollback or a campaign with no job left to carry it on, and resumed it.
+// - `job_args_invalid`: critical: a job was cancelled without running, for its arguments; nothing was done.
+// - `manual_rollback_refused`: critical: a `manual_rollback` job enqueued by hand was refused for its arguments; nothing was released.
+// - `webhook_failing`: critical: a webhook receiver failed several deliveries in a row; delivery goes on from the last event it acknowledged, and the alert resolves itself once one succeeds.
+// - `trip_lock_waits`: critical: protection rule `lock_waits`: a stock row stayed locked so long that requests were answered busy; the pool was paused.
+// - `trip_expiry_backlog`: critical: protection rule `expiry_backlog`: holds past their expiry piled up for periods in a row; the pools involved are paused, or sales stopped, when the rules act (`STOCKHOLD_TRIP_STOP_SALE`).
+// - `trip_confirm_latency`: critical: protection rule `confirm_latency`: confirms were slower than their target (p99) for periods in a row; paused or stopped as for `trip_expiry_backlog`.
+type AlertKind string
 
 // AlertLevel defines model for Alert.Level.
 type AlertLevel string
@@ -13999,6 +14130,65 @@ type UnsupportedMediaType struct {
 
 // UnsupportedMediaTypeReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
 type UnsupportedMediaTypeReservationStatus string
+
+// GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetDocsPage.
+type GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetDocsPage404ApplicationProblemPlusJSONResponseBody defines parameters for GetDocsPage.
+type GetDocsPage404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *GetDocsPage404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // JobsDashboardGet401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for JobsDashboardGet.
 type JobsDashboardGet401ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -26874,6 +27064,289 @@ func (a *UnsupportedMediaType) UnmarshalJSON(b []byte) error {
 
 // Override default JSON handling for UnsupportedMediaType to handle AdditionalProperties
 func (a UnsupportedMediaType) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GetDocsPage404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a GetDocsPage404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GetDocsPage404ApplicationProblemPlusJSONResponseBody
+func (a *GetDocsPage404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GetDocsPage404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *GetDocsPage404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GetDocsPage404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a GetDocsPage404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -73331,12 +73804,21 @@ type ClientInterface interface {
 
 	// GetDocs The API reference
 	//
-	// This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+	// This document rendered as HTML on the server: the contents (this introduction, authentication, and every tag with its operations); each tag's page, `/docs/{page}`, holds its operations with their parameters, bodies, answers and an example recorded from a real exchange; `/docs/schemas` every schema. The pages fetch nothing (no script, stylesheet or font from anywhere).
 	//
 	// Unauthenticated.
 	//
 	// Corresponds with GET /docs (the `GetDocs` operationId).
 	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDocsPage A page of the API reference
+	//
+	// One page of the reference at `/docs`: a tag's operations (`/docs/holds`), or every schema (`/docs/schemas`).
+	//
+	// Unauthenticated.
+	//
+	// Corresponds with GET /docs/{page} (the `GetDocsPage` operationId).
+	GetDocsPage(ctx context.Context, page string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz Liveness
 	//
@@ -74328,13 +74810,32 @@ type ClientInterface interface {
 
 // GetDocs The API reference
 //
-// This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+// This document rendered as HTML on the server: the contents (this introduction, authentication, and every tag with its operations); each tag's page, `/docs/{page}`, holds its operations with their parameters, bodies, answers and an example recorded from a real exchange; `/docs/schemas` every schema. The pages fetch nothing (no script, stylesheet or font from anywhere).
 //
 // Unauthenticated.
 //
 // Corresponds with GET /docs (the `GetDocs` operationId).
 func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetDocsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDocsPage A page of the API reference
+//
+// One page of the reference at `/docs`: a tag's operations (`/docs/holds`), or every schema (`/docs/schemas`).
+//
+// Unauthenticated.
+//
+// Corresponds with GET /docs/{page} (the `GetDocsPage` operationId).
+func (c *Client) GetDocsPage(ctx context.Context, page string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocsPageRequest(c.Server, page)
 	if err != nil {
 		return nil, err
 	}
@@ -76272,6 +76773,40 @@ func NewGetDocsRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/docs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDocsPageRequest constructs an http.Request for the GetDocsPage method
+func NewGetDocsPageRequest(server string, page string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "page", page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -79489,7 +80024,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetDocsWithResponse The API reference
 	//
-	// This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+	// This document rendered as HTML on the server: the contents (this introduction, authentication, and every tag with its operations); each tag's page, `/docs/{page}`, holds its operations with their parameters, bodies, answers and an example recorded from a real exchange; `/docs/schemas` every schema. The pages fetch nothing (no script, stylesheet or font from anywhere).
 	//
 	// Unauthenticated.
 	//
@@ -79497,6 +80032,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /docs (the `GetDocs` operationId).
 	GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error)
+
+	// GetDocsPageWithResponse A page of the API reference
+	//
+	// One page of the reference at `/docs`: a tag's operations (`/docs/holds`), or every schema (`/docs/schemas`).
+	//
+	// Unauthenticated.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs/{page} (the `GetDocsPage` operationId).
+	GetDocsPageWithResponse(ctx context.Context, page string, reqEditors ...RequestEditorFn) (*GetDocsPageResponse, error)
 
 	// HealthzWithResponse Liveness
 	//
@@ -80572,6 +81118,47 @@ func (r GetDocsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetDocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetDocsPageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *GetDocsPage404ApplicationProblemPlusJSONResponseBody
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetDocsPageResponse) GetApplicationproblemJSON404() *GetDocsPage404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocsPageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocsPageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocsPageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocsPageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -87282,7 +87869,7 @@ func (r GetWebhookResponse) ContentType() string {
 
 // GetDocsWithResponse The API reference
 //
-// This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+// This document rendered as HTML on the server: the contents (this introduction, authentication, and every tag with its operations); each tag's page, `/docs/{page}`, holds its operations with their parameters, bodies, answers and an example recorded from a real exchange; `/docs/schemas` every schema. The pages fetch nothing (no script, stylesheet or font from anywhere).
 //
 // Unauthenticated.
 //
@@ -87295,6 +87882,23 @@ func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditor
 		return nil, err
 	}
 	return ParseGetDocsResponse(rsp)
+}
+
+// GetDocsPageWithResponse A page of the API reference
+//
+// One page of the reference at `/docs`: a tag's operations (`/docs/holds`), or every schema (`/docs/schemas`).
+//
+// Unauthenticated.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs/{page} (the `GetDocsPage` operationId).
+func (c *ClientWithResponses) GetDocsPageWithResponse(ctx context.Context, page string, reqEditors ...RequestEditorFn) (*GetDocsPageResponse, error) {
+	rsp, err := c.GetDocsPage(ctx, page, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocsPageResponse(rsp)
 }
 
 // HealthzWithResponse Liveness
@@ -88911,6 +89515,32 @@ func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 	response := &GetDocsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseGetDocsPageResponse parses an HTTP response from a GetDocsPageWithResponse call
+func ParseGetDocsPageResponse(rsp *http.Response) (*GetDocsPageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocsPageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest GetDocsPage404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	}
 
 	return response, nil

@@ -40,6 +40,12 @@ import (
 	"github.com/stockhold/stockhold/app/api"
 )
 
+func init() {
+	// The reference and the problem pages are HTML: checked as text, as
+	// text/plain is, against their string schemas.
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+}
+
 // Validator checks exchanges against the document.
 type Validator struct {
 	doc    *openapi3.T

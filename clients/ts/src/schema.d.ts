@@ -1075,11 +1075,33 @@ export interface paths {
         };
         /**
          * The API reference
-         * @description This document rendered as one HTML page on the server: every operation by tag, with its parameters, bodies and answers, and every schema. The page fetches nothing (no script, stylesheet or font from anywhere).
+         * @description This document rendered as HTML on the server: the contents (this introduction, authentication, and every tag with its operations); each tag's page, `/docs/{page}`, holds its operations with their parameters, bodies, answers and an example recorded from a real exchange; `/docs/schemas` every schema. The pages fetch nothing (no script, stylesheet or font from anywhere).
          *
          *     Unauthenticated.
          */
         get: operations["getDocs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/{page}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A page of the API reference
+         * @description One page of the reference at `/docs`: a tag's operations (`/docs/holds`), or every schema (`/docs/schemas`).
+         *
+         *     Unauthenticated.
+         */
+        get: operations["getDocsPage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1874,10 +1896,29 @@ export interface components {
             /** @enum {string} */
             level: "info" | "warning" | "critical";
             /**
-             * @example job_discarded
-             * @example campaign_start_failed
+             * @description What the alert is about, which says what to do (`suggested_action` says it for this one). Every kind the service raises, with its level:
+             *
+             *     - `books_out_of_balance`: critical: a reconciliation found a pool's counters out of balance with its holds or its ledger and paused the pool (no new holds; confirms and releases go on). Find the cause, repair the books (`POST /v1/skus/{sku}/repair`, preview with `dry_run`), then resume the pool.
+             *     - `count_below_held`: critical: a forced count found fewer units on the shelf than are held; the pool is paused and the holds named may not be fillable.
+             *     - `forced_resume`: critical: an operator resumed a pool with `force` although its books do not balance; it sells until the next reconciliation pauses it again.
+             *     - `change_refused`: critical: the database refused a change the service had decided, and nothing was written: the pool's counters disagree with its holds (reconcile it), or a bug.
+             *     - `batch_panicked`: critical: a hold, confirm or release batch panicked and its callers were answered 500: a bug to report, with the stack in the details.
+             *     - `stuck_holds_waiting`: warning: holds long past their expiry that neither expiry nor reconciliation released (past its per-SKU limit, or on a paused pool): expiry is not working.
+             *     - `late_confirmation`: warning: a payment was confirmed after its hold was released or expired, and the confirm was refused: reinstate the hold (`POST /v1/reservations/{id}/reinstate`) or refund the order.
+             *     - `campaign_start_failed`: critical: a campaign could not start (main has too little stock for its allotments); its start is retried, and it takes no holds until then.
+             *     - `job_discarded`: critical: a job failed every attempt and was discarded; fix the cause from its errors, then retry it from the job dashboard (`/ops/jobs/`).
+             *     - `job_retried`: warning: reconciliation re-enqueued a discarded job whose work is still needed.
+             *     - `job_retries_exhausted`: critical: reconciliation retried a failing job as often as it will; it is left to a person.
+             *     - `chain_resumed`: warning: reconciliation found a rollback or a campaign with no job left to carry it on, and resumed it.
+             *     - `job_args_invalid`: critical: a job was cancelled without running, for its arguments; nothing was done.
+             *     - `manual_rollback_refused`: critical: a `manual_rollback` job enqueued by hand was refused for its arguments; nothing was released.
+             *     - `webhook_failing`: critical: a webhook receiver failed several deliveries in a row; delivery goes on from the last event it acknowledged, and the alert resolves itself once one succeeds.
+             *     - `trip_lock_waits`: critical: protection rule `lock_waits`: a stock row stayed locked so long that requests were answered busy; the pool was paused.
+             *     - `trip_expiry_backlog`: critical: protection rule `expiry_backlog`: holds past their expiry piled up for periods in a row; the pools involved are paused, or sales stopped, when the rules act (`STOCKHOLD_TRIP_STOP_SALE`).
+             *     - `trip_confirm_latency`: critical: protection rule `confirm_latency`: confirms were slower than their target (p99) for periods in a row; paused or stopped as for `trip_expiry_backlog`.
+             * @enum {string}
              */
-            kind: string;
+            kind: "books_out_of_balance" | "count_below_held" | "forced_resume" | "change_refused" | "batch_panicked" | "stuck_holds_waiting" | "late_confirmation" | "campaign_start_failed" | "job_discarded" | "job_retried" | "job_retries_exhausted" | "chain_resumed" | "job_args_invalid" | "manual_rollback_refused" | "webhook_failing" | "trip_lock_waits" | "trip_expiry_backlog" | "trip_confirm_latency";
             /** @example campaign:c1 */
             subject: string;
             sku: string | null;
@@ -3729,6 +3770,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "skus": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pools": [
+                     *             {
+                     *               "location": "default",
+                     *               "pool": "main",
+                     *               "total": 20,
+                     *               "available": 20,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0,
+                     *               "status": "on_sale",
+                     *               "paused_reason": null,
+                     *               "low_threshold": null,
+                     *               "updated_at": "2026-12-02T10:28:30.081447Z"
+                     *             }
+                     *           ]
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pools": [
+                     *             {
+                     *               "location": "default",
+                     *               "pool": "main",
+                     *               "total": 12,
+                     *               "available": 12,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0,
+                     *               "status": "on_sale",
+                     *               "paused_reason": null,
+                     *               "low_threshold": null,
+                     *               "updated_at": "2026-12-02T10:28:30.206247Z"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "next_cursor": "B2"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SKUList"];
                 };
             };
@@ -3777,6 +3867,13 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "delta": 20,
+                 *       "reason": "restock",
+                 *       "ref": "PO-1"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AdjustmentRequest"];
             };
         };
@@ -3787,6 +3884,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "A1",
+                     *       "pools": [
+                     *         {
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "total": 20,
+                     *           "available": 20,
+                     *           "reserved": 0,
+                     *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 0,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "on_sale",
+                     *           "paused_reason": null,
+                     *           "low_threshold": null,
+                     *           "updated_at": "2026-12-02T10:28:30.081447Z"
+                     *         }
+                     *       ],
+                     *       "reconciliation": {
+                     *         "id": 1,
+                     *         "trigger": "adjustment",
+                     *         "status": "succeeded",
+                     *         "skus": [
+                     *           "A1"
+                     *         ],
+                     *         "balanced": true,
+                     *         "high_risk": 0,
+                     *         "auto_fixed": 0
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AdjustmentResult"];
                 };
             };
@@ -3864,6 +3995,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "A1",
+                     *       "pools": [
+                     *         {
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "total": 16,
+                     *           "available": 14,
+                     *           "reserved": 0,
+                     *           "sold": 1,
+                     *           "quality_control": 0,
+                     *           "damaged": 1,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "on_sale",
+                     *           "paused_reason": null,
+                     *           "low_threshold": null,
+                     *           "updated_at": "2026-12-02T10:28:30.546636Z"
+                     *         },
+                     *         {
+                     *           "location": "east",
+                     *           "pool": "main",
+                     *           "total": 3,
+                     *           "available": 3,
+                     *           "reserved": 0,
+                     *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 0,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "on_sale",
+                     *           "paused_reason": null,
+                     *           "low_threshold": null,
+                     *           "updated_at": "2026-12-02T10:28:30.442515Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Stock"];
                 };
             };
@@ -3921,6 +4091,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "supplier recall"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SwitchRequest"];
             };
         };
@@ -3931,6 +4106,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "C3",
+                     *       "pools": [
+                     *         {
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "total": 5,
+                     *           "available": 5,
+                     *           "reserved": 0,
+                     *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 0,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "paused",
+                     *           "paused_reason": "supplier recall",
+                     *           "low_threshold": null,
+                     *           "updated_at": "2026-12-02T10:28:30.237545Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Stock"];
                 };
             };
@@ -3991,6 +4189,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "recall cleared"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResumeStockRequest"];
             };
         };
@@ -4001,6 +4204,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "C3",
+                     *       "pools": [
+                     *         {
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "total": 5,
+                     *           "available": 5,
+                     *           "reserved": 0,
+                     *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 0,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "on_sale",
+                     *           "paused_reason": null,
+                     *           "low_threshold": null,
+                     *           "updated_at": "2026-12-02T10:28:30.244952Z"
+                     *         }
+                     *       ],
+                     *       "lifted": {
+                     *         "actor": "dev-ops",
+                     *         "actor_key": "dev-ops",
+                     *         "reason": "supplier recall",
+                     *         "at": "2026-12-02T10:28:30.237545Z"
+                     *       },
+                     *       "reconciliation": {
+                     *         "id": 2,
+                     *         "trigger": "resume",
+                     *         "status": "succeeded",
+                     *         "skus": [
+                     *           "C3"
+                     *         ],
+                     *         "balanced": true,
+                     *         "high_risk": 0,
+                     *         "auto_fixed": 0
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["StockChecked"];
                 };
             };
@@ -4088,6 +4331,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "A1",
+                     *       "movements": [
+                     *         {
+                     *           "id": 20,
+                     *           "at": "2026-12-02T10:28:30.546636Z",
+                     *           "sku": "A1",
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "kind": "confirm",
+                     *           "delta_total": 0,
+                     *           "delta_available": 0,
+                     *           "delta_reserved": -1,
+                     *           "delta_sold": 1,
+                     *           "reservation_id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *           "actor": "dev-shop",
+                     *           "actor_key": null,
+                     *           "reason": null,
+                     *           "ref": null
+                     *         },
+                     *         {
+                     *           "id": 19,
+                     *           "at": "2026-12-02T10:28:30.533186Z",
+                     *           "sku": "A1",
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "kind": "release_partial",
+                     *           "delta_total": 0,
+                     *           "delta_available": 1,
+                     *           "delta_reserved": -1,
+                     *           "delta_sold": 0,
+                     *           "reservation_id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *           "actor": "dev-shop",
+                     *           "actor_key": null,
+                     *           "reason": "removed from the cart",
+                     *           "ref": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": "19",
+                     *       "next_before_id": 19
+                     *     }
+                     */
                     "application/json": components["schemas"]["LedgerPage"];
                 };
             };
@@ -4146,6 +4432,22 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "stock take",
+                 *       "ref": "ST-7",
+                 *       "lines": [
+                 *         {
+                 *           "sku": "B2",
+                 *           "delta": 12
+                 *         },
+                 *         {
+                 *           "sku": "C3",
+                 *           "delta": 5
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["BulkAdjustmentRequest"];
             };
         };
@@ -4157,6 +4459,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "skus": [
+                     *         {
+                     *           "sku": "B2",
+                     *           "pools": [
+                     *             {
+                     *               "location": "default",
+                     *               "pool": "main",
+                     *               "total": 12,
+                     *               "available": 12,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0,
+                     *               "status": "on_sale",
+                     *               "paused_reason": null,
+                     *               "low_threshold": null,
+                     *               "updated_at": "2026-12-02T10:28:30.206247Z"
+                     *             }
+                     *           ]
+                     *         },
+                     *         {
+                     *           "sku": "C3",
+                     *           "pools": [
+                     *             {
+                     *               "location": "default",
+                     *               "pool": "main",
+                     *               "total": 5,
+                     *               "available": 5,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0,
+                     *               "status": "on_sale",
+                     *               "paused_reason": null,
+                     *               "low_threshold": null,
+                     *               "updated_at": "2026-12-02T10:28:30.206247Z"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["BulkAdjustmentResult"];
                 };
             };
@@ -4232,6 +4582,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reservations": [
+                     *         {
+                     *           "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *           "status": "confirmed",
+                     *           "order_ref": "1001",
+                     *           "campaign": null,
+                     *           "expires_at": "2026-12-02T10:58:30.527708Z",
+                     *           "created_at": "2026-12-02T10:28:30.488826Z",
+                     *           "confirmed_at": "2026-12-02T10:28:30.546636Z",
+                     *           "items": [
+                     *             {
+                     *               "sku": "A1",
+                     *               "pool": "main",
+                     *               "quantity": 1,
+                     *               "location": "default"
+                     *             },
+                     *             {
+                     *               "sku": "B2",
+                     *               "pool": "main",
+                     *               "quantity": 1,
+                     *               "location": "default"
+                     *             }
+                     *           ],
+                     *           "release_reason": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ReservationList"];
                 };
             };
@@ -4277,6 +4658,22 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "order_ref": "1001",
+                 *       "items": [
+                 *         {
+                 *           "sku": "A1",
+                 *           "quantity": 2
+                 *         },
+                 *         {
+                 *           "sku": "B2",
+                 *           "quantity": 1
+                 *         }
+                 *       ],
+                 *       "ttl_seconds": 900
+                 *     }
+                 */
                 "application/json": components["schemas"]["HoldRequest"];
             };
         };
@@ -4289,6 +4686,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "status": "held",
+                     *       "order_ref": "1001",
+                     *       "campaign": null,
+                     *       "expires_at": "2026-12-02T10:43:30.488826Z",
+                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "items": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 2,
+                     *           "location": "default"
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 1,
+                     *           "location": "default"
+                     *         }
+                     *       ],
+                     *       "release_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Reservation"];
                 };
             };
@@ -4379,6 +4801,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "status": "held",
+                     *       "order_ref": "1001",
+                     *       "campaign": null,
+                     *       "expires_at": "2026-12-02T10:43:30.488826Z",
+                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "items": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 2,
+                     *           "location": "default"
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 1,
+                     *           "location": "default"
+                     *         }
+                     *       ],
+                     *       "release_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Reservation"];
                 };
             };
@@ -4446,6 +4893,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "status": "confirmed",
+                     *       "order_ref": "1001",
+                     *       "campaign": null,
+                     *       "expires_at": "2026-12-02T10:58:30.527708Z",
+                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "confirmed_at": "2026-12-02T10:28:30.546636Z",
+                     *       "items": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 1,
+                     *           "location": "default"
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 1,
+                     *           "location": "default"
+                     *         }
+                     *       ],
+                     *       "release_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Reservation"];
                 };
             };
@@ -4520,6 +4993,17 @@ export interface operations {
         /** @description Optional: no body, or a JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "removed from the cart",
+                 *       "items": [
+                 *         {
+                 *           "sku": "A1",
+                 *           "quantity": 1
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["ReleaseRequest"];
             };
         };
@@ -4531,6 +5015,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "status": "held",
+                     *       "order_ref": "1001",
+                     *       "campaign": null,
+                     *       "expires_at": "2026-12-02T10:58:30.527708Z",
+                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "items": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 1,
+                     *           "location": "default"
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 1,
+                     *           "location": "default"
+                     *         }
+                     *       ],
+                     *       "release_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Reservation"];
                 };
             };
@@ -4602,6 +5111,21 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "spring",
+                 *       "starts_at": "2026-12-02T10:28:30Z",
+                 *       "ends_at": "2026-12-02T12:28:30Z",
+                 *       "hold_ttl_seconds": 600,
+                 *       "max_per_order": 2,
+                 *       "allotments": [
+                 *         {
+                 *           "sku": "A1",
+                 *           "quantity": 5
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CampaignRequest"];
             };
         };
@@ -4613,6 +5137,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "spring",
+                     *       "status": "scheduled",
+                     *       "starts_at": "2026-12-02T10:28:30Z",
+                     *       "ends_at": "2026-12-02T12:28:30Z",
+                     *       "hold_ttl_seconds": 600,
+                     *       "max_per_order": 2,
+                     *       "created_by": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.65461Z",
+                     *       "started_at": null,
+                     *       "ended_at": null,
+                     *       "ended_by": null,
+                     *       "ended_key": null,
+                     *       "end_reason": null,
+                     *       "rolled_back_at": null,
+                     *       "allotments": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "location": "default",
+                     *           "quantity": 5
+                     *         }
+                     *       ],
+                     *       "pools": [],
+                     *       "rollback": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Campaign"];
                 };
             };
@@ -4678,6 +5229,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "spring",
+                     *       "status": "active",
+                     *       "starts_at": "2026-12-02T10:28:30Z",
+                     *       "ends_at": "2026-12-02T12:28:30Z",
+                     *       "hold_ttl_seconds": 600,
+                     *       "max_per_order": 2,
+                     *       "created_by": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.65461Z",
+                     *       "started_at": "2026-12-02T10:28:30.748976Z",
+                     *       "ended_at": null,
+                     *       "ended_by": null,
+                     *       "ended_key": null,
+                     *       "end_reason": null,
+                     *       "rolled_back_at": null,
+                     *       "allotments": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "location": "default",
+                     *           "quantity": 5
+                     *         }
+                     *       ],
+                     *       "pools": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "location": "default",
+                     *           "total": 5,
+                     *           "available": 4,
+                     *           "reserved": 1,
+                     *           "sold": 0,
+                     *           "status": "on_sale"
+                     *         }
+                     *       ],
+                     *       "rollback": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Campaign"];
                 };
             };
@@ -4736,6 +5324,12 @@ export interface operations {
         /** @description Optional: no body, or a JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "operator": "alice",
+                 *       "reason": "sold out early"
+                 *     }
+                 */
                 "application/json": components["schemas"]["EndCampaignRequest"];
             };
         };
@@ -4746,6 +5340,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "rollback_id": 1,
+                     *       "job_id": 3
+                     *     }
+                     */
                     "application/json": components["schemas"]["RollbackCreated"];
                 };
             };
@@ -4806,6 +5406,15 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "operator": "alice",
+                 *       "reason": "fraudulent order",
+                 *       "reservation_ids": [
+                 *         "01a2364c-7869-7bed-92de-212efca2f413"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["RollbackRequest"];
             };
         };
@@ -4817,6 +5426,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "rollback_id": 2,
+                     *       "job_id": 5
+                     *     }
+                     */
                     "application/json": components["schemas"]["RollbackCreated"];
                 };
             };
@@ -4870,6 +5485,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 2,
+                     *       "status": "succeeded",
+                     *       "operator": "alice",
+                     *       "operator_key": "dev-ops",
+                     *       "reason": "fraudulent order",
+                     *       "scope": {
+                     *         "reservation_ids": [
+                     *           "01a2364c-7869-7bed-92de-212efca2f413"
+                     *         ]
+                     *       },
+                     *       "dry_run": false,
+                     *       "source": "http",
+                     *       "requested_at": "2026-12-02T10:28:30.960856Z",
+                     *       "released_count": 1,
+                     *       "released_units": 2,
+                     *       "batches": 1,
+                     *       "job_id": 5,
+                     *       "error": null,
+                     *       "resumes": 0,
+                     *       "resumed_at": null,
+                     *       "resumed_by": null,
+                     *       "resumed_key": null,
+                     *       "created_at": "2026-12-02T10:28:30.960856Z",
+                     *       "started_at": "2026-12-02T10:28:30.975018Z",
+                     *       "finished_at": "2026-12-02T10:28:31.035826Z",
+                     *       "reconciliation_run_id": 5
+                     *     }
+                     */
                     "application/json": components["schemas"]["Rollback"];
                 };
             };
@@ -4916,6 +5561,11 @@ export interface operations {
         /** @description Optional: no body, or a JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "operator": "alice"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResumeRequest"];
             };
         };
@@ -4926,6 +5576,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "rollback_id": 2,
+                     *       "status": "succeeded",
+                     *       "resumed": false,
+                     *       "job_id": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["RollbackResumed"];
                 };
             };
@@ -4985,6 +5643,14 @@ export interface operations {
         /** @description Optional: no body, or a JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "skus": [
+                 *         "A1",
+                 *         "B2"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["ReconciliationRequest"];
             };
         };
@@ -4996,6 +5662,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "run_id": 6,
+                     *       "job_id": 8
+                     *     }
+                     */
                     "application/json": components["schemas"]["ReconciliationCreated"];
                 };
             };
@@ -5046,6 +5718,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 6,
+                     *       "status": "succeeded",
+                     *       "trigger": "http",
+                     *       "skus": [
+                     *         "A1",
+                     *         "B2"
+                     *       ],
+                     *       "scope": "skus",
+                     *       "rows_checked": 5,
+                     *       "auto_fixed": 0,
+                     *       "retried": 0,
+                     *       "high_risk": 0,
+                     *       "error": null,
+                     *       "created_at": "2026-12-02T10:28:31.210243Z",
+                     *       "started_at": "2026-12-02T10:28:31.242533Z",
+                     *       "finished_at": "2026-12-02T10:28:31.250265Z",
+                     *       "findings": {
+                     *         "auto_fix": [],
+                     *         "retry": [],
+                     *         "high_risk": []
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ReconciliationRun"];
                 };
             };
@@ -5085,6 +5782,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 6,
+                     *       "status": "succeeded",
+                     *       "trigger": "http",
+                     *       "skus": [
+                     *         "A1",
+                     *         "B2"
+                     *       ],
+                     *       "scope": "skus",
+                     *       "rows_checked": 5,
+                     *       "auto_fixed": 0,
+                     *       "retried": 0,
+                     *       "high_risk": 0,
+                     *       "error": null,
+                     *       "created_at": "2026-12-02T10:28:31.210243Z",
+                     *       "started_at": "2026-12-02T10:28:31.242533Z",
+                     *       "finished_at": "2026-12-02T10:28:31.250265Z",
+                     *       "findings": {
+                     *         "auto_fix": [],
+                     *         "retry": [],
+                     *         "high_risk": []
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ReconciliationRun"];
                 };
             };
@@ -5140,6 +5862,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "alerts": [
+                     *         {
+                     *           "id": 1,
+                     *           "level": "warning",
+                     *           "kind": "late_confirmation",
+                     *           "subject": "hold:01a2364c-76e6-7a3d-8d86-7d81097f249c",
+                     *           "sku": null,
+                     *           "location": null,
+                     *           "pool": null,
+                     *           "details": {
+                     *             "items": [
+                     *               {
+                     *                 "sku": "B2",
+                     *                 "pool": "main",
+                     *                 "location": "default",
+                     *                 "quantity": 1
+                     *               }
+                     *             ],
+                     *             "client": "dev-shop",
+                     *             "status": "expired",
+                     *             "order_ref": "1002",
+                     *             "expires_at": "2026-12-02T10:28:29.566857Z",
+                     *             "released_at": "2026-12-02T10:28:30.582382Z",
+                     *             "confirmed_by": "dev-shop",
+                     *             "release_reason": "hold expired before payment was confirmed",
+                     *             "reservation_id": "01a2364c-76e6-7a3d-8d86-7d81097f249c"
+                     *           },
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a2364c-76e6-7a3d-8d86-7d81097f249c was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a2364c-76e6-7a3d-8d86-7d81097f249c/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "status": "open",
+                     *           "first_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *           "last_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *           "occurrences": 1,
+                     *           "acked_by": null,
+                     *           "acked_key": null,
+                     *           "acked_at": null,
+                     *           "owner": null,
+                     *           "owner_key": null,
+                     *           "taken_at": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["AlertList"];
                 };
             };
@@ -5186,6 +5953,11 @@ export interface operations {
         /** @description Optional: no body, or a JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "operator": "alice"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AckRequest"];
             };
         };
@@ -5196,6 +5968,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "level": "warning",
+                     *       "kind": "late_confirmation",
+                     *       "subject": "hold:01a2364c-76e6-7a3d-8d86-7d81097f249c",
+                     *       "sku": null,
+                     *       "location": null,
+                     *       "pool": null,
+                     *       "details": {
+                     *         "items": [
+                     *           {
+                     *             "sku": "B2",
+                     *             "pool": "main",
+                     *             "location": "default",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "client": "dev-shop",
+                     *         "status": "expired",
+                     *         "order_ref": "1002",
+                     *         "expires_at": "2026-12-02T10:28:29.566857Z",
+                     *         "released_at": "2026-12-02T10:28:30.582382Z",
+                     *         "confirmed_by": "dev-shop",
+                     *         "release_reason": "hold expired before payment was confirmed",
+                     *         "reservation_id": "01a2364c-76e6-7a3d-8d86-7d81097f249c"
+                     *       },
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a2364c-76e6-7a3d-8d86-7d81097f249c was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a2364c-76e6-7a3d-8d86-7d81097f249c/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "status": "acked",
+                     *       "first_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *       "last_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *       "occurrences": 1,
+                     *       "acked_by": "alice",
+                     *       "acked_key": "dev-ops",
+                     *       "acked_at": "2026-12-02T10:28:31.204265Z",
+                     *       "owner": "alice",
+                     *       "owner_key": "dev-ops",
+                     *       "taken_at": "2026-12-02T10:28:31.200861Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Alert"];
                 };
             };
@@ -5261,6 +6073,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "as_of": "2026-12-02T10:28:31.277764Z",
+                     *       "window": {
+                     *         "duration": "1h0m0s",
+                     *         "seconds": 3600,
+                     *         "since": "2026-12-02T09:28:31.277764Z"
+                     *       },
+                     *       "holds_in_window": {
+                     *         "created": 5,
+                     *         "held": 1,
+                     *         "confirmed": 1,
+                     *         "released": 2,
+                     *         "expired": 1,
+                     *         "confirm_rate": 0.2,
+                     *         "release_rate": 0.4,
+                     *         "expiry_rate": 0.2
+                     *       },
+                     *       "open_holds": 1,
+                     *       "stuck_holds": 0,
+                     *       "stuck_after_seconds": 60,
+                     *       "hold_requests_since_start": {
+                     *         "since": "2026-12-02T10:28:29.057046202Z",
+                     *         "attempts": 5,
+                     *         "held": 5,
+                     *         "refused": 0,
+                     *         "replayed": 0,
+                     *         "success_rate": 1,
+                     *         "outcomes": {
+                     *           "held": 5
+                     *         }
+                     *       },
+                     *       "hot_skus": [
+                     *         {
+                     *           "sku": "B2",
+                     *           "holds": 4
+                     *         },
+                     *         {
+                     *           "sku": "A1",
+                     *           "holds": 2
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Stats"];
                 };
             };
@@ -5372,6 +6228,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example # HELP stockhold_holds_refused_in_memory_total Holds refused out_of_stock from memory, without the database (also counted in stockhold_holds_total).
+                     *     # HELP stockhold_holds_total Hold requests by outcome (held, replayed, or the refusing problem code).
+                     *     # TYPE stockhold_holds_total counter
+                     *     stockhold_holds_total{outcome="held"} 5
+                     *     …
+                     */
                     "text/plain": string;
                 };
             };
@@ -5392,6 +6255,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "openapi": "3.1.0",
+                     *       "info": {
+                     *         "title": "stockhold",
+                     *         "version": "0.1.0"
+                     *       }
+                     *     }
+                     */
                     "application/json": Record<string, never>;
                 };
             };
@@ -5412,6 +6284,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example <!doctype html>
+                     *     …
+                     *     <title>River</title>
+                     *     …
+                     */
                     "text/html": string;
                     "application/json": unknown;
                 };
@@ -5446,6 +6324,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "ttl_seconds": 1800
+                 *     }
+                 */
                 "application/json": components["schemas"]["ExtendRequest"];
             };
         };
@@ -5456,6 +6339,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "status": "held",
+                     *       "order_ref": "1001",
+                     *       "campaign": null,
+                     *       "expires_at": "2026-12-02T10:58:30.527708Z",
+                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "items": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 2,
+                     *           "location": "default"
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 1,
+                     *           "location": "default"
+                     *         }
+                     *       ],
+                     *       "release_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Reservation"];
                 };
             };
@@ -5527,6 +6435,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "threshold": 3
+                 *     }
+                 */
                 "application/json": components["schemas"]["ThresholdRequest"];
             };
         };
@@ -5537,6 +6450,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "B2",
+                     *       "pools": [
+                     *         {
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "total": 12,
+                     *           "available": 12,
+                     *           "reserved": 0,
+                     *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 0,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "on_sale",
+                     *           "paused_reason": null,
+                     *           "low_threshold": 3,
+                     *           "updated_at": "2026-12-02T10:28:30.206247Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Stock"];
                 };
             };
@@ -5609,6 +6545,74 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "events": [
+                     *         {
+                     *           "id": "2140-1-1",
+                     *           "type": "stock.changed",
+                     *           "at": "2026-12-02T10:28:30.081447Z",
+                     *           "sku": "A1",
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "reservation_id": null,
+                     *           "data": {
+                     *             "available": 20,
+                     *             "damaged": 0,
+                     *             "delta": {
+                     *               "total": 20,
+                     *               "available": 20,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "incoming": 0,
+                     *             "quality_control": 0,
+                     *             "reserved": 0,
+                     *             "safety_stock": 0,
+                     *             "sold": 0,
+                     *             "total": 20,
+                     *             "version": 1
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "2145-2-1",
+                     *           "type": "stock.changed",
+                     *           "at": "2026-12-02T10:28:30.206247Z",
+                     *           "sku": "B2",
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "reservation_id": null,
+                     *           "data": {
+                     *             "available": 12,
+                     *             "damaged": 0,
+                     *             "delta": {
+                     *               "total": 12,
+                     *               "available": 12,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "incoming": 0,
+                     *             "quality_control": 0,
+                     *             "reserved": 0,
+                     *             "safety_stock": 0,
+                     *             "sold": 0,
+                     *             "total": 12,
+                     *             "version": 1
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_cursor": "2145-2-1",
+                     *       "next": "2145-2-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventPage"];
                 };
             };
@@ -5662,6 +6666,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "webhooks": [
+                     *         {
+                     *           "id": 1,
+                     *           "url": "https://shop.example/hooks/stockhold",
+                     *           "events": [
+                     *             "hold.confirmed",
+                     *             "stock.low"
+                     *           ],
+                     *           "created_by": "dev-ops",
+                     *           "created_at": "2026-12-02T10:28:30.611311Z",
+                     *           "last_event_id": "2176-0-0",
+                     *           "delivered_at": null,
+                     *           "delivered_events": 0,
+                     *           "failures": 0,
+                     *           "failing_since": null,
+                     *           "last_error": null,
+                     *           "oldest_pending_at": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
@@ -5708,6 +6736,15 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://shop.example/hooks/stockhold",
+                 *       "events": [
+                 *         "hold.confirmed",
+                 *         "stock.low"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["WebhookRequest"];
             };
         };
@@ -5719,6 +6756,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://shop.example/hooks/stockhold",
+                     *       "events": [
+                     *         "hold.confirmed",
+                     *         "stock.low"
+                     *       ],
+                     *       "created_by": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.611311Z",
+                     *       "last_event_id": "2176-0-0",
+                     *       "delivered_at": null,
+                     *       "delivered_events": 0,
+                     *       "failures": 0,
+                     *       "failing_since": null,
+                     *       "last_error": null,
+                     *       "oldest_pending_at": null,
+                     *       "secret": "whsec_1f4882e470af55ccac452e9ff9f2c101a163fabd9deb50f17b3afd550239604b"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookCreated"];
                 };
             };
@@ -5772,6 +6829,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://shop.example/hooks/stockhold",
+                     *       "events": [
+                     *         "hold.confirmed",
+                     *         "stock.low"
+                     *       ],
+                     *       "created_by": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.611311Z",
+                     *       "last_event_id": "2176-0-0",
+                     *       "delivered_at": null,
+                     *       "delivered_events": 0,
+                     *       "failures": 0,
+                     *       "failing_since": null,
+                     *       "last_error": null,
+                     *       "oldest_pending_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
@@ -5888,6 +6964,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "units": [
+                     *         {
+                     *           "id": "A-1",
+                     *           "sku": "GALA-0612",
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "group": "A",
+                     *           "position": 1,
+                     *           "attributes": {},
+                     *           "status": "available",
+                     *           "reservation_id": null
+                     *         },
+                     *         {
+                     *           "id": "A-2",
+                     *           "sku": "GALA-0612",
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "group": "A",
+                     *           "position": 2,
+                     *           "attributes": {},
+                     *           "status": "available",
+                     *           "reservation_id": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": "A-2",
+                     *       "next_after": "A-2"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UnitsPage"];
                 };
             };
@@ -5948,6 +7054,28 @@ export interface operations {
         /** @description A JSON object of at most 4 MiB (room for 10,000 units); unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "seating plan",
+                 *       "units": [
+                 *         {
+                 *           "id": "A-1",
+                 *           "group": "A",
+                 *           "position": 1
+                 *         },
+                 *         {
+                 *           "id": "A-2",
+                 *           "group": "A",
+                 *           "position": 2
+                 *         },
+                 *         {
+                 *           "id": "A-3",
+                 *           "group": "A",
+                 *           "position": 3
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["AddUnitsRequest"];
             };
         };
@@ -5959,6 +7087,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "GALA-0612",
+                     *       "pools": [
+                     *         {
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "total": 3,
+                     *           "available": 3,
+                     *           "reserved": 0,
+                     *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 0,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "on_sale",
+                     *           "paused_reason": null,
+                     *           "low_threshold": null,
+                     *           "updated_at": "2026-12-02T10:28:30.307073Z",
+                     *           "serialized": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Stock"];
                 };
             };
@@ -6034,6 +7186,14 @@ export interface operations {
         /** @description A JSON object of at most 4 MiB (room for 10,000 units); unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "broken seat",
+                 *       "units": [
+                 *         "A-3"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["RetireUnitsRequest"];
             };
         };
@@ -6045,6 +7205,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "GALA-0612",
+                     *       "pools": [
+                     *         {
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "total": 2,
+                     *           "available": 2,
+                     *           "reserved": 0,
+                     *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 0,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "on_sale",
+                     *           "paused_reason": null,
+                     *           "low_threshold": null,
+                     *           "updated_at": "2026-12-02T10:28:30.332843Z",
+                     *           "serialized": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Stock"];
                 };
             };
@@ -6117,6 +7301,13 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "to": "ledger",
+                 *       "reason": "check the counters",
+                 *       "dry_run": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["RepairRequest"];
             };
         };
@@ -6127,6 +7318,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "A1",
+                     *       "location": "default",
+                     *       "pool": "main",
+                     *       "before": {
+                     *         "total": 20,
+                     *         "available": 20,
+                     *         "reserved": 0,
+                     *         "sold": 0,
+                     *         "quality_control": 0,
+                     *         "damaged": 0,
+                     *         "safety_stock": 0,
+                     *         "incoming": 0
+                     *       },
+                     *       "after": {
+                     *         "total": 20,
+                     *         "available": 20,
+                     *         "reserved": 0,
+                     *         "sold": 0,
+                     *         "quality_control": 0,
+                     *         "damaged": 0,
+                     *         "safety_stock": 0,
+                     *         "incoming": 0
+                     *       },
+                     *       "difference": {
+                     *         "total": 0,
+                     *         "available": 0,
+                     *         "reserved": 0,
+                     *         "sold": 0,
+                     *         "quality_control": 0,
+                     *         "damaged": 0,
+                     *         "safety_stock": 0,
+                     *         "incoming": 0
+                     *       },
+                     *       "applied": false,
+                     *       "reconciliation": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["RepairResult"];
                 };
             };
@@ -6201,6 +7431,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "active": false,
+                     *       "reason": null,
+                     *       "actor": null,
+                     *       "actor_key": null,
+                     *       "rule": null,
+                     *       "changed_at": "2026-12-02T10:09:55.623568Z",
+                     *       "clients": [],
+                     *       "locations": []
+                     *     }
+                     */
                     "application/json": components["schemas"]["StopSales"];
                 };
             };
@@ -6220,6 +7462,12 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "active": true,
+                 *       "reason": "payment provider down"
+                 *     }
+                 */
                 "application/json": components["schemas"]["StopSaleRequest"];
             };
         };
@@ -6230,6 +7478,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "active": true,
+                     *       "reason": "payment provider down",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "rule": null,
+                     *       "changed_at": "2026-12-02T10:28:30.349035Z",
+                     *       "lifted": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["StopSaleFlipped"];
                 };
             };
@@ -6278,6 +7537,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "wrong price"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CampaignSwitchRequest"];
             };
         };
@@ -6288,6 +7552,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "pool": "spring",
+                     *       "changed": 1,
+                     *       "skus": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "location": "default",
+                     *           "status": "paused",
+                     *           "paused_reason": "wrong price"
+                     *         }
+                     *       ],
+                     *       "reconciliation": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["CampaignSwitched"];
                 };
             };
@@ -6348,6 +7627,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "price fixed"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CampaignSwitchRequest"];
             };
         };
@@ -6358,6 +7642,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "pool": "spring",
+                     *       "changed": 1,
+                     *       "skus": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "location": "default",
+                     *           "status": "on_sale",
+                     *           "paused_reason": null
+                     *         }
+                     *       ],
+                     *       "reconciliation": {
+                     *         "id": 3,
+                     *         "trigger": "resume",
+                     *         "status": "succeeded",
+                     *         "skus": [
+                     *           "A1"
+                     *         ],
+                     *         "balanced": true,
+                     *         "high_risk": 0,
+                     *         "auto_fixed": 0
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CampaignSwitched"];
                 };
             };
@@ -6440,6 +7749,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7709-79fc-ab4f-0ff0f14d1515",
+                     *       "status": "held",
+                     *       "order_ref": "1002",
+                     *       "campaign": null,
+                     *       "expires_at": "2026-12-02T10:43:30.601879Z",
+                     *       "created_at": "2026-12-02T10:28:30.601879Z",
+                     *       "items": [
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 1,
+                     *           "location": "default"
+                     *         }
+                     *       ],
+                     *       "release_reason": null,
+                     *       "reinstated_from": "01a2364c-76e6-7a3d-8d86-7d81097f249c"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Reservation"];
                 };
             };
@@ -6535,6 +7864,11 @@ export interface operations {
         /** @description Optional: no body, or a JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "operator": "alice"
+                 *     }
+                 */
                 "application/json": components["schemas"]["TakeRequest"];
             };
         };
@@ -6545,6 +7879,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "level": "warning",
+                     *       "kind": "late_confirmation",
+                     *       "subject": "hold:01a2364c-76e6-7a3d-8d86-7d81097f249c",
+                     *       "sku": null,
+                     *       "location": null,
+                     *       "pool": null,
+                     *       "details": {
+                     *         "items": [
+                     *           {
+                     *             "sku": "B2",
+                     *             "pool": "main",
+                     *             "location": "default",
+                     *             "quantity": 1
+                     *           }
+                     *         ],
+                     *         "client": "dev-shop",
+                     *         "status": "expired",
+                     *         "order_ref": "1002",
+                     *         "expires_at": "2026-12-02T10:28:29.566857Z",
+                     *         "released_at": "2026-12-02T10:28:30.582382Z",
+                     *         "confirmed_by": "dev-shop",
+                     *         "release_reason": "hold expired before payment was confirmed",
+                     *         "reservation_id": "01a2364c-76e6-7a3d-8d86-7d81097f249c"
+                     *       },
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a2364c-76e6-7a3d-8d86-7d81097f249c was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a2364c-76e6-7a3d-8d86-7d81097f249c/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "status": "open",
+                     *       "first_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *       "last_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *       "occurrences": 1,
+                     *       "acked_by": null,
+                     *       "acked_key": null,
+                     *       "acked_at": null,
+                     *       "owner": "alice",
+                     *       "owner_key": "dev-ops",
+                     *       "taken_at": "2026-12-02T10:28:31.200861Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Alert"];
                 };
             };
@@ -6607,6 +7981,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example <!doctype html>
+                     *     …
+                     *     <title>Problems · stockhold</title>
+                     *     …
+                     */
                     "text/html": string;
                 };
             };
@@ -6630,6 +8010,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example <!doctype html>
+                     *     …
+                     *     <title>out_of_stock: Out of stock · stockhold</title>
+                     *     …
+                     */
                     "text/html": string;
                 };
             };
@@ -6656,13 +8042,60 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The reference. */
+            /** @description The contents. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example <!doctype html>
+                     *     …
+                     *     <title>stockhold 0.1.0 · API reference</title>
+                     *     …
+                     */
                     "text/html": string;
+                };
+            };
+        };
+    };
+    getDocsPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A tag's name, or `schemas`. */
+                page: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example <!doctype html>
+                     *     …
+                     *     <title>holds · stockhold 0.1.0 · API reference</title>
+                     *     …
+                     */
+                    "text/html": string;
+                };
+            };
+            /** @description No such page. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
                 };
             };
         };
@@ -6691,6 +8124,76 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "date": "2026-12-02",
+                     *       "time_zone": "UTC",
+                     *       "from": "2026-12-02T00:00:00Z",
+                     *       "to": "2026-12-03T00:00:00Z",
+                     *       "totals": {
+                     *         "held": 8,
+                     *         "confirmed": 2,
+                     *         "released": 1,
+                     *         "expired": 1,
+                     *         "rolled_back": 3,
+                     *         "adjusted": 39,
+                     *         "transferred": 0,
+                     *         "repairs": 0,
+                     *         "movements": 35
+                     *       },
+                     *       "campaigns": [
+                     *         {
+                     *           "campaign": "spring",
+                     *           "held": 1,
+                     *           "confirmed": 0,
+                     *           "released": 0,
+                     *           "expired": 0,
+                     *           "rolled_back": 1,
+                     *           "adjusted": 0,
+                     *           "transferred": 0,
+                     *           "repairs": 0,
+                     *           "movements": 7
+                     *         }
+                     *       ],
+                     *       "reconciliations": {
+                     *         "runs": 6,
+                     *         "failed": 0,
+                     *         "auto_fixed": 0,
+                     *         "retried": 0,
+                     *         "high_risk": 0,
+                     *         "with_findings": []
+                     *       },
+                     *       "pools": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "held": 2,
+                     *           "confirmed": 1,
+                     *           "released": 1,
+                     *           "expired": 0,
+                     *           "rolled_back": 0,
+                     *           "adjusted": 20,
+                     *           "transferred": 0,
+                     *           "repairs": 0,
+                     *           "movements": 11
+                     *         },
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "spring",
+                     *           "held": 1,
+                     *           "confirmed": 0,
+                     *           "released": 0,
+                     *           "expired": 0,
+                     *           "rolled_back": 1,
+                     *           "adjusted": 0,
+                     *           "transferred": 0,
+                     *           "repairs": 0,
+                     *           "movements": 7
+                     *         }
+                     *       ],
+                     *       "next_cursor": "QTEAc3ByaW5n"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DailyReport"];
                 };
             };
@@ -6744,6 +8247,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "locations": [
+                     *         {
+                     *           "id": "default",
+                     *           "name": "Default",
+                     *           "priority": 0,
+                     *           "active": true,
+                     *           "stop_sale": null,
+                     *           "created_at": "2026-12-02T10:09:55.696833Z",
+                     *           "updated_at": "2026-12-02T10:09:55.696833Z",
+                     *           "totals": {
+                     *             "rows": 4,
+                     *             "total": 39,
+                     *             "available": 39,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "east",
+                     *           "name": "East warehouse (Leeds)",
+                     *           "priority": 10,
+                     *           "active": true,
+                     *           "stop_sale": null,
+                     *           "created_at": "2026-12-02T10:28:30.357111Z",
+                     *           "updated_at": "2026-12-02T10:28:30.363315Z",
+                     *           "totals": {
+                     *             "rows": 0,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["LocationList"];
                 };
             };
@@ -6790,6 +8340,13 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "east",
+                 *       "name": "East warehouse",
+                 *       "priority": 10
+                 *     }
+                 */
                 "application/json": components["schemas"]["LocationRequest"];
             };
         };
@@ -6800,6 +8357,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "east",
+                     *       "name": "East warehouse",
+                     *       "priority": 10,
+                     *       "active": true,
+                     *       "stop_sale": null,
+                     *       "created_at": "2026-12-02T10:28:30.357111Z",
+                     *       "updated_at": "2026-12-02T10:28:30.357111Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Location"];
                 };
             };
@@ -6865,6 +8433,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "east",
+                     *       "name": "East warehouse",
+                     *       "priority": 10,
+                     *       "active": true,
+                     *       "stop_sale": null,
+                     *       "created_at": "2026-12-02T10:28:30.357111Z",
+                     *       "updated_at": "2026-12-02T10:28:30.357111Z",
+                     *       "totals": {
+                     *         "rows": 0,
+                     *         "total": 0,
+                     *         "available": 0,
+                     *         "reserved": 0,
+                     *         "sold": 0,
+                     *         "quality_control": 0,
+                     *         "damaged": 0,
+                     *         "safety_stock": 0,
+                     *         "incoming": 0
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Location"];
                 };
             };
@@ -6923,6 +8513,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "East warehouse (Leeds)"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LocationPatch"];
             };
         };
@@ -6933,6 +8528,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "east",
+                     *       "name": "East warehouse (Leeds)",
+                     *       "priority": 10,
+                     *       "active": true,
+                     *       "stop_sale": null,
+                     *       "created_at": "2026-12-02T10:28:30.357111Z",
+                     *       "updated_at": "2026-12-02T10:28:30.363315Z",
+                     *       "totals": {
+                     *         "rows": 0,
+                     *         "total": 0,
+                     *         "available": 0,
+                     *         "reserved": 0,
+                     *         "sold": 0,
+                     *         "quality_control": 0,
+                     *         "damaged": 0,
+                     *         "safety_stock": 0,
+                     *         "incoming": 0
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Location"];
                 };
             };
@@ -6996,6 +8613,14 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "from": "available",
+                 *       "to": "damaged",
+                 *       "quantity": 1,
+                 *       "reason": "dropped"
+                 *     }
+                 */
                 "application/json": components["schemas"]["MoveRequest"];
             };
         };
@@ -7006,6 +8631,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sku": "A1",
+                     *       "pools": [
+                     *         {
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "total": 20,
+                     *           "available": 19,
+                     *           "reserved": 0,
+                     *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 1,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
+                     *           "status": "on_sale",
+                     *           "paused_reason": null,
+                     *           "low_threshold": null,
+                     *           "updated_at": "2026-12-02T10:28:30.370067Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["StockPreview"];
                 };
             };
@@ -7081,6 +8729,12 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "counted": 20,
+                 *       "reason": "cycle count"
+                 *     }
+                 */
                 "application/json": components["schemas"]["CountRequest"];
             };
         };
@@ -7091,6 +8745,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "sku": "A1",
+                     *       "location": "default",
+                     *       "pool": "main",
+                     *       "counted": 20,
+                     *       "on_shelf": 20,
+                     *       "difference": 0,
+                     *       "changes": {
+                     *         "total": 0,
+                     *         "available": 0,
+                     *         "reserved": 0,
+                     *         "sold": 0,
+                     *         "quality_control": 0,
+                     *         "damaged": 0,
+                     *         "safety_stock": 0,
+                     *         "incoming": 0
+                     *       },
+                     *       "short_of_held": 0,
+                     *       "forced": false,
+                     *       "stock": {
+                     *         "sku": "A1",
+                     *         "pools": [
+                     *           {
+                     *             "location": "default",
+                     *             "pool": "main",
+                     *             "total": 20,
+                     *             "available": 19,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 1,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0,
+                     *             "status": "on_sale",
+                     *             "paused_reason": null,
+                     *             "low_threshold": null,
+                     *             "updated_at": "2026-12-02T10:28:30.370067Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CountResult"];
                 };
             };
@@ -7172,6 +8870,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "transfers": [
+                     *         {
+                     *           "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "from": "default",
+                     *           "to": "east",
+                     *           "quantity": 4,
+                     *           "received": 3,
+                     *           "lost": 1,
+                     *           "in_transit": 0,
+                     *           "status": "closed",
+                     *           "reason": "rebalance",
+                     *           "actor": "dev-ops",
+                     *           "actor_key": "dev-ops",
+                     *           "created_at": "2026-12-02T10:28:30.399236Z",
+                     *           "updated_at": "2026-12-02T10:28:30.442515Z",
+                     *           "age_seconds": 0,
+                     *           "finished_at": "2026-12-02T10:28:30.442515Z",
+                     *           "finished_by": "dev-ops",
+                     *           "finish_reason": "one broke on the way"
+                     *         },
+                     *         {
+                     *           "id": "01a2364c-7673-784a-bd78-cee63873257c",
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "from": "default",
+                     *           "to": "east",
+                     *           "quantity": 2,
+                     *           "received": 0,
+                     *           "lost": 0,
+                     *           "in_transit": 2,
+                     *           "status": "cancelled",
+                     *           "reason": "rebalance",
+                     *           "actor": "dev-ops",
+                     *           "actor_key": "dev-ops",
+                     *           "created_at": "2026-12-02T10:28:30.450254Z",
+                     *           "updated_at": "2026-12-02T10:28:30.465504Z",
+                     *           "age_seconds": 0,
+                     *           "finished_at": "2026-12-02T10:28:30.465504Z",
+                     *           "finished_by": "dev-ops",
+                     *           "finish_reason": "the truck is full"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["TransferList"];
                 };
             };
@@ -7218,6 +8965,15 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "sku": "A1",
+                 *       "from": "default",
+                 *       "to": "east",
+                 *       "quantity": 4,
+                 *       "reason": "rebalance"
+                 *     }
+                 */
                 "application/json": components["schemas"]["TransferRequest"];
             };
         };
@@ -7228,6 +8984,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *       "sku": "A1",
+                     *       "pool": "main",
+                     *       "from": "default",
+                     *       "to": "east",
+                     *       "quantity": 4,
+                     *       "received": 0,
+                     *       "lost": 0,
+                     *       "in_transit": 4,
+                     *       "status": "in_transit",
+                     *       "reason": "rebalance",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.399236Z",
+                     *       "updated_at": "2026-12-02T10:28:30.399236Z",
+                     *       "age_seconds": 0,
+                     *       "finished_at": null,
+                     *       "finished_by": null,
+                     *       "finish_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Transfer"];
                 };
             };
@@ -7293,6 +9072,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *       "sku": "A1",
+                     *       "pool": "main",
+                     *       "from": "default",
+                     *       "to": "east",
+                     *       "quantity": 4,
+                     *       "received": 0,
+                     *       "lost": 0,
+                     *       "in_transit": 4,
+                     *       "status": "in_transit",
+                     *       "reason": "rebalance",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.399236Z",
+                     *       "updated_at": "2026-12-02T10:28:30.399236Z",
+                     *       "age_seconds": 0,
+                     *       "finished_at": null,
+                     *       "finished_by": null,
+                     *       "finish_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Transfer"];
                 };
             };
@@ -7354,6 +9156,12 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "quantity": 3,
+                 *       "reason": "pallet 1"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ReceiveRequest"];
             };
         };
@@ -7364,6 +9172,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *       "sku": "A1",
+                     *       "pool": "main",
+                     *       "from": "default",
+                     *       "to": "east",
+                     *       "quantity": 4,
+                     *       "received": 3,
+                     *       "lost": 0,
+                     *       "in_transit": 1,
+                     *       "status": "in_transit",
+                     *       "reason": "rebalance",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.399236Z",
+                     *       "updated_at": "2026-12-02T10:28:30.43695Z",
+                     *       "age_seconds": 0,
+                     *       "finished_at": null,
+                     *       "finished_by": null,
+                     *       "finish_reason": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Transfer"];
                 };
             };
@@ -7436,6 +9267,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "one broke on the way"
+                 *     }
+                 */
                 "application/json": components["schemas"]["TransferEndRequest"];
             };
         };
@@ -7446,6 +9282,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *       "sku": "A1",
+                     *       "pool": "main",
+                     *       "from": "default",
+                     *       "to": "east",
+                     *       "quantity": 4,
+                     *       "received": 3,
+                     *       "lost": 1,
+                     *       "in_transit": 0,
+                     *       "status": "closed",
+                     *       "reason": "rebalance",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.399236Z",
+                     *       "updated_at": "2026-12-02T10:28:30.442515Z",
+                     *       "age_seconds": 0,
+                     *       "finished_at": "2026-12-02T10:28:30.442515Z",
+                     *       "finished_by": "dev-ops",
+                     *       "finish_reason": "one broke on the way"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Transfer"];
                 };
             };
@@ -7518,6 +9377,11 @@ export interface operations {
         /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "the truck is full"
+                 *     }
+                 */
                 "application/json": components["schemas"]["TransferEndRequest"];
             };
         };
@@ -7528,6 +9392,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "01a2364c-7673-784a-bd78-cee63873257c",
+                     *       "sku": "B2",
+                     *       "pool": "main",
+                     *       "from": "default",
+                     *       "to": "east",
+                     *       "quantity": 2,
+                     *       "received": 0,
+                     *       "lost": 0,
+                     *       "in_transit": 2,
+                     *       "status": "cancelled",
+                     *       "reason": "rebalance",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T10:28:30.450254Z",
+                     *       "updated_at": "2026-12-02T10:28:30.465504Z",
+                     *       "age_seconds": 0,
+                     *       "finished_at": "2026-12-02T10:28:30.465504Z",
+                     *       "finished_by": "dev-ops",
+                     *       "finish_reason": "the truck is full"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Transfer"];
                 };
             };
