@@ -69,7 +69,7 @@ func TestErrorConvention(t *testing.T) {
 		require.Equal(t, 201, r.status, "%s", r.body)
 	}
 	for i := range 2 {
-		_, err := e.alerts.Raise(ctx, alerts.Raise{Level: alerts.Warning, Kind: "convention", Subject: fmt.Sprint("s", i), Action: "none"})
+		_, err := e.alerts.Raise(ctx, alerts.Raise{Level: alerts.Warning, Kind: "job_retried", Subject: fmt.Sprint("s", i), Action: "none"})
 		require.NoError(t, err)
 	}
 	r = e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "east", "name": "East", "priority": 20}, "Idempotency-Key", "conv-east")

@@ -292,7 +292,7 @@ func TestOperatorActionsRecordTheKey(t *testing.T) {
 	require.Equal(t, "ops-bob", camp["rollback"].(map[string]any)["operator_key"], "the end's rollback too")
 
 	// An alert's acknowledgement.
-	a, err := e.alerts.Raise(ctx, alerts.Raise{Level: alerts.Warning, Kind: "test", Subject: "x"})
+	a, err := e.alerts.Raise(ctx, alerts.Raise{Level: alerts.Warning, Kind: "late_confirmation", Subject: "x"})
 	require.NoError(t, err)
 	acked := e.do("POST", fmt.Sprint("/v1/alerts/", a.ID, "/ack"), bob, map[string]any{"operator": "alice"})
 	require.Equal(t, 200, acked.status, "%s", acked.body)

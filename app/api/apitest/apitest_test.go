@@ -34,7 +34,7 @@ func TestCheck(t *testing.T) {
 		{"code outside the enum", "GET", "/v1/skus/A1", "t", "", 404, "application/problem+json", problem(404, "nope"), "does not match"},
 		{"refused bad input", "POST", "/v1/alerts/1/ack", "t", `{"operator":""}`, 422, "application/problem+json", problem(422, "invalid_request"), ""},
 		{"accepted bad input", "POST", "/v1/alerts/1/ack", "t", `{"operator":""}`, 200, "application/json",
-			`{"id":1,"level":"info","kind":"k","subject":"s","sku":null,"location":null,"pool":null,"details":{},"suggested_action":"a","status":"acked","first_seen_at":"2026-01-01T00:00:00Z","last_seen_at":"2026-01-01T00:00:00Z","occurrences":1,"acked_by":"","acked_key":null,"acked_at":"2026-01-01T00:00:00Z","resolved_at":null}`,
+			`{"id":1,"level":"info","kind":"job_discarded","subject":"s","sku":null,"location":null,"pool":null,"details":{},"suggested_action":"a","status":"acked","first_seen_at":"2026-01-01T00:00:00Z","last_seen_at":"2026-01-01T00:00:00Z","occurrences":1,"acked_by":"","acked_key":null,"acked_at":"2026-01-01T00:00:00Z","resolved_at":null}`,
 			"accepted a request its document forbids"},
 		{"accepted without a token", "GET", "/v1/skus/A1", "", "", 200, "application/json", stock, "accepted a request its document forbids"},
 		{"refused without a token", "GET", "/v1/skus/A1", "", "", 401, "application/problem+json", problem(401, "unauthorized"), ""},
