@@ -46,9 +46,13 @@ run: build
 	STOCKHOLD_LOG_FORMAT=$${STOCKHOLD_LOG_FORMAT:-text} STOCKHOLD_WEBHOOK_ALLOW_PRIVATE=$${STOCKHOLD_WEBHOOK_ALLOW_PRIVATE:-true} \
 	exec $$bin serve
 
-## test: the whole suite against real PostgreSQL and River, with the race detector
+## test: the whole suite against real PostgreSQL and River, with the race detector. First it installs with apt-get, saying so, the
+## Debian packages some tests need (curl, jq, prometheus for promtool, chromium, postgresql-15-auto-failover): as root, when missing;
+## otherwise it stops and prints the command that installs them (TEST_DEPS=skip runs without them, skipping the tests that need them)
 test:
-	@set -eo pipefail; $(WITH_DB); \
+	@set -eo pipefail; \
+	if [ "$(TEST_DEPS)" != skip ]; then go run ./cmd/testdeps; fi; \
+	$(WITH_DB); \
 	go test -race -count=1 -timeout 30m ./...
 
 ## torture: every write path against every other for TORTURE_DURATION (default 2m; TORTURE_SEED reruns a seed)
