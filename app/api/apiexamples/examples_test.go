@@ -191,7 +191,7 @@ func exampleScenario(x *recorder) {
 
 	// Statistics and the daily report.
 	x.example("ops", "GET", "/v1/stats?window=1h", nil)
-	x.example("ops", "GET", "/v1/reports/daily?date="+time.Now().UTC().Format(time.DateOnly)+"&limit=2", nil)
+	x.example("ops", "GET", "/v1/reports/daily?date="+time.Now().UTC().Format(time.DateOnly)+"&limit=1", nil)
 
 	// Health, this document and the problem pages.
 	x.example("", "GET", "/healthz", nil)

@@ -73,7 +73,11 @@ func load(raw []byte) (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load openapi.json: %w", err)
 	}
-	if err := doc.Validate(loader.Context); err != nil {
+	// The examples are not checked here: TestOpenAPIExamples holds each
+	// to what the server answers (which this validator checks), and a
+	// schema changed ahead of its example must fail that test, with how to
+	// rewrite it, rather than every test that speaks HTTP.
+	if err := doc.Validate(loader.Context, openapi3.DisableExamplesValidation()); err != nil {
 		return nil, fmt.Errorf("openapi.json is not a valid OpenAPI document: %w", err)
 	}
 	// The tests' servers listen on random ports: match routes on any host.

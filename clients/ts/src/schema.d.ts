@@ -3790,7 +3790,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T10:28:30.081447Z"
+                     *               "updated_at": "2026-12-02T11:15:59.236357Z"
                      *             }
                      *           ]
                      *         },
@@ -3811,7 +3811,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T10:28:30.206247Z"
+                     *               "updated_at": "2026-12-02T11:15:59.443757Z"
                      *             }
                      *           ]
                      *         }
@@ -3902,7 +3902,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T10:28:30.081447Z"
+                     *           "updated_at": "2026-12-02T11:15:59.236357Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4013,7 +4013,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T10:28:30.546636Z"
+                     *           "updated_at": "2026-12-02T11:16:02.363937Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4029,7 +4029,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T10:28:30.442515Z"
+                     *           "updated_at": "2026-12-02T11:16:00.260532Z"
                      *         }
                      *       ]
                      *     }
@@ -4124,7 +4124,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T10:28:30.237545Z"
+                     *           "updated_at": "2026-12-02T11:15:59.600683Z"
                      *         }
                      *       ]
                      *     }
@@ -4222,14 +4222,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T10:28:30.244952Z"
+                     *           "updated_at": "2026-12-02T11:15:59.622618Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T10:28:30.237545Z"
+                     *         "at": "2026-12-02T11:15:59.600683Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4337,7 +4337,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 20,
-                     *           "at": "2026-12-02T10:28:30.546636Z",
+                     *           "at": "2026-12-02T11:16:02.363937Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4346,7 +4346,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *           "reservation_id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4354,7 +4354,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 19,
-                     *           "at": "2026-12-02T10:28:30.533186Z",
+                     *           "at": "2026-12-02T11:16:02.009507Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4363,7 +4363,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *           "reservation_id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -4479,7 +4479,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T10:28:30.206247Z"
+                     *               "updated_at": "2026-12-02T11:15:59.443757Z"
                      *             }
                      *           ]
                      *         },
@@ -4500,7 +4500,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T10:28:30.206247Z"
+                     *               "updated_at": "2026-12-02T11:15:59.443757Z"
                      *             }
                      *           ]
                      *         }
@@ -4586,13 +4586,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *           "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T10:58:30.527708Z",
-                     *           "created_at": "2026-12-02T10:28:30.488826Z",
-                     *           "confirmed_at": "2026-12-02T10:28:30.546636Z",
+                     *           "expires_at": "2026-12-02T11:46:02.002249Z",
+                     *           "created_at": "2026-12-02T11:16:01.554587Z",
+                     *           "confirmed_at": "2026-12-02T11:16:02.363937Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -4688,12 +4688,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T10:43:30.488826Z",
-                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "expires_at": "2026-12-02T11:31:01.554587Z",
+                     *       "created_at": "2026-12-02T11:16:01.554587Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4803,12 +4803,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T10:43:30.488826Z",
-                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "expires_at": "2026-12-02T11:31:01.554587Z",
+                     *       "created_at": "2026-12-02T11:16:01.554587Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4895,13 +4895,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T10:58:30.527708Z",
-                     *       "created_at": "2026-12-02T10:28:30.488826Z",
-                     *       "confirmed_at": "2026-12-02T10:28:30.546636Z",
+                     *       "expires_at": "2026-12-02T11:46:02.002249Z",
+                     *       "created_at": "2026-12-02T11:16:01.554587Z",
+                     *       "confirmed_at": "2026-12-02T11:16:02.363937Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5017,12 +5017,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T10:58:30.527708Z",
-                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "expires_at": "2026-12-02T11:46:02.002249Z",
+                     *       "created_at": "2026-12-02T11:16:01.554587Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5114,8 +5114,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T10:28:30Z",
-                 *       "ends_at": "2026-12-02T12:28:30Z",
+                 *       "starts_at": "2026-12-02T11:16:02Z",
+                 *       "ends_at": "2026-12-02T13:16:02Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5141,12 +5141,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T10:28:30Z",
-                     *       "ends_at": "2026-12-02T12:28:30Z",
+                     *       "starts_at": "2026-12-02T11:16:02Z",
+                     *       "ends_at": "2026-12-02T13:16:02Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.65461Z",
+                     *       "created_at": "2026-12-02T11:16:02.655721Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5233,13 +5233,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T10:28:30Z",
-                     *       "ends_at": "2026-12-02T12:28:30Z",
+                     *       "starts_at": "2026-12-02T11:16:02Z",
+                     *       "ends_at": "2026-12-02T13:16:02Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.65461Z",
-                     *       "started_at": "2026-12-02T10:28:30.748976Z",
+                     *       "created_at": "2026-12-02T11:16:02.655721Z",
+                     *       "started_at": "2026-12-02T11:16:02.799002Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5343,7 +5343,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 1,
-                     *       "job_id": 3
+                     *       "job_id": 7
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5411,7 +5411,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a2364c-7869-7bed-92de-212efca2f413"
+                 *         "01a23677-ffa9-7232-ab7b-ea54e95d8dc9"
                  *       ]
                  *     }
                  */
@@ -5429,7 +5429,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 2,
-                     *       "job_id": 5
+                     *       "job_id": 9
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5494,24 +5494,24 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a2364c-7869-7bed-92de-212efca2f413"
+                     *           "01a23677-ffa9-7232-ab7b-ea54e95d8dc9"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T10:28:30.960856Z",
+                     *       "requested_at": "2026-12-02T11:16:03.668565Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
-                     *       "job_id": 5,
+                     *       "job_id": 9,
                      *       "error": null,
                      *       "resumes": 0,
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T10:28:30.960856Z",
-                     *       "started_at": "2026-12-02T10:28:30.975018Z",
-                     *       "finished_at": "2026-12-02T10:28:31.035826Z",
+                     *       "created_at": "2026-12-02T11:16:03.668565Z",
+                     *       "started_at": "2026-12-02T11:16:03.744726Z",
+                     *       "finished_at": "2026-12-02T11:16:03.880533Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -5665,7 +5665,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "run_id": 6,
-                     *       "job_id": 8
+                     *       "job_id": 12
                      *     }
                      */
                     "application/json": components["schemas"]["ReconciliationCreated"];
@@ -5733,9 +5733,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T10:28:31.210243Z",
-                     *       "started_at": "2026-12-02T10:28:31.242533Z",
-                     *       "finished_at": "2026-12-02T10:28:31.250265Z",
+                     *       "created_at": "2026-12-02T11:16:04.205475Z",
+                     *       "started_at": "2026-12-02T11:16:04.26506Z",
+                     *       "finished_at": "2026-12-02T11:16:04.309053Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5797,9 +5797,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T10:28:31.210243Z",
-                     *       "started_at": "2026-12-02T10:28:31.242533Z",
-                     *       "finished_at": "2026-12-02T10:28:31.250265Z",
+                     *       "created_at": "2026-12-02T11:16:04.205475Z",
+                     *       "started_at": "2026-12-02T11:16:04.26506Z",
+                     *       "finished_at": "2026-12-02T11:16:04.309053Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5869,7 +5869,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a2364c-76e6-7a3d-8d86-7d81097f249c",
+                     *           "subject": "hold:01a23677-fb53-7f18-a2e9-4965daa93898",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -5885,16 +5885,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T10:28:29.566857Z",
-                     *             "released_at": "2026-12-02T10:28:30.582382Z",
+                     *             "expires_at": "2026-12-02T11:16:01.516151Z",
+                     *             "released_at": "2026-12-02T11:16:02.565233Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a2364c-76e6-7a3d-8d86-7d81097f249c"
+                     *             "reservation_id": "01a23677-fb53-7f18-a2e9-4965daa93898"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a2364c-76e6-7a3d-8d86-7d81097f249c was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a2364c-76e6-7a3d-8d86-7d81097f249c/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23677-fb53-7f18-a2e9-4965daa93898 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23677-fb53-7f18-a2e9-4965daa93898/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T10:28:30.589078Z",
-                     *           "last_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *           "first_seen_at": "2026-12-02T11:16:02.569033Z",
+                     *           "last_seen_at": "2026-12-02T11:16:02.569033Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -5973,7 +5973,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a2364c-76e6-7a3d-8d86-7d81097f249c",
+                     *       "subject": "hold:01a23677-fb53-7f18-a2e9-4965daa93898",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -5989,23 +5989,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T10:28:29.566857Z",
-                     *         "released_at": "2026-12-02T10:28:30.582382Z",
+                     *         "expires_at": "2026-12-02T11:16:01.516151Z",
+                     *         "released_at": "2026-12-02T11:16:02.565233Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a2364c-76e6-7a3d-8d86-7d81097f249c"
+                     *         "reservation_id": "01a23677-fb53-7f18-a2e9-4965daa93898"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a2364c-76e6-7a3d-8d86-7d81097f249c was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a2364c-76e6-7a3d-8d86-7d81097f249c/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23677-fb53-7f18-a2e9-4965daa93898 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23677-fb53-7f18-a2e9-4965daa93898/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T10:28:30.589078Z",
-                     *       "last_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *       "first_seen_at": "2026-12-02T11:16:02.569033Z",
+                     *       "last_seen_at": "2026-12-02T11:16:02.569033Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T10:28:31.204265Z",
+                     *       "acked_at": "2026-12-02T11:16:04.038749Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T10:28:31.200861Z"
+                     *       "taken_at": "2026-12-02T11:16:04.024134Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Alert"];
@@ -6075,11 +6075,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T10:28:31.277764Z",
+                     *       "as_of": "2026-12-02T11:16:04.349672Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T09:28:31.277764Z"
+                     *         "since": "2026-12-02T10:16:04.349672Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6095,7 +6095,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T10:28:29.057046202Z",
+                     *         "since": "2026-12-02T11:15:58.278236659Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6341,12 +6341,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7692-7c7a-9ce9-fa84412f7c7a",
+                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T10:58:30.527708Z",
-                     *       "created_at": "2026-12-02T10:28:30.488826Z",
+                     *       "expires_at": "2026-12-02T11:46:02.002249Z",
+                     *       "created_at": "2026-12-02T11:16:01.554587Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -6468,7 +6468,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T10:28:30.206247Z"
+                     *           "updated_at": "2026-12-02T11:15:59.443757Z"
                      *         }
                      *       ]
                      *     }
@@ -6549,9 +6549,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "2140-1-1",
+                     *           "id": "8317-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T10:28:30.081447Z",
+                     *           "at": "2026-12-02T11:15:59.236357Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6579,9 +6579,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "2145-2-1",
+                     *           "id": "8322-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T10:28:30.206247Z",
+                     *           "at": "2026-12-02T11:15:59.443757Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6609,8 +6609,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "2145-2-1",
-                     *       "next": "2145-2-1"
+                     *       "next_cursor": "8322-2-1",
+                     *       "next": "8322-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -6677,8 +6677,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T10:28:30.611311Z",
-                     *           "last_event_id": "2176-0-0",
+                     *           "created_at": "2026-12-02T11:16:02.598456Z",
+                     *           "last_event_id": "8358-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -6765,15 +6765,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.611311Z",
-                     *       "last_event_id": "2176-0-0",
+                     *       "created_at": "2026-12-02T11:16:02.598456Z",
+                     *       "last_event_id": "8358-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_1f4882e470af55ccac452e9ff9f2c101a163fabd9deb50f17b3afd550239604b"
+                     *       "secret": "whsec_6076b4fb2178964f7649a9493cc6bac5afa6d3d6bb9e94f3409e42c769af2996"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -6838,8 +6838,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.611311Z",
-                     *       "last_event_id": "2176-0-0",
+                     *       "created_at": "2026-12-02T11:16:02.598456Z",
+                     *       "last_event_id": "8358-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7105,7 +7105,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T10:28:30.307073Z",
+                     *           "updated_at": "2026-12-02T11:15:59.792423Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7223,7 +7223,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T10:28:30.332843Z",
+                     *           "updated_at": "2026-12-02T11:15:59.868474Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7485,7 +7485,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T10:28:30.349035Z",
+                     *       "changed_at": "2026-12-02T11:15:59.956809Z",
                      *       "lifted": null
                      *     }
                      */
@@ -7751,12 +7751,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7709-79fc-ab4f-0ff0f14d1515",
+                     *       "id": "01a23677-fb95-74f7-8fea-c168c96dbe99",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T10:43:30.601879Z",
-                     *       "created_at": "2026-12-02T10:28:30.601879Z",
+                     *       "expires_at": "2026-12-02T11:31:02.581461Z",
+                     *       "created_at": "2026-12-02T11:16:02.581461Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -7766,7 +7766,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a2364c-76e6-7a3d-8d86-7d81097f249c"
+                     *       "reinstated_from": "01a23677-fb53-7f18-a2e9-4965daa93898"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -7884,7 +7884,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a2364c-76e6-7a3d-8d86-7d81097f249c",
+                     *       "subject": "hold:01a23677-fb53-7f18-a2e9-4965daa93898",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -7900,23 +7900,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T10:28:29.566857Z",
-                     *         "released_at": "2026-12-02T10:28:30.582382Z",
+                     *         "expires_at": "2026-12-02T11:16:01.516151Z",
+                     *         "released_at": "2026-12-02T11:16:02.565233Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a2364c-76e6-7a3d-8d86-7d81097f249c"
+                     *         "reservation_id": "01a23677-fb53-7f18-a2e9-4965daa93898"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a2364c-76e6-7a3d-8d86-7d81097f249c was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a2364c-76e6-7a3d-8d86-7d81097f249c/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23677-fb53-7f18-a2e9-4965daa93898 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23677-fb53-7f18-a2e9-4965daa93898/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T10:28:30.589078Z",
-                     *       "last_seen_at": "2026-12-02T10:28:30.589078Z",
+                     *       "first_seen_at": "2026-12-02T11:16:02.569033Z",
+                     *       "last_seen_at": "2026-12-02T11:16:02.569033Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T10:28:31.200861Z"
+                     *       "taken_at": "2026-12-02T11:16:04.024134Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Alert"];
@@ -8138,8 +8138,206 @@ export interface operations {
                      *         "rolled_back": 3,
                      *         "adjusted": 39,
                      *         "transferred": 0,
+                     *         "moved": 1,
+                     *         "written_off": 0,
+                     *         "lost_in_transit": 1,
+                     *         "counted": 0,
+                     *         "transferred_out": 6,
+                     *         "transferred_in": 6,
+                     *         "received": 3,
+                     *         "transfer_cancelled": 2,
                      *         "repairs": 0,
-                     *         "movements": 35
+                     *         "pauses": 3,
+                     *         "resumes": 2,
+                     *         "movements": 35,
+                     *         "change": {
+                     *           "total": 38,
+                     *           "available": 34,
+                     *           "reserved": 1,
+                     *           "sold": 2,
+                     *           "quality_control": 0,
+                     *           "damaged": 1,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0
+                     *         },
+                     *         "by_kind": {
+                     *           "adjust": {
+                     *             "movements": 1,
+                     *             "total": -1,
+                     *             "available": -1,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "confirm": {
+                     *             "movements": 2,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": -2,
+                     *             "sold": 2,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "expire": {
+                     *             "movements": 1,
+                     *             "total": 0,
+                     *             "available": 1,
+                     *             "reserved": -1,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "loss": {
+                     *             "movements": 1,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": -1
+                     *           },
+                     *           "move": {
+                     *             "movements": 1,
+                     *             "total": 0,
+                     *             "available": -1,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 1,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "pause": {
+                     *             "movements": 3,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "receive": {
+                     *             "movements": 1,
+                     *             "total": 3,
+                     *             "available": 3,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": -3
+                     *           },
+                     *           "release_partial": {
+                     *             "movements": 1,
+                     *             "total": 0,
+                     *             "available": 1,
+                     *             "reserved": -1,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "reserve": {
+                     *             "movements": 6,
+                     *             "total": 0,
+                     *             "available": -8,
+                     *             "reserved": 8,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "resume": {
+                     *             "movements": 2,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "rollback": {
+                     *             "movements": 2,
+                     *             "total": 0,
+                     *             "available": 3,
+                     *             "reserved": -3,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "stock_in": {
+                     *             "movements": 4,
+                     *             "total": 40,
+                     *             "available": 40,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "transfer": {
+                     *             "movements": 4,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "transfer_cancel": {
+                     *             "movements": 2,
+                     *             "total": 2,
+                     *             "available": 2,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": -2
+                     *           },
+                     *           "transfer_in": {
+                     *             "movements": 2,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 6
+                     *           },
+                     *           "transfer_out": {
+                     *             "movements": 2,
+                     *             "total": -6,
+                     *             "available": -6,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           }
+                     *         }
                      *       },
                      *       "campaigns": [
                      *         {
@@ -8151,8 +8349,342 @@ export interface operations {
                      *           "rolled_back": 1,
                      *           "adjusted": 0,
                      *           "transferred": 0,
+                     *           "moved": 0,
+                     *           "written_off": 0,
+                     *           "lost_in_transit": 0,
+                     *           "counted": 0,
+                     *           "transferred_out": 0,
+                     *           "transferred_in": 0,
+                     *           "received": 0,
+                     *           "transfer_cancelled": 0,
                      *           "repairs": 0,
-                     *           "movements": 7
+                     *           "pauses": 2,
+                     *           "resumes": 1,
+                     *           "movements": 7,
+                     *           "change": {
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "by_kind": {
+                     *             "pause": {
+                     *               "movements": 2,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "reserve": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": -1,
+                     *               "reserved": 1,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "resume": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "rollback": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 1,
+                     *               "reserved": -1,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "transfer": {
+                     *               "movements": 2,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "locations": [
+                     *         {
+                     *           "location": "default",
+                     *           "held": 8,
+                     *           "confirmed": 2,
+                     *           "released": 1,
+                     *           "expired": 1,
+                     *           "rolled_back": 3,
+                     *           "adjusted": 39,
+                     *           "transferred": 0,
+                     *           "moved": 1,
+                     *           "written_off": 0,
+                     *           "lost_in_transit": 0,
+                     *           "counted": 0,
+                     *           "transferred_out": 6,
+                     *           "transferred_in": 0,
+                     *           "received": 0,
+                     *           "transfer_cancelled": 2,
+                     *           "repairs": 0,
+                     *           "pauses": 3,
+                     *           "resumes": 2,
+                     *           "movements": 30,
+                     *           "change": {
+                     *             "total": 35,
+                     *             "available": 31,
+                     *             "reserved": 1,
+                     *             "sold": 2,
+                     *             "quality_control": 0,
+                     *             "damaged": 1,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "by_kind": {
+                     *             "adjust": {
+                     *               "movements": 1,
+                     *               "total": -1,
+                     *               "available": -1,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "confirm": {
+                     *               "movements": 2,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": -2,
+                     *               "sold": 2,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "expire": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 1,
+                     *               "reserved": -1,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "move": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": -1,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 1,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "pause": {
+                     *               "movements": 3,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "release_partial": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 1,
+                     *               "reserved": -1,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "reserve": {
+                     *               "movements": 6,
+                     *               "total": 0,
+                     *               "available": -8,
+                     *               "reserved": 8,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "resume": {
+                     *               "movements": 2,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "rollback": {
+                     *               "movements": 2,
+                     *               "total": 0,
+                     *               "available": 3,
+                     *               "reserved": -3,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "stock_in": {
+                     *               "movements": 4,
+                     *               "total": 40,
+                     *               "available": 40,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "transfer": {
+                     *               "movements": 4,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "transfer_cancel": {
+                     *               "movements": 1,
+                     *               "total": 2,
+                     *               "available": 2,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "transfer_out": {
+                     *               "movements": 2,
+                     *               "total": -6,
+                     *               "available": -6,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "location": "east",
+                     *           "held": 0,
+                     *           "confirmed": 0,
+                     *           "released": 0,
+                     *           "expired": 0,
+                     *           "rolled_back": 0,
+                     *           "adjusted": 0,
+                     *           "transferred": 0,
+                     *           "moved": 0,
+                     *           "written_off": 0,
+                     *           "lost_in_transit": 1,
+                     *           "counted": 0,
+                     *           "transferred_out": 0,
+                     *           "transferred_in": 6,
+                     *           "received": 3,
+                     *           "transfer_cancelled": 0,
+                     *           "repairs": 0,
+                     *           "pauses": 0,
+                     *           "resumes": 0,
+                     *           "movements": 5,
+                     *           "change": {
+                     *             "total": 3,
+                     *             "available": 3,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "by_kind": {
+                     *             "loss": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": -1
+                     *             },
+                     *             "receive": {
+                     *               "movements": 1,
+                     *               "total": 3,
+                     *               "available": 3,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": -3
+                     *             },
+                     *             "transfer_cancel": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": -2
+                     *             },
+                     *             "transfer_in": {
+                     *               "movements": 2,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 6
+                     *             }
+                     *           }
                      *         }
                      *       ],
                      *       "reconciliations": {
@@ -8166,6 +8698,7 @@ export interface operations {
                      *       "pools": [
                      *         {
                      *           "sku": "A1",
+                     *           "location": "default",
                      *           "pool": "main",
                      *           "held": 2,
                      *           "confirmed": 1,
@@ -8174,24 +8707,110 @@ export interface operations {
                      *           "rolled_back": 0,
                      *           "adjusted": 20,
                      *           "transferred": 0,
+                     *           "moved": 1,
+                     *           "written_off": 0,
+                     *           "lost_in_transit": 0,
+                     *           "counted": 0,
+                     *           "transferred_out": 4,
+                     *           "transferred_in": 0,
+                     *           "received": 0,
+                     *           "transfer_cancelled": 0,
                      *           "repairs": 0,
-                     *           "movements": 11
-                     *         },
-                     *         {
-                     *           "sku": "A1",
-                     *           "pool": "spring",
-                     *           "held": 1,
-                     *           "confirmed": 0,
-                     *           "released": 0,
-                     *           "expired": 0,
-                     *           "rolled_back": 1,
-                     *           "adjusted": 0,
-                     *           "transferred": 0,
-                     *           "repairs": 0,
-                     *           "movements": 7
+                     *           "pauses": 0,
+                     *           "resumes": 0,
+                     *           "movements": 8,
+                     *           "change": {
+                     *             "total": 16,
+                     *             "available": 14,
+                     *             "reserved": 0,
+                     *             "sold": 1,
+                     *             "quality_control": 0,
+                     *             "damaged": 1,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0
+                     *           },
+                     *           "by_kind": {
+                     *             "confirm": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": -1,
+                     *               "sold": 1,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "move": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": -1,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 1,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "release_partial": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 1,
+                     *               "reserved": -1,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "reserve": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": -2,
+                     *               "reserved": 2,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "stock_in": {
+                     *               "movements": 1,
+                     *               "total": 20,
+                     *               "available": 20,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "transfer": {
+                     *               "movements": 2,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             },
+                     *             "transfer_out": {
+                     *               "movements": 1,
+                     *               "total": -4,
+                     *               "available": -4,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0
+                     *             }
+                     *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "QTEAc3ByaW5n"
+                     *       "next_cursor": "QTEAZGVmYXVsdABtYWlu"
                      *     }
                      */
                     "application/json": components["schemas"]["DailyReport"];
@@ -8276,8 +8895,8 @@ export interface operations {
                      *           "priority": 10,
                      *           "active": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T10:28:30.357111Z",
-                     *           "updated_at": "2026-12-02T10:28:30.363315Z",
+                     *           "created_at": "2026-12-02T11:15:59.997928Z",
+                     *           "updated_at": "2026-12-02T11:16:00.031864Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -8364,8 +8983,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T10:28:30.357111Z",
-                     *       "updated_at": "2026-12-02T10:28:30.357111Z"
+                     *       "created_at": "2026-12-02T11:15:59.997928Z",
+                     *       "updated_at": "2026-12-02T11:15:59.997928Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -8440,8 +9059,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T10:28:30.357111Z",
-                     *       "updated_at": "2026-12-02T10:28:30.357111Z",
+                     *       "created_at": "2026-12-02T11:15:59.997928Z",
+                     *       "updated_at": "2026-12-02T11:15:59.997928Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -8535,8 +9154,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T10:28:30.357111Z",
-                     *       "updated_at": "2026-12-02T10:28:30.363315Z",
+                     *       "created_at": "2026-12-02T11:15:59.997928Z",
+                     *       "updated_at": "2026-12-02T11:16:00.031864Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -8649,7 +9268,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T10:28:30.370067Z"
+                     *           "updated_at": "2026-12-02T11:16:00.060276Z"
                      *         }
                      *       ]
                      *     }
@@ -8783,7 +9402,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T10:28:30.370067Z"
+                     *             "updated_at": "2026-12-02T11:16:00.060276Z"
                      *           }
                      *         ]
                      *       }
@@ -8874,7 +9493,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *           "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -8887,15 +9506,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T10:28:30.399236Z",
-                     *           "updated_at": "2026-12-02T10:28:30.442515Z",
+                     *           "created_at": "2026-12-02T11:16:00.099102Z",
+                     *           "updated_at": "2026-12-02T11:16:00.260532Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T10:28:30.442515Z",
+                     *           "finished_at": "2026-12-02T11:16:00.260532Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a2364c-7673-784a-bd78-cee63873257c",
+                     *           "id": "01a23677-f72f-7842-b68a-2956f5bfe70e",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -8908,10 +9527,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T10:28:30.450254Z",
-                     *           "updated_at": "2026-12-02T10:28:30.465504Z",
+                     *           "created_at": "2026-12-02T11:16:01.453928Z",
+                     *           "updated_at": "2026-12-02T11:16:01.523257Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T10:28:30.465504Z",
+                     *           "finished_at": "2026-12-02T11:16:01.523257Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -8986,7 +9605,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *       "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -8999,8 +9618,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.399236Z",
-                     *       "updated_at": "2026-12-02T10:28:30.399236Z",
+                     *       "created_at": "2026-12-02T11:16:00.099102Z",
+                     *       "updated_at": "2026-12-02T11:16:00.099102Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9074,7 +9693,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *       "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9087,8 +9706,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.399236Z",
-                     *       "updated_at": "2026-12-02T10:28:30.399236Z",
+                     *       "created_at": "2026-12-02T11:16:00.099102Z",
+                     *       "updated_at": "2026-12-02T11:16:00.099102Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9174,7 +9793,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *       "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9187,8 +9806,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.399236Z",
-                     *       "updated_at": "2026-12-02T10:28:30.43695Z",
+                     *       "created_at": "2026-12-02T11:16:00.099102Z",
+                     *       "updated_at": "2026-12-02T11:16:00.166871Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9284,7 +9903,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7645-7c11-8af0-8dcff955ccb4",
+                     *       "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9297,10 +9916,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.399236Z",
-                     *       "updated_at": "2026-12-02T10:28:30.442515Z",
+                     *       "created_at": "2026-12-02T11:16:00.099102Z",
+                     *       "updated_at": "2026-12-02T11:16:00.260532Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T10:28:30.442515Z",
+                     *       "finished_at": "2026-12-02T11:16:00.260532Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -9394,7 +10013,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a2364c-7673-784a-bd78-cee63873257c",
+                     *       "id": "01a23677-f72f-7842-b68a-2956f5bfe70e",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9407,10 +10026,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T10:28:30.450254Z",
-                     *       "updated_at": "2026-12-02T10:28:30.465504Z",
+                     *       "created_at": "2026-12-02T11:16:01.453928Z",
+                     *       "updated_at": "2026-12-02T11:16:01.523257Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T10:28:30.465504Z",
+                     *       "finished_at": "2026-12-02T11:16:01.523257Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
