@@ -3790,7 +3790,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:15:59.236357Z"
+                     *               "updated_at": "2026-12-02T11:30:32.077968Z"
                      *             }
                      *           ]
                      *         },
@@ -3811,7 +3811,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:15:59.443757Z"
+                     *               "updated_at": "2026-12-02T11:30:32.143081Z"
                      *             }
                      *           ]
                      *         }
@@ -3902,7 +3902,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:15:59.236357Z"
+                     *           "updated_at": "2026-12-02T11:30:32.077968Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4013,7 +4013,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:16:02.363937Z"
+                     *           "updated_at": "2026-12-02T11:30:32.379706Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4029,7 +4029,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:16:00.260532Z"
+                     *           "updated_at": "2026-12-02T11:30:32.319088Z"
                      *         }
                      *       ]
                      *     }
@@ -4124,7 +4124,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:15:59.600683Z"
+                     *           "updated_at": "2026-12-02T11:30:32.172878Z"
                      *         }
                      *       ]
                      *     }
@@ -4222,14 +4222,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:15:59.622618Z"
+                     *           "updated_at": "2026-12-02T11:30:32.179132Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T11:15:59.600683Z"
+                     *         "at": "2026-12-02T11:30:32.172878Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4337,7 +4337,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 20,
-                     *           "at": "2026-12-02T11:16:02.363937Z",
+                     *           "at": "2026-12-02T11:30:32.379706Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4346,7 +4346,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
+                     *           "reservation_id": "01a23685-4110-7890-a408-aabad100d802",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4354,7 +4354,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 19,
-                     *           "at": "2026-12-02T11:16:02.009507Z",
+                     *           "at": "2026-12-02T11:30:32.36786Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4363,7 +4363,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
+                     *           "reservation_id": "01a23685-4110-7890-a408-aabad100d802",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -4479,7 +4479,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:15:59.443757Z"
+                     *               "updated_at": "2026-12-02T11:30:32.143081Z"
                      *             }
                      *           ]
                      *         },
@@ -4500,7 +4500,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:15:59.443757Z"
+                     *               "updated_at": "2026-12-02T11:30:32.143081Z"
                      *             }
                      *           ]
                      *         }
@@ -4586,13 +4586,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
+                     *           "id": "01a23685-4110-7890-a408-aabad100d802",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T11:46:02.002249Z",
-                     *           "created_at": "2026-12-02T11:16:01.554587Z",
-                     *           "confirmed_at": "2026-12-02T11:16:02.363937Z",
+                     *           "expires_at": "2026-12-02T12:00:32.363061Z",
+                     *           "created_at": "2026-12-02T11:30:32.337659Z",
+                     *           "confirmed_at": "2026-12-02T11:30:32.379706Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -4688,12 +4688,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
+                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:31:01.554587Z",
-                     *       "created_at": "2026-12-02T11:16:01.554587Z",
+                     *       "expires_at": "2026-12-02T11:45:32.337659Z",
+                     *       "created_at": "2026-12-02T11:30:32.337659Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4803,12 +4803,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
+                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:31:01.554587Z",
-                     *       "created_at": "2026-12-02T11:16:01.554587Z",
+                     *       "expires_at": "2026-12-02T11:45:32.337659Z",
+                     *       "created_at": "2026-12-02T11:30:32.337659Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4895,13 +4895,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
+                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:46:02.002249Z",
-                     *       "created_at": "2026-12-02T11:16:01.554587Z",
-                     *       "confirmed_at": "2026-12-02T11:16:02.363937Z",
+                     *       "expires_at": "2026-12-02T12:00:32.363061Z",
+                     *       "created_at": "2026-12-02T11:30:32.337659Z",
+                     *       "confirmed_at": "2026-12-02T11:30:32.379706Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5017,12 +5017,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
+                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:46:02.002249Z",
-                     *       "created_at": "2026-12-02T11:16:01.554587Z",
+                     *       "expires_at": "2026-12-02T12:00:32.363061Z",
+                     *       "created_at": "2026-12-02T11:30:32.337659Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5114,8 +5114,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T11:16:02Z",
-                 *       "ends_at": "2026-12-02T13:16:02Z",
+                 *       "starts_at": "2026-12-02T11:30:32Z",
+                 *       "ends_at": "2026-12-02T13:30:32Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5141,12 +5141,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T11:16:02Z",
-                     *       "ends_at": "2026-12-02T13:16:02Z",
+                     *       "starts_at": "2026-12-02T11:30:32Z",
+                     *       "ends_at": "2026-12-02T13:30:32Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:02.655721Z",
+                     *       "created_at": "2026-12-02T11:30:32.46459Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5233,13 +5233,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T11:16:02Z",
-                     *       "ends_at": "2026-12-02T13:16:02Z",
+                     *       "starts_at": "2026-12-02T11:30:32Z",
+                     *       "ends_at": "2026-12-02T13:30:32Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:02.655721Z",
-                     *       "started_at": "2026-12-02T11:16:02.799002Z",
+                     *       "created_at": "2026-12-02T11:30:32.46459Z",
+                     *       "started_at": "2026-12-02T11:30:32.592764Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5260,6 +5260,10 @@ export interface operations {
                      *           "available": 4,
                      *           "reserved": 1,
                      *           "sold": 0,
+                     *           "quality_control": 0,
+                     *           "damaged": 0,
+                     *           "safety_stock": 0,
+                     *           "incoming": 0,
                      *           "status": "on_sale"
                      *         }
                      *       ],
@@ -5343,7 +5347,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 1,
-                     *       "job_id": 7
+                     *       "job_id": 3
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5411,7 +5415,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a23677-ffa9-7232-ab7b-ea54e95d8dc9"
+                 *         "01a23685-43b8-7a11-a734-a909031539eb"
                  *       ]
                  *     }
                  */
@@ -5429,7 +5433,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 2,
-                     *       "job_id": 9
+                     *       "job_id": 5
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5494,24 +5498,24 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a23677-ffa9-7232-ab7b-ea54e95d8dc9"
+                     *           "01a23685-43b8-7a11-a734-a909031539eb"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T11:16:03.668565Z",
+                     *       "requested_at": "2026-12-02T11:30:33.038604Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
-                     *       "job_id": 9,
+                     *       "job_id": 5,
                      *       "error": null,
                      *       "resumes": 0,
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T11:16:03.668565Z",
-                     *       "started_at": "2026-12-02T11:16:03.744726Z",
-                     *       "finished_at": "2026-12-02T11:16:03.880533Z",
+                     *       "created_at": "2026-12-02T11:30:33.038604Z",
+                     *       "started_at": "2026-12-02T11:30:33.055692Z",
+                     *       "finished_at": "2026-12-02T11:30:33.098525Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -5665,7 +5669,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "run_id": 6,
-                     *       "job_id": 12
+                     *       "job_id": 8
                      *     }
                      */
                     "application/json": components["schemas"]["ReconciliationCreated"];
@@ -5733,9 +5737,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T11:16:04.205475Z",
-                     *       "started_at": "2026-12-02T11:16:04.26506Z",
-                     *       "finished_at": "2026-12-02T11:16:04.309053Z",
+                     *       "created_at": "2026-12-02T11:30:33.445664Z",
+                     *       "started_at": "2026-12-02T11:30:33.470474Z",
+                     *       "finished_at": "2026-12-02T11:30:33.522692Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5797,9 +5801,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T11:16:04.205475Z",
-                     *       "started_at": "2026-12-02T11:16:04.26506Z",
-                     *       "finished_at": "2026-12-02T11:16:04.309053Z",
+                     *       "created_at": "2026-12-02T11:30:33.445664Z",
+                     *       "started_at": "2026-12-02T11:30:33.470474Z",
+                     *       "finished_at": "2026-12-02T11:30:33.522692Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5869,7 +5873,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a23677-fb53-7f18-a2e9-4965daa93898",
+                     *           "subject": "hold:01a23685-4148-7d17-89d5-dec23cfde42e",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -5885,16 +5889,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T11:16:01.516151Z",
-                     *             "released_at": "2026-12-02T11:16:02.565233Z",
+                     *             "expires_at": "2026-12-02T11:30:31.393009Z",
+                     *             "released_at": "2026-12-02T11:30:32.400204Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a23677-fb53-7f18-a2e9-4965daa93898"
+                     *             "reservation_id": "01a23685-4148-7d17-89d5-dec23cfde42e"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23677-fb53-7f18-a2e9-4965daa93898 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23677-fb53-7f18-a2e9-4965daa93898/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23685-4148-7d17-89d5-dec23cfde42e was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23685-4148-7d17-89d5-dec23cfde42e/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T11:16:02.569033Z",
-                     *           "last_seen_at": "2026-12-02T11:16:02.569033Z",
+                     *           "first_seen_at": "2026-12-02T11:30:32.403279Z",
+                     *           "last_seen_at": "2026-12-02T11:30:32.403279Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -5973,7 +5977,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23677-fb53-7f18-a2e9-4965daa93898",
+                     *       "subject": "hold:01a23685-4148-7d17-89d5-dec23cfde42e",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -5989,23 +5993,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T11:16:01.516151Z",
-                     *         "released_at": "2026-12-02T11:16:02.565233Z",
+                     *         "expires_at": "2026-12-02T11:30:31.393009Z",
+                     *         "released_at": "2026-12-02T11:30:32.400204Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a23677-fb53-7f18-a2e9-4965daa93898"
+                     *         "reservation_id": "01a23685-4148-7d17-89d5-dec23cfde42e"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23677-fb53-7f18-a2e9-4965daa93898 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23677-fb53-7f18-a2e9-4965daa93898/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23685-4148-7d17-89d5-dec23cfde42e was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23685-4148-7d17-89d5-dec23cfde42e/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T11:16:02.569033Z",
-                     *       "last_seen_at": "2026-12-02T11:16:02.569033Z",
+                     *       "first_seen_at": "2026-12-02T11:30:32.403279Z",
+                     *       "last_seen_at": "2026-12-02T11:30:32.403279Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T11:16:04.038749Z",
+                     *       "acked_at": "2026-12-02T11:30:33.182484Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T11:16:04.024134Z"
+                     *       "taken_at": "2026-12-02T11:30:33.178346Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Alert"];
@@ -6075,11 +6079,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T11:16:04.349672Z",
+                     *       "as_of": "2026-12-02T11:30:33.578104Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T10:16:04.349672Z"
+                     *         "since": "2026-12-02T10:30:33.578104Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6095,7 +6099,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T11:15:58.278236659Z",
+                     *         "since": "2026-12-02T11:30:31.786968114Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6229,7 +6233,7 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example # HELP stockhold_holds_refused_in_memory_total Holds refused out_of_stock from memory, without the database (also counted in stockhold_holds_total).
+                     * @example # HELP stockhold_holds_refused_in_memory_total Holds refused out_of_stock from memory, without a hold batch (also counted in stockhold_holds_total).
                      *     # HELP stockhold_holds_total Hold requests by outcome (held, replayed, or the refusing problem code).
                      *     # TYPE stockhold_holds_total counter
                      *     stockhold_holds_total{outcome="held"} 5
@@ -6341,12 +6345,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f789-7bfd-97d5-b00ebd57bf43",
+                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:46:02.002249Z",
-                     *       "created_at": "2026-12-02T11:16:01.554587Z",
+                     *       "expires_at": "2026-12-02T12:00:32.363061Z",
+                     *       "created_at": "2026-12-02T11:30:32.337659Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -6468,7 +6472,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T11:15:59.443757Z"
+                     *           "updated_at": "2026-12-02T11:30:32.143081Z"
                      *         }
                      *       ]
                      *     }
@@ -6549,9 +6553,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "8317-1-1",
+                     *           "id": "8745-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T11:15:59.236357Z",
+                     *           "at": "2026-12-02T11:30:32.077968Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6579,9 +6583,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "8322-2-1",
+                     *           "id": "8750-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T11:15:59.443757Z",
+                     *           "at": "2026-12-02T11:30:32.143081Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6609,8 +6613,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "8322-2-1",
-                     *       "next": "8322-2-1"
+                     *       "next_cursor": "8750-2-1",
+                     *       "next": "8750-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -6677,8 +6681,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T11:16:02.598456Z",
-                     *           "last_event_id": "8358-0-0",
+                     *           "created_at": "2026-12-02T11:30:32.419277Z",
+                     *           "last_event_id": "8781-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -6765,15 +6769,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:02.598456Z",
-                     *       "last_event_id": "8358-0-0",
+                     *       "created_at": "2026-12-02T11:30:32.419277Z",
+                     *       "last_event_id": "8781-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_6076b4fb2178964f7649a9493cc6bac5afa6d3d6bb9e94f3409e42c769af2996"
+                     *       "secret": "whsec_72377ed6ef5c8b7a3d5064ad4ff16d681bae3c418570d51b0c79397aa7cffcee"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -6838,8 +6842,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:02.598456Z",
-                     *       "last_event_id": "8358-0-0",
+                     *       "created_at": "2026-12-02T11:30:32.419277Z",
+                     *       "last_event_id": "8781-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7105,7 +7109,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:15:59.792423Z",
+                     *           "updated_at": "2026-12-02T11:30:32.236582Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7223,7 +7227,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:15:59.868474Z",
+                     *           "updated_at": "2026-12-02T11:30:32.250307Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7485,7 +7489,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T11:15:59.956809Z",
+                     *       "changed_at": "2026-12-02T11:30:32.26146Z",
                      *       "lifted": null
                      *     }
                      */
@@ -7751,12 +7755,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-fb95-74f7-8fea-c168c96dbe99",
+                     *       "id": "01a23685-4158-7442-b29f-1e94237183c0",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:31:02.581461Z",
-                     *       "created_at": "2026-12-02T11:16:02.581461Z",
+                     *       "expires_at": "2026-12-02T11:45:32.408398Z",
+                     *       "created_at": "2026-12-02T11:30:32.408398Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -7766,7 +7770,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a23677-fb53-7f18-a2e9-4965daa93898"
+                     *       "reinstated_from": "01a23685-4148-7d17-89d5-dec23cfde42e"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -7884,7 +7888,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23677-fb53-7f18-a2e9-4965daa93898",
+                     *       "subject": "hold:01a23685-4148-7d17-89d5-dec23cfde42e",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -7900,23 +7904,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T11:16:01.516151Z",
-                     *         "released_at": "2026-12-02T11:16:02.565233Z",
+                     *         "expires_at": "2026-12-02T11:30:31.393009Z",
+                     *         "released_at": "2026-12-02T11:30:32.400204Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a23677-fb53-7f18-a2e9-4965daa93898"
+                     *         "reservation_id": "01a23685-4148-7d17-89d5-dec23cfde42e"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23677-fb53-7f18-a2e9-4965daa93898 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23677-fb53-7f18-a2e9-4965daa93898/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23685-4148-7d17-89d5-dec23cfde42e was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23685-4148-7d17-89d5-dec23cfde42e/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T11:16:02.569033Z",
-                     *       "last_seen_at": "2026-12-02T11:16:02.569033Z",
+                     *       "first_seen_at": "2026-12-02T11:30:32.403279Z",
+                     *       "last_seen_at": "2026-12-02T11:30:32.403279Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T11:16:04.024134Z"
+                     *       "taken_at": "2026-12-02T11:30:33.178346Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Alert"];
@@ -8895,8 +8899,8 @@ export interface operations {
                      *           "priority": 10,
                      *           "active": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T11:15:59.997928Z",
-                     *           "updated_at": "2026-12-02T11:16:00.031864Z",
+                     *           "created_at": "2026-12-02T11:30:32.265763Z",
+                     *           "updated_at": "2026-12-02T11:30:32.271597Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -8983,8 +8987,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:15:59.997928Z",
-                     *       "updated_at": "2026-12-02T11:15:59.997928Z"
+                     *       "created_at": "2026-12-02T11:30:32.265763Z",
+                     *       "updated_at": "2026-12-02T11:30:32.265763Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9059,8 +9063,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:15:59.997928Z",
-                     *       "updated_at": "2026-12-02T11:15:59.997928Z",
+                     *       "created_at": "2026-12-02T11:30:32.265763Z",
+                     *       "updated_at": "2026-12-02T11:30:32.265763Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9154,8 +9158,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:15:59.997928Z",
-                     *       "updated_at": "2026-12-02T11:16:00.031864Z",
+                     *       "created_at": "2026-12-02T11:30:32.265763Z",
+                     *       "updated_at": "2026-12-02T11:30:32.271597Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9268,7 +9272,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:16:00.060276Z"
+                     *           "updated_at": "2026-12-02T11:30:32.276804Z"
                      *         }
                      *       ]
                      *     }
@@ -9402,7 +9406,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T11:16:00.060276Z"
+                     *             "updated_at": "2026-12-02T11:30:32.276804Z"
                      *           }
                      *         ]
                      *       }
@@ -9493,7 +9497,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
+                     *           "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -9506,15 +9510,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T11:16:00.099102Z",
-                     *           "updated_at": "2026-12-02T11:16:00.260532Z",
+                     *           "created_at": "2026-12-02T11:30:32.302018Z",
+                     *           "updated_at": "2026-12-02T11:30:32.319088Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T11:16:00.260532Z",
+                     *           "finished_at": "2026-12-02T11:30:32.319088Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a23677-f72f-7842-b68a-2956f5bfe70e",
+                     *           "id": "01a23685-4104-7762-8504-6661806c6128",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -9527,10 +9531,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T11:16:01.453928Z",
-                     *           "updated_at": "2026-12-02T11:16:01.523257Z",
+                     *           "created_at": "2026-12-02T11:30:32.323003Z",
+                     *           "updated_at": "2026-12-02T11:30:32.329204Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T11:16:01.523257Z",
+                     *           "finished_at": "2026-12-02T11:30:32.329204Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -9605,7 +9609,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
+                     *       "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9618,8 +9622,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:00.099102Z",
-                     *       "updated_at": "2026-12-02T11:16:00.099102Z",
+                     *       "created_at": "2026-12-02T11:30:32.302018Z",
+                     *       "updated_at": "2026-12-02T11:30:32.302018Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9693,7 +9697,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
+                     *       "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9706,8 +9710,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:00.099102Z",
-                     *       "updated_at": "2026-12-02T11:16:00.099102Z",
+                     *       "created_at": "2026-12-02T11:30:32.302018Z",
+                     *       "updated_at": "2026-12-02T11:30:32.302018Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9793,7 +9797,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
+                     *       "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9806,8 +9810,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:00.099102Z",
-                     *       "updated_at": "2026-12-02T11:16:00.166871Z",
+                     *       "created_at": "2026-12-02T11:30:32.302018Z",
+                     *       "updated_at": "2026-12-02T11:30:32.313492Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9903,7 +9907,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f1f0-79a0-842e-3e72d95e92ff",
+                     *       "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9916,10 +9920,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:00.099102Z",
-                     *       "updated_at": "2026-12-02T11:16:00.260532Z",
+                     *       "created_at": "2026-12-02T11:30:32.302018Z",
+                     *       "updated_at": "2026-12-02T11:30:32.319088Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T11:16:00.260532Z",
+                     *       "finished_at": "2026-12-02T11:30:32.319088Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10013,7 +10017,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23677-f72f-7842-b68a-2956f5bfe70e",
+                     *       "id": "01a23685-4104-7762-8504-6661806c6128",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10026,10 +10030,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:16:01.453928Z",
-                     *       "updated_at": "2026-12-02T11:16:01.523257Z",
+                     *       "created_at": "2026-12-02T11:30:32.323003Z",
+                     *       "updated_at": "2026-12-02T11:30:32.329204Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T11:16:01.523257Z",
+                     *       "finished_at": "2026-12-02T11:30:32.329204Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
