@@ -53,19 +53,30 @@ func (q *Queries) WebhookAdvance(ctx context.Context, arg WebhookAdvanceParams) 
 
 const webhookCommittedBefore = `-- name: WebhookCommittedBefore :many
 SELECT l.id FROM ledger l
+CROSS JOIN LATERAL (
+    SELECT ((l.feed_xid::text::numeric - l.xmin::text::numeric) % 4294967296 + 4294967296) % 4294967296 AS back) w
 WHERE l.id = ANY($1::bigint[])
-  AND l.xmin::text::bigint = (l.feed_xid::text::numeric % 4294967296)::bigint
-  AND pg_visible_in_snapshot(l.feed_xid, ($2::text)::pg_snapshot)
+  AND l.xmin::text::bigint >= 3
+  AND w.back < 2147483648
+  AND pg_visible_in_snapshot((l.feed_xid::text::numeric - w.back)::text::xid8, ($2::text)::pg_snapshot)
 `
 
 // WebhookCommittedBefore returns, among the ledger rows ids, those whose
 // writing transaction had committed in the snapshot start (a webhook's
 // start_snapshot): they happened before the webhook and are not sent to
-// it. A row's feed_xid is its own transaction's id unless a younger one
-// had changed its stock row first; only when feed_xid is the row's own
-// writer (its xmin, the low 32 bits of feed_xid) is that writer known, so
-// a row of an older transaction is never counted as before: delivered
-// when in doubt, never missed.
+// it; every other row is. A row's feed_xid is not always its writer: it is
+// the youngest transaction that wrote the row's stock row up to it, so a
+// transaction older than the row's last writer carries that writer's id
+// (which may have committed before the webhook while the row's own writer
+// had not, or the other way round). The writer is the row's xmin: its low
+// 32 bits, at most 2^31 transactions older than feed_xid (its writer held
+// an id while it wrote, and the stock row then had feed_xid at most the
+// newest id), which places it in feed_xid's epoch or the one before. The
+// service's writers of the ledger are top-level transactions (none writes
+// in a savepoint or an exception block, whose rows carry a subtransaction's
+// id that a snapshot cannot judge); an xmin that is not a normal id (a
+// frozen row from an old cluster) or is newer than feed_xid is in doubt,
+// and a row in doubt is delivered: never missed.
 func (q *Queries) WebhookCommittedBefore(ctx context.Context, ids []int64, start string) ([]int64, error) {
 	rows, err := q.db.Query(ctx, webhookCommittedBefore, ids, start)
 	if err != nil {

@@ -223,8 +223,11 @@ func (s *Service) collect(ctx context.Context, q *db.Queries, from events.Positi
 // the oldest transaction still running when it was created; rows that had
 // committed by then but sit after that horizon (an older transaction was
 // still open) are in the webhook's start snapshot, and are not its events.
-// Only rows below the snapshot's xmax can be: past it the feed no longer
-// asks the database.
+// Each row is judged by its own writing transaction, not by its feed
+// position (the stock row's youngest writer: see WebhookCommittedBefore).
+// Only rows below the snapshot's xmax can be before it (a row's feed
+// position is a transaction that had committed when the row's writer
+// did): past it the feed no longer asks the database.
 func committedBefore(ctx context.Context, q *db.Queries, w db.Webhook, evs []events.Event) (map[int64]bool, error) {
 	if w.StartSnapshot == nil || len(evs) == 0 {
 		return nil, nil

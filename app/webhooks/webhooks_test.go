@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -279,4 +281,208 @@ func TestNewWebhookGetsEveryLaterEventOfAnOlderWriter(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"SHARED hold.released", "SHARED stock.changed"}, seen,
 		"the older writer's events, committed after the webhook, and not the younger one's, committed before it")
+}
+
+// TestNewWebhookSkipsWhatCommittedBeforeItBehindAYoungerWriter replays what
+// a reviewer saw under load (21 of 129 events from before a new webhook
+// sent to it): a stock row's feed position is the youngest transaction
+// that wrote it, so a change committed before the webhook by a transaction
+// older than the row's last writer carries that younger writer's id, not
+// its own, and was sent "when in doubt". The webhook skips it now, judged
+// by its own writer; and a change by an older transaction that commits
+// after the webhook, on a row a younger one wrote before it, still
+// reaches it (judged by the younger writer, it would be lost).
+func TestNewWebhookSkipsWhatCommittedBeforeItBehindAYoungerWriter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	got := make(chan webhooks.Body, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b webhooks.Body
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		got <- b
+	}))
+	t.Cleanup(srv.Close)
+	pool, svc, inv := services(t, true)
+
+	holds := map[string]uuid.UUID{}
+	for _, sku := range []string{"BEFORE", "AFTER"} {
+		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 5, Actor: "test"})
+		require.NoError(t, err)
+		h, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h-" + sku, Items: []inventory.Item{{SKU: sku, Quantity: 2}}})
+		require.NoError(t, err)
+		holds[sku] = h.ID
+	}
+	begin := func() pgx.Tx {
+		t.Helper()
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tx.Rollback(ctx) })
+		_, err = tx.Exec(ctx, "SELECT pg_current_xact_id()") // its id, older than what follows
+		require.NoError(t, err)
+		return tx
+	}
+	release := func(tx pgx.Tx, sku string) {
+		t.Helper()
+		_, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{holds[sku]}, inventory.Release{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: sku})
+		require.NoError(t, err)
+	}
+	// younger writes sku's row in a transaction younger than every one
+	// opened so far, and commits: the row's feed position is its id.
+	younger := func(sku string) {
+		t.Helper()
+		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 1, Actor: "test"})
+		require.NoError(t, err)
+	}
+
+	old := begin() // holds the feed's horizon back, as under load
+	first, second := begin(), begin()
+	younger("BEFORE")
+	younger("AFTER")
+	release(first, "BEFORE") // behind BEFORE's younger writer...
+	require.NoError(t, first.Commit(ctx))
+	release(second, "AFTER") // behind AFTER's younger writer...
+
+	w, err := create(ctx, pool, svc, srv.URL, "*")
+	require.NoError(t, err)
+	require.NoError(t, second.Commit(ctx)) // ...committed after the webhook
+	require.NoError(t, old.Rollback(ctx))
+	eventstest.WaitServed(t, pool)
+
+	res, err := svc.Deliver(ctx, w.ID)
+	require.NoError(t, err)
+	require.Empty(t, res.Failed)
+	var seen []string
+	for range res.Batches {
+		for _, e := range (<-got).Events {
+			seen = append(seen, e.SKU+" "+e.Type)
+		}
+	}
+	require.ElementsMatch(t, []string{"AFTER hold.released", "AFTER stock.changed"}, seen)
+	after, err := svc.Get(ctx, w.ID)
+	require.NoError(t, err)
+	require.Nil(t, after.OldestPendingAt, "caught up")
+}
+
+// TestNewWebhookUnderConcurrentWriters creates a webhook while writers
+// release holds on two rows, each in a transaction that takes its id
+// first and waits on the row's lock behind younger ones (so rows carry
+// younger writers' feed positions), and checks what it receives against
+// each writer's own transaction id: exactly the releases whose writer the
+// webhook's start snapshot does not show committed, none from before and
+// none missed.
+func TestNewWebhookUnderConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var (
+		mu       sync.Mutex
+		received = map[uuid.UUID]int{}
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b webhooks.Body
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range b.Events {
+			if e.ReservationID != nil {
+				received[*e.ReservationID]++
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	pool, svc, inv := services(t, true)
+
+	const writers, each = 8, 40
+	skus := []string{"HOT1", "HOT2"}
+	for _, sku := range skus {
+		dbtest.StockIn(t, pool, sku, writers*each)
+	}
+	holds := make([][]uuid.UUID, writers)
+	for w := range holds {
+		for i := range each {
+			holds[w] = append(holds[w], dbtest.Hold(t, pool, skus[(w+i)%2], nil))
+		}
+	}
+
+	type released struct {
+		xid  uint64
+		hold uuid.UUID
+	}
+	var (
+		wg      sync.WaitGroup
+		done    = make(chan released, writers*each)
+		errs    = make(chan error, writers)
+		halfway = make(chan struct{})
+		count   atomic.Int32
+	)
+	for w := range writers {
+		wg.Go(func() {
+			for _, id := range holds[w] {
+				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					var xid uint64
+					if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(&xid); err != nil {
+						return err
+					}
+					if _, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{id}, inventory.Release{
+						Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "load"}); err != nil {
+						return err
+					}
+					done <- released{xid, id}
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if count.Add(1) == writers*each/2 {
+					close(halfway)
+				}
+			}
+		})
+	}
+	<-halfway
+	hook, err := create(ctx, pool, svc, srv.URL, "hold.released")
+	require.NoError(t, err)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	close(done)
+	eventstest.WaitServed(t, pool)
+
+	// What it must get: each release whose own transaction the webhook's
+	// start snapshot does not show as committed.
+	var start string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT start_snapshot FROM webhooks WHERE id = $1", hook.ID).Scan(&start))
+	want := map[uuid.UUID]int{}
+	all := 0
+	for r := range done {
+		all++
+		var before bool
+		require.NoError(t, pool.QueryRow(ctx, "SELECT pg_visible_in_snapshot($1::text::xid8, $2::text::pg_snapshot)",
+			fmt.Sprint(r.xid), start).Scan(&before))
+		if !before {
+			want[r.hold] = 1
+		}
+	}
+	require.Equal(t, writers*each, all)
+	require.NotEmpty(t, want, "releases came after the webhook")
+	require.Less(t, len(want), all, "and before it")
+	for {
+		res, err := svc.Deliver(ctx, hook.ID)
+		require.NoError(t, err)
+		require.Empty(t, res.Failed)
+		if res.Again == 0 {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, want, received, "every release after the webhook, once; none before")
 }
