@@ -36,13 +36,25 @@ SELECT r.* FROM reservations r
 JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key;
 
--- name: ReservationLinesGetByKeys :batchmany
-SELECT l.*
-FROM reservation_lines l
-JOIN reservations r ON r.id = l.reservation_id
+-- name: ReservationFirstLinesGetByKeys :batchmany
+-- ReservationFirstLinesGetByKeys returns the lines of the holds made with
+-- these keys as they were granted, which is what a replay answers: from
+-- their reserve ledger rows (never changed, never deleted), in the order
+-- the hold batch wrote them, the order of its answer, whatever partial
+-- releases did to the lines since. By the ledger's index of holds.
+SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
+FROM reservations r
 JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
-ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C";
+JOIN ledger g ON g.reservation_id = r.id AND g.kind = 'reserve'
+ORDER BY r.id, g.id;
+
+-- name: ReservationFirstLines :many
+-- ReservationFirstLines is ReservationFirstLinesGetByKeys for one hold.
+SELECT g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
+FROM ledger g
+WHERE g.reservation_id = @reservation_id AND g.kind = 'reserve'
+ORDER BY g.id;
 
 -- name: ReservationGet :one
 SELECT * FROM reservations WHERE id = @id;

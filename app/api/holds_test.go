@@ -203,3 +203,80 @@ func TestMaxPerOrder(t *testing.T) {
 		requireProblem(t, e.do("POST", "/v1/campaigns", e.ops, c, "Idempotency-Key", url.QueryEscape(fmt.Sprint("c-", bad))), status, "invalid_request")
 	}
 }
+
+// TestReplayAnswersTheFirstAnswer: an idempotent retry of a hold answers
+// its first answer byte for byte, whatever happened to the hold since: a
+// replay after partial releases (of a split line, a seat and a whole
+// line) and an extend answered today's lines and expiry. The hold's lines
+// are asked in an order that is not the lines' sort order, a line is split
+// across two locations, and one names seats, so every part of the answer
+// is covered; the replay is tried after each change, through the hold
+// batch, and after the hold ended.
+func TestReplayAnswersTheFirstAnswer(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	for i, loc := range []string{"paris", "berlin"} {
+		require.Equal(t, 201, e.do("POST", "/v1/locations", e.ops, map[string]any{"id": loc, "name": loc, "priority": i + 1}, "Idempotency-Key", "l-"+loc).status)
+	}
+	for loc, n := range map[string]int{"paris": 2, "berlin": 3} {
+		r := e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": n, "location": loc, "reason": "delivery"}, "Idempotency-Key", "in-"+loc)
+		require.Equal(t, 200, r.status, "%s", r.body)
+	}
+	e.stockIn("B1", 5)
+	seats := e.do("POST", "/v1/skus/SHOW/units", e.ops, map[string]any{"reason": "plan", "units": []map[string]any{
+		{"id": "A-1", "group": "A", "position": 1}, {"id": "A-2", "group": "A", "position": 2}, {"id": "A-3", "group": "A", "position": 3}}},
+		"Idempotency-Key", "plan")
+	require.Equal(t, 200, seats.status, "%s", seats.body)
+
+	body := map[string]any{"order_ref": "o-1", "ttl_seconds": 600, "items": []any{
+		line("B1", 2), map[string]any{"sku": "A1", "quantity": 4, "split": true}, seatLine("SHOW", "A-3", "A-1")}}
+	key := "order-1"
+	first := e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", key)
+	require.Equal(t, 201, first.status, "%s", first.body)
+	id := first.json(t)["id"].(string)
+	replay := func(when string) {
+		t.Helper()
+		r := e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", key)
+		require.Equal(t, 201, r.status, "%s: %s", when, r.body)
+		require.Equal(t, "true", r.header.Get("Idempotent-Replayed"), when)
+		require.Equal(t, string(first.body), string(r.body), "%s: the first answer, byte for byte", when)
+	}
+	replay("at once")
+
+	path := "/v1/reservations/" + id
+	for i, items := range [][]any{
+		{map[string]any{"sku": "A1", "quantity": 1, "location": "berlin"}},
+		{seatLine("SHOW", "A-1")},
+		{line("B1", 2)},
+	} {
+		r := e.do("POST", path+"/release", e.shop, map[string]any{"reason": "part", "items": items})
+		require.Equal(t, 200, r.status, "%s", r.body)
+		require.Equal(t, "held", r.json(t)["status"])
+		replay(fmt.Sprintf("after partial release %d", i+1))
+	}
+	r := e.do("POST", path+"/extend", e.shop, map[string]any{"ttl_seconds": 3600})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.NotEqual(t, first.json(t)["expires_at"], r.json(t)["expires_at"])
+	replay("after an extend")
+	require.Equal(t, 200, e.do("POST", path+"/release", e.shop, map[string]any{"reason": "gone"}).status)
+	replay("after the release")
+	require.Equal(t, "released", e.do("GET", path, e.shop, nil).json(t)["status"], "GET shows the hold as it is")
+
+	// A campaign's hold (its TTL wins over the request's), partly released,
+	// replayed while the campaign runs (through the batch) and after it
+	// ended (looked up apart: the campaign takes no holds).
+	camp := map[string]any{"id": "bf", "starts_at": time.Now().UTC().Format(time.RFC3339), "ends_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"hold_ttl_seconds": 120, "allotments": []any{map[string]any{"sku": "B1", "quantity": 3}}}
+	require.Equal(t, 201, e.do("POST", "/v1/campaigns", e.ops, camp, "Idempotency-Key", "bf").status)
+	require.NoError(t, e.camps.Start(context.Background(), "bf"))
+	body = map[string]any{"campaign": "bf", "ttl_seconds": 600, "items": []any{line("B1", 3)}}
+	key = "order-2"
+	first = e.do("POST", "/v1/reservations", e.shop, body, "Idempotency-Key", key)
+	require.Equal(t, 201, first.status, "%s", first.body)
+	path = "/v1/reservations/" + first.json(t)["id"].(string)
+	require.Equal(t, 200, e.do("POST", path+"/release", e.shop, map[string]any{"reason": "part", "items": []any{line("B1", 1)}}).status)
+	replay("a campaign's hold after a partial release")
+	r = e.do("POST", "/v1/campaigns/bf/end", e.ops, map[string]any{"operator": "alice", "reason": "over"})
+	require.Equal(t, 202, r.status, "%s", r.body)
+	replay("a campaign's hold after the campaign ended")
+}

@@ -71,43 +71,57 @@ func (b *BatchSettingsSetBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const reservationLinesGetByKeys = `-- name: ReservationLinesGetByKeys :batchmany
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units
-FROM reservation_lines l
-JOIN reservations r ON r.id = l.reservation_id
+const reservationFirstLinesGetByKeys = `-- name: ReservationFirstLinesGetByKeys :batchmany
+SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
+FROM reservations r
 JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
-ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
+JOIN ledger g ON g.reservation_id = r.id AND g.kind = 'reserve'
+ORDER BY r.id, g.id
 `
 
-type ReservationLinesGetByKeysBatchResults struct {
+type ReservationFirstLinesGetByKeysBatchResults struct {
 	br     pgx.BatchResults
 	tot    int
 	closed bool
 }
 
-type ReservationLinesGetByKeysParams struct {
+type ReservationFirstLinesGetByKeysParams struct {
 	Clients         []string
 	IdempotencyKeys []string
 }
 
-func (q *Queries) ReservationLinesGetByKeys(ctx context.Context, arg []ReservationLinesGetByKeysParams) *ReservationLinesGetByKeysBatchResults {
+type ReservationFirstLinesGetByKeysRow struct {
+	ReservationID uuid.UUID
+	Sku           string
+	Location      string
+	Pool          string
+	Quantity      int64
+	Units         []string
+}
+
+// ReservationFirstLinesGetByKeys returns the lines of the holds made with
+// these keys as they were granted, which is what a replay answers: from
+// their reserve ledger rows (never changed, never deleted), in the order
+// the hold batch wrote them, the order of its answer, whatever partial
+// releases did to the lines since. By the ledger's index of holds.
+func (q *Queries) ReservationFirstLinesGetByKeys(ctx context.Context, arg []ReservationFirstLinesGetByKeysParams) *ReservationFirstLinesGetByKeysBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
 			a.Clients,
 			a.IdempotencyKeys,
 		}
-		batch.Queue(reservationLinesGetByKeys, vals...)
+		batch.Queue(reservationFirstLinesGetByKeys, vals...)
 	}
 	br := q.db.SendBatch(ctx, batch)
-	return &ReservationLinesGetByKeysBatchResults{br, len(arg), false}
+	return &ReservationFirstLinesGetByKeysBatchResults{br, len(arg), false}
 }
 
-func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationLine, error)) {
+func (b *ReservationFirstLinesGetByKeysBatchResults) Query(f func(int, []ReservationFirstLinesGetByKeysRow, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var items []ReservationLine
+		var items []ReservationFirstLinesGetByKeysRow
 		if b.closed {
 			if f != nil {
 				f(t, items, ErrBatchAlreadyClosed)
@@ -121,13 +135,13 @@ func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationL
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var i ReservationLine
+				var i ReservationFirstLinesGetByKeysRow
 				if err := rows.Scan(
 					&i.ReservationID,
 					&i.Sku,
+					&i.Location,
 					&i.Pool,
 					&i.Quantity,
-					&i.Location,
 					&i.Units,
 				); err != nil {
 					return err
@@ -142,7 +156,7 @@ func (b *ReservationLinesGetByKeysBatchResults) Query(f func(int, []ReservationL
 	}
 }
 
-func (b *ReservationLinesGetByKeysBatchResults) Close() error {
+func (b *ReservationFirstLinesGetByKeysBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }

@@ -11,6 +11,48 @@ import (
 	"github.com/google/uuid"
 )
 
+const reservationFirstLines = `-- name: ReservationFirstLines :many
+SELECT g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
+FROM ledger g
+WHERE g.reservation_id = $1 AND g.kind = 'reserve'
+ORDER BY g.id
+`
+
+type ReservationFirstLinesRow struct {
+	Sku      string
+	Location string
+	Pool     string
+	Quantity int64
+	Units    []string
+}
+
+// ReservationFirstLines is ReservationFirstLinesGetByKeys for one hold.
+func (q *Queries) ReservationFirstLines(ctx context.Context, reservationID *uuid.UUID) ([]ReservationFirstLinesRow, error) {
+	rows, err := q.db.Query(ctx, reservationFirstLines, reservationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReservationFirstLinesRow
+	for rows.Next() {
+		var i ReservationFirstLinesRow
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Location,
+			&i.Pool,
+			&i.Quantity,
+			&i.Units,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const reservationGet = `-- name: ReservationGet :one
 SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by FROM reservations WHERE id = $1
 `

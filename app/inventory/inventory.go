@@ -345,12 +345,20 @@ func newReservation(r db.Reservation, lines []Line) Reservation {
 	}
 }
 
-// firstAnswer is the reservation as its hold answered it, which is what an
-// idempotent replay returns whatever happened to the hold since.
-func (r Reservation) firstAnswer() Reservation {
-	r.Status = StatusHeld
-	r.ConfirmedAt, r.ReleasedAt, r.ReleaseReason, r.ReleasedBy = nil, nil, nil, nil
-	return r
+// firstAnswer is hold r as its hold request answered it, which is what an
+// idempotent replay returns, byte for byte, whatever happened to the hold
+// since: held; with the lines it was granted (first: its reserve ledger
+// rows, in the order the batch wrote and answered them, which no partial
+// release changes); and the expiry it was granted, its creation plus ttl
+// (the hold's time to live: the request's, or its campaign's), which no
+// extend changes (both are set by the one INSERT, at its transaction's
+// now()).
+func firstAnswer(r db.Reservation, first []Line, ttl int64) Reservation {
+	out := newReservation(r, first)
+	out.Status = StatusHeld
+	out.ConfirmedAt, out.ReleasedAt, out.ReleaseReason, out.ReleasedBy = nil, nil, nil, nil
+	out.ExpiresAt = r.CreatedAt.Add(time.Duration(ttl) * time.Second)
+	return out
 }
 
 // Reservation statuses.

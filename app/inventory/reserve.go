@@ -334,7 +334,7 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.wants[0].SKU)
 		if err != nil {
 			// A replay must not fail because the campaign has since ended.
-			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, req.hash()); rerr == nil && replayed {
+			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, req.hash(), h.ttl); rerr == nil && replayed {
 				return r, true, nil
 			}
 			return Reservation{}, false, err
@@ -377,8 +377,9 @@ func (s *Service) campaignTerms(ctx context.Context, id, sku string) (int64, *in
 }
 
 // replay looks up the hold made with key. It reports false when there is
-// none, and an error when the key was used for a different request.
-func (s *Service) replay(ctx context.Context, client, key, hash string) (Reservation, bool, error) {
+// none, and an error when the key was used for a different request. ttl
+// is the request's time to live; a campaign's hold took its campaign's.
+func (s *Service) replay(ctx context.Context, client, key, hash string, ttl int64) (Reservation, bool, error) {
 	q := db.New(s.pool)
 	row, err := q.ReservationGetByKey(ctx, client, key)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -390,11 +391,22 @@ func (s *Service) replay(ctx context.Context, client, key, hash string) (Reserva
 	if row.RequestHash != hash {
 		return Reservation{}, false, errKeyReused(key, row.ID)
 	}
-	lines, err := linesOf(ctx, q, row.ID)
+	if row.Campaign != nil {
+		terms, err := q.CampaignHoldTerms(ctx, *row.Campaign)
+		if err != nil {
+			return Reservation{}, false, fmt.Errorf("the campaign of hold %s: %w", row.ID, err)
+		}
+		ttl = terms.HoldTtlSeconds
+	}
+	rows, err := q.ReservationFirstLines(ctx, &row.ID)
 	if err != nil {
 		return Reservation{}, false, err
 	}
-	return newReservation(row, lines).firstAnswer(), true, nil
+	first := make([]Line, len(rows))
+	for i, l := range rows {
+		first[i] = lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units)
+	}
+	return firstAnswer(row, first, ttl), true, nil
 }
 
 // whyNot explains, after the fact, why line w could not be held: its
@@ -974,14 +986,14 @@ func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []L
 }
 
 // writeHolds is a hold batch's second round trip; it commits, and returns
-// the holds the replayed keys made, with their lines, and the holds its
-// joined calls changed, as they ended up.
-func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationLine, []db.Reservation, error) {
+// the holds the replayed keys made, with the lines they were granted, and
+// the holds its joined calls changed, as they ended up.
+func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) ([]db.Reservation, []db.ReservationFirstLinesGetByKeysRow, []db.Reservation, error) {
 	p := newPipe(conn)
 	q := db.New(p)
 	var (
 		replayed  *db.ReservationsGetByKeysBatchResults
-		lines     *db.ReservationLinesGetByKeysBatchResults
+		lines     *db.ReservationFirstLinesGetByKeysBatchResults
 		rereading *db.ReservationsGetManyBatchResults
 	)
 	if len(w.drop) > 0 {
@@ -995,13 +1007,13 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 	}
 	if len(w.byKeys.Clients) > 0 {
 		replayed = q.ReservationsGetByKeys(ctx, []db.ReservationsGetByKeysParams{w.byKeys})
-		lines = q.ReservationLinesGetByKeys(ctx, []db.ReservationLinesGetByKeysParams{{
+		lines = q.ReservationFirstLinesGetByKeys(ctx, []db.ReservationFirstLinesGetByKeysParams{{
 			Clients: w.byKeys.Clients, IdempotencyKeys: w.byKeys.IdempotencyKeys}})
 	}
 	p.commit()
 	var (
 		firsts   []db.Reservation
-		firstsOf []db.ReservationLine
+		firstsOf []db.ReservationFirstLinesGetByKeysRow
 		after    []db.Reservation
 	)
 	err := p.roundTrip(ctx, func() {
@@ -1021,7 +1033,7 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 
 // answer answers every caller of a committed hold batch.
 func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Reservation, verdicts []verdict,
-	firsts []db.Reservation, firstsOf []db.ReservationLine) {
+	firsts []db.Reservation, firstsOf []db.ReservationFirstLinesGetByKeysRow) {
 	for i, c := range b.deciding {
 		if v := verdicts[i]; v.granted {
 			s.recent.add(c.h.id, v.lines)
@@ -1110,8 +1122,9 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 }
 
 // answerReplays answers the requests whose key was used before, from the
-// holds those keys made.
-func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, lines []db.ReservationLine) {
+// holds those keys made and the lines they were granted: their first
+// answers.
+func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, lines []db.ReservationFirstLinesGetByKeysRow) {
 	byKey := make(map[[2]string]db.Reservation, len(firsts))
 	for _, r := range firsts {
 		byKey[[2]string{r.Client, r.IdempotencyKey}] = r
@@ -1130,7 +1143,7 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 		case r.RequestHash != c.h.hash:
 			c.answer(errKeyReused(c.h.req.IdempotencyKey, r.ID))
 		default:
-			c.reply(holdResult{r: newReservation(r, linesOf[r.ID]).firstAnswer(), replayed: true})
+			c.reply(holdResult{r: firstAnswer(r, linesOf[r.ID], c.h.ttl), replayed: true})
 		}
 	}
 }

@@ -4678,7 +4678,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The reservation, status `held`. A replay answers 201 with the first answer and `Idempotent-Replayed: true`. */
+            /** @description The reservation, status `held`. A replay answers 201 with the first answer, byte for byte (the lines and expiry the hold was granted, whatever partial releases, extends or its end did since), and `Idempotent-Replayed: true`. */
             201: {
                 headers: {
                     Location: components["headers"]["Location"];
