@@ -5,8 +5,9 @@
 -- the same JSON fields as the body of POST /v1/rollbacks, then the pg_notify
 -- that wakes the workers. A running `stockhold serve` picks it up, records a
 -- rollback_requests row (source `sql`) with your operator and reason, and
--- releases the held holds in scope in batches of 100; ledger rows carry the
--- operator as actor and the reason.
+-- releases the held holds in scope in batches of 100 (by sku or location,
+-- only their lines in scope); ledger rows carry the operator as actor and
+-- the reason.
 --
 -- UNEDITED, THIS FILE IS A HARMLESS DRY RUN: dry_run is true and, with no
 -- scope given, the scope is one hold id that cannot exist (the nil UUID), so
@@ -35,9 +36,16 @@
 --   Exactly one scope:
 --   reservation_ids  comma-separated hold ids (at most 10,000), or
 --   campaign         a campaign id: its held holds, or
---   sku              a SKU's held holds in `pool` (default main) created
---                    before `held_before` (RFC 3339; default: now; a time
---                    later than now is refused).
+--   sku              a SKU's lines in `pool` (default main), at `location`
+--                    when given, of holds created before `held_before`
+--                    (RFC 3339; default: now; a time later than now is
+--                    refused), or
+--   location         alone: every line at that location, of holds created
+--                    before `held_before`.
+--                    By sku or location only the lines in scope are handed
+--                    back: a hold's other lines stay held (a hold with no
+--                    other line is released whole), and a dry run counts
+--                    those lines (matched_units) and their holds.
 --   cutoff           with any scope: only holds created before this time
 --                    (RFC 3339; default: now; later than now is refused),
 --                    such as a dry run's requested_at, so that its real run
@@ -78,6 +86,7 @@
 \if :{?reservation_ids} \else \set reservation_ids '' \endif
 \if :{?campaign}        \else \set campaign        '' \endif
 \if :{?sku}             \else \set sku             '' \endif
+\if :{?location}        \else \set location        '' \endif
 \if :{?pool}            \else \set pool            '' \endif
 \if :{?held_before}     \else \set held_before     '' \endif
 \if :{?cutoff}          \else \set cutoff          '' \endif
@@ -86,8 +95,10 @@
 -- Check the values here rather than let the worker refuse the job with a
 -- critical alert; with bad values nothing is enqueued.
 SELECT :'operator' <> '' AND :'reason' <> ''
-       AND num_nonnulls(nullif(:'reservation_ids', ''), nullif(:'campaign', ''), nullif(:'sku', '')) <= 1
-       AND (:'sku' <> '' OR (:'pool' = '' AND :'held_before' = ''))
+       AND num_nonnulls(nullif(:'reservation_ids', ''), nullif(:'campaign', ''),
+                        coalesce(nullif(:'sku', ''), nullif(:'location', ''))) <= 1
+       AND (:'sku' <> '' OR :'pool' = '')
+       AND (:'sku' <> '' OR :'location' <> '' OR :'held_before' = '')
        AND coalesce(nullif(:'held_before', '')::timestamptz <= now(), true)
        AND coalesce(nullif(:'cutoff', '')::timestamptz <= now(), true)
        AS values_ok \gset
@@ -102,11 +113,12 @@ VALUES ('manual_rollback', jsonb_strip_nulls(jsonb_build_object(
     'dry_run',         (:'dry_run')::boolean,
     -- With no scope at all: the nil UUID, which no hold has.
     'reservation_ids', to_jsonb(regexp_split_to_array(trim(coalesce(nullif(:'reservation_ids', ''),
-                           CASE WHEN :'campaign' = '' AND :'sku' = '' THEN '00000000-0000-0000-0000-000000000000' END)),
+                           CASE WHEN :'campaign' = '' AND :'sku' = '' AND :'location' = '' THEN '00000000-0000-0000-0000-000000000000' END)),
                            '\s*,\s*')::uuid[]),
     'campaign',        nullif(:'campaign', ''),
     'sku',             nullif(:'sku', ''),
     'pool',            nullif(:'pool', ''),
+    'location',        nullif(:'location', ''),
     'held_before',     to_jsonb(nullif(:'held_before', '')::timestamptz),
     'cutoff',          to_jsonb(nullif(:'cutoff', '')::timestamptz)
 )), 3)
@@ -128,7 +140,7 @@ SELECT id, status, operator, reason, scope::text AS scope, dry_run,
 FROM rollback_requests WHERE job_id = :job_id;
 
 \else
-\warn 'manual_rollback.sql: nothing enqueued. Give an operator and a reason, at most one scope (reservation_ids, campaign or sku), pool or held_before only with sku, and held_before and cutoff no later than now.'
+\warn 'manual_rollback.sql: nothing enqueued. Give an operator and a reason, at most one scope (reservation_ids, campaign, sku with an optional location, or location), pool only with sku, held_before only with sku or location, and held_before and cutoff no later than now.'
 \endif
 
 -- Forget the values, so that the next \i of this file in the same session
@@ -139,6 +151,7 @@ FROM rollback_requests WHERE job_id = :job_id;
 \unset reservation_ids
 \unset campaign
 \unset sku
+\unset location
 \unset pool
 \unset held_before
 \unset cutoff

@@ -187,7 +187,25 @@ func checkManualRollback(t *testing.T, f *fixture, p *psql, out string) {
 	r = accept(t, f, job)
 	require.Equal(t, rollbacks.StatusSucceeded, r.Status)
 	require.EqualValues(t, 2, *r.MatchedCount, "the held and the stuck hold")
-	require.EqualValues(t, 7, *r.MatchedUnits, "2 + 1 (B1 line) + 4")
+	require.EqualValues(t, 6, *r.MatchedUnits, "2 + 4: A1's lines only, not the held hold's B1 line")
+
+	// A dry run of a location's lines, and of a SKU's lines there.
+	for _, vars := range [][]string{{"location=default"}, {"sku=A1", "location=default"}} {
+		p.run(t, "manual_rollback.sql", append([]string{"operator=dave", "reason=what if: the default location",
+			"held_before=" + time.Now().UTC().Format(time.RFC3339Nano)}, vars...)...)
+		job = lastManualRollback(t, f.pool)
+		args = job.strictArgs(t)
+		require.Equal(t, "default", args.Location, "%v", vars)
+		require.Empty(t, args.ReservationIDs, "%v", vars)
+		r = accept(t, f, job)
+		require.Equal(t, rollbacks.StatusSucceeded, r.Status, "%v", vars)
+		require.EqualValues(t, 2, *r.MatchedCount, "%v", vars)
+		if args.SKU == "" {
+			require.EqualValues(t, 7, *r.MatchedUnits, "every line at default: 2 + 1 (B1 line) + 4")
+		} else {
+			require.EqualValues(t, 6, *r.MatchedUnits, "A1's lines at default")
+		}
+	}
 
 	// A dry run by campaign.
 	p.run(t, "manual_rollback.sql", "operator=dave", "reason=flash sale over", "campaign=c1")
@@ -253,6 +271,9 @@ func checkManualRollback(t *testing.T, f *fixture, p *psql, out string) {
 	// Bad values enqueue nothing and say why.
 	for _, vars := range [][]string{
 		{"sku=A1", "campaign=c1"},
+		{"location=default", "campaign=c1"},
+		{"location=default", "pool=main"},
+		{"campaign=c1", "held_before=2020-01-01T00:00:00Z"},
 		{"operator="},
 		{"reason="},
 		{"pool=main"},
