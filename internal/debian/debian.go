@@ -76,7 +76,7 @@ func Install(packages []string) error {
 func listed(pkg string) (Need, error) {
 	i := slices.IndexFunc(Needs, func(n Need) bool { return n.Package == pkg })
 	if i < 0 {
-		return Need{}, fmt.Errorf("Debian package %s is not in debian.Needs: add it there, so that make test says it installs it", pkg)
+		return Need{}, fmt.Errorf("debian package %s is not in debian.Needs: add it there, so that make test says it installs it", pkg)
 	}
 	return Needs[i], nil
 }
