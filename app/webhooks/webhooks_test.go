@@ -226,9 +226,9 @@ func TestNewWebhookGetsWhatCommitsAfterItOnly(t *testing.T) {
 // same stock row and committed, before the webhook; it then writes that
 // row after the webhook, and commits: its rows carry the younger
 // transaction's feed position, which the webhook's start snapshot saw
-// committed. They are its events all the same (only a row whose feed
-// position is its own writer's is known to be from before), and the
-// younger transaction's change is not.
+// committed. They are its events all the same (a row is judged by its own
+// writer, not by its feed position), and the younger transaction's change
+// is not.
 func TestNewWebhookGetsEveryLaterEventOfAnOlderWriter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
