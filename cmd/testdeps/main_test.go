@@ -41,7 +41,7 @@ func TestTestdeps(t *testing.T) {
 		install func([]string) error
 		says    string
 	}{
-		"not root":    {false, never, "not running as root"},
+		"not root":   {false, never, "not running as root"},
 		"no network": {true, func([]string) error { return errors.New("Temporary failure resolving") }, "apt-get said: Temporary failure resolving"},
 	} {
 		out.Reset()
