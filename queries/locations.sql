@@ -101,6 +101,43 @@ WHERE (sqlc.narg('status')::text IS NULL OR t.status = sqlc.narg('status')::text
 ORDER BY t.created_at, t.id
 LIMIT @lim;
 
+-- name: TransfersInTransitTo :one
+-- TransfersInTransitTo is what the transfers in transit to a stock row
+-- have not yet delivered or written off: what its incoming must be
+-- (through transfers_to).
+SELECT coalesce(sum(t.quantity - t.received - t.lost), 0)::bigint AS in_transit
+FROM transfers t
+WHERE t.sku = @sku AND t.to_location = @to_location AND t.pool = @pool AND t.status = 'in_transit';
+
+-- name: TransfersToRowAgainstLedger :many
+-- TransfersToRowAgainstLedger locks the transfers in transit to a stock
+-- row (in id order) and reads each beside its own ledger rows at that row
+-- (ref: the transfer's id, written since it was made): the incoming its
+-- transfer_in row added, the receipts and the losses in transit, what its
+-- quantity, received and lost must be. A repair of the row restores them.
+SELECT t.id, t.quantity, t.received, t.lost,
+       coalesce(g.quantity, 0)::bigint AS ledger_quantity,
+       coalesce(g.received, 0)::bigint AS ledger_received,
+       coalesce(g.lost, 0)::bigint     AS ledger_lost
+FROM transfers t
+LEFT JOIN LATERAL (
+    SELECT sum(x.delta_incoming) FILTER (WHERE x.kind = 'transfer_in') AS quantity,
+           -sum(x.delta_incoming) FILTER (WHERE x.kind = 'receive')    AS received,
+           -sum(x.delta_incoming) FILTER (WHERE x.kind = 'loss')       AS lost
+    FROM ledger x
+    WHERE x.sku = t.sku AND x.location = t.to_location AND x.pool = t.pool
+      AND x.at >= t.created_at AND x.ref = t.id::text
+) g ON true
+WHERE t.sku = @sku AND t.to_location = @to_location AND t.pool = @pool AND t.status = 'in_transit'
+ORDER BY t.id
+FOR UPDATE OF t;
+
+-- name: TransferRestore :exec
+-- TransferRestore sets a transfer's quantity, received and lost (a repair
+-- of its destination's books, from its ledger rows).
+UPDATE transfers SET quantity = @quantity, received = @received, lost = @lost, updated_at = now()
+WHERE id = @id;
+
 -- Stock counts (POST /v1/skus/{sku}/counts).
 
 -- name: StockCountRecord :one

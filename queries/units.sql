@@ -203,3 +203,22 @@ SELECT (SELECT count(*) FROM (
             WHERE l.sku = @sku AND r.status = 'confirmed'
             GROUP BY x.id HAVING count(*) > 1) twice)::int AS sold_twice,
        (SELECT count(*) FROM units WHERE sku = @sku AND status = 'sold')::int AS sold;
+
+-- name: StockPoolsGuard :exec
+-- StockPoolsGuard takes, until the transaction ends, the advisory locks
+-- keys exclusively, in order: an addition of units takes those of its
+-- pool (see inventory's poolguard.go).
+SELECT pg_advisory_xact_lock(k) FROM unnest(@keys::bigint[]) AS k ORDER BY k;
+
+-- name: StockPoolsGuardShared :exec
+-- StockPoolsGuardShared is StockPoolsGuard's shared side: what may put
+-- stock without an identity on a row of a pool takes it.
+SELECT pg_advisory_xact_lock_shared(k) FROM unnest(@keys::bigint[]) AS k ORDER BY k;
+
+-- name: StockPoolPlain :many
+-- StockPoolPlain lists the rows of a SKU's pool, at every location, that
+-- hold stock without an identity or expect some (incoming: a transfer in
+-- transit to them), which units with an identity cannot join.
+SELECT location, total, incoming FROM stock
+WHERE sku = @sku AND pool = @pool AND NOT serialized AND (total > 0 OR incoming > 0)
+ORDER BY location COLLATE "C";

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -234,6 +235,9 @@ func (s *server) listTransfers(c echo.Context) error {
 		f.Cursor = &id
 	}
 	page, err := s.Inventory.Transfers(c.Request().Context(), f)
+	if errors.Is(err, inventory.ErrCursor) {
+		return badCursor()
+	}
 	if err != nil {
 		return err
 	}
@@ -281,15 +285,20 @@ type transferEndBody struct {
 	Reason string `json:"reason"`
 }
 
+// closeTransfer writes off what a transfer never delivered; with an
+// Idempotency-Key a retry replays the first answer.
 func (s *server) closeTransfer(c echo.Context) error {
-	return s.endTransfer(c, s.Inventory.CloseTransfer)
+	return s.endTransfer(c, s.Inventory.CloseTransfer, s.Inventory.CloseTransferOnce)
 }
 
+// cancelTransfer gives a transfer's units back to where they came from;
+// with an Idempotency-Key a retry replays the first answer.
 func (s *server) cancelTransfer(c echo.Context) error {
-	return s.endTransfer(c, s.Inventory.CancelTransfer)
+	return s.endTransfer(c, s.Inventory.CancelTransfer, s.Inventory.CancelTransferOnce)
 }
 
-func (s *server) endTransfer(c echo.Context, end func(context.Context, inventory.TransferStep) (inventory.Transfer, error)) error {
+func (s *server) endTransfer(c echo.Context, end func(context.Context, inventory.TransferStep) (inventory.Transfer, error),
+	endOnce func(context.Context, idempotency.Key, inventory.TransferStep) (inventory.Transfer, bool, error)) error {
 	id, err := uuidParam(c, "id")
 	if err != nil {
 		return err
@@ -298,7 +307,17 @@ func (s *server) endTransfer(c echo.Context, end func(context.Context, inventory
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	t, err := end(c.Request().Context(), inventory.TransferStep{ID: id, Reason: body.Reason, Actor: caller(c).Name})
+	st := inventory.TransferStep{ID: id, Reason: body.Reason, Actor: caller(c).Name}
+	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
+		key, err := idempotencyKey(c)
+		if err != nil {
+			return err
+		}
+		return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Transfer, bool, error) {
+			return endOnce(ctx, k, st)
+		})
+	}
+	t, err := end(c.Request().Context(), st)
 	if err != nil {
 		return err
 	}

@@ -161,3 +161,47 @@ func TestReinstateKeepsTheKeyBinding(t *testing.T) {
 	require.Equal(t, 200, again.status, "%s", again.body)
 	require.Equal(t, r.json(t)["id"], again.json(t)["id"])
 }
+
+// TestTransferEndsRetriedOverHTTP: a close or a cancel sent again with the
+// same Idempotency-Key answers its first answer (replayed), not 409
+// transfer_not_in_transit; the same key with another body is 422; a
+// transfer from or to an inactive location is 409 location_inactive; a
+// cursor that names no transfer is 400, like every list's.
+func TestTransferEndsRetriedOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	key := func(k string) []string { return []string{"Idempotency-Key", k} }
+	ok := func(status int, r resp) map[string]any {
+		t.Helper()
+		require.Equal(t, status, r.status, "%s", r.body)
+		return r.json(t)
+	}
+	for _, l := range []string{"berlin", "paris"} {
+		ok(201, e.do("POST", "/v1/locations", e.ops, map[string]any{"id": l, "name": l}, key("l-"+l)...))
+	}
+	ok(200, e.do("POST", "/v1/skus/A1/adjustments", e.ops, map[string]any{"delta": 10, "location": "paris", "reason": "delivery"}, key("in")...))
+	send := func(k string) string {
+		return ok(201, e.do("POST", "/v1/transfers", e.ops, map[string]any{"sku": "A1", "from": "paris", "to": "berlin", "quantity": 2, "reason": "rebalance"}, key(k)...))["id"].(string)
+	}
+	for _, end := range []string{"close", "cancel"} {
+		id := send("t-" + end)
+		path := "/v1/transfers/" + id + "/" + end
+		first := e.do("POST", path, e.ops, map[string]any{"reason": "retried"}, key(end)...)
+		require.Equal(t, 200, first.status, "%s", first.body)
+		again := e.do("POST", path, e.ops, map[string]any{"reason": "retried"}, key(end)...)
+		require.Equal(t, 200, again.status, "%s: a retry gets the first answer: %s", end, again.body)
+		require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+		require.JSONEq(t, string(first.body), string(again.body))
+		requireProblem(t, e.do("POST", path, e.ops, map[string]any{"reason": "another"}, key(end)...), 422, "idempotency_key_reused")
+		requireProblem(t, e.do("POST", path, e.ops, map[string]any{"reason": "new key"}, key(end+"-2")...), 409, "transfer_not_in_transit")
+	}
+
+	requireProblem(t, e.do("GET", "/v1/transfers?cursor=01a2322a-0000-7000-8000-000000000000", e.ops, nil), 400, "invalid_request")
+	first := ok(200, e.do("GET", "/v1/transfers?limit=1", e.ops, nil))
+	next := first["next_cursor"].(string)
+	require.Len(t, ok(200, e.do("GET", "/v1/transfers?limit=1&cursor="+next, e.ops, nil))["transfers"].([]any), 1)
+
+	ok(200, e.do("PATCH", "/v1/locations/berlin", e.ops, map[string]any{"active": false}))
+	requireProblem(t, e.do("POST", "/v1/transfers", e.ops, map[string]any{"sku": "A1", "from": "paris", "to": "berlin", "quantity": 1, "reason": "x"}, key("t-inactive")...),
+		409, "location_inactive")
+}

@@ -667,6 +667,30 @@ func (q *Queries) TransferLock(ctx context.Context, id uuid.UUID) (Transfer, err
 	return i, err
 }
 
+const transferRestore = `-- name: TransferRestore :exec
+UPDATE transfers SET quantity = $1, received = $2, lost = $3, updated_at = now()
+WHERE id = $4
+`
+
+type TransferRestoreParams struct {
+	Quantity int64
+	Received int64
+	Lost     int64
+	ID       uuid.UUID
+}
+
+// TransferRestore sets a transfer's quantity, received and lost (a repair
+// of its destination's books, from its ledger rows).
+func (q *Queries) TransferRestore(ctx context.Context, arg TransferRestoreParams) error {
+	_, err := q.db.Exec(ctx, transferRestore,
+		arg.Quantity,
+		arg.Received,
+		arg.Lost,
+		arg.ID,
+	)
+	return err
+}
+
 const transferSet = `-- name: TransferSet :one
 UPDATE transfers
 SET received = $1, lost = $2, status = $3, updated_at = now(),
@@ -720,6 +744,22 @@ func (q *Queries) TransferSet(ctx context.Context, arg TransferSetParams) (Trans
 	return i, err
 }
 
+const transfersInTransitTo = `-- name: TransfersInTransitTo :one
+SELECT coalesce(sum(t.quantity - t.received - t.lost), 0)::bigint AS in_transit
+FROM transfers t
+WHERE t.sku = $1 AND t.to_location = $2 AND t.pool = $3 AND t.status = 'in_transit'
+`
+
+// TransfersInTransitTo is what the transfers in transit to a stock row
+// have not yet delivered or written off: what its incoming must be
+// (through transfers_to).
+func (q *Queries) TransfersInTransitTo(ctx context.Context, sku string, toLocation string, pool string) (int64, error) {
+	row := q.db.QueryRow(ctx, transfersInTransitTo, sku, toLocation, pool)
+	var in_transit int64
+	err := row.Scan(&in_transit)
+	return in_transit, err
+}
+
 const transfersPage = `-- name: TransfersPage :many
 SELECT t.id, t.sku, t.pool, t.from_location, t.to_location, t.quantity, t.received, t.lost, t.status, t.reason, t.actor, t.actor_key, t.created_at, t.updated_at, t.finished_at, t.finished_by, t.finish_reason FROM transfers t
 WHERE ($1::text IS NULL OR t.status = $1::text)
@@ -771,6 +811,68 @@ func (q *Queries) TransfersPage(ctx context.Context, arg TransfersPageParams) ([
 			&i.FinishedAt,
 			&i.FinishedBy,
 			&i.FinishReason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const transfersToRowAgainstLedger = `-- name: TransfersToRowAgainstLedger :many
+SELECT t.id, t.quantity, t.received, t.lost,
+       coalesce(g.quantity, 0)::bigint AS ledger_quantity,
+       coalesce(g.received, 0)::bigint AS ledger_received,
+       coalesce(g.lost, 0)::bigint     AS ledger_lost
+FROM transfers t
+LEFT JOIN LATERAL (
+    SELECT sum(x.delta_incoming) FILTER (WHERE x.kind = 'transfer_in') AS quantity,
+           -sum(x.delta_incoming) FILTER (WHERE x.kind = 'receive')    AS received,
+           -sum(x.delta_incoming) FILTER (WHERE x.kind = 'loss')       AS lost
+    FROM ledger x
+    WHERE x.sku = t.sku AND x.location = t.to_location AND x.pool = t.pool
+      AND x.at >= t.created_at AND x.ref = t.id::text
+) g ON true
+WHERE t.sku = $1 AND t.to_location = $2 AND t.pool = $3 AND t.status = 'in_transit'
+ORDER BY t.id
+FOR UPDATE OF t
+`
+
+type TransfersToRowAgainstLedgerRow struct {
+	ID             uuid.UUID
+	Quantity       int64
+	Received       int64
+	Lost           int64
+	LedgerQuantity int64
+	LedgerReceived int64
+	LedgerLost     int64
+}
+
+// TransfersToRowAgainstLedger locks the transfers in transit to a stock
+// row (in id order) and reads each beside its own ledger rows at that row
+// (ref: the transfer's id, written since it was made): the incoming its
+// transfer_in row added, the receipts and the losses in transit, what its
+// quantity, received and lost must be. A repair of the row restores them.
+func (q *Queries) TransfersToRowAgainstLedger(ctx context.Context, sku string, toLocation string, pool string) ([]TransfersToRowAgainstLedgerRow, error) {
+	rows, err := q.db.Query(ctx, transfersToRowAgainstLedger, sku, toLocation, pool)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TransfersToRowAgainstLedgerRow
+	for rows.Next() {
+		var i TransfersToRowAgainstLedgerRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Quantity,
+			&i.Received,
+			&i.Lost,
+			&i.LedgerQuantity,
+			&i.LedgerReceived,
+			&i.LedgerLost,
 		); err != nil {
 			return nil, err
 		}

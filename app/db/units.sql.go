@@ -9,6 +9,64 @@ import (
 	"context"
 )
 
+const stockPoolPlain = `-- name: StockPoolPlain :many
+SELECT location, total, incoming FROM stock
+WHERE sku = $1 AND pool = $2 AND NOT serialized AND (total > 0 OR incoming > 0)
+ORDER BY location COLLATE "C"
+`
+
+type StockPoolPlainRow struct {
+	Location string
+	Total    int64
+	Incoming int64
+}
+
+// StockPoolPlain lists the rows of a SKU's pool, at every location, that
+// hold stock without an identity or expect some (incoming: a transfer in
+// transit to them), which units with an identity cannot join.
+func (q *Queries) StockPoolPlain(ctx context.Context, sku string, pool string) ([]StockPoolPlainRow, error) {
+	rows, err := q.db.Query(ctx, stockPoolPlain, sku, pool)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockPoolPlainRow
+	for rows.Next() {
+		var i StockPoolPlainRow
+		if err := rows.Scan(&i.Location, &i.Total, &i.Incoming); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockPoolsGuard = `-- name: StockPoolsGuard :exec
+SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k
+`
+
+// StockPoolsGuard takes, until the transaction ends, the advisory locks
+// keys exclusively, in order: an addition of units takes those of its
+// pool (see inventory's poolguard.go).
+func (q *Queries) StockPoolsGuard(ctx context.Context, keys []int64) error {
+	_, err := q.db.Exec(ctx, stockPoolsGuard, keys)
+	return err
+}
+
+const stockPoolsGuardShared = `-- name: StockPoolsGuardShared :exec
+SELECT pg_advisory_xact_lock_shared(k) FROM unnest($1::bigint[]) AS k ORDER BY k
+`
+
+// StockPoolsGuardShared is StockPoolsGuard's shared side: what may put
+// stock without an identity on a row of a pool takes it.
+func (q *Queries) StockPoolsGuardShared(ctx context.Context, keys []int64) error {
+	_, err := q.db.Exec(ctx, stockPoolsGuardShared, keys)
+	return err
+}
+
 const stockShiftUnits = `-- name: StockShiftUnits :one
 UPDATE stock
 SET total = total + $1::bigint,

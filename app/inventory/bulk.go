@@ -154,6 +154,13 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		if err := requireLocations(ctx, q, createAt...); err != nil {
 			return BulkResult{}, err
 		}
+		mains := make([]string, len(create))
+		for i := range mains {
+			mains[i] = MainPool
+		}
+		if err := guardPlainMany(ctx, q, create, mains); err != nil {
+			return BulkResult{}, err
+		}
 		serialized, err := q.StockSerializedOf(ctx, create)
 		if err != nil {
 			return BulkResult{}, fmt.Errorf("look for pools of units: %w", err)

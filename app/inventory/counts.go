@@ -122,6 +122,11 @@ func (s *Service) CountPreview(ctx context.Context, c StockCount) (Counted, erro
 // forced one also pauses the pool.
 func countTx(ctx context.Context, tx pgx.Tx, c StockCount) (Counted, error) {
 	q := db.New(tx)
+	// A count may put stock on a row that had none: not while the pool is
+	// units with an identity at another location.
+	if err := notSerializedElsewhere(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
+		return Counted{}, err
+	}
 	row, err := lockRow(ctx, q, c.SKU, c.Location, c.Pool)
 	if err != nil {
 		return Counted{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
@@ -78,6 +79,9 @@ type Books struct {
 	// and confirmed holds: what reserved and sold should be.
 	LinesHeld      int64 `json:"lines_held"`
 	LinesConfirmed int64 `json:"lines_confirmed"`
+	// InTransit is what the transfers in transit to it have not yet
+	// delivered or written off: what incoming must be.
+	InTransit int64 `json:"in_transit"`
 	// Units, for a pool of units with an identity, are its units by
 	// status: what available, reserved and sold must be.
 	Units *UnitCounts `json:"units,omitempty"`
@@ -109,15 +113,26 @@ func (b Books) unitsAgree(c Counters) bool {
 func (b Books) Difference() Counters { return b.Counters.minus(b.Ledger) }
 
 // Balanced reports whether the counters agree with the ledger, with the
-// lines and, for a pool of units, with its units.
+// lines, with the transfers in transit to the row and, for a pool of
+// units, with its units.
 func (b Books) Balanced() bool {
-	return b.Difference().Zero() && b.Counters.Reserved == b.LinesHeld && b.Counters.Sold == b.LinesConfirmed && b.unitsAgree(b.Counters)
+	return b.Difference().Zero() && b.Counters.Reserved == b.LinesHeld && b.Counters.Sold == b.LinesConfirmed &&
+		b.Counters.Incoming == b.InTransit && b.unitsAgree(b.Counters)
+}
+
+// transitClause says how the row's incoming disagrees with the transfers
+// in transit to it, for a refusal's detail; empty when they agree.
+func (b Books) transitClause() string {
+	if b.Counters.Incoming == b.InTransit {
+		return ""
+	}
+	return fmt.Sprintf("; incoming %d against %d in transit", b.Counters.Incoming, b.InTransit)
 }
 
 func (b Books) problem() map[string]any {
 	p := map[string]any{
 		"location": b.Location, "pool": b.Pool, "counters": b.Counters, "ledger": b.Ledger, "difference": b.Difference(),
-		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed},
+		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed}, "in_transit": b.InTransit,
 	}
 	if b.Units != nil {
 		p["unit_counts"] = b.Units // "units" names units, in a problem
@@ -145,7 +160,7 @@ func booksLocked(ctx context.Context, q *db.Queries, sku, location, pool string)
 			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming},
 		Ledger: Counters{Total: r.LedgerTotal, Available: r.LedgerAvailable, Reserved: r.LedgerReserved, Sold: r.LedgerSold,
 			QualityControl: r.LedgerQualityControl, Damaged: r.LedgerDamaged, SafetyStock: r.LedgerSafetyStock, Incoming: r.LedgerIncoming},
-		LinesHeld: r.LinesHeld, LinesConfirmed: r.LinesConfirmed,
+		LinesHeld: r.LinesHeld, LinesConfirmed: r.LinesConfirmed, InTransit: r.InTransit,
 	}
 	if r.Serialized {
 		b.Units = &UnitCounts{Available: r.UnitsAvailable, Held: r.UnitsHeld, Sold: r.UnitsSold}
@@ -223,10 +238,10 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 			d := books.Difference()
 			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Location: w.Location, Extra: books.problem(),
 				Detail: fmt.Sprintf("the books of %s (pool %s) do not balance (counters minus ledger: total %+d, available %+d, reserved %+d, sold %+d; "+
-					"reserved %d against %d held, sold %d against %d confirmed%s): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
+					"reserved %d against %d held, sold %d against %d confirmed%s%s): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
 					"or resume with \"force\": true and a reason",
 					w.SKU, w.Pool, d.Total, d.Available, d.Reserved, d.Sold, books.Counters.Reserved, books.LinesHeld,
-					books.Counters.Sold, books.LinesConfirmed, books.unitsClause(), w.SKU)}
+					books.Counters.Sold, books.LinesConfirmed, books.transitClause(), books.unitsClause(), w.SKU)}
 		}
 		if w.Pool != MainPool {
 			terms, err := q.CampaignHoldTerms(ctx, w.Pool)
@@ -297,7 +312,55 @@ type Repaired struct {
 	Before     Counters `json:"before"`
 	After      Counters `json:"after"`
 	Difference Counters `json:"difference"`
-	Applied    bool     `json:"applied"`
+	// Transfers are the transfers in transit to the row whose quantity,
+	// received or lost were not what their own ledger rows say (changed
+	// by hand): the repair restores them from those rows.
+	Transfers []TransferRepair `json:"transfers,omitempty"`
+	Applied   bool             `json:"applied"`
+}
+
+// TransferRepair is one transfer a repair restores: its numbers before
+// and after.
+type TransferRepair struct {
+	ID     uuid.UUID      `json:"id"`
+	Before TransferCounts `json:"before"`
+	After  TransferCounts `json:"after"`
+}
+
+// TransferCounts are a transfer's units: sent, received, written off.
+type TransferCounts struct {
+	Quantity int64 `json:"quantity"`
+	Received int64 `json:"received"`
+	Lost     int64 `json:"lost"`
+}
+
+// transfersToRestore locks the transfers in transit to a row and returns
+// those whose numbers are not their ledger rows', restored, and what all
+// of them carry once restored. A transfer whose ledger rows cannot be its
+// numbers (none, or more delivered than sent) cannot be restored: the
+// repair is refused, naming it.
+func transfersToRestore(ctx context.Context, q *db.Queries, sku, location, pool string) ([]TransferRepair, int64, error) {
+	rows, err := q.TransfersToRowAgainstLedger(ctx, sku, location, pool)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the transfers in transit to %s/%s/%s: %w", sku, location, pool, err)
+	}
+	var out []TransferRepair
+	var inTransit int64
+	for _, t := range rows {
+		before := TransferCounts{Quantity: t.Quantity, Received: t.Received, Lost: t.Lost}
+		after := TransferCounts{Quantity: t.LedgerQuantity, Received: t.LedgerReceived, Lost: t.LedgerLost}
+		if after.Quantity < 1 || after.Received < 0 || after.Lost < 0 || after.Received+after.Lost >= after.Quantity {
+			return nil, 0, &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: sku, Pool: pool, Location: location,
+				Extra: map[string]any{"transfer_id": t.ID, "transfer": before, "ledger": after},
+				Detail: fmt.Sprintf("transfer %s is in transit to %s, but its ledger rows there (sent %d, received %d, lost %d) are not a transfer "+
+					"still on its way: a repair cannot restore it; find what changed it", t.ID, location, after.Quantity, after.Received, after.Lost)}
+		}
+		inTransit += after.Quantity - after.Received - after.Lost
+		if after != before {
+			out = append(out, TransferRepair{ID: t.ID, Before: before, After: after})
+		}
+	}
+	return out, inTransit, nil
 }
 
 func (r RepairRequest) validate() error {
@@ -371,6 +434,20 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 			row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold,
 				DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming}
 		}
+		// The transfers in transit to the row are restored from their own
+		// ledger rows; what they carry then must be the incoming the
+		// repair leaves.
+		restored, inTransit, err := transfersToRestore(ctx, q, r.SKU, r.Location, r.Pool)
+		if err != nil {
+			return err
+		}
+		out.Transfers = restored
+		if out.After.Incoming != inTransit {
+			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Location: r.Location, Extra: books.problem(),
+				Detail: fmt.Sprintf("a repair of %s (pool %s) at %s to the %s would leave incoming %d, but its transfers in transit carry %d "+
+					"by their own ledger rows: repair to the %s instead, or find what changed them",
+					r.SKU, r.Pool, r.Location, r.To, out.After.Incoming, inTransit, otherSide(r.To))}
+		}
 		if !r.DryRun && r.ExpectedDifference != nil && *r.ExpectedDifference != out.Difference {
 			e, d := *r.ExpectedDifference, out.Difference
 			return &domain.Error{Code: domain.CodePreviewStale, SKU: r.SKU, Location: r.Location, Pool: r.Pool,
@@ -379,8 +456,14 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 					"the repair would now write %s. Nothing changed: preview again",
 					r.SKU, r.Pool, r.Location, e, d)}
 		}
-		if r.DryRun || out.Difference.Zero() {
+		if r.DryRun || out.Difference.Zero() && len(out.Transfers) == 0 {
 			return nil
+		}
+		for _, t := range out.Transfers {
+			if err := q.TransferRestore(ctx, db.TransferRestoreParams{ID: t.ID, Quantity: t.After.Quantity, Received: t.After.Received, Lost: t.After.Lost}); err != nil {
+				return fmt.Errorf("restore transfer %s: %w", t.ID, err)
+			}
+			r.Refs = append(r.Refs, "transfer "+t.ID.String())
 		}
 		a := out.After
 		if _, err := q.StockRepairSet(ctx, db.StockRepairSetParams{Total: a.Total, Available: a.Available, Reserved: a.Reserved, Sold: a.Sold,
@@ -400,6 +483,14 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 		return Repaired{}, err
 	}
 	return out, nil
+}
+
+// otherSide is the repair target that is not to.
+func otherSide(to string) string {
+	if to == RepairToLedger {
+		return RepairToCounters
+	}
+	return RepairToLedger
 }
 
 // repairsUnits refuses a repair of a pool of units with an identity whose

@@ -245,8 +245,18 @@ func at(location string) string {
 
 // notSerializedElsewhere refuses stock of a SKU's pool at location when the
 // pool holds units with an identity at another location: such a pool lives
-// at one location.
+// at one location. It first takes the pool's guard shared (poolguard.go),
+// so an addition of units is either seen or waits for this transaction.
 func notSerializedElsewhere(ctx context.Context, q *db.Queries, sku, location, pool string) error {
+	if err := guardPlain(ctx, q, sku, pool); err != nil {
+		return err
+	}
+	return serializedElsewhere(ctx, q, sku, location, pool)
+}
+
+// serializedElsewhere is notSerializedElsewhere's check, for a caller that
+// holds the pool's guard.
+func serializedElsewhere(ctx context.Context, q *db.Queries, sku, location, pool string) error {
 	where, err := q.StockPoolSerializedAt(ctx, sku, pool)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

@@ -113,7 +113,7 @@ func (s *Service) CreateTransferOnce(ctx context.Context, key idempotency.Key, n
 
 func createTransferTx(ctx context.Context, tx pgx.Tx, n NewTransfer) (Transfer, error) {
 	q := db.New(tx)
-	if err := requireLocations(ctx, q, n.From, n.To); err != nil {
+	if err := transferPlaces(ctx, q, n.From, n.To); err != nil {
 		return Transfer{}, err
 	}
 	if err := notSerializedElsewhere(ctx, q, n.SKU, n.To, n.Pool); err != nil {
@@ -165,6 +165,28 @@ func createTransferTx(ctx context.Context, tx pgx.Tx, n NewTransfer) (Transfer, 
 		}
 	}
 	return newTransfer(t), nil
+}
+
+// transferPlaces refuses a transfer from or to a location that does not
+// exist (unknown_location) or is inactive (location_inactive): an inactive
+// location takes no new stock movements, as it takes no new holds. The
+// transfers already on their way finish normally.
+func transferPlaces(ctx context.Context, q *db.Queries, from, to string) error {
+	if err := requireLocations(ctx, q, from, to); err != nil {
+		return err
+	}
+	found, err := q.LocationsGet(ctx, []string{from, to})
+	if err != nil {
+		return fmt.Errorf("look up locations: %w", err)
+	}
+	for _, l := range found {
+		if !l.Active {
+			return &domain.Error{Code: domain.CodeLocationInactive, Location: l.ID,
+				Extra:  map[string]any{"from": from, "to": to},
+				Detail: fmt.Sprintf("location %s is inactive: no transfer leaves or reaches it until it is active again (PATCH /v1/locations/%s)", l.ID, l.ID)}
+		}
+	}
+	return nil
 }
 
 // lockPair locks a SKU's pool at two locations in lock order, and returns
@@ -242,14 +264,19 @@ func receiveTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error
 	left := t.Quantity - t.Received - t.Lost
 	if st.Quantity > left {
 		return Transfer{}, &domain.Error{Code: domain.CodeInsufficientIncoming, SKU: t.Sku, Pool: t.Pool, Location: t.ToLocation,
-			Extra:  map[string]any{"state": "incoming", "has": left, "requested": st.Quantity, "transfer_id": t.ID},
-			Detail: fmt.Sprintf("transfer %s has %d in transit, %d received: it cannot receive more than it carries", t.ID, left, st.Quantity)}
+			Extra: map[string]any{"state": "incoming", "has": left, "requested": st.Quantity, "transfer_id": t.ID},
+			Detail: fmt.Sprintf("transfer %s has %d in transit (%d sent, %d received, %d lost), %d to receive: it cannot receive more than it carries",
+				t.ID, left, t.Quantity, t.Received, t.Lost, st.Quantity)}
 	}
 	land, err := lockLanding(ctx, q, t, t.ToLocation, t.ToLocation)
 	if err != nil {
 		return Transfer{}, err
 	}
-	if _, err := lockRow(ctx, q, t.Sku, t.ToLocation, t.Pool); err != nil {
+	row, err := lockRow(ctx, q, t.Sku, t.ToLocation, t.Pool)
+	if err != nil {
+		return Transfer{}, err
+	}
+	if err := transitAgrees(ctx, q, t, row); err != nil {
 		return Transfer{}, err
 	}
 	d := Counters{Total: st.Quantity, Available: st.Quantity, Incoming: -st.Quantity}
@@ -283,24 +310,39 @@ func (s *Service) CloseTransfer(ctx context.Context, st TransferStep) (Transfer,
 		return Transfer{}, err
 	}
 	var out Transfer
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		t, err := lockTransfer(ctx, q, st.ID)
-		if err != nil {
-			return err
-		}
-		if _, err := lockRow(ctx, q, t.Sku, t.ToLocation, t.Pool); err != nil {
-			return err
-		}
-		lost := t.Quantity - t.Received - t.Lost
-		if err := moveRow(ctx, q, t.Sku, t.ToLocation, t.Pool, Counters{Incoming: -lost}, "loss", st.Actor,
-			"lost in transit: "+st.Reason, t.ID.String()); err != nil {
-			return err
-		}
-		out, err = setTransfer(ctx, q, t, t.Received, t.Lost+lost, TransferClosed, st)
-		return err
-	})
+	err := s.inTx(ctx, func(tx pgx.Tx) (err error) { out, err = closeTx(ctx, tx, st); return err })
 	return out, err
+}
+
+// CloseTransferOnce is CloseTransfer at most once per key: a retry of a
+// close that succeeded gets its answer again rather than
+// transfer_not_in_transit.
+func (s *Service) CloseTransferOnce(ctx context.Context, key idempotency.Key, st TransferStep) (Transfer, bool, error) {
+	if err := validReason(st.Reason); err != nil {
+		return Transfer{}, false, err
+	}
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Transfer, error) { return closeTx(ctx, tx, st) })
+}
+
+func closeTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error) {
+	q := db.New(tx)
+	t, err := lockTransfer(ctx, q, st.ID)
+	if err != nil {
+		return Transfer{}, err
+	}
+	row, err := lockRow(ctx, q, t.Sku, t.ToLocation, t.Pool)
+	if err != nil {
+		return Transfer{}, err
+	}
+	if err := transitAgrees(ctx, q, t, row); err != nil {
+		return Transfer{}, err
+	}
+	lost := t.Quantity - t.Received - t.Lost
+	if err := moveRow(ctx, q, t.Sku, t.ToLocation, t.Pool, Counters{Incoming: -lost}, "loss", st.Actor,
+		"lost in transit: "+st.Reason, t.ID.String()); err != nil {
+		return Transfer{}, err
+	}
+	return setTransfer(ctx, q, t, t.Received, t.Lost+lost, TransferClosed, st)
 }
 
 // CancelTransfer gives a transfer's units back to where they came from,
@@ -311,46 +353,85 @@ func (s *Service) CancelTransfer(ctx context.Context, st TransferStep) (Transfer
 		return Transfer{}, err
 	}
 	var out Transfer
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		t, err := lockTransfer(ctx, q, st.ID)
-		if err != nil {
-			return err
-		}
-		if t.Received > 0 {
-			return &domain.Error{Code: domain.CodeTransferPartlyReceived, SKU: t.Sku, Pool: t.Pool, Location: t.ToLocation,
-				Extra:  map[string]any{"transfer_id": t.ID, "received": t.Received},
-				Detail: fmt.Sprintf("transfer %s received %d already: close it instead (what never arrived is written off)", t.ID, t.Received)}
-		}
-		land, err := lockLanding(ctx, q, t, t.FromLocation, t.FromLocation, t.ToLocation)
-		if err != nil {
-			return err
-		}
-		if _, err := lockPair(ctx, q, t.Sku, t.Pool, t.FromLocation, t.ToLocation); err != nil {
-			return err
-		}
-		steps := []struct {
-			location string
-			d        Counters
-		}{
-			{t.FromLocation, Counters{Total: t.Quantity, Available: t.Quantity}},
-			{t.ToLocation, Counters{Incoming: -t.Quantity}},
-		}
-		if t.ToLocation < t.FromLocation {
-			steps[0], steps[1] = steps[1], steps[0]
-		}
-		for _, s := range steps {
-			if err := moveRow(ctx, q, t.Sku, s.location, t.Pool, s.d, "transfer_cancel", st.Actor, st.Reason, t.ID.String()); err != nil {
-				return err
-			}
-		}
-		if err := land.give(ctx, q, t.Quantity, st.Actor, "what cancelled transfer "+t.ID.String()+" gave back"); err != nil {
-			return err
-		}
-		out, err = setTransfer(ctx, q, t, 0, 0, TransferCancelled, st)
-		return err
-	})
+	err := s.inTx(ctx, func(tx pgx.Tx) (err error) { out, err = cancelTx(ctx, tx, st); return err })
 	return out, err
+}
+
+// CancelTransferOnce is CancelTransfer at most once per key: a retry of a
+// cancel that succeeded gets its answer again rather than
+// transfer_not_in_transit.
+func (s *Service) CancelTransferOnce(ctx context.Context, key idempotency.Key, st TransferStep) (Transfer, bool, error) {
+	if err := validReason(st.Reason); err != nil {
+		return Transfer{}, false, err
+	}
+	defer s.soldOut.written() // stock may be back: see soldout.go
+	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Transfer, error) { return cancelTx(ctx, tx, st) })
+}
+
+func cancelTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error) {
+	q := db.New(tx)
+	t, err := lockTransfer(ctx, q, st.ID)
+	if err != nil {
+		return Transfer{}, err
+	}
+	if t.Received > 0 {
+		return Transfer{}, &domain.Error{Code: domain.CodeTransferPartlyReceived, SKU: t.Sku, Pool: t.Pool, Location: t.ToLocation,
+			Extra:  map[string]any{"transfer_id": t.ID, "received": t.Received},
+			Detail: fmt.Sprintf("transfer %s received %d already: close it instead (what never arrived is written off)", t.ID, t.Received)}
+	}
+	land, err := lockLanding(ctx, q, t, t.FromLocation, t.FromLocation, t.ToLocation)
+	if err != nil {
+		return Transfer{}, err
+	}
+	rows, err := lockPair(ctx, q, t.Sku, t.Pool, t.FromLocation, t.ToLocation)
+	if err != nil {
+		return Transfer{}, err
+	}
+	if err := transitAgrees(ctx, q, t, rows[t.ToLocation]); err != nil {
+		return Transfer{}, err
+	}
+	steps := []struct {
+		location string
+		d        Counters
+	}{
+		{t.FromLocation, Counters{Total: t.Quantity, Available: t.Quantity}},
+		{t.ToLocation, Counters{Incoming: -t.Quantity}},
+	}
+	if t.ToLocation < t.FromLocation {
+		steps[0], steps[1] = steps[1], steps[0]
+	}
+	for _, s := range steps {
+		if err := moveRow(ctx, q, t.Sku, s.location, t.Pool, s.d, "transfer_cancel", st.Actor, st.Reason, t.ID.String()); err != nil {
+			return Transfer{}, err
+		}
+	}
+	if err := land.give(ctx, q, t.Quantity, st.Actor, "what cancelled transfer "+t.ID.String()+" gave back"); err != nil {
+		return Transfer{}, err
+	}
+	return setTransfer(ctx, q, t, 0, 0, TransferCancelled, st)
+}
+
+// transitAgrees refuses to move transfer t while its destination's
+// incoming (row, locked) is not what the transfers in transit to it carry:
+// a row or a transfer changed by hand, which reconciliation reports as
+// incoming_vs_transfers. The answer is 409 books_unbalanced naming both
+// and the difference, rather than a move that would take incoming below
+// zero or leave it wrong; a repair of the row (which restores its
+// transfers from their ledger rows) comes first.
+func transitAgrees(ctx context.Context, q *db.Queries, t db.Transfer, row db.Stock) error {
+	inTransit, err := q.TransfersInTransitTo(ctx, t.Sku, t.ToLocation, t.Pool)
+	if err != nil {
+		return fmt.Errorf("sum the transfers in transit to %s/%s/%s: %w", t.Sku, t.ToLocation, t.Pool, err)
+	}
+	if row.Incoming == inTransit {
+		return nil
+	}
+	return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: t.Sku, Pool: t.Pool, Location: t.ToLocation,
+		Extra: map[string]any{"transfer_id": t.ID, "incoming": row.Incoming, "in_transit": inTransit, "difference": row.Incoming - inTransit},
+		Detail: fmt.Sprintf("SKU %q (pool %s) at %s has %d incoming, but the transfers in transit to it carry %d (incoming minus in transit: %+d): "+
+			"its books disagree, so transfer %s is not moved. Repair them first (POST /v1/skus/%s/repair with \"location\": %q, "+
+			"preview with dry_run: a repair to the ledger also restores the transfers from their ledger rows)",
+			t.Sku, t.Pool, t.ToLocation, row.Incoming, inTransit, row.Incoming-inTransit, t.ID, t.Sku, t.ToLocation)}
 }
 
 // lockTransfer locks a transfer that is in transit.
@@ -422,7 +503,17 @@ func (s *Service) Transfers(ctx context.Context, f TransferFilter) (TransfersPag
 	if f.Limit < 1 || f.Limit > MaxTransfersPage {
 		return TransfersPage{}, domain.Invalid("limit must be from 1 to %d", MaxTransfersPage)
 	}
-	rows, err := db.New(s.pool).TransfersPage(ctx, db.TransfersPageParams{
+	q := db.New(s.pool)
+	if f.Cursor != nil {
+		// The cursor is the last transfer of a page: one that does not
+		// exist places no page (ErrCursor, as every list answers it).
+		if _, err := q.TransferGet(ctx, *f.Cursor); errors.Is(err, pgx.ErrNoRows) {
+			return TransfersPage{}, ErrCursor
+		} else if err != nil {
+			return TransfersPage{}, fmt.Errorf("read the cursor's transfer: %w", err)
+		}
+	}
+	rows, err := q.TransfersPage(ctx, db.TransfersPageParams{
 		Status: domain.Optional(f.Status), Sku: domain.Optional(f.SKU), AfterID: f.Cursor, Lim: int32(f.Limit + 1),
 	})
 	if err != nil {

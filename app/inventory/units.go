@@ -185,7 +185,10 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 	if err := requireLocations(ctx, q, c.Location); err != nil {
 		return Stock{}, err
 	}
-	if err := notSerializedElsewhere(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
+	if err := guardUnits(ctx, q, c.SKU, c.Pool); err != nil {
+		return Stock{}, err
+	}
+	if err := serializedElsewhere(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
 		return Stock{}, err
 	}
 	if c.Pool == MainPool {
@@ -203,9 +206,10 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 	if err := refuseEnded(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
 		return Stock{}, err
 	}
-	if !row.Serialized && row.Total > 0 {
-		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
-			Detail: fmt.Sprintf("SKU %q (pool %s) has %d units of stock without an identity: units go into a pool of their own (a new SKU)", c.SKU, c.Pool, row.Total)}
+	if !row.Serialized {
+		if err := noPlainStock(ctx, q, c); err != nil {
+			return Stock{}, err
+		}
 	}
 	taken, err := q.UnitsExisting(ctx, c.SKU, c.ids())
 	if err != nil {
@@ -259,6 +263,51 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 		return Stock{}, fmt.Errorf("add units to %s/%s: %w", c.SKU, c.Pool, err)
 	}
 	return stockOf(ctx, q, c.SKU)
+}
+
+// noPlainStock refuses units for a pool that holds stock without an
+// identity, or expects some, at any location (a pool of units lives at
+// one location, alone): stock on hand here or elsewhere, or incoming (a
+// transfer in transit to a row of the pool, which could never be received
+// into units). The caller holds the pool's guard, so nothing adds such
+// stock until it commits.
+func noPlainStock(ctx context.Context, q *db.Queries, c UnitsChange) error {
+	plain, err := q.StockPoolPlain(ctx, c.SKU, c.Pool)
+	if err != nil {
+		return fmt.Errorf("look for stock without an identity of %s/%s: %w", c.SKU, c.Pool, err)
+	}
+	// This location's row first: its own stock is the likelier mistake.
+	slices.SortStableFunc(plain, func(a, b db.StockPoolPlainRow) int {
+		switch {
+		case a.Location == b.Location:
+			return 0
+		case a.Location == c.Location:
+			return -1
+		case b.Location == c.Location:
+			return 1
+		}
+		return 0
+	})
+	for _, r := range plain {
+		switch {
+		case r.Location == c.Location && r.Total > 0:
+			return &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool, Location: c.Location,
+				Detail: fmt.Sprintf("SKU %q (pool %s) has %d units of stock without an identity%s: units go into a pool of their own (a new SKU)",
+					c.SKU, c.Pool, r.Total, at(c.Location))}
+		case r.Total > 0:
+			return &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool, Location: c.Location,
+				Extra: map[string]any{"stock_location": r.Location, "total": r.Total, "incoming": r.Incoming},
+				Detail: fmt.Sprintf("SKU %q (pool %s) has %d units of stock without an identity at %s: a pool of units lives at one location, alone; "+
+					"units go into a pool of their own (a new SKU)", c.SKU, c.Pool, r.Total, r.Location)}
+		default:
+			return &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool, Location: c.Location,
+				Extra: map[string]any{"stock_location": r.Location, "total": r.Total, "incoming": r.Incoming},
+				Detail: fmt.Sprintf("SKU %q (pool %s) has %d incoming at %s (transfers in transit): units cannot join a pool that expects stock "+
+					"without an identity; receive, close or cancel those transfers first (GET /v1/transfers?sku=%s&status=in_transit)",
+					c.SKU, c.Pool, r.Incoming, r.Location, c.SKU)}
+		}
+	}
+	return nil
 }
 
 // RetireUnitsOnce takes available units out of their pool (a broken seat)

@@ -131,11 +131,15 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 		fmt.Fprintf(stdout, "%s (pool %s), repair to the %s:\n", out.SKU, out.Pool, req.To)
 		fmt.Fprintf(stdout, "  before:     %s\n  after:      %s\n", c(out.Before), c(out.After))
 		fmt.Fprintf(stdout, "  difference: %s\n", d)
+		for _, t := range out.Transfers {
+			fmt.Fprintf(stdout, "  transfer %s: sent %d, received %d, lost %d; its ledger rows say sent %d, received %d, lost %d\n",
+				t.ID, t.Before.Quantity, t.Before.Received, t.Before.Lost, t.After.Quantity, t.After.Received, t.After.Lost)
+		}
 		switch {
 		case !*apply:
 			fmt.Fprintln(stdout, "dry run: nothing changed (add --apply to write it)")
 			return nil
-		case d.Zero():
+		case d.Zero() && len(out.Transfers) == 0:
 			fmt.Fprintln(stdout, "nothing to repair: the counters agree with the ledger")
 			return nil
 		}

@@ -12745,6 +12745,9 @@ type RepairResult struct {
 	// Reconciliation The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again).
 	Reconciliation *ReconciliationCheck `json:"reconciliation,omitempty"`
 	Sku            string               `json:"sku"`
+
+	// Transfers The transfers in transit to the row whose `quantity`, `received` or `lost` were not what their own ledger rows at the row say (changed by hand): the repair restores them from those rows, whichever side it takes (`to`). Left out when there are none. A repair whose counters after it would not be what the restored transfers carry (`incoming` against their `in_transit`) is refused, 409 `books_unbalanced`.
+	Transfers *[]TransferRepair `json:"transfers,omitempty"`
 }
 
 // ReportCampaign defines model for ReportCampaign.
@@ -13548,6 +13551,21 @@ type TransferList struct {
 	// NextCursor Pass as `cursor` for the next page; null on the last.
 	NextCursor *string    `json:"next_cursor"`
 	Transfers  []Transfer `json:"transfers"`
+}
+
+// TransferRepair A transfer a repair restores from its ledger rows: its units sent, received and lost before and after.
+type TransferRepair struct {
+	After struct {
+		Lost     int64 `json:"lost"`
+		Quantity int64 `json:"quantity"`
+		Received int64 `json:"received"`
+	} `json:"after"`
+	Before struct {
+		Lost     int64 `json:"lost"`
+		Quantity int64 `json:"quantity"`
+		Received int64 `json:"received"`
+	} `json:"before"`
+	Id openapi_types.UUID `json:"id"`
 }
 
 // TransferRequest Examples: {"from":"paris","quantity":5,"reason":"rebalance","sku":"A1","to":"berlin"}
@@ -23497,6 +23515,12 @@ type GetTransfer429ApplicationProblemPlusJSONResponseBodyReservationStatus strin
 // GetTransfer503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetTransfer.
 type GetTransfer503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
+// CancelTransferParams defines parameters for CancelTransfer.
+type CancelTransferParams struct {
+	// IdempotencyKey Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // CancelTransfer400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelTransfer.
 type CancelTransfer400ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
@@ -23750,6 +23774,12 @@ type CancelTransfer429ApplicationProblemPlusJSONResponseBodyReservationStatus st
 
 // CancelTransfer503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelTransfer.
 type CancelTransfer503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseTransferParams defines parameters for CloseTransfer.
+type CloseTransferParams struct {
+	// IdempotencyKey Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
 
 // CloseTransfer400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseTransfer.
 type CloseTransfer400ApplicationProblemPlusJSONResponseBodyReservationStatus string
@@ -74473,7 +74503,7 @@ type ClientInterface interface {
 
 	// RepairStockWithBody Repair a pool's books
 	//
-	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74484,7 +74514,7 @@ type ClientInterface interface {
 
 	// RepairStock Repair a pool's books
 	//
-	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74663,7 +74693,7 @@ type ClientInterface interface {
 
 	// CreateTransferWithBody Send stock from one location to another
 	//
-	// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+	// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74674,7 +74704,7 @@ type ClientInterface interface {
 
 	// CreateTransfer Send stock from one location to another
 	//
-	// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+	// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74694,51 +74724,51 @@ type ClientInterface interface {
 
 	// CancelTransferWithBody Cancel a transfer before any receipt
 	//
-	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/transfers/{id}/cancel (the `CancelTransfer` operationId).
-	CancelTransferWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelTransferWithBody(ctx context.Context, id openapi_types.UUID, params *CancelTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelTransfer Cancel a transfer before any receipt
 	//
-	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/transfers/{id}/cancel (the `CancelTransfer` operationId).
-	CancelTransfer(ctx context.Context, id openapi_types.UUID, body CancelTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelTransfer(ctx context.Context, id openapi_types.UUID, params *CancelTransferParams, body CancelTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CloseTransferWithBody Close a transfer: what never arrived is lost in transit
 	//
-	// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+	// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/transfers/{id}/close (the `CloseTransfer` operationId).
-	CloseTransferWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CloseTransferWithBody(ctx context.Context, id openapi_types.UUID, params *CloseTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CloseTransfer Close a transfer: what never arrived is lost in transit
 	//
-	// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+	// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/transfers/{id}/close (the `CloseTransfer` operationId).
-	CloseTransfer(ctx context.Context, id openapi_types.UUID, body CloseTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CloseTransfer(ctx context.Context, id openapi_types.UUID, params *CloseTransferParams, body CloseTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReceiveTransferWithBody Receive (part of) a transfer
 	//
-	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74749,7 +74779,7 @@ type ClientInterface interface {
 
 	// ReceiveTransfer Receive (part of) a transfer
 	//
-	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -76109,7 +76139,7 @@ func (c *Client) PauseStock(ctx context.Context, sku SKU, body PauseStockJSONReq
 
 // RepairStockWithBody Repair a pool's books
 //
-// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76130,7 +76160,7 @@ func (c *Client) RepairStockWithBody(ctx context.Context, sku SKU, contentType s
 
 // RepairStock Repair a pool's books
 //
-// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76479,7 +76509,7 @@ func (c *Client) ListTransfers(ctx context.Context, params *ListTransfersParams,
 
 // CreateTransferWithBody Send stock from one location to another
 //
-// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76500,7 +76530,7 @@ func (c *Client) CreateTransferWithBody(ctx context.Context, params *CreateTrans
 
 // CreateTransfer Send stock from one location to another
 //
-// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76540,15 +76570,15 @@ func (c *Client) GetTransfer(ctx context.Context, id openapi_types.UUID, reqEdit
 
 // CancelTransferWithBody Cancel a transfer before any receipt
 //
-// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/transfers/{id}/cancel (the `CancelTransfer` operationId).
-func (c *Client) CancelTransferWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCancelTransferRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) CancelTransferWithBody(ctx context.Context, id openapi_types.UUID, params *CancelTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelTransferRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -76561,15 +76591,15 @@ func (c *Client) CancelTransferWithBody(ctx context.Context, id openapi_types.UU
 
 // CancelTransfer Cancel a transfer before any receipt
 //
-// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/transfers/{id}/cancel (the `CancelTransfer` operationId).
-func (c *Client) CancelTransfer(ctx context.Context, id openapi_types.UUID, body CancelTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCancelTransferRequest(c.Server, id, body)
+func (c *Client) CancelTransfer(ctx context.Context, id openapi_types.UUID, params *CancelTransferParams, body CancelTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelTransferRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -76582,15 +76612,15 @@ func (c *Client) CancelTransfer(ctx context.Context, id openapi_types.UUID, body
 
 // CloseTransferWithBody Close a transfer: what never arrived is lost in transit
 //
-// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/transfers/{id}/close (the `CloseTransfer` operationId).
-func (c *Client) CloseTransferWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCloseTransferRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) CloseTransferWithBody(ctx context.Context, id openapi_types.UUID, params *CloseTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCloseTransferRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -76603,15 +76633,15 @@ func (c *Client) CloseTransferWithBody(ctx context.Context, id openapi_types.UUI
 
 // CloseTransfer Close a transfer: what never arrived is lost in transit
 //
-// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/transfers/{id}/close (the `CloseTransfer` operationId).
-func (c *Client) CloseTransfer(ctx context.Context, id openapi_types.UUID, body CloseTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCloseTransferRequest(c.Server, id, body)
+func (c *Client) CloseTransfer(ctx context.Context, id openapi_types.UUID, params *CloseTransferParams, body CloseTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCloseTransferRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -76624,7 +76654,7 @@ func (c *Client) CloseTransfer(ctx context.Context, id openapi_types.UUID, body 
 
 // ReceiveTransferWithBody Receive (part of) a transfer
 //
-// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76645,7 +76675,7 @@ func (c *Client) ReceiveTransferWithBody(ctx context.Context, id openapi_types.U
 
 // ReceiveTransfer Receive (part of) a transfer
 //
-// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -79636,18 +79666,18 @@ func NewGetTransferRequest(server string, id openapi_types.UUID) (*http.Request,
 }
 
 // NewCancelTransferRequest calls the generic CancelTransfer builder with application/json body
-func NewCancelTransferRequest(server string, id openapi_types.UUID, body CancelTransferJSONRequestBody) (*http.Request, error) {
+func NewCancelTransferRequest(server string, id openapi_types.UUID, params *CancelTransferParams, body CancelTransferJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCancelTransferRequestWithBody(server, id, "application/json", bodyReader)
+	return NewCancelTransferRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewCancelTransferRequestWithBody constructs an http.Request for the CancelTransfer method, with any body, and a specified content type
-func NewCancelTransferRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+func NewCancelTransferRequestWithBody(server string, id openapi_types.UUID, params *CancelTransferParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -79679,22 +79709,37 @@ func NewCancelTransferRequestWithBody(server string, id openapi_types.UUID, cont
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCloseTransferRequest calls the generic CloseTransfer builder with application/json body
-func NewCloseTransferRequest(server string, id openapi_types.UUID, body CloseTransferJSONRequestBody) (*http.Request, error) {
+func NewCloseTransferRequest(server string, id openapi_types.UUID, params *CloseTransferParams, body CloseTransferJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCloseTransferRequestWithBody(server, id, "application/json", bodyReader)
+	return NewCloseTransferRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewCloseTransferRequestWithBody constructs an http.Request for the CloseTransfer method, with any body, and a specified content type
-func NewCloseTransferRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+func NewCloseTransferRequestWithBody(server string, id openapi_types.UUID, params *CloseTransferParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -79725,6 +79770,21 @@ func NewCloseTransferRequestWithBody(server string, id openapi_types.UUID, conte
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -80739,7 +80799,7 @@ type ClientWithResponsesInterface interface {
 
 	// RepairStockWithBodyWithResponse Repair a pool's books
 	//
-	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80750,7 +80810,7 @@ type ClientWithResponsesInterface interface {
 
 	// RepairStockWithResponse Repair a pool's books
 	//
-	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+	// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80937,7 +80997,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTransferWithBodyWithResponse Send stock from one location to another
 	//
-	// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+	// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80948,7 +81008,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTransferWithResponse Send stock from one location to another
 	//
-	// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+	// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80970,51 +81030,51 @@ type ClientWithResponsesInterface interface {
 
 	// CancelTransferWithBodyWithResponse Cancel a transfer before any receipt
 	//
-	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/transfers/{id}/cancel (the `CancelTransfer` operationId).
-	CancelTransferWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelTransferResponse, error)
+	CancelTransferWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *CancelTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelTransferResponse, error)
 
 	// CancelTransferWithResponse Cancel a transfer before any receipt
 	//
-	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+	// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/transfers/{id}/cancel (the `CancelTransfer` operationId).
-	CancelTransferWithResponse(ctx context.Context, id openapi_types.UUID, body CancelTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTransferResponse, error)
+	CancelTransferWithResponse(ctx context.Context, id openapi_types.UUID, params *CancelTransferParams, body CancelTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTransferResponse, error)
 
 	// CloseTransferWithBodyWithResponse Close a transfer: what never arrived is lost in transit
 	//
-	// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+	// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/transfers/{id}/close (the `CloseTransfer` operationId).
-	CloseTransferWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CloseTransferResponse, error)
+	CloseTransferWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *CloseTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CloseTransferResponse, error)
 
 	// CloseTransferWithResponse Close a transfer: what never arrived is lost in transit
 	//
-	// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+	// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/transfers/{id}/close (the `CloseTransfer` operationId).
-	CloseTransferWithResponse(ctx context.Context, id openapi_types.UUID, body CloseTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CloseTransferResponse, error)
+	CloseTransferWithResponse(ctx context.Context, id openapi_types.UUID, params *CloseTransferParams, body CloseTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CloseTransferResponse, error)
 
 	// ReceiveTransferWithBodyWithResponse Receive (part of) a transfer
 	//
-	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -81025,7 +81085,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReceiveTransferWithResponse Receive (part of) a transfer
 	//
-	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+	// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -88962,7 +89022,7 @@ func (c *ClientWithResponses) PauseStockWithResponse(ctx context.Context, sku SK
 
 // RepairStockWithBodyWithResponse Repair a pool's books
 //
-// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -88979,7 +89039,7 @@ func (c *ClientWithResponses) RepairStockWithBodyWithResponse(ctx context.Contex
 
 // RepairStockWithResponse Repair a pool's books
 //
-// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+// Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -89268,7 +89328,7 @@ func (c *ClientWithResponses) ListTransfersWithResponse(ctx context.Context, par
 
 // CreateTransferWithBodyWithResponse Send stock from one location to another
 //
-// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -89285,7 +89345,7 @@ func (c *ClientWithResponses) CreateTransferWithBodyWithResponse(ctx context.Con
 
 // CreateTransferWithResponse Send stock from one location to another
 //
-// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+// The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -89319,15 +89379,15 @@ func (c *ClientWithResponses) GetTransferWithResponse(ctx context.Context, id op
 
 // CancelTransferWithBodyWithResponse Cancel a transfer before any receipt
 //
-// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/transfers/{id}/cancel (the `CancelTransfer` operationId).
-func (c *ClientWithResponses) CancelTransferWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelTransferResponse, error) {
-	rsp, err := c.CancelTransferWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CancelTransferWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *CancelTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelTransferResponse, error) {
+	rsp, err := c.CancelTransferWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -89336,15 +89396,15 @@ func (c *ClientWithResponses) CancelTransferWithBodyWithResponse(ctx context.Con
 
 // CancelTransferWithResponse Cancel a transfer before any receipt
 //
-// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+// Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/transfers/{id}/cancel (the `CancelTransfer` operationId).
-func (c *ClientWithResponses) CancelTransferWithResponse(ctx context.Context, id openapi_types.UUID, body CancelTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTransferResponse, error) {
-	rsp, err := c.CancelTransfer(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) CancelTransferWithResponse(ctx context.Context, id openapi_types.UUID, params *CancelTransferParams, body CancelTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTransferResponse, error) {
+	rsp, err := c.CancelTransfer(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -89353,15 +89413,15 @@ func (c *ClientWithResponses) CancelTransferWithResponse(ctx context.Context, id
 
 // CloseTransferWithBodyWithResponse Close a transfer: what never arrived is lost in transit
 //
-// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/transfers/{id}/close (the `CloseTransfer` operationId).
-func (c *ClientWithResponses) CloseTransferWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CloseTransferResponse, error) {
-	rsp, err := c.CloseTransferWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CloseTransferWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *CloseTransferParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CloseTransferResponse, error) {
+	rsp, err := c.CloseTransferWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -89370,15 +89430,15 @@ func (c *ClientWithResponses) CloseTransferWithBodyWithResponse(ctx context.Cont
 
 // CloseTransferWithResponse Close a transfer: what never arrived is lost in transit
 //
-// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+// Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/transfers/{id}/close (the `CloseTransfer` operationId).
-func (c *ClientWithResponses) CloseTransferWithResponse(ctx context.Context, id openapi_types.UUID, body CloseTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CloseTransferResponse, error) {
-	rsp, err := c.CloseTransfer(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) CloseTransferWithResponse(ctx context.Context, id openapi_types.UUID, params *CloseTransferParams, body CloseTransferJSONRequestBody, reqEditors ...RequestEditorFn) (*CloseTransferResponse, error) {
+	rsp, err := c.CloseTransfer(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -89387,7 +89447,7 @@ func (c *ClientWithResponses) CloseTransferWithResponse(ctx context.Context, id 
 
 // ReceiveTransferWithBodyWithResponse Receive (part of) a transfer
 //
-// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -89404,7 +89464,7 @@ func (c *ClientWithResponses) ReceiveTransferWithBodyWithResponse(ctx context.Co
 
 // ReceiveTransferWithResponse Receive (part of) a transfer
 //
-// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+// Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //

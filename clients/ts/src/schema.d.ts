@@ -883,7 +883,7 @@ export interface paths {
         put?: never;
         /**
          * Repair a pool's books
-         * @description Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
+         * @description Closes the gap between a pool's counters and its ledger, one side taken as right: `to: ledger` sets the counters to what the ledger sums to; `to: counters` writes one correcting `repair` ledger row that accepts the counters. The row is locked and its books read before anything is decided; `dry_run` answers the same preview and changes nothing. It writes only the side named, by exactly the gap, and never adds stock on its own. The transfers in transit to the row whose numbers are not their own ledger rows' (changed by hand) are restored from them (`transfers`), whichever side is taken. The pool's status is left as it is: resume it afterwards (the resume's gate checks again). After a repair a reconciliation of the SKU runs and is in the answer. `reason` is required.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1258,7 +1258,7 @@ export interface paths {
         put?: never;
         /**
          * Send stock from one location to another
-         * @description The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). Event `transfer.created`.
+         * @description The units leave `available` at `from` (409 `insufficient_available` when short; they leave its total) and show as `incoming` at `to` (its stock row is created if it has none), each side with a ledger row (kinds `transfer_out`, `transfer_in`; `ref` the transfer's id). A transfer from or to an inactive location is 409 `location_inactive`. Event `transfer.created`.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1308,7 +1308,7 @@ export interface paths {
         put?: never;
         /**
          * Receive (part of) a transfer
-         * @description Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. Event `transfer.received`.
+         * @description Moves `quantity` units of the transfer into `available` at `to` (partial receipts allowed; ledger kind `receive`); once all arrived it is `received`. More than still in transit is 409 `insufficient_incoming`. When `pool` is a campaign's that has ended, what arrives goes on to `main` at `to` (a pair of ledger rows of kind `transfer`, ref the campaign): nothing lands in the pool of an ended campaign. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.received`.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1333,7 +1333,7 @@ export interface paths {
         put?: never;
         /**
          * Close a transfer: what never arrived is lost in transit
-         * @description Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. Event `transfer.closed`.
+         * @description Ends a transfer in transit: whatever was never received is written off as lost in transit at `to` (ledger kind `loss`, never silently), and the transfer is `closed` with `lost`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.closed`.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1358,7 +1358,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a transfer before any receipt
-         * @description Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). Event `transfer.cancelled`.
+         * @description Gives the transfer's units back to `available` at `from` (ledger kind `transfer_cancel` at both locations); refused once anything was received (409 `transfer_partly_received`: close it instead). `reason` is required. When `pool` is a campaign's that has ended, the units go on to `main` at `from` (a pair of ledger rows of kind `transfer`, ref the campaign). With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `transfer_not_in_transit`. A transfer whose destination's `incoming` is not what the transfers in transit to it carry (a row or a transfer changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the destination first (`POST /v1/skus/{sku}/repair`, which restores the transfers from their ledger rows). Event `transfer.cancelled`.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -2960,6 +2960,8 @@ export interface components {
             after: components["schemas"]["Counters"];
             /** @description What the repair writes: for `to: ledger` the change to the counters (after minus before, the ledger minus the counters); for `to: counters` the deltas of its one ledger row (the counters minus the ledger). All zero when the books already agree. */
             difference: components["schemas"]["Counters"];
+            /** @description The transfers in transit to the row whose `quantity`, `received` or `lost` were not what their own ledger rows at the row say (changed by hand): the repair restores them from those rows, whichever side it takes (`to`). Left out when there are none. A repair whose counters after it would not be what the restored transfers carry (`incoming` against their `in_transit`) is refused, 409 `books_unbalanced`. */
+            transfers?: components["schemas"]["TransferRepair"][];
             /** @description Whether anything was written: false on a dry run and when the difference is zero. */
             applied: boolean;
             /** @description The reconciliation of the SKU that ran right after the action (trigger `resume`, `repair`, `adjustment`); null when none ran (a dry run, a forced resume, or a run that failed: it is logged, and the periodic runs check again). */
@@ -3611,6 +3613,27 @@ export interface components {
         };
         ReportLocation: components["schemas"]["ReportFigures"] & {
             location: string;
+        };
+        /** @description A transfer a repair restores from its ledger rows: its units sent, received and lost before and after. */
+        TransferRepair: {
+            /** Format: uuid */
+            id: string;
+            before: {
+                /** Format: int64 */
+                quantity: number;
+                /** Format: int64 */
+                received: number;
+                /** Format: int64 */
+                lost: number;
+            };
+            after: {
+                /** Format: int64 */
+                quantity: number;
+                /** Format: int64 */
+                received: number;
+                /** Format: int64 */
+                lost: number;
+            };
         };
     };
     responses: {
@@ -7144,7 +7167,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The pool has stock without units, or the SKU has one of these ids or places already; nothing changed. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `conflict`, `campaign_ended`. */
+            /** @description The pool has stock without an identity, or expects some (`incoming`: a transfer in transit to a row of it), at this location or any other (a pool of units lives at one location, alone), or the SKU has one of these ids or places already; nothing changed. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `conflict`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7390,7 +7413,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `to: ledger` but the ledger sums to counters no stock row may have (negative, or a total that is not the sum); the problem has `counters`, `ledger` and `difference`: `books_unbalanced`. Or the books moved since the preview whose `expected_difference` the apply sent: `preview_stale`, with `difference` (what the repair would write now) and `expected_difference`; nothing changed. Or the pool is units with an identity and the repair would leave its counters apart from its units by status (the database never commits that): `serialized_pool`, with `counters`, `ledger` and `unit_counts` (its units by status), saying what can repair it; a dry run is refused alike. Codes: `books_unbalanced`, `preview_stale`, `serialized_pool`. */
+            /** @description `to: ledger` but the ledger sums to counters no stock row may have (negative, or a total that is not the sum); the problem has `counters`, `ledger` and `difference`: `books_unbalanced`. Or the books moved since the preview whose `expected_difference` the apply sent: `preview_stale`, with `difference` (what the repair would write now) and `expected_difference`; nothing changed. Or the pool is units with an identity and the repair would leave its counters apart from its units by status (the database never commits that): `serialized_pool`, with `counters`, `ledger` and `unit_counts` (its units by status), saying what can repair it; a dry run is refused alike. Codes: `books_unbalanced`, `preview_stale`, `serialized_pool`. Or the transfers in transit to the row, restored from their own ledger rows, would not carry the `incoming` the repair leaves (or one cannot be restored): `books_unbalanced`; repair to the other side, or find what changed them. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9545,7 +9568,7 @@ export interface operations {
                     "application/json": components["schemas"]["TransferList"];
                 };
             };
-            /** @description The body is not one JSON object of the right shape, a bad cursor, or a path parameter that is not a UUID. Codes: `invalid_request`. */
+            /** @description A bad cursor (not the `next_cursor` of a page of this list: not a UUID, or one that names no transfer). Codes: `invalid_request`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9647,7 +9670,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description `from` has fewer available than asked, or the pool is units with an identity (which live at one location). Or `pool` is a campaign's that has ended (`campaign_ended`): its pools take no new stock and give none. Codes: `insufficient_available`, `serialized_pool`, `campaign_ended`. */
+            /** @description `from` has fewer available than asked, the pool is units with an identity (which live at one location), `from` or `to` is inactive (an inactive location takes no new transfers; those on their way finish normally), or `pool` is a campaign's that has ended (`campaign_ended`): its pools take no new stock and give none. Codes: `insufficient_available`, `serialized_pool`, `location_inactive`, `campaign_ended`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9655,7 +9678,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "serialized_pool" | "campaign_ended";
+                        code?: "insufficient_available" | "serialized_pool" | "location_inactive" | "campaign_ended";
                     };
                 };
             };
@@ -9847,7 +9870,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description More than is still in transit, or the transfer is not in transit. Codes: `insufficient_incoming`, `transfer_not_in_transit`. */
+            /** @description More than is still in transit, the transfer is not in transit, or its destination's books disagree with the transfers in transit to it. Codes: `insufficient_incoming`, `transfer_not_in_transit`, `books_unbalanced`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9855,7 +9878,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_incoming" | "transfer_not_in_transit";
+                        code?: "insufficient_incoming" | "transfer_not_in_transit" | "books_unbalanced";
                     };
                 };
             };
@@ -9880,7 +9903,10 @@ export interface operations {
     closeTransfer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The transfer's UUID (36 characters). */
                 id: string;
@@ -9931,15 +9957,15 @@ export interface operations {
                     "application/json": components["schemas"]["Transfer"];
                 };
             };
-            /** @description The body is not one JSON object of the right shape, a bad cursor, or a path parameter that is not a UUID. Codes: `invalid_request`. */
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), a badly escaped path, or a missing/invalid Idempotency-Key. Codes: `invalid_request`, `idempotency_key_missing`, `idempotency_key_invalid`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @constant */
-                        code?: "invalid_request";
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_missing" | "idempotency_key_invalid";
                     };
                 };
             };
@@ -9957,29 +9983,29 @@ export interface operations {
                     };
                 };
             };
-            /** @description The transfer is received, closed or cancelled already (`transfer_status`). Codes: `transfer_not_in_transit`. */
+            /** @description The transfer is received, closed or cancelled already (`transfer_status`), or its destination's books disagree with the transfers in transit to it. Codes: `transfer_not_in_transit`, `books_unbalanced`. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @constant */
-                        code?: "transfer_not_in_transit";
+                        /** @enum {unknown} */
+                        code?: "transfer_not_in_transit" | "books_unbalanced";
                     };
                 };
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description reason missing. Codes: `invalid_request`. */
+            /** @description reason missing, or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `idempotency_key_reused`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @constant */
-                        code?: "invalid_request";
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_reused";
                     };
                 };
             };
@@ -9990,7 +10016,10 @@ export interface operations {
     cancelTransfer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The transfer's UUID (36 characters). */
                 id: string;
@@ -10041,15 +10070,15 @@ export interface operations {
                     "application/json": components["schemas"]["Transfer"];
                 };
             };
-            /** @description The body is not one JSON object of the right shape, a bad cursor, or a path parameter that is not a UUID. Codes: `invalid_request`. */
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), a badly escaped path, or a missing/invalid Idempotency-Key. Codes: `invalid_request`, `idempotency_key_missing`, `idempotency_key_invalid`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @constant */
-                        code?: "invalid_request";
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_missing" | "idempotency_key_invalid";
                     };
                 };
             };
@@ -10067,7 +10096,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The transfer is not in transit, or received some already. Codes: `transfer_not_in_transit`, `transfer_partly_received`. */
+            /** @description The transfer is not in transit, received some already, or its destination's books disagree with the transfers in transit to it. Codes: `transfer_not_in_transit`, `transfer_partly_received`, `books_unbalanced`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10075,21 +10104,21 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "transfer_not_in_transit" | "transfer_partly_received";
+                        code?: "transfer_not_in_transit" | "transfer_partly_received" | "books_unbalanced";
                     };
                 };
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description reason missing. Codes: `invalid_request`. */
+            /** @description reason missing, or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `idempotency_key_reused`. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @constant */
-                        code?: "invalid_request";
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_reused";
                     };
                 };
             };
