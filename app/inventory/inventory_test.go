@@ -513,3 +513,38 @@ func TestExpiryGoesOnPastALockedHold(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
+
+// TestKeyReusedAfterItsCampaignEnded: once a campaign ends, a retry of a
+// hold it granted still gets its first answer, and its key sent with
+// another body is still 422 idempotency_key_reused, not
+// campaign_not_active: the key is judged before the campaign.
+func TestKeyReusedAfterItsCampaignEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.Campaign(t, b.pool, "c1", &dbtest.CampaignOptions{Allotments: map[string]int64{"A1": 5}, Active: true})
+	req := holdReq("k", item("A1", 2))
+	req.Campaign = "c1"
+	first, _, err := svc.Hold(ctx, req)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE campaigns SET status = 'ended', ended_at = now() WHERE id = 'c1'`)
+	require.NoError(t, err)
+
+	again, replayed, err := svc.Hold(ctx, req)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, first, again)
+
+	other := req
+	other.Items = []inventory.Item{item("A1", 1)}
+	_, _, err = svc.Hold(ctx, other)
+	require.Equal(t, domain.CodeKeyReused, code(err), "%v", err)
+
+	_, _, err = svc.Hold(ctx, holdReq("new", item("A1", 1)))
+	require.NoError(t, err, "main still sells")
+	fresh := holdReq("fresh", item("A1", 1))
+	fresh.Campaign = "c1"
+	_, _, err = svc.Hold(ctx, fresh)
+	require.Equal(t, domain.CodeCampaignNotActive, code(err), "a new key on the ended campaign")
+}

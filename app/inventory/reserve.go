@@ -333,9 +333,14 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 	if req.Campaign != "" {
 		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.wants[0].SKU)
 		if err != nil {
-			// A replay must not fail because the campaign has since ended.
-			if r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, req.hash(), h.ttl); rerr == nil && replayed {
+			// A replay must not fail because the campaign has since ended,
+			// and a key reused with another body is told so first.
+			r, replayed, rerr := s.replay(ctx, req.Client, req.IdempotencyKey, req.hash(), h.ttl)
+			if rerr == nil && replayed {
 				return r, true, nil
+			}
+			if errors.Is(rerr, domain.ErrKeyReused) {
+				return Reservation{}, false, rerr
 			}
 			return Reservation{}, false, err
 		}
