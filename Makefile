@@ -80,11 +80,13 @@ screenshots:
 	UPDATE_SCREENSHOTS=1 go test -count=1 -run 'TestBrowserOperatorFlow|TestBrowserSeatMap|TestBrowserLocations' ./app/console/
 
 ## bench: a real server on the dev database driven over HTTP, scenario by
-## scenario, against the bare-SQL hold at the same concurrency (BENCH_FLAGS: -json, -duration, -scenarios...)
+## scenario, against the bare-SQL hold at the same concurrency (BENCH_FLAGS: -json, -duration, -scenarios...);
+## rewrites docs/internals/PERFORMANCE.md with the goals it measured (BENCH_REPORT= to write none)
+BENCH_REPORT ?= docs/internals/PERFORMANCE.md
 bench: build
 	@set -eo pipefail; $(WITH_DB); \
 	go build -o bin/stockhold-bench ./cmd/stockhold-bench; \
-	bin/stockhold-bench -server bin/stockhold $(BENCH_FLAGS)
+	bin/stockhold-bench -server bin/stockhold $(if $(BENCH_REPORT),-report $(BENCH_REPORT)) $(BENCH_FLAGS)
 
 ## drill-failover: a pg_auto_failover formation on this machine (monitor and two nodes, synchronous
 ## replication; installs postgresql-15-auto-failover when missing), two instances under mixed load,

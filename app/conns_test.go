@@ -17,8 +17,8 @@ import (
 
 // TestIdleConnectionsCapped opens five times as many keep-alive
 // connections as the cap, each after one unauthenticated GET /healthz, as
-// in issue 7's report (where 20,000 of them exhausted the file
-// descriptors). Every one is answered; the server keeps at most the cap
+// in a load that once exhausted the file descriptors with 20,000 of
+// them. Every one is answered; the server keeps at most the cap
 // open, closing the longest idle to make room; and a new client is still
 // served.
 func TestIdleConnectionsCapped(t *testing.T) {

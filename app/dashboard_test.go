@@ -16,7 +16,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 )
 
-// TestDashboardRefusesCrossSite reproduces issue 7's report: with Basic
+// TestDashboardRefusesCrossSite: with Basic
 // auth (which a browser resends on its own), a cross-site POST to River
 // UI's cancel endpoint with Content-Type text/plain (no CORS preflight)
 // cancelled a job. Now any state-changing request from another site, or

@@ -80,8 +80,8 @@ func TestArgsMarshalledByGoDecode(t *testing.T) {
 }
 
 // TestArgsRefused is the table of args a worker refuses, with what the
-// refusal must name. The manual_rollback rows are the reproductions of
-// issue 7: each was run as a real rollback (or retried three times) before.
+// refusal must name. Without the strict decoding, each manual_rollback
+// row would run as a real rollback (or be retried three times).
 func TestArgsRefused(t *testing.T) {
 	t.Parallel()
 	id := uuid.New().String()

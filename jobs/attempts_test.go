@@ -22,7 +22,7 @@ import (
 // TestInserterGivesEveryKindThreeAttempts inserts one job of every kind the
 // domain enqueues through the inserter the services use, as they do
 // (InsertTx, no options of their own): each gets three attempts, as
-// DESIGN.md promises, never River's default of 25.
+// every job kind has, never River's default of 25.
 func TestInserterGivesEveryKindThreeAttempts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -113,9 +113,8 @@ func requireOpenAlert(t *testing.T, b *bundle, kind, subject string) alerts.Aler
 	return alerts.Alert{}
 }
 
-// TestRollbackNeverTouchesLaterHolds reproduces issue 7: a campaign-scope
-// rollback had no cut-off and a SKU scope's chain released holds made after
-// the request. Holds made after each request (by the API, the CLI or a
+// TestRollbackNeverTouchesLaterHolds: no rollback, of any scope, releases
+// a hold made after it was requested. Holds made after each request (by the API, the CLI or a
 // plain SQL job) must stay held, and the chains must end.
 func TestRollbackNeverTouchesLaterHolds(t *testing.T) {
 	t.Parallel()
@@ -221,9 +220,8 @@ func TestRollbackBatchIsItsOwnDueJob(t *testing.T) {
 	require.Equal(t, map[string]int{inventory.StatusReleased: 150}, b.statuses(t, ids))
 }
 
-// TestCancelledChainIsResumedByReconciliation reproduces issue 7: a
-// rollback whose jobs were cancelled by hand stayed running forever, with
-// its holds held, and reconciliation reported nothing. The next
+// TestCancelledChainIsResumedByReconciliation: a rollback whose jobs were
+// cancelled by hand must not stay running forever with its holds held. The next
 // reconciliation must resume it, with an alert, and it must finish, each
 // hold released once.
 func TestCancelledChainIsResumedByReconciliation(t *testing.T) {
@@ -285,8 +283,8 @@ func TestCancelledChainIsResumedByReconciliation(t *testing.T) {
 	require.Zero(t, run.Retried)
 }
 
-// TestStrandedCampaignEndIsResumed reproduces issue 7: a campaign whose end
-// chain was cancelled stayed ended forever, its pool paused and its
+// TestStrandedCampaignEndIsResumed: a campaign whose end chain was
+// cancelled must not stay ended forever, its pool paused and its
 // remainder never back in main. Reconciliation must resume it to
 // rolled_back. The second campaign's rollback succeeded but it was never
 // finished; reconciliation finishes it.
@@ -372,8 +370,8 @@ func TestStrandedCampaignStepsAreResumed(t *testing.T) {
 	require.Zero(t, b.reconcileNow(t).Retried, "nothing stranded any more")
 }
 
-// TestDashboardRetryResumesRequest reproduces issue 7: retrying a discarded
-// rollback_batch from the dashboard completed the job but left its request
+// TestDashboardRetryResumesRequest: retrying a discarded rollback_batch
+// from the dashboard must not complete the job and leave its request
 // failed, with the holds held. A retried batch, discarded or cancelled,
 // must carry its request to the end.
 func TestDashboardRetryResumesRequest(t *testing.T) {

@@ -56,11 +56,12 @@ func requireRefused(t *testing.T, b *bundle, id int64, kind string) alerts.Alert
 	return alerts.Alert{}
 }
 
-// TestMisspeltManualRollbackIsRefused reproduces issue 7's plain-SQL
-// rollbacks. Before, "dryrun", "pol" and "held_befor" were ignored and the
-// job released every hold of R1 for real, and "dry_run": "true" was retried
-// three times and discarded. Each must now be cancelled at once, release
-// nothing, and raise a manual_rollback_refused alert naming the problem.
+// TestMisspeltManualRollbackIsRefused: plain-SQL rollbacks with misspelt
+// args. Decoded leniently, "dryrun", "pol" and "held_befor" would be ignored
+// and the job would release every hold of R1 for real, and "dry_run":
+// "true" would be retried three times and discarded. Each must be cancelled
+// at once, release nothing, and raise a manual_rollback_refused alert
+// naming the problem.
 func TestMisspeltManualRollbackIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)

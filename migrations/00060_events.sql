@@ -1,4 +1,4 @@
--- Events from the ledger (issue 9): the ledger is the outbox of stock.changed,
+-- Events from the ledger: the ledger is the outbox of stock.changed,
 -- hold.* and stock.* events, read in order by GET /v1/events and pushed to
 -- webhooks; low-stock thresholds; partial releases; flash-sale caps.
 

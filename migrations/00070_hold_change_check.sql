@@ -1,4 +1,4 @@
--- One rule for every change to a hold (issue 15): the service locks the
+-- One rule for every change to a hold: the service locks the
 -- holds, reads their lines in a later statement, decides in Go, and writes
 -- the decision in one statement whose stock UPDATE is conditional on the
 -- counters it expects. stockhold_check is how that statement (and the hold

@@ -1,5 +1,5 @@
 -- Holds expire through the expire_holds loop; the release_hold job kind,
--- one job per hold in earlier versions, is gone (issue 20). Its jobs still
+-- one job per hold in earlier versions, is gone. Its jobs still
 -- waiting in river_job would be discarded, with an alert, for want of a
 -- worker: delete them. A hold they would have expired is expired by the
 -- loop, the sweeper or reconciliation. Jobs of the kind that already

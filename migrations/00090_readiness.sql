@@ -1,4 +1,4 @@
--- Readiness probes that write (issue 18). /readyz used to read only, so an
+-- Readiness probes that write. /readyz used to read only, so an
 -- instance answered ready while its server took connections but no writes:
 -- an old primary that pg_auto_failover restarted before demoting it, whose
 -- commits wait for a synchronous standby that is gone, or a server turned

@@ -1,4 +1,4 @@
--- Incremental reconciliation (issue 18). A run records its scope and the
+-- Incremental reconciliation. A run records its scope and the
 -- xmin of the snapshot it checked: every ledger row it did not see was
 -- written by a transaction at or above that xmin, so the next run finds
 -- what moved since in ledger_feed (feed_xid, id), a range at the index's

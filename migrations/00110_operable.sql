@@ -1,4 +1,4 @@
--- Operable by the seeds' own test (issue 16): the protection switch for
+-- Operable: the protection switch for
 -- everything (stop-sale), owners of alerts, repairs in the ledger, and the
 -- reconciliations that follow an operator's action.
 

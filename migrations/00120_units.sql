@@ -1,4 +1,4 @@
--- Units with an identity (issue 17): seats, tickets, serial numbers. A pool
+-- Units with an identity: seats, tickets, serial numbers. A pool
 -- may hold units, each one unit of its counters with its own state:
 --
 --   available -> held -> sold

@@ -1,5 +1,5 @@
 -- A campaign's allotment of a SKU of units with an identity may name the
--- units it carves out of main (issue 17); without them it takes the first
+-- units it carves out of main; without them it takes the first
 -- available in seat order.
 
 -- +goose Up

@@ -3,7 +3,7 @@
 -- (or made it serialized): a pause, a resume or any other change of its
 -- status leaves the counters as they were, so it is no longer refused
 -- because the pool's units disagree with them. Reconciliation pauses
--- precisely the pools whose books are broken (issue 24): with the check
+-- precisely the pools whose books are broken: with the check
 -- on every update of the row, a pool whose units were changed behind the
 -- triggers (session_replication_role = replica) could not be paused, and
 -- no change to its counters can commit while they disagree, so nothing

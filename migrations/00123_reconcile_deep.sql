@@ -1,5 +1,5 @@
 -- A ledger row written after a checkpoint is summed whatever stock_version
--- it names (issue 24): a checkpoint records the greatest ledger id its
+-- it names: a checkpoint records the greatest ledger id its
 -- counters sum (ledger_id), and a run sums the checkpoint plus the ledger
 -- rows of its stock row with a greater id. Ledger ids are an identity, so
 -- a row inserted later always has a greater one; before, a run summed the
@@ -16,7 +16,7 @@
 
 -- +goose Up
 ALTER TABLE ledger_checkpoints ADD COLUMN ledger_id bigint;
-COMMENT ON COLUMN ledger_checkpoints.ledger_id IS 'The greatest ledger id the checkpoint''s counters sum: every ledger row of the stock row with a greater id came after it. Null (a checkpoint from before issue 24): none.';
+COMMENT ON COLUMN ledger_checkpoints.ledger_id IS 'The greatest ledger id the checkpoint''s counters sum: every ledger row of the stock row with a greater id came after it. Null (a checkpoint written before checkpoints recorded it): none.';
 
 ALTER TABLE reconcile_runs DROP CONSTRAINT reconcile_runs_scope;
 ALTER TABLE reconcile_runs ADD CONSTRAINT reconcile_runs_scope CHECK (scope IN ('full', 'incremental', 'skus', 'deep'));

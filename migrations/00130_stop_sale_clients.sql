@@ -1,4 +1,4 @@
--- Stop-sale for one channel (issue 27): a switch per client (the API key
+-- Stop-sale for one channel: a switch per client (the API key
 -- owner's name a hold records), beside the switch for everything.
 
 -- +goose Up

@@ -1,4 +1,4 @@
--- The protection switch's rules count across every instance (issue 27):
+-- The protection switch's rules count across every instance:
 -- each process writes what it saw in a period, and one of them decides.
 
 -- +goose Up

@@ -1,4 +1,4 @@
--- Repairs name what they fix (issue 27): a repair and a resume carry the
+-- Repairs name what they fix: a repair and a resume carry the
 -- references of what they are about (order refs, hold ids, ledger ids, a
 -- ticket), stored on their ledger row.
 

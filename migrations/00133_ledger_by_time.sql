@@ -1,4 +1,4 @@
--- The daily report (issue 27) reads a day of the ledger by time.
+-- The daily report reads a day of the ledger by time.
 
 -- +goose NO TRANSACTION
 -- +goose Up

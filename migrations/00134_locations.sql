@@ -1,4 +1,4 @@
--- Stock where it really is (issue 25): locations, the states stock can be
+-- Stock where it really is: locations, the states stock can be
 -- in besides available / reserved / sold, transfers between locations and
 -- stock counts. The stock key becomes (sku, location, pool); every row
 -- already there is at location 'default'.

@@ -1,6 +1,6 @@
 -- A serialized pool's counters equal its units by status (migrations 00120
 -- and 00134), checked at commit from what the transaction moved rather
--- than by counting the pool's units (issue 28): the count grew with the
+-- than by counting the pool's units: the count grew with the
 -- venue, inside the stock row's lock.
 --
 -- Each transaction keeps, per (sku, location, pool), how its units moved by

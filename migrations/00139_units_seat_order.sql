@@ -3,7 +3,7 @@
 -- (UnitsFree, UnitsRuns, UnitsMovePool): those reads walk the index and
 -- stop as soon as they have what they need, where units_available, in the
 -- database's collation, made them sort every available unit of the pool
--- first unless that collation is "C" (issue 28). units_pool_status goes:
+-- first unless that collation is "C". units_pool_status goes:
 -- the counters-vs-units check it served counts no more (00138), and the
 -- planner took it, over the primary key, to find a unit a change moves,
 -- reading every held unit of the pool for each. Built and dropped

@@ -1,4 +1,4 @@
--- A hold's record of the units it took moves onto its lines (issue 28):
+-- A hold's record of the units it took moves onto its lines:
 -- reservation_lines.units, the ids of the units the line holds (or held,
 -- or bought), byte-wise, written by the same INSERT as the line. A seat
 -- held and given back wrote a row of reservation_units with two index

@@ -1,7 +1,7 @@
 -- name: InvariantViolations :many
--- InvariantViolations lists every breach of DESIGN.md's invariants 1, 2, 3,
--- 5 and 7 (and the "released twice" half of 4), one row each; empty means
--- the books balance. Tests call it after every change to stock.
+-- InvariantViolations lists every breach of the invariants 1, 2, 3, 5, 6,
+-- 7 and 8 of docs/internals/ARCHITECTURE.md (and the "released twice" half
+-- of 4), one row each; empty means the books balance. Tests call it after every change to stock.
 SELECT 'stock ' || sku || '/' || location || '/' || pool AS subject,
        concat_ws('; ',
          CASE WHEN NOT counters_ok THEN format('counters: total %s != available %s + reserved %s + sold %s + quality_control %s + damaged %s + safety_stock %s (or negative, incoming %s)',

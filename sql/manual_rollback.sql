@@ -1,7 +1,7 @@
 -- manual_rollback.sql: roll held stock back with nothing but psql.
 --
--- It enqueues a `manual_rollback` River job exactly as API.md's "Operator
--- SQL" section describes: a row in river_job, River's `default` queue, with
+-- It enqueues a `manual_rollback` River job, as the command line and the
+-- API do: a row in river_job, River's `default` queue, with
 -- the same JSON fields as the body of POST /v1/rollbacks, then the pg_notify
 -- that wakes the workers. A running `stockhold serve` picks it up, records a
 -- rollback_requests row (source `sql`) with your operator and reason, and

@@ -14,7 +14,7 @@ import (
 )
 
 // Locations, moves between states, transfers between locations and stock
-// counts (issue 25): each handler decodes, calls the inventory, answers.
+// counts: each handler decodes, calls the inventory, answers.
 
 type locationBody struct {
 	ID       string `json:"id"`

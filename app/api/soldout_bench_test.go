@@ -32,7 +32,7 @@ func refusedInMemory(t testing.TB) float64 {
 }
 
 // BenchmarkSoldOutRefusal measures the server's own work for a hold of a
-// SKU known sold out, refused from memory (issue 28): the handler with
+// SKU known sold out, refused from memory: the handler with
 // every middleware, as net/http calls it, without the network. It reports
 // the share of the holds memory answered (the others went to a batch).
 //

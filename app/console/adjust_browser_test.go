@@ -10,8 +10,8 @@ import (
 )
 
 // TestBrowserAdjustWithPreview adjusts a pool from its SKU's page in
-// Chromium at 390 px, as the seeds' "force rollback" takes a product and a
-// quantity: the preview says what the adjustment would leave and changes
+// Chromium at 390 px, given a product and a quantity as an operator
+// would be: the preview says what the adjustment would leave and changes
 // nothing; Apply makes it once (sent twice, it adjusts once), with the
 // operator's reason in the ledger and a reconciliation after it; a reason
 // is required, and taking more than is available is refused with why.

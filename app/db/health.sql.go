@@ -95,9 +95,9 @@ type InvariantViolationsRow struct {
 	Problem string
 }
 
-// InvariantViolations lists every breach of DESIGN.md's invariants 1, 2, 3,
-// 5 and 7 (and the "released twice" half of 4), one row each; empty means
-// the books balance. Tests call it after every change to stock.
+// InvariantViolations lists every breach of the invariants 1, 2, 3, 5, 6,
+// 7 and 8 of docs/internals/ARCHITECTURE.md (and the "released twice" half
+// of 4), one row each; empty means the books balance. Tests call it after every change to stock.
 // Invariant 8's other half: a transfer in transit is incoming at a stock
 // row of its destination (a transfer to a row that does not exist).
 // Per hold and stock row, the ledger's units still held and sold by the

@@ -199,7 +199,7 @@ type LedgerCheckpoint struct {
 	Reserved     int64
 	Sold         int64
 	CheckedAt    time.Time
-	// The greatest ledger id the checkpoint's counters sum: every ledger row of the stock row with a greater id came after it. Null (a checkpoint from before issue 24): none.
+	// The greatest ledger id the checkpoint's counters sum: every ledger row of the stock row with a greater id came after it. Null (a checkpoint written before checkpoints recorded it): none.
 	LedgerID       *int64
 	Location       string
 	QualityControl int64

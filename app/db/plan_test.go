@@ -25,7 +25,7 @@ import (
 // the tables before the SKU's holds came); as joins, the plan took the
 // burst row's lines for a handful and compared every due hold with every
 // one of them: in the expiry bench, 10.6 s for one read of 17,230 due
-// holds, while nothing expired (issue 28's expiry stall). The work is
+// holds, while nothing expired. The work is
 // counted from EXPLAIN ANALYZE (rows a join or filter looked at and
 // dropped), not timed.
 func TestDueHoldsReadLinear(t *testing.T) {

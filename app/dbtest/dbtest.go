@@ -249,7 +249,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// RequireInvariants fails the test if any of DESIGN.md's invariants is
+// RequireInvariants fails the test if any of the invariants
+// (docs/internals/ARCHITECTURE.md) is
 // broken in the database: it runs the one invariant query every test that
 // changes stock shares (queries/health.sql).
 func RequireInvariants(t testing.TB, pool *pgxpool.Pool) {

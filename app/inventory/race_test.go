@@ -27,7 +27,8 @@ func waitForLockWaits(t *testing.T, pool *pgxpool.Pool, n int) {
 	}, 10*time.Second, 5*time.Millisecond)
 }
 
-// TestPartialReleaseRacesAWholeRelease is issue 15's first race, narrowed
+// TestPartialReleaseRacesAWholeRelease is the race the one rule for every
+// change to a hold exists for (docs/internals/DESIGN_NOTES.md), narrowed
 // to the two transactions: a partial release of hold H waits for a stock
 // row another transaction keeps locked, holding H; meanwhile a whole
 // release of H (reconciliation's repair of a stuck hold, a rollback batch)

@@ -11,7 +11,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 )
 
-// Changes that join a row's hold batch (issue 28).
+// Changes that join a row's hold batch.
 //
 // A confirm, a release or an expiry of a hold whose stock rows a hold
 // batch of this process is busy with goes with the next hold batch on

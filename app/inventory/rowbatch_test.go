@@ -46,7 +46,7 @@ func sameTransaction(t *testing.T, b *bundle, a uuid.UUID, ka string, bb uuid.UU
 
 // TestReleaseJoinsTheRowsHoldBatch: a release of a hold on a row a hold
 // batch is busy with goes with the next hold batch on that row, in its
-// transaction, instead of a transaction of its own (issue 28); so does a
+// transaction, instead of a transaction of its own; so does a
 // confirm, and a release of a hold whose row no batch is busy with goes
 // through the confirm/release batches as before.
 func TestReleaseJoinsTheRowsHoldBatch(t *testing.T) {
@@ -123,8 +123,8 @@ func TestReleaseJoinsTheRowsHoldBatch(t *testing.T) {
 }
 
 // TestExpiryKeepsPaceOnAHotRow: while holds keep coming on one SKU, the
-// holds that fall due on it expire with the burst's own hold batches
-// (issue 28), each once, on time, and no holder is told busy.
+// holds that fall due on it expire with the burst's own hold batches,
+// each once, on time, and no holder is told busy.
 func TestExpiryKeepsPaceOnAHotRow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

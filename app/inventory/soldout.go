@@ -12,7 +12,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 )
 
-// Sold out, answered in memory (issue 28).
+// Sold out, answered in memory.
 //
 // A hold batch that refuses a hold out_of_stock because every stock row
 // its first line could draw on had nothing available records the line's

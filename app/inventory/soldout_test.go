@@ -43,7 +43,7 @@ func fromMemory(ctx context.Context, svc *inventory.Service, m *memoryCount, key
 // for the SKU are refused from memory with the batch's own answer, a
 // retried request whose first attempt was granted still gets that first
 // answer, and this instance's own restock or release makes the next hold
-// go to the database at once (issue 28).
+// go to the database at once.
 func TestSoldOutAnsweredFromMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -104,7 +104,7 @@ func TestSoldOutAnsweredFromMemory(t *testing.T) {
 // TestSoldOutCorrectedAcrossInstances: instance A answers a sold-out SKU
 // from memory; stock added through instance B is holdable on A within
 // STOCKHOLD_SOLDOUT_RECHECK of B's commit: A never answers from memory a
-// hold it was asked for later than that (issue 28).
+// hold it was asked for later than that.
 func TestSoldOutCorrectedAcrossInstances(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -145,7 +145,7 @@ func TestSoldOutCorrectedAcrossInstances(t *testing.T) {
 // commit, one stopped through this instance at once, while other clients'
 // holds are still refused from memory; the switch for everything turned
 // on here stops memory at once; a location's stop-sale lifted here makes
-// its stock holdable at once (issue 28).
+// its stock holdable at once.
 func TestSoldOutStepsAsideForStopSale(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

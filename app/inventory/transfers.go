@@ -23,7 +23,8 @@ import (
 // in (sku, location, pool) order, and writes its ledger rows (ref: the
 // transfer's id) in the same transaction. At every moment, per (sku, to,
 // pool), incoming is the open transfers' quantity less what was received
-// or lost (DESIGN.md's invariant 8, checked by reconciliation).
+// or lost (invariant 8 of docs/internals/ARCHITECTURE.md, checked by
+// reconciliation).
 
 // Transfer statuses.
 const (

@@ -12,7 +12,7 @@ import (
 
 // TestUnitsBalanceFromWhatMoved: the database checks at commit that a
 // transaction moved a serialized pool's counters as it moved its units
-// (issue 28: from what moved, not by counting the pool), so plain SQL is
+// (from what moved, not by counting the pool), so plain SQL is
 // held to the same rule in one statement or several: moved together it
 // commits, moved apart it is refused at commit naming what the units are,
 // a savepoint rolled back takes its moves back with it, and a transaction

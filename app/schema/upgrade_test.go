@@ -17,7 +17,7 @@ import (
 	"github.com/stockhold/stockhold/app/schema"
 )
 
-// locationsVersion is the first migration of locations (issue 25).
+// locationsVersion is the first migration of locations.
 const locationsVersion = 134
 
 // TestUpgradeToLocationsKeepsEveryRow migrates a populated database from

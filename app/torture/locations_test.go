@@ -15,7 +15,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 )
 
-// Stock in several places (issue 25). The first three SKUs are stocked at
+// Stock in several places. The first three SKUs are stocked at
 // every location; the shoppers name a location for some lines, split
 // others and let the service allocate the rest; a sales channel's key
 // bound to north holds too; the logistician sends transfers (received

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// An on-sale (issue 28): seat holds on a venue large enough that a hold
+// An on-sale: seat holds on a venue large enough that a hold
 // whose cost grew with the venue would show, and SKUs sold out, asked for
 // after they are gone (refused from the instance's memory), and restocked.
 

@@ -86,7 +86,7 @@ import (
 //     pool of seats whose units disagree, and that the pools resume.
 //
 // At checkpoints while it runs and once everything has settled, it checks
-// DESIGN.md's invariants (every stock row balances; reserved and sold are
+// the invariants of docs/internals/ARCHITECTURE.md (every stock row balances; reserved and sold are
 // the lines of held and confirmed holds; the ledger agrees; no hold is
 // released twice), that per hold and line no more units came back or were
 // sold than were reserved, that every acknowledged answer is in the

@@ -83,17 +83,19 @@ func (b *bench) reconcile(ctx context.Context) ([]*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	timed := func(scope string) (string, error) {
+	took := map[string]time.Duration{}
+	timed := func(step, scope string) (string, error) {
 		began, cpu := time.Now(), b.clusterCPU(ctx)
 		r, err := deps.Reconcile.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, Scope: scope})
-		took, cpu := time.Since(began), b.clusterCPU(ctx)-cpu
+		d, cpu := time.Since(began), b.clusterCPU(ctx)-cpu
+		took[step] = d
 		if err != nil {
 			return "", err
 		}
 		if r.HighRisk > 0 || r.Status != reconcile.StatusSucceeded {
 			return "", fmt.Errorf("reconciliation run %d: %s, %d high-risk findings", r.ID, r.Status, r.HighRisk)
 		}
-		line := fmt.Sprintf("%s %.2f s (%d rows checked", *r.Scope, took.Seconds(), r.RowsChecked)
+		line := fmt.Sprintf("%s %.2f s (%d rows checked", *r.Scope, d.Seconds(), r.RowsChecked)
 		if cpu > 0 {
 			line += fmt.Sprintf(", PostgreSQL CPU %.2f s", cpu.Seconds())
 		}
@@ -106,9 +108,9 @@ func (b *bench) reconcile(ctx context.Context) ([]*result, error) {
 		var note string
 		switch step {
 		case "first", "again", "last":
-			note, err = timed(reconcile.ScopeFull)
+			note, err = timed(step, reconcile.ScopeFull)
 		case "incremental":
-			note, err = timed(reconcile.ScopeIncremental)
+			note, err = timed(step, reconcile.ScopeIncremental)
 		case "changes":
 			note, err = b.changeRows(ctx, min(changedRows, b.o.catalogue))
 		}
@@ -119,6 +121,10 @@ func (b *bench) reconcile(ctx context.Context) ([]*result, error) {
 	}
 	r := &result{Scenario: "reconcile", Note: fmt.Sprintf("%d stock rows: first %s; %s; %s; then %s; %s",
 		b.o.catalogue, notes[0], notes[1], notes[2], notes[3], notes[4])}
+	r.figure("catalogue", float64(b.o.catalogue))
+	r.figure("first_s", took["first"].Seconds())
+	r.figure("full_s", max(took["again"], took["last"]).Seconds())
+	r.figure("incremental_s", took["incremental"].Seconds())
 	return []*result{r}, nil
 }
 

@@ -49,6 +49,18 @@ type result struct {
 	ExpiryLagP99 float64 `json:"expiry_lag_p99_ms,omitempty"`
 	ExpiryLagMax float64 `json:"expiry_lag_max_ms,omitempty"`
 	Note         string  `json:"note,omitempty"`
+	// Figures are the numbers beyond these that a goal is read from
+	// (goals.go), by name: "held" of flash, "campaign_late_ms" of expiry,
+	// "vs_hot" of soldout, and so on.
+	Figures map[string]float64 `json:"figures,omitempty"`
+}
+
+// figure records a number a goal is read from.
+func (r *result) figure(name string, v float64) {
+	if r.Figures == nil {
+		r.Figures = map[string]float64{}
+	}
+	r.Figures[name] = v
 }
 
 // tally collects what the requests of a run did.

@@ -23,7 +23,10 @@
 // soldout (only when named) hammers a SKU whose last unit is gone, then
 // sends the same requests to its floor (floor.go). -profile writes each
 // timed phase's profiles (server CPU, PostgreSQL wait events and
-// statements) into a directory.
+// statements) into a directory. -report FILE (make bench gives
+// docs/internals/PERFORMANCE.md) rewrites that report: every goal of
+// goals.go with the figure the last run that measured it gave, and the
+// command that measures it again.
 package main
 
 import (
@@ -97,6 +100,9 @@ type options struct {
 	// profile, when set, is a directory each timed phase writes its
 	// profiles into (see profiler).
 	profile string
+	// report, when set, is the report of the goals this run rewrites
+	// (goals.go).
+	report string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -115,9 +121,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
 	fs.IntVar(&o.catalogue, "catalogue", 1000, "SKUs the spread scenarios hold from (above 10,000 they are seeded in SQL) and reconcile checks")
 	seats := fs.String("seats", "2000,50000", "venue sizes the seats scenario compares, in seats (whole rows of 100), comma-separated")
+	fs.StringVar(&o.report, "report", "", "the report of every goal (docs/internals/PERFORMANCE.md) to rewrite with what this run measured")
 	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile and the bench's own, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")
+	render := fs.String("render", "", "render the report FILE again from its own data, running nothing (after a change to the goals)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *render != "" {
+		d, err := readReport(*render)
+		if err != nil {
+			return err
+		}
+		b, err := renderReport(d)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*render, b, 0o644)
 	}
 	var err error
 	if o.seats, err = parseSeats(*seats); err != nil {
@@ -141,6 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("DATABASE_URL is not set (`make bench` starts the dev database and sets it)")
 	}
 
+	on := machine() // before the run: the checkout may change while it runs
 	b, err := setUp(ctx, o, server, stderr)
 	if err != nil {
 		return err
@@ -158,6 +178,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("scenario %s: %w", name, err)
 		}
 		results = append(results, r...)
+	}
+	if o.report != "" {
+		r := &benchRun{results: map[string]*result{}, o: o, on: on}
+		for _, res := range results {
+			r.results[res.Scenario] = res
+		}
+		ids, missed, err := writeReport(o.report, r)
+		if err != nil {
+			return fmt.Errorf("report %s: %w", o.report, err)
+		}
+		fmt.Fprintf(stderr, "%s: rewrote %d goals (%s); not met: %d %v\n", o.report, len(ids), strings.Join(ids, ", "), len(missed), missed)
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)

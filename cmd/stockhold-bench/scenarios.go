@@ -115,6 +115,7 @@ func (b *bench) spread(ctx context.Context) ([]*result, error) {
 	})
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
+	r.figure("catalogue", float64(b.o.catalogue))
 	b.spreadRate = r.Rate
 	if b.o.catalogue > httpCatalogue {
 		r.Note = fmt.Sprintf("over %d SKUs; no bare-SQL baseline (it needs a catalogue of its own)", b.o.catalogue)
@@ -215,6 +216,8 @@ func (b *bench) flash(ctx context.Context) ([]*result, error) {
 	if held.Load() != flashUnits || refused.Load() != flashUsers-flashUnits {
 		verdict = "NO"
 	}
+	r.figure("held", float64(held.Load()))
+	r.figure("refused", float64(refused.Load()))
 	r.Note = fmt.Sprintf("exactly %d of %d held: %s (%d held, %d out_of_stock, %d errors); rate is answers/s",
 		flashUnits, flashUsers, verdict, held.Load(), refused.Load(), t.errs.Load())
 	return []*result{r}, nil
@@ -263,11 +266,12 @@ func (b *bench) mixed(ctx context.Context) ([]*result, error) {
 	})
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
-	lag, note, err := b.expiryLag(ctx, expiring, 3*time.Second)
+	lag, still, note, err := b.expiryLag(ctx, expiring, 3*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	r.ExpiryLagP50, r.ExpiryLagP99, r.ExpiryLagMax = lag[0], lag[1], lag[2]
+	r.figure("not_expired", float64(still))
 	r.Note = fmt.Sprintf("%.0f requests/s in all (holds, then confirm 40%%, release 30%%, expire 30%%); %s", float64(ops.Load())/el.Seconds(), note)
 	return []*result{r}, nil
 }
@@ -313,11 +317,13 @@ func (b *bench) expiry(ctx context.Context) ([]*result, error) {
 	})
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
-	lag, note, err := b.expiryLag(ctx, ids, 3*time.Second)
+	lag, still, note, err := b.expiryLag(ctx, ids, 3*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	r.ExpiryLagP50, r.ExpiryLagP99, r.ExpiryLagMax = lag[0], lag[1], lag[2]
+	r.figure("not_expired", float64(still))
+	r.figure("holds", float64(len(ids)))
 	var c struct {
 		Status    string     `json:"status"`
 		StartedAt *time.Time `json:"started_at"`
@@ -332,6 +338,7 @@ func (b *bench) expiry(ctx context.Context) ([]*result, error) {
 	started := "not started"
 	if c.StartedAt != nil {
 		started = fmt.Sprintf("started %d ms after its starts_at", c.StartedAt.Sub(startsAt).Milliseconds())
+		r.figure("campaign_late_ms", float64(c.StartedAt.Sub(startsAt).Milliseconds()))
 	}
 	r.Note = fmt.Sprintf("%d holds of one SKU (2 s TTL) made in %.1f s, then expired: %s; a campaign due while they expired %s", len(ids), el.Seconds(), note, started)
 	return []*result{r}, nil
@@ -406,6 +413,8 @@ func (b *bench) campaignEnd(ctx context.Context) ([]*result, error) {
 	r := &result{Scenario: "campaign-end", Clients: b.o.clients}
 	during.fill(r, duringEl)
 	r.RSS = b.rss.reset()
+	r.figure("p99_ratio", r.P99/quiet.P99)
+	r.figure("p99_before_ms", quiet.P99)
 	r.Note = fmt.Sprintf("%d campaign holds rolled back in %.1f s while spread ran: p99 %.1f ms during, %.1f ms just before (%.2fx); %.0f holds/s before",
 		endHolds, took.Seconds(), r.P99, quiet.P99, r.P99/quiet.P99, quiet.Rate)
 	return []*result{r}, nil
@@ -450,10 +459,10 @@ func (b *bench) bare(ctx context.Context, sku, key string) error {
 
 // expiryLag waits until holds ids are due (plus settle), then reads each
 // back and returns how late they expired, p50, p99 and max in ms.
-func (b *bench) expiryLag(ctx context.Context, ids []string, settle time.Duration) ([3]float64, string, error) {
+func (b *bench) expiryLag(ctx context.Context, ids []string, settle time.Duration) ([3]float64, int, string, error) {
 	var out [3]float64
 	if len(ids) == 0 {
-		return out, "no holds left to expire", nil
+		return out, 0, "no holds left to expire", nil
 	}
 	type hold struct {
 		Status     string     `json:"status"`
@@ -470,13 +479,13 @@ func (b *bench) expiryLag(ctx context.Context, ids []string, settle time.Duratio
 	}
 	last, err := read(ids[len(ids)-1])
 	if err != nil {
-		return out, "", err
+		return out, 0, "", err
 	}
 	fmt.Fprintf(b.log, "  waiting for %d holds to expire\n", len(ids))
 	select {
 	case <-time.After(time.Until(last.ExpiresAt.Add(settle))):
 	case <-ctx.Done():
-		return out, "", ctx.Err()
+		return out, 0, "", ctx.Err()
 	}
 	lags := make([]time.Duration, len(ids))
 	held := make([]bool, len(ids))
@@ -512,7 +521,7 @@ func (b *bench) expiryLag(ctx context.Context, ids []string, settle time.Duratio
 	close(work)
 	wg.Wait()
 	if firstErr != nil {
-		return out, "", firstErr
+		return out, 0, "", firstErr
 	}
 	still := 0
 	for i := range ids {
@@ -527,7 +536,7 @@ func (b *bench) expiryLag(ctx context.Context, ids []string, settle time.Duratio
 		note = fmt.Sprintf("%d expired, %d NOT expired when read at least %s after their expiry (counted in the lag at their age then, a lower bound), the latest %.0f ms",
 			len(ids)-still, still, settle, mx)
 	}
-	return out, note, nil
+	return out, still, note, nil
 }
 
 func cmpErr(a, b error) error {

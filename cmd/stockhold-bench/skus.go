@@ -52,6 +52,7 @@ func (b *bench) skus(ctx context.Context) ([]*result, error) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
 
 	var notes []string
+	pages := map[string]float64{}
 	for _, at := range []struct {
 		name  string
 		after int
@@ -65,6 +66,7 @@ func (b *bench) skus(ctx context.Context) ([]*result, error) {
 			return nil, err
 		}
 		notes = append(notes, fmt.Sprintf("page of 1,000 at the %s %s ms (max %s)", at.name, ms(med), ms(worst)))
+		pages[at.name] = float64(med.Microseconds()) / 1000
 	}
 	med, worst, err := timed(fmt.Sprintf("/v1/skus?limit=100&low_stock=true&cursor=%s", spreadSKU(n/2)))
 	if err != nil {
@@ -128,5 +130,10 @@ func (b *bench) skus(ctx context.Context) ([]*result, error) {
 	for _, line := range notes {
 		fmt.Fprintf(b.log, "  %s\n", line)
 	}
-	return []*result{{Scenario: "skus", Clients: 1, Note: fmt.Sprintf("%d SKUs: %s", n, strings.Join(notes, "; "))}}, nil
+	r := &result{Scenario: "skus", Clients: 1, Note: fmt.Sprintf("%d SKUs: %s", n, strings.Join(notes, "; "))}
+	r.figure("catalogue", float64(n))
+	for at, v := range pages {
+		r.figure("page_"+at+"_ms", v)
+	}
+	return []*result{r}, nil
 }

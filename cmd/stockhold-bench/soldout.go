@@ -129,6 +129,9 @@ func (b *bench) soldout(ctx context.Context) ([]*result, error) {
 	}
 	window := time.Since(fromAt).Seconds()
 	spent := float64(to-from) - quiet*window
+	r.figure("vs_hot", r.Rate/hot.Rate)
+	r.figure("hot_rate", hot.Rate)
+	r.figure("pg_share_pct", 100*max(spent, 0)/float64(r.Holds))
 	r.Note = fmt.Sprintf("rate is refusals/s (every answer 409 out_of_stock), %.2fx single-unit holds on one SKU in this run (%.0f/s; goal 5x); "+
 		"PostgreSQL ran %d transactions in the %.0f s window around them, %.0f of them beyond the server's idle rate (%.1f/s): %.3f%% of the %d refusals (goal below 1%%); "+
 		"the baseline is the floor: net/http alone answering the same requests with the same refusal, right after, %.0f/s (%.2fx the holds; %.1f µs of its CPU a refusal against the server's %.1f µs)",

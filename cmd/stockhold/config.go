@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 
+	"github.com/stockhold/stockhold/app/buildinfo"
 	"github.com/stockhold/stockhold/app/config"
 )
 
@@ -107,31 +107,29 @@ func stripTicks(s string) string {
 	return string(out)
 }
 
-// version prints the module version, the VCS revision and the Go version,
-// from the build information Go stamps into the binary.
+// version prints the release version (buildinfo.Version, the newest
+// version in CHANGELOG.md) on its first line, then the VCS revision and
+// the Go version from the build information Go stamps into the binary.
 func version(args []string, stdout io.Writer) error {
 	if err := noFlags("version", args, stdout); err != nil {
 		return err
 	}
-	info, ok := debug.ReadBuildInfo()
+	fmt.Fprintf(stdout, "stockhold %s\n", buildinfo.Version)
+	b, ok := buildinfo.Read()
 	if !ok {
-		fmt.Fprintln(stdout, "stockhold: no build information (built without module support)")
+		fmt.Fprintln(stdout, "no build information (built without module support)")
 		return nil
 	}
-	settings := map[string]string{}
-	for _, s := range info.Settings {
-		settings[s.Key] = s.Value
-	}
-	fmt.Fprintf(stdout, "stockhold %s (module %s)\n", info.Main.Version, info.Main.Path)
-	if rev := settings["vcs.revision"]; rev != "" {
+	fmt.Fprintf(stdout, "module %s %s\n", b.Module, b.ModuleVersion)
+	if b.Revision != "" {
 		modified := ""
-		if settings["vcs.modified"] == "true" {
+		if b.Modified {
 			modified = ", with uncommitted changes"
 		}
-		fmt.Fprintf(stdout, "revision %s (%s, committed %s%s)\n", rev, settings["vcs"], settings["vcs.time"], modified)
+		fmt.Fprintf(stdout, "revision %s (%s, committed %s%s)\n", b.Revision, b.VCS, b.Time, modified)
 	} else {
 		fmt.Fprintln(stdout, "revision unknown (built without VCS information: outside a checkout, or with -buildvcs=false)")
 	}
-	fmt.Fprintf(stdout, "built with %s for %s/%s\n", info.GoVersion, settings["GOOS"], settings["GOARCH"])
+	fmt.Fprintf(stdout, "built with %s for %s/%s\n", b.GoVersion, b.OS, b.Arch)
 	return nil
 }

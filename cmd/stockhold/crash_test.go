@@ -125,7 +125,7 @@ func services(t *testing.T, pool *pgxpool.Pool) *app.Services {
 // TestKilledRollbackFinishesOnAnotherInstance kills -9 the instance running
 // a rollback while a batch is inside its transaction (it waits for a row
 // lock), then starts another instance: it must finish the rollback within
-// 60 s (issue 7: it stalled for 30 minutes), each hold released once.
+// 60 s, each hold released once.
 func TestKilledRollbackFinishesOnAnotherInstance(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -191,8 +191,8 @@ func TestKilledRollbackFinishesOnAnotherInstance(t *testing.T) {
 
 // TestKilledCampaignStartFinishesOnAnotherInstance kills -9 the instance
 // starting a campaign while the start is inside its transaction, then
-// starts another: the campaign must open within 60 s (issue 7: a crash kept
-// the sale closed for 30 minutes), each allotment moved once.
+// starts another: the campaign must open within 60 s, each allotment
+// moved once.
 func TestKilledCampaignStartFinishesOnAnotherInstance(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

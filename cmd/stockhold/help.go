@@ -35,7 +35,7 @@ commands:
   count              preview, or with --apply record, a stock count and its difference
   webhook-listen     a webhook receiver for trying stockhold: verifies signatures, prints events
   config             every setting: its value, its default and what it does (secrets masked)
-  version            the module version, VCS revision and Go version of this binary
+  version            the release version, VCS revision and Go version of this binary
   help [CMD [SUB]]   this text, or a command's (as CMD [SUB] --help)
 
 Run 'stockhold CMD --help' for a command's flags and an example. Settings come from
@@ -323,7 +323,7 @@ stockhold config --env-file /etc/stockhold/stockhold.env`,
 	},
 	"version": {
 		synopsis: "version",
-		about:    "Prints the module version, the VCS revision it was built from, and the Go version.",
+		about:    "Prints the release version (CHANGELOG.md names what each one changed), then the VCS revision it was\nbuilt from and the Go version.",
 		example:  "stockhold version",
 	},
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/buildinfo"
 	"github.com/stockhold/stockhold/app/config"
 )
 
@@ -158,15 +159,18 @@ func TestParseTime(t *testing.T) {
 	}
 }
 
-// TestVersion prints what the build information says, and the Go
-// version this test binary was built with.
+// TestVersion prints the release version first (buildinfo.Version, which
+// TestChangelog holds to CHANGELOG.md), then what the build information
+// says, and the Go version this test binary was built with.
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	code, out, _ := cli("version")
 	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "stockhold "+buildinfo.Version+"\n"), out)
+	require.Regexp(t, `^\d+\.\d+\.\d+$`, buildinfo.Version)
 	info, ok := debug.ReadBuildInfo()
 	require.True(t, ok)
-	require.Contains(t, out, "stockhold "+info.Main.Version+" (module "+info.Main.Path+")")
+	require.Contains(t, out, "module "+info.Main.Path+" "+info.Main.Version+"\n")
 	require.Contains(t, out, "built with "+info.GoVersion+" for ")
 	require.Contains(t, out, "revision ")
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
-// The commands of issue 25: locations, transfers between them, and stock
+// The commands of stock in several places: locations, transfers between them, and stock
 // counts. Each goes through the inventory service, as the API does; a
 // create is idempotent under a key of its own (the command is not
 // retried, so a fresh one per run).

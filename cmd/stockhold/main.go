@@ -15,7 +15,7 @@
 //	stockhold count --sku S --counted N ... [--apply]  a stock count
 //	stockhold webhook-listen --secret S  a webhook receiver that verifies signatures
 //	stockhold config                     every setting: value, default, meaning
-//	stockhold version                    module version, VCS revision, Go version
+//	stockhold version                    release version, VCS revision, Go version
 //
 // Every command takes --help. Configuration comes from the environment
 // (stockhold config lists it).

@@ -253,8 +253,9 @@ func (d *drill) checkAcknowledged(ctx context.Context, l *load) {
 	d.note("acknowledged: %v; %d holds left to expire", byKind, l.expiring)
 }
 
-// checkBooks runs the invariants query (DESIGN.md 1-5: counters, lines,
-// ledger, idempotency keys, no hold handed back twice).
+// checkBooks runs the invariants query (docs/internals/ARCHITECTURE.md's
+// invariants: counters, lines, ledger, idempotency keys, no hold handed
+// back twice).
 func (d *drill) checkBooks(ctx context.Context) {
 	v, err := db.New(d.pool).InvariantViolations(ctx)
 	if err != nil {

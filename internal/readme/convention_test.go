@@ -39,3 +39,14 @@ func TestNormalize(t *testing.T) {
 	require.Equal(t, Normalize(a), Normalize(b))
 	require.NotEqual(t, Normalize(a), Normalize(`{"id":"01a22fce-e3d1-78d8-88f8-dc93ec4e5a2b","at":"2026-12-01T04:13:37.628025Z","available":109,"job_id":14,"next":"1065-3-1"}`+a[strings.Index(a, "}")+1:]))
 }
+
+// TestDocsFollowTheConvention holds every document to the block
+// convention without running anything (TestREADME, TestRunbook and
+// TestGuides run the sessions): an output block follows a run block, a
+// command against the server is run by a session or says why not.
+func TestDocsFollowTheConvention(t *testing.T) {
+	t.Parallel()
+	for _, doc := range docFiles(t) {
+		checkConvention(t, doc, readDoc(t, doc))
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,24 +85,44 @@ const (
 // what changes from run to run (Normalize). With UPDATE_README=1 it
 // rewrites the answers that differ instead.
 func TestREADME(t *testing.T) {
-	doc := readDoc(t, "README.md")
-	checkConvention(t, doc)
 	runDoc(t, "README.md")
 }
 
-// TestRunbook runs docs/OPERATIONS.md's sessions the same way: the trial
-// launch runbook, each of whose steps is a command anyone can run here, is
-// held to what it shows (make readme rewrites it too). The rest of that
-// page (install, upgrade, backups) is commands for a real host, not run.
+// TestRunbook runs docs/OPERATIONS.md's sessions the same way: what to do
+// on call and the trial launch runbook, each of whose steps is a command
+// anyone can run here, are held to what they show (make readme rewrites
+// them too). The rest of that page (install, upgrade, backups) is commands
+// for a real host, marked norun.
 func TestRunbook(t *testing.T) {
 	runDoc(t, "docs/OPERATIONS.md")
+}
+
+// TestGuides runs the sessions of every guide in docs/guides the same way,
+// each guide on its own: a guide is a task a reader follows from its
+// first command, so each one's blocks run against fresh servers.
+func TestGuides(t *testing.T) {
+	guides, err := filepath.Glob(filepath.Join(root, "docs", "guides", "*.md"))
+	require.NoError(t, err)
+	if len(guides) == 0 {
+		t.Skip("no guides in docs/guides")
+	}
+	for _, g := range guides {
+		rel, err := filepath.Rel(root, g)
+		require.NoError(t, err)
+		t.Run(strings.TrimSuffix(filepath.Base(g), ".md"), func(t *testing.T) {
+			t.Parallel()
+			runDoc(t, rel)
+		})
+	}
 }
 
 // runDoc runs the sessions of the document name (a path from the
 // repository's root) and checks, or with UPDATE_README=1 rewrites, the
 // answers it shows.
 func runDoc(t *testing.T, name string) {
-	sessions := Steps(readDoc(t, name))
+	doc := readDoc(t, name)
+	checkConvention(t, name, doc)
+	sessions := Steps(doc)
 	require.NotEmpty(t, sessions, "%s has no run blocks", name)
 	// The walk-through's commands need curl and jq, as a reader's shell
 	// does; CI (root) installs what is missing.
@@ -160,10 +181,10 @@ var serverCommand = regexp.MustCompile(`localhost:8080|\$BASE|\$OPS|\$SHOP|\bsto
 // $BASE belongs.
 var serverAddress = regexp.MustCompile(`localhost:8080|127\.0\.0\.1:8080|:8080/`)
 
-// checkConvention holds the README to its block convention: every output
+// checkConvention holds a document to the block convention: every output
 // block follows a run block, and every shell command against the server
 // is run by a session (a command the test does not run can rot).
-func checkConvention(t *testing.T, doc string) {
+func checkConvention(t *testing.T, name, doc string) {
 	t.Helper()
 	blocks := Blocks(doc)
 	shown := map[int]bool{}
@@ -178,16 +199,16 @@ func checkConvention(t *testing.T, doc string) {
 		lang := strings.Fields(b.Info + " x")[0]
 		switch {
 		case b.IsOutput() && !shown[b.Line]:
-			t.Errorf("README.md line %d: an output block that follows no run block", b.Line)
-		case lang == "sh" && b.Session() == "" && strings.Contains(b.Info, "run"):
-			t.Errorf("README.md line %d: info %q: a run block is \"sh run:SESSION\"", b.Line, b.Info)
+			t.Errorf("%s line %d: an output block that follows no run block", name, b.Line)
+		case lang == "sh" && b.Session() == "" && slices.ContainsFunc(strings.Fields(b.Info), func(w string) bool { return strings.HasPrefix(w, "run") }):
+			t.Errorf("%s line %d: info %q: a run block is \"sh run:SESSION\"", name, b.Line, b.Info)
 		case lang == "go" && b.Session() == "":
-			t.Errorf("README.md line %d: a Go snippet that no session compiles and runs: make it a whole program in a \"go run:SESSION\" block", b.Line)
+			t.Errorf("%s line %d: a Go snippet that no session compiles and runs: make it a whole program in a \"go run:SESSION\" block", name, b.Line)
 		case lang == "sh" && serverAddress.MatchString(b.Body):
-			t.Errorf("README.md line %d: a command names the server's address: use $BASE (the export line `make run` prints sets it)", b.Line)
+			t.Errorf("%s line %d: a command names the server's address: use $BASE (the export line `make run` prints sets it)", name, b.Line)
 		case lang == "sh" && b.Session() == "" && !strings.Contains(b.Info, "norun") && serverCommand.MatchString(b.Body):
-			t.Errorf("README.md line %d: a command against the server or the CLI that no session runs: "+
-				"make it \"sh run:SESSION\" (or \"sh norun\" with a reason beside it)", b.Line)
+			t.Errorf("%s line %d: a command against the server or the CLI that no session runs: "+
+				"make it \"sh run:SESSION\" (or \"sh norun\" with a reason beside it)", name, b.Line)
 		}
 	}
 }

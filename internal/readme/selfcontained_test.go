@@ -1,39 +1,72 @@
 package readme
 
 import (
+	"bufio"
+	"bytes"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// outside are the documents the README names as the team's shared ones,
-// kept outside this repository (the interface contract and the design it
-// clarifies); every other document the docs cite must be in it.
-var outside = map[string]bool{"API.md": true, "DESIGN.md": true}
-
 var (
 	mdName   = regexp.MustCompile(`\b[A-Z][A-Z_]+\.md\b`)
 	linkPath = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
 )
 
+// docFiles returns the project's documents, as paths from the repository's
+// root: the README, the changelog, and every Markdown file under docs/.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	docs := []string{"README.md", "CHANGELOG.md"}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		docs = append(docs, rel)
+		return err
+	})
+	require.NoError(t, err)
+	return docs
+}
+
+// trackedFiles returns the files git tracks in this checkout, as paths
+// from the repository's root.
+func trackedFiles(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("git", "ls-files", "-z")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a checkout)", err)
+	}
+	var files []string
+	for _, f := range bytes.Split(out, []byte{0}) {
+		if len(f) > 0 {
+			files = append(files, string(f))
+		}
+	}
+	return files
+}
+
 // TestDocsAreSelfContained: the project's docs cite no document that is
-// not in the repository (docs/SCALING.md cited a MEASURED.md that is not),
-// and every relative link in them leads to a file that is.
+// not in the repository, and every relative link in them leads to a file
+// that is.
 func TestDocsAreSelfContained(t *testing.T) {
 	t.Parallel()
-	docs := []string{"README.md", "ARCHITECTURE.md"}
-	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	for _, m := range more {
-		rel, err := filepath.Rel(root, m)
-		require.NoError(t, err)
-		docs = append(docs, rel)
+	docs := docFiles(t)
+	require.Greater(t, len(docs), 5)
+	names := map[string]bool{}
+	for _, f := range trackedFiles(t) {
+		names[filepath.Base(f)] = true
 	}
-	require.Greater(t, len(docs), 3)
 	exists := func(path string) bool {
 		_, err := os.Stat(filepath.Join(root, path))
 		return err == nil
@@ -41,11 +74,7 @@ func TestDocsAreSelfContained(t *testing.T) {
 	for _, doc := range docs {
 		text := readDoc(t, doc)
 		for _, name := range mdName.FindAllString(text, -1) {
-			if outside[name] {
-				continue
-			}
-			found := exists(name) || exists(filepath.Join("docs", name))
-			require.True(t, found, "%s cites %s, which is not in the repository: copy the figure, with the command that gave it", doc, name)
+			require.True(t, names[name], "%s cites %s, which is not in the repository: copy what it says, with the command that shows it", doc, name)
 		}
 		for _, m := range linkPath.FindAllStringSubmatch(text, -1) {
 			target := m[1]
@@ -56,4 +85,57 @@ func TestDocsAreSelfContained(t *testing.T) {
 			require.True(t, exists(path), "%s links to %s, which does not exist", doc, target)
 		}
 	}
+}
+
+// outsideRef is what a document or a comment must not cite: documents kept
+// outside this repository (the team's design and contract documents, their
+// measurements), and numbers of the tracker the work came from. History,
+// and why a change was made, is in git's log.
+var outsideRef = regexp.MustCompile(`(?i)\b(` +
+	`(design|api|measured|style)\.md` +
+	`|(the )?design (this service|it|the service) comes from` +
+	`|interface document|the team's shared` +
+	`|the seeds'?` +
+	`|issues? #?[0-9]+|issue-[0-9]+` +
+	`)\b`)
+
+// TestNoOutsideReferences reads every tracked text file (docs, code and its
+// comments, SQL, configuration) for a citation of a document outside the
+// repository or a tracker number: what it says must be said here, in the
+// words of what is true now.
+func TestNoOutsideReferences(t *testing.T) {
+	t.Parallel()
+	self := filepath.Join("internal", "readme", "selfcontained_test.go")
+	var found []string
+	for _, f := range trackedFiles(t) {
+		switch {
+		case f == self,
+			strings.HasSuffix(f, "package-lock.json"),
+			strings.HasPrefix(f, "docs/screenshots/"),
+			!textFile(f):
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue // listed by git but gone from the work tree
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for n := 1; sc.Scan(); n++ {
+			if m := outsideRef.FindString(sc.Text()); m != "" {
+				found = append(found, f+":"+strconv.Itoa(n)+": "+m)
+			}
+		}
+	}
+	require.Empty(t, found, "these cite a document outside the repository or a tracker number: say what they mean here, "+
+		"in the present tense (history belongs in commit messages)")
+}
+
+// textFile reports whether a tracked file is text this project writes.
+func textFile(path string) bool {
+	switch filepath.Ext(path) {
+	case ".go", ".md", ".sql", ".yml", ".yaml", ".json", ".ts", ".html", ".css", ".lua", ".pgb", ".service", ".env", ".txt":
+		return true
+	}
+	return filepath.Base(path) == "Makefile"
 }
