@@ -51,8 +51,7 @@ func campaignBody(id, location string, allotments ...any) map[string]any {
 	return b
 }
 
-// TestCampaignEndsAtAnotherLocation replays issue 37's first item over
-// HTTP: stock +10 at paris, a campaign whose allotment is 6 at paris, a
+// TestCampaignEndsAtAnotherLocation, over HTTP: stock +10 at paris, a campaign whose allotment is 6 at paris, a
 // hold in it; its end answers 202 (it was 422 unknown_pool, naming
 // default), the campaign takes no more holds, its rollback finishes it and
 // its stock is back in main at paris.

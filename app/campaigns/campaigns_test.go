@@ -631,7 +631,7 @@ func (b *bundle) stockAt(t *testing.T, sku, location, pool string) inventory.Poo
 	return inventory.Pool{}
 }
 
-// TestEndAtAnotherLocation replays issue 37's first item: a campaign
+// TestEndAtAnotherLocation: a campaign
 // whose allotment is at paris (stock +10 there, 6 allotted, a hold) ends,
 // which pauses its pool at paris (not a pool at default it does not have),
 // rolls its unpaid hold back and gives the 6 back to main at paris. With
