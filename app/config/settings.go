@@ -264,14 +264,25 @@ func UnknownOf(names []string) []Unknown {
 			slices.ContainsFunc(Settings, func(s Setting) bool { return s.Name == n }) {
 			continue
 		}
-		u := Unknown{Name: n}
-		best := 3
-		for _, s := range Settings {
-			if d := editDistance(n, s.Name); d < best {
-				best, u.Suggestion = d, s.Name
-			}
+		names := make([]string, len(Settings))
+		for i, s := range Settings {
+			names[i] = s.Name
 		}
-		out = append(out, u)
+		out = append(out, Unknown{Name: n, Suggestion: Nearest(n, names)})
+	}
+	return out
+}
+
+// Nearest returns the name among names that name is most likely a
+// misspelling of: the closest at most two edits away (a swap of two
+// neighbours is one edit), the first of equals; "" when none is that
+// close. A name among names is its own nearest.
+func Nearest(name string, names []string) string {
+	best, out := 3, ""
+	for _, n := range names {
+		if d := editDistance(name, n); d < best {
+			best, out = d, n
+		}
 	}
 	return out
 }

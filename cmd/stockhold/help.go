@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/stockhold/stockhold/app/config"
 )
 
 // usage is the top-level help: `stockhold help`, `stockhold --help`, and
@@ -342,7 +344,15 @@ func parseFlags(fs *flag.FlagSet, args []string, w io.Writer) error {
 		return errHelp
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s", errUsage, dashes(err.Error()))
+		msg := dashes(err.Error())
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			var flags []string
+			fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+			if near := config.Nearest(name, flags); near != "" {
+				msg += fmt.Sprintf(" (did you mean --%s?)", near)
+			}
+		}
+		return fmt.Errorf("%w: %s", errUsage, msg)
 	}
 	return nil
 }
