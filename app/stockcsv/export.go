@@ -16,9 +16,16 @@ import (
 
 // ExportHeader is the export's header. Its first four columns make it an
 // import file (sku,location,pool,set_total) that sets every pool back to
-// its total; the import reads past the others (every state).
+// its total; the import reads past the others (every state), except
+// serialized: a row of a pool of units with an identity, whose total
+// changes only through its units, which the import skips (see
+// SerializedColumn).
 var ExportHeader = []string{"sku", "location", "pool", "set_total", "available", "reserved", "sold",
-	"quality_control", "damaged", "safety_stock", "incoming", "status"}
+	"quality_control", "damaged", "safety_stock", "incoming", "status", SerializedColumn}
+
+// SerializedColumn names the column that marks a row of a pool of units
+// with an identity (seats, serial numbers): true there, false elsewhere.
+const SerializedColumn = "serialized"
 
 // exportPage is how many stock rows one query of the export reads.
 const exportPage = 5000
@@ -45,7 +52,7 @@ func Export(ctx context.Context, pool *pgxpool.Pool, w io.Writer) (int, error) {
 			}
 			for _, r := range rows {
 				rec := []string{Neutralize(r.Sku), Neutralize(r.Location), Neutralize(r.Pool), i64(r.Total), i64(r.Available), i64(r.Reserved), i64(r.Sold),
-					i64(r.QualityControl), i64(r.Damaged), i64(r.SafetyStock), i64(r.Incoming), r.Status}
+					i64(r.QualityControl), i64(r.Damaged), i64(r.SafetyStock), i64(r.Incoming), r.Status, strconv.FormatBool(r.Serialized)}
 				if err := out.Write(rec); err != nil {
 					return err
 				}

@@ -85,7 +85,13 @@ type Summary struct {
 	// under another name.
 	Earlier []db.StockImport
 	// Applied rows, in Chunks transactions; Changed of them changed a pool.
+	// Applied counts the rows of pools of units the import passed over
+	// too: they are behind it.
 	Applied, Chunks, Changed int
+	// Units are the rows the file marks as pools of units with an identity
+	// (Row.Serialized), which this attempt passed over, changing nothing:
+	// such a pool's total changes only through its units.
+	Units []Row
 	// UnitsIn and UnitsOut total the deltas applied (a set_total's too).
 	UnitsIn, UnitsOut int64
 	Took              time.Duration
@@ -177,6 +183,10 @@ func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
 		}
 	}()
 
+	if err := refuseUnmarkedUnits(ctx, q, f); err != nil {
+		sum.Took = time.Since(began)
+		return sum, err
+	}
 	run, start, err := im.begin(ctx, q, f, &sum)
 	sum.Import, sum.Skipped = run, start
 	if err != nil || sum.Finished != nil {
@@ -195,12 +205,17 @@ func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
 			ce := &ChunkError{Chunk: c + 1, FirstLine: f.Rows[lo].Line, LastLine: f.Rows[hi-1].Line, Err: err}
 			var de *domain.Error
 			if errors.As(err, &de) && de.Line != nil {
-				ce.Line = f.Rows[lo+*de.Line].Line
+				ce.Line = f.Rows[applied(f.Rows[lo:hi])[*de.Line]+lo].Line
 			}
 			sum.Took = time.Since(began)
 			return sum, ce
 		}
 		sum.Applied += hi - lo
+		for _, r := range f.Rows[lo:hi] {
+			if r.Serialized {
+				sum.Units = append(sum.Units, r)
+			}
+		}
 		sum.Chunks++
 		sum.Changed += changed
 		sum.UnitsIn += in
@@ -289,8 +304,9 @@ func (im *Importer) start(ctx context.Context, q *db.Queries, f *File, run int32
 // other, being applied, so a row is applied once per run.
 func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, run db.StockImport, lo, hi int) (changed int, in, out int64, err error) {
 	base := refName(filepath.Base(f.Name))
-	b := inventory.BulkAdjustment{Reason: im.Reason, Actor: im.Actor, Lines: make([]inventory.BulkLine, hi-lo)}
-	for i, r := range f.Rows[lo:hi] {
+	b := inventory.BulkAdjustment{Reason: im.Reason, Actor: im.Actor}
+	for _, i := range applied(f.Rows[lo:hi]) {
+		r := f.Rows[lo+i]
 		l := inventory.BulkLine{SKU: r.SKU, Location: r.Location, Pool: r.Pool, Ref: fmt.Sprintf("%s:%d", base, r.Line)}
 		if f.Format == FormatSetTotal {
 			v := r.Value
@@ -298,14 +314,16 @@ func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, run 
 		} else {
 			l.Delta = r.Value
 		}
-		b.Lines[i] = l
+		b.Lines = append(b.Lines, l)
 	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		res, err := inventory.AdjustManyTx(ctx, tx, b)
-		if err != nil {
-			return err
+		if len(b.Lines) > 0 { // a chunk of pools of units alone applies nothing
+			res, err := inventory.AdjustManyTx(ctx, tx, b)
+			if err != nil {
+				return err
+			}
+			changed, in, out = res.Changed, res.UnitsIn, res.UnitsOut
 		}
-		changed, in, out = res.Changed, res.UnitsIn, res.UnitsOut
 		n, err := db.New(tx).StockImportAdvance(ctx, db.StockImportAdvanceParams{
 			ID: run.ID, Run: run.Run, FromRow: int32(lo), ToRow: int32(hi), AppliedSha256: f.Prefixes[hi-1][:],
 		})
@@ -332,4 +350,58 @@ func refName(name string) string {
 		name = name[:len(name)-size]
 	}
 	return name
+}
+
+// applied returns the indexes, in rows, of the rows an import applies:
+// all but those the file marks as pools of units (Row.Serialized).
+func applied(rows []Row) []int {
+	out := make([]int, 0, len(rows))
+	for i, r := range rows {
+		if !r.Serialized {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// refuseUnmarkedUnits refuses, before anything is applied, a file with
+// rows of pools of units with an identity that it does not mark as such
+// (a file written by hand, or an export from before the serialized column):
+// their total changes only through their units, so the chunk of such a row
+// would be rolled back whole. It names them, up to maxProblems.
+func refuseUnmarkedUnits(ctx context.Context, q *db.Queries, f *File) error {
+	var skus []string
+	seen := map[string]bool{}
+	for _, r := range f.Rows {
+		if !r.Serialized && !seen[r.SKU] {
+			seen[r.SKU] = true
+			skus = append(skus, r.SKU)
+		}
+	}
+	if len(skus) == 0 {
+		return nil
+	}
+	pools, err := q.StockSerializedOf(ctx, skus)
+	if err != nil {
+		return fmt.Errorf("look for pools of units: %w", err)
+	}
+	if len(pools) == 0 {
+		return nil
+	}
+	units := map[[3]string]bool{}
+	for _, p := range pools {
+		units[[3]string{p.Sku, p.Location, p.Pool}] = true
+	}
+	p := &Problems{}
+	for _, r := range f.Rows {
+		if !r.Serialized && units[[3]string{r.SKU, r.Location, r.Pool}] {
+			p.add("line %d: SKU %q (pool %s%s) is units with an identity, which change only through their units "+
+				"(POST /v1/skus/{sku}/units, .../units/retire): leave the row out, or mark it %s true as an export does",
+				r.Line, r.SKU, r.Pool, inventory.At(r.Location), SerializedColumn)
+		}
+	}
+	if len(p.List) == 0 {
+		return nil
+	}
+	return &Refusal{Reason: p.Error()}
 }

@@ -43,6 +43,11 @@ type Row struct {
 	Pool     string
 	// Value is the delta or the total, as the file's format says.
 	Value int64
+	// Serialized says the file marks the row as a pool of units with an
+	// identity (its serialized column is true, as an export writes it):
+	// the import skips it, since such a pool's total changes only through
+	// its units.
+	Serialized bool
 }
 
 // File is a parsed, validated import file. Prefixes[i] is the SHA-256 of
@@ -55,7 +60,8 @@ type File struct {
 	Rows   []Row
 	// Ignored names the header's columns after the first three (four with
 	// a location column), which the import reads past (an export's
-	// available, reserved, ... columns).
+	// available, reserved, ... columns), but serialized (see
+	// Row.Serialized).
 	Ignored []string
 	// Located says the file has a location column.
 	Located bool
@@ -130,7 +136,15 @@ func Parse(name string, data []byte) (*File, error) {
 			"or sku,location,pool,delta or sku,location,pool,set_total (more columns may follow)",
 			strings.Join(header, ","))}}
 	}
-	f.Format, f.Ignored = cols[2], cols[3:]
+	f.Format = cols[2]
+	serialized := -1 // the serialized column's index in a record, if any
+	for i, c := range cols[3:] {
+		if c == SerializedColumn && serialized < 0 {
+			serialized = 3 + i
+			continue
+		}
+		f.Ignored = append(f.Ignored, c)
+	}
 
 	h := sha256.New()
 	field := func(s string) {
@@ -175,6 +189,16 @@ func Parse(name string, data []byte) (*File, error) {
 			problems.add("line %d: %s", line, msg)
 			continue
 		}
+		if serialized >= 0 {
+			switch v := strings.ToLower(strings.TrimSpace(rec[serialized])); v {
+			case "true":
+				row.Serialized = true
+			case "false", "":
+			default:
+				problems.add("line %d: %s %q: want true or false", line, SerializedColumn, rec[serialized])
+				continue
+			}
+		}
 		k := [3]string{row.SKU, row.Location, row.Pool}
 		if first, dup := seen[k]; dup {
 			problems.add("line %d: SKU %q pool %s%s is already on line %d: give each pool once", line, row.SKU, row.Pool, inventory.At(row.Location), first)
@@ -187,6 +211,10 @@ func Parse(name string, data []byte) (*File, error) {
 		}
 		field(row.Pool)
 		field(strconv.FormatInt(row.Value, 10))
+		if row.Serialized {
+			// Only then: a file without the column hashes as it always did.
+			field(SerializedColumn)
+		}
 		var sum [32]byte
 		h.Sum(sum[:0])
 		f.Rows = append(f.Rows, row)

@@ -16,6 +16,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/schema"
 	"github.com/stockhold/stockhold/app/stockcsv"
@@ -316,29 +317,30 @@ func TestExportRoundTrip(t *testing.T) {
 	n, err := stockcsv.Export(ctx, a.pool, &first)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
-	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status\n"+
-		"X1,default,main,10,7,0,3,0,0,0,0,on_sale\n"+
-		"X2,default,main,20,16,0,4,0,0,0,0,paused\n"+
-		"\"Y,4\",default,main,40,40,0,0,0,0,0,0,on_sale\n"+
-		"x3,default,main,30,25,5,0,0,0,0,0,on_sale\n", first.String())
+	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status,serialized\n"+
+		"X1,default,main,10,7,0,3,0,0,0,0,on_sale,false\n"+
+		"X2,default,main,20,16,0,4,0,0,0,0,paused,false\n"+
+		"\"Y,4\",default,main,40,40,0,0,0,0,0,0,on_sale,false\n"+
+		"x3,default,main,30,25,5,0,0,0,0,0,on_sale,false\n", first.String())
 
 	// Into a fresh database: the same totals, all available.
 	fresh := setup(t)
 	f, err := stockcsv.Parse("export.csv", first.Bytes())
 	require.NoError(t, err)
 	require.True(t, f.Located)
-	require.Equal(t, []string{"available", "reserved", "sold", "quality_control", "damaged", "safety_stock", "incoming", "status"}, f.Ignored)
+	require.Equal(t, []string{"available", "reserved", "sold", "quality_control", "damaged", "safety_stock", "incoming", "status"}, f.Ignored,
+		"serialized is read, not ignored")
 	sum, err := (&stockcsv.Importer{Pool: fresh.pool, ID: "export.csv", Actor: "importer"}).Import(ctx, f)
 	require.NoError(t, err)
 	require.Equal(t, 4, sum.Applied)
 	var second bytes.Buffer
 	_, err = stockcsv.Export(ctx, fresh.pool, &second)
 	require.NoError(t, err)
-	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status\n"+
-		"X1,default,main,10,10,0,0,0,0,0,0,on_sale\n"+
-		"X2,default,main,20,20,0,0,0,0,0,0,on_sale\n"+
-		"\"Y,4\",default,main,40,40,0,0,0,0,0,0,on_sale\n"+
-		"x3,default,main,30,30,0,0,0,0,0,0,on_sale\n", second.String())
+	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status,serialized\n"+
+		"X1,default,main,10,10,0,0,0,0,0,0,on_sale,false\n"+
+		"X2,default,main,20,20,0,0,0,0,0,0,on_sale,false\n"+
+		"\"Y,4\",default,main,40,40,0,0,0,0,0,0,on_sale,false\n"+
+		"x3,default,main,30,30,0,0,0,0,0,0,on_sale,false\n", second.String())
 
 	// Into the same database after the stock moved: back to the exported
 	// totals (the import is not skipped: no import of that id ran here).
@@ -598,4 +600,75 @@ func TestExportLeavesEndedCampaignsOut(t *testing.T) {
 	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status\n"+
 		"X1,default,live,2,2,0,0,0,0,0,0,on_sale\n"+
 		"X1,default,main,8,8,0,0,0,0,0,0,on_sale\n", out.String())
+}
+
+// TestExportOfUnitsImportsBack: an export of a database that has a pool of
+// seats beside plain pools imports back, into the same database and into
+// a fresh one: the seats' row, marked serialized, is skipped and named
+// (its total changes only through its units), every other row applied.
+// A file that names the seats' pool without marking it (written by hand,
+// or exported before the column) is refused before anything is applied,
+// naming the line; the chunk of such a row used to be rolled back whole.
+func TestExportOfUnitsImportsBack(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := t.Context()
+	_, err := a.inv.Adjust(ctx, inventory.Adjustment{SKU: "MUG", Delta: 10, Actor: "seed"})
+	require.NoError(t, err)
+	_, _, err = a.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "seats"), inventory.UnitsChange{SKU: "GALA", Reason: "plan", Actor: "ops",
+		Units: []inventory.UnitSpec{{ID: "A-1"}, {ID: "A-2"}, {ID: "A-3"}}})
+	require.NoError(t, err)
+	_, err = a.inv.Adjust(ctx, inventory.Adjustment{SKU: "TEE", Delta: 4, Actor: "seed"})
+	require.NoError(t, err)
+
+	var out bytes.Buffer
+	_, err = stockcsv.Export(ctx, a.pool, &out)
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "GALA,default,main,3,3,0,0,0,0,0,0,on_sale,true\n")
+	require.Contains(t, out.String(), "MUG,default,main,10,10,0,0,0,0,0,0,on_sale,false\n")
+	f, err := stockcsv.Parse("stock.csv", out.Bytes())
+	require.NoError(t, err)
+
+	// The same database, MUG's stock moved since: back to its total, the
+	// seats untouched.
+	_, err = a.inv.Adjust(ctx, inventory.Adjustment{SKU: "MUG", Delta: 5, Actor: "seed"})
+	require.NoError(t, err)
+	sum, err := (&stockcsv.Importer{Pool: a.pool, ID: "stock.csv", Actor: "importer"}).Import(ctx, f)
+	require.NoError(t, err)
+	require.Equal(t, 3, sum.Applied)
+	require.Equal(t, 1, sum.Changed, "MUG back to 10; TEE already was")
+	require.Len(t, sum.Units, 1)
+	require.Equal(t, "GALA", sum.Units[0].SKU)
+	require.Equal(t, 2, sum.Units[0].Line)
+	var again bytes.Buffer
+	_, err = stockcsv.Export(ctx, a.pool, &again)
+	require.NoError(t, err)
+	require.Equal(t, out.String(), again.String())
+
+	// A fresh database: the plain pools come back; the seats are not made
+	// a plain pool of 3.
+	fresh := setup(t)
+	sum, err = (&stockcsv.Importer{Pool: fresh.pool, ID: "stock.csv", Actor: "importer"}).Import(ctx, f)
+	require.NoError(t, err)
+	require.Len(t, sum.Units, 1)
+	require.Equal(t, 0, dbtest.Count(t, fresh.pool, `SELECT count(*) FROM stock WHERE sku = 'GALA'`))
+	require.Equal(t, 2, dbtest.Count(t, fresh.pool, `SELECT count(*) FROM stock`))
+
+	// The seats named, not marked: refused, nothing applied, no import
+	// recorded.
+	before := dbtest.Count(t, a.pool, `SELECT count(*) FROM ledger`)
+	unmarked, err := stockcsv.Parse("by-hand.csv", []byte("sku,pool,set_total\nMUG,main,12\nGALA,main,3\n"))
+	require.NoError(t, err)
+	_, err = (&stockcsv.Importer{Pool: a.pool, ID: "by-hand.csv", Actor: "importer"}).Import(ctx, unmarked)
+	var refusal *stockcsv.Refusal
+	require.ErrorAs(t, err, &refusal)
+	require.Contains(t, refusal.Reason, `line 3: SKU "GALA" (pool main) is units with an identity`)
+	require.Equal(t, before, dbtest.Count(t, a.pool, `SELECT count(*) FROM ledger`))
+	require.Equal(t, 0, dbtest.Count(t, a.pool, `SELECT count(*) FROM stock_imports WHERE id = 'by-hand.csv'`))
+
+	// A serialized cell that is neither true nor false is a bad file.
+	_, err = stockcsv.Parse("bad.csv", []byte("sku,pool,set_total,serialized\nMUG,main,12,yes\n"))
+	var problems *stockcsv.Problems
+	require.ErrorAs(t, err, &problems)
+	require.Contains(t, problems.Error(), `line 2: serialized "yes": want true or false`)
 }

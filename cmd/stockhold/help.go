@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/stockcsv"
 )
 
 // usage is the top-level help: `stockhold help`, `stockhold --help`, and
@@ -288,19 +289,23 @@ whole ledger. Exits 1 when a pool's books do not balance (high risk: the pool is
 	},
 	"stock import": {
 		synopsis: "stock import FILE.csv [flags]",
-		about: `Applies a CSV whose header starts sku,pool,delta or sku,pool,set_total in transactions of
+		about: `Applies a CSV whose header starts sku,pool,delta or sku,pool,set_total, or the same with
+location after sku (sku,location,pool,set_total: an export is one), in transactions of
 1,000 rows, as the import --id (by default the file's name). Run again, an unfinished
 import resumes after the rows it applied, a finished one with the same rows applies
 nothing (--again imports it once more), and one whose applied rows changed is refused.
 A file under another name is another import, even with the same rows (with a warning).
-Exits 2 for a bad file or a refused rerun (nothing applied), 1 when a chunk fails (the
-chunks before it stay applied).`,
+A row marked serialized true (an export's pools of seats or serial numbers, whose total
+changes only through their units) is skipped, and named; an unmarked row of such a pool
+refuses the file. Exits 2 for a bad file or a refused rerun (nothing applied), 1 when a
+chunk fails (the chunks before it stay applied).`,
 		example: "stockhold stock import restock-week2.csv --reason \"PO-7 delivered\"\nstockhold stock import counts.csv --id count-2026-12",
 	},
 	"stock export": {
 		synopsis: "stock export [--out FILE]",
-		about: `Writes every stock row, from one snapshot, as sku,pool,set_total,available,reserved,sold,status:
-a file stock import reads back. With --out the file is written whole or not at all.`,
+		about: "Writes every stock row, from one snapshot, as " + strings.Join(stockcsv.ExportHeader, ",") + `:
+a file stock import reads back (it skips the pools of units, marked serialized true).
+With --out the file is written whole or not at all.`,
 		example: "stockhold stock export > stock.csv\nstockhold stock export --out /var/backups/stock.csv",
 	},
 	"webhook-listen": {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/buildinfo"
 	"github.com/stockhold/stockhold/app/config"
+	"github.com/stockhold/stockhold/app/stockcsv"
 )
 
 // cli runs stockhold with no environment at all (no DATABASE_URL), so a
@@ -95,6 +96,20 @@ func TestHelp(t *testing.T) {
 	code, _, errs := cli()
 	require.Equal(t, 2, code, "no command is a usage error")
 	require.Equal(t, usage, errs)
+}
+
+// TestStockHelpNamesTheExportsHeader: stock export's help gives the header
+// it writes, and stock import's the headers it reads, an export's among
+// them (it said the header starts sku,pool, which an export's does not),
+// and what it does with the rows of pools of units.
+func TestStockHelpNamesTheExportsHeader(t *testing.T) {
+	t.Parallel()
+	_, export, _ := cli("stock", "export", "--help")
+	require.Contains(t, strings.ReplaceAll(export, "\n", " "), strings.Join(stockcsv.ExportHeader, ","))
+	_, imp, _ := cli("stock", "import", "--help")
+	imp = strings.ReplaceAll(imp, "\n", " ")
+	require.Contains(t, imp, "sku,location,pool,set_total")
+	require.Contains(t, imp, "serialized true")
 }
 
 // TestUsageErrorsNameFlags checks what a mistyped command line is told:

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/stockcsv"
 )
 
@@ -60,7 +61,7 @@ func stockImport(ctx context.Context, args []string, getenv func(string) string,
 		file, rest = fs.Arg(0), fs.Args()[1:]
 	}
 	if file == "" {
-		return fmt.Errorf("%w: stock import FILE.csv (header sku,pool,delta or sku,pool,set_total)", errUsage)
+		return fmt.Errorf("%w: stock import FILE.csv (header sku,pool,delta or sku,pool,set_total, or sku,location,pool,...)", errUsage)
 	}
 	if *actor == "" {
 		*actor = orElse(getenv("USER"), "cli")
@@ -144,6 +145,16 @@ func printSummary(w io.Writer, f *stockcsv.File, sum stockcsv.Summary) {
 	}
 	fmt.Fprintf(w, "  applied %s rows in %s (%s changed a pool): +%s / -%s units, in %s\n", count(sum.Applied),
 		plural(sum.Chunks, "chunk"), count(sum.Changed), count(int(sum.UnitsIn)), count(int(sum.UnitsOut)), sum.Took.Round(time.Millisecond))
+	if len(sum.Units) > 0 {
+		fmt.Fprintf(w, "  skipped %s of pools of units with an identity, which change only through their units:\n", plural(len(sum.Units), "row"))
+		for i, r := range sum.Units {
+			if i == 20 {
+				fmt.Fprintf(w, "    ... and %s more\n", count(len(sum.Units)-i))
+				break
+			}
+			fmt.Fprintf(w, "    line %d: %s (pool %s%s)\n", r.Line, r.SKU, r.Pool, inventory.At(r.Location))
+		}
+	}
 	if left := sum.Rows - sum.Skipped - sum.Applied; left > 0 {
 		fmt.Fprintf(w, "  not applied: %s rows\n", count(left))
 	}

@@ -96,9 +96,9 @@ func TestStockImportCommand(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	require.Len(t, lines, 2101)
-	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status", lines[0])
-	require.Equal(t, "T0000,default,main,2,2,0,0,0,0,0,0,on_sale", lines[1])
-	require.Equal(t, "T1500,default,main,2,2,0,0,0,0,0,0,on_sale", lines[1501])
+	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status,serialized", lines[0])
+	require.Equal(t, "T0000,default,main,2,2,0,0,0,0,0,0,on_sale,false", lines[1])
+	require.Equal(t, "T1500,default,main,2,2,0,0,0,0,0,0,on_sale,false", lines[1501])
 	code, out, _ = cmd("stock", "export")
 	require.Equal(t, 0, code)
 	require.Equal(t, string(data), out)
@@ -109,7 +109,7 @@ func TestStockImportCommand(t *testing.T) {
 	}
 }
 
-// TestStockImportIsNamed is the two cases, as a person meets them
+// TestStockImportIsNamed is two cases, as a person meets them
 // on the command line. restock-week2.csv, identical to last week's
 // restock-week1.csv, was skipped as "imported before" (exit 0) and a
 // week's restock was lost: it is a new import, applied, with a warning
