@@ -70,7 +70,8 @@ UPDATE discarded_jobs SET alert_id = @alert_id WHERE job_id = ANY(@job_ids::bigi
 
 -- name: AlertResolve :execrows
 -- AlertResolve closes the open or acknowledged alert of kind about subject
--- once what it reported went away by itself (a webhook delivering again).
+-- once what it reported went away (a webhook delivering again, a pool's
+-- books balanced and the pool resumed), saying how.
 UPDATE alerts
-SET status = 'resolved', resolved_at = now()
+SET status = 'resolved', resolved_at = now(), resolution = @resolution
 WHERE kind = @kind AND subject = @subject AND status IN ('open', 'acked');

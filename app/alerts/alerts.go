@@ -88,6 +88,10 @@ type Alert struct {
 	OwnerKey    *string    `json:"owner_key"`
 	TakenAt     *time.Time `json:"taken_at"`
 	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
+	// ResolvedAt is when the alert was resolved, Resolution how (what
+	// fixed it, who, why); both null until then.
+	ResolvedAt *time.Time `json:"resolved_at"`
+	Resolution *string    `json:"resolution"`
 }
 
 func newAlert(a db.Alert) Alert {
@@ -97,6 +101,7 @@ func newAlert(a db.Alert) Alert {
 		FirstSeenAt: a.FirstSeenAt, LastSeenAt: a.LastSeenAt, Occurrences: a.Occurrences,
 		AckedBy: a.AckedBy, AckedKey: a.AckedKey, AckedAt: a.AckedAt, DeliveredAt: a.DeliveredAt,
 		Owner: a.Owner, OwnerKey: a.OwnerKey, TakenAt: a.TakenAt,
+		ResolvedAt: a.ResolvedAt, Resolution: a.Resolution,
 	}
 }
 
@@ -275,9 +280,10 @@ func (s *Service) Take(ctx context.Context, id int64, operator string) (Alert, e
 }
 
 // Resolve closes the open or acknowledged alert of kind about subject, when
-// what it reported went away by itself; it reports whether there was one.
-func (s *Service) Resolve(ctx context.Context, kind, subject string) (bool, error) {
-	n, err := db.New(s.pool).AlertResolve(ctx, kind, subject)
+// what it reported went away, with resolution saying how (what fixed it,
+// who, why); it reports whether there was one.
+func (s *Service) Resolve(ctx context.Context, kind, subject, resolution string) (bool, error) {
+	n, err := db.New(s.pool).AlertResolve(ctx, &resolution, kind, subject)
 	if err != nil {
 		return false, fmt.Errorf("resolve %s alert: %w", kind, err)
 	}

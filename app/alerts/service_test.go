@@ -78,10 +78,10 @@ func TestAlertLifecycle(t *testing.T) {
 	require.Len(t, open, 1)
 	require.Equal(t, next.ID, open[0].ID)
 
-	resolved, err := svc.Resolve(ctx, "stock_low", "sku:A1/main")
+	resolved, err := svc.Resolve(ctx, "stock_low", "sku:A1/main", "restocked")
 	require.NoError(t, err)
 	require.True(t, resolved)
-	resolved, err = svc.Resolve(ctx, "stock_low", "sku:A1/main")
+	resolved, err = svc.Resolve(ctx, "stock_low", "sku:A1/main", "again")
 	require.NoError(t, err)
 	require.False(t, resolved, "nothing left to resolve")
 	open, err = svc.List(ctx, alerts.StatusOpen, 10)
@@ -91,6 +91,11 @@ func TestAlertLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 2)
 	require.Equal(t, next.ID, all[0].ID, "newest first")
+	require.Equal(t, alerts.StatusResolved, all[0].Status)
+	require.Equal(t, "restocked", *all[0].Resolution, "a resolved alert says how")
+	require.NotNil(t, all[0].ResolvedAt)
+	require.Equal(t, alerts.StatusResolved, all[1].Status, "the acknowledged one is resolved with it")
+	require.Equal(t, "restocked", *all[1].Resolution)
 
 	for _, c := range []struct {
 		status string

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/reconcile"
 )
 
 // corrupt adds n units to a pool's total and available with no ledger row:
@@ -82,6 +84,57 @@ func TestResumeIsGatedByTheBooks(t *testing.T) {
 
 	// Repaired to the ledger, the pool's books balance again.
 	r = e.do("POST", "/v1/skus/A1/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+}
+
+// TestBooksAlertResolvedByTheResume: the books_out_of_balance alert a
+// reconciliation raises says what to press on the console (its SKU page's
+// repair and resume), and once the books are repaired and the pool resumed
+// through its gate it is resolved, saying who resumed it and why; it used
+// to stay open, saying nothing. A forced resume of books that still
+// disagree leaves it open.
+func TestBooksAlertResolvedByTheResume(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	e.stockIn("MUG", 20)
+	e.stockIn("TEE", 20)
+	e.corrupt("MUG", 3)
+	e.corrupt("TEE", 2)
+	_, err := e.rec.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI})
+	require.NoError(t, err)
+	a, ok := findAlert(t, e, "books_out_of_balance", "sku:MUG/main")
+	require.True(t, ok)
+	action := a["suggested_action"].(string)
+	require.Contains(t, action, "/ops/skus/MUG")
+	require.Contains(t, action, `"Repair the books"`)
+	require.Contains(t, action, `"Apply the repair"`)
+	require.Contains(t, action, "Resume")
+	require.Equal(t, "paused", e.pool0("MUG")["status"])
+
+	r := e.do("POST", "/v1/skus/MUG/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit undone"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	_, ok = findAlert(t, e, "books_out_of_balance", "sku:MUG/main")
+	require.True(t, ok, "a repair alone does not resolve it: the pool is still paused")
+	r = e.do("POST", "/v1/skus/MUG/resume", e.ops, map[string]any{"reason": "books repaired"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	_, ok = findAlert(t, e, "books_out_of_balance", "sku:MUG/main")
+	require.False(t, ok, "the resume through the gate resolves it")
+	list := e.do("GET", "/v1/alerts?status=resolved", e.ops, nil).json(t)["alerts"].([]any)
+	require.Len(t, list, 1)
+	done := list[0].(map[string]any)
+	require.Equal(t, "sku:MUG/main", done["subject"])
+	require.NotNil(t, done["resolved_at"])
+	require.Contains(t, done["resolution"], "the books balance")
+	require.Contains(t, done["resolution"], "alice resumed the pool: books repaired")
+
+	// Forced while its books still disagree: the alert stays open.
+	r = e.do("POST", "/v1/skus/TEE/resume", e.ops, map[string]any{"reason": "sell while we count", "force": true})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	tee, ok := findAlert(t, e, "books_out_of_balance", "sku:TEE/main")
+	require.True(t, ok, "a forced resume fixes nothing")
+	require.Nil(t, tee["resolution"])
+	r = e.do("POST", "/v1/skus/TEE/repair", e.ops, map[string]any{"to": "ledger", "reason": "hand edit undone"})
 	require.Equal(t, 200, r.status, "%s", r.body)
 }
 

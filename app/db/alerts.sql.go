@@ -15,7 +15,7 @@ UPDATE alerts
 SET status = 'acked', acked_by = $1, acked_key = $2, acked_at = now(),
     owner = coalesce(owner, $1), owner_key = CASE WHEN owner IS NULL THEN $2 ELSE owner_key END, taken_at = coalesce(taken_at, now())
 WHERE id = $3 AND status = 'open'
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location, resolution
 `
 
 func (q *Queries) AlertAck(ctx context.Context, operator *string, ackedKey *string, iD int64) (Alert, error) {
@@ -45,6 +45,7 @@ func (q *Queries) AlertAck(ctx context.Context, operator *string, ackedKey *stri
 		&i.OwnerKey,
 		&i.TakenAt,
 		&i.Location,
+		&i.Resolution,
 	)
 	return i, err
 }
@@ -59,7 +60,7 @@ func (q *Queries) AlertDelivered(ctx context.Context, id int64) error {
 }
 
 const alertGet = `-- name: AlertGet :one
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location FROM alerts WHERE id = $1
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location, resolution FROM alerts WHERE id = $1
 `
 
 func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
@@ -89,12 +90,13 @@ func (q *Queries) AlertGet(ctx context.Context, id int64) (Alert, error) {
 		&i.OwnerKey,
 		&i.TakenAt,
 		&i.Location,
+		&i.Resolution,
 	)
 	return i, err
 }
 
 const alertList = `-- name: AlertList :many
-SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location FROM alerts
+SELECT id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location, resolution FROM alerts
 WHERE ($1::text IS NULL OR status = $1::text)
   AND ($2::timestamptz IS NULL
        OR (last_seen_at, id) < ($2::timestamptz, $3::bigint))
@@ -150,6 +152,7 @@ func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]Alert, 
 			&i.OwnerKey,
 			&i.TakenAt,
 			&i.Location,
+			&i.Resolution,
 		); err != nil {
 			return nil, err
 		}
@@ -179,7 +182,7 @@ SET last_seen_at = now(),
         WHEN alerts.level = 'critical' OR excluded.level = 'critical' THEN 'critical'
         WHEN alerts.level = 'warning' OR excluded.level = 'warning' THEN 'warning'
         ELSE 'info' END
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location, resolution
 `
 
 type AlertRaiseParams struct {
@@ -236,20 +239,22 @@ func (q *Queries) AlertRaise(ctx context.Context, arg AlertRaiseParams) (Alert, 
 		&i.OwnerKey,
 		&i.TakenAt,
 		&i.Location,
+		&i.Resolution,
 	)
 	return i, err
 }
 
 const alertResolve = `-- name: AlertResolve :execrows
 UPDATE alerts
-SET status = 'resolved', resolved_at = now()
-WHERE kind = $1 AND subject = $2 AND status IN ('open', 'acked')
+SET status = 'resolved', resolved_at = now(), resolution = $1
+WHERE kind = $2 AND subject = $3 AND status IN ('open', 'acked')
 `
 
 // AlertResolve closes the open or acknowledged alert of kind about subject
-// once what it reported went away by itself (a webhook delivering again).
-func (q *Queries) AlertResolve(ctx context.Context, kind string, subject string) (int64, error) {
-	result, err := q.db.Exec(ctx, alertResolve, kind, subject)
+// once what it reported went away (a webhook delivering again, a pool's
+// books balanced and the pool resumed), saying how.
+func (q *Queries) AlertResolve(ctx context.Context, resolution *string, kind string, subject string) (int64, error) {
+	result, err := q.db.Exec(ctx, alertResolve, resolution, kind, subject)
 	if err != nil {
 		return 0, err
 	}

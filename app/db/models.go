@@ -89,6 +89,8 @@ type Alert struct {
 	OwnerKey *string
 	TakenAt  *time.Time
 	Location *string
+	// How the alert was resolved (what fixed it, who, why), set when its status became resolved; null while open or acknowledged, and for alerts resolved before this column.
+	Resolution *string
 }
 
 // Bearer tokens, stored only as SHA-256. name is the owner: idempotency keys and holds are scoped to it.

@@ -28,7 +28,7 @@ const alertTake = `-- name: AlertTake :one
 UPDATE alerts
 SET owner = $1, owner_key = $2, taken_at = now()
 WHERE id = $3 AND status <> 'resolved'
-RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location
+RETURNING id, level, kind, subject, sku, pool, details, suggested_action, status, first_seen_at, last_seen_at, occurrences, acked_by, acked_at, resolved_at, delivered_at, paged_at, paged_occurrences, acked_key, owner, owner_key, taken_at, location, resolution
 `
 
 // AlertTake makes operator the owner of an alert that is not resolved.
@@ -59,6 +59,7 @@ func (q *Queries) AlertTake(ctx context.Context, operator *string, ownerKey *str
 		&i.OwnerKey,
 		&i.TakenAt,
 		&i.Location,
+		&i.Resolution,
 	)
 	return i, err
 }

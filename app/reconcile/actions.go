@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -237,7 +238,7 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, 
 	}
 	_, err = s.alerts.RaiseTx(ctx, tx, alerts.Raise{
 		Level:    alerts.Critical,
-		Kind:     "books_out_of_balance",
+		Kind:     KindBooksOutOfBalance,
 		Subject:  subject(r.stockKey),
 		SKU:      r.sku,
 		Location: r.location,
@@ -245,9 +246,12 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, 
 		Details:  details,
 		Action: fmt.Sprintf("Reconciliation run %d found the counters of %s (pool %s%s) out of balance (%s) and %s "+
 			"no new holds, confirms and releases still work, no stock was moved. Compare the counters with the lines and the ledger "+
-			"(the stock_health view; the alert's details have both sides, the difference per counter, the units that disagree and the live holds on the pool), "+
-			"correct the cause, repair the books (POST /v1/skus/%s/repair, preview with dry_run), then resume the pool with a reason.",
-			runID, r.sku, r.pool, where(r.location), strings.Join(checks, ", "), what, r.sku),
+			"(the alert's details have both sides, the difference per counter, the units that disagree and the live holds on the pool; "+
+			"the console's SKU page /ops/skus/%s has its ledger), and correct the cause. Then, on that page: under \"Repair the books\", "+
+			"Preview a repair to the ledger (or to the counters, for stock found on a shelf) and press \"Apply the repair\"; "+
+			"then Resume the pool with a reason. The resume resolves this alert. (Without the console: stockhold repair, then "+
+			"POST /v1/skus/%s/resume.)",
+			runID, r.sku, r.pool, where(r.location), strings.Join(checks, ", "), what, url.PathEscape(r.sku), r.sku),
 	})
 	if err != nil {
 		return err

@@ -3,12 +3,14 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 )
 
@@ -94,6 +96,10 @@ func (l *skipLog) note(ctx context.Context, log *slog.Logger, trigger string, sk
 // reconciles its SKU. A forced resume is not followed by a reconciliation:
 // the pool's books are known not to balance, and the run would pause it
 // again at once; the next periodic run does, unless it is repaired first.
+//
+// A resume whose gate found the books balanced resolves the pool's
+// books_out_of_balance alert, if one is open or acknowledged, saying who
+// resumed it and why: what the alert reported is fixed.
 func (s *Service) Resume(ctx context.Context, l inventory.Lift) (inventory.Lifted, *Check, error) {
 	out, err := s.inv.Lift(ctx, l)
 	if err != nil {
@@ -102,7 +108,34 @@ func (s *Service) Resume(ctx context.Context, l inventory.Lift) (inventory.Lifte
 	if l.Force && !out.Books.Balanced() {
 		return out, nil, nil
 	}
-	return out, s.After(ctx, TriggerResume, l.SKU), nil
+	check := s.After(ctx, TriggerResume, l.SKU)
+	s.resolveBooks(ctx, l, check)
+	return out, check, nil
+}
+
+// resolveBooks resolves the books_out_of_balance alert of the pool a
+// resume lifted through its gate, books balanced. A failure is logged: the
+// resume has committed, and the alert can still be acknowledged.
+func (s *Service) resolveBooks(ctx context.Context, l inventory.Lift, check *Check) {
+	k := stockKey{sku: l.SKU, location: l.Location, pool: l.Pool}
+	if k.location == "" {
+		k.location = inventory.DefaultLocation
+	}
+	if k.pool == "" {
+		k.pool = inventory.MainPool
+	}
+	who := l.Actor
+	if key := domain.Value(domain.KeyName(ctx)); key != "" && key != who {
+		who += " (key " + key + ")"
+	}
+	how := "the books balanced at the resume gate"
+	if check != nil && check.Balanced {
+		how = fmt.Sprintf("the books balance (reconciliation run %d after the resume)", check.ID)
+	}
+	resolution := fmt.Sprintf("Fixed: %s, and %s resumed the pool: %s", how, who, l.Reason)
+	if _, err := s.alerts.Resolve(context.WithoutCancel(ctx), KindBooksOutOfBalance, subject(k), resolution); err != nil {
+		s.log.ErrorContext(ctx, "resolve the books_out_of_balance alert after a resume", "sku", l.SKU, "err", err)
+	}
 }
 
 // Repair repairs a pool's books (inventory.Service.Repair) and, unless it

@@ -54,6 +54,11 @@ const (
 	KindIncomingVsTransfers = "incoming_vs_transfers" // high_risk
 )
 
+// KindBooksOutOfBalance is the critical alert a high-risk finding raises
+// about its pool: paused, nothing moved. Resuming the pool through its
+// gate, books balanced, resolves it (Resume).
+const KindBooksOutOfBalance = "books_out_of_balance"
+
 // Actor is who reconciliation's releases and pauses are recorded as.
 const Actor = "system:reconcile"
 

@@ -126,7 +126,7 @@ func (s *Service) Deliver(ctx context.Context, id int64) (Result, error) {
 			return res, nil // another delivery moved it meanwhile: it goes on
 		}
 		if w.Failures >= MaxAttempts {
-			if _, err := s.alerts.Resolve(ctx, AlertKind, subject(id)); err != nil {
+			if _, err := s.alerts.Resolve(ctx, AlertKind, subject(id), "the receiver acknowledged a delivery again: the webhook's events go on from its cursor"); err != nil {
 				s.cfg.Log.WarnContext(ctx, "resolve webhook alert", "webhook_id", id, "err", err)
 			}
 		}

@@ -11786,10 +11786,16 @@ type Alert struct {
 	Owner *string `json:"owner,omitempty"`
 
 	// OwnerKey Beside `owner`: the name of the API key that authenticated whoever took it.
-	OwnerKey *string     `json:"owner_key,omitempty"`
-	Pool     *string     `json:"pool"`
-	Sku      *string     `json:"sku"`
-	Status   AlertStatus `json:"status"`
+	OwnerKey *string `json:"owner_key,omitempty"`
+	Pool     *string `json:"pool"`
+
+	// Resolution How the alert was resolved: what fixed it, who, why. A `books_out_of_balance` alert is resolved when its pool is resumed through the gate with its books balanced (after a repair), naming who resumed it and why; a `webhook_failing` alert when a delivery succeeds again. Null until then.
+	Resolution *string `json:"resolution,omitempty"`
+
+	// ResolvedAt When the alert was resolved; null until then.
+	ResolvedAt *time.Time  `json:"resolved_at,omitempty"`
+	Sku        *string     `json:"sku"`
+	Status     AlertStatus `json:"status"`
 
 	// Subject Examples: campaign:c1
 	Subject         string     `json:"subject"`

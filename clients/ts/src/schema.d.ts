@@ -1950,6 +1950,13 @@ export interface components {
             owner_key?: string | null;
             /** Format: date-time */
             taken_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When the alert was resolved; null until then.
+             */
+            resolved_at?: string | null;
+            /** @description How the alert was resolved: what fixed it, who, why. A `books_out_of_balance` alert is resolved when its pool is resumed through the gate with its books balanced (after a repair), naming who resumed it and why; a `webhook_failing` alert when a delivery succeeds again. Null until then. */
+            resolution?: string | null;
             location: string | null;
             pool: string | null;
         };
