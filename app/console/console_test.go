@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -432,6 +433,16 @@ func TestEveryPageRendersWithData(t *testing.T) {
 		assert.Equal(c, "succeeded", e.scalar(`SELECT coalesce(max(status), '') FROM reconcile_runs WHERE trigger = 'http'`))
 	}, 20*time.Second, 50*time.Millisecond)
 	require.Equal(t, "1", e.scalar(`SELECT count(*)::text FROM reconcile_runs WHERE trigger = 'http'`))
+	// A run that found books out of balance says so where its status is
+	// shown, never "succeeded" (which reads as all is well).
+	var risky int64
+	require.NoError(t, e.pool.QueryRow(ctx, `INSERT INTO reconcile_runs (trigger, status, started_at, finished_at, rows_checked, high_risk)
+		VALUES ('periodic', 'succeeded', now(), now(), 2, 1) RETURNING id`).Scan(&risky))
+	for _, path := range []string{"/ops/reconciliations", fmt.Sprintf("/ops/reconciliations/%d", risky), "/ops/"} {
+		body := b.do("GET", path, nil, nil).body
+		require.Contains(t, body, "found books out of balance (1 high-risk finding)", path)
+	}
+	require.NotContains(t, section(t, b.do("GET", "/ops/", nil, nil).body, "reconciliation"), "succeeded")
 	// A finding of each class, as the run's page lists them (reconciliation
 	// makes them in its own tests; here only their rendering matters).
 	_, err = e.pool.Exec(ctx, `

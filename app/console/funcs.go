@@ -12,34 +12,36 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
 )
 
 // funcs are the helpers templates use to show values the way a person
 // reads them.
 var funcs = template.FuncMap{
-	"when":   when,
-	"ago":    ago,
-	"str":    str,
-	"num":    num,
-	"pct":    pct,
-	"path":   url.PathEscape,
-	"query":  url.QueryEscape,
-	"delta":  delta,
-	"scope":  scope,
-	"short":  short,
-	"sid":    sid,
-	"json":   prettyJSON,
-	"ttl":    func(i pgtype.Interval) string { return (time.Duration(i.Microseconds) * time.Microsecond).String() },
-	"add":    func(a, b int32) int64 { return int64(a) + int64(b) },
-	"dict":   dict,
-	"by":     by,
-	"units":  units,
-	"ms":     ms,
-	"join":   func(s []string) string { return strings.Join(s, ", ") },
-	"states": states,
-	"ref":    ref,
-	"noun":   noun,
+	"when":    when,
+	"ago":     ago,
+	"outcome": reconcile.Outcome,
+	"str":     str,
+	"num":     num,
+	"pct":     pct,
+	"path":    url.PathEscape,
+	"query":   url.QueryEscape,
+	"delta":   delta,
+	"scope":   scope,
+	"short":   short,
+	"sid":     sid,
+	"json":    prettyJSON,
+	"ttl":     func(i pgtype.Interval) string { return (time.Duration(i.Microseconds) * time.Microsecond).String() },
+	"add":     func(a, b int32) int64 { return int64(a) + int64(b) },
+	"dict":    dict,
+	"by":      by,
+	"units":   units,
+	"ms":      ms,
+	"join":    func(s []string) string { return strings.Join(s, ", ") },
+	"states":  states,
+	"ref":     ref,
+	"noun":    noun,
 }
 
 // noun is one when n is 1, many otherwise, so a count reads "1 hold",

@@ -28,6 +28,19 @@ const (
 	StatusFailed    = "failed"
 )
 
+// Outcome is a run's status as a person reads it: a run that succeeded
+// (it checked everything it was to check) but found books out of balance
+// says so, rather than "succeeded", which reads as all is well.
+func Outcome(status string, highRisk int32) string {
+	if status == StatusSucceeded && highRisk > 0 {
+		if highRisk == 1 {
+			return "found books out of balance (1 high-risk finding)"
+		}
+		return fmt.Sprintf("found books out of balance (%d high-risk findings)", highRisk)
+	}
+	return status
+}
+
 // Classes of findings, each with its own action.
 const (
 	// ClassAutoFix is a stuck hold: released through the normal path.

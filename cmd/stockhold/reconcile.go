@@ -79,7 +79,7 @@ func printRun(w io.Writer, run reconcile.Run) {
 	if run.Scope != nil && *run.Scope == reconcile.ScopeDeep {
 		scope = "deep: " + scope + ", each against its whole ledger"
 	}
-	fmt.Fprintf(w, "reconciliation run %d %s: %d stock rows checked (%s)\n", run.ID, run.Status, run.RowsChecked, scope)
+	fmt.Fprintf(w, "reconciliation run %d %s: %d stock rows checked (%s)\n", run.ID, reconcile.Outcome(run.Status, run.HighRisk), run.RowsChecked, scope)
 	fmt.Fprintf(w, "  high risk: %d   holds released: %d   jobs retried: %d\n", run.HighRisk, run.AutoFixed, run.Retried)
 	sections := []struct {
 		title    string

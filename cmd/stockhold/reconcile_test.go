@@ -39,6 +39,8 @@ func TestReconcileCommand(t *testing.T) {
 	code, out, errs = reconcile()
 	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errs)
 	require.Contains(t, out, "high risk: 2")
+	require.Contains(t, out, "found books out of balance (2 high-risk findings): 2 stock rows checked", "a run that found books out of balance does not say succeeded")
+	require.NotContains(t, out, "succeeded")
 	require.Contains(t, out, "HIGH RISK")
 	require.Contains(t, out, "counters_vs_lines")
 	require.Contains(t, out, "counters_vs_ledger")
