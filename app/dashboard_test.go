@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +92,27 @@ func TestDashboardRefusesCrossSite(t *testing.T) {
 		require.Equal(t, http.StatusMethodNotAllowed, a.status, method)
 		require.True(t, strings.HasPrefix(a.header.Get("Content-Type"), "text/plain"), "%s: %s", method, a.header.Get("Content-Type"))
 	}
+}
+
+// TestDashboardLinksBackToTheConsole: every page of River's dashboard
+// carries a link back to the operator console, right after its body tag
+// (the dashboard had no way back); its scripts and JSON API are served as
+// River UI writes them.
+func TestDashboardLinksBackToTheConsole(t *testing.T) {
+	t.Parallel()
+	in := start(t, nil)
+	link := `<a href="/ops/" id="stockhold-console"`
+	for _, path := range []string{"/ops/jobs/", "/ops/jobs/jobs?state=available", "/ops/jobs/queues"} {
+		page := in.must("GET", path, "", "", "Authorization", "Bearer "+in.ops, "Accept", "text/html")
+		require.Equal(t, http.StatusOK, page.status, path)
+		body := string(page.body)
+		require.Equal(t, 1, strings.Count(body, link), "%s:\n%s", path, body)
+		_, after, ok := strings.Cut(body, "<body")
+		require.True(t, ok, path)
+		require.True(t, strings.HasPrefix(after[strings.Index(after, ">")+1:], link), "%s: the link comes first in the body", path)
+		require.Equal(t, strconv.Itoa(len(page.body)), page.header.Get("Content-Length"), path)
+	}
+	api := in.must("GET", "/ops/jobs/api/queues", "", "", "Authorization", "Bearer "+in.ops)
+	require.Equal(t, http.StatusOK, api.status)
+	require.NotContains(t, string(api.body), link, "River UI's JSON API is left as it is")
 }

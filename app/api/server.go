@@ -181,7 +181,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/v1/reconciliations/:id", s.getReconciliation, ops)
 
 	if d.JobsUI != nil {
-		jobsUI := echo.WrapHandler(d.JobsUI)
+		jobsUI := echo.WrapHandler(withConsoleLink(d.JobsUI))
 		guard := s.authenticateOps()
 		e.Any("/ops/jobs", jobsUI, guard, sameOrigin())
 		e.Any("/ops/jobs/*", jobsUI, guard, sameOrigin(), cleanPath())

@@ -224,6 +224,15 @@ func TestBrowserOperatorFlow(t *testing.T) {
 	title, err = chromedp.Run(ctx, chromedp.Title())
 	require.NoError(t, err)
 	require.Equal(t, "River", title)
+	// And the dashboard leads back to the console.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.WaitVisible(`#stockhold-console`),
+		chromedp.Click(`#stockhold-console`),
+		chromedp.WaitVisible(`#open-alerts`),
+	))
+	title, err = chromedp.Run(ctx, chromedp.Title())
+	require.NoError(t, err)
+	require.Contains(t, title, "stockhold ops")
 }
 
 // TestBrowserSeatMap: a SKU of seats shows a seat map, by row and

@@ -208,3 +208,41 @@ func TestBrowserFiveQuestions(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestBrowserOverviewAlertsFirstOnAPhone: on a phone the open alerts are
+// on the overview's first screen, above the stock left, however many SKUs
+// there are (with many SKUs the alerts were thousands of pixels down,
+// below every stock card).
+func TestBrowserOverviewAlertsFirstOnAPhone(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	e := setup(t)
+	for i := range 30 {
+		dbtest.StockIn(e.t, e.pool, fmt.Sprintf("SKU-%02d", i), int64(10+i))
+	}
+	_, err := alerts.New(e.pool, e.app.Inserter, false).Raise(context.Background(), alerts.Raise{
+		Level: alerts.Critical, Kind: "books_out_of_balance", Subject: "sku:SKU-07/main", SKU: "SKU-07", Pool: "main",
+		Details: map[string]any{}, Action: "Repair the books, then resume.",
+	})
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(e.base+"/ops/"),
+		chromedp.WaitVisible(`input[name=key]`),
+		chromedp.SendKeys(`input[name=key]`, e.ops),
+		chromedp.Click(`form[action="/ops/signin"] button`),
+		chromedp.WaitVisible(`#stock`),
+	))
+	place, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+		const top = id => document.getElementById(id).getBoundingClientRect().top + window.scrollY;
+		return [top("open-alerts"), top("stock"), window.innerHeight, document.documentElement.scrollHeight];
+	})()`))
+	require.NoError(t, err)
+	alertsAt, stockAt, screen, page := place[0], place[1], place[2], place[3]
+	require.Greater(t, page, 2*screen, "the page is long: thirty SKUs of stock")
+	require.Less(t, alertsAt, stockAt, "the alerts come before the stock")
+	require.Less(t, alertsAt+60, screen, "the alerts are on the first screen (at %.0f px of %.0f)", alertsAt, screen)
+	shown, err := chromedp.Run(ctx, chromedp.Text(`#open-alerts`))
+	require.NoError(t, err)
+	require.Contains(t, shown, "books_out_of_balance")
+}
