@@ -35,11 +35,12 @@ const minNode = 20
 // committed lockfile (npm ci, into a copy of the package, so no
 // node_modules lands in the checkout), checks that the committed types are
 // what openapi-typescript generates from openapi.json today, compiles the
-// client and its flow with tsc --strict, and runs the flow against a real
-// server, every exchange checked against the document on its way through:
-// stock in, a hold confirmed, a hold released, a 409 read as a typed
-// problem, a catalogue batch. Without Node 20 and npm it is skipped, saying
-// so.
+// client, its flow and its example with tsc --strict, and runs the flow
+// and the example (examples/checkout.ts, which the clients guide shows)
+// against a real server, every exchange checked against the document on
+// its way through: stock in, a hold confirmed, a hold released, a 409 read
+// as a typed problem, a catalogue batch. The flow runs without RUN, as a
+// reader runs it. Without Node 20 and npm it is skipped, saying so.
 func TestTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	node, errNode := exec.LookPath("node")
@@ -55,7 +56,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	for _, name := range []string{"package.json", "package-lock.json", "tsconfig.json", "src", "test"} {
+	for _, name := range []string{"package.json", "package-lock.json", "tsconfig.json", "src", "test", "examples"} {
 		copyTree(t, name, filepath.Join(dir, name))
 	}
 	sh := func(timeout time.Duration, env []string, name string, args ...string) string {
@@ -84,7 +85,7 @@ func TestTypeScriptClient(t *testing.T) {
 	sh(2*time.Minute, nil, filepath.Join(dir, "node_modules", ".bin", "tsc"), "-p", ".")
 
 	base, ops, shop := serve(t)
-	got := sh(2*time.Minute, []string{"BASE=" + base, "OPS=" + ops, "SHOP=" + shop, "RUN=" + strconv.FormatInt(time.Now().UnixNano(), 36)},
+	got := sh(2*time.Minute, []string{"BASE=" + base, "OPS=" + ops, "SHOP=" + shop, "RUN="},
 		node, filepath.Join("dist", "test", "flow.js"))
 	require.Equal(t, "stock TS-1 main available 3\n"+
 		"hold held TS-1x2\n"+
@@ -92,6 +93,11 @@ func TestTypeScriptClient(t *testing.T) {
 		"release released cancelled\n"+
 		"refused 409 out_of_stock TS-1 /problems/out_of_stock\n"+
 		"catalogue TS-1 missing TS-NONE\n", got)
+
+	example := sh(2*time.Minute, []string{"BASE=" + base, "OPS=" + ops, "SHOP=" + shop, "RUN=" + strconv.FormatInt(time.Now().UnixNano(), 36)},
+		node, filepath.Join("dist", "examples", "checkout.js"))
+	require.Equal(t, "held held TS-MUGx2\nconfirmed confirmed\nrefused 409 out_of_stock TS-MUG\n", example,
+		"what docs/guides/clients.md says it prints")
 }
 
 // serve starts a fully wired stockhold on a fresh database behind a proxy

@@ -26,6 +26,9 @@ func TestSteps(t *testing.T) {
 	require.Equal(t, "one\n", Steps(out)["a"][0].Output.Body)
 	require.Equal(t, "banner\n", Steps(out)["a"][1].Output.Body)
 
+	require.Equal(t, "clients/ts/x.ts", Blocks("```ts file:clients/ts/x.ts\nx\n```\n")[0].File())
+	require.Empty(t, Blocks("```sh run:a\nx\n```\n")[0].File())
+
 	g, err := SetGenerated("a\n<!-- generated:t -->\nold\n<!-- end:t -->\nb\n", "t", "new\n")
 	require.NoError(t, err)
 	require.Equal(t, "a\n<!-- generated:t -->\nnew\n<!-- end:t -->\nb\n", g)

@@ -16,6 +16,9 @@
 //     run block printed, stdout and stderr together.
 //   - A run block that is exactly "make run" starts the session's server
 //     the way a reader does; a session without one gets it unseen.
+//   - A block whose info string has "file:PATH" shows the file at PATH
+//     (from the repository's root) whole, as it is: a program another test
+//     compiles and runs (the TypeScript client's example).
 //   - Text between "<!-- generated:NAME -->" and "<!-- end:NAME -->" is
 //     generated (the settings table from app/config).
 package readme
@@ -47,6 +50,16 @@ func (b Block) Session() string {
 	for _, w := range strings.Fields(b.Info)[min(1, len(strings.Fields(b.Info))):] {
 		if name, ok := strings.CutPrefix(w, "run:"); ok {
 			return name
+		}
+	}
+	return ""
+}
+
+// File is the path in a block's "file:PATH" info word, or "".
+func (b Block) File() string {
+	for _, w := range strings.Fields(b.Info) {
+		if path, ok := strings.CutPrefix(w, "file:"); ok {
+			return path
 		}
 	}
 	return ""

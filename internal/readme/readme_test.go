@@ -197,6 +197,15 @@ func checkConvention(t *testing.T, name, doc string) {
 	}
 	for _, b := range blocks {
 		lang := strings.Fields(b.Info + " x")[0]
+		if path := b.File(); path != "" {
+			file, err := os.ReadFile(filepath.Join(root, path))
+			if err != nil {
+				t.Errorf("%s line %d: the block shows %s, which cannot be read: %v", name, b.Line, path, err)
+			} else if string(file) != b.Body {
+				t.Errorf("%s line %d: the block is not %s as it is (the file is what the tests run): copy it again", name, b.Line, path)
+			}
+			continue
+		}
 		switch {
 		case b.IsOutput() && !shown[b.Line]:
 			t.Errorf("%s line %d: an output block that follows no run block", name, b.Line)

@@ -24,7 +24,7 @@ var (
 // root: the README, the changelog, and every Markdown file under docs/.
 func docFiles(t *testing.T) []string {
 	t.Helper()
-	docs := []string{"README.md", "CHANGELOG.md"}
+	docs := []string{"README.md", "CHANGELOG.md", filepath.Join("clients", "ts", "README.md")}
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".md") {
 			return err

@@ -1,7 +1,9 @@
 // The client against a real server (clients/ts/client_test.go starts one and
-// sets BASE, SHOP and OPS): stock in, a hold, its confirm, another hold and
-// its release, and a 409 read as a typed problem. Each step prints a line
-// the Go test checks; any surprise exits 1.
+// sets BASE, SHOP and OPS; by hand, the export line `make run` prints sets
+// them): stock in, a hold, its confirm, another hold and its release, and a
+// 409 read as a typed problem. Each step prints a line the Go test checks;
+// any surprise exits 1. RUN, optional, makes the Idempotency-Keys this
+// run's own (by default, the time it starts).
 import { createStockhold, isProblem, type ProblemCode } from "../src/index.js";
 
 function env(name: string): string {
@@ -18,7 +20,7 @@ function fail(step: string, what: unknown): never {
 const baseUrl = env("BASE");
 const ops = createStockhold({ baseUrl, token: env("OPS") });
 const shop = createStockhold({ baseUrl, token: env("SHOP") });
-const run = env("RUN"); // makes the Idempotency-Keys this run's own
+const run = process.env.RUN || Date.now().toString(36); // makes the Idempotency-Keys this run's own
 
 // Stock in (ops).
 const stocked = await ops.POST("/v1/skus/{sku}/adjustments", {
