@@ -79,8 +79,7 @@ func TestCampaignEndsAtAnotherLocation(t *testing.T) {
 	require.Nil(t, e.row("A1", "default", "main"))
 }
 
-// TestEndedCampaignStrandsNothing replays issue 37's second item over
-// HTTP: in a campaign's pool at default, 3 and 1 sent to berlin and 1
+// TestEndedCampaignStrandsNothing, over HTTP: in a campaign's pool at default, 3 and 1 sent to berlin and 1
 // moved to quality control; the campaign ends; then the first transfer is
 // received and the second cancelled. Every unit ends in main, in the state
 // it was in (the 5 used to stay in the ended campaign's pools for ever,
