@@ -359,8 +359,8 @@ func TestSoldOutSeatsCorrectedAcrossInstances(t *testing.T) {
 // A right after gets B's answer (a replay of the same hold), not
 // out_of_stock from memory, ten times in a row; the same key with another
 // body is 422 idempotency_key_reused. Then the same, eight at once, while
-// other clients' new keys are still refused from memory (issue 28's
-// memory keeps answering them).
+// other clients' new keys are still refused from memory (the memory
+// keeps answering them).
 func TestSoldOutRetryGetsItsFirstAnswer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

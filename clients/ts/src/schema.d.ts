@@ -3820,7 +3820,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:30:32.077968Z"
+                     *               "updated_at": "2026-12-02T11:44:41.106066Z"
                      *             }
                      *           ]
                      *         },
@@ -3841,7 +3841,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:30:32.143081Z"
+                     *               "updated_at": "2026-12-02T11:44:41.695443Z"
                      *             }
                      *           ]
                      *         }
@@ -3932,7 +3932,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:30:32.077968Z"
+                     *           "updated_at": "2026-12-02T11:44:41.106066Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4043,7 +4043,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:30:32.379706Z"
+                     *           "updated_at": "2026-12-02T11:44:44.081669Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4059,7 +4059,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:30:32.319088Z"
+                     *           "updated_at": "2026-12-02T11:44:43.174798Z"
                      *         }
                      *       ]
                      *     }
@@ -4154,7 +4154,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:30:32.172878Z"
+                     *           "updated_at": "2026-12-02T11:44:42.40065Z"
                      *         }
                      *       ]
                      *     }
@@ -4252,14 +4252,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:30:32.179132Z"
+                     *           "updated_at": "2026-12-02T11:44:42.49871Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T11:30:32.172878Z"
+                     *         "at": "2026-12-02T11:44:42.40065Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4367,7 +4367,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 20,
-                     *           "at": "2026-12-02T11:30:32.379706Z",
+                     *           "at": "2026-12-02T11:44:44.081669Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4376,7 +4376,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a23685-4110-7890-a408-aabad100d802",
+                     *           "reservation_id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4384,7 +4384,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 19,
-                     *           "at": "2026-12-02T11:30:32.36786Z",
+                     *           "at": "2026-12-02T11:44:44.065878Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4393,7 +4393,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a23685-4110-7890-a408-aabad100d802",
+                     *           "reservation_id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -4509,7 +4509,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:30:32.143081Z"
+                     *               "updated_at": "2026-12-02T11:44:41.695443Z"
                      *             }
                      *           ]
                      *         },
@@ -4530,7 +4530,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:30:32.143081Z"
+                     *               "updated_at": "2026-12-02T11:44:41.695443Z"
                      *             }
                      *           ]
                      *         }
@@ -4616,13 +4616,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a23685-4110-7890-a408-aabad100d802",
+                     *           "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T12:00:32.363061Z",
-                     *           "created_at": "2026-12-02T11:30:32.337659Z",
-                     *           "confirmed_at": "2026-12-02T11:30:32.379706Z",
+                     *           "expires_at": "2026-12-02T12:14:44.059165Z",
+                     *           "created_at": "2026-12-02T11:44:44.032718Z",
+                     *           "confirmed_at": "2026-12-02T11:44:44.081669Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -4718,12 +4718,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
+                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:45:32.337659Z",
-                     *       "created_at": "2026-12-02T11:30:32.337659Z",
+                     *       "expires_at": "2026-12-02T11:59:44.032718Z",
+                     *       "created_at": "2026-12-02T11:44:44.032718Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4833,12 +4833,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
+                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:45:32.337659Z",
-                     *       "created_at": "2026-12-02T11:30:32.337659Z",
+                     *       "expires_at": "2026-12-02T11:59:44.032718Z",
+                     *       "created_at": "2026-12-02T11:44:44.032718Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4925,13 +4925,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
+                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T12:00:32.363061Z",
-                     *       "created_at": "2026-12-02T11:30:32.337659Z",
-                     *       "confirmed_at": "2026-12-02T11:30:32.379706Z",
+                     *       "expires_at": "2026-12-02T12:14:44.059165Z",
+                     *       "created_at": "2026-12-02T11:44:44.032718Z",
+                     *       "confirmed_at": "2026-12-02T11:44:44.081669Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5047,12 +5047,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
+                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T12:00:32.363061Z",
-                     *       "created_at": "2026-12-02T11:30:32.337659Z",
+                     *       "expires_at": "2026-12-02T12:14:44.059165Z",
+                     *       "created_at": "2026-12-02T11:44:44.032718Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5144,8 +5144,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T11:30:32Z",
-                 *       "ends_at": "2026-12-02T13:30:32Z",
+                 *       "starts_at": "2026-12-02T11:44:44Z",
+                 *       "ends_at": "2026-12-02T13:44:44Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5171,12 +5171,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T11:30:32Z",
-                     *       "ends_at": "2026-12-02T13:30:32Z",
+                     *       "starts_at": "2026-12-02T11:44:44Z",
+                     *       "ends_at": "2026-12-02T13:44:44Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.46459Z",
+                     *       "created_at": "2026-12-02T11:44:44.507142Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5263,13 +5263,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T11:30:32Z",
-                     *       "ends_at": "2026-12-02T13:30:32Z",
+                     *       "starts_at": "2026-12-02T11:44:44Z",
+                     *       "ends_at": "2026-12-02T13:44:44Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.46459Z",
-                     *       "started_at": "2026-12-02T11:30:32.592764Z",
+                     *       "created_at": "2026-12-02T11:44:44.507142Z",
+                     *       "started_at": "2026-12-02T11:44:44.693064Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5377,7 +5377,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 1,
-                     *       "job_id": 3
+                     *       "job_id": 7
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5445,7 +5445,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a23685-43b8-7a11-a734-a909031539eb"
+                 *         "01a23692-459f-7e02-9f5f-e9afcf144dc6"
                  *       ]
                  *     }
                  */
@@ -5463,7 +5463,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 2,
-                     *       "job_id": 5
+                     *       "job_id": 9
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5528,24 +5528,24 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a23685-43b8-7a11-a734-a909031539eb"
+                     *           "01a23692-459f-7e02-9f5f-e9afcf144dc6"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T11:30:33.038604Z",
+                     *       "requested_at": "2026-12-02T11:44:45.492118Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
-                     *       "job_id": 5,
+                     *       "job_id": 9,
                      *       "error": null,
                      *       "resumes": 0,
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T11:30:33.038604Z",
-                     *       "started_at": "2026-12-02T11:30:33.055692Z",
-                     *       "finished_at": "2026-12-02T11:30:33.098525Z",
+                     *       "created_at": "2026-12-02T11:44:45.492118Z",
+                     *       "started_at": "2026-12-02T11:44:45.524669Z",
+                     *       "finished_at": "2026-12-02T11:44:45.660023Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -5699,7 +5699,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "run_id": 6,
-                     *       "job_id": 8
+                     *       "job_id": 14
                      *     }
                      */
                     "application/json": components["schemas"]["ReconciliationCreated"];
@@ -5767,9 +5767,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T11:30:33.445664Z",
-                     *       "started_at": "2026-12-02T11:30:33.470474Z",
-                     *       "finished_at": "2026-12-02T11:30:33.522692Z",
+                     *       "created_at": "2026-12-02T11:44:46.639341Z",
+                     *       "started_at": "2026-12-02T11:44:46.654105Z",
+                     *       "finished_at": "2026-12-02T11:44:46.697288Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5831,9 +5831,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T11:30:33.445664Z",
-                     *       "started_at": "2026-12-02T11:30:33.470474Z",
-                     *       "finished_at": "2026-12-02T11:30:33.522692Z",
+                     *       "created_at": "2026-12-02T11:44:46.639341Z",
+                     *       "started_at": "2026-12-02T11:44:46.654105Z",
+                     *       "finished_at": "2026-12-02T11:44:46.697288Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5903,7 +5903,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a23685-4148-7d17-89d5-dec23cfde42e",
+                     *           "subject": "hold:01a23692-40fa-7100-9d22-87328fc3e7fe",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -5919,23 +5919,25 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T11:30:31.393009Z",
-                     *             "released_at": "2026-12-02T11:30:32.400204Z",
+                     *             "expires_at": "2026-12-02T11:44:43.299877Z",
+                     *             "released_at": "2026-12-02T11:44:44.345497Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a23685-4148-7d17-89d5-dec23cfde42e"
+                     *             "reservation_id": "01a23692-40fa-7100-9d22-87328fc3e7fe"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23685-4148-7d17-89d5-dec23cfde42e was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23685-4148-7d17-89d5-dec23cfde42e/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23692-40fa-7100-9d22-87328fc3e7fe was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23692-40fa-7100-9d22-87328fc3e7fe/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T11:30:32.403279Z",
-                     *           "last_seen_at": "2026-12-02T11:30:32.403279Z",
+                     *           "first_seen_at": "2026-12-02T11:44:44.359864Z",
+                     *           "last_seen_at": "2026-12-02T11:44:44.359864Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
                      *           "acked_at": null,
                      *           "owner": null,
                      *           "owner_key": null,
-                     *           "taken_at": null
+                     *           "taken_at": null,
+                     *           "resolved_at": null,
+                     *           "resolution": null
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -6007,7 +6009,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23685-4148-7d17-89d5-dec23cfde42e",
+                     *       "subject": "hold:01a23692-40fa-7100-9d22-87328fc3e7fe",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6023,23 +6025,25 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T11:30:31.393009Z",
-                     *         "released_at": "2026-12-02T11:30:32.400204Z",
+                     *         "expires_at": "2026-12-02T11:44:43.299877Z",
+                     *         "released_at": "2026-12-02T11:44:44.345497Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a23685-4148-7d17-89d5-dec23cfde42e"
+                     *         "reservation_id": "01a23692-40fa-7100-9d22-87328fc3e7fe"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23685-4148-7d17-89d5-dec23cfde42e was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23685-4148-7d17-89d5-dec23cfde42e/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23692-40fa-7100-9d22-87328fc3e7fe was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23692-40fa-7100-9d22-87328fc3e7fe/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T11:30:32.403279Z",
-                     *       "last_seen_at": "2026-12-02T11:30:32.403279Z",
+                     *       "first_seen_at": "2026-12-02T11:44:44.359864Z",
+                     *       "last_seen_at": "2026-12-02T11:44:44.359864Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T11:30:33.182484Z",
+                     *       "acked_at": "2026-12-02T11:44:46.238764Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T11:30:33.178346Z"
+                     *       "taken_at": "2026-12-02T11:44:46.216729Z",
+                     *       "resolved_at": null,
+                     *       "resolution": null
                      *     }
                      */
                     "application/json": components["schemas"]["Alert"];
@@ -6109,11 +6113,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T11:30:33.578104Z",
+                     *       "as_of": "2026-12-02T11:44:46.724277Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T10:30:33.578104Z"
+                     *         "since": "2026-12-02T10:44:46.724277Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6129,7 +6133,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T11:30:31.786968114Z",
+                     *         "since": "2026-12-02T11:44:40.370039786Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6375,12 +6379,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-4110-7890-a408-aabad100d802",
+                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T12:00:32.363061Z",
-                     *       "created_at": "2026-12-02T11:30:32.337659Z",
+                     *       "expires_at": "2026-12-02T12:14:44.059165Z",
+                     *       "created_at": "2026-12-02T11:44:44.032718Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -6502,7 +6506,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T11:30:32.143081Z"
+                     *           "updated_at": "2026-12-02T11:44:41.695443Z"
                      *         }
                      *       ]
                      *     }
@@ -6583,9 +6587,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "8745-1-1",
+                     *           "id": "5209-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T11:30:32.077968Z",
+                     *           "at": "2026-12-02T11:44:41.106066Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6613,9 +6617,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "8750-2-1",
+                     *           "id": "5214-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T11:30:32.143081Z",
+                     *           "at": "2026-12-02T11:44:41.695443Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6643,8 +6647,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "8750-2-1",
-                     *       "next": "8750-2-1"
+                     *       "next_cursor": "5214-2-1",
+                     *       "next": "5214-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -6711,8 +6715,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T11:30:32.419277Z",
-                     *           "last_event_id": "8781-0-0",
+                     *           "created_at": "2026-12-02T11:44:44.402383Z",
+                     *           "last_event_id": "5245-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -6799,15 +6803,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.419277Z",
-                     *       "last_event_id": "8781-0-0",
+                     *       "created_at": "2026-12-02T11:44:44.402383Z",
+                     *       "last_event_id": "5245-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_72377ed6ef5c8b7a3d5064ad4ff16d681bae3c418570d51b0c79397aa7cffcee"
+                     *       "secret": "whsec_e403431d32df77574ca52c731173860b04ec8774ef221811d3aaea794f19ba05"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -6872,8 +6876,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.419277Z",
-                     *       "last_event_id": "8781-0-0",
+                     *       "created_at": "2026-12-02T11:44:44.402383Z",
+                     *       "last_event_id": "5245-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7139,7 +7143,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:30:32.236582Z",
+                     *           "updated_at": "2026-12-02T11:44:42.744831Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7257,7 +7261,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:30:32.250307Z",
+                     *           "updated_at": "2026-12-02T11:44:42.783075Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7472,7 +7476,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T10:09:55.623568Z",
+                     *       "changed_at": "2026-12-02T10:58:28.96705Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -7519,7 +7523,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T11:30:32.26146Z",
+                     *       "changed_at": "2026-12-02T11:44:42.852416Z",
                      *       "lifted": null
                      *     }
                      */
@@ -7785,12 +7789,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-4158-7442-b29f-1e94237183c0",
+                     *       "id": "01a23692-4161-7761-bb3e-f05a166d38bd",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:45:32.408398Z",
-                     *       "created_at": "2026-12-02T11:30:32.408398Z",
+                     *       "expires_at": "2026-12-02T11:59:44.385652Z",
+                     *       "created_at": "2026-12-02T11:44:44.385652Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -7800,7 +7804,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a23685-4148-7d17-89d5-dec23cfde42e"
+                     *       "reinstated_from": "01a23692-40fa-7100-9d22-87328fc3e7fe"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -7918,7 +7922,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23685-4148-7d17-89d5-dec23cfde42e",
+                     *       "subject": "hold:01a23692-40fa-7100-9d22-87328fc3e7fe",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -7934,23 +7938,25 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T11:30:31.393009Z",
-                     *         "released_at": "2026-12-02T11:30:32.400204Z",
+                     *         "expires_at": "2026-12-02T11:44:43.299877Z",
+                     *         "released_at": "2026-12-02T11:44:44.345497Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a23685-4148-7d17-89d5-dec23cfde42e"
+                     *         "reservation_id": "01a23692-40fa-7100-9d22-87328fc3e7fe"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23685-4148-7d17-89d5-dec23cfde42e was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23685-4148-7d17-89d5-dec23cfde42e/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23692-40fa-7100-9d22-87328fc3e7fe was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23692-40fa-7100-9d22-87328fc3e7fe/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T11:30:32.403279Z",
-                     *       "last_seen_at": "2026-12-02T11:30:32.403279Z",
+                     *       "first_seen_at": "2026-12-02T11:44:44.359864Z",
+                     *       "last_seen_at": "2026-12-02T11:44:44.359864Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T11:30:33.178346Z"
+                     *       "taken_at": "2026-12-02T11:44:46.216729Z",
+                     *       "resolved_at": null,
+                     *       "resolution": null
                      *     }
                      */
                     "application/json": components["schemas"]["Alert"];
@@ -8909,8 +8915,8 @@ export interface operations {
                      *           "priority": 0,
                      *           "active": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T10:09:55.696833Z",
-                     *           "updated_at": "2026-12-02T10:09:55.696833Z",
+                     *           "created_at": "2026-12-02T10:58:29.152628Z",
+                     *           "updated_at": "2026-12-02T10:58:29.152628Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -8929,8 +8935,8 @@ export interface operations {
                      *           "priority": 10,
                      *           "active": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T11:30:32.265763Z",
-                     *           "updated_at": "2026-12-02T11:30:32.271597Z",
+                     *           "created_at": "2026-12-02T11:44:42.910702Z",
+                     *           "updated_at": "2026-12-02T11:44:43.036719Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -9017,8 +9023,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:30:32.265763Z",
-                     *       "updated_at": "2026-12-02T11:30:32.265763Z"
+                     *       "created_at": "2026-12-02T11:44:42.910702Z",
+                     *       "updated_at": "2026-12-02T11:44:42.910702Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9093,8 +9099,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:30:32.265763Z",
-                     *       "updated_at": "2026-12-02T11:30:32.265763Z",
+                     *       "created_at": "2026-12-02T11:44:42.910702Z",
+                     *       "updated_at": "2026-12-02T11:44:42.910702Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9188,8 +9194,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:30:32.265763Z",
-                     *       "updated_at": "2026-12-02T11:30:32.271597Z",
+                     *       "created_at": "2026-12-02T11:44:42.910702Z",
+                     *       "updated_at": "2026-12-02T11:44:43.036719Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9302,7 +9308,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:30:32.276804Z"
+                     *           "updated_at": "2026-12-02T11:44:43.071999Z"
                      *         }
                      *       ]
                      *     }
@@ -9436,7 +9442,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T11:30:32.276804Z"
+                     *             "updated_at": "2026-12-02T11:44:43.071999Z"
                      *           }
                      *         ]
                      *       }
@@ -9527,7 +9533,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
+                     *           "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -9540,15 +9546,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T11:30:32.302018Z",
-                     *           "updated_at": "2026-12-02T11:30:32.319088Z",
+                     *           "created_at": "2026-12-02T11:44:43.092748Z",
+                     *           "updated_at": "2026-12-02T11:44:43.174798Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T11:30:32.319088Z",
+                     *           "finished_at": "2026-12-02T11:44:43.174798Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a23685-4104-7762-8504-6661806c6128",
+                     *           "id": "01a23692-3cd3-7b45-9825-ef06c1c1a619",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -9561,10 +9567,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T11:30:32.323003Z",
-                     *           "updated_at": "2026-12-02T11:30:32.329204Z",
+                     *           "created_at": "2026-12-02T11:44:43.215742Z",
+                     *           "updated_at": "2026-12-02T11:44:43.24071Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T11:30:32.329204Z",
+                     *           "finished_at": "2026-12-02T11:44:43.24071Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -9639,7 +9645,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
+                     *       "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9652,8 +9658,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.302018Z",
-                     *       "updated_at": "2026-12-02T11:30:32.302018Z",
+                     *       "created_at": "2026-12-02T11:44:43.092748Z",
+                     *       "updated_at": "2026-12-02T11:44:43.092748Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9727,7 +9733,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
+                     *       "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9740,8 +9746,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.302018Z",
-                     *       "updated_at": "2026-12-02T11:30:32.302018Z",
+                     *       "created_at": "2026-12-02T11:44:43.092748Z",
+                     *       "updated_at": "2026-12-02T11:44:43.092748Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9827,7 +9833,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
+                     *       "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9840,8 +9846,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.302018Z",
-                     *       "updated_at": "2026-12-02T11:30:32.313492Z",
+                     *       "created_at": "2026-12-02T11:44:43.092748Z",
+                     *       "updated_at": "2026-12-02T11:44:43.151306Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9940,7 +9946,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-40f0-721f-a9b0-40e2a9d3e793",
+                     *       "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9953,10 +9959,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.302018Z",
-                     *       "updated_at": "2026-12-02T11:30:32.319088Z",
+                     *       "created_at": "2026-12-02T11:44:43.092748Z",
+                     *       "updated_at": "2026-12-02T11:44:43.174798Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T11:30:32.319088Z",
+                     *       "finished_at": "2026-12-02T11:44:43.174798Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10053,7 +10059,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23685-4104-7762-8504-6661806c6128",
+                     *       "id": "01a23692-3cd3-7b45-9825-ef06c1c1a619",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10066,10 +10072,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:30:32.323003Z",
-                     *       "updated_at": "2026-12-02T11:30:32.329204Z",
+                     *       "created_at": "2026-12-02T11:44:43.215742Z",
+                     *       "updated_at": "2026-12-02T11:44:43.24071Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T11:30:32.329204Z",
+                     *       "finished_at": "2026-12-02T11:44:43.24071Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
