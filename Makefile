@@ -61,11 +61,12 @@ torture:
 	d=$${TORTURE_DURATION:-2m}; \
 	TORTURE_DURATION=$$d go test -race -count=1 -v -run '^TestTorture$$' -timeout 2h ./app/torture/
 
-## readme: run the README's walk-through and docs/OPERATIONS.md's runbook against fresh servers and rewrite the answers they show (and the
-## generated settings table and deploy/stockhold.env) where they changed beyond ids and times
+## readme: run the walk-throughs of the README, docs/OPERATIONS.md and docs/guides against fresh servers and, in each document where an
+## answer changed beyond ids and times, rewrite every answer from this run (README_ALL=1: every document's); also the generated settings
+## table of docs/configuration.md and deploy/stockhold.env
 readme:
 	@set -eo pipefail; $(WITH_DB); \
-	UPDATE_README=1 go test -count=1 -run 'TestREADME|TestRunbook|TestGenerated' ./internal/readme/
+	UPDATE_README=$(if $(README_ALL),all,1) go test -count=1 -run 'TestREADME|TestRunbook|TestGuides|TestGenerated' ./internal/readme/
 
 ## examples: drive a real server through every operation of app/api/openapi.json and write each one's example (a curl command, its
 ## body and the answer, which /docs shows) where any changed beyond ids and times; then regenerate the clients

@@ -212,7 +212,7 @@ const (
 func refuseJob(ctx context.Context, al *alerts.Service, job *rivertype.JobRow, why error) error {
 	kind, action := AlertJobArgsInvalid, fmt.Sprintf(
 		"A %s job was cancelled without running: %v. Nothing was done. Fix the args and enqueue it again "+
-			"(the job dashboard shows them; see the README for each kind's fields).", job.Kind, why)
+			"(the job dashboard shows them; each kind's args type in the code says its fields).", job.Kind, why)
 	if job.Kind == "manual_rollback" {
 		kind, action = AlertManualRollbackRefused, fmt.Sprintf(
 			"A manual rollback job was refused and nothing was released: %v. Enqueue it again with an operator, "+

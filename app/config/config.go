@@ -32,8 +32,8 @@ type Config struct {
 	// BatchFlights is how many hold batches, and how many confirm/release
 	// batches, run at once (STOCKHOLD_BATCH_FLIGHTS): by default one per
 	// CPU, at least 2. Each flight keeps a PostgreSQL backend busy; more of
-	// them than there are cores only take turns on them (the README's
-	// Performance section has the runs).
+	// them than there are cores only take turns on them
+	// (docs/internals/DESIGN_NOTES.md).
 	BatchFlights int
 	// ExpiryTick is the longest the expiry loop sleeps between passes
 	// (STOCKHOLD_EXPIRY_TICK).

@@ -12,7 +12,7 @@ import (
 
 // Setting is one environment variable stockhold reads: the one place its
 // default and meaning are written. Load reads its default from here,
-// `stockhold config` prints it, and the README's settings table and
+// `stockhold config` prints it, and the settings table of docs/configuration.md and
 // deploy/stockhold.env are generated from it (tests keep them current).
 type Setting struct {
 	// Name is the variable.
@@ -198,7 +198,7 @@ func (s Setting) meaningPlain() string {
 	return strings.ReplaceAll(s.Meaning, "`", "")
 }
 
-// MarkdownTable is the README's settings table.
+// MarkdownTable is the settings table of docs/configuration.md.
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| variable | default | meaning |\n| --- | --- | --- |\n")

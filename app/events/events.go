@@ -115,7 +115,7 @@ func ParsePosition(s string) (Position, error) {
 }
 
 // Event is one event of the feed. ReservationID is null for stock events.
-// Data depends on the type (see the README and openapi.json):
+// Data depends on the type (see docs/guides/events.md and openapi.json):
 //   - hold.*: quantity, order_ref, client (null once retention deleted the
 //     hold), actor, reason, ledger_kind; hold.released also partial (some
 //     units of a hold that stays held); units, the ids of the units with

@@ -37,7 +37,7 @@ type request interface {
 // Launching a flight whenever one is free would make batches of one or
 // two under moderate load, each paying a transaction's fixed cost (begin,
 // settings, commit and its WAL flush, two round trips, on both the server
-// and PostgreSQL); the README's Performance section has the profile.
+// and PostgreSQL); docs/internals/DESIGN_NOTES.md says more.
 //
 // Requests wait in arrival order, and a request whose rows an in-flight
 // batch holds waits for that batch (see request.keys).

@@ -1,7 +1,7 @@
 // Command devdb brings up a private PostgreSQL cluster for one checkout of
 // stockhold and prints its connection string. `make run` and `make test` use
 // it when DATABASE_URL is not set, so a fresh machine needs nothing but the
-// two commands in the README.
+// two commands of the README's quick start.
 //
 // The cluster lives under /var/tmp (not inside the checkout: the postgres
 // user may not be able to enter the checkout's parent directories), in a

@@ -143,7 +143,7 @@ func printSummary(w io.Writer, f *stockcsv.File, sum stockcsv.Summary) {
 		fmt.Fprintln(w, "  nothing left to apply: every row was applied")
 		return
 	}
-	fmt.Fprintf(w, "  applied %s rows in %s (%s changed a pool): +%s / -%s units, in %s\n", count(sum.Applied),
+	fmt.Fprintf(w, "  applied %s rows in %s (%s changed a pool): +%s / -%s units, in %s\n", count(sum.Applied-len(sum.Units)),
 		plural(sum.Chunks, "chunk"), count(sum.Changed), count(int(sum.UnitsIn)), count(int(sum.UnitsOut)), sum.Took.Round(time.Millisecond))
 	if len(sum.Units) > 0 {
 		fmt.Fprintf(w, "  skipped %s of pools of units with an identity, which change only through their units:\n", plural(len(sum.Units), "row"))

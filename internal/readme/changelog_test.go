@@ -49,8 +49,11 @@ func TestChangelog(t *testing.T) {
 		require.NotEmpty(t, kinds, "%s lists its changes under Added, Changed, ...", name)
 		last := kinds[len(kinds)-1][1]
 		require.True(t, strings.HasPrefix(last, "Upgrading"), "%s ends with what upgrading to it takes (### Upgrading...), not %q", name, last)
+		seen := map[string]bool{}
 		for _, k := range kinds[:len(kinds)-1] {
 			require.True(t, changeKinds[k[1]], "%s: %q is not one of Keep a Changelog's kinds of change", name, k[1])
+			require.False(t, seen[k[1]], "%s has two %q sections: one of each kind", name, k[1])
+			seen[k[1]] = true
 		}
 	}
 	require.Equal(t, buildinfo.Version, versions[0], "the newest version in CHANGELOG.md is the one stockhold version prints: raise buildinfo.Version with it")

@@ -34,6 +34,31 @@ func TestSteps(t *testing.T) {
 	require.Equal(t, "a\n<!-- generated:t -->\nnew\n<!-- end:t -->\nb\n", g)
 }
 
+// TestRewritesComeFromOneRun: when one answer of a document changed,
+// make readme writes every answer of it from the same run, those that
+// differ only in ids and times included (a 422 naming the hold just made,
+// not one of an earlier run's); when none changed, it writes nothing.
+func TestRewritesComeFromOneRun(t *testing.T) {
+	doc := "```sh run:a\necho\n```\n```text output\nhold 01a22fce-e3d1-78d8-88f8-dc93ec4e5a2b held\n```\n" +
+		"```sh run:a\necho\n```\n```text output\nhold 01a22fce-e3d1-78d8-88f8-dc93ec4e5a2b: 3 left\n```\n" +
+		"```sh run:b\necho\n```\n```text output\nat 2026-12-01T04:13:37Z\n```\n"
+	sessions := Steps(doc)
+	same := map[string][]string{
+		"a": {"hold 01a23230-7c8a-7d88-afd4-f7e33d57005f held\n", "hold 01a23230-7c8a-7d88-afd4-f7e33d57005f: 3 left\n"},
+		"b": {"at 2026-12-02T11:00:00Z\n"},
+	}
+	require.Empty(t, Rewrites(sessions, same), "nothing changed beyond ids and times: the document stays")
+	changed := map[string][]string{
+		"a": {"hold 01a23230-7c8a-7d88-afd4-f7e33d57005f held\n", "hold 01a23230-7c8a-7d88-afd4-f7e33d57005f: 2 left\n"},
+		"b": {"at 2026-12-02T11:00:00Z\n"},
+	}
+	got := Rewrites(sessions, changed)
+	require.Len(t, got, 3, "every answer, of every session, from this run")
+	out := Replace(doc, got)
+	require.NotContains(t, out, "01a22fce", "no answer names the earlier run's hold")
+	require.NotContains(t, out, "2026-12-01", "no answer keeps the earlier run's time")
+}
+
 // TestNormalize masks what changes from run to run and nothing else: a
 // counter that differs must still fail the comparison.
 func TestNormalize(t *testing.T) {

@@ -13,7 +13,8 @@
 //     variable set in one block is seen by the next.
 //   - The fenced block right after a run block (blank lines between are
 //     fine) whose info string's second word is "output" shows what the
-//     run block printed, stdout and stderr together.
+//     run block printed, stdout and stderr together. make readme writes
+//     every answer of a document from one run (Rewrites).
 //   - A run block that is exactly "make run" starts the session's server
 //     the way a reader does; a session without one gets it unseen.
 //   - A block whose info string has "file:PATH" shows the file at PATH
@@ -127,6 +128,39 @@ func Steps(doc string) map[string][]Step {
 		steps[name] = append(steps[name], s)
 	}
 	return steps
+}
+
+// Rewrites returns what make readme writes into a document whose
+// sessions printed outs (by session, step by step): nothing when every
+// answer it shows is what was printed beyond what changes from run to run
+// (Normalize), and otherwise every answer of the document, so that the
+// answers it shows all come from one run: a hold id, a time or a count in
+// one answer is the same in the next, as a reader running the commands
+// sees them. Keys are the output blocks' lines (see Replace).
+func Rewrites(sessions map[string][]Step, outs map[string][]string) map[int]string {
+	all := All(sessions, outs)
+	for _, steps := range sessions {
+		for _, s := range steps {
+			if s.Output != nil && Normalize(all[s.Output.Line]) != Normalize(s.Output.Body) {
+				return all
+			}
+		}
+	}
+	return nil
+}
+
+// All returns every answer a document's sessions printed, by the line of
+// the output block that shows it (see Replace).
+func All(sessions map[string][]Step, outs map[string][]string) map[int]string {
+	all := map[int]string{}
+	for name, steps := range sessions {
+		for i, s := range steps {
+			if s.Output != nil && i < len(outs[name]) {
+				all[s.Output.Line] = outs[name][i]
+			}
+		}
+	}
+	return all
 }
 
 // Replace returns doc with the bodies of the blocks whose opening fence is

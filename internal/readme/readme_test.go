@@ -32,9 +32,14 @@ import (
 	"github.com/stockhold/stockhold/internal/debian"
 )
 
-// update, set by `make readme` (UPDATE_README=1), rewrites what differs
-// instead of failing.
-var update = os.Getenv("UPDATE_README") == "1"
+// update, set by `make readme` (UPDATE_README=1), rewrites the answers of
+// a document where one differs instead of failing; rewriteAll
+// (UPDATE_README=all) rewrites every document's answers, so that each
+// document's answers come from one run.
+var (
+	update     = os.Getenv("UPDATE_README") == "1" || rewriteAll
+	rewriteAll = os.Getenv("UPDATE_README") == "all"
+)
 
 // root is the repository's root, where README.md and the Makefile are.
 var root = filepath.Join("..", "..")
@@ -51,21 +56,24 @@ func writeDoc(t *testing.T, name, text string) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(text), 0o644))
 }
 
+// settingsDoc is the document whose settings table app/config generates.
+const settingsDoc = "docs/configuration.md"
+
 // TestGenerated checks what is generated from app/config's registry: the
-// README's settings table and deploy/stockhold.env.
+// settings table of docs/configuration.md and deploy/stockhold.env.
 func TestGenerated(t *testing.T) {
-	doc := readDoc(t, "README.md")
+	doc := readDoc(t, settingsDoc)
 	table, ok := Generated(doc, "settings")
-	require.True(t, ok, "README.md has no <!-- generated:settings --> region")
+	require.True(t, ok, "%s has no <!-- generated:settings --> region", settingsDoc)
 	env := readDoc(t, "deploy/stockhold.env")
 	if update {
 		doc, err := SetGenerated(doc, "settings", config.MarkdownTable())
 		require.NoError(t, err)
-		writeDoc(t, "README.md", doc)
+		writeDoc(t, settingsDoc, doc)
 		writeDoc(t, "deploy/stockhold.env", config.EnvFile())
 		return
 	}
-	require.Equal(t, config.MarkdownTable(), table, "the README's settings table is stale: run make readme")
+	require.Equal(t, config.MarkdownTable(), table, "the settings table of %s is stale: run make readme", settingsDoc)
 	require.Equal(t, config.EnvFile(), env, "deploy/stockhold.env is stale: run make readme")
 }
 
@@ -135,36 +143,39 @@ func runDoc(t *testing.T, name string) {
 	}
 
 	var (
-		mu     sync.Mutex
-		bodies = map[int]string{}
+		mu   sync.Mutex
+		outs = map[string][]string{}
 	)
 	t.Run("sessions", func(t *testing.T) {
 		for session, steps := range sessions {
 			t.Run(session, func(t *testing.T) {
 				t.Parallel()
-				outs := runSession(t, steps)
+				got := runSession(t, steps)
+				mu.Lock()
+				outs[session] = got
+				mu.Unlock()
+				if update {
+					return
+				}
 				for i, s := range steps {
-					if s.Output == nil {
-						continue
-					}
-					got := outs[i]
-					if Normalize(got) == Normalize(s.Output.Body) {
-						continue
-					}
-					if update {
-						mu.Lock()
-						bodies[s.Output.Line] = got
-						mu.Unlock()
+					if s.Output == nil || Normalize(got[i]) == Normalize(s.Output.Body) {
 						continue
 					}
 					t.Errorf("%s line %d: the command at line %d printed something else than it shows "+
 						"(run make readme to rewrite it):\n--- %s\n%s--- this run\n%s--- masked, %s\n%s--- masked, this run\n%s",
-						name, s.Output.Line, s.Run.Line, name, s.Output.Body, got, name, Normalize(s.Output.Body), Normalize(got))
+						name, s.Output.Line, s.Run.Line, name, s.Output.Body, got[i], name, Normalize(s.Output.Body), Normalize(got[i]))
 				}
 			})
 		}
 	})
-	if update && len(bodies) > 0 && !t.Failed() {
+	if !update || t.Failed() {
+		return
+	}
+	bodies := Rewrites(sessions, outs)
+	if rewriteAll {
+		bodies = All(sessions, outs)
+	}
+	if len(bodies) > 0 {
 		writeDoc(t, name, Replace(readDoc(t, name), bodies))
 		lines := make([]int, 0, len(bodies))
 		for l := range bodies {

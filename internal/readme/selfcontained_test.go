@@ -152,3 +152,29 @@ func TestOutsideRefPattern(t *testing.T) {
 		require.Empty(t, outsideRef.FindString(s), s)
 	}
 }
+
+var (
+	fencedBlock = regexp.MustCompile("(?ms)^ *```.*?^ *```")
+	codeSpan    = regexp.MustCompile("`[^`\n]*`")
+	runDate     = regexp.MustCompile(`\b20\d\d-\d\d-\d\d\b`)
+)
+
+// TestDocsHaveNoRunDates: the docs say what is true now. A date in their
+// prose is a run's or a change's ("measured on 2026-12-01", "before the
+// change of 2026-11-30"): history, which lives in git's log. Dates in
+// commands and the answers they print, and the changelog's release dates,
+// are not prose.
+func TestDocsHaveNoRunDates(t *testing.T) {
+	t.Parallel()
+	var found []string
+	for _, doc := range docFiles(t) {
+		if doc == "CHANGELOG.md" {
+			continue
+		}
+		prose := codeSpan.ReplaceAllString(fencedBlock.ReplaceAllString(readDoc(t, doc), ""), "")
+		for _, d := range runDate.FindAllString(prose, -1) {
+			found = append(found, doc+": "+d)
+		}
+	}
+	require.Empty(t, found, "dates in the docs' prose: say what is true now, and leave when it was measured or changed to git")
+}
