@@ -6,6 +6,11 @@ VALUES (@operator, sqlc.narg('operator_key'), @reason, @scope, @dry_run, @source
         coalesce(sqlc.narg('requested_at')::timestamptz, now()))
 RETURNING *;
 
+-- name: DatabaseClock :one
+-- DatabaseClock is the database's clock now, not the transaction's start:
+-- a campaign's end takes its rollback's cut-off once its pools are paused.
+SELECT clock_timestamp()::timestamptz AS now;
+
 -- name: RollbackGet :one
 SELECT * FROM rollback_requests WHERE id = @id;
 

@@ -469,8 +469,16 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 			return rollbacks.Created{}, err
 		}
 	}
+	// Its rollback's cut-off is now, its pools paused, not the
+	// transaction's start: a hold batch that locked a pool before the pause
+	// began after this transaction did, and committed; every hold of the
+	// campaign is in reach, and none can come after.
+	now, err := q.DatabaseClock(ctx)
+	if err != nil {
+		return rollbacks.Created{}, err
+	}
 	return s.rollbacks.StartTx(ctx, tx, rollbacks.Request{
-		Operator: operator, Reason: reason, Scope: rollbacks.Scope{Campaign: id}, Source: rollbacks.SourceCampaignEnd,
+		Operator: operator, Reason: reason, Scope: rollbacks.Scope{Campaign: id}, Source: rollbacks.SourceCampaignEnd, RequestedAt: &now,
 	})
 }
 

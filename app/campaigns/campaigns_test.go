@@ -927,3 +927,33 @@ func TestEndRacesOperatorWrites(t *testing.T) {
 	require.Equal(t, 300+adjusted.Load(), total, "every unit accounted for")
 	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM transfers WHERE status = 'in_transit'`))
 }
+
+// TestEndRollsBackAHoldMadeAsItEnded: a hold of the campaign that
+// committed after the end's transaction began but before it paused the
+// pools (a hold batch that locked them first) is rolled back with the
+// rest: no unpaid hold outlives its campaign, to be confirmed after the
+// end or to expire into its finished pool.
+func TestEndRollsBackAHoldMadeAsItEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	create(t, svc, spec("late", campaigns.Allotment{SKU: "A1", Quantity: 5}))
+	require.NoError(t, svc.Start(ctx, "late"))
+
+	tx, err := b.pool.Begin(ctx) // the end's transaction begins
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	late, err := b.hold("late", "A1", 2) // a hold commits meanwhile
+	require.NoError(t, err)
+	created, err := svc.EndTx(ctx, tx, "late", "alice", "over") // the end pauses the pools
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	finish(t, svc, created)
+
+	c, err := svc.Get(ctx, "late")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusRolledBack, c.Status)
+	require.Equal(t, inventory.StatusReleased, mustStatus(t, b, late.ID), "no unpaid hold outlives its campaign")
+	require.EqualValues(t, 10, b.stock(t, "A1", "main").Available, "everything back in main")
+}

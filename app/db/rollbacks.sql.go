@@ -12,6 +12,19 @@ import (
 	"github.com/google/uuid"
 )
 
+const databaseClock = `-- name: DatabaseClock :one
+SELECT clock_timestamp()::timestamptz AS now
+`
+
+// DatabaseClock is the database's clock now, not the transaction's start:
+// a campaign's end takes its rollback's cut-off once its pools are paused.
+func (q *Queries) DatabaseClock(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, databaseClock)
+	var now time.Time
+	err := row.Scan(&now)
+	return now, err
+}
+
 const reservationsHeldByCampaign = `-- name: ReservationsHeldByCampaign :many
 SELECT id FROM reservations
 WHERE campaign = $1 AND status = 'held' AND created_at < $2

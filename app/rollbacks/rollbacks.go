@@ -191,6 +191,9 @@ type Request struct {
 	Scope    Scope
 	DryRun   bool
 	Source   string
+	// RequestedAt is when it was requested, its cut-off; nil: the
+	// transaction's start.
+	RequestedAt *time.Time
 }
 
 // Validate checks who, why and what.
@@ -338,7 +341,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, req Request, enqueue fu
 	}
 	req.Scope = req.Scope.normalized()
 	q := db.New(tx)
-	row, err := insert(ctx, q, req, nil, nil)
+	row, err := insert(ctx, q, req, nil, req.RequestedAt)
 	if err != nil {
 		return Created{}, err
 	}
