@@ -496,9 +496,15 @@ func (s *Service) End(ctx context.Context, id, operator, reason string) (rollbac
 // jobID) in a transaction of its own, whatever the rollback's source. The
 // last batch of a campaign's end also finishes the campaign (FinishTx), in
 // that same transaction: a campaign is rolled_back if and only if its last
-// unpaid hold was released.
+// unpaid hold was released. The transaction locks a campaign's end's
+// campaign before its rollback, as EndTx and ResumeTx do (the finish locks
+// it, and an end that carries the rollback on locks the rollback after
+// it).
 func (s *Service) RollbackBatch(ctx context.Context, id, jobID int64) (b rollbacks.Batch, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockCampaignOf(ctx, tx, id); err != nil {
+			return err
+		}
 		if b, err = s.rollbacks.BatchTx(ctx, tx, id, jobID); err != nil {
 			return err
 		}
@@ -513,6 +519,30 @@ func (s *Service) RollbackBatch(ctx context.Context, id, jobID int64) (b rollbac
 		return nil
 	})
 	return b, err
+}
+
+// lockCampaignOf locks the campaign whose end rollback id is (nothing for
+// another rollback, or one that does not exist: BatchTx answers that).
+func lockCampaignOf(ctx context.Context, tx pgx.Tx, id int64) error {
+	q := db.New(tx)
+	row, err := q.RollbackGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read rollback %d: %w", id, err)
+	}
+	if row.Source != rollbacks.SourceCampaignEnd {
+		return nil
+	}
+	r, err := rollbacks.View(row)
+	if err != nil {
+		return err
+	}
+	if _, err := q.CampaignLock(ctx, r.Scope.Campaign); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("lock campaign %s: %w", r.Scope.Campaign, err)
+	}
+	return nil
 }
 
 // reconcileRollbackTx asks, in a manual rollback's last batch, for the
@@ -655,9 +685,13 @@ func (s *Service) carryOnEndTx(ctx context.Context, tx pgx.Tx, id string, rb db.
 }
 
 // giveBackTx moves what the pools of campaign id hold on hand back to main
-// (inventory.GiveBackTx), the rows in (sku, location) order, and returns
-// the campaign's SKUs and, per pool that gave anything, what it gave.
+// (inventory.GiveBackTx), every row it changes locked first in the one
+// lock order (inventory.LockGiveBackTx), and returns the campaign's SKUs
+// and, per pool that gave anything, what it gave.
 func giveBackTx(ctx context.Context, tx pgx.Tx, id, actor, reason string) ([]string, []string, error) {
+	if err := inventory.LockGiveBackTx(ctx, tx, id); err != nil {
+		return nil, nil, err
+	}
 	pools, err := db.New(tx).CampaignPools(ctx, id)
 	if err != nil {
 		return nil, nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/alerts"
@@ -42,10 +43,16 @@ type bundle struct {
 
 func setup(t *testing.T) (*campaigns.Service, *bundle) {
 	t.Helper()
+	return setupWith(t, inventory.Config{})
+}
+
+// setupWith is setup with the inventory service's settings cfg.
+func setupWith(t *testing.T, cfg inventory.Config) (*campaigns.Service, *bundle) {
+	t.Helper()
 	pool := dbtest.New(t)
 	inserter, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	inv := inventory.New(pool, slog.New(slog.DiscardHandler), inventory.Config{})
+	inv := inventory.New(pool, slog.New(slog.DiscardHandler), cfg)
 	rb := rollbacks.New(pool, inserter, inv, 0)
 	svc := campaigns.New(pool, inserter, rb, alerts.New(pool, inserter, false))
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
@@ -956,4 +963,302 @@ func TestEndRollsBackAHoldMadeAsItEnded(t *testing.T) {
 	require.Equal(t, campaigns.StatusRolledBack, c.Status)
 	require.Equal(t, inventory.StatusReleased, mustStatus(t, b, late.ID), "no unpaid hold outlives its campaign")
 	require.EqualValues(t, 10, b.stock(t, "A1", "main").Available, "everything back in main")
+}
+
+// lockStock holds the stock row (sku, location, pool) locked from another
+// session, as a DBA's `SELECT ... FOR UPDATE` left open would, until
+// unlock is called.
+func lockStock(t *testing.T, pool *pgxpool.Pool, sku, location, stockPool string) (unlock func()) {
+	t.Helper()
+	return lockFrom(t, pool, `SELECT count(*) FROM (SELECT 1 FROM stock WHERE sku = $1 AND location = $2 AND pool = $3 FOR UPDATE) x`,
+		sku, location, stockPool)
+}
+
+// lockFrom runs sql (a count of the rows it locks, which must be one) in a
+// transaction of its own, left open until unlock is called.
+func lockFrom(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) (unlock func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, tx.QueryRow(ctx, sql, args...).Scan(&n))
+	require.Equal(t, 1, n)
+	var once sync.Once
+	unlock = func() { once.Do(func() { require.NoError(t, tx.Commit(ctx)) }) }
+	t.Cleanup(unlock)
+	return unlock
+}
+
+// waitUntil waits until a step's answer arrived on one of answered, or as
+// many sessions of pool's database as waiters wait for a lock.
+func waitUntil(t *testing.T, pool *pgxpool.Pool, waiters int, answered ...chan error) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, ch := range answered {
+			if len(ch) > 0 {
+				return
+			}
+		}
+		var n int
+		assert.NoError(c, pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+		assert.GreaterOrEqual(c, n, waiters)
+	}, 10*time.Second, 5*time.Millisecond)
+}
+
+// TestFinishLocksInTheOneOrder replays the deadlock of a campaign whose
+// name sorts after main: its end's last rollback batch released its holds
+// (locking the campaign's rows), then gave its pools back to main (locking
+// main's), while a transaction that locks main's rows first and then the
+// campaign's (a transfer of its pool cancelled after the end, which lands
+// in main; a bulk adjustment naming main and the pool) waited for the
+// campaign's: PostgreSQL broke the cycle by failing one of them (40P01),
+// costing the batch job an attempt or the operator an error. Here the
+// batch is held up on main's row of its first SKU (another session has it)
+// while the other transaction runs on the second SKU; both must answer as
+// each would alone: the batch finishes the campaign, the cancel lands in
+// main and the bulk adjustment is refused campaign_ended.
+func TestFinishLocksInTheOneOrder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		other func(b *bundle, tr uuid.UUID) error
+	}{
+		{"transfer cancelled", func(b *bundle, tr uuid.UUID) error {
+			_, err := b.inv.CancelTransfer(context.Background(), inventory.TransferStep{ID: tr, Reason: "not needed", Actor: "ops"})
+			return err
+		}},
+		{"bulk adjustment", func(b *bundle, _ uuid.UUID) error {
+			_, err := b.inv.AdjustMany(context.Background(), inventory.BulkAdjustment{Reason: "found", Actor: "ops", Lines: []inventory.BulkLine{
+				{SKU: "B1", Pool: inventory.MainPool, Delta: 1}, {SKU: "B1", Pool: "zz", Delta: 1}}})
+			var de *domain.Error
+			if errors.As(err, &de) && de.Code == domain.CodeCampaignEnded {
+				return nil // as it would be alone
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			svc, b := setup(t)
+			dbtest.Location(t, b.pool, "berlin", 2)
+			dbtest.StockIn(t, b.pool, "A1", 10)
+			dbtest.StockIn(t, b.pool, "B1", 10)
+			create(t, svc, spec("zz", campaigns.Allotment{SKU: "A1", Quantity: 5}, campaigns.Allotment{SKU: "B1", Quantity: 5}))
+			require.NoError(t, svc.Start(ctx, "zz"))
+			for _, sku := range []string{"A1", "B1"} {
+				_, err := b.hold("zz", sku, 1)
+				require.NoError(t, err)
+			}
+			tr, _, err := b.inv.CreateTransferOnce(ctx, idempotency.NewKey("ops", "tr"),
+				inventory.NewTransfer{SKU: "B1", Pool: "zz", From: "default", To: "berlin", Quantity: 2, Reason: "x", Actor: "ops"})
+			require.NoError(t, err)
+			created, err := svc.End(ctx, "zz", "alice", "over")
+			require.NoError(t, err)
+
+			unlock := lockStock(t, b.pool, "A1", "default", inventory.MainPool)
+			batch := make(chan error, 1)
+			go func() {
+				b, err := svc.RollbackBatch(ctx, created.RollbackID, created.JobID)
+				if err == nil && !b.Finished {
+					err = errors.New("the only batch did not finish the campaign")
+				}
+				batch <- err
+			}()
+			waitUntil(t, b.pool, 1, batch) // the batch waits for main's row of A1
+			other := make(chan error, 1)
+			go func() { other <- tc.other(b, tr.ID) }()
+			waitUntil(t, b.pool, 2, other, batch)
+			unlock()
+			require.NoError(t, <-batch)
+			require.NoError(t, <-other)
+
+			c, err := svc.Get(ctx, "zz")
+			require.NoError(t, err)
+			require.Equal(t, campaigns.StatusRolledBack, c.Status)
+			var onHand int64
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(sum(total - sold), 0) FROM stock WHERE pool = 'zz'`).Scan(&onHand))
+			require.Zero(t, onHand, "nothing on hand stays in the finished campaign's pools")
+			require.EqualValues(t, 10, b.stockAt(t, "A1", "default", "main").Available)
+		})
+	}
+}
+
+// TestEndAgainWhileTheLastBatchRuns: ending a campaign again (an
+// operator's second POST, a retried campaign_end job) while its last
+// rollback batch runs locks the campaign and then its rollback, to carry
+// the rollback on; the batch must not lock them the other way round (its
+// rollback, then the campaign to finish it), or the two deadlock. The
+// batch is held up on the campaign's stock row (another session has it)
+// while the second end runs; both answer as each would alone.
+func TestEndAgainWhileTheLastBatchRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	create(t, svc, spec("zz", campaigns.Allotment{SKU: "A1", Quantity: 5}))
+	require.NoError(t, svc.Start(ctx, "zz"))
+	_, err := b.hold("zz", "A1", 1)
+	require.NoError(t, err)
+	created, err := svc.End(ctx, "zz", "alice", "over")
+	require.NoError(t, err)
+
+	unlock := lockStock(t, b.pool, "A1", "default", "zz")
+	batch := make(chan error, 1)
+	go func() {
+		_, err := svc.RollbackBatch(ctx, created.RollbackID, created.JobID)
+		batch <- err
+	}()
+	waitUntil(t, b.pool, 1, batch)
+	again := make(chan error, 1)
+	var answer rollbacks.Created
+	go func() {
+		var err error
+		answer, err = svc.End(ctx, "zz", "bob", "again")
+		again <- err
+	}()
+	waitUntil(t, b.pool, 2, again, batch)
+	unlock()
+	require.NoError(t, <-batch)
+	require.NoError(t, <-again)
+	require.Equal(t, created, answer, "ending again answers the same rollback")
+	c, err := svc.Get(ctx, "zz")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusRolledBack, c.Status)
+}
+
+// TestAnUnexpectedLastBatchLeavesTheFinishToTheNext: a batch that took
+// fewer holds than are held (one was locked by a cancel in flight, which
+// it skipped) does not lock main's rows before it releases; when the
+// cancel commits meanwhile and the batch leaves nothing held, it does not
+// finish the campaign (its finish would lock main's rows after the
+// campaign's): the next batch, which releases nothing, does.
+func TestAnUnexpectedLastBatchLeavesTheFinishToTheNext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setupWith(t, inventory.Config{LockTimeout: 10 * time.Second})
+	dbtest.StockIn(t, b.pool, "A1", 200)
+	create(t, svc, spec("zz", campaigns.Allotment{SKU: "A1", Quantity: 150}))
+	require.NoError(t, svc.Start(ctx, "zz"))
+	var held []uuid.UUID
+	for range rollbacks.BatchSize + 1 {
+		r, err := b.hold("zz", "A1", 1)
+		require.NoError(t, err)
+		held = append(held, r.ID)
+	}
+	created, err := svc.End(ctx, "zz", "alice", "over")
+	require.NoError(t, err)
+
+	unlock := lockStock(t, b.pool, "A1", "default", "zz")
+	cancel := make(chan error, 1)
+	go func() {
+		_, err := b.inv.Cancel(ctx, held[0], inventory.Caller{Name: "shop"}, "changed my mind")
+		cancel <- err
+	}()
+	waitUntil(t, b.pool, 1, cancel) // the cancel has its hold, and waits for the row
+	batch := make(chan error, 1)
+	var first rollbacks.Batch
+	go func() {
+		var err error
+		first, err = svc.RollbackBatch(ctx, created.RollbackID, created.JobID)
+		batch <- err
+	}()
+	waitUntil(t, b.pool, 2, batch, cancel)
+	unlock()
+	require.NoError(t, <-cancel)
+	require.NoError(t, <-batch)
+	require.Equal(t, rollbacks.BatchSize, first.Released, "the batch skipped the hold the cancel had")
+	require.False(t, first.Finished, "it left nothing held, but did not lock for the finish")
+	require.NotNil(t, first.Next)
+	c, err := svc.Get(ctx, "zz")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusEnded, c.Status)
+	require.Zero(t, c.Rollback.HeldRemaining)
+
+	last, err := svc.RollbackBatch(ctx, created.RollbackID, first.Next.ID)
+	require.NoError(t, err)
+	require.True(t, last.Finished)
+	require.Zero(t, last.Released)
+	c, err = svc.Get(ctx, "zz")
+	require.NoError(t, err)
+	require.Equal(t, campaigns.StatusRolledBack, c.Status)
+	require.EqualValues(t, 200, b.stockAt(t, "A1", "default", "main").Available)
+}
+
+// TestMainRowsMadeBeforeAnyLock: where a campaign's pool holds stock at a
+// location main has no row (its units were sent there), giving it back
+// makes main's row. Made after the pool's row was locked, the insert would
+// wait for a bulk adjustment making the same row, which waits for the
+// pool's row: a deadlock. Both the finish and a transfer of the pool
+// landing in main there make main's row before they lock any. The finish
+// (or the cancel) is held up on a later row (another session has it)
+// while the bulk adjustment runs; both answer as each would alone.
+func TestMainRowsMadeBeforeAnyLock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// gate is the row the step waits for, after the pool's at berlin.
+		gate string
+		// landed is what main has at berlin after the step: the pool's 2
+		// given back, or the 1 cancelled.
+		landed int64
+		step   func(svc *campaigns.Service, b *bundle, created rollbacks.Created, back uuid.UUID) error
+	}{
+		{"finish", inventory.MainPool, 2, func(svc *campaigns.Service, _ *bundle, created rollbacks.Created, _ uuid.UUID) error {
+			batch, err := svc.RollbackBatch(context.Background(), created.RollbackID, created.JobID)
+			if err == nil && !batch.Finished {
+				err = errors.New("the only batch did not finish the campaign")
+			}
+			return err
+		}},
+		{"transfer cancelled", "zz", 1, func(_ *campaigns.Service, b *bundle, _ rollbacks.Created, back uuid.UUID) error {
+			_, err := b.inv.CancelTransfer(context.Background(), inventory.TransferStep{ID: back, Reason: "stays", Actor: "ops"})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			svc, b := setup(t)
+			dbtest.Location(t, b.pool, "berlin", 2)
+			dbtest.StockIn(t, b.pool, "B1", 10)
+			create(t, svc, spec("zz", campaigns.Allotment{SKU: "B1", Quantity: 5}))
+			require.NoError(t, svc.Start(ctx, "zz"))
+			send := func(from, to string, n int64) uuid.UUID {
+				t.Helper()
+				tr, _, err := b.inv.CreateTransferOnce(ctx, idempotency.NewKey("ops", from+to),
+					inventory.NewTransfer{SKU: "B1", Pool: "zz", From: from, To: to, Quantity: n, Reason: "x", Actor: "ops"})
+				require.NoError(t, err)
+				return tr.ID
+			}
+			_, err := b.inv.ReceiveTransfer(ctx, inventory.TransferStep{ID: send("default", "berlin", 3), Quantity: 3, Actor: "ops"})
+			require.NoError(t, err)
+			back := send("berlin", "default", 1)
+			require.Empty(t, b.stockAt(t, "B1", "berlin", "main").Pool, "main has no row at berlin")
+			created, err := svc.End(ctx, "zz", "alice", "over")
+			require.NoError(t, err)
+
+			unlock := lockStock(t, b.pool, "B1", "default", tc.gate)
+			step := make(chan error, 1)
+			go func() { step <- tc.step(svc, b, created, back) }()
+			waitUntil(t, b.pool, 1, step)
+			bulk := make(chan error, 1)
+			go func() {
+				_, err := b.inv.AdjustMany(ctx, inventory.BulkAdjustment{Reason: "found", Actor: "ops", Lines: []inventory.BulkLine{
+					{SKU: "B1", Location: "berlin", Pool: inventory.MainPool, Delta: 1}, {SKU: "B1", Location: "berlin", Pool: "zz", Delta: 1}}})
+				var de *domain.Error
+				if errors.As(err, &de) && de.Code == domain.CodeCampaignEnded {
+					err = nil // as it would be alone
+				}
+				bulk <- err
+			}()
+			waitUntil(t, b.pool, 2, bulk, step)
+			unlock()
+			require.NoError(t, <-step)
+			require.NoError(t, <-bulk)
+			require.Equal(t, tc.landed, b.stockAt(t, "B1", "berlin", "main").Available)
+		})
+	}
 }

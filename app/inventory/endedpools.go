@@ -80,6 +80,54 @@ func errCampaignEnded(sku, location, pool, status string) *domain.Error {
 			pool, status, sku, at(location))}
 }
 
+// LockGiveBackTx locks, inside the caller's transaction and in the one
+// lock order ((sku, location, pool) byte-wise, in one statement), every
+// stock row that giving campaign pool's rows back to main changes: each
+// row of the pool and main's row at the same SKU and location. Main's rows
+// that are missing where the pool holds anything it did not sell are made
+// first (empty, in the same order), before any row is locked, so that
+// making one waits, if at all, while the transaction holds no stock row. A
+// transaction that changes some of the pool's rows before it gives them
+// back (the last batch of a campaign's end, which releases the campaign's
+// holds first) calls it before it changes any: holding the pool's rows
+// while it waited for main's, it would deadlock with a transaction that
+// locked main's first (a bulk adjustment naming both, a transfer of the
+// pool landing in main, a hold batch on both pools).
+func LockGiveBackTx(ctx context.Context, tx pgx.Tx, pool string) error {
+	if pool == MainPool {
+		return domain.Invalid("main gives nothing back to itself")
+	}
+	q := db.New(tx)
+	rows, err := q.CampaignPools(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("list the rows of pool %s: %w", pool, err)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	var (
+		skus, locations, pools []string
+		makeSKUs, makeAt       []string
+	)
+	for _, r := range rows {
+		skus = append(skus, r.Sku, r.Sku)
+		locations = append(locations, r.Location, r.Location)
+		pools = append(pools, pool, MainPool)
+		if r.Total > r.Sold {
+			makeSKUs, makeAt = append(makeSKUs, r.Sku), append(makeAt, r.Location)
+		}
+	}
+	if len(makeSKUs) > 0 {
+		if err := q.StockCreateMainMany(ctx, makeSKUs, makeAt); err != nil {
+			return fmt.Errorf("make main's rows beside pool %s: %w", pool, err)
+		}
+	}
+	if _, err := q.StockLockForAdjust(ctx, skus, locations, pools); err != nil {
+		return fmt.Errorf("lock the rows of pool %s and main's beside them: %w", pool, err)
+	}
+	return nil
+}
+
 // GiveBack asks GiveBackTx to empty one pool of a campaign into main.
 type GiveBack struct {
 	SKU, Location, Pool string
@@ -172,6 +220,17 @@ func lockLanding(ctx context.Context, q *db.Queries, t db.Transfer, land string,
 	l := landing{sku: t.Sku, pool: t.Pool, location: land}
 	if t.Pool == MainPool {
 		return l, nil
+	}
+	// A campaign that has ended stays so: main's row is made before any
+	// row is locked, so that making it waits, if at all, while this
+	// transaction holds no stock row (see LockGiveBackTx). An end that
+	// commits between this read and the lock is seen below.
+	if ended, err := q.CampaignsEnded(ctx, []string{t.Pool}); err != nil {
+		return l, fmt.Errorf("read campaign %s: %w", t.Pool, err)
+	} else if len(ended) > 0 {
+		if _, err := q.StockCreate(ctx, t.Sku, land, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return l, fmt.Errorf("create %s/%s/%s: %w", t.Sku, land, MainPool, err)
+		}
 	}
 	skus, locs, pools := []string{t.Sku}, []string{land}, []string{MainPool}
 	for _, loc := range locations {

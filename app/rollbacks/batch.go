@@ -41,6 +41,12 @@ type Batch struct {
 // counts. And the chain stays one chain: when another job of the request is
 // live (a batch retried by hand while the chain went on), this batch does
 // not enqueue a successor when one is queued already.
+//
+// The last batch of a campaign's end also finishes the campaign, in its
+// transaction (campaigns.Service.FinishTx gives its pools back to main): a
+// batch that may be the last locks every stock row the finish changes
+// before it releases anything (lockForFinish), and one that released holds
+// without having done so is not the last.
 func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id, jobID int64) (Batch, error) {
 	q := db.New(tx)
 	row, err := q.RollbackLock(ctx, id)
@@ -67,6 +73,10 @@ func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id, jobID int64) (Batc
 	if err != nil {
 		return Batch{}, err
 	}
+	lockedForFinish, err := lockForFinish(ctx, tx, r, ids)
+	if err != nil {
+		return Batch{}, err
+	}
 	how := inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: r.Operator, Reason: r.Reason}
 	handed, err := s.inv.ReleaseLinesTx(ctx, tx, ids, how, r.Scope.lines())
 	if err != nil {
@@ -86,6 +96,12 @@ func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id, jobID int64) (Batc
 		return Batch{}, err
 	}
 	out := Batch{Released: len(handed), Finished: left.Holds == 0}
+	if out.Finished && r.Source == SourceCampaignEnd && len(handed) > 0 && !lockedForFinish {
+		// The finish would lock main's rows after the release locked
+		// the campaign's: the next batch, which releases nothing first,
+		// finishes instead.
+		out.Finished = false
+	}
 	if out.Finished {
 		row, err = q.RollbackFinish(ctx, db.RollbackFinishParams{Status: StatusSucceeded, ID: id})
 		if err != nil {
@@ -123,6 +139,35 @@ func (s *Service) enqueueBatch(ctx context.Context, tx pgx.Tx, id int64, pause t
 		return nil, fmt.Errorf("enqueue rollback_batch: %w", err)
 	}
 	return res.Job, nil
+}
+
+// lockForFinish locks, when batch ids of a campaign's end may be its last,
+// every stock row the campaign's finish changes in this transaction (the
+// campaign's rows and main's beside them: inventory.LockGiveBackTx), after
+// the holds (nextBatch locked them) and before the release locks any
+// stock row, so that the transaction takes them all in the one lock order.
+// It reports whether it did. A batch may be the last when it took every
+// hold still held: fewer than BatchSize, or as many as the scope holds.
+// One that was not expected to be the last and still left nothing held
+// (holds it skipped, locked by a confirm or a release, ended meanwhile)
+// does not finish (see BatchTx): the next one does.
+func lockForFinish(ctx context.Context, tx pgx.Tx, r Rollback, ids []uuid.UUID) (bool, error) {
+	if r.Source != SourceCampaignEnd || len(ids) == 0 {
+		return false, nil
+	}
+	if len(ids) >= BatchSize {
+		held, err := count(ctx, db.New(tx), r)
+		if err != nil {
+			return false, err
+		}
+		if int(held.Holds) > len(ids) {
+			return false, nil
+		}
+	}
+	if err := inventory.LockGiveBackTx(ctx, tx, r.Scope.Campaign); err != nil {
+		return false, fmt.Errorf("rollback %d: %w", r.ID, err)
+	}
+	return true, nil
 }
 
 func nextBatch(ctx context.Context, q *db.Queries, r Rollback) ([]uuid.UUID, error) {
