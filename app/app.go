@@ -339,7 +339,7 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 		},
 	})
 	rollbackSvc := rollbacks.New(pool, inserter, inv, cfg.RollbackPause)
-	campaignSvc := campaigns.New(pool, inserter, rollbackSvc, alertSvc)
+	campaignSvc := campaigns.New(pool, inserter, inv, rollbackSvc, alertSvc)
 	var keep *retention.Service
 	if cfg.Retention > 0 {
 		keep = retention.New(pool, retention.Config{After: cfg.Retention, Budget: jobs.RetentionBudget, Log: log})

@@ -60,7 +60,7 @@ func workerSetup(t *testing.T) *workerBundle {
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return &workerBundle{
 		pool: pool, inv: inv, alerts: al, rollbacks: rb,
-		campaigns: campaigns.New(pool, inserter, rb, al),
+		campaigns: campaigns.New(pool, inserter, inv, rb, al),
 		reconcile: reconcile.New(pool, inserter, al, inv, reconcile.Config{RepairLimit: 100, Log: quietLog}),
 	}
 }

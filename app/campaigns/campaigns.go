@@ -45,13 +45,15 @@ const MaxAllotments = 1000
 type Service struct {
 	pool      *pgxpool.Pool
 	jobs      enqueue.Inserter
+	inv       *inventory.Service
 	rollbacks *rollbacks.Service
 	alerts    *alerts.Service
 }
 
-// New returns a Service.
-func New(pool *pgxpool.Pool, jobs enqueue.Inserter, rb *rollbacks.Service, al *alerts.Service) *Service {
-	return &Service{pool: pool, jobs: jobs, rollbacks: rb, alerts: al}
+// New returns a Service. Its transactions that give stock back to main run
+// through inv (inventory.Service.InTx), as the service's own writes.
+func New(pool *pgxpool.Pool, jobs enqueue.Inserter, inv *inventory.Service, rb *rollbacks.Service, al *alerts.Service) *Service {
+	return &Service{pool: pool, jobs: jobs, inv: inv, rollbacks: rb, alerts: al}
 }
 
 // CampaignStartArgs starts a campaign at its starts_at.
@@ -482,10 +484,11 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 	})
 }
 
-// End is EndTx in its own transaction.
+// End is EndTx in its own transaction (through inventory's InTx: ending
+// again may finish a stranded end, giving stock back to main).
 func (s *Service) End(ctx context.Context, id, operator, reason string) (rollbacks.Created, error) {
 	var out rollbacks.Created
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+	err := s.inv.InTx(ctx, func(tx pgx.Tx) (err error) {
 		out, err = s.EndTx(ctx, tx, id, operator, reason)
 		return err
 	})
@@ -499,9 +502,10 @@ func (s *Service) End(ctx context.Context, id, operator, reason string) (rollbac
 // unpaid hold was released. The transaction locks a campaign's end's
 // campaign before its rollback, as EndTx and ResumeTx do (the finish locks
 // it, and an end that carries the rollback on locks the rollback after
-// it).
+// it), and runs through inventory's InTx, as the service's own writes: the
+// finish gives stock back to main.
 func (s *Service) RollbackBatch(ctx context.Context, id, jobID int64) (b rollbacks.Batch, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inv.InTx(ctx, func(tx pgx.Tx) error {
 		if err := lockCampaignOf(ctx, tx, id); err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func setupWith(t *testing.T, cfg inventory.Config) (*campaigns.Service, *bundle)
 	require.NoError(t, err)
 	inv := inventory.New(pool, slog.New(slog.DiscardHandler), cfg)
 	rb := rollbacks.New(pool, inserter, inv, 0)
-	svc := campaigns.New(pool, inserter, rb, alerts.New(pool, inserter, false))
+	svc := campaigns.New(pool, inserter, inv, rb, alerts.New(pool, inserter, false))
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	return svc, &bundle{pool: pool, inv: inv, rollbacks: rb}
 }
@@ -1185,6 +1185,54 @@ func TestAnUnexpectedLastBatchLeavesTheFinishToTheNext(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusRolledBack, c.Status)
 	require.EqualValues(t, 200, b.stockAt(t, "A1", "default", "main").Available)
+}
+
+// memoryCount is an inventory.Recorder that counts the holds an instance
+// refused from its sold-out memory, and nothing else.
+type memoryCount struct{ n atomic.Int64 }
+
+func (m *memoryCount) SoldOutInMemory()                     { m.n.Add(1) }
+func (m *memoryCount) HoldAnswered(string)                  {}
+func (m *memoryCount) HoldBatch(int)                        {}
+func (m *memoryCount) HoldAsked(string)                     {}
+func (m *memoryCount) BatchTook(string, time.Duration)      {}
+func (m *memoryCount) Released(string, string, string, int) {}
+
+// TestFinishMakesMainHoldableHereAtOnce: a campaign that took all of
+// main's stock ends; a hold on main refused out_of_stock is refused from
+// the instance's memory from then on. The finish (the last rollback
+// batch, run by this instance's worker) gives the campaign's stock back
+// to main: the very next hold on main is granted, as after any write of
+// this instance that puts stock back, not refused from memory until the
+// recheck bound (ten seconds here) lapses.
+func TestFinishMakesMainHoldableHereAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := &memoryCount{}
+	svc, b := setupWith(t, inventory.Config{SoldOutRecheck: 10 * time.Second, Recorder: mem})
+	dbtest.StockIn(t, b.pool, "A1", 5)
+	create(t, svc, spec("zz", campaigns.Allotment{SKU: "A1", Quantity: 5}))
+	require.NoError(t, svc.Start(ctx, "zz"))
+	_, err := b.hold("zz", "A1", 1)
+	require.NoError(t, err)
+	fromMemory := func() {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			before := mem.n.Load()
+			_, err := b.hold("", "A1", 1)
+			return mem.n.Load() > before && errors.Is(err, &domain.Error{Code: domain.CodeOutOfStock})
+		}, 10*time.Second, time.Millisecond, "main's sold out is answered from memory")
+	}
+	fromMemory()
+	created, err := svc.End(ctx, "zz", "alice", "over")
+	require.NoError(t, err)
+	fromMemory() // still, after the end
+	finish(t, svc, created)
+	before := mem.n.Load()
+	h, err := b.hold("", "A1", 5)
+	require.NoError(t, err, "the campaign's 5 are back in main")
+	require.Equal(t, before, mem.n.Load())
+	require.Equal(t, inventory.StatusHeld, h.Status)
 }
 
 // TestMainRowsMadeBeforeAnyLock: where a campaign's pool holds stock at a

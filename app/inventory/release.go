@@ -330,3 +330,11 @@ func (s *Service) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	s.soldOut.written()
 	return err
 }
+
+// InTx is inTx for another package's transaction that puts stock back
+// through inventory's functions (a campaign's finish giving its pools back
+// to main): once it ends, this instance refuses no hold from memory on a
+// read made before it, as after the service's own writes.
+func (s *Service) InTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.inTx(ctx, fn)
+}

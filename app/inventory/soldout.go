@@ -31,9 +31,10 @@ import (
 //     a grant on a pool drops its entries; any other write of its own
 //     that can put stock back (an adjustment, a move, a count, a transfer
 //     received, units added, a repair, a resume) makes every entry read
-//     before it untrusted (written). Writes other packages make through
-//     inventory's functions in their own transactions (a campaign giving
-//     its pool back, an import) are an other instance's: the bound.
+//     before it untrusted (written); so does another package's
+//     transaction run through InTx (a campaign giving its pools back to
+//     main). An import, in its own process, is another instance's: the
+//     bound.
 //   - A retried request whose first attempt was granted must get that
 //     answer, on whichever instance it was granted and however soon after:
 //     a request memory would refuse first looks its Idempotency-Key up

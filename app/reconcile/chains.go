@@ -67,10 +67,12 @@ func (s *Service) strandedChains(snap snapshot) []stranded {
 // resumeChains gives every stranded chain a job again, each in its own
 // transaction that checks again, under the request's or campaign's row
 // lock, that nothing carries it on (a chain may have moved since the
-// snapshot), then records a finding and raises a warning alert.
+// snapshot), then records a finding and raises a warning alert. The
+// transaction runs through inventory's InTx: a campaign resumed may give
+// stock back to main.
 func (s *Service) resumeChains(ctx context.Context, runID int64, snap snapshot) error {
 	for _, c := range s.strandedChains(snap) {
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := s.inv.InTx(ctx, func(tx pgx.Tx) error {
 			action, jobID, err := c.resume(ctx, tx)
 			if err != nil || action == "" {
 				return err
