@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -498,7 +499,7 @@ func (x *recorder) finish() {
 			}
 			changed = append(changed, key)
 			if !update {
-				t.Errorf("%s: openapi.json's example is not what the server answers now (ids, times and cursors aside); "+
+				t.Errorf("%s: openapi.json's example is not what the server answers now (ids, times, ages and cursors aside); "+
 					"`make examples` writes the new one in (after a merge conflict in the examples, take either side and run it again):\n%s",
 					key, strings.Join(diffs, "\n"))
 			}
@@ -639,6 +640,18 @@ func idKey(key string) bool {
 		key == "cursor" || key == "next_cursor" || key == "next" || key == "after"
 }
 
+// clockKey names the members whose numbers are read off the clock (how
+// long something has been on its way, a lag, a duration in milliseconds),
+// which differ between runs with how fast the machine is: a transfer
+// cancelled a second later on a loaded machine is a second older. Numbers
+// a request or a setting fixes (ttl_seconds, a window's seconds,
+// stuck_after_seconds) are not read off the clock, and are compared.
+func clockKey(key string) bool {
+	return key == "age_seconds" || strings.HasSuffix(key, "_age_seconds") || strings.HasSuffix(key, "_ms") ||
+		key == "lag" || strings.HasPrefix(key, "lag_") || strings.Contains(key, "_lag") ||
+		key == "elapsed" || strings.HasPrefix(key, "elapsed_") || key == "waited" || key == "uptime_seconds"
+}
+
 // normalized is v with what differs between runs written as placeholders.
 func normalized(v any) any { return normalize(v, "") }
 
@@ -660,10 +673,18 @@ func normalize(v any, key string) any {
 		if idKey(key) {
 			return "<id>"
 		}
+		if clockKey(key) {
+			return "<seconds>"
+		}
 		return v
 	case string:
 		if idKey(key) && !uuidRE.MatchString(v) {
 			return "<id>"
+		}
+		if clockKey(key) {
+			if _, err := time.ParseDuration(v); err == nil {
+				return "<duration>"
+			}
 		}
 		return normalizeText(v)
 	}
@@ -693,4 +714,22 @@ func TestNormalized(t *testing.T) {
 	require.Equal(t, normalized(a), normalized(b))
 	b["quantity"] = json.Number("3")
 	require.NotEqual(t, normalized(a), normalized(b), "a quantity is no id")
+}
+
+// TestNormalizedClock: numbers read off the clock are written as
+// placeholders, so a transfer cancelled seconds later on a loaded machine
+// shows the same example; numbers a request or a setting fixes are not.
+func TestNormalizedClock(t *testing.T) {
+	a := map[string]any{"age_seconds": json.Number("0"), "expiry_lag_max_ms": json.Number("12.5"), "waited": "1.2s",
+		"ttl_seconds": json.Number("900"), "seconds": json.Number("3600"), "stuck_after_seconds": json.Number("60")}
+	b := map[string]any{"age_seconds": json.Number("4"), "expiry_lag_max_ms": json.Number("830"), "waited": "3m2s",
+		"ttl_seconds": json.Number("900"), "seconds": json.Number("3600"), "stuck_after_seconds": json.Number("60")}
+	require.Equal(t, normalized(a), normalized(b))
+	for _, k := range []string{"ttl_seconds", "seconds", "stuck_after_seconds"} {
+		c := maps.Clone(b)
+		c[k] = json.Number("1800")
+		require.NotEqual(t, normalized(a), normalized(c), "%s is set, not read off the clock", k)
+	}
+	b["age_seconds"] = "4"
+	require.NotEqual(t, normalized(a), normalized(b), "an age that is no number is no age")
 }
