@@ -99,6 +99,31 @@ func code(err error) domain.Code {
 	return ""
 }
 
+// answerWait bounds how long untilAnswered sends a request again.
+const answerWait = time.Minute
+
+// untilAnswered calls f, a request, as a client of the API does: a busy
+// answer (503 busy: a row locked past the lock timeout, "retry in a
+// moment") changed nothing, so f is sent again, with the same
+// Idempotency-Key, until its answer is not busy or answerWait has passed,
+// a moment apart. It returns f's last error and how many busy answers
+// came before it.
+func untilAnswered(f func() error) (busy int, err error) {
+	deadline := time.Now().Add(answerWait)
+	for {
+		err = f()
+		if code(err) != domain.CodeBusy || time.Now().After(deadline) {
+			return busy, err
+		}
+		busy++
+		time.Sleep(retryPause)
+	}
+}
+
+// retryPause is a client's Retry-After between two tries, scaled down to
+// a test's time.
+const retryPause = 5 * time.Millisecond
+
 func TestHoldConfirmRelease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

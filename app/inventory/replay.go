@@ -20,9 +20,12 @@ import (
 // its key up (ReservationKeysMade, by the unique index on client and key),
 // in a lookup that starts after the request arrived, so it sees every hold
 // committed before: a grant answered before the retry was sent. A key
-// that made a hold goes to its batch, which answers the first answer, or
-// 422 idempotency_key_reused for another body; any other is refused from
-// memory. The lookups go one at a time through a batcher (with no rows to
+// that made a hold with the same body gets the first answer, read from
+// that hold (Service.replay) without locking the stock rows a batch locks:
+// a replay changes no stock, so it neither waits for a row that other
+// transactions keep hot nor answers busy. A key used with another body is
+// 422 idempotency_key_reused; any other is refused from memory. A failed
+// lookup or read goes to a batch. The lookups go one at a time through a batcher (with no rows to
 // wait for), each carrying every request that waited meanwhile, so a
 // sold-out rush costs PostgreSQL one indexed read of many keys per
 // flight, not a transaction with locks per refusal.

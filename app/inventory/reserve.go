@@ -348,16 +348,27 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 	}
 	if v, ok := s.soldOut.refuse(h); ok && !s.keysInFlight.has(req.Client, req.IdempotencyKey) {
 		// A retry of a hold granted, here or on another instance, gets
-		// its first answer: the key is looked up first (replay.go). A key
-		// that made a hold, or a lookup that failed, goes to its batch,
-		// as does a retry whose first attempt a batch here has not
-		// answered yet.
+		// its first answer: the key is looked up first (replay.go), and a
+		// key that made a hold is answered from the hold it made, read
+		// without locking the stock rows a batch would lock: a replay
+		// changes no stock, so it never waits for the row or answers busy
+		// while other transactions keep it hot. A lookup or a read that
+		// failed goes to its batch, as does a retry whose first attempt a
+		// batch here has not answered yet.
 		switch k := s.keyUsed(ctx, req.Client, req.IdempotencyKey); {
 		case k.err == nil && !k.made:
 			s.rec.SoldOutInMemory()
 			return Reservation{}, false, s.refusal(ctx, h, v)
 		case k.err == nil && k.hash != req.hash():
 			return Reservation{}, false, errKeyReused(req.IdempotencyKey, k.id)
+		case k.err == nil:
+			r, replayed, err := s.replay(ctx, req.Client, req.IdempotencyKey, req.hash(), h.ttl)
+			if err == nil && replayed {
+				return r, true, nil
+			}
+			if errors.Is(err, domain.ErrKeyReused) {
+				return Reservation{}, false, err
+			}
 		}
 	}
 	h.id, h.hash = newHoldID(), req.hash()

@@ -39,8 +39,9 @@ import (
 //     answer, on whichever instance it was granted and however soon after:
 //     a request memory would refuse first looks its Idempotency-Key up
 //     (replay.go: one indexed read, shared by the requests that wait for
-//     it at once). A request whose key made a hold goes to its batch,
-//     which replays it (or refuses a key reused with another body).
+//     it at once). A request whose key made a hold is answered from that
+//     hold, read without locking any stock row (or refused, a key reused
+//     with another body).
 //   - What memory answers is the batch's own answer: only a hold's first
 //     line (in the order the batch decides them) is looked up, lines
 //     naming units or asking them adjacent are not (their answer names

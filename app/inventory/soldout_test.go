@@ -438,12 +438,17 @@ func TestSoldOutRetryGetsItsFirstAnswer(t *testing.T) {
 					continue // another goroutine's hold took the unit, or the row was busy
 				}
 				// Busy (the row is hot across both instances) is the
-				// contract's "send it again": the answer that counts is
-				// the first that is not.
-				again, replayed, err := a.Hold(ctx, holdReq(k, item("LAST", 1)))
-				for try := 0; code(err) == domain.CodeBusy && try < 50; try++ {
+				// contract's "send it again", which a client sends
+				// through its load balancer: the answer that counts is
+				// the first that is not, and it must be the first answer.
+				var (
+					again    inventory.Reservation
+					replayed bool
+				)
+				_, err = untilAnswered(func() (err error) {
 					again, replayed, err = a.Hold(ctx, holdReq(k, item("LAST", 1)))
-				}
+					return err
+				})
 				if err != nil || !replayed || again.ID != granted.ID {
 					report("%s: the retry on A answered %v (replayed %v)", k, err, replayed)
 				}
@@ -454,4 +459,46 @@ func TestSoldOutRetryGetsItsFirstAnswer(t *testing.T) {
 	stop.Store(true)
 	<-hammer
 	require.Empty(t, problems)
+}
+
+// TestSoldOutRetryAnsweredWhileTheRowIsLocked: a retry on instance A,
+// which remembers the pool sold out, of a hold instance B granted gets its
+// first answer at once while another transaction keeps the pool's stock
+// row locked: a replay changes no stock, so it waits for no row lock and
+// never answers busy. Before, the retry went to a hold batch, which locked
+// the row: on a row kept hot by the other instance's batches it answered
+// busy.
+func TestSoldOutRetryAnsweredWhileTheRowIsLocked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, mem := withMemoryCount(inventory.Config{SoldOutRecheck: 10 * time.Second, LockTimeout: 100 * time.Millisecond})
+	a, b := setup(t, &setupOpts{cfg: &cfg})
+	other := b.another(inventory.Config{})
+	dbtest.StockIn(t, b.pool, "LAST", 1)
+	_, _, err := a.Hold(ctx, holdReq("first", item("LAST", 1)))
+	require.NoError(t, err)
+	i := 0
+	require.Eventually(t, func() bool {
+		i++
+		_, inMemory := fromMemory(ctx, a, mem, fmt.Sprint("fresh", i), "LAST", 1)
+		return inMemory
+	}, 10*time.Second, time.Millisecond)
+	_, _, err = other.AdjustOnce(ctx, idempotency.NewKey("ops", "one more"), inventory.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"})
+	require.NoError(t, err)
+	granted, _, err := other.Hold(ctx, holdReq("k", item("LAST", 1)))
+	require.NoError(t, err)
+
+	unlock := lockRow(t, b.pool, "LAST")
+	for try := range 3 {
+		again, replayed, err := a.Hold(ctx, holdReq("k", item("LAST", 1)))
+		require.NoError(t, err, "try %d: the retry on A while the row is locked", try)
+		require.True(t, replayed)
+		require.Equal(t, granted, again, "the first answer")
+	}
+	_, _, err = a.Hold(ctx, holdReq("k", item("LAST", 2)))
+	require.Equal(t, domain.CodeKeyReused, code(err))
+	err, inMemory := fromMemory(ctx, a, mem, "new while locked", "LAST", 1)
+	require.Equal(t, domain.CodeOutOfStock, code(err), "%v", err)
+	require.True(t, inMemory, "a new key is still refused from memory")
+	unlock()
 }
