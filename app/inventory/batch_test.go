@@ -277,14 +277,25 @@ func TestBatchPanicIsAnError(t *testing.T) {
 }
 
 // TestFlashAcrossInstances: 1,000 clients race for 100 units through two
-// instances of the service: exactly 100 holds.
+// instances of the service: exactly 100 holds. Each client sends its hold
+// again while it answers busy, as a client of the API does: busy is what
+// a hold answers when the row stays locked past the lock timeout, as it
+// does here at first (another transaction keeps it locked until the first
+// busy answer), and as it does when a machine too loaded to commit a
+// batch within the lock timeout keeps the row locked by turns. Every
+// client gets a final answer, held or out_of_stock.
 func TestFlashAcrossInstances(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{})
 	other := b.another(inventory.Config{})
 	dbtest.StockIn(t, b.pool, "FLASH", 100)
-	var held, out atomic.Int64
+	unlock := lockRow(t, b.pool, "FLASH")
+	var (
+		held, out, busy atomic.Int64
+		firstBusy       = make(chan struct{})
+		once            sync.Once
+	)
 	errs := make(chan error, 1000)
 	var wg sync.WaitGroup
 	for i := range 1000 {
@@ -295,7 +306,14 @@ func TestFlashAcrossInstances(t *testing.T) {
 			if i%2 == 1 {
 				s = other
 			}
-			_, _, err := s.Hold(ctx, holdReq(fmt.Sprint("f", i), item("FLASH", 1)))
+			n, err := untilAnswered(func() error {
+				_, _, err := s.Hold(ctx, holdReq(fmt.Sprint("f", i), item("FLASH", 1)))
+				if code(err) == domain.CodeBusy {
+					once.Do(func() { close(firstBusy) })
+				}
+				return err
+			})
+			busy.Add(int64(n))
 			switch code(err) {
 			case "":
 				if err != nil {
@@ -310,11 +328,19 @@ func TestFlashAcrossInstances(t *testing.T) {
 			}
 		}()
 	}
+	select {
+	case <-firstBusy:
+	case <-time.After(answerWait):
+		t.Error("no hold answered busy while the row was locked")
+	}
+	unlock()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
+	t.Logf("%d busy answers sent again", busy.Load())
+	require.Positive(t, busy.Load())
 	require.Equal(t, int64(100), held.Load())
 	require.Equal(t, int64(900), out.Load())
 	p := pool(t, svc, "FLASH", "main")
