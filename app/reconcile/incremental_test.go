@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -13,9 +14,27 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 )
+
+// untilAnswered calls f, a request, as a client of the API does: a busy
+// answer (503 busy: a row locked past the lock timeout, "retry in a
+// moment") changed nothing, so f is sent again, with the same
+// Idempotency-Key, until its answer is not busy or a minute has passed, a
+// moment apart. It returns f's last error.
+func untilAnswered(f func() error) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := f()
+		var e *domain.Error
+		if !errors.As(err, &e) || e.Code != domain.CodeBusy || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond) // a client's Retry-After, scaled down
+	}
+}
 
 func runScope(t *testing.T, svc *reconcile.Service, scope string) reconcile.Run {
 	t.Helper()
@@ -174,7 +193,12 @@ func TestPeriodicRunsAreIncrementalBetweenFullRuns(t *testing.T) {
 // TestIncrementalRunsDuringTrafficFindNothing alternates incremental and
 // full runs while writers hold, confirm and release: runs that read the
 // books in their own snapshot while the books change, and move the
-// checkpoints, find nothing, and the books balance at the end.
+// checkpoints, find nothing, and the books balance at the end. The
+// writers send a busy answer again, as clients of the API do: a row
+// locked past the lock timeout answers busy, as S00 is at first (another
+// transaction keeps it locked until a writer is answered busy), and as
+// rows are by turns on a machine too loaded to commit a batch within the
+// lock timeout.
 func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
@@ -185,11 +209,30 @@ func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
 		dbtest.StockIn(t, b.pool, skus[i], 1_000_000)
 	}
 	runScope(t, svc, reconcile.ScopeFull)
+	locker, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = locker.Rollback(ctx) }) // committed below, unless the test stops first
+	_, err = locker.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'S00' FOR UPDATE`)
+	require.NoError(t, err)
 	var (
-		stop    atomic.Bool
-		traffic sync.WaitGroup
-		n       atomic.Int64
+		stop      atomic.Bool
+		traffic   sync.WaitGroup
+		n         atomic.Int64
+		busy      atomic.Int64
+		firstBusy = make(chan struct{})
+		once      sync.Once
 	)
+	answered := func(f func() error) error {
+		return untilAnswered(func() error {
+			err := f()
+			var e *domain.Error
+			if errors.As(err, &e) && e.Code == domain.CodeBusy {
+				busy.Add(1)
+				once.Do(func() { close(firstBusy) })
+			}
+			return err
+		})
+	}
 	for w := range 6 {
 		traffic.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 2))
@@ -198,16 +241,24 @@ func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					items = append(items, inventory.Item{SKU: skus[rng.IntN(len(skus))], Quantity: 1})
 				}
-				r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprintf("w%d-%d", w, i), Items: items})
+				var r inventory.Reservation
+				err := answered(func() (err error) {
+					r, _, err = b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprintf("w%d-%d", w, i), Items: items})
+					return err
+				})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if rng.IntN(2) == 0 {
-					_, err = b.inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
-				} else {
-					_, err = b.inv.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
-				}
+				confirm := rng.IntN(2) == 0
+				err = answered(func() (err error) {
+					if confirm {
+						_, err = b.inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
+					} else {
+						_, err = b.inv.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
+					}
+					return err
+				})
 				if err != nil {
 					t.Error(err)
 					return
@@ -216,6 +267,12 @@ func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
 			}
 		})
 	}
+	select {
+	case <-firstBusy:
+	case <-time.After(time.Minute):
+		t.Error("no writer was answered busy while S00 was locked")
+	}
+	require.NoError(t, locker.Commit(ctx))
 	runs := 0
 	for i := 0; (i < 12 || n.Load() < 1000) && !t.Failed(); i++ {
 		scope := reconcile.ScopeIncremental
@@ -230,7 +287,8 @@ func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
 	}
 	stop.Store(true)
 	traffic.Wait()
-	t.Logf("%d holds made and ended during %d runs", n.Load(), runs)
+	t.Logf("%d holds made and ended during %d runs; %d busy answers sent again", n.Load(), runs, busy.Load())
+	require.Positive(t, busy.Load())
 	require.Empty(t, runScope(t, svc, reconcile.ScopeIncremental).Findings.All())
 	require.Empty(t, runScope(t, svc, reconcile.ScopeFull).Findings.All())
 	dbtest.RequireInvariants(t, b.pool)
