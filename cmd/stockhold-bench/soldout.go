@@ -133,7 +133,7 @@ func (b *bench) soldout(ctx context.Context) ([]*result, error) {
 	r.figure("hot_rate", hot.Rate)
 	r.figure("pg_share_pct", 100*max(spent, 0)/float64(r.Holds))
 	r.Note = fmt.Sprintf("rate is refusals/s (every answer 409 out_of_stock), %.2fx single-unit holds on one SKU in this run (%.0f/s; goal 5x); "+
-		"PostgreSQL ran %d transactions in the %.0f s window around them, %.0f of them beyond the server's idle rate (%.1f/s): %.3f%% of the %d refusals (goal below 1%%); "+
+		"PostgreSQL ran %d transactions in the %.0f s window around them, %.0f of them beyond the server's idle rate (%.1f/s): %.3f%% of the %d refusals (goal at most 10%%: one shared key lookup per group of refusals waiting at once); "+
 		"the baseline is the floor: net/http alone answering the same requests with the same refusal, right after, %.0f/s (%.2fx the holds; %.1f µs of its CPU a refusal against the server's %.1f µs)",
 		r.Rate/hot.Rate, hot.Rate, to-from, window, spent, quiet, 100*max(spent, 0)/float64(r.Holds), r.Holds,
 		fl.Rate, fl.Rate/hot.Rate, fl.ServerCPU, r.ServerCPU)
