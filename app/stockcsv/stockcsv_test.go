@@ -597,9 +597,9 @@ func TestExportLeavesEndedCampaignsOut(t *testing.T) {
 	n, err := stockcsv.Export(ctx, a.pool, &out)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status\n"+
-		"X1,default,live,2,2,0,0,0,0,0,0,on_sale\n"+
-		"X1,default,main,8,8,0,0,0,0,0,0,on_sale\n", out.String())
+	require.Equal(t, "sku,location,pool,set_total,available,reserved,sold,quality_control,damaged,safety_stock,incoming,status,serialized\n"+
+		"X1,default,live,2,2,0,0,0,0,0,0,on_sale,false\n"+
+		"X1,default,main,8,8,0,0,0,0,0,0,on_sale,false\n", out.String())
 }
 
 // TestExportOfUnitsImportsBack: an export of a database that has a pool of
