@@ -36,7 +36,8 @@ SELECT s.location,
        sum(s.quality_control)::bigint     AS quality_control,
        sum(s.damaged)::bigint             AS damaged,
        sum(s.safety_stock)::bigint        AS safety_stock,
-       sum(s.incoming)::bigint            AS incoming
+       sum(s.incoming)::bigint            AS incoming,
+       sum(s.short)::bigint               AS short
 FROM stock s
 WHERE s.location = ANY(@ids::text[])
 GROUP BY s.location;
@@ -141,8 +142,8 @@ WHERE id = @id;
 -- Stock counts (POST /v1/skus/{sku}/counts).
 
 -- name: StockCountRecord :one
-INSERT INTO stock_counts (sku, location, pool, counted, on_shelf, difference, short_of_held, forced, reason, actor, actor_key)
-VALUES (@sku, @location, @pool, @counted, @on_shelf, @difference, @short_of_held, @forced, @reason, @actor, sqlc.narg('actor_key'))
+INSERT INTO stock_counts (sku, location, pool, counted, on_shelf, difference, short_of_held, available_change, forced, reason, actor, actor_key)
+VALUES (@sku, @location, @pool, @counted, @on_shelf, @difference, @short_of_held, @available_change, @forced, @reason, @actor, sqlc.narg('actor_key'))
 RETURNING *;
 
 -- name: StockCountsRecent :many

@@ -74,7 +74,7 @@ SELECT sku, location FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C", loc
 -- identity, its units by status. Read after the row is locked (StockLock),
 -- in a later statement, nothing can move them until the transaction ends.
 SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serialized,
-       s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
+       s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total)::bigint AS ledger_total,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available)::bigint AS ledger_available,
@@ -84,6 +84,7 @@ SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serial
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + m.damaged)::bigint AS ledger_damaged,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock)::bigint AS ledger_safety_stock,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming)::bigint AS ledger_incoming,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + m.short)::bigint AS ledger_short,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed,
        (SELECT coalesce(sum(t.quantity - t.received - t.lost), 0) FROM transfers t
@@ -98,7 +99,8 @@ CROSS JOIN LATERAL (
            coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
            coalesce(sum(g.delta_damaged), 0)::bigint         AS damaged,
            coalesce(sum(g.delta_safety_stock), 0)::bigint    AS safety_stock,
-           coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming
+           coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming,
+           coalesce(sum(g.delta_short), 0)::bigint           AS short
     FROM ledger g
     WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
 ) m
@@ -124,7 +126,7 @@ WHERE s.sku = @sku AND s.location = @location AND s.pool = @pool;
 -- the repair's ledger row then carries.
 UPDATE stock
 SET total = @total, available = @available, reserved = @reserved, sold = @sold,
-    quality_control = @quality_control, damaged = @damaged, safety_stock = @safety_stock, incoming = @incoming,
+    quality_control = @quality_control, damaged = @damaged, safety_stock = @safety_stock, incoming = @incoming, short = @short,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()

@@ -126,7 +126,7 @@ ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 -- (each is taken under the row's lock). Only the holder of ReconcileLock
 -- may run it, since it writes the checkpoints.
 WITH checked AS (
-    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(m.ledger_id, 0)) AS ledger_id,
@@ -137,7 +137,8 @@ WITH checked AS (
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + m.quality_control AS ledger_quality_control,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + m.damaged AS ledger_damaged,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock AS ledger_safety_stock,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming AS ledger_incoming
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming AS ledger_incoming,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + m.short AS ledger_short
     FROM stock s
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     CROSS JOIN LATERAL (
@@ -151,17 +152,18 @@ WITH checked AS (
                coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
                coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
                coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
+               coalesce(sum(g.delta_short), 0)::bigint AS short,
                max(g.id)                                   AS ledger_id
         FROM ledger g
         WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) m
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
-    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
     ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
@@ -173,12 +175,13 @@ WITH checked AS (
         damaged = excluded.damaged,
         safety_stock = excluded.safety_stock,
         incoming = excluded.incoming,
+        short = excluded.short,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
@@ -187,10 +190,11 @@ SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.rese
        ch.ledger_quality_control::bigint AS ledger_quality_control,
        ch.ledger_damaged::bigint AS ledger_damaged,
        ch.ledger_safety_stock::bigint AS ledger_safety_stock,
-       ch.ledger_incoming::bigint AS ledger_incoming
+       ch.ledger_incoming::bigint AS ledger_incoming,
+       ch.ledger_short::bigint AS ledger_short
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
 ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 
 -- name: StockLinesMismatchMoved :many
@@ -231,7 +235,7 @@ ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 WITH moved AS (
     SELECT DISTINCT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
 ), checked AS (
-    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
@@ -242,7 +246,8 @@ WITH moved AS (
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control AS ledger_quality_control,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged AS ledger_damaged,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock AS ledger_safety_stock,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + t.short AS ledger_short
     FROM moved m
     JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
@@ -255,16 +260,17 @@ WITH moved AS (
                coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
                coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
                coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
+               coalesce(sum(g.delta_short), 0)::bigint AS short,
                max(g.id)                                   AS ledger_id
         FROM ledger g
         WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) t
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
-    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
     ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
@@ -276,12 +282,13 @@ WITH moved AS (
         damaged = excluded.damaged,
         safety_stock = excluded.safety_stock,
         incoming = excluded.incoming,
+        short = excluded.short,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
@@ -290,7 +297,8 @@ SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.rese
        ch.ledger_quality_control::bigint AS ledger_quality_control,
        ch.ledger_damaged::bigint AS ledger_damaged,
        ch.ledger_safety_stock::bigint AS ledger_safety_stock,
-       ch.ledger_incoming::bigint AS ledger_incoming
+       ch.ledger_incoming::bigint AS ledger_incoming,
+       ch.ledger_short::bigint AS ledger_short
 FROM checked ch
 ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 
@@ -310,13 +318,13 @@ WITH candidates AS (
     FROM stock s
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     WHERE c.stock_version IS DISTINCT FROM s.version
-       OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming)
-          IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming)
+       OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short)
+          IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short)
        OR c.ledger_id IS NULL
     UNION
     SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
 ), checked AS (
-    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
            c.stock_version                       AS checkpoint_version,
            c.ledger_id                           AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
@@ -327,7 +335,8 @@ WITH candidates AS (
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control AS ledger_quality_control,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged AS ledger_damaged,
            (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock AS ledger_safety_stock,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming,
+           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + t.short AS ledger_short
     FROM candidates m
     JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
@@ -340,16 +349,17 @@ WITH candidates AS (
                coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
                coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
                coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
+               coalesce(sum(g.delta_short), 0)::bigint AS short,
                max(g.id)                                   AS ledger_id
         FROM ledger g
         WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) t
 ), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
-    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
       AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
     ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
@@ -361,12 +371,13 @@ WITH candidates AS (
         damaged = excluded.damaged,
         safety_stock = excluded.safety_stock,
         incoming = excluded.incoming,
+        short = excluded.short,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short,
        ch.checkpoint_version,
        ch.ledger_total::bigint     AS ledger_total,
        ch.ledger_available::bigint AS ledger_available,
@@ -375,10 +386,11 @@ SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.rese
        ch.ledger_quality_control::bigint AS ledger_quality_control,
        ch.ledger_damaged::bigint AS ledger_damaged,
        ch.ledger_safety_stock::bigint AS ledger_safety_stock,
-       ch.ledger_incoming::bigint AS ledger_incoming
+       ch.ledger_incoming::bigint AS ledger_incoming,
+       ch.ledger_short::bigint AS ledger_short
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
 ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 
 -- name: StockLedgerMismatchDeep :many
@@ -402,12 +414,13 @@ WITH sums AS (
            sum(g.delta_damaged)::bigint AS damaged,
            sum(g.delta_safety_stock)::bigint AS safety_stock,
            sum(g.delta_incoming)::bigint AS incoming,
+           sum(g.delta_short)::bigint AS short,
            max(g.id)                      AS ledger_id
     FROM ledger g
     WHERE sqlc.narg('skus')::text[] IS NULL OR g.sku = ANY(sqlc.narg('skus')::text[])
     GROUP BY g.sku, g.location, g.pool
 ), checked AS (
-    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
+    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
            c.stock_version                AS checkpoint_version,
            coalesce(m.ledger_id, 0)::bigint AS ledger_id,
            coalesce(m.total, 0)::bigint     AS ledger_total,
@@ -417,17 +430,18 @@ WITH sums AS (
            coalesce(m.quality_control, 0)::bigint AS ledger_quality_control,
            coalesce(m.damaged, 0)::bigint AS ledger_damaged,
            coalesce(m.safety_stock, 0)::bigint AS ledger_safety_stock,
-           coalesce(m.incoming, 0)::bigint AS ledger_incoming
+           coalesce(m.incoming, 0)::bigint AS ledger_incoming,
+           coalesce(m.short, 0)::bigint AS ledger_short
     FROM stock s
     LEFT JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
 ), rewritten AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, ledger_id)
-    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.ledger_id
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, ledger_id)
+    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.ledger_id
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
     ON CONFLICT (sku, location, pool) DO UPDATE
     SET stock_version = excluded.stock_version,
         total = excluded.total,
@@ -438,28 +452,29 @@ WITH sums AS (
         damaged = excluded.damaged,
         safety_stock = excluded.safety_stock,
         incoming = excluded.incoming,
+        short = excluded.short,
         ledger_id = excluded.ledger_id,
         checked_at = now()
     WHERE (lc.stock_version, lc.total, lc.available, lc.reserved, lc.sold,
-           lc.quality_control, lc.damaged, lc.safety_stock, lc.incoming, lc.ledger_id)
+           lc.quality_control, lc.damaged, lc.safety_stock, lc.incoming, lc.short, lc.ledger_id)
           IS DISTINCT FROM (excluded.stock_version, excluded.total, excluded.available, excluded.reserved, excluded.sold,
-                            excluded.quality_control, excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.ledger_id)
+                            excluded.quality_control, excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short, excluded.ledger_id)
     RETURNING lc.sku
 ), dropped AS (
     DELETE FROM ledger_checkpoints lc
     USING checked ch
     WHERE lc.sku = ch.sku AND lc.location = ch.location AND lc.pool = ch.pool
-      AND (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
-          <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+      AND (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+          <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming,
+SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short,
        ch.checkpoint_version,
        ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold,
-       ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming
+       ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short
 FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming)
+WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
 ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 
 -- name: LedgerCheckpointGet :one

@@ -21,6 +21,7 @@ WITH g AS (
            sum(g.delta_damaged)::bigint            AS damaged,
            sum(g.delta_safety_stock)::bigint       AS safety_stock,
            sum(g.delta_incoming)::bigint           AS incoming,
+           sum(g.delta_short)::bigint              AS short,
            sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
                + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
     FROM ledger g
@@ -37,7 +38,7 @@ WITH g AS (
 )
 SELECT g.sku::text AS sku, g.location::text AS location, g.pool::text AS pool, g.kind::text AS kind,
        g.movements, g.total, g.available, g.reserved, g.sold, g.quality_control, g.damaged, g.safety_stock,
-       g.incoming, g.gained
+       g.incoming, g.short, g.gained
 FROM g
 JOIN page p ON p.sku = g.sku AND p.location = g.location AND p.pool = g.pool
 ORDER BY g.sku COLLATE "C", g.location COLLATE "C", g.pool COLLATE "C", g.kind COLLATE "C";
@@ -59,6 +60,7 @@ SELECT coalesce(g.pool, '')::text AS pool, coalesce(g.location, '')::text AS loc
        sum(g.delta_damaged)::bigint            AS damaged,
        sum(g.delta_safety_stock)::bigint       AS safety_stock,
        sum(g.delta_incoming)::bigint           AS incoming,
+       sum(g.delta_short)::bigint              AS short,
        sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
            + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
 FROM ledger g

@@ -96,7 +96,7 @@ ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COL
 -- name: ReservationsGetMany :batchmany
 SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 
--- name: ReservationsChange :batchexec
+-- name: ReservationsChange :batchmany
 -- ReservationsChange writes what was decided for holds that this
 -- transaction locked (ReservationsLockMany) before it read their lines
 -- (ReservationLinesGetMany, a later statement, so the lines are as the last
@@ -123,6 +123,16 @@ SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- its hold holds it, a line of a serialized pool moves exactly as many
 -- units as its quantity, and each line's ledger row names its units; the
 -- same check refuses the statement otherwise.
+--
+-- What a count found missing of the held units (stock.short) is paid
+-- first: of the units the statement hands back to a row, as many as short
+-- leave total and short instead of returning to available, in one ledger
+-- row of kind shortfall (ref: the latest count that found units missing
+-- there, refs: the holds). A confirm that would leave short above reserved
+-- sells them: short comes down to reserved, and a ledger row of kind
+-- sold_short records it. The statement answers a row per stock row where
+-- units were sold so (none otherwise), after the check, for the service's
+-- alert; a row of nulls when there is none.
 WITH hold AS (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@statuses::text[]) AS status,
            unnest(@actors::text[]) AS actor, nullif(unnest(@reasons::text[]), '') AS reason
@@ -155,15 +165,21 @@ WITH hold AS (
     FROM move m
     GROUP BY m.sku, m.location, m.pool
 ), locked AS MATERIALIZED (
-    SELECT s.sku, s.location, s.pool FROM stock s
+    -- The rows as locked (the latest version of each): short and reserved
+    -- before this statement, for what it pays and sells short.
+    SELECT s.sku, s.location, s.pool, s.short, s.reserved FROM stock s
     JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
     ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
     FOR NO KEY UPDATE OF s
 ), moved AS (
     -- Joined with locked, so every row it updates is already locked; only
-    -- a row that holds the units moves.
+    -- a row that holds the units moves. The units handed back pay short
+    -- first (out of total, never into available); short never stays above
+    -- reserved (a confirm sells what is missing).
     UPDATE stock s
-    SET available = s.available + m.d_available,
+    SET available = s.available + m.d_available - least(s.short, m.d_available),
+        total = s.total - least(s.short, m.d_available),
+        short = least(s.short - least(s.short, m.d_available), s.reserved + m.d_reserved),
         reserved = s.reserved + m.d_reserved,
         sold = s.sold + m.d_sold,
         version = s.version + 1,
@@ -173,7 +189,24 @@ WITH hold AS (
     JOIN locked k ON k.sku = m.sku AND k.location = m.location AND k.pool = m.pool
     WHERE s.sku = m.sku AND s.location = m.location AND s.pool = m.pool AND s.reserved >= -m.d_reserved
     RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
-              s.quality_control, s.damaged, s.safety_stock, s.incoming
+              s.quality_control, s.damaged, s.safety_stock, s.incoming,
+              least(k.short, m.d_available)::bigint AS paid,
+              greatest(k.short - least(k.short, m.d_available) - (k.reserved + m.d_reserved), 0)::bigint AS sold_short
+), shortfall AS (
+    -- The rows that paid short or sold it, with the count that found the
+    -- units missing and the holds whose lines did.
+    SELECT v.sku, v.location, v.pool, v.version, v.feed_xid, v.total, v.available, v.reserved, v.sold,
+           v.quality_control, v.damaged, v.safety_stock, v.incoming, v.paid, v.sold_short,
+           (SELECT 'count ' || c.id FROM stock_counts c
+            WHERE c.sku = v.sku AND c.location = v.location AND c.pool = v.pool AND c.short_of_held > 0
+            ORDER BY c.id DESC LIMIT 1) AS ref,
+           (SELECT m.actor FROM move m
+            WHERE m.sku = v.sku AND m.location = v.location AND m.pool = v.pool ORDER BY m.n LIMIT 1) AS actor,
+           ARRAY(SELECT DISTINCT m.reservation_id::text FROM move m
+                 WHERE m.sku = v.sku AND m.location = v.location AND m.pool = v.pool
+                   AND (m.kind = 'confirm') = (v.paid = 0)) AS holds
+    FROM moved v
+    WHERE v.paid > 0 OR v.sold_short > 0
 ), unit_in AS (
     SELECT unnest(@unit_reservation_ids::uuid[]) AS reservation_id, unnest(@unit_skus::text[]) AS sku,
            unnest(@unit_locations::text[]) AS location,
@@ -223,20 +256,41 @@ WITH hold AS (
       AND u.status = 'held' AND u.reservation_id IS NOT DISTINCT FROM m.reservation_id
     RETURNING u.sku, u.id
 ), ledger AS (
-    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, reason, units,
+    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, delta_short,
+                        stock_version, reservation_id, actor, reason, ref, refs, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after,
                         quality_control_after, damaged_after, safety_stock_after, incoming_after)
-    SELECT m.sku, m.location, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id,
-           m.actor, m.reason, lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold,
-           v.quality_control, v.damaged, v.safety_stock, v.incoming
-    FROM move m
-    JOIN moved v ON v.sku = m.sku AND v.location = m.location AND v.pool = m.pool
-    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
-                           AND lu.location = m.location AND lu.pool = m.pool
-    ORDER BY m.n
-)
-SELECT stockhold_check(concat_ws('; ',
+    SELECT x.sku, x.location, x.pool, x.kind, x.d_total, x.d_available, x.d_reserved, x.d_sold, x.d_short,
+           x.version, x.reservation_id, x.actor, x.reason, x.ref, x.refs, x.units,
+           x.feed_xid, x.total, x.available, x.reserved, x.sold, x.quality_control, x.damaged, x.safety_stock, x.incoming
+    FROM (
+        SELECT m.n, m.sku, m.location, m.pool, m.kind, 0::bigint AS d_total, m.d_available, m.d_reserved, m.d_sold,
+               0::bigint AS d_short, v.version, m.reservation_id, m.actor, m.reason, NULL::text AS ref, NULL::text[] AS refs,
+               lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold,
+               v.quality_control, v.damaged, v.safety_stock, v.incoming
+        FROM move m
+        JOIN moved v ON v.sku = m.sku AND v.location = m.location AND v.pool = m.pool
+        LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
+                               AND lu.location = m.location AND lu.pool = m.pool
+        UNION ALL
+        -- After every line: what the lines handed back paid of short.
+        SELECT cardinality(@line_ids::uuid[]) + 1, f.sku, f.location, f.pool, 'shortfall', -f.paid, -f.paid, 0, 0,
+               -f.paid, f.version, NULL::uuid, f.actor,
+               'held units a count found missing left the books with their holds', f.ref, f.holds,
+               NULL::text[], f.feed_xid, f.total, f.available, f.reserved, f.sold,
+               f.quality_control, f.damaged, f.safety_stock, f.incoming
+        FROM shortfall f WHERE f.paid > 0
+        UNION ALL
+        SELECT cardinality(@line_ids::uuid[]) + 2, f.sku, f.location, f.pool, 'sold_short', 0, 0, 0, 0,
+               -f.sold_short, f.version, NULL::uuid, f.actor,
+               'held units a count found missing were sold', f.ref, f.holds,
+               NULL::text[], f.feed_xid, f.total, f.available, f.reserved, f.sold,
+               f.quality_control, f.damaged, f.safety_stock, f.incoming
+        FROM shortfall f WHERE f.sold_short > 0
+    ) x
+    ORDER BY x.n, x.sku COLLATE "C", x.location COLLATE "C", x.pool COLLATE "C"
+), checked AS MATERIALIZED (
+    SELECT stockhold_check(concat_ws('; ',
     (SELECT 'units not held by their holds: ' || string_agg(u.sku || '/' || u.unit_id, ', ')
      FROM unit_in u
      WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)),
@@ -274,7 +328,12 @@ SELECT stockhold_check(concat_ws('; ',
      WHERE h.status <> 'held'
        AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku
                                                AND m.location = l.location AND m.pool = l.pool))
-));
+)) AS ok
+)
+-- Left of the join, the check is read whatever shortfall holds.
+SELECT f.sku, f.location, f.pool, f.sold_short, coalesce(f.ref, '')::text AS ref, coalesce(f.holds, '{}')::text[] AS holds
+FROM checked c
+LEFT JOIN shortfall f ON f.sold_short > 0;
 
 -- name: ReservationsDue :batchmany
 -- ReservationsDue locks up to lim held reservations that expired

@@ -33,8 +33,9 @@ WHERE sku = @sku AND location = @location AND pool = @pool AND status = 'on_sale
 RETURNING version;
 
 -- name: StockMove :one
--- StockMove applies deltas to a row's counters; the CHECK constraints refuse
--- any result that would go negative or unbalance the row. A serialized row
+-- StockMove applies deltas to a row's counters (short, the held units a
+-- count found missing, among them); the CHECK constraints refuse any
+-- result that would go negative or unbalance the row. A serialized row
 -- (units with an identity) does not move: it changes only through its
 -- units.
 UPDATE stock
@@ -46,6 +47,7 @@ SET total = total + @delta_total,
     damaged = damaged + @delta_damaged,
     safety_stock = safety_stock + @delta_safety_stock,
     incoming = incoming + @delta_incoming,
+    short = short + @delta_short,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
@@ -104,11 +106,12 @@ SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool F
 -- location, pool) byte order, the one order every path locks stock rows in
 -- whatever the database's collation, and returns what the batch decides
 -- its grants on, with each row's location as the batch reads it (its
--- priority, whether it takes holds, its own stop-sale). A key whose
--- location is empty asks for the (sku, pool) at every location: a line
--- the batch allocates.
+-- priority, whether it takes holds, its own stop-sale), and short: what a
+-- change joining the batch hands back pays it first (rowbatch.go). A key
+-- whose location is empty asks for the (sku, pool) at every location: a
+-- line the batch allocates.
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason
+       l.priority, l.active, l.stop_sale_reason, s.short
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)

@@ -571,5 +571,5 @@ func TestRepairOfAPoolOfUnits(t *testing.T) {
 // not for sale (and incoming) at zero.
 func states(total, available, reserved, sold float64) map[string]any {
 	return map[string]any{"total": total, "available": available, "reserved": reserved, "sold": sold,
-		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0}
+		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0, "short": 0.0}
 }

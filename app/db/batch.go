@@ -229,7 +229,7 @@ func (b *ReservationLinesGetManyBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const reservationsChange = `-- name: ReservationsChange :batchexec
+const reservationsChange = `-- name: ReservationsChange :batchmany
 WITH hold AS (
     SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS status,
            unnest($3::text[]) AS actor, nullif(unnest($4::text[]), '') AS reason
@@ -262,15 +262,21 @@ WITH hold AS (
     FROM move m
     GROUP BY m.sku, m.location, m.pool
 ), locked AS MATERIALIZED (
-    SELECT s.sku, s.location, s.pool FROM stock s
+    -- The rows as locked (the latest version of each): short and reserved
+    -- before this statement, for what it pays and sells short.
+    SELECT s.sku, s.location, s.pool, s.short, s.reserved FROM stock s
     JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
     ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
     FOR NO KEY UPDATE OF s
 ), moved AS (
     -- Joined with locked, so every row it updates is already locked; only
-    -- a row that holds the units moves.
+    -- a row that holds the units moves. The units handed back pay short
+    -- first (out of total, never into available); short never stays above
+    -- reserved (a confirm sells what is missing).
     UPDATE stock s
-    SET available = s.available + m.d_available,
+    SET available = s.available + m.d_available - least(s.short, m.d_available),
+        total = s.total - least(s.short, m.d_available),
+        short = least(s.short - least(s.short, m.d_available), s.reserved + m.d_reserved),
         reserved = s.reserved + m.d_reserved,
         sold = s.sold + m.d_sold,
         version = s.version + 1,
@@ -280,7 +286,24 @@ WITH hold AS (
     JOIN locked k ON k.sku = m.sku AND k.location = m.location AND k.pool = m.pool
     WHERE s.sku = m.sku AND s.location = m.location AND s.pool = m.pool AND s.reserved >= -m.d_reserved
     RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
-              s.quality_control, s.damaged, s.safety_stock, s.incoming
+              s.quality_control, s.damaged, s.safety_stock, s.incoming,
+              least(k.short, m.d_available)::bigint AS paid,
+              greatest(k.short - least(k.short, m.d_available) - (k.reserved + m.d_reserved), 0)::bigint AS sold_short
+), shortfall AS (
+    -- The rows that paid short or sold it, with the count that found the
+    -- units missing and the holds whose lines did.
+    SELECT v.sku, v.location, v.pool, v.version, v.feed_xid, v.total, v.available, v.reserved, v.sold,
+           v.quality_control, v.damaged, v.safety_stock, v.incoming, v.paid, v.sold_short,
+           (SELECT 'count ' || c.id FROM stock_counts c
+            WHERE c.sku = v.sku AND c.location = v.location AND c.pool = v.pool AND c.short_of_held > 0
+            ORDER BY c.id DESC LIMIT 1) AS ref,
+           (SELECT m.actor FROM move m
+            WHERE m.sku = v.sku AND m.location = v.location AND m.pool = v.pool ORDER BY m.n LIMIT 1) AS actor,
+           ARRAY(SELECT DISTINCT m.reservation_id::text FROM move m
+                 WHERE m.sku = v.sku AND m.location = v.location AND m.pool = v.pool
+                   AND (m.kind = 'confirm') = (v.paid = 0)) AS holds
+    FROM moved v
+    WHERE v.paid > 0 OR v.sold_short > 0
 ), unit_in AS (
     SELECT unnest($11::uuid[]) AS reservation_id, unnest($12::text[]) AS sku,
            unnest($13::text[]) AS location,
@@ -330,20 +353,41 @@ WITH hold AS (
       AND u.status = 'held' AND u.reservation_id IS NOT DISTINCT FROM m.reservation_id
     RETURNING u.sku, u.id
 ), ledger AS (
-    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                        stock_version, reservation_id, actor, reason, units,
+    INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, delta_short,
+                        stock_version, reservation_id, actor, reason, ref, refs, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after,
                         quality_control_after, damaged_after, safety_stock_after, incoming_after)
-    SELECT m.sku, m.location, m.pool, m.kind, 0, m.d_available, m.d_reserved, m.d_sold, v.version, m.reservation_id,
-           m.actor, m.reason, lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold,
-           v.quality_control, v.damaged, v.safety_stock, v.incoming
-    FROM move m
-    JOIN moved v ON v.sku = m.sku AND v.location = m.location AND v.pool = m.pool
-    LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
-                           AND lu.location = m.location AND lu.pool = m.pool
-    ORDER BY m.n
-)
-SELECT stockhold_check(concat_ws('; ',
+    SELECT x.sku, x.location, x.pool, x.kind, x.d_total, x.d_available, x.d_reserved, x.d_sold, x.d_short,
+           x.version, x.reservation_id, x.actor, x.reason, x.ref, x.refs, x.units,
+           x.feed_xid, x.total, x.available, x.reserved, x.sold, x.quality_control, x.damaged, x.safety_stock, x.incoming
+    FROM (
+        SELECT m.n, m.sku, m.location, m.pool, m.kind, 0::bigint AS d_total, m.d_available, m.d_reserved, m.d_sold,
+               0::bigint AS d_short, v.version, m.reservation_id, m.actor, m.reason, NULL::text AS ref, NULL::text[] AS refs,
+               lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold,
+               v.quality_control, v.damaged, v.safety_stock, v.incoming
+        FROM move m
+        JOIN moved v ON v.sku = m.sku AND v.location = m.location AND v.pool = m.pool
+        LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
+                               AND lu.location = m.location AND lu.pool = m.pool
+        UNION ALL
+        -- After every line: what the lines handed back paid of short.
+        SELECT cardinality($5::uuid[]) + 1, f.sku, f.location, f.pool, 'shortfall', -f.paid, -f.paid, 0, 0,
+               -f.paid, f.version, NULL::uuid, f.actor,
+               'held units a count found missing left the books with their holds', f.ref, f.holds,
+               NULL::text[], f.feed_xid, f.total, f.available, f.reserved, f.sold,
+               f.quality_control, f.damaged, f.safety_stock, f.incoming
+        FROM shortfall f WHERE f.paid > 0
+        UNION ALL
+        SELECT cardinality($5::uuid[]) + 2, f.sku, f.location, f.pool, 'sold_short', 0, 0, 0, 0,
+               -f.sold_short, f.version, NULL::uuid, f.actor,
+               'held units a count found missing were sold', f.ref, f.holds,
+               NULL::text[], f.feed_xid, f.total, f.available, f.reserved, f.sold,
+               f.quality_control, f.damaged, f.safety_stock, f.incoming
+        FROM shortfall f WHERE f.sold_short > 0
+    ) x
+    ORDER BY x.n, x.sku COLLATE "C", x.location COLLATE "C", x.pool COLLATE "C"
+), checked AS MATERIALIZED (
+    SELECT stockhold_check(concat_ws('; ',
     (SELECT 'units not held by their holds: ' || string_agg(u.sku || '/' || u.unit_id, ', ')
      FROM unit_in u
      WHERE NOT EXISTS (SELECT 1 FROM units_moved t WHERE t.sku = u.sku AND t.id = u.unit_id)),
@@ -381,7 +425,11 @@ SELECT stockhold_check(concat_ws('; ',
      WHERE h.status <> 'held'
        AND NOT EXISTS (SELECT 1 FROM move m WHERE m.reservation_id = l.reservation_id AND m.sku = l.sku
                                                AND m.location = l.location AND m.pool = l.pool))
-))
+)) AS ok
+)
+SELECT f.sku, f.location, f.pool, f.sold_short, coalesce(f.ref, '')::text AS ref, coalesce(f.holds, '{}')::text[] AS holds
+FROM checked c
+LEFT JOIN shortfall f ON f.sold_short > 0
 `
 
 type ReservationsChangeBatchResults struct {
@@ -406,6 +454,15 @@ type ReservationsChangeParams struct {
 	UnitLocations      []string
 	UnitPools          []string
 	UnitIds            []string
+}
+
+type ReservationsChangeRow struct {
+	Sku       *string
+	Location  *string
+	Pool      *string
+	SoldShort *int64
+	Ref       string
+	Holds     []string
 }
 
 // ReservationsChange writes what was decided for holds that this
@@ -434,6 +491,17 @@ type ReservationsChangeParams struct {
 // its hold holds it, a line of a serialized pool moves exactly as many
 // units as its quantity, and each line's ledger row names its units; the
 // same check refuses the statement otherwise.
+//
+// What a count found missing of the held units (stock.short) is paid
+// first: of the units the statement hands back to a row, as many as short
+// leave total and short instead of returning to available, in one ledger
+// row of kind shortfall (ref: the latest count that found units missing
+// there, refs: the holds). A confirm that would leave short above reserved
+// sells them: short comes down to reserved, and a ledger row of kind
+// sold_short records it. The statement answers a row per stock row where
+// units were sold so (none otherwise), after the check, for the service's
+// alert; a row of nulls when there is none.
+// Left of the join, the check is read whatever shortfall holds.
 func (q *Queries) ReservationsChange(ctx context.Context, arg []ReservationsChangeParams) *ReservationsChangeBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -460,18 +528,40 @@ func (q *Queries) ReservationsChange(ctx context.Context, arg []ReservationsChan
 	return &ReservationsChangeBatchResults{br, len(arg), false}
 }
 
-func (b *ReservationsChangeBatchResults) Exec(f func(int, error)) {
+func (b *ReservationsChangeBatchResults) Query(f func(int, []ReservationsChangeRow, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
+		var items []ReservationsChangeRow
 		if b.closed {
 			if f != nil {
-				f(t, ErrBatchAlreadyClosed)
+				f(t, items, ErrBatchAlreadyClosed)
 			}
 			continue
 		}
-		_, err := b.br.Exec()
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i ReservationsChangeRow
+				if err := rows.Scan(
+					&i.Sku,
+					&i.Location,
+					&i.Pool,
+					&i.SoldShort,
+					&i.Ref,
+					&i.Holds,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
 		if f != nil {
-			f(t, err)
+			f(t, items, err)
 		}
 	}
 }
@@ -1207,7 +1297,7 @@ func (b *StockHoldsApplyBatchResults) Close() error {
 
 const stockLockMany = `-- name: StockLockMany :batchmany
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason
+       l.priority, l.active, l.stop_sale_reason, s.short
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
@@ -1239,15 +1329,17 @@ type StockLockManyRow struct {
 	Priority       int32
 	Active         bool
 	StopSaleReason *string
+	Short          int64
 }
 
 // StockLockMany locks the stock rows a hold batch may draw on, in (sku,
 // location, pool) byte order, the one order every path locks stock rows in
 // whatever the database's collation, and returns what the batch decides
 // its grants on, with each row's location as the batch reads it (its
-// priority, whether it takes holds, its own stop-sale). A key whose
-// location is empty asks for the (sku, pool) at every location: a line
-// the batch allocates.
+// priority, whether it takes holds, its own stop-sale), and short: what a
+// change joining the batch hands back pays it first (rowbatch.go). A key
+// whose location is empty asks for the (sku, pool) at every location: a
+// line the batch allocates.
 func (q *Queries) StockLockMany(ctx context.Context, arg []StockLockManyParams) *StockLockManyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -1291,6 +1383,7 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 					&i.Priority,
 					&i.Active,
 					&i.StopSaleReason,
+					&i.Short,
 				); err != nil {
 					return err
 				}

@@ -140,7 +140,8 @@ SELECT s.location,
        sum(s.quality_control)::bigint     AS quality_control,
        sum(s.damaged)::bigint             AS damaged,
        sum(s.safety_stock)::bigint        AS safety_stock,
-       sum(s.incoming)::bigint            AS incoming
+       sum(s.incoming)::bigint            AS incoming,
+       sum(s.short)::bigint               AS short
 FROM stock s
 WHERE s.location = ANY($1::text[])
 GROUP BY s.location
@@ -157,6 +158,7 @@ type LocationTotalsRow struct {
 	Damaged        int64
 	SafetyStock    int64
 	Incoming       int64
+	Short          int64
 }
 
 // LocationTotals sums the stock of each location among ids, every state,
@@ -183,6 +185,7 @@ func (q *Queries) LocationTotals(ctx context.Context, ids []string) ([]LocationT
 			&i.Damaged,
 			&i.SafetyStock,
 			&i.Incoming,
+			&i.Short,
 		); err != nil {
 			return nil, err
 		}
@@ -456,23 +459,24 @@ func (q *Queries) ReservationsHeldOnPool(ctx context.Context, arg ReservationsHe
 
 const stockCountRecord = `-- name: StockCountRecord :one
 
-INSERT INTO stock_counts (sku, location, pool, counted, on_shelf, difference, short_of_held, forced, reason, actor, actor_key)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-RETURNING id, sku, location, pool, counted, on_shelf, difference, short_of_held, forced, reason, actor, actor_key, at
+INSERT INTO stock_counts (sku, location, pool, counted, on_shelf, difference, short_of_held, available_change, forced, reason, actor, actor_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+RETURNING id, sku, location, pool, counted, on_shelf, difference, short_of_held, forced, reason, actor, actor_key, at, available_change
 `
 
 type StockCountRecordParams struct {
-	Sku         string
-	Location    string
-	Pool        string
-	Counted     int64
-	OnShelf     int64
-	Difference  int64
-	ShortOfHeld int64
-	Forced      bool
-	Reason      string
-	Actor       string
-	ActorKey    *string
+	Sku             string
+	Location        string
+	Pool            string
+	Counted         int64
+	OnShelf         int64
+	Difference      int64
+	ShortOfHeld     int64
+	AvailableChange int64
+	Forced          bool
+	Reason          string
+	Actor           string
+	ActorKey        *string
 }
 
 // Stock counts (POST /v1/skus/{sku}/counts).
@@ -485,6 +489,7 @@ func (q *Queries) StockCountRecord(ctx context.Context, arg StockCountRecordPara
 		arg.OnShelf,
 		arg.Difference,
 		arg.ShortOfHeld,
+		arg.AvailableChange,
 		arg.Forced,
 		arg.Reason,
 		arg.Actor,
@@ -505,12 +510,13 @@ func (q *Queries) StockCountRecord(ctx context.Context, arg StockCountRecordPara
 		&i.Actor,
 		&i.ActorKey,
 		&i.At,
+		&i.AvailableChange,
 	)
 	return i, err
 }
 
 const stockCountsRecent = `-- name: StockCountsRecent :many
-SELECT id, sku, location, pool, counted, on_shelf, difference, short_of_held, forced, reason, actor, actor_key, at FROM stock_counts
+SELECT id, sku, location, pool, counted, on_shelf, difference, short_of_held, forced, reason, actor, actor_key, at, available_change FROM stock_counts
 WHERE $1::text IS NULL OR sku = $1::text
 ORDER BY id DESC
 LIMIT $2
@@ -541,6 +547,7 @@ func (q *Queries) StockCountsRecent(ctx context.Context, sku *string, lim int32)
 			&i.Actor,
 			&i.ActorKey,
 			&i.At,
+			&i.AvailableChange,
 		); err != nil {
 			return nil, err
 		}

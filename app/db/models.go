@@ -190,6 +190,7 @@ type Ledger struct {
 	DamagedAfter        *int64
 	SafetyStockAfter    *int64
 	IncomingAfter       *int64
+	DeltaShort          int64
 }
 
 type LedgerCheckpoint struct {
@@ -208,6 +209,7 @@ type LedgerCheckpoint struct {
 	Damaged        int64
 	SafetyStock    int64
 	Incoming       int64
+	Short          int64
 }
 
 // Places stock is at (a warehouse, a store, a venue). Holds allocate to active locations, lowest priority first.
@@ -414,23 +416,27 @@ type Stock struct {
 	SafetyStock    int64
 	// Units in transit towards this location (open transfers to it, less what was received or written off): not on hand, not in total.
 	Incoming int64
+	// Units inside reserved that a stock count found missing: they leave total as their holds hand them back (ledger kind shortfall), never back to available.
+	Short int64
 }
 
 // Each stock count: what was counted on the shelf, what the counters said, and the difference recorded (ledger kind count).
 type StockCount struct {
-	ID          int64
-	Sku         string
-	Location    string
-	Pool        string
-	Counted     int64
-	OnShelf     int64
-	Difference  int64
-	ShortOfHeld int64
-	Forced      bool
-	Reason      string
-	Actor       string
-	ActorKey    *string
-	At          time.Time
+	ID         int64
+	Sku        string
+	Location   string
+	Pool       string
+	Counted    int64
+	OnShelf    int64
+	Difference int64
+	// Held units the shelf did not have after the count (stock.short): owed by their holds, they leave the books as the holds end.
+	ShortOfHeld     int64
+	Forced          bool
+	Reason          string
+	Actor           string
+	ActorKey        *string
+	At              time.Time
+	AvailableChange int64
 }
 
 type StockHealth struct {
@@ -446,6 +452,7 @@ type StockHealth struct {
 	Damaged              int64
 	SafetyStock          int64
 	Incoming             int64
+	Short                int64
 	LinesHeld            int64
 	LinesConfirmed       int64
 	LedgerTotal          int64
@@ -456,6 +463,7 @@ type StockHealth struct {
 	LedgerDamaged        int64
 	LedgerSafetyStock    int64
 	LedgerIncoming       int64
+	LedgerShort          int64
 	InTransit            int64
 	CountersOk           *bool
 	LinesOk              *bool

@@ -84,7 +84,7 @@ func TestChangeLinear(t *testing.T) {
 	// counters and the ledger with them.
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	db.New(tx).ReservationsChange(ctx, []db.ReservationsChangeParams{p}).Exec(func(_ int, e error) { err = e })
+	db.New(tx).ReservationsChange(ctx, []db.ReservationsChangeParams{p}).Query(func(_ int, _ []db.ReservationsChangeRow, e error) { err = e })
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 	var expired, reserved int
@@ -160,7 +160,9 @@ func TestChangeLinearOnUnits(t *testing.T) {
 	require.NoError(t, err)
 	q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{apply}).Exec(func(_ int, e error) { err = e })
 	require.NoError(t, err)
-	q.ReservationsChange(ctx, []db.ReservationsChangeParams{change(n, sold, "confirmed", "confirm")}).Exec(func(_ int, e error) { err = e })
+	q.ReservationsChange(ctx, []db.ReservationsChangeParams{change(n, sold, "confirmed", "confirm")}).Query(func(_ int, _ []db.ReservationsChangeRow, e error) {
+		err = e
+	})
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 	dbtest.RequireInvariants(t, pool)
@@ -175,7 +177,7 @@ func TestChangeLinearOnUnits(t *testing.T) {
 	tx, err = pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	db.New(tx).ReservationsChange(ctx, []db.ReservationsChangeParams{p}).Exec(func(_ int, e error) { err = e })
+	db.New(tx).ReservationsChange(ctx, []db.ReservationsChangeParams{p}).Query(func(_ int, _ []db.ReservationsChangeRow, e error) { err = e })
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 	require.Equal(t, seats-sold+n, dbtest.Count(t, pool, `SELECT count(*) FROM units WHERE status = 'available'`))

@@ -370,7 +370,7 @@ func (q *Queries) RollbackSKUs(ctx context.Context, ids []uuid.UUID, campaign *s
 
 const stockBooks = `-- name: StockBooks :one
 SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serialized,
-       s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming,
+       s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total)::bigint AS ledger_total,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available)::bigint AS ledger_available,
@@ -380,6 +380,7 @@ SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serial
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + m.damaged)::bigint AS ledger_damaged,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock)::bigint AS ledger_safety_stock,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming)::bigint AS ledger_incoming,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + m.short)::bigint AS ledger_short,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed,
        (SELECT coalesce(sum(t.quantity - t.received - t.lost), 0) FROM transfers t
@@ -394,7 +395,8 @@ CROSS JOIN LATERAL (
            coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
            coalesce(sum(g.delta_damaged), 0)::bigint         AS damaged,
            coalesce(sum(g.delta_safety_stock), 0)::bigint    AS safety_stock,
-           coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming
+           coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming,
+           coalesce(sum(g.delta_short), 0)::bigint           AS short
     FROM ledger g
     WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
 ) m
@@ -431,6 +433,7 @@ type StockBooksRow struct {
 	Damaged              int64
 	SafetyStock          int64
 	Incoming             int64
+	Short                int64
 	UnitsAvailable       int64
 	UnitsHeld            int64
 	UnitsSold            int64
@@ -442,6 +445,7 @@ type StockBooksRow struct {
 	LedgerDamaged        int64
 	LedgerSafetyStock    int64
 	LedgerIncoming       int64
+	LedgerShort          int64
 	LinesHeld            int64
 	LinesConfirmed       int64
 	InTransit            int64
@@ -472,6 +476,7 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, location string, p
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 		&i.UnitsAvailable,
 		&i.UnitsHeld,
 		&i.UnitsSold,
@@ -483,6 +488,7 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, location string, p
 		&i.LedgerDamaged,
 		&i.LedgerSafetyStock,
 		&i.LedgerIncoming,
+		&i.LedgerShort,
 		&i.LinesHeld,
 		&i.LinesConfirmed,
 		&i.InTransit,
@@ -491,7 +497,7 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, location string, p
 }
 
 const stockListByPool = `-- name: StockListByPool :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
 `
 
 // StockListByPool is every row of one pool, by SKU and location.
@@ -524,6 +530,7 @@ func (q *Queries) StockListByPool(ctx context.Context, pool string) ([]Stock, er
 			&i.Damaged,
 			&i.SafetyStock,
 			&i.Incoming,
+			&i.Short,
 		); err != nil {
 			return nil, err
 		}
@@ -822,12 +829,12 @@ func (q *Queries) StockRecent(ctx context.Context, lim int32) ([]StockRecentRow,
 const stockRepairSet = `-- name: StockRepairSet :one
 UPDATE stock
 SET total = $1, available = $2, reserved = $3, sold = $4,
-    quality_control = $5, damaged = $6, safety_stock = $7, incoming = $8,
+    quality_control = $5, damaged = $6, safety_stock = $7, incoming = $8, short = $9,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $9 AND location = $10 AND pool = $11
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
+WHERE sku = $10 AND location = $11 AND pool = $12
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
 `
 
 type StockRepairSetParams struct {
@@ -839,6 +846,7 @@ type StockRepairSetParams struct {
 	Damaged        int64
 	SafetyStock    int64
 	Incoming       int64
+	Short          int64
 	Sku            string
 	Location       string
 	Pool           string
@@ -857,6 +865,7 @@ func (q *Queries) StockRepairSet(ctx context.Context, arg StockRepairSetParams) 
 		arg.Damaged,
 		arg.SafetyStock,
 		arg.Incoming,
+		arg.Short,
 		arg.Sku,
 		arg.Location,
 		arg.Pool,
@@ -882,6 +891,7 @@ func (q *Queries) StockRepairSet(ctx context.Context, arg StockRepairSetParams) 
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 	)
 	return i, err
 }

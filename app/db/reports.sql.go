@@ -80,6 +80,7 @@ WITH g AS (
            sum(g.delta_damaged)::bigint            AS damaged,
            sum(g.delta_safety_stock)::bigint       AS safety_stock,
            sum(g.delta_incoming)::bigint           AS incoming,
+           sum(g.delta_short)::bigint              AS short,
            sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
                + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
     FROM ledger g
@@ -96,7 +97,7 @@ WITH g AS (
 )
 SELECT g.sku::text AS sku, g.location::text AS location, g.pool::text AS pool, g.kind::text AS kind,
        g.movements, g.total, g.available, g.reserved, g.sold, g.quality_control, g.damaged, g.safety_stock,
-       g.incoming, g.gained
+       g.incoming, g.short, g.gained
 FROM g
 JOIN page p ON p.sku = g.sku AND p.location = g.location AND p.pool = g.pool
 ORDER BY g.sku COLLATE "C", g.location COLLATE "C", g.pool COLLATE "C", g.kind COLLATE "C"
@@ -125,6 +126,7 @@ type ReportRowsRow struct {
 	Damaged        int64
 	SafetyStock    int64
 	Incoming       int64
+	Short          int64
 	Gained         int64
 }
 
@@ -168,6 +170,7 @@ func (q *Queries) ReportRows(ctx context.Context, arg ReportRowsParams) ([]Repor
 			&i.Damaged,
 			&i.SafetyStock,
 			&i.Incoming,
+			&i.Short,
 			&i.Gained,
 		); err != nil {
 			return nil, err
@@ -281,6 +284,7 @@ SELECT coalesce(g.pool, '')::text AS pool, coalesce(g.location, '')::text AS loc
        sum(g.delta_damaged)::bigint            AS damaged,
        sum(g.delta_safety_stock)::bigint       AS safety_stock,
        sum(g.delta_incoming)::bigint           AS incoming,
+       sum(g.delta_short)::bigint              AS short,
        sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
            + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
 FROM ledger g
@@ -304,6 +308,7 @@ type ReportSumsRow struct {
 	Damaged        int64
 	SafetyStock    int64
 	Incoming       int64
+	Short          int64
 	Gained         int64
 }
 
@@ -335,6 +340,7 @@ func (q *Queries) ReportSums(ctx context.Context, fromAt time.Time, toAt time.Ti
 			&i.Damaged,
 			&i.SafetyStock,
 			&i.Incoming,
+			&i.Short,
 			&i.Gained,
 		); err != nil {
 			return nil, err

@@ -22,7 +22,7 @@ SET total = s.total + excluded.total,
     feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
 WHERE NOT s.serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
 `
 
 type StockAdjustParams struct {
@@ -63,12 +63,13 @@ func (q *Queries) StockAdjust(ctx context.Context, arg StockAdjustParams) (Stock
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 	)
 	return i, err
 }
 
 const stockBatch = `-- name: StockBatch :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock
 WHERE sku = ANY($1::text[])
   AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
@@ -107,6 +108,7 @@ func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error
 			&i.Damaged,
 			&i.SafetyStock,
 			&i.Incoming,
+			&i.Short,
 		); err != nil {
 			return nil, err
 		}
@@ -121,7 +123,7 @@ func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error
 const stockCreate = `-- name: StockCreate :one
 INSERT INTO stock (sku, location, pool) VALUES ($1, $2, $3)
 ON CONFLICT (sku, location, pool) DO NOTHING
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
 `
 
 func (q *Queries) StockCreate(ctx context.Context, sku string, location string, pool string) (Stock, error) {
@@ -147,6 +149,7 @@ func (q *Queries) StockCreate(ctx context.Context, sku string, location string, 
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 	)
 	return i, err
 }
@@ -227,7 +230,7 @@ func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string, 
 }
 
 const stockGet = `-- name: StockGet :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE sku = $1 AND location = $2 AND pool = $3
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock WHERE sku = $1 AND location = $2 AND pool = $3
 `
 
 func (q *Queries) StockGet(ctx context.Context, sku string, location string, pool string) (Stock, error) {
@@ -253,12 +256,13 @@ func (q *Queries) StockGet(ctx context.Context, sku string, location string, poo
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 	)
 	return i, err
 }
 
 const stockListBySKU = `-- name: StockListBySKU :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming FROM stock s
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short FROM stock s
 JOIN locations l ON l.id = s.location
 WHERE s.sku = $1
   AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
@@ -301,6 +305,7 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 			&i.Damaged,
 			&i.SafetyStock,
 			&i.Incoming,
+			&i.Short,
 		); err != nil {
 			return nil, err
 		}
@@ -313,7 +318,7 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 }
 
 const stockLock = `-- name: StockLock :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock WHERE sku = $1 AND location = $2 AND pool = $3 FOR UPDATE
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock WHERE sku = $1 AND location = $2 AND pool = $3 FOR UPDATE
 `
 
 // StockLock locks one stock row for the rest of the transaction.
@@ -340,6 +345,7 @@ func (q *Queries) StockLock(ctx context.Context, sku string, location string, po
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 	)
 	return i, err
 }
@@ -354,11 +360,12 @@ SET total = total + $1,
     damaged = damaged + $6,
     safety_stock = safety_stock + $7,
     incoming = incoming + $8,
+    short = short + $9,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
-WHERE sku = $9 AND location = $10 AND pool = $11 AND NOT serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
+WHERE sku = $10 AND location = $11 AND pool = $12 AND NOT serialized
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
 `
 
 type StockMoveParams struct {
@@ -370,13 +377,15 @@ type StockMoveParams struct {
 	DeltaDamaged        int64
 	DeltaSafetyStock    int64
 	DeltaIncoming       int64
+	DeltaShort          int64
 	Sku                 string
 	Location            string
 	Pool                string
 }
 
-// StockMove applies deltas to a row's counters; the CHECK constraints refuse
-// any result that would go negative or unbalance the row. A serialized row
+// StockMove applies deltas to a row's counters (short, the held units a
+// count found missing, among them); the CHECK constraints refuse any
+// result that would go negative or unbalance the row. A serialized row
 // (units with an identity) does not move: it changes only through its
 // units.
 func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, error) {
@@ -389,6 +398,7 @@ func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, er
 		arg.DeltaDamaged,
 		arg.DeltaSafetyStock,
 		arg.DeltaIncoming,
+		arg.DeltaShort,
 		arg.Sku,
 		arg.Location,
 		arg.Pool,
@@ -414,6 +424,7 @@ func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, er
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 	)
 	return i, err
 }
@@ -573,7 +584,7 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 }
 
 const stockScan = `-- name: StockScan :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock
 WHERE sku > $1
   AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
@@ -614,6 +625,7 @@ func (q *Queries) StockScan(ctx context.Context, after string, lim int32) ([]Sto
 			&i.Damaged,
 			&i.SafetyStock,
 			&i.Incoming,
+			&i.Short,
 		); err != nil {
 			return nil, err
 		}
@@ -665,7 +677,7 @@ SET status = $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $3 AND location = $4 AND pool = $5
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
 `
 
 type StockSetStatusParams struct {
@@ -705,6 +717,7 @@ func (q *Queries) StockSetStatus(ctx context.Context, arg StockSetStatusParams) 
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 	)
 	return i, err
 }
@@ -717,7 +730,7 @@ SET total = total - $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $2 AND location = $3 AND pool = $4 AND available >= $1 AND NOT serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
 `
 
 type StockTakeParams struct {
@@ -757,6 +770,7 @@ func (q *Queries) StockTake(ctx context.Context, arg StockTakeParams) (Stock, er
 		&i.Damaged,
 		&i.SafetyStock,
 		&i.Incoming,
+		&i.Short,
 	)
 	return i, err
 }

@@ -31,6 +31,11 @@ import (
 //     UPDATE is conditional on the counters it expects and which fails
 //     with SQLSTATE SH001, writing nothing, when the database does not
 //     agree with the decision (queries/reservations.sql, ReservationsChange).
+//     The same statement pays what a count found missing of the held units
+//     (stock.short) from what it hands back: those units leave total
+//     (ledger kind shortfall) instead of returning to available, whichever
+//     path ends the hold; a confirm that sells them records sold_short, and
+//     the service raises its alert after the commit (readSoldShort).
 //
 // The confirm and release batches and the expiry loop run these steps on a
 // pipe that also carries the transaction's begin and commit; every other
@@ -171,6 +176,11 @@ func (how Release) decide(h *lockedHold) (*holdChange, error) {
 type changes struct {
 	p    db.ReservationsChangeParams
 	list []*holdChange
+	// written is the statement's results once queued; soldShort, once
+	// read, the stock rows where it sold units a count had found missing
+	// (ledger kind sold_short), for the alert after the commit.
+	written   *db.ReservationsChangeBatchResults
+	soldShort []db.ReservationsChangeRow
 }
 
 func (c *changes) add(ch *holdChange) {
@@ -203,7 +213,24 @@ func (c *changes) queue(ctx context.Context, q *db.Queries) *db.ReservationsChan
 	if len(c.list) == 0 {
 		return nil
 	}
-	return q.ReservationsChange(ctx, []db.ReservationsChangeParams{c.p})
+	c.written = q.ReservationsChange(ctx, []db.ReservationsChangeParams{c.p})
+	return c.written
+}
+
+// readSoldShort reads, in the read step of the round trip that wrote the
+// changes, the stock rows where they sold units a count had found missing
+// (only a confirm does). Like every read of a pipe's result, it leaves
+// errors to the round trip.
+func (c *changes) readSoldShort() {
+	if c == nil || c.written == nil {
+		return
+	}
+	rows, _ := collect(c.written.Query)
+	for _, r := range rows {
+		if r.SoldShort != nil && *r.SoldShort > 0 {
+			c.soldShort = append(c.soldShort, r)
+		}
+	}
 }
 
 // ended returns the ids of the holds the changes ended (released or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,9 +22,10 @@ type StockCount struct {
 	Counted             int64
 	Reason              string
 	Actor               string
-	// Force records a count below what holds hold there (otherwise refused
-	// with count_below_held): the pool is paused and a critical alert
-	// names the holds at risk.
+	// Force records a count below what holds hold on the shelf (otherwise
+	// refused with count_below_held): the held units not found are the
+	// row's short, which leaves the books as their holds end; the pool is
+	// paused and a critical alert names the holds at risk.
 	Force bool
 }
 
@@ -35,20 +37,27 @@ type Counted struct {
 	Location string `json:"location"`
 	Pool     string `json:"pool"`
 	Counted  int64  `json:"counted"`
-	// OnShelf is what the counters said was on the shelf; Difference is
-	// Counted minus OnShelf, which the count records (ledger kind count).
+	// OnShelf is what the counters said was on the shelf (held units a
+	// count already found missing are not); Difference is Counted minus
+	// OnShelf, which the count records (ledger kind count).
 	OnShelf    int64 `json:"on_shelf"`
 	Difference int64 `json:"difference"`
-	// Changes is how the difference moved the counters: to available, and
-	// what available could not give from the states not for sale.
+	// Changes is how the difference moved the counters: available first,
+	// what available could not give from the states not for sale, and
+	// what those could not give into short (held units not on the shelf,
+	// owed by their holds: they leave total as the holds end); a count
+	// that finds more first finds the held units counted missing before.
 	Changes Counters `json:"changes"`
-	// ShortOfHeld is, for a forced count below held, how many held units
-	// the shelf does not have; HoldsAtRisk are the held holds there.
+	// ShortOfHeld is how many held units the shelf does not have after the
+	// count (the row's short); HoldsAtRisk are the held holds there when
+	// the count found held units missing.
 	ShortOfHeld int64        `json:"short_of_held"`
 	HoldsAtRisk []HoldAtRisk `json:"holds_at_risk,omitempty"`
-	Forced      bool         `json:"forced"`
-	DryRun      bool         `json:"dry_run,omitempty"`
-	Stock       Stock        `json:"stock"`
+	// Forced is whether the count was recorded below what holds hold
+	// (with force), as its record says.
+	Forced bool  `json:"forced"`
+	DryRun bool  `json:"dry_run,omitempty"`
+	Stock  Stock `json:"stock"`
 }
 
 // HoldAtRisk is a held hold on a pool whose count found fewer units than
@@ -88,7 +97,7 @@ func (s *Service) CountOnce(ctx context.Context, key idempotency.Key, c StockCou
 	}
 	defer s.soldOut.written() // stock may be back: see soldout.go
 	out, replayed, err := idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Counted, error) { return countTx(ctx, tx, c) })
-	if err == nil && !replayed && out.ShortOfHeld > 0 {
+	if err == nil && !replayed && out.Changes.Short > 0 {
 		s.countBelowHeld(ctx, c, out)
 	}
 	return out, replayed, err
@@ -116,10 +125,12 @@ func (s *Service) CountPreview(ctx context.Context, c StockCount) (Counted, erro
 
 // countTx locks the row and records the count. The difference goes to
 // available; when available cannot give all of a shortfall, the rest is
-// taken from safety stock, then damaged, then quality control (the shelf
-// is what was counted). A count below reserved leaves nothing on the shelf
-// that is not held, and is refused (count_below_held) unless forced; a
-// forced one also pauses the pool.
+// taken from safety stock, then damaged, then quality control, and what
+// those cannot give either is held units not on the shelf: the row's
+// short, owed by their holds, which leave the books as the holds end (see
+// ReservationsChange). Such a count leaves nothing on the shelf that is not
+// held, and is refused (count_below_held) unless forced; a forced one also
+// pauses the pool and names the holds at risk.
 func countTx(ctx context.Context, tx pgx.Tx, c StockCount) (Counted, error) {
 	q := db.New(tx)
 	// A count may put stock on a row that had none: not while the pool is
@@ -134,24 +145,26 @@ func countTx(ctx context.Context, tx pgx.Tx, c StockCount) (Counted, error) {
 	if err := refuseEnded(ctx, q, c.SKU, c.Location, c.Pool); err != nil {
 		return Counted{}, err
 	}
-	onShelf := row.Available + row.Reserved + row.QualityControl + row.Damaged + row.SafetyStock
+	d := countChanges(row, c.Counted)
+	onShelf := shelfOf(row)
 	out := Counted{SKU: c.SKU, Location: c.Location, Pool: c.Pool, Counted: c.Counted, OnShelf: onShelf,
-		Difference: c.Counted - onShelf, Forced: c.Force}
-	if c.Counted < row.Reserved {
-		out.ShortOfHeld = row.Reserved - c.Counted
+		Difference: c.Counted - onShelf, Changes: d, ShortOfHeld: row.Short + d.Short}
+	if d.Short > 0 {
 		if !c.Force {
+			held := row.Reserved - row.Short
 			return Counted{}, &domain.Error{Code: domain.CodeCountBelowHeld, SKU: c.SKU, Pool: c.Pool, Location: c.Location,
 				Extra: map[string]any{"counted": c.Counted, "reserved": row.Reserved, "short_of_held": out.ShortOfHeld},
-				Detail: fmt.Sprintf("counted %d of SKU %q (pool %s) at %s, but holds hold %d there: %d held units are not on the shelf. "+
-					"Count again, or record it with \"force\": true and a reason, which pauses the pool and raises an alert naming the holds at risk",
-					c.Counted, c.SKU, c.Pool, c.Location, row.Reserved, out.ShortOfHeld)}
+				Detail: fmt.Sprintf("counted %d of SKU %q (pool %s) at %s, but holds hold %d there on the shelf: %d held units are not on the shelf. "+
+					"Count again, or record it with \"force\": true and a reason: those units then leave the books as their holds end "+
+					"(never back on sale), the pool is paused and an alert names the holds at risk",
+					c.Counted, c.SKU, c.Pool, c.Location, held, d.Short)}
 		}
+		out.Forced = true
 	}
-	d := countChanges(row, c.Counted)
-	out.Changes = d
 	rec, err := q.StockCountRecord(ctx, db.StockCountRecordParams{
 		Sku: c.SKU, Location: c.Location, Pool: c.Pool, Counted: c.Counted, OnShelf: onShelf, Difference: out.Difference,
-		ShortOfHeld: out.ShortOfHeld, Forced: c.Force && out.ShortOfHeld > 0, Reason: c.Reason, Actor: c.Actor, ActorKey: domain.KeyName(ctx),
+		ShortOfHeld: out.ShortOfHeld, AvailableChange: d.Available, Forced: out.Forced, Reason: c.Reason, Actor: c.Actor,
+		ActorKey: domain.KeyName(ctx),
 	})
 	if err != nil {
 		return Counted{}, fmt.Errorf("record the count: %w", err)
@@ -162,8 +175,8 @@ func countTx(ctx context.Context, tx pgx.Tx, c StockCount) (Counted, error) {
 			return Counted{}, err
 		}
 	}
-	if out.ShortOfHeld > 0 {
-		reason := fmt.Sprintf("count %d found %d on the shelf, %d held: %s", rec.ID, c.Counted, row.Reserved, c.Reason)
+	if d.Short > 0 {
+		reason := fmt.Sprintf("count %d found %d on the shelf, %d held: %s", rec.ID, c.Counted, row.Reserved-row.Short, c.Reason)
 		if row.Status == StockOnSale {
 			if err := setStatusTx(ctx, q, SwitchRequest{SKU: c.SKU, Location: c.Location, Pool: c.Pool, Reason: reason, Actor: c.Actor}, StockPaused); err != nil {
 				return Counted{}, err
@@ -181,29 +194,40 @@ func countTx(ctx context.Context, tx pgx.Tx, c StockCount) (Counted, error) {
 	return out, err
 }
 
-// countChanges is how a count of counted moves row's counters: the
-// difference to available, what available cannot give taken from safety
-// stock, damaged and quality control in turn. Held units are never
-// touched: a count below reserved leaves every other state at zero.
+// shelfOf is what row's counters say is on the shelf: everything not
+// sold, less the held units a count already found missing.
+func shelfOf(row db.Stock) int64 {
+	return row.Available + row.Reserved - row.Short + row.QualityControl + row.Damaged + row.SafetyStock
+}
+
+// countChanges is how a count of counted moves row's counters. More than
+// the shelf holds: the held units counted missing before are found first
+// (short goes down; they never left total), the rest goes to available.
+// Less: available gives first, then safety stock, damaged and quality
+// control in turn, and what they cannot give is held units not on the
+// shelf: short goes up by it, and total only by what the others gave
+// (the held units leave total as their holds end).
 func countChanges(row db.Stock, counted int64) Counters {
-	onShelf := row.Available + row.Reserved + row.QualityControl + row.Damaged + row.SafetyStock
-	diff := max(counted, row.Reserved) - onShelf
+	diff := counted - shelfOf(row)
 	var d Counters
-	d.Total = diff
-	if diff >= 0 || row.Available >= -diff {
-		d.Available = diff
+	if diff >= 0 {
+		found := min(diff, row.Short)
+		d.Short = -found
+		d.Available = diff - found
+		d.Total = diff - found
 		return d
 	}
-	d.Available = -row.Available
-	short := -diff - row.Available
+	take := -diff
 	for _, st := range []struct {
 		has  int64
 		take *int64
-	}{{row.SafetyStock, &d.SafetyStock}, {row.Damaged, &d.Damaged}, {row.QualityControl, &d.QualityControl}} {
-		n := min(short, st.has)
+	}{{row.Available, &d.Available}, {row.SafetyStock, &d.SafetyStock}, {row.Damaged, &d.Damaged}, {row.QualityControl, &d.QualityControl}} {
+		n := min(take, st.has)
 		*st.take = -n
-		short -= n
+		take -= n
 	}
+	d.Short = take
+	d.Total = diff + take
 	return d
 }
 
@@ -216,10 +240,31 @@ func (s *Service) countBelowHeld(ctx context.Context, c StockCount, out Counted)
 		Kind: "count_below_held", Subject: poolSubject(c.SKU, c.Location, c.Pool), SKU: c.SKU, Location: c.Location, Pool: c.Pool,
 		Details: map[string]any{"count_id": out.ID, "counted": out.Counted, "short_of_held": out.ShortOfHeld,
 			"holds_at_risk": out.HoldsAtRisk, "actor": c.Actor, "actor_key": domain.KeyName(ctx), "reason": c.Reason},
-		Summary: fmt.Sprintf("%s counted %d of SKU %s (pool %s) at %s: %d held units are not on the shelf. The pool is paused; "+
-			"the holds named may not be fillable: find the units, or release or reinstate those holds elsewhere, then resume the pool.",
+		Summary: fmt.Sprintf("%s counted %d of SKU %s (pool %s) at %s: %d held units are not on the shelf. They leave the books as "+
+			"their holds end (released, expired or rolled back: never back on sale; a confirm sells them and raises sold_short). "+
+			"The pool is paused; the holds named may not be fillable: find the units (a count that finds them takes them back), "+
+			"or release those holds, or reinstate them elsewhere, then resume the pool.",
 			c.Actor, out.Counted, c.SKU, c.Pool, c.Location, out.ShortOfHeld),
 	})
+}
+
+// soldShort raises, after the commit, the alert of each stock row where a
+// confirm sold units a count had found missing (ledger kind sold_short):
+// the shop sold what the shelf may not have.
+func (s *Service) soldShort(ctx context.Context, c *changes) {
+	if s.cfg.Alert == nil {
+		return
+	}
+	for _, r := range c.soldShort {
+		sku, location, pool, n := domain.Value(r.Sku), domain.Value(r.Location), domain.Value(r.Pool), domain.Value(r.SoldShort)
+		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
+			Kind: "sold_short", Subject: poolSubject(sku, location, pool), SKU: sku, Location: location, Pool: pool,
+			Details: map[string]any{"units": n, "count": r.Ref, "holds": r.Holds},
+			Summary: fmt.Sprintf("%d units of SKU %s (pool %s) at %s that a stock count (%s) found missing were sold by confirming holds %s: "+
+				"the shelf may not have them. Find them (a count that finds them takes them back), or refund or reroute those orders.",
+				n, sku, pool, location, r.Ref, strings.Join(r.Holds, ", ")),
+		})
+	}
 }
 
 // RecentCounts lists the latest counts (of sku, or all when empty), newest

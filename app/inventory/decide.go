@@ -15,9 +15,12 @@ import (
 type lockedRow struct {
 	sku, location, pool string
 	available           int64
-	status              string
-	serialized          bool
-	units               *poolUnits
+	// short is the row's held units a count found missing: a joined
+	// change's units pay it before they are available (rowbatch.go).
+	short      int64
+	status     string
+	serialized bool
+	units      *poolUnits
 	// priority, active and stopped are the row's location's: allocation
 	// takes the lowest priority first, never an inactive location, nor one
 	// whose sales are stopped (stopped is its stop-sale's reason).

@@ -175,7 +175,7 @@ func withTotals(ctx context.Context, q *db.Queries, rows []db.Location) ([]Locat
 	by := make(map[string]LocationTotals, len(totals))
 	for _, t := range totals {
 		by[t.Location] = LocationTotals{Rows: t.Rows, Counters: Counters{Total: t.Total, Available: t.Available, Reserved: t.Reserved,
-			Sold: t.Sold, QualityControl: t.QualityControl, Damaged: t.Damaged, SafetyStock: t.SafetyStock, Incoming: t.Incoming}}
+			Sold: t.Sold, QualityControl: t.QualityControl, Damaged: t.Damaged, SafetyStock: t.SafetyStock, Incoming: t.Incoming, Short: t.Short}}
 	}
 	out := make([]Location, len(rows))
 	for i, r := range rows {

@@ -150,7 +150,7 @@ func moveRow(ctx context.Context, q *db.Queries, sku, location, pool string, d C
 	_, err := q.StockMove(ctx, db.StockMoveParams{
 		Sku: sku, Location: location, Pool: pool, DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved,
 		DeltaSold: d.Sold, DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock,
-		DeltaIncoming: d.Incoming,
+		DeltaIncoming: d.Incoming, DeltaShort: d.Short,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errSerialized(sku, pool)
@@ -161,7 +161,7 @@ func moveRow(ctx context.Context, q *db.Queries, sku, location, pool string, d C
 	return appendLedger(ctx, q, db.LedgerAppendParams{
 		Sku: sku, Location: location, Pool: pool, Kind: kind, DeltaTotal: d.Total, DeltaAvailable: d.Available,
 		DeltaReserved: d.Reserved, DeltaSold: d.Sold, DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged,
-		DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming,
+		DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming, DeltaShort: d.Short,
 		Actor: actor, ActorKey: domain.KeyName(ctx), Reason: domain.Optional(reason), Ref: domain.Optional(ref),
 	})
 }

@@ -85,7 +85,7 @@ func TestTheDatabaseRefusesAWrongChange(t *testing.T) {
 				return lerr
 			}
 			var werr error
-			q.ReservationsChange(ctx, []db.ReservationsChangeParams{p}).Exec(func(_ int, e error) { werr = e })
+			q.ReservationsChange(ctx, []db.ReservationsChangeParams{p}).Query(func(_ int, _ []db.ReservationsChangeRow, e error) { werr = e })
 			return werr
 		})
 		require.Equal(t, "SH001", sqlstate(err), "%s: %v", name, err)

@@ -266,6 +266,7 @@ func (s *Service) writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes)
 	var after []db.Reservation
 	err := p.roundTrip(ctx, func() {
 		if writing != nil {
+			ch.readSoldShort()
 			after, _ = collect(rereading.Query)
 		}
 	})
@@ -274,6 +275,7 @@ func (s *Service) writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes)
 	}
 	ch.count(s.rec)
 	s.soldOut.forgetLines(ch)
+	s.soldShort(ctx, ch)
 	return after, nil
 }
 

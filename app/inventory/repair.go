@@ -24,6 +24,10 @@ type Counters struct {
 	Damaged        int64 `json:"damaged"`
 	SafetyStock    int64 `json:"safety_stock"`
 	Incoming       int64 `json:"incoming"`
+	// Short is the part of Reserved a stock count found missing: held
+	// units that leave total as their holds hand them back (never back to
+	// available), or are sold as missing (0 <= short <= reserved).
+	Short int64 `json:"short"`
 }
 
 // String writes a difference of counters: the four a hold moves, then each
@@ -33,7 +37,7 @@ func (c Counters) String() string {
 	for _, o := range []struct {
 		state string
 		n     int64
-	}{{"quality_control", c.QualityControl}, {"damaged", c.Damaged}, {"safety_stock", c.SafetyStock}, {"incoming", c.Incoming}} {
+	}{{"quality_control", c.QualityControl}, {"damaged", c.Damaged}, {"safety_stock", c.SafetyStock}, {"incoming", c.Incoming}, {"short", c.Short}} {
 		if o.n != 0 {
 			s += fmt.Sprintf(", %s %+d", o.state, o.n)
 		}
@@ -44,14 +48,14 @@ func (c Counters) String() string {
 func (c Counters) minus(o Counters) Counters {
 	return Counters{Total: c.Total - o.Total, Available: c.Available - o.Available, Reserved: c.Reserved - o.Reserved,
 		Sold: c.Sold - o.Sold, QualityControl: c.QualityControl - o.QualityControl, Damaged: c.Damaged - o.Damaged,
-		SafetyStock: c.SafetyStock - o.SafetyStock, Incoming: c.Incoming - o.Incoming}
+		SafetyStock: c.SafetyStock - o.SafetyStock, Incoming: c.Incoming - o.Incoming, Short: c.Short - o.Short}
 }
 
 // Plus is c and o added, counter by counter: two changes as one.
 func (c Counters) Plus(o Counters) Counters {
 	return Counters{Total: c.Total + o.Total, Available: c.Available + o.Available, Reserved: c.Reserved + o.Reserved,
 		Sold: c.Sold + o.Sold, QualityControl: c.QualityControl + o.QualityControl, Damaged: c.Damaged + o.Damaged,
-		SafetyStock: c.SafetyStock + o.SafetyStock, Incoming: c.Incoming + o.Incoming}
+		SafetyStock: c.SafetyStock + o.SafetyStock, Incoming: c.Incoming + o.Incoming, Short: c.Short + o.Short}
 }
 
 // Zero reports whether every counter is zero.
@@ -61,7 +65,7 @@ func (c Counters) Zero() bool { return c == Counters{} }
 // negative and total the sum of the others.
 func (c Counters) balanced() bool {
 	return c.Available >= 0 && c.Reserved >= 0 && c.Sold >= 0 && c.QualityControl >= 0 && c.Damaged >= 0 &&
-		c.SafetyStock >= 0 && c.Incoming >= 0 &&
+		c.SafetyStock >= 0 && c.Incoming >= 0 && c.Short >= 0 && c.Short <= c.Reserved &&
 		c.Total == c.Available+c.Reserved+c.Sold+c.QualityControl+c.Damaged+c.SafetyStock
 }
 
@@ -157,9 +161,10 @@ func booksLocked(ctx context.Context, q *db.Queries, sku, location, pool string)
 	b := Books{
 		SKU: r.Sku, Location: r.Location, Pool: r.Pool, Status: r.Status,
 		Counters: Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
-			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming},
+			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short},
 		Ledger: Counters{Total: r.LedgerTotal, Available: r.LedgerAvailable, Reserved: r.LedgerReserved, Sold: r.LedgerSold,
-			QualityControl: r.LedgerQualityControl, Damaged: r.LedgerDamaged, SafetyStock: r.LedgerSafetyStock, Incoming: r.LedgerIncoming},
+			QualityControl: r.LedgerQualityControl, Damaged: r.LedgerDamaged, SafetyStock: r.LedgerSafetyStock, Incoming: r.LedgerIncoming,
+			Short: r.LedgerShort},
 		LinesHeld: r.LinesHeld, LinesConfirmed: r.LinesConfirmed, InTransit: r.InTransit,
 	}
 	if r.Serialized {
@@ -432,7 +437,8 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 			d := books.Difference()
 			out.Difference = d
 			row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold,
-				DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming}
+				DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming,
+				DeltaShort: d.Short}
 		}
 		// The transfers in transit to the row are restored from their own
 		// ledger rows; what they carry then must be the incoming the
@@ -467,7 +473,7 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 		}
 		a := out.After
 		if _, err := q.StockRepairSet(ctx, db.StockRepairSetParams{Total: a.Total, Available: a.Available, Reserved: a.Reserved, Sold: a.Sold,
-			QualityControl: a.QualityControl, Damaged: a.Damaged, SafetyStock: a.SafetyStock, Incoming: a.Incoming,
+			QualityControl: a.QualityControl, Damaged: a.Damaged, SafetyStock: a.SafetyStock, Incoming: a.Incoming, Short: a.Short,
 			Sku: r.SKU, Location: r.Location, Pool: r.Pool}); err != nil {
 			return fmt.Errorf("repair %s/%s/%s: %w", r.SKU, r.Location, r.Pool, err)
 		}

@@ -821,7 +821,7 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	}
 	locked := make([]lockedRow, len(stock))
 	for i, r := range stock {
-		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, status: r.Status,
+		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, short: r.Short, status: r.Status,
 			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason)}
 	}
 	rows := newStockRows(locked)
@@ -1034,6 +1034,7 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 	)
 	err := p.roundTrip(ctx, func() {
 		if rereading != nil {
+			w.change.readSoldShort()
 			after, _ = collect(rereading.Query)
 		}
 		if replayed != nil {
@@ -1043,6 +1044,9 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("grant and commit: %w", err)
+	}
+	if w.change != nil {
+		s.soldShort(ctx, w.change)
 	}
 	return firsts, firstsOf, after, nil
 }

@@ -150,7 +150,8 @@ type joinedDecision struct {
 
 // decideJoined decides a batch's joined calls, in arrival order, against
 // the holds as locked, and puts what releases and expiries hand back on
-// the batch's rows (st), for its grants to take. A hold not locked, or
+// the batch's rows (st), for its grants to take: less what pays the rows'
+// short (held units a count found missing, which leave the books). A hold not locked, or
 // with a line on a row the batch did not lock, is not changed here.
 func decideJoined(calls []*holdCall, holds map[uuid.UUID]*lockedHold, st stockRows) joinedDecision {
 	d := joinedDecision{errs: map[*holdCall]error{}, again: map[*holdCall]bool{}, expired: map[*holdCall]int{}, holds: holds}
@@ -198,7 +199,12 @@ func decideJoined(calls []*holdCall, holds map[uuid.UUID]*lockedHold, st stockRo
 		for _, l := range one.lines {
 			k := rowKey(l.SKU, l.Location, l.Pool)
 			r := st.rows[k]
-			r.available += l.Quantity
+			// What a count found missing of the held units is paid first:
+			// those leave the books, never back to available (as
+			// ReservationsChange writes it).
+			paid := min(r.short, l.Quantity)
+			r.short -= paid
+			r.available += l.Quantity - paid
 			st.rows[k] = r
 			if r.units == nil || len(l.Units) == 0 {
 				continue

@@ -51,7 +51,7 @@ type Stock struct {
 func newPool(r db.Stock) Pool {
 	return Pool{
 		Location: r.Location, Pool: r.Pool, Counters: Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
-			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming},
+			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short},
 		Status: r.Status, PausedReason: r.PausedReason, LowThreshold: r.LowThreshold, UpdatedAt: r.UpdatedAt,
 		Serialized: r.Serialized,
 	}
@@ -389,12 +389,15 @@ type Movement struct {
 	DeltaSold      int64     `json:"delta_sold"`
 	// The other states' deltas, left out when zero (as every movement
 	// before locations existed).
-	DeltaQualityControl int64   `json:"delta_quality_control,omitempty"`
-	DeltaDamaged        int64   `json:"delta_damaged,omitempty"`
-	DeltaSafetyStock    int64   `json:"delta_safety_stock,omitempty"`
-	DeltaIncoming       int64   `json:"delta_incoming,omitempty"`
-	ReservationID       *string `json:"reservation_id"`
-	Actor               string  `json:"actor"`
+	DeltaQualityControl int64 `json:"delta_quality_control,omitempty"`
+	DeltaDamaged        int64 `json:"delta_damaged,omitempty"`
+	DeltaSafetyStock    int64 `json:"delta_safety_stock,omitempty"`
+	DeltaIncoming       int64 `json:"delta_incoming,omitempty"`
+	// DeltaShort moves the held units a count found missing (a count, a
+	// shortfall, a sold_short); left out when zero.
+	DeltaShort    int64   `json:"delta_short,omitempty"`
+	ReservationID *string `json:"reservation_id"`
+	Actor         string  `json:"actor"`
 	// ActorKey is, for an adjustment, a pause or a resume, the credential
 	// that authenticated it (see domain.WithKeyName).
 	ActorKey *string `json:"actor_key"`
@@ -460,8 +463,8 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 			ID: r.ID, At: r.At, SKU: r.Sku, Location: r.Location, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
 			DeltaQualityControl: r.DeltaQualityControl, DeltaDamaged: r.DeltaDamaged, DeltaSafetyStock: r.DeltaSafetyStock,
-			DeltaIncoming: r.DeltaIncoming,
-			Actor:         r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
+			DeltaIncoming: r.DeltaIncoming, DeltaShort: r.DeltaShort,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()

@@ -114,9 +114,10 @@ func (r *risk) unitsDetails(ctx context.Context, q *db.Queries) (map[string]any,
 func (r *risk) ledgerDetails() map[string]any {
 	l := r.ledger
 	counters := inventory.Counters{Total: l.Total, Available: l.Available, Reserved: l.Reserved, Sold: l.Sold,
-		QualityControl: l.QualityControl, Damaged: l.Damaged, SafetyStock: l.SafetyStock, Incoming: l.Incoming}
+		QualityControl: l.QualityControl, Damaged: l.Damaged, SafetyStock: l.SafetyStock, Incoming: l.Incoming, Short: l.Short}
 	ledger := inventory.Counters{Total: l.LedgerTotal, Available: l.LedgerAvailable, Reserved: l.LedgerReserved, Sold: l.LedgerSold,
-		QualityControl: l.LedgerQualityControl, Damaged: l.LedgerDamaged, SafetyStock: l.LedgerSafetyStock, Incoming: l.LedgerIncoming}
+		QualityControl: l.LedgerQualityControl, Damaged: l.LedgerDamaged, SafetyStock: l.LedgerSafetyStock, Incoming: l.LedgerIncoming,
+		Short: l.LedgerShort}
 	return map[string]any{
 		"stock_version":      l.Version,
 		"checkpoint_version": l.CheckpointVersion,
@@ -126,7 +127,7 @@ func (r *risk) ledgerDetails() map[string]any {
 		"difference": inventory.Counters{Total: l.Total - l.LedgerTotal, Available: l.Available - l.LedgerAvailable,
 			Reserved: l.Reserved - l.LedgerReserved, Sold: l.Sold - l.LedgerSold,
 			QualityControl: l.QualityControl - l.LedgerQualityControl, Damaged: l.Damaged - l.LedgerDamaged,
-			SafetyStock: l.SafetyStock - l.LedgerSafetyStock, Incoming: l.Incoming - l.LedgerIncoming},
+			SafetyStock: l.SafetyStock - l.LedgerSafetyStock, Incoming: l.Incoming - l.LedgerIncoming, Short: l.Short - l.LedgerShort},
 	}
 }
 

@@ -53,7 +53,7 @@ func TestLedgerRowAtACheckpointedVersionIsFound(t *testing.T) {
 	require.Equal(t, map[string][]string{"A1": {reconcile.KindCountersVsLedger}}, highRiskSKUs(r), "the incremental run")
 	d := details(t, r.Findings.HighRisk[0])
 	require.Equal(t, map[string]any{"total": -5.0, "available": -5.0, "reserved": 0.0, "sold": 0.0,
-		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0}, d["difference"])
+		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0, "short": 0.0}, d["difference"])
 
 	b.handLedgerRow(t, "B1")
 	r = runScope(t, svc, reconcile.ScopeFull)

@@ -218,7 +218,7 @@ func TestCorruptedCountersPausePoolAndMoveNothing(t *testing.T) {
 	// The difference per counter, and the holds the pool's books touch.
 	require.Equal(t, map[string]any{"reserved": 0.0, "sold": 1.0}, ad["lines"].(map[string]any)["difference"])
 	require.Equal(t, map[string]any{"total": 0.0, "available": -1.0, "reserved": 0.0, "sold": 1.0,
-		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0}, ad["ledger"].(map[string]any)["difference"])
+		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0, "short": 0.0}, ad["ledger"].(map[string]any)["difference"])
 	affected := ad["affected_holds"].([]any)
 	require.Len(t, affected, 1)
 	require.Equal(t, stuck.String(), affected[0].(map[string]any)["id"])

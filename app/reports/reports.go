@@ -63,6 +63,9 @@ func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 //     (receive: into total), TransferCancelled what cancelled transfers
 //     gave back to their source (transfer_cancel; at the destination the
 //     same units leave incoming);
+//   - Shortfall is what held units a count found missing took out of
+//     total as their holds ended (shortfall), SoldShort how many of them
+//     confirms sold (sold_short);
 //   - Repairs, Pauses and Resumes count those ledger rows (repair,
 //     pause, resume), Movements every ledger row.
 //
@@ -85,6 +88,8 @@ type Figures struct {
 	TransferredIn     int64 `json:"transferred_in"`
 	Received          int64 `json:"received"`
 	TransferCancelled int64 `json:"transfer_cancelled"`
+	Shortfall         int64 `json:"shortfall"`
+	SoldShort         int64 `json:"sold_short"`
 	Repairs           int64 `json:"repairs"`
 	Pauses            int64 `json:"pauses"`
 	Resumes           int64 `json:"resumes"`
@@ -134,6 +139,8 @@ var columns = map[string]func(f *Figures, s sums){
 	"transfer_in":     func(f *Figures, s sums) { f.TransferredIn += s.Incoming },
 	"receive":         func(f *Figures, s sums) { f.Received += s.Total },
 	"transfer_cancel": func(f *Figures, s sums) { f.TransferCancelled += s.Total },
+	"shortfall":       func(f *Figures, s sums) { f.Shortfall -= s.Total },
+	"sold_short":      func(f *Figures, s sums) { f.SoldShort -= s.Short },
 	"repair":          func(f *Figures, s sums) { f.Repairs += s.Movements },
 	"pause":           func(f *Figures, s sums) { f.Pauses += s.Movements },
 	"resume":          func(f *Figures, s sums) { f.Resumes += s.Movements },
@@ -143,7 +150,7 @@ var columns = map[string]func(f *Figures, s sums){
 func sumsOf(r db.ReportRowsRow) sums {
 	return sums{kind: r.Kind, gained: r.Gained, KindFigures: KindFigures{Movements: r.Movements, Counters: inventory.Counters{
 		Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold, QualityControl: r.QualityControl,
-		Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming}}}
+		Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short}}}
 }
 
 // add counts one kind's sums in f.
@@ -320,7 +327,8 @@ func (s *Service) Daily(ctx context.Context, q DailyQuery) (Daily, error) {
 	campaigns, locations := map[string]int{}, map[string]int{}
 	for _, r := range all {
 		k := sumsOf(db.ReportRowsRow{Kind: r.Kind, Movements: r.Movements, Total: r.Total, Available: r.Available, Reserved: r.Reserved,
-			Sold: r.Sold, QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Gained: r.Gained})
+			Sold: r.Sold, QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming,
+			Short: r.Short, Gained: r.Gained})
 		switch {
 		case r.ByPool && r.Pool == inventory.MainPool:
 		case r.ByPool:

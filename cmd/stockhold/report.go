@@ -83,21 +83,21 @@ func printReport(w io.Writer, r reports.Daily) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\theld\tconfirmed\treleased\texpired\trolled back\tadjusted\ttransferred\tmoved\twritten off\tcounted\t"+
-		"sent\tin transit\treceived\tlost in transit\tcancelled\trepairs\t")
+		"sent\tin transit\treceived\tlost in transit\tcancelled\tshortfall\tsold short\trepairs\t")
 	for _, n := range rows {
 		f := n.f
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", n.name,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", n.name,
 			f.Held, f.Confirmed, f.Released, f.Expired, f.RolledBack, f.Adjusted, f.Transferred, f.Moved, f.WrittenOff, f.Counted,
-			f.TransferredOut, f.TransferredIn, f.Received, f.LostInTransit, f.TransferCancelled, f.Repairs)
+			f.TransferredOut, f.TransferredIn, f.Received, f.LostInTransit, f.TransferCancelled, f.Shortfall, f.SoldShort, f.Repairs)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "Change of every state:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\ttotal\tavailable\treserved\tsold\tquality control\tdamaged\tsafety stock\tincoming\t")
+	fmt.Fprintln(tw, "\ttotal\tavailable\treserved\tsold\tquality control\tdamaged\tsafety stock\tincoming\tshort\t")
 	for _, n := range rows {
 		c := n.f.Change
-		fmt.Fprintf(tw, "%s\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t\n", n.name,
-			c.Total, c.Available, c.Reserved, c.Sold, c.QualityControl, c.Damaged, c.SafetyStock, c.Incoming)
+		fmt.Fprintf(tw, "%s\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t\n", n.name,
+			c.Total, c.Available, c.Reserved, c.Sold, c.QualityControl, c.Damaged, c.SafetyStock, c.Incoming, c.Short)
 	}
 	_ = tw.Flush()
 	rc := r.Reconciliations

@@ -50,14 +50,14 @@ func TestReportCommand(t *testing.T) {
 	code, out, errs := cmd("report", "--date", today)
 	require.Equal(t, 0, code, "%s%s", out, errs)
 	require.Contains(t, out, "Daily report "+today+" (UTC)")
-	require.Regexp(t, `(?m)^ +held +confirmed +released +expired +rolled back +adjusted +transferred +moved +written off +counted +sent +in transit +received +lost in transit +cancelled +repairs *$`, out)
-	require.Regexp(t, `(?m)^ +all +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +1 +0 +0 +0 +0 *$`, out)
-	require.Regexp(t, `(?m)^ +location default +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 *$`, out)
-	require.Regexp(t, `(?m)^ +A1 \(main\) +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 *$`, out)
-	require.Regexp(t, `(?m)^ +A1@paris \(main\) +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +1 +0 +0 +0 +0 *$`, out)
-	require.Regexp(t, `(?m)^ +total +available +reserved +sold +quality control +damaged +safety stock +incoming *$`, out)
-	require.Regexp(t, `(?m)^ +A1 \(main\) +\+6 +\+3 +\+0 +\+3 +\+0 +\+0 +\+0 +\+0 *$`, out)
-	require.Regexp(t, `(?m)^ +A1@paris \(main\) +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+1 *$`, out)
+	require.Regexp(t, `(?m)^ +held +confirmed +released +expired +rolled back +adjusted +transferred +moved +written off +counted +sent +in transit +received +lost in transit +cancelled +shortfall +sold short +repairs *$`, out)
+	require.Regexp(t, `(?m)^ +all +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +1 +0 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +location default +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +A1 \(main\) +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +A1@paris \(main\) +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +1 +0 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +total +available +reserved +sold +quality control +damaged +safety stock +incoming +short *$`, out)
+	require.Regexp(t, `(?m)^ +A1 \(main\) +\+6 +\+3 +\+0 +\+3 +\+0 +\+0 +\+0 +\+0 +\+0 *$`, out)
+	require.Regexp(t, `(?m)^ +A1@paris \(main\) +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+1 +\+0 *$`, out)
 	require.Contains(t, out, "Reconciliations: 0 runs, 0 failed")
 
 	code, out, errs = cmd("report", "--date", today, "--json")
@@ -71,7 +71,7 @@ func TestReportCommand(t *testing.T) {
 	day, _ := time.Parse(time.DateOnly, today)
 	code, out, _ = cmd("report", "--date", day.AddDate(0, 0, -1).Format(time.DateOnly))
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^ +all( +0){16} *$`, out)
+	require.Regexp(t, `(?m)^ +all( +0){18} *$`, out)
 
 	for _, args := range [][]string{{"report"}, {"report", "--date", "yesterday"}, {"report", "--date", today, "--tz", "Mars/Olympus"},
 		{"report", "--date", "9999-12-31"}} {

@@ -48,6 +48,7 @@ const (
 	AlertKindJobRetriesExhausted   AlertKind = "job_retries_exhausted"
 	AlertKindLateConfirmation      AlertKind = "late_confirmation"
 	AlertKindManualRollbackRefused AlertKind = "manual_rollback_refused"
+	AlertKindSoldShort             AlertKind = "sold_short"
 	AlertKindStuckHoldsWaiting     AlertKind = "stuck_holds_waiting"
 	AlertKindTripConfirmLatency    AlertKind = "trip_confirm_latency"
 	AlertKindTripExpiryBacklog     AlertKind = "trip_expiry_backlog"
@@ -83,6 +84,8 @@ func (e AlertKind) Valid() bool {
 	case AlertKindLateConfirmation:
 		return true
 	case AlertKindManualRollbackRefused:
+		return true
+	case AlertKindSoldShort:
 		return true
 	case AlertKindStuckHoldsWaiting:
 		return true
@@ -388,6 +391,8 @@ const (
 	MovementKindReserve        MovementKind = "reserve"
 	MovementKindResume         MovementKind = "resume"
 	MovementKindRollback       MovementKind = "rollback"
+	MovementKindShortfall      MovementKind = "shortfall"
+	MovementKindSoldShort      MovementKind = "sold_short"
 	MovementKindStockIn        MovementKind = "stock_in"
 	MovementKindTransfer       MovementKind = "transfer"
 	MovementKindTransferCancel MovementKind = "transfer_cancel"
@@ -425,6 +430,10 @@ func (e MovementKind) Valid() bool {
 	case MovementKindResume:
 		return true
 	case MovementKindRollback:
+		return true
+	case MovementKindShortfall:
+		return true
+	case MovementKindSoldShort:
 		return true
 	case MovementKindStockIn:
 		return true
@@ -11760,6 +11769,7 @@ type Alert struct {
 	//
 	// - `books_out_of_balance`: critical: a reconciliation found a pool's counters out of balance with its holds or its ledger and paused the pool (no new holds; confirms and releases go on). Find the cause, repair the books (`POST /v1/skus/{sku}/repair`, preview with `dry_run`), then resume the pool.
 	// - `count_below_held`: critical: a forced count found fewer units on the shelf than are held; the pool is paused and the holds named may not be fillable.
+	// - `sold_short`: critical: a confirm sold held units a stock count had found missing (ledger kind `sold_short`): the shelf may not have them; find them, or refund or reroute the orders named.
 	// - `forced_resume`: critical: an operator resumed a pool with `force` although its books do not balance; it sells until the next reconciliation pauses it again.
 	// - `change_refused`: critical: the database refused a change the service had decided, and nothing was written: the pool's counters disagree with its holds (reconcile it), or a bug.
 	// - `batch_panicked`: critical: a hold, confirm or release batch panicked and its callers were answered 500: a bug to report, with the stack in the details.
@@ -11807,6 +11817,7 @@ type Alert struct {
 //
 // - `books_out_of_balance`: critical: a reconciliation found a pool's counters out of balance with its holds or its ledger and paused the pool (no new holds; confirms and releases go on). Find the cause, repair the books (`POST /v1/skus/{sku}/repair`, preview with `dry_run`), then resume the pool.
 // - `count_below_held`: critical: a forced count found fewer units on the shelf than are held; the pool is paused and the holds named may not be fillable.
+// - `sold_short`: critical: a confirm sold held units a stock count had found missing (ledger kind `sold_short`): the shelf may not have them; find them, or refund or reroute the orders named.
 // - `forced_resume`: critical: an operator resumed a pool with `force` although its books do not balance; it sells until the next reconciliation pauses it again.
 // - `change_refused`: critical: the database refused a change the service had decided, and nothing was written: the pool's counters disagree with its holds (reconcile it), or a bug.
 // - `batch_panicked`: critical: a hold, confirm or release batch panicked and its callers were answered 500: a bug to report, with the stack in the details.
@@ -12041,13 +12052,15 @@ type CountRequest struct {
 
 // CountResult defines model for CountResult.
 type CountResult struct {
-	// Changes How the counters moved: the difference to available; what available could not give taken from safety_stock, damaged and quality_control in turn.
+	// Changes How the counters moved: a count that finds fewer takes from available, then safety_stock, damaged and quality_control in turn, and what they cannot give is held units missing (`short` up; they leave `total` as their holds end); a count that finds more first finds the held units counted missing before (`short` down), the rest to available.
 	Changes Counters `json:"changes"`
 	Counted int64    `json:"counted"`
 
 	// Difference counted - on_shelf: what the count records (ledger kind `count`).
-	Difference  int64         `json:"difference"`
-	DryRun      *bool         `json:"dry_run,omitempty"`
+	Difference int64 `json:"difference"`
+	DryRun     *bool `json:"dry_run,omitempty"`
+
+	// Forced Whether the count was recorded below what holds hold on the shelf (with `force`), as its record says: false when it was not below held, `force` or not.
 	Forced      bool          `json:"forced"`
 	HoldsAtRisk *[]HoldAtRisk `json:"holds_at_risk,omitempty"`
 
@@ -12055,11 +12068,11 @@ type CountResult struct {
 	Id       *int64 `json:"id"`
 	Location string `json:"location"`
 
-	// OnShelf What the counters said was on the shelf.
+	// OnShelf What the counters said was on the shelf: available + reserved + quality_control + damaged + safety_stock, less the held units an earlier count found missing (`short`).
 	OnShelf int64  `json:"on_shelf"`
 	Pool    string `json:"pool"`
 
-	// ShortOfHeld Held units not on the shelf (a forced count below held).
+	// ShortOfHeld Held units not on the shelf after the count (the row's `short`): owed by their holds, which take them out of the books as they end.
 	ShortOfHeld int64  `json:"short_of_held"`
 	Sku         string `json:"sku"`
 
@@ -12077,8 +12090,11 @@ type Counters struct {
 	QualityControl int64 `json:"quality_control"`
 	Reserved       int64 `json:"reserved"`
 	SafetyStock    int64 `json:"safety_stock"`
-	Sold           int64 `json:"sold"`
-	Total          int64 `json:"total"`
+
+	// Short Of `reserved`, the held units a stock count found missing: as their holds end (released, expired, rolled back) they leave `total` (ledger kind `shortfall`), never back to `available`; a confirm that sells them is recorded as `sold_short`. 0 <= short <= reserved (a CHECK).
+	Short int64 `json:"short"`
+	Sold  int64 `json:"sold"`
+	Total int64 `json:"total"`
 }
 
 // DailyReport The report of one business day, from the ledger (kept whole, so any day it covers can be asked for): in all (`totals`), per campaign pool (`campaigns`), per location (`locations`), per stock row (sku, location, pool) a page at a time in byte order (`pools`), and the day's reconciliations. Everything but `pools` is the same on every page.
@@ -12373,8 +12389,11 @@ type LocationTotals struct {
 	Reserved       int64 `json:"reserved"`
 	Rows           int64 `json:"rows"`
 	SafetyStock    int64 `json:"safety_stock"`
-	Sold           int64 `json:"sold"`
-	Total          int64 `json:"total"`
+
+	// Short Held units counts found missing (each row's `short`).
+	Short int64 `json:"short"`
+	Sold  int64 `json:"sold"`
+	Total int64 `json:"total"`
 }
 
 // MoveRequest Examples: {"from":"available","location":"berlin","quantity":2,"reason":"dropped by the forklift","to":"damaged"}
@@ -12424,11 +12443,14 @@ type Movement struct {
 
 	// DeltaSafetyStock Absent when zero.
 	DeltaSafetyStock *int64 `json:"delta_safety_stock,omitempty"`
-	DeltaSold        int64  `json:"delta_sold"`
-	DeltaTotal       int64  `json:"delta_total"`
-	Id               int64  `json:"id"`
 
-	// Kind `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); the rest as before.
+	// DeltaShort Held units counted missing (the row's `short`): up for a count that finds held units missing, down as they leave or are sold, or are found again. Absent when zero.
+	DeltaShort *int64 `json:"delta_short,omitempty"`
+	DeltaSold  int64  `json:"delta_sold"`
+	DeltaTotal int64  `json:"delta_total"`
+	Id         int64  `json:"id"`
+
+	// Kind `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); `shortfall`: held units a count found missing that left `total` as their holds ended (ref: the count, refs: the holds); `sold_short`: such units sold by a confirm (only `delta_short` moves); the rest as before.
 	Kind     MovementKind `json:"kind"`
 	Location string       `json:"location"`
 	Pool     string       `json:"pool"`
@@ -12444,7 +12466,7 @@ type Movement struct {
 	Units *[]string `json:"units,omitempty"`
 }
 
-// MovementKind `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); the rest as before.
+// MovementKind `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); `shortfall`: held units a count found missing that left `total` as their holds ended (ref: the count, refs: the holds); `sold_short`: such units sold by a confirm (only `delta_short` moves); the rest as before.
 type MovementKind string
 
 // Pause One pause of a pool, as its ledger row records it.
@@ -12486,7 +12508,10 @@ type Pool struct {
 
 	// Serialized Present (true) for a pool of units with an identity (seats, serial numbers): its counters are its units by status (`GET /v1/skus/{sku}/units`), and it changes only through them (quantity adjustments are 409 `serialized_pool`).
 	Serialized *bool `json:"serialized,omitempty"`
-	Sold       int64 `json:"sold"`
+
+	// Short Of `reserved`, the held units a stock count found missing: as their holds end (released, expired, rolled back) they leave `total` (ledger kind `shortfall`), never back to `available`; a confirm that sells them is recorded as `sold_short`. 0 <= short <= reserved (a CHECK).
+	Short int64 `json:"short"`
+	Sold  int64 `json:"sold"`
 
 	// Status `paused` pools refuse new holds; confirms and releases still work.
 	Status    PoolStatus `json:"status"`
@@ -12807,6 +12832,12 @@ type ReportCampaign struct {
 	// RolledBack Units rollbacks handed back, manual or a campaign's end (`rollback`).
 	RolledBack int64 `json:"rolled_back"`
 
+	// Shortfall Units held units a count found missing took out of total as their holds ended (`shortfall`).
+	Shortfall int64 `json:"shortfall"`
+
+	// SoldShort Units held units a count found missing that confirms sold (`sold_short`): sold while the shelf lacked them.
+	SoldShort int64 `json:"sold_short"`
+
 	// TransferCancelled Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
 	TransferCancelled int64 `json:"transfer_cancelled"`
 
@@ -12873,6 +12904,12 @@ type ReportFigures struct {
 	// RolledBack Units rollbacks handed back, manual or a campaign's end (`rollback`).
 	RolledBack int64 `json:"rolled_back"`
 
+	// Shortfall Units held units a count found missing took out of total as their holds ended (`shortfall`).
+	Shortfall int64 `json:"shortfall"`
+
+	// SoldShort Units held units a count found missing that confirms sold (`sold_short`): sold while the shelf lacked them.
+	SoldShort int64 `json:"sold_short"`
+
 	// TransferCancelled Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
 	TransferCancelled int64 `json:"transfer_cancelled"`
 
@@ -12914,6 +12951,7 @@ type ReportKind struct {
 	QualityControl int64 `json:"quality_control"`
 	Reserved       int64 `json:"reserved"`
 	SafetyStock    int64 `json:"safety_stock"`
+	Short          int64 `json:"short"`
 	Sold           int64 `json:"sold"`
 	Total          int64 `json:"total"`
 }
@@ -12968,6 +13006,12 @@ type ReportLocation struct {
 
 	// RolledBack Units rollbacks handed back, manual or a campaign's end (`rollback`).
 	RolledBack int64 `json:"rolled_back"`
+
+	// Shortfall Units held units a count found missing took out of total as their holds ended (`shortfall`).
+	Shortfall int64 `json:"shortfall"`
+
+	// SoldShort Units held units a count found missing that confirms sold (`sold_short`): sold while the shelf lacked them.
+	SoldShort int64 `json:"sold_short"`
 
 	// TransferCancelled Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
 	TransferCancelled int64 `json:"transfer_cancelled"`
@@ -13035,8 +13079,14 @@ type ReportPool struct {
 	Resumes int64 `json:"resumes"`
 
 	// RolledBack Units rollbacks handed back, manual or a campaign's end (`rollback`).
-	RolledBack int64  `json:"rolled_back"`
-	Sku        string `json:"sku"`
+	RolledBack int64 `json:"rolled_back"`
+
+	// Shortfall Units held units a count found missing took out of total as their holds ended (`shortfall`).
+	Shortfall int64  `json:"shortfall"`
+	Sku       string `json:"sku"`
+
+	// SoldShort Units held units a count found missing that confirms sold (`sold_short`): sold while the shelf lacked them.
+	SoldShort int64 `json:"sold_short"`
 
 	// TransferCancelled Units cancelled transfers gave back to their source (`transfer_cancel`; at the destination the same units leave incoming, see `by_kind`).
 	TransferCancelled int64 `json:"transfer_cancelled"`
@@ -74434,7 +74484,7 @@ type ClientInterface interface {
 
 	// CountStockWithBody Record a stock count
 	//
-	// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+	// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -74445,7 +74495,7 @@ type ClientInterface interface {
 
 	// CountStock Record a stock count
 	//
-	// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+	// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -76000,7 +76050,7 @@ func (c *Client) AdjustStock(ctx context.Context, sku SKU, params *AdjustStockPa
 
 // CountStockWithBody Record a stock count
 //
-// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -76021,7 +76071,7 @@ func (c *Client) CountStockWithBody(ctx context.Context, sku SKU, params *CountS
 
 // CountStock Record a stock count
 //
-// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -80728,7 +80778,7 @@ type ClientWithResponsesInterface interface {
 
 	// CountStockWithBodyWithResponse Record a stock count
 	//
-	// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+	// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -80739,7 +80789,7 @@ type ClientWithResponsesInterface interface {
 
 	// CountStockWithResponse Record a stock count
 	//
-	// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+	// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
 	//
 	// Role: `ops` (bearer token); a shop key gets 403.
 	//
@@ -88909,7 +88959,7 @@ func (c *ClientWithResponses) AdjustStockWithResponse(ctx context.Context, sku S
 
 // CountStockWithBodyWithResponse Record a stock count
 //
-// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //
@@ -88926,7 +88976,7 @@ func (c *ClientWithResponses) CountStockWithBodyWithResponse(ctx context.Context
 
 // CountStockWithResponse Record a stock count
 //
-// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+// Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
 //
 // Role: `ops` (bearer token); a shop key gets 403.
 //

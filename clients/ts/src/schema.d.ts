@@ -1230,7 +1230,7 @@ export interface paths {
         put?: never;
         /**
          * Record a stock count
-         * @description Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold there is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it, pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. `dry_run: true` answers the difference (or the refusal) and changes nothing.
+         * @description Records what is on the shelf of one (location, pool) and not sold (`counted`: available + reserved + quality_control + damaged + safety_stock). The difference goes to `available` with a ledger row of kind `count` (what available cannot give of a shortfall is taken from safety_stock, damaged, quality_control in turn). A count below what holds hold on the shelf is a high-risk difference: 409 `count_below_held` unless `force: true`, which records it: the held units not found become the row's `short` (`short_of_held`), which leaves `total` as their holds end (released, expired, rolled back: ledger kind `shortfall`, ref the count; never back to `available`) or is sold by a confirm (`sold_short`, and a `sold_short` alert); it pauses the pool and raises a critical `count_below_held` alert naming the holds at risk. A later count that finds them again takes them back. `dry_run: true` answers the difference (or the refusal) and changes nothing.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1491,6 +1491,11 @@ export interface components {
              */
             incoming: number;
             /**
+             * Format: int64
+             * @description Of `reserved`, the held units a stock count found missing: as their holds end (released, expired, rolled back) they leave `total` (ledger kind `shortfall`), never back to `available`; a confirm that sells them is recorded as `sold_short`. 0 <= short <= reserved (a CHECK).
+             */
+            short: number;
+            /**
              * @description `paused` pools refuse new holds; confirms and releases still work.
              * @enum {string}
              */
@@ -1545,10 +1550,10 @@ export interface components {
             location: string;
             pool: string;
             /**
-             * @description `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); the rest as before.
+             * @description `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); `shortfall`: held units a count found missing that left `total` as their holds ended (ref: the count, refs: the holds); `sold_short`: such units sold by a confirm (only `delta_short` moves); the rest as before.
              * @enum {string}
              */
-            kind: "stock_in" | "adjust" | "reserve" | "confirm" | "release" | "release_partial" | "expire" | "rollback" | "transfer" | "pause" | "resume" | "repair" | "move" | "loss" | "count" | "transfer_out" | "transfer_in" | "receive" | "transfer_cancel";
+            kind: "stock_in" | "adjust" | "reserve" | "confirm" | "release" | "release_partial" | "expire" | "rollback" | "transfer" | "pause" | "resume" | "repair" | "move" | "loss" | "count" | "transfer_out" | "transfer_in" | "receive" | "transfer_cancel" | "shortfall" | "sold_short";
             /** Format: int64 */
             delta_total: number;
             /** Format: int64 */
@@ -1577,6 +1582,11 @@ export interface components {
              * @description Absent when zero.
              */
             delta_incoming?: number;
+            /**
+             * Format: int64
+             * @description Held units counted missing (the row's `short`): up for a count that finds held units missing, down as they leave or are sold, or are found again. Absent when zero.
+             */
+            delta_short?: number;
             /** Format: uuid */
             reservation_id: string | null;
             /** @description The API key owner, operator, or `system:<job>` that made the change. */
@@ -1900,6 +1910,7 @@ export interface components {
              *
              *     - `books_out_of_balance`: critical: a reconciliation found a pool's counters out of balance with its holds or its ledger and paused the pool (no new holds; confirms and releases go on). Find the cause, repair the books (`POST /v1/skus/{sku}/repair`, preview with `dry_run`), then resume the pool.
              *     - `count_below_held`: critical: a forced count found fewer units on the shelf than are held; the pool is paused and the holds named may not be fillable.
+             *     - `sold_short`: critical: a confirm sold held units a stock count had found missing (ledger kind `sold_short`): the shelf may not have them; find them, or refund or reroute the orders named.
              *     - `forced_resume`: critical: an operator resumed a pool with `force` although its books do not balance; it sells until the next reconciliation pauses it again.
              *     - `change_refused`: critical: the database refused a change the service had decided, and nothing was written: the pool's counters disagree with its holds (reconcile it), or a bug.
              *     - `batch_panicked`: critical: a hold, confirm or release batch panicked and its callers were answered 500: a bug to report, with the stack in the details.
@@ -1918,7 +1929,7 @@ export interface components {
              *     - `trip_confirm_latency`: critical: protection rule `confirm_latency`: confirms were slower than their target (p99) for periods in a row; paused or stopped as for `trip_expiry_backlog`.
              * @enum {string}
              */
-            kind: "books_out_of_balance" | "count_below_held" | "forced_resume" | "change_refused" | "batch_panicked" | "stuck_holds_waiting" | "late_confirmation" | "campaign_start_failed" | "job_discarded" | "job_retried" | "job_retries_exhausted" | "chain_resumed" | "job_args_invalid" | "manual_rollback_refused" | "webhook_failing" | "trip_lock_waits" | "trip_expiry_backlog" | "trip_confirm_latency";
+            kind: "books_out_of_balance" | "count_below_held" | "forced_resume" | "change_refused" | "batch_panicked" | "stuck_holds_waiting" | "late_confirmation" | "campaign_start_failed" | "job_discarded" | "job_retried" | "job_retries_exhausted" | "chain_resumed" | "job_args_invalid" | "manual_rollback_refused" | "webhook_failing" | "trip_lock_waits" | "trip_expiry_backlog" | "trip_confirm_latency" | "sold_short";
             /** @example campaign:c1 */
             subject: string;
             sku: string | null;
@@ -2868,6 +2879,11 @@ export interface components {
             safety_stock: number;
             /** Format: int64 */
             incoming: number;
+            /**
+             * Format: int64
+             * @description Of `reserved`, the held units a stock count found missing: as their holds end (released, expired, rolled back) they leave `total` (ledger kind `shortfall`), never back to `available`; a confirm that sells them is recorded as `sold_short`. 0 <= short <= reserved (a CHECK).
+             */
+            short: number;
         };
         /** @description The SKU's stock after the adjustment (as it would be, with `dry_run`), and the reconciliation of the SKU that followed it. */
         AdjustmentResult: {
@@ -3177,6 +3193,16 @@ export interface components {
             transfer_cancelled: number;
             /**
              * Format: int64
+             * @description Units held units a count found missing took out of total as their holds ended (`shortfall`).
+             */
+            shortfall: number;
+            /**
+             * Format: int64
+             * @description Units held units a count found missing that confirms sold (`sold_short`): sold while the shelf lacked them.
+             */
+            sold_short: number;
+            /**
+             * Format: int64
              * @description Repairs of the books (`repair` rows).
              */
             repairs: number;
@@ -3351,6 +3377,11 @@ export interface components {
             safety_stock: number;
             /** Format: int64 */
             incoming: number;
+            /**
+             * Format: int64
+             * @description Held units counts found missing (each row's `short`).
+             */
+            short: number;
         };
         LocationList: {
             locations: components["schemas"]["Location"][];
@@ -3483,7 +3514,7 @@ export interface components {
             counted: number;
             /**
              * Format: int64
-             * @description What the counters said was on the shelf.
+             * @description What the counters said was on the shelf: available + reserved + quality_control + damaged + safety_stock, less the held units an earlier count found missing (`short`).
              */
             on_shelf: number;
             /**
@@ -3491,14 +3522,15 @@ export interface components {
              * @description counted - on_shelf: what the count records (ledger kind `count`).
              */
             difference: number;
-            /** @description How the counters moved: the difference to available; what available could not give taken from safety_stock, damaged and quality_control in turn. */
+            /** @description How the counters moved: a count that finds fewer takes from available, then safety_stock, damaged and quality_control in turn, and what they cannot give is held units missing (`short` up; they leave `total` as their holds end); a count that finds more first finds the held units counted missing before (`short` down), the rest to available. */
             changes: components["schemas"]["Counters"];
             /**
              * Format: int64
-             * @description Held units not on the shelf (a forced count below held).
+             * @description Held units not on the shelf after the count (the row's `short`): owed by their holds, which take them out of the books as they end.
              */
             short_of_held: number;
             holds_at_risk?: components["schemas"]["HoldAtRisk"][];
+            /** @description Whether the count was recorded below what holds hold on the shelf (with `force`), as its record says: false when it was not below held, `force` or not. */
             forced: boolean;
             dry_run?: boolean;
             stock: components["schemas"]["Stock"];
@@ -3617,6 +3649,8 @@ export interface components {
             safety_stock: number;
             /** Format: int64 */
             incoming: number;
+            /** Format: int64 */
+            short: number;
         };
         ReportLocation: components["schemas"]["ReportFigures"] & {
             location: string;
