@@ -3851,10 +3851,11 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
+                     *               "short": 0,
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:44:41.106066Z"
+                     *               "updated_at": "2026-12-02T12:56:10.064873Z"
                      *             }
                      *           ]
                      *         },
@@ -3872,10 +3873,11 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
+                     *               "short": 0,
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:44:41.695443Z"
+                     *               "updated_at": "2026-12-02T12:56:10.128617Z"
                      *             }
                      *           ]
                      *         }
@@ -3963,10 +3965,11 @@ export interface operations {
                      *           "damaged": 0,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:44:41.106066Z"
+                     *           "updated_at": "2026-12-02T12:56:10.064873Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4074,10 +4077,11 @@ export interface operations {
                      *           "damaged": 1,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:44:44.081669Z"
+                     *           "updated_at": "2026-12-02T12:56:10.435624Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4090,10 +4094,11 @@ export interface operations {
                      *           "damaged": 0,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:44:43.174798Z"
+                     *           "updated_at": "2026-12-02T12:56:10.342136Z"
                      *         }
                      *       ]
                      *     }
@@ -4185,10 +4190,11 @@ export interface operations {
                      *           "damaged": 0,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:44:42.40065Z"
+                     *           "updated_at": "2026-12-02T12:56:10.155617Z"
                      *         }
                      *       ]
                      *     }
@@ -4283,17 +4289,18 @@ export interface operations {
                      *           "damaged": 0,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:44:42.49871Z"
+                     *           "updated_at": "2026-12-02T12:56:10.161357Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T11:44:42.40065Z"
+                     *         "at": "2026-12-02T12:56:10.155617Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4401,7 +4408,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 20,
-                     *           "at": "2026-12-02T11:44:44.081669Z",
+                     *           "at": "2026-12-02T12:56:10.435624Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4410,7 +4417,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
+                     *           "reservation_id": "01a236d3-a786-730c-a369-66c0e4346642",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4418,7 +4425,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 19,
-                     *           "at": "2026-12-02T11:44:44.065878Z",
+                     *           "at": "2026-12-02T12:56:10.412209Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4427,7 +4434,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
+                     *           "reservation_id": "01a236d3-a786-730c-a369-66c0e4346642",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -4540,10 +4547,11 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
+                     *               "short": 0,
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:44:41.695443Z"
+                     *               "updated_at": "2026-12-02T12:56:10.128617Z"
                      *             }
                      *           ]
                      *         },
@@ -4561,10 +4569,11 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
+                     *               "short": 0,
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T11:44:41.695443Z"
+                     *               "updated_at": "2026-12-02T12:56:10.128617Z"
                      *             }
                      *           ]
                      *         }
@@ -4650,13 +4659,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
+                     *           "id": "01a236d3-a786-730c-a369-66c0e4346642",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T12:14:44.059165Z",
-                     *           "created_at": "2026-12-02T11:44:44.032718Z",
-                     *           "confirmed_at": "2026-12-02T11:44:44.081669Z",
+                     *           "expires_at": "2026-12-02T13:26:10.397599Z",
+                     *           "created_at": "2026-12-02T12:56:10.375384Z",
+                     *           "confirmed_at": "2026-12-02T12:56:10.435624Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -4752,12 +4761,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
+                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:59:44.032718Z",
-                     *       "created_at": "2026-12-02T11:44:44.032718Z",
+                     *       "expires_at": "2026-12-02T13:11:10.375384Z",
+                     *       "created_at": "2026-12-02T12:56:10.375384Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4867,12 +4876,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
+                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:59:44.032718Z",
-                     *       "created_at": "2026-12-02T11:44:44.032718Z",
+                     *       "expires_at": "2026-12-02T13:11:10.375384Z",
+                     *       "created_at": "2026-12-02T12:56:10.375384Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4959,13 +4968,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
+                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T12:14:44.059165Z",
-                     *       "created_at": "2026-12-02T11:44:44.032718Z",
-                     *       "confirmed_at": "2026-12-02T11:44:44.081669Z",
+                     *       "expires_at": "2026-12-02T13:26:10.397599Z",
+                     *       "created_at": "2026-12-02T12:56:10.375384Z",
+                     *       "confirmed_at": "2026-12-02T12:56:10.435624Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5081,12 +5090,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
+                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T12:14:44.059165Z",
-                     *       "created_at": "2026-12-02T11:44:44.032718Z",
+                     *       "expires_at": "2026-12-02T13:26:10.397599Z",
+                     *       "created_at": "2026-12-02T12:56:10.375384Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5178,8 +5187,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T11:44:44Z",
-                 *       "ends_at": "2026-12-02T13:44:44Z",
+                 *       "starts_at": "2026-12-02T12:56:10Z",
+                 *       "ends_at": "2026-12-02T14:56:10Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5205,12 +5214,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T11:44:44Z",
-                     *       "ends_at": "2026-12-02T13:44:44Z",
+                     *       "starts_at": "2026-12-02T12:56:10Z",
+                     *       "ends_at": "2026-12-02T14:56:10Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:44.507142Z",
+                     *       "created_at": "2026-12-02T12:56:10.525158Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5297,13 +5306,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T11:44:44Z",
-                     *       "ends_at": "2026-12-02T13:44:44Z",
+                     *       "starts_at": "2026-12-02T12:56:10Z",
+                     *       "ends_at": "2026-12-02T14:56:10Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:44.507142Z",
-                     *       "started_at": "2026-12-02T11:44:44.693064Z",
+                     *       "created_at": "2026-12-02T12:56:10.525158Z",
+                     *       "started_at": "2026-12-02T12:56:10.590605Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5411,7 +5420,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 1,
-                     *       "job_id": 7
+                     *       "job_id": 3
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5479,7 +5488,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a23692-459f-7e02-9f5f-e9afcf144dc6"
+                 *         "01a236d3-a92c-7031-a5d6-d0d626b91c26"
                  *       ]
                  *     }
                  */
@@ -5497,7 +5506,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 2,
-                     *       "job_id": 9
+                     *       "job_id": 5
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5562,24 +5571,24 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a23692-459f-7e02-9f5f-e9afcf144dc6"
+                     *           "01a236d3-a92c-7031-a5d6-d0d626b91c26"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T11:44:45.492118Z",
+                     *       "requested_at": "2026-12-02T12:56:10.806723Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
-                     *       "job_id": 9,
+                     *       "job_id": 5,
                      *       "error": null,
                      *       "resumes": 0,
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T11:44:45.492118Z",
-                     *       "started_at": "2026-12-02T11:44:45.524669Z",
-                     *       "finished_at": "2026-12-02T11:44:45.660023Z",
+                     *       "created_at": "2026-12-02T12:56:10.806723Z",
+                     *       "started_at": "2026-12-02T12:56:10.81688Z",
+                     *       "finished_at": "2026-12-02T12:56:10.892867Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -5733,7 +5742,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "run_id": 6,
-                     *       "job_id": 14
+                     *       "job_id": 8
                      *     }
                      */
                     "application/json": components["schemas"]["ReconciliationCreated"];
@@ -5801,9 +5810,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T11:44:46.639341Z",
-                     *       "started_at": "2026-12-02T11:44:46.654105Z",
-                     *       "finished_at": "2026-12-02T11:44:46.697288Z",
+                     *       "created_at": "2026-12-02T12:56:11.159083Z",
+                     *       "started_at": "2026-12-02T12:56:11.170114Z",
+                     *       "finished_at": "2026-12-02T12:56:11.179834Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5865,9 +5874,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T11:44:46.639341Z",
-                     *       "started_at": "2026-12-02T11:44:46.654105Z",
-                     *       "finished_at": "2026-12-02T11:44:46.697288Z",
+                     *       "created_at": "2026-12-02T12:56:11.159083Z",
+                     *       "started_at": "2026-12-02T12:56:11.170114Z",
+                     *       "finished_at": "2026-12-02T12:56:11.179834Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5937,7 +5946,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a23692-40fa-7100-9d22-87328fc3e7fe",
+                     *           "subject": "hold:01a236d3-a7d7-7e7c-9407-a6f37ec34502",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -5953,16 +5962,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T11:44:43.299877Z",
-                     *             "released_at": "2026-12-02T11:44:44.345497Z",
+                     *             "expires_at": "2026-12-02T12:56:09.456189Z",
+                     *             "released_at": "2026-12-02T12:56:10.468297Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a23692-40fa-7100-9d22-87328fc3e7fe"
+                     *             "reservation_id": "01a236d3-a7d7-7e7c-9407-a6f37ec34502"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23692-40fa-7100-9d22-87328fc3e7fe was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23692-40fa-7100-9d22-87328fc3e7fe/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a236d3-a7d7-7e7c-9407-a6f37ec34502 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a236d3-a7d7-7e7c-9407-a6f37ec34502/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T11:44:44.359864Z",
-                     *           "last_seen_at": "2026-12-02T11:44:44.359864Z",
+                     *           "first_seen_at": "2026-12-02T12:56:10.473598Z",
+                     *           "last_seen_at": "2026-12-02T12:56:10.473598Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6043,7 +6052,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23692-40fa-7100-9d22-87328fc3e7fe",
+                     *       "subject": "hold:01a236d3-a7d7-7e7c-9407-a6f37ec34502",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6059,23 +6068,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T11:44:43.299877Z",
-                     *         "released_at": "2026-12-02T11:44:44.345497Z",
+                     *         "expires_at": "2026-12-02T12:56:09.456189Z",
+                     *         "released_at": "2026-12-02T12:56:10.468297Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a23692-40fa-7100-9d22-87328fc3e7fe"
+                     *         "reservation_id": "01a236d3-a7d7-7e7c-9407-a6f37ec34502"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23692-40fa-7100-9d22-87328fc3e7fe was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23692-40fa-7100-9d22-87328fc3e7fe/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a236d3-a7d7-7e7c-9407-a6f37ec34502 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a236d3-a7d7-7e7c-9407-a6f37ec34502/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T11:44:44.359864Z",
-                     *       "last_seen_at": "2026-12-02T11:44:44.359864Z",
+                     *       "first_seen_at": "2026-12-02T12:56:10.473598Z",
+                     *       "last_seen_at": "2026-12-02T12:56:10.473598Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T11:44:46.238764Z",
+                     *       "acked_at": "2026-12-02T12:56:10.945662Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T11:44:46.216729Z",
+                     *       "taken_at": "2026-12-02T12:56:10.936647Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6147,11 +6156,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T11:44:46.724277Z",
+                     *       "as_of": "2026-12-02T12:56:11.231Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T10:44:46.724277Z"
+                     *         "since": "2026-12-02T11:56:11.231Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6167,7 +6176,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T11:44:40.370039786Z",
+                     *         "since": "2026-12-02T12:56:09.787701454Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6413,12 +6422,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3ff9-7526-a9fd-a8555d77b13d",
+                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T12:14:44.059165Z",
-                     *       "created_at": "2026-12-02T11:44:44.032718Z",
+                     *       "expires_at": "2026-12-02T13:26:10.397599Z",
+                     *       "created_at": "2026-12-02T12:56:10.375384Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -6537,10 +6546,11 @@ export interface operations {
                      *           "damaged": 0,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T11:44:41.695443Z"
+                     *           "updated_at": "2026-12-02T12:56:10.128617Z"
                      *         }
                      *       ]
                      *     }
@@ -6621,9 +6631,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "5209-1-1",
+                     *           "id": "34116-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T11:44:41.106066Z",
+                     *           "at": "2026-12-02T12:56:10.064873Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6651,9 +6661,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "5214-2-1",
+                     *           "id": "34121-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T11:44:41.695443Z",
+                     *           "at": "2026-12-02T12:56:10.128617Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6681,8 +6691,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "5214-2-1",
-                     *       "next": "5214-2-1"
+                     *       "next_cursor": "34121-2-1",
+                     *       "next": "34121-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -6749,8 +6759,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T11:44:44.402383Z",
-                     *           "last_event_id": "5245-0-0",
+                     *           "created_at": "2026-12-02T12:56:10.486898Z",
+                     *           "last_event_id": "34152-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -6837,15 +6847,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:44.402383Z",
-                     *       "last_event_id": "5245-0-0",
+                     *       "created_at": "2026-12-02T12:56:10.486898Z",
+                     *       "last_event_id": "34152-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_e403431d32df77574ca52c731173860b04ec8774ef221811d3aaea794f19ba05"
+                     *       "secret": "whsec_84f9c4aa481d637f0ba3c7ae8f8d03e69d5d3b9e03343f043c4bdd91bfc7d05e"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -6910,8 +6920,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:44.402383Z",
-                     *       "last_event_id": "5245-0-0",
+                     *       "created_at": "2026-12-02T12:56:10.486898Z",
+                     *       "last_event_id": "34152-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7174,10 +7184,11 @@ export interface operations {
                      *           "damaged": 0,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:44:42.744831Z",
+                     *           "updated_at": "2026-12-02T12:56:10.205675Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7292,10 +7303,11 @@ export interface operations {
                      *           "damaged": 0,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:44:42.783075Z",
+                     *           "updated_at": "2026-12-02T12:56:10.231344Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7403,7 +7415,8 @@ export interface operations {
                      *         "quality_control": 0,
                      *         "damaged": 0,
                      *         "safety_stock": 0,
-                     *         "incoming": 0
+                     *         "incoming": 0,
+                     *         "short": 0
                      *       },
                      *       "after": {
                      *         "total": 20,
@@ -7413,7 +7426,8 @@ export interface operations {
                      *         "quality_control": 0,
                      *         "damaged": 0,
                      *         "safety_stock": 0,
-                     *         "incoming": 0
+                     *         "incoming": 0,
+                     *         "short": 0
                      *       },
                      *       "difference": {
                      *         "total": 0,
@@ -7423,7 +7437,8 @@ export interface operations {
                      *         "quality_control": 0,
                      *         "damaged": 0,
                      *         "safety_stock": 0,
-                     *         "incoming": 0
+                     *         "incoming": 0,
+                     *         "short": 0
                      *       },
                      *       "applied": false,
                      *       "reconciliation": null
@@ -7510,7 +7525,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T10:58:28.96705Z",
+                     *       "changed_at": "2026-12-02T12:46:31.384042Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -7557,7 +7572,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T11:44:42.852416Z",
+                     *       "changed_at": "2026-12-02T12:56:10.263703Z",
                      *       "lifted": null
                      *     }
                      */
@@ -7823,12 +7838,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-4161-7761-bb3e-f05a166d38bd",
+                     *       "id": "01a236d3-a7f0-78cd-b5f9-5f547456a95f",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T11:59:44.385652Z",
-                     *       "created_at": "2026-12-02T11:44:44.385652Z",
+                     *       "expires_at": "2026-12-02T13:11:10.480698Z",
+                     *       "created_at": "2026-12-02T12:56:10.480698Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -7838,7 +7853,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a23692-40fa-7100-9d22-87328fc3e7fe"
+                     *       "reinstated_from": "01a236d3-a7d7-7e7c-9407-a6f37ec34502"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -7956,7 +7971,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23692-40fa-7100-9d22-87328fc3e7fe",
+                     *       "subject": "hold:01a236d3-a7d7-7e7c-9407-a6f37ec34502",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -7972,23 +7987,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T11:44:43.299877Z",
-                     *         "released_at": "2026-12-02T11:44:44.345497Z",
+                     *         "expires_at": "2026-12-02T12:56:09.456189Z",
+                     *         "released_at": "2026-12-02T12:56:10.468297Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a23692-40fa-7100-9d22-87328fc3e7fe"
+                     *         "reservation_id": "01a236d3-a7d7-7e7c-9407-a6f37ec34502"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23692-40fa-7100-9d22-87328fc3e7fe was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23692-40fa-7100-9d22-87328fc3e7fe/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a236d3-a7d7-7e7c-9407-a6f37ec34502 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a236d3-a7d7-7e7c-9407-a6f37ec34502/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T11:44:44.359864Z",
-                     *       "last_seen_at": "2026-12-02T11:44:44.359864Z",
+                     *       "first_seen_at": "2026-12-02T12:56:10.473598Z",
+                     *       "last_seen_at": "2026-12-02T12:56:10.473598Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T11:44:46.216729Z",
+                     *       "taken_at": "2026-12-02T12:56:10.936647Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -8220,6 +8235,8 @@ export interface operations {
                      *         "transferred_in": 6,
                      *         "received": 3,
                      *         "transfer_cancelled": 2,
+                     *         "shortfall": 0,
+                     *         "sold_short": 0,
                      *         "repairs": 0,
                      *         "pauses": 3,
                      *         "resumes": 2,
@@ -8232,7 +8249,8 @@ export interface operations {
                      *           "quality_control": 0,
                      *           "damaged": 1,
                      *           "safety_stock": 0,
-                     *           "incoming": 0
+                     *           "incoming": 0,
+                     *           "short": 0
                      *         },
                      *         "by_kind": {
                      *           "adjust": {
@@ -8244,7 +8262,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "confirm": {
                      *             "movements": 2,
@@ -8255,7 +8274,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "expire": {
                      *             "movements": 1,
@@ -8266,7 +8286,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "loss": {
                      *             "movements": 1,
@@ -8277,7 +8298,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": -1
+                     *             "incoming": -1,
+                     *             "short": 0
                      *           },
                      *           "move": {
                      *             "movements": 1,
@@ -8288,7 +8310,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 1,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "pause": {
                      *             "movements": 3,
@@ -8299,7 +8322,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "receive": {
                      *             "movements": 1,
@@ -8310,7 +8334,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": -3
+                     *             "incoming": -3,
+                     *             "short": 0
                      *           },
                      *           "release_partial": {
                      *             "movements": 1,
@@ -8321,7 +8346,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "reserve": {
                      *             "movements": 6,
@@ -8332,7 +8358,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "resume": {
                      *             "movements": 2,
@@ -8343,7 +8370,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "rollback": {
                      *             "movements": 2,
@@ -8354,7 +8382,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "stock_in": {
                      *             "movements": 4,
@@ -8365,7 +8394,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "transfer": {
                      *             "movements": 4,
@@ -8376,7 +8406,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "transfer_cancel": {
                      *             "movements": 2,
@@ -8387,7 +8418,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": -2
+                     *             "incoming": -2,
+                     *             "short": 0
                      *           },
                      *           "transfer_in": {
                      *             "movements": 2,
@@ -8398,7 +8430,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 6
+                     *             "incoming": 6,
+                     *             "short": 0
                      *           },
                      *           "transfer_out": {
                      *             "movements": 2,
@@ -8409,7 +8442,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           }
                      *         }
                      *       },
@@ -8431,6 +8465,8 @@ export interface operations {
                      *           "transferred_in": 0,
                      *           "received": 0,
                      *           "transfer_cancelled": 0,
+                     *           "shortfall": 0,
+                     *           "sold_short": 0,
                      *           "repairs": 0,
                      *           "pauses": 2,
                      *           "resumes": 1,
@@ -8443,7 +8479,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "by_kind": {
                      *             "pause": {
@@ -8455,7 +8492,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "reserve": {
                      *               "movements": 1,
@@ -8466,7 +8504,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "resume": {
                      *               "movements": 1,
@@ -8477,7 +8516,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "rollback": {
                      *               "movements": 1,
@@ -8488,7 +8528,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "transfer": {
                      *               "movements": 2,
@@ -8499,7 +8540,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             }
                      *           }
                      *         }
@@ -8522,6 +8564,8 @@ export interface operations {
                      *           "transferred_in": 0,
                      *           "received": 0,
                      *           "transfer_cancelled": 2,
+                     *           "shortfall": 0,
+                     *           "sold_short": 0,
                      *           "repairs": 0,
                      *           "pauses": 3,
                      *           "resumes": 2,
@@ -8534,7 +8578,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 1,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "by_kind": {
                      *             "adjust": {
@@ -8546,7 +8591,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "confirm": {
                      *               "movements": 2,
@@ -8557,7 +8603,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "expire": {
                      *               "movements": 1,
@@ -8568,7 +8615,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "move": {
                      *               "movements": 1,
@@ -8579,7 +8627,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 1,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "pause": {
                      *               "movements": 3,
@@ -8590,7 +8639,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "release_partial": {
                      *               "movements": 1,
@@ -8601,7 +8651,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "reserve": {
                      *               "movements": 6,
@@ -8612,7 +8663,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "resume": {
                      *               "movements": 2,
@@ -8623,7 +8675,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "rollback": {
                      *               "movements": 2,
@@ -8634,7 +8687,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "stock_in": {
                      *               "movements": 4,
@@ -8645,7 +8699,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "transfer": {
                      *               "movements": 4,
@@ -8656,7 +8711,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "transfer_cancel": {
                      *               "movements": 1,
@@ -8667,7 +8723,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "transfer_out": {
                      *               "movements": 2,
@@ -8678,7 +8735,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             }
                      *           }
                      *         },
@@ -8699,6 +8757,8 @@ export interface operations {
                      *           "transferred_in": 6,
                      *           "received": 3,
                      *           "transfer_cancelled": 0,
+                     *           "shortfall": 0,
+                     *           "sold_short": 0,
                      *           "repairs": 0,
                      *           "pauses": 0,
                      *           "resumes": 0,
@@ -8711,7 +8771,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "by_kind": {
                      *             "loss": {
@@ -8723,7 +8784,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": -1
+                     *               "incoming": -1,
+                     *               "short": 0
                      *             },
                      *             "receive": {
                      *               "movements": 1,
@@ -8734,7 +8796,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": -3
+                     *               "incoming": -3,
+                     *               "short": 0
                      *             },
                      *             "transfer_cancel": {
                      *               "movements": 1,
@@ -8745,7 +8808,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": -2
+                     *               "incoming": -2,
+                     *               "short": 0
                      *             },
                      *             "transfer_in": {
                      *               "movements": 2,
@@ -8756,7 +8820,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 6
+                     *               "incoming": 6,
+                     *               "short": 0
                      *             }
                      *           }
                      *         }
@@ -8789,6 +8854,8 @@ export interface operations {
                      *           "transferred_in": 0,
                      *           "received": 0,
                      *           "transfer_cancelled": 0,
+                     *           "shortfall": 0,
+                     *           "sold_short": 0,
                      *           "repairs": 0,
                      *           "pauses": 0,
                      *           "resumes": 0,
@@ -8801,7 +8868,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 1,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           },
                      *           "by_kind": {
                      *             "confirm": {
@@ -8813,7 +8881,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "move": {
                      *               "movements": 1,
@@ -8824,7 +8893,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 1,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "release_partial": {
                      *               "movements": 1,
@@ -8835,7 +8905,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "reserve": {
                      *               "movements": 1,
@@ -8846,7 +8917,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "stock_in": {
                      *               "movements": 1,
@@ -8857,7 +8929,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "transfer": {
                      *               "movements": 2,
@@ -8868,7 +8941,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             },
                      *             "transfer_out": {
                      *               "movements": 1,
@@ -8879,7 +8953,8 @@ export interface operations {
                      *               "quality_control": 0,
                      *               "damaged": 0,
                      *               "safety_stock": 0,
-                     *               "incoming": 0
+                     *               "incoming": 0,
+                     *               "short": 0
                      *             }
                      *           }
                      *         }
@@ -8949,8 +9024,8 @@ export interface operations {
                      *           "priority": 0,
                      *           "active": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T10:58:29.152628Z",
-                     *           "updated_at": "2026-12-02T10:58:29.152628Z",
+                     *           "created_at": "2026-12-02T12:46:31.476123Z",
+                     *           "updated_at": "2026-12-02T12:46:31.476123Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -8960,7 +9035,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           }
                      *         },
                      *         {
@@ -8969,8 +9045,8 @@ export interface operations {
                      *           "priority": 10,
                      *           "active": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T11:44:42.910702Z",
-                     *           "updated_at": "2026-12-02T11:44:43.036719Z",
+                     *           "created_at": "2026-12-02T12:56:10.275489Z",
+                     *           "updated_at": "2026-12-02T12:56:10.287855Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -8980,7 +9056,8 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0
+                     *             "incoming": 0,
+                     *             "short": 0
                      *           }
                      *         }
                      *       ],
@@ -9057,8 +9134,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:44:42.910702Z",
-                     *       "updated_at": "2026-12-02T11:44:42.910702Z"
+                     *       "created_at": "2026-12-02T12:56:10.275489Z",
+                     *       "updated_at": "2026-12-02T12:56:10.275489Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9133,8 +9210,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:44:42.910702Z",
-                     *       "updated_at": "2026-12-02T11:44:42.910702Z",
+                     *       "created_at": "2026-12-02T12:56:10.275489Z",
+                     *       "updated_at": "2026-12-02T12:56:10.275489Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9144,7 +9221,8 @@ export interface operations {
                      *         "quality_control": 0,
                      *         "damaged": 0,
                      *         "safety_stock": 0,
-                     *         "incoming": 0
+                     *         "incoming": 0,
+                     *         "short": 0
                      *       }
                      *     }
                      */
@@ -9228,8 +9306,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T11:44:42.910702Z",
-                     *       "updated_at": "2026-12-02T11:44:43.036719Z",
+                     *       "created_at": "2026-12-02T12:56:10.275489Z",
+                     *       "updated_at": "2026-12-02T12:56:10.287855Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9239,7 +9317,8 @@ export interface operations {
                      *         "quality_control": 0,
                      *         "damaged": 0,
                      *         "safety_stock": 0,
-                     *         "incoming": 0
+                     *         "incoming": 0,
+                     *         "short": 0
                      *       }
                      *     }
                      */
@@ -9339,10 +9418,11 @@ export interface operations {
                      *           "damaged": 1,
                      *           "safety_stock": 0,
                      *           "incoming": 0,
+                     *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T11:44:43.071999Z"
+                     *           "updated_at": "2026-12-02T12:56:10.293507Z"
                      *         }
                      *       ]
                      *     }
@@ -9455,7 +9535,8 @@ export interface operations {
                      *         "quality_control": 0,
                      *         "damaged": 0,
                      *         "safety_stock": 0,
-                     *         "incoming": 0
+                     *         "incoming": 0,
+                     *         "short": 0
                      *       },
                      *       "short_of_held": 0,
                      *       "forced": false,
@@ -9473,10 +9554,11 @@ export interface operations {
                      *             "damaged": 1,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
+                     *             "short": 0,
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T11:44:43.071999Z"
+                     *             "updated_at": "2026-12-02T12:56:10.293507Z"
                      *           }
                      *         ]
                      *       }
@@ -9567,7 +9649,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
+                     *           "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -9580,15 +9662,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T11:44:43.092748Z",
-                     *           "updated_at": "2026-12-02T11:44:43.174798Z",
+                     *           "created_at": "2026-12-02T12:56:10.321583Z",
+                     *           "updated_at": "2026-12-02T12:56:10.342136Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T11:44:43.174798Z",
+                     *           "finished_at": "2026-12-02T12:56:10.342136Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a23692-3cd3-7b45-9825-ef06c1c1a619",
+                     *           "id": "01a236d3-a76e-7d34-b9d1-82ca87d7780a",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -9601,10 +9683,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T11:44:43.215742Z",
-                     *           "updated_at": "2026-12-02T11:44:43.24071Z",
+                     *           "created_at": "2026-12-02T12:56:10.34565Z",
+                     *           "updated_at": "2026-12-02T12:56:10.358128Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T11:44:43.24071Z",
+                     *           "finished_at": "2026-12-02T12:56:10.358128Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -9679,7 +9761,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
+                     *       "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9692,8 +9774,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:43.092748Z",
-                     *       "updated_at": "2026-12-02T11:44:43.092748Z",
+                     *       "created_at": "2026-12-02T12:56:10.321583Z",
+                     *       "updated_at": "2026-12-02T12:56:10.321583Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9767,7 +9849,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
+                     *       "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9780,8 +9862,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:43.092748Z",
-                     *       "updated_at": "2026-12-02T11:44:43.092748Z",
+                     *       "created_at": "2026-12-02T12:56:10.321583Z",
+                     *       "updated_at": "2026-12-02T12:56:10.321583Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9867,7 +9949,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
+                     *       "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9880,8 +9962,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:43.092748Z",
-                     *       "updated_at": "2026-12-02T11:44:43.151306Z",
+                     *       "created_at": "2026-12-02T12:56:10.321583Z",
+                     *       "updated_at": "2026-12-02T12:56:10.331983Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9980,7 +10062,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3c56-7c3d-85d4-d4693c0dd867",
+                     *       "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9993,10 +10075,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:43.092748Z",
-                     *       "updated_at": "2026-12-02T11:44:43.174798Z",
+                     *       "created_at": "2026-12-02T12:56:10.321583Z",
+                     *       "updated_at": "2026-12-02T12:56:10.342136Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T11:44:43.174798Z",
+                     *       "finished_at": "2026-12-02T12:56:10.342136Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10093,7 +10175,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23692-3cd3-7b45-9825-ef06c1c1a619",
+                     *       "id": "01a236d3-a76e-7d34-b9d1-82ca87d7780a",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10106,10 +10188,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T11:44:43.215742Z",
-                     *       "updated_at": "2026-12-02T11:44:43.24071Z",
+                     *       "created_at": "2026-12-02T12:56:10.34565Z",
+                     *       "updated_at": "2026-12-02T12:56:10.358128Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T11:44:43.24071Z",
+                     *       "finished_at": "2026-12-02T12:56:10.358128Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
