@@ -1,4 +1,4 @@
--- What a forced count finds missing of the held units (issue 37): a
+-- What a forced count finds missing of the held units: a
 -- count below what holds hold could take only what was not held off the
 -- shelf, and the held units it did not find came back as available when
 -- their holds ended. Now the row carries them:
