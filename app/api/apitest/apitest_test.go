@@ -18,7 +18,7 @@ func TestCheck(t *testing.T) {
 	problem := func(status int, code string) string {
 		return `{"type":"/problems/` + code + `","title":"t","status":` + strconv.Itoa(status) + `,"detail":"d","code":"` + code + `"}`
 	}
-	stock := `{"sku":"A1","pools":[{"location":"default","pool":"main","total":1,"available":1,"reserved":0,"sold":0,"quality_control":0,"damaged":0,"safety_stock":0,"incoming":0,"status":"on_sale","paused_reason":null,"updated_at":"2026-01-01T00:00:00Z"}]}`
+	stock := `{"sku":"A1","pools":[{"location":"default","pool":"main","total":1,"available":1,"reserved":0,"sold":0,"quality_control":0,"damaged":0,"safety_stock":0,"incoming":0,"short":0,"status":"on_sale","paused_reason":null,"updated_at":"2026-01-01T00:00:00Z"}]}`
 	cases := []struct {
 		name                string
 		method, path, token string
