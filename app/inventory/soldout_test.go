@@ -353,6 +353,22 @@ func TestSoldOutSeatsCorrectedAcrossInstances(t *testing.T) {
 	holdable("a seat added on B")
 }
 
+// waitRemembered waits until svc refuses a hold of one unit of sku from
+// memory, asking under new keys ("fresh1", "fresh2", ...), and returns how
+// many it asked. Memory answers no one before the recheck loop's first
+// read, half of SoldOutRecheck after the first refusal and later on a
+// loaded machine: the wait is answerWait, well past it.
+func waitRemembered(t *testing.T, svc *inventory.Service, mem *memoryCount, sku string) int {
+	t.Helper()
+	i := 0
+	require.Eventually(t, func() bool {
+		i++
+		_, inMemory := fromMemory(context.Background(), svc, mem, fmt.Sprint("fresh", i), sku, 1)
+		return inMemory
+	}, answerWait, time.Millisecond)
+	return i
+}
+
 // TestSoldOutRetryGetsItsFirstAnswer replays the reviewer's sequence: a
 // SKU sold out and remembered on instance A; on instance B one unit is
 // added and a hold granted under key K; the same request under K sent to
@@ -372,12 +388,7 @@ func TestSoldOutRetryGetsItsFirstAnswer(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "LAST", 1)
 	_, _, err := a.Hold(ctx, holdReq("first", item("LAST", 1)))
 	require.NoError(t, err)
-	i := 0
-	require.Eventually(t, func() bool {
-		i++
-		_, inMemory := fromMemory(ctx, a, mem, fmt.Sprint("fresh", i), "LAST", 1)
-		return inMemory
-	}, 10*time.Second, time.Millisecond)
+	i := waitRemembered(t, a, mem, "LAST")
 
 	restock := func(key string) {
 		_, _, err := other.AdjustOnce(ctx, idempotency.NewKey("ops", key), inventory.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"})
@@ -477,12 +488,7 @@ func TestSoldOutRetryAnsweredWhileTheRowIsLocked(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "LAST", 1)
 	_, _, err := a.Hold(ctx, holdReq("first", item("LAST", 1)))
 	require.NoError(t, err)
-	i := 0
-	require.Eventually(t, func() bool {
-		i++
-		_, inMemory := fromMemory(ctx, a, mem, fmt.Sprint("fresh", i), "LAST", 1)
-		return inMemory
-	}, 10*time.Second, time.Millisecond)
+	waitRemembered(t, a, mem, "LAST")
 	_, _, err = other.AdjustOnce(ctx, idempotency.NewKey("ops", "one more"), inventory.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"})
 	require.NoError(t, err)
 	granted, _, err := other.Hold(ctx, holdReq("k", item("LAST", 1)))
