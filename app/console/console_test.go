@@ -533,3 +533,36 @@ func section(t *testing.T, page, id string) string {
 	require.True(t, ok)
 	return body
 }
+
+// TestSKUPageShowsShort: after a forced count below what holds hold, the
+// SKU's page says how many held units are missing, in the pool's counters,
+// the by-location table and the count's ledger row; once their holds end
+// and the units have left the books, it says nothing more.
+func TestSKUPageShowsShort(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	dbtest.StockIn(e.t, e.pool, "S1", 5)
+	id := e.hold("k1", "order-1", "S1", 4)
+	b := newBrowser(t, e.base)
+	b.signIn(e.ops)
+	count := b.do("POST", "/v1/skus/S1/counts", nil, func(r *http.Request) {
+		body := `{"counted": 2, "force": true, "reason": "stocktake"}`
+		r.Header.Set("Authorization", "Bearer "+e.ops)
+		r.Header.Set("Idempotency-Key", "count-1")
+		r.Header.Set("Content-Type", "application/json")
+		r.Body = io.NopCloser(strings.NewReader(body))
+		r.ContentLength = int64(len(body))
+	})
+	require.Equal(t, http.StatusOK, count.status, count.body)
+
+	page := b.do("GET", "/ops/skus/S1", nil, nil)
+	require.Equal(t, http.StatusOK, page.status)
+	require.Regexp(t, `short \(of reserved\)</dt><dd>2</dd>`, page.body)
+	require.Contains(t, page.body, "short &#43;2", "the count's ledger row")
+
+	_, err := e.app.Inventory.Cancel(context.Background(), id, inventory.Caller{Name: "shop-a"}, "cancelled")
+	require.NoError(t, err)
+	page = b.do("GET", "/ops/skus/S1", nil, nil)
+	require.NotContains(t, page.body, "short (of reserved)")
+	require.Contains(t, page.body, "short -2", "the shortfall's ledger row")
+}

@@ -65,14 +65,14 @@ func ref(r *string) template.HTML {
 	return template.HTML(template.HTMLEscapeString(*r))
 }
 
-// states says how a movement moved the states not for sale and incoming
-// ("damaged +2, incoming -3"), or "—" when it moved none.
+// states says how a movement moved the states not for sale, incoming and
+// short ("damaged +2, incoming -3"), or "—" when it moved none.
 func states(m inventory.Movement) string {
 	var parts []string
 	for _, s := range []struct {
 		name string
 		n    int64
-	}{{"quality control", m.DeltaQualityControl}, {"damaged", m.DeltaDamaged}, {"safety stock", m.DeltaSafetyStock}, {"incoming", m.DeltaIncoming}} {
+	}{{"quality control", m.DeltaQualityControl}, {"damaged", m.DeltaDamaged}, {"safety stock", m.DeltaSafetyStock}, {"incoming", m.DeltaIncoming}, {"short", m.DeltaShort}} {
 		if s.n != 0 {
 			parts = append(parts, s.name+" "+delta(s.n))
 		}

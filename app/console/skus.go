@@ -85,7 +85,11 @@ type skuData struct {
 	// Located says the SKU is at more than the default location: its
 	// pools say where.
 	Located bool
-	Short   map[string]string
+	// OtherStates says the ledger page shows the states not for sale,
+	// incoming and short: the SKU is at several locations, or a movement
+	// on the page moved one of them.
+	OtherStates bool
+	Short       map[string]string
 	// Ledger is a page of movements, newest first; Older is the id to page
 	// on from (0: this is the last page).
 	Ledger []inventory.Movement
@@ -154,6 +158,10 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		d.Older = rows[len(rows)-1].ID
 	}
 	d.Ledger = movements(rows)
+	d.OtherStates = d.Located
+	for _, m := range d.Ledger {
+		d.OtherStates = d.OtherStates || states(m) != "—"
+	}
 	var ids []uuid.UUID
 	for _, m := range rows {
 		if m.ReservationID != nil {
@@ -211,8 +219,8 @@ func movements(rows []db.Ledger) []inventory.Movement {
 			ID: r.ID, At: r.At, SKU: r.Sku, Location: r.Location, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
 			DeltaQualityControl: r.DeltaQualityControl, DeltaDamaged: r.DeltaDamaged, DeltaSafetyStock: r.DeltaSafetyStock,
-			DeltaIncoming: r.DeltaIncoming,
-			Actor:         r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
+			DeltaIncoming: r.DeltaIncoming, DeltaShort: r.DeltaShort,
+			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()
