@@ -180,7 +180,7 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 		require.EqualValues(t, 2, got[0].Data["quantity"])
 		require.Equal(t, "release_partial", got[0].Data["ledger_kind"])
 		requireCounters(t, got[1], stockOf(t, "A1", "main"))
-		_, err = b.inv.Cancel(ctx, h2.ID, shop, "")
+		_, err = b.inv.Release(ctx, h2.ID, shop, "")
 		require.NoError(t, err)
 		got = r.expect(t, "release", "hold.released A1/main", "stock.changed A1/main")
 		require.Equal(t, false, got[0].Data["partial"])

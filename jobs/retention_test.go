@@ -30,7 +30,7 @@ func TestRetentionJob(t *testing.T) {
 		case inventory.StatusConfirmed:
 			_, err = b.inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
 		case inventory.StatusReleased:
-			_, err = b.inv.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "cancelled")
+			_, err = b.inv.Release(ctx, r.ID, inventory.Caller{Name: "shop"}, "cancelled")
 		case inventory.StatusExpired:
 			_, err = b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() WHERE id = $1`, r.ID)
 			require.NoError(t, err)

@@ -144,7 +144,7 @@ func (b *bundle) traffic(t *testing.T, n int) {
 		if i%2 == 0 {
 			_, err = b.inv.Confirm(ctx, h.ID, inventory.Caller{Name: "shop"})
 		} else {
-			_, err = b.inv.Cancel(ctx, h.ID, inventory.Caller{Name: "shop"}, "")
+			_, err = b.inv.Release(ctx, h.ID, inventory.Caller{Name: "shop"}, "")
 		}
 		require.NoError(t, err)
 	}

@@ -338,14 +338,14 @@ func setup(t *testing.T) *fixture {
 	ops := inventory.Caller{Name: "test", Ops: true}
 	_, err = inv.Confirm(ctx, f.confirmed, ops)
 	require.NoError(t, err)
-	_, err = inv.Cancel(ctx, f.released, ops, "changed my mind")
+	_, err = inv.Release(ctx, f.released, ops, "changed my mind")
 	require.NoError(t, err)
 	// Two holds past their expiry; one is expired, one is stuck.
 	_, err = pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '5 minutes' WHERE id = ANY($1)`,
 		[]uuid.UUID{f.expired, f.stuck})
 	require.NoError(t, err)
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		ended, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{f.expired}, inventory.Release{
+		ended, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{f.expired}, inventory.Outcome{
 			Status: inventory.StatusExpired, Kind: "expire", Actor: "test", Reason: "hold expired", DueOnly: true})
 		if err == nil && len(ended) != 1 {
 			err = fmt.Errorf("expired %d holds", len(ended))

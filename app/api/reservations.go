@@ -156,7 +156,7 @@ func (s *server) releaseReservation(c echo.Context) error {
 		return err
 	}
 	if body.Items == nil {
-		r, err := s.Inventory.Cancel(c.Request().Context(), id, asCaller(c), body.Reason)
+		r, err := s.Inventory.Release(c.Request().Context(), id, asCaller(c), body.Reason)
 		metrics.CountTransition("release", err)
 		if err != nil {
 			return err

@@ -48,7 +48,7 @@ func TestStats(t *testing.T) {
 	_, err = e.pool.Exec(ctx, `UPDATE reservations SET created_at = now() - interval '48 hours' WHERE id = $1`, old)
 	require.NoError(t, err)
 	require.NoError(t, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		ended, err := e.inv.ReleaseTx(ctx, tx, []uuid.UUID{expired}, inventory.Release{
+		ended, err := e.inv.ReleaseTx(ctx, tx, []uuid.UUID{expired}, inventory.Outcome{
 			Status: inventory.StatusExpired, Kind: "expire", Actor: "test", Reason: "expired", DueOnly: true})
 		if err == nil && len(ended) != 1 {
 			err = fmt.Errorf("expired %d holds", len(ended))

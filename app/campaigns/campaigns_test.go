@@ -1154,7 +1154,7 @@ func TestAnUnexpectedLastBatchLeavesTheFinishToTheNext(t *testing.T) {
 	unlock := lockStock(t, b.pool, "A1", "default", "zz")
 	cancel := make(chan error, 1)
 	go func() {
-		_, err := b.inv.Cancel(ctx, held[0], inventory.Caller{Name: "shop"}, "changed my mind")
+		_, err := b.inv.Release(ctx, held[0], inventory.Caller{Name: "shop"}, "changed my mind")
 		cancel <- err
 	}()
 	waitUntil(t, b.pool, 1, cancel) // the cancel has its hold, and waits for the row

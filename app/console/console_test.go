@@ -394,7 +394,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 
 	// A released hold offers reinstating it (a late payment).
 	late := e.hold("late", "order-late", "A1", 1)
-	_, err = e.app.Inventory.Cancel(ctx, late, inventory.Caller{Name: "shop-a"}, "")
+	_, err = e.app.Inventory.Release(ctx, late, inventory.Caller{Name: "shop-a"}, "")
 	require.NoError(t, err)
 	require.Contains(t, b.do("GET", "/ops/holds/"+late.String(), nil, nil).body, "/reinstate")
 	a = b.do("POST", "/ops/holds/"+late.String()+"/reinstate", url.Values{"csrf": {token}}, b.sameSite)

@@ -21,7 +21,7 @@ func TestDeletedHoldKeepsItsHistory(t *testing.T) {
 	e := setup(t)
 	dbtest.StockIn(e.t, e.pool, "A1", 10)
 	id := e.hold("k1", "o-1", "A1", 3)
-	_, err := e.app.Inventory.Cancel(context.Background(), id, inventory.Caller{Name: "shop-a"}, "changed my mind")
+	_, err := e.app.Inventory.Release(context.Background(), id, inventory.Caller{Name: "shop-a"}, "changed my mind")
 	require.NoError(t, err)
 	_, err = e.pool.Exec(context.Background(), `UPDATE reservations SET released_at = now() - interval '40 days', expires_at = now() - interval '40 days'`)
 	require.NoError(t, err)

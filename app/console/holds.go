@@ -134,7 +134,7 @@ func (c *Console) release(w http.ResponseWriter, r *http.Request, op who) error 
 	if reason == "" {
 		return c.done(w, r, back, true, "Say why the hold is released.")
 	}
-	h, err := c.Inventory.Cancel(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true}, reason)
+	h, err := c.Inventory.Release(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true}, reason)
 	metrics.CountTransition("release", err)
 	if err != nil {
 		return c.refused(w, r, back, err)

@@ -226,7 +226,7 @@ func TestFeedUnderConcurrentWriters(t *testing.T) {
 					case 0:
 						_, err = inv.Confirm(ctx, h.ID, by)
 					case 1:
-						_, err = inv.Cancel(ctx, h.ID, by, "")
+						_, err = inv.Release(ctx, h.ID, by, "")
 					case 2:
 						_, err = inv.ReleaseItems(ctx, h.ID, by, "", []inventory.Item{{SKU: h.Items[0].SKU, Quantity: 1}})
 					case 3:

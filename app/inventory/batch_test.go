@@ -388,7 +388,7 @@ func TestLockOrderOnICUCollation(t *testing.T) {
 						if i%2 == 0 {
 							_, err = svc.Confirm(ctx, r.ID, shop)
 						} else {
-							_, err = svc.Cancel(ctx, r.ID, shop, "")
+							_, err = svc.Release(ctx, r.ID, shop, "")
 						}
 						if err != nil {
 							errs <- fmt.Errorf("confirm or release: %w", err)
@@ -507,7 +507,7 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 								h.status = inventory.StatusConfirmed
 							}
 						} else {
-							_, err = svc.Cancel(ctx, h.id, inventory.Caller{Name: client}, "changed mind")
+							_, err = svc.Release(ctx, h.id, inventory.Caller{Name: client}, "changed mind")
 							if err == nil {
 								h.status = inventory.StatusReleased
 							}
@@ -667,14 +667,14 @@ func TestChangeBatchAnswersEachCaller(t *testing.T) {
 		}, 10*time.Second, time.Millisecond)
 	}
 	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[1].ID, shop) })
-	queue(func() (inventory.Reservation, error) { return svc.Cancel(ctx, h[1].ID, shop, "") })
-	queue(func() (inventory.Reservation, error) { return svc.Cancel(ctx, h[2].ID, shop, "found it cheaper") })
+	queue(func() (inventory.Reservation, error) { return svc.Release(ctx, h[1].ID, shop, "") })
+	queue(func() (inventory.Reservation, error) { return svc.Release(ctx, h[2].ID, shop, "found it cheaper") })
 	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[2].ID, shop) })
 	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[3].ID, shop) })
 	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[4].ID, shop) })
 	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[4].ID, shop) })
 	queue(func() (inventory.Reservation, error) { return svc.Confirm(ctx, h[5].ID, shop) })
-	queue(func() (inventory.Reservation, error) { return svc.Cancel(ctx, uuid.New(), shop, "") })
+	queue(func() (inventory.Reservation, error) { return svc.Release(ctx, uuid.New(), shop, "") })
 	require.NoError(t, lock.Commit(ctx))
 
 	a := <-first

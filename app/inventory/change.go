@@ -24,7 +24,7 @@ import (
 //     that locks a hold and reads its lines under one snapshot can read
 //     lines a partial release changed while it waited for the lock, and
 //     hand the same units back twice;
-//  3. decide in Go from what was locked and read (Release.decide): a hold
+//  3. decide in Go from what was locked and read (Outcome.decide): a hold
 //     that is no longer held is left alone, and any change to a hold found
 //     past its expiry expires it instead;
 //  4. write the decision in one statement (changes.queue), whose stock
@@ -87,8 +87,11 @@ func lockedHolds(rows []db.ReservationsLockManyRow, lines []db.ReservationLine) 
 	return holds
 }
 
-// Release says how and why holds end when they are handed back, or sold.
-type Release struct {
+// Outcome says what a change makes of the holds it changes: how and why
+// they end when they are handed back, expire or are sold (a confirm), or
+// what a partial release or an extension records while they stay held.
+// Its Kind is the ledger kind the change writes.
+type Outcome struct {
 	// Status is StatusReleased or StatusExpired (StatusConfirmed for a
 	// confirm).
 	Status string
@@ -114,33 +117,33 @@ type giveBack struct {
 
 // Releases of the system's own making.
 var (
-	releaseByExpiry  = Release{Status: StatusExpired, Kind: "expire", Actor: "system:expire_holds", Reason: "hold expired", DueOnly: true}
-	releaseBySweeper = Release{Status: StatusExpired, Kind: "expire", Actor: "system:sweep_expired", Reason: "hold expired (sweeper)", DueOnly: true}
+	releaseByExpiry  = Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:expire_holds", Reason: "hold expired", DueOnly: true}
+	releaseBySweeper = Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:sweep_expired", Reason: "hold expired (sweeper)", DueOnly: true}
 )
 
 // expiredInstead is what a change becomes when it finds its hold past its
 // expiry: whatever was asked, the hold expires (its stock belongs to
 // others again, whether or not the expiry loop got to it yet).
-func (how Release) expiredInstead() Release {
+func (how Outcome) expiredInstead() Outcome {
 	what := "released"
 	switch {
 	case how.Kind == "confirm":
-		return Release{Status: StatusExpired, Kind: "expire", Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}
+		return Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}
 	case how.Kind == "extend":
-		return Release{Status: StatusExpired, Kind: "expire", Actor: "system:extend", Reason: "hold expired before it was extended"}
+		return Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:extend", Reason: "hold expired before it was extended"}
 	case how.Kind == "rollback":
-		return Release{Status: StatusExpired, Kind: "expire", Actor: "system:rollback", Reason: "hold expired before it was rolled back"}
+		return Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:rollback", Reason: "hold expired before it was rolled back"}
 	case how.give != nil:
 		what = "partly released"
 	}
-	return Release{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was " + what}
+	return Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was " + what}
 }
 
 // holdChange is one decided change to a hold: its new status (held for a
 // partial release) and the units that move, per line.
 type holdChange struct {
 	id    uuid.UUID
-	how   Release
+	how   Outcome
 	lines []Line
 }
 
@@ -148,7 +151,7 @@ type holdChange struct {
 // none. A hold that is not held is left alone; a hold past its expiry is
 // expired, whatever was asked; a partial release that covers all a hold
 // has releases it whole.
-func (how Release) decide(h *lockedHold) (*holdChange, error) {
+func (how Outcome) decide(h *lockedHold) (*holdChange, error) {
 	switch {
 	case h.row.Status != StatusHeld:
 		return nil, nil
@@ -161,7 +164,7 @@ func (how Release) decide(h *lockedHold) (*holdChange, error) {
 		if err != nil {
 			return nil, err
 		}
-		whole := Release{Status: StatusReleased, Kind: "release", Actor: how.Actor, Reason: how.Reason}
+		whole := Outcome{Status: StatusReleased, Kind: "release", Actor: how.Actor, Reason: how.Reason}
 		if left == 0 {
 			return &holdChange{id: h.row.ID, how: whole, lines: h.lines}, nil
 		}
@@ -306,7 +309,7 @@ func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, deci
 // change to a hold follows (see changeTx): a hold that is no longer held is
 // skipped, so nothing is handed back twice, and one found past its expiry
 // is expired rather than released.
-func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Release) ([]uuid.UUID, error) {
+func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Outcome) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -336,7 +339,7 @@ func (sc LineScope) has(l Line) bool {
 // expired instead); otherwise its lines in scope are handed back, as a
 // partial release by how's actor and for its reason, and it stays held
 // with the rest.
-func (how Release) decideIn(scope LineScope) func(*lockedHold) (*holdChange, error) {
+func (how Outcome) decideIn(scope LineScope) func(*lockedHold) (*holdChange, error) {
 	return func(h *lockedHold) (*holdChange, error) {
 		if scope.whole() || h.row.Status != StatusHeld {
 			return how.decide(h)
@@ -358,7 +361,7 @@ func (how Release) decideIn(scope LineScope) func(*lockedHold) (*holdChange, err
 		case !rest || h.due || how.DueOnly:
 			return how.decide(h)
 		}
-		part := Release{Status: StatusHeld, Kind: "release_partial", Actor: how.Actor, Reason: how.Reason}
+		part := Outcome{Status: StatusHeld, Kind: "release_partial", Actor: how.Actor, Reason: how.Reason}
 		return &holdChange{id: h.row.ID, how: part, lines: in}, nil
 	}
 }
@@ -378,7 +381,7 @@ type Handed struct {
 // and returns each hold it changed. A rollback scoped to a SKU or a
 // location uses it, so it hands back what its dry run counts and nothing
 // else of a hold.
-func (s *Service) ReleaseLinesTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Release, scope LineScope) ([]Handed, error) {
+func (s *Service) ReleaseLinesTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, how Outcome, scope LineScope) ([]Handed, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}

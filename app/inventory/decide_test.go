@@ -306,27 +306,27 @@ func locked(status string, due bool, lines ...Line) *lockedHold {
 func TestDecideChanges(t *testing.T) {
 	t.Parallel()
 	a1, b2 := on("A1", def, 3), on("B2", def, 2)
-	confirm := Release{Status: StatusConfirmed, Kind: "confirm", Actor: "shop"}
-	cancel := Release{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "cancelled"}
-	rollback := Release{Status: StatusReleased, Kind: "rollback", Actor: "alice", Reason: "bad orders"}
-	part := func(give map[string]int64) Release {
+	confirm := Outcome{Status: StatusConfirmed, Kind: "confirm", Actor: "shop"}
+	cancel := Outcome{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "cancelled"}
+	rollback := Outcome{Status: StatusReleased, Kind: "rollback", Actor: "alice", Reason: "bad orders"}
+	part := func(give map[string]int64) Outcome {
 		g := map[string]giveBack{}
 		for sku, n := range give {
 			g[giveKey(sku, "")] = giveBack{quantity: n}
 		}
-		return Release{Kind: "release", Actor: "shop", Reason: "one less", give: g}
+		return Outcome{Kind: "release", Actor: "shop", Reason: "one less", give: g}
 	}
 	seats := Line{SKU: "S1", Location: def, Pool: "main", Quantity: 3, Units: []string{"A-1", "A-2", "A-3"}}
-	partUnits := func(units ...string) Release {
-		return Release{Kind: "release", Actor: "shop", Reason: "one less", give: map[string]giveBack{giveKey("S1", ""): {units: units}}}
+	partUnits := func(units ...string) Outcome {
+		return Outcome{Kind: "release", Actor: "shop", Reason: "one less", give: map[string]giveBack{giveKey("S1", ""): {units: units}}}
 	}
 	a1paris, a1lyon := on("A1", "paris", 2), on("A1", "lyon", 1)
-	partAt := func(location string, n int64) Release {
-		return Release{Kind: "release", Actor: "shop", Reason: "one less", give: map[string]giveBack{giveKey("A1", location): {quantity: n}}}
+	partAt := func(location string, n int64) Outcome {
+		return Outcome{Kind: "release", Actor: "shop", Reason: "one less", give: map[string]giveBack{giveKey("A1", location): {quantity: n}}}
 	}
 	for _, c := range []struct {
 		name string
-		how  Release
+		how  Outcome
 		hold *lockedHold
 		want *holdChange // nil: no change
 		err  domain.Code
@@ -336,29 +336,29 @@ func TestDecideChanges(t *testing.T) {
 		{"a hold no longer held is left alone", confirm, locked(StatusReleased, false, a1), nil, ""},
 		{"confirmed is left alone by a release", cancel, locked(StatusConfirmed, false, a1), nil, ""},
 		{"a late confirm expires the hold", confirm, locked(StatusHeld, true, a1),
-			&holdChange{how: Release{Status: StatusExpired, Kind: "expire", Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}, lines: []Line{a1}}, ""},
+			&holdChange{how: Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}, lines: []Line{a1}}, ""},
 		{"a late release expires the hold", cancel, locked(StatusHeld, true, a1),
-			&holdChange{how: Release{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was released"}, lines: []Line{a1}}, ""},
+			&holdChange{how: Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was released"}, lines: []Line{a1}}, ""},
 		{"a late rollback expires the hold", rollback, locked(StatusHeld, true, a1, b2),
-			&holdChange{how: Release{Status: StatusExpired, Kind: "expire", Actor: "system:rollback", Reason: "hold expired before it was rolled back"}, lines: []Line{a1, b2}}, ""},
+			&holdChange{how: Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:rollback", Reason: "hold expired before it was rolled back"}, lines: []Line{a1, b2}}, ""},
 		{"expiry takes a due hold", releaseByExpiry, locked(StatusHeld, true, a1), &holdChange{how: releaseByExpiry, lines: []Line{a1}}, ""},
 		{"expiry leaves a hold not yet due", releaseByExpiry, locked(StatusHeld, false, a1), nil, ""},
 		{"a partial release gives back some units of a line", part(map[string]int64{"A1": 1}), locked(StatusHeld, false, a1, b2),
-			&holdChange{how: Release{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"}, lines: []Line{on("A1", def, 1)}}, ""},
+			&holdChange{how: Outcome{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"}, lines: []Line{on("A1", def, 1)}}, ""},
 		{"a partial release of a SKU held at several locations names the location", partAt("paris", 1), locked(StatusHeld, false, a1lyon, a1paris),
-			&holdChange{how: Release{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"}, lines: []Line{on("A1", "paris", 1)}}, ""},
+			&holdChange{how: Outcome{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"}, lines: []Line{on("A1", "paris", 1)}}, ""},
 		{"a partial release of a SKU held at several locations without one is refused", partAt("", 1), locked(StatusHeld, false, a1lyon, a1paris), nil, domain.CodeInvalid},
 		{"a partial release at a location the hold does not hold it is refused", partAt("berlin", 1), locked(StatusHeld, false, a1lyon, a1paris), nil, domain.CodeInvalid},
 		{"a partial release of everything releases the hold whole", part(map[string]int64{"A1": 3, "B2": 2}), locked(StatusHeld, false, a1, b2),
-			&holdChange{how: Release{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "one less"}, lines: []Line{a1, b2}}, ""},
+			&holdChange{how: Outcome{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "one less"}, lines: []Line{a1, b2}}, ""},
 		{"a late partial release expires the hold", part(map[string]int64{"A1": 1}), locked(StatusHeld, true, a1, b2),
-			&holdChange{how: Release{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was partly released"}, lines: []Line{a1, b2}}, ""},
+			&holdChange{how: Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was partly released"}, lines: []Line{a1, b2}}, ""},
 		{"a partial release of more than held is refused", part(map[string]int64{"A1": 4}), locked(StatusHeld, false, a1), nil, domain.CodeInvalid},
 		{"a partial release by units gives back exactly those units", partUnits("A-3", "A-1"), locked(StatusHeld, false, seats, b2),
-			&holdChange{how: Release{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"},
+			&holdChange{how: Outcome{Status: StatusHeld, Kind: "release_partial", Actor: "shop", Reason: "one less"},
 				lines: []Line{{SKU: "S1", Location: def, Pool: "main", Quantity: 2, Units: []string{"A-1", "A-3"}}}}, ""},
 		{"a partial release of every unit releases the hold whole", partUnits("A-1", "A-2", "A-3"), locked(StatusHeld, false, seats),
-			&holdChange{how: Release{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "one less"}, lines: []Line{seats}}, ""},
+			&holdChange{how: Outcome{Status: StatusReleased, Kind: "release", Actor: "shop", Reason: "one less"}, lines: []Line{seats}}, ""},
 		{"a partial release of a unit the hold does not hold is refused", partUnits("A-1", "B-1"), locked(StatusHeld, false, seats), nil, domain.CodeInvalid},
 		{"a partial release of a bare quantity of units is refused", part(map[string]int64{"S1": 1}), locked(StatusHeld, false, seats), nil, domain.CodeInvalid},
 		{"a partial release of a SKU the hold does not have is refused", part(map[string]int64{"C3": 1}), locked(StatusHeld, false, a1), nil, domain.CodeInvalid},

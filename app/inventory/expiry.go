@@ -82,7 +82,7 @@ func (s *Service) SweepExpired(ctx context.Context, grace time.Duration) (int, e
 // hold them up. The rest go ExpiryBatch per transaction of its own, until
 // none is left; a row one of those finds locked past the (short) expiry
 // lock timeout joins skip, and its holds go with the hold batches too.
-func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, skip map[string]Line) (int, error) {
+func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Outcome, grace time.Duration, skip map[string]Line) (int, error) {
 	total, unexplained := 0, 0
 	hot := s.hot.now(time.Now())
 	maps.Copy(hot, skip)
@@ -143,7 +143,7 @@ const (
 // of the next hold batch on those rows, by the rule every change to a hold
 // follows. It returns how many expired. A call answered busy (the rows
 // stayed locked by another transaction) leaves its holds for a later pass.
-func (s *Service) expireWithHolds(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, rows map[string]Line) (int, error) {
+func (s *Service) expireWithHolds(ctx context.Context, conn *pgx.Conn, how Outcome, grace time.Duration, rows map[string]Line) (int, error) {
 	var on db.ReservationsDueOnParams
 	on.GraceSeconds, on.Lim, on.Scan = grace.Seconds(), ExpiryBatch, 4*ExpiryBatch
 	for _, l := range rows {
@@ -180,7 +180,7 @@ func (s *Service) expireWithHolds(ctx context.Context, conn *pgx.Conn, how Relea
 // expireInChunks sends ids to the hold batches, expiryChunk a call and
 // expiryChunks calls at a time, and returns how many expired and whether a
 // call was refused (busy, or its batch failed).
-func (s *Service) expireInChunks(ctx context.Context, how Release, ids []uuid.UUID, rowsOf map[uuid.UUID][]want) (int, bool) {
+func (s *Service) expireInChunks(ctx context.Context, how Outcome, ids []uuid.UUID, rowsOf map[uuid.UUID][]want) (int, bool) {
 	var (
 		calls []*holdCall
 		total int
@@ -232,7 +232,7 @@ func (s *Service) expireInChunks(ctx context.Context, how Release, ids []uuid.UU
 // on; read their lines (the rule of every change to a hold, see change.go);
 // then expire them in one statement and commit. It returns how many it
 // expired, or on failure the holds it had picked.
-func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Release, grace time.Duration, skip map[string]Line) (int, []uuid.UUID, error) {
+func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Outcome, grace time.Duration, skip map[string]Line) (int, []uuid.UUID, error) {
 	defer rollback(conn)
 	due := db.ReservationsDueParams{GraceSeconds: grace.Seconds(), Lim: ExpiryBatch}
 	for _, l := range skip {

@@ -134,7 +134,7 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 			if !by.maySee(h.row.Client) || !h.due {
 				return nil, nil
 			}
-			return Release{Kind: "extend"}.decide(h)
+			return Outcome{Kind: "extend"}.decide(h)
 		})
 		if err != nil {
 			return err
@@ -193,7 +193,7 @@ func stamp(t time.Time) string {
 // does, through the one release path. Each changed line gets a
 // release_partial ledger row. A confirmed hold is 409 reservation_not_held;
 // a released or expired one is answered as it is (its units are back
-// already), as Cancel answers it. An item naming a SKU the hold does not
+// already), as Release answers it. An item naming a SKU the hold does not
 // have, or more units than it holds, is 422 and changes nothing.
 func (s *Service) ReleaseItems(ctx context.Context, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
 	var out Reservation
@@ -263,7 +263,7 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		}
 		want[k] = w
 	}
-	how := Release{Kind: "release", Actor: by.Name, Reason: reason, give: want}
+	how := Outcome{Kind: "release", Actor: by.Name, Reason: reason, give: want}
 	holds, _, err := s.changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
 		switch {
 		case !by.maySee(h.row.Client):

@@ -75,7 +75,7 @@ func TestExtend(t *testing.T) {
 	require.Equal(t, inventory.StatusConfirmed, e.Status)
 	r2, _, err := svc.Hold(ctx, holdReq("k2", item("A1", 1)))
 	require.NoError(t, err)
-	_, err = svc.Cancel(ctx, r2.ID, shop, "")
+	_, err = svc.Release(ctx, r2.ID, shop, "")
 	require.NoError(t, err)
 	_, err = svc.Extend(ctx, r2.ID, shop, 60)
 	require.Equal(t, domain.CodeNotHeld, code(err))
@@ -275,7 +275,7 @@ func TestReleaseItemsRacesConfirmsAndExpiry(t *testing.T) {
 					case 1:
 						_, err = svc.Confirm(ctx, id, shop)
 					case 2:
-						_, err = svc.Cancel(ctx, id, shop, "")
+						_, err = svc.Release(ctx, id, shop, "")
 					}
 				}
 				if err != nil && code(err) != domain.CodeNotHeld {

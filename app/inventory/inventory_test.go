@@ -149,16 +149,16 @@ func TestHoldConfirmRelease(t *testing.T) {
 	require.Equal(t, int64(3), p.Sold)
 	require.Zero(t, p.Reserved)
 
-	_, err = svc.Cancel(ctx, r.ID, shop, "")
+	_, err = svc.Release(ctx, r.ID, shop, "")
 	require.Equal(t, domain.CodeNotHeld, code(err), "a confirmed hold cannot be released")
 
 	r2, _, err := svc.Hold(ctx, holdReq("k2", item("A1", 4)))
 	require.NoError(t, err)
-	rel, err := svc.Cancel(ctx, r2.ID, shop, "customer changed mind")
+	rel, err := svc.Release(ctx, r2.ID, shop, "customer changed mind")
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusReleased, rel.Status)
 	require.Equal(t, "customer changed mind", *rel.ReleaseReason)
-	rel2, err := svc.Cancel(ctx, r2.ID, shop, "")
+	rel2, err := svc.Release(ctx, r2.ID, shop, "")
 	require.NoError(t, err, "releasing twice answers the same")
 	require.Equal(t, inventory.StatusReleased, rel2.Status)
 	_, err = svc.Confirm(ctx, r2.ID, shop)
@@ -304,7 +304,7 @@ func TestMultiSKUNoDeadlock(t *testing.T) {
 				return
 			}
 			if i%2 == 0 {
-				_, err = svc.Cancel(ctx, r.ID, shop, "")
+				_, err = svc.Release(ctx, r.ID, shop, "")
 			} else {
 				_, err = svc.Confirm(ctx, r.ID, shop)
 			}
@@ -337,7 +337,7 @@ func TestConfirmReleaseRace(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); _, confirmErr = svc.Confirm(ctx, r.ID, shop) }()
-		go func() { defer wg.Done(); _, releaseErr = svc.Cancel(ctx, r.ID, shop, "") }()
+		go func() { defer wg.Done(); _, releaseErr = svc.Release(ctx, r.ID, shop, "") }()
 		wg.Wait()
 		require.NotEqual(t, confirmErr == nil, releaseErr == nil, "exactly one wins: confirm=%v release=%v", confirmErr, releaseErr)
 		loser := confirmErr
@@ -395,7 +395,7 @@ func TestReleaseTxSkipsEnded(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "A1", 10)
 	r, _, err := svc.Hold(ctx, holdReq("x", item("A1", 1)))
 	require.NoError(t, err)
-	how := inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "test"}
+	how := inventory.Outcome{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "test"}
 	for range 3 {
 		err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 			_, err := svc.ReleaseTx(ctx, tx, []uuid.UUID{r.ID, uuid.New()}, how)
@@ -427,7 +427,7 @@ func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	c, err := svc.Confirm(ctx, paid.ID, shop)
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusConfirmed, c.Status)
-	r, err := svc.Cancel(ctx, cancelled.ID, shop, "")
+	r, err := svc.Release(ctx, cancelled.ID, shop, "")
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusReleased, r.Status)
 

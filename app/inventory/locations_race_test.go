@@ -105,7 +105,7 @@ func TestAllocationRacesTransfersMovesCounts(t *testing.T) {
 					_, err = svc.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
 					expected("confirm", err)
 				case 1:
-					_, err = svc.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
+					_, err = svc.Release(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
 					expected("release", err)
 				}
 			}

@@ -83,7 +83,7 @@ func TestHoldsAllocateAcrossLocations(t *testing.T) {
 	_, err = svc.Confirm(ctx, r.ID, inventory.Caller{Name: "shop-a"})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, at(t, svc, "A1", "berlin").Sold)
-	_, err = svc.Cancel(ctx, split.ID, inventory.Caller{Name: "shop-a"}, "")
+	_, err = svc.Release(ctx, split.ID, inventory.Caller{Name: "shop-a"}, "")
 	require.NoError(t, err)
 	require.EqualValues(t, 2, at(t, svc, "A1", "paris").Available)
 	require.EqualValues(t, 4, at(t, svc, "A1", "lyon").Available)

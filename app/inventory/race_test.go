@@ -73,7 +73,7 @@ func TestPartialReleaseRacesAWholeRelease(t *testing.T) {
 			whole := make(chan error, 1)
 			go func() {
 				whole <- pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-					_, err := svc.ReleaseTx(ctx, tx, []uuid.UUID{h.ID}, inventory.Release{
+					_, err := svc.ReleaseTx(ctx, tx, []uuid.UUID{h.ID}, inventory.Outcome{
 						Status: inventory.StatusExpired, Kind: "expire", Actor: "test:repair", Reason: "stuck"})
 					return err
 				})

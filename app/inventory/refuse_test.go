@@ -97,7 +97,7 @@ func TestTheDatabaseRefusesAWrongChange(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `UPDATE stock SET reserved = reserved - 3, available = available + 3 WHERE sku = 'A1'`)
 	require.NoError(t, err)
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		_, err := svc.ReleaseTx(ctx, tx, []uuid.UUID{r.ID}, inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: "test", Reason: "test"})
+		_, err := svc.ReleaseTx(ctx, tx, []uuid.UUID{r.ID}, inventory.Outcome{Status: inventory.StatusReleased, Kind: "rollback", Actor: "test", Reason: "test"})
 		return err
 	})
 	require.Equal(t, domain.CodeBooksUnbalanced, code(err), "%v", err)

@@ -73,7 +73,7 @@ func TestReinstateHoldsTheSameSeats(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"B-1", "B-3"}, back.Items[0].Units)
 	// A seat retired meanwhile is not held again either.
-	_, err = svc.Cancel(ctx, back.ID, shop, "")
+	_, err = svc.Release(ctx, back.ID, shop, "")
 	require.NoError(t, err)
 	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "retire-b3"),
 		inventory.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []inventory.UnitSpec{{ID: "B-3"}}})

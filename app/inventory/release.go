@@ -33,12 +33,12 @@ func (s *Service) Confirm(ctx context.Context, id uuid.UUID, by Caller) (Reserva
 	return r, err
 }
 
-// Cancel releases a held reservation at the shop's request. Releasing it
+// Release releases a held reservation at the shop's request. Releasing it
 // again answers the same; a confirmed hold is refused with its status; one
 // that expired meanwhile is answered as it is, since its stock is back, and
 // one found past its expiry is expired rather than released (a change to
 // an overdue hold expires it, whatever was asked).
-func (s *Service) Cancel(ctx context.Context, id uuid.UUID, by Caller, reason string) (Reservation, error) {
+func (s *Service) Release(ctx context.Context, id uuid.UUID, by Caller, reason string) (Reservation, error) {
 	if err := domain.ValidText("reason", reason, domain.MaxTextLength); err != nil {
 		return Reservation{}, err
 	}
@@ -231,9 +231,9 @@ func decideCalls(calls []*changeCall, holds map[uuid.UUID]*lockedHold) (changes,
 			errs[i] = domain.Missing("reservation")
 			continue
 		}
-		how := Release{Status: StatusReleased, Kind: "release", Actor: c.by.Name, Reason: c.reason}
+		how := Outcome{Status: StatusReleased, Kind: "release", Actor: c.by.Name, Reason: c.reason}
 		if c.confirm {
-			how = Release{Status: StatusConfirmed, Kind: "confirm", Actor: c.by.Name}
+			how = Outcome{Status: StatusConfirmed, Kind: "confirm", Actor: c.by.Name}
 		}
 		change, err := how.decide(h)
 		if err != nil {

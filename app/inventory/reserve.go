@@ -695,7 +695,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	if err := s.readUnits(ctx, conn, leaders, rows, ft.pre); err != nil {
 		return nil, err
 	}
-	b := s.sortOut(leaders, ft.made, ft.stop)
+	b := s.planBatch(leaders, ft.made, ft.stop)
 	changed := decideJoined(b.joined, ft.holds, rows)
 	verdicts, taken := decideHolds(rows, b.holds())
 	verdicts = b.laterForRuns(verdicts, changed.gaveUnits)
@@ -865,11 +865,11 @@ func lockKeys(leaders []*holdCall) db.StockLockManyParams {
 	return lock
 }
 
-// sorted is a hold batch's requests sorted out once their reservations
+// batchPlan is a hold batch's requests batchPlan out once their reservations
 // are inserted: the ones to decide, the replays of a key used before, the
 // ones whose caller left before anything was decided, and the ones a
 // stop-sale refuses (with why).
-type sorted struct {
+type batchPlan struct {
 	deciding []*holdCall
 	replays  []*holdCall
 	left     []*holdCall
@@ -888,7 +888,7 @@ type sorted struct {
 // adjacent units were read before those units were free, so the next
 // batch, which reads them free, decides. A hold goes again so once. It
 // returns the verdicts of the holds left.
-func (b *sorted) laterForRuns(verdicts []verdict, gave map[string]bool) []verdict {
+func (b *batchPlan) laterForRuns(verdicts []verdict, gave map[string]bool) []verdict {
 	if len(gave) == 0 {
 		return verdicts
 	}
@@ -909,11 +909,11 @@ func (b *sorted) laterForRuns(verdicts []verdict, gave map[string]bool) []verdic
 	return kept
 }
 
-// sortOut sorts a batch's requests out, the stop-sale switches as the
+// planBatch sorts a batch's requests out, the stop-sale switches as the
 // batch read them refusing the holds they cover before anything is
 // decided: those take nothing from the rows.
-func (s *Service) sortOut(leaders []*holdCall, made map[uuid.UUID]db.Reservation, stop stopSale) sorted {
-	var b sorted
+func (s *Service) planBatch(leaders []*holdCall, made map[uuid.UUID]db.Reservation, stop stopSale) batchPlan {
+	var b batchPlan
 	for _, c := range leaders {
 		if c.joined != nil {
 			b.joined = append(b.joined, c)
@@ -939,7 +939,7 @@ func (s *Service) sortOut(leaders []*holdCall, made map[uuid.UUID]db.Reservation
 	return b
 }
 
-func (b sorted) holds() []hold {
+func (b batchPlan) holds() []hold {
 	out := make([]hold, len(b.deciding))
 	for i, c := range b.deciding {
 		out[i] = c.h
@@ -959,7 +959,7 @@ type holdWrites struct {
 
 // writes turns the verdicts into the batch's writes; lockOrder is the
 // order the rows' counters move in.
-func (b sorted) writes(verdicts []verdict, taken map[string]int64, lockOrder []Line) holdWrites {
+func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder []Line) holdWrites {
 	var w holdWrites
 	for _, c := range slices.Concat(b.left, b.stopped, b.later) {
 		w.drop = append(w.drop, c.h.id)
@@ -1052,7 +1052,7 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 }
 
 // answer answers every caller of a committed hold batch.
-func (b sorted) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Reservation, verdicts []verdict,
+func (b batchPlan) answer(ctx context.Context, s *Service, made map[uuid.UUID]db.Reservation, verdicts []verdict,
 	firsts []db.Reservation, firstsOf []db.ReservationFirstLinesGetByKeysRow) {
 	for i, c := range b.deciding {
 		if v := verdicts[i]; v.granted {

@@ -37,7 +37,7 @@ type joined struct {
 	// expire are due holds to expire (how: releaseByExpiry, or the
 	// sweeper's).
 	expire []uuid.UUID
-	how    Release
+	how    Outcome
 }
 
 // joinedResult is a joined call's answer beside holdResult's.

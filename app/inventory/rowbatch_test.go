@@ -62,7 +62,7 @@ func TestReleaseJoinsTheRowsHoldBatch(t *testing.T) {
 	require.NoError(t, err)
 
 	// No batch busy with the row: a release goes on its own.
-	_, err = svc.Cancel(ctx, quiet.ID, shop, "")
+	_, err = svc.Release(ctx, quiet.ID, shop, "")
 	require.NoError(t, err)
 
 	started, release := blockBatch(svc)
@@ -81,7 +81,7 @@ func TestReleaseJoinsTheRowsHoldBatch(t *testing.T) {
 	}
 	cancelled, confirmed := make(chan answer, 1), make(chan answer, 1)
 	go func() {
-		r, err := svc.Cancel(ctx, h1.ID, shop, "changed my mind")
+		r, err := svc.Release(ctx, h1.ID, shop, "changed my mind")
 		cancelled <- answer{r, err}
 	}()
 	go func() {
@@ -236,14 +236,14 @@ func TestJoinedReleaseIsPickable(t *testing.T) {
 		go func() {
 			r, _, err := svc.Hold(ctx, blocker)
 			if err == nil {
-				_, err = svc.Cancel(ctx, r.ID, shop, "")
+				_, err = svc.Release(ctx, r.ID, shop, "")
 			}
 			blocked <- err
 		}()
 		<-started
 		cancelled := make(chan error, 1)
 		go func() {
-			_, err := svc.Cancel(ctx, held[c.release].ID, shop, "")
+			_, err := svc.Release(ctx, held[c.release].ID, shop, "")
 			cancelled <- err
 		}()
 		require.Eventually(t, func() bool { return inventory.PendingHolds(svc) == 1 }, 10*time.Second, time.Millisecond,
@@ -309,7 +309,7 @@ func TestJoinedReleasesUnderLoad(t *testing.T) {
 			switch {
 			case err == nil:
 				granted.Add(1)
-				_, err = svc.Cancel(ctx, r.ID, shop, "")
+				_, err = svc.Release(ctx, r.ID, shop, "")
 			case errors.As(err, &de) && de.Code == domain.CodeOutOfStock:
 				if m := availableRequested.FindStringSubmatch(de.Detail); m != nil {
 					have, _ := strconv.Atoi(m[1])

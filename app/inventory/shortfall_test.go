@@ -57,7 +57,7 @@ func TestForcedCountShortfallLeavesWithTheHolds(t *testing.T) {
 	t.Parallel()
 	ends := map[string]func(t *testing.T, svc *inventory.Service, b *bundle, id uuid.UUID){
 		"release": func(t *testing.T, svc *inventory.Service, _ *bundle, id uuid.UUID) {
-			_, err := svc.Cancel(context.Background(), id, shop, "customer left")
+			_, err := svc.Release(context.Background(), id, shop, "customer left")
 			require.NoError(t, err)
 		},
 		"partial release": func(t *testing.T, svc *inventory.Service, _ *bundle, id uuid.UUID) {
@@ -82,7 +82,7 @@ func TestForcedCountShortfallLeavesWithTheHolds(t *testing.T) {
 		"rollback": func(t *testing.T, svc *inventory.Service, b *bundle, id uuid.UUID) {
 			require.NoError(t, pgx.BeginFunc(context.Background(), b.pool, func(tx pgx.Tx) error {
 				ended, err := svc.ReleaseTx(context.Background(), tx, []uuid.UUID{id},
-					inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "bad batch"})
+					inventory.Outcome{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "bad batch"})
 				require.Equal(t, []uuid.UUID{id}, ended)
 				return err
 			}))
@@ -91,7 +91,7 @@ func TestForcedCountShortfallLeavesWithTheHolds(t *testing.T) {
 			pastExpiry(t, b.pool, id)
 			require.NoError(t, pgx.BeginFunc(context.Background(), b.pool, func(tx pgx.Tx) error {
 				ended, err := svc.ReleaseTx(context.Background(), tx, []uuid.UUID{id},
-					inventory.Release{Status: inventory.StatusExpired, Kind: "expire", Actor: "system:reconcile", DueOnly: true})
+					inventory.Outcome{Status: inventory.StatusExpired, Kind: "expire", Actor: "system:reconcile", DueOnly: true})
 				require.Equal(t, []uuid.UUID{id}, ended)
 				return err
 			}))
@@ -216,10 +216,10 @@ func TestCountShortfallAcrossHolds(t *testing.T) {
 	require.Zero(t, c.Difference)
 	require.True(t, c.Changes.Zero())
 
-	_, err = svc.Cancel(ctx, h1.ID, shop, "")
+	_, err = svc.Release(ctx, h1.ID, shop, "")
 	require.NoError(t, err)
 	require.Equal(t, inventory.Counters{Total: 3, Reserved: 3}, row(t, svc, "A1", inventory.DefaultLocation), "h1's 2 paid the short")
-	_, err = svc.Cancel(ctx, h2.ID, shop, "")
+	_, err = svc.Release(ctx, h2.ID, shop, "")
 	require.NoError(t, err)
 	require.Equal(t, inventory.Counters{Total: 3, Available: 3}, row(t, svc, "A1", inventory.DefaultLocation), "3 on the shelf, 3 on sale")
 	dbtest.RequireInvariants(t, b.pool)
@@ -276,7 +276,7 @@ func TestShortfallRaces(t *testing.T) {
 			if i%4 == 0 {
 				_, err = svc.Confirm(ctx, id, shop)
 			} else {
-				_, err = svc.Cancel(ctx, id, shop, "")
+				_, err = svc.Release(ctx, id, shop, "")
 			}
 			errs <- err
 		}()
@@ -374,7 +374,7 @@ func TestJoinedReleasePaysShortfall(t *testing.T) {
 	<-started
 	cancelled := make(chan error, 1)
 	go func() {
-		_, err := svc.Cancel(ctx, h.ID, shop, "")
+		_, err := svc.Release(ctx, h.ID, shop, "")
 		cancelled <- err
 	}()
 	require.Eventually(t, func() bool { return inventory.PendingHolds(svc) == 1 }, 10*time.Second, time.Millisecond,

@@ -95,7 +95,7 @@ func TestSoldOutAnsweredFromMemory(t *testing.T) {
 		_, inMemory = fromMemory(ctx, svc, mem, fmt.Sprintf("m%d", i), "GONE", 1)
 		return inMemory
 	}, 10*time.Second, time.Millisecond)
-	_, err = svc.Cancel(ctx, h4.ID, shop, "")
+	_, err = svc.Release(ctx, h4.ID, shop, "")
 	require.NoError(t, err)
 	_, _, err = svc.Hold(ctx, holdReq("g5", item("GONE", 1)))
 	require.NoError(t, err)

@@ -118,7 +118,7 @@ func TestUnitsLifecycle(t *testing.T) {
 	// by units hands back exactly those.
 	_, err = svc.Confirm(ctx, named.ID, shop)
 	require.NoError(t, err)
-	_, err = svc.Cancel(ctx, picked.ID, shop, "changed my mind")
+	_, err = svc.Release(ctx, picked.ID, shop, "changed my mind")
 	require.NoError(t, err)
 	part, err := svc.ReleaseItems(ctx, together.ID, shop, "one less", []inventory.Item{seats("SHOW", "B-2")})
 	require.NoError(t, err)
@@ -453,14 +453,14 @@ func TestUnitsGoBackOnce(t *testing.T) {
 			return
 		}
 		defer tx.Rollback(ctx) //nolint:errcheck // committed below
-		if _, err := svc.ReleaseTx(ctx, tx, ids, inventory.Release{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "test"}); err == nil {
+		if _, err := svc.ReleaseTx(ctx, tx, ids, inventory.Outcome{Status: inventory.StatusReleased, Kind: "rollback", Actor: "alice", Reason: "test"}); err == nil {
 			_ = tx.Commit(ctx)
 		}
 	}()
 	go func() {
 		defer wg.Done()
 		for _, id := range ids {
-			_, _ = svc.Cancel(ctx, id, shop, "cancelled")
+			_, _ = svc.Release(ctx, id, shop, "cancelled")
 		}
 	}()
 	wg.Wait()
@@ -581,7 +581,7 @@ func TestUnitsRefusedByTheDatabase(t *testing.T) {
 	}
 
 	// What is allowed still is: the service's own moves.
-	_, err = svc.Cancel(ctx, h.ID, shop, "")
+	_, err = svc.Release(ctx, h.ID, shop, "")
 	require.NoError(t, err)
 	dbtest.RequireInvariants(t, b.pool)
 }

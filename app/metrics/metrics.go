@@ -106,7 +106,7 @@ func (Recorder) BatchTook(kind string, d time.Duration) {
 }
 
 // Released counts n holds handed back by one release, described as
-// inventory.Release describes it. It is told once the release is written.
+// inventory.Outcome describes it. It is told once the release is written.
 func (Recorder) Released(status, kind, actor string, n int) {
 	if n > 0 {
 		Releases.WithLabelValues(status, releaseReason(kind, actor)).Add(float64(n))

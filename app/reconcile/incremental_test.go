@@ -255,7 +255,7 @@ func TestIncrementalRunsDuringTrafficFindNothing(t *testing.T) {
 					if confirm {
 						_, err = b.inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
 					} else {
-						_, err = b.inv.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
+						_, err = b.inv.Release(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
 					}
 					return err
 				})

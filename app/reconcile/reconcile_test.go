@@ -133,7 +133,7 @@ func TestCleanBooksFindNothingAndCheckpointsAdvance(t *testing.T) {
 	_, err := b.inv.Confirm(ctx, sold, inventory.Caller{Name: "shop"})
 	require.NoError(t, err)
 	gone := b.hold(t, "k3", "B1", 4)
-	_, err = b.inv.Cancel(ctx, gone, inventory.Caller{Name: "shop"}, "changed my mind")
+	_, err = b.inv.Release(ctx, gone, inventory.Caller{Name: "shop"}, "changed my mind")
 	require.NoError(t, err)
 
 	r := run(t, svc)
@@ -152,7 +152,7 @@ func TestCleanBooksFindNothingAndCheckpointsAdvance(t *testing.T) {
 
 	// More movements: the next run sums only the ledger rows after the
 	// checkpoint, and still balances.
-	_, err = b.inv.Cancel(ctx, kept, inventory.Caller{Name: "shop"}, "")
+	_, err = b.inv.Release(ctx, kept, inventory.Caller{Name: "shop"}, "")
 	require.NoError(t, err)
 	b.hold(t, "k4", "A1", 7)
 	r = run(t, svc)
@@ -569,7 +569,7 @@ func TestRunsDuringTrafficFindNothing(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					_, err = b.inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
 				} else {
-					_, err = b.inv.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
+					_, err = b.inv.Release(ctx, r.ID, inventory.Caller{Name: "shop"}, "")
 				}
 				if err != nil {
 					t.Error(err)

@@ -35,7 +35,7 @@ func TestDailyReportOfTheDayFlows(t *testing.T) {
 	paid := hold("paid", 2)
 	_, err = inv.Confirm(ctx, paid.ID, inventory.Caller{Name: "shop"})
 	require.NoError(t, err)
-	_, err = inv.Cancel(ctx, hold("gone", 3).ID, inventory.Caller{Name: "shop"}, "")
+	_, err = inv.Release(ctx, hold("gone", 3).ID, inventory.Caller{Name: "shop"}, "")
 	require.NoError(t, err)
 	hold("open", 1)
 

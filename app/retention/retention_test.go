@@ -49,12 +49,12 @@ func (b bundle) hold(t *testing.T, key, status string) uuid.UUID {
 	case inventory.StatusConfirmed:
 		_, err = inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
 	case inventory.StatusReleased:
-		_, err = inv.Cancel(ctx, r.ID, inventory.Caller{Name: "shop"}, "cancelled")
+		_, err = inv.Release(ctx, r.ID, inventory.Caller{Name: "shop"}, "cancelled")
 	case inventory.StatusExpired:
 		_, err = b.pool.Exec(ctx, `UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1`, r.ID)
 		require.NoError(t, err)
 		err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-			ended, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{r.ID}, inventory.Release{
+			ended, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{r.ID}, inventory.Outcome{
 				Status: inventory.StatusExpired, Kind: "expire", Actor: "test", Reason: "expired", DueOnly: true})
 			if err == nil && len(ended) != 1 {
 				err = fmt.Errorf("expired %d holds", len(ended))

@@ -119,7 +119,7 @@ func TestUpgradeToLocationsKeepsEveryRow(t *testing.T) {
 	r, err := svc.Confirm(ctx, held, shop)
 	require.NoError(t, err)
 	require.Equal(t, "default", r.Items[0].Location)
-	_, err = svc.Cancel(ctx, seatHold, shop, "")
+	_, err = svc.Release(ctx, seatHold, shop, "")
 	require.NoError(t, err)
 	st, err := svc.GetStock(ctx, "A1")
 	require.NoError(t, err)

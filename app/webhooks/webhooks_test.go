@@ -190,7 +190,7 @@ func TestNewWebhookGetsWhatCommitsAfterItOnly(t *testing.T) {
 	inflight, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = inflight.Rollback(ctx) }()
-	_, err = inv.ReleaseTx(ctx, inflight, []uuid.UUID{held.ID}, inventory.Release{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "test"})
+	_, err = inv.ReleaseTx(ctx, inflight, []uuid.UUID{held.ID}, inventory.Outcome{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "test"})
 	require.NoError(t, err)
 	// Committed before the webhook, behind the older transaction.
 	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "EARLY", Delta: 1, Actor: "test"})
@@ -261,7 +261,7 @@ func TestNewWebhookGetsEveryLaterEventOfAnOlderWriter(t *testing.T) {
 	w, err := create(ctx, pool, svc, srv.URL, "*")
 	require.NoError(t, err)
 	// The older writer changes the same row after the webhook, and commits.
-	_, err = inv.ReleaseTx(ctx, older, []uuid.UUID{held.ID}, inventory.Release{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "test"})
+	_, err = inv.ReleaseTx(ctx, older, []uuid.UUID{held.ID}, inventory.Outcome{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "test"})
 	require.NoError(t, err)
 	require.NoError(t, older.Commit(ctx))
 	var below bool
@@ -326,7 +326,7 @@ func TestNewWebhookSkipsWhatCommittedBeforeItBehindAYoungerWriter(t *testing.T) 
 	}
 	release := func(tx pgx.Tx, sku string) {
 		t.Helper()
-		_, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{holds[sku]}, inventory.Release{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: sku})
+		_, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{holds[sku]}, inventory.Outcome{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: sku})
 		require.NoError(t, err)
 	}
 	// younger writes sku's row in a transaction younger than every one
@@ -428,7 +428,7 @@ func TestNewWebhookUnderConcurrentWriters(t *testing.T) {
 					if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(&xid); err != nil {
 						return err
 					}
-					if _, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{id}, inventory.Release{
+					if _, err := inv.ReleaseTx(ctx, tx, []uuid.UUID{id}, inventory.Outcome{
 						Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "load"}); err != nil {
 						return err
 					}

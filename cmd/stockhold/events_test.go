@@ -180,7 +180,7 @@ func TestEventConsumerAcrossServerKills(t *testing.T) {
 				case 0:
 					_, err = deps.Inventory.Confirm(ctx, h.ID, by)
 				case 1:
-					_, err = deps.Inventory.Cancel(ctx, h.ID, by, "")
+					_, err = deps.Inventory.Release(ctx, h.ID, by, "")
 				case 2:
 					_, err = deps.Inventory.ReleaseItems(ctx, h.ID, by, "", []inventory.Item{{SKU: h.Items[0].SKU, Quantity: 1}})
 				case 3:
