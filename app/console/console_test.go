@@ -560,7 +560,7 @@ func TestSKUPageShowsShort(t *testing.T) {
 	require.Regexp(t, `short \(of reserved\)</dt><dd>2</dd>`, page.body)
 	require.Contains(t, page.body, "short &#43;2", "the count's ledger row")
 
-	_, err := e.app.Inventory.Cancel(context.Background(), id, inventory.Caller{Name: "shop-a"}, "cancelled")
+	_, err := e.app.Inventory.Release(context.Background(), id, inventory.Caller{Name: "shop-a"}, "cancelled")
 	require.NoError(t, err)
 	page = b.do("GET", "/ops/skus/S1", nil, nil)
 	require.NotContains(t, page.body, "short (of reserved)")
