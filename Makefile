@@ -17,7 +17,7 @@ WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 # The binary build writes and run serves (the README's test gives its own).
 STOCKHOLD_BIN ?= bin/stockhold
 
-.PHONY: run test torture readme examples screenshots generate check-generate bench drill-failover lint build db-stop
+.PHONY: run test torture readme examples screenshots generate check-generate bench bench-compare drill-failover lint build db-stop
 
 ## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines;
 ## webhooks may reach loopback (a dev instance); the export line it prints sets DATABASE_URL, BASE (where it serves), SHOP and OPS
@@ -88,6 +88,22 @@ bench: build
 	@set -eo pipefail; $(WITH_DB); \
 	go build -o bin/stockhold-bench ./cmd/stockhold-bench; \
 	bin/stockhold-bench -server bin/stockhold $(if $(BENCH_REPORT),-report $(BENCH_REPORT)) $(BENCH_FLAGS)
+
+## bench-compare: build BASE (a commit) and this checkout, run the scenarios BENCH_FLAGS names (as bench takes them) against
+## each in alternate rounds on the dev cluster, BENCH_ROUNDS of each (default 3), and print per scenario both medians, head/base
+## and each side's spread (lowest–highest round); writes no report
+BENCH_ROUNDS ?= 3
+bench-compare: build
+	@set -eo pipefail; \
+	if [ -z "$(BASE)" ]; then echo "usage: make bench-compare BASE=<commit> [BENCH_ROUNDS=3] [BENCH_FLAGS='-scenarios hot,spread']" >&2; exit 2; fi; \
+	$(WITH_DB); \
+	base=$$(mktemp -d); trap 'rm -rf "$$base"' EXIT; \
+	rev=$$(git rev-parse --short "$(BASE)^{commit}"); \
+	echo "building $$rev into $$base" >&2; \
+	git archive "$$rev" | tar -x -C "$$base"; \
+	(cd "$$base" && go build -o "$$base/stockhold-$$rev" ./cmd/stockhold); \
+	go build -o bin/stockhold-bench ./cmd/stockhold-bench; \
+	bin/stockhold-bench -server $(STOCKHOLD_BIN) -compare "$$base/stockhold-$$rev" -rounds $(BENCH_ROUNDS) $(BENCH_FLAGS)
 
 ## drill-failover: a pg_auto_failover formation on this machine (monitor and two nodes, synchronous
 ## replication; installs postgresql-15-auto-failover when missing), two instances under mixed load,

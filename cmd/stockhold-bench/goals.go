@@ -420,6 +420,32 @@ func machine() string {
 }
 
 // renderReport writes the whole report from its data.
+// compareSection is the report's part on comparing two revisions (compare.go).
+const compareSection = `
+## Comparing two revisions
+
+On this machine the same build moves 20% between runs, even the bare SQL;
+one run before a change and one after cannot tell a change from the noise.
+` + "`make bench-compare BASE=<commit>`" + ` builds the server at that commit (from
+` + "`git archive`" + ` into a temporary directory) and at the checkout, then runs
+the scenarios ` + "`BENCH_FLAGS`" + ` names, as ` + "`make bench`" + ` takes them, against
+each in alternate rounds on the same dev cluster: base, head, base, head,
+` + "`BENCH_ROUNDS`" + ` of each (default 3). Every round is a whole run of its own
+(a fresh database migrated by that server's own ` + "`migrate up`" + `, a fresh
+server), driven by the checkout's bench, and it writes no report. It prints,
+per scenario, the median of each measure (holds/s, p99, the rate against
+the bare-SQL hold where the scenario measures it, the server's peak RSS) for
+both, head's over base's, and each side's spread (its lowest and highest
+round); the last column says ` + "`better`" + ` or ` + "`worse`" + ` only when the two spreads
+do not overlap, otherwise ` + "`within spread`" + `. A change to the hold path shows
+its comparison in its note:
+
+` + "```" + `
+make bench-compare BASE=main BENCH_FLAGS='-scenarios hot,spread' BENCH_ROUNDS=3
+make bench-compare BASE=HEAD~1 BENCH_FLAGS='-scenarios hot -duration 3s'
+` + "```" + `
+`
+
 func renderReport(d reportData) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`# Performance
@@ -461,6 +487,7 @@ database (` + "`export DATABASE_URL=$(go run ./cmd/devdb up)`" + ` first):
 	for _, m := range microBenchmarks {
 		fmt.Fprintf(&b, "| %s | `%s` |\n", m[0], cell(m[1]))
 	}
+	b.WriteString(compareSection)
 	known := map[string]bool{}
 	for _, g := range goals {
 		known[g.id] = true

@@ -103,6 +103,14 @@ type options struct {
 	// report, when set, is the report of the goals this run rewrites
 	// (goals.go).
 	report string
+	// compare, when set, is another revision's server binary to compare
+	// -server with, over rounds alternate runs each (compare.go).
+	compare string
+	rounds  int
+	// migrateWithServer migrates the bench database with the server's
+	// own `migrate up` rather than this bench's schema, so that a server
+	// built from another revision runs on its own schema.
+	migrateWithServer bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -123,6 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seats := fs.String("seats", "2000,50000", "venue sizes the seats scenario compares, in seats (whole rows of 100), comma-separated")
 	fs.StringVar(&o.report, "report", "", "the report of every goal (docs/internals/PERFORMANCE.md) to rewrite with what this run measured")
 	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile and the bench's own, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")
+	fs.StringVar(&o.compare, "compare", "", "another revision's stockhold binary: run the scenarios against it and -server in alternate rounds and print, per scenario, both medians, their ratio and each side's spread (make bench-compare)")
+	fs.IntVar(&o.rounds, "rounds", 3, "with -compare, the runs of each side")
+	fs.BoolVar(&o.migrateWithServer, "migrate-with-server", false, "migrate the bench database with the server's own `migrate up` (a server from another revision) rather than this bench's schema")
 	render := fs.String("render", "", "render the report FILE again from its own data, running nothing (after a change to the goals)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -154,6 +165,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if o.catalogue < 10 || o.catalogue > 100_000_000 {
 		return fmt.Errorf("-catalogue %d: want 10 to 100,000,000 SKUs", o.catalogue)
+	}
+	if o.compare != "" {
+		return runCompare(ctx, o, compareArgs(fs), stdout, stderr)
 	}
 	server := os.Getenv("DATABASE_URL")
 	if server == "" {
@@ -259,13 +273,7 @@ func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench
 	if b.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, err
 	}
-	m, err := schema.New(b.pool, nil)
-	if err != nil {
-		return nil, err
-	}
-	_, err = m.Up(ctx)
-	m.Close()
-	if err != nil {
+	if err := b.migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	// Rotated, so that a reused database's keys from an earlier run stop.
@@ -283,6 +291,26 @@ func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench
 		return nil, err
 	}
 	return b, nil
+}
+
+// migrate brings the bench database's schema up to date: with the server's
+// own migrations when -migrate-with-server says so, otherwise this bench's.
+func (b *bench) migrate(ctx context.Context) error {
+	if b.o.migrateWithServer {
+		cmd := exec.CommandContext(ctx, b.o.server, "migrate", "up")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+b.dbURL, "STOCKHOLD_LOG_LEVEL=warn")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s migrate up: %w: %s", b.o.server, err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	m, err := schema.New(b.pool, nil)
+	if err != nil {
+		return err
+	}
+	_, err = m.Up(ctx)
+	m.Close()
+	return err
 }
 
 // startServer runs `stockhold serve` on the bench database and waits until
