@@ -200,6 +200,41 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 		cfg.Log = slog.Default()
 	}
 	driver := riverpgxv5.New(pool)
+	workers, periodic := schedule(driver, deps, cfg)
+	if cfg.NotLeader {
+		periodic = nil // only a leader enqueues them
+	}
+	rescueAfter := orDefault(cfg.RescueAfter, RescueAfter)
+	return river.NewClient(driver, &river.Config{
+		Queues: map[string]river.QueueConfig{
+			QueueDefault:   {MaxWorkers: max(cfg.Workers, 1)},
+			QueueExpiry:    {MaxWorkers: 3},
+			QueueCampaigns: {MaxWorkers: 2, FetchPollInterval: 100 * time.Millisecond},
+			QueueRollbacks: {MaxWorkers: 4, FetchPollInterval: 100 * time.Millisecond},
+			QueueReconcile: {MaxWorkers: 1},
+			// The dispatcher and up to 9 deliveries at once.
+			QueueWebhooks: {MaxWorkers: 10, FetchPollInterval: 100 * time.Millisecond},
+		},
+		Workers:      workers,
+		PeriodicJobs: periodic,
+		MaxAttempts:  enqueue.MaxAttempts,
+		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, config.Defaults().RetryBase)},
+		ErrorHandler: &errorHandler{log: cfg.Log},
+		// Only for kinds registered without register (ExtraWorkers); River
+		// wants it no longer than RescueStuckJobsAfter.
+		JobTimeout:             rescueAfter,
+		RescueStuckJobsAfter:   rescueAfter,
+		Logger:                 riverLogger(cfg.Log),
+		Middleware:             append([]rivertype.Middleware{routeQueues, snoozeLostDatabase(cfg.Log)}, cfg.Middleware...),
+		TestOnly:               cfg.Test,
+		LeaderElectionDisabled: cfg.NotLeader,
+	})
+}
+
+// schedule registers the workers of every job kind deps can serve, and
+// returns them with the periodic jobs that enqueue the recurring ones
+// (the sweeper, expiry, reconciliation, retention, webhook dispatch).
+func schedule(driver *riverpgxv5.Driver, deps Deps, cfg Config) (*river.Workers, []*river.PeriodicJob) {
 	al := deps.Alerts
 	workers := river.NewWorkers()
 	register(workers, &sweepExpiredWorker{inv: deps.Inventory, grace: cfg.SweepGrace}, TimeoutSweepExpired, al)
@@ -256,35 +291,7 @@ func NewClient(pool *pgxpool.Pool, deps Deps, cfg Config) (*river.Client[pgx.Tx]
 			func() (river.JobArgs, *river.InsertOpts) { return webhooks.DispatchArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "webhook_dispatch", RunOnStart: true}))
 	}
-
-	if cfg.NotLeader {
-		periodic = nil // only a leader enqueues them
-	}
-	rescueAfter := orDefault(cfg.RescueAfter, RescueAfter)
-	return river.NewClient(driver, &river.Config{
-		Queues: map[string]river.QueueConfig{
-			QueueDefault:   {MaxWorkers: max(cfg.Workers, 1)},
-			QueueExpiry:    {MaxWorkers: 3},
-			QueueCampaigns: {MaxWorkers: 2, FetchPollInterval: 100 * time.Millisecond},
-			QueueRollbacks: {MaxWorkers: 4, FetchPollInterval: 100 * time.Millisecond},
-			QueueReconcile: {MaxWorkers: 1},
-			// The dispatcher and up to 9 deliveries at once.
-			QueueWebhooks: {MaxWorkers: 10, FetchPollInterval: 100 * time.Millisecond},
-		},
-		Workers:      workers,
-		PeriodicJobs: periodic,
-		MaxAttempts:  enqueue.MaxAttempts,
-		RetryPolicy:  &retryPolicy{base: orDefault(cfg.RetryBase, config.Defaults().RetryBase)},
-		ErrorHandler: &errorHandler{log: cfg.Log},
-		// Only for kinds registered without register (ExtraWorkers); River
-		// wants it no longer than RescueStuckJobsAfter.
-		JobTimeout:             rescueAfter,
-		RescueStuckJobsAfter:   rescueAfter,
-		Logger:                 riverLogger(cfg.Log),
-		Middleware:             append([]rivertype.Middleware{routeQueues, snoozeLostDatabase(cfg.Log)}, cfg.Middleware...),
-		TestOnly:               cfg.Test,
-		LeaderElectionDisabled: cfg.NotLeader,
-	})
+	return workers, periodic
 }
 
 // lostDatabaseSnooze is how long a job whose attempt lost the database

@@ -26,107 +26,147 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // lines. It returns the assignments in order (a name given twice keeps
 // its last value, as systemd does) and what it could not read, by line.
 func ParseEnvFile(text string) (vars []EnvVar, problems []string) {
-	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
-	for i := 0; i < len(lines); i++ {
-		start := i + 1
-		line := strings.TrimLeft(lines[i], " \t")
+	p := &envParser{lines: strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")}
+	for ; p.i < len(p.lines); p.i++ {
+		start := p.i + 1
+		line := strings.TrimLeft(p.lines[p.i], " \t")
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}
 		name, rest, ok := strings.Cut(line, "=")
 		name = strings.TrimRight(name, " \t")
 		if !ok {
-			problems = append(problems, fmt.Sprintf("line %d: no NAME=value, ignored", start))
+			p.problem(start, "no NAME=value, ignored")
 			continue
 		}
 		if !envName.MatchString(name) {
-			problems = append(problems, fmt.Sprintf("line %d: %q is not a variable name, ignored", start, name))
+			p.problem(start, fmt.Sprintf("%q is not a variable name, ignored", name))
 			continue
 		}
 		rest = strings.TrimLeft(rest, " \t")
-		var (
-			value  strings.Builder
-			closed = true
-		)
+		var value string
+		closed := true
 		switch {
 		case strings.HasPrefix(rest, "'"):
-			body := rest[1:]
-			for {
-				if end := strings.IndexByte(body, '\''); end >= 0 {
-					value.WriteString(body[:end])
-					if trailing := strings.TrimSpace(body[end+1:]); trailing != "" {
-						problems = append(problems, fmt.Sprintf("line %d: %s: text after the closing quote, ignored", i+1, name))
-					}
-					break
-				}
-				value.WriteString(body + "\n")
-				if i+1 >= len(lines) {
-					closed = false
-					break
-				}
-				i++
-				body = lines[i]
-			}
+			value, closed = p.singleQuoted(name, rest[1:])
 		case strings.HasPrefix(rest, `"`):
-			body := rest[1:]
-		double:
-			for {
-				for j := 0; j < len(body); j++ {
-					switch c := body[j]; {
-					case c == '"':
-						if trailing := strings.TrimSpace(body[j+1:]); trailing != "" {
-							problems = append(problems, fmt.Sprintf("line %d: %s: text after the closing quote, ignored", i+1, name))
-						}
-						break double
-					case c == '\\' && j+1 < len(body) && strings.IndexByte("\"\\`$", body[j+1]) >= 0:
-						value.WriteByte(body[j+1])
-						j++
-					case c == '\\' && j+1 == len(body):
-						// A line continuation: the newline is dropped.
-						goto next
-					default:
-						value.WriteByte(c)
-					}
-				}
-				value.WriteByte('\n')
-			next:
-				if i+1 >= len(lines) {
-					closed = false
-					break
-				}
-				i++
-				body = lines[i]
-			}
+			value, closed = p.doubleQuoted(name, rest[1:])
 		default:
-			body := rest
-			for {
-				cont := false
-				for j := 0; j < len(body); j++ {
-					if body[j] == '\\' {
-						if j+1 == len(body) {
-							cont = true
-							break
-						}
-						j++
-					}
-					value.WriteByte(body[j])
-				}
-				if !cont || i+1 >= len(lines) {
-					break
-				}
-				i++
-				body = lines[i]
-			}
-			v := strings.TrimRight(value.String(), " \t\r")
-			value.Reset()
-			value.WriteString(v)
+			value = p.unquoted(rest)
 		}
 		if !closed {
-			problems = append(problems, fmt.Sprintf("line %d: %s: the quote is never closed, ignored", start, name))
+			p.problem(start, name+": the quote is never closed, ignored")
 			continue
 		}
 		vars = slices.DeleteFunc(vars, func(v EnvVar) bool { return v.Name == name })
-		vars = append(vars, EnvVar{Name: name, Value: value.String(), Line: start})
+		vars = append(vars, EnvVar{Name: name, Value: value, Line: start})
 	}
-	return vars, problems
+	return vars, p.problems
+}
+
+// envParser is ParseEnvFile's place in the file: a value may run on over
+// several lines, each step below moving i to the line it ends on.
+type envParser struct {
+	lines    []string
+	i        int
+	problems []string
+}
+
+func (p *envParser) problem(line int, what string) {
+	p.problems = append(p.problems, fmt.Sprintf("line %d: %s", line, what))
+}
+
+// next moves to the next line and returns it; ok is false at the end of
+// the file.
+func (p *envParser) next() (line string, ok bool) {
+	if p.i+1 >= len(p.lines) {
+		return "", false
+	}
+	p.i++
+	return p.lines[p.i], true
+}
+
+// singleQuoted reads a value in single quotes, body being what follows the
+// opening one: everything up to the closing quote, as it is. closed is false
+// when the file ends first.
+func (p *envParser) singleQuoted(name, body string) (value string, closed bool) {
+	var b strings.Builder
+	for {
+		if end := strings.IndexByte(body, '\''); end >= 0 {
+			b.WriteString(body[:end])
+			if trailing := strings.TrimSpace(body[end+1:]); trailing != "" {
+				p.problem(p.i+1, name+": text after the closing quote, ignored")
+			}
+			return b.String(), true
+		}
+		b.WriteString(body + "\n")
+		var ok bool
+		if body, ok = p.next(); !ok {
+			return b.String(), false
+		}
+	}
+}
+
+// doubleQuoted reads a value in double quotes, body being what follows the
+// opening one: a backslash escapes ", \, ` and $, and at the end of a line
+// drops the newline. closed is false when the file ends first.
+func (p *envParser) doubleQuoted(name, body string) (value string, closed bool) {
+	var b strings.Builder
+	for {
+		continued := false
+	line:
+		for j := 0; j < len(body); j++ {
+			switch c := body[j]; {
+			case c == '"':
+				if trailing := strings.TrimSpace(body[j+1:]); trailing != "" {
+					p.problem(p.i+1, name+": text after the closing quote, ignored")
+				}
+				return b.String(), true
+			case c == '\\' && j+1 < len(body) && strings.IndexByte("\"\\`$", body[j+1]) >= 0:
+				b.WriteByte(body[j+1])
+				j++
+			case c == '\\' && j+1 == len(body):
+				// A line continuation: the newline is dropped.
+				continued = true
+				break line
+			default:
+				b.WriteByte(c)
+			}
+		}
+		if !continued {
+			b.WriteByte('\n')
+		}
+		var ok bool
+		if body, ok = p.next(); !ok {
+			return b.String(), false
+		}
+	}
+}
+
+// unquoted reads a value without quotes: a backslash keeps the character
+// after it and at the end of a line continues the value on the next;
+// trailing blanks are dropped.
+func (p *envParser) unquoted(body string) string {
+	var b strings.Builder
+	for {
+		cont := false
+		for j := 0; j < len(body); j++ {
+			if body[j] == '\\' {
+				if j+1 == len(body) {
+					cont = true
+					break
+				}
+				j++
+			}
+			b.WriteByte(body[j])
+		}
+		if !cont {
+			break
+		}
+		var ok bool
+		if body, ok = p.next(); !ok {
+			break
+		}
+	}
+	return strings.TrimRight(b.String(), " \t\r")
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -68,9 +69,21 @@ const expiringWithin = 10 * time.Minute
 // hot SKUs and slowest statements.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error {
 	ctx := r.Context()
-	d := overviewData{Hot: metrics.HotSKUs(), Slowest: metrics.SlowestStatements(overviewStatements)}
+	d := &overviewData{Hot: metrics.HotSKUs(), Slowest: metrics.SlowestStatements(overviewStatements)}
 	q := db.New(c.Pool)
-	var err error
+	for _, step := range []func(context.Context, *db.Queries, who, *overviewData) error{
+		c.overviewSwitches, c.overviewHolds, c.overviewWork, c.overviewJobs,
+	} {
+		if err := step(ctx, q, op, d); err != nil {
+			return err
+		}
+	}
+	return c.render(w, r, op, "overview", view{Title: "Overview", Nav: "overview", Data: *d})
+}
+
+// overviewSwitches reads the stop-sales in force, the shops' clients and
+// the paused SKUs.
+func (c *Console) overviewSwitches(ctx context.Context, q *db.Queries, _ who, d *overviewData) error {
 	stops, err := c.Inventory.StopSales(ctx)
 	if err != nil {
 		return err
@@ -93,6 +106,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 	if d.Paused, err = q.StockPausedList(ctx, 50); err != nil {
 		return err
 	}
+	return nil
+}
+
+// overviewHolds reads the stock levels lowest first, the holds about to
+// expire and the recent confirmed orders.
+func (c *Console) overviewHolds(ctx context.Context, q *db.Queries, op who, d *overviewData) error {
 	low, err := q.StockLowest(ctx, overviewRows)
 	if err != nil {
 		return err
@@ -118,6 +137,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 		ids = append(ids, h.ID)
 	}
 	d.Short = shortIDs(ids)
+	return nil
+}
+
+// overviewWork reads the open alerts, the last hour's outcomes, the
+// rollbacks and campaigns in progress and the latest reconciliation.
+func (c *Console) overviewWork(ctx context.Context, q *db.Queries, _ who, d *overviewData) error {
 	open, err := c.Alerts.List(ctx, alerts.StatusOpen, alerts.MaxList)
 	if err != nil {
 		return err
@@ -163,6 +188,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 	case !errors.As(err, &de) || de.Code != domain.CodeNotFound:
 		return err
 	}
+	return nil
+}
+
+// overviewJobs reads River's backlog, by kind and state, and the webhooks.
+func (c *Console) overviewJobs(ctx context.Context, q *db.Queries, _ who, d *overviewData) error {
+	var err error
 	if d.Backlog, err = q.MetricsJobBacklog(ctx); err != nil {
 		return err
 	}
@@ -183,5 +214,5 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op who) error
 		}
 		return 1
 	})
-	return c.render(w, r, op, "overview", view{Title: "Overview", Nav: "overview", Data: d})
+	return nil
 }

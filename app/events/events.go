@@ -177,46 +177,7 @@ func expand(r db.EventRowsAfterRow) []Event {
 	}
 	var out []Event
 	if typ := ownType(r); typ != "" {
-		var data map[string]any
-		switch {
-		case strings.HasPrefix(typ, "transfer."):
-			q := r.DeltaTotal
-			if q == 0 {
-				q = r.DeltaIncoming
-			}
-			if q < 0 {
-				q = -q
-			}
-			data = map[string]any{"transfer_id": r.Ref, "from": r.TransferFrom, "to": r.TransferTo, "quantity": q,
-				"actor": r.Actor, "reason": r.Reason}
-		case r.ReservationID != nil:
-			q := r.DeltaReserved
-			if q < 0 {
-				q = -q
-			}
-			data = map[string]any{"quantity": q, "order_ref": r.OrderRef, "client": r.Client,
-				"actor": r.Actor, "reason": r.Reason, "ledger_kind": r.Kind}
-			if typ == HoldReleased {
-				data["partial"] = r.Kind == "release_partial"
-			}
-			if len(r.Units) > 0 {
-				data["units"] = r.Units
-			}
-		default:
-			data = map[string]any{"actor": r.Actor, "reason": r.Reason}
-			if len(r.Refs) > 0 {
-				data["refs"] = r.Refs
-			}
-			if typ == StockRepaired {
-				data["to"] = strings.TrimPrefix(domain.Value(r.Ref), "to ")
-				if r.TotalAfter != nil && r.AvailableAfter != nil && r.ReservedAfter != nil && r.SoldAfter != nil {
-					data["counters"] = Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter,
-						QualityControl: domain.Value(r.QualityControlAfter), Damaged: domain.Value(r.DamagedAfter),
-						SafetyStock: domain.Value(r.SafetyStockAfter), Incoming: domain.Value(r.IncomingAfter)}
-				}
-			}
-		}
-		out = append(out, at(slotOwn, typ, data))
+		out = append(out, at(slotOwn, typ, ownData(typ, r)))
 	}
 	if !r.LastOfVersion || len(r.VersionDeltas) != 8 || r.TotalAfter == nil || r.AvailableAfter == nil ||
 		r.ReservedAfter == nil || r.SoldAfter == nil {
@@ -247,6 +208,51 @@ func expand(r db.EventRowsAfterRow) []Event {
 		}))
 	}
 	return out
+}
+
+// ownData is the data of a ledger row's own event, of type typ: a
+// transfer's, a hold's, or another change's.
+func ownData(typ string, r db.EventRowsAfterRow) map[string]any {
+	var data map[string]any
+	switch {
+	case strings.HasPrefix(typ, "transfer."):
+		q := r.DeltaTotal
+		if q == 0 {
+			q = r.DeltaIncoming
+		}
+		if q < 0 {
+			q = -q
+		}
+		data = map[string]any{"transfer_id": r.Ref, "from": r.TransferFrom, "to": r.TransferTo, "quantity": q,
+			"actor": r.Actor, "reason": r.Reason}
+	case r.ReservationID != nil:
+		q := r.DeltaReserved
+		if q < 0 {
+			q = -q
+		}
+		data = map[string]any{"quantity": q, "order_ref": r.OrderRef, "client": r.Client,
+			"actor": r.Actor, "reason": r.Reason, "ledger_kind": r.Kind}
+		if typ == HoldReleased {
+			data["partial"] = r.Kind == "release_partial"
+		}
+		if len(r.Units) > 0 {
+			data["units"] = r.Units
+		}
+	default:
+		data = map[string]any{"actor": r.Actor, "reason": r.Reason}
+		if len(r.Refs) > 0 {
+			data["refs"] = r.Refs
+		}
+		if typ == StockRepaired {
+			data["to"] = strings.TrimPrefix(domain.Value(r.Ref), "to ")
+			if r.TotalAfter != nil && r.AvailableAfter != nil && r.ReservedAfter != nil && r.SoldAfter != nil {
+				data["counters"] = Counters{Total: *r.TotalAfter, Available: *r.AvailableAfter, Reserved: *r.ReservedAfter, Sold: *r.SoldAfter,
+					QualityControl: domain.Value(r.QualityControlAfter), Damaged: domain.Value(r.DamagedAfter),
+					SafetyStock: domain.Value(r.SafetyStockAfter), Incoming: domain.Value(r.IncomingAfter)}
+			}
+		}
+	}
+	return data
 }
 
 func value(p *int64) int64 {

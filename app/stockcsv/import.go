@@ -164,24 +164,11 @@ func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
 	}
 	defer conn.Release()
 	q := db.New(conn)
-	got, err := q.StockImportLock(ctx)
+	unlock, err := im.lock(ctx, conn, q)
 	if err != nil {
-		return sum, fmt.Errorf("take the import lock: %w", err)
+		return sum, err
 	}
-	if !got {
-		if im.Wait != nil {
-			im.Wait()
-		}
-		if err := q.StockImportWait(ctx); err != nil {
-			return sum, fmt.Errorf("wait for the import lock: %w", err)
-		}
-	}
-	defer func() {
-		if err := q.StockImportUnlock(context.WithoutCancel(ctx)); err != nil {
-			// The lock would outlive this import on a pooled connection.
-			conn.Conn().Close(context.WithoutCancel(ctx))
-		}
-	}()
+	defer unlock()
 
 	if err := refuseUnmarkedUnits(ctx, q, f); err != nil {
 		sum.Took = time.Since(began)
@@ -230,6 +217,30 @@ func (im *Importer) Import(ctx context.Context, f *File) (Summary, error) {
 	}
 	sum.Took = time.Since(began)
 	return sum, nil
+}
+
+// lock takes the import lock on conn, waiting for another import to end
+// (calling Wait first, when set); unlock gives it back, closing conn when
+// it cannot, since the lock would outlive this import on a pooled
+// connection.
+func (im *Importer) lock(ctx context.Context, conn *pgxpool.Conn, q *db.Queries) (unlock func(), err error) {
+	got, err := q.StockImportLock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("take the import lock: %w", err)
+	}
+	if !got {
+		if im.Wait != nil {
+			im.Wait()
+		}
+		if err := q.StockImportWait(ctx); err != nil {
+			return nil, fmt.Errorf("wait for the import lock: %w", err)
+		}
+	}
+	return func() {
+		if err := q.StockImportUnlock(context.WithoutCancel(ctx)); err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}, nil
 }
 
 // begin finds or records the run of im.ID that applies f, under the

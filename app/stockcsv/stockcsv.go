@@ -14,6 +14,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strconv"
 	"strings"
@@ -123,38 +124,12 @@ func Parse(name string, data []byte) (*File, error) {
 	if err != nil {
 		return nil, &Problems{List: []string{err.Error()}}
 	}
-	cols := make([]string, len(header))
-	for i, h := range header {
-		cols[i] = strings.ToLower(strings.TrimSpace(h))
+	serialized, err := f.readHeader(header)
+	if err != nil {
+		return nil, err
 	}
-	if len(cols) >= 2 && cols[1] == "location" {
-		f.Located = true
-		cols = append(cols[:1:1], cols[2:]...)
-	}
-	if len(cols) < 3 || cols[0] != "sku" || cols[1] != "pool" || (cols[2] != FormatDelta && cols[2] != FormatSetTotal) {
-		return nil, &Problems{List: []string{fmt.Sprintf("line 1: the header is %q: want sku,pool,delta or sku,pool,set_total, "+
-			"or sku,location,pool,delta or sku,location,pool,set_total (more columns may follow)",
-			strings.Join(header, ","))}}
-	}
-	f.Format = cols[2]
-	serialized := -1 // the serialized column's index in a record, if any
-	for i, c := range cols[3:] {
-		if c == SerializedColumn && serialized < 0 {
-			serialized = 3 + i
-			continue
-		}
-		f.Ignored = append(f.Ignored, c)
-	}
-
-	h := sha256.New()
-	field := func(s string) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	field(f.Format)
-
+	h := prefixHash{sha256.New()}
+	h.field(f.Format)
 	problems := &Problems{}
 	seen := map[[3]string]int{}
 	for {
@@ -173,31 +148,10 @@ func Parse(name string, data []byte) (*File, error) {
 			break
 		}
 		line, _ := r.FieldPos(0)
-		// An export's names come neutralized against spreadsheets ('=...).
-		row := Row{Line: line, SKU: Restore(rec[0]), Location: inventory.DefaultLocation}
-		if f.Located {
-			row.Location, rec = Restore(rec[1]), append(rec[:1:1], rec[2:]...)
-			if row.Location == "" {
-				row.Location = inventory.DefaultLocation
-			}
-		}
-		row.Pool = Restore(rec[1])
-		if row.Pool == "" {
-			row.Pool = inventory.MainPool
-		}
-		if msg := rowProblem(&row, f.Format, rec[2]); msg != "" {
+		row, msg := f.readRow(line, rec, serialized)
+		if msg != "" {
 			problems.add("line %d: %s", line, msg)
 			continue
-		}
-		if serialized >= 0 {
-			switch v := strings.ToLower(strings.TrimSpace(rec[serialized])); v {
-			case "true":
-				row.Serialized = true
-			case "false", "":
-			default:
-				problems.add("line %d: %s %q: want true or false", line, SerializedColumn, rec[serialized])
-				continue
-			}
 		}
 		k := [3]string{row.SKU, row.Location, row.Pool}
 		if first, dup := seen[k]; dup {
@@ -205,20 +159,8 @@ func Parse(name string, data []byte) (*File, error) {
 			continue
 		}
 		seen[k] = line
-		field(row.SKU)
-		if f.Located {
-			field(row.Location)
-		}
-		field(row.Pool)
-		field(strconv.FormatInt(row.Value, 10))
-		if row.Serialized {
-			// Only then: a file without the column hashes as it always did.
-			field(SerializedColumn)
-		}
-		var sum [32]byte
-		h.Sum(sum[:0])
 		f.Rows = append(f.Rows, row)
-		f.Prefixes = append(f.Prefixes, sum)
+		f.Prefixes = append(f.Prefixes, h.row(row, f.Located))
 	}
 	if len(problems.List) > 0 {
 		return nil, problems
@@ -227,6 +169,93 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, &Problems{List: []string{"the file has a header but no rows"}}
 	}
 	return f, nil
+}
+
+// readHeader sets the file's format, whether it has a location column and
+// the columns it ignores from its header, and returns the index of the
+// serialized column in a record (the location column taken out), or -1.
+func (f *File) readHeader(header []string) (serialized int, err error) {
+	cols := make([]string, len(header))
+	for i, h := range header {
+		cols[i] = strings.ToLower(strings.TrimSpace(h))
+	}
+	if len(cols) >= 2 && cols[1] == "location" {
+		f.Located = true
+		cols = append(cols[:1:1], cols[2:]...)
+	}
+	if len(cols) < 3 || cols[0] != "sku" || cols[1] != "pool" || (cols[2] != FormatDelta && cols[2] != FormatSetTotal) {
+		return 0, &Problems{List: []string{fmt.Sprintf("line 1: the header is %q: want sku,pool,delta or sku,pool,set_total, "+
+			"or sku,location,pool,delta or sku,location,pool,set_total (more columns may follow)",
+			strings.Join(header, ","))}}
+	}
+	f.Format = cols[2]
+	serialized = -1
+	for i, c := range cols[3:] {
+		if c == SerializedColumn && serialized < 0 {
+			serialized = 3 + i
+			continue
+		}
+		f.Ignored = append(f.Ignored, c)
+	}
+	return serialized, nil
+}
+
+// readRow reads the record on line as a row of the file; msg says what is
+// wrong with it, if anything.
+func (f *File) readRow(line int, rec []string, serialized int) (row Row, msg string) {
+	// An export's names come neutralized against spreadsheets ('=...).
+	row = Row{Line: line, SKU: Restore(rec[0]), Location: inventory.DefaultLocation}
+	if f.Located {
+		row.Location, rec = Restore(rec[1]), append(rec[:1:1], rec[2:]...)
+		if row.Location == "" {
+			row.Location = inventory.DefaultLocation
+		}
+	}
+	row.Pool = Restore(rec[1])
+	if row.Pool == "" {
+		row.Pool = inventory.MainPool
+	}
+	if msg := rowProblem(&row, f.Format, rec[2]); msg != "" {
+		return row, msg
+	}
+	if serialized >= 0 {
+		switch v := strings.ToLower(strings.TrimSpace(rec[serialized])); v {
+		case "true":
+			row.Serialized = true
+		case "false", "":
+		default:
+			return row, fmt.Sprintf("%s %q: want true or false", SerializedColumn, rec[serialized])
+		}
+	}
+	return row, ""
+}
+
+// prefixHash is the hash of a file's rows so far (see Parse).
+type prefixHash struct{ h hash.Hash }
+
+// field adds one field, length-prefixed.
+func (p prefixHash) field(s string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+	p.h.Write(n[:])
+	p.h.Write([]byte(s))
+}
+
+// row adds a row's fields and returns the prefix hash up to it.
+func (p prefixHash) row(row Row, located bool) [32]byte {
+	p.field(row.SKU)
+	if located {
+		p.field(row.Location)
+	}
+	p.field(row.Pool)
+	p.field(strconv.FormatInt(row.Value, 10))
+	if row.Serialized {
+		// Only then: a file without the column hashes as it always did.
+		p.field(SerializedColumn)
+	}
+	var sum [32]byte
+	p.h.Sum(sum[:0])
+	return sum
 }
 
 // rowProblem checks a row and sets its value; "" means it is fine.
