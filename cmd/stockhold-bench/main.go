@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.catalogue, "catalogue", 1000, "SKUs the spread scenarios hold from (above 10,000 they are seeded in SQL) and reconcile checks")
 	seats := fs.String("seats", "2000,50000", "venue sizes the seats scenario compares, in seats (whole rows of 100), comma-separated")
 	fs.StringVar(&o.report, "report", "", "the report of every goal (docs/internals/PERFORMANCE.md) to rewrite with what this run measured")
-	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile and the bench's own, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")
+	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile and heap and the bench's own, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")
 	fs.StringVar(&o.compare, "compare", "", "another revision's stockhold binary: run the scenarios against it and -server in alternate rounds and print, per scenario, both medians, their ratio and each side's spread (make bench-compare)")
 	fs.IntVar(&o.rounds, "rounds", 3, "with -compare, the runs of each side")
 	fs.BoolVar(&o.migrateWithServer, "migrate-with-server", false, "migrate the bench database with the server's own `migrate up` (a server from another revision) rather than this bench's schema")

@@ -21,6 +21,9 @@ import (
 //     pprof bin/stockhold FILE`), for phases up to maxProfiled long; the
 //     floor's for soldout's floor phase (`go tool pprof
 //     bin/stockhold-bench FILE`, see floor.go);
+//   - NN-phase.heap.pprof: the server's heap at the phase's end (`go tool
+//     pprof -sample_index=inuse_space bin/stockhold FILE`): what its
+//     resident memory holds;
 //   - NN-phase.bench.cpu.pprof: the bench's own (`go tool pprof
 //     bin/stockhold-bench FILE`): the load generator shares the machine;
 //   - NN-phase.waits.txt: what the bench database's backends were doing,
@@ -99,6 +102,9 @@ func (b *bench) profiled(ctx context.Context, name string, d time.Duration) (sto
 		}
 		close(done)
 		wg.Wait()
+		if b.pprof != "" {
+			b.fetchProfile(base+".heap.pprof", "heap")
+		}
 		b.writeWaits(base+".waits.txt", name, waits, samples)
 		if statements {
 			b.writeStatements(ctx, base+".statements.txt", name)
@@ -118,7 +124,13 @@ func fileName(s string) string {
 // cpuProfile fetches the server's CPU profile over d into file.
 func (b *bench) cpuProfile(file string, d time.Duration) {
 	secs := max(1, int(d.Round(time.Second)/time.Second))
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprof, secs))
+	b.fetchProfile(file, fmt.Sprintf("profile?seconds=%d", secs))
+}
+
+// fetchProfile fetches the server's profile of that name (and query) into
+// file.
+func (b *bench) fetchProfile(file, name string) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/%s", b.pprof, name))
 	if err != nil {
 		fmt.Fprintln(b.log, "  profile:", err)
 		return
