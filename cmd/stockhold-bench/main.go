@@ -276,16 +276,12 @@ func setUp(ctx context.Context, o options, server string, log io.Writer) (*bench
 	if err := b.migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	// Rotated, so that a reused database's keys from an earlier run stop.
-	shop, err := auth.Rotate(ctx, b.pool, "bench-shop", auth.RoleShop, 0)
-	if err != nil {
+	if b.shop, err = b.rotateKey(ctx, "bench-shop", auth.RoleShop); err != nil {
 		return nil, err
 	}
-	ops, err := auth.Rotate(ctx, b.pool, "bench-ops", auth.RoleOps, 0)
-	if err != nil {
+	if b.ops, err = b.rotateKey(ctx, "bench-ops", auth.RoleOps); err != nil {
 		return nil, err
 	}
-	b.shop, b.ops = shop.Token, ops.Token
 	if err := b.startServer(ctx); err != nil {
 		b.tearDown()
 		return nil, err
@@ -311,6 +307,25 @@ func (b *bench) migrate(ctx context.Context) error {
 	_, err = m.Up(ctx)
 	m.Close()
 	return err
+}
+
+// rotateKey returns a new API key of that name and role, rotated so that a
+// reused database's keys from an earlier run stop. With
+// -migrate-with-server the server makes it (`apikey rotate`, which prints
+// the key last), as its own revision keeps its keys.
+func (b *bench) rotateKey(ctx context.Context, name string, role auth.Role) (string, error) {
+	if !b.o.migrateWithServer {
+		k, err := auth.Rotate(ctx, b.pool, name, role, 0)
+		return k.Token, err
+	}
+	cmd := exec.CommandContext(ctx, b.o.server, "apikey", "rotate", "--name", name, "--role", string(role))
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+b.dbURL, "STOCKHOLD_LOG_LEVEL=warn")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s apikey rotate: %w", b.o.server, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1]), nil
 }
 
 // startServer runs `stockhold serve` on the bench database and waits until
