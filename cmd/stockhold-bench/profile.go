@@ -23,7 +23,8 @@ import (
 //     bin/stockhold-bench FILE`, see floor.go);
 //   - NN-phase.heap.pprof: the server's heap at the phase's end (`go tool
 //     pprof -sample_index=inuse_space bin/stockhold FILE`): what its
-//     resident memory holds;
+//     resident memory holds; NN-phase.heap.txt the same as text, ending
+//     with the runtime's memory statistics (HeapInuse, NextGC, Sys...);
 //   - NN-phase.bench.cpu.pprof: the bench's own (`go tool pprof
 //     bin/stockhold-bench FILE`): the load generator shares the machine;
 //   - NN-phase.waits.txt: what the bench database's backends were doing,
@@ -104,6 +105,7 @@ func (b *bench) profiled(ctx context.Context, name string, d time.Duration) (sto
 		wg.Wait()
 		if b.pprof != "" {
 			b.fetchProfile(base+".heap.pprof", "heap")
+			b.fetchProfile(base+".heap.txt", "heap?debug=1")
 		}
 		b.writeWaits(base+".waits.txt", name, waits, samples)
 		if statements {
