@@ -437,8 +437,10 @@ per scenario, the median of each measure (holds/s, p99, the rate against
 the bare-SQL hold where the scenario measures it, the server's peak RSS) for
 both, head's over base's, and each side's spread (its lowest and highest
 round); the last column says ` + "`better`" + ` or ` + "`worse`" + ` only when the two spreads
-do not overlap, otherwise ` + "`within spread`" + `. A change to the hold path shows
-its comparison in its note:
+do not overlap, otherwise ` + "`within spread`" + `. The checkout's bench drives
+both sides, so BASE must be new enough for its own SQL: the bare-SQL hold
+of hot and spread writes stock rows keyed by location. A change to the
+hold path shows its comparison in its note:
 
 ` + "```" + `
 make bench-compare BASE=main BENCH_FLAGS='-scenarios hot,spread' BENCH_ROUNDS=3
