@@ -179,37 +179,10 @@ func (s *Service) pauseHighRisk(ctx context.Context, runID int64, snap snapshot)
 // alert alone, saying the pool is still on sale.
 func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, notPaused error) error {
 	q := db.New(tx)
-	var checks []string
-	details := map[string]any{"run_id": runID}
-	if r.lines != nil {
-		checks = append(checks, "counters vs lines")
-		details["lines"] = r.linesDetails()
-	}
-	if r.ledger != nil {
-		checks = append(checks, "counters vs ledger")
-		details["ledger"] = r.ledgerDetails()
-	}
-	if r.units != nil {
-		checks = append(checks, "counters vs units")
-		ud, err := r.unitsDetails(ctx, q)
-		if err != nil {
-			return err
-		}
-		details["units"] = ud
-	}
-	if r.transit != nil {
-		checks = append(checks, "incoming vs transfers")
-		details["transit"] = r.transitDetails()
-	}
-	affected, err := q.ReservationsLiveOnPool(ctx, db.ReservationsLiveOnPoolParams{Sku: r.sku, Location: r.location, Pool: r.pool, Lim: maxAffected})
+	checks, details, err := r.details(ctx, q, runID)
 	if err != nil {
-		return fmt.Errorf("list the holds on %s/%s/%s: %w", r.sku, r.location, r.pool, err)
+		return err
 	}
-	holds := make([]map[string]any, len(affected))
-	for i, h := range affected {
-		holds[i] = map[string]any{"id": h.ID, "order_ref": h.OrderRef, "status": h.Status, "quantity": h.Quantity}
-	}
-	details["affected_holds"] = holds
 	var action, what string
 	switch {
 	case notPaused != nil:
@@ -281,6 +254,43 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, 
 	return nil
 }
 
+// details returns the checks a pool at risk failed and the details its
+// alert and findings carry: each side of each check, and the live holds on
+// the pool.
+func (r *risk) details(ctx context.Context, q *db.Queries, runID int64) (checks []string, details map[string]any, err error) {
+	details = map[string]any{"run_id": runID}
+	if r.lines != nil {
+		checks = append(checks, "counters vs lines")
+		details["lines"] = r.linesDetails()
+	}
+	if r.ledger != nil {
+		checks = append(checks, "counters vs ledger")
+		details["ledger"] = r.ledgerDetails()
+	}
+	if r.units != nil {
+		checks = append(checks, "counters vs units")
+		ud, err := r.unitsDetails(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		details["units"] = ud
+	}
+	if r.transit != nil {
+		checks = append(checks, "incoming vs transfers")
+		details["transit"] = r.transitDetails()
+	}
+	affected, err := q.ReservationsLiveOnPool(ctx, db.ReservationsLiveOnPoolParams{Sku: r.sku, Location: r.location, Pool: r.pool, Lim: maxAffected})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the holds on %s/%s/%s: %w", r.sku, r.location, r.pool, err)
+	}
+	holds := make([]map[string]any, len(affected))
+	for i, h := range affected {
+		holds[i] = map[string]any{"id": h.ID, "order_ref": h.OrderRef, "status": h.Status, "quantity": h.Quantity}
+	}
+	details["affected_holds"] = holds
+	return checks, details, nil
+}
+
 // releaseStuck releases the stuck holds within the repair bound through the
 // one release path, in transactions of releaseBatch holds each recording
 // its findings. Holds with a line on a high-risk row are left alone: this
@@ -337,6 +347,12 @@ func (s *Service) releaseStuck(ctx context.Context, runID int64, snap snapshot, 
 		}
 	}
 
+	return s.recordWaiting(ctx, runID, snap, attempted, released, onRisky)
+}
+
+// recordWaiting records, per SKU, the stuck holds a run left for a person
+// (beyond the repair limit, or on a high-risk pool), with a warning alert.
+func (s *Service) recordWaiting(ctx context.Context, runID int64, snap snapshot, attempted, released, onRisky map[string]int64) error {
 	for _, c := range snap.stuckPerSKU {
 		waiting := c.Holds - attempted[c.Sku]
 		if waiting <= 0 {
