@@ -108,94 +108,124 @@ WHERE (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[
   AND (s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0))
 ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 
--- name: StockLedgerMismatch :many
--- StockLedgerMismatch compares each stock row (of skus, or all when null)
--- with its ledger summed from the row's checkpoint: the checkpoint's
--- counters plus the deltas of the ledger rows written after it, those with
--- a greater id than the greatest it sums (invariant 3), whatever
--- stock_version they name: a row inserted by hand at a version already
--- checkpointed counts too. In the same statement it moves the checkpoint of
--- every row that balanced up to the row's version, counters and greatest
--- ledger id, so the next run sums only the rows that came after and the
--- cost does not grow with history. It returns the rows that did not
--- balance.
+-- name: StockLedgerCheck :many
+-- StockLedgerCheck compares stock rows with their ledger summed from each
+-- row's checkpoint: the checkpoint's counters plus the deltas of the ledger
+-- rows written after it, those with a greater id than the greatest it sums
+-- (invariant 3), whatever stock_version they name: a row inserted by hand
+-- at a version already checkpointed counts too. The run's scope says which
+-- rows it checks:
+--   - without since (a run over some SKUs, or the first full run): every
+--     row of skus, or all of them when skus is null;
+--   - with since, not incremental (a full run that has a watermark): the
+--     rows whose version or counters are not their checkpoint's (changed
+--     since, or changed with no ledger row) and those whose ledger moved
+--     since the watermark (a ledger row written behind the counters' back
+--     shows there). A row in neither set has its checkpoint's counters and
+--     nothing in its ledger after it: it balances;
+--   - with since, incremental: the rows whose ledger moved since the
+--     watermark. Every ledger row after a row's checkpoint is at or above
+--     the watermark, since the run that verified the checkpoint saw
+--     everything below it; so a row none of whose ledger rows is there has
+--     nothing after its checkpoint.
+-- The rows that moved are found in ledger_feed's range at the index's
+-- right end, and each row is probed from its checkpoint, row by row,
+-- whatever the planner guesses of how many moved. In the same statement
+-- it moves the checkpoint of every row that balanced up to the row's
+-- version, counters and greatest ledger id, so the next run sums only the
+-- rows that came after and the cost does not grow with history. It
+-- returns the rows that did not balance; an incremental run gets every
+-- row it checked (balanced says which), since it counts them.
 --
 -- Read in one REPEATABLE READ snapshot this is exact: a stock row's new
 -- version and the ledger rows carrying it commit together, the changes to
 -- one row commit in version order, and their ledger ids grow with them
 -- (each is taken under the row's lock). Only the holder of ReconcileLock
 -- may run it, since it writes the checkpoints.
-WITH checked AS (
-    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
-           c.stock_version                       AS checkpoint_version,
-           c.ledger_id                           AS checkpoint_ledger_id,
-           greatest(coalesce(c.ledger_id, 0), coalesce(m.ledger_id, 0)) AS ledger_id,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total         AS ledger_total,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available AS ledger_available,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + m.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + m.sold           AS ledger_sold,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + m.quality_control AS ledger_quality_control,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + m.damaged AS ledger_damaged,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock AS ledger_safety_stock,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming AS ledger_incoming,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + m.short AS ledger_short
+--
+-- A new stock state goes into its seven lists: the candidates'
+-- comparison, checked's counters and ledger sums, the probe, judged, and
+-- the checkpoint's insert and update (StockLedgerMismatchDeep has seven).
+WITH candidates AS (
+    SELECT s.sku, s.location, s.pool
     FROM stock s
+    WHERE sqlc.narg('since')::xid8 IS NULL
+      AND (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
+    UNION ALL (
+        SELECT s.sku, s.location, s.pool
+        FROM stock s
+        LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
+        WHERE sqlc.narg('since')::xid8 IS NOT NULL AND NOT @incremental::boolean
+          AND (c.stock_version IS DISTINCT FROM s.version
+               OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short)
+                  IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short)
+               OR c.ledger_id IS NULL)
+        UNION
+        SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= sqlc.narg('since')::xid8
+    )
+), checked AS (
+    SELECT s.sku, s.location, s.pool, s.version,
+           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
+           c.stock_version AS checkpoint_version,
+           c.ledger_id     AS checkpoint_ledger_id,
+           greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0))::bigint AS ledger_id,
+           -- A checkpoint written before checkpoints recorded their ledger
+           -- id sums nothing: the row's whole ledger is probed.
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total)::bigint                     AS ledger_total,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available)::bigint             AS ledger_available,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved)::bigint               AS ledger_reserved,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold)::bigint                       AS ledger_sold,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control)::bigint AS ledger_quality_control,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged)::bigint                 AS ledger_damaged,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock)::bigint       AS ledger_safety_stock,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming)::bigint               AS ledger_incoming,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + t.short)::bigint                     AS ledger_short
+    FROM candidates m
+    JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     CROSS JOIN LATERAL (
         -- A range on ledger_sku_id: the rows written after the checkpoint,
         -- whatever stock_version they name (all of them without one).
-        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
-               coalesce(sum(g.delta_available), 0)::bigint AS available,
-               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-               coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
+        SELECT coalesce(sum(g.delta_total), 0)::bigint           AS total,
+               coalesce(sum(g.delta_available), 0)::bigint       AS available,
+               coalesce(sum(g.delta_reserved), 0)::bigint        AS reserved,
+               coalesce(sum(g.delta_sold), 0)::bigint            AS sold,
                coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
-               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
-               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
-               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
-               coalesce(sum(g.delta_short), 0)::bigint AS short,
-               max(g.id)                                   AS ledger_id
+               coalesce(sum(g.delta_damaged), 0)::bigint         AS damaged,
+               coalesce(sum(g.delta_safety_stock), 0)::bigint    AS safety_stock,
+               coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming,
+               coalesce(sum(g.delta_short), 0)::bigint           AS short,
+               max(g.id)                                         AS ledger_id
         FROM ledger g
         WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
-    ) m
-    WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
-), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, ledger_id)
-    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.ledger_id
+    ) t
+), judged AS (
+    SELECT ch.*,
+           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+           = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control,
+              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short) AS balanced
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
-      AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
+), advanced AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, ledger_id,
+                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+    SELECT j.sku, j.location, j.pool, j.version, j.ledger_id,
+           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short
+    FROM judged j
+    WHERE j.balanced
+      AND (j.checkpoint_ledger_id IS NULL OR j.version > j.checkpoint_version OR j.ledger_id > j.checkpoint_ledger_id)
     ON CONFLICT (sku, location, pool) DO UPDATE
-    SET stock_version = excluded.stock_version,
-        total = excluded.total,
-        available = excluded.available,
-        reserved = excluded.reserved,
-        sold = excluded.sold,
-        quality_control = excluded.quality_control,
-        damaged = excluded.damaged,
-        safety_stock = excluded.safety_stock,
-        incoming = excluded.incoming,
-        short = excluded.short,
-        ledger_id = excluded.ledger_id,
-        checked_at = now()
+    SET (stock_version, ledger_id, checked_at,
+         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+      = (excluded.stock_version, excluded.ledger_id, now(),
+         excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.quality_control,
+         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short)
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short,
-       ch.checkpoint_version,
-       ch.ledger_total::bigint     AS ledger_total,
-       ch.ledger_available::bigint AS ledger_available,
-       ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold,
-       ch.ledger_quality_control::bigint AS ledger_quality_control,
-       ch.ledger_damaged::bigint AS ledger_damaged,
-       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
-       ch.ledger_incoming::bigint AS ledger_incoming,
-       ch.ledger_short::bigint AS ledger_short
-FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
-ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
+SELECT j.*
+FROM judged j
+WHERE NOT j.balanced OR @incremental::boolean
+ORDER BY j.sku COLLATE "C", j.location COLLATE "C", j.pool COLLATE "C";
 
 -- name: StockLinesMismatchMoved :many
 -- StockLinesMismatchMoved is StockLinesMismatch for the stock rows whose
@@ -221,178 +251,6 @@ CROSS JOIN LATERAL (
 WHERE s.reserved <> l.held OR s.sold <> l.confirmed
 ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 
--- name: StockLedgerCheckMoved :many
--- StockLedgerCheckMoved checks the stock rows whose ledger moved since the
--- watermark since (an incremental run) as StockLedgerMismatch does, and
--- returns every row it checked (the caller keeps those that disagree and
--- counts them all): found in ledger_feed's range at the index's right end,
--- then each probed from its checkpoint (row by row, whatever the planner
--- guesses of how many moved). Every ledger row after a row's checkpoint is
--- at or above the watermark, since the run that verified the checkpoint
--- saw everything below it; so a row none of whose ledger rows is there
--- has nothing after its checkpoint. It moves the checkpoints of the rows
--- that balanced.
-WITH moved AS (
-    SELECT DISTINCT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
-), checked AS (
-    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
-           c.stock_version                       AS checkpoint_version,
-           c.ledger_id                           AS checkpoint_ledger_id,
-           greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total         AS ledger_total,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available AS ledger_available,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control AS ledger_quality_control,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged AS ledger_damaged,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock AS ledger_safety_stock,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + t.short AS ledger_short
-    FROM moved m
-    JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
-               coalesce(sum(g.delta_available), 0)::bigint AS available,
-               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-               coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
-               coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
-               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
-               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
-               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
-               coalesce(sum(g.delta_short), 0)::bigint AS short,
-               max(g.id)                                   AS ledger_id
-        FROM ledger g
-        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
-    ) t
-), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, ledger_id)
-    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.ledger_id
-    FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
-      AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
-    ON CONFLICT (sku, location, pool) DO UPDATE
-    SET stock_version = excluded.stock_version,
-        total = excluded.total,
-        available = excluded.available,
-        reserved = excluded.reserved,
-        sold = excluded.sold,
-        quality_control = excluded.quality_control,
-        damaged = excluded.damaged,
-        safety_stock = excluded.safety_stock,
-        incoming = excluded.incoming,
-        short = excluded.short,
-        ledger_id = excluded.ledger_id,
-        checked_at = now()
-    WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
-    RETURNING lc.sku
-)
-SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short,
-       ch.checkpoint_version,
-       ch.ledger_total::bigint     AS ledger_total,
-       ch.ledger_available::bigint AS ledger_available,
-       ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold,
-       ch.ledger_quality_control::bigint AS ledger_quality_control,
-       ch.ledger_damaged::bigint AS ledger_damaged,
-       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
-       ch.ledger_incoming::bigint AS ledger_incoming,
-       ch.ledger_short::bigint AS ledger_short
-FROM checked ch
-ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
-
--- name: StockLedgerMismatchAll :many
--- StockLedgerMismatchAll is StockLedgerMismatch over every stock row, for a
--- full run that has a watermark. One pass over stock and
--- ledger_checkpoints (in key order) picks the rows whose version or
--- counters are not their checkpoint's: those changed since, and any whose
--- counters were changed with no ledger row. To them it adds the rows whose
--- ledger moved since the watermark (a ledger row written behind the
--- counters' back shows there), and probes the ledger of those alone, from
--- their checkpoints. A row in neither set has its checkpoint's counters
--- and nothing in its ledger after it: it balances. It moves the
--- checkpoints of the rows that balanced.
-WITH candidates AS (
-    SELECT s.sku, s.location, s.pool
-    FROM stock s
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
-    WHERE c.stock_version IS DISTINCT FROM s.version
-       OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short)
-          IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short)
-       OR c.ledger_id IS NULL
-    UNION
-    SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= @since::xid8
-), checked AS (
-    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
-           c.stock_version                       AS checkpoint_version,
-           c.ledger_id                           AS checkpoint_ledger_id,
-           greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0)) AS ledger_id,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + t.total         AS ledger_total,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + t.available AS ledger_available,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.reserved END) + t.reserved   AS ledger_reserved,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.sold END) + t.sold           AS ledger_sold,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.quality_control END) + t.quality_control AS ledger_quality_control,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged AS ledger_damaged,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock AS ledger_safety_stock,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming AS ledger_incoming,
-           (CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + t.short AS ledger_short
-    FROM candidates m
-    JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
-    LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(g.delta_total), 0)::bigint     AS total,
-               coalesce(sum(g.delta_available), 0)::bigint AS available,
-               coalesce(sum(g.delta_reserved), 0)::bigint  AS reserved,
-               coalesce(sum(g.delta_sold), 0)::bigint      AS sold,
-               coalesce(sum(g.delta_quality_control), 0)::bigint AS quality_control,
-               coalesce(sum(g.delta_damaged), 0)::bigint AS damaged,
-               coalesce(sum(g.delta_safety_stock), 0)::bigint AS safety_stock,
-               coalesce(sum(g.delta_incoming), 0)::bigint AS incoming,
-               coalesce(sum(g.delta_short), 0)::bigint AS short,
-               max(g.id)                                   AS ledger_id
-        FROM ledger g
-        WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
-    ) t
-), advanced AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, ledger_id)
-    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.ledger_id
-    FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
-      AND (ch.checkpoint_ledger_id IS NULL OR ch.version > ch.checkpoint_version OR ch.ledger_id > ch.checkpoint_ledger_id)
-    ON CONFLICT (sku, location, pool) DO UPDATE
-    SET stock_version = excluded.stock_version,
-        total = excluded.total,
-        available = excluded.available,
-        reserved = excluded.reserved,
-        sold = excluded.sold,
-        quality_control = excluded.quality_control,
-        damaged = excluded.damaged,
-        safety_stock = excluded.safety_stock,
-        incoming = excluded.incoming,
-        short = excluded.short,
-        ledger_id = excluded.ledger_id,
-        checked_at = now()
-    WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
-    RETURNING lc.sku
-)
-SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short,
-       ch.checkpoint_version,
-       ch.ledger_total::bigint     AS ledger_total,
-       ch.ledger_available::bigint AS ledger_available,
-       ch.ledger_reserved::bigint  AS ledger_reserved,
-       ch.ledger_sold::bigint      AS ledger_sold,
-       ch.ledger_quality_control::bigint AS ledger_quality_control,
-       ch.ledger_damaged::bigint AS ledger_damaged,
-       ch.ledger_safety_stock::bigint AS ledger_safety_stock,
-       ch.ledger_incoming::bigint AS ledger_incoming,
-       ch.ledger_short::bigint AS ledger_short
-FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
-ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
-
 -- name: StockLedgerMismatchDeep :many
 -- StockLedgerMismatchDeep is a deep run's check of counters against the
 -- ledger: each stock row (of skus, or all when null) against the sum of
@@ -403,79 +261,77 @@ ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
 -- anew from that sum, and drops the checkpoint of every row that did not,
 -- so that every later run, resume gate and repair sums that row's whole
 -- ledger too until it balances again. One pass over the ledger (grouped,
--- not a probe per row). It returns the rows that did not balance.
+-- not a probe per row, which is why it is not StockLedgerCheck). It
+-- returns the rows that did not balance, with StockLedgerCheck's columns.
 WITH sums AS (
     SELECT g.sku, g.location, g.pool,
-           sum(g.delta_total)::bigint     AS total,
-           sum(g.delta_available)::bigint AS available,
-           sum(g.delta_reserved)::bigint  AS reserved,
-           sum(g.delta_sold)::bigint      AS sold,
+           sum(g.delta_total)::bigint           AS total,
+           sum(g.delta_available)::bigint       AS available,
+           sum(g.delta_reserved)::bigint        AS reserved,
+           sum(g.delta_sold)::bigint            AS sold,
            sum(g.delta_quality_control)::bigint AS quality_control,
-           sum(g.delta_damaged)::bigint AS damaged,
-           sum(g.delta_safety_stock)::bigint AS safety_stock,
-           sum(g.delta_incoming)::bigint AS incoming,
-           sum(g.delta_short)::bigint AS short,
-           max(g.id)                      AS ledger_id
+           sum(g.delta_damaged)::bigint         AS damaged,
+           sum(g.delta_safety_stock)::bigint    AS safety_stock,
+           sum(g.delta_incoming)::bigint        AS incoming,
+           sum(g.delta_short)::bigint           AS short,
+           max(g.id)                            AS ledger_id
     FROM ledger g
     WHERE sqlc.narg('skus')::text[] IS NULL OR g.sku = ANY(sqlc.narg('skus')::text[])
     GROUP BY g.sku, g.location, g.pool
 ), checked AS (
-    SELECT s.sku, s.location, s.pool, s.version, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
-           c.stock_version                AS checkpoint_version,
-           coalesce(m.ledger_id, 0)::bigint AS ledger_id,
-           coalesce(m.total, 0)::bigint     AS ledger_total,
-           coalesce(m.available, 0)::bigint AS ledger_available,
-           coalesce(m.reserved, 0)::bigint  AS ledger_reserved,
-           coalesce(m.sold, 0)::bigint      AS ledger_sold,
+    SELECT s.sku, s.location, s.pool, s.version,
+           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
+           c.stock_version AS checkpoint_version,
+           c.ledger_id     AS checkpoint_ledger_id,
+           coalesce(m.ledger_id, 0)::bigint       AS ledger_id,
+           coalesce(m.total, 0)::bigint           AS ledger_total,
+           coalesce(m.available, 0)::bigint       AS ledger_available,
+           coalesce(m.reserved, 0)::bigint        AS ledger_reserved,
+           coalesce(m.sold, 0)::bigint            AS ledger_sold,
            coalesce(m.quality_control, 0)::bigint AS ledger_quality_control,
-           coalesce(m.damaged, 0)::bigint AS ledger_damaged,
-           coalesce(m.safety_stock, 0)::bigint AS ledger_safety_stock,
-           coalesce(m.incoming, 0)::bigint AS ledger_incoming,
-           coalesce(m.short, 0)::bigint AS ledger_short
+           coalesce(m.damaged, 0)::bigint         AS ledger_damaged,
+           coalesce(m.safety_stock, 0)::bigint    AS ledger_safety_stock,
+           coalesce(m.incoming, 0)::bigint        AS ledger_incoming,
+           coalesce(m.short, 0)::bigint           AS ledger_short
     FROM stock s
     LEFT JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
-), rewritten AS (
-    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, ledger_id)
-    SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.ledger_id
+), judged AS (
+    SELECT ch.*,
+           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+           = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control,
+              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short) AS balanced
     FROM checked ch
-    WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
-          = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
+), rewritten AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, ledger_id,
+                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+    SELECT j.sku, j.location, j.pool, j.version, j.ledger_id,
+           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short
+    FROM judged j
+    WHERE j.balanced
     ON CONFLICT (sku, location, pool) DO UPDATE
-    SET stock_version = excluded.stock_version,
-        total = excluded.total,
-        available = excluded.available,
-        reserved = excluded.reserved,
-        sold = excluded.sold,
-        quality_control = excluded.quality_control,
-        damaged = excluded.damaged,
-        safety_stock = excluded.safety_stock,
-        incoming = excluded.incoming,
-        short = excluded.short,
-        ledger_id = excluded.ledger_id,
-        checked_at = now()
-    WHERE (lc.stock_version, lc.total, lc.available, lc.reserved, lc.sold,
-           lc.quality_control, lc.damaged, lc.safety_stock, lc.incoming, lc.short, lc.ledger_id)
-          IS DISTINCT FROM (excluded.stock_version, excluded.total, excluded.available, excluded.reserved, excluded.sold,
-                            excluded.quality_control, excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short, excluded.ledger_id)
+    SET (stock_version, ledger_id, checked_at,
+         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+      = (excluded.stock_version, excluded.ledger_id, now(),
+         excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.quality_control,
+         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short)
+    WHERE (lc.stock_version, lc.ledger_id,
+           lc.total, lc.available, lc.reserved, lc.sold, lc.quality_control, lc.damaged, lc.safety_stock, lc.incoming, lc.short)
+          IS DISTINCT FROM (excluded.stock_version, excluded.ledger_id,
+                            excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.quality_control,
+                            excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short)
     RETURNING lc.sku
 ), dropped AS (
     DELETE FROM ledger_checkpoints lc
-    USING checked ch
-    WHERE lc.sku = ch.sku AND lc.location = ch.location AND lc.pool = ch.pool
-      AND (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
-          <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
+    USING judged j
+    WHERE lc.sku = j.sku AND lc.location = j.location AND lc.pool = j.pool AND NOT j.balanced
     RETURNING lc.sku
 )
-SELECT ch.sku, ch.location, ch.pool, ch.version, ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short,
-       ch.checkpoint_version,
-       ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold,
-       ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short
-FROM checked ch
-WHERE (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
-      <> (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control, ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short)
-ORDER BY ch.sku COLLATE "C", ch.location COLLATE "C", ch.pool COLLATE "C";
+SELECT j.*
+FROM judged j
+WHERE NOT j.balanced
+ORDER BY j.sku COLLATE "C", j.location COLLATE "C", j.pool COLLATE "C";
 
 -- name: LedgerCheckpointGet :one
 SELECT * FROM ledger_checkpoints WHERE sku = @sku AND location = @location AND pool = @pool;

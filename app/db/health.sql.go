@@ -12,13 +12,13 @@ import (
 const invariantViolations = `-- name: InvariantViolations :many
 SELECT 'stock ' || sku || '/' || location || '/' || pool AS subject,
        concat_ws('; ',
-         CASE WHEN NOT counters_ok THEN format('counters: total %s != available %s + reserved %s + sold %s + quality_control %s + damaged %s + safety_stock %s (or negative, incoming %s)',
-                                               total, available, reserved, sold, quality_control, damaged, safety_stock, incoming) END,
+         CASE WHEN NOT counters_ok THEN format('counters: total %s != available %s + reserved %s + sold %s + quality_control %s + damaged %s + safety_stock %s (or negative, incoming %s, or short %s above reserved)',
+                                               total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short) END,
          CASE WHEN NOT lines_ok THEN format('lines: reserved %s vs held lines %s, sold %s vs confirmed lines %s', reserved, lines_held, sold, lines_confirmed) END,
-         CASE WHEN NOT ledger_ok THEN format('ledger: counters %s/%s/%s/%s/%s/%s/%s/%s vs ledger %s/%s/%s/%s/%s/%s/%s/%s',
-                                             total, available, reserved, sold, quality_control, damaged, safety_stock, incoming,
+         CASE WHEN NOT ledger_ok THEN format('ledger: counters %s/%s/%s/%s/%s/%s/%s/%s/%s vs ledger %s/%s/%s/%s/%s/%s/%s/%s/%s',
+                                             total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short,
                                              ledger_total, ledger_available, ledger_reserved, ledger_sold,
-                                             ledger_quality_control, ledger_damaged, ledger_safety_stock, ledger_incoming) END,
+                                             ledger_quality_control, ledger_damaged, ledger_safety_stock, ledger_incoming, ledger_short) END,
          CASE WHEN NOT transit_ok THEN format('incoming %s vs %s in transit to it', incoming, in_transit) END
        )::text AS problem
 FROM stock_health

@@ -27,7 +27,7 @@ type stockKey struct{ sku, location, pool string }
 type risk struct {
 	stockKey
 	lines   *db.StockLinesMismatchRow
-	ledger  *db.StockLedgerMismatchRow
+	ledger  *db.StockLedgerCheckRow
 	units   *db.StockUnitsMismatchRow
 	transit *db.StockTransitMismatchRow
 }

@@ -326,7 +326,7 @@ type snapshot struct {
 	xmin   uint64
 	rows   int32
 	lines  []db.StockLinesMismatchRow
-	ledger []db.StockLedgerMismatchRow
+	ledger []db.StockLedgerCheckRow
 	units  []db.StockUnitsMismatchRow
 	// transit are the rows whose incoming disagrees with the transfers in
 	// transit to them.
@@ -434,33 +434,15 @@ func readUnitsDeep(ctx context.Context, q *db.Queries, skus []string, snap *snap
 // p's scope calls for.
 func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p plan, snap *snapshot) error {
 	var err error
-	switch {
-	case p.scope == ScopeDeep:
-		if snap.rows, err = q.StockCount(ctx, skus); err != nil {
-			return fmt.Errorf("count stock rows: %w", err)
-		}
-		if snap.lines, err = q.StockLinesMismatch(ctx, skus); err != nil {
-			return fmt.Errorf("check counters against lines: %w", err)
-		}
-		var ledger []db.StockLedgerMismatchDeepRow
-		if ledger, err = q.StockLedgerMismatchDeep(ctx, skus); err != nil {
-			return fmt.Errorf("check counters against the whole ledger: %w", err)
-		}
-		for _, l := range ledger {
-			snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
-		}
-		return nil
-	case p.scope == ScopeIncremental:
-		var checked []db.StockLedgerCheckMovedRow
-		if checked, err = q.StockLedgerCheckMoved(ctx, *p.since); err != nil {
+	if p.scope == ScopeIncremental {
+		var checked []db.StockLedgerCheckRow
+		if checked, err = q.StockLedgerCheck(ctx, true, p.since, nil); err != nil {
 			return fmt.Errorf("check counters against the ledger: %w", err)
 		}
 		snap.rows = int32(len(checked))
 		for _, l := range checked {
-			if [8]int64{l.Total, l.Available, l.Reserved, l.Sold, l.QualityControl, l.Damaged, l.SafetyStock, l.Incoming} !=
-				[8]int64{l.LedgerTotal, l.LedgerAvailable, l.LedgerReserved, l.LedgerSold,
-					l.LedgerQualityControl, l.LedgerDamaged, l.LedgerSafetyStock, l.LedgerIncoming} {
-				snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
+			if !l.Balanced {
+				snap.ledger = append(snap.ledger, l)
 			}
 		}
 		var lines []db.StockLinesMismatchMovedRow
@@ -471,31 +453,27 @@ func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p
 			snap.lines = append(snap.lines, db.StockLinesMismatchRow(l))
 		}
 		return nil
-	case p.scope == ScopeFull && p.since != nil:
-		if snap.rows, err = q.StockCount(ctx, nil); err != nil {
-			return fmt.Errorf("count stock rows: %w", err)
-		}
-		if snap.lines, err = q.StockLinesMismatch(ctx, nil); err != nil {
-			return fmt.Errorf("check counters against lines: %w", err)
-		}
-		var ledger []db.StockLedgerMismatchAllRow
-		if ledger, err = q.StockLedgerMismatchAll(ctx, *p.since); err != nil {
-			return fmt.Errorf("check counters against the ledger: %w", err)
-		}
-		for _, l := range ledger {
-			snap.ledger = append(snap.ledger, db.StockLedgerMismatchRow(l))
-		}
-		return nil
 	}
-	// A run over some SKUs, or the first full run: each row's ledger
-	// probed from its checkpoint.
 	if snap.rows, err = q.StockCount(ctx, skus); err != nil {
 		return fmt.Errorf("count stock rows: %w", err)
 	}
 	if snap.lines, err = q.StockLinesMismatch(ctx, skus); err != nil {
 		return fmt.Errorf("check counters against lines: %w", err)
 	}
-	if snap.ledger, err = q.StockLedgerMismatch(ctx, skus); err != nil {
+	if p.scope == ScopeDeep {
+		var ledger []db.StockLedgerMismatchDeepRow
+		if ledger, err = q.StockLedgerMismatchDeep(ctx, skus); err != nil {
+			return fmt.Errorf("check counters against the whole ledger: %w", err)
+		}
+		for _, l := range ledger {
+			snap.ledger = append(snap.ledger, db.StockLedgerCheckRow(l))
+		}
+		return nil
+	}
+	// A full run that has a watermark (p.since) probes the rows that
+	// changed since their checkpoint or whose ledger moved; a run over
+	// some SKUs, or the first full run, probes every row.
+	if snap.ledger, err = q.StockLedgerCheck(ctx, false, p.since, skus); err != nil {
 		return fmt.Errorf("check counters against the ledger: %w", err)
 	}
 	return nil
