@@ -1,6 +1,7 @@
 -- Reconciliation: the runs and their findings, the set-based checks of the
 -- books (one statement each, whatever the number of SKUs) and the lock that
--- lets one run check at a time.
+-- lets one run check at a time. The invariants cited by number are those of
+-- docs/internals/ARCHITECTURE.md.
 
 -- name: ReconcileRunCreate :one
 -- ReconcileRunCreate records a run asked for; it is pending until a worker

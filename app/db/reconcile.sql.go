@@ -392,7 +392,8 @@ RETURNING id, trigger, skus, status, rows_checked, auto_fixed, retried, high_ris
 
 // Reconciliation: the runs and their findings, the set-based checks of the
 // books (one statement each, whatever the number of SKUs) and the lock that
-// lets one run check at a time.
+// lets one run check at a time. The invariants cited by number are those of
+// docs/internals/ARCHITECTURE.md.
 // ReconcileRunCreate records a run asked for; it is pending until a worker
 // (or the CLI) holds the reconciliation lock and starts it.
 func (q *Queries) ReconcileRunCreate(ctx context.Context, trigger string, skus []string) (ReconcileRun, error) {
