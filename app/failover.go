@@ -74,7 +74,7 @@ func guardPool(cfg *pgxpool.Config) *failoverGuard {
 // table needed, so migrations can connect too), its commit given two
 // seconds to be confirmed by the synchronous standby. It is
 // transaction control and a fixed statement, sent as one simple query so
-// that it costs one round trip, and the only SQL besides pipeline.go's
+// that it costs one round trip, and the only SQL besides app/batch/pipe.go's
 // written in Go.
 const connectProbe = "BEGIN; SET LOCAL statement_timeout = 2000; " +
 	"SELECT pg_logical_emit_message(true, 'stockhold', 'connect'); COMMIT"

@@ -19,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app/reports"
 	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/trips"
 	"github.com/stockhold/stockhold/app/webhooks"
 	"github.com/stockhold/stockhold/jobs"
@@ -56,7 +57,7 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 	inv := inventory.New(pool, log, inventory.Config{
 		Serial: !cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
 		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, SoldOutRecheck: soldOutRecheck(cfg.SoldOutRecheck), Recorder: metrics.Recorder{},
-		Alert: func(ctx context.Context, a inventory.Alert) {
+		Alert: func(ctx context.Context, a stock.Alert) {
 			level := a.Level
 			if level == "" {
 				level = alerts.Critical

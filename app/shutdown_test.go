@@ -22,7 +22,7 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestShutdownAnswersQueuedHolds stops the server while a hundred holds
@@ -50,7 +50,7 @@ func TestShutdownAnswersQueuedHolds(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	shop, err := auth.Create(ctx, pool, "shop", auth.RoleShop)
 	require.NoError(t, err)
-	_, err = a.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "S", Delta: 50, Actor: "test"})
+	_, err = a.Inventory.Adjust(ctx, stock.Adjustment{SKU: "S", Delta: 50, Actor: "test"})
 	require.NoError(t, err)
 
 	// Counts the holds the server has read and is handling.

@@ -17,6 +17,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -39,7 +40,7 @@ func BenchmarkRollbackChain(b *testing.B) {
 		require.NoError(b, err)
 		deps := app.NewServices(config.DefaultsWith(func(c *config.Config) { c.RollbackPause = pause }), pool, inserter, quiet)
 		deps.Reconcile = nil
-		_, err = deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: holds, Actor: "bench"})
+		_, err = deps.Inventory.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: holds, Actor: "bench"})
 		require.NoError(b, err)
 		var next atomic.Int64
 		var wg sync.WaitGroup

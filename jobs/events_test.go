@@ -16,6 +16,7 @@ import (
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/stockcsv"
 )
 
@@ -94,7 +95,7 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 		require.NoError(t, err)
 		return h
 	}
-	stockOf := func(t *testing.T, sku, pool string) inventory.Pool {
+	stockOf := func(t *testing.T, sku, pool string) stock.Pool {
 		t.Helper()
 		st, err := b.inv.GetStock(ctx, sku)
 		require.NoError(t, err)
@@ -104,9 +105,9 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 			}
 		}
 		t.Fatalf("no pool %s/%s", sku, pool)
-		return inventory.Pool{}
+		return stock.Pool{}
 	}
-	requireCounters := func(t *testing.T, e events.Event, p inventory.Pool) {
+	requireCounters := func(t *testing.T, e events.Event, p stock.Pool) {
 		t.Helper()
 		require.Equal(t, events.StockChanged, e.Type)
 		require.EqualValues(t, p.Total, e.Data["total"])
@@ -117,7 +118,7 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 
 	var h2, h4 inventory.Reservation
 	step("a single adjustment", func(t *testing.T) {
-		_, err := b.inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 10, Actor: "alice", Reason: "restock"})
+		_, err := b.inv.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 10, Actor: "alice", Reason: "restock"})
 		require.NoError(t, err)
 		got := r.expect(t, "adjust", "stock.changed A1/main")
 		requireCounters(t, got[0], stockOf(t, "A1", "main"))
@@ -127,10 +128,10 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 
 	step("a threshold is no event, a bulk adjustment one per pool", func(t *testing.T) {
 		four := int64(4)
-		_, err := b.inv.SetThreshold(ctx, inventory.Threshold{SKU: "A1", Threshold: &four, Actor: "alice"})
+		_, err := b.inv.SetThreshold(ctx, stock.Threshold{SKU: "A1", Threshold: &four, Actor: "alice"})
 		require.NoError(t, err)
 		five := int64(5)
-		_, err = b.inv.AdjustMany(ctx, inventory.BulkAdjustment{Actor: "alice", Reason: "count", Lines: []inventory.BulkLine{
+		_, err = b.inv.AdjustMany(ctx, stock.BulkAdjustment{Actor: "alice", Reason: "count", Lines: []stock.BulkLine{
 			{SKU: "B2", SetTotal: &five}, {SKU: "A1", Delta: 2},
 		}})
 		require.NoError(t, err)
@@ -204,9 +205,9 @@ func TestEveryFlowProducesItsEvents(t *testing.T) {
 	})
 
 	step("the protection switch", func(t *testing.T) {
-		_, err := b.inv.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "audit", Actor: "alice"})
+		_, err := b.inv.Pause(ctx, stock.SwitchRequest{SKU: "A1", Reason: "audit", Actor: "alice"})
 		require.NoError(t, err)
-		_, err = b.inv.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "audit done", Actor: "alice"}})
+		_, err = b.inv.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Reason: "audit done", Actor: "alice"}})
 		require.NoError(t, err)
 		got := r.expect(t, "pause and resume", "stock.paused A1/main", "stock.resumed A1/main")
 		require.Equal(t, "audit", *got[0].Data["reason"].(*string))

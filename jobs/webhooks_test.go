@@ -26,6 +26,7 @@ import (
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/webhooks"
 )
 
@@ -135,7 +136,7 @@ func (b *bundle) traffic(t *testing.T, n int) {
 	t.Helper()
 	ctx := context.Background()
 	three := int64(3)
-	_, err := b.inv.SetThreshold(ctx, inventory.Threshold{SKU: "A1", Threshold: &three, Actor: "alice"})
+	_, err := b.inv.SetThreshold(ctx, stock.Threshold{SKU: "A1", Threshold: &three, Actor: "alice"})
 	require.NoError(t, err)
 	for i := range n {
 		h, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprint("t", i),

@@ -28,6 +28,7 @@ import (
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -321,7 +322,7 @@ func setup(t *testing.T) *fixture {
 	f := &fixture{pool: pool, rollbacks: rollbacks.New(pool, inserter, inv, 0)}
 
 	for sku, n := range map[string]int64{"A1": 100, "B1": 50} {
-		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: n, Reason: "restock", Actor: "test"})
+		_, err := inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: n, Reason: "restock", Actor: "test"})
 		require.NoError(t, err)
 	}
 	hold := func(key string, items ...inventory.Item) uuid.UUID {
@@ -353,11 +354,11 @@ func setup(t *testing.T) *fixture {
 		return err
 	}))
 
-	_, _, err = inv.AddUnitsOnce(ctx, idempotency.NewKey("test", "seats"), inventory.UnitsChange{SKU: "SEATS", Reason: "plan", Actor: "test",
-		Units: []inventory.UnitSpec{{ID: "A-1"}, {ID: "A-2"}, {ID: "A-3"}}})
+	_, _, err = inv.AddUnitsOnce(ctx, idempotency.NewKey("test", "seats"), stock.UnitsChange{SKU: "SEATS", Reason: "plan", Actor: "test",
+		Units: []stock.UnitSpec{{ID: "A-1"}, {ID: "A-2"}, {ID: "A-3"}}})
 	require.NoError(t, err)
 
-	_, err = inv.Pause(ctx, inventory.SwitchRequest{SKU: "B1", Pool: inventory.MainPool, Reason: "counted twice, checking", Actor: "test"})
+	_, err = inv.Pause(ctx, stock.SwitchRequest{SKU: "B1", Pool: stock.MainPool, Reason: "counted twice, checking", Actor: "test"})
 	require.NoError(t, err)
 
 	alertSvc := alerts.New(pool, inserter, false)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 type bulkBody struct {
@@ -27,7 +27,7 @@ type bulkLineBody struct {
 }
 
 type bulkAnswer struct {
-	SKUs []inventory.Stock `json:"skus"`
+	SKUs []stock.Stock `json:"skus"`
 }
 
 // adjustStockInBulk applies up to 1,000 adjustment lines in one
@@ -41,9 +41,9 @@ func (s *server) adjustStockInBulk(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	b := inventory.BulkAdjustment{Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name, Lines: make([]inventory.BulkLine, len(body.Lines))}
+	b := stock.BulkAdjustment{Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name, Lines: make([]stock.BulkLine, len(body.Lines))}
 	for i, l := range body.Lines {
-		b.Lines[i] = inventory.BulkLine{SKU: l.SKU, Location: l.Location, Pool: l.Pool, SetTotal: l.SetTotal}
+		b.Lines[i] = stock.BulkLine{SKU: l.SKU, Location: l.Location, Pool: l.Pool, SetTotal: l.SetTotal}
 		if l.Delta != nil {
 			b.Lines[i].Delta = *l.Delta
 		}

@@ -20,12 +20,12 @@ import (
 )
 
 // The types whose Kind field names an alert's kind: what a domain package
-// raises (alerts.Raise), what the inventory service hands the wiring to
-// raise (inventory.Alert), and the row the one query that inserts alerts
+// raises (alerts.Raise), what the inventory and stock services hand the wiring to
+// raise (stock.Alert), and the row the one query that inserts alerts
 // writes.
 var alertKindHolders = []string{
 	"github.com/stockhold/stockhold/app/alerts.Raise",
-	"github.com/stockhold/stockhold/app/inventory.Alert",
+	"github.com/stockhold/stockhold/app/stock.Alert",
 	"github.com/stockhold/stockhold/app/db.AlertRaiseParams",
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/webhooks"
 )
 
@@ -66,7 +66,7 @@ func (s *server) setThreshold(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	t := inventory.Threshold{SKU: sku, Location: body.Location, Pool: body.Pool, Actor: caller(c).Name}
+	t := stock.Threshold{SKU: sku, Location: body.Location, Pool: body.Pool, Actor: caller(c).Name}
 	switch string(body.Threshold) {
 	case "":
 		return domain.Invalid("threshold is required: a whole number, or null to remove the threshold")

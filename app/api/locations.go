@@ -10,7 +10,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Locations, moves between states, transfers between locations and stock
@@ -33,15 +33,15 @@ func (s *server) createLocation(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	n := inventory.NewLocation{ID: body.ID, Name: body.Name, Priority: body.Priority, Active: body.Active, Actor: caller(c).Name}
-	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (inventory.Location, bool, error) {
+	n := stock.NewLocation{ID: body.ID, Name: body.Name, Priority: body.Priority, Active: body.Active, Actor: caller(c).Name}
+	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (stock.Location, bool, error) {
 		return s.Inventory.CreateLocationOnce(ctx, k, n)
 	})
 }
 
 // listLocations answers a page of locations, each with its totals.
 func (s *server) listLocations(c echo.Context) error {
-	p, err := pageParams(c, inventory.MaxLocationsPage, "")
+	p, err := pageParams(c, stock.MaxLocationsPage, "")
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *server) updateLocation(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	l, err := s.Inventory.UpdateLocation(c.Request().Context(), inventory.LocationChange{
+	l, err := s.Inventory.UpdateLocation(c.Request().Context(), stock.LocationChange{
 		ID: id, Name: body.Name, Priority: body.Priority, Active: body.Active, Actor: caller(c).Name,
 	})
 	if err != nil {
@@ -104,7 +104,7 @@ type moveBody struct {
 }
 
 type stockPreview struct {
-	inventory.Stock
+	stock.Stock
 	// DryRun says the stock is as the change would leave it: nothing
 	// changed.
 	DryRun bool `json:"dry_run,omitempty"`
@@ -121,7 +121,7 @@ func (s *server) moveStock(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	m := inventory.Move{SKU: sku, Location: body.Location, Pool: body.Pool, From: body.From, To: body.To,
+	m := stock.Move{SKU: sku, Location: body.Location, Pool: body.Pool, From: body.From, To: body.To,
 		Quantity: body.Quantity, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
 	if body.DryRun {
 		st, err := s.Inventory.MovePreview(c.Request().Context(), m)
@@ -163,7 +163,7 @@ func (s *server) countStock(c echo.Context) error {
 	if body.Counted == nil {
 		return domain.Invalid("counted is required: what is on the shelf and not sold")
 	}
-	sc := inventory.StockCount{SKU: sku, Location: body.Location, Pool: body.Pool, Counted: *body.Counted,
+	sc := stock.StockCount{SKU: sku, Location: body.Location, Pool: body.Pool, Counted: *body.Counted,
 		Reason: body.Reason, Force: body.Force, Actor: caller(c).Name}
 	if body.DryRun {
 		out, err := s.Inventory.CountPreview(c.Request().Context(), sc)
@@ -176,7 +176,7 @@ func (s *server) countStock(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Counted, bool, error) {
+	return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (stock.Counted, bool, error) {
 		return s.Inventory.CountOnce(ctx, k, sc)
 	})
 }
@@ -201,9 +201,9 @@ func (s *server) createTransfer(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	n := inventory.NewTransfer{SKU: body.SKU, Pool: body.Pool, From: body.From, To: body.To, Quantity: body.Quantity,
+	n := stock.NewTransfer{SKU: body.SKU, Pool: body.Pool, From: body.From, To: body.To, Quantity: body.Quantity,
 		Reason: body.Reason, Actor: caller(c).Name}
-	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (inventory.Transfer, bool, error) {
+	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (stock.Transfer, bool, error) {
 		return s.Inventory.CreateTransferOnce(ctx, k, n)
 	})
 }
@@ -222,11 +222,11 @@ func (s *server) getTransfer(c echo.Context) error {
 
 // listTransfers answers transfers oldest first, by status and SKU.
 func (s *server) listTransfers(c echo.Context) error {
-	p, err := pageParams(c, inventory.MaxTransfersPage, "")
+	p, err := pageParams(c, stock.MaxTransfersPage, "")
 	if err != nil {
 		return err
 	}
-	f := inventory.TransferFilter{Status: c.QueryParam("status"), SKU: c.QueryParam("sku"), Limit: p.Limit}
+	f := stock.TransferFilter{Status: c.QueryParam("status"), SKU: c.QueryParam("sku"), Limit: p.Limit}
 	if p.Cursor != "" {
 		id, err := uuid.Parse(p.Cursor)
 		if err != nil || len(p.Cursor) != 36 {
@@ -235,7 +235,7 @@ func (s *server) listTransfers(c echo.Context) error {
 		f.Cursor = &id
 	}
 	page, err := s.Inventory.Transfers(c.Request().Context(), f)
-	if errors.Is(err, inventory.ErrCursor) {
+	if errors.Is(err, stock.ErrCursor) {
 		return badCursor()
 	}
 	if err != nil {
@@ -264,13 +264,13 @@ func (s *server) receiveTransfer(c echo.Context) error {
 	if body.Quantity == nil {
 		return domain.Invalid("quantity is required: the units that arrived")
 	}
-	st := inventory.TransferStep{ID: id, Quantity: *body.Quantity, Reason: body.Reason, Actor: caller(c).Name}
+	st := stock.TransferStep{ID: id, Quantity: *body.Quantity, Reason: body.Reason, Actor: caller(c).Name}
 	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
 		key, err := idempotencyKey(c)
 		if err != nil {
 			return err
 		}
-		return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Transfer, bool, error) {
+		return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (stock.Transfer, bool, error) {
 			return s.Inventory.ReceiveTransferOnce(ctx, k, st)
 		})
 	}
@@ -297,8 +297,8 @@ func (s *server) cancelTransfer(c echo.Context) error {
 	return s.endTransfer(c, s.Inventory.CancelTransfer, s.Inventory.CancelTransferOnce)
 }
 
-func (s *server) endTransfer(c echo.Context, end func(context.Context, inventory.TransferStep) (inventory.Transfer, error),
-	endOnce func(context.Context, idempotency.Key, inventory.TransferStep) (inventory.Transfer, bool, error)) error {
+func (s *server) endTransfer(c echo.Context, end func(context.Context, stock.TransferStep) (stock.Transfer, error),
+	endOnce func(context.Context, idempotency.Key, stock.TransferStep) (stock.Transfer, bool, error)) error {
 	id, err := uuidParam(c, "id")
 	if err != nil {
 		return err
@@ -307,13 +307,13 @@ func (s *server) endTransfer(c echo.Context, end func(context.Context, inventory
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	st := inventory.TransferStep{ID: id, Reason: body.Reason, Actor: caller(c).Name}
+	st := stock.TransferStep{ID: id, Reason: body.Reason, Actor: caller(c).Name}
 	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
 		key, err := idempotencyKey(c)
 		if err != nil {
 			return err
 		}
-		return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (inventory.Transfer, bool, error) {
+		return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (stock.Transfer, bool, error) {
 			return endOnce(ctx, k, st)
 		})
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // checked is an operator's answer followed by the reconciliation that ran
@@ -22,7 +22,7 @@ type checked struct {
 }
 
 type adjustAnswer struct {
-	inventory.Stock
+	stock.Stock
 	// DryRun says the stock is as the adjustment would leave it: nothing
 	// changed.
 	DryRun bool `json:"dry_run,omitempty"`
@@ -48,7 +48,7 @@ func (s *server) resumeStock(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	l := inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: sku, Location: body.Location, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name, Refs: body.Refs}, Force: body.Force}
+	l := stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: sku, Location: body.Location, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name, Refs: body.Refs}, Force: body.Force}
 	out, run, err := s.Reconcile.Resume(c.Request().Context(), l)
 	if err != nil {
 		return err
@@ -59,10 +59,10 @@ func (s *server) resumeStock(c echo.Context) error {
 // resumed is a resume's answer: the stock, the pause it lifted, and the
 // reconciliation that followed.
 type resumed struct {
-	inventory.Stock
+	stock.Stock
 	// Lifted is the pause the resume lifted (who, why, when; a protection
 	// rule's pause names its rule): null when the pool was on sale.
-	Lifted *inventory.Pause `json:"lifted"`
+	Lifted *stock.Pause `json:"lifted"`
 	checked
 }
 
@@ -75,11 +75,11 @@ type repairBody struct {
 	Refs     []string `json:"refs"`
 	// ExpectedDifference is the difference the preview showed: the apply
 	// is refused (409 preview_stale) when the books moved since.
-	ExpectedDifference *inventory.Counters `json:"expected_difference"`
+	ExpectedDifference *stock.Counters `json:"expected_difference"`
 }
 
 type repairAnswer struct {
-	inventory.Repaired
+	stock.Repaired
 	checked
 }
 
@@ -94,7 +94,7 @@ func (s *server) repairStock(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	out, run, err := s.Reconcile.Repair(c.Request().Context(), inventory.RepairRequest{
+	out, run, err := s.Reconcile.Repair(c.Request().Context(), stock.RepairRequest{
 		SKU: sku, Location: body.Location, Pool: body.Pool, To: body.To, Reason: body.Reason, Actor: caller(c).Name, DryRun: body.DryRun, Refs: body.Refs,
 		ExpectedDifference: body.ExpectedDifference,
 	})
@@ -134,7 +134,7 @@ func (s *server) putStopSale(c echo.Context) error {
 	if body.Active == nil {
 		return domain.Invalid("active is required: true stops new holds, false lets them in again")
 	}
-	st, err := s.Inventory.SetStopSale(c.Request().Context(), inventory.StopSaleChange{
+	st, err := s.Inventory.SetStopSale(c.Request().Context(), stock.StopSaleChange{
 		Client: body.Client, Location: body.Location, Active: *body.Active, Reason: body.Reason, Actor: caller(c).Name,
 	})
 	if err != nil {
@@ -149,7 +149,7 @@ type campaignSwitchBody struct {
 }
 
 type campaignSwitched struct {
-	inventory.PoolSwitched
+	stock.PoolSwitched
 	checked
 }
 
@@ -168,7 +168,7 @@ func (s *server) switchCampaign(c echo.Context, on bool) error {
 	if body.Force && !on {
 		return domain.Invalid("force applies to resume only")
 	}
-	out, run, err := s.Reconcile.SwitchCampaign(c.Request().Context(), inventory.PoolSwitch{
+	out, run, err := s.Reconcile.SwitchCampaign(c.Request().Context(), stock.PoolSwitch{
 		Pool: id, On: on, Force: body.Force, Reason: body.Reason, Actor: caller(c).Name,
 	})
 	if err != nil {
@@ -237,7 +237,7 @@ func (s *server) adjustStock(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	a := inventory.Adjustment{SKU: sku, Location: body.Location, Pool: body.Pool, Delta: body.Delta, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
+	a := stock.Adjustment{SKU: sku, Location: body.Location, Pool: body.Pool, Delta: body.Delta, Reason: body.Reason, Ref: body.Ref, Actor: caller(c).Name}
 	if body.DryRun {
 		st, err := s.Inventory.AdjustPreview(c.Request().Context(), a)
 		if err != nil {

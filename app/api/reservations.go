@@ -16,6 +16,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 type holdBody struct {
@@ -235,7 +236,7 @@ func (s *server) listReservations(c echo.Context) error {
 		lq.ExpiresBefore = &at
 	}
 	page, err := s.Inventory.List(c.Request().Context(), lq, asCaller(c))
-	if errors.Is(err, inventory.ErrCursor) {
+	if errors.Is(err, stock.ErrCursor) {
 		return badCursor()
 	}
 	if err != nil {

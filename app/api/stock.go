@@ -11,7 +11,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 type adjustmentBody struct {
@@ -68,7 +68,7 @@ func (s *server) pauseStock(c echo.Context) error {
 	return s.flipSwitch(c, s.Inventory.Pause)
 }
 
-func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory.SwitchRequest) (inventory.Stock, error)) error {
+func (s *server) flipSwitch(c echo.Context, flip func(context.Context, stock.SwitchRequest) (stock.Stock, error)) error {
 	sku, err := nameParam(c, "sku", "sku")
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	st, err := flip(c.Request().Context(), inventory.SwitchRequest{SKU: sku, Location: body.Location, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name})
+	st, err := flip(c.Request().Context(), stock.SwitchRequest{SKU: sku, Location: body.Location, Pool: body.Pool, Reason: body.Reason, Actor: caller(c).Name})
 	if err != nil {
 		return err
 	}
@@ -85,8 +85,8 @@ func (s *server) flipSwitch(c echo.Context, flip func(context.Context, inventory
 }
 
 type ledgerPage struct {
-	SKU       string               `json:"sku"`
-	Movements []inventory.Movement `json:"movements"`
+	SKU       string           `json:"sku"`
+	Movements []stock.Movement `json:"movements"`
 	// NextCursor is the cursor of the next (older) page; null on the
 	// oldest page.
 	NextCursor *string `json:"next_cursor"`
@@ -99,7 +99,7 @@ func (s *server) getLedger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := pageParams(c, inventory.MaxLedgerPage, "before_id")
+	p, err := pageParams(c, stock.MaxLedgerPage, "before_id")
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *server) getLedger(c echo.Context) error {
 }
 
 type catalogueAnswer struct {
-	SKUs []inventory.Stock `json:"skus"`
+	SKUs []stock.Stock `json:"skus"`
 	// Missing, in a batch's answer only, lists the SKUs named that have
 	// no stock.
 	Missing    *[]string `json:"missing,omitempty"`
@@ -127,7 +127,7 @@ type catalogueAnswer struct {
 // by low_stock, updated_since and location; with sku=A1&sku=B2 it answers
 // those SKUs in one page, the ones with no stock listed as missing.
 func (s *server) listSKUs(c echo.Context) error {
-	p, err := pageParams(c, inventory.MaxCataloguePage, "")
+	p, err := pageParams(c, stock.MaxCataloguePage, "")
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (s *server) listSKUs(c echo.Context) error {
 			return badRequest("give " + name + " once")
 		}
 	}
-	cq := inventory.CatalogueQuery{After: p.Cursor, Limit: p.Limit, SKUs: q["sku"], Location: q.Get("location")}
+	cq := stock.CatalogueQuery{After: p.Cursor, Limit: p.Limit, SKUs: q["sku"], Location: q.Get("location")}
 	if p.Cursor != "" && domain.ValidName("cursor", p.Cursor) != nil {
 		return badCursor()
 	}

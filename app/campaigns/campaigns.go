@@ -27,6 +27,7 @@ import (
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Campaign statuses.
@@ -120,7 +121,7 @@ func (c Request) Validate() error {
 	if err := domain.ValidName("id", c.ID); err != nil {
 		return err
 	}
-	if c.ID == inventory.MainPool {
+	if c.ID == stock.MainPool {
 		return domain.Invalid("id %q is the name of the regular pool", c.ID)
 	}
 	if c.StartsAt.IsZero() || c.EndsAt.IsZero() {
@@ -161,14 +162,14 @@ func (c Request) Validate() error {
 			return domain.Invalid("allotments name SKU %q twice at one location", a.SKU)
 		}
 		seen[at] = true
-		if a.Quantity < 1 || a.Quantity > inventory.MaxAdjustment {
-			return domain.Invalid("allotments[%d].quantity must be from 1 to %d", i, inventory.MaxAdjustment)
+		if a.Quantity < 1 || a.Quantity > stock.MaxAdjustment {
+			return domain.Invalid("allotments[%d].quantity must be from 1 to %d", i, stock.MaxAdjustment)
 		}
 		if a.Units == nil {
 			continue
 		}
-		if int64(len(a.Units)) != a.Quantity || len(a.Units) > inventory.MaxUnitsPerRequest {
-			return domain.Invalid("allotments[%d].units must name quantity (%d) units, at most %d", i, a.Quantity, inventory.MaxUnitsPerRequest)
+		if int64(len(a.Units)) != a.Quantity || len(a.Units) > stock.MaxUnitsPerRequest {
+			return domain.Invalid("allotments[%d].units must name quantity (%d) units, at most %d", i, a.Quantity, stock.MaxUnitsPerRequest)
 		}
 		named := map[string]bool{}
 		for j, u := range a.Units {
@@ -258,7 +259,7 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Request) (Campaign,
 			allot[i].Location = c.Location
 		}
 		if allot[i].Location == "" {
-			allot[i].Location = inventory.DefaultLocation
+			allot[i].Location = stock.DefaultLocation
 		}
 	}
 	slices.SortFunc(allot, func(a, b Allotment) int {
@@ -282,7 +283,7 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Request) (Campaign,
 			units[i], _ = json.Marshal(a.Units)
 		}
 	}
-	if err := inventory.RequireLocations(ctx, tx, locations...); err != nil {
+	if err := stock.RequireLocations(ctx, tx, locations...); err != nil {
 		return Campaign{}, err
 	}
 	if err := q.CampaignAllotmentsInsert(ctx, db.CampaignAllotmentsInsertParams{Campaign: c.ID, Skus: skus, Locations: locations, Quantities: qty, Units: units}); err != nil {
@@ -371,13 +372,13 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, id string) error {
 	}
 	var short []string
 	for _, a := range allot {
-		err := inventory.PoolTransferTx(ctx, tx, inventory.PoolTransfer{
-			SKU: a.Sku, Location: a.Location, From: inventory.MainPool, To: id, Quantity: a.Quantity, Units: allotmentUnits(a.Units),
+		err := stock.PoolTransferTx(ctx, tx, stock.PoolTransfer{
+			SKU: a.Sku, Location: a.Location, From: stock.MainPool, To: id, Quantity: a.Quantity, Units: allotmentUnits(a.Units),
 			Actor: "system:campaign_start", Reason: "campaign " + id + " starts", Ref: id,
 		})
 		var de *domain.Error
 		if errors.As(err, &de) && de.Code == domain.CodeInsufficientAvailable {
-			short = append(short, fmt.Sprintf("%s needs %d%s", a.Sku, a.Quantity, inventory.At(a.Location)))
+			short = append(short, fmt.Sprintf("%s needs %d%s", a.Sku, a.Quantity, stock.At(a.Location)))
 			continue
 		}
 		if errors.As(err, &de) && (de.Code == domain.CodeUnitUnavailable || de.Code == domain.CodeSerializedPool) {

@@ -29,6 +29,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // The tests here drive campaigns without River's workers: jobs are only
@@ -59,7 +60,7 @@ func setupWith(t *testing.T, cfg inventory.Config) (*campaigns.Service, *bundle)
 	return svc, &bundle{pool: pool, inv: inv, rollbacks: rb}
 }
 
-func (b *bundle) stock(t *testing.T, sku, pool string) inventory.Pool {
+func (b *bundle) stock(t *testing.T, sku, pool string) stock.Pool {
 	t.Helper()
 	st, err := b.inv.GetStock(context.Background(), sku)
 	require.NoError(t, err)
@@ -69,7 +70,7 @@ func (b *bundle) stock(t *testing.T, sku, pool string) inventory.Pool {
 		}
 	}
 	t.Fatalf("no pool %s for %s", pool, sku)
-	return inventory.Pool{}
+	return stock.Pool{}
 }
 
 func (b *bundle) hold(campaign, sku string, n int64) (inventory.Reservation, error) {
@@ -112,7 +113,7 @@ func TestCreateValidate(t *testing.T) {
 		contains string
 	}{
 		{"no id", func(c *campaigns.Request) { c.ID = "" }, "id"},
-		{"named main", func(c *campaigns.Request) { c.ID = inventory.MainPool }, "regular pool"},
+		{"named main", func(c *campaigns.Request) { c.ID = stock.MainPool }, "regular pool"},
 		{"no start", func(c *campaigns.Request) { c.StartsAt = time.Time{} }, "required"},
 		{"ends before it starts", func(c *campaigns.Request) { c.EndsAt = c.StartsAt.Add(-time.Second) }, "after starts_at"},
 		{"ended already", func(c *campaigns.Request) {
@@ -319,7 +320,7 @@ func TestEndRollsBackAndFinishes(t *testing.T) {
 	st, err := b.inv.GetStock(ctx, "A1")
 	require.NoError(t, err)
 	require.Len(t, st.Pools, 1, "the ended campaign's pool is history, on the campaign's page only")
-	require.Equal(t, inventory.MainPool, st.Pools[0].Pool)
+	require.Equal(t, stock.MainPool, st.Pools[0].Pool)
 	main := b.stock(t, "A1", "main")
 	require.EqualValues(t, 180, main.Total)
 	require.EqualValues(t, 3, main.Reserved, "the regular hold is untouched")
@@ -525,12 +526,12 @@ func TestCampaignOfSeats(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t)
-	var plan []inventory.UnitSpec
+	var plan []stock.UnitSpec
 	for p := int32(1); p <= 10; p++ {
 		pos := p
-		plan = append(plan, inventory.UnitSpec{ID: fmt.Sprintf("A-%02d", p), Group: "A", Position: &pos})
+		plan = append(plan, stock.UnitSpec{ID: fmt.Sprintf("A-%02d", p), Group: "A", Position: &pos})
 	}
-	_, _, err := b.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), inventory.UnitsChange{SKU: "GIG", Reason: "plan", Actor: "ops", Units: plan})
+	_, _, err := b.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), stock.UnitsChange{SKU: "GIG", Reason: "plan", Actor: "ops", Units: plan})
 	require.NoError(t, err)
 	create(t, svc, spec("presale", campaigns.Allotment{SKU: "GIG", Quantity: 6}))
 	require.NoError(t, svc.Start(ctx, "presale"))
@@ -626,7 +627,7 @@ func finish(t *testing.T, svc *campaigns.Service, created rollbacks.Created) {
 
 // stockAt is sku's row (location, pool), or zero counters when it is not
 // listed.
-func (b *bundle) stockAt(t *testing.T, sku, location, pool string) inventory.Pool {
+func (b *bundle) stockAt(t *testing.T, sku, location, pool string) stock.Pool {
 	t.Helper()
 	st, err := b.inv.GetStock(context.Background(), sku)
 	require.NoError(t, err)
@@ -635,7 +636,7 @@ func (b *bundle) stockAt(t *testing.T, sku, location, pool string) inventory.Poo
 			return p
 		}
 	}
-	return inventory.Pool{}
+	return stock.Pool{}
 }
 
 // TestEndAtAnotherLocation: a campaign
@@ -697,14 +698,14 @@ func TestEndAtAnotherLocation(t *testing.T) {
 	}
 	// Paused and resumed per location: the campaign's switch flips both,
 	// a resume of one row lifts that row alone.
-	sw, err := b.inv.SwitchPool(ctx, inventory.PoolSwitch{Pool: "two", Reason: "price check", Actor: "alice"})
+	sw, err := b.inv.SwitchPool(ctx, stock.PoolSwitch{Pool: "two", Reason: "price check", Actor: "alice"})
 	require.NoError(t, err)
 	require.Equal(t, 2, sw.Changed)
-	_, err = b.inv.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Location: "paris", Pool: "two", Reason: "ok", Actor: "alice"}})
+	_, err = b.inv.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Location: "paris", Pool: "two", Reason: "ok", Actor: "alice"}})
 	require.NoError(t, err)
-	require.Equal(t, inventory.StockPaused, b.stockAt(t, "A1", "default", "two").Status)
-	require.Equal(t, inventory.StockOnSale, b.stockAt(t, "A1", "paris", "two").Status)
-	sw, err = b.inv.SwitchPool(ctx, inventory.PoolSwitch{Pool: "two", On: true, Reason: "ok", Actor: "alice"})
+	require.Equal(t, stock.StockPaused, b.stockAt(t, "A1", "default", "two").Status)
+	require.Equal(t, stock.StockOnSale, b.stockAt(t, "A1", "paris", "two").Status)
+	sw, err = b.inv.SwitchPool(ctx, stock.PoolSwitch{Pool: "two", On: true, Reason: "ok", Actor: "alice"})
 	require.NoError(t, err)
 	require.Equal(t, 1, sw.Changed)
 
@@ -742,13 +743,13 @@ func TestFinishGivesBackEveryState(t *testing.T) {
 	require.NoError(t, svc.Start(ctx, "bf"))
 	move := func(loc, to string, n int64) error {
 		_, _, err := b.inv.MoveOnce(ctx, idempotency.NewKey("ops", uuid.NewString()),
-			inventory.Move{SKU: "A1", Location: loc, Pool: "bf", From: inventory.StateAvailable, To: to, Quantity: n, Reason: "x", Actor: "ops"})
+			stock.Move{SKU: "A1", Location: loc, Pool: "bf", From: stock.StateAvailable, To: to, Quantity: n, Reason: "x", Actor: "ops"})
 		return err
 	}
 	for _, loc := range []string{"default", "paris"} {
-		require.NoError(t, move(loc, inventory.StateQualityControl, 1))
-		require.NoError(t, move(loc, inventory.StateDamaged, 2))
-		require.NoError(t, move(loc, inventory.StateSafetyStock, 3))
+		require.NoError(t, move(loc, stock.StateQualityControl, 1))
+		require.NoError(t, move(loc, stock.StateDamaged, 2))
+		require.NoError(t, move(loc, stock.StateSafetyStock, 3))
 	}
 	sold, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "sold", Campaign: "bf",
 		Items: []inventory.Item{{SKU: "A1", Quantity: 1, Location: "paris"}}})
@@ -760,7 +761,7 @@ func TestFinishGivesBackEveryState(t *testing.T) {
 
 	created, err := svc.End(ctx, "bf", "alice", "over")
 	require.NoError(t, err)
-	requireCode(t, move("paris", inventory.StateDamaged, 1), domain.CodeCampaignEnded)
+	requireCode(t, move("paris", stock.StateDamaged, 1), domain.CodeCampaignEnded)
 	finish(t, svc, created)
 	require.Equal(t, inventory.StatusReleased, mustStatus(t, b, unpaid.ID))
 
@@ -777,7 +778,7 @@ func TestFinishGivesBackEveryState(t *testing.T) {
 			want = [5]int64{9, 3, 1, 2, 3}
 		}
 		require.Equal(t, want, [5]int64{m.Total, m.Available, m.QualityControl, m.Damaged, m.SafetyStock}, loc)
-		require.Nil(t, func() *inventory.Pool {
+		require.Nil(t, func() *stock.Pool {
 			if p := b.stockAt(t, "A1", loc, "bf"); p.Pool != "" {
 				return &p
 			}
@@ -787,7 +788,7 @@ func TestFinishGivesBackEveryState(t *testing.T) {
 	// One pair of transfer rows per pool, naming every state.
 	require.Equal(t, 2, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE pool = 'main' AND kind = 'transfer' AND ref = 'bf'
 		AND delta_quality_control = 1 AND delta_damaged = 2 AND delta_safety_stock = 3 AND delta_total = delta_available + 6`))
-	requireCode(t, move("paris", inventory.StateDamaged, 1), domain.CodeCampaignEnded)
+	requireCode(t, move("paris", stock.StateDamaged, 1), domain.CodeCampaignEnded)
 }
 
 // TestEndRacesOperatorWrites races an end and its finish against
@@ -849,16 +850,16 @@ func TestEndRacesOperatorWrites(t *testing.T) {
 				var err error
 				switch i % 5 {
 				case 0:
-					_, _, err = b.inv.MoveOnce(ctx, key, inventory.Move{SKU: "A1", Pool: "bf", From: inventory.StateAvailable, To: inventory.StateQualityControl, Quantity: 1, Reason: "x", Actor: "ops"})
+					_, _, err = b.inv.MoveOnce(ctx, key, stock.Move{SKU: "A1", Pool: "bf", From: stock.StateAvailable, To: stock.StateQualityControl, Quantity: 1, Reason: "x", Actor: "ops"})
 				case 1:
-					_, _, err = b.inv.MoveOnce(ctx, key, inventory.Move{SKU: "A1", Pool: "bf", From: inventory.StateQualityControl, To: inventory.StateAvailable, Quantity: 1, Reason: "x", Actor: "ops"})
+					_, _, err = b.inv.MoveOnce(ctx, key, stock.Move{SKU: "A1", Pool: "bf", From: stock.StateQualityControl, To: stock.StateAvailable, Quantity: 1, Reason: "x", Actor: "ops"})
 				case 2:
-					if _, _, err = b.inv.AdjustOnce(ctx, key, inventory.Adjustment{SKU: "A1", Pool: "bf", Delta: 1, Reason: "x", Actor: "ops"}); err == nil {
+					if _, _, err = b.inv.AdjustOnce(ctx, key, stock.Adjustment{SKU: "A1", Pool: "bf", Delta: 1, Reason: "x", Actor: "ops"}); err == nil {
 						adjusted.Add(1)
 					}
 				case 3:
-					var tr inventory.Transfer
-					if tr, _, err = b.inv.CreateTransferOnce(ctx, key, inventory.NewTransfer{SKU: "A1", Pool: "bf", From: "default", To: "berlin", Quantity: 2, Reason: "x", Actor: "ops"}); err == nil {
+					var tr stock.Transfer
+					if tr, _, err = b.inv.CreateTransferOnce(ctx, key, stock.NewTransfer{SKU: "A1", Pool: "bf", From: "default", To: "berlin", Quantity: 2, Reason: "x", Actor: "ops"}); err == nil {
 						mu.Lock()
 						transfers = append(transfers, tr.ID)
 						mu.Unlock()
@@ -874,9 +875,9 @@ func TestEndRacesOperatorWrites(t *testing.T) {
 						continue
 					}
 					if i%2 == 0 {
-						_, err = b.inv.ReceiveTransfer(ctx, inventory.TransferStep{ID: id, Quantity: 2, Actor: "ops"})
+						_, err = b.inv.ReceiveTransfer(ctx, stock.TransferStep{ID: id, Quantity: 2, Actor: "ops"})
 					} else {
-						_, err = b.inv.CancelTransfer(ctx, inventory.TransferStep{ID: id, Reason: "x", Actor: "ops"})
+						_, err = b.inv.CancelTransfer(ctx, stock.TransferStep{ID: id, Reason: "x", Actor: "ops"})
 					}
 				}
 				if !fine(err) {
@@ -920,9 +921,9 @@ func TestEndRacesOperatorWrites(t *testing.T) {
 	require.GreaterOrEqual(t, len(transfers), 4)
 	for i, id := range transfers {
 		if i%2 == 0 {
-			_, err = b.inv.ReceiveTransfer(ctx, inventory.TransferStep{ID: id, Quantity: 2, Actor: "ops"})
+			_, err = b.inv.ReceiveTransfer(ctx, stock.TransferStep{ID: id, Quantity: 2, Actor: "ops"})
 		} else {
-			_, err = b.inv.CancelTransfer(ctx, inventory.TransferStep{ID: id, Reason: "x", Actor: "ops"})
+			_, err = b.inv.CancelTransfer(ctx, stock.TransferStep{ID: id, Reason: "x", Actor: "ops"})
 		}
 		require.NoError(t, err)
 	}
@@ -1026,12 +1027,12 @@ func TestFinishLocksInTheOneOrder(t *testing.T) {
 		other func(b *bundle, tr uuid.UUID) error
 	}{
 		{"transfer cancelled", func(b *bundle, tr uuid.UUID) error {
-			_, err := b.inv.CancelTransfer(context.Background(), inventory.TransferStep{ID: tr, Reason: "not needed", Actor: "ops"})
+			_, err := b.inv.CancelTransfer(context.Background(), stock.TransferStep{ID: tr, Reason: "not needed", Actor: "ops"})
 			return err
 		}},
 		{"bulk adjustment", func(b *bundle, _ uuid.UUID) error {
-			_, err := b.inv.AdjustMany(context.Background(), inventory.BulkAdjustment{Reason: "found", Actor: "ops", Lines: []inventory.BulkLine{
-				{SKU: "B1", Pool: inventory.MainPool, Delta: 1}, {SKU: "B1", Pool: "zz", Delta: 1}}})
+			_, err := b.inv.AdjustMany(context.Background(), stock.BulkAdjustment{Reason: "found", Actor: "ops", Lines: []stock.BulkLine{
+				{SKU: "B1", Pool: stock.MainPool, Delta: 1}, {SKU: "B1", Pool: "zz", Delta: 1}}})
 			var de *domain.Error
 			if errors.As(err, &de) && de.Code == domain.CodeCampaignEnded {
 				return nil // as it would be alone
@@ -1053,12 +1054,12 @@ func TestFinishLocksInTheOneOrder(t *testing.T) {
 				require.NoError(t, err)
 			}
 			tr, _, err := b.inv.CreateTransferOnce(ctx, idempotency.NewKey("ops", "tr"),
-				inventory.NewTransfer{SKU: "B1", Pool: "zz", From: "default", To: "berlin", Quantity: 2, Reason: "x", Actor: "ops"})
+				stock.NewTransfer{SKU: "B1", Pool: "zz", From: "default", To: "berlin", Quantity: 2, Reason: "x", Actor: "ops"})
 			require.NoError(t, err)
 			created, err := svc.End(ctx, "zz", "alice", "over")
 			require.NoError(t, err)
 
-			unlock := lockStock(t, b.pool, "A1", "default", inventory.MainPool)
+			unlock := lockStock(t, b.pool, "A1", "default", stock.MainPool)
 			batch := make(chan error, 1)
 			go func() {
 				b, err := svc.RollbackBatch(ctx, created.RollbackID, created.JobID)
@@ -1254,7 +1255,7 @@ func TestMainRowsMadeBeforeAnyLock(t *testing.T) {
 		landed int64
 		step   func(svc *campaigns.Service, b *bundle, created rollbacks.Created, back uuid.UUID) error
 	}{
-		{"finish", inventory.MainPool, 2, func(svc *campaigns.Service, _ *bundle, created rollbacks.Created, _ uuid.UUID) error {
+		{"finish", stock.MainPool, 2, func(svc *campaigns.Service, _ *bundle, created rollbacks.Created, _ uuid.UUID) error {
 			batch, err := svc.RollbackBatch(context.Background(), created.RollbackID, created.JobID)
 			if err == nil && !batch.Finished {
 				err = errors.New("the only batch did not finish the campaign")
@@ -1262,7 +1263,7 @@ func TestMainRowsMadeBeforeAnyLock(t *testing.T) {
 			return err
 		}},
 		{"transfer cancelled", "zz", 1, func(_ *campaigns.Service, b *bundle, _ rollbacks.Created, back uuid.UUID) error {
-			_, err := b.inv.CancelTransfer(context.Background(), inventory.TransferStep{ID: back, Reason: "stays", Actor: "ops"})
+			_, err := b.inv.CancelTransfer(context.Background(), stock.TransferStep{ID: back, Reason: "stays", Actor: "ops"})
 			return err
 		}},
 	} {
@@ -1277,11 +1278,11 @@ func TestMainRowsMadeBeforeAnyLock(t *testing.T) {
 			send := func(from, to string, n int64) uuid.UUID {
 				t.Helper()
 				tr, _, err := b.inv.CreateTransferOnce(ctx, idempotency.NewKey("ops", from+to),
-					inventory.NewTransfer{SKU: "B1", Pool: "zz", From: from, To: to, Quantity: n, Reason: "x", Actor: "ops"})
+					stock.NewTransfer{SKU: "B1", Pool: "zz", From: from, To: to, Quantity: n, Reason: "x", Actor: "ops"})
 				require.NoError(t, err)
 				return tr.ID
 			}
-			_, err := b.inv.ReceiveTransfer(ctx, inventory.TransferStep{ID: send("default", "berlin", 3), Quantity: 3, Actor: "ops"})
+			_, err := b.inv.ReceiveTransfer(ctx, stock.TransferStep{ID: send("default", "berlin", 3), Quantity: 3, Actor: "ops"})
 			require.NoError(t, err)
 			back := send("berlin", "default", 1)
 			require.Empty(t, b.stockAt(t, "B1", "berlin", "main").Pool, "main has no row at berlin")
@@ -1294,8 +1295,8 @@ func TestMainRowsMadeBeforeAnyLock(t *testing.T) {
 			waitUntil(t, b.pool, 1, step)
 			bulk := make(chan error, 1)
 			go func() {
-				_, err := b.inv.AdjustMany(ctx, inventory.BulkAdjustment{Reason: "found", Actor: "ops", Lines: []inventory.BulkLine{
-					{SKU: "B1", Location: "berlin", Pool: inventory.MainPool, Delta: 1}, {SKU: "B1", Location: "berlin", Pool: "zz", Delta: 1}}})
+				_, err := b.inv.AdjustMany(ctx, stock.BulkAdjustment{Reason: "found", Actor: "ops", Lines: []stock.BulkLine{
+					{SKU: "B1", Location: "berlin", Pool: stock.MainPool, Delta: 1}, {SKU: "B1", Location: "berlin", Pool: "zz", Delta: 1}}})
 				var de *domain.Error
 				if errors.As(err, &de) && de.Code == domain.CodeCampaignEnded {
 					err = nil // as it would be alone

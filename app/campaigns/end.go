@@ -12,9 +12,9 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // A campaign's end: its pools paused, its unpaid holds rolled back in
@@ -72,7 +72,7 @@ func (s *Service) EndTx(ctx context.Context, tx pgx.Tx, id, operator, reason str
 		return rollbacks.Created{}, err
 	}
 	for _, p := range pools {
-		err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: p.Sku, Location: p.Location, Pool: id, Actor: operator, Reason: "campaign " + id + " ended"})
+		err := stock.PauseTx(ctx, tx, stock.SwitchRequest{SKU: p.Sku, Location: p.Location, Pool: id, Actor: operator, Reason: "campaign " + id + " ended"})
 		if err != nil {
 			return rollbacks.Created{}, err
 		}
@@ -186,7 +186,7 @@ func (s *Service) reconcileRollbackTx(ctx context.Context, tx pgx.Tx, r rollback
 // inside the last rollback batch's transaction: everything left on hand in
 // its pools (available, quality control, damaged, safety stock) moves back
 // to main at the same location, each state to the same state
-// (inventory.GiveBackTx), the campaign becomes rolled_back, and a
+// (stock.GiveBackTx), the campaign becomes rolled_back, and a
 // reconciliation of its SKUs is enqueued. Units sold stay in the pool, as
 // the record of the sale; units in transit to or from a pool land in main
 // when their transfer is received or cancelled.
@@ -295,11 +295,11 @@ func (s *Service) carryOnEndTx(ctx context.Context, tx pgx.Tx, id string, rb db.
 }
 
 // giveBackTx moves what the pools of campaign id hold on hand back to main
-// (inventory.GiveBackTx), every row it changes locked first in the one
-// lock order (inventory.LockGiveBackTx), and returns the campaign's SKUs
+// (stock.GiveBackTx), every row it changes locked first in the one
+// lock order (stock.LockGiveBackTx), and returns the campaign's SKUs
 // and, per pool that gave anything, what it gave.
 func giveBackTx(ctx context.Context, tx pgx.Tx, id, actor, reason string) ([]string, []string, error) {
-	if err := inventory.LockGiveBackTx(ctx, tx, id); err != nil {
+	if err := stock.LockGiveBackTx(ctx, tx, id); err != nil {
 		return nil, nil, err
 	}
 	pools, err := db.New(tx).CampaignPools(ctx, id)
@@ -311,12 +311,12 @@ func giveBackTx(ctx context.Context, tx pgx.Tx, id, actor, reason string) ([]str
 		if len(skus) == 0 || skus[len(skus)-1] != p.Sku {
 			skus = append(skus, p.Sku)
 		}
-		moved, err := inventory.GiveBackTx(ctx, tx, inventory.GiveBack{SKU: p.Sku, Location: p.Location, Pool: id, Actor: actor, Reason: reason, Ref: id})
+		moved, err := stock.GiveBackTx(ctx, tx, stock.GiveBack{SKU: p.Sku, Location: p.Location, Pool: id, Actor: actor, Reason: reason, Ref: id})
 		if err != nil {
 			return nil, nil, err
 		}
 		if !moved.Zero() {
-			gave = append(gave, fmt.Sprintf("%s%s: %s", p.Sku, inventory.At(p.Location), moved))
+			gave = append(gave, fmt.Sprintf("%s%s: %s", p.Sku, stock.At(p.Location), moved))
 		}
 	}
 	return skus, gave, nil

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // adjustPreview is an adjustment previewed on a SKU's page, to apply with
@@ -37,7 +37,7 @@ func (c *Console) adjust(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return c.refused(w, r, back, domain.Invalid("the change must be a whole number of units, + to add, - to take away"))
 	}
-	a := inventory.Adjustment{SKU: sku, Location: f.Get("location"), Pool: f.Get("pool"), Delta: delta, Reason: strings.TrimSpace(f.Get("reason")),
+	a := stock.Adjustment{SKU: sku, Location: f.Get("location"), Pool: f.Get("pool"), Delta: delta, Reason: strings.TrimSpace(f.Get("reason")),
 		Ref: strings.TrimSpace(f.Get("ref")), Actor: op.Key.Name}
 	if f.Get("apply") != "true" {
 		st, err := c.Inventory.AdjustPreview(r.Context(), a)
@@ -52,7 +52,7 @@ func (c *Console) adjust(w http.ResponseWriter, r *http.Request, op who) error {
 			signed(delta), poolOf(sku, a.Location, a.Pool), counters(st, a.Location, a.Pool))
 	}
 	type applied struct {
-		Stock inventory.Stock
+		Stock stock.Stock
 		Check *reconcile.Check
 	}
 	out, err := once(r.Context(), op, "adjust:"+f.Get("nonce"), a, func(ctx context.Context, k idempotency.Key) (applied, bool, error) {
@@ -76,18 +76,18 @@ func signed(n int64) string { return fmt.Sprintf("%+d", n) }
 
 func poolOf(sku, location, pool string) string {
 	if pool == "" {
-		pool = inventory.MainPool
+		pool = stock.MainPool
 	}
-	return fmt.Sprintf("%s (pool %s)%s", sku, pool, inventory.At(location))
+	return fmt.Sprintf("%s (pool %s)%s", sku, pool, stock.At(location))
 }
 
 // counters says one pool's counters at a location in words.
-func counters(st inventory.Stock, location, pool string) string {
+func counters(st stock.Stock, location, pool string) string {
 	if pool == "" {
-		pool = inventory.MainPool
+		pool = stock.MainPool
 	}
 	if location == "" {
-		location = inventory.DefaultLocation
+		location = stock.DefaultLocation
 	}
 	for _, p := range st.Pools {
 		if p.Pool == pool && p.Location == location {

@@ -21,6 +21,7 @@ import (
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/internal/debian"
 )
 
@@ -243,14 +244,14 @@ func TestBrowserSeatMap(t *testing.T) {
 	ctx := tab(t)
 	e := setup(t)
 	bg := context.Background()
-	var plan []inventory.UnitSpec
+	var plan []stock.UnitSpec
 	for _, row := range []string{"A", "B", "C", "D"} {
 		for p := int32(1); p <= 12; p++ {
 			pos := p
-			plan = append(plan, inventory.UnitSpec{ID: fmt.Sprintf("%s-%d", row, p), Group: row, Position: &pos})
+			plan = append(plan, stock.UnitSpec{ID: fmt.Sprintf("%s-%d", row, p), Group: row, Position: &pos})
 		}
 	}
-	_, _, err := e.app.Inventory.AddUnitsOnce(bg, idempotency.NewKey("ops", "plan"), inventory.UnitsChange{SKU: "GALA", Reason: "plan", Actor: "ops", Units: plan})
+	_, _, err := e.app.Inventory.AddUnitsOnce(bg, idempotency.NewKey("ops", "plan"), stock.UnitsChange{SKU: "GALA", Reason: "plan", Actor: "ops", Units: plan})
 	require.NoError(t, err)
 	seatsHold := func(key string, item inventory.Item) uuid.UUID {
 		r, _, err := e.app.Inventory.Hold(bg, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: key, OrderRef: key, Items: []inventory.Item{item}})
@@ -261,8 +262,8 @@ func TestBrowserSeatMap(t *testing.T) {
 	sold := seatsHold("ben", inventory.Item{SKU: "GALA", Quantity: 4, Adjacent: true})
 	_, err = e.app.Inventory.Confirm(bg, sold, inventory.Caller{Name: "shop-a"})
 	require.NoError(t, err)
-	_, _, err = e.app.Inventory.RetireUnitsOnce(bg, idempotency.NewKey("ops", "broken"), inventory.UnitsChange{SKU: "GALA", Reason: "broken", Actor: "ops",
-		Units: []inventory.UnitSpec{{ID: "C-7"}}})
+	_, _, err = e.app.Inventory.RetireUnitsOnce(bg, idempotency.NewKey("ops", "broken"), stock.UnitsChange{SKU: "GALA", Reason: "broken", Actor: "ops",
+		Units: []stock.UnitSpec{{ID: "C-7"}}})
 	require.NoError(t, err)
 
 	require.NoError(t, chromedp.Do(ctx,
@@ -314,22 +315,22 @@ func TestBrowserLocations(t *testing.T) {
 	inv := e.app.Inventory
 	key := func(k string) idempotency.Key { return idempotency.NewKey("alice", k) }
 	for i, l := range []string{"paris", "berlin"} {
-		_, _, err := inv.CreateLocationOnce(bg, key(l), inventory.NewLocation{ID: l, Name: strings.ToUpper(l[:1]) + l[1:], Priority: int32(i + 1), Actor: "alice"})
+		_, _, err := inv.CreateLocationOnce(bg, key(l), stock.NewLocation{ID: l, Name: strings.ToUpper(l[:1]) + l[1:], Priority: int32(i + 1), Actor: "alice"})
 		require.NoError(t, err)
 	}
 	for loc, n := range map[string]int64{"paris": 20, "berlin": 12} {
-		_, err := inv.Adjust(bg, inventory.Adjustment{SKU: "MUG", Location: loc, Delta: n, Reason: "delivery", Actor: "alice"})
+		_, err := inv.Adjust(bg, stock.Adjustment{SKU: "MUG", Location: loc, Delta: n, Reason: "delivery", Actor: "alice"})
 		require.NoError(t, err)
 	}
 	_, _, err := inv.Hold(bg, inventory.HoldRequest{Client: "shop-a", IdempotencyKey: "o-1", OrderRef: "o-1", Items: []inventory.Item{{SKU: "MUG", Quantity: 3}}})
 	require.NoError(t, err)
-	_, _, err = inv.MoveOnce(bg, key("dropped"), inventory.Move{SKU: "MUG", Location: "berlin", From: "available", To: "damaged", Quantity: 2, Reason: "dropped", Actor: "alice"})
+	_, _, err = inv.MoveOnce(bg, key("dropped"), stock.Move{SKU: "MUG", Location: "berlin", From: "available", To: "damaged", Quantity: 2, Reason: "dropped", Actor: "alice"})
 	require.NoError(t, err)
-	_, _, err = inv.MoveOnce(bg, key("check"), inventory.Move{SKU: "MUG", Location: "paris", From: "available", To: "quality_control", Quantity: 1, Reason: "returned, to check", Actor: "alice"})
+	_, _, err = inv.MoveOnce(bg, key("check"), stock.Move{SKU: "MUG", Location: "paris", From: "available", To: "quality_control", Quantity: 1, Reason: "returned, to check", Actor: "alice"})
 	require.NoError(t, err)
-	_, _, err = inv.CreateTransferOnce(bg, key("rebalance"), inventory.NewTransfer{SKU: "MUG", From: "paris", To: "berlin", Quantity: 5, Reason: "rebalance", Actor: "alice"})
+	_, _, err = inv.CreateTransferOnce(bg, key("rebalance"), stock.NewTransfer{SKU: "MUG", From: "paris", To: "berlin", Quantity: 5, Reason: "rebalance", Actor: "alice"})
 	require.NoError(t, err)
-	_, _, err = inv.CountOnce(bg, key("count"), inventory.StockCount{SKU: "MUG", Location: "berlin", Counted: 9, Reason: "monthly count", Actor: "alice"})
+	_, _, err = inv.CountOnce(bg, key("count"), stock.StockCount{SKU: "MUG", Location: "berlin", Counted: 9, Reason: "monthly count", Actor: "alice"})
 	require.NoError(t, err)
 
 	text := func(sel string) string {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/db"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // campaignList shows campaigns, running and rolling-back ones first.
@@ -57,7 +57,7 @@ func (c *Console) switchCampaign(on bool) func(http.ResponseWriter, *http.Reques
 		id := r.PathValue("id")
 		back := "/ops/campaigns/" + url.PathEscape(id)
 		reason := strings.TrimSpace(r.PostForm.Get("reason"))
-		out, run, err := c.Reconcile.SwitchCampaign(r.Context(), inventory.PoolSwitch{Pool: id, On: on, Reason: reason, Actor: op.Key.Name})
+		out, run, err := c.Reconcile.SwitchCampaign(r.Context(), stock.PoolSwitch{Pool: id, On: on, Reason: reason, Actor: op.Key.Name})
 		if err != nil {
 			return c.refused(w, r, back, err)
 		}

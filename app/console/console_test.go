@@ -25,6 +25,7 @@ import (
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // env is the whole service, workers and all, on its own database, with an
@@ -327,7 +328,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	b := newBrowser(t, e.base)
 	b.signIn(e.ops)
 	// A restock with a reference, which the SKU's ledger shows.
-	_, err := e.app.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 1, Reason: "restock", Ref: "PO-7", Actor: "alice"})
+	_, err := e.app.Inventory.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 1, Reason: "restock", Ref: "PO-7", Actor: "alice"})
 	require.NoError(t, err)
 	api := func(path, key, body string) int {
 		return b.do("POST", path, nil, func(r *http.Request) {

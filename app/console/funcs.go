@@ -11,9 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // funcs are the helpers templates use to show values the way a person
@@ -67,7 +67,7 @@ func ref(r *string) template.HTML {
 
 // states says how a movement moved the states not for sale, incoming and
 // short ("damaged +2, incoming -3"), or "—" when it moved none.
-func states(m inventory.Movement) string {
+func states(m stock.Movement) string {
 	var parts []string
 	for _, s := range []struct {
 		name string

@@ -13,6 +13,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 type holdsData struct {
@@ -83,7 +84,7 @@ func (c *Console) holds(w http.ResponseWriter, r *http.Request, op who) error {
 type holdData struct {
 	Hold    inventory.Reservation
 	Client  string
-	History []inventory.Movement
+	History []stock.Movement
 	// Deleted is a hold the retention job deleted (it ended longer ago than
 	// STOCKHOLD_RETENTION): only its history in the ledger is left.
 	Deleted bool

@@ -4,17 +4,17 @@ import (
 	"net/http"
 
 	"github.com/stockhold/stockhold/app/db"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Rows the locations page lists of each kind.
 const locationsPageRows = 100
 
 type locationsData struct {
-	Locations []inventory.Location
+	Locations []stock.Location
 	// InTransit are the transfers on their way, oldest first, with their
 	// age; More says there are more than the page shows.
-	InTransit []inventory.Transfer
+	InTransit []stock.Transfer
 	More      bool
 	// Counts are the latest stock counts with their differences.
 	Counts []db.StockCount
@@ -26,12 +26,12 @@ type locationsData struct {
 func (c *Console) locations(w http.ResponseWriter, r *http.Request, op who) error {
 	ctx := r.Context()
 	var d locationsData
-	page, err := c.Inventory.Locations(ctx, "", inventory.MaxLocationsPage)
+	page, err := c.Inventory.Locations(ctx, "", stock.MaxLocationsPage)
 	if err != nil {
 		return err
 	}
 	d.Locations = page.Locations
-	transfers, err := c.Inventory.Transfers(ctx, inventory.TransferFilter{Status: inventory.TransferInTransit, Limit: locationsPageRows})
+	transfers, err := c.Inventory.Transfers(ctx, stock.TransferFilter{Status: stock.TransferInTransit, Limit: locationsPageRows})
 	if err != nil {
 		return err
 	}

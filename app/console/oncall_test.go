@@ -12,6 +12,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestStopOneClientFromTheOverview: the overview offers to stop one shop
@@ -61,7 +62,7 @@ func TestResumeShowsWhatTrippedIt(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	dbtest.StockIn(t, e.pool, "A1", 10)
-	_, err := e.app.Inventory.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "rule lock_waits: A1 stayed locked", Actor: "system:trip"})
+	_, err := e.app.Inventory.Pause(ctx, stock.SwitchRequest{SKU: "A1", Reason: "rule lock_waits: A1 stayed locked", Actor: "system:trip"})
 	require.NoError(t, err)
 	b := newBrowser(t, e.base)
 	b.signIn(e.ops)

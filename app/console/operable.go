@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // shortIDs gives each id the shortest prefix of at least eight characters
@@ -114,7 +115,7 @@ func (c *Console) stopSale(w http.ResponseWriter, r *http.Request, op who) error
 	active := r.PostForm.Get("active") == "true"
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	client := strings.TrimSpace(r.PostForm.Get("client"))
-	st, err := c.Inventory.SetStopSale(r.Context(), inventory.StopSaleChange{Client: client, Active: active, Reason: reason, Actor: op.Key.Name})
+	st, err := c.Inventory.SetStopSale(r.Context(), stock.StopSaleChange{Client: client, Active: active, Reason: reason, Actor: op.Key.Name})
 	if err != nil {
 		return c.refused(w, r, "/ops/", err)
 	}
@@ -142,7 +143,7 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 	sku := r.PathValue("sku")
 	logging.Add(r.Context(), slog.String("sku", sku))
 	back := "/ops/skus/" + url.PathEscape(sku)
-	req := inventory.RepairRequest{
+	req := stock.RepairRequest{
 		SKU: sku, Location: r.PostForm.Get("location"), Pool: r.PostForm.Get("pool"), To: r.PostForm.Get("to"), Actor: op.Key.Name,
 		Reason: strings.TrimSpace(r.PostForm.Get("reason")), DryRun: r.PostForm.Get("apply") != "true",
 		Refs: formRefs(r.PostForm.Get("refs")),
@@ -177,14 +178,14 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 // formatDifference writes a repair's difference for a form: its counters,
 // comma separated (total, available, reserved, sold, quality_control,
 // damaged, safety_stock, incoming, short).
-func formatDifference(d inventory.Counters) string {
+func formatDifference(d stock.Counters) string {
 	return fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%d,%d", d.Total, d.Available, d.Reserved, d.Sold,
 		d.QualityControl, d.Damaged, d.SafetyStock, d.Incoming, d.Short)
 }
 
 // parseDifference reads what formatDifference wrote (or, from a page
 // served before short existed, the first eight); nil when it is not.
-func parseDifference(s string) *inventory.Counters {
+func parseDifference(s string) *stock.Counters {
 	parts := strings.Split(s, ",")
 	if len(parts) != 8 && len(parts) != 9 {
 		return nil
@@ -197,7 +198,7 @@ func parseDifference(s string) *inventory.Counters {
 		}
 		n[i] = v
 	}
-	return &inventory.Counters{Total: n[0], Available: n[1], Reserved: n[2], Sold: n[3],
+	return &stock.Counters{Total: n[0], Available: n[1], Reserved: n[2], Sold: n[3],
 		QualityControl: n[4], Damaged: n[5], SafetyStock: n[6], Incoming: n[7], Short: n[8]}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestBrowserFiveQuestions reads the overview in Chromium at 390 px, as a
@@ -33,7 +34,7 @@ func TestBrowserFiveQuestions(t *testing.T) {
 	dbtest.StockIn(e.t, e.pool, "BLUE-MUG", 120)
 	dbtest.StockIn(e.t, e.pool, "RED-MUG", 40)
 	dbtest.StockIn(e.t, e.pool, "GREEN-MUG", 30)
-	_, err := e.app.Inventory.SetThreshold(bg, inventory.Threshold{SKU: "RED-MUG", Threshold: ptr[int64](38), Actor: "test"})
+	_, err := e.app.Inventory.SetThreshold(bg, stock.Threshold{SKU: "RED-MUG", Threshold: ptr[int64](38), Actor: "test"})
 	require.NoError(t, err)
 	ids := []string{
 		e.hold("k1", "order-1", "RED-MUG", 2).String(),
@@ -45,9 +46,9 @@ func TestBrowserFiveQuestions(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.pool.Exec(bg, `UPDATE reservations SET expires_at = now() + interval '2 minutes' WHERE id = $1`, ids[0])
 	require.NoError(t, err)
-	_, err = e.app.Inventory.Pause(bg, inventory.SwitchRequest{SKU: "GREEN-MUG", Reason: "recount", Actor: "bob"})
+	_, err = e.app.Inventory.Pause(bg, stock.SwitchRequest{SKU: "GREEN-MUG", Reason: "recount", Actor: "bob"})
 	require.NoError(t, err)
-	_, err = e.app.Inventory.SetStopSale(bg, inventory.StopSaleChange{Active: true, Reason: "payments down", Actor: "bob"})
+	_, err = e.app.Inventory.SetStopSale(bg, stock.StopSaleChange{Active: true, Reason: "payments down", Actor: "bob"})
 	require.NoError(t, err)
 	alert, err := alerts.New(e.pool, e.app.Inserter, false).Raise(bg, alerts.Raise{
 		Level: alerts.Warning, Kind: "late_confirmation", Subject: "hold:x", Details: map[string]any{}, Action: "Reinstate or refund.",

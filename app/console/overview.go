@@ -17,6 +17,7 @@ import (
 	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/webhooks"
 )
 
@@ -27,10 +28,10 @@ type overviewData struct {
 	// The five questions: how much stock is left (lowest first), which
 	// holds expire in the next minutes, which orders were confirmed, who
 	// handles each open alert, and which switches are in force.
-	StopSale inventory.StopSale
+	StopSale stock.StopSale
 	// ClientStops are the clients whose sales are stopped now; Clients the
 	// shop keys' owners, whose sales the form can stop.
-	ClientStops []inventory.StopSale
+	ClientStops []stock.StopSale
 	Clients     []string
 	Paused      []db.StockPausedListRow
 	Stock       []poolRow

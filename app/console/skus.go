@@ -15,8 +15,8 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Page sizes of the console's lists.
@@ -65,7 +65,7 @@ func likePrefix(s string) string {
 }
 
 type skuData struct {
-	Stock inventory.Stock
+	Stock stock.Stock
 	// Seats are the seat maps of the SKU's pools of units with an
 	// identity, by pool; SeatsCut is set when the SKU has more units than
 	// the map shows.
@@ -73,7 +73,7 @@ type skuData struct {
 	SeatsCut bool
 	// Pauses are the latest pause of each paused pool, by location and
 	// pool ("berlin/main"): who, why, when.
-	Pauses map[string]*inventory.Pause
+	Pauses map[string]*stock.Pause
 	// Adjust is an adjustment previewed (from the preview's redirect), to
 	// apply with one button (its nonce makes that apply once).
 	Adjust *adjustPreview
@@ -92,7 +92,7 @@ type skuData struct {
 	Short       map[string]string
 	// Ledger is a page of movements, newest first; Older is the id to page
 	// on from (0: this is the last page).
-	Ledger []inventory.Movement
+	Ledger []stock.Movement
 	Before int64
 	Older  int64
 }
@@ -106,32 +106,32 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return err
 	}
-	d := skuData{Stock: st, Pauses: map[string]*inventory.Pause{}}
+	d := skuData{Stock: st, Pauses: map[string]*stock.Pause{}}
 	if q := r.URL.Query(); q.Has("adjust_delta") {
 		d.Adjust = &adjustPreview{Location: q.Get("adjust_location"), Pool: q.Get("adjust_pool"), Delta: q.Get("adjust_delta"), Reason: q.Get("adjust_reason"),
 			Ref: q.Get("adjust_ref"), Nonce: q.Get("adjust_nonce")}
 		if d.Adjust.Pool == "" {
-			d.Adjust.Pool = inventory.MainPool
+			d.Adjust.Pool = stock.MainPool
 		}
 		if d.Adjust.Location == "" {
-			d.Adjust.Location = inventory.DefaultLocation
+			d.Adjust.Location = stock.DefaultLocation
 		}
 	}
 	if err := c.seatMap(r.Context(), &d); err != nil {
 		return err
 	}
 	for _, p := range st.Pools {
-		if p.Status != inventory.StockPaused {
+		if p.Status != stock.StockPaused {
 			continue
 		}
 		last, err := db.New(c.Pool).LedgerLastPause(r.Context(), sku, p.Location, p.Pool)
 		if err == nil {
-			d.Pauses[p.Location+"/"+p.Pool] = &inventory.Pause{Actor: last.Actor, ActorKey: last.ActorKey, Reason: last.Reason, At: last.At}
+			d.Pauses[p.Location+"/"+p.Pool] = &stock.Pause{Actor: last.Actor, ActorKey: last.ActorKey, Reason: last.Reason, At: last.At}
 		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 	}
-	if p := r.URL.Query().Get("preview"); p == inventory.RepairToLedger || p == inventory.RepairToCounters {
+	if p := r.URL.Query().Get("preview"); p == stock.RepairToLedger || p == stock.RepairToCounters {
 		if diff := r.URL.Query().Get("difference"); parseDifference(diff) != nil {
 			d.Preview, d.PreviewPool, d.PreviewReason, d.PreviewDifference = p, r.URL.Query().Get("pool"), r.URL.Query().Get("reason"), diff
 			d.PreviewRefs = r.URL.Query().Get("refs")
@@ -139,7 +139,7 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 	}
 	for _, p := range st.Pools {
-		d.Located = d.Located || p.Location != inventory.DefaultLocation
+		d.Located = d.Located || p.Location != stock.DefaultLocation
 	}
 	var before *int64
 	if v := r.URL.Query().Get("before"); v != "" {
@@ -212,10 +212,10 @@ func (c *Console) seatMap(ctx context.Context, d *skuData) error {
 	return nil
 }
 
-func movements(rows []db.Ledger) []inventory.Movement {
-	out := make([]inventory.Movement, len(rows))
+func movements(rows []db.Ledger) []stock.Movement {
+	out := make([]stock.Movement, len(rows))
 	for i, r := range rows {
-		out[i] = inventory.Movement{
+		out[i] = stock.Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Location: r.Location, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
 			DeltaQualityControl: r.DeltaQualityControl, DeltaDamaged: r.DeltaDamaged, DeltaSafetyStock: r.DeltaSafetyStock,
@@ -231,7 +231,7 @@ func movements(rows []db.Ledger) []inventory.Movement {
 }
 
 func (c *Console) pause(w http.ResponseWriter, r *http.Request, op who) error {
-	return c.flip(w, r, op, "paused", func(ctx context.Context, sw inventory.SwitchRequest) (inventory.Stock, string, error) {
+	return c.flip(w, r, op, "paused", func(ctx context.Context, sw stock.SwitchRequest) (stock.Stock, string, error) {
 		st, err := c.Inventory.Pause(ctx, sw)
 		return st, "", err
 	})
@@ -239,10 +239,10 @@ func (c *Console) pause(w http.ResponseWriter, r *http.Request, op who) error {
 
 func (c *Console) resume(w http.ResponseWriter, r *http.Request, op who) error {
 	force := r.PostForm.Get("force") != ""
-	var lifted *inventory.Pause
-	return c.flip(w, r, op, "resumed", func(ctx context.Context, sw inventory.SwitchRequest) (inventory.Stock, string, error) {
+	var lifted *stock.Pause
+	return c.flip(w, r, op, "resumed", func(ctx context.Context, sw stock.SwitchRequest) (stock.Stock, string, error) {
 		sw.Refs = formRefs(r.PostForm.Get("refs"))
-		out, _, err := c.Reconcile.Resume(ctx, inventory.Lift{SwitchRequest: sw, Force: force})
+		out, _, err := c.Reconcile.Resume(ctx, stock.Lift{SwitchRequest: sw, Force: force})
 		if lifted = out.Paused; lifted != nil {
 			return out.Stock, fmt.Sprintf(" Lifted the pause by %s %s: %s.", by(lifted.Actor, lifted.ActorKey), ago(lifted.At), str(lifted.Reason)), err
 		}
@@ -253,15 +253,15 @@ func (c *Console) resume(w http.ResponseWriter, r *http.Request, op who) error {
 // flip pauses or resumes one pool of a SKU, with the operator's reason;
 // fn's text is added to the message.
 func (c *Console) flip(w http.ResponseWriter, r *http.Request, op who, done string,
-	fn func(context.Context, inventory.SwitchRequest) (inventory.Stock, string, error)) error {
+	fn func(context.Context, stock.SwitchRequest) (stock.Stock, string, error)) error {
 	sku := r.PathValue("sku")
 	logging.Add(r.Context(), slog.String("sku", sku))
 	back := "/ops/skus/" + url.PathEscape(sku)
 	pool, location := r.PostForm.Get("pool"), r.PostForm.Get("location")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
-	_, more, err := fn(r.Context(), inventory.SwitchRequest{SKU: sku, Location: location, Pool: pool, Reason: reason, Actor: op.Key.Name})
+	_, more, err := fn(r.Context(), stock.SwitchRequest{SKU: sku, Location: location, Pool: pool, Reason: reason, Actor: op.Key.Name})
 	if err != nil {
 		return c.refused(w, r, back, err)
 	}
-	return c.done(w, r, back, false, "Pool %s of %s%s %s: %s.%s", pool, sku, inventory.At(location), done, reason, more)
+	return c.done(w, r, back, false, "Pool %s of %s%s %s: %s.%s", pool, sku, stock.At(location), done, reason, more)
 }

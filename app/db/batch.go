@@ -1337,7 +1337,7 @@ type StockLockManyRow struct {
 // whatever the database's collation, and returns what the batch decides
 // its grants on, with each row's location as the batch reads it (its
 // priority, whether it takes holds, its own stop-sale), and short: what a
-// change joining the batch hands back pays it first (rowbatch.go). A key
+// change joining the batch hands back pays it first (batch_joined.go). A key
 // whose location is empty asks for the (sku, pool) at every location: a
 // line the batch allocates.
 func (q *Queries) StockLockMany(ctx context.Context, arg []StockLockManyParams) *StockLockManyBatchResults {

@@ -21,8 +21,8 @@ import (
 // rows, so RequireInvariants still holds after them. They live here rather
 // than calling app/inventory because inventory's own tests use dbtest.
 
-// mainPool is inventory.MainPool, the regular pool every SKU has, and
-// defaultLocation inventory.DefaultLocation, where stock is unless said.
+// mainPool is stock.MainPool, the regular pool every SKU has, and
+// defaultLocation stock.DefaultLocation, where stock is unless said.
 const (
 	mainPool        = "main"
 	defaultLocation = "default"

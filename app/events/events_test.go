@@ -24,6 +24,7 @@ import (
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -41,7 +42,7 @@ func setup(t *testing.T) (*pgxpool.Pool, *inventory.Service) {
 
 func adjustTx(t *testing.T, tx pgx.Tx, sku string, delta int64) {
 	t.Helper()
-	_, err := inventory.AdjustTx(context.Background(), tx, inventory.Adjustment{SKU: sku, Delta: delta, Actor: "test"})
+	_, err := stock.AdjustTx(context.Background(), tx, stock.Adjustment{SKU: sku, Delta: delta, Actor: "test"})
 	require.NoError(t, err)
 }
 
@@ -81,7 +82,7 @@ func TestFeedWaitsForOlderTransactions(t *testing.T) {
 	ctx := context.Background()
 	pool, inv := setup(t)
 	for _, sku := range []string{"A1", "B1"} {
-		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
+		_, err := inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
 		require.NoError(t, err)
 	}
 	start := readN(t, pool, events.Start, 2)
@@ -118,7 +119,7 @@ func TestFeedKeepsEachPoolInOrderOfItsChanges(t *testing.T) {
 	ctx := context.Background()
 	pool, inv := setup(t)
 	for _, sku := range []string{"A1", "C1"} {
-		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
+		_, err := inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
 		require.NoError(t, err)
 	}
 	older, err := pool.Begin(ctx)
@@ -167,7 +168,7 @@ func TestFeedUnderConcurrentWriters(t *testing.T) {
 	pool, inv := setup(t)
 	skus := []string{"A1", "B2", "C3", "D4"}
 	for _, sku := range skus {
-		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 1000, Actor: "test"})
+		_, err := inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 1000, Actor: "test"})
 		require.NoError(t, err)
 	}
 
@@ -230,7 +231,7 @@ func TestFeedUnderConcurrentWriters(t *testing.T) {
 					case 2:
 						_, err = inv.ReleaseItems(ctx, h.ID, by, "", []inventory.Item{{SKU: h.Items[0].SKU, Quantity: 1}})
 					case 3:
-						_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: a, Delta: 2, Actor: "restock"})
+						_, err = inv.Adjust(ctx, stock.Adjustment{SKU: a, Delta: 2, Actor: "restock"})
 					}
 					return err
 				})
@@ -317,8 +318,8 @@ func TestEventsNameUnits(t *testing.T) {
 	pool, inv := setup(t)
 	start, err := events.StartNow(ctx, db.New(pool))
 	require.NoError(t, err)
-	_, _, err = inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), inventory.UnitsChange{SKU: "SHOW", Reason: "plan", Actor: "ops",
-		Units: []inventory.UnitSpec{{ID: "A-1"}, {ID: "A-2"}, {ID: "A-3"}}})
+	_, _, err = inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), stock.UnitsChange{SKU: "SHOW", Reason: "plan", Actor: "ops",
+		Units: []stock.UnitSpec{{ID: "A-1"}, {ID: "A-2"}, {ID: "A-3"}}})
 	require.NoError(t, err)
 	h, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h", Items: []inventory.Item{{SKU: "SHOW", Units: []string{"A-3", "A-1"}}}})
 	require.NoError(t, err)
@@ -353,19 +354,19 @@ func TestTransferAndStateEvents(t *testing.T) {
 	require.NoError(t, err)
 	dbtest.StockInAt(t, pool, "A1", "paris", 10)
 	key := func(k string) idempotency.Key { return idempotency.NewKey("ops", k) }
-	tr, _, err := inv.CreateTransferOnce(ctx, key("t1"), inventory.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 6, Reason: "rebalance", Actor: "ops"})
+	tr, _, err := inv.CreateTransferOnce(ctx, key("t1"), stock.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 6, Reason: "rebalance", Actor: "ops"})
 	require.NoError(t, err)
-	_, err = inv.ReceiveTransfer(ctx, inventory.TransferStep{ID: tr.ID, Quantity: 4, Actor: "bob"})
+	_, err = inv.ReceiveTransfer(ctx, stock.TransferStep{ID: tr.ID, Quantity: 4, Actor: "bob"})
 	require.NoError(t, err)
-	_, err = inv.CloseTransfer(ctx, inventory.TransferStep{ID: tr.ID, Reason: "lost", Actor: "bob"})
+	_, err = inv.CloseTransfer(ctx, stock.TransferStep{ID: tr.ID, Reason: "lost", Actor: "bob"})
 	require.NoError(t, err)
-	t2, _, err := inv.CreateTransferOnce(ctx, key("t2"), inventory.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 1, Reason: "more", Actor: "ops"})
+	t2, _, err := inv.CreateTransferOnce(ctx, key("t2"), stock.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 1, Reason: "more", Actor: "ops"})
 	require.NoError(t, err)
-	_, err = inv.CancelTransfer(ctx, inventory.TransferStep{ID: t2.ID, Reason: "not needed", Actor: "bob"})
+	_, err = inv.CancelTransfer(ctx, stock.TransferStep{ID: t2.ID, Reason: "not needed", Actor: "bob"})
 	require.NoError(t, err)
-	_, _, err = inv.MoveOnce(ctx, key("m1"), inventory.Move{SKU: "A1", Location: "berlin", From: "available", To: "damaged", Quantity: 1, Reason: "dropped", Actor: "ops"})
+	_, _, err = inv.MoveOnce(ctx, key("m1"), stock.Move{SKU: "A1", Location: "berlin", From: "available", To: "damaged", Quantity: 1, Reason: "dropped", Actor: "ops"})
 	require.NoError(t, err)
-	_, _, err = inv.MoveOnce(ctx, key("m2"), inventory.Move{SKU: "A1", Location: "berlin", From: "damaged", To: "lost", Quantity: 1, Reason: "scrapped", Actor: "ops"})
+	_, _, err = inv.MoveOnce(ctx, key("m2"), stock.Move{SKU: "A1", Location: "berlin", From: "damaged", To: "lost", Quantity: 1, Reason: "scrapped", Actor: "ops"})
 	require.NoError(t, err)
 
 	// Stock in (1 changed); a transfer (created, 2 changed), its receipt

@@ -19,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // lockRow holds sku's main stock row locked from another session, as a
@@ -249,8 +250,8 @@ func TestLockedRowAnswersBusy(t *testing.T) {
 func TestBatchPanicIsAnError(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	alerts := make(chan inventory.Alert, 1)
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Alert: func(_ context.Context, a inventory.Alert) { alerts <- a }}})
+	alerts := make(chan stock.Alert, 1)
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Alert: func(_ context.Context, a stock.Alert) { alerts <- a }}})
 	inventory.SetBeforeGrant(svc, func(r inventory.HoldRequest) {
 		if r.OrderRef == "boom" {
 			panic("boom")

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // How a hold changes.
@@ -68,8 +72,8 @@ func queueLock(ctx context.Context, q *db.Queries, ids []uuid.UUID) lockStep {
 // read returns the holds locked, by id: an id that names no hold is absent.
 // Like every read of a pipe's result, it leaves errors to the round trip.
 func (l lockStep) read() map[uuid.UUID]*lockedHold {
-	rows, _ := collect(l.locking.Query)
-	lines, _ := collect(l.reading.Query)
+	rows, _ := batch.Collect(l.locking.Query)
+	lines, _ := batch.Collect(l.reading.Query)
 	return lockedHolds(rows, lines)
 }
 
@@ -228,7 +232,7 @@ func (c *changes) readSoldShort() {
 	if c == nil || c.written == nil {
 		return
 	}
-	rows, _ := collect(c.written.Query)
+	rows, _ := batch.Collect(c.written.Query)
 	for _, r := range rows {
 		if r.SoldShort != nil && *r.SoldShort > 0 {
 			c.soldShort = append(c.soldShort, r)
@@ -266,10 +270,10 @@ func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, deci
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 	ids = slices.Compact(ids)
 
-	p := newPipe(tx.Conn())
+	p := batch.NewPipe(tx.Conn())
 	lock := queueLock(ctx, db.New(p), ids)
 	var holds map[uuid.UUID]*lockedHold
-	if err := p.roundTrip(ctx, func() { holds = lock.read() }); err != nil {
+	if err := p.RoundTrip(ctx, func() { holds = lock.read() }); err != nil {
 		return nil, nil, fmt.Errorf("lock holds: %w", err)
 	}
 	var c changes
@@ -289,9 +293,9 @@ func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, deci
 	if len(c.list) == 0 {
 		return holds, &c, nil
 	}
-	p = newPipe(tx.Conn())
+	p = batch.NewPipe(tx.Conn())
 	c.queue(ctx, db.New(p))
-	if err := p.roundTrip(ctx, nil); err != nil {
+	if err := p.RoundTrip(ctx, nil); err != nil {
 		if refusal, ok := refused(err); ok {
 			return nil, nil, refusal
 		}
@@ -400,4 +404,23 @@ func (s *Service) ReleaseLinesTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// soldShort raises, after the commit, the alert of each stock row where a
+// confirm sold units a count had found missing (ledger kind sold_short):
+// the shop sold what the shelf may not have.
+func (s *Service) soldShort(ctx context.Context, c *changes) {
+	if s.cfg.Alert == nil {
+		return
+	}
+	for _, r := range c.soldShort {
+		sku, location, pool, n := domain.Value(r.Sku), domain.Value(r.Location), domain.Value(r.Pool), domain.Value(r.SoldShort)
+		s.cfg.Alert(context.WithoutCancel(ctx), stock.Alert{
+			Kind: "sold_short", Subject: stock.PoolSubject(sku, location, pool), SKU: sku, Location: location, Pool: pool,
+			Details: map[string]any{"units": n, "count": r.Ref, "holds": r.Holds},
+			Summary: fmt.Sprintf("%d units of SKU %s (pool %s) at %s that a stock count (%s) found missing were sold by confirming holds %s: "+
+				"the shelf may not have them. Find them (a count that finds them takes them back), or refund or reroute those orders.",
+				n, sku, pool, location, r.Ref, strings.Join(r.Holds, ", ")),
+		})
+	}
 }

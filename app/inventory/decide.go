@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // lockedRow is a stock row as a hold batch locked it: what its grants are
@@ -16,7 +17,7 @@ type lockedRow struct {
 	sku, location, pool string
 	available           int64
 	// short is the row's held units a count found missing: a joined
-	// change's units pay it before they are available (rowbatch.go).
+	// change's units pay it before they are available (batch_joined.go).
 	short      int64
 	status     string
 	serialized bool
@@ -237,7 +238,7 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 				continue
 			}
 			eligible = append(eligible, k)
-			if r.status != StockOnSale {
+			if r.status != stock.StockOnSale {
 				paused++
 			}
 		}
@@ -255,7 +256,7 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 			}
 			for _, k := range eligible {
 				r := st.rows[k]
-				if r.status != StockOnSale || left(k) <= 0 {
+				if r.status != stock.StockOnSale || left(k) <= 0 {
 					continue
 				}
 				q := min(need, left(k))
@@ -284,7 +285,7 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 		best := int64(0)
 		for _, k := range eligible {
 			r := st.rows[k]
-			if r.status != StockOnSale {
+			if r.status != stock.StockOnSale {
 				continue
 			}
 			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken, mineUnits)
@@ -327,7 +328,7 @@ func anySerialized(st stockRows, keys []string) bool {
 // it picks w's units and returns them.
 func fits(r lockedRow, k string, w want, ask unitAsk, asked bool, left int64, unitsTaken, mineUnits map[string]bool) ([]string, verdict) {
 	switch {
-	case r.status != StockOnSale:
+	case r.status != stock.StockOnSale:
 		return nil, verdict{line: w, why: domain.CodeSKUPaused}
 	case !r.serialized && asked && len(ask.named) > 0:
 		return nil, verdict{line: w, why: domain.CodeUnitUnavailable, units: ask.named}
@@ -369,7 +370,7 @@ func namedTaken(r lockedRow, k string, l want, named []string, unitsTaken map[st
 	var bad []string
 	for _, id := range named {
 		u, ok := pool.named[id]
-		if !ok || u.pool != l.Pool || u.location != r.location || u.status != UnitAvailable || unitsTaken[k+"\x00"+id] {
+		if !ok || u.pool != l.Pool || u.location != r.location || u.status != stock.UnitAvailable || unitsTaken[k+"\x00"+id] {
 			bad = append(bad, id)
 		}
 	}

@@ -11,26 +11,27 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // The decisions are pure: these tests need no database (go test
 // ./app/inventory -run Decide).
 
-const def = DefaultLocation
+const def = stock.DefaultLocation
 
 // rowAt is a row of sku's pool at location, on sale, its location active with
 // priority.
 func rowAt(sku, location, pool string, available int64, priority int32) lockedRow {
-	return lockedRow{sku: sku, location: location, pool: pool, available: available, status: StockOnSale, active: true, priority: priority}
+	return lockedRow{sku: sku, location: location, pool: pool, available: available, status: stock.StockOnSale, active: true, priority: priority}
 }
 
 // row is a row of sku's main pool at the default location.
-func row(sku string, available int64) lockedRow { return rowAt(sku, def, MainPool, available, 0) }
+func row(sku string, available int64) lockedRow { return rowAt(sku, def, stock.MainPool, available, 0) }
 
 func rowsOf(rows ...lockedRow) stockRows { return newStockRows(rows) }
 
 func holdOf(items ...Item) hold {
-	return hold{wants: HoldRequest{Items: items}.wants(MainPool)}
+	return hold{wants: HoldRequest{Items: items}.wants(stock.MainPool)}
 }
 
 func capped(max int64, items ...Item) hold {
@@ -43,7 +44,7 @@ func capped(max int64, items ...Item) hold {
 func granted(lines ...Line) verdict { return verdict{granted: true, lines: lines} }
 
 func on(sku, location string, q int64) Line {
-	return Line{SKU: sku, Location: location, Pool: MainPool, Quantity: q}
+	return Line{SKU: sku, Location: location, Pool: stock.MainPool, Quantity: q}
 }
 
 func refusedOn(sku, pool string, q int64, why domain.Code, left int64) verdict {
@@ -96,7 +97,7 @@ func TestDecideHolds(t *testing.T) {
 		},
 		{
 			name: "paused pool and unknown SKU",
-			rows: rowsOf(lockedRow{sku: "A1", location: def, pool: MainPool, available: 10, status: StockPaused, active: true}, row("B2", 10)),
+			rows: rowsOf(lockedRow{sku: "A1", location: def, pool: stock.MainPool, available: 10, status: stock.StockPaused, active: true}, row("B2", 10)),
 			holds: []hold{
 				holdOf(Item{SKU: "A1", Quantity: 1}),
 				holdOf(Item{SKU: "B2", Quantity: 1}, Item{SKU: "ZZ", Quantity: 1}),
@@ -164,21 +165,21 @@ func TestDecideAllocation(t *testing.T) {
 	// tied with lyon, after it by id... berlin < lyon by id, so berlin
 	// goes before lyon).
 	three := func(paris, lyon, berlin int64) stockRows {
-		return rowsOf(rowAt("A1", "paris", MainPool, paris, 1), rowAt("A1", "lyon", MainPool, lyon, 2), rowAt("A1", "berlin", MainPool, berlin, 2))
+		return rowsOf(rowAt("A1", "paris", stock.MainPool, paris, 1), rowAt("A1", "lyon", stock.MainPool, lyon, 2), rowAt("A1", "berlin", stock.MainPool, berlin, 2))
 	}
 	bound := func(h hold, locations ...string) hold { h.req.Locations = locations; return h }
 	inactive := three(5, 5, 5)
-	r := inactive.rows[rowKey("A1", "paris", MainPool)]
+	r := inactive.rows[rowKey("A1", "paris", stock.MainPool)]
 	r.active = false
-	inactive.rows[rowKey("A1", "paris", MainPool)] = r
+	inactive.rows[rowKey("A1", "paris", stock.MainPool)] = r
 	stopped := three(5, 5, 5)
-	r = stopped.rows[rowKey("A1", "paris", MainPool)]
+	r = stopped.rows[rowKey("A1", "paris", stock.MainPool)]
 	r.stopped = "flood"
-	stopped.rows[rowKey("A1", "paris", MainPool)] = r
+	stopped.rows[rowKey("A1", "paris", stock.MainPool)] = r
 	pausedFirst := three(5, 5, 5)
-	r = pausedFirst.rows[rowKey("A1", "paris", MainPool)]
-	r.status = StockPaused
-	pausedFirst.rows[rowKey("A1", "paris", MainPool)] = r
+	r = pausedFirst.rows[rowKey("A1", "paris", stock.MainPool)]
+	r.status = stock.StockPaused
+	pausedFirst.rows[rowKey("A1", "paris", stock.MainPool)] = r
 
 	for _, c := range []struct {
 		name     string
@@ -194,78 +195,78 @@ func TestDecideAllocation(t *testing.T) {
 			[]verdict{granted(on("A1", "berlin", 2))}},
 		{"no one location has it all: out of stock, naming the most one has", three(2, 2, 3),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 4})},
-			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 4}, why: domain.CodeOutOfStock, left: 3}}},
+			[]verdict{{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 4}, why: domain.CodeOutOfStock, left: 3}}},
 		{"split takes the line from several in priority order", three(2, 2, 3),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 6, Split: true})},
 			[]verdict{granted(on("A1", "berlin", 3), on("A1", "lyon", 1), on("A1", "paris", 2))}},
 		{"split short of the total is refused", three(2, 2, 3),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 8, Split: true})},
-			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 8, Split: true}, why: domain.CodeOutOfStock, left: 7}}},
+			[]verdict{{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 8, Split: true}, why: domain.CodeOutOfStock, left: 7}}},
 		{"a named location is used even when another comes first", three(5, 5, 5),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "lyon"})},
 			[]verdict{granted(on("A1", "lyon", 2))}},
 		{"a named location that lacks it is refused, whoever else has it", three(5, 1, 5),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "lyon"})},
-			[]verdict{{line: want{SKU: "A1", Location: "lyon", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}}},
+			[]verdict{{line: want{SKU: "A1", Location: "lyon", Pool: stock.MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}}},
 		{"an inactive location is skipped", inactive,
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2})},
 			[]verdict{granted(on("A1", "berlin", 2))}},
 		{"an inactive location named is refused", inactive,
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"})},
-			[]verdict{{line: want{SKU: "A1", Location: "paris", Pool: MainPool, Quantity: 2}, why: domain.CodeLocationInactive}}},
+			[]verdict{{line: want{SKU: "A1", Location: "paris", Pool: stock.MainPool, Quantity: 2}, why: domain.CodeLocationInactive}}},
 		{"a location whose sales are stopped is skipped, and refused when named", stopped,
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"})},
 			[]verdict{granted(on("A1", "berlin", 2)),
-				{line: want{SKU: "A1", Location: "paris", Pool: MainPool, Quantity: 2}, why: domain.CodeStopSale, reason: "flood"}}},
+				{line: want{SKU: "A1", Location: "paris", Pool: stock.MainPool, Quantity: 2}, why: domain.CodeStopSale, reason: "flood"}}},
 		{"a paused row is skipped", pausedFirst,
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2})},
 			[]verdict{granted(on("A1", "berlin", 2))}},
 		{"a key bound to locations allocates only there", three(5, 5, 5),
 			[]hold{bound(holdOf(Item{SKU: "A1", Quantity: 2}), "lyon"), bound(holdOf(Item{SKU: "A1", Quantity: 9, Split: true}), "lyon", "paris")},
 			[]verdict{granted(on("A1", "lyon", 2)),
-				{line: want{SKU: "A1", Pool: MainPool, Quantity: 9, Split: true}, why: domain.CodeOutOfStock, left: 8}}},
+				{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 9, Split: true}, why: domain.CodeOutOfStock, left: 8}}},
 		{"the running balance moves allocation on to the next location", three(3, 5, 0),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 1})},
 			[]verdict{granted(on("A1", "paris", 2)), granted(on("A1", "lyon", 2)), granted(on("A1", "paris", 1))}},
 		{"a named line and an allocated line of one SKU in one hold share what is left", three(3, 0, 0),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"}, Item{SKU: "A1", Quantity: 2})},
-			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}}},
+			[]verdict{{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}}},
 		{"all or nothing across lines: a line that cannot be allocated refuses the hold",
-			rowsOf(rowAt("A1", "paris", MainPool, 5, 1), rowAt("B2", "lyon", MainPool, 1, 2)),
+			rowsOf(rowAt("A1", "paris", stock.MainPool, 5, 1), rowAt("B2", "lyon", stock.MainPool, 1, 2)),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2}, Item{SKU: "B2", Quantity: 2}), holdOf(Item{SKU: "A1", Quantity: 5})},
-			[]verdict{{line: want{SKU: "B2", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}, granted(on("A1", "paris", 5))}},
+			[]verdict{{line: want{SKU: "B2", Pool: stock.MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: 1}, granted(on("A1", "paris", 5))}},
 		{"a SKU at no active location the key may use is out of stock", three(5, 5, 5),
 			[]hold{bound(holdOf(Item{SKU: "A1", Quantity: 1}), "madrid")},
-			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock}}},
+			[]verdict{{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 1}, why: domain.CodeOutOfStock}}},
 		{"a named line and an allocated line landing on one row are one line", three(5, 5, 5),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"}, Item{SKU: "A1", Quantity: 1})},
 			[]verdict{granted(on("A1", "paris", 3))}},
 		{"a named line and a split line over its row are one line there", three(3, 2, 3),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 2, Location: "paris"}, Item{SKU: "A1", Quantity: 6, Split: true})},
 			[]verdict{granted(on("A1", "berlin", 3), on("A1", "lyon", 2), on("A1", "paris", 3))}},
-		{"the only location stopped: stop_sale, not out of stock", rowsOf(lockedRow{sku: "A1", location: def, pool: MainPool,
-			available: 50, status: StockOnSale, active: true, stopped: "stocktake"}),
+		{"the only location stopped: stop_sale, not out of stock", rowsOf(lockedRow{sku: "A1", location: def, pool: stock.MainPool,
+			available: 50, status: stock.StockOnSale, active: true, stopped: "stocktake"}),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 1}), holdOf(Item{SKU: "A1", Quantity: 1, Split: true})},
-			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "stocktake", at: def},
-				{line: want{SKU: "A1", Pool: MainPool, Quantity: 1, Split: true}, why: domain.CodeStopSale, reason: "stocktake", at: def}}},
+			[]verdict{{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "stocktake", at: def},
+				{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 1, Split: true}, why: domain.CodeStopSale, reason: "stocktake", at: def}}},
 		{"every location stopped or inactive: stop_sale at the first stopped", func() stockRows {
 			rows := three(5, 5, 5)
 			for _, loc := range []string{"paris", "lyon"} {
-				r := rows.rows[rowKey("A1", loc, MainPool)]
+				r := rows.rows[rowKey("A1", loc, stock.MainPool)]
 				r.stopped = "flood " + loc
-				rows.rows[rowKey("A1", loc, MainPool)] = r
+				rows.rows[rowKey("A1", loc, stock.MainPool)] = r
 			}
-			r := rows.rows[rowKey("A1", "berlin", MainPool)]
+			r := rows.rows[rowKey("A1", "berlin", stock.MainPool)]
 			r.active = false
-			rows.rows[rowKey("A1", "berlin", MainPool)] = r
+			rows.rows[rowKey("A1", "berlin", stock.MainPool)] = r
 			return rows
 		}(),
 			[]hold{holdOf(Item{SKU: "A1", Quantity: 1}), bound(holdOf(Item{SKU: "A1", Quantity: 1}), "lyon", "berlin")},
-			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "flood paris", at: "paris"},
-				{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "flood lyon", at: "lyon"}}},
+			[]verdict{{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "flood paris", at: "paris"},
+				{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 1}, why: domain.CodeStopSale, reason: "flood lyon", at: "lyon"}}},
 		{"stopped where the key may not hold is not why: out of stock", stopped,
 			[]hold{bound(holdOf(Item{SKU: "A1", Quantity: 1}), "madrid")},
-			[]verdict{{line: want{SKU: "A1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock}}},
+			[]verdict{{line: want{SKU: "A1", Pool: stock.MainPool, Quantity: 1}, why: domain.CodeOutOfStock}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -292,7 +293,7 @@ func TestRefusalPlaces(t *testing.T) {
 	t.Parallel()
 	verdicts, _ := decideHolds(rowsOf(row("A1", 1)), []hold{holdOf(Item{SKU: "A1", Quantity: 2})})
 	require.Equal(t, 1, verdicts[0].places)
-	three := rowsOf(rowAt("A1", "paris", MainPool, 1, 1), rowAt("A1", "lyon", MainPool, 1, 2), rowAt("A1", "berlin", MainPool, 1, 2))
+	three := rowsOf(rowAt("A1", "paris", stock.MainPool, 1, 1), rowAt("A1", "lyon", stock.MainPool, 1, 2), rowAt("A1", "berlin", stock.MainPool, 1, 2))
 	verdicts, _ = decideHolds(three, []hold{holdOf(Item{SKU: "A1", Quantity: 2})})
 	require.Equal(t, 3, verdicts[0].places)
 	verdicts, _ = decideHolds(three, []hold{holdOf(Item{SKU: "A1", Quantity: 5, Split: true})})
@@ -382,12 +383,12 @@ func seatsHold(t *testing.T, items ...Item) hold {
 	req := HoldRequest{Items: items}
 	asks, err := req.asks()
 	require.NoError(t, err)
-	h := hold{wants: req.wants(MainPool)}
+	h := hold{wants: req.wants(stock.MainPool)}
 	for sku, a := range asks {
 		if h.asks == nil {
 			h.asks = map[string]unitAsk{}
 		}
-		h.asks[poolKey(sku, MainPool)] = a
+		h.asks[poolKey(sku, stock.MainPool)] = a
 	}
 	return h
 }
@@ -397,9 +398,9 @@ func TestDecideUnits(t *testing.T) {
 	// Row A, seats 1 to 6; seat 2 is held already.
 	named := map[string]namedUnit{}
 	for _, id := range []string{"A-1", "A-3", "A-4", "A-5", "A-6"} {
-		named[id] = namedUnit{location: def, pool: MainPool, status: UnitAvailable}
+		named[id] = namedUnit{location: def, pool: stock.MainPool, status: stock.UnitAvailable}
 	}
-	named["A-2"] = namedUnit{location: def, pool: MainPool, status: UnitHeld}
+	named["A-2"] = namedUnit{location: def, pool: stock.MainPool, status: stock.UnitHeld}
 	units := &poolUnits{
 		named: named,
 		free:  []string{"A-1", "A-3", "A-4", "A-5", "A-6"},
@@ -420,18 +421,18 @@ func TestDecideUnits(t *testing.T) {
 		seatsHold(t, Item{SKU: "S1", Units: []string{"A-3"}}),
 	}
 	verdicts, taken := decideHolds(rows, holds)
-	k := rowKey("S1", def, MainPool)
+	k := rowKey("S1", def, stock.MainPool)
 	seatsGranted := func(q int64, ids ...string) verdict {
 		return verdict{granted: true, lines: []Line{on("S1", def, q)}, picked: map[string][]string{k: ids}}
 	}
 	require.Equal(t, []verdict{
 		seatsGranted(2, "A-3", "A-4"),
-		{line: want{SKU: "S1", Pool: MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-4"}},
+		{line: want{SKU: "S1", Pool: stock.MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-4"}},
 		seatsGranted(2, "A-5", "A-6"),
 		seatsGranted(1, "A-1"),
-		{line: want{SKU: "S1", Pool: MainPool, Quantity: 1}, why: domain.CodeOutOfStock, left: 0, places: 1},
+		{line: want{SKU: "S1", Pool: stock.MainPool, Quantity: 1}, why: domain.CodeOutOfStock, left: 0, places: 1},
 		// Sold out by the batch: a seat named is still told taken.
-		{line: want{SKU: "S1", Pool: MainPool, Quantity: 1}, why: domain.CodeUnitUnavailable, units: []string{"A-3"}},
+		{line: want{SKU: "S1", Pool: stock.MainPool, Quantity: 1}, why: domain.CodeUnitUnavailable, units: []string{"A-3"}},
 	}, verdicts)
 	require.Equal(t, map[string]int64{k: 5}, taken)
 
@@ -439,10 +440,10 @@ func TestDecideUnits(t *testing.T) {
 	// whatever the counters say.
 	gone := row("S1", 0)
 	gone.serialized, gone.units = true, &poolUnits{named: map[string]namedUnit{
-		"A-2": {location: def, pool: MainPool, status: UnitHeld}, "A-3": {location: def, pool: MainPool, status: UnitSold}}}
+		"A-2": {location: def, pool: stock.MainPool, status: stock.UnitHeld}, "A-3": {location: def, pool: stock.MainPool, status: stock.UnitSold}}}
 	verdicts, _ = decideHolds(rowsOf(gone), []hold{seatsHold(t, Item{SKU: "S1", Units: []string{"A-3", "A-2", "A-9"}})})
 	require.Equal(t, []verdict{
-		{line: want{SKU: "S1", Pool: MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-3", "A-9"}},
+		{line: want{SKU: "S1", Pool: stock.MainPool, Quantity: 3}, why: domain.CodeUnitUnavailable, units: []string{"A-2", "A-3", "A-9"}},
 	}, verdicts)
 
 	// A line of a quantity beside a line naming units picks the rest.
@@ -464,7 +465,7 @@ func TestDecideUnits(t *testing.T) {
 		seatsHold(t, Item{SKU: "S1", Quantity: 2, Adjacent: true}),
 	})
 	require.Equal(t, map[string][]string{k: {"A-5", "A-6"}}, verdicts[1].picked)
-	require.Equal(t, verdict{line: want{SKU: "S1", Pool: MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: -1}, verdicts[2])
+	require.Equal(t, verdict{line: want{SKU: "S1", Pool: stock.MainPool, Quantity: 2}, why: domain.CodeOutOfStock, left: -1}, verdicts[2])
 }
 
 // TestEnoughRuns: the first read of windows takes one more than the units
@@ -475,7 +476,7 @@ func TestEnoughRuns(t *testing.T) {
 	t.Parallel()
 	// Sixteen seats named, two together: 2 + 1 + 16/8 = 5 windows first,
 	// 16 + 2 + 1 = 19 when they are not enough.
-	n := &unitNeed{sku: "S1", pool: MainPool, runs: []int64{2}, most: 18}
+	n := &unitNeed{sku: "S1", pool: stock.MainPool, runs: []int64{2}, most: 18}
 	for p := 1; p <= 16; p++ {
 		n.named = append(n.named, "A-"+strconv.Itoa(p*2))
 	}
@@ -496,7 +497,7 @@ func TestEnoughRuns(t *testing.T) {
 	require.True(t, n.enoughRuns(windows("A-1", "A-2", "A-3", "A-4")), "fewer windows than asked: the pool has no more")
 
 	// Nothing named: the first read takes them all.
-	unnamed := &unitNeed{sku: "S1", pool: MainPool, runs: []int64{2}, most: 3}
+	unnamed := &unitNeed{sku: "S1", pool: stock.MainPool, runs: []int64{2}, most: 3}
 	require.Equal(t, int32(4), unnamed.runsLim(false))
 	require.True(t, unnamed.enoughRuns(windows("A-1", "A-2", "A-3", "A-4", "A-5", "A-6", "A-7", "A-8")))
 }

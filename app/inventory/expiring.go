@@ -8,12 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/stock"
 )
-
-// ErrCursor refuses a page cursor that is not one the listing gave the
-// caller: a hold that does not exist, or that the caller may not see. The
-// HTTP layer answers it 400, as every list does a cursor it did not give.
-var ErrCursor = errors.New("cursor must be the next_cursor of a previous page of this list")
 
 // listExpiring is List with ExpiresBefore: the holds whose expiry is before
 // it, soonest first (then by id), a page at a time; the cursor is the last
@@ -27,7 +23,7 @@ func (s *Service) listExpiring(ctx context.Context, q *db.Queries, lq ListQuery,
 		after, err := q.ReservationGet(ctx, *lq.Before)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows), err == nil && p.Client != nil && after.Client != *p.Client:
-			return ListPage{}, ErrCursor
+			return ListPage{}, stock.ErrCursor
 		case err != nil:
 			return ListPage{}, fmt.Errorf("read the cursor's hold: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/leader"
 )
@@ -138,7 +139,7 @@ const (
 )
 
 // expireWithHolds hands the holds more than grace past their expiry with a
-// line on one of rows to the hold batches of their rows (see rowbatch.go),
+// line on one of rows to the hold batches of their rows (see batch_joined.go),
 // expiryChunk a call, and waits for them: they expire in the transaction
 // of the next hold batch on those rows, by the rule every change to a hold
 // follows. It returns how many expired. A call answered busy (the rows
@@ -211,7 +212,7 @@ func (s *Service) expireInChunks(ctx context.Context, how Outcome, ids []uuid.UU
 			}
 		}
 		c := joinedCall(ctx, rows, &joined{expire: chunk, how: how})
-		s.rowBatches.holds.submit(c)
+		s.rowBatches.holds.Submit(c)
 		calls = append(calls, c)
 		if len(calls) == expiryChunks {
 			wait(calls[0])
@@ -233,30 +234,30 @@ func (s *Service) expireInChunks(ctx context.Context, how Outcome, ids []uuid.UU
 // then expire them in one statement and commit. It returns how many it
 // expired, or on failure the holds it had picked.
 func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Outcome, grace time.Duration, skip map[string]Line) (int, []uuid.UUID, error) {
-	defer rollback(conn)
+	defer batch.Rollback(conn)
 	due := db.ReservationsDueParams{GraceSeconds: grace.Seconds(), Lim: ExpiryBatch}
 	for _, l := range skip {
 		due.SkipSkus = append(due.SkipSkus, l.SKU)
 		due.SkipLocations = append(due.SkipLocations, l.Location)
 		due.SkipPools = append(due.SkipPools, l.Pool)
 	}
-	p := newPipe(conn)
+	p := batch.NewPipe(conn)
 	q := db.New(p)
-	p.begin()
+	p.Begin()
 	q.BatchSettingsSet(ctx, []string{s.expiryLockTimeout})
 	picking := q.ReservationsDue(ctx, []db.ReservationsDueParams{due})
 	var ids []uuid.UUID
-	if err := p.roundTrip(ctx, func() { ids, _ = collect(picking.Query) }); err != nil {
+	if err := p.RoundTrip(ctx, func() { ids, _ = batch.Collect(picking.Query) }); err != nil {
 		return 0, nil, fmt.Errorf("pick due holds: %w", err)
 	}
 	if len(ids) == 0 {
 		return 0, nil, nil // rollback (deferred) ends the transaction
 	}
 
-	p = newPipe(conn)
+	p = batch.NewPipe(conn)
 	lock := queueLock(ctx, db.New(p), ids) // locked already: this reads them, and their lines after
 	var holds map[uuid.UUID]*lockedHold
-	if err := p.roundTrip(ctx, func() { holds = lock.read() }); err != nil {
+	if err := p.RoundTrip(ctx, func() { holds = lock.read() }); err != nil {
 		return 0, ids, fmt.Errorf("read due holds: %w", err)
 	}
 	var ch changes
@@ -273,10 +274,10 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Outcome, g
 			ch.add(change)
 		}
 	}
-	p = newPipe(conn)
+	p = batch.NewPipe(conn)
 	ch.queue(ctx, db.New(p))
-	p.commit()
-	if err := p.roundTrip(ctx, nil); err != nil {
+	p.Commit()
+	if err := p.RoundTrip(ctx, nil); err != nil {
 		return 0, ids, fmt.Errorf("expire due holds: %w", err)
 	}
 	ch.count(s.rec)

@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // MaxListPage bounds one page of a hold listing.
@@ -353,7 +354,7 @@ func partOf(lines []Line, want map[string]giveBack) ([]Line, int64, error) {
 				}
 			}
 			if len(notHeld) > 0 {
-				return nil, 0, domain.Invalid("items release units %s of SKU %q, which this hold does not hold", list(notHeld), sku)
+				return nil, 0, domain.Invalid("items release units %s of SKU %q, which this hold does not hold", stock.QuoteIDs(notHeld), sku)
 			}
 			give = append(give, Line{SKU: sku, Location: l.Location, Pool: l.Pool, Quantity: int64(len(w.units)), Units: sortedIDs(w.units)})
 			left -= int64(len(w.units))

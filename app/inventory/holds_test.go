@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 func ledgerKinds(t *testing.T, b *bundle, id uuid.UUID) []string {
@@ -188,7 +189,7 @@ func TestReleaseItems(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusHeld, got.Status)
 	require.Equal(t, []inventory.HeldItem{{SKU: "A1", Pool: "main", Quantity: 2, Location: "default"}, {SKU: "B2", Pool: "main", Quantity: 2, Location: "default"}}, got.Items)
-	require.Equal(t, inventory.Pool{Location: "default", Pool: "main", Counters: inventory.Counters{Total: 10, Available: 8, Reserved: 2}, Status: "on_sale"}, strip(pool(t, svc, "A1", "main")))
+	require.Equal(t, stock.Pool{Location: "default", Pool: "main", Counters: stock.Counters{Total: 10, Available: 8, Reserved: 2}, Status: "on_sale"}, strip(pool(t, svc, "A1", "main")))
 
 	// Bad items change nothing.
 	for _, items := range [][]inventory.Item{{item("C3", 1)}, {item("A1", 3)}, {item("A1", 1), item("A1", 2)}, {item("A1", 0)}, {}} {
@@ -226,7 +227,7 @@ func TestReleaseItems(t *testing.T) {
 	require.Equal(t, int64(2), pool(t, svc, "A1", "main").Sold)
 }
 
-func strip(p inventory.Pool) inventory.Pool {
+func strip(p stock.Pool) stock.Pool {
 	p.UpdatedAt = time.Time{}
 	return p
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
 )
 
@@ -216,13 +218,13 @@ func (r unitsRead) read() map[string]*poolUnits {
 		runRows   []db.UnitsRunsRow
 	)
 	if r.named != nil {
-		namedRows, _ = collect(r.named.Query)
+		namedRows, _ = batch.Collect(r.named.Query)
 	}
 	if r.free != nil {
-		freeRows, _ = collect(r.free.Query)
+		freeRows, _ = batch.Collect(r.free.Query)
 	}
 	if r.runs != nil {
-		runRows, _ = collect(r.runs.Query)
+		runRows, _ = batch.Collect(r.runs.Query)
 	}
 	units := make(map[string]*poolUnits, len(r.order))
 	for _, pk := range r.order {
@@ -294,12 +296,19 @@ func (s *Service) readUnits(ctx context.Context, conn *pgx.Conn, leaders []*hold
 	if len(missing) == 0 {
 		return nil
 	}
-	p := newPipe(conn)
+	p := batch.NewPipe(conn)
 	reading := queueUnits(ctx, db.New(p), needs, missing, true)
 	var units map[string]*poolUnits
-	if err := p.roundTrip(ctx, func() { units = reading.read() }); err != nil {
+	if err := p.RoundTrip(ctx, func() { units = reading.read() }); err != nil {
 		return fmt.Errorf("read units: %w", err)
 	}
 	attachUnits(st, units)
 	return nil
+}
+
+// sortedIDs returns ids sorted byte-wise, the order units are written in.
+func sortedIDs(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, strings.Compare)
+	return out
 }

@@ -1,7 +1,19 @@
-// Package inventory owns stock and holds: the counters of every (sku, pool),
-// the hold / confirm / release state machine, and the ledger rows that
-// explain every unit. Each change happens in one transaction together with
+// Package inventory is the hold engine: holds on the stock rows, each keyed
+// by (sku, location, pool), and the ledger rows that explain them. It owns
+// the hold / confirm / release state machine, the batches that carry holds
+// and changes to holds to PostgreSQL (batch_*.go: the hold batch, its
+// writes, the change batch, the changes joined to a hold batch, the
+// stop-sale read and the failure policy, on app/batch's queue and pipe),
+// the pure grant decision (decide.go), expiry, the memory of
+// sold-out pools (soldout.go), partial releases, extensions and
+// reinstatements. Each change happens in one transaction together with
 // its ledger rows and the River jobs it needs.
+//
+// The stock operations on the same rows (adjustments, moves, counts,
+// transfers, locations, units, the stop-sale and protection switches) are
+// app/stock's; a Service embeds a stock.Service so that the wiring hands
+// one service around, and tells its memory of sold-out pools of the stock
+// operations' writes (stock.Writes).
 package inventory
 
 import (
@@ -15,25 +27,18 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
-
-// MainPool is the pool of regular stock; campaign pools are named after
-// their campaign.
-const MainPool = "main"
-
-// DefaultLocation is where stock is when nothing says where: every row
-// from before locations existed, and every write that names no location.
-const DefaultLocation = "default"
 
 // Limits on requests, from the API contract.
 const (
 	MaxQuantity     = 1_000_000
 	MaxLines        = 100
-	MaxAdjustment   = 1_000_000_000
 	MaxTTLSeconds   = 604_800
 	DefaultTTL      = 900 * time.Second
 	MaxOrderRefSize = 255
@@ -53,7 +58,7 @@ type Config struct {
 	// Flights is how many batches of each kind (holds, confirms and
 	// releases) may run at once, each on its own connection
 	// (STOCKHOLD_BATCH_FLIGHTS). Flights beyond the first go only when
-	// requests are waiting in company or a flight is slow (see batcher).
+	// requests are waiting in company or a flight is slow (see batch.Queue).
 	Flights int
 	// LockTimeout bounds how long a batch waits for a row lock before the
 	// requests that need that row answer busy (STOCKHOLD_DB_LOCK_TIMEOUT).
@@ -67,7 +72,7 @@ type Config struct {
 	SoldOutRecheck time.Duration
 	// Alert, when set, is told about what a person must look at: a batch
 	// that panicked. The wiring raises an alert with it.
-	Alert func(ctx context.Context, a Alert)
+	Alert func(ctx context.Context, a stock.Alert)
 	// Recorder, when set, is told what the service does, for metrics.
 	Recorder Recorder
 }
@@ -97,28 +102,18 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Alert is a problem the service reports through Config.Alert.
-type Alert struct {
-	// Level is the alert's level; empty means critical.
-	Level string
-	Kind  string
-	// Subject is what it is about; one alert stays open per kind and subject.
-	Subject string
-	Summary string
-	Details map[string]any
-	// SKU, Location and Pool, when set, say which pool it is about.
-	SKU, Location, Pool string
-}
-
 const (
 	// batchTimeout bounds one batch transaction, whatever its callers' own
 	// deadlines (they stop waiting sooner; the batch finishes regardless).
-	batchTimeout    = 30 * time.Second
-	rollbackTimeout = 5 * time.Second
+	batchTimeout = 30 * time.Second
 )
 
-// Service holds stock for orders and hands it back.
+// Service holds stock for orders and hands it back. It carries the stock
+// operations (the embedded stock.Service, on the same pool), which tell
+// its memory of sold-out pools of their writes (soldOutWrites), so that
+// the wiring hands one service around.
 type Service struct {
+	*stock.Service
 	pool        *pgxpool.Pool
 	log         *slog.Logger
 	cfg         Config
@@ -129,27 +124,25 @@ type Service struct {
 	// expiryLockTimeout is shorter: expiry must never keep a row locked
 	// long enough, waiting for another, to make a request time out.
 	expiryLockTimeout string
-	holds             *batcher[*holdCall]
-	changes           *batcher[*changeCall]
+	holds             *batch.Queue[*holdCall]
+	changes           *batch.Queue[*changeCall]
 	// replays looks up the keys of holds refused from memory, and
 	// keysInFlight are the keys of the holds its batches have not
 	// answered yet (replay.go).
-	replays      *batcher[*keyCall]
+	replays      *batch.Queue[*keyCall]
 	keysInFlight keysInFlight
 	// beforeGrant, set by tests only, sees each hold a batch decides.
 	beforeGrant func(HoldRequest)
-	// catalogueScan, set by tests only, replaces CatalogueScan.
-	catalogueScan int
-	rec           Recorder
-	counts        *HoldCounts
-	lockWaits     lockWaits
+	rec         Recorder
+	counts      *HoldCounts
+	lockWaits   lockWaits
 	// confirmTimes are this process's confirm latencies (TakeConfirmTimes).
 	confirmTimes latencies
 	// unitPools are the pools this process has seen hold units: a hold
 	// batch reads their units in its first round trip.
 	unitPools unitPools
 	// recent are the rows of the holds this process granted lately, hot
-	// the rows its hold batches locked lately (rowbatch.go).
+	// the rows its hold batches locked lately (batch_joined.go).
 	recent recentHolds
 	hot    *hotRows
 	// soldOut answers holds refused for want of any stock from memory
@@ -184,14 +177,15 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 		stopSaleWait:      stopSaleWait(cfg.LockTimeout),
 		expiryLockTimeout: fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds()/5, 1)),
 	}
+	s.Service = stock.New(pool, log, stock.Config{Alert: cfg.Alert}, soldOutWrites{s})
 	s.soldOut = newSoldOut(cfg.SoldOutRecheck)
 	s.soldOut.read = s.recheckSoldOut
 	s.hot, s.rowBatches = &hotRows{}, s
-	s.holds = newBatcher("hold", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runHolds, s.panicked)
-	s.changes = newBatcher("confirm/release", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runChanges, s.panicked)
+	s.holds = batch.NewQueue("hold", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runHolds, s.panicked)
+	s.changes = batch.NewQueue("confirm/release", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runChanges, s.panicked)
 	// One lookup at a time: the lookups that wait meanwhile go in the next
 	// one, so a sold-out rush sends PostgreSQL as few as it can.
-	s.replays = newBatcher("key lookup", max(cfg.MaxBatch, 1000), 1, batchTimeout, s.runKeyLookups, s.panicked)
+	s.replays = batch.NewQueue("key lookup", max(cfg.MaxBatch, 1000), 1, batchTimeout, s.runKeyLookups, s.panicked)
 	return s
 }
 
@@ -204,7 +198,7 @@ func (s *Service) panicked(name string, v any, stack []byte) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s.cfg.Alert(ctx, Alert{
+	s.cfg.Alert(ctx, stock.Alert{
 		Kind:    "batch_panicked",
 		Subject: "batch:" + name,
 		Summary: fmt.Sprintf("A %s batch panicked; its callers got 500 internal_error and the process went on. This is a bug: report it with the stack in the details and the log.", name),
@@ -221,7 +215,7 @@ func (s *Service) refusedByDatabase(ctx context.Context, batch, subject string, 
 	if s.cfg.Alert == nil {
 		return
 	}
-	s.cfg.Alert(ctx, Alert{
+	s.cfg.Alert(ctx, stock.Alert{
 		Kind:    "change_refused",
 		Subject: batch + ":" + subject,
 		Summary: fmt.Sprintf("The database refused a %s the service had decided, and nothing was written: %v. "+

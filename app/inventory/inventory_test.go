@@ -18,6 +18,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 var quietLog = slog.New(slog.DiscardHandler)
@@ -61,7 +62,7 @@ func setup(t *testing.T, opts *setupOpts) (*inventory.Service, *bundle) {
 	}}
 }
 
-func pool(t *testing.T, svc *inventory.Service, sku, name string) inventory.Pool {
+func pool(t *testing.T, svc *inventory.Service, sku, name string) stock.Pool {
 	t.Helper()
 	st, err := svc.GetStock(context.Background(), sku)
 	require.NoError(t, err)
@@ -71,7 +72,7 @@ func pool(t *testing.T, svc *inventory.Service, sku, name string) inventory.Pool
 		}
 	}
 	t.Fatalf("no pool %s for %s", name, sku)
-	return inventory.Pool{}
+	return stock.Pool{}
 }
 
 // pastExpiry moves a hold's expiry a second into the past, as if its time
@@ -184,11 +185,11 @@ func TestHoldFailures(t *testing.T) {
 	_, _, err = svc.Hold(ctx, holdReq("k2", item("A1", 1), item("ZZ", 1)))
 	require.Equal(t, domain.CodeUnknownSKU, code(err))
 
-	_, err = svc.Pause(ctx, inventory.SwitchRequest{SKU: "B1", Reason: "count", Actor: "ops"})
+	_, err = svc.Pause(ctx, stock.SwitchRequest{SKU: "B1", Reason: "count", Actor: "ops"})
 	require.NoError(t, err)
 	_, _, err = svc.Hold(ctx, holdReq("k3", item("B1", 1)))
 	require.Equal(t, domain.CodeSKUPaused, code(err))
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "B1", Reason: "counted", Actor: "ops"}})
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "B1", Reason: "counted", Actor: "ops"}})
 	require.NoError(t, err)
 
 	// The failed keys left no trace, so they can be used again.
@@ -419,7 +420,7 @@ func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	cancelled, _, err := svc.Hold(ctx, holdReq("cancelled", item("A1", 3)))
 	require.NoError(t, err)
 
-	_, err = svc.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Reason: "counts disagree", Actor: "alice"})
+	_, err = svc.Pause(ctx, stock.SwitchRequest{SKU: "A1", Reason: "counts disagree", Actor: "alice"})
 	require.NoError(t, err)
 	_, _, err = svc.Hold(ctx, holdReq("new", item("A1", 1)))
 	require.Equal(t, domain.CodeSKUPaused, code(err))
@@ -432,14 +433,14 @@ func TestPausedPoolStillConfirmsAndReleases(t *testing.T) {
 	require.Equal(t, inventory.StatusReleased, r.Status)
 
 	p := pool(t, svc, "A1", "main")
-	require.Equal(t, inventory.StockPaused, p.Status)
+	require.Equal(t, stock.StockPaused, p.Status)
 	require.Equal(t, "counts disagree", *p.PausedReason)
 	require.Equal(t, int64(8), p.Available)
 	require.Equal(t, int64(2), p.Sold)
 
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Actor: "alice"}})
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Actor: "alice"}})
 	require.Equal(t, domain.CodeInvalid, code(err), "lifting the switch needs a reason")
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "recounted", Actor: "alice"}})
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Reason: "recounted", Actor: "alice"}})
 	require.NoError(t, err)
 	page, err := svc.Ledger(ctx, "A1", 10, 0)
 	require.NoError(t, err)

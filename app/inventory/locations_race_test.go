@@ -19,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestAllocationRacesTransfersMovesCounts races holds allocated across
@@ -120,12 +121,12 @@ func TestAllocationRacesTransfersMovesCounts(t *testing.T) {
 			if from == to {
 				to = (to + 1) % 3
 			}
-			tr, _, err := svc.CreateTransferOnce(ctx, key(fmt.Sprint("t", i)), inventory.NewTransfer{SKU: skus[rng.IntN(len(skus))],
+			tr, _, err := svc.CreateTransferOnce(ctx, key(fmt.Sprint("t", i)), stock.NewTransfer{SKU: skus[rng.IntN(len(skus))],
 				From: locations[from], To: locations[to], Quantity: 1 + int64(rng.IntN(5)), Reason: "rebalance", Actor: "ops"})
 			if !expected("transfer", err, domain.CodeInsufficientAvailable) || err != nil {
 				continue
 			}
-			step := inventory.TransferStep{ID: tr.ID, Actor: "ops", Reason: "race"}
+			step := stock.TransferStep{ID: tr.ID, Actor: "ops", Reason: "race"}
 			switch rng.IntN(3) {
 			case 0:
 				_, err = svc.CancelTransfer(ctx, step)
@@ -145,7 +146,7 @@ func TestAllocationRacesTransfersMovesCounts(t *testing.T) {
 	go func() { // moves among the states, write-offs, counts and restocks
 		defer work.Done()
 		rng := rand.New(rand.NewPCG(9, 25))
-		states := []string{inventory.StateAvailable, inventory.StateQualityControl, inventory.StateDamaged, inventory.StateSafetyStock}
+		states := []string{stock.StateAvailable, stock.StateQualityControl, stock.StateDamaged, stock.StateSafetyStock}
 		for i := range 60 {
 			sku, loc := skus[rng.IntN(len(skus))], locations[rng.IntN(len(locations))]
 			switch rng.IntN(4) {
@@ -153,9 +154,9 @@ func TestAllocationRacesTransfersMovesCounts(t *testing.T) {
 				to := states[rng.IntN(len(states))]
 				from := states[rng.IntN(len(states))]
 				if from == to {
-					to = inventory.StateLost
+					to = stock.StateLost
 				}
-				_, _, err := svc.MoveOnce(ctx, key(fmt.Sprint("m", i)), inventory.Move{SKU: sku, Location: loc, From: from, To: to,
+				_, _, err := svc.MoveOnce(ctx, key(fmt.Sprint("m", i)), stock.Move{SKU: sku, Location: loc, From: from, To: to,
 					Quantity: 1 + int64(rng.IntN(2)), Reason: "race", Actor: "ops"})
 				expected("move", err, domain.CodeInsufficientAvailable, domain.CodeInsufficientQualityControl,
 					domain.CodeInsufficientDamaged, domain.CodeInsufficientSafetyStock)
@@ -167,15 +168,15 @@ func TestAllocationRacesTransfersMovesCounts(t *testing.T) {
 				}
 				var onShelf int64
 				for _, p := range st.Pools {
-					if p.Location == loc && p.Pool == inventory.MainPool {
+					if p.Location == loc && p.Pool == stock.MainPool {
 						onShelf = p.Available + p.Reserved + p.QualityControl + p.Damaged + p.SafetyStock
 					}
 				}
-				_, _, err = svc.CountOnce(ctx, key(fmt.Sprint("c", i)), inventory.StockCount{SKU: sku, Location: loc,
+				_, _, err = svc.CountOnce(ctx, key(fmt.Sprint("c", i)), stock.StockCount{SKU: sku, Location: loc,
 					Counted: max(onShelf+int64(rng.IntN(5))-2, 0), Reason: "race", Actor: "ops"})
 				expected("count", err, domain.CodeCountBelowHeld)
 			default:
-				_, err := svc.Adjust(ctx, inventory.Adjustment{SKU: sku, Location: loc, Delta: 3, Reason: "restock", Actor: "ops"})
+				_, err := svc.Adjust(ctx, stock.Adjustment{SKU: sku, Location: loc, Delta: 3, Reason: "restock", Actor: "ops"})
 				expected("restock", err)
 			}
 		}
@@ -254,11 +255,11 @@ func TestClosedLocationTakesNoLaterHold(t *testing.T) {
 	closes := map[string]func(ctx context.Context, svc *inventory.Service) error{
 		"deactivated": func(ctx context.Context, svc *inventory.Service) error {
 			off := false
-			_, err := svc.UpdateLocation(ctx, inventory.LocationChange{ID: "paris", Active: &off, Actor: "alice"})
+			_, err := svc.UpdateLocation(ctx, stock.LocationChange{ID: "paris", Active: &off, Actor: "alice"})
 			return err
 		},
 		"sales stopped": func(ctx context.Context, svc *inventory.Service) error {
-			_, err := svc.SetStopSale(ctx, inventory.StopSaleChange{Location: "paris", Active: true, Reason: "flood", Actor: "alice"})
+			_, err := svc.SetStopSale(ctx, stock.StopSaleChange{Location: "paris", Active: true, Reason: "flood", Actor: "alice"})
 			return err
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // warehouses adds paris (priority 1), lyon and berlin (both 2: berlin
@@ -26,17 +27,17 @@ func warehouses(t *testing.T, pool *pgxpool.Pool) {
 }
 
 // at returns sku's main pool at location.
-func at(t *testing.T, svc *inventory.Service, sku, location string) inventory.Pool {
+func at(t *testing.T, svc *inventory.Service, sku, location string) stock.Pool {
 	t.Helper()
 	st, err := svc.GetStock(context.Background(), sku)
 	require.NoError(t, err)
 	for _, p := range st.Pools {
-		if p.Location == location && p.Pool == inventory.MainPool {
+		if p.Location == location && p.Pool == stock.MainPool {
 			return p
 		}
 	}
 	t.Fatalf("no main pool of %s at %s", sku, location)
-	return inventory.Pool{}
+	return stock.Pool{}
 }
 
 func key(name string) idempotency.Key { return idempotency.NewKey("ops", name) }
@@ -117,7 +118,7 @@ func TestLocationSwitches(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "paris", before.Items[0].Location)
 	off := false
-	_, err = svc.UpdateLocation(ctx, inventory.LocationChange{ID: "paris", Active: &off, Actor: "alice"})
+	_, err = svc.UpdateLocation(ctx, stock.LocationChange{ID: "paris", Active: &off, Actor: "alice"})
 	require.NoError(t, err)
 	_, _, err = svc.Hold(ctx, holdReq("named", inventory.Item{SKU: "A1", Quantity: 1, Location: "paris"}))
 	require.Equal(t, domain.CodeLocationInactive, code(err))
@@ -139,7 +140,7 @@ func TestLocationSwitches(t *testing.T) {
 	require.Equal(t, domain.CodeLocationNotAllowed, code(err))
 
 	// Sales stopped at lyon alone.
-	_, err = svc.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "flood", Actor: "alice", Location: "lyon"})
+	_, err = svc.SetStopSale(ctx, stock.StopSaleChange{Active: true, Reason: "flood", Actor: "alice", Location: "lyon"})
 	require.NoError(t, err)
 	_, _, err = svc.Hold(ctx, holdReq("stopped", inventory.Item{SKU: "A1", Quantity: 1, Location: "lyon"}))
 	require.Equal(t, domain.CodeStopSale, code(err))
@@ -151,7 +152,7 @@ func TestLocationSwitches(t *testing.T) {
 	require.Len(t, st.Locations, 1)
 	require.Equal(t, "lyon", st.Locations[0].Location)
 	require.True(t, st.Locations[0].Active)
-	flipped, err := svc.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "dry again", Actor: "alice", Location: "lyon"})
+	flipped, err := svc.SetStopSale(ctx, stock.StopSaleChange{Active: false, Reason: "dry again", Actor: "alice", Location: "lyon"})
 	require.NoError(t, err)
 	require.False(t, flipped.Active)
 	require.NotNil(t, flipped.Lifted, "turning it off answers what it lifted")
@@ -162,7 +163,7 @@ func TestLocationSwitches(t *testing.T) {
 	// Unknown locations.
 	_, _, err = svc.Hold(ctx, holdReq("nowhere", inventory.Item{SKU: "A1", Quantity: 1, Location: "madrid"}))
 	require.Equal(t, domain.CodeUnknownLocation, code(err))
-	_, err = svc.Adjust(ctx, inventory.Adjustment{SKU: "A1", Location: "madrid", Delta: 1, Reason: "x", Actor: "alice"})
+	_, err = svc.Adjust(ctx, stock.Adjustment{SKU: "A1", Location: "madrid", Delta: 1, Reason: "x", Actor: "alice"})
 	require.Equal(t, domain.CodeUnknownLocation, code(err))
 }
 
@@ -177,26 +178,26 @@ func TestMovesBetweenStates(t *testing.T) {
 	dbtest.Location(t, b.pool, "berlin", 1)
 	dbtest.StockInAt(t, b.pool, "A1", "berlin", 10)
 	move := func(name, from, to string, q int64) error {
-		_, _, err := svc.MoveOnce(ctx, key(name), inventory.Move{SKU: "A1", Location: "berlin", From: from, To: to,
+		_, _, err := svc.MoveOnce(ctx, key(name), stock.Move{SKU: "A1", Location: "berlin", From: from, To: to,
 			Quantity: q, Reason: "check", Actor: "alice"})
 		return err
 	}
-	require.NoError(t, move("m1", inventory.StateAvailable, inventory.StateQualityControl, 4))
-	require.NoError(t, move("m2", inventory.StateQualityControl, inventory.StateDamaged, 3))
-	require.NoError(t, move("m3", inventory.StateAvailable, inventory.StateSafetyStock, 2))
+	require.NoError(t, move("m1", stock.StateAvailable, stock.StateQualityControl, 4))
+	require.NoError(t, move("m2", stock.StateQualityControl, stock.StateDamaged, 3))
+	require.NoError(t, move("m3", stock.StateAvailable, stock.StateSafetyStock, 2))
 	p := at(t, svc, "A1", "berlin")
 	require.Equal(t, [6]int64{10, 4, 1, 3, 2, 0}, [6]int64{p.Total, p.Available, p.QualityControl, p.Damaged, p.SafetyStock, p.Incoming})
 
-	err := move("m4", inventory.StateDamaged, inventory.StateAvailable, 4)
-	require.Equal(t, domain.InsufficientCode(inventory.StateDamaged), code(err), "never below zero, and the code names the state")
-	require.NoError(t, move("m5", inventory.StateDamaged, inventory.StateLost, 3))
+	err := move("m4", stock.StateDamaged, stock.StateAvailable, 4)
+	require.Equal(t, domain.InsufficientCode(stock.StateDamaged), code(err), "never below zero, and the code names the state")
+	require.NoError(t, move("m5", stock.StateDamaged, stock.StateLost, 3))
 	p = at(t, svc, "A1", "berlin")
 	require.EqualValues(t, 7, p.Total, "a write-off leaves total")
 	require.Zero(t, p.Damaged)
 
 	// The Idempotency-Key replays; a dry run changes nothing.
-	require.NoError(t, move("m5", inventory.StateDamaged, inventory.StateLost, 3))
-	preview, err := svc.MovePreview(ctx, inventory.Move{SKU: "A1", Location: "berlin", From: "available", To: "damaged", Quantity: 4, Reason: "x", Actor: "alice"})
+	require.NoError(t, move("m5", stock.StateDamaged, stock.StateLost, 3))
+	preview, err := svc.MovePreview(ctx, stock.Move{SKU: "A1", Location: "berlin", From: "available", To: "damaged", Quantity: 4, Reason: "x", Actor: "alice"})
 	require.NoError(t, err)
 	require.Zero(t, preview.Pools[0].Available)
 	require.EqualValues(t, 4, at(t, svc, "A1", "berlin").Available)
@@ -214,7 +215,7 @@ func TestMovesBetweenStates(t *testing.T) {
 	// A held unit is not available to move.
 	_, _, err = svc.Hold(ctx, holdReq("h", item("A1", 4)))
 	require.NoError(t, err)
-	require.Equal(t, domain.CodeInsufficientAvailable, code(move("m6", inventory.StateAvailable, inventory.StateDamaged, 1)))
+	require.Equal(t, domain.CodeInsufficientAvailable, code(move("m6", stock.StateAvailable, stock.StateDamaged, 1)))
 }
 
 // TestTransfers: a transfer takes units out of available at from and shows
@@ -228,8 +229,8 @@ func TestTransfers(t *testing.T) {
 	svc, b := setup(t, nil)
 	warehouses(t, b.pool)
 	dbtest.StockInAt(t, b.pool, "A1", "paris", 10)
-	send := func(name string, q int64) (inventory.Transfer, error) {
-		tr, _, err := svc.CreateTransferOnce(ctx, key(name), inventory.NewTransfer{SKU: "A1", From: "paris", To: "berlin",
+	send := func(name string, q int64) (stock.Transfer, error) {
+		tr, _, err := svc.CreateTransferOnce(ctx, key(name), stock.NewTransfer{SKU: "A1", From: "paris", To: "berlin",
 			Quantity: q, Reason: "rebalance", Actor: "alice"})
 		return tr, err
 	}
@@ -237,26 +238,26 @@ func TestTransfers(t *testing.T) {
 	require.Equal(t, domain.CodeInsufficientAvailable, code(err))
 	t1, err := send("t1", 6)
 	require.NoError(t, err)
-	require.Equal(t, inventory.TransferInTransit, t1.Status)
+	require.Equal(t, stock.TransferInTransit, t1.Status)
 	require.EqualValues(t, 4, at(t, svc, "A1", "paris").Total, "the units left from")
 	berlin := at(t, svc, "A1", "berlin")
 	require.EqualValues(t, 6, berlin.Incoming)
 	require.Zero(t, berlin.Total, "incoming is not on hand")
 
-	got, err := svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: t1.ID, Quantity: 4, Actor: "bob"})
+	got, err := svc.ReceiveTransfer(ctx, stock.TransferStep{ID: t1.ID, Quantity: 4, Actor: "bob"})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, got.InTransit)
-	_, err = svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: t1.ID, Quantity: 3, Actor: "bob"})
+	_, err = svc.ReceiveTransfer(ctx, stock.TransferStep{ID: t1.ID, Quantity: 3, Actor: "bob"})
 	require.Equal(t, domain.CodeInsufficientIncoming, code(err), "more than is in transit")
-	_, err = svc.CancelTransfer(ctx, inventory.TransferStep{ID: t1.ID, Reason: "oops", Actor: "bob"})
+	_, err = svc.CancelTransfer(ctx, stock.TransferStep{ID: t1.ID, Reason: "oops", Actor: "bob"})
 	require.Equal(t, domain.CodeTransferPartlyReceived, code(err))
-	closed, err := svc.CloseTransfer(ctx, inventory.TransferStep{ID: t1.ID, Reason: "pallet 2 never came", Actor: "bob"})
+	closed, err := svc.CloseTransfer(ctx, stock.TransferStep{ID: t1.ID, Reason: "pallet 2 never came", Actor: "bob"})
 	require.NoError(t, err)
-	require.Equal(t, inventory.TransferClosed, closed.Status)
+	require.Equal(t, stock.TransferClosed, closed.Status)
 	require.EqualValues(t, 2, closed.Lost)
 	berlin = at(t, svc, "A1", "berlin")
 	require.Equal(t, [3]int64{4, 4, 0}, [3]int64{berlin.Total, berlin.Available, berlin.Incoming})
-	_, err = svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: t1.ID, Quantity: 1, Actor: "bob"})
+	_, err = svc.ReceiveTransfer(ctx, stock.TransferStep{ID: t1.ID, Quantity: 1, Actor: "bob"})
 	require.Equal(t, domain.CodeTransferNotInTransit, code(err))
 	var lossIncoming int64
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT delta_incoming FROM ledger WHERE kind = 'loss' AND ref = $1`, t1.ID.String()).Scan(&lossIncoming))
@@ -264,25 +265,25 @@ func TestTransfers(t *testing.T) {
 
 	t2, err := send("t2", 3)
 	require.NoError(t, err)
-	cancelled, err := svc.CancelTransfer(ctx, inventory.TransferStep{ID: t2.ID, Reason: "wrong SKU", Actor: "bob"})
+	cancelled, err := svc.CancelTransfer(ctx, stock.TransferStep{ID: t2.ID, Reason: "wrong SKU", Actor: "bob"})
 	require.NoError(t, err)
-	require.Equal(t, inventory.TransferCancelled, cancelled.Status)
+	require.Equal(t, stock.TransferCancelled, cancelled.Status)
 	require.EqualValues(t, 4, at(t, svc, "A1", "paris").Available, "given back to from")
 	require.Zero(t, at(t, svc, "A1", "berlin").Incoming)
 
 	t3, err := send("t3", 2)
 	require.NoError(t, err)
-	page, err := svc.Transfers(ctx, inventory.TransferFilter{Status: inventory.TransferInTransit, Limit: 10})
+	page, err := svc.Transfers(ctx, stock.TransferFilter{Status: stock.TransferInTransit, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, page.Transfers, 1)
 	require.Equal(t, t3.ID, page.Transfers[0].ID)
-	all, err := svc.Transfers(ctx, inventory.TransferFilter{Limit: 2})
+	all, err := svc.Transfers(ctx, stock.TransferFilter{Limit: 2})
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{t1.ID, t2.ID}, []uuid.UUID{all.Transfers[0].ID, all.Transfers[1].ID}, "oldest first")
 	require.NotNil(t, all.NextCursor)
-	full, err := svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: t3.ID, Quantity: 2, Actor: "bob"})
+	full, err := svc.ReceiveTransfer(ctx, stock.TransferStep{ID: t3.ID, Quantity: 2, Actor: "bob"})
 	require.NoError(t, err)
-	require.Equal(t, inventory.TransferReceived, full.Status)
+	require.Equal(t, stock.TransferReceived, full.Status)
 }
 
 // TestCounts: a count's difference goes to available, what available
@@ -294,32 +295,32 @@ func TestCounts(t *testing.T) {
 	ctx := context.Background()
 	var (
 		mu     sync.Mutex
-		alerts []inventory.Alert
+		alerts []stock.Alert
 	)
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Alert: func(_ context.Context, a inventory.Alert) {
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Alert: func(_ context.Context, a stock.Alert) {
 		mu.Lock()
 		defer mu.Unlock()
 		alerts = append(alerts, a)
 	}}})
 	dbtest.StockIn(t, b.pool, "A1", 10)
-	_, _, err := svc.MoveOnce(ctx, key("m"), inventory.Move{SKU: "A1", From: "available", To: "damaged", Quantity: 2, Reason: "x", Actor: "alice"})
+	_, _, err := svc.MoveOnce(ctx, key("m"), stock.Move{SKU: "A1", From: "available", To: "damaged", Quantity: 2, Reason: "x", Actor: "alice"})
 	require.NoError(t, err)
 	h, _, err := svc.Hold(ctx, holdReq("h", item("A1", 3)))
 	require.NoError(t, err)
 	// On the shelf: 5 available, 3 reserved, 2 damaged.
-	count := func(name string, counted int64, force bool) (inventory.Counted, error) {
-		out, _, err := svc.CountOnce(ctx, key(name), inventory.StockCount{SKU: "A1", Counted: counted, Reason: "monthly count", Actor: "alice", Force: force})
+	count := func(name string, counted int64, force bool) (stock.Counted, error) {
+		out, _, err := svc.CountOnce(ctx, key(name), stock.StockCount{SKU: "A1", Counted: counted, Reason: "monthly count", Actor: "alice", Force: force})
 		return out, err
 	}
 	c, err := count("c1", 12, false)
 	require.NoError(t, err)
 	require.Equal(t, [3]int64{12, 10, 2}, [3]int64{c.Counted, c.OnShelf, c.Difference})
-	p := at(t, svc, "A1", inventory.DefaultLocation)
+	p := at(t, svc, "A1", stock.DefaultLocation)
 	require.EqualValues(t, 7, p.Available)
 	c, err = count("c2", 4, false)
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Total: -8, Available: -7, Damaged: -1}, c.Changes, "available gives 7, damaged the last one")
-	preview, err := svc.CountPreview(ctx, inventory.StockCount{SKU: "A1", Counted: 2, Reason: "x", Actor: "alice"})
+	require.Equal(t, stock.Counters{Total: -8, Available: -7, Damaged: -1}, c.Changes, "available gives 7, damaged the last one")
+	preview, err := svc.CountPreview(ctx, stock.StockCount{SKU: "A1", Counted: 2, Reason: "x", Actor: "alice"})
 	require.Equal(t, domain.CodeCountBelowHeld, code(err), "a dry run meets the same refusal: %+v", preview)
 	_, err = count("c3", 2, false)
 	require.Equal(t, domain.CodeCountBelowHeld, code(err))
@@ -328,8 +329,8 @@ func TestCounts(t *testing.T) {
 	require.EqualValues(t, 1, c.ShortOfHeld)
 	require.Len(t, c.HoldsAtRisk, 1)
 	require.Equal(t, h.ID.String(), c.HoldsAtRisk[0].ID)
-	p = at(t, svc, "A1", inventory.DefaultLocation)
-	require.Equal(t, inventory.StockPaused, p.Status)
+	p = at(t, svc, "A1", stock.DefaultLocation)
+	require.Equal(t, stock.StockPaused, p.Status)
 	require.Equal(t, [3]int64{3, 0, 0}, [3]int64{p.Total, p.Available, p.Damaged}, "the held units stay held")
 	mu.Lock()
 	require.Len(t, alerts, 1)
@@ -338,7 +339,7 @@ func TestCounts(t *testing.T) {
 	var recorded int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM stock_counts WHERE sku = 'A1'`).Scan(&recorded))
 	require.Equal(t, 3, recorded, "each count applied is recorded, the refused ones are not")
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "counted again", Actor: "alice"}})
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Reason: "counted again", Actor: "alice"}})
 	require.NoError(t, err)
 }
 
@@ -347,10 +348,10 @@ func TestLocationsList(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, nil)
-	l, _, err := svc.CreateLocationOnce(ctx, key("berlin"), inventory.NewLocation{ID: "berlin", Name: "Berlin", Priority: 1, Actor: "alice"})
+	l, _, err := svc.CreateLocationOnce(ctx, key("berlin"), stock.NewLocation{ID: "berlin", Name: "Berlin", Priority: 1, Actor: "alice"})
 	require.NoError(t, err)
 	require.True(t, l.Active)
-	_, _, err = svc.CreateLocationOnce(ctx, key("berlin-2"), inventory.NewLocation{ID: "berlin", Name: "Berlin", Actor: "alice"})
+	_, _, err = svc.CreateLocationOnce(ctx, key("berlin-2"), stock.NewLocation{ID: "berlin", Name: "Berlin", Actor: "alice"})
 	require.Equal(t, domain.CodeConflict, code(err))
 	dbtest.StockInAt(t, b.pool, "A1", "berlin", 4)
 	dbtest.StockInAt(t, b.pool, "B2", "berlin", 6)
@@ -359,14 +360,14 @@ func TestLocationsList(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page.Locations, 1)
 	require.Equal(t, "berlin", page.Locations[0].ID)
-	require.Equal(t, inventory.LocationTotals{Rows: 2, Counters: inventory.Counters{Total: 10, Available: 10}}, *page.Locations[0].Totals)
+	require.Equal(t, stock.LocationTotals{Rows: 2, Counters: stock.Counters{Total: 10, Available: 10}}, *page.Locations[0].Totals)
 	require.NotNil(t, page.NextCursor)
 	page, err = svc.Locations(ctx, *page.NextCursor, 10)
 	require.NoError(t, err)
 	require.Equal(t, "default", page.Locations[0].ID)
 	require.EqualValues(t, 1, page.Locations[0].Totals.Total)
 	require.Nil(t, page.NextCursor)
-	_, err = svc.UpdateLocation(ctx, inventory.LocationChange{ID: "nowhere", Name: ptr("x"), Actor: "alice"})
+	_, err = svc.UpdateLocation(ctx, stock.LocationChange{ID: "nowhere", Name: ptr("x"), Actor: "alice"})
 	require.Equal(t, domain.CodeUnknownLocation, code(err))
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestLockWaitsCountEachBusyAnswer: what the lock-wait rule counts is one
@@ -67,7 +68,7 @@ func TestLockWaitsCountEachBusyAnswer(t *testing.T) {
 
 	counts := map[string]int64{}
 	for _, c := range svc.TakeLockWaits() {
-		require.Equal(t, inventory.MainPool, c.Pool)
+		require.Equal(t, stock.MainPool, c.Pool)
 		counts[c.SKU] = c.N
 	}
 	require.Equal(t, map[string]int64{"ONE": 1, "THREE": 3, "TOGETHER": 5, "PAID": 1}, counts)

@@ -17,6 +17,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // sqlstate returns the SQLSTATE of err, or "".
@@ -110,9 +111,9 @@ func TestTheDatabaseRefusesAWrongChange(t *testing.T) {
 	// sold, and an alert for a person.
 	var (
 		mu     sync.Mutex
-		alerts []inventory.Alert
+		alerts []stock.Alert
 	)
-	alerting := b.another(inventory.Config{Alert: func(_ context.Context, a inventory.Alert) {
+	alerting := b.another(inventory.Config{Alert: func(_ context.Context, a stock.Alert) {
 		mu.Lock()
 		defer mu.Unlock()
 		alerts = append(alerts, a)
@@ -138,7 +139,7 @@ func TestTheDatabaseRefusesAWrongGrant(t *testing.T) {
 	ctx := context.Background()
 	svc, b := setup(t, nil)
 	dbtest.StockIn(t, b.pool, "A1", 2)
-	_, err := svc.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"})
+	_, err := svc.Pause(ctx, stock.SwitchRequest{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"})
 	require.NoError(t, err)
 	dbtest.StockIn(t, b.pool, "B2", 2)
 	before := ledgerRows(t, b)
@@ -166,7 +167,7 @@ func TestTheDatabaseRefusesAWrongGrant(t *testing.T) {
 		require.Equal(t, "SH001", sqlstate(err), "%s: %v", name, err)
 	}
 	require.Equal(t, before, ledgerRows(t, b))
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"}})
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Pool: "main", Reason: "test", Actor: "test"}})
 	require.NoError(t, err)
 }
 
@@ -198,8 +199,8 @@ func TestTheDatabaseRefusesAWrongSeatGrant(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svc.Confirm(ctx, sold.ID, shop)
 	require.NoError(t, err)
-	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "r"), inventory.UnitsChange{SKU: "OPERA", Reason: "broken", Actor: "ops",
-		Units: []inventory.UnitSpec{{ID: "A-3"}}})
+	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "r"), stock.UnitsChange{SKU: "OPERA", Reason: "broken", Actor: "ops",
+		Units: []stock.UnitSpec{{ID: "A-3"}}})
 	require.NoError(t, err)
 	before := ledgerRows(t, b)
 
@@ -296,27 +297,27 @@ func booksOf(t *testing.T, b *bundle) []string {
 // booksFixture is a SKU with something in every state at default: 10 in,
 // 2 held, 1 sold, 1 each in quality control, damaged and safety stock, 2
 // on their way from paris.
-func booksFixture(t *testing.T, svc *inventory.Service, b *bundle) (held inventory.Reservation, transfer inventory.Transfer) {
+func booksFixture(t *testing.T, svc *inventory.Service, b *bundle) (held inventory.Reservation, transfer stock.Transfer) {
 	t.Helper()
 	ctx := context.Background()
 	dbtest.Location(t, b.pool, "paris", 1)
 	dbtest.StockIn(t, b.pool, "A1", 10)
 	dbtest.StockInAt(t, b.pool, "A1", "paris", 5)
-	held, _, err := svc.Hold(ctx, holdReq("held", inventory.Item{SKU: "A1", Quantity: 2, Location: inventory.DefaultLocation}))
+	held, _, err := svc.Hold(ctx, holdReq("held", inventory.Item{SKU: "A1", Quantity: 2, Location: stock.DefaultLocation}))
 	require.NoError(t, err)
-	sold, _, err := svc.Hold(ctx, holdReq("sold", inventory.Item{SKU: "A1", Quantity: 1, Location: inventory.DefaultLocation}))
+	sold, _, err := svc.Hold(ctx, holdReq("sold", inventory.Item{SKU: "A1", Quantity: 1, Location: stock.DefaultLocation}))
 	require.NoError(t, err)
 	_, err = svc.Confirm(ctx, sold.ID, shop)
 	require.NoError(t, err)
-	for _, to := range []string{inventory.StateQualityControl, inventory.StateDamaged, inventory.StateSafetyStock} {
-		_, _, err := svc.MoveOnce(ctx, key("to-"+to), inventory.Move{SKU: "A1", Location: inventory.DefaultLocation,
-			From: inventory.StateAvailable, To: to, Quantity: 1, Reason: "test", Actor: "ops"})
+	for _, to := range []string{stock.StateQualityControl, stock.StateDamaged, stock.StateSafetyStock} {
+		_, _, err := svc.MoveOnce(ctx, key("to-"+to), stock.Move{SKU: "A1", Location: stock.DefaultLocation,
+			From: stock.StateAvailable, To: to, Quantity: 1, Reason: "test", Actor: "ops"})
 		require.NoError(t, err)
 	}
-	transfer, _, err = svc.CreateTransferOnce(ctx, key("tr"), inventory.NewTransfer{SKU: "A1", From: "paris", To: inventory.DefaultLocation,
+	transfer, _, err = svc.CreateTransferOnce(ctx, key("tr"), stock.NewTransfer{SKU: "A1", From: "paris", To: stock.DefaultLocation,
 		Quantity: 2, Reason: "rebalance", Actor: "ops"})
 	require.NoError(t, err)
-	_, _, err = svc.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Location: "paris", Counted: 3, Reason: "test", Actor: "ops"})
+	_, _, err = svc.CountOnce(ctx, key("count"), stock.StockCount{SKU: "A1", Location: "paris", Counted: 3, Reason: "test", Actor: "ops"})
 	require.NoError(t, err)
 	return held, transfer
 }
@@ -405,9 +406,9 @@ func TestTheCodeAloneRefusesBrokenBooks(t *testing.T) {
 	require.NoError(t, err)
 	before := booksOf(t, b)
 
-	at := inventory.DefaultLocation
+	at := stock.DefaultLocation
 	move := func(from, to string, n int64) error {
-		_, _, err := svc.MoveOnce(ctx, key(uuid.NewString()), inventory.Move{SKU: "A1", Location: at, From: from, To: to, Quantity: n, Reason: "test", Actor: "ops"})
+		_, _, err := svc.MoveOnce(ctx, key(uuid.NewString()), stock.Move{SKU: "A1", Location: at, From: from, To: to, Quantity: n, Reason: "test", Actor: "ops"})
 		return err
 	}
 	for _, c := range []struct {
@@ -419,24 +420,24 @@ func TestTheCodeAloneRefusesBrokenBooks(t *testing.T) {
 			_, _, err := svc.Hold(ctx, holdReq("more", inventory.Item{SKU: "A1", Quantity: 6, Location: at}))
 			return err
 		}()},
-		{"a move of more than available", domain.CodeInsufficientAvailable, move(inventory.StateAvailable, inventory.StateDamaged, 6)},
-		{"a move of more than in quality control", domain.CodeInsufficientQualityControl, move(inventory.StateQualityControl, inventory.StateAvailable, 2)},
-		{"a move of more than damaged", domain.CodeInsufficientDamaged, move(inventory.StateDamaged, inventory.StateLost, 2)},
-		{"a move of more than in safety stock", domain.CodeInsufficientSafetyStock, move(inventory.StateSafetyStock, inventory.StateAvailable, 2)},
+		{"a move of more than available", domain.CodeInsufficientAvailable, move(stock.StateAvailable, stock.StateDamaged, 6)},
+		{"a move of more than in quality control", domain.CodeInsufficientQualityControl, move(stock.StateQualityControl, stock.StateAvailable, 2)},
+		{"a move of more than damaged", domain.CodeInsufficientDamaged, move(stock.StateDamaged, stock.StateLost, 2)},
+		{"a move of more than in safety stock", domain.CodeInsufficientSafetyStock, move(stock.StateSafetyStock, stock.StateAvailable, 2)},
 		{"a transfer of more than available", domain.CodeInsufficientAvailable, func() error {
-			_, _, err := svc.CreateTransferOnce(ctx, key("more"), inventory.NewTransfer{SKU: "A1", From: at, To: "paris", Quantity: 6, Reason: "x", Actor: "ops"})
+			_, _, err := svc.CreateTransferOnce(ctx, key("more"), stock.NewTransfer{SKU: "A1", From: at, To: "paris", Quantity: 6, Reason: "x", Actor: "ops"})
 			return err
 		}()},
 		{"a receipt of more than in transit", domain.CodeInsufficientIncoming, func() error {
-			_, err := svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: transfer.ID, Quantity: 3, Reason: "x", Actor: "ops"})
+			_, err := svc.ReceiveTransfer(ctx, stock.TransferStep{ID: transfer.ID, Quantity: 3, Reason: "x", Actor: "ops"})
 			return err
 		}()},
 		{"a write-off of more than available", domain.CodeInsufficientAvailable, func() error {
-			_, err := svc.Adjust(ctx, inventory.Adjustment{SKU: "A1", Location: at, Delta: -6, Reason: "x", Actor: "ops"})
+			_, err := svc.Adjust(ctx, stock.Adjustment{SKU: "A1", Location: at, Delta: -6, Reason: "x", Actor: "ops"})
 			return err
 		}()},
 		{"a count below held", domain.CodeCountBelowHeld, func() error {
-			_, _, err := svc.CountOnce(ctx, key("low"), inventory.StockCount{SKU: "A1", Location: at, Counted: 1, Reason: "x", Actor: "ops"})
+			_, _, err := svc.CountOnce(ctx, key("low"), stock.StockCount{SKU: "A1", Location: at, Counted: 1, Reason: "x", Actor: "ops"})
 			return err
 		}()},
 		{"a partial release of more than held", domain.CodeInvalid, func() error {

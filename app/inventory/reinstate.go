@@ -12,6 +12,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // reinstatePrefix starts the idempotency key of a hold made by Reinstate:
@@ -141,7 +142,7 @@ func (s *Service) lateConfirmation(ctx context.Context, id uuid.UUID, by Caller)
 		"confirmed_by": by.Name, "items": r.Items, "expires_at": r.ExpiresAt, "released_at": r.ReleasedAt,
 		"release_reason": r.ReleaseReason,
 	}
-	s.cfg.Alert(ctx, Alert{
+	s.cfg.Alert(ctx, stock.Alert{
 		Level:   "warning",
 		Kind:    "late_confirmation",
 		Subject: "hold:" + id.String(),

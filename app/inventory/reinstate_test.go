@@ -10,6 +10,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // expireLate lets hold id run out and confirms it late, as a payment that
@@ -76,7 +77,7 @@ func TestReinstateHoldsTheSameSeats(t *testing.T) {
 	_, err = svc.Release(ctx, back.ID, shop, "")
 	require.NoError(t, err)
 	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "retire-b3"),
-		inventory.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []inventory.UnitSpec{{ID: "B-3"}}})
+		stock.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []stock.UnitSpec{{ID: "B-3"}}})
 	require.NoError(t, err)
 	_, err = svc.Reinstate(ctx, back.ID, shop)
 	require.Equal(t, domain.CodeUnitUnavailable, code(err))

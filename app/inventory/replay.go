@@ -84,9 +84,9 @@ type keyMade struct {
 	err  error
 }
 
-func (c *keyCall) keys() []string   { return nil }
-func (c *keyCall) gone() bool       { return c.ctx.Err() != nil }
-func (c *keyCall) answer(err error) { c.reply(keyMade{err: err}) }
+func (c *keyCall) Keys() []string   { return nil }
+func (c *keyCall) Gone() bool       { return c.ctx.Err() != nil }
+func (c *keyCall) Answer(err error) { c.reply(keyMade{err: err}) }
 
 func (c *keyCall) reply(r keyMade) {
 	select {
@@ -99,7 +99,7 @@ func (c *keyCall) reply(r keyMade) {
 // starts after the call.
 func (s *Service) keyUsed(ctx context.Context, client, key string) keyMade {
 	c := &keyCall{ctx: ctx, client: client, key: key, done: make(chan keyMade, 1)}
-	s.replays.submit(c)
+	s.replays.Submit(c)
 	select {
 	case r := <-c.done:
 		return r
@@ -118,7 +118,7 @@ func (s *Service) runKeyLookups(ctx context.Context, calls []*keyCall) []*keyCal
 	rows, err := db.New(s.pool).ReservationKeysMade(ctx, clients, keys)
 	if err != nil {
 		for _, c := range calls {
-			c.answer(err)
+			c.Answer(err)
 		}
 		return nil
 	}

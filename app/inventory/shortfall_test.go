@@ -15,29 +15,30 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // alertsOf is a setup whose service records the alerts it raises.
-func alertsOf(t *testing.T) (*inventory.Service, *bundle, func() []inventory.Alert) {
+func alertsOf(t *testing.T) (*inventory.Service, *bundle, func() []stock.Alert) {
 	t.Helper()
 	var (
 		mu  sync.Mutex
-		got []inventory.Alert
+		got []stock.Alert
 	)
-	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Alert: func(_ context.Context, a inventory.Alert) {
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Alert: func(_ context.Context, a stock.Alert) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, a)
 	}}})
-	return svc, b, func() []inventory.Alert {
+	return svc, b, func() []stock.Alert {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]inventory.Alert(nil), got...)
+		return append([]stock.Alert(nil), got...)
 	}
 }
 
 // row reads a stock row's counters, short included.
-func row(t *testing.T, svc *inventory.Service, sku, location string) inventory.Counters {
+func row(t *testing.T, svc *inventory.Service, sku, location string) stock.Counters {
 	t.Helper()
 	return at(t, svc, sku, location).Counters
 }
@@ -105,10 +106,10 @@ func TestForcedCountShortfallLeavesWithTheHolds(t *testing.T) {
 			dbtest.StockIn(t, b.pool, "A1", 5)
 			h, _, err := svc.Hold(ctx, holdReq("h", item("A1", 4)))
 			require.NoError(t, err)
-			c, _, err := svc.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Counted: 2, Reason: "stocktake", Actor: "alice", Force: true})
+			c, _, err := svc.CountOnce(ctx, key("count"), stock.StockCount{SKU: "A1", Counted: 2, Reason: "stocktake", Actor: "alice", Force: true})
 			require.NoError(t, err)
 			require.EqualValues(t, -3, c.Difference)
-			require.Equal(t, inventory.Counters{Total: -1, Available: -1, Short: 2}, c.Changes,
+			require.Equal(t, stock.Counters{Total: -1, Available: -1, Short: 2}, c.Changes,
 				"one came off available (and total), two are owed by the hold")
 			require.EqualValues(t, 2, c.ShortOfHeld)
 			require.True(t, c.Forced)
@@ -117,12 +118,12 @@ func TestForcedCountShortfallLeavesWithTheHolds(t *testing.T) {
 			require.NoError(t, b.pool.QueryRow(ctx, `SELECT forced, short_of_held, available_change FROM stock_counts WHERE id = $1`, *c.ID).
 				Scan(&forced, &short, &availableChange))
 			require.Equal(t, [3]any{true, int64(2), int64(-1)}, [3]any{forced, short, availableChange}, "the record says the same")
-			require.Equal(t, inventory.Counters{Total: 4, Reserved: 4, Short: 2}, row(t, svc, "A1", inventory.DefaultLocation))
+			require.Equal(t, stock.Counters{Total: 4, Reserved: 4, Short: 2}, row(t, svc, "A1", stock.DefaultLocation))
 			dbtest.RequireInvariants(t, b.pool)
 
 			end(t, svc, b, h.ID)
 
-			require.Equal(t, inventory.Counters{Total: 2, Available: 2}, row(t, svc, "A1", inventory.DefaultLocation),
+			require.Equal(t, stock.Counters{Total: 2, Available: 2}, row(t, svc, "A1", stock.DefaultLocation),
 				"the two held units the count did not find left with the hold")
 			// One shortfall row per change that paid (two of the partial
 			// releases), each naming the count and the hold.
@@ -136,7 +137,7 @@ func TestForcedCountShortfallLeavesWithTheHolds(t *testing.T) {
 			require.Equal(t, []string{h.ID.String()}, holds)
 			dbtest.RequireInvariants(t, b.pool)
 
-			_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "counted again", Actor: "alice"}})
+			_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Reason: "counted again", Actor: "alice"}})
 			require.NoError(t, err, "the books balance")
 			_, _, err = svc.Hold(ctx, holdReq("too-many", item("A1", 3)))
 			require.Equal(t, domain.CodeOutOfStock, code(err), "only the two on the shelf are on sale")
@@ -152,17 +153,17 @@ func TestForcedCountShortfallLeavesWithTheHolds(t *testing.T) {
 		dbtest.StockIn(t, b.pool, "A1", 5)
 		h, _, err := svc.Hold(ctx, holdReq("h", item("A1", 4)))
 		require.NoError(t, err)
-		c, _, err := svc.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Counted: 2, Reason: "stocktake", Actor: "alice", Force: true})
+		c, _, err := svc.CountOnce(ctx, key("count"), stock.StockCount{SKU: "A1", Counted: 2, Reason: "stocktake", Actor: "alice", Force: true})
 		require.NoError(t, err)
 		_, err = svc.Confirm(ctx, h.ID, shop)
 		require.NoError(t, err, "a paid order is sold")
-		require.Equal(t, inventory.Counters{Total: 4, Sold: 4}, row(t, svc, "A1", inventory.DefaultLocation))
+		require.Equal(t, stock.Counters{Total: 4, Sold: 4}, row(t, svc, "A1", stock.DefaultLocation))
 		var ref string
 		var deltaShort int64
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT ref, delta_short FROM ledger WHERE kind = 'sold_short' AND sku = 'A1'`).Scan(&ref, &deltaShort))
 		require.Equal(t, fmt.Sprintf("count %d", *c.ID), ref)
 		require.EqualValues(t, -2, deltaShort)
-		var sold *inventory.Alert
+		var sold *stock.Alert
 		for _, a := range alerts() {
 			if a.Kind == "sold_short" {
 				sold = &a
@@ -192,7 +193,7 @@ func TestCountShortfallAcrossHolds(t *testing.T) {
 
 	// Not below held, force asked: the answer says forced: false, as the
 	// record does.
-	c, _, err := svc.CountOnce(ctx, key("c0"), inventory.StockCount{SKU: "A1", Counted: 6, Reason: "check", Actor: "alice", Force: true})
+	c, _, err := svc.CountOnce(ctx, key("c0"), stock.StockCount{SKU: "A1", Counted: 6, Reason: "check", Actor: "alice", Force: true})
 	require.NoError(t, err)
 	require.False(t, c.Forced)
 	var forced bool
@@ -200,28 +201,28 @@ func TestCountShortfallAcrossHolds(t *testing.T) {
 	require.False(t, forced)
 
 	// 2 on the shelf: 1 available gone, 3 of the 5 held are missing.
-	c, _, err = svc.CountOnce(ctx, key("c1"), inventory.StockCount{SKU: "A1", Counted: 2, Reason: "stocktake", Actor: "alice", Force: true})
+	c, _, err = svc.CountOnce(ctx, key("c1"), stock.StockCount{SKU: "A1", Counted: 2, Reason: "stocktake", Actor: "alice", Force: true})
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Total: -1, Available: -1, Short: 3}, c.Changes)
+	require.Equal(t, stock.Counters{Total: -1, Available: -1, Short: 3}, c.Changes)
 	// Found one again: short 2, total unchanged.
-	c, _, err = svc.CountOnce(ctx, key("c2"), inventory.StockCount{SKU: "A1", Counted: 3, Reason: "found one", Actor: "alice"})
+	c, _, err = svc.CountOnce(ctx, key("c2"), stock.StockCount{SKU: "A1", Counted: 3, Reason: "found one", Actor: "alice"})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, c.Difference)
-	require.Equal(t, inventory.Counters{Short: -1}, c.Changes)
+	require.Equal(t, stock.Counters{Short: -1}, c.Changes)
 	require.False(t, c.Forced)
-	require.Equal(t, inventory.Counters{Total: 5, Reserved: 5, Short: 2}, row(t, svc, "A1", inventory.DefaultLocation))
+	require.Equal(t, stock.Counters{Total: 5, Reserved: 5, Short: 2}, row(t, svc, "A1", stock.DefaultLocation))
 	// A count of what is there changes nothing.
-	c, _, err = svc.CountOnce(ctx, key("c3"), inventory.StockCount{SKU: "A1", Counted: 3, Reason: "again", Actor: "alice"})
+	c, _, err = svc.CountOnce(ctx, key("c3"), stock.StockCount{SKU: "A1", Counted: 3, Reason: "again", Actor: "alice"})
 	require.NoError(t, err)
 	require.Zero(t, c.Difference)
 	require.True(t, c.Changes.Zero())
 
 	_, err = svc.Release(ctx, h1.ID, shop, "")
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Total: 3, Reserved: 3}, row(t, svc, "A1", inventory.DefaultLocation), "h1's 2 paid the short")
+	require.Equal(t, stock.Counters{Total: 3, Reserved: 3}, row(t, svc, "A1", stock.DefaultLocation), "h1's 2 paid the short")
 	_, err = svc.Release(ctx, h2.ID, shop, "")
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Total: 3, Available: 3}, row(t, svc, "A1", inventory.DefaultLocation), "3 on the shelf, 3 on sale")
+	require.Equal(t, stock.Counters{Total: 3, Available: 3}, row(t, svc, "A1", stock.DefaultLocation), "3 on the shelf, 3 on sale")
 	dbtest.RequireInvariants(t, b.pool)
 }
 
@@ -260,10 +261,10 @@ func TestShortfallRaces(t *testing.T) {
 	}
 	// 40 held and 40 available: a count of 30 finds every available unit
 	// and 10 held units missing.
-	c, _, err := svc.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "R1", Counted: 30, Reason: "stocktake", Actor: "alice", Force: true})
+	c, _, err := svc.CountOnce(ctx, key("count"), stock.StockCount{SKU: "R1", Counted: 30, Reason: "stocktake", Actor: "alice", Force: true})
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Total: -40, Available: -40, Short: 10}, c.Changes)
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "R1", Reason: "go on", Actor: "alice"}})
+	require.Equal(t, stock.Counters{Total: -40, Available: -40, Short: 10}, c.Changes)
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "R1", Reason: "go on", Actor: "alice"}})
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
@@ -300,7 +301,7 @@ func TestShortfallRaces(t *testing.T) {
 	var shortfall, soldShort int64
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(-sum(delta_total) FILTER (WHERE kind = 'shortfall'), 0),
 		coalesce(-sum(delta_short) FILTER (WHERE kind = 'sold_short'), 0) FROM ledger WHERE sku = 'R1'`).Scan(&shortfall, &soldShort))
-	now := row(t, svc, "R1", inventory.DefaultLocation)
+	now := row(t, svc, "R1", stock.DefaultLocation)
 	require.Equal(t, int64(10), shortfall+soldShort+now.Short, "every unit found missing left, was sold, or is still owed: %+v", now)
 	// What is on the shelf and not sold is what the count found, less what
 	// left since (sold short units were never there, and are not counted).
@@ -324,7 +325,7 @@ func TestShortfallInTheBooks(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "A1", 5)
 	_, _, err := svc.Hold(ctx, holdReq("h", item("A1", 4)))
 	require.NoError(t, err)
-	_, _, err = svc.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Counted: 2, Reason: "stocktake", Actor: "alice", Force: true})
+	_, _, err = svc.CountOnce(ctx, key("count"), stock.StockCount{SKU: "A1", Counted: 2, Reason: "stocktake", Actor: "alice", Force: true})
 	require.NoError(t, err)
 	rows, err := db.New(b.pool).StockLedgerMismatchDeep(ctx, nil)
 	require.NoError(t, err)
@@ -336,15 +337,15 @@ func TestShortfallInTheBooks(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Equal(t, [2]int64{0, 2}, [2]int64{rows[0].Short, rows[0].LedgerShort})
-	fixed, err := svc.Repair(ctx, inventory.RepairRequest{SKU: "A1", To: inventory.RepairToLedger, Reason: "short edited", Actor: "alice"})
+	fixed, err := svc.Repair(ctx, stock.RepairRequest{SKU: "A1", To: stock.RepairToLedger, Reason: "short edited", Actor: "alice"})
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Short: 2}, fixed.Difference)
-	require.EqualValues(t, 2, row(t, svc, "A1", inventory.DefaultLocation).Short)
+	require.Equal(t, stock.Counters{Short: 2}, fixed.Difference)
+	require.EqualValues(t, 2, row(t, svc, "A1", stock.DefaultLocation).Short)
 	dbtest.RequireInvariants(t, b.pool)
 }
 
 // TestJoinedReleasePaysShortfall: a release that joins the hold batch busy
-// with its row (rowbatch.go) pays the row's short there too, and that
+// with its row (batch_joined.go) pays the row's short there too, and that
 // batch's grants see only what is left: 2 held, 1 of them counted missing,
 // released while two holds of 1 wait in the same batch: one is granted
 // in the release's transaction, the other refused, and the database never
@@ -356,11 +357,11 @@ func TestJoinedReleasePaysShortfall(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "J1", 5)
 	h, _, err := svc.Hold(ctx, holdReq("h", item("J1", 2)))
 	require.NoError(t, err)
-	_, _, err = svc.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "J1", Counted: 1, Reason: "stocktake", Actor: "alice", Force: true})
+	_, _, err = svc.CountOnce(ctx, key("count"), stock.StockCount{SKU: "J1", Counted: 1, Reason: "stocktake", Actor: "alice", Force: true})
 	require.NoError(t, err)
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "J1", Reason: "go on", Actor: "alice"}})
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "J1", Reason: "go on", Actor: "alice"}})
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Total: 2, Reserved: 2, Short: 1}, row(t, svc, "J1", inventory.DefaultLocation))
+	require.Equal(t, stock.Counters{Total: 2, Reserved: 2, Short: 1}, row(t, svc, "J1", stock.DefaultLocation))
 
 	started, release := blockBatch(svc)
 	defer release()
@@ -412,6 +413,6 @@ func TestJoinedReleasePaysShortfall(t *testing.T) {
 	for _, a := range alerts() {
 		require.NotEqual(t, "change_refused", a.Kind, "%+v", a)
 	}
-	require.Equal(t, inventory.Counters{Total: 1, Reserved: 1}, row(t, svc, "J1", inventory.DefaultLocation))
+	require.Equal(t, stock.Counters{Total: 1, Reserved: 1}, row(t, svc, "J1", stock.DefaultLocation))
 	dbtest.RequireInvariants(t, b.pool)
 }

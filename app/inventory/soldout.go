@@ -200,6 +200,14 @@ func (m *soldOut) written() {
 	}
 }
 
+// soldOutWrites is how the stock operations tell the memory of the
+// service they belong to of their writes (stock.Writes). It reads the
+// memory at each call: ShareWith may replace it.
+type soldOutWrites struct{ s *Service }
+
+func (w soldOutWrites) Written()                              { w.s.soldOut.written() }
+func (w soldOutWrites) ClientSwitched(client string, on bool) { w.s.soldOut.clientSwitched(client, on) }
+
 // stoppedRead records the clients whose sales were stopped as a read that
 // began at seen found them; a read that began before this instance's last
 // write is not used (the write may be a flip of a client's switch).

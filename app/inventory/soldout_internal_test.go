@@ -12,6 +12,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // refusedHold is a hold of one unit of sku by client under key, refused
@@ -32,7 +33,7 @@ func TestOutOfStockDetail(t *testing.T) {
 			h.wants[0].Quantity, v.line.Quantity, v.left = n[1], n[1], n[0]
 			var de *domain.Error
 			require.ErrorAs(t, (*Service)(nil).refusal(context.Background(), h, v), &de)
-			require.Equal(t, fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", sku, MainPool, n[0], n[1]), de.Detail)
+			require.Equal(t, fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested", sku, stock.MainPool, n[0], n[1]), de.Detail)
 		}
 	}
 }
@@ -77,7 +78,7 @@ func TestRetryInFlightGoesToItsBatch(t *testing.T) {
 	h, v := refusedHold("ONE", "shop-a", "other")
 	seen := svc.soldOut.seenNow()
 	svc.soldOut.stoppedRead(seen, nil)
-	svc.soldOut.remember(seen, rowsOf(lockedRow{sku: "ONE", location: def, pool: MainPool, status: StockOnSale, active: true}), []hold{h}, []verdict{v})
+	svc.soldOut.remember(seen, rowsOf(lockedRow{sku: "ONE", location: def, pool: stock.MainPool, status: stock.StockOnSale, active: true}), []hold{h}, []verdict{v})
 	_, _, err := svc.Hold(ctx, HoldRequest{Client: "shop-a", IdempotencyKey: "fresh", Items: []Item{{SKU: "ONE", Quantity: 1}}})
 	require.ErrorIs(t, err, &domain.Error{Code: domain.CodeOutOfStock}, "a new key is refused from memory")
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // memoryCount counts the holds an instance refused from memory.
@@ -83,7 +84,7 @@ func TestSoldOutAnsweredFromMemory(t *testing.T) {
 	require.False(t, inMemory)
 
 	// This instance's restock: the very next hold is granted.
-	_, _, err = svc.AdjustOnce(ctx, idempotency.NewKey("ops", "restock"), inventory.Adjustment{SKU: "GONE", Delta: 1, Reason: "found one", Actor: "ops"})
+	_, _, err = svc.AdjustOnce(ctx, idempotency.NewKey("ops", "restock"), stock.Adjustment{SKU: "GONE", Delta: 1, Reason: "found one", Actor: "ops"})
 	require.NoError(t, err)
 	h4, _, err := svc.Hold(ctx, holdReq("g4", item("GONE", 1)))
 	require.NoError(t, err)
@@ -122,7 +123,7 @@ func TestSoldOutCorrectedAcrossInstances(t *testing.T) {
 		return inMemory
 	}, 10*time.Second, time.Millisecond)
 
-	_, _, err = other.AdjustOnce(ctx, idempotency.NewKey("ops", "more"), inventory.Adjustment{SKU: "TOUR", Delta: 5, Reason: "second show", Actor: "ops"})
+	_, _, err = other.AdjustOnce(ctx, idempotency.NewKey("ops", "more"), stock.Adjustment{SKU: "TOUR", Delta: 5, Reason: "second show", Actor: "ops"})
 	require.NoError(t, err)
 	committed := time.Now()
 	for {
@@ -177,7 +178,7 @@ func TestSoldOutStepsAsideForStopSale(t *testing.T) {
 	remembered("shop-b")
 
 	// shop-b stopped through the other instance.
-	_, err = other.SetStopSale(ctx, inventory.StopSaleChange{Client: "shop-b", Active: true, Reason: "channel audit", Actor: "alice"})
+	_, err = other.SetStopSale(ctx, stock.StopSaleChange{Client: "shop-b", Active: true, Reason: "channel audit", Actor: "alice"})
 	require.NoError(t, err)
 	committed := time.Now()
 	for {
@@ -201,7 +202,7 @@ func TestSoldOutStepsAsideForStopSale(t *testing.T) {
 	// shop-c stopped through this instance: at once, even once a batch
 	// (shop-a's, the first hold after the flip) has read the rows again.
 	remembered("shop-a")
-	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Client: "shop-c", Active: true, Reason: "channel audit", Actor: "alice"})
+	_, err = a.SetStopSale(ctx, stock.StopSaleChange{Client: "shop-c", Active: true, Reason: "channel audit", Actor: "alice"})
 	require.NoError(t, err)
 	err, inMemory := ask("shop-a")
 	require.Equal(t, domain.CodeOutOfStock, code(err))
@@ -212,19 +213,19 @@ func TestSoldOutStepsAsideForStopSale(t *testing.T) {
 	remembered("shop-a")
 
 	// Everything stopped through this instance: at once.
-	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "count", Actor: "alice"})
+	_, err = a.SetStopSale(ctx, stock.StopSaleChange{Active: true, Reason: "count", Actor: "alice"})
 	require.NoError(t, err)
 	err, inMemory = ask("shop-a")
 	require.Equal(t, domain.CodeStopSale, code(err))
 	require.False(t, inMemory)
-	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "counted", Actor: "alice"})
+	_, err = a.SetStopSale(ctx, stock.StopSaleChange{Active: false, Reason: "counted", Actor: "alice"})
 	require.NoError(t, err)
 
 	// The only location stopped: its stock is out of sale, answered
 	// stop_sale by every batch and never remembered sold out; lifted
 	// here: the very next hold is granted.
 	dbtest.StockIn(t, b.pool, "SHUT", 2)
-	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Location: inventory.DefaultLocation, Active: true, Reason: "stocktake", Actor: "alice"})
+	_, err = a.SetStopSale(ctx, stock.StopSaleChange{Location: stock.DefaultLocation, Active: true, Reason: "stocktake", Actor: "alice"})
 	require.NoError(t, err)
 	for range 20 {
 		i++
@@ -232,7 +233,7 @@ func TestSoldOutStepsAsideForStopSale(t *testing.T) {
 		require.Equal(t, domain.CodeStopSale, code(err))
 		require.False(t, inMemory)
 	}
-	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Location: inventory.DefaultLocation, Active: false, Reason: "counted", Actor: "alice"})
+	_, err = a.SetStopSale(ctx, stock.StopSaleChange{Location: stock.DefaultLocation, Active: false, Reason: "counted", Actor: "alice"})
 	require.NoError(t, err)
 	_, _, err = a.Hold(ctx, holdReq("s-after", item("SHUT", 1)))
 	require.NoError(t, err)
@@ -284,17 +285,17 @@ func TestSoldOutStaysAsideWhileEverythingIsStopped(t *testing.T) {
 	}
 
 	remembered()
-	_, err = other.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "payments down", Actor: "alice"})
+	_, err = other.SetStopSale(ctx, stock.StopSaleChange{Active: true, Reason: "payments down", Actor: "alice"})
 	require.NoError(t, err)
 	stopped(time.Now(), recheck)
-	_, err = other.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "payments back", Actor: "alice"})
+	_, err = other.SetStopSale(ctx, stock.StopSaleChange{Active: false, Reason: "payments back", Actor: "alice"})
 	require.NoError(t, err)
 
 	remembered()
-	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "payments down", Actor: "alice"})
+	_, err = a.SetStopSale(ctx, stock.StopSaleChange{Active: true, Reason: "payments down", Actor: "alice"})
 	require.NoError(t, err)
 	stopped(time.Now(), 0)
-	_, err = a.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "payments back", Actor: "alice"})
+	_, err = a.SetStopSale(ctx, stock.StopSaleChange{Active: false, Reason: "payments back", Actor: "alice"})
 	require.NoError(t, err)
 	remembered()
 }
@@ -314,7 +315,7 @@ func TestSoldOutSeatsCorrectedAcrossInstances(t *testing.T) {
 	addUnits(t, other, "STALLS", venue(1, 2))
 	taken, _, err := other.Hold(ctx, holdReq("taken", seats("STALLS", "A-1", "A-2")))
 	require.NoError(t, err)
-	ask := inventory.Item{SKU: "STALLS", Quantity: 1, Location: inventory.DefaultLocation}
+	ask := inventory.Item{SKU: "STALLS", Quantity: 1, Location: stock.DefaultLocation}
 	i := 0
 	remembered := func() {
 		t.Helper()
@@ -349,7 +350,7 @@ func TestSoldOutSeatsCorrectedAcrossInstances(t *testing.T) {
 	holdable("a seat released on B")
 
 	remembered()
-	addUnits(t, other, "STALLS", []inventory.UnitSpec{{ID: "A-3"}})
+	addUnits(t, other, "STALLS", []stock.UnitSpec{{ID: "A-3"}})
 	holdable("a seat added on B")
 }
 
@@ -391,7 +392,7 @@ func TestSoldOutRetryGetsItsFirstAnswer(t *testing.T) {
 	i := waitRemembered(t, a, mem, "LAST")
 
 	restock := func(key string) {
-		_, _, err := other.AdjustOnce(ctx, idempotency.NewKey("ops", key), inventory.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"})
+		_, _, err := other.AdjustOnce(ctx, idempotency.NewKey("ops", key), stock.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"})
 		require.NoError(t, err)
 	}
 	for round := range 10 {
@@ -440,7 +441,7 @@ func TestSoldOutRetryGetsItsFirstAnswer(t *testing.T) {
 			defer wg.Done()
 			for round := range 5 {
 				k := fmt.Sprint("g", g, "-", round)
-				if _, _, err := other.AdjustOnce(ctx, idempotency.NewKey("ops", k), inventory.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"}); err != nil && code(err) != domain.CodeBusy {
+				if _, _, err := other.AdjustOnce(ctx, idempotency.NewKey("ops", k), stock.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"}); err != nil && code(err) != domain.CodeBusy {
 					report("%s: restock: %v", k, err)
 					return
 				}
@@ -489,7 +490,7 @@ func TestSoldOutRetryAnsweredWhileTheRowIsLocked(t *testing.T) {
 	_, _, err := a.Hold(ctx, holdReq("first", item("LAST", 1)))
 	require.NoError(t, err)
 	waitRemembered(t, a, mem, "LAST")
-	_, _, err = other.AdjustOnce(ctx, idempotency.NewKey("ops", "one more"), inventory.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"})
+	_, _, err = other.AdjustOnce(ctx, idempotency.NewKey("ops", "one more"), stock.Adjustment{SKU: "LAST", Delta: 1, Reason: "one more", Actor: "ops"})
 	require.NoError(t, err)
 	granted, _, err := other.Hold(ctx, holdReq("k", item("LAST", 1)))
 	require.NoError(t, err)

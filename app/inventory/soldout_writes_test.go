@@ -12,6 +12,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestSoldOutForgottenByTransfersHere: a transfer received or cancelled
@@ -22,19 +23,19 @@ func TestSoldOutForgottenByTransfersHere(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		step func(svc *inventory.Service, tr inventory.Transfer) error
+		step func(svc *inventory.Service, tr stock.Transfer) error
 	}{
-		{"received", func(svc *inventory.Service, tr inventory.Transfer) error {
-			_, err := svc.ReceiveTransfer(context.Background(), inventory.TransferStep{ID: tr.ID, Quantity: 2, Actor: "ops"})
+		{"received", func(svc *inventory.Service, tr stock.Transfer) error {
+			_, err := svc.ReceiveTransfer(context.Background(), stock.TransferStep{ID: tr.ID, Quantity: 2, Actor: "ops"})
 			return err
 		}},
-		{"received once", func(svc *inventory.Service, tr inventory.Transfer) error {
+		{"received once", func(svc *inventory.Service, tr stock.Transfer) error {
 			_, _, err := svc.ReceiveTransferOnce(context.Background(), idempotency.NewKey("ops", "receipt"),
-				inventory.TransferStep{ID: tr.ID, Quantity: 2, Actor: "ops"})
+				stock.TransferStep{ID: tr.ID, Quantity: 2, Actor: "ops"})
 			return err
 		}},
-		{"cancelled", func(svc *inventory.Service, tr inventory.Transfer) error {
-			_, err := svc.CancelTransfer(context.Background(), inventory.TransferStep{ID: tr.ID, Reason: "not needed", Actor: "ops"})
+		{"cancelled", func(svc *inventory.Service, tr stock.Transfer) error {
+			_, err := svc.CancelTransfer(context.Background(), stock.TransferStep{ID: tr.ID, Reason: "not needed", Actor: "ops"})
 			return err
 		}},
 	} {
@@ -46,7 +47,7 @@ func TestSoldOutForgottenByTransfersHere(t *testing.T) {
 			dbtest.Location(t, b.pool, "berlin", 2)
 			dbtest.StockIn(t, b.pool, "ROAD", 2)
 			tr, _, err := svc.CreateTransferOnce(ctx, idempotency.NewKey("ops", "send"),
-				inventory.NewTransfer{SKU: "ROAD", From: "default", To: "berlin", Quantity: 2, Reason: "restock berlin", Actor: "ops"})
+				stock.NewTransfer{SKU: "ROAD", From: "default", To: "berlin", Quantity: 2, Reason: "restock berlin", Actor: "ops"})
 			require.NoError(t, err)
 			i := 0
 			require.Eventually(t, func() bool {

@@ -12,6 +12,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestClientStopSaleWaitsForRunningBatches: a hold batch that read a
@@ -53,7 +54,7 @@ func TestClientStopSaleWaitsForRunningBatches(t *testing.T) {
 
 	flipped := make(chan error, 1)
 	go func() {
-		_, err := svc.SetStopSale(ctx, inventory.StopSaleChange{Client: "shop-b", Active: true, Reason: "channel oversells", Actor: "alice"})
+		_, err := svc.SetStopSale(ctx, stock.StopSaleChange{Client: "shop-b", Active: true, Reason: "channel oversells", Actor: "alice"})
 		flipped <- err
 	}()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

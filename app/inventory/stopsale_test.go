@@ -15,6 +15,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestStopSaleWaitsForBatchesInFlight: a hold batch that read the switch
@@ -44,7 +45,7 @@ func TestStopSaleWaitsForBatchesInFlight(t *testing.T) {
 	}
 	flipped := make(chan flip, 1)
 	go func() {
-		_, err := svc.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "payments down", Actor: "alice"})
+		_, err := svc.SetStopSale(ctx, stock.StopSaleChange{Active: true, Reason: "payments down", Actor: "alice"})
 		var n int
 		if err == nil {
 			err = b.pool.QueryRow(ctx, `SELECT count(*) FROM reservations WHERE idempotency_key = 'in-flight'`).Scan(&n)
@@ -139,7 +140,7 @@ func TestStopSaleFlipDoesNotBusyOthers(t *testing.T) {
 	waitLockWait(t, b.pool)
 	flipped := make(chan error, 1)
 	go func() {
-		_, err := other.SetStopSale(ctx, inventory.StopSaleChange{Client: "shop-c", Active: true, Reason: "audit", Actor: "alice"})
+		_, err := other.SetStopSale(ctx, stock.StopSaleChange{Client: "shop-c", Active: true, Reason: "audit", Actor: "alice"})
 		flipped <- err
 	}()
 	select {
@@ -178,7 +179,7 @@ func TestStopSaleFlipWaitBounded(t *testing.T) {
 	waitLockWait(t, b.pool)
 	flipped := make(chan error, 1)
 	go func() {
-		_, err := a.SetStopSale(ctx, inventory.StopSaleChange{Client: "shop-c", Active: true, Reason: "audit", Actor: "alice"})
+		_, err := a.SetStopSale(ctx, stock.StopSaleChange{Client: "shop-c", Active: true, Reason: "audit", Actor: "alice"})
 		flipped <- err
 	}()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

@@ -18,26 +18,27 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // venue is a seating plan: rows named "A", "B", ... of seats 1..perRow,
 // unit ids "A-1", "A-2", ...
-func venue(rows, perRow int) []inventory.UnitSpec {
-	var specs []inventory.UnitSpec
+func venue(rows, perRow int) []stock.UnitSpec {
+	var specs []stock.UnitSpec
 	for r := range rows {
 		group := string(rune('A' + r))
 		for p := 1; p <= perRow; p++ {
 			pos := int32(p)
-			specs = append(specs, inventory.UnitSpec{ID: fmt.Sprintf("%s-%d", group, p), Group: group, Position: &pos})
+			specs = append(specs, stock.UnitSpec{ID: fmt.Sprintf("%s-%d", group, p), Group: group, Position: &pos})
 		}
 	}
 	return specs
 }
 
-func addUnits(t *testing.T, svc *inventory.Service, sku string, specs []inventory.UnitSpec) inventory.Stock {
+func addUnits(t *testing.T, svc *inventory.Service, sku string, specs []stock.UnitSpec) stock.Stock {
 	t.Helper()
 	st, _, err := svc.AddUnitsOnce(context.Background(), idempotency.NewKey("ops", "add-"+sku+"-"+specs[0].ID),
-		inventory.UnitsChange{SKU: sku, Reason: "seating plan", Actor: "ops", Units: specs})
+		stock.UnitsChange{SKU: sku, Reason: "seating plan", Actor: "ops", Units: specs})
 	require.NoError(t, err)
 	return st
 }
@@ -109,9 +110,9 @@ func TestUnitsLifecycle(t *testing.T) {
 	require.Equal(t, picked.Items, again.Items)
 
 	// A quantity change of a serialized pool is refused.
-	_, err = svc.Adjust(ctx, inventory.Adjustment{SKU: "SHOW", Delta: 5, Reason: "more", Actor: "ops"})
+	_, err = svc.Adjust(ctx, stock.Adjustment{SKU: "SHOW", Delta: 5, Reason: "more", Actor: "ops"})
 	require.Equal(t, domain.CodeSerializedPool, code(err))
-	_, err = svc.AdjustMany(ctx, inventory.BulkAdjustment{Reason: "count", Actor: "ops", Lines: []inventory.BulkLine{{SKU: "SHOW", Pool: "main", Delta: -1}}})
+	_, err = svc.AdjustMany(ctx, stock.BulkAdjustment{Reason: "count", Actor: "ops", Lines: []stock.BulkLine{{SKU: "SHOW", Pool: "main", Delta: -1}}})
 	require.Equal(t, domain.CodeSerializedPool, code(err))
 
 	// Confirm sells the units; cancel hands them back; a partial release
@@ -143,28 +144,28 @@ func TestUnitsLifecycle(t *testing.T) {
 
 	// Retiring: only available units; a held one is refused by name.
 	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "retire-1"),
-		inventory.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []inventory.UnitSpec{{ID: "A-6"}, {ID: "B-3"}}})
+		stock.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []stock.UnitSpec{{ID: "A-6"}, {ID: "B-3"}}})
 	require.Equal(t, domain.CodeUnitUnavailable, code(err))
 	require.Equal(t, []string{"B-3"}, unitsOf(err))
 	st, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "retire-2"),
-		inventory.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []inventory.UnitSpec{{ID: "A-6"}}})
+		stock.UnitsChange{SKU: "SHOW", Reason: "broken", Actor: "ops", Units: []stock.UnitSpec{{ID: "A-6"}}})
 	require.NoError(t, err)
 	require.Equal(t, int64(11), st.Pools[0].Total)
 	_, _, err = svc.Hold(ctx, holdReq("a6", seats("SHOW", "A-6")))
 	require.Equal(t, domain.CodeUnitUnavailable, code(err))
 
 	// Adding a unit twice, or at a place taken, is refused.
-	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "dup"), inventory.UnitsChange{SKU: "SHOW", Reason: "x", Actor: "ops",
-		Units: []inventory.UnitSpec{{ID: "A-1"}}})
+	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "dup"), stock.UnitsChange{SKU: "SHOW", Reason: "x", Actor: "ops",
+		Units: []stock.UnitSpec{{ID: "A-1"}}})
 	require.Equal(t, domain.CodeConflict, code(err))
 	one := int32(1)
-	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "place"), inventory.UnitsChange{SKU: "SHOW", Reason: "x", Actor: "ops",
-		Units: []inventory.UnitSpec{{ID: "A-1bis", Group: "A", Position: &one}}})
+	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "place"), stock.UnitsChange{SKU: "SHOW", Reason: "x", Actor: "ops",
+		Units: []stock.UnitSpec{{ID: "A-1bis", Group: "A", Position: &one}}})
 	require.Equal(t, domain.CodeConflict, code(err))
 	// Units are not added to a pool of plain stock.
 	dbtest.StockIn(t, b.pool, "PLAIN", 3)
-	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plain"), inventory.UnitsChange{SKU: "PLAIN", Reason: "x", Actor: "ops",
-		Units: []inventory.UnitSpec{{ID: "P-1"}}})
+	_, _, err = svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plain"), stock.UnitsChange{SKU: "PLAIN", Reason: "x", Actor: "ops",
+		Units: []stock.UnitSpec{{ID: "P-1"}}})
 	require.Equal(t, domain.CodeConflict, code(err))
 	// Units named on a pool without units are unavailable.
 	_, _, err = svc.Hold(ctx, holdReq("plain-units", seats("PLAIN", "P-1")))
@@ -188,7 +189,7 @@ func TestUnitsLifecycle(t *testing.T) {
 	var ids []string
 	after := ""
 	for {
-		page, err := svc.ListUnits(ctx, inventory.UnitsQuery{SKU: "SHOW", After: after, Limit: 5})
+		page, err := svc.ListUnits(ctx, stock.UnitsQuery{SKU: "SHOW", After: after, Limit: 5})
 		require.NoError(t, err)
 		for _, u := range page.Units {
 			ids = append(ids, u.ID)
@@ -200,7 +201,7 @@ func TestUnitsLifecycle(t *testing.T) {
 	}
 	require.Len(t, ids, 12)
 	require.True(t, slices.IsSorted(ids))
-	sold, err := svc.ListUnits(ctx, inventory.UnitsQuery{SKU: "SHOW", Status: "sold", Limit: 100, By: shop})
+	sold, err := svc.ListUnits(ctx, stock.UnitsQuery{SKU: "SHOW", Status: "sold", Limit: 100, By: stock.Viewer{Name: shop.Name}})
 	require.NoError(t, err)
 	require.Len(t, sold.Units, 2)
 	require.Equal(t, named.ID.String(), *sold.Units[0].ReservationID)
@@ -334,7 +335,7 @@ func TestAdjacentSeatsRace(t *testing.T) {
 	svc, b := setup(t, nil)
 	plan := venue(5, 12)
 	addUnits(t, svc, "CLUB", plan)
-	where := map[string]inventory.UnitSpec{}
+	where := map[string]stock.UnitSpec{}
 	for _, u := range plan {
 		where[u.ID] = u
 	}
@@ -493,8 +494,8 @@ func TestUnitsRefusedByTheDatabase(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svc.Confirm(ctx, sold.ID, shop)
 	require.NoError(t, err)
-	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "r"), inventory.UnitsChange{SKU: "OPERA", Reason: "broken", Actor: "ops",
-		Units: []inventory.UnitSpec{{ID: "A-4"}}})
+	_, _, err = svc.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "r"), stock.UnitsChange{SKU: "OPERA", Reason: "broken", Actor: "ops",
+		Units: []stock.UnitSpec{{ID: "A-4"}}})
 	require.NoError(t, err)
 
 	refused := func(name, sql string, args ...any) {
@@ -612,7 +613,7 @@ func TestSameUnitAddedToTwoPoolsAtOnce(t *testing.T) {
 	second := make(chan error, 1)
 	go func() {
 		_, _, err := svc.AddUnitsOnce(ctx, idempotency.NewKey("ops", "gala-x1"),
-			inventory.UnitsChange{SKU: "SHOW", Pool: "gala", Reason: "gala seats", Actor: "ops", Units: []inventory.UnitSpec{{ID: "X-1"}}})
+			stock.UnitsChange{SKU: "SHOW", Pool: "gala", Reason: "gala seats", Actor: "ops", Units: []stock.UnitSpec{{ID: "X-1"}}})
 		second <- err
 	}()
 	waitLockWait(t, b.pool)

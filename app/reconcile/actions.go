@@ -18,6 +18,7 @@ import (
 	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // stockKey names one stock row.
@@ -113,9 +114,9 @@ func (r *risk) unitsDetails(ctx context.Context, q *db.Queries) (map[string]any,
 
 func (r *risk) ledgerDetails() map[string]any {
 	l := r.ledger
-	counters := inventory.Counters{Total: l.Total, Available: l.Available, Reserved: l.Reserved, Sold: l.Sold,
+	counters := stock.Counters{Total: l.Total, Available: l.Available, Reserved: l.Reserved, Sold: l.Sold,
 		QualityControl: l.QualityControl, Damaged: l.Damaged, SafetyStock: l.SafetyStock, Incoming: l.Incoming, Short: l.Short}
-	ledger := inventory.Counters{Total: l.LedgerTotal, Available: l.LedgerAvailable, Reserved: l.LedgerReserved, Sold: l.LedgerSold,
+	ledger := stock.Counters{Total: l.LedgerTotal, Available: l.LedgerAvailable, Reserved: l.LedgerReserved, Sold: l.LedgerSold,
 		QualityControl: l.LedgerQualityControl, Damaged: l.LedgerDamaged, SafetyStock: l.LedgerSafetyStock, Incoming: l.LedgerIncoming,
 		Short: l.LedgerShort}
 	return map[string]any{
@@ -124,7 +125,7 @@ func (r *risk) ledgerDetails() map[string]any {
 		"counters":           counters,
 		"ledger":             ledger,
 		// difference is the counters minus the ledger, per counter.
-		"difference": inventory.Counters{Total: l.Total - l.LedgerTotal, Available: l.Available - l.LedgerAvailable,
+		"difference": stock.Counters{Total: l.Total - l.LedgerTotal, Available: l.Available - l.LedgerAvailable,
 			Reserved: l.Reserved - l.LedgerReserved, Sold: l.Sold - l.LedgerSold,
 			QualityControl: l.QualityControl - l.LedgerQualityControl, Damaged: l.Damaged - l.LedgerDamaged,
 			SafetyStock: l.SafetyStock - l.LedgerSafetyStock, Incoming: l.Incoming - l.LedgerIncoming, Short: l.Short - l.LedgerShort},
@@ -201,9 +202,9 @@ func (s *Service) pauseTx(ctx context.Context, tx pgx.Tx, runID int64, r *risk, 
 			return fmt.Errorf("lock stock row: %w", err)
 		default:
 			action, what = "left paused ("+domain.Value(st.PausedReason)+"); no stock moved", "paused the pool:"
-			if st.Status == inventory.StockOnSale {
+			if st.Status == stock.StockOnSale {
 				reason := fmt.Sprintf("reconciliation run %d: books out of balance (%s)", runID, strings.Join(checks, ", "))
-				if err := inventory.PauseTx(ctx, tx, inventory.SwitchRequest{SKU: r.sku, Location: r.location, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
+				if err := stock.PauseTx(ctx, tx, stock.SwitchRequest{SKU: r.sku, Location: r.location, Pool: r.pool, Reason: reason, Actor: Actor}); err != nil {
 					return err
 				}
 				action = "paused; no stock moved"
@@ -506,7 +507,7 @@ func subject(k stockKey) string { return "sku:" + rowName(k) }
 // rowName names a stock row in messages: sku/pool at the default location
 // (as before locations existed), sku@location/pool elsewhere.
 func rowName(k stockKey) string {
-	if k.location == inventory.DefaultLocation {
+	if k.location == stock.DefaultLocation {
 		return k.sku + "/" + k.pool
 	}
 	return k.sku + "@" + k.location + "/" + k.pool
@@ -515,7 +516,7 @@ func rowName(k stockKey) string {
 // where is ", at location" for a message about a row away from the default
 // location.
 func where(location string) string {
-	if location == inventory.DefaultLocation {
+	if location == stock.DefaultLocation {
 		return ""
 	}
 	return ", at " + location

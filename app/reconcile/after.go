@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Triggers of the reconciliation that follows an operator's action on a
@@ -100,10 +100,10 @@ func (l *skipLog) note(ctx context.Context, log *slog.Logger, trigger string, sk
 // A resume whose gate found the books balanced resolves the pool's
 // books_out_of_balance alert, if one is open or acknowledged, saying who
 // resumed it and why: what the alert reported is fixed.
-func (s *Service) Resume(ctx context.Context, l inventory.Lift) (inventory.Lifted, *Check, error) {
+func (s *Service) Resume(ctx context.Context, l stock.Lift) (stock.Lifted, *Check, error) {
 	out, err := s.inv.Lift(ctx, l)
 	if err != nil {
-		return inventory.Lifted{}, nil, err
+		return stock.Lifted{}, nil, err
 	}
 	if l.Force && !out.Books.Balanced() {
 		return out, nil, nil
@@ -116,13 +116,13 @@ func (s *Service) Resume(ctx context.Context, l inventory.Lift) (inventory.Lifte
 // resolveBooks resolves the books_out_of_balance alert of the pool a
 // resume lifted through its gate, books balanced. A failure is logged: the
 // resume has committed, and the alert can still be acknowledged.
-func (s *Service) resolveBooks(ctx context.Context, l inventory.Lift, check *Check) {
+func (s *Service) resolveBooks(ctx context.Context, l stock.Lift, check *Check) {
 	k := stockKey{sku: l.SKU, location: l.Location, pool: l.Pool}
 	if k.location == "" {
-		k.location = inventory.DefaultLocation
+		k.location = stock.DefaultLocation
 	}
 	if k.pool == "" {
-		k.pool = inventory.MainPool
+		k.pool = stock.MainPool
 	}
 	who := l.Actor
 	if key := domain.Value(domain.KeyName(ctx)); key != "" && key != who {
@@ -140,7 +140,7 @@ func (s *Service) resolveBooks(ctx context.Context, l inventory.Lift, check *Che
 
 // Repair repairs a pool's books (inventory.Service.Repair) and, unless it
 // was a dry run, reconciles its SKU.
-func (s *Service) Repair(ctx context.Context, r inventory.RepairRequest) (inventory.Repaired, *Check, error) {
+func (s *Service) Repair(ctx context.Context, r stock.RepairRequest) (stock.Repaired, *Check, error) {
 	out, err := s.inv.Repair(ctx, r)
 	if err != nil || r.DryRun {
 		return out, nil, err
@@ -151,7 +151,7 @@ func (s *Service) Repair(ctx context.Context, r inventory.RepairRequest) (invent
 // SwitchCampaign pauses or resumes every pool row of a campaign
 // (inventory.Service.SwitchPool) and, after a resume that changed a row
 // without force, reconciles the SKUs it resumed.
-func (s *Service) SwitchCampaign(ctx context.Context, w inventory.PoolSwitch) (inventory.PoolSwitched, *Check, error) {
+func (s *Service) SwitchCampaign(ctx context.Context, w stock.PoolSwitch) (stock.PoolSwitched, *Check, error) {
 	out, err := s.inv.SwitchPool(ctx, w)
 	if err != nil || !w.On || w.Force || out.Changed == 0 {
 		return out, nil, err

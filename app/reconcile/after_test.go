@@ -14,8 +14,8 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // lockedBuffer is a log destination that goroutines share.
@@ -84,7 +84,7 @@ func TestAfterSkippedAtTheLockTimeoutLogsOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := b.inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 1, Actor: "seed"}); err != nil {
+			if _, err := b.inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 1, Actor: "seed"}); err != nil {
 				checks <- &reconcile.Check{Status: err.Error()}
 				return
 			}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // behindTriggers runs sql as a DBA fixing data might: with
@@ -36,13 +36,13 @@ func (b *bundle) behindTriggers(t *testing.T, sql string, args ...any) {
 // seats adds units A-1..A-n to sku's main pool.
 func (b *bundle) seats(t *testing.T, sku string, n int) {
 	t.Helper()
-	var plan []inventory.UnitSpec
+	var plan []stock.UnitSpec
 	for i := 1; i <= n; i++ {
 		pos := int32(i)
-		plan = append(plan, inventory.UnitSpec{ID: fmt.Sprintf("A-%d", i), Group: "A", Position: &pos})
+		plan = append(plan, stock.UnitSpec{ID: fmt.Sprintf("A-%d", i), Group: "A", Position: &pos})
 	}
 	_, _, err := b.inv.AddUnitsOnce(context.Background(), idempotency.NewKey("ops", "plan-"+sku),
-		inventory.UnitsChange{SKU: sku, Reason: "plan", Actor: "ops", Units: plan})
+		stock.UnitsChange{SKU: sku, Reason: "plan", Actor: "ops", Units: plan})
 	require.NoError(t, err)
 }
 
@@ -89,7 +89,7 @@ func TestBrokenSeatPoolIsPausedAndSoAreTheOthers(t *testing.T) {
 		require.Contains(t, findingsOf(r, "TEE"), reconcile.KindCountersVsLedger)
 
 		for _, sku := range []string{"SEATS", "TEE"} {
-			require.Equal(t, inventory.StockPaused, b.stock(t, sku, "main").Status, "%s, run %d", sku, i)
+			require.Equal(t, stock.StockPaused, b.stock(t, sku, "main").Status, "%s, run %d", sku, i)
 			_, ok := b.openAlert(t, "books_out_of_balance", "sku:"+sku+"/main")
 			require.True(t, ok, "%s is alerted", sku)
 		}
@@ -97,9 +97,9 @@ func TestBrokenSeatPoolIsPausedAndSoAreTheOthers(t *testing.T) {
 	require.EqualValues(t, 3, b.stock(t, "SEATS", "main").Available, "no stock moved")
 
 	// The gate keeps the seat pool paused while its units disagree.
-	_, err := b.inv.Lift(context.Background(), inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "SEATS", Reason: "try", Actor: "ops"}})
+	_, err := b.inv.Lift(context.Background(), stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "SEATS", Reason: "try", Actor: "ops"}})
 	require.Error(t, err)
-	require.Equal(t, inventory.StockPaused, b.stock(t, "SEATS", "main").Status)
+	require.Equal(t, stock.StockPaused, b.stock(t, "SEATS", "main").Status)
 }
 
 // TestAPoolThatCannotBePausedStandsAlone: a pool whose pause fails still
@@ -133,10 +133,10 @@ func TestAPoolThatCannotBePausedStandsAlone(t *testing.T) {
 	a, ok := b.openAlert(t, "books_out_of_balance", "sku:MUG/main")
 	require.True(t, ok)
 	require.Contains(t, a.SuggestedAction, "still on sale")
-	require.Equal(t, inventory.StockOnSale, b.stock(t, "MUG", "main").Status)
+	require.Equal(t, stock.StockOnSale, b.stock(t, "MUG", "main").Status)
 
 	require.Equal(t, "paused; no stock moved", findingsOf(r, "TEE")[reconcile.KindCountersVsLedger].Action)
-	require.Equal(t, inventory.StockPaused, b.stock(t, "TEE", "main").Status)
+	require.Equal(t, stock.StockPaused, b.stock(t, "TEE", "main").Status)
 	_, ok = b.openAlert(t, "books_out_of_balance", "sku:TEE/main")
 	require.True(t, ok)
 }

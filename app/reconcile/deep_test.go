@@ -13,8 +13,8 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/idempotency"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // handLedgerRow inserts by hand a ledger row of +5 units for sku's main
@@ -69,12 +69,12 @@ func TestLedgerRowAtACheckpointedVersionIsFound(t *testing.T) {
 
 	// The gate and the repair sum it as the runs do.
 	ctx := context.Background()
-	_, err := b.inv.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "try", Actor: "ops"}})
+	_, err := b.inv.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Reason: "try", Actor: "ops"}})
 	require.Error(t, err, "the gate sees it")
-	rep, err := b.inv.Repair(ctx, inventory.RepairRequest{SKU: "A1", To: inventory.RepairToCounters, Reason: "the row was a typo", Actor: "ops"})
+	rep, err := b.inv.Repair(ctx, stock.RepairRequest{SKU: "A1", To: stock.RepairToCounters, Reason: "the row was a typo", Actor: "ops"})
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Total: -5, Available: -5}, rep.Difference)
-	_, err = b.inv.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "repaired", Actor: "ops"}})
+	require.Equal(t, stock.Counters{Total: -5, Available: -5}, rep.Difference)
+	_, err = b.inv.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Reason: "repaired", Actor: "ops"}})
 	require.NoError(t, err)
 	require.NotContains(t, highRiskSKUs(runScope(t, svc, reconcile.ScopeFull)), "A1", "repaired")
 }
@@ -108,7 +108,7 @@ func TestDeepRunTrustsNoCheckpoint(t *testing.T) {
 	require.Equal(t, reconcile.ScopeDeep, scopeOf(r))
 	require.EqualValues(t, 2, r.RowsChecked)
 	require.Equal(t, map[string][]string{"A1": {reconcile.KindCountersVsLedger}}, highRiskSKUs(r))
-	require.Equal(t, inventory.StockPaused, b.stock(t, "A1", "main").Status)
+	require.Equal(t, stock.StockPaused, b.stock(t, "A1", "main").Status)
 	_, err = db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "default", "main")
 	require.ErrorIs(t, err, pgx.ErrNoRows, "A1's checkpoint is dropped")
 	cp, err := db.New(b.pool).LedgerCheckpointGet(ctx, "B1", "default", "main")
@@ -117,9 +117,9 @@ func TestDeepRunTrustsNoCheckpoint(t *testing.T) {
 
 	// Every later run sees it now, and the repair closes it.
 	require.Contains(t, highRiskSKUs(runScope(t, svc, reconcile.ScopeFull)), "A1")
-	rep, err := b.inv.Repair(ctx, inventory.RepairRequest{SKU: "A1", To: inventory.RepairToCounters, Reason: "ledger row edited by hand", Actor: "ops"})
+	rep, err := b.inv.Repair(ctx, stock.RepairRequest{SKU: "A1", To: stock.RepairToCounters, Reason: "ledger row edited by hand", Actor: "ops"})
 	require.NoError(t, err)
-	require.Equal(t, inventory.Counters{Total: -1, Available: -1}, rep.Difference)
+	require.Equal(t, stock.Counters{Total: -1, Available: -1}, rep.Difference)
 	require.Empty(t, runScope(t, svc, reconcile.ScopeDeep).Findings.All(), "repaired, and B1 balances")
 	require.Empty(t, runScope(t, svc, reconcile.ScopeFull).Findings.All())
 }
@@ -159,7 +159,7 @@ func TestDeepRunFindsASeatSwappedBehindTheTriggers(t *testing.T) {
 	ctx := context.Background()
 	b.seats(t, "SEATS", 4)
 	_, _, err := b.inv.RetireUnitsOnce(ctx, idempotency.NewKey("ops", "retire"),
-		inventory.UnitsChange{SKU: "SEATS", Reason: "broken", Actor: "ops", Units: []inventory.UnitSpec{{ID: "A-3"}}})
+		stock.UnitsChange{SKU: "SEATS", Reason: "broken", Actor: "ops", Units: []stock.UnitSpec{{ID: "A-3"}}})
 	require.NoError(t, err)
 	require.Empty(t, run(t, svc).Findings.All())
 
@@ -175,7 +175,7 @@ func TestDeepRunFindsASeatSwappedBehindTheTriggers(t *testing.T) {
 		named = append(named, m["id"].(string)+" "+m["status"].(string)+", ledger: "+m["ledger_says"].(string))
 	}
 	require.Equal(t, []string{"A-1 retired, ledger: available", "A-3 available, ledger: gone"}, named)
-	require.Equal(t, inventory.StockPaused, b.stock(t, "SEATS", "main").Status)
+	require.Equal(t, stock.StockPaused, b.stock(t, "SEATS", "main").Status)
 }
 
 // TestEveryStateIsCheckedInEveryScope: a ledger row written by hand that

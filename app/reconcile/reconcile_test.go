@@ -30,6 +30,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -197,7 +198,7 @@ func TestCorruptedCountersPausePoolAndMoveNothing(t *testing.T) {
 	require.EqualValues(t, 0, lines["lines"].(map[string]any)["confirmed"])
 
 	a1 := b.stock(t, "A1", "main")
-	require.Equal(t, inventory.StockPaused, a1.Status)
+	require.Equal(t, stock.StockPaused, a1.Status)
 	require.Contains(t, *a1.PausedReason, fmt.Sprintf("reconciliation run %d", r.ID))
 	require.Equal(t, before, counters(a1), "no stock moved")
 	require.Equal(t, inventory.StatusHeld, b.status(t, stuck), "a stuck hold on a high-risk pool is not released")
@@ -225,7 +226,7 @@ func TestCorruptedCountersPausePoolAndMoveNothing(t *testing.T) {
 	require.Equal(t, "held", affected[0].(map[string]any)["status"])
 
 	b1 := b.stock(t, "B1", "main")
-	require.Equal(t, inventory.StockOnSale, b1.Status, "a clean pool stays on sale")
+	require.Equal(t, stock.StockOnSale, b1.Status, "a clean pool stays on sale")
 	_, ok = b.openAlert(t, "books_out_of_balance", "sku:B1/main")
 	require.False(t, ok)
 
@@ -266,7 +267,7 @@ func TestCorruptedLedgerIsHighRisk(t *testing.T) {
 	require.EqualValues(t, 10, d["counters"].(map[string]any)["total"])
 	require.EqualValues(t, 15, d["ledger"].(map[string]any)["total"])
 	require.EqualValues(t, cp.StockVersion, d["checkpoint_version"])
-	require.Equal(t, inventory.StockPaused, b.stock(t, "A1", "main").Status)
+	require.Equal(t, stock.StockPaused, b.stock(t, "A1", "main").Status)
 	require.Equal(t, counters(a1), counters(b.stock(t, "A1", "main")))
 
 	cp2, err := db.New(b.pool).LedgerCheckpointGet(ctx, "A1", "default", "main")
@@ -375,11 +376,11 @@ func TestRunLimitedToSKUs(t *testing.T) {
 	require.Equal(t, []string{"B1"}, r.SKUs)
 	require.EqualValues(t, 1, r.RowsChecked)
 	require.Empty(t, r.Findings.All())
-	require.Equal(t, inventory.StockOnSale, b.stock(t, "A1", "main").Status, "out of scope")
+	require.Equal(t, stock.StockOnSale, b.stock(t, "A1", "main").Status, "out of scope")
 
 	r = run(t, svc, "A1")
 	require.EqualValues(t, 2, r.HighRisk)
-	require.Equal(t, inventory.StockPaused, b.stock(t, "A1", "main").Status)
+	require.Equal(t, stock.StockPaused, b.stock(t, "A1", "main").Status)
 
 	_, err = svc.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI, SKUs: []string{"a/b"}})
 	var de *domain.Error
@@ -606,7 +607,7 @@ func TestRunsDuringTrafficFindNothing(t *testing.T) {
 	r := run(t, svc)
 	require.Empty(t, r.Findings.All())
 	for _, sku := range skus {
-		require.Equal(t, inventory.StockOnSale, b.stock(t, sku, "main").Status)
+		require.Equal(t, stock.StockOnSale, b.stock(t, sku, "main").Status)
 	}
 	dbtest.RequireInvariants(t, b.pool)
 }
@@ -730,11 +731,11 @@ func TestUnitsOutOfBalancePausePool(t *testing.T) {
 	svc, b := setup(t, nil)
 	ctx := context.Background()
 	pos := []int32{1, 2, 3}
-	var plan []inventory.UnitSpec
+	var plan []stock.UnitSpec
 	for i := range pos {
-		plan = append(plan, inventory.UnitSpec{ID: fmt.Sprintf("A-%d", pos[i]), Group: "A", Position: &pos[i]})
+		plan = append(plan, stock.UnitSpec{ID: fmt.Sprintf("A-%d", pos[i]), Group: "A", Position: &pos[i]})
 	}
-	_, _, err := b.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), inventory.UnitsChange{SKU: "SHOW", Reason: "plan", Actor: "ops", Units: plan})
+	_, _, err := b.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "plan"), stock.UnitsChange{SKU: "SHOW", Reason: "plan", Actor: "ops", Units: plan})
 	require.NoError(t, err)
 	h, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h", Items: []inventory.Item{{SKU: "SHOW", Units: []string{"A-2"}}}})
 	require.NoError(t, err)
@@ -760,7 +761,7 @@ func TestUnitsOutOfBalancePausePool(t *testing.T) {
 	require.Equal(t, "paused; no stock moved", f.Action)
 	d := details(t, f)
 	require.Equal(t, []any{"A-3"}, d["stray"], "held by a hold without a record of it")
-	require.Equal(t, inventory.StockPaused, b.stock(t, "SHOW", "main").Status)
+	require.Equal(t, stock.StockPaused, b.stock(t, "SHOW", "main").Status)
 	require.Equal(t, before, counters(b.stock(t, "SHOW", "main")))
 
 	// Put it back as it was (the test's own cleanup checks the books).

@@ -21,7 +21,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Page sizes and bounds.
@@ -95,7 +95,7 @@ type Figures struct {
 	Resumes           int64 `json:"resumes"`
 	Movements         int64 `json:"movements"`
 	// Change is the day's net change of every state.
-	Change inventory.Counters `json:"change"`
+	Change stock.Counters `json:"change"`
 	// ByKind is, per ledger kind recorded that day, its rows and its
 	// change of every state; summed, they are Change.
 	ByKind map[string]KindFigures `json:"by_kind"`
@@ -105,7 +105,7 @@ type Figures struct {
 // every state.
 type KindFigures struct {
 	Movements int64 `json:"movements"`
-	inventory.Counters
+	stock.Counters
 }
 
 // sums are one kind's sums as a report's query gives them.
@@ -148,7 +148,7 @@ var columns = map[string]func(f *Figures, s sums){
 
 // sumsOf reads one kind's sums from a report query's row.
 func sumsOf(r db.ReportRowsRow) sums {
-	return sums{kind: r.Kind, gained: r.Gained, KindFigures: KindFigures{Movements: r.Movements, Counters: inventory.Counters{
+	return sums{kind: r.Kind, gained: r.Gained, KindFigures: KindFigures{Movements: r.Movements, Counters: stock.Counters{
 		Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold, QualityControl: r.QualityControl,
 		Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short}}}
 }
@@ -330,7 +330,7 @@ func (s *Service) Daily(ctx context.Context, q DailyQuery) (Daily, error) {
 			Sold: r.Sold, QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming,
 			Short: r.Short, Gained: r.Gained})
 		switch {
-		case r.ByPool && r.Pool == inventory.MainPool:
+		case r.ByPool && r.Pool == stock.MainPool:
 		case r.ByPool:
 			i, ok := campaigns[r.Pool]
 			if !ok {

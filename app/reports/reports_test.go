@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reports"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestDailyReportOfTheDayFlows: holds made, confirmed and cancelled today
@@ -25,7 +26,7 @@ func TestDailyReportOfTheDayFlows(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	inv := inventory.New(pool, nil, inventory.Config{})
-	_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 100, Reason: "restock", Actor: "alice"})
+	_, err := inv.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 100, Reason: "restock", Actor: "alice"})
 	require.NoError(t, err)
 	hold := func(key string, q int64) inventory.Reservation {
 		r, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: key, Items: []inventory.Item{{SKU: "A1", Quantity: q}}})
@@ -45,12 +46,12 @@ func TestDailyReportOfTheDayFlows(t *testing.T) {
 	r, err := svc.Daily(ctx, reports.DailyQuery{Date: today})
 	require.NoError(t, err)
 	want := reports.Figures{Held: 6, Confirmed: 2, Released: 3, Adjusted: 100, Movements: 6,
-		Change: inventory.Counters{Total: 100, Available: 97, Reserved: 1, Sold: 2},
+		Change: stock.Counters{Total: 100, Available: 97, Reserved: 1, Sold: 2},
 		ByKind: map[string]reports.KindFigures{
-			"stock_in": {Movements: 1, Counters: inventory.Counters{Total: 100, Available: 100}},
-			"reserve":  {Movements: 3, Counters: inventory.Counters{Available: -6, Reserved: 6}},
-			"confirm":  {Movements: 1, Counters: inventory.Counters{Reserved: -2, Sold: 2}},
-			"release":  {Movements: 1, Counters: inventory.Counters{Available: 3, Reserved: -3}},
+			"stock_in": {Movements: 1, Counters: stock.Counters{Total: 100, Available: 100}},
+			"reserve":  {Movements: 3, Counters: stock.Counters{Available: -6, Reserved: 6}},
+			"confirm":  {Movements: 1, Counters: stock.Counters{Reserved: -2, Sold: 2}},
+			"release":  {Movements: 1, Counters: stock.Counters{Available: 3, Reserved: -3}},
 		}}
 	require.Equal(t, want, r.Totals)
 	require.Equal(t, []reports.PoolFigures{{SKU: "A1", Location: "default", Pool: "main", Figures: want}}, r.Pools)
@@ -113,7 +114,7 @@ func TestDailyReportBoundsPagesAndRuns(t *testing.T) {
 	require.Len(t, r.Campaigns, 1)
 	require.Equal(t, "bf", r.Campaigns[0].Campaign)
 	require.Equal(t, headline{Held: 5, RolledBack: 5, Transferred: 10, Movements: 3}, headlineOf(r.Campaigns[0].Figures))
-	require.Equal(t, inventory.Counters{Total: 10, Available: 10}, r.Campaigns[0].Change)
+	require.Equal(t, stock.Counters{Total: 10, Available: 10}, r.Campaigns[0].Change)
 	rc := r.Reconciliations
 	require.Equal(t, int64(3), rc.Runs)
 	require.Equal(t, int64(1), rc.Failed)
@@ -266,27 +267,27 @@ func TestDailyReportEveryKindPerLocation(t *testing.T) {
 	dbtest.Location(t, pool, "paris", 1)
 	inv := inventory.New(pool, nil, inventory.Config{})
 	key := func(k string) idempotency.Key { return idempotency.NewKey("ops", k) }
-	_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 10, Reason: "restock", Actor: "alice"})
+	_, err := inv.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 10, Reason: "restock", Actor: "alice"})
 	require.NoError(t, err)
-	_, _, err = inv.MoveOnce(ctx, key("off"), inventory.Move{SKU: "A1", From: inventory.StateAvailable, To: inventory.StateLost, Quantity: 3, Reason: "broken", Actor: "alice"})
+	_, _, err = inv.MoveOnce(ctx, key("off"), stock.Move{SKU: "A1", From: stock.StateAvailable, To: stock.StateLost, Quantity: 3, Reason: "broken", Actor: "alice"})
 	require.NoError(t, err)
-	_, _, err = inv.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Counted: 5, Reason: "stocktake", Actor: "alice"})
+	_, _, err = inv.CountOnce(ctx, key("count"), stock.StockCount{SKU: "A1", Counted: 5, Reason: "stocktake", Actor: "alice"})
 	require.NoError(t, err)
-	send := func(k string, n int64) inventory.Transfer {
-		tr, _, err := inv.CreateTransferOnce(ctx, key(k), inventory.NewTransfer{SKU: "A1", From: "default", To: "paris", Quantity: n, Reason: "rebalance", Actor: "alice"})
+	send := func(k string, n int64) stock.Transfer {
+		tr, _, err := inv.CreateTransferOnce(ctx, key(k), stock.NewTransfer{SKU: "A1", From: "default", To: "paris", Quantity: n, Reason: "rebalance", Actor: "alice"})
 		require.NoError(t, err)
 		return tr
 	}
 	lost := send("lost", 2)
-	_, err = inv.CloseTransfer(ctx, inventory.TransferStep{ID: lost.ID, Reason: "truck lost", Actor: "alice"})
+	_, err = inv.CloseTransfer(ctx, stock.TransferStep{ID: lost.ID, Reason: "truck lost", Actor: "alice"})
 	require.NoError(t, err)
 	arrived := send("arrived", 1)
-	_, _, err = inv.ReceiveTransferOnce(ctx, key("receive"), inventory.TransferStep{ID: arrived.ID, Quantity: 1, Actor: "alice"})
+	_, _, err = inv.ReceiveTransferOnce(ctx, key("receive"), stock.TransferStep{ID: arrived.ID, Quantity: 1, Actor: "alice"})
 	require.NoError(t, err)
 	back := send("back", 1)
-	_, err = inv.CancelTransfer(ctx, inventory.TransferStep{ID: back.ID, Reason: "not needed", Actor: "alice"})
+	_, err = inv.CancelTransfer(ctx, stock.TransferStep{ID: back.ID, Reason: "not needed", Actor: "alice"})
 	require.NoError(t, err)
-	_, _, err = inv.MoveOnce(ctx, key("dent"), inventory.Move{SKU: "A1", From: inventory.StateAvailable, To: inventory.StateDamaged, Quantity: 1, Reason: "dent", Actor: "alice"})
+	_, _, err = inv.MoveOnce(ctx, key("dent"), stock.Move{SKU: "A1", From: stock.StateAvailable, To: stock.StateDamaged, Quantity: 1, Reason: "dent", Actor: "alice"})
 	require.NoError(t, err)
 
 	var today string
@@ -316,21 +317,21 @@ func TestDailyReportEveryKindPerLocation(t *testing.T) {
 
 	st, err := inv.GetStock(ctx, "A1")
 	require.NoError(t, err)
-	now := map[string]inventory.Counters{}
+	now := map[string]stock.Counters{}
 	for _, p := range st.Pools {
 		now[p.Location] = p.Counters
 	}
-	require.Equal(t, inventory.Counters{Total: 2, Available: 1, Damaged: 1}, now["default"])
-	require.Equal(t, inventory.Counters{Total: 1, Available: 1}, now["paris"])
+	require.Equal(t, stock.Counters{Total: 2, Available: 1, Damaged: 1}, now["default"])
+	require.Equal(t, stock.Counters{Total: 1, Available: 1}, now["paris"])
 	for _, f := range []reports.PoolFigures{home, paris} {
 		require.Equal(t, now[f.Location], f.Change, "the day's change at %s is its counters: every row was born today", f.Location)
-		var sum inventory.Counters
+		var sum stock.Counters
 		for _, k := range f.ByKind {
 			sum = sum.Plus(k.Counters)
 		}
 		require.Equal(t, f.Change, sum, "the kinds' changes sum to the day's change at %s", f.Location)
 	}
 	require.Equal(t, now["default"].Plus(now["paris"]), r.Totals.Change)
-	require.Equal(t, reports.KindFigures{Movements: 1, Counters: inventory.Counters{Total: 1, Available: 1, Incoming: -1}}, paris.ByKind["receive"],
+	require.Equal(t, reports.KindFigures{Movements: 1, Counters: stock.Counters{Total: 1, Available: 1, Incoming: -1}}, paris.ByKind["receive"],
 		"a receipt: from incoming into total and available")
 }

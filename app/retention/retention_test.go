@@ -19,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/retention"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -95,7 +96,7 @@ func TestRetentionDeletesOnlyWhatIsOld(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
-	_, err := b.deps.Inventory.AdjustMany(ctx, inventory.BulkAdjustment{Actor: "seed", Lines: []inventory.BulkLine{
+	_, err := b.deps.Inventory.AdjustMany(ctx, stock.BulkAdjustment{Actor: "seed", Lines: []stock.BulkLine{
 		{SKU: "A1", Delta: 100}, {SKU: "B2", Delta: 100}}})
 	require.NoError(t, err)
 	const month = 31 * 24 * time.Hour
@@ -168,7 +169,7 @@ func TestRetentionDeletesOnlyWhatIsOld(t *testing.T) {
 	for _, sku := range []string{"A1", "B2"} {
 		st, err := b.deps.Inventory.GetStock(ctx, sku)
 		require.NoError(t, err)
-		require.Equal(t, inventory.StockOnSale, st.Pools[0].Status, "%s not paused", sku)
+		require.Equal(t, stock.StockOnSale, st.Pools[0].Status, "%s not paused", sku)
 	}
 	// ...and for the invariant check (at cleanup). Deleting a confirmed
 	// hold, which retention never does, would break them: the check can
@@ -189,7 +190,7 @@ func TestRetentionBudgetAndLocks(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
-	_, err := b.deps.Inventory.AdjustMany(ctx, inventory.BulkAdjustment{Actor: "seed", Lines: []inventory.BulkLine{
+	_, err := b.deps.Inventory.AdjustMany(ctx, stock.BulkAdjustment{Actor: "seed", Lines: []stock.BulkLine{
 		{SKU: "A1", Delta: 100}, {SKU: "B2", Delta: 100}}})
 	require.NoError(t, err)
 	var ids []uuid.UUID

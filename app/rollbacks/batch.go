@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Batch is what one rollback_batch did.
@@ -143,7 +144,7 @@ func (s *Service) enqueueBatch(ctx context.Context, tx pgx.Tx, id int64, pause t
 
 // lockForFinish locks, when batch ids of a campaign's end may be its last,
 // every stock row the campaign's finish changes in this transaction (the
-// campaign's rows and main's beside them: inventory.LockGiveBackTx), after
+// campaign's rows and main's beside them: stock.LockGiveBackTx), after
 // the holds (nextBatch locked them) and before the release locks any
 // stock row, so that the transaction takes them all in the one lock order.
 // It reports whether it did. A batch may be the last when it took every
@@ -164,7 +165,7 @@ func lockForFinish(ctx context.Context, tx pgx.Tx, r Rollback, ids []uuid.UUID) 
 			return false, nil
 		}
 	}
-	if err := inventory.LockGiveBackTx(ctx, tx, r.Scope.Campaign); err != nil {
+	if err := stock.LockGiveBackTx(ctx, tx, r.Scope.Campaign); err != nil {
 		return false, fmt.Errorf("rollback %d: %w", r.ID, err)
 	}
 	return true, nil

@@ -30,6 +30,7 @@ import (
 	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // BatchSize is the most holds one rollback_batch releases.
@@ -173,13 +174,13 @@ func requireLocation(ctx context.Context, tx pgx.Tx, s Scope) error {
 	if s.Location == "" {
 		return nil
 	}
-	return inventory.RequireLocations(ctx, tx, s.Location)
+	return stock.RequireLocations(ctx, tx, s.Location)
 }
 
 // normalized fills the pool of a SKU scope (main by default).
 func (s Scope) normalized() Scope {
 	if s.SKU != "" && s.Pool == "" {
-		s.Pool = inventory.MainPool
+		s.Pool = stock.MainPool
 	}
 	return s
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/schema"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // locationsVersion is the first migration of locations.
@@ -123,11 +124,11 @@ func TestUpgradeToLocationsKeepsEveryRow(t *testing.T) {
 	require.NoError(t, err)
 	st, err := svc.GetStock(ctx, "A1")
 	require.NoError(t, err)
-	require.Equal(t, inventory.Pool{Location: "default", Pool: "main", Counters: inventory.Counters{Total: 10, Available: 5, Sold: 5}, Status: "on_sale"},
+	require.Equal(t, stock.Pool{Location: "default", Pool: "main", Counters: stock.Counters{Total: 10, Available: 5, Sold: 5}, Status: "on_sale"},
 		strip(st.Pools[0]))
-	_, _, err = svc.CreateLocationOnce(ctx, idempotency.NewKey("ops", "berlin"), inventory.NewLocation{ID: "berlin", Name: "Berlin", Actor: "ops"})
+	_, _, err = svc.CreateLocationOnce(ctx, idempotency.NewKey("ops", "berlin"), stock.NewLocation{ID: "berlin", Name: "Berlin", Actor: "ops"})
 	require.NoError(t, err)
-	_, _, err = svc.CreateTransferOnce(ctx, idempotency.NewKey("ops", "t"), inventory.NewTransfer{SKU: "BULK-00006", From: "default", To: "berlin",
+	_, _, err = svc.CreateTransferOnce(ctx, idempotency.NewKey("ops", "t"), stock.NewTransfer{SKU: "BULK-00006", From: "default", To: "berlin",
 		Quantity: 6, Reason: "moving", Actor: "ops"})
 	require.NoError(t, err)
 	h, _, err := svc.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "new", Items: []inventory.Item{{SKU: "BULK-00005", Quantity: 5}}})
@@ -137,7 +138,7 @@ func TestUpgradeToLocationsKeepsEveryRow(t *testing.T) {
 }
 
 // strip leaves out what a comparison of counters does not care about.
-func strip(p inventory.Pool) inventory.Pool {
+func strip(p stock.Pool) stock.Pool {
 	p.UpdatedAt = time.Time{}
 	return p
 }

@@ -18,11 +18,11 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // ChunkRows is how many rows one transaction of an import applies.
-const ChunkRows = inventory.MaxBulkLines
+const ChunkRows = stock.MaxBulkLines
 
 // MaxIDLength bounds an import's id.
 const MaxIDLength = 200
@@ -315,10 +315,10 @@ func (im *Importer) start(ctx context.Context, q *db.Queries, f *File, run int32
 // other, being applied, so a row is applied once per run.
 func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, run db.StockImport, lo, hi int) (changed int, in, out int64, err error) {
 	base := refName(filepath.Base(f.Name))
-	b := inventory.BulkAdjustment{Reason: im.Reason, Actor: im.Actor}
+	b := stock.BulkAdjustment{Reason: im.Reason, Actor: im.Actor}
 	for _, i := range applied(f.Rows[lo:hi]) {
 		r := f.Rows[lo+i]
-		l := inventory.BulkLine{SKU: r.SKU, Location: r.Location, Pool: r.Pool, Ref: fmt.Sprintf("%s:%d", base, r.Line)}
+		l := stock.BulkLine{SKU: r.SKU, Location: r.Location, Pool: r.Pool, Ref: fmt.Sprintf("%s:%d", base, r.Line)}
 		if f.Format == FormatSetTotal {
 			v := r.Value
 			l.SetTotal = &v
@@ -329,7 +329,7 @@ func (im *Importer) chunk(ctx context.Context, conn *pgxpool.Conn, f *File, run 
 	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if len(b.Lines) > 0 { // a chunk of pools of units alone applies nothing
-			res, err := inventory.AdjustManyTx(ctx, tx, b)
+			res, err := stock.AdjustManyTx(ctx, tx, b)
 			if err != nil {
 				return err
 			}
@@ -408,7 +408,7 @@ func refuseUnmarkedUnits(ctx context.Context, q *db.Queries, f *File) error {
 		if !r.Serialized && units[[3]string{r.SKU, r.Location, r.Pool}] {
 			p.add("line %d: SKU %q (pool %s%s) is units with an identity, which change only through their units "+
 				"(POST /v1/skus/{sku}/units, .../units/retire): leave the row out, or mark it %s true as an export does",
-				r.Line, r.SKU, r.Pool, inventory.At(r.Location), SerializedColumn)
+				r.Line, r.SKU, r.Pool, stock.At(r.Location), SerializedColumn)
 		}
 	}
 	if len(p.List) == 0 {

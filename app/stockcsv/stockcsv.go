@@ -20,7 +20,7 @@ import (
 	"strings"
 
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Column layouts of an import file: the header's first three columns, or
@@ -155,7 +155,7 @@ func Parse(name string, data []byte) (*File, error) {
 		}
 		k := [3]string{row.SKU, row.Location, row.Pool}
 		if first, dup := seen[k]; dup {
-			problems.add("line %d: SKU %q pool %s%s is already on line %d: give each pool once", line, row.SKU, row.Pool, inventory.At(row.Location), first)
+			problems.add("line %d: SKU %q pool %s%s is already on line %d: give each pool once", line, row.SKU, row.Pool, stock.At(row.Location), first)
 			continue
 		}
 		seen[k] = line
@@ -204,16 +204,16 @@ func (f *File) readHeader(header []string) (serialized int, err error) {
 // wrong with it, if anything.
 func (f *File) readRow(line int, rec []string, serialized int) (row Row, msg string) {
 	// An export's names come neutralized against spreadsheets ('=...).
-	row = Row{Line: line, SKU: Restore(rec[0]), Location: inventory.DefaultLocation}
+	row = Row{Line: line, SKU: Restore(rec[0]), Location: stock.DefaultLocation}
 	if f.Located {
 		row.Location, rec = Restore(rec[1]), append(rec[:1:1], rec[2:]...)
 		if row.Location == "" {
-			row.Location = inventory.DefaultLocation
+			row.Location = stock.DefaultLocation
 		}
 	}
 	row.Pool = Restore(rec[1])
 	if row.Pool == "" {
-		row.Pool = inventory.MainPool
+		row.Pool = stock.MainPool
 	}
 	if msg := rowProblem(&row, f.Format, rec[2]); msg != "" {
 		return row, msg
@@ -273,10 +273,10 @@ func rowProblem(row *Row, format, value string) string {
 	switch {
 	case err != nil:
 		return fmt.Sprintf("%s %q is not a whole number", format, value)
-	case format == FormatDelta && (v == 0 || v > inventory.MaxAdjustment || v < -inventory.MaxAdjustment):
-		return fmt.Sprintf("delta %d: want a non-zero whole number from -%d to %d", v, inventory.MaxAdjustment, inventory.MaxAdjustment)
-	case format == FormatSetTotal && (v < 0 || v > inventory.MaxAdjustment):
-		return fmt.Sprintf("set_total %d: want a whole number from 0 to %d", v, inventory.MaxAdjustment)
+	case format == FormatDelta && (v == 0 || v > stock.MaxAdjustment || v < -stock.MaxAdjustment):
+		return fmt.Sprintf("delta %d: want a non-zero whole number from -%d to %d", v, stock.MaxAdjustment, stock.MaxAdjustment)
+	case format == FormatSetTotal && (v < 0 || v > stock.MaxAdjustment):
+		return fmt.Sprintf("set_total %d: want a whole number from 0 to %d", v, stock.MaxAdjustment)
 	}
 	row.Value = v
 	return ""

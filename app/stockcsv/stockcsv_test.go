@@ -19,6 +19,7 @@ import (
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/schema"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/stockcsv"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -133,11 +134,11 @@ func delta(i int) int {
 // file's -1 rows can apply.
 func (b bundle) seed(t *testing.T, n int) {
 	t.Helper()
-	var lines []inventory.BulkLine
+	var lines []stock.BulkLine
 	for i := 0; i < n; i += 2 {
-		lines = append(lines, inventory.BulkLine{SKU: fmt.Sprintf("D%04d", i), Delta: 1})
-		if len(lines) == inventory.MaxBulkLines || i+2 >= n {
-			_, err := b.inv.AdjustMany(t.Context(), inventory.BulkAdjustment{Lines: lines, Actor: "seed"})
+		lines = append(lines, stock.BulkLine{SKU: fmt.Sprintf("D%04d", i), Delta: 1})
+		if len(lines) == stock.MaxBulkLines || i+2 >= n {
+			_, err := b.inv.AdjustMany(t.Context(), stock.BulkAdjustment{Lines: lines, Actor: "seed"})
 			require.NoError(t, err)
 			lines = nil
 		}
@@ -300,7 +301,7 @@ func TestExportRoundTrip(t *testing.T) {
 	a := setup(t)
 	ctx := t.Context()
 	for i, sku := range []string{"X1", "X2", "x3", "Y,4"} {
-		_, err := a.inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: int64(10 * (i + 1)), Actor: "seed"})
+		_, err := a.inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: int64(10 * (i + 1)), Actor: "seed"})
 		require.NoError(t, err)
 	}
 	r, _, err := a.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h1",
@@ -310,7 +311,7 @@ func TestExportRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = a.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h2", Items: []inventory.Item{{SKU: "x3", Quantity: 5}}})
 	require.NoError(t, err)
-	_, err = a.inv.Pause(ctx, inventory.SwitchRequest{SKU: "X2", Reason: "count", Actor: "alice"})
+	_, err = a.inv.Pause(ctx, stock.SwitchRequest{SKU: "X2", Reason: "count", Actor: "alice"})
 	require.NoError(t, err)
 
 	var first bytes.Buffer
@@ -344,7 +345,7 @@ func TestExportRoundTrip(t *testing.T) {
 
 	// Into the same database after the stock moved: back to the exported
 	// totals (the import is not skipped: no import of that id ran here).
-	_, err = a.inv.AdjustMany(ctx, inventory.BulkAdjustment{Actor: "alice", Lines: []inventory.BulkLine{
+	_, err = a.inv.AdjustMany(ctx, stock.BulkAdjustment{Actor: "alice", Lines: []stock.BulkLine{
 		{SKU: "X1", Delta: 5}, {SKU: "x3", Delta: -20}, {SKU: "Y,4", Delta: 1}}})
 	require.NoError(t, err)
 	sum, err = (&stockcsv.Importer{Pool: a.pool, ID: "export.csv", Actor: "importer"}).Import(ctx, f)
@@ -366,7 +367,7 @@ func TestExportNeutralizesFormulas(t *testing.T) {
 	ctx := t.Context()
 	skus := []string{"=cmd|' -C calc'!A0", "+1", "-A1", "@SUM(A1)", "'=quoted", "''+twice", "'plain", "A=1", "'"}
 	for _, sku := range skus {
-		_, err := a.inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 3, Actor: "seed"})
+		_, err := a.inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 3, Actor: "seed"})
 		require.NoError(t, err)
 	}
 	var out bytes.Buffer
@@ -613,12 +614,12 @@ func TestExportOfUnitsImportsBack(t *testing.T) {
 	t.Parallel()
 	a := setup(t)
 	ctx := t.Context()
-	_, err := a.inv.Adjust(ctx, inventory.Adjustment{SKU: "MUG", Delta: 10, Actor: "seed"})
+	_, err := a.inv.Adjust(ctx, stock.Adjustment{SKU: "MUG", Delta: 10, Actor: "seed"})
 	require.NoError(t, err)
-	_, _, err = a.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "seats"), inventory.UnitsChange{SKU: "GALA", Reason: "plan", Actor: "ops",
-		Units: []inventory.UnitSpec{{ID: "A-1"}, {ID: "A-2"}, {ID: "A-3"}}})
+	_, _, err = a.inv.AddUnitsOnce(ctx, idempotency.NewKey("ops", "seats"), stock.UnitsChange{SKU: "GALA", Reason: "plan", Actor: "ops",
+		Units: []stock.UnitSpec{{ID: "A-1"}, {ID: "A-2"}, {ID: "A-3"}}})
 	require.NoError(t, err)
-	_, err = a.inv.Adjust(ctx, inventory.Adjustment{SKU: "TEE", Delta: 4, Actor: "seed"})
+	_, err = a.inv.Adjust(ctx, stock.Adjustment{SKU: "TEE", Delta: 4, Actor: "seed"})
 	require.NoError(t, err)
 
 	var out bytes.Buffer
@@ -631,7 +632,7 @@ func TestExportOfUnitsImportsBack(t *testing.T) {
 
 	// The same database, MUG's stock moved since: back to its total, the
 	// seats untouched.
-	_, err = a.inv.Adjust(ctx, inventory.Adjustment{SKU: "MUG", Delta: 5, Actor: "seed"})
+	_, err = a.inv.Adjust(ctx, stock.Adjustment{SKU: "MUG", Delta: 5, Actor: "seed"})
 	require.NoError(t, err)
 	sum, err := (&stockcsv.Importer{Pool: a.pool, ID: "stock.csv", Actor: "importer"}).Import(ctx, f)
 	require.NoError(t, err)

@@ -43,6 +43,7 @@ import (
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Actor is who the switches the rules flip are recorded as.
@@ -381,7 +382,7 @@ func (s *Service) lockWaits(ctx context.Context, w db.TripCountsSumRow) (Fired, 
 // rowName names a stock row in a subject or a list: sku/pool at the
 // default location, as before locations, sku@location/pool elsewhere.
 func rowName(sku, location, pool string) string {
-	if location == "" || location == inventory.DefaultLocation {
+	if location == "" || location == stock.DefaultLocation {
 		return sku + "/" + pool
 	}
 	return sku + "@" + location + "/" + pool
@@ -389,7 +390,7 @@ func rowName(sku, location, pool string) string {
 
 // at is " at location" in a message, nothing at the default location.
 func at(location string) string {
-	if location == "" || location == inventory.DefaultLocation {
+	if location == "" || location == stock.DefaultLocation {
 		return ""
 	}
 	return " at " + location
@@ -403,10 +404,10 @@ func (s *Service) pause(ctx context.Context, sku, location, pool, rule, what str
 		return err
 	}
 	for _, p := range st.Pools {
-		if p.Pool != pool || p.Location != location || p.Status != inventory.StockOnSale {
+		if p.Pool != pool || p.Location != location || p.Status != stock.StockOnSale {
 			continue
 		}
-		if _, err := s.inv.Pause(ctx, inventory.SwitchRequest{SKU: sku, Location: location, Pool: pool, Reason: "rule " + rule + ": " + what, Actor: Actor}); err != nil {
+		if _, err := s.inv.Pause(ctx, stock.SwitchRequest{SKU: sku, Location: location, Pool: pool, Reason: "rule " + rule + ": " + what, Actor: Actor}); err != nil {
 			return fmt.Errorf("pause %s: %w", rowName(sku, location, pool), err)
 		}
 	}
@@ -545,7 +546,7 @@ func (s *Service) sustained(ctx context.Context, period time.Time, rule string, 
 			return nil, err
 		}
 		if !st.Active {
-			if _, err := s.inv.SetStopSale(ctx, inventory.StopSaleChange{Active: true, Reason: "rule " + rule + ": " + what, Actor: Actor, Rule: rule}); err != nil {
+			if _, err := s.inv.SetStopSale(ctx, stock.StopSaleChange{Active: true, Reason: "rule " + rule + ": " + what, Actor: Actor, Rule: rule}); err != nil {
 				return nil, err
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/trips"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -34,7 +35,7 @@ func setup(t *testing.T, set func(*config.Config)) (*app.Services, *pgxpool.Pool
 
 func stockIn(t *testing.T, inv *inventory.Service, sku string, n int64) {
 	t.Helper()
-	_, err := inv.Adjust(context.Background(), inventory.Adjustment{SKU: sku, Delta: n, Reason: "test", Actor: "test"})
+	_, err := inv.Adjust(context.Background(), stock.Adjustment{SKU: sku, Delta: n, Reason: "test", Actor: "test"})
 	require.NoError(t, err)
 }
 
@@ -103,10 +104,10 @@ func TestLockWaitsPauseTheSKU(t *testing.T) {
 		require.NoError(t, err)
 		return st.Pools[0].Status
 	}
-	require.Equal(t, inventory.StockPaused, status("AT"))
-	require.Equal(t, inventory.StockPaused, status("ABOVE"))
-	require.Equal(t, inventory.StockOnSale, status("BELOW"))
-	require.Equal(t, inventory.StockOnSale, status("COLD"))
+	require.Equal(t, stock.StockPaused, status("AT"))
+	require.Equal(t, stock.StockPaused, status("ABOVE"))
+	require.Equal(t, stock.StockOnSale, status("BELOW"))
+	require.Equal(t, stock.StockOnSale, status("COLD"))
 	list, err := deps.Alerts.List(ctx, alerts.StatusOpen, 100)
 	require.NoError(t, err)
 	counted := map[string]int64{}
@@ -190,7 +191,7 @@ func TestExpiryBacklogFiresAfterPeriods(t *testing.T) {
 	// Lifting the trip shows what tripped it.
 	_, err = pool.Exec(ctx, `UPDATE reservations SET expires_at = now() + interval '1 hour' WHERE id = ANY($1)`, ids)
 	require.NoError(t, err)
-	lifted, err := deps.Inventory.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Reason: "expiry caught up", Actor: "alice"}})
+	lifted, err := deps.Inventory.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Reason: "expiry caught up", Actor: "alice"}})
 	require.NoError(t, err)
 	require.NotNil(t, lifted.Paused)
 	require.Equal(t, trips.Actor, lifted.Paused.Actor)
@@ -227,9 +228,9 @@ func TestSpreadBacklogStopsSales(t *testing.T) {
 	for i := range 12 {
 		s, err := deps.Inventory.GetStock(ctx, fmt.Sprint("S", i))
 		require.NoError(t, err)
-		require.Equal(t, inventory.StockOnSale, s.Pools[0].Status, "no pool paused")
+		require.Equal(t, stock.StockOnSale, s.Pools[0].Status, "no pool paused")
 	}
-	off, err := deps.Inventory.SetStopSale(ctx, inventory.StopSaleChange{Active: false, Reason: "expiry caught up", Actor: "alice"})
+	off, err := deps.Inventory.SetStopSale(ctx, stock.StopSaleChange{Active: false, Reason: "expiry caught up", Actor: "alice"})
 	require.NoError(t, err)
 	require.NotNil(t, off.Lifted)
 	require.Equal(t, trips.RuleExpiryBacklog, *off.Lifted.Rule)
@@ -295,7 +296,7 @@ func TestRulesCountAcrossInstances(t *testing.T) {
 	require.Contains(t, fired[0].Detail, "4 requests answered busy in 1m0s (by 2 instances)")
 	st, err := invA.GetStock(ctx, "HOT")
 	require.NoError(t, err)
-	require.Equal(t, inventory.StockPaused, st.Pools[0].Status)
+	require.Equal(t, stock.StockPaused, st.Pools[0].Status)
 	fired, err = a.Decide(ctx, p1)
 	require.NoError(t, err)
 	require.Empty(t, fired, "the period was decided by the other instance")
@@ -408,8 +409,8 @@ func TestTripPausesItsLocationOnly(t *testing.T) {
 			})
 			dbtest.Location(t, pool, "paris", 1)
 			dbtest.Location(t, pool, "berlin", 2)
-			for _, l := range []string{inventory.DefaultLocation, "paris", "berlin"} {
-				_, err := deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "A1", Location: l, Delta: 10, Reason: "test", Actor: "test"})
+			for _, l := range []string{stock.DefaultLocation, "paris", "berlin"} {
+				_, err := deps.Inventory.Adjust(ctx, stock.Adjustment{SKU: "A1", Location: l, Delta: 10, Reason: "test", Actor: "test"})
 				require.NoError(t, err)
 			}
 
@@ -421,10 +422,10 @@ func TestTripPausesItsLocationOnly(t *testing.T) {
 			for _, p := range st.Pools {
 				status[p.Location] = p.Status
 			}
-			require.Equal(t, map[string]string{inventory.DefaultLocation: inventory.StockOnSale, "paris": inventory.StockPaused, "berlin": inventory.StockOnSale}, status)
+			require.Equal(t, map[string]string{stock.DefaultLocation: stock.StockOnSale, "paris": stock.StockPaused, "berlin": stock.StockOnSale}, status)
 			require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM ledger WHERE kind = 'pause'`), "one pause, at paris")
 			require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM ledger WHERE kind = 'pause' AND location = 'paris'`))
-			for _, l := range []string{inventory.DefaultLocation, "berlin"} {
+			for _, l := range []string{stock.DefaultLocation, "berlin"} {
 				_, _, err := deps.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "at-" + l,
 					Items: []inventory.Item{{SKU: "A1", Quantity: 1, Location: l}}})
 				require.NoError(t, err, "A1 sells at %s", l)

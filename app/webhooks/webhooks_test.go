@@ -25,6 +25,7 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/webhooks"
 	"github.com/stockhold/stockhold/jobs"
 )
@@ -120,7 +121,7 @@ func TestDeliveryRefusesPrivateAddressesWhenItConnects(t *testing.T) {
 	pool, allowing, inv := services(t, true)
 	w, err := create(ctx, pool, allowing, srv.URL, "*")
 	require.NoError(t, err)
-	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 5, Actor: "test"})
+	_, err = inv.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 5, Actor: "test"})
 	require.NoError(t, err)
 	eventstest.WaitServed(t, pool)
 
@@ -174,7 +175,7 @@ func TestNewWebhookGetsWhatCommitsAfterItOnly(t *testing.T) {
 	pool, svc, inv := services(t, true)
 
 	for _, sku := range []string{"INFLIGHT", "EARLY", "LATE"} {
-		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 5, Actor: "test"})
+		_, err := inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 5, Actor: "test"})
 		require.NoError(t, err)
 	}
 	held, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h-1", Items: []inventory.Item{{SKU: "INFLIGHT", Quantity: 2}}})
@@ -193,12 +194,12 @@ func TestNewWebhookGetsWhatCommitsAfterItOnly(t *testing.T) {
 	_, err = inv.ReleaseTx(ctx, inflight, []uuid.UUID{held.ID}, inventory.Outcome{Status: inventory.StatusReleased, Kind: "release", Actor: "test", Reason: "test"})
 	require.NoError(t, err)
 	// Committed before the webhook, behind the older transaction.
-	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "EARLY", Delta: 1, Actor: "test"})
+	_, err = inv.Adjust(ctx, stock.Adjustment{SKU: "EARLY", Delta: 1, Actor: "test"})
 	require.NoError(t, err)
 
 	w, err := create(ctx, pool, svc, srv.URL, "*")
 	require.NoError(t, err)
-	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "LATE", Delta: 2, Actor: "test"})
+	_, err = inv.Adjust(ctx, stock.Adjustment{SKU: "LATE", Delta: 2, Actor: "test"})
 	require.NoError(t, err)
 	require.NoError(t, inflight.Commit(ctx))
 	require.NoError(t, old.Rollback(ctx))
@@ -243,7 +244,7 @@ func TestNewWebhookGetsEveryLaterEventOfAnOlderWriter(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	pool, svc, inv := services(t, true)
-	_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: "SHARED", Delta: 5, Actor: "test"})
+	_, err := inv.Adjust(ctx, stock.Adjustment{SKU: "SHARED", Delta: 5, Actor: "test"})
 	require.NoError(t, err)
 	held, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h-1", Items: []inventory.Item{{SKU: "SHARED", Quantity: 2}}})
 	require.NoError(t, err)
@@ -255,7 +256,7 @@ func TestNewWebhookGetsEveryLaterEventOfAnOlderWriter(t *testing.T) {
 	_, err = older.Exec(ctx, "SELECT pg_current_xact_id()")
 	require.NoError(t, err)
 	// A younger transaction changes the row and commits, before the webhook.
-	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "SHARED", Delta: 1, Actor: "test"})
+	_, err = inv.Adjust(ctx, stock.Adjustment{SKU: "SHARED", Delta: 1, Actor: "test"})
 	require.NoError(t, err)
 
 	w, err := create(ctx, pool, svc, srv.URL, "*")
@@ -309,7 +310,7 @@ func TestNewWebhookSkipsWhatCommittedBeforeItBehindAYoungerWriter(t *testing.T) 
 
 	holds := map[string]uuid.UUID{}
 	for _, sku := range []string{"BEFORE", "AFTER"} {
-		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 5, Actor: "test"})
+		_, err := inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 5, Actor: "test"})
 		require.NoError(t, err)
 		h, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "h-" + sku, Items: []inventory.Item{{SKU: sku, Quantity: 2}}})
 		require.NoError(t, err)
@@ -333,7 +334,7 @@ func TestNewWebhookSkipsWhatCommittedBeforeItBehindAYoungerWriter(t *testing.T) 
 	// opened so far, and commits: the row's feed position is its id.
 	younger := func(sku string) {
 		t.Helper()
-		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 1, Actor: "test"})
+		_, err := inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 1, Actor: "test"})
 		require.NoError(t, err)
 	}
 

@@ -22,6 +22,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/jobs"
 )
 
@@ -131,7 +132,7 @@ func TestKilledRollbackFinishesOnAnotherInstance(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	deps := services(t, pool)
-	_, err := deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 400, Actor: "test"})
+	_, err := deps.Inventory.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 400, Actor: "test"})
 	require.NoError(t, err)
 	ids := make([]uuid.UUID, 300)
 	for i := range ids {
@@ -199,7 +200,7 @@ func TestKilledCampaignStartFinishesOnAnotherInstance(t *testing.T) {
 	pool := dbtest.New(t)
 	deps := services(t, pool)
 	for _, sku := range []string{"FLASH", "GIFT"} {
-		_, err := deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 100, Actor: "test"})
+		_, err := deps.Inventory.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 100, Actor: "test"})
 		require.NoError(t, err)
 	}
 	unlock := lockStockRow(t, pool, "GIFT") // the start moves FLASH, then waits for GIFT

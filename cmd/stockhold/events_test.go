@@ -23,6 +23,7 @@ import (
 	"github.com/stockhold/stockhold/app/events"
 	"github.com/stockhold/stockhold/app/events/eventstest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // consumer pulls GET /v1/events from whichever server is up, keeping its
@@ -138,7 +139,7 @@ func TestEventConsumerAcrossServerKills(t *testing.T) {
 	deps := services(t, pool)
 	skus := []string{"A1", "B2", "C3"}
 	for _, sku := range skus {
-		_, err := deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 100_000, Actor: "test"})
+		_, err := deps.Inventory.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 100_000, Actor: "test"})
 		require.NoError(t, err)
 	}
 	ops, err := auth.Create(ctx, pool, "alice", auth.RoleOps)
@@ -184,7 +185,7 @@ func TestEventConsumerAcrossServerKills(t *testing.T) {
 				case 2:
 					_, err = deps.Inventory.ReleaseItems(ctx, h.ID, by, "", []inventory.Item{{SKU: h.Items[0].SKU, Quantity: 1}})
 				case 3:
-					_, err = deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: items[0].SKU, Delta: 1, Actor: "restock"})
+					_, err = deps.Inventory.Adjust(ctx, stock.Adjustment{SKU: items[0].SKU, Delta: 1, Actor: "restock"})
 				}
 				if errors.Is(err, &domain.Error{Code: domain.CodeBusy}) {
 					continue

@@ -16,6 +16,7 @@ import (
 	"github.com/stockhold/stockhold/app"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // The commands of stock in several places: locations, transfers between them, and stock
@@ -44,7 +45,7 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 	if args[0] != "list" {
 		fs.StringVar(&id, "id", "", "the location's `id` (required)")
 		fs.StringVar(&name, "name", "", "its `name`, for people")
-		fs.Int64Var(&priority, "priority", 0, fmt.Sprintf("allocation order, from %d to %d: lower first, ties by id", -inventory.MaxPriority, inventory.MaxPriority))
+		fs.Int64Var(&priority, "priority", 0, fmt.Sprintf("allocation order, from %d to %d: lower first, ties by id", -stock.MaxPriority, stock.MaxPriority))
 		fs.StringVar(&operator, "operator", "", "who, for the record (required)")
 	}
 	if args[0] == "update" {
@@ -61,8 +62,8 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 	}
 	// Checked here, before it is cut to the service's 32 bits (where
 	// 4294967297 would become 1).
-	if priority < -inventory.MaxPriority || priority > inventory.MaxPriority {
-		return fmt.Errorf("%w: --priority %d: want a whole number from %d to %d", errUsage, priority, -inventory.MaxPriority, inventory.MaxPriority)
+	if priority < -stock.MaxPriority || priority > stock.MaxPriority {
+		return fmt.Errorf("%w: --priority %d: want a whole number from %d to %d", errUsage, priority, -stock.MaxPriority, stock.MaxPriority)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -73,14 +74,14 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 			if name == "" {
 				name = id
 			}
-			l, _, err := svc.Inventory.CreateLocationOnce(ctx, cliKey("location"), inventory.NewLocation{
+			l, _, err := svc.Inventory.CreateLocationOnce(ctx, cliKey("location"), stock.NewLocation{
 				ID: id, Name: name, Priority: int32(priority), Actor: operator})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "created location %s (%s), priority %d\n", l.ID, l.Name, l.Priority)
 		case "update":
-			c := inventory.LocationChange{ID: id, Actor: operator}
+			c := stock.LocationChange{ID: id, Actor: operator}
 			if set["name"] {
 				c.Name = &name
 			}
@@ -112,7 +113,7 @@ func listLocations(ctx context.Context, inv *inventory.Service, stdout io.Writer
 	fmt.Fprintln(w, "ID\tNAME\tPRIORITY\tACTIVE\tTOTAL\tAVAILABLE\tRESERVED\tSOLD\tQC\tDAMAGED\tSAFETY\tINCOMING")
 	cursor := ""
 	for {
-		page, err := inv.Locations(ctx, cursor, inventory.MaxLocationsPage)
+		page, err := inv.Locations(ctx, cursor, stock.MaxLocationsPage)
 		if err != nil {
 			return err
 		}
@@ -140,8 +141,8 @@ func transferCmd(ctx context.Context, args []string, getenv func(string) string,
 	sub := args[0]
 	fs := flag.NewFlagSet("transfer "+sub, flag.ContinueOnError)
 	var (
-		n        inventory.NewTransfer
-		step     inventory.TransferStep
+		n        stock.NewTransfer
+		step     stock.TransferStep
 		quantity int64
 		status   string
 	)
@@ -187,7 +188,7 @@ func transferCmd(ctx context.Context, args []string, getenv func(string) string,
 	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		var (
-			t   inventory.Transfer
+			t   stock.Transfer
 			err error
 		)
 		switch sub {
@@ -216,7 +217,7 @@ func transferCmd(ctx context.Context, args []string, getenv func(string) string,
 func listTransfers(ctx context.Context, inv *inventory.Service, status string, stdout io.Writer) error {
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tSKU\tFROM\tTO\tQUANTITY\tRECEIVED\tLOST\tSTATUS\tAGE")
-	f := inventory.TransferFilter{Status: status, Limit: inventory.MaxTransfersPage}
+	f := stock.TransferFilter{Status: status, Limit: stock.MaxTransfersPage}
 	for {
 		page, err := inv.Transfers(ctx, f)
 		if err != nil {
@@ -237,7 +238,7 @@ func listTransfers(ctx context.Context, inv *inventory.Service, status string, s
 // countCmd previews, or with --apply records, a stock count.
 func countCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("count", flag.ContinueOnError)
-	var c inventory.StockCount
+	var c stock.StockCount
 	fs.StringVar(&c.SKU, "sku", "", "the `SKU` counted (required)")
 	fs.StringVar(&c.Location, "location", "", "where (default: default)")
 	fs.StringVar(&c.Pool, "pool", "", "the `pool` (default main)")
@@ -258,7 +259,7 @@ func countCmd(ctx context.Context, args []string, getenv func(string) string, st
 	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		var (
-			out inventory.Counted
+			out stock.Counted
 			err error
 		)
 		if *apply {

@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "report":
 		err = report(ctx, args[1:], getenv, stdout, stderr)
 	case "stock":
-		err = stock(ctx, args[1:], getenv, stdout, stderr)
+		err = stockCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "locations":
 		err = locationsCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "transfer":

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/stockhold/stockhold/app"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // stopSale shows or flips the switch for everything, or with --client one
@@ -54,7 +54,7 @@ func stopSale(ctx context.Context, args []string, getenv func(string) string, st
 			}
 			return nil
 		}
-		st, err := svc.Inventory.SetStopSale(ctx, inventory.StopSaleChange{Client: *client, Location: *location, Active: verb == "on",
+		st, err := svc.Inventory.SetStopSale(ctx, stock.StopSaleChange{Client: *client, Location: *location, Active: verb == "on",
 			Reason: *reason, Actor: *operator})
 		if err != nil {
 			return err
@@ -67,7 +67,7 @@ func stopSale(ctx context.Context, args []string, getenv func(string) string, st
 	})
 }
 
-func printStopSale(w io.Writer, prefix, switched string, st inventory.StopSale) {
+func printStopSale(w io.Writer, prefix, switched string, st stock.StopSale) {
 	what, whose := "stop-sale", "every new hold"
 	switch {
 	case st.Client != "":
@@ -95,7 +95,7 @@ func printStopSale(w io.Writer, prefix, switched string, st inventory.StopSale) 
 // between.
 func repair(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
-	var req inventory.RepairRequest
+	var req stock.RepairRequest
 	fs.StringVar(&req.SKU, "sku", "", "the `SKU` to repair (required)")
 	fs.StringVar(&req.Location, "location", "", "the `location` (default: default)")
 	fs.StringVar(&req.Pool, "pool", "", "the `pool` (default main)")
@@ -124,7 +124,7 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 		if err != nil {
 			return err
 		}
-		c := func(x inventory.Counters) string {
+		c := func(x stock.Counters) string {
 			return fmt.Sprintf("total %d, available %d, reserved %d, sold %d", x.Total, x.Available, x.Reserved, x.Sold)
 		}
 		d := out.Difference

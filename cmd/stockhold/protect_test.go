@@ -10,6 +10,7 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestStopSaleAndRepairCommands flips stop-sale from the command line and
@@ -22,7 +23,7 @@ func TestStopSaleAndRepairCommands(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "STOCKHOLD_LOG_LEVEL": "error"}
 	getenv := func(k string) string { return env[k] }
 	inv := inventory.New(pool, nil, inventory.Config{})
-	_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 10, Actor: "test"})
+	_, err := inv.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 10, Actor: "test"})
 	require.NoError(t, err)
 	cmd := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 func TestReconcileCommand(t *testing.T) {
@@ -19,7 +20,7 @@ func TestReconcileCommand(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	inv := inventory.New(pool, nil, inventory.Config{})
 	for _, sku := range []string{"A1", "B1"} {
-		_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
+		_, err := inv.Adjust(ctx, stock.Adjustment{SKU: sku, Delta: 10, Actor: "test"})
 		require.NoError(t, err)
 	}
 

@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/stockhold/stockhold/app"
-	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reports"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // report prints the daily report of one business day (every page of
@@ -76,7 +76,7 @@ func printReport(w io.Writer, r reports.Daily) {
 	}
 	for _, p := range r.Pools {
 		name := p.SKU
-		if p.Location != inventory.DefaultLocation {
+		if p.Location != stock.DefaultLocation {
 			name += "@" + p.Location
 		}
 		rows = append(rows, named{name + " (" + p.Pool + ")", p.Figures})

@@ -13,6 +13,7 @@ import (
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/reports"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestReportCommand prints today's report as a table and as JSON, and
@@ -24,7 +25,7 @@ func TestReportCommand(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "STOCKHOLD_LOG_LEVEL": "error"}
 	getenv := func(k string) string { return env[k] }
 	inv := inventory.New(pool, nil, inventory.Config{})
-	_, err := inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 10, Reason: "restock", Actor: "alice"})
+	_, err := inv.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 10, Reason: "restock", Actor: "alice"})
 	require.NoError(t, err)
 	r, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "k", Items: []inventory.Item{{SKU: "A1", Quantity: 3}}})
 	require.NoError(t, err)
@@ -33,11 +34,11 @@ func TestReportCommand(t *testing.T) {
 	// Written off, counted, sent to paris: every kind has its column.
 	dbtest.Location(t, pool, "paris", 1)
 	key := func(k string) idempotency.Key { return idempotency.NewKey("ops", k) }
-	_, _, err = inv.MoveOnce(ctx, key("off"), inventory.Move{SKU: "A1", From: inventory.StateAvailable, To: inventory.StateLost, Quantity: 2, Reason: "broken", Actor: "alice"})
+	_, _, err = inv.MoveOnce(ctx, key("off"), stock.Move{SKU: "A1", From: stock.StateAvailable, To: stock.StateLost, Quantity: 2, Reason: "broken", Actor: "alice"})
 	require.NoError(t, err)
-	_, _, err = inv.CountOnce(ctx, key("count"), inventory.StockCount{SKU: "A1", Counted: 4, Reason: "stocktake", Actor: "alice"})
+	_, _, err = inv.CountOnce(ctx, key("count"), stock.StockCount{SKU: "A1", Counted: 4, Reason: "stocktake", Actor: "alice"})
 	require.NoError(t, err)
-	_, _, err = inv.CreateTransferOnce(ctx, key("send"), inventory.NewTransfer{SKU: "A1", From: "default", To: "paris", Quantity: 1, Reason: "rebalance", Actor: "alice"})
+	_, _, err = inv.CreateTransferOnce(ctx, key("send"), stock.NewTransfer{SKU: "A1", From: "default", To: "paris", Quantity: 1, Reason: "rebalance", Actor: "alice"})
 	require.NoError(t, err)
 	cmd := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer

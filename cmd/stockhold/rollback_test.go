@@ -14,6 +14,7 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/rollbacks"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 func TestRollbackCommand(t *testing.T) {
@@ -23,7 +24,7 @@ func TestRollbackCommand(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "USER": "carol"}
 	getenv := func(k string) string { return env[k] }
 	deps := services(t, pool)
-	_, err := deps.Inventory.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 10, Actor: "test"})
+	_, err := deps.Inventory.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 10, Actor: "test"})
 	require.NoError(t, err)
 	_, _, err = deps.Inventory.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "k", Items: []inventory.Item{{SKU: "A1", Quantity: 1}}})
 	require.NoError(t, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // child is a `stockhold serve` process.
@@ -113,7 +114,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	shop, err := auth.Create(ctx, pool, "shop", auth.RoleShop)
 	require.NoError(t, err)
 	inv := inventory.New(pool, nil, inventory.Config{})
-	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "A1", Delta: 1_000_000, Actor: "test"})
+	_, err = inv.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 1_000_000, Actor: "test"})
 	require.NoError(t, err)
 
 	c := startChild(t, "DATABASE_URL="+dbtest.URL(t, pool), "STOCKHOLD_LOG_LEVEL=info",

@@ -16,12 +16,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 	"github.com/stockhold/stockhold/app/stockcsv"
 )
 
-// stock runs `stock import FILE` and `stock export`.
-func stock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// stockCommand runs `stock import FILE` and `stock export`.
+func stockCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if err := groupHelp("stock", args, stdout); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func printSummary(w io.Writer, f *stockcsv.File, sum stockcsv.Summary) {
 				fmt.Fprintf(w, "    ... and %s more\n", count(len(sum.Units)-i))
 				break
 			}
-			fmt.Fprintf(w, "    line %d: %s (pool %s%s)\n", r.Line, r.SKU, r.Pool, inventory.At(r.Location))
+			fmt.Fprintf(w, "    line %d: %s (pool %s%s)\n", r.Line, r.SKU, r.Pool, stock.At(r.Location))
 		}
 	}
 	if left := sum.Rows - sum.Skipped - sum.Applied; left > 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestStockImportCommand imports a file whose second chunk fails on a row
@@ -57,7 +57,7 @@ func TestStockImportCommand(t *testing.T) {
 	_, err := inv.GetStock(ctx, "T1001")
 	require.Error(t, err, "the failed chunk changed nothing")
 
-	_, err = inv.Adjust(ctx, inventory.Adjustment{SKU: "T1500", Delta: 5, Actor: "alice"})
+	_, err = inv.Adjust(ctx, stock.Adjustment{SKU: "T1500", Delta: 5, Actor: "alice"})
 	require.NoError(t, err)
 	code, out, errs = cmd("stock", "import", "--reason", "weekly", file, "--actor", "dave")
 	require.Equal(t, 0, code, errs)

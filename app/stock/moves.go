@@ -1,4 +1,4 @@
-package inventory
+package stock
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func (s *Service) MoveOnce(ctx context.Context, key idempotency.Key, m Move) (St
 	if err := m.validate(); err != nil {
 		return Stock{}, false, err
 	}
-	defer s.soldOut.written() // stock may be back: see soldout.go
+	defer s.writes.Written() // stock may be back: see Writes
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return moveTx(ctx, tx, m) })
 }
 

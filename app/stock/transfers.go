@@ -1,4 +1,4 @@
-package inventory
+package stock
 
 import (
 	"context"
@@ -242,7 +242,7 @@ func (s *Service) ReceiveTransferOnce(ctx context.Context, key idempotency.Key, 
 	if err := st.validReceipt(); err != nil {
 		return Transfer{}, false, err
 	}
-	defer s.soldOut.written() // stock may be back: see soldout.go
+	defer s.writes.Written() // stock may be back: see Writes
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Transfer, error) { return receiveTx(ctx, tx, st) })
 }
 
@@ -365,7 +365,7 @@ func (s *Service) CancelTransferOnce(ctx context.Context, key idempotency.Key, s
 	if err := validReason(st.Reason); err != nil {
 		return Transfer{}, false, err
 	}
-	defer s.soldOut.written() // stock may be back: see soldout.go
+	defer s.writes.Written() // stock may be back: see Writes
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Transfer, error) { return cancelTx(ctx, tx, st) })
 }
 

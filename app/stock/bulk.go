@@ -1,4 +1,4 @@
-package inventory
+package stock
 
 import (
 	"context"
@@ -97,7 +97,7 @@ func (b *BulkAdjustment) Validate() error {
 		case l.SetTotal == nil && (l.Delta == 0 || l.Delta > MaxAdjustment || l.Delta < -MaxAdjustment):
 			return lineError(i, domain.CodeInvalid, *l, "delta must be a non-zero whole number from -%d to %d (or give set_total)", MaxAdjustment, MaxAdjustment)
 		}
-		k := rowKey(l.SKU, l.Location, l.Pool)
+		k := RowKey(l.SKU, l.Location, l.Pool)
 		if j, dup := seen[k]; dup {
 			return lineError(i, domain.CodeInvalid, *l, "SKU %q pool %s%s is already lines[%d]: give each pool once", l.SKU, l.Pool, at(l.Location), j)
 		}
@@ -122,7 +122,7 @@ func (s *Service) AdjustManyOnce(ctx context.Context, key idempotency.Key, b Bul
 	if err := requireReason(b.Reason); err != nil {
 		return BulkResult{}, false, err
 	}
-	defer s.soldOut.written() // stock may be back: see soldout.go
+	defer s.writes.Written() // stock may be back: see Writes
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (BulkResult, error) { return AdjustManyTx(ctx, tx, b) })
 }
 
@@ -183,7 +183,7 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 	}
 	locked := make(map[string]db.Stock, len(rows))
 	for _, r := range rows {
-		locked[rowKey(r.Sku, r.Location, r.Pool)] = r
+		locked[RowKey(r.Sku, r.Location, r.Pool)] = r
 	}
 	if err := refuseEndedLines(ctx, q, b.Lines); err != nil {
 		return BulkResult{}, err
@@ -197,7 +197,7 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		p.Ref = &b.Ref
 	}
 	for i, l := range b.Lines {
-		r, ok := locked[rowKey(l.SKU, l.Location, l.Pool)]
+		r, ok := locked[RowKey(l.SKU, l.Location, l.Pool)]
 		if !ok {
 			err := errNoPool(ctx, q, l.SKU, l.Location, l.Pool, true)
 			if de, ok := err.(*domain.Error); ok {

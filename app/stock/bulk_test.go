@@ -1,4 +1,4 @@
-package inventory_test
+package stock_test
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
-func adjustMany(ctx context.Context, pool *pgxpool.Pool, b inventory.BulkAdjustment) (inventory.BulkResult, error) {
-	var res inventory.BulkResult
+func adjustMany(ctx context.Context, pool *pgxpool.Pool, b stock.BulkAdjustment) (stock.BulkResult, error) {
+	var res stock.BulkResult
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-		res, err = inventory.AdjustManyTx(ctx, tx, b)
+		res, err = stock.AdjustManyTx(ctx, tx, b)
 		return err
 	})
 	return res, err
@@ -48,11 +48,11 @@ func TestBulkAdjustmentsCreatingTheSameSKUs(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range rounds {
-				lines := make([]inventory.BulkLine, len(skus))
+				lines := make([]stock.BulkLine, len(skus))
 				for i, j := range rand.Perm(len(skus)) {
-					lines[i] = inventory.BulkLine{SKU: skus[j], Delta: 2}
+					lines[i] = stock.BulkLine{SKU: skus[j], Delta: 2}
 				}
-				_, err := adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "t", Lines: lines})
+				_, err := adjustMany(ctx, pool, stock.BulkAdjustment{Actor: "t", Lines: lines})
 				errs <- err
 			}
 		}()
@@ -77,7 +77,7 @@ func TestBulkAdjustmentSetTotal(t *testing.T) {
 	pool := dbtest.New(t)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
 	ten := int64(10)
-	_, err := adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "t", Lines: []inventory.BulkLine{{SKU: "A1", SetTotal: &ten}}})
+	_, err := adjustMany(ctx, pool, stock.BulkAdjustment{Actor: "t", Lines: []stock.BulkLine{{SKU: "A1", SetTotal: &ten}}})
 	require.NoError(t, err)
 	// Take 4 out of available as held, the way a hold does (lines,
 	// reservation and ledger), so the pool has something not available.
@@ -91,14 +91,14 @@ func TestBulkAdjustmentSetTotal(t *testing.T) {
 	require.NoError(t, err)
 
 	three, seven := int64(3), int64(7)
-	_, err = adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "t", Lines: []inventory.BulkLine{{SKU: "A1", SetTotal: &three}}})
+	_, err = adjustMany(ctx, pool, stock.BulkAdjustment{Actor: "t", Lines: []stock.BulkLine{{SKU: "A1", SetTotal: &three}}})
 	var de *domain.Error
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, domain.CodeInsufficientAvailable, de.Code)
 	require.Equal(t, 0, *de.Line)
 	require.Contains(t, de.Detail, "cannot go to a total of 3: 4 of its 10 are held or sold")
 
-	res, err := adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "t", Lines: []inventory.BulkLine{{SKU: "A1", SetTotal: &seven}}})
+	res, err := adjustMany(ctx, pool, stock.BulkAdjustment{Actor: "t", Lines: []stock.BulkLine{{SKU: "A1", SetTotal: &seven}}})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Changed)
 	require.EqualValues(t, 3, res.UnitsOut)
@@ -113,21 +113,21 @@ func BenchmarkBulkAdjustment(b *testing.B) {
 	ctx := context.Background()
 	pool := dbtest.New(b)
 	const n = 1000
-	lines := make([]inventory.BulkLine, n)
+	lines := make([]stock.BulkLine, n)
 	for i := range lines {
-		lines[i] = inventory.BulkLine{SKU: fmt.Sprintf("S%04d", i), Delta: 1}
+		lines[i] = stock.BulkLine{SKU: fmt.Sprintf("S%04d", i), Delta: 1}
 	}
-	_, err := adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "bench", Lines: lines})
+	_, err := adjustMany(ctx, pool, stock.BulkAdjustment{Actor: "bench", Lines: lines})
 	require.NoError(b, err)
 	var bulk, single time.Duration
 	for b.Loop() {
 		start := time.Now()
-		_, err := adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "bench", Lines: lines})
+		_, err := adjustMany(ctx, pool, stock.BulkAdjustment{Actor: "bench", Lines: lines})
 		require.NoError(b, err)
 		bulk += time.Since(start)
 		start = time.Now()
 		for _, l := range lines {
-			_, err := adjustMany(ctx, pool, inventory.BulkAdjustment{Actor: "bench", Lines: []inventory.BulkLine{l}})
+			_, err := adjustMany(ctx, pool, stock.BulkAdjustment{Actor: "bench", Lines: []stock.BulkLine{l}})
 			require.NoError(b, err)
 		}
 		single += time.Since(start)

@@ -1,4 +1,4 @@
-package inventory
+package stock
 
 import (
 	"context"
@@ -151,7 +151,7 @@ func (s *Service) Location(ctx context.Context, id string) (Location, error) {
 	q := db.New(s.pool)
 	r, err := q.LocationGet(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Location{}, errUnknownLocation(id, false)
+		return Location{}, ErrUnknownLocation(id, false)
 	}
 	if err != nil {
 		return Location{}, err
@@ -229,7 +229,7 @@ func (s *Service) UpdateLocation(ctx context.Context, c LocationChange) (Locatio
 			ID: c.ID, Name: c.Name, Priority: c.Priority, Active: c.Active, UpdatedBy: &c.Actor, UpdatedKey: domain.KeyName(ctx),
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errUnknownLocation(c.ID, false)
+			return ErrUnknownLocation(c.ID, false)
 		}
 		return err
 	})
@@ -241,18 +241,11 @@ func (s *Service) UpdateLocation(ctx context.Context, c LocationChange) (Locatio
 	return s.Location(ctx, c.ID)
 }
 
-// errUnknownLocation is the refusal of a location that does not exist:
+// ErrUnknownLocation is the refusal of a location that does not exist:
 // named in the body (reference: 422) or addressed by the path (404).
-func errUnknownLocation(id string, reference bool) error {
+func ErrUnknownLocation(id string, reference bool) error {
 	return &domain.Error{Code: domain.CodeUnknownLocation, Reference: reference, Location: id,
 		Detail: fmt.Sprintf("location %q does not exist (POST /v1/locations adds one)", id)}
-}
-
-// errStopSaleAt is the refusal of a hold at a location whose sales are
-// stopped.
-func errStopSaleAt(location, reason string) error {
-	return &domain.Error{Code: domain.CodeStopSale, Location: location,
-		Detail: fmt.Sprintf("sales are stopped at %s (%s): no new holds there until an operator lifts it; confirms, releases and reads go on", location, reason)}
 }
 
 // locationOr is location, or DefaultLocation when it is empty: a write
@@ -294,7 +287,7 @@ func requireLocations(ctx context.Context, q *db.Queries, ids ...string) error {
 	}
 	for _, id := range want {
 		if !slices.ContainsFunc(found, func(l db.Location) bool { return l.ID == id }) {
-			return errUnknownLocation(id, true)
+			return ErrUnknownLocation(id, true)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package inventory
+package stock
 
 import (
 	"context"
@@ -272,7 +272,7 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 		details := out.Books.problem()
 		details["actor"], details["actor_key"], details["reason"], details["refs"] = w.Actor, domain.KeyName(ctx), w.Reason, w.Refs
 		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
-			Kind: "forced_resume", Subject: poolSubject(w.SKU, w.Location, w.Pool), SKU: w.SKU, Location: w.Location, Pool: w.Pool, Details: details,
+			Kind: "forced_resume", Subject: PoolSubject(w.SKU, w.Location, w.Pool), SKU: w.SKU, Location: w.Location, Pool: w.Pool, Details: details,
 			Summary: fmt.Sprintf("%s resumed %s (pool %s) with force although its books do not balance (%s). "+
 				"It sells until the next reconciliation pauses it again: repair the books (POST /v1/skus/%s/repair, preview with dry_run) "+
 				"and resume it without force.", w.Actor, w.SKU, w.Pool, w.Reason, w.SKU),
@@ -639,7 +639,7 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 		details := b.problem()
 		details["actor"], details["actor_key"], details["reason"] = w.Actor, domain.KeyName(ctx), w.Reason
 		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
-			Kind: "forced_resume", Subject: poolSubject(b.SKU, b.Location, b.Pool), SKU: b.SKU, Location: b.Location, Pool: b.Pool, Details: details,
+			Kind: "forced_resume", Subject: PoolSubject(b.SKU, b.Location, b.Pool), SKU: b.SKU, Location: b.Location, Pool: b.Pool, Details: details,
 			Summary: fmt.Sprintf("%s resumed campaign %s with force although the books of %s do not balance (%s): repair them "+
 				"(POST /v1/skus/%s/repair, preview with dry_run).", w.Actor, w.Pool, b.SKU, w.Reason, b.SKU),
 		})
@@ -647,10 +647,10 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 	return out, nil
 }
 
-// poolSubject is an alert's subject for one stock row: sku:A1/main at the
+// PoolSubject is an alert's subject for one stock row: sku:A1/main at the
 // default location (as before locations existed), sku:A1@berlin/main
 // elsewhere.
-func poolSubject(sku, location, pool string) string {
+func PoolSubject(sku, location, pool string) string {
 	if location == DefaultLocation || location == "" {
 		return "sku:" + sku + "/" + pool
 	}

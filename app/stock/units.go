@@ -1,4 +1,4 @@
-package inventory
+package stock
 
 import (
 	"context"
@@ -175,7 +175,7 @@ func (s *Service) AddUnitsOnce(ctx context.Context, key idempotency.Key, c Units
 	if err := c.validate(true); err != nil {
 		return Stock{}, false, err
 	}
-	defer s.soldOut.written() // stock may be back: see soldout.go
+	defer s.writes.Written() // stock may be back: see Writes
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return addUnitsTx(ctx, tx, c) })
 }
 
@@ -217,7 +217,7 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 	}
 	if len(taken) > 0 {
 		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
-			Detail: fmt.Sprintf("SKU %q has units %s already", c.SKU, list(taken))}
+			Detail: fmt.Sprintf("SKU %q has units %s already", c.SKU, QuoteIDs(taken))}
 	}
 	var groups []string
 	var positions []int32
@@ -354,7 +354,7 @@ func retireUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error)
 		return Stock{}, err
 	}
 	if bad := unavailable(units, c.ids(), c.Pool); len(bad) > 0 {
-		return Stock{}, errUnitsUnavailable(c.SKU, c.Pool, bad)
+		return Stock{}, ErrUnitsUnavailable(c.SKU, c.Pool, bad)
 	}
 	n, err := q.UnitsRetire(ctx, db.UnitsRetireParams{Sku: c.SKU, Location: c.Location, Pool: c.Pool, Ids: c.ids(), Actor: c.Actor,
 		Reason: domain.Optional(c.Reason), Ref: domain.Optional(c.Ref)})
@@ -383,9 +383,9 @@ func unavailable(units []db.Unit, ids []string, pool string) []string {
 	return bad
 }
 
-func errUnitsUnavailable(sku, pool string, ids []string) error {
+func ErrUnitsUnavailable(sku, pool string, ids []string) error {
 	return &domain.Error{Code: domain.CodeUnitUnavailable, SKU: sku, Pool: pool, Units: ids,
-		Detail: fmt.Sprintf("SKU %q (pool %s): units %s are not available", sku, pool, list(ids))}
+		Detail: fmt.Sprintf("SKU %q (pool %s): units %s are not available", sku, pool, QuoteIDs(ids))}
 }
 
 // errSerialized refuses a change of quantity to a pool of units with an
@@ -395,8 +395,8 @@ func errSerialized(sku, pool string) error {
 		Detail: fmt.Sprintf("SKU %q (pool %s) is units with an identity: add or retire units (POST /v1/skus/%s/units, .../units/retire) instead", sku, pool, sku)}
 }
 
-// list writes ids for a person: the first ten, and how many more.
-func list(ids []string) string {
+// QuoteIDs writes ids for a person: the first ten, and how many more.
+func QuoteIDs(ids []string) string {
 	quoted := make([]string, 0, min(len(ids), 10))
 	for _, id := range ids[:min(len(ids), 10)] {
 		quoted = append(quoted, fmt.Sprintf("%q", id))
@@ -417,8 +417,17 @@ type UnitsQuery struct {
 	Limit int
 	// By is who asks: a unit's reservation_id is shown only for a hold the
 	// caller may see (ops: every one; a shop: its own).
-	By Caller
+	By Viewer
 }
+
+// Viewer is who reads units: an API key's owner, and whether it may see
+// every client's holds (ops) or only its own (shop).
+type Viewer struct {
+	Name string
+	Ops  bool
+}
+
+func (v Viewer) maySee(client string) bool { return v.Ops || v.Name == client }
 
 // UnitsPage is a page of units in id order; NextAfter, when not nil, asks
 // for the next page.
@@ -485,11 +494,4 @@ func (s *Service) ListUnits(ctx context.Context, uq UnitsQuery) (UnitsPage, erro
 		page.Units = append(page.Units, u)
 	}
 	return page, nil
-}
-
-// sortedIDs returns ids sorted byte-wise, the order units are written in.
-func sortedIDs(ids []string) []string {
-	out := slices.Clone(ids)
-	slices.SortFunc(out, strings.Compare)
-	return out
 }

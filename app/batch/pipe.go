@@ -1,26 +1,27 @@
-package inventory
+package batch
 
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// pipe sends the queries of several sqlc batch calls to PostgreSQL in one
+// Pipe sends the queries of several sqlc batch calls to PostgreSQL in one
 // round trip. Used as the DBTX of db.New, it collects what each batch call
-// queues instead of sending it; roundTrip ships them all at once and lets
+// queues instead of sending it; RoundTrip ships them all at once and lets
 // the caller read their results in the order they were queued, through the
 // result values the sqlc calls returned.
 //
 // Its error contract: a pipe's errors come out in one place, the error
-// roundTrip returns, which is the first error any queued statement
+// RoundTrip returns, which is the first error any queued statement
 // reported (or the connection's). Every result read records its error in
-// the pipe, and roundTrip reads whatever the caller did not, so the caller
+// the pipe, and RoundTrip reads whatever the caller did not, so the caller
 // reads only the results it needs and ignores the errors of those reads
-// (`rows, _ := collect(...)`): a failed read leaves its result empty, and
-// roundTrip's error says why. In PostgreSQL a failed statement aborts the
+// (`rows, _ := Collect(...)`): a failed read leaves its result empty, and
+// RoundTrip's error says why. In PostgreSQL a failed statement aborts the
 // transaction, so a commit queued after it rolls back.
 //
 // A pipe may also carry the transaction's begin and commit, so that a whole
@@ -28,7 +29,7 @@ import (
 // the batch decides on, then the ones that write the decision and commit.
 // They are the only SQL written in Go here: transaction control, as pgx
 // itself sends it.
-type pipe struct {
+type Pipe struct {
 	conn    *pgx.Conn
 	batch   pgx.Batch
 	results pgx.BatchResults
@@ -36,40 +37,40 @@ type pipe struct {
 	err     error // the first error a result reported
 }
 
-func newPipe(conn *pgx.Conn) *pipe {
-	return &pipe{conn: conn}
+func NewPipe(conn *pgx.Conn) *Pipe {
+	return &Pipe{conn: conn}
 }
 
 // errNotPiped is what a query that is not a batch query gets from a pipe:
 // only :batch queries can be collected.
 var errNotPiped = errors.New("only sqlc batch queries can go through a pipe")
 
-func (p *pipe) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+func (p *Pipe) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
 	return pgconn.CommandTag{}, errNotPiped
 }
 
-func (p *pipe) Query(context.Context, string, ...any) (pgx.Rows, error) { return nil, errNotPiped }
+func (p *Pipe) Query(context.Context, string, ...any) (pgx.Rows, error) { return nil, errNotPiped }
 
-func (p *pipe) QueryRow(context.Context, string, ...any) pgx.Row { return errRow{errNotPiped} }
+func (p *Pipe) QueryRow(context.Context, string, ...any) pgx.Row { return errRow{errNotPiped} }
 
 // SendBatch collects the queries of one sqlc batch call; their results
 // are the ones at the positions they were queued at.
-func (p *pipe) SendBatch(_ context.Context, b *pgx.Batch) pgx.BatchResults {
+func (p *Pipe) SendBatch(_ context.Context, b *pgx.Batch) pgx.BatchResults {
 	r := &piped{p: p, pos: len(p.batch.QueuedQueries)}
 	p.batch.QueuedQueries = append(p.batch.QueuedQueries, b.QueuedQueries...)
 	return r
 }
 
-// begin and commit queue transaction control, whose results the pipe reads
+// Begin and Commit queue transaction control, whose results the pipe reads
 // itself.
-func (p *pipe) begin()  { p.batch.Queue("begin") }
-func (p *pipe) commit() { p.batch.Queue("commit") }
+func (p *Pipe) Begin()  { p.batch.Queue("begin") }
+func (p *Pipe) Commit() { p.batch.Queue("commit") }
 
-// roundTrip ships everything queued in one round trip, calls read (which
+// RoundTrip ships everything queued in one round trip, calls read (which
 // reads the results it needs, in the order they were queued; nil: none),
 // reads the rest, and returns the first error any statement reported. See
 // pipe for the contract.
-func (p *pipe) roundTrip(ctx context.Context, read func()) error {
+func (p *Pipe) RoundTrip(ctx context.Context, read func()) error {
 	p.results = p.conn.SendBatch(ctx, &p.batch)
 	if read != nil {
 		read()
@@ -84,7 +85,7 @@ var errOutOfOrder = errors.New("a pipe's results are read in the order they were
 // skipTo reads and drops the results before position pos that nobody
 // read (transaction control, statements whose results the caller does not
 // need), recording their errors.
-func (p *pipe) skipTo(pos int) error {
+func (p *Pipe) skipTo(pos int) error {
 	if pos < p.next {
 		p.fail(errOutOfOrder)
 		return errOutOfOrder
@@ -99,7 +100,7 @@ func (p *pipe) skipTo(pos int) error {
 	return nil
 }
 
-func (p *pipe) fail(err error) {
+func (p *Pipe) fail(err error) {
 	if p.err == nil {
 		p.err = err
 	}
@@ -107,7 +108,7 @@ func (p *pipe) fail(err error) {
 
 // close reads what is left and ends the round trip; it returns the first
 // error any statement reported.
-func (p *pipe) close() error {
+func (p *Pipe) close() error {
 	if p.results == nil {
 		return p.err
 	}
@@ -121,7 +122,7 @@ func (p *pipe) close() error {
 // piped is the results of one sqlc batch call: the results of the pipe's
 // round trip from position pos on, one for each query the call queued.
 type piped struct {
-	p   *pipe
+	p   *Pipe
 	pos int // the position of its next result
 }
 
@@ -174,9 +175,9 @@ type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-// collect reads the rows of one sqlc :batchmany result whose call carried a
+// Collect reads the rows of one sqlc :batchmany result whose call carried a
 // single set of parameters.
-func collect[T any](read func(func(int, []T, error))) ([]T, error) {
+func Collect[T any](read func(func(int, []T, error))) ([]T, error) {
 	var (
 		out []T
 		err error
@@ -185,9 +186,12 @@ func collect[T any](read func(func(int, []T, error))) ([]T, error) {
 	return out, err
 }
 
-// rollback ends whatever transaction a failed pipe left open on conn. When
+// rollbackTimeout bounds the rollback of a failed pipe's transaction.
+const rollbackTimeout = 5 * time.Second
+
+// Rollback ends whatever transaction a failed pipe left open on conn. When
 // even that fails the connection is closed, and the pool drops it.
-func rollback(conn *pgx.Conn) {
+func Rollback(conn *pgx.Conn) {
 	if conn.PgConn().TxStatus() == 'I' || conn.IsClosed() {
 		return
 	}

@@ -1,4 +1,4 @@
-package inventory_test
+package stock_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // detailOf is a domain error's detail.
@@ -35,11 +35,11 @@ func TestUnitsRefusedWhileStockIsPlainOrIncoming(t *testing.T) {
 	svc, b := setup(t, nil)
 	warehouses(t, b.pool)
 	dbtest.StockInAt(t, b.pool, "T1", "paris", 5)
-	tr, _, err := svc.CreateTransferOnce(ctx, key("t"), inventory.NewTransfer{SKU: "T1", From: "paris", To: "berlin", Quantity: 5, Reason: "rebalance", Actor: "alice"})
+	tr, _, err := svc.CreateTransferOnce(ctx, key("t"), stock.NewTransfer{SKU: "T1", From: "paris", To: "berlin", Quantity: 5, Reason: "rebalance", Actor: "alice"})
 	require.NoError(t, err)
 	units := func(name, location string) error {
-		_, _, err := svc.AddUnitsOnce(ctx, key(name), inventory.UnitsChange{SKU: "T1", Location: location, Reason: "serials", Actor: "alice",
-			Units: []inventory.UnitSpec{{ID: name + "-1"}}})
+		_, _, err := svc.AddUnitsOnce(ctx, key(name), stock.UnitsChange{SKU: "T1", Location: location, Reason: "serials", Actor: "alice",
+			Units: []stock.UnitSpec{{ID: name + "-1"}}})
 		return err
 	}
 	err = units("at-berlin", "berlin")
@@ -47,9 +47,9 @@ func TestUnitsRefusedWhileStockIsPlainOrIncoming(t *testing.T) {
 	require.Contains(t, detailOf(t, err), "5 incoming at berlin")
 	err = units("at-paris", "paris")
 	require.Equal(t, domain.CodeConflict, code(err), "paris sent everything (total 0), but berlin expects it: %v", err)
-	got, err := svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: tr.ID, Quantity: 5, Actor: "bob"})
+	got, err := svc.ReceiveTransfer(ctx, stock.TransferStep{ID: tr.ID, Quantity: 5, Actor: "bob"})
 	require.NoError(t, err, "the transfer lands")
-	require.Equal(t, inventory.TransferReceived, got.Status)
+	require.Equal(t, stock.TransferReceived, got.Status)
 
 	// Plain stock at berlin now: units are refused there and elsewhere.
 	err = units("at-berlin-2", "berlin")
@@ -62,8 +62,8 @@ func TestUnitsRefusedWhileStockIsPlainOrIncoming(t *testing.T) {
 
 	// A pool with no stock anywhere takes units, and then no stock without
 	// an identity elsewhere.
-	addUnits(t, svc, "T2", []inventory.UnitSpec{{ID: "s-1"}})
-	_, err = svc.Adjust(ctx, inventory.Adjustment{SKU: "T2", Location: "paris", Delta: 1, Reason: "found", Actor: "alice"})
+	addUnits(t, svc, "T2", []stock.UnitSpec{{ID: "s-1"}})
+	_, err = svc.Adjust(ctx, stock.Adjustment{SKU: "T2", Location: "paris", Delta: 1, Reason: "found", Actor: "alice"})
 	require.Equal(t, domain.CodeSerializedPool, code(err))
 }
 
@@ -83,7 +83,7 @@ func TestUnitsAndPlainStockRace(t *testing.T) {
 		sku := fmt.Sprintf("R%d", i)
 		// An empty row at lyon for the count to find.
 		dbtest.StockInAt(t, b.pool, sku, "lyon", 1)
-		_, _, err := svc.MoveOnce(ctx, key(sku+"-empty"), inventory.Move{SKU: sku, Location: "lyon", From: "available", To: "lost", Quantity: 1, Reason: "gone", Actor: "alice"})
+		_, _, err := svc.MoveOnce(ctx, key(sku+"-empty"), stock.Move{SKU: sku, Location: "lyon", From: "available", To: "lost", Quantity: 1, Reason: "gone", Actor: "alice"})
 		require.NoError(t, err)
 	}
 	var wg sync.WaitGroup
@@ -95,18 +95,18 @@ func TestUnitsAndPlainStockRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, _, errs[i][0] = svc.AddUnitsOnce(ctx, key(sku+"-units"), inventory.UnitsChange{SKU: sku, Location: "berlin", Reason: "serials", Actor: "alice",
-				Units: []inventory.UnitSpec{{ID: sku + "-u1"}, {ID: sku + "-u2"}}})
+			_, _, errs[i][0] = svc.AddUnitsOnce(ctx, key(sku+"-units"), stock.UnitsChange{SKU: sku, Location: "berlin", Reason: "serials", Actor: "alice",
+				Units: []stock.UnitSpec{{ID: sku + "-u1"}, {ID: sku + "-u2"}}})
 		}()
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i][1] = svc.Adjust(ctx, inventory.Adjustment{SKU: sku, Location: "paris", Delta: 2, Reason: "delivery", Actor: "bob"})
+			_, errs[i][1] = svc.Adjust(ctx, stock.Adjustment{SKU: sku, Location: "paris", Delta: 2, Reason: "delivery", Actor: "bob"})
 		}()
 		go func() {
 			defer wg.Done()
 			<-start
-			_, _, errs[i][2] = svc.CountOnce(ctx, key(sku+"-count"), inventory.StockCount{SKU: sku, Location: "lyon", Counted: 3, Reason: "found", Actor: "carol"})
+			_, _, errs[i][2] = svc.CountOnce(ctx, key(sku+"-count"), stock.StockCount{SKU: sku, Location: "lyon", Counted: 3, Reason: "found", Actor: "carol"})
 		}()
 		close(start)
 	}
@@ -138,11 +138,11 @@ func TestTransferReceiveDetail(t *testing.T) {
 	svc, b := setup(t, nil)
 	warehouses(t, b.pool)
 	dbtest.StockInAt(t, b.pool, "A1", "paris", 10)
-	tr, _, err := svc.CreateTransferOnce(ctx, key("t"), inventory.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 6, Reason: "rebalance", Actor: "alice"})
+	tr, _, err := svc.CreateTransferOnce(ctx, key("t"), stock.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 6, Reason: "rebalance", Actor: "alice"})
 	require.NoError(t, err)
-	_, err = svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: tr.ID, Quantity: 2, Actor: "bob"})
+	_, err = svc.ReceiveTransfer(ctx, stock.TransferStep{ID: tr.ID, Quantity: 2, Actor: "bob"})
 	require.NoError(t, err)
-	_, err = svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: tr.ID, Quantity: 5, Actor: "bob"})
+	_, err = svc.ReceiveTransfer(ctx, stock.TransferStep{ID: tr.ID, Quantity: 5, Actor: "bob"})
 	require.Equal(t, domain.CodeInsufficientIncoming, code(err))
 	d := detailOf(t, err)
 	require.Contains(t, d, "has 4 in transit (6 sent, 2 received, 0 lost), 5 to receive")
@@ -158,11 +158,11 @@ func TestTransfersUnknownCursor(t *testing.T) {
 	svc, b := setup(t, nil)
 	warehouses(t, b.pool)
 	dbtest.StockInAt(t, b.pool, "A1", "paris", 10)
-	_, _, err := svc.CreateTransferOnce(ctx, key("t"), inventory.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 1, Reason: "rebalance", Actor: "alice"})
+	_, _, err := svc.CreateTransferOnce(ctx, key("t"), stock.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 1, Reason: "rebalance", Actor: "alice"})
 	require.NoError(t, err)
 	nowhere := uuid.Must(uuid.NewV7())
-	_, err = svc.Transfers(ctx, inventory.TransferFilter{Cursor: &nowhere, Limit: 10})
-	require.ErrorIs(t, err, inventory.ErrCursor)
+	_, err = svc.Transfers(ctx, stock.TransferFilter{Cursor: &nowhere, Limit: 10})
+	require.ErrorIs(t, err, stock.ErrCursor)
 }
 
 // TestTransferCloseAndCancelRetried: a close or cancel sent again with its
@@ -174,13 +174,13 @@ func TestTransferCloseAndCancelRetried(t *testing.T) {
 	svc, b := setup(t, nil)
 	warehouses(t, b.pool)
 	dbtest.StockInAt(t, b.pool, "A1", "paris", 10)
-	send := func(name, from, to string) (inventory.Transfer, error) {
-		tr, _, err := svc.CreateTransferOnce(ctx, key(name), inventory.NewTransfer{SKU: "A1", From: from, To: to, Quantity: 2, Reason: "rebalance", Actor: "alice"})
+	send := func(name, from, to string) (stock.Transfer, error) {
+		tr, _, err := svc.CreateTransferOnce(ctx, key(name), stock.NewTransfer{SKU: "A1", From: from, To: to, Quantity: 2, Reason: "rebalance", Actor: "alice"})
 		return tr, err
 	}
 	t1, err := send("t1", "paris", "berlin")
 	require.NoError(t, err)
-	step := inventory.TransferStep{ID: t1.ID, Reason: "never came", Actor: "bob"}
+	step := stock.TransferStep{ID: t1.ID, Reason: "never came", Actor: "bob"}
 	first, replayed, err := svc.CloseTransferOnce(ctx, key("close"), step)
 	require.NoError(t, err)
 	require.False(t, replayed)
@@ -194,25 +194,25 @@ func TestTransferCloseAndCancelRetried(t *testing.T) {
 
 	t2, err := send("t2", "paris", "berlin")
 	require.NoError(t, err)
-	step = inventory.TransferStep{ID: t2.ID, Reason: "wrong SKU", Actor: "bob"}
+	step = stock.TransferStep{ID: t2.ID, Reason: "wrong SKU", Actor: "bob"}
 	first, _, err = svc.CancelTransferOnce(ctx, key("cancel"), step)
 	require.NoError(t, err)
 	again, replayed, err = svc.CancelTransferOnce(ctx, key("cancel"), step)
 	require.NoError(t, err)
 	require.True(t, replayed)
-	require.Equal(t, inventory.TransferCancelled, again.Status)
+	require.Equal(t, stock.TransferCancelled, again.Status)
 	require.Equal(t, first.ID, again.ID)
 	require.EqualValues(t, 8, at(t, svc, "A1", "paris").Available, "given back once: 10 - 2 lost in the closed one")
 
 	off := false
-	_, err = svc.UpdateLocation(ctx, inventory.LocationChange{ID: "lyon", Active: &off, Actor: "alice"})
+	_, err = svc.UpdateLocation(ctx, stock.LocationChange{ID: "lyon", Active: &off, Actor: "alice"})
 	require.NoError(t, err)
 	_, err = send("to-lyon", "paris", "lyon")
 	require.Equal(t, domain.CodeLocationInactive, code(err))
 	dbtest.StockInAt(t, b.pool, "A1", "lyon", 3)
 	_, err = send("from-lyon", "lyon", "paris")
 	require.Equal(t, domain.CodeLocationInactive, code(err))
-	_, err = svc.UpdateLocation(ctx, inventory.LocationChange{ID: "default", Active: &off, Actor: "alice"})
+	_, err = svc.UpdateLocation(ctx, stock.LocationChange{ID: "default", Active: &off, Actor: "alice"})
 	require.NoError(t, err)
 	dbtest.StockIn(t, b.pool, "A1", 3)
 	_, err = send("from-default", "default", "paris")
@@ -232,7 +232,7 @@ func TestTransferChangedByHand(t *testing.T) {
 	svc, b := setup(t, nil)
 	warehouses(t, b.pool)
 	dbtest.StockInAt(t, b.pool, "A1", "paris", 10)
-	tr, _, err := svc.CreateTransferOnce(ctx, key("t"), inventory.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 5, Reason: "rebalance", Actor: "alice"})
+	tr, _, err := svc.CreateTransferOnce(ctx, key("t"), stock.NewTransfer{SKU: "A1", From: "paris", To: "berlin", Quantity: 5, Reason: "rebalance", Actor: "alice"})
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `UPDATE transfers SET quantity = 8 WHERE id = $1`, tr.ID)
 	require.NoError(t, err)
@@ -246,26 +246,26 @@ func TestTransferChangedByHand(t *testing.T) {
 		require.Equal(t, int64(8), de.Extra["in_transit"])
 		require.Equal(t, int64(-3), de.Extra["difference"])
 	}
-	_, err = svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: tr.ID, Quantity: 8, Actor: "bob"})
+	_, err = svc.ReceiveTransfer(ctx, stock.TransferStep{ID: tr.ID, Quantity: 8, Actor: "bob"})
 	requireUnbalanced(err)
-	_, err = svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: tr.ID, Quantity: 1, Actor: "bob"})
+	_, err = svc.ReceiveTransfer(ctx, stock.TransferStep{ID: tr.ID, Quantity: 1, Actor: "bob"})
 	requireUnbalanced(err)
-	_, err = svc.CloseTransfer(ctx, inventory.TransferStep{ID: tr.ID, Reason: "x", Actor: "bob"})
+	_, err = svc.CloseTransfer(ctx, stock.TransferStep{ID: tr.ID, Reason: "x", Actor: "bob"})
 	requireUnbalanced(err)
-	_, err = svc.CancelTransfer(ctx, inventory.TransferStep{ID: tr.ID, Reason: "x", Actor: "bob"})
+	_, err = svc.CancelTransfer(ctx, stock.TransferStep{ID: tr.ID, Reason: "x", Actor: "bob"})
 	requireUnbalanced(err)
 
-	_, err = svc.Pause(ctx, inventory.SwitchRequest{SKU: "A1", Location: "berlin", Reason: "incoming_vs_transfers", Actor: "reconcile"})
+	_, err = svc.Pause(ctx, stock.SwitchRequest{SKU: "A1", Location: "berlin", Reason: "incoming_vs_transfers", Actor: "reconcile"})
 	require.NoError(t, err)
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Location: "berlin", Reason: "looks fine", Actor: "alice"}})
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Location: "berlin", Reason: "looks fine", Actor: "alice"}})
 	require.Equal(t, domain.CodeBooksUnbalanced, code(err), "the resume gate sees the transfers too")
 	require.Contains(t, detailOf(t, err), "incoming 5 against 8 in transit")
 
-	repair := inventory.RepairRequest{SKU: "A1", Location: "berlin", To: inventory.RepairToLedger, Reason: "transfer edited by hand", Actor: "alice", DryRun: true}
+	repair := stock.RepairRequest{SKU: "A1", Location: "berlin", To: stock.RepairToLedger, Reason: "transfer edited by hand", Actor: "alice", DryRun: true}
 	preview, err := svc.Repair(ctx, repair)
 	require.NoError(t, err)
 	require.False(t, preview.Applied)
-	require.Equal(t, []inventory.TransferRepair{{ID: tr.ID, Before: inventory.TransferCounts{Quantity: 8}, After: inventory.TransferCounts{Quantity: 5}}}, preview.Transfers)
+	require.Equal(t, []stock.TransferRepair{{ID: tr.ID, Before: stock.TransferCounts{Quantity: 8}, After: stock.TransferCounts{Quantity: 5}}}, preview.Transfers)
 	repair.DryRun = false
 	done, err := svc.Repair(ctx, repair)
 	require.NoError(t, err)
@@ -274,24 +274,24 @@ func TestTransferChangedByHand(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 5, got.Quantity, "restored from its ledger rows")
 	require.Equal(t, 1, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'repair' AND $1 = ANY(refs)`, "transfer "+tr.ID.String()))
-	_, err = svc.Lift(ctx, inventory.Lift{SwitchRequest: inventory.SwitchRequest{SKU: "A1", Location: "berlin", Reason: "repaired", Actor: "alice"}})
+	_, err = svc.Lift(ctx, stock.Lift{SwitchRequest: stock.SwitchRequest{SKU: "A1", Location: "berlin", Reason: "repaired", Actor: "alice"}})
 	require.NoError(t, err)
-	_, err = svc.ReceiveTransfer(ctx, inventory.TransferStep{ID: tr.ID, Quantity: 2, Actor: "bob"})
+	_, err = svc.ReceiveTransfer(ctx, stock.TransferStep{ID: tr.ID, Quantity: 2, Actor: "bob"})
 	require.NoError(t, err)
 
 	// The destination's incoming changed by hand: the ledger still says 3.
 	_, err = b.pool.Exec(ctx, `UPDATE stock SET incoming = 0 WHERE sku = 'A1' AND location = 'berlin'`)
 	require.NoError(t, err)
-	_, err = svc.CloseTransfer(ctx, inventory.TransferStep{ID: tr.ID, Reason: "x", Actor: "bob"})
+	_, err = svc.CloseTransfer(ctx, stock.TransferStep{ID: tr.ID, Reason: "x", Actor: "bob"})
 	require.Equal(t, domain.CodeBooksUnbalanced, code(err), "%v", err)
-	_, err = svc.Repair(ctx, inventory.RepairRequest{SKU: "A1", Location: "berlin", To: inventory.RepairToCounters, Reason: "accept", Actor: "alice"})
+	_, err = svc.Repair(ctx, stock.RepairRequest{SKU: "A1", Location: "berlin", To: stock.RepairToCounters, Reason: "accept", Actor: "alice"})
 	require.Equal(t, domain.CodeBooksUnbalanced, code(err), "accepting incoming 0 would leave 3 in transit: %v", err)
 	require.Contains(t, detailOf(t, err), "repair to the ledger instead")
-	fixed, err := svc.Repair(ctx, inventory.RepairRequest{SKU: "A1", Location: "berlin", To: inventory.RepairToLedger, Reason: "incoming edited", Actor: "alice"})
+	fixed, err := svc.Repair(ctx, stock.RepairRequest{SKU: "A1", Location: "berlin", To: stock.RepairToLedger, Reason: "incoming edited", Actor: "alice"})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, fixed.Difference.Incoming)
 	require.Empty(t, fixed.Transfers)
-	closed, err := svc.CloseTransfer(ctx, inventory.TransferStep{ID: tr.ID, Reason: "rest never came", Actor: "bob"})
+	closed, err := svc.CloseTransfer(ctx, stock.TransferStep{ID: tr.ID, Reason: "rest never came", Actor: "bob"})
 	require.NoError(t, err)
 	require.EqualValues(t, 3, closed.Lost)
 	berlin := at(t, svc, "A1", "berlin")

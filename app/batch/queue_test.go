@@ -1,4 +1,4 @@
-package inventory
+package batch
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeRequest is a request on one key, for the batcher's own tests.
+// fakerequest is a request on one key, for the batcher's own tests.
 type fakeRequest struct {
 	key  string
 	done chan error
@@ -16,9 +16,9 @@ type fakeRequest struct {
 
 func newFake(key string) *fakeRequest { return &fakeRequest{key: key, done: make(chan error, 1)} }
 
-func (r *fakeRequest) keys() []string { return []string{r.key} }
-func (r *fakeRequest) gone() bool     { return false }
-func (r *fakeRequest) answer(err error) {
+func (r *fakeRequest) Keys() []string { return []string{r.key} }
+func (r *fakeRequest) Gone() bool     { return false }
+func (r *fakeRequest) Answer(err error) {
 	select {
 	case r.done <- err:
 	default:
@@ -46,7 +46,7 @@ func (rec *recorder) run(_ context.Context, batch []*fakeRequest) []*fakeRequest
 		<-rec.release
 	}
 	for _, r := range batch {
-		r.answer(nil)
+		r.Answer(nil)
 	}
 	return nil
 }
@@ -57,18 +57,18 @@ func wait(t *testing.T, r *fakeRequest) {
 	case err := <-r.done:
 		require.NoError(t, err)
 	case <-time.After(30 * time.Second):
-		t.Fatalf("request %s was never answered", r.key)
+		t.Fatalf("Request %s was never answered", r.key)
 	}
 }
 
-// TestBatcherLoneRequest: with no flight out, a request goes at once, on
+// TestBatcherLonerequest: with no flight out, a request goes at once, on
 // its caller's goroutine, alone.
 func TestBatcherLoneRequest(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder()
-	b := newBatcher("test", 128, 2, time.Minute, rec.run, nil)
+	b := NewQueue("test", 128, 2, time.Minute, rec.run, nil)
 	r := newFake("a")
-	b.submit(r) // flies the batch itself: answered when submit returns
+	b.Submit(r) // flies the batch itself: answered when submit returns
 	wait(t, r)
 	require.Equal(t, []string{"a"}, <-rec.started)
 }
@@ -79,13 +79,13 @@ func TestBatcherLoneRequest(t *testing.T) {
 func TestBatcherStuckFlight(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder()
-	b := newBatcher("test", 128, 2, time.Minute, rec.run, nil)
+	b := NewQueue("test", 128, 2, time.Minute, rec.run, nil)
 	stuck := newFake("stuck")
-	go b.submit(stuck)
+	go b.Submit(stuck)
 	require.Equal(t, []string{"stuck"}, <-rec.started)
 
 	other := newFake("other")
-	go b.submit(other)
+	go b.Submit(other)
 	wait(t, other) // while the first flight is still out
 	require.Equal(t, []string{"other"}, <-rec.started)
 	close(rec.release)
@@ -98,7 +98,7 @@ func TestBatcherStuckFlight(t *testing.T) {
 // request goes.
 func TestBatcherCompany(t *testing.T) {
 	t.Parallel()
-	b := newBatcher("test", 128, 2, time.Minute, newRecorder().run, nil)
+	b := NewQueue("test", 128, 2, time.Minute, newRecorder().run, nil)
 	require.Equal(t, 16, b.company)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -123,5 +123,5 @@ func TestBatcherCompany(t *testing.T) {
 	b.pending = append(b.pending, make([]*fakeRequest, 100)...)
 	require.False(t, b.mayLaunchLocked(), "every flight is out")
 
-	require.Equal(t, 1, companyOf(1), "without coalescing every request goes as soon as a flight is free")
+	require.Equal(t, 1, companyOf(1), "without coalescing every Request goes as soon as a flight is free")
 }

@@ -1,4 +1,10 @@
-package inventory
+// Package batch is the machinery of a batch, free of what it carries: the
+// Queue that gathers requests into batches, one transaction per batch, in
+// flights, keeping two batches off the same rows (group commit); and the
+// Pipe that sends a batch step's sqlc batch calls to PostgreSQL in one
+// round trip. The hold engine (app/inventory) builds its hold batch, its
+// change batch and the changes it joins to a hold batch on them.
+package batch
 
 import (
 	"context"
@@ -9,16 +15,16 @@ import (
 )
 
 // request is what a batcher gathers: one caller's hold, confirm or release.
-type request interface {
-	// keys names the rows the request locks. Two requests that share a key
+type Request interface {
+	// Keys names the rows the request locks. Two requests that share a key
 	// are never in two batches at once: the second waits for the first's
 	// batch to end, then goes with the next one, which is what it would
 	// have done anyway, queued on the row lock, but with company.
-	keys() []string
+	Keys() []string
 	// gone reports that the caller stopped waiting.
-	gone() bool
+	Gone() bool
 	// answer gives the caller its answer; only the first one counts.
-	answer(error)
+	Answer(error)
 }
 
 // batcher is group commit: it gathers the requests that arrive while
@@ -39,9 +45,9 @@ type request interface {
 // settings, commit and its WAL flush, two round trips, on both the server
 // and PostgreSQL); docs/internals/DESIGN_NOTES.md says more.
 //
-// Requests wait in arrival order, and a request whose rows an in-flight
+// requests wait in arrival order, and a request whose rows an in-flight
 // batch holds waits for that batch (see request.keys).
-type batcher[R request] struct {
+type Queue[R Request] struct {
 	name     string
 	maxBatch int
 	flights  int
@@ -73,10 +79,10 @@ type batcher[R request] struct {
 	blocked map[string]bool // keys found locked by another transaction
 }
 
-func newBatcher[R request](name string, maxBatch, flights int, timeout time.Duration,
-	run func(context.Context, []R) []R, panicked func(string, any, []byte)) *batcher[R] {
+func NewQueue[R Request](name string, maxBatch, flights int, timeout time.Duration,
+	run func(context.Context, []R) []R, panicked func(string, any, []byte)) *Queue[R] {
 	maxBatch = max(maxBatch, 1)
-	return &batcher[R]{
+	return &Queue[R]{
 		name: name, maxBatch: maxBatch, flights: max(flights, 1), timeout: timeout,
 		run: run, panicked: panicked, busy: map[string]int{}, blocked: map[string]bool{},
 		company: companyOf(maxBatch), took: time.Millisecond,
@@ -97,7 +103,7 @@ const (
 
 // patience is how long requests that find a flight out wait for it to
 // land before another flight goes: about what a batch takes.
-func (b *batcher[R]) patienceLocked() time.Duration {
+func (b *Queue[R]) patienceLocked() time.Duration {
 	return min(max(b.took, minPatience), maxPatience)
 }
 
@@ -105,7 +111,7 @@ func (b *batcher[R]) patienceLocked() time.Duration {
 // goroutine flies the next batch (with r in it, unless r is behind a full
 // batch or a busy row), which saves a lone request the hand-over to
 // another goroutine; the rest go on goroutines of their own.
-func (b *batcher[R]) submit(r R) {
+func (b *Queue[R]) Submit(r R) {
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
 	if !b.mayLaunchLocked() {
@@ -126,7 +132,7 @@ func (b *batcher[R]) submit(r R) {
 // mayLaunchLocked reports whether another flight may go now: one is free,
 // and none is out, or company is waiting, or patience ran out. When only
 // patience is missing, it arms the timer that launches then.
-func (b *batcher[R]) mayLaunchLocked() bool {
+func (b *Queue[R]) mayLaunchLocked() bool {
 	switch {
 	case b.flying >= b.flights || len(b.pending) == 0:
 		return false
@@ -149,13 +155,13 @@ func (b *batcher[R]) mayLaunchLocked() bool {
 }
 
 // startLocked counts a flight that goes now.
-func (b *batcher[R]) startLocked() {
+func (b *Queue[R]) startLocked() {
 	b.flying++
 	b.launched = time.Now()
 }
 
 // launchLocked starts flights while they may go and requests can.
-func (b *batcher[R]) launchLocked() {
+func (b *Queue[R]) launchLocked() {
 	for b.mayLaunchLocked() {
 		batch := b.takeLocked()
 		if len(batch) == 0 {
@@ -167,18 +173,18 @@ func (b *batcher[R]) launchLocked() {
 }
 
 // takeLocked picks the next batch: pending requests in arrival order whose
-// rows no flight holds, up to maxBatch. Requests on rows found locked by
+// rows no flight holds, up to maxBatch. requests on rows found locked by
 // another transaction go in batches of their own, so that they do not make
 // everyone else wait out the lock timeout with them.
-func (b *batcher[R]) takeLocked() []R {
+func (b *Queue[R]) takeLocked() []R {
 	var (
 		batch []R
 		rest  = b.pending[:0]
 		kind  = -1 // 0: ordinary batch, 1: batch of requests on blocked rows
 	)
 	for _, r := range b.pending {
-		if r.gone() {
-			r.answer(context.Canceled)
+		if r.Gone() {
+			r.Answer(context.Canceled)
 			continue
 		}
 		if len(batch) == b.maxBatch || b.busyLocked(r) {
@@ -199,15 +205,15 @@ func (b *batcher[R]) takeLocked() []R {
 	clear(b.pending[len(rest):])
 	b.pending = rest
 	for _, r := range batch {
-		for _, k := range r.keys() {
+		for _, k := range r.Keys() {
 			b.busy[k]++
 		}
 	}
 	return batch
 }
 
-func (b *batcher[R]) busyLocked(r R) bool {
-	for _, k := range r.keys() {
+func (b *Queue[R]) busyLocked(r R) bool {
+	for _, k := range r.Keys() {
 		if b.busy[k] > 0 {
 			return true
 		}
@@ -215,11 +221,11 @@ func (b *batcher[R]) busyLocked(r R) bool {
 	return false
 }
 
-func (b *batcher[R]) blockedLocked(r R) bool {
+func (b *Queue[R]) blockedLocked(r R) bool {
 	if len(b.blocked) == 0 {
 		return false
 	}
-	for _, k := range r.keys() {
+	for _, k := range r.Keys() {
 		if b.blocked[k] {
 			return true
 		}
@@ -228,14 +234,14 @@ func (b *batcher[R]) blockedLocked(r R) bool {
 }
 
 // fly runs one batch, then lets the next ones go.
-func (b *batcher[R]) fly(batch []R) {
+func (b *Queue[R]) fly(batch []R) {
 	began := time.Now()
 	again := b.runSafely(batch)
 	took := time.Since(began)
 	b.mu.Lock()
 	b.took += (took - b.took) / 8
 	for _, r := range batch {
-		for _, k := range r.keys() {
+		for _, k := range r.Keys() {
 			if b.busy[k]--; b.busy[k] <= 0 {
 				delete(b.busy, k)
 			}
@@ -251,13 +257,13 @@ func (b *batcher[R]) fly(batch []R) {
 
 // runSafely runs a batch; a panic becomes an error answer for each of its
 // callers and a report, never a crashed process.
-func (b *batcher[R]) runSafely(batch []R) (again []R) {
+func (b *Queue[R]) runSafely(batch []R) (again []R) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			err := fmt.Errorf("%s batch of %d panicked: %v", b.name, len(batch), v)
 			for _, r := range batch {
-				r.answer(err)
+				r.Answer(err)
 			}
 			again = nil
 			if b.panicked != nil {
@@ -271,7 +277,7 @@ func (b *batcher[R]) runSafely(batch []R) (again []R) {
 }
 
 // block marks keys as locked by another transaction; unblock clears them.
-func (b *batcher[R]) block(keys []string) {
+func (b *Queue[R]) Block(keys []string) {
 	b.mu.Lock()
 	for _, k := range keys {
 		b.blocked[k] = true
@@ -279,7 +285,7 @@ func (b *batcher[R]) block(keys []string) {
 	b.mu.Unlock()
 }
 
-func (b *batcher[R]) unblock(keys []string) {
+func (b *Queue[R]) Unblock(keys []string) {
 	b.mu.Lock()
 	for _, k := range keys {
 		delete(b.blocked, k)
@@ -288,7 +294,7 @@ func (b *batcher[R]) unblock(keys []string) {
 }
 
 // inFlight reports whether a flight is out with one of keys.
-func (b *batcher[R]) inFlight(keys []string) bool {
+func (b *Queue[R]) InFlight(keys []string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, k := range keys {
@@ -300,7 +306,7 @@ func (b *batcher[R]) inFlight(keys []string) bool {
 }
 
 // anyBlocked reports whether a request of batch needs a row found locked.
-func (b *batcher[R]) anyBlocked(batch []R) bool {
+func (b *Queue[R]) AnyBlocked(batch []R) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, r := range batch {
@@ -309,4 +315,11 @@ func (b *batcher[R]) anyBlocked(batch []R) bool {
 		}
 	}
 	return false
+}
+
+// Pending is how many requests wait for a batch.
+func (b *Queue[R]) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
 }

@@ -1,4 +1,4 @@
-package inventory_test
+package stock_test
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
-	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // walk reads every page of cq and returns the SKUs in the order served,
 // with how many pages it took.
-func walk(t *testing.T, svc *inventory.Service, cq inventory.CatalogueQuery) ([]inventory.Stock, int) {
+func walk(t *testing.T, svc *stock.Service, cq stock.CatalogueQuery) ([]stock.Stock, int) {
 	t.Helper()
-	var all []inventory.Stock
+	var all []stock.Stock
 	for pages := 1; ; pages++ {
 		require.Less(t, pages, 200, "the pages never end")
 		page, err := svc.Catalogue(context.Background(), cq)
@@ -32,7 +32,7 @@ func walk(t *testing.T, svc *inventory.Service, cq inventory.CatalogueQuery) ([]
 	}
 }
 
-func names(sts []inventory.Stock) []string {
+func names(sts []stock.Stock) []string {
 	out := make([]string, len(sts))
 	for i, st := range sts {
 		out[i] = st.SKU
@@ -48,7 +48,7 @@ func TestCatalogue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, b := setup(t, &setupOpts{icu: true})
-	inventory.SetCatalogueScan(svc, 5)
+	stock.SetCatalogueScan(svc, 5)
 	var skus []string
 	for i := range 23 {
 		// Mixed case: the database's collation, not byte order, is SKU
@@ -78,7 +78,7 @@ func TestCatalogue(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.NotEqual(t, slices.Sorted(slices.Values(order)), order, "the ICU order is not byte order (else the test proves less)")
 
-	requireWhole := func(sts []inventory.Stock) {
+	requireWhole := func(sts []stock.Stock) {
 		t.Helper()
 		for _, st := range sts {
 			want, err := svc.GetStock(ctx, st.SKU)
@@ -87,14 +87,14 @@ func TestCatalogue(t *testing.T) {
 		}
 	}
 
-	all, pages := walk(t, svc, inventory.CatalogueQuery{Limit: 7})
+	all, pages := walk(t, svc, stock.CatalogueQuery{Limit: 7})
 	require.Equal(t, order, names(all))
 	require.Equal(t, 4, pages, "7 + 7 + 7 + 2, the last page knowing it is the last")
 	requireWhole(all)
 	// Pages of one and two: a page's stretches are short, and s05's six
 	// pools fill one whole.
 	for _, limit := range []int{1, 2} {
-		all, pages := walk(t, svc, inventory.CatalogueQuery{Limit: limit})
+		all, pages := walk(t, svc, stock.CatalogueQuery{Limit: limit})
 		require.Equal(t, order, names(all), "pages of %d", limit)
 		require.Equal(t, (len(order)+limit-1)/limit, pages, "pages of %d, none of them empty", limit)
 		requireWhole(all)
@@ -110,8 +110,8 @@ func TestCatalogue(t *testing.T) {
 	// Every stretch length from 2 to 6 rows, so that s04's two pools
 	// fall on both sides of a stretch's end in one of them.
 	for scan := 2; scan <= 6; scan++ {
-		inventory.SetCatalogueScan(svc, scan)
-		low, pages := walk(t, svc, inventory.CatalogueQuery{Limit: 2, LowStock: true})
+		stock.SetCatalogueScan(svc, scan)
+		low, pages := walk(t, svc, stock.CatalogueQuery{Limit: 2, LowStock: true})
 		// S03 (13 <= 100), s04's empty c1 pool, s10 (20 <= 20); s07 (17 > 5)
 		// and S12 (22 > 0) are above theirs.
 		require.Equal(t, []string{"S03", "s04", "s10"}, names(low), "stretches of %d rows", scan)
@@ -126,26 +126,26 @@ func TestCatalogue(t *testing.T) {
 	for _, sku := range []string{"s22", "S09", "s01", "S12"} {
 		dbtest.StockIn(t, b.pool, sku, 1)
 	}
-	changed, _ := walk(t, svc, inventory.CatalogueQuery{Limit: 1, UpdatedSince: &since})
+	changed, _ := walk(t, svc, stock.CatalogueQuery{Limit: 1, UpdatedSince: &since})
 	require.Equal(t, []string{"s01", "S09", "S12", "s22"}, names(changed))
 	requireWhole(changed)
-	both, _ := walk(t, svc, inventory.CatalogueQuery{Limit: 10, UpdatedSince: &since, LowStock: true})
+	both, _ := walk(t, svc, stock.CatalogueQuery{Limit: 10, UpdatedSince: &since, LowStock: true})
 	require.Empty(t, both)
 
 	// A batch: the SKUs named, in SKU order, once each; the unknown listed.
-	page, err := svc.Catalogue(ctx, inventory.CatalogueQuery{SKUs: []string{"s10", "NOPE", "S03", "s10", "s99"}})
+	page, err := svc.Catalogue(ctx, stock.CatalogueQuery{SKUs: []string{"s10", "NOPE", "S03", "s10", "s99"}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"S03", "s10"}, names(page.SKUs))
 	require.Equal(t, []string{"NOPE", "s99"}, page.Missing)
 	require.Nil(t, page.Next)
-	page, err = svc.Catalogue(ctx, inventory.CatalogueQuery{SKUs: []string{"s10", "s07"}, LowStock: true})
+	page, err = svc.Catalogue(ctx, stock.CatalogueQuery{SKUs: []string{"s10", "s07"}, LowStock: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{"s10"}, names(page.SKUs), "the filters apply to a batch")
 	require.Empty(t, page.Missing, "s07 has stock: filtered out, not missing")
 
-	for _, bad := range []inventory.CatalogueQuery{
-		{Limit: 0}, {Limit: inventory.MaxCataloguePage + 1},
-		{SKUs: make([]string, inventory.MaxCatalogueBatch+1)}, {SKUs: []string{"ok", ""}},
+	for _, bad := range []stock.CatalogueQuery{
+		{Limit: 0}, {Limit: stock.MaxCataloguePage + 1},
+		{SKUs: make([]string, stock.MaxCatalogueBatch+1)}, {SKUs: []string{"ok", ""}},
 	} {
 		_, err := svc.Catalogue(ctx, bad)
 		require.ErrorIs(t, err, &domain.Error{Code: domain.CodeInvalid}, "%+v", bad)

@@ -1,4 +1,4 @@
-package inventory
+package stock
 
 import (
 	"context"
@@ -131,7 +131,7 @@ func (s *Service) AdjustOnce(ctx context.Context, key idempotency.Key, a Adjustm
 	if err := a.withReason(); err != nil {
 		return Stock{}, false, err
 	}
-	defer s.soldOut.written() // stock may be back: see soldout.go
+	defer s.writes.Written() // stock may be back: see Writes
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return AdjustTx(ctx, tx, a) })
 }
 

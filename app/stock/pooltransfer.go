@@ -1,4 +1,4 @@
-package inventory
+package stock
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func PoolTransferTx(ctx context.Context, tx pgx.Tx, t PoolTransfer) error {
 		return errSerialized(t.SKU, t.To)
 	}
 	if len(t.Units) > 0 {
-		return errUnitsUnavailable(t.SKU, t.From, t.Units) // a pool without units
+		return ErrUnitsUnavailable(t.SKU, t.From, t.Units) // a pool without units
 	}
 	take := func() error {
 		_, err := q.StockTake(ctx, db.StockTakeParams{Quantity: t.Quantity, Sku: t.SKU, Location: t.Location, Pool: t.From})
@@ -127,7 +127,7 @@ func transferUnits(ctx context.Context, q *db.Queries, t PoolTransfer) error {
 				bad = append(bad, id)
 			}
 		}
-		return errUnitsUnavailable(t.SKU, t.From, bad)
+		return ErrUnitsUnavailable(t.SKU, t.From, bad)
 	}
 	n := int64(len(moved))
 	if n < t.Quantity {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Changes that join a row's hold batch.
@@ -76,10 +78,10 @@ func (s *Service) joinRow(ctx context.Context, c *changeCall) (Reservation, erro
 		return Reservation{}, nil, false
 	}
 	hc := joinedCall(ctx, rows, &joined{change: c})
-	if !s.holds.inFlight(hc.rows) {
+	if !s.holds.InFlight(hc.rows) {
 		return Reservation{}, nil, false
 	}
-	s.holds.submit(hc)
+	s.holds.Submit(hc)
 	select {
 	case res := <-hc.done:
 		if res.joined.again {
@@ -125,8 +127,8 @@ func (l *joinedLock) read() map[uuid.UUID]*lockedHold {
 	if l == nil {
 		return nil
 	}
-	free, _ := collect(l.locking.Query)
-	lines, _ := collect(l.reading.Query)
+	free, _ := batch.Collect(l.locking.Query)
+	lines, _ := batch.Collect(l.reading.Query)
 	rows := make([]db.ReservationsLockManyRow, len(free))
 	for i, r := range free {
 		rows[i] = db.ReservationsLockManyRow(r)
@@ -218,7 +220,7 @@ func decideJoined(calls []*holdCall, holds map[uuid.UUID]*lockedHold, st stockRo
 			d.gaveUnits[poolKey(l.SKU, l.Pool)] = true
 			for _, id := range l.Units {
 				if u, ok := r.units.named[id]; ok {
-					u.status = UnitAvailable
+					u.status = stock.UnitAvailable
 					r.units.named[id] = u
 				}
 				r.units.free = append(r.units.free, id)
@@ -242,7 +244,7 @@ func (d joinedDecision) answer(calls []*holdCall, after []db.Reservation) {
 		case d.again[c]:
 			c.reply(holdResult{joined: joinedResult{again: true}})
 		case j.change != nil && d.errs[c] != nil:
-			c.answer(d.errs[c])
+			c.Answer(d.errs[c])
 		case j.change != nil:
 			h := d.holds[j.change.id]
 			c.reply(holdResult{r: newReservation(h.row, h.lines)})

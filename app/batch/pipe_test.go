@@ -1,4 +1,4 @@
-package inventory
+package batch
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/stockhold/stockhold/app/dbtest"
 )
 
-// The pipe's contract (see pipe): its one error comes out of roundTrip,
+// The pipe's contract (see pipe): its one error comes out of RoundTrip,
 // and is the first error any queued statement reported; a statement that
 // fails rolls the transaction back, commit queued or not.
 
 // queueExec queues one statement on p, as a sqlc :batchexec call does,
 // and returns its result.
-func queueExec(ctx context.Context, p *pipe, sql string) pgx.BatchResults {
+func queueExec(ctx context.Context, p *Pipe, sql string) pgx.BatchResults {
 	b := &pgx.Batch{}
 	b.Queue(sql)
 	return p.SendBatch(ctx, b)
@@ -47,8 +47,8 @@ func TestPipeRoundTripFailures(t *testing.T) {
 			conn, err := pool.Acquire(ctx)
 			require.NoError(t, err)
 			defer conn.Release()
-			p := newPipe(conn.Conn())
-			p.begin()
+			p := NewPipe(conn.Conn())
+			p.Begin()
 			var first pgx.BatchResults
 			for i, sql := range c.statements {
 				r := queueExec(ctx, p, sql)
@@ -56,8 +56,8 @@ func TestPipeRoundTripFailures(t *testing.T) {
 					first = r
 				}
 			}
-			p.commit()
-			err = p.roundTrip(ctx, func() {
+			p.Commit()
+			err = p.RoundTrip(ctx, func() {
 				if c.readFirst {
 					_, _ = first.Exec() // its own error, if any, is the pipe's to report
 				}
@@ -65,7 +65,7 @@ func TestPipeRoundTripFailures(t *testing.T) {
 			var pe *pgconn.PgError
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, "22012", pe.Code, "the division by zero, whichever statement it was")
-			rollback(conn.Conn())
+			Rollback(conn.Conn())
 			require.Equal(t, byte('I'), conn.Conn().PgConn().TxStatus(), "no transaction left open")
 			require.Zero(t, rows(), "nothing committed")
 		})
@@ -75,12 +75,12 @@ func TestPipeRoundTripFailures(t *testing.T) {
 		conn, err := pool.Acquire(ctx)
 		require.NoError(t, err)
 		defer conn.Release()
-		p := newPipe(conn.Conn())
-		p.begin()
+		p := NewPipe(conn.Conn())
+		p.Begin()
 		queueExec(ctx, p, insert)
 		queueExec(ctx, p, insert)
-		p.commit()
-		require.NoError(t, p.roundTrip(ctx, nil))
+		p.Commit()
+		require.NoError(t, p.RoundTrip(ctx, nil))
 		require.Equal(t, 2, rows())
 		_, err = pool.Exec(ctx, `TRUNCATE pipe_test`)
 		require.NoError(t, err)
@@ -90,15 +90,15 @@ func TestPipeRoundTripFailures(t *testing.T) {
 		conn, err := pool.Acquire(ctx)
 		require.NoError(t, err)
 		defer conn.Release()
-		p := newPipe(conn.Conn())
-		p.begin()
+		p := NewPipe(conn.Conn())
+		p.Begin()
 		queueExec(ctx, p, insert)
 		queueExec(ctx, p, `SELECT pg_terminate_backend(pg_backend_pid())`)
 		queueExec(ctx, p, insert)
-		p.commit()
-		err = p.roundTrip(ctx, nil)
+		p.Commit()
+		err = p.RoundTrip(ctx, nil)
 		require.Error(t, err)
-		rollback(conn.Conn()) // must not hang or panic on a dead connection
+		Rollback(conn.Conn()) // must not hang or panic on a dead connection
 		require.True(t, conn.Conn().IsClosed() || conn.Conn().PgConn().IsClosed(), "the broken connection is closed, so the pool drops it")
 		require.Zero(t, rows(), "nothing committed")
 	})
@@ -107,17 +107,17 @@ func TestPipeRoundTripFailures(t *testing.T) {
 		conn, err := pool.Acquire(ctx)
 		require.NoError(t, err)
 		defer conn.Release()
-		p := newPipe(conn.Conn())
-		p.begin()
+		p := NewPipe(conn.Conn())
+		p.Begin()
 		queueExec(ctx, p, `SET LOCAL lock_timeout = '1s'`)
 		queueExec(ctx, p, insert)
 		b := &pgx.Batch{}
 		b.Queue(`SELECT count(*) FROM pipe_test`)
 		counting := p.SendBatch(ctx, b)
 		later := queueExec(ctx, p, `SELECT 1`)
-		p.commit()
+		p.Commit()
 		var n int
-		err = p.roundTrip(ctx, func() {
+		err = p.RoundTrip(ctx, func() {
 			_ = counting.QueryRow().Scan(&n)
 			_, outOfOrder := later.Exec()
 			require.NoError(t, outOfOrder)
@@ -132,10 +132,10 @@ func TestPipeRoundTripFailures(t *testing.T) {
 		conn, err := pool.Acquire(ctx)
 		require.NoError(t, err)
 		defer conn.Release()
-		p := newPipe(conn.Conn())
+		p := NewPipe(conn.Conn())
 		first := queueExec(ctx, p, `SELECT 1`)
 		second := queueExec(ctx, p, `SELECT 2`)
-		err = p.roundTrip(ctx, func() {
+		err = p.RoundTrip(ctx, func() {
 			_, _ = second.Exec()
 			_, _ = first.Exec()
 		})
@@ -143,7 +143,7 @@ func TestPipeRoundTripFailures(t *testing.T) {
 	})
 
 	t.Run("a query that is not a batch query is refused", func(t *testing.T) {
-		p := newPipe(nil)
+		p := NewPipe(nil)
 		_, err := p.Exec(ctx, insert)
 		require.ErrorIs(t, err, errNotPiped)
 	})

@@ -1,10 +1,9 @@
-package inventory
+package stock
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -95,7 +94,7 @@ func (s *Service) CountOnce(ctx context.Context, key idempotency.Key, c StockCou
 	if err := c.validate(); err != nil {
 		return Counted{}, false, err
 	}
-	defer s.soldOut.written() // stock may be back: see soldout.go
+	defer s.writes.Written() // stock may be back: see Writes
 	out, replayed, err := idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Counted, error) { return countTx(ctx, tx, c) })
 	if err == nil && !replayed && out.Changes.Short > 0 {
 		s.countBelowHeld(ctx, c, out)
@@ -237,7 +236,7 @@ func (s *Service) countBelowHeld(ctx context.Context, c StockCount, out Counted)
 		return
 	}
 	s.cfg.Alert(context.WithoutCancel(ctx), Alert{
-		Kind: "count_below_held", Subject: poolSubject(c.SKU, c.Location, c.Pool), SKU: c.SKU, Location: c.Location, Pool: c.Pool,
+		Kind: "count_below_held", Subject: PoolSubject(c.SKU, c.Location, c.Pool), SKU: c.SKU, Location: c.Location, Pool: c.Pool,
 		Details: map[string]any{"count_id": out.ID, "counted": out.Counted, "short_of_held": out.ShortOfHeld,
 			"holds_at_risk": out.HoldsAtRisk, "actor": c.Actor, "actor_key": domain.KeyName(ctx), "reason": c.Reason},
 		Summary: fmt.Sprintf("%s counted %d of SKU %s (pool %s) at %s: %d held units are not on the shelf. They leave the books as "+
@@ -246,25 +245,6 @@ func (s *Service) countBelowHeld(ctx context.Context, c StockCount, out Counted)
 			"or release those holds, or reinstate them elsewhere, then resume the pool.",
 			c.Actor, out.Counted, c.SKU, c.Pool, c.Location, out.ShortOfHeld),
 	})
-}
-
-// soldShort raises, after the commit, the alert of each stock row where a
-// confirm sold units a count had found missing (ledger kind sold_short):
-// the shop sold what the shelf may not have.
-func (s *Service) soldShort(ctx context.Context, c *changes) {
-	if s.cfg.Alert == nil {
-		return
-	}
-	for _, r := range c.soldShort {
-		sku, location, pool, n := domain.Value(r.Sku), domain.Value(r.Location), domain.Value(r.Pool), domain.Value(r.SoldShort)
-		s.cfg.Alert(context.WithoutCancel(ctx), Alert{
-			Kind: "sold_short", Subject: poolSubject(sku, location, pool), SKU: sku, Location: location, Pool: pool,
-			Details: map[string]any{"units": n, "count": r.Ref, "holds": r.Holds},
-			Summary: fmt.Sprintf("%d units of SKU %s (pool %s) at %s that a stock count (%s) found missing were sold by confirming holds %s: "+
-				"the shelf may not have them. Find them (a count that finds them takes them back), or refund or reroute those orders.",
-				n, sku, pool, location, r.Ref, strings.Join(r.Holds, ", ")),
-		})
-	}
 }
 
 // RecentCounts lists the latest counts (of sku, or all when empty), newest

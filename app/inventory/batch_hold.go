@@ -1,0 +1,489 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stockhold/stockhold/app/batch"
+	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
+)
+
+// holdCall is one caller's hold waiting for its batch.
+type holdCall struct {
+	ctx  context.Context
+	h    hold
+	rows []string // keys of the stock rows its lines draw on
+	done chan holdResult
+	// timeouts counts the lock timeouts its batches ran into.
+	timeouts int
+	// waited: a batch sent it on to the next one (see laterForRuns).
+	waited bool
+	// answered, when set, is told of the call's answer (keysInFlight).
+	answered func()
+	// joined, when set, makes the call changes to holds on the rows of
+	// h.wants (each with its location) instead of a new hold: see
+	// batch_joined.go.
+	joined *joined
+}
+
+type holdResult struct {
+	r        Reservation
+	replayed bool
+	err      error
+	joined   joinedResult
+}
+
+func (c *holdCall) Keys() []string   { return c.rows }
+func (c *holdCall) Gone() bool       { return c.ctx.Err() != nil }
+func (c *holdCall) Answer(err error) { c.reply(holdResult{err: err}) }
+
+func (c *holdCall) reply(r holdResult) {
+	select {
+	case c.done <- r:
+		if c.answered != nil {
+			c.answered()
+		}
+	default: // answered already
+	}
+}
+
+// rowKey identifies a stock row (stock.RowKey, whose byte order is the
+// lock order); an empty location stands, for the batcher and the busy
+// checks, for its pool at every location.
+func rowKey(sku, location, pool string) string { return stock.RowKey(sku, location, pool) }
+
+// poolKey identifies a SKU's pool, at whichever location.
+func poolKey(sku, pool string) string { return sku + "\x00" + pool }
+
+// holdBatched queues h for the next hold batch and waits for its answer. A
+// caller that stops waiting gets ctx's error; its hold may still commit,
+// as a hold whose caller vanished mid-transaction may on any path, and a
+// retry with the same Idempotency-Key finds it.
+func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, error) {
+	c := &holdCall{ctx: ctx, h: h, done: make(chan holdResult, 1)}
+	for _, w := range h.wants {
+		c.rows = append(c.rows, w.key())
+	}
+	c.answered = s.keysInFlight.add(h.req.Client, h.req.IdempotencyKey)
+	s.holds.Submit(c)
+	select {
+	case res := <-c.done:
+		return res.r, res.replayed, res.err
+	case <-ctx.Done():
+		return Reservation{}, false, ctx.Err()
+	}
+}
+
+// runHolds runs one hold batch and answers its callers. A batch of
+// requests on rows found locked before looks first, without waiting: while
+// the rows are still locked their requests answer busy at once.
+func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
+	s.rec.HoldBatch(len(calls))
+	if s.holds.AnyBlocked(calls) {
+		rows := map[string]Line{}
+		for _, c := range calls {
+			for _, w := range c.h.wants {
+				rows[w.key()] = w.row()
+			}
+		}
+		locked, err := s.lockedStock(ctx, rows)
+		if err != nil {
+			for _, c := range calls {
+				c.Answer(err)
+			}
+			return nil
+		}
+		var rest []*holdCall
+		for _, c := range calls {
+			if l, ok := firstLocked(c.h.wants, locked); ok {
+				c.Answer(s.lockWaits.answered(errBusy(l)))
+			} else {
+				rest = append(rest, c)
+			}
+		}
+		for k := range locked {
+			delete(rows, k)
+		}
+		s.holds.Unblock(slicesKeys(rows)) // free again
+		if len(rest) == 0 {
+			return nil
+		}
+		calls = rest
+	}
+	return s.holdAttempt(ctx, calls)
+}
+
+// holdAttempt runs calls as one transaction and answers them. When the
+// transaction fails as a whole it finds out why and answers each caller as
+// a transaction of its own would have been answered: requests on a row
+// another transaction keeps locked answer busy while the rest go again; a
+// statement that fails because of one request is narrowed down to that
+// request by halves; a deadlock is retried.
+func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCall {
+	again, err := s.holdBatch(ctx, calls)
+	if err == nil {
+		return again
+	}
+	switch classify(ctx, err) {
+	case failLock:
+		rows := map[string]Line{}
+		for _, c := range calls {
+			for _, w := range c.h.wants {
+				rows[w.key()] = w.row()
+			}
+		}
+		locked, perr := s.lockedStock(ctx, rows)
+		if perr != nil {
+			s.log.Warn("hold batch hit its lock timeout; finding the locked rows failed", "err", perr)
+		}
+		// Requests on a row still locked go again in a batch of their
+		// own, which looks before it waits: they answer busy at once if
+		// the row is still locked then, or go through if the lock was only
+		// another batch waiting its turn. The others go again now.
+		var rest, later []*holdCall
+		for _, c := range calls {
+			c.timeouts++
+			l, onLocked := firstLocked(c.h.wants, locked)
+			switch {
+			case c.timeouts > maxLockTimeouts && onLocked:
+				c.Answer(s.lockWaits.answered(errBusy(l)))
+			case c.timeouts > maxLockTimeouts:
+				c.Answer(errBusy(c.h.wants[0].row()))
+			case onLocked:
+				later = append(later, c)
+			default:
+				rest = append(rest, c)
+			}
+		}
+		s.holds.Block(slicesKeys(locked))
+		if len(rest) > 0 {
+			later = append(later, s.holdAttempt(ctx, rest)...)
+		}
+		return later
+	case failRetry:
+		if calls[0].timeouts < maxLockTimeouts {
+			for _, c := range calls {
+				c.timeouts++
+			}
+			return s.holdAttempt(ctx, calls)
+		}
+	case failSlow:
+		err = errSlow
+	case failStatement:
+		if len(calls) > 1 {
+			half := len(calls) / 2
+			return append(s.holdAttempt(ctx, calls[:half]), s.holdAttempt(ctx, calls[half:])...)
+		}
+		if _, ok := refused(err); ok {
+			// The batch granted what the locked rows did not have: a bug,
+			// which the database caught. The caller gets a 500.
+			s.refusedByDatabase(ctx, "hold", calls[0].h.req.IdempotencyKey, err)
+		}
+	}
+	if len(calls) > 1 {
+		s.log.Warn("hold batch failed", "size", len(calls), "err", err)
+	}
+	for _, c := range calls {
+		c.Answer(err)
+	}
+	return nil
+}
+
+// holdBatch is one transaction for many holds, in two round trips, in
+// four steps:
+//
+//  1. insertAndLock (round trip 1): begin; set the lock timeout; insert
+//     every hold's reservation (a key used before is skipped); lock the
+//     stock rows every line may draw on (the location it names, or every
+//     location of its pool), in (sku, location, pool) byte order, reading
+//     their locations' priority and switches with them.
+//  2. decideHolds, in Go, in arrival order, against the rows as locked:
+//     where each line is taken from, and whether the hold is granted.
+//  3. writeHolds (round trip 2): delete the rows of the holds not granted;
+//     move the counters, insert the lines and the ledger rows of the
+//     granted ones in one statement; read the holds the replayed keys
+//     made; commit.
+//  4. answer each caller.
+//
+// A request whose key another request of the batch uses too goes again
+// with the next batch, once the first one's fate is committed.
+func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall, error) {
+	leaders, again := firstOfEachKey(calls)
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	defer batch.Rollback(conn)
+	defer s.timeBatch(BatchHold, time.Now())
+
+	seen := s.soldOut.seenNow()
+	ft, err := s.insertAndLock(ctx, conn, leaders)
+	if err != nil {
+		return nil, err
+	}
+	rows := ft.rows
+	s.hot.mark(rows.lockOrder, time.Now())
+	if err := s.readUnits(ctx, conn, leaders, rows, ft.pre); err != nil {
+		return nil, err
+	}
+	b := s.planBatch(leaders, ft.made, ft.stop)
+	changed := decideJoined(b.joined, ft.holds, rows)
+	verdicts, taken := decideHolds(rows, b.holds())
+	verdicts = b.laterForRuns(verdicts, changed.gaveUnits)
+	again = append(again, b.later...)
+	w := b.writes(verdicts, taken, rows.lockOrder)
+	w.change = &changed.ch
+	firsts, firstsOf, after, err := s.writeHolds(ctx, conn, w)
+	if err != nil {
+		return nil, err
+	}
+	changed.ch.count(s.rec)
+	s.soldOut.forgetLines(&changed.ch)
+	if !ft.stop.on {
+		s.soldOut.remember(seen, rows, b.holds(), verdicts)
+	}
+	changed.answer(b.joined, after)
+	b.answer(ctx, s, ft.made, verdicts, firsts, firstsOf)
+	return again, nil
+}
+
+// firstOfEachKey splits calls into the first request of each (client, key)
+// and the rest, which go again with a later batch.
+func firstOfEachKey(calls []*holdCall) (leaders, again []*holdCall) {
+	seen := map[[2]string]bool{}
+	for _, c := range calls {
+		if c.joined != nil {
+			leaders = append(leaders, c)
+			continue
+		}
+		k := [2]string{c.h.req.Client, c.h.req.IdempotencyKey}
+		if seen[k] {
+			again = append(again, c)
+			continue
+		}
+		seen[k] = true
+		leaders = append(leaders, c)
+	}
+	return leaders, again
+}
+
+// firstTrip is what a hold batch's first round trip returns: the
+// reservations inserted (by id), the stock rows as locked (in lock order,
+// with the units read of the pools of units it knew of, see holdunits.go),
+// what it read of units (by poolKey), the stop-sale switch as the batch
+// reads it, and the holds of its joined calls it locked (batch_joined.go).
+type firstTrip struct {
+	made  map[uuid.UUID]db.Reservation
+	rows  stockRows
+	pre   map[string]*unitNeed
+	stop  stopSale
+	holds map[uuid.UUID]*lockedHold
+}
+
+// insertAndLock is a hold batch's first round trip.
+func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (firstTrip, error) {
+	// Insert in (client, key) order, so that two batches sharing keys wait
+	// on each other in one order; decide in arrival order.
+	byKey := slices.Clone(leaders)
+	slices.SortFunc(byKey, func(a, b *holdCall) int {
+		if d := strings.Compare(a.h.req.Client, b.h.req.Client); d != 0 {
+			return d
+		}
+		return strings.Compare(a.h.req.IdempotencyKey, b.h.req.IdempotencyKey)
+	})
+	var ins db.ReservationsInsertManyParams
+	for _, c := range byKey {
+		if c.joined != nil {
+			continue
+		}
+		h := c.h
+		ins.Ids = append(ins.Ids, h.id)
+		ins.Clients = append(ins.Clients, h.req.Client)
+		ins.IdempotencyKeys = append(ins.IdempotencyKeys, h.req.IdempotencyKey)
+		ins.RequestHashes = append(ins.RequestHashes, h.hash)
+		ins.OrderRefs = append(ins.OrderRefs, h.req.OrderRef)
+		ins.Campaigns = append(ins.Campaigns, h.req.Campaign)
+		ins.TtlSeconds = append(ins.TtlSeconds, h.ttl)
+	}
+	var clients []string
+	for _, c := range byKey {
+		if c.joined != nil {
+			continue
+		}
+		if n := len(clients); n == 0 || clients[n-1] != c.h.req.Client {
+			clients = append(clients, c.h.req.Client)
+		}
+	}
+	lock := lockKeys(leaders)
+
+	p := batch.NewPipe(conn)
+	q := db.New(p)
+	p.Begin()
+	q.BatchSettingsSet(ctx, []string{s.stopSaleWait})
+	stopping := queueStopSale(ctx, q, clients, s.lockTimeout)
+	inserting := q.ReservationsInsertMany(ctx, []db.ReservationsInsertManyParams{ins})
+	locking := q.StockLockMany(ctx, []db.StockLockManyParams{lock})
+	needs, order := unitNeeds(leaders, s.unitPools.has)
+	reading := queueUnits(ctx, q, needs, order, false)
+	joining := queueJoined(ctx, q, leaders)
+	var (
+		inserted []db.Reservation
+		stock    []db.StockLockManyRow
+		ft       firstTrip
+		units    map[string]*poolUnits
+	)
+	err := p.RoundTrip(ctx, func() {
+		ft.stop = readStopSale(stopping)
+		inserted, _ = batch.Collect(inserting.Query)
+		stock, _ = batch.Collect(locking.Query)
+		units = reading.read()
+		ft.holds = joining.read()
+	})
+	if err != nil && ft.stop.waitedOut {
+		return firstTrip{}, errFlipSlow
+	}
+	if err != nil {
+		return firstTrip{}, fmt.Errorf("insert and lock: %w", err)
+	}
+
+	made := make(map[uuid.UUID]db.Reservation, len(inserted))
+	for _, r := range inserted {
+		made[r.ID] = r
+	}
+	locked := make([]lockedRow, len(stock))
+	for i, r := range stock {
+		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, short: r.Short, status: r.Status,
+			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason)}
+	}
+	rows := newStockRows(locked)
+	rows.lockOrder = make([]Line, len(stock))
+	for i, r := range stock {
+		rows.lockOrder[i] = Line{SKU: r.Sku, Location: r.Location, Pool: r.Pool}
+	}
+	attachUnits(rows, units)
+	ft.made, ft.rows, ft.pre = made, rows, needs
+	return ft, nil
+}
+
+// lockKeys is what StockLockMany locks for a batch: per (sku, pool), every
+// location when a line of the batch lets the batch allocate it, else the
+// locations its lines name.
+func lockKeys(leaders []*holdCall) db.StockLockManyParams {
+	anywhere := map[string]bool{}
+	for _, c := range leaders {
+		for _, w := range c.h.wants {
+			if w.Location == "" {
+				anywhere[poolKey(w.SKU, w.Pool)] = true
+			}
+		}
+	}
+	var lock db.StockLockManyParams
+	seen := map[string]bool{}
+	for _, c := range leaders {
+		for _, w := range c.h.wants {
+			loc := w.Location
+			if anywhere[poolKey(w.SKU, w.Pool)] {
+				loc = ""
+			}
+			if k := rowKey(w.SKU, loc, w.Pool); !seen[k] {
+				seen[k] = true
+				lock.Skus = append(lock.Skus, w.SKU)
+				lock.Pools = append(lock.Pools, w.Pool)
+				lock.Locations = append(lock.Locations, loc)
+			}
+		}
+	}
+	return lock
+}
+
+// batchPlan is a hold batch's requests sorted out once their reservations
+// are inserted: the ones to decide, the replays of a key used before, the
+// ones whose caller left before anything was decided, and the ones a
+// stop-sale refuses (with why).
+type batchPlan struct {
+	deciding []*holdCall
+	replays  []*holdCall
+	left     []*holdCall
+	stopped  []*holdCall
+	stopErrs []error
+	// joined are the calls that change holds on the batch's rows.
+	joined []*holdCall
+	// later are the holds that go again with the next batch, undecided
+	// here (laterForRuns).
+	later []*holdCall
+}
+
+// laterForRuns takes out of the batch, to go again with the next one,
+// the holds refused for want of adjacent units on a pool the batch's
+// joined changes handed units back to (gave, by poolKey): the windows of
+// adjacent units were read before those units were free, so the next
+// batch, which reads them free, decides. A hold goes again so once. It
+// returns the verdicts of the holds left.
+func (b *batchPlan) laterForRuns(verdicts []verdict, gave map[string]bool) []verdict {
+	if len(gave) == 0 {
+		return verdicts
+	}
+	var (
+		deciding []*holdCall
+		kept     []verdict
+	)
+	for i, c := range b.deciding {
+		v := verdicts[i]
+		if !v.granted && v.why == domain.CodeOutOfStock && v.left < 0 && gave[poolKey(v.line.SKU, v.line.Pool)] && !c.waited {
+			c.waited = true
+			b.later = append(b.later, c)
+			continue
+		}
+		deciding, kept = append(deciding, c), append(kept, v)
+	}
+	b.deciding = deciding
+	return kept
+}
+
+// planBatch sorts a batch's requests out, the stop-sale switches as the
+// batch read them refusing the holds they cover before anything is
+// decided: those take nothing from the rows.
+func (s *Service) planBatch(leaders []*holdCall, made map[uuid.UUID]db.Reservation, stop stopSale) batchPlan {
+	var b batchPlan
+	for _, c := range leaders {
+		if c.joined != nil {
+			b.joined = append(b.joined, c)
+			continue
+		}
+		if _, ok := made[c.h.id]; !ok {
+			b.replays = append(b.replays, c)
+			continue
+		}
+		if s.beforeGrant != nil {
+			s.beforeGrant(c.h.req)
+		}
+		if c.Gone() {
+			b.left = append(b.left, c) // hold nothing for a caller that left
+			continue
+		}
+		if err := stop.refuses(c.h.req.Client); err != nil {
+			b.stopped, b.stopErrs = append(b.stopped, c), append(b.stopErrs, err)
+			continue
+		}
+		b.deciding = append(b.deciding, c)
+	}
+	return b
+}
+
+func (b batchPlan) holds() []hold {
+	out := make([]hold, len(b.deciding))
+	for i, c := range b.deciding {
+		out[i] = c.h
+	}
+	return out
+}
