@@ -296,7 +296,7 @@ func (tr *torture) seatLater(ctx context.Context, r *rand.Rand) {
 		var id uuid.UUID
 		err := tr.pool.QueryRow(ctx, `
 			SELECT r.id FROM reservations r
-			WHERE r.status IN ('released', 'expired') AND r.campaign IS NULL
+			WHERE r.status IN ('released', 'expired') AND r.campaign IS NULL AND r.client = 'torture-shop'
 			  AND EXISTS (SELECT 1 FROM reservation_lines l WHERE l.reservation_id = r.id AND cardinality(l.units) > 0)
 			  AND NOT EXISTS (SELECT 1 FROM reservations x WHERE x.client = r.client AND x.idempotency_key = '↻' || r.id::text)
 			ORDER BY r.created_at DESC OFFSET $1 LIMIT 1`, r.IntN(10)).Scan(&id)

@@ -450,7 +450,7 @@ func (tr *torture) deactivator(ctx context.Context, r *rand.Rand) {
 			}
 		}
 		tr.mu.Lock()
-		tr.inactive = append(tr.inactive, [2]time.Time{off, on})
+		tr.inactive["south"] = append(tr.inactive["south"], [2]time.Time{off, on})
 		tr.mu.Unlock()
 	}
 }
@@ -492,10 +492,12 @@ func (tr *torture) checkLocations(t *testing.T) {
 	if n := dbtest.Count(t, tr.pool, `SELECT count(*) FROM ledger WHERE actor = 'torture-north' AND kind = 'reserve' AND location <> 'north'`); n > 0 {
 		t.Errorf("%d reserve rows of the key bound to north are elsewhere", n)
 	}
-	for _, w := range tr.inactive {
-		if n := dbtest.Count(t, tr.pool, `SELECT count(*) FROM ledger g JOIN reservations r ON r.id = g.reservation_id
-			WHERE g.location = 'south' AND g.delta_reserved > 0 AND r.created_at > $1 AND r.created_at < $2`, w[0], w[1]); n != 0 {
-			t.Errorf("%d holds took stock at south while it was inactive (%s to %s)", n, w[0].Format(time.RFC3339Nano), w[1].Format(time.RFC3339Nano))
+	for loc, windows := range tr.inactive {
+		for _, w := range windows {
+			if n := dbtest.Count(t, tr.pool, `SELECT count(*) FROM ledger g JOIN reservations r ON r.id = g.reservation_id
+				WHERE g.location = $3 AND g.delta_reserved > 0 AND r.created_at > $1 AND r.created_at < $2`, w[0], w[1], loc); n != 0 {
+				t.Errorf("%d holds took stock at %s while it was inactive (%s to %s)", n, loc, w[0].Format(time.RFC3339Nano), w[1].Format(time.RFC3339Nano))
+			}
 		}
 	}
 	require.Equal(t, 1, dbtest.Count(t, tr.pool, `SELECT count(*) FROM locations WHERE id = 'south' AND active`), "south ended active")
@@ -540,7 +542,7 @@ func (tr *torture) reportLocations(t *testing.T) {
 			t.Errorf("torture: no %s: that path never ran", what)
 		}
 	}
-	if len(tr.inactive) == 0 {
+	if len(tr.inactive["south"]) == 0 {
 		t.Errorf("torture: south was never deactivated")
 	}
 }

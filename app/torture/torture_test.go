@@ -131,6 +131,7 @@ func TestTorture(t *testing.T) {
 		"Idempotency-Key", "start-"+seatSKU)
 	tr.setupStadium(t)
 	tr.setupLocations(t)
+	tr.setupSeams(t)
 
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
@@ -162,6 +163,7 @@ func TestTorture(t *testing.T) {
 		{"breaker", 1, tr.breaker},
 		{"seat later", 1, tr.seatLater},
 		{"unit racer", 1, tr.unitRacer},
+		{"seamer", 2, tr.seamer},
 	}
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -196,19 +198,28 @@ running:
 	tr.checkRollbackCutoffs(t)
 	tr.checkStopSale(t)
 	tr.checkLocations(t)
+	tr.checkSeams(t)
 	tr.finalReconciliation(t)
 	dbtest.RequireInvariants(t, tr.pool)
 	tr.report(t)
 	tr.reportLocations(t)
+	tr.reportSeams(t, duration)
 }
 
-// torture is one run: a server, its database, and what it acknowledged.
+// torture is one run: two instances of the service on one database, and
+// what they acknowledged.
 type torture struct {
-	t         *testing.T
-	seed      uint64
-	pool      *pgxpool.Pool
-	base      string
-	http      *http.Client
+	t    *testing.T
+	seed uint64
+	pool *pgxpool.Pool
+	// bases are where the instances serve: the first takes every request
+	// but the scenes' (seams_test.go), which use both when they combine a
+	// second instance.
+	bases []string
+	// soldOutBound is STOCKHOLD_SOLDOUT_RECHECK: stock added is holdable
+	// on every instance at most this long after its commit.
+	soldOutBound time.Duration
+	http         *http.Client
 	ops, shop string
 	// channel is a second shop key (torture-channel): a sales channel
 	// whose own stop-sale is flipped.
@@ -233,12 +244,16 @@ type torture struct {
 	channelStops [][2]time.Time
 	// Stock in several places (locations_test.go): the key bound to
 	// north, where each acknowledged hold's answer said its lines came
-	// from, the acknowledged transfers, and the stretches between south
-	// answered inactive and the request that made it active again.
+	// from, the acknowledged transfers, and, by location, the stretches
+	// between a location answered inactive and the request that made it
+	// active again.
 	northShop string
 	where     map[uuid.UUID]where
 	transfers map[uuid.UUID]transfer
-	inactive  [][2]time.Time
+	inactive  map[string][][2]time.Time
+	// The pairs of features the scenes combine, and what they saw
+	// (seams_test.go).
+	seams *seams
 	// Rare paths acknowledged so far: until one is, the logistician takes
 	// it at its next chance, so that a short run on a slow machine still
 	// runs it (reportLocations fails a run that never did).
@@ -255,9 +270,10 @@ type campaign struct {
 	begun time.Time
 }
 
-// start serves a wired App on a fresh database, with timeouts short
-// enough that races happen and background work often enough that it
-// races the requests.
+// start serves two wired Apps on a fresh database (two instances of the
+// service, each with its own pools, River client and memory), with
+// timeouts short enough that races happen and background work often
+// enough that it races the requests.
 func start(t *testing.T, seed uint64) *torture {
 	t.Helper()
 	env := map[string]string{
@@ -279,6 +295,34 @@ func start(t *testing.T, seed uint64) *torture {
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
 	pool := dbtest.NewWithConfig(t, func(c *pgxpool.Config) { c.MaxConns = 60 })
+	// The second instance's pool: the same database, connections of its own.
+	second := pool.Config()
+	second.MaxConns = 24
+	pool2, err := pgxpool.NewWithConfig(context.Background(), second)
+	require.NoError(t, err)
+	t.Cleanup(pool2.Close)
+	bases := []string{serve(t, cfg, pool), serve(t, cfg, pool2)}
+	ctx := context.Background()
+	ops, err := auth.Create(ctx, pool, "torture-ops", auth.RoleOps)
+	require.NoError(t, err)
+	shop, err := auth.Create(ctx, pool, "torture-shop", auth.RoleShop)
+	require.NoError(t, err)
+	channel, err := auth.Create(ctx, pool, "torture-channel", auth.RoleShop)
+	require.NoError(t, err)
+	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 64}), Timeout: 60 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	return &torture{
+		t: t, seed: seed, pool: pool, bases: bases, soldOutBound: cfg.SoldOutRecheck, http: client, ops: ops, shop: shop, channel: channel,
+		outcomes: map[string]int{}, holds: map[uuid.UUID]bool{}, confirmed: map[uuid.UUID]bool{},
+		ended: map[uuid.UUID]string{}, partials: map[uuid.UUID]int{}, imports: map[string]int{},
+		where: map[uuid.UUID]where{}, transfers: map[uuid.UUID]transfer{}, inactive: map[string][][2]time.Time{},
+		seams: newSeams(seed),
+	}
+}
+
+// serve runs an App on pool until the test ends and returns its base URL.
+func serve(t *testing.T, cfg config.Config, pool *pgxpool.Pool) string {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := app.New(cfg, pool, log)
 	require.NoError(t, err)
@@ -292,26 +336,20 @@ func start(t *testing.T, seed uint64) *torture {
 		require.NoError(t, <-done)
 		require.NoError(t, a.Close())
 	})
-	ops, err := auth.Create(ctx, pool, "torture-ops", auth.RoleOps)
-	require.NoError(t, err)
-	shop, err := auth.Create(ctx, pool, "torture-shop", auth.RoleShop)
-	require.NoError(t, err)
-	channel, err := auth.Create(ctx, pool, "torture-channel", auth.RoleShop)
-	require.NoError(t, err)
-	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 64}), Timeout: 60 * time.Second}
-	t.Cleanup(client.CloseIdleConnections)
-	return &torture{
-		t: t, seed: seed, pool: pool, base: "http://" + ln.Addr().String(), http: client, ops: ops, shop: shop, channel: channel,
-		outcomes: map[string]int{}, holds: map[uuid.UUID]bool{}, confirmed: map[uuid.UUID]bool{},
-		ended: map[uuid.UUID]string{}, partials: map[uuid.UUID]int{}, imports: map[string]int{},
-		where: map[uuid.UUID]where{}, transfers: map[uuid.UUID]transfer{},
-	}
+	return "http://" + ln.Addr().String()
 }
 
-// do sends one request and counts its answer under op. An answer the
-// contract rules out (a 5xx other than 503, or a 400: a body this test got
-// wrong) fails the test; a transport error does too.
+// do sends one request to the first instance and counts its answer under
+// op. An answer the contract rules out (a 5xx other than 503, or a 400: a
+// body this test got wrong) fails the test; a transport error does too; so
+// does a refusal of a hold out_of_stock whose own detail says the stock
+// was there (refusedWithStock).
 func (tr *torture) do(op, method, path, token string, body any, headers ...string) (int, []byte) {
+	return tr.doOn(0, op, method, path, token, body, headers...)
+}
+
+// doOn is do on instance i.
+func (tr *torture) doOn(i int, op, method, path, token string, body any, headers ...string) (int, []byte) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -321,7 +359,7 @@ func (tr *torture) do(op, method, path, token string, body any, headers ...strin
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, tr.base+path, rd)
+	req, err := http.NewRequest(method, tr.bases[i]+path, rd)
 	if err != nil {
 		tr.t.Errorf("%s: %v", op, err)
 		return 0, nil
@@ -348,6 +386,11 @@ func (tr *torture) do(op, method, path, token string, body any, headers ...strin
 	tr.mu.Unlock()
 	if res.StatusCode == 400 || res.StatusCode >= 500 && res.StatusCode != 503 {
 		tr.t.Errorf("%s %s %s: %d %s", op, method, path, res.StatusCode, b)
+	}
+	if res.StatusCode == 409 && method == "POST" && path == "/v1/reservations" {
+		if why := refusedWithStock(body, b); why != "" {
+			tr.t.Errorf("%s on instance %d: a refusal contradicts the stock it read (%s): %s", op, i, why, b)
+		}
 	}
 	return res.StatusCode, b
 }
@@ -1077,6 +1120,7 @@ func (tr *torture) check(t *testing.T, when string) {
 			t.Errorf("%s: %d %s", when, n, what)
 		}
 	}
+	tr.checkSeamsNow(t, when)
 }
 
 // settle ends every campaign and waits for every rollback and campaign
