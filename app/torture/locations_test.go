@@ -340,7 +340,13 @@ func (tr *torture) sendTransfer(ctx context.Context, r *rand.Rand, sku string) {
 		return
 	}
 	path := "/v1/transfers/" + t.ID.String()
-	switch p := r.IntN(10); {
+	p := r.IntN(10)
+	tr.mu.Lock()
+	if !tr.closedWithLoss {
+		p = 4 // received in part and closed
+	}
+	tr.mu.Unlock()
+	switch {
 	case p < 4:
 		status, b = tr.do("transfer receive", "POST", path+"/receive", tr.ops, map[string]any{"quantity": q}, "Idempotency-Key", tr.name("rcv"))
 	case p < 7:
@@ -352,6 +358,11 @@ func (tr *torture) sendTransfer(ctx context.Context, r *rand.Rand, sku string) {
 			}
 		}
 		status, b = tr.do("transfer close", "POST", path+"/close", tr.ops, map[string]any{"reason": "the rest was lost"})
+		if status == 200 {
+			tr.mu.Lock()
+			tr.closedWithLoss = true
+			tr.mu.Unlock()
+		}
 	case p < 9:
 		status, b = tr.do("transfer cancel", "POST", path+"/cancel", tr.ops, map[string]any{"reason": "not needed"})
 	default:

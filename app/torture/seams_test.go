@@ -140,6 +140,11 @@ type seams struct {
 	bound map[uuid.UUID][]string
 	// campaigns are the scenes' campaigns (for the report).
 	campaigns int
+	// pending are the follow paths no scene has taken yet: buyers take
+	// them first, so that a short run on a slow machine takes each.
+	pending map[string]bool
+	// took is how long the scenes' steps took (setup, run, end).
+	took map[string][]time.Duration
 	// switching is held while a scene has one of seamPlaces deactivated
 	// or stopped: the stretches recorded are then the true ones.
 	switching sync.Mutex
@@ -154,8 +159,12 @@ func newSeams(seed uint64) *seams {
 	}
 	r := rand.New(rand.NewPCG(seed, 37))
 	r.Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
+	pending := map[string]bool{}
+	for _, p := range followPaths {
+		pending[p] = true
+	}
 	return &seams{order: pairs, scenes: map[feature]int{}, acts: map[feature]map[string]int{},
-		firsts: map[string][]byte{}, bound: map[uuid.UUID][]string{}}
+		firsts: map[string][]byte{}, bound: map[uuid.UUID][]string{}, pending: pending, took: map[string][]time.Duration{}}
 }
 
 // setupSeams adds the scenes' locations.
@@ -174,9 +183,12 @@ func (tr *torture) seamer(ctx context.Context, r *rand.Rand) {
 		i := tr.seams.next.Add(1) - 1
 		f := tr.seams.order[int(i)%len(tr.seams.order)]
 		sc := tr.newScene(r, f, i)
+		began := time.Now()
 		if sc.setup(ctx, r) {
+			sc.tookSince("setup", began)
 			sc.run(ctx, r)
 		}
+		sc.tookSince("scene", began)
 		tr.seams.mu.Lock()
 		tr.seams.scenes[f]++
 		tr.seams.mu.Unlock()
@@ -208,6 +220,10 @@ type scene struct {
 	held    []uuid.UUID
 	transit []transitOf
 	units   int // a counter for unit ids
+	// turns count each kind of turn; offset starts them where the seed
+	// says.
+	turns  map[string]int
+	offset int64
 }
 
 type transitOf struct {
@@ -217,7 +233,7 @@ type transitOf struct {
 
 func (tr *torture) newScene(r *rand.Rand, f feature, i int64) *scene {
 	prefix := fmt.Sprintf("SEAM-%d-%d", tr.seed%1000, i)
-	sc := &scene{tr: tr, f: f, home: "default", away: seamPlaces[r.IntN(2)],
+	sc := &scene{tr: tr, f: f, home: "default", away: seamPlaces[r.IntN(2)], offset: r.Int64N(1000),
 		goods: prefix + "-G", sold: prefix + "-SO", counted: prefix + "-C", client: "torture-shop", token: tr.shop}
 	if f&fLocation != 0 {
 		k := r.IntN(2)
@@ -256,6 +272,30 @@ func (sc *scene) note(act string) {
 		s.acts[sc.f] = map[string]int{}
 	}
 	s.acts[sc.f][act]++
+	delete(s.pending, act)
+}
+
+// tookSince records how long step took.
+func (sc *scene) tookSince(step string, began time.Time) {
+	s := sc.tr.seams
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.took[step] = append(s.took[step], time.Since(began))
+}
+
+// nextFollow is what a buyer does next with a hold: a path no scene took
+// yet, else the scene's next in turn.
+func (sc *scene) nextFollow() string {
+	s := sc.tr.seams
+	s.mu.Lock()
+	for _, p := range followPaths {
+		if s.pending[p] {
+			s.mu.Unlock()
+			return p
+		}
+	}
+	s.mu.Unlock()
+	return followPaths[sc.turn("follow", len(followPaths))]
 }
 
 // key is the scene's shop key now.
@@ -387,6 +427,7 @@ func (sc *scene) setup(ctx context.Context, r *rand.Rand) bool {
 // seconds; then the key made again elsewhere and ended holds reinstated
 // with it; then the campaign's end, with stock of its pool moved away.
 func (sc *scene) run(ctx context.Context, r *rand.Rand) {
+	began := time.Now()
 	phase, stop := context.WithTimeout(ctx, time.Duration(3000+r.IntN(3000))*time.Millisecond)
 	defer stop()
 	var wg sync.WaitGroup
@@ -400,6 +441,7 @@ func (sc *scene) run(ctx context.Context, r *rand.Rand) {
 		}()
 	}
 	wg.Wait()
+	sc.tookSince("phase", began)
 	end := context.WithoutCancel(ctx)
 	if sc.has(fBound) {
 		sc.rebind(end, r)
@@ -420,85 +462,104 @@ func (sc *scene) run(ctx context.Context, r *rand.Rand) {
 	}
 }
 
-// holdBody is a hold of the goods by one of the paths, named.
-func (sc *scene) holdBody(r *rand.Rand) (string, map[string]any) {
+// holdPaths are the ways the scene's buyers hold its goods.
+func (sc *scene) holdPaths() []string {
+	if sc.has(fSeats) {
+		return []string{"seats by name", "seats by count", "seats by count at a location", "seats together", "seats named and more"}
+	}
+	paths := []string{"hold", "hold at a location", "split hold", "two lines of one SKU", "hold with another SKU"}
+	if sc.campaign != "" && sc.has(fLocation) {
+		paths = append(paths, "lines at two locations")
+	}
+	return paths
+}
+
+// followPaths are what a buyer does with a hold once it has it.
+var followPaths = []string{"confirm", "release", "partial release", "retry after a partial release", "extend", "retry", "key reused",
+	"made overdue", "left to expire"}
+
+// holdBody is a hold of the goods by path; with a campaign, from its pool
+// when inCampaign (always for lines at two locations, under its cap).
+func (sc *scene) holdBody(r *rand.Rand, path string, inCampaign bool) map[string]any {
 	body := map[string]any{"order_ref": sc.tr.name("seam"), "ttl_seconds": 1 + r.IntN(4)}
-	inCampaign := sc.campaign != "" && r.IntN(2) == 0
+	if path == "lines at two locations" {
+		inCampaign = true
+	}
 	if inCampaign {
 		body["campaign"] = sc.campaign
 	}
-	var (
-		path  string
-		items []map[string]any
-	)
-	if sc.has(fSeats) {
-		seat := func() string { return sc.seatIDs[r.IntN(len(sc.seatIDs))] }
-		switch r.IntN(4) {
-		case 0:
-			path = "seats by name"
-			units := []string{seat()}
-			if u := seat(); u != units[0] && r.IntN(2) == 0 {
-				units = append(units, u)
-			}
-			items = []map[string]any{{"sku": sc.goods, "units": units}}
-		case 1:
-			path = "seats by count"
-			items = []map[string]any{{"sku": sc.goods, "quantity": 1 + r.IntN(2)}}
-			if r.IntN(2) == 0 {
-				path = "seats by count at a location"
-				items[0]["location"] = sc.home
-			}
-		case 2:
-			path = "seats together"
-			items = []map[string]any{{"sku": sc.goods, "quantity": 2, "adjacent": true}}
-		default:
-			path = "seats named and more"
-			items = []map[string]any{{"sku": sc.goods, "units": []string{seat()}}, {"sku": sc.goods, "quantity": 1}}
+	seat := func() string {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return sc.seatIDs[r.IntN(len(sc.seatIDs))]
+	}
+	q := 1 + r.IntN(2)
+	var items []map[string]any
+	switch path {
+	case "seats by name":
+		units := []string{seat()}
+		if u := seat(); u != units[0] && r.IntN(2) == 0 {
+			units = append(units, u)
 		}
-	} else {
-		q := 1 + r.IntN(2)
-		switch p := r.IntN(12); {
-		case p < 3:
-			path = "hold"
-			items = []map[string]any{{"sku": sc.goods, "quantity": q}}
-		case p < 5:
-			path = "hold at a location"
-			items = []map[string]any{{"sku": sc.goods, "quantity": q, "location": []string{sc.home, sc.away}[r.IntN(2)]}}
-		case p < 7:
-			path = "split hold"
-			items = []map[string]any{{"sku": sc.goods, "quantity": 2 + r.IntN(3), "split": true}}
-		case p < 9:
-			path = "two lines of one SKU"
-			second := map[string]any{"sku": sc.goods, "quantity": 1}
-			if r.IntN(2) == 0 {
-				second["split"] = true
-			}
-			items = []map[string]any{{"sku": sc.goods, "quantity": 1, "location": sc.home}, second}
-		case p < 11 && inCampaign && sc.has(fLocation):
-			path = "lines at two locations"
-			items = []map[string]any{{"sku": sc.goods, "quantity": 2, "location": sc.home}, {"sku": sc.goods, "quantity": 1 + r.IntN(2), "location": sc.away}}
-		default:
-			path = "hold with another SKU"
-			items = []map[string]any{{"sku": sc.goods, "quantity": q, "location": sc.home}}
-			if !inCampaign && !sc.has(fBound) {
-				// Stock at default only: a key bound elsewhere could not.
-				items = append(items, map[string]any{"sku": skus[3+r.IntN(3)], "quantity": 1})
-			}
+		items = []map[string]any{{"sku": sc.goods, "units": units}}
+	case "seats by count":
+		items = []map[string]any{{"sku": sc.goods, "quantity": q}}
+	case "seats by count at a location":
+		items = []map[string]any{{"sku": sc.goods, "quantity": q, "location": sc.home}}
+	case "seats together":
+		items = []map[string]any{{"sku": sc.goods, "quantity": 2, "adjacent": true}}
+	case "seats named and more":
+		items = []map[string]any{{"sku": sc.goods, "units": []string{seat()}}, {"sku": sc.goods, "quantity": 1}}
+	case "hold":
+		items = []map[string]any{{"sku": sc.goods, "quantity": q}}
+	case "hold at a location":
+		items = []map[string]any{{"sku": sc.goods, "quantity": q, "location": []string{sc.home, sc.away}[r.IntN(2)]}}
+	case "split hold":
+		items = []map[string]any{{"sku": sc.goods, "quantity": 2 + r.IntN(3), "split": true}}
+	case "two lines of one SKU":
+		second := map[string]any{"sku": sc.goods, "quantity": 1}
+		if r.IntN(2) == 0 {
+			second["split"] = true
+		}
+		items = []map[string]any{{"sku": sc.goods, "quantity": 1, "location": sc.home}, second}
+	case "lines at two locations":
+		items = []map[string]any{{"sku": sc.goods, "quantity": 2, "location": sc.home}, {"sku": sc.goods, "quantity": 1 + r.IntN(2), "location": sc.away}}
+	case "hold with another SKU":
+		items = []map[string]any{{"sku": sc.goods, "quantity": q, "location": sc.home}}
+		if !inCampaign && !sc.has(fBound) {
+			// Stock at default only: a key bound elsewhere could not.
+			items = append(items, map[string]any{"sku": skus[3+r.IntN(3)], "quantity": 1})
 		}
 	}
 	body["items"] = items
-	return path, body
+	return body
 }
 
-// buyer holds the goods by every path, and does one thing with each hold.
+// turn is the next of a scene's turns of kind: every path and act in
+// turn, so that a short scene on a slow machine still takes each.
+func (sc *scene) turn(kind string, n int) int {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.turns == nil {
+		sc.turns = map[string]int{}
+	}
+	t := sc.turns[kind]
+	sc.turns[kind]++
+	return (t + int(sc.offset)) % n
+}
+
+// buyer holds the goods by every path in turn, and does one thing with
+// each hold, every one in turn; now and then it reinstates an ended hold.
 func (sc *scene) buyer(ctx context.Context, r *rand.Rand) {
 	tr := sc.tr
+	paths := sc.holdPaths()
 	for pace(ctx, r, 60*time.Millisecond) {
-		if r.IntN(12) == 0 {
+		if sc.turn("reinstate", 8) == 0 {
 			sc.reinstate(r, "reinstate")
 			continue
 		}
-		path, body := sc.holdBody(r)
+		path := paths[sc.turn("hold", len(paths))]
+		body := sc.holdBody(r, path, sc.campaign != "" && sc.turn("campaign", 2) == 0)
 		inst := sc.inst(r)
 		client, token, binding := sc.key()
 		key := tr.name("seam-hold")
@@ -521,7 +582,7 @@ func (sc *scene) buyer(ctx context.Context, r *rand.Rand) {
 		if !pace(ctx, r, 300*time.Millisecond) {
 			return
 		}
-		sc.follow(r, inst, client, token, key, body, h)
+		sc.follow(r, sc.nextFollow(), inst, client, token, key, body, h)
 	}
 }
 
@@ -588,43 +649,43 @@ func (sc *scene) remember(client, key string, b []byte) {
 }
 
 // follow does one thing with an acknowledged hold, like a checkout.
-func (sc *scene) follow(r *rand.Rand, inst int, client, token, key string, body map[string]any, h reservation) {
+func (sc *scene) follow(r *rand.Rand, what string, inst int, client, token, key string, body map[string]any, h reservation) {
 	tr := sc.tr
 	path := "/v1/reservations/" + h.ID.String()
-	switch p := r.IntN(100); {
-	case p < 22:
+	switch what {
+	case "confirm":
 		if st, _ := tr.doOn(sc.inst(r), "seam confirm", "POST", path+"/confirm", token, nil); st == 200 {
 			sc.note("confirm")
 			tr.mu.Lock()
 			tr.confirmed[h.ID] = true
 			tr.mu.Unlock()
 		}
-	case p < 36:
+	case "release":
 		if sc.release(r, token, h.ID, nil) {
 			sc.note("release")
 		}
-	case p < 52:
+	case "partial release", "retry after a partial release":
 		if sc.releasePart(r, token, h) {
 			sc.note("partial release")
-			if r.IntN(2) == 0 {
-				sc.retry(inst, token, client, key, body, "retry after a partial release")
+			if what != "partial release" {
+				sc.retry(sc.inst(r), token, client, key, body, what)
 			}
 		}
-	case p < 60:
+	case "extend":
 		if st, _ := tr.doOn(sc.inst(r), "seam extend", "POST", path+"/extend", token, map[string]any{"ttl_seconds": 1 + r.IntN(5)}); st == 200 {
 			sc.note("extend")
 		}
-	case p < 72:
+	case "retry":
 		sc.retry(sc.other(inst), token, client, key, body, "retry")
-	case p < 76:
+	case "key reused":
 		sc.reuseKey(sc.other(inst), token, key, body)
-	case p < 82:
+	case "made overdue":
 		if _, err := tr.pool.Exec(context.Background(), `UPDATE reservations SET expires_at = now() - interval '1 second'
 			WHERE id = $1 AND status = 'held'`, h.ID); err == nil {
 			sc.note("made overdue")
 		}
-	default:
-		sc.note("left to expire")
+	case "left to expire":
+		sc.note(what)
 	}
 }
 
@@ -821,12 +882,9 @@ func (sc *scene) operator(ctx context.Context, r *rand.Rand) {
 		{"rollback by campaign", sc.campaign != "", func() bool { return sc.rollbackCampaign(r) }},
 	}
 	acts = slices.DeleteFunc(acts, func(a act) bool { return !a.ok })
+	r.Shuffle(len(acts), func(i, j int) { acts[i], acts[j] = acts[j], acts[i] })
 	for pace(ctx, r, 250*time.Millisecond) {
-		a := acts[r.IntN(len(acts))]
-		if a.name == "units where plain stock is" && r.IntN(4) != 0 {
-			continue // now and then
-		}
-		if a.run() {
+		if a := acts[sc.turn("act", len(acts))]; a.run() {
 			sc.note(a.name)
 		}
 	}
@@ -1760,6 +1818,16 @@ func (tr *torture) reportSeams(t *testing.T, duration time.Duration) {
 		}
 	}
 	t.Logf("torture: %d scenes, by feature: %v; %d campaigns", total, byFeature, s.campaigns)
+	var took []string
+	for _, step := range []string{"setup", "phase", "scene"} {
+		d := slices.Clone(s.took[step])
+		if len(d) == 0 {
+			continue
+		}
+		slices.Sort(d)
+		took = append(took, fmt.Sprintf("%s %s (at most %s)", step, d[len(d)/2].Round(100*time.Millisecond), d[len(d)-1].Round(100*time.Millisecond)))
+	}
+	t.Logf("torture: a scene's steps at the median: %s", strings.Join(took, ", "))
 	if total < 3 {
 		t.Errorf("torture: only %d scenes ran: the pairs of features were hardly combined", total)
 	}
@@ -1776,7 +1844,7 @@ func (tr *torture) reportSeams(t *testing.T, duration time.Duration) {
 			all[a] += n
 		}
 	}
-	for _, a := range []string{"hold", "confirm", "release", "partial release", "retry", "forced count", "sold out on every instance"} {
+	for _, a := range append(slices.Clone(followPaths), "forced count", "sold out on every instance") {
 		if all[a] == 0 {
 			t.Errorf("torture: no scene did %q: that path never ran where features meet", a)
 		}

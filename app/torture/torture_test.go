@@ -220,7 +220,7 @@ type torture struct {
 	// on every instance at most this long after its commit.
 	soldOutBound time.Duration
 	http         *http.Client
-	ops, shop string
+	ops, shop    string
 	// channel is a second shop key (torture-channel): a sales channel
 	// whose own stop-sale is flipped.
 	channel string
@@ -257,7 +257,7 @@ type torture struct {
 	// Rare paths acknowledged so far: until one is, the logistician takes
 	// it at its next chance, so that a short run on a slow machine still
 	// runs it (reportLocations fails a run that never did).
-	wroteOff, forcedCount bool
+	wroteOff, forcedCount, closedWithLoss bool
 	// Campaigns by state, as the campaigner made them.
 	active         []campaign
 	endedCampaigns []string
