@@ -84,14 +84,16 @@ import (
 // reinstates are only where it is bound; a campaign's cap holds across
 // lines and locations; a campaign ends when asked (202) and finishes.
 // Checked at every checkpoint and at the end (checkSeamsNow): no pool of a
-// finished campaign has anything on hand or in transit; every forced
+// finished campaign has anything on hand (what was in transit lands in
+// main when it arrives or is cancelled: checkSeams); every forced
 // count's shortfall is off the shelf once the holds it found have left;
 // no hold of a capped campaign has more of a SKU than its cap; a rollback
 // scoped to a location handed back only lines there; no SKU's pool is
-// units at one location and plain stock at another; campaigns end within
-// a minute of being asked to or of their end time. At the end: every hold
+// units at one location and plain stock at another; campaigns finish within
+// 90 s of being asked to or of their end time. At the end: every hold
 // made with a bound key is where that key was bound, and every transfer
-// left in transit can still be received or cancelled.
+// left in transit can still be received or cancelled, after which no
+// finished campaign's pool has anything incoming.
 
 type feature uint8
 
