@@ -1366,12 +1366,22 @@ func (tr *torture) checkCountAnswer(b []byte) {
 // first answer) or, past the bound, asks the other instance: granted,
 // unless something took the unit first.
 func (sc *scene) prober(ctx context.Context, r *rand.Rand) {
-	for round := 0; round < 3 && pace(ctx, r, 200*time.Millisecond); round++ {
-		sc.probe(r)
+	for round := 0; round < len(probes) && pace(ctx, r, 200*time.Millisecond); round++ {
+		sc.probe(r, probes[round])
 	}
 }
 
-func (sc *scene) probe(r *rand.Rand) {
+// probes are the prober's rounds, in order: how the unit comes back
+// (added, where the pool takes adjustments or units, or a hold of the
+// prober's released), whether the hold then asked for is a retry at once
+// on the other instance or a new hold past the bound, and whether the
+// line names its location (a seat pool's quantity line naming its
+// location is what memory once kept refusing).
+var probes = []struct {
+	add, retry, named bool
+}{{add: true, named: true}, {retry: true}, {named: true}, {add: true, retry: true, named: true}}
+
+func (sc *scene) probe(r *rand.Rand, p struct{ add, retry, named bool }) {
 	tr := sc.tr
 	client, token, binding := sc.key()
 	if binding != nil && !slices.Contains(binding, sc.home) {
@@ -1382,7 +1392,7 @@ func (sc *scene) probe(r *rand.Rand) {
 		pool = sc.campaign
 	}
 	item := map[string]any{"sku": sc.sold, "quantity": 1}
-	if r.IntN(2) == 0 {
+	if p.named {
 		item["location"] = sc.home
 	}
 	body := func() map[string]any {
@@ -1452,7 +1462,7 @@ func (sc *scene) probe(r *rand.Rand) {
 		return
 	}
 	how := "release"
-	if pool == "main" && r.IntN(2) == 0 {
+	if pool == "main" && p.add {
 		how = "add"
 	}
 	var st int
@@ -1490,7 +1500,7 @@ func (sc *scene) probe(r *rand.Rand) {
 		return n > 0
 	}
 	ask := sc.other(via)
-	if r.IntN(2) == 0 {
+	if p.retry {
 		// Granted where the unit came back, and retried at once on the
 		// other instance: its first answer, never sold out.
 		key, b := tr.name("seam-so-hold"), body()
