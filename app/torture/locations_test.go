@@ -190,22 +190,31 @@ func (tr *torture) logistician(ctx context.Context, r *rand.Rand) {
 	for pace(ctx, r, 150*time.Millisecond) {
 		sku := placed[r.IntN(len(placed))]
 		loc := places[r.IntN(len(places))]
-		switch p := r.IntN(10); {
-		case p < 3:
+		act := []string{"transfer", "split", "move", "count"}[pick(r, 3, 1, 3, 3)]
+		// What reportLocations needs, in turn until each ran.
+		act = tr.firstOwed(act, nil, "write-off", "move", "forced count", "count", "transfer closed with a loss", "transfer received",
+			"transfer cancelled", "split line", "hold at south")
+		switch act {
+		case "transfer", "transfer closed with a loss", "transfer received", "transfer cancelled":
 			tr.sendTransfer(ctx, r, sku)
-		case p < 4:
+		case "split", "split line":
 			tr.splitHold(ctx, r, sku)
-		case p < 7:
+		case "hold at south":
+			if _, ok := tr.holdOnShelf(sku, "south"); ok {
+				tr.done(act)
+			}
+		case "move", "write-off":
 			states := []string{"available", "quality_control", "damaged", "safety_stock"}
 			from, to := states[r.IntN(len(states))], states[r.IntN(len(states))]
 			if from == to {
 				to = "lost"
 			}
-			tr.mu.Lock()
-			writeOff := !tr.wroteOff
-			tr.mu.Unlock()
-			if writeOff {
+			owed := act != "move" || tr.owed("move")
+			switch {
+			case act == "write-off":
 				from, to = "available", "lost"
+			case owed:
+				from, to = "available", "quality_control"
 			}
 			body := map[string]any{"location": loc, "from": from, "to": to, "quantity": 1 + r.IntN(4), "reason": "torture move"}
 			if from != "available" && r.IntN(2) == 0 {
@@ -213,14 +222,16 @@ func (tr *torture) logistician(ctx context.Context, r *rand.Rand) {
 				body["to"] = "available"
 			}
 			headers := []string{"Idempotency-Key", tr.name("move")}
-			if !writeOff && r.IntN(6) == 0 {
+			if !owed && r.IntN(6) == 0 {
 				body["dry_run"] = true
 				headers = nil
 			}
-			if status, _ := tr.do("move", "POST", "/v1/skus/"+sku+"/moves", tr.ops, body, headers...); status == 200 && body["to"] == "lost" && headers != nil {
-				tr.mu.Lock()
-				tr.wroteOff = true
-				tr.mu.Unlock()
+			if status, _ := tr.do("move", "POST", "/v1/skus/"+sku+"/moves", tr.ops, body, headers...); status == 200 && headers != nil {
+				if body["to"] == "lost" {
+					tr.done("write-off")
+				} else {
+					tr.done("move")
+				}
 			}
 		default:
 			tr.countShelf(ctx, r, sku, loc)
@@ -256,14 +267,17 @@ func (tr *torture) splitHold(ctx context.Context, r *rand.Rand, sku string) {
 	if !ok {
 		return
 	}
+	if len(h.Items) == 1 && len(h.Items[0].Allocations) > 1 {
+		tr.done("split line")
+	}
 	if pace(ctx, r, 300*time.Millisecond) && r.IntN(2) == 0 {
 		tr.release(tr.shop, "/v1/reservations/"+h.ID.String(), h.ID, map[string]any{"reason": "cancelled"}, "split release")
 	}
 }
 
 // holdOnShelf holds one unit of sku at loc, for a few seconds.
-func (tr *torture) holdOnShelf(sku, loc string) {
-	tr.placeHold("shelf", map[string]any{"ttl_seconds": 5,
+func (tr *torture) holdOnShelf(sku, loc string) (reservation, bool) {
+	return tr.placeHold("shelf", map[string]any{"ttl_seconds": 5,
 		"items": []any{map[string]any{"sku": sku, "quantity": 1, "location": loc}}})
 }
 
@@ -340,15 +354,17 @@ func (tr *torture) sendTransfer(ctx context.Context, r *rand.Rand, sku string) {
 		return
 	}
 	path := "/v1/transfers/" + t.ID.String()
-	p := r.IntN(10)
-	tr.mu.Lock()
-	if !tr.closedWithLoss {
-		p = 4 // received in part and closed
-	}
-	tr.mu.Unlock()
+	p := []int{0, 4, 7, 9}[pick(r, 4, 3, 2, 1)]
+	// Until each has been acknowledged: received in part and closed,
+	// received, cancelled.
+	p = map[string]int{"transfer closed with a loss": 4, "transfer received": 0, "transfer cancelled": 7, "": p}[tr.firstOwed("", nil,
+		"transfer closed with a loss", "transfer received", "transfer cancelled")]
 	switch {
 	case p < 4:
 		status, b = tr.do("transfer receive", "POST", path+"/receive", tr.ops, map[string]any{"quantity": q}, "Idempotency-Key", tr.name("rcv"))
+		if status == 200 {
+			tr.done("transfer received")
+		}
 	case p < 7:
 		part := r.IntN(q) // 0: nothing arrived
 		if part > 0 {
@@ -359,12 +375,13 @@ func (tr *torture) sendTransfer(ctx context.Context, r *rand.Rand, sku string) {
 		}
 		status, b = tr.do("transfer close", "POST", path+"/close", tr.ops, map[string]any{"reason": "the rest was lost"})
 		if status == 200 {
-			tr.mu.Lock()
-			tr.closedWithLoss = true
-			tr.mu.Unlock()
+			tr.done("transfer closed with a loss")
 		}
 	case p < 9:
 		status, b = tr.do("transfer cancel", "POST", path+"/cancel", tr.ops, map[string]any{"reason": "not needed"})
+		if status == 200 {
+			tr.done("transfer cancelled")
+		}
 	default:
 		return
 	}
@@ -392,9 +409,7 @@ func (tr *torture) noteTransfer(id uuid.UUID, b []byte) {
 // then a dry run, and now and then below what holds hold there, forced,
 // which pauses the row: it is resumed (gated by the books) a moment later.
 func (tr *torture) countShelf(ctx context.Context, r *rand.Rand, sku, loc string) {
-	tr.mu.Lock()
-	force := !tr.forcedCount
-	tr.mu.Unlock()
+	force := tr.owed("forced count")
 	if force {
 		// The forced path needs units held on the shelf, which a short run
 		// may never meet by chance (CI's seed 2310493397172716505 counted
@@ -417,7 +432,7 @@ func (tr *torture) countShelf(ctx context.Context, r *rand.Rand, sku, loc string
 		switch p2 := r.IntN(8); {
 		case (force || p2 == 1) && p.Reserved > 0:
 			body["counted"], body["force"], forced = p.Reserved-1, true, true
-		case p2 == 0:
+		case p2 == 0 && !tr.owed("count"):
 			body["dry_run"] = true
 			headers = nil
 		}
@@ -425,10 +440,11 @@ func (tr *torture) countShelf(ctx context.Context, r *rand.Rand, sku, loc string
 		if status == 409 && forced {
 			tr.t.Errorf("a forced count was refused: %s", b)
 		}
+		if status == 200 && !forced && headers != nil {
+			tr.done("count")
+		}
 		if status == 200 && forced {
-			tr.mu.Lock()
-			tr.forcedCount = true
-			tr.mu.Unlock()
+			tr.done("forced count")
 			pace(ctx, r, 300*time.Millisecond)
 			for range 20 {
 				status, b := tr.do("resume", "POST", "/v1/skus/"+sku+"/resume", tr.ops,
