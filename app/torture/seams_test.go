@@ -289,16 +289,23 @@ func (sc *scene) tookSince(step string, began time.Time) {
 // nextFollow is what a buyer does next with a hold: a path no scene took
 // yet, else the scene's next in turn.
 func (sc *scene) nextFollow() string {
+	if p := sc.owedFollow(); p != "" {
+		return p
+	}
+	return followPaths[sc.turn("follow", len(followPaths))]
+}
+
+// owedFollow is the first follow path no scene took yet, or "".
+func (sc *scene) owedFollow() string {
 	s := sc.tr.seams
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, p := range followPaths {
 		if s.pending[p] {
-			s.mu.Unlock()
 			return p
 		}
 	}
-	s.mu.Unlock()
-	return followPaths[sc.turn("follow", len(followPaths))]
+	return ""
 }
 
 // key is the scene's shop key now.
@@ -434,7 +441,10 @@ func (sc *scene) run(ctx context.Context, r *rand.Rand) {
 	phase, stop := context.WithTimeout(ctx, time.Duration(3000+r.IntN(3000))*time.Millisecond)
 	defer stop()
 	var wg sync.WaitGroup
-	workers := []func(context.Context, *rand.Rand){sc.buyer, sc.buyer, sc.buyer, sc.operator, sc.counter, sc.prober}
+	// Buyers go on past the phase while a follow path is owed, for up to
+	// a minute from its start.
+	buyer := func(ctx context.Context, r *rand.Rand) { sc.buyer(ctx, r, began.Add(time.Minute)) }
+	workers := []func(context.Context, *rand.Rand){buyer, buyer, buyer, sc.operator, sc.counter, sc.prober}
 	for i, w := range workers {
 		rr := rand.New(rand.NewPCG(r.Uint64(), uint64(i)))
 		wg.Add(1)
@@ -553,11 +563,18 @@ func (sc *scene) turn(kind string, n int) int {
 
 // buyer holds the goods by every path in turn, and does one thing with
 // each hold, every one in turn; now and then it reinstates an ended hold.
-func (sc *scene) buyer(ctx context.Context, r *rand.Rand) {
+// While a follow path is one no scene took yet, the buyers take it first
+// (nextFollow) and, once the phase is over, go on until it is taken or
+// until passes: a short run on a slow machine, whose phases are over
+// before a buyer got far, still takes every one.
+func (sc *scene) buyer(ctx context.Context, r *rand.Rand, until time.Time) {
 	tr := sc.tr
 	paths := sc.holdPaths()
-	for pace(ctx, r, 60*time.Millisecond) {
-		if sc.turn("reinstate", 8) == 0 {
+	owed := func() bool { return sc.owedFollow() != "" && time.Now().Before(until) }
+	for pace(ctx, r, 60*time.Millisecond) || owed() {
+		if ctx.Err() != nil {
+			time.Sleep(20 * time.Millisecond) // past the phase: no pace
+		} else if sc.turn("reinstate", 8) == 0 {
 			sc.reinstate(r, "reinstate")
 			continue
 		}
@@ -582,7 +599,7 @@ func (sc *scene) buyer(ctx context.Context, r *rand.Rand) {
 		sc.mu.Lock()
 		sc.held = append(sc.held, h.ID)
 		sc.mu.Unlock()
-		if !pace(ctx, r, 300*time.Millisecond) {
+		if !pace(ctx, r, 300*time.Millisecond) && !owed() {
 			return
 		}
 		sc.follow(r, sc.nextFollow(), inst, client, token, key, body, h)
@@ -1245,6 +1262,9 @@ func (sc *scene) counter(ctx context.Context, r *rand.Rand) {
 			body["campaign"] = pool
 		}
 		st, b := tr.doOn(sc.inst(r), "seam count hold", "POST", "/v1/reservations", token, body, "Idempotency-Key", tr.name("seam-count-hold"))
+		if st == 503 {
+			time.Sleep(50 * time.Millisecond) // a stop-sale or a pause of a moment
+		}
 		if st != 201 {
 			continue
 		}
@@ -1436,6 +1456,9 @@ func (sc *scene) probe(r *rand.Rand, p struct{ add, retry, named bool }) {
 		if st == 409 {
 			gone = true
 			break
+		}
+		if st == 503 {
+			time.Sleep(50 * time.Millisecond) // a stop-sale or a pause of a moment
 		}
 	}
 	if !gone || len(grants) == 0 {
