@@ -180,16 +180,26 @@ func (tr *torture) setupSeams(t *testing.T) {
 }
 
 // seamer runs scenes, one after another, each of the next pair in the
-// seed's order.
+// seed's order. A scene takes 15 to 50 s, by the machine's load: so that
+// a short run on a loaded machine still runs the scenes reportSeams
+// requires (leastScenes), the seamers go on past the run's end, each
+// scene with a phase of its own, until that many began.
 func (tr *torture) seamer(ctx context.Context, r *rand.Rand) {
-	for pace(ctx, r, 200*time.Millisecond) {
+	for {
+		sctx := ctx
+		if !pace(ctx, r, 200*time.Millisecond) {
+			if tr.seams.next.Load() >= leastScenes(tr.duration) {
+				return
+			}
+			sctx = context.WithoutCancel(ctx)
+		}
 		i := tr.seams.next.Add(1) - 1
 		f := tr.seams.order[int(i)%len(tr.seams.order)]
 		sc := tr.newScene(r, f, i)
 		began := time.Now()
-		if sc.setup(ctx, r) {
+		if sc.setup(sctx, r) {
 			sc.tookSince("setup", began)
-			sc.run(ctx, r)
+			sc.run(sctx, r)
 		}
 		sc.tookSince("scene", began)
 		tr.seams.mu.Lock()
@@ -1837,8 +1847,17 @@ func (tr *torture) checkSeams(t *testing.T) {
 	}
 }
 
+// leastScenes is how many scenes a run of duration runs at least: three,
+// and from five minutes on one of every pair.
+func leastScenes(duration time.Duration) int64 {
+	if duration >= 5*time.Minute {
+		return int64(len(featureNames) * (len(featureNames) - 1) / 2)
+	}
+	return 3
+}
+
 // reportSeams prints which pairs of features ran, how often, and what
-// each did; it fails a run whose scenes never ran, and a run of five
+// each did; it fails a run whose scenes hardly ran, and a run of five
 // minutes or more in which a pair never had its turn.
 func (tr *torture) reportSeams(t *testing.T, duration time.Duration) {
 	t.Helper()
@@ -1878,7 +1897,7 @@ func (tr *torture) reportSeams(t *testing.T, duration time.Duration) {
 		took = append(took, fmt.Sprintf("%s %s (at most %s)", step, d[len(d)/2].Round(100*time.Millisecond), d[len(d)-1].Round(100*time.Millisecond)))
 	}
 	t.Logf("torture: a scene's steps at the median: %s", strings.Join(took, ", "))
-	if total < 3 {
+	if int64(total) < leastScenes(duration) {
 		t.Errorf("torture: only %d scenes ran: the pairs of features were hardly combined", total)
 	}
 	if duration >= 5*time.Minute {

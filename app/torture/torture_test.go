@@ -122,6 +122,7 @@ func TestTorture(t *testing.T) {
 	t.Logf("torture: seed %d, duration %s (TORTURE_SEED=%d TORTURE_DURATION=%s to run it again)", seed, duration, seed, duration)
 
 	tr := start(t, seed)
+	tr.duration = duration
 	for _, sku := range skus {
 		tr.mustStatus(200, "POST", "/v1/skus/"+sku+"/adjustments", tr.ops,
 			map[string]any{"delta": 200, "reason": "torture stock", "ref": "start-" + sku}, "Idempotency-Key", "start-"+sku)
@@ -215,9 +216,10 @@ running:
 // torture is one run: two instances of the service on one database, and
 // what they acknowledged.
 type torture struct {
-	t    *testing.T
-	seed uint64
-	pool *pgxpool.Pool
+	t        *testing.T
+	seed     uint64
+	duration time.Duration
+	pool     *pgxpool.Pool
 	// bases are where the instances serve: the first takes every request
 	// but the scenes' (seams_test.go), which use both when they combine a
 	// second instance.
