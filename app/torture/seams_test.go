@@ -1462,13 +1462,13 @@ func (sc *scene) probe(r *rand.Rand, p struct{ add, retry, named bool }) {
 	}()
 	gone := false
 	for range 6 {
-		st, _ := hold(sc.inst(r), "sold-out hold", tr.name("seam-so-hold"), body())
-		if st == 409 {
+		st, ans := hold(sc.inst(r), "sold-out hold", tr.name("seam-so-hold"), body())
+		if st == 409 && strings.Contains(string(ans), `"out_of_stock"`) {
 			gone = true
 			break
 		}
-		if st == 503 {
-			time.Sleep(50 * time.Millisecond) // a stop-sale or a pause of a moment
+		if st == 503 || st == 409 {
+			time.Sleep(50 * time.Millisecond) // a stop-sale or a pause (of the campaign) of a moment
 		}
 	}
 	if !gone || len(grants) == 0 {
@@ -1506,6 +1506,15 @@ func (sc *scene) probe(r *rand.Rand, p struct{ add, retry, named bool }) {
 		if sc.releaseOn(via, token, g.h.ID, nil) != "released" {
 			return // expired meanwhile, and put back by whichever instance expired it
 		}
+		// A release of a hold that had ended already (rolled back by the
+		// operator's rollback of the campaign, whose unit a refusal above
+		// may then have been granted) answers 200 too, and puts nothing
+		// back.
+		var put bool
+		if err := tr.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM ledger WHERE reservation_id = $1 AND id > $2
+			AND delta_available > 0)`, g.h.ID, before).Scan(&put); err != nil || !put {
+			return
+		}
 		st = 200
 	case sc.has(fSeats):
 		sc.mu.Lock()
@@ -1540,8 +1549,8 @@ func (sc *scene) probe(r *rand.Rand, p struct{ add, retry, named bool }) {
 		st, ans := hold(via, "sold-out hold after restock", key, b)
 		if st != 201 {
 			if st == 409 && strings.Contains(string(ans), `"out_of_stock"`) && !taken() {
-				tr.t.Errorf("scene %s: a hold of %s on instance %d was refused right after a unit came back through it (%s), and nothing took it: %s",
-					sc.f, sc.sold, via, how, ans)
+				tr.t.Errorf("scene %s: a hold of %s on instance %d was refused right after a unit came back through it (%s), and nothing took it: %s; "+
+					"the SKU's ledger since: %s", sc.f, sc.sold, via, how, ans, sc.ledgerSince(before))
 			}
 			return
 		}
@@ -1557,8 +1566,21 @@ func (sc *scene) probe(r *rand.Rand, p struct{ add, retry, named bool }) {
 		sc.note("sold out, back past the bound")
 	case st == 409 && strings.Contains(string(ans), `"out_of_stock"`) && !taken():
 		tr.t.Errorf("scene %s: a hold of %s (%v) on instance %d refused %s after a unit came back through instance %d (%s; the bound is %s), "+
-			"and nothing took it: %s", sc.f, sc.sold, item, ask, sent.Sub(back).Round(time.Millisecond), via, how, tr.soldOutBound, ans)
+			"and nothing took it: %s; the SKU's ledger since: %s", sc.f, sc.sold, item, ask, sent.Sub(back).Round(time.Millisecond), via, how,
+			tr.soldOutBound, ans, sc.ledgerSince(before))
 	}
+}
+
+// ledgerSince is the prober SKU's ledger rows after the one numbered
+// before, for a failure's message.
+func (sc *scene) ledgerSince(before int64) string {
+	var rows string
+	if err := sc.tr.pool.QueryRow(context.Background(), `SELECT coalesce(string_agg(format('%s %s %s by %s (available %s, reserved %s)',
+		id, kind, coalesce(reservation_id::text, ''), actor, delta_available, delta_reserved), '; ' ORDER BY id), 'none')
+		FROM ledger WHERE sku = $1 AND id > $2`, sc.sold, before).Scan(&rows); err != nil {
+		return err.Error()
+	}
+	return rows
 }
 
 // endCampaign ends the scene's campaign (by request, or at its end time)
