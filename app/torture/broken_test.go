@@ -45,12 +45,12 @@ func (tr *torture) breakAndRepair(ctx context.Context, r *rand.Rand) {
 	for p := 1; p <= 4; p++ {
 		plan = append(plan, map[string]any{"id": fmt.Sprintf("A-%d", p), "group": "A", "position": p})
 	}
-	if st, b := tr.do("breaker setup", "POST", "/v1/skus/"+seats+"/units", tr.ops,
+	if st, b := tr.doAgain("breaker setup", "POST", "/v1/skus/"+seats+"/units", tr.ops,
 		map[string]any{"reason": "breaker venue", "units": plan}, "Idempotency-Key", seats); st != 200 {
 		tr.t.Errorf("breaker: add the units of %s: %d %s", seats, st, b)
 		return
 	}
-	if st, b := tr.do("breaker setup", "POST", "/v1/skus/"+plain+"/adjustments", tr.ops,
+	if st, b := tr.doAgain("breaker setup", "POST", "/v1/skus/"+plain+"/adjustments", tr.ops,
 		map[string]any{"delta": 20, "reason": "breaker stock"}, "Idempotency-Key", plain); st != 200 {
 		tr.t.Errorf("breaker: stock %s: %d %s", plain, st, b)
 		return
@@ -105,7 +105,7 @@ func (tr *torture) breakAndRepair(ctx context.Context, r *rand.Rand) {
 
 	// The seat pool: a repair to its ledger cannot give it its units.
 	for _, dry := range []bool{true, false} {
-		if st, b := tr.do("breaker repair seats", "POST", "/v1/skus/"+seats+"/repair", tr.ops,
+		if st, b := tr.doAgain("breaker repair seats", "POST", "/v1/skus/"+seats+"/repair", tr.ops,
 			map[string]any{"to": "ledger", "reason": "breaker", "dry_run": dry}); st != 409 || !strings.Contains(string(b), "serialized_pool") {
 			tr.t.Errorf("breaker: repair of %s to the ledger (dry run %t): %d %s", seats, dry, st, b)
 		}
@@ -121,7 +121,7 @@ func (tr *torture) breakAndRepair(ctx context.Context, r *rand.Rand) {
 		to, want = "counters", -5
 	}
 	preview := func() map[string]int64 {
-		st, b := tr.do("breaker repair preview", "POST", "/v1/skus/"+plain+"/repair", tr.ops, map[string]any{"to": to, "reason": "breaker", "dry_run": true})
+		st, b := tr.doAgain("breaker repair preview", "POST", "/v1/skus/"+plain+"/repair", tr.ops, map[string]any{"to": to, "reason": "breaker", "dry_run": true})
 		var got struct {
 			Difference map[string]int64 `json:"difference"`
 		}
@@ -145,7 +145,7 @@ func (tr *torture) breakAndRepair(ctx context.Context, r *rand.Rand) {
 			tr.t.Errorf("breaker: move %s: %v", plain, err)
 			return
 		}
-		st, b := tr.do("breaker repair stale", "POST", "/v1/skus/"+plain+"/repair", tr.ops,
+		st, b := tr.doAgain("breaker repair stale", "POST", "/v1/skus/"+plain+"/repair", tr.ops,
 			map[string]any{"to": to, "reason": "breaker", "expected_difference": diff})
 		if st != 409 || !strings.Contains(string(b), "preview_stale") {
 			tr.t.Errorf("breaker: a repair of %s after its books moved: %d %s", plain, st, b)
@@ -154,7 +154,7 @@ func (tr *torture) breakAndRepair(ctx context.Context, r *rand.Rand) {
 			return
 		}
 	}
-	st, b := tr.do("breaker repair apply", "POST", "/v1/skus/"+plain+"/repair", tr.ops,
+	st, b := tr.doAgain("breaker repair apply", "POST", "/v1/skus/"+plain+"/repair", tr.ops,
 		map[string]any{"to": to, "reason": "breaker", "expected_difference": diff})
 	if st != 200 || !strings.Contains(string(b), `"applied":true`) {
 		tr.t.Errorf("breaker: apply the repair of %s: %d %s", plain, st, b)
@@ -189,7 +189,7 @@ func (tr *torture) breakAndRepair(ctx context.Context, r *rand.Rand) {
 // reconcileNow asks for a run over every pool and waits for it, and
 // returns its id; a run that fails is an error of the test.
 func (tr *torture) reconcileNow(ctx context.Context, op string) (int64, bool) {
-	st, b := tr.do(op+" reconcile", "POST", "/v1/reconciliations", tr.ops, nil, "Idempotency-Key", tr.name(op+"-rec"))
+	st, b := tr.doAgain(op+" reconcile", "POST", "/v1/reconciliations", tr.ops, nil, "Idempotency-Key", tr.name(op+"-rec"))
 	var created struct {
 		RunID int64 `json:"run_id"`
 	}
