@@ -312,6 +312,7 @@ type pooled struct {
 	QualityControl int64  `json:"quality_control"`
 	Damaged        int64  `json:"damaged"`
 	SafetyStock    int64  `json:"safety_stock"`
+	Short          int64  `json:"short"`
 }
 
 // stockView reads a SKU's stock over the API.
@@ -424,14 +425,13 @@ func (tr *torture) countShelf(ctx context.Context, r *rand.Rand, sku, loc string
 		if p.Location != loc || p.Pool != "main" {
 			continue
 		}
-		onShelf := p.Available + p.Reserved + p.QualityControl + p.Damaged + p.SafetyStock
-		counted := max(0, onShelf+int64(r.IntN(7)-3))
+		counted := max(0, p.onShelf()+int64(r.IntN(7)-3))
 		body := map[string]any{"location": loc, "counted": counted, "reason": "torture count"}
 		headers := []string{"Idempotency-Key", tr.name("count")}
 		forced := false
 		switch p2 := r.IntN(8); {
-		case (force || p2 == 1) && p.Reserved > 0:
-			body["counted"], body["force"], forced = p.Reserved-1, true, true
+		case (force || p2 == 1) && p.Reserved-p.Short > 0:
+			body["counted"], body["force"], forced = p.Reserved-p.Short-1, true, true
 		case p2 == 0 && !tr.owed("count"):
 			body["dry_run"] = true
 			headers = nil

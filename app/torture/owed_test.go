@@ -18,6 +18,8 @@ var inLedger = map[string]string{
 	"expire":      `kind = 'expire' AND actor = 'system:expire_holds'`,
 	"rollback":    `kind = 'rollback' AND actor LIKE 'op-%'`,
 	"seat expire": `kind = 'expire' AND sku = '` + seatSKU + `' AND units IS NOT NULL`,
+	"shortfall":   `kind = 'shortfall'`,
+	"sold_short":  `kind = 'sold_short'`,
 }
 
 // owed reports whether path has not run yet.

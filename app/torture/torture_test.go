@@ -88,7 +88,14 @@ import (
 //     pool of seats whose units disagree, and that the pools resume;
 //   - scenes combine features in pairs where they meet (seams_test.go):
 //     location, campaign, seats, bound key and two instances, two at a
-//     time, with every hold path and operator act.
+//     time, with every hold path and operator act;
+//   - a shorter counts a SKU of its own below what is held, forced, while
+//     holds of it are made and confirmed, released, released in part and
+//     expire on both instances (shortfall_test.go).
+//
+// An actor that can take a path the end's reports require takes it first
+// until it ran (owed_test.go), so that a minute on a loaded machine runs
+// every one.
 //
 // At checkpoints while it runs and once everything has settled, it checks
 // the invariants of docs/internals/ARCHITECTURE.md (every stock row balances; reserved and sold are
@@ -171,6 +178,7 @@ func TestTorture(t *testing.T) {
 		{"seat later", 1, tr.seatLater},
 		{"unit racer", 1, tr.unitRacer},
 		{"seamer", 2, tr.seamer},
+		{"shorter", 1, tr.shorter},
 	}
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -211,6 +219,7 @@ running:
 	tr.report(t)
 	tr.reportLocations(t)
 	tr.reportSeams(t, duration)
+	tr.reportShortfall(t)
 }
 
 // torture is one run: two instances of the service on one database, and
@@ -1219,6 +1228,7 @@ func (tr *torture) check(t *testing.T, when string) {
 		}
 	}
 	tr.checkSeamsNow(t, when)
+	tr.checkShort(t, when)
 }
 
 // settle ends every campaign and waits for every rollback and campaign
