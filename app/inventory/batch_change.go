@@ -30,9 +30,10 @@ type changeResult struct {
 	err error
 }
 
-func (c *changeCall) Keys() []string   { return c.key }
-func (c *changeCall) Gone() bool       { return c.ctx.Err() != nil }
-func (c *changeCall) Answer(err error) { c.reply(changeResult{err: err}) }
+func (c *changeCall) lockTimeouts() *int { return &c.timeouts }
+func (c *changeCall) Keys() []string     { return c.key }
+func (c *changeCall) Gone() bool         { return c.ctx.Err() != nil }
+func (c *changeCall) Answer(err error)   { c.reply(changeResult{err: err}) }
 
 func (c *changeCall) reply(r changeResult) {
 	select {
@@ -56,62 +57,46 @@ func (s *Service) changeBatched(ctx context.Context, c *changeCall) (Reservation
 }
 
 // runChanges runs one batch of confirms and releases and answers them.
+// When the transaction fails as a whole, the batch failure policy answers
+// each caller as a transaction of its own would have been answered (see
+// failurePolicy).
 func (s *Service) runChanges(ctx context.Context, calls []*changeCall) []*changeCall {
 	err := s.changeBatch(ctx, calls)
 	if err == nil {
 		return nil
 	}
-	switch classify(ctx, err) {
-	case failLock:
-		ids := make([]uuid.UUID, len(calls))
-		for i, c := range calls {
-			ids[i] = c.id
-		}
-		locked, perr := s.lockedHolds(ctx, ids)
-		if perr != nil {
-			s.log.Warn("confirm/release batch hit its lock timeout; finding the locked rows failed", "err", perr)
-		}
-		// The first time, everyone goes again: a request may only have
-		// queued behind another batch that waited. The second time, those
-		// whose rows are still locked answer busy.
-		var rest []*changeCall
-		for _, c := range calls {
-			c.timeouts++
-			why, onLocked := locked[c.id]
-			switch {
-			case onLocked && c.timeouts >= maxLockTimeouts:
-				c.Answer(s.lockWaits.answered(why))
-			case c.timeouts > maxLockTimeouts:
-				c.Answer(&domain.Error{Code: domain.CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", c.id)})
-			default:
-				rest = append(rest, c)
-			}
-		}
-		if len(rest) > 0 {
-			return s.runChanges(ctx, rest)
-		}
-		return nil
-	case failRetry:
-		if calls[0].timeouts < maxLockTimeouts {
-			for _, c := range calls {
-				c.timeouts++
-			}
-			return s.runChanges(ctx, calls)
-		}
-	case failSlow:
-		err = errSlow
-	case failStatement:
-		if len(calls) > 1 {
-			half := len(calls) / 2
-			return append(s.runChanges(ctx, calls[:half]), s.runChanges(ctx, calls[half:])...)
-		}
-		if refusal, ok := refused(err); ok {
-			s.refusedByDatabase(ctx, "confirm/release", calls[0].id.String(), err)
-			err = refusal
+	return failurePolicy[*changeCall]{s: s, kind: "confirm/release", attempt: s.runChanges, lockTimedOut: s.changesLockTimedOut,
+		subject: func(c *changeCall) string { return c.id.String() }, answerRefusal: true}.failed(ctx, calls, err)
+}
+
+// changesLockTimedOut is a confirm/release batch's answer to its lock
+// timeout. The first time, everyone goes again: a request may only have
+// queued behind another batch that waited. The second time, those whose
+// rows are still locked answer busy.
+func (s *Service) changesLockTimedOut(ctx context.Context, calls []*changeCall) []*changeCall {
+	ids := make([]uuid.UUID, len(calls))
+	for i, c := range calls {
+		ids[i] = c.id
+	}
+	locked, perr := s.lockedHolds(ctx, ids)
+	if perr != nil {
+		s.log.Warn("confirm/release batch hit its lock timeout; finding the locked rows failed", "err", perr)
+	}
+	var rest []*changeCall
+	for _, c := range calls {
+		c.timeouts++
+		why, onLocked := locked[c.id]
+		switch {
+		case onLocked && c.timeouts >= maxLockTimeouts:
+			c.Answer(s.lockWaits.answered(why))
+		case c.timeouts > maxLockTimeouts:
+			c.Answer(&domain.Error{Code: domain.CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", c.id)})
+		default:
+			rest = append(rest, c)
 		}
 	}
-	for _, c := range calls {
-		c.Answer(err)
+	if len(rest) > 0 {
+		return s.runChanges(ctx, rest)
 	}
 	return nil
 }
@@ -252,7 +237,7 @@ func (s *Service) lockedHolds(ctx context.Context, ids []uuid.UUID) (map[uuid.UU
 		free  []uuid.UUID
 		lines []db.ReservationLine
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		q := db.New(tx)
 		var err error
 		if free, err = q.ReservationsFree(ctx, ids); err != nil {

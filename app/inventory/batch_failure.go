@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
 )
@@ -144,3 +145,73 @@ func firstLocked(wants []want, locked map[string]Line) (Line, bool) {
 }
 
 func slicesKeys(m map[string]Line) []string { return slices.Collect(maps.Keys(m)) }
+
+// batchCall is a request of either kind of batch: a hold, or a confirm or
+// release.
+type batchCall interface {
+	batch.Request
+	// lockTimeouts counts the lock timeouts the request sat through.
+	lockTimeouts() *int
+}
+
+// failurePolicy is what a batch does when its transaction fails as a
+// whole, written once for both kinds of batch: it answers each caller as
+// a transaction of its own would have been answered. A lock timeout is
+// the kind's own (lockTimedOut: which requests wait on a row still
+// locked); a deadlock or serialization failure runs the batch again, up to
+// maxLockTimeouts; a statement timeout answers every request busy (slow);
+// a statement that fails because of one request is narrowed down to that
+// request by halves; anything else answers every request with the error.
+type failurePolicy[C batchCall] struct {
+	s *Service
+	// kind names the batch in logs and alerts: "hold", "confirm/release".
+	kind string
+	// attempt runs calls as one transaction and answers them, failing
+	// through this policy: the batch again, or a half of it.
+	attempt func(ctx context.Context, calls []C) []C
+	// lockTimedOut answers, or sends again, the calls of a batch that hit
+	// its lock timeout, and returns those that go with a later batch.
+	lockTimedOut func(ctx context.Context, calls []C) []C
+	// subject names a call in the alert of a change the database refused.
+	subject func(C) string
+	// answerRefusal answers a call whose change the database refused with
+	// books_unbalanced; otherwise it gets the error as it is (a 500: a
+	// hold granted beyond its rows is the service's bug).
+	answerRefusal bool
+}
+
+// failed answers calls, whose batch failed with err, by the policy, and
+// returns the calls that go again with a later batch.
+func (p failurePolicy[C]) failed(ctx context.Context, calls []C, err error) []C {
+	switch classify(ctx, err) {
+	case failLock:
+		return p.lockTimedOut(ctx, calls)
+	case failRetry:
+		if *calls[0].lockTimeouts() < maxLockTimeouts {
+			for _, c := range calls {
+				*c.lockTimeouts()++
+			}
+			return p.attempt(ctx, calls)
+		}
+	case failSlow:
+		err = errSlow
+	case failStatement:
+		if len(calls) > 1 {
+			half := len(calls) / 2
+			return append(p.attempt(ctx, calls[:half]), p.attempt(ctx, calls[half:])...)
+		}
+		if refusal, ok := refused(err); ok {
+			p.s.refusedByDatabase(ctx, p.kind, p.subject(calls[0]), err)
+			if p.answerRefusal {
+				err = refusal
+			}
+		}
+	}
+	if len(calls) > 1 {
+		p.s.log.Warn(p.kind+" batch failed", "size", len(calls), "err", err)
+	}
+	for _, c := range calls {
+		c.Answer(err)
+	}
+	return nil
+}

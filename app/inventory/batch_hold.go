@@ -41,9 +41,10 @@ type holdResult struct {
 	joined   joinedResult
 }
 
-func (c *holdCall) Keys() []string   { return c.rows }
-func (c *holdCall) Gone() bool       { return c.ctx.Err() != nil }
-func (c *holdCall) Answer(err error) { c.reply(holdResult{err: err}) }
+func (c *holdCall) lockTimeouts() *int { return &c.timeouts }
+func (c *holdCall) Keys() []string     { return c.rows }
+func (c *holdCall) Gone() bool         { return c.ctx.Err() != nil }
+func (c *holdCall) Answer(err error)   { c.reply(holdResult{err: err}) }
 
 func (c *holdCall) reply(r holdResult) {
 	select {
@@ -122,79 +123,57 @@ func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
 }
 
 // holdAttempt runs calls as one transaction and answers them. When the
-// transaction fails as a whole it finds out why and answers each caller as
-// a transaction of its own would have been answered: requests on a row
-// another transaction keeps locked answer busy while the rest go again; a
-// statement that fails because of one request is narrowed down to that
-// request by halves; a deadlock is retried.
+// transaction fails as a whole, the batch failure policy answers each
+// caller as a transaction of its own would have been answered (see
+// failurePolicy).
 func (s *Service) holdAttempt(ctx context.Context, calls []*holdCall) []*holdCall {
 	again, err := s.holdBatch(ctx, calls)
 	if err == nil {
 		return again
 	}
-	switch classify(ctx, err) {
-	case failLock:
-		rows := map[string]Line{}
-		for _, c := range calls {
-			for _, w := range c.h.wants {
-				rows[w.key()] = w.row()
-			}
-		}
-		locked, perr := s.lockedStock(ctx, rows)
-		if perr != nil {
-			s.log.Warn("hold batch hit its lock timeout; finding the locked rows failed", "err", perr)
-		}
-		// Requests on a row still locked go again in a batch of their
-		// own, which looks before it waits: they answer busy at once if
-		// the row is still locked then, or go through if the lock was only
-		// another batch waiting its turn. The others go again now.
-		var rest, later []*holdCall
-		for _, c := range calls {
-			c.timeouts++
-			l, onLocked := firstLocked(c.h.wants, locked)
-			switch {
-			case c.timeouts > maxLockTimeouts && onLocked:
-				c.Answer(s.lockWaits.answered(errBusy(l)))
-			case c.timeouts > maxLockTimeouts:
-				c.Answer(errBusy(c.h.wants[0].row()))
-			case onLocked:
-				later = append(later, c)
-			default:
-				rest = append(rest, c)
-			}
-		}
-		s.holds.Block(slicesKeys(locked))
-		if len(rest) > 0 {
-			later = append(later, s.holdAttempt(ctx, rest)...)
-		}
-		return later
-	case failRetry:
-		if calls[0].timeouts < maxLockTimeouts {
-			for _, c := range calls {
-				c.timeouts++
-			}
-			return s.holdAttempt(ctx, calls)
-		}
-	case failSlow:
-		err = errSlow
-	case failStatement:
-		if len(calls) > 1 {
-			half := len(calls) / 2
-			return append(s.holdAttempt(ctx, calls[:half]), s.holdAttempt(ctx, calls[half:])...)
-		}
-		if _, ok := refused(err); ok {
-			// The batch granted what the locked rows did not have: a bug,
-			// which the database caught. The caller gets a 500.
-			s.refusedByDatabase(ctx, "hold", calls[0].h.req.IdempotencyKey, err)
-		}
-	}
-	if len(calls) > 1 {
-		s.log.Warn("hold batch failed", "size", len(calls), "err", err)
-	}
+	return failurePolicy[*holdCall]{s: s, kind: "hold", attempt: s.holdAttempt, lockTimedOut: s.holdsLockTimedOut,
+		subject: func(c *holdCall) string { return c.h.req.IdempotencyKey }}.failed(ctx, calls, err)
+}
+
+// holdsLockTimedOut is a hold batch's answer to its lock timeout: requests
+// on a row another transaction keeps locked answer busy, once they sat
+// through maxLockTimeouts, or go again in a batch of their own; the rest
+// go again now.
+func (s *Service) holdsLockTimedOut(ctx context.Context, calls []*holdCall) []*holdCall {
+	rows := map[string]Line{}
 	for _, c := range calls {
-		c.Answer(err)
+		for _, w := range c.h.wants {
+			rows[w.key()] = w.row()
+		}
 	}
-	return nil
+	locked, perr := s.lockedStock(ctx, rows)
+	if perr != nil {
+		s.log.Warn("hold batch hit its lock timeout; finding the locked rows failed", "err", perr)
+	}
+	// Requests on a row still locked go again in a batch of their
+	// own, which looks before it waits: they answer busy at once if
+	// the row is still locked then, or go through if the lock was only
+	// another batch waiting its turn. The others go again now.
+	var rest, later []*holdCall
+	for _, c := range calls {
+		c.timeouts++
+		l, onLocked := firstLocked(c.h.wants, locked)
+		switch {
+		case c.timeouts > maxLockTimeouts && onLocked:
+			c.Answer(s.lockWaits.answered(errBusy(l)))
+		case c.timeouts > maxLockTimeouts:
+			c.Answer(errBusy(c.h.wants[0].row()))
+		case onLocked:
+			later = append(later, c)
+		default:
+			rest = append(rest, c)
+		}
+	}
+	s.holds.Block(slicesKeys(locked))
+	if len(rest) > 0 {
+		later = append(later, s.holdAttempt(ctx, rest)...)
+	}
+	return later
 }
 
 // holdBatch is one transaction for many holds, in two round trips, in

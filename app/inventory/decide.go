@@ -152,162 +152,205 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 	if w, over := overCap(h); over {
 		return verdict{line: w, why: domain.CodeLimitExceeded, left: *h.maxPerOrder}
 	}
-	mine := map[string]int64{} // what this hold's earlier lines take, by rowKey
-	// mineUnits are the units this hold's earlier lines took (rowKey +
-	// "\x00" + unit id): two lines of one SKU on one pool of units (one
-	// naming the location, one allocated) never pick the same unit.
-	var mineUnits map[string]bool
-	left := func(k string) int64 { return st.rows[k].available - taken[k] - mine[k] }
-	var (
-		lines  []Line
-		picked map[string][]string
-	)
-	take := func(k string, q int64, units []string) {
-		r := st.rows[k]
-		mine[k] += q
-		// Two lines of one SKU may land on one row (one naming the
-		// location, one allocated there or split over it): they are one
-		// line of the hold, of both quantities.
-		merged := false
-		for i, l := range lines {
-			if l.SKU == r.sku && l.Location == r.location && l.Pool == r.pool {
-				lines[i].Quantity += q
-				merged = true
-				break
-			}
+	d := &holdDecision{st: st, taken: taken, unitsTaken: unitsTaken, h: h, mine: map[string]int64{}}
+	for _, w := range namedFirst(h.wants) {
+		step := d.allocate
+		if w.Location != "" {
+			step = d.takeNamed
 		}
-		if !merged {
-			lines = append(lines, Line{SKU: r.sku, Location: r.location, Pool: r.pool, Quantity: q})
-		}
-		if len(units) > 0 {
-			if picked == nil {
-				picked = map[string][]string{}
-			}
-			if mineUnits == nil {
-				mineUnits = map[string]bool{}
-			}
-			picked[k] = append(picked[k], units...)
-			for _, id := range units {
-				mineUnits[k+"\x00"+id] = true
-			}
+		if v, ok := step(w); !ok {
+			return v
 		}
 	}
-	// Lines that name their location first: allocation fills around them.
-	ordered := make([]want, 0, len(h.wants))
-	for _, w := range h.wants {
+	slices.SortFunc(d.lines, compareLines)
+	return verdict{granted: true, lines: d.lines, picked: d.picked}
+}
+
+// holdDecision is one hold being decided (decideHold) against a batch's
+// rows as locked, after what the batch's earlier holds took (taken,
+// unitsTaken), with what its own earlier lines take.
+type holdDecision struct {
+	st         stockRows
+	taken      map[string]int64
+	unitsTaken map[string]bool
+	h          hold
+	// mine is what the hold's earlier lines take, by rowKey; mineUnits the
+	// units they took (rowKey + "\x00" + unit id): two lines of one SKU on
+	// one pool of units (one naming the location, one allocated) never
+	// pick the same unit.
+	mine      map[string]int64
+	mineUnits map[string]bool
+	// lines and picked are what the hold takes so far.
+	lines  []Line
+	picked map[string][]string
+}
+
+// namedFirst is wants with the lines that name their location first:
+// allocation fills around them.
+func namedFirst(wants []want) []want {
+	ordered := make([]want, 0, len(wants))
+	for _, w := range wants {
 		if w.Location != "" {
 			ordered = append(ordered, w)
 		}
 	}
-	for _, w := range h.wants {
+	for _, w := range wants {
 		if w.Location == "" {
 			ordered = append(ordered, w)
 		}
 	}
-	for _, w := range ordered {
-		ask, asked := h.asks[poolKey(w.SKU, w.Pool)]
-		if w.Location != "" {
-			k := rowKey(w.SKU, w.Location, w.Pool)
-			r, ok := st.rows[k]
-			switch {
-			case !ok:
-				return verdict{line: w, why: domain.CodeUnknownSKU}
-			case !r.active:
-				return verdict{line: w, why: domain.CodeLocationInactive}
-			case r.stopped != "":
-				return verdict{line: w, why: domain.CodeStopSale, reason: r.stopped}
-			}
-			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken, mineUnits)
-			if !v.granted {
-				return v
-			}
-			take(k, w.Quantity, units)
-			continue
-		}
-		places := st.places[poolKey(w.SKU, w.Pool)]
-		if len(places) == 0 {
-			return verdict{line: w, why: domain.CodeUnknownSKU}
-		}
-		var (
-			eligible []string
-			paused   int
-		)
-		for _, k := range places {
-			r := st.rows[k]
-			if !r.active || r.stopped != "" || !h.mayUse(r.location) {
-				continue
-			}
-			eligible = append(eligible, k)
-			if r.status != stock.StockOnSale {
-				paused++
-			}
-		}
-		switch {
-		case len(eligible) == 0:
-			return noneEligible(st, places, h, w)
-		case paused == len(eligible):
-			return verdict{line: w, why: domain.CodeSKUPaused}
-		}
-		if w.Split && !anySerialized(st, eligible) {
-			need, have := w.Quantity, int64(0)
-			var parts []struct {
-				k string
-				q int64
-			}
-			for _, k := range eligible {
-				r := st.rows[k]
-				if r.status != stock.StockOnSale || left(k) <= 0 {
-					continue
-				}
-				q := min(need, left(k))
-				parts = append(parts, struct {
-					k string
-					q int64
-				}{k, q})
-				need -= q
-				have += q
-				if need == 0 {
-					break
-				}
-			}
-			if need > 0 {
-				return verdict{line: w, why: domain.CodeOutOfStock, left: have, places: len(eligible)}
-			}
-			for _, p := range parts {
-				take(p.k, p.q, nil)
-			}
-			continue
-		}
-		var (
-			refusal verdict
-			done    bool
-		)
-		best := int64(0)
-		for _, k := range eligible {
-			r := st.rows[k]
-			if r.status != stock.StockOnSale {
-				continue
-			}
-			units, v := fits(r, k, w, ask, asked, left(k), unitsTaken, mineUnits)
-			if v.granted {
-				take(k, w.Quantity, units)
-				done = true
-				break
-			}
-			best = max(best, left(k))
-			if refusal.why == "" || v.why == domain.CodeUnitUnavailable {
-				refusal = v
-			}
-		}
-		if !done {
-			if refusal.why == domain.CodeOutOfStock && refusal.left >= 0 {
-				refusal.left, refusal.places = best, len(eligible)
-			}
-			return refusal
+	return ordered
+}
+
+// left is what row k has left for the hold.
+func (d *holdDecision) left(k string) int64 {
+	return d.st.rows[k].available - d.taken[k] - d.mine[k]
+}
+
+// take takes q units of row k for the hold, and the units named.
+func (d *holdDecision) take(k string, q int64, units []string) {
+	r := d.st.rows[k]
+	d.mine[k] += q
+	// Two lines of one SKU may land on one row (one naming the location,
+	// one allocated there or split over it): they are one line of the
+	// hold, of both quantities.
+	merged := false
+	for i, l := range d.lines {
+		if l.SKU == r.sku && l.Location == r.location && l.Pool == r.pool {
+			d.lines[i].Quantity += q
+			merged = true
+			break
 		}
 	}
-	slices.SortFunc(lines, compareLines)
-	return verdict{granted: true, lines: lines, picked: picked}
+	if !merged {
+		d.lines = append(d.lines, Line{SKU: r.sku, Location: r.location, Pool: r.pool, Quantity: q})
+	}
+	if len(units) == 0 {
+		return
+	}
+	if d.picked == nil {
+		d.picked = map[string][]string{}
+	}
+	if d.mineUnits == nil {
+		d.mineUnits = map[string]bool{}
+	}
+	d.picked[k] = append(d.picked[k], units...)
+	for _, id := range units {
+		d.mineUnits[k+"\x00"+id] = true
+	}
+}
+
+// takeNamed takes line w, which names its location, from that location's
+// row, or returns its refusal.
+func (d *holdDecision) takeNamed(w want) (verdict, bool) {
+	ask, asked := d.h.asks[poolKey(w.SKU, w.Pool)]
+	k := rowKey(w.SKU, w.Location, w.Pool)
+	r, ok := d.st.rows[k]
+	switch {
+	case !ok:
+		return verdict{line: w, why: domain.CodeUnknownSKU}, false
+	case !r.active:
+		return verdict{line: w, why: domain.CodeLocationInactive}, false
+	case r.stopped != "":
+		return verdict{line: w, why: domain.CodeStopSale, reason: r.stopped}, false
+	}
+	units, v := fits(r, k, w, ask, asked, d.left(k), d.unitsTaken, d.mineUnits)
+	if !v.granted {
+		return v, false
+	}
+	d.take(k, w.Quantity, units)
+	return verdict{}, true
+}
+
+// allocate takes line w, which names no location, from the rows of its
+// pool at the locations the hold may use (split, or whole from the first
+// that has it all), or returns its refusal.
+func (d *holdDecision) allocate(w want) (verdict, bool) {
+	places := d.st.places[poolKey(w.SKU, w.Pool)]
+	if len(places) == 0 {
+		return verdict{line: w, why: domain.CodeUnknownSKU}, false
+	}
+	var (
+		eligible []string
+		paused   int
+	)
+	for _, k := range places {
+		r := d.st.rows[k]
+		if !r.active || r.stopped != "" || !d.h.mayUse(r.location) {
+			continue
+		}
+		eligible = append(eligible, k)
+		if r.status != stock.StockOnSale {
+			paused++
+		}
+	}
+	switch {
+	case len(eligible) == 0:
+		return noneEligible(d.st, places, d.h, w), false
+	case paused == len(eligible):
+		return verdict{line: w, why: domain.CodeSKUPaused}, false
+	case w.Split && !anySerialized(d.st, eligible):
+		return d.split(w, eligible)
+	}
+	return d.whole(w, eligible)
+}
+
+// split takes line w from the eligible rows on sale in their order, as
+// much as each has left, or refuses it out_of_stock with what they had.
+func (d *holdDecision) split(w want, eligible []string) (verdict, bool) {
+	type part struct {
+		k string
+		q int64
+	}
+	need, have := w.Quantity, int64(0)
+	var parts []part
+	for _, k := range eligible {
+		if d.st.rows[k].status != stock.StockOnSale || d.left(k) <= 0 {
+			continue
+		}
+		q := min(need, d.left(k))
+		parts = append(parts, part{k, q})
+		need -= q
+		have += q
+		if need == 0 {
+			break
+		}
+	}
+	if need > 0 {
+		return verdict{line: w, why: domain.CodeOutOfStock, left: have, places: len(eligible)}, false
+	}
+	for _, p := range parts {
+		d.take(p.k, p.q, nil)
+	}
+	return verdict{}, true
+}
+
+// whole takes line w whole from the first eligible row on sale it fits,
+// or returns the refusal of the rows: unit_unavailable when one said so,
+// out_of_stock with the most any had left.
+func (d *holdDecision) whole(w want, eligible []string) (verdict, bool) {
+	ask, asked := d.h.asks[poolKey(w.SKU, w.Pool)]
+	var refusal verdict
+	best := int64(0)
+	for _, k := range eligible {
+		r := d.st.rows[k]
+		if r.status != stock.StockOnSale {
+			continue
+		}
+		units, v := fits(r, k, w, ask, asked, d.left(k), d.unitsTaken, d.mineUnits)
+		if v.granted {
+			d.take(k, w.Quantity, units)
+			return verdict{}, true
+		}
+		best = max(best, d.left(k))
+		if refusal.why == "" || v.why == domain.CodeUnitUnavailable {
+			refusal = v
+		}
+	}
+	if refusal.why == domain.CodeOutOfStock && refusal.left >= 0 {
+		refusal.left, refusal.places = best, len(eligible)
+	}
+	return refusal, false
 }
 
 // anySerialized reports whether one of the rows keys is a pool of units

@@ -127,7 +127,7 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 		out     Reservation
 		expired bool
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		// The rule of every change to a hold (see change.go): lock, read
 		// the lines, decide. The only change that moves stock here is the
 		// expiry of an overdue hold.
@@ -197,12 +197,9 @@ func stamp(t time.Time) string {
 // already), as Release answers it. An item naming a SKU the hold does not
 // have, or more units than it holds, is 422 and changes nothing.
 func (s *Service) ReleaseItems(ctx context.Context, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
-	var out Reservation
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		out, err = s.ReleaseItemsTx(ctx, tx, id, by, reason, items)
-		return err
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Reservation, error) {
+		return s.ReleaseItemsTx(ctx, tx, id, by, reason, items)
 	})
-	return out, err
 }
 
 // ReleaseItemsOnce is ReleaseItems at most once per key (see

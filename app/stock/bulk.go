@@ -108,12 +108,7 @@ func (b *BulkAdjustment) Validate() error {
 
 // AdjustMany applies a bulk adjustment in one transaction.
 func (s *Service) AdjustMany(ctx context.Context, b BulkAdjustment) (BulkResult, error) {
-	var out BulkResult
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		out, err = AdjustManyTx(ctx, tx, b)
-		return err
-	})
-	return out, err
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (BulkResult, error) { return AdjustManyTx(ctx, tx, b) })
 }
 
 // AdjustManyOnce is AdjustMany at most once per key (see

@@ -2,7 +2,6 @@ package stock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -108,14 +107,8 @@ func (s *Service) CountPreview(ctx context.Context, c StockCount) (Counted, erro
 	if err := c.validate(); err != nil {
 		return Counted{}, err
 	}
-	var out Counted
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		if out, err = countTx(ctx, tx, c); err != nil {
-			return err
-		}
-		return errPreview
-	})
-	if !errors.Is(err, errPreview) {
+	out, err := preview(ctx, s, func(ctx context.Context, tx pgx.Tx) (Counted, error) { return countTx(ctx, tx, c) })
+	if err != nil {
 		return Counted{}, err
 	}
 	out.ID, out.DryRun = nil, true

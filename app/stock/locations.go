@@ -218,7 +218,7 @@ func (s *Service) UpdateLocation(ctx context.Context, c LocationChange) (Locatio
 			return Location{}, err
 		}
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		q := db.New(tx)
 		if c.Active != nil {
 			if err := q.StopSaleLock(ctx); err != nil {

@@ -81,17 +81,7 @@ func (s *Service) MovePreview(ctx context.Context, m Move) (Stock, error) {
 	if err := m.validate(); err != nil {
 		return Stock{}, err
 	}
-	var out Stock
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		if out, err = moveTx(ctx, tx, m); err != nil {
-			return err
-		}
-		return errPreview
-	})
-	if !errors.Is(err, errPreview) {
-		return Stock{}, err
-	}
-	return out, nil
+	return preview(ctx, s, func(ctx context.Context, tx pgx.Tx) (Stock, error) { return moveTx(ctx, tx, m) })
 }
 
 // moveTx locks the row, checks the state moved from has the units (409

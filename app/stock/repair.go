@@ -226,22 +226,22 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 	if err := w.validate(); err != nil {
 		return Lifted{}, err
 	}
-	var out Lifted
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	out, err := inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Lifted, error) {
+		var out Lifted
 		q := db.New(tx)
 		books, err := booksLocked(ctx, q, w.SKU, w.Location, w.Pool)
 		if err != nil {
-			return err
+			return Lifted{}, err
 		}
 		out.Books = books
 		if books.Status == StockPaused {
 			if out.Paused, err = lastPause(ctx, q, w.SKU, w.Location, w.Pool); err != nil {
-				return err
+				return Lifted{}, err
 			}
 		}
 		if !books.Balanced() && !l.Force {
 			d := books.Difference()
-			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Location: w.Location, Extra: books.problem(),
+			return Lifted{}, &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Location: w.Location, Extra: books.problem(),
 				Detail: fmt.Sprintf("the books of %s (pool %s) do not balance (counters minus ledger: total %+d, available %+d, reserved %+d, sold %+d; "+
 					"reserved %d against %d held, sold %d against %d confirmed%s%s): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
 					"or resume with \"force\": true and a reason",
@@ -251,7 +251,7 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 		if w.Pool != MainPool {
 			terms, err := q.CampaignHoldTerms(ctx, w.Pool)
 			if err == nil && !terms.Open {
-				return &domain.Error{Code: domain.CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
+				return Lifted{}, &domain.Error{Code: domain.CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
 					Detail: fmt.Sprintf("campaign %q is %s: its pool stays paused", w.Pool, terms.Status)}
 			}
 		}
@@ -260,10 +260,10 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 			w.Reason = "forced, books unbalanced: " + w.Reason
 		}
 		if err := setStatusTx(ctx, q, w, StockOnSale); err != nil {
-			return err
+			return Lifted{}, err
 		}
 		out.Stock, err = stockOf(ctx, q, w.SKU)
-		return err
+		return out, err
 	})
 	if err != nil {
 		return Lifted{}, err
@@ -411,84 +411,93 @@ func (s *Service) Repair(ctx context.Context, r RepairRequest) (Repaired, error)
 	if err := r.validate(); err != nil {
 		return Repaired{}, err
 	}
-	var out Repaired
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Repaired, error) {
 		q := db.New(tx)
-		books, err := booksLocked(ctx, q, r.SKU, r.Location, r.Pool)
-		if err != nil {
-			return err
+		out, row, err := planRepair(ctx, q, r)
+		if err != nil || r.DryRun || out.Difference.Zero() && len(out.Transfers) == 0 {
+			return out, err
 		}
-		out = Repaired{SKU: r.SKU, Location: r.Location, Pool: r.Pool, Before: books.Counters, After: books.Counters}
-		if err := repairsUnits(r, books); err != nil {
-			return err
-		}
-		var row db.LedgerAppendParams
-		switch r.To {
-		case RepairToLedger:
-			if !books.Ledger.balanced() {
-				l := books.Ledger
-				return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Location: r.Location, Extra: books.problem(),
-					Detail: fmt.Sprintf("the ledger of %s (pool %s) sums to counters no stock row may have (total %d, available %d, reserved %d, sold %d): "+
-						"repair to the counters instead, then adjust", r.SKU, r.Pool, l.Total, l.Available, l.Reserved, l.Sold)}
-			}
-			out.After = books.Ledger
-			out.Difference = books.Ledger.minus(books.Counters)
-		case RepairToCounters:
-			d := books.Difference()
-			out.Difference = d
-			row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold,
-				DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming,
-				DeltaShort: d.Short}
-		}
-		// The transfers in transit to the row are restored from their own
-		// ledger rows; what they carry then must be the incoming the
-		// repair leaves.
-		restored, inTransit, err := transfersToRestore(ctx, q, r.SKU, r.Location, r.Pool)
-		if err != nil {
-			return err
-		}
-		out.Transfers = restored
-		if out.After.Incoming != inTransit {
-			return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Location: r.Location, Extra: books.problem(),
-				Detail: fmt.Sprintf("a repair of %s (pool %s) at %s to the %s would leave incoming %d, but its transfers in transit carry %d "+
-					"by their own ledger rows: repair to the %s instead, or find what changed them",
-					r.SKU, r.Pool, r.Location, r.To, out.After.Incoming, inTransit, otherSide(r.To))}
-		}
-		if !r.DryRun && r.ExpectedDifference != nil && *r.ExpectedDifference != out.Difference {
-			e, d := *r.ExpectedDifference, out.Difference
-			return &domain.Error{Code: domain.CodePreviewStale, SKU: r.SKU, Location: r.Location, Pool: r.Pool,
-				Extra: map[string]any{"expected_difference": e, "difference": d, "before": out.Before, "after": out.After},
-				Detail: fmt.Sprintf("the books of %s (pool %s) at %s moved since the preview: it showed a difference of %s; "+
-					"the repair would now write %s. Nothing changed: preview again",
-					r.SKU, r.Pool, r.Location, e, d)}
-		}
-		if r.DryRun || out.Difference.Zero() && len(out.Transfers) == 0 {
-			return nil
-		}
-		for _, t := range out.Transfers {
-			if err := q.TransferRestore(ctx, db.TransferRestoreParams{ID: t.ID, Quantity: t.After.Quantity, Received: t.After.Received, Lost: t.After.Lost}); err != nil {
-				return fmt.Errorf("restore transfer %s: %w", t.ID, err)
-			}
-			r.Refs = append(r.Refs, "transfer "+t.ID.String())
-		}
-		a := out.After
-		if _, err := q.StockRepairSet(ctx, db.StockRepairSetParams{Total: a.Total, Available: a.Available, Reserved: a.Reserved, Sold: a.Sold,
-			QualityControl: a.QualityControl, Damaged: a.Damaged, SafetyStock: a.SafetyStock, Incoming: a.Incoming, Short: a.Short,
-			Sku: r.SKU, Location: r.Location, Pool: r.Pool}); err != nil {
-			return fmt.Errorf("repair %s/%s/%s: %w", r.SKU, r.Location, r.Pool, err)
-		}
-		row.Sku, row.Location, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Location, r.Pool, "repair", r.Actor, domain.KeyName(ctx)
-		row.Reason, row.Ref, row.Refs = domain.Optional(r.Reason), domain.Optional("to "+r.To), r.Refs
-		if err := appendLedger(ctx, q, row); err != nil {
-			return err
+		if err := writeRepair(ctx, q, r, out, row); err != nil {
+			return Repaired{}, err
 		}
 		out.Applied = true
-		return nil
+		return out, nil
 	})
+}
+
+// planRepair reads the books of r's row, locked, and works out the
+// repair: what it changes, the ledger row it writes (for a repair to the
+// counters) and the transfers in transit it restores; or why it is refused.
+func planRepair(ctx context.Context, q *db.Queries, r RepairRequest) (Repaired, db.LedgerAppendParams, error) {
+	var row db.LedgerAppendParams
+	books, err := booksLocked(ctx, q, r.SKU, r.Location, r.Pool)
 	if err != nil {
-		return Repaired{}, err
+		return Repaired{}, row, err
 	}
-	return out, nil
+	out := Repaired{SKU: r.SKU, Location: r.Location, Pool: r.Pool, Before: books.Counters, After: books.Counters}
+	if err := repairsUnits(r, books); err != nil {
+		return Repaired{}, row, err
+	}
+	switch r.To {
+	case RepairToLedger:
+		if !books.Ledger.balanced() {
+			l := books.Ledger
+			return Repaired{}, row, &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Location: r.Location, Extra: books.problem(),
+				Detail: fmt.Sprintf("the ledger of %s (pool %s) sums to counters no stock row may have (total %d, available %d, reserved %d, sold %d): "+
+					"repair to the counters instead, then adjust", r.SKU, r.Pool, l.Total, l.Available, l.Reserved, l.Sold)}
+		}
+		out.After = books.Ledger
+		out.Difference = books.Ledger.minus(books.Counters)
+	case RepairToCounters:
+		d := books.Difference()
+		out.Difference = d
+		row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold,
+			DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming,
+			DeltaShort: d.Short}
+	}
+	// The transfers in transit to the row are restored from their own
+	// ledger rows; what they carry then must be the incoming the
+	// repair leaves.
+	restored, inTransit, err := transfersToRestore(ctx, q, r.SKU, r.Location, r.Pool)
+	if err != nil {
+		return Repaired{}, row, err
+	}
+	out.Transfers = restored
+	if out.After.Incoming != inTransit {
+		return Repaired{}, row, &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Location: r.Location, Extra: books.problem(),
+			Detail: fmt.Sprintf("a repair of %s (pool %s) at %s to the %s would leave incoming %d, but its transfers in transit carry %d "+
+				"by their own ledger rows: repair to the %s instead, or find what changed them",
+				r.SKU, r.Pool, r.Location, r.To, out.After.Incoming, inTransit, otherSide(r.To))}
+	}
+	if !r.DryRun && r.ExpectedDifference != nil && *r.ExpectedDifference != out.Difference {
+		e, d := *r.ExpectedDifference, out.Difference
+		return Repaired{}, row, &domain.Error{Code: domain.CodePreviewStale, SKU: r.SKU, Location: r.Location, Pool: r.Pool,
+			Extra: map[string]any{"expected_difference": e, "difference": d, "before": out.Before, "after": out.After},
+			Detail: fmt.Sprintf("the books of %s (pool %s) at %s moved since the preview: it showed a difference of %s; "+
+				"the repair would now write %s. Nothing changed: preview again",
+				r.SKU, r.Pool, r.Location, e, d)}
+	}
+	return out, row, nil
+}
+
+// writeRepair writes the repair planned (out, row): the transfers
+// restored, the counters set, and its ledger row.
+func writeRepair(ctx context.Context, q *db.Queries, r RepairRequest, out Repaired, row db.LedgerAppendParams) error {
+	for _, t := range out.Transfers {
+		if err := q.TransferRestore(ctx, db.TransferRestoreParams{ID: t.ID, Quantity: t.After.Quantity, Received: t.After.Received, Lost: t.After.Lost}); err != nil {
+			return fmt.Errorf("restore transfer %s: %w", t.ID, err)
+		}
+		r.Refs = append(r.Refs, "transfer "+t.ID.String())
+	}
+	a := out.After
+	if _, err := q.StockRepairSet(ctx, db.StockRepairSetParams{Total: a.Total, Available: a.Available, Reserved: a.Reserved, Sold: a.Sold,
+		QualityControl: a.QualityControl, Damaged: a.Damaged, SafetyStock: a.SafetyStock, Incoming: a.Incoming, Short: a.Short,
+		Sku: r.SKU, Location: r.Location, Pool: r.Pool}); err != nil {
+		return fmt.Errorf("repair %s/%s/%s: %w", r.SKU, r.Location, r.Pool, err)
+	}
+	row.Sku, row.Location, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Location, r.Pool, "repair", r.Actor, domain.KeyName(ctx)
+	row.Reason, row.Ref, row.Refs = domain.Optional(r.Reason), domain.Optional("to "+r.To), r.Refs
+	return appendLedger(ctx, q, row)
 }
 
 // otherSide is the repair target that is not to.
@@ -573,61 +582,10 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 	if err := domain.ValidText("reason", w.Reason, domain.MaxTextLength); err != nil {
 		return PoolSwitched{}, err
 	}
-	out := PoolSwitched{Pool: w.Pool, SKUs: []PoolStatus{}}
 	var forced []Books
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		terms, err := q.CampaignHoldTerms(ctx, w.Pool)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return &domain.Error{Code: domain.CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", w.Pool)}
-		}
-		if err != nil {
-			return fmt.Errorf("read campaign %s: %w", w.Pool, err)
-		}
-		if w.On && !terms.Open {
-			return &domain.Error{Code: domain.CodeCampaignNotActive, Pool: w.Pool,
-				Detail: fmt.Sprintf("campaign %q is %s and not taking holds: its pools stay paused", w.Pool, terms.Status)}
-		}
-		places, err := q.StockPoolRows(ctx, w.Pool)
-		if err != nil {
-			return fmt.Errorf("list the pool of %s: %w", w.Pool, err)
-		}
-		for _, place := range places {
-			sku := place.Sku
-			books, err := booksLocked(ctx, q, sku, place.Location, w.Pool)
-			if err != nil {
-				return err
-			}
-			want := StockPaused
-			if w.On {
-				want = StockOnSale
-			}
-			if books.Status == want {
-				continue
-			}
-			sw := SwitchRequest{SKU: sku, Location: place.Location, Pool: w.Pool, Reason: w.Reason, Actor: w.Actor}
-			if w.On && !books.Balanced() {
-				if !w.Force {
-					return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: sku, Pool: w.Pool, Location: place.Location, Extra: books.problem(),
-						Detail: fmt.Sprintf("the books of %s (pool %s) do not balance: no pool of campaign %s was resumed. "+
-							"Repair them (POST /v1/skus/%s/repair), or resume with \"force\": true", sku, w.Pool, w.Pool, sku)}
-				}
-				sw.Reason = "forced, books unbalanced: " + w.Reason
-				forced = append(forced, books)
-			}
-			if err := setStatusTx(ctx, q, sw, want); err != nil {
-				return err
-			}
-			out.Changed++
-		}
-		rows, err := q.StockListByPool(ctx, w.Pool)
-		if err != nil {
-			return fmt.Errorf("read the pool of %s: %w", w.Pool, err)
-		}
-		for _, r := range rows {
-			out.SKUs = append(out.SKUs, PoolStatus{SKU: r.Sku, Location: r.Location, Status: r.Status, PausedReason: r.PausedReason})
-		}
-		return nil
+	out, err := inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (out PoolSwitched, err error) {
+		out, forced, err = switchPoolTx(ctx, db.New(tx), w)
+		return out, err
 	})
 	if err != nil {
 		return PoolSwitched{}, err
@@ -645,6 +603,78 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 		})
 	}
 	return out, nil
+}
+
+// switchPoolTx pauses or resumes every row of campaign w.Pool, each with
+// its books checked under its lock, and returns the pool's rows as they
+// are then, with the books of the rows resumed by force.
+func switchPoolTx(ctx context.Context, q *db.Queries, w PoolSwitch) (PoolSwitched, []Books, error) {
+	out := PoolSwitched{Pool: w.Pool, SKUs: []PoolStatus{}}
+	terms, err := q.CampaignHoldTerms(ctx, w.Pool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, nil, &domain.Error{Code: domain.CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", w.Pool)}
+	}
+	if err != nil {
+		return out, nil, fmt.Errorf("read campaign %s: %w", w.Pool, err)
+	}
+	if w.On && !terms.Open {
+		return out, nil, &domain.Error{Code: domain.CodeCampaignNotActive, Pool: w.Pool,
+			Detail: fmt.Sprintf("campaign %q is %s and not taking holds: its pools stay paused", w.Pool, terms.Status)}
+	}
+	places, err := q.StockPoolRows(ctx, w.Pool)
+	if err != nil {
+		return out, nil, fmt.Errorf("list the pool of %s: %w", w.Pool, err)
+	}
+	var forced []Books
+	for _, place := range places {
+		changed, force, err := switchPlace(ctx, q, w, place.Sku, place.Location)
+		if err != nil {
+			return out, nil, err
+		}
+		if changed {
+			out.Changed++
+		}
+		if force != nil {
+			forced = append(forced, *force)
+		}
+	}
+	rows, err := q.StockListByPool(ctx, w.Pool)
+	if err != nil {
+		return out, nil, fmt.Errorf("read the pool of %s: %w", w.Pool, err)
+	}
+	for _, r := range rows {
+		out.SKUs = append(out.SKUs, PoolStatus{SKU: r.Sku, Location: r.Location, Status: r.Status, PausedReason: r.PausedReason})
+	}
+	return out, forced, nil
+}
+
+// switchPlace pauses or resumes campaign w.Pool's row of sku at location,
+// its books checked under its lock; it reports whether it changed it, and
+// the books when it resumed it by force.
+func switchPlace(ctx context.Context, q *db.Queries, w PoolSwitch, sku, location string) (bool, *Books, error) {
+	books, err := booksLocked(ctx, q, sku, location, w.Pool)
+	if err != nil {
+		return false, nil, err
+	}
+	want := StockPaused
+	if w.On {
+		want = StockOnSale
+	}
+	if books.Status == want {
+		return false, nil, nil
+	}
+	sw := SwitchRequest{SKU: sku, Location: location, Pool: w.Pool, Reason: w.Reason, Actor: w.Actor}
+	var forced *Books
+	if w.On && !books.Balanced() {
+		if !w.Force {
+			return false, nil, &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: sku, Pool: w.Pool, Location: location, Extra: books.problem(),
+				Detail: fmt.Sprintf("the books of %s (pool %s) do not balance: no pool of campaign %s was resumed. "+
+					"Repair them (POST /v1/skus/%s/repair), or resume with \"force\": true", sku, w.Pool, w.Pool, sku)}
+		}
+		sw.Reason = "forced, books unbalanced: " + w.Reason
+		forced = &books
+	}
+	return true, forced, setStatusTx(ctx, q, sw, want)
 }
 
 // PoolSubject is an alert's subject for one stock row: sku:A1/main at the

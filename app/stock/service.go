@@ -22,6 +22,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stockhold/stockhold/app/dbtx"
 )
 
 // MainPool is the pool of regular stock; campaign pools are named after
@@ -106,10 +108,37 @@ type noWrites struct{}
 func (noWrites) Written()                    {}
 func (noWrites) ClientSwitched(string, bool) {}
 
-// inTx runs fn in a transaction, committing when it returns nil. Such a
-// transaction may put stock back on a row: it tells writes once it ends.
-func (s *Service) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, s.pool, fn)
-	s.writes.Written()
-	return err
+// inTx runs fn in a transaction (dbtx.WithTx), committing when it returns
+// nil. Such a transaction may put stock back on a row: it tells writes
+// once it ends.
+func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	defer s.writes.Written()
+	return dbtx.WithTx(ctx, s.pool, fn)
+}
+
+// inTxV is inTx for a function that returns a value (dbtx.WithTxV).
+func inTxV[T any](ctx context.Context, s *Service, fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
+	defer s.writes.Written()
+	return dbtx.WithTxV(ctx, s.pool, fn)
+}
+
+// errPreview ends a preview's transaction: nothing it wrote is kept.
+var errPreview = errors.New("preview: roll back")
+
+// preview answers what write would: it runs write in a transaction that
+// is then rolled back, so the answer is the database's own (the value, or
+// the refusal) and nothing changes.
+func preview[T any](ctx context.Context, s *Service, write func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
+	out, err := inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (T, error) {
+		out, err := write(ctx, tx)
+		if err != nil {
+			return out, err
+		}
+		return out, errPreview
+	})
+	if !errors.Is(err, errPreview) {
+		var zero T
+		return zero, err
+	}
+	return out, nil
 }

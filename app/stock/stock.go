@@ -116,12 +116,7 @@ func (a Adjustment) Validate() error {
 // delta for a SKU creates its main row; a negative delta takes only from
 // available, never from units held or sold.
 func (s *Service) Adjust(ctx context.Context, a Adjustment) (Stock, error) {
-	var out Stock
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		out, err = AdjustTx(ctx, tx, a)
-		return err
-	})
-	return out, err
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Stock, error) { return AdjustTx(ctx, tx, a) })
 }
 
 // AdjustOnce is Adjust at most once per key, for an operator: a reason is
@@ -135,9 +130,6 @@ func (s *Service) AdjustOnce(ctx context.Context, key idempotency.Key, a Adjustm
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Stock, error) { return AdjustTx(ctx, tx, a) })
 }
 
-// errPreview ends a preview's transaction: nothing it wrote is kept.
-var errPreview = errors.New("preview: roll back")
-
 // AdjustPreview answers what AdjustOnce would: the SKU's stock as the
 // adjustment would leave it, or the refusal it would meet. The adjustment
 // is made in a transaction that is then rolled back, so the answer is the
@@ -146,17 +138,7 @@ func (s *Service) AdjustPreview(ctx context.Context, a Adjustment) (Stock, error
 	if err := a.withReason(); err != nil {
 		return Stock{}, err
 	}
-	var out Stock
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		if out, err = AdjustTx(ctx, tx, a); err != nil {
-			return err
-		}
-		return errPreview
-	})
-	if !errors.Is(err, errPreview) {
-		return Stock{}, err
-	}
-	return out, nil
+	return preview(ctx, s, func(ctx context.Context, tx pgx.Tx) (Stock, error) { return AdjustTx(ctx, tx, a) })
 }
 
 // withReason validates an operator's adjustment: the reason is required.
@@ -323,24 +305,20 @@ func (s *Service) setStatus(ctx context.Context, w SwitchRequest, status string)
 	if err := w.validate(); err != nil {
 		return Stock{}, err
 	}
-	var out Stock
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Stock, error) {
 		q := db.New(tx)
 		if status == StockOnSale && w.Pool != MainPool {
 			terms, err := q.CampaignHoldTerms(ctx, w.Pool)
 			if err == nil && !terms.Open {
-				return &domain.Error{Code: domain.CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
+				return Stock{}, &domain.Error{Code: domain.CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
 					Detail: fmt.Sprintf("campaign %q is %s: its pool stays paused", w.Pool, terms.Status)}
 			}
 		}
 		if err := setStatusTx(ctx, q, w, status); err != nil {
-			return err
+			return Stock{}, err
 		}
-		var err error
-		out, err = stockOf(ctx, q, w.SKU)
-		return err
+		return stockOf(ctx, q, w.SKU)
 	})
-	return out, err
 }
 
 func setStatusTx(ctx context.Context, q *db.Queries, w SwitchRequest, status string) error {

@@ -127,100 +127,10 @@ func (s *Service) StopSales(ctx context.Context) (StopSales, error) {
 // what is off, records the new reason and actor. Turning a switch off
 // answers what it lifted.
 func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFlipped, error) {
-	if c.Reason == "" {
-		return StopSaleFlipped{}, domain.Invalid("reason is required: why sales stop or start again")
-	}
-	if err := domain.ValidText("reason", c.Reason, domain.MaxTextLength); err != nil {
+	if err := c.validate(); err != nil {
 		return StopSaleFlipped{}, err
 	}
-	if c.Client != "" && c.Location != "" {
-		return StopSaleFlipped{}, domain.Invalid("give client or location, not both: a switch stops one client's holds, or one location's")
-	}
-	if c.Client != "" {
-		if err := domain.ValidName("client", c.Client); err != nil {
-			return StopSaleFlipped{}, err
-		}
-	}
-	if c.Location != "" {
-		if err := domain.ValidName("location", c.Location); err != nil {
-			return StopSaleFlipped{}, err
-		}
-	}
-	var out StopSaleFlipped
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		if c.Client != "" {
-			known, err := q.APIKeyNameExists(ctx, c.Client)
-			if err != nil {
-				return fmt.Errorf("look up client %s: %w", c.Client, err)
-			}
-			if !known {
-				return &domain.Error{Code: domain.CodeUnknownClient, Reference: true,
-					Detail: fmt.Sprintf("no API key was ever named %q: a client is the name of the keys whose holds to stop (stockhold apikey list)", c.Client)}
-			}
-		}
-		if err := q.StopSaleLock(ctx); err != nil {
-			return fmt.Errorf("take the stop-sale lock: %w", err)
-		}
-		var before StopSale
-		switch {
-		case c.Location != "":
-			l, err := q.LocationGet(ctx, c.Location)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrUnknownLocation(c.Location, true)
-			}
-			if err != nil {
-				return fmt.Errorf("read location %s: %w", c.Location, err)
-			}
-			before = newLocationStopSale(l)
-			var reason *string
-			if c.Active {
-				reason = &c.Reason
-			}
-			l, err = q.LocationStopSaleSet(ctx, db.LocationStopSaleSetParams{Reason: reason, Actor: &c.Actor, ActorKey: domain.KeyName(ctx), ID: c.Location})
-			if err != nil {
-				return fmt.Errorf("set the stop-sale of %s: %w", c.Location, err)
-			}
-			out.StopSale = newLocationStopSale(l)
-			if !c.Active {
-				// A location's switch keeps no reason while off: the
-				// answer says why it went off.
-				out.StopSale.Reason = &c.Reason
-			}
-		case c.Client == "":
-			r, err := q.StopSaleGet(ctx)
-			if err != nil {
-				return fmt.Errorf("read the stop-sale switch: %w", err)
-			}
-			before = newStopSale(r)
-			r, err = q.StopSaleSet(ctx, db.StopSaleSetParams{
-				Active: c.Active, Reason: &c.Reason, Actor: &c.Actor, ActorKey: domain.KeyName(ctx), Rule: domain.Optional(c.Rule),
-			})
-			if err != nil {
-				return fmt.Errorf("set the stop-sale switch: %w", err)
-			}
-			out.StopSale = newStopSale(r)
-		default:
-			r, err := q.StopSaleClientGet(ctx, c.Client)
-			switch {
-			case err == nil:
-				before = newClientStopSale(r)
-			case !errors.Is(err, pgx.ErrNoRows):
-				return fmt.Errorf("read the stop-sale switch of %s: %w", c.Client, err)
-			}
-			r, err = q.StopSaleClientSet(ctx, db.StopSaleClientSetParams{
-				Client: c.Client, Active: c.Active, Reason: &c.Reason, Actor: c.Actor, ActorKey: domain.KeyName(ctx), Rule: domain.Optional(c.Rule),
-			})
-			if err != nil {
-				return fmt.Errorf("set the stop-sale switch of %s: %w", c.Client, err)
-			}
-			out.StopSale = newClientStopSale(r)
-		}
-		if before.Active && !c.Active {
-			out.Lifted = &before
-		}
-		return nil
-	})
+	out, err := inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (StopSaleFlipped, error) { return flipStopSale(ctx, db.New(tx), c) })
 	if err != nil {
 		return StopSaleFlipped{}, err
 	}
@@ -230,4 +140,120 @@ func (s *Service) SetStopSale(ctx context.Context, c StopSaleChange) (StopSaleFl
 	s.log.InfoContext(ctx, "stop-sale switched", "client", c.Client, "location", c.Location, "active", c.Active, "actor", c.Actor,
 		"reason", c.Reason, "rule", c.Rule)
 	return out, nil
+}
+
+func (c StopSaleChange) validate() error {
+	if c.Reason == "" {
+		return domain.Invalid("reason is required: why sales stop or start again")
+	}
+	if err := domain.ValidText("reason", c.Reason, domain.MaxTextLength); err != nil {
+		return err
+	}
+	if c.Client != "" && c.Location != "" {
+		return domain.Invalid("give client or location, not both: a switch stops one client's holds, or one location's")
+	}
+	if c.Client != "" {
+		if err := domain.ValidName("client", c.Client); err != nil {
+			return err
+		}
+	}
+	if c.Location != "" {
+		return domain.ValidName("location", c.Location)
+	}
+	return nil
+}
+
+// flipStopSale flips the switch c names under the stop-sale lock, which
+// waits for the hold batches running (see StopSaleLockName).
+func flipStopSale(ctx context.Context, q *db.Queries, c StopSaleChange) (StopSaleFlipped, error) {
+	if c.Client != "" {
+		known, err := q.APIKeyNameExists(ctx, c.Client)
+		if err != nil {
+			return StopSaleFlipped{}, fmt.Errorf("look up client %s: %w", c.Client, err)
+		}
+		if !known {
+			return StopSaleFlipped{}, &domain.Error{Code: domain.CodeUnknownClient, Reference: true,
+				Detail: fmt.Sprintf("no API key was ever named %q: a client is the name of the keys whose holds to stop (stockhold apikey list)", c.Client)}
+		}
+	}
+	if err := q.StopSaleLock(ctx); err != nil {
+		return StopSaleFlipped{}, fmt.Errorf("take the stop-sale lock: %w", err)
+	}
+	flip := flipClient
+	switch {
+	case c.Location != "":
+		flip = flipLocation
+	case c.Client == "":
+		flip = flipAll
+	}
+	before, after, err := flip(ctx, q, c)
+	if err != nil {
+		return StopSaleFlipped{}, err
+	}
+	out := StopSaleFlipped{StopSale: after}
+	if before.Active && !c.Active {
+		out.Lifted = &before
+	}
+	return out, nil
+}
+
+// flipLocation flips the switch of location c.Location.
+func flipLocation(ctx context.Context, q *db.Queries, c StopSaleChange) (before, after StopSale, err error) {
+	l, err := q.LocationGet(ctx, c.Location)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return before, after, ErrUnknownLocation(c.Location, true)
+	}
+	if err != nil {
+		return before, after, fmt.Errorf("read location %s: %w", c.Location, err)
+	}
+	before = newLocationStopSale(l)
+	var reason *string
+	if c.Active {
+		reason = &c.Reason
+	}
+	l, err = q.LocationStopSaleSet(ctx, db.LocationStopSaleSetParams{Reason: reason, Actor: &c.Actor, ActorKey: domain.KeyName(ctx), ID: c.Location})
+	if err != nil {
+		return before, after, fmt.Errorf("set the stop-sale of %s: %w", c.Location, err)
+	}
+	after = newLocationStopSale(l)
+	if !c.Active {
+		// A location's switch keeps no reason while off: the answer says
+		// why it went off.
+		after.Reason = &c.Reason
+	}
+	return before, after, nil
+}
+
+// flipAll flips the switch for everything.
+func flipAll(ctx context.Context, q *db.Queries, c StopSaleChange) (before, after StopSale, err error) {
+	r, err := q.StopSaleGet(ctx)
+	if err != nil {
+		return before, after, fmt.Errorf("read the stop-sale switch: %w", err)
+	}
+	before = newStopSale(r)
+	r, err = q.StopSaleSet(ctx, db.StopSaleSetParams{
+		Active: c.Active, Reason: &c.Reason, Actor: &c.Actor, ActorKey: domain.KeyName(ctx), Rule: domain.Optional(c.Rule),
+	})
+	if err != nil {
+		return before, after, fmt.Errorf("set the stop-sale switch: %w", err)
+	}
+	return before, newStopSale(r), nil
+}
+
+// flipClient flips the switch of client c.Client.
+func flipClient(ctx context.Context, q *db.Queries, c StopSaleChange) (before, after StopSale, err error) {
+	r, err := q.StopSaleClientGet(ctx, c.Client)
+	switch {
+	case err == nil:
+		before = newClientStopSale(r)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return before, after, fmt.Errorf("read the stop-sale switch of %s: %w", c.Client, err)
+	}
+	r, err = q.StopSaleClientSet(ctx, db.StopSaleClientSetParams{
+		Client: c.Client, Active: c.Active, Reason: &c.Reason, Actor: c.Actor, ActorKey: domain.KeyName(ctx), Rule: domain.Optional(c.Rule),
+	})
+	if err != nil {
+		return before, after, fmt.Errorf("set the stop-sale switch of %s: %w", c.Client, err)
+	}
+	return before, newClientStopSale(r), nil
 }

@@ -45,18 +45,15 @@ func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) 
 	if t.Threshold != nil && (*t.Threshold < 0 || *t.Threshold > MaxAdjustment) {
 		return Stock{}, domain.Invalid("threshold must be a whole number from 0 to %d, or null to remove it", MaxAdjustment)
 	}
-	var out Stock
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Stock, error) {
 		q := db.New(tx)
 		_, err := q.StockThresholdSet(ctx, db.StockThresholdSetParams{Threshold: t.Threshold, SetBy: t.Actor, Sku: t.SKU, Location: t.Location, Pool: t.Pool})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoPool(ctx, q, t.SKU, t.Location, t.Pool, false)
+			return Stock{}, errNoPool(ctx, q, t.SKU, t.Location, t.Pool, false)
 		}
 		if err != nil {
-			return fmt.Errorf("set the threshold of %s/%s/%s: %w", t.SKU, t.Location, t.Pool, err)
+			return Stock{}, fmt.Errorf("set the threshold of %s/%s/%s: %w", t.SKU, t.Location, t.Pool, err)
 		}
-		out, err = stockOf(ctx, q, t.SKU)
-		return err
+		return stockOf(ctx, q, t.SKU)
 	})
-	return out, err
 }

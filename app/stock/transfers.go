@@ -231,9 +231,7 @@ func (s *Service) ReceiveTransfer(ctx context.Context, st TransferStep) (Transfe
 	if err := st.validReceipt(); err != nil {
 		return Transfer{}, err
 	}
-	var out Transfer
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) { out, err = receiveTx(ctx, tx, st); return err })
-	return out, err
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Transfer, error) { return receiveTx(ctx, tx, st) })
 }
 
 // ReceiveTransferOnce is ReceiveTransfer at most once per key: a receipt
@@ -310,9 +308,7 @@ func (s *Service) CloseTransfer(ctx context.Context, st TransferStep) (Transfer,
 	if err := validReason(st.Reason); err != nil {
 		return Transfer{}, err
 	}
-	var out Transfer
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) { out, err = closeTx(ctx, tx, st); return err })
-	return out, err
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Transfer, error) { return closeTx(ctx, tx, st) })
 }
 
 // CloseTransferOnce is CloseTransfer at most once per key: a retry of a
@@ -353,9 +349,7 @@ func (s *Service) CancelTransfer(ctx context.Context, st TransferStep) (Transfer
 	if err := validReason(st.Reason); err != nil {
 		return Transfer{}, err
 	}
-	var out Transfer
-	err := s.inTx(ctx, func(tx pgx.Tx) (err error) { out, err = cancelTx(ctx, tx, st); return err })
-	return out, err
+	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Transfer, error) { return cancelTx(ctx, tx, st) })
 }
 
 // CancelTransferOnce is CancelTransfer at most once per key: a retry of a
