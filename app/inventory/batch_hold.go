@@ -271,38 +271,7 @@ type firstTrip struct {
 
 // insertAndLock is a hold batch's first round trip.
 func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (firstTrip, error) {
-	// Insert in (client, key) order, so that two batches sharing keys wait
-	// on each other in one order; decide in arrival order.
-	byKey := slices.Clone(leaders)
-	slices.SortFunc(byKey, func(a, b *holdCall) int {
-		if d := strings.Compare(a.h.req.Client, b.h.req.Client); d != 0 {
-			return d
-		}
-		return strings.Compare(a.h.req.IdempotencyKey, b.h.req.IdempotencyKey)
-	})
-	var ins db.ReservationsInsertManyParams
-	for _, c := range byKey {
-		if c.joined != nil {
-			continue
-		}
-		h := c.h
-		ins.Ids = append(ins.Ids, h.id)
-		ins.Clients = append(ins.Clients, h.req.Client)
-		ins.IdempotencyKeys = append(ins.IdempotencyKeys, h.req.IdempotencyKey)
-		ins.RequestHashes = append(ins.RequestHashes, h.hash)
-		ins.OrderRefs = append(ins.OrderRefs, h.req.OrderRef)
-		ins.Campaigns = append(ins.Campaigns, h.req.Campaign)
-		ins.TtlSeconds = append(ins.TtlSeconds, h.ttl)
-	}
-	var clients []string
-	for _, c := range byKey {
-		if c.joined != nil {
-			continue
-		}
-		if n := len(clients); n == 0 || clients[n-1] != c.h.req.Client {
-			clients = append(clients, c.h.req.Client)
-		}
-	}
+	ins, clients := insertsOf(leaders)
 	lock := lockKeys(leaders)
 
 	p := batch.NewPipe(conn)
@@ -352,6 +321,43 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	attachUnits(rows, units)
 	ft.made, ft.rows, ft.pre = made, rows, needs
 	return ft, nil
+}
+
+// insertsOf is the reservations a hold batch inserts, and its clients, in
+// (client, key) order: two batches sharing keys wait on each other in one
+// order (the batch decides in arrival order). Joined calls insert none.
+func insertsOf(leaders []*holdCall) (db.ReservationsInsertManyParams, []string) {
+	byKey := slices.Clone(leaders)
+	slices.SortFunc(byKey, func(a, b *holdCall) int {
+		if d := strings.Compare(a.h.req.Client, b.h.req.Client); d != 0 {
+			return d
+		}
+		return strings.Compare(a.h.req.IdempotencyKey, b.h.req.IdempotencyKey)
+	})
+	var ins db.ReservationsInsertManyParams
+	for _, c := range byKey {
+		if c.joined != nil {
+			continue
+		}
+		h := c.h
+		ins.Ids = append(ins.Ids, h.id)
+		ins.Clients = append(ins.Clients, h.req.Client)
+		ins.IdempotencyKeys = append(ins.IdempotencyKeys, h.req.IdempotencyKey)
+		ins.RequestHashes = append(ins.RequestHashes, h.hash)
+		ins.OrderRefs = append(ins.OrderRefs, h.req.OrderRef)
+		ins.Campaigns = append(ins.Campaigns, h.req.Campaign)
+		ins.TtlSeconds = append(ins.TtlSeconds, h.ttl)
+	}
+	var clients []string
+	for _, c := range byKey {
+		if c.joined != nil {
+			continue
+		}
+		if n := len(clients); n == 0 || clients[n-1] != c.h.req.Client {
+			clients = append(clients, c.h.req.Client)
+		}
+	}
+	return ins, clients
 }
 
 // lockKeys is what StockLockMany locks for a batch: per (sku, pool), every

@@ -135,42 +135,14 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		return BulkResult{}, err
 	}
 	q := db.New(tx)
-	var create, createAt []string
 	skus := make([]string, len(b.Lines))
 	pools := make([]string, len(b.Lines))
 	locations := make([]string, len(b.Lines))
 	for i, l := range b.Lines {
 		skus[i], pools[i], locations[i] = l.SKU, l.Pool, l.Location
-		if l.Pool == MainPool && (l.Delta > 0 || l.SetTotal != nil && *l.SetTotal > 0) {
-			create, createAt = append(create, l.SKU), append(createAt, l.Location)
-		}
 	}
-	if len(create) > 0 {
-		if err := requireLocations(ctx, q, createAt...); err != nil {
-			return BulkResult{}, err
-		}
-		mains := make([]string, len(create))
-		for i := range mains {
-			mains[i] = MainPool
-		}
-		if err := guardPlainMany(ctx, q, create, mains); err != nil {
-			return BulkResult{}, err
-		}
-		serialized, err := q.StockSerializedOf(ctx, create)
-		if err != nil {
-			return BulkResult{}, fmt.Errorf("look for pools of units: %w", err)
-		}
-		for i, l := range b.Lines {
-			for _, r := range serialized {
-				if r.Sku == l.SKU && r.Pool == l.Pool && r.Location != l.Location {
-					return BulkResult{}, lineError(i, domain.CodeSerializedPool, l,
-						"SKU %q (pool %s) is units with an identity at %s: such a pool lives at one location", l.SKU, l.Pool, r.Location)
-				}
-			}
-		}
-		if err := q.StockCreateMainMany(ctx, create, createAt); err != nil {
-			return BulkResult{}, fmt.Errorf("create main rows: %w", err)
-		}
+	if err := createMainRows(ctx, q, b.Lines); err != nil {
+		return BulkResult{}, err
 	}
 	rows, err := q.StockLockForAdjust(ctx, skus, locations, pools)
 	if err != nil {
@@ -184,42 +156,12 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 		return BulkResult{}, err
 	}
 	var out BulkResult
-	p := db.StockAdjustManyParams{Actor: b.Actor, ActorKey: domain.KeyName(ctx)}
-	if b.Reason != "" {
-		p.Reason = &b.Reason
-	}
-	if b.Ref != "" {
-		p.Ref = &b.Ref
-	}
+	p := db.StockAdjustManyParams{Actor: b.Actor, ActorKey: domain.KeyName(ctx), Reason: domain.Optional(b.Reason), Ref: domain.Optional(b.Ref)}
 	for i, l := range b.Lines {
-		r, ok := locked[RowKey(l.SKU, l.Location, l.Pool)]
-		if !ok {
-			err := errNoPool(ctx, q, l.SKU, l.Location, l.Pool, true)
-			if de, ok := err.(*domain.Error); ok {
-				n := i
-				de.Line = &n
-				de.Detail = fmt.Sprintf("lines[%d]: %s", i, de.Detail)
-			}
-			return BulkResult{}, err
-		}
-		if r.Serialized {
-			return BulkResult{}, lineError(i, domain.CodeSerializedPool, l,
-				"SKU %q (pool %s) is units with an identity: add or retire units instead", l.SKU, l.Pool)
-		}
-		delta := l.Delta
-		if l.SetTotal != nil {
-			delta = *l.SetTotal - r.Total
-		}
-		if delta < 0 && r.Available < -delta {
-			if l.SetTotal != nil {
-				return BulkResult{}, lineError(i, domain.CodeInsufficientAvailable, l,
-					"SKU %q (pool %s)%s cannot go to a total of %d: %d of its %d are %s", l.SKU, l.Pool,
-					at(l.Location), *l.SetTotal, r.Total-r.Available, r.Total, notAvailable(r))
-			}
-			return BulkResult{}, lineError(i, domain.CodeInsufficientAvailable, l,
-				"SKU %q (pool %s)%s has %d available, %d to take", l.SKU, l.Pool, at(l.Location), r.Available, -delta)
-		}
+		delta, err := bulkDelta(ctx, q, i, l, locked)
 		switch {
+		case err != nil:
+			return BulkResult{}, err
 		case delta == 0:
 			continue
 		case delta > 0:
@@ -239,17 +181,101 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 			return BulkResult{}, fmt.Errorf("adjust %d stock rows: %d changed", len(p.Skus), len(ids))
 		}
 	}
+	out.Changed = len(p.Skus)
+	out.SKUs, err = stocksOf(ctx, q, skus)
+	if err != nil {
+		return BulkResult{}, err
+	}
+	return out, nil
+}
+
+// createMainRows creates the main rows a bulk adjustment's lines put
+// stock into and that do not exist yet, at locations that must exist; a
+// line on a pool of units with an identity at another location is refused.
+func createMainRows(ctx context.Context, q *db.Queries, lines []BulkLine) error {
+	var create, createAt []string
+	for _, l := range lines {
+		if l.Pool == MainPool && (l.Delta > 0 || l.SetTotal != nil && *l.SetTotal > 0) {
+			create, createAt = append(create, l.SKU), append(createAt, l.Location)
+		}
+	}
+	if len(create) == 0 {
+		return nil
+	}
+	if err := requireLocations(ctx, q, createAt...); err != nil {
+		return err
+	}
+	mains := make([]string, len(create))
+	for i := range mains {
+		mains[i] = MainPool
+	}
+	if err := guardPlainMany(ctx, q, create, mains); err != nil {
+		return err
+	}
+	serialized, err := q.StockSerializedOf(ctx, create)
+	if err != nil {
+		return fmt.Errorf("look for pools of units: %w", err)
+	}
+	for i, l := range lines {
+		for _, r := range serialized {
+			if r.Sku == l.SKU && r.Pool == l.Pool && r.Location != l.Location {
+				return lineError(i, domain.CodeSerializedPool, l,
+					"SKU %q (pool %s) is units with an identity at %s: such a pool lives at one location", l.SKU, l.Pool, r.Location)
+			}
+		}
+	}
+	if err := q.StockCreateMainMany(ctx, create, createAt); err != nil {
+		return fmt.Errorf("create main rows: %w", err)
+	}
+	return nil
+}
+
+// bulkDelta is what line i of a bulk adjustment changes its row's total
+// by, its row as locked; or the line's refusal, naming it.
+func bulkDelta(ctx context.Context, q *db.Queries, i int, l BulkLine, locked map[string]db.Stock) (int64, error) {
+	r, ok := locked[RowKey(l.SKU, l.Location, l.Pool)]
+	if !ok {
+		err := errNoPool(ctx, q, l.SKU, l.Location, l.Pool, true)
+		if de, ok := err.(*domain.Error); ok {
+			n := i
+			de.Line = &n
+			de.Detail = fmt.Sprintf("lines[%d]: %s", i, de.Detail)
+		}
+		return 0, err
+	}
+	if r.Serialized {
+		return 0, lineError(i, domain.CodeSerializedPool, l,
+			"SKU %q (pool %s) is units with an identity: add or retire units instead", l.SKU, l.Pool)
+	}
+	delta := l.Delta
+	if l.SetTotal != nil {
+		delta = *l.SetTotal - r.Total
+	}
+	if delta < 0 && r.Available < -delta {
+		if l.SetTotal != nil {
+			return 0, lineError(i, domain.CodeInsufficientAvailable, l,
+				"SKU %q (pool %s)%s cannot go to a total of %d: %d of its %d are %s", l.SKU, l.Pool,
+				at(l.Location), *l.SetTotal, r.Total-r.Available, r.Total, notAvailable(r))
+		}
+		return 0, lineError(i, domain.CodeInsufficientAvailable, l,
+			"SKU %q (pool %s)%s has %d available, %d to take", l.SKU, l.Pool, at(l.Location), r.Available, -delta)
+	}
+	return delta, nil
+}
+
+// stocksOf reads the stock of skus (repeats allowed), in SKU order.
+func stocksOf(ctx context.Context, q *db.Queries, skus []string) ([]Stock, error) {
 	names := slices.Compact(slices.SortedFunc(slices.Values(skus), strings.Compare))
 	all, err := q.StockListBySKUs(ctx, names)
 	if err != nil {
-		return BulkResult{}, fmt.Errorf("read stock: %w", err)
+		return nil, fmt.Errorf("read stock: %w", err)
 	}
-	out.SKUs, out.Changed = make([]Stock, 0, len(names)), len(p.Skus)
+	out := make([]Stock, 0, len(names))
 	for _, r := range all {
-		if n := len(out.SKUs); n == 0 || out.SKUs[n-1].SKU != r.Sku {
-			out.SKUs = append(out.SKUs, Stock{SKU: r.Sku})
+		if n := len(out); n == 0 || out[n-1].SKU != r.Sku {
+			out = append(out, Stock{SKU: r.Sku})
 		}
-		st := &out.SKUs[len(out.SKUs)-1]
+		st := &out[len(out)-1]
 		st.Pools = append(st.Pools, newPool(r))
 	}
 	return out, nil

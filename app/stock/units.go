@@ -211,30 +211,8 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 			return Stock{}, err
 		}
 	}
-	taken, err := q.UnitsExisting(ctx, c.SKU, c.ids())
-	if err != nil {
+	if err := unitsFree(ctx, q, c); err != nil {
 		return Stock{}, err
-	}
-	if len(taken) > 0 {
-		return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
-			Detail: fmt.Sprintf("SKU %q has units %s already", c.SKU, QuoteIDs(taken))}
-	}
-	var groups []string
-	var positions []int32
-	for _, u := range c.Units {
-		if u.Position != nil {
-			groups, positions = append(groups, u.Group), append(positions, *u.Position)
-		}
-	}
-	if len(groups) > 0 {
-		at, err := q.UnitsPlacesTaken(ctx, groups, positions, c.SKU)
-		if err != nil {
-			return Stock{}, err
-		}
-		if len(at) > 0 {
-			return Stock{}, &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
-				Detail: fmt.Sprintf("SKU %q has unit %q at group %q position %d already", c.SKU, at[0].ID, at[0].GroupName, at[0].Position)}
-		}
 	}
 	p := db.UnitsAddParams{Sku: c.SKU, Location: c.Location, Pool: c.Pool, Actor: c.Actor, Reason: domain.Optional(c.Reason), Ref: domain.Optional(c.Ref)}
 	for _, u := range c.Units {
@@ -263,6 +241,37 @@ func addUnitsTx(ctx context.Context, tx pgx.Tx, c UnitsChange) (Stock, error) {
 		return Stock{}, fmt.Errorf("add units to %s/%s: %w", c.SKU, c.Pool, err)
 	}
 	return stockOf(ctx, q, c.SKU)
+}
+
+// unitsFree refuses units whose ids the SKU has already, or whose places
+// (group, position) another of its units holds.
+func unitsFree(ctx context.Context, q *db.Queries, c UnitsChange) error {
+	taken, err := q.UnitsExisting(ctx, c.SKU, c.ids())
+	if err != nil {
+		return err
+	}
+	if len(taken) > 0 {
+		return &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
+			Detail: fmt.Sprintf("SKU %q has units %s already", c.SKU, QuoteIDs(taken))}
+	}
+	var groups []string
+	var positions []int32
+	for _, u := range c.Units {
+		if u.Position != nil {
+			groups, positions = append(groups, u.Group), append(positions, *u.Position)
+		}
+	}
+	if len(groups) > 0 {
+		at, err := q.UnitsPlacesTaken(ctx, groups, positions, c.SKU)
+		if err != nil {
+			return err
+		}
+		if len(at) > 0 {
+			return &domain.Error{Code: domain.CodeConflict, SKU: c.SKU, Pool: c.Pool,
+				Detail: fmt.Sprintf("SKU %q has unit %q at group %q position %d already", c.SKU, at[0].ID, at[0].GroupName, at[0].Position)}
+		}
+	}
+	return nil
 }
 
 // noPlainStock refuses units for a pool that holds stock without an
