@@ -90,7 +90,7 @@ func requireReleasedOnce(t *testing.T, b *bundle, ids []uuid.UUID) (confirmed, r
 		var status string
 		var n int
 		require.NoError(t, rows.Scan(&status, &n))
-		switch status {
+		switch inventory.HoldStatus(status) {
 		case inventory.StatusConfirmed:
 			require.Zero(t, n)
 			confirmed++
@@ -181,10 +181,10 @@ func TestCampaignEndRacingConfirms(t *testing.T) {
 	require.Equal(t, len(confirmed), nConfirmed, "every confirmed hold stays confirmed")
 	for _, id := range ids {
 		if confirmed[id] {
-			require.Equal(t, inventory.StatusConfirmed, b.status(t, id))
+			require.Equal(t, string(inventory.StatusConfirmed), b.status(t, id))
 		}
 	}
-	require.Equal(t, inventory.StatusHeld, b.status(t, regular.ID))
+	require.Equal(t, string(inventory.StatusHeld), b.status(t, regular.ID))
 	require.NotNil(t, c.Rollback)
 	require.Equal(t, "succeeded", c.Rollback.Status)
 	require.EqualValues(t, nReleased, c.Rollback.ReleasedCount)

@@ -159,10 +159,10 @@ func TestRollbackNeverTouchesLaterHolds(t *testing.T) {
 	require.True(t, r.RequestedAt.Equal(enqueued), "a plain SQL rollback is requested when its job is inserted")
 
 	for scope, ids := range early {
-		require.Equal(t, map[string]int{inventory.StatusReleased: 5}, b.statuses(t, ids), scope)
+		require.Equal(t, map[string]int{string(inventory.StatusReleased): 5}, b.statuses(t, ids), scope)
 	}
 	for scope, ids := range late {
-		require.Equal(t, map[string]int{inventory.StatusHeld: 3}, b.statuses(t, ids), "%s: made after the request", scope)
+		require.Equal(t, map[string]int{string(inventory.StatusHeld): 3}, b.statuses(t, ids), "%s: made after the request", scope)
 	}
 }
 
@@ -217,7 +217,7 @@ func TestRollbackBatchIsItsOwnDueJob(t *testing.T) {
 	for i, d := range ran {
 		require.Less(t, d, pause, "batch %d ran %s: it did not sleep through the pause", i+1, d)
 	}
-	require.Equal(t, map[string]int{inventory.StatusReleased: 150}, b.statuses(t, ids))
+	require.Equal(t, map[string]int{string(inventory.StatusReleased): 150}, b.statuses(t, ids))
 }
 
 // TestCancelledChainIsResumedByReconciliation: a rollback whose jobs were
@@ -406,7 +406,7 @@ func TestDashboardRetryResumesRequest(t *testing.T) {
 		r := b.waitRollback(t, created.RollbackID, rollbacks.StatusSucceeded)
 		require.EqualValues(t, 120, r.ReleasedCount, state)
 		require.Nil(t, r.Error, "the failure is forgotten once it runs again")
-		require.Equal(t, map[string]int{inventory.StatusReleased: 120}, b.statuses(t, ids), state)
+		require.Equal(t, map[string]int{string(inventory.StatusReleased): 120}, b.statuses(t, ids), state)
 	}
 }
 

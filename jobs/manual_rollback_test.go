@@ -65,7 +65,7 @@ func TestManualRollbackBySQL(t *testing.T) {
 		actors = append(actors, a)
 	}
 	require.ElementsMatch(t, []string{"alice:rollback:payment provider outage", "alice:rollback:payment provider outage"}, actors)
-	require.Equal(t, inventory.StatusHeld, b.status(t, ids[2]), "out of scope: untouched")
+	require.Equal(t, string(inventory.StatusHeld), b.status(t, ids[2]), "out of scope: untouched")
 
 	// A second reconciliation of the rollback's SKUs is asked for in its
 	// last batch, recorded on the request, with its job.
@@ -107,7 +107,7 @@ func TestManualRollbackWithoutOperatorIsRefused(t *testing.T) {
 		}
 		require.True(t, found, "refused with an alert: %s", args)
 	}
-	require.Equal(t, inventory.StatusHeld, b.status(t, r.ID), "nothing released")
+	require.Equal(t, string(inventory.StatusHeld), b.status(t, r.ID), "nothing released")
 	var n int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM rollback_requests`).Scan(&n))
 	require.Zero(t, n)

@@ -71,7 +71,7 @@ func TestReconcileJobRetriesDiscardedRollback(t *testing.T) {
 		assert.Equal(c, rollbacks.StatusSucceeded, rb.Status)
 	}, 20*time.Second, 50*time.Millisecond)
 	for _, id := range ids {
-		require.Equal(t, inventory.StatusReleased, b.status(t, id))
+		require.Equal(t, string(inventory.StatusReleased), b.status(t, id))
 	}
 }
 

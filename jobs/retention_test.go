@@ -23,8 +23,8 @@ func TestRetentionJob(t *testing.T) {
 	ctx := context.Background()
 	dbtest.StockIn(t, b.pool, "A1", 10)
 	var ids []string
-	for _, end := range []string{inventory.StatusConfirmed, inventory.StatusReleased, inventory.StatusExpired} {
-		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: end, Items: []inventory.Item{{SKU: "A1", Quantity: 2}}})
+	for _, end := range []inventory.HoldStatus{inventory.StatusConfirmed, inventory.StatusReleased, inventory.StatusExpired} {
+		r, _, err := b.inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: string(end), Items: []inventory.Item{{SKU: "A1", Quantity: 2}}})
 		require.NoError(t, err)
 		switch end {
 		case inventory.StatusConfirmed:

@@ -220,7 +220,7 @@ func (s *server) listReservations(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lq := inventory.ListQuery{OrderRef: c.QueryParam("order_ref"), Status: c.QueryParam("status"), SKU: c.QueryParam("sku"), Limit: p.Limit}
+	lq := inventory.ListQuery{OrderRef: c.QueryParam("order_ref"), Status: inventory.HoldStatus(c.QueryParam("status")), SKU: c.QueryParam("sku"), Limit: p.Limit}
 	if p.Cursor != "" {
 		id, err := uuid.Parse(p.Cursor)
 		if err != nil || len(p.Cursor) != 36 {

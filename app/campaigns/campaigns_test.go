@@ -499,7 +499,7 @@ func TestAManualRollbackOfAnEndedCampaignDoesNotFinishIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusEnded, c.Status, "the manual rollback does not finish the campaign")
 	require.Equal(t, []campaigns.Pool{{SKU: "A1", Location: "default", Total: 5, Available: 3, Reserved: 2, Status: "paused"}}, c.Pools)
-	require.Equal(t, inventory.StatusHeld, mustStatus(t, b, late.ID))
+	require.Equal(t, string(inventory.StatusHeld), mustStatus(t, b, late.ID))
 
 	// The end's own rollback releases the late hold and finishes.
 	batch, err = svc.RollbackBatch(ctx, ended.RollbackID, ended.JobID)
@@ -515,7 +515,7 @@ func mustStatus(t *testing.T, b *bundle, id uuid.UUID) string {
 	t.Helper()
 	r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
 	require.NoError(t, err)
-	return r.Status
+	return string(r.Status)
 }
 
 // TestCampaignOfSeats: a campaign carves N units with an identity out of
@@ -676,7 +676,7 @@ func TestEndAtAnotherLocation(t *testing.T) {
 	got, err = svc.Get(ctx, "bf")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusRolledBack, got.Status)
-	require.Equal(t, inventory.StatusReleased, mustStatus(t, b, h.ID), "its unpaid hold rolled back")
+	require.Equal(t, string(inventory.StatusReleased), mustStatus(t, b, h.ID), "its unpaid hold rolled back")
 	main := b.stockAt(t, "A1", "paris", "main")
 	require.EqualValues(t, 10, main.Total, "every unit back in main at paris")
 	require.EqualValues(t, 10, main.Available)
@@ -763,7 +763,7 @@ func TestFinishGivesBackEveryState(t *testing.T) {
 	require.NoError(t, err)
 	requireCode(t, move("paris", stock.StateDamaged, 1), domain.CodeCampaignEnded)
 	finish(t, svc, created)
-	require.Equal(t, inventory.StatusReleased, mustStatus(t, b, unpaid.ID))
+	require.Equal(t, string(inventory.StatusReleased), mustStatus(t, b, unpaid.ID))
 
 	c, err := svc.Get(ctx, "bf")
 	require.NoError(t, err)
@@ -962,7 +962,7 @@ func TestEndRollsBackAHoldMadeAsItEnded(t *testing.T) {
 	c, err := svc.Get(ctx, "late")
 	require.NoError(t, err)
 	require.Equal(t, campaigns.StatusRolledBack, c.Status)
-	require.Equal(t, inventory.StatusReleased, mustStatus(t, b, late.ID), "no unpaid hold outlives its campaign")
+	require.Equal(t, string(inventory.StatusReleased), mustStatus(t, b, late.ID), "no unpaid hold outlives its campaign")
 	require.EqualValues(t, 10, b.stock(t, "A1", "main").Available, "everything back in main")
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Event types.
@@ -233,7 +234,7 @@ func ownData(typ string, r db.EventRowsAfterRow) map[string]any {
 		data = map[string]any{"quantity": q, "order_ref": r.OrderRef, "client": r.Client,
 			"actor": r.Actor, "reason": r.Reason, "ledger_kind": r.Kind}
 		if typ == HoldReleased {
-			data["partial"] = r.Kind == "release_partial"
+			data["partial"] = stock.LedgerKind(r.Kind) == stock.LedgerReleasePartial
 		}
 		if len(r.Units) > 0 {
 			data["units"] = r.Units
@@ -267,36 +268,36 @@ func value(p *int64) int64 {
 // each location: the event is on the one at from; a loss is a transfer's
 // when it writes off units in transit, a write-off's otherwise).
 func ownType(r db.EventRowsAfterRow) string {
-	switch r.Kind {
-	case "transfer_out":
+	switch stock.LedgerKind(r.Kind) {
+	case stock.LedgerTransferOut:
 		return TransferCreated
-	case "receive":
+	case stock.LedgerReceive:
 		return TransferReceived
-	case "loss":
+	case stock.LedgerLoss:
 		if r.DeltaIncoming != 0 {
 			return TransferClosed
 		}
 		return ""
-	case "transfer_cancel":
+	case stock.LedgerTransferCancel:
 		if r.DeltaTotal > 0 {
 			return TransferCancelled
 		}
 		return ""
 	}
-	switch r.Kind {
-	case "reserve":
+	switch stock.LedgerKind(r.Kind) {
+	case stock.LedgerReserve:
 		return HoldCreated
-	case "confirm":
+	case stock.LedgerConfirm:
 		return HoldConfirmed
-	case "release", "release_partial", "rollback":
+	case stock.LedgerRelease, stock.LedgerReleasePartial, stock.LedgerRollback:
 		return HoldReleased
-	case "expire":
+	case stock.LedgerExpire:
 		return HoldExpired
-	case "pause":
+	case stock.LedgerPause:
 		return StockPaused
-	case "resume":
+	case stock.LedgerResume:
 		return StockResumed
-	case "repair":
+	case stock.LedgerRepair:
 		return StockRepaired
 	}
 	return ""

@@ -11,6 +11,7 @@ import (
 	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // changeCall is one caller's confirm or release waiting for its batch.
@@ -181,9 +182,9 @@ func decideCalls(calls []*changeCall, holds map[uuid.UUID]*lockedHold) (changes,
 			errs[i] = domain.Missing("reservation")
 			continue
 		}
-		how := Outcome{Status: StatusReleased, Kind: "release", Actor: c.by.Name, Reason: c.reason}
+		how := Outcome{Status: StatusReleased, Kind: stock.LedgerRelease, Actor: c.by.Name, Reason: c.reason}
 		if c.confirm {
-			how = Outcome{Status: StatusConfirmed, Kind: "confirm", Actor: c.by.Name}
+			how = Outcome{Status: StatusConfirmed, Kind: stock.LedgerConfirm, Actor: c.by.Name}
 		}
 		change, err := how.decide(h)
 		if err != nil {
@@ -192,9 +193,9 @@ func decideCalls(calls []*changeCall, holds map[uuid.UUID]*lockedHold) (changes,
 		}
 		if change != nil {
 			ch.add(change)
-			h.row.Status = change.how.Status
+			h.row.Status = string(change.how.Status)
 		}
-		switch status := h.row.Status; {
+		switch status := HoldStatus(h.row.Status); {
 		case c.confirm && status != StatusConfirmed, !c.confirm && status == StatusConfirmed:
 			errs[i] = errNotHeld(c.id, status)
 		}

@@ -190,12 +190,12 @@ func decideJoined(calls []*holdCall, holds map[uuid.UUID]*lockedHold, st stockRo
 				continue
 			}
 			d.ch.add(one)
-			h.row.Status = one.how.Status
+			h.row.Status = string(one.how.Status)
 			d.expired[c]++
 		}
 	}
 	for _, one := range d.ch.list {
-		if one.how.Kind == "confirm" {
+		if one.how.Kind == stock.LedgerConfirm {
 			continue
 		}
 		for _, l := range one.lines {

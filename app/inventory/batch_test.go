@@ -491,7 +491,7 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 						}
 						answers[c] = append(answers[c], a)
 						if err == nil && !replayed {
-							h := &hold{id: r.ID, items: r.Items, status: inventory.StatusHeld}
+							h := &hold{id: r.ID, items: r.Items, status: string(inventory.StatusHeld)}
 							mine[r.ID] = h
 							holds[c] = append(holds[c], h)
 						}
@@ -505,12 +505,12 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 						if op < 8 {
 							_, err = svc.Confirm(ctx, h.id, inventory.Caller{Name: client})
 							if err == nil {
-								h.status = inventory.StatusConfirmed
+								h.status = string(inventory.StatusConfirmed)
 							}
 						} else {
 							_, err = svc.Release(ctx, h.id, inventory.Caller{Name: client}, "changed mind")
 							if err == nil {
-								h.status = inventory.StatusReleased
+								h.status = string(inventory.StatusReleased)
 							}
 						}
 						if err != nil {
@@ -593,7 +593,7 @@ func testRandomizedHolds(t *testing.T, coalesce bool) {
 				made++
 				require.Equal(t, h.status, statusOf[h.id], "hold %s", h.id)
 				for _, l := range h.items {
-					switch h.status {
+					switch inventory.HoldStatus(h.status) {
 					case inventory.StatusHeld:
 						reserved[l.SKU] += l.Quantity
 					case inventory.StatusConfirmed:
@@ -689,14 +689,14 @@ func TestChangeBatchAnswersEachCaller(t *testing.T) {
 	require.Equal(t, inventory.StatusConfirmed, got[0].r.Status)
 	require.NotNil(t, got[0].r.ConfirmedAt)
 	require.Equal(t, domain.CodeNotHeld, code(got[1].err), "released after it was confirmed in the same batch")
-	require.Equal(t, inventory.StatusConfirmed, got[1].err.(*domain.Error).Status)
+	require.Equal(t, string(inventory.StatusConfirmed), got[1].err.(*domain.Error).Status)
 	require.NoError(t, got[2].err)
 	require.Equal(t, inventory.StatusReleased, got[2].r.Status)
 	require.Equal(t, "found it cheaper", *got[2].r.ReleaseReason)
 	require.Equal(t, domain.CodeNotHeld, code(got[3].err))
-	require.Equal(t, inventory.StatusReleased, got[3].err.(*domain.Error).Status)
+	require.Equal(t, string(inventory.StatusReleased), got[3].err.(*domain.Error).Status)
 	require.Equal(t, domain.CodeNotHeld, code(got[4].err), "past its expiry")
-	require.Equal(t, inventory.StatusExpired, got[4].err.(*domain.Error).Status)
+	require.Equal(t, string(inventory.StatusExpired), got[4].err.(*domain.Error).Status)
 	require.NoError(t, got[5].err)
 	require.NoError(t, got[6].err)
 	require.Equal(t, got[5].r, got[6].r, "confirming twice answers the same")

@@ -98,9 +98,10 @@ func lockedHolds(rows []db.ReservationsLockManyRow, lines []db.ReservationLine) 
 type Outcome struct {
 	// Status is StatusReleased or StatusExpired (StatusConfirmed for a
 	// confirm).
-	Status string
-	// Kind is the ledger kind: "release", "expire" or "rollback" ("confirm").
-	Kind   string
+	Status HoldStatus
+	// Kind is the ledger kind: release, expire or rollback (confirm;
+	// release_partial for a partial release).
+	Kind   stock.LedgerKind
 	Actor  string
 	Reason string
 	// DueOnly ends a hold only if it is past its expiry: reconciliation's
@@ -110,6 +111,9 @@ type Outcome struct {
 	// or the units with an identity named) and keeps the hold held with
 	// the rest: a partial release.
 	give map[string]giveBack
+	// extend is an extension's outcome: it writes no ledger row, and a hold
+	// found past its expiry expires instead.
+	extend bool
 }
 
 // giveBack is what a partial release hands back of one SKU: a quantity,
@@ -121,8 +125,8 @@ type giveBack struct {
 
 // Releases of the system's own making.
 var (
-	releaseByExpiry  = Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:expire_holds", Reason: "hold expired", DueOnly: true}
-	releaseBySweeper = Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:sweep_expired", Reason: "hold expired (sweeper)", DueOnly: true}
+	releaseByExpiry  = Outcome{Status: StatusExpired, Kind: stock.LedgerExpire, Actor: "system:expire_holds", Reason: "hold expired", DueOnly: true}
+	releaseBySweeper = Outcome{Status: StatusExpired, Kind: stock.LedgerExpire, Actor: "system:sweep_expired", Reason: "hold expired (sweeper)", DueOnly: true}
 )
 
 // expiredInstead is what a change becomes when it finds its hold past its
@@ -131,16 +135,16 @@ var (
 func (how Outcome) expiredInstead() Outcome {
 	what := "released"
 	switch {
-	case how.Kind == "confirm":
-		return Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}
-	case how.Kind == "extend":
-		return Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:extend", Reason: "hold expired before it was extended"}
-	case how.Kind == "rollback":
-		return Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:rollback", Reason: "hold expired before it was rolled back"}
+	case how.Kind == stock.LedgerConfirm:
+		return Outcome{Status: StatusExpired, Kind: stock.LedgerExpire, Actor: "system:confirm", Reason: "hold expired before payment was confirmed"}
+	case how.extend:
+		return Outcome{Status: StatusExpired, Kind: stock.LedgerExpire, Actor: "system:extend", Reason: "hold expired before it was extended"}
+	case how.Kind == stock.LedgerRollback:
+		return Outcome{Status: StatusExpired, Kind: stock.LedgerExpire, Actor: "system:rollback", Reason: "hold expired before it was rolled back"}
 	case how.give != nil:
 		what = "partly released"
 	}
-	return Outcome{Status: StatusExpired, Kind: "expire", Actor: "system:release", Reason: "hold expired before it was " + what}
+	return Outcome{Status: StatusExpired, Kind: stock.LedgerExpire, Actor: "system:release", Reason: "hold expired before it was " + what}
 }
 
 // holdChange is one decided change to a hold: its new status (held for a
@@ -157,7 +161,7 @@ type holdChange struct {
 // has releases it whole.
 func (how Outcome) decide(h *lockedHold) (*holdChange, error) {
 	switch {
-	case h.row.Status != StatusHeld:
+	case HoldStatus(h.row.Status) != StatusHeld:
 		return nil, nil
 	case h.due && how.Status != StatusExpired:
 		return &holdChange{id: h.row.ID, how: how.expiredInstead(), lines: h.lines}, nil
@@ -168,11 +172,11 @@ func (how Outcome) decide(h *lockedHold) (*holdChange, error) {
 		if err != nil {
 			return nil, err
 		}
-		whole := Outcome{Status: StatusReleased, Kind: "release", Actor: how.Actor, Reason: how.Reason}
+		whole := Outcome{Status: StatusReleased, Kind: stock.LedgerRelease, Actor: how.Actor, Reason: how.Reason}
 		if left == 0 {
 			return &holdChange{id: h.row.ID, how: whole, lines: h.lines}, nil
 		}
-		whole.Status, whole.Kind = StatusHeld, "release_partial"
+		whole.Status, whole.Kind = StatusHeld, stock.LedgerReleasePartial
 		return &holdChange{id: h.row.ID, how: whole, lines: give}, nil
 	}
 	return &holdChange{id: h.row.ID, how: how, lines: h.lines}, nil
@@ -193,7 +197,7 @@ type changes struct {
 func (c *changes) add(ch *holdChange) {
 	p := &c.p
 	p.Ids = append(p.Ids, ch.id)
-	p.Statuses = append(p.Statuses, ch.how.Status)
+	p.Statuses = append(p.Statuses, string(ch.how.Status))
 	p.Actors = append(p.Actors, ch.how.Actor)
 	p.Reasons = append(p.Reasons, ch.how.Reason)
 	for _, l := range ch.lines {
@@ -202,7 +206,7 @@ func (c *changes) add(ch *holdChange) {
 		p.LineLocations = append(p.LineLocations, l.Location)
 		p.LinePools = append(p.LinePools, l.Pool)
 		p.LineQuantities = append(p.LineQuantities, l.Quantity)
-		p.LineKinds = append(p.LineKinds, ch.how.Kind)
+		p.LineKinds = append(p.LineKinds, string(ch.how.Kind))
 		for _, u := range l.Units {
 			p.UnitReservationIds = append(p.UnitReservationIds, ch.id)
 			p.UnitSkus = append(p.UnitSkus, l.SKU)
@@ -256,7 +260,7 @@ func (c *changes) ended() []uuid.UUID {
 func (c *changes) count(rec Recorder) {
 	for _, ch := range c.list {
 		if ch.how.Status == StatusReleased || ch.how.Status == StatusExpired {
-			rec.Released(ch.how.Status, ch.how.Kind, ch.how.Actor, 1)
+			rec.Released(string(ch.how.Status), string(ch.how.Kind), ch.how.Actor, 1)
 		}
 	}
 }
@@ -345,7 +349,7 @@ func (sc LineScope) has(l Line) bool {
 // with the rest.
 func (how Outcome) decideIn(scope LineScope) func(*lockedHold) (*holdChange, error) {
 	return func(h *lockedHold) (*holdChange, error) {
-		if scope.whole() || h.row.Status != StatusHeld {
+		if scope.whole() || HoldStatus(h.row.Status) != StatusHeld {
 			return how.decide(h)
 		}
 		var (
@@ -365,7 +369,7 @@ func (how Outcome) decideIn(scope LineScope) func(*lockedHold) (*holdChange, err
 		case !rest || h.due || how.DueOnly:
 			return how.decide(h)
 		}
-		part := Outcome{Status: StatusHeld, Kind: "release_partial", Actor: how.Actor, Reason: how.Reason}
+		part := Outcome{Status: StatusHeld, Kind: stock.LedgerReleasePartial, Actor: how.Actor, Reason: how.Reason}
 		return &holdChange{id: h.row.ID, how: part, lines: in}, nil
 	}
 }

@@ -300,8 +300,8 @@ func TestRefusalPlaces(t *testing.T) {
 	require.Equal(t, 3, verdicts[0].places)
 }
 
-func locked(status string, due bool, lines ...Line) *lockedHold {
-	return &lockedHold{row: db.Reservation{ID: uuid.Nil, Status: status, ExpiresAt: time.Time{}}, due: due, lines: lines}
+func locked(status HoldStatus, due bool, lines ...Line) *lockedHold {
+	return &lockedHold{row: db.Reservation{ID: uuid.Nil, Status: string(status), ExpiresAt: time.Time{}}, due: due, lines: lines}
 }
 
 func TestDecideChanges(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"github.com/stockhold/stockhold/app/domain"
 )
 
-func errNotHeld(id fmt.Stringer, status string) *domain.Error {
-	return &domain.Error{Code: domain.CodeNotHeld, Detail: fmt.Sprintf("reservation %s is %s", id, status), Status: status}
+func errNotHeld(id fmt.Stringer, status HoldStatus) *domain.Error {
+	return &domain.Error{Code: domain.CodeNotHeld, Detail: fmt.Sprintf("reservation %s is %s", id, status), Status: string(status)}
 }
 
 // errKeyReused refuses a hold whose Idempotency-Key made reservation id

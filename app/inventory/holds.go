@@ -23,7 +23,7 @@ const MaxListPage = 1000
 // ListQuery filters a listing of holds; empty fields match everything.
 type ListQuery struct {
 	OrderRef string
-	Status   string
+	Status   HoldStatus
 	SKU      string
 	Limit    int
 	// Before, when set, asks for the holds older than it: the previous
@@ -64,7 +64,7 @@ func (s *Service) List(ctx context.Context, lq ListQuery, by Caller) (ListPage, 
 	switch lq.Status {
 	case "":
 	case StatusHeld, StatusConfirmed, StatusReleased, StatusExpired:
-		p.Status = &lq.Status
+		p.Status = domain.Optional(string(lq.Status))
 	default:
 		return ListPage{}, domain.Invalid("status must be held, confirmed, released or expired")
 	}
@@ -135,7 +135,7 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 			if !by.maySee(h.row.Client) || !h.due {
 				return nil, nil
 			}
-			return Outcome{Kind: "extend"}.decide(h)
+			return Outcome{extend: true}.decide(h)
 		})
 		if err != nil {
 			return err
@@ -147,8 +147,8 @@ func (s *Service) Extend(ctx context.Context, id uuid.UUID, by Caller, ttlSecond
 		case len(ch.list) > 0:
 			expired = true
 			return nil // commit the expiry, then refuse
-		case h.row.Status != StatusHeld:
-			return errNotHeld(id, h.row.Status)
+		case HoldStatus(h.row.Status) != StatusHeld:
+			return errNotHeld(id, HoldStatus(h.row.Status))
 		}
 		q := db.New(tx)
 		terms, err := q.ReservationExtendTerms(ctx, MaxTTLSeconds, id)
@@ -261,12 +261,12 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		}
 		want[k] = w
 	}
-	how := Outcome{Kind: "release", Actor: by.Name, Reason: reason, give: want}
+	how := Outcome{Kind: stock.LedgerRelease, Actor: by.Name, Reason: reason, give: want}
 	holds, _, err := s.changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
 		switch {
 		case !by.maySee(h.row.Client):
 			return nil, domain.Missing("reservation")
-		case h.row.Status == StatusConfirmed:
+		case HoldStatus(h.row.Status) == StatusConfirmed:
 			return nil, errNotHeld(id, StatusConfirmed)
 		}
 		return how.decide(h)

@@ -73,7 +73,7 @@ func TestExtend(t *testing.T) {
 	require.Equal(t, domain.CodeNotHeld, code(err))
 	var e *domain.Error
 	require.ErrorAs(t, err, &e)
-	require.Equal(t, inventory.StatusConfirmed, e.Status)
+	require.Equal(t, string(inventory.StatusConfirmed), e.Status)
 	r2, _, err := svc.Hold(ctx, holdReq("k2", item("A1", 1)))
 	require.NoError(t, err)
 	_, err = svc.Release(ctx, r2.ID, shop, "")
@@ -90,7 +90,7 @@ func TestExtend(t *testing.T) {
 	_, err = svc.Extend(ctx, r3.ID, shop, 60)
 	require.Equal(t, domain.CodeNotHeld, code(err))
 	require.ErrorAs(t, err, &e)
-	require.Equal(t, inventory.StatusExpired, e.Status)
+	require.Equal(t, string(inventory.StatusExpired), e.Status)
 	after, err := svc.Get(ctx, r3.ID, shop)
 	require.NoError(t, err)
 	require.Equal(t, inventory.StatusExpired, after.Status)
@@ -160,12 +160,12 @@ func TestExtendRacesTheExpiryLoop(t *testing.T) {
 		switch err := results[i]; {
 		case err == nil:
 			extended++
-			require.Equal(t, inventory.StatusHeld, status, "an extended hold is not expired by the loop")
+			require.Equal(t, string(inventory.StatusHeld), status, "an extended hold is not expired by the loop")
 			require.Greater(t, left, 3000.0)
 			require.Zero(t, ends)
 		case code(err) == domain.CodeNotHeld:
 			expired++
-			require.Equal(t, inventory.StatusExpired, status)
+			require.Equal(t, string(inventory.StatusExpired), status)
 			require.Equal(t, 1, ends, "expired once")
 		default:
 			t.Fatalf("hold %s: %v", id, err)

@@ -295,7 +295,7 @@ func heldItems(lines []Line) []HeldItem {
 // Reservation is a hold as shops see it.
 type Reservation struct {
 	ID            uuid.UUID  `json:"id"`
-	Status        string     `json:"status"`
+	Status        HoldStatus `json:"status"`
 	OrderRef      *string    `json:"order_ref"`
 	Campaign      *string    `json:"campaign"`
 	ExpiresAt     time.Time  `json:"expires_at"`
@@ -323,7 +323,7 @@ func (r Reservation) Lines() []Line { return r.lines }
 func newReservation(r db.Reservation, lines []Line) Reservation {
 	return Reservation{
 		ID:             r.ID,
-		Status:         r.Status,
+		Status:         HoldStatus(r.Status),
 		OrderRef:       r.OrderRef,
 		Campaign:       r.Campaign,
 		ExpiresAt:      r.ExpiresAt,
@@ -355,12 +355,16 @@ func firstAnswer(r db.Reservation, first []Line, ttl int64) Reservation {
 	return out
 }
 
+// HoldStatus is a hold's status, as the reservations table's status
+// column has it.
+type HoldStatus string
+
 // Reservation statuses.
 const (
-	StatusHeld      = "held"
-	StatusConfirmed = "confirmed"
-	StatusReleased  = "released"
-	StatusExpired   = "expired"
+	StatusHeld      HoldStatus = "held"
+	StatusConfirmed HoldStatus = "confirmed"
+	StatusReleased  HoldStatus = "released"
+	StatusExpired   HoldStatus = "expired"
 )
 
 // Caller is who asks: an API key's owner, and whether it may act on every
@@ -391,7 +395,7 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID, by Caller) (Reservation
 		return Reservation{}, err
 	}
 	out := newReservation(r, lines)
-	if r.Status == StatusReleased || r.Status == StatusExpired {
+	if HoldStatus(r.Status) == StatusReleased || HoldStatus(r.Status) == StatusExpired {
 		again, err := q.ReservationGetByKey(ctx, r.Client, reinstateKey(r.ID))
 		switch {
 		case err == nil:

@@ -362,7 +362,7 @@ func TestExpiry(t *testing.T) {
 	pastExpiry(t, b.pool, r.ID)
 	_, err = svc.Confirm(ctx, r.ID, shop)
 	require.Equal(t, domain.CodeNotHeld, code(err), "a confirm after expiry is refused")
-	require.Equal(t, inventory.StatusExpired, err.(*domain.Error).Status)
+	require.Equal(t, string(inventory.StatusExpired), err.(*domain.Error).Status)
 	require.Equal(t, int64(10), pool(t, svc, "A1", "main").Available)
 
 	// The sweeper catches a hold the expiry loop missed, once.
@@ -508,8 +508,8 @@ func TestExpiryGoesOnPastALockedHold(t *testing.T) {
 		require.NoError(t, err)
 		return tx
 	}
-	status := func(ids []uuid.UUID) []string {
-		var out []string
+	status := func(ids []uuid.UUID) []inventory.HoldStatus {
+		var out []inventory.HoldStatus
 		for _, id := range ids {
 			out = append(out, mustGet(t, svc, id).Status)
 		}
@@ -522,7 +522,7 @@ func TestExpiryGoesOnPastALockedHold(t *testing.T) {
 	run, err := expirer.ExpireLoop(ctx, time.Now()) // one pass
 	require.NoError(t, err)
 	require.Equal(t, 4, run.Released)
-	require.Equal(t, []string{inventory.StatusHeld, expired, expired, expired, expired}, status(ids))
+	require.Equal(t, []inventory.HoldStatus{inventory.StatusHeld, expired, expired, expired, expired}, status(ids))
 	require.NoError(t, locker.Rollback(ctx))
 	run, err = expirer.ExpireLoop(ctx, time.Now())
 	require.NoError(t, err)
@@ -533,7 +533,7 @@ func TestExpiryGoesOnPastALockedHold(t *testing.T) {
 	n, err := expirer.SweepExpired(ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{inventory.StatusHeld, expired, expired}, status(ids))
+	require.Equal(t, []inventory.HoldStatus{inventory.StatusHeld, expired, expired}, status(ids))
 	require.NoError(t, locker.Rollback(ctx))
 	n, err = expirer.SweepExpired(ctx, 0)
 	require.NoError(t, err)

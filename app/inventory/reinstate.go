@@ -66,7 +66,7 @@ func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reser
 	if !by.maySee(orig.Client) {
 		return Reservation{}, domain.Missing("reservation")
 	}
-	if orig.Status != StatusReleased && orig.Status != StatusExpired {
+	if HoldStatus(orig.Status) != StatusReleased && HoldStatus(orig.Status) != StatusExpired {
 		return Reservation{}, &domain.Error{Code: domain.CodeNotEnded, Status: orig.Status,
 			Detail: fmt.Sprintf("reservation %s is %s: only a released or expired hold can be reinstated", id, orig.Status)}
 	}

@@ -24,7 +24,7 @@ func (s *Service) Confirm(ctx context.Context, id uuid.UUID, by Caller) (Reserva
 	r, err := s.changeBatched(ctx, &changeCall{id: id, by: by, confirm: true})
 	s.confirmTimes.add(time.Since(start), r.Lines())
 	var de *domain.Error
-	if errors.As(err, &de) && de.Code == domain.CodeNotHeld && (de.Status == StatusReleased || de.Status == StatusExpired) {
+	if errors.As(err, &de) && de.Code == domain.CodeNotHeld && (HoldStatus(de.Status) == StatusReleased || HoldStatus(de.Status) == StatusExpired) {
 		s.lateConfirmation(ctx, id, by)
 	}
 	return r, err

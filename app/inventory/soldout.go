@@ -10,6 +10,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Sold out, answered in memory.
@@ -323,7 +324,7 @@ func (m *soldOut) forgetLines(ch *changes) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, one := range ch.list {
-		if one.how.Kind == "confirm" {
+		if one.how.Kind == stock.LedgerConfirm {
 			continue
 		}
 		for _, l := range one.lines {

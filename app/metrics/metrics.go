@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 var (
@@ -129,9 +130,9 @@ func (Recorder) WebhookDelivered(ok bool, events int) {
 // includes a campaign's end).
 func releaseReason(kind, actor string) string {
 	switch {
-	case kind == "release":
+	case kind == string(stock.LedgerRelease):
 		return "cancel"
-	case kind == "rollback":
+	case kind == string(stock.LedgerRollback):
 		return "rollback"
 	case actor == "system:expire_holds":
 		return "expiry"

@@ -326,7 +326,7 @@ func (s *Service) releaseStuck(ctx context.Context, runID int64, snap snapshot, 
 	// DueOnly: a hold is expired only if, once locked, it is still held
 	// and past its expiry.
 	how := inventory.Outcome{
-		Status: inventory.StatusExpired, Kind: "expire", Actor: Actor, DueOnly: true,
+		Status: inventory.StatusExpired, Kind: stock.LedgerExpire, Actor: Actor, DueOnly: true,
 		Reason: fmt.Sprintf("hold stuck past its expiry (reconciliation run %d)", runID),
 	}
 	released := map[string]int64{}

@@ -99,7 +99,7 @@ func (b *bundle) status(t *testing.T, id uuid.UUID) string {
 	t.Helper()
 	r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
 	require.NoError(t, err)
-	return r.Status
+	return string(r.Status)
 }
 
 func (b *bundle) openAlert(t *testing.T, kind, subject string) (alerts.Alert, bool) {
@@ -201,7 +201,7 @@ func TestCorruptedCountersPausePoolAndMoveNothing(t *testing.T) {
 	require.Equal(t, stock.StockPaused, a1.Status)
 	require.Contains(t, *a1.PausedReason, fmt.Sprintf("reconciliation run %d", r.ID))
 	require.Equal(t, before, counters(a1), "no stock moved")
-	require.Equal(t, inventory.StatusHeld, b.status(t, stuck), "a stuck hold on a high-risk pool is not released")
+	require.Equal(t, string(inventory.StatusHeld), b.status(t, stuck), "a stuck hold on a high-risk pool is not released")
 	require.Zero(t, r.AutoFixed)
 	require.Len(t, r.Findings.AutoFix, 1)
 	require.Equal(t, reconcile.KindStuckHoldsWaiting, r.Findings.AutoFix[0].Kind)
@@ -294,9 +294,9 @@ func TestStuckHoldIsReleasedOnce(t *testing.T) {
 	require.Equal(t, stuck, *f.ReservationID)
 	require.Equal(t, "A1", *f.SKU)
 	require.Equal(t, "expired", details(t, f)["status"])
-	require.Equal(t, inventory.StatusExpired, b.status(t, stuck))
-	require.Equal(t, inventory.StatusHeld, b.status(t, recent))
-	require.Equal(t, inventory.StatusHeld, b.status(t, live))
+	require.Equal(t, string(inventory.StatusExpired), b.status(t, stuck))
+	require.Equal(t, string(inventory.StatusHeld), b.status(t, recent))
+	require.Equal(t, string(inventory.StatusHeld), b.status(t, live))
 
 	var actor, kind string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT actor, kind FROM ledger WHERE reservation_id = $1 AND delta_reserved < 0`, stuck).Scan(&actor, &kind))
@@ -333,9 +333,9 @@ func TestRepairLimitBoundsReleasesPerSKU(t *testing.T) {
 		if i < 2 {
 			want = inventory.StatusExpired // the two that expired first
 		}
-		require.Equal(t, want, b.status(t, id), "hold a%d", i)
+		require.Equal(t, string(want), b.status(t, id), "hold a%d", i)
 	}
-	require.Equal(t, inventory.StatusExpired, b.status(t, other))
+	require.Equal(t, string(inventory.StatusExpired), b.status(t, other))
 
 	var waiting []reconcile.Finding
 	for _, f := range r.Findings.AutoFix {
@@ -494,7 +494,7 @@ func TestDiscardedRollbackBatchIsRetriedTwice(t *testing.T) {
 		state, _ := jobState(t, b, id)
 		require.Equal(t, "discarded", state)
 	}
-	require.Equal(t, inventory.StatusHeld, b.status(t, hold))
+	require.Equal(t, string(inventory.StatusHeld), b.status(t, hold))
 	dbtest.RequireInvariants(t, b.pool)
 }
 
@@ -717,7 +717,7 @@ func TestMultiLineStuckHoldOnAHighRiskPoolIsNotReleased(t *testing.T) {
 	run := run(t, svc)
 	require.EqualValues(t, 2, run.HighRisk)
 	require.Zero(t, run.AutoFixed)
-	require.Equal(t, inventory.StatusHeld, b.status(t, r.ID), "not released: one of its lines is on a high-risk pool")
+	require.Equal(t, string(inventory.StatusHeld), b.status(t, r.ID), "not released: one of its lines is on a high-risk pool")
 	require.Equal(t, a1, counters(b.stock(t, "A1", "main")))
 	require.Equal(t, z9, counters(b.stock(t, "Z9", "main")), "not even its line on the clean pool")
 }

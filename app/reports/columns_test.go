@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestEveryLedgerKindHasAColumn: every kind the ledger's CHECK constraint
@@ -25,10 +26,10 @@ func TestEveryLedgerKindHasAColumn(t *testing.T) {
 	}
 	require.NotEmpty(t, kinds, def)
 	for k := range kinds {
-		_, ok := columns[k]
+		_, ok := columns[stock.LedgerKind(k)]
 		require.True(t, ok, "ledger kind %s has no column", k)
 	}
 	for k := range columns {
-		require.Contains(t, kinds, k, "column of kind %s, which the ledger does not allow", k)
+		require.Contains(t, kinds, string(k), "column of kind %s, which the ledger does not allow", k)
 	}
 }

@@ -119,31 +119,31 @@ type sums struct {
 
 // columns puts each ledger kind in its named column: the kinds of the
 // ledger's CHECK constraint, every one (TestEveryLedgerKindHasAColumn).
-var columns = map[string]func(f *Figures, s sums){
-	"reserve":         func(f *Figures, s sums) { f.Held += s.Reserved },
-	"confirm":         func(f *Figures, s sums) { f.Confirmed += s.Sold },
-	"release":         func(f *Figures, s sums) { f.Released -= s.Reserved },
-	"release_partial": func(f *Figures, s sums) { f.Released -= s.Reserved },
-	"expire":          func(f *Figures, s sums) { f.Expired -= s.Reserved },
-	"rollback":        func(f *Figures, s sums) { f.RolledBack -= s.Reserved },
-	"adjust":          func(f *Figures, s sums) { f.Adjusted += s.Total },
-	"stock_in":        func(f *Figures, s sums) { f.Adjusted += s.Total },
-	"transfer":        func(f *Figures, s sums) { f.Transferred += s.Total },
-	"move":            func(f *Figures, s sums) { f.Moved += s.gained },
-	"loss": func(f *Figures, s sums) {
+var columns = map[stock.LedgerKind]func(f *Figures, s sums){
+	stock.LedgerReserve:        func(f *Figures, s sums) { f.Held += s.Reserved },
+	stock.LedgerConfirm:        func(f *Figures, s sums) { f.Confirmed += s.Sold },
+	stock.LedgerRelease:        func(f *Figures, s sums) { f.Released -= s.Reserved },
+	stock.LedgerReleasePartial: func(f *Figures, s sums) { f.Released -= s.Reserved },
+	stock.LedgerExpire:         func(f *Figures, s sums) { f.Expired -= s.Reserved },
+	stock.LedgerRollback:       func(f *Figures, s sums) { f.RolledBack -= s.Reserved },
+	stock.LedgerAdjust:         func(f *Figures, s sums) { f.Adjusted += s.Total },
+	stock.LedgerStockIn:        func(f *Figures, s sums) { f.Adjusted += s.Total },
+	stock.LedgerTransfer:       func(f *Figures, s sums) { f.Transferred += s.Total },
+	stock.LedgerMove:           func(f *Figures, s sums) { f.Moved += s.gained },
+	stock.LedgerLoss: func(f *Figures, s sums) {
 		f.WrittenOff -= s.Total
 		f.LostInTransit -= s.Incoming
 	},
-	"count":           func(f *Figures, s sums) { f.Counted += s.Total },
-	"transfer_out":    func(f *Figures, s sums) { f.TransferredOut -= s.Total },
-	"transfer_in":     func(f *Figures, s sums) { f.TransferredIn += s.Incoming },
-	"receive":         func(f *Figures, s sums) { f.Received += s.Total },
-	"transfer_cancel": func(f *Figures, s sums) { f.TransferCancelled += s.Total },
-	"shortfall":       func(f *Figures, s sums) { f.Shortfall -= s.Total },
-	"sold_short":      func(f *Figures, s sums) { f.SoldShort -= s.Short },
-	"repair":          func(f *Figures, s sums) { f.Repairs += s.Movements },
-	"pause":           func(f *Figures, s sums) { f.Pauses += s.Movements },
-	"resume":          func(f *Figures, s sums) { f.Resumes += s.Movements },
+	stock.LedgerCount:          func(f *Figures, s sums) { f.Counted += s.Total },
+	stock.LedgerTransferOut:    func(f *Figures, s sums) { f.TransferredOut -= s.Total },
+	stock.LedgerTransferIn:     func(f *Figures, s sums) { f.TransferredIn += s.Incoming },
+	stock.LedgerReceive:        func(f *Figures, s sums) { f.Received += s.Total },
+	stock.LedgerTransferCancel: func(f *Figures, s sums) { f.TransferCancelled += s.Total },
+	stock.LedgerShortfall:      func(f *Figures, s sums) { f.Shortfall -= s.Total },
+	stock.LedgerSoldShort:      func(f *Figures, s sums) { f.SoldShort -= s.Short },
+	stock.LedgerRepair:         func(f *Figures, s sums) { f.Repairs += s.Movements },
+	stock.LedgerPause:          func(f *Figures, s sums) { f.Pauses += s.Movements },
+	stock.LedgerResume:         func(f *Figures, s sums) { f.Resumes += s.Movements },
 }
 
 // sumsOf reads one kind's sums from a report query's row.
@@ -164,7 +164,7 @@ func (f *Figures) add(s sums) {
 	f.ByKind[s.kind] = k
 	f.Change = f.Change.Plus(s.Counters)
 	f.Movements += s.Movements
-	if column, ok := columns[s.kind]; ok {
+	if column, ok := columns[stock.LedgerKind(s.kind)]; ok {
 		column(f, s)
 	}
 }

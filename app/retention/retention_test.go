@@ -46,7 +46,7 @@ func (b bundle) hold(t *testing.T, key, status string) uuid.UUID {
 	r, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: key,
 		Items: []inventory.Item{{SKU: "A1", Quantity: 2}, {SKU: "B2", Quantity: 1}}})
 	require.NoError(t, err)
-	switch status {
+	switch inventory.HoldStatus(status) {
 	case inventory.StatusConfirmed:
 		_, err = inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
 	case inventory.StatusReleased:
@@ -103,7 +103,7 @@ func TestRetentionDeletesOnlyWhatIsOld(t *testing.T) {
 
 	var gone, kept []uuid.UUID
 	for i := range 5 {
-		for _, st := range []string{inventory.StatusReleased, inventory.StatusExpired} {
+		for _, st := range []string{string(inventory.StatusReleased), string(inventory.StatusExpired)} {
 			id := b.hold(t, fmt.Sprintf("old-%s-%d", st, i), st)
 			b.age(t, id, month)
 			gone = append(gone, id)
@@ -113,8 +113,8 @@ func TestRetentionDeletesOnlyWhatIsOld(t *testing.T) {
 		status string
 		age    time.Duration
 	}{
-		{inventory.StatusConfirmed, month}, {inventory.StatusHeld, month}, // kept whatever their age
-		{inventory.StatusReleased, time.Hour}, {inventory.StatusExpired, 0}, {inventory.StatusConfirmed, 0}, {inventory.StatusHeld, 0},
+		{string(inventory.StatusConfirmed), month}, {string(inventory.StatusHeld), month}, // kept whatever their age
+		{string(inventory.StatusReleased), time.Hour}, {string(inventory.StatusExpired), 0}, {string(inventory.StatusConfirmed), 0}, {string(inventory.StatusHeld), 0},
 	} {
 		id := b.hold(t, fmt.Sprintf("keep-%s-%s", c.status, c.age), c.status)
 		b.age(t, id, c.age)
@@ -122,7 +122,7 @@ func TestRetentionDeletesOnlyWhatIsOld(t *testing.T) {
 	}
 	// Released within the period, but its expiry is still to come (a
 	// hold released early): kept until both are old.
-	early := b.hold(t, "early", inventory.StatusReleased)
+	early := b.hold(t, "early", string(inventory.StatusReleased))
 	_, err = b.pool.Exec(ctx, `UPDATE reservations SET released_at = released_at - $2::interval, expires_at = now() + interval '1 day' WHERE id = $1`, early, month)
 	require.NoError(t, err)
 	kept = append(kept, early)
@@ -195,7 +195,7 @@ func TestRetentionBudgetAndLocks(t *testing.T) {
 	require.NoError(t, err)
 	var ids []uuid.UUID
 	for i := range 4 {
-		id := b.hold(t, fmt.Sprint("h", i), inventory.StatusReleased)
+		id := b.hold(t, fmt.Sprint("h", i), string(inventory.StatusReleased))
 		b.age(t, id, 48*time.Hour)
 		ids = append(ids, id)
 	}

@@ -78,7 +78,7 @@ func (s *Service) BatchTx(ctx context.Context, tx pgx.Tx, id, jobID int64) (Batc
 	if err != nil {
 		return Batch{}, err
 	}
-	how := inventory.Outcome{Status: inventory.StatusReleased, Kind: "rollback", Actor: r.Operator, Reason: r.Reason}
+	how := inventory.Outcome{Status: inventory.StatusReleased, Kind: stock.LedgerRollback, Actor: r.Operator, Reason: r.Reason}
 	handed, err := s.inv.ReleaseLinesTx(ctx, tx, ids, how, r.Scope.lines())
 	if err != nil {
 		return Batch{}, err

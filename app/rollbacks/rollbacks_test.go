@@ -56,7 +56,7 @@ func (b *bundle) status(t *testing.T, id uuid.UUID) string {
 	t.Helper()
 	r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
 	require.NoError(t, err)
-	return r.Status
+	return string(r.Status)
 }
 
 // liveBatch is the id of rollback id's batch job still to run.
@@ -228,10 +228,10 @@ func TestBatchesReleaseOnlyWhatWasHeldBefore(t *testing.T) {
 	require.NotNil(t, last.FinishedAt)
 
 	for _, id := range before {
-		require.Equal(t, inventory.StatusReleased, b.status(t, id))
+		require.Equal(t, string(inventory.StatusReleased), b.status(t, id))
 	}
 	for _, id := range append(after, other...) {
-		require.Equal(t, inventory.StatusHeld, b.status(t, id), "out of scope or made after the request")
+		require.Equal(t, string(inventory.StatusHeld), b.status(t, id), "out of scope or made after the request")
 	}
 	require.Equal(t, 250, dbtest.Count(t, b.pool, `SELECT count(*) FROM ledger WHERE kind = 'rollback' AND actor = 'alice' AND reason = 'clear A1'`))
 
@@ -273,10 +273,10 @@ func TestCutoffOfItsOwn(t *testing.T) {
 		require.True(t, batch.Finished)
 	}
 	for _, id := range early {
-		require.Equal(t, inventory.StatusReleased, b.status(t, id))
+		require.Equal(t, string(inventory.StatusReleased), b.status(t, id))
 	}
 	for _, id := range late {
-		require.Equal(t, inventory.StatusHeld, b.status(t, id), "made after the cut-off")
+		require.Equal(t, string(inventory.StatusHeld), b.status(t, id), "made after the cut-off")
 	}
 }
 
@@ -528,7 +528,7 @@ func TestScopedRollbackReleasesOnlyItsLines(t *testing.T) {
 				out = append(out, line{it.SKU, it.Location, it.Quantity})
 			}
 		}
-		return r.Status, out
+		return string(r.Status), out
 	}
 	reserved := func(sku, location string) int {
 		return dbtest.Count(t, b.pool, `SELECT reserved FROM stock WHERE sku = $1 AND location = $2 AND pool = 'main'`, sku, location)
@@ -576,10 +576,10 @@ func TestScopedRollbackReleasesOnlyItsLines(t *testing.T) {
 	// and h2 whole (its one line).
 	run(rollbacks.Scope{SKU: "SC1", Location: "paris"}, false, 2, 4)
 	st, got := lines(h1)
-	require.Equal(t, inventory.StatusHeld, st)
+	require.Equal(t, string(inventory.StatusHeld), st)
 	require.ElementsMatch(t, []line{{"SC1", "berlin", 3}, {"X1", "paris", 1}}, got)
 	st, _ = lines(h2)
-	require.Equal(t, inventory.StatusReleased, st)
+	require.Equal(t, string(inventory.StatusReleased), st)
 	require.Zero(t, reserved("SC1", "paris"))
 	require.Equal(t, 4, reserved("SC1", "berlin"))
 	require.Equal(t, 3, reserved("X1", "paris"))
@@ -589,7 +589,7 @@ func TestScopedRollbackReleasesOnlyItsLines(t *testing.T) {
 	run(rollbacks.Scope{SKU: "SC1"}, true, 2, 4)
 	for _, id := range []uuid.UUID{h1, h3} {
 		st, got := lines(id)
-		require.Equal(t, inventory.StatusHeld, st)
+		require.Equal(t, string(inventory.StatusHeld), st)
 		require.Equal(t, []line{{"X1", "paris", 1}}, got)
 	}
 	require.Zero(t, reserved("SC1", "berlin"))
@@ -599,7 +599,7 @@ func TestScopedRollbackReleasesOnlyItsLines(t *testing.T) {
 	run(rollbacks.Scope{Location: "paris"}, false, 3, 3)
 	for _, id := range []uuid.UUID{h1, h3, h4} {
 		st, _ := lines(id)
-		require.Equal(t, inventory.StatusReleased, st)
+		require.Equal(t, string(inventory.StatusReleased), st)
 	}
 	require.Zero(t, reserved("X1", "paris"))
 

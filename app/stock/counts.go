@@ -163,7 +163,7 @@ func countTx(ctx context.Context, tx pgx.Tx, c StockCount) (Counted, error) {
 	}
 	out.ID = &rec.ID
 	if !d.Zero() {
-		if err := moveRow(ctx, q, c.SKU, c.Location, c.Pool, d, "count", c.Actor, c.Reason, fmt.Sprintf("count %d", rec.ID)); err != nil {
+		if err := moveRow(ctx, q, c.SKU, c.Location, c.Pool, d, LedgerCount, c.Actor, c.Reason, fmt.Sprintf("count %d", rec.ID)); err != nil {
 			return Counted{}, err
 		}
 	}

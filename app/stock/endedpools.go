@@ -194,10 +194,10 @@ func GiveBackTx(ctx context.Context, tx pgx.Tx, g GiveBack) (Counters, error) {
 // handOver moves d from (sku, location, pool) to main there, both rows
 // locked already, with a ledger row of kind transfer on each side.
 func handOver(ctx context.Context, q *db.Queries, sku, location, pool string, d Counters, actor, reason, ref string) error {
-	if err := moveRow(ctx, q, sku, location, pool, Counters{}.minus(d), "transfer", actor, reason, ref); err != nil {
+	if err := moveRow(ctx, q, sku, location, pool, Counters{}.minus(d), LedgerTransfer, actor, reason, ref); err != nil {
 		return err
 	}
-	return moveRow(ctx, q, sku, location, MainPool, d, "transfer", actor, reason, ref)
+	return moveRow(ctx, q, sku, location, MainPool, d, LedgerTransfer, actor, reason, ref)
 }
 
 // landing is where a transfer's step puts the units it gives back to a

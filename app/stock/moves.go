@@ -101,10 +101,10 @@ func moveTx(ctx context.Context, tx pgx.Tx, m Move) (Stock, error) {
 	}
 	var d Counters
 	d.add(m.From, -m.Quantity)
-	kind := "move"
+	kind := LedgerMove
 	if m.To == StateLost {
 		d.Total = -m.Quantity
-		kind = "loss"
+		kind = LedgerLoss
 	} else {
 		d.add(m.To, m.Quantity)
 	}
@@ -136,7 +136,7 @@ func lockRow(ctx context.Context, q *db.Queries, sku, location, pool string) (db
 
 // moveRow moves a locked row's counters by d and records it in the ledger
 // (kind, who, why), in the caller's transaction.
-func moveRow(ctx context.Context, q *db.Queries, sku, location, pool string, d Counters, kind, actor, reason, ref string) error {
+func moveRow(ctx context.Context, q *db.Queries, sku, location, pool string, d Counters, kind LedgerKind, actor, reason, ref string) error {
 	_, err := q.StockMove(ctx, db.StockMoveParams{
 		Sku: sku, Location: location, Pool: pool, DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved,
 		DeltaSold: d.Sold, DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock,
@@ -149,7 +149,7 @@ func moveRow(ctx context.Context, q *db.Queries, sku, location, pool string, d C
 		return fmt.Errorf("%s %s/%s/%s: %w", kind, sku, location, pool, err)
 	}
 	return appendLedger(ctx, q, db.LedgerAppendParams{
-		Sku: sku, Location: location, Pool: pool, Kind: kind, DeltaTotal: d.Total, DeltaAvailable: d.Available,
+		Sku: sku, Location: location, Pool: pool, Kind: string(kind), DeltaTotal: d.Total, DeltaAvailable: d.Available,
 		DeltaReserved: d.Reserved, DeltaSold: d.Sold, DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged,
 		DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming, DeltaShort: d.Short,
 		Actor: actor, ActorKey: domain.KeyName(ctx), Reason: domain.Optional(reason), Ref: domain.Optional(ref),

@@ -85,7 +85,7 @@ func PoolTransferTx(ctx context.Context, tx pgx.Tx, t PoolTransfer) error {
 
 func appendTransfer(ctx context.Context, q *db.Queries, t PoolTransfer, pool string, delta int64, units ...string) error {
 	return appendLedger(ctx, q, db.LedgerAppendParams{
-		Sku: t.SKU, Location: t.Location, Pool: pool, Kind: "transfer", DeltaTotal: delta, DeltaAvailable: delta,
+		Sku: t.SKU, Location: t.Location, Pool: pool, Kind: string(LedgerTransfer), DeltaTotal: delta, DeltaAvailable: delta,
 		Actor: t.Actor, Reason: domain.Optional(t.Reason), Ref: domain.Optional(t.Ref), Units: units,
 	})
 }

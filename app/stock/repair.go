@@ -495,7 +495,7 @@ func writeRepair(ctx context.Context, q *db.Queries, r RepairRequest, out Repair
 		Sku: r.SKU, Location: r.Location, Pool: r.Pool}); err != nil {
 		return fmt.Errorf("repair %s/%s/%s: %w", r.SKU, r.Location, r.Pool, err)
 	}
-	row.Sku, row.Location, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Location, r.Pool, "repair", r.Actor, domain.KeyName(ctx)
+	row.Sku, row.Location, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Location, r.Pool, string(LedgerRepair), r.Actor, domain.KeyName(ctx)
 	row.Reason, row.Ref, row.Refs = domain.Optional(r.Reason), domain.Optional("to "+r.To), r.Refs
 	return appendLedger(ctx, q, row)
 }

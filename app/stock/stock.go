@@ -165,11 +165,11 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	q := db.New(tx)
 	var (
 		err  error
-		kind = "adjust"
+		kind = LedgerAdjust
 	)
 	switch {
 	case a.Delta > 0 && a.Pool == MainPool:
-		kind = "stock_in"
+		kind = LedgerStockIn
 		if err := requireLocations(ctx, q, a.Location); err != nil {
 			return Stock{}, err
 		}
@@ -178,7 +178,7 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 		}
 		_, err = q.StockAdjust(ctx, db.StockAdjustParams{Sku: a.SKU, Location: a.Location, Pool: a.Pool, Delta: a.Delta})
 	case a.Delta > 0:
-		kind = "stock_in"
+		kind = LedgerStockIn
 		_, err = q.StockMove(ctx, db.StockMoveParams{Sku: a.SKU, Location: a.Location, Pool: a.Pool, DeltaTotal: a.Delta, DeltaAvailable: a.Delta})
 	default:
 		_, err = q.StockTake(ctx, db.StockTakeParams{Quantity: -a.Delta, Sku: a.SKU, Location: a.Location, Pool: a.Pool})
@@ -207,7 +207,7 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 		return Stock{}, err
 	}
 	err = appendLedger(ctx, q, db.LedgerAppendParams{
-		Sku: a.SKU, Location: a.Location, Pool: a.Pool, Kind: kind, DeltaTotal: a.Delta, DeltaAvailable: a.Delta,
+		Sku: a.SKU, Location: a.Location, Pool: a.Pool, Kind: string(kind), DeltaTotal: a.Delta, DeltaAvailable: a.Delta,
 		Actor: a.Actor, ActorKey: domain.KeyName(ctx), Reason: domain.Optional(a.Reason), Ref: domain.Optional(a.Ref),
 	})
 	if err != nil {
@@ -323,9 +323,9 @@ func (s *Service) setStatus(ctx context.Context, w SwitchRequest, status string)
 
 func setStatusTx(ctx context.Context, q *db.Queries, w SwitchRequest, status string) error {
 	var reason *string
-	kind := "resume"
+	kind := LedgerResume
 	if status == StockPaused {
-		reason, kind = &w.Reason, "pause"
+		reason, kind = &w.Reason, LedgerPause
 	}
 	_, err := q.StockSetStatus(ctx, db.StockSetStatusParams{Status: status, PausedReason: reason, Sku: w.SKU, Location: w.Location, Pool: w.Pool})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -335,7 +335,7 @@ func setStatusTx(ctx context.Context, q *db.Queries, w SwitchRequest, status str
 		return fmt.Errorf("%s %s/%s/%s: %w", kind, w.SKU, w.Location, w.Pool, err)
 	}
 	return appendLedger(ctx, q, db.LedgerAppendParams{
-		Sku: w.SKU, Location: w.Location, Pool: w.Pool, Kind: kind, Actor: w.Actor, ActorKey: domain.KeyName(ctx), Reason: &w.Reason, Refs: w.Refs,
+		Sku: w.SKU, Location: w.Location, Pool: w.Pool, Kind: string(kind), Actor: w.Actor, ActorKey: domain.KeyName(ctx), Reason: &w.Reason, Refs: w.Refs,
 	})
 }
 

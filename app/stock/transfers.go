@@ -151,11 +151,12 @@ func createTransferTx(ctx context.Context, tx pgx.Tx, n NewTransfer) (Transfer, 
 	}
 	// The two rows move in lock order.
 	steps := []struct {
-		location, kind string
-		d              Counters
+		location string
+		kind     LedgerKind
+		d        Counters
 	}{
-		{n.From, "transfer_out", Counters{Total: -n.Quantity, Available: -n.Quantity}},
-		{n.To, "transfer_in", Counters{Incoming: n.Quantity}},
+		{n.From, LedgerTransferOut, Counters{Total: -n.Quantity, Available: -n.Quantity}},
+		{n.To, LedgerTransferIn, Counters{Incoming: n.Quantity}},
 	}
 	if n.To < n.From {
 		steps[0], steps[1] = steps[1], steps[0]
@@ -279,7 +280,7 @@ func receiveTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error
 		return Transfer{}, err
 	}
 	d := Counters{Total: st.Quantity, Available: st.Quantity, Incoming: -st.Quantity}
-	if err := moveRow(ctx, q, t.Sku, t.ToLocation, t.Pool, d, "receive", st.Actor, st.Reason, t.ID.String()); err != nil {
+	if err := moveRow(ctx, q, t.Sku, t.ToLocation, t.Pool, d, LedgerReceive, st.Actor, st.Reason, t.ID.String()); err != nil {
 		return Transfer{}, err
 	}
 	if err := land.give(ctx, q, st.Quantity, st.Actor, "what transfer "+t.ID.String()+" delivered"); err != nil {
@@ -335,7 +336,7 @@ func closeTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error) 
 		return Transfer{}, err
 	}
 	lost := t.Quantity - t.Received - t.Lost
-	if err := moveRow(ctx, q, t.Sku, t.ToLocation, t.Pool, Counters{Incoming: -lost}, "loss", st.Actor,
+	if err := moveRow(ctx, q, t.Sku, t.ToLocation, t.Pool, Counters{Incoming: -lost}, LedgerLoss, st.Actor,
 		"lost in transit: "+st.Reason, t.ID.String()); err != nil {
 		return Transfer{}, err
 	}
@@ -396,7 +397,7 @@ func cancelTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error)
 		steps[0], steps[1] = steps[1], steps[0]
 	}
 	for _, s := range steps {
-		if err := moveRow(ctx, q, t.Sku, s.location, t.Pool, s.d, "transfer_cancel", st.Actor, st.Reason, t.ID.String()); err != nil {
+		if err := moveRow(ctx, q, t.Sku, s.location, t.Pool, s.d, LedgerTransferCancel, st.Actor, st.Reason, t.ID.String()); err != nil {
 			return Transfer{}, err
 		}
 	}

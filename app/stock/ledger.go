@@ -1,0 +1,44 @@
+package stock
+
+// LedgerKind is what a ledger row records of its stock row: a typed kind,
+// as River types a job's state (rivertype.JobState). The ledger's CHECK
+// ledger_kind allows exactly these (TestLedgerKindsMatchTheCheck).
+type LedgerKind string
+
+// The ledger's kinds.
+const (
+	// Stock from outside and operators' changes of it.
+	LedgerStockIn LedgerKind = "stock_in"
+	LedgerAdjust  LedgerKind = "adjust"
+	LedgerMove    LedgerKind = "move"
+	LedgerLoss    LedgerKind = "loss"
+	LedgerCount   LedgerKind = "count"
+	LedgerRepair  LedgerKind = "repair"
+	LedgerPause   LedgerKind = "pause"
+	LedgerResume  LedgerKind = "resume"
+	// A campaign's pool transfers, and transfers between locations.
+	LedgerTransfer       LedgerKind = "transfer"
+	LedgerTransferOut    LedgerKind = "transfer_out"
+	LedgerTransferIn     LedgerKind = "transfer_in"
+	LedgerReceive        LedgerKind = "receive"
+	LedgerTransferCancel LedgerKind = "transfer_cancel"
+	// Holds: taken, sold, handed back.
+	LedgerReserve        LedgerKind = "reserve"
+	LedgerConfirm        LedgerKind = "confirm"
+	LedgerRelease        LedgerKind = "release"
+	LedgerReleasePartial LedgerKind = "release_partial"
+	LedgerExpire         LedgerKind = "expire"
+	LedgerRollback       LedgerKind = "rollback"
+	// Held units a count found missing, leaving the books as their holds
+	// end (shortfall), or sold by a confirm (sold_short).
+	LedgerShortfall LedgerKind = "shortfall"
+	LedgerSoldShort LedgerKind = "sold_short"
+)
+
+// LedgerKinds are every kind of ledger row.
+var LedgerKinds = []LedgerKind{
+	LedgerStockIn, LedgerAdjust, LedgerMove, LedgerLoss, LedgerCount, LedgerRepair, LedgerPause, LedgerResume,
+	LedgerTransfer, LedgerTransferOut, LedgerTransferIn, LedgerReceive, LedgerTransferCancel,
+	LedgerReserve, LedgerConfirm, LedgerRelease, LedgerReleasePartial, LedgerExpire, LedgerRollback,
+	LedgerShortfall, LedgerSoldShort,
+}
