@@ -154,11 +154,16 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 	}
 	d := &holdDecision{st: st, taken: taken, unitsTaken: unitsTaken, h: h, mine: map[string]int64{}}
 	for _, w := range namedFirst(h.wants) {
-		step := d.allocate
+		var (
+			v  verdict
+			ok bool
+		)
 		if w.Location != "" {
-			step = d.takeNamed
+			v, ok = d.takeNamed(w)
+		} else {
+			v, ok = d.allocate(w)
 		}
-		if v, ok := step(w); !ok {
+		if !ok {
 			return v
 		}
 	}
