@@ -11,6 +11,17 @@ SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, fa
 FROM campaigns
 WHERE id = @id;
 
+-- name: CampaignHoldTermsShared :one
+-- CampaignHoldTermsShared is CampaignHoldTerms with the campaign's row
+-- locked FOR SHARE until the transaction ends: a resume of its pool reads
+-- the status an end committed (the end locks the row first, then pauses
+-- the pool's rows), and an end waits for a resume under way.
+SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, false)::boolean AS open,
+       status
+FROM campaigns
+WHERE id = @id
+FOR SHARE;
+
 -- name: CampaignCreate :one
 INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by, max_per_order)
 VALUES (@id, @starts_at, @ends_at, interval '1 second' * @hold_ttl_seconds::bigint, @created_by,

@@ -1311,3 +1311,46 @@ func TestMainRowsMadeBeforeAnyLock(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeRacingTheEndLeavesThePoolPaused: a resume of a campaign's pool
+// that begins while the campaign's end is uncommitted waits for it and is
+// refused; it never reads the campaign as active and then resumes the
+// rows the end paused, which would let holds into an ended campaign's
+// pool after its rollback took its holds (units then stranded there as
+// those holds end).
+func TestResumeRacingTheEndLeavesThePoolPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B1", 10)
+	create(t, svc, spec("rs", campaigns.Allotment{SKU: "A1", Quantity: 4}, campaigns.Allotment{SKU: "B1", Quantity: 4}))
+	require.NoError(t, svc.Start(ctx, "rs"))
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = svc.EndTx(ctx, tx, "rs", "alice", "sold out")
+	require.NoError(t, err)
+
+	resumed := make(chan error, 1)
+	go func() {
+		_, err := b.inv.SwitchPool(ctx, stock.PoolSwitch{Pool: "rs", On: true, Reason: "back on", Actor: "bob"})
+		resumed <- err
+	}()
+	// The resume is under way once it waits on a lock the end holds.
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&waiting)
+		return err == nil && waiting > 0
+	}, 20*time.Second, 10*time.Millisecond)
+	require.NoError(t, tx.Commit(ctx))
+
+	err = <-resumed
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, domain.CodeCampaignNotActive, de.Code)
+	require.Equal(t, stock.StockPaused, b.stock(t, "A1", "rs").Status)
+	require.Equal(t, stock.StockPaused, b.stock(t, "B1", "rs").Status)
+}

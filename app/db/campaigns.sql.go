@@ -183,6 +183,30 @@ func (q *Queries) CampaignHoldTerms(ctx context.Context, id string) (CampaignHol
 	return i, err
 }
 
+const campaignHoldTermsShared = `-- name: CampaignHoldTermsShared :one
+SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, false)::boolean AS open,
+       status
+FROM campaigns
+WHERE id = $1
+FOR SHARE
+`
+
+type CampaignHoldTermsSharedRow struct {
+	Open   bool
+	Status string
+}
+
+// CampaignHoldTermsShared is CampaignHoldTerms with the campaign's row
+// locked FOR SHARE until the transaction ends: a resume of its pool reads
+// the status an end committed (the end locks the row first, then pauses
+// the pool's rows), and an end waits for a resume under way.
+func (q *Queries) CampaignHoldTermsShared(ctx context.Context, id string) (CampaignHoldTermsSharedRow, error) {
+	row := q.db.QueryRow(ctx, campaignHoldTermsShared, id)
+	var i CampaignHoldTermsSharedRow
+	err := row.Scan(&i.Open, &i.Status)
+	return i, err
+}
+
 const campaignLiveJob = `-- name: CampaignLiveJob :one
 SELECT j.id
 FROM river_job j

@@ -249,7 +249,7 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 					books.Counters.Sold, books.LinesConfirmed, books.transitClause(), books.unitsClause(), w.SKU)}
 		}
 		if w.Pool != MainPool {
-			terms, err := q.CampaignHoldTerms(ctx, w.Pool)
+			terms, err := q.CampaignHoldTermsShared(ctx, w.Pool)
 			if err == nil && !terms.Open {
 				return Lifted{}, &domain.Error{Code: domain.CodeCampaignNotActive, SKU: w.SKU, Pool: w.Pool,
 					Detail: fmt.Sprintf("campaign %q is %s: its pool stays paused", w.Pool, terms.Status)}
@@ -610,7 +610,10 @@ func (s *Service) SwitchPool(ctx context.Context, w PoolSwitch) (PoolSwitched, e
 // are then, with the books of the rows resumed by force.
 func switchPoolTx(ctx context.Context, q *db.Queries, w PoolSwitch) (PoolSwitched, []Books, error) {
 	out := PoolSwitched{Pool: w.Pool, SKUs: []PoolStatus{}}
-	terms, err := q.CampaignHoldTerms(ctx, w.Pool)
+	// The campaign's row first, shared, as an end takes it (for update)
+	// before it pauses the pool: a resume never reads "active" and then
+	// resumes rows the end paused meanwhile.
+	terms, err := q.CampaignHoldTermsShared(ctx, w.Pool)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, nil, &domain.Error{Code: domain.CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", w.Pool)}
 	}
