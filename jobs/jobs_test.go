@@ -153,7 +153,7 @@ func (b *bundle) pastExpiry(t *testing.T, ids ...uuid.UUID) {
 }
 
 // waitStatus waits until the hold has the status want.
-func (b *bundle) waitStatus(t *testing.T, id uuid.UUID, want string, within time.Duration) {
+func (b *bundle) waitStatus(t *testing.T, id uuid.UUID, want inventory.HoldStatus, within time.Duration) {
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		r, err := b.inv.Get(context.Background(), id, inventory.Caller{Ops: true})
@@ -188,7 +188,7 @@ func TestHoldExpiresOnTime(t *testing.T) {
 	})
 	require.NoError(t, err)
 	start := time.Now()
-	b.waitStatus(t, r.ID, string(inventory.StatusExpired), 20*time.Second)
+	b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 	t.Logf("expired %s after the hold was made (TTL 1 s)", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 1, b.releases(t, r.ID))
 
@@ -220,7 +220,7 @@ func TestSweeperIsTheBackstop(t *testing.T) {
 		})
 		require.NoError(t, err)
 		b.pastExpiry(t, r.ID)
-		b.waitStatus(t, r.ID, string(inventory.StatusExpired), 20*time.Second)
+		b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 		var actor string
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT actor FROM ledger WHERE reservation_id = $1 AND kind = 'expire'`, r.ID).Scan(&actor))
 		require.Equal(t, "system:sweep_expired", actor)

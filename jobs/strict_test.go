@@ -124,7 +124,7 @@ func TestMalformedJobsOfEveryKindAreRefused(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_runs`).Scan(&runs))
 	require.Zero(t, runs, "the malformed reconcile job did not run")
 	// The hold expired by its own job, not the malformed one's.
-	b.waitStatus(t, r.ID, string(inventory.StatusExpired), 20*time.Second)
+	b.waitStatus(t, r.ID, inventory.StatusExpired, 20*time.Second)
 	require.Equal(t, 1, b.releases(t, r.ID))
 }
 
