@@ -141,7 +141,10 @@ func textFile(path string) bool {
 }
 
 // TestOutsideRefPattern: what TestNoOutsideReferences finds, and what it
-// leaves (a file of this repository whose name is in lower case).
+// leaves (a file of this repository whose name is in lower case). The
+// strings below are made-up samples the pattern must catch, not
+// citations: no document they seem to name is needed to read this
+// repository.
 func TestOutsideRefPattern(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"see DESIGN.md's invariant 8", "API.md says", "(issue 37, item 2)", "Issue 15's first race",
