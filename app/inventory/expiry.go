@@ -25,7 +25,10 @@ const SweepBatch = 100
 // records it as its output, so DBAs see it in river_job.
 type ExpiryRun struct {
 	Released int `json:"released"`
-	Passes   int `json:"passes"`
+	// WithHolds is how many of those expired in the transactions of the
+	// hold batches of hot rows (expireWithHolds) rather than the loop's own.
+	WithHolds int `json:"with_holds,omitempty"`
+	Passes    int `json:"passes"`
 	// Waited is how long the run waited for the previous one to hand over.
 	Waited string `json:"waited,omitempty"`
 	// Skipped means another runner kept the expiry lock all along.
@@ -52,8 +55,9 @@ func (s *Service) ExpireLoop(ctx context.Context, until time.Time) (ExpiryRun, e
 	lock := leader.Lock{Name: "expiry", Try: q.ExpiryLockTry, Unlock: q.ExpiryUnlock}
 	skip := map[string]Line{}
 	lr, err := leader.Loop(ctx, conn, lock, until, s.cfg.ExpiryTick, func(ctx context.Context) error {
-		n, err := s.expireDue(ctx, conn, releaseByExpiry, 0, skip)
+		n, withHolds, err := s.expireDue(ctx, conn, releaseByExpiry, 0, skip)
 		run.Released += n
+		run.WithHolds += withHolds
 		return err
 	})
 	run.Passes, run.Skipped = lr.Passes, lr.Skipped
@@ -72,7 +76,8 @@ func (s *Service) SweepExpired(ctx context.Context, grace time.Duration) (int, e
 		return 0, err
 	}
 	defer pc.Release()
-	return s.expireDue(ctx, pc.Conn(), releaseBySweeper, grace, map[string]Line{})
+	n, _, err := s.expireDue(ctx, pc.Conn(), releaseBySweeper, grace, map[string]Line{})
+	return n, err
 }
 
 // expireDue releases the holds more than grace past their expiry on conn.
@@ -82,17 +87,18 @@ func (s *Service) SweepExpired(ctx context.Context, grace time.Duration) (int, e
 // expiry's own would wait for the rows' locks behind the hold batches, or
 // hold them up. The rest go ExpiryBatch per transaction of its own, until
 // none is left; a row one of those finds locked past the (short) expiry
-// lock timeout joins skip, and its holds go with the hold batches too.
-func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Outcome, grace time.Duration, skip map[string]Line) (int, error) {
-	total, unexplained := 0, 0
+// lock timeout joins skip, and its holds go with the hold batches too. It
+// returns how many expired, and how many of those with the hold batches.
+func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Outcome, grace time.Duration, skip map[string]Line) (total, withHolds int, err error) {
+	unexplained := 0
 	hot := s.hot.now(time.Now())
 	maps.Copy(hot, skip)
 	clear(skip)
 	if len(hot) > 0 {
 		n, err := s.expireWithHolds(ctx, conn, how, grace, hot)
-		total += n
+		total, withHolds = total+n, withHolds+n
 		if err != nil {
-			return total, err
+			return total, withHolds, err
 		}
 	}
 	for {
@@ -102,26 +108,26 @@ func (s *Service) expireDue(ctx context.Context, conn *pgx.Conn, how Outcome, gr
 		case err != nil && classify(ctx, err) == failLock:
 			locked, perr := s.lockedOf(ctx, ids)
 			if perr != nil {
-				return total, perr
+				return total, withHolds, perr
 			}
 			if len(locked) == 0 {
 				if unexplained++; unexplained > maxLockTimeouts {
-					return total, err
+					return total, withHolds, err
 				}
 				continue // it went away meanwhile
 			}
 			maps.Copy(skip, locked)
 			maps.Copy(hot, locked)
 			n, err := s.expireWithHolds(ctx, conn, how, grace, locked)
-			total += n
+			total, withHolds = total+n, withHolds+n
 			if err != nil {
-				return total, err
+				return total, withHolds, err
 			}
 			continue
 		case err != nil:
-			return total, err
+			return total, withHolds, err
 		case n < ExpiryBatch:
-			return total, nil
+			return total, withHolds, nil
 		}
 	}
 }
