@@ -177,13 +177,13 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 	case l.Pool != stock.MainPool && v.why != domain.CodeOutOfStock:
 		// A campaign's pool that is missing or paused: the campaign may
 		// have ended meanwhile, which is what the caller must hear.
-		return s.whyNot(ctx, l)
+		return s.whyNot(ctx, l, v.why)
 	case v.why == domain.CodeUnknownSKU && l.Location != "":
-		return s.whyNot(ctx, l)
+		return s.whyNot(ctx, l, v.why)
 	case v.why == domain.CodeUnknownSKU:
 		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: l.SKU, Pool: l.Pool, Detail: fmt.Sprintf("SKU %q has no stock", l.SKU)}
 	case v.why == domain.CodeSKUPaused:
-		return s.whyNot(ctx, l)
+		return s.whyNot(ctx, l, v.why)
 	case l.Location == "" && v.places == 1 && h.req.Locations == nil:
 		// fmt.Sprintf("SKU %q (pool %s) has %d available, %d requested"),
 		// without fmt: this is the refusal of a SKU sold out, answered from

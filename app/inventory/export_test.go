@@ -1,6 +1,11 @@
 package inventory
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/stockhold/stockhold/app/domain"
+)
 
 // SetBeforeGrant makes every hold batch call f with each hold it is about
 // to decide; tests make it panic.
@@ -20,4 +25,12 @@ func NopRecorder() Recorder { return nopRecorder{} }
 func HotRow(s *Service, sku, location, pool string) bool {
 	_, ok := s.hot.now(time.Now())[rowKey(sku, location, pool)]
 	return ok
+}
+
+// Refusal is the answer a hold batch gives a hold of one unit of sku at
+// location, in pool, that it refused for why, as it explains it after
+// its commit (against the rows as they are then).
+func Refusal(s *Service, sku, location, pool string, why domain.Code) error {
+	w := want{SKU: sku, Location: location, Pool: pool, Quantity: 1}
+	return s.refusal(context.Background(), hold{wants: []want{w}}, verdict{line: w, why: why})
 }

@@ -135,10 +135,13 @@ func (s *Service) replay(ctx context.Context, client, key, hash string, ttl int6
 	return firstAnswer(row, first, ttl), true, nil
 }
 
-// whyNot explains, after the fact, why line w could not be held: its
-// campaign is not taking holds, the SKU has no stock (at the location
-// named, or which does not exist), or it is paused.
-func (s *Service) whyNot(ctx context.Context, w want) error {
+// whyNot explains, after the fact, why line w could not be held when its
+// batch refused it for why (unknown_sku or sku_paused): its campaign is not
+// taking holds, the SKU has no stock (at the location named, or which does
+// not exist), or it is paused. When none of those is true any more (the
+// pool was resumed, or stock made, after the batch read it), it says what
+// the batch saw: never out_of_stock, which the batch did not find.
+func (s *Service) whyNot(ctx context.Context, w want, why domain.Code) error {
 	q := db.New(s.pool)
 	if w.Pool != stock.MainPool {
 		if terms, err := q.CampaignHoldTerms(ctx, w.Pool); err == nil && !terms.Open {
@@ -181,6 +184,14 @@ func (s *Service) whyNot(ctx context.Context, w want) error {
 	case paused != nil:
 		return &domain.Error{Code: domain.CodeSKUPaused, SKU: w.SKU, Pool: w.Pool, Location: paused.Location,
 			Detail: fmt.Sprintf("SKU %q (pool %s) is paused at %s: %s", w.SKU, w.Pool, paused.Location, domain.Value(paused.PausedReason))}
+	}
+	switch why {
+	case domain.CodeSKUPaused:
+		return &domain.Error{Code: domain.CodeSKUPaused, SKU: w.SKU, Pool: w.Pool, Location: w.Location,
+			Detail: fmt.Sprintf("SKU %q (pool %s) was paused when this hold was decided; it is on sale again now", w.SKU, w.Pool)}
+	case domain.CodeUnknownSKU:
+		return &domain.Error{Code: domain.CodeUnknownSKU, Reference: true, SKU: w.SKU, Pool: w.Pool, Location: w.Location,
+			Detail: fmt.Sprintf("SKU %q (pool %s) had no stock when this hold was decided; it has now", w.SKU, w.Pool)}
 	}
 	return &domain.Error{Code: domain.CodeOutOfStock, SKU: w.SKU, Pool: w.Pool, Location: w.Location,
 		Detail: fmt.Sprintf("SKU %q (pool %s) has less than %d available", w.SKU, w.Pool, w.Quantity)}

@@ -449,3 +449,34 @@ func TestTheCodeAloneRefusesBrokenBooks(t *testing.T) {
 	}
 	require.Equal(t, before, booksOf(t, b), "nothing moved")
 }
+
+// TestARefusalSaysWhatItsBatchSaw: a hold refused because its pool was
+// paused, or had no stock row, as its batch read them is explained after
+// the batch commits, from a second read. When the pool was resumed (or the
+// row made) between the two, the answer still names what the batch saw;
+// it once fell through to out_of_stock "has less than 1 available" while
+// the row held 2, a refusal that stock was gone when it was not (found by
+// the torture test: a pause and a resume between a release and a hold).
+func TestARefusalSaysWhatItsBatchSaw(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	dbtest.StockIn(t, b.pool, "PAUSED", 2)
+
+	var de *domain.Error
+	err := inventory.Refusal(svc, "PAUSED", stock.DefaultLocation, stock.MainPool, domain.CodeSKUPaused)
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, domain.CodeSKUPaused, de.Code, "resumed since the batch read it: %v", err)
+	require.Contains(t, de.Detail, "was paused when this hold was decided")
+
+	_, err = b.pool.Exec(context.Background(), `UPDATE stock SET status = 'paused', paused_reason = 'count under way' WHERE sku = 'PAUSED'`)
+	require.NoError(t, err)
+	err = inventory.Refusal(svc, "PAUSED", stock.DefaultLocation, stock.MainPool, domain.CodeSKUPaused)
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, domain.CodeSKUPaused, de.Code)
+	require.Contains(t, de.Detail, "count under way", "still paused: the reason read now")
+
+	dbtest.StockIn(t, b.pool, "MADE", 1)
+	err = inventory.Refusal(svc, "MADE", stock.DefaultLocation, stock.MainPool, domain.CodeUnknownSKU)
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, domain.CodeUnknownSKU, de.Code, "made since the batch read it: %v", err)
+}
