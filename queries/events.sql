@@ -11,7 +11,8 @@
 -- deltas, the units with an identity it moved, and the low-stock
 -- threshold that applied to it (-1: none); for a
 -- hold's rows, the hold's order reference and client (null once retention
--- deleted the hold); for a transfer's rows, its two locations.
+-- deleted the hold); for a transfer's rows, its two locations; for an
+-- inbound notice's rows, its supplier reference and expected day.
 SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserved, f.stock_version, f.reservation_id,
        f.actor, f.reason, f.ref, f.total_after, f.available_after, f.reserved_after, f.sold_after,
        f.quality_control_after, f.damaged_after, f.safety_stock_after, f.incoming_after, f.last_of_version,
@@ -35,7 +36,8 @@ SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserv
            WHERE n.sku = f.sku AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version)
        END::text[] AS version_units,
        f.units, f.refs, f.ref, r.order_ref, r.client,
-       t.from_location AS transfer_from, t.to_location AS transfer_to
+       t.from_location AS transfer_from, t.to_location AS transfer_to,
+       i.supplier_ref AS inbound_supplier_ref, i.expected_on AS inbound_expected_on
 FROM (
     SELECT l.id, l.feed_xid, l.at, l.sku, l.location, l.pool, l.kind, l.delta_reserved, l.stock_version, l.reservation_id,
            l.actor, l.reason, l.ref, l.units, l.refs, l.delta_total, l.delta_incoming,
@@ -53,6 +55,8 @@ FROM (
 LEFT JOIN reservations r ON r.id = f.reservation_id
 LEFT JOIN transfers t ON f.kind IN ('transfer_out', 'receive', 'loss', 'transfer_cancel')
                      AND t.id = CASE WHEN f.ref ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.ref::uuid END
+LEFT JOIN inbound i ON f.kind IN ('inbound', 'inbound_receive', 'inbound_short', 'inbound_cancel')
+                   AND i.id = CASE WHEN f.ref ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.ref::uuid END
 ORDER BY f.feed_xid, f.id;
 
 -- name: EventFeedStart :one

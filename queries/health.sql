@@ -23,6 +23,13 @@ FROM transfers t
 WHERE t.status = 'in_transit'
   AND NOT EXISTS (SELECT 1 FROM stock s WHERE s.sku = t.sku AND s.location = t.to_location AND s.pool = t.pool)
 UNION ALL
+-- And an open inbound line is incoming at a stock row of its location.
+SELECT 'inbound ' || l.inbound_id::text, format('line %s/%s expected at %s, which has no stock row', l.sku, l.pool, l.location)
+FROM inbound_lines l
+JOIN inbound i ON i.id = l.inbound_id
+WHERE i.status = 'open'
+  AND NOT EXISTS (SELECT 1 FROM stock s WHERE s.sku = l.sku AND s.location = l.location AND s.pool = l.pool)
+UNION ALL
 SELECT 'idempotency key ' || client || '/' || idempotency_key, format('%s holds', count(*))
 FROM reservations
 GROUP BY client, idempotency_key

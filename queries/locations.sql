@@ -102,14 +102,6 @@ WHERE (sqlc.narg('status')::text IS NULL OR t.status = sqlc.narg('status')::text
 ORDER BY t.created_at, t.id
 LIMIT @lim;
 
--- name: TransfersInTransitTo :one
--- TransfersInTransitTo is what the transfers in transit to a stock row
--- have not yet delivered or written off: what its incoming must be
--- (through transfers_to).
-SELECT coalesce(sum(t.quantity - t.received - t.lost), 0)::bigint AS in_transit
-FROM transfers t
-WHERE t.sku = @sku AND t.to_location = @to_location AND t.pool = @pool AND t.status = 'in_transit';
-
 -- name: TransfersToRowAgainstLedger :many
 -- TransfersToRowAgainstLedger locks the transfers in transit to a stock
 -- row (in id order) and reads each beside its own ledger rows at that row

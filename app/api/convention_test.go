@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -81,6 +82,14 @@ func TestErrorConvention(t *testing.T) {
 		require.Equal(t, 201, r.status, "%s", r.body)
 		tr1 = r.json(t)["id"].(string)
 	}
+	var in1 string
+	tomorrow := time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+	for i := range 2 {
+		r := e.do("POST", "/v1/inbound", e.ops, map[string]any{"supplier_ref": fmt.Sprint("PO-", i), "location": "east", "expected_on": tomorrow,
+			"lines": []map[string]any{{"sku": "A1", "quantity": 3}}}, "Idempotency-Key", fmt.Sprint("conv-in-", i))
+		require.Equal(t, 201, r.status, "%s", r.body)
+		in1 = r.json(t)["id"].(string)
+	}
 	eventstest.WaitServed(t, e.pool)
 
 	missing := uuid.NewString()
@@ -133,6 +142,42 @@ func TestErrorConvention(t *testing.T) {
 			{"no such SKU", "POST", "/v1/transfers", ops, map[string]any{"sku": "NOPE", "from": "default", "to": "east", "quantity": 1, "reason": "r"}, 422, "unknown_sku"},
 			{"no such pool", "POST", "/v1/transfers", ops, map[string]any{"sku": "A1", "pool": "c9", "from": "default", "to": "east", "quantity": 1, "reason": "r"}, 422, "unknown_pool"},
 			{"no such location", "POST", "/v1/transfers", ops, map[string]any{"sku": "A1", "from": "default", "to": "west", "quantity": 1, "reason": "r"}, 422, "unknown_location"},
+		},
+		"POST /v1/inbound": {
+			{"malformed", "POST", "/v1/inbound", ops, malformed, bad, inv},
+			{"expected yesterday", "POST", "/v1/inbound", ops, map[string]any{"supplier_ref": "PO", "expected_on": "2001-01-01", "lines": []map[string]any{{"sku": "A1", "quantity": 1}}}, 422, inv},
+			{"no lines", "POST", "/v1/inbound", ops, map[string]any{"supplier_ref": "PO", "expected_on": tomorrow, "lines": []map[string]any{}}, 422, inv},
+			{"quantity 0", "POST", "/v1/inbound", ops, map[string]any{"supplier_ref": "PO", "expected_on": tomorrow, "lines": []map[string]any{{"sku": "A1", "quantity": 0}}}, 422, inv},
+			{"no such pool", "POST", "/v1/inbound", ops, map[string]any{"supplier_ref": "PO", "expected_on": tomorrow, "lines": []map[string]any{{"sku": "A1", "pool": "c9", "quantity": 1}}}, 422, "unknown_pool"},
+			{"no such location", "POST", "/v1/inbound", ops, map[string]any{"supplier_ref": "PO", "location": "west", "expected_on": tomorrow, "lines": []map[string]any{{"sku": "A1", "quantity": 1}}}, 422, "unknown_location"},
+			{"units with an identity", "POST", "/v1/inbound", ops, map[string]any{"supplier_ref": "PO", "expected_on": tomorrow, "lines": []map[string]any{{"sku": "SEATS", "quantity": 1}}}, 409, "serialized_pool"},
+		},
+		"GET /v1/inbound": {
+			{"no such status", "GET", "/v1/inbound?status=lost", ops, nil, 422, inv},
+		},
+		"GET /v1/inbound/:id": {
+			{"not an id", "GET", "/v1/inbound/x", ops, nil, bad, inv},
+			{"no such notice", "GET", "/v1/inbound/" + missing, ops, nil, 404, "not_found"},
+		},
+		"POST /v1/inbound/:id/receive": {
+			{"not an id", "POST", "/v1/inbound/x/receive", ops, map[string]any{"sku": "A1", "quantity": 1}, bad, inv},
+			{"malformed", "POST", "/v1/inbound/" + in1 + "/receive", ops, malformed, bad, inv},
+			{"quantity 0", "POST", "/v1/inbound/" + in1 + "/receive", ops, map[string]any{"sku": "A1", "quantity": 0}, 422, inv},
+			{"no such line", "POST", "/v1/inbound/" + in1 + "/receive", ops, map[string]any{"sku": "B9", "quantity": 1}, 422, inv},
+			{"more than ordered", "POST", "/v1/inbound/" + in1 + "/receive", ops, map[string]any{"sku": "A1", "quantity": 4}, 409, "insufficient_incoming"},
+			{"no such notice", "POST", "/v1/inbound/" + missing + "/receive", ops, map[string]any{"sku": "A1", "quantity": 1}, 404, "not_found"},
+		},
+		"POST /v1/inbound/:id/close": {
+			{"not an id", "POST", "/v1/inbound/x/close", ops, map[string]any{"reason": "r"}, bad, inv},
+			{"malformed", "POST", "/v1/inbound/" + in1 + "/close", ops, malformed, bad, inv},
+			{"no reason", "POST", "/v1/inbound/" + in1 + "/close", ops, map[string]any{}, 422, inv},
+			{"no such notice", "POST", "/v1/inbound/" + missing + "/close", ops, map[string]any{"reason": "r"}, 404, "not_found"},
+		},
+		"POST /v1/inbound/:id/cancel": {
+			{"not an id", "POST", "/v1/inbound/x/cancel", ops, map[string]any{"reason": "r"}, bad, inv},
+			{"malformed", "POST", "/v1/inbound/" + in1 + "/cancel", ops, malformed, bad, inv},
+			{"no reason", "POST", "/v1/inbound/" + in1 + "/cancel", ops, map[string]any{}, 422, inv},
+			{"no such notice", "POST", "/v1/inbound/" + missing + "/cancel", ops, map[string]any{"reason": "r"}, 404, "not_found"},
 		},
 		"GET /v1/transfers": {
 			{"no such status", "GET", "/v1/transfers?status=lost", ops, nil, 422, inv},
@@ -359,6 +404,7 @@ func TestErrorConvention(t *testing.T) {
 		"GET /v1/reports/daily": {path: "/v1/reports/daily?date=" + today, token: ops, field: "pools", max: 1000, badCursor: "x"},
 		"GET /v1/locations":     {path: "/v1/locations", token: ops, field: "locations", max: 1000, badCursor: "%01"},
 		"GET /v1/transfers":     {path: "/v1/transfers", token: ops, field: "transfers", max: 1000, badCursor: "x"},
+		"GET /v1/inbound":       {path: "/v1/inbound", token: ops, field: "inbound", max: 1000, badCursor: "x"},
 	}
 
 	// Every route has its entry (the unauthenticated pages and River's

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/domain"
@@ -80,6 +81,19 @@ func intCursor(p page) (int64, error) {
 		return 0, badCursor()
 	}
 	return n, nil
+}
+
+// uuidCursor reads a cursor that is a UUID (the last item of a page); nil
+// when there is none.
+func uuidCursor(p page) (*uuid.UUID, error) {
+	if p.Cursor == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(p.Cursor)
+	if err != nil || len(p.Cursor) != 36 {
+		return nil, badCursor()
+	}
+	return &id, nil
 }
 
 // cursorOf is the next_cursor of an id (nil: the last page).

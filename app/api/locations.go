@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/domain"
@@ -227,12 +226,8 @@ func (s *server) listTransfers(c echo.Context) error {
 		return err
 	}
 	f := stock.TransferFilter{Status: c.QueryParam("status"), SKU: c.QueryParam("sku"), Limit: p.Limit}
-	if p.Cursor != "" {
-		id, err := uuid.Parse(p.Cursor)
-		if err != nil || len(p.Cursor) != 36 {
-			return badCursor()
-		}
-		f.Cursor = &id
+	if f.Cursor, err = uuidCursor(p); err != nil {
+		return err
 	}
 	page, err := s.Inventory.Transfers(c.Request().Context(), f)
 	if errors.Is(err, stock.ErrCursor) {
@@ -265,20 +260,10 @@ func (s *server) receiveTransfer(c echo.Context) error {
 		return domain.Invalid("quantity is required: the units that arrived")
 	}
 	st := stock.TransferStep{ID: id, Quantity: *body.Quantity, Reason: body.Reason, Actor: caller(c).Name}
-	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
-		key, err := idempotencyKey(c)
-		if err != nil {
-			return err
-		}
-		return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (stock.Transfer, bool, error) {
+	return onceIfKeyed(c, body, func(ctx context.Context) (stock.Transfer, error) { return s.Inventory.ReceiveTransfer(ctx, st) },
+		func(ctx context.Context, k idempotency.Key) (stock.Transfer, bool, error) {
 			return s.Inventory.ReceiveTransferOnce(ctx, k, st)
 		})
-	}
-	t, err := s.Inventory.ReceiveTransfer(c.Request().Context(), st)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, t)
 }
 
 type transferEndBody struct {
@@ -308,18 +293,6 @@ func (s *server) endTransfer(c echo.Context, end func(context.Context, stock.Tra
 		return err
 	}
 	st := stock.TransferStep{ID: id, Reason: body.Reason, Actor: caller(c).Name}
-	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
-		key, err := idempotencyKey(c)
-		if err != nil {
-			return err
-		}
-		return once(c, key, body, http.StatusOK, func(ctx context.Context, k idempotency.Key) (stock.Transfer, bool, error) {
-			return endOnce(ctx, k, st)
-		})
-	}
-	t, err := end(c.Request().Context(), st)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, t)
+	return onceIfKeyed(c, body, func(ctx context.Context) (stock.Transfer, error) { return end(ctx, st) },
+		func(ctx context.Context, k idempotency.Key) (stock.Transfer, bool, error) { return endOnce(ctx, k, st) })
 }

@@ -273,6 +273,8 @@ var statuses = map[domain.Code]int{
 	domain.CodeCountBelowHeld:             http.StatusConflict,
 	domain.CodeTransferNotInTransit:       http.StatusConflict,
 	domain.CodeTransferPartlyReceived:     http.StatusConflict,
+	domain.CodeInboundNotOpen:             http.StatusConflict,
+	domain.CodeInboundPartlyReceived:      http.StatusConflict,
 	domain.CodePreviewStale:               http.StatusConflict,
 }
 

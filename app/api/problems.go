@@ -262,8 +262,8 @@ var problemCodes = map[string]problemCode{
 	"insufficient_incoming": {
 		Title:  "Not enough stock in transit",
 		Status: "409",
-		Means:  "A receipt records more units than the transfer still has in transit. Nothing was received.",
-		Do:     "Receive at most what the transfer has in transit (GET /v1/transfers/{id}); units beyond it are a count's business, not the transfer's.",
+		Means:  "A receipt records more units than the transfer still has in transit, or than an inbound notice's line still expects (more than was ordered). Nothing was received.",
+		Do:     "Receive at most what the transfer has in transit (GET /v1/transfers/{id}) or what the line expects (its outstanding, GET /v1/inbound/{id}); units beyond it are a count's or an adjustment's business.",
 	},
 	"count_below_held": {
 		Title:  "The count is below what holds hold",
@@ -276,6 +276,18 @@ var problemCodes = map[string]problemCode{
 		Status: "409",
 		Means:  "The transfer is received, closed or cancelled already: it takes no receipt, close or cancel.",
 		Do:     "GET /v1/transfers/{id} shows what happened to it. Stock found later is a count or an adjustment at the location.",
+	},
+	"inbound_not_open": {
+		Title:  "Inbound is not open",
+		Status: "409",
+		Means:  "The inbound notice is received, closed or cancelled already: it takes no receipt, close or cancel.",
+		Do:     "GET /v1/inbound/{id} shows what happened to it. Stock that arrives later is a new notice, an adjustment or a count at the location.",
+	},
+	"inbound_partly_received": {
+		Title:  "Inbound partly received",
+		Status: "409",
+		Means:  "Some of the inbound notice was received already, so it can no longer be cancelled as if it were never expected.",
+		Do:     "Close it instead: what its lines never received is written off incoming and recorded as each line's short.",
 	},
 	"transfer_partly_received": {
 		Title:  "Transfer partly received",

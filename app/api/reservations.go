@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/stockhold/stockhold/app/domain"
@@ -221,12 +220,8 @@ func (s *server) listReservations(c echo.Context) error {
 		return err
 	}
 	lq := inventory.ListQuery{OrderRef: c.QueryParam("order_ref"), Status: inventory.HoldStatus(c.QueryParam("status")), SKU: c.QueryParam("sku"), Limit: p.Limit}
-	if p.Cursor != "" {
-		id, err := uuid.Parse(p.Cursor)
-		if err != nil || len(p.Cursor) != 36 {
-			return badCursor()
-		}
-		lq.Before = &id
+	if lq.Before, err = uuidCursor(p); err != nil {
+		return err
 	}
 	if v := c.QueryParam("expires_before"); v != "" {
 		at, err := time.Parse(time.RFC3339, v)

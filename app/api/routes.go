@@ -59,7 +59,7 @@ func (s *server) stockRoutes(e *echo.Echo, shop, ops echo.MiddlewareFunc) {
 }
 
 // locationRoutes are the locations tag's: moves and counts at a location,
-// the locations themselves, transfers between them.
+// the locations themselves, transfers between them, inbound from suppliers.
 func (s *server) locationRoutes(e *echo.Echo, ops echo.MiddlewareFunc) {
 	e.POST("/v1/skus/:sku/moves", s.moveStock, ops)
 	e.POST("/v1/skus/:sku/counts", s.countStock, ops)
@@ -74,6 +74,12 @@ func (s *server) locationRoutes(e *echo.Echo, ops echo.MiddlewareFunc) {
 	e.POST("/v1/transfers/:id/receive", s.receiveTransfer, ops)
 	e.POST("/v1/transfers/:id/close", s.closeTransfer, ops)
 	e.POST("/v1/transfers/:id/cancel", s.cancelTransfer, ops)
+	e.POST("/v1/inbound", s.createInbound, ops)
+	e.GET("/v1/inbound", s.listInbound, ops)
+	e.GET("/v1/inbound/:id", s.getInbound, ops)
+	e.POST("/v1/inbound/:id/receive", s.receiveInbound, ops)
+	e.POST("/v1/inbound/:id/close", s.closeInbound, ops)
+	e.POST("/v1/inbound/:id/cancel", s.cancelInbound, ops)
 }
 
 // holdRoutes are the holds tag's.

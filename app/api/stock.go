@@ -46,6 +46,25 @@ func once[T any](c echo.Context, key string, body any, status int,
 	return c.JSON(status, out)
 }
 
+// onceIfKeyed answers a step that is not idempotent by nature (a receipt,
+// a close, a cancel): at most once per Idempotency-Key when the request
+// has one (once), else plainly.
+func onceIfKeyed[T any](c echo.Context, body any, plain func(context.Context) (T, error),
+	call func(context.Context, idempotency.Key) (T, bool, error)) error {
+	if len(c.Request().Header.Values("Idempotency-Key")) > 0 {
+		key, err := idempotencyKey(c)
+		if err != nil {
+			return err
+		}
+		return once(c, key, body, http.StatusOK, call)
+	}
+	out, err := plain(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
 func (s *server) getStock(c echo.Context) error {
 	sku, err := nameParam(c, "sku", "sku")
 	if err != nil {

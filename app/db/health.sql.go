@@ -29,6 +29,12 @@ FROM transfers t
 WHERE t.status = 'in_transit'
   AND NOT EXISTS (SELECT 1 FROM stock s WHERE s.sku = t.sku AND s.location = t.to_location AND s.pool = t.pool)
 UNION ALL
+SELECT 'inbound ' || l.inbound_id::text, format('line %s/%s expected at %s, which has no stock row', l.sku, l.pool, l.location)
+FROM inbound_lines l
+JOIN inbound i ON i.id = l.inbound_id
+WHERE i.status = 'open'
+  AND NOT EXISTS (SELECT 1 FROM stock s WHERE s.sku = l.sku AND s.location = l.location AND s.pool = l.pool)
+UNION ALL
 SELECT 'idempotency key ' || client || '/' || idempotency_key, format('%s holds', count(*))
 FROM reservations
 GROUP BY client, idempotency_key
@@ -100,6 +106,7 @@ type InvariantViolationsRow struct {
 // of 4), one row each; empty means the books balance. Tests call it after every change to stock.
 // Invariant 8's other half: a transfer in transit is incoming at a stock
 // row of its destination (a transfer to a row that does not exist).
+// And an open inbound line is incoming at a stock row of its location.
 // Per hold and stock row, the ledger's units still held and sold by the
 // hold must be what its line holds: all of it while held (less what partial
 // releases handed back), all of it sold once confirmed, none once it ended

@@ -751,22 +751,6 @@ func (q *Queries) TransferSet(ctx context.Context, arg TransferSetParams) (Trans
 	return i, err
 }
 
-const transfersInTransitTo = `-- name: TransfersInTransitTo :one
-SELECT coalesce(sum(t.quantity - t.received - t.lost), 0)::bigint AS in_transit
-FROM transfers t
-WHERE t.sku = $1 AND t.to_location = $2 AND t.pool = $3 AND t.status = 'in_transit'
-`
-
-// TransfersInTransitTo is what the transfers in transit to a stock row
-// have not yet delivered or written off: what its incoming must be
-// (through transfers_to).
-func (q *Queries) TransfersInTransitTo(ctx context.Context, sku string, toLocation string, pool string) (int64, error) {
-	row := q.db.QueryRow(ctx, transfersInTransitTo, sku, toLocation, pool)
-	var in_transit int64
-	err := row.Scan(&in_transit)
-	return in_transit, err
-}
-
 const transfersPage = `-- name: TransfersPage :many
 SELECT t.id, t.sku, t.pool, t.from_location, t.to_location, t.quantity, t.received, t.lost, t.status, t.reason, t.actor, t.actor_key, t.created_at, t.updated_at, t.finished_at, t.finished_by, t.finish_reason FROM transfers t
 WHERE ($1::text IS NULL OR t.status = $1::text)

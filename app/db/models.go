@@ -152,6 +152,42 @@ type IdempotencyKey struct {
 	CreatedAt   time.Time
 }
 
+// Stock expected from a supplier at a location: while open, its lines' outstanding units are incoming there.
+type Inbound struct {
+	ID           uuid.UUID
+	SupplierRef  string
+	Location     string
+	ExpectedOn   pgtype.Date
+	Status       string
+	Reason       string
+	Actor        string
+	ActorKey     *string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	FinishedAt   *time.Time
+	FinishedBy   *string
+	FinishReason *string
+}
+
+type InboundLine struct {
+	InboundID uuid.UUID
+	Sku       string
+	Location  string
+	Pool      string
+	Quantity  int64
+	Received  int64
+	// What a close wrote off of the line (ledger kind inbound_short): ordered, never received.
+	Short int64
+}
+
+// Per stock row, what incoming must be: the transfers in transit to it plus the open inbound lines at it (invariant 8).
+type IncomingExpected struct {
+	Sku      string
+	Location string
+	Pool     string
+	Incoming int64
+}
+
 // Append-only: one row per change to a stock row. Summed per (sku, location, pool), the deltas equal the counters.
 type Ledger struct {
 	ID             int64

@@ -383,8 +383,8 @@ SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serial
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + m.short)::bigint AS ledger_short,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed,
-       (SELECT coalesce(sum(t.quantity - t.received - t.lost), 0) FROM transfers t
-        WHERE t.sku = s.sku AND t.to_location = s.location AND t.pool = s.pool AND t.status = 'in_transit')::bigint AS in_transit
+       (SELECT coalesce(sum(e.incoming), 0) FROM incoming_expected e
+        WHERE e.sku = s.sku AND e.location = s.location AND e.pool = s.pool)::bigint AS in_transit
 FROM stock s
 LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
 CROSS JOIN LATERAL (
@@ -454,7 +454,7 @@ type StockBooksRow struct {
 // StockBooks is one pool's counters beside its ledger (the checkpoint plus
 // the ledger rows written after it, as reconciliation sums it), the lines
 // of its held and confirmed holds, what the transfers in transit to it
-// carry (what its incoming must be) and, for a pool of units with an
+// and the open inbound lines at it carry (what its incoming must be) and, for a pool of units with an
 // identity, its units by status. Read after the row is locked (StockLock),
 // in a later statement, nothing can move them until the transaction ends.
 func (q *Queries) StockBooks(ctx context.Context, sku string, location string, pool string) (StockBooksRow, error) {

@@ -1281,11 +1281,9 @@ func (q *Queries) StockLinesMismatchMoved(ctx context.Context, since uint64) ([]
 
 const stockTransitMismatch = `-- name: StockTransitMismatch :many
 WITH transit AS (
-    SELECT t.sku, t.to_location AS location, t.pool, sum(t.quantity - t.received - t.lost)::bigint AS in_transit
-    FROM transfers t
-    WHERE t.status = 'in_transit'
-      AND ($1::text[] IS NULL OR t.sku = ANY($1::text[]))
-    GROUP BY t.sku, t.to_location, t.pool
+    SELECT e.sku, e.location, e.pool, e.incoming AS in_transit
+    FROM incoming_expected e
+    WHERE $1::text[] IS NULL OR e.sku = ANY($1::text[])
 ), rows AS (
     SELECT s.sku, s.location, s.pool, s.incoming FROM stock s
     WHERE s.incoming <> 0 AND ($1::text[] IS NULL OR s.sku = ANY($1::text[]))
@@ -1309,11 +1307,12 @@ type StockTransitMismatchRow struct {
 }
 
 // StockTransitMismatch lists the stock rows (of skus, or all when null)
-// whose incoming is not what the transfers in transit to them have not yet
-// delivered or written off, and the transfers in transit to a row that
-// does not exist (invariant 8). Two partial indexes (stock_incoming,
-// transfers_to) keep it to the rows with incoming or an open transfer: a
-// full run does not scan stock for it.
+// whose incoming is not what the transfers in transit to them and the open
+// inbound lines at them have not yet delivered or written off
+// (incoming_expected), and the transfers in transit to a row that does not
+// exist (invariant 8). Partial indexes (stock_incoming, transfers_to,
+// inbound_open) keep it to the rows with incoming or an open transfer or
+// notice: a full run does not scan stock for it.
 func (q *Queries) StockTransitMismatch(ctx context.Context, skus []string) ([]StockTransitMismatchRow, error) {
 	rows, err := q.db.Query(ctx, stockTransitMismatch, skus)
 	if err != nil {

@@ -83,6 +83,12 @@ const (
 	// CodeTransferPartlyReceived refuses to cancel a transfer once some of
 	// it was received: close it instead.
 	CodeTransferPartlyReceived Code = "transfer_partly_received"
+	// CodeInboundNotOpen refuses a receipt, close or cancel of an inbound
+	// notice that is received, closed or cancelled already.
+	CodeInboundNotOpen Code = "inbound_not_open"
+	// CodeInboundPartlyReceived refuses to cancel an inbound notice once
+	// some of it was received: close it instead.
+	CodeInboundPartlyReceived Code = "inbound_partly_received"
 	// CodePreviewStale refuses to apply a repair whose books moved since
 	// its preview: the difference it would write is not the one the
 	// caller saw (expected_difference).

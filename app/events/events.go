@@ -1,7 +1,8 @@
 // Package events turns the ledger into a feed of events (stock.changed,
 // hold.created, hold.confirmed, hold.released, hold.expired, stock.low,
 // stock.paused, stock.resumed, transfer.created, transfer.received,
-// transfer.closed, transfer.cancelled) that a reader pulls from a cursor,
+// transfer.closed, transfer.cancelled, inbound.created, inbound.received,
+// inbound.closed, inbound.cancelled) that a reader pulls from a cursor,
 // and that webhooks push. The ledger is the outbox: every flow already writes its
 // ledger rows in the transaction that changes stock, so an event exists if
 // and only if its change committed, and there is no second table to keep in
@@ -50,11 +51,19 @@ const (
 	TransferReceived  = "transfer.received"
 	TransferClosed    = "transfer.closed"
 	TransferCancelled = "transfer.cancelled"
+	// A supplier's inbound notice, per line: created (its units are
+	// incoming), received (some arrived), closed (what never came written
+	// off incoming), cancelled (its incoming taken back).
+	InboundCreated   = "inbound.created"
+	InboundReceived  = "inbound.received"
+	InboundClosed    = "inbound.closed"
+	InboundCancelled = "inbound.cancelled"
 )
 
 // Types lists every event type.
 var Types = []string{StockChanged, StockLow, StockPaused, StockResumed, StockRepaired, HoldCreated, HoldConfirmed, HoldReleased, HoldExpired,
-	TransferCreated, TransferReceived, TransferClosed, TransferCancelled}
+	TransferCreated, TransferReceived, TransferClosed, TransferCancelled,
+	InboundCreated, InboundReceived, InboundClosed, InboundCancelled}
 
 // Known reports whether t is an event type.
 func Known(t string) bool {
@@ -132,7 +141,9 @@ func ParsePosition(s string) (Position, error) {
 //   - stock.repaired: actor, reason, refs (when any), to (ledger or
 //     counters) and the pool's counters after the repair;
 //   - transfer.*: transfer_id, from, to, quantity (the units this step
-//     moved), actor, reason.
+//     moved), actor, reason;
+//   - inbound.*: inbound_id, supplier_ref, expected_on, quantity (the
+//     units of the line this step moved), actor, reason.
 //
 // Every event names the stock row it is about: sku, location, pool (a
 // transfer event's row is its from location's for created and cancelled,
@@ -226,6 +237,14 @@ func ownData(typ string, r db.EventRowsAfterRow) map[string]any {
 		}
 		data = map[string]any{"transfer_id": r.Ref, "from": r.TransferFrom, "to": r.TransferTo, "quantity": q,
 			"actor": r.Actor, "reason": r.Reason}
+	case strings.HasPrefix(typ, "inbound."):
+		var expected *string
+		if r.InboundExpectedOn.Valid {
+			day := r.InboundExpectedOn.Time.Format(time.DateOnly)
+			expected = &day
+		}
+		data = map[string]any{"inbound_id": r.Ref, "supplier_ref": r.InboundSupplierRef, "expected_on": expected,
+			"quantity": abs(r.DeltaIncoming), "actor": r.Actor, "reason": r.Reason}
 	case r.ReservationID != nil:
 		q := r.DeltaReserved
 		if q < 0 {
@@ -256,6 +275,13 @@ func ownData(typ string, r db.EventRowsAfterRow) map[string]any {
 	return data
 }
 
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
 func value(p *int64) int64 {
 	if p == nil {
 		return 0
@@ -283,6 +309,14 @@ func ownType(r db.EventRowsAfterRow) string {
 			return TransferCancelled
 		}
 		return ""
+	case stock.LedgerInbound:
+		return InboundCreated
+	case stock.LedgerInboundReceive:
+		return InboundReceived
+	case stock.LedgerInboundShort:
+		return InboundClosed
+	case stock.LedgerInboundCancel:
+		return InboundCancelled
 	}
 	switch stock.LedgerKind(r.Kind) {
 	case stock.LedgerReserve:

@@ -397,3 +397,49 @@ func TestTransferAndStateEvents(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestInboundEvents: a supplier's notice gives, per line, inbound.created
+// when it is expected, inbound.received for each receipt, inbound.closed
+// for what a close wrote off, and inbound.cancelled for a cancelled one;
+// each names the notice, its supplier reference and expected day, and the
+// units of the line the step moved.
+func TestInboundEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, inv := setup(t)
+	start, err := events.StartNow(ctx, db.New(pool))
+	require.NoError(t, err)
+	key := func(k string) idempotency.Key { return idempotency.NewKey("ops", k) }
+	day := time.Now().UTC().AddDate(0, 0, 2).Format(time.DateOnly)
+	i, _, err := inv.CreateInboundOnce(ctx, key("po"), stock.NewInbound{SupplierRef: "PO-9", ExpectedOn: day, Actor: "ops",
+		Lines: []stock.NewInboundLine{{SKU: "A1", Quantity: 5}, {SKU: "B2", Quantity: 2}}})
+	require.NoError(t, err)
+	_, err = inv.ReceiveInbound(ctx, stock.InboundStep{ID: i.ID, SKU: "A1", Quantity: 3, Actor: "dock"})
+	require.NoError(t, err)
+	_, err = inv.CloseInbound(ctx, stock.InboundStep{ID: i.ID, Reason: "short", Actor: "dock"})
+	require.NoError(t, err)
+	c, _, err := inv.CreateInboundOnce(ctx, key("po2"), stock.NewInbound{SupplierRef: "PO-10", ExpectedOn: day, Actor: "ops",
+		Lines: []stock.NewInboundLine{{SKU: "B2", Quantity: 1}}})
+	require.NoError(t, err)
+	_, err = inv.CancelInbound(ctx, stock.InboundStep{ID: c.ID, Reason: "withdrawn", Actor: "dock"})
+	require.NoError(t, err)
+
+	// Created (2 lines, 2 changed), received (1, 1 changed), closed (2
+	// lines short, 2 changed), created (1, 1) and cancelled (1, 1).
+	all := readN(t, pool, start, 14)
+	var own []string
+	for _, e := range all {
+		if e.Type != events.StockChanged {
+			own = append(own, e.Type+" "+e.SKU)
+		}
+	}
+	require.Equal(t, []string{"inbound.created A1", "inbound.created B2", "inbound.received A1", "inbound.closed A1", "inbound.closed B2",
+		"inbound.created B2", "inbound.cancelled B2"}, own)
+	for _, e := range all {
+		if e.Type == events.InboundClosed && e.SKU == "A1" {
+			require.Equal(t, map[string]any{"inbound_id": ptr(i.ID.String()), "supplier_ref": ptr("PO-9"), "expected_on": ptr(day),
+				"quantity": int64(2), "actor": "dock", "reason": ptr("never received: short")}, e.Data)
+		}
+	}
+	eventstest.RequireMatchesLedger(t, pool, eventstest.ReadAll(t, pool, events.Start))
+}

@@ -138,7 +138,8 @@ func (r *risk) transitDetails() map[string]any {
 		"incoming":   t.Incoming,
 		"in_transit": t.InTransit,
 		// difference is incoming minus what the transfers in transit to
-		// the row have not yet delivered or written off.
+		// the row and the open inbound lines at it have not yet delivered
+		// or written off.
 		"difference": t.Incoming - t.InTransit,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -139,4 +140,32 @@ func TestAPoolThatCannotBePausedStandsAlone(t *testing.T) {
 	require.Equal(t, stock.StockPaused, b.stock(t, "TEE", "main").Status)
 	_, ok = b.openAlert(t, "books_out_of_balance", "sku:TEE/main")
 	require.True(t, ok)
+}
+
+// TestInboundChangedByHandIsHighRisk: a row's incoming is what the
+// transfers in transit to it and the open inbound lines at it expect. A
+// notice's line changed behind the service is incoming_vs_transfers
+// (high risk, the pool paused, naming the difference); a notice received
+// through the service is not.
+func TestInboundChangedByHandIsHighRisk(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	ctx := context.Background()
+	dbtest.StockIn(t, b.pool, "INB", 2)
+	i, _, err := b.inv.CreateInboundOnce(ctx, idempotency.NewKey("ops", "po"), stock.NewInbound{SupplierRef: "PO-1",
+		ExpectedOn: time.Now().UTC().AddDate(0, 0, 3).Format(time.DateOnly), Lines: []stock.NewInboundLine{{SKU: "INB", Quantity: 6}}, Actor: "ops"})
+	require.NoError(t, err)
+	_, err = b.inv.ReceiveInbound(ctx, stock.InboundStep{ID: i.ID, SKU: "INB", Quantity: 2, Actor: "ops"})
+	require.NoError(t, err)
+	require.Empty(t, run(t, svc).Findings.All(), "4 incoming, 4 expected")
+
+	_, err = b.pool.Exec(ctx, `UPDATE inbound_lines SET quantity = 9 WHERE inbound_id = $1`, i.ID)
+	require.NoError(t, err)
+	f, ok := findingsOf(run(t, svc), "INB")[reconcile.KindIncomingVsTransfers]
+	require.True(t, ok, "the line expects 7 more, incoming says 4")
+	d := details(t, f)
+	require.EqualValues(t, 4, d["incoming"])
+	require.EqualValues(t, 7, d["in_transit"])
+	require.EqualValues(t, -3, d["difference"])
+	require.Equal(t, stock.StockPaused, b.stock(t, "INB", "main").Status)
 }

@@ -63,7 +63,8 @@ const (
 	KindCountersVsLedger    = "counters_vs_ledger"    // high_risk
 	KindCountersVsUnits     = "counters_vs_units"     // high_risk
 	// KindIncomingVsTransfers: a row's incoming is not what the transfers
-	// in transit to it have not yet delivered or written off.
+	// in transit to it and the open inbound lines at it have not yet
+	// delivered or written off.
 	KindIncomingVsTransfers = "incoming_vs_transfers" // high_risk
 )
 

@@ -63,6 +63,11 @@ func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 //     (receive: into total), TransferCancelled what cancelled transfers
 //     gave back to their source (transfer_cancel; at the destination the
 //     same units leave incoming);
+//   - InboundExpected what supplier inbound notices added to incoming
+//     (inbound), InboundReceived what arrived from them (inbound_receive:
+//     into total), InboundShort what closes wrote off of incoming, never
+//     received (inbound_short), InboundCancelled what cancels took back
+//     from incoming (inbound_cancel);
 //   - Shortfall is what held units a count found missing took out of
 //     total as their holds ended (shortfall), SoldShort how many of them
 //     confirms sold (sold_short);
@@ -88,6 +93,10 @@ type Figures struct {
 	TransferredIn     int64 `json:"transferred_in"`
 	Received          int64 `json:"received"`
 	TransferCancelled int64 `json:"transfer_cancelled"`
+	InboundExpected   int64 `json:"inbound_expected"`
+	InboundReceived   int64 `json:"inbound_received"`
+	InboundShort      int64 `json:"inbound_short"`
+	InboundCancelled  int64 `json:"inbound_cancelled"`
 	Shortfall         int64 `json:"shortfall"`
 	SoldShort         int64 `json:"sold_short"`
 	Repairs           int64 `json:"repairs"`
@@ -139,6 +148,10 @@ var columns = map[stock.LedgerKind]func(f *Figures, s sums){
 	stock.LedgerTransferIn:     func(f *Figures, s sums) { f.TransferredIn += s.Incoming },
 	stock.LedgerReceive:        func(f *Figures, s sums) { f.Received += s.Total },
 	stock.LedgerTransferCancel: func(f *Figures, s sums) { f.TransferCancelled += s.Total },
+	stock.LedgerInbound:        func(f *Figures, s sums) { f.InboundExpected += s.Incoming },
+	stock.LedgerInboundReceive: func(f *Figures, s sums) { f.InboundReceived += s.Total },
+	stock.LedgerInboundShort:   func(f *Figures, s sums) { f.InboundShort -= s.Incoming },
+	stock.LedgerInboundCancel:  func(f *Figures, s sums) { f.InboundCancelled -= s.Incoming },
 	stock.LedgerShortfall:      func(f *Figures, s sums) { f.Shortfall -= s.Total },
 	stock.LedgerSoldShort:      func(f *Figures, s sums) { f.SoldShort -= s.Short },
 	stock.LedgerRepair:         func(f *Figures, s sums) { f.Repairs += s.Movements },

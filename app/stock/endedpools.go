@@ -210,39 +210,40 @@ type landing struct {
 	campaign  string // the campaign's status, when ended
 }
 
-// lockLanding locks, in the global order, the rows a step of transfer t
-// changes (its pool at each of locations) and, for a campaign's pool, main
-// at land, where the step's units land; then reads whether the campaign
-// has ended (after the locks: see refuseEnded). Once it has, main's row at
-// land is made if it has none, and give hands what the step landed to it.
-// For a transfer of main it does nothing: the step locks its rows itself.
-func lockLanding(ctx context.Context, q *db.Queries, t db.Transfer, land string, locations ...string) (landing, error) {
-	l := landing{sku: t.Sku, pool: t.Pool, location: land}
-	if t.Pool == MainPool {
+// lockLanding locks, in the global order, the rows a step of a transfer
+// or an inbound notice (what names it) changes (sku's pool at each of
+// locations) and, for a campaign's pool, main at land, where the step's
+// units land; then reads whether the campaign has ended (after the locks:
+// see refuseEnded). Once it has, main's row at land is made if it has
+// none, and give hands what the step landed to it. For main it does
+// nothing: the step locks its rows itself.
+func lockLanding(ctx context.Context, q *db.Queries, sku, pool, what, land string, locations ...string) (landing, error) {
+	l := landing{sku: sku, pool: pool, location: land}
+	if pool == MainPool {
 		return l, nil
 	}
 	// A campaign that has ended stays so: main's row is made before any
 	// row is locked, so that making it waits, if at all, while this
 	// transaction holds no stock row (see LockGiveBackTx). An end that
 	// commits between this read and the lock is seen below.
-	if ended, err := q.CampaignsEnded(ctx, []string{t.Pool}); err != nil {
-		return l, fmt.Errorf("read campaign %s: %w", t.Pool, err)
+	if ended, err := q.CampaignsEnded(ctx, []string{pool}); err != nil {
+		return l, fmt.Errorf("read campaign %s: %w", pool, err)
 	} else if len(ended) > 0 {
-		if _, err := q.StockCreate(ctx, t.Sku, land, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return l, fmt.Errorf("create %s/%s/%s: %w", t.Sku, land, MainPool, err)
+		if _, err := q.StockCreate(ctx, sku, land, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return l, fmt.Errorf("create %s/%s/%s: %w", sku, land, MainPool, err)
 		}
 	}
-	skus, locs, pools := []string{t.Sku}, []string{land}, []string{MainPool}
+	skus, locs, pools := []string{sku}, []string{land}, []string{MainPool}
 	for _, loc := range locations {
-		skus, locs, pools = append(skus, t.Sku), append(locs, loc), append(pools, t.Pool)
+		skus, locs, pools = append(skus, sku), append(locs, loc), append(pools, pool)
 	}
 	rows, err := q.StockLockForAdjust(ctx, skus, locs, pools)
 	if err != nil {
-		return l, fmt.Errorf("lock the rows of transfer %s: %w", t.ID, err)
+		return l, fmt.Errorf("lock the rows of %s: %w", what, err)
 	}
-	ended, err := q.CampaignsEnded(ctx, []string{t.Pool})
+	ended, err := q.CampaignsEnded(ctx, []string{pool})
 	if err != nil {
-		return l, fmt.Errorf("read campaign %s: %w", t.Pool, err)
+		return l, fmt.Errorf("read campaign %s: %w", pool, err)
 	}
 	if len(ended) == 0 {
 		return l, nil
@@ -253,8 +254,8 @@ func lockLanding(ctx context.Context, q *db.Queries, t db.Transfer, land string,
 			return l, nil
 		}
 	}
-	if _, err := q.StockCreate(ctx, t.Sku, land, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return l, fmt.Errorf("create %s/%s/%s: %w", t.Sku, land, MainPool, err)
+	if _, err := q.StockCreate(ctx, sku, land, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return l, fmt.Errorf("create %s/%s/%s: %w", sku, land, MainPool, err)
 	}
 	return l, nil
 }

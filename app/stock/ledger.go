@@ -22,6 +22,12 @@ const (
 	LedgerTransferIn     LedgerKind = "transfer_in"
 	LedgerReceive        LedgerKind = "receive"
 	LedgerTransferCancel LedgerKind = "transfer_cancel"
+	// Supplier inbound: expected (incoming), received (into available),
+	// written off at a close, taken back by a cancel.
+	LedgerInbound        LedgerKind = "inbound"
+	LedgerInboundReceive LedgerKind = "inbound_receive"
+	LedgerInboundShort   LedgerKind = "inbound_short"
+	LedgerInboundCancel  LedgerKind = "inbound_cancel"
 	// Holds: taken, sold, handed back.
 	LedgerReserve        LedgerKind = "reserve"
 	LedgerConfirm        LedgerKind = "confirm"
@@ -39,6 +45,7 @@ const (
 var LedgerKinds = []LedgerKind{
 	LedgerStockIn, LedgerAdjust, LedgerMove, LedgerLoss, LedgerCount, LedgerRepair, LedgerPause, LedgerResume,
 	LedgerTransfer, LedgerTransferOut, LedgerTransferIn, LedgerReceive, LedgerTransferCancel,
+	LedgerInbound, LedgerInboundReceive, LedgerInboundShort, LedgerInboundCancel,
 	LedgerReserve, LedgerConfirm, LedgerRelease, LedgerReleasePartial, LedgerExpire, LedgerRollback,
 	LedgerShortfall, LedgerSoldShort,
 }

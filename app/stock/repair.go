@@ -83,8 +83,9 @@ type Books struct {
 	// and confirmed holds: what reserved and sold should be.
 	LinesHeld      int64 `json:"lines_held"`
 	LinesConfirmed int64 `json:"lines_confirmed"`
-	// InTransit is what the transfers in transit to it have not yet
-	// delivered or written off: what incoming must be.
+	// InTransit is what the transfers in transit to it and the open
+	// inbound lines at it have not yet delivered or written off: what
+	// incoming must be.
 	InTransit int64 `json:"in_transit"`
 	// Units, for a pool of units with an identity, are its units by
 	// status: what available, reserved and sold must be.
@@ -462,11 +463,17 @@ func planRepair(ctx context.Context, q *db.Queries, r RepairRequest) (Repaired, 
 	if err != nil {
 		return Repaired{}, row, err
 	}
+	// The open inbound lines at the row are expected too.
+	inbound, err := q.InboundOutstandingAt(ctx, r.SKU, r.Location, r.Pool)
+	if err != nil {
+		return Repaired{}, row, fmt.Errorf("sum the inbound lines open at %s/%s/%s: %w", r.SKU, r.Location, r.Pool, err)
+	}
+	inTransit += inbound
 	out.Transfers = restored
 	if out.After.Incoming != inTransit {
 		return Repaired{}, row, &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Location: r.Location, Extra: books.problem(),
 			Detail: fmt.Sprintf("a repair of %s (pool %s) at %s to the %s would leave incoming %d, but its transfers in transit carry %d "+
-				"by their own ledger rows: repair to the %s instead, or find what changed them",
+				"by their own ledger rows (and the open inbound lines at it): repair to the %s instead, or find what changed them",
 				r.SKU, r.Pool, r.Location, r.To, out.After.Incoming, inTransit, otherSide(r.To))}
 	}
 	if !r.DryRun && r.ExpectedDifference != nil && *r.ExpectedDifference != out.Difference {

@@ -268,7 +268,7 @@ func receiveTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error
 			Detail: fmt.Sprintf("transfer %s has %d in transit (%d sent, %d received, %d lost), %d to receive: it cannot receive more than it carries",
 				t.ID, left, t.Quantity, t.Received, t.Lost, st.Quantity)}
 	}
-	land, err := lockLanding(ctx, q, t, t.ToLocation, t.ToLocation)
+	land, err := lockLanding(ctx, q, t.Sku, t.Pool, "transfer "+t.ID.String(), t.ToLocation, t.ToLocation)
 	if err != nil {
 		return Transfer{}, err
 	}
@@ -375,7 +375,7 @@ func cancelTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error)
 			Extra:  map[string]any{"transfer_id": t.ID, "received": t.Received},
 			Detail: fmt.Sprintf("transfer %s received %d already: close it instead (what never arrived is written off)", t.ID, t.Received)}
 	}
-	land, err := lockLanding(ctx, q, t, t.FromLocation, t.FromLocation, t.ToLocation)
+	land, err := lockLanding(ctx, q, t.Sku, t.Pool, "transfer "+t.ID.String(), t.FromLocation, t.FromLocation, t.ToLocation)
 	if err != nil {
 		return Transfer{}, err
 	}
@@ -408,26 +408,34 @@ func cancelTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error)
 }
 
 // transitAgrees refuses to move transfer t while its destination's
-// incoming (row, locked) is not what the transfers in transit to it carry:
-// a row or a transfer changed by hand, which reconciliation reports as
-// incoming_vs_transfers. The answer is 409 books_unbalanced naming both
-// and the difference, rather than a move that would take incoming below
-// zero or leave it wrong; a repair of the row (which restores its
-// transfers from their ledger rows) comes first.
+// incoming (row, locked) is not what the transfers in transit to it and
+// the open inbound lines at it carry (incomingAgrees).
 func transitAgrees(ctx context.Context, q *db.Queries, t db.Transfer, row db.Stock) error {
-	inTransit, err := q.TransfersInTransitTo(ctx, t.Sku, t.ToLocation, t.Pool)
+	return incomingAgrees(ctx, q, row, "transfer_id", t.ID, "transfer")
+}
+
+// incomingAgrees refuses to move a transfer or an inbound notice (what,
+// named by key and id) while the incoming of a row it moves (row, locked)
+// is not what the transfers in transit to it and the open inbound lines at
+// it carry: a row, a transfer or a notice changed by hand, which
+// reconciliation reports as incoming_vs_transfers. The answer is 409
+// books_unbalanced naming both and the difference, rather than a move
+// that would take incoming below zero or leave it wrong; a repair of the
+// row (which restores its transfers from their ledger rows) comes first.
+func incomingAgrees(ctx context.Context, q *db.Queries, row db.Stock, key string, id uuid.UUID, what string) error {
+	inTransit, err := q.IncomingExpectedAt(ctx, row.Sku, row.Location, row.Pool)
 	if err != nil {
-		return fmt.Errorf("sum the transfers in transit to %s/%s/%s: %w", t.Sku, t.ToLocation, t.Pool, err)
+		return fmt.Errorf("sum what is expected at %s/%s/%s: %w", row.Sku, row.Location, row.Pool, err)
 	}
 	if row.Incoming == inTransit {
 		return nil
 	}
-	return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: t.Sku, Pool: t.Pool, Location: t.ToLocation,
-		Extra: map[string]any{"transfer_id": t.ID, "incoming": row.Incoming, "in_transit": inTransit, "difference": row.Incoming - inTransit},
-		Detail: fmt.Sprintf("SKU %q (pool %s) at %s has %d incoming, but the transfers in transit to it carry %d (incoming minus in transit: %+d): "+
-			"its books disagree, so transfer %s is not moved. Repair them first (POST /v1/skus/%s/repair with \"location\": %q, "+
+	return &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: row.Sku, Pool: row.Pool, Location: row.Location,
+		Extra: map[string]any{key: id, "incoming": row.Incoming, "in_transit": inTransit, "difference": row.Incoming - inTransit},
+		Detail: fmt.Sprintf("SKU %q (pool %s) at %s has %d incoming, but the transfers in transit to it and the open inbound lines at it carry %d "+
+			"(incoming minus in transit: %+d): its books disagree, so %s %s is not moved. Repair them first (POST /v1/skus/%s/repair with \"location\": %q, "+
 			"preview with dry_run: a repair to the ledger also restores the transfers from their ledger rows)",
-			t.Sku, t.Pool, t.ToLocation, row.Incoming, inTransit, row.Incoming-inTransit, t.ID, t.Sku, t.ToLocation)}
+			row.Sku, row.Pool, row.Location, row.Incoming, inTransit, row.Incoming-inTransit, what, id, row.Sku, row.Location)}
 }
 
 // lockTransfer locks a transfer that is in transit.

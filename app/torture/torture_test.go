@@ -67,6 +67,9 @@ import (
 //     (mostly the same front-row seats), by count and together, then
 //     confirm, release, give one seat back or let the hold expire, while
 //     rows are added and seats retired now and then;
+//   - a supplier's inbound notices (inbound_test.go): lines incoming at
+//     a location, received in parts, closed short, received whole or
+//     cancelled, racing every hold and stock path on the same rows;
 //   - stock in several places (locations_test.go): lines named to a
 //     location, split, or allocated by priority; a sales channel's key
 //     bound to one location; transfers received whole, in part and
@@ -174,6 +177,7 @@ func TestTorture(t *testing.T) {
 		{"north shopper", 2, tr.northShopper},
 		{"logistician", 2, tr.logistician},
 		{"deactivator", 1, tr.deactivator},
+		{"supplier", 1, tr.supplier},
 		{"breaker", 1, tr.breaker},
 		{"seat later", 1, tr.seatLater},
 		{"unit racer", 1, tr.unitRacer},
@@ -213,11 +217,13 @@ running:
 	tr.checkRollbackCutoffs(t)
 	tr.checkStopSale(t)
 	tr.checkLocations(t)
+	tr.checkInbound(t)
 	tr.checkSeams(t)
 	tr.finalReconciliation(t)
 	dbtest.RequireInvariants(t, tr.pool)
 	tr.report(t)
 	tr.reportLocations(t)
+	tr.reportInbound(t)
 	tr.reportSeams(t, duration)
 	tr.reportShortfall(t)
 }
@@ -268,6 +274,8 @@ type torture struct {
 	where     map[uuid.UUID]where
 	transfers map[uuid.UUID]transfer
 	inactive  map[string][][2]time.Time
+	// inbound are the acknowledged supplier notices (inbound_test.go).
+	inbound map[uuid.UUID]inboundNote
 	// The pairs of features the scenes combine, and what they saw
 	// (seams_test.go).
 	seams *seams
@@ -338,7 +346,7 @@ func start(t *testing.T, seed uint64) *torture {
 		outcomes: map[string]int{}, holds: map[uuid.UUID]bool{}, confirmed: map[uuid.UUID]bool{},
 		ended: map[uuid.UUID]string{}, partials: map[uuid.UUID]int{}, imports: map[string]int{},
 		where: map[uuid.UUID]where{}, transfers: map[uuid.UUID]transfer{}, inactive: map[string][][2]time.Time{},
-		seams: newSeams(seed), ran: map[string]bool{},
+		inbound: map[uuid.UUID]inboundNote{}, seams: newSeams(seed), ran: map[string]bool{},
 	}
 }
 

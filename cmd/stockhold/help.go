@@ -35,6 +35,8 @@ commands:
                      where stock is: warehouses, stores, with their priority and totals
   transfer create|receive|close|cancel|list
                      stock on its way from one location to another
+  inbound create|receive|close|cancel|list
+                     stock expected from suppliers at a location, by the day it is due
   count              preview, or with --apply record, a stock count and its difference
   webhook-listen     a webhook receiver for trying stockhold: verifies signatures, prints events
   config             every setting: its value, its default and what it does (secrets masked)
@@ -208,6 +210,43 @@ stockhold transfer list --status in_transit`,
 		synopsis: "transfer list [--status S]",
 		about:    "Lists transfers, oldest first, with how long each has been on its way.",
 		example:  "stockhold transfer list --status in_transit",
+	},
+	"inbound": {
+		synopsis: "inbound create|receive|close|cancel|list [flags]",
+		about: `Stock expected from a supplier: a purchase order or shipment notice at a location, due on a
+day, with lines of SKU, pool and quantity. create shows each line as incoming there; receive
+moves some of one line into available; close writes off what never came (ledger kind
+inbound_short, each line's short); cancel, before any receipt, takes the incoming back.
+list shows them by the day they are expected, the late first. Each step is in the ledger
+with who and why.`,
+		example: `stockhold inbound create --supplier-ref PO-1 --location paris --expected 2030-01-15 --line A1=10 --operator alice
+stockhold inbound list --status open`,
+		group: []string{"create", "receive", "close", "cancel", "list"},
+	},
+	"inbound create": {
+		synopsis: "inbound create --supplier-ref REF [--location L] --expected YYYY-MM-DD --line SKU[:POOL]=N ... --operator O [--reason R]",
+		about:    "Records a notice; prints it, each line, and on the last line its id.",
+		example:  "stockhold inbound create --supplier-ref PO-1 --location paris --expected 2030-01-15 --line A1=10 --line B2=4 --operator alice",
+	},
+	"inbound receive": {
+		synopsis: "inbound receive ID --sku S [--pool P] --quantity N --operator O [--reason R]",
+		about:    "Records N units of one line arrived (partial receipts allowed); more than the line still expects is refused.",
+		example:  "stockhold inbound receive 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10 --sku A1 --quantity 6 --operator bob",
+	},
+	"inbound close": {
+		synopsis: "inbound close ID --operator O --reason R",
+		about:    "Ends the notice: what its lines never received is written off incoming and recorded as their short.",
+		example:  "stockhold inbound close 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10 --operator bob --reason \"supplier out of stock\"",
+	},
+	"inbound cancel": {
+		synopsis: "inbound cancel ID --operator O --reason R",
+		about:    "Takes the notice's incoming back; refused once any of it was received.",
+		example:  "stockhold inbound cancel 0195f0c4-1c1e-7c7e-9a4e-3c0f7f1f2a10 --operator bob --reason \"order withdrawn\"",
+	},
+	"inbound list": {
+		synopsis: "inbound list [--status S]",
+		about:    "Lists notices by the day they are expected, the late first, with their units ordered, received and still expected.",
+		example:  "stockhold inbound list --status open",
 	},
 	"count": {
 		synopsis: "count --sku S [--location L] [--pool P] --counted N --operator O --reason R [--force] [--apply]",

@@ -162,19 +162,9 @@ func transferCmd(ctx context.Context, args []string, getenv func(string) string,
 		fs.StringVar(&step.Actor, "operator", "", "who, for the record (required)")
 		fs.StringVar(&step.Reason, "reason", "", "why, for the record (required, except for a receipt)")
 	}
-	rest := args[1:]
-	if sub == "receive" || sub == "close" || sub == "cancel" {
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			if err := parseFlags(fs, rest, stdout); err != nil {
-				return err
-			}
-			return fmt.Errorf("%w: transfer %s takes the transfer's id first", errUsage, sub)
-		}
-		id, err := uuid.Parse(rest[0])
-		if err != nil {
-			return fmt.Errorf("%w: %q is not a transfer id (a UUID)", errUsage, rest[0])
-		}
-		step.ID, rest = id, rest[1:]
+	rest, err := stepID(fs, "transfer", sub, args[1:], &step.ID, stdout)
+	if err != nil {
+		return err
 	}
 	if err := parseFlags(fs, rest, stdout); err != nil {
 		return err
@@ -212,6 +202,27 @@ func transferCmd(ctx context.Context, args []string, getenv func(string) string,
 			t.ID, t.Quantity, t.SKU, t.Pool, t.From, t.To, t.Status, t.Received, t.Lost, t.InTransit, t.ID)
 		return nil
 	})
+}
+
+// stepID reads the id a step (receive, close, cancel) of a transfer or an
+// inbound notice (what) takes first, into id, and returns the arguments
+// after it; any other subcommand takes none.
+func stepID(fs *flag.FlagSet, what, sub string, rest []string, id *uuid.UUID, stdout io.Writer) ([]string, error) {
+	if sub != "receive" && sub != "close" && sub != "cancel" {
+		return rest, nil
+	}
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		if err := parseFlags(fs, rest, stdout); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s %s takes the %s's id first", errUsage, what, sub, what)
+	}
+	v, err := uuid.Parse(rest[0])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q is not %s id (a UUID)", errUsage, rest[0], map[string]string{"transfer": "a transfer", "inbound": "an inbound"}[what])
+	}
+	*id = v
+	return rest[1:], nil
 }
 
 func listTransfers(ctx context.Context, inv *inventory.Service, status string, stdout io.Writer) error {

@@ -12,6 +12,7 @@
 //	stockhold stock export [--out FILE]  every stock row as CSV
 //	stockhold locations list|create|update            where stock is
 //	stockhold transfer create|receive|close|cancel|list  stock between locations
+//	stockhold inbound create|receive|close|cancel|list   stock expected from suppliers
 //	stockhold count --sku S --counted N ... [--apply]  a stock count
 //	stockhold webhook-listen --secret S  a webhook receiver that verifies signatures
 //	stockhold config                     every setting: value, default, meaning
@@ -89,6 +90,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = locationsCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "transfer":
 		err = transferCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "inbound":
+		err = inboundCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "count":
 		err = countCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "webhook-listen":

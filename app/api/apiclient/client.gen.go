@@ -240,6 +240,10 @@ const (
 	EventTypeHoldCreated       EventType = "hold.created"
 	EventTypeHoldExpired       EventType = "hold.expired"
 	EventTypeHoldReleased      EventType = "hold.released"
+	EventTypeInboundCancelled  EventType = "inbound.cancelled"
+	EventTypeInboundClosed     EventType = "inbound.closed"
+	EventTypeInboundCreated    EventType = "inbound.created"
+	EventTypeInboundReceived   EventType = "inbound.received"
 	EventTypeStockChanged      EventType = "stock.changed"
 	EventTypeStockLow          EventType = "stock.low"
 	EventTypeStockPaused       EventType = "stock.paused"
@@ -261,6 +265,14 @@ func (e EventType) Valid() bool {
 	case EventTypeHoldExpired:
 		return true
 	case EventTypeHoldReleased:
+		return true
+	case EventTypeInboundCancelled:
+		return true
+	case EventTypeInboundClosed:
+		return true
+	case EventTypeInboundCreated:
+		return true
+	case EventTypeInboundReceived:
 		return true
 	case EventTypeStockChanged:
 		return true
@@ -324,6 +336,30 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for InboundStatus.
+const (
+	InboundStatusCancelled InboundStatus = "cancelled"
+	InboundStatusClosed    InboundStatus = "closed"
+	InboundStatusOpen      InboundStatus = "open"
+	InboundStatusReceived  InboundStatus = "received"
+)
+
+// Valid indicates whether the value is a known member of the InboundStatus enum.
+func (e InboundStatus) Valid() bool {
+	switch e {
+	case InboundStatusCancelled:
+		return true
+	case InboundStatusClosed:
+		return true
+	case InboundStatusOpen:
+		return true
+	case InboundStatusReceived:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MoveRequestFrom.
 const (
 	MoveRequestFromAvailable      MoveRequestFrom = "available"
@@ -381,6 +417,10 @@ const (
 	MovementKindConfirm        MovementKind = "confirm"
 	MovementKindCount          MovementKind = "count"
 	MovementKindExpire         MovementKind = "expire"
+	MovementKindInbound        MovementKind = "inbound"
+	MovementKindInboundCancel  MovementKind = "inbound_cancel"
+	MovementKindInboundReceive MovementKind = "inbound_receive"
+	MovementKindInboundShort   MovementKind = "inbound_short"
 	MovementKindLoss           MovementKind = "loss"
 	MovementKindMove           MovementKind = "move"
 	MovementKindPause          MovementKind = "pause"
@@ -410,6 +450,14 @@ func (e MovementKind) Valid() bool {
 	case MovementKindCount:
 		return true
 	case MovementKindExpire:
+		return true
+	case MovementKindInbound:
+		return true
+	case MovementKindInboundCancel:
+		return true
+	case MovementKindInboundReceive:
+		return true
+	case MovementKindInboundShort:
 		return true
 	case MovementKindLoss:
 		return true
@@ -481,6 +529,8 @@ const (
 	ProblemCodeIdempotencyKeyInvalid      ProblemCode = "idempotency_key_invalid"
 	ProblemCodeIdempotencyKeyMissing      ProblemCode = "idempotency_key_missing"
 	ProblemCodeIdempotencyKeyReused       ProblemCode = "idempotency_key_reused"
+	ProblemCodeInboundNotOpen             ProblemCode = "inbound_not_open"
+	ProblemCodeInboundPartlyReceived      ProblemCode = "inbound_partly_received"
 	ProblemCodeInsufficientAvailable      ProblemCode = "insufficient_available"
 	ProblemCodeInsufficientDamaged        ProblemCode = "insufficient_damaged"
 	ProblemCodeInsufficientIncoming       ProblemCode = "insufficient_incoming"
@@ -539,6 +589,10 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeIdempotencyKeyMissing:
 		return true
 	case ProblemCodeIdempotencyKeyReused:
+		return true
+	case ProblemCodeInboundNotOpen:
+		return true
+	case ProblemCodeInboundPartlyReceived:
 		return true
 	case ProblemCodeInsufficientAvailable:
 		return true
@@ -3168,6 +3222,1254 @@ func (e ListEvents503ApplicationProblemPlusJSONResponseBodyReservationStatus) Va
 	case ListEvents503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
 		return true
 	case ListEvents503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInboundParamsStatus.
+const (
+	ListInboundParamsStatusCancelled ListInboundParamsStatus = "cancelled"
+	ListInboundParamsStatusClosed    ListInboundParamsStatus = "closed"
+	ListInboundParamsStatusOpen      ListInboundParamsStatus = "open"
+	ListInboundParamsStatusReceived  ListInboundParamsStatus = "received"
+)
+
+// Valid indicates whether the value is a known member of the ListInboundParamsStatus enum.
+func (e ListInboundParamsStatus) Valid() bool {
+	switch e {
+	case ListInboundParamsStatusCancelled:
+		return true
+	case ListInboundParamsStatusClosed:
+		return true
+	case ListInboundParamsStatusOpen:
+		return true
+	case ListInboundParamsStatusReceived:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus.
+const (
+	ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "confirmed"
+	ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired   ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "expired"
+	ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld      ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "held"
+	ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased  ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus enum.
+func (e ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus) Valid() bool {
+	switch e {
+	case ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusConfirmed:
+		return true
+	case ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusExpired:
+		return true
+	case ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusHeld:
+		return true
+	case ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatusReleased:
 		return true
 	default:
 		return false
@@ -12302,6 +13604,101 @@ type HotSKU struct {
 	Sku   string `json:"sku"`
 }
 
+// Inbound defines model for Inbound.
+type Inbound struct {
+	Actor     string    `json:"actor"`
+	ActorKey  *string   `json:"actor_key"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpectedOn The day it is expected (YYYY-MM-DD).
+	ExpectedOn   openapi_types.Date `json:"expected_on"`
+	FinishReason *string            `json:"finish_reason"`
+	FinishedAt   *time.Time         `json:"finished_at"`
+	FinishedBy   *string            `json:"finished_by"`
+	Id           openapi_types.UUID `json:"id"`
+
+	// Late True while it is open past the day it was expected.
+	Late bool `json:"late"`
+
+	// Lines In (sku, pool) order.
+	Lines []InboundLine `json:"lines"`
+
+	// Location Where it arrives.
+	Location string        `json:"location"`
+	Reason   string        `json:"reason"`
+	Status   InboundStatus `json:"status"`
+
+	// SupplierRef The supplier's reference: a purchase order, a shipment notice.
+	SupplierRef string    `json:"supplier_ref"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// InboundStatus defines model for Inbound.Status.
+type InboundStatus string
+
+// InboundLine defines model for InboundLine.
+type InboundLine struct {
+	// Outstanding quantity - received - short while the notice is open (incoming at its stock row); 0 once it ended.
+	Outstanding int64  `json:"outstanding"`
+	Pool        string `json:"pool"`
+
+	// Quantity Ordered.
+	Quantity int64 `json:"quantity"`
+
+	// Received Arrived so far (into `available` at the notice's location).
+	Received int64 `json:"received"`
+
+	// Short Written off by the close: ordered, never received.
+	Short int64  `json:"short"`
+	Sku   string `json:"sku"`
+}
+
+// InboundList defines model for InboundList.
+type InboundList struct {
+	Inbound []Inbound `json:"inbound"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// InboundReceiveRequest Examples: {"quantity":6,"reason":"pallet 1 of 2","sku":"A1"}
+type InboundReceiveRequest struct {
+	// Pool The line's pool.
+	Pool *string `json:"pool,omitempty"`
+
+	// Quantity The units of the line that arrived (partial receipts allowed; more than the line still expects is 409 `insufficient_incoming`).
+	Quantity int64   `json:"quantity"`
+	Reason   *string `json:"reason,omitempty"`
+
+	// Sku The SKU of the line that arrived.
+	Sku string `json:"sku"`
+}
+
+// InboundRequest Examples: {"expected_on":"2030-01-15","lines":[{"quantity":10,"sku":"A1"},{"quantity":4,"sku":"B2"}],"location":"paris","supplier_ref":"PO-1042"}
+type InboundRequest struct {
+	// ExpectedOn The day it is expected, YYYY-MM-DD: today (UTC) or later; a day in the past is 422.
+	ExpectedOn openapi_types.Date `json:"expected_on"`
+
+	// Lines One line per (sku, pool); each `quantity` becomes `incoming` at its stock row.
+	Lines []struct {
+		// Pool Another pool must have a stock row at the location, and not be the pool of a campaign that has ended.
+		Pool     *string `json:"pool,omitempty"`
+		Quantity int64   `json:"quantity"`
+
+		// Sku The SKU expected; a line of `main` makes its stock row if it has none.
+		Sku string `json:"sku"`
+	} `json:"lines"`
+
+	// Location Where it arrives: a location that exists and is active.
+	Location *string `json:"location,omitempty"`
+
+	// Reason Why, for the record (default: `expected from <supplier_ref>`).
+	Reason *string `json:"reason,omitempty"`
+
+	// SupplierRef The supplier's reference (a purchase order, a shipment notice).
+	SupplierRef string `json:"supplier_ref"`
+}
+
 // LedgerPage defines model for LedgerPage.
 type LedgerPage struct {
 	// Movements Newest first.
@@ -12805,6 +14202,18 @@ type ReportCampaign struct {
 	// Held Units holds reserved (ledger kind `reserve`).
 	Held int64 `json:"held"`
 
+	// InboundCancelled Units cancels of inbound notices took back from incoming (`inbound_cancel`).
+	InboundCancelled int64 `json:"inbound_cancelled"`
+
+	// InboundExpected Units supplier inbound notices added to incoming (`inbound`).
+	InboundExpected int64 `json:"inbound_expected"`
+
+	// InboundReceived Units that arrived from supplier inbound notices (`inbound_receive`: into total).
+	InboundReceived int64 `json:"inbound_received"`
+
+	// InboundShort Units closes of inbound notices wrote off incoming, never received (`inbound_short`).
+	InboundShort int64 `json:"inbound_short"`
+
 	// LostInTransit Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
 	LostInTransit int64 `json:"lost_in_transit"`
 
@@ -12876,6 +14285,18 @@ type ReportFigures struct {
 
 	// Held Units holds reserved (ledger kind `reserve`).
 	Held int64 `json:"held"`
+
+	// InboundCancelled Units cancels of inbound notices took back from incoming (`inbound_cancel`).
+	InboundCancelled int64 `json:"inbound_cancelled"`
+
+	// InboundExpected Units supplier inbound notices added to incoming (`inbound`).
+	InboundExpected int64 `json:"inbound_expected"`
+
+	// InboundReceived Units that arrived from supplier inbound notices (`inbound_receive`: into total).
+	InboundReceived int64 `json:"inbound_received"`
+
+	// InboundShort Units closes of inbound notices wrote off incoming, never received (`inbound_short`).
+	InboundShort int64 `json:"inbound_short"`
 
 	// LostInTransit Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
 	LostInTransit int64 `json:"lost_in_transit"`
@@ -12977,8 +14398,20 @@ type ReportLocation struct {
 	Expired int64 `json:"expired"`
 
 	// Held Units holds reserved (ledger kind `reserve`).
-	Held     int64  `json:"held"`
-	Location string `json:"location"`
+	Held int64 `json:"held"`
+
+	// InboundCancelled Units cancels of inbound notices took back from incoming (`inbound_cancel`).
+	InboundCancelled int64 `json:"inbound_cancelled"`
+
+	// InboundExpected Units supplier inbound notices added to incoming (`inbound`).
+	InboundExpected int64 `json:"inbound_expected"`
+
+	// InboundReceived Units that arrived from supplier inbound notices (`inbound_receive`: into total).
+	InboundReceived int64 `json:"inbound_received"`
+
+	// InboundShort Units closes of inbound notices wrote off incoming, never received (`inbound_short`).
+	InboundShort int64  `json:"inbound_short"`
+	Location     string `json:"location"`
 
 	// LostInTransit Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
 	LostInTransit int64 `json:"lost_in_transit"`
@@ -13050,8 +14483,20 @@ type ReportPool struct {
 	Expired int64 `json:"expired"`
 
 	// Held Units holds reserved (ledger kind `reserve`).
-	Held     int64  `json:"held"`
-	Location string `json:"location"`
+	Held int64 `json:"held"`
+
+	// InboundCancelled Units cancels of inbound notices took back from incoming (`inbound_cancel`).
+	InboundCancelled int64 `json:"inbound_cancelled"`
+
+	// InboundExpected Units supplier inbound notices added to incoming (`inbound`).
+	InboundExpected int64 `json:"inbound_expected"`
+
+	// InboundReceived Units that arrived from supplier inbound notices (`inbound_receive`: into total).
+	InboundReceived int64 `json:"inbound_received"`
+
+	// InboundShort Units closes of inbound notices wrote off incoming, never received (`inbound_short`).
+	InboundShort int64  `json:"inbound_short"`
+	Location     string `json:"location"`
 
 	// LostInTransit Units closed transfers wrote off of incoming at their destination (`loss` of incoming).
 	LostInTransit int64 `json:"lost_in_transit"`
@@ -16158,6 +17603,1263 @@ type ListEvents429ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // ListEvents503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListEvents.
 type ListEvents503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListInboundParams defines parameters for ListInbound.
+type ListInboundParams struct {
+	Status   *ListInboundParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Location *string                  `form:"location,omitempty" json:"location,omitempty"`
+	Sku      *string                  `form:"sku,omitempty" json:"sku,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; absent or empty: the first page. A cursor is opaque: pass back what a page gave.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1-1,000 (default 100); outside: 422.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListInboundParamsStatus defines parameters for ListInbound.
+type ListInboundParamsStatus string
+
+// ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListInbound.
+type ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListInbound400ApplicationProblemPlusJSONResponseBody defines parameters for ListInbound.
+type ListInbound400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListInbound.
+type ListInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListInbound.
+type ListInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListInbound.
+type ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListInbound422ApplicationProblemPlusJSONResponseBody defines parameters for ListInbound.
+type ListInbound422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ListInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListInbound.
+type ListInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ListInbound.
+type ListInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInboundParams defines parameters for CreateInbound.
+type CreateInboundParams struct {
+	// IdempotencyKey 1-255 printable ASCII characters, scoped to the API key's owner. A retry with the same key and body gets the first answer with `Idempotent-Replayed: true`; the same key with another body is 422 `idempotency_key_reused`; missing is 400 `idempotency_key_missing`; empty, too long, not printable ASCII or sent twice is 400 `idempotency_key_invalid` (a value with control characters other than tab is refused earlier by the HTTP server itself, also with a problem+json 400).
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInbound400ApplicationProblemPlusJSONResponseBody defines parameters for CreateInbound.
+type CreateInbound400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CreateInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInbound409ApplicationProblemPlusJSONResponseBody defines parameters for CreateInbound.
+type CreateInbound409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CreateInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInbound422ApplicationProblemPlusJSONResponseBody defines parameters for CreateInbound.
+type CreateInbound422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CreateInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CreateInbound.
+type CreateInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetInbound.
+type GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetInbound400ApplicationProblemPlusJSONResponseBody defines parameters for GetInbound.
+type GetInbound400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *GetInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetInbound.
+type GetInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetInbound.
+type GetInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetInbound.
+type GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetInbound404ApplicationProblemPlusJSONResponseBody defines parameters for GetInbound.
+type GetInbound404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *GetInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetInbound.
+type GetInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for GetInbound.
+type GetInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInboundParams defines parameters for CancelInbound.
+type CancelInboundParams struct {
+	// IdempotencyKey Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound400ApplicationProblemPlusJSONResponseBody defines parameters for CancelInbound.
+type CancelInbound400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CancelInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound404ApplicationProblemPlusJSONResponseBody defines parameters for CancelInbound.
+type CancelInbound404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CancelInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound409ApplicationProblemPlusJSONResponseBody defines parameters for CancelInbound.
+type CancelInbound409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CancelInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound422ApplicationProblemPlusJSONResponseBody defines parameters for CancelInbound.
+type CancelInbound422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CancelInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CancelInbound.
+type CancelInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInboundParams defines parameters for CloseInbound.
+type CloseInboundParams struct {
+	// IdempotencyKey Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound400ApplicationProblemPlusJSONResponseBody defines parameters for CloseInbound.
+type CloseInbound400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CloseInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound404ApplicationProblemPlusJSONResponseBody defines parameters for CloseInbound.
+type CloseInbound404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CloseInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound409ApplicationProblemPlusJSONResponseBody defines parameters for CloseInbound.
+type CloseInbound409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CloseInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound422ApplicationProblemPlusJSONResponseBody defines parameters for CloseInbound.
+type CloseInbound422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *CloseInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for CloseInbound.
+type CloseInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInboundParams defines parameters for ReceiveInbound.
+type ReceiveInboundParams struct {
+	// IdempotencyKey Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound400ApplicationProblemPlusJSONResponseBody defines parameters for ReceiveInbound.
+type ReceiveInbound400ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReceiveInbound400ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound401ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound403ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound404ApplicationProblemPlusJSONResponseBody defines parameters for ReceiveInbound.
+type ReceiveInbound404ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReceiveInbound404ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound409ApplicationProblemPlusJSONResponseBody defines parameters for ReceiveInbound.
+type ReceiveInbound409ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReceiveInbound409ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound413ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound415ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound422ApplicationProblemPlusJSONResponseBody defines parameters for ReceiveInbound.
+type ReceiveInbound422ApplicationProblemPlusJSONResponseBody struct {
+	Code interface{} `json:"code"`
+
+	// Counters `books_unbalanced`: the pool's counters.
+	Counters *Counters `json:"counters,omitempty"`
+
+	// Detail What went wrong with this request, in words.
+	Detail string `json:"detail"`
+
+	// Difference `books_unbalanced`: the counters minus the ledger, per counter.
+	Difference *Counters `json:"difference,omitempty"`
+
+	// Ledger `books_unbalanced`: what the pool's ledger sums to.
+	Ledger *Counters `json:"ledger,omitempty"`
+
+	// Line With a bulk adjustment: the index in `lines` of the line at fault.
+	Line *int `json:"line,omitempty"`
+
+	// Lines `books_unbalanced`: the units on the lines of the pool's held and confirmed holds.
+	Lines *struct {
+		Confirmed *int `json:"confirmed,omitempty"`
+		Held      *int `json:"held,omitempty"`
+	} `json:"lines,omitempty"`
+
+	// Location The location a refusal is about, when it is about one.
+	Location *string `json:"location,omitempty"`
+
+	// Pool The stock pool (`main` or a campaign id) the problem is about, where there is one.
+	Pool *string `json:"pool,omitempty"`
+
+	// ReservationStatus With `reservation_not_held`: the reservation's current status (named so because RFC 9457 reserves `status` for the HTTP status).
+	ReservationStatus *ReceiveInbound422ApplicationProblemPlusJSONResponseBodyReservationStatus `json:"reservation_status,omitempty"`
+
+	// Sku The SKU (the line of a hold) the problem is about, where there is one.
+	Sku *string `json:"sku,omitempty"`
+
+	// State For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`.
+	State *string `json:"state,omitempty"`
+
+	// Status The HTTP status of the answer.
+	Status int `json:"status"`
+
+	// Title Fixed short summary of the code.
+	Title string `json:"title"`
+
+	// Type `/problems/<code>`.
+	//
+	// Examples: /problems/out_of_stock
+	Type string `json:"type"`
+
+	// Units With `unit_unavailable`: the units named that are held, sold, retired, in another pool or unknown.
+	Units                *[]string              `json:"units,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound429ApplicationProblemPlusJSONResponseBodyReservationStatus string
+
+// ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus defines parameters for ReceiveInbound.
+type ReceiveInbound503ApplicationProblemPlusJSONResponseBodyReservationStatus string
 
 // ListLocationsParams defines parameters for ListLocations.
 type ListLocationsParams struct {
@@ -24918,6 +27620,18 @@ type PauseCampaignJSONRequestBody = CampaignSwitchRequest
 
 // ResumeCampaignJSONRequestBody defines body for ResumeCampaign for application/json ContentType.
 type ResumeCampaignJSONRequestBody = CampaignSwitchRequest
+
+// CreateInboundJSONRequestBody defines body for CreateInbound for application/json ContentType.
+type CreateInboundJSONRequestBody = InboundRequest
+
+// CancelInboundJSONRequestBody defines body for CancelInbound for application/json ContentType.
+type CancelInboundJSONRequestBody = TransferEndRequest
+
+// CloseInboundJSONRequestBody defines body for CloseInbound for application/json ContentType.
+type CloseInboundJSONRequestBody = TransferEndRequest
+
+// ReceiveInboundJSONRequestBody defines body for ReceiveInbound for application/json ContentType.
+type ReceiveInboundJSONRequestBody = InboundReceiveRequest
 
 // CreateLocationJSONRequestBody defines body for CreateLocation for application/json ContentType.
 type CreateLocationJSONRequestBody = LocationRequest
@@ -35640,6 +38354,5383 @@ func (a *ListEvents422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []
 
 // Override default JSON handling for ListEvents422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
 func (a ListEvents422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ListInbound400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListInbound400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListInbound400ApplicationProblemPlusJSONResponseBody
+func (a *ListInbound400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListInbound400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListInbound400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ListInbound422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ListInbound422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ListInbound422ApplicationProblemPlusJSONResponseBody
+func (a *ListInbound422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ListInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ListInbound422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ListInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ListInbound422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateInbound400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CreateInbound400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateInbound400ApplicationProblemPlusJSONResponseBody
+func (a *CreateInbound400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CreateInbound400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CreateInbound400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateInbound409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CreateInbound409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateInbound409ApplicationProblemPlusJSONResponseBody
+func (a *CreateInbound409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateInbound409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CreateInbound409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateInbound409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CreateInbound409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CreateInbound422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CreateInbound422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CreateInbound422ApplicationProblemPlusJSONResponseBody
+func (a *CreateInbound422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CreateInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CreateInbound422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CreateInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CreateInbound422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GetInbound400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a GetInbound400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GetInbound400ApplicationProblemPlusJSONResponseBody
+func (a *GetInbound400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GetInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *GetInbound400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GetInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a GetInbound400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GetInbound404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a GetInbound404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GetInbound404ApplicationProblemPlusJSONResponseBody
+func (a *GetInbound404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GetInbound404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *GetInbound404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GetInbound404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a GetInbound404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CancelInbound400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CancelInbound400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CancelInbound400ApplicationProblemPlusJSONResponseBody
+func (a *CancelInbound400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CancelInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CancelInbound400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CancelInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CancelInbound400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CancelInbound404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CancelInbound404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CancelInbound404ApplicationProblemPlusJSONResponseBody
+func (a *CancelInbound404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CancelInbound404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CancelInbound404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CancelInbound404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CancelInbound404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CancelInbound409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CancelInbound409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CancelInbound409ApplicationProblemPlusJSONResponseBody
+func (a *CancelInbound409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CancelInbound409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CancelInbound409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CancelInbound409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CancelInbound409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CancelInbound422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CancelInbound422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CancelInbound422ApplicationProblemPlusJSONResponseBody
+func (a *CancelInbound422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CancelInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CancelInbound422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CancelInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CancelInbound422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CloseInbound400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CloseInbound400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CloseInbound400ApplicationProblemPlusJSONResponseBody
+func (a *CloseInbound400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CloseInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CloseInbound400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CloseInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CloseInbound400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CloseInbound404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CloseInbound404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CloseInbound404ApplicationProblemPlusJSONResponseBody
+func (a *CloseInbound404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CloseInbound404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CloseInbound404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CloseInbound404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CloseInbound404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CloseInbound409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CloseInbound409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CloseInbound409ApplicationProblemPlusJSONResponseBody
+func (a *CloseInbound409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CloseInbound409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CloseInbound409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CloseInbound409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CloseInbound409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for CloseInbound422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a CloseInbound422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for CloseInbound422ApplicationProblemPlusJSONResponseBody
+func (a *CloseInbound422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for CloseInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *CloseInbound422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for CloseInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a CloseInbound422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReceiveInbound400ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReceiveInbound400ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReceiveInbound400ApplicationProblemPlusJSONResponseBody
+func (a *ReceiveInbound400ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReceiveInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReceiveInbound400ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReceiveInbound400ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReceiveInbound400ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReceiveInbound404ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReceiveInbound404ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReceiveInbound404ApplicationProblemPlusJSONResponseBody
+func (a *ReceiveInbound404ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReceiveInbound404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReceiveInbound404ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReceiveInbound404ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReceiveInbound404ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReceiveInbound409ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReceiveInbound409ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReceiveInbound409ApplicationProblemPlusJSONResponseBody
+func (a *ReceiveInbound409ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReceiveInbound409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReceiveInbound409ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReceiveInbound409ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReceiveInbound409ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	if a.Counters != nil {
+		object["counters"], err = json.Marshal(a.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'counters': %w", err)
+		}
+	}
+
+	object["detail"], err = json.Marshal(a.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
+	}
+
+	if a.Difference != nil {
+		object["difference"], err = json.Marshal(a.Difference)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'difference': %w", err)
+		}
+	}
+
+	if a.Ledger != nil {
+		object["ledger"], err = json.Marshal(a.Ledger)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ledger': %w", err)
+		}
+	}
+
+	if a.Line != nil {
+		object["line"], err = json.Marshal(a.Line)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'line': %w", err)
+		}
+	}
+
+	if a.Lines != nil {
+		object["lines"], err = json.Marshal(a.Lines)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'lines': %w", err)
+		}
+	}
+
+	if a.Location != nil {
+		object["location"], err = json.Marshal(a.Location)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'location': %w", err)
+		}
+	}
+
+	if a.Pool != nil {
+		object["pool"], err = json.Marshal(a.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pool': %w", err)
+		}
+	}
+
+	if a.ReservationStatus != nil {
+		object["reservation_status"], err = json.Marshal(a.ReservationStatus)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reservation_status': %w", err)
+		}
+	}
+
+	if a.Sku != nil {
+		object["sku"], err = json.Marshal(a.Sku)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sku': %w", err)
+		}
+	}
+
+	if a.State != nil {
+		object["state"], err = json.Marshal(a.State)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'state': %w", err)
+		}
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	object["title"], err = json.Marshal(a.Title)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'title': %w", err)
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if a.Units != nil {
+		object["units"], err = json.Marshal(a.Units)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'units': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ReceiveInbound422ApplicationProblemPlusJSONResponseBody. Returns the specified
+// element and whether it was found
+func (a ReceiveInbound422ApplicationProblemPlusJSONResponseBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ReceiveInbound422ApplicationProblemPlusJSONResponseBody
+func (a *ReceiveInbound422ApplicationProblemPlusJSONResponseBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ReceiveInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a *ReceiveInbound422ApplicationProblemPlusJSONResponseBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if raw, found := object["counters"]; found {
+		err = json.Unmarshal(raw, &a.Counters)
+		if err != nil {
+			return fmt.Errorf("error reading 'counters': %w", err)
+		}
+		delete(object, "counters")
+	}
+
+	if raw, found := object["detail"]; found {
+		err = json.Unmarshal(raw, &a.Detail)
+		if err != nil {
+			return fmt.Errorf("error reading 'detail': %w", err)
+		}
+		delete(object, "detail")
+	}
+
+	if raw, found := object["difference"]; found {
+		err = json.Unmarshal(raw, &a.Difference)
+		if err != nil {
+			return fmt.Errorf("error reading 'difference': %w", err)
+		}
+		delete(object, "difference")
+	}
+
+	if raw, found := object["ledger"]; found {
+		err = json.Unmarshal(raw, &a.Ledger)
+		if err != nil {
+			return fmt.Errorf("error reading 'ledger': %w", err)
+		}
+		delete(object, "ledger")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["lines"]; found {
+		err = json.Unmarshal(raw, &a.Lines)
+		if err != nil {
+			return fmt.Errorf("error reading 'lines': %w", err)
+		}
+		delete(object, "lines")
+	}
+
+	if raw, found := object["location"]; found {
+		err = json.Unmarshal(raw, &a.Location)
+		if err != nil {
+			return fmt.Errorf("error reading 'location': %w", err)
+		}
+		delete(object, "location")
+	}
+
+	if raw, found := object["pool"]; found {
+		err = json.Unmarshal(raw, &a.Pool)
+		if err != nil {
+			return fmt.Errorf("error reading 'pool': %w", err)
+		}
+		delete(object, "pool")
+	}
+
+	if raw, found := object["reservation_status"]; found {
+		err = json.Unmarshal(raw, &a.ReservationStatus)
+		if err != nil {
+			return fmt.Errorf("error reading 'reservation_status': %w", err)
+		}
+		delete(object, "reservation_status")
+	}
+
+	if raw, found := object["sku"]; found {
+		err = json.Unmarshal(raw, &a.Sku)
+		if err != nil {
+			return fmt.Errorf("error reading 'sku': %w", err)
+		}
+		delete(object, "sku")
+	}
+
+	if raw, found := object["state"]; found {
+		err = json.Unmarshal(raw, &a.State)
+		if err != nil {
+			return fmt.Errorf("error reading 'state': %w", err)
+		}
+		delete(object, "state")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["title"]; found {
+		err = json.Unmarshal(raw, &a.Title)
+		if err != nil {
+			return fmt.Errorf("error reading 'title': %w", err)
+		}
+		delete(object, "title")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["units"]; found {
+		err = json.Unmarshal(raw, &a.Units)
+		if err != nil {
+			return fmt.Errorf("error reading 'units': %w", err)
+		}
+		delete(object, "units")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ReceiveInbound422ApplicationProblemPlusJSONResponseBody to handle AdditionalProperties
+func (a ReceiveInbound422ApplicationProblemPlusJSONResponseBody) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
@@ -74130,6 +82221,112 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListInbound List inbound notices by the day they are expected
+	//
+	// Supplier inbound notices by `expected_on`, the earliest first (with `status=open`: what is due, the late ones first, each marked `late`), with `status`, `location` and `sku` (a SKU on one of its lines) filters. Pages: `cursor` and `limit`, `next_cursor` null at the end.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Corresponds with GET /v1/inbound (the `ListInbound` operationId).
+	ListInbound(ctx context.Context, params *ListInboundParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInboundWithBody Expect stock from a supplier
+	//
+	// Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/inbound (the `CreateInbound` operationId).
+	CreateInboundWithBody(ctx context.Context, params *CreateInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInbound Expect stock from a supplier
+	//
+	// Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/inbound (the `CreateInbound` operationId).
+	CreateInbound(ctx context.Context, params *CreateInboundParams, body CreateInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInbound Get an inbound notice
+	//
+	// One notice with its lines: ordered, received, short and still expected (`outstanding`).
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Corresponds with GET /v1/inbound/{id} (the `GetInbound` operationId).
+	GetInbound(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelInboundWithBody Cancel an inbound notice
+	//
+	// Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/inbound/{id}/cancel (the `CancelInbound` operationId).
+	CancelInboundWithBody(ctx context.Context, id openapi_types.UUID, params *CancelInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelInbound Cancel an inbound notice
+	//
+	// Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/inbound/{id}/cancel (the `CancelInbound` operationId).
+	CancelInbound(ctx context.Context, id openapi_types.UUID, params *CancelInboundParams, body CancelInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CloseInboundWithBody Close an inbound notice short
+	//
+	// Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/inbound/{id}/close (the `CloseInbound` operationId).
+	CloseInboundWithBody(ctx context.Context, id openapi_types.UUID, params *CloseInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CloseInbound Close an inbound notice short
+	//
+	// Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/inbound/{id}/close (the `CloseInbound` operationId).
+	CloseInbound(ctx context.Context, id openapi_types.UUID, params *CloseInboundParams, body CloseInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveInboundWithBody Receive (part of) a line of an inbound notice
+	//
+	// Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/inbound/{id}/receive (the `ReceiveInbound` operationId).
+	ReceiveInboundWithBody(ctx context.Context, id openapi_types.UUID, params *ReceiveInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveInbound Receive (part of) a line of an inbound notice
+	//
+	// Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/inbound/{id}/receive (the `ReceiveInbound` operationId).
+	ReceiveInbound(ctx context.Context, id openapi_types.UUID, params *ReceiveInboundParams, body ReceiveInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListLocations List locations with their totals
 	//
 	// Locations in id order, each with the totals of its stock over every SKU and pool, every state (a sum over the location's stock rows: a scan of them, not for the hot path). Pages: `cursor` and `limit`, `next_cursor` null at the end.
@@ -75366,6 +83563,212 @@ func (c *Client) ResumeCampaign(ctx context.Context, id CampaignID, body ResumeC
 // Corresponds with GET /v1/events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListInbound List inbound notices by the day they are expected
+//
+// Supplier inbound notices by `expected_on`, the earliest first (with `status=open`: what is due, the late ones first, each marked `late`), with `status`, `location` and `sku` (a SKU on one of its lines) filters. Pages: `cursor` and `limit`, `next_cursor` null at the end.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Corresponds with GET /v1/inbound (the `ListInbound` operationId).
+func (c *Client) ListInbound(ctx context.Context, params *ListInboundParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInboundRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInboundWithBody Expect stock from a supplier
+//
+// Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/inbound (the `CreateInbound` operationId).
+func (c *Client) CreateInboundWithBody(ctx context.Context, params *CreateInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInboundRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInbound Expect stock from a supplier
+//
+// Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/inbound (the `CreateInbound` operationId).
+func (c *Client) CreateInbound(ctx context.Context, params *CreateInboundParams, body CreateInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInboundRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInbound Get an inbound notice
+//
+// One notice with its lines: ordered, received, short and still expected (`outstanding`).
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Corresponds with GET /v1/inbound/{id} (the `GetInbound` operationId).
+func (c *Client) GetInbound(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInboundRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelInboundWithBody Cancel an inbound notice
+//
+// Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/inbound/{id}/cancel (the `CancelInbound` operationId).
+func (c *Client) CancelInboundWithBody(ctx context.Context, id openapi_types.UUID, params *CancelInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelInboundRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelInbound Cancel an inbound notice
+//
+// Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/inbound/{id}/cancel (the `CancelInbound` operationId).
+func (c *Client) CancelInbound(ctx context.Context, id openapi_types.UUID, params *CancelInboundParams, body CancelInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelInboundRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CloseInboundWithBody Close an inbound notice short
+//
+// Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/inbound/{id}/close (the `CloseInbound` operationId).
+func (c *Client) CloseInboundWithBody(ctx context.Context, id openapi_types.UUID, params *CloseInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCloseInboundRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CloseInbound Close an inbound notice short
+//
+// Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/inbound/{id}/close (the `CloseInbound` operationId).
+func (c *Client) CloseInbound(ctx context.Context, id openapi_types.UUID, params *CloseInboundParams, body CloseInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCloseInboundRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveInboundWithBody Receive (part of) a line of an inbound notice
+//
+// Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/inbound/{id}/receive (the `ReceiveInbound` operationId).
+func (c *Client) ReceiveInboundWithBody(ctx context.Context, id openapi_types.UUID, params *ReceiveInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveInboundRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveInbound Receive (part of) a line of an inbound notice
+//
+// Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/inbound/{id}/receive (the `ReceiveInbound` operationId).
+func (c *Client) ReceiveInbound(ctx context.Context, id openapi_types.UUID, params *ReceiveInboundParams, body ReceiveInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveInboundRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -77579,6 +85982,381 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListInboundRequest constructs an http.Request for the ListInbound method
+func NewListInboundRequest(server string, params *ListInboundParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbound")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Location != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "location", *params.Location, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sku != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sku", *params.Sku, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateInboundRequest calls the generic CreateInbound builder with application/json body
+func NewCreateInboundRequest(server string, params *CreateInboundParams, body CreateInboundJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateInboundRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateInboundRequestWithBody constructs an http.Request for the CreateInbound method, with any body, and a specified content type
+func NewCreateInboundRequestWithBody(server string, params *CreateInboundParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbound")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetInboundRequest constructs an http.Request for the GetInbound method
+func NewGetInboundRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbound/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelInboundRequest calls the generic CancelInbound builder with application/json body
+func NewCancelInboundRequest(server string, id openapi_types.UUID, params *CancelInboundParams, body CancelInboundJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCancelInboundRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCancelInboundRequestWithBody constructs an http.Request for the CancelInbound method, with any body, and a specified content type
+func NewCancelInboundRequestWithBody(server string, id openapi_types.UUID, params *CancelInboundParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbound/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCloseInboundRequest calls the generic CloseInbound builder with application/json body
+func NewCloseInboundRequest(server string, id openapi_types.UUID, params *CloseInboundParams, body CloseInboundJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCloseInboundRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCloseInboundRequestWithBody constructs an http.Request for the CloseInbound method, with any body, and a specified content type
+func NewCloseInboundRequestWithBody(server string, id openapi_types.UUID, params *CloseInboundParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbound/%s/close", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewReceiveInboundRequest calls the generic ReceiveInbound builder with application/json body
+func NewReceiveInboundRequest(server string, id openapi_types.UUID, params *ReceiveInboundParams, body ReceiveInboundJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveInboundRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewReceiveInboundRequestWithBody constructs an http.Request for the ReceiveInbound method, with any body, and a specified content type
+func NewReceiveInboundRequestWithBody(server string, id openapi_types.UUID, params *ReceiveInboundParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbound/%s/receive", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -80404,6 +89182,116 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
 
+	// ListInboundWithResponse List inbound notices by the day they are expected
+	//
+	// Supplier inbound notices by `expected_on`, the earliest first (with `status=open`: what is due, the late ones first, each marked `late`), with `status`, `location` and `sku` (a SKU on one of its lines) filters. Pages: `cursor` and `limit`, `next_cursor` null at the end.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/inbound (the `ListInbound` operationId).
+	ListInboundWithResponse(ctx context.Context, params *ListInboundParams, reqEditors ...RequestEditorFn) (*ListInboundResponse, error)
+
+	// CreateInboundWithBodyWithResponse Expect stock from a supplier
+	//
+	// Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbound (the `CreateInbound` operationId).
+	CreateInboundWithBodyWithResponse(ctx context.Context, params *CreateInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInboundResponse, error)
+
+	// CreateInboundWithResponse Expect stock from a supplier
+	//
+	// Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbound (the `CreateInbound` operationId).
+	CreateInboundWithResponse(ctx context.Context, params *CreateInboundParams, body CreateInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInboundResponse, error)
+
+	// GetInboundWithResponse Get an inbound notice
+	//
+	// One notice with its lines: ordered, received, short and still expected (`outstanding`).
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/inbound/{id} (the `GetInbound` operationId).
+	GetInboundWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetInboundResponse, error)
+
+	// CancelInboundWithBodyWithResponse Cancel an inbound notice
+	//
+	// Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbound/{id}/cancel (the `CancelInbound` operationId).
+	CancelInboundWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *CancelInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelInboundResponse, error)
+
+	// CancelInboundWithResponse Cancel an inbound notice
+	//
+	// Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbound/{id}/cancel (the `CancelInbound` operationId).
+	CancelInboundWithResponse(ctx context.Context, id openapi_types.UUID, params *CancelInboundParams, body CancelInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelInboundResponse, error)
+
+	// CloseInboundWithBodyWithResponse Close an inbound notice short
+	//
+	// Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbound/{id}/close (the `CloseInbound` operationId).
+	CloseInboundWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *CloseInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CloseInboundResponse, error)
+
+	// CloseInboundWithResponse Close an inbound notice short
+	//
+	// Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbound/{id}/close (the `CloseInbound` operationId).
+	CloseInboundWithResponse(ctx context.Context, id openapi_types.UUID, params *CloseInboundParams, body CloseInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*CloseInboundResponse, error)
+
+	// ReceiveInboundWithBodyWithResponse Receive (part of) a line of an inbound notice
+	//
+	// Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbound/{id}/receive (the `ReceiveInbound` operationId).
+	ReceiveInboundWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *ReceiveInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveInboundResponse, error)
+
+	// ReceiveInboundWithResponse Receive (part of) a line of an inbound notice
+	//
+	// Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+	//
+	// Role: `ops` (bearer token); a shop key gets 403.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbound/{id}/receive (the `ReceiveInbound` operationId).
+	ReceiveInboundWithResponse(ctx context.Context, id openapi_types.UUID, params *ReceiveInboundParams, body ReceiveInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveInboundResponse, error)
+
 	// ListLocationsWithResponse List locations with their totals
 	//
 	// Locations in id order, each with the totals of its stock over every SKU and pool, every state (a sum over the location's stock rows: a scan of them, not for the hot path). Pages: `cursor` and `limit`, `next_cursor` null at the end.
@@ -82680,6 +91568,735 @@ func (r ListEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListInboundResponse401Headers the declared response headers of an HTTP 401 response for ListInbound
+type ListInboundResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListInboundResponse429Headers the declared response headers of an HTTP 429 response for ListInbound
+type ListInboundResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListInboundResponse503Headers the declared response headers of an HTTP 503 response for ListInbound
+type ListInboundResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListInboundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InboundList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ListInbound400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ListInbound422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListInboundResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInboundResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListInboundResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInboundResponse) GetJSON200() *InboundList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListInboundResponse) GetApplicationproblemJSON400() *ListInbound400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListInboundResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListInboundResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListInboundResponse) GetApplicationproblemJSON422() *ListInbound422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListInboundResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListInboundResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInboundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInboundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInboundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInboundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateInboundResponse401Headers the declared response headers of an HTTP 401 response for CreateInbound
+type CreateInboundResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateInboundResponse429Headers the declared response headers of an HTTP 429 response for CreateInbound
+type CreateInboundResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateInboundResponse503Headers the declared response headers of an HTTP 503 response for CreateInbound
+type CreateInboundResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateInboundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Inbound
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *CreateInbound400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *CreateInbound409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *CreateInbound422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateInboundResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateInboundResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateInboundResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateInboundResponse) GetJSON201() *Inbound {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON400() *CreateInbound400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON409() *CreateInbound409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON422() *CreateInbound422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateInboundResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateInboundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateInboundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateInboundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateInboundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInboundResponse401Headers the declared response headers of an HTTP 401 response for GetInbound
+type GetInboundResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetInboundResponse429Headers the declared response headers of an HTTP 429 response for GetInbound
+type GetInboundResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetInboundResponse503Headers the declared response headers of an HTTP 503 response for GetInbound
+type GetInboundResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetInboundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Inbound
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *GetInbound400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *GetInbound404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetInboundResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInboundResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetInboundResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInboundResponse) GetJSON200() *Inbound {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetInboundResponse) GetApplicationproblemJSON400() *GetInbound400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetInboundResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetInboundResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetInboundResponse) GetApplicationproblemJSON404() *GetInbound404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetInboundResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetInboundResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInboundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInboundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInboundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInboundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelInboundResponse401Headers the declared response headers of an HTTP 401 response for CancelInbound
+type CancelInboundResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CancelInboundResponse429Headers the declared response headers of an HTTP 429 response for CancelInbound
+type CancelInboundResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CancelInboundResponse503Headers the declared response headers of an HTTP 503 response for CancelInbound
+type CancelInboundResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CancelInboundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Inbound
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *CancelInbound400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *CancelInbound404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *CancelInbound409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *CancelInbound422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelInboundResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelInboundResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelInboundResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelInboundResponse) GetJSON200() *Inbound {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON400() *CancelInbound400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON404() *CancelInbound404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON409() *CancelInbound409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON422() *CancelInbound422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelInboundResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelInboundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelInboundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelInboundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelInboundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CloseInboundResponse401Headers the declared response headers of an HTTP 401 response for CloseInbound
+type CloseInboundResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CloseInboundResponse429Headers the declared response headers of an HTTP 429 response for CloseInbound
+type CloseInboundResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CloseInboundResponse503Headers the declared response headers of an HTTP 503 response for CloseInbound
+type CloseInboundResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CloseInboundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Inbound
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *CloseInbound400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *CloseInbound404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *CloseInbound409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *CloseInbound422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CloseInboundResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CloseInboundResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CloseInboundResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CloseInboundResponse) GetJSON200() *Inbound {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON400() *CloseInbound400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON404() *CloseInbound404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON409() *CloseInbound409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON422() *CloseInbound422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CloseInboundResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CloseInboundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CloseInboundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CloseInboundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CloseInboundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReceiveInboundResponse401Headers the declared response headers of an HTTP 401 response for ReceiveInbound
+type ReceiveInboundResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReceiveInboundResponse429Headers the declared response headers of an HTTP 429 response for ReceiveInbound
+type ReceiveInboundResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ReceiveInboundResponse503Headers the declared response headers of an HTTP 503 response for ReceiveInbound
+type ReceiveInboundResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReceiveInboundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Inbound
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *ReceiveInbound400ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *ReceiveInbound404ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *ReceiveInbound409ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ReceiveInbound422ApplicationProblemPlusJSONResponseBody
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Timeout
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReceiveInboundResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReceiveInboundResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveInboundResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveInboundResponse) GetJSON200() *Inbound {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON400() *ReceiveInbound400ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON404() *ReceiveInbound404ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON409() *ReceiveInbound409ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON422() *ReceiveInbound422ApplicationProblemPlusJSONResponseBody {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReceiveInboundResponse) GetApplicationproblemJSON503() *Timeout {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveInboundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveInboundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveInboundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveInboundResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -88393,6 +98010,176 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 	return ParseListEventsResponse(rsp)
 }
 
+// ListInboundWithResponse List inbound notices by the day they are expected
+//
+// Supplier inbound notices by `expected_on`, the earliest first (with `status=open`: what is due, the late ones first, each marked `late`), with `status`, `location` and `sku` (a SKU on one of its lines) filters. Pages: `cursor` and `limit`, `next_cursor` null at the end.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/inbound (the `ListInbound` operationId).
+func (c *ClientWithResponses) ListInboundWithResponse(ctx context.Context, params *ListInboundParams, reqEditors ...RequestEditorFn) (*ListInboundResponse, error) {
+	rsp, err := c.ListInbound(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInboundResponse(rsp)
+}
+
+// CreateInboundWithBodyWithResponse Expect stock from a supplier
+//
+// Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbound (the `CreateInbound` operationId).
+func (c *ClientWithResponses) CreateInboundWithBodyWithResponse(ctx context.Context, params *CreateInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInboundResponse, error) {
+	rsp, err := c.CreateInboundWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInboundResponse(rsp)
+}
+
+// CreateInboundWithResponse Expect stock from a supplier
+//
+// Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbound (the `CreateInbound` operationId).
+func (c *ClientWithResponses) CreateInboundWithResponse(ctx context.Context, params *CreateInboundParams, body CreateInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInboundResponse, error) {
+	rsp, err := c.CreateInbound(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInboundResponse(rsp)
+}
+
+// GetInboundWithResponse Get an inbound notice
+//
+// One notice with its lines: ordered, received, short and still expected (`outstanding`).
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/inbound/{id} (the `GetInbound` operationId).
+func (c *ClientWithResponses) GetInboundWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetInboundResponse, error) {
+	rsp, err := c.GetInbound(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInboundResponse(rsp)
+}
+
+// CancelInboundWithBodyWithResponse Cancel an inbound notice
+//
+// Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbound/{id}/cancel (the `CancelInbound` operationId).
+func (c *ClientWithResponses) CancelInboundWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *CancelInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelInboundResponse, error) {
+	rsp, err := c.CancelInboundWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelInboundResponse(rsp)
+}
+
+// CancelInboundWithResponse Cancel an inbound notice
+//
+// Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbound/{id}/cancel (the `CancelInbound` operationId).
+func (c *ClientWithResponses) CancelInboundWithResponse(ctx context.Context, id openapi_types.UUID, params *CancelInboundParams, body CancelInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelInboundResponse, error) {
+	rsp, err := c.CancelInbound(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelInboundResponse(rsp)
+}
+
+// CloseInboundWithBodyWithResponse Close an inbound notice short
+//
+// Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbound/{id}/close (the `CloseInbound` operationId).
+func (c *ClientWithResponses) CloseInboundWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *CloseInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CloseInboundResponse, error) {
+	rsp, err := c.CloseInboundWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCloseInboundResponse(rsp)
+}
+
+// CloseInboundWithResponse Close an inbound notice short
+//
+// Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbound/{id}/close (the `CloseInbound` operationId).
+func (c *ClientWithResponses) CloseInboundWithResponse(ctx context.Context, id openapi_types.UUID, params *CloseInboundParams, body CloseInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*CloseInboundResponse, error) {
+	rsp, err := c.CloseInbound(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCloseInboundResponse(rsp)
+}
+
+// ReceiveInboundWithBodyWithResponse Receive (part of) a line of an inbound notice
+//
+// Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbound/{id}/receive (the `ReceiveInbound` operationId).
+func (c *ClientWithResponses) ReceiveInboundWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *ReceiveInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveInboundResponse, error) {
+	rsp, err := c.ReceiveInboundWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveInboundResponse(rsp)
+}
+
+// ReceiveInboundWithResponse Receive (part of) a line of an inbound notice
+//
+// Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+//
+// Role: `ops` (bearer token); a shop key gets 403.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbound/{id}/receive (the `ReceiveInbound` operationId).
+func (c *ClientWithResponses) ReceiveInboundWithResponse(ctx context.Context, id openapi_types.UUID, params *ReceiveInboundParams, body ReceiveInboundJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveInboundResponse, error) {
+	rsp, err := c.ReceiveInbound(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveInboundResponse(rsp)
+}
+
 // ListLocationsWithResponse List locations with their totals
 //
 // Locations in id order, each with the totals of its stock over every SKU and pool, every state (a sum over the location's stock rows: a scan of them, not for the hot path). Pages: `cursor` and `limit`, `next_cursor` null at the end.
@@ -90937,6 +100724,717 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListInboundResponse parses an HTTP response from a ListInboundWithResponse call
+func ParseListInboundResponse(rsp *http.Response) (*ListInboundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInboundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InboundList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ListInbound400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ListInbound422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListInboundResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListInboundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListInboundResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateInboundResponse parses an HTTP response from a CreateInboundWithResponse call
+func ParseCreateInboundResponse(rsp *http.Response) (*CreateInboundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateInboundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Inbound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest CreateInbound400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest CreateInbound409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest CreateInbound422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateInboundResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateInboundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateInboundResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInboundResponse parses an HTTP response from a GetInboundWithResponse call
+func ParseGetInboundResponse(rsp *http.Response) (*GetInboundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInboundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Inbound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest GetInbound400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest GetInbound404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetInboundResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetInboundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetInboundResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelInboundResponse parses an HTTP response from a CancelInboundWithResponse call
+func ParseCancelInboundResponse(rsp *http.Response) (*CancelInboundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelInboundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Inbound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest CancelInbound400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest CancelInbound404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest CancelInbound409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest CancelInbound422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelInboundResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelInboundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelInboundResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCloseInboundResponse parses an HTTP response from a CloseInboundWithResponse call
+func ParseCloseInboundResponse(rsp *http.Response) (*CloseInboundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CloseInboundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Inbound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest CloseInbound400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest CloseInbound404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest CloseInbound409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest CloseInbound422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CloseInboundResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CloseInboundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CloseInboundResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveInboundResponse parses an HTTP response from a ReceiveInboundWithResponse call
+func ParseReceiveInboundResponse(rsp *http.Response) (*ReceiveInboundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveInboundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Inbound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ReceiveInbound400ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ReceiveInbound404ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ReceiveInbound409ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ReceiveInbound422ApplicationProblemPlusJSONResponseBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Timeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReceiveInboundResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReceiveInboundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReceiveInboundResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

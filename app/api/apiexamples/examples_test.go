@@ -105,6 +105,19 @@ func exampleScenario(x *recorder) {
 		"Idempotency-Key", "transfer-2").want(201).field("id")
 	x.example("ops", "POST", "/v1/transfers/"+tr2+"/cancel", `{"reason": "the truck is full"}`)
 	x.example("ops", "GET", "/v1/transfers?limit=2", nil)
+	in := x.example("ops", "POST", "/v1/inbound",
+		`{"supplier_ref": "PO-1042", "location": "east", "expected_on": "2030-01-15", "lines": [{"sku": "A1", "quantity": 10}, {"sku": "B2", "quantity": 4}]}`,
+		"Idempotency-Key", "inbound-1").field("id")
+	x.example("ops", "GET", "/v1/inbound/"+in, nil)
+	x.example("ops", "POST", "/v1/inbound/"+in+"/receive", `{"sku": "A1", "quantity": 6, "reason": "pallet 1 of 2"}`,
+		"Idempotency-Key", "inbound-receive-1")
+	x.example("ops", "POST", "/v1/inbound/"+in+"/close", `{"reason": "supplier out of B2"}`)
+	in2 := x.send("ops", "POST", "/v1/inbound", `{"supplier_ref": "PO-1043", "location": "east", "expected_on": "2030-02-01", "lines": [{"sku": "C3", "quantity": 5}]}`,
+		"Idempotency-Key", "inbound-2").want(201).field("id")
+	x.example("ops", "POST", "/v1/inbound/"+in2+"/cancel", `{"reason": "order withdrawn"}`)
+	x.send("ops", "POST", "/v1/inbound", `{"supplier_ref": "PO-1044", "location": "east", "expected_on": "2030-03-01", "lines": [{"sku": "A1", "quantity": 8}]}`,
+		"Idempotency-Key", "inbound-3").want(201)
+	x.example("ops", "GET", "/v1/inbound?status=open&limit=2", nil)
 
 	// Holds.
 	hold := x.example("shop", "POST", "/v1/reservations",

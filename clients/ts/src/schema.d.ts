@@ -1369,6 +1369,134 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List inbound notices by the day they are expected
+         * @description Supplier inbound notices by `expected_on`, the earliest first (with `status=open`: what is due, the late ones first, each marked `late`), with `status`, `location` and `sku` (a SKU on one of its lines) filters. Pages: `cursor` and `limit`, `next_cursor` null at the end.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        get: operations["listInbound"];
+        put?: never;
+        /**
+         * Expect stock from a supplier
+         * @description Records a purchase order or shipment notice: a `supplier_ref`, the `location` it arrives at (default `default`), the day it is `expected_on` (today or later) and its `lines`. Each line's `quantity` shows as `incoming` at its stock row (`GET /v1/skus/{sku}`: incoming is the transfers in transit plus the open inbound lines), with a ledger row of kind `inbound` (`ref` the notice's id). A line of `main` makes its stock row if it has none. Event `inbound.created` per line.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        post: operations["createInbound"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbound/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The inbound notice's UUID (36 characters). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an inbound notice
+         * @description One notice with its lines: ordered, received, short and still expected (`outstanding`).
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        get: operations["getInbound"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbound/{id}/receive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The inbound notice's UUID (36 characters). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive (part of) a line of an inbound notice
+         * @description Moves `quantity` units of one line (`sku`, `pool`) from `incoming` into `available` at the notice's location (partial receipts allowed; ledger kind `inbound_receive`); once every line arrived whole the notice is `received`. More than the line still expects (more than was ordered) is 409 `insufficient_incoming`; a line the notice does not have is 422. When the line's pool is a campaign's that has ended, what arrives goes on to `main` there. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.received`.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        post: operations["receiveInbound"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbound/{id}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The inbound notice's UUID (36 characters). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close an inbound notice short
+         * @description Ends an open notice: whatever its lines never received is written off `incoming` (ledger kind `inbound_short`, never silently) and recorded as each line's `short`; the notice is `closed`. `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.closed` per line written off.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        post: operations["closeInbound"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbound/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The inbound notice's UUID (36 characters). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an inbound notice
+         * @description Takes an open notice's `incoming` back (ledger kind `inbound_cancel`); refused once anything was received (409 `inbound_partly_received`: close it instead). `reason` is required. With an `Idempotency-Key`, a retry replays the first answer (`Idempotent-Replayed: true`) rather than 409 `inbound_not_open`. A line whose stock row's `incoming` is not what the transfers in transit to it and the open inbound lines at it carry (changed by hand; reconciliation's `incoming_vs_transfers`) is 409 `books_unbalanced` naming `incoming`, `in_transit` and the `difference`: repair the row first. Event `inbound.cancelled` per line.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        post: operations["cancelInbound"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     stockEvents: {
@@ -1420,7 +1548,7 @@ export interface components {
             /** @description What went wrong with this request, in words. */
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "campaign_ended" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale";
+            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "campaign_ended" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale" | "inbound_not_open" | "inbound_partly_received";
             /** @description The SKU (the line of a hold) the problem is about, where there is one. */
             sku?: string;
             /** @description The stock pool (`main` or a campaign id) the problem is about, where there is one. */
@@ -1553,7 +1681,7 @@ export interface components {
              * @description `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); `shortfall`: held units a count found missing that left `total` as their holds ended (ref: the count, refs: the holds); `sold_short`: such units sold by a confirm (only `delta_short` moves); the rest as before.
              * @enum {string}
              */
-            kind: "stock_in" | "adjust" | "reserve" | "confirm" | "release" | "release_partial" | "expire" | "rollback" | "transfer" | "pause" | "resume" | "repair" | "move" | "loss" | "count" | "transfer_out" | "transfer_in" | "receive" | "transfer_cancel" | "shortfall" | "sold_short";
+            kind: "stock_in" | "adjust" | "reserve" | "confirm" | "release" | "release_partial" | "expire" | "rollback" | "transfer" | "pause" | "resume" | "repair" | "move" | "loss" | "count" | "transfer_out" | "transfer_in" | "receive" | "transfer_cancel" | "shortfall" | "sold_short" | "inbound" | "inbound_receive" | "inbound_short" | "inbound_cancel";
             /** Format: int64 */
             delta_total: number;
             /** Format: int64 */
@@ -2621,7 +2749,7 @@ export interface components {
             /** @description The event's id and the cursor that reads on after it (`after`). Opaque: compare ids for equality only. */
             id: string;
             /** @enum {string} */
-            type: "stock.changed" | "stock.low" | "stock.paused" | "stock.resumed" | "stock.repaired" | "hold.created" | "hold.confirmed" | "hold.released" | "hold.expired" | "transfer.created" | "transfer.received" | "transfer.closed" | "transfer.cancelled";
+            type: "stock.changed" | "stock.low" | "stock.paused" | "stock.resumed" | "stock.repaired" | "hold.created" | "hold.confirmed" | "hold.released" | "hold.expired" | "transfer.created" | "transfer.received" | "transfer.closed" | "transfer.cancelled" | "inbound.created" | "inbound.received" | "inbound.closed" | "inbound.cancelled";
             /**
              * Format: date-time
              * @description When the change's transaction began.
@@ -3193,6 +3321,26 @@ export interface components {
             transfer_cancelled: number;
             /**
              * Format: int64
+             * @description Units supplier inbound notices added to incoming (`inbound`).
+             */
+            inbound_expected: number;
+            /**
+             * Format: int64
+             * @description Units that arrived from supplier inbound notices (`inbound_receive`: into total).
+             */
+            inbound_received: number;
+            /**
+             * Format: int64
+             * @description Units closes of inbound notices wrote off incoming, never received (`inbound_short`).
+             */
+            inbound_short: number;
+            /**
+             * Format: int64
+             * @description Units cancels of inbound notices took back from incoming (`inbound_cancel`).
+             */
+            inbound_cancelled: number;
+            /**
+             * Format: int64
              * @description Units held units a count found missing took out of total as their holds ended (`shortfall`).
              */
             shortfall: number;
@@ -3676,6 +3824,133 @@ export interface components {
                 lost: number;
             };
         };
+        InboundLine: {
+            sku: string;
+            pool: string;
+            /**
+             * Format: int64
+             * @description Ordered.
+             */
+            quantity: number;
+            /**
+             * Format: int64
+             * @description Arrived so far (into `available` at the notice's location).
+             */
+            received: number;
+            /**
+             * Format: int64
+             * @description Written off by the close: ordered, never received.
+             */
+            short: number;
+            /**
+             * Format: int64
+             * @description quantity - received - short while the notice is open (incoming at its stock row); 0 once it ended.
+             */
+            outstanding: number;
+        };
+        Inbound: {
+            /** Format: uuid */
+            id: string;
+            /** @description The supplier's reference: a purchase order, a shipment notice. */
+            supplier_ref: string;
+            /** @description Where it arrives. */
+            location: string;
+            /**
+             * Format: date
+             * @description The day it is expected (YYYY-MM-DD).
+             */
+            expected_on: string;
+            /** @enum {string} */
+            status: "open" | "received" | "closed" | "cancelled";
+            /** @description True while it is open past the day it was expected. */
+            late: boolean;
+            /** @description In (sku, pool) order. */
+            lines: components["schemas"]["InboundLine"][];
+            reason: string;
+            actor: string;
+            actor_key: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            finished_by: string | null;
+            finish_reason: string | null;
+        };
+        InboundList: {
+            inbound: components["schemas"]["Inbound"][];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor: string | null;
+        };
+        /**
+         * @example {
+         *       "supplier_ref": "PO-1042",
+         *       "location": "paris",
+         *       "expected_on": "2030-01-15",
+         *       "lines": [
+         *         {
+         *           "sku": "A1",
+         *           "quantity": 10
+         *         },
+         *         {
+         *           "sku": "B2",
+         *           "quantity": 4
+         *         }
+         *       ]
+         *     }
+         */
+        InboundRequest: {
+            /** @description The supplier's reference (a purchase order, a shipment notice). */
+            supplier_ref: string;
+            /**
+             * @description Where it arrives: a location that exists and is active.
+             * @default default
+             */
+            location?: string;
+            /**
+             * Format: date
+             * @description The day it is expected, YYYY-MM-DD: today (UTC) or later; a day in the past is 422.
+             */
+            expected_on: string;
+            /** @description One line per (sku, pool); each `quantity` becomes `incoming` at its stock row. */
+            lines: {
+                /** @description The SKU expected; a line of `main` makes its stock row if it has none. */
+                sku: string;
+                /**
+                 * @description Another pool must have a stock row at the location, and not be the pool of a campaign that has ended.
+                 * @default main
+                 */
+                pool?: string;
+                /** Format: int64 */
+                quantity: number;
+            }[];
+            /** @description Why, for the record (default: `expected from <supplier_ref>`). */
+            reason?: string;
+        };
+        /**
+         * @example {
+         *       "sku": "A1",
+         *       "quantity": 6,
+         *       "reason": "pallet 1 of 2"
+         *     }
+         */
+        InboundReceiveRequest: {
+            /** @description The SKU of the line that arrived. */
+            sku: string;
+            /**
+             * @description The line's pool.
+             * @default main
+             */
+            pool?: string;
+            /**
+             * Format: int64
+             * @description The units of the line that arrived (partial receipts allowed; more than the line still expects is 409 `insufficient_incoming`).
+             */
+            quantity: number;
+            /** @default received */
+            reason?: string;
+        };
     };
     responses: {
         /** @description No bearer token, or an unknown or revoked one. Codes: `unauthorized`. */
@@ -3855,7 +4130,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T12:56:10.064873Z"
+                     *               "updated_at": "2026-12-02T16:42:04.617262Z"
                      *             }
                      *           ]
                      *         },
@@ -3877,7 +4152,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T12:56:10.128617Z"
+                     *               "updated_at": "2026-12-02T16:42:04.645276Z"
                      *             }
                      *           ]
                      *         }
@@ -3969,7 +4244,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T12:56:10.064873Z"
+                     *           "updated_at": "2026-12-02T16:42:04.617262Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4081,24 +4356,24 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T12:56:10.435624Z"
+                     *           "updated_at": "2026-12-02T16:42:04.831823Z"
                      *         },
                      *         {
                      *           "location": "east",
                      *           "pool": "main",
-                     *           "total": 3,
-                     *           "available": 3,
+                     *           "total": 9,
+                     *           "available": 9,
                      *           "reserved": 0,
                      *           "sold": 0,
                      *           "quality_control": 0,
                      *           "damaged": 0,
                      *           "safety_stock": 0,
-                     *           "incoming": 0,
+                     *           "incoming": 8,
                      *           "short": 0,
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T12:56:10.342136Z"
+                     *           "updated_at": "2026-12-02T16:42:04.794084Z"
                      *         }
                      *       ]
                      *     }
@@ -4194,7 +4469,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T12:56:10.155617Z"
+                     *           "updated_at": "2026-12-02T16:42:04.667839Z"
                      *         }
                      *       ]
                      *     }
@@ -4293,14 +4568,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T12:56:10.161357Z"
+                     *           "updated_at": "2026-12-02T16:42:04.671246Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T12:56:10.155617Z"
+                     *         "at": "2026-12-02T16:42:04.667839Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4407,8 +4682,8 @@ export interface operations {
                      *       "sku": "A1",
                      *       "movements": [
                      *         {
-                     *           "id": 20,
-                     *           "at": "2026-12-02T12:56:10.435624Z",
+                     *           "id": 28,
+                     *           "at": "2026-12-02T16:42:04.831823Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4417,15 +4692,15 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a236d3-a786-730c-a369-66c0e4346642",
+                     *           "reservation_id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
                      *           "ref": null
                      *         },
                      *         {
-                     *           "id": 19,
-                     *           "at": "2026-12-02T12:56:10.412209Z",
+                     *           "id": 27,
+                     *           "at": "2026-12-02T16:42:04.811378Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4434,15 +4709,15 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a236d3-a786-730c-a369-66c0e4346642",
+                     *           "reservation_id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
                      *           "ref": null
                      *         }
                      *       ],
-                     *       "next_cursor": "19",
-                     *       "next_before_id": 19
+                     *       "next_cursor": "27",
+                     *       "next_before_id": 27
                      *     }
                      */
                     "application/json": components["schemas"]["LedgerPage"];
@@ -4551,7 +4826,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T12:56:10.128617Z"
+                     *               "updated_at": "2026-12-02T16:42:04.645276Z"
                      *             }
                      *           ]
                      *         },
@@ -4573,7 +4848,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T12:56:10.128617Z"
+                     *               "updated_at": "2026-12-02T16:42:04.645276Z"
                      *             }
                      *           ]
                      *         }
@@ -4659,13 +4934,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a236d3-a786-730c-a369-66c0e4346642",
+                     *           "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T13:26:10.397599Z",
-                     *           "created_at": "2026-12-02T12:56:10.375384Z",
-                     *           "confirmed_at": "2026-12-02T12:56:10.435624Z",
+                     *           "expires_at": "2026-12-02T17:12:04.80769Z",
+                     *           "created_at": "2026-12-02T16:42:04.799142Z",
+                     *           "confirmed_at": "2026-12-02T16:42:04.831823Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -4761,12 +5036,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
+                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T13:11:10.375384Z",
-                     *       "created_at": "2026-12-02T12:56:10.375384Z",
+                     *       "expires_at": "2026-12-02T16:57:04.799142Z",
+                     *       "created_at": "2026-12-02T16:42:04.799142Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4876,12 +5151,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
+                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T13:11:10.375384Z",
-                     *       "created_at": "2026-12-02T12:56:10.375384Z",
+                     *       "expires_at": "2026-12-02T16:57:04.799142Z",
+                     *       "created_at": "2026-12-02T16:42:04.799142Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -4968,13 +5243,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
+                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T13:26:10.397599Z",
-                     *       "created_at": "2026-12-02T12:56:10.375384Z",
-                     *       "confirmed_at": "2026-12-02T12:56:10.435624Z",
+                     *       "expires_at": "2026-12-02T17:12:04.80769Z",
+                     *       "created_at": "2026-12-02T16:42:04.799142Z",
+                     *       "confirmed_at": "2026-12-02T16:42:04.831823Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5090,12 +5365,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
+                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T13:26:10.397599Z",
-                     *       "created_at": "2026-12-02T12:56:10.375384Z",
+                     *       "expires_at": "2026-12-02T17:12:04.80769Z",
+                     *       "created_at": "2026-12-02T16:42:04.799142Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5187,8 +5462,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T12:56:10Z",
-                 *       "ends_at": "2026-12-02T14:56:10Z",
+                 *       "starts_at": "2026-12-02T16:42:04Z",
+                 *       "ends_at": "2026-12-02T18:42:04Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5214,12 +5489,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T12:56:10Z",
-                     *       "ends_at": "2026-12-02T14:56:10Z",
+                     *       "starts_at": "2026-12-02T16:42:04Z",
+                     *       "ends_at": "2026-12-02T18:42:04Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.525158Z",
+                     *       "created_at": "2026-12-02T16:42:04.876129Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5306,13 +5581,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T12:56:10Z",
-                     *       "ends_at": "2026-12-02T14:56:10Z",
+                     *       "starts_at": "2026-12-02T16:42:04Z",
+                     *       "ends_at": "2026-12-02T18:42:04Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.525158Z",
-                     *       "started_at": "2026-12-02T12:56:10.590605Z",
+                     *       "created_at": "2026-12-02T16:42:04.876129Z",
+                     *       "started_at": "2026-12-02T16:42:04.916234Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5488,7 +5763,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a236d3-a92c-7031-a5d6-d0d626b91c26"
+                 *         "01a237a2-7b7b-7d27-88fa-21d1a9fd431d"
                  *       ]
                  *     }
                  */
@@ -5571,12 +5846,12 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a236d3-a92c-7031-a5d6-d0d626b91c26"
+                     *           "01a237a2-7b7b-7d27-88fa-21d1a9fd431d"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T12:56:10.806723Z",
+                     *       "requested_at": "2026-12-02T16:42:05.065263Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
@@ -5586,9 +5861,9 @@ export interface operations {
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T12:56:10.806723Z",
-                     *       "started_at": "2026-12-02T12:56:10.81688Z",
-                     *       "finished_at": "2026-12-02T12:56:10.892867Z",
+                     *       "created_at": "2026-12-02T16:42:05.065263Z",
+                     *       "started_at": "2026-12-02T16:42:05.072752Z",
+                     *       "finished_at": "2026-12-02T16:42:05.108147Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -5810,9 +6085,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T12:56:11.159083Z",
-                     *       "started_at": "2026-12-02T12:56:11.170114Z",
-                     *       "finished_at": "2026-12-02T12:56:11.179834Z",
+                     *       "created_at": "2026-12-02T16:42:05.346767Z",
+                     *       "started_at": "2026-12-02T16:42:05.354024Z",
+                     *       "finished_at": "2026-12-02T16:42:05.360178Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5874,9 +6149,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T12:56:11.159083Z",
-                     *       "started_at": "2026-12-02T12:56:11.170114Z",
-                     *       "finished_at": "2026-12-02T12:56:11.179834Z",
+                     *       "created_at": "2026-12-02T16:42:05.346767Z",
+                     *       "started_at": "2026-12-02T16:42:05.354024Z",
+                     *       "finished_at": "2026-12-02T16:42:05.360178Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -5946,7 +6221,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a236d3-a7d7-7e7c-9407-a6f37ec34502",
+                     *           "subject": "hold:01a237a2-7aa9-7f26-a2ae-00115b054ad1",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -5962,16 +6237,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T12:56:09.456189Z",
-                     *             "released_at": "2026-12-02T12:56:10.468297Z",
+                     *             "expires_at": "2026-12-02T16:42:03.842129Z",
+                     *             "released_at": "2026-12-02T16:42:04.847816Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a236d3-a7d7-7e7c-9407-a6f37ec34502"
+                     *             "reservation_id": "01a237a2-7aa9-7f26-a2ae-00115b054ad1"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a236d3-a7d7-7e7c-9407-a6f37ec34502 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a236d3-a7d7-7e7c-9407-a6f37ec34502/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237a2-7aa9-7f26-a2ae-00115b054ad1 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237a2-7aa9-7f26-a2ae-00115b054ad1/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T12:56:10.473598Z",
-                     *           "last_seen_at": "2026-12-02T12:56:10.473598Z",
+                     *           "first_seen_at": "2026-12-02T16:42:04.850945Z",
+                     *           "last_seen_at": "2026-12-02T16:42:04.850945Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6052,7 +6327,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a236d3-a7d7-7e7c-9407-a6f37ec34502",
+                     *       "subject": "hold:01a237a2-7aa9-7f26-a2ae-00115b054ad1",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6068,23 +6343,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T12:56:09.456189Z",
-                     *         "released_at": "2026-12-02T12:56:10.468297Z",
+                     *         "expires_at": "2026-12-02T16:42:03.842129Z",
+                     *         "released_at": "2026-12-02T16:42:04.847816Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a236d3-a7d7-7e7c-9407-a6f37ec34502"
+                     *         "reservation_id": "01a237a2-7aa9-7f26-a2ae-00115b054ad1"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a236d3-a7d7-7e7c-9407-a6f37ec34502 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a236d3-a7d7-7e7c-9407-a6f37ec34502/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237a2-7aa9-7f26-a2ae-00115b054ad1 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237a2-7aa9-7f26-a2ae-00115b054ad1/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T12:56:10.473598Z",
-                     *       "last_seen_at": "2026-12-02T12:56:10.473598Z",
+                     *       "first_seen_at": "2026-12-02T16:42:04.850945Z",
+                     *       "last_seen_at": "2026-12-02T16:42:04.850945Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T12:56:10.945662Z",
+                     *       "acked_at": "2026-12-02T16:42:05.139955Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T12:56:10.936647Z",
+                     *       "taken_at": "2026-12-02T16:42:05.136765Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6156,11 +6431,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T12:56:11.231Z",
+                     *       "as_of": "2026-12-02T16:42:05.414677Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T11:56:11.231Z"
+                     *         "since": "2026-12-02T15:42:05.414677Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6176,7 +6451,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T12:56:09.787701454Z",
+                     *         "since": "2026-12-02T16:42:04.41774387Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6422,12 +6697,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a786-730c-a369-66c0e4346642",
+                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T13:26:10.397599Z",
-                     *       "created_at": "2026-12-02T12:56:10.375384Z",
+                     *       "expires_at": "2026-12-02T17:12:04.80769Z",
+                     *       "created_at": "2026-12-02T16:42:04.799142Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -6550,7 +6825,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T12:56:10.128617Z"
+                     *           "updated_at": "2026-12-02T16:42:04.645276Z"
                      *         }
                      *       ]
                      *     }
@@ -6631,9 +6906,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "34116-1-1",
+                     *           "id": "1466-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T12:56:10.064873Z",
+                     *           "at": "2026-12-02T16:42:04.617262Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6661,9 +6936,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "34121-2-1",
+                     *           "id": "1471-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T12:56:10.128617Z",
+                     *           "at": "2026-12-02T16:42:04.645276Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6691,8 +6966,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "34121-2-1",
-                     *       "next": "34121-2-1"
+                     *       "next_cursor": "1471-2-1",
+                     *       "next": "1471-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -6759,8 +7034,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T12:56:10.486898Z",
-                     *           "last_event_id": "34152-0-0",
+                     *           "created_at": "2026-12-02T16:42:04.855277Z",
+                     *           "last_event_id": "1508-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -6847,15 +7122,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.486898Z",
-                     *       "last_event_id": "34152-0-0",
+                     *       "created_at": "2026-12-02T16:42:04.855277Z",
+                     *       "last_event_id": "1508-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_84f9c4aa481d637f0ba3c7ae8f8d03e69d5d3b9e03343f043c4bdd91bfc7d05e"
+                     *       "secret": "whsec_cc36f4396ce4e58b17ac601adb93163459cd686472a41126f3c018f099f43687"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -6920,8 +7195,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.486898Z",
-                     *       "last_event_id": "34152-0-0",
+                     *       "created_at": "2026-12-02T16:42:04.855277Z",
+                     *       "last_event_id": "1508-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7188,7 +7463,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T12:56:10.205675Z",
+                     *           "updated_at": "2026-12-02T16:42:04.696915Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7307,7 +7582,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T12:56:10.231344Z",
+                     *           "updated_at": "2026-12-02T16:42:04.707271Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7525,7 +7800,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T12:46:31.384042Z",
+                     *       "changed_at": "2026-12-02T16:38:12.034169Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -7572,7 +7847,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T12:56:10.263703Z",
+                     *       "changed_at": "2026-12-02T16:42:04.716235Z",
                      *       "lifted": null
                      *     }
                      */
@@ -7838,12 +8113,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a7f0-78cd-b5f9-5f547456a95f",
+                     *       "id": "01a237a2-7ab5-7640-b4df-8a09781a26ca",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T13:11:10.480698Z",
-                     *       "created_at": "2026-12-02T12:56:10.480698Z",
+                     *       "expires_at": "2026-12-02T16:57:04.853469Z",
+                     *       "created_at": "2026-12-02T16:42:04.853469Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -7853,7 +8128,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a236d3-a7d7-7e7c-9407-a6f37ec34502"
+                     *       "reinstated_from": "01a237a2-7aa9-7f26-a2ae-00115b054ad1"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -7971,7 +8246,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a236d3-a7d7-7e7c-9407-a6f37ec34502",
+                     *       "subject": "hold:01a237a2-7aa9-7f26-a2ae-00115b054ad1",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -7987,23 +8262,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T12:56:09.456189Z",
-                     *         "released_at": "2026-12-02T12:56:10.468297Z",
+                     *         "expires_at": "2026-12-02T16:42:03.842129Z",
+                     *         "released_at": "2026-12-02T16:42:04.847816Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a236d3-a7d7-7e7c-9407-a6f37ec34502"
+                     *         "reservation_id": "01a237a2-7aa9-7f26-a2ae-00115b054ad1"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a236d3-a7d7-7e7c-9407-a6f37ec34502 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a236d3-a7d7-7e7c-9407-a6f37ec34502/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237a2-7aa9-7f26-a2ae-00115b054ad1 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237a2-7aa9-7f26-a2ae-00115b054ad1/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T12:56:10.473598Z",
-                     *       "last_seen_at": "2026-12-02T12:56:10.473598Z",
+                     *       "first_seen_at": "2026-12-02T16:42:04.850945Z",
+                     *       "last_seen_at": "2026-12-02T16:42:04.850945Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T12:56:10.936647Z",
+                     *       "taken_at": "2026-12-02T16:42:05.136765Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -8235,21 +8510,25 @@ export interface operations {
                      *         "transferred_in": 6,
                      *         "received": 3,
                      *         "transfer_cancelled": 2,
+                     *         "inbound_expected": 27,
+                     *         "inbound_received": 6,
+                     *         "inbound_short": 8,
+                     *         "inbound_cancelled": 5,
                      *         "shortfall": 0,
                      *         "sold_short": 0,
                      *         "repairs": 0,
                      *         "pauses": 3,
                      *         "resumes": 2,
-                     *         "movements": 35,
+                     *         "movements": 43,
                      *         "change": {
-                     *           "total": 38,
-                     *           "available": 34,
+                     *           "total": 44,
+                     *           "available": 40,
                      *           "reserved": 1,
                      *           "sold": 2,
                      *           "quality_control": 0,
                      *           "damaged": 1,
                      *           "safety_stock": 0,
-                     *           "incoming": 0,
+                     *           "incoming": 8,
                      *           "short": 0
                      *         },
                      *         "by_kind": {
@@ -8287,6 +8566,54 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
+                     *             "short": 0
+                     *           },
+                     *           "inbound": {
+                     *             "movements": 4,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 27,
+                     *             "short": 0
+                     *           },
+                     *           "inbound_cancel": {
+                     *             "movements": 1,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": -5,
+                     *             "short": 0
+                     *           },
+                     *           "inbound_receive": {
+                     *             "movements": 1,
+                     *             "total": 6,
+                     *             "available": 6,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": -6,
+                     *             "short": 0
+                     *           },
+                     *           "inbound_short": {
+                     *             "movements": 2,
+                     *             "total": 0,
+                     *             "available": 0,
+                     *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": -8,
                      *             "short": 0
                      *           },
                      *           "loss": {
@@ -8465,6 +8792,10 @@ export interface operations {
                      *           "transferred_in": 0,
                      *           "received": 0,
                      *           "transfer_cancelled": 0,
+                     *           "inbound_expected": 0,
+                     *           "inbound_received": 0,
+                     *           "inbound_short": 0,
+                     *           "inbound_cancelled": 0,
                      *           "shortfall": 0,
                      *           "sold_short": 0,
                      *           "repairs": 0,
@@ -8564,6 +8895,10 @@ export interface operations {
                      *           "transferred_in": 0,
                      *           "received": 0,
                      *           "transfer_cancelled": 2,
+                     *           "inbound_expected": 0,
+                     *           "inbound_received": 0,
+                     *           "inbound_short": 0,
+                     *           "inbound_cancelled": 0,
                      *           "shortfall": 0,
                      *           "sold_short": 0,
                      *           "repairs": 0,
@@ -8757,24 +9092,76 @@ export interface operations {
                      *           "transferred_in": 6,
                      *           "received": 3,
                      *           "transfer_cancelled": 0,
+                     *           "inbound_expected": 27,
+                     *           "inbound_received": 6,
+                     *           "inbound_short": 8,
+                     *           "inbound_cancelled": 5,
                      *           "shortfall": 0,
                      *           "sold_short": 0,
                      *           "repairs": 0,
                      *           "pauses": 0,
                      *           "resumes": 0,
-                     *           "movements": 5,
+                     *           "movements": 13,
                      *           "change": {
-                     *             "total": 3,
-                     *             "available": 3,
+                     *             "total": 9,
+                     *             "available": 9,
                      *             "reserved": 0,
                      *             "sold": 0,
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 0,
+                     *             "incoming": 8,
                      *             "short": 0
                      *           },
                      *           "by_kind": {
+                     *             "inbound": {
+                     *               "movements": 4,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 27,
+                     *               "short": 0
+                     *             },
+                     *             "inbound_cancel": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": -5,
+                     *               "short": 0
+                     *             },
+                     *             "inbound_receive": {
+                     *               "movements": 1,
+                     *               "total": 6,
+                     *               "available": 6,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": -6,
+                     *               "short": 0
+                     *             },
+                     *             "inbound_short": {
+                     *               "movements": 2,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": -8,
+                     *               "short": 0
+                     *             },
                      *             "loss": {
                      *               "movements": 1,
                      *               "total": 0,
@@ -8854,6 +9241,10 @@ export interface operations {
                      *           "transferred_in": 0,
                      *           "received": 0,
                      *           "transfer_cancelled": 0,
+                     *           "inbound_expected": 0,
+                     *           "inbound_received": 0,
+                     *           "inbound_short": 0,
+                     *           "inbound_cancelled": 0,
                      *           "shortfall": 0,
                      *           "sold_short": 0,
                      *           "repairs": 0,
@@ -9024,8 +9415,8 @@ export interface operations {
                      *           "priority": 0,
                      *           "active": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T12:46:31.476123Z",
-                     *           "updated_at": "2026-12-02T12:46:31.476123Z",
+                     *           "created_at": "2026-12-02T16:38:12.071757Z",
+                     *           "updated_at": "2026-12-02T16:38:12.071757Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -9045,8 +9436,8 @@ export interface operations {
                      *           "priority": 10,
                      *           "active": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T12:56:10.275489Z",
-                     *           "updated_at": "2026-12-02T12:56:10.287855Z",
+                     *           "created_at": "2026-12-02T16:42:04.725575Z",
+                     *           "updated_at": "2026-12-02T16:42:04.731749Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -9134,8 +9525,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T12:56:10.275489Z",
-                     *       "updated_at": "2026-12-02T12:56:10.275489Z"
+                     *       "created_at": "2026-12-02T16:42:04.725575Z",
+                     *       "updated_at": "2026-12-02T16:42:04.725575Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9210,8 +9601,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T12:56:10.275489Z",
-                     *       "updated_at": "2026-12-02T12:56:10.275489Z",
+                     *       "created_at": "2026-12-02T16:42:04.725575Z",
+                     *       "updated_at": "2026-12-02T16:42:04.725575Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9306,8 +9697,8 @@ export interface operations {
                      *       "priority": 10,
                      *       "active": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T12:56:10.275489Z",
-                     *       "updated_at": "2026-12-02T12:56:10.287855Z",
+                     *       "created_at": "2026-12-02T16:42:04.725575Z",
+                     *       "updated_at": "2026-12-02T16:42:04.731749Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9422,7 +9813,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T12:56:10.293507Z"
+                     *           "updated_at": "2026-12-02T16:42:04.734691Z"
                      *         }
                      *       ]
                      *     }
@@ -9558,7 +9949,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T12:56:10.293507Z"
+                     *             "updated_at": "2026-12-02T16:42:04.734691Z"
                      *           }
                      *         ]
                      *       }
@@ -9649,7 +10040,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
+                     *           "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -9662,15 +10053,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T12:56:10.321583Z",
-                     *           "updated_at": "2026-12-02T12:56:10.342136Z",
+                     *           "created_at": "2026-12-02T16:42:04.741048Z",
+                     *           "updated_at": "2026-12-02T16:42:04.759273Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T12:56:10.342136Z",
+                     *           "finished_at": "2026-12-02T16:42:04.759273Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a236d3-a76e-7d34-b9d1-82ca87d7780a",
+                     *           "id": "01a237a2-7a5a-75ed-99af-a19eed0f1433",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -9683,10 +10074,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T12:56:10.34565Z",
-                     *           "updated_at": "2026-12-02T12:56:10.358128Z",
+                     *           "created_at": "2026-12-02T16:42:04.761462Z",
+                     *           "updated_at": "2026-12-02T16:42:04.765908Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T12:56:10.358128Z",
+                     *           "finished_at": "2026-12-02T16:42:04.765908Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -9761,7 +10152,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
+                     *       "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9774,8 +10165,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.321583Z",
-                     *       "updated_at": "2026-12-02T12:56:10.321583Z",
+                     *       "created_at": "2026-12-02T16:42:04.741048Z",
+                     *       "updated_at": "2026-12-02T16:42:04.741048Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9849,7 +10240,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
+                     *       "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9862,8 +10253,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.321583Z",
-                     *       "updated_at": "2026-12-02T12:56:10.321583Z",
+                     *       "created_at": "2026-12-02T16:42:04.741048Z",
+                     *       "updated_at": "2026-12-02T16:42:04.741048Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -9949,7 +10340,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
+                     *       "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -9962,8 +10353,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.321583Z",
-                     *       "updated_at": "2026-12-02T12:56:10.331983Z",
+                     *       "created_at": "2026-12-02T16:42:04.741048Z",
+                     *       "updated_at": "2026-12-02T16:42:04.755817Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10062,7 +10453,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a754-77ff-bdc8-7e86adef06c1",
+                     *       "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10075,10 +10466,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.321583Z",
-                     *       "updated_at": "2026-12-02T12:56:10.342136Z",
+                     *       "created_at": "2026-12-02T16:42:04.741048Z",
+                     *       "updated_at": "2026-12-02T16:42:04.759273Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T12:56:10.342136Z",
+                     *       "finished_at": "2026-12-02T16:42:04.759273Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10175,7 +10566,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a236d3-a76e-7d34-b9d1-82ca87d7780a",
+                     *       "id": "01a237a2-7a5a-75ed-99af-a19eed0f1433",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10188,10 +10579,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T12:56:10.34565Z",
-                     *       "updated_at": "2026-12-02T12:56:10.358128Z",
+                     *       "created_at": "2026-12-02T16:42:04.761462Z",
+                     *       "updated_at": "2026-12-02T16:42:04.765908Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T12:56:10.358128Z",
+                     *       "finished_at": "2026-12-02T16:42:04.765908Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
@@ -10234,6 +10625,677 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
                         code?: "transfer_not_in_transit" | "transfer_partly_received" | "books_unbalanced";
+                    };
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description reason missing, or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_reused";
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Timeout"];
+        };
+    };
+    listInbound: {
+        parameters: {
+            query?: {
+                status?: "open" | "received" | "closed" | "cancelled";
+                location?: string;
+                sku?: string;
+                /** @description The `next_cursor` of the previous page; absent or empty: the first page. A cursor is opaque: pass back what a page gave. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size, 1-1,000 (default 100); outside: 422. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of inbound notices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "inbound": [
+                     *         {
+                     *           "id": "01a237a2-7a7a-7997-becf-751153444fb7",
+                     *           "supplier_ref": "PO-1044",
+                     *           "location": "east",
+                     *           "expected_on": "2030-03-01",
+                     *           "status": "open",
+                     *           "late": false,
+                     *           "lines": [
+                     *             {
+                     *               "sku": "A1",
+                     *               "pool": "main",
+                     *               "quantity": 8,
+                     *               "received": 0,
+                     *               "short": 0,
+                     *               "outstanding": 8
+                     *             }
+                     *           ],
+                     *           "reason": "expected from PO-1044",
+                     *           "actor": "dev-ops",
+                     *           "actor_key": "dev-ops",
+                     *           "created_at": "2026-12-02T16:42:04.794084Z",
+                     *           "updated_at": "2026-12-02T16:42:04.794084Z",
+                     *           "finished_at": null,
+                     *           "finished_by": null,
+                     *           "finish_reason": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InboundList"];
+                };
+            };
+            /** @description A bad cursor (not the `next_cursor` of a page of this list: not a UUID, or one that names no notice). Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A bad status, location, SKU or limit. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Timeout"];
+        };
+    };
+    createInbound: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1-255 printable ASCII characters, scoped to the API key's owner. A retry with the same key and body gets the first answer with `Idempotent-Replayed: true`; the same key with another body is 422 `idempotency_key_reused`; missing is 400 `idempotency_key_missing`; empty, too long, not printable ASCII or sent twice is 400 `idempotency_key_invalid` (a value with control characters other than tab is refused earlier by the HTTP server itself, also with a problem+json 400). */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "supplier_ref": "PO-1042",
+                 *       "location": "east",
+                 *       "expected_on": "2030-01-15",
+                 *       "lines": [
+                 *         {
+                 *           "sku": "A1",
+                 *           "quantity": 10
+                 *         },
+                 *         {
+                 *           "sku": "B2",
+                 *           "quantity": 4
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboundRequest"];
+            };
+        };
+        responses: {
+            /** @description The notice, `open`. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a237a2-7a63-7100-b776-89e735c22c67",
+                     *       "supplier_ref": "PO-1042",
+                     *       "location": "east",
+                     *       "expected_on": "2030-01-15",
+                     *       "status": "open",
+                     *       "late": false,
+                     *       "lines": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 10,
+                     *           "received": 0,
+                     *           "short": 0,
+                     *           "outstanding": 10
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 4,
+                     *           "received": 0,
+                     *           "short": 0,
+                     *           "outstanding": 4
+                     *         }
+                     *       ],
+                     *       "reason": "expected from PO-1042",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T16:42:04.76994Z",
+                     *       "updated_at": "2026-12-02T16:42:04.76994Z",
+                     *       "finished_at": null,
+                     *       "finished_by": null,
+                     *       "finish_reason": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Inbound"];
+                };
+            };
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), a badly escaped path, or a missing/invalid Idempotency-Key. Codes: `invalid_request`, `idempotency_key_missing`, `idempotency_key_invalid`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_missing" | "idempotency_key_invalid";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A line's pool is units with an identity (added by name, not expected in bulk), the location is inactive, or a line's pool is a campaign's that has ended. Codes: `serialized_pool`, `location_inactive`, `campaign_ended`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "serialized_pool" | "location_inactive" | "campaign_ended";
+                    };
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description A field breaks a rule (`expected_on` not a day or in the past, no lines or more than 100, a quantity out of range, a (sku, pool) twice), the location does not exist, a line's pool (other than `main`) has no stock row there, or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `idempotency_key_reused`, `unknown_location`, `unknown_sku`, `unknown_pool`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_reused" | "unknown_location" | "unknown_sku" | "unknown_pool";
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Timeout"];
+        };
+    };
+    getInbound: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The inbound notice's UUID (36 characters). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The notice. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a237a2-7a63-7100-b776-89e735c22c67",
+                     *       "supplier_ref": "PO-1042",
+                     *       "location": "east",
+                     *       "expected_on": "2030-01-15",
+                     *       "status": "open",
+                     *       "late": false,
+                     *       "lines": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 10,
+                     *           "received": 0,
+                     *           "short": 0,
+                     *           "outstanding": 10
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 4,
+                     *           "received": 0,
+                     *           "short": 0,
+                     *           "outstanding": 4
+                     *         }
+                     *       ],
+                     *       "reason": "expected from PO-1042",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T16:42:04.76994Z",
+                     *       "updated_at": "2026-12-02T16:42:04.76994Z",
+                     *       "finished_at": null,
+                     *       "finished_by": null,
+                     *       "finish_reason": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Inbound"];
+                };
+            };
+            /** @description A path parameter that is not a UUID. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such inbound notice. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "not_found";
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Timeout"];
+        };
+    };
+    receiveInbound: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The inbound notice's UUID (36 characters). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "sku": "A1",
+                 *       "quantity": 6,
+                 *       "reason": "pallet 1 of 2"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboundReceiveRequest"];
+            };
+        };
+        responses: {
+            /** @description The notice after the receipt. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a237a2-7a63-7100-b776-89e735c22c67",
+                     *       "supplier_ref": "PO-1042",
+                     *       "location": "east",
+                     *       "expected_on": "2030-01-15",
+                     *       "status": "open",
+                     *       "late": false,
+                     *       "lines": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 10,
+                     *           "received": 6,
+                     *           "short": 0,
+                     *           "outstanding": 4
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 4,
+                     *           "received": 0,
+                     *           "short": 0,
+                     *           "outstanding": 4
+                     *         }
+                     *       ],
+                     *       "reason": "expected from PO-1042",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T16:42:04.76994Z",
+                     *       "updated_at": "2026-12-02T16:42:04.775475Z",
+                     *       "finished_at": null,
+                     *       "finished_by": null,
+                     *       "finish_reason": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Inbound"];
+                };
+            };
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), a badly escaped path, or a missing/invalid Idempotency-Key. Codes: `invalid_request`, `idempotency_key_missing`, `idempotency_key_invalid`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_missing" | "idempotency_key_invalid";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such inbound notice. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description More than the line still expects, the notice is not open, or the row's books disagree with what is expected there. Codes: `insufficient_incoming`, `inbound_not_open`, `books_unbalanced`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "insufficient_incoming" | "inbound_not_open" | "books_unbalanced";
+                    };
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description sku or quantity missing or out of range, a line the notice does not have, or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_reused";
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Timeout"];
+        };
+    };
+    closeInbound: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The inbound notice's UUID (36 characters). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "supplier out of B2"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TransferEndRequest"];
+            };
+        };
+        responses: {
+            /** @description The notice, `closed`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a237a2-7a63-7100-b776-89e735c22c67",
+                     *       "supplier_ref": "PO-1042",
+                     *       "location": "east",
+                     *       "expected_on": "2030-01-15",
+                     *       "status": "closed",
+                     *       "late": false,
+                     *       "lines": [
+                     *         {
+                     *           "sku": "A1",
+                     *           "pool": "main",
+                     *           "quantity": 10,
+                     *           "received": 6,
+                     *           "short": 4,
+                     *           "outstanding": 0
+                     *         },
+                     *         {
+                     *           "sku": "B2",
+                     *           "pool": "main",
+                     *           "quantity": 4,
+                     *           "received": 0,
+                     *           "short": 4,
+                     *           "outstanding": 0
+                     *         }
+                     *       ],
+                     *       "reason": "expected from PO-1042",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T16:42:04.76994Z",
+                     *       "updated_at": "2026-12-02T16:42:04.778538Z",
+                     *       "finished_at": "2026-12-02T16:42:04.778538Z",
+                     *       "finished_by": "dev-ops",
+                     *       "finish_reason": "supplier out of B2"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Inbound"];
+                };
+            };
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), a badly escaped path, or a missing/invalid Idempotency-Key. Codes: `invalid_request`, `idempotency_key_missing`, `idempotency_key_invalid`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_missing" | "idempotency_key_invalid";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such inbound notice. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The notice is received, closed or cancelled already (`inbound_status`), or a row's books disagree with what is expected there. Codes: `inbound_not_open`, `books_unbalanced`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "inbound_not_open" | "books_unbalanced";
+                    };
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description reason missing, or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `idempotency_key_reused`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_reused";
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Timeout"];
+        };
+    };
+    cancelInbound: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: with one, a retry with the same key and body replays the first answer (`Idempotent-Replayed: true`); without one the request is not idempotent. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The inbound notice's UUID (36 characters). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "order withdrawn"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TransferEndRequest"];
+            };
+        };
+        responses: {
+            /** @description The notice, `cancelled`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01a237a2-7a75-71c4-8e1a-da94a814f06a",
+                     *       "supplier_ref": "PO-1043",
+                     *       "location": "east",
+                     *       "expected_on": "2030-02-01",
+                     *       "status": "cancelled",
+                     *       "late": false,
+                     *       "lines": [
+                     *         {
+                     *           "sku": "C3",
+                     *           "pool": "main",
+                     *           "quantity": 5,
+                     *           "received": 0,
+                     *           "short": 0,
+                     *           "outstanding": 0
+                     *         }
+                     *       ],
+                     *       "reason": "expected from PO-1043",
+                     *       "actor": "dev-ops",
+                     *       "actor_key": "dev-ops",
+                     *       "created_at": "2026-12-02T16:42:04.788233Z",
+                     *       "updated_at": "2026-12-02T16:42:04.792068Z",
+                     *       "finished_at": "2026-12-02T16:42:04.792068Z",
+                     *       "finished_by": "dev-ops",
+                     *       "finish_reason": "order withdrawn"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Inbound"];
+                };
+            };
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), a badly escaped path, or a missing/invalid Idempotency-Key. Codes: `invalid_request`, `idempotency_key_missing`, `idempotency_key_invalid`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "idempotency_key_missing" | "idempotency_key_invalid";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such inbound notice. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The notice is not open, received some already, or a row's books disagree with what is expected there. Codes: `inbound_not_open`, `inbound_partly_received`, `books_unbalanced`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "inbound_not_open" | "inbound_partly_received" | "books_unbalanced";
                     };
                 };
             };
