@@ -1,22 +1,22 @@
 -- name: APIKeyCreate :one
 -- APIKeyCreate issues a key; locations binds its holds to those locations
 -- (null: every location).
-INSERT INTO api_keys (name, role, token_sha256, locations)
-VALUES (@name, @role, @token_sha256, sqlc.narg('locations')::text[])
+INSERT INTO api_keys (name, role, token_sha256, locations, strategy)
+VALUES (@name, @role, @token_sha256, sqlc.narg('locations')::text[], sqlc.narg('strategy')::text)
 RETURNING id, name, role, created_at;
 
 -- name: APIKeyGetByHash :one
 -- APIKeyGetByHash returns the key of a token while it works: not revoked,
 -- or revoked at a time still to come (a rotated key's grace period).
-SELECT id, name, role, revoked_at, locations FROM api_keys
+SELECT id, name, role, revoked_at, locations, strategy FROM api_keys
 WHERE token_sha256 = @token_sha256 AND (revoked_at IS NULL OR revoked_at > now());
 
 -- name: APIKeyList :many
-SELECT id, name, role, created_at, revoked_at, locations FROM api_keys ORDER BY name, id;
+SELECT id, name, role, created_at, revoked_at, locations, strategy FROM api_keys ORDER BY name, id;
 
 -- name: APIKeyLockLive :one
 -- APIKeyLockLive locks the key in use under a name, for a rotation.
-SELECT id, name, role, created_at, revoked_at, locations FROM api_keys
+SELECT id, name, role, created_at, revoked_at, locations, strategy FROM api_keys
 WHERE name = @name AND revoked_at IS NULL
 FOR UPDATE;
 

@@ -2,8 +2,8 @@
 
 -- name: LocationCreate :one
 -- LocationCreate adds a location; no row when the id is taken.
-INSERT INTO locations (id, name, priority, active, created_by, created_key)
-VALUES (@id, @name, @priority, @active, @created_by, sqlc.narg('created_key'))
+INSERT INTO locations (id, name, priority, active, latitude, longitude, pickup, created_by, created_key)
+VALUES (@id, @name, @priority, @active, sqlc.narg('latitude'), sqlc.narg('longitude'), @pickup, @created_by, sqlc.narg('created_key'))
 ON CONFLICT (id) DO NOTHING
 RETURNING *;
 
@@ -43,11 +43,16 @@ WHERE s.location = ANY(@ids::text[])
 GROUP BY s.location;
 
 -- name: LocationUpdate :one
--- LocationUpdate changes whichever of name, priority and active are given.
+-- LocationUpdate changes whichever of name, priority, active, pickup and
+-- the coordinates are given (set_coordinates: latitude and longitude, null
+-- to forget them).
 UPDATE locations
 SET name = coalesce(sqlc.narg('name')::text, name),
     priority = coalesce(sqlc.narg('priority')::integer, priority),
     active = coalesce(sqlc.narg('active')::boolean, active),
+    pickup = coalesce(sqlc.narg('pickup')::boolean, pickup),
+    latitude = CASE WHEN @set_coordinates::boolean THEN sqlc.narg('latitude')::double precision ELSE latitude END,
+    longitude = CASE WHEN @set_coordinates::boolean THEN sqlc.narg('longitude')::double precision ELSE longitude END,
     updated_by = @updated_by, updated_key = sqlc.narg('updated_key'), updated_at = now()
 WHERE id = @id
 RETURNING *;
@@ -161,3 +166,14 @@ LIMIT @lim;
 -- LocationsOrder is every location's priority: the order a SKU's stock is
 -- listed in (GET /v1/skus/{sku}, GET /v1/skus).
 SELECT id, priority FROM locations;
+
+-- name: StockPickupBySKU :many
+-- StockPickupBySKU lists a SKU's main stock at the pickup locations that
+-- can sell it now (active, sales not stopped there, the row on sale, some
+-- available), by priority then id: a click-and-collect page's choices.
+SELECT s.location, l.name, l.latitude, l.longitude, s.available
+FROM stock s
+JOIN locations l ON l.id = s.location
+WHERE s.sku = @sku AND s.pool = 'main' AND l.pickup AND l.active AND l.stop_sale_reason IS NULL
+  AND s.status = 'on_sale' AND s.available > 0
+ORDER BY l.priority, s.location COLLATE "C";

@@ -106,12 +106,12 @@ SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool F
 -- location, pool) byte order, the one order every path locks stock rows in
 -- whatever the database's collation, and returns what the batch decides
 -- its grants on, with each row's location as the batch reads it (its
--- priority, whether it takes holds, its own stop-sale), and short: what a
+-- priority, whether it takes holds, its own stop-sale, where it is), and short: what a
 -- change joining the batch hands back pays it first (batch_joined.go). A key
 -- whose location is empty asks for the (sku, pool) at every location: a
 -- line the batch allocates.
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason, s.short
+       l.priority, l.active, l.stop_sale_reason, s.short, l.latitude, l.longitude
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)

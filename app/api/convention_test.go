@@ -111,6 +111,8 @@ func TestErrorConvention(t *testing.T) {
 		"POST /v1/locations": {
 			{"malformed", "POST", "/v1/locations", ops, malformed, bad, inv},
 			{"no id", "POST", "/v1/locations", ops, map[string]any{"name": "West"}, 422, inv},
+			{"latitude out of range", "POST", "/v1/locations", ops, map[string]any{"id": "west", "name": "West", "latitude": 91, "longitude": 0}, 422, inv},
+			{"latitude alone", "POST", "/v1/locations", ops, map[string]any{"id": "west", "name": "West", "latitude": 45}, 422, inv},
 		},
 		"GET /v1/locations": {},
 		"GET /v1/locations/:id": {
@@ -120,6 +122,7 @@ func TestErrorConvention(t *testing.T) {
 		"PATCH /v1/locations/:id": {
 			{"malformed", "PATCH", "/v1/locations/east", ops, malformed, bad, inv},
 			{"nothing to change", "PATCH", "/v1/locations/east", ops, map[string]any{}, 422, inv},
+			{"longitude out of range", "PATCH", "/v1/locations/east", ops, map[string]any{"latitude": 0, "longitude": 181}, 422, inv},
 			{"no such location", "PATCH", "/v1/locations/west", ops, map[string]any{"active": false}, 404, "unknown_location"},
 		},
 		"POST /v1/skus/:sku/moves": {
@@ -217,6 +220,10 @@ func TestErrorConvention(t *testing.T) {
 			{"name too long", "GET", "/v1/skus/" + strings.Repeat("S", 65), shop, nil, 422, inv},
 			{"no such SKU", "GET", "/v1/skus/NOPE", shop, nil, 404, "unknown_sku"},
 		},
+		"GET /v1/skus/:sku/pickup": {
+			{"name too long", "GET", "/v1/skus/" + strings.Repeat("S", 65) + "/pickup", shop, nil, 422, inv},
+			{"no such SKU", "GET", "/v1/skus/NOPE/pickup", shop, nil, 404, "unknown_sku"},
+		},
 		"POST /v1/skus/:sku/pause": {
 			{"malformed", "POST", "/v1/skus/A1/pause", ops, malformed, bad, inv},
 			{"no reason", "POST", "/v1/skus/A1/pause", ops, map[string]any{}, 422, inv},
@@ -277,6 +284,12 @@ func TestErrorConvention(t *testing.T) {
 		"POST /v1/reservations": {
 			{"malformed", "POST", "/v1/reservations", shop, malformed, bad, inv},
 			{"quantity 0", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("A1", 0)}}, 422, inv},
+			{"no such strategy", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("A1", 1)}, "strategy": "cheapest"}, 422, inv},
+			{"nearest without ship_to", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("A1", 1)}, "strategy": "nearest"}, 422, inv},
+			{"ship_to out of range", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("A1", 1)}, "strategy": "nearest",
+				"ship_to": map[string]any{"latitude": 100, "longitude": 0}}, 422, inv},
+			{"ship_to without longitude", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("A1", 1)}, "strategy": "nearest",
+				"ship_to": map[string]any{"latitude": 10}}, 422, inv},
 			{"no such SKU", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("NOPE", 1)}}, 422, "unknown_sku"},
 			{"no such campaign", "POST", "/v1/reservations", shop, map[string]any{"items": []any{line("A1", 1)}, "campaign": "c9"}, 422, "unknown_campaign"},
 			{"no such location", "POST", "/v1/reservations", shop, map[string]any{"items": []any{map[string]any{"sku": "A1", "quantity": 1, "location": "west"}}}, 422, "unknown_location"},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -50,7 +51,7 @@ type holdParser struct {
 }
 
 func (p *holdParser) holdBody(h *holdBody) bool {
-	var seen [4]bool
+	var seen [6]bool
 	return p.object(func(key []byte) bool {
 		switch string(key) {
 		case "order_ref":
@@ -63,6 +64,27 @@ func (p *holdParser) holdBody(h *holdBody) bool {
 		case "campaign":
 			h.Campaign = new(string)
 			return firstTime(&seen[3]) && p.string(h.Campaign)
+		case "strategy":
+			h.Strategy = new(string)
+			return firstTime(&seen[4]) && p.string(h.Strategy)
+		case "ship_to":
+			h.ShipTo = &shipTo{}
+			return firstTime(&seen[5]) && p.shipTo(h.ShipTo)
+		}
+		return false
+	})
+}
+
+func (p *holdParser) shipTo(s *shipTo) bool {
+	var seen [2]bool
+	return p.object(func(key []byte) bool {
+		switch string(key) {
+		case "latitude":
+			s.Latitude = new(float64)
+			return firstTime(&seen[0]) && p.float(s.Latitude)
+		case "longitude":
+			s.Longitude = new(float64)
+			return firstTime(&seen[1]) && p.float(s.Longitude)
 		}
 		return false
 	})
@@ -218,6 +240,39 @@ func (p *holdParser) int(n *int64) bool {
 	}
 	*n = v
 	return true
+}
+
+// float reads a number of the form -?(0|[1-9][0-9]*)(.[0-9]+)?, at most 17
+// digits in all (what a coordinate needs; encoding/json reads it the same,
+// with strconv.ParseFloat); anything else is not plain.
+func (p *holdParser) float(f *float64) bool {
+	start := p.i
+	p.take('-')
+	digits, first := 0, p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+		digits++
+	}
+	if digits == 0 || (digits > 1 && p.b[first] == '0') {
+		return false
+	}
+	if p.take('.') {
+		frac := 0
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+			p.i++
+			frac++
+		}
+		if frac == 0 {
+			return false
+		}
+		digits += frac
+	}
+	if digits > 17 || !p.ends() {
+		return false
+	}
+	v, err := strconv.ParseFloat(string(p.b[start:p.i]), 64)
+	*f = v
+	return err == nil
 }
 
 func (p *holdParser) bool(v *bool) bool {

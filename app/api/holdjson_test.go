@@ -47,6 +47,14 @@ var holdBodies = []string{
 	`{"items":[{"sku":"A1","quantity":1,"units":["a",1]}]}`, `{"items":[{"sku":"A1","units":["a","a"]}]}`,
 	`{"items":[{"sku":"A1","units":["a"],"units":["b"]}]}`, `{"items":{"sku":"A1","quantity":1}}`,
 	`{"items":[[{"sku":"A1","quantity":1}]]}`, `{"ttl_seconds":1,"ttl_seconds":2,"items":[]}`,
+	`{"items":[{"sku":"A1","quantity":1}],"strategy":"nearest","ship_to":{"latitude":43.3,"longitude":-5.37}}`,
+	`{"strategy":"most_stock","items":[{"sku":"A1","quantity":1,"split":true}]}`,
+	`{"items":[],"ship_to":{"latitude":0,"longitude":-0.5}}`, `{"items":[],"ship_to":{"latitude":90.000000000000001,"longitude":1}}`,
+	`{"items":[],"ship_to":{"latitude":1e2,"longitude":1}}`, `{"items":[],"ship_to":{"latitude":01.5,"longitude":1}}`,
+	`{"items":[],"ship_to":{"latitude":1.,"longitude":1}}`, `{"items":[],"ship_to":{"latitude":.5,"longitude":1}}`,
+	`{"items":[],"ship_to":{"latitude":"1","longitude":1}}`, `{"items":[],"ship_to":{"latitude":1}}`,
+	`{"items":[],"ship_to":{"latitude":1,"latitude":2,"longitude":1}}`, `{"items":[],"ship_to":{"lat":1,"longitude":1}}`,
+	`{"items":[],"ship_to":null}`, `{"items":[],"strategy":null}`, `{"items":[],"strategy":"a","strategy":"b"}`,
 }
 
 // checkParseHold fails t unless parseHold either leaves body to
@@ -139,9 +147,16 @@ func TestParseHoldAgreesWithDecodeJSON(t *testing.T) {
 		}
 		return pick("[", "[", "[", "{") + strings.Join(list, pick(",", ",", ",,")) + pick("]", "]", "]", "}")
 	}
+	coordinate := func() string {
+		return pick(`43.3`, `-5.37`, `0`, `-0`, `90`, `0.1234567890123456`, `0.12345678901234567`, `1.`, `.5`, `01`, `1e2`, `-`, `null`, `"1"`, num())
+	}
+	shipTo := func() string {
+		return members(map[string]func() string{"latitude": coordinate, "longitude": coordinate})
+	}
 	readRandom := 0
 	for range 50_000 {
-		body := members(map[string]func() string{"order_ref": str, "items": items, "ttl_seconds": num, "campaign": str})
+		body := members(map[string]func() string{"order_ref": str, "items": items, "ttl_seconds": num, "campaign": str,
+			"strategy": str, "ship_to": shipTo})
 		switch rng.IntN(10) {
 		case 0:
 			body = body[:rng.IntN(len(body)+1)]

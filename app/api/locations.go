@@ -16,10 +16,24 @@ import (
 // counts: each handler decodes, calls the inventory, answers.
 
 type locationBody struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Priority int32  `json:"priority"`
-	Active   *bool  `json:"active,omitempty"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Priority  int32    `json:"priority"`
+	Active    *bool    `json:"active,omitempty"`
+	Latitude  *float64 `json:"latitude,omitempty"`
+	Longitude *float64 `json:"longitude,omitempty"`
+	Pickup    bool     `json:"pickup,omitempty"`
+}
+
+// coordinates reads a body's latitude and longitude: both or neither.
+func coordinates(lat, lon *float64) (*stock.Coordinates, error) {
+	switch {
+	case lat == nil && lon == nil:
+		return nil, nil
+	case lat == nil || lon == nil:
+		return nil, domain.Invalid("give latitude and longitude together, in degrees")
+	}
+	return &stock.Coordinates{Latitude: *lat, Longitude: *lon}, nil
 }
 
 // createLocation adds a location, once per Idempotency-Key.
@@ -32,7 +46,12 @@ func (s *server) createLocation(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	n := stock.NewLocation{ID: body.ID, Name: body.Name, Priority: body.Priority, Active: body.Active, Actor: caller(c).Name}
+	where, err := coordinates(body.Latitude, body.Longitude)
+	if err != nil {
+		return err
+	}
+	n := stock.NewLocation{ID: body.ID, Name: body.Name, Priority: body.Priority, Active: body.Active, Coordinates: where,
+		Pickup: body.Pickup, Actor: caller(c).Name}
 	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (stock.Location, bool, error) {
 		return s.Inventory.CreateLocationOnce(ctx, k, n)
 	})
@@ -67,12 +86,16 @@ func (s *server) getLocation(c echo.Context) error {
 }
 
 type locationPatch struct {
-	Name     *string `json:"name"`
-	Priority *int32  `json:"priority"`
-	Active   *bool   `json:"active"`
+	Name      *string  `json:"name"`
+	Priority  *int32   `json:"priority"`
+	Active    *bool    `json:"active"`
+	Latitude  *float64 `json:"latitude"`
+	Longitude *float64 `json:"longitude"`
+	Pickup    *bool    `json:"pickup"`
 }
 
-// updateLocation changes a location's name, priority or active.
+// updateLocation changes a location's name, priority, active, where it is
+// or pickup.
 func (s *server) updateLocation(c echo.Context) error {
 	id, err := nameParam(c, "id", "location")
 	if err != nil {
@@ -82,8 +105,12 @@ func (s *server) updateLocation(c echo.Context) error {
 	if err := decode(c, &body); err != nil {
 		return err
 	}
+	where, err := coordinates(body.Latitude, body.Longitude)
+	if err != nil {
+		return err
+	}
 	l, err := s.Inventory.UpdateLocation(c.Request().Context(), stock.LocationChange{
-		ID: id, Name: body.Name, Priority: body.Priority, Active: body.Active, Actor: caller(c).Name,
+		ID: id, Name: body.Name, Priority: body.Priority, Active: body.Active, Coordinates: where, Pickup: body.Pickup, Actor: caller(c).Name,
 	})
 	if err != nil {
 		return err

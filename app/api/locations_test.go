@@ -33,6 +33,7 @@ func TestLocationsOverHTTP(t *testing.T) {
 
 	created := ok(201, e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "berlin", "name": "Berlin", "priority": 1}, key("l1")...))
 	require.Equal(t, map[string]any{"id": "berlin", "name": "Berlin", "priority": 1.0, "active": true, "stop_sale": nil,
+		"latitude": nil, "longitude": nil, "pickup": false,
 		"created_at": created["created_at"], "updated_at": created["updated_at"]}, created)
 	replay := e.do("POST", "/v1/locations", e.ops, map[string]any{"id": "berlin", "name": "Berlin", "priority": 1}, key("l1")...)
 	require.Equal(t, "true", replay.header.Get("Idempotent-Replayed"))

@@ -23,6 +23,16 @@ type holdBody struct {
 	Items      []holdItem `json:"items"`
 	TTLSeconds *int64     `json:"ttl_seconds"`
 	Campaign   *string    `json:"campaign"`
+	// Strategy allocates the lines that name no location: priority,
+	// most_stock or nearest (to ShipTo); left out, the key's default.
+	Strategy *string `json:"strategy"`
+	ShipTo   *shipTo `json:"ship_to"`
+}
+
+// shipTo is where an order goes, for the nearest strategy.
+type shipTo struct {
+	Latitude  *float64 `json:"latitude"`
+	Longitude *float64 `json:"longitude"`
 }
 
 type holdItem struct {
@@ -67,6 +77,18 @@ func (b holdBody) holdRequest(client, key string, locations []string) (inventory
 		req.Campaign = *b.Campaign
 	}
 	req.Items = inventoryItems(b.Items)
+	if b.Strategy != nil {
+		if *b.Strategy == "" {
+			return req, domain.Invalid("strategy is empty: leave it out for the key's default")
+		}
+		req.Strategy = inventory.Strategy(*b.Strategy)
+	}
+	if b.ShipTo != nil {
+		if b.ShipTo.Latitude == nil || b.ShipTo.Longitude == nil {
+			return req, domain.Invalid("ship_to needs latitude and longitude, in degrees")
+		}
+		req.ShipTo = &inventory.Coordinates{Latitude: *b.ShipTo.Latitude, Longitude: *b.ShipTo.Longitude}
+	}
 	return req, req.Validate()
 }
 
@@ -81,6 +103,7 @@ func (s *server) createReservation(c echo.Context) error {
 		return err
 	}
 	req, err := body.holdRequest(caller(c).Name, key, caller(c).Locations)
+	req.DefaultStrategy = inventory.Strategy(caller(c).Strategy)
 	if err != nil {
 		s.Inventory.CountUnreadableHold()
 		return err

@@ -44,6 +44,7 @@ func (s *server) stockRoutes(e *echo.Echo, shop, ops echo.MiddlewareFunc) {
 	e.POST("/v1/skus/:sku/adjustments", s.adjustStock, ops)
 	e.GET("/v1/skus", s.listSKUs, shop)
 	e.GET("/v1/skus/:sku", s.getStock, shop)
+	e.GET("/v1/skus/:sku/pickup", s.getPickup, shop)
 	e.POST("/v1/skus/:sku/pause", s.pauseStock, ops)
 	e.POST("/v1/skus/:sku/resume", s.resumeStock, ops)
 	e.POST("/v1/skus/:sku/repair", s.repairStock, ops)

@@ -77,6 +77,19 @@ func (s *server) getStock(c echo.Context) error {
 	return c.JSON(http.StatusOK, st)
 }
 
+// getPickup answers where a SKU can be collected now.
+func (s *server) getPickup(c echo.Context) error {
+	sku, err := nameParam(c, "sku", "sku")
+	if err != nil {
+		return err
+	}
+	p, err := s.Inventory.Pickup(c.Request().Context(), sku)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
 type switchBody struct {
 	Location string `json:"location,omitempty"`
 	Pool     string `json:"pool"`

@@ -45,6 +45,9 @@ type Key struct {
 	// Locations, when not nil, are the only locations this key's holds
 	// take stock from (a sales channel).
 	Locations []string
+	// Strategy is how the key's holds that name none are allocated
+	// (priority, most_stock, nearest); empty: priority.
+	Strategy string
 }
 
 // ErrUnknownKey means the token matches no live key.
@@ -87,6 +90,23 @@ func Create(ctx context.Context, pool *pgxpool.Pool, name string, role Role) (st
 // locations (a sales channel); nil binds it to none (every location).
 // Each location must exist.
 func CreateBound(ctx context.Context, pool *pgxpool.Pool, name string, role Role, locations []string) (string, error) {
+	return CreateWith(ctx, pool, name, role, Options{Locations: locations})
+}
+
+// Options are what a key may carry besides its name and role.
+type Options struct {
+	// Locations binds a shop key's holds to those locations (nil: every
+	// location); each must exist.
+	Locations []string
+	// Strategy is the allocation strategy of the key's holds that name
+	// none (empty: priority): the database's CHECK api_keys_strategy
+	// refuses any other than priority, most_stock or nearest.
+	Strategy string
+}
+
+// CreateWith is Create with the key's options.
+func CreateWith(ctx context.Context, pool *pgxpool.Pool, name string, role Role, o Options) (string, error) {
+	locations := o.Locations
 	if err := validName(name); err != nil {
 		return "", err
 	}
@@ -100,13 +120,28 @@ func CreateBound(ctx context.Context, pool *pgxpool.Pool, name string, role Role
 	if err != nil {
 		return "", err
 	}
-	if _, err := db.New(pool).APIKeyCreate(ctx, db.APIKeyCreateParams{Name: name, Role: string(role), TokenSha256: sum[:], Locations: locations}); err != nil {
+	if _, err := db.New(pool).APIKeyCreate(ctx, db.APIKeyCreateParams{Name: name, Role: string(role), TokenSha256: sum[:], Locations: locations,
+		Strategy: optional(o.Strategy)}); err != nil {
 		if isNameTaken(err) {
 			return "", fmt.Errorf("%q: %w", name, ErrNameTaken)
 		}
 		return "", fmt.Errorf("store API key: %w", err)
 	}
 	return token, nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func value(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func isNameTaken(err error) bool {
@@ -171,7 +206,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Key, er
 	case err != nil:
 		return Key{}, fmt.Errorf("look up API key: %w", err)
 	default:
-		key = Key{ID: row.ID, Name: row.Name, Role: Role(row.Role), Locations: row.Locations}
+		key = Key{ID: row.ID, Name: row.Name, Role: Role(row.Role), Locations: row.Locations, Strategy: value(row.Strategy)}
 		if row.RevokedAt != nil && row.RevokedAt.Before(expires) {
 			// A rotated key in its grace period: trusted until it ends.
 			expires = *row.RevokedAt

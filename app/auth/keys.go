@@ -24,6 +24,8 @@ type Listed struct {
 	RevokedAt *time.Time
 	// Locations binds the key's holds to those locations (nil: all).
 	Locations []string
+	// Strategy is the allocation strategy of its holds (empty: priority).
+	Strategy string
 }
 
 // List returns every key, revoked ones included, by name.
@@ -34,7 +36,8 @@ func List(ctx context.Context, pool *pgxpool.Pool) ([]Listed, error) {
 	}
 	out := make([]Listed, len(rows))
 	for i, r := range rows {
-		out[i] = Listed{ID: r.ID, Name: r.Name, Role: Role(r.Role), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, Locations: r.Locations}
+		out[i] = Listed{ID: r.ID, Name: r.Name, Role: Role(r.Role), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, Locations: r.Locations,
+			Strategy: value(r.Strategy)}
 	}
 	return out, nil
 }
@@ -111,7 +114,10 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, gra
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		old, err := q.APIKeyLockLive(ctx, name)
-		var locations []string
+		var (
+			locations []string
+			strategy  *string
+		)
 		switch {
 		case err == nil:
 			if role == "" {
@@ -120,6 +126,7 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, gra
 			if role == Role(old.Role) {
 				locations = old.Locations // the new key sells where the old one did
 			}
+			strategy = old.Strategy
 			rev, err := revokeTx(ctx, q, name, grace)
 			if err != nil {
 				return err
@@ -139,7 +146,8 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, gra
 		if err != nil {
 			return err
 		}
-		if _, err := q.APIKeyCreate(ctx, db.APIKeyCreateParams{Name: name, Role: string(role), TokenSha256: sum[:], Locations: locations}); err != nil {
+		if _, err := q.APIKeyCreate(ctx, db.APIKeyCreateParams{Name: name, Role: string(role), TokenSha256: sum[:], Locations: locations,
+			Strategy: strategy}); err != nil {
 			if isNameTaken(err) {
 				return fmt.Errorf("%q: %w", name, ErrNameTaken)
 			}

@@ -11,8 +11,8 @@ import (
 )
 
 const aPIKeyCreate = `-- name: APIKeyCreate :one
-INSERT INTO api_keys (name, role, token_sha256, locations)
-VALUES ($1, $2, $3, $4::text[])
+INSERT INTO api_keys (name, role, token_sha256, locations, strategy)
+VALUES ($1, $2, $3, $4::text[], $5::text)
 RETURNING id, name, role, created_at
 `
 
@@ -21,6 +21,7 @@ type APIKeyCreateParams struct {
 	Role        string
 	TokenSha256 []byte
 	Locations   []string
+	Strategy    *string
 }
 
 type APIKeyCreateRow struct {
@@ -38,6 +39,7 @@ func (q *Queries) APIKeyCreate(ctx context.Context, arg APIKeyCreateParams) (API
 		arg.Role,
 		arg.TokenSha256,
 		arg.Locations,
+		arg.Strategy,
 	)
 	var i APIKeyCreateRow
 	err := row.Scan(
@@ -50,7 +52,7 @@ func (q *Queries) APIKeyCreate(ctx context.Context, arg APIKeyCreateParams) (API
 }
 
 const aPIKeyGetByHash = `-- name: APIKeyGetByHash :one
-SELECT id, name, role, revoked_at, locations FROM api_keys
+SELECT id, name, role, revoked_at, locations, strategy FROM api_keys
 WHERE token_sha256 = $1 AND (revoked_at IS NULL OR revoked_at > now())
 `
 
@@ -60,6 +62,7 @@ type APIKeyGetByHashRow struct {
 	Role      string
 	RevokedAt *time.Time
 	Locations []string
+	Strategy  *string
 }
 
 // APIKeyGetByHash returns the key of a token while it works: not revoked,
@@ -73,12 +76,13 @@ func (q *Queries) APIKeyGetByHash(ctx context.Context, tokenSha256 []byte) (APIK
 		&i.Role,
 		&i.RevokedAt,
 		&i.Locations,
+		&i.Strategy,
 	)
 	return i, err
 }
 
 const aPIKeyList = `-- name: APIKeyList :many
-SELECT id, name, role, created_at, revoked_at, locations FROM api_keys ORDER BY name, id
+SELECT id, name, role, created_at, revoked_at, locations, strategy FROM api_keys ORDER BY name, id
 `
 
 type APIKeyListRow struct {
@@ -88,6 +92,7 @@ type APIKeyListRow struct {
 	CreatedAt time.Time
 	RevokedAt *time.Time
 	Locations []string
+	Strategy  *string
 }
 
 func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
@@ -106,6 +111,7 @@ func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
 			&i.CreatedAt,
 			&i.RevokedAt,
 			&i.Locations,
+			&i.Strategy,
 		); err != nil {
 			return nil, err
 		}
@@ -118,7 +124,7 @@ func (q *Queries) APIKeyList(ctx context.Context) ([]APIKeyListRow, error) {
 }
 
 const aPIKeyLockLive = `-- name: APIKeyLockLive :one
-SELECT id, name, role, created_at, revoked_at, locations FROM api_keys
+SELECT id, name, role, created_at, revoked_at, locations, strategy FROM api_keys
 WHERE name = $1 AND revoked_at IS NULL
 FOR UPDATE
 `
@@ -130,6 +136,7 @@ type APIKeyLockLiveRow struct {
 	CreatedAt time.Time
 	RevokedAt *time.Time
 	Locations []string
+	Strategy  *string
 }
 
 // APIKeyLockLive locks the key in use under a name, for a rotation.
@@ -143,6 +150,7 @@ func (q *Queries) APIKeyLockLive(ctx context.Context, name string) (APIKeyLockLi
 		&i.CreatedAt,
 		&i.RevokedAt,
 		&i.Locations,
+		&i.Strategy,
 	)
 	return i, err
 }

@@ -1297,7 +1297,7 @@ func (b *StockHoldsApplyBatchResults) Close() error {
 
 const stockLockMany = `-- name: StockLockMany :batchmany
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason, s.short
+       l.priority, l.active, l.stop_sale_reason, s.short, l.latitude, l.longitude
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
@@ -1330,13 +1330,15 @@ type StockLockManyRow struct {
 	Active         bool
 	StopSaleReason *string
 	Short          int64
+	Latitude       *float64
+	Longitude      *float64
 }
 
 // StockLockMany locks the stock rows a hold batch may draw on, in (sku,
 // location, pool) byte order, the one order every path locks stock rows in
 // whatever the database's collation, and returns what the batch decides
 // its grants on, with each row's location as the batch reads it (its
-// priority, whether it takes holds, its own stop-sale), and short: what a
+// priority, whether it takes holds, its own stop-sale, where it is), and short: what a
 // change joining the batch hands back pays it first (batch_joined.go). A key
 // whose location is empty asks for the (sku, pool) at every location: a
 // line the batch allocates.
@@ -1384,6 +1386,8 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 					&i.Active,
 					&i.StopSaleReason,
 					&i.Short,
+					&i.Latitude,
+					&i.Longitude,
 				); err != nil {
 					return err
 				}

@@ -14,10 +14,10 @@ import (
 
 const locationCreate = `-- name: LocationCreate :one
 
-INSERT INTO locations (id, name, priority, active, created_by, created_key)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO locations (id, name, priority, active, latitude, longitude, pickup, created_by, created_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (id) DO NOTHING
-RETURNING id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at
+RETURNING id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at, latitude, longitude, pickup
 `
 
 type LocationCreateParams struct {
@@ -25,6 +25,9 @@ type LocationCreateParams struct {
 	Name       string
 	Priority   int32
 	Active     bool
+	Latitude   *float64
+	Longitude  *float64
+	Pickup     bool
 	CreatedBy  string
 	CreatedKey *string
 }
@@ -37,6 +40,9 @@ func (q *Queries) LocationCreate(ctx context.Context, arg LocationCreateParams) 
 		arg.Name,
 		arg.Priority,
 		arg.Active,
+		arg.Latitude,
+		arg.Longitude,
+		arg.Pickup,
 		arg.CreatedBy,
 		arg.CreatedKey,
 	)
@@ -56,12 +62,15 @@ func (q *Queries) LocationCreate(ctx context.Context, arg LocationCreateParams) 
 		&i.UpdatedBy,
 		&i.UpdatedKey,
 		&i.UpdatedAt,
+		&i.Latitude,
+		&i.Longitude,
+		&i.Pickup,
 	)
 	return i, err
 }
 
 const locationGet = `-- name: LocationGet :one
-SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at FROM locations WHERE id = $1
+SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at, latitude, longitude, pickup FROM locations WHERE id = $1
 `
 
 func (q *Queries) LocationGet(ctx context.Context, id string) (Location, error) {
@@ -82,6 +91,9 @@ func (q *Queries) LocationGet(ctx context.Context, id string) (Location, error) 
 		&i.UpdatedBy,
 		&i.UpdatedKey,
 		&i.UpdatedAt,
+		&i.Latitude,
+		&i.Longitude,
+		&i.Pickup,
 	)
 	return i, err
 }
@@ -91,7 +103,7 @@ UPDATE locations
 SET stop_sale_reason = $1::text, stop_sale_actor = $2, stop_sale_key = $3,
     stop_sale_at = now()
 WHERE id = $4
-RETURNING id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at
+RETURNING id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at, latitude, longitude, pickup
 `
 
 type LocationStopSaleSetParams struct {
@@ -126,6 +138,9 @@ func (q *Queries) LocationStopSaleSet(ctx context.Context, arg LocationStopSaleS
 		&i.UpdatedBy,
 		&i.UpdatedKey,
 		&i.UpdatedAt,
+		&i.Latitude,
+		&i.Longitude,
+		&i.Pickup,
 	)
 	return i, err
 }
@@ -202,26 +217,39 @@ UPDATE locations
 SET name = coalesce($1::text, name),
     priority = coalesce($2::integer, priority),
     active = coalesce($3::boolean, active),
-    updated_by = $4, updated_key = $5, updated_at = now()
-WHERE id = $6
-RETURNING id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at
+    pickup = coalesce($4::boolean, pickup),
+    latitude = CASE WHEN $5::boolean THEN $6::double precision ELSE latitude END,
+    longitude = CASE WHEN $5::boolean THEN $7::double precision ELSE longitude END,
+    updated_by = $8, updated_key = $9, updated_at = now()
+WHERE id = $10
+RETURNING id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at, latitude, longitude, pickup
 `
 
 type LocationUpdateParams struct {
-	Name       *string
-	Priority   *int32
-	Active     *bool
-	UpdatedBy  *string
-	UpdatedKey *string
-	ID         string
+	Name           *string
+	Priority       *int32
+	Active         *bool
+	Pickup         *bool
+	SetCoordinates bool
+	Latitude       *float64
+	Longitude      *float64
+	UpdatedBy      *string
+	UpdatedKey     *string
+	ID             string
 }
 
-// LocationUpdate changes whichever of name, priority and active are given.
+// LocationUpdate changes whichever of name, priority, active, pickup and
+// the coordinates are given (set_coordinates: latitude and longitude, null
+// to forget them).
 func (q *Queries) LocationUpdate(ctx context.Context, arg LocationUpdateParams) (Location, error) {
 	row := q.db.QueryRow(ctx, locationUpdate,
 		arg.Name,
 		arg.Priority,
 		arg.Active,
+		arg.Pickup,
+		arg.SetCoordinates,
+		arg.Latitude,
+		arg.Longitude,
 		arg.UpdatedBy,
 		arg.UpdatedKey,
 		arg.ID,
@@ -242,12 +270,15 @@ func (q *Queries) LocationUpdate(ctx context.Context, arg LocationUpdateParams) 
 		&i.UpdatedBy,
 		&i.UpdatedKey,
 		&i.UpdatedAt,
+		&i.Latitude,
+		&i.Longitude,
+		&i.Pickup,
 	)
 	return i, err
 }
 
 const locationsGet = `-- name: LocationsGet :many
-SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at FROM locations WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C"
+SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at, latitude, longitude, pickup FROM locations WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C"
 `
 
 // LocationsGet returns the locations among ids that exist.
@@ -275,6 +306,9 @@ func (q *Queries) LocationsGet(ctx context.Context, ids []string) ([]Location, e
 			&i.UpdatedBy,
 			&i.UpdatedKey,
 			&i.UpdatedAt,
+			&i.Latitude,
+			&i.Longitude,
+			&i.Pickup,
 		); err != nil {
 			return nil, err
 		}
@@ -318,7 +352,7 @@ func (q *Queries) LocationsOrder(ctx context.Context) ([]LocationsOrderRow, erro
 }
 
 const locationsPage = `-- name: LocationsPage :many
-SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at FROM locations
+SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at, latitude, longitude, pickup FROM locations
 WHERE $1::text IS NULL OR id COLLATE "C" > $1::text COLLATE "C"
 ORDER BY id COLLATE "C"
 LIMIT $2
@@ -350,6 +384,9 @@ func (q *Queries) LocationsPage(ctx context.Context, after *string, lim int32) (
 			&i.UpdatedBy,
 			&i.UpdatedKey,
 			&i.UpdatedAt,
+			&i.Latitude,
+			&i.Longitude,
+			&i.Pickup,
 		); err != nil {
 			return nil, err
 		}
@@ -362,7 +399,7 @@ func (q *Queries) LocationsPage(ctx context.Context, after *string, lim int32) (
 }
 
 const locationsStopped = `-- name: LocationsStopped :many
-SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at FROM locations WHERE stop_sale_reason IS NOT NULL ORDER BY id COLLATE "C"
+SELECT id, name, priority, active, stop_sale_reason, stop_sale_actor, stop_sale_key, stop_sale_at, created_by, created_key, created_at, updated_by, updated_key, updated_at, latitude, longitude, pickup FROM locations WHERE stop_sale_reason IS NOT NULL ORDER BY id COLLATE "C"
 `
 
 // LocationsStopped lists the locations whose sales are stopped.
@@ -390,6 +427,9 @@ func (q *Queries) LocationsStopped(ctx context.Context) ([]Location, error) {
 			&i.UpdatedBy,
 			&i.UpdatedKey,
 			&i.UpdatedAt,
+			&i.Latitude,
+			&i.Longitude,
+			&i.Pickup,
 		); err != nil {
 			return nil, err
 		}
@@ -548,6 +588,52 @@ func (q *Queries) StockCountsRecent(ctx context.Context, sku *string, lim int32)
 			&i.ActorKey,
 			&i.At,
 			&i.AvailableChange,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stockPickupBySKU = `-- name: StockPickupBySKU :many
+SELECT s.location, l.name, l.latitude, l.longitude, s.available
+FROM stock s
+JOIN locations l ON l.id = s.location
+WHERE s.sku = $1 AND s.pool = 'main' AND l.pickup AND l.active AND l.stop_sale_reason IS NULL
+  AND s.status = 'on_sale' AND s.available > 0
+ORDER BY l.priority, s.location COLLATE "C"
+`
+
+type StockPickupBySKURow struct {
+	Location  string
+	Name      string
+	Latitude  *float64
+	Longitude *float64
+	Available int64
+}
+
+// StockPickupBySKU lists a SKU's main stock at the pickup locations that
+// can sell it now (active, sales not stopped there, the row on sale, some
+// available), by priority then id: a click-and-collect page's choices.
+func (q *Queries) StockPickupBySKU(ctx context.Context, sku string) ([]StockPickupBySKURow, error) {
+	rows, err := q.db.Query(ctx, stockPickupBySKU, sku)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StockPickupBySKURow
+	for rows.Next() {
+		var i StockPickupBySKURow
+		if err := rows.Scan(
+			&i.Location,
+			&i.Name,
+			&i.Latitude,
+			&i.Longitude,
+			&i.Available,
 		); err != nil {
 			return nil, err
 		}

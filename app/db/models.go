@@ -104,6 +104,8 @@ type ApiKey struct {
 	RevokedAt *time.Time
 	// The locations this key's holds allocate from (a sales channel); null: all of them.
 	Locations []string
+	// The allocation strategy of this key's holds that name none; null: priority.
+	Strategy *string
 }
 
 // Flash sales: scheduled -> active -> ended -> rolled_back. Holds naming a campaign draw only from its pool.
@@ -264,6 +266,11 @@ type Location struct {
 	UpdatedBy      *string
 	UpdatedKey     *string
 	UpdatedAt      time.Time
+	// Where the location is, in degrees north (with longitude, east): the nearest strategy allocates by distance to a hold's ship_to.
+	Latitude  *float64
+	Longitude *float64
+	// Shoppers may collect orders here (GET /v1/skus/{sku}/pickup).
+	Pickup bool
 }
 
 // Operator console sessions: SHA-256 of the cookie token, the ops key it acts as, its CSRF token.

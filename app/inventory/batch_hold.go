@@ -311,7 +311,8 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	locked := make([]lockedRow, len(stock))
 	for i, r := range stock {
 		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, short: r.Short, status: r.Status,
-			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason)}
+			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason),
+			latitude: r.Latitude, longitude: r.Longitude}
 	}
 	rows := newStockRows(locked)
 	rows.lockOrder = make([]Line, len(stock))

@@ -28,6 +28,9 @@ type lockedRow struct {
 	priority int32
 	active   bool
 	stopped  string
+	// latitude and longitude are where the location is, when known: the
+	// nearest strategy allocates by them.
+	latitude, longitude *float64
 }
 
 // poolUnits is what a hold batch read of one serialized pool's units: the
@@ -109,9 +112,10 @@ type verdict struct {
 // before it. A line that names a location is taken from that location's
 // row; any other is allocated: among the rows of its (sku, pool) at the
 // locations the hold may use (active, sales not stopped there, the key's
-// locations if it is bound to some), lowest priority first, the first on
-// sale that can fill the whole line, or, with split, as much as each has
-// in that order (lines that name their location are taken first, so that
+// locations if it is bound to some), in the order of its strategy
+// (strategy.go: lowest priority first, most left first, or nearest to its
+// ship_to first, ties by priority), the first on sale that can fill the
+// whole line, or, with split, as much as each has in that order (lines that name their location are taken first, so that
 // allocation fills around them). A hold all of whose lines fit what is
 // left of their rows is granted and takes its units from what is left; any
 // other is refused on its first line (in that order) that does not fit,
@@ -268,8 +272,9 @@ func (d *holdDecision) takeNamed(w want) (verdict, bool) {
 }
 
 // allocate takes line w, which names no location, from the rows of its
-// pool at the locations the hold may use (split, or whole from the first
-// that has it all), or returns its refusal.
+// pool at the locations the hold may use, in the order of the hold's
+// strategy (split, or whole from the first that has it all), or returns
+// its refusal.
 func (d *holdDecision) allocate(w want) (verdict, bool) {
 	places := d.st.places[poolKey(w.SKU, w.Pool)]
 	if len(places) == 0 {
@@ -294,7 +299,9 @@ func (d *holdDecision) allocate(w want) (verdict, bool) {
 		return noneEligible(d.st, places, d.h, w), false
 	case paused == len(eligible):
 		return verdict{line: w, why: domain.CodeSKUPaused}, false
-	case w.Split && !anySerialized(d.st, eligible):
+	}
+	eligible = d.order(eligible)
+	if w.Split && !anySerialized(d.st, eligible) {
 		return d.split(w, eligible)
 	}
 	return d.whole(w, eligible)

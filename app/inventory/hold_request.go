@@ -54,6 +54,13 @@ type HoldRequest struct {
 	// Locations, when not nil, are the only locations the hold may take
 	// stock from: the client's API key is bound to them (a sales channel).
 	Locations []string
+	// Strategy allocates the lines that name no location (strategy.go);
+	// empty: DefaultStrategy, the client's key's (empty: priority), which
+	// is not part of the request's identity (its hash). ShipTo is where
+	// the order goes, for nearest.
+	Strategy        Strategy
+	DefaultStrategy Strategy
+	ShipTo          *Coordinates
 	// Actor and ActorKey, when set, are who made the hold on the client's
 	// behalf and the key that authenticated them (an operator reinstating
 	// a shop's hold): its ledger rows record them instead of the client.
@@ -89,6 +96,9 @@ func (r HoldRequest) Validate() error {
 	if _, err := r.asks(); err != nil {
 		return err
 	}
+	if err := r.validateStrategy(); err != nil {
+		return err
+	}
 	if r.TTLSeconds < 0 || r.TTLSeconds > MaxTTLSeconds {
 		return domain.Invalid("ttl_seconds must be from 1 to %d", MaxTTLSeconds)
 	}
@@ -98,6 +108,25 @@ func (r HoldRequest) Validate() error {
 		}
 	}
 	return domain.ValidRef("order_ref", r.OrderRef, MaxOrderRefSize)
+}
+
+// validateStrategy checks the strategy and ship_to: nearest asked for
+// needs ship_to, and coordinates are in range. (A key whose default is
+// nearest allocates a hold without ship_to by priority.)
+func (r HoldRequest) validateStrategy() error {
+	if r.Strategy == "" && r.ShipTo == nil {
+		return nil
+	}
+	if err := ValidStrategy("strategy", r.Strategy); err != nil {
+		return err
+	}
+	if r.ShipTo != nil {
+		return ValidCoordinates("ship_to", *r.ShipTo)
+	}
+	if r.Strategy == StrategyNearest {
+		return domain.Invalid("strategy nearest allocates by distance to ship_to: give ship_to (latitude and longitude)")
+	}
+	return nil
 }
 
 // validateLocation checks item i's location and split: a location named
@@ -219,11 +248,13 @@ func (r HoldRequest) hash() string {
 		r.TTLSeconds = int64(DefaultTTL.Seconds()) // leaving it out means the default
 	}
 	b, _ := json.Marshal(struct {
-		OrderRef string `json:"order_ref"`
-		Campaign string `json:"campaign"`
-		TTL      int64  `json:"ttl_seconds"`
-		Items    []Item `json:"items"`
-	}{r.OrderRef, r.Campaign, r.TTLSeconds, r.Items})
+		OrderRef string       `json:"order_ref"`
+		Campaign string       `json:"campaign"`
+		TTL      int64        `json:"ttl_seconds"`
+		Items    []Item       `json:"items"`
+		Strategy Strategy     `json:"strategy,omitempty"`
+		ShipTo   *Coordinates `json:"ship_to,omitempty"`
+	}{r.OrderRef, r.Campaign, r.TTLSeconds, r.Items, r.Strategy, r.ShipTo})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -28,6 +29,25 @@ const (
 	MaxPriority = 1_000_000
 )
 
+// Coordinates are a point on Earth, in degrees: latitude north (-90 to
+// 90), longitude east (-180 to 180).
+type Coordinates struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+}
+
+// ValidCoordinates refuses a latitude or longitude out of range (what
+// names them in the refusal).
+func ValidCoordinates(what string, c Coordinates) error {
+	switch {
+	case math.IsNaN(c.Latitude) || c.Latitude < -90 || c.Latitude > 90:
+		return domain.Invalid("%s.latitude must be from -90 to 90 degrees, not %v", what, c.Latitude)
+	case math.IsNaN(c.Longitude) || c.Longitude < -180 || c.Longitude > 180:
+		return domain.Invalid("%s.longitude must be from -180 to 180 degrees, not %v", what, c.Longitude)
+	}
+	return nil
+}
+
 // Location is a location as the API shows it, with the totals of its stock
 // over every SKU and pool when they were asked for.
 type Location struct {
@@ -35,6 +55,11 @@ type Location struct {
 	Name     string `json:"name"`
 	Priority int32  `json:"priority"`
 	Active   bool   `json:"active"`
+	// Latitude and Longitude are where it is (null: not known), for the
+	// nearest strategy; Pickup, whether shoppers may collect there.
+	Latitude  *float64 `json:"latitude"`
+	Longitude *float64 `json:"longitude"`
+	Pickup    bool     `json:"pickup"`
 	// StopSale is why sales are stopped at this location alone, when they
 	// are (PUT /v1/stop-sale with a location).
 	StopSale  *string         `json:"stop_sale"`
@@ -51,7 +76,7 @@ type LocationTotals struct {
 
 func newLocation(l db.Location) Location {
 	return Location{ID: l.ID, Name: l.Name, Priority: l.Priority, Active: l.Active, StopSale: l.StopSaleReason,
-		CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
+		Latitude: l.Latitude, Longitude: l.Longitude, Pickup: l.Pickup, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
 }
 
 // NewLocation asks to add a location.
@@ -61,7 +86,19 @@ type NewLocation struct {
 	Priority int32
 	// Active is nil for true.
 	Active *bool
-	Actor  string
+	// Coordinates, when given, are where it is; Pickup lets shoppers
+	// collect there.
+	Coordinates *Coordinates
+	Pickup      bool
+	Actor       string
+}
+
+// coordinates are c's latitude and longitude as the database keeps them.
+func (c *Coordinates) columns() (*float64, *float64) {
+	if c == nil {
+		return nil, nil
+	}
+	return &c.Latitude, &c.Longitude
 }
 
 func validPriority(p int32) error {
@@ -90,10 +127,17 @@ func (s *Service) CreateLocationOnce(ctx context.Context, key idempotency.Key, n
 	if err := validPriority(n.Priority); err != nil {
 		return Location{}, false, err
 	}
+	if n.Coordinates != nil {
+		if err := ValidCoordinates("coordinates", *n.Coordinates); err != nil {
+			return Location{}, false, err
+		}
+	}
+	lat, lon := n.Coordinates.columns()
 	active := n.Active == nil || *n.Active
 	return idempotency.Do(ctx, s.pool, key, func(tx pgx.Tx) (Location, error) {
 		r, err := db.New(tx).LocationCreate(ctx, db.LocationCreateParams{
-			ID: n.ID, Name: n.Name, Priority: n.Priority, Active: active, CreatedBy: n.Actor, CreatedKey: domain.KeyName(ctx),
+			ID: n.ID, Name: n.Name, Priority: n.Priority, Active: active, Latitude: lat, Longitude: lon, Pickup: n.Pickup,
+			CreatedBy: n.Actor, CreatedKey: domain.KeyName(ctx),
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Location{}, &domain.Error{Code: domain.CodeConflict, Location: n.ID, Detail: fmt.Sprintf("location %q exists already", n.ID)}
@@ -189,11 +233,13 @@ func withTotals(ctx context.Context, q *db.Queries, rows []db.Location) ([]Locat
 // LocationChange changes whichever of a location's name, priority and
 // active are not nil.
 type LocationChange struct {
-	ID       string
-	Name     *string
-	Priority *int32
-	Active   *bool
-	Actor    string
+	ID          string
+	Name        *string
+	Priority    *int32
+	Active      *bool
+	Coordinates *Coordinates
+	Pickup      *bool
+	Actor       string
 }
 
 // UpdateLocation changes a location. Deactivating (or activating) it
@@ -205,8 +251,13 @@ func (s *Service) UpdateLocation(ctx context.Context, c LocationChange) (Locatio
 	if err := domain.ValidName("location", c.ID); err != nil {
 		return Location{}, err
 	}
-	if c.Name == nil && c.Priority == nil && c.Active == nil {
-		return Location{}, domain.Invalid("give at least one of name, priority and active")
+	if c.Name == nil && c.Priority == nil && c.Active == nil && c.Coordinates == nil && c.Pickup == nil {
+		return Location{}, domain.Invalid("give at least one of name, priority, active, latitude and longitude, and pickup")
+	}
+	if c.Coordinates != nil {
+		if err := ValidCoordinates("coordinates", *c.Coordinates); err != nil {
+			return Location{}, err
+		}
 	}
 	if c.Name != nil {
 		if err := validLocationName(*c.Name); err != nil {
@@ -225,8 +276,11 @@ func (s *Service) UpdateLocation(ctx context.Context, c LocationChange) (Locatio
 				return fmt.Errorf("take the stop-sale lock: %w", err)
 			}
 		}
+		lat, lon := c.Coordinates.columns()
 		_, err := q.LocationUpdate(ctx, db.LocationUpdateParams{
-			ID: c.ID, Name: c.Name, Priority: c.Priority, Active: c.Active, UpdatedBy: &c.Actor, UpdatedKey: domain.KeyName(ctx),
+			ID: c.ID, Name: c.Name, Priority: c.Priority, Active: c.Active, Pickup: c.Pickup,
+			SetCoordinates: c.Coordinates != nil, Latitude: lat, Longitude: lon,
+			UpdatedBy: &c.Actor, UpdatedKey: domain.KeyName(ctx),
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrUnknownLocation(c.ID, false)
@@ -291,4 +345,46 @@ func requireLocations(ctx context.Context, q *db.Queries, ids ...string) error {
 		}
 	}
 	return nil
+}
+
+// PickupStock is where a SKU can be collected now: its main stock at the
+// pickup locations that can sell it (GET /v1/skus/{sku}/pickup).
+type PickupStock struct {
+	SKU       string        `json:"sku"`
+	Locations []PickupPlace `json:"locations"`
+}
+
+// PickupPlace is one pickup location with the SKU's stock there.
+type PickupPlace struct {
+	Location  string   `json:"location"`
+	Name      string   `json:"name"`
+	Latitude  *float64 `json:"latitude"`
+	Longitude *float64 `json:"longitude"`
+	Available int64    `json:"available"`
+}
+
+// Pickup lists the pickup locations where sku's main stock can be held
+// now (active, sales not stopped there, the row on sale, some available),
+// by priority then id; a SKU without stock anywhere is unknown_sku.
+func (s *Service) Pickup(ctx context.Context, sku string) (PickupStock, error) {
+	if err := domain.ValidName("sku", sku); err != nil {
+		return PickupStock{}, err
+	}
+	q := db.New(s.pool)
+	rows, err := q.StockPickupBySKU(ctx, sku)
+	if err != nil {
+		return PickupStock{}, fmt.Errorf("read the pickup stock of %s: %w", sku, err)
+	}
+	out := PickupStock{SKU: sku, Locations: make([]PickupPlace, len(rows))}
+	for i, r := range rows {
+		out.Locations[i] = PickupPlace{Location: r.Location, Name: r.Name, Latitude: r.Latitude, Longitude: r.Longitude, Available: r.Available}
+	}
+	if len(rows) == 0 {
+		if exists, err := q.StockSKUExists(ctx, sku); err != nil {
+			return PickupStock{}, fmt.Errorf("look for SKU %s: %w", sku, err)
+		} else if !exists {
+			return PickupStock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: sku, Detail: fmt.Sprintf("SKU %q has no stock", sku)}
+		}
+	}
+	return out, nil
 }

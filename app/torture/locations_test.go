@@ -50,12 +50,18 @@ type located struct {
 	} `json:"allocations"`
 }
 
-// setupLocations adds north and south, stocks the placed SKUs there and
-// makes the channel's key.
+// spots are where the places are on the map, for the nearest strategy.
+var spots = map[string][2]float64{"default": {48.86, 2.35}, "north": {59.91, 10.75}, "south": {41.39, 2.17}}
+
+// setupLocations adds north and south, puts every place on the map (north
+// and south for pickup), stocks the placed SKUs there and makes the
+// channel's key.
 func (tr *torture) setupLocations(t *testing.T) {
 	t.Helper()
+	tr.mustStatus(200, "PATCH", "/v1/locations/default", tr.ops, map[string]any{"latitude": spots["default"][0], "longitude": spots["default"][1]})
 	for i, id := range places[1:] {
-		tr.mustStatus(201, "POST", "/v1/locations", tr.ops, map[string]any{"id": id, "name": id, "priority": i + 1},
+		tr.mustStatus(201, "POST", "/v1/locations", tr.ops, map[string]any{"id": id, "name": id, "priority": i + 1,
+			"latitude": spots[id][0], "longitude": spots[id][1], "pickup": true},
 			"Idempotency-Key", "loc-"+id)
 		for _, sku := range placed {
 			tr.mustStatus(200, "POST", "/v1/skus/"+sku+"/adjustments", tr.ops,
@@ -80,6 +86,36 @@ func placeItem(r *rand.Rand, item map[string]any) {
 		item["location"] = places[r.IntN(len(places))]
 	case p < 9:
 		item["split"] = true
+	}
+}
+
+// allocateBy chooses how a hold's unplaced lines are allocated: by no
+// strategy named (priority) half the time, else by priority, most_stock or
+// nearest to a point between the places.
+func allocateBy(r *rand.Rand, body map[string]any) {
+	switch r.IntN(6) {
+	case 0:
+		body["strategy"] = "priority"
+	case 1:
+		body["strategy"] = "most_stock"
+	case 2:
+		body["strategy"] = "nearest"
+		body["ship_to"] = map[string]any{"latitude": 40 + r.Float64()*20, "longitude": r.Float64() * 12}
+	}
+}
+
+// allocatedBy records that an acknowledged hold was allocated by its
+// strategy, with a split line or not.
+func (tr *torture) allocatedBy(body map[string]any) {
+	s, ok := body["strategy"].(string)
+	if !ok {
+		return
+	}
+	tr.done("hold by " + s)
+	for _, it := range body["items"].([]map[string]any) {
+		if it["split"] == true {
+			tr.done("split by " + s)
+		}
 	}
 }
 
@@ -571,5 +607,12 @@ func (tr *torture) reportLocations(t *testing.T) {
 	}
 	if len(tr.inactive["south"]) == 0 {
 		t.Errorf("torture: south was never deactivated")
+	}
+	for _, s := range []string{"priority", "most_stock", "nearest"} {
+		for _, path := range []string{"hold by " + s, "split by " + s} {
+			if tr.owed(path) {
+				t.Errorf("torture: no %s acknowledged: that path never ran", path)
+			}
+		}
 	}
 }

@@ -649,11 +649,13 @@ func (tr *torture) shopper(ctx context.Context, r *rand.Rand, op, token string) 
 			items = append(items, item)
 		}
 		body["items"] = items
+		allocateBy(r, body)
 		key := tr.name("hold")
 		status, b := tr.do(op, "POST", "/v1/reservations", token, body, "Idempotency-Key", key)
 		if status != 201 {
 			continue
 		}
+		tr.allocatedBy(body)
 		var h reservation
 		if err := json.Unmarshal(b, &h); err != nil {
 			tr.t.Errorf("hold answer: %v: %s", err, b)

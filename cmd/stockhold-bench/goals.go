@@ -107,6 +107,12 @@ var goals = []goal{
 			}
 			return fmt.Sprintf("%.2fx (%s holds/s)", l.VsSpread, thousands(l.Rate)), l.VsSpread >= 0.9, true
 		}},
+	{id: "locations-most_stock", what: "`locations` allocated by `most_stock`, against `spread` in the same run",
+		target: "at least 0.9x", command: "make bench BENCH_FLAGS='-scenarios spread,locations'",
+		read: func(r *benchRun) (string, bool, bool) { return strategyGoal(r, "locations-most_stock") }},
+	{id: "locations-nearest", what: "`locations` allocated by `nearest` to a hold's `ship_to`, against `spread` in the same run",
+		target: "at least 0.9x", command: "make bench BENCH_FLAGS='-scenarios spread,locations'",
+		read: func(r *benchRun) (string, bool, bool) { return strategyGoal(r, "locations-nearest") }},
 	{id: "flash", what: "`flash`: 1,000 clients at once racing for 100 units",
 		target: "exactly 100 held, 900 refused", command: "make bench BENCH_FLAGS='-scenarios flash'",
 		read: func(r *benchRun) (string, bool, bool) {
@@ -555,4 +561,14 @@ func writeReport(path string, r *benchRun) (measuredIDs, missed []string, err er
 	}
 	slices.Sort(missed)
 	return measuredIDs, missed, nil
+}
+
+// strategyGoal reads the ratio to spread of the locations scenario's run
+// by one strategy (scenario: locations-<strategy>).
+func strategyGoal(r *benchRun, scenario string) (string, bool, bool) {
+	l := r.get(scenario)
+	if l == nil || l.VsSpread == 0 {
+		return "", false, false
+	}
+	return fmt.Sprintf("%.2fx (%s holds/s)", l.VsSpread, thousands(l.Rate)), l.VsSpread >= 0.9, true
 }

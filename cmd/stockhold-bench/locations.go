@@ -18,8 +18,17 @@ const (
 
 // benchLocations are the scenario's warehouses, in priority order: the
 // first has none of every other SKU (a row at 0: allocation reads it and
-// finds it short), the other two plenty of every SKU.
-var benchLocations = []string{"wh-1", "wh-2", "wh-3"}
+// finds it short), the other two plenty of every SKU. benchSpots are where
+// they are, for the nearest strategy, and shipTos where its holds ship.
+var (
+	benchLocations = []string{"wh-1", "wh-2", "wh-3"}
+	benchSpots     = [][2]float64{{48.86, 2.35}, {45.76, 4.84}, {52.52, 13.40}}
+	shipTos        = [][2]float64{{43.30, 5.37}, {53.55, 9.99}, {50.85, 4.35}, {47.22, -1.55}}
+)
+
+// strategyRuns are the strategies the scenario runs after priority, each
+// against spread's rate in the same run.
+var strategyRuns = []string{"most_stock", "nearest"}
 
 func locationSKU(i int) string { return fmt.Sprintf("loc-%05d", i) }
 
@@ -55,7 +64,35 @@ func (b *bench) locations(ctx context.Context) ([]*result, error) {
 	r.VsSpread = r.Rate / b.spreadRate
 	r.Note = fmt.Sprintf("%d SKUs at %d locations, allocated by priority, the first short for half of them (%.0f%% of the holds went to the second): %.0f holds/s, %.2fx spread's %.0f holds/s in this run",
 		locationSKUs, len(benchLocations), second*100, r.Rate, r.VsSpread, b.spreadRate)
-	return []*result{r}, nil
+	out := []*result{r}
+	for _, s := range strategyRuns {
+		out = append(out, b.locationsBy(ctx, s))
+	}
+	return out, nil
+}
+
+// locationsBy is the locations scenario's holds allocated by strategy s
+// (nearest: to one of shipTos), its rate against spread's in the same run.
+func (b *bench) locationsBy(ctx context.Context, s string) *result {
+	bodies := make([][]byte, locationSKUs)
+	for i := range bodies {
+		body := fmt.Sprintf(`{"items":[{"sku":%q,"quantity":1}],"strategy":%q`, locationSKU(i), s)
+		if s == "nearest" {
+			p := shipTos[i%len(shipTos)]
+			body += fmt.Sprintf(`,"ship_to":{"latitude":%.2f,"longitude":%.2f}`, p[0], p[1])
+		}
+		bodies[i] = []byte(body + "}")
+	}
+	r := &result{Scenario: "locations-" + s, Clients: b.o.clients}
+	t := &tally{}
+	el := b.closedLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
+		return b.hold(fmt.Sprintf("locations-%s-%s-%d-%d", s, b.run, w, i), bodies[rand.IntN(len(bodies))])
+	})
+	t.fill(r, el)
+	r.RSS = b.rss.reset()
+	r.VsSpread = r.Rate / b.spreadRate
+	r.Note = fmt.Sprintf("the same holds allocated by %s: %.0f holds/s, %.2fx spread's %.0f holds/s in this run", s, r.Rate, r.VsSpread, b.spreadRate)
+	return r
 }
 
 // locationStock makes the scenario's locations and stock once: over HTTP,
@@ -66,7 +103,7 @@ func (b *bench) locationStock(ctx context.Context) error {
 		return nil
 	}
 	for i, id := range benchLocations {
-		body := fmt.Sprintf(`{"id":%q,"name":%q,"priority":%d}`, id, id, i+1)
+		body := fmt.Sprintf(`{"id":%q,"name":%q,"priority":%d,"latitude":%.2f,"longitude":%.2f}`, id, id, i+1, benchSpots[i][0], benchSpots[i][1])
 		if _, err := b.call("POST", "/v1/locations", b.ops, "loc-"+id+"-"+b.run, []byte(body), http.StatusCreated, http.StatusConflict); err != nil {
 			return fmt.Errorf("location %s: %w", id, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/auth"
+	"github.com/stockhold/stockhold/app/inventory"
 )
 
 // apikey runs the apikey subcommands: create, list, revoke and rotate.
@@ -24,6 +25,7 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs := flag.NewFlagSet("apikey "+args[0], flag.ContinueOnError)
 	var (
 		name, role, locations string
+		strategy              string
 		grace                 time.Duration
 	)
 	switch args[0] {
@@ -35,6 +37,7 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	if args[0] == "create" {
 		fs.StringVar(&locations, "locations", "", "a shop key's `locations`, comma-separated: its holds take stock only there (a sales channel)")
+		fs.StringVar(&strategy, "strategy", "", "how its holds that name none are allocated, a `strategy`: priority (the default), most_stock or nearest")
 	}
 	if args[0] == "rotate" {
 		fs.Func("grace", "how long the old token keeps working, a `duration` such as 1h or 30m (default: it stops at once)", func(v string) error {
@@ -65,6 +68,9 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 	if grace < 0 {
 		return fmt.Errorf("%w: --grace must not be negative", errUsage)
 	}
+	if err := inventory.ValidStrategy("--strategy", inventory.Strategy(strategy)); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
 	return withPool(ctx, getenv, func(pool *pgxpool.Pool) error {
 		switch args[0] {
 		case "create":
@@ -72,7 +78,7 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 			if locations != "" {
 				bound = strings.Split(locations, ",")
 			}
-			token, err := auth.CreateBound(ctx, pool, name, r, bound)
+			token, err := auth.CreateWith(ctx, pool, name, r, auth.Options{Locations: bound, Strategy: strategy})
 			if errors.Is(err, auth.ErrNameTaken) {
 				return fmt.Errorf("%w: rotate it (apikey rotate --name %s) or revoke it first", err, name)
 			}

@@ -104,13 +104,15 @@ it. Tokens are stored only as SHA-256 and shown once.`,
 		group:   []string{"create", "list", "revoke", "rotate"},
 	},
 	"apikey create": {
-		synopsis: "apikey create --name N --role shop|ops [--locations L1,L2]",
+		synopsis: "apikey create --name N --role shop|ops [--locations L1,L2] [--strategy S]",
 		about: `Creates an API key and prints its token alone on the last line. A name in use by
 another key is refused: rotate that key, or revoke it first. --locations binds a shop key
 to those locations (a sales channel): its holds allocate only there, and a line naming
 another location is refused (403 location_not_allowed), as is reinstating a hold with a
 line elsewhere. A binding limits only new holds: reads, and confirm, release and extend of
-the client's holds, go on everywhere. A rotation keeps the binding.`,
+the client's holds, go on everywhere. --strategy is how the key's holds that name no
+strategy are allocated: priority (the default), most_stock or nearest (to the hold's
+ship_to; without one, priority). A rotation keeps the binding and the strategy.`,
 		example: "stockhold apikey create --name shop-eu --role shop\nstockhold apikey create --name shop-fr --role shop --locations paris,lyon\n" +
 			"stockhold apikey create --name alice --role ops | tail -n 1",
 	},
@@ -165,13 +167,13 @@ that names no location is allocated among the active locations, lowest priority 
 		example:  "stockhold locations list",
 	},
 	"locations create": {
-		synopsis: "locations create --id ID [--name N] [--priority P] --operator O",
-		about:    "Adds a location (a warehouse, a store). Allocation takes the lowest priority first.",
+		synopsis: "locations create --id ID [--name N] [--priority P] [--latitude D --longitude D] [--pickup true|false] --operator O",
+		about:    "Adds a location (a warehouse, a store). Allocation takes the lowest priority first, or the nearest to a hold's ship_to by its coordinates.",
 		example:  "stockhold locations create --id berlin --name Berlin --priority 1 --operator alice",
 	},
 	"locations update": {
-		synopsis: "locations update --id ID [--name N] [--priority P] [--active true|false] --operator O",
-		about: `Changes a location's name, priority or whether it takes new holds. --active false waits
+		synopsis: "locations update --id ID [--name N] [--priority P] [--active true|false] [--latitude D --longitude D] [--pickup true|false] --operator O",
+		about: `Changes a location's name, priority, coordinates, pickup or whether it takes new holds. --active false waits
 for the holds being decided at that moment: once it returns, no new hold takes stock there;
 its holds finish normally.`,
 		example: "stockhold locations update --id berlin --active false --operator alice",

@@ -39,14 +39,18 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 	}
 	fs := flag.NewFlagSet("locations "+args[0], flag.ContinueOnError)
 	var (
-		id, name, operator, active string
-		priority                   int64
+		id, name, operator, active, pickup string
+		priority                           int64
+		lat, lon                           float64
 	)
 	if args[0] != "list" {
 		fs.StringVar(&id, "id", "", "the location's `id` (required)")
 		fs.StringVar(&name, "name", "", "its `name`, for people")
 		fs.Int64Var(&priority, "priority", 0, fmt.Sprintf("allocation order, from %d to %d: lower first, ties by id", -stock.MaxPriority, stock.MaxPriority))
 		fs.StringVar(&operator, "operator", "", "who, for the record (required)")
+		fs.Float64Var(&lat, "latitude", 0, "where it is, `degrees` north (with --longitude), for the nearest strategy")
+		fs.Float64Var(&lon, "longitude", 0, "where it is, `degrees` east (with --latitude)")
+		fs.StringVar(&pickup, "pickup", "", "whether shoppers may collect there, `true` or false")
 	}
 	if args[0] == "update" {
 		fs.StringVar(&active, "active", "", "whether it takes new holds, `true` or false (an inactive location takes none; its holds finish)")
@@ -67,6 +71,16 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var where *stock.Coordinates
+	switch {
+	case set["latitude"] && set["longitude"]:
+		where = &stock.Coordinates{Latitude: lat, Longitude: lon}
+	case set["latitude"] || set["longitude"]:
+		return fmt.Errorf("%w: give --latitude and --longitude together", errUsage)
+	}
+	if pickup != "" && pickup != "true" && pickup != "false" {
+		return fmt.Errorf("%w: --pickup is true or false", errUsage)
+	}
 	ctx = asDatabaseUser(ctx, getenv)
 	return withServices(ctx, getenv, stderr, func(svc *app.Services) error {
 		switch args[0] {
@@ -75,13 +89,17 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 				name = id
 			}
 			l, _, err := svc.Inventory.CreateLocationOnce(ctx, cliKey("location"), stock.NewLocation{
-				ID: id, Name: name, Priority: int32(priority), Actor: operator})
+				ID: id, Name: name, Priority: int32(priority), Coordinates: where, Pickup: pickup == "true", Actor: operator})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "created location %s (%s), priority %d\n", l.ID, l.Name, l.Priority)
 		case "update":
-			c := stock.LocationChange{ID: id, Actor: operator}
+			c := stock.LocationChange{ID: id, Coordinates: where, Actor: operator}
+			if pickup != "" {
+				p := pickup == "true"
+				c.Pickup = &p
+			}
 			if set["name"] {
 				c.Name = &name
 			}

@@ -62,7 +62,18 @@ func TestLocationCommands(t *testing.T) {
 	require.Regexp(t, `berlin\s+berlin\s+2\s+true\s+3\s+3\s`, ok("locations", "list"))
 
 	require.Contains(t, ok("locations", "update", "--id", "berlin", "--active", "false", "--operator", "alice"), "active false")
+	ok("locations", "update", "--id", "paris", "--latitude", "48.86", "--longitude", "2.35", "--pickup", "true", "--operator", "alice")
+	require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM locations WHERE id = 'paris' AND latitude = 48.86 AND longitude = 2.35 AND pickup`))
+	code, _, _ = cmd("locations", "update", "--id", "paris", "--latitude", "48.86", "--operator", "alice")
+	require.Equal(t, 2, code, "a latitude without a longitude")
+	code, _, errs = cmd("locations", "update", "--id", "paris", "--latitude", "95", "--longitude", "0", "--operator", "alice")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "latitude must be from -90 to 90")
 
+	code, _, _ = cmd("apikey", "create", "--name", "shop-x", "--role", "shop", "--strategy", "cheapest")
+	require.Equal(t, 2, code, "no such strategy")
+	ok("apikey", "create", "--name", "shop-near", "--role", "shop", "--strategy", "nearest")
+	require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM api_keys WHERE name = 'shop-near' AND strategy = 'nearest'`))
 	out = ok("apikey", "create", "--name", "shop-fr", "--role", "shop", "--locations", "paris")
 	keys, err := auth.List(ctx, pool)
 	require.NoError(t, err)

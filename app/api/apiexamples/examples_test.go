@@ -86,7 +86,7 @@ func exampleScenario(x *recorder) {
 	x.send("ops", "PUT", "/v1/stop-sale", `{"active": false, "reason": "payments back"}`).want(200)
 
 	// Locations, states, transfers and counts.
-	x.example("ops", "POST", "/v1/locations", `{"id": "east", "name": "East warehouse", "priority": 10}`,
+	x.example("ops", "POST", "/v1/locations", `{"id": "east", "name": "East warehouse", "priority": 10, "latitude": 53.80, "longitude": -1.55, "pickup": true}`,
 		"Idempotency-Key", "location-east")
 	x.example("ops", "GET", "/v1/locations/east", nil)
 	x.example("ops", "PATCH", "/v1/locations/east", `{"name": "East warehouse (Leeds)"}`)
@@ -118,6 +118,7 @@ func exampleScenario(x *recorder) {
 	x.send("ops", "POST", "/v1/inbound", `{"supplier_ref": "PO-1044", "location": "east", "expected_on": "2030-03-01", "lines": [{"sku": "A1", "quantity": 8}]}`,
 		"Idempotency-Key", "inbound-3").want(201)
 	x.example("ops", "GET", "/v1/inbound?status=open&limit=2", nil)
+	x.example("shop", "GET", "/v1/skus/A1/pickup", nil)
 
 	// Holds.
 	hold := x.example("shop", "POST", "/v1/reservations",

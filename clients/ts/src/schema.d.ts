@@ -202,7 +202,7 @@ export interface paths {
          *
          *     Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
          *
-         *     Allocation: a line may name `location`; without one the service picks among the active locations the API key may use (a key bound to locations: only those), lowest `priority` first (ties by id): the first location that can fill the whole line; only with `split: true` does it take the line from several, in priority order. All or nothing across lines. The answer's items say where each line came from: `location`, or `allocations` when it came from several.
+         *     Allocation: a line may name `location`; without one the service picks among the active locations the API key may use (a key bound to locations: only those) in the order of the hold's `strategy`: `priority` (the default: lowest `priority` first, ties by id), `most_stock` (most available first) or `nearest` (closest to `ship_to` first; ties by priority): the first location that can fill the whole line; only with `split: true` does it take the line from several, in that order. All or nothing across lines. The answer's items say where each line came from: `location`, or `allocations` when it came from several.
          */
         post: operations["createReservation"];
         delete?: never;
@@ -1497,6 +1497,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/skus/{sku}/pickup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Where a SKU can be collected now
+         * @description Click and collect: the SKU's `main` stock at the pickup locations (`pickup: true`) that can sell it now (active, sales not stopped there, the row on sale, some available), by priority then id, with where each is.
+         *
+         *     Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
+         */
+        get: operations["getPickup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     stockEvents: {
@@ -2413,6 +2438,24 @@ export interface components {
             ttl_seconds?: number | null;
             /** @description Draw every line from this campaign's pool; absent or null for regular stock. An empty string is refused. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space. */
             campaign?: string | null;
+            /**
+             * @description How the lines that name no `location` are allocated: `priority` (lowest priority number first), `most_stock` (the location with the most available that fills the line; with `split`, the most first) or `nearest` (closest to `ship_to`, locations without coordinates last; needs `ship_to`, 422 without); ties keep priority order. Left out: the API key's default (`apikey create --strategy`), else `priority`.
+             * @enum {string}
+             */
+            strategy?: "priority" | "most_stock" | "nearest";
+            /** @description Where the order goes, for `nearest`: degrees north and east (422 out of range). */
+            ship_to?: {
+                /**
+                 * Format: double
+                 * @description Degrees north, -90 to 90.
+                 */
+                latitude: number;
+                /**
+                 * Format: double
+                 * @description Degrees east, -180 to 180.
+                 */
+                longitude: number;
+            };
         };
         /**
          * @example {
@@ -3497,6 +3540,18 @@ export interface components {
             priority: number;
             /** @description An inactive location takes no new holds; its holds finish normally. */
             active: boolean;
+            /**
+             * Format: double
+             * @description Where it is, degrees north (null: not known); the `nearest` strategy allocates by distance to a hold's `ship_to`, locations without coordinates last.
+             */
+            latitude: number | null;
+            /**
+             * Format: double
+             * @description Degrees east (null: not known).
+             */
+            longitude: number | null;
+            /** @description Shoppers may collect orders here (`GET /v1/skus/{sku}/pickup`). */
+            pickup: boolean;
             /** @description Why sales are stopped at this location alone (`PUT /v1/stop-sale` with a location); null when they are not. */
             stop_sale: string | null;
             /** Format: date-time */
@@ -3556,6 +3611,18 @@ export interface components {
             priority?: number;
             /** @default true */
             active?: boolean;
+            /**
+             * Format: double
+             * @description Degrees north, -90 to 90 (422 outside); with `longitude`, both or neither.
+             */
+            latitude?: number;
+            /**
+             * Format: double
+             * @description Degrees east, -180 to 180 (422 outside); with `latitude`.
+             */
+            longitude?: number;
+            /** @description Shoppers may collect orders here. Default false. */
+            pickup?: boolean;
         };
         /**
          * @example {
@@ -3571,6 +3638,18 @@ export interface components {
             priority?: number;
             /** @description false: no new holds here from the moment the answer is sent (holds already here finish normally); true: back in allocation. */
             active?: boolean;
+            /**
+             * Format: double
+             * @description Degrees north, -90 to 90 (422 outside); with `longitude`, both or neither.
+             */
+            latitude?: number;
+            /**
+             * Format: double
+             * @description Degrees east, -180 to 180 (422 outside); with `latitude`.
+             */
+            longitude?: number;
+            /** @description Shoppers may collect orders here. */
+            pickup?: boolean;
         };
         /**
          * @example {
@@ -3951,6 +4030,20 @@ export interface components {
             /** @default received */
             reason?: string;
         };
+        PickupStock: {
+            sku: string;
+            /** @description The pickup locations that can sell the SKU's `main` stock now (active, sales not stopped there, the row on sale, some available), by priority then id. */
+            locations: {
+                location: string;
+                name: string;
+                /** Format: double */
+                latitude: number | null;
+                /** Format: double */
+                longitude: number | null;
+                /** Format: int64 */
+                available: number;
+            }[];
+        };
     };
     responses: {
         /** @description No bearer token, or an unknown or revoked one. Codes: `unauthorized`. */
@@ -4130,7 +4223,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T16:42:04.617262Z"
+                     *               "updated_at": "2026-12-02T17:05:46.605572Z"
                      *             }
                      *           ]
                      *         },
@@ -4152,7 +4245,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T16:42:04.645276Z"
+                     *               "updated_at": "2026-12-02T17:05:46.684869Z"
                      *             }
                      *           ]
                      *         }
@@ -4244,7 +4337,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T16:42:04.617262Z"
+                     *           "updated_at": "2026-12-02T17:05:46.605572Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4356,7 +4449,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T16:42:04.831823Z"
+                     *           "updated_at": "2026-12-02T17:05:47.303112Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4373,7 +4466,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T16:42:04.794084Z"
+                     *           "updated_at": "2026-12-02T17:05:47.202312Z"
                      *         }
                      *       ]
                      *     }
@@ -4469,7 +4562,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T16:42:04.667839Z"
+                     *           "updated_at": "2026-12-02T17:05:46.742956Z"
                      *         }
                      *       ]
                      *     }
@@ -4568,14 +4661,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T16:42:04.671246Z"
+                     *           "updated_at": "2026-12-02T17:05:46.759583Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T16:42:04.667839Z"
+                     *         "at": "2026-12-02T17:05:46.742956Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4683,7 +4776,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 28,
-                     *           "at": "2026-12-02T16:42:04.831823Z",
+                     *           "at": "2026-12-02T17:05:47.303112Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4692,7 +4785,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
+                     *           "reservation_id": "01a237b8-2ed0-7478-98e8-37b117017435",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4700,7 +4793,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 27,
-                     *           "at": "2026-12-02T16:42:04.811378Z",
+                     *           "at": "2026-12-02T17:05:47.269219Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4709,7 +4802,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
+                     *           "reservation_id": "01a237b8-2ed0-7478-98e8-37b117017435",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -4826,7 +4919,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T16:42:04.645276Z"
+                     *               "updated_at": "2026-12-02T17:05:46.684869Z"
                      *             }
                      *           ]
                      *         },
@@ -4848,7 +4941,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T16:42:04.645276Z"
+                     *               "updated_at": "2026-12-02T17:05:46.684869Z"
                      *             }
                      *           ]
                      *         }
@@ -4934,13 +5027,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
+                     *           "id": "01a237b8-2ed0-7478-98e8-37b117017435",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T17:12:04.80769Z",
-                     *           "created_at": "2026-12-02T16:42:04.799142Z",
-                     *           "confirmed_at": "2026-12-02T16:42:04.831823Z",
+                     *           "expires_at": "2026-12-02T17:35:47.263896Z",
+                     *           "created_at": "2026-12-02T17:05:47.219762Z",
+                     *           "confirmed_at": "2026-12-02T17:05:47.303112Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -5036,12 +5129,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
+                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T16:57:04.799142Z",
-                     *       "created_at": "2026-12-02T16:42:04.799142Z",
+                     *       "expires_at": "2026-12-02T17:20:47.219762Z",
+                     *       "created_at": "2026-12-02T17:05:47.219762Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5151,12 +5244,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
+                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T16:57:04.799142Z",
-                     *       "created_at": "2026-12-02T16:42:04.799142Z",
+                     *       "expires_at": "2026-12-02T17:20:47.219762Z",
+                     *       "created_at": "2026-12-02T17:05:47.219762Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5243,13 +5336,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
+                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:12:04.80769Z",
-                     *       "created_at": "2026-12-02T16:42:04.799142Z",
-                     *       "confirmed_at": "2026-12-02T16:42:04.831823Z",
+                     *       "expires_at": "2026-12-02T17:35:47.263896Z",
+                     *       "created_at": "2026-12-02T17:05:47.219762Z",
+                     *       "confirmed_at": "2026-12-02T17:05:47.303112Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5365,12 +5458,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
+                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:12:04.80769Z",
-                     *       "created_at": "2026-12-02T16:42:04.799142Z",
+                     *       "expires_at": "2026-12-02T17:35:47.263896Z",
+                     *       "created_at": "2026-12-02T17:05:47.219762Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5462,8 +5555,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T16:42:04Z",
-                 *       "ends_at": "2026-12-02T18:42:04Z",
+                 *       "starts_at": "2026-12-02T17:05:47Z",
+                 *       "ends_at": "2026-12-02T19:05:47Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5489,12 +5582,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T16:42:04Z",
-                     *       "ends_at": "2026-12-02T18:42:04Z",
+                     *       "starts_at": "2026-12-02T17:05:47Z",
+                     *       "ends_at": "2026-12-02T19:05:47Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.876129Z",
+                     *       "created_at": "2026-12-02T17:05:47.41588Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5581,13 +5674,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T16:42:04Z",
-                     *       "ends_at": "2026-12-02T18:42:04Z",
+                     *       "starts_at": "2026-12-02T17:05:47Z",
+                     *       "ends_at": "2026-12-02T19:05:47Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.876129Z",
-                     *       "started_at": "2026-12-02T16:42:04.916234Z",
+                     *       "created_at": "2026-12-02T17:05:47.41588Z",
+                     *       "started_at": "2026-12-02T17:05:47.480905Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5763,7 +5856,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a237a2-7b7b-7d27-88fa-21d1a9fd431d"
+                 *         "01a237b8-30a9-73e9-b254-4263379189a4"
                  *       ]
                  *     }
                  */
@@ -5846,12 +5939,12 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a237a2-7b7b-7d27-88fa-21d1a9fd431d"
+                     *           "01a237b8-30a9-73e9-b254-4263379189a4"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T16:42:05.065263Z",
+                     *       "requested_at": "2026-12-02T17:05:47.698128Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
@@ -5861,9 +5954,9 @@ export interface operations {
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T16:42:05.065263Z",
-                     *       "started_at": "2026-12-02T16:42:05.072752Z",
-                     *       "finished_at": "2026-12-02T16:42:05.108147Z",
+                     *       "created_at": "2026-12-02T17:05:47.698128Z",
+                     *       "started_at": "2026-12-02T17:05:47.713093Z",
+                     *       "finished_at": "2026-12-02T17:05:47.854332Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -6085,9 +6178,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T16:42:05.346767Z",
-                     *       "started_at": "2026-12-02T16:42:05.354024Z",
-                     *       "finished_at": "2026-12-02T16:42:05.360178Z",
+                     *       "created_at": "2026-12-02T17:05:48.020777Z",
+                     *       "started_at": "2026-12-02T17:05:48.096453Z",
+                     *       "finished_at": "2026-12-02T17:05:48.143943Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6149,9 +6242,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T16:42:05.346767Z",
-                     *       "started_at": "2026-12-02T16:42:05.354024Z",
-                     *       "finished_at": "2026-12-02T16:42:05.360178Z",
+                     *       "created_at": "2026-12-02T17:05:48.020777Z",
+                     *       "started_at": "2026-12-02T17:05:48.096453Z",
+                     *       "finished_at": "2026-12-02T17:05:48.143943Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6221,7 +6314,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a237a2-7aa9-7f26-a2ae-00115b054ad1",
+                     *           "subject": "hold:01a237b8-2f45-7a04-b7e2-09b565cf6290",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -6237,16 +6330,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T16:42:03.842129Z",
-                     *             "released_at": "2026-12-02T16:42:04.847816Z",
+                     *             "expires_at": "2026-12-02T17:05:46.333845Z",
+                     *             "released_at": "2026-12-02T17:05:47.374549Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a237a2-7aa9-7f26-a2ae-00115b054ad1"
+                     *             "reservation_id": "01a237b8-2f45-7a04-b7e2-09b565cf6290"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237a2-7aa9-7f26-a2ae-00115b054ad1 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237a2-7aa9-7f26-a2ae-00115b054ad1/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237b8-2f45-7a04-b7e2-09b565cf6290 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237b8-2f45-7a04-b7e2-09b565cf6290/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T16:42:04.850945Z",
-                     *           "last_seen_at": "2026-12-02T16:42:04.850945Z",
+                     *           "first_seen_at": "2026-12-02T17:05:47.377156Z",
+                     *           "last_seen_at": "2026-12-02T17:05:47.377156Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6327,7 +6420,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a237a2-7aa9-7f26-a2ae-00115b054ad1",
+                     *       "subject": "hold:01a237b8-2f45-7a04-b7e2-09b565cf6290",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6343,23 +6436,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T16:42:03.842129Z",
-                     *         "released_at": "2026-12-02T16:42:04.847816Z",
+                     *         "expires_at": "2026-12-02T17:05:46.333845Z",
+                     *         "released_at": "2026-12-02T17:05:47.374549Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a237a2-7aa9-7f26-a2ae-00115b054ad1"
+                     *         "reservation_id": "01a237b8-2f45-7a04-b7e2-09b565cf6290"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237a2-7aa9-7f26-a2ae-00115b054ad1 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237a2-7aa9-7f26-a2ae-00115b054ad1/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237b8-2f45-7a04-b7e2-09b565cf6290 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237b8-2f45-7a04-b7e2-09b565cf6290/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T16:42:04.850945Z",
-                     *       "last_seen_at": "2026-12-02T16:42:04.850945Z",
+                     *       "first_seen_at": "2026-12-02T17:05:47.377156Z",
+                     *       "last_seen_at": "2026-12-02T17:05:47.377156Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T16:42:05.139955Z",
+                     *       "acked_at": "2026-12-02T17:05:47.958059Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T16:42:05.136765Z",
+                     *       "taken_at": "2026-12-02T17:05:47.951402Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6431,11 +6524,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T16:42:05.414677Z",
+                     *       "as_of": "2026-12-02T17:05:48.198091Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T15:42:05.414677Z"
+                     *         "since": "2026-12-02T16:05:48.198091Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6451,7 +6544,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T16:42:04.41774387Z",
+                     *         "since": "2026-12-02T17:05:46.164601858Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6697,12 +6790,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a7e-7698-8e5c-921549059f2a",
+                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:12:04.80769Z",
-                     *       "created_at": "2026-12-02T16:42:04.799142Z",
+                     *       "expires_at": "2026-12-02T17:35:47.263896Z",
+                     *       "created_at": "2026-12-02T17:05:47.219762Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -6825,7 +6918,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T16:42:04.645276Z"
+                     *           "updated_at": "2026-12-02T17:05:46.684869Z"
                      *         }
                      *       ]
                      *     }
@@ -6906,9 +6999,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "1466-1-1",
+                     *           "id": "61582-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T16:42:04.617262Z",
+                     *           "at": "2026-12-02T17:05:46.605572Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6936,9 +7029,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "1471-2-1",
+                     *           "id": "61587-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T16:42:04.645276Z",
+                     *           "at": "2026-12-02T17:05:46.684869Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -6966,8 +7059,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "1471-2-1",
-                     *       "next": "1471-2-1"
+                     *       "next_cursor": "61587-2-1",
+                     *       "next": "61587-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -7034,8 +7127,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T16:42:04.855277Z",
-                     *           "last_event_id": "1508-0-0",
+                     *           "created_at": "2026-12-02T17:05:47.38953Z",
+                     *           "last_event_id": "61624-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -7122,15 +7215,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.855277Z",
-                     *       "last_event_id": "1508-0-0",
+                     *       "created_at": "2026-12-02T17:05:47.38953Z",
+                     *       "last_event_id": "61624-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_cc36f4396ce4e58b17ac601adb93163459cd686472a41126f3c018f099f43687"
+                     *       "secret": "whsec_e2c36f66705f6a985684d0890081cc6b26c72eab6062f47060508f8f3d8b5c24"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -7195,8 +7288,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.855277Z",
-                     *       "last_event_id": "1508-0-0",
+                     *       "created_at": "2026-12-02T17:05:47.38953Z",
+                     *       "last_event_id": "61624-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7463,7 +7556,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T16:42:04.696915Z",
+                     *           "updated_at": "2026-12-02T17:05:46.842768Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7582,7 +7675,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T16:42:04.707271Z",
+                     *           "updated_at": "2026-12-02T17:05:46.866986Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7800,7 +7893,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T16:38:12.034169Z",
+                     *       "changed_at": "2026-12-02T17:05:45.016127Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -7847,7 +7940,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T16:42:04.716235Z",
+                     *       "changed_at": "2026-12-02T17:05:46.927892Z",
                      *       "lifted": null
                      *     }
                      */
@@ -8113,12 +8206,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7ab5-7640-b4df-8a09781a26ca",
+                     *       "id": "01a237b8-2f76-7ce5-80b7-a587270cf58f",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T16:57:04.853469Z",
-                     *       "created_at": "2026-12-02T16:42:04.853469Z",
+                     *       "expires_at": "2026-12-02T17:20:47.382971Z",
+                     *       "created_at": "2026-12-02T17:05:47.382971Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -8128,7 +8221,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a237a2-7aa9-7f26-a2ae-00115b054ad1"
+                     *       "reinstated_from": "01a237b8-2f45-7a04-b7e2-09b565cf6290"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -8246,7 +8339,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a237a2-7aa9-7f26-a2ae-00115b054ad1",
+                     *       "subject": "hold:01a237b8-2f45-7a04-b7e2-09b565cf6290",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -8262,23 +8355,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T16:42:03.842129Z",
-                     *         "released_at": "2026-12-02T16:42:04.847816Z",
+                     *         "expires_at": "2026-12-02T17:05:46.333845Z",
+                     *         "released_at": "2026-12-02T17:05:47.374549Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a237a2-7aa9-7f26-a2ae-00115b054ad1"
+                     *         "reservation_id": "01a237b8-2f45-7a04-b7e2-09b565cf6290"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237a2-7aa9-7f26-a2ae-00115b054ad1 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237a2-7aa9-7f26-a2ae-00115b054ad1/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237b8-2f45-7a04-b7e2-09b565cf6290 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237b8-2f45-7a04-b7e2-09b565cf6290/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T16:42:04.850945Z",
-                     *       "last_seen_at": "2026-12-02T16:42:04.850945Z",
+                     *       "first_seen_at": "2026-12-02T17:05:47.377156Z",
+                     *       "last_seen_at": "2026-12-02T17:05:47.377156Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T16:42:05.136765Z",
+                     *       "taken_at": "2026-12-02T17:05:47.951402Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -9414,9 +9507,12 @@ export interface operations {
                      *           "name": "Default",
                      *           "priority": 0,
                      *           "active": true,
+                     *           "latitude": null,
+                     *           "longitude": null,
+                     *           "pickup": false,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T16:38:12.071757Z",
-                     *           "updated_at": "2026-12-02T16:38:12.071757Z",
+                     *           "created_at": "2026-12-02T17:05:45.222278Z",
+                     *           "updated_at": "2026-12-02T17:05:45.222278Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -9435,9 +9531,12 @@ export interface operations {
                      *           "name": "East warehouse (Leeds)",
                      *           "priority": 10,
                      *           "active": true,
+                     *           "latitude": 53.8,
+                     *           "longitude": -1.55,
+                     *           "pickup": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T16:42:04.725575Z",
-                     *           "updated_at": "2026-12-02T16:42:04.731749Z",
+                     *           "created_at": "2026-12-02T17:05:46.939192Z",
+                     *           "updated_at": "2026-12-02T17:05:46.956655Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -9505,7 +9604,10 @@ export interface operations {
                  * @example {
                  *       "id": "east",
                  *       "name": "East warehouse",
-                 *       "priority": 10
+                 *       "priority": 10,
+                 *       "latitude": 53.8,
+                 *       "longitude": -1.55,
+                 *       "pickup": true
                  *     }
                  */
                 "application/json": components["schemas"]["LocationRequest"];
@@ -9524,9 +9626,12 @@ export interface operations {
                      *       "name": "East warehouse",
                      *       "priority": 10,
                      *       "active": true,
+                     *       "latitude": 53.8,
+                     *       "longitude": -1.55,
+                     *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T16:42:04.725575Z",
-                     *       "updated_at": "2026-12-02T16:42:04.725575Z"
+                     *       "created_at": "2026-12-02T17:05:46.939192Z",
+                     *       "updated_at": "2026-12-02T17:05:46.939192Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9600,9 +9705,12 @@ export interface operations {
                      *       "name": "East warehouse",
                      *       "priority": 10,
                      *       "active": true,
+                     *       "latitude": 53.8,
+                     *       "longitude": -1.55,
+                     *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T16:42:04.725575Z",
-                     *       "updated_at": "2026-12-02T16:42:04.725575Z",
+                     *       "created_at": "2026-12-02T17:05:46.939192Z",
+                     *       "updated_at": "2026-12-02T17:05:46.939192Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9696,9 +9804,12 @@ export interface operations {
                      *       "name": "East warehouse (Leeds)",
                      *       "priority": 10,
                      *       "active": true,
+                     *       "latitude": 53.8,
+                     *       "longitude": -1.55,
+                     *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T16:42:04.725575Z",
-                     *       "updated_at": "2026-12-02T16:42:04.731749Z",
+                     *       "created_at": "2026-12-02T17:05:46.939192Z",
+                     *       "updated_at": "2026-12-02T17:05:46.956655Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9813,7 +9924,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T16:42:04.734691Z"
+                     *           "updated_at": "2026-12-02T17:05:46.968541Z"
                      *         }
                      *       ]
                      *     }
@@ -9949,7 +10060,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T16:42:04.734691Z"
+                     *             "updated_at": "2026-12-02T17:05:46.968541Z"
                      *           }
                      *         ]
                      *       }
@@ -10040,7 +10151,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
+                     *           "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10053,15 +10164,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T16:42:04.741048Z",
-                     *           "updated_at": "2026-12-02T16:42:04.759273Z",
+                     *           "created_at": "2026-12-02T17:05:47.015735Z",
+                     *           "updated_at": "2026-12-02T17:05:47.065802Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T16:42:04.759273Z",
+                     *           "finished_at": "2026-12-02T17:05:47.065802Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a237a2-7a5a-75ed-99af-a19eed0f1433",
+                     *           "id": "01a237b8-2e46-79b3-9611-9fd46aa65f01",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10074,10 +10185,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T16:42:04.761462Z",
-                     *           "updated_at": "2026-12-02T16:42:04.765908Z",
+                     *           "created_at": "2026-12-02T17:05:47.075889Z",
+                     *           "updated_at": "2026-12-02T17:05:47.085999Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T16:42:04.765908Z",
+                     *           "finished_at": "2026-12-02T17:05:47.085999Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -10152,7 +10263,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
+                     *       "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10165,8 +10276,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.741048Z",
-                     *       "updated_at": "2026-12-02T16:42:04.741048Z",
+                     *       "created_at": "2026-12-02T17:05:47.015735Z",
+                     *       "updated_at": "2026-12-02T17:05:47.015735Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10240,7 +10351,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
+                     *       "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10253,8 +10364,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.741048Z",
-                     *       "updated_at": "2026-12-02T16:42:04.741048Z",
+                     *       "created_at": "2026-12-02T17:05:47.015735Z",
+                     *       "updated_at": "2026-12-02T17:05:47.015735Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10340,7 +10451,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
+                     *       "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10353,8 +10464,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.741048Z",
-                     *       "updated_at": "2026-12-02T16:42:04.755817Z",
+                     *       "created_at": "2026-12-02T17:05:47.015735Z",
+                     *       "updated_at": "2026-12-02T17:05:47.052329Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10453,7 +10564,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a46-7765-a832-4bb713c7b009",
+                     *       "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10466,10 +10577,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.741048Z",
-                     *       "updated_at": "2026-12-02T16:42:04.759273Z",
+                     *       "created_at": "2026-12-02T17:05:47.015735Z",
+                     *       "updated_at": "2026-12-02T17:05:47.065802Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T16:42:04.759273Z",
+                     *       "finished_at": "2026-12-02T17:05:47.065802Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10566,7 +10677,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a5a-75ed-99af-a19eed0f1433",
+                     *       "id": "01a237b8-2e46-79b3-9611-9fd46aa65f01",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10579,10 +10690,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.761462Z",
-                     *       "updated_at": "2026-12-02T16:42:04.765908Z",
+                     *       "created_at": "2026-12-02T17:05:47.075889Z",
+                     *       "updated_at": "2026-12-02T17:05:47.085999Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T16:42:04.765908Z",
+                     *       "finished_at": "2026-12-02T17:05:47.085999Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
@@ -10673,7 +10784,7 @@ export interface operations {
                      * @example {
                      *       "inbound": [
                      *         {
-                     *           "id": "01a237a2-7a7a-7997-becf-751153444fb7",
+                     *           "id": "01a237b8-2ec4-7052-b92f-d0e40aee4a1b",
                      *           "supplier_ref": "PO-1044",
                      *           "location": "east",
                      *           "expected_on": "2030-03-01",
@@ -10692,8 +10803,8 @@ export interface operations {
                      *           "reason": "expected from PO-1044",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T16:42:04.794084Z",
-                     *           "updated_at": "2026-12-02T16:42:04.794084Z",
+                     *           "created_at": "2026-12-02T17:05:47.202312Z",
+                     *           "updated_at": "2026-12-02T17:05:47.202312Z",
                      *           "finished_at": null,
                      *           "finished_by": null,
                      *           "finish_reason": null
@@ -10777,7 +10888,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a63-7100-b776-89e735c22c67",
+                     *       "id": "01a237b8-2e61-7b66-99bc-58ed6c58bc91",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -10804,8 +10915,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.76994Z",
-                     *       "updated_at": "2026-12-02T16:42:04.76994Z",
+                     *       "created_at": "2026-12-02T17:05:47.101533Z",
+                     *       "updated_at": "2026-12-02T17:05:47.101533Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -10878,7 +10989,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a63-7100-b776-89e735c22c67",
+                     *       "id": "01a237b8-2e61-7b66-99bc-58ed6c58bc91",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -10905,8 +11016,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.76994Z",
-                     *       "updated_at": "2026-12-02T16:42:04.76994Z",
+                     *       "created_at": "2026-12-02T17:05:47.101533Z",
+                     *       "updated_at": "2026-12-02T17:05:47.101533Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -10980,7 +11091,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a63-7100-b776-89e735c22c67",
+                     *       "id": "01a237b8-2e61-7b66-99bc-58ed6c58bc91",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11007,8 +11118,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.76994Z",
-                     *       "updated_at": "2026-12-02T16:42:04.775475Z",
+                     *       "created_at": "2026-12-02T17:05:47.101533Z",
+                     *       "updated_at": "2026-12-02T17:05:47.134952Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11106,7 +11217,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a63-7100-b776-89e735c22c67",
+                     *       "id": "01a237b8-2e61-7b66-99bc-58ed6c58bc91",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11133,9 +11244,9 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.76994Z",
-                     *       "updated_at": "2026-12-02T16:42:04.778538Z",
-                     *       "finished_at": "2026-12-02T16:42:04.778538Z",
+                     *       "created_at": "2026-12-02T17:05:47.101533Z",
+                     *       "updated_at": "2026-12-02T17:05:47.16476Z",
+                     *       "finished_at": "2026-12-02T17:05:47.16476Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "supplier out of B2"
                      *     }
@@ -11232,7 +11343,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237a2-7a75-71c4-8e1a-da94a814f06a",
+                     *       "id": "01a237b8-2eb4-7530-8e81-9e4419f1c553",
                      *       "supplier_ref": "PO-1043",
                      *       "location": "east",
                      *       "expected_on": "2030-02-01",
@@ -11251,9 +11362,9 @@ export interface operations {
                      *       "reason": "expected from PO-1043",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T16:42:04.788233Z",
-                     *       "updated_at": "2026-12-02T16:42:04.792068Z",
-                     *       "finished_at": "2026-12-02T16:42:04.792068Z",
+                     *       "created_at": "2026-12-02T17:05:47.186337Z",
+                     *       "updated_at": "2026-12-02T17:05:47.193238Z",
+                     *       "finished_at": "2026-12-02T17:05:47.193238Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "order withdrawn"
                      *     }
@@ -11310,6 +11421,82 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
                         code?: "invalid_request" | "idempotency_key_reused";
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Timeout"];
+        };
+    };
+    getPickup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pickup locations with stock. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sku": "A1",
+                     *       "locations": [
+                     *         {
+                     *           "location": "east",
+                     *           "name": "East warehouse (Leeds)",
+                     *           "latitude": 53.8,
+                     *           "longitude": -1.55,
+                     *           "available": 9
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PickupStock"];
+                };
+            };
+            /** @description The path is badly escaped. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The SKU has no stock rows. Codes: `unknown_sku`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "unknown_sku";
+                    };
+                };
+            };
+            /** @description The SKU is not a valid name. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
                     };
                 };
             };

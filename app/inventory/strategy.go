@@ -1,0 +1,99 @@
+package inventory
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
+)
+
+// Strategy is how the hold batch allocates a line that names no location
+// among the locations of its pool that may take it (decide.go): priority,
+// the lowest priority number first; most_stock, the location with the most
+// left that fills the line (with split: the most first); nearest, the
+// location closest to the hold's ShipTo (locations without coordinates
+// after those with). Ties keep priority order, so priority breaks them.
+type Strategy string
+
+// The strategies.
+const (
+	StrategyPriority  Strategy = "priority"
+	StrategyMostStock Strategy = "most_stock"
+	StrategyNearest   Strategy = "nearest"
+)
+
+// Strategies lists every strategy.
+var Strategies = []Strategy{StrategyPriority, StrategyMostStock, StrategyNearest}
+
+// ValidStrategy refuses a strategy that is none of Strategies; empty is
+// valid (the default).
+func ValidStrategy(what string, s Strategy) error {
+	if s == "" || slices.Contains(Strategies, s) {
+		return nil
+	}
+	return domain.Invalid("%s must be priority, most_stock or nearest, not %q", what, s)
+}
+
+// Coordinates are a point on Earth, in degrees (stock.Coordinates).
+type Coordinates = stock.Coordinates
+
+// ValidCoordinates refuses a latitude or longitude out of range
+// (stock.ValidCoordinates).
+func ValidCoordinates(what string, c Coordinates) error { return stock.ValidCoordinates(what, c) }
+
+// earthRadiusKm is the Earth's mean radius.
+const earthRadiusKm = 6371.0
+
+// distanceKm is the great-circle distance between a and b (haversine).
+func distanceKm(a, b Coordinates) float64 {
+	rad := func(d float64) float64 { return d * math.Pi / 180 }
+	dLat, dLon := rad(b.Latitude-a.Latitude), rad(b.Longitude-a.Longitude)
+	h := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(rad(a.Latitude))*math.Cos(rad(b.Latitude))*math.Sin(dLon/2)*math.Sin(dLon/2)
+	return 2 * earthRadiusKm * math.Asin(math.Min(1, math.Sqrt(h)))
+}
+
+// strategy is the hold's strategy: as asked, else its key's default, else
+// priority.
+func (h hold) strategy() Strategy {
+	switch {
+	case h.req.Strategy != "":
+		return h.req.Strategy
+	case h.req.DefaultStrategy != "":
+		return h.req.DefaultStrategy
+	}
+	return StrategyPriority
+}
+
+// order returns the eligible rows keys (in priority order) in the order the
+// hold's strategy tries them: by what each has left for the hold, most
+// first (most_stock), or by distance to its ShipTo, nearest first
+// (nearest); a stable sort, so ties keep priority order.
+func (d *holdDecision) order(keys []string) []string {
+	var rank func(k string) float64
+	switch d.h.strategy() {
+	case StrategyMostStock:
+		rank = func(k string) float64 { return -float64(d.left(k)) }
+	case StrategyNearest:
+		if d.h.req.ShipTo == nil {
+			return keys
+		}
+		rank = func(k string) float64 {
+			r := d.st.rows[k]
+			if r.latitude == nil || r.longitude == nil {
+				return math.Inf(1)
+			}
+			return distanceKm(*d.h.req.ShipTo, Coordinates{Latitude: *r.latitude, Longitude: *r.longitude})
+		}
+	default:
+		return keys
+	}
+	ranks := make(map[string]float64, len(keys))
+	for _, k := range keys {
+		ranks[k] = rank(k)
+	}
+	out := slices.Clone(keys)
+	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(ranks[a], ranks[b]) })
+	return out
+}
