@@ -24,6 +24,7 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/stock"
 )
@@ -566,4 +567,43 @@ func TestSKUPageShowsShort(t *testing.T) {
 	page = b.do("GET", "/ops/skus/S1", nil, nil)
 	require.NotContains(t, page.body, "short (of reserved)")
 	require.Contains(t, page.body, "short -2", "the shortfall's ledger row")
+}
+
+// TestLocationsPageShowsWhatIsDue: the locations page lists the open
+// supplier notices by the day they are expected, a late one first and
+// marked late, each line with what is still expected of what was ordered;
+// a received one is gone from it.
+func TestLocationsPageShowsWhatIsDue(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	expect := func(name string, days int, lines ...stock.NewInboundLine) stock.Inbound {
+		i, _, err := e.app.Inventory.CreateInboundOnce(ctx, idempotency.NewKey("alice", name), stock.NewInbound{SupplierRef: name,
+			ExpectedOn: time.Now().UTC().AddDate(0, 0, days).Format(time.DateOnly), Lines: lines, Actor: "alice"})
+		require.NoError(t, err)
+		return i
+	}
+	expect("PO-soon", 3, stock.NewInboundLine{SKU: "TEA", Quantity: 10})
+	late := expect("PO-late", 1, stock.NewInboundLine{SKU: "CUP", Quantity: 4})
+	_, err := e.pool.Exec(ctx, `UPDATE inbound SET expected_on = current_date - 2 WHERE id = $1`, late.ID)
+	require.NoError(t, err)
+	done := expect("PO-done", 1, stock.NewInboundLine{SKU: "POT", Quantity: 1})
+	_, err = e.app.Inventory.ReceiveInbound(ctx, stock.InboundStep{ID: done.ID, SKU: "POT", Quantity: 1, Actor: "alice"})
+	require.NoError(t, err)
+	_, err = e.app.Inventory.ReceiveInbound(ctx, stock.InboundStep{ID: late.ID, SKU: "CUP", Quantity: 1, Actor: "alice"})
+	require.NoError(t, err)
+
+	b := newBrowser(t, e.base)
+	b.signIn(e.ops)
+	page := b.do("GET", "/ops/locations", nil, nil)
+	require.Equal(t, http.StatusOK, page.status)
+	require.Contains(t, page.body, "Due from suppliers")
+	lateAt, soonAt := strings.Index(page.body, "PO-late"), strings.Index(page.body, "PO-soon")
+	require.Positive(t, lateAt)
+	require.Greater(t, soonAt, lateAt, "the late one first")
+	require.Contains(t, page.body[lateAt:soonAt], `<span class="badge critical">late</span>`)
+	require.NotContains(t, page.body[soonAt:], `badge critical">late`)
+	require.Contains(t, page.body, `CUP</a> 3 of 4`)
+	require.Contains(t, page.body, `TEA</a> 10 of 10`)
+	require.NotContains(t, page.body, "PO-done", "received: nothing is due")
 }
