@@ -11052,6 +11052,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description A path parameter is not valid: a control character, over 255 bytes, or not a name. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        code?: "invalid_request";
+                    };
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Timeout"];
         };
