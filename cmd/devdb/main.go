@@ -36,6 +36,7 @@ import (
 const dbName = "stockhold"
 
 func main() {
+	closeInheritedOnExec()
 	cmd := "up"
 	if len(os.Args) > 1 {
 		cmd = os.Args[1]
@@ -56,6 +57,23 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devdb:", err)
 		os.Exit(1)
+	}
+}
+
+// closeInheritedOnExec keeps every descriptor devdb inherited, past stdin,
+// stdout and stderr, from the programs it starts: the server outlives
+// devdb, and would hold them as long as it runs. A lock taken with flock(1)
+// around a command that brings the cluster up (as `flock some.lock make
+// test` does) would otherwise stay taken until the cluster stops.
+func closeInheritedOnExec() {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return // not Linux: nothing to do the same way
+	}
+	for _, e := range fds {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
 	}
 }
 
