@@ -3,11 +3,12 @@ SELECT * FROM campaigns WHERE id = @id;
 
 -- name: CampaignHoldTerms :one
 -- CampaignHoldTerms tells a hold whether the campaign takes holds now, for
--- how long they last and how many units of one SKU one hold may take.
+-- how long they last, how many units of one SKU one hold may take and one
+-- customer may hold (over how long a window).
 SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, false)::boolean AS open,
        status,
        extract(epoch FROM hold_ttl)::bigint AS hold_ttl_seconds,
-       max_per_order
+       max_per_order, max_per_customer, customer_window_seconds
 FROM campaigns
 WHERE id = @id;
 
@@ -23,9 +24,9 @@ WHERE id = @id
 FOR SHARE;
 
 -- name: CampaignCreate :one
-INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by, max_per_order)
+INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by, max_per_order, max_per_customer, customer_window_seconds)
 VALUES (@id, @starts_at, @ends_at, interval '1 second' * @hold_ttl_seconds::bigint, @created_by,
-        sqlc.narg('max_per_order')::bigint)
+        sqlc.narg('max_per_order')::bigint, sqlc.narg('max_per_customer')::bigint, sqlc.narg('customer_window_seconds')::bigint)
 ON CONFLICT (id) DO NOTHING
 RETURNING *;
 

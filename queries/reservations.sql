@@ -13,13 +13,14 @@ RETURNING *;
 -- on each other in one order and never deadlock. A hold whose key was used
 -- before is left out of the result (ON CONFLICT waits for a concurrent
 -- insert of the same key to commit, then skips it).
-INSERT INTO reservations (id, client, idempotency_key, request_hash, order_ref, campaign, expires_at)
+INSERT INTO reservations (id, client, idempotency_key, request_hash, order_ref, campaign, expires_at, customer_ref)
 SELECT h.id, h.client, h.idempotency_key, h.request_hash, h.order_ref, h.campaign,
-       now() + interval '1 second' * h.ttl_seconds
+       now() + interval '1 second' * h.ttl_seconds, h.customer_ref
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@clients::text[]) AS client,
              unnest(@idempotency_keys::text[]) AS idempotency_key, unnest(@request_hashes::text[]) AS request_hash,
              nullif(unnest(@order_refs::text[]), '') AS order_ref, nullif(unnest(@campaigns::text[]), '') AS campaign,
-             unnest(@ttl_seconds::bigint[]) AS ttl_seconds, generate_series(1, cardinality(@ids::uuid[])) AS n) h
+             unnest(@ttl_seconds::bigint[]) AS ttl_seconds, nullif(unnest(@customer_refs::text[]), '') AS customer_ref,
+             generate_series(1, cardinality(@ids::uuid[])) AS n) h
 ORDER BY h.n
 ON CONFLICT (client, idempotency_key) DO NOTHING
 RETURNING *;

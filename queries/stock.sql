@@ -109,13 +109,16 @@ SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool F
 -- priority, whether it takes holds, its own stop-sale, where it is), and short: what a
 -- change joining the batch hands back pays it first (batch_joined.go). A key
 -- whose location is empty asks for the (sku, pool) at every location: a
--- line the batch allocates.
+-- line the batch allocates. Each row carries its (sku, pool)'s limits
+-- (sku_limits; null where none is set), read under the lock.
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason, s.short, l.latitude, l.longitude
+       l.priority, l.active, l.stop_sale_reason, s.short, l.latitude, l.longitude,
+       sl.max_per_order, sl.min_per_order, sl.step, sl.max_per_customer, sl.customer_window_seconds
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
 JOIN locations l ON l.id = s.location
+LEFT JOIN sku_limits sl ON sl.sku = s.sku AND sl.pool = s.pool
 ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR NO KEY UPDATE OF s;
 
@@ -127,6 +130,7 @@ FOR NO KEY UPDATE OF s;
 -- (soldout.go).
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason,
        l.priority, l.active, l.stop_sale_reason,
+       EXISTS (SELECT FROM sku_limits sl WHERE sl.sku = s.sku AND sl.pool = s.pool) AS limited,
        (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
        (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
 FROM stock s

@@ -17,6 +17,9 @@ type campaignBody struct {
 	EndsAt         time.Time `json:"ends_at"`
 	HoldTTLSeconds int64     `json:"hold_ttl_seconds"`
 	MaxPerOrder    *int64    `json:"max_per_order"`
+	// MaxPerCustomer caps the units of one SKU one customer's holds take.
+	MaxPerCustomer        *int64 `json:"max_per_customer"`
+	CustomerWindowSeconds *int64 `json:"customer_window_seconds"`
 	// Location is where allotments that name none are carved from.
 	Location   string                `json:"location,omitempty"`
 	Allotments []campaigns.Allotment `json:"allotments"`
@@ -33,7 +36,8 @@ func (s *server) createCampaign(c echo.Context) error {
 	}
 	create := campaigns.Request{
 		ID: body.ID, StartsAt: body.StartsAt, EndsAt: body.EndsAt, HoldTTLSeconds: body.HoldTTLSeconds,
-		MaxPerOrder: body.MaxPerOrder, Location: body.Location, Allotments: body.Allotments, Actor: caller(c).Name,
+		MaxPerOrder: body.MaxPerOrder, MaxPerCustomer: body.MaxPerCustomer, CustomerWindowSeconds: body.CustomerWindowSeconds,
+		Location: body.Location, Allotments: body.Allotments, Actor: caller(c).Name,
 	}
 	return once(c, key, body, http.StatusCreated, func(ctx context.Context, k idempotency.Key) (campaigns.Campaign, bool, error) {
 		return s.Campaigns.CreateOnce(ctx, k, create)

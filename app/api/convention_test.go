@@ -258,6 +258,20 @@ func TestErrorConvention(t *testing.T) {
 			{"no such pool", "PUT", "/v1/skus/A1/threshold", ops, map[string]any{"pool": "c9", "threshold": 1}, 422, "unknown_pool"},
 			{"no such location", "PUT", "/v1/skus/A1/threshold", ops, map[string]any{"location": "west", "threshold": 1}, 422, "unknown_location"},
 		},
+		"PUT /v1/skus/:sku/limits": {
+			{"malformed", "PUT", "/v1/skus/A1/limits", ops, malformed, bad, inv},
+			{"no limit", "PUT", "/v1/skus/A1/limits", ops, map[string]any{}, 422, inv},
+			{"zero", "PUT", "/v1/skus/A1/limits", ops, map[string]any{"max_per_order": 0}, 422, inv},
+			{"step does not divide", "PUT", "/v1/skus/A1/limits", ops, map[string]any{"step": 6, "max_per_order": 10}, 422, inv},
+			{"no such SKU", "PUT", "/v1/skus/NOPE/limits", ops, map[string]any{"step": 6}, 404, "unknown_sku"},
+			{"no such pool", "PUT", "/v1/skus/A1/limits", ops, map[string]any{"pool": "c9", "step": 6}, 422, "unknown_pool"},
+		},
+		"GET /v1/skus/:sku/limits": {
+			{"none set", "GET", "/v1/skus/A1/limits", shop, nil, 404, "not_found"},
+		},
+		"DELETE /v1/skus/:sku/limits": {
+			{"none set", "DELETE", "/v1/skus/A1/limits", ops, nil, 404, "not_found"},
+		},
 		"POST /v1/skus/:sku/units": {
 			{"malformed", "POST", "/v1/skus/SEATS/units", ops, malformed, bad, inv},
 			{"no units", "POST", "/v1/skus/SEATS/units", ops, map[string]any{"reason": "r", "units": []any{}}, 422, inv},

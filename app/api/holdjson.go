@@ -51,11 +51,13 @@ type holdParser struct {
 }
 
 func (p *holdParser) holdBody(h *holdBody) bool {
-	var seen [6]bool
+	var seen [7]bool
 	return p.object(func(key []byte) bool {
 		switch string(key) {
 		case "order_ref":
 			return firstTime(&seen[0]) && p.string(&h.OrderRef)
+		case "customer_ref":
+			return firstTime(&seen[6]) && p.string(&h.CustomerRef)
 		case "items":
 			return firstTime(&seen[1]) && p.items(&h.Items)
 		case "ttl_seconds":

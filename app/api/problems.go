@@ -166,8 +166,8 @@ var problemCodes = map[string]problemCode{
 	"limit_exceeded": {
 		Title:  "Limit exceeded",
 		Status: "422",
-		Means:  "The hold takes more units of one SKU than the campaign allows in one order (its max_per_order).",
-		Do:     "Hold at most max_per_order units of that SKU.",
+		Means:  "The hold breaks a limit on one SKU: its campaign's max_per_order, or a limit of the SKU's pool (limit names it, allowed gives its value): max_per_order, min_per_order, step (a pack size), or max_per_customer (held: what the customer's holds have already).",
+		Do:     "Hold a quantity the limit allows: at most max_per_order, at least min_per_order, a multiple of step; or, past max_per_customer, nothing more for that customer until a hold of theirs is released, expires or leaves the window.",
 	},
 	"timeout": {
 		Title:  "The request took too long",

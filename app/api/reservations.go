@@ -19,10 +19,11 @@ import (
 )
 
 type holdBody struct {
-	OrderRef   string     `json:"order_ref"`
-	Items      []holdItem `json:"items"`
-	TTLSeconds *int64     `json:"ttl_seconds"`
-	Campaign   *string    `json:"campaign"`
+	OrderRef    string     `json:"order_ref"`
+	CustomerRef string     `json:"customer_ref"`
+	Items       []holdItem `json:"items"`
+	TTLSeconds  *int64     `json:"ttl_seconds"`
+	Campaign    *string    `json:"campaign"`
 	// Strategy allocates the lines that name no location: priority,
 	// most_stock or nearest (to ShipTo); left out, the key's default.
 	Strategy *string `json:"strategy"`
@@ -63,7 +64,7 @@ func inventoryItems(list []holdItem) []inventory.Item {
 
 // holdRequest turns a decoded body into the domain's request.
 func (b holdBody) holdRequest(client, key string, locations []string) (inventory.HoldRequest, error) {
-	req := inventory.HoldRequest{Client: client, IdempotencyKey: key, OrderRef: b.OrderRef, Locations: locations}
+	req := inventory.HoldRequest{Client: client, IdempotencyKey: key, OrderRef: b.OrderRef, CustomerRef: b.CustomerRef, Locations: locations}
 	if b.TTLSeconds != nil {
 		if *b.TTLSeconds < 1 || *b.TTLSeconds > inventory.MaxTTLSeconds {
 			return req, domain.Invalid("ttl_seconds must be from 1 to %d", inventory.MaxTTLSeconds)

@@ -109,6 +109,11 @@ type Request struct {
 	// MaxPerOrder, when set, caps the units of one SKU a hold may take
 	// from the campaign (refused with limit_exceeded).
 	MaxPerOrder *int64
+	// MaxPerCustomer, when set, caps the units of one SKU that the holds
+	// of one customer (their customer_ref) hold or bought from the
+	// campaign, over the last CustomerWindowSeconds (nil: the whole
+	// campaign).
+	MaxPerCustomer, CustomerWindowSeconds *int64
 	// Location is where the allotments that name none are carved from;
 	// empty means the default location.
 	Location   string
@@ -138,6 +143,9 @@ func (c Request) Validate() error {
 	}
 	if c.MaxPerOrder != nil && (*c.MaxPerOrder < 1 || *c.MaxPerOrder > inventory.MaxPerOrder) {
 		return domain.Invalid("max_per_order must be from 1 to %d (leave it out for no cap)", inventory.MaxPerOrder)
+	}
+	if err := c.validatePerCustomer(); err != nil {
+		return err
 	}
 	if len(c.Allotments) == 0 || len(c.Allotments) > MaxAllotments {
 		return domain.Invalid("allotments must have 1 to %d SKUs", MaxAllotments)
@@ -209,17 +217,20 @@ type Progress struct {
 
 // Campaign is a campaign as operators see it.
 type Campaign struct {
-	ID             string     `json:"id"`
-	Status         string     `json:"status"`
-	StartsAt       time.Time  `json:"starts_at"`
-	EndsAt         time.Time  `json:"ends_at"`
-	HoldTTLSeconds int64      `json:"hold_ttl_seconds"`
-	MaxPerOrder    *int64     `json:"max_per_order"`
-	CreatedBy      string     `json:"created_by"`
-	CreatedAt      time.Time  `json:"created_at"`
-	StartedAt      *time.Time `json:"started_at"`
-	EndedAt        *time.Time `json:"ended_at"`
-	EndedBy        *string    `json:"ended_by"`
+	ID             string    `json:"id"`
+	Status         string    `json:"status"`
+	StartsAt       time.Time `json:"starts_at"`
+	EndsAt         time.Time `json:"ends_at"`
+	HoldTTLSeconds int64     `json:"hold_ttl_seconds"`
+	MaxPerOrder    *int64    `json:"max_per_order"`
+	// MaxPerCustomer and CustomerWindowSeconds: see Request.
+	MaxPerCustomer        *int64     `json:"max_per_customer,omitempty"`
+	CustomerWindowSeconds *int64     `json:"customer_window_seconds,omitempty"`
+	CreatedBy             string     `json:"created_by"`
+	CreatedAt             time.Time  `json:"created_at"`
+	StartedAt             *time.Time `json:"started_at"`
+	EndedAt               *time.Time `json:"ended_at"`
+	EndedBy               *string    `json:"ended_by"`
 	// EndedKey is the API key that ended it early, beside the operator
 	// EndedBy names (see domain.WithKeyName); null when it ended on time.
 	EndedKey     *string     `json:"ended_key"`
@@ -245,7 +256,7 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, c Request) (Campaign,
 	q := db.New(tx)
 	_, err := q.CampaignCreate(ctx, db.CampaignCreateParams{
 		ID: c.ID, StartsAt: c.StartsAt, EndsAt: c.EndsAt, HoldTtlSeconds: c.HoldTTLSeconds, CreatedBy: c.Actor,
-		MaxPerOrder: c.MaxPerOrder,
+		MaxPerOrder: c.MaxPerOrder, MaxPerCustomer: c.MaxPerCustomer, CustomerWindowSeconds: c.CustomerWindowSeconds,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Campaign{}, &domain.Error{Code: domain.CodeConflict, Detail: fmt.Sprintf("campaign %q already exists", c.ID)}
@@ -314,6 +325,7 @@ func view(ctx context.Context, q *db.Queries, id string) (Campaign, error) {
 	out := Campaign{
 		ID: c.ID, Status: c.Status, StartsAt: c.StartsAt, EndsAt: c.EndsAt,
 		HoldTTLSeconds: c.HoldTtl.Microseconds / 1e6, MaxPerOrder: c.MaxPerOrder, CreatedBy: c.CreatedBy, CreatedAt: c.CreatedAt,
+		MaxPerCustomer: c.MaxPerCustomer, CustomerWindowSeconds: c.CustomerWindowSeconds,
 		StartedAt: c.StartedAt, EndedAt: c.EndedAt, EndedBy: c.EndedBy, EndedKey: c.EndedKey, EndReason: c.EndReason,
 		RolledBackAt: c.RolledBackAt,
 		Allotments:   []Allotment{}, Pools: []Pool{},
@@ -431,4 +443,17 @@ func allotmentUnits(raw []byte) []string {
 // code every route answers a missing campaign with.
 func notFound(err error, id string) error {
 	return dberr.NotFoundAs(err, &domain.Error{Code: domain.CodeUnknownCampaign, Detail: fmt.Sprintf("campaign %q does not exist", id)})
+}
+
+// validatePerCustomer checks the cap per customer and its window.
+func (c Request) validatePerCustomer() error {
+	switch w := c.CustomerWindowSeconds; {
+	case c.MaxPerCustomer != nil && (*c.MaxPerCustomer < 1 || *c.MaxPerCustomer > inventory.MaxPerOrder):
+		return domain.Invalid("max_per_customer must be from 1 to %d (leave it out for no cap)", inventory.MaxPerOrder)
+	case w != nil && c.MaxPerCustomer == nil:
+		return domain.Invalid("customer_window_seconds is the window of max_per_customer: set that too")
+	case w != nil && (*w < 1 || *w > stock.MaxCustomerWindowSeconds):
+		return domain.Invalid("customer_window_seconds must be from 1 to %d (leave it out to count the whole campaign)", stock.MaxCustomerWindowSeconds)
+	}
+	return nil
 }

@@ -71,6 +71,105 @@ func (b *BatchSettingsSetBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const customerUnitsHeld = `-- name: CustomerUnitsHeld :batchmany
+SELECT k.customer::text AS customer, k.sku::text AS sku, k.pool::text AS pool,
+       coalesce((SELECT sum(rl.quantity)
+                 FROM reservations r
+                 JOIN reservation_lines rl ON rl.reservation_id = r.id AND rl.sku = k.sku AND rl.pool = k.pool
+                 WHERE r.customer_ref = k.customer AND r.status IN ('held', 'confirmed')
+                   AND (w.seconds IS NULL OR r.created_at > now() - interval '1 second' * w.seconds)), 0)::bigint AS units
+FROM (SELECT unnest($1::text[]) AS customer, unnest($2::text[]) AS sku, unnest($3::text[]) AS pool,
+             unnest($4::bigint[]) AS window_seconds) k
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN sl.max_per_customer IS NOT NULL THEN sl.customer_window_seconds
+                ELSE nullif(k.window_seconds, -1) END AS seconds
+    FROM (SELECT) one
+    LEFT JOIN sku_limits sl ON sl.sku = k.sku AND sl.pool = k.pool) w
+`
+
+type CustomerUnitsHeldBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type CustomerUnitsHeldParams struct {
+	Customers     []string
+	Skus          []string
+	Pools         []string
+	WindowSeconds []int64
+}
+
+type CustomerUnitsHeldRow struct {
+	Customer string
+	Sku      string
+	Pool     string
+	Units    int64
+}
+
+// CustomerUnitsHeld counts, per (customer, sku, pool) asked, the units
+// the customer's holds hold or bought of the pool (every location), made
+// in the window of the pool's max_per_customer: its own limit's
+// (sku_limits), else the one given (a campaign's; -1: none), a window of
+// null counting every hold. A hold batch sends it after StockLockMany, so
+// it reads, under the lock of every stock row of those pools, what the
+// batches before it committed (each customer's hold locks them all).
+func (q *Queries) CustomerUnitsHeld(ctx context.Context, arg []CustomerUnitsHeldParams) *CustomerUnitsHeldBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Customers,
+			a.Skus,
+			a.Pools,
+			a.WindowSeconds,
+		}
+		batch.Queue(customerUnitsHeld, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &CustomerUnitsHeldBatchResults{br, len(arg), false}
+}
+
+func (b *CustomerUnitsHeldBatchResults) Query(f func(int, []CustomerUnitsHeldRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []CustomerUnitsHeldRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i CustomerUnitsHeldRow
+				if err := rows.Scan(
+					&i.Customer,
+					&i.Sku,
+					&i.Pool,
+					&i.Units,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *CustomerUnitsHeldBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const reservationFirstLinesGetByKeys = `-- name: ReservationFirstLinesGetByKeys :batchmany
 SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
 FROM reservations r
@@ -713,7 +812,7 @@ func (b *ReservationsDueBatchResults) Close() error {
 }
 
 const reservationsGetByKeys = `-- name: ReservationsGetByKeys :batchmany
-SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by FROM reservations r
+SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, r.customer_ref FROM reservations r
 JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
 `
@@ -777,6 +876,7 @@ func (b *ReservationsGetByKeysBatchResults) Query(f func(int, []Reservation, err
 					&i.ReleasedAt,
 					&i.ReleaseReason,
 					&i.ReleasedBy,
+					&i.CustomerRef,
 				); err != nil {
 					return err
 				}
@@ -796,7 +896,7 @@ func (b *ReservationsGetByKeysBatchResults) Close() error {
 }
 
 const reservationsGetMany = `-- name: ReservationsGetMany :batchmany
-SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by FROM reservations WHERE id = ANY($1::uuid[]) ORDER BY id
+SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by, customer_ref FROM reservations WHERE id = ANY($1::uuid[]) ORDER BY id
 `
 
 type ReservationsGetManyBatchResults struct {
@@ -850,6 +950,7 @@ func (b *ReservationsGetManyBatchResults) Query(f func(int, []Reservation, error
 					&i.ReleasedAt,
 					&i.ReleaseReason,
 					&i.ReleasedBy,
+					&i.CustomerRef,
 				); err != nil {
 					return err
 				}
@@ -869,16 +970,17 @@ func (b *ReservationsGetManyBatchResults) Close() error {
 }
 
 const reservationsInsertMany = `-- name: ReservationsInsertMany :batchmany
-INSERT INTO reservations (id, client, idempotency_key, request_hash, order_ref, campaign, expires_at)
+INSERT INTO reservations (id, client, idempotency_key, request_hash, order_ref, campaign, expires_at, customer_ref)
 SELECT h.id, h.client, h.idempotency_key, h.request_hash, h.order_ref, h.campaign,
-       now() + interval '1 second' * h.ttl_seconds
+       now() + interval '1 second' * h.ttl_seconds, h.customer_ref
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS client,
              unnest($3::text[]) AS idempotency_key, unnest($4::text[]) AS request_hash,
              nullif(unnest($5::text[]), '') AS order_ref, nullif(unnest($6::text[]), '') AS campaign,
-             unnest($7::bigint[]) AS ttl_seconds, generate_series(1, cardinality($1::uuid[])) AS n) h
+             unnest($7::bigint[]) AS ttl_seconds, nullif(unnest($8::text[]), '') AS customer_ref,
+             generate_series(1, cardinality($1::uuid[])) AS n) h
 ORDER BY h.n
 ON CONFLICT (client, idempotency_key) DO NOTHING
-RETURNING id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by
+RETURNING id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by, customer_ref
 `
 
 type ReservationsInsertManyBatchResults struct {
@@ -895,6 +997,7 @@ type ReservationsInsertManyParams struct {
 	OrderRefs       []string
 	Campaigns       []string
 	TtlSeconds      []int64
+	CustomerRefs    []string
 }
 
 // ReservationsInsertMany inserts the holds of a batch in the order given:
@@ -913,6 +1016,7 @@ func (q *Queries) ReservationsInsertMany(ctx context.Context, arg []Reservations
 			a.OrderRefs,
 			a.Campaigns,
 			a.TtlSeconds,
+			a.CustomerRefs,
 		}
 		batch.Queue(reservationsInsertMany, vals...)
 	}
@@ -953,6 +1057,7 @@ func (b *ReservationsInsertManyBatchResults) Query(f func(int, []Reservation, er
 					&i.ReleasedAt,
 					&i.ReleaseReason,
 					&i.ReleasedBy,
+					&i.CustomerRef,
 				); err != nil {
 					return err
 				}
@@ -972,7 +1077,7 @@ func (b *ReservationsInsertManyBatchResults) Close() error {
 }
 
 const reservationsLockFree = `-- name: ReservationsLockFree :batchmany
-SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, (r.expires_at <= now())::boolean AS due
+SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, r.customer_ref, (r.expires_at <= now())::boolean AS due
 FROM reservations r
 WHERE r.id = ANY($1::uuid[])
 ORDER BY r.id
@@ -1041,6 +1146,7 @@ func (b *ReservationsLockFreeBatchResults) Query(f func(int, []ReservationsLockF
 					&i.Reservation.ReleasedAt,
 					&i.Reservation.ReleaseReason,
 					&i.Reservation.ReleasedBy,
+					&i.Reservation.CustomerRef,
 					&i.Due,
 				); err != nil {
 					return err
@@ -1061,7 +1167,7 @@ func (b *ReservationsLockFreeBatchResults) Close() error {
 }
 
 const reservationsLockMany = `-- name: ReservationsLockMany :batchmany
-SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, (r.expires_at <= now())::boolean AS due
+SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, r.customer_ref, (r.expires_at <= now())::boolean AS due
 FROM reservations r
 WHERE r.id = ANY($1::uuid[])
 ORDER BY r.id
@@ -1126,6 +1232,7 @@ func (b *ReservationsLockManyBatchResults) Query(f func(int, []ReservationsLockM
 					&i.Reservation.ReleasedAt,
 					&i.Reservation.ReleaseReason,
 					&i.Reservation.ReleasedBy,
+					&i.Reservation.CustomerRef,
 					&i.Due,
 				); err != nil {
 					return err
@@ -1297,11 +1404,13 @@ func (b *StockHoldsApplyBatchResults) Close() error {
 
 const stockLockMany = `-- name: StockLockMany :batchmany
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
-       l.priority, l.active, l.stop_sale_reason, s.short, l.latitude, l.longitude
+       l.priority, l.active, l.stop_sale_reason, s.short, l.latitude, l.longitude,
+       sl.max_per_order, sl.min_per_order, sl.step, sl.max_per_customer, sl.customer_window_seconds
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
 JOIN locations l ON l.id = s.location
+LEFT JOIN sku_limits sl ON sl.sku = s.sku AND sl.pool = s.pool
 ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C"
 FOR NO KEY UPDATE OF s
 `
@@ -1319,19 +1428,24 @@ type StockLockManyParams struct {
 }
 
 type StockLockManyRow struct {
-	Sku            string
-	Location       string
-	Pool           string
-	Available      int64
-	Status         string
-	PausedReason   *string
-	Serialized     bool
-	Priority       int32
-	Active         bool
-	StopSaleReason *string
-	Short          int64
-	Latitude       *float64
-	Longitude      *float64
+	Sku                   string
+	Location              string
+	Pool                  string
+	Available             int64
+	Status                string
+	PausedReason          *string
+	Serialized            bool
+	Priority              int32
+	Active                bool
+	StopSaleReason        *string
+	Short                 int64
+	Latitude              *float64
+	Longitude             *float64
+	MaxPerOrder           *int64
+	MinPerOrder           *int64
+	Step                  *int64
+	MaxPerCustomer        *int64
+	CustomerWindowSeconds *int64
 }
 
 // StockLockMany locks the stock rows a hold batch may draw on, in (sku,
@@ -1341,7 +1455,8 @@ type StockLockManyRow struct {
 // priority, whether it takes holds, its own stop-sale, where it is), and short: what a
 // change joining the batch hands back pays it first (batch_joined.go). A key
 // whose location is empty asks for the (sku, pool) at every location: a
-// line the batch allocates.
+// line the batch allocates. Each row carries its (sku, pool)'s limits
+// (sku_limits; null where none is set), read under the lock.
 func (q *Queries) StockLockMany(ctx context.Context, arg []StockLockManyParams) *StockLockManyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -1388,6 +1503,11 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 					&i.Short,
 					&i.Latitude,
 					&i.Longitude,
+					&i.MaxPerOrder,
+					&i.MinPerOrder,
+					&i.Step,
+					&i.MaxPerCustomer,
+					&i.CustomerWindowSeconds,
 				); err != nil {
 					return err
 				}

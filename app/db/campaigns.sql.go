@@ -69,20 +69,22 @@ func (q *Queries) CampaignAllotmentsInsert(ctx context.Context, arg CampaignAllo
 }
 
 const campaignCreate = `-- name: CampaignCreate :one
-INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by, max_per_order)
+INSERT INTO campaigns (id, starts_at, ends_at, hold_ttl, created_by, max_per_order, max_per_customer, customer_window_seconds)
 VALUES ($1, $2, $3, interval '1 second' * $4::bigint, $5,
-        $6::bigint)
+        $6::bigint, $7::bigint, $8::bigint)
 ON CONFLICT (id) DO NOTHING
-RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key
+RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key, max_per_customer, customer_window_seconds
 `
 
 type CampaignCreateParams struct {
-	ID             string
-	StartsAt       time.Time
-	EndsAt         time.Time
-	HoldTtlSeconds int64
-	CreatedBy      string
-	MaxPerOrder    *int64
+	ID                    string
+	StartsAt              time.Time
+	EndsAt                time.Time
+	HoldTtlSeconds        int64
+	CreatedBy             string
+	MaxPerOrder           *int64
+	MaxPerCustomer        *int64
+	CustomerWindowSeconds *int64
 }
 
 func (q *Queries) CampaignCreate(ctx context.Context, arg CampaignCreateParams) (Campaign, error) {
@@ -93,6 +95,8 @@ func (q *Queries) CampaignCreate(ctx context.Context, arg CampaignCreateParams) 
 		arg.HoldTtlSeconds,
 		arg.CreatedBy,
 		arg.MaxPerOrder,
+		arg.MaxPerCustomer,
+		arg.CustomerWindowSeconds,
 	)
 	var i Campaign
 	err := row.Scan(
@@ -111,12 +115,14 @@ func (q *Queries) CampaignCreate(ctx context.Context, arg CampaignCreateParams) 
 		&i.RolledBackAt,
 		&i.MaxPerOrder,
 		&i.EndedKey,
+		&i.MaxPerCustomer,
+		&i.CustomerWindowSeconds,
 	)
 	return i, err
 }
 
 const campaignGet = `-- name: CampaignGet :one
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key FROM campaigns WHERE id = $1
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key, max_per_customer, customer_window_seconds FROM campaigns WHERE id = $1
 `
 
 func (q *Queries) CampaignGet(ctx context.Context, id string) (Campaign, error) {
@@ -138,6 +144,8 @@ func (q *Queries) CampaignGet(ctx context.Context, id string) (Campaign, error) 
 		&i.RolledBackAt,
 		&i.MaxPerOrder,
 		&i.EndedKey,
+		&i.MaxPerCustomer,
+		&i.CustomerWindowSeconds,
 	)
 	return i, err
 }
@@ -157,20 +165,23 @@ const campaignHoldTerms = `-- name: CampaignHoldTerms :one
 SELECT coalesce(status = 'active' AND now() >= starts_at AND now() < ends_at, false)::boolean AS open,
        status,
        extract(epoch FROM hold_ttl)::bigint AS hold_ttl_seconds,
-       max_per_order
+       max_per_order, max_per_customer, customer_window_seconds
 FROM campaigns
 WHERE id = $1
 `
 
 type CampaignHoldTermsRow struct {
-	Open           bool
-	Status         string
-	HoldTtlSeconds int64
-	MaxPerOrder    *int64
+	Open                  bool
+	Status                string
+	HoldTtlSeconds        int64
+	MaxPerOrder           *int64
+	MaxPerCustomer        *int64
+	CustomerWindowSeconds *int64
 }
 
 // CampaignHoldTerms tells a hold whether the campaign takes holds now, for
-// how long they last and how many units of one SKU one hold may take.
+// how long they last, how many units of one SKU one hold may take and one
+// customer may hold (over how long a window).
 func (q *Queries) CampaignHoldTerms(ctx context.Context, id string) (CampaignHoldTermsRow, error) {
 	row := q.db.QueryRow(ctx, campaignHoldTerms, id)
 	var i CampaignHoldTermsRow
@@ -179,6 +190,8 @@ func (q *Queries) CampaignHoldTerms(ctx context.Context, id string) (CampaignHol
 		&i.Status,
 		&i.HoldTtlSeconds,
 		&i.MaxPerOrder,
+		&i.MaxPerCustomer,
+		&i.CustomerWindowSeconds,
 	)
 	return i, err
 }
@@ -228,7 +241,7 @@ func (q *Queries) CampaignLiveJob(ctx context.Context, kind string, campaign str
 }
 
 const campaignLock = `-- name: CampaignLock :one
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key FROM campaigns WHERE id = $1 FOR UPDATE
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key, max_per_customer, customer_window_seconds FROM campaigns WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error) {
@@ -250,6 +263,8 @@ func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error)
 		&i.RolledBackAt,
 		&i.MaxPerOrder,
 		&i.EndedKey,
+		&i.MaxPerCustomer,
+		&i.CustomerWindowSeconds,
 	)
 	return i, err
 }
@@ -312,7 +327,7 @@ SET status = $1,
     rolled_back_at = CASE WHEN $1 = 'rolled_back' THEN now() ELSE rolled_back_at END,
     updated_at = now()
 WHERE id = $5
-RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key
+RETURNING id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key, max_per_customer, customer_window_seconds
 `
 
 type CampaignSetStatusParams struct {
@@ -350,6 +365,8 @@ func (q *Queries) CampaignSetStatus(ctx context.Context, arg CampaignSetStatusPa
 		&i.RolledBackAt,
 		&i.MaxPerOrder,
 		&i.EndedKey,
+		&i.MaxPerCustomer,
+		&i.CustomerWindowSeconds,
 	)
 	return i, err
 }

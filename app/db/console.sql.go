@@ -13,7 +13,7 @@ import (
 )
 
 const campaignList = `-- name: CampaignList :many
-SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key FROM campaigns
+SELECT id, status, starts_at, ends_at, hold_ttl, created_by, created_at, updated_at, started_at, ended_at, ended_by, end_reason, rolled_back_at, max_per_order, ended_key, max_per_customer, customer_window_seconds FROM campaigns
 ORDER BY status IN ('active', 'ended') DESC, starts_at DESC
 LIMIT $1
 `
@@ -45,6 +45,8 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 			&i.RolledBackAt,
 			&i.MaxPerOrder,
 			&i.EndedKey,
+			&i.MaxPerCustomer,
+			&i.CustomerWindowSeconds,
 		); err != nil {
 			return nil, err
 		}
@@ -288,7 +290,7 @@ func (q *Queries) ReconcileRunList(ctx context.Context, lim int32) ([]ReconcileR
 }
 
 const reservationsByOrderRef = `-- name: ReservationsByOrderRef :many
-SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by FROM reservations WHERE order_ref = $1 ORDER BY created_at DESC LIMIT $2
+SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by, customer_ref FROM reservations WHERE order_ref = $1 ORDER BY created_at DESC LIMIT $2
 `
 
 func (q *Queries) ReservationsByOrderRef(ctx context.Context, orderRef *string, lim int32) ([]Reservation, error) {
@@ -315,6 +317,7 @@ func (q *Queries) ReservationsByOrderRef(ctx context.Context, orderRef *string, 
 			&i.ReleasedAt,
 			&i.ReleaseReason,
 			&i.ReleasedBy,
+			&i.CustomerRef,
 		); err != nil {
 			return nil, err
 		}

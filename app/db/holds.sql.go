@@ -16,7 +16,7 @@ const reservationExtend = `-- name: ReservationExtend :one
 UPDATE reservations
 SET expires_at = $1, updated_at = now()
 WHERE id = $2 AND status = 'held'
-RETURNING id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by
+RETURNING id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by, customer_ref
 `
 
 // ReservationExtend moves a held hold's expiry; the expiry loop picks holds
@@ -39,6 +39,7 @@ func (q *Queries) ReservationExtend(ctx context.Context, expiresAt time.Time, iD
 		&i.ReleasedAt,
 		&i.ReleaseReason,
 		&i.ReleasedBy,
+		&i.CustomerRef,
 	)
 	return i, err
 }
@@ -68,7 +69,7 @@ func (q *Queries) ReservationExtendTerms(ctx context.Context, maxTtlSeconds int6
 
 const reservationsList = `-- name: ReservationsList :many
 
-SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by FROM reservations r
+SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, r.customer_ref FROM reservations r
 WHERE ($1::uuid IS NULL OR r.id < $1::uuid)
   AND ($2::text IS NULL OR r.client = $2::text)
   AND ($3::text IS NULL OR r.order_ref = $3::text)
@@ -126,6 +127,7 @@ func (q *Queries) ReservationsList(ctx context.Context, arg ReservationsListPara
 			&i.ReleasedAt,
 			&i.ReleaseReason,
 			&i.ReleasedBy,
+			&i.CustomerRef,
 		); err != nil {
 			return nil, err
 		}

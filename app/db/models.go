@@ -125,7 +125,9 @@ type Campaign struct {
 	RolledBackAt *time.Time
 	MaxPerOrder  *int64
 	// The API key (its name) that ended the campaign early, beside ended_by; null when it ended on time.
-	EndedKey *string
+	EndedKey              *string
+	MaxPerCustomer        *int64
+	CustomerWindowSeconds *int64
 }
 
 type CampaignAllotment struct {
@@ -340,6 +342,8 @@ type Reservation struct {
 	ReleasedAt     *time.Time
 	ReleaseReason  *string
 	ReleasedBy     *string
+	// Who the hold is for, as the shop names them: max_per_customer counts their held and confirmed units.
+	CustomerRef *string
 }
 
 type ReservationLine struct {
@@ -433,6 +437,19 @@ type RollbackRequest struct {
 	ResumedKey *string
 	// The reconciliation of the SKUs a manual rollback covered, asked for by its last batch.
 	ReconcileRunID *int64
+}
+
+// Limits per hold and per customer on a SKU's pool, across its locations: a row only while some limit is set.
+type SkuLimit struct {
+	Sku                   string
+	Pool                  string
+	MaxPerOrder           *int64
+	MinPerOrder           *int64
+	Step                  *int64
+	MaxPerCustomer        *int64
+	CustomerWindowSeconds *int64
+	SetBy                 string
+	SetAt                 time.Time
 }
 
 // One row per (sku, location, pool); pool is main or a campaign id. total = available + reserved + sold + quality_control + damaged + safety_stock, always; incoming is on its way here, not yet on hand.

@@ -157,7 +157,7 @@ func (q *Queries) LedgerLastPause(ctx context.Context, sku string, location stri
 }
 
 const reservationsConfirmedRecent = `-- name: ReservationsConfirmedRecent :many
-SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by FROM reservations WHERE status = 'confirmed' ORDER BY confirmed_at DESC LIMIT $1
+SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by, customer_ref FROM reservations WHERE status = 'confirmed' ORDER BY confirmed_at DESC LIMIT $1
 `
 
 // ReservationsConfirmedRecent is the latest confirmed orders, newest
@@ -186,6 +186,7 @@ func (q *Queries) ReservationsConfirmedRecent(ctx context.Context, lim int32) ([
 			&i.ReleasedAt,
 			&i.ReleaseReason,
 			&i.ReleasedBy,
+			&i.CustomerRef,
 		); err != nil {
 			return nil, err
 		}
@@ -198,7 +199,7 @@ func (q *Queries) ReservationsConfirmedRecent(ctx context.Context, lim int32) ([
 }
 
 const reservationsExpiring = `-- name: ReservationsExpiring :many
-SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by FROM reservations r
+SELECT r.id, r.client, r.idempotency_key, r.request_hash, r.order_ref, r.campaign, r.status, r.expires_at, r.created_at, r.updated_at, r.confirmed_at, r.released_at, r.release_reason, r.released_by, r.customer_ref FROM reservations r
 WHERE r.expires_at < $1
   AND ($2::uuid IS NULL OR (r.expires_at, r.id) > (
         SELECT a.expires_at, a.id FROM reservations a WHERE a.id = $2::uuid))
@@ -256,6 +257,7 @@ func (q *Queries) ReservationsExpiring(ctx context.Context, arg ReservationsExpi
 			&i.ReleasedAt,
 			&i.ReleaseReason,
 			&i.ReleasedBy,
+			&i.CustomerRef,
 		); err != nil {
 			return nil, err
 		}

@@ -54,7 +54,7 @@ func (q *Queries) ReservationFirstLines(ctx context.Context, reservationID *uuid
 }
 
 const reservationGet = `-- name: ReservationGet :one
-SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by FROM reservations WHERE id = $1
+SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by, customer_ref FROM reservations WHERE id = $1
 `
 
 func (q *Queries) ReservationGet(ctx context.Context, id uuid.UUID) (Reservation, error) {
@@ -75,12 +75,13 @@ func (q *Queries) ReservationGet(ctx context.Context, id uuid.UUID) (Reservation
 		&i.ReleasedAt,
 		&i.ReleaseReason,
 		&i.ReleasedBy,
+		&i.CustomerRef,
 	)
 	return i, err
 }
 
 const reservationGetByKey = `-- name: ReservationGetByKey :one
-SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by FROM reservations WHERE client = $1 AND idempotency_key = $2
+SELECT id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by, customer_ref FROM reservations WHERE client = $1 AND idempotency_key = $2
 `
 
 func (q *Queries) ReservationGetByKey(ctx context.Context, client string, idempotencyKey string) (Reservation, error) {
@@ -101,6 +102,7 @@ func (q *Queries) ReservationGetByKey(ctx context.Context, client string, idempo
 		&i.ReleasedAt,
 		&i.ReleaseReason,
 		&i.ReleasedBy,
+		&i.CustomerRef,
 	)
 	return i, err
 }
@@ -110,7 +112,7 @@ INSERT INTO reservations (id, client, idempotency_key, request_hash, order_ref, 
 VALUES ($1, $2, $3, $4, $5, $6,
         now() + interval '1 second' * $7::bigint)
 ON CONFLICT (client, idempotency_key) DO NOTHING
-RETURNING id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by
+RETURNING id, client, idempotency_key, request_hash, order_ref, campaign, status, expires_at, created_at, updated_at, confirmed_at, released_at, release_reason, released_by, customer_ref
 `
 
 type ReservationInsertParams struct {
@@ -151,6 +153,7 @@ func (q *Queries) ReservationInsert(ctx context.Context, arg ReservationInsertPa
 		&i.ReleasedAt,
 		&i.ReleaseReason,
 		&i.ReleasedBy,
+		&i.CustomerRef,
 	)
 	return i, err
 }

@@ -511,6 +511,7 @@ func (q *Queries) StockRowsOfReservations(ctx context.Context, ids []uuid.UUID) 
 const stockRowsRead = `-- name: StockRowsRead :many
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason,
        l.priority, l.active, l.stop_sale_reason,
+       EXISTS (SELECT FROM sku_limits sl WHERE sl.sku = s.sku AND sl.pool = s.pool) AS limited,
        (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
        (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
 FROM stock s
@@ -529,6 +530,7 @@ type StockRowsReadRow struct {
 	Priority       int32
 	Active         bool
 	StopSaleReason *string
+	Limited        bool
 	StopSale       bool
 	StoppedClients []string
 }
@@ -557,6 +559,7 @@ func (q *Queries) StockRowsRead(ctx context.Context, skus []string, pools []stri
 			&i.Priority,
 			&i.Active,
 			&i.StopSaleReason,
+			&i.Limited,
 			&i.StopSale,
 			&i.StoppedClients,
 		); err != nil {

@@ -30,8 +30,9 @@ const (
 	CodeInsufficientAvailable Code = "insufficient_available"
 	CodeKeyReused             Code = "idempotency_key_reused"
 	CodeConflict              Code = "conflict"
-	// CodeLimitExceeded refuses a hold that takes more units of one SKU
-	// than its campaign allows in one order (max_per_order).
+	// CodeLimitExceeded refuses a hold that breaks a limit on one SKU: its
+	// campaign's max_per_order, or one of the SKU's pool (max_per_order,
+	// min_per_order, step, max_per_customer).
 	CodeLimitExceeded Code = "limit_exceeded"
 	// CodeBusy refuses a request whose rows stayed locked past the lock
 	// timeout (a long transaction holds them); the HTTP answer is 503 with

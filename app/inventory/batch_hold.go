@@ -71,6 +71,9 @@ func poolKey(sku, pool string) string { return sku + "\x00" + pool }
 func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, error) {
 	c := &holdCall{ctx: ctx, h: h, done: make(chan holdResult, 1)}
 	for _, w := range h.wants {
+		if h.req.CustomerRef != "" {
+			w.Location = "" // a customer's hold locks its pools everywhere (limits.go)
+		}
 		c.rows = append(c.rows, w.key())
 	}
 	c.answered = s.keysInFlight.add(h.req.Client, h.req.IdempotencyKey)
@@ -285,6 +288,13 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	reading := queueUnits(ctx, q, needs, order, false)
 	joining := queueJoined(ctx, q, leaders)
 	var (
+		counting  *db.CustomerUnitsHeldBatchResults
+		customers []db.CustomerUnitsHeldRow
+	)
+	if p := customerCounts(leaders); p != nil {
+		counting = q.CustomerUnitsHeld(ctx, []db.CustomerUnitsHeldParams{*p})
+	}
+	var (
 		inserted []db.Reservation
 		stock    []db.StockLockManyRow
 		ft       firstTrip
@@ -296,6 +306,9 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 		stock, _ = batch.Collect(locking.Query)
 		units = reading.read()
 		ft.holds = joining.read()
+		if counting != nil {
+			customers, _ = batch.Collect(counting.Query)
+		}
 	})
 	if err != nil && ft.stop.waitedOut {
 		return firstTrip{}, errFlipSlow
@@ -312,9 +325,15 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	for i, r := range stock {
 		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, short: r.Short, status: r.Status,
 			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason),
-			latitude: r.Latitude, longitude: r.Longitude}
+			latitude: r.Latitude, longitude: r.Longitude, limits: limitsOf(r)}
 	}
 	rows := newStockRows(locked)
+	if counting != nil {
+		rows.customers = make(map[string]int64, len(customers))
+		for _, c := range customers {
+			rows.customers[customerKey(c.Customer, c.Sku, c.Pool)] = c.Units
+		}
+	}
 	rows.lockOrder = make([]Line, len(stock))
 	for i, r := range stock {
 		rows.lockOrder[i] = Line{SKU: r.Sku, Location: r.Location, Pool: r.Pool}
@@ -348,6 +367,7 @@ func insertsOf(leaders []*holdCall) (db.ReservationsInsertManyParams, []string) 
 		ins.OrderRefs = append(ins.OrderRefs, h.req.OrderRef)
 		ins.Campaigns = append(ins.Campaigns, h.req.Campaign)
 		ins.TtlSeconds = append(ins.TtlSeconds, h.ttl)
+		ins.CustomerRefs = append(ins.CustomerRefs, h.req.CustomerRef)
 	}
 	var clients []string
 	for _, c := range byKey {
@@ -362,13 +382,14 @@ func insertsOf(leaders []*holdCall) (db.ReservationsInsertManyParams, []string) 
 }
 
 // lockKeys is what StockLockMany locks for a batch: per (sku, pool), every
-// location when a line of the batch lets the batch allocate it, else the
-// locations its lines name.
+// location when a line of the batch lets the batch allocate it, or a hold
+// with a customer draws on it (limits.go), else the locations its lines
+// name.
 func lockKeys(leaders []*holdCall) db.StockLockManyParams {
 	anywhere := map[string]bool{}
 	for _, c := range leaders {
 		for _, w := range c.h.wants {
-			if w.Location == "" {
+			if w.Location == "" || c.h.req.CustomerRef != "" {
 				anywhere[poolKey(w.SKU, w.Pool)] = true
 			}
 		}

@@ -151,6 +151,8 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 		where = " at " + l.Location
 	}
 	switch {
+	case v.why == domain.CodeLimitExceeded && v.limit != "":
+		return limitError(h, v)
 	case v.why == domain.CodeLimitExceeded:
 		return capError(h.req.Campaign, l, v.left)
 	case v.why == domain.CodeUnitUnavailable && len(v.units) == 0:

@@ -31,6 +31,8 @@ type lockedRow struct {
 	// latitude and longitude are where the location is, when known: the
 	// nearest strategy allocates by them.
 	latitude, longitude *float64
+	// limits are the row's pool's limits (nil: none).
+	limits *skuLimits
 }
 
 // poolUnits is what a hold batch read of one serialized pool's units: the
@@ -57,6 +59,12 @@ type stockRows struct {
 	// lockOrder is the rows in the order they were locked, the order
 	// their counters move in.
 	lockOrder []Line
+	// limits are the limits of the pools that have some, by poolKey;
+	// customers what each customer's holds held of a pool before the
+	// batch, by customerKey, and what the batch's grants took since
+	// (limits.go).
+	limits    map[string]skuLimits
+	customers map[string]int64
 }
 
 func newStockRows(rows []lockedRow) stockRows {
@@ -66,6 +74,12 @@ func newStockRows(rows []lockedRow) stockRows {
 		out.rows[k] = r
 		sp := poolKey(r.sku, r.pool)
 		out.places[sp] = append(out.places[sp], k)
+		if r.limits != nil {
+			if out.limits == nil {
+				out.limits = map[string]skuLimits{}
+			}
+			out.limits[sp] = *r.limits
+		}
 	}
 	for _, keys := range out.places {
 		slices.SortFunc(keys, func(a, b string) int {
@@ -105,6 +119,12 @@ type verdict struct {
 	// out_of_stock could have come from: with one (every SKU before there
 	// were locations) the refusal reads as it always did.
 	places int
+	// limit names the SKU's limit a limit_exceeded refusal is by (empty:
+	// its campaign's max_per_order), left then being what it allows;
+	// held and window are a max_per_customer refusal's customer's units
+	// and the window they were counted over (seconds, 0: ever).
+	limit        string
+	held, window int64
 }
 
 // decideHolds decides a batch's holds against its stock rows as locked, in
@@ -139,6 +159,7 @@ func decideHolds(st stockRows, holds []hold) ([]verdict, map[string]int64) {
 		if !verdicts[i].granted {
 			continue
 		}
+		st.tookForCustomer(h, verdicts[i].lines)
 		for _, l := range verdicts[i].lines {
 			k := rowKey(l.SKU, l.Location, l.Pool)
 			taken[k] += l.Quantity
@@ -155,6 +176,9 @@ func decideHolds(st stockRows, holds []hold) ([]verdict, map[string]int64) {
 func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool, h hold) verdict {
 	if w, over := overCap(h); over {
 		return verdict{line: w, why: domain.CodeLimitExceeded, left: *h.maxPerOrder}
+	}
+	if v, over := overLimits(st, h); over {
+		return v
 	}
 	d := &holdDecision{st: st, taken: taken, unitsTaken: unitsTaken, h: h, mine: map[string]int64{}}
 	for _, w := range namedFirst(h.wants) {

@@ -41,7 +41,7 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 		}
 	}
 	if req.Campaign != "" {
-		ttl, maxPerOrder, err := s.campaignTerms(ctx, req.Campaign, h.wants[0].SKU)
+		terms, err := s.campaignTerms(ctx, req.Campaign, h.wants[0].SKU)
 		if err != nil {
 			// A replay must not fail because the campaign has since ended,
 			// and a key reused with another body is told so first.
@@ -54,7 +54,8 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 			}
 			return Reservation{}, false, err
 		}
-		h.ttl, h.maxPerOrder = ttl, maxPerOrder
+		h.ttl, h.maxPerOrder = terms.HoldTtlSeconds, terms.MaxPerOrder
+		h.maxPerCustomer, h.customerWindow = terms.MaxPerCustomer, terms.CustomerWindowSeconds
 	}
 	if v, ok := s.soldOut.refuse(h); ok && !s.keysInFlight.has(req.Client, req.IdempotencyKey) {
 		// A retry of a hold granted, here or on another instance, gets
@@ -85,21 +86,21 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 	return s.holdBatched(ctx, h)
 }
 
-// campaignTerms checks that a campaign takes holds now and returns its TTL
-// and its cap per order (nil: none); a refusal names sku, the hold's first
-// line, as the contract asks.
-func (s *Service) campaignTerms(ctx context.Context, id, sku string) (int64, *int64, error) {
+// campaignTerms checks that a campaign takes holds now and returns its
+// terms: TTL, caps per order and per customer (nil: none); a refusal names
+// sku, the hold's first line, as the contract asks.
+func (s *Service) campaignTerms(ctx context.Context, id, sku string) (db.CampaignHoldTermsRow, error) {
 	terms, err := db.New(s.pool).CampaignHoldTerms(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil, &domain.Error{Code: domain.CodeUnknownCampaign, Reference: true, Detail: fmt.Sprintf("campaign %q does not exist", id)}
+		return terms, &domain.Error{Code: domain.CodeUnknownCampaign, Reference: true, Detail: fmt.Sprintf("campaign %q does not exist", id)}
 	}
 	if err != nil {
-		return 0, nil, err
+		return terms, err
 	}
 	if !terms.Open {
-		return 0, nil, &domain.Error{Code: domain.CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), SKU: sku, Pool: id}
+		return terms, &domain.Error{Code: domain.CodeCampaignNotActive, Detail: fmt.Sprintf("campaign %q is not taking holds (status %s)", id, terms.Status), SKU: sku, Pool: id}
 	}
-	return terms.HoldTtlSeconds, terms.MaxPerOrder, nil
+	return terms, nil
 }
 
 // replay looks up the hold made with key. It reports false when there is

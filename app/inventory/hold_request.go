@@ -47,6 +47,9 @@ type HoldRequest struct {
 	OrderRef       string
 	// Campaign, when set, draws every line from the campaign's pool.
 	Campaign string
+	// CustomerRef, when set, names who the hold is for, as the shop names
+	// them: max_per_customer counts the units of their holds.
+	CustomerRef string
 	// TTLSeconds is how long the hold lasts unpaid; 0 means the default. A
 	// campaign's own TTL wins.
 	TTLSeconds int64
@@ -106,6 +109,9 @@ func (r HoldRequest) Validate() error {
 		if err := domain.ValidName("campaign", r.Campaign); err != nil {
 			return err
 		}
+	}
+	if err := domain.ValidRef("customer_ref", r.CustomerRef, MaxOrderRefSize); err != nil {
+		return err
 	}
 	return domain.ValidRef("order_ref", r.OrderRef, MaxOrderRefSize)
 }
@@ -254,7 +260,8 @@ func (r HoldRequest) hash() string {
 		Items    []Item       `json:"items"`
 		Strategy Strategy     `json:"strategy,omitempty"`
 		ShipTo   *Coordinates `json:"ship_to,omitempty"`
-	}{r.OrderRef, r.Campaign, r.TTLSeconds, r.Items, r.Strategy, r.ShipTo})
+		Customer string       `json:"customer_ref,omitempty"`
+	}{r.OrderRef, r.Campaign, r.TTLSeconds, r.Items, r.Strategy, r.ShipTo, r.CustomerRef})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -313,8 +320,10 @@ type hold struct {
 	ttl   int64
 	wants []want
 	// maxPerOrder is the campaign's cap of units of one SKU per hold; nil:
-	// none.
-	maxPerOrder *int64
+	// none. maxPerCustomer is its cap per customer, counted over
+	// customerWindow seconds (nil: ever).
+	maxPerOrder                    *int64
+	maxPerCustomer, customerWindow *int64
 	// asks is what it asks of units with an identity, by poolKey (nil:
 	// quantities only).
 	asks map[string]unitAsk

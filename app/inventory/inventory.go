@@ -298,6 +298,7 @@ type Reservation struct {
 	Status        HoldStatus `json:"status"`
 	OrderRef      *string    `json:"order_ref"`
 	Campaign      *string    `json:"campaign"`
+	CustomerRef   *string    `json:"customer_ref,omitempty"`
 	ExpiresAt     time.Time  `json:"expires_at"`
 	CreatedAt     time.Time  `json:"created_at"`
 	ConfirmedAt   *time.Time `json:"confirmed_at,omitempty"`
@@ -326,6 +327,7 @@ func newReservation(r db.Reservation, lines []Line) Reservation {
 		Status:         HoldStatus(r.Status),
 		OrderRef:       r.OrderRef,
 		Campaign:       r.Campaign,
+		CustomerRef:    r.CustomerRef,
 		ExpiresAt:      r.ExpiresAt,
 		CreatedAt:      r.CreatedAt,
 		ConfirmedAt:    r.ConfirmedAt,

@@ -79,7 +79,7 @@ func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reser
 	}
 	req := HoldRequest{
 		Client: orig.Client, IdempotencyKey: reinstateKey(id), OrderRef: domain.Value(orig.OrderRef),
-		Campaign:   domain.Value(orig.Campaign),
+		Campaign: domain.Value(orig.Campaign), CustomerRef: domain.Value(orig.CustomerRef),
 		TTLSeconds: min(max(int64(orig.ExpiresAt.Sub(orig.CreatedAt)/time.Second), 1), MaxTTLSeconds),
 		// Who reinstated it, and with which key: an operator acting on a
 		// shop's late payment is recorded as such, not as the shop.

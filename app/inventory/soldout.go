@@ -46,8 +46,10 @@ import (
 //   - What memory answers is the batch's own answer: only a hold's first
 //     line (in the order the batch decides them) is looked up, lines
 //     naming units or asking them adjacent are not (their answer names
-//     units), nor holds a campaign's cap may refuse first, nor while sales
-//     are stopped: nothing is remembered while the switch for everything
+//     units), nor holds a campaign's caps may refuse first, nor asks on
+//     a pool with limits (limits.go: nothing is remembered of one, and
+//     the recheck loop drops an entry whose pool has gained some), nor
+//     while sales are stopped: nothing is remembered while the switch for everything
 //     is on, nor answered for a client whose sales are stopped (its batch
 //     answers stop_sale first). The recheck loop reads which clients those
 //     are with the rows; memory answers no one while that read is older
@@ -120,7 +122,7 @@ func appendAsk(b []byte, h hold) ([]byte, want, bool) {
 	if len(h.wants) == 0 {
 		return b, want{}, false
 	}
-	if _, over := overCap(h); over {
+	if _, over := overCap(h); over || (h.maxPerCustomer != nil && h.req.CustomerRef != "") {
 		return b, want{}, false // a campaign's cap refuses first
 	}
 	first := h.wants[0]
@@ -269,8 +271,8 @@ func (m *soldOut) remember(seen soldOutSeen, st stockRows, holds []hold, verdict
 			continue
 		}
 		ask, first, ok := askOf(h)
-		if !ok || first != v.line || len(m.rowsOf(st, first)) == 0 {
-			continue
+		if _, limited := st.limits[poolKey(first.SKU, first.Pool)]; !ok || limited || first != v.line || len(m.rowsOf(st, first)) == 0 {
+			continue // a pool's limits may refuse first (limits.go)
 		}
 		probe := h
 		probe.wants = []want{{SKU: first.SKU, Location: first.Location, Pool: first.Pool, Quantity: 1, Split: first.Split}}
@@ -442,13 +444,17 @@ func (s *Service) recheckSoldOut(ctx context.Context, checks []soldOutCheck) []s
 		// reads, would pick from none and refuse it for ever.
 		locked = append(locked, lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, status: r.Status,
 			priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason)})
+		if r.Limited { // limits set since: they may refuse first
+			locked[len(locked)-1].limits = &skuLimits{}
+		}
 	}
 	st := newStockRows(locked)
 	out := make([]soldOutRenewal, 0, len(checks))
 	for _, c := range checks {
 		r := soldOutRenewal{ask: c.ask, at: seen.at, writes: seen.writes}
 		v := decideHold(st, map[string]int64{}, map[string]bool{}, c.h)
-		r.gone = stopped || v.granted || v.why != domain.CodeOutOfStock || v.left != 0 || len(s.soldOut.rowsOf(st, c.h.wants[0])) == 0
+		_, limited := st.limits[poolKey(c.h.wants[0].SKU, c.h.wants[0].Pool)]
+		r.gone = stopped || limited || v.granted || v.why != domain.CodeOutOfStock || v.left != 0 || len(s.soldOut.rowsOf(st, c.h.wants[0])) == 0
 		out = append(out, r)
 	}
 	return out

@@ -94,7 +94,9 @@ import (
 //     time, with every hold path and operator act;
 //   - a shorter counts a SKU of its own below what is held, forced, while
 //     holds of it are made and confirmed, released, released in part and
-//     expire on both instances (shortfall_test.go).
+//     expire on both instances (shortfall_test.go);
+//   - customers hold a SKU of its own under a cap per customer on both
+//     instances while its other limits change (limits_test.go).
 //
 // An actor that can take a path the end's reports require takes it first
 // until it ran (owed_test.go), so that a minute on a loaded machine runs
@@ -149,6 +151,7 @@ func TestTorture(t *testing.T) {
 	tr.setupStadium(t)
 	tr.setupLocations(t)
 	tr.setupSeams(t)
+	tr.setupLimits(t)
 
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
@@ -183,6 +186,8 @@ func TestTorture(t *testing.T) {
 		{"unit racer", 1, tr.unitRacer},
 		{"seamer", 2, tr.seamer},
 		{"shorter", 1, tr.shorter},
+		{"limit setter", 1, tr.limitSetter},
+		{"customer", 3, tr.customer},
 	}
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -226,6 +231,7 @@ running:
 	tr.reportInbound(t)
 	tr.reportSeams(t, duration)
 	tr.reportShortfall(t)
+	tr.reportLimits(t)
 }
 
 // torture is one run: two instances of the service on one database, and
@@ -1239,6 +1245,7 @@ func (tr *torture) check(t *testing.T, when string) {
 	}
 	tr.checkSeamsNow(t, when)
 	tr.checkShort(t, when)
+	tr.checkCustomers(t, when)
 }
 
 // settle ends every campaign and waits for every rollback and campaign

@@ -1522,6 +1522,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/skus/{sku}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the limits of a SKU's pool
+         * @description The limits of the SKU's pool, 404 when none is set.
+         *
+         *     Role: `shop` or `ops` (bearer token).
+         */
+        get: operations["getLimits"];
+        /**
+         * Set the limits of a SKU's pool
+         * @description Sets every limit of the SKU's pool at once (a limit left out is removed): `max_per_order`, `min_per_order` and `step` per hold, `max_per_customer` (with `customer_window_seconds`) per customer. They count the SKU's lines at every location together. Holds already made keep what they hold; the next hold on the pool is decided on the new limits.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        put: operations["setLimits"];
+        post?: never;
+        /**
+         * Remove the limits of a SKU's pool
+         * @description Removes every limit of the SKU's pool; the next hold is decided without them.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        delete: operations["deleteLimits"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     stockEvents: {
@@ -1602,6 +1639,15 @@ export interface components {
             location?: string;
             /** @description For an `insufficient_<state>` refusal: the state that is short (`available`, `quality_control`, `damaged`, `safety_stock`, `incoming`), with `has` and `requested`. */
             state?: string;
+            /**
+             * @description With `limit_exceeded` by a SKU's limit: which one (a campaign's `max_per_order` names none).
+             * @enum {string}
+             */
+            limit?: "max_per_order" | "min_per_order" | "step" | "max_per_customer";
+            /** @description With `limit`: the limit's value. */
+            allowed?: number;
+            /** @description With `limit` `max_per_customer`: the units the customer's holds hold or bought already, in the window. */
+            held?: number;
         } & {
             [key: string]: unknown;
         };
@@ -1834,6 +1880,8 @@ export interface components {
              * @description On a released or expired hold that was reinstated: the hold that holds its lines again.
              */
             reinstated_as?: string;
+            /** @description The hold's `customer_ref`; absent when it carries none. */
+            customer_ref?: string;
         };
         /** @description How much of a SKU a campaign takes from `main` at its start. */
         Allotment: {
@@ -1922,6 +1970,16 @@ export interface components {
              * @description At most this many units of one SKU in one hold (`422 limit_exceeded` past it); null: no cap.
              */
             max_per_order?: number | null;
+            /**
+             * Format: int64
+             * @description The campaign's cap per customer; absent: none.
+             */
+            max_per_customer?: number;
+            /**
+             * Format: int64
+             * @description Its window; absent: the whole campaign.
+             */
+            customer_window_seconds?: number;
         };
         /** @description Which holds a rollback releases: exactly one of `reservation_ids` (not empty), `campaign`, `location` (every line there, with optional `held_before`), or `sku` (with `location` to narrow it, `pool`, default `main`, filled in when it is recorded, and `held_before`, no later than the request), and with any of them an optional `cutoff`. Whatever the scope, only holds created before the request (`requested_at`), and before `held_before` and `cutoff` when given, are released. A `sku` or `location` scope hands back only the lines in scope; hold ids and a campaign, whole holds. */
         RollbackScope: {
@@ -2456,6 +2514,8 @@ export interface components {
                  */
                 longitude: number;
             };
+            /** @description Who the hold is for, as the shop names them: `max_per_customer` (of a SKU, or a campaign) counts the units of the holds that carry it. At most 255 bytes of UTF-8 in NFC; no control or format (Cf) characters. */
+            customer_ref?: string;
         };
         /**
          * @example {
@@ -2520,6 +2580,16 @@ export interface components {
             allotments: components["schemas"]["AllotmentRequest"][];
             /** @description Where allotments that name no location are carved from; absent means `default`. */
             location?: string;
+            /**
+             * Format: int64
+             * @description At most this many units of one SKU of the campaign held or bought by one customer (the holds carrying their `customer_ref`), `422 limit_exceeded` past it. A SKU's own `max_per_customer` on the campaign's pool wins. Absent or null: no cap.
+             */
+            max_per_customer?: number | null;
+            /**
+             * Format: int64
+             * @description `max_per_customer` counts the holds made in this many seconds before the hold; absent or null: the whole campaign.
+             */
+            customer_window_seconds?: number | null;
         };
         AllotmentRequest: {
             /** @description A SKU with stock in `main`. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space. */
@@ -4044,6 +4114,80 @@ export interface components {
                 available: number;
             }[];
         };
+        /**
+         * @description Every limit of the SKU's pool at once: a limit absent or null is removed. At least one is set.
+         * @example {
+         *       "max_per_order": 12,
+         *       "step": 6
+         *     }
+         */
+        LimitsRequest: {
+            /**
+             * @description The pool (`main`, or a campaign id); absent: `main`.
+             * @default main
+             */
+            pool?: string;
+            /**
+             * Format: int64
+             * @description At most this many units of the SKU in one hold, its lines at every location summed.
+             */
+            max_per_order?: number | null;
+            /**
+             * Format: int64
+             * @description At least this many units of the SKU in a hold that takes any.
+             */
+            min_per_order?: number | null;
+            /**
+             * Format: int64
+             * @description A pack size: a hold takes the SKU in multiples of it. `min_per_order` and `max_per_order` must be multiples too.
+             */
+            step?: number | null;
+            /**
+             * Format: int64
+             * @description At most this many units of the SKU held or bought by one customer: the holds that carry their `customer_ref` and are held or confirmed. A hold without `customer_ref` is not counted.
+             */
+            max_per_customer?: number | null;
+            /**
+             * Format: int64
+             * @description `max_per_customer` counts the holds made in this many seconds before the hold; absent or null: every hold. Only with `max_per_customer`.
+             */
+            customer_window_seconds?: number | null;
+        };
+        /** @description The limits on what one hold, and one customer, may take of a SKU's pool, at every location together (null: not set). A hold over one is refused `422 limit_exceeded`, whose `limit` names it and `allowed` gives its value. */
+        Limits: {
+            sku: string;
+            /** @description The pool the limits are on. */
+            pool: string;
+            /**
+             * Format: int64
+             * @description At most this many units of the SKU in one hold, its lines at every location summed.
+             */
+            max_per_order: number | null;
+            /**
+             * Format: int64
+             * @description At least this many units of the SKU in a hold that takes any.
+             */
+            min_per_order: number | null;
+            /**
+             * Format: int64
+             * @description A pack size: a hold takes the SKU in multiples of it. `min_per_order` and `max_per_order` must be multiples too.
+             */
+            step: number | null;
+            /**
+             * Format: int64
+             * @description At most this many units of the SKU held or bought by one customer: the holds that carry their `customer_ref` and are held or confirmed. A hold without `customer_ref` is not counted.
+             */
+            max_per_customer: number | null;
+            /**
+             * Format: int64
+             * @description `max_per_customer` counts the holds made in this many seconds before the hold; absent or null: every hold. Only with `max_per_customer`.
+             */
+            customer_window_seconds: number | null;
+            /** @description Who set them (the API key's name). */
+            set_by: string;
+            /** Format: date-time */
+            set_at: string;
+        };
     };
     responses: {
         /** @description No bearer token, or an unknown or revoked one. Codes: `unauthorized`. */
@@ -4223,7 +4367,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T17:05:46.605572Z"
+                     *               "updated_at": "2026-12-02T17:24:49.743572Z"
                      *             }
                      *           ]
                      *         },
@@ -4245,7 +4389,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T17:05:46.684869Z"
+                     *               "updated_at": "2026-12-02T17:24:49.847702Z"
                      *             }
                      *           ]
                      *         }
@@ -4337,7 +4481,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:05:46.605572Z"
+                     *           "updated_at": "2026-12-02T17:24:49.743572Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4449,7 +4593,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:05:47.303112Z"
+                     *           "updated_at": "2026-12-02T17:24:50.518396Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4466,7 +4610,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:05:47.202312Z"
+                     *           "updated_at": "2026-12-02T17:24:50.434364Z"
                      *         }
                      *       ]
                      *     }
@@ -4562,7 +4706,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:05:46.742956Z"
+                     *           "updated_at": "2026-12-02T17:24:49.945647Z"
                      *         }
                      *       ]
                      *     }
@@ -4661,14 +4805,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:05:46.759583Z"
+                     *           "updated_at": "2026-12-02T17:24:49.951653Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T17:05:46.742956Z"
+                     *         "at": "2026-12-02T17:24:49.945647Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4776,7 +4920,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 28,
-                     *           "at": "2026-12-02T17:05:47.303112Z",
+                     *           "at": "2026-12-02T17:24:50.518396Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4785,7 +4929,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a237b8-2ed0-7478-98e8-37b117017435",
+                     *           "reservation_id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4793,7 +4937,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 27,
-                     *           "at": "2026-12-02T17:05:47.269219Z",
+                     *           "at": "2026-12-02T17:24:50.477043Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4802,7 +4946,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a237b8-2ed0-7478-98e8-37b117017435",
+                     *           "reservation_id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -4919,7 +5063,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T17:05:46.684869Z"
+                     *               "updated_at": "2026-12-02T17:24:49.847702Z"
                      *             }
                      *           ]
                      *         },
@@ -4941,7 +5085,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T17:05:46.684869Z"
+                     *               "updated_at": "2026-12-02T17:24:49.847702Z"
                      *             }
                      *           ]
                      *         }
@@ -5027,13 +5171,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a237b8-2ed0-7478-98e8-37b117017435",
+                     *           "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T17:35:47.263896Z",
-                     *           "created_at": "2026-12-02T17:05:47.219762Z",
-                     *           "confirmed_at": "2026-12-02T17:05:47.303112Z",
+                     *           "expires_at": "2026-12-02T17:54:50.471912Z",
+                     *           "created_at": "2026-12-02T17:24:50.452362Z",
+                     *           "confirmed_at": "2026-12-02T17:24:50.518396Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -5129,12 +5273,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
+                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:20:47.219762Z",
-                     *       "created_at": "2026-12-02T17:05:47.219762Z",
+                     *       "expires_at": "2026-12-02T17:39:50.452362Z",
+                     *       "created_at": "2026-12-02T17:24:50.452362Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5194,7 +5338,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description A field breaks a rule (no items, over 100 lines, quantity outside 1-1,000,000, ttl_seconds outside 1-604800, bad SKU name, order_ref over 255 bytes, empty campaign), a SKU has no stock in the pool (`unknown_sku` with `sku`), the campaign does not exist, the lines of one SKU take more units of it, at every location together, than the campaign's `max_per_order` (`limit_exceeded` with `sku`), lines of a SKU that name units or ask them adjacent name different locations (`invalid_request`), or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `unknown_sku`, `unknown_campaign`, `limit_exceeded`, `idempotency_key_reused`. `unknown_location`: a line names a location that does not exist. */
+            /** @description A field breaks a rule (no items, over 100 lines, quantity outside 1-1,000,000, ttl_seconds outside 1-604800, bad SKU name, order_ref over 255 bytes, empty campaign), a SKU has no stock in the pool (`unknown_sku` with `sku`), the campaign does not exist, the lines of one SKU take more units of it, at every location together, than the campaign's `max_per_order` (`limit_exceeded` with `sku`) or break a limit of the SKU's pool (`max_per_order`, `min_per_order`, `step`, or the customer's `max_per_customer`, the campaign's included: `limit_exceeded` with `sku`, `limit`, `allowed`), a bad `customer_ref`, lines of a SKU that name units or ask them adjacent name different locations (`invalid_request`), or the Idempotency-Key was used before with another body. Codes: `invalid_request`, `unknown_sku`, `unknown_campaign`, `limit_exceeded`, `idempotency_key_reused`. `unknown_location`: a line names a location that does not exist. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5244,12 +5388,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
+                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:20:47.219762Z",
-                     *       "created_at": "2026-12-02T17:05:47.219762Z",
+                     *       "expires_at": "2026-12-02T17:39:50.452362Z",
+                     *       "created_at": "2026-12-02T17:24:50.452362Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5336,13 +5480,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
+                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:35:47.263896Z",
-                     *       "created_at": "2026-12-02T17:05:47.219762Z",
-                     *       "confirmed_at": "2026-12-02T17:05:47.303112Z",
+                     *       "expires_at": "2026-12-02T17:54:50.471912Z",
+                     *       "created_at": "2026-12-02T17:24:50.452362Z",
+                     *       "confirmed_at": "2026-12-02T17:24:50.518396Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5458,12 +5602,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
+                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:35:47.263896Z",
-                     *       "created_at": "2026-12-02T17:05:47.219762Z",
+                     *       "expires_at": "2026-12-02T17:54:50.471912Z",
+                     *       "created_at": "2026-12-02T17:24:50.452362Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5555,8 +5699,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T17:05:47Z",
-                 *       "ends_at": "2026-12-02T19:05:47Z",
+                 *       "starts_at": "2026-12-02T17:24:50Z",
+                 *       "ends_at": "2026-12-02T19:24:50Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5582,12 +5726,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T17:05:47Z",
-                     *       "ends_at": "2026-12-02T19:05:47Z",
+                     *       "starts_at": "2026-12-02T17:24:50Z",
+                     *       "ends_at": "2026-12-02T19:24:50Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.41588Z",
+                     *       "created_at": "2026-12-02T17:24:50.618141Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5674,13 +5818,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T17:05:47Z",
-                     *       "ends_at": "2026-12-02T19:05:47Z",
+                     *       "starts_at": "2026-12-02T17:24:50Z",
+                     *       "ends_at": "2026-12-02T19:24:50Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.41588Z",
-                     *       "started_at": "2026-12-02T17:05:47.480905Z",
+                     *       "created_at": "2026-12-02T17:24:50.618141Z",
+                     *       "started_at": "2026-12-02T17:24:50.708477Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5788,7 +5932,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 1,
-                     *       "job_id": 3
+                     *       "job_id": 7
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5856,7 +6000,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a237b8-30a9-73e9-b254-4263379189a4"
+                 *         "01a237c9-a299-7c9c-8311-b48ccc872ec5"
                  *       ]
                  *     }
                  */
@@ -5874,7 +6018,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 2,
-                     *       "job_id": 5
+                     *       "job_id": 9
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -5939,24 +6083,24 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a237b8-30a9-73e9-b254-4263379189a4"
+                     *           "01a237c9-a299-7c9c-8311-b48ccc872ec5"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T17:05:47.698128Z",
+                     *       "requested_at": "2026-12-02T17:24:50.980734Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
-                     *       "job_id": 5,
+                     *       "job_id": 9,
                      *       "error": null,
                      *       "resumes": 0,
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T17:05:47.698128Z",
-                     *       "started_at": "2026-12-02T17:05:47.713093Z",
-                     *       "finished_at": "2026-12-02T17:05:47.854332Z",
+                     *       "created_at": "2026-12-02T17:24:50.980734Z",
+                     *       "started_at": "2026-12-02T17:24:50.991603Z",
+                     *       "finished_at": "2026-12-02T17:24:51.01009Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -6110,7 +6254,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "run_id": 6,
-                     *       "job_id": 8
+                     *       "job_id": 12
                      *     }
                      */
                     "application/json": components["schemas"]["ReconciliationCreated"];
@@ -6178,9 +6322,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T17:05:48.020777Z",
-                     *       "started_at": "2026-12-02T17:05:48.096453Z",
-                     *       "finished_at": "2026-12-02T17:05:48.143943Z",
+                     *       "created_at": "2026-12-02T17:24:51.332177Z",
+                     *       "started_at": "2026-12-02T17:24:51.340123Z",
+                     *       "finished_at": "2026-12-02T17:24:51.355324Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6242,9 +6386,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T17:05:48.020777Z",
-                     *       "started_at": "2026-12-02T17:05:48.096453Z",
-                     *       "finished_at": "2026-12-02T17:05:48.143943Z",
+                     *       "created_at": "2026-12-02T17:24:51.332177Z",
+                     *       "started_at": "2026-12-02T17:24:51.340123Z",
+                     *       "finished_at": "2026-12-02T17:24:51.355324Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6314,7 +6458,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a237b8-2f45-7a04-b7e2-09b565cf6290",
+                     *           "subject": "hold:01a237c9-a0f9-7b34-b260-4bfe465a61aa",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -6330,16 +6474,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T17:05:46.333845Z",
-                     *             "released_at": "2026-12-02T17:05:47.374549Z",
+                     *             "expires_at": "2026-12-02T17:24:49.553927Z",
+                     *             "released_at": "2026-12-02T17:24:50.562535Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a237b8-2f45-7a04-b7e2-09b565cf6290"
+                     *             "reservation_id": "01a237c9-a0f9-7b34-b260-4bfe465a61aa"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237b8-2f45-7a04-b7e2-09b565cf6290 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237b8-2f45-7a04-b7e2-09b565cf6290/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237c9-a0f9-7b34-b260-4bfe465a61aa was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237c9-a0f9-7b34-b260-4bfe465a61aa/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T17:05:47.377156Z",
-                     *           "last_seen_at": "2026-12-02T17:05:47.377156Z",
+                     *           "first_seen_at": "2026-12-02T17:24:50.567322Z",
+                     *           "last_seen_at": "2026-12-02T17:24:50.567322Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6420,7 +6564,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a237b8-2f45-7a04-b7e2-09b565cf6290",
+                     *       "subject": "hold:01a237c9-a0f9-7b34-b260-4bfe465a61aa",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6436,23 +6580,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T17:05:46.333845Z",
-                     *         "released_at": "2026-12-02T17:05:47.374549Z",
+                     *         "expires_at": "2026-12-02T17:24:49.553927Z",
+                     *         "released_at": "2026-12-02T17:24:50.562535Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a237b8-2f45-7a04-b7e2-09b565cf6290"
+                     *         "reservation_id": "01a237c9-a0f9-7b34-b260-4bfe465a61aa"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237b8-2f45-7a04-b7e2-09b565cf6290 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237b8-2f45-7a04-b7e2-09b565cf6290/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237c9-a0f9-7b34-b260-4bfe465a61aa was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237c9-a0f9-7b34-b260-4bfe465a61aa/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T17:05:47.377156Z",
-                     *       "last_seen_at": "2026-12-02T17:05:47.377156Z",
+                     *       "first_seen_at": "2026-12-02T17:24:50.567322Z",
+                     *       "last_seen_at": "2026-12-02T17:24:50.567322Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T17:05:47.958059Z",
+                     *       "acked_at": "2026-12-02T17:24:51.068115Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T17:05:47.951402Z",
+                     *       "taken_at": "2026-12-02T17:24:51.06221Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6524,11 +6668,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T17:05:48.198091Z",
+                     *       "as_of": "2026-12-02T17:24:51.403829Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T16:05:48.198091Z"
+                     *         "since": "2026-12-02T16:24:51.403829Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6544,7 +6688,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T17:05:46.164601858Z",
+                     *         "since": "2026-12-02T17:24:49.223967831Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6790,12 +6934,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2ed0-7478-98e8-37b117017435",
+                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:35:47.263896Z",
-                     *       "created_at": "2026-12-02T17:05:47.219762Z",
+                     *       "expires_at": "2026-12-02T17:54:50.471912Z",
+                     *       "created_at": "2026-12-02T17:24:50.452362Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -6918,7 +7062,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T17:05:46.684869Z"
+                     *           "updated_at": "2026-12-02T17:24:49.847702Z"
                      *         }
                      *       ]
                      *     }
@@ -6999,9 +7143,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "61582-1-1",
+                     *           "id": "2809-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T17:05:46.605572Z",
+                     *           "at": "2026-12-02T17:24:49.743572Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7029,9 +7173,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "61587-2-1",
+                     *           "id": "2817-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T17:05:46.684869Z",
+                     *           "at": "2026-12-02T17:24:49.847702Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7059,8 +7203,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "61587-2-1",
-                     *       "next": "61587-2-1"
+                     *       "next_cursor": "2817-2-1",
+                     *       "next": "2817-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -7127,8 +7271,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T17:05:47.38953Z",
-                     *           "last_event_id": "61624-0-0",
+                     *           "created_at": "2026-12-02T17:24:50.589485Z",
+                     *           "last_event_id": "2858-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -7215,15 +7359,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.38953Z",
-                     *       "last_event_id": "61624-0-0",
+                     *       "created_at": "2026-12-02T17:24:50.589485Z",
+                     *       "last_event_id": "2858-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_e2c36f66705f6a985684d0890081cc6b26c72eab6062f47060508f8f3d8b5c24"
+                     *       "secret": "whsec_bbd7738d53de282abcdaef3d56db7cf6f285457cdcb47276d29af51af1210299"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -7288,8 +7432,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.38953Z",
-                     *       "last_event_id": "61624-0-0",
+                     *       "created_at": "2026-12-02T17:24:50.589485Z",
+                     *       "last_event_id": "2858-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7556,7 +7700,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:05:46.842768Z",
+                     *           "updated_at": "2026-12-02T17:24:50.051211Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7675,7 +7819,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:05:46.866986Z",
+                     *           "updated_at": "2026-12-02T17:24:50.088762Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7893,7 +8037,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T17:05:45.016127Z",
+                     *       "changed_at": "2026-12-02T17:24:48.133965Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -7940,7 +8084,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T17:05:46.927892Z",
+                     *       "changed_at": "2026-12-02T17:24:50.136087Z",
                      *       "lifted": null
                      *     }
                      */
@@ -8206,12 +8350,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2f76-7ce5-80b7-a587270cf58f",
+                     *       "id": "01a237c9-a113-7ecf-8d71-6d343a1594bb",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:20:47.382971Z",
-                     *       "created_at": "2026-12-02T17:05:47.382971Z",
+                     *       "expires_at": "2026-12-02T17:39:50.580072Z",
+                     *       "created_at": "2026-12-02T17:24:50.580072Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -8221,7 +8365,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a237b8-2f45-7a04-b7e2-09b565cf6290"
+                     *       "reinstated_from": "01a237c9-a0f9-7b34-b260-4bfe465a61aa"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -8339,7 +8483,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a237b8-2f45-7a04-b7e2-09b565cf6290",
+                     *       "subject": "hold:01a237c9-a0f9-7b34-b260-4bfe465a61aa",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -8355,23 +8499,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T17:05:46.333845Z",
-                     *         "released_at": "2026-12-02T17:05:47.374549Z",
+                     *         "expires_at": "2026-12-02T17:24:49.553927Z",
+                     *         "released_at": "2026-12-02T17:24:50.562535Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a237b8-2f45-7a04-b7e2-09b565cf6290"
+                     *         "reservation_id": "01a237c9-a0f9-7b34-b260-4bfe465a61aa"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237b8-2f45-7a04-b7e2-09b565cf6290 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237b8-2f45-7a04-b7e2-09b565cf6290/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237c9-a0f9-7b34-b260-4bfe465a61aa was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237c9-a0f9-7b34-b260-4bfe465a61aa/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T17:05:47.377156Z",
-                     *       "last_seen_at": "2026-12-02T17:05:47.377156Z",
+                     *       "first_seen_at": "2026-12-02T17:24:50.567322Z",
+                     *       "last_seen_at": "2026-12-02T17:24:50.567322Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T17:05:47.951402Z",
+                     *       "taken_at": "2026-12-02T17:24:51.06221Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -9511,8 +9655,8 @@ export interface operations {
                      *           "longitude": null,
                      *           "pickup": false,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T17:05:45.222278Z",
-                     *           "updated_at": "2026-12-02T17:05:45.222278Z",
+                     *           "created_at": "2026-12-02T17:24:48.248405Z",
+                     *           "updated_at": "2026-12-02T17:24:48.248405Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -9535,8 +9679,8 @@ export interface operations {
                      *           "longitude": -1.55,
                      *           "pickup": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T17:05:46.939192Z",
-                     *           "updated_at": "2026-12-02T17:05:46.956655Z",
+                     *           "created_at": "2026-12-02T17:24:50.173416Z",
+                     *           "updated_at": "2026-12-02T17:24:50.203585Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -9630,8 +9774,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T17:05:46.939192Z",
-                     *       "updated_at": "2026-12-02T17:05:46.939192Z"
+                     *       "created_at": "2026-12-02T17:24:50.173416Z",
+                     *       "updated_at": "2026-12-02T17:24:50.173416Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9709,8 +9853,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T17:05:46.939192Z",
-                     *       "updated_at": "2026-12-02T17:05:46.939192Z",
+                     *       "created_at": "2026-12-02T17:24:50.173416Z",
+                     *       "updated_at": "2026-12-02T17:24:50.173416Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9808,8 +9952,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T17:05:46.939192Z",
-                     *       "updated_at": "2026-12-02T17:05:46.956655Z",
+                     *       "created_at": "2026-12-02T17:24:50.173416Z",
+                     *       "updated_at": "2026-12-02T17:24:50.203585Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9924,7 +10068,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:05:46.968541Z"
+                     *           "updated_at": "2026-12-02T17:24:50.216171Z"
                      *         }
                      *       ]
                      *     }
@@ -10060,7 +10204,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T17:05:46.968541Z"
+                     *             "updated_at": "2026-12-02T17:24:50.216171Z"
                      *           }
                      *         ]
                      *       }
@@ -10151,7 +10295,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
+                     *           "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10164,15 +10308,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T17:05:47.015735Z",
-                     *           "updated_at": "2026-12-02T17:05:47.065802Z",
+                     *           "created_at": "2026-12-02T17:24:50.233362Z",
+                     *           "updated_at": "2026-12-02T17:24:50.288272Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T17:05:47.065802Z",
+                     *           "finished_at": "2026-12-02T17:24:50.288272Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a237b8-2e46-79b3-9611-9fd46aa65f01",
+                     *           "id": "01a237c9-9ffe-7382-b990-9b000839fbe1",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10185,10 +10329,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T17:05:47.075889Z",
-                     *           "updated_at": "2026-12-02T17:05:47.085999Z",
+                     *           "created_at": "2026-12-02T17:24:50.300317Z",
+                     *           "updated_at": "2026-12-02T17:24:50.320715Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T17:05:47.085999Z",
+                     *           "finished_at": "2026-12-02T17:24:50.320715Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -10263,7 +10407,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
+                     *       "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10276,8 +10420,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.015735Z",
-                     *       "updated_at": "2026-12-02T17:05:47.015735Z",
+                     *       "created_at": "2026-12-02T17:24:50.233362Z",
+                     *       "updated_at": "2026-12-02T17:24:50.233362Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10351,7 +10495,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
+                     *       "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10364,8 +10508,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.015735Z",
-                     *       "updated_at": "2026-12-02T17:05:47.015735Z",
+                     *       "created_at": "2026-12-02T17:24:50.233362Z",
+                     *       "updated_at": "2026-12-02T17:24:50.233362Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10451,7 +10595,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
+                     *       "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10464,8 +10608,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.015735Z",
-                     *       "updated_at": "2026-12-02T17:05:47.052329Z",
+                     *       "created_at": "2026-12-02T17:24:50.233362Z",
+                     *       "updated_at": "2026-12-02T17:24:50.263044Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10564,7 +10708,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e18-73ad-878f-e8ad5e3121e2",
+                     *       "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10577,10 +10721,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.015735Z",
-                     *       "updated_at": "2026-12-02T17:05:47.065802Z",
+                     *       "created_at": "2026-12-02T17:24:50.233362Z",
+                     *       "updated_at": "2026-12-02T17:24:50.288272Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T17:05:47.065802Z",
+                     *       "finished_at": "2026-12-02T17:24:50.288272Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10677,7 +10821,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e46-79b3-9611-9fd46aa65f01",
+                     *       "id": "01a237c9-9ffe-7382-b990-9b000839fbe1",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10690,10 +10834,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.075889Z",
-                     *       "updated_at": "2026-12-02T17:05:47.085999Z",
+                     *       "created_at": "2026-12-02T17:24:50.300317Z",
+                     *       "updated_at": "2026-12-02T17:24:50.320715Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T17:05:47.085999Z",
+                     *       "finished_at": "2026-12-02T17:24:50.320715Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
@@ -10784,7 +10928,7 @@ export interface operations {
                      * @example {
                      *       "inbound": [
                      *         {
-                     *           "id": "01a237b8-2ec4-7052-b92f-d0e40aee4a1b",
+                     *           "id": "01a237c9-a088-7949-9bd1-f7398f959fe2",
                      *           "supplier_ref": "PO-1044",
                      *           "location": "east",
                      *           "expected_on": "2030-03-01",
@@ -10803,8 +10947,8 @@ export interface operations {
                      *           "reason": "expected from PO-1044",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T17:05:47.202312Z",
-                     *           "updated_at": "2026-12-02T17:05:47.202312Z",
+                     *           "created_at": "2026-12-02T17:24:50.434364Z",
+                     *           "updated_at": "2026-12-02T17:24:50.434364Z",
                      *           "finished_at": null,
                      *           "finished_by": null,
                      *           "finish_reason": null
@@ -10888,7 +11032,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e61-7b66-99bc-58ed6c58bc91",
+                     *       "id": "01a237c9-a025-76b3-b0fc-886b7ceb00a5",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -10915,8 +11059,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.101533Z",
-                     *       "updated_at": "2026-12-02T17:05:47.101533Z",
+                     *       "created_at": "2026-12-02T17:24:50.336712Z",
+                     *       "updated_at": "2026-12-02T17:24:50.336712Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -10989,7 +11133,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e61-7b66-99bc-58ed6c58bc91",
+                     *       "id": "01a237c9-a025-76b3-b0fc-886b7ceb00a5",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11016,8 +11160,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.101533Z",
-                     *       "updated_at": "2026-12-02T17:05:47.101533Z",
+                     *       "created_at": "2026-12-02T17:24:50.336712Z",
+                     *       "updated_at": "2026-12-02T17:24:50.336712Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11103,7 +11247,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e61-7b66-99bc-58ed6c58bc91",
+                     *       "id": "01a237c9-a025-76b3-b0fc-886b7ceb00a5",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11130,8 +11274,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.101533Z",
-                     *       "updated_at": "2026-12-02T17:05:47.134952Z",
+                     *       "created_at": "2026-12-02T17:24:50.336712Z",
+                     *       "updated_at": "2026-12-02T17:24:50.359872Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11229,7 +11373,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2e61-7b66-99bc-58ed6c58bc91",
+                     *       "id": "01a237c9-a025-76b3-b0fc-886b7ceb00a5",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11256,9 +11400,9 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.101533Z",
-                     *       "updated_at": "2026-12-02T17:05:47.16476Z",
-                     *       "finished_at": "2026-12-02T17:05:47.16476Z",
+                     *       "created_at": "2026-12-02T17:24:50.336712Z",
+                     *       "updated_at": "2026-12-02T17:24:50.386952Z",
+                     *       "finished_at": "2026-12-02T17:24:50.386952Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "supplier out of B2"
                      *     }
@@ -11355,7 +11499,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237b8-2eb4-7530-8e81-9e4419f1c553",
+                     *       "id": "01a237c9-a061-78cf-bc8d-e75f5351e41b",
                      *       "supplier_ref": "PO-1043",
                      *       "location": "east",
                      *       "expected_on": "2030-02-01",
@@ -11374,9 +11518,9 @@ export interface operations {
                      *       "reason": "expected from PO-1043",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:05:47.186337Z",
-                     *       "updated_at": "2026-12-02T17:05:47.193238Z",
-                     *       "finished_at": "2026-12-02T17:05:47.193238Z",
+                     *       "created_at": "2026-12-02T17:24:50.399297Z",
+                     *       "updated_at": "2026-12-02T17:24:50.417521Z",
+                     *       "finished_at": "2026-12-02T17:24:50.417521Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "order withdrawn"
                      *     }
@@ -11514,6 +11658,206 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Timeout"];
+        };
+    };
+    getLimits: {
+        parameters: {
+            query?: {
+                /** @description The pool (`main`, or a campaign id); absent: `main`. */
+                pool?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pool's limits. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sku": "C3",
+                     *       "pool": "main",
+                     *       "max_per_order": 4,
+                     *       "min_per_order": null,
+                     *       "step": null,
+                     *       "max_per_customer": 2,
+                     *       "customer_window_seconds": 86400,
+                     *       "set_by": "dev-ops",
+                     *       "set_at": "2026-12-02T17:24:49.925603Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Limits"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The pool has no limits. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description A bad sku or pool name. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+        };
+    };
+    setLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "max_per_order": 4,
+                 *       "max_per_customer": 2,
+                 *       "customer_window_seconds": 86400
+                 *     }
+                 */
+                "application/json": components["schemas"]["LimitsRequest"];
+            };
+        };
+        responses: {
+            /** @description The pool's limits. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sku": "C3",
+                     *       "pool": "main",
+                     *       "max_per_order": 4,
+                     *       "min_per_order": null,
+                     *       "step": null,
+                     *       "max_per_customer": 2,
+                     *       "customer_window_seconds": 86400,
+                     *       "set_by": "dev-ops",
+                     *       "set_at": "2026-12-02T17:24:49.925603Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Limits"];
+                };
+            };
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), an empty body, or a badly escaped path. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The SKU has no stock at all (no pool). Codes: `unknown_sku`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "unknown_sku";
+                    };
+                };
+            };
+            /** @description No limit given, a limit outside 1-1,000,000, `min_per_order` above `max_per_order`, either not a multiple of `step`, a window outside 1-31,622,400 or without `max_per_customer`, a bad sku or pool name, or the SKU exists but has no such pool (`unknown_pool`). Codes: `invalid_request`, `unknown_pool`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "unknown_pool";
+                    };
+                };
+            };
+        };
+    };
+    deleteLimits: {
+        parameters: {
+            query?: {
+                /** @description The pool (`main`, or a campaign id); absent: `main`. */
+                pool?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The pool has no limits. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description A bad sku or pool name. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
         };
     };
     deliverEvents: {
