@@ -96,7 +96,7 @@ func (p *holdParser) items(items *[]holdItem) bool {
 	*items = make([]holdItem, 0, 1)
 	return p.array(func() bool {
 		var it holdItem
-		var seen [6]bool
+		var seen [8]bool
 		ok := p.object(func(key []byte) bool {
 			switch string(key) {
 			case "sku":
@@ -111,6 +111,10 @@ func (p *holdParser) items(items *[]holdItem) bool {
 				return firstTime(&seen[4]) && p.string(&it.Location)
 			case "split":
 				return firstTime(&seen[5]) && p.bool(&it.Split)
+			case "partial":
+				return firstTime(&seen[6]) && p.bool(&it.Partial)
+			case "min_quantity":
+				return firstTime(&seen[7]) && p.int(&it.MinQuantity)
 			}
 			return false
 		})

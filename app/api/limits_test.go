@@ -70,3 +70,25 @@ func TestLimitsOverHTTP(t *testing.T) {
 	camp["id"], camp["max_per_customer"] = "no-cap", nil
 	requireProblem(t, e.do("POST", "/v1/campaigns", e.ops, camp, "Idempotency-Key", "no-cap"), 422, "invalid_request")
 }
+
+// TestPartialHoldOverHTTP: a partial line answers the quantity it got;
+// bad partial lines are 422 and change nothing.
+func TestPartialHoldOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("MUG", 3)
+	hold := func(key string, items ...any) resp {
+		return e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": items}, "Idempotency-Key", key)
+	}
+	before := e.counts()
+	requireProblem(t, hold("bad", map[string]any{"sku": "MUG", "quantity": 2, "partial": true, "min_quantity": 3}), 422, "invalid_request")
+	requireProblem(t, hold("bad2", map[string]any{"sku": "MUG", "quantity": 2, "min_quantity": 1}), 422, "invalid_request")
+	require.Equal(t, before, e.counts())
+	r := hold("some", map[string]any{"sku": "MUG", "quantity": 5, "partial": true, "min_quantity": 2})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	require.EqualValues(t, 3, r.json(t)["items"].([]any)[0].(map[string]any)["quantity"])
+	again := hold("some", map[string]any{"sku": "MUG", "quantity": 5, "partial": true, "min_quantity": 2})
+	require.Equal(t, 201, again.status, "a replay answers the first answer")
+	require.EqualValues(t, 3, again.json(t)["items"].([]any)[0].(map[string]any)["quantity"])
+	requireProblem(t, hold("none", map[string]any{"sku": "MUG", "quantity": 5, "partial": true}), 409, "out_of_stock")
+}

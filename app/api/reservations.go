@@ -50,6 +50,10 @@ type holdItem struct {
 	// Split lets the service take an allocated line from several
 	// locations.
 	Split bool `json:"split,omitempty"`
+	// Partial takes what is available of the line, up to Quantity and
+	// at least MinQuantity.
+	Partial     bool  `json:"partial,omitempty"`
+	MinQuantity int64 `json:"min_quantity,omitempty"`
 }
 
 // inventoryItems are a request's lines as the inventory takes them.
@@ -57,7 +61,7 @@ func inventoryItems(list []holdItem) []inventory.Item {
 	out := make([]inventory.Item, len(list))
 	for i, it := range list {
 		out[i] = inventory.Item{SKU: it.SKU, Quantity: it.Quantity, Units: it.Units, Adjacent: it.Adjacent,
-			Location: it.Location, Split: it.Split}
+			Location: it.Location, Split: it.Split, Partial: it.Partial, MinQuantity: it.MinQuantity}
 	}
 	return out
 }

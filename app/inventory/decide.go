@@ -186,6 +186,9 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 			v  verdict
 			ok bool
 		)
+		if w.Partial {
+			w = d.partial(w)
+		}
 		if w.Location != "" {
 			v, ok = d.takeNamed(w)
 		} else {

@@ -29,6 +29,10 @@ type Item struct {
 	Location string `json:"location,omitempty"`
 	// Split lets an allocated line be taken from several locations.
 	Split bool `json:"split,omitempty"`
+	// Partial takes what is available of the line, up to Quantity and at
+	// least MinQuantity (0: one), instead of refusing it (partial.go).
+	Partial     bool  `json:"partial,omitempty"`
+	MinQuantity int64 `json:"min_quantity,omitempty"`
 }
 
 // count is how many units the item asks for.
@@ -87,6 +91,9 @@ func (r HoldRequest) Validate() error {
 			return err
 		}
 		if it.Units != nil || it.Adjacent {
+			if it.Partial || it.MinQuantity != 0 {
+				return domain.Invalid("items[%d]: partial goes with a quantity, not with units named or adjacent", i)
+			}
 			if err := it.validateUnits(i); err != nil {
 				return err
 			}
@@ -94,6 +101,11 @@ func (r HoldRequest) Validate() error {
 		}
 		if it.Quantity < 1 || it.Quantity > MaxQuantity {
 			return domain.Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
+		}
+		if it.Partial || it.MinQuantity != 0 {
+			if err := r.validatePartial(i); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := r.asks(); err != nil {
@@ -274,6 +286,10 @@ type want struct {
 	SKU, Location, Pool string
 	Quantity            int64
 	Split               bool
+	// Partial takes what there is, up to Quantity and at least Min (see
+	// partial.go).
+	Partial bool
+	Min     int64
 }
 
 // key is the batcher's key of the stock rows w draws on (see rowKey; an
@@ -290,7 +306,7 @@ func (w want) row() Line { return Line{SKU: w.SKU, Location: w.Location, Pool: w
 func (r HoldRequest) wants(pool string) []want {
 	if len(r.Items) == 1 { // most holds: nothing to sum or sort
 		it := r.Items[0]
-		return []want{{SKU: it.SKU, Location: it.Location, Pool: pool, Quantity: it.count(), Split: it.Split}}
+		return []want{{SKU: it.SKU, Location: it.Location, Pool: pool, Quantity: it.count(), Split: it.Split, Partial: it.Partial, Min: it.MinQuantity}}
 	}
 	type key struct{ sku, location string }
 	sum := map[key]*want{}
@@ -303,6 +319,7 @@ func (r HoldRequest) wants(pool string) []want {
 		}
 		w.Quantity += it.count()
 		w.Split = w.Split || it.Split
+		w.Partial, w.Min = it.Partial, it.MinQuantity // a partial SKU is one line (validatePartial)
 	}
 	out := make([]want, 0, len(sum))
 	for _, w := range sum {

@@ -230,8 +230,8 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		if err := domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
 			return Reservation{}, err
 		}
-		if it.Adjacent || it.Split {
-			return Reservation{}, domain.Invalid("items[%d]: adjacent and split are for holds, not releases", i)
+		if it.Adjacent || it.Split || it.Partial || it.MinQuantity != 0 {
+			return Reservation{}, domain.Invalid("items[%d]: adjacent, split, partial and min_quantity are for holds, not releases", i)
 		}
 		if it.Location != "" {
 			if err := domain.ValidName(fmt.Sprintf("items[%d].location", i), it.Location); err != nil {

@@ -42,7 +42,9 @@ func TestSKULimitsPerOrder(t *testing.T) {
 	_, err := svc.SetLimits(ctx, stock.Limits{SKU: "PACK", MaxPerOrder: ptr[int64](12), MinPerOrder: ptr[int64](6), Step: ptr[int64](6)}, "ops")
 	require.NoError(t, err)
 
-	at := func(loc string, q int64) inventory.Item { return inventory.Item{SKU: "PACK", Quantity: q, Location: loc} }
+	at := func(loc string, q int64) inventory.Item {
+		return inventory.Item{SKU: "PACK", Quantity: q, Location: loc}
+	}
 	for i, tc := range []struct {
 		items []inventory.Item
 		limit string // "" granted

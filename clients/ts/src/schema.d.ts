@@ -2470,6 +2470,16 @@ export interface components {
              * @default false
              */
             split?: boolean;
+            /**
+             * @description Holds only: take what is available of the line, up to `quantity` and at least `min_quantity`, instead of refusing it; the answer's item says the quantity held (the events and the ledger carry it too). The request's other lines stay all or nothing. What is available: at the line's `location`, else the most at one location the key may use, or with `split` the sum over them; a pool's `step` takes it down to a multiple. Below the minimum the line is refused as a whole line would be (`out_of_stock`). A partial SKU is one line of the request; not with `units` or `adjacent`.
+             * @default false
+             */
+            partial?: boolean;
+            /**
+             * Format: int64
+             * @description With `partial`: the least the line takes (1 to `quantity`; absent: 1).
+             */
+            min_quantity?: number;
         };
         /**
          * @example {
@@ -2486,7 +2496,7 @@ export interface components {
         HoldRequest: {
             /** @description The shop's order reference. At most 255 bytes of UTF-8 in NFC; no control characters (tab and newline included) and no format (Cf) characters. */
             order_ref?: string;
-            /** @description All lines are held or none. Lines naming the same SKU are summed; on a pool of units with an identity a line names units (`units`) or asks for a number of them (`quantity`, `adjacent`). */
+            /** @description All lines are held or none (a `partial` line takes what there is, at least its `min_quantity`). Lines naming the same SKU are summed; on a pool of units with an identity a line names units (`units`) or asks for a number of them (`quantity`, `adjacent`). */
             items: components["schemas"]["HoldItem"][];
             /**
              * Format: int64
