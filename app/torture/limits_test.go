@@ -31,7 +31,7 @@ const (
 func (tr *torture) setupLimits(t *testing.T) {
 	t.Helper()
 	tr.mustStatus(200, "POST", "/v1/skus/"+limitSKU+"/adjustments", tr.ops,
-		map[string]any{"delta": 100, "reason": "torture stock", "ref": "start-" + limitSKU}, "Idempotency-Key", "start-"+limitSKU)
+		map[string]any{"delta": 40, "reason": "torture stock", "ref": "start-" + limitSKU}, "Idempotency-Key", "start-"+limitSKU)
 	tr.mustStatus(200, "PUT", "/v1/skus/"+limitSKU+"/limits", tr.ops, map[string]any{"max_per_customer": maxPerCustomer,
 		"customer_window_seconds": customerWindow})
 }

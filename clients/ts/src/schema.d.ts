@@ -8432,7 +8432,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description The hold has no lines left to hold again, or a line names a SKU that no longer has stock. Codes: `invalid_request`, `unknown_sku`. */
+            /** @description The hold has no lines left to hold again, a line names a SKU that no longer has stock, or a line breaks a limit set since on its SKU's pool (`limit_exceeded`, with `limit`: a reinstated hold is a new hold, held to the limits as they are now). Codes: `invalid_request`, `unknown_sku`, `limit_exceeded`. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8440,7 +8440,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "invalid_request" | "unknown_sku";
+                        code?: "invalid_request" | "unknown_sku" | "limit_exceeded";
                     };
                 };
             };
