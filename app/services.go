@@ -15,6 +15,7 @@ import (
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/metrics"
+	"github.com/stockhold/stockhold/app/partitions"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/reports"
 	"github.com/stockhold/stockhold/app/retention"
@@ -41,12 +42,14 @@ type Services struct {
 	Trips *trips.Service
 	// Reports answers the daily report (see app/reports).
 	Reports *reports.Service
+	// Partitions keeps the ledger's monthly partitions (see app/partitions).
+	Partitions *partitions.Service
 }
 
 // Workers is what the job workers call: the same services.
 func (s *Services) Workers() jobs.Deps {
 	return jobs.Deps{Inventory: s.Inventory, Alerts: s.Alerts, Rollbacks: s.Rollbacks, Campaigns: s.Campaigns,
-		Reconcile: s.Reconcile, Retention: s.Retention, Webhooks: s.Webhooks}
+		Reconcile: s.Reconcile, Retention: s.Retention, Webhooks: s.Webhooks, Partitions: s.Partitions}
 }
 
 // NewServices builds the domain services on pool, configured by cfg (from
@@ -83,12 +86,13 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 		Webhooks: webhooks.New(pool, inserter, alertSvc, webhooks.Config{
 			AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.RetryBase, Log: log, Recorder: metrics.Recorder{},
 		}),
-		Retention: keep,
-		Reports:   reports.New(pool),
-		Inventory: inv,
-		Alerts:    alertSvc,
-		Rollbacks: rollbackSvc,
-		Campaigns: campaignSvc,
+		Retention:  keep,
+		Reports:    reports.New(pool),
+		Partitions: partitions.New(pool, log).WithArchive(cfg.LedgerArchiveAfter, cfg.LedgerArchiveDir),
+		Inventory:  inv,
+		Alerts:     alertSvc,
+		Rollbacks:  rollbackSvc,
+		Campaigns:  campaignSvc,
 		Reconcile: reconcile.New(pool, inserter, alertSvc, inv, reconcile.Config{
 			RepairLimit: cfg.ReconcileRepairLimit,
 			// A hold is stuck once the sweeper has had a full interval past

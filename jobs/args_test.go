@@ -40,6 +40,8 @@ func decodeAs(kind string, raw []byte) error {
 		_, err = jobs.DecodeArgs[jobs.WatchDiscardedArgs](raw)
 	case "retention":
 		_, err = jobs.DecodeArgs[jobs.RetentionArgs](raw)
+	case "ledger_partitions":
+		_, err = jobs.DecodeArgs[jobs.LedgerPartitionsArgs](raw)
 	case "webhook_deliver":
 		_, err = jobs.DecodeArgs[webhooks.DeliverArgs](raw)
 	case "webhook_dispatch":
@@ -70,6 +72,7 @@ func TestArgsMarshalledByGoDecode(t *testing.T) {
 		jobs.SweepExpiredArgs{},
 		jobs.WatchDiscardedArgs{},
 		jobs.RetentionArgs{},
+		jobs.LedgerPartitionsArgs{},
 		webhooks.DeliverArgs{WebhookID: 3},
 		webhooks.DispatchArgs{},
 	} {
@@ -122,6 +125,7 @@ func TestArgsRefused(t *testing.T) {
 		{"sweep_expired", `{"grace":"1h"}`, `unknown field "grace" (the fields are none: give {})`},
 		{"watch_discarded", `null`, `JSON object`},
 		{"retention", `{"older_than":"1h"}`, `unknown field "older_than" (the fields are none: give {})`},
+		{"ledger_partitions", `{"ahead":3}`, `unknown field "ahead" (the fields are none: give {})`},
 		{"webhook_deliver", `{"webhook_id":"3"}`, `field "webhook_id": cannot unmarshal string`},
 		{"webhook_deliver", `{"webhook_id":0}`, `webhook_id must be`},
 		{"webhook_deliver", `{"webhook":3}`, `unknown field "webhook"`},

@@ -24,6 +24,7 @@ import (
 	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/enqueue"
 	"github.com/stockhold/stockhold/app/inventory"
+	"github.com/stockhold/stockhold/app/partitions"
 	"github.com/stockhold/stockhold/app/reconcile"
 	"github.com/stockhold/stockhold/app/retention"
 	"github.com/stockhold/stockhold/app/rollbacks"
@@ -125,7 +126,16 @@ const (
 	// TimeoutRetention bounds one retention run, which stops deleting at
 	// RetentionBudget and leaves the rest to the next.
 	TimeoutRetention = 2 * time.Minute
+	// TimeoutLedgerPartitions bounds one run of ledger_partitions: a few
+	// catalog changes, and, when it archives, passes over a month of the
+	// ledger (a run cut short is taken up by the next).
+	TimeoutLedgerPartitions = 6 * time.Hour
 )
+
+// LedgerPartitionsInterval is how often ledger_partitions runs (and once at
+// every start): the partitions it makes are months ahead, so a run that
+// fails has many more behind it before writes would.
+const LedgerPartitionsInterval = 6 * time.Hour
 
 // RetentionBudget is how long one retention run deletes before it leaves
 // the rest to the next run.
@@ -146,6 +156,9 @@ type Deps struct {
 	// Webhooks delivers the event feed; nil leaves its workers and the
 	// dispatcher out.
 	Webhooks *webhooks.Service
+	// Partitions makes the ledger's partitions ahead; nil leaves its
+	// periodic job out.
+	Partitions *partitions.Service
 }
 
 // Config tunes the client and the periodic jobs.
@@ -281,6 +294,13 @@ func schedule(driver *riverpgxv5.Driver, deps Deps, cfg Config) (*river.Workers,
 			river.PeriodicInterval(orDefault(cfg.RetentionInterval, time.Hour)),
 			func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "retention"}))
+	}
+
+	if deps.Partitions != nil {
+		register(workers, &ledgerPartitionsWorker{svc: deps.Partitions}, TimeoutLedgerPartitions, al)
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(LedgerPartitionsInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return LedgerPartitionsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "ledger_partitions", RunOnStart: true}))
 	}
 
 	if deps.Webhooks != nil {

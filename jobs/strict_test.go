@@ -113,6 +113,7 @@ func TestMalformedJobsOfEveryKindAreRefused(t *testing.T) {
 		{"sweep_expired", `{"grace": "0s"}`},
 		{"watch_discarded", `[]`},
 		{"retention", `{"after": "1h"}`},
+		{"ledger_partitions", `{"months": 3}`},
 		{"webhook_deliver", `{"webhook_id": -1}`},
 		{"webhook_dispatch", `{"tick": "250ms"}`},
 	} {

@@ -276,6 +276,7 @@ var statuses = map[domain.Code]int{
 	domain.CodeInboundNotOpen:             http.StatusConflict,
 	domain.CodeInboundPartlyReceived:      http.StatusConflict,
 	domain.CodePreviewStale:               http.StatusConflict,
+	domain.CodeArchived:                   http.StatusGone,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,

@@ -85,6 +85,12 @@ var problemCodes = map[string]problemCode{
 		Means:  "The pool named is a campaign's that has ended: it takes no new stock and gives none (no adjustment, move, count, transfer, or units added or retired). When its end finished, everything it held on hand went back to main at the same location; what was in transit to or from it lands in main when the transfer is received or cancelled. Nothing changed.",
 		Do:     "Name main instead (GET /v1/skus/{sku} lists the pools); GET /v1/campaigns/{id} shows the campaign and its end.",
 	},
+	"archived": {
+		Title:  "Archived",
+		Status: "410",
+		Means:  "The cursor or the day asked for is before what the ledger has archived (stockhold ledger archive): those movements are in an archive file, no longer in the database. Its detail says up to where.",
+		Do:     "Read the event feed without a cursor (it starts after the archive), the ledger from its newest page, a report of a later day; for the archived months, an operator loads the archive back (stockhold ledger restore).",
+	},
 	"reservation_not_held": {
 		Title:  "Reservation is not held",
 		Status: "409",

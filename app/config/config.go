@@ -148,6 +148,13 @@ type Config struct {
 	// duration or a number of days such as 30d).
 	Retention time.Duration
 
+	// LedgerArchiveAfter, when above 0, has the ledger_partitions job
+	// archive every month of the ledger that ended at least that many
+	// months ago into LedgerArchiveDir (STOCKHOLD_LEDGER_ARCHIVE_AFTER,
+	// STOCKHOLD_LEDGER_ARCHIVE_DIR); 0, the default, archives nothing.
+	LedgerArchiveAfter int
+	LedgerArchiveDir   string
+
 	// LogFormat is json (the default, for log collectors) or text (for a
 	// person at a terminal; make run uses it) (STOCKHOLD_LOG_FORMAT).
 	LogFormat string
@@ -226,6 +233,8 @@ func load(getenv func(string) string) (Config, error) {
 		PprofAddr:             r.str("STOCKHOLD_PPROF_ADDR"),
 		AlertRepageAfter:      r.duration("STOCKHOLD_ALERT_REPAGE_AFTER"),
 		Retention:             r.retention("STOCKHOLD_RETENTION"),
+		LedgerArchiveAfter:    r.integer("STOCKHOLD_LEDGER_ARCHIVE_AFTER", 0, 1200),
+		LedgerArchiveDir:      r.str("STOCKHOLD_LEDGER_ARCHIVE_DIR"),
 		WebhookAllowPrivate:   r.boolean("STOCKHOLD_WEBHOOK_ALLOW_PRIVATE"),
 
 		RequestTimeout:        r.positive("STOCKHOLD_REQUEST_TIMEOUT"),
@@ -249,6 +258,9 @@ func load(getenv func(string) string) (Config, error) {
 	if c.WriteTimeout <= c.RequestTimeout && c.WriteTimeout > 0 {
 		r.fail("STOCKHOLD_HTTP_WRITE_TIMEOUT", c.WriteTimeout.String(),
 			"must be longer than STOCKHOLD_REQUEST_TIMEOUT ("+c.RequestTimeout.String()+"), or answers of slow requests are cut")
+	}
+	if c.LedgerArchiveAfter > 0 && c.LedgerArchiveDir == "" {
+		r.fail("STOCKHOLD_LEDGER_ARCHIVE_DIR", "", "is required when STOCKHOLD_LEDGER_ARCHIVE_AFTER is above 0: where the archive files go")
 	}
 	if _, _, err := net.SplitHostPort(c.PprofAddr); c.PprofAddr != "" && err != nil {
 		r.fail("STOCKHOLD_PPROF_ADDR", c.PprofAddr, "must be host:port, such as 127.0.0.1:6060")

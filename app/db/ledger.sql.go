@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -80,4 +81,344 @@ func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const ledgerArchiveBlockers = `-- name: LedgerArchiveBlockers :one
+SELECT (SELECT count(*) FROM pg_catalog.pg_stat_activity a
+        WHERE a.datname = current_database() AND a.xact_start < $1::timestamptz AND a.pid <> pg_backend_pid())::bigint AS transactions,
+       (SELECT count(*) FROM pg_catalog.pg_prepared_xacts p WHERE p.prepared < $1)::bigint AS prepared,
+       (SELECT count(*) FROM transfers t WHERE t.status = 'in_transit' AND t.created_at < $1)::bigint AS transfers,
+       (SELECT count(*) FROM webhooks w WHERE (w.cursor_xid, w.cursor_id) < ($2::xid8, $3::bigint))::bigint AS webhooks
+`
+
+type LedgerArchiveBlockersRow struct {
+	Transactions int64
+	Prepared     int64
+	Transfers    int64
+	Webhooks     int64
+}
+
+// LedgerArchiveBlockers counts what must end before the ledger up to to_at
+// is archived: transactions that began before it (they may still write
+// rows there), prepared ones, transfers in transit made before it (a
+// repair reads their ledger rows), and webhooks whose cursor is before the
+// feed position given (they would miss events).
+func (q *Queries) LedgerArchiveBlockers(ctx context.Context, toAt time.Time, feedXid uint64, feedID int64) (LedgerArchiveBlockersRow, error) {
+	row := q.db.QueryRow(ctx, ledgerArchiveBlockers, toAt, feedXid, feedID)
+	var i LedgerArchiveBlockersRow
+	err := row.Scan(
+		&i.Transactions,
+		&i.Prepared,
+		&i.Transfers,
+		&i.Webhooks,
+	)
+	return i, err
+}
+
+const ledgerArchiveBuild = `-- name: LedgerArchiveBuild :one
+SELECT kept::bigint, carried::bigint FROM ledger_archive_build($1::text, $2::timestamptz, $3::timestamptz)
+`
+
+type LedgerArchiveBuildRow struct {
+	Kept    int64
+	Carried int64
+}
+
+// LedgerArchiveBuild builds the partition that replaces an archived one
+// (see migrations/00150_ledger_archives.sql), not attached yet.
+func (q *Queries) LedgerArchiveBuild(ctx context.Context, part string, fromAt *time.Time, toAt time.Time) (LedgerArchiveBuildRow, error) {
+	row := q.db.QueryRow(ctx, ledgerArchiveBuild, part, fromAt, toAt)
+	var i LedgerArchiveBuildRow
+	err := row.Scan(&i.Kept, &i.Carried)
+	return i, err
+}
+
+const ledgerArchiveDrop = `-- name: LedgerArchiveDrop :exec
+SELECT ledger_archive_drop($1::text)
+`
+
+func (q *Queries) LedgerArchiveDrop(ctx context.Context, part string) error {
+	_, err := q.db.Exec(ctx, ledgerArchiveDrop, part)
+	return err
+}
+
+const ledgerArchiveDropped = `-- name: LedgerArchiveDropped :exec
+UPDATE ledger_archives SET dropped_at = now() WHERE partition = $1 AND dropped_at IS NULL
+`
+
+func (q *Queries) LedgerArchiveDropped(ctx context.Context, partition string) error {
+	_, err := q.db.Exec(ctx, ledgerArchiveDropped, partition)
+	return err
+}
+
+const ledgerArchiveList = `-- name: LedgerArchiveList :many
+SELECT id, partition, from_at, to_at, rows, kept, carried, max_id, feed_xid, feed_id, file, file_sha256, data_sha256, archived_by, archived_at, dropped_at FROM ledger_archives ORDER BY to_at
+`
+
+func (q *Queries) LedgerArchiveList(ctx context.Context) ([]LedgerArchive, error) {
+	rows, err := q.db.Query(ctx, ledgerArchiveList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LedgerArchive
+	for rows.Next() {
+		var i LedgerArchive
+		if err := rows.Scan(
+			&i.ID,
+			&i.Partition,
+			&i.FromAt,
+			&i.ToAt,
+			&i.Rows,
+			&i.Kept,
+			&i.Carried,
+			&i.MaxID,
+			&i.FeedXid,
+			&i.FeedID,
+			&i.File,
+			&i.FileSha256,
+			&i.DataSha256,
+			&i.ArchivedBy,
+			&i.ArchivedAt,
+			&i.DroppedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const ledgerArchiveRecord = `-- name: LedgerArchiveRecord :one
+INSERT INTO ledger_archives (partition, from_at, to_at, rows, kept, carried, max_id, feed_xid, feed_id,
+                             file, file_sha256, data_sha256, archived_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        $10, $11, $12, $13)
+RETURNING id, partition, from_at, to_at, rows, kept, carried, max_id, feed_xid, feed_id, file, file_sha256, data_sha256, archived_by, archived_at, dropped_at
+`
+
+type LedgerArchiveRecordParams struct {
+	Partition  string
+	FromAt     *time.Time
+	ToAt       time.Time
+	Rows       int64
+	Kept       int64
+	Carried    int64
+	MaxID      int64
+	FeedXid    uint64
+	FeedID     int64
+	File       string
+	FileSha256 string
+	DataSha256 string
+	ArchivedBy string
+}
+
+func (q *Queries) LedgerArchiveRecord(ctx context.Context, arg LedgerArchiveRecordParams) (LedgerArchive, error) {
+	row := q.db.QueryRow(ctx, ledgerArchiveRecord,
+		arg.Partition,
+		arg.FromAt,
+		arg.ToAt,
+		arg.Rows,
+		arg.Kept,
+		arg.Carried,
+		arg.MaxID,
+		arg.FeedXid,
+		arg.FeedID,
+		arg.File,
+		arg.FileSha256,
+		arg.DataSha256,
+		arg.ArchivedBy,
+	)
+	var i LedgerArchive
+	err := row.Scan(
+		&i.ID,
+		&i.Partition,
+		&i.FromAt,
+		&i.ToAt,
+		&i.Rows,
+		&i.Kept,
+		&i.Carried,
+		&i.MaxID,
+		&i.FeedXid,
+		&i.FeedID,
+		&i.File,
+		&i.FileSha256,
+		&i.DataSha256,
+		&i.ArchivedBy,
+		&i.ArchivedAt,
+		&i.DroppedAt,
+	)
+	return i, err
+}
+
+const ledgerArchiveSwap = `-- name: LedgerArchiveSwap :exec
+SELECT ledger_archive_swap($1::text, $2::timestamptz, $3::timestamptz)
+`
+
+// LedgerArchiveSwap puts the replacement in the archived partition's place;
+// the caller's transaction sets a short lock_timeout first.
+func (q *Queries) LedgerArchiveSwap(ctx context.Context, part string, fromAt *time.Time, toAt time.Time) error {
+	_, err := q.db.Exec(ctx, ledgerArchiveSwap, part, fromAt, toAt)
+	return err
+}
+
+const ledgerArchived = `-- name: LedgerArchived :one
+SELECT coalesce(max(a.to_at), '0001-01-01 00:00:00+00')::timestamptz AS to_at,
+       coalesce(max(a.max_id), 0)::bigint AS max_id,
+       coalesce((SELECT b.feed_xid FROM ledger_archives b ORDER BY b.feed_xid DESC, b.feed_id DESC LIMIT 1), '0'::xid8)::xid8 AS feed_xid,
+       coalesce((SELECT b.feed_id FROM ledger_archives b ORDER BY b.feed_xid DESC, b.feed_id DESC LIMIT 1), 0)::bigint AS feed_id
+FROM ledger_archives a
+`
+
+type LedgerArchivedRow struct {
+	ToAt    time.Time
+	MaxID   int64
+	FeedXid uint64
+	FeedID  int64
+}
+
+// LedgerArchived is how far the ledger is archived: the end of the newest
+// archived range, the greatest id and event feed position archived (zero
+// values: nothing is).
+func (q *Queries) LedgerArchived(ctx context.Context) (LedgerArchivedRow, error) {
+	row := q.db.QueryRow(ctx, ledgerArchived)
+	var i LedgerArchivedRow
+	err := row.Scan(
+		&i.ToAt,
+		&i.MaxID,
+		&i.FeedXid,
+		&i.FeedID,
+	)
+	return i, err
+}
+
+const ledgerMakePartitions = `-- name: LedgerMakePartitions :one
+SELECT ledger_make_partitions($1::int)::int AS made
+`
+
+// LedgerMakePartitions makes the ledger's monthly partitions through the
+// month ahead months after the current one (see
+// migrations/00149_ledger_partitioned.sql) and returns how many it made.
+func (q *Queries) LedgerMakePartitions(ctx context.Context, ahead int32) (int32, error) {
+	row := q.db.QueryRow(ctx, ledgerMakePartitions, ahead)
+	var made int32
+	err := row.Scan(&made)
+	return made, err
+}
+
+const ledgerPartitions = `-- name: LedgerPartitions :many
+SELECT c.relname::text AS name,
+       coalesce((regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz,
+                '0001-01-01 00:00:00+00')::timestamptz AS from_at,
+       (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz AS to_at
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'ledger'::regclass
+ORDER BY 3
+`
+
+type LedgerPartitionsRow struct {
+	Name   string
+	FromAt time.Time
+	ToAt   time.Time
+}
+
+// LedgerPartitions lists the ledger's partitions in time order with their
+// bounds: from_at is 0001-01-01 UTC (Go's zero time) for the first, from
+// MINVALUE.
+func (q *Queries) LedgerPartitions(ctx context.Context) ([]LedgerPartitionsRow, error) {
+	rows, err := q.db.Query(ctx, ledgerPartitions)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LedgerPartitionsRow
+	for rows.Next() {
+		var i LedgerPartitionsRow
+		if err := rows.Scan(&i.Name, &i.FromAt, &i.ToAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const ledgerRangeSummary = `-- name: LedgerRangeSummary :one
+SELECT count(*)::bigint AS rows,
+       coalesce(max(g.id), 0)::bigint AS max_id,
+       coalesce((SELECT f.feed_xid FROM ledger f WHERE f.at >= $1 AND f.at < $2 AND f.feed_xid IS NOT NULL
+                 ORDER BY f.feed_xid DESC, f.id DESC LIMIT 1), '0'::xid8)::xid8 AS feed_xid,
+       coalesce((SELECT f.id FROM ledger f WHERE f.at >= $1 AND f.at < $2 AND f.feed_xid IS NOT NULL
+                 ORDER BY f.feed_xid DESC, f.id DESC LIMIT 1), 0)::bigint AS feed_id
+FROM ledger g
+WHERE g.at >= $1 AND g.at < $2
+`
+
+type LedgerRangeSummaryRow struct {
+	Rows    int64
+	MaxID   int64
+	FeedXid uint64
+	FeedID  int64
+}
+
+// LedgerRangeSummary counts the ledger rows from from_at (included) to
+// to_at (excluded) and gives their greatest id and greatest event feed
+// position ((0, 0): none).
+func (q *Queries) LedgerRangeSummary(ctx context.Context, fromAt time.Time, toAt time.Time) (LedgerRangeSummaryRow, error) {
+	row := q.db.QueryRow(ctx, ledgerRangeSummary, fromAt, toAt)
+	var i LedgerRangeSummaryRow
+	err := row.Scan(
+		&i.Rows,
+		&i.MaxID,
+		&i.FeedXid,
+		&i.FeedID,
+	)
+	return i, err
+}
+
+const ledgerRestoreCheck = `-- name: LedgerRestoreCheck :one
+SELECT rows::bigint, differ::bigint FROM ledger_restore_check($1::text, $2::timestamptz, $3::timestamptz)
+`
+
+type LedgerRestoreCheckRow struct {
+	Rows   int64
+	Differ int64
+}
+
+// LedgerRestoreCheck counts a loaded archive's rows and the stock rows
+// whose sums differ from the ledger's over the archived range.
+func (q *Queries) LedgerRestoreCheck(ctx context.Context, part string, fromAt *time.Time, toAt time.Time) (LedgerRestoreCheckRow, error) {
+	row := q.db.QueryRow(ctx, ledgerRestoreCheck, part, fromAt, toAt)
+	var i LedgerRestoreCheckRow
+	err := row.Scan(&i.Rows, &i.Differ)
+	return i, err
+}
+
+const ledgerRestoreTable = `-- name: LedgerRestoreTable :one
+SELECT ledger_restore_table($1::text)::text AS name
+`
+
+// LedgerRestoreTable makes (again) the empty table an archive of part is
+// loaded into, and returns its name.
+func (q *Queries) LedgerRestoreTable(ctx context.Context, part string) (string, error) {
+	row := q.db.QueryRow(ctx, ledgerRestoreTable, part)
+	var name string
+	err := row.Scan(&name)
+	return name, err
+}
+
+const lockTimeoutLocal = `-- name: LockTimeoutLocal :exec
+SELECT set_config('lock_timeout', $1::text, true)
+`
+
+// LockTimeoutLocal sets lock_timeout for the rest of the transaction.
+func (q *Queries) LockTimeoutLocal(ctx context.Context, timeout string) error {
+	_, err := q.db.Exec(ctx, lockTimeoutLocal, timeout)
+	return err
 }

@@ -233,6 +233,31 @@ type Ledger struct {
 	DeltaShort          int64
 }
 
+// Each month of the ledger archived to a file (stockhold ledger archive): its partition replaced by carried balances and the rows still read.
+type LedgerArchive struct {
+	ID        int64
+	Partition string
+	// Start of the archived range; null: from the beginning.
+	FromAt  *time.Time
+	ToAt    time.Time
+	Rows    int64
+	Kept    int64
+	Carried int64
+	// The greatest ledger id archived (0: none): GET /v1/skus/{sku}/ledger answers 410 for a cursor at or below it.
+	MaxID int64
+	// With feed_id, the greatest event feed position archived ((0, 0): none): the feed answers 410 for a cursor before it.
+	FeedXid    uint64
+	FeedID     int64
+	File       string
+	FileSha256 string
+	// SHA-256 of the rows as written (CSV, before compression); file_sha256 of the file.
+	DataSha256 string
+	ArchivedBy string
+	ArchivedAt time.Time
+	// When the archived partition was dropped; null while it is only detached.
+	DroppedAt *time.Time
+}
+
 type LedgerCheckpoint struct {
 	Sku          string
 	Pool         string

@@ -99,6 +99,10 @@ const (
 	// transfer, units added or retired): its stock on hand went back to
 	// main when its end finished, and nothing goes there again.
 	CodeCampaignEnded Code = "campaign_ended"
+	// CodeArchived refuses a cursor or a date before what the ledger has
+	// archived (stockhold ledger archive): those rows are in an archive
+	// file, not in the database.
+	CodeArchived Code = "archived"
 )
 
 // InsufficientCode is the code of a refusal that would take state below
@@ -156,6 +160,11 @@ var (
 // Invalid reports bad input.
 func Invalid(format string, args ...any) *Error {
 	return &Error{Code: CodeInvalid, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Archived reports a cursor or a date before the ledger's archive.
+func Archived(format string, args ...any) *Error {
+	return &Error{Code: CodeArchived, Detail: fmt.Sprintf(format, args...)}
 }
 
 // Missing reports that what does not exist, or not for the caller: an

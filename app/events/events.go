@@ -349,10 +349,23 @@ type Page struct {
 }
 
 // Read returns up to limit events after position after, in feed order. An
-// empty page means no event after it can be served yet.
+// empty page means no event after it can be served yet. From Start it reads
+// from the end of the ledger's archive; a position before that end is
+// refused (domain.CodeArchived): its events were archived.
 func Read(ctx context.Context, q *db.Queries, after Position, limit int) (Page, error) {
 	if limit < 1 || limit > MaxPage {
 		return Page{}, domain.Invalid("limit must be from 1 to %d", MaxPage)
+	}
+	archived, err := q.LedgerArchived(ctx)
+	if err != nil {
+		return Page{}, fmt.Errorf("read how far the ledger is archived: %w", err)
+	}
+	if end := (Position{Xid: archived.FeedXid, ID: archived.FeedID, N: slotChanged}); end.After(after) {
+		if after != Start {
+			return Page{}, domain.Archived("the events up to %s were archived on %s: read from there (or without a cursor)",
+				end, archived.ToAt.UTC().Format(time.RFC3339))
+		}
+		after = end
 	}
 	page := Page{Events: []Event{}, Next: after}
 	from := after

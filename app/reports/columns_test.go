@@ -13,7 +13,9 @@ import (
 
 // TestEveryLedgerKindHasAColumn: every kind the ledger's CHECK constraint
 // allows lands in a named column of the report, and no column names a
-// kind the ledger cannot hold.
+// kind the ledger cannot hold. A carried balance is the exception: it
+// stands at the end of an archived month, and a report of a day before an
+// archive's end is refused (410 archived).
 func TestEveryLedgerKindHasAColumn(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
@@ -25,6 +27,8 @@ func TestEveryLedgerKindHasAColumn(t *testing.T) {
 		kinds[m[1]] = true
 	}
 	require.NotEmpty(t, kinds, def)
+	require.True(t, kinds[string(stock.LedgerCarried)], def)
+	delete(kinds, string(stock.LedgerCarried))
 	for k := range kinds {
 		_, ok := columns[stock.LedgerKind(k)]
 		require.True(t, ok, "ledger kind %s has no column", k)

@@ -333,6 +333,14 @@ func (s *Service) Daily(ctx context.Context, q DailyQuery) (Daily, error) {
 	out := Daily{Date: q.Date, TimeZone: zone, From: from.UTC(), To: to.UTC(), Totals: Figures{}.empty(),
 		Campaigns: []CampaignFigures{}, Locations: []LocationFigures{}, Pools: []PoolFigures{}}
 	dq := db.New(s.pool)
+	archived, err := dq.LedgerArchived(ctx)
+	if err != nil {
+		return Daily{}, fmt.Errorf("read how far the ledger is archived: %w", err)
+	}
+	if from.Before(archived.ToAt) {
+		return Daily{}, domain.Archived("the ledger before %s is archived: %s starts at %s", archived.ToAt.UTC().Format(time.RFC3339),
+			q.Date, from.UTC().Format(time.RFC3339))
+	}
 	all, err := dq.ReportSums(ctx, from, to)
 	if err != nil {
 		return Daily{}, fmt.Errorf("sum the day's ledger: %w", err)

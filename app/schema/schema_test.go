@@ -68,20 +68,8 @@ func TestMigrationsRoundTrip(t *testing.T) {
 func TestUpgradeLeavesNoLegacyJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.New(t)
-	m, err := schema.New(pool, nil)
-	require.NoError(t, err)
-	defer m.Close()
-	for {
-		current, _, err := m.Versions(ctx)
-		require.NoError(t, err)
-		if current < 71 {
-			break
-		}
-		_, err = m.Down(ctx)
-		require.NoError(t, err)
-	}
-	_, err = pool.Exec(ctx, `INSERT INTO river_job (kind, args, max_attempts, state, finalized_at) VALUES
+	pool, m := before(t, 71)
+	_, err := pool.Exec(ctx, `INSERT INTO river_job (kind, args, max_attempts, state, finalized_at) VALUES
 		('release_hold', '{"reservation_id": "01a22fc0-0f22-7c20-8b1b-fcb0254f511a"}', 3, 'scheduled', NULL),
 		('release_hold', '{"reservation_id": "01a22fc0-0f22-7c20-8b1b-fcb0254f511b"}', 3, 'completed', now()),
 		('rollback_batch', '{"rollback_id": 4, "not_before": "2026-01-01T00:00:00Z"}', 3, 'available', NULL)`)

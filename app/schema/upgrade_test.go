@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
@@ -31,22 +32,10 @@ const locationsVersion = 134
 func TestUpgradeToLocationsKeepsEveryRow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.New(t)
-	m, err := schema.New(pool, nil)
-	require.NoError(t, err)
-	defer m.Close()
-	for {
-		current, _, err := m.Versions(ctx)
-		require.NoError(t, err)
-		if current < locationsVersion {
-			break
-		}
-		_, err = m.Down(ctx)
-		require.NoError(t, err)
-	}
+	pool, m := before(t, locationsVersion)
 
 	held, confirmed, seatHold := uuid.New(), uuid.New(), uuid.New()
-	_, err = pool.Exec(ctx, bind(`
+	_, err := pool.Exec(ctx, bind(`
 		INSERT INTO stock (sku, pool, total, available, version)
 		SELECT 'BULK-' || lpad(n::text, 5, '0'), 'main', n % 7, n % 7, 1 FROM generate_series(1, 5000) n;
 		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor)
@@ -135,6 +124,26 @@ func TestUpgradeToLocationsKeepsEveryRow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "default", h.Items[0].Location)
 	dbtest.RequireInvariants(t, pool)
+}
+
+// before returns a fresh database migrated down to the version before
+// version, and its migrator (closed when the test ends).
+func before(t *testing.T, version int64) (*pgxpool.Pool, *schema.Migrator) {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	m, err := schema.New(pool, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	for {
+		current, _, err := m.Versions(ctx)
+		require.NoError(t, err)
+		if current < version {
+			return pool, m
+		}
+		_, err = m.Down(ctx)
+		require.NoError(t, err)
+	}
 }
 
 // strip leaves out what a comparison of counters does not care about.

@@ -39,6 +39,9 @@ const (
 	// end (shortfall), or sold by a confirm (sold_short).
 	LedgerShortfall LedgerKind = "shortfall"
 	LedgerSoldShort LedgerKind = "sold_short"
+	// A stock row's balance carried forward from an archived month: the
+	// sum of that month's rows it replaces (stockhold ledger archive).
+	LedgerCarried LedgerKind = "carried"
 )
 
 // LedgerKinds are every kind of ledger row.
@@ -47,5 +50,5 @@ var LedgerKinds = []LedgerKind{
 	LedgerTransfer, LedgerTransferOut, LedgerTransferIn, LedgerReceive, LedgerTransferCancel,
 	LedgerInbound, LedgerInboundReceive, LedgerInboundShort, LedgerInboundCancel,
 	LedgerReserve, LedgerConfirm, LedgerRelease, LedgerReleasePartial, LedgerExpire, LedgerRollback,
-	LedgerShortfall, LedgerSoldShort,
+	LedgerShortfall, LedgerSoldShort, LedgerCarried,
 }

@@ -415,10 +415,18 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 		return LedgerPage{}, domain.Invalid("before_id must be a ledger id (a positive whole number)")
 	}
 	var before *int64
+	q := db.New(s.pool)
 	if beforeID > 0 {
 		before = &beforeID
+		archived, err := q.LedgerArchived(ctx)
+		if err != nil {
+			return LedgerPage{}, fmt.Errorf("read how far the ledger is archived: %w", err)
+		}
+		if beforeID <= archived.MaxID {
+			return LedgerPage{}, domain.Archived("the movements before %s were archived (ids up to %d): the page before id %d is in the archive",
+				archived.ToAt.UTC().Format(time.RFC3339), archived.MaxID, beforeID)
+		}
 	}
-	q := db.New(s.pool)
 	// One more than asked says whether an older page exists.
 	rows, err := q.LedgerPageBySKU(ctx, sku, before, int32(limit+1))
 	if err != nil {

@@ -38,6 +38,8 @@ commands:
   inbound create|receive|close|cancel|list
                      stock expected from suppliers at a location, by the day it is due
   count              preview, or with --apply record, a stock count and its difference
+  ledger partitions|archive|restore
+                     the ledger's monthly partitions; archive old months to files; load an archive back
   webhook-listen     a webhook receiver for trying stockhold: verifies signatures, prints events
   config             every setting: its value, its default and what it does (secrets masked)
   version            the release version, VCS revision and Go version of this binary
@@ -152,6 +154,36 @@ stockhold stop-sale status
 stockhold stop-sale off --operator alice --reason "payments back"
 stockhold stop-sale on --client shop-eu --operator alice --reason "EU storefront oversells"
 stockhold stop-sale on --location berlin --operator alice --reason "flooded"`,
+	},
+	"ledger": {
+		synopsis: "ledger partitions|archive|restore [flags]",
+		about: `The ledger is partitioned by month (UTC). An old month can be archived to a compressed
+file with a checksum manifest and replaced by its balances carried forward; an archive
+loads back for an audit.`,
+		example: "stockhold ledger partitions\nstockhold ledger archive --before 2026-01 --dir /var/lib/stockhold/archive --operator alice",
+		group:   []string{"partitions", "archive", "restore"},
+	},
+	"ledger partitions": {
+		synopsis: "ledger partitions",
+		about:    "Lists the ledger's partitions, oldest first, with the range each covers and, once archived, its archive.",
+		example:  "stockhold ledger partitions",
+	},
+	"ledger archive": {
+		synopsis: "ledger archive --before YYYY-MM [--dir DIR] --operator O",
+		about: `Archives every month before --before, oldest first: each month's rows go to DIR/<partition>.csv.gz
+(CSV, id order) with DIR/<partition>.manifest.json (rows, SHA-256 of the file and of the CSV); the
+file is read back and checked against the partition read again; then the partition is replaced
+by one balance carried forward per stock row and the rows still read (holds the month did not
+close, the last row naming each unit), and dropped. Refused while a transaction that began in
+that month is open, a transfer made then is in transit, or a webhook has not received its events.`,
+		example: "stockhold ledger archive --before 2026-01 --dir /var/lib/stockhold/archive --operator alice",
+	},
+	"ledger restore": {
+		synopsis: "ledger restore FILE",
+		about: `Checks an archive (FILE.csv.gz and the manifest beside it) against its checksums, loads it into
+the table ledger_restored_<partition>, and checks that its rows, summed per stock row, are what
+the ledger carries for that month. Exit 1 when they are not.`,
+		example: "stockhold ledger restore /var/lib/stockhold/archive/ledger_2026_01.csv.gz",
 	},
 	"locations": {
 		synopsis: "locations list|create|update [flags]",

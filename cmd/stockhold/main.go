@@ -14,6 +14,7 @@
 //	stockhold transfer create|receive|close|cancel|list  stock between locations
 //	stockhold inbound create|receive|close|cancel|list   stock expected from suppliers
 //	stockhold count --sku S --counted N ... [--apply]  a stock count
+//	stockhold ledger partitions|archive|restore      the ledger's months, archived to files
 //	stockhold webhook-listen --secret S  a webhook receiver that verifies signatures
 //	stockhold config                     every setting: value, default, meaning
 //	stockhold version                    release version, VCS revision, Go version
@@ -94,6 +95,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = inboundCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "count":
 		err = countCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "ledger":
+		err = ledgerCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "webhook-listen":
 		err = webhookListen(ctx, args[1:], stdout, stderr)
 	case "config":

@@ -1610,7 +1610,7 @@ export interface components {
             /** @description What went wrong with this request, in words. */
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "campaign_ended" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale" | "inbound_not_open" | "inbound_partly_received";
+            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "campaign_ended" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale" | "inbound_not_open" | "inbound_partly_received" | "archived";
             /** @description The SKU (the line of a hold) the problem is about, where there is one. */
             sku?: string;
             /** @description The stock pool (`main` or a campaign id) the problem is about, where there is one. */
@@ -1749,10 +1749,10 @@ export interface components {
             location: string;
             pool: string;
             /**
-             * @description `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); `shortfall`: held units a count found missing that left `total` as their holds ended (ref: the count, refs: the holds); `sold_short`: such units sold by a confirm (only `delta_short` moves); the rest as before.
+             * @description `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); `shortfall`: held units a count found missing that left `total` as their holds ended (ref: the count, refs: the holds); `sold_short`: such units sold by a confirm (only `delta_short` moves); `carried`: the balance carried forward from an archived month, the sum of its movements of this stock row (`reason` names the archive); the rest as before.
              * @enum {string}
              */
-            kind: "stock_in" | "adjust" | "reserve" | "confirm" | "release" | "release_partial" | "expire" | "rollback" | "transfer" | "pause" | "resume" | "repair" | "move" | "loss" | "count" | "transfer_out" | "transfer_in" | "receive" | "transfer_cancel" | "shortfall" | "sold_short" | "inbound" | "inbound_receive" | "inbound_short" | "inbound_cancel";
+            kind: "stock_in" | "adjust" | "reserve" | "confirm" | "release" | "release_partial" | "expire" | "rollback" | "transfer" | "pause" | "resume" | "repair" | "move" | "loss" | "count" | "transfer_out" | "transfer_in" | "receive" | "transfer_cancel" | "shortfall" | "sold_short" | "inbound" | "inbound_receive" | "inbound_short" | "inbound_cancel" | "carried";
             /** Format: int64 */
             delta_total: number;
             /** Format: int64 */
@@ -4996,6 +4996,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description `cursor` is an id at or below the greatest the ledger has archived: the older movements are in an archive file (the page before ends at the SKU's `carried` movement, its balance carried forward). Codes: `archived`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "archived";
+                    };
+                };
+            };
             /** @description `limit` is outside 1-1000, or the SKU is not a valid name. Codes: `invalid_request`. */
             422: {
                 headers: {
@@ -7234,6 +7246,18 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            /** @description `cursor` is before the end of what the ledger has archived (`stockhold ledger archive`): its events are in an archive file. Without a cursor the feed starts after the archive. Codes: `archived`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "archived";
+                    };
+                };
+            };
             /** @description `limit` is outside 1-1000. Codes: `invalid_request`. */
             422: {
                 headers: {
@@ -9617,6 +9641,18 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            /** @description The day starts before the end of what the ledger has archived: its movements are in an archive file. Codes: `archived`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "archived";
+                    };
+                };
+            };
             /** @description `limit` outside 1-1000, `tz` not a time zone, or a day that starts or ends outside the years 0001-9999 in UTC (9999-12-31 in UTC ends in the year 10000). Codes: `invalid_request`. */
             422: {
                 headers: {
