@@ -4377,7 +4377,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T17:24:49.743572Z"
+                     *               "updated_at": "2026-12-02T18:21:25.44745Z"
                      *             }
                      *           ]
                      *         },
@@ -4399,7 +4399,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T17:24:49.847702Z"
+                     *               "updated_at": "2026-12-02T18:21:25.515521Z"
                      *             }
                      *           ]
                      *         }
@@ -4491,7 +4491,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:24:49.743572Z"
+                     *           "updated_at": "2026-12-02T18:21:25.44745Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4603,7 +4603,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:24:50.518396Z"
+                     *           "updated_at": "2026-12-02T18:21:25.86505Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4620,7 +4620,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:24:50.434364Z"
+                     *           "updated_at": "2026-12-02T18:21:25.815972Z"
                      *         }
                      *       ]
                      *     }
@@ -4716,7 +4716,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:24:49.945647Z"
+                     *           "updated_at": "2026-12-02T18:21:25.578573Z"
                      *         }
                      *       ]
                      *     }
@@ -4815,14 +4815,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:24:49.951653Z"
+                     *           "updated_at": "2026-12-02T18:21:25.582795Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T17:24:49.945647Z"
+                     *         "at": "2026-12-02T18:21:25.578573Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4930,7 +4930,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 28,
-                     *           "at": "2026-12-02T17:24:50.518396Z",
+                     *           "at": "2026-12-02T18:21:25.86505Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4939,7 +4939,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
+                     *           "reservation_id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4947,7 +4947,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 27,
-                     *           "at": "2026-12-02T17:24:50.477043Z",
+                     *           "at": "2026-12-02T18:21:25.841264Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4956,7 +4956,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
+                     *           "reservation_id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -5085,7 +5085,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T17:24:49.847702Z"
+                     *               "updated_at": "2026-12-02T18:21:25.515521Z"
                      *             }
                      *           ]
                      *         },
@@ -5107,7 +5107,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T17:24:49.847702Z"
+                     *               "updated_at": "2026-12-02T18:21:25.515521Z"
                      *             }
                      *           ]
                      *         }
@@ -5193,13 +5193,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
+                     *           "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T17:54:50.471912Z",
-                     *           "created_at": "2026-12-02T17:24:50.452362Z",
-                     *           "confirmed_at": "2026-12-02T17:24:50.518396Z",
+                     *           "expires_at": "2026-12-02T18:51:25.837474Z",
+                     *           "created_at": "2026-12-02T18:21:25.827191Z",
+                     *           "confirmed_at": "2026-12-02T18:21:25.86505Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -5295,12 +5295,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
+                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:39:50.452362Z",
-                     *       "created_at": "2026-12-02T17:24:50.452362Z",
+                     *       "expires_at": "2026-12-02T18:36:25.827191Z",
+                     *       "created_at": "2026-12-02T18:21:25.827191Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5410,12 +5410,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
+                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:39:50.452362Z",
-                     *       "created_at": "2026-12-02T17:24:50.452362Z",
+                     *       "expires_at": "2026-12-02T18:36:25.827191Z",
+                     *       "created_at": "2026-12-02T18:21:25.827191Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5502,13 +5502,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
+                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:54:50.471912Z",
-                     *       "created_at": "2026-12-02T17:24:50.452362Z",
-                     *       "confirmed_at": "2026-12-02T17:24:50.518396Z",
+                     *       "expires_at": "2026-12-02T18:51:25.837474Z",
+                     *       "created_at": "2026-12-02T18:21:25.827191Z",
+                     *       "confirmed_at": "2026-12-02T18:21:25.86505Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5624,12 +5624,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
+                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:54:50.471912Z",
-                     *       "created_at": "2026-12-02T17:24:50.452362Z",
+                     *       "expires_at": "2026-12-02T18:51:25.837474Z",
+                     *       "created_at": "2026-12-02T18:21:25.827191Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5721,8 +5721,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T17:24:50Z",
-                 *       "ends_at": "2026-12-02T19:24:50Z",
+                 *       "starts_at": "2026-12-02T18:21:25Z",
+                 *       "ends_at": "2026-12-02T20:21:25Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5748,12 +5748,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T17:24:50Z",
-                     *       "ends_at": "2026-12-02T19:24:50Z",
+                     *       "starts_at": "2026-12-02T18:21:25Z",
+                     *       "ends_at": "2026-12-02T20:21:25Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.618141Z",
+                     *       "created_at": "2026-12-02T18:21:25.966526Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5840,13 +5840,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T17:24:50Z",
-                     *       "ends_at": "2026-12-02T19:24:50Z",
+                     *       "starts_at": "2026-12-02T18:21:25Z",
+                     *       "ends_at": "2026-12-02T20:21:25Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.618141Z",
-                     *       "started_at": "2026-12-02T17:24:50.708477Z",
+                     *       "created_at": "2026-12-02T18:21:25.966526Z",
+                     *       "started_at": "2026-12-02T18:21:26.000995Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5954,7 +5954,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 1,
-                     *       "job_id": 7
+                     *       "job_id": 3
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -6022,7 +6022,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a237c9-a299-7c9c-8311-b48ccc872ec5"
+                 *         "01a237fd-7192-7cbd-8212-0950ee7d1d25"
                  *       ]
                  *     }
                  */
@@ -6040,7 +6040,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 2,
-                     *       "job_id": 9
+                     *       "job_id": 5
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -6105,24 +6105,24 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a237c9-a299-7c9c-8311-b48ccc872ec5"
+                     *           "01a237fd-7192-7cbd-8212-0950ee7d1d25"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T17:24:50.980734Z",
+                     *       "requested_at": "2026-12-02T18:21:26.295953Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
-                     *       "job_id": 9,
+                     *       "job_id": 5,
                      *       "error": null,
                      *       "resumes": 0,
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T17:24:50.980734Z",
-                     *       "started_at": "2026-12-02T17:24:50.991603Z",
-                     *       "finished_at": "2026-12-02T17:24:51.01009Z",
+                     *       "created_at": "2026-12-02T18:21:26.295953Z",
+                     *       "started_at": "2026-12-02T18:21:26.302198Z",
+                     *       "finished_at": "2026-12-02T18:21:26.413771Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -6276,7 +6276,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "run_id": 6,
-                     *       "job_id": 12
+                     *       "job_id": 8
                      *     }
                      */
                     "application/json": components["schemas"]["ReconciliationCreated"];
@@ -6344,9 +6344,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T17:24:51.332177Z",
-                     *       "started_at": "2026-12-02T17:24:51.340123Z",
-                     *       "finished_at": "2026-12-02T17:24:51.355324Z",
+                     *       "created_at": "2026-12-02T18:21:26.659507Z",
+                     *       "started_at": "2026-12-02T18:21:26.734576Z",
+                     *       "finished_at": "2026-12-02T18:21:26.744486Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6408,9 +6408,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T17:24:51.332177Z",
-                     *       "started_at": "2026-12-02T17:24:51.340123Z",
-                     *       "finished_at": "2026-12-02T17:24:51.355324Z",
+                     *       "created_at": "2026-12-02T18:21:26.659507Z",
+                     *       "started_at": "2026-12-02T18:21:26.734576Z",
+                     *       "finished_at": "2026-12-02T18:21:26.744486Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6480,7 +6480,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a237c9-a0f9-7b34-b260-4bfe465a61aa",
+                     *           "subject": "hold:01a237fd-7001-75e9-8aa3-791dd71f6172",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -6496,16 +6496,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T17:24:49.553927Z",
-                     *             "released_at": "2026-12-02T17:24:50.562535Z",
+                     *             "expires_at": "2026-12-02T18:21:24.889576Z",
+                     *             "released_at": "2026-12-02T18:21:25.89623Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a237c9-a0f9-7b34-b260-4bfe465a61aa"
+                     *             "reservation_id": "01a237fd-7001-75e9-8aa3-791dd71f6172"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237c9-a0f9-7b34-b260-4bfe465a61aa was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237c9-a0f9-7b34-b260-4bfe465a61aa/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237fd-7001-75e9-8aa3-791dd71f6172 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237fd-7001-75e9-8aa3-791dd71f6172/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T17:24:50.567322Z",
-                     *           "last_seen_at": "2026-12-02T17:24:50.567322Z",
+                     *           "first_seen_at": "2026-12-02T18:21:25.901186Z",
+                     *           "last_seen_at": "2026-12-02T18:21:25.901186Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6586,7 +6586,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a237c9-a0f9-7b34-b260-4bfe465a61aa",
+                     *       "subject": "hold:01a237fd-7001-75e9-8aa3-791dd71f6172",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6602,23 +6602,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T17:24:49.553927Z",
-                     *         "released_at": "2026-12-02T17:24:50.562535Z",
+                     *         "expires_at": "2026-12-02T18:21:24.889576Z",
+                     *         "released_at": "2026-12-02T18:21:25.89623Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a237c9-a0f9-7b34-b260-4bfe465a61aa"
+                     *         "reservation_id": "01a237fd-7001-75e9-8aa3-791dd71f6172"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237c9-a0f9-7b34-b260-4bfe465a61aa was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237c9-a0f9-7b34-b260-4bfe465a61aa/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237fd-7001-75e9-8aa3-791dd71f6172 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237fd-7001-75e9-8aa3-791dd71f6172/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T17:24:50.567322Z",
-                     *       "last_seen_at": "2026-12-02T17:24:50.567322Z",
+                     *       "first_seen_at": "2026-12-02T18:21:25.901186Z",
+                     *       "last_seen_at": "2026-12-02T18:21:25.901186Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T17:24:51.068115Z",
+                     *       "acked_at": "2026-12-02T18:21:26.493711Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T17:24:51.06221Z",
+                     *       "taken_at": "2026-12-02T18:21:26.488641Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6690,11 +6690,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T17:24:51.403829Z",
+                     *       "as_of": "2026-12-02T18:21:26.813662Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T16:24:51.403829Z"
+                     *         "since": "2026-12-02T17:21:26.813662Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6710,7 +6710,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T17:24:49.223967831Z",
+                     *         "since": "2026-12-02T18:21:25.05353Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6956,12 +6956,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a093-75f3-92c8-9a7071610d6e",
+                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:54:50.471912Z",
-                     *       "created_at": "2026-12-02T17:24:50.452362Z",
+                     *       "expires_at": "2026-12-02T18:51:25.837474Z",
+                     *       "created_at": "2026-12-02T18:21:25.827191Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -7084,7 +7084,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T17:24:49.847702Z"
+                     *           "updated_at": "2026-12-02T18:21:25.515521Z"
                      *         }
                      *       ]
                      *     }
@@ -7165,9 +7165,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "2809-1-1",
+                     *           "id": "4830-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T17:24:49.743572Z",
+                     *           "at": "2026-12-02T18:21:25.44745Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7195,9 +7195,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "2817-2-1",
+                     *           "id": "4835-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T17:24:49.847702Z",
+                     *           "at": "2026-12-02T18:21:25.515521Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7225,8 +7225,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "2817-2-1",
-                     *       "next": "2817-2-1"
+                     *       "next_cursor": "4835-2-1",
+                     *       "next": "4835-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -7305,8 +7305,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T17:24:50.589485Z",
-                     *           "last_event_id": "2858-0-0",
+                     *           "created_at": "2026-12-02T18:21:25.920251Z",
+                     *           "last_event_id": "4874-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -7393,15 +7393,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.589485Z",
-                     *       "last_event_id": "2858-0-0",
+                     *       "created_at": "2026-12-02T18:21:25.920251Z",
+                     *       "last_event_id": "4874-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_bbd7738d53de282abcdaef3d56db7cf6f285457cdcb47276d29af51af1210299"
+                     *       "secret": "whsec_bd8bb5e68d87dd33b1a0ed21b0d2e0a226e9c076daef74efd2891c3bc23420d4"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -7466,8 +7466,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.589485Z",
-                     *       "last_event_id": "2858-0-0",
+                     *       "created_at": "2026-12-02T18:21:25.920251Z",
+                     *       "last_event_id": "4874-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7734,7 +7734,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:24:50.051211Z",
+                     *           "updated_at": "2026-12-02T18:21:25.663198Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7853,7 +7853,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:24:50.088762Z",
+                     *           "updated_at": "2026-12-02T18:21:25.691294Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -8071,7 +8071,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T17:24:48.133965Z",
+                     *       "changed_at": "2026-12-02T18:21:03.48171Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -8118,7 +8118,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T17:24:50.136087Z",
+                     *       "changed_at": "2026-12-02T18:21:25.718224Z",
                      *       "lifted": null
                      *     }
                      */
@@ -8384,12 +8384,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a113-7ecf-8d71-6d343a1594bb",
+                     *       "id": "01a237fd-7012-7db3-87e9-b5f5f809fead",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T17:39:50.580072Z",
-                     *       "created_at": "2026-12-02T17:24:50.580072Z",
+                     *       "expires_at": "2026-12-02T18:36:25.910711Z",
+                     *       "created_at": "2026-12-02T18:21:25.910711Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -8399,7 +8399,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a237c9-a0f9-7b34-b260-4bfe465a61aa"
+                     *       "reinstated_from": "01a237fd-7001-75e9-8aa3-791dd71f6172"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -8517,7 +8517,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a237c9-a0f9-7b34-b260-4bfe465a61aa",
+                     *       "subject": "hold:01a237fd-7001-75e9-8aa3-791dd71f6172",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -8533,23 +8533,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T17:24:49.553927Z",
-                     *         "released_at": "2026-12-02T17:24:50.562535Z",
+                     *         "expires_at": "2026-12-02T18:21:24.889576Z",
+                     *         "released_at": "2026-12-02T18:21:25.89623Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a237c9-a0f9-7b34-b260-4bfe465a61aa"
+                     *         "reservation_id": "01a237fd-7001-75e9-8aa3-791dd71f6172"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237c9-a0f9-7b34-b260-4bfe465a61aa was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237c9-a0f9-7b34-b260-4bfe465a61aa/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237fd-7001-75e9-8aa3-791dd71f6172 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237fd-7001-75e9-8aa3-791dd71f6172/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T17:24:50.567322Z",
-                     *       "last_seen_at": "2026-12-02T17:24:50.567322Z",
+                     *       "first_seen_at": "2026-12-02T18:21:25.901186Z",
+                     *       "last_seen_at": "2026-12-02T18:21:25.901186Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T17:24:51.06221Z",
+                     *       "taken_at": "2026-12-02T18:21:26.488641Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -9701,8 +9701,8 @@ export interface operations {
                      *           "longitude": null,
                      *           "pickup": false,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T17:24:48.248405Z",
-                     *           "updated_at": "2026-12-02T17:24:48.248405Z",
+                     *           "created_at": "2026-12-02T18:21:03.515158Z",
+                     *           "updated_at": "2026-12-02T18:21:03.515158Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -9725,8 +9725,8 @@ export interface operations {
                      *           "longitude": -1.55,
                      *           "pickup": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T17:24:50.173416Z",
-                     *           "updated_at": "2026-12-02T17:24:50.203585Z",
+                     *           "created_at": "2026-12-02T18:21:25.722746Z",
+                     *           "updated_at": "2026-12-02T18:21:25.727314Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -9820,8 +9820,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T17:24:50.173416Z",
-                     *       "updated_at": "2026-12-02T17:24:50.173416Z"
+                     *       "created_at": "2026-12-02T18:21:25.722746Z",
+                     *       "updated_at": "2026-12-02T18:21:25.722746Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9899,8 +9899,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T17:24:50.173416Z",
-                     *       "updated_at": "2026-12-02T17:24:50.173416Z",
+                     *       "created_at": "2026-12-02T18:21:25.722746Z",
+                     *       "updated_at": "2026-12-02T18:21:25.722746Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9998,8 +9998,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T17:24:50.173416Z",
-                     *       "updated_at": "2026-12-02T17:24:50.203585Z",
+                     *       "created_at": "2026-12-02T18:21:25.722746Z",
+                     *       "updated_at": "2026-12-02T18:21:25.727314Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -10114,7 +10114,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T17:24:50.216171Z"
+                     *           "updated_at": "2026-12-02T18:21:25.731733Z"
                      *         }
                      *       ]
                      *     }
@@ -10250,7 +10250,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T17:24:50.216171Z"
+                     *             "updated_at": "2026-12-02T18:21:25.731733Z"
                      *           }
                      *         ]
                      *       }
@@ -10341,7 +10341,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
+                     *           "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10354,15 +10354,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T17:24:50.233362Z",
-                     *           "updated_at": "2026-12-02T17:24:50.288272Z",
+                     *           "created_at": "2026-12-02T18:21:25.738996Z",
+                     *           "updated_at": "2026-12-02T18:21:25.762656Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T17:24:50.288272Z",
+                     *           "finished_at": "2026-12-02T18:21:25.762656Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a237c9-9ffe-7382-b990-9b000839fbe1",
+                     *           "id": "01a237fd-6f8a-7e39-866a-b493656737d7",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10375,10 +10375,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T17:24:50.300317Z",
-                     *           "updated_at": "2026-12-02T17:24:50.320715Z",
+                     *           "created_at": "2026-12-02T18:21:25.769524Z",
+                     *           "updated_at": "2026-12-02T18:21:25.774104Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T17:24:50.320715Z",
+                     *           "finished_at": "2026-12-02T18:21:25.774104Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -10453,7 +10453,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
+                     *       "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10466,8 +10466,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.233362Z",
-                     *       "updated_at": "2026-12-02T17:24:50.233362Z",
+                     *       "created_at": "2026-12-02T18:21:25.738996Z",
+                     *       "updated_at": "2026-12-02T18:21:25.738996Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10541,7 +10541,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
+                     *       "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10554,8 +10554,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.233362Z",
-                     *       "updated_at": "2026-12-02T17:24:50.233362Z",
+                     *       "created_at": "2026-12-02T18:21:25.738996Z",
+                     *       "updated_at": "2026-12-02T18:21:25.738996Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10641,7 +10641,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
+                     *       "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10654,8 +10654,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.233362Z",
-                     *       "updated_at": "2026-12-02T17:24:50.263044Z",
+                     *       "created_at": "2026-12-02T18:21:25.738996Z",
+                     *       "updated_at": "2026-12-02T18:21:25.756233Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10754,7 +10754,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-9fbe-7c6e-9480-91a129ba2576",
+                     *       "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10767,10 +10767,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.233362Z",
-                     *       "updated_at": "2026-12-02T17:24:50.288272Z",
+                     *       "created_at": "2026-12-02T18:21:25.738996Z",
+                     *       "updated_at": "2026-12-02T18:21:25.762656Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T17:24:50.288272Z",
+                     *       "finished_at": "2026-12-02T18:21:25.762656Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10867,7 +10867,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-9ffe-7382-b990-9b000839fbe1",
+                     *       "id": "01a237fd-6f8a-7e39-866a-b493656737d7",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10880,10 +10880,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.300317Z",
-                     *       "updated_at": "2026-12-02T17:24:50.320715Z",
+                     *       "created_at": "2026-12-02T18:21:25.769524Z",
+                     *       "updated_at": "2026-12-02T18:21:25.774104Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T17:24:50.320715Z",
+                     *       "finished_at": "2026-12-02T18:21:25.774104Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
@@ -10974,7 +10974,7 @@ export interface operations {
                      * @example {
                      *       "inbound": [
                      *         {
-                     *           "id": "01a237c9-a088-7949-9bd1-f7398f959fe2",
+                     *           "id": "01a237fd-6fb9-751f-8aad-70cca728dd14",
                      *           "supplier_ref": "PO-1044",
                      *           "location": "east",
                      *           "expected_on": "2030-03-01",
@@ -10993,8 +10993,8 @@ export interface operations {
                      *           "reason": "expected from PO-1044",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T17:24:50.434364Z",
-                     *           "updated_at": "2026-12-02T17:24:50.434364Z",
+                     *           "created_at": "2026-12-02T18:21:25.815972Z",
+                     *           "updated_at": "2026-12-02T18:21:25.815972Z",
                      *           "finished_at": null,
                      *           "finished_by": null,
                      *           "finish_reason": null
@@ -11078,7 +11078,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a025-76b3-b0fc-886b7ceb00a5",
+                     *       "id": "01a237fd-6f93-70ad-93cf-ab0015fbd5f8",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11105,8 +11105,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.336712Z",
-                     *       "updated_at": "2026-12-02T17:24:50.336712Z",
+                     *       "created_at": "2026-12-02T18:21:25.778068Z",
+                     *       "updated_at": "2026-12-02T18:21:25.778068Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11179,7 +11179,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a025-76b3-b0fc-886b7ceb00a5",
+                     *       "id": "01a237fd-6f93-70ad-93cf-ab0015fbd5f8",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11206,8 +11206,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.336712Z",
-                     *       "updated_at": "2026-12-02T17:24:50.336712Z",
+                     *       "created_at": "2026-12-02T18:21:25.778068Z",
+                     *       "updated_at": "2026-12-02T18:21:25.778068Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11293,7 +11293,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a025-76b3-b0fc-886b7ceb00a5",
+                     *       "id": "01a237fd-6f93-70ad-93cf-ab0015fbd5f8",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11320,8 +11320,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.336712Z",
-                     *       "updated_at": "2026-12-02T17:24:50.359872Z",
+                     *       "created_at": "2026-12-02T18:21:25.778068Z",
+                     *       "updated_at": "2026-12-02T18:21:25.791483Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11419,7 +11419,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a025-76b3-b0fc-886b7ceb00a5",
+                     *       "id": "01a237fd-6f93-70ad-93cf-ab0015fbd5f8",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11446,9 +11446,9 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.336712Z",
-                     *       "updated_at": "2026-12-02T17:24:50.386952Z",
-                     *       "finished_at": "2026-12-02T17:24:50.386952Z",
+                     *       "created_at": "2026-12-02T18:21:25.778068Z",
+                     *       "updated_at": "2026-12-02T18:21:25.796178Z",
+                     *       "finished_at": "2026-12-02T18:21:25.796178Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "supplier out of B2"
                      *     }
@@ -11545,7 +11545,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237c9-a061-78cf-bc8d-e75f5351e41b",
+                     *       "id": "01a237fd-6fa9-7f12-905d-64f31371325b",
                      *       "supplier_ref": "PO-1043",
                      *       "location": "east",
                      *       "expected_on": "2030-02-01",
@@ -11564,9 +11564,9 @@ export interface operations {
                      *       "reason": "expected from PO-1043",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T17:24:50.399297Z",
-                     *       "updated_at": "2026-12-02T17:24:50.417521Z",
-                     *       "finished_at": "2026-12-02T17:24:50.417521Z",
+                     *       "created_at": "2026-12-02T18:21:25.801138Z",
+                     *       "updated_at": "2026-12-02T18:21:25.812114Z",
+                     *       "finished_at": "2026-12-02T18:21:25.812114Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "order withdrawn"
                      *     }
@@ -11737,7 +11737,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T17:24:49.925603Z"
+                     *       "set_at": "2026-12-02T18:21:25.563192Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
@@ -11810,7 +11810,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T17:24:49.925603Z"
+                     *       "set_at": "2026-12-02T18:21:25.563192Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
