@@ -345,6 +345,35 @@ func (s *Service) Daily(ctx context.Context, q DailyQuery) (Daily, error) {
 	if err != nil {
 		return Daily{}, fmt.Errorf("sum the day's ledger: %w", err)
 	}
+	out.addSums(all)
+	rows, err := dq.ReportRows(ctx, db.ReportRowsParams{FromAt: from, ToAt: to, AfterSku: after.sku, AfterLocation: after.location,
+		AfterPool: after.pool, Lim: int32(limit + 1)})
+	if err != nil {
+		return Daily{}, fmt.Errorf("sum the day's ledger by stock row: %w", err)
+	}
+	for _, r := range rows {
+		n := len(out.Pools)
+		if n == 0 || out.Pools[n-1].SKU != r.Sku || out.Pools[n-1].Location != r.Location || out.Pools[n-1].Pool != r.Pool {
+			out.Pools = append(out.Pools, PoolFigures{SKU: r.Sku, Location: r.Location, Pool: r.Pool})
+			n++
+		}
+		out.Pools[n-1].add(sumsOf(r))
+	}
+	if len(out.Pools) > limit {
+		out.Pools = out.Pools[:limit]
+		last := out.Pools[limit-1]
+		next := encodeCursor(rowKey{last.SKU, last.Location, last.Pool})
+		out.NextCursor = &next
+	}
+	if out.Reconciliations, err = s.runs(ctx, dq, from, to); err != nil {
+		return Daily{}, err
+	}
+	return out, nil
+}
+
+// addSums files the day's sums: the totals, each campaign's (at most
+// MaxCampaigns) and each location's.
+func (out *Daily) addSums(all []db.ReportSumsRow) {
 	campaigns, locations := map[string]int{}, map[string]int{}
 	for _, r := range all {
 		k := sumsOf(db.ReportRowsRow{Kind: r.Kind, Movements: r.Movements, Total: r.Total, Available: r.Available, Reserved: r.Reserved,
@@ -375,29 +404,6 @@ func (s *Service) Daily(ctx context.Context, q DailyQuery) (Daily, error) {
 			out.Totals.add(k)
 		}
 	}
-	rows, err := dq.ReportRows(ctx, db.ReportRowsParams{FromAt: from, ToAt: to, AfterSku: after.sku, AfterLocation: after.location,
-		AfterPool: after.pool, Lim: int32(limit + 1)})
-	if err != nil {
-		return Daily{}, fmt.Errorf("sum the day's ledger by stock row: %w", err)
-	}
-	for _, r := range rows {
-		n := len(out.Pools)
-		if n == 0 || out.Pools[n-1].SKU != r.Sku || out.Pools[n-1].Location != r.Location || out.Pools[n-1].Pool != r.Pool {
-			out.Pools = append(out.Pools, PoolFigures{SKU: r.Sku, Location: r.Location, Pool: r.Pool})
-			n++
-		}
-		out.Pools[n-1].add(sumsOf(r))
-	}
-	if len(out.Pools) > limit {
-		out.Pools = out.Pools[:limit]
-		last := out.Pools[limit-1]
-		next := encodeCursor(rowKey{last.SKU, last.Location, last.Pool})
-		out.NextCursor = &next
-	}
-	if out.Reconciliations, err = s.runs(ctx, dq, from, to); err != nil {
-		return Daily{}, err
-	}
-	return out, nil
 }
 
 func (s *Service) runs(ctx context.Context, q *db.Queries, from, to time.Time) (Reconciliations, error) {
