@@ -23,6 +23,7 @@ import (
 	"github.com/stockhold/stockhold/app/config"
 	"github.com/stockhold/stockhold/app/console"
 	"github.com/stockhold/stockhold/app/events"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/logging"
 	"github.com/stockhold/stockhold/app/metrics"
@@ -93,7 +94,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	a := &App{
 		Config: cfg, Pool: pool, RequestPool: reqPool, Inventory: web.Inventory, Reconcile: web.Reconcile, Trips: web.Trips,
 		Inserter: inserter, Worker: worker, log: log, migrator: migrator,
-		DBMetrics: metrics.NewDatabase(pool, inventory.StuckAfter),
+		DBMetrics: metrics.NewDatabase(pool, holdstats.StuckAfter),
 		// While the database is away, one line says so and one says when
 		// it is back: the pool's ping tells.
 		unwatch: logging.WatchDatabase(log, pool.Ping),

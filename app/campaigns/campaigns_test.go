@@ -1188,7 +1188,7 @@ func TestAnUnexpectedLastBatchLeavesTheFinishToTheNext(t *testing.T) {
 	require.EqualValues(t, 200, b.stockAt(t, "A1", "default", "main").Available)
 }
 
-// memoryCount is an inventory.Recorder that counts the holds an instance
+// memoryCount is a holdstats.Recorder that counts the holds an instance
 // refused from its sold-out memory, and nothing else.
 type memoryCount struct{ n atomic.Int64 }
 

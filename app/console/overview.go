@@ -13,6 +13,7 @@ import (
 	"github.com/stockhold/stockhold/app/campaigns"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/metrics"
 	"github.com/stockhold/stockhold/app/reconcile"
@@ -41,7 +42,7 @@ type overviewData struct {
 
 	OpenAlerts     []alerts.Alert
 	OpenAlertCount int
-	Stats          inventory.Stats
+	Stats          holdstats.Stats
 	Rollbacks      []rollbacks.Rollback
 	Campaigns      []campaigns.Campaign
 	Reconciliation *reconcile.Run

@@ -11,6 +11,7 @@ import (
 	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/stock"
 )
 
@@ -89,7 +90,7 @@ func (s *Service) changesLockTimedOut(ctx context.Context, calls []*changeCall) 
 		why, onLocked := locked[c.id]
 		switch {
 		case onLocked && c.timeouts >= maxLockTimeouts:
-			c.Answer(s.lockWaits.answered(why))
+			c.Answer(s.lockWaits.Answered(why))
 		case c.timeouts > maxLockTimeouts:
 			c.Answer(&domain.Error{Code: domain.CodeBusy, Detail: fmt.Sprintf("reservation %s is locked by another transaction; retry in a moment", c.id)})
 		default:
@@ -120,7 +121,7 @@ func (s *Service) changeBatch(ctx context.Context, calls []*changeCall) error {
 	defer pc.Release()
 	conn := pc.Conn()
 	defer batch.Rollback(conn)
-	defer s.timeBatch(BatchChange, time.Now())
+	defer s.timeBatch(holdstats.BatchChange, time.Now())
 
 	holds, err := s.lockForChange(ctx, conn, calls)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/stock"
 )
 
@@ -108,7 +109,7 @@ func (s *Service) runHolds(ctx context.Context, calls []*holdCall) []*holdCall {
 		var rest []*holdCall
 		for _, c := range calls {
 			if l, ok := firstLocked(c.h.wants, locked); ok {
-				c.Answer(s.lockWaits.answered(errBusy(l)))
+				c.Answer(s.lockWaits.Answered(errBusy(l)))
 			} else {
 				rest = append(rest, c)
 			}
@@ -163,7 +164,7 @@ func (s *Service) holdsLockTimedOut(ctx context.Context, calls []*holdCall) []*h
 		l, onLocked := firstLocked(c.h.wants, locked)
 		switch {
 		case c.timeouts > maxLockTimeouts && onLocked:
-			c.Answer(s.lockWaits.answered(errBusy(l)))
+			c.Answer(s.lockWaits.Answered(errBusy(l)))
 		case c.timeouts > maxLockTimeouts:
 			c.Answer(errBusy(c.h.wants[0].row()))
 		case onLocked:
@@ -206,7 +207,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	defer pc.Release()
 	conn := pc.Conn()
 	defer batch.Rollback(conn)
-	defer s.timeBatch(BatchHold, time.Now())
+	defer s.timeBatch(holdstats.BatchHold, time.Now())
 
 	seen := s.soldOut.seenNow()
 	ft, err := s.insertAndLock(ctx, conn, leaders)

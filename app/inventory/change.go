@@ -12,6 +12,7 @@ import (
 	"github.com/stockhold/stockhold/app/batch"
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/stock"
 )
 
@@ -257,7 +258,7 @@ func (c *changes) ended() []uuid.UUID {
 }
 
 // count tells rec, once written, about the holds the changes handed back.
-func (c *changes) count(rec Recorder) {
+func (c *changes) count(rec holdstats.Recorder) {
 	for _, ch := range c.list {
 		if ch.how.Status == StatusReleased || ch.how.Status == StatusExpired {
 			rec.Released(string(ch.how.Status), string(ch.how.Kind), ch.how.Actor, 1)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 )
 
 // SetBeforeGrant makes every hold batch call f with each hold it is about
@@ -18,7 +19,7 @@ func PendingHolds(s *Service) int { return s.holds.Pending() }
 func PendingChanges(s *Service) int { return s.changes.Pending() }
 
 // NopRecorder records nothing; tests embed it to count one thing.
-func NopRecorder() Recorder { return nopRecorder{} }
+func NopRecorder() holdstats.Recorder { return holdstats.NopRecorder{} }
 
 // HotRow reports whether the expiry loop would now take the stock row
 // (sku, location, pool) for one this process's hold batches keep busy.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/stock"
 )
 
@@ -16,7 +17,7 @@ import (
 // idempotent replay: the key was used before with the same request, and the
 // first answer is returned.
 func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, replayed bool, err error) {
-	defer func() { s.holdAnswered(holdOutcome(replayed, err)) }()
+	defer func() { s.holdAnswered(holdstats.Outcome(replayed, err)) }()
 	if err := req.Validate(); err != nil {
 		return Reservation{}, false, err
 	}

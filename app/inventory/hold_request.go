@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // Item is one line of a hold request: a quantity of a SKU, or, for a pool
@@ -139,7 +140,7 @@ func (r HoldRequest) validateStrategy() error {
 		return err
 	}
 	if r.ShipTo != nil {
-		return ValidCoordinates("ship_to", *r.ShipTo)
+		return stock.ValidCoordinates("ship_to", *r.ShipTo)
 	}
 	if r.Strategy == StrategyNearest {
 		return domain.Invalid("strategy nearest allocates by distance to ship_to: give ship_to (latitude and longitude)")

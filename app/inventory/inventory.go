@@ -32,6 +32,7 @@ import (
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/stock"
 )
 
@@ -74,7 +75,7 @@ type Config struct {
 	// that panicked. The wiring raises an alert with it.
 	Alert func(ctx context.Context, a stock.Alert)
 	// Recorder, when set, is told what the service does, for metrics.
-	Recorder Recorder
+	Recorder holdstats.Recorder
 }
 
 // WithDefaults returns c with every zero setting replaced by its default
@@ -97,7 +98,7 @@ func (c Config) WithDefaults() Config {
 		c.SoldOutRecheck = d.SoldOutRecheck
 	}
 	if c.Recorder == nil {
-		c.Recorder = nopRecorder{}
+		c.Recorder = holdstats.NopRecorder{}
 	}
 	return c
 }
@@ -133,11 +134,11 @@ type Service struct {
 	keysInFlight keysInFlight
 	// beforeGrant, set by tests only, sees each hold a batch decides.
 	beforeGrant func(HoldRequest)
-	rec         Recorder
-	counts      *HoldCounts
-	lockWaits   lockWaits
+	rec         holdstats.Recorder
+	counts      *holdstats.Counts
+	lockWaits   holdstats.LockWaits
 	// confirmTimes are this process's confirm latencies (TakeConfirmTimes).
-	confirmTimes latencies
+	confirmTimes holdstats.ConfirmTimes
 	// unitPools are the pools this process has seen hold units: a hold
 	// batch reads their units in its first round trip.
 	unitPools unitPools
@@ -172,7 +173,7 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 	if cfg.Serial {
 		cfg.MaxBatch = 1
 	}
-	s := &Service{pool: pool, log: log, cfg: cfg, rec: cfg.Recorder, counts: newHoldCounts(),
+	s := &Service{pool: pool, log: log, cfg: cfg, rec: cfg.Recorder, counts: holdstats.NewCounts(),
 		lockTimeout:       fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds(), 1)),
 		stopSaleWait:      stopSaleWait(cfg.LockTimeout),
 		expiryLockTimeout: fmt.Sprintf("%dms", max(cfg.LockTimeout.Milliseconds()/5, 1)),

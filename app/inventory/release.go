@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 )
 
 // Confirm turns a held reservation into a sale. Confirming a confirmed hold
@@ -22,7 +23,11 @@ import (
 func (s *Service) Confirm(ctx context.Context, id uuid.UUID, by Caller) (Reservation, error) {
 	start := time.Now()
 	r, err := s.changeBatched(ctx, &changeCall{id: id, by: by, confirm: true})
-	s.confirmTimes.add(time.Since(start), r.Lines())
+	c := holdstats.ConfirmTime{Took: time.Since(start)}
+	for _, l := range r.Lines() {
+		c.Pools = append(c.Pools, holdstats.PoolKey{SKU: l.SKU, Location: l.Location, Pool: l.Pool})
+	}
+	s.confirmTimes.Add(c)
 	var de *domain.Error
 	if errors.As(err, &de) && de.Code == domain.CodeNotHeld && (HoldStatus(de.Status) == StatusReleased || HoldStatus(de.Status) == StatusExpired) {
 		s.lateConfirmation(ctx, id, by)

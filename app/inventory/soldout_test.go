@@ -13,6 +13,7 @@ import (
 	"github.com/stockhold/stockhold/app/auth"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/idempotency"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/stock"
@@ -20,7 +21,7 @@ import (
 
 // memoryCount counts the holds an instance refused from memory.
 type memoryCount struct {
-	inventory.Recorder
+	holdstats.Recorder
 	n atomic.Int64
 }
 

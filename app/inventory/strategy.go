@@ -39,21 +39,6 @@ func ValidStrategy(what string, s Strategy) error {
 // Coordinates are a point on Earth, in degrees (stock.Coordinates).
 type Coordinates = stock.Coordinates
 
-// ValidCoordinates refuses a latitude or longitude out of range
-// (stock.ValidCoordinates).
-func ValidCoordinates(what string, c Coordinates) error { return stock.ValidCoordinates(what, c) }
-
-// earthRadiusKm is the Earth's mean radius.
-const earthRadiusKm = 6371.0
-
-// distanceKm is the great-circle distance between a and b (haversine).
-func distanceKm(a, b Coordinates) float64 {
-	rad := func(d float64) float64 { return d * math.Pi / 180 }
-	dLat, dLon := rad(b.Latitude-a.Latitude), rad(b.Longitude-a.Longitude)
-	h := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(rad(a.Latitude))*math.Cos(rad(b.Latitude))*math.Sin(dLon/2)*math.Sin(dLon/2)
-	return 2 * earthRadiusKm * math.Asin(math.Min(1, math.Sqrt(h)))
-}
-
 // strategy is the hold's strategy: as asked, else its key's default, else
 // priority.
 func (h hold) strategy() Strategy {
@@ -84,7 +69,7 @@ func (d *holdDecision) order(keys []string) []string {
 			if r.latitude == nil || r.longitude == nil {
 				return math.Inf(1)
 			}
-			return distanceKm(*d.h.req.ShipTo, Coordinates{Latitude: *r.latitude, Longitude: *r.longitude})
+			return stock.DistanceKm(*d.h.req.ShipTo, Coordinates{Latitude: *r.latitude, Longitude: *r.longitude})
 		}
 	default:
 		return keys

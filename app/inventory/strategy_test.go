@@ -112,9 +112,9 @@ func TestDistance(t *testing.T) {
 	paris := Coordinates{Latitude: 48.8566, Longitude: 2.3522}
 	berlin := Coordinates{Latitude: 52.52, Longitude: 13.405}
 	sydney := Coordinates{Latitude: -33.8688, Longitude: 151.2093}
-	require.InDelta(t, 878, distanceKm(paris, berlin), 2)
-	require.InDelta(t, 16960, distanceKm(paris, sydney), 20)
-	require.InDelta(t, 0, distanceKm(paris, paris), 1e-9)
+	require.InDelta(t, 878, stock.DistanceKm(paris, berlin), 2)
+	require.InDelta(t, 16960, stock.DistanceKm(paris, sydney), 20)
+	require.InDelta(t, 0, stock.DistanceKm(paris, paris), 1e-9)
 }
 
 // TestStrategyValidation: a strategy that is not one, nearest without

@@ -83,7 +83,7 @@ var SoldOutInMemory = promauto.NewCounter(prometheus.CounterOpts{
 	Help: "Holds refused out_of_stock from memory, without a hold batch (also counted in stockhold_holds_total).",
 })
 
-// Recorder feeds what the services tell it (inventory.Recorder,
+// Recorder feeds what the services tell it (holdstats.Recorder,
 // webhooks.Recorder) into the process's Prometheus metrics. Counters are
 // per process: they restart with it and each instance has its own.
 type Recorder struct{}
@@ -94,7 +94,7 @@ func (Recorder) HoldAnswered(outcome string) { Holds.WithLabelValues(outcome).In
 // HoldBatch observes the size of one hold batch.
 func (Recorder) HoldBatch(size int) { HoldBatch.Observe(float64(size)) }
 
-// SoldOutInMemory implements inventory.Recorder.
+// SoldOutInMemory implements holdstats.Recorder.
 func (Recorder) SoldOutInMemory() { SoldOutInMemory.Inc() }
 
 // HoldAsked counts a hold request naming sku in stockhold_sku_holds_total

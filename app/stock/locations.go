@@ -36,6 +36,17 @@ type Coordinates struct {
 	Longitude float64 `json:"longitude"`
 }
 
+// earthRadiusKm is the Earth's mean radius.
+const earthRadiusKm = 6371.0
+
+// DistanceKm is the great-circle distance between a and b (haversine).
+func DistanceKm(a, b Coordinates) float64 {
+	rad := func(d float64) float64 { return d * math.Pi / 180 }
+	dLat, dLon := rad(b.Latitude-a.Latitude), rad(b.Longitude-a.Longitude)
+	h := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(rad(a.Latitude))*math.Cos(rad(b.Latitude))*math.Sin(dLon/2)*math.Sin(dLon/2)
+	return 2 * earthRadiusKm * math.Asin(math.Min(1, math.Sqrt(h)))
+}
+
 // ValidCoordinates refuses a latitude or longitude out of range (what
 // names them in the refusal).
 func ValidCoordinates(what string, c Coordinates) error {

@@ -42,6 +42,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/alerts"
 	"github.com/stockhold/stockhold/app/db"
+	"github.com/stockhold/stockhold/app/holdstats"
 	"github.com/stockhold/stockhold/app/inventory"
 	"github.com/stockhold/stockhold/app/stock"
 )
@@ -244,13 +245,13 @@ func (s *Service) Record(ctx context.Context, period time.Time) error {
 // slowConfirms estimates from a sample of seen confirms how many were
 // slower than the target, in all and per pool of the holds they confirmed
 // (the poolsKept pools with the most).
-func (s *Service) slowConfirms(seen int, sample []inventory.ConfirmTime) (int64, []inventory.PoolCount) {
+func (s *Service) slowConfirms(seen int, sample []holdstats.ConfirmTime) (int64, []holdstats.PoolCount) {
 	if len(sample) == 0 {
 		return 0, nil
 	}
 	scale := float64(seen) / float64(len(sample))
 	slow := 0
-	byPool := map[inventory.PoolKey]int{}
+	byPool := map[holdstats.PoolKey]int{}
 	for _, c := range sample {
 		if c.Took <= s.cfg.ConfirmP99 {
 			continue
@@ -260,11 +261,11 @@ func (s *Service) slowConfirms(seen int, sample []inventory.ConfirmTime) (int64,
 			byPool[k]++
 		}
 	}
-	pools := make([]inventory.PoolCount, 0, len(byPool))
+	pools := make([]holdstats.PoolCount, 0, len(byPool))
 	for k, n := range byPool {
-		pools = append(pools, inventory.PoolCount{SKU: k.SKU, Location: k.Location, Pool: k.Pool, N: int64(float64(n)*scale + 0.5)})
+		pools = append(pools, holdstats.PoolCount{SKU: k.SKU, Location: k.Location, Pool: k.Pool, N: int64(float64(n)*scale + 0.5)})
 	}
-	slices.SortFunc(pools, func(a, b inventory.PoolCount) int {
+	slices.SortFunc(pools, func(a, b holdstats.PoolCount) int {
 		if c := cmp.Compare(b.N, a.N); c != 0 {
 			return c
 		}
@@ -425,7 +426,7 @@ func (s *Service) decideBacklog(ctx context.Context, period time.Time) ([]Fired,
 	over := n > s.cfg.ExpiryBacklog
 	details := map[string]any{"overdue_holds_at_least": n, "threshold": s.cfg.ExpiryBacklog}
 	var (
-		pools   []inventory.PoolCount
+		pools   []holdstats.PoolCount
 		sampled int64
 	)
 	if over {
@@ -434,7 +435,7 @@ func (s *Service) decideBacklog(ctx context.Context, period time.Time) ([]Fired,
 			return nil, fmt.Errorf("find the pools of the expiry backlog: %w", err)
 		}
 		for _, r := range rows {
-			pools = append(pools, inventory.PoolCount{SKU: r.Sku, Location: r.Location, Pool: r.Pool, N: r.Holds})
+			pools = append(pools, holdstats.PoolCount{SKU: r.Sku, Location: r.Location, Pool: r.Pool, N: r.Holds})
 			sampled = r.Sampled
 		}
 		details["pools"] = poolList(pools)
@@ -452,14 +453,14 @@ func (s *Service) decideConfirms(ctx context.Context, period time.Time) ([]Fired
 	}
 	var (
 		slow, total int64
-		pools       []inventory.PoolCount
+		pools       []holdstats.PoolCount
 	)
 	for _, r := range rows {
 		if r.Sku == "" && r.Location == "" && r.Pool == "" {
 			slow, total = r.N, r.Total
 			continue
 		}
-		pools = append(pools, inventory.PoolCount{SKU: r.Sku, Location: r.Location, Pool: r.Pool, N: r.N})
+		pools = append(pools, holdstats.PoolCount{SKU: r.Sku, Location: r.Location, Pool: r.Pool, N: r.N})
 	}
 	over := total > 0 && slow*100 > total
 	details := map[string]any{"confirms": total, "slower_than_target": slow, "target_ms": s.cfg.ConfirmP99.Milliseconds()}
@@ -473,11 +474,11 @@ func (s *Service) decideConfirms(ctx context.Context, period time.Time) ([]Fired
 // named returns the pools a rule can act on: each behind at least
 // namedShare of all (a count of holds or confirms), together at least
 // namedTogether; none when the trouble is spread wider.
-func named(pools []inventory.PoolCount, all int64) []inventory.PoolCount {
+func named(pools []holdstats.PoolCount, all int64) []holdstats.PoolCount {
 	if all <= 0 {
 		return nil
 	}
-	var out []inventory.PoolCount
+	var out []holdstats.PoolCount
 	var together int64
 	for _, p := range pools {
 		if float64(p.N) >= namedShare*float64(all) {
@@ -491,7 +492,7 @@ func named(pools []inventory.PoolCount, all int64) []inventory.PoolCount {
 	return out
 }
 
-func poolList(pools []inventory.PoolCount) []string {
+func poolList(pools []holdstats.PoolCount) []string {
 	out := make([]string, len(pools))
 	for i, p := range pools {
 		out[i] = fmt.Sprintf("%s: %d", rowName(p.SKU, p.Location, p.Pool), p.N)
@@ -505,7 +506,7 @@ func poolList(pools []inventory.PoolCount) []string {
 // a pause of the pools involved it can name, or stop-sale when it can
 // name none.
 func (s *Service) sustained(ctx context.Context, period time.Time, rule string, over bool, what string, details map[string]any,
-	pools []inventory.PoolCount, of string) ([]Fired, error) {
+	pools []holdstats.PoolCount, of string) ([]Fired, error) {
 	decided, err := s.verdict(ctx, period, rule, over, details)
 	if err != nil || !decided || !over {
 		return nil, err
