@@ -142,6 +142,12 @@ func exampleScenario(x *recorder) {
 		"Idempotency-Key", "order-1002").want(201).field("id")
 	x.sql(`UPDATE reservations SET created_at = created_at - interval '901 seconds', expires_at = expires_at - interval '901 seconds'
 		WHERE id = $1`, late) // fifteen minutes pass
+	// The expiry loop expires it (a confirm that came first would expire
+	// it itself, with another release reason, and the example would
+	// depend on which came first).
+	x.eventually("the expiry loop expires the hold", func() bool {
+		return x.send("shop", "GET", "/v1/reservations/"+late, nil).want(200).json()["status"] == "expired"
+	})
 	x.send("shop", "POST", "/v1/reservations/"+late+"/confirm", nil).want(409)
 	x.example("shop", "POST", "/v1/reservations/"+late+"/reinstate", nil)
 

@@ -4377,7 +4377,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T18:21:25.44745Z"
+                     *               "updated_at": "2026-12-02T18:46:20.841237Z"
                      *             }
                      *           ]
                      *         },
@@ -4399,7 +4399,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T18:21:25.515521Z"
+                     *               "updated_at": "2026-12-02T18:46:20.881954Z"
                      *             }
                      *           ]
                      *         }
@@ -4491,7 +4491,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:21:25.44745Z"
+                     *           "updated_at": "2026-12-02T18:46:20.841237Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4603,7 +4603,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:21:25.86505Z"
+                     *           "updated_at": "2026-12-02T18:46:21.177495Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4620,7 +4620,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:21:25.815972Z"
+                     *           "updated_at": "2026-12-02T18:46:21.116176Z"
                      *         }
                      *       ]
                      *     }
@@ -4716,7 +4716,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:21:25.578573Z"
+                     *           "updated_at": "2026-12-02T18:46:20.905819Z"
                      *         }
                      *       ]
                      *     }
@@ -4815,14 +4815,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:21:25.582795Z"
+                     *           "updated_at": "2026-12-02T18:46:20.913238Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T18:21:25.578573Z"
+                     *         "at": "2026-12-02T18:46:20.905819Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4930,7 +4930,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 28,
-                     *           "at": "2026-12-02T18:21:25.86505Z",
+                     *           "at": "2026-12-02T18:46:21.177495Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4939,7 +4939,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
+                     *           "reservation_id": "01a23814-40c5-71f4-b638-3376711296b3",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4947,7 +4947,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 27,
-                     *           "at": "2026-12-02T18:21:25.841264Z",
+                     *           "at": "2026-12-02T18:46:21.16267Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4956,7 +4956,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
+                     *           "reservation_id": "01a23814-40c5-71f4-b638-3376711296b3",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -5085,7 +5085,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T18:21:25.515521Z"
+                     *               "updated_at": "2026-12-02T18:46:20.881954Z"
                      *             }
                      *           ]
                      *         },
@@ -5107,7 +5107,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T18:21:25.515521Z"
+                     *               "updated_at": "2026-12-02T18:46:20.881954Z"
                      *             }
                      *           ]
                      *         }
@@ -5193,13 +5193,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
+                     *           "id": "01a23814-40c5-71f4-b638-3376711296b3",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T18:51:25.837474Z",
-                     *           "created_at": "2026-12-02T18:21:25.827191Z",
-                     *           "confirmed_at": "2026-12-02T18:21:25.86505Z",
+                     *           "expires_at": "2026-12-02T19:16:21.15153Z",
+                     *           "created_at": "2026-12-02T18:46:21.126868Z",
+                     *           "confirmed_at": "2026-12-02T18:46:21.177495Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -5295,12 +5295,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
+                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T18:36:25.827191Z",
-                     *       "created_at": "2026-12-02T18:21:25.827191Z",
+                     *       "expires_at": "2026-12-02T19:01:21.126868Z",
+                     *       "created_at": "2026-12-02T18:46:21.126868Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5410,12 +5410,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
+                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T18:36:25.827191Z",
-                     *       "created_at": "2026-12-02T18:21:25.827191Z",
+                     *       "expires_at": "2026-12-02T19:01:21.126868Z",
+                     *       "created_at": "2026-12-02T18:46:21.126868Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5502,13 +5502,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
+                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T18:51:25.837474Z",
-                     *       "created_at": "2026-12-02T18:21:25.827191Z",
-                     *       "confirmed_at": "2026-12-02T18:21:25.86505Z",
+                     *       "expires_at": "2026-12-02T19:16:21.15153Z",
+                     *       "created_at": "2026-12-02T18:46:21.126868Z",
+                     *       "confirmed_at": "2026-12-02T18:46:21.177495Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5624,12 +5624,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
+                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T18:51:25.837474Z",
-                     *       "created_at": "2026-12-02T18:21:25.827191Z",
+                     *       "expires_at": "2026-12-02T19:16:21.15153Z",
+                     *       "created_at": "2026-12-02T18:46:21.126868Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5721,8 +5721,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T18:21:25Z",
-                 *       "ends_at": "2026-12-02T20:21:25Z",
+                 *       "starts_at": "2026-12-02T18:46:22Z",
+                 *       "ends_at": "2026-12-02T20:46:22Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5748,12 +5748,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T18:21:25Z",
-                     *       "ends_at": "2026-12-02T20:21:25Z",
+                     *       "starts_at": "2026-12-02T18:46:22Z",
+                     *       "ends_at": "2026-12-02T20:46:22Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.966526Z",
+                     *       "created_at": "2026-12-02T18:46:22.730335Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5840,13 +5840,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T18:21:25Z",
-                     *       "ends_at": "2026-12-02T20:21:25Z",
+                     *       "starts_at": "2026-12-02T18:46:22Z",
+                     *       "ends_at": "2026-12-02T20:46:22Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.966526Z",
-                     *       "started_at": "2026-12-02T18:21:26.000995Z",
+                     *       "created_at": "2026-12-02T18:46:22.730335Z",
+                     *       "started_at": "2026-12-02T18:46:22.744799Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -5954,7 +5954,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 1,
-                     *       "job_id": 3
+                     *       "job_id": 8
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -6022,7 +6022,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a237fd-7192-7cbd-8212-0950ee7d1d25"
+                 *         "01a23814-4837-7306-9042-cba5dae22f50"
                  *       ]
                  *     }
                  */
@@ -6040,7 +6040,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "rollback_id": 2,
-                     *       "job_id": 5
+                     *       "job_id": 10
                      *     }
                      */
                     "application/json": components["schemas"]["RollbackCreated"];
@@ -6105,24 +6105,24 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a237fd-7192-7cbd-8212-0950ee7d1d25"
+                     *           "01a23814-4837-7306-9042-cba5dae22f50"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T18:21:26.295953Z",
+                     *       "requested_at": "2026-12-02T18:46:23.03885Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
-                     *       "job_id": 5,
+                     *       "job_id": 10,
                      *       "error": null,
                      *       "resumes": 0,
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T18:21:26.295953Z",
-                     *       "started_at": "2026-12-02T18:21:26.302198Z",
-                     *       "finished_at": "2026-12-02T18:21:26.413771Z",
+                     *       "created_at": "2026-12-02T18:46:23.03885Z",
+                     *       "started_at": "2026-12-02T18:46:23.044851Z",
+                     *       "finished_at": "2026-12-02T18:46:23.057001Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -6276,7 +6276,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "run_id": 6,
-                     *       "job_id": 8
+                     *       "job_id": 13
                      *     }
                      */
                     "application/json": components["schemas"]["ReconciliationCreated"];
@@ -6344,9 +6344,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T18:21:26.659507Z",
-                     *       "started_at": "2026-12-02T18:21:26.734576Z",
-                     *       "finished_at": "2026-12-02T18:21:26.744486Z",
+                     *       "created_at": "2026-12-02T18:46:23.177418Z",
+                     *       "started_at": "2026-12-02T18:46:23.185728Z",
+                     *       "finished_at": "2026-12-02T18:46:23.200814Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6408,9 +6408,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T18:21:26.659507Z",
-                     *       "started_at": "2026-12-02T18:21:26.734576Z",
-                     *       "finished_at": "2026-12-02T18:21:26.744486Z",
+                     *       "created_at": "2026-12-02T18:46:23.177418Z",
+                     *       "started_at": "2026-12-02T18:46:23.185728Z",
+                     *       "finished_at": "2026-12-02T18:46:23.200814Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6480,7 +6480,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a237fd-7001-75e9-8aa3-791dd71f6172",
+                     *           "subject": "hold:01a23814-4112-7dd0-b146-a0e455911550",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -6496,16 +6496,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T18:21:24.889576Z",
-                     *             "released_at": "2026-12-02T18:21:25.89623Z",
+                     *             "expires_at": "2026-12-02T18:46:20.20321Z",
+                     *             "released_at": "2026-12-02T18:46:22.60448Z",
                      *             "confirmed_by": "dev-shop",
-                     *             "release_reason": "hold expired before payment was confirmed",
-                     *             "reservation_id": "01a237fd-7001-75e9-8aa3-791dd71f6172"
+                     *             "release_reason": "hold expired",
+                     *             "reservation_id": "01a23814-4112-7dd0-b146-a0e455911550"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237fd-7001-75e9-8aa3-791dd71f6172 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237fd-7001-75e9-8aa3-791dd71f6172/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23814-4112-7dd0-b146-a0e455911550 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23814-4112-7dd0-b146-a0e455911550/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T18:21:25.901186Z",
-                     *           "last_seen_at": "2026-12-02T18:21:25.901186Z",
+                     *           "first_seen_at": "2026-12-02T18:46:22.684225Z",
+                     *           "last_seen_at": "2026-12-02T18:46:22.684225Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6586,7 +6586,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a237fd-7001-75e9-8aa3-791dd71f6172",
+                     *       "subject": "hold:01a23814-4112-7dd0-b146-a0e455911550",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6602,23 +6602,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T18:21:24.889576Z",
-                     *         "released_at": "2026-12-02T18:21:25.89623Z",
+                     *         "expires_at": "2026-12-02T18:46:20.20321Z",
+                     *         "released_at": "2026-12-02T18:46:22.60448Z",
                      *         "confirmed_by": "dev-shop",
-                     *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a237fd-7001-75e9-8aa3-791dd71f6172"
+                     *         "release_reason": "hold expired",
+                     *         "reservation_id": "01a23814-4112-7dd0-b146-a0e455911550"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237fd-7001-75e9-8aa3-791dd71f6172 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237fd-7001-75e9-8aa3-791dd71f6172/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23814-4112-7dd0-b146-a0e455911550 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23814-4112-7dd0-b146-a0e455911550/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T18:21:25.901186Z",
-                     *       "last_seen_at": "2026-12-02T18:21:25.901186Z",
+                     *       "first_seen_at": "2026-12-02T18:46:22.684225Z",
+                     *       "last_seen_at": "2026-12-02T18:46:22.684225Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T18:21:26.493711Z",
+                     *       "acked_at": "2026-12-02T18:46:23.121986Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T18:21:26.488641Z",
+                     *       "taken_at": "2026-12-02T18:46:23.117597Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6690,11 +6690,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T18:21:26.813662Z",
+                     *       "as_of": "2026-12-02T18:46:23.241783Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T17:21:26.813662Z"
+                     *         "since": "2026-12-02T17:46:23.241783Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6710,7 +6710,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T18:21:25.05353Z",
+                     *         "since": "2026-12-02T18:46:20.582167162Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6956,12 +6956,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6fc1-7e58-aeaa-6c66fd9455a2",
+                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T18:51:25.837474Z",
-                     *       "created_at": "2026-12-02T18:21:25.827191Z",
+                     *       "expires_at": "2026-12-02T19:16:21.15153Z",
+                     *       "created_at": "2026-12-02T18:46:21.126868Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -7084,7 +7084,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T18:21:25.515521Z"
+                     *           "updated_at": "2026-12-02T18:46:20.881954Z"
                      *         }
                      *       ]
                      *     }
@@ -7165,9 +7165,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "4830-1-1",
+                     *           "id": "26077-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T18:21:25.44745Z",
+                     *           "at": "2026-12-02T18:46:20.841237Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7195,9 +7195,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "4835-2-1",
+                     *           "id": "26082-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T18:21:25.515521Z",
+                     *           "at": "2026-12-02T18:46:20.881954Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7225,8 +7225,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "4835-2-1",
-                     *       "next": "4835-2-1"
+                     *       "next_cursor": "26082-2-1",
+                     *       "next": "26082-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -7305,8 +7305,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T18:21:25.920251Z",
-                     *           "last_event_id": "4874-0-0",
+                     *           "created_at": "2026-12-02T18:46:22.695099Z",
+                     *           "last_event_id": "26127-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -7393,15 +7393,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.920251Z",
-                     *       "last_event_id": "4874-0-0",
+                     *       "created_at": "2026-12-02T18:46:22.695099Z",
+                     *       "last_event_id": "26127-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_bd8bb5e68d87dd33b1a0ed21b0d2e0a226e9c076daef74efd2891c3bc23420d4"
+                     *       "secret": "whsec_3315a38038b04938bb0f5fc11497d24154ba23e0a61864ee5967cac2ffa19581"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -7466,8 +7466,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.920251Z",
-                     *       "last_event_id": "4874-0-0",
+                     *       "created_at": "2026-12-02T18:46:22.695099Z",
+                     *       "last_event_id": "26127-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7734,7 +7734,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:21:25.663198Z",
+                     *           "updated_at": "2026-12-02T18:46:20.965624Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7853,7 +7853,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:21:25.691294Z",
+                     *           "updated_at": "2026-12-02T18:46:20.991869Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -8071,7 +8071,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T18:21:03.48171Z",
+                     *       "changed_at": "2026-12-02T18:34:21.229728Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -8118,7 +8118,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T18:21:25.718224Z",
+                     *       "changed_at": "2026-12-02T18:46:21.008086Z",
                      *       "lifted": null
                      *     }
                      */
@@ -8384,12 +8384,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-7012-7db3-87e9-b5f5f809fead",
+                     *       "id": "01a23814-46e1-7e21-884a-c6b8c0f38f0e",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T18:36:25.910711Z",
-                     *       "created_at": "2026-12-02T18:21:25.910711Z",
+                     *       "expires_at": "2026-12-02T19:01:22.690182Z",
+                     *       "created_at": "2026-12-02T18:46:22.690182Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -8399,7 +8399,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a237fd-7001-75e9-8aa3-791dd71f6172"
+                     *       "reinstated_from": "01a23814-4112-7dd0-b146-a0e455911550"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -8517,7 +8517,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a237fd-7001-75e9-8aa3-791dd71f6172",
+                     *       "subject": "hold:01a23814-4112-7dd0-b146-a0e455911550",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -8533,23 +8533,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T18:21:24.889576Z",
-                     *         "released_at": "2026-12-02T18:21:25.89623Z",
+                     *         "expires_at": "2026-12-02T18:46:20.20321Z",
+                     *         "released_at": "2026-12-02T18:46:22.60448Z",
                      *         "confirmed_by": "dev-shop",
-                     *         "release_reason": "hold expired before payment was confirmed",
-                     *         "reservation_id": "01a237fd-7001-75e9-8aa3-791dd71f6172"
+                     *         "release_reason": "hold expired",
+                     *         "reservation_id": "01a23814-4112-7dd0-b146-a0e455911550"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a237fd-7001-75e9-8aa3-791dd71f6172 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a237fd-7001-75e9-8aa3-791dd71f6172/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23814-4112-7dd0-b146-a0e455911550 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23814-4112-7dd0-b146-a0e455911550/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T18:21:25.901186Z",
-                     *       "last_seen_at": "2026-12-02T18:21:25.901186Z",
+                     *       "first_seen_at": "2026-12-02T18:46:22.684225Z",
+                     *       "last_seen_at": "2026-12-02T18:46:22.684225Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T18:21:26.488641Z",
+                     *       "taken_at": "2026-12-02T18:46:23.117597Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -9701,8 +9701,8 @@ export interface operations {
                      *           "longitude": null,
                      *           "pickup": false,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T18:21:03.515158Z",
-                     *           "updated_at": "2026-12-02T18:21:03.515158Z",
+                     *           "created_at": "2026-12-02T18:34:21.277789Z",
+                     *           "updated_at": "2026-12-02T18:34:21.277789Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -9725,8 +9725,8 @@ export interface operations {
                      *           "longitude": -1.55,
                      *           "pickup": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T18:21:25.722746Z",
-                     *           "updated_at": "2026-12-02T18:21:25.727314Z",
+                     *           "created_at": "2026-12-02T18:46:21.011988Z",
+                     *           "updated_at": "2026-12-02T18:46:21.016786Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -9820,8 +9820,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T18:21:25.722746Z",
-                     *       "updated_at": "2026-12-02T18:21:25.722746Z"
+                     *       "created_at": "2026-12-02T18:46:21.011988Z",
+                     *       "updated_at": "2026-12-02T18:46:21.011988Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9899,8 +9899,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T18:21:25.722746Z",
-                     *       "updated_at": "2026-12-02T18:21:25.722746Z",
+                     *       "created_at": "2026-12-02T18:46:21.011988Z",
+                     *       "updated_at": "2026-12-02T18:46:21.011988Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9998,8 +9998,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T18:21:25.722746Z",
-                     *       "updated_at": "2026-12-02T18:21:25.727314Z",
+                     *       "created_at": "2026-12-02T18:46:21.011988Z",
+                     *       "updated_at": "2026-12-02T18:46:21.016786Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -10114,7 +10114,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:21:25.731733Z"
+                     *           "updated_at": "2026-12-02T18:46:21.021476Z"
                      *         }
                      *       ]
                      *     }
@@ -10250,7 +10250,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T18:21:25.731733Z"
+                     *             "updated_at": "2026-12-02T18:46:21.021476Z"
                      *           }
                      *         ]
                      *       }
@@ -10341,7 +10341,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
+                     *           "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10354,15 +10354,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T18:21:25.738996Z",
-                     *           "updated_at": "2026-12-02T18:21:25.762656Z",
+                     *           "created_at": "2026-12-02T18:46:21.041267Z",
+                     *           "updated_at": "2026-12-02T18:46:21.057666Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T18:21:25.762656Z",
+                     *           "finished_at": "2026-12-02T18:46:21.057666Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a237fd-6f8a-7e39-866a-b493656737d7",
+                     *           "id": "01a23814-4087-7c48-acde-34dc30a21eea",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10375,10 +10375,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T18:21:25.769524Z",
-                     *           "updated_at": "2026-12-02T18:21:25.774104Z",
+                     *           "created_at": "2026-12-02T18:46:21.061576Z",
+                     *           "updated_at": "2026-12-02T18:46:21.067947Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T18:21:25.774104Z",
+                     *           "finished_at": "2026-12-02T18:46:21.067947Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -10453,7 +10453,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
+                     *       "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10466,8 +10466,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.738996Z",
-                     *       "updated_at": "2026-12-02T18:21:25.738996Z",
+                     *       "created_at": "2026-12-02T18:46:21.041267Z",
+                     *       "updated_at": "2026-12-02T18:46:21.041267Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10541,7 +10541,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
+                     *       "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10554,8 +10554,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.738996Z",
-                     *       "updated_at": "2026-12-02T18:21:25.738996Z",
+                     *       "created_at": "2026-12-02T18:46:21.041267Z",
+                     *       "updated_at": "2026-12-02T18:46:21.041267Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10641,7 +10641,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
+                     *       "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10654,8 +10654,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.738996Z",
-                     *       "updated_at": "2026-12-02T18:21:25.756233Z",
+                     *       "created_at": "2026-12-02T18:46:21.041267Z",
+                     *       "updated_at": "2026-12-02T18:46:21.051362Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10754,7 +10754,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f6c-78cc-9dd2-a139d9e38692",
+                     *       "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10767,10 +10767,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.738996Z",
-                     *       "updated_at": "2026-12-02T18:21:25.762656Z",
+                     *       "created_at": "2026-12-02T18:46:21.041267Z",
+                     *       "updated_at": "2026-12-02T18:46:21.057666Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T18:21:25.762656Z",
+                     *       "finished_at": "2026-12-02T18:46:21.057666Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10867,7 +10867,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f8a-7e39-866a-b493656737d7",
+                     *       "id": "01a23814-4087-7c48-acde-34dc30a21eea",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10880,10 +10880,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.769524Z",
-                     *       "updated_at": "2026-12-02T18:21:25.774104Z",
+                     *       "created_at": "2026-12-02T18:46:21.061576Z",
+                     *       "updated_at": "2026-12-02T18:46:21.067947Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T18:21:25.774104Z",
+                     *       "finished_at": "2026-12-02T18:46:21.067947Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
@@ -10974,7 +10974,7 @@ export interface operations {
                      * @example {
                      *       "inbound": [
                      *         {
-                     *           "id": "01a237fd-6fb9-751f-8aad-70cca728dd14",
+                     *           "id": "01a23814-40bd-785f-9b4e-711fe0bf292e",
                      *           "supplier_ref": "PO-1044",
                      *           "location": "east",
                      *           "expected_on": "2030-03-01",
@@ -10993,8 +10993,8 @@ export interface operations {
                      *           "reason": "expected from PO-1044",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T18:21:25.815972Z",
-                     *           "updated_at": "2026-12-02T18:21:25.815972Z",
+                     *           "created_at": "2026-12-02T18:46:21.116176Z",
+                     *           "updated_at": "2026-12-02T18:46:21.116176Z",
                      *           "finished_at": null,
                      *           "finished_by": null,
                      *           "finish_reason": null
@@ -11078,7 +11078,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f93-70ad-93cf-ab0015fbd5f8",
+                     *       "id": "01a23814-4094-7e03-b4ad-b4358500d70e",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11105,8 +11105,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.778068Z",
-                     *       "updated_at": "2026-12-02T18:21:25.778068Z",
+                     *       "created_at": "2026-12-02T18:46:21.07514Z",
+                     *       "updated_at": "2026-12-02T18:46:21.07514Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11179,7 +11179,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f93-70ad-93cf-ab0015fbd5f8",
+                     *       "id": "01a23814-4094-7e03-b4ad-b4358500d70e",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11206,8 +11206,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.778068Z",
-                     *       "updated_at": "2026-12-02T18:21:25.778068Z",
+                     *       "created_at": "2026-12-02T18:46:21.07514Z",
+                     *       "updated_at": "2026-12-02T18:46:21.07514Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11293,7 +11293,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f93-70ad-93cf-ab0015fbd5f8",
+                     *       "id": "01a23814-4094-7e03-b4ad-b4358500d70e",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11320,8 +11320,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.778068Z",
-                     *       "updated_at": "2026-12-02T18:21:25.791483Z",
+                     *       "created_at": "2026-12-02T18:46:21.07514Z",
+                     *       "updated_at": "2026-12-02T18:46:21.089535Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11419,7 +11419,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6f93-70ad-93cf-ab0015fbd5f8",
+                     *       "id": "01a23814-4094-7e03-b4ad-b4358500d70e",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11446,9 +11446,9 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.778068Z",
-                     *       "updated_at": "2026-12-02T18:21:25.796178Z",
-                     *       "finished_at": "2026-12-02T18:21:25.796178Z",
+                     *       "created_at": "2026-12-02T18:46:21.07514Z",
+                     *       "updated_at": "2026-12-02T18:46:21.099693Z",
+                     *       "finished_at": "2026-12-02T18:46:21.099693Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "supplier out of B2"
                      *     }
@@ -11545,7 +11545,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a237fd-6fa9-7f12-905d-64f31371325b",
+                     *       "id": "01a23814-40b3-7ef2-bc74-0c5f0ad001d8",
                      *       "supplier_ref": "PO-1043",
                      *       "location": "east",
                      *       "expected_on": "2030-02-01",
@@ -11564,9 +11564,9 @@ export interface operations {
                      *       "reason": "expected from PO-1043",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:21:25.801138Z",
-                     *       "updated_at": "2026-12-02T18:21:25.812114Z",
-                     *       "finished_at": "2026-12-02T18:21:25.812114Z",
+                     *       "created_at": "2026-12-02T18:46:21.106192Z",
+                     *       "updated_at": "2026-12-02T18:46:21.112278Z",
+                     *       "finished_at": "2026-12-02T18:46:21.112278Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "order withdrawn"
                      *     }
@@ -11737,10 +11737,22 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T18:21:25.563192Z"
+                     *       "set_at": "2026-12-02T18:46:20.900226Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
+                };
+            };
+            /** @description The path is badly escaped. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -11810,7 +11822,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T18:21:25.563192Z"
+                     *       "set_at": "2026-12-02T18:46:20.900226Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
@@ -11877,6 +11889,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The path is badly escaped. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
