@@ -1354,3 +1354,72 @@ func TestResumeRacingTheEndLeavesThePoolPaused(t *testing.T) {
 	require.Equal(t, stock.StockPaused, b.stock(t, "A1", "rs").Status)
 	require.Equal(t, stock.StockPaused, b.stock(t, "B1", "rs").Status)
 }
+
+// TestEndCommitsUnderAReceipt: an end that commits while a receipt of the
+// campaign's transfer waits for the landing's row, with the finish making
+// main's row beside it, never deadlocks the receipt: it does not make
+// main's row while it holds the pool's (the finish, holding main's new
+// row, waits for the pool's), but starts again, and lands its units in
+// main.
+func TestEndCommitsUnderAReceipt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t)
+	dbtest.Location(t, b.pool, "berlin", 2)
+	dbtest.StockIn(t, b.pool, "A1", 300)
+	create(t, svc, spec("bf", campaigns.Allotment{SKU: "A1", Quantity: 200}))
+	require.NoError(t, svc.Start(ctx, "bf"))
+	tr, _, err := b.inv.CreateTransferOnce(ctx, idempotency.NewKey("ops", "tr"),
+		stock.NewTransfer{SKU: "A1", Pool: "bf", From: "default", To: "berlin", Quantity: 2, Reason: "x", Actor: "ops"})
+	require.NoError(t, err)
+	require.Zero(t, dbtest.Count(t, b.pool, `SELECT count(*) FROM stock WHERE sku = 'A1' AND location = 'berlin' AND pool = 'main'`))
+
+	waiting := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			return dbtest.Count(t, b.pool, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`) >= n
+		}, 10*time.Second, 5*time.Millisecond)
+	}
+	end, err := b.pool.Begin(ctx) // the end pauses the pool's rows, berlin's among them
+	require.NoError(t, err)
+	defer func() { _ = end.Rollback(ctx) }()
+	created, err := svc.EndTx(ctx, end, "bf", "alice", "over")
+	require.NoError(t, err)
+
+	received := make(chan error, 1)
+	go func() { // reads the campaign running, then waits for berlin's row
+		_, err := b.inv.ReceiveTransfer(ctx, stock.TransferStep{ID: tr.ID, Quantity: 2, Actor: "ops"})
+		received <- err
+	}()
+	waiting(1)
+
+	// A finish that made main's row at berlin and waits for the pool's
+	// row. Its deadlock check comes late, so that a deadlock, if any,
+	// fails the receipt.
+	fin, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = fin.Rollback(ctx) }()
+	_, err = fin.Exec(ctx, `SET LOCAL deadlock_timeout = '30s'`)
+	require.NoError(t, err)
+	_, err = fin.Exec(ctx, `INSERT INTO stock (sku, location, pool) VALUES ('A1', 'berlin', 'main')`)
+	require.NoError(t, err)
+	locked := make(chan error, 1)
+	go func() {
+		_, err := fin.Exec(ctx, `SELECT 1 FROM stock WHERE sku = 'A1' AND location = 'berlin' AND pool = 'bf' FOR UPDATE`)
+		locked <- err
+	}()
+	waiting(2)
+
+	require.NoError(t, end.Commit(ctx)) // the receipt takes berlin's row, and reads the end
+	require.NoError(t, <-locked, "the finish gets the pool's row: the receipt let it go")
+	require.NoError(t, fin.Commit(ctx))
+	require.NoError(t, <-received, "the receipt starts again once the finish is through")
+
+	finish(t, svc, created)
+	var inMain, inPool int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT
+		coalesce(sum(total) FILTER (WHERE pool = 'main'), 0), coalesce(sum(total - sold) FILTER (WHERE pool = 'bf'), 0)
+		FROM stock WHERE sku = 'A1' AND location = 'berlin'`).Scan(&inMain, &inPool))
+	require.Equal(t, [2]int64{2, 0}, [2]int64{inMain, inPool}, "the units received after the end are main's")
+}

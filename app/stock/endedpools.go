@@ -217,47 +217,73 @@ type landing struct {
 // see refuseEnded). Once it has, main's row at land is made if it has
 // none, and give hands what the step landed to it. For main it does
 // nothing: the step locks its rows itself.
-func lockLanding(ctx context.Context, q *db.Queries, sku, pool, what, land string, locations ...string) (landing, error) {
+//
+// Main's row is never made while the step holds a row of the pool: the
+// campaign's finish makes the same row before it locks the pool's (see
+// LockGiveBackTx), and would wait for the step while the step waited for
+// it. A campaign already ended has its row made before the locks; one that
+// ends between that read and the locks has them taken in a savepoint,
+// which is let go, so the row is made holding none, and taken again.
+func lockLanding(ctx context.Context, tx pgx.Tx, sku, pool, what, land string, locations ...string) (landing, error) {
 	l := landing{sku: sku, pool: pool, location: land}
 	if pool == MainPool {
 		return l, nil
 	}
-	// A campaign that has ended stays so: main's row is made before any
-	// row is locked, so that making it waits, if at all, while this
-	// transaction holds no stock row (see LockGiveBackTx). An end that
-	// commits between this read and the lock is seen below.
-	if ended, err := q.CampaignsEnded(ctx, []string{pool}); err != nil {
+	q := db.New(tx)
+	ended, err := q.CampaignsEnded(ctx, []string{pool})
+	if err != nil {
 		return l, fmt.Errorf("read campaign %s: %w", pool, err)
-	} else if len(ended) > 0 {
-		if _, err := q.StockCreate(ctx, sku, land, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return l, fmt.Errorf("create %s/%s/%s: %w", sku, land, MainPool, err)
+	}
+	if len(ended) > 0 {
+		if err := makeMain(ctx, q, sku, land); err != nil {
+			return l, err
 		}
 	}
 	skus, locs, pools := []string{sku}, []string{land}, []string{MainPool}
 	for _, loc := range locations {
 		skus, locs, pools = append(skus, sku), append(locs, loc), append(pools, pool)
 	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return l, fmt.Errorf("savepoint before the rows of %s: %w", what, err)
+	}
+	defer func() { _ = sp.Rollback(ctx) }() // after a release, a no-op
 	rows, err := q.StockLockForAdjust(ctx, skus, locs, pools)
 	if err != nil {
 		return l, fmt.Errorf("lock the rows of %s: %w", what, err)
 	}
-	ended, err := q.CampaignsEnded(ctx, []string{pool})
-	if err != nil {
+	if ended, err = q.CampaignsEnded(ctx, []string{pool}); err != nil {
 		return l, fmt.Errorf("read campaign %s: %w", pool, err)
 	}
-	if len(ended) == 0 {
+	if len(ended) > 0 {
+		l.ended, l.campaign = true, ended[0].Status
+	}
+	if !l.ended || slices.ContainsFunc(rows, func(r db.Stock) bool { return r.Pool == MainPool }) {
+		if err := sp.Commit(ctx); err != nil {
+			return l, fmt.Errorf("release the savepoint of %s: %w", what, err)
+		}
 		return l, nil
 	}
-	l.ended, l.campaign = true, ended[0].Status
-	for _, r := range rows {
-		if r.Pool == MainPool {
-			return l, nil
-		}
+	// The campaign ended after the first read: let the rows go, make
+	// main's, and lock them all again.
+	if err := sp.Rollback(ctx); err != nil {
+		return l, fmt.Errorf("let go of the rows of %s: %w", what, err)
 	}
-	if _, err := q.StockCreate(ctx, sku, land, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return l, fmt.Errorf("create %s/%s/%s: %w", sku, land, MainPool, err)
+	if err := makeMain(ctx, q, sku, land); err != nil {
+		return l, err
+	}
+	if _, err := q.StockLockForAdjust(ctx, skus, locs, pools); err != nil {
+		return l, fmt.Errorf("lock the rows of %s: %w", what, err)
 	}
 	return l, nil
+}
+
+// makeMain makes main's row of sku at location, empty, unless it has one.
+func makeMain(ctx context.Context, q *db.Queries, sku, location string) error {
+	if _, err := q.StockCreate(ctx, sku, location, MainPool); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("create %s/%s/%s: %w", sku, location, MainPool, err)
+	}
+	return nil
 }
 
 // give hands n units the step just made available in the campaign's pool

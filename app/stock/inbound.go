@@ -352,7 +352,7 @@ func receiveInboundTx(ctx context.Context, tx pgx.Tx, st InboundStep) (Inbound, 
 				i.ID, left, l.Sku, l.Pool, l.Quantity, l.Received, st.Quantity)}
 	}
 	what := "inbound " + i.ID.String()
-	land, err := lockLanding(ctx, q, l.Sku, l.Pool, what, i.Location, i.Location)
+	land, err := lockLanding(ctx, tx, l.Sku, l.Pool, what, i.Location, i.Location)
 	if err != nil {
 		return Inbound{}, err
 	}

@@ -268,7 +268,7 @@ func receiveTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error
 			Detail: fmt.Sprintf("transfer %s has %d in transit (%d sent, %d received, %d lost), %d to receive: it cannot receive more than it carries",
 				t.ID, left, t.Quantity, t.Received, t.Lost, st.Quantity)}
 	}
-	land, err := lockLanding(ctx, q, t.Sku, t.Pool, "transfer "+t.ID.String(), t.ToLocation, t.ToLocation)
+	land, err := lockLanding(ctx, tx, t.Sku, t.Pool, "transfer "+t.ID.String(), t.ToLocation, t.ToLocation)
 	if err != nil {
 		return Transfer{}, err
 	}
@@ -375,7 +375,7 @@ func cancelTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error)
 			Extra:  map[string]any{"transfer_id": t.ID, "received": t.Received},
 			Detail: fmt.Sprintf("transfer %s received %d already: close it instead (what never arrived is written off)", t.ID, t.Received)}
 	}
-	land, err := lockLanding(ctx, q, t.Sku, t.Pool, "transfer "+t.ID.String(), t.FromLocation, t.FromLocation, t.ToLocation)
+	land, err := lockLanding(ctx, tx, t.Sku, t.Pool, "transfer "+t.ID.String(), t.FromLocation, t.FromLocation, t.ToLocation)
 	if err != nil {
 		return Transfer{}, err
 	}
