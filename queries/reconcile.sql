@@ -118,25 +118,21 @@ ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 -- rows it checks:
 --   - without since (a run over some SKUs, or the first full run): every
 --     row of skus, or all of them when skus is null;
---   - with since, not incremental (a full run that has a watermark): the
+--   - with since (a full run that has a watermark): the
 --     rows whose version or counters are not their checkpoint's (changed
 --     since, or changed with no ledger row) and those whose ledger moved
 --     since the watermark (a ledger row written behind the counters' back
 --     shows there). A row in neither set has its checkpoint's counters and
---     nothing in its ledger after it: it balances;
---   - with since, incremental: the rows whose ledger moved since the
---     watermark. Every ledger row after a row's checkpoint is at or above
---     the watermark, since the run that verified the checkpoint saw
---     everything below it; so a row none of whose ledger rows is there has
---     nothing after its checkpoint.
+--     nothing in its ledger after it: it balances.
+-- (An incremental run checks the rows whose ledger moved since the
+-- watermark with StockLedgerCheckMoved.)
 -- The rows that moved are found in ledger_feed's range at the index's
 -- right end, and each row is probed from its checkpoint, row by row,
 -- whatever the planner guesses of how many moved. In the same statement
 -- it moves the checkpoint of every row that balanced up to the row's
 -- version, counters and greatest ledger id, so the next run sums only the
 -- rows that came after and the cost does not grow with history. It
--- returns the rows that did not balance; an incremental run gets every
--- row it checked (balanced says which), since it counts them.
+-- returns the rows that did not balance.
 --
 -- Read in one REPEATABLE READ snapshot this is exact: a stock row's new
 -- version and the ledger rows carrying it commit together, the changes to
@@ -156,7 +152,7 @@ WITH candidates AS (
         SELECT s.sku, s.location, s.pool
         FROM stock s
         LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
-        WHERE sqlc.narg('since')::xid8 IS NOT NULL AND NOT @incremental::boolean
+        WHERE sqlc.narg('since')::xid8 IS NOT NULL
           AND (c.stock_version IS DISTINCT FROM s.version
                OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short)
                   IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short)
@@ -225,7 +221,116 @@ WITH candidates AS (
 )
 SELECT j.*
 FROM judged j
-WHERE NOT j.balanced OR @incremental::boolean
+WHERE NOT j.balanced
+ORDER BY j.sku COLLATE "C", j.location COLLATE "C", j.pool COLLATE "C";
+
+-- name: StockLedgerCheckMoved :many
+-- StockLedgerCheckMoved is an incremental run's check of counters against
+-- the ledger (StockLedgerCheck's, for the rows whose ledger moved since
+-- the watermark since), set-based, so that its cost follows the rows that
+-- moved, not the catalogue nor the ledger's history or partitions. Every
+-- ledger row after a row's checkpoint is at or above the watermark (the
+-- run that verified the checkpoint saw everything below it), so the rows
+-- of ledger_feed's range from the watermark, read once at the index's
+-- right end, are all there is to sum: each moved row's checkpoint plus
+-- its rows of that range with a greater id than the checkpoint sums. A
+-- row whose checkpoint sums nothing (none yet, one written before
+-- checkpoints recorded their ledger id, or one an archive voided) is
+-- probed for its whole ledger, as StockLedgerCheck does. A ledger row
+-- written behind the counters' back with a feed_xid below the watermark
+-- is a deep run's to find (ScopeDeep). It moves the checkpoint of every
+-- row that balanced, as StockLedgerCheck does, and returns every row it
+-- checked (balanced says which), with StockLedgerCheck's columns.
+--
+-- A new stock state goes into its lists here as in StockLedgerCheck.
+WITH moved AS (
+    -- Each row whose ledger moved, with its checkpoint (a probe per
+    -- ledger row of the range: the range's few rows, a custom plan knows,
+    -- from the index's right end) and the sums of its rows of the range
+    -- after the checkpoint: one pass, grouped.
+    SELECT g.sku, g.location, g.pool,
+           c.stock_version AS checkpoint_version,
+           c.ledger_id     AS checkpoint_ledger_id,
+           c.total AS c_total, c.available AS c_available, c.reserved AS c_reserved, c.sold AS c_sold, c.quality_control AS c_quality_control, c.damaged AS c_damaged, c.safety_stock AS c_safety_stock, c.incoming AS c_incoming, c.short AS c_short,
+           coalesce(sum(g.delta_total) FILTER (WHERE g.id > c.ledger_id), 0)::bigint    AS after_total,
+           coalesce(sum(g.delta_available) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_available,
+           coalesce(sum(g.delta_reserved) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_reserved,
+           coalesce(sum(g.delta_sold) FILTER (WHERE g.id > c.ledger_id), 0)::bigint     AS after_sold,
+           coalesce(sum(g.delta_quality_control) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_quality_control,
+           coalesce(sum(g.delta_damaged) FILTER (WHERE g.id > c.ledger_id), 0)::bigint  AS after_damaged,
+           coalesce(sum(g.delta_safety_stock) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_safety_stock,
+           coalesce(sum(g.delta_incoming) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_incoming,
+           coalesce(sum(g.delta_short) FILTER (WHERE g.id > c.ledger_id), 0)::bigint    AS after_short,
+           max(g.id) FILTER (WHERE g.id > c.ledger_id) AS after_ledger_id
+    FROM ledger g
+    LEFT JOIN ledger_checkpoints c ON c.sku = g.sku AND c.location = g.location AND c.pool = g.pool
+    WHERE g.feed_xid >= @since::xid8
+    GROUP BY g.sku, g.location, g.pool, c.stock_version, c.ledger_id, c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short
+), checked AS (
+    SELECT s.sku, s.location, s.pool, s.version,
+           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
+           m.checkpoint_version,
+           m.checkpoint_ledger_id,
+           greatest(coalesce(m.checkpoint_ledger_id, 0), coalesce(m.after_ledger_id, w.ledger_id, 0))::bigint AS ledger_id,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.total, 0) ELSE m.c_total + m.after_total END)::bigint AS ledger_total,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.available, 0) ELSE m.c_available + m.after_available END)::bigint AS ledger_available,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.reserved, 0) ELSE m.c_reserved + m.after_reserved END)::bigint AS ledger_reserved,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.sold, 0) ELSE m.c_sold + m.after_sold END)::bigint AS ledger_sold,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.quality_control, 0) ELSE m.c_quality_control + m.after_quality_control END)::bigint AS ledger_quality_control,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.damaged, 0) ELSE m.c_damaged + m.after_damaged END)::bigint AS ledger_damaged,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.safety_stock, 0) ELSE m.c_safety_stock + m.after_safety_stock END)::bigint AS ledger_safety_stock,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.incoming, 0) ELSE m.c_incoming + m.after_incoming END)::bigint AS ledger_incoming,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.short, 0) ELSE m.c_short + m.after_short END)::bigint AS ledger_short
+    FROM moved m
+    -- A probe per row (LIMIT 1 keeps it one, whatever the planner guesses
+    -- of how many rows moved).
+    CROSS JOIN LATERAL (
+        SELECT x.* FROM stock x
+        WHERE x.sku = m.sku AND x.location = m.location AND x.pool = m.pool
+        LIMIT 1
+    ) s
+    LEFT JOIN LATERAL (
+        -- The whole ledger of a row whose checkpoint sums nothing (a
+        -- one-time filter: no probe for the others).
+        SELECT sum(g.delta_total)::bigint           AS total,
+               sum(g.delta_available)::bigint       AS available,
+               sum(g.delta_reserved)::bigint        AS reserved,
+               sum(g.delta_sold)::bigint            AS sold,
+               sum(g.delta_quality_control)::bigint AS quality_control,
+               sum(g.delta_damaged)::bigint         AS damaged,
+               sum(g.delta_safety_stock)::bigint    AS safety_stock,
+               sum(g.delta_incoming)::bigint        AS incoming,
+               sum(g.delta_short)::bigint           AS short,
+               max(g.id)                            AS ledger_id
+        FROM ledger g
+        WHERE m.checkpoint_ledger_id IS NULL
+          AND g.sku = m.sku AND g.location = m.location AND g.pool = m.pool
+    ) w ON true
+), judged AS (
+    SELECT ch.*,
+           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+           = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control,
+              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short) AS balanced
+    FROM checked ch
+), advanced AS (
+    INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, ledger_id,
+                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+    SELECT j.sku, j.location, j.pool, j.version, j.ledger_id,
+           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short
+    FROM judged j
+    WHERE j.balanced
+      AND (j.checkpoint_ledger_id IS NULL OR j.version > j.checkpoint_version OR j.ledger_id > j.checkpoint_ledger_id)
+    ON CONFLICT (sku, location, pool) DO UPDATE
+    SET (stock_version, ledger_id, checked_at,
+         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+      = (excluded.stock_version, excluded.ledger_id, now(),
+         excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.quality_control,
+         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short)
+    WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
+    RETURNING lc.sku
+)
+SELECT j.*
+FROM judged j
 ORDER BY j.sku COLLATE "C", j.location COLLATE "C", j.pool COLLATE "C";
 
 -- name: StockLinesMismatchMoved :many
@@ -558,14 +663,22 @@ ORDER BY c.id;
 -- stray units: held or sold by a hold that does not hold or did not buy
 -- them (not held, or confirmed, or without them on its line). The
 -- database refuses to commit either (migration 00120's triggers), so a row
--- here means its triggers were bypassed.
+-- here means its triggers were bypassed. With since, the rows are found
+-- from ledger_feed's range and probed one by one: no pass over stock.
 WITH scope AS (
     SELECT s.sku, s.location, s.pool, s.available, s.reserved, s.sold
     FROM stock s
-    WHERE s.serialized
+    WHERE s.serialized AND sqlc.narg('since')::xid8 IS NULL
       AND (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
-      AND (sqlc.narg('since')::xid8 IS NULL
-           OR (s.sku, s.location, s.pool) IN (SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= sqlc.narg('since')::xid8))
+    UNION ALL
+    SELECT s.sku, s.location, s.pool, s.available, s.reserved, s.sold
+    FROM (SELECT DISTINCT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= sqlc.narg('since')::xid8) m
+    CROSS JOIN LATERAL (
+        SELECT x.* FROM stock x
+        WHERE x.sku = m.sku AND x.location = m.location AND x.pool = m.pool
+        LIMIT 1
+    ) s
+    WHERE s.serialized AND (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
 )
 SELECT sc.sku, sc.location, sc.pool, sc.available, sc.reserved, sc.sold,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,

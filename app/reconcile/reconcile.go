@@ -362,7 +362,7 @@ func (s *Service) read(ctx context.Context, skus []string, p plan) (snapshot, er
 		if p.scope == ScopeIncremental {
 			since = p.since
 		}
-		if snap.units, err = q.StockUnitsMismatch(ctx, skus, since); err != nil {
+		if snap.units, err = q.StockUnitsMismatch(ctx, since, skus); err != nil {
 			return fmt.Errorf("check counters against units: %w", err)
 		}
 		if snap.transit, err = q.StockTransitMismatch(ctx, skus); err != nil {
@@ -436,14 +436,14 @@ func readUnitsDeep(ctx context.Context, q *db.Queries, skus []string, snap *snap
 func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p plan, snap *snapshot) error {
 	var err error
 	if p.scope == ScopeIncremental {
-		var checked []db.StockLedgerCheckRow
-		if checked, err = q.StockLedgerCheck(ctx, true, p.since, nil); err != nil {
+		var checked []db.StockLedgerCheckMovedRow
+		if checked, err = q.StockLedgerCheckMoved(ctx, *p.since); err != nil {
 			return fmt.Errorf("check counters against the ledger: %w", err)
 		}
 		snap.rows = int32(len(checked))
 		for _, l := range checked {
 			if !l.Balanced {
-				snap.ledger = append(snap.ledger, l)
+				snap.ledger = append(snap.ledger, db.StockLedgerCheckRow(l))
 			}
 		}
 		var lines []db.StockLinesMismatchMovedRow
@@ -474,7 +474,7 @@ func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p
 	// A full run that has a watermark (p.since) probes the rows that
 	// changed since their checkpoint or whose ledger moved; a run over
 	// some SKUs, or the first full run, probes every row.
-	if snap.ledger, err = q.StockLedgerCheck(ctx, false, p.since, skus); err != nil {
+	if snap.ledger, err = q.StockLedgerCheck(ctx, p.since, skus); err != nil {
 		return fmt.Errorf("check counters against the ledger: %w", err)
 	}
 	return nil
