@@ -83,8 +83,8 @@ func TestGoalsReadTheirScenarios(t *testing.T) {
 	require.True(t, ok)
 	require.False(t, met, "101 held is an oversell")
 
-	big := &benchRun{o: options{catalogue: bigCatalogue}, results: map[string]*result{"spread": {Scenario: "spread", Rate: 900}},
-		before: reportData{Numbers: map[string]float64{spreadRateKey: 1000}}}
+	big := &benchRun{o: options{catalogue: bigCatalogue}, results: map[string]*result{"spread": {Scenario: "spread", Rate: 900,
+		Figures: map[string]float64{"small_rate": 1000}}}}
 	fig, met, ok = read("catalogue-holds", big)
 	require.True(t, ok)
 	require.True(t, met)

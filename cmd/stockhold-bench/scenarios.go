@@ -107,24 +107,114 @@ func (b *bench) spread(ctx context.Context) ([]*result, error) {
 	if err := b.spreadStock(ctx); err != nil {
 		return nil, err
 	}
-	body := b.spreadBody(0)
 	r := &result{Scenario: "spread", Clients: b.o.clients}
-	t := &tally{}
-	el := b.closedLoop(ctx, "spread", b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		return b.hold(fmt.Sprintf("spread-%s-%d-%d", b.run, w, i), body())
-	})
-	t.fill(r, el)
-	r.RSS = b.rss.reset()
-	r.figure("catalogue", float64(b.o.catalogue))
-	b.spreadRate = r.Rate
 	if b.o.catalogue > httpCatalogue {
-		r.Note = fmt.Sprintf("over %d SKUs; no bare-SQL baseline (it needs a catalogue of its own)", b.o.catalogue)
+		// The rate it is held against: the same run, the same database,
+		// over the catalogue's first smallCatalogue SKUs, just before.
+		small := &result{Scenario: "spread-small", Clients: b.o.clients}
+		smallWAL, err := b.spreadOver(ctx, small, smallCatalogue, spreadBodyOver(0, smallCatalogue))
+		if err != nil {
+			return nil, err
+		}
+		bigWAL, err := b.spreadOver(ctx, r, b.o.catalogue, b.spreadBody(0))
+		if err != nil {
+			return nil, err
+		}
+		r.figure("small_rate", small.Rate)
+		r.figure("small_wal_bytes_per_hold", smallWAL.bytes)
+		r.figure("small_fpi_per_hold", smallWAL.fpi)
+		r.Note = fmt.Sprintf("over %d SKUs: %.0f holds/s, %s; over its first %d in the same run: %.0f holds/s, %s: %.2fx; no bare-SQL baseline (it needs a catalogue of its own)",
+			b.o.catalogue, r.Rate, bigWAL, smallCatalogue, small.Rate, smallWAL, r.Rate/small.Rate)
+		fmt.Fprintf(b.log, "  %s\n", r.Note)
 		return []*result{r}, nil
+	}
+	if _, err := b.spreadOver(ctx, r, b.o.catalogue, b.spreadBody(0)); err != nil {
+		return nil, err
 	}
 	if err := b.baseline(ctx, r, func(int) string { return fmt.Sprintf("bare-%08d", rand.IntN(b.o.catalogue)) }); err != nil {
 		return nil, err
 	}
 	return []*result{r}, nil
+}
+
+// smallCatalogue is how many of a large catalogue's SKUs spread also holds
+// from, in the same run, as the rate the large catalogue's is held against.
+const smallCatalogue = 1000
+
+// spreadOver runs spread's load over n SKUs into r and, over a catalogue
+// seeded in SQL, returns what PostgreSQL wrote per hold meanwhile.
+func (b *bench) spreadOver(ctx context.Context, r *result, n int, body func() []byte) (walPerHold, error) {
+	measure := b.o.catalogue > httpCatalogue
+	var before walStats
+	if measure {
+		var err error
+		if before, err = b.walNow(ctx); err != nil {
+			return walPerHold{}, err
+		}
+	}
+	t := &tally{}
+	el := b.closedLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
+		return b.hold(fmt.Sprintf("%s-%s-%d-%d", r.Scenario, b.run, w, i), body())
+	})
+	t.fill(r, el)
+	r.RSS = b.rss.reset()
+	r.figure("catalogue", float64(n))
+	b.spreadRate = r.Rate
+	if !measure {
+		return walPerHold{}, nil
+	}
+	after, err := b.walNow(ctx)
+	if err != nil {
+		return walPerHold{}, err
+	}
+	w := after.since(before, r.Holds)
+	r.figure("wal_bytes_per_hold", w.bytes)
+	r.figure("fpi_per_hold", w.fpi)
+	r.figure("stock_hot_update_pct", w.hotPct)
+	return w, nil
+}
+
+// walStats are PostgreSQL's counters of what it wrote: the cluster's WAL
+// (pg_stat_wal) and the bench database's updates of stock rows.
+type walStats struct {
+	bytes, fpi, updates, hot float64
+}
+
+// walNow reads the counters, once every backend has sent its own: a
+// backend that goes idle sends what it counted within 10 s (PostgreSQL's
+// PGSTAT_IDLE_INTERVAL), so the read waits that long first.
+func (b *bench) walNow(ctx context.Context) (walStats, error) {
+	select {
+	case <-time.After(11 * time.Second):
+	case <-ctx.Done():
+		return walStats{}, ctx.Err()
+	}
+	var w walStats
+	err := b.pool.QueryRow(ctx, `
+		SELECT w.wal_bytes::float8, w.wal_fpi::float8, t.n_tup_upd::float8, t.n_tup_hot_upd::float8
+		FROM pg_stat_wal w, pg_stat_user_tables t WHERE t.relid = 'stock'::regclass`).Scan(&w.bytes, &w.fpi, &w.updates, &w.hot)
+	return w, err
+}
+
+// walPerHold is what PostgreSQL wrote per hold over a scenario.
+type walPerHold struct {
+	bytes, fpi, hotPct float64
+}
+
+func (w walStats) since(before walStats, holds int64) walPerHold {
+	var p walPerHold
+	if holds > 0 {
+		p.bytes = (w.bytes - before.bytes) / float64(holds)
+		p.fpi = (w.fpi - before.fpi) / float64(holds)
+	}
+	if u := w.updates - before.updates; u > 0 {
+		p.hotPct = 100 * (w.hot - before.hot) / u
+	}
+	return p
+}
+
+func (p walPerHold) String() string {
+	return fmt.Sprintf("%.1f KB of WAL and %.2f full-page images per hold, %.0f%% of stock updates HOT", p.bytes/1024, p.fpi, p.hotPct)
 }
 
 // half: spread at half the rate spread reached, open loop: the latency of
@@ -641,7 +731,11 @@ func spreadSKU(i int) string { return fmt.Sprintf("sp-%08d", i) }
 // hold of a catalogue SKU at random: from bodies made once for a catalogue
 // that can be held in memory, made on the spot for a larger one.
 func (b *bench) spreadBody(ttl int) func() []byte {
-	n := b.o.catalogue
+	return spreadBodyOver(ttl, b.o.catalogue)
+}
+
+// spreadBodyOver is spreadBody over the catalogue's first n SKUs.
+func spreadBodyOver(ttl, n int) func() []byte {
 	if n > httpCatalogue {
 		return func() []byte { return holdBody(ttl, "", spreadSKU(rand.IntN(n))) }
 	}
