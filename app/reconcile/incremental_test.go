@@ -394,7 +394,7 @@ func TestIncrementalRunChecksExactlyTheChangedRows(t *testing.T) {
 		if changed[sku] {
 			s := b.stock(t, sku, "main")
 			require.Equal(t, s.Version, cp.StockVersion, "%s moved: its checkpoint follows", sku)
-			require.Equal(t, counters(s), [4]int64{cp.Total, cp.Available, cp.Reserved, cp.Sold}, sku)
+			require.Equal(t, [4]int64{cp.Total, cp.Available, cp.Reserved, cp.Sold}, counters(s), sku)
 			require.True(t, cp.CheckedAt.After(before[sku].CheckedAt), "%s was checked", sku)
 		} else {
 			require.Equal(t, before[sku], cp, "%s did not move: its checkpoint is untouched", sku)

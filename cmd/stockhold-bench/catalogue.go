@@ -83,6 +83,13 @@ func (b *bench) reconcile(ctx context.Context) ([]*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A catalogue a run before reconciled (-reuse) has a watermark: its
+	// "first" run is one more full run from it.
+	var reconciled bool
+	if err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM reconcile_runs
+		WHERE status = 'succeeded' AND skus IS NULL AND snapshot_xmin IS NOT NULL)`).Scan(&reconciled); err != nil {
+		return nil, err
+	}
 	took := map[string]time.Duration{}
 	timed := func(step, scope string) (string, error) {
 		began, cpu := time.Now(), b.clusterCPU(ctx)
@@ -122,8 +129,12 @@ func (b *bench) reconcile(ctx context.Context) ([]*result, error) {
 	r := &result{Scenario: "reconcile", Note: fmt.Sprintf("%d stock rows: first %s; %s; %s; then %s; %s",
 		b.o.catalogue, notes[0], notes[1], notes[2], notes[3], notes[4])}
 	r.figure("catalogue", float64(b.o.catalogue))
-	r.figure("first_s", took["first"].Seconds())
-	r.figure("full_s", max(took["again"], took["last"]).Seconds())
+	if reconciled {
+		r.figure("full_s", max(took["first"], took["again"], took["last"]).Seconds())
+	} else {
+		r.figure("first_s", took["first"].Seconds())
+		r.figure("full_s", max(took["again"], took["last"]).Seconds())
+	}
 	r.figure("incremental_s", took["incremental"].Seconds())
 	return []*result{r}, nil
 }

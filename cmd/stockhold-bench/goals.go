@@ -275,7 +275,10 @@ var goals = []goal{
 				return "", false, false
 			}
 			f := c.Figures["full_s"]
-			return fmt.Sprintf("%.0f s (the first run, writing every checkpoint, %.0f s)", f, c.Figures["first_s"]), f <= 60, true
+			if first, ok := c.Figures["first_s"]; ok {
+				return fmt.Sprintf("%.0f s (the first run, writing every checkpoint, %.0f s)", f, first), f <= 60, true
+			}
+			return fmt.Sprintf("%.0f s, the slowest of three", f), f <= 60, true
 		}},
 	{id: "reconcile-incremental", what: "`reconcile`: an incremental reconciliation after holds on 10,000 of 10,000,000 SKUs",
 		target: "at most 2 s", command: "make bench BENCH_FLAGS='-catalogue 10000000 -scenarios reconcile -keep'",
