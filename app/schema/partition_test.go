@@ -67,48 +67,10 @@ func TestUpgradeToPartitionedLedgerKeepsServingHolds(t *testing.T) {
 		FROM pg_index WHERE indrelid = 'ledger'::regclass AND NOT indisprimary`).Scan(&tableBefore, &indexesBefore))
 	require.Len(t, indexesBefore, 5)
 
-	// Clients placing holds all along the upgrade.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var held atomic.Int64
-	var mu sync.Mutex
-	var failures []error
-	for c := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, _, err := svc.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprintf("during-%d-%d", c, i),
-					Items: []inventory.Item{{SKU: fmt.Sprintf("BULK-%05d", 100+(c*1000+i)%2800), Quantity: 1}}})
-				var e *domain.Error
-				switch {
-				case err == nil:
-					held.Add(1)
-				case errors.As(err, &e) && e.Code == domain.CodeBusy:
-					// Changed nothing: a client retries it.
-				default:
-					mu.Lock()
-					failures = append(failures, err)
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	start := held.Load()
-	require.Eventually(t, func() bool { return held.Load() > start+20 }, time.Minute, 5*time.Millisecond, "holds before the upgrade")
-	_, err = m.Up(ctx)
-	require.NoError(t, err)
-	after := held.Load()
-	require.Eventually(t, func() bool { return held.Load() > after+20 }, time.Minute, 5*time.Millisecond, "holds after the upgrade")
-	close(stop)
-	wg.Wait()
-	require.Empty(t, failures, "no hold failed across the upgrade")
+	held := holdThrough(t, svc, func() {
+		_, err := m.Up(ctx)
+		require.NoError(t, err)
+	})
 
 	require.Equal(t, "p", relkind(t, pool), "the ledger is partitioned")
 	var digestAfter string
@@ -117,7 +79,7 @@ func TestUpgradeToPartitionedLedgerKeepsServingHolds(t *testing.T) {
 		md5(string_agg(l::text, ',' ORDER BY id) FILTER (WHERE id <= $1)) FROM ledger l`, maxBefore).Scan(&rowsAfter, &digestAfter))
 	require.Equal(t, rowsBefore, rowsAfter, "every row is kept")
 	require.Equal(t, digestBefore, digestAfter, "every row is as it was")
-	require.Equal(t, int(held.Load()), dbtest.Count(t, pool, `SELECT count(*) FROM ledger WHERE id > $1`, maxBefore),
+	require.Equal(t, int(held), dbtest.Count(t, pool, `SELECT count(*) FROM ledger WHERE id > $1`, maxBefore),
 		"one ledger row for each hold placed during the upgrade, each with a new id")
 	require.Zero(t, dbtest.Count(t, pool, `SELECT count(*) FROM (SELECT id FROM ledger GROUP BY id HAVING count(*) > 1) d`), "ids stay unique")
 
@@ -145,6 +107,54 @@ func TestUpgradeToPartitionedLedgerKeepsServingHolds(t *testing.T) {
 	require.ErrorContains(t, err, "append-only")
 	_, err = pool.Exec(ctx, `TRUNCATE `+first)
 	require.ErrorContains(t, err, "append-only")
+}
+
+// holdThrough runs upgrade while four clients keep placing holds of one
+// unit of BULK-00100 to BULK-02899 (a 503 busy is retried, as a client
+// does): holds go through before it and after it, and none fails. It
+// returns how many were placed.
+func holdThrough(t *testing.T, svc *inventory.Service, upgrade func()) int64 {
+	t.Helper()
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var held atomic.Int64
+	var mu sync.Mutex
+	var failures []error
+	for c := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _, err := svc.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: fmt.Sprintf("during-%d-%d", c, i),
+					Items: []inventory.Item{{SKU: fmt.Sprintf("BULK-%05d", 100+(c*1000+i)%2800), Quantity: 1}}})
+				var e *domain.Error
+				switch {
+				case err == nil:
+					held.Add(1)
+				case errors.As(err, &e) && e.Code == domain.CodeBusy:
+					// Changed nothing: a client retries it.
+				default:
+					mu.Lock()
+					failures = append(failures, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	start := held.Load()
+	require.Eventually(t, func() bool { return held.Load() > start+20 }, time.Minute, 5*time.Millisecond, "holds before the upgrade")
+	upgrade()
+	after := held.Load()
+	require.Eventually(t, func() bool { return held.Load() > after+20 }, time.Minute, 5*time.Millisecond, "holds after the upgrade")
+	close(stop)
+	wg.Wait()
+	require.Empty(t, failures, "no hold failed across the upgrade")
+	return held.Load()
 }
 
 // relkind is the ledger's pg_class.relkind: r for a table, p for a
