@@ -178,6 +178,7 @@ func (b *bench) spreadOver(ctx context.Context, r *result, n int, body func() []
 // (pg_stat_wal) and the bench database's updates of stock rows.
 type walStats struct {
 	bytes, fpi, updates, hot float64
+	lsn                      string // pg_current_wal_lsn, for pg_waldump
 }
 
 // walNow reads the counters, once every backend has sent its own: a
@@ -191,18 +192,19 @@ func (b *bench) walNow(ctx context.Context) (walStats, error) {
 	}
 	var w walStats
 	err := b.pool.QueryRow(ctx, `
-		SELECT w.wal_bytes::float8, w.wal_fpi::float8, t.n_tup_upd::float8, t.n_tup_hot_upd::float8
-		FROM pg_stat_wal w, pg_stat_user_tables t WHERE t.relid = 'stock'::regclass`).Scan(&w.bytes, &w.fpi, &w.updates, &w.hot)
+		SELECT w.wal_bytes::float8, w.wal_fpi::float8, t.n_tup_upd::float8, t.n_tup_hot_upd::float8, pg_current_wal_lsn()::text
+		FROM pg_stat_wal w, pg_stat_user_tables t WHERE t.relid = 'stock'::regclass`).Scan(&w.bytes, &w.fpi, &w.updates, &w.hot, &w.lsn)
 	return w, err
 }
 
 // walPerHold is what PostgreSQL wrote per hold over a scenario.
 type walPerHold struct {
 	bytes, fpi, hotPct float64
+	from, to           string // the LSNs around it
 }
 
 func (w walStats) since(before walStats, holds int64) walPerHold {
-	var p walPerHold
+	p := walPerHold{from: before.lsn, to: w.lsn}
 	if holds > 0 {
 		p.bytes = (w.bytes - before.bytes) / float64(holds)
 		p.fpi = (w.fpi - before.fpi) / float64(holds)
@@ -214,7 +216,8 @@ func (w walStats) since(before walStats, holds int64) walPerHold {
 }
 
 func (p walPerHold) String() string {
-	return fmt.Sprintf("%.1f KB of WAL and %.2f full-page images per hold, %.0f%% of stock updates HOT", p.bytes/1024, p.fpi, p.hotPct)
+	return fmt.Sprintf("%.1f KB of WAL and %.2f full-page images per hold, %.0f%% of stock updates HOT (WAL %s to %s)",
+		p.bytes/1024, p.fpi, p.hotPct, p.from, p.to)
 }
 
 // half: spread at half the rate spread reached, open loop: the latency of
