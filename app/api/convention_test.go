@@ -269,6 +269,19 @@ func TestErrorConvention(t *testing.T) {
 		"GET /v1/skus/:sku/limits": {
 			{"none set", "GET", "/v1/skus/A1/limits", shop, nil, 404, "not_found"},
 		},
+		"PUT /v1/bundles/:sku": {
+			{"malformed", "PUT", "/v1/bundles/KIT", ops, malformed, bad, inv},
+			{"no components", "PUT", "/v1/bundles/KIT", ops, map[string]any{"reason": "kit", "components": []any{}}, 422, inv},
+			{"zero quantity", "PUT", "/v1/bundles/KIT", ops, map[string]any{"reason": "kit", "components": []any{map[string]any{"sku": "A1", "quantity": 0}}}, 422, inv},
+			{"itself", "PUT", "/v1/bundles/KIT", ops, map[string]any{"reason": "kit", "components": []any{map[string]any{"sku": "KIT", "quantity": 1}}}, 422, inv},
+			{"no such component", "PUT", "/v1/bundles/KIT", ops, map[string]any{"reason": "kit", "components": []any{map[string]any{"sku": "NOPE", "quantity": 1}}}, 422, "unknown_sku"},
+		},
+		"GET /v1/bundles/:sku": {
+			{"not a bundle", "GET", "/v1/bundles/A1", shop, nil, 404, "not_found"},
+		},
+		"DELETE /v1/bundles/:sku": {
+			{"not a bundle", "DELETE", "/v1/bundles/A1", ops, nil, 404, "not_found"},
+		},
 		"DELETE /v1/skus/:sku/limits": {
 			{"none set", "DELETE", "/v1/skus/A1/limits", ops, nil, 404, "not_found"},
 		},

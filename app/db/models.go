@@ -108,6 +108,25 @@ type ApiKey struct {
 	Strategy *string
 }
 
+// A bundle SKU's current definition (its components are bundle_components at this version); a row only while defined.
+type Bundle struct {
+	Sku     string
+	Version int64
+	Reason  string
+	SetBy   string
+	SetAt   time.Time
+}
+
+// Every version of every bundle's definition, kept after it is replaced or deleted: the version a hold line records can be read back.
+type BundleComponent struct {
+	BundleSku string
+	Version   int64
+	Sku       string
+	Quantity  int64
+	Split     bool
+	Position  int32
+}
+
 // Flash sales: scheduled -> active -> ended -> rolled_back. Holds naming a campaign draw only from its pool.
 type Campaign struct {
 	ID           string

@@ -74,6 +74,10 @@ func exampleScenario(x *recorder) {
 	x.example("ops", "PUT", "/v1/skus/C3/limits", `{"max_per_order": 4, "max_per_customer": 2, "customer_window_seconds": 86400}`)
 	x.example("shop", "GET", "/v1/skus/C3/limits", nil)
 	x.example("ops", "DELETE", "/v1/skus/C3/limits", nil)
+	x.example("ops", "PUT", "/v1/bundles/GIFT-BOX",
+		`{"components": [{"sku": "B2", "quantity": 1}, {"sku": "C3", "quantity": 2}], "reason": "gift box: a mug and two coasters"}`)
+	x.example("shop", "GET", "/v1/bundles/GIFT-BOX", nil)
+	x.example("ops", "DELETE", "/v1/bundles/GIFT-BOX", nil)
 	x.example("ops", "POST", "/v1/skus/C3/pause", `{"reason": "supplier recall"}`)
 	x.example("ops", "POST", "/v1/skus/C3/resume", `{"reason": "recall cleared"}`)
 	x.example("ops", "POST", "/v1/skus/A1/repair", `{"to": "ledger", "reason": "check the counters", "dry_run": true}`)

@@ -1559,6 +1559,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/bundles/{sku}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a bundle's definition
+         * @description The bundle's current definition, 404 when the SKU is not a bundle.
+         *
+         *     Role: `shop` or `ops` (bearer token).
+         */
+        get: operations["getBundle"];
+        /**
+         * Define a bundle
+         * @description Defines the SKU as a bundle of its components, as a new version of its definition (the first is 1, and a bundle deleted and defined again goes on from its last).
+         *
+         *     Refused, changing nothing: a component that is the bundle itself or another bundle (bundles do not nest, so none contains itself through another), a component without stock at any location (`unknown_sku`), a SKU named twice, a quantity outside 1-1,000,000, more than 20 components, a bundle SKU that has stock of its own or is another bundle's component.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        put: operations["setBundle"];
+        post?: never;
+        /**
+         * Remove a bundle
+         * @description Removes the bundle's definition; its versions are kept, and defining it again goes on from the last.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        delete: operations["deleteBundle"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     stockEvents: {
@@ -4198,6 +4237,53 @@ export interface components {
             /** Format: date-time */
             set_at: string;
         };
+        BundleComponent: {
+            /** @description A SKU with stock at some location (in some pool), not a bundle: bundles do not nest. */
+            sku: string;
+            /**
+             * Format: int64
+             * @description How many of the SKU one bundle takes.
+             */
+            quantity: number;
+            /**
+             * @description The component may come from several locations; without it, from the one location the bundle's other components come from.
+             * @default false
+             */
+            split?: boolean;
+        };
+        BundleComponentOut: {
+            /** @description A SKU with stock at some location (in some pool), not a bundle: bundles do not nest. */
+            sku: string;
+            /**
+             * Format: int64
+             * @description How many of the SKU one bundle takes.
+             */
+            quantity: number;
+            /** @description The component may come from several locations; without it, from the one location the bundle's other components come from. */
+            split: boolean;
+        };
+        /** @description A bundle's whole definition: it replaces the one before as a new version. */
+        BundleRequest: {
+            /** @description 1 to 20 components, each SKU once. */
+            components: components["schemas"]["BundleComponent"][];
+            /** @description Why the bundle is defined so. */
+            reason: string;
+        };
+        /** @description A SKU defined by its components, each a quantity per bundle. */
+        Bundle: {
+            sku: string;
+            /**
+             * Format: int64
+             * @description The definition's version, one more than the bundle's last.
+             */
+            version: number;
+            components: components["schemas"]["BundleComponentOut"][];
+            reason: string;
+            /** @description Who set it (the API key's name). */
+            set_by: string;
+            /** Format: date-time */
+            set_at: string;
+        };
     };
     responses: {
         /** @description No bearer token, or an unknown or revoked one. Codes: `unauthorized`. */
@@ -4377,7 +4463,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T18:46:20.841237Z"
+                     *               "updated_at": "2026-12-02T22:38:24.560208Z"
                      *             }
                      *           ]
                      *         },
@@ -4399,7 +4485,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T18:46:20.881954Z"
+                     *               "updated_at": "2026-12-02T22:38:24.658456Z"
                      *             }
                      *           ]
                      *         }
@@ -4491,7 +4577,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:46:20.841237Z"
+                     *           "updated_at": "2026-12-02T22:38:24.560208Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4603,7 +4689,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:46:21.177495Z"
+                     *           "updated_at": "2026-12-02T22:38:25.176077Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4620,7 +4706,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:46:21.116176Z"
+                     *           "updated_at": "2026-12-02T22:38:25.059962Z"
                      *         }
                      *       ]
                      *     }
@@ -4716,7 +4802,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:46:20.905819Z"
+                     *           "updated_at": "2026-12-02T22:38:24.748246Z"
                      *         }
                      *       ]
                      *     }
@@ -4815,14 +4901,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:46:20.913238Z"
+                     *           "updated_at": "2026-12-02T22:38:24.755824Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T18:46:20.905819Z"
+                     *         "at": "2026-12-02T22:38:24.748246Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -4930,7 +5016,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 28,
-                     *           "at": "2026-12-02T18:46:21.177495Z",
+                     *           "at": "2026-12-02T22:38:25.176077Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4939,7 +5025,7 @@ export interface operations {
                      *           "delta_available": 0,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 1,
-                     *           "reservation_id": "01a23814-40c5-71f4-b638-3376711296b3",
+                     *           "reservation_id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -4947,7 +5033,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": 27,
-                     *           "at": "2026-12-02T18:46:21.16267Z",
+                     *           "at": "2026-12-02T22:38:25.11635Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -4956,7 +5042,7 @@ export interface operations {
                      *           "delta_available": 1,
                      *           "delta_reserved": -1,
                      *           "delta_sold": 0,
-                     *           "reservation_id": "01a23814-40c5-71f4-b638-3376711296b3",
+                     *           "reservation_id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": "removed from the cart",
@@ -5085,7 +5171,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T18:46:20.881954Z"
+                     *               "updated_at": "2026-12-02T22:38:24.658456Z"
                      *             }
                      *           ]
                      *         },
@@ -5107,7 +5193,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T18:46:20.881954Z"
+                     *               "updated_at": "2026-12-02T22:38:24.658456Z"
                      *             }
                      *           ]
                      *         }
@@ -5193,13 +5279,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a23814-40c5-71f4-b638-3376711296b3",
+                     *           "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T19:16:21.15153Z",
-                     *           "created_at": "2026-12-02T18:46:21.126868Z",
-                     *           "confirmed_at": "2026-12-02T18:46:21.177495Z",
+                     *           "expires_at": "2026-12-02T23:08:25.100805Z",
+                     *           "created_at": "2026-12-02T22:38:25.078484Z",
+                     *           "confirmed_at": "2026-12-02T22:38:25.176077Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -5295,12 +5381,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
+                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T19:01:21.126868Z",
-                     *       "created_at": "2026-12-02T18:46:21.126868Z",
+                     *       "expires_at": "2026-12-02T22:53:25.078484Z",
+                     *       "created_at": "2026-12-02T22:38:25.078484Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5410,12 +5496,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
+                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T19:01:21.126868Z",
-                     *       "created_at": "2026-12-02T18:46:21.126868Z",
+                     *       "expires_at": "2026-12-02T22:53:25.078484Z",
+                     *       "created_at": "2026-12-02T22:38:25.078484Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5502,13 +5588,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
+                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T19:16:21.15153Z",
-                     *       "created_at": "2026-12-02T18:46:21.126868Z",
-                     *       "confirmed_at": "2026-12-02T18:46:21.177495Z",
+                     *       "expires_at": "2026-12-02T23:08:25.100805Z",
+                     *       "created_at": "2026-12-02T22:38:25.078484Z",
+                     *       "confirmed_at": "2026-12-02T22:38:25.176077Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5624,12 +5710,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
+                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T19:16:21.15153Z",
-                     *       "created_at": "2026-12-02T18:46:21.126868Z",
+                     *       "expires_at": "2026-12-02T23:08:25.100805Z",
+                     *       "created_at": "2026-12-02T22:38:25.078484Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5721,8 +5807,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T18:46:22Z",
-                 *       "ends_at": "2026-12-02T20:46:22Z",
+                 *       "starts_at": "2026-12-02T22:38:27Z",
+                 *       "ends_at": "2026-12-03T00:38:27Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5748,12 +5834,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T18:46:22Z",
-                     *       "ends_at": "2026-12-02T20:46:22Z",
+                     *       "starts_at": "2026-12-02T22:38:27Z",
+                     *       "ends_at": "2026-12-03T00:38:27Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:22.730335Z",
+                     *       "created_at": "2026-12-02T22:38:27.908098Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -5840,13 +5926,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T18:46:22Z",
-                     *       "ends_at": "2026-12-02T20:46:22Z",
+                     *       "starts_at": "2026-12-02T22:38:27Z",
+                     *       "ends_at": "2026-12-03T00:38:27Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:22.730335Z",
-                     *       "started_at": "2026-12-02T18:46:22.744799Z",
+                     *       "created_at": "2026-12-02T22:38:27.908098Z",
+                     *       "started_at": "2026-12-02T22:38:27.982913Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -6022,7 +6108,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a23814-4837-7306-9042-cba5dae22f50"
+                 *         "01a238e8-c387-74aa-bd30-40bb0b10028a"
                  *       ]
                  *     }
                  */
@@ -6105,12 +6191,12 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a23814-4837-7306-9042-cba5dae22f50"
+                     *           "01a238e8-c387-74aa-bd30-40bb0b10028a"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T18:46:23.03885Z",
+                     *       "requested_at": "2026-12-02T22:38:28.243238Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
@@ -6120,9 +6206,9 @@ export interface operations {
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T18:46:23.03885Z",
-                     *       "started_at": "2026-12-02T18:46:23.044851Z",
-                     *       "finished_at": "2026-12-02T18:46:23.057001Z",
+                     *       "created_at": "2026-12-02T22:38:28.243238Z",
+                     *       "started_at": "2026-12-02T22:38:28.251107Z",
+                     *       "finished_at": "2026-12-02T22:38:28.31424Z",
                      *       "reconciliation_run_id": 5
                      *     }
                      */
@@ -6344,9 +6430,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T18:46:23.177418Z",
-                     *       "started_at": "2026-12-02T18:46:23.185728Z",
-                     *       "finished_at": "2026-12-02T18:46:23.200814Z",
+                     *       "created_at": "2026-12-02T22:38:28.548066Z",
+                     *       "started_at": "2026-12-02T22:38:28.632424Z",
+                     *       "finished_at": "2026-12-02T22:38:28.644603Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6408,9 +6494,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T18:46:23.177418Z",
-                     *       "started_at": "2026-12-02T18:46:23.185728Z",
-                     *       "finished_at": "2026-12-02T18:46:23.200814Z",
+                     *       "created_at": "2026-12-02T22:38:28.548066Z",
+                     *       "started_at": "2026-12-02T22:38:28.632424Z",
+                     *       "finished_at": "2026-12-02T22:38:28.644603Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6480,7 +6566,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a23814-4112-7dd0-b146-a0e455911550",
+                     *           "subject": "hold:01a238e8-b7b1-74fc-87f7-663750073b32",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -6496,16 +6582,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T18:46:20.20321Z",
-                     *             "released_at": "2026-12-02T18:46:22.60448Z",
+                     *             "expires_at": "2026-12-02T22:38:24.20718Z",
+                     *             "released_at": "2026-12-02T22:38:27.506352Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired",
-                     *             "reservation_id": "01a23814-4112-7dd0-b146-a0e455911550"
+                     *             "reservation_id": "01a238e8-b7b1-74fc-87f7-663750073b32"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23814-4112-7dd0-b146-a0e455911550 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23814-4112-7dd0-b146-a0e455911550/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a238e8-b7b1-74fc-87f7-663750073b32 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a238e8-b7b1-74fc-87f7-663750073b32/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T18:46:22.684225Z",
-                     *           "last_seen_at": "2026-12-02T18:46:22.684225Z",
+                     *           "first_seen_at": "2026-12-02T22:38:27.678967Z",
+                     *           "last_seen_at": "2026-12-02T22:38:27.678967Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6586,7 +6672,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23814-4112-7dd0-b146-a0e455911550",
+                     *       "subject": "hold:01a238e8-b7b1-74fc-87f7-663750073b32",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6602,23 +6688,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T18:46:20.20321Z",
-                     *         "released_at": "2026-12-02T18:46:22.60448Z",
+                     *         "expires_at": "2026-12-02T22:38:24.20718Z",
+                     *         "released_at": "2026-12-02T22:38:27.506352Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired",
-                     *         "reservation_id": "01a23814-4112-7dd0-b146-a0e455911550"
+                     *         "reservation_id": "01a238e8-b7b1-74fc-87f7-663750073b32"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23814-4112-7dd0-b146-a0e455911550 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23814-4112-7dd0-b146-a0e455911550/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a238e8-b7b1-74fc-87f7-663750073b32 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a238e8-b7b1-74fc-87f7-663750073b32/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T18:46:22.684225Z",
-                     *       "last_seen_at": "2026-12-02T18:46:22.684225Z",
+                     *       "first_seen_at": "2026-12-02T22:38:27.678967Z",
+                     *       "last_seen_at": "2026-12-02T22:38:27.678967Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T18:46:23.121986Z",
+                     *       "acked_at": "2026-12-02T22:38:28.38093Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T18:46:23.117597Z",
+                     *       "taken_at": "2026-12-02T22:38:28.378144Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6690,11 +6776,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T18:46:23.241783Z",
+                     *       "as_of": "2026-12-02T22:38:28.70141Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T17:46:23.241783Z"
+                     *         "since": "2026-12-02T21:38:28.70141Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 5,
@@ -6710,7 +6796,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T18:46:20.582167162Z",
+                     *         "since": "2026-12-02T22:38:24.148382658Z",
                      *         "attempts": 5,
                      *         "held": 5,
                      *         "refused": 0,
@@ -6956,12 +7042,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-40c5-71f4-b638-3376711296b3",
+                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T19:16:21.15153Z",
-                     *       "created_at": "2026-12-02T18:46:21.126868Z",
+                     *       "expires_at": "2026-12-02T23:08:25.100805Z",
+                     *       "created_at": "2026-12-02T22:38:25.078484Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -7084,7 +7170,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T18:46:20.881954Z"
+                     *           "updated_at": "2026-12-02T22:38:24.658456Z"
                      *         }
                      *       ]
                      *     }
@@ -7165,9 +7251,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "26077-1-1",
+                     *           "id": "857-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T18:46:20.841237Z",
+                     *           "at": "2026-12-02T22:38:24.560208Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7195,9 +7281,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "26082-2-1",
+                     *           "id": "862-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T18:46:20.881954Z",
+                     *           "at": "2026-12-02T22:38:24.658456Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7225,8 +7311,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "26082-2-1",
-                     *       "next": "26082-2-1"
+                     *       "next_cursor": "862-2-1",
+                     *       "next": "862-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -7305,8 +7391,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T18:46:22.695099Z",
-                     *           "last_event_id": "26127-0-0",
+                     *           "created_at": "2026-12-02T22:38:27.775314Z",
+                     *           "last_event_id": "908-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -7393,15 +7479,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:22.695099Z",
-                     *       "last_event_id": "26127-0-0",
+                     *       "created_at": "2026-12-02T22:38:27.775314Z",
+                     *       "last_event_id": "908-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_3315a38038b04938bb0f5fc11497d24154ba23e0a61864ee5967cac2ffa19581"
+                     *       "secret": "whsec_afa12e83d8e35b3d6d4c00bbc70092cf6699e6117ba91dbd3ee3669878e5c416"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -7466,8 +7552,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:22.695099Z",
-                     *       "last_event_id": "26127-0-0",
+                     *       "created_at": "2026-12-02T22:38:27.775314Z",
+                     *       "last_event_id": "908-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7734,7 +7820,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:46:20.965624Z",
+                     *           "updated_at": "2026-12-02T22:38:24.834885Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -7853,7 +7939,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:46:20.991869Z",
+                     *           "updated_at": "2026-12-02T22:38:24.857447Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -8071,7 +8157,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T18:34:21.229728Z",
+                     *       "changed_at": "2026-12-02T22:38:23.020688Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -8118,7 +8204,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T18:46:21.008086Z",
+                     *       "changed_at": "2026-12-02T22:38:24.87689Z",
                      *       "lifted": null
                      *     }
                      */
@@ -8384,12 +8470,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-46e1-7e21-884a-c6b8c0f38f0e",
+                     *       "id": "01a238e8-c186-77e2-9a67-ae10119e2641",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T19:01:22.690182Z",
-                     *       "created_at": "2026-12-02T18:46:22.690182Z",
+                     *       "expires_at": "2026-12-02T22:53:27.718678Z",
+                     *       "created_at": "2026-12-02T22:38:27.718678Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -8399,7 +8485,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a23814-4112-7dd0-b146-a0e455911550"
+                     *       "reinstated_from": "01a238e8-b7b1-74fc-87f7-663750073b32"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -8517,7 +8603,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23814-4112-7dd0-b146-a0e455911550",
+                     *       "subject": "hold:01a238e8-b7b1-74fc-87f7-663750073b32",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -8533,23 +8619,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T18:46:20.20321Z",
-                     *         "released_at": "2026-12-02T18:46:22.60448Z",
+                     *         "expires_at": "2026-12-02T22:38:24.20718Z",
+                     *         "released_at": "2026-12-02T22:38:27.506352Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired",
-                     *         "reservation_id": "01a23814-4112-7dd0-b146-a0e455911550"
+                     *         "reservation_id": "01a238e8-b7b1-74fc-87f7-663750073b32"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23814-4112-7dd0-b146-a0e455911550 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23814-4112-7dd0-b146-a0e455911550/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a238e8-b7b1-74fc-87f7-663750073b32 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a238e8-b7b1-74fc-87f7-663750073b32/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T18:46:22.684225Z",
-                     *       "last_seen_at": "2026-12-02T18:46:22.684225Z",
+                     *       "first_seen_at": "2026-12-02T22:38:27.678967Z",
+                     *       "last_seen_at": "2026-12-02T22:38:27.678967Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T18:46:23.117597Z",
+                     *       "taken_at": "2026-12-02T22:38:28.378144Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -9701,8 +9787,8 @@ export interface operations {
                      *           "longitude": null,
                      *           "pickup": false,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T18:34:21.277789Z",
-                     *           "updated_at": "2026-12-02T18:34:21.277789Z",
+                     *           "created_at": "2026-12-02T22:38:23.138038Z",
+                     *           "updated_at": "2026-12-02T22:38:23.138038Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -9725,8 +9811,8 @@ export interface operations {
                      *           "longitude": -1.55,
                      *           "pickup": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T18:46:21.011988Z",
-                     *           "updated_at": "2026-12-02T18:46:21.016786Z",
+                     *           "created_at": "2026-12-02T22:38:24.885011Z",
+                     *           "updated_at": "2026-12-02T22:38:24.891076Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -9820,8 +9906,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T18:46:21.011988Z",
-                     *       "updated_at": "2026-12-02T18:46:21.011988Z"
+                     *       "created_at": "2026-12-02T22:38:24.885011Z",
+                     *       "updated_at": "2026-12-02T22:38:24.885011Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -9899,8 +9985,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T18:46:21.011988Z",
-                     *       "updated_at": "2026-12-02T18:46:21.011988Z",
+                     *       "created_at": "2026-12-02T22:38:24.885011Z",
+                     *       "updated_at": "2026-12-02T22:38:24.885011Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -9998,8 +10084,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T18:46:21.011988Z",
-                     *       "updated_at": "2026-12-02T18:46:21.016786Z",
+                     *       "created_at": "2026-12-02T22:38:24.885011Z",
+                     *       "updated_at": "2026-12-02T22:38:24.891076Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -10114,7 +10200,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T18:46:21.021476Z"
+                     *           "updated_at": "2026-12-02T22:38:24.90491Z"
                      *         }
                      *       ]
                      *     }
@@ -10250,7 +10336,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T18:46:21.021476Z"
+                     *             "updated_at": "2026-12-02T22:38:24.90491Z"
                      *           }
                      *         ]
                      *       }
@@ -10341,7 +10427,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
+                     *           "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10354,15 +10440,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T18:46:21.041267Z",
-                     *           "updated_at": "2026-12-02T18:46:21.057666Z",
+                     *           "created_at": "2026-12-02T22:38:24.928062Z",
+                     *           "updated_at": "2026-12-02T22:38:24.951101Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T18:46:21.057666Z",
+                     *           "finished_at": "2026-12-02T22:38:24.951101Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a23814-4087-7c48-acde-34dc30a21eea",
+                     *           "id": "01a238e8-b6c1-7c7a-b847-620875c3816d",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10375,10 +10461,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T18:46:21.061576Z",
-                     *           "updated_at": "2026-12-02T18:46:21.067947Z",
+                     *           "created_at": "2026-12-02T22:38:24.960822Z",
+                     *           "updated_at": "2026-12-02T22:38:24.983865Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T18:46:21.067947Z",
+                     *           "finished_at": "2026-12-02T22:38:24.983865Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -10453,7 +10539,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
+                     *       "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10466,8 +10552,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.041267Z",
-                     *       "updated_at": "2026-12-02T18:46:21.041267Z",
+                     *       "created_at": "2026-12-02T22:38:24.928062Z",
+                     *       "updated_at": "2026-12-02T22:38:24.928062Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10541,7 +10627,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
+                     *       "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10554,8 +10640,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.041267Z",
-                     *       "updated_at": "2026-12-02T18:46:21.041267Z",
+                     *       "created_at": "2026-12-02T22:38:24.928062Z",
+                     *       "updated_at": "2026-12-02T22:38:24.928062Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10641,7 +10727,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
+                     *       "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10654,8 +10740,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.041267Z",
-                     *       "updated_at": "2026-12-02T18:46:21.051362Z",
+                     *       "created_at": "2026-12-02T22:38:24.928062Z",
+                     *       "updated_at": "2026-12-02T22:38:24.942006Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10754,7 +10840,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4075-7c10-9db9-4074d1eedd43",
+                     *       "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10767,10 +10853,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.041267Z",
-                     *       "updated_at": "2026-12-02T18:46:21.057666Z",
+                     *       "created_at": "2026-12-02T22:38:24.928062Z",
+                     *       "updated_at": "2026-12-02T22:38:24.951101Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T18:46:21.057666Z",
+                     *       "finished_at": "2026-12-02T22:38:24.951101Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -10867,7 +10953,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4087-7c48-acde-34dc30a21eea",
+                     *       "id": "01a238e8-b6c1-7c7a-b847-620875c3816d",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10880,10 +10966,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.061576Z",
-                     *       "updated_at": "2026-12-02T18:46:21.067947Z",
+                     *       "created_at": "2026-12-02T22:38:24.960822Z",
+                     *       "updated_at": "2026-12-02T22:38:24.983865Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T18:46:21.067947Z",
+                     *       "finished_at": "2026-12-02T22:38:24.983865Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
@@ -10974,7 +11060,7 @@ export interface operations {
                      * @example {
                      *       "inbound": [
                      *         {
-                     *           "id": "01a23814-40bd-785f-9b4e-711fe0bf292e",
+                     *           "id": "01a238e8-b724-7dfa-b3b7-071d18cef593",
                      *           "supplier_ref": "PO-1044",
                      *           "location": "east",
                      *           "expected_on": "2030-03-01",
@@ -10993,8 +11079,8 @@ export interface operations {
                      *           "reason": "expected from PO-1044",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T18:46:21.116176Z",
-                     *           "updated_at": "2026-12-02T18:46:21.116176Z",
+                     *           "created_at": "2026-12-02T22:38:25.059962Z",
+                     *           "updated_at": "2026-12-02T22:38:25.059962Z",
                      *           "finished_at": null,
                      *           "finished_by": null,
                      *           "finish_reason": null
@@ -11078,7 +11164,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4094-7e03-b4ad-b4358500d70e",
+                     *       "id": "01a238e8-b6ea-7cc9-868a-da2ca5ae5878",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11105,8 +11191,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.07514Z",
-                     *       "updated_at": "2026-12-02T18:46:21.07514Z",
+                     *       "created_at": "2026-12-02T22:38:25.001331Z",
+                     *       "updated_at": "2026-12-02T22:38:25.001331Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11179,7 +11265,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4094-7e03-b4ad-b4358500d70e",
+                     *       "id": "01a238e8-b6ea-7cc9-868a-da2ca5ae5878",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11206,8 +11292,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.07514Z",
-                     *       "updated_at": "2026-12-02T18:46:21.07514Z",
+                     *       "created_at": "2026-12-02T22:38:25.001331Z",
+                     *       "updated_at": "2026-12-02T22:38:25.001331Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11293,7 +11379,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4094-7e03-b4ad-b4358500d70e",
+                     *       "id": "01a238e8-b6ea-7cc9-868a-da2ca5ae5878",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11320,8 +11406,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.07514Z",
-                     *       "updated_at": "2026-12-02T18:46:21.089535Z",
+                     *       "created_at": "2026-12-02T22:38:25.001331Z",
+                     *       "updated_at": "2026-12-02T22:38:25.014283Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11419,7 +11505,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-4094-7e03-b4ad-b4358500d70e",
+                     *       "id": "01a238e8-b6ea-7cc9-868a-da2ca5ae5878",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11446,9 +11532,9 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.07514Z",
-                     *       "updated_at": "2026-12-02T18:46:21.099693Z",
-                     *       "finished_at": "2026-12-02T18:46:21.099693Z",
+                     *       "created_at": "2026-12-02T22:38:25.001331Z",
+                     *       "updated_at": "2026-12-02T22:38:25.031814Z",
+                     *       "finished_at": "2026-12-02T22:38:25.031814Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "supplier out of B2"
                      *     }
@@ -11545,7 +11631,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23814-40b3-7ef2-bc74-0c5f0ad001d8",
+                     *       "id": "01a238e8-b70f-74bd-a94f-bd78fd62633b",
                      *       "supplier_ref": "PO-1043",
                      *       "location": "east",
                      *       "expected_on": "2030-02-01",
@@ -11564,9 +11650,9 @@ export interface operations {
                      *       "reason": "expected from PO-1043",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T18:46:21.106192Z",
-                     *       "updated_at": "2026-12-02T18:46:21.112278Z",
-                     *       "finished_at": "2026-12-02T18:46:21.112278Z",
+                     *       "created_at": "2026-12-02T22:38:25.038388Z",
+                     *       "updated_at": "2026-12-02T22:38:25.047159Z",
+                     *       "finished_at": "2026-12-02T22:38:25.047159Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "order withdrawn"
                      *     }
@@ -11737,7 +11823,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T18:46:20.900226Z"
+                     *       "set_at": "2026-12-02T22:38:24.715252Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
@@ -11822,7 +11908,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T18:46:20.900226Z"
+                     *       "set_at": "2026-12-02T22:38:24.715252Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
@@ -11917,6 +12003,236 @@ export interface operations {
                 };
             };
             /** @description A bad sku or pool name. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+        };
+    };
+    getBundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bundle's definition. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sku": "GIFT-BOX",
+                     *       "version": 1,
+                     *       "components": [
+                     *         {
+                     *           "sku": "B2",
+                     *           "quantity": 1,
+                     *           "split": false
+                     *         },
+                     *         {
+                     *           "sku": "C3",
+                     *           "quantity": 2,
+                     *           "split": false
+                     *         }
+                     *       ],
+                     *       "reason": "gift box: a mug and two coasters",
+                     *       "set_by": "dev-ops",
+                     *       "set_at": "2026-12-02T22:38:24.730007Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Bundle"];
+                };
+            };
+            /** @description The path is badly escaped. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The SKU is not a bundle. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description A bad sku name. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+        };
+    };
+    setBundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "components": [
+                 *         {
+                 *           "sku": "B2",
+                 *           "quantity": 1
+                 *         },
+                 *         {
+                 *           "sku": "C3",
+                 *           "quantity": 2
+                 *         }
+                 *       ],
+                 *       "reason": "gift box: a mug and two coasters"
+                 *     }
+                 */
+                "application/json": components["schemas"]["BundleRequest"];
+            };
+        };
+        responses: {
+            /** @description The bundle's definition. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sku": "GIFT-BOX",
+                     *       "version": 1,
+                     *       "components": [
+                     *         {
+                     *           "sku": "B2",
+                     *           "quantity": 1,
+                     *           "split": false
+                     *         },
+                     *         {
+                     *           "sku": "C3",
+                     *           "quantity": 2,
+                     *           "split": false
+                     *         }
+                     *       ],
+                     *       "reason": "gift box: a mug and two coasters",
+                     *       "set_by": "dev-ops",
+                     *       "set_at": "2026-12-02T22:38:24.730007Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Bundle"];
+                };
+            };
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), an empty body, or a badly escaped path. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No components, more than 20, a SKU named twice, a quantity outside 1-1,000,000, the bundle itself or another bundle as a component, a bundle SKU with stock of its own or in another bundle, no reason, a bad name (`invalid_request`); a component without stock at any location (`unknown_sku`). Codes: `invalid_request`, `unknown_sku`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "unknown_sku";
+                    };
+                };
+            };
+        };
+    };
+    deleteBundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path is badly escaped. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The SKU is not a bundle. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description A bad sku name. Codes: `invalid_request`. */
             422: {
                 headers: {
                     [name: string]: unknown;
