@@ -12,6 +12,10 @@ RETURNING *;
 -- name: SkuLimitsGet :one
 SELECT * FROM sku_limits WHERE sku = @sku AND pool = @pool;
 
+-- name: SkuLimitsOfSKU :many
+-- SkuLimitsOfSKU returns the limits of each of a SKU's pools that has any.
+SELECT * FROM sku_limits WHERE sku = @sku ORDER BY pool COLLATE "C";
+
 -- name: SkuLimitsDelete :execrows
 DELETE FROM sku_limits WHERE sku = @sku AND pool = @pool;
 

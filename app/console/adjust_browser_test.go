@@ -1,12 +1,14 @@
 package console_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/stock"
 )
 
 // TestBrowserAdjustWithPreview adjusts a pool from its SKU's page in
@@ -20,6 +22,9 @@ func TestBrowserAdjustWithPreview(t *testing.T) {
 	ctx := tab(t)
 	e := setup(t)
 	dbtest.StockIn(t, e.pool, "MUG", 10)
+	four, two := int64(4), int64(2)
+	_, err := e.app.Inventory.SetLimits(context.Background(), stock.Limits{SKU: "MUG", MaxPerOrder: &four, MaxPerCustomer: &two}, "carol")
+	require.NoError(t, err)
 	text := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(ctx, chromedp.Text(sel))
@@ -42,6 +47,7 @@ func TestBrowserAdjustWithPreview(t *testing.T) {
 		chromedp.WaitVisible(`.flash`),
 	))
 	require.Contains(t, text(`.flash`), "Preview, nothing changed: -3 MUG (pool main) would leave total 7, available 7, reserved 0, sold 0.")
+	require.Regexp(t, `^Limits: max_per_order 4, max_per_customer 2 ever; set by carol \S`, text(`p.limits`), "the pool's limits, beside its counters")
 	require.Equal(t, "10", e.scalar(`SELECT total::text FROM stock WHERE sku = 'MUG'`), "a preview changes nothing")
 	require.Contains(t, text(`details.adjust form.apply button`), "Apply -3 to pool main")
 	wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))

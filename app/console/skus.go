@@ -74,6 +74,9 @@ type skuData struct {
 	// Pauses are the latest pause of each paused pool, by location and
 	// pool ("berlin/main"): who, why, when.
 	Pauses map[string]*stock.Pause
+	// Limits are the limits of each pool that has any, by pool (they hold
+	// at every location).
+	Limits map[string]stock.Limits
 	// Adjust is an adjustment previewed (from the preview's redirect), to
 	// apply with one button (its nonce makes that apply once).
 	Adjust *adjustPreview
@@ -118,6 +121,9 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 	}
 	if err := c.seatMap(r.Context(), &d); err != nil {
+		return err
+	}
+	if d.Limits, err = c.Inventory.LimitsOfSKU(r.Context(), sku); err != nil {
 		return err
 	}
 	for _, p := range st.Pools {

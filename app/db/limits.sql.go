@@ -42,6 +42,41 @@ func (q *Queries) SkuLimitsGet(ctx context.Context, sku string, pool string) (Sk
 	return i, err
 }
 
+const skuLimitsOfSKU = `-- name: SkuLimitsOfSKU :many
+SELECT sku, pool, max_per_order, min_per_order, step, max_per_customer, customer_window_seconds, set_by, set_at FROM sku_limits WHERE sku = $1 ORDER BY pool COLLATE "C"
+`
+
+// SkuLimitsOfSKU returns the limits of each of a SKU's pools that has any.
+func (q *Queries) SkuLimitsOfSKU(ctx context.Context, sku string) ([]SkuLimit, error) {
+	rows, err := q.db.Query(ctx, skuLimitsOfSKU, sku)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SkuLimit
+	for rows.Next() {
+		var i SkuLimit
+		if err := rows.Scan(
+			&i.Sku,
+			&i.Pool,
+			&i.MaxPerOrder,
+			&i.MinPerOrder,
+			&i.Step,
+			&i.MaxPerCustomer,
+			&i.CustomerWindowSeconds,
+			&i.SetBy,
+			&i.SetAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const skuLimitsPoolExists = `-- name: SkuLimitsPoolExists :one
 SELECT EXISTS (SELECT FROM stock WHERE sku = $1 AND pool = $2)::boolean
 `

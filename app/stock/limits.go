@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,42 @@ type Limits struct {
 	CustomerWindowSeconds *int64    `json:"customer_window_seconds"`
 	SetBy                 string    `json:"set_by"`
 	SetAt                 time.Time `json:"set_at"`
+}
+
+// Describe says l's limits in one line, those set only:
+// "max_per_order 12, step 6, max_per_customer 2 per 24h0m0s".
+func (l Limits) Describe() string {
+	var parts []string
+	for _, v := range []struct {
+		name string
+		v    *int64
+	}{{"max_per_order", l.MaxPerOrder}, {"min_per_order", l.MinPerOrder}, {"step", l.Step}} {
+		if v.v != nil {
+			parts = append(parts, fmt.Sprintf("%s %d", v.name, *v.v))
+		}
+	}
+	if n := l.MaxPerCustomer; n != nil {
+		per := "ever"
+		if w := l.CustomerWindowSeconds; w != nil {
+			per = "per " + (time.Duration(*w) * time.Second).String()
+		}
+		parts = append(parts, fmt.Sprintf("max_per_customer %d %s", *n, per))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// LimitsOfSKU returns the limits of each of a SKU's pools that has any,
+// by pool.
+func (s *Service) LimitsOfSKU(ctx context.Context, sku string) (map[string]Limits, error) {
+	rows, err := db.New(s.pool).SkuLimitsOfSKU(ctx, sku)
+	if err != nil {
+		return nil, fmt.Errorf("read the limits of %s: %w", sku, err)
+	}
+	out := make(map[string]Limits, len(rows))
+	for _, r := range rows {
+		out[r.Pool] = limitsOf(r)
+	}
+	return out, nil
 }
 
 func limitsOf(r db.SkuLimit) Limits {

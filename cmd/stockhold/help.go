@@ -37,6 +37,8 @@ commands:
                      stock on its way from one location to another
   inbound create|receive|close|cancel|list
                      stock expected from suppliers at a location, by the day it is due
+  limits show|set|clear
+                     limits on a SKU's pool: per hold (max, min, pack size) and per customer
   count              preview, or with --apply record, a stock count and its difference
   ledger partitions|archive|restore
                      the ledger's monthly partitions; archive old months to files; load an archive back
@@ -281,6 +283,34 @@ stockhold inbound list --status open`,
 		synopsis: "inbound list [--status S]",
 		about:    "Lists notices by the day they are expected, the late first, with their units ordered, received and still expected.",
 		example:  "stockhold inbound list --status open",
+	},
+	"limits": {
+		synopsis: "limits show|set|clear --sku S [--pool P] [flags]",
+		about: `The limits on a SKU's pool (main unless --pool names a campaign's), counted per SKU across
+a hold's lines and locations: max_per_order, min_per_order and step (sold in multiples of
+it) bound each hold; max_per_customer bounds the units one customer's holds (those carrying
+its customer_ref) hold or bought, in the last --customer-window or ever. A hold past one is
+refused 422 limit_exceeded, naming it. set replaces every limit at once (one left out is
+removed); holds already made keep what they hold.`,
+		example: `stockhold limits set --sku TEA --step 6 --max-per-order 12 --operator alice
+stockhold limits set --sku FLASH --max-per-customer 2 --customer-window 24h --operator alice
+stockhold limits show --sku TEA`,
+		group: []string{"show", "set", "clear"},
+	},
+	"limits show": {
+		synopsis: "limits show --sku S [--pool P]",
+		about:    "Prints the pool's limits, who set them and when; not found when it has none.",
+		example:  "stockhold limits show --sku TEA",
+	},
+	"limits set": {
+		synopsis: "limits set --sku S [--pool P] [--max-per-order N] [--min-per-order N] [--step N] [--max-per-customer N [--customer-window D]] --operator O",
+		about:    "Sets every limit of the pool at once, at least one; a limit left out is removed. The pool must have stock somewhere.",
+		example:  "stockhold limits set --sku TEA --step 6 --max-per-order 12 --operator alice",
+	},
+	"limits clear": {
+		synopsis: "limits clear --sku S [--pool P]",
+		about:    "Removes every limit of the pool; not found when it had none.",
+		example:  "stockhold limits clear --sku TEA",
 	},
 	"count": {
 		synopsis: "count --sku S [--location L] [--pool P] --counted N --operator O --reason R [--force] [--apply]",

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -18,22 +16,9 @@ import (
 // line that is not SKU=N refused.
 func TestInboundCommands(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := dbtest.New(t)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
-	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "USER": "carol"}
-	getenv := func(k string) string { return env[k] }
-	cmd := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, args, getenv, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
-	ok := func(args ...string) string {
-		t.Helper()
-		code, out, errs := cmd(args...)
-		require.Equal(t, 0, code, "%v: %s", args, errs)
-		return out
-	}
+	cmd, ok := commandsOn(t, pool)
 	lastLine := func(out string) string {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		return lines[len(lines)-1]

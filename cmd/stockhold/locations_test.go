@@ -21,19 +21,7 @@ func TestLocationCommands(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	t.Cleanup(func() { dbtest.RequireInvariants(t, pool) })
-	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "USER": "carol"}
-	getenv := func(k string) string { return env[k] }
-	cmd := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, args, getenv, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
-	ok := func(args ...string) string {
-		t.Helper()
-		code, out, errs := cmd(args...)
-		require.Equal(t, 0, code, "%v: %s", args, errs)
-		return out
-	}
+	cmd, ok := commandsOn(t, pool)
 
 	require.Contains(t, ok("locations", "create", "--id", "paris", "--name", "Paris", "--priority", "1", "--operator", "alice"),
 		"created location paris (Paris), priority 1")

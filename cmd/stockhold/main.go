@@ -13,6 +13,7 @@
 //	stockhold locations list|create|update            where stock is
 //	stockhold transfer create|receive|close|cancel|list  stock between locations
 //	stockhold inbound create|receive|close|cancel|list   stock expected from suppliers
+//	stockhold limits show|set|clear                      limits per hold and per customer on a SKU's pool
 //	stockhold count --sku S --counted N ... [--apply]  a stock count
 //	stockhold ledger partitions|archive|restore      the ledger's months, archived to files
 //	stockhold webhook-listen --secret S  a webhook receiver that verifies signatures
@@ -93,6 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = transferCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "inbound":
 		err = inboundCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "limits":
+		err = limitsCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "count":
 		err = countCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "ledger":
