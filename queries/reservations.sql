@@ -42,18 +42,22 @@ JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[
 -- these keys as they were granted, which is what a replay answers: from
 -- their reserve ledger rows (never changed, never deleted), in the order
 -- the hold batch wrote them, the order of its answer, whatever partial
--- releases did to the lines since. By the ledger's index of holds.
-SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
+-- releases did to the lines since, with the bundle line each came from
+-- (a line keeps it). By the ledger's index of holds.
+SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units,
+       l.bundle_sku, l.bundle_quantity, l.bundle_version
 FROM reservations r
 JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
 JOIN ledger g ON g.reservation_id = r.id AND g.kind = 'reserve'
+LEFT JOIN reservation_lines l ON l.reservation_id = r.id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
 ORDER BY r.id, g.id;
 
 -- name: ReservationFirstLines :many
 -- ReservationFirstLines is ReservationFirstLinesGetByKeys for one hold.
-SELECT g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
+SELECT g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units, l.bundle_sku, l.bundle_quantity, l.bundle_version
 FROM ledger g
+LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
 WHERE g.reservation_id = @reservation_id AND g.kind = 'reserve'
 ORDER BY g.id;
 

@@ -71,6 +71,72 @@ func (b *BatchSettingsSetBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const bundleVersions = `-- name: BundleVersions :batchmany
+SELECT sku, version FROM bundles WHERE sku = ANY($1::text[])
+`
+
+type BundleVersionsBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type BundleVersionsRow struct {
+	Sku     string
+	Version int64
+}
+
+// BundleVersions is the current version of each of skus that is a
+// bundle: a hold batch with bundle lines reads it with its locks, and a
+// hold expanded by a definition since replaced goes again.
+func (q *Queries) BundleVersions(ctx context.Context, skus [][]string) *BundleVersionsBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range skus {
+		vals := []interface{}{
+			a,
+		}
+		batch.Queue(bundleVersions, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &BundleVersionsBatchResults{br, len(skus), false}
+}
+
+func (b *BundleVersionsBatchResults) Query(f func(int, []BundleVersionsRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []BundleVersionsRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i BundleVersionsRow
+				if err := rows.Scan(&i.Sku, &i.Version); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *BundleVersionsBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const customerUnitsHeld = `-- name: CustomerUnitsHeld :batchmany
 SELECT k.customer::text AS customer, k.sku::text AS sku, k.pool::text AS pool,
        coalesce((SELECT sum(rl.quantity)
@@ -171,11 +237,13 @@ func (b *CustomerUnitsHeldBatchResults) Close() error {
 }
 
 const reservationFirstLinesGetByKeys = `-- name: ReservationFirstLinesGetByKeys :batchmany
-SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
+SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units,
+       l.bundle_sku, l.bundle_quantity, l.bundle_version
 FROM reservations r
 JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
 JOIN ledger g ON g.reservation_id = r.id AND g.kind = 'reserve'
+LEFT JOIN reservation_lines l ON l.reservation_id = r.id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
 ORDER BY r.id, g.id
 `
 
@@ -191,19 +259,23 @@ type ReservationFirstLinesGetByKeysParams struct {
 }
 
 type ReservationFirstLinesGetByKeysRow struct {
-	ReservationID uuid.UUID
-	Sku           string
-	Location      string
-	Pool          string
-	Quantity      int64
-	Units         []string
+	ReservationID  uuid.UUID
+	Sku            string
+	Location       string
+	Pool           string
+	Quantity       int64
+	Units          []string
+	BundleSku      *string
+	BundleQuantity *int64
+	BundleVersion  *int64
 }
 
 // ReservationFirstLinesGetByKeys returns the lines of the holds made with
 // these keys as they were granted, which is what a replay answers: from
 // their reserve ledger rows (never changed, never deleted), in the order
 // the hold batch wrote them, the order of its answer, whatever partial
-// releases did to the lines since. By the ledger's index of holds.
+// releases did to the lines since, with the bundle line each came from
+// (a line keeps it). By the ledger's index of holds.
 func (q *Queries) ReservationFirstLinesGetByKeys(ctx context.Context, arg []ReservationFirstLinesGetByKeysParams) *ReservationFirstLinesGetByKeysBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -242,6 +314,9 @@ func (b *ReservationFirstLinesGetByKeysBatchResults) Query(f func(int, []Reserva
 					&i.Pool,
 					&i.Quantity,
 					&i.Units,
+					&i.BundleSku,
+					&i.BundleQuantity,
+					&i.BundleVersion,
 				); err != nil {
 					return err
 				}
@@ -261,7 +336,7 @@ func (b *ReservationFirstLinesGetByKeysBatchResults) Close() error {
 }
 
 const reservationLinesGetMany = `-- name: ReservationLinesGetMany :batchmany
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
@@ -310,6 +385,9 @@ func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLin
 					&i.Quantity,
 					&i.Location,
 					&i.Units,
+					&i.BundleSku,
+					&i.BundleQuantity,
+					&i.BundleVersion,
 				); err != nil {
 					return err
 				}
@@ -324,6 +402,72 @@ func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLin
 }
 
 func (b *ReservationLinesGetManyBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const reservationLinesMarkBundles = `-- name: ReservationLinesMarkBundles :batchexec
+UPDATE reservation_lines l
+SET bundle_sku = b.bundle_sku, bundle_quantity = b.bundle_quantity, bundle_version = b.bundle_version
+FROM (SELECT unnest($1::uuid[]) AS reservation_id, unnest($2::text[]) AS sku, unnest($3::text[]) AS location,
+             unnest($4::text[]) AS pool, unnest($5::text[]) AS bundle_sku,
+             unnest($6::bigint[]) AS bundle_quantity, unnest($7::bigint[]) AS bundle_version) b
+WHERE l.reservation_id = b.reservation_id AND l.sku = b.sku AND l.location = b.location AND l.pool = b.pool
+`
+
+type ReservationLinesMarkBundlesBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type ReservationLinesMarkBundlesParams struct {
+	Ids              []uuid.UUID
+	Skus             []string
+	Locations        []string
+	Pools            []string
+	BundleSkus       []string
+	BundleQuantities []int64
+	BundleVersions   []int64
+}
+
+// ReservationLinesMarkBundles records, on the component lines a hold
+// batch just inserted, the bundle line each came from.
+func (q *Queries) ReservationLinesMarkBundles(ctx context.Context, arg []ReservationLinesMarkBundlesParams) *ReservationLinesMarkBundlesBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Ids,
+			a.Skus,
+			a.Locations,
+			a.Pools,
+			a.BundleSkus,
+			a.BundleQuantities,
+			a.BundleVersions,
+		}
+		batch.Queue(reservationLinesMarkBundles, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &ReservationLinesMarkBundlesBatchResults{br, len(arg), false}
+}
+
+func (b *ReservationLinesMarkBundlesBatchResults) Exec(f func(int, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		if b.closed {
+			if f != nil {
+				f(t, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		_, err := b.br.Exec()
+		if f != nil {
+			f(t, err)
+		}
+	}
+}
+
+func (b *ReservationLinesMarkBundlesBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }

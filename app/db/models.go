@@ -398,6 +398,10 @@ type ReservationLine struct {
 	Location      string
 	// The units with an identity this line holds (or held, or bought), their ids byte-wise; empty for a line of quantities. A partial release takes out those it gave back.
 	Units []string
+	// The bundle this component line was held for (null: a line of the SKU itself); bundle_quantity and bundle_version say how many and by which definition.
+	BundleSku      *string
+	BundleQuantity *int64
+	BundleVersion  *int64
 }
 
 type RiverJob struct {

@@ -12,18 +12,22 @@ import (
 )
 
 const reservationFirstLines = `-- name: ReservationFirstLines :many
-SELECT g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units
+SELECT g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units, l.bundle_sku, l.bundle_quantity, l.bundle_version
 FROM ledger g
+LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
 WHERE g.reservation_id = $1 AND g.kind = 'reserve'
 ORDER BY g.id
 `
 
 type ReservationFirstLinesRow struct {
-	Sku      string
-	Location string
-	Pool     string
-	Quantity int64
-	Units    []string
+	Sku            string
+	Location       string
+	Pool           string
+	Quantity       int64
+	Units          []string
+	BundleSku      *string
+	BundleQuantity *int64
+	BundleVersion  *int64
 }
 
 // ReservationFirstLines is ReservationFirstLinesGetByKeys for one hold.
@@ -42,6 +46,9 @@ func (q *Queries) ReservationFirstLines(ctx context.Context, reservationID *uuid
 			&i.Pool,
 			&i.Quantity,
 			&i.Units,
+			&i.BundleSku,
+			&i.BundleQuantity,
+			&i.BundleVersion,
 		); err != nil {
 			return nil, err
 		}
@@ -200,7 +207,7 @@ func (q *Queries) ReservationKeysMade(ctx context.Context, clients []string, ide
 }
 
 const reservationLinesGet = `-- name: ReservationLinesGet :many
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
@@ -224,6 +231,9 @@ func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid
 			&i.Quantity,
 			&i.Location,
 			&i.Units,
+			&i.BundleSku,
+			&i.BundleQuantity,
+			&i.BundleVersion,
 		); err != nil {
 			return nil, err
 		}

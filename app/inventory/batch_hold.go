@@ -70,13 +70,7 @@ func poolKey(sku, pool string) string { return sku + "\x00" + pool }
 // as a hold whose caller vanished mid-transaction may on any path, and a
 // retry with the same Idempotency-Key finds it.
 func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, error) {
-	c := &holdCall{ctx: ctx, h: h, done: make(chan holdResult, 1)}
-	for _, w := range h.wants {
-		if h.req.CustomerRef != "" {
-			w.Location = "" // a customer's hold locks its pools everywhere (limits.go)
-		}
-		c.rows = append(c.rows, w.key())
-	}
+	c := &holdCall{ctx: ctx, h: h, done: make(chan holdResult, 1), rows: rowKeysOf(h)}
 	c.answered = s.keysInFlight.add(h.req.Client, h.req.IdempotencyKey)
 	s.holds.Submit(c)
 	select {
@@ -85,6 +79,18 @@ func (s *Service) holdBatched(ctx context.Context, h hold) (Reservation, bool, e
 	case <-ctx.Done():
 		return Reservation{}, false, ctx.Err()
 	}
+}
+
+// rowKeysOf is the batcher's keys of the stock rows h's lines draw on.
+func rowKeysOf(h hold) []string {
+	rows := make([]string, 0, len(h.wants))
+	for _, w := range h.wants {
+		if h.req.CustomerRef != "" {
+			w.Location = "" // a customer's hold locks its pools everywhere (limits.go)
+		}
+		rows = append(rows, w.key())
+	}
+	return rows
 }
 
 // runHolds runs one hold batch and answers its callers. A batch of
@@ -220,6 +226,9 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 		return nil, err
 	}
 	b := s.planBatch(leaders, ft.made, ft.stop)
+	if ft.bundles != nil {
+		s.staleBundles(ctx, &b, ft.bundles)
+	}
 	changed := decideJoined(b.joined, ft.holds, rows)
 	verdicts, taken := decideHolds(rows, b.holds())
 	verdicts = b.laterForRuns(verdicts, changed.gaveUnits)
@@ -271,6 +280,9 @@ type firstTrip struct {
 	pre   map[string]*unitNeed
 	stop  stopSale
 	holds map[uuid.UUID]*lockedHold
+	// bundles is the current version of each bundle the batch's holds
+	// expanded (nil: none did; see staleBundles).
+	bundles map[string]int64
 }
 
 // insertAndLock is a hold batch's first round trip.
@@ -291,9 +303,14 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	var (
 		counting  *db.CustomerUnitsHeldBatchResults
 		customers []db.CustomerUnitsHeldRow
+		versions  *db.BundleVersionsBatchResults
+		bundles   []db.BundleVersionsRow
 	)
 	if p := customerCounts(leaders); p != nil {
 		counting = q.CustomerUnitsHeld(ctx, []db.CustomerUnitsHeldParams{*p})
+	}
+	if skus := bundlesOf(leaders); skus != nil {
+		versions = q.BundleVersions(ctx, [][]string{skus})
 	}
 	var (
 		inserted []db.Reservation
@@ -309,6 +326,9 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 		ft.holds = joining.read()
 		if counting != nil {
 			customers, _ = batch.Collect(counting.Query)
+		}
+		if versions != nil {
+			bundles, _ = batch.Collect(versions.Query)
 		}
 	})
 	if err != nil && ft.stop.waitedOut {
@@ -341,6 +361,12 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	}
 	attachUnits(rows, units)
 	ft.made, ft.rows, ft.pre = made, rows, needs
+	if versions != nil {
+		ft.bundles = make(map[string]int64, len(bundles))
+		for _, b := range bundles {
+			ft.bundles[b.Sku] = b.Version
+		}
+	}
 	return ft, nil
 }
 

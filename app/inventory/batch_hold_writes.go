@@ -22,6 +22,8 @@ type holdWrites struct {
 	drop   []uuid.UUID // reservations inserted but not granted
 	apply  db.StockHoldsApplyParams
 	byKeys db.ReservationsGetByKeysParams // the replays' first holds
+	// bundles are the granted lines held for a bundle line, and which.
+	bundles db.ReservationLinesMarkBundlesParams
 	// change are the changes to holds the batch's joined calls decided,
 	// written before the grants.
 	change *changes
@@ -47,6 +49,11 @@ func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder 
 			w.apply.LineQuantities = append(w.apply.LineQuantities, l.Quantity)
 			w.apply.LineActors = append(w.apply.LineActors, cmp.Or(c.h.req.Actor, c.h.req.Client))
 			w.apply.LineActorKeys = append(w.apply.LineActorKeys, c.h.req.ActorKey)
+			if b := l.Bundle; b != nil {
+				m := &w.bundles
+				m.Ids, m.Skus, m.Locations, m.Pools = append(m.Ids, c.h.id), append(m.Skus, l.SKU), append(m.Locations, l.Location), append(m.Pools, l.Pool)
+				m.BundleSkus, m.BundleQuantities, m.BundleVersions = append(m.BundleSkus, b.SKU), append(m.BundleQuantities, b.Quantity), append(m.BundleVersions, b.Version)
+			}
 			for _, id := range verdicts[i].picked[rowKey(l.SKU, l.Location, l.Pool)] {
 				w.apply.UnitReservationIds = append(w.apply.UnitReservationIds, c.h.id)
 				w.apply.UnitSkus = append(w.apply.UnitSkus, l.SKU)
@@ -90,6 +97,9 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 	}
 	if len(w.apply.LineIds) > 0 {
 		q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{w.apply})
+	}
+	if len(w.bundles.Ids) > 0 {
+		q.ReservationLinesMarkBundles(ctx, []db.ReservationLinesMarkBundlesParams{w.bundles})
 	}
 	if len(w.byKeys.Clients) > 0 {
 		replayed = q.ReservationsGetByKeys(ctx, []db.ReservationsGetByKeysParams{w.byKeys})
@@ -151,6 +161,8 @@ func (s *Service) refusal(ctx context.Context, h hold, v verdict) error {
 		where = " at " + l.Location
 	}
 	switch {
+	case l.bundle != nil && v.why == domain.CodeOutOfStock && v.left >= 0:
+		return bundleRefusal(l, v)
 	case v.why == domain.CodeLimitExceeded && v.limit != "":
 		return limitError(h, v)
 	case v.why == domain.CodeLimitExceeded:
@@ -223,7 +235,7 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 	}
 	linesOf := map[uuid.UUID][]Line{}
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units))
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion))
 	}
 	for _, c := range calls {
 		r, ok := byKey[[2]string{c.h.req.Client, c.h.req.IdempotencyKey}]

@@ -86,7 +86,7 @@ func lockedHolds(rows []db.ReservationsLockManyRow, lines []db.ReservationLine) 
 	}
 	for _, l := range lines {
 		if h := holds[l.ReservationID]; h != nil {
-			h.lines = append(h.lines, lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units))
+			h.lines = append(h.lines, storedLine(l))
 		}
 	}
 	return holds

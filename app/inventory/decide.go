@@ -181,11 +181,26 @@ func decideHold(st stockRows, taken map[string]int64, unitsTaken map[string]bool
 		return v
 	}
 	d := &holdDecision{st: st, taken: taken, unitsTaken: unitsTaken, h: h, mine: map[string]int64{}}
+	var together map[*BundleLine]bool // bundle lines taken from one location
 	for _, w := range namedFirst(h.wants) {
 		var (
 			v  verdict
 			ok bool
 		)
+		d.cur = w.bundle
+		if w.bundle != nil && !w.Split && w.Location == "" {
+			if together[w.bundle] {
+				continue
+			}
+			if together == nil {
+				together = map[*BundleLine]bool{}
+			}
+			together[w.bundle] = true
+			if v, ok = d.together(w.bundle, h.wants); !ok {
+				return v
+			}
+			continue
+		}
 		if w.Partial {
 			w = d.partial(w)
 		}
@@ -219,6 +234,8 @@ type holdDecision struct {
 	// lines and picked are what the hold takes so far.
 	lines  []Line
 	picked map[string][]string
+	// cur is the bundle line of the want being taken (nil: none).
+	cur *BundleLine
 }
 
 // namedFirst is wants with the lines that name their location first:
@@ -259,7 +276,7 @@ func (d *holdDecision) take(k string, q int64, units []string) {
 		}
 	}
 	if !merged {
-		d.lines = append(d.lines, Line{SKU: r.sku, Location: r.location, Pool: r.pool, Quantity: q})
+		d.lines = append(d.lines, Line{SKU: r.sku, Location: r.location, Pool: r.pool, Quantity: q, Bundle: d.cur})
 	}
 	if len(units) == 0 {
 		return
@@ -303,9 +320,24 @@ func (d *holdDecision) takeNamed(w want) (verdict, bool) {
 // strategy (split, or whole from the first that has it all), or returns
 // its refusal.
 func (d *holdDecision) allocate(w want) (verdict, bool) {
+	eligible, v, ok := d.eligible(w)
+	if !ok {
+		return v, false
+	}
+	if w.Split && !anySerialized(d.st, eligible) {
+		return d.split(w, eligible)
+	}
+	return d.whole(w, eligible)
+}
+
+// eligible is the rows of line w's pool, which names no location, at the
+// locations the hold may use (active, sales not stopped there, the key's
+// locations if it is bound to some), in the order of the hold's strategy;
+// or the refusal when there are none, or all are paused.
+func (d *holdDecision) eligible(w want) ([]string, verdict, bool) {
 	places := d.st.places[poolKey(w.SKU, w.Pool)]
 	if len(places) == 0 {
-		return verdict{line: w, why: domain.CodeUnknownSKU}, false
+		return nil, verdict{line: w, why: domain.CodeUnknownSKU}, false
 	}
 	var (
 		eligible []string
@@ -323,15 +355,11 @@ func (d *holdDecision) allocate(w want) (verdict, bool) {
 	}
 	switch {
 	case len(eligible) == 0:
-		return noneEligible(d.st, places, d.h, w), false
+		return nil, noneEligible(d.st, places, d.h, w), false
 	case paused == len(eligible):
-		return verdict{line: w, why: domain.CodeSKUPaused}, false
+		return nil, verdict{line: w, why: domain.CodeSKUPaused}, false
 	}
-	eligible = d.order(eligible)
-	if w.Split && !anySerialized(d.st, eligible) {
-		return d.split(w, eligible)
-	}
-	return d.whole(w, eligible)
+	return d.order(eligible), verdict{}, true
 }
 
 // split takes line w from the eligible rows on sale in their order, as

@@ -21,17 +21,27 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 	if err := req.Validate(); err != nil {
 		return Reservation{}, false, err
 	}
+	r, replayed, err = s.hold(ctx, req)
+	if err != nil && s.bundleUnseen(ctx, req, err) {
+		return s.hold(ctx, req) // a bundle defined on another instance (bundles.go)
+	}
+	return r, replayed, err
+}
+
+// hold is Hold of a valid request.
+func (s *Service) hold(ctx context.Context, req HoldRequest) (Reservation, bool, error) {
 	// The id and the hash wait until a batch needs them: a hold refused
 	// from memory needs neither.
 	h := hold{req: req, ttl: req.TTLSeconds}
 	if h.ttl == 0 {
 		h.ttl = int64(DefaultTTL.Seconds())
 	}
-	pool := stock.MainPool
-	if req.Campaign != "" {
-		pool = req.Campaign
+	pool := holdPool(req)
+	wants, err := s.holdWants(ctx, req)
+	if err != nil {
+		return Reservation{}, false, err
 	}
-	h.wants = req.wants(pool)
+	h.wants = wants
 	for _, w := range h.wants {
 		s.rec.HoldAsked(w.SKU)
 	}
@@ -132,7 +142,7 @@ func (s *Service) replay(ctx context.Context, client, key, hash string, ttl int6
 	}
 	first := make([]Line, len(rows))
 	for i, l := range rows {
-		first[i] = lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units)
+		first[i] = withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion)
 	}
 	return firstAnswer(row, first, ttl), true, nil
 }

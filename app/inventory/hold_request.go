@@ -291,6 +291,8 @@ type want struct {
 	// partial.go).
 	Partial bool
 	Min     int64
+	// bundle, on a component of a bundle line, is that line (bundles.go).
+	bundle *BundleLine
 }
 
 // key is the batcher's key of the stock rows w draws on (see rowKey; an

@@ -104,7 +104,7 @@ func pageOf(ctx context.Context, q *db.Queries, rows []db.Reservation, limit int
 	}
 	linesOf := make(map[uuid.UUID][]Line, len(rows))
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units))
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], storedLine(l))
 	}
 	for _, r := range rows {
 		page.Reservations = append(page.Reservations, newReservation(r, linesOf[r.ID]))

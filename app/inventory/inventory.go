@@ -149,6 +149,8 @@ type Service struct {
 	// soldOut answers holds refused for want of any stock from memory
 	// (soldout.go).
 	soldOut *soldOut
+	// bundles are the bundles' definitions holds expand (bundles.go).
+	bundles bundleMemory
 	// rowBatches is the service whose hold batches the expiry loop hands
 	// the due holds of hot rows to: this one, or the one it shares with
 	// (ShareWith).
@@ -235,6 +237,18 @@ type Line struct {
 	// Units are the units the line holds (or held), for a pool of units
 	// with an identity: Quantity of them, in byte order.
 	Units []string `json:"units,omitempty"`
+	// Bundle, on a component line of a bundle, is the bundle line it was
+	// held for (bundles.go); nil on a line of the SKU itself.
+	Bundle *BundleLine `json:"bundle,omitempty"`
+}
+
+// BundleLine is the line of a hold request on a bundle that a component
+// line was held for: the bundle, how many of it, and the version of its
+// definition the hold used.
+type BundleLine struct {
+	SKU      string `json:"sku"`
+	Quantity int64  `json:"quantity"`
+	Version  int64  `json:"version"`
 }
 
 // lineOf is a line as read from the database.
@@ -244,6 +258,20 @@ func lineOf(sku, location, pool string, quantity int64, units []string) Line {
 		l.Units = units
 	}
 	return l
+}
+
+// withBundle is l with the bundle line its columns name (none when sku is
+// null).
+func withBundle(l Line, sku *string, quantity, version *int64) Line {
+	if sku != nil && quantity != nil && version != nil {
+		l.Bundle = &BundleLine{SKU: *sku, Quantity: *quantity, Version: *version}
+	}
+	return l
+}
+
+// storedLine is a hold line as read from reservation_lines.
+func storedLine(l db.ReservationLine) Line {
+	return withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion)
 }
 
 // Item is a SKU's pool in a hold as shops see it: its quantity, and where
@@ -260,6 +288,9 @@ type HeldItem struct {
 	// Units are the units held (or that were), for a pool of units with
 	// an identity.
 	Units []string `json:"units,omitempty"`
+	// Bundle, for a component of a bundle, is the bundle line of the
+	// request it was held for.
+	Bundle *BundleLine `json:"bundle,omitempty"`
 }
 
 // Allocation is the part of a line taken from one location.
@@ -278,7 +309,7 @@ func heldItems(lines []Line) []HeldItem {
 		i, ok := at[k]
 		if !ok {
 			at[k] = len(out)
-			out = append(out, HeldItem{SKU: l.SKU, Pool: l.Pool, Quantity: l.Quantity, Location: l.Location, Units: l.Units})
+			out = append(out, HeldItem{SKU: l.SKU, Pool: l.Pool, Quantity: l.Quantity, Location: l.Location, Units: l.Units, Bundle: l.Bundle})
 			continue
 		}
 		it := &out[i]
@@ -417,7 +448,7 @@ func linesOf(ctx context.Context, q *db.Queries, id uuid.UUID) ([]Line, error) {
 	}
 	lines := make([]Line, len(rows))
 	for i, l := range rows {
-		lines[i] = lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units)
+		lines[i] = storedLine(l)
 	}
 	return lines, nil
 }

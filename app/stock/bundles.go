@@ -212,3 +212,109 @@ func errNoBundle(sku string) error {
 func bundleOf(r db.Bundle, comps []Component) Bundle {
 	return Bundle{SKU: r.Sku, Version: r.Version, Components: comps, Reason: r.Reason, SetBy: r.SetBy, SetAt: r.SetAt}
 }
+
+// BundleStock is what a bundle has available, computed from its
+// components' main pools: at each location, the least over its
+// components of what is available of it there (a split component: at
+// every location together) divided by its quantity, rounded down; in
+// all, the sum over the locations of the least of the components that are
+// not split, but no more than the least of each split component's
+// available everywhere divided by its quantity. A paused row has none
+// available.
+type BundleStock struct {
+	Version    int64       `json:"version"`
+	Components []Component `json:"components"`
+	Available  int64       `json:"available"`
+	Locations  []BundleAt  `json:"locations"`
+}
+
+// BundleAt is a bundle's availability at one location.
+type BundleAt struct {
+	Location  string `json:"location"`
+	Available int64  `json:"available"`
+}
+
+// bundleStock computes bundle b's availability from its components'
+// stock rows (rows, by component SKU).
+func bundleStock(b Bundle, rows map[string][]db.Stock) BundleStock {
+	out := BundleStock{Version: b.Version, Components: b.Components, Locations: []BundleAt{}}
+	at := map[string]map[string]int64{} // location -> component -> available
+	total := map[string]int64{}
+	var locations []string
+	for _, c := range b.Components {
+		for _, r := range rows[c.SKU] {
+			if r.Pool != MainPool || r.Status != StockOnSale {
+				continue
+			}
+			if at[r.Location] == nil {
+				at[r.Location] = map[string]int64{}
+				locations = append(locations, r.Location)
+			}
+			at[r.Location][c.SKU] += r.Available
+			total[c.SKU] += r.Available
+		}
+	}
+	slices.Sort(locations)
+	splitMin := int64(-1)
+	for _, c := range b.Components {
+		if c.Split {
+			if n := total[c.SKU] / c.Quantity; splitMin < 0 || n < splitMin {
+				splitMin = n
+			}
+		}
+	}
+	for _, loc := range locations {
+		n := splitMin
+		for _, c := range b.Components {
+			if c.Split {
+				continue
+			}
+			if m := at[loc][c.SKU] / c.Quantity; n < 0 || m < n {
+				n = m
+			}
+		}
+		n = max(n, 0)
+		out.Locations = append(out.Locations, BundleAt{Location: loc, Available: n})
+		if splitMin < 0 || n < splitMin {
+			out.Available += n
+		}
+	}
+	if splitMin >= 0 {
+		sum := int64(0)
+		for _, l := range out.Locations {
+			sum += l.Available
+		}
+		out.Available = min(sum, splitMin)
+		if len(out.Locations) == 0 {
+			out.Available = 0
+		}
+	}
+	return out
+}
+
+// bundleStockOf is sku's stock view as a bundle's: no pools of its own,
+// and its availability computed (unknown_sku when it is not a bundle
+// either).
+func bundleStockOf(ctx context.Context, q *db.Queries, sku string) (Stock, error) {
+	row, err := q.BundleGet(ctx, sku)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: sku, Detail: fmt.Sprintf("SKU %q has no stock", sku)}
+	}
+	if err != nil {
+		return Stock{}, err
+	}
+	comps, err := q.BundleComponents(ctx, sku, row.Version)
+	if err != nil {
+		return Stock{}, err
+	}
+	b := bundleOf(row, make([]Component, len(comps)))
+	rows := make(map[string][]db.Stock, len(comps))
+	for i, c := range comps {
+		b.Components[i] = Component{SKU: c.Sku, Quantity: c.Quantity, Split: c.Split}
+		if rows[c.Sku], err = q.StockListBySKU(ctx, c.Sku); err != nil {
+			return Stock{}, err
+		}
+	}
+	bs := bundleStock(b, rows)
+	return Stock{SKU: sku, Pools: []Pool{}, Bundle: &bs}, nil
+}

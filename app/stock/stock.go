@@ -46,6 +46,9 @@ type Pool struct {
 type Stock struct {
 	SKU   string `json:"sku"`
 	Pools []Pool `json:"pools"`
+	// Bundle, for a bundle (which has no pools of its own), is its
+	// availability computed from its components' (bundles.go).
+	Bundle *BundleStock `json:"bundle,omitempty"`
 }
 
 func newPool(r db.Stock) Pool {
@@ -57,12 +60,19 @@ func newPool(r db.Stock) Pool {
 	}
 }
 
-// GetStock returns the pools of sku.
+// GetStock returns the pools of sku; for a bundle, none, and its
+// availability computed from its components'.
 func (s *Service) GetStock(ctx context.Context, sku string) (Stock, error) {
 	if err := domain.ValidName("sku", sku); err != nil {
 		return Stock{}, err
 	}
-	return stockOf(ctx, db.New(s.pool), sku)
+	q := db.New(s.pool)
+	st, err := stockOf(ctx, q, sku)
+	var e *domain.Error
+	if errors.As(err, &e) && e.Code == domain.CodeUnknownSKU {
+		return bundleStockOf(ctx, q, sku)
+	}
+	return st, err
 }
 
 func stockOf(ctx context.Context, q *db.Queries, sku string) (Stock, error) {

@@ -52,6 +52,8 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.skus(ctx)
 	case "soldout":
 		return b.soldout(ctx)
+	case "bundles":
+		return b.bundles(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

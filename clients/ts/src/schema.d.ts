@@ -1578,7 +1578,7 @@ export interface paths {
         get: operations["getBundle"];
         /**
          * Define a bundle
-         * @description Defines the SKU as a bundle of its components, as a new version of its definition (the first is 1, and a bundle deleted and defined again goes on from its last).
+         * @description Defines the SKU as a bundle of its components, as a new version of its definition (the first is 1, and a bundle deleted and defined again goes on from its last). A hold line on the bundle holds every component in the same hold, all or nothing; holds already made keep the version they used, which their lines record.
          *
          *     Refused, changing nothing: a component that is the bundle itself or another bundle (bundles do not nest, so none contains itself through another), a component without stock at any location (`unknown_sku`), a SKU named twice, a quantity outside 1-1,000,000, more than 20 components, a bundle SKU that has stock of its own or is another bundle's component.
          *
@@ -1588,7 +1588,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a bundle
-         * @description Removes the bundle's definition; its versions are kept, and defining it again goes on from the last.
+         * @description Removes the bundle's definition: the SKU takes no more holds. Holds already made keep what they hold; the versions stay readable in their lines, and defining it again goes on from the last.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -1863,6 +1863,8 @@ export interface components {
             location?: string;
             /** @description For a line taken from several locations (`split`): how many units came from each, by location id. `location` is absent then. */
             allocations?: components["schemas"]["Allocation"][];
+            /** @description For a component of a bundle: the bundle line of the request it was held for. Absent on a line of the SKU itself. */
+            bundle?: components["schemas"]["BundleLine"];
         };
         /**
          * @description A hold as shops see it. `held` -> `confirmed` | `released` | `expired`, never back.
@@ -2488,7 +2490,7 @@ export interface components {
          *     }
          */
         HoldItem: {
-            /** @description The SKU to hold. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space. */
+            /** @description The SKU to hold. 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no slash, no control or format (Cf: zero-width, direction marks) characters, no leading or trailing white space. A bundle (`PUT /v1/bundles/{sku}`) holds its components: `quantity` times each component's, in the same hold, all or nothing, every component that is not split from one location (the one the line names, or the first that has them all); the answer's items name the bundle line each came from. A bundle line takes a quantity (not `units`, `adjacent` or `partial`), and a SKU is held for one line of a hold: a SKU that is both a line and a bundle's component, or a component of two bundles of the hold, is refused 422. */
             sku: string;
             /**
              * Format: int64
@@ -4246,7 +4248,7 @@ export interface components {
              */
             quantity: number;
             /**
-             * @description The component may come from several locations; without it, from the one location the bundle's other components come from.
+             * @description A hold may take this component from several locations; without it, it comes from the one location the bundle's other components come from, which must have them all.
              * @default false
              */
             split?: boolean;
@@ -4259,7 +4261,7 @@ export interface components {
              * @description How many of the SKU one bundle takes.
              */
             quantity: number;
-            /** @description The component may come from several locations; without it, from the one location the bundle's other components come from. */
+            /** @description A hold may take this component from several locations; without it, it comes from the one location the bundle's other components come from, which must have them all. */
             split: boolean;
         };
         /** @description A bundle's whole definition: it replaces the one before as a new version. */
@@ -4269,12 +4271,12 @@ export interface components {
             /** @description Why the bundle is defined so. */
             reason: string;
         };
-        /** @description A SKU defined by its components, each a quantity per bundle. */
+        /** @description A SKU defined by its components: a hold line on it holds each component's quantity per bundle, in the same hold, all or nothing. */
         Bundle: {
             sku: string;
             /**
              * Format: int64
-             * @description The definition's version, one more than the bundle's last.
+             * @description The definition's version, one more than the bundle's last: a hold's lines record the version they used, and a new version never changes a hold already made.
              */
             version: number;
             components: components["schemas"]["BundleComponentOut"][];
@@ -4283,6 +4285,21 @@ export interface components {
             set_by: string;
             /** Format: date-time */
             set_at: string;
+        };
+        /** @description The line of the hold request on a bundle that a component line was held for. */
+        BundleLine: {
+            /** @description The bundle. */
+            sku: string;
+            /**
+             * Format: int64
+             * @description How many of the bundle the request asked for.
+             */
+            quantity: number;
+            /**
+             * Format: int64
+             * @description The version of the bundle's definition the hold used: a later definition never changes it.
+             */
+            version: number;
         };
     };
     responses: {
