@@ -39,6 +39,8 @@ commands:
                      stock expected from suppliers at a location, by the day it is due
   limits show|set|clear
                      limits on a SKU's pool: per hold (max, min, pack size) and per customer
+  bundle set|get|delete SKU
+                     a SKU held as its components (a kit, a shared quota): define, show or remove it
   count              preview, or with --apply record, a stock count and its difference
   ledger partitions|archive|restore
                      the ledger's monthly partitions; archive old months to files; load an archive back
@@ -258,6 +260,31 @@ with who and why.`,
 		example: `stockhold inbound create --supplier-ref PO-1 --location paris --expected 2030-01-15 --line A1=10 --operator alice
 stockhold inbound list --status open`,
 		group: []string{"create", "receive", "close", "cancel", "list"},
+	},
+	"bundle": {
+		synopsis: "bundle set|get|delete SKU [flags]",
+		about: `A bundle is a SKU held as its components: a hold line on it holds each component's
+quantity per bundle, in the same hold, all or nothing, every component from one location
+unless it is split. set defines it again as a new version (holds already made keep the
+version they used); get shows the current definition; delete removes it. A component
+must have stock and not be a bundle: bundles do not nest.`,
+		example: "stockhold bundle set GIFT-BOX --component MUG=1 --component COASTER=2 --reason \"gift box\" --operator alice",
+		group:   []string{"set", "get", "delete"},
+	},
+	"bundle set": {
+		synopsis: "bundle set SKU --component SKU=N[:split] ... --reason R --operator O",
+		about:    "Defines SKU as a bundle of its components, a new version; prints it.",
+		example:  "stockhold bundle set TICKET-ADULT --component QUOTA-SAT=1 --reason \"Saturday's quota\" --operator alice",
+	},
+	"bundle get": {
+		synopsis: "bundle get SKU",
+		about:    "Prints the bundle's current definition: its version, who set it and why, its components.",
+		example:  "stockhold bundle get GIFT-BOX",
+	},
+	"bundle delete": {
+		synopsis: "bundle delete SKU",
+		about:    "Removes the bundle's definition; holds already made keep what they hold.",
+		example:  "stockhold bundle delete GIFT-BOX",
 	},
 	"inbound create": {
 		synopsis: "inbound create --supplier-ref REF [--location L] --expected YYYY-MM-DD --line SKU[:POOL]=N ... --operator O [--reason R]",

@@ -14,6 +14,7 @@
 //	stockhold transfer create|receive|close|cancel|list  stock between locations
 //	stockhold inbound create|receive|close|cancel|list   stock expected from suppliers
 //	stockhold limits show|set|clear                      limits per hold and per customer on a SKU's pool
+//	stockhold bundle set|get|delete SKU                  a SKU held as its components
 //	stockhold count --sku S --counted N ... [--apply]  a stock count
 //	stockhold ledger partitions|archive|restore      the ledger's months, archived to files
 //	stockhold webhook-listen --secret S  a webhook receiver that verifies signatures
@@ -96,6 +97,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = inboundCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "limits":
 		err = limitsCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "bundle":
+		err = bundleCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "count":
 		err = countCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "ledger":
