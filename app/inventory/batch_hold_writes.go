@@ -29,9 +29,10 @@ type holdWrites struct {
 	change *changes
 }
 
-// writes turns the verdicts into the batch's writes; lockOrder is the
-// order the rows' counters move in.
-func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder []Line) holdWrites {
+// writes turns the verdicts into the batch's writes: taken and promised
+// are the units granted per row from available and beyond it
+// (backorders.go); lockOrder is the order the rows' counters move in.
+func (b batchPlan) writes(verdicts []verdict, taken, promised map[string]int64, lockOrder []Line) holdWrites {
 	var w holdWrites
 	for _, c := range slices.Concat(b.left, b.stopped, b.later) {
 		w.drop = append(w.drop, c.h.id)
@@ -54,6 +55,8 @@ func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder 
 				m.Ids, m.Skus, m.Locations, m.Pools = append(m.Ids, c.h.id), append(m.Skus, l.SKU), append(m.Locations, l.Location), append(m.Pools, l.Pool)
 				m.BundleSkus, m.BundleQuantities, m.BundleVersions = append(m.BundleSkus, b.SKU), append(m.BundleQuantities, b.Quantity), append(m.BundleVersions, b.Version)
 			}
+			w.apply.LineBackordered = append(w.apply.LineBackordered, l.Backordered)
+			w.apply.LineExpectedOn = append(w.apply.LineExpectedOn, l.ExpectedOn)
 			for _, id := range verdicts[i].picked[rowKey(l.SKU, l.Location, l.Pool)] {
 				w.apply.UnitReservationIds = append(w.apply.UnitReservationIds, c.h.id)
 				w.apply.UnitSkus = append(w.apply.UnitSkus, l.SKU)
@@ -64,11 +67,13 @@ func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder 
 		}
 	}
 	for _, row := range lockOrder {
-		if q := taken[rowKey(row.SKU, row.Location, row.Pool)]; q > 0 {
+		k := rowKey(row.SKU, row.Location, row.Pool)
+		if q, b := taken[k], promised[k]; q > 0 || b > 0 {
 			w.apply.RowSkus = append(w.apply.RowSkus, row.SKU)
 			w.apply.RowLocations = append(w.apply.RowLocations, row.Location)
 			w.apply.RowPools = append(w.apply.RowPools, row.Pool)
 			w.apply.RowQuantities = append(w.apply.RowQuantities, q)
+			w.apply.RowBackordered = append(w.apply.RowBackordered, b)
 		}
 	}
 	for _, c := range b.replays {
@@ -235,7 +240,9 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 	}
 	linesOf := map[uuid.UUID][]Line{}
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion))
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], promisedLine(
+			withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion),
+			l.Backordered, l.ExpectedOn))
 	}
 	for _, c := range calls {
 		r, ok := byKey[[2]string{c.h.req.Client, c.h.req.IdempotencyKey}]

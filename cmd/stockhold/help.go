@@ -41,6 +41,8 @@ commands:
                      limits on a SKU's pool: per hold (max, min, pack size) and per customer
   bundle set|get|delete SKU
                      a SKU held as its components (a kit, a shared quota): define, show or remove it
+  backorders show|set|clear
+                     how far holds on a SKU's pool may promise past what is on hand
   count              preview, or with --apply record, a stock count and its difference
   ledger partitions|archive|restore
                      the ledger's monthly partitions; archive old months to files; load an archive back
@@ -338,6 +340,32 @@ stockhold limits show --sku TEA`,
 		synopsis: "limits clear --sku S [--pool P]",
 		about:    "Removes every limit of the pool; not found when it had none.",
 		example:  "stockhold limits clear --sku TEA",
+	},
+	"backorders": {
+		synopsis: "backorders show|set|clear --sku S [--pool P] [flags]",
+		about: `A SKU's pool's backorder policy: how far holds may go past what each location has on hand.
+A hold line takes what is on hand, then promises the rest: up to --below-zero units, plus,
+with --horizon-days, what is on its way (transfers in transit, inbound lines expected within
+that many days). Receipts fill promises, confirmed holds first, oldest first. show prints what
+each location promised; a policy below that, or a clear while any is promised, is refused.`,
+		example: `stockhold backorders set --sku LAUNCH --below-zero 5 --horizon-days 14 --operator alice
+stockhold backorders show --sku LAUNCH`,
+		group: []string{"show", "set", "clear"},
+	},
+	"backorders set": {
+		synopsis: "backorders set --sku S [--pool P] [--below-zero N] [--horizon-days D] --operator O",
+		about:    "Sets the policy; prints it and what each location has promised under it.",
+		example:  "stockhold backorders set --sku LAUNCH --below-zero 5 --horizon-days 14 --operator alice",
+	},
+	"backorders show": {
+		synopsis: "backorders show --sku S [--pool P]",
+		about:    "Prints the policy and what each location has promised under it.",
+		example:  "stockhold backorders show --sku LAUNCH",
+	},
+	"backorders clear": {
+		synopsis: "backorders clear --sku S [--pool P]",
+		about:    "Removes the policy: holds take what is on hand only. Refused while a location has promised units.",
+		example:  "stockhold backorders clear --sku LAUNCH",
 	},
 	"count": {
 		synopsis: "count --sku S [--location L] [--pool P] --counted N --operator O --reason R [--force] [--apply]",
