@@ -120,15 +120,16 @@ another location is refused (403 location_not_allowed), as is reinstating a hold
 line elsewhere. A binding limits only new holds: reads, and confirm, release and extend of
 the client's holds, go on everywhere. --strategy is how the key's holds that name no
 strategy are allocated: priority (the default), most_stock or nearest (to the hold's
-ship_to; without one, priority). A rotation keeps the binding and the strategy.`,
+ship_to; without one, priority). A rotation keeps the binding and the strategy (unless
+rotate --strategy changes it).`,
 		example: "stockhold apikey create --name shop-eu --role shop\nstockhold apikey create --name shop-fr --role shop --locations paris,lyon\n" +
 			"stockhold apikey create --name alice --role ops | tail -n 1",
 	},
 	"apikey list": {
 		synopsis: "apikey list",
 		about: `Lists every key, never a token: id, name, role, the locations its new holds are bound to
-(any: not bound), created, and in use, revoked, or working until the end of a rotation's
-grace period.`,
+(any: not bound), the strategy of its holds that name none, created, and in use, revoked,
+or working until the end of a rotation's grace period.`,
 		example: "stockhold apikey list",
 	},
 	"apikey revoke": {
@@ -138,11 +139,12 @@ console sessions; every instance refuses it within 3 s.`,
 		example: "stockhold apikey revoke --name shop-eu",
 	},
 	"apikey rotate": {
-		synopsis: "apikey rotate --name N [--role R] [--grace D]",
+		synopsis: "apikey rotate --name N [--role R] [--grace D] [--strategy S]",
 		about: `Gives the key named N a new token, printed on the last line; the old one stops after
 --grace (at once by default). Creates N when there is no such key (then --role is
-required; otherwise it defaults to the old key's).`,
-		example: "stockhold apikey rotate --name shop-eu --grace 1h",
+required; otherwise it defaults to the old key's). The new key keeps the old one's
+default strategy unless --strategy gives another (priority, most_stock or nearest).`,
+		example: "stockhold apikey rotate --name shop-eu --grace 1h\nstockhold apikey rotate --name shop-eu --strategy most_stock",
 	},
 	"stop-sale": {
 		synopsis: "stop-sale on|off|status [--client NAME | --location L] [--operator O --reason R]",
