@@ -1,7 +1,7 @@
 -- Hold lines taken for a bundle (see 00151): each component line records
--- the bundle line it came from, so that the answer and a partial release
--- by bundle quantity know it, and the definition it used stays readable
--- whatever the bundle's definition becomes.
+-- the bundle line it came from, so that the answer says it, and the
+-- definition it used stays readable whatever the bundle's definition
+-- becomes.
 --
 --   reservation_lines.bundle_sku       the bundle the hold asked for
 --   reservation_lines.bundle_quantity  how many bundles the hold asked for

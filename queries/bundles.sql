@@ -69,13 +69,3 @@ ORDER BY b.sku, c.position;
 -- bundle: a hold batch with bundle lines reads it with its locks, and a
 -- hold expanded by a definition since replaced goes again.
 SELECT sku, version FROM bundles WHERE sku = ANY(@skus::text[]);
-
--- name: ReservationLinesMarkBundles :batchexec
--- ReservationLinesMarkBundles records, on the component lines a hold
--- batch just inserted, the bundle line each came from.
-UPDATE reservation_lines l
-SET bundle_sku = b.bundle_sku, bundle_quantity = b.bundle_quantity, bundle_version = b.bundle_version
-FROM (SELECT unnest(@ids::uuid[]) AS reservation_id, unnest(@skus::text[]) AS sku, unnest(@locations::text[]) AS location,
-             unnest(@pools::text[]) AS pool, unnest(@bundle_skus::text[]) AS bundle_sku,
-             unnest(@bundle_quantities::bigint[]) AS bundle_quantity, unnest(@bundle_versions::bigint[]) AS bundle_version) b
-WHERE l.reservation_id = b.reservation_id AND l.sku = b.sku AND l.location = b.location AND l.pool = b.pool;

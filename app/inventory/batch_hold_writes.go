@@ -22,18 +22,18 @@ type holdWrites struct {
 	drop   []uuid.UUID // reservations inserted but not granted
 	apply  db.StockHoldsApplyParams
 	byKeys db.ReservationsGetByKeysParams // the replays' first holds
-	// bundles are the granted lines held for a bundle line, and which.
-	bundles db.ReservationLinesMarkBundlesParams
 	// change are the changes to holds the batch's joined calls decided,
 	// written before the grants.
 	change *changes
 }
 
-// writes turns the verdicts into the batch's writes: taken and promised
-// are the units granted per row from available and beyond it
-// (backorders.go); lockOrder is the order the rows' counters move in.
-func (b batchPlan) writes(verdicts []verdict, taken, promised map[string]int64, lockOrder []Line) holdWrites {
-	var w holdWrites
+// writes turns the verdicts into the batch's writes; lockOrder is the
+// order the rows' counters move in.
+func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder []Line) holdWrites {
+	var (
+		w       holdWrites
+		bundles []*BundleLine // per line, when any is a bundle's (nil: none)
+	)
 	for _, c := range slices.Concat(b.left, b.stopped, b.later) {
 		w.drop = append(w.drop, c.h.id)
 	}
@@ -50,13 +50,12 @@ func (b batchPlan) writes(verdicts []verdict, taken, promised map[string]int64, 
 			w.apply.LineQuantities = append(w.apply.LineQuantities, l.Quantity)
 			w.apply.LineActors = append(w.apply.LineActors, cmp.Or(c.h.req.Actor, c.h.req.Client))
 			w.apply.LineActorKeys = append(w.apply.LineActorKeys, c.h.req.ActorKey)
-			if b := l.Bundle; b != nil {
-				m := &w.bundles
-				m.Ids, m.Skus, m.Locations, m.Pools = append(m.Ids, c.h.id), append(m.Skus, l.SKU), append(m.Locations, l.Location), append(m.Pools, l.Pool)
-				m.BundleSkus, m.BundleQuantities, m.BundleVersions = append(m.BundleSkus, b.SKU), append(m.BundleQuantities, b.Quantity), append(m.BundleVersions, b.Version)
+			if l.Bundle != nil && bundles == nil { // the first bundle line: the lines before it are of none
+				bundles = make([]*BundleLine, len(w.apply.LineIds)-1)
 			}
-			w.apply.LineBackordered = append(w.apply.LineBackordered, l.Backordered)
-			w.apply.LineExpectedOn = append(w.apply.LineExpectedOn, l.ExpectedOn)
+			if bundles != nil {
+				bundles = append(bundles, l.Bundle)
+			}
 			for _, id := range verdicts[i].picked[rowKey(l.SKU, l.Location, l.Pool)] {
 				w.apply.UnitReservationIds = append(w.apply.UnitReservationIds, c.h.id)
 				w.apply.UnitSkus = append(w.apply.UnitSkus, l.SKU)
@@ -66,14 +65,20 @@ func (b batchPlan) writes(verdicts []verdict, taken, promised map[string]int64, 
 			}
 		}
 	}
+	for _, bl := range bundles {
+		if bl == nil {
+			bl = &BundleLine{}
+		}
+		w.apply.LineBundleSkus = append(w.apply.LineBundleSkus, bl.SKU)
+		w.apply.LineBundleQuantities = append(w.apply.LineBundleQuantities, bl.Quantity)
+		w.apply.LineBundleVersions = append(w.apply.LineBundleVersions, bl.Version)
+	}
 	for _, row := range lockOrder {
-		k := rowKey(row.SKU, row.Location, row.Pool)
-		if q, b := taken[k], promised[k]; q > 0 || b > 0 {
+		if q := taken[rowKey(row.SKU, row.Location, row.Pool)]; q > 0 {
 			w.apply.RowSkus = append(w.apply.RowSkus, row.SKU)
 			w.apply.RowLocations = append(w.apply.RowLocations, row.Location)
 			w.apply.RowPools = append(w.apply.RowPools, row.Pool)
 			w.apply.RowQuantities = append(w.apply.RowQuantities, q)
-			w.apply.RowBackordered = append(w.apply.RowBackordered, b)
 		}
 	}
 	for _, c := range b.replays {
@@ -102,9 +107,6 @@ func (s *Service) writeHolds(ctx context.Context, conn *pgx.Conn, w holdWrites) 
 	}
 	if len(w.apply.LineIds) > 0 {
 		q.StockHoldsApply(ctx, []db.StockHoldsApplyParams{w.apply})
-	}
-	if len(w.bundles.Ids) > 0 {
-		q.ReservationLinesMarkBundles(ctx, []db.ReservationLinesMarkBundlesParams{w.bundles})
 	}
 	if len(w.byKeys.Clients) > 0 {
 		replayed = q.ReservationsGetByKeys(ctx, []db.ReservationsGetByKeysParams{w.byKeys})
@@ -240,9 +242,7 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 	}
 	linesOf := map[uuid.UUID][]Line{}
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], promisedLine(
-			withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion),
-			l.Backordered, l.ExpectedOn))
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion))
 	}
 	for _, c := range calls {
 		r, ok := byKey[[2]string{c.h.req.Client, c.h.req.IdempotencyKey}]

@@ -204,13 +204,9 @@ func decideJoined(calls []*holdCall, holds map[uuid.UUID]*lockedHold, st stockRo
 			// What a count found missing of the held units is paid first:
 			// those leave the books, never back to available (as
 			// ReservationsChange writes it).
-			// A line's promised units go back to the row's promise, not
-			// to available (backorders.go).
-			onHand := l.Quantity - min(l.Quantity, l.Backordered)
-			paid := min(r.short, onHand)
+			paid := min(r.short, l.Quantity)
 			r.short -= paid
-			r.available += onHand - paid
-			r.promise = r.promise.givenBack(l.Quantity - onHand)
+			r.available += l.Quantity - paid
 			st.rows[k] = r
 			if r.units == nil || len(l.Units) == 0 {
 				continue

@@ -25,7 +25,6 @@ func TestStockFillfactorUpgradeKeepsServingHolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, m := before(t, fillfactorVersion)
-	holdsOfThisRevision(t, pool)
 	seed := func(prefix string) {
 		t.Helper()
 		_, err := pool.Exec(ctx, `
