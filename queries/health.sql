@@ -11,7 +11,9 @@ SELECT 'stock ' || sku || '/' || location || '/' || pool AS subject,
                                              total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short,
                                              ledger_total, ledger_available, ledger_reserved, ledger_sold,
                                              ledger_quality_control, ledger_damaged, ledger_safety_stock, ledger_incoming, ledger_short) END,
-         CASE WHEN NOT transit_ok THEN format('incoming %s vs %s in transit to it', incoming, in_transit) END
+         CASE WHEN NOT transit_ok THEN format('incoming %s vs %s in transit to it', incoming, in_transit) END,
+         CASE WHEN NOT promise_ok THEN format('backordered %s vs lines %s and ledger %s (or past its policy)',
+                                              backordered, lines_backordered, ledger_backordered) END
        )::text AS problem
 FROM stock_health
 WHERE NOT ok
@@ -52,18 +54,22 @@ UNION ALL
 -- Per hold and stock row, the ledger's units still held and sold by the
 -- hold must be what its line holds: all of it while held (less what partial
 -- releases handed back), all of it sold once confirmed, none once it ended
--- or retention deleted it.
+-- or retention deleted it; of it, what is promised and not filled yet
+-- (backordered) is neither held nor sold but promised.
 SELECT 'reservation ' || g.reservation_id::text,
-       format('the ledger has %s held and %s sold of %s/%s/%s, the hold (%s) %s', g.held, g.sold, g.sku, g.location, g.pool,
-              coalesce(r.status, 'deleted'), coalesce(l.quantity, 0))
-FROM (SELECT reservation_id, sku, location, pool, sum(delta_reserved) AS held, sum(delta_sold) AS sold
+       format('the ledger has %s held, %s sold and %s promised of %s/%s/%s, the hold (%s) %s (%s promised)',
+              g.held, g.sold, g.promised, g.sku, g.location, g.pool,
+              coalesce(r.status, 'deleted'), coalesce(l.quantity, 0), coalesce(l.backordered, 0))
+FROM (SELECT reservation_id, sku, location, pool, sum(delta_reserved) AS held, sum(delta_sold) AS sold,
+             sum(delta_backordered) AS promised
       FROM ledger WHERE reservation_id IS NOT NULL
       GROUP BY reservation_id, sku, location, pool) g
 LEFT JOIN reservations r ON r.id = g.reservation_id
 LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku
                              AND l.location = g.location AND l.pool = g.pool
-WHERE g.held <> CASE WHEN r.status = 'held' THEN coalesce(l.quantity, 0) ELSE 0 END
-   OR g.sold <> CASE WHEN r.status = 'confirmed' THEN coalesce(l.quantity, 0) ELSE 0 END
+WHERE g.held <> CASE WHEN r.status = 'held' THEN coalesce(l.quantity - l.backordered, 0) ELSE 0 END
+   OR g.sold <> CASE WHEN r.status = 'confirmed' THEN coalesce(l.quantity - l.backordered, 0) ELSE 0 END
+   OR g.promised <> CASE WHEN r.status IN ('held', 'confirmed') THEN coalesce(l.backordered, 0) ELSE 0 END
 UNION ALL
 -- Invariant 7: a serialized pool's counters are its units by status, and
 -- units live only in serialized pools.

@@ -105,8 +105,8 @@ CROSS JOIN LATERAL (
     WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
 ) m
 CROSS JOIN LATERAL (
-    SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
-           coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
+    SELECT coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'held'), 0)      AS held,
+           coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
     FROM reservation_lines x
     JOIN reservations r ON r.id = x.reservation_id
     WHERE x.sku = s.sku AND x.location = s.location AND x.pool = s.pool AND r.status IN ('held', 'confirmed')

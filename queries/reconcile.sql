@@ -89,11 +89,14 @@ WHERE sqlc.narg('skus')::text[] IS NULL OR sku = ANY(sqlc.narg('skus')::text[]);
 -- name: StockLinesMismatch :many
 -- StockLinesMismatch lists the stock rows (of skus, or all when null) whose
 -- reserved is not the sum of the lines of held reservations, or whose sold
--- is not the sum of the lines of confirmed ones (invariant 2).
+-- is not the sum of the lines of confirmed ones, each line counting what
+-- it has on hand (quantity - backordered), or whose backordered is not
+-- the sum of those lines' backordered (invariant 2).
 WITH lines AS (
     SELECT l.sku, l.location, l.pool,
-           coalesce(sum(l.quantity) FILTER (WHERE r.status = 'held'), 0)::bigint      AS held,
-           coalesce(sum(l.quantity) FILTER (WHERE r.status = 'confirmed'), 0)::bigint AS confirmed
+           coalesce(sum(l.quantity - l.backordered) FILTER (WHERE r.status = 'held'), 0)::bigint      AS held,
+           coalesce(sum(l.quantity - l.backordered) FILTER (WHERE r.status = 'confirmed'), 0)::bigint AS confirmed,
+           coalesce(sum(l.backordered), 0)::bigint AS promised
     FROM reservation_lines l
     JOIN reservations r ON r.id = l.reservation_id
     WHERE r.status IN ('held', 'confirmed')
@@ -102,11 +105,12 @@ WITH lines AS (
 )
 SELECT s.sku, s.location, s.pool, s.reserved, s.sold,
        coalesce(l.held, 0)::bigint      AS lines_held,
-       coalesce(l.confirmed, 0)::bigint AS lines_confirmed
+       coalesce(l.confirmed, 0)::bigint AS lines_confirmed,
+       s.backordered, coalesce(l.promised, 0)::bigint AS lines_backordered
 FROM stock s
 LEFT JOIN lines l ON l.sku = s.sku AND l.location = s.location AND l.pool = s.pool
 WHERE (sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[]))
-  AND (s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0))
+  AND (s.reserved <> coalesce(l.held, 0) OR s.sold <> coalesce(l.confirmed, 0) OR s.backordered <> coalesce(l.promised, 0))
 ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 
 -- name: StockLedgerCheck :many
@@ -154,15 +158,15 @@ WITH candidates AS (
         LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
         WHERE sqlc.narg('since')::xid8 IS NOT NULL
           AND (c.stock_version IS DISTINCT FROM s.version
-               OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short)
-                  IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short)
+               OR (c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short, c.backordered)
+                  IS DISTINCT FROM (s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered)
                OR c.ledger_id IS NULL)
         UNION
         SELECT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= sqlc.narg('since')::xid8
     )
 ), checked AS (
     SELECT s.sku, s.location, s.pool, s.version,
-           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
+           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered,
            c.stock_version AS checkpoint_version,
            c.ledger_id     AS checkpoint_ledger_id,
            greatest(coalesce(c.ledger_id, 0), coalesce(t.ledger_id, 0))::bigint AS ledger_id,
@@ -176,7 +180,8 @@ WITH candidates AS (
            ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.damaged END) + t.damaged)::bigint                 AS ledger_damaged,
            ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + t.safety_stock)::bigint       AS ledger_safety_stock,
            ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + t.incoming)::bigint               AS ledger_incoming,
-           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + t.short)::bigint                     AS ledger_short
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + t.short)::bigint                     AS ledger_short,
+           ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.backordered END) + t.backordered)::bigint         AS ledger_backordered
     FROM candidates m
     JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
@@ -192,30 +197,31 @@ WITH candidates AS (
                coalesce(sum(g.delta_safety_stock), 0)::bigint    AS safety_stock,
                coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming,
                coalesce(sum(g.delta_short), 0)::bigint           AS short,
+               coalesce(sum(g.delta_backordered), 0)::bigint     AS backordered,
                max(g.id)                                         AS ledger_id
         FROM ledger g
         WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
     ) t
 ), judged AS (
     SELECT ch.*,
-           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.backordered)
            = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control,
-              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short) AS balanced
+              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short, ch.ledger_backordered) AS balanced
     FROM checked ch
 ), advanced AS (
     INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, ledger_id,
-                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, backordered)
     SELECT j.sku, j.location, j.pool, j.version, j.ledger_id,
-           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short
+           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short, j.backordered
     FROM judged j
     WHERE j.balanced
       AND (j.checkpoint_ledger_id IS NULL OR j.version > j.checkpoint_version OR j.ledger_id > j.checkpoint_ledger_id)
     ON CONFLICT (sku, location, pool) DO UPDATE
     SET (stock_version, ledger_id, checked_at,
-         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, backordered)
       = (excluded.stock_version, excluded.ledger_id, now(),
          excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.quality_control,
-         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short)
+         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short, excluded.backordered)
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
@@ -251,7 +257,7 @@ WITH moved AS (
     SELECT g.sku, g.location, g.pool,
            c.stock_version AS checkpoint_version,
            c.ledger_id     AS checkpoint_ledger_id,
-           c.total AS c_total, c.available AS c_available, c.reserved AS c_reserved, c.sold AS c_sold, c.quality_control AS c_quality_control, c.damaged AS c_damaged, c.safety_stock AS c_safety_stock, c.incoming AS c_incoming, c.short AS c_short,
+           c.total AS c_total, c.available AS c_available, c.reserved AS c_reserved, c.sold AS c_sold, c.quality_control AS c_quality_control, c.damaged AS c_damaged, c.safety_stock AS c_safety_stock, c.incoming AS c_incoming, c.short AS c_short, c.backordered AS c_backordered,
            coalesce(sum(g.delta_total) FILTER (WHERE g.id > c.ledger_id), 0)::bigint    AS after_total,
            coalesce(sum(g.delta_available) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_available,
            coalesce(sum(g.delta_reserved) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_reserved,
@@ -261,14 +267,15 @@ WITH moved AS (
            coalesce(sum(g.delta_safety_stock) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_safety_stock,
            coalesce(sum(g.delta_incoming) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_incoming,
            coalesce(sum(g.delta_short) FILTER (WHERE g.id > c.ledger_id), 0)::bigint    AS after_short,
+           coalesce(sum(g.delta_backordered) FILTER (WHERE g.id > c.ledger_id), 0)::bigint AS after_backordered,
            max(g.id) FILTER (WHERE g.id > c.ledger_id) AS after_ledger_id
     FROM ledger g
     LEFT JOIN ledger_checkpoints c ON c.sku = g.sku AND c.location = g.location AND c.pool = g.pool
     WHERE g.feed_xid >= @since::xid8
-    GROUP BY g.sku, g.location, g.pool, c.stock_version, c.ledger_id, c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short
+    GROUP BY g.sku, g.location, g.pool, c.stock_version, c.ledger_id, c.total, c.available, c.reserved, c.sold, c.quality_control, c.damaged, c.safety_stock, c.incoming, c.short, c.backordered
 ), checked AS (
     SELECT s.sku, s.location, s.pool, s.version,
-           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
+           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered,
            m.checkpoint_version,
            m.checkpoint_ledger_id,
            greatest(coalesce(m.checkpoint_ledger_id, 0), coalesce(m.after_ledger_id, w.ledger_id, 0))::bigint AS ledger_id,
@@ -280,7 +287,8 @@ WITH moved AS (
            (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.damaged, 0) ELSE m.c_damaged + m.after_damaged END)::bigint AS ledger_damaged,
            (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.safety_stock, 0) ELSE m.c_safety_stock + m.after_safety_stock END)::bigint AS ledger_safety_stock,
            (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.incoming, 0) ELSE m.c_incoming + m.after_incoming END)::bigint AS ledger_incoming,
-           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.short, 0) ELSE m.c_short + m.after_short END)::bigint AS ledger_short
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.short, 0) ELSE m.c_short + m.after_short END)::bigint AS ledger_short,
+           (CASE WHEN m.checkpoint_ledger_id IS NULL THEN coalesce(w.backordered, 0) ELSE m.c_backordered + m.after_backordered END)::bigint AS ledger_backordered
     FROM moved m
     -- A probe per row (LIMIT 1 keeps it one, whatever the planner guesses
     -- of how many rows moved).
@@ -301,6 +309,7 @@ WITH moved AS (
                sum(g.delta_safety_stock)::bigint    AS safety_stock,
                sum(g.delta_incoming)::bigint        AS incoming,
                sum(g.delta_short)::bigint           AS short,
+               sum(g.delta_backordered)::bigint     AS backordered,
                max(g.id)                            AS ledger_id
         FROM ledger g
         WHERE m.checkpoint_ledger_id IS NULL
@@ -308,24 +317,24 @@ WITH moved AS (
     ) w ON true
 ), judged AS (
     SELECT ch.*,
-           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.backordered)
            = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control,
-              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short) AS balanced
+              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short, ch.ledger_backordered) AS balanced
     FROM checked ch
 ), advanced AS (
     INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, ledger_id,
-                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, backordered)
     SELECT j.sku, j.location, j.pool, j.version, j.ledger_id,
-           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short
+           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short, j.backordered
     FROM judged j
     WHERE j.balanced
       AND (j.checkpoint_ledger_id IS NULL OR j.version > j.checkpoint_version OR j.ledger_id > j.checkpoint_ledger_id)
     ON CONFLICT (sku, location, pool) DO UPDATE
     SET (stock_version, ledger_id, checked_at,
-         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, backordered)
       = (excluded.stock_version, excluded.ledger_id, now(),
          excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.quality_control,
-         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short)
+         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short, excluded.backordered)
     WHERE lc.ledger_id IS NULL OR lc.stock_version < excluded.stock_version OR lc.ledger_id < excluded.ledger_id
     RETURNING lc.sku
 )
@@ -344,17 +353,19 @@ WITH moved AS (
 )
 SELECT s.sku, s.location, s.pool, s.reserved, s.sold,
        l.held::bigint      AS lines_held,
-       l.confirmed::bigint AS lines_confirmed
+       l.confirmed::bigint AS lines_confirmed,
+       s.backordered, l.promised::bigint AS lines_backordered
 FROM moved m
 JOIN stock s ON s.sku = m.sku AND s.location = m.location AND s.pool = m.pool
 CROSS JOIN LATERAL (
-    SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
-           coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
+    SELECT coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'held'), 0)      AS held,
+           coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed,
+           coalesce(sum(x.backordered), 0)                                                   AS promised
     FROM reservation_lines x
     JOIN reservations r ON r.id = x.reservation_id
     WHERE x.sku = s.sku AND x.location = s.location AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
 ) l
-WHERE s.reserved <> l.held OR s.sold <> l.confirmed
+WHERE s.reserved <> l.held OR s.sold <> l.confirmed OR s.backordered <> l.promised
 ORDER BY s.sku COLLATE "C", s.location COLLATE "C", s.pool COLLATE "C";
 
 -- name: StockLedgerMismatchDeep :many
@@ -380,13 +391,14 @@ WITH sums AS (
            sum(g.delta_safety_stock)::bigint    AS safety_stock,
            sum(g.delta_incoming)::bigint        AS incoming,
            sum(g.delta_short)::bigint           AS short,
+           sum(g.delta_backordered)::bigint     AS backordered,
            max(g.id)                            AS ledger_id
     FROM ledger g
     WHERE sqlc.narg('skus')::text[] IS NULL OR g.sku = ANY(sqlc.narg('skus')::text[])
     GROUP BY g.sku, g.location, g.pool
 ), checked AS (
     SELECT s.sku, s.location, s.pool, s.version,
-           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
+           s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered,
            c.stock_version AS checkpoint_version,
            c.ledger_id     AS checkpoint_ledger_id,
            coalesce(m.ledger_id, 0)::bigint       AS ledger_id,
@@ -398,35 +410,36 @@ WITH sums AS (
            coalesce(m.damaged, 0)::bigint         AS ledger_damaged,
            coalesce(m.safety_stock, 0)::bigint    AS ledger_safety_stock,
            coalesce(m.incoming, 0)::bigint        AS ledger_incoming,
-           coalesce(m.short, 0)::bigint           AS ledger_short
+           coalesce(m.short, 0)::bigint           AS ledger_short,
+           coalesce(m.backordered, 0)::bigint     AS ledger_backordered
     FROM stock s
     LEFT JOIN sums m ON m.sku = s.sku AND m.location = s.location AND m.pool = s.pool
     LEFT JOIN ledger_checkpoints c ON c.sku = s.sku AND c.location = s.location AND c.pool = s.pool
     WHERE sqlc.narg('skus')::text[] IS NULL OR s.sku = ANY(sqlc.narg('skus')::text[])
 ), judged AS (
     SELECT ch.*,
-           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short)
+           (ch.total, ch.available, ch.reserved, ch.sold, ch.quality_control, ch.damaged, ch.safety_stock, ch.incoming, ch.short, ch.backordered)
            = (ch.ledger_total, ch.ledger_available, ch.ledger_reserved, ch.ledger_sold, ch.ledger_quality_control,
-              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short) AS balanced
+              ch.ledger_damaged, ch.ledger_safety_stock, ch.ledger_incoming, ch.ledger_short, ch.ledger_backordered) AS balanced
     FROM checked ch
 ), rewritten AS (
     INSERT INTO ledger_checkpoints AS lc (sku, location, pool, stock_version, ledger_id,
-                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+                                          total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, backordered)
     SELECT j.sku, j.location, j.pool, j.version, j.ledger_id,
-           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short
+           j.total, j.available, j.reserved, j.sold, j.quality_control, j.damaged, j.safety_stock, j.incoming, j.short, j.backordered
     FROM judged j
     WHERE j.balanced
     ON CONFLICT (sku, location, pool) DO UPDATE
     SET (stock_version, ledger_id, checked_at,
-         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short)
+         total, available, reserved, sold, quality_control, damaged, safety_stock, incoming, short, backordered)
       = (excluded.stock_version, excluded.ledger_id, now(),
          excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.quality_control,
-         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short)
+         excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short, excluded.backordered)
     WHERE (lc.stock_version, lc.ledger_id,
-           lc.total, lc.available, lc.reserved, lc.sold, lc.quality_control, lc.damaged, lc.safety_stock, lc.incoming, lc.short)
+           lc.total, lc.available, lc.reserved, lc.sold, lc.quality_control, lc.damaged, lc.safety_stock, lc.incoming, lc.short, lc.backordered)
           IS DISTINCT FROM (excluded.stock_version, excluded.ledger_id,
                             excluded.total, excluded.available, excluded.reserved, excluded.sold, excluded.quality_control,
-                            excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short)
+                            excluded.damaged, excluded.safety_stock, excluded.incoming, excluded.short, excluded.backordered)
     RETURNING lc.sku
 ), dropped AS (
     DELETE FROM ledger_checkpoints lc

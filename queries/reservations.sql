@@ -44,8 +44,8 @@ JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[
 -- the hold batch wrote them, the order of its answer, whatever partial
 -- releases did to the lines since, with the bundle line each came from
 -- (a line keeps it). By the ledger's index of holds.
-SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units,
-       l.bundle_sku, l.bundle_quantity, l.bundle_version
+SELECT r.id AS reservation_id, g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
+       l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on
 FROM reservations r
 JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
@@ -55,7 +55,8 @@ ORDER BY r.id, g.id;
 
 -- name: ReservationFirstLines :many
 -- ReservationFirstLines is ReservationFirstLinesGetByKeys for one hold.
-SELECT g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units, l.bundle_sku, l.bundle_quantity, l.bundle_version
+SELECT g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
+       l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on
 FROM ledger g
 LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
 WHERE g.reservation_id = @reservation_id AND g.kind = 'reserve'
@@ -111,8 +112,11 @@ SELECT * FROM reservations WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- units out of reserved at that location (into sold for kind confirm, into
 -- available otherwise) and gets a ledger row carrying the version, counters
 -- and feed position its stock row reached; the lines of a partial release
--- (kind release_partial) shrink, or go when released whole. Stock rows are
--- locked in (sku, location, pool) byte order, the lock order of every
+-- (kind release_partial) shrink, or go when released whole. A line's
+-- units promised and not yet on hand (line_backordered, as read: a
+-- receipt fills a line only under its hold's lock) stay promised when it
+-- is confirmed and are given back first (backordered down) otherwise.
+-- Stock rows are locked in (sku, location, pool) byte order, the lock order of every
 -- path, and their UPDATE is conditional on holding the units it moves.
 -- Then the statement checks that the database agrees with the decision,
 -- and fails with SQLSTATE SH001 (stockhold_check) otherwise: every hold was
@@ -156,17 +160,30 @@ WITH hold AS (
     SELECT unnest(@line_ids::uuid[]) AS reservation_id, unnest(@line_skus::text[]) AS sku,
            unnest(@line_locations::text[]) AS location,
            unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
-           unnest(@line_kinds::text[]) AS kind, generate_series(1, cardinality(@line_ids::uuid[])) AS n
-), move AS (
-    SELECT l.reservation_id, l.sku, l.location, l.pool, l.quantity, l.kind, l.n, h.actor, h.reason,
-           CASE WHEN l.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
-           -l.quantity AS d_reserved,
-           CASE WHEN l.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
+           unnest(@line_kinds::text[]) AS kind, unnest(@line_backordered::bigint[]) AS backordered,
+           generate_series(1, cardinality(@line_ids::uuid[])) AS n
+), given AS (
+    -- Of what each line moves, the units promised and not yet on hand
+    -- (its backordered): a confirm sells them still promised; any other
+    -- change gives them back first (promised, backordered down), then
+    -- the units on hand.
+    SELECT l.reservation_id, l.sku, l.location, l.pool, l.quantity, l.kind, l.n, coalesce(l.backordered, 0) AS backordered,
+           CASE WHEN l.kind = 'confirm' THEN 0 ELSE least(l.quantity, coalesce(l.backordered, 0)) END AS promised,
+           CASE WHEN l.kind = 'confirm' THEN l.quantity - coalesce(l.backordered, 0)
+                ELSE l.quantity - least(l.quantity, coalesce(l.backordered, 0)) END AS on_hand
     FROM line l
+), move AS (
+    SELECT l.reservation_id, l.sku, l.location, l.pool, l.quantity, l.backordered, l.promised, l.kind, l.n, h.actor, h.reason,
+           CASE WHEN l.kind = 'confirm' THEN 0 ELSE l.on_hand END AS d_available,
+           -l.on_hand AS d_reserved,
+           CASE WHEN l.kind = 'confirm' THEN l.on_hand ELSE 0 END AS d_sold,
+           -l.promised AS d_backordered
+    FROM given l
     JOIN hold h ON h.id = l.reservation_id
 ), sums AS (
     SELECT m.sku, m.location, m.pool, sum(m.d_available)::bigint AS d_available,
-           sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold
+           sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold,
+           sum(m.d_backordered)::bigint AS d_backordered
     FROM move m
     GROUP BY m.sku, m.location, m.pool
 ), locked AS MATERIALIZED (
@@ -187,6 +204,7 @@ WITH hold AS (
         short = least(s.short - least(s.short, m.d_available), s.reserved + m.d_reserved),
         reserved = s.reserved + m.d_reserved,
         sold = s.sold + m.d_sold,
+        backordered = s.backordered + m.d_backordered,
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
@@ -231,6 +249,7 @@ WITH hold AS (
     -- line.
     UPDATE reservation_lines l
     SET quantity = l.quantity - m.quantity,
+        backordered = l.backordered - m.promised,
         units = CASE WHEN lu.units IS NULL THEN l.units
                      ELSE ARRAY(SELECT x FROM unnest(l.units) x WHERE x <> ALL(lu.units) ORDER BY x COLLATE "C") END
     FROM move m
@@ -264,15 +283,16 @@ WITH hold AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, delta_short,
                         stock_version, reservation_id, actor, reason, ref, refs, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after,
-                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after, delta_backordered)
     SELECT x.sku, x.location, x.pool, x.kind, x.d_total, x.d_available, x.d_reserved, x.d_sold, x.d_short,
            x.version, x.reservation_id, x.actor, x.reason, x.ref, x.refs, x.units,
-           x.feed_xid, x.total, x.available, x.reserved, x.sold, x.quality_control, x.damaged, x.safety_stock, x.incoming
+           x.feed_xid, x.total, x.available, x.reserved, x.sold, x.quality_control, x.damaged, x.safety_stock, x.incoming,
+           x.d_backordered
     FROM (
         SELECT m.n, m.sku, m.location, m.pool, m.kind, 0::bigint AS d_total, m.d_available, m.d_reserved, m.d_sold,
                0::bigint AS d_short, v.version, m.reservation_id, m.actor, m.reason, NULL::text AS ref, NULL::text[] AS refs,
                lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold,
-               v.quality_control, v.damaged, v.safety_stock, v.incoming
+               v.quality_control, v.damaged, v.safety_stock, v.incoming, m.d_backordered
         FROM move m
         JOIN moved v ON v.sku = m.sku AND v.location = m.location AND v.pool = m.pool
         LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
@@ -283,14 +303,14 @@ WITH hold AS (
                -f.paid, f.version, NULL::uuid, f.actor,
                'held units a count found missing left the books with their holds', f.ref, f.holds,
                NULL::text[], f.feed_xid, f.total, f.available, f.reserved, f.sold,
-               f.quality_control, f.damaged, f.safety_stock, f.incoming
+               f.quality_control, f.damaged, f.safety_stock, f.incoming, 0::bigint
         FROM shortfall f WHERE f.paid > 0
         UNION ALL
         SELECT cardinality(@line_ids::uuid[]) + 2, f.sku, f.location, f.pool, 'sold_short', 0, 0, 0, 0,
                -f.sold_short, f.version, NULL::uuid, f.actor,
                'held units a count found missing were sold', f.ref, f.holds,
                NULL::text[], f.feed_xid, f.total, f.available, f.reserved, f.sold,
-               f.quality_control, f.damaged, f.safety_stock, f.incoming
+               f.quality_control, f.damaged, f.safety_stock, f.incoming, 0::bigint
         FROM shortfall f WHERE f.sold_short > 0
     ) x
     ORDER BY x.n, x.sku COLLATE "C", x.location COLLATE "C", x.pool COLLATE "C"
@@ -318,11 +338,11 @@ WITH hold AS (
      -- burst took the row's index (every line of a hot SKU) for each line
      -- moved, 200 ms for 500 holds in the expiry bench (TestChangeLinear).
      LEFT JOIN LATERAL (
-         SELECT l.quantity FROM reservation_lines l
+         SELECT l.quantity, l.backordered FROM reservation_lines l
          WHERE l.reservation_id = m.reservation_id
            AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
          OFFSET 0) l ON true
-     WHERE l.quantity IS NULL OR m.quantity < 1
+     WHERE l.quantity IS NULL OR m.quantity < 1 OR l.backordered <> m.backordered
         OR (m.kind = 'release_partial' AND l.quantity < m.quantity)
         OR (m.kind <> 'release_partial' AND l.quantity <> m.quantity)),
     (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.location || '/' || l.pool, ', ')

@@ -110,10 +110,22 @@ SELECT * FROM stock WHERE sku = @sku AND location = @location AND pool = @pool F
 -- change joining the batch hands back pays it first (batch_joined.go). A key
 -- whose location is empty asks for the (sku, pool) at every location: a
 -- line the batch allocates. Each row carries its (sku, pool)'s limits
--- (sku_limits; null where none is set), read under the lock.
+-- (sku_limits; null where none is set), read under the lock. A row
+-- whose pool has a backorder policy carries what it has promised
+-- (backordered), its policy, and, with a horizon, what is on its way
+-- within it (stock_incoming_soon: each delivery's expected day, null for
+-- a transfer in transit, and units, by day); the CASE reads nothing for
+-- any other row.
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
        l.priority, l.active, l.stop_sale_reason, s.short, l.latitude, l.longitude,
-       sl.max_per_order, sl.min_per_order, sl.step, sl.max_per_customer, sl.customer_window_seconds
+       sl.max_per_order, sl.min_per_order, sl.step, sl.max_per_customer, sl.customer_window_seconds,
+       s.backordered, s.backorder_limit, s.backorder_horizon_days,
+       (CASE WHEN s.backorder_horizon_days IS NOT NULL THEN ARRAY(
+            SELECT x.expected_on FROM stock_incoming_soon(s.sku, s.location, s.pool, s.backorder_horizon_days) x
+            ORDER BY x.expected_on NULLS FIRST, x.quantity) END)::date[] AS soon_on,
+       (CASE WHEN s.backorder_horizon_days IS NOT NULL THEN ARRAY(
+            SELECT x.quantity FROM stock_incoming_soon(s.sku, s.location, s.pool, s.backorder_horizon_days) x
+            ORDER BY x.expected_on NULLS FIRST, x.quantity) END)::bigint[] AS soon_units
 FROM stock s
 JOIN (SELECT unnest(@skus::text[]) AS sku, unnest(@pools::text[]) AS pool, unnest(@locations::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
@@ -124,13 +136,15 @@ FOR NO KEY UPDATE OF s;
 
 -- name: StockRowsRead :many
 -- StockRowsRead is StockLockMany without the lock, and with the switch
--- for everything and the clients whose sales are stopped: what an instance
+-- for everything and the clients whose sales are stopped, and whether the
+-- pool may promise beyond its stock (a backorder policy): what an instance
 -- reads again to know whether a hold it answers sold out from memory would
 -- still be refused, and for whom a batch would answer stop_sale first
 -- (soldout.go).
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason,
        l.priority, l.active, l.stop_sale_reason,
        EXISTS (SELECT FROM sku_limits sl WHERE sl.sku = s.sku AND sl.pool = s.pool) AS limited,
+       (s.backorder_limit > 0 OR s.backorder_horizon_days IS NOT NULL)::boolean AS promising,
        (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
        (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
 FROM stock s
@@ -141,7 +155,9 @@ JOIN locations l ON l.id = s.location;
 -- name: StockHoldsApply :batchexec
 -- StockHoldsApply writes the grants of a hold batch whose stock rows
 -- StockLockMany locked: each row's counters move by the sum of its granted
--- lines (row_* arrays), the lines are inserted (line_* arrays: one per
+-- lines (row_* arrays: the units taken from available, and those promised
+-- beyond it, backordered, which the CHECK stock_backordered bounds by the
+-- row's policy), the lines are inserted (line_* arrays: one per
 -- location a hold line was allocated to), and each line gets a reserve
 -- ledger row carrying the version its stock row reached, its counters
 -- after the change and its event feed position (feed_xid). Units with an
@@ -156,11 +172,13 @@ JOIN locations l ON l.id = s.location;
 -- unit did not move, rather than commit a grant it refused.
 WITH wanted AS (
     SELECT unnest(@row_skus::text[]) AS sku, unnest(@row_locations::text[]) AS location,
-           unnest(@row_pools::text[]) AS pool, unnest(@row_quantities::bigint[]) AS quantity
+           unnest(@row_pools::text[]) AS pool, unnest(@row_quantities::bigint[]) AS quantity,
+           unnest(@row_backordered::bigint[]) AS backordered
 ), moved AS (
     UPDATE stock s
     SET available = s.available - g.quantity,
         reserved = s.reserved + g.quantity,
+        backordered = s.backordered + coalesce(g.backordered, 0),
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
@@ -173,6 +191,7 @@ WITH wanted AS (
            unnest(@line_locations::text[]) AS location,
            unnest(@line_pools::text[]) AS pool, unnest(@line_quantities::bigint[]) AS quantity,
            unnest(@line_actors::text[]) AS actor, nullif(unnest(@line_actor_keys::text[]), '') AS actor_key,
+           unnest(@line_backordered::bigint[]) AS backordered, nullif(unnest(@line_expected_on::text[]), '')::date AS expected_on,
            -- A batch without bundle lines sends these empty: null for every line.
            nullif(unnest(@line_bundle_skus::text[]), '') AS bundle_sku, nullif(unnest(@line_bundle_quantities::bigint[]), 0) AS bundle_quantity,
            nullif(unnest(@line_bundle_versions::bigint[]), 0) AS bundle_version,
@@ -193,8 +212,9 @@ WITH wanted AS (
     FROM unit_grants g
     GROUP BY g.reservation_id, g.sku, g.location, g.pool
 ), lines AS (
-    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity, units, bundle_sku, bundle_quantity, bundle_version)
-    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity, coalesce(lu.units, '{}'), g.bundle_sku, g.bundle_quantity, g.bundle_version
+    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity, units, backordered, bundle_sku, bundle_quantity, bundle_version)
+    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity, coalesce(lu.units, '{}'), coalesce(g.backordered, 0),
+           g.bundle_sku, g.bundle_quantity, g.bundle_version
     FROM granted g
     LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku
                            AND lu.location = g.location AND lu.pool = g.pool
@@ -203,9 +223,12 @@ WITH wanted AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, actor_key, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after,
-                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
-    SELECT g.sku, g.location, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, g.actor_key, lu.units,
-           m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after,
+                        delta_backordered, expected_on)
+    SELECT g.sku, g.location, g.pool, 'reserve', 0, coalesce(g.backordered, 0) - g.quantity, g.quantity - coalesce(g.backordered, 0), 0,
+           m.version, g.reservation_id, g.actor, g.actor_key, lu.units,
+           m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming,
+           coalesce(g.backordered, 0), g.expected_on
     FROM granted g
     JOIN moved m ON m.sku = g.sku AND m.location = g.location AND m.pool = g.pool
     LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku

@@ -285,6 +285,20 @@ func TestErrorConvention(t *testing.T) {
 		"DELETE /v1/skus/:sku/limits": {
 			{"none set", "DELETE", "/v1/skus/A1/limits", ops, nil, 404, "not_found"},
 		},
+		"PUT /v1/skus/:sku/backorders": {
+			{"malformed", "PUT", "/v1/skus/A1/backorders", ops, malformed, bad, inv},
+			{"allows nothing", "PUT", "/v1/skus/A1/backorders", ops, map[string]any{}, 422, inv},
+			{"negative", "PUT", "/v1/skus/A1/backorders", ops, map[string]any{"below_zero": -1}, 422, inv},
+			{"horizon past a year", "PUT", "/v1/skus/A1/backorders", ops, map[string]any{"horizon_days": 367}, 422, inv},
+			{"no such SKU", "PUT", "/v1/skus/NOPE/backorders", ops, map[string]any{"below_zero": 1}, 404, "unknown_sku"},
+			{"no such pool", "PUT", "/v1/skus/A1/backorders", ops, map[string]any{"pool": "c9", "below_zero": 1}, 422, "unknown_pool"},
+		},
+		"GET /v1/skus/:sku/backorders": {
+			{"none set", "GET", "/v1/skus/A1/backorders", shop, nil, 404, "not_found"},
+		},
+		"DELETE /v1/skus/:sku/backorders": {
+			{"none set", "DELETE", "/v1/skus/A1/backorders", ops, nil, 404, "not_found"},
+		},
 		"POST /v1/skus/:sku/units": {
 			{"malformed", "POST", "/v1/skus/SEATS/units", ops, malformed, bad, inv},
 			{"no units", "POST", "/v1/skus/SEATS/units", ops, map[string]any{"reason": "r", "units": []any{}}, 422, inv},

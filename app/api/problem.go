@@ -277,6 +277,8 @@ var statuses = map[domain.Code]int{
 	domain.CodeInboundPartlyReceived:      http.StatusConflict,
 	domain.CodePreviewStale:               http.StatusConflict,
 	domain.CodeArchived:                   http.StatusGone,
+	domain.CodeBackordersPromised:         http.StatusUnprocessableEntity,
+	domain.CodeIncomingPromised:           http.StatusConflict,
 }
 
 // Retry-After values, in seconds: a lock or a full pool clears in moments,

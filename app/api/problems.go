@@ -295,6 +295,18 @@ var problemCodes = map[string]problemCode{
 		Means:  "Some of the inbound notice was received already, so it can no longer be cancelled as if it were never expected.",
 		Do:     "Close it instead: what its lines never received is written off incoming and recorded as each line's short.",
 	},
+	"backorders_promised": {
+		Title:  "Holds are promised more than the policy allows",
+		Status: "422",
+		Means:  "The backorder policy asked for (or its removal) would allow a location of the SKU's pool less than its held and confirmed holds have already been promised beyond its stock. Nothing changed.",
+		Do:     "GET /v1/skus/{sku}/backorders shows each location's backordered units. Release holds, or let receipts fill them, then set the policy again.",
+	},
+	"incoming_promised": {
+		Title:  "Units on their way are promised",
+		Status: "409",
+		Means:  "Taking these units off incoming (an inbound closed short or cancelled, a transfer's units written off or cancelled) would leave holds promised more than the location's backorder policy allows. Nothing changed.",
+		Do:     "GET /v1/skus/{sku}/backorders shows what is promised. Release holds that were promised these units (or raise below_zero) first, then close or cancel again.",
+	},
 	"transfer_partly_received": {
 		Title:  "Transfer partly received",
 		Status: "409",

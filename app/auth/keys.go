@@ -99,6 +99,18 @@ type Rotated struct {
 // its place. role may be empty to keep the old key's; with no key named
 // name, Rotate creates one and role is required.
 func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, grace time.Duration) (Rotated, error) {
+	return RotateWith(ctx, pool, name, role, grace, RotateOptions{})
+}
+
+// RotateOptions change what a rotation's new key carries over.
+type RotateOptions struct {
+	// Strategy, when set, is the new key's default allocation strategy
+	// ("" for none: priority); nil keeps the old key's.
+	Strategy *string
+}
+
+// RotateWith is Rotate with o.
+func RotateWith(ctx context.Context, pool *pgxpool.Pool, name string, role Role, grace time.Duration, o RotateOptions) (Rotated, error) {
 	if err := validName(name); err != nil {
 		return Rotated{}, err
 	}
@@ -141,6 +153,12 @@ func Rotate(ctx context.Context, pool *pgxpool.Pool, name string, role Role, gra
 			return fmt.Errorf("%q: %w: give a role to create it", name, ErrNoKey)
 		case !errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("look up API key %q: %w", name, err)
+		}
+		if o.Strategy != nil {
+			strategy = nil
+			if *o.Strategy != "" {
+				strategy = o.Strategy
+			}
 		}
 		token, sum, err := newToken()
 		if err != nil {

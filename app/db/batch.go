@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 var (
@@ -237,8 +238,8 @@ func (b *CustomerUnitsHeldBatchResults) Close() error {
 }
 
 const reservationFirstLinesGetByKeys = `-- name: ReservationFirstLinesGetByKeys :batchmany
-SELECT r.id AS reservation_id, g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units,
-       l.bundle_sku, l.bundle_quantity, l.bundle_version
+SELECT r.id AS reservation_id, g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
+       l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on
 FROM reservations r
 JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
   ON r.client = k.client AND r.idempotency_key = k.idempotency_key
@@ -268,6 +269,8 @@ type ReservationFirstLinesGetByKeysRow struct {
 	BundleSku      *string
 	BundleQuantity *int64
 	BundleVersion  *int64
+	Backordered    int64
+	ExpectedOn     pgtype.Date
 }
 
 // ReservationFirstLinesGetByKeys returns the lines of the holds made with
@@ -317,6 +320,8 @@ func (b *ReservationFirstLinesGetByKeysBatchResults) Query(f func(int, []Reserva
 					&i.BundleSku,
 					&i.BundleQuantity,
 					&i.BundleVersion,
+					&i.Backordered,
+					&i.ExpectedOn,
 				); err != nil {
 					return err
 				}
@@ -336,7 +341,7 @@ func (b *ReservationFirstLinesGetByKeysBatchResults) Close() error {
 }
 
 const reservationLinesGetMany = `-- name: ReservationLinesGetMany :batchmany
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version, l.backordered
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
@@ -388,6 +393,7 @@ func (b *ReservationLinesGetManyBatchResults) Query(f func(int, []ReservationLin
 					&i.BundleSku,
 					&i.BundleQuantity,
 					&i.BundleVersion,
+					&i.Backordered,
 				); err != nil {
 					return err
 				}
@@ -425,17 +431,30 @@ WITH hold AS (
     SELECT unnest($5::uuid[]) AS reservation_id, unnest($6::text[]) AS sku,
            unnest($7::text[]) AS location,
            unnest($8::text[]) AS pool, unnest($9::bigint[]) AS quantity,
-           unnest($10::text[]) AS kind, generate_series(1, cardinality($5::uuid[])) AS n
-), move AS (
-    SELECT l.reservation_id, l.sku, l.location, l.pool, l.quantity, l.kind, l.n, h.actor, h.reason,
-           CASE WHEN l.kind = 'confirm' THEN 0 ELSE l.quantity END AS d_available,
-           -l.quantity AS d_reserved,
-           CASE WHEN l.kind = 'confirm' THEN l.quantity ELSE 0 END AS d_sold
+           unnest($10::text[]) AS kind, unnest($11::bigint[]) AS backordered,
+           generate_series(1, cardinality($5::uuid[])) AS n
+), given AS (
+    -- Of what each line moves, the units promised and not yet on hand
+    -- (its backordered): a confirm sells them still promised; any other
+    -- change gives them back first (promised, backordered down), then
+    -- the units on hand.
+    SELECT l.reservation_id, l.sku, l.location, l.pool, l.quantity, l.kind, l.n, coalesce(l.backordered, 0) AS backordered,
+           CASE WHEN l.kind = 'confirm' THEN 0 ELSE least(l.quantity, coalesce(l.backordered, 0)) END AS promised,
+           CASE WHEN l.kind = 'confirm' THEN l.quantity - coalesce(l.backordered, 0)
+                ELSE l.quantity - least(l.quantity, coalesce(l.backordered, 0)) END AS on_hand
     FROM line l
+), move AS (
+    SELECT l.reservation_id, l.sku, l.location, l.pool, l.quantity, l.backordered, l.promised, l.kind, l.n, h.actor, h.reason,
+           CASE WHEN l.kind = 'confirm' THEN 0 ELSE l.on_hand END AS d_available,
+           -l.on_hand AS d_reserved,
+           CASE WHEN l.kind = 'confirm' THEN l.on_hand ELSE 0 END AS d_sold,
+           -l.promised AS d_backordered
+    FROM given l
     JOIN hold h ON h.id = l.reservation_id
 ), sums AS (
     SELECT m.sku, m.location, m.pool, sum(m.d_available)::bigint AS d_available,
-           sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold
+           sum(m.d_reserved)::bigint AS d_reserved, sum(m.d_sold)::bigint AS d_sold,
+           sum(m.d_backordered)::bigint AS d_backordered
     FROM move m
     GROUP BY m.sku, m.location, m.pool
 ), locked AS MATERIALIZED (
@@ -456,6 +475,7 @@ WITH hold AS (
         short = least(s.short - least(s.short, m.d_available), s.reserved + m.d_reserved),
         reserved = s.reserved + m.d_reserved,
         sold = s.sold + m.d_sold,
+        backordered = s.backordered + m.d_backordered,
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
@@ -482,9 +502,9 @@ WITH hold AS (
     FROM moved v
     WHERE v.paid > 0 OR v.sold_short > 0
 ), unit_in AS (
-    SELECT unnest($11::uuid[]) AS reservation_id, unnest($12::text[]) AS sku,
-           unnest($13::text[]) AS location,
-           unnest($14::text[]) AS pool, unnest($15::text[]) AS unit_id
+    SELECT unnest($12::uuid[]) AS reservation_id, unnest($13::text[]) AS sku,
+           unnest($14::text[]) AS location,
+           unnest($15::text[]) AS pool, unnest($16::text[]) AS unit_id
 ), unit_move AS (
     SELECT u.reservation_id, u.sku, u.location, u.pool, u.unit_id, m.kind
     FROM unit_in u
@@ -500,6 +520,7 @@ WITH hold AS (
     -- line.
     UPDATE reservation_lines l
     SET quantity = l.quantity - m.quantity,
+        backordered = l.backordered - m.promised,
         units = CASE WHEN lu.units IS NULL THEN l.units
                      ELSE ARRAY(SELECT x FROM unnest(l.units) x WHERE x <> ALL(lu.units) ORDER BY x COLLATE "C") END
     FROM move m
@@ -533,15 +554,16 @@ WITH hold AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, delta_short,
                         stock_version, reservation_id, actor, reason, ref, refs, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after,
-                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after, delta_backordered)
     SELECT x.sku, x.location, x.pool, x.kind, x.d_total, x.d_available, x.d_reserved, x.d_sold, x.d_short,
            x.version, x.reservation_id, x.actor, x.reason, x.ref, x.refs, x.units,
-           x.feed_xid, x.total, x.available, x.reserved, x.sold, x.quality_control, x.damaged, x.safety_stock, x.incoming
+           x.feed_xid, x.total, x.available, x.reserved, x.sold, x.quality_control, x.damaged, x.safety_stock, x.incoming,
+           x.d_backordered
     FROM (
         SELECT m.n, m.sku, m.location, m.pool, m.kind, 0::bigint AS d_total, m.d_available, m.d_reserved, m.d_sold,
                0::bigint AS d_short, v.version, m.reservation_id, m.actor, m.reason, NULL::text AS ref, NULL::text[] AS refs,
                lu.units, v.feed_xid, v.total, v.available, v.reserved, v.sold,
-               v.quality_control, v.damaged, v.safety_stock, v.incoming
+               v.quality_control, v.damaged, v.safety_stock, v.incoming, m.d_backordered
         FROM move m
         JOIN moved v ON v.sku = m.sku AND v.location = m.location AND v.pool = m.pool
         LEFT JOIN line_units lu ON lu.reservation_id = m.reservation_id AND lu.sku = m.sku
@@ -552,14 +574,14 @@ WITH hold AS (
                -f.paid, f.version, NULL::uuid, f.actor,
                'held units a count found missing left the books with their holds', f.ref, f.holds,
                NULL::text[], f.feed_xid, f.total, f.available, f.reserved, f.sold,
-               f.quality_control, f.damaged, f.safety_stock, f.incoming
+               f.quality_control, f.damaged, f.safety_stock, f.incoming, 0::bigint
         FROM shortfall f WHERE f.paid > 0
         UNION ALL
         SELECT cardinality($5::uuid[]) + 2, f.sku, f.location, f.pool, 'sold_short', 0, 0, 0, 0,
                -f.sold_short, f.version, NULL::uuid, f.actor,
                'held units a count found missing were sold', f.ref, f.holds,
                NULL::text[], f.feed_xid, f.total, f.available, f.reserved, f.sold,
-               f.quality_control, f.damaged, f.safety_stock, f.incoming
+               f.quality_control, f.damaged, f.safety_stock, f.incoming, 0::bigint
         FROM shortfall f WHERE f.sold_short > 0
     ) x
     ORDER BY x.n, x.sku COLLATE "C", x.location COLLATE "C", x.pool COLLATE "C"
@@ -587,11 +609,11 @@ WITH hold AS (
      -- burst took the row's index (every line of a hot SKU) for each line
      -- moved, 200 ms for 500 holds in the expiry bench (TestChangeLinear).
      LEFT JOIN LATERAL (
-         SELECT l.quantity FROM reservation_lines l
+         SELECT l.quantity, l.backordered FROM reservation_lines l
          WHERE l.reservation_id = m.reservation_id
            AND (l.sku, l.location, l.pool) IS NOT DISTINCT FROM (m.sku, m.location, m.pool)
          OFFSET 0) l ON true
-     WHERE l.quantity IS NULL OR m.quantity < 1
+     WHERE l.quantity IS NULL OR m.quantity < 1 OR l.backordered <> m.backordered
         OR (m.kind = 'release_partial' AND l.quantity < m.quantity)
         OR (m.kind <> 'release_partial' AND l.quantity <> m.quantity)),
     (SELECT 'lines left out: ' || string_agg(l.reservation_id::text || ' ' || l.sku || '/' || l.location || '/' || l.pool, ', ')
@@ -626,6 +648,7 @@ type ReservationsChangeParams struct {
 	LinePools          []string
 	LineQuantities     []int64
 	LineKinds          []string
+	LineBackordered    []int64
 	UnitReservationIds []uuid.UUID
 	UnitSkus           []string
 	UnitLocations      []string
@@ -651,8 +674,11 @@ type ReservationsChangeRow struct {
 // units out of reserved at that location (into sold for kind confirm, into
 // available otherwise) and gets a ledger row carrying the version, counters
 // and feed position its stock row reached; the lines of a partial release
-// (kind release_partial) shrink, or go when released whole. Stock rows are
-// locked in (sku, location, pool) byte order, the lock order of every
+// (kind release_partial) shrink, or go when released whole. A line's
+// units promised and not yet on hand (line_backordered, as read: a
+// receipt fills a line only under its hold's lock) stay promised when it
+// is confirmed and are given back first (backordered down) otherwise.
+// Stock rows are locked in (sku, location, pool) byte order, the lock order of every
 // path, and their UPDATE is conditional on holding the units it moves.
 // Then the statement checks that the database agrees with the decision,
 // and fails with SQLSTATE SH001 (stockhold_check) otherwise: every hold was
@@ -693,6 +719,7 @@ func (q *Queries) ReservationsChange(ctx context.Context, arg []ReservationsChan
 			a.LinePools,
 			a.LineQuantities,
 			a.LineKinds,
+			a.LineBackordered,
 			a.UnitReservationIds,
 			a.UnitSkus,
 			a.UnitLocations,
@@ -1333,11 +1360,13 @@ func (b *ReservationsLockManyBatchResults) Close() error {
 const stockHoldsApply = `-- name: StockHoldsApply :batchexec
 WITH wanted AS (
     SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS location,
-           unnest($3::text[]) AS pool, unnest($4::bigint[]) AS quantity
+           unnest($3::text[]) AS pool, unnest($4::bigint[]) AS quantity,
+           unnest($5::bigint[]) AS backordered
 ), moved AS (
     UPDATE stock s
     SET available = s.available - g.quantity,
         reserved = s.reserved + g.quantity,
+        backordered = s.backordered + coalesce(g.backordered, 0),
         version = s.version + 1,
         feed_xid = greatest(s.feed_xid, pg_current_xact_id()),
         updated_at = now()
@@ -1346,18 +1375,19 @@ WITH wanted AS (
     RETURNING s.sku, s.location, s.pool, s.version, s.feed_xid, s.total, s.available, s.reserved, s.sold,
               s.quality_control, s.damaged, s.safety_stock, s.incoming
 ), granted AS (
-    SELECT unnest($5::uuid[]) AS reservation_id, unnest($6::text[]) AS sku,
-           unnest($7::text[]) AS location,
-           unnest($8::text[]) AS pool, unnest($9::bigint[]) AS quantity,
-           unnest($10::text[]) AS actor, nullif(unnest($11::text[]), '') AS actor_key,
+    SELECT unnest($6::uuid[]) AS reservation_id, unnest($7::text[]) AS sku,
+           unnest($8::text[]) AS location,
+           unnest($9::text[]) AS pool, unnest($10::bigint[]) AS quantity,
+           unnest($11::text[]) AS actor, nullif(unnest($12::text[]), '') AS actor_key,
+           unnest($13::bigint[]) AS backordered, nullif(unnest($14::text[]), '')::date AS expected_on,
            -- A batch without bundle lines sends these empty: null for every line.
-           nullif(unnest($12::text[]), '') AS bundle_sku, nullif(unnest($13::bigint[]), 0) AS bundle_quantity,
-           nullif(unnest($14::bigint[]), 0) AS bundle_version,
-           generate_series(1, cardinality($5::uuid[])) AS n
+           nullif(unnest($15::text[]), '') AS bundle_sku, nullif(unnest($16::bigint[]), 0) AS bundle_quantity,
+           nullif(unnest($17::bigint[]), 0) AS bundle_version,
+           generate_series(1, cardinality($6::uuid[])) AS n
 ), unit_grants AS (
-    SELECT unnest($15::uuid[]) AS reservation_id, unnest($16::text[]) AS sku,
-           unnest($17::text[]) AS location,
-           unnest($18::text[]) AS pool, unnest($19::text[]) AS unit_id
+    SELECT unnest($18::uuid[]) AS reservation_id, unnest($19::text[]) AS sku,
+           unnest($20::text[]) AS location,
+           unnest($21::text[]) AS pool, unnest($22::text[]) AS unit_id
 ), took AS (
     UPDATE units u
     SET status = 'held', reservation_id = g.reservation_id, updated_at = now()
@@ -1370,8 +1400,9 @@ WITH wanted AS (
     FROM unit_grants g
     GROUP BY g.reservation_id, g.sku, g.location, g.pool
 ), lines AS (
-    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity, units, bundle_sku, bundle_quantity, bundle_version)
-    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity, coalesce(lu.units, '{}'), g.bundle_sku, g.bundle_quantity, g.bundle_version
+    INSERT INTO reservation_lines (reservation_id, sku, location, pool, quantity, units, backordered, bundle_sku, bundle_quantity, bundle_version)
+    SELECT g.reservation_id, g.sku, g.location, g.pool, g.quantity, coalesce(lu.units, '{}'), coalesce(g.backordered, 0),
+           g.bundle_sku, g.bundle_quantity, g.bundle_version
     FROM granted g
     LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku
                            AND lu.location = g.location AND lu.pool = g.pool
@@ -1380,9 +1411,12 @@ WITH wanted AS (
     INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
                         stock_version, reservation_id, actor, actor_key, units,
                         feed_xid, total_after, available_after, reserved_after, sold_after,
-                        quality_control_after, damaged_after, safety_stock_after, incoming_after)
-    SELECT g.sku, g.location, g.pool, 'reserve', 0, -g.quantity, g.quantity, 0, m.version, g.reservation_id, g.actor, g.actor_key, lu.units,
-           m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming
+                        quality_control_after, damaged_after, safety_stock_after, incoming_after,
+                        delta_backordered, expected_on)
+    SELECT g.sku, g.location, g.pool, 'reserve', 0, coalesce(g.backordered, 0) - g.quantity, g.quantity - coalesce(g.backordered, 0), 0,
+           m.version, g.reservation_id, g.actor, g.actor_key, lu.units,
+           m.feed_xid, m.total, m.available, m.reserved, m.sold, m.quality_control, m.damaged, m.safety_stock, m.incoming,
+           coalesce(g.backordered, 0), g.expected_on
     FROM granted g
     JOIN moved m ON m.sku = g.sku AND m.location = g.location AND m.pool = g.pool
     LEFT JOIN line_units lu ON lu.reservation_id = g.reservation_id AND lu.sku = g.sku
@@ -1408,6 +1442,7 @@ type StockHoldsApplyParams struct {
 	RowLocations         []string
 	RowPools             []string
 	RowQuantities        []int64
+	RowBackordered       []int64
 	LineIds              []uuid.UUID
 	LineSkus             []string
 	LineLocations        []string
@@ -1415,6 +1450,8 @@ type StockHoldsApplyParams struct {
 	LineQuantities       []int64
 	LineActors           []string
 	LineActorKeys        []string
+	LineBackordered      []int64
+	LineExpectedOn       []string
 	LineBundleSkus       []string
 	LineBundleQuantities []int64
 	LineBundleVersions   []int64
@@ -1427,7 +1464,9 @@ type StockHoldsApplyParams struct {
 
 // StockHoldsApply writes the grants of a hold batch whose stock rows
 // StockLockMany locked: each row's counters move by the sum of its granted
-// lines (row_* arrays), the lines are inserted (line_* arrays: one per
+// lines (row_* arrays: the units taken from available, and those promised
+// beyond it, backordered, which the CHECK stock_backordered bounds by the
+// row's policy), the lines are inserted (line_* arrays: one per
 // location a hold line was allocated to), and each line gets a reserve
 // ledger row carrying the version its stock row reached, its counters
 // after the change and its event feed position (feed_xid). Units with an
@@ -1448,6 +1487,7 @@ func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyPara
 			a.RowLocations,
 			a.RowPools,
 			a.RowQuantities,
+			a.RowBackordered,
 			a.LineIds,
 			a.LineSkus,
 			a.LineLocations,
@@ -1455,6 +1495,8 @@ func (q *Queries) StockHoldsApply(ctx context.Context, arg []StockHoldsApplyPara
 			a.LineQuantities,
 			a.LineActors,
 			a.LineActorKeys,
+			a.LineBackordered,
+			a.LineExpectedOn,
 			a.LineBundleSkus,
 			a.LineBundleQuantities,
 			a.LineBundleVersions,
@@ -1494,7 +1536,14 @@ func (b *StockHoldsApplyBatchResults) Close() error {
 const stockLockMany = `-- name: StockLockMany :batchmany
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason, s.serialized,
        l.priority, l.active, l.stop_sale_reason, s.short, l.latitude, l.longitude,
-       sl.max_per_order, sl.min_per_order, sl.step, sl.max_per_customer, sl.customer_window_seconds
+       sl.max_per_order, sl.min_per_order, sl.step, sl.max_per_customer, sl.customer_window_seconds,
+       s.backordered, s.backorder_limit, s.backorder_horizon_days,
+       (CASE WHEN s.backorder_horizon_days IS NOT NULL THEN ARRAY(
+            SELECT x.expected_on FROM stock_incoming_soon(s.sku, s.location, s.pool, s.backorder_horizon_days) x
+            ORDER BY x.expected_on NULLS FIRST, x.quantity) END)::date[] AS soon_on,
+       (CASE WHEN s.backorder_horizon_days IS NOT NULL THEN ARRAY(
+            SELECT x.quantity FROM stock_incoming_soon(s.sku, s.location, s.pool, s.backorder_horizon_days) x
+            ORDER BY x.expected_on NULLS FIRST, x.quantity) END)::bigint[] AS soon_units
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS pool, unnest($3::text[]) AS location) k
   ON k.sku = s.sku AND k.pool = s.pool AND (k.location = '' OR k.location = s.location)
@@ -1535,6 +1584,11 @@ type StockLockManyRow struct {
 	Step                  *int64
 	MaxPerCustomer        *int64
 	CustomerWindowSeconds *int64
+	Backordered           int64
+	BackorderLimit        int64
+	BackorderHorizonDays  *int32
+	SoonOn                []pgtype.Date
+	SoonUnits             []int64
 }
 
 // StockLockMany locks the stock rows a hold batch may draw on, in (sku,
@@ -1545,7 +1599,12 @@ type StockLockManyRow struct {
 // change joining the batch hands back pays it first (batch_joined.go). A key
 // whose location is empty asks for the (sku, pool) at every location: a
 // line the batch allocates. Each row carries its (sku, pool)'s limits
-// (sku_limits; null where none is set), read under the lock.
+// (sku_limits; null where none is set), read under the lock. A row
+// whose pool has a backorder policy carries what it has promised
+// (backordered), its policy, and, with a horizon, what is on its way
+// within it (stock_incoming_soon: each delivery's expected day, null for
+// a transfer in transit, and units, by day); the CASE reads nothing for
+// any other row.
 func (q *Queries) StockLockMany(ctx context.Context, arg []StockLockManyParams) *StockLockManyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -1597,6 +1656,11 @@ func (b *StockLockManyBatchResults) Query(f func(int, []StockLockManyRow, error)
 					&i.Step,
 					&i.MaxPerCustomer,
 					&i.CustomerWindowSeconds,
+					&i.Backordered,
+					&i.BackorderLimit,
+					&i.BackorderHorizonDays,
+					&i.SoonOn,
+					&i.SoonUnits,
 				); err != nil {
 					return err
 				}

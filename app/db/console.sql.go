@@ -59,7 +59,7 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 }
 
 const ledgerListByReservation = `-- name: LedgerListByReservation :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs, location, delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, quality_control_after, damaged_after, safety_stock_after, incoming_after, delta_short FROM ledger WHERE reservation_id = $1 ORDER BY id
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs, location, delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, quality_control_after, damaged_after, safety_stock_after, incoming_after, delta_short, delta_backordered, expected_on FROM ledger WHERE reservation_id = $1 ORDER BY id
 `
 
 func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uuid.UUID) ([]Ledger, error) {
@@ -104,6 +104,8 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 			&i.SafetyStockAfter,
 			&i.IncomingAfter,
 			&i.DeltaShort,
+			&i.DeltaBackordered,
+			&i.ExpectedOn,
 		); err != nil {
 			return nil, err
 		}
@@ -116,7 +118,7 @@ func (q *Queries) LedgerListByReservation(ctx context.Context, reservationID *uu
 }
 
 const ledgerPageBySKU = `-- name: LedgerPageBySKU :many
-SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs, location, delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, quality_control_after, damaged_after, safety_stock_after, incoming_after, delta_short FROM ledger
+SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs, location, delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, quality_control_after, damaged_after, safety_stock_after, incoming_after, delta_short, delta_backordered, expected_on FROM ledger
 WHERE sku = $1 AND ($2::bigint IS NULL OR id < $2::bigint)
 ORDER BY id DESC
 LIMIT $3
@@ -166,6 +168,8 @@ func (q *Queries) LedgerPageBySKU(ctx context.Context, sku string, beforeID *int
 			&i.SafetyStockAfter,
 			&i.IncomingAfter,
 			&i.DeltaShort,
+			&i.DeltaBackordered,
+			&i.ExpectedOn,
 		); err != nil {
 			return nil, err
 		}

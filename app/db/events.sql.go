@@ -32,7 +32,7 @@ const eventRowsAfter = `-- name: EventRowsAfter :many
 SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserved, f.stock_version, f.reservation_id,
        f.actor, f.reason, f.ref, f.total_after, f.available_after, f.reserved_after, f.sold_after,
        f.quality_control_after, f.damaged_after, f.safety_stock_after, f.incoming_after, f.last_of_version,
-       f.delta_total, f.delta_incoming,
+       f.delta_total, f.delta_incoming, f.delta_backordered,
        CASE WHEN f.last_of_version THEN (
            SELECT ARRAY[sum(n.delta_total), sum(n.delta_available), sum(n.delta_reserved), sum(n.delta_sold),
                         sum(n.delta_quality_control), sum(n.delta_damaged), sum(n.delta_safety_stock),
@@ -56,7 +56,7 @@ SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserv
        i.supplier_ref AS inbound_supplier_ref, i.expected_on AS inbound_expected_on
 FROM (
     SELECT l.id, l.feed_xid, l.at, l.sku, l.location, l.pool, l.kind, l.delta_reserved, l.stock_version, l.reservation_id,
-           l.actor, l.reason, l.ref, l.units, l.refs, l.delta_total, l.delta_incoming,
+           l.actor, l.reason, l.ref, l.units, l.refs, l.delta_total, l.delta_incoming, l.delta_backordered,
            l.total_after, l.available_after, l.reserved_after, l.sold_after,
            l.quality_control_after, l.damaged_after, l.safety_stock_after, l.incoming_after,
            NOT EXISTS (SELECT 1 FROM ledger n
@@ -101,6 +101,7 @@ type EventRowsAfterRow struct {
 	LastOfVersion       bool
 	DeltaTotal          int64
 	DeltaIncoming       int64
+	DeltaBackordered    int64
 	VersionDeltas       []int64
 	Threshold           int64
 	VersionUnits        []string
@@ -162,6 +163,7 @@ func (q *Queries) EventRowsAfter(ctx context.Context, afterXid uint64, afterID i
 			&i.LastOfVersion,
 			&i.DeltaTotal,
 			&i.DeltaIncoming,
+			&i.DeltaBackordered,
 			&i.VersionDeltas,
 			&i.Threshold,
 			&i.VersionUnits,

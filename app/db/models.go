@@ -250,6 +250,10 @@ type Ledger struct {
 	SafetyStockAfter    *int64
 	IncomingAfter       *int64
 	DeltaShort          int64
+	// How the change moved stock.backordered: a hold's promise (reserve), given back (release, expire, rollback), filled by a receipt (backorder_fill).
+	DeltaBackordered int64
+	// A reserve that promised units: the day the delivery that fills its last promised unit is expected, as the hold was made (null: in transit, or promised below zero).
+	ExpectedOn pgtype.Date
 }
 
 // Each month of the ledger archived to a file (stockhold ledger archive): its partition replaced by carried balances and the rows still read.
@@ -294,6 +298,7 @@ type LedgerCheckpoint struct {
 	SafetyStock    int64
 	Incoming       int64
 	Short          int64
+	Backordered    int64
 }
 
 // Places stock is at (a warehouse, a store, a venue). Holds allocate to active locations, lowest priority first.
@@ -402,6 +407,8 @@ type ReservationLine struct {
 	BundleSku      *string
 	BundleQuantity *int64
 	BundleVersion  *int64
+	// Of the line's quantity, the units promised and not yet on hand (stock.backordered): a receipt fills them.
+	Backordered int64
 }
 
 type RiverJob struct {
@@ -487,6 +494,16 @@ type RollbackRequest struct {
 	ReconcileRunID *int64
 }
 
+// How far holds on a SKU's pool may promise beyond what each of its stock rows has on hand: a row only while a policy is set.
+type SkuBackorder struct {
+	Sku         string
+	Pool        string
+	BelowZero   int64
+	HorizonDays *int32
+	SetBy       string
+	SetAt       time.Time
+}
+
 // Limits per hold and per customer on a SKU's pool, across its locations: a row only while some limit is set.
 type SkuLimit struct {
 	Sku                   string
@@ -526,6 +543,12 @@ type Stock struct {
 	Incoming int64
 	// Units inside reserved that a stock count found missing: they leave total as their holds hand them back (ledger kind shortfall), never back to available.
 	Short int64
+	// Units promised to held and confirmed holds that the row has not had on hand yet (not in total): receipts fill them, oldest confirmed first.
+	Backordered int64
+	// The pool's backorder policy's below_zero (sku_backorders), kept here for the CHECK stock_backordered.
+	BackorderLimit int64
+	// The pool's backorder policy's horizon (null: incoming is never promised), kept here for the CHECK stock_backordered.
+	BackorderHorizonDays *int32
 }
 
 // Each stock count: what was counted on the shelf, what the counters said, and the difference recorded (ledger kind count).
@@ -573,10 +596,14 @@ type StockHealth struct {
 	LedgerIncoming       int64
 	LedgerShort          int64
 	InTransit            int64
+	Backordered          int64
+	LinesBackordered     int64
+	LedgerBackordered    int64
 	CountersOk           *bool
 	LinesOk              *bool
 	LedgerOk             bool
 	TransitOk            bool
+	PromiseOk            *bool
 	Ok                   *bool
 }
 

@@ -207,7 +207,7 @@ func changeArgs(p db.ReservationsChangeParams) string {
 	}
 	return strings.Join([]string{ids(p.Ids), array("text[]", p.Statuses), array("text[]", p.Actors), array("text[]", p.Reasons),
 		ids(p.LineIds), array("text[]", p.LineSkus), array("text[]", p.LineLocations), array("text[]", p.LinePools),
-		array("bigint[]", quantities), array("text[]", p.LineKinds),
+		array("bigint[]", quantities), array("text[]", p.LineKinds), "'{}'::bigint[]",
 		ids(p.UnitReservationIds), array("text[]", p.UnitSkus), array("text[]", p.UnitLocations), array("text[]", p.UnitPools),
 		array("text[]", p.UnitIds)}, ", ")
 }

@@ -403,8 +403,8 @@ CROSS JOIN LATERAL (
     WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
 ) m
 CROSS JOIN LATERAL (
-    SELECT coalesce(sum(x.quantity) FILTER (WHERE r.status = 'held'), 0)      AS held,
-           coalesce(sum(x.quantity) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
+    SELECT coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'held'), 0)      AS held,
+           coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
     FROM reservation_lines x
     JOIN reservations r ON r.id = x.reservation_id
     WHERE x.sku = s.sku AND x.location = s.location AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
@@ -499,7 +499,7 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, location string, p
 }
 
 const stockListByPool = `-- name: StockListByPool :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
 `
 
 // StockListByPool is every row of one pool, by SKU and location.
@@ -533,6 +533,9 @@ func (q *Queries) StockListByPool(ctx context.Context, pool string) ([]Stock, er
 			&i.SafetyStock,
 			&i.Incoming,
 			&i.Short,
+			&i.Backordered,
+			&i.BackorderLimit,
+			&i.BackorderHorizonDays,
 		); err != nil {
 			return nil, err
 		}
@@ -836,7 +839,7 @@ SET total = $1, available = $2, reserved = $3, sold = $4,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $10 AND location = $11 AND pool = $12
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
 `
 
 type StockRepairSetParams struct {
@@ -894,6 +897,9 @@ func (q *Queries) StockRepairSet(ctx context.Context, arg StockRepairSetParams) 
 		&i.SafetyStock,
 		&i.Incoming,
 		&i.Short,
+		&i.Backordered,
+		&i.BackorderLimit,
+		&i.BackorderHorizonDays,
 	)
 	return i, err
 }

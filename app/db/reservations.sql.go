@@ -9,10 +9,12 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const reservationFirstLines = `-- name: ReservationFirstLines :many
-SELECT g.sku, g.location, g.pool, g.delta_reserved AS quantity, g.units, l.bundle_sku, l.bundle_quantity, l.bundle_version
+SELECT g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
+       l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on
 FROM ledger g
 LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
 WHERE g.reservation_id = $1 AND g.kind = 'reserve'
@@ -28,6 +30,8 @@ type ReservationFirstLinesRow struct {
 	BundleSku      *string
 	BundleQuantity *int64
 	BundleVersion  *int64
+	Backordered    int64
+	ExpectedOn     pgtype.Date
 }
 
 // ReservationFirstLines is ReservationFirstLinesGetByKeys for one hold.
@@ -49,6 +53,8 @@ func (q *Queries) ReservationFirstLines(ctx context.Context, reservationID *uuid
 			&i.BundleSku,
 			&i.BundleQuantity,
 			&i.BundleVersion,
+			&i.Backordered,
+			&i.ExpectedOn,
 		); err != nil {
 			return nil, err
 		}
@@ -207,7 +213,7 @@ func (q *Queries) ReservationKeysMade(ctx context.Context, clients []string, ide
 }
 
 const reservationLinesGet = `-- name: ReservationLinesGet :many
-SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version
+SELECT l.reservation_id, l.sku, l.pool, l.quantity, l.location, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version, l.backordered
 FROM reservation_lines l WHERE l.reservation_id = ANY($1::uuid[])
 ORDER BY l.reservation_id, l.sku COLLATE "C", l.location COLLATE "C", l.pool COLLATE "C"
 `
@@ -234,6 +240,7 @@ func (q *Queries) ReservationLinesGet(ctx context.Context, reservationIds []uuid
 			&i.BundleSku,
 			&i.BundleQuantity,
 			&i.BundleVersion,
+			&i.Backordered,
 		); err != nil {
 			return nil, err
 		}

@@ -22,7 +22,7 @@ SET total = s.total + excluded.total,
     feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
 WHERE NOT s.serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
 `
 
 type StockAdjustParams struct {
@@ -64,12 +64,15 @@ func (q *Queries) StockAdjust(ctx context.Context, arg StockAdjustParams) (Stock
 		&i.SafetyStock,
 		&i.Incoming,
 		&i.Short,
+		&i.Backordered,
+		&i.BackorderLimit,
+		&i.BackorderHorizonDays,
 	)
 	return i, err
 }
 
 const stockBatch = `-- name: StockBatch :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock
 WHERE sku = ANY($1::text[])
   AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
@@ -109,6 +112,9 @@ func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error
 			&i.SafetyStock,
 			&i.Incoming,
 			&i.Short,
+			&i.Backordered,
+			&i.BackorderLimit,
+			&i.BackorderHorizonDays,
 		); err != nil {
 			return nil, err
 		}
@@ -123,7 +129,7 @@ func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error
 const stockCreate = `-- name: StockCreate :one
 INSERT INTO stock (sku, location, pool) VALUES ($1, $2, $3)
 ON CONFLICT (sku, location, pool) DO NOTHING
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
 `
 
 func (q *Queries) StockCreate(ctx context.Context, sku string, location string, pool string) (Stock, error) {
@@ -150,6 +156,9 @@ func (q *Queries) StockCreate(ctx context.Context, sku string, location string, 
 		&i.SafetyStock,
 		&i.Incoming,
 		&i.Short,
+		&i.Backordered,
+		&i.BackorderLimit,
+		&i.BackorderHorizonDays,
 	)
 	return i, err
 }
@@ -230,7 +239,7 @@ func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string, 
 }
 
 const stockGet = `-- name: StockGet :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock WHERE sku = $1 AND location = $2 AND pool = $3
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock WHERE sku = $1 AND location = $2 AND pool = $3
 `
 
 func (q *Queries) StockGet(ctx context.Context, sku string, location string, pool string) (Stock, error) {
@@ -257,12 +266,15 @@ func (q *Queries) StockGet(ctx context.Context, sku string, location string, poo
 		&i.SafetyStock,
 		&i.Incoming,
 		&i.Short,
+		&i.Backordered,
+		&i.BackorderLimit,
+		&i.BackorderHorizonDays,
 	)
 	return i, err
 }
 
 const stockListBySKU = `-- name: StockListBySKU :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short FROM stock s
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered, s.backorder_limit, s.backorder_horizon_days FROM stock s
 JOIN locations l ON l.id = s.location
 WHERE s.sku = $1
   AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
@@ -306,6 +318,9 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 			&i.SafetyStock,
 			&i.Incoming,
 			&i.Short,
+			&i.Backordered,
+			&i.BackorderLimit,
+			&i.BackorderHorizonDays,
 		); err != nil {
 			return nil, err
 		}
@@ -318,7 +333,7 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 }
 
 const stockLock = `-- name: StockLock :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock WHERE sku = $1 AND location = $2 AND pool = $3 FOR UPDATE
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock WHERE sku = $1 AND location = $2 AND pool = $3 FOR UPDATE
 `
 
 // StockLock locks one stock row for the rest of the transaction.
@@ -346,6 +361,9 @@ func (q *Queries) StockLock(ctx context.Context, sku string, location string, po
 		&i.SafetyStock,
 		&i.Incoming,
 		&i.Short,
+		&i.Backordered,
+		&i.BackorderLimit,
+		&i.BackorderHorizonDays,
 	)
 	return i, err
 }
@@ -365,7 +383,7 @@ SET total = total + $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $10 AND location = $11 AND pool = $12 AND NOT serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
 `
 
 type StockMoveParams struct {
@@ -425,6 +443,9 @@ func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, er
 		&i.SafetyStock,
 		&i.Incoming,
 		&i.Short,
+		&i.Backordered,
+		&i.BackorderLimit,
+		&i.BackorderHorizonDays,
 	)
 	return i, err
 }
@@ -512,6 +533,7 @@ const stockRowsRead = `-- name: StockRowsRead :many
 SELECT s.sku, s.location, s.pool, s.available, s.status, s.paused_reason,
        l.priority, l.active, l.stop_sale_reason,
        EXISTS (SELECT FROM sku_limits sl WHERE sl.sku = s.sku AND sl.pool = s.pool) AS limited,
+       (s.backorder_limit > 0 OR s.backorder_horizon_days IS NOT NULL)::boolean AS promising,
        (SELECT x.active FROM stop_sale x WHERE x.id)::boolean AS stop_sale,
        (SELECT coalesce(array_agg(c.client), '{}') FROM stop_sale_clients c WHERE c.active)::text[] AS stopped_clients
 FROM stock s
@@ -531,12 +553,14 @@ type StockRowsReadRow struct {
 	Active         bool
 	StopSaleReason *string
 	Limited        bool
+	Promising      bool
 	StopSale       bool
 	StoppedClients []string
 }
 
 // StockRowsRead is StockLockMany without the lock, and with the switch
-// for everything and the clients whose sales are stopped: what an instance
+// for everything and the clients whose sales are stopped, and whether the
+// pool may promise beyond its stock (a backorder policy): what an instance
 // reads again to know whether a hold it answers sold out from memory would
 // still be refused, and for whom a batch would answer stop_sale first
 // (soldout.go).
@@ -560,6 +584,7 @@ func (q *Queries) StockRowsRead(ctx context.Context, skus []string, pools []stri
 			&i.Active,
 			&i.StopSaleReason,
 			&i.Limited,
+			&i.Promising,
 			&i.StopSale,
 			&i.StoppedClients,
 		); err != nil {
@@ -587,7 +612,7 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 }
 
 const stockScan = `-- name: StockScan :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock
 WHERE sku > $1
   AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
@@ -629,6 +654,9 @@ func (q *Queries) StockScan(ctx context.Context, after string, lim int32) ([]Sto
 			&i.SafetyStock,
 			&i.Incoming,
 			&i.Short,
+			&i.Backordered,
+			&i.BackorderLimit,
+			&i.BackorderHorizonDays,
 		); err != nil {
 			return nil, err
 		}
@@ -680,7 +708,7 @@ SET status = $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $3 AND location = $4 AND pool = $5
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
 `
 
 type StockSetStatusParams struct {
@@ -721,6 +749,9 @@ func (q *Queries) StockSetStatus(ctx context.Context, arg StockSetStatusParams) 
 		&i.SafetyStock,
 		&i.Incoming,
 		&i.Short,
+		&i.Backordered,
+		&i.BackorderLimit,
+		&i.BackorderHorizonDays,
 	)
 	return i, err
 }
@@ -733,7 +764,7 @@ SET total = total - $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $2 AND location = $3 AND pool = $4 AND available >= $1 AND NOT serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
 `
 
 type StockTakeParams struct {
@@ -774,6 +805,9 @@ func (q *Queries) StockTake(ctx context.Context, arg StockTakeParams) (Stock, er
 		&i.SafetyStock,
 		&i.Incoming,
 		&i.Short,
+		&i.Backordered,
+		&i.BackorderLimit,
+		&i.BackorderHorizonDays,
 	)
 	return i, err
 }

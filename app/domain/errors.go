@@ -103,6 +103,15 @@ const (
 	// archived (stockhold ledger archive): those rows are in an archive
 	// file, not in the database.
 	CodeArchived Code = "archived"
+	// CodeBackordersPromised refuses a backorder policy (set or removed)
+	// that would allow a location less than its holds have already been
+	// promised beyond its stock.
+	CodeBackordersPromised Code = "backorders_promised"
+	// CodeIncomingPromised refuses to take back units on their way (an
+	// inbound closed short or cancelled, a transfer's units lost or
+	// cancelled) that holds have been promised: release those holds
+	// first.
+	CodeIncomingPromised Code = "incoming_promised"
 )
 
 // InsufficientCode is the code of a refusal that would take state below

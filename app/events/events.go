@@ -1,6 +1,6 @@
 // Package events turns the ledger into a feed of events (stock.changed,
 // hold.created, hold.confirmed, hold.released, hold.expired, stock.low,
-// stock.paused, stock.resumed, transfer.created, transfer.received,
+// hold.backorder_filled, stock.paused, stock.resumed, transfer.created, transfer.received,
 // transfer.closed, transfer.cancelled, inbound.created, inbound.received,
 // inbound.closed, inbound.cancelled) that a reader pulls from a cursor,
 // and that webhooks push. The ledger is the outbox: every flow already writes its
@@ -44,6 +44,9 @@ const (
 	HoldConfirmed = "hold.confirmed"
 	HoldReleased  = "hold.released"
 	HoldExpired   = "hold.expired"
+	// HoldBackorderFilled: a receipt filled units a hold was promised
+	// beyond the stock (one per hold filled).
+	HoldBackorderFilled = "hold.backorder_filled"
 	// A transfer between locations: created (its units left from),
 	// received (some arrived at to), closed (what never arrived written
 	// off as lost in transit), cancelled (given back to from).
@@ -62,6 +65,7 @@ const (
 
 // Types lists every event type.
 var Types = []string{StockChanged, StockLow, StockPaused, StockResumed, StockRepaired, HoldCreated, HoldConfirmed, HoldReleased, HoldExpired,
+	HoldBackorderFilled,
 	TransferCreated, TransferReceived, TransferClosed, TransferCancelled,
 	InboundCreated, InboundReceived, InboundClosed, InboundCancelled}
 
@@ -246,12 +250,15 @@ func ownData(typ string, r db.EventRowsAfterRow) map[string]any {
 		data = map[string]any{"inbound_id": r.Ref, "supplier_ref": r.InboundSupplierRef, "expected_on": expected,
 			"quantity": abs(r.DeltaIncoming), "actor": r.Actor, "reason": r.Reason}
 	case r.ReservationID != nil:
-		q := r.DeltaReserved
-		if q < 0 {
-			q = -q
+		q := abs(r.DeltaReserved + r.DeltaBackordered) // the units promised are the hold's too
+		if typ == HoldBackorderFilled {
+			q = -r.DeltaBackordered
 		}
 		data = map[string]any{"quantity": q, "order_ref": r.OrderRef, "client": r.Client,
 			"actor": r.Actor, "reason": r.Reason, "ledger_kind": r.Kind}
+		if r.DeltaBackordered != 0 {
+			data["backordered"] = abs(r.DeltaBackordered)
+		}
 		if typ == HoldReleased {
 			data["partial"] = stock.LedgerKind(r.Kind) == stock.LedgerReleasePartial
 		}
@@ -327,6 +334,8 @@ func ownType(r db.EventRowsAfterRow) string {
 		return HoldReleased
 	case stock.LedgerExpire:
 		return HoldExpired
+	case stock.LedgerBackorderFill:
+		return HoldBackorderFilled
 	case stock.LedgerPause:
 		return StockPaused
 	case stock.LedgerResume:

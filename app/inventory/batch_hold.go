@@ -233,7 +233,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	verdicts, taken := decideHolds(rows, b.holds())
 	verdicts = b.laterForRuns(verdicts, changed.gaveUnits)
 	again = append(again, b.later...)
-	w := b.writes(verdicts, taken, rows.lockOrder)
+	w := b.writes(verdicts, taken, rows.promised, rows.lockOrder)
 	w.change = &changed.ch
 	firsts, firstsOf, after, err := s.writeHolds(ctx, conn, w)
 	if err != nil {
@@ -342,13 +342,7 @@ func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*
 	for _, r := range inserted {
 		made[r.ID] = r
 	}
-	locked := make([]lockedRow, len(stock))
-	for i, r := range stock {
-		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, short: r.Short, status: r.Status,
-			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason),
-			latitude: r.Latitude, longitude: r.Longitude, limits: limitsOf(r)}
-	}
-	rows := newStockRows(locked)
+	rows := newStockRows(lockedRows(stock))
 	if counting != nil {
 		rows.customers = make(map[string]int64, len(customers))
 		for _, c := range customers {
@@ -520,4 +514,15 @@ func (b batchPlan) holds() []hold {
 		out[i] = c.h
 	}
 	return out
+}
+
+// lockedRows are the rows StockLockMany locked, as the decision takes them.
+func lockedRows(stock []db.StockLockManyRow) []lockedRow {
+	locked := make([]lockedRow, len(stock))
+	for i, r := range stock {
+		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, short: r.Short, status: r.Status,
+			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason),
+			latitude: r.Latitude, longitude: r.Longitude, limits: limitsOf(r), promise: promiseOf(r)}
+	}
+	return locked
 }

@@ -27,9 +27,10 @@ type holdWrites struct {
 	change *changes
 }
 
-// writes turns the verdicts into the batch's writes; lockOrder is the
-// order the rows' counters move in.
-func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder []Line) holdWrites {
+// writes turns the verdicts into the batch's writes: taken and promised
+// are the units granted per row from available and beyond it
+// (backorders.go); lockOrder is the order the rows' counters move in.
+func (b batchPlan) writes(verdicts []verdict, taken, promised map[string]int64, lockOrder []Line) holdWrites {
 	var (
 		w       holdWrites
 		bundles []*BundleLine // per line, when any is a bundle's (nil: none)
@@ -56,6 +57,8 @@ func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder 
 			if bundles != nil {
 				bundles = append(bundles, l.Bundle)
 			}
+			w.apply.LineBackordered = append(w.apply.LineBackordered, l.Backordered)
+			w.apply.LineExpectedOn = append(w.apply.LineExpectedOn, l.ExpectedOn)
 			for _, id := range verdicts[i].picked[rowKey(l.SKU, l.Location, l.Pool)] {
 				w.apply.UnitReservationIds = append(w.apply.UnitReservationIds, c.h.id)
 				w.apply.UnitSkus = append(w.apply.UnitSkus, l.SKU)
@@ -74,11 +77,13 @@ func (b batchPlan) writes(verdicts []verdict, taken map[string]int64, lockOrder 
 		w.apply.LineBundleVersions = append(w.apply.LineBundleVersions, bl.Version)
 	}
 	for _, row := range lockOrder {
-		if q := taken[rowKey(row.SKU, row.Location, row.Pool)]; q > 0 {
+		k := rowKey(row.SKU, row.Location, row.Pool)
+		if q, b := taken[k], promised[k]; q > 0 || b > 0 {
 			w.apply.RowSkus = append(w.apply.RowSkus, row.SKU)
 			w.apply.RowLocations = append(w.apply.RowLocations, row.Location)
 			w.apply.RowPools = append(w.apply.RowPools, row.Pool)
 			w.apply.RowQuantities = append(w.apply.RowQuantities, q)
+			w.apply.RowBackordered = append(w.apply.RowBackordered, b)
 		}
 	}
 	for _, c := range b.replays {
@@ -242,7 +247,9 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 	}
 	linesOf := map[uuid.UUID][]Line{}
 	for _, l := range lines {
-		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion))
+		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], promisedLine(
+			withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion),
+			l.Backordered, l.ExpectedOn))
 	}
 	for _, c := range calls {
 		r, ok := byKey[[2]string{c.h.req.Client, c.h.req.IdempotencyKey}]

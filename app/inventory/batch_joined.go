@@ -204,9 +204,13 @@ func decideJoined(calls []*holdCall, holds map[uuid.UUID]*lockedHold, st stockRo
 			// What a count found missing of the held units is paid first:
 			// those leave the books, never back to available (as
 			// ReservationsChange writes it).
-			paid := min(r.short, l.Quantity)
+			// A line's promised units go back to the row's promise, not
+			// to available (backorders.go).
+			onHand := l.Quantity - min(l.Quantity, l.Backordered)
+			paid := min(r.short, onHand)
 			r.short -= paid
-			r.available += l.Quantity - paid
+			r.available += onHand - paid
+			r.promise = r.promise.givenBack(l.Quantity - onHand)
 			st.rows[k] = r
 			if r.units == nil || len(l.Units) == 0 {
 				continue

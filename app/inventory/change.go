@@ -208,6 +208,7 @@ func (c *changes) add(ch *holdChange) {
 		p.LinePools = append(p.LinePools, l.Pool)
 		p.LineQuantities = append(p.LineQuantities, l.Quantity)
 		p.LineKinds = append(p.LineKinds, string(ch.how.Kind))
+		p.LineBackordered = append(p.LineBackordered, l.Backordered)
 		for _, u := range l.Units {
 			p.UnitReservationIds = append(p.UnitReservationIds, ch.id)
 			p.UnitSkus = append(p.UnitSkus, l.SKU)

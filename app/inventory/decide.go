@@ -33,6 +33,9 @@ type lockedRow struct {
 	latitude, longitude *float64
 	// limits are the row's pool's limits (nil: none).
 	limits *skuLimits
+	// promise is what the row may promise beyond its stock (nil: its pool
+	// has no backorder policy; backorders.go).
+	promise *rowPromise
 }
 
 // poolUnits is what a hold batch read of one serialized pool's units: the
@@ -65,6 +68,11 @@ type stockRows struct {
 	// (limits.go).
 	limits    map[string]skuLimits
 	customers map[string]int64
+	// promised is what the batch's grants promised per rowKey, and
+	// promisingPools the pools with a backorder policy, by poolKey; both
+	// nil when no row has one (backorders.go).
+	promised       map[string]int64
+	promisingPools map[string]bool
 }
 
 func newStockRows(rows []lockedRow) stockRows {
@@ -79,6 +87,12 @@ func newStockRows(rows []lockedRow) stockRows {
 				out.limits = map[string]skuLimits{}
 			}
 			out.limits[sp] = *r.limits
+		}
+		if r.promise != nil {
+			if out.promised == nil {
+				out.promised, out.promisingPools = map[string]int64{}, map[string]bool{}
+			}
+			out.promisingPools[sp] = true
 		}
 	}
 	for _, keys := range out.places {
@@ -162,7 +176,10 @@ func decideHolds(st stockRows, holds []hold) ([]verdict, map[string]int64) {
 		st.tookForCustomer(h, verdicts[i].lines)
 		for _, l := range verdicts[i].lines {
 			k := rowKey(l.SKU, l.Location, l.Pool)
-			taken[k] += l.Quantity
+			taken[k] += l.Quantity - l.Backordered
+			if l.Backordered > 0 {
+				st.promised[k] += l.Backordered
+			}
 			for _, id := range verdicts[i].picked[k] {
 				unitsTaken[k+"\x00"+id] = true
 			}
@@ -231,6 +248,9 @@ type holdDecision struct {
 	// pick the same unit.
 	mine      map[string]int64
 	mineUnits map[string]bool
+	// minePromised is what the hold's earlier lines promised beyond the
+	// rows' stock, by rowKey (backorders.go).
+	minePromised map[string]int64
 	// lines and picked are what the hold takes so far.
 	lines  []Line
 	picked map[string][]string
@@ -308,10 +328,12 @@ func (d *holdDecision) takeNamed(w want) (verdict, bool) {
 		return verdict{line: w, why: domain.CodeStopSale, reason: r.stopped}, false
 	}
 	units, v := fits(r, k, w, ask, asked, d.left(k), d.unitsTaken, d.mineUnits)
-	if !v.granted {
+	if !v.granted && !(v.why == domain.CodeOutOfStock && d.promise(w, []string{k})) {
 		return v, false
 	}
-	d.take(k, w.Quantity, units)
+	if v.granted {
+		d.take(k, w.Quantity, units)
+	}
 	return verdict{}, true
 }
 
@@ -383,6 +405,9 @@ func (d *holdDecision) split(w want, eligible []string) (verdict, bool) {
 			break
 		}
 	}
+	if need > 0 && d.promise(w, eligible) {
+		return verdict{}, true
+	}
 	if need > 0 {
 		return verdict{line: w, why: domain.CodeOutOfStock, left: have, places: len(eligible)}, false
 	}
@@ -415,6 +440,9 @@ func (d *holdDecision) whole(w want, eligible []string) (verdict, bool) {
 		}
 	}
 	if refusal.why == domain.CodeOutOfStock && refusal.left >= 0 {
+		if d.promise(w, eligible) {
+			return verdict{}, true
+		}
 		refusal.left, refusal.places = best, len(eligible)
 	}
 	return refusal, false

@@ -142,7 +142,8 @@ func (s *Service) replay(ctx context.Context, client, key, hash string, ttl int6
 	}
 	first := make([]Line, len(rows))
 	for i, l := range rows {
-		first[i] = withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion)
+		first[i] = promisedLine(withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion),
+			l.Backordered, l.ExpectedOn)
 	}
 	return firstAnswer(row, first, ttl), true, nil
 }

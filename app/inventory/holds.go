@@ -359,7 +359,9 @@ func partOf(lines []Line, want map[string]giveBack) ([]Line, int64, error) {
 		case w.quantity > l.Quantity:
 			return nil, 0, domain.Invalid("items release %d of SKU %q, this hold holds %d at %s", w.quantity, sku, l.Quantity, l.Location)
 		}
-		give = append(give, Line{SKU: sku, Location: l.Location, Pool: l.Pool, Quantity: w.quantity})
+		// Backordered is the line's as read (the change gives its
+		// promised units back first).
+		give = append(give, Line{SKU: sku, Location: l.Location, Pool: l.Pool, Quantity: w.quantity, Backordered: l.Backordered})
 		left -= w.quantity
 	}
 	slices.SortFunc(give, compareLines)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/batch"
@@ -240,6 +241,12 @@ type Line struct {
 	// Bundle, on a component line of a bundle, is the bundle line it was
 	// held for (bundles.go); nil on a line of the SKU itself.
 	Bundle *BundleLine `json:"bundle,omitempty"`
+	// Backordered is how many of Quantity were promised beyond the row's
+	// stock and are not on hand yet (backorders.go); ExpectedOn, when the
+	// hold was made, the day the delivery that fills the last of them was
+	// expected (empty: in transit, or promised below zero).
+	Backordered int64  `json:"backordered,omitempty"`
+	ExpectedOn  string `json:"expected_on,omitempty"`
 }
 
 // BundleLine is the line of a hold request on a bundle that a component
@@ -269,9 +276,21 @@ func withBundle(l Line, sku *string, quantity, version *int64) Line {
 	return l
 }
 
+// promisedLine is a line as read, with what of it is backordered and,
+// for its first answer, when that was expected.
+func promisedLine(l Line, backordered int64, expected pgtype.Date) Line {
+	l.Backordered = backordered
+	if expected.Valid {
+		l.ExpectedOn = expected.Time.Format(time.DateOnly)
+	}
+	return l
+}
+
 // storedLine is a hold line as read from reservation_lines.
 func storedLine(l db.ReservationLine) Line {
-	return withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion)
+	line := withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion)
+	line.Backordered = l.Backordered
+	return line
 }
 
 // Item is a SKU's pool in a hold as shops see it: its quantity, and where
@@ -291,6 +310,11 @@ type HeldItem struct {
 	// Bundle, for a component of a bundle, is the bundle line of the
 	// request it was held for.
 	Bundle *BundleLine `json:"bundle,omitempty"`
+	// Backordered is how many of Quantity are promised and not on hand
+	// yet; ExpectedOn when they were expected as the hold was made (the
+	// latest of its locations').
+	Backordered int64  `json:"backordered,omitempty"`
+	ExpectedOn  string `json:"expected_on,omitempty"`
 }
 
 // Allocation is the part of a line taken from one location.
@@ -309,10 +333,13 @@ func heldItems(lines []Line) []HeldItem {
 		i, ok := at[k]
 		if !ok {
 			at[k] = len(out)
-			out = append(out, HeldItem{SKU: l.SKU, Pool: l.Pool, Quantity: l.Quantity, Location: l.Location, Units: l.Units, Bundle: l.Bundle})
+			out = append(out, HeldItem{SKU: l.SKU, Pool: l.Pool, Quantity: l.Quantity, Location: l.Location, Units: l.Units, Bundle: l.Bundle,
+				Backordered: l.Backordered, ExpectedOn: l.ExpectedOn})
 			continue
 		}
 		it := &out[i]
+		it.Backordered += l.Backordered
+		it.ExpectedOn = max(it.ExpectedOn, l.ExpectedOn)
 		if it.Allocations == nil {
 			it.Allocations = []Allocation{{Location: it.Location, Quantity: it.Quantity}}
 			it.Location = ""

@@ -274,6 +274,9 @@ func (m *soldOut) remember(seen soldOutSeen, st stockRows, holds []hold, verdict
 		if _, limited := st.limits[poolKey(first.SKU, first.Pool)]; !ok || limited || first != v.line || len(m.rowsOf(st, first)) == 0 {
 			continue // a pool's limits may refuse first (limits.go)
 		}
+		if st.promising(first.SKU, first.Pool) {
+			continue // it may promise what arrives within its horizon later (backorders.go)
+		}
 		probe := h
 		probe.wants = []want{{SKU: first.SKU, Location: first.Location, Pool: first.Pool, Quantity: 1, Split: first.Split}}
 		probe.asks, probe.maxPerOrder = nil, nil
@@ -431,6 +434,7 @@ func (s *Service) recheckSoldOut(ctx context.Context, checks []soldOutCheck) []s
 		return nil
 	}
 	stopped := false
+	promising := map[string]bool{}
 	locked := make([]lockedRow, 0, len(read))
 	for i, r := range read {
 		if i == 0 {
@@ -447,6 +451,9 @@ func (s *Service) recheckSoldOut(ctx context.Context, checks []soldOutCheck) []s
 		if r.Limited { // limits set since: they may refuse first
 			locked[len(locked)-1].limits = &skuLimits{}
 		}
+		if r.Promising { // a backorder policy set since: it may grant
+			promising[poolKey(r.Sku, r.Pool)] = true
+		}
 	}
 	st := newStockRows(locked)
 	out := make([]soldOutRenewal, 0, len(checks))
@@ -454,7 +461,7 @@ func (s *Service) recheckSoldOut(ctx context.Context, checks []soldOutCheck) []s
 		r := soldOutRenewal{ask: c.ask, at: seen.at, writes: seen.writes}
 		v := decideHold(st, map[string]int64{}, map[string]bool{}, c.h)
 		_, limited := st.limits[poolKey(c.h.wants[0].SKU, c.h.wants[0].Pool)]
-		r.gone = stopped || limited || v.granted || v.why != domain.CodeOutOfStock || v.left != 0 || len(s.soldOut.rowsOf(st, c.h.wants[0])) == 0
+		r.gone = stopped || limited || promising[poolKey(c.h.wants[0].SKU, c.h.wants[0].Pool)] || v.granted || v.why != domain.CodeOutOfStock || v.left != 0 || len(s.soldOut.rowsOf(st, c.h.wants[0])) == 0
 		out = append(out, r)
 	}
 	return out

@@ -67,7 +67,9 @@ func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 //     (inbound), InboundReceived what arrived from them (inbound_receive:
 //     into total), InboundShort what closes wrote off of incoming, never
 //     received (inbound_short), InboundCancelled what cancels took back
-//     from incoming (inbound_cancel);
+//     from incoming (inbound_cancel); BackordersFilled what receipts gave
+//     holds they had been promised (backorder_fill: available into
+//     reserved or sold);
 //   - Shortfall is what held units a count found missing took out of
 //     total as their holds ended (shortfall), SoldShort how many of them
 //     confirms sold (sold_short);
@@ -99,6 +101,7 @@ type Figures struct {
 	InboundCancelled  int64 `json:"inbound_cancelled"`
 	Shortfall         int64 `json:"shortfall"`
 	SoldShort         int64 `json:"sold_short"`
+	BackordersFilled  int64 `json:"backorders_filled,omitempty"`
 	Repairs           int64 `json:"repairs"`
 	Pauses            int64 `json:"pauses"`
 	Resumes           int64 `json:"resumes"`
@@ -154,6 +157,7 @@ var columns = map[stock.LedgerKind]func(f *Figures, s sums){
 	stock.LedgerInboundCancel:  func(f *Figures, s sums) { f.InboundCancelled -= s.Incoming },
 	stock.LedgerShortfall:      func(f *Figures, s sums) { f.Shortfall -= s.Total },
 	stock.LedgerSoldShort:      func(f *Figures, s sums) { f.SoldShort -= s.Short },
+	stock.LedgerBackorderFill:  func(f *Figures, s sums) { f.BackordersFilled -= s.Available },
 	stock.LedgerRepair:         func(f *Figures, s sums) { f.Repairs += s.Movements },
 	stock.LedgerPause:          func(f *Figures, s sums) { f.Pauses += s.Movements },
 	stock.LedgerResume:         func(f *Figures, s sums) { f.Resumes += s.Movements },

@@ -25,6 +25,7 @@ func TestStockFillfactorUpgradeKeepsServingHolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, m := before(t, fillfactorVersion)
+	holdsOfThisRevision(t, pool)
 	seed := func(prefix string) {
 		t.Helper()
 		_, err := pool.Exec(ctx, `

@@ -370,6 +370,9 @@ func receiveInboundTx(ctx context.Context, tx pgx.Tx, st InboundStep) (Inbound, 
 	if err := land.give(ctx, q, st.Quantity, st.Actor, "what "+what+" delivered"); err != nil {
 		return Inbound{}, err
 	}
+	if err := fillBackorders(ctx, q, l.Sku, i.Location, l.Pool, st.Quantity, st.Actor, i.ID.String()); err != nil {
+		return Inbound{}, err
+	}
 	if err := q.InboundLineSet(ctx, db.InboundLineSetParams{InboundID: i.ID, Sku: l.Sku, Pool: l.Pool, Received: l.Received + st.Quantity, Short: l.Short}); err != nil {
 		return Inbound{}, fmt.Errorf("record the receipt of %s/%s: %w", l.Sku, l.Pool, err)
 	}

@@ -42,6 +42,10 @@ const (
 	// A stock row's balance carried forward from an archived month: the
 	// sum of that month's rows it replaces (stockhold ledger archive).
 	LedgerCarried LedgerKind = "carried"
+	// LedgerBackorderFill is a receipt filling a hold's promised units:
+	// available into reserved (a held hold) or sold (a confirmed one),
+	// backordered down by as many; one row per hold filled.
+	LedgerBackorderFill LedgerKind = "backorder_fill"
 )
 
 // LedgerKinds are every kind of ledger row.
@@ -50,5 +54,5 @@ var LedgerKinds = []LedgerKind{
 	LedgerTransfer, LedgerTransferOut, LedgerTransferIn, LedgerReceive, LedgerTransferCancel,
 	LedgerInbound, LedgerInboundReceive, LedgerInboundShort, LedgerInboundCancel,
 	LedgerReserve, LedgerConfirm, LedgerRelease, LedgerReleasePartial, LedgerExpire, LedgerRollback,
-	LedgerShortfall, LedgerSoldShort, LedgerCarried,
+	LedgerShortfall, LedgerSoldShort, LedgerCarried, LedgerBackorderFill,
 }

@@ -145,6 +145,9 @@ func moveRow(ctx context.Context, q *db.Queries, sku, location, pool string, d C
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errSerialized(sku, pool)
 	}
+	if promisedPast(err) {
+		return errIncomingPromised(sku, location, pool, kind)
+	}
 	if err != nil {
 		return fmt.Errorf("%s %s/%s/%s: %w", kind, sku, location, pool, err)
 	}

@@ -40,6 +40,10 @@ type Pool struct {
 	// numbers): its counters are its units by status, and it changes only
 	// through them. Left out for other pools.
 	Serialized bool `json:"serialized,omitempty"`
+	// Backordered is what held and confirmed holds were promised beyond
+	// the row's stock and have not had filled yet (its pool's backorder
+	// policy lets them): not in total. Left out when none.
+	Backordered int64 `json:"backordered,omitempty"`
 }
 
 // Stock is every (location, pool) of one SKU.
@@ -56,7 +60,7 @@ func newPool(r db.Stock) Pool {
 		Location: r.Location, Pool: r.Pool, Counters: Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
 			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short},
 		Status: r.Status, PausedReason: r.PausedReason, LowThreshold: r.LowThreshold, UpdatedAt: r.UpdatedAt,
-		Serialized: r.Serialized,
+		Serialized: r.Serialized, Backordered: r.Backordered,
 	}
 }
 

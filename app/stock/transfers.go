@@ -286,6 +286,9 @@ func receiveTx(ctx context.Context, tx pgx.Tx, st TransferStep) (Transfer, error
 	if err := land.give(ctx, q, st.Quantity, st.Actor, "what transfer "+t.ID.String()+" delivered"); err != nil {
 		return Transfer{}, err
 	}
+	if err := fillBackorders(ctx, q, t.Sku, t.ToLocation, t.Pool, st.Quantity, st.Actor, t.ID.String()); err != nil {
+		return Transfer{}, err
+	}
 	status := TransferInTransit
 	if t.Received+st.Quantity == t.Quantity {
 		status = TransferReceived

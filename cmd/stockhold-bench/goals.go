@@ -113,6 +113,15 @@ var goals = []goal{
 	{id: "locations-nearest", what: "`locations` allocated by `nearest` to a hold's `ship_to`, against `spread` in the same run",
 		target: "at least 0.9x", command: "make bench BENCH_FLAGS='-scenarios spread,locations'",
 		read: func(r *benchRun) (string, bool, bool) { return strategyGoal(r, "locations-nearest") }},
+	{id: "preorder", what: "`preorder`: holds past what is on hand, promised against a supplier's delivery within the backorder horizon, against `spread` in the same run",
+		target: "at least 0.8x", command: "make bench BENCH_FLAGS='-scenarios spread,preorder'",
+		read: func(r *benchRun) (string, bool, bool) {
+			p := r.get("preorder")
+			if p == nil || p.VsSpread == 0 {
+				return "", false, false
+			}
+			return fmt.Sprintf("%.2fx (%s holds/s)", p.VsSpread, thousands(p.Rate)), p.VsSpread >= 0.8, true
+		}},
 	{id: "flash", what: "`flash`: 1,000 clients at once racing for 100 units",
 		target: "exactly 100 held, 900 refused", command: "make bench BENCH_FLAGS='-scenarios flash'",
 		read: func(r *benchRun) (string, bool, bool) {

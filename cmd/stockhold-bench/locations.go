@@ -50,18 +50,11 @@ func (b *bench) locations(ctx context.Context) ([]*result, error) {
 	for i := range bodies {
 		bodies[i] = holdBody(0, "", locationSKU(i))
 	}
-	r := &result{Scenario: "locations", Clients: b.o.clients}
-	t := &tally{}
-	el := b.closedLoop(ctx, "locations", b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		return b.hold(fmt.Sprintf("locations-%s-%d-%d", b.run, w, i), bodies[rand.IntN(len(bodies))])
-	})
-	t.fill(r, el)
-	r.RSS = b.rss.reset()
+	r := b.againstSpread(ctx, "locations", bodies)
 	second, err := b.secondShare(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.VsSpread = r.Rate / b.spreadRate
 	r.Note = fmt.Sprintf("%d SKUs at %d locations, allocated by priority, the first short for half of them (%.0f%% of the holds went to the second): %.0f holds/s, %.2fx spread's %.0f holds/s in this run",
 		locationSKUs, len(benchLocations), second*100, r.Rate, r.VsSpread, b.spreadRate)
 	out := []*result{r}
@@ -83,15 +76,23 @@ func (b *bench) locationsBy(ctx context.Context, s string) *result {
 		}
 		bodies[i] = []byte(body + "}")
 	}
-	r := &result{Scenario: "locations-" + s, Clients: b.o.clients}
+	r := b.againstSpread(ctx, "locations-"+s, bodies)
+	r.Note = fmt.Sprintf("the same holds allocated by %s: %.0f holds/s, %.2fx spread's %.0f holds/s in this run", s, r.Rate, r.VsSpread, b.spreadRate)
+	return r
+}
+
+// againstSpread runs scenario: every client holds one of bodies at
+// random for the run's duration; its rate is compared with spread's in
+// the same run.
+func (b *bench) againstSpread(ctx context.Context, scenario string, bodies [][]byte) *result {
+	r := &result{Scenario: scenario, Clients: b.o.clients}
 	t := &tally{}
-	el := b.closedLoop(ctx, r.Scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		return b.hold(fmt.Sprintf("locations-%s-%s-%d-%d", s, b.run, w, i), bodies[rand.IntN(len(bodies))])
+	el := b.closedLoop(ctx, scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
+		return b.hold(fmt.Sprintf("%s-%s-%d-%d", scenario, b.run, w, i), bodies[rand.IntN(len(bodies))])
 	})
 	t.fill(r, el)
 	r.RSS = b.rss.reset()
 	r.VsSpread = r.Rate / b.spreadRate
-	r.Note = fmt.Sprintf("the same holds allocated by %s: %.0f holds/s, %.2fx spread's %.0f holds/s in this run", s, r.Rate, r.VsSpread, b.spreadRate)
 	return r
 }
 

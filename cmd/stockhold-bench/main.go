@@ -63,8 +63,10 @@ var scenarioNames = []string{"hot", "spread", "locations", "half", "multi", "fla
 // rush on venues of each size -seats names, seats held by name and
 // together; soldout hammers a SKU whose last unit is gone; skus times
 // catalogue reads (GET /v1/skus) over the catalogue; bundles holds
-// bundles of three SKUs against the same SKUs as three-line holds.
-var extraScenarios = []string{"reconcile", "seats", "soldout", "skus", "bundles"}
+// bundles of three SKUs against the same SKUs as three-line holds;
+// preorder holds past what is on hand against a supplier's delivery,
+// after spread.
+var extraScenarios = []string{"reconcile", "seats", "soldout", "skus", "bundles", "preorder"}
 
 func main() {
 	if addr := os.Getenv(floorEnv); addr != "" {

@@ -32,6 +32,8 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.spread(ctx)
 	case "locations":
 		return b.locations(ctx)
+	case "preorder":
+		return b.preorder(ctx)
 	case "half":
 		return b.half(ctx)
 	case "reconcile":

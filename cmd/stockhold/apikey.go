@@ -37,7 +37,11 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	if args[0] == "create" {
 		fs.StringVar(&locations, "locations", "", "a shop key's `locations`, comma-separated: its holds take stock only there (a sales channel)")
-		fs.StringVar(&strategy, "strategy", "", "how its holds that name none are allocated, a `strategy`: priority (the default), most_stock or nearest")
+	}
+	strategySet := false
+	if args[0] == "create" || args[0] == "rotate" {
+		fs.Func("strategy", "how its holds that name none are allocated, a `strategy`: priority (the default), most_stock or nearest (rotate: default the old key's)",
+			func(v string) error { strategy, strategySet = v, true; return nil })
 	}
 	if args[0] == "rotate" {
 		fs.Func("grace", "how long the old token keeps working, a `duration` such as 1h or 30m (default: it stops at once)", func(v string) error {
@@ -96,7 +100,11 @@ func apikey(ctx context.Context, args []string, getenv func(string) string, stdo
 			fmt.Fprintf(stdout, "revoked %s named %q (%s) and ended their console sessions; "+
 				"every instance refuses them within %s\n", plural(len(rev.IDs), "key"), name, ids(rev.IDs), auth.CacheTTL)
 		case "rotate":
-			rot, err := auth.Rotate(ctx, pool, name, r, grace)
+			var o auth.RotateOptions
+			if strategySet {
+				o.Strategy = &strategy
+			}
+			rot, err := auth.RotateWith(ctx, pool, name, r, grace, o)
 			if err != nil {
 				return err
 			}
@@ -136,7 +144,7 @@ func listKeys(ctx context.Context, pool *pgxpool.Pool, stdout io.Writer) error {
 	}
 	now := time.Now()
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tNAME\tROLE\tLOCATIONS\tCREATED\tSTATUS")
+	fmt.Fprintln(w, "ID\tNAME\tROLE\tLOCATIONS\tSTRATEGY\tCREATED\tSTATUS")
 	for _, k := range keys {
 		status := "in use"
 		switch {
@@ -151,7 +159,12 @@ func listKeys(ctx context.Context, pool *pgxpool.Pool, stdout io.Writer) error {
 		if k.Locations != nil {
 			where = strings.Join(k.Locations, ",")
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, where, k.CreatedAt.UTC().Format(time.RFC3339), status)
+		// How its holds that name no strategy are allocated.
+		strategy := "priority"
+		if k.Strategy != "" {
+			strategy = k.Strategy
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, where, strategy, k.CreatedAt.UTC().Format(time.RFC3339), status)
 	}
 	return w.Flush()
 }

@@ -63,20 +63,43 @@ func TestAPIKeyCommands(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, 0, run(ctx, []string{"locations", "create", "--id", loc, "--operator", "alice"}, getenv, &stdout, &stderr), stderr.String())
 	}
-	code, _, errs = cmd("create", "--name", "shop-fr", "--role", "shop", "--locations", "paris,lyon")
+	code, _, errs = cmd("create", "--name", "shop-fr", "--role", "shop", "--locations", "paris,lyon", "--strategy", "nearest")
 	require.Equal(t, 0, code, errs)
+	code, _, errs = cmd("create", "--name", "shop-x", "--role", "shop", "--strategy", "cheapest")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "--strategy")
 
-	// Every key with the locations its holds are bound to.
+	// Every key with the locations its holds are bound to and its
+	// default strategy.
 	code, out, errs = cmd("list")
 	require.Equal(t, 0, code, errs)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 6)
-	require.Regexp(t, `^ID\s+NAME\s+ROLE\s+LOCATIONS\s+CREATED\s+STATUS$`, lines[0])
-	require.Regexp(t, `^\d+\s+alice\s+ops\s+any\s+\S+\s+in use$`, lines[1])
-	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+\S+\s+revoked \S+$`, lines[2])
-	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+\S+\s+works until \S+ \(rotated\)$`, lines[3])
-	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+\S+\s+in use$`, lines[4])
-	require.Regexp(t, `^\d+\s+shop-fr\s+shop\s+paris,lyon\s+\S+\s+in use$`, lines[5])
+	require.Regexp(t, `^ID\s+NAME\s+ROLE\s+LOCATIONS\s+STRATEGY\s+CREATED\s+STATUS$`, lines[0])
+	require.Regexp(t, `^\d+\s+alice\s+ops\s+any\s+priority\s+\S+\s+in use$`, lines[1])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+priority\s+\S+\s+revoked \S+$`, lines[2])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+priority\s+\S+\s+works until \S+ \(rotated\)$`, lines[3])
+	require.Regexp(t, `^\d+\s+dev-shop\s+shop\s+any\s+priority\s+\S+\s+in use$`, lines[4])
+	require.Regexp(t, `^\d+\s+shop-fr\s+shop\s+paris,lyon\s+nearest\s+\S+\s+in use$`, lines[5])
+
+	// A rotation keeps the strategy, or takes the one it is given.
+	strategyOf := func(name string) string {
+		var s *string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT strategy FROM api_keys WHERE name = $1 AND revoked_at IS NULL`, name).Scan(&s))
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	code, _, errs = cmd("rotate", "--name", "shop-fr")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "nearest", strategyOf("shop-fr"))
+	code, _, errs = cmd("rotate", "--name", "shop-fr", "--strategy", "most_stock")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "most_stock", strategyOf("shop-fr"))
+	code, _, errs = cmd("rotate", "--name", "shop-fr", "--strategy", "")
+	require.Equal(t, 0, code, errs)
+	require.Empty(t, strategyOf("shop-fr"))
 	for _, tok := range []string{first, second, third} {
 		require.NotContains(t, out, tok, "list never shows a token")
 	}

@@ -41,6 +41,8 @@ commands:
                      limits on a SKU's pool: per hold (max, min, pack size) and per customer
   bundle set|get|delete SKU
                      a SKU held as its components (a kit, a shared quota): define, show or remove it
+  backorders show|set|clear
+                     how far holds on a SKU's pool may promise past what is on hand
   count              preview, or with --apply record, a stock count and its difference
   ledger partitions|archive|restore
                      the ledger's monthly partitions; archive old months to files; load an archive back
@@ -118,15 +120,16 @@ another location is refused (403 location_not_allowed), as is reinstating a hold
 line elsewhere. A binding limits only new holds: reads, and confirm, release and extend of
 the client's holds, go on everywhere. --strategy is how the key's holds that name no
 strategy are allocated: priority (the default), most_stock or nearest (to the hold's
-ship_to; without one, priority). A rotation keeps the binding and the strategy.`,
+ship_to; without one, priority). A rotation keeps the binding and the strategy (unless
+rotate --strategy changes it).`,
 		example: "stockhold apikey create --name shop-eu --role shop\nstockhold apikey create --name shop-fr --role shop --locations paris,lyon\n" +
 			"stockhold apikey create --name alice --role ops | tail -n 1",
 	},
 	"apikey list": {
 		synopsis: "apikey list",
 		about: `Lists every key, never a token: id, name, role, the locations its new holds are bound to
-(any: not bound), created, and in use, revoked, or working until the end of a rotation's
-grace period.`,
+(any: not bound), the strategy of its holds that name none, created, and in use, revoked,
+or working until the end of a rotation's grace period.`,
 		example: "stockhold apikey list",
 	},
 	"apikey revoke": {
@@ -136,11 +139,12 @@ console sessions; every instance refuses it within 3 s.`,
 		example: "stockhold apikey revoke --name shop-eu",
 	},
 	"apikey rotate": {
-		synopsis: "apikey rotate --name N [--role R] [--grace D]",
+		synopsis: "apikey rotate --name N [--role R] [--grace D] [--strategy S]",
 		about: `Gives the key named N a new token, printed on the last line; the old one stops after
 --grace (at once by default). Creates N when there is no such key (then --role is
-required; otherwise it defaults to the old key's).`,
-		example: "stockhold apikey rotate --name shop-eu --grace 1h",
+required; otherwise it defaults to the old key's). The new key keeps the old one's
+default strategy unless --strategy gives another (priority, most_stock or nearest).`,
+		example: "stockhold apikey rotate --name shop-eu --grace 1h\nstockhold apikey rotate --name shop-eu --strategy most_stock",
 	},
 	"stop-sale": {
 		synopsis: "stop-sale on|off|status [--client NAME | --location L] [--operator O --reason R]",
@@ -338,6 +342,32 @@ stockhold limits show --sku TEA`,
 		synopsis: "limits clear --sku S [--pool P]",
 		about:    "Removes every limit of the pool; not found when it had none.",
 		example:  "stockhold limits clear --sku TEA",
+	},
+	"backorders": {
+		synopsis: "backorders show|set|clear --sku S [--pool P] [flags]",
+		about: `A SKU's pool's backorder policy: how far holds may go past what each location has on hand.
+A hold line takes what is on hand, then promises the rest: up to --below-zero units, plus,
+with --horizon-days, what is on its way (transfers in transit, inbound lines expected within
+that many days). Receipts fill promises, confirmed holds first, oldest first. show prints what
+each location promised; a policy below that, or a clear while any is promised, is refused.`,
+		example: `stockhold backorders set --sku LAUNCH --below-zero 5 --horizon-days 14 --operator alice
+stockhold backorders show --sku LAUNCH`,
+		group: []string{"show", "set", "clear"},
+	},
+	"backorders set": {
+		synopsis: "backorders set --sku S [--pool P] [--below-zero N] [--horizon-days D] --operator O",
+		about:    "Sets the policy; prints it and what each location has promised under it.",
+		example:  "stockhold backorders set --sku LAUNCH --below-zero 5 --horizon-days 14 --operator alice",
+	},
+	"backorders show": {
+		synopsis: "backorders show --sku S [--pool P]",
+		about:    "Prints the policy and what each location has promised under it.",
+		example:  "stockhold backorders show --sku LAUNCH",
+	},
+	"backorders clear": {
+		synopsis: "backorders clear --sku S [--pool P]",
+		about:    "Removes the policy: holds take what is on hand only. Refused while a location has promised units.",
+		example:  "stockhold backorders clear --sku LAUNCH",
 	},
 	"count": {
 		synopsis: "count --sku S [--location L] [--pool P] --counted N --operator O --reason R [--force] [--apply]",

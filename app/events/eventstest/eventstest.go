@@ -110,7 +110,7 @@ func RequireMatchesLedger(t testing.TB, pool *pgxpool.Pool, all []events.Event) 
 	for _, e := range all {
 		k := key{e.SKU, e.Location, e.Pool}
 		switch e.Type {
-		case events.HoldCreated, events.HoldConfirmed, events.HoldReleased, events.HoldExpired:
+		case events.HoldCreated, events.HoldConfirmed, events.HoldReleased, events.HoldExpired, events.HoldBackorderFilled:
 			holdEvents++
 			require.NotNil(t, e.ReservationID, "%s %s has its hold", e.Type, e.ID)
 		case events.StockChanged:

@@ -1559,6 +1559,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/skus/{sku}/backorders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the backorder policy of a SKU's pool
+         * @description The SKU's pool's backorder policy and what each location has promised under it, 404 when none is set.
+         *
+         *     Role: `shop` or `ops` (bearer token).
+         */
+        get: operations["getBackorders"];
+        /**
+         * Set the backorder policy of a SKU's pool
+         * @description Lets holds on the SKU's pool go past what each location has on hand: up to `below_zero` units, plus (with `horizon_days`) what is on its way within the horizon. A hold line takes what is on hand first and promises the rest; its answer says how many units are `backordered` and when they are `expected_on`. A policy that would allow a location less than its holds were already promised is refused `422 backorders_promised` and changes nothing.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        put: operations["setBackorders"];
+        post?: never;
+        /**
+         * Remove the backorder policy of a SKU's pool
+         * @description Removes the SKU's pool's backorder policy: holds take only what is on hand again. Refused `422 backorders_promised` while a location has promised units not filled yet.
+         *
+         *     Role: `ops` (bearer token); a shop key gets 403.
+         */
+        delete: operations["deleteBackorders"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/bundles/{sku}": {
         parameters: {
             query?: never;
@@ -1649,7 +1686,7 @@ export interface components {
             /** @description What went wrong with this request, in words. */
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "campaign_ended" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale" | "inbound_not_open" | "inbound_partly_received" | "archived";
+            code: "invalid_request" | "not_found" | "unknown_sku" | "unknown_pool" | "unknown_campaign" | "unknown_client" | "out_of_stock" | "sku_paused" | "campaign_not_active" | "campaign_ended" | "reservation_not_held" | "insufficient_available" | "conflict" | "limit_exceeded" | "idempotency_key_reused" | "idempotency_key_missing" | "idempotency_key_invalid" | "unauthorized" | "forbidden" | "method_not_allowed" | "body_too_large" | "unsupported_media_type" | "timeout" | "busy" | "unavailable" | "too_many_requests" | "internal_error" | "books_unbalanced" | "unit_unavailable" | "serialized_pool" | "stop_sale" | "reservation_not_ended" | "unknown_location" | "location_inactive" | "location_not_allowed" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "insufficient_incoming" | "count_below_held" | "transfer_not_in_transit" | "transfer_partly_received" | "preview_stale" | "inbound_not_open" | "inbound_partly_received" | "archived" | "backorders_promised" | "incoming_promised";
             /** @description The SKU (the line of a hold) the problem is about, where there is one. */
             sku?: string;
             /** @description The stock pool (`main` or a campaign id) the problem is about, where there is one. */
@@ -1749,6 +1786,11 @@ export interface components {
             low_threshold?: number | null;
             /** @description Present (true) for a pool of units with an identity (seats, serial numbers): its counters are its units by status (`GET /v1/skus/{sku}/units`), and it changes only through them (quantity adjustments are 409 `serialized_pool`). */
             serialized?: boolean;
+            /**
+             * Format: int64
+             * @description Units that held and confirmed holds were promised beyond this row's stock (its pool's backorder policy let them; see `GET /v1/skus/{sku}/backorders`) and that no receipt has filled yet: not on hand, not in `total`, `reserved` or `sold`. Absent when none.
+             */
+            backordered?: number;
         };
         /**
          * @description Every (location, pool) of one SKU: one entry per location and pool, locations by priority then id, `main` first within each.
@@ -1865,6 +1907,16 @@ export interface components {
             allocations?: components["schemas"]["Allocation"][];
             /** @description For a component of a bundle: the bundle line of the request it was held for. Absent on a line of the SKU itself. */
             bundle?: components["schemas"]["BundleLine"];
+            /**
+             * Format: int64
+             * @description Of `quantity`, the units promised beyond the stock (a backorder or preorder: the pool's backorder policy let the hold go past what was on hand) and not filled yet: a receipt at the location fills them, confirmed holds first, oldest first (event `hold.backorder_filled`). A confirm sells them still promised; a release or an expiry gives the promise back. Absent when none.
+             */
+            backordered?: number;
+            /**
+             * Format: date
+             * @description In the answer to the hold (and its replays): the day the supplier's delivery that fills the line's last promised unit was expected when the hold was made. Absent when none is promised, when a transfer in transit fills it, or when it was promised below zero (nothing on order covers it).
+             */
+            expected_on?: string;
         };
         /**
          * @description A hold as shops see it. `held` -> `confirmed` | `released` | `expired`, never back.
@@ -2913,7 +2965,7 @@ export interface components {
             /** @description The event's id and the cursor that reads on after it (`after`). Opaque: compare ids for equality only. */
             id: string;
             /** @enum {string} */
-            type: "stock.changed" | "stock.low" | "stock.paused" | "stock.resumed" | "stock.repaired" | "hold.created" | "hold.confirmed" | "hold.released" | "hold.expired" | "transfer.created" | "transfer.received" | "transfer.closed" | "transfer.cancelled" | "inbound.created" | "inbound.received" | "inbound.closed" | "inbound.cancelled";
+            type: "stock.changed" | "stock.low" | "stock.paused" | "stock.resumed" | "stock.repaired" | "hold.created" | "hold.confirmed" | "hold.released" | "hold.expired" | "hold.backorder_filled" | "transfer.created" | "transfer.received" | "transfer.closed" | "transfer.cancelled" | "inbound.created" | "inbound.received" | "inbound.closed" | "inbound.cancelled";
             /**
              * Format: date-time
              * @description When the change's transaction began.
@@ -3539,6 +3591,11 @@ export interface components {
             by_kind: {
                 [key: string]: components["schemas"]["ReportKind"];
             };
+            /**
+             * Format: int64
+             * @description Units receipts gave holds they had been promised beyond the stock (`backorder_fill`: available into reserved or sold). Absent when none.
+             */
+            backorders_filled?: number;
         };
         ReportPool: components["schemas"]["ReportFigures"] & {
             sku: string;
@@ -4300,6 +4357,53 @@ export interface components {
              * @description The version of the bundle's definition the hold used: a later definition never changes it.
              */
             version: number;
+        };
+        /** @description A SKU's pool's backorder policy: how far holds may go past what each of its locations has on hand. A line that no location it may use has whole on hand takes what is there and promises the rest, at the first location (in the hold's strategy's order) whose policy leaves room. At least one of `below_zero` (above 0) and `horizon_days` is set. */
+        BackordersRequest: {
+            /**
+             * @description The pool (`main`, or a campaign id); absent: `main`.
+             * @default main
+             */
+            pool?: string;
+            /**
+             * Format: int64
+             * @description How many units each location may promise whatever is on its way (made to order, a launch's preorders).
+             * @default 0
+             */
+            below_zero?: number;
+            /** @description When set, each location may also promise what is on its way to it: its transfers in transit and its open inbound lines expected within this many days from today. Absent or null: nothing on its way is promised. */
+            horizon_days?: number | null;
+        };
+        /** @description What one location of the pool promised, and what the policy lets it promise now. */
+        BackorderRow: {
+            location: string;
+            /**
+             * Format: int64
+             * @description Units promised to held and confirmed holds and not filled yet.
+             */
+            backordered: number;
+            /**
+             * Format: int64
+             * @description `below_zero` plus what is on its way within the horizon: the most it may have promised.
+             */
+            allowed: number;
+        };
+        /** @description A SKU's pool's backorder policy, and what each location has promised under it. The database refuses, at any concurrency (a CHECK on the stock row), a promise past `below_zero` plus everything on its way plus what is available; the horizon is applied by the hold engine under the row's lock. */
+        Backorders: {
+            sku: string;
+            pool: string;
+            /**
+             * Format: int64
+             * @description How many units each location may promise whatever is on its way.
+             */
+            below_zero: number;
+            /** @description What is on its way within this many days is promised too (null: none of it). */
+            horizon_days: number | null;
+            set_by: string;
+            /** Format: date-time */
+            set_at: string;
+            /** @description Each location of the pool, by location id. */
+            rows: components["schemas"]["BackorderRow"][];
         };
     };
     responses: {
@@ -10907,7 +11011,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The transfer is received, closed or cancelled already (`transfer_status`), or its destination's books disagree with the transfers in transit to it. Codes: `transfer_not_in_transit`, `books_unbalanced`. */
+            /** @description The transfer is received, closed or cancelled already (`transfer_status`), or its destination's books disagree with the transfers in transit to it, or it would take units off incoming that holds were promised beyond the stock (`incoming_promised`: release them first). Codes: `transfer_not_in_transit`, `books_unbalanced`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10915,7 +11019,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "transfer_not_in_transit" | "books_unbalanced";
+                        code?: "transfer_not_in_transit" | "books_unbalanced" | "incoming_promised";
                     };
                 };
             };
@@ -11020,7 +11124,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The transfer is not in transit, received some already, or its destination's books disagree with the transfers in transit to it. Codes: `transfer_not_in_transit`, `transfer_partly_received`, `books_unbalanced`. */
+            /** @description The transfer is not in transit, received some already, or its destination's books disagree with the transfers in transit to it, or it would take units off incoming that holds were promised beyond the stock (`incoming_promised`: release them first). Codes: `transfer_not_in_transit`, `transfer_partly_received`, `books_unbalanced`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11028,7 +11132,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "transfer_not_in_transit" | "transfer_partly_received" | "books_unbalanced";
+                        code?: "transfer_not_in_transit" | "transfer_partly_received" | "books_unbalanced" | "incoming_promised";
                     };
                 };
             };
@@ -11585,7 +11689,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The notice is received, closed or cancelled already (`inbound_status`), or a row's books disagree with what is expected there. Codes: `inbound_not_open`, `books_unbalanced`. */
+            /** @description The notice is received, closed or cancelled already (`inbound_status`), or a row's books disagree with what is expected there, or it would take units off incoming that holds were promised beyond the stock (`incoming_promised`: release them first). Codes: `inbound_not_open`, `books_unbalanced`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11593,7 +11697,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "inbound_not_open" | "books_unbalanced";
+                        code?: "inbound_not_open" | "books_unbalanced" | "incoming_promised";
                     };
                 };
             };
@@ -11703,7 +11807,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The notice is not open, received some already, or a row's books disagree with what is expected there. Codes: `inbound_not_open`, `inbound_partly_received`, `books_unbalanced`. */
+            /** @description The notice is not open, received some already, or a row's books disagree with what is expected there, or it would take units off incoming that holds were promised beyond the stock (`incoming_promised`: release them first). Codes: `inbound_not_open`, `inbound_partly_received`, `books_unbalanced`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11711,7 +11815,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "inbound_not_open" | "inbound_partly_received" | "books_unbalanced";
+                        code?: "inbound_not_open" | "inbound_partly_received" | "books_unbalanced" | "incoming_promised";
                     };
                 };
             };
@@ -12031,6 +12135,239 @@ export interface operations {
                     };
                 };
             };
+        };
+    };
+    getBackorders: {
+        parameters: {
+            query?: {
+                /** @description The pool (`main`, or a campaign id); absent: `main`. */
+                pool?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pool's policy, and what each location promised. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sku": "B2",
+                     *       "pool": "main",
+                     *       "below_zero": 5,
+                     *       "horizon_days": 14,
+                     *       "set_by": "dev-ops",
+                     *       "set_at": "2026-12-02T23:11:16.219349Z",
+                     *       "rows": [
+                     *         {
+                     *           "location": "default",
+                     *           "backordered": 0,
+                     *           "allowed": 5
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Backorders"];
+                };
+            };
+            /** @description The path is badly escaped. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The pool has no backorder policy. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description A bad sku or pool name. Codes: `invalid_request`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+        };
+    };
+    setBackorders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        /** @description A JSON object of at most 64 KiB; unknown fields are refused (400). Sent as `application/json` (any parameters), or 415. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "below_zero": 5,
+                 *       "horizon_days": 14
+                 *     }
+                 */
+                "application/json": components["schemas"]["BackordersRequest"];
+            };
+        };
+        responses: {
+            /** @description The pool's policy, and what each location promised. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sku": "B2",
+                     *       "pool": "main",
+                     *       "below_zero": 5,
+                     *       "horizon_days": 14,
+                     *       "set_by": "dev-ops",
+                     *       "set_at": "2026-12-02T23:11:16.219349Z",
+                     *       "rows": [
+                     *         {
+                     *           "location": "default",
+                     *           "backordered": 0,
+                     *           "allowed": 5
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Backorders"];
+                };
+            };
+            /** @description The body is not one JSON object of the right shape (malformed JSON, unknown field, wrong type, trailing data), an empty body, or a badly escaped path. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The SKU has no stock at all (no pool). Codes: `unknown_sku`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "unknown_sku";
+                    };
+                };
+            };
+            /** @description `below_zero` outside 0-1,000,000, `horizon_days` outside 0-366, a policy that allows nothing, a bad sku or pool name, the SKU exists but has no such pool (`unknown_pool`), or a policy below what a location has already promised (`backorders_promised`). Codes: `invalid_request`, `unknown_pool`, `backorders_promised`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "unknown_pool" | "backorders_promised";
+                    };
+                };
+            };
+            503: components["responses"]["BusyOrTimeout"];
+        };
+    };
+    deleteBackorders: {
+        parameters: {
+            query?: {
+                /** @description The pool (`main`, or a campaign id); absent: `main`. */
+                pool?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The SKU: 1-64 bytes of UTF-8 in Unicode normalization form C (NFC), no control or format (Cf) characters, no surrounding white space, no slash (percent-encode other reserved characters); 422 otherwise. */
+                sku: components["parameters"]["SKU"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The path is badly escaped. Codes: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The pool has no backorder policy. Codes: `not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description A bad sku or pool name, or a location has promised units not filled yet (`backorders_promised`). Codes: `invalid_request`, `backorders_promised`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request" | "backorders_promised";
+                    };
+                };
+            };
+            503: components["responses"]["BusyOrTimeout"];
         };
     };
     getBundle: {
