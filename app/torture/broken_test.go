@@ -68,7 +68,7 @@ func (tr *torture) breakAndRepair(ctx context.Context, r *rand.Rand) {
 	byLedgerRow := r.IntN(2) == 0
 	var err error
 	if byLedgerRow {
-		_, err = tr.pool.Exec(ctx, `
+		_, err = tr.plain.Exec(ctx, `
 			INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor, reason)
 			SELECT sku, pool, 'adjust', 5, 5, 0, 0, version, 'breaker', 'a row by hand at a checkpointed version'
 			FROM stock WHERE sku = $1 AND pool = 'main'`, plain)

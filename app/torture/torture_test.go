@@ -152,6 +152,7 @@ func TestTorture(t *testing.T) {
 	tr.setupLocations(t)
 	tr.setupSeams(t)
 	tr.setupLimits(t)
+	tr.setupHistory(t)
 
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
@@ -188,6 +189,7 @@ func TestTorture(t *testing.T) {
 		{"shorter", 1, tr.shorter},
 		{"limit setter", 1, tr.limitSetter},
 		{"customer", 3, tr.customer},
+		{"archivist", 1, tr.archivist},
 	}
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -225,13 +227,15 @@ running:
 	tr.checkInbound(t)
 	tr.checkSeams(t)
 	tr.finalReconciliation(t)
-	dbtest.RequireInvariants(t, tr.pool)
+	dbtest.RequireInvariants(t, tr.pool)  // the whole history
+	dbtest.RequireInvariants(t, tr.plain) // the ledger, carried balances and all
 	tr.report(t)
 	tr.reportLocations(t)
 	tr.reportInbound(t)
 	tr.reportSeams(t, duration)
 	tr.reportShortfall(t)
 	tr.reportLimits(t)
+	tr.reportArchive(t)
 }
 
 // torture is one run: two instances of the service on one database, and
@@ -240,7 +244,12 @@ type torture struct {
 	t        *testing.T
 	seed     uint64
 	duration time.Duration
-	pool     *pgxpool.Pool
+	// pool reads the database as the test's checks do: the ledger is
+	// torture_history.ledger, the whole history once the archivist has
+	// archived part of it (archive_test.go). plain is the first instance's
+	// pool, which reads the ledger itself.
+	pool, plain *pgxpool.Pool
+	archive     archive
 	// bases are where the instances serve: the first takes every request
 	// but the scenes' (seams_test.go), which use both when they combine a
 	// second instance.
@@ -345,10 +354,17 @@ func start(t *testing.T, seed uint64) *torture {
 	require.NoError(t, err)
 	channel, err := auth.Create(ctx, pool, "torture-channel", auth.RoleShop)
 	require.NoError(t, err)
+	// The test's own reads see the ledger's history (archive_test.go).
+	history := pool.Config()
+	history.MaxConns = 16
+	history.ConnConfig.RuntimeParams["search_path"] = "torture_history, public"
+	checks, err := pgxpool.NewWithConfig(context.Background(), history)
+	require.NoError(t, err)
+	t.Cleanup(checks.Close)
 	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 64}), Timeout: 60 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)
 	return &torture{
-		t: t, seed: seed, pool: pool, bases: bases, soldOutBound: cfg.SoldOutRecheck, http: client, ops: ops, shop: shop, channel: channel,
+		t: t, seed: seed, pool: checks, plain: pool, bases: bases, soldOutBound: cfg.SoldOutRecheck, http: client, ops: ops, shop: shop, channel: channel,
 		outcomes: map[string]int{}, holds: map[uuid.UUID]bool{}, confirmed: map[uuid.UUID]bool{},
 		ended: map[uuid.UUID]string{}, partials: map[uuid.UUID]int{}, imports: map[string]int{},
 		where: map[uuid.UUID]where{}, transfers: map[uuid.UUID]transfer{}, inactive: map[string][][2]time.Time{},
@@ -1203,6 +1219,8 @@ func (tr *torture) slowTransaction(ctx context.Context, r *rand.Rand) {
 func (tr *torture) check(t *testing.T, when string) {
 	t.Helper()
 	ctx := context.Background()
+	tr.archive.mu.RLock() // not while the archivist changes the history
+	defer tr.archive.mu.RUnlock()
 	rows, err := db.New(tr.pool).InvariantViolations(ctx)
 	require.NoError(t, err)
 	for _, r := range rows {
