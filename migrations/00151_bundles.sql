@@ -17,7 +17,7 @@
 -- +goose Up
 SET LOCAL lock_timeout = '5s';
 
-CREATE TABLE bundles (
+CREATE TABLE IF NOT EXISTS bundles (
     sku      text        PRIMARY KEY,
     version  bigint      NOT NULL,
     reason   text        NOT NULL,
@@ -29,7 +29,7 @@ CREATE TABLE bundles (
 
 COMMENT ON TABLE bundles IS 'A bundle SKU''s current definition (its components are bundle_components at this version); a row only while defined.';
 
-CREATE TABLE bundle_components (
+CREATE TABLE IF NOT EXISTS bundle_components (
     bundle_sku  text    NOT NULL,
     version     bigint  NOT NULL,
     sku         text    NOT NULL,

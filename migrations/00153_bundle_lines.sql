@@ -15,9 +15,9 @@
 
 -- +goose Up
 SET LOCAL lock_timeout = '5s';
-ALTER TABLE reservation_lines ADD COLUMN bundle_sku text,
-    ADD COLUMN bundle_quantity bigint,
-    ADD COLUMN bundle_version bigint;
+ALTER TABLE reservation_lines ADD COLUMN IF NOT EXISTS bundle_sku text,
+    ADD COLUMN IF NOT EXISTS bundle_quantity bigint,
+    ADD COLUMN IF NOT EXISTS bundle_version bigint;
 ALTER TABLE reservation_lines ADD CONSTRAINT reservation_lines_bundle CHECK (
     num_nulls(bundle_sku, bundle_quantity, bundle_version) IN (0, 3)
     AND bundle_quantity >= 1 AND bundle_version >= 1 AND bundle_sku <> sku) NOT VALID;

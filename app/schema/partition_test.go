@@ -169,8 +169,8 @@ func relkind(t *testing.T, pool *pgxpool.Pool) string {
 
 // holdsOfThisRevision adds to a database migrated before a later
 // migration the columns (and the function) that this revision's hold path
-// reads and writes, as migration 00151 adds them (IF NOT EXISTS, so it
-// migrates such a database too): the holds placed before and during an
+// reads and writes, as migrations 00151, 00153 and 00154 add them (IF NOT
+// EXISTS, so they migrate such a database too): the holds placed before and during an
 // older upgrade are this revision's.
 func holdsOfThisRevision(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
@@ -180,6 +180,30 @@ func holdsOfThisRevision(t *testing.T, pool *pgxpool.Pool) {
 		ALTER TABLE reservation_lines ADD COLUMN backordered bigint NOT NULL DEFAULT 0;
 		ALTER TABLE ledger ADD COLUMN delta_backordered bigint NOT NULL DEFAULT 0, ADD COLUMN expected_on date;
 		ALTER TABLE ledger_checkpoints ADD COLUMN backordered bigint NOT NULL DEFAULT 0;
+		ALTER TABLE reservation_lines ADD COLUMN IF NOT EXISTS bundle_sku text,
+		    ADD COLUMN IF NOT EXISTS bundle_quantity bigint, ADD COLUMN IF NOT EXISTS bundle_version bigint;
+		CREATE TABLE IF NOT EXISTS bundles (
+		    sku      text        PRIMARY KEY,
+		    version  bigint      NOT NULL,
+		    reason   text        NOT NULL,
+		    set_by   text        NOT NULL,
+		    set_at   timestamptz NOT NULL DEFAULT now(),
+		    CONSTRAINT bundles_version CHECK (version >= 1),
+		    CONSTRAINT bundles_reason CHECK (char_length(reason) BETWEEN 1 AND 500)
+		);
+		CREATE TABLE IF NOT EXISTS bundle_components (
+		    bundle_sku  text    NOT NULL,
+		    version     bigint  NOT NULL,
+		    sku         text    NOT NULL,
+		    quantity    bigint  NOT NULL,
+		    split       boolean NOT NULL DEFAULT false,
+		    position    int     NOT NULL,
+		    PRIMARY KEY (bundle_sku, version, sku),
+		    CONSTRAINT bundle_components_quantity CHECK (quantity BETWEEN 1 AND 1000000),
+		    CONSTRAINT bundle_components_not_itself CHECK (sku <> bundle_sku),
+		    CONSTRAINT bundle_components_version CHECK (version >= 1),
+		    CONSTRAINT bundle_components_position CHECK (position BETWEEN 0 AND 19)
+		);
 		CREATE FUNCTION stock_incoming_soon(p_sku text, p_location text, p_pool text, p_days integer)
 		RETURNS TABLE (expected_on date, quantity bigint) LANGUAGE sql STABLE AS 'SELECT NULL::date, 0::bigint WHERE false';`)
 	require.NoError(t, err)
