@@ -1026,8 +1026,12 @@ func (tr *torture) switcher(ctx context.Context, r *rand.Rand) {
 func (tr *torture) latePayer(ctx context.Context, r *rand.Rand) {
 	for pace(ctx, r, 300*time.Millisecond) {
 		var id uuid.UUID
-		err := tr.pool.QueryRow(ctx, `SELECT id FROM reservations WHERE status IN ('released', 'expired') AND campaign IS NULL
-			AND client = 'torture-shop' ORDER BY created_at DESC OFFSET $1 LIMIT 1`, r.IntN(20)).Scan(&id)
+		// Not the shorter's holds: its round ends by checking that, every
+		// hold of its SKU ended, nothing stays reserved or short, which a
+		// hold reinstated after that read would contradict.
+		err := tr.pool.QueryRow(ctx, `SELECT id FROM reservations r WHERE status IN ('released', 'expired') AND campaign IS NULL
+			AND client = 'torture-shop' AND NOT EXISTS (SELECT 1 FROM reservation_lines l WHERE l.reservation_id = r.id AND l.sku LIKE 'SHORT-%')
+			ORDER BY created_at DESC OFFSET $1 LIMIT 1`, r.IntN(20)).Scan(&id)
 		if err != nil {
 			continue
 		}
