@@ -96,7 +96,9 @@ import (
 //     holds of it are made and confirmed, released, released in part and
 //     expire on both instances (shortfall_test.go);
 //   - customers hold a SKU of its own under a cap per customer on both
-//     instances while its other limits change (limits_test.go).
+//     instances while its other limits change (limits_test.go);
+//   - bundlers hold a kit and ticket types sharing a quota on both
+//     instances while the kit's definition changes (bundles_test.go).
 //
 // An actor that can take a path the end's reports require takes it first
 // until it ran (owed_test.go), so that a minute on a loaded machine runs
@@ -153,6 +155,7 @@ func TestTorture(t *testing.T) {
 	tr.setupSeams(t)
 	tr.setupLimits(t)
 	tr.setupHistory(t)
+	tr.setupBundles(t)
 
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
@@ -190,6 +193,8 @@ func TestTorture(t *testing.T) {
 		{"limit setter", 1, tr.limitSetter},
 		{"customer", 3, tr.customer},
 		{"archivist", 1, tr.archivist},
+		{"bundle setter", 1, tr.bundleSetter},
+		{"bundler", 3, tr.bundler},
 	}
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -236,6 +241,7 @@ running:
 	tr.reportShortfall(t)
 	tr.reportLimits(t)
 	tr.reportArchive(t)
+	tr.reportBundles(t)
 }
 
 // torture is one run: two instances of the service on one database, and
@@ -1268,6 +1274,7 @@ func (tr *torture) check(t *testing.T, when string) {
 	tr.checkSeamsNow(t, when)
 	tr.checkShort(t, when)
 	tr.checkCustomers(t, when)
+	tr.checkBundles(t, when)
 }
 
 // settle ends every campaign and waits for every rollback and campaign
