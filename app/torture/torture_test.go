@@ -98,7 +98,10 @@ import (
 //   - customers hold a SKU of its own under a cap per customer on both
 //     instances while its other limits change (limits_test.go);
 //   - bundlers hold a kit and ticket types sharing a quota on both
-//     instances while the kit's definition changes (bundles_test.go).
+//     instances while the kit's definition changes (bundles_test.go);
+//   - preorderers hold a SKU of its own past what is on hand while its
+//     notices are received in parts and its backorder policy changes
+//     (backorders_test.go).
 //
 // An actor that can take a path the end's reports require takes it first
 // until it ran (owed_test.go), so that a minute on a loaded machine runs
@@ -156,6 +159,7 @@ func TestTorture(t *testing.T) {
 	tr.setupLimits(t)
 	tr.setupHistory(t)
 	tr.setupBundles(t)
+	tr.setupBackorders()
 
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
@@ -195,6 +199,8 @@ func TestTorture(t *testing.T) {
 		{"archivist", 1, tr.archivist},
 		{"bundle setter", 1, tr.bundleSetter},
 		{"bundler", 3, tr.bundler},
+		{"backorderer", 1, tr.backorderer},
+		{"preorderer", 2, tr.preorderer},
 	}
 	var wg sync.WaitGroup
 	for i, a := range actors {
@@ -242,6 +248,7 @@ running:
 	tr.reportLimits(t)
 	tr.reportArchive(t)
 	tr.reportBundles(t)
+	tr.reportBackorders(t)
 }
 
 // torture is one run: two instances of the service on one database, and

@@ -1,0 +1,150 @@
+package torture_test
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Preorders and backorders: a SKU of its own, a little on hand, a
+// supplier's notices due within days and a backorder policy the
+// backorderer changes all the time (below zero, a horizon, none at all;
+// a change below what is promised is refused). Preorderers hold past
+// what is on hand on both instances, lines named or allocated, then
+// confirm, release, release part of or let the hold expire, while the
+// backorderer receives the notices in parts (filling confirmed promises
+// first) and records new ones. Every checkpoint's invariants prove the
+// promise counter against the lines, the ledger and the policy (the
+// CHECK refuses anything past it); the end requires that holds were
+// promised units, that receipts filled some, and that the policy was
+// both changed and refused.
+
+const backorderSKU = "TB"
+
+// setupBackorders stocks the SKU, expects a delivery and sets a policy.
+func (tr *torture) setupBackorders() {
+	tr.mustStatus(200, "POST", "/v1/skus/"+backorderSKU+"/adjustments", tr.ops,
+		map[string]any{"delta": 4, "reason": "torture stock", "ref": "start-" + backorderSKU}, "Idempotency-Key", "start-"+backorderSKU)
+	tr.mustStatus(200, "PUT", "/v1/skus/"+backorderSKU+"/backorders", tr.ops, map[string]any{"below_zero": 3, "horizon_days": 7})
+}
+
+// backorderer keeps the SKU's notices coming in, receives them in parts,
+// and sets the policy again and again.
+func (tr *torture) backorderer(ctx context.Context, r *rand.Rand) {
+	var open []uuid.UUID
+	for pace(ctx, r, 200*time.Millisecond) {
+		switch pick(r, 3, 4, 2, 1) {
+		case 0:
+			status, b := tr.do("backorder notice", "POST", "/v1/inbound", tr.ops, map[string]any{"supplier_ref": tr.name("PO-B"),
+				"expected_on": time.Now().UTC().AddDate(0, 0, r.IntN(10)).Format(time.DateOnly),
+				"lines":       []any{map[string]any{"sku": backorderSKU, "quantity": 2 + r.IntN(8)}}}, "Idempotency-Key", tr.name("inbound-b"))
+			var a inboundAnswer
+			if status == 201 && json.Unmarshal(b, &a) == nil {
+				open = append(open, a.ID)
+			}
+		case 1:
+			if len(open) == 0 {
+				continue
+			}
+			id := open[r.IntN(len(open))]
+			status, b := tr.do("backorder receive", "POST", "/v1/inbound/"+id.String()+"/receive", tr.ops,
+				map[string]any{"sku": backorderSKU, "quantity": 1 + r.IntN(3)}, "Idempotency-Key", tr.name("inbound-b-rcv"))
+			var a inboundAnswer
+			if status == 409 || (status == 200 && json.Unmarshal(b, &a) == nil && a.Status != "open") {
+				open = remove(open, id) // received whole, or asked for more than it still expects
+			}
+		case 2:
+			body := map[string]any{"below_zero": r.IntN(5)}
+			if r.IntN(3) > 0 {
+				body["horizon_days"] = []int{0, 3, 7}[r.IntN(3)]
+			}
+			tr.do("backorders set", "PUT", "/v1/skus/"+backorderSKU+"/backorders", tr.ops, body)
+		case 3:
+			tr.do("backorders delete", "DELETE", "/v1/skus/"+backorderSKU+"/backorders", tr.ops, nil)
+		}
+	}
+}
+
+func remove(ids []uuid.UUID, id uuid.UUID) []uuid.UUID {
+	out := ids[:0]
+	for _, x := range ids {
+		if x != id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// preorderer holds the SKU past what is on hand, and ends the hold as a
+// shopper does.
+func (tr *torture) preorderer(ctx context.Context, r *rand.Rand) {
+	for pace(ctx, r, 60*time.Millisecond) {
+		item := map[string]any{"sku": backorderSKU, "quantity": 1 + r.IntN(4)}
+		if r.IntN(2) == 0 {
+			item["location"] = "default"
+		}
+		body := map[string]any{"ttl_seconds": 1 + r.IntN(4), "items": []any{item}}
+		status, b := tr.doOn(r.IntN(2), "preorder hold", "POST", "/v1/reservations", tr.shop, body, "Idempotency-Key", tr.name("pre"))
+		if status != 201 {
+			continue
+		}
+		var h reservation
+		if err := json.Unmarshal(b, &h); err != nil {
+			tr.t.Errorf("preorder hold answer: %v: %s", err, b)
+			continue
+		}
+		tr.mu.Lock()
+		tr.holds[h.ID] = true
+		tr.mu.Unlock()
+		if !pace(ctx, r, 400*time.Millisecond) {
+			return
+		}
+		path := "/v1/reservations/" + h.ID.String()
+		switch pick(r, 40, 25, 10, 25) {
+		case 0:
+			if status, _ := tr.do("preorder confirm", "POST", path+"/confirm", tr.shop, nil); status == 200 {
+				tr.mu.Lock()
+				tr.confirmed[h.ID] = true
+				tr.mu.Unlock()
+			}
+		case 1:
+			tr.release(tr.shop, path, h.ID, map[string]any{"reason": "cancelled"}, "preorder release")
+		case 2:
+			tr.release(tr.shop, path, h.ID, map[string]any{"items": []any{map[string]any{"sku": backorderSKU, "quantity": 1}}},
+				"preorder partial release", "Idempotency-Key", tr.name("pre-part"))
+		} // else: it expires
+	}
+}
+
+// reportBackorders requires that holds were promised units, receipts
+// filled some, and the policy was set, and refused below what was
+// promised.
+func (tr *torture) reportBackorders(t *testing.T) {
+	t.Helper()
+	for what, query := range map[string]string{
+		"holds promised units":      `SELECT count(*) FROM ledger WHERE kind = 'reserve' AND delta_backordered > 0`,
+		"promises filled":           `SELECT count(*) FROM ledger WHERE kind = 'backorder_fill'`,
+		"confirmed promises filled": `SELECT count(*) FROM ledger WHERE kind = 'backorder_fill' AND delta_sold > 0`,
+		"promises given back":       `SELECT count(*) FROM ledger WHERE kind IN ('release', 'expire', 'release_partial') AND delta_backordered < 0`,
+	} {
+		var n int
+		if err := tr.pool.QueryRow(context.Background(), query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("torture: %s: %d", what, n)
+		if n == 0 {
+			t.Errorf("torture: no %s: that path never ran", what)
+		}
+	}
+	for _, k := range []string{"preorder hold 201", "backorders set 200", "backorder receive 200"} {
+		if tr.outcomes[k] == 0 {
+			t.Errorf("torture: no %q answer: the backorders' paths did not run", k)
+		}
+	}
+	t.Logf("torture: backorder policy set %d, refused below what was promised %d, removed %d",
+		tr.outcomes["backorders set 200"], tr.outcomes["backorders set 422"], tr.outcomes["backorders delete 204"])
+}
