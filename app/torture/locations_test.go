@@ -91,15 +91,37 @@ func placeItem(r *rand.Rand, item map[string]any) {
 
 // allocateBy chooses how a hold's unplaced lines are allocated: by no
 // strategy named (priority) half the time, else by priority, most_stock or
-// nearest to a point between the places.
-func allocateBy(r *rand.Rand, body map[string]any) {
+// nearest to a point between the places. While a strategy has not
+// allocated a hold, or a split line, yet (owed_test.go), every other hold
+// takes it, its placed lines split.
+func (tr *torture) allocateBy(r *rand.Rand, body map[string]any) {
+	for _, s := range []string{"priority", "most_stock", "nearest"} {
+		split := tr.owed("split by " + s)
+		if (!split && !tr.owed("hold by "+s)) || r.IntN(2) == 0 {
+			continue
+		}
+		byStrategy(r, body, s)
+		for _, it := range body["items"].([]map[string]any) {
+			if _, named := it["location"]; split && !named && body["campaign"] == nil && isPlaced(it["sku"].(string)) {
+				it["split"] = true
+			}
+		}
+		return
+	}
 	switch r.IntN(6) {
 	case 0:
-		body["strategy"] = "priority"
+		byStrategy(r, body, "priority")
 	case 1:
-		body["strategy"] = "most_stock"
+		byStrategy(r, body, "most_stock")
 	case 2:
-		body["strategy"] = "nearest"
+		byStrategy(r, body, "nearest")
+	}
+}
+
+// byStrategy names strategy s, with a point to ship to for nearest.
+func byStrategy(r *rand.Rand, body map[string]any, s string) {
+	body["strategy"] = s
+	if s == "nearest" {
 		body["ship_to"] = map[string]any{"latitude": 40 + r.Float64()*20, "longitude": r.Float64() * 12}
 	}
 }

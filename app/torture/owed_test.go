@@ -20,6 +20,11 @@ var inLedger = map[string]string{
 	"seat expire": `kind = 'expire' AND sku = '` + seatSKU + `' AND units IS NOT NULL`,
 	"shortfall":   `kind = 'shortfall'`,
 	"sold_short":  `kind = 'sold_short'`,
+	// backorders_test.go
+	"backorder promise":        `kind = 'reserve' AND delta_backordered > 0`,
+	"backorder fill":           `kind = 'backorder_fill'`,
+	"backorder fill confirmed": `kind = 'backorder_fill' AND delta_sold > 0`,
+	"backorder given back":     `kind IN ('release', 'expire', 'release_partial') AND delta_backordered < 0`,
 }
 
 // owed reports whether path has not run yet.

@@ -508,6 +508,7 @@ type reservation struct {
 		Quantity    int64    `json:"quantity"`
 		Units       []string `json:"units"`
 		Location    string   `json:"location"`
+		Backordered int64    `json:"backordered"`
 		Allocations []struct {
 			Location string `json:"location"`
 			Quantity int64  `json:"quantity"`
@@ -684,7 +685,7 @@ func (tr *torture) shopper(ctx context.Context, r *rand.Rand, op, token string) 
 			items = append(items, item)
 		}
 		body["items"] = items
-		allocateBy(r, body)
+		tr.allocateBy(r, body)
 		key := tr.name("hold")
 		status, b := tr.do(op, "POST", "/v1/reservations", token, body, "Idempotency-Key", key)
 		if status != 201 {
