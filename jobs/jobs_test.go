@@ -60,6 +60,10 @@ type setupOpts struct {
 	retentionInterval time.Duration
 	// allowPrivate lets webhooks reach the tests' receivers on loopback.
 	allowPrivate bool
+	// archiveAfter and archiveDir are STOCKHOLD_LEDGER_ARCHIVE_AFTER and
+	// STOCKHOLD_LEDGER_ARCHIVE_DIR.
+	archiveAfter int
+	archiveDir   string
 }
 
 // setup returns a started River client working every stockhold job kind
@@ -75,6 +79,7 @@ func setup(t *testing.T, opts *setupOpts) *bundle {
 	services := app.NewServices(config.DefaultsWith(func(c *config.Config) {
 		c.AlertWebhook, c.RollbackPause, c.Retention = opts.webhook, opts.rollbackPause, opts.retention
 		c.WebhookAllowPrivate, c.RetryBase = opts.allowPrivate, 20*time.Millisecond
+		c.LedgerArchiveAfter, c.LedgerArchiveDir = opts.archiveAfter, opts.archiveDir
 	}), pool, inserter, quiet)
 	deps := services.Workers()
 	reconciler := deps.Reconcile
