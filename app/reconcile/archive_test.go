@@ -30,33 +30,6 @@ func requireArchived(t *testing.T, err error) {
 	require.Equal(t, domain.CodeArchived, e.Code, e.Detail)
 }
 
-// closeMonthNow makes the ledger's current month end now, for a test: the
-// rows written so far lie in a partition whose range has ended (as last
-// month's would), and a new partition takes the rest of the month. It
-// returns when the closed range ends.
-func closeMonthNow(t *testing.T, b *bundle) time.Time {
-	t.Helper()
-	ctx := context.Background()
-	var name string
-	var from, end time.Time
-	require.NoError(t, b.pool.QueryRow(ctx, `
-		SELECT c.relname, (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz, clock_timestamp()
-		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'ledger'::regclass
-		  AND pg_get_expr(c.relpartbound, c.oid) LIKE '%' || to_char(date_trunc('month', now() AT TIME ZONE 'UTC'), 'YYYY-MM-DD') || '%) TO%'`).
-		Scan(&name, &from, &end))
-	closed, open := name+"_a", name+"_b"
-	_, err := b.pool.Exec(ctx, fmt.Sprintf(`
-		ALTER TABLE ledger DETACH PARTITION %[1]s;
-		ALTER TABLE %[1]s RENAME TO %[2]s;
-		ALTER TABLE ledger ATTACH PARTITION %[2]s FOR VALUES FROM ('%[4]s') TO ('%[5]s');
-		CREATE TABLE %[3]s (LIKE ledger INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-		ALTER TABLE ledger ATTACH PARTITION %[3]s FOR VALUES FROM ('%[5]s') TO ('%[6]s');`,
-		name, closed, open, from.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano), from.AddDate(0, 1, 0).Format(time.RFC3339Nano)))
-	require.NoError(t, err)
-	return end
-}
-
 // TestArchiveCarriesBalancesAndTheBooksClose archives a month of real
 // traffic (stock in, holds confirmed and released in it, a hold still
 // held across its end, seats held and sold, a checkpoint older than the
@@ -101,7 +74,7 @@ func TestArchiveCarriesBalancesAndTheBooksClose(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM ledger`).Scan(&rowsBefore))
 	require.NoError(t, b.pool.QueryRow(ctx, sumsOf).Scan(&sums))
 
-	end := closeMonthNow(t, b)
+	end := dbtest.CloseMonthNow(t, b.pool)
 	dir := t.TempDir()
 	parts := partitions.New(b.pool, nil)
 	got, err := parts.Archive(ctx, end, dir, "alice")
@@ -265,7 +238,7 @@ func TestArchiveWhileHoldsRun(t *testing.T) {
 	require.Eventually(t, func() bool { return n.Load() >= 200 }, time.Minute, 5*time.Millisecond)
 	stopBefore()
 	require.Empty(t, wait())
-	end := closeMonthNow(t, b)
+	end := dbtest.CloseMonthNow(t, b.pool)
 
 	during, stopDuring := context.WithCancel(ctx)
 	n, wait = run(during)
