@@ -109,3 +109,20 @@ SELECT ledger_restore_table(@part::text)::text AS name;
 -- LedgerRestoreCheck counts a loaded archive's rows and the stock rows
 -- whose sums differ from the ledger's over the archived range.
 SELECT rows::bigint, differ::bigint FROM ledger_restore_check(@part::text, sqlc.narg('from_at')::timestamptz, @to_at::timestamptz);
+
+-- name: LedgerArchiveGet :one
+SELECT * FROM ledger_archives WHERE partition = @partition;
+
+-- name: LedgerCarriedPage :many
+-- LedgerCarriedPage lists the balances an archive carried forward (rows of
+-- kind carried, at the end of its range less a microsecond), by stock row,
+-- after the stock row of the carried row after_id, of one SKU when sku is
+-- given.
+SELECT g.* FROM ledger g
+WHERE g.at = @at::timestamptz AND g.kind = 'carried'
+  AND (sqlc.narg('sku')::text IS NULL OR g.sku = sqlc.narg('sku')::text)
+  AND (sqlc.narg('after_id')::bigint IS NULL
+       OR (g.sku, g.location, g.pool) > (SELECT a.sku, a.location, a.pool FROM ledger a
+                                         WHERE a.id = sqlc.narg('after_id')::bigint AND a.at = @at::timestamptz))
+ORDER BY g.sku, g.location, g.pool
+LIMIT @lim;

@@ -84,6 +84,14 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }
 
+// fits fails the test when the page in the tab is wider than the phone.
+func fits(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+	require.NoError(t, err)
+	require.False(t, wide, "%s is wider than the phone", page)
+}
+
 // TestBrowserOperatorFlow drives the console in headless Chromium the way
 // an operator would: sign in, find a SKU, pause and resume it, find a hold
 // by its order reference and release it, dry-run a rollback then run it,
@@ -338,12 +346,6 @@ func TestBrowserLocations(t *testing.T) {
 		require.NoError(t, err)
 		return s
 	}
-	fits := func(page string) {
-		t.Helper()
-		wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
-		require.NoError(t, err)
-		require.False(t, wide, "%s is wider than the phone", page)
-	}
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(e.base+"/ops/"),
 		chromedp.WaitVisible(`input[name=key]`),
@@ -359,7 +361,7 @@ func TestBrowserLocations(t *testing.T) {
 	// berlin: 12 in, 2 damaged, 5 on their way, counted 9 on the shelf (three less).
 	require.Regexp(t, `berlin\s+main\s+7\s+0\s+0\s+0\s+2\s+0\s+9\s+5\s+on sale`, rows)
 	require.Contains(t, text(`table.ledger`), "incoming +5")
-	fits("the SKU's page")
+	fits(t, ctx, "the SKU's page")
 
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(`nav a[href="/ops/locations"]`),
@@ -371,7 +373,7 @@ func TestBrowserLocations(t *testing.T) {
 	require.Regexp(t, `paris\s+berlin\s+5\s+0\s+5`, transit)
 	require.Contains(t, text(`table.counts`), "monthly count")
 	require.Regexp(t, `berlin\s+9\s+12\s+-3`, text(`table.counts`))
-	fits("the locations page")
+	fits(t, ctx, "the locations page")
 
 	// The screenshots, at a desktop's width.
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)))

@@ -143,6 +143,8 @@ func New(d Deps) (*Console, error) {
 	c.route("GET /ops/reconciliations", c.reconciliationList)
 	c.route("POST /ops/reconciliations", c.reconcileNow)
 	c.route("GET /ops/reconciliations/{id}", c.reconciliation)
+	c.route("GET /ops/archives", c.archives)
+	c.route("GET /ops/archives/{partition}", c.archive)
 	c.mux.HandleFunc("/ops/", c.notFound)
 	return c, nil
 }
@@ -392,6 +394,8 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 		switch de.Code {
 		case domain.CodeNotFound, domain.CodeUnknownSKU, domain.CodeUnknownCampaign:
 			c.status(w, r, who{}, http.StatusNotFound, de.Detail)
+		case domain.CodeArchived:
+			c.status(w, r, who{}, http.StatusGone, de.Detail+" (Archives lists what was archived, and where.)")
 		default:
 			c.status(w, r, who{}, http.StatusBadRequest, de.Detail)
 		}

@@ -191,7 +191,7 @@ func TestSignInAndSecurityHeaders(t *testing.T) {
 
 	// Every page forbids framing and sets a CSP, signed in or not.
 	for _, path := range []string{"/ops/", "/ops/skus", "/ops/holds", "/ops/campaigns", "/ops/rollbacks", "/ops/alerts",
-		"/ops/reconciliations", "/ops/signin", "/ops/nowhere"} {
+		"/ops/reconciliations", "/ops/archives", "/ops/signin", "/ops/nowhere"} {
 		a := b.do("GET", path, nil, nil)
 		require.Contains(t, []int{http.StatusOK, http.StatusNotFound}, a.status, path)
 		require.Equal(t, "DENY", a.header.Get("X-Frame-Options"), path)
@@ -516,6 +516,7 @@ func TestBadQueryParametersAreRefused(t *testing.T) {
 		"/ops/holds?order_ref=%FF%FE", "/ops/holds?order_ref=o%00", "/ops/holds?order_ref=o-1%E2%80%8B", "/ops/holds?id=%FF",
 		"/ops/alerts?status=%FF", "/ops/skus/A1?before=%FF", "/ops/skus/%FF", "/ops/skus/A%00", "/ops/campaigns/%FF",
 		"/ops/holds/%FF", "/ops/rollbacks/%FF", "/ops/reconciliations/%00", "/ops/skus?%FF=1",
+		"/ops/archives/%FF", "/ops/archives/ledger_2026_01?sku=%FF", "/ops/archives/ledger_2026_01?after=0",
 	} {
 		a := b.do("GET", path, nil, nil)
 		require.True(t, a.status >= 400 && a.status < 500, "%s answered %d:\n%s", path, a.status, a.body)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -98,6 +99,9 @@ type skuData struct {
 	Ledger []stock.Movement
 	Before int64
 	Older  int64
+	// Archived, on the ledger's last page, is where its archive ends: the
+	// movements before it are in archive files (zero: none is).
+	Archived time.Time
 }
 
 // sku shows a SKU's pools with their switches, and its ledger paged newest
@@ -155,13 +159,27 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 		before, d.Before = &n, n
 	}
-	rows, err := db.New(c.Pool).LedgerPageBySKU(r.Context(), sku, before, ledgerPage+1)
+	q := db.New(c.Pool)
+	archived, err := q.LedgerArchived(r.Context())
+	if err != nil {
+		return err
+	}
+	if before != nil && *before <= archived.MaxID {
+		return domain.Archived("The movements before %s were archived (ids up to %d): the page before #%d is in the archive.",
+			when(archived.ToAt), archived.MaxID, *before)
+	}
+	rows, err := q.LedgerPageBySKU(r.Context(), sku, before, ledgerPage+1)
 	if err != nil {
 		return err
 	}
 	if len(rows) > ledgerPage {
 		rows = rows[:ledgerPage]
 		d.Older = rows[len(rows)-1].ID
+	}
+	if archived.MaxID > 0 && d.Older <= archived.MaxID {
+		// The older pages are in the archive (the last rows here are the
+		// balances it carried forward and the rows it kept).
+		d.Older, d.Archived = 0, archived.ToAt
 	}
 	d.Ledger = movements(rows)
 	d.OtherStates = d.Located

@@ -151,6 +151,34 @@ func (q *Queries) LedgerArchiveDropped(ctx context.Context, partition string) er
 	return err
 }
 
+const ledgerArchiveGet = `-- name: LedgerArchiveGet :one
+SELECT id, partition, from_at, to_at, rows, kept, carried, max_id, feed_xid, feed_id, file, file_sha256, data_sha256, archived_by, archived_at, dropped_at FROM ledger_archives WHERE partition = $1
+`
+
+func (q *Queries) LedgerArchiveGet(ctx context.Context, partition string) (LedgerArchive, error) {
+	row := q.db.QueryRow(ctx, ledgerArchiveGet, partition)
+	var i LedgerArchive
+	err := row.Scan(
+		&i.ID,
+		&i.Partition,
+		&i.FromAt,
+		&i.ToAt,
+		&i.Rows,
+		&i.Kept,
+		&i.Carried,
+		&i.MaxID,
+		&i.FeedXid,
+		&i.FeedID,
+		&i.File,
+		&i.FileSha256,
+		&i.DataSha256,
+		&i.ArchivedBy,
+		&i.ArchivedAt,
+		&i.DroppedAt,
+	)
+	return i, err
+}
+
 const ledgerArchiveList = `-- name: LedgerArchiveList :many
 SELECT id, partition, from_at, to_at, rows, kept, carried, max_id, feed_xid, feed_id, file, file_sha256, data_sha256, archived_by, archived_at, dropped_at FROM ledger_archives ORDER BY to_at
 `
@@ -293,6 +321,88 @@ func (q *Queries) LedgerArchived(ctx context.Context) (LedgerArchivedRow, error)
 		&i.FeedID,
 	)
 	return i, err
+}
+
+const ledgerCarriedPage = `-- name: LedgerCarriedPage :many
+SELECT g.id, g.at, g.sku, g.pool, g.kind, g.delta_total, g.delta_available, g.delta_reserved, g.delta_sold, g.stock_version, g.reservation_id, g.actor, g.reason, g.ref, g.feed_xid, g.total_after, g.available_after, g.reserved_after, g.sold_after, g.actor_key, g.units, g.refs, g.location, g.delta_quality_control, g.delta_damaged, g.delta_safety_stock, g.delta_incoming, g.quality_control_after, g.damaged_after, g.safety_stock_after, g.incoming_after, g.delta_short, g.delta_backordered, g.expected_on FROM ledger g
+WHERE g.at = $1::timestamptz AND g.kind = 'carried'
+  AND ($2::text IS NULL OR g.sku = $2::text)
+  AND ($3::bigint IS NULL
+       OR (g.sku, g.location, g.pool) > (SELECT a.sku, a.location, a.pool FROM ledger a
+                                         WHERE a.id = $3::bigint AND a.at = $1::timestamptz))
+ORDER BY g.sku, g.location, g.pool
+LIMIT $4
+`
+
+type LedgerCarriedPageParams struct {
+	At      time.Time
+	Sku     *string
+	AfterID *int64
+	Lim     int32
+}
+
+// LedgerCarriedPage lists the balances an archive carried forward (rows of
+// kind carried, at the end of its range less a microsecond), by stock row,
+// after the stock row of the carried row after_id, of one SKU when sku is
+// given.
+func (q *Queries) LedgerCarriedPage(ctx context.Context, arg LedgerCarriedPageParams) ([]Ledger, error) {
+	rows, err := q.db.Query(ctx, ledgerCarriedPage,
+		arg.At,
+		arg.Sku,
+		arg.AfterID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Ledger
+	for rows.Next() {
+		var i Ledger
+		if err := rows.Scan(
+			&i.ID,
+			&i.At,
+			&i.Sku,
+			&i.Pool,
+			&i.Kind,
+			&i.DeltaTotal,
+			&i.DeltaAvailable,
+			&i.DeltaReserved,
+			&i.DeltaSold,
+			&i.StockVersion,
+			&i.ReservationID,
+			&i.Actor,
+			&i.Reason,
+			&i.Ref,
+			&i.FeedXid,
+			&i.TotalAfter,
+			&i.AvailableAfter,
+			&i.ReservedAfter,
+			&i.SoldAfter,
+			&i.ActorKey,
+			&i.Units,
+			&i.Refs,
+			&i.Location,
+			&i.DeltaQualityControl,
+			&i.DeltaDamaged,
+			&i.DeltaSafetyStock,
+			&i.DeltaIncoming,
+			&i.QualityControlAfter,
+			&i.DamagedAfter,
+			&i.SafetyStockAfter,
+			&i.IncomingAfter,
+			&i.DeltaShort,
+			&i.DeltaBackordered,
+			&i.ExpectedOn,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const ledgerMakePartitions = `-- name: LedgerMakePartitions :one
