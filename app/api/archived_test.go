@@ -21,7 +21,8 @@ import (
 // after), a SKU's ledger before an archived id, the daily report of a day
 // that starts before the archive's end (in UTC, in a time zone whose day
 // begins earlier, a day long before). The same readers from after the
-// archive answer 200, and bad input is still 400.
+// archive answer 200, and bad input is still 400. A retry of a hold whose
+// rows were archived answers its lines.
 func TestArchivedOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
@@ -72,6 +73,17 @@ func TestArchivedOverHTTP(t *testing.T) {
 	}
 	r = e.do("GET", "/v1/reports/daily?date="+next, e.ops, nil)
 	require.Equal(t, 200, r.status, "the day after the archive's end: %s", r.body)
+
+	// A retry of a hold that ended in the archived month: its reserve rows
+	// went to the archive, so the answer gives its lines as they are now.
+	r = e.hold("k1", line("A1", 2))
+	require.Equal(t, 201, r.status, "%s", r.body)
+	again := r.json(t)
+	require.Equal(t, id, again["id"])
+	items := again["items"].([]any)
+	require.Len(t, items, 1, "%s", r.body)
+	require.Equal(t, "A1", items[0].(map[string]any)["sku"])
+	require.EqualValues(t, 2, items[0].(map[string]any)["quantity"])
 
 	requireProblem(t, e.do("GET", "/v1/events?cursor=not-a-cursor", e.ops, nil), 400, "invalid_request")
 	requireProblem(t, e.do("GET", "/v1/skus/A1/ledger?before_id=-1", e.ops, nil), 400, "invalid_request")

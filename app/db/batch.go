@@ -238,14 +238,24 @@ func (b *CustomerUnitsHeldBatchResults) Close() error {
 }
 
 const reservationFirstLinesGetByKeys = `-- name: ReservationFirstLinesGetByKeys :batchmany
-SELECT r.id AS reservation_id, g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
-       l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on
-FROM reservations r
-JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
-  ON r.client = k.client AND r.idempotency_key = k.idempotency_key
-JOIN ledger g ON g.reservation_id = r.id AND g.kind = 'reserve'
-LEFT JOIN reservation_lines l ON l.reservation_id = r.id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
-ORDER BY r.id, g.id
+SELECT f.reservation_id, f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_version,
+       f.backordered, f.expected_on
+FROM (SELECT r.id AS reservation_id, g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
+             l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
+      FROM reservations r
+      JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
+        ON r.client = k.client AND r.idempotency_key = k.idempotency_key
+      JOIN ledger g ON g.reservation_id = r.id AND g.kind = 'reserve'
+      LEFT JOIN reservation_lines l ON l.reservation_id = r.id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
+      UNION ALL
+      SELECT r.id, l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version, l.backordered,
+             NULL::date, 0
+      FROM reservations r
+      JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
+        ON r.client = k.client AND r.idempotency_key = k.idempotency_key
+      JOIN reservation_lines l ON l.reservation_id = r.id
+      WHERE NOT EXISTS (SELECT 1 FROM ledger x WHERE x.reservation_id = r.id AND x.kind = 'reserve')) f
+ORDER BY f.reservation_id, f.ord, f.sku, f.location, f.pool
 `
 
 type ReservationFirstLinesGetByKeysBatchResults struct {
@@ -278,7 +288,9 @@ type ReservationFirstLinesGetByKeysRow struct {
 // their reserve ledger rows (never changed, never deleted), in the order
 // the hold batch wrote them, the order of its answer, whatever partial
 // releases did to the lines since, with the bundle line each came from
-// (a line keeps it). By the ledger's index of holds.
+// (a line keeps it). By the ledger's index of holds. A hold whose reserve
+// rows were archived (it ended in an archived month) answers its lines
+// as they are now.
 func (q *Queries) ReservationFirstLinesGetByKeys(ctx context.Context, arg []ReservationFirstLinesGetByKeysParams) *ReservationFirstLinesGetByKeysBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {

@@ -13,12 +13,18 @@ import (
 )
 
 const reservationFirstLines = `-- name: ReservationFirstLines :many
-SELECT g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
-       l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on
-FROM ledger g
-LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
-WHERE g.reservation_id = $1 AND g.kind = 'reserve'
-ORDER BY g.id
+SELECT f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_version, f.backordered, f.expected_on
+FROM (SELECT g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
+             l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
+      FROM ledger g
+      LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
+      WHERE g.reservation_id = $1 AND g.kind = 'reserve'
+      UNION ALL
+      SELECT l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version, l.backordered, NULL::date, 0
+      FROM reservation_lines l
+      WHERE l.reservation_id = $1
+        AND NOT EXISTS (SELECT 1 FROM ledger x WHERE x.reservation_id = $1 AND x.kind = 'reserve')) f
+ORDER BY f.ord, f.sku, f.location, f.pool
 `
 
 type ReservationFirstLinesRow struct {
