@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stockhold/stockhold/app/db"
@@ -124,4 +125,42 @@ func (s *Service) Archives(ctx context.Context) ([]Archive, error) {
 			File: r.File, ArchivedBy: r.ArchivedBy, ArchivedAt: r.ArchivedAt}
 	}
 	return out, nil
+}
+
+// CutNow ends the current month's partition now: the rows so far stay in a
+// partition whose range ends at this instant (<name>_a, ready to archive
+// as a month that has ended would be), and a new partition (<name>_b)
+// takes the rest of the month. Tests and the benchmark use it to archive
+// a month without waiting for its end. It takes the ledger's ACCESS
+// EXCLUSIVE lock for a moment, waiting for it at most lockTimeout, and
+// returns when the cut range ends.
+func (s *Service) CutNow(ctx context.Context, lockTimeout time.Duration) (time.Time, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var name string
+	var from, end time.Time
+	if err := tx.QueryRow(ctx, `
+		SELECT c.relname, (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz, clock_timestamp()
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'ledger'::regclass
+		  AND pg_get_expr(c.relpartbound, c.oid) LIKE '%' || to_char(date_trunc('month', now() AT TIME ZONE 'UTC'), 'YYYY-MM-DD') || '%) TO%'`).
+		Scan(&name, &from, &end); err != nil {
+		return time.Time{}, fmt.Errorf("find this month's partition: %w", err)
+	}
+	ts := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`
+		SET LOCAL lock_timeout = '%dms';
+		ALTER TABLE ledger DETACH PARTITION %[2]s;
+		ALTER TABLE %[2]s RENAME TO %[3]s;
+		ALTER TABLE ledger ATTACH PARTITION %[3]s FOR VALUES FROM ('%[5]s') TO ('%[6]s');
+		CREATE TABLE %[4]s (LIKE ledger INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+		ALTER TABLE ledger ATTACH PARTITION %[4]s FOR VALUES FROM ('%[6]s') TO ('%[7]s');`,
+		lockTimeout.Milliseconds(), pgx.Identifier{name}.Sanitize(), pgx.Identifier{name + "_a"}.Sanitize(), pgx.Identifier{name + "_b"}.Sanitize(),
+		ts(from), ts(end), ts(from.AddDate(0, 1, 0)))); err != nil {
+		return time.Time{}, fmt.Errorf("cut %s: %w", name, err)
+	}
+	return end, tx.Commit(ctx)
 }
