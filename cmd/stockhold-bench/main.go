@@ -65,8 +65,9 @@ var scenarioNames = []string{"hot", "spread", "locations", "half", "multi", "fla
 // catalogue reads (GET /v1/skus) over the catalogue; bundles holds
 // bundles of three SKUs against the same SKUs as three-line holds;
 // preorder holds past what is on hand against a supplier's delivery,
-// after spread.
-var extraScenarios = []string{"reconcile", "seats", "soldout", "skus", "bundles", "preorder"}
+// after spread; archive measures holds' p99 while a month of the ledger is
+// archived under them (archive.go).
+var extraScenarios = []string{"reconcile", "seats", "soldout", "skus", "bundles", "preorder", "archive"}
 
 func main() {
 	if addr := os.Getenv(floorEnv); addr != "" {
@@ -100,6 +101,9 @@ type options struct {
 	catalogue int
 	// seats are the venue sizes the seats scenario compares.
 	seats []int
+	// archiveRows is how many ledger rows the archive scenario writes in
+	// SQL into the month it archives, beside its holds'.
+	archiveRows int
 	// profile, when set, is a directory each timed phase writes its
 	// profiles into (see profiler).
 	profile string
@@ -131,6 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.halfRate, "half-rate", 0, "holds/s of the half scenario (default: half of spread's rate)")
 	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
 	fs.IntVar(&o.catalogue, "catalogue", 1000, "SKUs the spread scenarios hold from (above 10,000 they are seeded in SQL) and reconcile checks")
+	fs.IntVar(&o.archiveRows, "archive-rows", 1_000_000, "ledger rows the archive scenario writes in SQL (holds made and released) into the month it archives, beside its own holds'")
 	seats := fs.String("seats", "2000,50000", "venue sizes the seats scenario compares, in seats (whole rows of 100), comma-separated")
 	fs.StringVar(&o.report, "report", "", "the report of every goal (docs/internals/PERFORMANCE.md) to rewrite with what this run measured")
 	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile and heap and the bench's own, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")

@@ -56,6 +56,8 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.soldout(ctx)
 	case "bundles":
 		return b.bundles(ctx)
+	case "archive":
+		return b.archive(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }
