@@ -304,8 +304,8 @@ var problemCodes = map[string]problemCode{
 	"incoming_promised": {
 		Title:  "Units on their way are promised",
 		Status: "409",
-		Means:  "Taking these units off incoming (an inbound closed short or cancelled, a transfer's units written off or cancelled) would leave holds promised more than the location's backorder policy allows. Nothing changed.",
-		Do:     "GET /v1/skus/{sku}/backorders shows what is promised. Release holds that were promised these units (or raise below_zero) first, then close or cancel again.",
+		Means:  "Taking these units off incoming (an inbound closed short or cancelled, a transfer's units written off or cancelled), or taking away available units that promised holds wait on (an adjustment, a move, a count, a transfer out, a campaign's pool filled from main), would leave holds promised more than the location's backorder policy allows. Nothing changed.",
+		Do:     "GET /v1/skus/{sku}/backorders shows what is promised. Release holds that were promised these units (or raise below_zero) first, then try again.",
 	},
 	"transfer_partly_received": {
 		Title:  "Transfer partly received",

@@ -57,6 +57,22 @@ func promiseOf(r db.StockLockManyRow) *rowPromise {
 	return p
 }
 
+// waiting is how many of row r's available units what it promised rests
+// on: its promises beyond below_zero and what is on its way within the
+// horizon (a receipt leaves them so when it skips a hold being changed,
+// or when a delivery is cancelled after units were stocked by hand). No
+// hold takes them, as the CHECK stock_backordered would refuse it.
+func waiting(r db.StockLockManyRow) int64 {
+	if r.Backordered == 0 {
+		return 0
+	}
+	cover := r.BackorderLimit
+	for _, u := range r.SoonUnits {
+		cover += u
+	}
+	return min(r.Available, max(0, r.Backordered-cover))
+}
+
 // givenBack is p after a change joined to the batch gave n promised
 // units back (p itself when there are none, or no policy).
 func (p *rowPromise) givenBack(n int64) *rowPromise {

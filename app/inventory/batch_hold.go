@@ -520,7 +520,7 @@ func (b batchPlan) holds() []hold {
 func lockedRows(stock []db.StockLockManyRow) []lockedRow {
 	locked := make([]lockedRow, len(stock))
 	for i, r := range stock {
-		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available, short: r.Short, status: r.Status,
+		locked[i] = lockedRow{sku: r.Sku, location: r.Location, pool: r.Pool, available: r.Available - waiting(r), short: r.Short, status: r.Status,
 			serialized: r.Serialized, priority: r.Priority, active: r.Active, stopped: domain.Value(r.StopSaleReason),
 			latitude: r.Latitude, longitude: r.Longitude, limits: limitsOf(r), promise: promiseOf(r)}
 	}

@@ -229,9 +229,34 @@ func promisedPast(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == "stock_backordered"
 }
 
+// promiseFits reports whether locked row r still keeps what it promised
+// within its policy after its available moves by available and its
+// incoming by incoming: the CHECK stock_backordered, for a caller that
+// names the row it refuses (bulk adjustments, whose one statement the
+// CHECK would refuse as a whole).
+func promiseFits(r db.Stock, available, incoming int64) bool {
+	room := r.BackorderLimit + r.Available + available
+	if r.BackorderHorizonDays != nil {
+		room += r.Incoming + incoming
+	}
+	return r.Backordered <= room
+}
+
+// waitingOn is how many of locked row r's available units what it
+// promised rests on: what no policy room (below_zero, with a horizon
+// what is on its way) covers.
+func waitingOn(r db.Stock) int64 {
+	cover := r.BackorderLimit
+	if r.BackorderHorizonDays != nil {
+		cover += r.Incoming
+	}
+	return min(r.Available, max(0, r.Backordered-cover))
+}
+
 // errIncomingPromised refuses a change of kind that takes units holds were
 // promised (an inbound closed short or cancelled, a transfer's units
-// lost or cancelled, available taken away) off a row.
+// lost or cancelled, available taken away: by an adjustment, a move, a
+// count, a transfer out, a campaign's pool filled) off a row.
 func errIncomingPromised(sku, location, pool string, kind LedgerKind) error {
 	return &domain.Error{Code: domain.CodeIncomingPromised, SKU: sku, Pool: pool, Location: location,
 		Detail: fmt.Sprintf("%s of SKU %q (pool %s) at %s would leave its holds promised more than its backorder policy allows of what is available and on its way: release those holds (GET /v1/skus/%s/backorders shows what is promised) or raise below_zero first",

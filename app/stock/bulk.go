@@ -175,6 +175,10 @@ func AdjustManyTx(ctx context.Context, tx pgx.Tx, b BulkAdjustment) (BulkResult,
 	if len(p.Skus) > 0 {
 		ids, err := q.StockAdjustMany(ctx, p)
 		if err != nil {
+			if promisedPast(err) { // bulkDelta checked each row: not expected
+				return BulkResult{}, &domain.Error{Code: domain.CodeIncomingPromised,
+					Detail: "the adjustment would leave holds promised more than a backorder policy allows of what is available and on its way: GET /v1/skus/{sku}/backorders shows what is promised"}
+			}
 			return BulkResult{}, fmt.Errorf("adjust %d stock rows: %w", len(p.Skus), err)
 		}
 		if len(ids) != len(p.Skus) {
@@ -259,6 +263,10 @@ func bulkDelta(ctx context.Context, q *db.Queries, i int, l BulkLine, locked map
 		}
 		return 0, lineError(i, domain.CodeInsufficientAvailable, l,
 			"SKU %q (pool %s)%s has %d available, %d to take", l.SKU, l.Pool, at(l.Location), r.Available, -delta)
+	}
+	if delta < 0 && !promiseFits(r, delta, 0) {
+		e := errIncomingPromised(l.SKU, l.Location, l.Pool, LedgerAdjust).(*domain.Error)
+		return 0, lineError(i, e.Code, l, "%s", e.Detail)
 	}
 	return delta, nil
 }

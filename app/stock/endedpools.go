@@ -143,7 +143,8 @@ type GiveBack struct {
 // side, naming every state moved. Main's row is made if it has none. A
 // pool of units with an identity moves its available units (its units
 // have no other state). Reserved and sold stay: the lines of holds are
-// theirs. It returns what moved (zero when nothing was on hand).
+// theirs, as are available units that confirmed holds' promises wait on
+// (waitingOn). It returns what moved (zero when nothing was on hand).
 func GiveBackTx(ctx context.Context, tx pgx.Tx, g GiveBack) (Counters, error) {
 	g.Location = locationOr(g.Location)
 	if g.Pool == MainPool {
@@ -178,7 +179,8 @@ func GiveBackTx(ctx context.Context, tx pgx.Tx, g GiveBack) (Counters, error) {
 			Quantity: from.Available, Actor: g.Actor, Reason: g.Reason, Ref: g.Ref})
 		return Counters{Total: from.Available, Available: from.Available}, err
 	}
-	d := Counters{Available: from.Available, QualityControl: from.QualityControl, Damaged: from.Damaged, SafetyStock: from.SafetyStock}
+	// Available units holds were promised and wait on stay theirs.
+	d := Counters{Available: from.Available - waitingOn(from), QualityControl: from.QualityControl, Damaged: from.Damaged, SafetyStock: from.SafetyStock}
 	d.Total = d.Available + d.QualityControl + d.Damaged + d.SafetyStock
 	if d.Total == 0 {
 		return Counters{}, nil

@@ -61,6 +61,9 @@ func PoolTransferTx(ctx context.Context, tx pgx.Tx, t PoolTransfer) error {
 			return &domain.Error{Code: domain.CodeInsufficientAvailable, SKU: t.SKU, Pool: t.From, Location: t.Location,
 				Detail: fmt.Sprintf("SKU %q (pool %s)%s has less than %d available to transfer to %s", t.SKU, t.From, at(t.Location), t.Quantity, t.To)}
 		}
+		if promisedPast(err) {
+			return errIncomingPromised(t.SKU, t.Location, t.From, LedgerTransfer)
+		}
 		if err != nil {
 			return fmt.Errorf("take %s/%s: %w", t.SKU, t.From, err)
 		}

@@ -197,6 +197,9 @@ func AdjustTx(ctx context.Context, tx pgx.Tx, a Adjustment) (Stock, error) {
 	default:
 		_, err = q.StockTake(ctx, db.StockTakeParams{Quantity: -a.Delta, Sku: a.SKU, Location: a.Location, Pool: a.Pool})
 	}
+	if promisedPast(err) {
+		return Stock{}, errIncomingPromised(a.SKU, a.Location, a.Pool, kind)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		row, gerr := q.StockGet(ctx, a.SKU, a.Location, a.Pool)
 		if gerr == nil && row.Serialized {

@@ -4743,7 +4743,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description A negative delta larger than `available`; `sku` and `pool` name the row. Or the pool is units with an identity, which change only through `/v1/skus/{sku}/units`. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `insufficient_available`, `serialized_pool`, `campaign_ended`. */
+            /** @description A negative delta larger than `available`; `sku` and `pool` name the row. Or the pool is units with an identity, which change only through `/v1/skus/{sku}/units`. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Or it would take units away that holds were promised and wait on (`incoming_promised`: their row has nothing more on its way and no room below zero; release them first). Codes: `insufficient_available`, `serialized_pool`, `campaign_ended`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4751,7 +4751,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "serialized_pool" | "campaign_ended";
+                        code?: "insufficient_available" | "serialized_pool" | "campaign_ended" | "incoming_promised";
                     };
                 };
             };
@@ -5338,7 +5338,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description A line would take more than its pool has available (or set a total below what is held and sold); `line`, `sku` and `pool` name it. Nothing changed. Or a line's pool is units with an identity, which change only through units. Or a line's pool is a campaign's that has ended (`campaign_ended`, `line` names it): it takes no new stock and gives none. Codes: `insufficient_available`, `serialized_pool`, `campaign_ended`. */
+            /** @description A line would take more than its pool has available (or set a total below what is held and sold); `line`, `sku` and `pool` name it. Nothing changed. Or a line's pool is units with an identity, which change only through units. Or a line's pool is a campaign's that has ended (`campaign_ended`, `line` names it): it takes no new stock and gives none. Or a line would take units away that holds were promised and wait on (`incoming_promised`, `line` names it: their row has nothing more on its way and no room below zero; release them first). Codes: `insufficient_available`, `serialized_pool`, `campaign_ended`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5346,7 +5346,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "serialized_pool" | "campaign_ended";
+                        code?: "insufficient_available" | "serialized_pool" | "campaign_ended" | "incoming_promised";
                     };
                 };
             };
@@ -10355,7 +10355,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The state moved from has fewer units than asked. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `insufficient_available`, `insufficient_quality_control`, `insufficient_damaged`, `insufficient_safety_stock`, `serialized_pool`, `campaign_ended`. */
+            /** @description The state moved from has fewer units than asked. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Or it would take units away that holds were promised and wait on (`incoming_promised`: release them first). Codes: `insufficient_available`, `insufficient_quality_control`, `insufficient_damaged`, `insufficient_safety_stock`, `serialized_pool`, `campaign_ended`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10363,7 +10363,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "serialized_pool" | "campaign_ended";
+                        code?: "insufficient_available" | "insufficient_quality_control" | "insufficient_damaged" | "insufficient_safety_stock" | "serialized_pool" | "campaign_ended" | "incoming_promised";
                     };
                 };
             };
@@ -10492,7 +10492,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The count is below what holds hold there (not forced), or the pool is units with an identity. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Codes: `count_below_held`, `serialized_pool`, `campaign_ended`. */
+            /** @description The count is below what holds hold there (not forced), or the pool is units with an identity. Or the pool is a campaign's that has ended (`campaign_ended`): it takes no new stock and gives none. Or it would take units away that holds were promised and wait on (`incoming_promised`: release them first). Codes: `count_below_held`, `serialized_pool`, `campaign_ended`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10500,7 +10500,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "count_below_held" | "serialized_pool" | "campaign_ended";
+                        code?: "count_below_held" | "serialized_pool" | "campaign_ended" | "incoming_promised";
                     };
                 };
             };
@@ -10698,7 +10698,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description `from` has fewer available than asked, the pool is units with an identity (which live at one location), `from` or `to` is inactive (an inactive location takes no new transfers; those on their way finish normally), or `pool` is a campaign's that has ended (`campaign_ended`): its pools take no new stock and give none. Codes: `insufficient_available`, `serialized_pool`, `location_inactive`, `campaign_ended`. */
+            /** @description `from` has fewer available than asked, the pool is units with an identity (which live at one location), `from` or `to` is inactive (an inactive location takes no new transfers; those on their way finish normally), or `pool` is a campaign's that has ended (`campaign_ended`): its pools take no new stock and give none. Or it would take units from `from` that holds were promised and wait on (`incoming_promised`: release them first). Codes: `insufficient_available`, `serialized_pool`, `location_inactive`, `campaign_ended`, `incoming_promised`. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10706,7 +10706,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
-                        code?: "insufficient_available" | "serialized_pool" | "location_inactive" | "campaign_ended";
+                        code?: "insufficient_available" | "serialized_pool" | "location_inactive" | "campaign_ended" | "incoming_promised";
                     };
                 };
             };
