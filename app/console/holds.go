@@ -4,7 +4,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -89,6 +91,9 @@ type holdData struct {
 	// STOCKHOLD_RETENTION): only its history in the ledger is left.
 	Deleted bool
 	ID      uuid.UUID
+	// Lines are the hold's lines, each still promised units with the day
+	// they were expected as the hold was made (expectedOn).
+	Lines []inventory.Line
 }
 
 // hold shows one hold: its lines, its history from the ledger, and the
@@ -119,8 +124,27 @@ func (c *Console) hold(w http.ResponseWriter, r *http.Request, op who) error {
 			return err
 		}
 		d.Hold, d.Client = h, row.Client
+		d.Lines = expectedOn(d.Hold.Lines(), ledger)
 	}
 	return c.render(w, r, op, "hold", view{Title: "Hold " + id.String()[:8], Nav: "holds", Data: d})
+}
+
+// expectedOn sets, on each line still promised units, the day its hold's
+// reserve row said they were expected (none: a transfer in transit, or
+// promised below zero).
+func expectedOn(held []inventory.Line, ledger []db.Ledger) []inventory.Line {
+	lines := slices.Clone(held)
+	for i, l := range lines {
+		if l.Backordered == 0 {
+			continue
+		}
+		for _, r := range ledger {
+			if r.Kind == string(stock.LedgerReserve) && r.Sku == l.SKU && r.Location == l.Location && r.Pool == l.Pool && r.ExpectedOn.Valid {
+				lines[i].ExpectedOn = r.ExpectedOn.Time.Format(time.DateOnly)
+			}
+		}
+	}
+	return lines
 }
 
 // release hands a held hold's stock back, as the operator, with a reason.

@@ -78,6 +78,9 @@ type skuData struct {
 	// Limits are the limits of each pool that has any, by pool (they hold
 	// at every location).
 	Limits map[string]stock.Limits
+	// Backorders are the backorder policy of each pool that has one, and
+	// what each of its rows promised, by "location/pool".
+	Backorders map[string]backorderView
 	// Adjust is an adjustment previewed (from the preview's redirect), to
 	// apply with one button (its nonce makes that apply once).
 	Adjust *adjustPreview
@@ -128,6 +131,9 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		return err
 	}
 	if d.Limits, err = c.Inventory.LimitsOfSKU(r.Context(), sku); err != nil {
+		return err
+	}
+	if d.Backorders, err = c.backordersOf(r.Context(), st); err != nil {
 		return err
 	}
 	for _, p := range st.Pools {
@@ -288,4 +294,41 @@ func (c *Console) flip(w http.ResponseWriter, r *http.Request, op who, done stri
 		return c.refused(w, r, back, err)
 	}
 	return c.done(w, r, back, false, "Pool %s of %s%s %s: %s.%s", pool, sku, stock.At(location), done, reason, more)
+}
+
+// backorderView is a row's backorder policy and what it promised under
+// it: Backordered of at most Allowed (below_zero plus what is on its way
+// within the horizon).
+type backorderView struct {
+	BelowZero            int64
+	HorizonDays          *int32
+	Backordered, Allowed int64
+	SetBy                string
+	SetAt                time.Time
+}
+
+// backordersOf reads the backorder policy of each of st's pools that has
+// one, by "location/pool" of its rows.
+func (c *Console) backordersOf(ctx context.Context, st stock.Stock) (map[string]backorderView, error) {
+	out := map[string]backorderView{}
+	seen := map[string]bool{}
+	for _, p := range st.Pools {
+		if seen[p.Pool] {
+			continue
+		}
+		seen[p.Pool] = true
+		b, err := c.Inventory.GetBackorders(ctx, st.SKU, p.Pool)
+		var de *domain.Error
+		if errors.As(err, &de) && de.Code == domain.CodeNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range b.Rows {
+			out[r.Location+"/"+b.Pool] = backorderView{BelowZero: b.BelowZero, HorizonDays: b.HorizonDays,
+				Backordered: r.Backordered, Allowed: r.Allowed, SetBy: b.SetBy, SetAt: b.SetAt}
+		}
+	}
+	return out, nil
 }
