@@ -60,6 +60,7 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 	inv := inventory.New(pool, log, inventory.Config{
 		Serial: !cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
 		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, SoldOutRecheck: soldOutRecheck(cfg.SoldOutRecheck), Recorder: metrics.Recorder{},
+		Strategy: inventory.Strategy(cfg.Strategy),
 		Alert: func(ctx context.Context, a stock.Alert) {
 			level := a.Level
 			if level == "" {

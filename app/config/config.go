@@ -44,6 +44,9 @@ type Config struct {
 	// holdable here at most this long after its commit. 0 turns the
 	// memory off.
 	SoldOutRecheck time.Duration
+	// Strategy is the shop's allocation strategy (STOCKHOLD_STRATEGY):
+	// that of a hold that names none and whose key has none.
+	Strategy string
 	// Workers is how many River jobs run at once (STOCKHOLD_WORKERS).
 	Workers int
 	// SweepInterval is how often the expiry sweeper runs (STOCKHOLD_SWEEP_INTERVAL).
@@ -212,6 +215,7 @@ func load(getenv func(string) string) (Config, error) {
 		BatchFlights:          r.integer("STOCKHOLD_BATCH_FLIGHTS", 1, 64),
 		ExpiryTick:            r.positive("STOCKHOLD_EXPIRY_TICK"),
 		SoldOutRecheck:        r.duration("STOCKHOLD_SOLDOUT_RECHECK"),
+		Strategy:              r.oneOf("STOCKHOLD_STRATEGY", "priority", "most_stock", "nearest"),
 		Workers:               r.integer("STOCKHOLD_WORKERS", 1, 1000),
 		SweepInterval:         r.duration("STOCKHOLD_SWEEP_INTERVAL"),
 		SweepGrace:            r.duration("STOCKHOLD_SWEEP_GRACE"),

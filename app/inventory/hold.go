@@ -21,6 +21,9 @@ func (s *Service) Hold(ctx context.Context, req HoldRequest) (r Reservation, rep
 	if err := req.Validate(); err != nil {
 		return Reservation{}, false, err
 	}
+	if req.DefaultStrategy == "" {
+		req.DefaultStrategy = s.cfg.Strategy
+	}
 	r, replayed, err = s.hold(ctx, req)
 	if err != nil && s.bundleUnseen(ctx, req, err) {
 		return s.hold(ctx, req) // a bundle defined on another instance (bundles.go)

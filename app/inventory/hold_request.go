@@ -63,7 +63,8 @@ type HoldRequest struct {
 	// stock from: the client's API key is bound to them (a sales channel).
 	Locations []string
 	// Strategy allocates the lines that name no location (strategy.go);
-	// empty: DefaultStrategy, the client's key's (empty: priority), which
+	// empty: DefaultStrategy, the client's key's (empty: the shop's,
+	// Config.Strategy; empty: priority), which
 	// is not part of the request's identity (its hash). ShipTo is where
 	// the order goes, for nearest.
 	Strategy        Strategy

@@ -72,6 +72,9 @@ type Config struct {
 	// rests on (STOCKHOLD_SOLDOUT_RECHECK, see soldout.go); below zero the
 	// memory is off.
 	SoldOutRecheck time.Duration
+	// Strategy is the shop's allocation strategy (STOCKHOLD_STRATEGY): a
+	// hold's that names none and whose key has none (empty: priority).
+	Strategy Strategy
 	// Alert, when set, is told about what a person must look at: a batch
 	// that panicked. The wiring raises an alert with it.
 	Alert func(ctx context.Context, a stock.Alert)

@@ -40,7 +40,8 @@ func ValidStrategy(what string, s Strategy) error {
 type Coordinates = stock.Coordinates
 
 // strategy is the hold's strategy: as asked, else its key's default, else
-// priority.
+// the shop's (Hold sets DefaultStrategy to Config.Strategy when the key
+// has none), else priority.
 func (h hold) strategy() Strategy {
 	switch {
 	case h.req.Strategy != "":

@@ -115,3 +115,32 @@ func TestStrategiesOverTheDatabase(t *testing.T) {
 		require.Zero(t, p.Available, p.Location)
 	}
 }
+
+// TestShopDefaultStrategy: a shop whose STOCKHOLD_STRATEGY is most_stock
+// allocates a hold that names no strategy, by a key with none, to the
+// location with the most; a key's default and the hold's own come first.
+func TestShopDefaultStrategy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, &setupOpts{cfg: &inventory.Config{Strategy: inventory.StrategyMostStock}})
+	for id, priority := range map[string]int32{"paris": -2, "berlin": -1} {
+		_, _, err := svc.CreateLocationOnce(ctx, idempotency.NewKey("ops", "loc-"+id), stock.NewLocation{ID: id, Name: id, Priority: priority, Actor: "ops"})
+		require.NoError(t, err)
+	}
+	dbtest.StockInAt(t, b.pool, "MAP", "paris", 5)
+	dbtest.StockInAt(t, b.pool, "MAP", "berlin", 9)
+	for _, c := range []struct {
+		key    string
+		s, def inventory.Strategy
+		want   string
+	}{
+		{"shop", "", "", "berlin"},
+		{"key", "", inventory.StrategyPriority, "paris"},
+		{"asked", inventory.StrategyPriority, "", "paris"},
+	} {
+		r, _, err := svc.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: c.key, Strategy: c.s, DefaultStrategy: c.def,
+			Items: []inventory.Item{{SKU: "MAP", Quantity: 1}}})
+		require.NoError(t, err, c.key)
+		require.Equal(t, c.want, r.Lines()[0].Location, c.key)
+	}
+}
