@@ -43,21 +43,27 @@ JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[
 -- their reserve ledger rows (never changed, never deleted), in the order
 -- the hold batch wrote them, the order of its answer, whatever partial
 -- releases did to the lines since, with the bundle line each came from
--- (a line keeps it). By the ledger's index of holds. A hold whose reserve
--- rows were archived (it ended in an archived month) answers its lines
--- as they are now.
-SELECT f.reservation_id, f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_version,
-       f.backordered, f.expected_on
+-- (a line keeps it while it holds any of it; the bundle's quantity as
+-- granted is sku_granted, the component's units granted, over
+-- bundle_per, what one bundle took of it by the definition the line
+-- used). By the ledger's index of holds. A hold whose reserve rows were
+-- archived (it ended in an archived month) answers its lines as they are
+-- now (bundle_per null: the line's bundle_quantity).
+SELECT f.reservation_id, f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_per,
+       f.sku_granted, f.bundle_version, f.backordered, f.expected_on
 FROM (SELECT r.id AS reservation_id, g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
-             l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
+             l.bundle_sku, l.bundle_quantity, c.quantity AS bundle_per,
+             (sum(g.delta_reserved + g.delta_backordered) OVER (PARTITION BY r.id, g.sku, g.pool))::bigint AS sku_granted,
+             l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
       FROM reservations r
       JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
         ON r.client = k.client AND r.idempotency_key = k.idempotency_key
       JOIN ledger g ON g.reservation_id = r.id AND g.kind = 'reserve'
       LEFT JOIN reservation_lines l ON l.reservation_id = r.id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
+      LEFT JOIN bundle_components c ON c.bundle_sku = l.bundle_sku AND c.version = l.bundle_version AND c.sku = g.sku
       UNION ALL
-      SELECT r.id, l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version, l.backordered,
-             NULL::date, 0
+      SELECT r.id, l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, NULL::bigint, l.quantity,
+             l.bundle_version, l.backordered, NULL::date, 0
       FROM reservations r
       JOIN (SELECT unnest(@clients::text[]) AS client, unnest(@idempotency_keys::text[]) AS idempotency_key) k
         ON r.client = k.client AND r.idempotency_key = k.idempotency_key
@@ -67,14 +73,19 @@ ORDER BY f.reservation_id, f.ord, f.sku, f.location, f.pool;
 
 -- name: ReservationFirstLines :many
 -- ReservationFirstLines is ReservationFirstLinesGetByKeys for one hold.
-SELECT f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_version, f.backordered, f.expected_on
+SELECT f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_per, f.sku_granted, f.bundle_version,
+       f.backordered, f.expected_on
 FROM (SELECT g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
-             l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
+             l.bundle_sku, l.bundle_quantity, c.quantity AS bundle_per,
+             (sum(g.delta_reserved + g.delta_backordered) OVER (PARTITION BY g.sku, g.pool))::bigint AS sku_granted,
+             l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
       FROM ledger g
       LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
+      LEFT JOIN bundle_components c ON c.bundle_sku = l.bundle_sku AND c.version = l.bundle_version AND c.sku = g.sku
       WHERE g.reservation_id = @reservation_id AND g.kind = 'reserve'
       UNION ALL
-      SELECT l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version, l.backordered, NULL::date, 0
+      SELECT l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, NULL::bigint, l.quantity, l.bundle_version,
+             l.backordered, NULL::date, 0
       FROM reservation_lines l
       WHERE l.reservation_id = @reservation_id
         AND NOT EXISTS (SELECT 1 FROM ledger x WHERE x.reservation_id = @reservation_id AND x.kind = 'reserve')) f
@@ -464,3 +475,11 @@ SELECT r.id FROM reservations r
 WHERE r.id = ANY(@ids::uuid[])
 ORDER BY r.id
 FOR UPDATE SKIP LOCKED;
+
+-- name: ReservationLinesBundleGiven :exec
+-- ReservationLinesBundleGiven records a partial release of bundles
+-- bundles of bundle bundle_sku from a hold that stays held (its lock
+-- held): the component lines left say how many of it they hold now.
+UPDATE reservation_lines
+SET bundle_quantity = bundle_quantity - @bundles::bigint
+WHERE reservation_id = @reservation_id AND bundle_sku = @bundle_sku;

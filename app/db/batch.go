@@ -238,18 +238,21 @@ func (b *CustomerUnitsHeldBatchResults) Close() error {
 }
 
 const reservationFirstLinesGetByKeys = `-- name: ReservationFirstLinesGetByKeys :batchmany
-SELECT f.reservation_id, f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_version,
-       f.backordered, f.expected_on
+SELECT f.reservation_id, f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_per,
+       f.sku_granted, f.bundle_version, f.backordered, f.expected_on
 FROM (SELECT r.id AS reservation_id, g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
-             l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
+             l.bundle_sku, l.bundle_quantity, c.quantity AS bundle_per,
+             (sum(g.delta_reserved + g.delta_backordered) OVER (PARTITION BY r.id, g.sku, g.pool))::bigint AS sku_granted,
+             l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
       FROM reservations r
       JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
         ON r.client = k.client AND r.idempotency_key = k.idempotency_key
       JOIN ledger g ON g.reservation_id = r.id AND g.kind = 'reserve'
       LEFT JOIN reservation_lines l ON l.reservation_id = r.id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
+      LEFT JOIN bundle_components c ON c.bundle_sku = l.bundle_sku AND c.version = l.bundle_version AND c.sku = g.sku
       UNION ALL
-      SELECT r.id, l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version, l.backordered,
-             NULL::date, 0
+      SELECT r.id, l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, NULL::bigint, l.quantity,
+             l.bundle_version, l.backordered, NULL::date, 0
       FROM reservations r
       JOIN (SELECT unnest($1::text[]) AS client, unnest($2::text[]) AS idempotency_key) k
         ON r.client = k.client AND r.idempotency_key = k.idempotency_key
@@ -278,6 +281,8 @@ type ReservationFirstLinesGetByKeysRow struct {
 	Units          []string
 	BundleSku      *string
 	BundleQuantity *int64
+	BundlePer      *int64
+	SkuGranted     int64
 	BundleVersion  *int64
 	Backordered    int64
 	ExpectedOn     pgtype.Date
@@ -288,9 +293,12 @@ type ReservationFirstLinesGetByKeysRow struct {
 // their reserve ledger rows (never changed, never deleted), in the order
 // the hold batch wrote them, the order of its answer, whatever partial
 // releases did to the lines since, with the bundle line each came from
-// (a line keeps it). By the ledger's index of holds. A hold whose reserve
-// rows were archived (it ended in an archived month) answers its lines
-// as they are now.
+// (a line keeps it while it holds any of it; the bundle's quantity as
+// granted is sku_granted, the component's units granted, over
+// bundle_per, what one bundle took of it by the definition the line
+// used). By the ledger's index of holds. A hold whose reserve rows were
+// archived (it ended in an archived month) answers its lines as they are
+// now (bundle_per null: the line's bundle_quantity).
 func (q *Queries) ReservationFirstLinesGetByKeys(ctx context.Context, arg []ReservationFirstLinesGetByKeysParams) *ReservationFirstLinesGetByKeysBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -331,6 +339,8 @@ func (b *ReservationFirstLinesGetByKeysBatchResults) Query(f func(int, []Reserva
 					&i.Units,
 					&i.BundleSku,
 					&i.BundleQuantity,
+					&i.BundlePer,
+					&i.SkuGranted,
 					&i.BundleVersion,
 					&i.Backordered,
 					&i.ExpectedOn,

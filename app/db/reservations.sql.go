@@ -13,14 +13,19 @@ import (
 )
 
 const reservationFirstLines = `-- name: ReservationFirstLines :many
-SELECT f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_version, f.backordered, f.expected_on
+SELECT f.sku, f.location, f.pool, f.quantity, f.units, f.bundle_sku, f.bundle_quantity, f.bundle_per, f.sku_granted, f.bundle_version,
+       f.backordered, f.expected_on
 FROM (SELECT g.sku, g.location, g.pool, (g.delta_reserved + g.delta_backordered)::bigint AS quantity, g.units,
-             l.bundle_sku, l.bundle_quantity, l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
+             l.bundle_sku, l.bundle_quantity, c.quantity AS bundle_per,
+             (sum(g.delta_reserved + g.delta_backordered) OVER (PARTITION BY g.sku, g.pool))::bigint AS sku_granted,
+             l.bundle_version, g.delta_backordered AS backordered, g.expected_on, g.id AS ord
       FROM ledger g
       LEFT JOIN reservation_lines l ON l.reservation_id = g.reservation_id AND l.sku = g.sku AND l.location = g.location AND l.pool = g.pool
+      LEFT JOIN bundle_components c ON c.bundle_sku = l.bundle_sku AND c.version = l.bundle_version AND c.sku = g.sku
       WHERE g.reservation_id = $1 AND g.kind = 'reserve'
       UNION ALL
-      SELECT l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, l.bundle_version, l.backordered, NULL::date, 0
+      SELECT l.sku, l.location, l.pool, l.quantity, l.units, l.bundle_sku, l.bundle_quantity, NULL::bigint, l.quantity, l.bundle_version,
+             l.backordered, NULL::date, 0
       FROM reservation_lines l
       WHERE l.reservation_id = $1
         AND NOT EXISTS (SELECT 1 FROM ledger x WHERE x.reservation_id = $1 AND x.kind = 'reserve')) f
@@ -35,6 +40,8 @@ type ReservationFirstLinesRow struct {
 	Units          []string
 	BundleSku      *string
 	BundleQuantity *int64
+	BundlePer      *int64
+	SkuGranted     int64
 	BundleVersion  *int64
 	Backordered    int64
 	ExpectedOn     pgtype.Date
@@ -58,6 +65,8 @@ func (q *Queries) ReservationFirstLines(ctx context.Context, reservationID *uuid
 			&i.Units,
 			&i.BundleSku,
 			&i.BundleQuantity,
+			&i.BundlePer,
+			&i.SkuGranted,
 			&i.BundleVersion,
 			&i.Backordered,
 			&i.ExpectedOn,
@@ -216,6 +225,20 @@ func (q *Queries) ReservationKeysMade(ctx context.Context, clients []string, ide
 		return nil, err
 	}
 	return items, nil
+}
+
+const reservationLinesBundleGiven = `-- name: ReservationLinesBundleGiven :exec
+UPDATE reservation_lines
+SET bundle_quantity = bundle_quantity - $1::bigint
+WHERE reservation_id = $2 AND bundle_sku = $3
+`
+
+// ReservationLinesBundleGiven records a partial release of bundles
+// bundles of bundle bundle_sku from a hold that stays held (its lock
+// held): the component lines left say how many of it they hold now.
+func (q *Queries) ReservationLinesBundleGiven(ctx context.Context, bundles int64, reservationID uuid.UUID, bundleSku *string) error {
+	_, err := q.db.Exec(ctx, reservationLinesBundleGiven, bundles, reservationID, bundleSku)
+	return err
 }
 
 const reservationLinesGet = `-- name: ReservationLinesGet :many

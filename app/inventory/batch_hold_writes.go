@@ -248,7 +248,7 @@ func (s *Service) answerReplays(calls []*holdCall, firsts []db.Reservation, line
 	linesOf := map[uuid.UUID][]Line{}
 	for _, l := range lines {
 		linesOf[l.ReservationID] = append(linesOf[l.ReservationID], promisedLine(
-			withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion),
+			withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, grantedBundle(l.BundleQuantity, l.SkuGranted, l.BundlePer), l.BundleVersion),
 			l.Backordered, l.ExpectedOn))
 	}
 	for _, c := range calls {

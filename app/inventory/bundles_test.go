@@ -326,3 +326,119 @@ func TestBundlesRaceAdjustmentsAndTransfers(t *testing.T) {
 		WHERE bundle_sku = 'KIT' GROUP BY 1 HAVING count(DISTINCT location) > 1 OR sum(quantity) <> 3) x`).Scan(&split))
 	require.Zero(t, split, "every kit has its three units at one location")
 }
+
+// TestBundlePartialRelease: a partial release gives a bundle back by its
+// quantity, every component in one change with a release_partial ledger
+// row each, and the lines left say how many of the bundle they hold; a
+// component alone, more of the bundle than held, or the bundle at a
+// location is refused and changes nothing; a split component gives back
+// from its last location first; the replay of the hold answers what was
+// granted.
+func TestBundlePartialRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	dbtest.Location(t, b.pool, "east", 2)
+	dbtest.StockIn(t, b.pool, "MUG", 10)
+	dbtest.StockIn(t, b.pool, "COASTER", 10)
+	dbtest.StockIn(t, b.pool, "TEA", 10)
+	dbtest.StockInAt(t, b.pool, "COASTER", "east", 10)
+	defineBundle(t, svc, "BOX", stock.Component{SKU: "MUG", Quantity: 1}, stock.Component{SKU: "COASTER", Quantity: 2})
+
+	r, _, err := svc.Hold(ctx, holdReq("boxes", item("BOX", 3), item("TEA", 1)))
+	require.NoError(t, err)
+	id := r.ID
+	granted := r.Items
+
+	out, err := svc.ReleaseItems(ctx, id, shop, "one box less", []inventory.Item{item("BOX", 1)})
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusHeld, out.Status)
+	two := &inventory.BundleLine{SKU: "BOX", Quantity: 2, Version: 1}
+	require.Equal(t, []inventory.Line{
+		{SKU: "COASTER", Location: "default", Pool: "main", Quantity: 4, Bundle: two},
+		{SKU: "MUG", Location: "default", Pool: "main", Quantity: 2, Bundle: two},
+		{SKU: "TEA", Location: "default", Pool: "main", Quantity: 1},
+	}, out.Lines(), "1 of 3 boxes gives back 1 mug and 2 coasters")
+	require.Equal(t, [3]int64{8, 2, 0}, counters(t, b, "MUG"))
+	require.Equal(t, [3]int64{16, 4, 0}, counters(t, b, "COASTER"))
+	type row struct {
+		SKU      string
+		Reserved int64
+	}
+	var rows []row
+	var xids int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(DISTINCT feed_xid) FROM ledger WHERE reservation_id = $1 AND kind = 'release_partial'`, id).Scan(&xids))
+	require.Equal(t, 1, xids, "every component in one transaction")
+	lr, err := b.pool.Query(ctx, `SELECT sku, delta_reserved FROM ledger WHERE reservation_id = $1 AND kind = 'release_partial' ORDER BY sku`, id)
+	require.NoError(t, err)
+	for lr.Next() {
+		var x row
+		require.NoError(t, lr.Scan(&x.SKU, &x.Reserved))
+		rows = append(rows, x)
+	}
+	require.NoError(t, lr.Err())
+	require.Equal(t, []row{{"COASTER", -2}, {"MUG", -1}}, rows, "a release_partial ledger row per component")
+
+	before := [2][3]int64{counters(t, b, "MUG"), counters(t, b, "COASTER")}
+	for i, items := range [][]inventory.Item{
+		{item("COASTER", 2)},                             // a component alone
+		{item("MUG", 1)},                                 // a component alone
+		{item("BOX", 1), item("MUG", 1)},                 // the bundle and a component
+		{item("BOX", 3)},                                 // more than held
+		{{SKU: "BOX", Quantity: 1, Location: "default"}}, // at a location
+		{{SKU: "BOX", Units: []string{"B-1"}}},           // units of a bundle
+		{item("BOX", 2), {SKU: "COASTER", Quantity: 4, Location: "default"}}, // every component named
+	} {
+		_, err := svc.ReleaseItems(ctx, id, shop, "bad", items)
+		require.Equal(t, domain.CodeInvalid, code(err), "case %d: %v", i, err)
+	}
+	after := [2][3]int64{counters(t, b, "MUG"), counters(t, b, "COASTER")}
+	require.Equal(t, before, after, "a refusal changes nothing")
+	_, err = svc.ReleaseItems(ctx, id, shop, "bad", []inventory.Item{item("COASTER", 1)})
+	require.ErrorContains(t, err, `release the bundle by its quantity`)
+
+	again, replayed, err := svc.Hold(ctx, holdReq("boxes", item("BOX", 3), item("TEA", 1)))
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, granted, again.Items, "a replay answers what was granted: 3 boxes")
+
+	out, err = svc.ReleaseItems(ctx, id, shop, "no boxes", []inventory.Item{item("BOX", 2)})
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusHeld, out.Status)
+	require.Equal(t, []inventory.Line{{SKU: "TEA", Location: "default", Pool: "main", Quantity: 1}}, out.Lines(),
+		"every box given back: its lines leave the hold")
+	require.Equal(t, [3]int64{10, 0, 0}, counters(t, b, "MUG"))
+	require.Equal(t, [3]int64{20, 0, 0}, counters(t, b, "COASTER"))
+
+	// A hold of boxes only: giving back all of them releases it whole.
+	whole, _, err := svc.Hold(ctx, holdReq("whole", item("BOX", 2)))
+	require.NoError(t, err)
+	out, err = svc.ReleaseItems(ctx, whole.ID, shop, "all boxes", []inventory.Item{item("BOX", 2)})
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusReleased, out.Status)
+
+	// Split coasters, 3 at default and 1 at east: one box gives back its
+	// two coasters from east (the last line) first, then default.
+	defineBundle(t, svc, "BOX", stock.Component{SKU: "MUG", Quantity: 1}, stock.Component{SKU: "COASTER", Quantity: 2, Split: true})
+	_, err = svc.Adjust(ctx, stock.Adjustment{SKU: "COASTER", Location: "default", Pool: "main", Delta: -7, Reason: "broken", Actor: "ops"})
+	require.NoError(t, err)
+	_, err = svc.Adjust(ctx, stock.Adjustment{SKU: "COASTER", Location: "east", Pool: "main", Delta: -9, Reason: "broken", Actor: "ops"})
+	require.NoError(t, err)
+	split, _, err := svc.Hold(ctx, holdReq("split", item("BOX", 2), item("TEA", 1)))
+	require.NoError(t, err)
+	v2 := &inventory.BundleLine{SKU: "BOX", Quantity: 2, Version: 2}
+	require.Equal(t, []inventory.Line{
+		{SKU: "COASTER", Location: "default", Pool: "main", Quantity: 3, Bundle: v2},
+		{SKU: "COASTER", Location: "east", Pool: "main", Quantity: 1, Bundle: v2},
+		{SKU: "MUG", Location: "default", Pool: "main", Quantity: 2, Bundle: v2},
+		{SKU: "TEA", Location: "default", Pool: "main", Quantity: 1},
+	}, split.Lines())
+	out, err = svc.ReleaseItems(ctx, split.ID, shop, "one box less", []inventory.Item{item("BOX", 1)})
+	require.NoError(t, err)
+	v2.Quantity = 1
+	require.Equal(t, []inventory.Line{
+		{SKU: "COASTER", Location: "default", Pool: "main", Quantity: 2, Bundle: v2},
+		{SKU: "MUG", Location: "default", Pool: "main", Quantity: 1, Bundle: v2},
+		{SKU: "TEA", Location: "default", Pool: "main", Quantity: 1},
+	}, out.Lines(), "east's coaster first, then one of default's")
+}

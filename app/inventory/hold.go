@@ -145,7 +145,7 @@ func (s *Service) replay(ctx context.Context, client, key, hash string, ttl int6
 	}
 	first := make([]Line, len(rows))
 	for i, l := range rows {
-		first[i] = promisedLine(withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, l.BundleQuantity, l.BundleVersion),
+		first[i] = promisedLine(withBundle(lineOf(l.Sku, l.Location, l.Pool, l.Quantity, l.Units), l.BundleSku, grantedBundle(l.BundleQuantity, l.SkuGranted, l.BundlePer), l.BundleVersion),
 			l.Backordered, l.ExpectedOn)
 	}
 	return firstAnswer(row, first, ttl), true, nil

@@ -261,7 +261,9 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		}
 		want[k] = w
 	}
-	how := Outcome{Kind: stock.LedgerRelease, Actor: by.Name, Reason: reason, give: want}
+	// bundles is how many of each bundle line a release that leaves the
+	// hold held gives back (bundles_release.go).
+	var bundles map[string]int64
 	holds, _, err := s.changeTx(ctx, tx, []uuid.UUID{id}, func(h *lockedHold) (*holdChange, error) {
 		switch {
 		case !by.maySee(h.row.Client):
@@ -269,7 +271,19 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		case HoldStatus(h.row.Status) == StatusConfirmed:
 			return nil, errNotHeld(id, StatusConfirmed)
 		}
-		return how.decide(h)
+		give, released, err := bundleGive(h.lines, want)
+		switch {
+		case err != nil && HoldStatus(h.row.Status) == StatusHeld && !h.due:
+			return nil, err
+		case err != nil: // ended, or expires instead: answered as it is
+			give = want
+		}
+		how := Outcome{Kind: stock.LedgerRelease, Actor: by.Name, Reason: reason, give: give}
+		ch, err := how.decide(h)
+		if ch != nil && ch.how.Status == StatusHeld {
+			bundles = released
+		}
+		return ch, err
 	})
 	if err != nil {
 		return Reservation{}, err
@@ -278,6 +292,11 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		return Reservation{}, domain.Missing("reservation")
 	}
 	q := db.New(tx)
+	for _, sku := range slices.Sorted(maps.Keys(bundles)) {
+		if err := q.ReservationLinesBundleGiven(ctx, bundles[sku], id, &sku); err != nil {
+			return Reservation{}, fmt.Errorf("record the bundles given back: %w", err)
+		}
+	}
 	r, err := q.ReservationGet(ctx, id)
 	if err != nil {
 		return Reservation{}, err

@@ -279,6 +279,18 @@ func withBundle(l Line, sku *string, quantity, version *int64) Line {
 	return l
 }
 
+// grantedBundle is the quantity of the bundle a line was granted for, as
+// granted: the component's units granted (granted) over what one bundle
+// took of it (per, by the definition the line used), or the line's
+// bundle quantity as it is now when the definition is not known (nil).
+func grantedBundle(quantity *int64, granted int64, per *int64) *int64 {
+	if quantity == nil || per == nil || *per <= 0 {
+		return quantity
+	}
+	n := granted / *per
+	return &n
+}
+
 // promisedLine is a line as read, with what of it is backordered and,
 // for its first answer, when that was expected.
 func promisedLine(l Line, backordered int64, expected pgtype.Date) Line {
