@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -386,8 +387,8 @@ func timeout() *problem {
 
 // databaseProblem turns PostgreSQL's refusals under pressure into 503s: a
 // lock or statement timeout is `busy`, a database that cannot be reached
-// (or no pool connection free in time) is `unavailable`. Anything else is
-// nil. It runs after the request's own context was checked, so a deadline
+// (or no pool connection free in time) is `unavailable`; a stock row for
+// a bundle SKU is the client's 422. Anything else is nil. It runs after the request's own context was checked, so a deadline
 // seen here is an inner one: the pool's acquire timeout or connect_timeout.
 func databaseProblem(err error) *problem {
 	if dberr.Unstorable(err) {
@@ -395,6 +396,13 @@ func databaseProblem(err error) *problem {
 		// refuses \u0000 by name): still the client's, not a 500.
 		return newProblem(http.StatusUnprocessableEntity, "invalid_request",
 			"a value holds a character PostgreSQL cannot store (a NUL, \\u0000); nothing changed")
+	}
+	if sku, ok := dberr.BundleStock(err); ok {
+		// Every write that would give a bundle stock of its own, whichever
+		// route made it.
+		return fromDomain(&domain.Error{Code: domain.CodeInvalid, SKU: sku, Detail: fmt.Sprintf(
+			"SKU %q is a bundle: it has no stock of its own (a hold on it holds its components); change its components' stock instead, "+
+				"or delete the bundle first (DELETE /v1/bundles/%s); nothing changed", sku, sku)})
 	}
 	switch dberr.OverloadOf(err) {
 	case dberr.Busy:

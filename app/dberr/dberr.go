@@ -101,3 +101,14 @@ func Unstorable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "22P05" || pgErr.Code == "22021")
 }
+
+// BundleStock reports whether PostgreSQL refused a stock row for a SKU
+// that is a bundle (trigger stock_not_a_bundle: a bundle has no stock of
+// its own), and which SKU.
+func BundleStock(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == "stock_not_a_bundle" {
+		return pgErr.Detail, true
+	}
+	return "", false
+}

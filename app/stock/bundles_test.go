@@ -3,10 +3,12 @@ package stock_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/dberr"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/stock"
 )
@@ -91,5 +93,48 @@ func TestBundleRefusals(t *testing.T) {
 			}
 			require.Equal(t, domain.CodeNotFound, code(gerr), "a refusal defines nothing")
 		})
+	}
+}
+
+// TestBundleRacesTheFirstStock races, for each of many new SKUs, its
+// definition as a bundle against an adjustment that would give it its
+// first stock: exactly one of the two wins, never both (a bundle with
+// stock of its own), and the loser is refused as such.
+func TestBundleRacesTheFirstStock(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	ctx := context.Background()
+	_, err := svc.Adjust(ctx, stock.Adjustment{SKU: "MUG", Pool: stock.MainPool, Location: "default", Delta: 10, Reason: "restock", Actor: "ops"})
+	require.NoError(t, err)
+	const n = 40
+	defined, stocked := make([]error, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		sku := fmt.Sprint("NEW-", i)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, defined[i] = svc.SetBundle(ctx, stock.Bundle{SKU: sku, Reason: "kit", Components: []stock.Component{{SKU: "MUG", Quantity: 1}}}, "ops")
+		}()
+		go func() {
+			defer wg.Done()
+			_, stocked[i] = svc.Adjust(ctx, stock.Adjustment{SKU: sku, Pool: stock.MainPool, Location: "default", Delta: 1, Reason: "first", Actor: "ops"})
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		sku := fmt.Sprint("NEW-", i)
+		var isBundle, hasStock bool
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM bundles WHERE sku = $1), EXISTS (SELECT 1 FROM stock WHERE sku = $1)`,
+			sku).Scan(&isBundle, &hasStock))
+		require.NotEqual(t, isBundle, hasStock, "%s: a bundle or stock, never both nor neither", sku)
+		if isBundle {
+			require.NoError(t, defined[i])
+			_, refused := dberr.BundleStock(stocked[i])
+			require.True(t, refused, "%s: the adjustment is refused as a bundle's stock: %v", sku, stocked[i])
+			continue
+		}
+		require.NoError(t, stocked[i])
+		require.Equal(t, domain.CodeInvalid, code(defined[i]), "%s: %v", sku, defined[i])
 	}
 }
