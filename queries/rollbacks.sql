@@ -91,8 +91,9 @@ FOR UPDATE OF r SKIP LOCKED;
 -- cut-off are still held with a line in scope, locked or not, and the
 -- units of those lines: a dry run's answer, what the real run hands back
 -- (a hold's lines of the SKU's pool, at the location when given, or at the
--- location; every line of hold ids and of a campaign), and how a rollback
--- knows it is done. Exactly one scope's parameters are set.
+-- location, with every other component line of a bundle line one of them
+-- is a component of; every line of hold ids and of a campaign), and how a
+-- rollback knows it is done. Exactly one scope's parameters are set.
 SELECT count(DISTINCT r.id)::int AS holds, coalesce(sum(l.quantity), 0)::bigint AS units
 FROM reservations r
 JOIN reservation_lines l ON l.reservation_id = r.id
@@ -100,8 +101,13 @@ WHERE r.status = 'held'
   AND r.created_at < @cutoff
   AND (sqlc.narg('ids')::uuid[] IS NULL OR r.id = ANY(sqlc.narg('ids')::uuid[]))
   AND (sqlc.narg('campaign')::text IS NULL OR r.campaign = sqlc.narg('campaign')::text)
-  AND (sqlc.narg('sku')::text IS NULL OR (l.sku = sqlc.narg('sku')::text AND l.pool = sqlc.narg('pool')::text))
-  AND (sqlc.narg('location')::text IS NULL OR l.location = sqlc.narg('location')::text);
+  AND EXISTS (
+      -- l itself in scope, or a line of the same bundle line in scope.
+      SELECT 1 FROM reservation_lines s
+      WHERE s.reservation_id = l.reservation_id
+        AND ((s.sku = l.sku AND s.location = l.location AND s.pool = l.pool) OR s.bundle_sku = l.bundle_sku)
+        AND (sqlc.narg('sku')::text IS NULL OR (s.sku = sqlc.narg('sku')::text AND s.pool = sqlc.narg('pool')::text))
+        AND (sqlc.narg('location')::text IS NULL OR s.location = sqlc.narg('location')::text));
 
 -- name: RollbackMarkRunning :one
 -- RollbackMarkRunning starts a pending request, or reopens a failed one.

@@ -43,7 +43,8 @@
 --   location         alone: every line at that location, of holds created
 --                    before `held_before`.
 --                    By sku or location only the lines in scope are handed
---                    back: a hold's other lines stay held (a hold with no
+--                    back (a bundle line whole when one of its components
+--                    is in scope): a hold's other lines stay held (a hold with no
 --                    other line is released whole), and a dry run counts
 --                    those lines (matched_units) and their holds.
 --   cutoff           with any scope: only holds created before this time

@@ -610,8 +610,13 @@ WHERE r.status = 'held'
   AND r.created_at < $1
   AND ($2::uuid[] IS NULL OR r.id = ANY($2::uuid[]))
   AND ($3::text IS NULL OR r.campaign = $3::text)
-  AND ($4::text IS NULL OR (l.sku = $4::text AND l.pool = $5::text))
-  AND ($6::text IS NULL OR l.location = $6::text)
+  AND EXISTS (
+      -- l itself in scope, or a line of the same bundle line in scope.
+      SELECT 1 FROM reservation_lines s
+      WHERE s.reservation_id = l.reservation_id
+        AND ((s.sku = l.sku AND s.location = l.location AND s.pool = l.pool) OR s.bundle_sku = l.bundle_sku)
+        AND ($4::text IS NULL OR (s.sku = $4::text AND s.pool = $5::text))
+        AND ($6::text IS NULL OR s.location = $6::text))
 `
 
 type RollbackScopeCountParams struct {
@@ -632,8 +637,9 @@ type RollbackScopeCountRow struct {
 // cut-off are still held with a line in scope, locked or not, and the
 // units of those lines: a dry run's answer, what the real run hands back
 // (a hold's lines of the SKU's pool, at the location when given, or at the
-// location; every line of hold ids and of a campaign), and how a rollback
-// knows it is done. Exactly one scope's parameters are set.
+// location, with every other component line of a bundle line one of them
+// is a component of; every line of hold ids and of a campaign), and how a
+// rollback knows it is done. Exactly one scope's parameters are set.
 func (q *Queries) RollbackScopeCount(ctx context.Context, arg RollbackScopeCountParams) (RollbackScopeCountRow, error) {
 	row := q.db.QueryRow(ctx, rollbackScopeCount,
 		arg.Cutoff,

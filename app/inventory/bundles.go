@@ -221,7 +221,7 @@ func bundlesOf(leaders []*holdCall) []string {
 	var skus []string
 	for _, c := range leaders {
 		for _, w := range c.h.wants {
-			if w.bundle != nil && !slices.Contains(skus, w.bundle.SKU) {
+			if w.bundle != nil && !w.reheld && !slices.Contains(skus, w.bundle.SKU) {
 				skus = append(skus, w.bundle.SKU)
 			}
 		}
@@ -263,7 +263,7 @@ func (s *Service) staleBundles(ctx context.Context, b *batchPlan, versions map[s
 // not versions'.
 func expandedStale(wants []want, versions map[string]int64) bool {
 	for _, w := range wants {
-		if w.bundle != nil && versions[w.bundle.SKU] != w.bundle.Version {
+		if w.bundle != nil && !w.reheld && versions[w.bundle.SKU] != w.bundle.Version {
 			return true
 		}
 	}

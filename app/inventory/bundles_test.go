@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
 	"github.com/stockhold/stockhold/app/domain"
 	"github.com/stockhold/stockhold/app/inventory"
@@ -441,4 +444,94 @@ func TestBundlePartialRelease(t *testing.T) {
 		{SKU: "MUG", Location: "default", Pool: "main", Quantity: 1, Bundle: v2},
 		{SKU: "TEA", Location: "default", Pool: "main", Quantity: 1},
 	}, out.Lines(), "east's coaster first, then one of default's")
+}
+
+// TestBundleReinstateAndRollback: a reinstated hold's component lines
+// record the bundle line and the definition version the ended hold used,
+// whatever the definition is now, so a partial release of it goes by the
+// bundle's quantity too; a rollback scoped to one component hands back
+// the whole bundle line (the dry run's count says the same), and a
+// rollback of the hold hands back every component.
+func TestBundleReinstateAndRollback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	dbtest.StockIn(t, b.pool, "MUG", 10)
+	dbtest.StockIn(t, b.pool, "COASTER", 10)
+	dbtest.StockIn(t, b.pool, "TEA", 10)
+	defineBundle(t, svc, "BOX", stock.Component{SKU: "MUG", Quantity: 1}, stock.Component{SKU: "COASTER", Quantity: 2})
+	r, _, err := svc.Hold(ctx, holdReq("boxes", item("BOX", 2), item("TEA", 1)))
+	require.NoError(t, err)
+	_, err = svc.Release(ctx, r.ID, shop, "payment late")
+	require.NoError(t, err)
+	defineBundle(t, svc, "BOX", stock.Component{SKU: "MUG", Quantity: 1}, stock.Component{SKU: "COASTER", Quantity: 3})
+
+	again, err := svc.Reinstate(ctx, r.ID, shop)
+	require.NoError(t, err)
+	v1 := &inventory.BundleLine{SKU: "BOX", Quantity: 2, Version: 1}
+	want := []inventory.Line{
+		{SKU: "COASTER", Location: "default", Pool: "main", Quantity: 4, Bundle: v1},
+		{SKU: "MUG", Location: "default", Pool: "main", Quantity: 2, Bundle: v1},
+		{SKU: "TEA", Location: "default", Pool: "main", Quantity: 1},
+	}
+	require.Equal(t, want, again.Lines(), "the same bundle line, by the definition the ended hold used")
+	got, err := svc.Get(ctx, again.ID, shop)
+	require.NoError(t, err)
+	require.Equal(t, want, got.Lines(), "as stored")
+	twice, err := svc.Reinstate(ctx, r.ID, shop)
+	require.NoError(t, err)
+	require.Equal(t, again.ID, twice.ID)
+	require.Equal(t, want, twice.Lines())
+
+	out, err := svc.ReleaseItems(ctx, again.ID, shop, "one box less", []inventory.Item{item("BOX", 1)})
+	require.NoError(t, err)
+	v1.Quantity = 1
+	require.Equal(t, []inventory.Line{
+		{SKU: "COASTER", Location: "default", Pool: "main", Quantity: 2, Bundle: v1},
+		{SKU: "MUG", Location: "default", Pool: "main", Quantity: 1, Bundle: v1},
+		{SKU: "TEA", Location: "default", Pool: "main", Quantity: 1},
+	}, out.Lines(), "a reinstated bundle goes back by its quantity")
+
+	// A recall of the coasters takes the box they are in, mug included.
+	coaster, pool := "COASTER", "main"
+	n, err := db.New(b.pool).RollbackScopeCount(ctx, db.RollbackScopeCountParams{Cutoff: time.Now().Add(time.Hour), Sku: &coaster, Pool: &pool})
+	require.NoError(t, err)
+	require.Equal(t, db.RollbackScopeCountRow{Holds: 1, Units: 3}, n, "the dry run counts the box: 2 coasters and its mug")
+	recall := inventory.Outcome{Status: inventory.StatusReleased, Kind: stock.LedgerRollback, Actor: "ops", Reason: "recall"}
+	var handed []inventory.Handed
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		handed, err = svc.ReleaseLinesTx(ctx, tx, []uuid.UUID{again.ID}, recall, inventory.LineScope{SKU: "COASTER", Pool: "main"})
+		return err
+	}))
+	require.Equal(t, []inventory.Handed{{ID: again.ID, Units: 3}}, handed, "what the dry run counted")
+	got, err = svc.Get(ctx, again.ID, shop)
+	require.NoError(t, err)
+	require.Equal(t, inventory.StatusHeld, got.Status)
+	require.Equal(t, []inventory.Line{{SKU: "TEA", Location: "default", Pool: "main", Quantity: 1}}, got.Lines())
+	require.Equal(t, [3]int64{10, 0, 0}, counters(t, b, "MUG"))
+	require.Equal(t, [3]int64{10, 0, 0}, counters(t, b, "COASTER"))
+
+	// A rollback of whole holds hands back every component.
+	whole, _, err := svc.Hold(ctx, holdReq("whole", item("BOX", 2)))
+	require.NoError(t, err)
+	var ended []uuid.UUID
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		ended, err = svc.ReleaseTx(ctx, tx, []uuid.UUID{whole.ID}, recall)
+		return err
+	}))
+	require.Equal(t, []uuid.UUID{whole.ID}, ended)
+	require.Equal(t, [3]int64{10, 0, 0}, counters(t, b, "MUG"))
+	require.Equal(t, [3]int64{10, 0, 0}, counters(t, b, "COASTER"))
+	var kinds []string
+	require.NoError(t, pgxscan(ctx, b, `SELECT kind || ' ' || sku FROM ledger WHERE reservation_id = $1 AND kind <> 'reserve' ORDER BY sku`, whole.ID, &kinds))
+	require.Equal(t, []string{"rollback COASTER", "rollback MUG"}, kinds, "a rollback ledger row per component")
+}
+
+func pgxscan(ctx context.Context, b *bundle, sql string, id uuid.UUID, out *[]string) error {
+	rows, err := b.pool.Query(ctx, sql, id)
+	if err != nil {
+		return err
+	}
+	*out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	return err
 }

@@ -343,32 +343,45 @@ func (sc LineScope) has(l Line) bool {
 	return (sc.SKU == "" || (l.SKU == sc.SKU && l.Pool == sc.Pool)) && (sc.Location == "" || l.Location == sc.Location)
 }
 
-// decideIn is decide for the lines of a hold in scope: a hold with no line
-// in scope (a change since took them) is left alone; one whose every line
-// is in scope, or that is past its expiry, is decided whole (released, or
-// expired instead); otherwise its lines in scope are handed back, as a
-// partial release by how's actor and for its reason, and it stays held
-// with the rest.
+// in is the lines of a hold (lines) that a release in scope hands back:
+// those in scope, and with a component line of a bundle every other
+// component line of that bundle line (a recall of the coasters takes the
+// gift boxes they are in: a box without its coasters is no box).
+func (sc LineScope) in(lines []Line) []Line {
+	if sc.whole() {
+		return lines
+	}
+	var bundles []string
+	for _, l := range lines {
+		if l.Bundle != nil && sc.has(l) && !slices.Contains(bundles, l.Bundle.SKU) {
+			bundles = append(bundles, l.Bundle.SKU)
+		}
+	}
+	var in []Line
+	for _, l := range lines {
+		if sc.has(l) || (l.Bundle != nil && slices.Contains(bundles, l.Bundle.SKU)) {
+			in = append(in, l)
+		}
+	}
+	return in
+}
+
+// decideIn is decide for the lines of a hold in scope (LineScope.in): a
+// hold with no line in scope (a change since took them) is left alone; one
+// whose every line is in scope, or that is past its expiry, is decided
+// whole (released, or expired instead); otherwise its lines in scope are
+// handed back, as a partial release by how's actor and for its reason,
+// and it stays held with the rest.
 func (how Outcome) decideIn(scope LineScope) func(*lockedHold) (*holdChange, error) {
 	return func(h *lockedHold) (*holdChange, error) {
 		if scope.whole() || HoldStatus(h.row.Status) != StatusHeld {
 			return how.decide(h)
 		}
-		var (
-			in   []Line
-			rest bool
-		)
-		for _, l := range h.lines {
-			if scope.has(l) {
-				in = append(in, l)
-			} else {
-				rest = true
-			}
-		}
+		in := scope.in(h.lines)
 		switch {
 		case len(in) == 0:
 			return nil, nil
-		case !rest || h.due || how.DueOnly:
+		case len(in) == len(h.lines) || h.due || how.DueOnly:
 			return how.decide(h)
 		}
 		part := Outcome{Status: StatusHeld, Kind: stock.LedgerReleasePartial, Actor: how.Actor, Reason: how.Reason}
@@ -377,7 +390,7 @@ func (how Outcome) decideIn(scope LineScope) func(*lockedHold) (*holdChange, err
 }
 
 // Handed is what ReleaseLinesTx did to one hold: the units of its lines in
-// scope it handed back, and whether the hold ended (released, or expired
+// scope (LineScope.in) it handed back, and whether the hold ended (released, or expired
 // instead) or stays held with its other lines.
 type Handed struct {
 	ID    uuid.UUID
@@ -402,10 +415,8 @@ func (s *Service) ReleaseLinesTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID
 	out := make([]Handed, 0, len(c.list))
 	for _, ch := range c.list {
 		h := Handed{ID: ch.id, Ended: ch.how.Status == StatusReleased || ch.how.Status == StatusExpired}
-		for _, l := range holds[ch.id].lines {
-			if scope.whole() || scope.has(l) {
-				h.Units += l.Quantity
-			}
+		for _, l := range scope.in(holds[ch.id].lines) {
+			h.Units += l.Quantity
 		}
 		out = append(out, h)
 	}

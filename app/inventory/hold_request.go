@@ -34,6 +34,10 @@ type Item struct {
 	// least MinQuantity (0: one), instead of refusing it (partial.go).
 	Partial     bool  `json:"partial,omitempty"`
 	MinQuantity int64 `json:"min_quantity,omitempty"`
+	// bundle, on a line Reinstate holds again, is the bundle line the
+	// ended hold's line was held for: the new line records it, the
+	// original's definition version included.
+	bundle *BundleLine
 }
 
 // count is how many units the item asks for.
@@ -292,8 +296,11 @@ type want struct {
 	// partial.go).
 	Partial bool
 	Min     int64
-	// bundle, on a component of a bundle line, is that line (bundles.go).
+	// bundle, on a component of a bundle line, is that line (bundles.go);
+	// reheld, that line is an ended hold's, held again by Reinstate with
+	// the definition it used then, whatever the current one is.
 	bundle *BundleLine
+	reheld bool
 }
 
 // key is the batcher's key of the stock rows w draws on (see rowKey; an
@@ -310,7 +317,8 @@ func (w want) row() Line { return Line{SKU: w.SKU, Location: w.Location, Pool: w
 func (r HoldRequest) wants(pool string) []want {
 	if len(r.Items) == 1 { // most holds: nothing to sum or sort
 		it := r.Items[0]
-		return []want{{SKU: it.SKU, Location: it.Location, Pool: pool, Quantity: it.count(), Split: it.Split, Partial: it.Partial, Min: it.MinQuantity}}
+		return []want{{SKU: it.SKU, Location: it.Location, Pool: pool, Quantity: it.count(), Split: it.Split, Partial: it.Partial, Min: it.MinQuantity,
+			bundle: it.bundle, reheld: it.bundle != nil}}
 	}
 	type key struct{ sku, location string }
 	sum := map[key]*want{}
@@ -318,7 +326,7 @@ func (r HoldRequest) wants(pool string) []want {
 		k := key{it.SKU, it.Location}
 		w := sum[k]
 		if w == nil {
-			w = &want{SKU: it.SKU, Location: it.Location, Pool: pool}
+			w = &want{SKU: it.SKU, Location: it.Location, Pool: pool, bundle: it.bundle, reheld: it.bundle != nil}
 			sum[k] = w
 		}
 		w.Quantity += it.count()

@@ -54,7 +54,9 @@ func reinstatedFrom(key string) *uuid.UUID {
 // them, as an operator's other acts do. A line of units with an identity
 // holds the same units again (the same seats, so the same adjacency), or
 // the hold is refused with 409 unit_unavailable naming the units taken
-// since. Reinstating a hold again answers the hold the first call made,
+// since. A component line of a bundle is held again as the same
+// component line, recording the same bundle line and definition version
+// (bundles.go), whatever the bundle's definition is now. Reinstating a hold again answers the hold the first call made,
 // as it is now (a read, which a binding does not limit). A hold still
 // held or confirmed is 409 reservation_not_ended.
 func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reservation, error) {
@@ -89,6 +91,7 @@ func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reser
 		// location_not_allowed (Validate), whatever key made the original.
 		Locations: by.Locations,
 	}
+	bundles := map[string]*BundleLine{} // one per bundle line of the original
 	for _, l := range lines {
 		// At the location each line was taken from, which a key bound to
 		// locations must be allowed to use, as for any new hold.
@@ -97,13 +100,22 @@ func (s *Service) Reinstate(ctx context.Context, id uuid.UUID, by Caller) (Reser
 				Detail: fmt.Sprintf("reservation %s holds SKU %q at %q: this API key's holds take stock only at %s",
 					id, l.SKU, l.Location, strings.Join(by.Locations, ", "))}
 		}
+		// A component line of a bundle records the same bundle line, the
+		// definition version it used included.
+		var b *BundleLine
+		if l.Bundle != nil {
+			if b = bundles[l.Bundle.SKU]; b == nil {
+				b = l.Bundle
+				bundles[b.SKU] = b
+			}
+		}
 		if len(l.Units) > 0 {
 			// The same units, so the same seats (and their adjacency), or a
 			// refusal naming the ones taken: never other units of the pool.
-			req.Items = append(req.Items, Item{SKU: l.SKU, Units: l.Units, Location: l.Location})
+			req.Items = append(req.Items, Item{SKU: l.SKU, Units: l.Units, Location: l.Location, bundle: b})
 			continue
 		}
-		req.Items = append(req.Items, Item{SKU: l.SKU, Quantity: l.Quantity, Location: l.Location})
+		req.Items = append(req.Items, Item{SKU: l.SKU, Quantity: l.Quantity, Location: l.Location, bundle: b})
 	}
 	if len(req.Items) == 0 {
 		// A hold whose lines retention or a partial release emptied has

@@ -413,7 +413,8 @@ stockhold report --date 2026-12-01 --tz Asia/Shanghai --json`,
 the last line; a serving instance's workers run it (follow it with GET /v1/rollbacks/ID).
 Give exactly one scope; a --sku with no stock row is refused (exit 2). --reservation and
 --campaign release whole holds; --sku and --location hand back only the lines in scope
-(the SKU's pool's, at --location when given; every line at --location): a hold's other
+(the SKU's pool's, at --location when given; every line at --location; a bundle line
+whole when one of its components is in scope): a hold's other
 lines stay held, and a hold with no other line is released whole. A --dry-run counts
 those same holds and units. Holds made after the request are never touched, nor, with
 --cutoff, those made after that time (give a dry run's requested_at to release what the
