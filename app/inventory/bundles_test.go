@@ -262,10 +262,11 @@ func TestBundleAvailability(t *testing.T) {
 
 // TestBundlesRaceAdjustmentsAndTransfers races kit holds (a mug and two
 // coasters, from one location) on two instances against adjustments of
-// the coasters and transfers of them between the locations: every kit
-// held has its three units at one location, never more than the rows
-// had (the database's checks), and the rows' reserved is what the kits
-// hold.
+// the coasters, transfers of them between the locations and counts of
+// the mugs: every kit held has its three units at one location, never
+// more than the rows had (the database's checks), the rows' reserved is
+// what the kits hold, and the books agree (the invariants: counters,
+// ledger and lines).
 func TestBundlesRaceAdjustmentsAndTransfers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -293,11 +294,16 @@ func TestBundlesRaceAdjustmentsAndTransfers(t *testing.T) {
 			_, errs[i] = untilAnswered(func() error { _, _, err := s.Hold(ctx, r); return err })
 		}()
 	}
-	moved := make([]error, 40)
+	moved := make([]error, 60)
 	for i := range moved {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if i >= 40 { // counts of the mugs: fewer found each time
+				_, _, moved[i] = svc.CountOnce(ctx, key(fmt.Sprint("count", i)), stock.StockCount{SKU: "MUG",
+					Location: []string{"default", "east"}[i%2], Pool: "main", Counted: int64(100 - i), Reason: "cycle count", Actor: "ops"})
+				return
+			}
 			if i%2 == 0 {
 				_, moved[i] = svc.Adjust(ctx, stock.Adjustment{SKU: "COASTER", Location: []string{"default", "east"}[i%4/2], Pool: "main",
 					Delta: -1, Reason: "broken", Actor: "ops"})
@@ -318,9 +324,16 @@ func TestBundlesRaceAdjustmentsAndTransfers(t *testing.T) {
 	}
 	for _, err := range moved {
 		if err != nil {
-			require.Contains(t, []domain.Code{domain.CodeInsufficientAvailable, domain.CodeBusy}, code(err), "unexpected: %v", err)
+			require.Contains(t, []domain.Code{domain.CodeInsufficientAvailable, domain.CodeBusy, domain.CodeCountBelowHeld}, code(err), "unexpected: %v", err)
 		}
 	}
+	counted := 0
+	for _, err := range moved[40:] {
+		if err == nil {
+			counted++
+		}
+	}
+	t.Logf("%d kits held, %d of 20 counts taken", granted, counted)
 	require.Positive(t, granted)
 	require.Equal(t, granted, counters(t, b, "MUG")[1], "a mug per kit")
 	require.Equal(t, 2*granted, counters(t, b, "COASTER")[1], "two coasters per kit")
@@ -328,6 +341,7 @@ func TestBundlesRaceAdjustmentsAndTransfers(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT reservation_id FROM reservation_lines
 		WHERE bundle_sku = 'KIT' GROUP BY 1 HAVING count(DISTINCT location) > 1 OR sum(quantity) <> 3) x`).Scan(&split))
 	require.Zero(t, split, "every kit has its three units at one location")
+	dbtest.RequireInvariants(t, b.pool)
 }
 
 // TestBundlePartialRelease: a partial release gives a bundle back by its
@@ -534,4 +548,78 @@ func pgxscan(ctx context.Context, b *bundle, sql string, id uuid.UUID, out *[]st
 	}
 	*out, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	return err
+}
+
+// TestBundleOfSeatsByCount: a component may be a pool of units with an
+// identity held by count: a bundle line holds that many seats, picked in
+// seat order as for any quantity line on the pool, and its line names
+// them; racing holds on two instances never give one seat twice nor more
+// seats than there are; a partial release by bundle quantity is refused
+// (which seats go would be the service's choice); a release gives the
+// seats back and a reinstatement holds the same seats with the same bundle
+// line; a confirm sells them.
+func TestBundleOfSeatsByCount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	other := b.another(inventory.Config{})
+	addUnits(t, svc, "GALA", venue(2, 4))
+	dbtest.StockIn(t, b.pool, "PROGRAM", 100)
+	defineBundle(t, svc, "TICKET", stock.Component{SKU: "GALA", Quantity: 1}, stock.Component{SKU: "PROGRAM", Quantity: 1})
+
+	r, _, err := svc.Hold(ctx, holdReq("pair", item("TICKET", 2)))
+	require.NoError(t, err)
+	line := &inventory.BundleLine{SKU: "TICKET", Quantity: 2, Version: 1}
+	require.Equal(t, []inventory.Line{
+		{SKU: "GALA", Location: "default", Pool: "main", Quantity: 2, Units: []string{"A-1", "A-2"}, Bundle: line},
+		{SKU: "PROGRAM", Location: "default", Pool: "main", Quantity: 2, Bundle: line},
+	}, r.Lines(), "two seats, picked in seat order, and two programmes")
+	_, err = svc.ReleaseItems(ctx, r.ID, shop, "one less", []inventory.Item{item("TICKET", 1)})
+	require.Equal(t, domain.CodeInvalid, code(err), "%v", err)
+	require.ErrorContains(t, err, "units with an identity")
+
+	// 20 racing single tickets on two instances for the 6 seats left.
+	const n = 20
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := svc
+			if i%2 == 1 {
+				s = other
+			}
+			req := holdReq(fmt.Sprint("one", i), item("TICKET", 1))
+			_, errs[i] = untilAnswered(func() error { _, _, err := s.Hold(ctx, req); return err })
+		}()
+	}
+	wg.Wait()
+	granted := 0
+	for _, err := range errs {
+		if err == nil {
+			granted++
+			continue
+		}
+		require.Equal(t, domain.CodeOutOfStock, code(err), "unexpected: %v", err)
+	}
+	require.Equal(t, 6, granted, "every seat once")
+	status, holder := unitsByStatus(t, b.pool, "GALA")
+	require.Len(t, holder, 8, "every seat held, each by one hold")
+	for id, st := range status {
+		require.Equal(t, "held", st, id)
+	}
+	require.Equal(t, [3]int64{92, 8, 0}, counters(t, b, "PROGRAM"), "a programme per seat")
+
+	_, err = svc.Release(ctx, r.ID, shop, "late")
+	require.NoError(t, err)
+	status, _ = unitsByStatus(t, b.pool, "GALA")
+	require.Equal(t, "available", status["A-1"])
+	again, err := svc.Reinstate(ctx, r.ID, shop)
+	require.NoError(t, err)
+	require.Equal(t, r.Lines(), again.Lines(), "the same seats, the same bundle line")
+	_, err = svc.Confirm(ctx, again.ID, shop)
+	require.NoError(t, err)
+	status, _ = unitsByStatus(t, b.pool, "GALA")
+	require.Equal(t, "sold", status["A-2"])
 }
