@@ -54,3 +54,71 @@ func TestABundleHasNoStock(t *testing.T) {
 	requireProblem(t, r, 422, "invalid_request")
 	require.Contains(t, r.json(t)["detail"], "has stock of its own", fmt.Sprint(r.status))
 }
+
+// TestBundleInACampaignEnds: a bundle held in a campaign holds its
+// components in the campaign's pools; the campaign's end releases the
+// hold, every component line with it (a rollback ledger row each), and
+// gives each component's stock back to main.
+func TestBundleInACampaignEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, nil)
+	key := func(k string) []string { return []string{"Idempotency-Key", k} }
+	e.stockIn("MUG", 10)
+	e.stockIn("COASTER", 10)
+	def := e.do("PUT", "/v1/bundles/BOX", e.ops, map[string]any{"components": []any{line("MUG", 1), line("COASTER", 2)}, "reason": "gift box"})
+	require.Equal(t, 200, def.status, "%s", def.body)
+	r := e.do("POST", "/v1/campaigns", e.ops, campaignBody("xmas", "",
+		map[string]any{"sku": "MUG", "quantity": 4}, map[string]any{"sku": "COASTER", "quantity": 8}), key("c")...)
+	require.Equal(t, 201, r.status, "%s", r.body)
+	require.NoError(t, e.camps.Start(ctx, "xmas"))
+	h := e.do("POST", "/v1/reservations", e.shop, map[string]any{"campaign": "xmas", "items": []any{line("BOX", 3)}}, key("h")...)
+	require.Equal(t, 201, h.status, "%s", h.body)
+	items := h.json(t)["items"].([]any)
+	require.Len(t, items, 2)
+	for _, it := range items {
+		m := it.(map[string]any)
+		require.Equal(t, "xmas", m["pool"], "%v", m)
+		require.Equal(t, map[string]any{"sku": "BOX", "quantity": 3.0, "version": 1.0}, m["bundle"])
+	}
+	id := h.json(t)["id"].(string)
+
+	e.endCampaign("xmas")
+	got := e.do("GET", "/v1/reservations/"+id, e.shop, nil)
+	require.Equal(t, "released", got.json(t)["status"], "%s", got.body)
+	var kinds []string
+	rows, err := e.pool.Query(ctx, `SELECT kind || ' ' || sku || ' ' || delta_reserved FROM ledger
+		WHERE reservation_id = $1 AND kind <> 'reserve' ORDER BY sku`, id)
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		require.NoError(t, rows.Scan(&k))
+		kinds = append(kinds, k)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"rollback COASTER -6", "rollback MUG -3"}, kinds, "every component line, in one rollback")
+	require.EqualValues(t, 10, e.row("MUG", "default", "main")["available"])
+	require.EqualValues(t, 10, e.row("COASTER", "default", "main")["available"])
+}
+
+// TestOneSKUOnTwoLinesOfAHold: a hold's lines are one per SKU's pool and
+// location, each recording one bundle line, so two ticket types of one
+// quota, or a bundle and its own component, in one hold are refused 422
+// naming the SKU, changing nothing; each holds alone.
+func TestOneSKUOnTwoLinesOfAHold(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("QUOTA", 10)
+	for _, ticket := range []string{"ADULT", "CHILD"} {
+		r := e.do("PUT", "/v1/bundles/"+ticket, e.ops, map[string]any{"components": []any{line("QUOTA", 1)}, "reason": "quota"})
+		require.Equal(t, 200, r.status, "%s", r.body)
+	}
+	before := e.counts()
+	p := requireProblem(t, e.hold("family", line("ADULT", 2), line("CHILD", 1)), 422, "invalid_request")
+	require.Contains(t, p["detail"], `"QUOTA" is a component of bundles "ADULT" and "CHILD"`)
+	p = requireProblem(t, e.hold("box-and-quota", line("ADULT", 1), line("QUOTA", 1)), 422, "invalid_request")
+	require.Contains(t, p["detail"], `"QUOTA" is a line of the hold and a component of bundle "ADULT"`)
+	require.Equal(t, before, e.counts(), "nothing changed")
+	require.Equal(t, 201, e.hold("adults", line("ADULT", 2)).status)
+	require.Equal(t, 201, e.hold("child", line("CHILD", 1)).status)
+}
