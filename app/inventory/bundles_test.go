@@ -177,7 +177,20 @@ func TestSharedQuotaRace(t *testing.T) {
 	for _, ticket := range []string{"ADULT", "CHILD", "SENIOR"} {
 		defineBundle(t, svc, ticket, stock.Component{SKU: "QUOTA-SAT", Quantity: 1})
 	}
-	const n = 1000
+	granted := raceHolds(t, svc, other, 1000, func(i int) inventory.HoldRequest {
+		return holdReq(fmt.Sprint("t", i), item([]string{"ADULT", "CHILD", "SENIOR"}[i%3], 1))
+	})
+	require.Equal(t, 100, granted)
+	require.Equal(t, [3]int64{0, 100, 0}, counters(t, b, "QUOTA-SAT"))
+	var byTicket int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(DISTINCT bundle_sku) FROM reservation_lines WHERE sku = 'QUOTA-SAT'`).Scan(&byTicket))
+	assert.Equal(t, 3, byTicket, "each line names its ticket type")
+}
+
+// raceHolds makes n holds at once (req(i) each), one in two on other,
+// and returns how many were granted; every refusal is out_of_stock.
+func raceHolds(t *testing.T, svc, other *inventory.Service, n int, req func(i int) inventory.HoldRequest) int {
+	t.Helper()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -188,9 +201,8 @@ func TestSharedQuotaRace(t *testing.T) {
 			if i%2 == 1 {
 				s = other
 			}
-			ticket := []string{"ADULT", "CHILD", "SENIOR"}[i%3]
-			r := holdReq(fmt.Sprint("t", i), item(ticket, 1))
-			_, errs[i] = untilAnswered(func() error { _, _, err := s.Hold(ctx, r); return err })
+			r := req(i)
+			_, errs[i] = untilAnswered(func() error { _, _, err := s.Hold(context.Background(), r); return err })
 		}()
 	}
 	wg.Wait()
@@ -202,11 +214,7 @@ func TestSharedQuotaRace(t *testing.T) {
 		}
 		require.Equal(t, domain.CodeOutOfStock, code(err), "unexpected: %v", err)
 	}
-	require.Equal(t, 100, granted)
-	require.Equal(t, [3]int64{0, 100, 0}, counters(t, b, "QUOTA-SAT"))
-	var byTicket int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(DISTINCT bundle_sku) FROM reservation_lines WHERE sku = 'QUOTA-SAT'`).Scan(&byTicket))
-	assert.Equal(t, 3, byTicket, "each line names its ticket type")
+	return granted
 }
 
 // TestBundleAvailability: GET of a bundle answers what its components
@@ -579,30 +587,7 @@ func TestBundleOfSeatsByCount(t *testing.T) {
 	require.ErrorContains(t, err, "units with an identity")
 
 	// 20 racing single tickets on two instances for the 6 seats left.
-	const n = 20
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := svc
-			if i%2 == 1 {
-				s = other
-			}
-			req := holdReq(fmt.Sprint("one", i), item("TICKET", 1))
-			_, errs[i] = untilAnswered(func() error { _, _, err := s.Hold(ctx, req); return err })
-		}()
-	}
-	wg.Wait()
-	granted := 0
-	for _, err := range errs {
-		if err == nil {
-			granted++
-			continue
-		}
-		require.Equal(t, domain.CodeOutOfStock, code(err), "unexpected: %v", err)
-	}
+	granted := raceHolds(t, svc, other, 20, func(i int) inventory.HoldRequest { return holdReq(fmt.Sprint("one", i), item("TICKET", 1)) })
 	require.Equal(t, 6, granted, "every seat once")
 	status, holder := unitsByStatus(t, b.pool, "GALA")
 	require.Len(t, holder, 8, "every seat held, each by one hold")
