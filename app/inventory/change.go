@@ -390,8 +390,8 @@ func (how Outcome) decideIn(scope LineScope) func(*lockedHold) (*holdChange, err
 }
 
 // Handed is what ReleaseLinesTx did to one hold: the units of its lines in
-// scope (LineScope.in) it handed back, and whether the hold ended (released, or expired
-// instead) or stays held with its other lines.
+// scope (LineScope.in) it handed back, and whether the hold ended
+// (released, or expired instead) or stays held with its other lines.
 type Handed struct {
 	ID    uuid.UUID
 	Units int64

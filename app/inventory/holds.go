@@ -195,7 +195,10 @@ func stamp(t time.Time) string {
 // release_partial ledger row. A confirmed hold is 409 reservation_not_held;
 // a released or expired one is answered as it is (its units are back
 // already), as Release answers it. An item naming a SKU the hold does not
-// have, or more units than it holds, is 422 and changes nothing.
+// have, or more units than it holds, is 422 and changes nothing. An item
+// naming a bundle the hold holds gives back that many of it, every
+// component; a component of a bundle line is never named alone
+// (bundles_release.go).
 func (s *Service) ReleaseItems(ctx context.Context, id uuid.UUID, by Caller, reason string, items []Item) (Reservation, error) {
 	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Reservation, error) {
 		return s.ReleaseItemsTx(ctx, tx, id, by, reason, items)
