@@ -21,16 +21,20 @@ import (
 // the backordered counter; the hold's page shows the line's backordered
 // units and the day they are expected; the holds list marks the line; the
 // locations page lists the notice as due and a notice past its day as
-// late, first. Each page fits the phone.
+// late, first, and a pickup location with where it is. Each page fits
+// the phone.
 func TestBrowserBackorders(t *testing.T) {
 	t.Parallel()
 	ctx := tab(t)
 	e := setup(t)
 	bg := context.Background()
 	inv := e.app.Inventory
+	_, _, err := inv.CreateLocationOnce(bg, idempotency.NewKey("alice", "depot"), stock.NewLocation{ID: "depot", Name: "Depot", Priority: 5,
+		Coordinates: &stock.Coordinates{Latitude: 48.5, Longitude: 2.25}, Pickup: true, Actor: "alice"})
+	require.NoError(t, err)
 	dbtest.StockIn(t, e.pool, "LAMP", 2)
 	due := time.Now().UTC().AddDate(0, 0, 5).Format(time.DateOnly)
-	_, _, err := inv.CreateInboundOnce(bg, idempotency.NewKey("alice", "po-7"), stock.NewInbound{SupplierRef: "PO-7", ExpectedOn: due,
+	_, _, err = inv.CreateInboundOnce(bg, idempotency.NewKey("alice", "po-7"), stock.NewInbound{SupplierRef: "PO-7", ExpectedOn: due,
 		Lines: []stock.NewInboundLine{{SKU: "LAMP", Quantity: 10}}, Actor: "alice"})
 	require.NoError(t, err)
 	late, _, err := inv.CreateInboundOnce(bg, idempotency.NewKey("alice", "po-3"), stock.NewInbound{SupplierRef: "PO-3",
@@ -92,5 +96,6 @@ func TestBrowserBackorders(t *testing.T) {
 	require.Regexp(t, `(?s)PO-3.*late.*PO-7\s+default\s+`+due, inbound, "the late notice first, marked late")
 	require.Regexp(t, `LAMP\s+10 of 10`, inbound)
 	require.Regexp(t, `CUP\s+4 of 4`, inbound)
+	require.Regexp(t, `depot\s+Depot\s+pickup\s+48\.5, 2\.25\s+5\s+taken`, text(`table.locations`), "a pickup location, with where it is")
 	fits("the locations page")
 }
