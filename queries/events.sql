@@ -13,6 +13,11 @@
 -- hold's rows, the hold's order reference and client (null once retention
 -- deleted the hold); for a transfer's rows, its two locations; for an
 -- inbound notice's rows, its supplier reference and expected day.
+-- The rows of one stock version (written by one statement for one stock
+-- row) share its feed_xid, so they lie within the ids the ledger holds for
+-- that feed_xid (ledger_feed's range of it, from its first id to its last):
+-- each row's version is found by a range on ledger_sku_id between those
+-- ids, a few rows whatever the SKU's history.
 SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserved, f.stock_version, f.reservation_id,
        f.actor, f.reason, f.ref, f.total_after, f.available_after, f.reserved_after, f.sold_after,
        f.quality_control_after, f.damaged_after, f.safety_stock_after, f.incoming_after, f.last_of_version,
@@ -22,7 +27,8 @@ SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserv
                         sum(n.delta_quality_control), sum(n.delta_damaged), sum(n.delta_safety_stock),
                         sum(n.delta_incoming)]::bigint[]
            FROM ledger n
-           WHERE n.sku = f.sku AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version)
+           WHERE n.sku = f.sku AND n.id >= v.first_id AND n.id <= f.id
+             AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version AND n.feed_xid = f.feed_xid)
        END::bigint[] AS version_deltas,
        coalesce(CASE WHEN f.last_of_version THEN (
            SELECT h.threshold FROM stock_thresholds h
@@ -33,7 +39,8 @@ SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserv
        CASE WHEN f.last_of_version THEN (
            SELECT array_agg(u.id ORDER BY u.id COLLATE "C")
            FROM ledger n, unnest(n.units) AS u(id)
-           WHERE n.sku = f.sku AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version)
+           WHERE n.sku = f.sku AND n.id >= v.first_id AND n.id <= f.id
+             AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version AND n.feed_xid = f.feed_xid)
        END::text[] AS version_units,
        f.units, f.refs, f.ref, r.order_ref, r.client,
        t.from_location AS transfer_from, t.to_location AS transfer_to,
@@ -44,14 +51,19 @@ FROM (
            l.total_after, l.available_after, l.reserved_after, l.sold_after,
            l.quality_control_after, l.damaged_after, l.safety_stock_after, l.incoming_after,
            NOT EXISTS (SELECT 1 FROM ledger n
-                       WHERE n.sku = l.sku AND n.location = l.location AND n.pool = l.pool
-                         AND n.stock_version = l.stock_version AND n.id > l.id) AS last_of_version
+                       WHERE n.sku = l.sku AND n.id > l.id
+                         AND n.id <= (SELECT max(x.id) FROM ledger x WHERE x.feed_xid = l.feed_xid)
+                         AND n.location = l.location AND n.pool = l.pool
+                         AND n.stock_version = l.stock_version AND n.feed_xid = l.feed_xid) AS last_of_version
     FROM ledger l
     WHERE l.feed_xid < pg_snapshot_xmin(pg_current_snapshot())
       AND (l.feed_xid, l.id) >= (@after_xid::xid8, @after_id::bigint)
     ORDER BY l.feed_xid, l.id
     LIMIT @lim
 ) f
+LEFT JOIN LATERAL (
+    SELECT min(x.id) AS first_id FROM ledger x WHERE f.last_of_version AND x.feed_xid = f.feed_xid
+) v ON true
 LEFT JOIN reservations r ON r.id = f.reservation_id
 LEFT JOIN transfers t ON f.kind IN ('transfer_out', 'receive', 'loss', 'transfer_cancel')
                      AND t.id = CASE WHEN f.ref ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.ref::uuid END

@@ -143,7 +143,7 @@ FROM stock s
 LEFT JOIN LATERAL (
     SELECT g.actor, g.at FROM ledger g
     WHERE g.sku = s.sku AND g.location = s.location AND g.pool = s.pool AND g.kind = 'pause'
-    ORDER BY g.stock_version DESC LIMIT 1
+    ORDER BY g.id DESC LIMIT 1
 ) p ON true
 WHERE s.status = 'paused'
   AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
@@ -313,5 +313,5 @@ LIMIT 20;
 -- and when (what a resume lifts).
 SELECT actor, actor_key, reason, at FROM ledger
 WHERE sku = @sku AND location = @location AND pool = @pool AND kind = 'pause'
-ORDER BY stock_version DESC
+ORDER BY id DESC
 LIMIT 1;

@@ -131,7 +131,7 @@ func (q *Queries) HoldsOverdueCount(ctx context.Context, lim int32) (int64, erro
 const ledgerLastPause = `-- name: LedgerLastPause :one
 SELECT actor, actor_key, reason, at FROM ledger
 WHERE sku = $1 AND location = $2 AND pool = $3 AND kind = 'pause'
-ORDER BY stock_version DESC
+ORDER BY id DESC
 LIMIT 1
 `
 
@@ -615,7 +615,7 @@ FROM stock s
 LEFT JOIN LATERAL (
     SELECT g.actor, g.at FROM ledger g
     WHERE g.sku = s.sku AND g.location = s.location AND g.pool = s.pool AND g.kind = 'pause'
-    ORDER BY g.stock_version DESC LIMIT 1
+    ORDER BY g.id DESC LIMIT 1
 ) p ON true
 WHERE s.status = 'paused'
   AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
