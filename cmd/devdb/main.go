@@ -12,6 +12,11 @@
 //	devdb up      start (initialising and installing as needed), print DATABASE_URL
 //	devdb stop    stop the cluster
 //	devdb status  say where the cluster is and whether it runs
+//
+// DEVDB_SHARED_BUFFERS sets the server's shared_buffers when up starts it
+// (256MB when unset): a bench over a large catalogue wants its hot pages
+// in PostgreSQL's buffers (docs/SCALING.md), `make db-stop` then
+// `DEVDB_SHARED_BUFFERS=6GB make bench ...`.
 package main
 
 import (
@@ -218,13 +223,30 @@ func (c *cluster) start(bin string) error {
 		"-k", c.socket,
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "max_connections=300",
-		"-c", "shared_buffers=256MB",
+		"-c", "shared_buffers=" + sharedBuffers(),
 	}, " ")
 	logFile := filepath.Join(c.dir, "postgres.log")
 	if err := c.run(filepath.Join(bin, "pg_ctl"), "-D", c.data, "-l", logFile, "-o", opts, "-w", "-t", "60", "start"); err != nil {
 		return fmt.Errorf("start postgres (log: %s): %w", logFile, err)
 	}
 	return nil
+}
+
+// sharedBuffers is the server's shared_buffers: DEVDB_SHARED_BUFFERS, or
+// 256MB. Only a size (digits and a unit) is taken, as it goes into the
+// server's command line.
+func sharedBuffers() string {
+	v := strings.TrimSpace(os.Getenv("DEVDB_SHARED_BUFFERS"))
+	if v == "" {
+		return "256MB"
+	}
+	digits := strings.TrimRight(v, "kMGTB")
+	unit := v[len(digits):]
+	if _, err := strconv.Atoi(digits); err != nil || (unit != "" && unit != "kB" && unit != "MB" && unit != "GB" && unit != "TB") {
+		fmt.Fprintf(os.Stderr, "devdb: DEVDB_SHARED_BUFFERS=%q is not a size (as 6GB or 512MB); using 256MB\n", v)
+		return "256MB"
+	}
+	return v
 }
 
 func (c *cluster) stop() error {

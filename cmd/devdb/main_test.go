@@ -32,3 +32,16 @@ func TestTheServerDoesNotInheritALock(t *testing.T) {
 	_, err = os.Stat("/proc/self/fd/" + strconv.Itoa(fd))
 	require.NoError(t, err, "still open in devdb itself")
 }
+
+// TestSharedBuffersFromTheEnvironment: DEVDB_SHARED_BUFFERS sets the
+// server's shared_buffers when it is a size, and anything else falls back
+// to 256MB rather than reach the server's command line.
+func TestSharedBuffersFromTheEnvironment(t *testing.T) {
+	for v, want := range map[string]string{
+		"": "256MB", "6GB": "6GB", "512MB": "512MB", "131072": "131072", " 1GB ": "1GB",
+		"6 GB": "256MB", "lots": "256MB", "1GB -c fsync=off": "256MB", "GB": "256MB",
+	} {
+		t.Setenv("DEVDB_SHARED_BUFFERS", v)
+		require.Equal(t, want, sharedBuffers(), "DEVDB_SHARED_BUFFERS=%q", v)
+	}
+}

@@ -115,6 +115,9 @@ func (b *bench) spread(ctx context.Context) ([]*result, error) {
 	}
 	r := &result{Scenario: "spread", Clients: b.o.clients}
 	if b.o.catalogue > httpCatalogue {
+		if err := b.prewarm(ctx); err != nil {
+			return nil, err
+		}
 		// The rate it is held against: the same run, the same database,
 		// over the catalogue's first smallCatalogue SKUs, just before.
 		small := &result{Scenario: "spread-small", Clients: b.o.clients}
