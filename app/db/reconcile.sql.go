@@ -12,6 +12,106 @@ import (
 	"github.com/google/uuid"
 )
 
+const bundleLinesMismatch = `-- name: BundleLinesMismatch :many
+WITH scope AS (
+    SELECT DISTINCT l.reservation_id
+    FROM reservation_lines l
+    WHERE l.bundle_sku IS NOT NULL AND $1::xid8 IS NULL AND $2::text[] IS NULL
+    UNION
+    SELECT l.reservation_id
+    FROM reservation_lines l
+    WHERE l.bundle_sku IS NOT NULL AND $1::xid8 IS NULL AND l.sku = ANY($2::text[])
+    UNION
+    SELECT g.reservation_id
+    FROM ledger g
+    WHERE g.feed_xid >= $1::xid8 AND g.reservation_id IS NOT NULL
+), lines AS (
+    SELECT l.reservation_id, l.bundle_sku, l.sku, l.quantity, l.bundle_quantity, l.bundle_version
+    FROM scope sc
+    JOIN reservations r ON r.id = sc.reservation_id AND r.status IN ('held', 'confirmed')
+    JOIN reservation_lines l ON l.reservation_id = r.id
+    WHERE l.bundle_sku IS NOT NULL
+), bundles AS (
+    SELECT reservation_id, bundle_sku, min(bundle_quantity) AS bundle_quantity, min(bundle_version) AS bundle_version,
+           count(DISTINCT bundle_quantity) = 1 AND count(DISTINCT bundle_version) = 1 AS agree
+    FROM lines
+    GROUP BY reservation_id, bundle_sku
+), held AS (
+    SELECT reservation_id, bundle_sku, sku, sum(quantity)::bigint AS quantity
+    FROM lines
+    GROUP BY reservation_id, bundle_sku, sku
+), wanted AS (
+    SELECT b.reservation_id, b.bundle_sku, c.sku, (c.quantity * b.bundle_quantity)::bigint AS quantity
+    FROM bundles b
+    JOIN bundle_components c ON c.bundle_sku = b.bundle_sku AND c.version = b.bundle_version
+), compared AS (
+    SELECT coalesce(w.reservation_id, h.reservation_id) AS reservation_id, coalesce(w.bundle_sku, h.bundle_sku) AS bundle_sku,
+           coalesce(w.sku, h.sku) AS sku, w.quantity AS wanted, h.quantity AS held
+    FROM wanted w
+    FULL JOIN held h ON h.reservation_id = w.reservation_id AND h.bundle_sku = w.bundle_sku AND h.sku = w.sku
+)
+SELECT c.reservation_id, c.bundle_sku::text AS bundle_sku, b.bundle_quantity::bigint AS bundle_quantity,
+       b.bundle_version::bigint AS bundle_version, b.agree::bool AS agree, c.sku::text AS sku, coalesce(c.wanted, 0)::bigint AS wanted, coalesce(c.held, 0)::bigint AS held
+FROM compared c
+JOIN bundles b ON b.reservation_id = c.reservation_id AND b.bundle_sku = c.bundle_sku
+WHERE EXISTS (
+    SELECT 1 FROM compared x
+    WHERE x.reservation_id = c.reservation_id AND x.bundle_sku = c.bundle_sku
+      AND (NOT b.agree OR x.wanted IS DISTINCT FROM x.held))
+ORDER BY c.reservation_id, c.bundle_sku COLLATE "C", c.sku COLLATE "C"
+`
+
+type BundleLinesMismatchRow struct {
+	ReservationID  uuid.UUID
+	BundleSku      string
+	BundleQuantity int64
+	BundleVersion  int64
+	Agree          bool
+	Sku            string
+	Wanted         int64
+	Held           int64
+}
+
+// BundleLinesMismatch lists the component lines of held and confirmed
+// holds' bundle lines that are not what the definition each used says:
+// per hold and bundle, every line records one bundle_quantity and one
+// bundle_version, and each component of that version
+// (bundle_components) is held, over its lines at every location, at the
+// bundle's quantity times the component's, and nothing else is. It
+// returns every component of a bundle line out of step (the definition's
+// and the lines'), so that a finding shows both sides. The holds checked:
+// with since, those whose ledger moved since that watermark (found from
+// ledger_feed's range); with skus, those with a component line of one of
+// skus; else every hold with a bundle line.
+func (q *Queries) BundleLinesMismatch(ctx context.Context, since *uint64, skus []string) ([]BundleLinesMismatchRow, error) {
+	rows, err := q.db.Query(ctx, bundleLinesMismatch, since, skus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BundleLinesMismatchRow
+	for rows.Next() {
+		var i BundleLinesMismatchRow
+		if err := rows.Scan(
+			&i.ReservationID,
+			&i.BundleSku,
+			&i.BundleQuantity,
+			&i.BundleVersion,
+			&i.Agree,
+			&i.Sku,
+			&i.Wanted,
+			&i.Held,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const campaignsHolding = `-- name: CampaignsHolding :many
 SELECT c.id, c.status, 'give_back'::text AS next_kind
 FROM campaigns c

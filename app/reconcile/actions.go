@@ -467,6 +467,7 @@ func (s *Service) retryTx(ctx context.Context, tx pgx.Tx, runID int64, j db.Jobs
 type finding struct {
 	sku, location, pool string
 	jobID               int64
+	reservationID       uuid.UUID
 	details             map[string]any
 }
 
@@ -487,6 +488,9 @@ func addFinding(ctx context.Context, q *db.Queries, runID int64, class, kind str
 	}
 	if f.jobID != 0 {
 		p.JobID = &f.jobID
+	}
+	if f.reservationID != uuid.Nil {
+		p.ReservationID = &f.reservationID
 	}
 	if err := q.ReconcileFindingAdd(ctx, p); err != nil {
 		return fmt.Errorf("record %s finding: %w", kind, err)

@@ -66,6 +66,13 @@ const (
 	// in transit to it and the open inbound lines at it have not yet
 	// delivered or written off.
 	KindIncomingVsTransfers = "incoming_vs_transfers" // high_risk
+	// KindBundleVsComponents: a held or confirmed hold's bundle line whose
+	// component lines are not what the definition it used says (each
+	// component at the bundle's quantity times the component's, one
+	// bundle quantity and version on every line). Its lines may still
+	// balance its pools' counters, so no pool is paused: the hold is left
+	// as it is for a person.
+	KindBundleVsComponents = "bundle_vs_components" // high_risk
 )
 
 // KindBooksOutOfBalance is the critical alert a high-risk finding raises
@@ -332,6 +339,9 @@ type snapshot struct {
 	// transit are the rows whose incoming disagrees with the transfers in
 	// transit to them.
 	transit []db.StockTransitMismatchRow
+	// bundles are the component lines of bundle lines out of step with
+	// their definitions.
+	bundles []db.BundleLinesMismatchRow
 	// stuck are the stuck holds within the repair bound; stuckPerSKU counts
 	// all of them.
 	stuck       []db.ReservationsStuckRow
@@ -367,6 +377,9 @@ func (s *Service) read(ctx context.Context, skus []string, p plan) (snapshot, er
 		}
 		if snap.transit, err = q.StockTransitMismatch(ctx, skus); err != nil {
 			return fmt.Errorf("check incoming against transfers: %w", err)
+		}
+		if snap.bundles, err = q.BundleLinesMismatch(ctx, since, skus); err != nil {
+			return fmt.Errorf("check bundle lines against their definitions: %w", err)
 		}
 		if p.scope == ScopeDeep {
 			if err := readUnitsDeep(ctx, q, skus, &snap); err != nil {
@@ -487,6 +500,7 @@ func (s *Service) readBooks(ctx context.Context, q *db.Queries, skus []string, p
 func (s *Service) act(ctx context.Context, run db.ReconcileRun, snap snapshot) error {
 	risky, pauseErr := s.pauseHighRisk(ctx, run.ID, snap)
 	return errors.Join(pauseErr,
+		s.recordBundles(ctx, run.ID, snap.bundles),
 		s.releaseStuck(ctx, run.ID, snap, risky),
 		s.retryJobs(ctx, run.ID, snap.jobs),
 		s.resumeChains(ctx, run.ID, snap))

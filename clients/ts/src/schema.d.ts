@@ -2304,7 +2304,7 @@ export interface components {
             /** Format: int64 */
             id: number;
             /**
-             * @description `auto_fix`: released through the normal path; `retry`: a failed job re-enqueued; `high_risk`: the pool paused, nothing moved.
+             * @description `auto_fix`: released through the normal path; `retry`: a failed job re-enqueued; `high_risk`: the pool paused, nothing moved (kind `bundle_vs_components`, a hold's bundle line whose component lines are not what the definition it used says: the hold left as it is, nothing paused, nothing moved).
              * @enum {string}
              */
             class: "auto_fix" | "retry" | "high_risk";
