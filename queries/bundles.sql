@@ -69,3 +69,26 @@ ORDER BY b.sku, c.position;
 -- bundle: a hold batch with bundle lines reads it with its locks, and a
 -- hold expanded by a definition since replaced goes again.
 SELECT sku, version FROM bundles WHERE sku = ANY(@skus::text[]);
+
+-- name: BundlesScan :many
+-- BundlesScan returns up to lim bundle SKUs after after ("" for the first)
+-- and, with upto, at most upto, in the database's collation: the bundles
+-- among a catalogue page's stretch of stock rows.
+SELECT sku FROM bundles
+WHERE sku > @after AND (sqlc.narg('upto')::text IS NULL OR sku <= sqlc.narg('upto')::text)
+ORDER BY sku LIMIT @lim;
+
+-- name: BundlesCurrentOf :many
+-- BundlesCurrentOf is BundlesCurrent for those of skus that are bundles,
+-- with when each was defined.
+SELECT b.sku AS bundle_sku, b.version, b.set_at, c.sku, c.quantity, c.split
+FROM bundles b
+JOIN bundle_components c ON c.bundle_sku = b.sku AND c.version = b.version
+WHERE b.sku = ANY(@skus::text[])
+ORDER BY b.sku, c.position;
+
+-- name: SKUsInOrder :many
+-- SKUsInOrder is skus without repeats in the database's collation, the
+-- order of the stock table's key: a catalogue page merges its bundles
+-- among its SKUs in it.
+SELECT DISTINCT s::text AS sku FROM unnest(@skus::text[]) AS s ORDER BY 1;

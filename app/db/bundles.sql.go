@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const bundleComponents = `-- name: BundleComponents :many
@@ -251,6 +252,52 @@ func (q *Queries) BundlesCurrent(ctx context.Context) ([]BundlesCurrentRow, erro
 	return items, nil
 }
 
+const bundlesCurrentOf = `-- name: BundlesCurrentOf :many
+SELECT b.sku AS bundle_sku, b.version, b.set_at, c.sku, c.quantity, c.split
+FROM bundles b
+JOIN bundle_components c ON c.bundle_sku = b.sku AND c.version = b.version
+WHERE b.sku = ANY($1::text[])
+ORDER BY b.sku, c.position
+`
+
+type BundlesCurrentOfRow struct {
+	BundleSku string
+	Version   int64
+	SetAt     time.Time
+	Sku       string
+	Quantity  int64
+	Split     bool
+}
+
+// BundlesCurrentOf is BundlesCurrent for those of skus that are bundles,
+// with when each was defined.
+func (q *Queries) BundlesCurrentOf(ctx context.Context, skus []string) ([]BundlesCurrentOfRow, error) {
+	rows, err := q.db.Query(ctx, bundlesCurrentOf, skus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BundlesCurrentOfRow
+	for rows.Next() {
+		var i BundlesCurrentOfRow
+		if err := rows.Scan(
+			&i.BundleSku,
+			&i.Version,
+			&i.SetAt,
+			&i.Sku,
+			&i.Quantity,
+			&i.Split,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const bundlesLock = `-- name: BundlesLock :exec
 LOCK TABLE bundles IN SHARE ROW EXCLUSIVE MODE
 `
@@ -260,6 +307,62 @@ LOCK TABLE bundles IN SHARE ROW EXCLUSIVE MODE
 func (q *Queries) BundlesLock(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, bundlesLock)
 	return err
+}
+
+const bundlesScan = `-- name: BundlesScan :many
+SELECT sku FROM bundles
+WHERE sku > $1 AND ($2::text IS NULL OR sku <= $2::text)
+ORDER BY sku LIMIT $3
+`
+
+// BundlesScan returns up to lim bundle SKUs after after ("" for the first)
+// and, with upto, at most upto, in the database's collation: the bundles
+// among a catalogue page's stretch of stock rows.
+func (q *Queries) BundlesScan(ctx context.Context, after string, upto *string, lim int32) ([]string, error) {
+	rows, err := q.db.Query(ctx, bundlesScan, after, upto, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var sku string
+		if err := rows.Scan(&sku); err != nil {
+			return nil, err
+		}
+		items = append(items, sku)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sKUsInOrder = `-- name: SKUsInOrder :many
+SELECT DISTINCT s::text AS sku FROM unnest($1::text[]) AS s ORDER BY 1
+`
+
+// SKUsInOrder is skus without repeats in the database's collation, the
+// order of the stock table's key: a catalogue page merges its bundles
+// among its SKUs in it.
+func (q *Queries) SKUsInOrder(ctx context.Context, skus []string) ([]string, error) {
+	rows, err := q.db.Query(ctx, sKUsInOrder, skus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var sku string
+		if err := rows.Scan(&sku); err != nil {
+			return nil, err
+		}
+		items = append(items, sku)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const stockSKUsExisting = `-- name: StockSKUsExisting :many

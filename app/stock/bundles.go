@@ -296,25 +296,13 @@ func bundleStock(b Bundle, rows map[string][]db.Stock) BundleStock {
 // and its availability computed (unknown_sku when it is not a bundle
 // either).
 func bundleStockOf(ctx context.Context, q *db.Queries, sku string) (Stock, error) {
-	row, err := q.BundleGet(ctx, sku)
-	if errors.Is(err, pgx.ErrNoRows) {
+	views, err := bundleStocks(ctx, q, []string{sku})
+	if err != nil {
+		return Stock{}, err
+	}
+	st, ok := views[sku]
+	if !ok {
 		return Stock{}, &domain.Error{Code: domain.CodeUnknownSKU, SKU: sku, Detail: fmt.Sprintf("SKU %q has no stock", sku)}
 	}
-	if err != nil {
-		return Stock{}, err
-	}
-	comps, err := q.BundleComponents(ctx, sku, row.Version)
-	if err != nil {
-		return Stock{}, err
-	}
-	b := bundleOf(row, make([]Component, len(comps)))
-	rows := make(map[string][]db.Stock, len(comps))
-	for i, c := range comps {
-		b.Components[i] = Component{SKU: c.Sku, Quantity: c.Quantity, Split: c.Split}
-		if rows[c.Sku], err = q.StockListBySKU(ctx, c.Sku); err != nil {
-			return Stock{}, err
-		}
-	}
-	bs := bundleStock(b, rows)
-	return Stock{SKU: sku, Pools: []Pool{}, Bundle: &bs}, nil
+	return st, nil
 }

@@ -135,6 +135,15 @@ func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePa
 			// again, whole, by the next stretch.
 			skus = skus[:len(skus)-1]
 		}
+		var upto *string
+		if full {
+			upto = &skus[len(skus)-1].SKU
+		}
+		skus, more, err := withBundles(ctx, q, skus, after, upto, n)
+		if err != nil {
+			return CataloguePage{}, err
+		}
+		full = full || more
 		for _, st := range skus {
 			st, ok := cq.keep(st)
 			if !ok {
@@ -162,6 +171,9 @@ func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePa
 // keep returns the SKU as the page shows it (only its entries at the
 // location asked for, if one was), and whether it passes the filters.
 func (cq CatalogueQuery) keep(st Stock) (Stock, bool) {
+	if st.Bundle != nil {
+		return cq.keepBundle(st)
+	}
 	if cq.Location != "" {
 		st.Pools = slices.DeleteFunc(slices.Clone(st.Pools), func(p Pool) bool { return p.Location != cq.Location })
 		if len(st.Pools) == 0 {
@@ -198,7 +210,20 @@ func catalogueBatch(ctx context.Context, q *db.Queries, cq CatalogueQuery, order
 	}
 	page := CataloguePage{SKUs: []Stock{}, Missing: []string{}}
 	found := map[string]bool{}
-	for _, st := range groupBySKU(rows, order) {
+	skus := groupBySKU(rows, order)
+	for _, st := range skus {
+		found[st.SKU] = true
+	}
+	var rest []string
+	for _, sku := range named {
+		if !found[sku] {
+			rest = append(rest, sku)
+		}
+	}
+	if skus, err = mergeBundles(ctx, q, skus, rest, false); err != nil {
+		return CataloguePage{}, err
+	}
+	for _, st := range skus {
 		found[st.SKU] = true
 		if st, ok := cq.keep(st); ok {
 			page.SKUs = append(page.SKUs, st)

@@ -53,6 +53,9 @@ type Stock struct {
 	// Bundle, for a bundle (which has no pools of its own), is its
 	// availability computed from its components' (bundles.go).
 	Bundle *BundleStock `json:"bundle,omitempty"`
+	// changed is, for a bundle in a catalogue page, when its definition or
+	// a component's main pool last changed (updated_since's filter).
+	changed time.Time
 }
 
 func newPool(r db.Stock) Pool {

@@ -15,11 +15,11 @@ export interface paths {
          * List SKUs with their stock (a catalogue sync)
          * @description Pages of SKUs in SKU order (the database's collation), each with every pool as `GET /v1/skus/{sku}` shows it: a keyset on the primary key, so a page costs the same however deep into a catalogue of millions, and nothing is counted. `next_cursor` is the `cursor` of the next page, null on the last.
          *
-         *     Each SKU lists one entry per (location, pool), locations by priority.
+         *     Each SKU lists one entry per (location, pool), locations by priority. Bundles come in SKU order among the SKUs, with no pools and their availability computed in `bundle` (per location and in all) as `GET /v1/skus/{sku}` answers it.
          *
-         *     Filters: `location` keeps each SKU's entries at that location (and the SKUs with one there); `low_stock=true` keeps SKUs with a pool at or below its low-stock threshold; `updated_since` keeps SKUs with a pool changed at or after that time (a hold, a confirm, a release, an adjustment all change it). A filtered page reads at most 20,000 stock rows: where few SKUs match it may hold fewer than `limit` SKUs, or none, and still have a `next_cursor`; only a null `next_cursor` ends the walk.
+         *     Filters: `location` keeps each SKU's entries at that location (and the SKUs with one there); `low_stock=true` keeps SKUs with a pool at or below its low-stock threshold; `updated_since` keeps SKUs with a pool changed at or after that time (a hold, a confirm, a release, an adjustment all change it). For a bundle: `location` keeps its availability at that location (its `available` stays the figure in all), `low_stock` passes it over (a bundle has no threshold of its own), `updated_since` keeps it when its definition or a component's `main` pool changed since. A filtered page reads at most 20,000 stock rows: where few SKUs match it may hold fewer than `limit` SKUs, or none, and still have a `next_cursor`; only a null `next_cursor` ends the walk.
          *
-         *     A batch: `?sku=A1&sku=B2` (up to 100) answers those SKUs in one page (`next_cursor` null, `cursor` not taken, the filters applied), and lists in `missing` the ones that have no stock at all.
+         *     A batch: `?sku=A1&sku=B2` (up to 100) answers those SKUs in one page (`next_cursor` null, `cursor` not taken, the filters applied), and lists in `missing` the ones that have no stock at all and are not bundles.
          *
          *     Role: `shop` or `ops` (bearer token).
          */
@@ -71,7 +71,7 @@ export interface paths {
         };
         /**
          * Read a SKU's stock
-         * @description Every pool of the SKU (`main` and any campaign pools) at every location. A finished (`rolled_back`) campaign's pool that holds nothing but the units it sold, with nothing in transit to it, is its history and is left out (its campaign's page shows it); any other state not zero keeps it listed.
+         * @description Every pool of the SKU (`main` and any campaign pools) at every location. A finished (`rolled_back`) campaign's pool that holds nothing but the units it sold, with nothing in transit to it, is its history and is left out (its campaign's page shows it); any other state not zero keeps it listed. A bundle answers no pools and its availability computed from its components' in `bundle`, per location and in all.
          *
          *     Role: `shop` or `ops` (bearer token). Shop keys see and act on their own holds only; ops keys on every client's.
          */
@@ -1793,7 +1793,7 @@ export interface components {
             backordered?: number;
         };
         /**
-         * @description Every (location, pool) of one SKU: one entry per location and pool, locations by priority then id, `main` first within each.
+         * @description Every (location, pool) of one SKU: one entry per location and pool, locations by priority then id, `main` first within each. A bundle has no pools (`pools` is empty) and its availability computed in `bundle`.
          * @example {
          *       "sku": "A1",
          *       "pools": [
@@ -1819,6 +1819,8 @@ export interface components {
         Stock: {
             sku: string;
             pools: components["schemas"]["Pool"][];
+            /** @description For a bundle only: its availability computed from its components'. Absent for a SKU with stock. */
+            bundle?: components["schemas"]["BundleStock"];
         };
         /** @description One ledger row: how one change moved the counters of one (sku, location, pool). delta_total = delta_available + delta_reserved + delta_sold + delta_quality_control + delta_damaged + delta_safety_stock; delta_incoming is units in transit. */
         Movement: {
@@ -3421,9 +3423,9 @@ export interface components {
             auto_fixed: number;
         };
         SKUList: {
-            /** @description In SKU order, each with every pool. */
+            /** @description In SKU order, each with every pool; bundles among them, with their availability. */
             skus: components["schemas"]["Stock"][];
-            /** @description A batch's answer only: the SKUs named that have no stock at all, in the order named. */
+            /** @description A batch's answer only: the SKUs named that have no stock at all and are not bundles, in the order named. */
             missing?: string[];
             /** @description The `cursor` of the next page; null on the last page (and for a batch). */
             next_cursor: string | null;
@@ -4404,6 +4406,30 @@ export interface components {
             set_at: string;
             /** @description Each location of the pool, by location id. */
             rows: components["schemas"]["BackorderRow"][];
+        };
+        BundleAt: {
+            location: string;
+            /**
+             * Format: int64
+             * @description How many bundles the components' main pools there make: the least over the components that are not split of what is available of it there divided by its quantity (a split component counts at every location together).
+             */
+            available: number;
+        };
+        /** @description A bundle's availability, computed from its components' main pools that are on sale (a paused pool has none available). A bundle has no stock of its own. */
+        BundleStock: {
+            /**
+             * Format: int64
+             * @description The version of the definition it is computed by (the current one).
+             */
+            version: number;
+            components: components["schemas"]["BundleComponentOut"][];
+            /**
+             * Format: int64
+             * @description How many bundles can be held in all: the sum over the locations of what each makes, but no more than what each split component's available everywhere makes. In a page filtered by `location` it stays the figure in all.
+             */
+            available: number;
+            /** @description Every location with a component's main pool on sale, by id; in a page filtered by `location`, that one only. */
+            locations: components["schemas"]["BundleAt"][];
         };
     };
     responses: {
