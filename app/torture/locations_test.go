@@ -409,6 +409,10 @@ func (tr *torture) sendTransfer(ctx context.Context, r *rand.Rand, sku string) {
 		return
 	}
 	tr.noteTransfer(t.ID, b)
+	if !tr.claim(t.ID) {
+		return // the archivist took it
+	}
+	defer tr.unclaim(t.ID)
 	if !pace(ctx, r, 300*time.Millisecond) {
 		return
 	}

@@ -478,10 +478,11 @@ func (sc *scene) run(ctx context.Context, r *rand.Rand) {
 	transit := slices.Clone(sc.transit)
 	sc.mu.Unlock()
 	for _, t := range transit {
-		if t.pool != "main" || r.IntN(3) == 0 {
+		if t.pool != "main" || r.IntN(3) == 0 || !sc.tr.claim(t.id) {
 			continue
 		}
 		sc.finishTransfer(r, t.id)
+		sc.tr.unclaim(t.id)
 	}
 }
 
@@ -970,6 +971,10 @@ func (sc *scene) transfer(ctx context.Context, r *rand.Rand) bool {
 		return false
 	}
 	sc.tr.noteTransfer(t.ID, b)
+	if !sc.tr.claim(t.ID) {
+		return true // the archivist took it
+	}
+	defer sc.tr.unclaim(t.ID)
 	if r.IntN(4) == 0 || !pace(ctx, r, 200*time.Millisecond) {
 		sc.mu.Lock()
 		sc.transit = append(sc.transit, transitOf{t.ID, pool})
@@ -1644,8 +1649,9 @@ func (sc *scene) endCampaign(ctx context.Context, r *rand.Rand) {
 	transit := slices.Clone(sc.transit)
 	sc.mu.Unlock()
 	for _, t := range transit {
-		if t.pool == sc.campaign {
+		if t.pool == sc.campaign && tr.claim(t.id) {
 			sc.finishTransfer(r, t.id)
+			tr.unclaim(t.id)
 		}
 	}
 	for time.Since(asked) < 90*time.Second {

@@ -301,7 +301,10 @@ type torture struct {
 	northShop string
 	where     map[uuid.UUID]where
 	transfers map[uuid.UUID]transfer
-	inactive  map[string][][2]time.Time
+	// claimed are the transfers an actor is acting on (archive_test.go:
+	// claim, unclaim).
+	claimed  map[uuid.UUID]bool
+	inactive map[string][][2]time.Time
 	// inbound are the acknowledged supplier notices (inbound_test.go).
 	inbound map[uuid.UUID]inboundNote
 	// The pairs of features the scenes combine, and what they saw
@@ -380,7 +383,7 @@ func start(t *testing.T, seed uint64) *torture {
 		t: t, seed: seed, pool: checks, plain: pool, bases: bases, soldOutBound: cfg.SoldOutRecheck, http: client, ops: ops, shop: shop, channel: channel,
 		outcomes: map[string]int{}, holds: map[uuid.UUID]bool{}, confirmed: map[uuid.UUID]bool{},
 		ended: map[uuid.UUID]string{}, partials: map[uuid.UUID]int{}, imports: map[string]int{},
-		where: map[uuid.UUID]where{}, transfers: map[uuid.UUID]transfer{}, inactive: map[string][][2]time.Time{},
+		where: map[uuid.UUID]where{}, transfers: map[uuid.UUID]transfer{}, claimed: map[uuid.UUID]bool{}, inactive: map[string][][2]time.Time{},
 		inbound: map[uuid.UUID]inboundNote{}, seams: newSeams(seed), ran: map[string]bool{},
 	}
 }
@@ -1290,7 +1293,15 @@ func (tr *torture) check(t *testing.T, when string) {
 func (tr *torture) settle(t *testing.T) {
 	t.Helper()
 	for _, c := range tr.active {
-		status, b := tr.do("campaign end", "POST", "/v1/campaigns/"+c.id+"/end", tr.ops, map[string]any{"operator": tr.name("op-end"), "reason": "settle"})
+		var status int
+		var b []byte
+		for range 20 { // busy (a background job holds the rows): asked again
+			status, b = tr.do("campaign end", "POST", "/v1/campaigns/"+c.id+"/end", tr.ops, map[string]any{"operator": tr.name("op-end"), "reason": "settle"})
+			if status != 503 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		require.Equal(t, 202, status, "%s", b)
 	}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
