@@ -57,3 +57,17 @@ FROM units
 WHERE sku = @sku
 ORDER BY location COLLATE "C", pool COLLATE "C", group_name COLLATE "C" NULLS LAST, position NULLS LAST, id COLLATE "C"
 LIMIT @lim;
+
+-- name: ConsoleBundlesPage :many
+-- ConsoleBundlesPage lists the bundles whose SKU starts with pattern
+-- (LIKE-escaped by the caller; '%' for all), in SKU order, up to lim.
+SELECT sku FROM bundles WHERE sku LIKE @pattern::text ORDER BY sku LIMIT @lim;
+
+-- name: ConsoleBundlesUsing :many
+-- ConsoleBundlesUsing is the bundles whose current definition has sku as
+-- a component, with what one bundle takes of it.
+SELECT b.sku AS bundle_sku, c.quantity, c.split
+FROM bundles b
+JOIN bundle_components c ON c.bundle_sku = b.sku AND c.version = b.version
+WHERE c.sku = @sku
+ORDER BY b.sku;

@@ -30,6 +30,11 @@ type skusData struct {
 	Query   string
 	Results []poolRow
 	More    bool
+	// Bundles are the bundles whose SKU starts with the query (every
+	// bundle before any search), each with its availability computed;
+	// MoreBundles says more match.
+	Bundles     []stock.Stock
+	MoreBundles bool
 }
 
 // skus finds SKUs by the start of their name, one row per pool; before any
@@ -56,7 +61,30 @@ func (c *Console) skus(w http.ResponseWriter, r *http.Request, op who) error {
 			d.Results = append(d.Results, newPoolRow(s.Sku, s.Location, s.Pool, s.Total, s.Available, s.Reserved, s.Sold, s.Status, s.LowThreshold, s.Serialized))
 		}
 	}
+	if err := c.bundlesLike(r.Context(), &d); err != nil {
+		return err
+	}
 	return c.render(w, r, op, "skus", view{Title: "SKUs", Nav: "skus", Data: d})
+}
+
+// bundlesLike fills d's bundles: those whose SKU starts with d.Query, with
+// their availability as GET /v1/skus answers it.
+func (c *Console) bundlesLike(ctx context.Context, d *skusData) error {
+	names, err := db.New(c.Pool).ConsoleBundlesPage(ctx, likePrefix(d.Query), searchLimit+1)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	d.MoreBundles = len(names) > searchLimit
+	page, err := c.Inventory.Catalogue(ctx, stock.CatalogueQuery{SKUs: names[:min(len(names), searchLimit)]})
+	if err != nil {
+		return err
+	}
+	for _, st := range page.SKUs {
+		if st.Bundle != nil {
+			d.Bundles = append(d.Bundles, st)
+		}
+	}
+	return nil
 }
 
 // likePrefix escapes s for LIKE and makes it a prefix pattern.
@@ -67,6 +95,9 @@ func likePrefix(s string) string {
 
 type skuData struct {
 	Stock stock.Stock
+	// UsedBy are the bundles whose current definition has the SKU as a
+	// component.
+	UsedBy []db.ConsoleBundlesUsingRow
 	// Seats are the seat maps of the SKU's pools of units with an
 	// identity, by pool; SeatsCut is set when the SKU has more units than
 	// the map shows.
@@ -131,6 +162,9 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		return err
 	}
 	if d.Limits, err = c.Inventory.LimitsOfSKU(r.Context(), sku); err != nil {
+		return err
+	}
+	if d.UsedBy, err = db.New(c.Pool).ConsoleBundlesUsing(r.Context(), sku); err != nil {
 		return err
 	}
 	if d.Backorders, err = c.backordersOf(r.Context(), st); err != nil {

@@ -58,6 +58,68 @@ func (q *Queries) CampaignList(ctx context.Context, lim int32) ([]Campaign, erro
 	return items, nil
 }
 
+const consoleBundlesPage = `-- name: ConsoleBundlesPage :many
+SELECT sku FROM bundles WHERE sku LIKE $1::text ORDER BY sku LIMIT $2
+`
+
+// ConsoleBundlesPage lists the bundles whose SKU starts with pattern
+// (LIKE-escaped by the caller; '%' for all), in SKU order, up to lim.
+func (q *Queries) ConsoleBundlesPage(ctx context.Context, pattern string, lim int32) ([]string, error) {
+	rows, err := q.db.Query(ctx, consoleBundlesPage, pattern, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var sku string
+		if err := rows.Scan(&sku); err != nil {
+			return nil, err
+		}
+		items = append(items, sku)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consoleBundlesUsing = `-- name: ConsoleBundlesUsing :many
+SELECT b.sku AS bundle_sku, c.quantity, c.split
+FROM bundles b
+JOIN bundle_components c ON c.bundle_sku = b.sku AND c.version = b.version
+WHERE c.sku = $1
+ORDER BY b.sku
+`
+
+type ConsoleBundlesUsingRow struct {
+	BundleSku string
+	Quantity  int64
+	Split     bool
+}
+
+// ConsoleBundlesUsing is the bundles whose current definition has sku as
+// a component, with what one bundle takes of it.
+func (q *Queries) ConsoleBundlesUsing(ctx context.Context, sku string) ([]ConsoleBundlesUsingRow, error) {
+	rows, err := q.db.Query(ctx, consoleBundlesUsing, sku)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ConsoleBundlesUsingRow
+	for rows.Next() {
+		var i ConsoleBundlesUsingRow
+		if err := rows.Scan(&i.BundleSku, &i.Quantity, &i.Split); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ledgerListByReservation = `-- name: LedgerListByReservation :many
 SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs, location, delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, quality_control_after, damaged_after, safety_stock_after, incoming_after, delta_short, delta_backordered, expected_on FROM ledger WHERE reservation_id = $1 ORDER BY id
 `
