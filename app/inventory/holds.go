@@ -225,44 +225,9 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 	if reason == "" {
 		reason = "cancelled"
 	}
-	if len(items) == 0 || len(items) > MaxLines {
-		return Reservation{}, domain.Invalid("items must have 1 to %d lines (leave it out to release the whole hold)", MaxLines)
-	}
-	want := map[string]giveBack{}
-	for i, it := range items {
-		if err := domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
-			return Reservation{}, err
-		}
-		if it.Adjacent || it.Split || it.Partial || it.MinQuantity != 0 {
-			return Reservation{}, domain.Invalid("items[%d]: adjacent, split, partial and min_quantity are for holds, not releases", i)
-		}
-		if it.Location != "" {
-			if err := domain.ValidName(fmt.Sprintf("items[%d].location", i), it.Location); err != nil {
-				return Reservation{}, err
-			}
-		}
-		k := giveKey(it.SKU, it.Location)
-		w := want[k]
-		if it.Units != nil {
-			if err := it.validateUnits(i); err != nil {
-				return Reservation{}, err
-			}
-			for _, u := range it.Units {
-				if slices.Contains(w.units, u) {
-					return Reservation{}, domain.Invalid("items name unit %q of SKU %q twice", u, it.SKU)
-				}
-			}
-			w.units = append(w.units, it.Units...)
-		} else {
-			if it.Quantity < 1 || it.Quantity > MaxQuantity {
-				return Reservation{}, domain.Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
-			}
-			w.quantity += it.Quantity
-		}
-		if w.quantity > 0 && len(w.units) > 0 {
-			return Reservation{}, domain.Invalid("items give SKU %q both as units and as a quantity: give its units", it.SKU)
-		}
-		want[k] = w
+	want, err := giveWants(items)
+	if err != nil {
+		return Reservation{}, err
 	}
 	// bundles is how many of each bundle line a release that leaves the
 	// hold held gives back (bundles_release.go).
@@ -309,6 +274,52 @@ func (s *Service) ReleaseItemsTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, b
 		return Reservation{}, err
 	}
 	return newReservation(r, rest), nil
+}
+
+// giveWants is what a partial release's items ask to give back, by
+// giveKey, checked on their own (partOf and bundleGive check them against
+// the hold's lines).
+func giveWants(items []Item) (map[string]giveBack, error) {
+	if len(items) == 0 || len(items) > MaxLines {
+		return nil, domain.Invalid("items must have 1 to %d lines (leave it out to release the whole hold)", MaxLines)
+	}
+	want := map[string]giveBack{}
+	for i, it := range items {
+		if err := domain.ValidName(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
+			return nil, err
+		}
+		if it.Adjacent || it.Split || it.Partial || it.MinQuantity != 0 {
+			return nil, domain.Invalid("items[%d]: adjacent, split, partial and min_quantity are for holds, not releases", i)
+		}
+		if it.Location != "" {
+			if err := domain.ValidName(fmt.Sprintf("items[%d].location", i), it.Location); err != nil {
+				return nil, err
+			}
+		}
+		k := giveKey(it.SKU, it.Location)
+		w := want[k]
+		if it.Units != nil {
+			if err := it.validateUnits(i); err != nil {
+				return nil, err
+			}
+			for _, u := range it.Units {
+				if slices.Contains(w.units, u) {
+					return nil, domain.Invalid("items name unit %q of SKU %q twice", u, it.SKU)
+				}
+			}
+			w.units = append(w.units, it.Units...)
+		} else {
+			if it.Quantity < 1 || it.Quantity > MaxQuantity {
+				return nil, domain.Invalid("items[%d].quantity must be a whole number from 1 to %d", i, MaxQuantity)
+			}
+			w.quantity += it.Quantity
+		}
+		if w.quantity > 0 && len(w.units) > 0 {
+			return nil, domain.Invalid("items give SKU %q both as units and as a quantity: give its units", it.SKU)
+		}
+		want[k] = w
+	}
+	return want, nil
 }
 
 // giveKey is what a partial release hands back one part of: a SKU, at the

@@ -12475,6 +12475,7 @@ export interface operations {
                     };
                 };
             };
+            503: components["responses"]["Timeout"];
         };
     };
     setBundle: {
@@ -12565,6 +12566,7 @@ export interface operations {
                     };
                 };
             };
+            503: components["responses"]["Timeout"];
         };
     };
     deleteBundle: {
@@ -12624,6 +12626,7 @@ export interface operations {
                     };
                 };
             };
+            503: components["responses"]["Timeout"];
         };
     };
     deliverEvents: {
