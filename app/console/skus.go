@@ -191,6 +191,15 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 	for _, p := range st.Pools {
 		d.Located = d.Located || p.Location != stock.DefaultLocation
 	}
+	if err := c.skuLedger(r, sku, &d); err != nil {
+		return err
+	}
+	return c.render(w, r, op, "sku", view{Title: sku, Nav: "skus", Data: d})
+}
+
+// skuLedger reads the page of a SKU's movements its page shows (before
+// the ledger id ?before= asks for), saying where the archive ends.
+func (c *Console) skuLedger(r *http.Request, sku string, d *skuData) error {
 	var before *int64
 	if v := r.URL.Query().Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -233,7 +242,7 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, op who) error {
 		}
 	}
 	d.Short = shortIDs(ids)
-	return c.render(w, r, op, "sku", view{Title: sku, Nav: "skus", Data: d})
+	return nil
 }
 
 // maxSeatMap bounds the units a SKU's page draws.

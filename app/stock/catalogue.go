@@ -103,10 +103,7 @@ func (s *Service) Catalogue(ctx context.Context, cq CatalogueQuery) (CataloguePa
 		return catalogueBatch(ctx, q, cq, order)
 	}
 	filtered := cq.LowStock || cq.UpdatedSince != nil || cq.Location != ""
-	budget := CatalogueScan
-	if s.catalogueScan > 0 {
-		budget = s.catalogueScan
-	}
+	budget := s.scanBudget()
 	page := CataloguePage{SKUs: []Stock{}}
 	after, least := cq.After, 0
 	for {
@@ -280,4 +277,13 @@ func groupBySKU(rows []db.Stock, order map[string]int32) []Stock {
 		})
 	}
 	return out
+}
+
+// scanBudget is how many stock rows a filtered catalogue page reads at
+// most: CatalogueScan unless the service was given another.
+func (s *Service) scanBudget() int {
+	if s.catalogueScan > 0 {
+		return s.catalogueScan
+	}
+	return CatalogueScan
 }
