@@ -1295,13 +1295,10 @@ func (tr *torture) settle(t *testing.T) {
 	for _, c := range tr.active {
 		var status int
 		var b []byte
-		for range 20 { // busy (a background job holds the rows): asked again
+		require.Eventually(t, func() bool { // busy (a background job holds the rows): asked again
 			status, b = tr.do("campaign end", "POST", "/v1/campaigns/"+c.id+"/end", tr.ops, map[string]any{"operator": tr.name("op-end"), "reason": "settle"})
-			if status != 503 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return status != 503
+		}, 30*time.Second, 50*time.Millisecond)
 		require.Equal(t, 202, status, "%s", b)
 	}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
