@@ -25,18 +25,10 @@ func TestBrowserAdjustWithPreview(t *testing.T) {
 	four, two := int64(4), int64(2)
 	_, err := e.app.Inventory.SetLimits(context.Background(), stock.Limits{SKU: "MUG", MaxPerOrder: &four, MaxPerCustomer: &two}, "carol")
 	require.NoError(t, err)
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		require.NoError(t, err, sel)
-		return s
-	}
+	text := textOf(t, ctx)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(e.base+"/ops/skus/MUG"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/skus/MUG"),
 		chromedp.WaitVisible(`details.adjust`),
 		chromedp.Click(`details.adjust summary`),
 		chromedp.SendKeys(`details.adjust form.preview input[name=delta]`, "-3"),

@@ -42,16 +42,9 @@ func TestBrowserArchives(t *testing.T) {
 	month := got[1]
 	dbtest.StockIn(t, e.pool, "BLUE-MUG", 5) // after the archive
 
-	text := func(sel string) string {
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		require.NoError(t, err)
-		return s
-	}
+	text := textOf(t, ctx)
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(e.base+"/ops/"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/"),
 		chromedp.WaitVisible(`.tiles`),
 		chromedp.Click(`nav a[href="/ops/archives"]`),
 		chromedp.WaitVisible(`table.archives`),

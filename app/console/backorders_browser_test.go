@@ -50,12 +50,7 @@ func TestBrowserBackorders(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, h.Items[0].Backordered)
 
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		require.NoError(t, err, sel)
-		return s
-	}
+	text := textOf(t, ctx)
 	fits := func(page string) {
 		t.Helper()
 		wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
@@ -63,10 +58,7 @@ func TestBrowserBackorders(t *testing.T) {
 		require.False(t, wide, "%s is wider than the phone", page)
 	}
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(e.base+"/ops/skus/LAMP"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/skus/LAMP"),
 		chromedp.WaitVisible(`p.backorders`),
 	))
 	require.Regexp(t, `^Backorders: up to 3 below zero, and what is on its way within 14 days\. Promised 3 of 13 allowed now; set by carol \S`,

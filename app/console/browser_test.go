@@ -84,6 +84,28 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }
 
+// signIn opens path in the console, which asks for a key first, and signs
+// in with the ops key; the caller waits for what the page should show.
+func (e *env) signIn(path string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.Navigate(e.base+path),
+		chromedp.WaitVisible(`input[name=key]`),
+		chromedp.SendKeys(`input[name=key]`, e.ops),
+		chromedp.Click(`form[action="/ops/signin"] button`),
+	)
+}
+
+// textOf returns a reader of the text of the first element a selector
+// finds on the tab's page.
+func textOf(t *testing.T, ctx context.Context) func(sel string) string {
+	return func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(sel))
+		require.NoError(t, err, sel)
+		return s
+	}
+}
+
 // fits fails the test when the page in the tab is wider than the phone.
 func fits(t *testing.T, ctx context.Context, page string) {
 	t.Helper()
@@ -125,10 +147,7 @@ func TestBrowserOperatorFlow(t *testing.T) {
 
 	// Sign in: the console sends a browser without a session to the form.
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(e.base+"/ops/"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/"),
 		chromedp.WaitVisible(`.tiles`),
 	))
 	title, err := chromedp.Run(ctx, chromedp.Title())
@@ -275,10 +294,7 @@ func TestBrowserSeatMap(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(e.base+"/ops/"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/"),
 		chromedp.WaitVisible(`.tiles`),
 		chromedp.Navigate(e.base+"/ops/skus?q=GA"),
 		chromedp.WaitVisible(`a[href="/ops/skus/GALA"]`),
@@ -341,16 +357,9 @@ func TestBrowserLocations(t *testing.T) {
 	_, _, err = inv.CountOnce(bg, key("count"), stock.StockCount{SKU: "MUG", Location: "berlin", Counted: 9, Reason: "monthly count", Actor: "alice"})
 	require.NoError(t, err)
 
-	text := func(sel string) string {
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		require.NoError(t, err)
-		return s
-	}
+	text := textOf(t, ctx)
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(e.base+"/ops/"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/"),
 		chromedp.WaitVisible(`.tiles`),
 		chromedp.Navigate(e.base+"/ops/skus/MUG"),
 		chromedp.WaitVisible(`table.bylocation`),

@@ -34,18 +34,10 @@ func TestBrowserBundles(t *testing.T) {
 		_, err := e.app.Inventory.SetBundle(bg, b, "ops")
 		require.NoError(t, err)
 	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		require.NoError(t, err, sel)
-		return s
-	}
+	text := textOf(t, ctx)
 
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(e.base+"/ops/"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/"),
 		chromedp.WaitVisible(`.tiles`),
 		chromedp.Navigate(e.base+"/ops/skus?q=GIFT"),
 		chromedp.WaitVisible(`table.bundles`),

@@ -70,12 +70,7 @@ func TestBrowserFiveQuestions(t *testing.T) {
 		assert.Equal(c, "1", e.scalarFor(c, `SELECT count(*)::text FROM stock WHERE pool = 'bf'`))
 	}, 20*time.Second, 50*time.Millisecond, "the campaign starts")
 
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(sel))
-		require.NoError(t, err, sel)
-		return s
-	}
+	text := textOf(t, ctx)
 	fits := func(page string) {
 		t.Helper()
 		wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
@@ -95,10 +90,7 @@ func TestBrowserFiveQuestions(t *testing.T) {
 	}
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(e.base+"/ops/"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/"),
 		chromedp.WaitVisible(`#stock`),
 	))
 	fits("the overview")
@@ -228,10 +220,7 @@ func TestBrowserOverviewAlertsFirstOnAPhone(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(e.base+"/ops/"),
-		chromedp.WaitVisible(`input[name=key]`),
-		chromedp.SendKeys(`input[name=key]`, e.ops),
-		chromedp.Click(`form[action="/ops/signin"] button`),
+		e.signIn("/ops/"),
 		chromedp.WaitVisible(`#stock`),
 	))
 	place, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
