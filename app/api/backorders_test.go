@@ -134,3 +134,80 @@ func TestCampaignEndLeavesUnitsAPromiseRestsOn(t *testing.T) {
 	main := e.row("CAMP", "default", "main")
 	require.EqualValues(t, 9, main["available"], "8 left in main, 1 given back: %v", main)
 }
+
+// TestLedgerShowsThePromise: GET /v1/skus/{sku}/ledger says how each
+// movement moved the units promised past what is on hand. With 2 on hand,
+// 10 due in five days and a 14-day horizon: a hold of 5 is a reserve of 2
+// promising 3, expected the day the notice is due; a confirm sells
+// promised units still promised (no delta_backordered); a release and an
+// expiry give their promises back; a receipt of 6 fills the confirmed
+// hold first, then the oldest held one, a backorder_fill each. Summed,
+// the movements are the row's backordered.
+func TestLedgerShowsThePromise(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	due := time.Now().UTC().AddDate(0, 0, 5).Format(time.DateOnly)
+	e.stockIn("LAMP", 2)
+	r := e.do("POST", "/v1/inbound", e.ops, map[string]any{"supplier_ref": "PO-7", "expected_on": due,
+		"lines": []any{map[string]any{"sku": "LAMP", "quantity": 10}}}, "Idempotency-Key", "po-7")
+	require.Equal(t, 201, r.status, "%s", r.body)
+	po := r.json(t)["id"].(string)
+	r = e.do("PUT", "/v1/skus/LAMP/backorders", e.ops, map[string]any{"horizon_days": 14})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	holdOf := func(key string, n int) string {
+		t.Helper()
+		h := e.hold(key, line("LAMP", n))
+		require.Equal(t, 201, h.status, "%s", h.body)
+		return h.json(t)["id"].(string)
+	}
+	first := holdOf("first", 5) // 2 on hand, 3 promised
+	sold := holdOf("sold", 4)
+	r = e.do("POST", "/v1/reservations/"+sold+"/confirm", e.shop, nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	gone := holdOf("gone", 2)
+	r = e.do("POST", "/v1/reservations/"+gone+"/release", e.shop, map[string]any{"reason": "changed my mind"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	late := holdOf("late", 1)
+	_, err := e.pool.Exec(context.Background(), `UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1`, late)
+	require.NoError(t, err)
+	requireProblem(t, e.do("POST", "/v1/reservations/"+late+"/confirm", e.shop, nil), 409, "reservation_not_held") // expires it
+	r = e.do("POST", "/v1/inbound/"+po+"/receive", e.ops, map[string]any{"sku": "LAMP", "quantity": 6}, "Idempotency-Key", "po-7-1")
+	require.Equal(t, 200, r.status, "%s", r.body)
+
+	moves := e.do("GET", "/v1/skus/LAMP/ledger?limit=100", e.ops, nil).json(t)["movements"].([]any)
+	type move struct {
+		kind, hold     string
+		backordered    float64
+		expected       any
+		avail, reserve float64
+	}
+	var got []move
+	var sum int64
+	names := map[string]string{first: "first", sold: "sold", gone: "gone", late: "late"}
+	for i := len(moves) - 1; i >= 0; i-- { // oldest first
+		m := moves[i].(map[string]any)
+		b, _ := m["delta_backordered"].(float64)
+		sum += int64(b)
+		if m["reservation_id"] == nil {
+			continue
+		}
+		got = append(got, move{kind: m["kind"].(string), hold: names[m["reservation_id"].(string)], backordered: b, expected: m["expected_on"],
+			avail: m["delta_available"].(float64), reserve: m["delta_reserved"].(float64)})
+		if b == 0 {
+			require.NotContains(t, m, "delta_backordered", "absent when zero")
+		}
+	}
+	require.Equal(t, []move{
+		{kind: "reserve", hold: "first", backordered: 3, expected: due, avail: -2, reserve: 2},
+		{kind: "reserve", hold: "sold", backordered: 4, expected: due},
+		{kind: "confirm", hold: "sold"},
+		{kind: "reserve", hold: "gone", backordered: 2, expected: due},
+		{kind: "release", hold: "gone", backordered: -2},
+		{kind: "reserve", hold: "late", backordered: 1, expected: due},
+		{kind: "expire", hold: "late", backordered: -1},
+		{kind: "backorder_fill", hold: "sold", backordered: -4, avail: -4},
+		{kind: "backorder_fill", hold: "first", backordered: -2, avail: -2, reserve: 2},
+	}, got)
+	require.EqualValues(t, 1, e.row("LAMP", "default", "main")["backordered"])
+	require.EqualValues(t, 1, sum, "the movements sum to the row's backordered")
+}

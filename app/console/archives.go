@@ -105,6 +105,6 @@ func (c *Console) archive(w http.ResponseWriter, r *http.Request, op who) error 
 		rows = rows[:carriedPage]
 		d.Next = rows[len(rows)-1].ID
 	}
-	d.Carried = movements(rows)
+	d.Carried = stock.Movements(rows)
 	return c.render(w, r, op, "archive", view{Title: "Archive " + d.Span, Nav: "archives", Data: d})
 }

@@ -21,8 +21,10 @@ import (
 // the backordered counter; the hold's page shows the line's backordered
 // units and the day they are expected; the holds list marks the line; the
 // locations page lists the notice as due and a notice past its day as
-// late, first, and a pickup location with where it is. Each page fits
-// the phone.
+// late, first, and a pickup location with where it is. The SKU's ledger
+// and the hold's history say how each movement moved the promise: the
+// reserve promised 3, expected the day the notice is due, and a receipt
+// of 3 filled them (backorder_fill). Each page fits the phone.
 func TestBrowserBackorders(t *testing.T) {
 	t.Parallel()
 	ctx := tab(t)
@@ -34,7 +36,7 @@ func TestBrowserBackorders(t *testing.T) {
 	require.NoError(t, err)
 	dbtest.StockIn(t, e.pool, "LAMP", 2)
 	due := time.Now().UTC().AddDate(0, 0, 5).Format(time.DateOnly)
-	_, _, err = inv.CreateInboundOnce(bg, idempotency.NewKey("alice", "po-7"), stock.NewInbound{SupplierRef: "PO-7", ExpectedOn: due,
+	po, _, err := inv.CreateInboundOnce(bg, idempotency.NewKey("alice", "po-7"), stock.NewInbound{SupplierRef: "PO-7", ExpectedOn: due,
 		Lines: []stock.NewInboundLine{{SKU: "LAMP", Quantity: 10}}, Actor: "alice"})
 	require.NoError(t, err)
 	late, _, err := inv.CreateInboundOnce(bg, idempotency.NewKey("alice", "po-3"), stock.NewInbound{SupplierRef: "PO-3",
@@ -65,6 +67,7 @@ func TestBrowserBackorders(t *testing.T) {
 		text(`p.backorders`))
 	require.Regexp(t, `available\s+0\s+reserved\s+2\s+sold\s+0`, text(`section.pool dl.counters`))
 	require.Regexp(t, `incoming\s+10\s+backordered\s+3`, text(`section.pool dl.counters`))
+	require.Regexp(t, `reserve\s+-2\s+\+2\s+0\s+0\s+backordered \+3, expected `+due, text(`table.ledger`))
 	fits("the SKU's page")
 
 	require.NoError(t, chromedp.Do(ctx,
@@ -72,6 +75,7 @@ func TestBrowserBackorders(t *testing.T) {
 		chromedp.WaitVisible(`table.lines`),
 	))
 	require.Regexp(t, `LAMP\s+default\s+main\s+5\s+3\s+`+due, text(`table.lines`))
+	require.Regexp(t, `reserve\s+LAMP\s+main\s+-2\s+\+2\s+0\s+\+3 expected `+due, text(`table.history`))
 	fits("the hold's page")
 
 	require.NoError(t, chromedp.Do(ctx,
@@ -90,4 +94,19 @@ func TestBrowserBackorders(t *testing.T) {
 	require.Regexp(t, `CUP\s+4 of 4`, inbound)
 	require.Regexp(t, `depot\s+Depot\s+pickup\s+48\.5, 2\.25\s+5\s+taken`, text(`table.locations`), "a pickup location, with where it is")
 	fits("the locations page")
+
+	_, err = inv.ReceiveInbound(bg, stock.InboundStep{ID: po.ID, SKU: "LAMP", Quantity: 3, Actor: "dock"})
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/skus/LAMP"),
+		chromedp.WaitVisible(`table.ledger`),
+	))
+	require.Regexp(t, `(?s)backorder_fill\s+-3\s+\+3\s+0\s+0\s+backordered -3\s.*inbound_receive\s+\+3\s+0\s+0\s+\+3\s+incoming -3\s`,
+		text(`table.ledger`), "newest first: the fill, after the receipt")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.base+"/ops/holds/"+h.ID.String()),
+		chromedp.WaitVisible(`table.history`),
+	))
+	require.Regexp(t, `backorder_fill\s+LAMP\s+main\s+-3\s+\+3\s+0\s+-3\s`, text(`table.history`))
+	fits("the hold's page")
 }

@@ -65,17 +65,23 @@ func ref(r *string) template.HTML {
 	return template.HTML(template.HTMLEscapeString(*r))
 }
 
-// states says how a movement moved the states not for sale, incoming and
-// short ("damaged +2, incoming -3"), or "—" when it moved none.
+// states says how a movement moved the states not for sale, incoming,
+// short and the units promised past what is on hand ("damaged +2,
+// incoming -3", "backordered +3, expected 2026-12-07"), or "—" when it
+// moved none.
 func states(m stock.Movement) string {
 	var parts []string
 	for _, s := range []struct {
 		name string
 		n    int64
-	}{{"quality control", m.DeltaQualityControl}, {"damaged", m.DeltaDamaged}, {"safety stock", m.DeltaSafetyStock}, {"incoming", m.DeltaIncoming}, {"short", m.DeltaShort}} {
+	}{{"quality control", m.DeltaQualityControl}, {"damaged", m.DeltaDamaged}, {"safety stock", m.DeltaSafetyStock}, {"incoming", m.DeltaIncoming},
+		{"short", m.DeltaShort}, {"backordered", m.DeltaBackordered}} {
 		if s.n != 0 {
 			parts = append(parts, s.name+" "+delta(s.n))
 		}
+	}
+	if m.ExpectedOn != "" {
+		parts = append(parts, "expected "+m.ExpectedOn)
 	}
 	if len(parts) == 0 {
 		return "—"

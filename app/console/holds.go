@@ -87,6 +87,9 @@ type holdData struct {
 	Hold    inventory.Reservation
 	Client  string
 	History []stock.Movement
+	// Promised says the history moved units promised past what was on
+	// hand: it shows how (backordered).
+	Promised bool
 	// Deleted is a hold the retention job deleted (it ended longer ago than
 	// STOCKHOLD_RETENTION): only its history in the ledger is left.
 	Deleted bool
@@ -109,7 +112,10 @@ func (c *Console) hold(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return err
 	}
-	d := holdData{ID: id, History: movements(ledger)}
+	d := holdData{ID: id, History: stock.Movements(ledger)}
+	for _, m := range d.History {
+		d.Promised = d.Promised || m.DeltaBackordered != 0
+	}
 	h, err := c.Inventory.Get(r.Context(), id, inventory.Caller{Name: op.Key.Name, Ops: true})
 	var de *domain.Error
 	switch {

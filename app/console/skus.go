@@ -124,8 +124,8 @@ type skuData struct {
 	// pools say where.
 	Located bool
 	// OtherStates says the ledger page shows the states not for sale,
-	// incoming and short: the SKU is at several locations, or a movement
-	// on the page moved one of them.
+	// incoming, short and backordered: the SKU is at several locations,
+	// or a movement on the page moved one of them.
 	OtherStates bool
 	Short       map[string]string
 	// Ledger is a page of movements, newest first; Older is the id to page
@@ -230,7 +230,7 @@ func (c *Console) skuLedger(r *http.Request, sku string, d *skuData) error {
 		// balances it carried forward and the rows it kept).
 		d.Older, d.Archived = 0, archived.ToAt
 	}
-	d.Ledger = movements(rows)
+	d.Ledger = stock.Movements(rows)
 	d.OtherStates = d.Located
 	for _, m := range d.Ledger {
 		d.OtherStates = d.OtherStates || states(m) != "—"
@@ -283,24 +283,6 @@ func (c *Console) seatMap(ctx context.Context, d *skuData) error {
 		d.Seats[u.Pool] = groups
 	}
 	return nil
-}
-
-func movements(rows []db.Ledger) []stock.Movement {
-	out := make([]stock.Movement, len(rows))
-	for i, r := range rows {
-		out[i] = stock.Movement{
-			ID: r.ID, At: r.At, SKU: r.Sku, Location: r.Location, Pool: r.Pool, Kind: r.Kind,
-			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
-			DeltaQualityControl: r.DeltaQualityControl, DeltaDamaged: r.DeltaDamaged, DeltaSafetyStock: r.DeltaSafetyStock,
-			DeltaIncoming: r.DeltaIncoming, DeltaShort: r.DeltaShort,
-			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
-		}
-		if r.ReservationID != nil {
-			id := r.ReservationID.String()
-			out[i].ReservationID = &id
-		}
-	}
-	return out
 }
 
 func (c *Console) pause(w http.ResponseWriter, r *http.Request, op who) error {

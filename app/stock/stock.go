@@ -393,9 +393,18 @@ type Movement struct {
 	DeltaIncoming       int64 `json:"delta_incoming,omitempty"`
 	// DeltaShort moves the held units a count found missing (a count, a
 	// shortfall, a sold_short); left out when zero.
-	DeltaShort    int64   `json:"delta_short,omitempty"`
-	ReservationID *string `json:"reservation_id"`
-	Actor         string  `json:"actor"`
+	DeltaShort int64 `json:"delta_short,omitempty"`
+	// DeltaBackordered moves the units promised past what is on hand
+	// (the row's backordered): up for a hold that promises them, down as
+	// a release, expiry or rollback gives them back or a receipt fills
+	// them (backorder_fill); left out when zero. ExpectedOn is, for a
+	// reserve that promised units, the day the delivery that fills its
+	// last promised unit was expected as the hold was made (YYYY-MM-DD);
+	// left out otherwise.
+	DeltaBackordered int64   `json:"delta_backordered,omitempty"`
+	ExpectedOn       string  `json:"expected_on,omitempty"`
+	ReservationID    *string `json:"reservation_id"`
+	Actor            string  `json:"actor"`
 	// ActorKey is, for an adjustment, a pause or a resume, the credential
 	// that authenticated it (see domain.WithKeyName).
 	ActorKey *string `json:"actor_key"`
@@ -463,19 +472,29 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 		next := rows[limit-1].ID
 		page.NextBeforeID = &next
 	}
-	page.Movements = make([]Movement, len(rows))
+	page.Movements = Movements(rows)
+	return page, nil
+}
+
+// Movements reads ledger rows as the movements the API and the console
+// show.
+func Movements(rows []db.Ledger) []Movement {
+	out := make([]Movement, len(rows))
 	for i, r := range rows {
-		page.Movements[i] = Movement{
+		out[i] = Movement{
 			ID: r.ID, At: r.At, SKU: r.Sku, Location: r.Location, Pool: r.Pool, Kind: r.Kind,
 			DeltaTotal: r.DeltaTotal, DeltaAvailable: r.DeltaAvailable, DeltaReserved: r.DeltaReserved, DeltaSold: r.DeltaSold,
 			DeltaQualityControl: r.DeltaQualityControl, DeltaDamaged: r.DeltaDamaged, DeltaSafetyStock: r.DeltaSafetyStock,
-			DeltaIncoming: r.DeltaIncoming, DeltaShort: r.DeltaShort,
+			DeltaIncoming: r.DeltaIncoming, DeltaShort: r.DeltaShort, DeltaBackordered: r.DeltaBackordered,
 			Actor: r.Actor, ActorKey: r.ActorKey, Reason: r.Reason, Ref: r.Ref, Units: r.Units, Refs: r.Refs,
+		}
+		if r.ExpectedOn.Valid {
+			out[i].ExpectedOn = r.ExpectedOn.Time.Format(time.DateOnly)
 		}
 		if r.ReservationID != nil {
 			id := r.ReservationID.String()
-			page.Movements[i].ReservationID = &id
+			out[i].ReservationID = &id
 		}
 	}
-	return page, nil
+	return out
 }

@@ -141,7 +141,17 @@ func exampleScenario(x *recorder) {
 	x.example("shop", "POST", "/v1/reservations/"+hold+"/confirm", nil)
 	x.example("shop", "GET", "/v1/reservations?order_ref=1001", nil)
 	x.example("shop", "GET", "/v1/skus/A1", nil)
-	x.example("ops", "GET", "/v1/skus/A1/ledger?limit=2", nil)
+	// A hold past what is on hand, and the receipt that fills it: the
+	// ledger shows the promise moving.
+	x.send("ops", "POST", "/v1/skus/D4/adjustments", `{"delta": 1, "reason": "first lamp"}`, "Idempotency-Key", "restock-D4").want(200)
+	x.send("ops", "PUT", "/v1/skus/D4/backorders", `{"below_zero": 0, "horizon_days": 14}`).want(200)
+	due := time.Now().UTC().AddDate(0, 0, 5).Format(time.DateOnly)
+	lamps := x.send("ops", "POST", "/v1/inbound", `{"supplier_ref": "PO-1045", "expected_on": "`+due+`", "lines": [{"sku": "D4", "quantity": 5}]}`,
+		"Idempotency-Key", "inbound-4").want(201).field("id")
+	x.send("shop", "POST", "/v1/reservations", `{"order_ref": "1005", "items": [{"sku": "D4", "quantity": 3}]}`,
+		"Idempotency-Key", "order-1005").want(201)
+	x.send("ops", "POST", "/v1/inbound/"+lamps+"/receive", `{"sku": "D4", "quantity": 2}`, "Idempotency-Key", "inbound-receive-4").want(200)
+	x.example("ops", "GET", "/v1/skus/D4/ledger?limit=3", nil)
 	// A payment that comes after its hold expired: the confirm is refused
 	// and raises a late_confirmation alert; reinstating holds the lines
 	// again.

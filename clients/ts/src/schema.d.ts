@@ -1822,7 +1822,7 @@ export interface components {
             /** @description For a bundle only: its availability computed from its components'. Absent for a SKU with stock. */
             bundle?: components["schemas"]["BundleStock"];
         };
-        /** @description One ledger row: how one change moved the counters of one (sku, location, pool). delta_total = delta_available + delta_reserved + delta_sold + delta_quality_control + delta_damaged + delta_safety_stock; delta_incoming is units in transit. */
+        /** @description One ledger row: how one change moved the counters of one (sku, location, pool). delta_total = delta_available + delta_reserved + delta_sold + delta_quality_control + delta_damaged + delta_safety_stock; delta_incoming is units on their way (transfers in transit, supplier inbound lines); delta_backordered is units promised to holds past what is on hand, in neither. */
         Movement: {
             /** Format: int64 */
             id: number;
@@ -1832,10 +1832,10 @@ export interface components {
             location: string;
             pool: string;
             /**
-             * @description `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); `shortfall`: held units a count found missing that left `total` as their holds ended (ref: the count, refs: the holds); `sold_short`: such units sold by a confirm (only `delta_short` moves); `carried`: the balance carried forward from an archived month, the sum of its movements of this stock row (`reason` names the archive); the rest as before.
+             * @description `move`: between states of one row; `loss`: a write-off (a move to `lost`, or a transfer closed short); `count`: a stock count's difference; `transfer_out`/`transfer_in`/`receive`/`transfer_cancel`: a transfer between locations (its id in `ref`); `shortfall`: held units a count found missing that left `total` as their holds ended (ref: the count, refs: the holds); `sold_short`: such units sold by a confirm (only `delta_short` moves); `carried`: the balance carried forward from an archived month, the sum of its movements of this stock row (`reason` names the archive); `backorder_fill`: a receipt filling units promised to a hold (`reservation_id`): `delta_backordered` down, as many from `available` into `reserved` (a held hold) or `sold` (a confirmed one); the rest as before.
              * @enum {string}
              */
-            kind: "stock_in" | "adjust" | "reserve" | "confirm" | "release" | "release_partial" | "expire" | "rollback" | "transfer" | "pause" | "resume" | "repair" | "move" | "loss" | "count" | "transfer_out" | "transfer_in" | "receive" | "transfer_cancel" | "shortfall" | "sold_short" | "inbound" | "inbound_receive" | "inbound_short" | "inbound_cancel" | "carried";
+            kind: "stock_in" | "adjust" | "reserve" | "confirm" | "release" | "release_partial" | "expire" | "rollback" | "transfer" | "pause" | "resume" | "repair" | "move" | "loss" | "count" | "transfer_out" | "transfer_in" | "receive" | "transfer_cancel" | "shortfall" | "sold_short" | "inbound" | "inbound_receive" | "inbound_short" | "inbound_cancel" | "carried" | "backorder_fill";
             /** Format: int64 */
             delta_total: number;
             /** Format: int64 */
@@ -1869,6 +1869,16 @@ export interface components {
              * @description Held units counted missing (the row's `short`): up for a count that finds held units missing, down as they leave or are sold, or are found again. Absent when zero.
              */
             delta_short?: number;
+            /**
+             * Format: int64
+             * @description Units promised past what is on hand (the row's `backordered`, not in `total`): up for a `reserve` that promised them, down as a `release`, `release_partial`, `expire` or `rollback` gives them back or a `backorder_fill` fills them; a `confirm` sells promised units still promised and leaves it. Summed over a stock row's movements it is the row's `backordered`. Absent when zero.
+             */
+            delta_backordered?: number;
+            /**
+             * Format: date
+             * @description On a `reserve` that promised units: the day the supplier delivery that fills its last promised unit was expected as the hold was made (not moved when the supplier moves the day). Absent otherwise, and when a transfer in transit or the policy's `below_zero` covers the promise.
+             */
+            expected_on?: string;
             /** Format: uuid */
             reservation_id: string | null;
             /** @description The API key owner, operator, or `system:<job>` that made the change. */
@@ -4610,7 +4620,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T22:38:24.560208Z"
+                     *               "updated_at": "2026-12-03T06:06:49.650508Z"
                      *             }
                      *           ]
                      *         },
@@ -4632,7 +4642,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T22:38:24.658456Z"
+                     *               "updated_at": "2026-12-03T06:06:49.682253Z"
                      *             }
                      *           ]
                      *         }
@@ -4724,7 +4734,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T22:38:24.560208Z"
+                     *           "updated_at": "2026-12-03T06:06:49.650508Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4836,7 +4846,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T22:38:25.176077Z"
+                     *           "updated_at": "2026-12-03T06:06:49.987134Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4853,7 +4863,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T22:38:25.059962Z"
+                     *           "updated_at": "2026-12-03T06:06:49.954964Z"
                      *         }
                      *       ]
                      *     }
@@ -4949,7 +4959,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T22:38:24.748246Z"
+                     *           "updated_at": "2026-12-03T06:06:49.767368Z"
                      *         }
                      *       ]
                      *     }
@@ -5048,14 +5058,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T22:38:24.755824Z"
+                     *           "updated_at": "2026-12-03T06:06:49.772037Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-02T22:38:24.748246Z"
+                     *         "at": "2026-12-03T06:06:49.767368Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -5159,45 +5169,66 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "sku": "A1",
+                     *       "sku": "D4",
                      *       "movements": [
                      *         {
-                     *           "id": 28,
-                     *           "at": "2026-12-02T22:38:25.176077Z",
-                     *           "sku": "A1",
+                     *           "id": 34,
+                     *           "at": "2026-12-03T06:06:50.022504Z",
+                     *           "sku": "D4",
                      *           "location": "default",
                      *           "pool": "main",
-                     *           "kind": "confirm",
+                     *           "kind": "backorder_fill",
                      *           "delta_total": 0,
-                     *           "delta_available": 0,
-                     *           "delta_reserved": -1,
-                     *           "delta_sold": 1,
-                     *           "reservation_id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
+                     *           "delta_available": -2,
+                     *           "delta_reserved": 2,
+                     *           "delta_sold": 0,
+                     *           "delta_backordered": -2,
+                     *           "reservation_id": "01a23a83-40a3-751b-b1ef-7c24269f6993",
+                     *           "actor": "dev-ops",
+                     *           "actor_key": "dev-ops",
+                     *           "reason": "promised units filled by a receipt",
+                     *           "ref": "01a23a83-40a0-77f0-a223-042f8e54fc10"
+                     *         },
+                     *         {
+                     *           "id": 33,
+                     *           "at": "2026-12-03T06:06:50.022504Z",
+                     *           "sku": "D4",
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "kind": "inbound_receive",
+                     *           "delta_total": 2,
+                     *           "delta_available": 2,
+                     *           "delta_reserved": 0,
+                     *           "delta_sold": 0,
+                     *           "delta_incoming": -2,
+                     *           "reservation_id": null,
+                     *           "actor": "dev-ops",
+                     *           "actor_key": "dev-ops",
+                     *           "reason": "received",
+                     *           "ref": "01a23a83-40a0-77f0-a223-042f8e54fc10"
+                     *         },
+                     *         {
+                     *           "id": 32,
+                     *           "at": "2026-12-03T06:06:50.01948Z",
+                     *           "sku": "D4",
+                     *           "location": "default",
+                     *           "pool": "main",
+                     *           "kind": "reserve",
+                     *           "delta_total": 0,
+                     *           "delta_available": -1,
+                     *           "delta_reserved": 1,
+                     *           "delta_sold": 0,
+                     *           "delta_backordered": 2,
+                     *           "expected_on": "2026-12-08",
+                     *           "reservation_id": "01a23a83-40a3-751b-b1ef-7c24269f6993",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
                      *           "ref": null
-                     *         },
-                     *         {
-                     *           "id": 27,
-                     *           "at": "2026-12-02T22:38:25.11635Z",
-                     *           "sku": "A1",
-                     *           "location": "default",
-                     *           "pool": "main",
-                     *           "kind": "release_partial",
-                     *           "delta_total": 0,
-                     *           "delta_available": 1,
-                     *           "delta_reserved": -1,
-                     *           "delta_sold": 0,
-                     *           "reservation_id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
-                     *           "actor": "dev-shop",
-                     *           "actor_key": null,
-                     *           "reason": "removed from the cart",
-                     *           "ref": null
                      *         }
                      *       ],
-                     *       "next_cursor": "27",
-                     *       "next_before_id": 27
+                     *       "next_cursor": "32",
+                     *       "next_before_id": 32
                      *     }
                      */
                     "application/json": components["schemas"]["LedgerPage"];
@@ -5318,7 +5349,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T22:38:24.658456Z"
+                     *               "updated_at": "2026-12-03T06:06:49.682253Z"
                      *             }
                      *           ]
                      *         },
@@ -5340,7 +5371,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-02T22:38:24.658456Z"
+                     *               "updated_at": "2026-12-03T06:06:49.682253Z"
                      *             }
                      *           ]
                      *         }
@@ -5426,13 +5457,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
+                     *           "id": "01a23a83-406d-706f-8091-c27470a428c3",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-02T23:08:25.100805Z",
-                     *           "created_at": "2026-12-02T22:38:25.078484Z",
-                     *           "confirmed_at": "2026-12-02T22:38:25.176077Z",
+                     *           "expires_at": "2026-12-03T06:36:49.974706Z",
+                     *           "created_at": "2026-12-03T06:06:49.965789Z",
+                     *           "confirmed_at": "2026-12-03T06:06:49.987134Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -5528,12 +5559,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
+                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T22:53:25.078484Z",
-                     *       "created_at": "2026-12-02T22:38:25.078484Z",
+                     *       "expires_at": "2026-12-03T06:21:49.965789Z",
+                     *       "created_at": "2026-12-03T06:06:49.965789Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5643,12 +5674,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
+                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T22:53:25.078484Z",
-                     *       "created_at": "2026-12-02T22:38:25.078484Z",
+                     *       "expires_at": "2026-12-03T06:21:49.965789Z",
+                     *       "created_at": "2026-12-03T06:06:49.965789Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5735,13 +5766,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
+                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T23:08:25.100805Z",
-                     *       "created_at": "2026-12-02T22:38:25.078484Z",
-                     *       "confirmed_at": "2026-12-02T22:38:25.176077Z",
+                     *       "expires_at": "2026-12-03T06:36:49.974706Z",
+                     *       "created_at": "2026-12-03T06:06:49.965789Z",
+                     *       "confirmed_at": "2026-12-03T06:06:49.987134Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5857,12 +5888,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
+                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T23:08:25.100805Z",
-                     *       "created_at": "2026-12-02T22:38:25.078484Z",
+                     *       "expires_at": "2026-12-03T06:36:49.974706Z",
+                     *       "created_at": "2026-12-03T06:06:49.965789Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5954,8 +5985,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-02T22:38:27Z",
-                 *       "ends_at": "2026-12-03T00:38:27Z",
+                 *       "starts_at": "2026-12-03T06:06:51Z",
+                 *       "ends_at": "2026-12-03T08:06:51Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -5981,12 +6012,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-02T22:38:27Z",
-                     *       "ends_at": "2026-12-03T00:38:27Z",
+                     *       "starts_at": "2026-12-03T06:06:51Z",
+                     *       "ends_at": "2026-12-03T08:06:51Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:27.908098Z",
+                     *       "created_at": "2026-12-03T06:06:51.28095Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -6073,13 +6104,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-02T22:38:27Z",
-                     *       "ends_at": "2026-12-03T00:38:27Z",
+                     *       "starts_at": "2026-12-03T06:06:51Z",
+                     *       "ends_at": "2026-12-03T08:06:51Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:27.908098Z",
-                     *       "started_at": "2026-12-02T22:38:27.982913Z",
+                     *       "created_at": "2026-12-03T06:06:51.28095Z",
+                     *       "started_at": "2026-12-03T06:06:51.358225Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -6255,7 +6286,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a238e8-c387-74aa-bd30-40bb0b10028a"
+                 *         "01a23a83-466c-73e2-9990-581ebef54bcd"
                  *       ]
                  *     }
                  */
@@ -6338,12 +6369,12 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a238e8-c387-74aa-bd30-40bb0b10028a"
+                     *           "01a23a83-466c-73e2-9990-581ebef54bcd"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-02T22:38:28.243238Z",
+                     *       "requested_at": "2026-12-03T06:06:51.504422Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
@@ -6353,10 +6384,10 @@ export interface operations {
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-02T22:38:28.243238Z",
-                     *       "started_at": "2026-12-02T22:38:28.251107Z",
-                     *       "finished_at": "2026-12-02T22:38:28.31424Z",
-                     *       "reconciliation_run_id": 5
+                     *       "created_at": "2026-12-03T06:06:51.504422Z",
+                     *       "started_at": "2026-12-03T06:06:51.507241Z",
+                     *       "finished_at": "2026-12-03T06:06:51.567048Z",
+                     *       "reconciliation_run_id": 6
                      *     }
                      */
                     "application/json": components["schemas"]["Rollback"];
@@ -6508,7 +6539,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "run_id": 6,
+                     *       "run_id": 7,
                      *       "job_id": 13
                      *     }
                      */
@@ -6564,7 +6595,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 6,
+                     *       "id": 7,
                      *       "status": "succeeded",
                      *       "trigger": "http",
                      *       "skus": [
@@ -6577,9 +6608,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T22:38:28.548066Z",
-                     *       "started_at": "2026-12-02T22:38:28.632424Z",
-                     *       "finished_at": "2026-12-02T22:38:28.644603Z",
+                     *       "created_at": "2026-12-03T06:06:51.780394Z",
+                     *       "started_at": "2026-12-03T06:06:51.789932Z",
+                     *       "finished_at": "2026-12-03T06:06:51.794329Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6628,7 +6659,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 6,
+                     *       "id": 7,
                      *       "status": "succeeded",
                      *       "trigger": "http",
                      *       "skus": [
@@ -6641,9 +6672,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-02T22:38:28.548066Z",
-                     *       "started_at": "2026-12-02T22:38:28.632424Z",
-                     *       "finished_at": "2026-12-02T22:38:28.644603Z",
+                     *       "created_at": "2026-12-03T06:06:51.780394Z",
+                     *       "started_at": "2026-12-03T06:06:51.789932Z",
+                     *       "finished_at": "2026-12-03T06:06:51.794329Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6713,7 +6744,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a238e8-b7b1-74fc-87f7-663750073b32",
+                     *           "subject": "hold:01a23a83-40ac-7117-bc68-badf26478ef7",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -6729,16 +6760,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-02T22:38:24.20718Z",
-                     *             "released_at": "2026-12-02T22:38:27.506352Z",
+                     *             "expires_at": "2026-12-03T06:06:49.028147Z",
+                     *             "released_at": "2026-12-03T06:06:51.193482Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired",
-                     *             "reservation_id": "01a238e8-b7b1-74fc-87f7-663750073b32"
+                     *             "reservation_id": "01a23a83-40ac-7117-bc68-badf26478ef7"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a238e8-b7b1-74fc-87f7-663750073b32 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a238e8-b7b1-74fc-87f7-663750073b32/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a83-40ac-7117-bc68-badf26478ef7 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a83-40ac-7117-bc68-badf26478ef7/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-02T22:38:27.678967Z",
-                     *           "last_seen_at": "2026-12-02T22:38:27.678967Z",
+                     *           "first_seen_at": "2026-12-03T06:06:51.25642Z",
+                     *           "last_seen_at": "2026-12-03T06:06:51.25642Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6819,7 +6850,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a238e8-b7b1-74fc-87f7-663750073b32",
+                     *       "subject": "hold:01a23a83-40ac-7117-bc68-badf26478ef7",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6835,23 +6866,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T22:38:24.20718Z",
-                     *         "released_at": "2026-12-02T22:38:27.506352Z",
+                     *         "expires_at": "2026-12-03T06:06:49.028147Z",
+                     *         "released_at": "2026-12-03T06:06:51.193482Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired",
-                     *         "reservation_id": "01a238e8-b7b1-74fc-87f7-663750073b32"
+                     *         "reservation_id": "01a23a83-40ac-7117-bc68-badf26478ef7"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a238e8-b7b1-74fc-87f7-663750073b32 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a238e8-b7b1-74fc-87f7-663750073b32/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a83-40ac-7117-bc68-badf26478ef7 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a83-40ac-7117-bc68-badf26478ef7/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-02T22:38:27.678967Z",
-                     *       "last_seen_at": "2026-12-02T22:38:27.678967Z",
+                     *       "first_seen_at": "2026-12-03T06:06:51.25642Z",
+                     *       "last_seen_at": "2026-12-03T06:06:51.25642Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-02T22:38:28.38093Z",
+                     *       "acked_at": "2026-12-03T06:06:51.624604Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T22:38:28.378144Z",
+                     *       "taken_at": "2026-12-03T06:06:51.622683Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6923,34 +6954,34 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-02T22:38:28.70141Z",
+                     *       "as_of": "2026-12-03T06:06:51.842794Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-02T21:38:28.70141Z"
+                     *         "since": "2026-12-03T05:06:51.842794Z"
                      *       },
                      *       "holds_in_window": {
-                     *         "created": 5,
-                     *         "held": 1,
+                     *         "created": 6,
+                     *         "held": 2,
                      *         "confirmed": 1,
                      *         "released": 2,
                      *         "expired": 1,
-                     *         "confirm_rate": 0.2,
-                     *         "release_rate": 0.4,
-                     *         "expiry_rate": 0.2
+                     *         "confirm_rate": 0.1667,
+                     *         "release_rate": 0.3333,
+                     *         "expiry_rate": 0.1667
                      *       },
-                     *       "open_holds": 1,
+                     *       "open_holds": 2,
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-02T22:38:24.148382658Z",
-                     *         "attempts": 5,
-                     *         "held": 5,
+                     *         "since": "2026-12-03T06:06:49.398082073Z",
+                     *         "attempts": 6,
+                     *         "held": 6,
                      *         "refused": 0,
                      *         "replayed": 0,
                      *         "success_rate": 1,
                      *         "outcomes": {
-                     *           "held": 5
+                     *           "held": 6
                      *         }
                      *       },
                      *       "hot_skus": [
@@ -6961,6 +6992,10 @@ export interface operations {
                      *         {
                      *           "sku": "A1",
                      *           "holds": 2
+                     *         },
+                     *         {
+                     *           "sku": "D4",
+                     *           "holds": 1
                      *         }
                      *       ]
                      *     }
@@ -7080,7 +7115,7 @@ export interface operations {
                      * @example # HELP stockhold_holds_refused_in_memory_total Holds refused out_of_stock from memory, without a hold batch (also counted in stockhold_holds_total).
                      *     # HELP stockhold_holds_total Hold requests by outcome (held, replayed, or the refusing problem code).
                      *     # TYPE stockhold_holds_total counter
-                     *     stockhold_holds_total{outcome="held"} 5
+                     *     stockhold_holds_total{outcome="held"} 6
                      *     …
                      */
                     "text/plain": string;
@@ -7189,12 +7224,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b735-7a23-a6f5-955f92d9a5aa",
+                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T23:08:25.100805Z",
-                     *       "created_at": "2026-12-02T22:38:25.078484Z",
+                     *       "expires_at": "2026-12-03T06:36:49.974706Z",
+                     *       "created_at": "2026-12-03T06:06:49.965789Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -7317,7 +7352,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-02T22:38:24.658456Z"
+                     *           "updated_at": "2026-12-03T06:06:49.682253Z"
                      *         }
                      *       ]
                      *     }
@@ -7398,9 +7433,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "857-1-1",
+                     *           "id": "870-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T22:38:24.560208Z",
+                     *           "at": "2026-12-03T06:06:49.650508Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7428,9 +7463,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "862-2-1",
+                     *           "id": "875-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-02T22:38:24.658456Z",
+                     *           "at": "2026-12-03T06:06:49.682253Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7458,8 +7493,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "862-2-1",
-                     *       "next": "862-2-1"
+                     *       "next_cursor": "875-2-1",
+                     *       "next": "875-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -7538,8 +7573,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-02T22:38:27.775314Z",
-                     *           "last_event_id": "908-0-0",
+                     *           "created_at": "2026-12-03T06:06:51.262266Z",
+                     *           "last_event_id": "933-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -7626,15 +7661,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:27.775314Z",
-                     *       "last_event_id": "908-0-0",
+                     *       "created_at": "2026-12-03T06:06:51.262266Z",
+                     *       "last_event_id": "933-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_afa12e83d8e35b3d6d4c00bbc70092cf6699e6117ba91dbd3ee3669878e5c416"
+                     *       "secret": "whsec_fd414489ee36ba90dee033e8bd7436f1e91b431d3c63ba1d3450b712677731f3"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -7699,8 +7734,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:27.775314Z",
-                     *       "last_event_id": "908-0-0",
+                     *       "created_at": "2026-12-03T06:06:51.262266Z",
+                     *       "last_event_id": "933-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -7967,7 +8002,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T22:38:24.834885Z",
+                     *           "updated_at": "2026-12-03T06:06:49.842099Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -8086,7 +8121,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T22:38:24.857447Z",
+                     *           "updated_at": "2026-12-03T06:06:49.852187Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -8304,7 +8339,7 @@ export interface operations {
                      *       "actor": null,
                      *       "actor_key": null,
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T22:38:23.020688Z",
+                     *       "changed_at": "2026-12-03T06:06:48.875206Z",
                      *       "clients": [],
                      *       "locations": []
                      *     }
@@ -8351,7 +8386,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-02T22:38:24.87689Z",
+                     *       "changed_at": "2026-12-03T06:06:49.873983Z",
                      *       "lifted": null
                      *     }
                      */
@@ -8521,7 +8556,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "reconciliation": {
-                     *         "id": 3,
+                     *         "id": 4,
                      *         "trigger": "resume",
                      *         "status": "succeeded",
                      *         "skus": [
@@ -8617,12 +8652,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-c186-77e2-9a67-ae10119e2641",
+                     *       "id": "01a23a83-457b-7a8e-9ae8-417ed6b57885",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-02T22:53:27.718678Z",
-                     *       "created_at": "2026-12-02T22:38:27.718678Z",
+                     *       "expires_at": "2026-12-03T06:21:51.25983Z",
+                     *       "created_at": "2026-12-03T06:06:51.25983Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -8632,7 +8667,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a238e8-b7b1-74fc-87f7-663750073b32"
+                     *       "reinstated_from": "01a23a83-40ac-7117-bc68-badf26478ef7"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -8750,7 +8785,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a238e8-b7b1-74fc-87f7-663750073b32",
+                     *       "subject": "hold:01a23a83-40ac-7117-bc68-badf26478ef7",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -8766,23 +8801,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-02T22:38:24.20718Z",
-                     *         "released_at": "2026-12-02T22:38:27.506352Z",
+                     *         "expires_at": "2026-12-03T06:06:49.028147Z",
+                     *         "released_at": "2026-12-03T06:06:51.193482Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired",
-                     *         "reservation_id": "01a238e8-b7b1-74fc-87f7-663750073b32"
+                     *         "reservation_id": "01a23a83-40ac-7117-bc68-badf26478ef7"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a238e8-b7b1-74fc-87f7-663750073b32 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a238e8-b7b1-74fc-87f7-663750073b32/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a83-40ac-7117-bc68-badf26478ef7 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a83-40ac-7117-bc68-badf26478ef7/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-02T22:38:27.678967Z",
-                     *       "last_seen_at": "2026-12-02T22:38:27.678967Z",
+                     *       "first_seen_at": "2026-12-03T06:06:51.25642Z",
+                     *       "last_seen_at": "2026-12-03T06:06:51.25642Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-02T22:38:28.378144Z",
+                     *       "taken_at": "2026-12-03T06:06:51.622683Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -8994,17 +9029,17 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "date": "2026-12-02",
+                     *       "date": "2026-12-03",
                      *       "time_zone": "UTC",
-                     *       "from": "2026-12-02T00:00:00Z",
-                     *       "to": "2026-12-03T00:00:00Z",
+                     *       "from": "2026-12-03T00:00:00Z",
+                     *       "to": "2026-12-04T00:00:00Z",
                      *       "totals": {
-                     *         "held": 8,
+                     *         "held": 9,
                      *         "confirmed": 2,
                      *         "released": 1,
                      *         "expired": 1,
                      *         "rolled_back": 3,
-                     *         "adjusted": 39,
+                     *         "adjusted": 40,
                      *         "transferred": 0,
                      *         "moved": 1,
                      *         "written_off": 0,
@@ -9014,25 +9049,26 @@ export interface operations {
                      *         "transferred_in": 6,
                      *         "received": 3,
                      *         "transfer_cancelled": 2,
-                     *         "inbound_expected": 27,
-                     *         "inbound_received": 6,
+                     *         "inbound_expected": 32,
+                     *         "inbound_received": 8,
                      *         "inbound_short": 8,
                      *         "inbound_cancelled": 5,
                      *         "shortfall": 0,
                      *         "sold_short": 0,
+                     *         "backorders_filled": 2,
                      *         "repairs": 0,
                      *         "pauses": 3,
                      *         "resumes": 2,
-                     *         "movements": 43,
+                     *         "movements": 48,
                      *         "change": {
-                     *           "total": 44,
+                     *           "total": 47,
                      *           "available": 40,
-                     *           "reserved": 1,
+                     *           "reserved": 4,
                      *           "sold": 2,
                      *           "quality_control": 0,
                      *           "damaged": 1,
                      *           "safety_stock": 0,
-                     *           "incoming": 8,
+                     *           "incoming": 11,
                      *           "short": 0
                      *         },
                      *         "by_kind": {
@@ -9041,6 +9077,18 @@ export interface operations {
                      *             "total": -1,
                      *             "available": -1,
                      *             "reserved": 0,
+                     *             "sold": 0,
+                     *             "quality_control": 0,
+                     *             "damaged": 0,
+                     *             "safety_stock": 0,
+                     *             "incoming": 0,
+                     *             "short": 0
+                     *           },
+                     *           "backorder_fill": {
+                     *             "movements": 1,
+                     *             "total": 0,
+                     *             "available": -2,
+                     *             "reserved": 2,
                      *             "sold": 0,
                      *             "quality_control": 0,
                      *             "damaged": 0,
@@ -9073,7 +9121,7 @@ export interface operations {
                      *             "short": 0
                      *           },
                      *           "inbound": {
-                     *             "movements": 4,
+                     *             "movements": 5,
                      *             "total": 0,
                      *             "available": 0,
                      *             "reserved": 0,
@@ -9081,7 +9129,7 @@ export interface operations {
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": 27,
+                     *             "incoming": 32,
                      *             "short": 0
                      *           },
                      *           "inbound_cancel": {
@@ -9097,15 +9145,15 @@ export interface operations {
                      *             "short": 0
                      *           },
                      *           "inbound_receive": {
-                     *             "movements": 1,
-                     *             "total": 6,
-                     *             "available": 6,
+                     *             "movements": 2,
+                     *             "total": 8,
+                     *             "available": 8,
                      *             "reserved": 0,
                      *             "sold": 0,
                      *             "quality_control": 0,
                      *             "damaged": 0,
                      *             "safety_stock": 0,
-                     *             "incoming": -6,
+                     *             "incoming": -8,
                      *             "short": 0
                      *           },
                      *           "inbound_short": {
@@ -9181,10 +9229,10 @@ export interface operations {
                      *             "short": 0
                      *           },
                      *           "reserve": {
-                     *             "movements": 6,
+                     *             "movements": 7,
                      *             "total": 0,
-                     *             "available": -8,
-                     *             "reserved": 8,
+                     *             "available": -9,
+                     *             "reserved": 9,
                      *             "sold": 0,
                      *             "quality_control": 0,
                      *             "damaged": 0,
@@ -9217,9 +9265,9 @@ export interface operations {
                      *             "short": 0
                      *           },
                      *           "stock_in": {
-                     *             "movements": 4,
-                     *             "total": 40,
-                     *             "available": 40,
+                     *             "movements": 5,
+                     *             "total": 41,
+                     *             "available": 41,
                      *             "reserved": 0,
                      *             "sold": 0,
                      *             "quality_control": 0,
@@ -9384,12 +9432,12 @@ export interface operations {
                      *       "locations": [
                      *         {
                      *           "location": "default",
-                     *           "held": 8,
+                     *           "held": 9,
                      *           "confirmed": 2,
                      *           "released": 1,
                      *           "expired": 1,
                      *           "rolled_back": 3,
-                     *           "adjusted": 39,
+                     *           "adjusted": 40,
                      *           "transferred": 0,
                      *           "moved": 1,
                      *           "written_off": 0,
@@ -9399,25 +9447,26 @@ export interface operations {
                      *           "transferred_in": 0,
                      *           "received": 0,
                      *           "transfer_cancelled": 2,
-                     *           "inbound_expected": 0,
-                     *           "inbound_received": 0,
+                     *           "inbound_expected": 5,
+                     *           "inbound_received": 2,
                      *           "inbound_short": 0,
                      *           "inbound_cancelled": 0,
                      *           "shortfall": 0,
                      *           "sold_short": 0,
+                     *           "backorders_filled": 2,
                      *           "repairs": 0,
                      *           "pauses": 3,
                      *           "resumes": 2,
-                     *           "movements": 30,
+                     *           "movements": 35,
                      *           "change": {
-                     *             "total": 35,
+                     *             "total": 38,
                      *             "available": 31,
-                     *             "reserved": 1,
+                     *             "reserved": 4,
                      *             "sold": 2,
                      *             "quality_control": 0,
                      *             "damaged": 1,
                      *             "safety_stock": 0,
-                     *             "incoming": 0,
+                     *             "incoming": 3,
                      *             "short": 0
                      *           },
                      *           "by_kind": {
@@ -9426,6 +9475,18 @@ export interface operations {
                      *               "total": -1,
                      *               "available": -1,
                      *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 0,
+                     *               "short": 0
+                     *             },
+                     *             "backorder_fill": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": -2,
+                     *               "reserved": 2,
                      *               "sold": 0,
                      *               "quality_control": 0,
                      *               "damaged": 0,
@@ -9455,6 +9516,30 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
+                     *               "short": 0
+                     *             },
+                     *             "inbound": {
+                     *               "movements": 1,
+                     *               "total": 0,
+                     *               "available": 0,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": 5,
+                     *               "short": 0
+                     *             },
+                     *             "inbound_receive": {
+                     *               "movements": 1,
+                     *               "total": 2,
+                     *               "available": 2,
+                     *               "reserved": 0,
+                     *               "sold": 0,
+                     *               "quality_control": 0,
+                     *               "damaged": 0,
+                     *               "safety_stock": 0,
+                     *               "incoming": -2,
                      *               "short": 0
                      *             },
                      *             "move": {
@@ -9494,10 +9579,10 @@ export interface operations {
                      *               "short": 0
                      *             },
                      *             "reserve": {
-                     *               "movements": 6,
+                     *               "movements": 7,
                      *               "total": 0,
-                     *               "available": -8,
-                     *               "reserved": 8,
+                     *               "available": -9,
+                     *               "reserved": 9,
                      *               "sold": 0,
                      *               "quality_control": 0,
                      *               "damaged": 0,
@@ -9530,9 +9615,9 @@ export interface operations {
                      *               "short": 0
                      *             },
                      *             "stock_in": {
-                     *               "movements": 4,
-                     *               "total": 40,
-                     *               "available": 40,
+                     *               "movements": 5,
+                     *               "total": 41,
+                     *               "available": 41,
                      *               "reserved": 0,
                      *               "sold": 0,
                      *               "quality_control": 0,
@@ -9718,7 +9803,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "reconciliations": {
-                     *         "runs": 6,
+                     *         "runs": 7,
                      *         "failed": 0,
                      *         "auto_fixed": 0,
                      *         "retried": 0,
@@ -9934,8 +10019,8 @@ export interface operations {
                      *           "longitude": null,
                      *           "pickup": false,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T22:38:23.138038Z",
-                     *           "updated_at": "2026-12-02T22:38:23.138038Z",
+                     *           "created_at": "2026-12-03T06:06:48.900032Z",
+                     *           "updated_at": "2026-12-03T06:06:48.900032Z",
                      *           "totals": {
                      *             "rows": 4,
                      *             "total": 39,
@@ -9958,8 +10043,8 @@ export interface operations {
                      *           "longitude": -1.55,
                      *           "pickup": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-02T22:38:24.885011Z",
-                     *           "updated_at": "2026-12-02T22:38:24.891076Z",
+                     *           "created_at": "2026-12-03T06:06:49.878637Z",
+                     *           "updated_at": "2026-12-03T06:06:49.8821Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -10053,8 +10138,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T22:38:24.885011Z",
-                     *       "updated_at": "2026-12-02T22:38:24.885011Z"
+                     *       "created_at": "2026-12-03T06:06:49.878637Z",
+                     *       "updated_at": "2026-12-03T06:06:49.878637Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -10132,8 +10217,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T22:38:24.885011Z",
-                     *       "updated_at": "2026-12-02T22:38:24.885011Z",
+                     *       "created_at": "2026-12-03T06:06:49.878637Z",
+                     *       "updated_at": "2026-12-03T06:06:49.878637Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -10231,8 +10316,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-02T22:38:24.885011Z",
-                     *       "updated_at": "2026-12-02T22:38:24.891076Z",
+                     *       "created_at": "2026-12-03T06:06:49.878637Z",
+                     *       "updated_at": "2026-12-03T06:06:49.8821Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -10347,7 +10432,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-02T22:38:24.90491Z"
+                     *           "updated_at": "2026-12-03T06:06:49.885361Z"
                      *         }
                      *       ]
                      *     }
@@ -10483,7 +10568,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-02T22:38:24.90491Z"
+                     *             "updated_at": "2026-12-03T06:06:49.885361Z"
                      *           }
                      *         ]
                      *       }
@@ -10574,7 +10659,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
+                     *           "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10587,15 +10672,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T22:38:24.928062Z",
-                     *           "updated_at": "2026-12-02T22:38:24.951101Z",
+                     *           "created_at": "2026-12-03T06:06:49.893946Z",
+                     *           "updated_at": "2026-12-03T06:06:49.908584Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T22:38:24.951101Z",
+                     *           "finished_at": "2026-12-03T06:06:49.908584Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a238e8-b6c1-7c7a-b847-620875c3816d",
+                     *           "id": "01a23a83-403c-7726-93f8-de5904be1db9",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10608,10 +10693,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T22:38:24.960822Z",
-                     *           "updated_at": "2026-12-02T22:38:24.983865Z",
+                     *           "created_at": "2026-12-03T06:06:49.914881Z",
+                     *           "updated_at": "2026-12-03T06:06:49.920325Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-02T22:38:24.983865Z",
+                     *           "finished_at": "2026-12-03T06:06:49.920325Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -10686,7 +10771,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
+                     *       "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10699,8 +10784,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:24.928062Z",
-                     *       "updated_at": "2026-12-02T22:38:24.928062Z",
+                     *       "created_at": "2026-12-03T06:06:49.893946Z",
+                     *       "updated_at": "2026-12-03T06:06:49.893946Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10774,7 +10859,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
+                     *       "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10787,8 +10872,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:24.928062Z",
-                     *       "updated_at": "2026-12-02T22:38:24.928062Z",
+                     *       "created_at": "2026-12-03T06:06:49.893946Z",
+                     *       "updated_at": "2026-12-03T06:06:49.893946Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10874,7 +10959,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
+                     *       "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10887,8 +10972,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:24.928062Z",
-                     *       "updated_at": "2026-12-02T22:38:24.942006Z",
+                     *       "created_at": "2026-12-03T06:06:49.893946Z",
+                     *       "updated_at": "2026-12-03T06:06:49.904479Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10987,7 +11072,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6a5-740c-88b4-28d8f4abf852",
+                     *       "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -11000,10 +11085,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:24.928062Z",
-                     *       "updated_at": "2026-12-02T22:38:24.951101Z",
+                     *       "created_at": "2026-12-03T06:06:49.893946Z",
+                     *       "updated_at": "2026-12-03T06:06:49.908584Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T22:38:24.951101Z",
+                     *       "finished_at": "2026-12-03T06:06:49.908584Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -11100,7 +11185,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6c1-7c7a-b847-620875c3816d",
+                     *       "id": "01a23a83-403c-7726-93f8-de5904be1db9",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -11113,10 +11198,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:24.960822Z",
-                     *       "updated_at": "2026-12-02T22:38:24.983865Z",
+                     *       "created_at": "2026-12-03T06:06:49.914881Z",
+                     *       "updated_at": "2026-12-03T06:06:49.920325Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-02T22:38:24.983865Z",
+                     *       "finished_at": "2026-12-03T06:06:49.920325Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
@@ -11207,7 +11292,7 @@ export interface operations {
                      * @example {
                      *       "inbound": [
                      *         {
-                     *           "id": "01a238e8-b724-7dfa-b3b7-071d18cef593",
+                     *           "id": "01a23a83-4064-7f0f-a163-ac93150a5a66",
                      *           "supplier_ref": "PO-1044",
                      *           "location": "east",
                      *           "expected_on": "2030-03-01",
@@ -11226,8 +11311,8 @@ export interface operations {
                      *           "reason": "expected from PO-1044",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-02T22:38:25.059962Z",
-                     *           "updated_at": "2026-12-02T22:38:25.059962Z",
+                     *           "created_at": "2026-12-03T06:06:49.954964Z",
+                     *           "updated_at": "2026-12-03T06:06:49.954964Z",
                      *           "finished_at": null,
                      *           "finished_by": null,
                      *           "finish_reason": null
@@ -11311,7 +11396,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6ea-7cc9-868a-da2ca5ae5878",
+                     *       "id": "01a23a83-4046-7416-8f1b-df3cda9ce7e1",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11338,8 +11423,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:25.001331Z",
-                     *       "updated_at": "2026-12-02T22:38:25.001331Z",
+                     *       "created_at": "2026-12-03T06:06:49.924909Z",
+                     *       "updated_at": "2026-12-03T06:06:49.924909Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11412,7 +11497,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6ea-7cc9-868a-da2ca5ae5878",
+                     *       "id": "01a23a83-4046-7416-8f1b-df3cda9ce7e1",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11439,8 +11524,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:25.001331Z",
-                     *       "updated_at": "2026-12-02T22:38:25.001331Z",
+                     *       "created_at": "2026-12-03T06:06:49.924909Z",
+                     *       "updated_at": "2026-12-03T06:06:49.924909Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11526,7 +11611,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6ea-7cc9-868a-da2ca5ae5878",
+                     *       "id": "01a23a83-4046-7416-8f1b-df3cda9ce7e1",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11553,8 +11638,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:25.001331Z",
-                     *       "updated_at": "2026-12-02T22:38:25.014283Z",
+                     *       "created_at": "2026-12-03T06:06:49.924909Z",
+                     *       "updated_at": "2026-12-03T06:06:49.934308Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11652,7 +11737,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b6ea-7cc9-868a-da2ca5ae5878",
+                     *       "id": "01a23a83-4046-7416-8f1b-df3cda9ce7e1",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11679,9 +11764,9 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:25.001331Z",
-                     *       "updated_at": "2026-12-02T22:38:25.031814Z",
-                     *       "finished_at": "2026-12-02T22:38:25.031814Z",
+                     *       "created_at": "2026-12-03T06:06:49.924909Z",
+                     *       "updated_at": "2026-12-03T06:06:49.938209Z",
+                     *       "finished_at": "2026-12-03T06:06:49.938209Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "supplier out of B2"
                      *     }
@@ -11778,7 +11863,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a238e8-b70f-74bd-a94f-bd78fd62633b",
+                     *       "id": "01a23a83-4057-72c4-967f-53f135a7de23",
                      *       "supplier_ref": "PO-1043",
                      *       "location": "east",
                      *       "expected_on": "2030-02-01",
@@ -11797,9 +11882,9 @@ export interface operations {
                      *       "reason": "expected from PO-1043",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-02T22:38:25.038388Z",
-                     *       "updated_at": "2026-12-02T22:38:25.047159Z",
-                     *       "finished_at": "2026-12-02T22:38:25.047159Z",
+                     *       "created_at": "2026-12-03T06:06:49.94224Z",
+                     *       "updated_at": "2026-12-03T06:06:49.946773Z",
+                     *       "finished_at": "2026-12-03T06:06:49.946773Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "order withdrawn"
                      *     }
@@ -11970,7 +12055,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T22:38:24.715252Z"
+                     *       "set_at": "2026-12-03T06:06:49.707649Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
@@ -12055,7 +12140,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T22:38:24.715252Z"
+                     *       "set_at": "2026-12-03T06:06:49.707649Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
@@ -12191,7 +12276,7 @@ export interface operations {
                      *       "below_zero": 5,
                      *       "horizon_days": 14,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T23:11:16.219349Z",
+                     *       "set_at": "2026-12-03T06:06:49.757393Z",
                      *       "rows": [
                      *         {
                      *           "location": "default",
@@ -12279,7 +12364,7 @@ export interface operations {
                      *       "below_zero": 5,
                      *       "horizon_days": 14,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T23:11:16.219349Z",
+                     *       "set_at": "2026-12-03T06:06:49.757393Z",
                      *       "rows": [
                      *         {
                      *           "location": "default",
@@ -12432,7 +12517,7 @@ export interface operations {
                      *       ],
                      *       "reason": "gift box: a mug and two coasters",
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T22:38:24.730007Z"
+                     *       "set_at": "2026-12-03T06:06:49.727301Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Bundle"];
@@ -12534,7 +12619,7 @@ export interface operations {
                      *       ],
                      *       "reason": "gift box: a mug and two coasters",
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-02T22:38:24.730007Z"
+                     *       "set_at": "2026-12-03T06:06:49.727301Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Bundle"];
