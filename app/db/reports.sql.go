@@ -81,6 +81,7 @@ WITH g AS (
            sum(g.delta_safety_stock)::bigint       AS safety_stock,
            sum(g.delta_incoming)::bigint           AS incoming,
            sum(g.delta_short)::bigint              AS short,
+           sum(g.delta_backordered)::bigint        AS backordered,
            sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
                + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
     FROM ledger g
@@ -97,7 +98,7 @@ WITH g AS (
 )
 SELECT g.sku::text AS sku, g.location::text AS location, g.pool::text AS pool, g.kind::text AS kind,
        g.movements, g.total, g.available, g.reserved, g.sold, g.quality_control, g.damaged, g.safety_stock,
-       g.incoming, g.short, g.gained
+       g.incoming, g.short, g.backordered, g.gained
 FROM g
 JOIN page p ON p.sku = g.sku AND p.location = g.location AND p.pool = g.pool
 ORDER BY g.sku COLLATE "C", g.location COLLATE "C", g.pool COLLATE "C", g.kind COLLATE "C"
@@ -127,6 +128,7 @@ type ReportRowsRow struct {
 	SafetyStock    int64
 	Incoming       int64
 	Short          int64
+	Backordered    int64
 	Gained         int64
 }
 
@@ -138,7 +140,7 @@ type ReportRowsRow struct {
 // (excluded) per (sku, location, pool) and kind, for the first lim stock
 // rows in (sku, location, pool) byte order after (after_sku,
 // after_location, after_pool): each kind's rows, its change of every
-// state, and (for moves) the units moved, the sum of what the states that
+// state and of backordered, and (for moves) the units moved, the sum of what the states that
 // gained gained.
 func (q *Queries) ReportRows(ctx context.Context, arg ReportRowsParams) ([]ReportRowsRow, error) {
 	rows, err := q.db.Query(ctx, reportRows,
@@ -171,6 +173,7 @@ func (q *Queries) ReportRows(ctx context.Context, arg ReportRowsParams) ([]Repor
 			&i.SafetyStock,
 			&i.Incoming,
 			&i.Short,
+			&i.Backordered,
 			&i.Gained,
 		); err != nil {
 			return nil, err
@@ -285,6 +288,7 @@ SELECT coalesce(g.pool, '')::text AS pool, coalesce(g.location, '')::text AS loc
        sum(g.delta_safety_stock)::bigint       AS safety_stock,
        sum(g.delta_incoming)::bigint           AS incoming,
        sum(g.delta_short)::bigint              AS short,
+       sum(g.delta_backordered)::bigint        AS backordered,
        sum(greatest(g.delta_available, 0) + greatest(g.delta_quality_control, 0)
            + greatest(g.delta_damaged, 0) + greatest(g.delta_safety_stock, 0))::bigint AS gained
 FROM ledger g
@@ -309,6 +313,7 @@ type ReportSumsRow struct {
 	SafetyStock    int64
 	Incoming       int64
 	Short          int64
+	Backordered    int64
 	Gained         int64
 }
 
@@ -341,6 +346,7 @@ func (q *Queries) ReportSums(ctx context.Context, fromAt time.Time, toAt time.Ti
 			&i.SafetyStock,
 			&i.Incoming,
 			&i.Short,
+			&i.Backordered,
 			&i.Gained,
 		); err != nil {
 			return nil, err

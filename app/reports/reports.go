@@ -67,18 +67,19 @@ func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 //     (inbound), InboundReceived what arrived from them (inbound_receive:
 //     into total), InboundShort what closes wrote off of incoming, never
 //     received (inbound_short), InboundCancelled what cancels took back
-//     from incoming (inbound_cancel); BackordersFilled what receipts gave
-//     holds they had been promised (backorder_fill: available into
-//     reserved or sold);
+//     from incoming (inbound_cancel); Promised what holds promised past
+//     what was on hand (reserve: backordered up), BackordersFilled what
+//     receipts gave holds they had been promised (backorder_fill:
+//     available into reserved or sold);
 //   - Shortfall is what held units a count found missing took out of
 //     total as their holds ended (shortfall), SoldShort how many of them
 //     confirms sold (sold_short);
 //   - Repairs, Pauses and Resumes count those ledger rows (repair,
 //     pause, resume), Movements every ledger row.
 //
-// Change is the day's net change of every state, and ByKind each ledger
-// kind's part of it (with its rows): the kinds' changes sum to Change,
-// state by state.
+// Change is the day's net change of every state and of backordered, and
+// ByKind each ledger kind's part of it (with its rows): the kinds'
+// changes sum to Change, counter by counter.
 type Figures struct {
 	Held              int64 `json:"held"`
 	Confirmed         int64 `json:"confirmed"`
@@ -101,23 +102,36 @@ type Figures struct {
 	InboundCancelled  int64 `json:"inbound_cancelled"`
 	Shortfall         int64 `json:"shortfall"`
 	SoldShort         int64 `json:"sold_short"`
+	Promised          int64 `json:"promised,omitempty"`
 	BackordersFilled  int64 `json:"backorders_filled,omitempty"`
 	Repairs           int64 `json:"repairs"`
 	Pauses            int64 `json:"pauses"`
 	Resumes           int64 `json:"resumes"`
 	Movements         int64 `json:"movements"`
-	// Change is the day's net change of every state.
-	Change stock.Counters `json:"change"`
+	// Change is the day's net change of every state and of backordered.
+	Change Change `json:"change"`
 	// ByKind is, per ledger kind recorded that day, its rows and its
-	// change of every state; summed, they are Change.
+	// change of every state and of backordered; summed, they are Change.
 	ByKind map[string]KindFigures `json:"by_kind"`
 }
 
+// Change is a change of every state and of backordered, the units
+// promised to holds past what is on hand (in no state of total).
+type Change struct {
+	stock.Counters
+	Backordered int64 `json:"backordered"`
+}
+
+// Plus adds two changes, counter by counter.
+func (c Change) Plus(o Change) Change {
+	return Change{Counters: c.Counters.Plus(o.Counters), Backordered: c.Backordered + o.Backordered}
+}
+
 // KindFigures are one ledger kind's rows over the day and its change of
-// every state.
+// every state and of backordered.
 type KindFigures struct {
 	Movements int64 `json:"movements"`
-	stock.Counters
+	Change
 }
 
 // sums are one kind's sums as a report's query gives them.
@@ -132,7 +146,10 @@ type sums struct {
 // columns puts each ledger kind in its named column: the kinds of the
 // ledger's CHECK constraint, every one (TestEveryLedgerKindHasAColumn).
 var columns = map[stock.LedgerKind]func(f *Figures, s sums){
-	stock.LedgerReserve:        func(f *Figures, s sums) { f.Held += s.Reserved },
+	stock.LedgerReserve: func(f *Figures, s sums) {
+		f.Held += s.Reserved
+		f.Promised += s.Backordered
+	},
 	stock.LedgerConfirm:        func(f *Figures, s sums) { f.Confirmed += s.Sold },
 	stock.LedgerRelease:        func(f *Figures, s sums) { f.Released -= s.Reserved },
 	stock.LedgerReleasePartial: func(f *Figures, s sums) { f.Released -= s.Reserved },
@@ -165,9 +182,9 @@ var columns = map[stock.LedgerKind]func(f *Figures, s sums){
 
 // sumsOf reads one kind's sums from a report query's row.
 func sumsOf(r db.ReportRowsRow) sums {
-	return sums{kind: r.Kind, gained: r.Gained, KindFigures: KindFigures{Movements: r.Movements, Counters: stock.Counters{
+	return sums{kind: r.Kind, gained: r.Gained, KindFigures: KindFigures{Movements: r.Movements, Change: Change{Counters: stock.Counters{
 		Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold, QualityControl: r.QualityControl,
-		Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short}}}
+		Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short}, Backordered: r.Backordered}}}
 }
 
 // add counts one kind's sums in f.
@@ -177,9 +194,9 @@ func (f *Figures) add(s sums) {
 	}
 	k := f.ByKind[s.kind]
 	k.Movements += s.Movements
-	k.Counters = k.Counters.Plus(s.Counters)
+	k.Change = k.Change.Plus(s.Change)
 	f.ByKind[s.kind] = k
-	f.Change = f.Change.Plus(s.Counters)
+	f.Change = f.Change.Plus(s.Change)
 	f.Movements += s.Movements
 	if column, ok := columns[stock.LedgerKind(s.kind)]; ok {
 		column(f, s)
@@ -382,7 +399,7 @@ func (out *Daily) addSums(all []db.ReportSumsRow) {
 	for _, r := range all {
 		k := sumsOf(db.ReportRowsRow{Kind: r.Kind, Movements: r.Movements, Total: r.Total, Available: r.Available, Reserved: r.Reserved,
 			Sold: r.Sold, QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming,
-			Short: r.Short, Gained: r.Gained})
+			Short: r.Short, Backordered: r.Backordered, Gained: r.Gained})
 		switch {
 		case r.ByPool && r.Pool == stock.MainPool:
 		case r.ByPool:

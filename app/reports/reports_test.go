@@ -17,6 +17,16 @@ import (
 	"github.com/stockhold/stockhold/app/stock"
 )
 
+// holder makes holds of sku for the shop "shop", one line each.
+func holder(t *testing.T, inv *inventory.Service, sku string) func(key string, q int64) inventory.Reservation {
+	return func(key string, q int64) inventory.Reservation {
+		t.Helper()
+		r, _, err := inv.Hold(context.Background(), inventory.HoldRequest{Client: "shop", IdempotencyKey: key, Items: []inventory.Item{{SKU: sku, Quantity: q}}})
+		require.NoError(t, err)
+		return r
+	}
+}
+
 // TestDailyReportOfTheDayFlows: holds made, confirmed and cancelled today
 // through the service, and stock taken in, are today's figures, per pool
 // and in all, with the signs the contract gives (units, positive); the day
@@ -28,11 +38,7 @@ func TestDailyReportOfTheDayFlows(t *testing.T) {
 	inv := inventory.New(pool, nil, inventory.Config{})
 	_, err := inv.Adjust(ctx, stock.Adjustment{SKU: "A1", Delta: 100, Reason: "restock", Actor: "alice"})
 	require.NoError(t, err)
-	hold := func(key string, q int64) inventory.Reservation {
-		r, _, err := inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: key, Items: []inventory.Item{{SKU: "A1", Quantity: q}}})
-		require.NoError(t, err)
-		return r
-	}
+	hold := holder(t, inv, "A1")
 	paid := hold("paid", 2)
 	_, err = inv.Confirm(ctx, paid.ID, inventory.Caller{Name: "shop"})
 	require.NoError(t, err)
@@ -46,12 +52,12 @@ func TestDailyReportOfTheDayFlows(t *testing.T) {
 	r, err := svc.Daily(ctx, reports.DailyQuery{Date: today})
 	require.NoError(t, err)
 	want := reports.Figures{Held: 6, Confirmed: 2, Released: 3, Adjusted: 100, Movements: 6,
-		Change: stock.Counters{Total: 100, Available: 97, Reserved: 1, Sold: 2},
+		Change: reports.Change{Counters: stock.Counters{Total: 100, Available: 97, Reserved: 1, Sold: 2}},
 		ByKind: map[string]reports.KindFigures{
-			"stock_in": {Movements: 1, Counters: stock.Counters{Total: 100, Available: 100}},
-			"reserve":  {Movements: 3, Counters: stock.Counters{Available: -6, Reserved: 6}},
-			"confirm":  {Movements: 1, Counters: stock.Counters{Reserved: -2, Sold: 2}},
-			"release":  {Movements: 1, Counters: stock.Counters{Available: 3, Reserved: -3}},
+			"stock_in": {Movements: 1, Change: reports.Change{Counters: stock.Counters{Total: 100, Available: 100}}},
+			"reserve":  {Movements: 3, Change: reports.Change{Counters: stock.Counters{Available: -6, Reserved: 6}}},
+			"confirm":  {Movements: 1, Change: reports.Change{Counters: stock.Counters{Reserved: -2, Sold: 2}}},
+			"release":  {Movements: 1, Change: reports.Change{Counters: stock.Counters{Available: 3, Reserved: -3}}},
 		}}
 	require.Equal(t, want, r.Totals)
 	require.Equal(t, []reports.PoolFigures{{SKU: "A1", Location: "default", Pool: "main", Figures: want}}, r.Pools)
@@ -114,7 +120,7 @@ func TestDailyReportBoundsPagesAndRuns(t *testing.T) {
 	require.Len(t, r.Campaigns, 1)
 	require.Equal(t, "bf", r.Campaigns[0].Campaign)
 	require.Equal(t, headline{Held: 5, RolledBack: 5, Transferred: 10, Movements: 3}, headlineOf(r.Campaigns[0].Figures))
-	require.Equal(t, stock.Counters{Total: 10, Available: 10}, r.Campaigns[0].Change)
+	require.Equal(t, reports.Change{Counters: stock.Counters{Total: 10, Available: 10}}, r.Campaigns[0].Change)
 	rc := r.Reconciliations
 	require.Equal(t, int64(3), rc.Runs)
 	require.Equal(t, int64(1), rc.Failed)
@@ -324,14 +330,65 @@ func TestDailyReportEveryKindPerLocation(t *testing.T) {
 	require.Equal(t, stock.Counters{Total: 2, Available: 1, Damaged: 1}, now["default"])
 	require.Equal(t, stock.Counters{Total: 1, Available: 1}, now["paris"])
 	for _, f := range []reports.PoolFigures{home, paris} {
-		require.Equal(t, now[f.Location], f.Change, "the day's change at %s is its counters: every row was born today", f.Location)
-		var sum stock.Counters
+		require.Equal(t, reports.Change{Counters: now[f.Location]}, f.Change, "the day's change at %s is its counters: every row was born today", f.Location)
+		var sum reports.Change
 		for _, k := range f.ByKind {
-			sum = sum.Plus(k.Counters)
+			sum = sum.Plus(k.Change)
 		}
 		require.Equal(t, f.Change, sum, "the kinds' changes sum to the day's change at %s", f.Location)
 	}
-	require.Equal(t, now["default"].Plus(now["paris"]), r.Totals.Change)
-	require.Equal(t, reports.KindFigures{Movements: 1, Counters: stock.Counters{Total: 1, Available: 1, Incoming: -1}}, paris.ByKind["receive"],
+	require.Equal(t, reports.Change{Counters: now["default"].Plus(now["paris"])}, r.Totals.Change)
+	require.Equal(t, reports.KindFigures{Movements: 1, Change: reports.Change{Counters: stock.Counters{Total: 1, Available: 1, Incoming: -1}}}, paris.ByKind["receive"],
 		"a receipt: from incoming into total and available")
+}
+
+// TestDailyReportBackorders: the day's promises are in the report. With 2
+// on hand and 10 due, a hold of 5 holds 2 and promises 3, a hold of 2
+// promises both and is released, and a receipt of 2 fills 2 of the first
+// hold's 3: promised 5, filled 2; by kind, backordered +5 (reserve), -2
+// (release), -2 (backorder_fill), which sum to the day's change, +1, the
+// row's backordered now.
+func TestDailyReportBackorders(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	inv := inventory.New(pool, nil, inventory.Config{})
+	_, err := inv.Adjust(ctx, stock.Adjustment{SKU: "LAMP", Delta: 2, Reason: "first stock", Actor: "alice"})
+	require.NoError(t, err)
+	po, _, err := inv.CreateInboundOnce(ctx, idempotency.NewKey("ops", "po"), stock.NewInbound{SupplierRef: "PO-7",
+		ExpectedOn: time.Now().UTC().AddDate(0, 0, 5).Format(time.DateOnly), Lines: []stock.NewInboundLine{{SKU: "LAMP", Quantity: 10}}, Actor: "alice"})
+	require.NoError(t, err)
+	horizon := int32(14)
+	_, err = inv.SetBackorders(ctx, stock.Backorders{SKU: "LAMP", HorizonDays: &horizon}, "alice")
+	require.NoError(t, err)
+	hold := holder(t, inv, "LAMP")
+	require.EqualValues(t, 3, hold("first", 5).Items[0].Backordered)
+	_, err = inv.Release(ctx, hold("gone", 2).ID, inventory.Caller{Name: "shop"}, "")
+	require.NoError(t, err)
+	_, err = inv.ReceiveInbound(ctx, stock.InboundStep{ID: po.ID, SKU: "LAMP", Quantity: 2, Actor: "dock"})
+	require.NoError(t, err)
+
+	var today string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')`).Scan(&today))
+	r, err := reports.New(pool).Daily(ctx, reports.DailyQuery{Date: today})
+	require.NoError(t, err)
+	f := r.Totals
+	require.Equal(t, []int64{2, 5, 0, 2}, []int64{f.Held, f.Promised, f.Released, f.BackordersFilled}, "held, promised, released, filled")
+	byKind := map[string]int64{}
+	var sum int64
+	for kind, k := range f.ByKind {
+		if k.Backordered != 0 {
+			byKind[kind] = k.Backordered
+		}
+		sum += k.Backordered
+	}
+	require.Equal(t, map[string]int64{"reserve": 5, "release": -2, "backorder_fill": -2}, byKind)
+	require.Equal(t, reports.KindFigures{Movements: 1, Change: reports.Change{Counters: stock.Counters{Available: -2, Reserved: 2}, Backordered: -2}},
+		f.ByKind["backorder_fill"])
+	var now int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT backordered FROM stock WHERE sku = 'LAMP'`).Scan(&now))
+	require.EqualValues(t, 1, now)
+	require.Equal(t, now, f.Change.Backordered, "every row was born today: the day's change is its backordered")
+	require.Equal(t, sum, f.Change.Backordered, "the kinds' changes sum to the day's")
+	require.Equal(t, f, r.Pools[0].Figures)
 }

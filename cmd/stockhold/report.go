@@ -91,13 +91,13 @@ func printReport(w io.Writer, r reports.Daily) {
 			f.TransferredOut, f.TransferredIn, f.Received, f.LostInTransit, f.TransferCancelled, f.Shortfall, f.SoldShort, f.Repairs)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "Change of every state:")
+	fmt.Fprintln(w, "Change of every state, and of the units promised past what is on hand (backordered):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\ttotal\tavailable\treserved\tsold\tquality control\tdamaged\tsafety stock\tincoming\tshort\t")
+	fmt.Fprintln(tw, "\ttotal\tavailable\treserved\tsold\tquality control\tdamaged\tsafety stock\tincoming\tshort\tbackordered\t")
 	for _, n := range rows {
 		c := n.f.Change
-		fmt.Fprintf(tw, "%s\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t\n", n.name,
-			c.Total, c.Available, c.Reserved, c.Sold, c.QualityControl, c.Damaged, c.SafetyStock, c.Incoming, c.Short)
+		fmt.Fprintf(tw, "%s\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t%+d\t\n", n.name,
+			c.Total, c.Available, c.Reserved, c.Sold, c.QualityControl, c.Damaged, c.SafetyStock, c.Incoming, c.Short, c.Backordered)
 	}
 	_ = tw.Flush()
 	rc := r.Reconciliations

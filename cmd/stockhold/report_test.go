@@ -31,6 +31,13 @@ func TestReportCommand(t *testing.T) {
 	require.NoError(t, err)
 	_, err = inv.Confirm(ctx, r.ID, inventory.Caller{Name: "shop"})
 	require.NoError(t, err)
+	// A hold past what is on hand: 1 held, 2 promised.
+	_, err = inv.Adjust(ctx, stock.Adjustment{SKU: "PRE", Delta: 1, Reason: "first stock", Actor: "alice"})
+	require.NoError(t, err)
+	_, err = inv.SetBackorders(ctx, stock.Backorders{SKU: "PRE", BelowZero: 2}, "alice")
+	require.NoError(t, err)
+	_, _, err = inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "pre", Items: []inventory.Item{{SKU: "PRE", Quantity: 3}}})
+	require.NoError(t, err)
 	// Written off, counted, sent to paris: every kind has its column.
 	dbtest.Location(t, pool, "paris", 1)
 	key := func(k string) idempotency.Key { return idempotency.NewKey("ops", k) }
@@ -52,13 +59,14 @@ func TestReportCommand(t *testing.T) {
 	require.Equal(t, 0, code, "%s%s", out, errs)
 	require.Contains(t, out, "Daily report "+today+" (UTC)")
 	require.Regexp(t, `(?m)^ +held +confirmed +released +expired +rolled back +adjusted +transferred +moved +written off +counted +sent +in transit +received +lost in transit +cancelled +shortfall +sold short +repairs *$`, out)
-	require.Regexp(t, `(?m)^ +all +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +1 +0 +0 +0 +0 +0 +0 *$`, out)
-	require.Regexp(t, `(?m)^ +location default +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +all +4 +3 +0 +0 +0 +11 +0 +0 +2 +-1 +1 +1 +0 +0 +0 +0 +0 +0 *$`, out)
+	require.Regexp(t, `(?m)^ +location default +4 +3 +0 +0 +0 +11 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 +0 +0 *$`, out)
 	require.Regexp(t, `(?m)^ +A1 \(main\) +3 +3 +0 +0 +0 +10 +0 +0 +2 +-1 +1 +0 +0 +0 +0 +0 +0 +0 *$`, out)
 	require.Regexp(t, `(?m)^ +A1@paris \(main\) +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +1 +0 +0 +0 +0 +0 +0 *$`, out)
-	require.Regexp(t, `(?m)^ +total +available +reserved +sold +quality control +damaged +safety stock +incoming +short *$`, out)
-	require.Regexp(t, `(?m)^ +A1 \(main\) +\+6 +\+3 +\+0 +\+3 +\+0 +\+0 +\+0 +\+0 +\+0 *$`, out)
-	require.Regexp(t, `(?m)^ +A1@paris \(main\) +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+1 +\+0 *$`, out)
+	require.Regexp(t, `(?m)^ +total +available +reserved +sold +quality control +damaged +safety stock +incoming +short +backordered *$`, out)
+	require.Regexp(t, `(?m)^ +A1 \(main\) +\+6 +\+3 +\+0 +\+3 +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 *$`, out)
+	require.Regexp(t, `(?m)^ +A1@paris \(main\) +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+1 +\+0 +\+0 *$`, out)
+	require.Regexp(t, `(?m)^ +PRE \(main\) +\+1 +\+0 +\+1 +\+0 +\+0 +\+0 +\+0 +\+0 +\+0 +\+2 *$`, out)
 	require.Contains(t, out, "Reconciliations: 0 runs, 0 failed")
 
 	code, out, errs = cmd("report", "--date", today, "--json")
@@ -66,7 +74,8 @@ func TestReportCommand(t *testing.T) {
 	var got reports.Daily
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	require.Equal(t, int64(3), got.Totals.Confirmed)
-	require.Len(t, got.Pools, 2)
+	require.Len(t, got.Pools, 3)
+	require.Equal(t, int64(2), got.Totals.Promised)
 	require.Equal(t, int64(2), got.Totals.WrittenOff)
 
 	day, _ := time.Parse(time.DateOnly, today)

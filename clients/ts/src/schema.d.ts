@@ -3597,12 +3597,17 @@ export interface components {
              * @description Ledger rows.
              */
             movements: number;
-            /** @description The day's net change of every state. */
-            change: components["schemas"]["Counters"];
-            /** @description Per ledger kind recorded that day: its rows and its change of every state. Summed over the kinds, state by state, they are `change`. */
+            /** @description The day's net change of every state and of `backordered`. */
+            change: components["schemas"]["ReportChange"];
+            /** @description Per ledger kind recorded that day: its rows and its change of every state and of `backordered`. Summed over the kinds, counter by counter, they are `change`. */
             by_kind: {
                 [key: string]: components["schemas"]["ReportKind"];
             };
+            /**
+             * Format: int64
+             * @description Units holds promised beyond the stock (`reserve`: `backordered` up). Absent when none.
+             */
+            promised?: number;
             /**
              * Format: int64
              * @description Units receipts gave holds they had been promised beyond the stock (`backorder_fill`: available into reserved or sold). Absent when none.
@@ -4043,7 +4048,36 @@ export interface components {
             /** @description Required: why. */
             reason: string;
         };
-        /** @description One ledger kind's rows over the day, and its change of every state. */
+        /** @description A report's change of every state of a pool (as `Counters`) and of `backordered`, the units promised to holds past what is on hand (in no state of `total`). */
+        ReportChange: {
+            /** Format: int64 */
+            total: number;
+            /** Format: int64 */
+            available: number;
+            /** Format: int64 */
+            reserved: number;
+            /** Format: int64 */
+            sold: number;
+            /** Format: int64 */
+            quality_control: number;
+            /** Format: int64 */
+            damaged: number;
+            /** Format: int64 */
+            safety_stock: number;
+            /** Format: int64 */
+            incoming: number;
+            /**
+             * Format: int64
+             * @description Of `reserved`, the held units a stock count found missing: as their holds end (released, expired, rolled back) they leave `total` (ledger kind `shortfall`), never back to `available`; a confirm that sells them is recorded as `sold_short`. 0 <= short <= reserved (a CHECK).
+             */
+            short: number;
+            /**
+             * Format: int64
+             * @description Units promised to holds past what is on hand: up for what holds promised, down for what releases, expiries and rollbacks gave back and receipts filled.
+             */
+            backordered: number;
+        };
+        /** @description One ledger kind's rows over the day, and its change of every state and of `backordered`. */
         ReportKind: {
             /**
              * Format: int64
@@ -4068,6 +4102,11 @@ export interface components {
             incoming: number;
             /** Format: int64 */
             short: number;
+            /**
+             * Format: int64
+             * @description Units promised to holds past what is on hand: up for a `reserve`, down for what a `release`, `expire`, `rollback` gave back or a `backorder_fill` filled.
+             */
+            backordered: number;
         };
         ReportLocation: components["schemas"]["ReportFigures"] & {
             location: string;
@@ -4620,7 +4659,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-03T06:06:49.650508Z"
+                     *               "updated_at": "2026-12-03T06:29:00.756055Z"
                      *             }
                      *           ]
                      *         },
@@ -4642,7 +4681,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-03T06:06:49.682253Z"
+                     *               "updated_at": "2026-12-03T06:29:00.861752Z"
                      *             }
                      *           ]
                      *         }
@@ -4734,7 +4773,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-03T06:06:49.650508Z"
+                     *           "updated_at": "2026-12-03T06:29:00.756055Z"
                      *         }
                      *       ],
                      *       "reconciliation": {
@@ -4846,7 +4885,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-03T06:06:49.987134Z"
+                     *           "updated_at": "2026-12-03T06:29:01.441065Z"
                      *         },
                      *         {
                      *           "location": "east",
@@ -4863,7 +4902,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-03T06:06:49.954964Z"
+                     *           "updated_at": "2026-12-03T06:29:01.302668Z"
                      *         }
                      *       ]
                      *     }
@@ -4959,7 +4998,7 @@ export interface operations {
                      *           "status": "paused",
                      *           "paused_reason": "supplier recall",
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-03T06:06:49.767368Z"
+                     *           "updated_at": "2026-12-03T06:29:00.978335Z"
                      *         }
                      *       ]
                      *     }
@@ -5058,14 +5097,14 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-03T06:06:49.772037Z"
+                     *           "updated_at": "2026-12-03T06:29:00.987001Z"
                      *         }
                      *       ],
                      *       "lifted": {
                      *         "actor": "dev-ops",
                      *         "actor_key": "dev-ops",
                      *         "reason": "supplier recall",
-                     *         "at": "2026-12-03T06:06:49.767368Z"
+                     *         "at": "2026-12-03T06:29:00.978335Z"
                      *       },
                      *       "reconciliation": {
                      *         "id": 2,
@@ -5173,7 +5212,7 @@ export interface operations {
                      *       "movements": [
                      *         {
                      *           "id": 34,
-                     *           "at": "2026-12-03T06:06:50.022504Z",
+                     *           "at": "2026-12-03T06:29:01.54376Z",
                      *           "sku": "D4",
                      *           "location": "default",
                      *           "pool": "main",
@@ -5183,15 +5222,15 @@ export interface operations {
                      *           "delta_reserved": 2,
                      *           "delta_sold": 0,
                      *           "delta_backordered": -2,
-                     *           "reservation_id": "01a23a83-40a3-751b-b1ef-7c24269f6993",
+                     *           "reservation_id": "01a23a97-91c8-71d9-af71-9828b6b729e6",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
                      *           "reason": "promised units filled by a receipt",
-                     *           "ref": "01a23a83-40a0-77f0-a223-042f8e54fc10"
+                     *           "ref": "01a23a97-91c3-784f-9d0c-cfa0dbc1c8e2"
                      *         },
                      *         {
                      *           "id": 33,
-                     *           "at": "2026-12-03T06:06:50.022504Z",
+                     *           "at": "2026-12-03T06:29:01.54376Z",
                      *           "sku": "D4",
                      *           "location": "default",
                      *           "pool": "main",
@@ -5205,11 +5244,11 @@ export interface operations {
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
                      *           "reason": "received",
-                     *           "ref": "01a23a83-40a0-77f0-a223-042f8e54fc10"
+                     *           "ref": "01a23a97-91c3-784f-9d0c-cfa0dbc1c8e2"
                      *         },
                      *         {
                      *           "id": 32,
-                     *           "at": "2026-12-03T06:06:50.01948Z",
+                     *           "at": "2026-12-03T06:29:01.512352Z",
                      *           "sku": "D4",
                      *           "location": "default",
                      *           "pool": "main",
@@ -5220,7 +5259,7 @@ export interface operations {
                      *           "delta_sold": 0,
                      *           "delta_backordered": 2,
                      *           "expected_on": "2026-12-08",
-                     *           "reservation_id": "01a23a83-40a3-751b-b1ef-7c24269f6993",
+                     *           "reservation_id": "01a23a97-91c8-71d9-af71-9828b6b729e6",
                      *           "actor": "dev-shop",
                      *           "actor_key": null,
                      *           "reason": null,
@@ -5349,7 +5388,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-03T06:06:49.682253Z"
+                     *               "updated_at": "2026-12-03T06:29:00.861752Z"
                      *             }
                      *           ]
                      *         },
@@ -5371,7 +5410,7 @@ export interface operations {
                      *               "status": "on_sale",
                      *               "paused_reason": null,
                      *               "low_threshold": null,
-                     *               "updated_at": "2026-12-03T06:06:49.682253Z"
+                     *               "updated_at": "2026-12-03T06:29:00.861752Z"
                      *             }
                      *           ]
                      *         }
@@ -5457,13 +5496,13 @@ export interface operations {
                      * @example {
                      *       "reservations": [
                      *         {
-                     *           "id": "01a23a83-406d-706f-8091-c27470a428c3",
+                     *           "id": "01a23a97-914e-7795-96c7-d4f610e3c10f",
                      *           "status": "confirmed",
                      *           "order_ref": "1001",
                      *           "campaign": null,
-                     *           "expires_at": "2026-12-03T06:36:49.974706Z",
-                     *           "created_at": "2026-12-03T06:06:49.965789Z",
-                     *           "confirmed_at": "2026-12-03T06:06:49.987134Z",
+                     *           "expires_at": "2026-12-03T06:59:01.41291Z",
+                     *           "created_at": "2026-12-03T06:29:01.391985Z",
+                     *           "confirmed_at": "2026-12-03T06:29:01.441065Z",
                      *           "items": [
                      *             {
                      *               "sku": "A1",
@@ -5559,12 +5598,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
+                     *       "id": "01a23a97-914e-7795-96c7-d4f610e3c10f",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-03T06:21:49.965789Z",
-                     *       "created_at": "2026-12-03T06:06:49.965789Z",
+                     *       "expires_at": "2026-12-03T06:44:01.391985Z",
+                     *       "created_at": "2026-12-03T06:29:01.391985Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5674,12 +5713,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
+                     *       "id": "01a23a97-914e-7795-96c7-d4f610e3c10f",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-03T06:21:49.965789Z",
-                     *       "created_at": "2026-12-03T06:06:49.965789Z",
+                     *       "expires_at": "2026-12-03T06:44:01.391985Z",
+                     *       "created_at": "2026-12-03T06:29:01.391985Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5766,13 +5805,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
+                     *       "id": "01a23a97-914e-7795-96c7-d4f610e3c10f",
                      *       "status": "confirmed",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-03T06:36:49.974706Z",
-                     *       "created_at": "2026-12-03T06:06:49.965789Z",
-                     *       "confirmed_at": "2026-12-03T06:06:49.987134Z",
+                     *       "expires_at": "2026-12-03T06:59:01.41291Z",
+                     *       "created_at": "2026-12-03T06:29:01.391985Z",
+                     *       "confirmed_at": "2026-12-03T06:29:01.441065Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5888,12 +5927,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
+                     *       "id": "01a23a97-914e-7795-96c7-d4f610e3c10f",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-03T06:36:49.974706Z",
-                     *       "created_at": "2026-12-03T06:06:49.965789Z",
+                     *       "expires_at": "2026-12-03T06:59:01.41291Z",
+                     *       "created_at": "2026-12-03T06:29:01.391985Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -5985,8 +6024,8 @@ export interface operations {
                 /**
                  * @example {
                  *       "id": "spring",
-                 *       "starts_at": "2026-12-03T06:06:51Z",
-                 *       "ends_at": "2026-12-03T08:06:51Z",
+                 *       "starts_at": "2026-12-03T06:29:01Z",
+                 *       "ends_at": "2026-12-03T08:29:01Z",
                  *       "hold_ttl_seconds": 600,
                  *       "max_per_order": 2,
                  *       "allotments": [
@@ -6012,12 +6051,12 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "scheduled",
-                     *       "starts_at": "2026-12-03T06:06:51Z",
-                     *       "ends_at": "2026-12-03T08:06:51Z",
+                     *       "starts_at": "2026-12-03T06:29:01Z",
+                     *       "ends_at": "2026-12-03T08:29:01Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:51.28095Z",
+                     *       "created_at": "2026-12-03T06:29:01.806443Z",
                      *       "started_at": null,
                      *       "ended_at": null,
                      *       "ended_by": null,
@@ -6104,13 +6143,13 @@ export interface operations {
                      * @example {
                      *       "id": "spring",
                      *       "status": "active",
-                     *       "starts_at": "2026-12-03T06:06:51Z",
-                     *       "ends_at": "2026-12-03T08:06:51Z",
+                     *       "starts_at": "2026-12-03T06:29:01Z",
+                     *       "ends_at": "2026-12-03T08:29:01Z",
                      *       "hold_ttl_seconds": 600,
                      *       "max_per_order": 2,
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:51.28095Z",
-                     *       "started_at": "2026-12-03T06:06:51.358225Z",
+                     *       "created_at": "2026-12-03T06:29:01.806443Z",
+                     *       "started_at": "2026-12-03T06:29:01.895812Z",
                      *       "ended_at": null,
                      *       "ended_by": null,
                      *       "ended_key": null,
@@ -6286,7 +6325,7 @@ export interface operations {
                  *       "operator": "alice",
                  *       "reason": "fraudulent order",
                  *       "reservation_ids": [
-                 *         "01a23a83-466c-73e2-9990-581ebef54bcd"
+                 *         "01a23a97-9477-751c-825c-59d4a06e8b4e"
                  *       ]
                  *     }
                  */
@@ -6369,12 +6408,12 @@ export interface operations {
                      *       "reason": "fraudulent order",
                      *       "scope": {
                      *         "reservation_ids": [
-                     *           "01a23a83-466c-73e2-9990-581ebef54bcd"
+                     *           "01a23a97-9477-751c-825c-59d4a06e8b4e"
                      *         ]
                      *       },
                      *       "dry_run": false,
                      *       "source": "http",
-                     *       "requested_at": "2026-12-03T06:06:51.504422Z",
+                     *       "requested_at": "2026-12-03T06:29:02.224377Z",
                      *       "released_count": 1,
                      *       "released_units": 2,
                      *       "batches": 1,
@@ -6384,9 +6423,9 @@ export interface operations {
                      *       "resumed_at": null,
                      *       "resumed_by": null,
                      *       "resumed_key": null,
-                     *       "created_at": "2026-12-03T06:06:51.504422Z",
-                     *       "started_at": "2026-12-03T06:06:51.507241Z",
-                     *       "finished_at": "2026-12-03T06:06:51.567048Z",
+                     *       "created_at": "2026-12-03T06:29:02.224377Z",
+                     *       "started_at": "2026-12-03T06:29:02.248656Z",
+                     *       "finished_at": "2026-12-03T06:29:02.327611Z",
                      *       "reconciliation_run_id": 6
                      *     }
                      */
@@ -6608,9 +6647,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-03T06:06:51.780394Z",
-                     *       "started_at": "2026-12-03T06:06:51.789932Z",
-                     *       "finished_at": "2026-12-03T06:06:51.794329Z",
+                     *       "created_at": "2026-12-03T06:29:02.53963Z",
+                     *       "started_at": "2026-12-03T06:29:02.592945Z",
+                     *       "finished_at": "2026-12-03T06:29:02.613671Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6672,9 +6711,9 @@ export interface operations {
                      *       "retried": 0,
                      *       "high_risk": 0,
                      *       "error": null,
-                     *       "created_at": "2026-12-03T06:06:51.780394Z",
-                     *       "started_at": "2026-12-03T06:06:51.789932Z",
-                     *       "finished_at": "2026-12-03T06:06:51.794329Z",
+                     *       "created_at": "2026-12-03T06:29:02.53963Z",
+                     *       "started_at": "2026-12-03T06:29:02.592945Z",
+                     *       "finished_at": "2026-12-03T06:29:02.613671Z",
                      *       "findings": {
                      *         "auto_fix": [],
                      *         "retry": [],
@@ -6744,7 +6783,7 @@ export interface operations {
                      *           "id": 1,
                      *           "level": "warning",
                      *           "kind": "late_confirmation",
-                     *           "subject": "hold:01a23a83-40ac-7117-bc68-badf26478ef7",
+                     *           "subject": "hold:01a23a97-920e-7746-ba9e-1bbeedf024bb",
                      *           "sku": null,
                      *           "location": null,
                      *           "pool": null,
@@ -6760,16 +6799,16 @@ export interface operations {
                      *             "client": "dev-shop",
                      *             "status": "expired",
                      *             "order_ref": "1002",
-                     *             "expires_at": "2026-12-03T06:06:49.028147Z",
-                     *             "released_at": "2026-12-03T06:06:51.193482Z",
+                     *             "expires_at": "2026-12-03T06:29:00.592106Z",
+                     *             "released_at": "2026-12-03T06:29:01.652795Z",
                      *             "confirmed_by": "dev-shop",
                      *             "release_reason": "hold expired",
-                     *             "reservation_id": "01a23a83-40ac-7117-bc68-badf26478ef7"
+                     *             "reservation_id": "01a23a97-920e-7746-ba9e-1bbeedf024bb"
                      *           },
-                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a83-40ac-7117-bc68-badf26478ef7 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a83-40ac-7117-bc68-badf26478ef7/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *           "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a97-920e-7746-ba9e-1bbeedf024bb was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a97-920e-7746-ba9e-1bbeedf024bb/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *           "status": "open",
-                     *           "first_seen_at": "2026-12-03T06:06:51.25642Z",
-                     *           "last_seen_at": "2026-12-03T06:06:51.25642Z",
+                     *           "first_seen_at": "2026-12-03T06:29:01.721635Z",
+                     *           "last_seen_at": "2026-12-03T06:29:01.721635Z",
                      *           "occurrences": 1,
                      *           "acked_by": null,
                      *           "acked_key": null,
@@ -6850,7 +6889,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23a83-40ac-7117-bc68-badf26478ef7",
+                     *       "subject": "hold:01a23a97-920e-7746-ba9e-1bbeedf024bb",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -6866,23 +6905,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-03T06:06:49.028147Z",
-                     *         "released_at": "2026-12-03T06:06:51.193482Z",
+                     *         "expires_at": "2026-12-03T06:29:00.592106Z",
+                     *         "released_at": "2026-12-03T06:29:01.652795Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired",
-                     *         "reservation_id": "01a23a83-40ac-7117-bc68-badf26478ef7"
+                     *         "reservation_id": "01a23a97-920e-7746-ba9e-1bbeedf024bb"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a83-40ac-7117-bc68-badf26478ef7 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a83-40ac-7117-bc68-badf26478ef7/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a97-920e-7746-ba9e-1bbeedf024bb was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a97-920e-7746-ba9e-1bbeedf024bb/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "acked",
-                     *       "first_seen_at": "2026-12-03T06:06:51.25642Z",
-                     *       "last_seen_at": "2026-12-03T06:06:51.25642Z",
+                     *       "first_seen_at": "2026-12-03T06:29:01.721635Z",
+                     *       "last_seen_at": "2026-12-03T06:29:01.721635Z",
                      *       "occurrences": 1,
                      *       "acked_by": "alice",
                      *       "acked_key": "dev-ops",
-                     *       "acked_at": "2026-12-03T06:06:51.624604Z",
+                     *       "acked_at": "2026-12-03T06:29:02.426805Z",
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-03T06:06:51.622683Z",
+                     *       "taken_at": "2026-12-03T06:29:02.422163Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -6954,11 +6993,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "as_of": "2026-12-03T06:06:51.842794Z",
+                     *       "as_of": "2026-12-03T06:29:02.658794Z",
                      *       "window": {
                      *         "duration": "1h0m0s",
                      *         "seconds": 3600,
-                     *         "since": "2026-12-03T05:06:51.842794Z"
+                     *         "since": "2026-12-03T05:29:02.658794Z"
                      *       },
                      *       "holds_in_window": {
                      *         "created": 6,
@@ -6974,7 +7013,7 @@ export interface operations {
                      *       "stuck_holds": 0,
                      *       "stuck_after_seconds": 60,
                      *       "hold_requests_since_start": {
-                     *         "since": "2026-12-03T06:06:49.398082073Z",
+                     *         "since": "2026-12-03T06:29:00.281962793Z",
                      *         "attempts": 6,
                      *         "held": 6,
                      *         "refused": 0,
@@ -7224,12 +7263,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-406d-706f-8091-c27470a428c3",
+                     *       "id": "01a23a97-914e-7795-96c7-d4f610e3c10f",
                      *       "status": "held",
                      *       "order_ref": "1001",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-03T06:36:49.974706Z",
-                     *       "created_at": "2026-12-03T06:06:49.965789Z",
+                     *       "expires_at": "2026-12-03T06:59:01.41291Z",
+                     *       "created_at": "2026-12-03T06:29:01.391985Z",
                      *       "items": [
                      *         {
                      *           "sku": "A1",
@@ -7352,7 +7391,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": 3,
-                     *           "updated_at": "2026-12-03T06:06:49.682253Z"
+                     *           "updated_at": "2026-12-03T06:29:00.861752Z"
                      *         }
                      *       ]
                      *     }
@@ -7433,9 +7472,9 @@ export interface operations {
                      * @example {
                      *       "events": [
                      *         {
-                     *           "id": "870-1-1",
+                     *           "id": "6524-1-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-03T06:06:49.650508Z",
+                     *           "at": "2026-12-03T06:29:00.756055Z",
                      *           "sku": "A1",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7463,9 +7502,9 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "875-2-1",
+                     *           "id": "6529-2-1",
                      *           "type": "stock.changed",
-                     *           "at": "2026-12-03T06:06:49.682253Z",
+                     *           "at": "2026-12-03T06:29:00.861752Z",
                      *           "sku": "B2",
                      *           "location": "default",
                      *           "pool": "main",
@@ -7493,8 +7532,8 @@ export interface operations {
                      *           }
                      *         }
                      *       ],
-                     *       "next_cursor": "875-2-1",
-                     *       "next": "875-2-1"
+                     *       "next_cursor": "6529-2-1",
+                     *       "next": "6529-2-1"
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
@@ -7573,8 +7612,8 @@ export interface operations {
                      *             "stock.low"
                      *           ],
                      *           "created_by": "dev-ops",
-                     *           "created_at": "2026-12-03T06:06:51.262266Z",
-                     *           "last_event_id": "933-0-0",
+                     *           "created_at": "2026-12-03T06:29:01.735828Z",
+                     *           "last_event_id": "6586-0-0",
                      *           "delivered_at": null,
                      *           "delivered_events": 0,
                      *           "failures": 0,
@@ -7661,15 +7700,15 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:51.262266Z",
-                     *       "last_event_id": "933-0-0",
+                     *       "created_at": "2026-12-03T06:29:01.735828Z",
+                     *       "last_event_id": "6586-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
                      *       "failing_since": null,
                      *       "last_error": null,
                      *       "oldest_pending_at": null,
-                     *       "secret": "whsec_fd414489ee36ba90dee033e8bd7436f1e91b431d3c63ba1d3450b712677731f3"
+                     *       "secret": "whsec_5dc8ea684575024476c1da908dd9deb4bad301c666a5b1b85e062b764c280cdc"
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookCreated"];
@@ -7734,8 +7773,8 @@ export interface operations {
                      *         "stock.low"
                      *       ],
                      *       "created_by": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:51.262266Z",
-                     *       "last_event_id": "933-0-0",
+                     *       "created_at": "2026-12-03T06:29:01.735828Z",
+                     *       "last_event_id": "6586-0-0",
                      *       "delivered_at": null,
                      *       "delivered_events": 0,
                      *       "failures": 0,
@@ -8002,7 +8041,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-03T06:06:49.842099Z",
+                     *           "updated_at": "2026-12-03T06:29:01.064069Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -8121,7 +8160,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-03T06:06:49.852187Z",
+                     *           "updated_at": "2026-12-03T06:29:01.094077Z",
                      *           "serialized": true
                      *         }
                      *       ]
@@ -8386,7 +8425,7 @@ export interface operations {
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
                      *       "rule": null,
-                     *       "changed_at": "2026-12-03T06:06:49.873983Z",
+                     *       "changed_at": "2026-12-03T06:29:01.125207Z",
                      *       "lifted": null
                      *     }
                      */
@@ -8652,12 +8691,12 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-457b-7a8e-9ae8-417ed6b57885",
+                     *       "id": "01a23a97-92a1-7621-906a-13f892dfebfb",
                      *       "status": "held",
                      *       "order_ref": "1002",
                      *       "campaign": null,
-                     *       "expires_at": "2026-12-03T06:21:51.25983Z",
-                     *       "created_at": "2026-12-03T06:06:51.25983Z",
+                     *       "expires_at": "2026-12-03T06:44:01.729555Z",
+                     *       "created_at": "2026-12-03T06:29:01.729555Z",
                      *       "items": [
                      *         {
                      *           "sku": "B2",
@@ -8667,7 +8706,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "release_reason": null,
-                     *       "reinstated_from": "01a23a83-40ac-7117-bc68-badf26478ef7"
+                     *       "reinstated_from": "01a23a97-920e-7746-ba9e-1bbeedf024bb"
                      *     }
                      */
                     "application/json": components["schemas"]["Reservation"];
@@ -8785,7 +8824,7 @@ export interface operations {
                      *       "id": 1,
                      *       "level": "warning",
                      *       "kind": "late_confirmation",
-                     *       "subject": "hold:01a23a83-40ac-7117-bc68-badf26478ef7",
+                     *       "subject": "hold:01a23a97-920e-7746-ba9e-1bbeedf024bb",
                      *       "sku": null,
                      *       "location": null,
                      *       "pool": null,
@@ -8801,23 +8840,23 @@ export interface operations {
                      *         "client": "dev-shop",
                      *         "status": "expired",
                      *         "order_ref": "1002",
-                     *         "expires_at": "2026-12-03T06:06:49.028147Z",
-                     *         "released_at": "2026-12-03T06:06:51.193482Z",
+                     *         "expires_at": "2026-12-03T06:29:00.592106Z",
+                     *         "released_at": "2026-12-03T06:29:01.652795Z",
                      *         "confirmed_by": "dev-shop",
                      *         "release_reason": "hold expired",
-                     *         "reservation_id": "01a23a83-40ac-7117-bc68-badf26478ef7"
+                     *         "reservation_id": "01a23a97-920e-7746-ba9e-1bbeedf024bb"
                      *       },
-                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a83-40ac-7117-bc68-badf26478ef7 was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a83-40ac-7117-bc68-badf26478ef7/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
+                     *       "suggested_action": "A payment for order \"1002\" was confirmed after its hold 01a23a97-920e-7746-ba9e-1bbeedf024bb was expired, and the confirm was refused (409): the order is paid but holds no stock. Reinstate the hold (POST /v1/reservations/01a23a97-920e-7746-ba9e-1bbeedf024bb/reinstate, or the console's hold page) to hold the same lines again if the stock is there, then confirm the new hold; otherwise refund the order.",
                      *       "status": "open",
-                     *       "first_seen_at": "2026-12-03T06:06:51.25642Z",
-                     *       "last_seen_at": "2026-12-03T06:06:51.25642Z",
+                     *       "first_seen_at": "2026-12-03T06:29:01.721635Z",
+                     *       "last_seen_at": "2026-12-03T06:29:01.721635Z",
                      *       "occurrences": 1,
                      *       "acked_by": null,
                      *       "acked_key": null,
                      *       "acked_at": null,
                      *       "owner": "alice",
                      *       "owner_key": "dev-ops",
-                     *       "taken_at": "2026-12-03T06:06:51.622683Z",
+                     *       "taken_at": "2026-12-03T06:29:02.422163Z",
                      *       "resolved_at": null,
                      *       "resolution": null
                      *     }
@@ -9055,6 +9094,7 @@ export interface operations {
                      *         "inbound_cancelled": 5,
                      *         "shortfall": 0,
                      *         "sold_short": 0,
+                     *         "promised": 2,
                      *         "backorders_filled": 2,
                      *         "repairs": 0,
                      *         "pauses": 3,
@@ -9069,7 +9109,8 @@ export interface operations {
                      *           "damaged": 1,
                      *           "safety_stock": 0,
                      *           "incoming": 11,
-                     *           "short": 0
+                     *           "short": 0,
+                     *           "backordered": 0
                      *         },
                      *         "by_kind": {
                      *           "adjust": {
@@ -9082,7 +9123,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "backorder_fill": {
                      *             "movements": 1,
@@ -9094,7 +9136,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": -2
                      *           },
                      *           "confirm": {
                      *             "movements": 2,
@@ -9106,7 +9149,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "expire": {
                      *             "movements": 1,
@@ -9118,7 +9162,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "inbound": {
                      *             "movements": 5,
@@ -9130,7 +9175,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 32,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "inbound_cancel": {
                      *             "movements": 1,
@@ -9142,7 +9188,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": -5,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "inbound_receive": {
                      *             "movements": 2,
@@ -9154,7 +9201,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": -8,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "inbound_short": {
                      *             "movements": 2,
@@ -9166,7 +9214,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": -8,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "loss": {
                      *             "movements": 1,
@@ -9178,7 +9227,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": -1,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "move": {
                      *             "movements": 1,
@@ -9190,7 +9240,8 @@ export interface operations {
                      *             "damaged": 1,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "pause": {
                      *             "movements": 3,
@@ -9202,7 +9253,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "receive": {
                      *             "movements": 1,
@@ -9214,7 +9266,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": -3,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "release_partial": {
                      *             "movements": 1,
@@ -9226,7 +9279,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "reserve": {
                      *             "movements": 7,
@@ -9238,7 +9292,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 2
                      *           },
                      *           "resume": {
                      *             "movements": 2,
@@ -9250,7 +9305,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "rollback": {
                      *             "movements": 2,
@@ -9262,7 +9318,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "stock_in": {
                      *             "movements": 5,
@@ -9274,7 +9331,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "transfer": {
                      *             "movements": 4,
@@ -9286,7 +9344,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "transfer_cancel": {
                      *             "movements": 2,
@@ -9298,7 +9357,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": -2,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "transfer_in": {
                      *             "movements": 2,
@@ -9310,7 +9370,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 6,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "transfer_out": {
                      *             "movements": 2,
@@ -9322,7 +9383,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           }
                      *         }
                      *       },
@@ -9363,7 +9425,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "by_kind": {
                      *             "pause": {
@@ -9376,7 +9439,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "reserve": {
                      *               "movements": 1,
@@ -9388,7 +9452,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "resume": {
                      *               "movements": 1,
@@ -9400,7 +9465,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "rollback": {
                      *               "movements": 1,
@@ -9412,7 +9478,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "transfer": {
                      *               "movements": 2,
@@ -9424,7 +9491,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             }
                      *           }
                      *         }
@@ -9453,6 +9521,7 @@ export interface operations {
                      *           "inbound_cancelled": 0,
                      *           "shortfall": 0,
                      *           "sold_short": 0,
+                     *           "promised": 2,
                      *           "backorders_filled": 2,
                      *           "repairs": 0,
                      *           "pauses": 3,
@@ -9467,7 +9536,8 @@ export interface operations {
                      *             "damaged": 1,
                      *             "safety_stock": 0,
                      *             "incoming": 3,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "by_kind": {
                      *             "adjust": {
@@ -9480,7 +9550,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "backorder_fill": {
                      *               "movements": 1,
@@ -9492,7 +9563,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": -2
                      *             },
                      *             "confirm": {
                      *               "movements": 2,
@@ -9504,7 +9576,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "expire": {
                      *               "movements": 1,
@@ -9516,7 +9589,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "inbound": {
                      *               "movements": 1,
@@ -9528,7 +9602,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 5,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "inbound_receive": {
                      *               "movements": 1,
@@ -9540,7 +9615,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": -2,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "move": {
                      *               "movements": 1,
@@ -9552,7 +9628,8 @@ export interface operations {
                      *               "damaged": 1,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "pause": {
                      *               "movements": 3,
@@ -9564,7 +9641,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "release_partial": {
                      *               "movements": 1,
@@ -9576,7 +9654,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "reserve": {
                      *               "movements": 7,
@@ -9588,7 +9667,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 2
                      *             },
                      *             "resume": {
                      *               "movements": 2,
@@ -9600,7 +9680,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "rollback": {
                      *               "movements": 2,
@@ -9612,7 +9693,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "stock_in": {
                      *               "movements": 5,
@@ -9624,7 +9706,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "transfer": {
                      *               "movements": 4,
@@ -9636,7 +9719,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "transfer_cancel": {
                      *               "movements": 1,
@@ -9648,7 +9732,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "transfer_out": {
                      *               "movements": 2,
@@ -9660,7 +9745,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             }
                      *           }
                      *         },
@@ -9700,7 +9786,8 @@ export interface operations {
                      *             "damaged": 0,
                      *             "safety_stock": 0,
                      *             "incoming": 8,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "by_kind": {
                      *             "inbound": {
@@ -9713,7 +9800,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 27,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "inbound_cancel": {
                      *               "movements": 1,
@@ -9725,7 +9813,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": -5,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "inbound_receive": {
                      *               "movements": 1,
@@ -9737,7 +9826,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": -6,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "inbound_short": {
                      *               "movements": 2,
@@ -9749,7 +9839,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": -8,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "loss": {
                      *               "movements": 1,
@@ -9761,7 +9852,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": -1,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "receive": {
                      *               "movements": 1,
@@ -9773,7 +9865,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": -3,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "transfer_cancel": {
                      *               "movements": 1,
@@ -9785,7 +9878,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": -2,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "transfer_in": {
                      *               "movements": 2,
@@ -9797,7 +9891,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 6,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             }
                      *           }
                      *         }
@@ -9849,7 +9944,8 @@ export interface operations {
                      *             "damaged": 1,
                      *             "safety_stock": 0,
                      *             "incoming": 0,
-                     *             "short": 0
+                     *             "short": 0,
+                     *             "backordered": 0
                      *           },
                      *           "by_kind": {
                      *             "confirm": {
@@ -9862,7 +9958,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "move": {
                      *               "movements": 1,
@@ -9874,7 +9971,8 @@ export interface operations {
                      *               "damaged": 1,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "release_partial": {
                      *               "movements": 1,
@@ -9886,7 +9984,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "reserve": {
                      *               "movements": 1,
@@ -9898,7 +9997,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "stock_in": {
                      *               "movements": 1,
@@ -9910,7 +10010,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "transfer": {
                      *               "movements": 2,
@@ -9922,7 +10023,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             },
                      *             "transfer_out": {
                      *               "movements": 1,
@@ -9934,7 +10036,8 @@ export interface operations {
                      *               "damaged": 0,
                      *               "safety_stock": 0,
                      *               "incoming": 0,
-                     *               "short": 0
+                     *               "short": 0,
+                     *               "backordered": 0
                      *             }
                      *           }
                      *         }
@@ -10043,8 +10146,8 @@ export interface operations {
                      *           "longitude": -1.55,
                      *           "pickup": true,
                      *           "stop_sale": null,
-                     *           "created_at": "2026-12-03T06:06:49.878637Z",
-                     *           "updated_at": "2026-12-03T06:06:49.8821Z",
+                     *           "created_at": "2026-12-03T06:29:01.132537Z",
+                     *           "updated_at": "2026-12-03T06:29:01.145437Z",
                      *           "totals": {
                      *             "rows": 0,
                      *             "total": 0,
@@ -10138,8 +10241,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-03T06:06:49.878637Z",
-                     *       "updated_at": "2026-12-03T06:06:49.878637Z"
+                     *       "created_at": "2026-12-03T06:29:01.132537Z",
+                     *       "updated_at": "2026-12-03T06:29:01.132537Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Location"];
@@ -10217,8 +10320,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-03T06:06:49.878637Z",
-                     *       "updated_at": "2026-12-03T06:06:49.878637Z",
+                     *       "created_at": "2026-12-03T06:29:01.132537Z",
+                     *       "updated_at": "2026-12-03T06:29:01.132537Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -10316,8 +10419,8 @@ export interface operations {
                      *       "longitude": -1.55,
                      *       "pickup": true,
                      *       "stop_sale": null,
-                     *       "created_at": "2026-12-03T06:06:49.878637Z",
-                     *       "updated_at": "2026-12-03T06:06:49.8821Z",
+                     *       "created_at": "2026-12-03T06:29:01.132537Z",
+                     *       "updated_at": "2026-12-03T06:29:01.145437Z",
                      *       "totals": {
                      *         "rows": 0,
                      *         "total": 0,
@@ -10432,7 +10535,7 @@ export interface operations {
                      *           "status": "on_sale",
                      *           "paused_reason": null,
                      *           "low_threshold": null,
-                     *           "updated_at": "2026-12-03T06:06:49.885361Z"
+                     *           "updated_at": "2026-12-03T06:29:01.156998Z"
                      *         }
                      *       ]
                      *     }
@@ -10568,7 +10671,7 @@ export interface operations {
                      *             "status": "on_sale",
                      *             "paused_reason": null,
                      *             "low_threshold": null,
-                     *             "updated_at": "2026-12-03T06:06:49.885361Z"
+                     *             "updated_at": "2026-12-03T06:29:01.156998Z"
                      *           }
                      *         ]
                      *       }
@@ -10659,7 +10762,7 @@ export interface operations {
                      * @example {
                      *       "transfers": [
                      *         {
-                     *           "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
+                     *           "id": "01a23a97-9079-73df-a3d3-d199f80e423d",
                      *           "sku": "A1",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10672,15 +10775,15 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-03T06:06:49.893946Z",
-                     *           "updated_at": "2026-12-03T06:06:49.908584Z",
+                     *           "created_at": "2026-12-03T06:29:01.173161Z",
+                     *           "updated_at": "2026-12-03T06:29:01.220094Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-03T06:06:49.908584Z",
+                     *           "finished_at": "2026-12-03T06:29:01.220094Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "one broke on the way"
                      *         },
                      *         {
-                     *           "id": "01a23a83-403c-7726-93f8-de5904be1db9",
+                     *           "id": "01a23a97-90aa-7065-be0c-b930fbf11c49",
                      *           "sku": "B2",
                      *           "pool": "main",
                      *           "from": "default",
@@ -10693,10 +10796,10 @@ export interface operations {
                      *           "reason": "rebalance",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-03T06:06:49.914881Z",
-                     *           "updated_at": "2026-12-03T06:06:49.920325Z",
+                     *           "created_at": "2026-12-03T06:29:01.224177Z",
+                     *           "updated_at": "2026-12-03T06:29:01.231902Z",
                      *           "age_seconds": 0,
-                     *           "finished_at": "2026-12-03T06:06:49.920325Z",
+                     *           "finished_at": "2026-12-03T06:29:01.231902Z",
                      *           "finished_by": "dev-ops",
                      *           "finish_reason": "the truck is full"
                      *         }
@@ -10771,7 +10874,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
+                     *       "id": "01a23a97-9079-73df-a3d3-d199f80e423d",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10784,8 +10887,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.893946Z",
-                     *       "updated_at": "2026-12-03T06:06:49.893946Z",
+                     *       "created_at": "2026-12-03T06:29:01.173161Z",
+                     *       "updated_at": "2026-12-03T06:29:01.173161Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10859,7 +10962,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
+                     *       "id": "01a23a97-9079-73df-a3d3-d199f80e423d",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10872,8 +10975,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.893946Z",
-                     *       "updated_at": "2026-12-03T06:06:49.893946Z",
+                     *       "created_at": "2026-12-03T06:29:01.173161Z",
+                     *       "updated_at": "2026-12-03T06:29:01.173161Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -10959,7 +11062,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
+                     *       "id": "01a23a97-9079-73df-a3d3-d199f80e423d",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -10972,8 +11075,8 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.893946Z",
-                     *       "updated_at": "2026-12-03T06:06:49.904479Z",
+                     *       "created_at": "2026-12-03T06:29:01.173161Z",
+                     *       "updated_at": "2026-12-03T06:29:01.197183Z",
                      *       "age_seconds": 0,
                      *       "finished_at": null,
                      *       "finished_by": null,
@@ -11072,7 +11175,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4027-71ae-a38f-cf6b4e7a4d9f",
+                     *       "id": "01a23a97-9079-73df-a3d3-d199f80e423d",
                      *       "sku": "A1",
                      *       "pool": "main",
                      *       "from": "default",
@@ -11085,10 +11188,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.893946Z",
-                     *       "updated_at": "2026-12-03T06:06:49.908584Z",
+                     *       "created_at": "2026-12-03T06:29:01.173161Z",
+                     *       "updated_at": "2026-12-03T06:29:01.220094Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-03T06:06:49.908584Z",
+                     *       "finished_at": "2026-12-03T06:29:01.220094Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "one broke on the way"
                      *     }
@@ -11185,7 +11288,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-403c-7726-93f8-de5904be1db9",
+                     *       "id": "01a23a97-90aa-7065-be0c-b930fbf11c49",
                      *       "sku": "B2",
                      *       "pool": "main",
                      *       "from": "default",
@@ -11198,10 +11301,10 @@ export interface operations {
                      *       "reason": "rebalance",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.914881Z",
-                     *       "updated_at": "2026-12-03T06:06:49.920325Z",
+                     *       "created_at": "2026-12-03T06:29:01.224177Z",
+                     *       "updated_at": "2026-12-03T06:29:01.231902Z",
                      *       "age_seconds": 0,
-                     *       "finished_at": "2026-12-03T06:06:49.920325Z",
+                     *       "finished_at": "2026-12-03T06:29:01.231902Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "the truck is full"
                      *     }
@@ -11292,7 +11395,7 @@ export interface operations {
                      * @example {
                      *       "inbound": [
                      *         {
-                     *           "id": "01a23a83-4064-7f0f-a163-ac93150a5a66",
+                     *           "id": "01a23a97-90f8-72bb-937c-c00237725196",
                      *           "supplier_ref": "PO-1044",
                      *           "location": "east",
                      *           "expected_on": "2030-03-01",
@@ -11311,8 +11414,8 @@ export interface operations {
                      *           "reason": "expected from PO-1044",
                      *           "actor": "dev-ops",
                      *           "actor_key": "dev-ops",
-                     *           "created_at": "2026-12-03T06:06:49.954964Z",
-                     *           "updated_at": "2026-12-03T06:06:49.954964Z",
+                     *           "created_at": "2026-12-03T06:29:01.302668Z",
+                     *           "updated_at": "2026-12-03T06:29:01.302668Z",
                      *           "finished_at": null,
                      *           "finished_by": null,
                      *           "finish_reason": null
@@ -11396,7 +11499,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4046-7416-8f1b-df3cda9ce7e1",
+                     *       "id": "01a23a97-90c0-70e4-8ba5-d2b42611d7b1",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11423,8 +11526,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.924909Z",
-                     *       "updated_at": "2026-12-03T06:06:49.924909Z",
+                     *       "created_at": "2026-12-03T06:29:01.2395Z",
+                     *       "updated_at": "2026-12-03T06:29:01.2395Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11497,7 +11600,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4046-7416-8f1b-df3cda9ce7e1",
+                     *       "id": "01a23a97-90c0-70e4-8ba5-d2b42611d7b1",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11524,8 +11627,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.924909Z",
-                     *       "updated_at": "2026-12-03T06:06:49.924909Z",
+                     *       "created_at": "2026-12-03T06:29:01.2395Z",
+                     *       "updated_at": "2026-12-03T06:29:01.2395Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11611,7 +11714,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4046-7416-8f1b-df3cda9ce7e1",
+                     *       "id": "01a23a97-90c0-70e4-8ba5-d2b42611d7b1",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11638,8 +11741,8 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.924909Z",
-                     *       "updated_at": "2026-12-03T06:06:49.934308Z",
+                     *       "created_at": "2026-12-03T06:29:01.2395Z",
+                     *       "updated_at": "2026-12-03T06:29:01.258147Z",
                      *       "finished_at": null,
                      *       "finished_by": null,
                      *       "finish_reason": null
@@ -11737,7 +11840,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4046-7416-8f1b-df3cda9ce7e1",
+                     *       "id": "01a23a97-90c0-70e4-8ba5-d2b42611d7b1",
                      *       "supplier_ref": "PO-1042",
                      *       "location": "east",
                      *       "expected_on": "2030-01-15",
@@ -11764,9 +11867,9 @@ export interface operations {
                      *       "reason": "expected from PO-1042",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.924909Z",
-                     *       "updated_at": "2026-12-03T06:06:49.938209Z",
-                     *       "finished_at": "2026-12-03T06:06:49.938209Z",
+                     *       "created_at": "2026-12-03T06:29:01.2395Z",
+                     *       "updated_at": "2026-12-03T06:29:01.268036Z",
+                     *       "finished_at": "2026-12-03T06:29:01.268036Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "supplier out of B2"
                      *     }
@@ -11863,7 +11966,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "01a23a83-4057-72c4-967f-53f135a7de23",
+                     *       "id": "01a23a97-90da-78e4-8756-eae99a128060",
                      *       "supplier_ref": "PO-1043",
                      *       "location": "east",
                      *       "expected_on": "2030-02-01",
@@ -11882,9 +11985,9 @@ export interface operations {
                      *       "reason": "expected from PO-1043",
                      *       "actor": "dev-ops",
                      *       "actor_key": "dev-ops",
-                     *       "created_at": "2026-12-03T06:06:49.94224Z",
-                     *       "updated_at": "2026-12-03T06:06:49.946773Z",
-                     *       "finished_at": "2026-12-03T06:06:49.946773Z",
+                     *       "created_at": "2026-12-03T06:29:01.2736Z",
+                     *       "updated_at": "2026-12-03T06:29:01.293579Z",
+                     *       "finished_at": "2026-12-03T06:29:01.293579Z",
                      *       "finished_by": "dev-ops",
                      *       "finish_reason": "order withdrawn"
                      *     }
@@ -12055,7 +12158,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-03T06:06:49.707649Z"
+                     *       "set_at": "2026-12-03T06:29:00.938216Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
@@ -12140,7 +12243,7 @@ export interface operations {
                      *       "max_per_customer": 2,
                      *       "customer_window_seconds": 86400,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-03T06:06:49.707649Z"
+                     *       "set_at": "2026-12-03T06:29:00.938216Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Limits"];
@@ -12276,7 +12379,7 @@ export interface operations {
                      *       "below_zero": 5,
                      *       "horizon_days": 14,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-03T06:06:49.757393Z",
+                     *       "set_at": "2026-12-03T06:29:00.962486Z",
                      *       "rows": [
                      *         {
                      *           "location": "default",
@@ -12364,7 +12467,7 @@ export interface operations {
                      *       "below_zero": 5,
                      *       "horizon_days": 14,
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-03T06:06:49.757393Z",
+                     *       "set_at": "2026-12-03T06:29:00.962486Z",
                      *       "rows": [
                      *         {
                      *           "location": "default",
@@ -12517,7 +12620,7 @@ export interface operations {
                      *       ],
                      *       "reason": "gift box: a mug and two coasters",
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-03T06:06:49.727301Z"
+                     *       "set_at": "2026-12-03T06:29:00.948743Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Bundle"];
@@ -12619,7 +12722,7 @@ export interface operations {
                      *       ],
                      *       "reason": "gift box: a mug and two coasters",
                      *       "set_by": "dev-ops",
-                     *       "set_at": "2026-12-03T06:06:49.727301Z"
+                     *       "set_at": "2026-12-03T06:29:00.948743Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Bundle"];
