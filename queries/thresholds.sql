@@ -16,3 +16,72 @@ SELECT s.sku, s.location, s.pool, s.version + 1, sqlc.narg('threshold')::bigint,
 ON CONFLICT (sku, location, pool, from_version) DO UPDATE
 SET threshold = excluded.threshold, set_by = excluded.set_by, set_at = now()
 RETURNING stock_thresholds.sku, stock_thresholds.location, stock_thresholds.pool, stock_thresholds.threshold;
+
+-- Low-stock thresholds of bundles (migrations/00158_bundle_thresholds.sql):
+-- on a bundle's availability at a location, computed from its components.
+
+-- name: BundleLowLock :exec
+-- BundleLowLock waits for every transaction deciding a bundle's crossing
+-- (at its commit) and keeps the next from deciding until this one ends:
+-- what it sets is what they decide by.
+SELECT pg_advisory_xact_lock(hashtext('stockhold.bundle_low'));
+
+-- name: BundleThresholdSet :one
+-- BundleThresholdSet sets bundle sku's threshold at location; it is low
+-- from now if the bundle makes no more than the threshold there now, so
+-- setting a threshold it is already under sends nothing until it rises
+-- above it again. Under BundleLowLock.
+INSERT INTO bundle_thresholds (sku, location, threshold, low, set_by)
+VALUES (@sku, @location, @threshold::bigint, bundle_available(@sku, @location) <= @threshold::bigint, @set_by)
+ON CONFLICT (sku, location) DO UPDATE
+SET threshold = excluded.threshold, low = excluded.low, set_by = excluded.set_by, set_at = now()
+RETURNING *;
+
+-- name: BundleThresholdDelete :exec
+DELETE FROM bundle_thresholds WHERE sku = @sku AND location = @location;
+
+-- name: BundleThresholdsDeleteAll :exec
+-- BundleThresholdsDeleteAll removes a deleted bundle's thresholds.
+DELETE FROM bundle_thresholds WHERE sku = @sku;
+
+-- name: BundleThresholdsReset :exec
+-- BundleThresholdsReset decides again whether bundle sku is low at each
+-- location with a threshold, by its current definition, sending nothing
+-- (a new definition). Under BundleLowLock.
+UPDATE bundle_thresholds SET low = bundle_available(sku, location) <= threshold WHERE sku = @sku;
+
+-- name: BundleThresholdsOf :many
+-- BundleThresholdsOf is the thresholds of those of skus that are bundles.
+SELECT sku, location, threshold FROM bundle_thresholds
+WHERE sku = ANY(@skus::text[])
+ORDER BY sku, location;
+
+-- name: BundleComponentsAt :one
+-- BundleComponentsAt reports whether a component of bundle sku's current
+-- definition has a main pool at location.
+SELECT EXISTS (
+    SELECT 1 FROM bundles d
+    JOIN bundle_components bc ON bc.bundle_sku = d.sku AND bc.version = d.version
+    JOIN stock s ON s.sku = bc.sku AND s.location = @location AND s.pool = 'main'
+    WHERE d.sku = @sku)::boolean;
+
+-- name: BundleWatchRefresh :exec
+-- BundleWatchRefresh sets bundle_watch on the main pools of skus to whether
+-- each is a component of a bundle with a threshold at its location,
+-- locking only the rows it changes.
+UPDATE stock s SET bundle_watch = NOT s.bundle_watch
+WHERE s.sku = ANY(@skus::text[]) AND s.pool = 'main'
+  AND s.bundle_watch <> bundle_watch_want(s.sku, s.location);
+
+-- name: BundleWatchAdd :exec
+-- BundleWatchAdd watches the main pools of skus at the locations where
+-- bundle sku has a threshold (a definition of it about to be set), locking
+-- only the rows it changes.
+UPDATE stock s SET bundle_watch = true
+WHERE s.sku = ANY(@skus::text[]) AND s.pool = 'main' AND NOT s.bundle_watch
+  AND s.location IN (SELECT t.location FROM bundle_thresholds t WHERE t.sku = @sku);
+
+-- name: BundleComponentsEver :many
+-- BundleComponentsEver is every SKU that any version of bundle sku has
+-- had as a component: the rows whose watch a new definition may end.
+SELECT DISTINCT sku FROM bundle_components WHERE bundle_sku = @sku ORDER BY sku;

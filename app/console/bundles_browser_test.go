@@ -34,6 +34,9 @@ func TestBrowserBundles(t *testing.T) {
 		_, err := e.app.Inventory.SetBundle(bg, b, "ops")
 		require.NoError(t, err)
 	}
+	four := int64(4)
+	_, err := e.app.Inventory.SetThreshold(bg, stock.Threshold{SKU: "GIFT-BOX", Location: "east", Threshold: &four, Actor: "ops"})
+	require.NoError(t, err)
 	text := textOf(t, ctx)
 
 	require.NoError(t, chromedp.Do(ctx,
@@ -48,7 +51,7 @@ func TestBrowserBundles(t *testing.T) {
 	// default: 10 mugs, 7 coasters: 3 boxes; east: 4 mugs, 8 coasters: 4.
 	// Pairs: 14 mugs anywhere, split: 7, wherever they come from.
 	require.Equal(t, []string{
-		"GIFT-BOX | 1 × MUG, 2 × COASTER | 7 | default 3, east 4",
+		"GIFT-BOX | 1 × MUG, 2 × COASTER | 7 | default 3, east 4 (low at 4) low",
 		"GIFT-PAIR | 2 × MUG (split) | 7 | default 7, east 7",
 	}, rows)
 	fits(t, ctx, "the SKU list with bundles")
@@ -65,7 +68,10 @@ func TestBrowserBundles(t *testing.T) {
 	at, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('.card.bundle table.bylocation tr')].slice(1).map(r => [...r.cells].map(c => c.innerText.trim()).join(' | '))`))
 	require.NoError(t, err)
-	require.Equal(t, []string{"default | 3", "east | 4"}, at)
+	require.Equal(t, []string{"default | 3 | —", "east | 4 | 4"}, at, "east is at its threshold")
+	low, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.card.bundle table.bylocation tr.low').length`))
+	require.NoError(t, err)
+	require.Equal(t, 1, low)
 	require.Contains(t, text(`.card.bundle`), "7 in all")
 	fits(t, ctx, "a bundle's page")
 

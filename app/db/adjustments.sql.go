@@ -110,7 +110,7 @@ func (q *Queries) StockCreateMainMany(ctx context.Context, skus []string, locati
 }
 
 const stockExportPage = `-- name: StockExportPage :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch FROM stock
 WHERE (sku, location, pool) > ($1::text, $2::text, $3::text)
   AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
@@ -167,6 +167,7 @@ func (q *Queries) StockExportPage(ctx context.Context, arg StockExportPageParams
 			&i.Backordered,
 			&i.BackorderLimit,
 			&i.BackorderHorizonDays,
+			&i.BundleWatch,
 		); err != nil {
 			return nil, err
 		}
@@ -418,7 +419,7 @@ func (q *Queries) StockImportsByContent(ctx context.Context, contentSha256 []byt
 }
 
 const stockListBySKUs = `-- name: StockListBySKUs :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered, s.backorder_limit, s.backorder_horizon_days FROM stock s
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered, s.backorder_limit, s.backorder_horizon_days, s.bundle_watch FROM stock s
 JOIN locations l ON l.id = s.location
 WHERE s.sku = ANY($1::text[])
 ORDER BY s.sku COLLATE "C", l.priority, s.location COLLATE "C", s.pool = 'main' DESC, s.pool COLLATE "C"
@@ -459,6 +460,7 @@ func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, 
 			&i.Backordered,
 			&i.BackorderLimit,
 			&i.BackorderHorizonDays,
+			&i.BundleWatch,
 		); err != nil {
 			return nil, err
 		}
@@ -471,7 +473,7 @@ func (q *Queries) StockListBySKUs(ctx context.Context, skus []string) ([]Stock, 
 }
 
 const stockLockForAdjust = `-- name: StockLockForAdjust :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered, s.backorder_limit, s.backorder_horizon_days
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered, s.backorder_limit, s.backorder_horizon_days, s.bundle_watch
 FROM stock s
 JOIN (SELECT unnest($1::text[]) AS sku, unnest($2::text[]) AS location, unnest($3::text[]) AS pool) k
   ON s.sku = k.sku AND s.location = k.location AND s.pool = k.pool
@@ -515,6 +517,7 @@ func (q *Queries) StockLockForAdjust(ctx context.Context, skus []string, locatio
 			&i.Backordered,
 			&i.BackorderLimit,
 			&i.BackorderHorizonDays,
+			&i.BundleWatch,
 		); err != nil {
 			return nil, err
 		}

@@ -270,7 +270,7 @@ func (q *Queries) CampaignLock(ctx context.Context, id string) (Campaign, error)
 }
 
 const campaignPools = `-- name: CampaignPools :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
 `
 
 // In (sku, location) byte order: campaign end and finish lock each row in
@@ -308,6 +308,7 @@ func (q *Queries) CampaignPools(ctx context.Context, campaign string) ([]Stock, 
 			&i.Backordered,
 			&i.BackorderLimit,
 			&i.BackorderHorizonDays,
+			&i.BundleWatch,
 		); err != nil {
 			return nil, err
 		}

@@ -53,6 +53,12 @@ SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserv
            WHERE n.sku = f.sku AND n.id >= v.first_id AND n.id <= f.id
              AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version AND n.feed_xid = f.feed_xid)
        END::text[] AS version_units,
+       CASE WHEN f.last_of_version THEN (
+           SELECT jsonb_agg(jsonb_build_object('sku', b.bundle_sku, 'threshold', b.threshold, 'available', b.available,
+                                               'crossing', b.crossing) ORDER BY b.bundle_sku)
+           FROM bundle_lows b
+           WHERE b.sku = f.sku AND b.location = f.location AND b.pool = f.pool AND b.stock_version = f.stock_version)
+       END::jsonb AS bundle_lows,
        f.units, f.refs, f.ref, r.order_ref, r.client,
        t.from_location AS transfer_from, t.to_location AS transfer_to,
        i.supplier_ref AS inbound_supplier_ref, i.expected_on AS inbound_expected_on
@@ -112,6 +118,7 @@ type EventRowsAfterRow struct {
 	VersionDeltas       []int64
 	Threshold           int64
 	VersionUnits        []string
+	BundleLows          []byte
 	Units               []string
 	Refs                []string
 	Ref_2               *string
@@ -132,7 +139,9 @@ type EventRowsAfterRow struct {
 // before them. For the last row of each stock version (the rows one
 // statement wrote for one stock row share it) it adds the version's summed
 // deltas, the units with an identity it moved, and the low-stock
-// threshold that applied to it (-1: none); for a
+// threshold that applied to it (-1: none), and the bundles whose
+// low-stock threshold that version took them to (bundle_lows: sku,
+// threshold, available, crossing; null: none); for a
 // hold's rows, the hold's order reference and client (null once retention
 // deleted the hold); for a transfer's rows, its two locations; for an
 // inbound notice's rows, its supplier reference and expected day.
@@ -179,6 +188,7 @@ func (q *Queries) EventRowsAfter(ctx context.Context, afterXid uint64, afterID i
 			&i.VersionDeltas,
 			&i.Threshold,
 			&i.VersionUnits,
+			&i.BundleLows,
 			&i.Units,
 			&i.Refs,
 			&i.Ref_2,

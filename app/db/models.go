@@ -127,6 +127,30 @@ type BundleComponent struct {
 	Position  int32
 }
 
+// Each crossing of a bundle's low-stock threshold, on the component change (its stock row and the version it produced) that made it: a stock.low of the bundle in the event feed.
+type BundleLow struct {
+	Sku          string
+	Location     string
+	Pool         string
+	StockVersion int64
+	BundleSku    string
+	Threshold    int64
+	Available    int64
+	Crossing     int64
+	At           time.Time
+}
+
+// Low-stock thresholds of bundles, per location, on the availability computed from their components; low: at or below since the last crossing.
+type BundleThreshold struct {
+	Sku       string
+	Location  string
+	Threshold int64
+	Low       bool
+	Crossings int64
+	SetBy     string
+	SetAt     time.Time
+}
+
 // Flash sales: scheduled -> active -> ended -> rolled_back. Holds naming a campaign draw only from its pool.
 type Campaign struct {
 	ID           string
@@ -549,6 +573,8 @@ type Stock struct {
 	BackorderLimit int64
 	// The pool's backorder policy's horizon (null: incoming is never promised), kept here for the CHECK stock_backordered.
 	BackorderHorizonDays *int32
+	// True on the main pool of a component of a bundle with a low-stock threshold at this location: its changes are checked for the bundle's crossings (bundle_low_check).
+	BundleWatch bool
 }
 
 // Each stock count: what was counted on the shelf, what the counters said, and the difference recorded (ledger kind count).

@@ -499,7 +499,7 @@ func (q *Queries) StockBooks(ctx context.Context, sku string, location string, p
 }
 
 const stockListByPool = `-- name: StockListByPool :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch FROM stock WHERE pool = $1 ORDER BY sku COLLATE "C", location COLLATE "C"
 `
 
 // StockListByPool is every row of one pool, by SKU and location.
@@ -536,6 +536,7 @@ func (q *Queries) StockListByPool(ctx context.Context, pool string) ([]Stock, er
 			&i.Backordered,
 			&i.BackorderLimit,
 			&i.BackorderHorizonDays,
+			&i.BundleWatch,
 		); err != nil {
 			return nil, err
 		}
@@ -839,7 +840,7 @@ SET total = $1, available = $2, reserved = $3, sold = $4,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $10 AND location = $11 AND pool = $12
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch
 `
 
 type StockRepairSetParams struct {
@@ -900,6 +901,7 @@ func (q *Queries) StockRepairSet(ctx context.Context, arg StockRepairSetParams) 
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }

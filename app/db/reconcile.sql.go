@@ -1143,7 +1143,7 @@ WITH moved AS (
     -- A probe per row (LIMIT 1 keeps it one, whatever the planner guesses
     -- of how many rows moved).
     CROSS JOIN LATERAL (
-        SELECT x.sku, x.pool, x.total, x.available, x.reserved, x.sold, x.status, x.paused_reason, x.version, x.created_at, x.updated_at, x.feed_xid, x.low_threshold, x.serialized, x.location, x.quality_control, x.damaged, x.safety_stock, x.incoming, x.short, x.backordered, x.backorder_limit, x.backorder_horizon_days FROM stock x
+        SELECT x.sku, x.pool, x.total, x.available, x.reserved, x.sold, x.status, x.paused_reason, x.version, x.created_at, x.updated_at, x.feed_xid, x.low_threshold, x.serialized, x.location, x.quality_control, x.damaged, x.safety_stock, x.incoming, x.short, x.backordered, x.backorder_limit, x.backorder_horizon_days, x.bundle_watch FROM stock x
         WHERE x.sku = m.sku AND x.location = m.location AND x.pool = m.pool
         LIMIT 1
     ) s
@@ -1756,7 +1756,7 @@ WITH scope AS (
     SELECT s.sku, s.location, s.pool, s.available, s.reserved, s.sold
     FROM (SELECT DISTINCT g.sku, g.location, g.pool FROM ledger g WHERE g.feed_xid >= $1::xid8) m
     CROSS JOIN LATERAL (
-        SELECT x.sku, x.pool, x.total, x.available, x.reserved, x.sold, x.status, x.paused_reason, x.version, x.created_at, x.updated_at, x.feed_xid, x.low_threshold, x.serialized, x.location, x.quality_control, x.damaged, x.safety_stock, x.incoming, x.short, x.backordered, x.backorder_limit, x.backorder_horizon_days FROM stock x
+        SELECT x.sku, x.pool, x.total, x.available, x.reserved, x.sold, x.status, x.paused_reason, x.version, x.created_at, x.updated_at, x.feed_xid, x.low_threshold, x.serialized, x.location, x.quality_control, x.damaged, x.safety_stock, x.incoming, x.short, x.backordered, x.backorder_limit, x.backorder_horizon_days, x.bundle_watch FROM stock x
         WHERE x.sku = m.sku AND x.location = m.location AND x.pool = m.pool
         LIMIT 1
     ) s

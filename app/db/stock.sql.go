@@ -22,7 +22,7 @@ SET total = s.total + excluded.total,
     feed_xid = greatest(s.feed_xid, excluded.feed_xid),
     updated_at = now()
 WHERE NOT s.serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch
 `
 
 type StockAdjustParams struct {
@@ -67,12 +67,13 @@ func (q *Queries) StockAdjust(ctx context.Context, arg StockAdjustParams) (Stock
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }
 
 const stockBatch = `-- name: StockBatch :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch FROM stock
 WHERE sku = ANY($1::text[])
   AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
@@ -115,6 +116,7 @@ func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error
 			&i.Backordered,
 			&i.BackorderLimit,
 			&i.BackorderHorizonDays,
+			&i.BundleWatch,
 		); err != nil {
 			return nil, err
 		}
@@ -129,7 +131,7 @@ func (q *Queries) StockBatch(ctx context.Context, skus []string) ([]Stock, error
 const stockCreate = `-- name: StockCreate :one
 INSERT INTO stock (sku, location, pool) VALUES ($1, $2, $3)
 ON CONFLICT (sku, location, pool) DO NOTHING
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch
 `
 
 func (q *Queries) StockCreate(ctx context.Context, sku string, location string, pool string) (Stock, error) {
@@ -159,6 +161,7 @@ func (q *Queries) StockCreate(ctx context.Context, sku string, location string, 
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }
@@ -239,7 +242,7 @@ func (q *Queries) StockFree(ctx context.Context, skus []string, pools []string, 
 }
 
 const stockGet = `-- name: StockGet :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock WHERE sku = $1 AND location = $2 AND pool = $3
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch FROM stock WHERE sku = $1 AND location = $2 AND pool = $3
 `
 
 func (q *Queries) StockGet(ctx context.Context, sku string, location string, pool string) (Stock, error) {
@@ -269,12 +272,13 @@ func (q *Queries) StockGet(ctx context.Context, sku string, location string, poo
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }
 
 const stockListBySKU = `-- name: StockListBySKU :many
-SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered, s.backorder_limit, s.backorder_horizon_days FROM stock s
+SELECT s.sku, s.pool, s.total, s.available, s.reserved, s.sold, s.status, s.paused_reason, s.version, s.created_at, s.updated_at, s.feed_xid, s.low_threshold, s.serialized, s.location, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short, s.backordered, s.backorder_limit, s.backorder_horizon_days, s.bundle_watch FROM stock s
 JOIN locations l ON l.id = s.location
 WHERE s.sku = $1
   AND NOT (s.pool <> 'main' AND s.total = s.sold AND s.incoming = 0
@@ -321,6 +325,7 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 			&i.Backordered,
 			&i.BackorderLimit,
 			&i.BackorderHorizonDays,
+			&i.BundleWatch,
 		); err != nil {
 			return nil, err
 		}
@@ -333,7 +338,7 @@ func (q *Queries) StockListBySKU(ctx context.Context, sku string) ([]Stock, erro
 }
 
 const stockLock = `-- name: StockLock :one
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock WHERE sku = $1 AND location = $2 AND pool = $3 FOR UPDATE
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch FROM stock WHERE sku = $1 AND location = $2 AND pool = $3 FOR UPDATE
 `
 
 // StockLock locks one stock row for the rest of the transaction.
@@ -364,6 +369,7 @@ func (q *Queries) StockLock(ctx context.Context, sku string, location string, po
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }
@@ -383,7 +389,7 @@ SET total = total + $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $10 AND location = $11 AND pool = $12 AND NOT serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch
 `
 
 type StockMoveParams struct {
@@ -446,6 +452,7 @@ func (q *Queries) StockMove(ctx context.Context, arg StockMoveParams) (Stock, er
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }
@@ -612,7 +619,7 @@ func (q *Queries) StockSKUExists(ctx context.Context, sku string) (bool, error) 
 }
 
 const stockScan = `-- name: StockScan :many
-SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days FROM stock
+SELECT sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch FROM stock
 WHERE sku > $1
   AND NOT (stock.pool <> 'main' AND stock.total = stock.sold AND stock.incoming = 0
      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = stock.pool AND c.status = 'rolled_back'))
@@ -657,6 +664,7 @@ func (q *Queries) StockScan(ctx context.Context, after string, lim int32) ([]Sto
 			&i.Backordered,
 			&i.BackorderLimit,
 			&i.BackorderHorizonDays,
+			&i.BundleWatch,
 		); err != nil {
 			return nil, err
 		}
@@ -708,7 +716,7 @@ SET status = $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $3 AND location = $4 AND pool = $5
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch
 `
 
 type StockSetStatusParams struct {
@@ -752,6 +760,7 @@ func (q *Queries) StockSetStatus(ctx context.Context, arg StockSetStatusParams) 
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }
@@ -764,7 +773,7 @@ SET total = total - $1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $2 AND location = $3 AND pool = $4 AND available >= $1 AND NOT serialized
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch
 `
 
 type StockTakeParams struct {
@@ -808,6 +817,7 @@ func (q *Queries) StockTake(ctx context.Context, arg StockTakeParams) (Stock, er
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }

@@ -9,6 +9,195 @@ import (
 	"context"
 )
 
+const bundleComponentsAt = `-- name: BundleComponentsAt :one
+SELECT EXISTS (
+    SELECT 1 FROM bundles d
+    JOIN bundle_components bc ON bc.bundle_sku = d.sku AND bc.version = d.version
+    JOIN stock s ON s.sku = bc.sku AND s.location = $1 AND s.pool = 'main'
+    WHERE d.sku = $2)::boolean
+`
+
+// BundleComponentsAt reports whether a component of bundle sku's current
+// definition has a main pool at location.
+func (q *Queries) BundleComponentsAt(ctx context.Context, location string, sku string) (bool, error) {
+	row := q.db.QueryRow(ctx, bundleComponentsAt, location, sku)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const bundleComponentsEver = `-- name: BundleComponentsEver :many
+SELECT DISTINCT sku FROM bundle_components WHERE bundle_sku = $1 ORDER BY sku
+`
+
+// BundleComponentsEver is every SKU that any version of bundle sku has
+// had as a component: the rows whose watch a new definition may end.
+func (q *Queries) BundleComponentsEver(ctx context.Context, sku string) ([]string, error) {
+	rows, err := q.db.Query(ctx, bundleComponentsEver, sku)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var sku string
+		if err := rows.Scan(&sku); err != nil {
+			return nil, err
+		}
+		items = append(items, sku)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const bundleLowLock = `-- name: BundleLowLock :exec
+
+SELECT pg_advisory_xact_lock(hashtext('stockhold.bundle_low'))
+`
+
+// Low-stock thresholds of bundles (migrations/00158_bundle_thresholds.sql):
+// on a bundle's availability at a location, computed from its components.
+// BundleLowLock waits for every transaction deciding a bundle's crossing
+// (at its commit) and keeps the next from deciding until this one ends:
+// what it sets is what they decide by.
+func (q *Queries) BundleLowLock(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, bundleLowLock)
+	return err
+}
+
+const bundleThresholdDelete = `-- name: BundleThresholdDelete :exec
+DELETE FROM bundle_thresholds WHERE sku = $1 AND location = $2
+`
+
+func (q *Queries) BundleThresholdDelete(ctx context.Context, sku string, location string) error {
+	_, err := q.db.Exec(ctx, bundleThresholdDelete, sku, location)
+	return err
+}
+
+const bundleThresholdSet = `-- name: BundleThresholdSet :one
+INSERT INTO bundle_thresholds (sku, location, threshold, low, set_by)
+VALUES ($1, $2, $3::bigint, bundle_available($1, $2) <= $3::bigint, $4)
+ON CONFLICT (sku, location) DO UPDATE
+SET threshold = excluded.threshold, low = excluded.low, set_by = excluded.set_by, set_at = now()
+RETURNING sku, location, threshold, low, crossings, set_by, set_at
+`
+
+type BundleThresholdSetParams struct {
+	Sku       string
+	Location  string
+	Threshold int64
+	SetBy     string
+}
+
+// BundleThresholdSet sets bundle sku's threshold at location; it is low
+// from now if the bundle makes no more than the threshold there now, so
+// setting a threshold it is already under sends nothing until it rises
+// above it again. Under BundleLowLock.
+func (q *Queries) BundleThresholdSet(ctx context.Context, arg BundleThresholdSetParams) (BundleThreshold, error) {
+	row := q.db.QueryRow(ctx, bundleThresholdSet,
+		arg.Sku,
+		arg.Location,
+		arg.Threshold,
+		arg.SetBy,
+	)
+	var i BundleThreshold
+	err := row.Scan(
+		&i.Sku,
+		&i.Location,
+		&i.Threshold,
+		&i.Low,
+		&i.Crossings,
+		&i.SetBy,
+		&i.SetAt,
+	)
+	return i, err
+}
+
+const bundleThresholdsDeleteAll = `-- name: BundleThresholdsDeleteAll :exec
+DELETE FROM bundle_thresholds WHERE sku = $1
+`
+
+// BundleThresholdsDeleteAll removes a deleted bundle's thresholds.
+func (q *Queries) BundleThresholdsDeleteAll(ctx context.Context, sku string) error {
+	_, err := q.db.Exec(ctx, bundleThresholdsDeleteAll, sku)
+	return err
+}
+
+const bundleThresholdsOf = `-- name: BundleThresholdsOf :many
+SELECT sku, location, threshold FROM bundle_thresholds
+WHERE sku = ANY($1::text[])
+ORDER BY sku, location
+`
+
+type BundleThresholdsOfRow struct {
+	Sku       string
+	Location  string
+	Threshold int64
+}
+
+// BundleThresholdsOf is the thresholds of those of skus that are bundles.
+func (q *Queries) BundleThresholdsOf(ctx context.Context, skus []string) ([]BundleThresholdsOfRow, error) {
+	rows, err := q.db.Query(ctx, bundleThresholdsOf, skus)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BundleThresholdsOfRow
+	for rows.Next() {
+		var i BundleThresholdsOfRow
+		if err := rows.Scan(&i.Sku, &i.Location, &i.Threshold); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const bundleThresholdsReset = `-- name: BundleThresholdsReset :exec
+UPDATE bundle_thresholds SET low = bundle_available(sku, location) <= threshold WHERE sku = $1
+`
+
+// BundleThresholdsReset decides again whether bundle sku is low at each
+// location with a threshold, by its current definition, sending nothing
+// (a new definition). Under BundleLowLock.
+func (q *Queries) BundleThresholdsReset(ctx context.Context, sku string) error {
+	_, err := q.db.Exec(ctx, bundleThresholdsReset, sku)
+	return err
+}
+
+const bundleWatchAdd = `-- name: BundleWatchAdd :exec
+UPDATE stock s SET bundle_watch = true
+WHERE s.sku = ANY($1::text[]) AND s.pool = 'main' AND NOT s.bundle_watch
+  AND s.location IN (SELECT t.location FROM bundle_thresholds t WHERE t.sku = $2)
+`
+
+// BundleWatchAdd watches the main pools of skus at the locations where
+// bundle sku has a threshold (a definition of it about to be set), locking
+// only the rows it changes.
+func (q *Queries) BundleWatchAdd(ctx context.Context, skus []string, sku string) error {
+	_, err := q.db.Exec(ctx, bundleWatchAdd, skus, sku)
+	return err
+}
+
+const bundleWatchRefresh = `-- name: BundleWatchRefresh :exec
+UPDATE stock s SET bundle_watch = NOT s.bundle_watch
+WHERE s.sku = ANY($1::text[]) AND s.pool = 'main'
+  AND s.bundle_watch <> bundle_watch_want(s.sku, s.location)
+`
+
+// BundleWatchRefresh sets bundle_watch on the main pools of skus to whether
+// each is a component of a bundle with a threshold at its location,
+// locking only the rows it changes.
+func (q *Queries) BundleWatchRefresh(ctx context.Context, skus []string) error {
+	_, err := q.db.Exec(ctx, bundleWatchRefresh, skus)
+	return err
+}
+
 const stockThresholdSet = `-- name: StockThresholdSet :one
 
 WITH s AS (

@@ -76,7 +76,7 @@ SET total = total + $1::bigint,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()
 WHERE sku = $2 AND location = $3 AND pool = $4
-RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days
+RETURNING sku, pool, total, available, reserved, sold, status, paused_reason, version, created_at, updated_at, feed_xid, low_threshold, serialized, location, quality_control, damaged, safety_stock, incoming, short, backordered, backorder_limit, backorder_horizon_days, bundle_watch
 `
 
 type StockShiftUnitsParams struct {
@@ -121,6 +121,7 @@ func (q *Queries) StockShiftUnits(ctx context.Context, arg StockShiftUnitsParams
 		&i.Backordered,
 		&i.BackorderLimit,
 		&i.BackorderHorizonDays,
+		&i.BundleWatch,
 	)
 	return i, err
 }

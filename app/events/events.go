@@ -20,7 +20,9 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -80,9 +82,10 @@ func Known(t string) bool {
 }
 
 // Position is a place in the feed: the ledger row (its feed_xid and id) and
-// the event within it (a row gives at most three: its own, then the
-// stock.changed and stock.low of the stock version it ends). Its string
-// form, "<xid>-<id>-<n>", is an event's id and a reader's cursor.
+// the event within it (a row gives its own, then the stock.changed and
+// stock.low of the stock version it ends, then a stock.low for each bundle
+// that version took to its threshold). Its string form, "<xid>-<id>-<n>",
+// is an event's id and a reader's cursor.
 type Position struct {
 	Xid uint64
 	ID  int64
@@ -97,6 +100,11 @@ const (
 	slotOwn     = 0 // hold.* or stock.paused / stock.resumed
 	slotChanged = 1 // stock.changed, on the last row of a stock version
 	slotLow     = 2 // stock.low, likewise
+	// slotBundleLow and on: a stock.low of each bundle the version took to
+	// its threshold, in bundle SKU order.
+	slotBundleLow = 3
+	// maxSlot bounds the slot of a cursor (a webhook keeps it as an integer).
+	maxSlot = math.MaxInt32
 )
 
 func (p Position) String() string { return fmt.Sprintf("%d-%d-%d", p.Xid, p.ID, p.N) }
@@ -122,7 +130,7 @@ func ParsePosition(s string) (Position, error) {
 	xid, err1 := strconv.ParseUint(parts[0], 10, 64)
 	id, err2 := strconv.ParseInt(parts[1], 10, 64)
 	n, err3 := strconv.Atoi(parts[2])
-	if err1 != nil || err2 != nil || err3 != nil || id < 0 || n < 0 || n > slotLow {
+	if err1 != nil || err2 != nil || err3 != nil || id < 0 || n < 0 || n > maxSlot {
 		return Position{}, bad
 	}
 	return Position{Xid: xid, ID: id, N: n}, nil
@@ -139,7 +147,10 @@ func ParsePosition(s string) (Position, error) {
 //     safety_stock, incoming), the change itself (delta) and the stock
 //     row's version; units, the ids of the units with an identity the
 //     change moved (none: left out);
-//   - stock.low: threshold, available, version;
+//   - stock.low: threshold, available, version; for a bundle (its
+//     availability at the location, computed from its components) also
+//     component, the SKU whose change took it there, and version counts
+//     its crossings;
 //   - stock.paused, stock.resumed: actor, reason, and refs when the
 //     operator named any;
 //   - stock.repaired: actor, reason, refs (when any), to (ledger or
@@ -177,7 +188,8 @@ type Counters struct {
 	Incoming       int64 `json:"incoming"`
 }
 
-// expand returns the events of one ledger row, in order.
+// expand returns the events of one ledger row, in order: its pool's, then
+// its bundles'.
 func expand(r db.EventRowsAfterRow) []Event {
 	if r.FeedXid == nil {
 		return nil
@@ -191,6 +203,12 @@ func expand(r db.EventRowsAfterRow) []Event {
 		}
 		return e
 	}
+	return append(poolEvents(r, at), bundleLows(r, at)...)
+}
+
+// poolEvents are the events of r about its own pool: its own, and on the
+// last row of a stock version the version's stock.changed and stock.low.
+func poolEvents(r db.EventRowsAfterRow, at func(int, string, map[string]any) Event) []Event {
 	var out []Event
 	if typ := ownType(r); typ != "" {
 		out = append(out, at(slotOwn, typ, ownData(typ, r)))
@@ -222,6 +240,36 @@ func expand(r db.EventRowsAfterRow) []Event {
 		out = append(out, at(slotLow, StockLow, map[string]any{
 			"threshold": t, "available": after.Available, "version": r.StockVersion,
 		}))
+	}
+	return out
+}
+
+// bundleLow is a crossing of a bundle's threshold that a ledger row's
+// stock version made (queries/events.sql, bundle_lows).
+type bundleLow struct {
+	SKU       string `json:"sku"`
+	Threshold int64  `json:"threshold"`
+	Available int64  `json:"available"`
+	Crossing  int64  `json:"crossing"`
+}
+
+// bundleLows are the stock.low events of the bundles r's stock version
+// took to their threshold at r's location, after r's other events.
+func bundleLows(r db.EventRowsAfterRow, at func(int, string, map[string]any) Event) []Event {
+	if len(r.BundleLows) == 0 {
+		return nil
+	}
+	var lows []bundleLow
+	if err := json.Unmarshal(r.BundleLows, &lows); err != nil {
+		return nil // written by bundle_low_check as jsonb_build_object: cannot happen
+	}
+	out := make([]Event, 0, len(lows))
+	for i, l := range lows {
+		e := at(slotBundleLow+i, StockLow, map[string]any{
+			"threshold": l.Threshold, "available": l.Available, "version": l.Crossing, "component": r.Sku,
+		})
+		e.SKU, e.Pool = l.SKU, stock.MainPool
+		out = append(out, e)
 	}
 	return out
 }

@@ -296,12 +296,14 @@ func lastPosition(evs []events.Event) events.Position {
 
 func TestPositionRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, p := range []events.Position{events.Start, {Xid: 1 << 40, ID: 9_000_000_000, N: 2}, {Xid: 7, ID: 3, N: 1}} {
+	for _, p := range []events.Position{events.Start, {Xid: 1 << 40, ID: 9_000_000_000, N: 2}, {Xid: 7, ID: 3, N: 1},
+		{Xid: 7, ID: 3, N: 3}, {Xid: 7, ID: 3, N: 1<<31 - 1}} { // N from 3: a bundle's stock.low
+
 		got, err := events.ParsePosition(p.String())
 		require.NoError(t, err)
 		require.Equal(t, p, got)
 	}
-	for _, bad := range []string{"", "1-2", "1-2-3", "a-1-0", "1--1-0", "-1-2-0", "1-2-0-0", "18446744073709551616-1-0"} {
+	for _, bad := range []string{"", "1-2", "1-2-2147483648", "1-2--1", "a-1-0", "1--1-0", "-1-2-0", "1-2-0-0", "18446744073709551616-1-0"} {
 		_, err := events.ParsePosition(bad)
 		require.Error(t, err, "%q", bad)
 	}

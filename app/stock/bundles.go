@@ -84,11 +84,26 @@ func (b *Bundle) validate() error {
 // pool) and not a bundle: bundles do not nest, so no bundle contains
 // itself, directly or through another. The bundle SKU must have no stock
 // of its own, nor be a component of another bundle. Holds already made
-// keep the version they used.
+// keep the version they used. Where the bundle has a low-stock threshold,
+// whether it is low is decided again by the new definition, sending
+// nothing (as setting a threshold does).
 func (s *Service) SetBundle(ctx context.Context, b Bundle, actor string) (Bundle, error) {
 	if err := b.validate(); err != nil {
 		return Bundle{}, err
 	}
+	skus := make([]string, len(b.Components))
+	for i, c := range b.Components {
+		skus[i] = c.SKU
+	}
+	// Watch the components where the bundle has a threshold before taking
+	// the bundles' lock (holds and stock rows are never waited for under
+	// it); a watch the definition then does not need is ended after.
+	if err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		return db.New(tx).BundleWatchAdd(ctx, skus, b.SKU)
+	}); err != nil {
+		return Bundle{}, fmt.Errorf("watch the components of bundle %s: %w", b.SKU, err)
+	}
+	defer s.bundleWatchRefresh(ctx, b.SKU)
 	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Bundle, error) {
 		q := db.New(tx)
 		if err := q.BundlesLock(ctx); err != nil {
@@ -112,6 +127,9 @@ func (s *Service) SetBundle(ctx context.Context, b Bundle, actor string) (Bundle
 		row, err := q.BundleSet(ctx, db.BundleSetParams{Sku: b.SKU, Version: version, Reason: b.Reason, SetBy: actor})
 		if err != nil {
 			return Bundle{}, fmt.Errorf("set bundle %s: %w", b.SKU, err)
+		}
+		if err := resetBundleThresholds(ctx, q, b.SKU, skus); err != nil {
+			return Bundle{}, err
 		}
 		return bundleOf(row, b.Components), nil
 	})
@@ -186,9 +204,10 @@ func (s *Service) GetBundle(ctx context.Context, sku string) (Bundle, error) {
 }
 
 // DeleteBundle removes bundle sku's definition (its versions are kept for
-// the holds that used them); not found when it is not a bundle. Holds
-// already made keep what they hold.
+// the holds that used them) and its low-stock thresholds; not found when
+// it is not a bundle. Holds already made keep what they hold.
 func (s *Service) DeleteBundle(ctx context.Context, sku string) error {
+	defer s.bundleWatchRefresh(ctx, sku)
 	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		q := db.New(tx)
 		if err := q.BundlesLock(ctx); err != nil {
@@ -197,6 +216,14 @@ func (s *Service) DeleteBundle(ctx context.Context, sku string) error {
 		n, err := q.BundleDelete(ctx, sku)
 		if err != nil {
 			return fmt.Errorf("delete bundle %s: %w", sku, err)
+		}
+		if n > 0 {
+			if err := q.BundleLowLock(ctx); err != nil {
+				return fmt.Errorf("lock the bundles' thresholds: %w", err)
+			}
+			if err := q.BundleThresholdsDeleteAll(ctx, sku); err != nil {
+				return fmt.Errorf("remove the thresholds of bundle %s: %w", sku, err)
+			}
 		}
 		if n == 0 {
 			return errNoBundle(sku)
@@ -228,11 +255,16 @@ type BundleStock struct {
 	Locations  []BundleAt  `json:"locations"`
 }
 
-// BundleAt is a bundle's availability at one location.
+// BundleAt is a bundle's availability at one location, and its low-stock
+// threshold there (nil: none).
 type BundleAt struct {
-	Location  string `json:"location"`
-	Available int64  `json:"available"`
+	Location     string `json:"location"`
+	Available    int64  `json:"available"`
+	LowThreshold *int64 `json:"low_threshold"`
 }
+
+// Low reports whether the bundle is at or below its threshold here.
+func (a BundleAt) Low() bool { return a.LowThreshold != nil && a.Available <= *a.LowThreshold }
 
 // bundleStock computes bundle b's availability from its components'
 // stock rows (rows, by component SKU).

@@ -100,10 +100,24 @@ func bundleStocks(ctx context.Context, q *db.Queries, skus []string) (map[string
 	for _, r := range rows {
 		bySKU[r.Sku] = append(bySKU[r.Sku], r)
 	}
+	thresholds, err := q.BundleThresholdsOf(ctx, order)
+	if err != nil {
+		return nil, fmt.Errorf("read bundles' thresholds: %w", err)
+	}
 	out := make(map[string]Stock, len(order))
 	for _, sku := range order {
 		b := bundles[sku]
 		bs := bundleStock(*b, bySKU)
+		for _, t := range thresholds {
+			if t.Sku != sku {
+				continue
+			}
+			for i := range bs.Locations {
+				if bs.Locations[i].Location == t.Location {
+					bs.Locations[i].LowThreshold = &t.Threshold
+				}
+			}
+		}
 		changed := b.SetAt
 		for _, c := range b.Components {
 			for _, r := range bySKU[c.SKU] {
@@ -118,9 +132,9 @@ func bundleStocks(ctx context.Context, q *db.Queries, skus []string) (map[string
 }
 
 // keepBundle is keep for a bundle: at a location, only its availability
-// there (available stays what it is in all); low stock never (a bundle
-// has no threshold of its own); updated since when its definition or a
-// component's main pool changed since.
+// there (available stays what it is in all); low stock when it is at or
+// below its threshold at a location (that location, with one); updated
+// since when its definition or a component's main pool changed since.
 func (cq CatalogueQuery) keepBundle(st Stock) (Stock, bool) {
 	if cq.Location != "" {
 		bs := *st.Bundle
@@ -130,7 +144,7 @@ func (cq CatalogueQuery) keepBundle(st Stock) (Stock, bool) {
 		}
 		st.Bundle = &bs
 	}
-	if cq.LowStock {
+	if cq.LowStock && !slices.ContainsFunc(st.Bundle.Locations, BundleAt.Low) {
 		return st, false
 	}
 	return st, cq.UpdatedSince == nil || !st.changed.Before(*cq.UpdatedSince)

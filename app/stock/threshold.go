@@ -27,7 +27,8 @@ type Threshold struct {
 // the SKU's stock. From the pool's next change on, a change that takes
 // available from above the threshold to at or below it sends one stock.low
 // event; available must rise above it again before the next. Setting a
-// threshold a pool is already under sends nothing until then.
+// threshold a pool is already under sends nothing until then. On a bundle
+// it is the threshold of what its components make at the location.
 func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) {
 	if t.Pool == "" {
 		t.Pool = MainPool
@@ -49,6 +50,14 @@ func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) 
 		q := db.New(tx)
 		_, err := q.StockThresholdSet(ctx, db.StockThresholdSetParams{Threshold: t.Threshold, SetBy: t.Actor, Sku: t.SKU, Location: t.Location, Pool: t.Pool})
 		if errors.Is(err, pgx.ErrNoRows) {
+			if err := requireLocations(ctx, q, t.Location); err != nil {
+				return Stock{}, err
+			}
+			if b, err := q.BundleGet(ctx, t.SKU); err == nil {
+				return setBundleThreshold(ctx, q, b, t)
+			} else if !errors.Is(err, pgx.ErrNoRows) {
+				return Stock{}, fmt.Errorf("look for bundle %s: %w", t.SKU, err)
+			}
 			return Stock{}, errNoPool(ctx, q, t.SKU, t.Location, t.Pool, false)
 		}
 		if err != nil {

@@ -17,7 +17,7 @@ export interface paths {
          *
          *     Each SKU lists one entry per (location, pool), locations by priority. Bundles come in SKU order among the SKUs, with no pools and their availability computed in `bundle` (per location and in all) as `GET /v1/skus/{sku}` answers it.
          *
-         *     Filters: `location` keeps each SKU's entries at that location (and the SKUs with one there); `low_stock=true` keeps SKUs with a pool at or below its low-stock threshold; `updated_since` keeps SKUs with a pool changed at or after that time (a hold, a confirm, a release, an adjustment all change it). For a bundle: `location` keeps its availability at that location (its `available` stays the figure in all), `low_stock` passes it over (a bundle has no threshold of its own), `updated_since` keeps it when its definition or a component's `main` pool changed since. A filtered page reads at most 20,000 stock rows: where few SKUs match it may hold fewer than `limit` SKUs, or none, and still have a `next_cursor`; only a null `next_cursor` ends the walk.
+         *     Filters: `location` keeps each SKU's entries at that location (and the SKUs with one there); `low_stock=true` keeps SKUs with a pool at or below its low-stock threshold; `updated_since` keeps SKUs with a pool changed at or after that time (a hold, a confirm, a release, an adjustment all change it). For a bundle: `location` keeps its availability at that location (its `available` stays the figure in all), `low_stock` keeps it when it is at or below its threshold at a location (at that location, with `location`), `updated_since` keeps it when its definition or a component's `main` pool changed since. A filtered page reads at most 20,000 stock rows: where few SKUs match it may hold fewer than `limit` SKUs, or none, and still have a `next_cursor`; only a null `next_cursor` ends the walk.
          *
          *     A batch: `?sku=A1&sku=B2` (up to 100) answers those SKUs in one page (`next_cursor` null, `cursor` not taken, the filters applied), and lists in `missing` the ones that have no stock at all and are not bundles.
          *
@@ -722,6 +722,8 @@ export interface paths {
          * Set a pool's low-stock threshold
          * @description Sets (or with `"threshold": null` removes) the pool's low-stock threshold. From the pool's next change on, a change that takes `available` from above the threshold to at or below it sends one `stock.low` event; `available` must rise above it again before the next. Setting a threshold the pool is already under sends nothing until then. Changes already made keep the threshold they had, so the feed reads the same every time.
          *
+         *     On a bundle the threshold is on what its components make at the location (its `bundle.locations[].available`; `pool` is `main` or absent): a change to any component (a hold, a confirm, a release, an expiry, an adjustment, a count, a transfer, a receipt, a pause, a campaign's end) that takes that figure from above the threshold to at or below it sends one `stock.low` of the bundle, decided when the change commits; it must rise above it again before the next. A new definition of the bundle decides again whether it is low, sending nothing; deleting the bundle removes its thresholds. The answer is the bundle's stock view, with `low_threshold` on its location.
+         *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
         put: operations["setThreshold"];
@@ -741,7 +743,7 @@ export interface paths {
         };
         /**
          * Read the event feed
-         * @description Events after `cursor` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next_cursor` as the next `cursor`; an empty page (`next_cursor` null) means nothing more can be served yet: read again later with the same `cursor`. A feed has no last page: its end is where no event follows yet. `after` and `next` are the deprecated names of `cursor` and `next_cursor` (`next` is never null: the `after` given when the page is empty). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold. Movements recorded before the upgrade that introduced events are not in the feed.
+         * @description Events after `cursor` (an event id; absent: from the first), in feed order, up to `limit`. Pass the answer's `next_cursor` as the next `cursor`; an empty page (`next_cursor` null) means nothing more can be served yet: read again later with the same `cursor`. A feed has no last page: its end is where no event follows yet. `after` and `next` are the deprecated names of `cursor` and `next_cursor` (`next` is never null: the `after` given when the page is empty). A cursor survives restarts of stockhold and of the reader, and no event is ever served after a later one has been: an event waits until every transaction that could still write before it has ended (so a transaction left open, a DBA's `SELECT ... FOR UPDATE` say, holds the feed back until it ends; `sql/webhooks.sql` shows the oldest). For one (sku, pool), events are in the order its stock changed. Every flow produces its events: holds, confirms, releases (whole or partial), expiries, rollbacks and campaign ends (`hold.*`, `stock.changed`), adjustments single and bulk and CSV imports, campaign starts and ends (transfers: `stock.changed`), pauses and resumes (`stock.paused`, `stock.resumed`), and `stock.low` once per crossing of a pool's threshold, or of a bundle's (what its components make at a location: the event comes after the events of the component change that took it there, with its own id). Movements recorded before the upgrade that introduced events are not in the feed.
          *
          *     Role: `ops` (bearer token); a shop key gets 403.
          */
@@ -2905,7 +2907,7 @@ export interface components {
             pool?: string;
             /**
              * Format: int64
-             * @description `stock.low` is sent once each time a change takes the pool's `available` from above this to at or below it. null removes the threshold.
+             * @description `stock.low` is sent once each time a change takes the pool's `available` (a bundle's: what its components make at the location) from above this to at or below it. null removes the threshold.
              */
             threshold: number | null;
         };
@@ -2989,7 +2991,7 @@ export interface components {
              * @description The hold of a `hold.*` event; null for stock events.
              */
             reservation_id: string | null;
-            /** @description By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`. `stock.paused`, `stock.resumed`: `actor`, `reason`, and `refs` when the operator named any. `stock.repaired` (a repair of a pool's books): `actor`, `reason`, `refs` (when any), `to` (`ledger` or `counters`) and `counters`, the pool's counters after it (a repair to the ledger moves the counters without a `stock.changed`: its ledger row has no deltas). `transfer.created`, `transfer.received`, `transfer.closed`, `transfer.cancelled`: `transfer_id`, `from`, `to`, `quantity` (the units this step moved: sent, received, written off as lost in transit, given back), `actor`, `reason`; the event's row is the `from` location's for created and cancelled, the `to` location's for received and closed. `stock.changed` and the counters of `stock.repaired` carry every state: `quality_control`, `damaged`, `safety_stock` and `incoming` besides the four. */
+            /** @description By type. `hold.*`: `quantity` (units of this SKU the event moved), `order_ref`, `client` (null once retention deleted the hold), `actor`, `reason`, `ledger_kind`; `hold.released` also `partial` (true: some units of a hold that stays held); `units`, the ids of the units with an identity it moved (absent for a pool without units). `stock.changed`: the pool's counters after the change (`total`, `available`, `reserved`, `sold`), the change (`delta`), the stock row's `version`, and `units`, the ids of the units with an identity the change moved (absent for a pool without units). `stock.low`: `threshold`, `available`, `version`; a bundle's (its `sku`, the `location`, pool `main`) also `component`, the SKU whose change took it to its threshold, and its `version` counts the bundle's crossings there (1 for the first). `stock.paused`, `stock.resumed`: `actor`, `reason`, and `refs` when the operator named any. `stock.repaired` (a repair of a pool's books): `actor`, `reason`, `refs` (when any), `to` (`ledger` or `counters`) and `counters`, the pool's counters after it (a repair to the ledger moves the counters without a `stock.changed`: its ledger row has no deltas). `transfer.created`, `transfer.received`, `transfer.closed`, `transfer.cancelled`: `transfer_id`, `from`, `to`, `quantity` (the units this step moved: sent, received, written off as lost in transit, given back), `actor`, `reason`; the event's row is the `from` location's for created and cancelled, the `to` location's for received and closed. `stock.changed` and the counters of `stock.repaired` carry every state: `quality_control`, `damaged`, `safety_stock` and `incoming` besides the four. */
             data: {
                 /** Format: int64 */
                 quantity?: number;
@@ -4463,6 +4465,11 @@ export interface components {
              * @description How many bundles the components' main pools there make: the least over the components that are not split of what is available of it there divided by its quantity (a split component counts at every location together).
              */
             available: number;
+            /**
+             * Format: int64
+             * @description The bundle's low-stock threshold at this location (`PUT /v1/skus/{sku}/threshold`); null when none. A change to a component that takes `available` here from above it to at or below it sends one `stock.low` event of the bundle.
+             */
+            low_threshold: number | null;
         };
         /** @description A bundle's availability, computed from its components' main pools that are on sale (a paused pool has none available). A bundle has no stock of its own. */
         BundleStock: {
@@ -4619,7 +4626,7 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description A batch: these SKUs (repeat the parameter, up to 100), in one page. */
                 sku?: string[];
-                /** @description `true`: only SKUs with a pool at or below its low-stock threshold. */
+                /** @description `true`: only SKUs with a pool at or below its low-stock threshold, and bundles at or below theirs at a location. */
                 low_stock?: boolean;
                 /** @description Only SKUs with a pool changed at or after this time (RFC 3339). */
                 updated_since?: string;
@@ -7427,7 +7434,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `threshold` is missing or outside 0-1,000,000,000, or a bad sku or pool name, or the SKU exists but has no such pool (`unknown_pool`). Codes: `invalid_request`, `unknown_pool`. `unknown_location`: the body names a location that does not exist. */
+            /** @description `threshold` is missing or outside 0-1,000,000,000, or a bad sku or pool name, or the SKU exists but has no such pool (`unknown_pool`; for a bundle: a pool other than `main`, or a location where none of its components has a main pool). Codes: `invalid_request`, `unknown_pool`. `unknown_location`: the body names a location that does not exist. */
             422: {
                 headers: {
                     [name: string]: unknown;
