@@ -236,6 +236,7 @@ running:
 	tr.checkStopSale(t)
 	tr.checkLocations(t)
 	tr.checkInbound(t)
+	tr.checkBackorderLedger(t)
 	tr.checkSeams(t)
 	tr.finalReconciliation(t)
 	dbtest.RequireInvariants(t, tr.pool)  // the whole history
@@ -1251,23 +1252,29 @@ func (tr *torture) check(t *testing.T, when string) {
 		t.Errorf("%s: invariant broken: %s: %s", when, r.Subject, r.Problem)
 	}
 	type bad struct {
-		hold        uuid.UUID
-		sku, pool   string
-		in, out, sd int64
+		hold                   uuid.UUID
+		sku, pool              string
+		in, out, sd, prom, end int64
 	}
+	// Per hold line, no unit handed back or sold twice, and no promised
+	// unit given back or filled twice.
 	over, err := tr.pool.Query(ctx, `
 		SELECT reservation_id, sku, pool,
 		       coalesce(sum(delta_reserved) FILTER (WHERE delta_reserved > 0), 0) AS reserved,
 		       coalesce(-sum(delta_reserved) FILTER (WHERE delta_reserved < 0), 0) AS back_or_sold,
-		       coalesce(sum(delta_sold), 0) AS sold
+		       coalesce(sum(delta_sold), 0) AS sold,
+		       coalesce(sum(delta_backordered) FILTER (WHERE delta_backordered > 0), 0) AS promised,
+		       coalesce(-sum(delta_backordered) FILTER (WHERE delta_backordered < 0), 0) AS given_back_or_filled
 		FROM ledger WHERE reservation_id IS NOT NULL
 		GROUP BY reservation_id, sku, pool
-		HAVING coalesce(-sum(delta_reserved) FILTER (WHERE delta_reserved < 0), 0) > coalesce(sum(delta_reserved) FILTER (WHERE delta_reserved > 0), 0)`)
+		HAVING coalesce(-sum(delta_reserved) FILTER (WHERE delta_reserved < 0), 0) > coalesce(sum(delta_reserved) FILTER (WHERE delta_reserved > 0), 0)
+		    OR coalesce(-sum(delta_backordered) FILTER (WHERE delta_backordered < 0), 0) > coalesce(sum(delta_backordered) FILTER (WHERE delta_backordered > 0), 0)`)
 	require.NoError(t, err)
 	for over.Next() {
 		var b bad
-		require.NoError(t, over.Scan(&b.hold, &b.sku, &b.pool, &b.in, &b.out, &b.sd))
-		t.Errorf("%s: hold %s line %s/%s: %d units reserved, %d handed back or sold (%d sold)", when, b.hold, b.sku, b.pool, b.in, b.out, b.sd)
+		require.NoError(t, over.Scan(&b.hold, &b.sku, &b.pool, &b.in, &b.out, &b.sd, &b.prom, &b.end))
+		t.Errorf("%s: hold %s line %s/%s: %d units reserved, %d handed back or sold (%d sold); %d promised, %d given back or filled",
+			when, b.hold, b.sku, b.pool, b.in, b.out, b.sd, b.prom, b.end)
 	}
 	require.NoError(t, over.Err())
 	// The breaker's pools are out of balance on purpose: it checks what
