@@ -17,7 +17,7 @@ WITH_DB = export DATABASE_URL="$${DATABASE_URL:-$$(go run ./cmd/devdb up)}"
 # The binary build writes and run serves (the README's test gives its own).
 STOCKHOLD_BIN ?= bin/stockhold
 
-.PHONY: run test torture readme examples screenshots generate check-generate bench bench-compare drill-failover lint build db-stop
+.PHONY: run test torture readme examples screenshots generate check-generate bench bench-year bench-compare drill-failover lint build db-stop
 
 ## run: migrate, print dev API keys (rotated: the last run's stop working), and serve on :8080 (STOCKHOLD_ADDR), logging text lines;
 ## webhooks may reach loopback (a dev instance); the export line it prints sets DATABASE_URL, BASE (where it serves), SHOP and OPS
@@ -88,6 +88,17 @@ bench: build
 	@set -eo pipefail; $(WITH_DB); \
 	go build -o bin/stockhold-bench ./cmd/stockhold-bench; \
 	bin/stockhold-bench -server bin/stockhold $(if $(BENCH_REPORT),-report $(BENCH_REPORT)) $(BENCH_FLAGS)
+
+## bench-year: a year of a busy shop's history generated in SQL (docs/bench/year.sh: 10,000,000 SKUs, 76 million ledger rows
+## over twelve monthly partitions) into the bench database (dropped first; YEAR_DATABASE, default stockhold_bench), for
+## `make bench BENCH_FLAGS='-catalogue 10000000 -reuse ...'` to run on; YEAR_FLAGS sets CATALOGUE, HOLDS... (about 33 GB)
+YEAR_DATABASE ?= stockhold_bench
+bench-year: build
+	@set -eo pipefail; $(WITH_DB); \
+	psql "$$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -c 'DROP DATABASE IF EXISTS "$(YEAR_DATABASE)" WITH (FORCE)' -c 'CREATE DATABASE "$(YEAR_DATABASE)"'; \
+	export DATABASE_URL=$$(echo "$$DATABASE_URL" | sed -E 's#^(postgres(ql)?://[^/]*/)[^?]*#\1$(YEAR_DATABASE)#'); \
+	$(STOCKHOLD_BIN) migrate up >/dev/null; \
+	$(YEAR_FLAGS) docs/bench/year.sh
 
 ## bench-compare: build BASE (a commit) and this checkout, run the scenarios BENCH_FLAGS names (as bench takes them) against
 ## each in alternate rounds on the dev cluster, BENCH_ROUNDS of each (default 3), and print per scenario both medians, head/base

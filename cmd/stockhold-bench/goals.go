@@ -310,6 +310,31 @@ var goals = []goal{
 			lo, hi := min(a, b, c), max(a, b, c)
 			return fmt.Sprintf("%.1f, %.1f and %.1f ms", a, b, c), lo > 0 && hi <= 2*lo, true
 		}},
+	{id: "history-archive", what: "`archive` of the oldest month of a year's history (10,000,000 SKUs, `make bench-year`): holds' p99 over the catalogue while it runs, against just before",
+		target: "at most 2x", command: "make bench-year && DEVDB_SHARED_BUFFERS=6GB make bench BENCH_FLAGS='-catalogue 10000000 -reuse -scenarios archive -archive-before oldest -duration 20s'",
+		read: func(r *benchRun) (string, bool, bool) {
+			a := r.get("archive")
+			if a == nil || r.o.catalogue != bigCatalogue || r.o.archiveBefore == "" {
+				return "", false, false
+			}
+			ratio := a.Figures["p99_ratio"]
+			return fmt.Sprintf("%.2fx (%.1f ms against %.1f ms; %s rows archived in %.0f s)", ratio, a.P99, a.Figures["p99_before_ms"],
+				thousands(a.Figures["archived_rows"]), a.Figures["archive_seconds"]), ratio <= 2, true
+		}},
+	{id: "history-reads", what: "`history`: the event feed (a page of 1,000) and a SKU's ledger (a page of 100) from a cursor in the oldest month of a year's history (`make bench-year`), against the same from the current month and the newest page",
+		target: "at most 2x", command: "make bench BENCH_FLAGS='-catalogue 10000000 -reuse -scenarios history'",
+		read: func(r *benchRun) (string, bool, bool) {
+			h := r.get("history")
+			if h == nil || r.o.catalogue != bigCatalogue {
+				return "", false, false
+			}
+			eo, er, lo, lr := h.Figures["events_old_ms"], h.Figures["events_recent_ms"], h.Figures["ledger_old_ms"], h.Figures["ledger_recent_ms"]
+			if er == 0 || lr == 0 {
+				return "", false, false
+			}
+			return fmt.Sprintf("events %.1f ms against %.1f (%.2fx); ledger %.1f ms against %.1f (%.2fx)", eo, er, eo/er, lo, lr, lo/lr),
+				eo <= 2*er && lo <= 2*lr, true
+		}},
 }
 
 // spreadRateKey is where the report keeps the rate of the last spread run

@@ -66,8 +66,9 @@ var scenarioNames = []string{"hot", "spread", "locations", "half", "multi", "fla
 // bundles of three SKUs against the same SKUs as three-line holds;
 // preorder holds past what is on hand against a supplier's delivery,
 // after spread; archive measures holds' p99 while a month of the ledger is
-// archived under them (archive.go).
-var extraScenarios = []string{"reconcile", "seats", "soldout", "skus", "bundles", "preorder", "archive"}
+// archived under them (archive.go); history times the reads that reach
+// into a history's old months (history.go; make bench-year makes one).
+var extraScenarios = []string{"reconcile", "seats", "soldout", "skus", "bundles", "preorder", "archive", "history"}
 
 func main() {
 	if addr := os.Getenv(floorEnv); addr != "" {
@@ -104,6 +105,13 @@ type options struct {
 	// archiveRows is how many ledger rows the archive scenario writes in
 	// SQL into the month it archives, beside its holds'.
 	archiveRows int
+	// archiveBefore, when set (a month, YYYY-MM), makes the archive
+	// scenario archive the months before it as they are (a history a run
+	// with -keep or make bench-year left) instead of writing one.
+	archiveBefore string
+	// archiveDir, when set, is where the archive scenario writes its
+	// files and leaves them (for stockhold ledger restore).
+	archiveDir string
 	// profile, when set, is a directory each timed phase writes its
 	// profiles into (see profiler).
 	profile string
@@ -136,6 +144,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.database, "database", "stockhold_bench", "name of the database to create (dropped first if it exists)")
 	fs.IntVar(&o.catalogue, "catalogue", 1000, "SKUs the spread scenarios hold from (above 10,000 they are seeded in SQL) and reconcile checks")
 	fs.IntVar(&o.archiveRows, "archive-rows", 1_000_000, "ledger rows the archive scenario writes in SQL (holds made and released) into the month it archives, beside its own holds'")
+	fs.StringVar(&o.archiveBefore, "archive-before", "", "a month (YYYY-MM): the archive scenario archives the ledger's months before it (oldest: the oldest month not archived, and any before it) as they are (a reused history, make bench-year) instead of writing and cutting one")
+	fs.StringVar(&o.archiveDir, "archive-dir", "", "the directory the archive scenario writes its files into and leaves them in (default: a temporary one, removed)")
 	seats := fs.String("seats", "2000,50000", "venue sizes the seats scenario compares, in seats (whole rows of 100), comma-separated")
 	fs.StringVar(&o.report, "report", "", "the report of every goal (docs/internals/PERFORMANCE.md) to rewrite with what this run measured")
 	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile and heap and the bench's own, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")

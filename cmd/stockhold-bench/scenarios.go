@@ -58,6 +58,8 @@ func (b *bench) scenario(ctx context.Context, name string) ([]*result, error) {
 		return b.bundles(ctx)
 	case "archive":
 		return b.archive(ctx)
+	case "history":
+		return b.history(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }
