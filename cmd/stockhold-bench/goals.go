@@ -321,8 +321,8 @@ var goals = []goal{
 			return fmt.Sprintf("%.2fx (%.1f ms against %.1f ms; %s rows archived in %.0f s)", ratio, a.P99, a.Figures["p99_before_ms"],
 				thousands(a.Figures["archived_rows"]), a.Figures["archive_seconds"]), ratio <= 2, true
 		}},
-	{id: "history-reads", what: "`history`: the event feed (a page of 1,000) and a SKU's ledger (a page of 100) from a cursor in the oldest month of a year's history (`make bench-year`), against the same from the current month and the newest page",
-		target: "at most 2x", command: "make bench BENCH_FLAGS='-catalogue 10000000 -reuse -scenarios history'",
+	{id: "history-reads", what: "`history`: the event feed (a page of 1,000) and a SKU's ledger (a page of 100) from a cursor in the oldest month of a year's history not archived (`make bench-year`)",
+		target: "the feed within 2x of a page from the current month; the SKU's ledger within 50 ms", command: "make bench BENCH_FLAGS='-catalogue 10000000 -reuse -scenarios history'",
 		read: func(r *benchRun) (string, bool, bool) {
 			h := r.get("history")
 			if h == nil || r.o.catalogue != bigCatalogue {
@@ -332,8 +332,8 @@ var goals = []goal{
 			if er == 0 || lr == 0 {
 				return "", false, false
 			}
-			return fmt.Sprintf("events %.1f ms against %.1f (%.2fx); ledger %.1f ms against %.1f (%.2fx)", eo, er, eo/er, lo, lr, lo/lr),
-				eo <= 2*er && lo <= 2*lr, true
+			return fmt.Sprintf("events %.1f ms against %.1f from the current month (%.2fx); ledger %.1f ms (its newest page %.1f ms)", eo, er, eo/er, lo, lr),
+				eo <= 2*er && lo <= 50, true
 		}},
 }
 
