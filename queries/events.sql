@@ -11,7 +11,7 @@
 -- deltas, the units with an identity it moved, and the low-stock
 -- threshold that applied to it (-1: none), and the bundles whose
 -- low-stock threshold that version took them to (bundle_lows: sku,
--- threshold, available, crossing; null: none); for a
+-- location, threshold, available, crossing; null: none); for a
 -- hold's rows, the hold's order reference and client (null once retention
 -- deleted the hold); for a transfer's rows, its two locations; for an
 -- inbound notice's rows, its supplier reference and expected day.
@@ -45,8 +45,9 @@ SELECT f.id, f.feed_xid, f.at, f.sku, f.location, f.pool, f.kind, f.delta_reserv
              AND n.location = f.location AND n.pool = f.pool AND n.stock_version = f.stock_version AND n.feed_xid = f.feed_xid)
        END::text[] AS version_units,
        CASE WHEN f.last_of_version THEN (
-           SELECT jsonb_agg(jsonb_build_object('sku', b.bundle_sku, 'threshold', b.threshold, 'available', b.available,
-                                               'crossing', b.crossing) ORDER BY b.bundle_sku)
+           SELECT jsonb_agg(jsonb_build_object('sku', b.bundle_sku, 'location', b.bundle_location, 'threshold', b.threshold,
+                                               'available', b.available, 'crossing', b.crossing)
+                            ORDER BY b.bundle_sku, b.bundle_location)
            FROM bundle_lows b
            WHERE b.sku = f.sku AND b.location = f.location AND b.pool = f.pool AND b.stock_version = f.stock_version)
        END::jsonb AS bundle_lows,

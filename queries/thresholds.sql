@@ -74,12 +74,12 @@ WHERE s.sku = ANY(@skus::text[]) AND s.pool = 'main'
   AND s.bundle_watch <> bundle_watch_want(s.sku, s.location);
 
 -- name: BundleWatchAdd :exec
--- BundleWatchAdd watches the main pools of skus at the locations where
--- bundle sku has a threshold (a definition of it about to be set), locking
--- only the rows it changes.
+-- BundleWatchAdd watches the main pools of skus at every location (a split
+-- component counts at all of them) when bundle sku has a threshold (a
+-- definition of it about to be set), locking only the rows it changes.
 UPDATE stock s SET bundle_watch = true
 WHERE s.sku = ANY(@skus::text[]) AND s.pool = 'main' AND NOT s.bundle_watch
-  AND s.location IN (SELECT t.location FROM bundle_thresholds t WHERE t.sku = @sku);
+  AND EXISTS (SELECT 1 FROM bundle_thresholds t WHERE t.sku = @sku);
 
 -- name: BundleComponentsEver :many
 -- BundleComponentsEver is every SKU that any version of bundle sku has

@@ -138,6 +138,8 @@ type BundleLow struct {
 	Available    int64
 	Crossing     int64
 	At           time.Time
+	// Where the bundle crossed its threshold (the threshold's location); location is the changed component row's.
+	BundleLocation string
 }
 
 // Low-stock thresholds of bundles, per location, on the availability computed from their components; low: at or below since the last crossing.

@@ -173,12 +173,12 @@ func (q *Queries) BundleThresholdsReset(ctx context.Context, sku string) error {
 const bundleWatchAdd = `-- name: BundleWatchAdd :exec
 UPDATE stock s SET bundle_watch = true
 WHERE s.sku = ANY($1::text[]) AND s.pool = 'main' AND NOT s.bundle_watch
-  AND s.location IN (SELECT t.location FROM bundle_thresholds t WHERE t.sku = $2)
+  AND EXISTS (SELECT 1 FROM bundle_thresholds t WHERE t.sku = $2)
 `
 
-// BundleWatchAdd watches the main pools of skus at the locations where
-// bundle sku has a threshold (a definition of it about to be set), locking
-// only the rows it changes.
+// BundleWatchAdd watches the main pools of skus at every location (a split
+// component counts at all of them) when bundle sku has a threshold (a
+// definition of it about to be set), locking only the rows it changes.
 func (q *Queries) BundleWatchAdd(ctx context.Context, skus []string, sku string) error {
 	_, err := q.db.Exec(ctx, bundleWatchAdd, skus, sku)
 	return err

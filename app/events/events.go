@@ -248,13 +248,15 @@ func poolEvents(r db.EventRowsAfterRow, at func(int, string, map[string]any) Eve
 // stock version made (queries/events.sql, bundle_lows).
 type bundleLow struct {
 	SKU       string `json:"sku"`
+	Location  string `json:"location"`
 	Threshold int64  `json:"threshold"`
 	Available int64  `json:"available"`
 	Crossing  int64  `json:"crossing"`
 }
 
 // bundleLows are the stock.low events of the bundles r's stock version
-// took to their threshold at r's location, after r's other events.
+// took to their threshold, after r's other events: at r's location, or at
+// any for a bundle of which r's SKU is a split component.
 func bundleLows(r db.EventRowsAfterRow, at func(int, string, map[string]any) Event) []Event {
 	if len(r.BundleLows) == 0 {
 		return nil
@@ -268,7 +270,7 @@ func bundleLows(r db.EventRowsAfterRow, at func(int, string, map[string]any) Eve
 		e := at(slotBundleLow+i, StockLow, map[string]any{
 			"threshold": l.Threshold, "available": l.Available, "version": l.Crossing, "component": r.Sku,
 		})
-		e.SKU, e.Pool = l.SKU, stock.MainPool
+		e.SKU, e.Location, e.Pool = l.SKU, l.Location, stock.MainPool
 		out = append(out, e)
 	}
 	return out

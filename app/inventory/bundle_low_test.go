@@ -114,3 +114,31 @@ func TestBundleLowRace(t *testing.T) {
 		require.Equal(t, [3]int64{100, 0, 0}, counters(t, b, "PART-A"))
 	}
 }
+
+// TestBundleLowSplitComponent: a split component counts at every location
+// together, so a hold of it at one location can take the bundle to its
+// threshold at another: the stock.low is the bundle's at the threshold's
+// location. A component that is not split moves the bundle only where it
+// is.
+func TestBundleLowSplitComponent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc, b := setup(t, nil)
+	dbtest.Location(t, b.pool, "east", 2)
+	dbtest.StockIn(t, b.pool, "MUG", 10)
+	dbtest.StockInAt(t, b.pool, "MUG", "east", 10)
+	dbtest.StockIn(t, b.pool, "TRAY", 10)
+	dbtest.StockInAt(t, b.pool, "TRAY", "east", 10)
+	defineBundle(t, svc, "PAIR", stock.Component{SKU: "MUG", Quantity: 2, Split: true}, stock.Component{SKU: "TRAY", Quantity: 1})
+	setBundleThreshold(t, svc, "PAIR", 5) // at default: 20 mugs anywhere make 10 pairs, 10 trays there
+
+	_, _, err := svc.Hold(ctx, holdReq("trays-east", inventory.Item{SKU: "TRAY", Quantity: 9, Location: "east"}))
+	require.NoError(t, err)
+	require.Empty(t, lowsOf(t, b.pool, "PAIR"), "trays at east make no pair at default")
+	_, _, err = svc.Hold(ctx, holdReq("mugs-east", inventory.Item{SKU: "MUG", Quantity: 10, Location: "east"}))
+	require.NoError(t, err)
+	lows := lowsOf(t, b.pool, "PAIR")
+	require.Len(t, lows, 1, "10 mugs left anywhere: 5 pairs at default")
+	require.Equal(t, "default", lows[0].Location, "the bundle's location, not the component's")
+	require.Equal(t, map[string]any{"threshold": int64(5), "available": int64(5), "version": int64(1), "component": "MUG"}, lows[0].Data)
+}

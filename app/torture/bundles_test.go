@@ -8,15 +8,19 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stockhold/stockhold/app/dbtest"
 )
 
 // Bundles: bundlers hold a kit (a mug and two coasters, at two
 // locations) and ticket types sharing one quota, on both instances, then
 // confirm, release or let the hold expire, while the kit's definition is
-// set again and again (its coasters split or not). At every checkpoint
-// every held or bought bundle line has each component of the version it
-// used, its quantity times the component's, and its components that are
-// not split at one location.
+// set again and again (its coasters split or not) and the bundles'
+// low-stock thresholds are set and removed. At every checkpoint every
+// held or bought bundle line has each component of the version it used,
+// its quantity times the component's, and its components that are not
+// split at one location; and each bundle is low where it has a threshold
+// exactly when what it makes there is at or below it.
 
 const (
 	bundleKit   = "TB-KIT"
@@ -51,10 +55,27 @@ func (tr *torture) setKit(split bool) (int, []byte) {
 		map[string]any{"sku": bundleMug, "quantity": 1}, map[string]any{"sku": bundleCoast, "quantity": 2, "split": split}}})
 }
 
-// bundleSetter sets the kit's definition again and again.
+// bundleSetter sets the kit's definition again and again, and the
+// bundles' low-stock thresholds (the kit's at either location, a ticket
+// type's) or removes one.
 func (tr *torture) bundleSetter(ctx context.Context, r *rand.Rand) {
 	for pace(ctx, r, 400*time.Millisecond) {
-		tr.setKit(r.IntN(2) == 0)
+		if r.IntN(2) == 0 {
+			tr.setKit(r.IntN(2) == 0)
+			continue
+		}
+		sku, location := bundleKit, "default"
+		switch r.IntN(3) {
+		case 1:
+			location = places[1]
+		case 2:
+			sku = bundleTickets[r.IntN(len(bundleTickets))]
+		}
+		var threshold any = r.IntN(25)
+		if r.IntN(5) == 0 {
+			threshold = nil
+		}
+		tr.do("bundle threshold", "PUT", "/v1/skus/"+sku+"/threshold", tr.ops, map[string]any{"location": location, "threshold": threshold})
 	}
 }
 
@@ -133,17 +154,37 @@ func (tr *torture) checkBundles(t *testing.T, when string) {
 		t.Errorf("%s: hold %s's bundle line %s holds %d of %s at %d locations (split %v), its definition %d", when, id, bundle, got, sku, locs, split, wanted)
 	}
 	require.NoError(t, rows.Err())
+	// Every change to a component decides at its commit whether its
+	// bundles crossed their threshold, one such commit at a time: in any
+	// one snapshot a bundle is low where what it makes is at or below the
+	// threshold, and not elsewhere.
+	off, err := tr.pool.Query(context.Background(), `SELECT t.sku, t.location, t.threshold, t.low, bundle_available(t.sku, t.location)
+		FROM bundle_thresholds t JOIN bundles d ON d.sku = t.sku
+		WHERE t.low <> (bundle_available(t.sku, t.location) <= t.threshold)`)
+	require.NoError(t, err)
+	defer off.Close()
+	for off.Next() {
+		var (
+			sku, location        string
+			threshold, available int64
+			low                  bool
+		)
+		require.NoError(t, off.Scan(&sku, &location, &threshold, &low, &available))
+		t.Errorf("%s: bundle %s at %s makes %d, threshold %d, but is low %v", when, sku, location, available, threshold, low)
+	}
+	require.NoError(t, off.Err())
 }
 
 // reportBundles requires that bundles were held and their definition
 // set again.
 func (tr *torture) reportBundles(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"bundle hold 201", "bundle set 200"} {
+	for _, k := range []string{"bundle hold 201", "bundle set 200", "bundle threshold 200"} {
 		if tr.outcomes[k] == 0 {
 			t.Errorf("torture: no %q answer: the bundles' paths did not run", k)
 		}
 	}
-	t.Logf("torture: bundle holds: %d granted, %d refused out of stock; %d definitions set",
-		tr.outcomes["bundle hold 201"], tr.outcomes["bundle hold 409"], tr.outcomes["bundle set 200"])
+	t.Logf("torture: bundle holds: %d granted, %d refused out of stock; %d definitions set, %d thresholds set; %d stock.low of bundles",
+		tr.outcomes["bundle hold 201"], tr.outcomes["bundle hold 409"], tr.outcomes["bundle set 200"], tr.outcomes["bundle threshold 200"],
+		dbtest.Count(t, tr.pool, `SELECT count(*) FROM bundle_lows`))
 }

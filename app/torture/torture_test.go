@@ -98,7 +98,8 @@ import (
 //   - customers hold a SKU of its own under a cap per customer on both
 //     instances while its other limits change (limits_test.go);
 //   - bundlers hold a kit and ticket types sharing a quota on both
-//     instances while the kit's definition changes (bundles_test.go);
+//     instances while the kit's definition and the bundles' low-stock
+//     thresholds change (bundles_test.go);
 //   - preorderers hold a SKU of its own past what is on hand while its
 //     notices are received in parts and its backorder policy changes
 //     (backorders_test.go).
