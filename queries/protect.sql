@@ -70,11 +70,14 @@ SELECT sku, location FROM stock WHERE pool = @pool ORDER BY sku COLLATE "C", loc
 -- StockBooks is one pool's counters beside its ledger (the checkpoint plus
 -- the ledger rows written after it, as reconciliation sums it), the lines
 -- of its held and confirmed holds, what the transfers in transit to it
--- and the open inbound lines at it carry (what its incoming must be) and, for a pool of units with an
+-- and the open inbound lines at it carry (what its incoming must be), the
+-- units its holds' lines were promised and not yet filled (what backordered
+-- must be), its backorder policy (what backordered may be) and, for a pool of units with an
 -- identity, its units by status. Read after the row is locked (StockLock),
 -- in a later statement, nothing can move them until the transaction ends.
 SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serialized,
        s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming, s.short,
+       s.backordered, s.backorder_limit, s.backorder_horizon_days,
        u.available::bigint AS units_available, u.held::bigint AS units_held, u.sold::bigint AS units_sold,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.total END) + m.total)::bigint AS ledger_total,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.available END) + m.available)::bigint AS ledger_available,
@@ -85,8 +88,10 @@ SELECT s.sku, s.location, s.pool, s.status, s.paused_reason, s.version, s.serial
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.safety_stock END) + m.safety_stock)::bigint AS ledger_safety_stock,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.incoming END) + m.incoming)::bigint AS ledger_incoming,
        ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.short END) + m.short)::bigint AS ledger_short,
+       ((CASE WHEN c.ledger_id IS NULL THEN 0 ELSE c.backordered END) + m.backordered)::bigint AS ledger_backordered,
        l.held::bigint      AS lines_held,
        l.confirmed::bigint AS lines_confirmed,
+       l.promised::bigint  AS lines_backordered,
        (SELECT coalesce(sum(e.incoming), 0) FROM incoming_expected e
         WHERE e.sku = s.sku AND e.location = s.location AND e.pool = s.pool)::bigint AS in_transit
 FROM stock s
@@ -100,13 +105,15 @@ CROSS JOIN LATERAL (
            coalesce(sum(g.delta_damaged), 0)::bigint         AS damaged,
            coalesce(sum(g.delta_safety_stock), 0)::bigint    AS safety_stock,
            coalesce(sum(g.delta_incoming), 0)::bigint        AS incoming,
-           coalesce(sum(g.delta_short), 0)::bigint           AS short
+           coalesce(sum(g.delta_short), 0)::bigint           AS short,
+           coalesce(sum(g.delta_backordered), 0)::bigint     AS backordered
     FROM ledger g
     WHERE g.sku = s.sku AND g.id > coalesce(c.ledger_id, 0) AND g.location = s.location AND g.pool = s.pool
 ) m
 CROSS JOIN LATERAL (
     SELECT coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'held'), 0)      AS held,
-           coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed
+           coalesce(sum(x.quantity - x.backordered) FILTER (WHERE r.status = 'confirmed'), 0) AS confirmed,
+           coalesce(sum(x.backordered), 0)                                                    AS promised
     FROM reservation_lines x
     JOIN reservations r ON r.id = x.reservation_id
     WHERE x.sku = s.sku AND x.location = s.location AND x.pool = s.pool AND r.status IN ('held', 'confirmed')
@@ -127,6 +134,7 @@ WHERE s.sku = @sku AND s.location = @location AND s.pool = @pool;
 UPDATE stock
 SET total = @total, available = @available, reserved = @reserved, sold = @sold,
     quality_control = @quality_control, damaged = @damaged, safety_stock = @safety_stock, incoming = @incoming, short = @short,
+    backordered = @backordered,
     version = version + 1,
     feed_xid = greatest(feed_xid, pg_current_xact_id()),
     updated_at = now()

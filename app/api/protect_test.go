@@ -573,3 +573,102 @@ func states(total, available, reserved, sold float64) map[string]any {
 	return map[string]any{"total": total, "available": available, "reserved": reserved, "sold": sold,
 		"quality_control": 0.0, "damaged": 0.0, "safety_stock": 0.0, "incoming": 0.0, "short": 0.0}
 }
+
+// TestPromiseDriftGatesResumeAndIsRepaired: a row whose backordered (units
+// promised past what it had on hand) drifted from what its ledger's
+// delta_backordered sum to, by a hand edit, is paused by reconciliation;
+// its resume is refused 409 books_unbalanced naming the promise while it
+// is off; a repair to the ledger sets it back in one transaction with its
+// ledger row, and then the gate lets the pool resume with balanced books.
+func TestPromiseDriftGatesResumeAndIsRepaired(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	e.stockIn("PRE", 2)
+	r := e.do("PUT", "/v1/skus/PRE/backorders", e.ops, map[string]any{"below_zero": 5})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	h := e.hold("pre-1", line("PRE", 4))
+	require.Equal(t, 201, h.status, "%s", h.body)
+	require.EqualValues(t, 2, e.row("PRE", "default", "main")["backordered"])
+
+	// The promise counter forgets 2 units: every CHECK still holds (and
+	// the pool could promise them again), the ledger and the lines do not.
+	_, err := e.pool.Exec(ctx, `UPDATE stock SET backordered = backordered - 2 WHERE sku = 'PRE' AND pool = 'main'`)
+	require.NoError(t, err)
+	_, err = e.rec.Run(ctx, reconcile.ReconcileArgs{Trigger: reconcile.TriggerCLI})
+	require.NoError(t, err)
+	require.Equal(t, "paused", e.pool0("PRE")["status"], "reconciliation pauses the drifted promise")
+
+	p := requireProblem(t, e.do("POST", "/v1/skus/PRE/resume", e.ops, map[string]any{"reason": "counted"}), 409, "books_unbalanced")
+	require.EqualValues(t, -2, p["difference"].(map[string]any)["backordered"], "%v", p)
+	require.EqualValues(t, 2, p["ledger"].(map[string]any)["backordered"], "%v", p)
+	require.EqualValues(t, 2, p["lines"].(map[string]any)["backordered"], "%v", p)
+	require.Contains(t, p["detail"], "backordered 0 against 2 by the ledger")
+	require.Equal(t, "paused", e.pool0("PRE")["status"], "the pool stays paused while the promise is off")
+
+	r = e.do("POST", "/v1/skus/PRE/repair", e.ops, map[string]any{"to": "ledger", "reason": "promise edited by hand", "dry_run": true})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	preview := r.json(t)
+	require.EqualValues(t, 2, preview["difference"].(map[string]any)["backordered"], "%s", r.body)
+	require.Equal(t, false, preview["applied"])
+	r = e.do("POST", "/v1/skus/PRE/repair", e.ops, map[string]any{"to": "ledger", "reason": "promise edited by hand",
+		"expected_difference": preview["difference"]})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	got := r.json(t)
+	require.Equal(t, true, got["applied"])
+	require.EqualValues(t, 2, got["after"].(map[string]any)["backordered"], "%s", r.body)
+
+	var counter, ledger int64
+	var repairs int
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT s.backordered,
+	        (SELECT sum(g.delta_backordered) FROM ledger g WHERE g.sku = s.sku AND g.location = s.location AND g.pool = s.pool),
+	        (SELECT count(*) FROM ledger g WHERE g.sku = s.sku AND g.kind = 'repair' AND g.stock_version = s.version)
+	    FROM stock s WHERE s.sku = 'PRE' AND s.pool = 'main'`).Scan(&counter, &ledger, &repairs))
+	require.EqualValues(t, 2, counter)
+	require.Equal(t, ledger, counter, "the repair sets the counter to what the ledger says")
+	require.Equal(t, 1, repairs, "with its ledger row, at the version it made")
+
+	r = e.do("POST", "/v1/skus/PRE/resume", e.ops, map[string]any{"reason": "promise repaired"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	run := r.json(t)["reconciliation"].(map[string]any)
+	require.Equal(t, "succeeded", run["status"])
+	require.EqualValues(t, 0, run["high_risk"])
+	var ok bool
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT ok FROM stock_health WHERE sku = 'PRE' AND pool = 'main'`).Scan(&ok))
+	require.True(t, ok, "the books balance")
+}
+
+// TestPromiseRepairToCountersWritesItsDelta: a repair to the counters of a
+// drifted promise writes one ledger row whose delta_backordered is the
+// counter minus the ledger, so the ledger then sums to the counter.
+func TestPromiseRepairToCountersWritesItsDelta(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	e.stockIn("PRC", 2)
+	r := e.do("PUT", "/v1/skus/PRC/backorders", e.ops, map[string]any{"below_zero": 5})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Equal(t, 201, e.hold("prc-1", line("PRC", 3)).status)
+	_, err := e.pool.Exec(ctx, `UPDATE stock SET backordered = backordered + 1 WHERE sku = 'PRC' AND pool = 'main'`)
+	require.NoError(t, err)
+	r = e.do("POST", "/v1/skus/PRC/repair", e.ops, map[string]any{"to": "counters", "reason": "promise accepted"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.EqualValues(t, 1, r.json(t)["difference"].(map[string]any)["backordered"], "%s", r.body)
+	var counter, ledger, delta int64
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT s.backordered,
+	        (SELECT sum(g.delta_backordered) FROM ledger g WHERE g.sku = s.sku AND g.location = s.location AND g.pool = s.pool),
+	        (SELECT g.delta_backordered FROM ledger g WHERE g.sku = s.sku AND g.kind = 'repair')
+	    FROM stock s WHERE s.sku = 'PRC' AND s.pool = 'main'`).Scan(&counter, &ledger, &delta))
+	require.EqualValues(t, 2, counter)
+	require.EqualValues(t, 1, delta)
+	require.Equal(t, counter, ledger)
+	// The lines still promise 1: the gate stays shut until the counter is
+	// put back and accepted again (a row of delta_backordered -1).
+	p := requireProblem(t, e.do("POST", "/v1/skus/PRC/resume", e.ops, map[string]any{"reason": "accepted"}), 409, "books_unbalanced")
+	require.Contains(t, p["detail"], "backordered 2 against 2 by the ledger and 1 promised on the lines")
+	_, err = e.pool.Exec(ctx, `UPDATE stock SET backordered = 1 WHERE sku = 'PRC' AND pool = 'main'`)
+	require.NoError(t, err)
+	r = e.do("POST", "/v1/skus/PRC/repair", e.ops, map[string]any{"to": "counters", "reason": "promise put back"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.EqualValues(t, -1, r.json(t)["difference"].(map[string]any)["backordered"], "%s", r.body)
+}

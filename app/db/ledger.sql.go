@@ -14,17 +14,17 @@ import (
 
 const ledgerAppend = `-- name: LedgerAppend :execrows
 INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available, delta_reserved, delta_sold,
-                    delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, delta_short,
+                    delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, delta_short, delta_backordered,
                     stock_version, reservation_id, actor, actor_key, reason, ref, units, refs,
                     feed_xid, total_after, available_after, reserved_after, sold_after,
                     quality_control_after, damaged_after, safety_stock_after, incoming_after)
 SELECT s.sku, s.location, s.pool, $1::text, $2::bigint, $3::bigint, $4::bigint,
        $5::bigint, $6::bigint, $7::bigint, $8::bigint,
-       $9::bigint, $10::bigint, s.version, $11::uuid, $12::text, $13::text,
-       $14::text, $15::text, $16::text[], $17::text[],
+       $9::bigint, $10::bigint, $11::bigint, s.version, $12::uuid, $13::text, $14::text,
+       $15::text, $16::text, $17::text[], $18::text[],
        s.feed_xid, s.total, s.available, s.reserved, s.sold, s.quality_control, s.damaged, s.safety_stock, s.incoming
 FROM stock s
-WHERE s.sku = $18 AND s.location = $19 AND s.pool = $20
+WHERE s.sku = $19 AND s.location = $20 AND s.pool = $21
 `
 
 type LedgerAppendParams struct {
@@ -38,6 +38,7 @@ type LedgerAppendParams struct {
 	DeltaSafetyStock    int64
 	DeltaIncoming       int64
 	DeltaShort          int64
+	DeltaBackordered    int64
 	ReservationID       *uuid.UUID
 	Actor               string
 	ActorKey            *string
@@ -66,6 +67,7 @@ func (q *Queries) LedgerAppend(ctx context.Context, arg LedgerAppendParams) (int
 		arg.DeltaSafetyStock,
 		arg.DeltaIncoming,
 		arg.DeltaShort,
+		arg.DeltaBackordered,
 		arg.ReservationID,
 		arg.Actor,
 		arg.ActorKey,

@@ -28,6 +28,11 @@ type Counters struct {
 	// units that leave total as their holds hand them back (never back to
 	// available), or are sold as missing (0 <= short <= reserved).
 	Short int64 `json:"short"`
+	// Backordered is the units promised to held and confirmed holds
+	// beyond what the row had on hand (not in total), in the books and a
+	// repair's answer; left out when zero (a pool's own backordered is
+	// Pool.Backordered).
+	Backordered int64 `json:"backordered,omitempty"`
 }
 
 // String writes a difference of counters: the four a hold moves, then each
@@ -37,7 +42,7 @@ func (c Counters) String() string {
 	for _, o := range []struct {
 		state string
 		n     int64
-	}{{"quality_control", c.QualityControl}, {"damaged", c.Damaged}, {"safety_stock", c.SafetyStock}, {"incoming", c.Incoming}, {"short", c.Short}} {
+	}{{"quality_control", c.QualityControl}, {"damaged", c.Damaged}, {"safety_stock", c.SafetyStock}, {"incoming", c.Incoming}, {"short", c.Short}, {"backordered", c.Backordered}} {
 		if o.n != 0 {
 			s += fmt.Sprintf(", %s %+d", o.state, o.n)
 		}
@@ -48,24 +53,26 @@ func (c Counters) String() string {
 func (c Counters) minus(o Counters) Counters {
 	return Counters{Total: c.Total - o.Total, Available: c.Available - o.Available, Reserved: c.Reserved - o.Reserved,
 		Sold: c.Sold - o.Sold, QualityControl: c.QualityControl - o.QualityControl, Damaged: c.Damaged - o.Damaged,
-		SafetyStock: c.SafetyStock - o.SafetyStock, Incoming: c.Incoming - o.Incoming, Short: c.Short - o.Short}
+		SafetyStock: c.SafetyStock - o.SafetyStock, Incoming: c.Incoming - o.Incoming, Short: c.Short - o.Short,
+		Backordered: c.Backordered - o.Backordered}
 }
 
 // Plus is c and o added, counter by counter: two changes as one.
 func (c Counters) Plus(o Counters) Counters {
 	return Counters{Total: c.Total + o.Total, Available: c.Available + o.Available, Reserved: c.Reserved + o.Reserved,
 		Sold: c.Sold + o.Sold, QualityControl: c.QualityControl + o.QualityControl, Damaged: c.Damaged + o.Damaged,
-		SafetyStock: c.SafetyStock + o.SafetyStock, Incoming: c.Incoming + o.Incoming, Short: c.Short + o.Short}
+		SafetyStock: c.SafetyStock + o.SafetyStock, Incoming: c.Incoming + o.Incoming, Short: c.Short + o.Short,
+		Backordered: c.Backordered + o.Backordered}
 }
 
 // Zero reports whether every counter is zero.
 func (c Counters) Zero() bool { return c == Counters{} }
 
 // balanced reports whether the counters could be a stock row's: nothing
-// negative and total the sum of the others.
+// negative and total the sum of the others (backordered is not in total).
 func (c Counters) balanced() bool {
 	return c.Available >= 0 && c.Reserved >= 0 && c.Sold >= 0 && c.QualityControl >= 0 && c.Damaged >= 0 &&
-		c.SafetyStock >= 0 && c.Incoming >= 0 && c.Short >= 0 && c.Short <= c.Reserved &&
+		c.SafetyStock >= 0 && c.Incoming >= 0 && c.Short >= 0 && c.Short <= c.Reserved && c.Backordered >= 0 &&
 		c.Total == c.Available+c.Reserved+c.Sold+c.QualityControl+c.Damaged+c.SafetyStock
 }
 
@@ -83,6 +90,16 @@ type Books struct {
 	// and confirmed holds: what reserved and sold should be.
 	LinesHeld      int64 `json:"lines_held"`
 	LinesConfirmed int64 `json:"lines_confirmed"`
+	// LinesBackordered is the units the lines of its held and confirmed
+	// holds were promised and have not had filled: what backordered
+	// should be.
+	LinesBackordered int64 `json:"lines_backordered"`
+	// BackorderLimit and BackorderHorizonDays are the pool's backorder
+	// policy as the row keeps it: the CHECK stock_backordered allows a
+	// backordered up to the limit plus available (plus incoming, with a
+	// horizon).
+	BackorderLimit       int64  `json:"-"`
+	BackorderHorizonDays *int32 `json:"-"`
 	// InTransit is what the transfers in transit to it and the open
 	// inbound lines at it have not yet delivered or written off: what
 	// incoming must be.
@@ -122,7 +139,27 @@ func (b Books) Difference() Counters { return b.Counters.minus(b.Ledger) }
 // units, with its units.
 func (b Books) Balanced() bool {
 	return b.Difference().Zero() && b.Counters.Reserved == b.LinesHeld && b.Counters.Sold == b.LinesConfirmed &&
-		b.Counters.Incoming == b.InTransit && b.unitsAgree(b.Counters)
+		b.Counters.Backordered == b.LinesBackordered && b.Counters.Incoming == b.InTransit && b.unitsAgree(b.Counters)
+}
+
+// promiseClause says how the row's backordered disagrees with its ledger
+// or its holds' lines, for a refusal's detail; empty when they agree.
+func (b Books) promiseClause() string {
+	if b.Counters.Backordered == b.Ledger.Backordered && b.Counters.Backordered == b.LinesBackordered {
+		return ""
+	}
+	return fmt.Sprintf("; backordered %d against %d by the ledger and %d promised on the lines",
+		b.Counters.Backordered, b.Ledger.Backordered, b.LinesBackordered)
+}
+
+// promiseAllowed reports whether the row's backorder policy lets it keep
+// c's backordered (the CHECK stock_backordered).
+func (b Books) promiseAllowed(c Counters) bool {
+	room := b.BackorderLimit + c.Available
+	if b.BackorderHorizonDays != nil {
+		room += c.Incoming
+	}
+	return c.Backordered <= room
 }
 
 // transitClause says how the row's incoming disagrees with the transfers
@@ -137,7 +174,7 @@ func (b Books) transitClause() string {
 func (b Books) problem() map[string]any {
 	p := map[string]any{
 		"location": b.Location, "pool": b.Pool, "counters": b.Counters, "ledger": b.Ledger, "difference": b.Difference(),
-		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed}, "in_transit": b.InTransit,
+		"lines": map[string]int64{"held": b.LinesHeld, "confirmed": b.LinesConfirmed, "backordered": b.LinesBackordered}, "in_transit": b.InTransit,
 	}
 	if b.Units != nil {
 		p["unit_counts"] = b.Units // "units" names units, in a problem
@@ -162,11 +199,13 @@ func booksLocked(ctx context.Context, q *db.Queries, sku, location, pool string)
 	b := Books{
 		SKU: r.Sku, Location: r.Location, Pool: r.Pool, Status: r.Status,
 		Counters: Counters{Total: r.Total, Available: r.Available, Reserved: r.Reserved, Sold: r.Sold,
-			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short},
+			QualityControl: r.QualityControl, Damaged: r.Damaged, SafetyStock: r.SafetyStock, Incoming: r.Incoming, Short: r.Short,
+			Backordered: r.Backordered},
 		Ledger: Counters{Total: r.LedgerTotal, Available: r.LedgerAvailable, Reserved: r.LedgerReserved, Sold: r.LedgerSold,
 			QualityControl: r.LedgerQualityControl, Damaged: r.LedgerDamaged, SafetyStock: r.LedgerSafetyStock, Incoming: r.LedgerIncoming,
-			Short: r.LedgerShort},
-		LinesHeld: r.LinesHeld, LinesConfirmed: r.LinesConfirmed, InTransit: r.InTransit,
+			Short: r.LedgerShort, Backordered: r.LedgerBackordered},
+		LinesHeld: r.LinesHeld, LinesConfirmed: r.LinesConfirmed, LinesBackordered: r.LinesBackordered, InTransit: r.InTransit,
+		BackorderLimit: r.BackorderLimit, BackorderHorizonDays: r.BackorderHorizonDays,
 	}
 	if r.Serialized {
 		b.Units = &UnitCounts{Available: r.UnitsAvailable, Held: r.UnitsHeld, Sold: r.UnitsSold}
@@ -244,10 +283,10 @@ func (s *Service) Lift(ctx context.Context, l Lift) (Lifted, error) {
 			d := books.Difference()
 			return Lifted{}, &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: w.SKU, Pool: w.Pool, Location: w.Location, Extra: books.problem(),
 				Detail: fmt.Sprintf("the books of %s (pool %s) do not balance (counters minus ledger: total %+d, available %+d, reserved %+d, sold %+d; "+
-					"reserved %d against %d held, sold %d against %d confirmed%s%s): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
+					"reserved %d against %d held, sold %d against %d confirmed%s%s%s): the pool stays paused. Repair them (POST /v1/skus/%s/repair), "+
 					"or resume with \"force\": true and a reason",
 					w.SKU, w.Pool, d.Total, d.Available, d.Reserved, d.Sold, books.Counters.Reserved, books.LinesHeld,
-					books.Counters.Sold, books.LinesConfirmed, books.transitClause(), books.unitsClause(), w.SKU)}
+					books.Counters.Sold, books.LinesConfirmed, books.promiseClause(), books.transitClause(), books.unitsClause(), w.SKU)}
 		}
 		if w.Pool != MainPool {
 			terms, err := q.CampaignHoldTermsShared(ctx, w.Pool)
@@ -441,11 +480,12 @@ func planRepair(ctx context.Context, q *db.Queries, r RepairRequest) (Repaired, 
 	}
 	switch r.To {
 	case RepairToLedger:
-		if !books.Ledger.balanced() {
+		if !books.Ledger.balanced() || !books.promiseAllowed(books.Ledger) {
 			l := books.Ledger
 			return Repaired{}, row, &domain.Error{Code: domain.CodeBooksUnbalanced, SKU: r.SKU, Pool: r.Pool, Location: r.Location, Extra: books.problem(),
-				Detail: fmt.Sprintf("the ledger of %s (pool %s) sums to counters no stock row may have (total %d, available %d, reserved %d, sold %d): "+
-					"repair to the counters instead, then adjust", r.SKU, r.Pool, l.Total, l.Available, l.Reserved, l.Sold)}
+				Detail: fmt.Sprintf("the ledger of %s (pool %s) sums to counters no stock row may have (total %d, available %d, reserved %d, sold %d, "+
+					"backordered %d under its backorder policy): repair to the counters instead, then adjust",
+					r.SKU, r.Pool, l.Total, l.Available, l.Reserved, l.Sold, l.Backordered)}
 		}
 		out.After = books.Ledger
 		out.Difference = books.Ledger.minus(books.Counters)
@@ -454,7 +494,7 @@ func planRepair(ctx context.Context, q *db.Queries, r RepairRequest) (Repaired, 
 		out.Difference = d
 		row = db.LedgerAppendParams{DeltaTotal: d.Total, DeltaAvailable: d.Available, DeltaReserved: d.Reserved, DeltaSold: d.Sold,
 			DeltaQualityControl: d.QualityControl, DeltaDamaged: d.Damaged, DeltaSafetyStock: d.SafetyStock, DeltaIncoming: d.Incoming,
-			DeltaShort: d.Short}
+			DeltaShort: d.Short, DeltaBackordered: d.Backordered}
 	}
 	// The transfers in transit to the row are restored from their own
 	// ledger rows; what they carry then must be the incoming the
@@ -499,7 +539,7 @@ func writeRepair(ctx context.Context, q *db.Queries, r RepairRequest, out Repair
 	a := out.After
 	if _, err := q.StockRepairSet(ctx, db.StockRepairSetParams{Total: a.Total, Available: a.Available, Reserved: a.Reserved, Sold: a.Sold,
 		QualityControl: a.QualityControl, Damaged: a.Damaged, SafetyStock: a.SafetyStock, Incoming: a.Incoming, Short: a.Short,
-		Sku: r.SKU, Location: r.Location, Pool: r.Pool}); err != nil {
+		Backordered: a.Backordered, Sku: r.SKU, Location: r.Location, Pool: r.Pool}); err != nil {
 		return fmt.Errorf("repair %s/%s/%s: %w", r.SKU, r.Location, r.Pool, err)
 	}
 	row.Sku, row.Location, row.Pool, row.Kind, row.Actor, row.ActorKey = r.SKU, r.Location, r.Pool, string(LedgerRepair), r.Actor, domain.KeyName(ctx)

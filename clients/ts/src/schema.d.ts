@@ -3242,6 +3242,11 @@ export interface components {
              * @description Of `reserved`, the held units a stock count found missing: as their holds end (released, expired, rolled back) they leave `total` (ledger kind `shortfall`), never back to `available`; a confirm that sells them is recorded as `sold_short`. 0 <= short <= reserved (a CHECK).
              */
             short: number;
+            /**
+             * Format: int64
+             * @description Units promised to held and confirmed holds beyond what the row had on hand (not in `total`; its pool's backorder policy lets them), what its ledger's `delta_backordered` sum to, or a difference of two such. Left out when zero. A repair to the ledger sets it back to what the ledger says, like every other counter.
+             */
+            backordered?: number;
         };
         /** @description The SKU's stock after the adjustment (as it would be, with `dry_run`), and the reconciliation of the SKU that followed it. */
         AdjustmentResult: {
