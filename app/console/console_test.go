@@ -373,7 +373,7 @@ func TestEveryPageRendersWithData(t *testing.T) {
 	require.Contains(t, preview, `name="apply" value="true"`)
 	expected := regexp.MustCompile(`name="expected" value="([^"]+)"`).FindStringSubmatch(preview)
 	require.Len(t, expected, 2, "the apply form carries the previewed difference")
-	require.Equal(t, "-2,-2,0,0,0,0,0,0,0", expected[1])
+	require.Equal(t, "-2,-2,0,0,0,0,0,0,0,0", expected[1])
 	apply := url.Values{"csrf": {token}, "pool": {"main"}, "to": {"ledger"}, "reason": {"hand edit"}, "apply": {"true"}, "expected": {expected[1]}}
 	// The counters move again after the preview: the apply writes nothing
 	// rather than more than the preview showed.

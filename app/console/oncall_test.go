@@ -96,7 +96,7 @@ func TestRepairFormNamesRefs(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	preview := b.do("GET", a.header.Get("Location"), nil, nil).body
 	require.Contains(t, preview, `<input type="hidden" name="refs" value="o-1042, OPS-17">`)
-	require.Contains(t, preview, `<input type="hidden" name="expected" value="-2,-2,0,0,0,0,0,0,0">`)
+	require.Contains(t, preview, `<input type="hidden" name="expected" value="-2,-2,0,0,0,0,0,0,0,0">`)
 	form.Set("apply", "true")
 	form.Set("refs", "o-1042, OPS-17")
 	form.Set("expected", "-2,-2,0,0,0,0,0,0")

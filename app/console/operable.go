@@ -177,20 +177,21 @@ func (c *Console) repair(w http.ResponseWriter, r *http.Request, op who) error {
 
 // formatDifference writes a repair's difference for a form: its counters,
 // comma separated (total, available, reserved, sold, quality_control,
-// damaged, safety_stock, incoming, short).
+// damaged, safety_stock, incoming, short, backordered).
 func formatDifference(d stock.Counters) string {
-	return fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%d,%d", d.Total, d.Available, d.Reserved, d.Sold,
-		d.QualityControl, d.Damaged, d.SafetyStock, d.Incoming, d.Short)
+	return fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", d.Total, d.Available, d.Reserved, d.Sold,
+		d.QualityControl, d.Damaged, d.SafetyStock, d.Incoming, d.Short, d.Backordered)
 }
 
 // parseDifference reads what formatDifference wrote (or, from a page
-// served before short existed, the first eight); nil when it is not.
+// served before short or backordered existed, the first eight or nine);
+// nil when it is not.
 func parseDifference(s string) *stock.Counters {
 	parts := strings.Split(s, ",")
-	if len(parts) != 8 && len(parts) != 9 {
+	if len(parts) < 8 || len(parts) > 10 {
 		return nil
 	}
-	var n [9]int64
+	var n [10]int64
 	for i, p := range parts {
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
@@ -199,7 +200,7 @@ func parseDifference(s string) *stock.Counters {
 		n[i] = v
 	}
 	return &stock.Counters{Total: n[0], Available: n[1], Reserved: n[2], Sold: n[3],
-		QualityControl: n[4], Damaged: n[5], SafetyStock: n[6], Incoming: n[7], Short: n[8]}
+		QualityControl: n[4], Damaged: n[5], SafetyStock: n[6], Incoming: n[7], Short: n[8], Backordered: n[9]}
 }
 
 // reinstate holds a released or expired hold's lines again (a late
