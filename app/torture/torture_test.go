@@ -231,6 +231,7 @@ running:
 	t.Logf("torture: %d checkpoints while running", checkpoints)
 
 	tr.settle(t)
+	tr.settleBackorders(t)
 	tr.check(t, "settled")
 	tr.checkAcknowledged(t)
 	tr.checkRollbackCutoffs(t)
