@@ -92,12 +92,14 @@ type measure struct {
 
 // measures are what a comparison reports per scenario: the rate, the p99,
 // the rate against the bare-SQL hold of the same run (hot and spread,
-// which cancels much of what the machine does between runs) and the
-// server's peak resident memory.
+// which cancels much of what the machine does between runs), the rate
+// against spread's in turns (locations, preorder) and the server's peak
+// resident memory.
 var measures = []measure{
 	{"holds/s", true, func(r *result) float64 { return r.Rate }},
 	{"p99 ms", false, func(r *result) float64 { return r.P99 }},
 	{"x bare SQL", true, func(r *result) float64 { return r.Ratio }},
+	{"x spread", true, func(r *result) float64 { return r.VsSpread }},
 	{"RSS MB", false, func(r *result) float64 { return r.RSS }},
 }
 

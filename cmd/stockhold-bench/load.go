@@ -180,17 +180,17 @@ type leg struct {
 	// el is the leg's time over every turn, settling included; settled
 	// is how much of it settling took.
 	el, settled time.Duration
+	// rates are the leg's holds/s in each turn, in order (the warm-up's
+	// left out).
+	rates []float64
 }
 
-const (
-	// turns is how many turns alternate gives each leg.
-	turns = 5
-	// perTurn is more requests than a worker makes in one turn.
-	perTurn = 1 << 24
-)
+// perTurn is more requests than a worker makes in one turn.
+const perTurn = 1 << 24
 
-// alternate runs each leg with clients workers for d in all, in turns: d/turns
-// of each leg in order, turns times over. The legs of a comparison are
+// alternate runs each leg with clients workers for d in all, in turns
+// (-turns, 5 by default): d/turns of each leg in order, turns times over.
+// The legs of a comparison are
 // then measured over the same stretch of the run, so that what the
 // shared machine does meanwhile (other work, a neighbour's steal) weighs
 // on each alike: measured one after the other, 5 s each, the seats
@@ -199,6 +199,7 @@ const (
 // turn is its first touch of its SKU, table and connections: the 50,000
 // seat venue's had a p99 of 386 ms, its later turns 50 to 96 ms).
 func (b *bench) alternate(ctx context.Context, clients int, d time.Duration, legs ...*leg) {
+	turns := b.o.turns
 	for n := -1; n < turns; n++ {
 		for _, l := range legs {
 			if ctx.Err() != nil {
@@ -208,8 +209,8 @@ func (b *bench) alternate(ctx context.Context, clients int, d time.Duration, leg
 			if n < 0 {
 				name, t = l.name+" (warm-up)", &tally{}
 			}
-			start := time.Now()
-			b.closedLoop(ctx, name, clients, d/turns, t, func(w, i int) (bool, error) {
+			start, made := time.Now(), t.ok.Load()
+			b.closedLoop(ctx, name, clients, d/time.Duration(turns), t, func(w, i int) (bool, error) {
 				return l.do(w, (n+1)*perTurn+i)
 			})
 			var settled time.Duration
@@ -221,8 +222,10 @@ func (b *bench) alternate(ctx context.Context, clients int, d time.Duration, leg
 			if n < 0 {
 				continue
 			}
+			el := time.Since(start)
 			l.settled += settled
-			l.el += time.Since(start)
+			l.el += el
+			l.rates = append(l.rates, float64(t.ok.Load()-made)/el.Seconds())
 		}
 	}
 }

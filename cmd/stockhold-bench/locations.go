@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,74 +26,59 @@ var (
 	shipTos        = [][2]float64{{43.30, 5.37}, {53.55, 9.99}, {50.85, 4.35}, {47.22, -1.55}}
 )
 
-// strategyRuns are the strategies the scenario runs after priority, each
-// against spread's rate in the same run.
+// strategyRuns are the strategies the scenario runs beside priority, each
+// against spread in the same turns.
 var strategyRuns = []string{"most_stock", "nearest"}
 
 func locationSKU(i int) string { return fmt.Sprintf("loc-%05d", i) }
 
 // locations: every client holds one unit of one of locationSKUs at
-// random, naming no location, so that each hold is allocated among three
-// by priority, and half the time the first location is short and the line
-// goes to the second. It runs after spread in the same run, whose rate it
-// is compared with: allocation is inside the group-committed batch, so the
-// ratio is the cost of locking three rows per line instead of one and
+// random, naming no location, so that each hold is allocated among three,
+// and half the time the first location (by priority) is short. It runs in
+// turns (alternate) with spread's holds: spread, then the holds allocated
+// by priority (the scenario's own row), by most_stock and by nearest
+// (each to one of shipTos), turn after turn, so that each strategy's ratio
+// to spread is taken between figures measured a few seconds apart
+// (inTurnsWithSpread). Allocation is inside the group-committed batch, so
+// the ratio is the cost of locking three rows per line instead of one and
 // deciding among them.
 func (b *bench) locations(ctx context.Context) ([]*result, error) {
-	if b.spreadRate == 0 {
-		return nil, fmt.Errorf("locations is compared with spread's rate in the same run: run spread first (-scenarios spread,locations)")
-	}
 	if err := b.locationStock(ctx); err != nil {
 		return nil, err
 	}
-	bodies := make([][]byte, locationSKUs)
-	for i := range bodies {
-		bodies[i] = holdBody(0, "", locationSKU(i))
+	legs := []spreadLeg{{scenario: "locations", bodies: make([][]byte, locationSKUs)}}
+	for i := range legs[0].bodies {
+		legs[0].bodies[i] = holdBody(0, "", locationSKU(i))
 	}
-	r := b.againstSpread(ctx, "locations", bodies)
-	second, err := b.secondShare(ctx)
+	for _, s := range strategyRuns {
+		l := spreadLeg{scenario: "locations-" + s, bodies: make([][]byte, locationSKUs)}
+		for i := range l.bodies {
+			body := fmt.Sprintf(`{"items":[{"sku":%q,"quantity":1}],"strategy":%q`, locationSKU(i), s)
+			if s == "nearest" {
+				p := shipTos[i%len(shipTos)]
+				body += fmt.Sprintf(`,"ship_to":{"latitude":%.2f,"longitude":%.2f}`, p[0], p[1])
+			}
+			l.bodies[i] = []byte(body + "}")
+		}
+		legs = append(legs, l)
+	}
+	out, err := b.inTurnsWithSpread(ctx, legs)
 	if err != nil {
 		return nil, err
 	}
-	r.Note = fmt.Sprintf("%d SKUs at %d locations, allocated by priority, the first short for half of them (%.0f%% of the holds went to the second): %.0f holds/s, %.2fx spread's %.0f holds/s in this run",
-		locationSKUs, len(benchLocations), second*100, r.Rate, r.VsSpread, b.spreadRate)
-	out := []*result{r}
-	for _, s := range strategyRuns {
-		out = append(out, b.locationsBy(ctx, s))
+	for _, r := range out[1:] {
+		where, err := b.shares(ctx, r.Scenario)
+		if err != nil {
+			return nil, err
+		}
+		strategy := strings.TrimPrefix(r.Scenario, "locations-")
+		if r.Scenario == "locations" {
+			strategy = "priority"
+			where = fmt.Sprintf("%d SKUs at %d locations, the first short for half of them; %s", locationSKUs, len(benchLocations), where)
+		}
+		r.Note = fmt.Sprintf("allocated by %s (%s): %s", strategy, where, r.Note)
 	}
 	return out, nil
-}
-
-// locationsBy is the locations scenario's holds allocated by strategy s
-// (nearest: to one of shipTos), its rate against spread's in the same run.
-func (b *bench) locationsBy(ctx context.Context, s string) *result {
-	bodies := make([][]byte, locationSKUs)
-	for i := range bodies {
-		body := fmt.Sprintf(`{"items":[{"sku":%q,"quantity":1}],"strategy":%q`, locationSKU(i), s)
-		if s == "nearest" {
-			p := shipTos[i%len(shipTos)]
-			body += fmt.Sprintf(`,"ship_to":{"latitude":%.2f,"longitude":%.2f}`, p[0], p[1])
-		}
-		bodies[i] = []byte(body + "}")
-	}
-	r := b.againstSpread(ctx, "locations-"+s, bodies)
-	r.Note = fmt.Sprintf("the same holds allocated by %s: %.0f holds/s, %.2fx spread's %.0f holds/s in this run", s, r.Rate, r.VsSpread, b.spreadRate)
-	return r
-}
-
-// againstSpread runs scenario: every client holds one of bodies at
-// random for the run's duration; its rate is compared with spread's in
-// the same run.
-func (b *bench) againstSpread(ctx context.Context, scenario string, bodies [][]byte) *result {
-	r := &result{Scenario: scenario, Clients: b.o.clients}
-	t := &tally{}
-	el := b.closedLoop(ctx, scenario, b.o.clients, b.o.duration, t, func(w, i int) (bool, error) {
-		return b.hold(fmt.Sprintf("%s-%s-%d-%d", scenario, b.run, w, i), bodies[rand.IntN(len(bodies))])
-	})
-	t.fill(r, el)
-	r.RSS = b.rss.reset()
-	r.VsSpread = r.Rate / b.spreadRate
-	return r
 }
 
 // locationStock makes the scenario's locations and stock once: over HTTP,
@@ -174,15 +159,24 @@ func (b *bench) locationStock(ctx context.Context) error {
 	return firstErr
 }
 
-// secondShare is the share of the scenario's held units that went to the
-// second location.
-func (b *bench) secondShare(ctx context.Context) (float64, error) {
-	var second, all int64
-	err := b.pool.QueryRow(ctx, `
-		SELECT coalesce(sum(quantity) FILTER (WHERE location = $1), 0), coalesce(sum(quantity), 0)
-		FROM reservation_lines WHERE sku LIKE 'loc-%'`, benchLocations[1]).Scan(&second, &all)
-	if err != nil || all == 0 {
-		return 0, err
+// shares says where the holds of one leg of the scenario went: the share
+// of their units at each location.
+func (b *bench) shares(ctx context.Context, scenario string) (string, error) {
+	rows, err := b.pool.Query(ctx, `
+		SELECT l.location, sum(l.quantity)::float8 / sum(sum(l.quantity)) OVER ()
+		FROM reservation_lines l JOIN reservations r ON r.id = l.reservation_id
+		WHERE r.idempotency_key LIKE $1 GROUP BY l.location ORDER BY l.location`, turnKeyPrefix(scenario, b.run)+"%")
+	if err != nil {
+		return "", err
 	}
-	return float64(second) / float64(all), nil
+	var parts []string
+	for rows.Next() {
+		var at string
+		var share float64
+		if err := rows.Scan(&at, &share); err != nil {
+			return "", err
+		}
+		parts = append(parts, fmt.Sprintf("%.0f%% at %s", share*100, at))
+	}
+	return strings.Join(parts, ", "), rows.Err()
 }

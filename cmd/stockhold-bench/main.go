@@ -6,14 +6,18 @@
 // at the same concurrency, the bare transaction a naive implementation
 // would run per hold (BEGIN; UPDATE stock ... WHERE available >= 1; INSERT
 // reservation; COMMIT) straight through pgx, and reports the ratio.
-// The locations scenario (1,000 SKUs at three warehouses, allocated by
-// priority, the first often short) prints its rate against spread's in the
-// same run. Timings on a shared machine are noisy; the ratios are the
-// numbers to compare.
+// The locations scenario (1,000 SKUs at three warehouses, the first often
+// short, allocated by priority, most_stock and nearest) runs in turns with
+// spread's holds: spread, priority, most_stock, nearest, spread, ...
+// -turns times (5 by default, -duration split among them), and gives each
+// strategy's rate against spread's as the median of its turns' ratios to
+// the spread turns on either side, with their range (spreadturns.go);
+// preorder does the same with its holds. Timings on a shared machine are
+// noisy; the ratios are the numbers to compare.
 //
 //	stockhold-bench [-server bin/stockhold] [-duration 5s] [-clients 64]
 //	                [-scenarios hot,spread,...] [-catalogue 1000] [-json] [-keep]
-//	                [-seats 2000,50000] [-profile DIR]
+//	                [-seats 2000,50000] [-turns 5] [-profile DIR]
 //
 // -catalogue sets how many SKUs the spread scenarios hold from; the
 // reconcile scenario (only when named) times reconciliation runs over that
@@ -102,6 +106,9 @@ type options struct {
 	catalogue int
 	// seats are the venue sizes the seats scenario compares.
 	seats []int
+	// turns is how many turns the scenarios that alternate their legs
+	// (seats, locations, preorder) give each leg, after one to warm up.
+	turns int
 	// archiveRows is how many ledger rows the archive scenario writes in
 	// SQL into the month it archives, beside its holds'.
 	archiveRows int
@@ -146,6 +153,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.archiveRows, "archive-rows", 1_000_000, "ledger rows the archive scenario writes in SQL (holds made and released) into the month it archives, beside its own holds'")
 	fs.StringVar(&o.archiveBefore, "archive-before", "", "a month (YYYY-MM): the archive scenario archives the ledger's months before it (oldest: the oldest month not archived, and any before it) as they are (a reused history, make bench-year) instead of writing and cutting one")
 	fs.StringVar(&o.archiveDir, "archive-dir", "", "the directory the archive scenario writes its files into and leaves them in (default: a temporary one, removed)")
+	fs.IntVar(&o.turns, "turns", 5, "turns each leg of seats, locations and preorder gets, after one to warm up: -duration is split among them (locations and preorder take each strategy's ratio to spread as the median of its turns')")
 	seats := fs.String("seats", "2000,50000", "venue sizes the seats scenario compares, in seats (whole rows of 100), comma-separated")
 	fs.StringVar(&o.report, "report", "", "the report of every goal (docs/internals/PERFORMANCE.md) to rewrite with what this run measured")
 	fs.StringVar(&o.profile, "profile", "", "directory to write each timed phase's profiles into: the server's CPU profile and heap and the bench's own, PostgreSQL's wait events, and pg_stat_statements when the server preloads it")
@@ -180,6 +188,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(append(scenarioNames, extraScenarios...), ", "))
 		}
 		o.scenarios = append(o.scenarios, s)
+	}
+	if o.turns < 1 || o.turns > 100 {
+		return fmt.Errorf("-turns %d: want 1 to 100", o.turns)
 	}
 	if o.catalogue < 10 || o.catalogue > 100_000_000 {
 		return fmt.Errorf("-catalogue %d: want 10 to 100,000,000 SKUs", o.catalogue)

@@ -23,25 +23,24 @@ func preorderSKU(i int) string { return fmt.Sprintf("pre-%05d", i) }
 // preorder: every client holds one unit of one of preorderSKUs at random;
 // none is on hand, so each hold's unit is promised against what the
 // supplier will deliver (backordered, expected_on the notice's day). It
-// runs after spread in the same run, whose rate it is compared with: the
-// cost of reading each row's deliveries within the horizon under its lock
-// and of moving the promise counter, inside the same group-committed
-// batch.
+// runs in turns with spread's holds (inTurnsWithSpread), whose rate it is
+// compared with: the cost of reading each row's deliveries within the
+// horizon under its lock and of moving the promise counter, inside the
+// same group-committed batch.
 func (b *bench) preorder(ctx context.Context) ([]*result, error) {
-	if b.spreadRate == 0 {
-		return nil, fmt.Errorf("preorder is compared with spread's rate in the same run: run spread first (-scenarios spread,preorder)")
-	}
 	if err := b.preorderStock(ctx); err != nil {
 		return nil, err
 	}
-	bodies := make([][]byte, preorderSKUs)
-	for i := range bodies {
-		bodies[i] = holdBody(0, "", preorderSKU(i))
+	leg := spreadLeg{scenario: "preorder", bodies: make([][]byte, preorderSKUs)}
+	for i := range leg.bodies {
+		leg.bodies[i] = holdBody(0, "", preorderSKU(i))
 	}
-	r := b.againstSpread(ctx, "preorder", bodies)
-	r.Note = fmt.Sprintf("%d SKUs with none on hand, each hold's unit promised against a delivery due in 2 days: %.0f holds/s, %.2fx spread's %.0f holds/s in this run",
-		preorderSKUs, r.Rate, r.VsSpread, b.spreadRate)
-	return []*result{r}, nil
+	out, err := b.inTurnsWithSpread(ctx, []spreadLeg{leg})
+	if err != nil {
+		return nil, err
+	}
+	out[1].Note = fmt.Sprintf("%d SKUs with none on hand, each hold's unit promised against a delivery due in 2 days: %s", preorderSKUs, out[1].Note)
+	return out, nil
 }
 
 // preorderStock records the scenario's notices (100 SKUs a notice) and

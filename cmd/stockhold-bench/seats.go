@@ -215,7 +215,7 @@ func (b *bench) seats(ctx context.Context) ([]*result, error) {
 	if first, last := out[1], out[len(out)-1]; first != last {
 		sum = append(sum, fmt.Sprintf("%s over %s: %.2fx (goal 0.8x)", last.Scenario, first.Scenario, last.Rate/first.Rate))
 	}
-	hr.Note = fmt.Sprintf("the reference for the seats rows (single-unit holds on one SKU, none released), in %d turns with them after one to warm up: ", turns) + strings.Join(sum, "; ")
+	hr.Note = fmt.Sprintf("the reference for the seats rows (single-unit holds on one SKU, none released), in %d turns with them after one to warm up: ", b.o.turns) + strings.Join(sum, "; ")
 	return out, nil
 }
 
