@@ -31,8 +31,8 @@ commands:
   report             the daily report of a business day: every ledger kind per stock row, location and campaign, reconciliations
   stock import|export
                      apply a CSV of stock changes (resumable), or write every stock row as CSV
-  locations list|create|update
-                     where stock is: warehouses, stores, with their priority and totals
+  locations list|create|update|pickup
+                     where stock is: warehouses, stores, with their priority and totals; where a SKU can be collected
   transfer create|receive|close|cancel|list
                      stock on its way from one location to another
   inbound create|receive|close|cancel|list
@@ -194,16 +194,21 @@ the ledger carries for that month. Exit 1 when they are not.`,
 		example: "stockhold ledger restore /var/lib/stockhold/archive/ledger_2026_01.csv.gz",
 	},
 	"locations": {
-		synopsis: "locations list|create|update [flags]",
+		synopsis: "locations list|create|update|pickup [flags]",
 		about: `Where stock is. Every row from before locations existed is at 'default'. A hold line
 that names no location is allocated among the active locations, lowest priority first
 (ties by id): the first that can fill the whole line.`,
 		example: "stockhold locations create --id berlin --name Berlin --priority 1 --operator alice\nstockhold locations list",
-		group:   []string{"list", "create", "update"},
+		group:   []string{"list", "create", "update", "pickup"},
+	},
+	"locations pickup": {
+		synopsis: "locations pickup --sku SKU",
+		about:    "Lists the pickup locations (--pickup true) where the SKU's main stock can be held now (active, sales not stopped there, the row on sale, some available), by priority then id, with what is available and where each is: what GET /v1/skus/{sku}/pickup answers a click-and-collect page.",
+		example:  "stockhold locations pickup --sku A1",
 	},
 	"locations list": {
 		synopsis: "locations list",
-		about:    "Lists every location with its priority, whether it takes holds, and its stock summed over every SKU, every state.",
+		about:    "Lists every location with its priority, whether it takes holds, its stock summed over every SKU, every state, whether shoppers may collect there (pickup) and where it is (latitude,longitude; - when not known).",
 		example:  "stockhold locations list",
 	},
 	"locations create": {

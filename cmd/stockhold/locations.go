@@ -32,18 +32,22 @@ func cliKey(what string) idempotency.Key {
 	return idempotency.NewKey("cli", what+"-"+hex.EncodeToString(b))
 }
 
-// locationsCmd lists, creates and updates locations.
+// locationsCmd lists, creates and updates locations, and lists where a
+// SKU can be collected.
 func locationsCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if err := groupHelp("locations", args, stdout); err != nil {
 		return err
 	}
 	fs := flag.NewFlagSet("locations "+args[0], flag.ContinueOnError)
 	var (
-		id, name, operator, active, pickup string
-		priority                           int64
-		lat, lon                           float64
+		id, name, operator, active, pickup, sku string
+		priority                                int64
+		lat, lon                                float64
 	)
-	if args[0] != "list" {
+	if args[0] == "pickup" {
+		fs.StringVar(&sku, "sku", "", "the `SKU` (required)")
+	}
+	if args[0] != "list" && args[0] != "pickup" {
 		fs.StringVar(&id, "id", "", "the location's `id` (required)")
 		fs.StringVar(&name, "name", "", "its `name`, for people")
 		fs.Int64Var(&priority, "priority", 0, fmt.Sprintf("allocation order, from %d to %d: lower first, ties by id", -stock.MaxPriority, stock.MaxPriority))
@@ -61,7 +65,10 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if args[0] != "list" && (id == "" || operator == "") {
+	if args[0] == "pickup" && sku == "" {
+		return fmt.Errorf("%w: locations pickup needs --sku", errUsage)
+	}
+	if args[0] != "list" && args[0] != "pickup" && (id == "" || operator == "") {
 		return fmt.Errorf("%w: locations %s needs --id and --operator", errUsage, args[0])
 	}
 	// Checked here, before it is cut to the service's 32 bits (where
@@ -93,7 +100,7 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "created location %s (%s), priority %d\n", l.ID, l.Name, l.Priority)
+			fmt.Fprintf(stdout, "created location %s (%s), priority %d%s\n", l.ID, l.Name, l.Priority, placeOf(l))
 		case "update":
 			c := stock.LocationChange{ID: id, Coordinates: where, Actor: operator}
 			if pickup != "" {
@@ -118,17 +125,55 @@ func locationsCmd(ctx context.Context, args []string, getenv func(string) string
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "location %s (%s): priority %d, active %t\n", l.ID, l.Name, l.Priority, l.Active)
+			fmt.Fprintf(stdout, "location %s (%s): priority %d, active %t%s\n", l.ID, l.Name, l.Priority, l.Active, placeOf(l))
 		case "list":
 			return listLocations(ctx, svc.Inventory, stdout)
+		case "pickup":
+			return listPickup(ctx, svc.Inventory, sku, stdout)
 		}
 		return nil
 	})
 }
 
+// listPickup lists the pickup locations where sku's main stock can be held
+// now, as GET /v1/skus/{sku}/pickup answers them.
+func listPickup(ctx context.Context, inv *inventory.Service, sku string, stdout io.Writer) error {
+	p, err := inv.Pickup(ctx, sku)
+	if err != nil {
+		return err
+	}
+	if len(p.Locations) == 0 {
+		fmt.Fprintf(stdout, "%s: no pickup location can sell it now\n", sku)
+		return nil
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "LOCATION\tNAME\tAVAILABLE\tWHERE")
+	for _, l := range p.Locations {
+		where := "-"
+		if l.Latitude != nil && l.Longitude != nil {
+			where = fmt.Sprintf("%g,%g", *l.Latitude, *l.Longitude)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", l.Location, l.Name, l.Available, where)
+	}
+	return w.Flush()
+}
+
+// placeOf writes what a location's line says of it beyond its priority:
+// whether shoppers may collect there and where it is, when known.
+func placeOf(l stock.Location) string {
+	s := ""
+	if l.Pickup {
+		s += ", pickup"
+	}
+	if l.Latitude != nil && l.Longitude != nil {
+		s += fmt.Sprintf(", at %g,%g", *l.Latitude, *l.Longitude)
+	}
+	return s
+}
+
 func listLocations(ctx context.Context, inv *inventory.Service, stdout io.Writer) error {
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tNAME\tPRIORITY\tACTIVE\tTOTAL\tAVAILABLE\tRESERVED\tSOLD\tQC\tDAMAGED\tSAFETY\tINCOMING")
+	fmt.Fprintln(w, "ID\tNAME\tPRIORITY\tACTIVE\tTOTAL\tAVAILABLE\tRESERVED\tSOLD\tQC\tDAMAGED\tSAFETY\tINCOMING\tPICKUP\tWHERE")
 	cursor := ""
 	for {
 		page, err := inv.Locations(ctx, cursor, stock.MaxLocationsPage)
@@ -141,8 +186,12 @@ func listLocations(ctx context.Context, inv *inventory.Service, stdout io.Writer
 			if l.StopSale != nil {
 				state += " (sales stopped)"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", l.ID, l.Name, l.Priority, state,
-				t.Total, t.Available, t.Reserved, t.Sold, t.QualityControl, t.Damaged, t.SafetyStock, t.Incoming)
+			where := "-"
+			if l.Latitude != nil && l.Longitude != nil {
+				where = fmt.Sprintf("%g,%g", *l.Latitude, *l.Longitude)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%t\t%s\n", l.ID, l.Name, l.Priority, state,
+				t.Total, t.Available, t.Reserved, t.Sold, t.QualityControl, t.Damaged, t.SafetyStock, t.Incoming, l.Pickup, where)
 		}
 		if page.NextCursor == nil {
 			return w.Flush()

@@ -50,8 +50,19 @@ func TestLocationCommands(t *testing.T) {
 	require.Regexp(t, `berlin\s+berlin\s+2\s+true\s+3\s+3\s`, ok("locations", "list"))
 
 	require.Contains(t, ok("locations", "update", "--id", "berlin", "--active", "false", "--operator", "alice"), "active false")
-	ok("locations", "update", "--id", "paris", "--latitude", "48.86", "--longitude", "2.35", "--pickup", "true", "--operator", "alice")
+	require.Contains(t, ok("locations", "update", "--id", "paris", "--latitude", "48.86", "--longitude", "2.35", "--pickup", "true", "--operator", "alice"),
+		"priority 1, active true, pickup, at 48.86,2.35")
 	require.Equal(t, 1, dbtest.Count(t, pool, `SELECT count(*) FROM locations WHERE id = 'paris' AND latitude = 48.86 AND longitude = 2.35 AND pickup`))
+	list = ok("locations", "list")
+	require.Regexp(t, `paris\s+Paris\s+1\s+true\s+4\s+4\s+0\s+0\s+0\s+0\s+0\s+0\s+true\s+48.86,2.35\n`, list, "pickup and where it is")
+	require.Regexp(t, `berlin\s+berlin\s+2\s+false\s.*\sfalse\s+-\n`, list)
+	require.Regexp(t, `LOCATION\s+NAME\s+AVAILABLE\s+WHERE\nparis\s+Paris\s+4\s+48.86,2.35\n$`, ok("locations", "pickup", "--sku", "A1"),
+		"paris is the one pickup location (berlin is not one)")
+	code, _, _ = cmd("locations", "pickup")
+	require.Equal(t, 2, code, "pickup needs --sku")
+	code, _, errs = cmd("locations", "pickup", "--sku", "NOPE")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "unknown_sku")
 	code, _, _ = cmd("locations", "update", "--id", "paris", "--latitude", "48.86", "--operator", "alice")
 	require.Equal(t, 2, code, "a latitude without a longitude")
 	code, _, errs = cmd("locations", "update", "--id", "paris", "--latitude", "95", "--longitude", "0", "--operator", "alice")

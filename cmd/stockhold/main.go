@@ -10,7 +10,7 @@
 //	stockhold reconcile [--sku S]... [--incremental | --deep]  check the books now; exit 1 on high risk
 //	stockhold stock import FILE.csv      apply sku,pool,delta or sku,pool,set_total rows, resumable
 //	stockhold stock export [--out FILE]  every stock row as CSV
-//	stockhold locations list|create|update            where stock is
+//	stockhold locations list|create|update|pickup     where stock is, and where a SKU can be collected
 //	stockhold transfer create|receive|close|cancel|list  stock between locations
 //	stockhold inbound create|receive|close|cancel|list   stock expected from suppliers
 //	stockhold limits show|set|clear                      limits per hold and per customer on a SKU's pool

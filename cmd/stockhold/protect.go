@@ -124,12 +124,10 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 		if err != nil {
 			return err
 		}
-		c := func(x stock.Counters) string {
-			return fmt.Sprintf("total %d, available %d, reserved %d, sold %d", x.Total, x.Available, x.Reserved, x.Sold)
-		}
 		d := out.Difference
+		before, after := countersLines(out.Before, out.After)
 		fmt.Fprintf(stdout, "%s (pool %s), repair to the %s:\n", out.SKU, out.Pool, req.To)
-		fmt.Fprintf(stdout, "  before:     %s\n  after:      %s\n", c(out.Before), c(out.After))
+		fmt.Fprintf(stdout, "  before:     %s\n  after:      %s\n", before, after)
 		fmt.Fprintf(stdout, "  difference: %s\n", d)
 		for _, t := range out.Transfers {
 			fmt.Fprintf(stdout, "  transfer %s: sent %d, received %d, lost %d; its ledger rows say sent %d, received %d, lost %d\n",
@@ -161,6 +159,27 @@ func repair(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		return nil
 	})
+}
+
+// countersLines writes a repair's counters before and after it: the four a
+// hold moves, then each other state either side has (the promise counter,
+// backordered, among them), so that a repair of one of those shows it.
+func countersLines(before, after stock.Counters) (string, string) {
+	states := func(c stock.Counters) []int64 {
+		return []int64{c.QualityControl, c.Damaged, c.SafetyStock, c.Incoming, c.Short, c.Backordered}
+	}
+	names := []string{"quality_control", "damaged", "safety_stock", "incoming", "short", "backordered"}
+	b, a := states(before), states(after)
+	line := func(c stock.Counters, v []int64) string {
+		s := fmt.Sprintf("total %d, available %d, reserved %d, sold %d", c.Total, c.Available, c.Reserved, c.Sold)
+		for i, name := range names {
+			if b[i] != 0 || a[i] != 0 {
+				s += fmt.Sprintf(", %s %d", name, v[i])
+			}
+		}
+		return s
+	}
+	return line(before, b), line(after, a)
 }
 
 func valueOr(p *string, def string) string {

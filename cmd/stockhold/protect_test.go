@@ -95,3 +95,42 @@ func TestStopSaleAndRepairCommands(t *testing.T) {
 	require.Equal(t, "10", scalar(`SELECT total::text FROM stock WHERE sku = 'A1'`))
 	require.Equal(t, "alice hand edit", scalar(`SELECT actor || ' ' || reason FROM ledger WHERE kind = 'repair'`))
 }
+
+// TestRepairCommandShowsThePromise: a repair of a drifted promise counter
+// (backordered) shows it before and after and in the difference, and
+// applies it.
+func TestRepairCommandShowsThePromise(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	env := map[string]string{"DATABASE_URL": dbtest.URL(t, pool), "STOCKHOLD_LOG_LEVEL": "error"}
+	getenv := func(k string) string { return env[k] }
+	inv := inventory.New(pool, nil, inventory.Config{})
+	_, err := inv.Adjust(ctx, stock.Adjustment{SKU: "PRE", Delta: 2, Actor: "test"})
+	require.NoError(t, err)
+	_, err = inv.SetBackorders(ctx, stock.Backorders{SKU: "PRE", BelowZero: 5}, "test")
+	require.NoError(t, err)
+	_, _, err = inv.Hold(ctx, inventory.HoldRequest{Client: "shop", IdempotencyKey: "pre-1", Items: []inventory.Item{{SKU: "PRE", Quantity: 4}}})
+	require.NoError(t, err)
+	// The promise counter forgets the 2 units promised.
+	_, err = pool.Exec(ctx, `UPDATE stock SET backordered = backordered - 2 WHERE sku = 'PRE'`)
+	require.NoError(t, err)
+	cmd := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, args, getenv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	args := []string{"repair", "--sku", "PRE", "--to", "ledger", "--operator", "alice", "--reason", "promise drift"}
+	code, out, errs := cmd(args...)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "before:     total 2, available 0, reserved 2, sold 0, backordered 0\n")
+	require.Contains(t, out, "after:      total 2, available 0, reserved 2, sold 0, backordered 2\n")
+	require.Contains(t, out, "difference: total +0, available +0, reserved +0, sold +0, backordered +2\n")
+	code, out, errs = cmd(append(args, "--apply")...)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "applied")
+	var backordered int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT backordered FROM stock WHERE sku = 'PRE'`).Scan(&backordered))
+	require.EqualValues(t, 2, backordered)
+}
