@@ -47,7 +47,7 @@ DELETE FROM bundle_thresholds WHERE sku = @sku;
 -- name: BundleThresholdsReset :exec
 -- BundleThresholdsReset decides again whether bundle sku is low at each
 -- location with a threshold, by its current definition, sending nothing
--- (a new definition). Under BundleLowLock.
+-- (a new definition). Under BundleLowLock, after BundleWatchCatchUp.
 UPDATE bundle_thresholds SET low = bundle_available(sku, location) <= threshold WHERE sku = @sku;
 
 -- name: BundleThresholdsOf :many
@@ -65,21 +65,67 @@ SELECT EXISTS (
     JOIN stock s ON s.sku = bc.sku AND s.location = @location AND s.pool = 'main'
     WHERE d.sku = @sku)::boolean;
 
--- name: BundleWatchRefresh :exec
--- BundleWatchRefresh sets bundle_watch on the main pools of skus to whether
--- each is a component of a bundle with a threshold at its location,
--- locking only the rows it changes.
-UPDATE stock s SET bundle_watch = NOT s.bundle_watch
-WHERE s.sku = ANY(@skus::text[]) AND s.pool = 'main'
-  AND s.bundle_watch <> bundle_watch_want(s.sku, s.location);
+-- name: BundleWatchTrim :exec
+-- BundleWatchTrim ends the watch of the main pools of skus that no bundle's
+-- threshold needs (a threshold removed, a component of an earlier
+-- definition). Under BundleLowLock, so it reads every threshold and
+-- definition written: it waits for no row (a row in use keeps its watch,
+-- which costs a look at the thresholds at the commit of its changes).
+UPDATE stock s SET bundle_watch = false
+FROM (SELECT x.sku, x.location, x.pool FROM stock x
+      WHERE x.sku = ANY(@skus::text[]) AND x.pool = 'main' AND x.bundle_watch
+        AND NOT bundle_watch_want(x.sku, x.location)
+      ORDER BY x.sku COLLATE "C", x.location COLLATE "C"
+      FOR UPDATE SKIP LOCKED) w
+WHERE s.sku = w.sku AND s.location = w.location AND s.pool = w.pool;
+
+-- name: BundleWatchAt :exec
+-- BundleWatchAt watches the main pools of skus at location, and of
+-- split_skus (split components, counted at every location) everywhere: the
+-- rows a threshold of their bundle at location needs. Before
+-- BundleLowLock, it waits for the changes in flight on the rows it
+-- changes, locking them in the global lock order.
+UPDATE stock s SET bundle_watch = true
+FROM (SELECT x.sku, x.location, x.pool FROM stock x
+      WHERE x.sku = ANY(@skus::text[]) AND x.pool = 'main' AND NOT x.bundle_watch
+        AND (x.location = @location OR x.sku = ANY(@split_skus::text[]))
+      ORDER BY x.sku COLLATE "C", x.location COLLATE "C"
+      FOR UPDATE) w
+WHERE s.sku = w.sku AND s.location = w.location AND s.pool = w.pool AND NOT s.bundle_watch;
+
+-- name: BundleWatchCatchUp :execrows
+-- BundleWatchCatchUp watches, under BundleLowLock, the main pools of skus
+-- that a threshold (this transaction's too) needs and that are not watched
+-- yet: rows created since the watch before the lock. It does not wait
+-- (a row lock under the bundles' lock could wait for a change that waits
+-- for that lock): a row in use fails it with lock_not_available, and the
+-- caller tries its transaction again.
+UPDATE stock s SET bundle_watch = true
+FROM (SELECT x.sku, x.location, x.pool FROM stock x
+      WHERE x.sku = ANY(@skus::text[]) AND x.pool = 'main' AND NOT x.bundle_watch
+        AND bundle_watch_want(x.sku, x.location)
+      ORDER BY x.sku COLLATE "C", x.location COLLATE "C"
+      FOR UPDATE NOWAIT) w
+WHERE s.sku = w.sku AND s.location = w.location AND s.pool = w.pool;
+
+-- name: BundleThresholdDecide :exec
+-- BundleThresholdDecide decides again whether bundle sku is low at
+-- location, sending nothing. Under BundleLowLock, after
+-- BundleWatchCatchUp: it reads every change to the rows now watched.
+UPDATE bundle_thresholds SET low = bundle_available(sku, location) <= threshold WHERE sku = @sku AND location = @location;
 
 -- name: BundleWatchAdd :exec
 -- BundleWatchAdd watches the main pools of skus at every location (a split
 -- component counts at all of them) when bundle sku has a threshold (a
--- definition of it about to be set), locking only the rows it changes.
+-- definition of it about to be set), locking only the rows it changes, in
+-- the global lock order.
 UPDATE stock s SET bundle_watch = true
-WHERE s.sku = ANY(@skus::text[]) AND s.pool = 'main' AND NOT s.bundle_watch
-  AND EXISTS (SELECT 1 FROM bundle_thresholds t WHERE t.sku = @sku);
+FROM (SELECT x.sku, x.location, x.pool FROM stock x
+      WHERE x.sku = ANY(@skus::text[]) AND x.pool = 'main' AND NOT x.bundle_watch
+        AND EXISTS (SELECT 1 FROM bundle_thresholds t WHERE t.sku = @sku)
+      ORDER BY x.sku COLLATE "C", x.location COLLATE "C"
+      FOR UPDATE) w
+WHERE s.sku = w.sku AND s.location = w.location AND s.pool = w.pool AND NOT s.bundle_watch;
 
 -- name: BundleComponentsEver :many
 -- BundleComponentsEver is every SKU that any version of bundle sku has

@@ -67,6 +67,18 @@ func (q *Queries) BundleLowLock(ctx context.Context) error {
 	return err
 }
 
+const bundleThresholdDecide = `-- name: BundleThresholdDecide :exec
+UPDATE bundle_thresholds SET low = bundle_available(sku, location) <= threshold WHERE sku = $1 AND location = $2
+`
+
+// BundleThresholdDecide decides again whether bundle sku is low at
+// location, sending nothing. Under BundleLowLock, after
+// BundleWatchCatchUp: it reads every change to the rows now watched.
+func (q *Queries) BundleThresholdDecide(ctx context.Context, sku string, location string) error {
+	_, err := q.db.Exec(ctx, bundleThresholdDecide, sku, location)
+	return err
+}
+
 const bundleThresholdDelete = `-- name: BundleThresholdDelete :exec
 DELETE FROM bundle_thresholds WHERE sku = $1 AND location = $2
 `
@@ -164,7 +176,7 @@ UPDATE bundle_thresholds SET low = bundle_available(sku, location) <= threshold 
 
 // BundleThresholdsReset decides again whether bundle sku is low at each
 // location with a threshold, by its current definition, sending nothing
-// (a new definition). Under BundleLowLock.
+// (a new definition). Under BundleLowLock, after BundleWatchCatchUp.
 func (q *Queries) BundleThresholdsReset(ctx context.Context, sku string) error {
 	_, err := q.db.Exec(ctx, bundleThresholdsReset, sku)
 	return err
@@ -172,29 +184,84 @@ func (q *Queries) BundleThresholdsReset(ctx context.Context, sku string) error {
 
 const bundleWatchAdd = `-- name: BundleWatchAdd :exec
 UPDATE stock s SET bundle_watch = true
-WHERE s.sku = ANY($1::text[]) AND s.pool = 'main' AND NOT s.bundle_watch
-  AND EXISTS (SELECT 1 FROM bundle_thresholds t WHERE t.sku = $2)
+FROM (SELECT x.sku, x.location, x.pool FROM stock x
+      WHERE x.sku = ANY($1::text[]) AND x.pool = 'main' AND NOT x.bundle_watch
+        AND EXISTS (SELECT 1 FROM bundle_thresholds t WHERE t.sku = $2)
+      ORDER BY x.sku COLLATE "C", x.location COLLATE "C"
+      FOR UPDATE) w
+WHERE s.sku = w.sku AND s.location = w.location AND s.pool = w.pool AND NOT s.bundle_watch
 `
 
 // BundleWatchAdd watches the main pools of skus at every location (a split
 // component counts at all of them) when bundle sku has a threshold (a
-// definition of it about to be set), locking only the rows it changes.
+// definition of it about to be set), locking only the rows it changes, in
+// the global lock order.
 func (q *Queries) BundleWatchAdd(ctx context.Context, skus []string, sku string) error {
 	_, err := q.db.Exec(ctx, bundleWatchAdd, skus, sku)
 	return err
 }
 
-const bundleWatchRefresh = `-- name: BundleWatchRefresh :exec
-UPDATE stock s SET bundle_watch = NOT s.bundle_watch
-WHERE s.sku = ANY($1::text[]) AND s.pool = 'main'
-  AND s.bundle_watch <> bundle_watch_want(s.sku, s.location)
+const bundleWatchAt = `-- name: BundleWatchAt :exec
+UPDATE stock s SET bundle_watch = true
+FROM (SELECT x.sku, x.location, x.pool FROM stock x
+      WHERE x.sku = ANY($1::text[]) AND x.pool = 'main' AND NOT x.bundle_watch
+        AND (x.location = $2 OR x.sku = ANY($3::text[]))
+      ORDER BY x.sku COLLATE "C", x.location COLLATE "C"
+      FOR UPDATE) w
+WHERE s.sku = w.sku AND s.location = w.location AND s.pool = w.pool AND NOT s.bundle_watch
 `
 
-// BundleWatchRefresh sets bundle_watch on the main pools of skus to whether
-// each is a component of a bundle with a threshold at its location,
-// locking only the rows it changes.
-func (q *Queries) BundleWatchRefresh(ctx context.Context, skus []string) error {
-	_, err := q.db.Exec(ctx, bundleWatchRefresh, skus)
+// BundleWatchAt watches the main pools of skus at location, and of
+// split_skus (split components, counted at every location) everywhere: the
+// rows a threshold of their bundle at location needs. Before
+// BundleLowLock, it waits for the changes in flight on the rows it
+// changes, locking them in the global lock order.
+func (q *Queries) BundleWatchAt(ctx context.Context, skus []string, location string, splitSkus []string) error {
+	_, err := q.db.Exec(ctx, bundleWatchAt, skus, location, splitSkus)
+	return err
+}
+
+const bundleWatchCatchUp = `-- name: BundleWatchCatchUp :execrows
+UPDATE stock s SET bundle_watch = true
+FROM (SELECT x.sku, x.location, x.pool FROM stock x
+      WHERE x.sku = ANY($1::text[]) AND x.pool = 'main' AND NOT x.bundle_watch
+        AND bundle_watch_want(x.sku, x.location)
+      ORDER BY x.sku COLLATE "C", x.location COLLATE "C"
+      FOR UPDATE NOWAIT) w
+WHERE s.sku = w.sku AND s.location = w.location AND s.pool = w.pool
+`
+
+// BundleWatchCatchUp watches, under BundleLowLock, the main pools of skus
+// that a threshold (this transaction's too) needs and that are not watched
+// yet: rows created since the watch before the lock. It does not wait
+// (a row lock under the bundles' lock could wait for a change that waits
+// for that lock): a row in use fails it with lock_not_available, and the
+// caller tries its transaction again.
+func (q *Queries) BundleWatchCatchUp(ctx context.Context, skus []string) (int64, error) {
+	result, err := q.db.Exec(ctx, bundleWatchCatchUp, skus)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const bundleWatchTrim = `-- name: BundleWatchTrim :exec
+UPDATE stock s SET bundle_watch = false
+FROM (SELECT x.sku, x.location, x.pool FROM stock x
+      WHERE x.sku = ANY($1::text[]) AND x.pool = 'main' AND x.bundle_watch
+        AND NOT bundle_watch_want(x.sku, x.location)
+      ORDER BY x.sku COLLATE "C", x.location COLLATE "C"
+      FOR UPDATE SKIP LOCKED) w
+WHERE s.sku = w.sku AND s.location = w.location AND s.pool = w.pool
+`
+
+// BundleWatchTrim ends the watch of the main pools of skus that no bundle's
+// threshold needs (a threshold removed, a component of an earlier
+// definition). Under BundleLowLock, so it reads every threshold and
+// definition written: it waits for no row (a row in use keeps its watch,
+// which costs a look at the thresholds at the commit of its changes).
+func (q *Queries) BundleWatchTrim(ctx context.Context, skus []string) error {
+	_, err := q.db.Exec(ctx, bundleWatchTrim, skus)
 	return err
 }
 

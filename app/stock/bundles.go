@@ -104,6 +104,11 @@ func (s *Service) SetBundle(ctx context.Context, b Bundle, actor string) (Bundle
 		return Bundle{}, fmt.Errorf("watch the components of bundle %s: %w", b.SKU, err)
 	}
 	defer s.bundleWatchRefresh(ctx, b.SKU)
+	return retryWatchBusy(func() (Bundle, error) { return s.setBundle(ctx, b, actor, skus) })
+}
+
+// setBundle is SetBundle's transaction.
+func (s *Service) setBundle(ctx context.Context, b Bundle, actor string, skus []string) (Bundle, error) {
 	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Bundle, error) {
 		q := db.New(tx)
 		if err := q.BundlesLock(ctx); err != nil {

@@ -46,6 +46,17 @@ func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) 
 	if t.Threshold != nil && (*t.Threshold < 0 || *t.Threshold > MaxAdjustment) {
 		return Stock{}, domain.Invalid("threshold must be a whole number from 0 to %d, or null to remove it", MaxAdjustment)
 	}
+	bundle := false
+	st, err := retryWatchBusy(func() (Stock, error) { return s.setThreshold(ctx, t, &bundle) })
+	if bundle && t.Threshold == nil && err == nil {
+		s.bundleWatchRefresh(ctx, t.SKU)
+	}
+	return st, err
+}
+
+// setThreshold is SetThreshold's transaction; bundle is set when t.SKU is
+// a bundle.
+func (s *Service) setThreshold(ctx context.Context, t Threshold, bundle *bool) (Stock, error) {
 	return inTxV(ctx, s, func(ctx context.Context, tx pgx.Tx) (Stock, error) {
 		q := db.New(tx)
 		_, err := q.StockThresholdSet(ctx, db.StockThresholdSetParams{Threshold: t.Threshold, SetBy: t.Actor, Sku: t.SKU, Location: t.Location, Pool: t.Pool})
@@ -54,6 +65,7 @@ func (s *Service) SetThreshold(ctx context.Context, t Threshold) (Stock, error) 
 				return Stock{}, err
 			}
 			if b, err := q.BundleGet(ctx, t.SKU); err == nil {
+				*bundle = true
 				return setBundleThreshold(ctx, q, b, t)
 			} else if !errors.Is(err, pgx.ErrNoRows) {
 				return Stock{}, fmt.Errorf("look for bundle %s: %w", t.SKU, err)

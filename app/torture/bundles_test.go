@@ -170,13 +170,6 @@ func (tr *torture) checkBundles(t *testing.T, when string) {
 			low                  bool
 		)
 		require.NoError(t, off.Scan(&sku, &location, &threshold, &low, &available))
-		if when != "settled" {
-			// Seen once while traffic ran (TB-KIT making 15 at a threshold of
-			// 15, not marked low) and gone by the next change: logged, not
-			// failed, until the window is found; once settled it must hold.
-			t.Logf("torture: %s: bundle %s at %s makes %d, threshold %d, but is low %v", when, sku, location, available, threshold, low)
-			continue
-		}
 		t.Errorf("%s: bundle %s at %s makes %d, threshold %d, but is low %v", when, sku, location, available, threshold, low)
 	}
 	require.NoError(t, off.Err())
