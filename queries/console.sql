@@ -26,6 +26,15 @@ WHERE sku = @sku AND (sqlc.narg('before_id')::bigint IS NULL OR id < sqlc.narg('
 ORDER BY id DESC
 LIMIT @lim;
 
+-- name: LedgerBundleLines :many
+-- LedgerBundleLines is the component lines of the holds ids that were held
+-- for a bundle line (a hold's lines are one per sku, location and pool):
+-- what a movement of one of those lines came from.
+SELECT reservation_id, sku, location, pool, bundle_sku::text AS bundle_sku,
+       bundle_quantity::bigint AS bundle_quantity, bundle_version::bigint AS bundle_version
+FROM reservation_lines
+WHERE reservation_id = ANY(@ids::uuid[]) AND bundle_sku IS NOT NULL;
+
 -- name: LedgerListByReservation :many
 SELECT * FROM ledger WHERE reservation_id = @reservation_id ORDER BY id;
 

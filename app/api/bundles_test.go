@@ -122,3 +122,52 @@ func TestOneSKUOnTwoLinesOfAHold(t *testing.T) {
 	require.Equal(t, 201, e.hold("adults", line("ADULT", 2)).status)
 	require.Equal(t, 201, e.hold("child", line("CHILD", 1)).status)
 }
+
+// TestBundleLedger: the served ledger says which bundle line each
+// movement of a component line came from (the bundle, how many, the
+// definition's version the hold used), on the hold's reserve and on its
+// release, however the definition changed since; a hold of the component
+// itself in the same request, and an adjustment, carry none.
+func TestBundleLedger(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	e.stockIn("MUG", 10)
+	e.stockIn("COASTER", 10)
+	def := e.do("PUT", "/v1/bundles/BOX", e.ops, map[string]any{"components": []any{line("MUG", 1), line("COASTER", 2)}, "reason": "gift box"})
+	require.Equal(t, 200, def.status, "%s", def.body)
+	e.stockIn("CUP", 3)
+	h := e.do("POST", "/v1/reservations", e.shop, map[string]any{"items": []any{line("BOX", 2), line("CUP", 1)}}, "Idempotency-Key", "box")
+	require.Equal(t, 201, h.status, "%s", h.body)
+	id := h.json(t)["id"].(string)
+	def = e.do("PUT", "/v1/bundles/BOX", e.ops, map[string]any{"components": []any{line("MUG", 1)}, "reason": "no coasters"})
+	require.Equal(t, 200, def.status, "%s", def.body)
+	rel := e.do("POST", "/v1/reservations/"+id+"/release", e.shop, map[string]any{"reason": "changed my mind"})
+	require.Equal(t, 200, rel.status, "%s", rel.body)
+
+	bundles := func(sku string) []any {
+		r := e.do("GET", "/v1/skus/"+sku+"/ledger", e.ops, nil)
+		require.Equal(t, 200, r.status, "%s", r.body)
+		var out []any
+		for _, m := range r.json(t)["movements"].([]any) {
+			m := m.(map[string]any)
+			out = append(out, []any{m["kind"], m["delta_reserved"], m["bundle"]})
+		}
+		return out
+	}
+	box := map[string]any{"sku": "BOX", "quantity": float64(2), "version": float64(1)}
+	require.Equal(t, []any{
+		[]any{"release", float64(-2), box},
+		[]any{"reserve", float64(2), box},
+		[]any{"stock_in", float64(0), nil},
+	}, bundles("MUG"))
+	require.Equal(t, []any{
+		[]any{"release", float64(-4), box},
+		[]any{"reserve", float64(4), box},
+		[]any{"stock_in", float64(0), nil},
+	}, bundles("COASTER"))
+	require.Equal(t, []any{
+		[]any{"release", float64(-1), nil},
+		[]any{"reserve", float64(1), nil},
+		[]any{"stock_in", float64(0), nil},
+	}, bundles("CUP"))
+}

@@ -112,7 +112,11 @@ func (c *Console) hold(w http.ResponseWriter, r *http.Request, op who) error {
 	if err != nil {
 		return err
 	}
-	d := holdData{ID: id, History: stock.Movements(ledger)}
+	history, err := stock.MovementsOf(r.Context(), q, ledger)
+	if err != nil {
+		return err
+	}
+	d := holdData{ID: id, History: history}
 	for _, m := range d.History {
 		d.Promised = d.Promised || m.DeltaBackordered != 0
 	}

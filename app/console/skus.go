@@ -230,7 +230,9 @@ func (c *Console) skuLedger(r *http.Request, sku string, d *skuData) error {
 		// balances it carried forward and the rows it kept).
 		d.Older, d.Archived = 0, archived.ToAt
 	}
-	d.Ledger = stock.Movements(rows)
+	if d.Ledger, err = stock.MovementsOf(r.Context(), q, rows); err != nil {
+		return err
+	}
 	d.OtherStates = d.Located
 	for _, m := range d.Ledger {
 		d.OtherStates = d.OtherStates || states(m) != "—"

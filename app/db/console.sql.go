@@ -120,6 +120,54 @@ func (q *Queries) ConsoleBundlesUsing(ctx context.Context, sku string) ([]Consol
 	return items, nil
 }
 
+const ledgerBundleLines = `-- name: LedgerBundleLines :many
+SELECT reservation_id, sku, location, pool, bundle_sku::text AS bundle_sku,
+       bundle_quantity::bigint AS bundle_quantity, bundle_version::bigint AS bundle_version
+FROM reservation_lines
+WHERE reservation_id = ANY($1::uuid[]) AND bundle_sku IS NOT NULL
+`
+
+type LedgerBundleLinesRow struct {
+	ReservationID  uuid.UUID
+	Sku            string
+	Location       string
+	Pool           string
+	BundleSku      string
+	BundleQuantity int64
+	BundleVersion  int64
+}
+
+// LedgerBundleLines is the component lines of the holds ids that were held
+// for a bundle line (a hold's lines are one per sku, location and pool):
+// what a movement of one of those lines came from.
+func (q *Queries) LedgerBundleLines(ctx context.Context, ids []uuid.UUID) ([]LedgerBundleLinesRow, error) {
+	rows, err := q.db.Query(ctx, ledgerBundleLines, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LedgerBundleLinesRow
+	for rows.Next() {
+		var i LedgerBundleLinesRow
+		if err := rows.Scan(
+			&i.ReservationID,
+			&i.Sku,
+			&i.Location,
+			&i.Pool,
+			&i.BundleSku,
+			&i.BundleQuantity,
+			&i.BundleVersion,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ledgerListByReservation = `-- name: LedgerListByReservation :many
 SELECT id, at, sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, reservation_id, actor, reason, ref, feed_xid, total_after, available_after, reserved_after, sold_after, actor_key, units, refs, location, delta_quality_control, delta_damaged, delta_safety_stock, delta_incoming, quality_control_after, damaged_after, safety_stock_after, incoming_after, delta_short, delta_backordered, expected_on FROM ledger WHERE reservation_id = $1 ORDER BY id
 `

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stockhold/stockhold/app/db"
@@ -416,6 +418,20 @@ type Movement struct {
 	// Refs are what a repair or a resume named as what it is about;
 	// left out when none.
 	Refs []string `json:"refs,omitempty"`
+	// Bundle is, for a movement of a hold's component line held for a
+	// bundle, the bundle line it came from, as the hold has it now (a
+	// partial release of the bundle lowers its quantity) (MovementsOf);
+	// nil otherwise.
+	Bundle *MovementBundle `json:"bundle,omitempty"`
+}
+
+// MovementBundle is the line of a hold request on a bundle that a
+// component line was held for: the bundle, how many of it the line holds
+// now, and the version of its definition the hold used.
+type MovementBundle struct {
+	SKU      string `json:"sku"`
+	Quantity int64  `json:"quantity"`
+	Version  int64  `json:"version"`
 }
 
 // MaxLedgerPage bounds one page of ledger rows.
@@ -472,8 +488,47 @@ func (s *Service) Ledger(ctx context.Context, sku string, limit int, beforeID in
 		next := rows[limit-1].ID
 		page.NextBeforeID = &next
 	}
-	page.Movements = Movements(rows)
+	if page.Movements, err = MovementsOf(ctx, q, rows); err != nil {
+		return LedgerPage{}, err
+	}
 	return page, nil
+}
+
+// MovementsOf is Movements with, on each movement of a hold's component
+// line held for a bundle, the bundle line it came from (read from the
+// hold's lines: one per sku, location and pool).
+func MovementsOf(ctx context.Context, q *db.Queries, rows []db.Ledger) ([]Movement, error) {
+	out := Movements(rows)
+	var ids []uuid.UUID
+	for _, r := range rows {
+		if r.ReservationID != nil && !slices.Contains(ids, *r.ReservationID) {
+			ids = append(ids, *r.ReservationID)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	lines, err := q.LedgerBundleLines(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the bundle lines of the movements' holds: %w", err)
+	}
+	type key struct {
+		id                  uuid.UUID
+		sku, location, pool string
+	}
+	bundles := make(map[key]MovementBundle, len(lines))
+	for _, l := range lines {
+		bundles[key{l.ReservationID, l.Sku, l.Location, l.Pool}] = MovementBundle{SKU: l.BundleSku, Quantity: l.BundleQuantity, Version: l.BundleVersion}
+	}
+	for i, r := range rows {
+		if r.ReservationID == nil {
+			continue
+		}
+		if b, ok := bundles[key{*r.ReservationID, r.Sku, r.Location, r.Pool}]; ok {
+			out[i].Bundle = &b
+		}
+	}
+	return out, nil
 }
 
 // Movements reads ledger rows as the movements the API and the console

@@ -16,12 +16,7 @@ func TestBundleCommands(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	cmd, ok := commandsOn(t, pool)
-	refused := func(code int, want string, args ...string) {
-		t.Helper()
-		got, _, errs := cmd(args...)
-		require.Equal(t, code, got, "%v", args)
-		require.Contains(t, errs, want, "%v", args)
-	}
+	refused := refusedBy(t, cmd)
 	dbtest.StockIn(t, pool, "MUG", 10)
 	dbtest.StockIn(t, pool, "COASTER", 10)
 

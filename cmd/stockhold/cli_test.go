@@ -30,3 +30,14 @@ func commandsOn(t *testing.T, pool *pgxpool.Pool) (cmd func(args ...string) (int
 	}
 	return cmd, ok
 }
+
+// refusedBy is a check that cmd, run with args, exits code with want in
+// its stderr.
+func refusedBy(t *testing.T, cmd func(args ...string) (int, string, string)) func(code int, want string, args ...string) {
+	return func(code int, want string, args ...string) {
+		t.Helper()
+		got, _, errs := cmd(args...)
+		require.Equal(t, code, got, "%v", args)
+		require.Contains(t, errs, want, "%v", args)
+	}
+}

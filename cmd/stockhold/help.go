@@ -41,6 +41,8 @@ commands:
                      limits on a SKU's pool: per hold (max, min, pack size) and per customer
   bundle set|get|delete SKU
                      a SKU held as its components (a kit, a shared quota): define, show or remove it
+  threshold set|clear
+                     the low-stock threshold of a SKU's pool at a location, or of a bundle (stock.low)
   backorders show|set|clear
                      how far holds on a SKU's pool may promise past what is on hand
   count              preview, or with --apply record, a stock count and its difference
@@ -347,6 +349,27 @@ stockhold limits show --sku TEA`,
 		synopsis: "limits clear --sku S [--pool P]",
 		about:    "Removes every limit of the pool; not found when it had none.",
 		example:  "stockhold limits clear --sku TEA",
+	},
+	"threshold": {
+		synopsis: "threshold set|clear --sku S [--location L] [--pool P] [flags] --operator O",
+		about: `The low-stock threshold of a SKU's pool at a location (main unless --pool names a
+campaign's), or of a bundle, on what its components make there: a change that takes
+available from above it to at or below it sends one stock.low event; available must rise
+above it again before the next. Setting a threshold already met sends nothing until then.`,
+		example: `stockhold threshold set --sku TEA --threshold 10 --operator alice
+stockhold threshold set --sku GIFT-BOX --location berlin --threshold 3 --operator alice
+stockhold threshold clear --sku TEA --operator alice`,
+		group: []string{"set", "clear"},
+	},
+	"threshold set": {
+		synopsis: "threshold set --sku S [--location L] [--pool P] --threshold N --operator O",
+		about:    "Sets the threshold; prints what the pool (or the bundle) has there and whether it is low.",
+		example:  "stockhold threshold set --sku GIFT-BOX --location berlin --threshold 3 --operator alice",
+	},
+	"threshold clear": {
+		synopsis: "threshold clear --sku S [--location L] [--pool P] --operator O",
+		about:    "Removes the threshold: no stock.low for the pool (or the bundle) there until one is set again.",
+		example:  "stockhold threshold clear --sku TEA --operator alice",
 	},
 	"backorders": {
 		synopsis: "backorders show|set|clear --sku S [--pool P] [flags]",

@@ -19,12 +19,7 @@ func TestLimitsCommands(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	cmd, ok := commandsOn(t, pool)
-	refused := func(code int, want string, args ...string) {
-		t.Helper()
-		got, _, errs := cmd(args...)
-		require.Equal(t, code, got, "%v", args)
-		require.Contains(t, errs, want, "%v", args)
-	}
+	refused := refusedBy(t, cmd)
 	dbtest.StockIn(t, pool, "TEA", 120)
 
 	out := ok("limits", "set", "--sku", "TEA", "--step", "6", "--max-per-order", "12", "--max-per-customer", "24",

@@ -99,6 +99,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = limitsCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "bundle":
 		err = bundleCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "threshold":
+		err = thresholdCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "backorders":
 		err = backordersCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "count":

@@ -1893,6 +1893,8 @@ export interface components {
             units?: string[];
             /** @description What a repair or a resume named as what it is about (order refs, hold ids, ledger ids, a ticket); absent when none. */
             refs?: string[];
+            /** @description For a movement of a hold's component line held for a bundle (its reserve, confirm, release, partial release, expiry, rollback): the bundle line it came from, as the hold has it now (`quantity`: how many of the bundle the line holds, lowered by a partial release of it) with the version of the definition the hold used; absent for any other movement. */
+            bundle?: components["schemas"]["BundleLine"];
         };
         LedgerPage: {
             sku: string;
