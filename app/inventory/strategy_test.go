@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -135,5 +136,40 @@ func TestStrategyValidation(t *testing.T) {
 		req(StrategyPriority, &Coordinates{Latitude: 10, Longitude: 10}),
 	} {
 		require.NoError(t, good.Validate(), "%+v", good)
+	}
+}
+
+// BenchmarkDecideByStrategy is the decision of a hold batch of 20
+// single-unit holds, each on its own SKU, by each strategy, the SKUs at
+// one location or at three (the bench's locations scenario): what
+// allocation costs in Go, beside the batch's round trips.
+func BenchmarkDecideByStrategy(b *testing.B) {
+	spots := []Coordinates{{Latitude: 48.86, Longitude: 2.35}, {Latitude: 45.76, Longitude: 4.84}, {Latitude: 52.52, Longitude: 13.40}}
+	for _, s := range Strategies {
+		for _, places := range []int{1, 3} {
+			b.Run(fmt.Sprintf("%s/%d-locations", s, places), func(b *testing.B) {
+				var rows []lockedRow
+				var holds []hold
+				for i := range 20 {
+					sku := fmt.Sprintf("loc-%05d", i)
+					for l := range places {
+						r := rowAt(sku, fmt.Sprintf("wh-%d", l+1), stock.MainPool, 1_000_000, int32(l+1))
+						r.latitude, r.longitude = &spots[l].Latitude, &spots[l].Longitude
+						rows = append(rows, r)
+					}
+					h := holdOf(Item{SKU: sku, Quantity: 1})
+					h.req.Strategy = s
+					if s == StrategyNearest {
+						h.req.ShipTo = &Coordinates{Latitude: 43.30, Longitude: 5.37}
+					}
+					holds = append(holds, h)
+				}
+				st := newStockRows(rows)
+				b.ReportAllocs()
+				for b.Loop() {
+					decideHolds(st, holds)
+				}
+			})
+		}
 	}
 }

@@ -576,6 +576,7 @@ func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 // microBenchmarks are the go test benchmarks, with the command of each.
 var microBenchmarks = [][2]string{
 	{"a bulk adjustment of 1,000 lines against 1,000 single-line transactions", "go test -run '^$' -bench BulkAdjustment -benchtime 3x ./app/inventory/"},
+	{"a hold batch's allocation in Go (20 holds) by each strategy, the SKUs at one location or three", "go test -run '^$' -bench DecideByStrategy -benchtime 20000x ./app/inventory/"},
 	{"rollback batches: batches/s and the gap between batches against the pause", "go test -run '^$' -bench RollbackChain -benchtime 1x ./jobs/"},
 	{"decoding a hold's body, and the check of its keys alone", "go test -run '^$' -bench DecodeHold -benchtime 300000x ./app/api/"},
 	{"a sold-out refusal through the whole handler, without the network", "go test -run '^$' -bench SoldOutRefusal -benchmem ./app/api/"},
