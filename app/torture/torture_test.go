@@ -232,6 +232,7 @@ running:
 
 	tr.settle(t)
 	tr.settleBackorders(t)
+	tr.settleShortfall(t)
 	tr.check(t, "settled")
 	tr.checkAcknowledged(t)
 	tr.checkRollbackCutoffs(t)
