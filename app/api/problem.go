@@ -406,6 +406,10 @@ func databaseProblem(err error) *problem {
 	}
 	switch dberr.OverloadOf(err) {
 	case dberr.Busy:
+		if dberr.TimedOut(err) {
+			return &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: title("busy"), RetryAfter: retryBusy,
+				Detail: "the database did not finish this request within its statement timeout (STOCKHOLD_DB_STATEMENT_TIMEOUT); nothing changed; retry in a moment (with the same Idempotency-Key)"}
+		}
 		return &problem{Status: http.StatusServiceUnavailable, Code: "busy", Title: title("busy"), RetryAfter: retryBusy,
 			Detail: "the rows this request needs are locked by another transaction; retry in a moment (with the same Idempotency-Key)"}
 	case dberr.Unavailable:

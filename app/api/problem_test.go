@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stockhold/stockhold/app/domain"
@@ -50,4 +51,21 @@ func TestProblemOfDomainErrors(t *testing.T) {
 	require.Equal(t, "this Idempotency-Key was used before with a different request",
 		problemOf(context.Background(), domain.ErrKeyReused).Detail)
 	require.Equal(t, retryBusy, problemOf(context.Background(), &domain.Error{Code: domain.CodeBusy}).RetryAfter)
+}
+
+// TestProblemOfTimeouts: a lock wait past lock_timeout and a statement past
+// statement_timeout are both 503 busy, and the detail says which it was (a
+// slow read is not a locked row).
+func TestProblemOfTimeouts(t *testing.T) {
+	t.Parallel()
+	for code, detail := range map[string]string{
+		"55P03": "locked by another transaction",
+		"57014": "statement timeout (STOCKHOLD_DB_STATEMENT_TIMEOUT)",
+	} {
+		p := problemOf(context.Background(), fmt.Errorf("read: %w", &pgconn.PgError{Code: code}))
+		require.Equal(t, http.StatusServiceUnavailable, p.Status, code)
+		require.Equal(t, "busy", p.Code, code)
+		require.Equal(t, retryBusy, p.RetryAfter, code)
+		require.Contains(t, p.Detail, detail, code)
+	}
 }

@@ -184,7 +184,7 @@ var problemCodes = map[string]problemCode{
 	"busy": {
 		Title:  "The data is locked by another transaction",
 		Status: "503, with Retry-After",
-		Means:  "The rows this request needs stayed locked by another transaction past the lock timeout. Nothing changed.",
+		Means:  "The rows this request needs stayed locked by another transaction past the lock timeout, or the database did not finish the request within its statement timeout (the detail says which). Nothing changed.",
 		Do:     "Retry after Retry-After seconds with the same Idempotency-Key. Operators: a long transaction holding stock rows shows in pg_stat_activity.",
 	},
 	"unavailable": {

@@ -63,6 +63,14 @@ func OverloadOf(err error) Overload {
 	return NotOverload
 }
 
+// TimedOut reports whether err is PostgreSQL's statement_timeout (the
+// request's statement ran too long), as opposed to a lock wait past
+// lock_timeout: both are Busy, but they mean different things to read.
+func TimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57014"
+}
+
 // NotFound turns pgx.ErrNoRows into domain.Missing(what); any other error,
 // nil included, passes through. It is the one place a read by id that
 // found no row becomes a not found.
