@@ -97,12 +97,17 @@ var errWatchBusy = errors.New("a component row to watch is in use")
 const watchBusyTries = 5
 
 // retryWatchBusy runs tx again while it fails with errWatchBusy, up to
-// watchBusyTries times in all.
+// watchBusyTries times in all; the last such failure is a busy refusal
+// (503, retry in a moment), not an error of the service.
 func retryWatchBusy[T any](tx func() (T, error)) (T, error) {
 	for i := 1; ; i++ {
 		out, err := tx()
-		if !errors.Is(err, errWatchBusy) || i == watchBusyTries {
+		if !errors.Is(err, errWatchBusy) {
 			return out, err
+		}
+		if i == watchBusyTries {
+			return out, &domain.Error{Code: domain.CodeBusy, Detail: fmt.Sprintf(
+				"a component row of the bundle stayed in use through %d tries; nothing changed; retry in a moment", watchBusyTries)}
 		}
 	}
 }
