@@ -135,10 +135,12 @@ func RequireMatchesLedger(t testing.TB, pool *pgxpool.Pool, all []events.Event) 
 	}
 }
 
-// WaitServed waits until the feed serves every ledger row committed so far
-// (the feed's horizon is the oldest transaction running on the whole
-// server, so other tests' transactions hold it back for a moment: in CI at
-// 90c8124, with a torture run sharing the server, for over 30 s).
+// WaitServed waits until the feed serves every ledger row committed so far.
+// The feed's horizon is the oldest transaction running on the whole
+// server, so other packages' tests sharing it hold the horizon back while
+// one of their transactions runs (in CI at 02b0460 for over a minute).
+// It waits up to five minutes, saying after half a minute which
+// transactions hold the horizon back, and names them if it gives up.
 func WaitServed(t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
@@ -152,9 +154,33 @@ func WaitServed(t testing.TB, pool *pgxpool.Pool) {
 		return
 	}
 	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	start := time.Now()
+	told := false
+	for {
 		rows, err := db.New(pool).EventRowsAfter(ctx, xid, id, 1)
-		assert.NoError(c, err)
-		assert.Len(c, rows, 1, "the newest ledger row is served")
-	}, time.Minute, 5*time.Millisecond)
+		require.NoError(t, err)
+		if len(rows) == 1 {
+			return
+		}
+		waited := time.Since(start)
+		if waited > 5*time.Minute {
+			require.FailNowf(t, "the newest ledger row is not served", "after %s; held back by %s", waited.Round(time.Second), blockers(t, pool, xid))
+		}
+		if waited > 30*time.Second && !told {
+			told = true
+			t.Logf("the feed has not served ledger row %d for %s; held back by %s", id, waited.Round(time.Second), blockers(t, pool, xid))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// blockers names the transactions running on the server that began before
+// xid: the feed serves nothing at or after the oldest of them.
+func blockers(t testing.TB, pool *pgxpool.Pool, xid uint64) string {
+	t.Helper()
+	var s string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT coalesce(string_agg(format('pid %s in %s (%s, %s, for %s): %s',
+			pid, datname, backend_type, state, date_trunc('second', now() - xact_start), left(query, 200)), '; ' ORDER BY xact_start), 'nothing now')
+		FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND backend_xid::text::bigint <= $1`, int64(xid)).Scan(&s))
+	return s
 }
