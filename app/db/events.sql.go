@@ -70,7 +70,8 @@ FROM (
            l.quality_control_after, l.damaged_after, l.safety_stock_after, l.incoming_after,
            NOT EXISTS (SELECT 1 FROM ledger n
                        WHERE n.sku = l.sku AND n.id > l.id
-                         AND n.id <= (SELECT max(x.id) FROM ledger x WHERE x.feed_xid = l.feed_xid)
+                         AND n.id <= (SELECT x.id FROM ledger x WHERE x.feed_xid <= l.feed_xid
+                                      ORDER BY x.feed_xid DESC, x.id DESC LIMIT 1)
                          AND n.location = l.location AND n.pool = l.pool
                          AND n.stock_version = l.stock_version AND n.feed_xid = l.feed_xid) AS last_of_version
     FROM ledger l
@@ -80,7 +81,8 @@ FROM (
     LIMIT $3
 ) f
 LEFT JOIN LATERAL (
-    SELECT min(x.id) AS first_id FROM ledger x WHERE f.last_of_version AND x.feed_xid = f.feed_xid
+    SELECT x.id AS first_id FROM ledger x WHERE f.last_of_version AND x.feed_xid >= f.feed_xid
+    ORDER BY x.feed_xid, x.id LIMIT 1
 ) v ON true
 LEFT JOIN reservations r ON r.id = f.reservation_id
 LEFT JOIN transfers t ON f.kind IN ('transfer_out', 'receive', 'loss', 'transfer_cancel')
@@ -150,7 +152,14 @@ type EventRowsAfterRow struct {
 // row) share its feed_xid, so they lie within the ids the ledger holds for
 // that feed_xid (ledger_feed's range of it, from its first id to its last):
 // each row's version is found by a range on ledger_sku_id between those
-// ids, a few rows whatever the SKU's history.
+// ids, a few rows whatever the SKU's history. Those ends are read in feed
+// order from the row's feed_xid (ORDER BY feed_xid, id ... LIMIT 1, which
+// only ledger_feed serves: one descent per partition), not as max(id) or
+// min(id) of the feed_xid, for which the planner may walk a partition's
+// primary key in id order instead and read the whole partition when it
+// holds no row of that feed_xid: a partition whose rows share few
+// feed_xids (a month loaded in one transaction, an archive's carried
+// balances) makes the planner expect one anywhere.
 func (q *Queries) EventRowsAfter(ctx context.Context, afterXid uint64, afterID int64, lim int32) ([]EventRowsAfterRow, error) {
 	rows, err := q.db.Query(ctx, eventRowsAfter, afterXid, afterID, lim)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stockhold/stockhold/app/db"
 	"github.com/stockhold/stockhold/app/dbtest"
+	"github.com/stockhold/stockhold/app/events/eventstest"
 )
 
 // TestDueHoldsReadLinear: the expiry loop's reads of due holds, the ones
@@ -334,4 +335,51 @@ func explainAs(t *testing.T, pool *pgxpool.Pool, mode, name, sql, args string) (
 	walk(out[0].Plan)
 	answered, _ := out[0].Plan["Actual Rows"].(float64)
 	return int(answered), dropped, read
+}
+
+// TestEventFeedReadLinear: a page of the event feed reads, for each row,
+// a few index entries of each partition, not a partition whose rows
+// share one feed_xid (a month loaded in one transaction, or an archive's
+// carried balances). Each row's version is bounded by the first and last
+// ids of its feed_xid; read as max(id) and min(id) of the feed_xid, the
+// planner walked such a partition's primary key in id order, filtering
+// on feed_xid, which it expected to match at once: where the partition
+// had no row of that feed_xid it read all of it, for every row of the
+// page. On a year of history after its oldest month was archived, a
+// page from the current month ran past the statement timeout.
+func TestEventFeedReadLinear(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	const old, recent, lim = 5000, 60, 50
+	// The past (the partition before this month): old rows in one
+	// transaction, so one feed_xid.
+	_, err := pool.Exec(ctx, `INSERT INTO ledger (at, sku, location, pool, kind, delta_total, delta_available,
+		delta_reserved, delta_sold, stock_version, actor)
+		SELECT date_trunc('month', now()) - interval '20 days' + i * interval '1 second', 'OLD-' || i, 'default', 'main',
+		       'stock_in', 1, 1, 0, 0, 1, 'test'
+		FROM generate_series(1, $1::int) i`, old)
+	require.NoError(t, err)
+	// This month: recent rows, each in a transaction of its own.
+	for i := range recent {
+		_, err := pool.Exec(ctx, `INSERT INTO ledger (sku, location, pool, kind, delta_total, delta_available,
+			delta_reserved, delta_sold, stock_version, actor)
+			VALUES ($1, 'default', 'main', 'stock_in', 1, 1, 0, 0, 1, 'test')`, fmt.Sprintf("NEW-%d", i))
+		require.NoError(t, err)
+	}
+	_, err = pool.Exec(ctx, `ANALYZE ledger`)
+	require.NoError(t, err)
+	eventstest.WaitServed(t, pool)
+	var past, xid string
+	var id int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM ledger WHERE sku = 'OLD-1'`).Scan(&past))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT feed_xid::text, id FROM ledger WHERE sku = 'NEW-0'`).Scan(&xid, &id))
+	// A page from this month's first row: none of its rows is in the past.
+	args := fmt.Sprintf("'%s'::xid8, %d, %d", xid, id, lim)
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		rows, _, read := explainAs(t, pool, mode, "feed", db.EventRowsAfterSQL, args)
+		require.Equal(t, lim, rows, "%s: a page of the feed", mode)
+		require.LessOrEqual(t, read[past], float64(3*lim), "%s: a page of %d rows from this month read %.0f rows of %s, the past's partition (%v)",
+			mode, lim, read[past], past, read)
+	}
 }
