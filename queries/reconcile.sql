@@ -74,6 +74,14 @@ WHERE c.status = 'succeeded' AND c.high_risk = 0 AND c.skus IS NULL AND c.snapsh
 ORDER BY c.finished_at DESC
 LIMIT 1;
 
+-- name: ReconcileEverChecked :one
+-- ReconcileEverChecked says whether a full or deep run over every SKU has
+-- succeeded, clean or not: if none has, no stock row has a checkpoint
+-- that run verified (a new install, or one whose first run never
+-- finished).
+SELECT EXISTS (SELECT 1 FROM reconcile_runs
+               WHERE status = 'succeeded' AND skus IS NULL AND scope IN ('full', 'deep'))::bool AS checked;
+
 -- name: ReconcileSnapshotXmin :one
 -- ReconcileSnapshotXmin is the xmin of the caller's snapshot: every
 -- transaction below it had ended when the snapshot was taken. Run first in

@@ -359,6 +359,22 @@ func (q *Queries) LedgerCheckpointGet(ctx context.Context, sku string, location 
 	return i, err
 }
 
+const reconcileEverChecked = `-- name: ReconcileEverChecked :one
+SELECT EXISTS (SELECT 1 FROM reconcile_runs
+               WHERE status = 'succeeded' AND skus IS NULL AND scope IN ('full', 'deep'))::bool AS checked
+`
+
+// ReconcileEverChecked says whether a full or deep run over every SKU has
+// succeeded, clean or not: if none has, no stock row has a checkpoint
+// that run verified (a new install, or one whose first run never
+// finished).
+func (q *Queries) ReconcileEverChecked(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, reconcileEverChecked)
+	var checked bool
+	err := row.Scan(&checked)
+	return checked, err
+}
+
 const reconcileFindingAdd = `-- name: ReconcileFindingAdd :exec
 INSERT INTO reconcile_findings (run_id, class, kind, sku, location, pool, reservation_id, job_id, details, action)
 VALUES ($1, $2, $3, $4, $5, $6, $7,

@@ -139,10 +139,16 @@ func TestPeriodicRunIsDeepOnItsSchedule(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
-	require.Equal(t, reconcile.ScopeFull, scopeOf(periodic(reconcile.Config{DeepEvery: time.Hour, FullEvery: time.Hour})), "no clean run yet")
+	require.Equal(t, reconcile.ScopeDeep, scopeOf(periodic(reconcile.Config{DeepEvery: time.Hour, FullEvery: time.Hour})),
+		"no run over every SKU yet: deep, whatever the schedule")
 	require.Equal(t, reconcile.ScopeIncremental, scopeOf(periodic(reconcile.Config{DeepEvery: time.Hour, FullEvery: time.Hour})))
 	require.Equal(t, reconcile.ScopeIncremental, scopeOf(periodic(reconcile.Config{FullEvery: time.Hour})), "0: never deep on its own")
-	_, err := b.pool.Exec(ctx, `UPDATE reconcile_runs SET created_at = created_at - interval '2 hours'`)
+	// A database reconciled before deep runs existed: its first run was
+	// full, and the deep schedule starts there.
+	_, err := b.pool.Exec(ctx, `UPDATE reconcile_runs SET scope = 'full' WHERE scope = 'deep'`)
+	require.NoError(t, err)
+	require.Equal(t, reconcile.ScopeIncremental, scopeOf(periodic(reconcile.Config{DeepEvery: time.Hour, FullEvery: time.Hour})))
+	_, err = b.pool.Exec(ctx, `UPDATE reconcile_runs SET created_at = created_at - interval '2 hours'`)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.ScopeDeep, scopeOf(periodic(reconcile.Config{DeepEvery: time.Hour, FullEvery: time.Hour})), "an hour since the first run")
 	require.Equal(t, reconcile.ScopeIncremental, scopeOf(periodic(reconcile.Config{DeepEvery: time.Hour, FullEvery: time.Hour})),
@@ -240,4 +246,29 @@ func TestEveryStateIsCheckedInEveryScope(t *testing.T) {
 	r = runScope(t, svc, reconcile.ScopeDeep)
 	require.Equal(t, reconcile.ScopeDeep, scopeOf(r))
 	require.Equal(t, want, highRiskSKUs(r), "the deep run")
+}
+
+// TestFirstRunIsDeep: a run over every SKU with no clean run before it
+// is deep when none ever succeeded (no row has a checkpoint to start
+// from, and a deep run sums the ledger in one pass instead of probing
+// each row's), and full after one that found books out of balance (the
+// other rows' checkpoints stand).
+func TestFirstRunIsDeep(t *testing.T) {
+	t.Parallel()
+	svc, b := setup(t, nil)
+	ctx := context.Background()
+	dbtest.StockIn(t, b.pool, "A1", 10)
+	dbtest.StockIn(t, b.pool, "B1", 10)
+	// A ledger row A1's counters never saw: the books are out of balance.
+	_, err := b.pool.Exec(ctx, `
+		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor)
+		VALUES ('A1', 'main', 'adjust', 1, 1, 0, 0, $1, 'mallory')`, b.stock(t, "A1", "main").Version+1)
+	require.NoError(t, err)
+	first := runScope(t, svc, reconcile.ScopeFull)
+	require.Equal(t, reconcile.ScopeDeep, scopeOf(first), "asked for full, with no run over every SKU before it")
+	require.Contains(t, highRiskSKUs(first), "A1")
+	second := runScope(t, svc, reconcile.ScopeIncremental)
+	require.Equal(t, reconcile.ScopeFull, scopeOf(second), "no clean run to start from, but one that checked every row")
+	require.Contains(t, highRiskSKUs(second), "A1")
+	require.EqualValues(t, 2, second.RowsChecked)
 }

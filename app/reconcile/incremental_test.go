@@ -84,7 +84,7 @@ func TestIncrementalRunChecksOnlyWhatMoved(t *testing.T) {
 	}
 	settle(t, b)
 	first := runScope(t, svc, reconcile.ScopeIncremental)
-	require.Equal(t, reconcile.ScopeFull, scopeOf(first), "no clean run to start from: full")
+	require.Equal(t, reconcile.ScopeDeep, scopeOf(first), "no run over every SKU to start from: deep")
 	require.EqualValues(t, 5, first.RowsChecked)
 
 	b.hold(t, "a", "A1", 2)
@@ -154,7 +154,7 @@ func TestPeriodicRunsAreIncrementalBetweenFullRuns(t *testing.T) {
 	dbtest.StockIn(t, b.pool, "B1", 10)
 	svc := service()
 	settle(t, b)
-	require.Equal(t, reconcile.ScopeFull, scopeOf(periodic(svc)))
+	require.Equal(t, reconcile.ScopeDeep, scopeOf(periodic(svc)), "the first run over every SKU")
 	b.hold(t, "h1", "A1", 1)
 	settle(t, b)
 	r := periodic(svc)
@@ -184,7 +184,7 @@ func TestPeriodicRunsAreIncrementalBetweenFullRuns(t *testing.T) {
 	require.EqualValues(t, 1, r.HighRisk)
 
 	// An hour after the last full run, the next periodic run is full.
-	_, err = b.pool.Exec(ctx, `UPDATE reconcile_runs SET finished_at = finished_at - interval '2 hours' WHERE scope = 'full'`)
+	_, err = b.pool.Exec(ctx, `UPDATE reconcile_runs SET finished_at = finished_at - interval '2 hours' WHERE scope IN ('full', 'deep')`)
 	require.NoError(t, err)
 	require.Equal(t, reconcile.ScopeFull, scopeOf(periodic(svc)))
 	require.Equal(t, reconcile.ScopeIncremental, scopeOf(periodic(svc)))
