@@ -32,8 +32,11 @@ func TestReconcileCommand(t *testing.T) {
 
 	code, out, errs := reconcile()
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
-	require.Contains(t, out, "2 stock rows checked (every SKU)")
+	require.Contains(t, out, "2 stock rows checked (deep: every SKU, each against its whole ledger)", "the first run over every SKU is deep")
 	require.Contains(t, out, "the books balance")
+	code, out, errs = reconcile()
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errs)
+	require.Contains(t, out, "2 stock rows checked (every SKU)", "from a clean run's checkpoints, full")
 
 	_, err := pool.Exec(ctx, `UPDATE stock SET available = available - 1, sold = sold + 1 WHERE sku = 'A1'`)
 	require.NoError(t, err)
