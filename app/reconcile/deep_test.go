@@ -256,14 +256,9 @@ func TestEveryStateIsCheckedInEveryScope(t *testing.T) {
 func TestFirstRunIsDeep(t *testing.T) {
 	t.Parallel()
 	svc, b := setup(t, nil)
-	ctx := context.Background()
 	dbtest.StockIn(t, b.pool, "A1", 10)
 	dbtest.StockIn(t, b.pool, "B1", 10)
-	// A ledger row A1's counters never saw: the books are out of balance.
-	_, err := b.pool.Exec(ctx, `
-		INSERT INTO ledger (sku, pool, kind, delta_total, delta_available, delta_reserved, delta_sold, stock_version, actor)
-		VALUES ('A1', 'main', 'adjust', 1, 1, 0, 0, $1, 'mallory')`, b.stock(t, "A1", "main").Version+1)
-	require.NoError(t, err)
+	b.handLedgerRow(t, "A1") // a row A1's counters never saw: out of balance
 	first := runScope(t, svc, reconcile.ScopeFull)
 	require.Equal(t, reconcile.ScopeDeep, scopeOf(first), "asked for full, with no run over every SKU before it")
 	require.Contains(t, highRiskSKUs(first), "A1")
