@@ -47,7 +47,7 @@ run: build
 	exec $$bin serve
 
 ## test: the whole suite against real PostgreSQL and River, with the race detector. First it installs with apt-get, saying so, the
-## Debian packages some tests need (curl, jq, prometheus for promtool, chromium, postgresql-15-auto-failover): as root, when missing;
+## Debian packages some tests need (curl, jq, prometheus for promtool, chromium, pgbouncer, postgresql-15-auto-failover): as root, when missing;
 ## otherwise it stops and prints the command that installs them (TEST_DEPS=skip runs without them, skipping the tests that need them)
 test:
 	@set -eo pipefail; \

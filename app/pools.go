@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -87,7 +88,7 @@ func connect(ctx context.Context, url string, maxConns int32, connectTimeout tim
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	Instrument(cfg)
-	cfg.AfterConnect = dbtypes.Register
+	cfg.AfterConnect = sessionSettings(dbtypes.Register, jitOff(cfg.ConnConfig)...)
 	cfg.ConnConfig.ValidateConnect = confirmWrites(cfg.ConnConfig.ValidateConnect)
 	guard := guardPool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -122,34 +123,54 @@ func poolConfig(url string, maxConns int32) (*pgxpool.Config, error) {
 	if _, given := settings.RuntimeParams["pool_max_conns"]; !given {
 		cfg.MaxConns = maxConns
 	}
-	jitOff(cfg.ConnConfig)
 	return cfg, nil
 }
 
-// jitOff turns PostgreSQL's JIT compilation off for c's sessions, unless
-// its URL sets jit. PostgreSQL compiles a statement whose estimated cost
-// passes jit_above_cost (and optimizes and inlines it past 500,000), and
-// over the ledger's monthly partitions the estimates of stockhold's
-// statements grow with the partitions (a probe counted once per
-// partition, a lateral a one-time filter skips), not with the rows they
-// read: on a year of history an incremental reconciliation spent 5.2 of
-// its 5.6 s compiling its check of 10,000 rows, and a page of the event
-// feed most of a second. Their work is probes and small sums, which JIT
-// does not speed up.
-func jitOff(c *pgx.ConnConfig) {
-	if c.RuntimeParams == nil {
-		c.RuntimeParams = map[string]string{}
+// jitOff is the setting that turns PostgreSQL's JIT compilation off for
+// c's sessions, or none when its URL sets jit. PostgreSQL compiles a
+// statement whose estimated cost passes jit_above_cost (and optimizes and
+// inlines it past 500,000), and over the ledger's monthly partitions the
+// estimates of stockhold's statements grow with the partitions (a probe
+// counted once per partition, a lateral a one-time filter skips), not
+// with the rows they read: on a year of history an incremental
+// reconciliation spent 5.2 of its 5.6 s compiling its check of 10,000
+// rows, and a page of the event feed most of a second. Their work is
+// probes and small sums, which JIT does not speed up.
+func jitOff(c *pgx.ConnConfig) []string {
+	if _, given := c.RuntimeParams["jit"]; given {
+		return nil
 	}
-	if _, given := c.RuntimeParams["jit"]; !given {
-		c.RuntimeParams["jit"] = "off"
+	return []string{"SET jit = off"}
+}
+
+// sessionSettings is an AfterConnect that runs settings (SET statements)
+// on each new connection, in one round trip, then next. They are
+// statements rather than parameters of the startup message because
+// PgBouncer refuses a startup parameter it does not track ("unsupported
+// startup parameter") and its ignore_startup_parameters drops them.
+func sessionSettings(next func(context.Context, *pgx.Conn) error, settings ...string) func(context.Context, *pgx.Conn) error {
+	if len(settings) == 0 {
+		return next
+	}
+	sql := strings.Join(settings, "; ")
+	return func(ctx context.Context, conn *pgx.Conn) error {
+		// Without arguments pgx sends it in the simple protocol: one
+		// message, however many statements.
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+		if next == nil {
+			return nil
+		}
+		return next(ctx, conn)
 	}
 }
 
 // requestPool derives the HTTP requests' pool from pool's configuration
 // (its connections validated the same way, see confirmWrites, and JIT
-// off, see jitOff). Its sessions give up waiting for a lock after cfg.LockTimeout and on a
-// statement after cfg.StatementTimeout (set once per connection, in the
-// startup message, so they cost no round trip), and a request waits at
+// off, see jitOff). Its sessions give up waiting for a lock after
+// cfg.LockTimeout and on a statement after cfg.StatementTimeout (set once
+// per connection, when it opens, see sessionSettings), and a request waits at
 // most cfg.AcquireTimeout for a free connection. So a row held locked by
 // someone else (a DBA's SELECT ... FOR UPDATE left open) costs the requests
 // for it a fraction of a second each, answered 503 busy, and cannot take
@@ -162,14 +183,14 @@ func requestPool(pool *pgxpool.Pool, cfg config.Config) (*pgxpool.Pool, error) {
 		c.MaxConns = int32(cfg.HTTPDBConns)
 	}
 	c.MinConns, c.MinIdleConns = 0, 0
-	jitOff(c.ConnConfig)
-	params := c.ConnConfig.RuntimeParams
+	settings := jitOff(c.ConnConfig)
 	if cfg.LockTimeout > 0 {
-		params["lock_timeout"] = strconv.FormatInt(cfg.LockTimeout.Milliseconds(), 10) + "ms"
+		settings = append(settings, "SET lock_timeout = '"+strconv.FormatInt(cfg.LockTimeout.Milliseconds(), 10)+"ms'")
 	}
 	if cfg.StatementTimeout > 0 {
-		params["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10) + "ms"
+		settings = append(settings, "SET statement_timeout = '"+strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)+"ms'")
 	}
+	c.AfterConnect = sessionSettings(c.AfterConnect, settings...)
 	if cfg.AcquireTimeout > 0 {
 		c.ConnConfig.Tracer = acquireTimeout{wait: cfg.AcquireTimeout, QueryTracer: c.ConnConfig.Tracer}
 	}

@@ -36,6 +36,7 @@ var Needs = []Need{
 	{Package: "jq", Programs: []string{"jq"}, For: "the README's walk-through"},
 	{Package: "prometheus", Programs: []string{"promtool"}, For: "promtool, for the Prometheus rules' tests"},
 	{Package: "chromium", Programs: []string{"chromium"}, For: "the browser tests of the console and the API reference"},
+	{Package: "pgbouncer", Programs: []string{"pgbouncer"}, For: "the test through PgBouncer"},
 	{Package: "postgresql-15-auto-failover", For: "pg_autoctl, for the failover test",
 		Files: []string{"/usr/bin/pg_autoctl", "/usr/lib/postgresql/15/lib/pgautofailover.so", "/usr/lib/postgresql/15/bin/pg_ctl"}},
 }
