@@ -108,27 +108,32 @@ logfile = %s
 	// alone left PgBouncer running.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
-			require.FailNow(t, "pgbouncer exited", "%v\n%s", err, log)
+		case <-exited:
+			return true // said below
 		default:
 		}
 		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			require.NoError(t, c.Close())
-			return addr
+		if err != nil {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "pgbouncer does not listen on %s: %v", addr, err)
-		time.Sleep(10 * time.Millisecond)
+		_ = c.Close()
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "pgbouncer does not listen on %s", addr)
+	select {
+	case <-exited:
+		log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
+		require.FailNow(t, "pgbouncer exited", "%v\n%s", waitErr, log)
+	default:
 	}
+	return addr
 }

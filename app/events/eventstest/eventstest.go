@@ -156,31 +156,32 @@ func WaitServed(t testing.TB, pool *pgxpool.Pool) {
 	require.NoError(t, err)
 	start := time.Now()
 	told := false
-	for {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		rows, err := db.New(pool).EventRowsAfter(ctx, xid, id, 1)
-		require.NoError(t, err)
-		if len(rows) == 1 {
+		if !assert.NoError(c, err) || len(rows) == 1 {
 			return
 		}
-		waited := time.Since(start)
-		if waited > 5*time.Minute {
-			require.FailNowf(t, "the newest ledger row is not served", "after %s; held back by %s", waited.Round(time.Second), blockers(t, pool, xid))
+		held := "(named after half a minute)"
+		if waited := time.Since(start); waited > 30*time.Second {
+			held, err = blockers(ctx, pool, xid)
+			assert.NoError(c, err)
+			if !told {
+				told = true
+				t.Logf("the feed has not served ledger row %d for %s; held back by %s", id, waited.Round(time.Second), held)
+			}
 		}
-		if waited > 30*time.Second && !told {
-			told = true
-			t.Logf("the feed has not served ledger row %d for %s; held back by %s", id, waited.Round(time.Second), blockers(t, pool, xid))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		assert.Fail(c, "the newest ledger row is not served", "held back by %s", held)
+	}, 5*time.Minute, 5*time.Millisecond)
 }
 
 // blockers names the transactions running on the server that began before
-// xid: the feed serves nothing at or after the oldest of them.
-func blockers(t testing.TB, pool *pgxpool.Pool, xid uint64) string {
-	t.Helper()
+// xid: the feed serves nothing at or after the oldest of them. (backend_xid
+// is the 32-bit xid, xid the 64-bit one: equal on a test cluster, whose
+// epoch is 0.)
+func blockers(ctx context.Context, pool *pgxpool.Pool, xid uint64) (string, error) {
 	var s string
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT coalesce(string_agg(format('pid %s in %s (%s, %s, for %s): %s',
+	err := pool.QueryRow(ctx, `SELECT coalesce(string_agg(format('pid %s in %s (%s, %s, for %s): %s',
 			pid, datname, backend_type, state, date_trunc('second', now() - xact_start), left(query, 200)), '; ' ORDER BY xact_start), 'nothing now')
-		FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND backend_xid::text::bigint <= $1`, int64(xid)).Scan(&s))
-	return s
+		FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND backend_xid::text::bigint <= $1`, int64(xid)).Scan(&s)
+	return s, err
 }
