@@ -59,7 +59,8 @@ func NewServices(cfg config.Config, pool *pgxpool.Pool, inserter *river.Client[p
 	alertSvc := alerts.New(pool, inserter, cfg.AlertWebhook != "").WithRepageAfter(cfg.AlertRepageAfter)
 	inv := inventory.New(pool, log, inventory.Config{
 		Serial: !cfg.Coalesce, MaxBatch: cfg.BatchSize, Flights: cfg.BatchFlights,
-		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, SoldOutRecheck: soldOutRecheck(cfg.SoldOutRecheck), Recorder: metrics.Recorder{},
+		LockTimeout: cfg.LockTimeout, ExpiryTick: cfg.ExpiryTick, SoldOutRecheck: offBelowZero(cfg.SoldOutRecheck),
+		AllocationMemory: offBelowZero(cfg.AllocationMemory), Recorder: metrics.Recorder{},
 		Strategy: inventory.Strategy(cfg.Strategy),
 		Alert: func(ctx context.Context, a stock.Alert) {
 			level := a.Level
@@ -119,9 +120,10 @@ func Standalone(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Servi
 	return NewServices(cfg, pool, inserter, log), nil
 }
 
-// soldOutRecheck is STOCKHOLD_SOLDOUT_RECHECK as inventory.Config takes
-// it: 0 (off) becomes below zero, since zero there means the default.
-func soldOutRecheck(d time.Duration) time.Duration {
+// offBelowZero is a memory's bound (STOCKHOLD_SOLDOUT_RECHECK,
+// STOCKHOLD_ALLOCATION_MEMORY) as inventory.Config takes it: 0 (off)
+// becomes below zero, since zero there means the default.
+func offBelowZero(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
 	}

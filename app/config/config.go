@@ -44,6 +44,10 @@ type Config struct {
 	// holdable here at most this long after its commit. 0 turns the
 	// memory off.
 	SoldOutRecheck time.Duration
+	// AllocationMemory is how old the figures may be that a line
+	// allocated among several locations picks the one row it locks on
+	// (STOCKHOLD_ALLOCATION_MEMORY). 0 turns the memory off.
+	AllocationMemory time.Duration
 	// Strategy is the shop's allocation strategy (STOCKHOLD_STRATEGY):
 	// that of a hold that names none and whose key has none.
 	Strategy string
@@ -215,6 +219,7 @@ func load(getenv func(string) string) (Config, error) {
 		BatchFlights:          r.integer("STOCKHOLD_BATCH_FLIGHTS", 1, 64),
 		ExpiryTick:            r.positive("STOCKHOLD_EXPIRY_TICK"),
 		SoldOutRecheck:        r.duration("STOCKHOLD_SOLDOUT_RECHECK"),
+		AllocationMemory:      r.duration("STOCKHOLD_ALLOCATION_MEMORY"),
 		Strategy:              r.oneOf("STOCKHOLD_STRATEGY", "priority", "most_stock", "nearest"),
 		Workers:               r.integer("STOCKHOLD_WORKERS", 1, 1000),
 		SweepInterval:         r.duration("STOCKHOLD_SWEEP_INTERVAL"),

@@ -49,6 +49,8 @@ var Settings = []Setting{
 	{Name: "STOCKHOLD_EXPIRY_TICK", Default: "200ms", Meaning: "longest pause of the expiry loop between passes: holds expire at most about this late"},
 	{Name: "STOCKHOLD_SOLDOUT_RECHECK", Default: "250ms",
 		Meaning: "a hold refused because nothing is left is refused again from memory, without a hold batch (its Idempotency-Key looked up first, so a retry of a hold granted anywhere gets its first answer), on the strength of a read at most this old: stock added on another instance is holdable here at most this long after its commit (`0s`: off)"},
+	{Name: "STOCKHOLD_ALLOCATION_MEMORY", Default: "1s",
+		Meaning: "a line that names no location, on a pool stocked at several locations, locks only the location its strategy picks on the figures the last hold batch read of them all, when that read is at most this old and this instance wrote nothing since that may have put stock back: the location picked is checked under its lock, and a line it does not fit goes again locking every location; stock moved elsewhere by another instance may go unseen by the choice this long (`0s`: every such line locks every location)"},
 	{Name: "STOCKHOLD_STRATEGY", Default: "priority",
 		Meaning: "how a hold allocates its lines that name no location when neither the hold nor its key names a strategy: `priority`, `most_stock` or `nearest` (to the hold's `ship_to`; by priority without one)"},
 	{Name: "STOCKHOLD_WORKERS", Default: "20",

@@ -226,7 +226,7 @@ func (s *Service) writeChanges(ctx context.Context, conn *pgx.Conn, ch *changes)
 		return nil, fmt.Errorf("change holds: %w", err)
 	}
 	ch.count(s.rec)
-	s.soldOut.forgetLines(ch)
+	s.forgetPutBack(ch)
 	s.soldShort(ctx, ch)
 	return after, nil
 }

@@ -27,6 +27,9 @@ type holdCall struct {
 	timeouts int
 	// waited: a batch sent it on to the next one (see laterForRuns).
 	waited bool
+	// lockAll: a batch that locked its pools in part refused it, so the
+	// next one locks them at every location (see laterForPicks).
+	lockAll bool
 	// answered, when set, is told of the call's answer (keysInFlight).
 	answered func()
 	// joined, when set, makes the call changes to holds on the rows of
@@ -216,7 +219,8 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	defer s.timeBatch(holdstats.BatchHold, time.Now())
 
 	seen := s.soldOut.seenNow()
-	ft, err := s.insertAndLock(ctx, conn, leaders)
+	picks := s.places.picks(leaders, seen)
+	ft, err := s.insertAndLock(ctx, conn, leaders, picks)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +236,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 	changed := decideJoined(b.joined, ft.holds, rows)
 	verdicts, taken := decideHolds(rows, b.holds())
 	verdicts = b.laterForRuns(verdicts, changed.gaveUnits)
+	verdicts = b.laterForPicks(verdicts, picks, taken, rows.promised)
 	again = append(again, b.later...)
 	w := b.writes(verdicts, taken, rows.promised, rows.lockOrder)
 	w.change = &changed.ch
@@ -240,7 +245,8 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 		return nil, err
 	}
 	changed.ch.count(s.rec)
-	s.soldOut.forgetLines(&changed.ch)
+	s.places.remember(seen, rows, taken, lockedEverywhere(leaders, picks), picks)
+	s.forgetPutBack(&changed.ch) // after: what the joined changes put back is not in rows
 	if !ft.stop.on {
 		s.soldOut.remember(seen, rows, b.holds(), verdicts)
 	}
@@ -285,10 +291,11 @@ type firstTrip struct {
 	bundles map[string]int64
 }
 
-// insertAndLock is a hold batch's first round trip.
-func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall) (firstTrip, error) {
+// insertAndLock is a hold batch's first round trip; picks are the
+// locations it locks of the pools it locks in part (placeMemory.picks).
+func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, picks map[string][]string) (firstTrip, error) {
 	ins, clients := insertsOf(leaders)
-	lock := lockKeys(leaders)
+	lock := lockKeys(leaders, picks)
 
 	p := batch.NewPipe(conn)
 	q := db.New(p)
@@ -404,34 +411,55 @@ func insertsOf(leaders []*holdCall) (db.ReservationsInsertManyParams, []string) 
 
 // lockKeys is what StockLockMany locks for a batch: per (sku, pool), every
 // location when a line of the batch lets the batch allocate it, or a hold
-// with a customer draws on it (limits.go), else the locations its lines
-// name.
-func lockKeys(leaders []*holdCall) db.StockLockManyParams {
-	anywhere := map[string]bool{}
-	for _, c := range leaders {
-		for _, w := range c.h.wants {
-			if w.Location == "" || c.h.req.CustomerRef != "" {
-				anywhere[poolKey(w.SKU, w.Pool)] = true
-			}
-		}
-	}
+// with a customer draws on it (limits.go), unless memory picked where its
+// lines go (picks: the locations picked, by poolKey, see places.go), else the
+// locations its lines name.
+func lockKeys(leaders []*holdCall, picks map[string][]string) db.StockLockManyParams {
+	anywhere := lockedEverywhere(leaders, nil)
 	var lock db.StockLockManyParams
 	seen := map[string]bool{}
+	add := func(sku, loc, pool string) {
+		if k := rowKey(sku, loc, pool); !seen[k] {
+			seen[k] = true
+			lock.Skus = append(lock.Skus, sku)
+			lock.Pools = append(lock.Pools, pool)
+			lock.Locations = append(lock.Locations, loc)
+		}
+	}
 	for _, c := range leaders {
 		for _, w := range c.h.wants {
-			loc := w.Location
-			if anywhere[poolKey(w.SKU, w.Pool)] {
-				loc = ""
-			}
-			if k := rowKey(w.SKU, loc, w.Pool); !seen[k] {
-				seen[k] = true
-				lock.Skus = append(lock.Skus, w.SKU)
-				lock.Pools = append(lock.Pools, w.Pool)
-				lock.Locations = append(lock.Locations, loc)
+			pk := poolKey(w.SKU, w.Pool)
+			switch {
+			case !anywhere[pk]:
+				add(w.SKU, w.Location, w.Pool)
+			case picks[pk] != nil:
+				if w.Location != "" {
+					add(w.SKU, w.Location, w.Pool)
+				}
+				for _, loc := range picks[pk] {
+					add(w.SKU, loc, w.Pool)
+				}
+			default:
+				add(w.SKU, "", w.Pool)
 			}
 		}
 	}
 	return lock
+}
+
+// lockedEverywhere are the pools (poolKey) a batch of leaders locks at
+// every location: those a line of it allocates, or a hold with a customer
+// draws on (limits.go), but for those memory picked rows of (picks).
+func lockedEverywhere(leaders []*holdCall, picks map[string][]string) map[string]bool {
+	anywhere := map[string]bool{}
+	for _, c := range leaders {
+		for _, w := range c.h.wants {
+			if pk := poolKey(w.SKU, w.Pool); (w.Location == "" || c.h.req.CustomerRef != "") && picks[pk] == nil {
+				anywhere[pk] = true
+			}
+		}
+	}
+	return anywhere
 }
 
 // batchPlan is a hold batch's requests sorted out once their reservations
@@ -506,6 +534,53 @@ func (s *Service) planBatch(leaders []*holdCall, made map[uuid.UUID]db.Reservati
 		b.deciding = append(b.deciding, c)
 	}
 	return b
+}
+
+// laterForPicks takes out of the batch, to go again with the next one,
+// which locks their pools at every location (lockAll), the holds refused
+// on a line of a pool the batch locked in part (picks, see places.go), or
+// granted a promise there: the rows memory did not pick may have had what
+// the line asks; what a grant taken out took is given back to taken and
+// promised (decideHolds). It returns the verdicts of the holds left.
+func (b *batchPlan) laterForPicks(verdicts []verdict, picks map[string][]string, taken, promised map[string]int64) []verdict {
+	if len(picks) == 0 {
+		return verdicts
+	}
+	var (
+		deciding []*holdCall
+		kept     []verdict
+	)
+	for i, c := range b.deciding {
+		v := verdicts[i]
+		if !v.granted && picks[poolKey(v.line.SKU, v.line.Pool)] != nil || promisedOnPicks(v, picks) {
+			for _, l := range v.lines { // a grant's
+				k := rowKey(l.SKU, l.Location, l.Pool)
+				taken[k] -= l.Quantity - l.Backordered
+				if l.Backordered > 0 {
+					promised[k] -= l.Backordered
+				}
+			}
+			c.lockAll = true
+			b.later = append(b.later, c)
+			continue
+		}
+		deciding, kept = append(deciding, c), append(kept, v)
+	}
+	b.deciding = deciding
+	return kept
+}
+
+// promisedOnPicks reports whether granted verdict v promises units beyond
+// the stock of a row of a pool locked in part (picks): a pool that gained
+// a backorder policy since memory read it, whose other rows may have had
+// the units on hand.
+func promisedOnPicks(v verdict, picks map[string][]string) bool {
+	for _, l := range v.lines {
+		if l.Backordered > 0 && picks[poolKey(l.SKU, l.Pool)] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (b batchPlan) holds() []hold {

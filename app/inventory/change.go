@@ -308,7 +308,7 @@ func (s *Service) changeTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, deci
 		return nil, nil, fmt.Errorf("change holds: %w", err)
 	}
 	c.count(s.rec)
-	s.soldOut.forgetLines(&c)
+	s.forgetPutBack(&c)
 	return holds, &c, nil
 }
 

@@ -287,7 +287,7 @@ func (s *Service) expirePass(ctx context.Context, conn *pgx.Conn, how Outcome, g
 		return 0, ids, fmt.Errorf("expire due holds: %w", err)
 	}
 	ch.count(s.rec)
-	s.soldOut.forgetLines(&ch)
+	s.forgetPutBack(&ch)
 	return len(ch.list), nil, nil
 }
 

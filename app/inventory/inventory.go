@@ -72,6 +72,11 @@ type Config struct {
 	// rests on (STOCKHOLD_SOLDOUT_RECHECK, see soldout.go); below zero the
 	// memory is off.
 	SoldOutRecheck time.Duration
+	// AllocationMemory is how old the figures may be that a line
+	// allocated among several locations picks its location on, to lock
+	// that row only (STOCKHOLD_ALLOCATION_MEMORY, see places.go); below
+	// zero every such line locks its pool at every location.
+	AllocationMemory time.Duration
 	// Strategy is the shop's allocation strategy (STOCKHOLD_STRATEGY): a
 	// hold's that names none and whose key has none (empty: priority).
 	Strategy Strategy
@@ -100,6 +105,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SoldOutRecheck == 0 {
 		c.SoldOutRecheck = d.SoldOutRecheck
+	}
+	if c.AllocationMemory == 0 {
+		c.AllocationMemory = d.AllocationMemory
 	}
 	if c.Recorder == nil {
 		c.Recorder = holdstats.NopRecorder{}
@@ -153,6 +161,9 @@ type Service struct {
 	// soldOut answers holds refused for want of any stock from memory
 	// (soldout.go).
 	soldOut *soldOut
+	// places are the figures of pools at several locations a hold batch
+	// picks where its lines go on (places.go).
+	places *placeMemory
 	// bundles are the bundles' definitions holds expand (bundles.go).
 	bundles bundleMemory
 	// rowBatches is the service whose hold batches the expiry loop hands
@@ -162,12 +173,13 @@ type Service struct {
 }
 
 // ShareWith makes s, the job workers' service of a process, share with
-// web, its request service: web's memory of sold-out pools (s's releases,
-// expiries and rollbacks forget what they put back, in the memory that
-// answers requests) and web's hot rows, whose due holds s's expiry loop
-// hands to web's hold batches, the ones busy with those rows.
+// web, its request service: web's memories of sold-out pools and of where
+// to allocate (s's releases, expiries and rollbacks forget what they put
+// back, in the memories requests use) and web's hot rows, whose due holds
+// s's expiry loop hands to web's hold batches, the ones busy with those
+// rows.
 func (s *Service) ShareWith(web *Service) {
-	s.soldOut, s.hot, s.rowBatches = web.soldOut, web.hot, web
+	s.soldOut, s.places, s.hot, s.rowBatches = web.soldOut, web.places, web.hot, web
 }
 
 // New returns a Service on pool.
@@ -187,6 +199,7 @@ func New(pool *pgxpool.Pool, log *slog.Logger, cfg Config) *Service {
 	s.Service = stock.New(pool, log, stock.Config{Alert: cfg.Alert}, soldOutWrites{s})
 	s.soldOut = newSoldOut(cfg.SoldOutRecheck)
 	s.soldOut.read = s.recheckSoldOut
+	s.places = newPlaceMemory(cfg.AllocationMemory)
 	s.hot, s.rowBatches = &hotRows{}, s
 	s.holds = batch.NewQueue("hold", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runHolds, s.panicked)
 	s.changes = batch.NewQueue("confirm/release", cfg.MaxBatch, cfg.Flights, batchTimeout, s.runChanges, s.panicked)

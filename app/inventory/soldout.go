@@ -320,21 +320,39 @@ func (m *soldOut) rowsOf(st stockRows, w want) []string {
 	return st.places[poolKey(w.SKU, w.Pool)]
 }
 
-// forgetLines drops the entries on the pools of a change's lines that put
-// stock back (every kind but confirm).
-func (m *soldOut) forgetLines(ch *changes) {
-	if m == nil || len(ch.list) == 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// forgetPutBack drops what this instance's memories (sold out, and where
+// to allocate: places.go) remember of the pools a committed change put
+// stock back on.
+func (s *Service) forgetPutBack(ch *changes) {
+	pools := putBackPools(ch)
+	s.soldOut.forget(pools)
+	s.places.forget(pools)
+}
+
+// putBackPools are the pools (poolKey) of a change's lines that put stock
+// back (every kind but confirm).
+func putBackPools(ch *changes) []string {
+	var pools []string
 	for _, one := range ch.list {
 		if one.how.Kind == stock.LedgerConfirm {
 			continue
 		}
 		for _, l := range one.lines {
-			m.forgetLocked(poolKey(l.SKU, l.Pool))
+			pools = append(pools, poolKey(l.SKU, l.Pool))
 		}
+	}
+	return pools
+}
+
+// forget drops the entries on pools (poolKey).
+func (m *soldOut) forget(pools []string) {
+	if m == nil || len(pools) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, pk := range pools {
+		m.forgetLocked(pk)
 	}
 }
 
