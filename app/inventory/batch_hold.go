@@ -220,7 +220,8 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 
 	seen := s.soldOut.seenNow()
 	picks := s.places.picks(leaders, seen)
-	ft, err := s.insertAndLock(ctx, conn, leaders, picks)
+	everywhere := lockedEverywhere(leaders, picks)
+	ft, err := s.insertAndLock(ctx, conn, leaders, picks, everywhere)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +246,7 @@ func (s *Service) holdBatch(ctx context.Context, calls []*holdCall) ([]*holdCall
 		return nil, err
 	}
 	changed.ch.count(s.rec)
-	s.places.remember(seen, rows, taken, lockedEverywhere(leaders, picks), picks)
+	s.places.remember(seen, rows, taken, everywhere, picks)
 	s.forgetPutBack(&changed.ch) // after: what the joined changes put back is not in rows
 	if !ft.stop.on {
 		s.soldOut.remember(seen, rows, b.holds(), verdicts)
@@ -291,11 +292,12 @@ type firstTrip struct {
 	bundles map[string]int64
 }
 
-// insertAndLock is a hold batch's first round trip; picks are the
-// locations it locks of the pools it locks in part (placeMemory.picks).
-func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, picks map[string][]string) (firstTrip, error) {
+// insertAndLock is a hold batch's first round trip; it locks the pools
+// everywhere at every location, and of those memory picked rows of, the
+// rows picked (lockKeys).
+func (s *Service) insertAndLock(ctx context.Context, conn *pgx.Conn, leaders []*holdCall, picks map[string][]string, everywhere map[string]bool) (firstTrip, error) {
 	ins, clients := insertsOf(leaders)
-	lock := lockKeys(leaders, picks)
+	lock := lockKeys(leaders, picks, everywhere)
 
 	p := batch.NewPipe(conn)
 	q := db.New(p)
@@ -410,12 +412,10 @@ func insertsOf(leaders []*holdCall) (db.ReservationsInsertManyParams, []string) 
 }
 
 // lockKeys is what StockLockMany locks for a batch: per (sku, pool), every
-// location when a line of the batch lets the batch allocate it, or a hold
-// with a customer draws on it (limits.go), unless memory picked where its
-// lines go (picks: the locations picked, by poolKey, see places.go), else the
-// locations its lines name.
-func lockKeys(leaders []*holdCall, picks map[string][]string) db.StockLockManyParams {
-	anywhere := lockedEverywhere(leaders, nil)
+// location for the pools everywhere (lockedEverywhere), the locations
+// memory picked and those the lines name for the pools it picked rows of
+// (picks, by poolKey, see places.go), else the locations the lines name.
+func lockKeys(leaders []*holdCall, picks map[string][]string, everywhere map[string]bool) db.StockLockManyParams {
 	var lock db.StockLockManyParams
 	seen := map[string]bool{}
 	add := func(sku, loc, pool string) {
@@ -429,18 +429,15 @@ func lockKeys(leaders []*holdCall, picks map[string][]string) db.StockLockManyPa
 	for _, c := range leaders {
 		for _, w := range c.h.wants {
 			pk := poolKey(w.SKU, w.Pool)
-			switch {
-			case !anywhere[pk]:
-				add(w.SKU, w.Location, w.Pool)
-			case picks[pk] != nil:
-				if w.Location != "" {
-					add(w.SKU, w.Location, w.Pool)
-				}
-				for _, loc := range picks[pk] {
-					add(w.SKU, loc, w.Pool)
-				}
-			default:
+			if everywhere[pk] {
 				add(w.SKU, "", w.Pool)
+				continue
+			}
+			if w.Location != "" {
+				add(w.SKU, w.Location, w.Pool)
+			}
+			for _, loc := range picks[pk] {
+				add(w.SKU, loc, w.Pool)
 			}
 		}
 	}

@@ -83,10 +83,16 @@ func (m *placeMemory) picks(leaders []*holdCall, seen soldOutSeen) map[string][]
 	if m == nil || m.trust <= 0 {
 		return nil
 	}
+	// The leaders' lines that name no location, with their pools, and
+	// the pools locked whole whatever memory has.
+	type line struct {
+		c  *holdCall
+		w  want
+		pk string
+	}
 	var (
-		whole   map[string]bool
-		entries map[string]*placeEntry
-		taken   map[string]int64
+		lines []line
+		whole map[string]bool
 	)
 	lockWhole := func(pk string) {
 		if whole == nil {
@@ -96,30 +102,36 @@ func (m *placeMemory) picks(leaders []*holdCall, seen soldOutSeen) map[string][]
 	}
 	for _, c := range leaders {
 		for _, w := range c.h.wants {
-			if w.Location == "" && !plainLine(c, w) {
-				lockWhole(poolKey(w.SKU, w.Pool))
+			if w.Location != "" {
+				continue
 			}
+			l := line{c, w, poolKey(w.SKU, w.Pool)}
+			if !plainLine(c, w) {
+				lockWhole(l.pk)
+			}
+			lines = append(lines, l)
 		}
 	}
+	var (
+		entries map[string]*placeEntry
+		taken   map[string]int64
+	)
 	m.mu.Lock()
-	for _, c := range leaders {
-		for _, w := range c.h.wants {
-			pk := poolKey(w.SKU, w.Pool)
-			if _, ok := entries[pk]; ok || w.Location != "" || whole[pk] {
-				continue
-			}
-			e := m.pools[pk]
-			if e == nil || seen.at.Sub(e.readAt) >= m.trust || e.writes != seen.writes {
-				lockWhole(pk)
-				continue
-			}
-			if entries == nil {
-				entries, taken = map[string]*placeEntry{}, map[string]int64{}
-			}
-			entries[pk] = e
-			for k, q := range e.took {
-				taken[k] = q
-			}
+	for _, l := range lines {
+		if _, ok := entries[l.pk]; ok || whole[l.pk] || len(m.pools) == 0 {
+			continue
+		}
+		e := m.pools[l.pk]
+		if e == nil || seen.at.Sub(e.readAt) >= m.trust || e.writes != seen.writes {
+			lockWhole(l.pk)
+			continue
+		}
+		if entries == nil {
+			entries, taken = map[string]*placeEntry{}, map[string]int64{}
+		}
+		entries[l.pk] = e
+		for k, q := range e.took {
+			taken[k] = q
 		}
 	}
 	m.mu.Unlock()
@@ -128,24 +140,21 @@ func (m *placeMemory) picks(leaders []*holdCall, seen soldOutSeen) map[string][]
 	}
 	out := map[string][]string{}
 	mine := map[string]int64{}
-	for _, c := range leaders {
-		for _, w := range c.h.wants {
-			pk := poolKey(w.SKU, w.Pool)
-			e := entries[pk]
-			if e == nil || w.Location != "" || whole[pk] {
-				continue
-			}
-			clear(mine)
-			d := holdDecision{st: e.st, taken: taken, h: c.h, mine: mine}
-			if _, ok := d.allocate(w); !ok {
-				lockWhole(pk)
-				continue
-			}
-			for k, q := range mine {
-				taken[k] += q
-				if loc := e.st.rows[k].location; !slices.Contains(out[pk], loc) {
-					out[pk] = append(out[pk], loc)
-				}
+	for _, l := range lines {
+		e := entries[l.pk]
+		if e == nil || whole[l.pk] {
+			continue
+		}
+		clear(mine)
+		d := holdDecision{st: e.st, taken: taken, h: l.c.h, mine: mine}
+		if _, ok := d.allocate(l.w); !ok {
+			lockWhole(l.pk)
+			continue
+		}
+		for k, q := range mine {
+			taken[k] += q
+			if loc := e.st.rows[k].location; !slices.Contains(out[l.pk], loc) {
+				out[l.pk] = append(out[l.pk], loc)
 			}
 		}
 	}

@@ -55,7 +55,8 @@ func (h hold) strategy() Strategy {
 // order returns the eligible rows keys (in priority order) in the order the
 // hold's strategy tries them: by what each has left for the hold, most
 // first (most_stock), or by distance to its ShipTo, nearest first
-// (nearest); a stable sort, so ties keep priority order.
+// (nearest); a stable sort, so ties keep priority order. It sorts keys,
+// which eligible made for it, in place.
 func (d *holdDecision) order(keys []string) []string {
 	var rank func(k string) float64
 	switch d.h.strategy() {
@@ -75,11 +76,17 @@ func (d *holdDecision) order(keys []string) []string {
 	default:
 		return keys
 	}
-	ranks := make(map[string]float64, len(keys))
-	for _, k := range keys {
-		ranks[k] = rank(k)
+	type ranked struct {
+		k string
+		r float64
 	}
-	out := slices.Clone(keys)
-	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(ranks[a], ranks[b]) })
-	return out
+	rs := make([]ranked, len(keys))
+	for i, k := range keys {
+		rs[i] = ranked{k, rank(k)}
+	}
+	slices.SortStableFunc(rs, func(a, b ranked) int { return cmp.Compare(a.r, b.r) })
+	for i := range rs {
+		keys[i] = rs[i].k
+	}
+	return keys
 }
