@@ -102,14 +102,16 @@ func (m *placeMemory) picks(leaders []*holdCall, seen soldOutSeen) map[string][]
 	}
 	for _, c := range leaders {
 		for _, w := range c.h.wants {
-			if w.Location != "" {
-				continue
+			switch {
+			case c.h.req.CustomerRef != "": // at every location, even a line naming one (limits.go)
+				lockWhole(poolKey(w.SKU, w.Pool))
+			case w.Location == "":
+				l := line{c, w, poolKey(w.SKU, w.Pool)}
+				if !plainLine(c, w) {
+					lockWhole(l.pk)
+				}
+				lines = append(lines, l)
 			}
-			l := line{c, w, poolKey(w.SKU, w.Pool)}
-			if !plainLine(c, w) {
-				lockWhole(l.pk)
-			}
-			lines = append(lines, l)
 		}
 	}
 	var (

@@ -47,6 +47,8 @@ func TestPlacePicks(t *testing.T) {
 	line := func(q int64) Item { return Item{SKU: "A1", Quantity: q} }
 	customer := call(StrategyPriority, line(1))
 	customer.h.req.CustomerRef = "c-1"
+	customerAt := call(StrategyPriority, Item{SKU: "A1", Location: "lyon", Quantity: 1})
+	customerAt.h.req.CustomerRef = "c-2"
 	sentOn := call(StrategyPriority, line(1))
 	sentOn.lockAll = true
 	picked := func(locations ...string) map[string][]string {
@@ -73,6 +75,7 @@ func TestPlacePicks(t *testing.T) {
 			[]*holdCall{call(StrategyPriority, line(1)), call(StrategyPriority, Item{SKU: "A1", Quantity: 2, Split: true})}, nil},
 		{"a partial line", fresh, []*holdCall{call(StrategyPriority, Item{SKU: "A1", Quantity: 2, Partial: true, MinQuantity: 1})}, nil},
 		{"a customer's hold", fresh, []*holdCall{customer}, nil},
+		{"a customer's hold naming its location", fresh, []*holdCall{call(StrategyPriority, line(1)), customerAt}, nil},
 		{"a hold a refusal sent on", fresh, []*holdCall{sentOn}, nil},
 		{"a line naming its location picks nothing", fresh, []*holdCall{call(StrategyPriority, Item{SKU: "A1", Location: "lyon", Quantity: 1})}, nil},
 		{"memory past its trust", soldOutSeen{at: t0.Add(time.Second), writes: 7}, []*holdCall{call(StrategyPriority, line(1))}, nil},
