@@ -54,6 +54,8 @@ type placeMemory struct {
 
 	mu    sync.Mutex
 	pools map[string]*placeEntry // by poolKey
+	// swept is when a full memory was last swept (roomLocked).
+	swept time.Time
 }
 
 // placeEntry is one pool's rows as a batch locked them all (st, never
@@ -253,11 +255,17 @@ func poolEntry(st stockRows, pk string, taken map[string]int64) *placeEntry {
 }
 
 // roomLocked reports whether pool pk may be remembered: it is already, or
-// there is room, once entries past their trust at now are dropped.
+// there is room, once entries past their trust at now are dropped. A full
+// memory is swept at most four times per trust: between sweeps a pool
+// finds no room, rather than every batch scanning every entry.
 func (m *placeMemory) roomLocked(pk string, now time.Time) bool {
 	if _, ok := m.pools[pk]; ok || len(m.pools) < placeMemoryMax {
 		return true
 	}
+	if now.Sub(m.swept) < m.trust/4 {
+		return false
+	}
+	m.swept = now
 	for k, e := range m.pools {
 		if now.Sub(e.readAt) >= m.trust {
 			delete(m.pools, k)

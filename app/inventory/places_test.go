@@ -150,6 +150,31 @@ func TestPlaceRemember(t *testing.T) {
 	require.Empty(t, m.pools)
 }
 
+// TestPlaceMemoryFull: a full memory remembers no new pool while its
+// entries are trusted, sweeps the stale ones once they are not, and
+// sweeps at most four times per trust.
+func TestPlaceMemoryFull(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := newPlaceMemory(time.Second)
+	for i := range placeMemoryMax {
+		m.pools[poolKey(fmt.Sprintf("F%d", i), stock.MainPool)] = &placeEntry{readAt: t0.Add(time.Duration(i%2) * time.Second)}
+	}
+	everywhere := map[string]bool{poolKey("NEW", stock.MainPool): true}
+	st := rowsOf(rowAt("NEW", "paris", stock.MainPool, 5, 1), rowAt("NEW", "lyon", stock.MainPool, 5, 2))
+	remembered := func(at time.Time) bool {
+		m.remember(soldOutSeen{at: at}, st, nil, everywhere, nil)
+		_, ok := m.pools[poolKey("NEW", stock.MainPool)]
+		return ok
+	}
+	require.False(t, remembered(t0.Add(900*time.Millisecond)), "every entry trusted: no room")
+	require.Len(t, m.pools, placeMemoryMax)
+	require.False(t, remembered(t0.Add(1050*time.Millisecond)), "half the entries stale, but swept 150 ms ago: no sweep yet")
+	require.Len(t, m.pools, placeMemoryMax)
+	require.True(t, remembered(t0.Add(1200*time.Millisecond)), "swept: the stale half dropped")
+	require.Len(t, m.pools, placeMemoryMax/2+1)
+}
+
 // BenchmarkPlacePicks is what picking from memory costs a batch of 20
 // holds over 20 pools at three locations, by strategy: the work a batch
 // adds to lock one row per line instead of three.
