@@ -85,60 +85,8 @@ func (m *placeMemory) picks(leaders []*holdCall, seen soldOutSeen) map[string][]
 	if m == nil || m.trust <= 0 {
 		return nil
 	}
-	// The leaders' lines that name no location, with their pools, and
-	// the pools locked whole whatever memory has.
-	type line struct {
-		c  *holdCall
-		w  want
-		pk string
-	}
-	var (
-		lines []line
-		whole map[string]bool
-	)
-	lockWhole := func(pk string) {
-		if whole == nil {
-			whole = map[string]bool{}
-		}
-		whole[pk] = true
-	}
-	for _, c := range leaders {
-		for _, w := range c.h.wants {
-			switch {
-			case c.h.req.CustomerRef != "": // at every location, even a line naming one (limits.go)
-				lockWhole(poolKey(w.SKU, w.Pool))
-			case w.Location == "":
-				l := line{c, w, poolKey(w.SKU, w.Pool)}
-				if !plainLine(c, w) {
-					lockWhole(l.pk)
-				}
-				lines = append(lines, l)
-			}
-		}
-	}
-	var (
-		entries map[string]*placeEntry
-		taken   map[string]int64
-	)
-	m.mu.Lock()
-	for _, l := range lines {
-		if _, ok := entries[l.pk]; ok || whole[l.pk] || len(m.pools) == 0 {
-			continue
-		}
-		e := m.pools[l.pk]
-		if e == nil || seen.at.Sub(e.readAt) >= m.trust || e.writes != seen.writes {
-			lockWhole(l.pk)
-			continue
-		}
-		if entries == nil {
-			entries, taken = map[string]*placeEntry{}, map[string]int64{}
-		}
-		entries[l.pk] = e
-		for k, q := range e.took {
-			taken[k] = q
-		}
-	}
-	m.mu.Unlock()
+	lines, whole := pickable(leaders)
+	entries, taken := m.usable(lines, whole, seen)
 	if entries == nil {
 		return nil
 	}
@@ -152,7 +100,7 @@ func (m *placeMemory) picks(leaders []*holdCall, seen soldOutSeen) map[string][]
 		clear(mine)
 		d := holdDecision{st: e.st, taken: taken, h: l.c.h, mine: mine}
 		if _, ok := d.allocate(l.w); !ok {
-			lockWhole(l.pk)
+			whole[l.pk] = true
 			continue
 		}
 		for k, q := range mine {
@@ -166,6 +114,69 @@ func (m *placeMemory) picks(leaders []*holdCall, seen soldOutSeen) map[string][]
 		delete(out, pk)
 	}
 	return out
+}
+
+// pickLine is a line of a batch's leaders that names no location, with
+// its pool (poolKey).
+type pickLine struct {
+	c  *holdCall
+	w  want
+	pk string
+}
+
+// pickable is the leaders' lines that name no location, and the pools
+// (poolKey) locked whole whatever memory has: those a line that is not
+// plain draws on, and every pool of a customer's hold, even through a
+// line naming its location (limits.go).
+func pickable(leaders []*holdCall) ([]pickLine, map[string]bool) {
+	var lines []pickLine
+	whole := map[string]bool{}
+	for _, c := range leaders {
+		for _, w := range c.h.wants {
+			switch {
+			case c.h.req.CustomerRef != "":
+				whole[poolKey(w.SKU, w.Pool)] = true
+			case w.Location == "":
+				l := pickLine{c, w, poolKey(w.SKU, w.Pool)}
+				if !plainLine(c, w) {
+					whole[l.pk] = true
+				}
+				lines = append(lines, l)
+			}
+		}
+	}
+	return lines, whole
+}
+
+// usable is the entries lines may be picked on at seen (read less than the
+// trust before it, with the instance's writes then), by poolKey, and what
+// the batches since their reads took, by rowKey; a pool of lines with no
+// usable entry joins whole.
+func (m *placeMemory) usable(lines []pickLine, whole map[string]bool, seen soldOutSeen) (map[string]*placeEntry, map[string]int64) {
+	var (
+		entries map[string]*placeEntry
+		taken   map[string]int64
+	)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, l := range lines {
+		if _, ok := entries[l.pk]; ok || whole[l.pk] || len(m.pools) == 0 {
+			continue
+		}
+		e := m.pools[l.pk]
+		if e == nil || seen.at.Sub(e.readAt) >= m.trust || e.writes != seen.writes {
+			whole[l.pk] = true
+			continue
+		}
+		if entries == nil {
+			entries, taken = map[string]*placeEntry{}, map[string]int64{}
+		}
+		entries[l.pk] = e
+		for k, q := range e.took {
+			taken[k] = q
+		}
+	}
+	return entries, taken
 }
 
 // plainLine reports whether line w of call c, which names no location,
