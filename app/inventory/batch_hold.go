@@ -486,18 +486,29 @@ func (b *batchPlan) laterForRuns(verdicts []verdict, gave map[string]bool) []ver
 	if len(gave) == 0 {
 		return verdicts
 	}
+	return b.sendLater(verdicts, func(c *holdCall, v verdict) bool {
+		if !v.granted && v.why == domain.CodeOutOfStock && v.left < 0 && gave[poolKey(v.line.SKU, v.line.Pool)] && !c.waited {
+			c.waited = true
+			return true
+		}
+		return false
+	})
+}
+
+// sendLater takes out of the batch, to go again with the next one, the
+// holds deciding whose verdict later says go again, and returns the
+// verdicts of the holds left.
+func (b *batchPlan) sendLater(verdicts []verdict, later func(c *holdCall, v verdict) bool) []verdict {
 	var (
 		deciding []*holdCall
 		kept     []verdict
 	)
 	for i, c := range b.deciding {
-		v := verdicts[i]
-		if !v.granted && v.why == domain.CodeOutOfStock && v.left < 0 && gave[poolKey(v.line.SKU, v.line.Pool)] && !c.waited {
-			c.waited = true
+		if v := verdicts[i]; later(c, v) {
 			b.later = append(b.later, c)
-			continue
+		} else {
+			deciding, kept = append(deciding, c), append(kept, v)
 		}
-		deciding, kept = append(deciding, c), append(kept, v)
 	}
 	b.deciding = deciding
 	return kept
@@ -543,28 +554,21 @@ func (b *batchPlan) laterForPicks(verdicts []verdict, picks map[string][]string,
 	if len(picks) == 0 {
 		return verdicts
 	}
-	var (
-		deciding []*holdCall
-		kept     []verdict
-	)
-	for i, c := range b.deciding {
-		v := verdicts[i]
-		if !v.granted && picks[poolKey(v.line.SKU, v.line.Pool)] != nil || promisedOnPicks(v, picks) {
-			for _, l := range v.lines { // a grant's
-				k := rowKey(l.SKU, l.Location, l.Pool)
-				taken[k] -= l.Quantity - l.Backordered
-				if l.Backordered > 0 {
-					promised[k] -= l.Backordered
-				}
-			}
-			c.lockAll = true
-			b.later = append(b.later, c)
-			continue
+	return b.sendLater(verdicts, func(c *holdCall, v verdict) bool {
+		refusedOnPicks := !v.granted && picks[poolKey(v.line.SKU, v.line.Pool)] != nil
+		if !refusedOnPicks && !promisedOnPicks(v, picks) {
+			return false
 		}
-		deciding, kept = append(deciding, c), append(kept, v)
-	}
-	b.deciding = deciding
-	return kept
+		for _, l := range v.lines { // a grant's
+			k := rowKey(l.SKU, l.Location, l.Pool)
+			taken[k] -= l.Quantity - l.Backordered
+			if l.Backordered > 0 {
+				promised[k] -= l.Backordered
+			}
+		}
+		c.lockAll = true
+		return true
+	})
 }
 
 // promisedOnPicks reports whether granted verdict v promises units beyond

@@ -136,7 +136,8 @@ func TestAllocationMemoryGoesAgainOnAllRows(t *testing.T) {
 // or naming a location, and release some of what they got, over three
 // locations of 30 units: what is held at the end is exactly what was
 // granted and not released, no location goes below zero, and the books
-// close (setup's invariants).
+// close (setup's invariants). (What is left depends on when the last
+// releases land, so only the sum is asserted.)
 func TestAllocationMemoryRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -202,5 +203,4 @@ func TestAllocationMemoryRace(t *testing.T) {
 		left += p.Available
 	}
 	require.Equal(t, int64(90), held+left, "every unit is held once or left, none twice (%d holds granted, %d released)", granted, released)
-	require.Zero(t, left, "480 holds of 1-3 units over 90 units, a quarter released: nothing is left")
 }
